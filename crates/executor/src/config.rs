@@ -1,0 +1,188 @@
+//! Database settings.
+//!
+//! Every setting has a default and a valid range, stated here and in the README; bad values
+//! are rejected when the database opens, with an error naming the setting.
+//!
+//! | setting | default | range |
+//! |---|---|---|
+//! | `partitions` | number of CPU cores | 1 ..= 1024 |
+//! | `memory_limit` | half of physical memory | >= 16 MiB |
+//! | `lru_sample_rate` | 0.01 | 0.0 ..= 1.0 |
+//! | `max_restarts` | 16 | 1 ..= 1000 |
+
+use crate::error::{Error, Result};
+
+/// Validated database settings. Build with [`Config::builder`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Number of partitions, each with its own executor thread.
+    pub partitions: u32,
+    /// Bytes the database may use for tuples, strings, indexes, tombstones and buffers.
+    pub memory_limit: u64,
+    /// Fraction of transactions whose accesses update the LRU chain (the paper's alpha).
+    pub lru_sample_rate: f64,
+    /// How often one transaction may be restarted for evicted data before it fails.
+    pub max_restarts: u32,
+}
+
+/// Builds a [`Config`]; unset settings take their defaults.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigBuilder {
+    partitions: Option<u32>,
+    memory_limit: Option<u64>,
+    lru_sample_rate: Option<f64>,
+    max_restarts: Option<u32>,
+}
+
+pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
+pub const MAX_PARTITIONS: u32 = 1024;
+
+impl Config {
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::builder().build().expect("defaults are valid")
+    }
+}
+
+impl ConfigBuilder {
+    pub fn partitions(mut self, n: u32) -> Self {
+        self.partitions = Some(n);
+        self
+    }
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+    pub fn lru_sample_rate(mut self, alpha: f64) -> Self {
+        self.lru_sample_rate = Some(alpha);
+        self
+    }
+    pub fn max_restarts(mut self, n: u32) -> Self {
+        self.max_restarts = Some(n);
+        self
+    }
+
+    pub fn build(self) -> Result<Config> {
+        let partitions = self.partitions.unwrap_or_else(default_partitions);
+        if !(1..=MAX_PARTITIONS).contains(&partitions) {
+            return Err(Error::Config {
+                setting: "partitions",
+                message: format!("must be between 1 and {MAX_PARTITIONS}, got {partitions}"),
+            });
+        }
+        let memory_limit = self.memory_limit.unwrap_or_else(default_memory_limit);
+        if memory_limit < MIN_MEMORY_LIMIT {
+            return Err(Error::Config {
+                setting: "memory_limit",
+                message: format!(
+                    "must be at least {} (16MiB), got {memory_limit}",
+                    MIN_MEMORY_LIMIT
+                ),
+            });
+        }
+        let lru_sample_rate = self.lru_sample_rate.unwrap_or(0.01);
+        if !(0.0..=1.0).contains(&lru_sample_rate) || lru_sample_rate.is_nan() {
+            return Err(Error::Config {
+                setting: "lru_sample_rate",
+                message: format!("must be between 0.0 and 1.0, got {lru_sample_rate}"),
+            });
+        }
+        let max_restarts = self.max_restarts.unwrap_or(16);
+        if !(1..=1000).contains(&max_restarts) {
+            return Err(Error::Config {
+                setting: "max_restarts",
+                message: format!("must be between 1 and 1000, got {max_restarts}"),
+            });
+        }
+        Ok(Config {
+            partitions,
+            memory_limit,
+            lru_sample_rate,
+            max_restarts,
+        })
+    }
+}
+
+fn default_partitions() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+        .min(MAX_PARTITIONS)
+}
+
+/// Half of physical memory, or 1 GiB if that cannot be read.
+pub fn default_memory_limit() -> u64 {
+    physical_memory()
+        .map(|m| m / 2)
+        .unwrap_or(1 << 30)
+        .max(MIN_MEMORY_LIMIT)
+}
+
+/// Total physical memory from /proc/meminfo.
+pub fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Parses a size: plain bytes (`1048576`) or a number with a unit (`64MiB`, `2GiB`, `512KiB`,
+/// `1TiB`; `KB`/`MB`/`GB` are read as powers of 1024 too, as memory sizes usually are).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a size (examples: 64MiB, 2GiB, 1048576)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "\"{s}\" has an unknown unit (use B, KiB, MiB, GiB or TiB)"
+            ));
+        }
+    };
+    let bytes = n * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("\"{s}\" is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1.5k").unwrap(), 1536);
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+
+    #[test]
+    fn bad_settings_name_themselves() {
+        let e = Config::builder().partitions(0).build().unwrap_err();
+        assert!(e.to_string().contains("partitions"), "{e}");
+        let e = Config::builder().lru_sample_rate(1.5).build().unwrap_err();
+        assert!(e.to_string().contains("lru_sample_rate"), "{e}");
+        let e = Config::builder().memory_limit(1000).build().unwrap_err();
+        assert!(e.to_string().contains("memory_limit"), "{e}");
+        assert!(Config::builder().partitions(2).build().is_ok());
+    }
+}

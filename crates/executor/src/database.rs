@@ -1,0 +1,496 @@
+//! The embedded database API.
+//!
+//! [`Database::open`] starts one executor thread per partition. DDL and procedure
+//! registration change the published schema state; calls are routed to the partition of
+//! their partition parameter (or to all partitions for multi-partition procedures) and
+//! answered synchronously ([`Database::call`]), as futures ([`Database::call_async`]) or in
+//! batches through a pipelining [`Session`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use crossbeam_channel::{Receiver, Sender};
+use permafrost_sql::{Catalog, Rows};
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::partition::{Invocation, MpWork, Msg, Partition, PartitionStats, SchemaState, Shared};
+use crate::procedure::{Partitioning, Procedure, ProcedureDef};
+use crate::reply::{Completion, Reply, Sink};
+
+struct Inner {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Serializes schema changes and registrations (never held by partition threads).
+    ddl: Mutex<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for s in &self.shared.senders {
+            let _ = s.send(Msg::Shutdown);
+        }
+        if let Ok(mut threads) = self.threads.lock() {
+            for t in threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// An open database. Cloning gives another handle to the same database; it shuts down
+/// when the last handle is dropped.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+/// A procedure looked up once, for calling it many times.
+#[derive(Clone, Debug)]
+pub struct ProcHandle {
+    proc: Arc<Procedure>,
+}
+
+impl ProcHandle {
+    pub fn name(&self) -> &str {
+        &self.proc.name
+    }
+}
+
+/// Totals over all partitions.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DatabaseStats {
+    pub committed: u64,
+    pub aborted_user: u64,
+    pub failed: u64,
+    pub restarts_evicted: u64,
+    pub restarts_schema: u64,
+    pub mp_txns: u64,
+}
+
+impl Database {
+    /// Opens an empty in-memory database with `config`.
+    pub fn open(config: Config) -> Result<Database> {
+        let n = config.partitions as usize;
+        let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
+            (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
+        let shared = Arc::new(Shared {
+            config,
+            senders,
+            stats: (0..n)
+                .map(|_| Arc::new(PartitionStats::default()))
+                .collect(),
+            schema: ArcSwap::from_pointee(SchemaState {
+                catalog: Arc::new(Catalog::new()),
+                procs: HashMap::new(),
+            }),
+            mp_order: Mutex::new(1),
+        });
+        let mut threads = Vec::with_capacity(n);
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let part = Partition::new(i as u32, shared.clone());
+            let t = std::thread::Builder::new()
+                .name(format!("partition-{i}"))
+                .spawn(move || part.run(rx))
+                .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
+            threads.push(t);
+        }
+        Ok(Database {
+            inner: Arc::new(Inner {
+                shared,
+                threads: Mutex::new(threads),
+                ddl: Mutex::new(()),
+            }),
+        })
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared().config
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.shared().config.partitions
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared().schema.load().catalog.clone()
+    }
+
+    /// Runs DDL (one or more `;`-separated CREATE/DROP TABLE/INDEX statements). Each
+    /// statement is applied at every partition at one point of the transaction order,
+    /// all or nothing; registered procedures are re-planned against the new schema.
+    pub fn execute_ddl(&self, sql: &str) -> Result<()> {
+        let stmts = permafrost_sql::parse::parse_statements(sql)?;
+        let _guard = self
+            .inner
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        for stmt in &stmts {
+            let state = self.shared().schema.load_full();
+            let changes = permafrost_sql::ddl::plan_ddl(&state.catalog, stmt)?;
+            if changes.is_empty() {
+                continue;
+            }
+            let mut catalog = (*state.catalog).clone();
+            for c in &changes {
+                catalog = catalog.apply(c)?;
+            }
+            let catalog = Arc::new(catalog);
+            // Procedures whose statements no longer plan (a table they use was dropped) are
+            // unregistered with the schema change.
+            let procs = state
+                .procs
+                .iter()
+                .filter_map(|(name, p)| {
+                    Procedure::prepare(p.def.clone(), &catalog)
+                        .ok()
+                        .map(|p| (name.clone(), Arc::new(p)))
+                })
+                .collect();
+            let next = Arc::new(SchemaState { catalog, procs });
+            self.run_mp_work(
+                MpWork::Ddl { changes, next },
+                self.shared().all_partitions(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn run_mp_work(&self, work: MpWork, parts: Vec<u32>) -> Result<Rows> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.shared().submit_mp(work, parts, Reply::Oneshot(tx))?;
+        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
+    }
+
+    /// Registers a procedure, planning its statements against the current schema.
+    pub fn register(&self, def: ProcedureDef) -> Result<ProcHandle> {
+        let _guard = self
+            .inner
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        let state = self.shared().schema.load_full();
+        if state.procs.contains_key(&def.name) {
+            return Err(Error::DuplicateProcedure(def.name));
+        }
+        let proc = Arc::new(Procedure::prepare(def, &state.catalog)?);
+        let mut procs = state.procs.clone();
+        procs.insert(proc.name.clone(), proc.clone());
+        self.shared().schema.store(Arc::new(SchemaState {
+            catalog: state.catalog.clone(),
+            procs,
+        }));
+        Ok(ProcHandle { proc })
+    }
+
+    /// Removes a procedure. Calls already submitted still run.
+    pub fn unregister(&self, name: &str) -> Result<()> {
+        let _guard = self
+            .inner
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        let state = self.shared().schema.load_full();
+        if !state.procs.contains_key(name) {
+            return Err(Error::UnknownProcedure(name.into()));
+        }
+        let mut procs = state.procs.clone();
+        procs.remove(name);
+        self.shared().schema.store(Arc::new(SchemaState {
+            catalog: state.catalog.clone(),
+            procs,
+        }));
+        Ok(())
+    }
+
+    /// Looks a procedure up for repeated calls.
+    pub fn procedure(&self, name: &str) -> Result<ProcHandle> {
+        self.shared()
+            .schema
+            .load()
+            .procs
+            .get(name)
+            .map(|p| ProcHandle { proc: p.clone() })
+            .ok_or_else(|| Error::UnknownProcedure(name.into()))
+    }
+
+    /// Names of the registered procedures.
+    pub fn procedure_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.shared().schema.load().procs.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn submit(&self, h: &ProcHandle, params: Vec<Value>, reply: Reply) -> Result<()> {
+        submit(self.shared(), &h.proc, params, reply, None)
+    }
+
+    /// Calls a procedure and waits for its result.
+    pub fn call(&self, name: &str, params: Vec<Value>) -> Result<Rows> {
+        let h = self.procedure(name)?;
+        self.call_handle(&h, params)
+    }
+
+    /// Calls a procedure through a handle and waits for its result.
+    pub fn call_handle(&self, h: &ProcHandle, params: Vec<Value>) -> Result<Rows> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(h, params, Reply::Oneshot(tx))?;
+        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
+    }
+
+    /// Calls a procedure; the future resolves to its result. Many calls may be in flight.
+    pub fn call_async(
+        &self,
+        name: &str,
+        params: Vec<Value>,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static {
+        let submitted = self.procedure(name).and_then(|h| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.submit(&h, params, Reply::Oneshot(tx)).map(|_| rx)
+        });
+        async move {
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    /// A pipelining session for many calls in flight from one thread.
+    pub fn session(&self) -> Session {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let n = self.partitions() as usize;
+        Session {
+            db: self.clone(),
+            sink: Arc::new(Sink { tx }),
+            rx,
+            buffers: (0..n).map(|_| Vec::new()).collect(),
+            in_flight: 0,
+            batch: 64,
+        }
+    }
+
+    /// Runs `f` on partition `p`'s store between transactions and returns its result
+    /// (statistics, consistency checks, tests).
+    pub fn with_partition<R: Send + 'static>(
+        &self,
+        p: u32,
+        f: impl FnOnce(&mut PartitionStore) -> R + Send + 'static,
+    ) -> Result<R> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let sender = self
+            .shared()
+            .senders
+            .get(p as usize)
+            .ok_or_else(|| Error::Internal(format!("no partition {p}")))?;
+        sender
+            .send(Msg::Inspect(Box::new(move |s| {
+                let _ = tx.send(f(s));
+            })))
+            .map_err(|_| Error::Shutdown)?;
+        rx.recv().map_err(|_| Error::Shutdown)
+    }
+
+    /// Memory accounted at every partition, measured now.
+    pub fn memory_usage(&self) -> Result<MemoryUsage> {
+        let mut total = MemoryUsage::default();
+        for p in 0..self.partitions() {
+            total += self.with_partition(p, |s| s.memory_usage())?;
+        }
+        Ok(total)
+    }
+
+    /// Counters summed over partitions (published after each pass over a partition's queue).
+    pub fn stats(&self) -> DatabaseStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut d = DatabaseStats::default();
+        for s in &self.shared().stats {
+            d.committed += s.committed.load(Relaxed);
+            d.aborted_user += s.aborted_user.load(Relaxed);
+            d.failed += s.failed.load(Relaxed);
+            d.restarts_evicted += s.restarts_evicted.load(Relaxed);
+            d.restarts_schema += s.restarts_schema.load(Relaxed);
+            d.mp_txns += s.mp_coordinated.load(Relaxed);
+        }
+        d
+    }
+}
+
+/// The partition a single-partition call runs at.
+pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Result<Option<u32>> {
+    match proc.partitioning {
+        Partitioning::Multi => Ok(None),
+        Partitioning::Single { param } => {
+            let v = params.get(param).ok_or_else(|| Error::BadCall {
+                name: proc.name.clone(),
+                message: format!(
+                    "partition parameter {param} is missing ({} parameters given)",
+                    params.len()
+                ),
+            })?;
+            let ty = match v.as_ref() {
+                ValueRef::Null => {
+                    return Err(Error::BadCall {
+                        name: proc.name.clone(),
+                        message: format!("partition parameter {param} is NULL"),
+                    });
+                }
+                ValueRef::Int(_) => DataType::BigInt,
+                ValueRef::Text(_) => DataType::Varchar(None),
+                ValueRef::Double(_) => DataType::Double,
+                ValueRef::Timestamp(_) => DataType::Timestamp,
+                ValueRef::Bool(_) => DataType::Boolean,
+                ValueRef::Bytes(_) => DataType::Bytea,
+                ValueRef::Decimal(_) => {
+                    return Err(Error::BadCall {
+                        name: proc.name.clone(),
+                        message: "a NUMERIC partition parameter is not supported".into(),
+                    });
+                }
+            };
+            Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
+        }
+    }
+}
+
+fn submit(
+    shared: &Shared,
+    proc: &Arc<Procedure>,
+    params: Vec<Value>,
+    reply: Reply,
+    buffers: Option<&mut [Vec<Invocation>]>,
+) -> Result<()> {
+    match route(proc, &params, shared.config.partitions)? {
+        Some(p) => {
+            let inv = Invocation {
+                proc: proc.clone(),
+                params,
+                reply,
+                restarts: 0,
+            };
+            match buffers {
+                Some(b) => b[p as usize].push(inv),
+                None => shared.senders[p as usize]
+                    .send(Msg::Batch(vec![inv]))
+                    .map_err(|_| Error::Shutdown)?,
+            }
+            Ok(())
+        }
+        None => shared.submit_mp(
+            MpWork::Call {
+                proc: proc.clone(),
+                params,
+                restarts: 0,
+            },
+            shared.all_partitions(),
+            reply,
+        ),
+    }
+}
+
+/// Pipelined calls from one thread: submit many, flush, collect completions by token.
+pub struct Session {
+    db: Database,
+    sink: Arc<Sink>,
+    rx: Receiver<Vec<Completion>>,
+    buffers: Vec<Vec<Invocation>>,
+    in_flight: usize,
+    batch: usize,
+}
+
+impl Session {
+    /// Queues a call. It is sent when its partition's buffer fills or at [`Session::flush`].
+    pub fn submit(&mut self, h: &ProcHandle, params: Vec<Value>, token: u64) -> Result<()> {
+        let reply = Reply::Batch {
+            sink: self.sink.clone(),
+            token,
+        };
+        submit(
+            self.db.shared(),
+            &h.proc,
+            params,
+            reply,
+            Some(&mut self.buffers),
+        )?;
+        self.in_flight += 1;
+        let full: Vec<usize> = self
+            .buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.len() >= self.batch)
+            .map(|(i, _)| i)
+            .collect();
+        for p in full {
+            self.flush_partition(p)?;
+        }
+        Ok(())
+    }
+
+    fn flush_partition(&mut self, p: usize) -> Result<()> {
+        let batch = std::mem::take(&mut self.buffers[p]);
+        if !batch.is_empty() {
+            self.db.shared().senders[p]
+                .send(Msg::Batch(batch))
+                .map_err(|_| Error::Shutdown)?;
+        }
+        Ok(())
+    }
+
+    /// Sends every queued call.
+    pub fn flush(&mut self) -> Result<()> {
+        for p in 0..self.buffers.len() {
+            self.flush_partition(p)?;
+        }
+        Ok(())
+    }
+
+    /// Sets how many calls per partition are buffered before they are sent (default 64).
+    pub fn set_batch(&mut self, n: usize) {
+        self.batch = n.max(1);
+    }
+
+    /// Calls submitted and not yet collected.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Flushes, then waits for at least one completion and appends all available ones to
+    /// `out`. Returns how many were appended (0 only if nothing is in flight).
+    pub fn wait(&mut self, out: &mut Vec<Completion>) -> Result<usize> {
+        self.flush()?;
+        if self.in_flight == 0 {
+            return Ok(0);
+        }
+        let first = self.rx.recv().map_err(|_| Error::Shutdown)?;
+        let mut n = first.len();
+        out.extend(first);
+        while let Ok(more) = self.rx.try_recv() {
+            n += more.len();
+            out.extend(more);
+        }
+        self.in_flight -= n;
+        Ok(n)
+    }
+
+    /// Appends completions that are already available, without waiting.
+    pub fn poll(&mut self, out: &mut Vec<Completion>) -> usize {
+        let mut n = 0;
+        while let Ok(more) = self.rx.try_recv() {
+            n += more.len();
+            out.extend(more);
+        }
+        self.in_flight -= n;
+        n
+    }
+}

@@ -1,0 +1,28 @@
+//! Permafrost execution: partitions, transactions, stored procedures and the embedded API.
+//!
+//! ```text
+//! Database::call / call_async / Session::submit
+//!   -> route by the procedure's partition parameter (or all partitions)
+//!   -> partition queue -> partition executor thread (one per partition, owns its data)
+//!        runs the procedure body; its statements execute against the partition's store
+//!        commit, or roll back through the undo log
+//!   -> reply (one-shot, or batched per session)
+//! ```
+//!
+//! See [`partition`] for the executor and how multi-partition transactions are ordered,
+//! [`procedure`] for writing procedures.
+
+pub mod config;
+mod database;
+pub mod error;
+pub mod partition;
+pub mod procedure;
+mod reply;
+
+pub use config::{Config, ConfigBuilder, parse_size};
+pub use database::{Database, DatabaseStats, ProcHandle, Session};
+pub use error::{Error, Result};
+pub use permafrost_sql::{ColumnInfo, RowRef, Rows, SqlError};
+pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
+pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
+pub use reply::Completion;

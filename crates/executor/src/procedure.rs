@@ -1,0 +1,251 @@
+//! Stored procedures.
+//!
+//! A procedure is Rust code registered by name with the SQL statements it may run. The
+//! statements are planned once, at registration (and again after DDL); the body runs them
+//! with parameters through its [`ProcContext`]:
+//!
+//! ```no_run
+//! # use permafrost_executor::{Database, ProcedureDef, Value};
+//! # let db: Database = unimplemented!();
+//! db.register(
+//!     ProcedureDef::new("GetBalance")
+//!         .partition_param(0)
+//!         .statement("SELECT balance FROM accounts WHERE id = ?")
+//!         .body(|ctx, params| {
+//!             let rows = ctx.execute(0, &[params[0].clone()])?;
+//!             if rows.is_empty() {
+//!                 return Err(ctx.abort("no such account"));
+//!             }
+//!             Ok(rows)
+//!         }),
+//! )?;
+//! # Ok::<(), permafrost_executor::Error>(())
+//! ```
+//!
+//! **Determinism.** A procedure must take time and randomness only from its context
+//! ([`ProcContext::now`], [`ProcContext::random_u64`]) and must not read anything outside
+//! the database (files, clocks, other threads). Then re-running the same calls in the same
+//! order reproduces the same state, which is what command-log recovery relies on.
+//!
+//! **Evicted data.** A body may run more than once: if it reaches evicted tuples it runs in
+//! *pre-pass* mode ([`ProcContext::is_prepass`]), its changes are rolled back, the data is
+//! fetched and the body runs again. Side effects outside the database would repeat; a
+//! procedure has none.
+
+use std::fmt;
+use std::sync::Arc;
+
+use permafrost_sql::{Catalog, Env, Prepared, Rows, SqlError};
+use permafrost_storage::Value;
+
+use crate::error::{Error, Result};
+
+/// What a procedure body returns on failure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProcError {
+    /// The procedure aborted the transaction with this message.
+    Abort(String),
+    /// A statement failed.
+    Sql(SqlError),
+}
+
+impl From<SqlError> for ProcError {
+    fn from(e: SqlError) -> ProcError {
+        ProcError::Sql(e)
+    }
+}
+
+impl fmt::Display for ProcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcError::Abort(m) => write!(f, "aborted: {m}"),
+            ProcError::Sql(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The body of a procedure.
+pub type ProcBody =
+    dyn Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync;
+
+/// Where a procedure's transactions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// At the partition of parameter `param`'s value (a single-partition transaction).
+    Single { param: usize },
+    /// At every partition (a multi-partition transaction).
+    Multi,
+}
+
+/// A procedure as written by its author.
+#[derive(Clone)]
+pub struct ProcedureDef {
+    pub(crate) name: String,
+    pub(crate) partitioning: Option<Partitioning>,
+    pub(crate) statements: Vec<String>,
+    pub(crate) body: Option<Arc<ProcBody>>,
+}
+
+impl ProcedureDef {
+    pub fn new(name: impl Into<String>) -> ProcedureDef {
+        ProcedureDef {
+            name: name.into(),
+            partitioning: None,
+            statements: Vec::new(),
+            body: None,
+        }
+    }
+
+    /// Runs each call at the partition of parameter `param` (0-based).
+    pub fn partition_param(mut self, param: usize) -> Self {
+        self.partitioning = Some(Partitioning::Single { param });
+        self
+    }
+
+    /// Runs each call as a multi-partition transaction over all partitions.
+    pub fn multi_partition(mut self) -> Self {
+        self.partitioning = Some(Partitioning::Multi);
+        self
+    }
+
+    /// Adds a statement; statements are numbered from 0 in the order added.
+    pub fn statement(mut self, sql: impl Into<String>) -> Self {
+        self.statements.push(sql.into());
+        self
+    }
+
+    pub fn body<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.body = Some(Arc::new(f));
+        self
+    }
+}
+
+/// A registered procedure with its statements planned.
+pub struct Procedure {
+    pub(crate) name: String,
+    pub(crate) partitioning: Partitioning,
+    pub(crate) statements: Vec<Prepared>,
+    pub(crate) def: ProcedureDef,
+}
+
+impl fmt::Debug for Procedure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Procedure")
+            .field("name", &self.name)
+            .field("partitioning", &self.partitioning)
+            .finish()
+    }
+}
+
+impl Procedure {
+    /// Plans the statements of `def` against `catalog`.
+    pub(crate) fn prepare(def: ProcedureDef, catalog: &Catalog) -> Result<Procedure> {
+        let name = def.name.clone();
+        if name.is_empty() {
+            return Err(Error::BadCall {
+                name,
+                message: "a procedure needs a name".into(),
+            });
+        }
+        let partitioning = def.partitioning.ok_or_else(|| Error::BadCall {
+            name: name.clone(),
+            message: "say where it runs: .partition_param(i) or .multi_partition()".into(),
+        })?;
+        if def.body.is_none() {
+            return Err(Error::BadCall {
+                name,
+                message: "a procedure needs a body".into(),
+            });
+        }
+        let mut statements = Vec::with_capacity(def.statements.len());
+        for (i, sql) in def.statements.iter().enumerate() {
+            let p = permafrost_sql::prepare(catalog, sql).map_err(|e| Error::BadCall {
+                name: name.clone(),
+                message: format!("statement {i} ({sql}): {e}"),
+            })?;
+            statements.push(p);
+        }
+        Ok(Procedure {
+            name,
+            partitioning,
+            statements,
+            def,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn partitioning(&self) -> Partitioning {
+        self.partitioning
+    }
+
+    pub(crate) fn body(&self) -> &ProcBody {
+        self.def.body.as_deref().expect("checked at registration")
+    }
+}
+
+/// What a running procedure sees of its transaction.
+pub struct ProcContext<'e, 'a, 'b> {
+    pub(crate) env: &'e mut Env<'a, 'b>,
+    pub(crate) statements: &'e [Prepared],
+    pub(crate) txn_id: u64,
+    pub(crate) rng: u64,
+}
+
+impl ProcContext<'_, '_, '_> {
+    /// Runs statement `stmt` (its number in the definition) with `params`.
+    pub fn execute(&mut self, stmt: usize, params: &[Value]) -> Result<Rows, ProcError> {
+        let p = self.statements.get(stmt).ok_or_else(|| {
+            ProcError::Sql(SqlError::Unsupported(format!(
+                "statement {stmt} does not exist (the procedure has {})",
+                self.statements.len()
+            )))
+        })?;
+        Ok(p.execute(self.env, params)?)
+    }
+
+    /// An error that aborts the transaction with `message`.
+    pub fn abort(&self, message: impl Into<String>) -> ProcError {
+        ProcError::Abort(message.into())
+    }
+
+    /// The transaction's timestamp in microseconds since the Unix epoch. Use this instead
+    /// of the system clock so that replay is deterministic.
+    pub fn now(&self) -> i64 {
+        self.env.now
+    }
+
+    /// The transaction's id, unique in this database.
+    pub fn txn_id(&self) -> u64 {
+        self.txn_id
+    }
+
+    /// A pseudo-random number derived from the transaction id (deterministic on replay).
+    pub fn random_u64(&mut self) -> u64 {
+        // SplitMix64.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Whether this run is a pre-pass over evicted data: its results will be discarded and
+    /// it will run again once the data is back in memory.
+    pub fn is_prepass(&self) -> bool {
+        !self.env.evicted.is_empty()
+    }
+
+    /// The partitions this transaction runs at.
+    pub fn partitions(&self) -> Vec<u32> {
+        self.env.stores.iter().map(|s| s.partition()).collect()
+    }
+}

@@ -1,0 +1,786 @@
+//! Binding: syntax trees to [`Expr`]s, with names resolved against the catalog and types
+//! inferred.
+//!
+//! Identifiers fold to lower case unless quoted, as in PostgreSQL. A parameter takes the
+//! type of what it is compared with or assigned to; parameters whose type cannot be
+//! inferred are passed through as given.
+
+use std::sync::Arc;
+
+use permafrost_storage::{DataType, Decimal, TableSchema, Value};
+use sqlparser::ast::{
+    self, BinaryOperator, CastKind, DuplicateTreatment, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, ObjectName, UnaryOperator,
+};
+
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::{ArithOp, CmpOp, Expr, Func};
+
+/// Folds an identifier as PostgreSQL does.
+pub fn ident(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// The last part of a (possibly schema-qualified) object name. `public.t` and `t` are the
+/// same table; other schemas do not exist.
+pub fn object_name(n: &ObjectName) -> Result<String> {
+    let parts: Vec<String> =
+        n.0.iter()
+            .map(|p| {
+                p.as_ident()
+                    .map(ident)
+                    .ok_or_else(|| SqlError::Syntax(format!("bad name {n}")))
+            })
+            .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" || schema == "pg_catalog" => Ok(name.clone()),
+        _ => Err(SqlError::UnknownTable(n.to_string())),
+    }
+}
+
+/// Maps a SQL type name to an engine type.
+pub fn map_type(t: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as A;
+    let len = |l: &Option<ast::CharacterLength>| -> Result<Option<u32>> {
+        match l {
+            None => Ok(None),
+            Some(ast::CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length)
+                .map(Some)
+                .map_err(|_| SqlError::Definition(format!("length {length} too large"))),
+            Some(ast::CharacterLength::Max) => Ok(None),
+        }
+    };
+    let numeric = |info: &ast::ExactNumberInfo| -> Result<DataType> {
+        let (p, s) = match *info {
+            ast::ExactNumberInfo::None => (0, 0),
+            ast::ExactNumberInfo::Precision(p) => (p, 0),
+            ast::ExactNumberInfo::PrecisionAndScale(p, s) => (
+                p,
+                u64::try_from(s)
+                    .map_err(|_| SqlError::Definition("NUMERIC scale must be >= 0".into()))?,
+            ),
+        };
+        let max = permafrost_storage::types::MAX_DECIMAL_PRECISION as u64;
+        if p > max || s > p.max(if p == 0 { max } else { p }) {
+            return Err(SqlError::Definition(format!(
+                "NUMERIC precision must be between 1 and {max} and scale between 0 and the precision (got {p}, {s})"
+            )));
+        }
+        Ok(DataType::Decimal {
+            precision: p as u8,
+            scale: s as u8,
+        })
+    };
+    Ok(match t {
+        A::SmallInt(_) | A::Int2(_) => DataType::SmallInt,
+        A::Int(_) | A::Integer(_) | A::Int4(_) => DataType::Integer,
+        A::BigInt(_) | A::Int8(_) => DataType::BigInt,
+        A::Double(_) | A::DoublePrecision | A::Float8 | A::Float64 | A::Real | A::Float4 => {
+            DataType::Double
+        }
+        A::Float(info) => match info {
+            ast::ExactNumberInfo::Precision(p) if *p <= 24 => DataType::Double,
+            _ => DataType::Double,
+        },
+        A::Numeric(i) | A::Decimal(i) | A::Dec(i) => numeric(i)?,
+        A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
+            DataType::Varchar(len(l)?)
+        }
+        // CHAR(n) is stored like VARCHAR(n): values are not blank-padded.
+        A::Char(l) | A::Character(l) => DataType::Varchar(Some(len(l)?.unwrap_or(1))),
+        A::Text | A::String(_) => DataType::Varchar(None),
+        A::Timestamp(_, tz) => {
+            if !matches!(
+                tz,
+                ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone
+            ) {
+                return unsupported("TIMESTAMP WITH TIME ZONE (use TIMESTAMP)");
+            }
+            DataType::Timestamp
+        }
+        A::Bool | A::Boolean => DataType::Boolean,
+        A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
+        A::Custom(name, _) => match object_name(name)?.as_str() {
+            "int2" => DataType::SmallInt,
+            "int4" => DataType::Integer,
+            "int8" => DataType::BigInt,
+            "float8" => DataType::Double,
+            other => return unsupported(format!("type {other}")),
+        },
+        other => return unsupported(format!("type {other}")),
+    })
+}
+
+/// A relation in the FROM list.
+#[derive(Debug, Clone)]
+pub struct Rel {
+    pub alias: String,
+    pub schema: Arc<TableSchema>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate call of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// `None` for `COUNT(*)`.
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub ty: Option<DataType>,
+}
+
+pub struct Binder<'c> {
+    pub catalog: &'c Catalog,
+    pub params: Vec<Option<DataType>>,
+    pub rels: Vec<Rel>,
+    /// Aggregates found so far; `None` where aggregates are not allowed.
+    pub aggs: Option<Vec<AggCall>>,
+}
+
+pub type Typed = (Expr, Option<DataType>);
+
+impl<'c> Binder<'c> {
+    pub fn new(catalog: &'c Catalog) -> Binder<'c> {
+        Binder {
+            catalog,
+            params: Vec::new(),
+            rels: Vec::new(),
+            aggs: None,
+        }
+    }
+
+    pub fn table(&self, name: &ObjectName) -> Result<Arc<TableSchema>> {
+        let n = object_name(name)?;
+        self.catalog
+            .table(&n)
+            .cloned()
+            .ok_or(SqlError::UnknownTable(n))
+    }
+
+    /// Adds a relation to the scope and returns its number.
+    pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
+        let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
+        if self.rels.iter().any(|r| r.alias == alias) {
+            return Err(SqlError::Syntax(format!(
+                "table name \"{alias}\" specified more than once"
+            )));
+        }
+        if self.rels.len() >= crate::plan::MAX_RELS {
+            return unsupported(format!(
+                "more than {} tables in one statement",
+                crate::plan::MAX_RELS
+            ));
+        }
+        self.rels.push(Rel { alias, schema });
+        Ok(self.rels.len() - 1)
+    }
+
+    fn column(&self, parts: &[Ident]) -> Result<Typed> {
+        let names: Vec<String> = parts.iter().map(ident).collect();
+        let (qual, col) = match names.as_slice() {
+            [c] => (None, c),
+            [t, c] => (Some(t.as_str()), c),
+            [s, t, c] if s == "public" => (Some(t.as_str()), c),
+            _ => return Err(SqlError::UnknownColumn(names.join("."))),
+        };
+        let mut found = None;
+        for (ri, rel) in self.rels.iter().enumerate() {
+            if qual.is_some_and(|q| q != rel.alias) {
+                continue;
+            }
+            if let Some(ci) = rel.schema.columns.iter().position(|c| &c.name == col) {
+                if found.is_some() {
+                    return Err(SqlError::AmbiguousColumn(col.clone()));
+                }
+                found = Some((ri, ci));
+            }
+        }
+        match found {
+            Some((rel, col)) => Ok((
+                Expr::Column { rel, col },
+                Some(self.rels[rel].schema.columns[col].ty),
+            )),
+            None => match qual {
+                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::UnknownTable(
+                    format!("missing FROM-clause entry for table \"{q}\""),
+                )),
+                _ => Err(SqlError::UnknownColumn(names.join("."))),
+            },
+        }
+    }
+
+    fn param(&mut self, name: &str) -> Result<Typed> {
+        let n: usize = name
+            .strip_prefix('$')
+            .and_then(|s| s.parse().ok())
+            .filter(|&n: &usize| (1..=65535).contains(&n))
+            .ok_or_else(|| SqlError::Syntax(format!("bad parameter {name}")))?;
+        if self.params.len() < n {
+            self.params.resize(n, None);
+        }
+        Ok((Expr::Param(n - 1), self.params[n - 1]))
+    }
+
+    /// Gives an untyped parameter the type `ty`.
+    pub fn infer(&mut self, e: &Expr, ty: Option<DataType>) {
+        if let (Expr::Param(i), Some(t)) = (e, ty)
+            && self.params[*i].is_none()
+        {
+            self.params[*i] = Some(t);
+        }
+    }
+
+    fn binary(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
+        let (a, at) = self.expr(l)?;
+        let (b, bt) = self.expr(r)?;
+        self.infer(&a, bt);
+        self.infer(&b, at);
+        let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
+        let cmp = |op| {
+            Ok((
+                Expr::Cmp(op, a.clone().boxed(), b.clone().boxed()),
+                Some(DataType::Boolean),
+            ))
+        };
+        let arith = |op| {
+            Ok((
+                Expr::Arith(op, a.clone().boxed(), b.clone().boxed()),
+                arith_type(op, at, bt),
+            ))
+        };
+        match op {
+            BinaryOperator::And => Ok((Expr::And(a.boxed(), b.boxed()), Some(DataType::Boolean))),
+            BinaryOperator::Or => Ok((Expr::Or(a.boxed(), b.boxed()), Some(DataType::Boolean))),
+            BinaryOperator::Eq => cmp(CmpOp::Eq),
+            BinaryOperator::NotEq => cmp(CmpOp::NotEq),
+            BinaryOperator::Lt => cmp(CmpOp::Lt),
+            BinaryOperator::LtEq => cmp(CmpOp::LtEq),
+            BinaryOperator::Gt => cmp(CmpOp::Gt),
+            BinaryOperator::GtEq => cmp(CmpOp::GtEq),
+            BinaryOperator::Plus => arith(ArithOp::Add),
+            BinaryOperator::Minus => arith(ArithOp::Sub),
+            BinaryOperator::Multiply => arith(ArithOp::Mul),
+            BinaryOperator::Divide => arith(ArithOp::Div),
+            BinaryOperator::Modulo => arith(ArithOp::Mod),
+            BinaryOperator::StringConcat => Ok((
+                Expr::Concat(a.boxed(), b.boxed()),
+                Some(DataType::Varchar(None)),
+            )),
+            other => unsupported(format!("operator {other}")),
+        }
+    }
+
+    fn param_type(&self, e: &Expr) -> Option<DataType> {
+        match e {
+            Expr::Param(i) => self.params[*i],
+            _ => None,
+        }
+    }
+
+    /// Binds an expression.
+    pub fn expr(&mut self, e: &ast::Expr) -> Result<Typed> {
+        use ast::Expr as A;
+        Ok(match e {
+            A::Identifier(i) => self.column(std::slice::from_ref(i))?,
+            A::CompoundIdentifier(parts) => self.column(parts)?,
+            A::Value(v) => self.literal(&v.value)?,
+            A::Nested(inner) => self.expr(inner)?,
+            A::BinaryOp { left, op, right } => self.binary(left, op, right)?,
+            A::UnaryOp { op, expr } => {
+                let (x, t) = self.expr(expr)?;
+                match op {
+                    UnaryOperator::Not => (Expr::Not(x.boxed()), Some(DataType::Boolean)),
+                    UnaryOperator::Minus => match x {
+                        Expr::Const(Value::Int(i)) => (Expr::Const(Value::Int(-i)), t),
+                        Expr::Const(Value::Decimal(d)) => (Expr::Const(Value::Decimal(-d)), t),
+                        Expr::Const(Value::Double(d)) => (Expr::Const(Value::Double(-d)), t),
+                        x => (Expr::Neg(x.boxed()), t),
+                    },
+                    UnaryOperator::Plus => (x, t),
+                    other => return unsupported(format!("operator {other}")),
+                }
+            }
+            A::IsNull(x) | A::IsNotNull(x) => {
+                let (x, _) = self.expr(x)?;
+                (
+                    Expr::IsNull {
+                        expr: x.boxed(),
+                        negated: matches!(e, A::IsNotNull(_)),
+                    },
+                    Some(DataType::Boolean),
+                )
+            }
+            A::IsTrue(x) | A::IsNotTrue(x) | A::IsFalse(x) | A::IsNotFalse(x) => {
+                let (x, _) = self.expr(x)?;
+                let want = matches!(e, A::IsTrue(_) | A::IsNotTrue(_));
+                let negated = matches!(e, A::IsTrue(_) | A::IsFalse(_));
+                let d = Expr::IsDistinct {
+                    left: x.boxed(),
+                    right: Expr::Const(Value::Bool(want)).boxed(),
+                    negated,
+                };
+                (d, Some(DataType::Boolean))
+            }
+            A::IsDistinctFrom(a, b) | A::IsNotDistinctFrom(a, b) => {
+                let (x, xt) = self.expr(a)?;
+                let (y, yt) = self.expr(b)?;
+                self.infer(&x, yt);
+                self.infer(&y, xt);
+                let negated = matches!(e, A::IsNotDistinctFrom(..));
+                (
+                    Expr::IsDistinct {
+                        left: x.boxed(),
+                        right: y.boxed(),
+                        negated,
+                    },
+                    Some(DataType::Boolean),
+                )
+            }
+            A::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let (x, xt) = self.expr(expr)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let (y, yt) = self.expr(item)?;
+                    self.infer(&y, xt);
+                    self.infer(&x, yt);
+                    items.push(y);
+                }
+                (
+                    Expr::InList {
+                        expr: x.boxed(),
+                        list: items,
+                        negated: *negated,
+                    },
+                    Some(DataType::Boolean),
+                )
+            }
+            A::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x, xt) = self.expr(expr)?;
+                let (lo, lt) = self.expr(low)?;
+                let (hi, ht) = self.expr(high)?;
+                self.infer(&lo, xt);
+                self.infer(&hi, xt);
+                self.infer(&x, lt.or(ht));
+                let e = if *negated {
+                    Expr::Or(
+                        Expr::Cmp(CmpOp::Lt, x.clone().boxed(), lo.boxed()).boxed(),
+                        Expr::Cmp(CmpOp::Gt, x.boxed(), hi.boxed()).boxed(),
+                    )
+                } else {
+                    Expr::And(
+                        Expr::Cmp(CmpOp::GtEq, x.clone().boxed(), lo.boxed()).boxed(),
+                        Expr::Cmp(CmpOp::LtEq, x.boxed(), hi.boxed()).boxed(),
+                    )
+                };
+                (e, Some(DataType::Boolean))
+            }
+            A::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+                ..
+            }
+            | A::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+                ..
+            } => {
+                if escape_char.is_some() || *any {
+                    return unsupported("LIKE ... ESCAPE / LIKE ANY");
+                }
+                let (x, _) = self.expr(expr)?;
+                let (p, _) = self.expr(pattern)?;
+                self.infer(&x, Some(DataType::Varchar(None)));
+                self.infer(&p, Some(DataType::Varchar(None)));
+                let ci = matches!(e, A::ILike { .. });
+                (
+                    Expr::Like {
+                        expr: x.boxed(),
+                        pattern: p.boxed(),
+                        negated: *negated,
+                        case_insensitive: ci,
+                    },
+                    Some(DataType::Boolean),
+                )
+            }
+            A::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let op = match operand {
+                    Some(o) => Some(self.expr(o)?),
+                    None => None,
+                };
+                let mut whens = Vec::new();
+                let mut ty = None;
+                for c in conditions {
+                    let (w, wt) = self.expr(&c.condition)?;
+                    if let Some((o, ot)) = &op {
+                        self.infer(&w, *ot);
+                        self.infer(o, wt);
+                    }
+                    let (r, rt) = self.expr(&c.result)?;
+                    ty = ty.or(rt);
+                    whens.push((w, r));
+                }
+                let otherwise = match else_result {
+                    Some(e) => {
+                        let (x, t) = self.expr(e)?;
+                        ty = ty.or(t);
+                        Some(x.boxed())
+                    }
+                    None => None,
+                };
+                (
+                    Expr::Case {
+                        operand: op.map(|(o, _)| o.boxed()),
+                        whens,
+                        otherwise,
+                    },
+                    ty,
+                )
+            }
+            A::Cast {
+                kind,
+                expr,
+                data_type,
+                format,
+            } => {
+                if format.is_some() || matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
+                    return unsupported("CAST with FORMAT / TRY_CAST");
+                }
+                let ty = map_type(data_type)?;
+                let (x, _) = self.expr(expr)?;
+                self.infer(&x, Some(ty));
+                (Expr::Cast(x.boxed(), ty), Some(ty))
+            }
+            A::TypedString(ts) => {
+                let ty = map_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => return unsupported(format!("typed literal {other}")),
+                };
+                (Expr::Const(Value::parse(&ty, &text)?), Some(ty))
+            }
+            A::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.expr(expr)?.0];
+                args.push(match substring_from {
+                    Some(f) => self.expr(f)?.0,
+                    None => Expr::Const(Value::Int(1)),
+                });
+                if let Some(f) = substring_for {
+                    args.push(self.expr(f)?.0);
+                }
+                (
+                    Expr::Func(Func::Substring, args),
+                    Some(DataType::Varchar(None)),
+                )
+            }
+            A::Floor { expr, .. } | A::Ceil { expr, .. } => {
+                let (x, t) = self.expr(expr)?;
+                let f = if matches!(e, A::Floor { .. }) {
+                    Func::Floor
+                } else {
+                    Func::Ceil
+                };
+                (Expr::Func(f, vec![x]), t)
+            }
+            A::Trim {
+                expr,
+                trim_where: None,
+                trim_what: None,
+                trim_characters: None,
+            } => {
+                let (x, _) = self.expr(expr)?;
+                (
+                    Expr::Func(Func::Trim, vec![x]),
+                    Some(DataType::Varchar(None)),
+                )
+            }
+            A::Function(f) => self.function(f)?,
+            other => return unsupported(format!("expression {other}")),
+        })
+    }
+
+    fn literal(&mut self, v: &ast::Value) -> Result<Typed> {
+        use ast::Value as V;
+        Ok(match v {
+            V::Number(s, _) => number_literal(s)?,
+            V::SingleQuotedString(s)
+            | V::EscapedStringLiteral(s)
+            | V::NationalStringLiteral(s)
+            | V::UnicodeStringLiteral(s) => (
+                Expr::Const(Value::from(s.as_str())),
+                Some(DataType::Varchar(None)),
+            ),
+            V::DollarQuotedString(d) => (
+                Expr::Const(Value::from(d.value.as_str())),
+                Some(DataType::Varchar(None)),
+            ),
+            V::HexStringLiteral(h) => {
+                let v = Value::parse(&DataType::Bytea, &format!("\\x{h}"))?;
+                (Expr::Const(v), Some(DataType::Bytea))
+            }
+            V::Boolean(b) => (Expr::Const(Value::Bool(*b)), Some(DataType::Boolean)),
+            V::Null => (Expr::Const(Value::Null), None),
+            V::Placeholder(p) => self.param(p)?,
+            other => return unsupported(format!("literal {other}")),
+        })
+    }
+
+    fn function(&mut self, f: &ast::Function) -> Result<Typed> {
+        let name = object_name(&f.name)?;
+        if f.over.is_some() || !f.within_group.is_empty() || f.filter.is_some() {
+            return unsupported(format!("window or filtered aggregate {name}"));
+        }
+        let (args, distinct, star) = match &f.args {
+            FunctionArguments::None => (vec![], false, false),
+            FunctionArguments::Subquery(_) => return unsupported("subqueries"),
+            FunctionArguments::List(list) => {
+                let distinct =
+                    matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+                let mut args = vec![];
+                let mut star = false;
+                for a in &list.args {
+                    match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
+                        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                        _ => return unsupported(format!("argument form in {name}")),
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        let agg = match name.as_str() {
+            "count" => Some(AggFunc::Count),
+            "sum" => Some(AggFunc::Sum),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            "avg" => Some(AggFunc::Avg),
+            _ => None,
+        };
+        if let Some(func) = agg {
+            return self.aggregate(func, &name, &args, distinct, star);
+        }
+        if star || distinct {
+            return Err(SqlError::Syntax(format!(
+                "{name}(*) / {name}(DISTINCT ...) is only valid for aggregates"
+            )));
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for a in args {
+            let (x, t) = self.expr(a)?;
+            bound.push(x);
+            types.push(t);
+        }
+        let n = bound.len();
+        let arity = |lo: usize, hi: usize| -> Result<()> {
+            if n < lo || n > hi {
+                Err(SqlError::UnknownFunction(format!(
+                    "{name} with {n} arguments"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let first = types.first().copied().flatten();
+        let (func, ty) = match name.as_str() {
+            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" => {
+                arity(0, 0)?;
+                return Ok((Expr::Now, Some(DataType::Timestamp)));
+            }
+            "abs" => (Func::Abs, first),
+            "lower" => (Func::Lower, Some(DataType::Varchar(None))),
+            "upper" => (Func::Upper, Some(DataType::Varchar(None))),
+            "btrim" => (Func::Trim, Some(DataType::Varchar(None))),
+            "length" | "char_length" | "character_length" => {
+                (Func::Length, Some(DataType::Integer))
+            }
+            "substr" | "substring" => (Func::Substring, Some(DataType::Varchar(None))),
+            "coalesce" => (Func::Coalesce, types.iter().find_map(|t| *t)),
+            "nullif" => (Func::NullIf, first),
+            "round" => (Func::Round, first),
+            "floor" => (Func::Floor, first),
+            "ceil" | "ceiling" => (Func::Ceil, first),
+            "concat" => (Func::Concat, Some(DataType::Varchar(None))),
+            "greatest" => (Func::Greatest, types.iter().find_map(|t| *t)),
+            "least" => (Func::Least, types.iter().find_map(|t| *t)),
+            _ => return Err(SqlError::UnknownFunction(format!("{name}()"))),
+        };
+        match func {
+            Func::Abs
+            | Func::Lower
+            | Func::Upper
+            | Func::Length
+            | Func::Floor
+            | Func::Ceil
+            | Func::Trim => arity(1, 1)?,
+            Func::Substring => arity(2, 3)?,
+            Func::NullIf => arity(2, 2)?,
+            Func::Round => arity(1, 2)?,
+            Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => arity(1, usize::MAX)?,
+        }
+        if matches!(
+            func,
+            Func::Coalesce | Func::Greatest | Func::Least | Func::NullIf
+        ) {
+            for b in &bound {
+                self.infer(b, ty);
+            }
+        }
+        Ok((Expr::Func(func, bound), ty))
+    }
+
+    fn aggregate(
+        &mut self,
+        func: AggFunc,
+        name: &str,
+        args: &[&ast::Expr],
+        distinct: bool,
+        star: bool,
+    ) -> Result<Typed> {
+        let Some(mut aggs) = self.aggs.take() else {
+            return Err(SqlError::Grouping(format!(
+                "aggregate functions are not allowed here ({name})"
+            )));
+        };
+        let result = (|| {
+            let (arg, at) = match (star, args) {
+                (true, []) if func == AggFunc::Count => (None, None),
+                (false, [a]) => {
+                    let (x, t) = self.expr(a)?;
+                    (Some(x), t)
+                }
+                _ => {
+                    return Err(SqlError::UnknownFunction(format!(
+                        "{name} with these arguments"
+                    )));
+                }
+            };
+            let ty = match func {
+                AggFunc::Count => Some(DataType::BigInt),
+                AggFunc::Min | AggFunc::Max => at,
+                AggFunc::Sum => match at {
+                    Some(t) if t.is_integer() => Some(DataType::BigInt),
+                    Some(DataType::Double) => Some(DataType::Double),
+                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal {
+                        precision: 0,
+                        scale: 0,
+                    }),
+                    Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
+                    None => None,
+                },
+                AggFunc::Avg => match at {
+                    Some(DataType::Double) => Some(DataType::Double),
+                    Some(t) if t.is_numeric() => Some(DataType::Decimal {
+                        precision: 0,
+                        scale: 0,
+                    }),
+                    Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
+                    None => None,
+                },
+            };
+            Ok(AggCall {
+                func,
+                arg,
+                distinct,
+                ty,
+            })
+        })();
+        let call = match result {
+            Ok(c) => c,
+            Err(e) => {
+                self.aggs = Some(aggs);
+                return Err(e);
+            }
+        };
+        let ty = call.ty;
+        let idx = match aggs.iter().position(|a| *a == call) {
+            Some(i) => i,
+            None => {
+                aggs.push(call);
+                aggs.len() - 1
+            }
+        };
+        self.aggs = Some(aggs);
+        Ok((Expr::Agg(idx), ty))
+    }
+}
+
+fn number_literal(s: &str) -> Result<Typed> {
+    if let Ok(i) = s.parse::<i64>() {
+        return Ok((Expr::Const(Value::Int(i)), Some(DataType::BigInt)));
+    }
+    if !s.contains(['e', 'E'])
+        && let Ok(d) = s.parse::<Decimal>()
+    {
+        return Ok((
+            Expr::Const(Value::Decimal(d)),
+            Some(DataType::Decimal {
+                precision: 0,
+                scale: 0,
+            }),
+        ));
+    }
+    match s.parse::<f64>() {
+        Ok(d) => Ok((Expr::Const(Value::Double(d)), Some(DataType::Double))),
+        Err(_) => Err(SqlError::Syntax(format!("bad number {s}"))),
+    }
+}
+
+fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<DataType> {
+    use DataType as T;
+    match (a?, b?) {
+        (T::Double, _) | (_, T::Double) => Some(T::Double),
+        (T::Decimal { .. }, _) | (_, T::Decimal { .. }) => Some(T::Decimal {
+            precision: 0,
+            scale: 0,
+        }),
+        (T::Timestamp, T::Timestamp) if op == ArithOp::Sub => Some(T::BigInt),
+        (T::Timestamp, _) => Some(T::Timestamp),
+        (x, y) if x.is_integer() && y.is_integer() => Some(if x == T::BigInt || y == T::BigInt {
+            T::BigInt
+        } else if x == T::Integer || y == T::Integer {
+            T::Integer
+        } else {
+            T::SmallInt
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,92 @@
+//! The catalog: the tables the database knows, by name.
+//!
+//! A catalog value is immutable once built; DDL produces a new catalog
+//! ([`Catalog::apply`]), so statements planned against an old catalog keep a consistent
+//! view and readers never need a lock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use permafrost_storage::{TableId, TableSchema};
+
+use crate::error::{Result, SqlError};
+
+/// A schema change, as every partition must apply it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DdlChange {
+    CreateTable(Arc<TableSchema>),
+    /// The table's schema with the new index appended (its position is the last).
+    CreateIndex(Arc<TableSchema>),
+    DropTable(TableId),
+    /// The table's schema with index `dropped` removed.
+    DropIndex {
+        schema: Arc<TableSchema>,
+        dropped: usize,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tables: BTreeMap<String, Arc<TableSchema>>,
+    next_id: TableId,
+}
+
+impl Catalog {
+    pub fn new() -> Catalog {
+        Catalog::default()
+    }
+
+    /// Looks a table up by its (already case-folded) name.
+    pub fn table(&self, name: &str) -> Option<&Arc<TableSchema>> {
+        self.tables.get(name)
+    }
+
+    pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableSchema>> {
+        self.tables.values().find(|t| t.id == id)
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableSchema>> {
+        self.tables.values()
+    }
+
+    /// The id the next created table gets.
+    pub fn next_table_id(&self) -> TableId {
+        self.next_id
+    }
+
+    /// Finds the table that owns index `name`.
+    pub fn index_owner(&self, name: &str) -> Option<(&Arc<TableSchema>, usize)> {
+        self.tables
+            .values()
+            .find_map(|t| t.index_by_name(name).map(|i| (t, i)))
+    }
+
+    /// The catalog after `change`.
+    pub fn apply(&self, change: &DdlChange) -> Result<Catalog> {
+        let mut next = self.clone();
+        match change {
+            DdlChange::CreateTable(s) => {
+                if next.tables.contains_key(&s.name) {
+                    return Err(SqlError::DuplicateTable(s.name.clone()));
+                }
+                next.next_id = next.next_id.max(s.id + 1);
+                next.tables.insert(s.name.clone(), s.clone());
+            }
+            DdlChange::CreateIndex(s) | DdlChange::DropIndex { schema: s, .. } => {
+                let slot = next
+                    .tables
+                    .get_mut(&s.name)
+                    .ok_or_else(|| SqlError::UnknownTable(s.name.clone()))?;
+                *slot = s.clone();
+            }
+            DdlChange::DropTable(id) => {
+                let name = self
+                    .table_by_id(*id)
+                    .map(|t| t.name.clone())
+                    .ok_or_else(|| SqlError::UnknownTable(id.to_string()))?;
+                next.tables.remove(&name);
+            }
+        }
+        Ok(next)
+    }
+}

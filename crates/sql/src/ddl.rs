@@ -1,0 +1,355 @@
+//! DDL: CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX.
+//!
+//! Partitioning and evictability are PostgreSQL-style storage parameters:
+//!
+//! ```sql
+//! CREATE TABLE usertable (ycsb_key BIGINT PRIMARY KEY, field0 VARCHAR(100), ...)
+//!   WITH (partition_by = 'ycsb_key', evictable = true, primary_key_index = 'hash');
+//! ```
+//!
+//! | parameter | values | default |
+//! |---|---|---|
+//! | `partition_by` | a column name, or `'none'` for a replicated table | the first primary-key column; replicated if there is no primary key |
+//! | `evictable` | `true` / `false` | `true` |
+//! | `primary_key_index` | `'ordered'` (B-tree) / `'hash'` | `'ordered'` |
+//!
+//! So plain PostgreSQL DDL works unchanged: tables are partitioned by their primary key and
+//! may be evicted. Indexes from `CREATE INDEX` are ordered unless `USING hash` is given.
+//! Foreign keys and CHECK constraints are refused rather than silently ignored.
+
+use std::sync::Arc;
+
+use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema, Value};
+use sqlparser::ast::{self, ColumnOption, ObjectType, SqlOption, Statement, TableConstraint};
+
+use crate::bind::{ident, map_type, object_name};
+use crate::catalog::{Catalog, DdlChange};
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::Expr;
+use crate::plan::{bind_constant, eval_constant};
+
+/// Whether a statement is DDL this module handles.
+pub fn is_ddl(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::CreateTable(_) | Statement::CreateIndex(_) | Statement::Drop { .. }
+    )
+}
+
+/// Plans a DDL statement against `catalog`. An empty result means nothing to do
+/// (`IF NOT EXISTS` on an existing object, `IF EXISTS` on a missing one).
+pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
+    match stmt {
+        Statement::CreateTable(ct) => Ok(create_table(catalog, ct)?.into_iter().collect()),
+        Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
+        Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            cascade,
+            ..
+        } => {
+            if *cascade {
+                return unsupported("DROP ... CASCADE");
+            }
+            drop(catalog, *object_type, *if_exists, names)
+        }
+        other => unsupported(format!("statement {other}")),
+    }
+}
+
+fn option_text(v: &ast::Expr) -> Result<String> {
+    match v {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Ok(s.clone()),
+            ast::Value::Boolean(b) => Ok(b.to_string()),
+            ast::Value::Number(n, _) => Ok(n.clone()),
+            other => Ok(other.to_string()),
+        },
+        ast::Expr::Identifier(i) => Ok(ident(i)),
+        other => Err(SqlError::Definition(format!(
+            "bad storage parameter value {other}"
+        ))),
+    }
+}
+
+fn parse_bool(name: &str, s: &str) -> Result<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        _ => Err(SqlError::Definition(format!(
+            "storage parameter {name} must be true or false, got \"{s}\""
+        ))),
+    }
+}
+
+struct TableOptions {
+    partition_by: Option<String>,
+    evictable: bool,
+    pk_kind: IndexKind,
+}
+
+fn table_options(opts: &ast::CreateTableOptions) -> Result<TableOptions> {
+    let mut t = TableOptions {
+        partition_by: None,
+        evictable: true,
+        pk_kind: IndexKind::Ordered,
+    };
+    let list = match opts {
+        ast::CreateTableOptions::None => return Ok(t),
+        ast::CreateTableOptions::With(l) => l,
+        _ => return unsupported("table options other than WITH (...)"),
+    };
+    for o in list {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(SqlError::Definition(format!("bad storage parameter {o}")));
+        };
+        let k = ident(key);
+        let v = option_text(value)?;
+        match k.as_str() {
+            "partition_by" => t.partition_by = Some(v),
+            "evictable" => t.evictable = parse_bool(&k, &v)?,
+            "primary_key_index" => {
+                t.pk_kind = match v.to_ascii_lowercase().as_str() {
+                    "hash" => IndexKind::Hash,
+                    "ordered" | "btree" => IndexKind::Ordered,
+                    _ => {
+                        return Err(SqlError::Definition(format!(
+                            "primary_key_index must be 'hash' or 'ordered', got \"{v}\""
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(SqlError::Definition(format!(
+                    "unknown storage parameter \"{other}\" (known: partition_by, evictable, primary_key_index)"
+                )));
+            }
+        }
+    }
+    Ok(t)
+}
+
+fn index_columns(schema_cols: &[Column], cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+    cols.iter()
+        .map(|ic| {
+            if ic.operator_class.is_some() {
+                return unsupported("operator classes");
+            }
+            let name = match &ic.column.expr {
+                ast::Expr::Identifier(i) => ident(i),
+                other => return unsupported(format!("index on expression {other}")),
+            };
+            schema_cols
+                .iter()
+                .position(|c| c.name == name)
+                .ok_or(SqlError::UnknownColumn(name))
+        })
+        .collect()
+}
+
+fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlChange>> {
+    if ct.temporary
+        || ct.external
+        || ct.query.is_some()
+        || ct.like.is_some()
+        || ct.clone.is_some()
+        || ct.partition_of.is_some()
+    {
+        return unsupported("CREATE TEMPORARY / EXTERNAL / AS / LIKE / PARTITION OF");
+    }
+    let name = object_name(&ct.name)?;
+    if catalog.table(&name).is_some() {
+        return if ct.if_not_exists {
+            Ok(None)
+        } else {
+            Err(SqlError::DuplicateTable(name))
+        };
+    }
+    let opts = table_options(&ct.table_options)?;
+    let mut columns = Vec::new();
+    let mut pk: Option<Vec<usize>> = None;
+    let mut uniques: Vec<Vec<usize>> = Vec::new();
+    for (i, cd) in ct.columns.iter().enumerate() {
+        let ty = map_type(&cd.data_type)?;
+        let mut col = Column::new(ident(&cd.name), ty);
+        for opt in &cd.options {
+            match &opt.option {
+                ColumnOption::Null => col.nullable = true,
+                ColumnOption::NotNull => col.nullable = false,
+                ColumnOption::Default(e) => col.default = Some(default_for(catalog, e, &col)?),
+                ColumnOption::PrimaryKey(_) => {
+                    if pk.is_some() {
+                        return Err(SqlError::Definition(format!(
+                            "multiple primary keys for table \"{name}\" are not allowed"
+                        )));
+                    }
+                    pk = Some(vec![i]);
+                }
+                ColumnOption::Unique(_) => uniques.push(vec![i]),
+                ColumnOption::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+                ColumnOption::Check(_) => return unsupported("CHECK constraints"),
+                other => return unsupported(format!("column option {other}")),
+            }
+        }
+        columns.push(col);
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(p) => {
+                if pk.is_some() {
+                    return Err(SqlError::Definition(format!(
+                        "multiple primary keys for table \"{name}\" are not allowed"
+                    )));
+                }
+                pk = Some(index_columns(&columns, &p.columns)?);
+            }
+            TableConstraint::Unique(u) => uniques.push(index_columns(&columns, &u.columns)?),
+            TableConstraint::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+            TableConstraint::Check(_) => return unsupported("CHECK constraints"),
+            other => return unsupported(format!("constraint {other}")),
+        }
+    }
+    let mut indexes = Vec::new();
+    if let Some(cols) = &pk {
+        for &c in cols {
+            columns[c].nullable = false;
+        }
+        indexes.push(IndexDef {
+            name: format!("{name}_pkey"),
+            columns: cols.clone(),
+            unique: true,
+            kind: opts.pk_kind,
+            primary: true,
+        });
+    }
+    for cols in uniques {
+        let names: Vec<&str> = cols.iter().map(|&c| columns[c].name.as_str()).collect();
+        indexes.push(IndexDef {
+            name: format!("{name}_{}_key", names.join("_")),
+            columns: cols,
+            unique: true,
+            kind: IndexKind::Ordered,
+            primary: false,
+        });
+    }
+    let partition_column = match opts.partition_by.as_deref() {
+        Some(p) if p.eq_ignore_ascii_case("none") => None,
+        Some(p) => {
+            let p = p.to_lowercase();
+            Some(columns.iter().position(|c| c.name == p).ok_or_else(|| {
+                SqlError::Definition(format!(
+                    "partition_by names column \"{p}\", which table \"{name}\" does not have"
+                ))
+            })?)
+        }
+        None => pk.as_ref().map(|cols| cols[0]),
+    };
+    let schema = TableSchema {
+        id: catalog.next_table_id(),
+        name,
+        columns,
+        indexes,
+        partition_column,
+        evictable: opts.evictable,
+    };
+    schema
+        .validate()
+        .map_err(|e| SqlError::Definition(e.to_string()))?;
+    Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
+}
+
+fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {
+    let (x, _) = bind_constant(catalog, e)?;
+    if x == Expr::Now {
+        return Ok(ColumnDefault::CurrentTimestamp);
+    }
+    let v: Value = eval_constant(&x)?;
+    let v = v.coerce_to(&col.ty).map_err(|err| {
+        SqlError::Definition(format!("DEFAULT for column \"{}\": {err}", col.name))
+    })?;
+    Ok(ColumnDefault::Value(v))
+}
+
+fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlChange>> {
+    if ci.predicate.is_some() || !ci.include.is_empty() || !ci.with.is_empty() {
+        return unsupported("partial indexes, INCLUDE and WITH on indexes");
+    }
+    let table = object_name(&ci.table_name)?;
+    let schema = catalog
+        .table(&table)
+        .ok_or_else(|| SqlError::UnknownTable(table.clone()))?;
+    let columns = index_columns(&schema.columns, &ci.columns)?;
+    let kind = match &ci.using {
+        None | Some(ast::IndexType::BTree) => IndexKind::Ordered,
+        Some(ast::IndexType::Hash) => IndexKind::Hash,
+        Some(other) => return unsupported(format!("index method {other}")),
+    };
+    let name = match &ci.name {
+        Some(n) => object_name(n)?,
+        None => {
+            let names: Vec<&str> = columns
+                .iter()
+                .map(|&c| schema.columns[c].name.as_str())
+                .collect();
+            format!("{table}_{}_idx", names.join("_"))
+        }
+    };
+    if catalog.index_owner(&name).is_some() {
+        return if ci.if_not_exists {
+            Ok(None)
+        } else {
+            Err(SqlError::DuplicateTable(name))
+        };
+    }
+    let mut next = (**schema).clone();
+    next.indexes.push(IndexDef {
+        name,
+        columns,
+        unique: ci.unique,
+        kind,
+        primary: false,
+    });
+    next.validate()
+        .map_err(|e| SqlError::Definition(e.to_string()))?;
+    Ok(Some(DdlChange::CreateIndex(Arc::new(next))))
+}
+
+fn drop(
+    catalog: &Catalog,
+    ty: ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+) -> Result<Vec<DdlChange>> {
+    let mut changes = Vec::new();
+    for n in names {
+        let name = object_name(n)?;
+        match ty {
+            ObjectType::Table => match catalog.table(&name) {
+                Some(t) => changes.push(DdlChange::DropTable(t.id)),
+                None if if_exists => {}
+                None => return Err(SqlError::UnknownTable(name)),
+            },
+            ObjectType::Index => match catalog.index_owner(&name) {
+                Some((t, i)) => {
+                    if t.indexes[i].primary {
+                        return Err(SqlError::Definition(format!(
+                            "cannot drop index {name} because it implements the primary key of table {}",
+                            t.name
+                        )));
+                    }
+                    let mut next = (**t).clone();
+                    next.indexes.remove(i);
+                    changes.push(DdlChange::DropIndex {
+                        schema: Arc::new(next),
+                        dropped: i,
+                    });
+                }
+                None if if_exists => {}
+                None => return Err(SqlError::UnknownIndex(name)),
+            },
+            other => return unsupported(format!("DROP {other}")),
+        }
+    }
+    Ok(changes)
+}

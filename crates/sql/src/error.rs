@@ -1,0 +1,77 @@
+//! The SQL layer's error type. Each variant maps to the SQLSTATE a PostgreSQL client
+//! expects for it.
+
+use permafrost_storage::StorageError;
+use thiserror::Error;
+
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SqlError {
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    #[error("relation \"{0}\" does not exist")]
+    UnknownTable(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("index \"{0}\" does not exist")]
+    UnknownIndex(String),
+    #[error("column \"{0}\" does not exist")]
+    UnknownColumn(String),
+    #[error("column reference \"{0}\" is ambiguous")]
+    AmbiguousColumn(String),
+    #[error("function {0} does not exist")]
+    UnknownFunction(String),
+    #[error("{0}")]
+    Type(String),
+    #[error("{0}")]
+    Grouping(String),
+    #[error("could not determine data type of parameter ${0}")]
+    UnknownParamType(usize),
+    #[error("statement expects {expected} parameters, got {got}")]
+    ParamCount { expected: usize, got: usize },
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    #[error("invalid definition: {0}")]
+    Definition(String),
+    #[error(
+        "row belongs to partition {row} but the transaction runs at partition(s) {held:?}; \
+         route the call by this row's partition key"
+    )]
+    WrongPartition { row: u32, held: Vec<u32> },
+    #[error("table \"{0}\" changed since the statement was planned")]
+    SchemaChanged(String),
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+}
+
+impl SqlError {
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            SqlError::Syntax(_) => "42601",
+            SqlError::UnknownTable(_) => "42P01",
+            SqlError::DuplicateTable(_) => "42P07",
+            SqlError::UnknownIndex(_) => "42704",
+            SqlError::UnknownColumn(_) => "42703",
+            SqlError::AmbiguousColumn(_) => "42702",
+            SqlError::UnknownFunction(_) => "42883",
+            SqlError::Type(_) => "42804",
+            SqlError::Grouping(_) => "42803",
+            SqlError::UnknownParamType(_) => "42P18",
+            SqlError::ParamCount { .. } => "08P01",
+            SqlError::Unsupported(_) => "0A000",
+            SqlError::Definition(_) => "42P16",
+            SqlError::WrongPartition { .. } => "22023",
+            SqlError::SchemaChanged(_) => "0A000",
+            SqlError::Storage(e) => e.sqlstate(),
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, SqlError::Storage(e) if e.is_retryable())
+    }
+}
+
+pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T> {
+    Err(SqlError::Unsupported(what.into()))
+}

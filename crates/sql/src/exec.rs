@@ -1,0 +1,1037 @@
+//! Executing plans against partition storage.
+//!
+//! A statement runs inside a transaction that holds one partition (single-partition) or
+//! several (multi-partition); [`Env`] gives it those partitions' stores. Relations are
+//! joined by nested loops, innermost last; each level reaches its tuples through the access
+//! path the planner chose, at the partitions its partition pick names.
+//!
+//! **Evicted tuples.** When an index entry or a scan reaches a tombstone, the tuple is on
+//! disk. The statement records it in [`Env::evicted`] and carries on without it: this is
+//! the pre-pass of anti-caching.txt §3.3. The caller sees the non-empty list, rolls the
+//! transaction back, fetches the blocks and restarts it; results computed during a pre-pass
+//! are never returned to a client.
+//!
+//! **Atomicity.** A statement that fails part-way is rolled back to a savepoint taken
+//! before it, so a failed statement changes nothing.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{
+    ColumnDefault, DataType, PartitionStore, Savepoint, StorageError, Table, TableId, TableSchema,
+    TupleRef, Value, ValueRef,
+};
+use std::collections::{HashMap, HashSet};
+
+use crate::bind::AggFunc;
+use crate::error::{Result, SqlError};
+use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
+use crate::plan::{
+    Access, AggPlan, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan,
+    SelectPlan, UpdatePlan,
+};
+use crate::rows::{ColumnInfo, Rows};
+
+/// An evicted tuple a statement needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EvictedRef {
+    pub partition: u32,
+    pub table: TableId,
+    pub tombstone: u32,
+}
+
+/// What a statement runs against.
+pub struct Env<'a, 'b> {
+    /// The partitions the transaction holds.
+    pub stores: &'a mut [&'b mut PartitionStore],
+    /// Partitions in the database.
+    pub total_partitions: u32,
+    /// Whether this transaction's accesses update the access trackers (LRU sampling).
+    pub sampled: bool,
+    /// Transaction timestamp (microseconds since the epoch).
+    pub now: i64,
+    /// Evicted tuples the transaction reached (the pre-pass record).
+    pub evicted: &'a mut Vec<EvictedRef>,
+}
+
+impl Env<'_, '_> {
+    fn local_of(&self, partition: u32) -> Option<usize> {
+        self.stores.iter().position(|s| s.partition() == partition)
+    }
+
+    fn held(&self) -> Vec<u32> {
+        self.stores.iter().map(|s| s.partition()).collect()
+    }
+
+    fn holds_all(&self) -> bool {
+        self.stores.len() as u32 == self.total_partitions
+    }
+}
+
+/// Converts parameters to the types inferred for them where the kinds differ.
+pub fn coerce_params<'p>(
+    params: &'p [Value],
+    types: &[Option<DataType>],
+) -> Result<Cow<'p, [Value]>> {
+    if params.len() != types.len() {
+        return Err(SqlError::ParamCount {
+            expected: types.len(),
+            got: params.len(),
+        });
+    }
+    let needs = |v: &Value, t: &DataType| match (v, t) {
+        (Value::Null, _) => false,
+        (Value::Text(_), DataType::Varchar(_)) => false,
+        (Value::Text(_), _) => true,
+        (Value::Int(_), DataType::Double | DataType::Decimal { .. }) => true,
+        _ => false,
+    };
+    if !params
+        .iter()
+        .zip(types)
+        .any(|(v, t)| t.as_ref().is_some_and(|t| needs(v, t)))
+    {
+        return Ok(Cow::Borrowed(params));
+    }
+    let mut out = Vec::with_capacity(params.len());
+    for (v, t) in params.iter().zip(types) {
+        out.push(match t {
+            Some(t) if needs(v, t) => v.clone().coerce_to(&match t {
+                // A text parameter compared with a VARCHAR(n) must not be length-checked.
+                DataType::Varchar(_) => DataType::Varchar(None),
+                other => *other,
+            })?,
+            _ => v.clone(),
+        });
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// Executes a plan. `params` must already be coerced ([`coerce_params`]).
+pub fn execute(
+    plan: &Plan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    params: &[Value],
+) -> Result<Rows> {
+    let cx = Cx::new(params, env.now);
+    match plan {
+        Plan::Select(p) => {
+            let mut touched = Vec::new();
+            let r = select(p, columns, env, &cx, &mut touched);
+            apply_touches(env, &touched);
+            r
+        }
+        Plan::Insert(p) => atomically(env, |env| insert(p, columns, env, &cx)),
+        Plan::Update(p) => atomically(env, |env| update(p, columns, env, &cx)),
+        Plan::Delete(p) => atomically(env, |env| delete(p, columns, env, &cx)),
+    }
+}
+
+fn atomically(
+    env: &mut Env<'_, '_>,
+    f: impl FnOnce(&mut Env<'_, '_>) -> Result<Rows>,
+) -> Result<Rows> {
+    let sps: Vec<Savepoint> = env.stores.iter().map(|s| s.savepoint()).collect();
+    let r = f(env);
+    if r.is_err() {
+        for (s, sp) in env.stores.iter_mut().zip(sps) {
+            s.rollback_to(sp);
+        }
+    }
+    r
+}
+
+fn apply_touches(env: &mut Env<'_, '_>, touched: &[(usize, TableId, u32)]) {
+    for &(li, tid, slot) in touched {
+        if let Some(t) = env.stores[li].table_mut(tid)
+            && t.is_visible(slot)
+        {
+            t.touch(slot);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Walking relations
+
+/// The tuples bound at the current point of the nested loops.
+struct Bindings<'s> {
+    tables: [Option<&'s Table>; MAX_RELS],
+    slots: [u32; MAX_RELS],
+    locals: [usize; MAX_RELS],
+}
+
+impl<'s> Bindings<'s> {
+    fn new() -> Self {
+        Bindings {
+            tables: [None; MAX_RELS],
+            slots: [0; MAX_RELS],
+            locals: [0; MAX_RELS],
+        }
+    }
+}
+
+impl ColumnSource for Bindings<'_> {
+    #[inline]
+    fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
+        match self.tables[rel] {
+            Some(t) => t.value(self.slots[rel], col),
+            None => ValueRef::Null,
+        }
+    }
+}
+
+/// Whether a level reads one copy of a replicated table or every copy (writes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Copies {
+    One,
+    All,
+}
+
+struct Walker<'w, 's> {
+    rels: &'w [RelPlan],
+    stores: &'s [&'s mut PartitionStore],
+    cx: &'w Cx<'w>,
+    evicted: &'w mut Vec<EvictedRef>,
+    touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
+    total: u32,
+    copies: Copies,
+}
+
+struct LevelState {
+    err: Option<SqlError>,
+    flow: ControlFlow<()>,
+}
+
+type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
+
+impl<'w, 's> Walker<'w, 's> {
+    fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<Vec<usize>> {
+        Ok(match &rp.pick {
+            PartitionPick::Replicated if self.copies == Copies::One => vec![0],
+            PartitionPick::Key(e) => {
+                let pc = rp
+                    .schema
+                    .partition_column
+                    .expect("keyed pick on a partitioned table");
+                let ty = rp.schema.columns[pc].ty;
+                let v = e.eval(b, self.cx)?;
+                let Some(kv) = key_value(v.as_ref(), &ty) else {
+                    return Ok(vec![]);
+                };
+                let p = partition_of(Value::as_ref(&kv), &ty, self.total);
+                self.stores
+                    .iter()
+                    .position(|s| s.partition() == p)
+                    .into_iter()
+                    .collect()
+            }
+            _ => (0..self.stores.len()).collect(),
+        })
+    }
+
+    fn walk(
+        &mut self,
+        level: usize,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        if level == self.rels.len() {
+            return emit(b);
+        }
+        let rp = &self.rels[level];
+        for li in self.locals(rp, b)? {
+            let store: &'s PartitionStore = self.stores[li];
+            let table = checked_table(store, &rp.schema)?;
+            let mut st = LevelState {
+                err: None,
+                flow: ControlFlow::Continue(()),
+            };
+            let mut visit = |r: TupleRef,
+                             this: &mut Self,
+                             b: &mut Bindings<'s>,
+                             st: &mut LevelState|
+             -> ControlFlow<()> {
+                let slot = match r.as_slot() {
+                    Some(s) => s,
+                    None => {
+                        this.evicted.push(EvictedRef {
+                            partition: store.partition(),
+                            table: rp.schema.id,
+                            tombstone: r.as_tombstone().expect("not a slot"),
+                        });
+                        return ControlFlow::Continue(());
+                    }
+                };
+                if !table.is_visible(slot) {
+                    return ControlFlow::Continue(());
+                }
+                b.tables[rp.rel] = Some(table);
+                b.slots[rp.rel] = slot;
+                b.locals[rp.rel] = li;
+                let res = (|| -> Result<ControlFlow<()>> {
+                    for f in &rp.filters {
+                        if !f.test(b, this.cx)? {
+                            return Ok(ControlFlow::Continue(()));
+                        }
+                    }
+                    if let Some(t) = this.touched.as_deref_mut() {
+                        t.push((li, rp.schema.id, slot));
+                    }
+                    this.walk(level + 1, b, emit)
+                })();
+                match res {
+                    Ok(c) => {
+                        st.flow = c;
+                        c
+                    }
+                    Err(e) => {
+                        st.err = Some(e);
+                        ControlFlow::Break(())
+                    }
+                }
+            };
+            match &rp.access {
+                Access::Scan => {
+                    let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
+                    if st.err.is_none() && st.flow.is_continue() {
+                        for (tomb, _) in table.tombstones().iter() {
+                            let _ = visit(TupleRef::tombstone(tomb), self, b, &mut st);
+                        }
+                    }
+                }
+                Access::IndexEq { index, keys } => {
+                    if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
+                        let _ = table
+                            .index(*index)
+                            .lookup(&key, |r| visit(r, self, b, &mut st));
+                    }
+                }
+                Access::IndexRange {
+                    index,
+                    prefix,
+                    lower,
+                    upper,
+                } => {
+                    if let Some((lo, hi)) =
+                        build_range(table, *index, prefix, lower, upper, b, self.cx)?
+                    {
+                        let _ = table
+                            .index(*index)
+                            .range(&lo, &hi, false, |r| visit(r, self, b, &mut st));
+                    }
+                }
+            }
+            if let Some(e) = st.err {
+                return Err(e);
+            }
+            if st.flow.is_break() {
+                return Ok(st.flow);
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+/// The table a plan was made for, or `SchemaChanged` if the table was dropped or altered
+/// since (the caller re-plans and retries).
+fn checked_table<'s>(store: &'s PartitionStore, schema: &Arc<TableSchema>) -> Result<&'s Table> {
+    match store.table(schema.id) {
+        Some(t) if Arc::ptr_eq(t.schema(), schema) => Ok(t),
+        _ => Err(SqlError::SchemaChanged(schema.name.clone())),
+    }
+}
+
+/// A value converted exactly to a key column's type, or `None` if it cannot equal any
+/// value of that type (NULL, 2.5 for an integer column, text that does not parse).
+fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Value>> {
+    let owned = |x: Value| Some(Cow::Owned(x));
+    match (v, ty) {
+        (ValueRef::Null, _) => None,
+        (ValueRef::Int(_), t) if t.is_integer() => owned(v.to_owned()),
+        (ValueRef::Double(d), t) if t.is_integer() => {
+            (d.fract() == 0.0 && d.abs() < 9.2e18).then(|| Cow::Owned(Value::Int(d as i64)))
+        }
+        (ValueRef::Decimal(d), t) if t.is_integer() => {
+            use rust_decimal::prelude::ToPrimitive;
+            if d.fract().is_zero() {
+                d.to_i64().map(|i| Cow::Owned(Value::Int(i)))
+            } else {
+                None
+            }
+        }
+        (ValueRef::Int(i), DataType::Double) => owned(Value::Double(i as f64)),
+        (ValueRef::Double(_), DataType::Double) => owned(v.to_owned()),
+        (
+            ValueRef::Int(_) | ValueRef::Decimal(_) | ValueRef::Double(_),
+            DataType::Decimal { .. },
+        ) => {
+            let x = v.to_owned().coerce_to(ty).ok()?;
+            // Only an exact conversion may be used as a key.
+            (compare(x.as_ref(), v).ok()? == Some(Ordering::Equal)).then_some(Cow::Owned(x))
+        }
+        (ValueRef::Text(s), DataType::Varchar(_)) => owned(Value::Text(s.into())),
+        (ValueRef::Text(s), t) => Value::parse(t, s).ok().map(Cow::Owned),
+        (ValueRef::Bool(_), DataType::Boolean)
+        | (ValueRef::Timestamp(_), DataType::Timestamp)
+        | (ValueRef::Bytes(_), DataType::Bytea) => owned(v.to_owned()),
+        _ => None,
+    }
+}
+
+fn index_types(table: &Table, index: usize) -> Vec<DataType> {
+    table.encoder(index).types().to_vec()
+}
+
+fn build_key(
+    table: &Table,
+    index: usize,
+    exprs: &[Expr],
+    b: &dyn ColumnSource,
+    cx: &Cx<'_>,
+) -> Result<Option<IndexKey>> {
+    let enc = table.encoder(index);
+    let types = enc.types();
+    // Fast path: one integer key from an integer value.
+    if enc.kind() == KeyKind::Int && exprs.len() == 1 {
+        let v = exprs[0].eval(b, cx)?;
+        return Ok(match v.as_ref() {
+            ValueRef::Int(i) if types[0].is_integer() => Some(IndexKey::Int(i)),
+            other => key_value(other, &types[0]).and_then(|k| enc.encode([Value::as_ref(&k)])),
+        });
+    }
+    let mut vals = Vec::with_capacity(exprs.len());
+    for (e, ty) in exprs.iter().zip(types) {
+        let v = e.eval(b, cx)?;
+        match key_value(v.as_ref(), ty) {
+            Some(k) => vals.push(k.into_owned()),
+            None => return Ok(None),
+        }
+    }
+    Ok(enc.encode(vals.iter().map(Value::as_ref)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_range(
+    table: &Table,
+    index: usize,
+    prefix: &[Expr],
+    lower: &Option<(Expr, bool)>,
+    upper: &Option<(Expr, bool)>,
+    b: &dyn ColumnSource,
+    cx: &Cx<'_>,
+) -> Result<Option<(KeyBound, KeyBound)>> {
+    let enc = table.encoder(index);
+    let types = index_types(table, index);
+    let mut pvals = Vec::with_capacity(prefix.len());
+    for (e, ty) in prefix.iter().zip(&types) {
+        match key_value(e.eval(b, cx)?.as_ref(), ty) {
+            Some(k) => pvals.push(k.into_owned()),
+            None => return Ok(None),
+        }
+    }
+    let next_ty = types[prefix.len()];
+    let bound_value = |bnd: &Option<(Expr, bool)>| -> Result<Option<(Value, bool)>> {
+        Ok(match bnd {
+            Some((e, incl)) => {
+                key_value(e.eval(b, cx)?.as_ref(), &next_ty).map(|k| (k.into_owned(), *incl))
+            }
+            None => None,
+        })
+    };
+    // A bound that cannot be converted exactly is left open: the relation's filters
+    // re-check every predicate, so a wider range is still correct.
+    let (lo, hi) = (bound_value(lower)?, bound_value(upper)?);
+    if enc.kind() == KeyKind::Int {
+        let conv = |x: Option<(Value, bool)>| match x {
+            Some((v, true)) => enc
+                .encode([v.as_ref()])
+                .map_or(KeyBound::Unbounded, KeyBound::Included),
+            Some((v, false)) => enc
+                .encode([v.as_ref()])
+                .map_or(KeyBound::Unbounded, KeyBound::Excluded),
+            None => KeyBound::Unbounded,
+        };
+        return Ok(Some((conv(lo), conv(hi))));
+    }
+    let Some(p) = enc.encode_prefix(pvals.iter().map(Value::as_ref)) else {
+        return Ok(None);
+    };
+    let with = |v: &Value| enc.encode_prefix(pvals.iter().map(Value::as_ref).chain([v.as_ref()]));
+    let bytes = |b: Vec<u8>| IndexKey::Bytes(permafrost_storage::index::KeyBuf::new(&b));
+    let lo = match lo.and_then(|(v, _)| with(&v)) {
+        Some(k) => KeyBound::Included(bytes(k)),
+        None if p.is_empty() => KeyBound::Unbounded,
+        None => KeyBound::Included(bytes(p.clone())),
+    };
+    let hi = match hi.and_then(|(v, _)| with(&v)) {
+        Some(k) => {
+            prefix_successor(&k).map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s)))
+        }
+        None => prefix_successor(&p)
+            .filter(|_| !p.is_empty())
+            .map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s))),
+    };
+    Ok(Some((lo, hi)))
+}
+
+// ---------------------------------------------------------------------------------------
+// SELECT
+
+fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>> {
+    let Some(e) = e else { return Ok(None) };
+    match e.eval_const(cx)? {
+        Value::Null => Ok(None),
+        Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
+        Value::Int(_) => Err(SqlError::Storage(StorageError::NumericOutOfRange {
+            ty: what.into(),
+            detail: format!("{what} must not be negative"),
+        })),
+        other => Err(SqlError::Type(format!(
+            "argument of {what} must be an integer, not {}",
+            other.as_ref().kind_name()
+        ))),
+    }
+}
+
+fn select(
+    p: &SelectPlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+) -> Result<Rows> {
+    let limit = limit_value(&p.limit, cx, "LIMIT")?;
+    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
+    let mut rows = Rows::empty(columns.clone());
+    for f in &p.pre_filters {
+        if !f.test(&NoColumns, cx)? {
+            if p.agg.as_ref().is_some_and(|a| a.groups.is_empty()) {
+                // An aggregate over no rows still yields one row.
+                return finish_agg(
+                    p,
+                    p.agg.as_ref().expect("checked"),
+                    AggTable::default(),
+                    columns,
+                    cx,
+                    limit,
+                    offset,
+                );
+            }
+            return Ok(rows);
+        }
+    }
+    let sampled = env.sampled;
+    let mut walker = Walker {
+        rels: &p.rels,
+        stores: &*env.stores,
+        cx,
+        evicted: &mut *env.evicted,
+        touched: sampled.then_some(touched),
+        total: env.total_partitions,
+        copies: Copies::One,
+    };
+    let mut b = Bindings::new();
+    if let Some(agg) = &p.agg {
+        let mut table = AggTable::default();
+        let _ = walker.walk(0, &mut b, &mut |b| {
+            table.add(agg, b, cx)?;
+            Ok(ControlFlow::Continue(()))
+        })?;
+        return finish_agg(p, agg, table, columns, cx, limit, offset);
+    }
+    if p.order.is_empty() && !p.distinct {
+        // Stream straight into the result.
+        if limit == Some(0) {
+            return Ok(rows);
+        }
+        let mut skipped = 0u64;
+        let _ = walker.walk(0, &mut b, &mut |b| {
+            if skipped < offset {
+                skipped += 1;
+                return Ok(ControlFlow::Continue(()));
+            }
+            rows.begin_row();
+            for e in &p.output {
+                match e {
+                    Expr::Column { rel, col } => rows.push(b.column(*rel, *col)),
+                    e => rows.push(e.eval(b, cx)?.as_ref()),
+                }
+            }
+            Ok(if limit.is_some_and(|l| rows.len() as u64 >= l) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })?;
+        return Ok(rows);
+    }
+    let mut collected: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+    let _ = walker.walk(0, &mut b, &mut |b| {
+        let out = p
+            .output
+            .iter()
+            .map(|e| Ok(e.eval(b, cx)?.into_value()))
+            .collect::<Result<Vec<_>>>()?;
+        let keys = p
+            .order
+            .iter()
+            .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
+            .collect::<Result<Vec<_>>>()?;
+        collected.push((keys, out));
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(emit_sorted(p, collected, rows, limit, offset))
+}
+
+fn emit_sorted(
+    p: &SelectPlan,
+    mut collected: Vec<(Vec<Value>, Vec<Value>)>,
+    mut rows: Rows,
+    limit: Option<u64>,
+    offset: u64,
+) -> Rows {
+    if !p.order.is_empty() {
+        collected.sort_by(|a, b| {
+            for (i, k) in p.order.iter().enumerate() {
+                let (x, y) = (a.0[i].as_ref(), b.0[i].as_ref());
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => {
+                        if k.nulls_first {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    (false, true) => {
+                        if k.nulls_first {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                    }
+                    (false, false) => {
+                        let o = permafrost_storage::types::total_compare(x, y);
+                        if k.desc { o.reverse() } else { o }
+                    }
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let mut seen: HashSet<Vec<Value>> = HashSet::new();
+    let mut skipped = 0u64;
+    for (_, out) in collected {
+        if p.distinct && !seen.insert(out.clone()) {
+            continue;
+        }
+        if skipped < offset {
+            skipped += 1;
+            continue;
+        }
+        if limit.is_some_and(|l| rows.len() as u64 >= l) {
+            break;
+        }
+        rows.push_row(out.iter().map(Value::as_ref));
+    }
+    rows
+}
+
+#[derive(Default)]
+struct AggTable {
+    index: HashMap<Vec<Value>, usize>,
+    keys: Vec<Vec<Value>>,
+    accs: Vec<Vec<Acc>>,
+}
+
+#[derive(Clone)]
+struct Acc {
+    value: Option<Value>,
+    count: i64,
+    distinct: Option<HashSet<Value>>,
+}
+
+impl AggTable {
+    fn add(&mut self, agg: &AggPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<()> {
+        let key = agg
+            .groups
+            .iter()
+            .map(|g| Ok(g.eval(b, cx)?.into_value()))
+            .collect::<Result<Vec<_>>>()?;
+        let gi = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.keys.len();
+                self.index.insert(key.clone(), i);
+                self.keys.push(key);
+                self.accs.push(new_accs(agg));
+                i
+            }
+        };
+        for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
+            let v = match &call.arg {
+                None => {
+                    acc.count += 1;
+                    continue;
+                }
+                Some(e) => e.eval(b, cx)?.into_value(),
+            };
+            if v.is_null() {
+                continue;
+            }
+            if let Some(set) = &mut acc.distinct
+                && !set.insert(v.clone())
+            {
+                continue;
+            }
+            acc.count += 1;
+            acc.value = Some(match (call.func, acc.value.take()) {
+                (_, None) => v,
+                (AggFunc::Count, Some(x)) => x,
+                (AggFunc::Sum | AggFunc::Avg, Some(x)) => {
+                    arith(crate::expr::ArithOp::Add, x.as_ref(), v.as_ref())?
+                }
+                (AggFunc::Min, Some(x)) => {
+                    if compare(v.as_ref(), x.as_ref())? == Some(Ordering::Less) {
+                        v
+                    } else {
+                        x
+                    }
+                }
+                (AggFunc::Max, Some(x)) => {
+                    if compare(v.as_ref(), x.as_ref())? == Some(Ordering::Greater) {
+                        v
+                    } else {
+                        x
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+fn new_accs(agg: &AggPlan) -> Vec<Acc> {
+    agg.aggs
+        .iter()
+        .map(|c| Acc {
+            value: None,
+            count: 0,
+            distinct: c.distinct.then(HashSet::new),
+        })
+        .collect()
+}
+
+fn finish_agg(
+    p: &SelectPlan,
+    agg: &AggPlan,
+    mut table: AggTable,
+    columns: &Arc<[ColumnInfo]>,
+    cx: &Cx<'_>,
+    limit: Option<u64>,
+    offset: u64,
+) -> Result<Rows> {
+    if agg.groups.is_empty() && table.keys.is_empty() {
+        table.keys.push(vec![]);
+        table.accs.push(new_accs(agg));
+    }
+    let mut collected = Vec::with_capacity(table.keys.len());
+    for (key, accs) in table.keys.iter().zip(&table.accs) {
+        let finals: Vec<Value> = agg
+            .aggs
+            .iter()
+            .zip(accs)
+            .map(|(call, acc)| -> Result<Value> {
+                Ok(match call.func {
+                    AggFunc::Count => Value::Int(acc.count),
+                    AggFunc::Avg => match &acc.value {
+                        None => Value::Null,
+                        Some(Value::Double(d)) => Value::Double(d / acc.count as f64),
+                        Some(sum) => arith(
+                            crate::expr::ArithOp::Div,
+                            to_numeric(sum).as_ref(),
+                            ValueRef::Int(acc.count),
+                        )?,
+                    },
+                    _ => acc.value.clone().unwrap_or(Value::Null),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let pcx = Cx {
+            params: cx.params,
+            now: cx.now,
+            groups: key,
+            aggs: &finals,
+        };
+        if let Some(h) = &agg.having
+            && !h.test(&NoColumns, &pcx)?
+        {
+            continue;
+        }
+        let out = p
+            .output
+            .iter()
+            .map(|e| e.eval_const(&pcx))
+            .collect::<Result<Vec<_>>>()?;
+        let keys = p
+            .order
+            .iter()
+            .map(|k| k.expr.eval_const(&pcx))
+            .collect::<Result<Vec<_>>>()?;
+        collected.push((keys, out));
+    }
+    Ok(emit_sorted(
+        p,
+        collected,
+        Rows::empty(columns.clone()),
+        limit,
+        offset,
+    ))
+}
+
+fn to_numeric(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Decimal((*i).into()),
+        other => other.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes
+
+fn single_level_targets(
+    rp: &RelPlan,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    copies: Copies,
+) -> Result<Vec<(usize, u32)>> {
+    let mut out = Vec::new();
+    let rels = std::slice::from_ref(rp);
+    let mut walker = Walker {
+        rels,
+        stores: &*env.stores,
+        cx,
+        evicted: &mut *env.evicted,
+        touched: None,
+        total: env.total_partitions,
+        copies,
+    };
+    let mut b = Bindings::new();
+    let _ = walker.walk(0, &mut b, &mut |b| {
+        out.push((b.locals[rp.rel], b.slots[rp.rel]));
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(out)
+}
+
+fn returning_row(
+    exprs: &[Expr],
+    rows: &mut Rows,
+    table: &Table,
+    slot: u32,
+    cx: &Cx<'_>,
+) -> Result<()> {
+    if exprs.is_empty() {
+        return Ok(());
+    }
+    let mut b = Bindings::new();
+    b.tables[0] = Some(table);
+    b.slots[0] = slot;
+    rows.begin_row();
+    for e in exprs {
+        rows.push(e.eval(&b, cx)?.as_ref());
+    }
+    Ok(())
+}
+
+fn require_all(env: &Env<'_, '_>, schema: &TableSchema) -> Result<()> {
+    if env.holds_all() {
+        Ok(())
+    } else {
+        Err(SqlError::Unsupported(format!(
+            "writing replicated table \"{}\" needs a multi-partition transaction over all partitions",
+            schema.name
+        )))
+    }
+}
+
+fn insert(
+    p: &InsertPlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+) -> Result<Rows> {
+    let source_rows: Vec<Vec<Value>> = match &p.source {
+        InsertSource::Values(rows) => rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|e| e.eval_const(cx))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<_>>()?,
+        InsertSource::Select(sel) => {
+            let cols: Arc<[ColumnInfo]> = Arc::from(vec![]);
+            let mut touched = Vec::new();
+            let rows = select(sel, &cols, env, cx, &mut touched)?;
+            rows.to_values()
+        }
+    };
+    let schema = &p.schema;
+    let mut out = Rows::empty(columns.clone());
+    let mut n = 0u64;
+    for src in source_rows {
+        let mut row = Vec::with_capacity(schema.columns.len());
+        for (c, col) in schema.columns.iter().enumerate() {
+            let v = match p.targets[c] {
+                Some(pos) => src[pos].clone(),
+                None => match &col.default {
+                    Some(ColumnDefault::Value(v)) => v.clone(),
+                    Some(ColumnDefault::CurrentTimestamp) => Value::Timestamp(cx.now),
+                    Some(ColumnDefault::Sequence) => {
+                        return Err(SqlError::Unsupported("sequence defaults".into()));
+                    }
+                    None => Value::Null,
+                },
+            };
+            row.push(
+                v.coerce_to(&col.ty)
+                    .map_err(|e| column_context(e, &col.name))?,
+            );
+        }
+        let targets: Vec<usize> = match schema.partition_column {
+            Some(pc) => {
+                let part = partition_of(
+                    row[pc].as_ref(),
+                    &schema.columns[pc].ty,
+                    env.total_partitions,
+                );
+                match env.local_of(part) {
+                    Some(li) => vec![li],
+                    None => {
+                        return Err(SqlError::WrongPartition {
+                            row: part,
+                            held: env.held(),
+                        });
+                    }
+                }
+            }
+            None => {
+                require_all(env, schema)?;
+                (0..env.stores.len()).collect()
+            }
+        };
+        for (i, li) in targets.into_iter().enumerate() {
+            checked_table(env.stores[li], schema)?;
+            let slot = env.stores[li].insert(schema.id, &row)?;
+            if i == 0 {
+                let table = env.stores[li].table(schema.id).expect("just inserted");
+                returning_row(&p.returning, &mut out, table, slot, cx)?;
+            }
+        }
+        n += 1;
+    }
+    out.affected = n;
+    Ok(out)
+}
+
+fn column_context(e: StorageError, column: &str) -> SqlError {
+    match e {
+        StorageError::TypeMismatch(m) => SqlError::Type(format!("column \"{column}\": {m}")),
+        other => SqlError::Storage(other),
+    }
+}
+
+fn update(
+    p: &UpdatePlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+) -> Result<Rows> {
+    let schema = p.target.schema.clone();
+    let replicated = schema.partition_column.is_none();
+    if replicated {
+        require_all(env, &schema)?;
+    }
+    let copies = if replicated { Copies::All } else { Copies::One };
+    let targets = single_level_targets(&p.target, env, cx, copies)?;
+    let mut out = Rows::empty(columns.clone());
+    let mut n = 0u64;
+    for (li, slot) in targets {
+        let changes = {
+            let table = env.stores[li].table(schema.id).expect("target table");
+            let mut b = Bindings::new();
+            b.tables[0] = Some(table);
+            b.slots[0] = slot;
+            let mut changes = Vec::with_capacity(p.assignments.len());
+            for (c, e) in &p.assignments {
+                let col = &schema.columns[*c];
+                let v = e
+                    .eval(&b, cx)?
+                    .into_value()
+                    .coerce_to(&col.ty)
+                    .map_err(|err| column_context(err, &col.name))?;
+                if Some(*c) == schema.partition_column {
+                    let old = table.value(slot, *c);
+                    if compare(old, v.as_ref())? != Some(Ordering::Equal) {
+                        let to = partition_of(v.as_ref(), &col.ty, env.total_partitions);
+                        if to != env.stores[li].partition() {
+                            return Err(SqlError::Unsupported(format!(
+                                "changing partition column \"{}\" moves the row to another partition; delete and insert it instead",
+                                col.name
+                            )));
+                        }
+                    }
+                }
+                changes.push((*c, v));
+            }
+            changes
+        };
+        env.stores[li].update(schema.id, slot, &changes)?;
+        let first_copy = !replicated || li == 0;
+        if first_copy {
+            let table = env.stores[li].table(schema.id).expect("target table");
+            returning_row(&p.returning, &mut out, table, slot, cx)?;
+            n += 1;
+        }
+    }
+    out.affected = n;
+    Ok(out)
+}
+
+fn delete(
+    p: &DeletePlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+) -> Result<Rows> {
+    let schema = p.target.schema.clone();
+    let replicated = schema.partition_column.is_none();
+    if replicated {
+        require_all(env, &schema)?;
+    }
+    let copies = if replicated { Copies::All } else { Copies::One };
+    let targets = single_level_targets(&p.target, env, cx, copies)?;
+    let mut out = Rows::empty(columns.clone());
+    let mut n = 0u64;
+    for (li, slot) in targets {
+        let first_copy = !replicated || li == 0;
+        if first_copy {
+            let table = env.stores[li].table(schema.id).expect("target table");
+            returning_row(&p.returning, &mut out, table, slot, cx)?;
+            n += 1;
+        }
+        env.stores[li].delete(schema.id, slot)?;
+    }
+    out.affected = n;
+    Ok(out)
+}

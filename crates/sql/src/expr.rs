@@ -1,0 +1,917 @@
+//! Bound expressions and their evaluation.
+//!
+//! The binder turns syntax into [`Expr`]: columns are positions (relation, column),
+//! parameters are numbers, functions are resolved. Evaluation returns a [`Datum`], which
+//! borrows when it can (a column read from a stored tuple, a parameter, a constant) and owns
+//! only computed values, so that predicates over stored tuples do not allocate.
+//!
+//! NULL follows SQL's three-valued logic: comparisons with NULL are NULL, `AND`/`OR` use
+//! the truth tables, and a predicate accepts a row only when it is `true`.
+
+use std::cmp::Ordering;
+
+use permafrost_storage::types::{sql_compare, total_compare};
+use permafrost_storage::{DataType, Decimal, StorageError, Value, ValueRef};
+
+use crate::error::{Result, SqlError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+impl CmpOp {
+    pub fn flip(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::LtEq => CmpOp::GtEq,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::GtEq => CmpOp::LtEq,
+            o => o,
+        }
+    }
+
+    fn test(self, o: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::NotEq => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::LtEq => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::GtEq => o != Ordering::Less,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Substring,
+    Coalesce,
+    NullIf,
+    Round,
+    Floor,
+    Ceil,
+    Concat,
+    Greatest,
+    Least,
+    Trim,
+}
+
+/// A bound expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// Column `col` of the `rel`-th relation of the statement.
+    Column {
+        rel: usize,
+        col: usize,
+    },
+    /// Parameter `$n` (0-based here).
+    Param(usize),
+    Const(Value),
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    Concat(Box<Expr>, Box<Expr>),
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    IsDistinct {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    Cast(Box<Expr>, DataType),
+    Func(Func, Vec<Expr>),
+    /// The transaction's timestamp.
+    Now,
+    /// After aggregation: the `n`-th group key.
+    Group(usize),
+    /// After aggregation: the `n`-th aggregate result.
+    Agg(usize),
+}
+
+impl Expr {
+    pub fn boxed(self) -> Box<Expr> {
+        Box::new(self)
+    }
+
+    /// Calls `f` on this expression and every sub-expression.
+    pub fn walk(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e) | Expr::Neg(e) | Expr::Cast(e, _) => e.walk(f),
+            Expr::IsNull { expr, .. } => expr.walk(f),
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Cmp(_, a, b)
+            | Expr::Arith(_, a, b)
+            | Expr::Concat(a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            Expr::IsDistinct { left, right, .. } => {
+                left.walk(f);
+                right.walk(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.walk(f);
+                list.iter().for_each(|e| e.walk(f));
+            }
+            Expr::Like { expr, pattern, .. } => {
+                expr.walk(f);
+                pattern.walk(f);
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(o) = operand {
+                    o.walk(f);
+                }
+                for (w, t) in whens {
+                    w.walk(f);
+                    t.walk(f);
+                }
+                if let Some(o) = otherwise {
+                    o.walk(f);
+                }
+            }
+            Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
+            Expr::Column { .. }
+            | Expr::Param(_)
+            | Expr::Const(_)
+            | Expr::Now
+            | Expr::Group(_)
+            | Expr::Agg(_) => {}
+        }
+    }
+
+    /// The relations this expression reads, as a bit set.
+    pub fn rels(&self) -> u64 {
+        let mut m = 0u64;
+        self.walk(&mut |e| {
+            if let Expr::Column { rel, .. } = e {
+                m |= 1 << rel;
+            }
+        });
+        m
+    }
+
+    /// Whether the value is the same for every row (parameters and constants only).
+    pub fn is_row_independent(&self) -> bool {
+        let mut ok = true;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Column { .. } | Expr::Group(_) | Expr::Agg(_)) {
+                ok = false;
+            }
+        });
+        ok
+    }
+
+    /// Splits a conjunction into its terms.
+    pub fn conjuncts(self, out: &mut Vec<Expr>) {
+        match self {
+            Expr::And(a, b) => {
+                a.conjuncts(out);
+                b.conjuncts(out);
+            }
+            e => out.push(e),
+        }
+    }
+}
+
+/// Where column values come from during evaluation.
+pub trait ColumnSource {
+    fn column(&self, rel: usize, col: usize) -> ValueRef<'_>;
+}
+
+/// A source with no relations (VALUES lists, constant folding, post-aggregation).
+pub struct NoColumns;
+
+impl ColumnSource for NoColumns {
+    fn column(&self, _: usize, _: usize) -> ValueRef<'_> {
+        ValueRef::Null
+    }
+}
+
+/// What an evaluation can see besides columns.
+pub struct Cx<'a> {
+    pub params: &'a [Value],
+    /// Transaction timestamp, microseconds since the epoch.
+    pub now: i64,
+    pub groups: &'a [Value],
+    pub aggs: &'a [Value],
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(params: &'a [Value], now: i64) -> Cx<'a> {
+        Cx {
+            params,
+            now,
+            groups: &[],
+            aggs: &[],
+        }
+    }
+}
+
+/// A value that is borrowed when possible.
+pub enum Datum<'a> {
+    Ref(ValueRef<'a>),
+    Owned(Value),
+}
+
+impl Datum<'_> {
+    #[inline]
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Datum::Ref(v) => *v,
+            Datum::Owned(v) => v.as_ref(),
+        }
+    }
+
+    pub fn into_value(self) -> Value {
+        match self {
+            Datum::Ref(v) => v.to_owned(),
+            Datum::Owned(v) => v,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        self.as_ref().is_null()
+    }
+}
+
+fn truth(v: ValueRef<'_>) -> Result<Option<bool>> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Bool(b) => Ok(Some(b)),
+        other => Err(SqlError::Type(format!(
+            "argument of boolean context must be boolean, not {}",
+            other.kind_name()
+        ))),
+    }
+}
+
+fn bool_datum<'a>(b: Option<bool>) -> Datum<'a> {
+    Datum::Ref(b.map_or(ValueRef::Null, ValueRef::Bool))
+}
+
+impl Expr {
+    /// Evaluates the expression.
+    pub fn eval<'a>(&'a self, src: &'a dyn ColumnSource, cx: &'a Cx<'a>) -> Result<Datum<'a>> {
+        Ok(match self {
+            Expr::Column { rel, col } => Datum::Ref(src.column(*rel, *col)),
+            Expr::Param(i) => Datum::Ref(cx.params.get(*i).map_or(ValueRef::Null, Value::as_ref)),
+            Expr::Const(v) => Datum::Ref(v.as_ref()),
+            Expr::Group(i) => Datum::Ref(cx.groups.get(*i).map_or(ValueRef::Null, Value::as_ref)),
+            Expr::Agg(i) => Datum::Ref(cx.aggs.get(*i).map_or(ValueRef::Null, Value::as_ref)),
+            Expr::Now => Datum::Ref(ValueRef::Timestamp(cx.now)),
+            Expr::Not(e) => bool_datum(truth(e.eval(src, cx)?.as_ref())?.map(|b| !b)),
+            Expr::And(a, b) => {
+                let x = truth(a.eval(src, cx)?.as_ref())?;
+                if x == Some(false) {
+                    return Ok(bool_datum(Some(false)));
+                }
+                let y = truth(b.eval(src, cx)?.as_ref())?;
+                bool_datum(match (x, y) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                })
+            }
+            Expr::Or(a, b) => {
+                let x = truth(a.eval(src, cx)?.as_ref())?;
+                if x == Some(true) {
+                    return Ok(bool_datum(Some(true)));
+                }
+                let y = truth(b.eval(src, cx)?.as_ref())?;
+                bool_datum(match (x, y) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                })
+            }
+            Expr::Cmp(op, a, b) => {
+                let (x, y) = (a.eval(src, cx)?, b.eval(src, cx)?);
+                bool_datum(compare(x.as_ref(), y.as_ref())?.map(|o| op.test(o)))
+            }
+            Expr::IsNull { expr, negated } => {
+                let n = expr.eval(src, cx)?.is_null();
+                bool_datum(Some(n != *negated))
+            }
+            Expr::IsDistinct {
+                left,
+                right,
+                negated,
+            } => {
+                let (x, y) = (left.eval(src, cx)?, right.eval(src, cx)?);
+                let distinct = total_compare(x.as_ref(), y.as_ref()) != Ordering::Equal;
+                bool_datum(Some(distinct != *negated))
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let x = expr.eval(src, cx)?;
+                if x.is_null() {
+                    return Ok(bool_datum(None));
+                }
+                let mut saw_null = false;
+                let mut found = false;
+                for e in list {
+                    let y = e.eval(src, cx)?;
+                    match compare(x.as_ref(), y.as_ref())? {
+                        Some(Ordering::Equal) => {
+                            found = true;
+                            break;
+                        }
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                bool_datum(if found {
+                    Some(!negated)
+                } else if saw_null {
+                    None
+                } else {
+                    Some(*negated)
+                })
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
+                let (x, p) = (expr.eval(src, cx)?, pattern.eval(src, cx)?);
+                match (x.as_ref(), p.as_ref()) {
+                    (ValueRef::Null, _) | (_, ValueRef::Null) => bool_datum(None),
+                    (ValueRef::Text(s), ValueRef::Text(p)) => {
+                        let m = if *case_insensitive {
+                            like(&s.to_lowercase(), &p.to_lowercase())
+                        } else {
+                            like(s, p)
+                        };
+                        bool_datum(Some(m != *negated))
+                    }
+                    (a, b) => {
+                        return Err(SqlError::Type(format!(
+                            "operator does not exist: {} LIKE {}",
+                            a.kind_name(),
+                            b.kind_name()
+                        )));
+                    }
+                }
+            }
+            Expr::Neg(e) => {
+                let x = e.eval(src, cx)?;
+                Datum::Owned(match x.as_ref() {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Int(i) => {
+                        Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?)
+                    }
+                    ValueRef::Double(d) => Value::Double(-d),
+                    ValueRef::Decimal(d) => Value::Decimal(-d),
+                    other => {
+                        return Err(SqlError::Type(format!(
+                            "operator does not exist: - {}",
+                            other.kind_name()
+                        )));
+                    }
+                })
+            }
+            Expr::Arith(op, a, b) => {
+                let (x, y) = (a.eval(src, cx)?, b.eval(src, cx)?);
+                Datum::Owned(arith(*op, x.as_ref(), y.as_ref())?)
+            }
+            Expr::Concat(a, b) => {
+                let (x, y) = (a.eval(src, cx)?, b.eval(src, cx)?);
+                if x.is_null() || y.is_null() {
+                    Datum::Ref(ValueRef::Null)
+                } else {
+                    Datum::Owned(Value::from(format!("{}{}", x.as_ref(), y.as_ref())))
+                }
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                let op = match operand {
+                    Some(o) => Some(o.eval(src, cx)?),
+                    None => None,
+                };
+                for (w, then) in whens {
+                    let hit = match &op {
+                        Some(o) => {
+                            compare(o.as_ref(), w.eval(src, cx)?.as_ref())? == Some(Ordering::Equal)
+                        }
+                        None => truth(w.eval(src, cx)?.as_ref())? == Some(true),
+                    };
+                    if hit {
+                        return then.eval(src, cx);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(src, cx)?,
+                    None => Datum::Ref(ValueRef::Null),
+                }
+            }
+            Expr::Cast(e, ty) => {
+                let v = e.eval(src, cx)?.into_value();
+                Datum::Owned(cast(v, ty)?)
+            }
+            Expr::Func(f, args) => Datum::Owned(call(*f, args, src, cx)?),
+        })
+    }
+
+    /// Evaluates a predicate: true only when the value is `true`.
+    #[inline]
+    pub fn test(&self, src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<bool> {
+        Ok(truth(self.eval(src, cx)?.as_ref())? == Some(true))
+    }
+
+    /// Evaluates an expression that reads no columns.
+    pub fn eval_const(&self, cx: &Cx<'_>) -> Result<Value> {
+        Ok(self.eval(&NoColumns, cx)?.into_value())
+    }
+}
+
+/// SQL comparison; errors for kinds that cannot be compared.
+pub fn compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Option<Ordering>> {
+    if a.is_null() || b.is_null() {
+        return Ok(None);
+    }
+    // A text parameter compared with a typed value is read as that type, as PostgreSQL does
+    // for untyped literals.
+    match (a, b) {
+        (ValueRef::Text(s), other) | (other, ValueRef::Text(s))
+            if !matches!(other, ValueRef::Text(_)) =>
+        {
+            let ty = kind_type(other);
+            let parsed = Value::parse(&ty, s)?;
+            let o = sql_compare(
+                if matches!(a, ValueRef::Text(_)) {
+                    parsed.as_ref()
+                } else {
+                    a
+                },
+                if matches!(b, ValueRef::Text(_)) {
+                    parsed.as_ref()
+                } else {
+                    b
+                },
+            );
+            return Ok(o);
+        }
+        _ => {}
+    }
+    match sql_compare(a, b) {
+        Some(o) => Ok(Some(o)),
+        None => Err(SqlError::Type(format!(
+            "cannot compare {} with {}",
+            a.kind_name(),
+            b.kind_name()
+        ))),
+    }
+}
+
+fn kind_type(v: ValueRef<'_>) -> DataType {
+    match v {
+        ValueRef::Bool(_) => DataType::Boolean,
+        ValueRef::Int(_) => DataType::BigInt,
+        ValueRef::Double(_) => DataType::Double,
+        ValueRef::Decimal(_) => DataType::Decimal {
+            precision: 0,
+            scale: 0,
+        },
+        ValueRef::Timestamp(_) => DataType::Timestamp,
+        ValueRef::Bytes(_) => DataType::Bytea,
+        ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
+    }
+}
+
+fn overflow(ty: &str) -> SqlError {
+    SqlError::Storage(StorageError::NumericOutOfRange {
+        ty: ty.into(),
+        detail: "integer overflow".into(),
+    })
+}
+
+/// Arithmetic with PostgreSQL's type rules: integers stay integers (with overflow checks and
+/// truncating division), a numeric operand makes the result numeric, a double makes it double.
+pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
+    use ValueRef as V;
+    Ok(match (a, b) {
+        (V::Null, _) | (_, V::Null) => Value::Null,
+        (V::Int(x), V::Int(y)) => Value::Int(
+            match op {
+                ArithOp::Add => x.checked_add(y),
+                ArithOp::Sub => x.checked_sub(y),
+                ArithOp::Mul => x.checked_mul(y),
+                ArithOp::Div => {
+                    if y == 0 {
+                        return Err(StorageError::DivisionByZero.into());
+                    }
+                    x.checked_div(y)
+                }
+                ArithOp::Mod => {
+                    if y == 0 {
+                        return Err(StorageError::DivisionByZero.into());
+                    }
+                    x.checked_rem(y)
+                }
+            }
+            .ok_or_else(|| overflow("bigint"))?,
+        ),
+        (V::Double(_), _) | (_, V::Double(_)) => {
+            let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else {
+                return Err(type_err(op, a, b));
+            };
+            if matches!(op, ArithOp::Div | ArithOp::Mod) && y == 0.0 {
+                return Err(StorageError::DivisionByZero.into());
+            }
+            Value::Double(match op {
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                ArithOp::Mul => x * y,
+                ArithOp::Div => x / y,
+                ArithOp::Mod => x % y,
+            })
+        }
+        (V::Decimal(_) | V::Int(_), V::Decimal(_) | V::Int(_)) => {
+            let x = to_decimal(a);
+            let y = to_decimal(b);
+            if matches!(op, ArithOp::Div | ArithOp::Mod) && y.is_zero() {
+                return Err(StorageError::DivisionByZero.into());
+            }
+            let r = match op {
+                ArithOp::Add => x.checked_add(y),
+                ArithOp::Sub => x.checked_sub(y),
+                ArithOp::Mul => x.checked_mul(y),
+                ArithOp::Div => x.checked_div(y),
+                ArithOp::Mod => x.checked_rem(y),
+            };
+            Value::Decimal(r.ok_or_else(|| overflow("numeric"))?)
+        }
+        (V::Timestamp(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+            // timestamp +/- microseconds
+            let r = if op == ArithOp::Add {
+                t.checked_add(i)
+            } else {
+                t.checked_sub(i)
+            };
+            Value::Timestamp(r.ok_or_else(|| overflow("timestamp"))?)
+        }
+        (V::Timestamp(x), V::Timestamp(y)) if op == ArithOp::Sub => {
+            Value::Int(x.checked_sub(y).ok_or_else(|| overflow("timestamp"))?)
+        }
+        _ => return Err(type_err(op, a, b)),
+    })
+}
+
+fn to_decimal(v: ValueRef<'_>) -> Decimal {
+    match v {
+        ValueRef::Int(i) => Decimal::from(i),
+        ValueRef::Decimal(d) => d,
+        _ => Decimal::ZERO,
+    }
+}
+
+fn type_err(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> SqlError {
+    let sym = match op {
+        ArithOp::Add => "+",
+        ArithOp::Sub => "-",
+        ArithOp::Mul => "*",
+        ArithOp::Div => "/",
+        ArithOp::Mod => "%",
+    };
+    SqlError::Type(format!(
+        "operator does not exist: {} {sym} {}",
+        a.kind_name(),
+        b.kind_name()
+    ))
+}
+
+/// An explicit cast (`CAST(x AS t)`, `x::t`). Unlike assignment, casting to VARCHAR(n)
+/// truncates, as in PostgreSQL.
+pub fn cast(v: Value, ty: &DataType) -> Result<Value> {
+    if let (DataType::Varchar(Some(n)), Value::Text(s)) = (ty, &v)
+        && s.chars().count() > *n as usize
+    {
+        return Ok(Value::from(s.chars().take(*n as usize).collect::<String>()));
+    }
+    Ok(v.coerce_to(ty)?)
+}
+
+/// SQL LIKE with `%` and `_`; a backslash escapes the next pattern character.
+pub fn like(s: &str, p: &str) -> bool {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = p.chars().collect();
+    // Iterative matcher with backtracking to the last `%`.
+    let (mut si, mut pi) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() {
+            match p[pi] {
+                '%' => {
+                    star = Some((pi, si));
+                    pi += 1;
+                    continue;
+                }
+                '_' => {
+                    si += 1;
+                    pi += 1;
+                    continue;
+                }
+                '\\' if pi + 1 < p.len() => {
+                    if p[pi + 1] == s[si] {
+                        si += 1;
+                        pi += 2;
+                        continue;
+                    }
+                }
+                c if c == s[si] => {
+                    si += 1;
+                    pi += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, ss)) => {
+                pi = sp + 1;
+                si = ss + 1;
+                star = Some((sp, ss + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '%')
+}
+
+fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
+    let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
+    Ok(match f {
+        Func::Coalesce => {
+            for a in args {
+                let v = a.eval(src, cx)?;
+                if !v.is_null() {
+                    return Ok(v.into_value());
+                }
+            }
+            Value::Null
+        }
+        Func::NullIf => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            if compare(a.as_ref(), b.as_ref())? == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                a
+            }
+        }
+        Func::Greatest | Func::Least => {
+            let mut best: Option<Value> = None;
+            for a in args {
+                let v = a.eval(src, cx)?.into_value();
+                if v.is_null() {
+                    continue;
+                }
+                best = Some(match best {
+                    None => v,
+                    Some(b) => {
+                        let o = compare(v.as_ref(), b.as_ref())?.unwrap_or(Ordering::Equal);
+                        let take = if f == Func::Greatest {
+                            o == Ordering::Greater
+                        } else {
+                            o == Ordering::Less
+                        };
+                        if take { v } else { b }
+                    }
+                });
+            }
+            best.unwrap_or(Value::Null)
+        }
+        Func::Concat => {
+            let mut s = String::new();
+            for a in args {
+                let v = a.eval(src, cx)?;
+                if !v.is_null() {
+                    s.push_str(&v.as_ref().to_string());
+                }
+            }
+            Value::from(s)
+        }
+        _ => {
+            let v = arg(0)?;
+            if v.is_null() {
+                return Ok(Value::Null);
+            }
+            match (f, v) {
+                (Func::Abs, Value::Int(i)) => {
+                    Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?)
+                }
+                (Func::Abs, Value::Double(d)) => Value::Double(d.abs()),
+                (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.abs()),
+                (Func::Lower, Value::Text(s)) => Value::from(s.to_lowercase()),
+                (Func::Upper, Value::Text(s)) => Value::from(s.to_uppercase()),
+                (Func::Trim, Value::Text(s)) => Value::from(s.trim()),
+                (Func::Length, Value::Text(s)) => Value::Int(s.chars().count() as i64),
+                (Func::Length, Value::Bytes(b)) => Value::Int(b.len() as i64),
+                (Func::Substring, Value::Text(s)) => {
+                    let start = arg(1)?.as_i64().unwrap_or(1);
+                    let len = if args.len() > 2 {
+                        arg(2)?.as_i64()
+                    } else {
+                        None
+                    };
+                    if let Some(l) = len
+                        && l < 0
+                    {
+                        return Err(SqlError::Storage(StorageError::NumericOutOfRange {
+                            ty: "substring".into(),
+                            detail: "negative substring length not allowed".into(),
+                        }));
+                    }
+                    // PostgreSQL counts from 1 and lets the window start before the string.
+                    let end = len.map(|l| start.saturating_add(l));
+                    let from = start.max(1) as usize - 1;
+                    let chars = s.chars().skip(from);
+                    let out: String = match end {
+                        Some(e) => chars
+                            .take((e.max(1) as usize).saturating_sub(from + 1))
+                            .collect(),
+                        None => chars.collect(),
+                    };
+                    Value::from(out)
+                }
+                (Func::Round, v) => {
+                    let digits = if args.len() > 1 {
+                        arg(1)?.as_i64().unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    match v {
+                        Value::Int(i) => Value::Int(i),
+                        Value::Double(d) => {
+                            let m = 10f64.powi(digits as i32);
+                            Value::Double((d * m).round() / m)
+                        }
+                        Value::Decimal(d) => Value::Decimal(d.round_dp_with_strategy(
+                            digits.clamp(0, 28) as u32,
+                            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                        )),
+                        other => {
+                            return Err(SqlError::Type(format!(
+                                "function round({}) does not exist",
+                                other.as_ref().kind_name()
+                            )));
+                        }
+                    }
+                }
+                (Func::Floor, Value::Double(d)) => Value::Double(d.floor()),
+                (Func::Floor, Value::Decimal(d)) => Value::Decimal(d.floor()),
+                (Func::Floor, v @ Value::Int(_)) => v,
+                (Func::Ceil, Value::Double(d)) => Value::Double(d.ceil()),
+                (Func::Ceil, Value::Decimal(d)) => Value::Decimal(d.ceil()),
+                (Func::Ceil, v @ Value::Int(_)) => v,
+                (f, v) => {
+                    return Err(SqlError::Type(format!(
+                        "function {f:?}({}) does not exist",
+                        v.as_ref().kind_name()
+                    )));
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(v: impl Into<Value>) -> Expr {
+        Expr::Const(v.into())
+    }
+
+    fn eval(e: &Expr) -> Value {
+        e.eval_const(&Cx::new(&[], 0)).unwrap()
+    }
+
+    #[test]
+    fn three_valued_logic() {
+        let null = Expr::Const(Value::Null);
+        let t = c(true);
+        let f = c(false);
+        assert_eq!(
+            eval(&Expr::And(null.clone().boxed(), f.clone().boxed())),
+            Value::Bool(false)
+        );
+        assert_eq!(
+            eval(&Expr::And(null.clone().boxed(), t.clone().boxed())),
+            Value::Null
+        );
+        assert_eq!(
+            eval(&Expr::Or(null.clone().boxed(), t.boxed())),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval(&Expr::Or(null.clone().boxed(), f.boxed())),
+            Value::Null
+        );
+        let in_list = Expr::InList {
+            expr: c(3).boxed(),
+            list: vec![c(1), null],
+            negated: true,
+        };
+        assert_eq!(eval(&in_list), Value::Null);
+    }
+
+    #[test]
+    fn arithmetic_follows_postgres_types() {
+        let div = |a: Value, b: Value| arith(ArithOp::Div, a.as_ref(), b.as_ref());
+        assert_eq!(div(Value::Int(7), Value::Int(2)).unwrap(), Value::Int(3));
+        assert_eq!(
+            div(Value::Int(7), Value::Double(2.0)).unwrap(),
+            Value::Double(3.5)
+        );
+        assert_eq!(
+            div(Value::Int(1), Value::Int(0)).unwrap_err().sqlstate(),
+            "22012"
+        );
+        assert_eq!(
+            arith(ArithOp::Add, ValueRef::Int(i64::MAX), ValueRef::Int(1))
+                .unwrap_err()
+                .sqlstate(),
+            "22003"
+        );
+        let d = arith(
+            ArithOp::Mul,
+            ValueRef::Decimal(Decimal::new(150, 2)),
+            ValueRef::Int(2),
+        )
+        .unwrap();
+        assert_eq!(d.to_string(), "3.00");
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("hello", "h%o"));
+        assert!(like("hello", "_ello"));
+        assert!(!like("hello", "h%x"));
+        assert!(like("50%", "50\\%"));
+        assert!(!like("505", "50\\%"));
+        assert!(like("", "%"));
+        assert!(like("abcabc", "%bc%c"));
+    }
+
+    #[test]
+    fn text_compares_as_the_other_side_s_type() {
+        assert_eq!(
+            compare(ValueRef::Int(10), ValueRef::Text("9")).unwrap(),
+            Some(Ordering::Greater)
+        );
+        assert!(compare(ValueRef::Int(10), ValueRef::Text("x")).is_err());
+    }
+}

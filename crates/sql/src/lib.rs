@@ -1,0 +1,239 @@
+//! Permafrost SQL: the OLTP subset of SQL, planned once and executed many times.
+//!
+//! ```text
+//! text --parse--> sqlparser AST --bind/plan--> Prepared { Plan } --execute(Env, params)--> Rows
+//! ```
+//!
+//! Stored procedures prepare their statements when they are registered and execute them
+//! with parameters inside transactions; DDL goes through [`ddl::plan_ddl`] and produces
+//! [`catalog::DdlChange`]s for every partition to apply.
+//!
+//! Supported: SELECT with inner joins, WHERE, GROUP BY, HAVING, aggregates (COUNT, SUM,
+//! MIN, MAX, AVG, with DISTINCT), ORDER BY, LIMIT/OFFSET, DISTINCT; INSERT (VALUES or
+//! SELECT), UPDATE and DELETE, all with RETURNING; parameters as `$n` or `?`.
+
+pub mod bind;
+pub mod catalog;
+pub mod ddl;
+pub mod error;
+pub mod exec;
+pub mod expr;
+pub mod parse;
+pub mod plan;
+pub mod rows;
+
+use std::sync::Arc;
+
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{DataType, TableId, Value};
+use sqlparser::ast::Statement;
+
+pub use catalog::{Catalog, DdlChange};
+pub use error::{Result, SqlError};
+pub use exec::{Env, EvictedRef};
+pub use rows::{ColumnInfo, RowRef, Rows};
+
+use crate::expr::{Cx, Expr};
+use crate::plan::{InsertSource, PartitionPick, Plan};
+
+/// What kind of statement a prepared statement is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+}
+
+/// Where a statement must run, given its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// All rows it reads or writes are at this partition.
+    Single(u32),
+    /// It reads only replicated tables: any one partition will do.
+    Any,
+    /// It needs every partition.
+    All,
+}
+
+/// A planned statement.
+pub struct Prepared {
+    pub sql: String,
+    plan: Plan,
+    param_types: Vec<Option<DataType>>,
+    columns: Arc<[ColumnInfo]>,
+    kind: StatementKind,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("sql", &self.sql)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+/// Plans one DML or query statement from text.
+pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
+    let stmt = parse::parse_statement(sql)?;
+    prepare_statement(catalog, &stmt, sql)
+}
+
+/// Plans one already-parsed DML or query statement.
+pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Result<Prepared> {
+    let (planned, kind) = match stmt {
+        Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
+        Statement::Insert(i) => (plan::plan_insert(catalog, i)?, StatementKind::Insert),
+        Statement::Update(u) => (plan::plan_update(catalog, u)?, StatementKind::Update),
+        Statement::Delete(d) => (plan::plan_delete(catalog, d)?, StatementKind::Delete),
+        other if ddl::is_ddl(other) => {
+            return Err(SqlError::Unsupported(
+                "DDL cannot be prepared as a statement; run it as DDL".into(),
+            ));
+        }
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "statement {}",
+                first_words(&other.to_string())
+            )));
+        }
+    };
+    Ok(Prepared {
+        sql: sql.to_string(),
+        plan: planned.plan,
+        param_types: planned.params,
+        columns: planned.columns.into(),
+        kind,
+    })
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
+
+impl Prepared {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.kind == StatementKind::Select
+    }
+
+    /// The inferred type of each parameter (`None` where nothing constrains it).
+    pub fn param_types(&self) -> &[Option<DataType>] {
+        &self.param_types
+    }
+
+    /// The result columns (empty for DML without RETURNING).
+    pub fn columns(&self) -> &Arc<[ColumnInfo]> {
+        &self.columns
+    }
+
+    /// Runs the statement.
+    pub fn execute(&self, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
+        let params = exec::coerce_params(params, &self.param_types)?;
+        exec::execute(&self.plan, &self.columns, env, &params)
+    }
+
+    /// The tables the statement reads or writes.
+    pub fn tables(&self) -> Vec<TableId> {
+        let mut v: Vec<TableId> = match &self.plan {
+            Plan::Select(s) => s.rels.iter().map(|r| r.schema.id).collect(),
+            Plan::Insert(i) => {
+                let mut v = vec![i.schema.id];
+                if let InsertSource::Select(s) = &i.source {
+                    v.extend(s.rels.iter().map(|r| r.schema.id));
+                }
+                v
+            }
+            Plan::Update(u) => vec![u.target.schema.id],
+            Plan::Delete(d) => vec![d.target.schema.id],
+        };
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Where the statement must run with these parameters among `partitions`.
+    pub fn route(&self, params: &[Value], partitions: u32) -> Route {
+        let params = match exec::coerce_params(params, &self.param_types) {
+            Ok(p) => p,
+            Err(_) => return Route::All,
+        };
+        let cx = Cx::new(&params, 0);
+        let key_partition = |schema: &permafrost_storage::TableSchema, e: &Expr| -> Option<u32> {
+            let pc = schema.partition_column?;
+            if !e.is_row_independent() {
+                return None;
+            }
+            let ty = schema.columns[pc].ty;
+            let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
+            Some(partition_of(v.as_ref(), &ty, partitions))
+        };
+        let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick
+        {
+            PartitionPick::Replicated => None,
+            PartitionPick::Key(e) => {
+                Some(key_partition(schema, e).map_or(Route::All, Route::Single))
+            }
+            PartitionPick::All => Some(Route::All),
+        };
+        let combine = |routes: Vec<Route>, writes_replicated: bool| -> Route {
+            if writes_replicated {
+                return Route::All;
+            }
+            let mut single = None;
+            for r in routes {
+                match (r, single) {
+                    (Route::All, _) | (Route::Any, _) => return Route::All,
+                    (Route::Single(p), None) => single = Some(p),
+                    (Route::Single(p), Some(q)) if p != q => return Route::All,
+                    _ => {}
+                }
+            }
+            single.map_or(Route::Any, Route::Single)
+        };
+        match &self.plan {
+            Plan::Select(s) => combine(
+                s.rels
+                    .iter()
+                    .filter_map(|r| pick_route(&r.schema, &r.pick))
+                    .collect(),
+                false,
+            ),
+            Plan::Update(u) => combine(
+                pick_route(&u.target.schema, &u.target.pick)
+                    .into_iter()
+                    .collect(),
+                u.target.schema.is_replicated(),
+            ),
+            Plan::Delete(d) => combine(
+                pick_route(&d.target.schema, &d.target.pick)
+                    .into_iter()
+                    .collect(),
+                d.target.schema.is_replicated(),
+            ),
+            Plan::Insert(i) => {
+                let Some(pc) = i.schema.partition_column else {
+                    return Route::All;
+                };
+                let InsertSource::Values(rows) = &i.source else {
+                    return Route::All;
+                };
+                let Some(pos) = i.targets[pc] else {
+                    return Route::All;
+                };
+                combine(
+                    rows.iter()
+                        .map(|r| {
+                            key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single)
+                        })
+                        .collect(),
+                    false,
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,959 @@
+//! Planning: bound statements to executable plans.
+//!
+//! OLTP statements touch few rows, so plans are nested loops over the FROM relations where
+//! each relation is reached through the best access path its predicates allow:
+//!
+//! 1. an equality lookup on every column of an index (a unique one is best);
+//! 2. an ordered index with equalities on a prefix of its columns and optionally a range
+//!    on the next column;
+//! 3. a scan of the relation.
+//!
+//! Columns of relations earlier in the join order count as known, so a join predicate like
+//! `s_i_id = ol_i_id` becomes an index lookup on the inner relation. All join orders of up
+//! to five relations are costed with a simple model (lookups cost little and return few
+//! rows, ranges return more, scans the most) and the cheapest is kept.
+
+use std::sync::Arc;
+
+use permafrost_storage::{DataType, IndexKind, TableSchema, Value};
+use sqlparser::ast::{
+    self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor,
+};
+
+use crate::bind::{AggCall, Binder, Typed, ident};
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::{CmpOp, Expr};
+use crate::rows::ColumnInfo;
+
+/// Most relations one statement may join.
+pub const MAX_RELS: usize = 8;
+
+/// How a relation's tuples are found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    Scan,
+    /// Equality on all columns of index `index`.
+    IndexEq {
+        index: usize,
+        keys: Vec<Expr>,
+    },
+    /// Equalities on a prefix of an ordered index plus an optional range on the next column.
+    IndexRange {
+        index: usize,
+        prefix: Vec<Expr>,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// Which partitions' copies of a relation a statement reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartitionPick {
+    /// Every partition the transaction holds.
+    All,
+    /// Only the partition of this value of the partition column.
+    Key(Expr),
+    /// A replicated table: one copy is enough to read.
+    Replicated,
+}
+
+#[derive(Debug, Clone)]
+pub struct RelPlan {
+    pub rel: usize,
+    pub schema: Arc<TableSchema>,
+    pub access: Access,
+    /// Predicates checked once this relation (and all earlier ones) is bound.
+    pub filters: Vec<Expr>,
+    pub pick: PartitionPick,
+}
+
+#[derive(Debug, Clone)]
+pub struct AggPlan {
+    pub groups: Vec<Expr>,
+    pub aggs: Vec<AggCall>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    pub rels: Vec<RelPlan>,
+    /// Predicates that read no relation, checked once.
+    pub pre_filters: Vec<Expr>,
+    pub output: Vec<Expr>,
+    pub agg: Option<AggPlan>,
+    pub order: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub distinct: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    Select(Box<SelectPlan>),
+}
+
+#[derive(Debug, Clone)]
+pub struct InsertPlan {
+    pub schema: Arc<TableSchema>,
+    /// For each table column, the position in the source rows, or `None` for the default.
+    pub targets: Vec<Option<usize>>,
+    pub source: InsertSource,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpdatePlan {
+    pub target: RelPlan,
+    pub assignments: Vec<(usize, Expr)>,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeletePlan {
+    pub target: RelPlan,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Plan {
+    Select(SelectPlan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+/// The result of planning one statement.
+pub struct Planned {
+    pub plan: Plan,
+    pub params: Vec<Option<DataType>>,
+    pub columns: Vec<ColumnInfo>,
+}
+
+// ---------------------------------------------------------------------------------------
+// SELECT
+
+pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
+    let mut b = Binder::new(catalog);
+    let (plan, columns) = select(&mut b, q)?;
+    Ok(Planned {
+        plan: Plan::Select(plan),
+        params: b.params,
+        columns,
+    })
+}
+
+fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
+    if q.with.is_some() {
+        return unsupported("WITH");
+    }
+    if q.fetch.is_some() || !q.locks.is_empty() {
+        return unsupported("FETCH / FOR UPDATE");
+    }
+    let s = match q.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::Values(_) => return unsupported("VALUES as a query"),
+        _ => return unsupported("UNION / INTERSECT / EXCEPT"),
+    };
+    if s.top.is_some()
+        || !s.lateral_views.is_empty()
+        || s.prewhere.is_some()
+        || s.qualify.is_some()
+        || s.into.is_some()
+    {
+        return unsupported("this SELECT form");
+    }
+    // FROM
+    let mut conjuncts = Vec::new();
+    let mut on_clauses = Vec::new();
+    for twj in &s.from {
+        add_factor(b, &twj.relation)?;
+        for j in &twj.joins {
+            add_factor(b, &j.relation)?;
+            match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
+                    JoinConstraint::On(e) => on_clauses.push(e.clone()),
+                    JoinConstraint::None => {}
+                    _ => return unsupported("JOIN ... USING / NATURAL"),
+                },
+                JoinOperator::CrossJoin(JoinConstraint::None) => {}
+                _ => return unsupported("outer and other non-inner joins"),
+            }
+        }
+    }
+    for e in &on_clauses {
+        b.expr(e)?.0.conjuncts(&mut conjuncts);
+    }
+    if let Some(w) = &s.selection {
+        let (e, _) = b.expr(w)?;
+        e.conjuncts(&mut conjuncts);
+    }
+    // GROUP BY
+    let mut groups = Vec::new();
+    match &s.group_by {
+        GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+            for e in exprs {
+                groups.push(group_expr(b, e)?);
+            }
+        }
+        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
+            return unsupported("GROUP BY ALL / ROLLUP / CUBE");
+        }
+    }
+    // Projection, with aggregates collected.
+    b.aggs = Some(Vec::new());
+    let mut output: Vec<Expr> = Vec::new();
+    let mut columns: Vec<ColumnInfo> = Vec::new();
+    for item in &s.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let (x, t) = b.expr(e)?;
+                columns.push(ColumnInfo {
+                    name: column_name(e),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let (x, t) = b.expr(expr)?;
+                columns.push(ColumnInfo {
+                    name: ident(alias),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::Wildcard(_) => {
+                if b.rels.is_empty() {
+                    return Err(SqlError::Syntax(
+                        "SELECT * with no tables specified is not valid".into(),
+                    ));
+                }
+                for (ri, rel) in b.rels.iter().enumerate() {
+                    for (ci, c) in rel.schema.columns.iter().enumerate() {
+                        output.push(Expr::Column { rel: ri, col: ci });
+                        columns.push(ColumnInfo {
+                            name: c.name.clone(),
+                            ty: Some(c.ty),
+                        });
+                    }
+                }
+            }
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let name = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                        crate::bind::object_name(n)?
+                    }
+                    _ => return unsupported("this wildcard form"),
+                };
+                let ri = b
+                    .rels
+                    .iter()
+                    .position(|r| r.alias == name)
+                    .ok_or(SqlError::UnknownTable(name))?;
+                for (ci, c) in b.rels[ri].schema.columns.iter().enumerate() {
+                    output.push(Expr::Column { rel: ri, col: ci });
+                    columns.push(ColumnInfo {
+                        name: c.name.clone(),
+                        ty: Some(c.ty),
+                    });
+                }
+            }
+            _ => return unsupported("this select item"),
+        }
+    }
+    let having = match &s.having {
+        Some(h) => Some(b.expr(h)?.0),
+        None => None,
+    };
+    // ORDER BY: output names and positions first, then expressions.
+    let mut order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(items) = &ob.kind else {
+            return unsupported("ORDER BY ALL");
+        };
+        for item in items {
+            let expr = order_expr(b, &item.expr, &output, &columns)?;
+            let desc = match item.options.sort {
+                None | Some(ast::OrderBySort::Asc) => false,
+                Some(ast::OrderBySort::Desc) => true,
+                Some(_) => return unsupported("ORDER BY ... USING"),
+            };
+            // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending, by default.
+            let nulls_first = item.options.nulls_first.unwrap_or(desc);
+            order.push(SortKey {
+                expr,
+                desc,
+                nulls_first,
+            });
+        }
+    }
+    let aggs = b.aggs.take().unwrap_or_default();
+    let distinct = match &s.distinct {
+        None => false,
+        Some(ast::Distinct::Distinct) => true,
+        Some(_) => return unsupported("DISTINCT ON"),
+    };
+    let agg = if !aggs.is_empty() || !groups.is_empty() {
+        for e in output
+            .iter_mut()
+            .chain(order.iter_mut().map(|k| &mut k.expr))
+        {
+            *e = to_post_agg(e, &groups)?;
+        }
+        let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
+        Some(AggPlan {
+            groups,
+            aggs,
+            having,
+        })
+    } else {
+        if having.is_some() {
+            return Err(SqlError::Grouping(
+                "HAVING needs GROUP BY or an aggregate".into(),
+            ));
+        }
+        None
+    };
+    if distinct {
+        for k in &order {
+            if !output.contains(&k.expr) {
+                return Err(SqlError::Grouping(
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                ));
+            }
+        }
+    }
+    let (limit, offset) = limit_offset(b, q)?;
+    let (rels, pre_filters) = plan_joins(b, conjuncts)?;
+    Ok((
+        SelectPlan {
+            rels,
+            pre_filters,
+            output,
+            agg,
+            order,
+            limit,
+            offset,
+            distinct,
+        },
+        columns,
+    ))
+}
+
+fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
+    match f {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            with_hints,
+            version: None,
+            partitions,
+            ..
+        } if with_hints.is_empty() && partitions.is_empty() => {
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return unsupported("column aliases in FROM");
+            }
+            let schema = b.table(name)?;
+            b.add_rel(schema, alias.as_ref().map(|a| &a.name))
+        }
+        TableFactor::Derived { .. } => unsupported("subqueries in FROM"),
+        _ => unsupported("this FROM item"),
+    }
+}
+
+fn group_expr(b: &mut Binder<'_>, e: &ast::Expr) -> Result<Expr> {
+    let saved = b.aggs.take();
+    let r = b.expr(e).map(|t| t.0);
+    b.aggs = saved;
+    r
+}
+
+fn order_expr(
+    b: &mut Binder<'_>,
+    e: &ast::Expr,
+    output: &[Expr],
+    columns: &[ColumnInfo],
+) -> Result<Expr> {
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(n, _) = &v.value
+    {
+        let pos: usize = n
+            .parse()
+            .map_err(|_| SqlError::Syntax(format!("bad ORDER BY position {n}")))?;
+        return output.get(pos.wrapping_sub(1)).cloned().ok_or_else(|| {
+            SqlError::Syntax(format!("ORDER BY position {pos} is not in select list"))
+        });
+    }
+    if let ast::Expr::Identifier(i) = e {
+        let name = ident(i);
+        let hits: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name == name)
+            .map(|(i, _)| i)
+            .collect();
+        if let [one] = hits.as_slice() {
+            return Ok(output[*one].clone());
+        }
+    }
+    Ok(b.expr(e)?.0)
+}
+
+/// The name PostgreSQL gives an unaliased output column.
+fn column_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => ident(i),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => {
+            crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into())
+        }
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => column_name(expr),
+        _ => "?column?".into(),
+    }
+}
+
+/// Rewrites an expression of an aggregate query to read group keys and aggregate results.
+fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
+    if let Some(i) = groups.iter().position(|g| g == e) {
+        return Ok(Expr::Group(i));
+    }
+    let r = |x: &Expr| to_post_agg(x, groups);
+    let rb = |x: &Expr| to_post_agg(x, groups).map(Box::new);
+    Ok(match e {
+        Expr::Column { .. } => {
+            return Err(SqlError::Grouping(
+                "column must appear in the GROUP BY clause or be used in an aggregate function"
+                    .into(),
+            ));
+        }
+        Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Agg(_) | Expr::Group(_) => e.clone(),
+        Expr::Not(x) => Expr::Not(rb(x)?),
+        Expr::Neg(x) => Expr::Neg(rb(x)?),
+        Expr::Cast(x, t) => Expr::Cast(rb(x)?, *t),
+        Expr::And(a, b) => Expr::And(rb(a)?, rb(b)?),
+        Expr::Or(a, b) => Expr::Or(rb(a)?, rb(b)?),
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, rb(a)?, rb(b)?),
+        Expr::Arith(op, a, b) => Expr::Arith(*op, rb(a)?, rb(b)?),
+        Expr::Concat(a, b) => Expr::Concat(rb(a)?, rb(b)?),
+        Expr::IsNull { expr, negated } => Expr::IsNull {
+            expr: rb(expr)?,
+            negated: *negated,
+        },
+        Expr::IsDistinct {
+            left,
+            right,
+            negated,
+        } => Expr::IsDistinct {
+            left: rb(left)?,
+            right: rb(right)?,
+            negated: *negated,
+        },
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => Expr::InList {
+            expr: rb(expr)?,
+            list: list.iter().map(r).collect::<Result<_>>()?,
+            negated: *negated,
+        },
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => Expr::Like {
+            expr: rb(expr)?,
+            pattern: rb(pattern)?,
+            negated: *negated,
+            case_insensitive: *case_insensitive,
+        },
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => Expr::Case {
+            operand: operand.as_deref().map(rb).transpose()?,
+            whens: whens
+                .iter()
+                .map(|(w, t)| Ok((r(w)?, r(t)?)))
+                .collect::<Result<_>>()?,
+            otherwise: otherwise.as_deref().map(rb).transpose()?,
+        },
+        Expr::Func(f, args) => Expr::Func(*f, args.iter().map(r).collect::<Result<_>>()?),
+    })
+}
+
+fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
+    let mut bind = |e: &ast::Expr| -> Result<Expr> {
+        let saved = b.aggs.take();
+        let r = b.expr(e);
+        b.aggs = saved;
+        let (x, _) = r?;
+        if !x.is_row_independent() {
+            return Err(SqlError::Syntax(
+                "LIMIT and OFFSET must be constants or parameters".into(),
+            ));
+        }
+        b.infer(&x, Some(DataType::BigInt));
+        Ok(x)
+    };
+    Ok(match &q.limit_clause {
+        None => (None, None),
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return unsupported("LIMIT BY");
+            }
+            (
+                limit.as_ref().map(&mut bind).transpose()?,
+                offset.as_ref().map(|o| bind(&o.value)).transpose()?,
+            )
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+            (Some(bind(limit)?), Some(bind(offset)?))
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Access paths and join order
+
+/// A predicate usable to reach relation `rel`: `col op value`, `value` computable before.
+struct Sarg {
+    col: usize,
+    op: CmpOp,
+    value: Expr,
+}
+
+fn sargs(rel: usize, conjuncts: &[Expr], known: u64) -> Vec<Sarg> {
+    let mut out = Vec::new();
+    for c in conjuncts {
+        if let Expr::Cmp(op, a, b) = c {
+            if *op == CmpOp::NotEq {
+                continue;
+            }
+            let usable = |v: &Expr| v.rels() & !known == 0 && v.rels() & (1 << rel) == 0;
+            match (a.as_ref(), b.as_ref()) {
+                (Expr::Column { rel: r, col }, v) if *r == rel && usable(v) => out.push(Sarg {
+                    col: *col,
+                    op: *op,
+                    value: v.clone(),
+                }),
+                (v, Expr::Column { rel: r, col }) if *r == rel && usable(v) => out.push(Sarg {
+                    col: *col,
+                    op: op.flip(),
+                    value: v.clone(),
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The best access path for `schema` given the usable predicates, with its cost and the
+/// number of rows it is expected to produce.
+fn choose_access(schema: &TableSchema, sargs: &[Sarg]) -> (Access, f64, f64) {
+    let eq = |col: usize| {
+        sargs
+            .iter()
+            .find(|s| s.col == col && s.op == CmpOp::Eq)
+            .map(|s| s.value.clone())
+    };
+    let mut best = (Access::Scan, 1000.0, 1000.0);
+    for (i, ix) in schema.indexes.iter().enumerate() {
+        let prefix: Vec<Expr> = ix.columns.iter().map_while(|&c| eq(c)).collect();
+        let (cost, rows, access) = if prefix.len() == ix.columns.len() {
+            let (cost, rows) = if ix.unique { (1.0, 1.0) } else { (4.0, 10.0) };
+            let cost = if ix.kind == IndexKind::Ordered {
+                cost * 1.2
+            } else {
+                cost
+            };
+            (
+                cost,
+                rows,
+                Access::IndexEq {
+                    index: i,
+                    keys: prefix,
+                },
+            )
+        } else if ix.kind == IndexKind::Ordered {
+            let next = ix.columns[prefix.len()];
+            let bound = |ops: [CmpOp; 2]| {
+                sargs
+                    .iter()
+                    .find(|s| s.col == next && ops.contains(&s.op))
+                    .map(|s| (s.value.clone(), s.op == ops[1]))
+            };
+            let lower = bound([CmpOp::Gt, CmpOp::GtEq]);
+            let upper = bound([CmpOp::Lt, CmpOp::LtEq]);
+            if prefix.is_empty() && lower.is_none() && upper.is_none() {
+                continue;
+            }
+            let ranged = lower.is_some() as u8 + upper.is_some() as u8;
+            let cost = 20.0 - 2.0 * prefix.len() as f64 - ranged as f64;
+            let rows = 100.0 / (1.0 + prefix.len() as f64 + ranged as f64);
+            (
+                cost,
+                rows,
+                Access::IndexRange {
+                    index: i,
+                    prefix,
+                    lower,
+                    upper,
+                },
+            )
+        } else {
+            continue;
+        };
+        if cost < best.1 {
+            best = (access, cost, rows);
+        }
+    }
+    best
+}
+
+fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
+    let n = b.rels.len();
+    let pre_filters: Vec<Expr> = conjuncts
+        .iter()
+        .filter(|c| c.rels() == 0)
+        .cloned()
+        .collect();
+    let conjuncts: Vec<Expr> = conjuncts.into_iter().filter(|c| c.rels() != 0).collect();
+    if n == 0 {
+        return Ok((vec![], pre_filters));
+    }
+    let orders: Vec<Vec<usize>> = if n <= 5 {
+        permutations(n)
+    } else {
+        vec![(0..n).collect()]
+    };
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    for order in orders {
+        let mut known = 0u64;
+        let mut cost = 0.0;
+        let mut fanout = 1.0;
+        for &r in &order {
+            let (_, c, rows) = choose_access(&b.rels[r].schema, &sargs(r, &conjuncts, known));
+            cost += c * fanout;
+            fanout *= rows;
+            known |= 1 << r;
+        }
+        if best.as_ref().is_none_or(|(bc, _)| cost < *bc) {
+            best = Some((cost, order));
+        }
+    }
+    let order = best.expect("at least one order").1;
+    let mut known = 0u64;
+    let mut rels = Vec::with_capacity(n);
+    for &r in &order {
+        let schema = b.rels[r].schema.clone();
+        let sg = sargs(r, &conjuncts, known);
+        let (access, _, _) = choose_access(&schema, &sg);
+        known |= 1 << r;
+        let filters = conjuncts
+            .iter()
+            .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0)
+            .cloned()
+            .collect();
+        let pick = partition_pick(&schema, &sg);
+        rels.push(RelPlan {
+            rel: r,
+            schema,
+            access,
+            filters,
+            pick,
+        });
+    }
+    Ok((rels, pre_filters))
+}
+
+fn partition_pick(schema: &TableSchema, sargs: &[Sarg]) -> PartitionPick {
+    match schema.partition_column {
+        None => PartitionPick::Replicated,
+        Some(pc) => match sargs.iter().find(|s| s.col == pc && s.op == CmpOp::Eq) {
+            Some(s) => PartitionPick::Key(s.value.clone()),
+            None => PartitionPick::All,
+        },
+    }
+}
+
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    fn go(cur: &mut Vec<usize>, used: &mut [bool], out: &mut Vec<Vec<usize>>) {
+        if cur.len() == used.len() {
+            out.push(cur.clone());
+            return;
+        }
+        for i in 0..used.len() {
+            if !used[i] {
+                used[i] = true;
+                cur.push(i);
+                go(cur, used, out);
+                cur.pop();
+                used[i] = false;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(&mut Vec::new(), &mut vec![false; n], &mut out);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// INSERT, UPDATE, DELETE
+
+fn returning(
+    b: &mut Binder<'_>,
+    items: &Option<Vec<SelectItem>>,
+) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
+    let mut out = Vec::new();
+    let mut cols = Vec::new();
+    for item in items.iter().flatten() {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let (x, t) = b.expr(e)?;
+                out.push(x);
+                cols.push(ColumnInfo {
+                    name: column_name(e),
+                    ty: t,
+                });
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let (x, t) = b.expr(expr)?;
+                out.push(x);
+                cols.push(ColumnInfo {
+                    name: ident(alias),
+                    ty: t,
+                });
+            }
+            SelectItem::Wildcard(_) => {
+                for (ci, c) in b.rels[0].schema.columns.iter().enumerate() {
+                    out.push(Expr::Column { rel: 0, col: ci });
+                    cols.push(ColumnInfo {
+                        name: c.name.clone(),
+                        ty: Some(c.ty),
+                    });
+                }
+            }
+            _ => return unsupported("this RETURNING item"),
+        }
+    }
+    Ok((out, cols))
+}
+
+pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
+    if ins.or.is_some()
+        || ins.ignore
+        || ins.on.is_some()
+        || ins.replace_into
+        || ins.partitioned.is_some()
+    {
+        return unsupported("INSERT ... ON CONFLICT / OR REPLACE / IGNORE");
+    }
+    if !ins.assignments.is_empty() {
+        return unsupported("INSERT ... SET");
+    }
+    let mut b = Binder::new(catalog);
+    let name = match &ins.table {
+        ast::TableObject::TableName(n) => n.clone(),
+        _ => return unsupported("INSERT into a table function"),
+    };
+    let schema = b.table(&name)?;
+    // Column list: all columns in order by default.
+    let named: Vec<usize> = if ins.columns.is_empty() {
+        (0..schema.columns.len()).collect()
+    } else {
+        let mut v = Vec::new();
+        for c in &ins.columns {
+            let n = crate::bind::object_name(c)?;
+            let i = schema
+                .column_index_exact(&n)
+                .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+            if v.contains(&i) {
+                return Err(SqlError::Syntax(format!(
+                    "column \"{n}\" specified more than once"
+                )));
+            }
+            v.push(i);
+        }
+        v
+    };
+    let mut targets = vec![None; schema.columns.len()];
+    for (pos, &c) in named.iter().enumerate() {
+        targets[c] = Some(pos);
+    }
+    let source = match ins.source.as_deref() {
+        None => return unsupported("INSERT ... DEFAULT VALUES"),
+        Some(q) => match q.body.as_ref() {
+            SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {
+                let mut rows = Vec::with_capacity(values.rows.len());
+                for row in &values.rows {
+                    if row.len() > named.len() {
+                        return Err(SqlError::Syntax(
+                            "INSERT has more expressions than target columns".into(),
+                        ));
+                    }
+                    if row.len() < named.len() {
+                        return Err(SqlError::Syntax(
+                            "INSERT has more target columns than expressions".into(),
+                        ));
+                    }
+                    let mut out = Vec::with_capacity(row.len());
+                    for (pos, e) in row.iter().enumerate() {
+                        let (x, _) = b.expr(e)?;
+                        b.infer(&x, Some(schema.columns[named[pos]].ty));
+                        out.push(x);
+                    }
+                    rows.push(out);
+                }
+                InsertSource::Values(rows)
+            }
+            _ => {
+                let (plan, cols) = select(&mut b, q)?;
+                if cols.len() != named.len() {
+                    return Err(SqlError::Syntax(
+                        "INSERT's SELECT returns a different number of columns".into(),
+                    ));
+                }
+                b.rels.clear();
+                InsertSource::Select(Box::new(plan))
+            }
+        },
+    };
+    b.rels.clear();
+    b.add_rel(schema.clone(), None)?;
+    let (ret, columns) = returning(&mut b, &ins.returning)?;
+    Ok(Planned {
+        plan: Plan::Insert(InsertPlan {
+            schema,
+            targets,
+            source,
+            returning: ret,
+        }),
+        params: b.params,
+        columns,
+    })
+}
+
+fn single_target(b: &mut Binder<'_>, t: &ast::TableWithJoins) -> Result<()> {
+    if !t.joins.is_empty() {
+        return unsupported("UPDATE/DELETE with joins");
+    }
+    add_factor(b, &t.relation)?;
+    Ok(())
+}
+
+fn target_plan(b: &mut Binder<'_>, selection: &Option<ast::Expr>) -> Result<RelPlan> {
+    let mut conjuncts = Vec::new();
+    if let Some(w) = selection {
+        b.expr(w)?.0.conjuncts(&mut conjuncts);
+    }
+    let (mut rels, pre) = plan_joins(b, conjuncts)?;
+    let mut target = rels.pop().expect("one relation");
+    // Predicates on no column (e.g. `WHERE $1`) are checked per row too.
+    target.filters.extend(pre);
+    Ok(target)
+}
+
+pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
+    if u.from.is_some() || u.or.is_some() {
+        return unsupported("UPDATE ... FROM");
+    }
+    let mut b = Binder::new(catalog);
+    single_target(&mut b, &u.table)?;
+    let schema = b.rels[0].schema.clone();
+    let mut assignments: Vec<(usize, Expr)> = Vec::new();
+    for a in &u.assignments {
+        let cols = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => vec![n.clone()],
+            ast::AssignmentTarget::Tuple(_) => return unsupported("UPDATE with a column tuple"),
+        };
+        let n = crate::bind::object_name(&cols[0])?;
+        let c = schema
+            .column_index_exact(&n)
+            .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+        if assignments.iter().any(|(x, _)| *x == c) {
+            return Err(SqlError::Syntax(format!(
+                "multiple assignments to same column \"{n}\""
+            )));
+        }
+        let (x, _) = b.expr(&a.value)?;
+        b.infer(&x, Some(schema.columns[c].ty));
+        assignments.push((c, x));
+    }
+    let target = target_plan(&mut b, &u.selection)?;
+    let (ret, columns) = returning(&mut b, &u.returning)?;
+    Ok(Planned {
+        plan: Plan::Update(UpdatePlan {
+            target,
+            assignments,
+            returning: ret,
+        }),
+        params: b.params,
+        columns,
+    })
+}
+
+pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
+    if d.using.is_some() || !d.order_by.is_empty() || d.limit.is_some() || !d.tables.is_empty() {
+        return unsupported("DELETE ... USING / ORDER BY / LIMIT");
+    }
+    let mut b = Binder::new(catalog);
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    match from.as_slice() {
+        [t] => single_target(&mut b, t)?,
+        _ => return unsupported("DELETE from several tables"),
+    }
+    let target = target_plan(&mut b, &d.selection)?;
+    let (ret, columns) = returning(&mut b, &d.returning)?;
+    Ok(Planned {
+        plan: Plan::Delete(DeletePlan {
+            target,
+            returning: ret,
+        }),
+        params: b.params,
+        columns,
+    })
+}
+
+/// Evaluates a constant expression written in DDL (a DEFAULT).
+pub fn bind_constant(catalog: &Catalog, e: &ast::Expr) -> Result<Typed> {
+    let mut b = Binder::new(catalog);
+    let t = b.expr(e)?;
+    if !b.params.is_empty() || !t.0.is_row_independent() {
+        return Err(SqlError::Definition("DEFAULT must be a constant".into()));
+    }
+    Ok(t)
+}
+
+/// Values of no relation: for evaluating constants at plan time.
+pub fn eval_constant(e: &Expr) -> Result<Value> {
+    e.eval_const(&crate::expr::Cx::new(&[], 0))
+}
+
+trait ExactColumn {
+    fn column_index_exact(&self, name: &str) -> Option<usize>;
+}
+
+impl ExactColumn for TableSchema {
+    fn column_index_exact(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}

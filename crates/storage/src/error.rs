@@ -1,0 +1,86 @@
+//! The storage layer's error type.
+//!
+//! Every variant knows the SQLSTATE a PostgreSQL client should see for it, so the wire layer
+//! never has to guess from message text.
+
+use thiserror::Error;
+
+/// Result alias for the storage crate.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// Errors raised by tables, indexes and value conversion.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum StorageError {
+    #[error("duplicate key value violates unique constraint \"{index}\" on table \"{table}\"")]
+    UniqueViolation { table: String, index: String },
+
+    #[error(
+        "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
+    )]
+    NotNullViolation { table: String, column: String },
+
+    #[error("value too long for type {ty} (got {len} characters)")]
+    StringTooLong { ty: String, len: usize },
+
+    #[error("value out of range for type {ty}: {detail}")]
+    NumericOutOfRange { ty: String, detail: String },
+
+    #[error("invalid input syntax for type {ty}: \"{input}\"")]
+    InvalidText { ty: String, input: String },
+
+    #[error("type mismatch: {0}")]
+    TypeMismatch(String),
+
+    #[error("division by zero")]
+    DivisionByZero,
+
+    #[error(
+        "memory budget exhausted: {what} needs {needed} bytes but the database uses {used} of its \
+         memory_limit of {limit} bytes (eviction cannot free enough; raise memory_limit or mark \
+         more tables evictable)"
+    )]
+    MemoryLimit {
+        what: String,
+        needed: u64,
+        used: u64,
+        limit: u64,
+    },
+
+    #[error("table \"{table}\" is full at this partition ({limit} tuples)")]
+    TableFull { table: String, limit: u64 },
+
+    #[error("schema error: {0}")]
+    Schema(String),
+
+    #[error("data corrupted: {0}")]
+    Corrupt(String),
+
+    #[error("internal storage error: {0}")]
+    Internal(String),
+}
+
+impl StorageError {
+    /// The SQLSTATE code a client sees for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            StorageError::UniqueViolation { .. } => "23505",
+            StorageError::NotNullViolation { .. } => "23502",
+            StorageError::StringTooLong { .. } => "22001",
+            StorageError::NumericOutOfRange { .. } => "22003",
+            StorageError::InvalidText { .. } => "22P02",
+            StorageError::TypeMismatch(_) => "42804",
+            StorageError::DivisionByZero => "22012",
+            StorageError::MemoryLimit { .. } => "53200",
+            StorageError::TableFull { .. } => "54000",
+            StorageError::Schema(_) => "42P16",
+            StorageError::Corrupt(_) => "XX001",
+            StorageError::Internal(_) => "XX000",
+        }
+    }
+
+    /// Whether retrying the same request later may succeed (the budget may be freed by
+    /// eviction in the meantime).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StorageError::MemoryLimit { .. })
+    }
+}

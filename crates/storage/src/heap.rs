@@ -1,0 +1,253 @@
+//! The tuple heap: fixed-size tuple slots in large chunks.
+//!
+//! A table at one partition stores its tuples in slots of one size (the tuple layout's slot
+//! size), in chunks of a power-of-two number of slots, so a 4-byte slot number names a tuple
+//! and finding its bytes is a shift, a mask and a multiply. Freed slots go on a free list
+//! threaded through their headers and are reused first.
+//!
+//! Every slot starts with the tuple header the anti-cache needs (anti-caching.txt §3.1,
+//! Fig. 4):
+//!
+//! ```text
+//! byte 0      flags    (FLAG_* below)
+//! bytes 1..5  prev     u32 LE, the tuple id of the neighbour towards the cold end
+//! bytes 5..9  next     u32 LE, the tuple id of the neighbour towards the hot end
+//! ```
+//!
+//! The link fields belong to whichever access tracker the table uses (the LRU chain); a free
+//! slot reuses `next` as its free-list link.
+
+use crate::chunk::Chunk;
+use crate::error::{Result, StorageError};
+
+/// Bytes of tuple header at the start of each slot.
+pub const HEADER_SIZE: usize = 9;
+
+/// The slot holds a tuple.
+pub const FLAG_LIVE: u8 = 0x01;
+/// The tuple was deleted by the running transaction; freed at commit, revived at abort.
+pub const FLAG_DELETED: u8 = 0x02;
+/// The tuple is linked into its table's LRU chain.
+pub const FLAG_IN_CHAIN: u8 = 0x04;
+/// Reference bit for CLOCK-style trackers.
+pub const FLAG_REFERENCED: u8 = 0x08;
+/// The tuple must not be evicted (a parked transaction is waiting to use it).
+pub const FLAG_PINNED: u8 = 0x10;
+
+/// "No tuple" in a link field.
+pub const NIL: u32 = u32::MAX;
+
+/// Largest number of slots per table per partition; the top bit of a tuple reference tells
+/// tuples from tombstones.
+pub const MAX_SLOTS: u32 = 1 << 31;
+
+const TARGET_CHUNK_BYTES: usize = 1 << 20;
+
+/// Slot storage for one table at one partition.
+pub struct Heap {
+    slot_size: usize,
+    shift: u32,
+    mask: u32,
+    chunks: Vec<Chunk>,
+    /// Slots below this number have been handed out at least once.
+    fresh: u32,
+    free_head: u32,
+    live: u32,
+    reserved: usize,
+}
+
+impl Heap {
+    pub fn new(slot_size: usize) -> Heap {
+        assert!(slot_size >= HEADER_SIZE);
+        let per_chunk = (TARGET_CHUNK_BYTES / slot_size).next_power_of_two().max(16);
+        let shift = per_chunk.trailing_zeros();
+        Heap {
+            slot_size,
+            shift,
+            mask: (1 << shift) - 1,
+            chunks: Vec::new(),
+            fresh: 0,
+            free_head: NIL,
+            live: 0,
+            reserved: 0,
+        }
+    }
+
+    #[inline]
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
+    #[inline]
+    fn offset(&self, slot: u32) -> (usize, usize) {
+        (
+            (slot >> self.shift) as usize,
+            (slot & self.mask) as usize * self.slot_size,
+        )
+    }
+
+    /// Whether `slot` has ever been handed out (its bytes exist).
+    #[inline]
+    pub fn exists(&self, slot: u32) -> bool {
+        slot < self.fresh
+    }
+
+    /// The bytes of `slot`. Panics if the slot was never allocated: slot numbers come from
+    /// our own indexes, never from outside input.
+    #[inline]
+    pub fn bytes(&self, slot: u32) -> &[u8] {
+        let (c, off) = self.offset(slot);
+        &self.chunks[c].bytes()[off..off + self.slot_size]
+    }
+
+    #[inline]
+    pub fn bytes_mut(&mut self, slot: u32) -> &mut [u8] {
+        let (c, off) = self.offset(slot);
+        let size = self.slot_size;
+        &mut self.chunks[c].bytes_mut()[off..off + size]
+    }
+
+    #[inline]
+    pub fn flags(&self, slot: u32) -> u8 {
+        self.bytes(slot)[0]
+    }
+
+    #[inline]
+    pub fn set_flags(&mut self, slot: u32, flags: u8) {
+        self.bytes_mut(slot)[0] = flags;
+    }
+
+    #[inline]
+    pub fn is_live(&self, slot: u32) -> bool {
+        slot < self.fresh && self.flags(slot) & FLAG_LIVE != 0
+    }
+
+    /// Live and not deleted by the running transaction: what a query may see.
+    #[inline]
+    pub fn is_visible(&self, slot: u32) -> bool {
+        slot < self.fresh && self.flags(slot) & (FLAG_LIVE | FLAG_DELETED) == FLAG_LIVE
+    }
+
+    #[inline]
+    pub fn prev(&self, slot: u32) -> u32 {
+        let b = self.bytes(slot);
+        u32::from_le_bytes([b[1], b[2], b[3], b[4]])
+    }
+
+    #[inline]
+    pub fn next(&self, slot: u32) -> u32 {
+        let b = self.bytes(slot);
+        u32::from_le_bytes([b[5], b[6], b[7], b[8]])
+    }
+
+    #[inline]
+    pub fn set_prev(&mut self, slot: u32, v: u32) {
+        self.bytes_mut(slot)[1..5].copy_from_slice(&v.to_le_bytes());
+    }
+
+    #[inline]
+    pub fn set_next(&mut self, slot: u32, v: u32) {
+        self.bytes_mut(slot)[5..9].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// Takes a free slot, marks it live with cleared links and returns its number.
+    pub fn alloc(&mut self) -> Result<u32> {
+        let slot = if self.free_head != NIL {
+            let s = self.free_head;
+            self.free_head = self.next(s);
+            s
+        } else {
+            if self.fresh >= MAX_SLOTS {
+                return Err(StorageError::TableFull {
+                    table: String::new(),
+                    limit: MAX_SLOTS as u64,
+                });
+            }
+            let s = self.fresh;
+            if (s >> self.shift) as usize >= self.chunks.len() {
+                let chunk = Chunk::new((self.mask as usize + 1) * self.slot_size)?;
+                self.reserved += chunk.len();
+                self.chunks.push(chunk);
+            }
+            self.fresh += 1;
+            s
+        };
+        let b = self.bytes_mut(slot);
+        b[0] = FLAG_LIVE;
+        b[1..HEADER_SIZE].fill(0xFF);
+        self.live += 1;
+        Ok(slot)
+    }
+
+    /// Returns `slot` to the free list.
+    pub fn free(&mut self, slot: u32) {
+        debug_assert!(self.is_live(slot));
+        let head = self.free_head;
+        let b = self.bytes_mut(slot);
+        b[0] = 0;
+        b[5..9].copy_from_slice(&head.to_le_bytes());
+        self.free_head = slot;
+        self.live -= 1;
+    }
+
+    /// Number of live tuples.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+
+    /// One past the highest slot number ever handed out; scans go up to here.
+    pub fn high_water(&self) -> u32 {
+        self.fresh
+    }
+
+    /// Bytes mapped for slots.
+    pub fn reserved_bytes(&self) -> usize {
+        self.reserved + self.chunks.capacity() * std::mem::size_of::<Chunk>()
+    }
+
+    /// Bytes of live slots.
+    pub fn used_bytes(&self) -> usize {
+        self.live as usize * self.slot_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused_lifo_and_headers_reset() {
+        let mut h = Heap::new(40);
+        let a = h.alloc().unwrap();
+        let b = h.alloc().unwrap();
+        assert_eq!((a, b), (0, 1));
+        h.set_prev(a, 7);
+        h.set_next(a, 9);
+        assert_eq!((h.prev(a), h.next(a)), (7, 9));
+        h.free(a);
+        assert!(!h.is_live(a));
+        let c = h.alloc().unwrap();
+        assert_eq!(c, a);
+        assert_eq!((h.prev(c), h.next(c)), (NIL, NIL));
+        assert_eq!(h.live(), 2);
+    }
+
+    #[test]
+    fn grows_across_chunks() {
+        let mut h = Heap::new(1000);
+        let n = 5000;
+        for i in 0..n {
+            let s = h.alloc().unwrap();
+            h.bytes_mut(s)[HEADER_SIZE..HEADER_SIZE + 4].copy_from_slice(&(i as u32).to_le_bytes());
+        }
+        for i in 0..n {
+            let b = h.bytes(i);
+            assert_eq!(
+                u32::from_le_bytes(b[HEADER_SIZE..HEADER_SIZE + 4].try_into().unwrap()),
+                i
+            );
+        }
+        assert!(h.reserved_bytes() >= n as usize * 1000);
+        assert_eq!(h.used_bytes(), n as usize * 1000);
+    }
+}

@@ -1,0 +1,130 @@
+//! Hash indexes: equality lookups in one probe.
+//!
+//! Entries are `(key, tuple reference)` pairs in an open-addressing table. A non-unique index
+//! stores one entry per tuple; equal keys share a probe sequence, so hash indexes suit keys
+//! with few duplicates (use an ordered index for low-cardinality columns).
+
+use std::hash::{BuildHasher, Hash};
+use std::ops::ControlFlow;
+
+use hashbrown::HashTable;
+
+use super::TupleRef;
+
+/// Key types a hash index can hold.
+pub trait HashKey: Hash + Eq + Clone {
+    fn heap_bytes(&self) -> usize;
+}
+
+impl HashKey for i64 {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+impl HashKey for super::KeyBuf {
+    fn heap_bytes(&self) -> usize {
+        super::KeyBuf::heap_bytes(self)
+    }
+}
+
+pub struct HashIndex<K> {
+    table: HashTable<(K, TupleRef)>,
+    hasher: foldhash::fast::RandomState,
+    key_heap_bytes: usize,
+}
+
+impl<K: HashKey> Default for HashIndex<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: HashKey> HashIndex<K> {
+    pub fn new() -> Self {
+        HashIndex {
+            table: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
+            key_heap_bytes: 0,
+        }
+    }
+
+    #[inline]
+    fn hash(&self, k: &K) -> u64 {
+        self.hasher.hash_one(k)
+    }
+
+    pub fn insert(&mut self, key: K, r: TupleRef) {
+        let h = self.hash(&key);
+        self.key_heap_bytes += key.heap_bytes();
+        let hasher = &self.hasher;
+        self.table
+            .insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
+    }
+
+    pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
+        let h = self.hash(key);
+        match self.table.find_entry(h, |e| e.0 == *key && e.1 == r) {
+            Ok(entry) => {
+                let ((k, _), _) = entry.remove();
+                self.key_heap_bytes -= k.heap_bytes();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    pub fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
+        let h = self.hash(key);
+        match self.table.find_mut(h, |e| e.0 == *key && e.1 == old) {
+            Some(e) => {
+                e.1 = new;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the key has an entry other than `except`.
+    pub fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
+        let h = self.hash(key);
+        self.table
+            .iter_hash(h)
+            .any(|e| e.0 == *key && Some(e.1) != except)
+    }
+
+    #[inline]
+    pub fn lookup(
+        &self,
+        key: &K,
+        mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let h = self.hash(key);
+        for e in self.table.iter_hash(h) {
+            if e.0 == *key {
+                f(e.1)?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Every entry, in no particular order.
+    pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
+        for e in self.table.iter() {
+            f(&e.0, e.1)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Bytes allocated: the table's buckets and control bytes plus out-of-line key bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.allocation_size() + self.key_heap_bytes
+    }
+}

@@ -1,0 +1,379 @@
+//! Indexes. All of them stay in memory (design.md invariant 3); each entry resolves to an
+//! in-memory tuple or, once the tuple is evicted, to its tombstone.
+
+mod hash;
+mod key;
+mod ordered;
+
+use std::ops::{Bound, ControlFlow};
+
+pub use hash::HashIndex;
+pub use key::{IndexKey, KeyBuf, KeyEncoder, KeyKind, encode_value, prefix_successor};
+pub use ordered::OrderedIndex;
+
+use crate::schema::IndexKind;
+
+/// What an index entry points at: a tuple slot, or the tombstone of an evicted tuple. The
+/// top bit tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TupleRef(pub u32);
+
+const EVICTED_BIT: u32 = 1 << 31;
+
+impl TupleRef {
+    #[inline]
+    pub fn slot(slot: u32) -> TupleRef {
+        debug_assert!(slot & EVICTED_BIT == 0);
+        TupleRef(slot)
+    }
+
+    #[inline]
+    pub fn tombstone(id: u32) -> TupleRef {
+        debug_assert!(id & EVICTED_BIT == 0);
+        TupleRef(id | EVICTED_BIT)
+    }
+
+    #[inline]
+    pub fn as_slot(self) -> Option<u32> {
+        (self.0 & EVICTED_BIT == 0).then_some(self.0)
+    }
+
+    #[inline]
+    pub fn as_tombstone(self) -> Option<u32> {
+        (self.0 & EVICTED_BIT != 0).then_some(self.0 & !EVICTED_BIT)
+    }
+
+    #[inline]
+    pub fn is_evicted(self) -> bool {
+        self.0 & EVICTED_BIT != 0
+    }
+}
+
+/// A bound of an index range, in the index's key representation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyBound {
+    Unbounded,
+    Included(IndexKey),
+    Excluded(IndexKey),
+}
+
+/// One index of one table at one partition.
+pub enum IndexStore {
+    HashInt(HashIndex<i64>),
+    HashBytes(HashIndex<KeyBuf>),
+    OrderedInt(OrderedIndex<i64>),
+    OrderedBytes(OrderedIndex<KeyBuf>),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $key:expr, |$ix:ident, $k:ident| $body:expr, $default:expr) => {
+        match ($self, $key) {
+            (IndexStore::HashInt($ix), IndexKey::Int($k)) => $body,
+            (IndexStore::OrderedInt($ix), IndexKey::Int($k)) => $body,
+            (IndexStore::HashBytes($ix), IndexKey::Bytes($k)) => $body,
+            (IndexStore::OrderedBytes($ix), IndexKey::Bytes($k)) => $body,
+            _ => $default,
+        }
+    };
+}
+
+impl IndexStore {
+    pub fn new(kind: IndexKind, key: KeyKind) -> IndexStore {
+        match (kind, key) {
+            (IndexKind::Hash, KeyKind::Int) => IndexStore::HashInt(HashIndex::new()),
+            (IndexKind::Hash, KeyKind::Bytes) => IndexStore::HashBytes(HashIndex::new()),
+            (IndexKind::Ordered, KeyKind::Int) => IndexStore::OrderedInt(OrderedIndex::new()),
+            (IndexKind::Ordered, KeyKind::Bytes) => IndexStore::OrderedBytes(OrderedIndex::new()),
+        }
+    }
+
+    pub fn is_ordered(&self) -> bool {
+        matches!(
+            self,
+            IndexStore::OrderedInt(_) | IndexStore::OrderedBytes(_)
+        )
+    }
+
+    pub fn insert(&mut self, key: IndexKey, r: TupleRef) {
+        match (self, key) {
+            (IndexStore::HashInt(ix), IndexKey::Int(k)) => ix.insert(k, r),
+            (IndexStore::OrderedInt(ix), IndexKey::Int(k)) => ix.insert(k, r),
+            (IndexStore::HashBytes(ix), IndexKey::Bytes(k)) => ix.insert(k, r),
+            (IndexStore::OrderedBytes(ix), IndexKey::Bytes(k)) => ix.insert(k, r),
+            _ => debug_assert!(false, "key kind does not match index"),
+        }
+    }
+
+    pub fn remove(&mut self, key: &IndexKey, r: TupleRef) -> bool {
+        dispatch!(self, key, |ix, k| ix.remove(k, r), false)
+    }
+
+    /// Re-points the entry `(key, old)` to `new` (eviction and merge).
+    pub fn replace(&mut self, key: &IndexKey, old: TupleRef, new: TupleRef) -> bool {
+        dispatch!(self, key, |ix, k| ix.replace(k, old, new), false)
+    }
+
+    /// Whether `key` has an entry other than `except` (unique constraint checks).
+    pub fn has_other(&self, key: &IndexKey, except: Option<TupleRef>) -> bool {
+        dispatch!(self, key, |ix, k| ix.has_other(k, except), false)
+    }
+
+    /// Visits the entries equal to `key`.
+    #[inline]
+    pub fn lookup(
+        &self,
+        key: &IndexKey,
+        f: impl FnMut(TupleRef) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        dispatch!(
+            self,
+            key,
+            |ix, k| ix.lookup(k, f),
+            ControlFlow::Continue(())
+        )
+    }
+
+    /// Visits entries between the bounds in key order. Hash indexes cannot do this and visit
+    /// nothing; the planner only asks ordered indexes.
+    pub fn range(
+        &self,
+        lo: &KeyBound,
+        hi: &KeyBound,
+        reverse: bool,
+        f: impl FnMut(TupleRef) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        match self {
+            IndexStore::OrderedInt(ix) => {
+                let (Some(lo), Some(hi)) = (int_bound(lo), int_bound(hi)) else {
+                    return ControlFlow::Continue(());
+                };
+                ix.range(lo, hi, reverse, f)
+            }
+            IndexStore::OrderedBytes(ix) => {
+                let (Some(lo), Some(hi)) = (bytes_bound(lo), bytes_bound(hi)) else {
+                    return ControlFlow::Continue(());
+                };
+                ix.range(lo, hi, reverse, f)
+            }
+            _ => ControlFlow::Continue(()),
+        }
+    }
+
+    /// Every entry (for consistency checks and tests).
+    pub fn for_each(&self, mut f: impl FnMut(IndexKey, TupleRef)) {
+        match self {
+            IndexStore::HashInt(ix) => ix.for_each(|k, r| f(IndexKey::Int(*k), r)),
+            IndexStore::OrderedInt(ix) => ix.for_each(|k, r| f(IndexKey::Int(*k), r)),
+            IndexStore::HashBytes(ix) => ix.for_each(|k, r| f(IndexKey::Bytes(k.clone()), r)),
+            IndexStore::OrderedBytes(ix) => ix.for_each(|k, r| f(IndexKey::Bytes(k.clone()), r)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            IndexStore::HashInt(ix) => ix.len(),
+            IndexStore::HashBytes(ix) => ix.len(),
+            IndexStore::OrderedInt(ix) => ix.len(),
+            IndexStore::OrderedBytes(ix) => ix.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            IndexStore::HashInt(ix) => ix.memory_bytes(),
+            IndexStore::HashBytes(ix) => ix.memory_bytes(),
+            IndexStore::OrderedInt(ix) => ix.memory_bytes(),
+            IndexStore::OrderedBytes(ix) => ix.memory_bytes(),
+        }
+    }
+}
+
+fn int_bound(b: &KeyBound) -> Option<Bound<&i64>> {
+    Some(match b {
+        KeyBound::Unbounded => Bound::Unbounded,
+        KeyBound::Included(IndexKey::Int(k)) => Bound::Included(k),
+        KeyBound::Excluded(IndexKey::Int(k)) => Bound::Excluded(k),
+        _ => return None,
+    })
+}
+
+fn bytes_bound(b: &KeyBound) -> Option<Bound<&KeyBuf>> {
+    Some(match b {
+        KeyBound::Unbounded => Bound::Unbounded,
+        KeyBound::Included(IndexKey::Bytes(k)) => Bound::Included(k),
+        KeyBound::Excluded(IndexKey::Bytes(k)) => Bound::Excluded(k),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(i64, u32),
+        Remove(i64, u32),
+        Replace(i64, u32, u32),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0i64..50, 0u32..40).prop_map(|(k, r)| Op::Insert(k, r)),
+            (0i64..50, 0u32..40).prop_map(|(k, r)| Op::Remove(k, r)),
+            (0i64..50, 0u32..40, 0u32..40).prop_map(|(k, a, b)| Op::Replace(k, a, b)),
+        ]
+    }
+
+    fn check_against_model(
+        kind: IndexKind,
+        key_kind: KeyKind,
+        ops: Vec<Op>,
+    ) -> Result<(), TestCaseError> {
+        let mk = |k: i64| match key_kind {
+            KeyKind::Int => IndexKey::Int(k),
+            KeyKind::Bytes => IndexKey::Bytes(KeyBuf::new(&k.to_be_bytes())),
+        };
+        let mut ix = IndexStore::new(kind, key_kind);
+        // model: set of (key, ref)
+        let mut model: BTreeMap<(i64, u32), ()> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(k, r) => {
+                    if !model.contains_key(&(k, r)) {
+                        ix.insert(mk(k), TupleRef(r));
+                        model.insert((k, r), ());
+                    }
+                }
+                Op::Remove(k, r) => {
+                    prop_assert_eq!(
+                        ix.remove(&mk(k), TupleRef(r)),
+                        model.remove(&(k, r)).is_some()
+                    );
+                }
+                Op::Replace(k, a, b) => {
+                    if !model.contains_key(&(k, b)) || a == b {
+                        let had = model.remove(&(k, a)).is_some();
+                        prop_assert_eq!(ix.replace(&mk(k), TupleRef(a), TupleRef(b)), had);
+                        if had {
+                            model.insert((k, b), ());
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(ix.len(), model.len());
+        }
+        for k in 0..50 {
+            let mut got = vec![];
+            let _ = ix.lookup(&mk(k), |r| {
+                got.push(r.0);
+                ControlFlow::Continue(())
+            });
+            got.sort();
+            let want: Vec<u32> = model
+                .keys()
+                .filter(|(mk, _)| *mk == k)
+                .map(|(_, r)| *r)
+                .collect();
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(ix.has_other(&mk(k), None), !want.is_empty());
+        }
+        if ix.is_ordered() {
+            let (lo, hi) = (10, 30);
+            let mut got = vec![];
+            let _ = ix.range(
+                &KeyBound::Included(mk(lo)),
+                &KeyBound::Excluded(mk(hi)),
+                false,
+                |r| {
+                    got.push(r.0);
+                    ControlFlow::Continue(())
+                },
+            );
+            let want: Vec<u32> = model
+                .keys()
+                .filter(|(k, _)| (lo..hi).contains(k))
+                .map(|(_, r)| *r)
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn hash_int_matches_model(ops in prop::collection::vec(op(), 0..200)) {
+            check_against_model(IndexKind::Hash, KeyKind::Int, ops)?;
+        }
+        #[test]
+        fn hash_bytes_matches_model(ops in prop::collection::vec(op(), 0..200)) {
+            check_against_model(IndexKind::Hash, KeyKind::Bytes, ops)?;
+        }
+        #[test]
+        fn ordered_int_matches_model(ops in prop::collection::vec(op(), 0..200)) {
+            check_against_model(IndexKind::Ordered, KeyKind::Int, ops)?;
+        }
+        #[test]
+        fn ordered_bytes_matches_model(ops in prop::collection::vec(op(), 0..200)) {
+            check_against_model(IndexKind::Ordered, KeyKind::Bytes, ops)?;
+        }
+    }
+
+    #[test]
+    fn empty_and_inverted_ranges_select_nothing() {
+        let mut ix = IndexStore::new(IndexKind::Ordered, KeyKind::Int);
+        ix.insert(IndexKey::Int(5), TupleRef(1));
+        let count = |lo: KeyBound, hi: KeyBound| {
+            let mut n = 0;
+            let _ = ix.range(&lo, &hi, false, |_| {
+                n += 1;
+                ControlFlow::Continue(())
+            });
+            n
+        };
+        assert_eq!(
+            count(
+                KeyBound::Excluded(IndexKey::Int(5)),
+                KeyBound::Excluded(IndexKey::Int(5))
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                KeyBound::Included(IndexKey::Int(6)),
+                KeyBound::Included(IndexKey::Int(4))
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                KeyBound::Included(IndexKey::Int(5)),
+                KeyBound::Included(IndexKey::Int(5))
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                KeyBound::Excluded(IndexKey::Int(5)),
+                KeyBound::Included(IndexKey::Int(5))
+            ),
+            0
+        );
+    }
+
+    #[test]
+    fn tuple_refs_tell_slots_from_tombstones() {
+        let s = TupleRef::slot(42);
+        let t = TupleRef::tombstone(42);
+        assert_eq!(s.as_slot(), Some(42));
+        assert_eq!(t.as_tombstone(), Some(42));
+        assert!(t.is_evicted() && !s.is_evicted());
+        assert_ne!(s, t);
+    }
+}

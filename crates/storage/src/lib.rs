@@ -1,0 +1,38 @@
+//! Permafrost storage: everything a partition keeps in memory.
+//!
+//! A partition's [`PartitionStore`] holds its [`Table`]s; a table holds its tuples in a
+//! chunked [`heap::Heap`] of fixed-size slots (with the anti-cache's tuple header at the
+//! front of each), long values in a [`varheap::VarHeap`], its indexes
+//! ([`index::IndexStore`]), the tombstones of its evicted tuples
+//! ([`tombstone::Tombstones`]) and, if evictable, an [`access::AccessTracker`] (the LRU
+//! chain) that names the coldest tuples. Every component reports its memory
+//! ([`MemoryUsage`]) so the memory budget can be enforced.
+//!
+//! Nothing in this crate is thread-safe by design: one partition thread owns each store
+//! (design.md invariant 1).
+
+pub mod access;
+mod chunk;
+pub mod error;
+pub mod heap;
+pub mod index;
+pub mod layout;
+pub mod memory;
+pub mod partitioning;
+pub mod schema;
+pub mod store;
+pub mod table;
+pub mod tombstone;
+pub mod types;
+pub mod varheap;
+
+pub use access::{AccessTracker, LruChain};
+pub use error::{Result, StorageError};
+pub use index::{IndexKey, KeyBound, TupleRef};
+pub use memory::MemoryUsage;
+pub use rust_decimal::Decimal;
+pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
+pub use store::{PartitionStore, Savepoint};
+pub use table::{Row, Table};
+pub use tombstone::Tombstone;
+pub use types::{DataType, Value, ValueRef};

@@ -1,0 +1,192 @@
+//! Table and index definitions, as the catalog hands them to storage.
+
+use crate::error::{Result, StorageError};
+use crate::types::{DataType, Value};
+
+/// Identifies a table within a database; the same at every partition.
+pub type TableId = u32;
+
+/// How a column gets a value when an INSERT does not name it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnDefault {
+    /// A constant.
+    Value(Value),
+    /// The transaction's timestamp (`DEFAULT CURRENT_TIMESTAMP` / `now()`), taken from the
+    /// transaction context so that replay reproduces it.
+    CurrentTimestamp,
+    /// The next value of the table's sequence (SERIAL, BIGSERIAL, identity columns).
+    Sequence,
+}
+
+/// A column definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: DataType,
+    pub nullable: bool,
+    pub default: Option<ColumnDefault>,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, ty: DataType) -> Column {
+        Column {
+            name: name.into(),
+            ty,
+            nullable: true,
+            default: None,
+        }
+    }
+
+    pub fn not_null(mut self) -> Column {
+        self.nullable = false;
+        self
+    }
+
+    pub fn default(mut self, d: ColumnDefault) -> Column {
+        self.default = Some(d);
+        self
+    }
+}
+
+/// The physical organisation of an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    /// Equality lookups only; the fastest point access.
+    Hash,
+    /// Ordered by key: equality, prefix and range lookups, ordered scans.
+    Ordered,
+}
+
+/// An index definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    /// Column positions in key order.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub kind: IndexKind,
+    /// Whether this is the table's primary key.
+    pub primary: bool,
+}
+
+/// A table definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSchema {
+    pub id: TableId,
+    pub name: String,
+    pub columns: Vec<Column>,
+    pub indexes: Vec<IndexDef>,
+    /// The column whose value picks the partition of a row; `None` for a replicated table
+    /// (a full copy at every partition; writes to it are multi-partition transactions).
+    pub partition_column: Option<usize>,
+    /// Whether cold tuples of this table may be evicted to the anti-cache. Tables that are not
+    /// evictable keep no LRU chain.
+    pub evictable: bool,
+}
+
+impl TableSchema {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn index_by_name(&self, name: &str) -> Option<usize> {
+        self.indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn primary_key(&self) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.primary)
+    }
+
+    pub fn is_replicated(&self) -> bool {
+        self.partition_column.is_none()
+    }
+
+    /// Checks the definition for mistakes a user can make in DDL.
+    pub fn validate(&self) -> Result<()> {
+        if self.columns.is_empty() {
+            return Err(StorageError::Schema(format!(
+                "table \"{}\" has no columns",
+                self.name
+            )));
+        }
+        if self.columns.len() > u16::MAX as usize {
+            return Err(StorageError::Schema(format!(
+                "table \"{}\" has too many columns",
+                self.name
+            )));
+        }
+        for (i, c) in self.columns.iter().enumerate() {
+            if self.columns[..i]
+                .iter()
+                .any(|o| o.name.eq_ignore_ascii_case(&c.name))
+            {
+                return Err(StorageError::Schema(format!(
+                    "column \"{}\" specified more than once",
+                    c.name
+                )));
+            }
+            if let DataType::Varchar(Some(0)) = c.ty {
+                return Err(StorageError::Schema(format!(
+                    "length for type varchar of column \"{}\" must be at least 1",
+                    c.name
+                )));
+            }
+        }
+        if self.indexes.iter().filter(|i| i.primary).count() > 1 {
+            return Err(StorageError::Schema(format!(
+                "multiple primary keys for table \"{}\" are not allowed",
+                self.name
+            )));
+        }
+        for (i, idx) in self.indexes.iter().enumerate() {
+            if self.indexes[..i]
+                .iter()
+                .any(|o| o.name.eq_ignore_ascii_case(&idx.name))
+            {
+                return Err(StorageError::Schema(format!(
+                    "index \"{}\" already exists",
+                    idx.name
+                )));
+            }
+            if idx.columns.is_empty() {
+                return Err(StorageError::Schema(format!(
+                    "index \"{}\" has no columns",
+                    idx.name
+                )));
+            }
+            for &c in &idx.columns {
+                let col = self.columns.get(c).ok_or_else(|| {
+                    StorageError::Schema(format!("index \"{}\" names a missing column", idx.name))
+                })?;
+                if let DataType::Decimal { precision: 0, .. } = col.ty {
+                    return Err(StorageError::Schema(format!(
+                        "index \"{}\": column \"{}\" is an unconstrained numeric; declare \
+                         NUMERIC(precision, scale) to index it",
+                        idx.name, col.name
+                    )));
+                }
+            }
+        }
+        if let Some(p) = self.partition_column {
+            let col = self.columns.get(p).ok_or_else(|| {
+                StorageError::Schema(format!("partition column of \"{}\" is missing", self.name))
+            })?;
+            // Every unique index must contain the partition column, or uniqueness could not be
+            // checked inside one partition.
+            for idx in self.indexes.iter().filter(|i| i.unique) {
+                if !idx.columns.contains(&p) {
+                    return Err(StorageError::Schema(format!(
+                        "unique index \"{}\" on partitioned table \"{}\" must include the \
+                         partition column \"{}\"",
+                        idx.name, self.name, col.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}

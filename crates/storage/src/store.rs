@@ -1,0 +1,295 @@
+//! The storage of one partition: its tables and the undo log of the running transaction.
+//!
+//! Only the partition's executor thread touches a `PartitionStore`, so nothing here is
+//! locked. At most one transaction runs at a time; its changes are applied in place and
+//! the undo log remembers how to reverse them:
+//!
+//! * insert: the slot; abort removes the tuple;
+//! * update: a copy of the slot's bytes before the first change; abort restores it, commit
+//!   frees out-of-line values the tuple no longer references;
+//! * delete: the slot, hidden but not freed; abort revives it, commit frees it.
+//!
+//! Statements get atomicity from savepoints: a statement that fails part-way is rolled back
+//! to the savepoint taken before it.
+
+use std::sync::Arc;
+
+use crate::access::AccessTracker;
+use crate::error::{Result, StorageError};
+use crate::memory::MemoryUsage;
+use crate::schema::{TableId, TableSchema};
+use crate::table::Table;
+use crate::types::Value;
+
+#[derive(Debug, Clone, Copy)]
+enum UndoRecord {
+    Insert {
+        table: TableId,
+        slot: u32,
+    },
+    Update {
+        table: TableId,
+        slot: u32,
+        image: usize,
+    },
+    Delete {
+        table: TableId,
+        slot: u32,
+    },
+}
+
+/// A position in the undo log to roll back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint {
+    records: usize,
+    images: usize,
+}
+
+/// Tables and undo log of one partition.
+pub struct PartitionStore {
+    partition: u32,
+    tables: Vec<Option<Table>>,
+    records: Vec<UndoRecord>,
+    images: Vec<u8>,
+}
+
+impl PartitionStore {
+    pub fn new(partition: u32) -> PartitionStore {
+        PartitionStore {
+            partition,
+            tables: Vec::new(),
+            records: Vec::new(),
+            images: Vec::new(),
+        }
+    }
+
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    /// Creates a table. `tracker` is the access tracker for an evictable table.
+    pub fn create_table(
+        &mut self,
+        schema: Arc<TableSchema>,
+        tracker: Option<Box<dyn AccessTracker>>,
+    ) -> Result<()> {
+        schema.validate()?;
+        let id = schema.id as usize;
+        if self.tables.get(id).is_some_and(Option::is_some) {
+            return Err(StorageError::Schema(format!(
+                "table id {id} already exists"
+            )));
+        }
+        if self.tables.len() <= id {
+            self.tables.resize_with(id + 1, || None);
+        }
+        self.tables[id] = Some(Table::new(schema, tracker));
+        Ok(())
+    }
+
+    /// Drops a table and frees its memory. Not allowed inside a transaction that changed
+    /// the table.
+    pub fn drop_table(&mut self, id: TableId) -> Result<()> {
+        if self.records.iter().any(|r| record_table(r) == id) {
+            return Err(StorageError::Internal(
+                "table dropped inside a transaction that wrote it".into(),
+            ));
+        }
+        match self.tables.get_mut(id as usize) {
+            Some(t @ Some(_)) => {
+                *t = None;
+                Ok(())
+            }
+            _ => Err(StorageError::Schema(format!(
+                "table id {id} does not exist"
+            ))),
+        }
+    }
+
+    /// Adds the last index of `schema` to its table (see [`Table::add_index`]).
+    pub fn add_index(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        if self.has_changes() {
+            return Err(StorageError::Internal(
+                "index created inside a transaction".into(),
+            ));
+        }
+        self.get_mut(schema.id)?.add_index(schema)
+    }
+
+    /// Drops index `dropped` of the table of `schema`.
+    pub fn drop_index(&mut self, schema: Arc<TableSchema>, dropped: usize) -> Result<()> {
+        self.get_mut(schema.id)?.drop_index(schema, dropped)
+    }
+
+    #[inline]
+    pub fn table(&self, id: TableId) -> Option<&Table> {
+        self.tables.get(id as usize).and_then(Option::as_ref)
+    }
+
+    #[inline]
+    pub fn table_mut(&mut self, id: TableId) -> Option<&mut Table> {
+        self.tables.get_mut(id as usize).and_then(Option::as_mut)
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &Table> {
+        self.tables.iter().flatten()
+    }
+
+    pub fn tables_mut(&mut self) -> impl Iterator<Item = &mut Table> {
+        self.tables.iter_mut().flatten()
+    }
+
+    fn get_mut(&mut self, id: TableId) -> Result<&mut Table> {
+        self.tables
+            .get_mut(id as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| StorageError::Schema(format!("table id {id} does not exist")))
+    }
+
+    /// Inserts a tuple (values converted, defaults applied).
+    pub fn insert(&mut self, table: TableId, values: &[Value]) -> Result<u32> {
+        let slot = self.get_mut(table)?.insert(values)?;
+        self.records.push(UndoRecord::Insert { table, slot });
+        Ok(slot)
+    }
+
+    /// Updates columns of a visible tuple.
+    pub fn update(&mut self, table: TableId, slot: u32, changes: &[(usize, Value)]) -> Result<()> {
+        let images = &mut self.images;
+        let t = self
+            .tables
+            .get_mut(table as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| StorageError::Schema(format!("table id {table} does not exist")))?;
+        if !t.is_visible(slot) {
+            return Err(StorageError::Internal(format!(
+                "update of a missing tuple in \"{}\"",
+                t.schema().name
+            )));
+        }
+        let start = images.len();
+        images.extend_from_slice(t.heap().bytes(slot));
+        if let Err(e) = t.update(slot, changes, &images[start..]) {
+            images.truncate(start);
+            return Err(e);
+        }
+        self.records.push(UndoRecord::Update {
+            table,
+            slot,
+            image: start,
+        });
+        Ok(())
+    }
+
+    /// Deletes a visible tuple.
+    pub fn delete(&mut self, table: TableId, slot: u32) -> Result<()> {
+        let t = self.get_mut(table)?;
+        if !t.is_visible(slot) {
+            return Err(StorageError::Internal(format!(
+                "delete of a missing tuple in \"{}\"",
+                t.schema().name
+            )));
+        }
+        t.mark_deleted(slot);
+        self.records.push(UndoRecord::Delete { table, slot });
+        Ok(())
+    }
+
+    /// Whether the running transaction has changed anything.
+    pub fn has_changes(&self) -> bool {
+        !self.records.is_empty()
+    }
+
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            records: self.records.len(),
+            images: self.images.len(),
+        }
+    }
+
+    /// Makes the running transaction's changes permanent.
+    pub fn commit(&mut self) {
+        for i in 0..self.records.len() {
+            match self.records[i] {
+                UndoRecord::Insert { .. } => {}
+                UndoRecord::Update { table, slot, image } => {
+                    let Some(t) = self.tables.get_mut(table as usize).and_then(Option::as_mut)
+                    else {
+                        continue;
+                    };
+                    let len = t.heap().slot_size();
+                    t.release_image(slot, &self.images[image..image + len]);
+                }
+                UndoRecord::Delete { table, slot } => {
+                    if let Some(t) = self.tables.get_mut(table as usize).and_then(Option::as_mut) {
+                        t.free_tuple(slot);
+                    }
+                }
+            }
+        }
+        self.clear_log();
+    }
+
+    /// Reverses every change of the running transaction.
+    pub fn rollback(&mut self) {
+        self.rollback_to(Savepoint {
+            records: 0,
+            images: 0,
+        });
+        self.clear_log();
+    }
+
+    /// Reverses the changes made since `sp`.
+    pub fn rollback_to(&mut self, sp: Savepoint) {
+        while self.records.len() > sp.records {
+            let rec = self.records.pop().expect("checked non-empty");
+            let Some(t) = self
+                .tables
+                .get_mut(record_table(&rec) as usize)
+                .and_then(Option::as_mut)
+            else {
+                continue;
+            };
+            match rec {
+                UndoRecord::Insert { slot, .. } => t.remove_inserted(slot),
+                UndoRecord::Update { slot, image, .. } => {
+                    let len = t.heap().slot_size();
+                    t.restore(slot, &self.images[image..image + len]);
+                }
+                UndoRecord::Delete { slot, .. } => t.unmark_deleted(slot),
+            }
+        }
+        self.images.truncate(sp.images);
+    }
+
+    fn clear_log(&mut self) {
+        self.records.clear();
+        self.images.clear();
+        // A transaction that wrote a lot should not keep its buffers forever.
+        if self.images.capacity() > 4 << 20 {
+            self.images.shrink_to(64 << 10);
+        }
+        if self.records.capacity() > 64 << 10 {
+            self.records.shrink_to(1024);
+        }
+    }
+
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let mut m = MemoryUsage::default();
+        for t in self.tables() {
+            m += t.memory_usage();
+        }
+        m.buffer_bytes += (self.images.capacity()
+            + self.records.capacity() * std::mem::size_of::<UndoRecord>())
+            as u64;
+        m
+    }
+}
+
+fn record_table(r: &UndoRecord) -> TableId {
+    match *r {
+        UndoRecord::Insert { table, .. }
+        | UndoRecord::Update { table, .. }
+        | UndoRecord::Delete { table, .. } => table,
+    }
+}

@@ -1,0 +1,687 @@
+//! One table at one partition: tuple heap, string heap, indexes, tombstones and the access
+//! tracker, kept consistent with each other.
+//!
+//! Invariants (checked by [`Table::check_consistency`] in tests):
+//! * every visible tuple has exactly one entry in each index whose key has no NULL;
+//! * every index entry points at a visible tuple or at a live tombstone;
+//! * a tuple is linked in the tracker iff the table is evictable and the tuple is visible.
+//!
+//! Mutations here are not logged; [`crate::store::PartitionStore`] wraps them with the undo
+//! log. Every mutation checks constraints before it changes anything, so a failed insert or
+//! update leaves the table as it was.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use crate::access::AccessTracker;
+use crate::error::{Result, StorageError};
+use crate::heap::{FLAG_DELETED, FLAG_PINNED, HEADER_SIZE, Heap};
+use crate::index::{IndexKey, IndexStore, KeyEncoder, TupleRef};
+use crate::layout::TupleLayout;
+use crate::memory::MemoryUsage;
+use crate::schema::TableSchema;
+use crate::tombstone::{Tombstone, Tombstones};
+use crate::types::{Value, ValueRef};
+use crate::varheap::{VarHandle, VarHeap};
+
+/// Counters kept per table and partition.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TableStats {
+    /// Tuple accesses by sampled transactions since the last eviction round (the seed's
+    /// measure of how hot a table is, §3.2).
+    pub sampled_accesses: u64,
+    pub inserts: u64,
+    pub updates: u64,
+    pub deletes: u64,
+}
+
+/// A read-only view of one stored tuple.
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    layout: &'a TupleLayout,
+    bytes: &'a [u8],
+    var: &'a VarHeap,
+}
+
+impl<'a> Row<'a> {
+    #[inline]
+    pub fn get(&self, col: usize) -> ValueRef<'a> {
+        self.layout.read(self.bytes, col, self.var)
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.column_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn to_values(&self) -> Vec<Value> {
+        (0..self.len()).map(|c| self.get(c).to_owned()).collect()
+    }
+
+    /// The raw slot bytes (header included).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+pub struct Table {
+    schema: Arc<TableSchema>,
+    layout: TupleLayout,
+    heap: Heap,
+    var: VarHeap,
+    indexes: Vec<IndexStore>,
+    encoders: Vec<KeyEncoder>,
+    tombstones: Tombstones,
+    tracker: Option<Box<dyn AccessTracker>>,
+    pub stats: TableStats,
+}
+
+impl Table {
+    /// Creates an empty table. `tracker` is required for evictable tables and ignored for
+    /// the others.
+    pub fn new(schema: Arc<TableSchema>, tracker: Option<Box<dyn AccessTracker>>) -> Table {
+        let layout = TupleLayout::new(&schema);
+        let heap = Heap::new(layout.slot_size());
+        let encoders: Vec<KeyEncoder> = schema
+            .indexes
+            .iter()
+            .map(|ix| KeyEncoder::new(ix.columns.iter().map(|&c| schema.columns[c].ty).collect()))
+            .collect();
+        let indexes = schema
+            .indexes
+            .iter()
+            .zip(&encoders)
+            .map(|(ix, enc)| IndexStore::new(ix.kind, enc.kind()))
+            .collect();
+        let tracker = if schema.evictable { tracker } else { None };
+        Table {
+            schema,
+            layout,
+            heap,
+            var: VarHeap::new(),
+            indexes,
+            encoders,
+            tombstones: Tombstones::new(),
+            tracker,
+            stats: TableStats::default(),
+        }
+    }
+
+    pub fn schema(&self) -> &Arc<TableSchema> {
+        &self.schema
+    }
+
+    pub fn layout(&self) -> &TupleLayout {
+        &self.layout
+    }
+
+    pub fn heap(&self) -> &Heap {
+        &self.heap
+    }
+
+    pub fn var_heap(&self) -> &VarHeap {
+        &self.var
+    }
+
+    pub fn index(&self, i: usize) -> &IndexStore {
+        &self.indexes[i]
+    }
+
+    pub fn index_count(&self) -> usize {
+        self.indexes.len()
+    }
+
+    pub fn encoder(&self, i: usize) -> &KeyEncoder {
+        &self.encoders[i]
+    }
+
+    pub fn tombstones(&self) -> &Tombstones {
+        &self.tombstones
+    }
+
+    pub fn tracker(&self) -> Option<&dyn AccessTracker> {
+        self.tracker.as_deref()
+    }
+
+    /// Number of tuples in memory (visible or deleted by the running transaction).
+    pub fn live_tuples(&self) -> u32 {
+        self.heap.live()
+    }
+
+    /// Number of evicted tuples.
+    pub fn evicted_tuples(&self) -> usize {
+        self.tombstones.len()
+    }
+
+    #[inline]
+    pub fn is_visible(&self, slot: u32) -> bool {
+        self.heap.is_visible(slot)
+    }
+
+    #[inline]
+    pub fn row(&self, slot: u32) -> Row<'_> {
+        Row {
+            layout: &self.layout,
+            bytes: self.heap.bytes(slot),
+            var: &self.var,
+        }
+    }
+
+    #[inline]
+    pub fn value(&self, slot: u32, col: usize) -> ValueRef<'_> {
+        self.layout.read(self.heap.bytes(slot), col, &self.var)
+    }
+
+    /// The key tuple `slot` has in index `i` (`None` if a key column is NULL).
+    pub fn key_of_slot(&self, i: usize, slot: u32) -> Option<IndexKey> {
+        self.key_of_bytes(i, self.heap.bytes(slot))
+    }
+
+    fn key_of_bytes(&self, i: usize, bytes: &[u8]) -> Option<IndexKey> {
+        let cols = &self.schema.indexes[i].columns;
+        let enc = &self.encoders[i];
+        if enc.kind() == crate::index::KeyKind::Int {
+            return self
+                .layout
+                .read_int(bytes, cols[0])
+                .map(IndexKey::Int)
+                .or_else(|| {
+                    enc.encode(std::iter::once(self.layout.read(bytes, cols[0], &self.var)))
+                });
+        }
+        enc.encode(cols.iter().map(|&c| self.layout.read(bytes, c, &self.var)))
+    }
+
+    /// Visits the visible tuples in slot order.
+    pub fn scan(&self, mut f: impl FnMut(u32) -> ControlFlow<()>) -> ControlFlow<()> {
+        for slot in 0..self.heap.high_water() {
+            if self.heap.is_visible(slot) {
+                f(slot)?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Records a sampled access to a tuple.
+    #[inline]
+    pub fn touch(&mut self, slot: u32) {
+        self.stats.sampled_accesses += 1;
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_access(&mut self.heap, slot);
+        }
+    }
+
+    /// Marks a tuple as not evictable (or evictable again).
+    pub fn set_pinned(&mut self, slot: u32, pinned: bool) {
+        if self.heap.is_live(slot) {
+            let f = self.heap.flags(slot);
+            self.heap.set_flags(
+                slot,
+                if pinned {
+                    f | FLAG_PINNED
+                } else {
+                    f & !FLAG_PINNED
+                },
+            );
+        }
+    }
+
+    fn check_not_null(&self, col: usize, v: &Value) -> Result<()> {
+        let c = &self.schema.columns[col];
+        if v.is_null() && !c.nullable {
+            return Err(StorageError::NotNullViolation {
+                table: self.schema.name.clone(),
+                column: c.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn unique_violation(&self, i: usize) -> StorageError {
+        StorageError::UniqueViolation {
+            table: self.schema.name.clone(),
+            index: self.schema.indexes[i].name.clone(),
+        }
+    }
+
+    /// Inserts a tuple. `values` holds one value per column, already converted to the
+    /// column types with defaults applied.
+    pub fn insert(&mut self, values: &[Value]) -> Result<u32> {
+        if values.len() != self.schema.columns.len() {
+            return Err(StorageError::Internal(format!(
+                "insert into \"{}\" with {} values for {} columns",
+                self.schema.name,
+                values.len(),
+                self.schema.columns.len()
+            )));
+        }
+        for (c, v) in values.iter().enumerate() {
+            self.check_not_null(c, v)?;
+        }
+        let mut keys = Vec::with_capacity(self.indexes.len());
+        for (i, ix) in self.schema.indexes.iter().enumerate() {
+            let key = self.encoders[i].encode(ix.columns.iter().map(|&c| values[c].as_ref()));
+            if ix.unique
+                && let Some(k) = &key
+                && self.indexes[i].has_other(k, None)
+            {
+                return Err(self.unique_violation(i));
+            }
+            keys.push(key);
+        }
+        let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
+        if let Err(e) = self.write_values(slot, values.iter().enumerate().map(|(c, v)| (c, v))) {
+            self.free_tuple(slot);
+            return Err(e);
+        }
+        for (i, key) in keys.into_iter().enumerate() {
+            if let Some(k) = key {
+                self.indexes[i].insert(k, TupleRef::slot(slot));
+            }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_insert(&mut self.heap, slot);
+        }
+        self.stats.inserts += 1;
+        Ok(slot)
+    }
+
+    fn name_table_full(&self, e: StorageError) -> StorageError {
+        match e {
+            StorageError::TableFull { limit, .. } => StorageError::TableFull {
+                table: self.schema.name.clone(),
+                limit,
+            },
+            e => e,
+        }
+    }
+
+    fn write_values<'v>(
+        &mut self,
+        slot: u32,
+        values: impl Iterator<Item = (usize, &'v Value)>,
+    ) -> Result<()> {
+        let bytes = self.heap.bytes_mut(slot);
+        for (c, v) in values {
+            self.layout.write(bytes, c, v.as_ref(), &mut self.var)?;
+        }
+        Ok(())
+    }
+
+    /// Updates columns of a visible tuple. Constraints are checked first; index entries
+    /// follow key changes. `image` is the tuple's bytes before the update (the undo
+    /// image); if writing fails part-way the tuple is put back from it and the error
+    /// returned, with the table unchanged.
+    pub fn update(&mut self, slot: u32, changes: &[(usize, Value)], image: &[u8]) -> Result<()> {
+        for (c, v) in changes {
+            self.check_not_null(*c, v)?;
+        }
+        // Index keys that change, with unique checks before any write.
+        let mut moves: Vec<(usize, Option<IndexKey>, Option<IndexKey>)> = Vec::new();
+        for (i, ix) in self.schema.indexes.iter().enumerate() {
+            if !ix
+                .columns
+                .iter()
+                .any(|c| changes.iter().any(|(cc, _)| cc == c))
+            {
+                continue;
+            }
+            let old = self.key_of_slot(i, slot);
+            let bytes = self.heap.bytes(slot);
+            let new = self.encoders[i].encode(ix.columns.iter().map(|&c| {
+                match changes.iter().rev().find(|(cc, _)| *cc == c) {
+                    Some((_, v)) => v.as_ref(),
+                    None => self.layout.read(bytes, c, &self.var),
+                }
+            }));
+            if old == new {
+                continue;
+            }
+            if ix.unique
+                && let Some(k) = &new
+                && self.indexes[i].has_other(k, Some(TupleRef::slot(slot)))
+            {
+                return Err(self.unique_violation(i));
+            }
+            moves.push((i, old, new));
+        }
+        if let Err(e) = self.write_values(slot, changes.iter().map(|(c, v)| (*c, v))) {
+            // Indexes are untouched so far: only the bytes and new out-of-line values go.
+            self.free_handles_not_in(slot, image);
+            self.heap.bytes_mut(slot)[HEADER_SIZE..].copy_from_slice(&image[HEADER_SIZE..]);
+            return Err(e);
+        }
+        for (i, old, new) in moves {
+            if let Some(k) = old {
+                self.indexes[i].remove(&k, TupleRef::slot(slot));
+            }
+            if let Some(k) = new {
+                self.indexes[i].insert(k, TupleRef::slot(slot));
+            }
+        }
+        self.stats.updates += 1;
+        Ok(())
+    }
+
+    /// Puts back a tuple's bytes from an undo image taken before an update: index entries
+    /// return to the image's keys, out-of-line values written since are freed.
+    pub fn restore(&mut self, slot: u32, image: &[u8]) {
+        for i in 0..self.indexes.len() {
+            let cur = self.key_of_slot(i, slot);
+            let old = self.key_of_bytes(i, image);
+            if cur != old {
+                if let Some(k) = cur {
+                    self.indexes[i].remove(&k, TupleRef::slot(slot));
+                }
+                if let Some(k) = old {
+                    self.indexes[i].insert(k, TupleRef::slot(slot));
+                }
+            }
+        }
+        self.free_handles_not_in(slot, image);
+        self.heap.bytes_mut(slot)[HEADER_SIZE..].copy_from_slice(&image[HEADER_SIZE..]);
+    }
+
+    /// After a committed update: frees out-of-line values of the image that the tuple no
+    /// longer references.
+    pub fn release_image(&mut self, slot: u32, image: &[u8]) {
+        if !self.layout.has_var_columns() {
+            return;
+        }
+        let mut old = Vec::new();
+        self.layout.for_each_out_of_line(image, |h| old.push(h));
+        if old.is_empty() {
+            return;
+        }
+        let cur = self.handles(self.heap.bytes(slot));
+        for h in old {
+            if !cur.contains(&h) {
+                self.var.free(h);
+            }
+        }
+    }
+
+    fn handles(&self, bytes: &[u8]) -> Vec<VarHandle> {
+        let mut v = Vec::new();
+        self.layout.for_each_out_of_line(bytes, |h| v.push(h));
+        v
+    }
+
+    /// Frees out-of-line values of the current tuple that `image` does not reference.
+    fn free_handles_not_in(&mut self, slot: u32, image: &[u8]) {
+        if !self.layout.has_var_columns() {
+            return;
+        }
+        let keep = self.handles(image);
+        let cur = self.handles(self.heap.bytes(slot));
+        for h in cur {
+            if !keep.contains(&h) {
+                self.var.free(h);
+            }
+        }
+    }
+
+    /// Hides a tuple deleted by the running transaction: its index entries go, it leaves
+    /// the tracker, and its memory stays until [`Table::free_tuple`] at commit.
+    pub fn mark_deleted(&mut self, slot: u32) {
+        self.unindex(slot);
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_remove(&mut self.heap, slot);
+        }
+        let f = self.heap.flags(slot);
+        self.heap.set_flags(slot, f | FLAG_DELETED);
+        self.stats.deletes += 1;
+    }
+
+    /// Reverses [`Table::mark_deleted`] (abort).
+    pub fn unmark_deleted(&mut self, slot: u32) {
+        let f = self.heap.flags(slot);
+        self.heap.set_flags(slot, f & !FLAG_DELETED);
+        for i in 0..self.indexes.len() {
+            if let Some(k) = self.key_of_slot(i, slot) {
+                self.indexes[i].insert(k, TupleRef::slot(slot));
+            }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_insert(&mut self.heap, slot);
+        }
+    }
+
+    /// Removes an inserted tuple entirely (abort of its insert).
+    pub fn remove_inserted(&mut self, slot: u32) {
+        self.unindex(slot);
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_remove(&mut self.heap, slot);
+        }
+        self.free_tuple(slot);
+    }
+
+    fn unindex(&mut self, slot: u32) {
+        for i in 0..self.indexes.len() {
+            if let Some(k) = self.key_of_slot(i, slot) {
+                self.indexes[i].remove(&k, TupleRef::slot(slot));
+            }
+        }
+    }
+
+    /// Gives a tuple's memory back (out-of-line values and slot).
+    pub fn free_tuple(&mut self, slot: u32) {
+        if self.layout.has_var_columns() {
+            for h in self.handles(self.heap.bytes(slot)) {
+                self.var.free(h);
+            }
+        }
+        self.heap.free(slot);
+    }
+
+    /// Switches to `schema`, which must be this table's schema with one index appended, and
+    /// builds that index from the tuples in memory. Fails, changing nothing, if a unique
+    /// index would be violated or if tuples are evicted (their keys are on disk).
+    pub fn add_index(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        let n = self.schema.indexes.len();
+        if schema.indexes.len() != n + 1
+            || schema.indexes[..n] != self.schema.indexes[..]
+            || schema.columns != self.schema.columns
+        {
+            return Err(StorageError::Internal(
+                "add_index: schema does not extend the table's".into(),
+            ));
+        }
+        if !self.tombstones.is_empty() {
+            return Err(StorageError::Schema(format!(
+                "table \"{}\" has {} evicted tuples at partition; an index can only be built over tuples in memory",
+                self.schema.name,
+                self.tombstones.len()
+            )));
+        }
+        let def = &schema.indexes[n];
+        let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
+        let mut index = IndexStore::new(def.kind, enc.kind());
+        for slot in 0..self.heap.high_water() {
+            if !self.heap.is_live(slot) {
+                continue;
+            }
+            let bytes = self.heap.bytes(slot);
+            if let Some(k) = enc.encode(
+                def.columns
+                    .iter()
+                    .map(|&c| self.layout.read(bytes, c, &self.var)),
+            ) {
+                if def.unique && index.has_other(&k, None) {
+                    return Err(StorageError::UniqueViolation {
+                        table: schema.name.clone(),
+                        index: def.name.clone(),
+                    });
+                }
+                index.insert(k, TupleRef::slot(slot));
+            }
+        }
+        self.indexes.push(index);
+        self.encoders.push(enc);
+        self.schema = schema;
+        Ok(())
+    }
+
+    /// Switches to `schema`, which is this table's schema without index `dropped`.
+    pub fn drop_index(&mut self, schema: Arc<TableSchema>, dropped: usize) -> Result<()> {
+        if dropped >= self.indexes.len() || schema.indexes.len() + 1 != self.indexes.len() {
+            return Err(StorageError::Internal(
+                "drop_index: schema does not match the table's".into(),
+            ));
+        }
+        self.indexes.remove(dropped);
+        self.encoders.remove(dropped);
+        self.schema = schema;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Anti-cache operations. They run between transactions (eviction and merge are
+    // transactions of their own at the partition), never inside one.
+
+    /// Up to `n` eviction candidates, coldest first.
+    pub fn eviction_candidates(&mut self, n: usize, out: &mut Vec<u32>) {
+        if let Some(t) = self.tracker.as_mut() {
+            t.victims(&mut self.heap, n, out);
+        }
+    }
+
+    /// Replaces an in-memory tuple by a tombstone: every index entry is re-pointed to the
+    /// tombstone and the tuple's memory is freed. The caller has already copied the tuple
+    /// into a block.
+    pub fn evict(&mut self, slot: u32, at: Tombstone) -> u32 {
+        let id = self.tombstones.add(at);
+        for i in 0..self.indexes.len() {
+            if let Some(k) = self.key_of_slot(i, slot) {
+                let ok = self.indexes[i].replace(&k, TupleRef::slot(slot), TupleRef::tombstone(id));
+                debug_assert!(ok, "index entry of an evicted tuple is missing");
+            }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_remove(&mut self.heap, slot);
+        }
+        self.free_tuple(slot);
+        id
+    }
+
+    /// Brings an evicted tuple back: `values` are its columns as read from the block. The
+    /// tombstone's index entries are re-pointed to the new slot; `hot` puts the tuple at the
+    /// hot end of the tracker, otherwise at the cold end.
+    pub fn unevict(&mut self, tombstone: u32, values: &[Value], hot: bool) -> Result<u32> {
+        if self.tombstones.get(tombstone).is_none() {
+            return Err(StorageError::Internal(format!(
+                "tombstone {tombstone} of table \"{}\" is not live",
+                self.schema.name
+            )));
+        }
+        let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
+        if let Err(e) = self.write_values(slot, values.iter().enumerate()) {
+            self.free_tuple(slot);
+            return Err(e);
+        }
+        for i in 0..self.indexes.len() {
+            if let Some(k) = self.key_of_slot(i, slot) {
+                let ok = self.indexes[i].replace(
+                    &k,
+                    TupleRef::tombstone(tombstone),
+                    TupleRef::slot(slot),
+                );
+                if !ok {
+                    // The block does not hold the tuple the tombstone names: undo and report.
+                    for j in 0..i {
+                        if let Some(k) = self.key_of_slot(j, slot) {
+                            self.indexes[j].replace(
+                                &k,
+                                TupleRef::slot(slot),
+                                TupleRef::tombstone(tombstone),
+                            );
+                        }
+                    }
+                    self.free_tuple(slot);
+                    return Err(StorageError::Corrupt(format!(
+                        "evicted tuple of \"{}\" does not match its index entries",
+                        self.schema.name
+                    )));
+                }
+            }
+        }
+        self.tombstones.remove(tombstone);
+        if let Some(t) = self.tracker.as_mut() {
+            if hot {
+                t.on_insert(&mut self.heap, slot);
+            } else {
+                t.on_insert_cold(&mut self.heap, slot);
+            }
+        }
+        Ok(slot)
+    }
+
+    // -----------------------------------------------------------------------------------
+
+    pub fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            tuple_bytes: self.heap.reserved_bytes() as u64,
+            tuple_used_bytes: self.heap.used_bytes() as u64,
+            string_bytes: self.var.reserved_bytes() as u64,
+            string_used_bytes: self.var.used_bytes() as u64,
+            index_bytes: self.indexes.iter().map(|i| i.memory_bytes() as u64).sum(),
+            tombstone_bytes: self.tombstones.memory_bytes() as u64,
+            buffer_bytes: 0,
+        }
+    }
+
+    /// Checks the invariants listed in the module docs; returns a description of the first
+    /// violation.
+    pub fn check_consistency(&self) -> std::result::Result<(), String> {
+        let mut visible = 0usize;
+        for slot in 0..self.heap.high_water() {
+            if !self.heap.is_visible(slot) {
+                continue;
+            }
+            visible += 1;
+            for i in 0..self.indexes.len() {
+                if let Some(k) = self.key_of_slot(i, slot) {
+                    let mut found = 0;
+                    let _ = self.indexes[i].lookup(&k, |r| {
+                        if r == TupleRef::slot(slot) {
+                            found += 1;
+                        }
+                        ControlFlow::Continue(())
+                    });
+                    if found != 1 {
+                        return Err(format!("slot {slot} has {found} entries in index {i}"));
+                    }
+                }
+            }
+        }
+        for (i, ix) in self.indexes.iter().enumerate() {
+            let mut err = None;
+            ix.for_each(|_, r| {
+                let ok = match (r.as_slot(), r.as_tombstone()) {
+                    (Some(s), _) => self.heap.is_visible(s),
+                    (_, Some(t)) => self.tombstones.get(t).is_some(),
+                    _ => false,
+                };
+                if !ok && err.is_none() {
+                    err = Some(format!("index {i} has a dangling entry {r:?}"));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        if let Some(t) = &self.tracker
+            && t.len() != visible
+        {
+            return Err(format!(
+                "tracker holds {} tuples, {} are visible",
+                t.len(),
+                visible
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,119 @@
+//! The Evicted Table (anti-caching.txt §3.1): one small record per evicted tuple saying
+//! where the tuple is on disk. Index entries of an evicted tuple point at its tombstone.
+//!
+//! A tombstone is 8 bytes: the block id and the tuple's position in that block. Freed
+//! tombstones are reused; the free list costs 4 bytes per free entry.
+
+/// Where an evicted tuple lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tombstone {
+    pub block: u32,
+    pub offset: u32,
+}
+
+const FREE: u32 = u32::MAX;
+
+/// The tombstones of one table at one partition.
+#[derive(Debug, Default)]
+pub struct Tombstones {
+    entries: Vec<Tombstone>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl Tombstones {
+    pub fn new() -> Tombstones {
+        Tombstones::default()
+    }
+
+    /// Records an evicted tuple and returns its tombstone id.
+    pub fn add(&mut self, t: Tombstone) -> u32 {
+        debug_assert!(t.block != FREE);
+        self.live += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.entries[id as usize] = t;
+                id
+            }
+            None => {
+                self.entries.push(t);
+                (self.entries.len() - 1) as u32
+            }
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<Tombstone> {
+        self.entries
+            .get(id as usize)
+            .copied()
+            .filter(|t| t.block != FREE)
+    }
+
+    /// Forgets a tombstone (its tuple is back in memory or deleted).
+    pub fn remove(&mut self, id: u32) -> Option<Tombstone> {
+        let e = self.entries.get_mut(id as usize)?;
+        if e.block == FREE {
+            return None;
+        }
+        let t = *e;
+        e.block = FREE;
+        self.free.push(id);
+        self.live -= 1;
+        Some(t)
+    }
+
+    /// Live tombstones as `(id, tombstone)`.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Tombstone)> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.block != FREE)
+            .map(|(i, t)| (i as u32, *t))
+    }
+
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Tombstone>() + self.free.capacity() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_reused_and_iteration_skips_free_entries() {
+        let mut t = Tombstones::new();
+        let a = t.add(Tombstone {
+            block: 1,
+            offset: 0,
+        });
+        let b = t.add(Tombstone {
+            block: 1,
+            offset: 1,
+        });
+        assert_eq!(
+            t.remove(a),
+            Some(Tombstone {
+                block: 1,
+                offset: 0
+            })
+        );
+        assert_eq!(t.remove(a), None);
+        assert_eq!(t.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![b]);
+        let c = t.add(Tombstone {
+            block: 2,
+            offset: 5,
+        });
+        assert_eq!(c, a);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(c).unwrap().block, 2);
+    }
+}

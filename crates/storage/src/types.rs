@@ -1,0 +1,782 @@
+//! SQL data types and values.
+//!
+//! [`Value`] is the owned form that crosses API boundaries (parameters, result rows);
+//! [`ValueRef`] borrows from tuple storage or from a `Value`, so that predicates and
+//! projections can run over stored tuples without allocating.
+//!
+//! All integer types share the `Int(i64)` representation; the column type bounds what can be
+//! stored. Timestamps are microseconds since the Unix epoch, without time zone, as in
+//! PostgreSQL's `timestamp`.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use rust_decimal::Decimal;
+
+use crate::error::{Result, StorageError};
+
+/// Largest precision a `NUMERIC(p, s)` column accepts (what a 96-bit mantissa holds).
+pub const MAX_DECIMAL_PRECISION: u8 = 28;
+
+/// A column or expression type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataType {
+    SmallInt,
+    Integer,
+    BigInt,
+    Double,
+    /// `NUMERIC(precision, scale)`; precision 0 means unconstrained (`NUMERIC`).
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// `VARCHAR(n)` with `Some(n)` (a limit in characters), `TEXT` with `None`.
+    Varchar(Option<u32>),
+    Timestamp,
+    Boolean,
+    Bytea,
+}
+
+impl DataType {
+    /// Whether values of this type are integers.
+    pub fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            DataType::SmallInt | DataType::Integer | DataType::BigInt
+        )
+    }
+
+    /// Whether values of this type are numbers.
+    pub fn is_numeric(&self) -> bool {
+        self.is_integer() || matches!(self, DataType::Double | DataType::Decimal { .. })
+    }
+
+    /// Whether values of this type are character strings.
+    pub fn is_text(&self) -> bool {
+        matches!(self, DataType::Varchar(_))
+    }
+
+    /// PostgreSQL's name for the type, as shown in errors and `\d`.
+    pub fn sql_name(&self) -> String {
+        match self {
+            DataType::SmallInt => "smallint".into(),
+            DataType::Integer => "integer".into(),
+            DataType::BigInt => "bigint".into(),
+            DataType::Double => "double precision".into(),
+            DataType::Decimal { precision: 0, .. } => "numeric".into(),
+            DataType::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
+            DataType::Varchar(Some(n)) => format!("character varying({n})"),
+            DataType::Varchar(None) => "text".into(),
+            DataType::Timestamp => "timestamp without time zone".into(),
+            DataType::Boolean => "boolean".into(),
+            DataType::Bytea => "bytea".into(),
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.sql_name())
+    }
+}
+
+/// An owned SQL value.
+#[derive(Debug, Clone, Default)]
+pub enum Value {
+    #[default]
+    Null,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Decimal(Decimal),
+    /// Microseconds since 1970-01-01 00:00:00.
+    Timestamp(i64),
+    Text(Box<str>),
+    Bytes(Box<[u8]>),
+}
+
+/// A borrowed SQL value.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum ValueRef<'a> {
+    #[default]
+    Null,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Decimal(Decimal),
+    Timestamp(i64),
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
+impl Value {
+    pub fn text(s: impl Into<Box<str>>) -> Value {
+        Value::Text(s.into())
+    }
+
+    pub fn bytes(b: impl Into<Box<[u8]>>) -> Value {
+        Value::Bytes(b.into())
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Bool(b) => ValueRef::Bool(*b),
+            Value::Int(i) => ValueRef::Int(*i),
+            Value::Double(d) => ValueRef::Double(*d),
+            Value::Decimal(d) => ValueRef::Decimal(*d),
+            Value::Timestamp(t) => ValueRef::Timestamp(*t),
+            Value::Text(s) => ValueRef::Text(s),
+            Value::Bytes(b) => ValueRef::Bytes(b),
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        self.as_ref().as_i64()
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        self.as_ref().as_f64()
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// Converts this value to `ty` the way an assignment to a column of that type does:
+    /// integer ranges, string lengths and decimal precision are checked, text is parsed.
+    pub fn coerce_to(self, ty: &DataType) -> Result<Value> {
+        coerce(self, ty)
+    }
+
+    /// Parses PostgreSQL text input for `ty` (what `'…'::ty` accepts).
+    pub fn parse(ty: &DataType, input: &str) -> Result<Value> {
+        parse_text(ty, input)
+    }
+}
+
+impl<'a> ValueRef<'a> {
+    pub fn is_null(&self) -> bool {
+        matches!(self, ValueRef::Null)
+    }
+
+    pub fn to_owned(&self) -> Value {
+        match *self {
+            ValueRef::Null => Value::Null,
+            ValueRef::Bool(b) => Value::Bool(b),
+            ValueRef::Int(i) => Value::Int(i),
+            ValueRef::Double(d) => Value::Double(d),
+            ValueRef::Decimal(d) => Value::Decimal(d),
+            ValueRef::Timestamp(t) => Value::Timestamp(t),
+            ValueRef::Text(s) => Value::Text(s.into()),
+            ValueRef::Bytes(b) => Value::Bytes(b.into()),
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            ValueRef::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            ValueRef::Int(i) => Some(i as f64),
+            ValueRef::Double(d) => Some(d),
+            ValueRef::Decimal(d) => Some(decimal_to_f64(d)),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            ValueRef::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A short name of the value's kind, for error messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ValueRef::Null => "null",
+            ValueRef::Bool(_) => "boolean",
+            ValueRef::Int(_) => "integer",
+            ValueRef::Double(_) => "double precision",
+            ValueRef::Decimal(_) => "numeric",
+            ValueRef::Timestamp(_) => "timestamp",
+            ValueRef::Text(_) => "text",
+            ValueRef::Bytes(_) => "bytea",
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Value {
+        Value::Int(v as i64)
+    }
+}
+impl From<i16> for Value {
+    fn from(v: i16) -> Value {
+        Value::Int(v as i64)
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(v as i64)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Double(v)
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.into())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v.into_boxed_str())
+    }
+}
+impl From<Decimal> for Value {
+    fn from(v: Decimal) -> Value {
+        Value::Decimal(v)
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Value {
+        Value::Bytes(v.into_boxed_slice())
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
+    use rust_decimal::prelude::ToPrimitive;
+    d.to_f64().unwrap_or(f64::NAN)
+}
+
+/// Compares two values the way SQL comparison operators do: `None` when either side is NULL
+/// or the kinds cannot be compared. Numbers of different kinds compare by numeric value.
+pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
+    use ValueRef::*;
+    match (a, b) {
+        (Null, _) | (_, Null) => None,
+        (Int(x), Int(y)) => Some(x.cmp(&y)),
+        (Double(x), Double(y)) => Some(x.total_cmp(&y)),
+        (Decimal(x), Decimal(y)) => Some(x.cmp(&y)),
+        (Int(x), Decimal(y)) => Some(rust_decimal::Decimal::from(x).cmp(&y)),
+        (Decimal(x), Int(y)) => Some(x.cmp(&rust_decimal::Decimal::from(y))),
+        (Int(x), Double(y)) => Some((x as f64).total_cmp(&y)),
+        (Double(x), Int(y)) => Some(x.total_cmp(&(y as f64))),
+        (Double(x), Decimal(y)) => Some(x.total_cmp(&decimal_to_f64(y))),
+        (Decimal(x), Double(y)) => Some(decimal_to_f64(x).total_cmp(&y)),
+        (Bool(x), Bool(y)) => Some(x.cmp(&y)),
+        (Timestamp(x), Timestamp(y)) => Some(x.cmp(&y)),
+        (Text(x), Text(y)) => Some(x.cmp(y)),
+        (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+/// A total order over values for sorting and grouping: NULL sorts after everything (as in
+/// PostgreSQL's default `NULLS LAST` for ascending order), incomparable kinds by kind.
+pub fn total_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => sql_compare(a, b).unwrap_or_else(|| kind_rank(&a).cmp(&kind_rank(&b))),
+    }
+}
+
+fn kind_rank(v: &ValueRef<'_>) -> u8 {
+    match v {
+        ValueRef::Null => 0,
+        ValueRef::Bool(_) => 1,
+        ValueRef::Int(_) | ValueRef::Double(_) | ValueRef::Decimal(_) => 2,
+        ValueRef::Timestamp(_) => 3,
+        ValueRef::Text(_) => 4,
+        ValueRef::Bytes(_) => 5,
+    }
+}
+
+/// Grouping equality: NULLs are equal to each other (as in GROUP BY and DISTINCT), numbers
+/// of different kinds are equal when numerically equal.
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        total_compare(self.as_ref(), other.as_ref()) == Ordering::Equal
+    }
+}
+impl Eq for Value {}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Value) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Value {
+    fn cmp(&self, other: &Value) -> Ordering {
+        total_compare(self.as_ref(), other.as_ref())
+    }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_value_ref(self.as_ref(), state)
+    }
+}
+
+/// Hashes a value consistently with [`Value`]'s equality: numerically equal numbers hash
+/// alike whatever their kind.
+pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
+    match v {
+        ValueRef::Null => 0u8.hash(state),
+        ValueRef::Bool(b) => (1u8, b).hash(state),
+        ValueRef::Int(i) => hash_number(i as f64, Some(i), state),
+        ValueRef::Double(d) => {
+            let as_int = (d.fract() == 0.0 && d.abs() < 9.0e18).then_some(d as i64);
+            hash_number(d, as_int, state)
+        }
+        ValueRef::Decimal(d) => {
+            use rust_decimal::prelude::ToPrimitive;
+            let as_int = if d.fract().is_zero() {
+                d.to_i64()
+            } else {
+                None
+            };
+            hash_number(decimal_to_f64(d), as_int, state)
+        }
+        ValueRef::Timestamp(t) => (3u8, t).hash(state),
+        ValueRef::Text(s) => (4u8, s).hash(state),
+        ValueRef::Bytes(b) => (5u8, b).hash(state),
+    }
+}
+
+fn hash_number<H: Hasher>(f: f64, as_int: Option<i64>, state: &mut H) {
+    2u8.hash(state);
+    match as_int {
+        Some(i) => (0u8, i).hash(state),
+        None => {
+            let f = if f == 0.0 { 0.0 } else { f };
+            (1u8, f.to_bits()).hash(state)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Text output (PostgreSQL's text format).
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_ref().fmt(f)
+    }
+}
+
+impl fmt::Display for ValueRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ValueRef::Null => f.write_str("NULL"),
+            ValueRef::Bool(b) => f.write_str(if b { "t" } else { "f" }),
+            ValueRef::Int(i) => write!(f, "{i}"),
+            ValueRef::Double(d) => format_double(d, f),
+            ValueRef::Decimal(d) => write!(f, "{d}"),
+            ValueRef::Timestamp(t) => format_timestamp(t, f),
+            ValueRef::Text(s) => f.write_str(s),
+            ValueRef::Bytes(b) => {
+                f.write_str("\\x")?;
+                for byte in b {
+                    write!(f, "{byte:02x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn format_double(d: f64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if d.is_nan() {
+        f.write_str("NaN")
+    } else if d.is_infinite() {
+        f.write_str(if d > 0.0 { "Infinity" } else { "-Infinity" })
+    } else if d != 0.0 && (d.abs() >= 1e16 || d.abs() < 1e-4) {
+        // PostgreSQL switches to exponent notation for very large and very small numbers.
+        let s = format!("{d:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) => {
+                let (sign, digits) = match exp.strip_prefix('-') {
+                    Some(rest) => ('-', rest),
+                    None => ('+', exp),
+                };
+                write!(f, "{mantissa}e{sign}{digits:0>2}")
+            }
+            None => f.write_str(&s),
+        }
+    } else {
+        write!(f, "{d}")
+    }
+}
+
+const MICROS_PER_SEC: i64 = 1_000_000;
+
+fn format_timestamp(micros: i64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let secs = micros.div_euclid(MICROS_PER_SEC);
+    let frac = micros.rem_euclid(MICROS_PER_SEC);
+    match chrono::DateTime::from_timestamp(secs, 0) {
+        Some(dt) => {
+            write!(f, "{}", dt.naive_utc().format("%Y-%m-%d %H:%M:%S"))?;
+            if frac != 0 {
+                let s = format!("{frac:06}");
+                write!(f, ".{}", s.trim_end_matches('0'))?;
+            }
+            Ok(())
+        }
+        None => write!(f, "timestamp({micros})"),
+    }
+}
+
+/// Parses a PostgreSQL timestamp literal (`YYYY-MM-DD[ HH:MM:SS[.ffffff]]`, `T` also accepted).
+pub fn parse_timestamp(input: &str) -> Option<i64> {
+    let s = input.trim();
+    let formats = [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ];
+    for fmt in formats {
+        if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(dt.and_utc().timestamp_micros());
+        }
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|dt| dt.and_utc().timestamp_micros())
+}
+
+// ---------------------------------------------------------------------------------------
+// Coercion to column types.
+
+fn out_of_range(ty: &DataType, detail: impl fmt::Display) -> StorageError {
+    StorageError::NumericOutOfRange {
+        ty: ty.sql_name(),
+        detail: detail.to_string(),
+    }
+}
+
+fn invalid_text(ty: &DataType, input: &str) -> StorageError {
+    StorageError::InvalidText {
+        ty: ty.sql_name(),
+        input: input.chars().take(64).collect(),
+    }
+}
+
+fn check_int_range(ty: &DataType, i: i64) -> Result<i64> {
+    let ok = match ty {
+        DataType::SmallInt => i16::try_from(i).is_ok(),
+        DataType::Integer => i32::try_from(i).is_ok(),
+        _ => true,
+    };
+    if ok { Ok(i) } else { Err(out_of_range(ty, i)) }
+}
+
+/// Rounds half away from zero to an integer, like PostgreSQL's float-to-int casts of
+/// numerics (for doubles PostgreSQL rounds half to even; we do the same there).
+fn double_to_int(ty: &DataType, d: f64) -> Result<i64> {
+    let r = d.round_ties_even();
+    if !r.is_finite() || r < i64::MIN as f64 || r >= i64::MAX as f64 {
+        return Err(out_of_range(ty, d));
+    }
+    check_int_range(ty, r as i64)
+}
+
+fn decimal_to_int(ty: &DataType, d: Decimal) -> Result<i64> {
+    use rust_decimal::prelude::ToPrimitive;
+    let r = d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let i = r.to_i64().ok_or_else(|| out_of_range(ty, d))?;
+    check_int_range(ty, i)
+}
+
+/// Brings a decimal to a column's scale and checks its precision.
+pub fn fit_decimal(ty: &DataType, d: Decimal) -> Result<Decimal> {
+    let DataType::Decimal { precision, scale } = *ty else {
+        return Ok(d);
+    };
+    if precision == 0 {
+        return Ok(d.normalize());
+    }
+    let mut r = d.round_dp_with_strategy(
+        scale as u32,
+        rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+    );
+    r.rescale(scale as u32);
+    // Digits left of the point must fit in precision - scale.
+    let int_digits = {
+        let mut t = r.trunc().abs();
+        let mut n = 0u32;
+        let ten = Decimal::from(10);
+        while !t.is_zero() {
+            t = (t / ten).trunc();
+            n += 1;
+        }
+        n
+    };
+    if int_digits > (precision - scale) as u32 {
+        return Err(out_of_range(
+            ty,
+            format!(
+                "a field with precision {precision}, scale {scale} must round to an absolute value less than 10^{}",
+                precision - scale
+            ),
+        ));
+    }
+    Ok(r)
+}
+
+fn double_to_decimal(ty: &DataType, d: f64) -> Result<Decimal> {
+    if !d.is_finite() {
+        return Err(out_of_range(ty, d));
+    }
+    Decimal::from_f64_retain(d)
+        .map(|x| x.normalize())
+        .ok_or_else(|| out_of_range(ty, d))
+}
+
+fn check_text_len(ty: &DataType, s: &str) -> Result<()> {
+    if let DataType::Varchar(Some(n)) = ty {
+        // Byte length bounds character count from above: only count when it could matter.
+        if s.len() > *n as usize {
+            let chars = s.chars().count();
+            if chars > *n as usize {
+                return Err(StorageError::StringTooLong {
+                    ty: ty.sql_name(),
+                    len: chars,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn coerce(v: Value, ty: &DataType) -> Result<Value> {
+    use DataType as T;
+    Ok(match (v, ty) {
+        (Value::Null, _) => Value::Null,
+        (Value::Int(i), T::SmallInt | T::Integer | T::BigInt) => {
+            Value::Int(check_int_range(ty, i)?)
+        }
+        (Value::Double(d), T::SmallInt | T::Integer | T::BigInt) => {
+            Value::Int(double_to_int(ty, d)?)
+        }
+        (Value::Decimal(d), T::SmallInt | T::Integer | T::BigInt) => {
+            Value::Int(decimal_to_int(ty, d)?)
+        }
+        (Value::Int(i), T::Double) => Value::Double(i as f64),
+        (v @ Value::Double(_), T::Double) => v,
+        (Value::Decimal(d), T::Double) => Value::Double(decimal_to_f64(d)),
+        (Value::Int(i), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, Decimal::from(i))?),
+        (Value::Double(d), T::Decimal { .. }) => {
+            Value::Decimal(fit_decimal(ty, double_to_decimal(ty, d)?)?)
+        }
+        (Value::Decimal(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, d)?),
+        (Value::Text(s), T::Varchar(_)) => {
+            check_text_len(ty, &s)?;
+            Value::Text(s)
+        }
+        (v @ Value::Bool(_), T::Boolean) => v,
+        (v @ Value::Timestamp(_), T::Timestamp) => v,
+        (v @ Value::Bytes(_), T::Bytea) => v,
+        (Value::Text(s), _) => parse_text(ty, &s)?,
+        (v, T::Varchar(_)) => {
+            let s = v.to_string();
+            check_text_len(ty, &s)?;
+            Value::Text(s.into())
+        }
+        (v, ty) => {
+            return Err(StorageError::TypeMismatch(format!(
+                "cannot convert {} value {} to {}",
+                v.as_ref().kind_name(),
+                v,
+                ty.sql_name()
+            )));
+        }
+    })
+}
+
+fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
+    use DataType as T;
+    let t = input.trim();
+    Ok(match ty {
+        T::SmallInt | T::Integer | T::BigInt => {
+            let i: i64 = t.parse().map_err(|_| {
+                if t.bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
+                    && !t.is_empty()
+                {
+                    out_of_range(ty, t)
+                } else {
+                    invalid_text(ty, input)
+                }
+            })?;
+            Value::Int(check_int_range(ty, i)?)
+        }
+        T::Double => Value::Double(match t.to_ascii_lowercase().as_str() {
+            "nan" => f64::NAN,
+            "infinity" | "inf" => f64::INFINITY,
+            "-infinity" | "-inf" => f64::NEG_INFINITY,
+            _ => t.parse().map_err(|_| invalid_text(ty, input))?,
+        }),
+        T::Decimal { .. } => {
+            let d = t
+                .parse::<Decimal>()
+                .or_else(|_| Decimal::from_scientific(t))
+                .map_err(|_| invalid_text(ty, input))?;
+            Value::Decimal(fit_decimal(ty, d)?)
+        }
+        T::Varchar(_) => {
+            check_text_len(ty, input)?;
+            Value::Text(input.into())
+        }
+        T::Boolean => Value::Bool(match t.to_ascii_lowercase().as_str() {
+            "t" | "true" | "y" | "yes" | "on" | "1" => true,
+            "f" | "false" | "n" | "no" | "off" | "0" => false,
+            _ => return Err(invalid_text(ty, input)),
+        }),
+        T::Timestamp => {
+            Value::Timestamp(parse_timestamp(t).ok_or_else(|| invalid_text(ty, input))?)
+        }
+        T::Bytea => {
+            if let Some(hex) = t.strip_prefix("\\x") {
+                if hex.len() % 2 != 0 {
+                    return Err(invalid_text(ty, input));
+                }
+                let mut out = Vec::with_capacity(hex.len() / 2);
+                for pair in hex.as_bytes().chunks(2) {
+                    let s = std::str::from_utf8(pair).map_err(|_| invalid_text(ty, input))?;
+                    out.push(u8::from_str_radix(s, 16).map_err(|_| invalid_text(ty, input))?);
+                }
+                Value::Bytes(out.into())
+            } else {
+                Value::Bytes(input.as_bytes().into())
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_ranges_are_checked() {
+        assert!(Value::Int(40000).coerce_to(&DataType::SmallInt).is_err());
+        assert_eq!(
+            Value::Int(-32768).coerce_to(&DataType::SmallInt).unwrap(),
+            Value::Int(-32768)
+        );
+        assert!(Value::Int(1 << 31).coerce_to(&DataType::Integer).is_err());
+        assert_eq!(
+            Value::Double(2.5).coerce_to(&DataType::Integer).unwrap(),
+            Value::Int(2)
+        );
+        assert_eq!(
+            Value::Double(3.5).coerce_to(&DataType::Integer).unwrap(),
+            Value::Int(4)
+        );
+    }
+
+    #[test]
+    fn decimals_fit_their_column() {
+        let ty = DataType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let v = Value::parse(&ty, "123.456").unwrap();
+        assert_eq!(v.to_string(), "123.46");
+        assert!(Value::parse(&ty, "1234.5").is_err());
+        assert_eq!(Value::Int(7).coerce_to(&ty).unwrap().to_string(), "7.00");
+    }
+
+    #[test]
+    fn varchar_length_counts_characters() {
+        let ty = DataType::Varchar(Some(3));
+        assert!(Value::text("äöü").coerce_to(&ty).is_ok());
+        let err = Value::text("abcd").coerce_to(&ty).unwrap_err();
+        assert_eq!(err.sqlstate(), "22001");
+    }
+
+    #[test]
+    fn text_round_trips() {
+        let ts = Value::parse(&DataType::Timestamp, "2024-02-29 13:45:01.25").unwrap();
+        assert_eq!(ts.to_string(), "2024-02-29 13:45:01.25");
+        assert_eq!(
+            Value::parse(&DataType::Bytea, "\\x00ff")
+                .unwrap()
+                .to_string(),
+            "\\x00ff"
+        );
+        assert_eq!(
+            Value::parse(&DataType::Boolean, "yes").unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(Value::Double(1e20).to_string(), "1e+20");
+        assert_eq!(Value::Double(0.5).to_string(), "0.5");
+        assert_eq!(
+            Value::parse(&DataType::Integer, "abc")
+                .unwrap_err()
+                .sqlstate(),
+            "22P02"
+        );
+        assert_eq!(
+            Value::parse(&DataType::Integer, "99999999999")
+                .unwrap_err()
+                .sqlstate(),
+            "22003"
+        );
+    }
+
+    #[test]
+    fn numbers_of_different_kinds_group_together() {
+        use std::collections::HashSet;
+        let mut s = HashSet::new();
+        s.insert(Value::Int(1));
+        assert!(s.contains(&Value::Double(1.0)));
+        assert!(s.contains(&Value::Decimal(Decimal::new(100, 2))));
+        assert_eq!(
+            total_compare(ValueRef::Null, ValueRef::Int(1)),
+            Ordering::Greater
+        );
+    }
+}
