@@ -1,1 +1,23 @@
+//! Permafrost benchmarks.
+//!
+//! Workloads are programs that print figures (design.md: speed is measured by benchmarks,
+//! never asserted in tests). Each workload drives a *target* — the embedded engine now;
+//! later the server and the peer systems — through one trait, so every system runs the
+//! same client code, data and distribution.
 
+pub mod report;
+pub mod ycsb;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum BenchError {
+    #[error("invalid option: {0}")]
+    Options(String),
+    #[error("database error: {0}")]
+    Database(#[from] permafrost_executor::Error),
+    #[error("client error: {0}")]
+    Client(String),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}

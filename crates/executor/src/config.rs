@@ -79,10 +79,7 @@ impl ConfigBuilder {
         if memory_limit < MIN_MEMORY_LIMIT {
             return Err(Error::Config {
                 setting: "memory_limit",
-                message: format!(
-                    "must be at least {} (16MiB), got {memory_limit}",
-                    MIN_MEMORY_LIMIT
-                ),
+                message: format!("must be at least {} (16MiB), got {memory_limit}", MIN_MEMORY_LIMIT),
             });
         }
         let lru_sample_rate = self.lru_sample_rate.unwrap_or(0.01);
@@ -135,9 +132,7 @@ pub fn physical_memory() -> Option<u64> {
 /// `1TiB`; `KB`/`MB`/`GB` are read as powers of 1024 too, as memory sizes usually are).
 pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: f64 = num
         .parse()
@@ -149,9 +144,7 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
         _ => {
-            return Err(format!(
-                "\"{s}\" has an unknown unit (use B, KiB, MiB, GiB or TiB)"
-            ));
+            return Err(format!("\"{s}\" has an unknown unit (use B, KiB, MiB, GiB or TiB)"));
         }
     };
     let bytes = n * mult as f64;

@@ -82,9 +82,7 @@ impl Database {
         let shared = Arc::new(Shared {
             config,
             senders,
-            stats: (0..n)
-                .map(|_| Arc::new(PartitionStats::default()))
-                .collect(),
+            stats: (0..n).map(|_| Arc::new(PartitionStats::default())).collect(),
             schema: ArcSwap::from_pointee(SchemaState {
                 catalog: Arc::new(Catalog::new()),
                 procs: HashMap::new(),
@@ -159,10 +157,7 @@ impl Database {
                 })
                 .collect();
             let next = Arc::new(SchemaState { catalog, procs });
-            self.run_mp_work(
-                MpWork::Ddl { changes, next },
-                self.shared().all_partitions(),
-            )?;
+            self.run_mp_work(MpWork::Ddl { changes, next }, self.shared().all_partitions())?;
         }
         Ok(())
     }
@@ -233,7 +228,7 @@ impl Database {
     }
 
     fn submit(&self, h: &ProcHandle, params: Vec<Value>, reply: Reply) -> Result<()> {
-        submit(self.shared(), &h.proc, params, reply, None)
+        submit(self.shared(), &h.proc, params, reply, None).map(|_| ())
     }
 
     /// Calls a procedure and waits for its result.
@@ -250,11 +245,7 @@ impl Database {
     }
 
     /// Calls a procedure; the future resolves to its result. Many calls may be in flight.
-    pub fn call_async(
-        &self,
-        name: &str,
-        params: Vec<Value>,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static {
+    pub fn call_async(&self, name: &str, params: Vec<Value>) -> impl Future<Output = Result<Rows>> + Send + 'static {
         let submitted = self.procedure(name).and_then(|h| {
             let (tx, rx) = tokio::sync::oneshot::channel();
             self.submit(&h, params, Reply::Oneshot(tx)).map(|_| rx)
@@ -364,13 +355,15 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
     }
 }
 
+/// Routes a call and queues it (in `buffers` if given, else straight to the partition);
+/// returns the partition of a single-partition call.
 fn submit(
     shared: &Shared,
     proc: &Arc<Procedure>,
     params: Vec<Value>,
     reply: Reply,
     buffers: Option<&mut [Vec<Invocation>]>,
-) -> Result<()> {
+) -> Result<Option<u32>> {
     match route(proc, &params, shared.config.partitions)? {
         Some(p) => {
             let inv = Invocation {
@@ -385,17 +378,20 @@ fn submit(
                     .send(Msg::Batch(vec![inv]))
                     .map_err(|_| Error::Shutdown)?,
             }
-            Ok(())
+            Ok(Some(p))
         }
-        None => shared.submit_mp(
-            MpWork::Call {
-                proc: proc.clone(),
-                params,
-                restarts: 0,
-            },
-            shared.all_partitions(),
-            reply,
-        ),
+        None => {
+            shared.submit_mp(
+                MpWork::Call {
+                    proc: proc.clone(),
+                    params,
+                    restarts: 0,
+                },
+                shared.all_partitions(),
+                reply,
+            )?;
+            Ok(None)
+        }
     }
 }
 
@@ -416,23 +412,12 @@ impl Session {
             sink: self.sink.clone(),
             token,
         };
-        submit(
-            self.db.shared(),
-            &h.proc,
-            params,
-            reply,
-            Some(&mut self.buffers),
-        )?;
+        let routed = submit(self.db.shared(), &h.proc, params, reply, Some(&mut self.buffers))?;
         self.in_flight += 1;
-        let full: Vec<usize> = self
-            .buffers
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.len() >= self.batch)
-            .map(|(i, _)| i)
-            .collect();
-        for p in full {
-            self.flush_partition(p)?;
+        if let Some(p) = routed
+            && self.buffers[p as usize].len() >= self.batch
+        {
+            self.flush_partition(p as usize)?;
         }
         Ok(())
     }

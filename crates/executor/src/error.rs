@@ -22,10 +22,7 @@ pub enum Error {
     #[error("procedure \"{name}\": {message}")]
     BadCall { name: String, message: String },
     #[error("invalid setting {setting}: {message}")]
-    Config {
-        setting: &'static str,
-        message: String,
-    },
+    Config { setting: &'static str, message: String },
     #[error("procedure \"{name}\" panicked: {message}")]
     ProcedurePanicked { name: String, message: String },
     #[error("transaction restarted {restarts} times for evicted data and gave up; retry it")]

@@ -71,6 +71,8 @@ pub(crate) enum MpWork {
     },
 }
 
+type Channel<T> = (Sender<T>, Receiver<T>);
+
 /// A multi-partition transaction, shared by the partitions it involves.
 pub(crate) struct MpTxn {
     pub ts: u64,
@@ -78,11 +80,8 @@ pub(crate) struct MpTxn {
     /// Partitions involved, ascending; the first coordinates.
     pub parts: Vec<u32>,
     pub reply: Mutex<Option<Reply>>,
-    handoff: (
-        Sender<(u32, Box<PartitionStore>)>,
-        Receiver<(u32, Box<PartitionStore>)>,
-    ),
-    returns: Vec<(Sender<Box<PartitionStore>>, Receiver<Box<PartitionStore>>)>,
+    handoff: Channel<(u32, Box<PartitionStore>)>,
+    returns: Vec<Channel<Box<PartitionStore>>>,
 }
 
 impl MpTxn {
@@ -135,8 +134,7 @@ impl PartitionStats {
         self.tuple_bytes.store(m.tuple_bytes, Ordering::Relaxed);
         self.string_bytes.store(m.string_bytes, Ordering::Relaxed);
         self.index_bytes.store(m.index_bytes, Ordering::Relaxed);
-        self.tombstone_bytes
-            .store(m.tombstone_bytes, Ordering::Relaxed);
+        self.tombstone_bytes.store(m.tombstone_bytes, Ordering::Relaxed);
         self.buffer_bytes.store(m.buffer_bytes, Ordering::Relaxed);
     }
 
@@ -272,9 +270,9 @@ fn apply_ddl(stores: &mut [&mut PartitionStore], changes: &[DdlChange]) -> Resul
         for s in stores.iter_mut() {
             let r = match change {
                 DdlChange::CreateTable(schema) => {
-                    let tracker = schema.evictable.then(|| {
-                        Box::new(LruChain::new()) as Box<dyn permafrost_storage::AccessTracker>
-                    });
+                    let tracker = schema
+                        .evictable
+                        .then(|| Box::new(LruChain::new()) as Box<dyn permafrost_storage::AccessTracker>);
                     s.create_table(schema.clone(), tracker)
                 }
                 DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
@@ -322,6 +320,7 @@ pub(crate) struct Partition {
     sample_threshold: u64,
     txn_seq: u64,
     last_now: i64,
+    wall: i64,
     last_publish: Instant,
 }
 
@@ -345,6 +344,7 @@ impl Partition {
             sample_threshold,
             txn_seq: 0,
             last_now: 0,
+            wall: 0,
             last_publish: Instant::now(),
         }
     }
@@ -378,6 +378,7 @@ impl Partition {
     }
 
     fn handle(&mut self, msg: Msg) -> bool {
+        self.tick();
         match msg {
             Msg::Batch(invs) => {
                 for inv in invs {
@@ -410,14 +411,18 @@ impl Partition {
         }
     }
 
-    /// A timestamp for the next transaction: wall-clock microseconds, strictly increasing
-    /// at this partition.
-    fn clock(&mut self) -> i64 {
-        let wall = SystemTime::now()
+    /// Reads the wall clock; done once per message rather than per transaction.
+    fn tick(&mut self) {
+        self.wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as i64)
             .unwrap_or(0);
-        self.last_now = wall.max(self.last_now + 1);
+    }
+
+    /// A timestamp for the next transaction: wall-clock microseconds (as of the current
+    /// message), strictly increasing at this partition.
+    fn clock(&mut self) -> i64 {
+        self.last_now = self.wall.max(self.last_now + 1);
         self.last_now
     }
 
@@ -453,10 +458,7 @@ impl Partition {
         let txn_id = self.next_txn_id();
         let sampled = self.sample();
         let total = self.shared.config.partitions;
-        let store: &mut PartitionStore = self
-            .store
-            .as_deref_mut()
-            .expect("store is home between transactions");
+        let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         let outcome = run_txn(
             &inv.proc,
@@ -490,9 +492,7 @@ impl Partition {
                 }
             }
             Outcome::NeedsData => {
-                let e = Error::Internal(
-                    "transaction reached evicted data, but this build has no anti-cache".into(),
-                );
+                let e = Error::Internal("transaction reached evicted data, but this build has no anti-cache".into());
                 self.record(&Err(e.clone()));
                 self.outbox.send(inv.reply, Err(e));
             }
@@ -518,10 +518,7 @@ impl Partition {
     fn participate(&mut self, t: &MpTxn) {
         self.outbox.flush();
         self.publish(true);
-        let store = self
-            .store
-            .take()
-            .expect("store is home between transactions");
+        let store = self.store.take().expect("store is home between transactions");
         let idx = t
             .parts
             .iter()
@@ -542,19 +539,11 @@ impl Partition {
     fn coordinate(&mut self, t: &MpTxn) {
         self.outbox.flush();
         let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
-        held.push((
-            self.id,
-            self.store
-                .take()
-                .expect("store is home between transactions"),
-        ));
+        held.push((self.id, self.store.take().expect("store is home between transactions")));
         for _ in 1..t.parts.len() {
             match t.handoff.1.recv() {
                 Ok(x) => held.push(x),
-                Err(_) => panic!(
-                    "participant of multi-partition transaction {} vanished",
-                    t.ts
-                ),
+                Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
             }
         }
         held.sort_by_key(|(p, _)| *p);
@@ -563,19 +552,11 @@ impl Partition {
         let sampled = self.sample();
         let total = self.shared.config.partitions;
         let outcome = {
-            let mut refs: Vec<&mut PartitionStore> =
-                held.iter_mut().map(|(_, s)| &mut **s).collect();
+            let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
             match &t.work {
-                MpWork::Call { proc, params, .. } => run_txn(
-                    proc,
-                    params,
-                    &mut refs,
-                    &mut self.evicted,
-                    total,
-                    sampled,
-                    now,
-                    txn_id,
-                ),
+                MpWork::Call { proc, params, .. } => {
+                    run_txn(proc, params, &mut refs, &mut self.evicted, total, sampled, now, txn_id)
+                }
                 MpWork::Ddl { changes, next } => {
                     let r = apply_ddl(&mut refs, changes);
                     if r.is_ok() {
@@ -591,11 +572,7 @@ impl Partition {
             if p == self.id {
                 self.store = Some(s);
             } else {
-                let idx = t
-                    .parts
-                    .iter()
-                    .position(|&q| q == p)
-                    .expect("known participant");
+                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
                 let _ = t.returns[idx].0.send(s);
             }
         }
@@ -607,12 +584,7 @@ impl Partition {
             }
             Outcome::SchemaChanged => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
-                let MpWork::Call {
-                    proc,
-                    params,
-                    restarts,
-                } = &t.work
-                else {
+                let MpWork::Call { proc, params, restarts } = &t.work else {
                     unreachable!("only calls re-plan")
                 };
                 let reply = t.take_reply();
@@ -634,9 +606,7 @@ impl Partition {
                 }
             }
             Outcome::NeedsData => {
-                let e = Error::Internal(
-                    "transaction reached evicted data, but this build has no anti-cache".into(),
-                );
+                let e = Error::Internal("transaction reached evicted data, but this build has no anti-cache".into());
                 self.record(&Err(e.clone()));
                 self.outbox.send(t.take_reply(), Err(e));
             }

@@ -65,8 +65,7 @@ impl fmt::Display for ProcError {
 }
 
 /// The body of a procedure.
-pub type ProcBody =
-    dyn Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync;
+pub type ProcBody = dyn Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync;
 
 /// Where a procedure's transactions run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,10 +115,7 @@ impl ProcedureDef {
 
     pub fn body<F>(mut self, f: F) -> Self
     where
-        F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError>
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync + 'static,
     {
         self.body = Some(Arc::new(f));
         self

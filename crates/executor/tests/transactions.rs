@@ -64,8 +64,7 @@ fn bank(partitions: u32) -> Database {
     )
     .unwrap();
     for id in 0..ACCOUNTS {
-        db.call("Open", vec![Value::Int(id), Value::Int(INITIAL)])
-            .unwrap();
+        db.call("Open", vec![Value::Int(id), Value::Int(INITIAL)]).unwrap();
     }
     db
 }
@@ -100,10 +99,7 @@ fn user_abort_rolls_back_everything() {
     let db = bank(2);
     // Debits the source, then finds the target missing and aborts.
     let e = db
-        .call(
-            "Transfer",
-            vec![Value::Int(1), Value::Int(9999), Value::Int(10)],
-        )
+        .call("Transfer", vec![Value::Int(1), Value::Int(9999), Value::Int(10)])
         .unwrap_err();
     assert!(
         matches!(e, Error::Aborted(ref m) if m.contains("no such target")),
@@ -111,17 +107,11 @@ fn user_abort_rolls_back_everything() {
     );
     assert_eq!(e.sqlstate(), "P0001");
     assert_eq!(
-        db.call("Get", vec![Value::Int(1)])
-            .unwrap()
-            .row(0)
-            .get_i64(0),
+        db.call("Get", vec![Value::Int(1)]).unwrap().row(0).get_i64(0),
         Some(INITIAL)
     );
     let e = db
-        .call(
-            "Transfer",
-            vec![Value::Int(1), Value::Int(2), Value::Int(INITIAL + 1)],
-        )
+        .call("Transfer", vec![Value::Int(1), Value::Int(2), Value::Int(INITIAL + 1)])
         .unwrap_err();
     assert!(matches!(e, Error::Aborted(_)));
     assert_eq!(db.stats().aborted_user, 2);
@@ -154,10 +144,7 @@ fn statement_errors_and_panics_roll_back_and_the_partition_keeps_serving() {
     .unwrap();
     // Same partition for both keys: find a new id at account 5's partition.
     let e = db
-        .call(
-            "InsertThenDuplicate",
-            vec![Value::Int(5000), Value::Int(5000)],
-        )
+        .call("InsertThenDuplicate", vec![Value::Int(5000), Value::Int(5000)])
         .unwrap_err();
     assert_eq!(e.sqlstate(), "23505", "{e}");
     assert_eq!(db.call("Get", vec![Value::Int(5000)]).unwrap().len(), 0);
@@ -165,10 +152,7 @@ fn statement_errors_and_panics_roll_back_and_the_partition_keeps_serving() {
     let e = db.call("Panics", vec![Value::Int(7)]).unwrap_err();
     assert!(matches!(e, Error::ProcedurePanicked { .. }), "{e}");
     assert_eq!(
-        db.call("Get", vec![Value::Int(7)])
-            .unwrap()
-            .row(0)
-            .get_i64(0),
+        db.call("Get", vec![Value::Int(7)]).unwrap().row(0).get_i64(0),
         Some(INITIAL)
     );
     assert_eq!(total(&db), (ACCOUNTS * INITIAL, ACCOUNTS));
@@ -219,10 +203,7 @@ fn concurrent_cross_partition_transfers_keep_the_total() {
                 let from = rng.random_range(0..ACCOUNTS);
                 let to = rng.random_range(0..ACCOUNTS);
                 let amount = rng.random_range(1..50);
-                pending.push(db.call_async(
-                    "Transfer",
-                    vec![Value::Int(from), Value::Int(to), Value::Int(amount)],
-                ));
+                pending.push(db.call_async("Transfer", vec![Value::Int(from), Value::Int(to), Value::Int(amount)]));
                 if pending.len() == 16 {
                     for f in pending.drain(..) {
                         match futures_block_on(f) {
@@ -263,14 +244,7 @@ fn concurrent_cross_partition_transfers_keep_the_total() {
     assert_eq!(total(&db), (ACCOUNTS * INITIAL, ACCOUNTS));
     // No balance went negative (each transfer checked funds inside its transaction).
     for id in 0..ACCOUNTS {
-        assert!(
-            db.call("Get", vec![Value::Int(id)])
-                .unwrap()
-                .row(0)
-                .get_i64(0)
-                .unwrap()
-                >= 0
-        );
+        assert!(db.call("Get", vec![Value::Int(id)]).unwrap().row(0).get_i64(0).unwrap() >= 0);
     }
 }
 
@@ -301,18 +275,12 @@ fn schema_changes_replan_procedures() {
     db.execute_ddl("CREATE INDEX accounts_balance ON accounts (balance)")
         .unwrap();
     assert_eq!(
-        db.call("Get", vec![Value::Int(3)])
-            .unwrap()
-            .row(0)
-            .get_i64(0),
+        db.call("Get", vec![Value::Int(3)]).unwrap().row(0).get_i64(0),
         Some(INITIAL)
     );
     db.execute_ddl("DROP INDEX accounts_balance").unwrap();
     assert_eq!(
-        db.call("Get", vec![Value::Int(3)])
-            .unwrap()
-            .row(0)
-            .get_i64(0),
+        db.call("Get", vec![Value::Int(3)]).unwrap().row(0).get_i64(0),
         Some(INITIAL)
     );
     // Dropping the table unregisters the procedures that used it.
@@ -323,8 +291,7 @@ fn schema_changes_replan_procedures() {
         Err(Error::UnknownProcedure(_))
     ));
     // A unique index over duplicate data fails everywhere and changes nothing.
-    db.execute_ddl("CREATE TABLE t (a INT PRIMARY KEY, b INT)")
-        .unwrap();
+    db.execute_ddl("CREATE TABLE t (a INT PRIMARY KEY, b INT)").unwrap();
     db.register(
         ProcedureDef::new("PutT")
             .partition_param(0)
@@ -337,9 +304,7 @@ fn schema_changes_replan_procedures() {
     }
     let e = db.execute_ddl("CREATE UNIQUE INDEX t_b ON t (a, b)");
     assert!(e.is_ok());
-    let e = db
-        .execute_ddl("CREATE UNIQUE INDEX t_b2 ON t (b)")
-        .unwrap_err();
+    let e = db.execute_ddl("CREATE UNIQUE INDEX t_b2 ON t (b)").unwrap_err();
     assert!(e.to_string().contains("partition column"), "{e}");
     assert_eq!(db.catalog().table("t").unwrap().indexes.len(), 2);
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use permafrost_storage::{DataType, Decimal, TableSchema, Value};
 use sqlparser::ast::{
-    self, BinaryOperator, CastKind, DuplicateTreatment, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, ObjectName, UnaryOperator,
+    self, BinaryOperator, CastKind, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    ObjectName, UnaryOperator,
 };
 
 use crate::catalog::Catalog;
@@ -62,8 +62,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             ast::ExactNumberInfo::Precision(p) => (p, 0),
             ast::ExactNumberInfo::PrecisionAndScale(p, s) => (
                 p,
-                u64::try_from(s)
-                    .map_err(|_| SqlError::Definition("NUMERIC scale must be >= 0".into()))?,
+                u64::try_from(s).map_err(|_| SqlError::Definition("NUMERIC scale must be >= 0".into()))?,
             ),
         };
         let max = permafrost_storage::types::MAX_DECIMAL_PRECISION as u64;
@@ -81,25 +80,18 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         A::SmallInt(_) | A::Int2(_) => DataType::SmallInt,
         A::Int(_) | A::Integer(_) | A::Int4(_) => DataType::Integer,
         A::BigInt(_) | A::Int8(_) => DataType::BigInt,
-        A::Double(_) | A::DoublePrecision | A::Float8 | A::Float64 | A::Real | A::Float4 => {
-            DataType::Double
-        }
+        A::Double(_) | A::DoublePrecision | A::Float8 | A::Float64 | A::Real | A::Float4 => DataType::Double,
         A::Float(info) => match info {
             ast::ExactNumberInfo::Precision(p) if *p <= 24 => DataType::Double,
             _ => DataType::Double,
         },
         A::Numeric(i) | A::Decimal(i) | A::Dec(i) => numeric(i)?,
-        A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
-            DataType::Varchar(len(l)?)
-        }
+        A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => DataType::Varchar(len(l)?),
         // CHAR(n) is stored like VARCHAR(n): values are not blank-padded.
         A::Char(l) | A::Character(l) => DataType::Varchar(Some(len(l)?.unwrap_or(1))),
         A::Text | A::String(_) => DataType::Varchar(None),
         A::Timestamp(_, tz) => {
-            if !matches!(
-                tz,
-                ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone
-            ) {
+            if !matches!(tz, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) {
                 return unsupported("TIMESTAMP WITH TIME ZONE (use TIMESTAMP)");
             }
             DataType::Timestamp
@@ -165,10 +157,7 @@ impl<'c> Binder<'c> {
 
     pub fn table(&self, name: &ObjectName) -> Result<Arc<TableSchema>> {
         let n = object_name(name)?;
-        self.catalog
-            .table(&n)
-            .cloned()
-            .ok_or(SqlError::UnknownTable(n))
+        self.catalog.table(&n).cloned().ok_or(SqlError::UnknownTable(n))
     }
 
     /// Adds a relation to the scope and returns its number.
@@ -180,10 +169,7 @@ impl<'c> Binder<'c> {
             )));
         }
         if self.rels.len() >= crate::plan::MAX_RELS {
-            return unsupported(format!(
-                "more than {} tables in one statement",
-                crate::plan::MAX_RELS
-            ));
+            return unsupported(format!("more than {} tables in one statement", crate::plan::MAX_RELS));
         }
         self.rels.push(Rel { alias, schema });
         Ok(self.rels.len() - 1)
@@ -210,14 +196,11 @@ impl<'c> Binder<'c> {
             }
         }
         match found {
-            Some((rel, col)) => Ok((
-                Expr::Column { rel, col },
-                Some(self.rels[rel].schema.columns[col].ty),
-            )),
+            Some((rel, col)) => Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty))),
             None => match qual {
-                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::UnknownTable(
-                    format!("missing FROM-clause entry for table \"{q}\""),
-                )),
+                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::UnknownTable(format!(
+                    "missing FROM-clause entry for table \"{q}\""
+                ))),
                 _ => Err(SqlError::UnknownColumn(names.join("."))),
             },
         }
@@ -276,10 +259,7 @@ impl<'c> Binder<'c> {
             BinaryOperator::Multiply => arith(ArithOp::Mul),
             BinaryOperator::Divide => arith(ArithOp::Div),
             BinaryOperator::Modulo => arith(ArithOp::Mod),
-            BinaryOperator::StringConcat => Ok((
-                Expr::Concat(a.boxed(), b.boxed()),
-                Some(DataType::Varchar(None)),
-            )),
+            BinaryOperator::StringConcat => Ok((Expr::Concat(a.boxed(), b.boxed()), Some(DataType::Varchar(None)))),
             other => unsupported(format!("operator {other}")),
         }
     }
@@ -350,11 +330,7 @@ impl<'c> Binder<'c> {
                     Some(DataType::Boolean),
                 )
             }
-            A::InList {
-                expr,
-                list,
-                negated,
-            } => {
+            A::InList { expr, list, negated } => {
                 let (x, xt) = self.expr(expr)?;
                 let mut items = Vec::with_capacity(list.len());
                 for item in list {
@@ -506,10 +482,7 @@ impl<'c> Binder<'c> {
                 if let Some(f) = substring_for {
                     args.push(self.expr(f)?.0);
                 }
-                (
-                    Expr::Func(Func::Substring, args),
-                    Some(DataType::Varchar(None)),
-                )
+                (Expr::Func(Func::Substring, args), Some(DataType::Varchar(None)))
             }
             A::Floor { expr, .. } | A::Ceil { expr, .. } => {
                 let (x, t) = self.expr(expr)?;
@@ -527,10 +500,7 @@ impl<'c> Binder<'c> {
                 trim_characters: None,
             } => {
                 let (x, _) = self.expr(expr)?;
-                (
-                    Expr::Func(Func::Trim, vec![x]),
-                    Some(DataType::Varchar(None)),
-                )
+                (Expr::Func(Func::Trim, vec![x]), Some(DataType::Varchar(None)))
             }
             A::Function(f) => self.function(f)?,
             other => return unsupported(format!("expression {other}")),
@@ -544,10 +514,7 @@ impl<'c> Binder<'c> {
             V::SingleQuotedString(s)
             | V::EscapedStringLiteral(s)
             | V::NationalStringLiteral(s)
-            | V::UnicodeStringLiteral(s) => (
-                Expr::Const(Value::from(s.as_str())),
-                Some(DataType::Varchar(None)),
-            ),
+            | V::UnicodeStringLiteral(s) => (Expr::Const(Value::from(s.as_str())), Some(DataType::Varchar(None))),
             V::DollarQuotedString(d) => (
                 Expr::Const(Value::from(d.value.as_str())),
                 Some(DataType::Varchar(None)),
@@ -572,8 +539,7 @@ impl<'c> Binder<'c> {
             FunctionArguments::None => (vec![], false, false),
             FunctionArguments::Subquery(_) => return unsupported("subqueries"),
             FunctionArguments::List(list) => {
-                let distinct =
-                    matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+                let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
                 let mut args = vec![];
                 let mut star = false;
                 for a in &list.args {
@@ -612,9 +578,7 @@ impl<'c> Binder<'c> {
         let n = bound.len();
         let arity = |lo: usize, hi: usize| -> Result<()> {
             if n < lo || n > hi {
-                Err(SqlError::UnknownFunction(format!(
-                    "{name} with {n} arguments"
-                )))
+                Err(SqlError::UnknownFunction(format!("{name} with {n} arguments")))
             } else {
                 Ok(())
             }
@@ -629,9 +593,7 @@ impl<'c> Binder<'c> {
             "lower" => (Func::Lower, Some(DataType::Varchar(None))),
             "upper" => (Func::Upper, Some(DataType::Varchar(None))),
             "btrim" => (Func::Trim, Some(DataType::Varchar(None))),
-            "length" | "char_length" | "character_length" => {
-                (Func::Length, Some(DataType::Integer))
-            }
+            "length" | "char_length" | "character_length" => (Func::Length, Some(DataType::Integer)),
             "substr" | "substring" => (Func::Substring, Some(DataType::Varchar(None))),
             "coalesce" => (Func::Coalesce, types.iter().find_map(|t| *t)),
             "nullif" => (Func::NullIf, first),
@@ -644,22 +606,15 @@ impl<'c> Binder<'c> {
             _ => return Err(SqlError::UnknownFunction(format!("{name}()"))),
         };
         match func {
-            Func::Abs
-            | Func::Lower
-            | Func::Upper
-            | Func::Length
-            | Func::Floor
-            | Func::Ceil
-            | Func::Trim => arity(1, 1)?,
+            Func::Abs | Func::Lower | Func::Upper | Func::Length | Func::Floor | Func::Ceil | Func::Trim => {
+                arity(1, 1)?
+            }
             Func::Substring => arity(2, 3)?,
             Func::NullIf => arity(2, 2)?,
             Func::Round => arity(1, 2)?,
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => arity(1, usize::MAX)?,
         }
-        if matches!(
-            func,
-            Func::Coalesce | Func::Greatest | Func::Least | Func::NullIf
-        ) {
+        if matches!(func, Func::Coalesce | Func::Greatest | Func::Least | Func::NullIf) {
             for b in &bound {
                 self.infer(b, ty);
             }
@@ -688,9 +643,7 @@ impl<'c> Binder<'c> {
                     (Some(x), t)
                 }
                 _ => {
-                    return Err(SqlError::UnknownFunction(format!(
-                        "{name} with these arguments"
-                    )));
+                    return Err(SqlError::UnknownFunction(format!("{name} with these arguments")));
                 }
             };
             let ty = match func {
@@ -699,19 +652,13 @@ impl<'c> Binder<'c> {
                 AggFunc::Sum => match at {
                     Some(t) if t.is_integer() => Some(DataType::BigInt),
                     Some(DataType::Double) => Some(DataType::Double),
-                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal {
-                        precision: 0,
-                        scale: 0,
-                    }),
+                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal { precision: 0, scale: 0 }),
                     Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
                     None => None,
                 },
                 AggFunc::Avg => match at {
                     Some(DataType::Double) => Some(DataType::Double),
-                    Some(t) if t.is_numeric() => Some(DataType::Decimal {
-                        precision: 0,
-                        scale: 0,
-                    }),
+                    Some(t) if t.is_numeric() => Some(DataType::Decimal { precision: 0, scale: 0 }),
                     Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
                     None => None,
                 },
@@ -752,10 +699,7 @@ fn number_literal(s: &str) -> Result<Typed> {
     {
         return Ok((
             Expr::Const(Value::Decimal(d)),
-            Some(DataType::Decimal {
-                precision: 0,
-                scale: 0,
-            }),
+            Some(DataType::Decimal { precision: 0, scale: 0 }),
         ));
     }
     match s.parse::<f64>() {
@@ -768,10 +712,7 @@ fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<D
     use DataType as T;
     match (a?, b?) {
         (T::Double, _) | (_, T::Double) => Some(T::Double),
-        (T::Decimal { .. }, _) | (_, T::Decimal { .. }) => Some(T::Decimal {
-            precision: 0,
-            scale: 0,
-        }),
+        (T::Decimal { .. }, _) | (_, T::Decimal { .. }) => Some(T::Decimal { precision: 0, scale: 0 }),
         (T::Timestamp, T::Timestamp) if op == ArithOp::Sub => Some(T::BigInt),
         (T::Timestamp, _) => Some(T::Timestamp),
         (x, y) if x.is_integer() && y.is_integer() => Some(if x == T::BigInt || y == T::BigInt {

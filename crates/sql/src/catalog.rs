@@ -56,9 +56,7 @@ impl Catalog {
 
     /// Finds the table that owns index `name`.
     pub fn index_owner(&self, name: &str) -> Option<(&Arc<TableSchema>, usize)> {
-        self.tables
-            .values()
-            .find_map(|t| t.index_by_name(name).map(|i| (t, i)))
+        self.tables.values().find_map(|t| t.index_by_name(name).map(|i| (t, i)))
     }
 
     /// The catalog after `change`.

@@ -67,9 +67,7 @@ fn option_text(v: &ast::Expr) -> Result<String> {
             other => Ok(other.to_string()),
         },
         ast::Expr::Identifier(i) => Ok(ident(i)),
-        other => Err(SqlError::Definition(format!(
-            "bad storage parameter value {other}"
-        ))),
+        other => Err(SqlError::Definition(format!("bad storage parameter value {other}"))),
     }
 }
 
@@ -253,9 +251,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         partition_column,
         evictable: opts.evictable,
     };
-    schema
-        .validate()
-        .map_err(|e| SqlError::Definition(e.to_string()))?;
+    schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
     Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
 }
 
@@ -265,9 +261,9 @@ fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnD
         return Ok(ColumnDefault::CurrentTimestamp);
     }
     let v: Value = eval_constant(&x)?;
-    let v = v.coerce_to(&col.ty).map_err(|err| {
-        SqlError::Definition(format!("DEFAULT for column \"{}\": {err}", col.name))
-    })?;
+    let v = v
+        .coerce_to(&col.ty)
+        .map_err(|err| SqlError::Definition(format!("DEFAULT for column \"{}\": {err}", col.name)))?;
     Ok(ColumnDefault::Value(v))
 }
 
@@ -288,10 +284,7 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
     let name = match &ci.name {
         Some(n) => object_name(n)?,
         None => {
-            let names: Vec<&str> = columns
-                .iter()
-                .map(|&c| schema.columns[c].name.as_str())
-                .collect();
+            let names: Vec<&str> = columns.iter().map(|&c| schema.columns[c].name.as_str()).collect();
             format!("{table}_{}_idx", names.join("_"))
         }
     };
@@ -310,17 +303,11 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
         kind,
         primary: false,
     });
-    next.validate()
-        .map_err(|e| SqlError::Definition(e.to_string()))?;
+    next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
     Ok(Some(DdlChange::CreateIndex(Arc::new(next))))
 }
 
-fn drop(
-    catalog: &Catalog,
-    ty: ObjectType,
-    if_exists: bool,
-    names: &[ast::ObjectName],
-) -> Result<Vec<DdlChange>> {
+fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::ObjectName]) -> Result<Vec<DdlChange>> {
     let mut changes = Vec::new();
     for n in names {
         let name = object_name(n)?;

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{
-    ColumnDefault, DataType, PartitionStore, Savepoint, StorageError, Table, TableId, TableSchema,
-    TupleRef, Value, ValueRef,
+    ColumnDefault, DataType, PartitionStore, Row, Savepoint, StorageError, Table, TableId, TableSchema, TupleRef,
+    Value, ValueRef,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -31,8 +31,8 @@ use crate::bind::AggFunc;
 use crate::error::{Result, SqlError};
 use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
 use crate::plan::{
-    Access, AggPlan, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan,
-    SelectPlan, UpdatePlan,
+    Access, AggPlan, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan,
+    UpdatePlan,
 };
 use crate::rows::{ColumnInfo, Rows};
 
@@ -73,10 +73,7 @@ impl Env<'_, '_> {
 }
 
 /// Converts parameters to the types inferred for them where the kinds differ.
-pub fn coerce_params<'p>(
-    params: &'p [Value],
-    types: &[Option<DataType>],
-) -> Result<Cow<'p, [Value]>> {
+pub fn coerce_params<'p>(params: &'p [Value], types: &[Option<DataType>]) -> Result<Cow<'p, [Value]>> {
     if params.len() != types.len() {
         return Err(SqlError::ParamCount {
             expected: types.len(),
@@ -112,12 +109,7 @@ pub fn coerce_params<'p>(
 }
 
 /// Executes a plan. `params` must already be coerced ([`coerce_params`]).
-pub fn execute(
-    plan: &Plan,
-    columns: &Arc<[ColumnInfo]>,
-    env: &mut Env<'_, '_>,
-    params: &[Value],
-) -> Result<Rows> {
+pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
     let cx = Cx::new(params, env.now);
     match plan {
         Plan::Select(p) => {
@@ -132,10 +124,7 @@ pub fn execute(
     }
 }
 
-fn atomically(
-    env: &mut Env<'_, '_>,
-    f: impl FnOnce(&mut Env<'_, '_>) -> Result<Rows>,
-) -> Result<Rows> {
+fn atomically(env: &mut Env<'_, '_>, f: impl FnOnce(&mut Env<'_, '_>) -> Result<Rows>) -> Result<Rows> {
     let sps: Vec<Savepoint> = env.stores.iter().map(|s| s.savepoint()).collect();
     let r = f(env);
     if r.is_err() {
@@ -161,7 +150,7 @@ fn apply_touches(env: &mut Env<'_, '_>, touched: &[(usize, TableId, u32)]) {
 
 /// The tuples bound at the current point of the nested loops.
 struct Bindings<'s> {
-    tables: [Option<&'s Table>; MAX_RELS],
+    rows: [Option<Row<'s>>; MAX_RELS],
     slots: [u32; MAX_RELS],
     locals: [usize; MAX_RELS],
 }
@@ -169,18 +158,25 @@ struct Bindings<'s> {
 impl<'s> Bindings<'s> {
     fn new() -> Self {
         Bindings {
-            tables: [None; MAX_RELS],
+            rows: [None; MAX_RELS],
             slots: [0; MAX_RELS],
             locals: [0; MAX_RELS],
         }
+    }
+
+    #[inline]
+    fn bind(&mut self, rel: usize, table: &'s Table, slot: u32, local: usize) {
+        self.rows[rel] = Some(table.row(slot));
+        self.slots[rel] = slot;
+        self.locals[rel] = local;
     }
 }
 
 impl ColumnSource for Bindings<'_> {
     #[inline]
     fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
-        match self.tables[rel] {
-            Some(t) => t.value(self.slots[rel], col),
+        match &self.rows[rel] {
+            Some(r) => r.get(col),
             None => ValueRef::Null,
         }
     }
@@ -211,36 +207,28 @@ struct LevelState {
 type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
 
 impl<'w, 's> Walker<'w, 's> {
-    fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<Vec<usize>> {
+    /// The held partitions (as positions in `stores`) a level visits.
+    fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<std::ops::Range<usize>> {
         Ok(match &rp.pick {
-            PartitionPick::Replicated if self.copies == Copies::One => vec![0],
+            PartitionPick::Replicated if self.copies == Copies::One => 0..1,
             PartitionPick::Key(e) => {
-                let pc = rp
-                    .schema
-                    .partition_column
-                    .expect("keyed pick on a partitioned table");
+                let pc = rp.schema.partition_column.expect("keyed pick on a partitioned table");
                 let ty = rp.schema.columns[pc].ty;
                 let v = e.eval(b, self.cx)?;
                 let Some(kv) = key_value(v.as_ref(), &ty) else {
-                    return Ok(vec![]);
+                    return Ok(0..0);
                 };
                 let p = partition_of(Value::as_ref(&kv), &ty, self.total);
-                self.stores
-                    .iter()
-                    .position(|s| s.partition() == p)
-                    .into_iter()
-                    .collect()
+                match self.stores.iter().position(|s| s.partition() == p) {
+                    Some(i) => i..i + 1,
+                    None => 0..0,
+                }
             }
-            _ => (0..self.stores.len()).collect(),
+            _ => 0..self.stores.len(),
         })
     }
 
-    fn walk(
-        &mut self,
-        level: usize,
-        b: &mut Bindings<'s>,
-        emit: &mut Emit<'_, 's>,
-    ) -> Result<ControlFlow<()>> {
+    fn walk(&mut self, level: usize, b: &mut Bindings<'s>, emit: &mut Emit<'_, 's>) -> Result<ControlFlow<()>> {
         if level == self.rels.len() {
             return emit(b);
         }
@@ -252,50 +240,45 @@ impl<'w, 's> Walker<'w, 's> {
                 err: None,
                 flow: ControlFlow::Continue(()),
             };
-            let mut visit = |r: TupleRef,
-                             this: &mut Self,
-                             b: &mut Bindings<'s>,
-                             st: &mut LevelState|
-             -> ControlFlow<()> {
-                let slot = match r.as_slot() {
-                    Some(s) => s,
-                    None => {
-                        this.evicted.push(EvictedRef {
-                            partition: store.partition(),
-                            table: rp.schema.id,
-                            tombstone: r.as_tombstone().expect("not a slot"),
-                        });
+            let mut visit =
+                |r: TupleRef, this: &mut Self, b: &mut Bindings<'s>, st: &mut LevelState| -> ControlFlow<()> {
+                    let slot = match r.as_slot() {
+                        Some(s) => s,
+                        None => {
+                            this.evicted.push(EvictedRef {
+                                partition: store.partition(),
+                                table: rp.schema.id,
+                                tombstone: r.as_tombstone().expect("not a slot"),
+                            });
+                            return ControlFlow::Continue(());
+                        }
+                    };
+                    if !table.is_visible(slot) {
                         return ControlFlow::Continue(());
                     }
-                };
-                if !table.is_visible(slot) {
-                    return ControlFlow::Continue(());
-                }
-                b.tables[rp.rel] = Some(table);
-                b.slots[rp.rel] = slot;
-                b.locals[rp.rel] = li;
-                let res = (|| -> Result<ControlFlow<()>> {
-                    for f in &rp.filters {
-                        if !f.test(b, this.cx)? {
-                            return Ok(ControlFlow::Continue(()));
+                    b.bind(rp.rel, table, slot, li);
+                    let res = (|| -> Result<ControlFlow<()>> {
+                        for f in &rp.filters {
+                            if !f.test(b, this.cx)? {
+                                return Ok(ControlFlow::Continue(()));
+                            }
+                        }
+                        if let Some(t) = this.touched.as_deref_mut() {
+                            t.push((li, rp.schema.id, slot));
+                        }
+                        this.walk(level + 1, b, emit)
+                    })();
+                    match res {
+                        Ok(c) => {
+                            st.flow = c;
+                            c
+                        }
+                        Err(e) => {
+                            st.err = Some(e);
+                            ControlFlow::Break(())
                         }
                     }
-                    if let Some(t) = this.touched.as_deref_mut() {
-                        t.push((li, rp.schema.id, slot));
-                    }
-                    this.walk(level + 1, b, emit)
-                })();
-                match res {
-                    Ok(c) => {
-                        st.flow = c;
-                        c
-                    }
-                    Err(e) => {
-                        st.err = Some(e);
-                        ControlFlow::Break(())
-                    }
-                }
-            };
+                };
             match &rp.access {
                 Access::Scan => {
                     let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
@@ -307,9 +290,7 @@ impl<'w, 's> Walker<'w, 's> {
                 }
                 Access::IndexEq { index, keys } => {
                     if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
-                        let _ = table
-                            .index(*index)
-                            .lookup(&key, |r| visit(r, self, b, &mut st));
+                        let _ = table.index_store(*index).lookup(&key, |r| visit(r, self, b, &mut st));
                     }
                 }
                 Access::IndexRange {
@@ -318,11 +299,9 @@ impl<'w, 's> Walker<'w, 's> {
                     lower,
                     upper,
                 } => {
-                    if let Some((lo, hi)) =
-                        build_range(table, *index, prefix, lower, upper, b, self.cx)?
-                    {
+                    if let Some((lo, hi)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
                         let _ = table
-                            .index(*index)
+                            .index_store(*index)
                             .range(&lo, &hi, false, |r| visit(r, self, b, &mut st));
                     }
                 }
@@ -355,7 +334,7 @@ fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Value>> {
         (ValueRef::Null, _) => None,
         (ValueRef::Int(_), t) if t.is_integer() => owned(v.to_owned()),
         (ValueRef::Double(d), t) if t.is_integer() => {
-            (d.fract() == 0.0 && d.abs() < 9.2e18).then(|| Cow::Owned(Value::Int(d as i64)))
+            (d.fract() == 0.0 && d.abs() < 9.2e18).then_some(Cow::Owned(Value::Int(d as i64)))
         }
         (ValueRef::Decimal(d), t) if t.is_integer() => {
             use rust_decimal::prelude::ToPrimitive;
@@ -367,10 +346,7 @@ fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Value>> {
         }
         (ValueRef::Int(i), DataType::Double) => owned(Value::Double(i as f64)),
         (ValueRef::Double(_), DataType::Double) => owned(v.to_owned()),
-        (
-            ValueRef::Int(_) | ValueRef::Decimal(_) | ValueRef::Double(_),
-            DataType::Decimal { .. },
-        ) => {
+        (ValueRef::Int(_) | ValueRef::Decimal(_) | ValueRef::Double(_), DataType::Decimal { .. }) => {
             let x = v.to_owned().coerce_to(ty).ok()?;
             // Only an exact conversion may be used as a key.
             (compare(x.as_ref(), v).ok()? == Some(Ordering::Equal)).then_some(Cow::Owned(x))
@@ -438,9 +414,7 @@ fn build_range(
     let next_ty = types[prefix.len()];
     let bound_value = |bnd: &Option<(Expr, bool)>| -> Result<Option<(Value, bool)>> {
         Ok(match bnd {
-            Some((e, incl)) => {
-                key_value(e.eval(b, cx)?.as_ref(), &next_ty).map(|k| (k.into_owned(), *incl))
-            }
+            Some((e, incl)) => key_value(e.eval(b, cx)?.as_ref(), &next_ty).map(|k| (k.into_owned(), *incl)),
             None => None,
         })
     };
@@ -449,12 +423,8 @@ fn build_range(
     let (lo, hi) = (bound_value(lower)?, bound_value(upper)?);
     if enc.kind() == KeyKind::Int {
         let conv = |x: Option<(Value, bool)>| match x {
-            Some((v, true)) => enc
-                .encode([v.as_ref()])
-                .map_or(KeyBound::Unbounded, KeyBound::Included),
-            Some((v, false)) => enc
-                .encode([v.as_ref()])
-                .map_or(KeyBound::Unbounded, KeyBound::Excluded),
+            Some((v, true)) => enc.encode([v.as_ref()]).map_or(KeyBound::Unbounded, KeyBound::Included),
+            Some((v, false)) => enc.encode([v.as_ref()]).map_or(KeyBound::Unbounded, KeyBound::Excluded),
             None => KeyBound::Unbounded,
         };
         return Ok(Some((conv(lo), conv(hi))));
@@ -470,9 +440,7 @@ fn build_range(
         None => KeyBound::Included(bytes(p.clone())),
     };
     let hi = match hi.and_then(|(v, _)| with(&v)) {
-        Some(k) => {
-            prefix_successor(&k).map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s)))
-        }
+        Some(k) => prefix_successor(&k).map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s))),
         None => prefix_successor(&p)
             .filter(|_| !p.is_empty())
             .map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s))),
@@ -508,7 +476,7 @@ fn select(
 ) -> Result<Rows> {
     let limit = limit_value(&p.limit, cx, "LIMIT")?;
     let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
-    let mut rows = Rows::empty(columns.clone());
+    let mut rows = Rows::with_capacity(columns.clone(), p.size_hint());
     for f in &p.pre_filters {
         if !f.test(&NoColumns, cx)? {
             if p.agg.as_ref().is_some_and(|a| a.groups.is_empty()) {
@@ -569,6 +537,7 @@ fn select(
                 ControlFlow::Continue(())
             })
         })?;
+        p.note_size(rows.data_len());
         return Ok(rows);
     }
     let mut collected: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
@@ -697,9 +666,7 @@ impl AggTable {
             acc.value = Some(match (call.func, acc.value.take()) {
                 (_, None) => v,
                 (AggFunc::Count, Some(x)) => x,
-                (AggFunc::Sum | AggFunc::Avg, Some(x)) => {
-                    arith(crate::expr::ArithOp::Add, x.as_ref(), v.as_ref())?
-                }
+                (AggFunc::Sum | AggFunc::Avg, Some(x)) => arith(crate::expr::ArithOp::Add, x.as_ref(), v.as_ref())?,
                 (AggFunc::Min, Some(x)) => {
                     if compare(v.as_ref(), x.as_ref())? == Some(Ordering::Less) {
                         v
@@ -789,13 +756,7 @@ fn finish_agg(
             .collect::<Result<Vec<_>>>()?;
         collected.push((keys, out));
     }
-    Ok(emit_sorted(
-        p,
-        collected,
-        Rows::empty(columns.clone()),
-        limit,
-        offset,
-    ))
+    Ok(emit_sorted(p, collected, Rows::empty(columns.clone()), limit, offset))
 }
 
 fn to_numeric(v: &Value) -> Value {
@@ -808,12 +769,7 @@ fn to_numeric(v: &Value) -> Value {
 // ---------------------------------------------------------------------------------------
 // Writes
 
-fn single_level_targets(
-    rp: &RelPlan,
-    env: &mut Env<'_, '_>,
-    cx: &Cx<'_>,
-    copies: Copies,
-) -> Result<Vec<(usize, u32)>> {
+fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies: Copies) -> Result<Vec<(usize, u32)>> {
     let mut out = Vec::new();
     let rels = std::slice::from_ref(rp);
     let mut walker = Walker {
@@ -833,19 +789,12 @@ fn single_level_targets(
     Ok(out)
 }
 
-fn returning_row(
-    exprs: &[Expr],
-    rows: &mut Rows,
-    table: &Table,
-    slot: u32,
-    cx: &Cx<'_>,
-) -> Result<()> {
+fn returning_row(exprs: &[Expr], rows: &mut Rows, table: &Table, slot: u32, cx: &Cx<'_>) -> Result<()> {
     if exprs.is_empty() {
         return Ok(());
     }
     let mut b = Bindings::new();
-    b.tables[0] = Some(table);
-    b.slots[0] = slot;
+    b.bind(0, table, slot, 0);
     rows.begin_row();
     for e in exprs {
         rows.push(e.eval(&b, cx)?.as_ref());
@@ -864,20 +813,11 @@ fn require_all(env: &Env<'_, '_>, schema: &TableSchema) -> Result<()> {
     }
 }
 
-fn insert(
-    p: &InsertPlan,
-    columns: &Arc<[ColumnInfo]>,
-    env: &mut Env<'_, '_>,
-    cx: &Cx<'_>,
-) -> Result<Rows> {
+fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     let source_rows: Vec<Vec<Value>> = match &p.source {
         InsertSource::Values(rows) => rows
             .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|e| e.eval_const(cx))
-                    .collect::<Result<Vec<_>>>()
-            })
+            .map(|r| r.iter().map(|e| e.eval_const(cx)).collect::<Result<Vec<_>>>())
             .collect::<Result<_>>()?,
         InsertSource::Select(sel) => {
             let cols: Arc<[ColumnInfo]> = Arc::from(vec![]);
@@ -903,18 +843,11 @@ fn insert(
                     None => Value::Null,
                 },
             };
-            row.push(
-                v.coerce_to(&col.ty)
-                    .map_err(|e| column_context(e, &col.name))?,
-            );
+            row.push(v.coerce_to(&col.ty).map_err(|e| column_context(e, &col.name))?);
         }
         let targets: Vec<usize> = match schema.partition_column {
             Some(pc) => {
-                let part = partition_of(
-                    row[pc].as_ref(),
-                    &schema.columns[pc].ty,
-                    env.total_partitions,
-                );
+                let part = partition_of(row[pc].as_ref(), &schema.columns[pc].ty, env.total_partitions);
                 match env.local_of(part) {
                     Some(li) => vec![li],
                     None => {
@@ -951,12 +884,7 @@ fn column_context(e: StorageError, column: &str) -> SqlError {
     }
 }
 
-fn update(
-    p: &UpdatePlan,
-    columns: &Arc<[ColumnInfo]>,
-    env: &mut Env<'_, '_>,
-    cx: &Cx<'_>,
-) -> Result<Rows> {
+fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     let schema = p.target.schema.clone();
     let replicated = schema.partition_column.is_none();
     if replicated {
@@ -970,8 +898,7 @@ fn update(
         let changes = {
             let table = env.stores[li].table(schema.id).expect("target table");
             let mut b = Bindings::new();
-            b.tables[0] = Some(table);
-            b.slots[0] = slot;
+            b.bind(0, table, slot, li);
             let mut changes = Vec::with_capacity(p.assignments.len());
             for (c, e) in &p.assignments {
                 let col = &schema.columns[*c];
@@ -1008,12 +935,7 @@ fn update(
     Ok(out)
 }
 
-fn delete(
-    p: &DeletePlan,
-    columns: &Arc<[ColumnInfo]>,
-    env: &mut Env<'_, '_>,
-    cx: &Cx<'_>,
-) -> Result<Rows> {
+fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     let schema = p.target.schema.clone();
     let replicated = schema.partition_column.is_none();
     if replicated {

@@ -139,11 +139,7 @@ impl Expr {
         match self {
             Expr::Not(e) | Expr::Neg(e) | Expr::Cast(e, _) => e.walk(f),
             Expr::IsNull { expr, .. } => expr.walk(f),
-            Expr::And(a, b)
-            | Expr::Or(a, b)
-            | Expr::Cmp(_, a, b)
-            | Expr::Arith(_, a, b)
-            | Expr::Concat(a, b) => {
+            Expr::And(a, b) | Expr::Or(a, b) | Expr::Cmp(_, a, b) | Expr::Arith(_, a, b) | Expr::Concat(a, b) => {
                 a.walk(f);
                 b.walk(f);
             }
@@ -176,12 +172,7 @@ impl Expr {
                 }
             }
             Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
-            Expr::Column { .. }
-            | Expr::Param(_)
-            | Expr::Const(_)
-            | Expr::Now
-            | Expr::Group(_)
-            | Expr::Agg(_) => {}
+            Expr::Column { .. } | Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Group(_) | Expr::Agg(_) => {}
         }
     }
 
@@ -338,20 +329,12 @@ impl Expr {
                 let n = expr.eval(src, cx)?.is_null();
                 bool_datum(Some(n != *negated))
             }
-            Expr::IsDistinct {
-                left,
-                right,
-                negated,
-            } => {
+            Expr::IsDistinct { left, right, negated } => {
                 let (x, y) = (left.eval(src, cx)?, right.eval(src, cx)?);
                 let distinct = total_compare(x.as_ref(), y.as_ref()) != Ordering::Equal;
                 bool_datum(Some(distinct != *negated))
             }
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => {
+            Expr::InList { expr, list, negated } => {
                 let x = expr.eval(src, cx)?;
                 if x.is_null() {
                     return Ok(bool_datum(None));
@@ -407,9 +390,7 @@ impl Expr {
                 let x = e.eval(src, cx)?;
                 Datum::Owned(match x.as_ref() {
                     ValueRef::Null => Value::Null,
-                    ValueRef::Int(i) => {
-                        Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?)
-                    }
+                    ValueRef::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
                     ValueRef::Double(d) => Value::Double(-d),
                     ValueRef::Decimal(d) => Value::Decimal(-d),
                     other => {
@@ -443,9 +424,7 @@ impl Expr {
                 };
                 for (w, then) in whens {
                     let hit = match &op {
-                        Some(o) => {
-                            compare(o.as_ref(), w.eval(src, cx)?.as_ref())? == Some(Ordering::Equal)
-                        }
+                        Some(o) => compare(o.as_ref(), w.eval(src, cx)?.as_ref())? == Some(Ordering::Equal),
                         None => truth(w.eval(src, cx)?.as_ref())? == Some(true),
                     };
                     if hit {
@@ -485,9 +464,7 @@ pub fn compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Option<Ordering>> {
     // A text parameter compared with a typed value is read as that type, as PostgreSQL does
     // for untyped literals.
     match (a, b) {
-        (ValueRef::Text(s), other) | (other, ValueRef::Text(s))
-            if !matches!(other, ValueRef::Text(_)) =>
-        {
+        (ValueRef::Text(s), other) | (other, ValueRef::Text(s)) if !matches!(other, ValueRef::Text(_)) => {
             let ty = kind_type(other);
             let parsed = Value::parse(&ty, s)?;
             let o = sql_compare(
@@ -521,10 +498,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Bool(_) => DataType::Boolean,
         ValueRef::Int(_) => DataType::BigInt,
         ValueRef::Double(_) => DataType::Double,
-        ValueRef::Decimal(_) => DataType::Decimal {
-            precision: 0,
-            scale: 0,
-        },
+        ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
         ValueRef::Timestamp(_) => DataType::Timestamp,
         ValueRef::Bytes(_) => DataType::Bytea,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
@@ -664,13 +638,13 @@ pub fn like(s: &str, p: &str) -> bool {
                     pi += 1;
                     continue;
                 }
-                '\\' if pi + 1 < p.len() => {
-                    if p[pi + 1] == s[si] {
-                        si += 1;
-                        pi += 2;
-                        continue;
-                    }
+                '\\' if pi + 1 < p.len() && p[pi + 1] == s[si] => {
+                    si += 1;
+                    pi += 2;
+                    continue;
                 }
+                // An escaped character that does not match.
+                '\\' if pi + 1 < p.len() => {}
                 c if c == s[si] => {
                     si += 1;
                     pi += 1;
@@ -749,9 +723,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 return Ok(Value::Null);
             }
             match (f, v) {
-                (Func::Abs, Value::Int(i)) => {
-                    Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?)
-                }
+                (Func::Abs, Value::Int(i)) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),
                 (Func::Abs, Value::Double(d)) => Value::Double(d.abs()),
                 (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.abs()),
                 (Func::Lower, Value::Text(s)) => Value::from(s.to_lowercase()),
@@ -761,11 +733,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 (Func::Length, Value::Bytes(b)) => Value::Int(b.len() as i64),
                 (Func::Substring, Value::Text(s)) => {
                     let start = arg(1)?.as_i64().unwrap_or(1);
-                    let len = if args.len() > 2 {
-                        arg(2)?.as_i64()
-                    } else {
-                        None
-                    };
+                    let len = if args.len() > 2 { arg(2)?.as_i64() } else { None };
                     if let Some(l) = len
                         && l < 0
                     {
@@ -779,9 +747,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     let from = start.max(1) as usize - 1;
                     let chars = s.chars().skip(from);
                     let out: String = match end {
-                        Some(e) => chars
-                            .take((e.max(1) as usize).saturating_sub(from + 1))
-                            .collect(),
+                        Some(e) => chars.take((e.max(1) as usize).saturating_sub(from + 1)).collect(),
                         None => chars.collect(),
                     };
                     Value::from(out)
@@ -848,18 +814,9 @@ mod tests {
             eval(&Expr::And(null.clone().boxed(), f.clone().boxed())),
             Value::Bool(false)
         );
-        assert_eq!(
-            eval(&Expr::And(null.clone().boxed(), t.clone().boxed())),
-            Value::Null
-        );
-        assert_eq!(
-            eval(&Expr::Or(null.clone().boxed(), t.boxed())),
-            Value::Bool(true)
-        );
-        assert_eq!(
-            eval(&Expr::Or(null.clone().boxed(), f.boxed())),
-            Value::Null
-        );
+        assert_eq!(eval(&Expr::And(null.clone().boxed(), t.clone().boxed())), Value::Null);
+        assert_eq!(eval(&Expr::Or(null.clone().boxed(), t.boxed())), Value::Bool(true));
+        assert_eq!(eval(&Expr::Or(null.clone().boxed(), f.boxed())), Value::Null);
         let in_list = Expr::InList {
             expr: c(3).boxed(),
             list: vec![c(1), null],
@@ -872,26 +829,15 @@ mod tests {
     fn arithmetic_follows_postgres_types() {
         let div = |a: Value, b: Value| arith(ArithOp::Div, a.as_ref(), b.as_ref());
         assert_eq!(div(Value::Int(7), Value::Int(2)).unwrap(), Value::Int(3));
-        assert_eq!(
-            div(Value::Int(7), Value::Double(2.0)).unwrap(),
-            Value::Double(3.5)
-        );
-        assert_eq!(
-            div(Value::Int(1), Value::Int(0)).unwrap_err().sqlstate(),
-            "22012"
-        );
+        assert_eq!(div(Value::Int(7), Value::Double(2.0)).unwrap(), Value::Double(3.5));
+        assert_eq!(div(Value::Int(1), Value::Int(0)).unwrap_err().sqlstate(), "22012");
         assert_eq!(
             arith(ArithOp::Add, ValueRef::Int(i64::MAX), ValueRef::Int(1))
                 .unwrap_err()
                 .sqlstate(),
             "22003"
         );
-        let d = arith(
-            ArithOp::Mul,
-            ValueRef::Decimal(Decimal::new(150, 2)),
-            ValueRef::Int(2),
-        )
-        .unwrap();
+        let d = arith(ArithOp::Mul, ValueRef::Decimal(Decimal::new(150, 2)), ValueRef::Int(2)).unwrap();
         assert_eq!(d.to_string(), "3.00");
     }
 

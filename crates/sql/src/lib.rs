@@ -172,12 +172,9 @@ impl Prepared {
             let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
             Some(partition_of(v.as_ref(), &ty, partitions))
         };
-        let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick
-        {
+        let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick {
             PartitionPick::Replicated => None,
-            PartitionPick::Key(e) => {
-                Some(key_partition(schema, e).map_or(Route::All, Route::Single))
-            }
+            PartitionPick::Key(e) => Some(key_partition(schema, e).map_or(Route::All, Route::Single)),
             PartitionPick::All => Some(Route::All),
         };
         let combine = |routes: Vec<Route>, writes_replicated: bool| -> Route {
@@ -197,22 +194,15 @@ impl Prepared {
         };
         match &self.plan {
             Plan::Select(s) => combine(
-                s.rels
-                    .iter()
-                    .filter_map(|r| pick_route(&r.schema, &r.pick))
-                    .collect(),
+                s.rels.iter().filter_map(|r| pick_route(&r.schema, &r.pick)).collect(),
                 false,
             ),
             Plan::Update(u) => combine(
-                pick_route(&u.target.schema, &u.target.pick)
-                    .into_iter()
-                    .collect(),
+                pick_route(&u.target.schema, &u.target.pick).into_iter().collect(),
                 u.target.schema.is_replicated(),
             ),
             Plan::Delete(d) => combine(
-                pick_route(&d.target.schema, &d.target.pick)
-                    .into_iter()
-                    .collect(),
+                pick_route(&d.target.schema, &d.target.pick).into_iter().collect(),
                 d.target.schema.is_replicated(),
             ),
             Plan::Insert(i) => {
@@ -227,9 +217,7 @@ impl Prepared {
                 };
                 combine(
                     rows.iter()
-                        .map(|r| {
-                            key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single)
-                        })
+                        .map(|r| key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single))
                         .collect(),
                     false,
                 )

@@ -23,9 +23,7 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
     match v.len() {
         1 => Ok(v.pop().expect("one statement")),
         0 => Err(SqlError::Syntax("empty statement".into())),
-        n => Err(SqlError::Syntax(format!(
-            "expected one statement, found {n}"
-        ))),
+        n => Err(SqlError::Syntax(format!("expected one statement, found {n}"))),
     }
 }
 
@@ -36,10 +34,7 @@ fn rewrite_question_marks(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
         .map_err(|e| SqlError::Syntax(e.to_string()))?;
-    if !tokens
-        .iter()
-        .any(|t| matches!(t, Token::Placeholder(p) if p == "?"))
-    {
+    if !tokens.iter().any(|t| matches!(t, Token::Placeholder(p) if p == "?")) {
         return Ok(sql.into());
     }
     let mut out = String::with_capacity(sql.len() + 16);

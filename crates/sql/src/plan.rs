@@ -16,9 +16,7 @@
 use std::sync::Arc;
 
 use permafrost_storage::{DataType, IndexKind, TableSchema, Value};
-use sqlparser::ast::{
-    self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor,
-};
+use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
 
 use crate::bind::{AggCall, Binder, Typed, ident};
 use crate::catalog::Catalog;
@@ -82,8 +80,11 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SelectPlan {
+    /// The largest result produced so far, in bytes: the next result buffer starts this
+    /// big, so a point read does not regrow its buffer value by value.
+    pub size_hint: std::sync::atomic::AtomicUsize,
     pub rels: Vec<RelPlan>,
     /// Predicates that read no relation, checked once.
     pub pre_filters: Vec<Expr>,
@@ -95,13 +96,28 @@ pub struct SelectPlan {
     pub distinct: bool,
 }
 
-#[derive(Debug, Clone)]
+impl SelectPlan {
+    /// Initial capacity for a result buffer.
+    pub fn size_hint(&self) -> usize {
+        self.size_hint.load(std::sync::atomic::Ordering::Relaxed).min(1 << 20)
+    }
+
+    /// Remembers a result size (written only when it grows, so partitions sharing the plan
+    /// rarely write the same cache line).
+    pub fn note_size(&self, bytes: usize) {
+        if bytes > self.size_hint.load(std::sync::atomic::Ordering::Relaxed) {
+            self.size_hint.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+#[derive(Debug)]
 pub enum InsertSource {
     Values(Vec<Vec<Expr>>),
     Select(Box<SelectPlan>),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct InsertPlan {
     pub schema: Arc<TableSchema>,
     /// For each table column, the position in the source rows, or `None` for the default.
@@ -123,7 +139,7 @@ pub struct DeletePlan {
     pub returning: Vec<Expr>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Plan {
     Select(SelectPlan),
     Insert(InsertPlan),
@@ -163,11 +179,7 @@ fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnI
         SetExpr::Values(_) => return unsupported("VALUES as a query"),
         _ => return unsupported("UNION / INTERSECT / EXCEPT"),
     };
-    if s.top.is_some()
-        || !s.lateral_views.is_empty()
-        || s.prewhere.is_some()
-        || s.qualify.is_some()
-        || s.into.is_some()
+    if s.top.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() || s.qualify.is_some() || s.into.is_some()
     {
         return unsupported("this SELECT form");
     }
@@ -248,9 +260,7 @@ fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnI
             }
             SelectItem::QualifiedWildcard(kind, _) => {
                 let name = match kind {
-                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                        crate::bind::object_name(n)?
-                    }
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
                     _ => return unsupported("this wildcard form"),
                 };
                 let ri = b
@@ -302,23 +312,14 @@ fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnI
         Some(_) => return unsupported("DISTINCT ON"),
     };
     let agg = if !aggs.is_empty() || !groups.is_empty() {
-        for e in output
-            .iter_mut()
-            .chain(order.iter_mut().map(|k| &mut k.expr))
-        {
+        for e in output.iter_mut().chain(order.iter_mut().map(|k| &mut k.expr)) {
             *e = to_post_agg(e, &groups)?;
         }
         let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
-        Some(AggPlan {
-            groups,
-            aggs,
-            having,
-        })
+        Some(AggPlan { groups, aggs, having })
     } else {
         if having.is_some() {
-            return Err(SqlError::Grouping(
-                "HAVING needs GROUP BY or an aggregate".into(),
-            ));
+            return Err(SqlError::Grouping("HAVING needs GROUP BY or an aggregate".into()));
         }
         None
     };
@@ -333,8 +334,10 @@ fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnI
     }
     let (limit, offset) = limit_offset(b, q)?;
     let (rels, pre_filters) = plan_joins(b, conjuncts)?;
+    let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
         SelectPlan {
+            size_hint,
             rels,
             pre_filters,
             output,
@@ -377,21 +380,17 @@ fn group_expr(b: &mut Binder<'_>, e: &ast::Expr) -> Result<Expr> {
     r
 }
 
-fn order_expr(
-    b: &mut Binder<'_>,
-    e: &ast::Expr,
-    output: &[Expr],
-    columns: &[ColumnInfo],
-) -> Result<Expr> {
+fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[ColumnInfo]) -> Result<Expr> {
     if let ast::Expr::Value(v) = e
         && let ast::Value::Number(n, _) = &v.value
     {
         let pos: usize = n
             .parse()
             .map_err(|_| SqlError::Syntax(format!("bad ORDER BY position {n}")))?;
-        return output.get(pos.wrapping_sub(1)).cloned().ok_or_else(|| {
-            SqlError::Syntax(format!("ORDER BY position {pos} is not in select list"))
-        });
+        return output
+            .get(pos.wrapping_sub(1))
+            .cloned()
+            .ok_or_else(|| SqlError::Syntax(format!("ORDER BY position {pos} is not in select list")));
     }
     if let ast::Expr::Identifier(i) = e {
         let name = ident(i);
@@ -413,9 +412,7 @@ fn column_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => ident(i),
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
-        ast::Expr::Function(f) => {
-            crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into())
-        }
+        ast::Expr::Function(f) => crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => column_name(expr),
         _ => "?column?".into(),
     }
@@ -431,8 +428,7 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
     Ok(match e {
         Expr::Column { .. } => {
             return Err(SqlError::Grouping(
-                "column must appear in the GROUP BY clause or be used in an aggregate function"
-                    .into(),
+                "column must appear in the GROUP BY clause or be used in an aggregate function".into(),
             ));
         }
         Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Agg(_) | Expr::Group(_) => e.clone(),
@@ -448,20 +444,12 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
             expr: rb(expr)?,
             negated: *negated,
         },
-        Expr::IsDistinct {
-            left,
-            right,
-            negated,
-        } => Expr::IsDistinct {
+        Expr::IsDistinct { left, right, negated } => Expr::IsDistinct {
             left: rb(left)?,
             right: rb(right)?,
             negated: *negated,
         },
-        Expr::InList {
-            expr,
-            list,
-            negated,
-        } => Expr::InList {
+        Expr::InList { expr, list, negated } => Expr::InList {
             expr: rb(expr)?,
             list: list.iter().map(r).collect::<Result<_>>()?,
             negated: *negated,
@@ -483,10 +471,7 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
             otherwise,
         } => Expr::Case {
             operand: operand.as_deref().map(rb).transpose()?,
-            whens: whens
-                .iter()
-                .map(|(w, t)| Ok((r(w)?, r(t)?)))
-                .collect::<Result<_>>()?,
+            whens: whens.iter().map(|(w, t)| Ok((r(w)?, r(t)?))).collect::<Result<_>>()?,
             otherwise: otherwise.as_deref().map(rb).transpose()?,
         },
         Expr::Func(f, args) => Expr::Func(*f, args.iter().map(r).collect::<Result<_>>()?),
@@ -522,9 +507,7 @@ fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Opt
                 offset.as_ref().map(|o| bind(&o.value)).transpose()?,
             )
         }
-        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
-            (Some(bind(limit)?), Some(bind(offset)?))
-        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(bind(limit)?), Some(bind(offset)?)),
     })
 }
 
@@ -583,14 +566,7 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg]) -> (Access, f64, f64) {
             } else {
                 cost
             };
-            (
-                cost,
-                rows,
-                Access::IndexEq {
-                    index: i,
-                    keys: prefix,
-                },
-            )
+            (cost, rows, Access::IndexEq { index: i, keys: prefix })
         } else if ix.kind == IndexKind::Ordered {
             let next = ix.columns[prefix.len()];
             let bound = |ops: [CmpOp; 2]| {
@@ -629,11 +605,7 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg]) -> (Access, f64, f64) {
 
 fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
     let n = b.rels.len();
-    let pre_filters: Vec<Expr> = conjuncts
-        .iter()
-        .filter(|c| c.rels() == 0)
-        .cloned()
-        .collect();
+    let pre_filters: Vec<Expr> = conjuncts.iter().filter(|c| c.rels() == 0).cloned().collect();
     let conjuncts: Vec<Expr> = conjuncts.into_iter().filter(|c| c.rels() != 0).collect();
     if n == 0 {
         return Ok((vec![], pre_filters));
@@ -666,9 +638,10 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
         let sg = sargs(r, &conjuncts, known);
         let (access, _, _) = choose_access(&schema, &sg);
         known |= 1 << r;
+        let implied = implied_by(&access, &schema, r);
         let filters = conjuncts
             .iter()
-            .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0)
+            .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0 && !implied.contains(c))
             .cloned()
             .collect();
         let pick = partition_pick(&schema, &sg);
@@ -681,6 +654,26 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
         });
     }
     Ok((rels, pre_filters))
+}
+
+/// The equality predicates an exact-key index lookup already guarantees for every tuple it
+/// returns (the lookup converts the value exactly to the column type or returns nothing).
+fn implied_by(access: &Access, schema: &TableSchema, rel: usize) -> Vec<Expr> {
+    let Access::IndexEq { index, keys } = access else {
+        return vec![];
+    };
+    schema.indexes[*index]
+        .columns
+        .iter()
+        .zip(keys)
+        .flat_map(|(&col, k)| {
+            let c = Expr::Column { rel, col };
+            [
+                Expr::Cmp(CmpOp::Eq, c.clone().boxed(), k.clone().boxed()),
+                Expr::Cmp(CmpOp::Eq, k.clone().boxed(), c.boxed()),
+            ]
+        })
+        .collect()
 }
 
 fn partition_pick(schema: &TableSchema, sargs: &[Sarg]) -> PartitionPick {
@@ -717,10 +710,7 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 // ---------------------------------------------------------------------------------------
 // INSERT, UPDATE, DELETE
 
-fn returning(
-    b: &mut Binder<'_>,
-    items: &Option<Vec<SelectItem>>,
-) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
+fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
     let mut out = Vec::new();
     let mut cols = Vec::new();
     for item in items.iter().flatten() {
@@ -757,12 +747,7 @@ fn returning(
 }
 
 pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
-    if ins.or.is_some()
-        || ins.ignore
-        || ins.on.is_some()
-        || ins.replace_into
-        || ins.partitioned.is_some()
-    {
+    if ins.or.is_some() || ins.ignore || ins.on.is_some() || ins.replace_into || ins.partitioned.is_some() {
         return unsupported("INSERT ... ON CONFLICT / OR REPLACE / IGNORE");
     }
     if !ins.assignments.is_empty() {
@@ -785,9 +770,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                 .column_index_exact(&n)
                 .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
             if v.contains(&i) {
-                return Err(SqlError::Syntax(format!(
-                    "column \"{n}\" specified more than once"
-                )));
+                return Err(SqlError::Syntax(format!("column \"{n}\" specified more than once")));
             }
             v.push(i);
         }
@@ -888,9 +871,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
             .column_index_exact(&n)
             .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
         if assignments.iter().any(|(x, _)| *x == c) {
-            return Err(SqlError::Syntax(format!(
-                "multiple assignments to same column \"{n}\""
-            )));
+            return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
         }
         let (x, _) = b.expr(&a.value)?;
         b.infer(&x, Some(schema.columns[c].ty));
@@ -924,10 +905,7 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
     let target = target_plan(&mut b, &d.selection)?;
     let (ret, columns) = returning(&mut b, &d.returning)?;
     Ok(Planned {
-        plan: Plan::Delete(DeletePlan {
-            target,
-            returning: ret,
-        }),
+        plan: Plan::Delete(DeletePlan { target, returning: ret }),
         params: b.params,
         columns,
     })

@@ -57,6 +57,21 @@ impl Rows {
         }
     }
 
+    /// An empty result whose buffer already holds `bytes` (avoids regrowing it).
+    pub fn with_capacity(columns: Arc<[ColumnInfo]>, bytes: usize) -> Rows {
+        Rows {
+            columns,
+            data: Vec::with_capacity(bytes),
+            starts: Vec::new(),
+            affected: 0,
+        }
+    }
+
+    /// Bytes of encoded values.
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
     /// A result that only reports a count of changed rows.
     pub fn affected(n: u64) -> Rows {
         Rows {
@@ -135,10 +150,7 @@ impl Rows {
 
     pub fn row(&self, i: usize) -> RowRef<'_> {
         let start = self.starts[i] as usize;
-        let end = self
-            .starts
-            .get(i + 1)
-            .map_or(self.data.len(), |&e| e as usize);
+        let end = self.starts.get(i + 1).map_or(self.data.len(), |&e| e as usize);
         RowRef {
             data: &self.data[start..end],
             ncols: self.columns.len(),
@@ -212,22 +224,10 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
     let p = &d[1..];
     match d[0] {
         T_BOOL => (ValueRef::Bool(p[0] != 0), 2),
-        T_INT => (
-            ValueRef::Int(i64::from_le_bytes(p[..8].try_into().unwrap())),
-            9,
-        ),
-        T_DOUBLE => (
-            ValueRef::Double(f64::from_le_bytes(p[..8].try_into().unwrap())),
-            9,
-        ),
-        T_DECIMAL => (
-            ValueRef::Decimal(Decimal::deserialize(p[..16].try_into().unwrap())),
-            17,
-        ),
-        T_TIMESTAMP => (
-            ValueRef::Timestamp(i64::from_le_bytes(p[..8].try_into().unwrap())),
-            9,
-        ),
+        T_INT => (ValueRef::Int(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_DOUBLE => (ValueRef::Double(f64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_DECIMAL => (ValueRef::Decimal(Decimal::deserialize(p[..16].try_into().unwrap())), 17),
+        T_TIMESTAMP => (ValueRef::Timestamp(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
         T_TEXT | T_BYTES => {
             let len = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
             let body = &p[4..4 + len];

@@ -14,9 +14,7 @@ pub enum StorageError {
     #[error("duplicate key value violates unique constraint \"{index}\" on table \"{table}\"")]
     UniqueViolation { table: String, index: String },
 
-    #[error(
-        "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
-    )]
+    #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
     NotNullViolation { table: String, column: String },
 
     #[error("value too long for type {ty} (got {len} characters)")]

@@ -1,9 +1,12 @@
 //! The tuple heap: fixed-size tuple slots in large chunks.
 //!
 //! A table at one partition stores its tuples in slots of one size (the tuple layout's slot
-//! size), in chunks of a power-of-two number of slots, so a 4-byte slot number names a tuple
-//! and finding its bytes is a shift, a mask and a multiply. Freed slots go on a free list
-//! threaded through their headers and are reused first.
+//! size), in 2 MiB chunks aligned for transparent huge pages, so a 4-byte slot number names
+//! a tuple and finding its bytes is a multiply-shift division and a multiply. Freed slots go
+//! on a free list threaded through their headers and are reused first.
+//!
+//! A table's first chunk stays on small pages, so a small table costs only the pages it
+//! touches; from the second chunk on, all its chunks are advised as huge pages.
 //!
 //! Every slot starts with the tuple header the anti-cache needs (anti-caching.txt §3.1,
 //! Fig. 4):
@@ -17,7 +20,7 @@
 //! The link fields belong to whichever access tracker the table uses (the LRU chain); a free
 //! slot reuses `next` as its free-list link.
 
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, HUGE_PAGE, round_to_page};
 use crate::error::{Result, StorageError};
 
 /// Bytes of tuple header at the start of each slot.
@@ -41,35 +44,57 @@ pub const NIL: u32 = u32::MAX;
 /// tuples from tombstones.
 pub const MAX_SLOTS: u32 = 1 << 31;
 
-const TARGET_CHUNK_BYTES: usize = 1 << 20;
+/// Division by a constant with a multiply and a shift (Lemire, Kaser and Kurz: "Faster
+/// remainder by direct computation"); exact for 32-bit dividends.
+#[derive(Debug, Clone, Copy)]
+struct FastDiv {
+    d: u32,
+    m: u64,
+}
+
+impl FastDiv {
+    fn new(d: u32) -> FastDiv {
+        assert!(d > 0);
+        FastDiv {
+            d,
+            m: if d == 1 { 0 } else { u64::MAX / d as u64 + 1 },
+        }
+    }
+
+    #[inline]
+    fn divmod(&self, n: u32) -> (u32, u32) {
+        if self.d == 1 {
+            return (n, 0);
+        }
+        let q = ((self.m as u128 * n as u128) >> 64) as u32;
+        (q, n - q * self.d)
+    }
+}
 
 /// Slot storage for one table at one partition.
 pub struct Heap {
     slot_size: usize,
-    shift: u32,
-    mask: u32,
+    per_chunk: u32,
+    div: FastDiv,
     chunks: Vec<Chunk>,
     /// Slots below this number have been handed out at least once.
     fresh: u32,
     free_head: u32,
     live: u32,
-    reserved: usize,
 }
 
 impl Heap {
     pub fn new(slot_size: usize) -> Heap {
-        assert!(slot_size >= HEADER_SIZE);
-        let per_chunk = (TARGET_CHUNK_BYTES / slot_size).next_power_of_two().max(16);
-        let shift = per_chunk.trailing_zeros();
+        assert!((HEADER_SIZE..=HUGE_PAGE).contains(&slot_size));
+        let per_chunk = (HUGE_PAGE / slot_size) as u32;
         Heap {
             slot_size,
-            shift,
-            mask: (1 << shift) - 1,
+            per_chunk,
+            div: FastDiv::new(per_chunk),
             chunks: Vec::new(),
             fresh: 0,
             free_head: NIL,
             live: 0,
-            reserved: 0,
         }
     }
 
@@ -80,10 +105,8 @@ impl Heap {
 
     #[inline]
     fn offset(&self, slot: u32) -> (usize, usize) {
-        (
-            (slot >> self.shift) as usize,
-            (slot & self.mask) as usize * self.slot_size,
-        )
+        let (c, i) = self.div.divmod(slot);
+        (c as usize, i as usize * self.slot_size)
     }
 
     /// Whether `slot` has ever been handed out (its bytes exist).
@@ -164,10 +187,13 @@ impl Heap {
                 });
             }
             let s = self.fresh;
-            if (s >> self.shift) as usize >= self.chunks.len() {
-                let chunk = Chunk::new((self.mask as usize + 1) * self.slot_size)?;
-                self.reserved += chunk.len();
-                self.chunks.push(chunk);
+            if self.offset(s).0 >= self.chunks.len() {
+                self.chunks.push(Chunk::new_huge_aligned()?);
+                if self.chunks.len() >= 2 {
+                    for c in &mut self.chunks {
+                        c.advise_huge();
+                    }
+                }
             }
             self.fresh += 1;
             s
@@ -200,9 +226,21 @@ impl Heap {
         self.fresh
     }
 
-    /// Bytes mapped for slots.
+    /// Bytes of memory the slots occupy: whole chunks once they are on huge pages, the
+    /// pages touched so far while the table is one small-page chunk.
     pub fn reserved_bytes(&self) -> usize {
-        self.reserved + self.chunks.capacity() * std::mem::size_of::<Chunk>()
+        let mut total = self.chunks.capacity() * std::mem::size_of::<Chunk>();
+        for (i, c) in self.chunks.iter().enumerate() {
+            total += if c.is_huge() {
+                c.len()
+            } else {
+                let used = (self.fresh as usize)
+                    .saturating_sub(i * self.per_chunk as usize)
+                    .min(self.per_chunk as usize);
+                round_to_page(used * self.slot_size).min(c.len())
+            };
+        }
+        total
     }
 
     /// Bytes of live slots.
@@ -214,6 +252,23 @@ impl Heap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_division_is_exact() {
+        for d in [1u32, 2, 3, 7, 1000, 2018, 65_535, 1 << 20] {
+            let f = FastDiv::new(d);
+            for n in [0u32, 1, d - 1, d, d + 1, 12_345_678, u32::MAX - 1, u32::MAX] {
+                assert_eq!(f.divmod(n), (n / d, n % d), "{n} / {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_table_costs_the_pages_it_touches() {
+        let mut h = Heap::new(100);
+        h.alloc().unwrap();
+        assert!(h.reserved_bytes() < 2 * 4096 + 64, "{}", h.reserved_bytes());
+    }
 
     #[test]
     fn slots_are_reused_lifo_and_headers_reset() {
@@ -235,10 +290,11 @@ mod tests {
     #[test]
     fn grows_across_chunks() {
         let mut h = Heap::new(1000);
-        let n = 5000;
+        let n: u32 = 5000;
+        assert_eq!(h.reserved_bytes(), 0);
         for i in 0..n {
             let s = h.alloc().unwrap();
-            h.bytes_mut(s)[HEADER_SIZE..HEADER_SIZE + 4].copy_from_slice(&(i as u32).to_le_bytes());
+            h.bytes_mut(s)[HEADER_SIZE..HEADER_SIZE + 4].copy_from_slice(&i.to_le_bytes());
         }
         for i in 0..n {
             let b = h.bytes(i);
@@ -248,6 +304,7 @@ mod tests {
             );
         }
         assert!(h.reserved_bytes() >= n as usize * 1000);
+        assert!(h.reserved_bytes() <= 3 * HUGE_PAGE + 4096);
         assert_eq!(h.used_bytes(), n as usize * 1000);
     }
 }

@@ -54,12 +54,8 @@ impl Repr {
             DataType::Decimal { .. } => Repr::Decimal,
             DataType::Timestamp => Repr::Timestamp,
             DataType::Boolean => Repr::Bool,
-            DataType::Varchar(n) => Repr::Text {
-                cap: inline_cap(*n),
-            },
-            DataType::Bytea => Repr::Bytes {
-                cap: MIN_INLINE as u16,
-            },
+            DataType::Varchar(n) => Repr::Text { cap: inline_cap(*n) },
+            DataType::Bytea => Repr::Bytes { cap: MIN_INLINE as u16 },
         }
     }
 
@@ -159,17 +155,11 @@ impl TupleLayout {
         let ColumnLayout { offset: o, repr } = self.columns[col];
         match repr {
             Repr::I16 => ValueRef::Int(i16::from_le_bytes([slot[o], slot[o + 1]]) as i64),
-            Repr::I32 => {
-                ValueRef::Int(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap()) as i64)
-            }
+            Repr::I32 => ValueRef::Int(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap()) as i64),
             Repr::I64 => ValueRef::Int(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::F64 => ValueRef::Double(f64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
-            Repr::Timestamp => {
-                ValueRef::Timestamp(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap()))
-            }
-            Repr::Decimal => ValueRef::Decimal(rust_decimal::Decimal::deserialize(
-                slot[o..o + 16].try_into().unwrap(),
-            )),
+            Repr::Timestamp => ValueRef::Timestamp(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
+            Repr::Decimal => ValueRef::Decimal(rust_decimal::Decimal::deserialize(slot[o..o + 16].try_into().unwrap())),
             Repr::Bool => ValueRef::Bool(slot[o] != 0),
             Repr::Text { .. } => {
                 let bytes = self.var_bytes(slot, o, var);
@@ -219,8 +209,7 @@ impl TupleLayout {
             return None;
         }
         let tag = u16::from_le_bytes([slot[o], slot[o + 1]]);
-        (tag == OUT_OF_LINE)
-            .then(|| VarHandle(u64::from_le_bytes(slot[o + 6..o + 14].try_into().unwrap())))
+        (tag == OUT_OF_LINE).then(|| VarHandle(u64::from_le_bytes(slot[o + 6..o + 14].try_into().unwrap())))
     }
 
     /// Calls `f` with every out-of-line handle of the tuple.
@@ -240,13 +229,7 @@ impl TupleLayout {
     /// Writes `v` (already converted to the column's type) into column `col`. An
     /// out-of-line value previously in the column is *not* freed: the caller decides (the
     /// undo log keeps old values alive until commit).
-    pub fn write(
-        &self,
-        slot: &mut [u8],
-        col: usize,
-        v: ValueRef<'_>,
-        var: &mut VarHeap,
-    ) -> Result<()> {
+    pub fn write(&self, slot: &mut [u8], col: usize, v: ValueRef<'_>, var: &mut VarHeap) -> Result<()> {
         let ColumnLayout { offset: o, repr } = self.columns[col];
         if v.is_null() {
             self.set_null(slot, col, true);
@@ -264,19 +247,11 @@ impl TupleLayout {
             }
             (Repr::I64, ValueRef::Int(i)) => slot[o..o + 8].copy_from_slice(&i.to_le_bytes()),
             (Repr::F64, ValueRef::Double(d)) => slot[o..o + 8].copy_from_slice(&d.to_le_bytes()),
-            (Repr::Timestamp, ValueRef::Timestamp(t)) => {
-                slot[o..o + 8].copy_from_slice(&t.to_le_bytes())
-            }
-            (Repr::Decimal, ValueRef::Decimal(d)) => {
-                slot[o..o + 16].copy_from_slice(&d.serialize())
-            }
+            (Repr::Timestamp, ValueRef::Timestamp(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
+            (Repr::Decimal, ValueRef::Decimal(d)) => slot[o..o + 16].copy_from_slice(&d.serialize()),
             (Repr::Bool, ValueRef::Bool(b)) => slot[o] = b as u8,
-            (Repr::Text { cap }, ValueRef::Text(s)) => {
-                self.write_var(slot, o, cap as usize, s.as_bytes(), var)?
-            }
-            (Repr::Bytes { cap }, ValueRef::Bytes(b)) => {
-                self.write_var(slot, o, cap as usize, b, var)?
-            }
+            (Repr::Text { cap }, ValueRef::Text(s)) => self.write_var(slot, o, cap as usize, s.as_bytes(), var)?,
+            (Repr::Bytes { cap }, ValueRef::Bytes(b)) => self.write_var(slot, o, cap as usize, b, var)?,
             (repr, v) => {
                 return Err(StorageError::TypeMismatch(format!(
                     "cannot store a {} value in a {repr:?} column",
@@ -287,14 +262,7 @@ impl TupleLayout {
         Ok(())
     }
 
-    fn write_var(
-        &self,
-        slot: &mut [u8],
-        o: usize,
-        cap: usize,
-        data: &[u8],
-        var: &mut VarHeap,
-    ) -> Result<()> {
+    fn write_var(&self, slot: &mut [u8], o: usize, cap: usize, data: &[u8], var: &mut VarHeap) -> Result<()> {
         if data.len() <= cap {
             slot[o..o + 2].copy_from_slice(&(data.len() as u16).to_le_bytes());
             slot[o + 2..o + 2 + data.len()].copy_from_slice(data);

@@ -29,11 +29,7 @@ pub struct MemoryUsage {
 impl MemoryUsage {
     /// Everything taken from the OS.
     pub fn total(&self) -> u64 {
-        self.tuple_bytes
-            + self.string_bytes
-            + self.index_bytes
-            + self.tombstone_bytes
-            + self.buffer_bytes
+        self.tuple_bytes + self.string_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
     }
 }
 

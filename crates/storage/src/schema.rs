@@ -3,6 +3,9 @@
 use crate::error::{Result, StorageError};
 use crate::types::{DataType, Value};
 
+/// Most columns a table may have (as in PostgreSQL).
+pub const MAX_COLUMNS: usize = 1600;
+
 /// Identifies a table within a database; the same at every partition.
 pub type TableId = u32;
 
@@ -86,15 +89,11 @@ pub struct TableSchema {
 
 impl TableSchema {
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     pub fn index_by_name(&self, name: &str) -> Option<usize> {
-        self.indexes
-            .iter()
-            .position(|i| i.name.eq_ignore_ascii_case(name))
+        self.indexes.iter().position(|i| i.name.eq_ignore_ascii_case(name))
     }
 
     pub fn primary_key(&self) -> Option<&IndexDef> {
@@ -108,22 +107,17 @@ impl TableSchema {
     /// Checks the definition for mistakes a user can make in DDL.
     pub fn validate(&self) -> Result<()> {
         if self.columns.is_empty() {
-            return Err(StorageError::Schema(format!(
-                "table \"{}\" has no columns",
-                self.name
-            )));
+            return Err(StorageError::Schema(format!("table \"{}\" has no columns", self.name)));
         }
-        if self.columns.len() > u16::MAX as usize {
+        if self.columns.len() > MAX_COLUMNS {
             return Err(StorageError::Schema(format!(
-                "table \"{}\" has too many columns",
-                self.name
+                "table \"{}\" has {} columns; at most {MAX_COLUMNS} are allowed",
+                self.name,
+                self.columns.len()
             )));
         }
         for (i, c) in self.columns.iter().enumerate() {
-            if self.columns[..i]
-                .iter()
-                .any(|o| o.name.eq_ignore_ascii_case(&c.name))
-            {
+            if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
                 return Err(StorageError::Schema(format!(
                     "column \"{}\" specified more than once",
                     c.name
@@ -143,25 +137,17 @@ impl TableSchema {
             )));
         }
         for (i, idx) in self.indexes.iter().enumerate() {
-            if self.indexes[..i]
-                .iter()
-                .any(|o| o.name.eq_ignore_ascii_case(&idx.name))
-            {
-                return Err(StorageError::Schema(format!(
-                    "index \"{}\" already exists",
-                    idx.name
-                )));
+            if self.indexes[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&idx.name)) {
+                return Err(StorageError::Schema(format!("index \"{}\" already exists", idx.name)));
             }
             if idx.columns.is_empty() {
-                return Err(StorageError::Schema(format!(
-                    "index \"{}\" has no columns",
-                    idx.name
-                )));
+                return Err(StorageError::Schema(format!("index \"{}\" has no columns", idx.name)));
             }
             for &c in &idx.columns {
-                let col = self.columns.get(c).ok_or_else(|| {
-                    StorageError::Schema(format!("index \"{}\" names a missing column", idx.name))
-                })?;
+                let col = self
+                    .columns
+                    .get(c)
+                    .ok_or_else(|| StorageError::Schema(format!("index \"{}\" names a missing column", idx.name)))?;
                 if let DataType::Decimal { precision: 0, .. } = col.ty {
                     return Err(StorageError::Schema(format!(
                         "index \"{}\": column \"{}\" is an unconstrained numeric; declare \
@@ -172,9 +158,10 @@ impl TableSchema {
             }
         }
         if let Some(p) = self.partition_column {
-            let col = self.columns.get(p).ok_or_else(|| {
-                StorageError::Schema(format!("partition column of \"{}\" is missing", self.name))
-            })?;
+            let col = self
+                .columns
+                .get(p)
+                .ok_or_else(|| StorageError::Schema(format!("partition column of \"{}\" is missing", self.name)))?;
             // Every unique index must contain the partition column, or uniqueness could not be
             // checked inside one partition.
             for idx in self.indexes.iter().filter(|i| i.unique) {

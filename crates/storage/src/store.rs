@@ -23,19 +23,9 @@ use crate::types::Value;
 
 #[derive(Debug, Clone, Copy)]
 enum UndoRecord {
-    Insert {
-        table: TableId,
-        slot: u32,
-    },
-    Update {
-        table: TableId,
-        slot: u32,
-        image: usize,
-    },
-    Delete {
-        table: TableId,
-        slot: u32,
-    },
+    Insert { table: TableId, slot: u32 },
+    Update { table: TableId, slot: u32, image: usize },
+    Delete { table: TableId, slot: u32 },
 }
 
 /// A position in the undo log to roll back to.
@@ -68,17 +58,11 @@ impl PartitionStore {
     }
 
     /// Creates a table. `tracker` is the access tracker for an evictable table.
-    pub fn create_table(
-        &mut self,
-        schema: Arc<TableSchema>,
-        tracker: Option<Box<dyn AccessTracker>>,
-    ) -> Result<()> {
+    pub fn create_table(&mut self, schema: Arc<TableSchema>, tracker: Option<Box<dyn AccessTracker>>) -> Result<()> {
         schema.validate()?;
         let id = schema.id as usize;
         if self.tables.get(id).is_some_and(Option::is_some) {
-            return Err(StorageError::Schema(format!(
-                "table id {id} already exists"
-            )));
+            return Err(StorageError::Schema(format!("table id {id} already exists")));
         }
         if self.tables.len() <= id {
             self.tables.resize_with(id + 1, || None);
@@ -100,18 +84,14 @@ impl PartitionStore {
                 *t = None;
                 Ok(())
             }
-            _ => Err(StorageError::Schema(format!(
-                "table id {id} does not exist"
-            ))),
+            _ => Err(StorageError::Schema(format!("table id {id} does not exist"))),
         }
     }
 
     /// Adds the last index of `schema` to its table (see [`Table::add_index`]).
     pub fn add_index(&mut self, schema: Arc<TableSchema>) -> Result<()> {
         if self.has_changes() {
-            return Err(StorageError::Internal(
-                "index created inside a transaction".into(),
-            ));
+            return Err(StorageError::Internal("index created inside a transaction".into()));
         }
         self.get_mut(schema.id)?.add_index(schema)
     }
@@ -213,8 +193,7 @@ impl PartitionStore {
             match self.records[i] {
                 UndoRecord::Insert { .. } => {}
                 UndoRecord::Update { table, slot, image } => {
-                    let Some(t) = self.tables.get_mut(table as usize).and_then(Option::as_mut)
-                    else {
+                    let Some(t) = self.tables.get_mut(table as usize).and_then(Option::as_mut) else {
                         continue;
                     };
                     let len = t.heap().slot_size();
@@ -232,10 +211,7 @@ impl PartitionStore {
 
     /// Reverses every change of the running transaction.
     pub fn rollback(&mut self) {
-        self.rollback_to(Savepoint {
-            records: 0,
-            images: 0,
-        });
+        self.rollback_to(Savepoint { records: 0, images: 0 });
         self.clear_log();
     }
 
@@ -279,17 +255,13 @@ impl PartitionStore {
         for t in self.tables() {
             m += t.memory_usage();
         }
-        m.buffer_bytes += (self.images.capacity()
-            + self.records.capacity() * std::mem::size_of::<UndoRecord>())
-            as u64;
+        m.buffer_bytes += (self.images.capacity() + self.records.capacity() * std::mem::size_of::<UndoRecord>()) as u64;
         m
     }
 }
 
 fn record_table(r: &UndoRecord) -> TableId {
     match *r {
-        UndoRecord::Insert { table, .. }
-        | UndoRecord::Update { table, .. }
-        | UndoRecord::Delete { table, .. } => table,
+        UndoRecord::Insert { table, .. } | UndoRecord::Update { table, .. } | UndoRecord::Delete { table, .. } => table,
     }
 }

@@ -126,7 +126,7 @@ impl Table {
         &self.var
     }
 
-    pub fn index(&self, i: usize) -> &IndexStore {
+    pub fn index_store(&self, i: usize) -> &IndexStore {
         &self.indexes[i]
     }
 
@@ -188,9 +188,7 @@ impl Table {
                 .layout
                 .read_int(bytes, cols[0])
                 .map(IndexKey::Int)
-                .or_else(|| {
-                    enc.encode(std::iter::once(self.layout.read(bytes, cols[0], &self.var)))
-                });
+                .or_else(|| enc.encode(std::iter::once(self.layout.read(bytes, cols[0], &self.var))));
         }
         enc.encode(cols.iter().map(|&c| self.layout.read(bytes, c, &self.var)))
     }
@@ -218,14 +216,8 @@ impl Table {
     pub fn set_pinned(&mut self, slot: u32, pinned: bool) {
         if self.heap.is_live(slot) {
             let f = self.heap.flags(slot);
-            self.heap.set_flags(
-                slot,
-                if pinned {
-                    f | FLAG_PINNED
-                } else {
-                    f & !FLAG_PINNED
-                },
-            );
+            self.heap
+                .set_flags(slot, if pinned { f | FLAG_PINNED } else { f & !FLAG_PINNED });
         }
     }
 
@@ -273,7 +265,7 @@ impl Table {
             keys.push(key);
         }
         let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
-        if let Err(e) = self.write_values(slot, values.iter().enumerate().map(|(c, v)| (c, v))) {
+        if let Err(e) = self.write_values(slot, values.iter().enumerate()) {
             self.free_tuple(slot);
             return Err(e);
         }
@@ -299,11 +291,7 @@ impl Table {
         }
     }
 
-    fn write_values<'v>(
-        &mut self,
-        slot: u32,
-        values: impl Iterator<Item = (usize, &'v Value)>,
-    ) -> Result<()> {
+    fn write_values<'v>(&mut self, slot: u32, values: impl Iterator<Item = (usize, &'v Value)>) -> Result<()> {
         let bytes = self.heap.bytes_mut(slot);
         for (c, v) in values {
             self.layout.write(bytes, c, v.as_ref(), &mut self.var)?;
@@ -322,21 +310,18 @@ impl Table {
         // Index keys that change, with unique checks before any write.
         let mut moves: Vec<(usize, Option<IndexKey>, Option<IndexKey>)> = Vec::new();
         for (i, ix) in self.schema.indexes.iter().enumerate() {
-            if !ix
-                .columns
-                .iter()
-                .any(|c| changes.iter().any(|(cc, _)| cc == c))
-            {
+            if !ix.columns.iter().any(|c| changes.iter().any(|(cc, _)| cc == c)) {
                 continue;
             }
             let old = self.key_of_slot(i, slot);
             let bytes = self.heap.bytes(slot);
-            let new = self.encoders[i].encode(ix.columns.iter().map(|&c| {
-                match changes.iter().rev().find(|(cc, _)| *cc == c) {
-                    Some((_, v)) => v.as_ref(),
-                    None => self.layout.read(bytes, c, &self.var),
-                }
-            }));
+            let new =
+                self.encoders[i].encode(ix.columns.iter().map(
+                    |&c| match changes.iter().rev().find(|(cc, _)| *cc == c) {
+                        Some((_, v)) => v.as_ref(),
+                        None => self.layout.read(bytes, c, &self.var),
+                    },
+                ));
             if old == new {
                 continue;
             }
@@ -505,11 +490,7 @@ impl Table {
                 continue;
             }
             let bytes = self.heap.bytes(slot);
-            if let Some(k) = enc.encode(
-                def.columns
-                    .iter()
-                    .map(|&c| self.layout.read(bytes, c, &self.var)),
-            ) {
+            if let Some(k) = enc.encode(def.columns.iter().map(|&c| self.layout.read(bytes, c, &self.var))) {
                 if def.unique && index.has_other(&k, None) {
                     return Err(StorageError::UniqueViolation {
                         table: schema.name.clone(),
@@ -584,20 +565,12 @@ impl Table {
         }
         for i in 0..self.indexes.len() {
             if let Some(k) = self.key_of_slot(i, slot) {
-                let ok = self.indexes[i].replace(
-                    &k,
-                    TupleRef::tombstone(tombstone),
-                    TupleRef::slot(slot),
-                );
+                let ok = self.indexes[i].replace(&k, TupleRef::tombstone(tombstone), TupleRef::slot(slot));
                 if !ok {
                     // The block does not hold the tuple the tombstone names: undo and report.
                     for j in 0..i {
                         if let Some(k) = self.key_of_slot(j, slot) {
-                            self.indexes[j].replace(
-                                &k,
-                                TupleRef::slot(slot),
-                                TupleRef::tombstone(tombstone),
-                            );
+                            self.indexes[j].replace(&k, TupleRef::slot(slot), TupleRef::tombstone(tombstone));
                         }
                     }
                     self.free_tuple(slot);
@@ -676,11 +649,7 @@ impl Table {
         if let Some(t) = &self.tracker
             && t.len() != visible
         {
-            return Err(format!(
-                "tracker holds {} tuples, {} are visible",
-                t.len(),
-                visible
-            ));
+            return Err(format!("tracker holds {} tuples, {} are visible", t.len(), visible));
         }
         Ok(())
     }

@@ -43,10 +43,7 @@ impl Tombstones {
     }
 
     pub fn get(&self, id: u32) -> Option<Tombstone> {
-        self.entries
-            .get(id as usize)
-            .copied()
-            .filter(|t| t.block != FREE)
+        self.entries.get(id as usize).copied().filter(|t| t.block != FREE)
     }
 
     /// Forgets a tombstone (its tuple is back in memory or deleted).
@@ -91,27 +88,12 @@ mod tests {
     #[test]
     fn ids_are_reused_and_iteration_skips_free_entries() {
         let mut t = Tombstones::new();
-        let a = t.add(Tombstone {
-            block: 1,
-            offset: 0,
-        });
-        let b = t.add(Tombstone {
-            block: 1,
-            offset: 1,
-        });
-        assert_eq!(
-            t.remove(a),
-            Some(Tombstone {
-                block: 1,
-                offset: 0
-            })
-        );
+        let a = t.add(Tombstone { block: 1, offset: 0 });
+        let b = t.add(Tombstone { block: 1, offset: 1 });
+        assert_eq!(t.remove(a), Some(Tombstone { block: 1, offset: 0 }));
         assert_eq!(t.remove(a), None);
         assert_eq!(t.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![b]);
-        let c = t.add(Tombstone {
-            block: 2,
-            offset: 5,
-        });
+        let c = t.add(Tombstone { block: 2, offset: 5 });
         assert_eq!(c, a);
         assert_eq!(t.len(), 2);
         assert_eq!(t.get(c).unwrap().block, 2);

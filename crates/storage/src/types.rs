@@ -41,10 +41,7 @@ pub enum DataType {
 impl DataType {
     /// Whether values of this type are integers.
     pub fn is_integer(&self) -> bool {
-        matches!(
-            self,
-            DataType::SmallInt | DataType::Integer | DataType::BigInt
-        )
+        matches!(self, DataType::SmallInt | DataType::Integer | DataType::BigInt)
     }
 
     /// Whether values of this type are numbers.
@@ -371,11 +368,7 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
         }
         ValueRef::Decimal(d) => {
             use rust_decimal::prelude::ToPrimitive;
-            let as_int = if d.fract().is_zero() {
-                d.to_i64()
-            } else {
-                None
-            };
+            let as_int = if d.fract().is_zero() { d.to_i64() } else { None };
             hash_number(decimal_to_f64(d), as_int, state)
         }
         ValueRef::Timestamp(t) => (3u8, t).hash(state),
@@ -537,10 +530,7 @@ pub fn fit_decimal(ty: &DataType, d: Decimal) -> Result<Decimal> {
     if precision == 0 {
         return Ok(d.normalize());
     }
-    let mut r = d.round_dp_with_strategy(
-        scale as u32,
-        rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-    );
+    let mut r = d.round_dp_with_strategy(scale as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
     r.rescale(scale as u32);
     // Digits left of the point must fit in precision - scale.
     let int_digits = {
@@ -594,22 +584,14 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
     use DataType as T;
     Ok(match (v, ty) {
         (Value::Null, _) => Value::Null,
-        (Value::Int(i), T::SmallInt | T::Integer | T::BigInt) => {
-            Value::Int(check_int_range(ty, i)?)
-        }
-        (Value::Double(d), T::SmallInt | T::Integer | T::BigInt) => {
-            Value::Int(double_to_int(ty, d)?)
-        }
-        (Value::Decimal(d), T::SmallInt | T::Integer | T::BigInt) => {
-            Value::Int(decimal_to_int(ty, d)?)
-        }
+        (Value::Int(i), T::SmallInt | T::Integer | T::BigInt) => Value::Int(check_int_range(ty, i)?),
+        (Value::Double(d), T::SmallInt | T::Integer | T::BigInt) => Value::Int(double_to_int(ty, d)?),
+        (Value::Decimal(d), T::SmallInt | T::Integer | T::BigInt) => Value::Int(decimal_to_int(ty, d)?),
         (Value::Int(i), T::Double) => Value::Double(i as f64),
         (v @ Value::Double(_), T::Double) => v,
         (Value::Decimal(d), T::Double) => Value::Double(decimal_to_f64(d)),
         (Value::Int(i), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, Decimal::from(i))?),
-        (Value::Double(d), T::Decimal { .. }) => {
-            Value::Decimal(fit_decimal(ty, double_to_decimal(ty, d)?)?)
-        }
+        (Value::Double(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, double_to_decimal(ty, d)?)?),
         (Value::Decimal(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, d)?),
         (Value::Text(s), T::Varchar(_)) => {
             check_text_len(ty, &s)?;
@@ -641,10 +623,7 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
     Ok(match ty {
         T::SmallInt | T::Integer | T::BigInt => {
             let i: i64 = t.parse().map_err(|_| {
-                if t.bytes()
-                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
-                    && !t.is_empty()
-                {
+                if t.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'+') && !t.is_empty() {
                     out_of_range(ty, t)
                 } else {
                     invalid_text(ty, input)
@@ -674,9 +653,7 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
             "f" | "false" | "n" | "no" | "off" | "0" => false,
             _ => return Err(invalid_text(ty, input)),
         }),
-        T::Timestamp => {
-            Value::Timestamp(parse_timestamp(t).ok_or_else(|| invalid_text(ty, input))?)
-        }
+        T::Timestamp => Value::Timestamp(parse_timestamp(t).ok_or_else(|| invalid_text(ty, input))?),
         T::Bytea => {
             if let Some(hex) = t.strip_prefix("\\x") {
                 if hex.len() % 2 != 0 {
@@ -707,22 +684,13 @@ mod tests {
             Value::Int(-32768)
         );
         assert!(Value::Int(1 << 31).coerce_to(&DataType::Integer).is_err());
-        assert_eq!(
-            Value::Double(2.5).coerce_to(&DataType::Integer).unwrap(),
-            Value::Int(2)
-        );
-        assert_eq!(
-            Value::Double(3.5).coerce_to(&DataType::Integer).unwrap(),
-            Value::Int(4)
-        );
+        assert_eq!(Value::Double(2.5).coerce_to(&DataType::Integer).unwrap(), Value::Int(2));
+        assert_eq!(Value::Double(3.5).coerce_to(&DataType::Integer).unwrap(), Value::Int(4));
     }
 
     #[test]
     fn decimals_fit_their_column() {
-        let ty = DataType::Decimal {
-            precision: 5,
-            scale: 2,
-        };
+        let ty = DataType::Decimal { precision: 5, scale: 2 };
         let v = Value::parse(&ty, "123.456").unwrap();
         assert_eq!(v.to_string(), "123.46");
         assert!(Value::parse(&ty, "1234.5").is_err());
@@ -742,27 +710,15 @@ mod tests {
         let ts = Value::parse(&DataType::Timestamp, "2024-02-29 13:45:01.25").unwrap();
         assert_eq!(ts.to_string(), "2024-02-29 13:45:01.25");
         assert_eq!(
-            Value::parse(&DataType::Bytea, "\\x00ff")
-                .unwrap()
-                .to_string(),
+            Value::parse(&DataType::Bytea, "\\x00ff").unwrap().to_string(),
             "\\x00ff"
         );
-        assert_eq!(
-            Value::parse(&DataType::Boolean, "yes").unwrap(),
-            Value::Bool(true)
-        );
+        assert_eq!(Value::parse(&DataType::Boolean, "yes").unwrap(), Value::Bool(true));
         assert_eq!(Value::Double(1e20).to_string(), "1e+20");
         assert_eq!(Value::Double(0.5).to_string(), "0.5");
+        assert_eq!(Value::parse(&DataType::Integer, "abc").unwrap_err().sqlstate(), "22P02");
         assert_eq!(
-            Value::parse(&DataType::Integer, "abc")
-                .unwrap_err()
-                .sqlstate(),
-            "22P02"
-        );
-        assert_eq!(
-            Value::parse(&DataType::Integer, "99999999999")
-                .unwrap_err()
-                .sqlstate(),
+            Value::parse(&DataType::Integer, "99999999999").unwrap_err().sqlstate(),
             "22003"
         );
     }
@@ -774,9 +730,6 @@ mod tests {
         s.insert(Value::Int(1));
         assert!(s.contains(&Value::Double(1.0)));
         assert!(s.contains(&Value::Decimal(Decimal::new(100, 2))));
-        assert_eq!(
-            total_compare(ValueRef::Null, ValueRef::Int(1)),
-            Ordering::Greater
-        );
+        assert_eq!(total_compare(ValueRef::Null, ValueRef::Int(1)), Ordering::Greater);
     }
 }

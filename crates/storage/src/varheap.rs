@@ -13,8 +13,8 @@ use crate::error::{Result, StorageError};
 
 /// Size classes in bytes, about 1.5x apart.
 const CLASSES: [u32; 25] = [
-    16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
-    12288, 16384, 24576, 32768, 49152, 65536,
+    16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+    24576, 32768, 49152, 65536,
 ];
 const LARGE_CLASS: u64 = 0xFF;
 const CLASS_SHIFT: u32 = 56;
@@ -72,17 +72,13 @@ impl SizeClass {
 
     fn slot(&self, index: u64) -> Option<&[u8]> {
         let (c, off) = self.locate(index);
-        self.chunks
-            .get(c)
-            .map(|ch| &ch.bytes()[off..off + self.size])
+        self.chunks.get(c).map(|ch| &ch.bytes()[off..off + self.size])
     }
 
     fn slot_mut(&mut self, index: u64) -> Option<&mut [u8]> {
         let (c, off) = self.locate(index);
         let size = self.size;
-        self.chunks
-            .get_mut(c)
-            .map(|ch| &mut ch.bytes_mut()[off..off + size])
+        self.chunks.get_mut(c).map(|ch| &mut ch.bytes_mut()[off..off + size])
     }
 
     fn alloc(&mut self, reserved: &mut usize) -> Result<u64> {
@@ -95,9 +91,7 @@ impl SizeClass {
         }
         let index = self.fresh;
         if index >= INDEX_MASK {
-            return Err(StorageError::Internal(
-                "string heap size class exhausted".into(),
-            ));
+            return Err(StorageError::Internal("string heap size class exhausted".into()));
         }
         if (index / self.per_chunk) as usize >= self.chunks.len() {
             let chunk = Chunk::new(self.per_chunk as usize * self.size)?;
@@ -235,8 +229,7 @@ impl VarHeap {
 
     /// Number of live values.
     pub fn live_values(&self) -> u64 {
-        self.classes.iter().map(|c| c.live).sum::<u64>()
-            + self.large.iter().filter(|b| b.is_some()).count() as u64
+        self.classes.iter().map(|c| c.live).sum::<u64>() + self.large.iter().filter(|b| b.is_some()).count() as u64
     }
 }
 
@@ -250,10 +243,7 @@ mod tests {
         let a = h.alloc(b"hello world, this is a longer value").unwrap();
         let big = vec![7u8; 100_000];
         let b = h.alloc(&big).unwrap();
-        assert_eq!(
-            h.get(a, 35).unwrap(),
-            b"hello world, this is a longer value"
-        );
+        assert_eq!(h.get(a, 35).unwrap(), b"hello world, this is a longer value");
         assert_eq!(h.get(b, big.len()).unwrap(), &big[..]);
         let used = h.used_bytes();
         h.free(a);

@@ -10,8 +10,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use permafrost_storage::{
-    Column, DataType, IndexDef, IndexKey, IndexKind, KeyBound, LruChain, PartitionStore,
-    TableSchema, TupleRef, Value,
+    Column, DataType, IndexDef, IndexKey, IndexKind, KeyBound, LruChain, PartitionStore, TableSchema, TupleRef, Value,
 };
 use proptest::prelude::*;
 
@@ -88,12 +87,7 @@ fn op() -> impl Strategy<Value = Op> {
             prop::option::of(0u8..25),
             any::<bool>()
         )
-            .prop_map(|(id, grp, name, long)| Op::Insert {
-                id,
-                grp,
-                name,
-                long
-            }),
+            .prop_map(|(id, grp, name, long)| Op::Insert { id, grp, name, long }),
         (
             0i64..30,
             prop::option::weighted(0.3, 0i64..30),
@@ -133,7 +127,7 @@ fn body(id: i64, long: bool) -> String {
 fn lookup(store: &PartitionStore, index: usize, key: IndexKey) -> Vec<TupleRef> {
     let t = store.table(0).unwrap();
     let mut out = vec![];
-    let _ = t.index(index).lookup(&key, |r| {
+    let _ = t.index_store(index).lookup(&key, |r| {
         out.push(r);
         ControlFlow::Continue(())
     });
@@ -141,9 +135,7 @@ fn lookup(store: &PartitionStore, index: usize, key: IndexKey) -> Vec<TupleRef> 
 }
 
 fn find(store: &PartitionStore, id: i64) -> Option<u32> {
-    lookup(store, 0, IndexKey::Int(id))
-        .first()
-        .and_then(|r| r.as_slot())
+    lookup(store, 0, IndexKey::Int(id)).first().and_then(|r| r.as_slot())
 }
 
 /// Applies one operation to the store; returns whether it succeeded. Applies the same to
@@ -154,12 +146,7 @@ fn apply(store: &mut PartitionStore, model: &mut BTreeMap<i64, Row>, op: &Op) ->
         name.is_some() && model.iter().any(|(k, r)| *k != except && r.1 == *name)
     };
     match op {
-        Op::Insert {
-            id,
-            grp,
-            name,
-            long,
-        } => {
+        Op::Insert { id, grp, name, long } => {
             let name = name_of(*name);
             let vals = vec![
                 Value::Int(*id),
@@ -188,8 +175,7 @@ fn apply(store: &mut PartitionStore, model: &mut BTreeMap<i64, Row>, op: &Op) ->
             };
             let name = name_of(*name);
             let target = new_id.unwrap_or(*id);
-            let expect_ok =
-                (target == *id || !model.contains_key(&target)) && !name_taken(model, &name, *id);
+            let expect_ok = (target == *id || !model.contains_key(&target)) && !name_taken(model, &name, *id);
             let mut changes = vec![
                 (1, grp.map_or(Value::Null, |g| Value::Int(g as i64))),
                 (2, name.clone().map_or(Value::Null, Value::from)),
@@ -240,29 +226,21 @@ fn check(store: &PartitionStore, model: &BTreeMap<i64, Row>) -> Result<(), TestC
         prop_assert!(find(store, *id).is_some());
         if let Some(name) = &row.1 {
             let enc = t.encoder(2);
-            let key = enc
-                .encode([permafrost_storage::ValueRef::Text(name)])
-                .unwrap();
+            let key = enc.encode([permafrost_storage::ValueRef::Text(name)]).unwrap();
             prop_assert_eq!(lookup(store, 2, key).len(), 1);
         }
     }
     // The (grp, id) index in order yields ids grouped by grp.
     let mut via_index = vec![];
     let _ = t
-        .index(1)
+        .index_store(1)
         .range(&KeyBound::Unbounded, &KeyBound::Unbounded, false, |r| {
             via_index.push(t.row(r.as_slot().unwrap()).get(0).as_i64().unwrap());
             ControlFlow::Continue(())
         });
-    let mut want: Vec<(i32, i64)> = model
-        .iter()
-        .filter_map(|(id, r)| r.0.map(|g| (g, *id)))
-        .collect();
+    let mut want: Vec<(i32, i64)> = model.iter().filter_map(|(id, r)| r.0.map(|g| (g, *id))).collect();
     want.sort();
-    prop_assert_eq!(
-        via_index,
-        want.into_iter().map(|(_, id)| id).collect::<Vec<_>>()
-    );
+    prop_assert_eq!(via_index, want.into_iter().map(|(_, id)| id).collect::<Vec<_>>());
     // The access tracker holds exactly the live tuples.
     prop_assert_eq!(t.tracker().unwrap().len(), model.len());
     Ok(())

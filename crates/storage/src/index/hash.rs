@@ -58,8 +58,7 @@ impl<K: HashKey> HashIndex<K> {
         let h = self.hash(&key);
         self.key_heap_bytes += key.heap_bytes();
         let hasher = &self.hasher;
-        self.table
-            .insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
+        self.table.insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
     }
 
     pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
@@ -88,17 +87,11 @@ impl<K: HashKey> HashIndex<K> {
     /// Whether the key has an entry other than `except`.
     pub fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
         let h = self.hash(key);
-        self.table
-            .iter_hash(h)
-            .any(|e| e.0 == *key && Some(e.1) != except)
+        self.table.iter_hash(h).any(|e| e.0 == *key && Some(e.1) != except)
     }
 
     #[inline]
-    pub fn lookup(
-        &self,
-        key: &K,
-        mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    pub fn lookup(&self, key: &K, mut f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
         let h = self.hash(key);
         for e in self.table.iter_hash(h) {
             if e.0 == *key {

@@ -159,10 +159,7 @@ impl KeyEncoder {
 
     /// The byte prefix for the first `values.len()` key columns (for prefix and range scans
     /// of a byte-keyed ordered index). `None` if a value is NULL.
-    pub fn encode_prefix<'a>(
-        &self,
-        values: impl IntoIterator<Item = ValueRef<'a>>,
-    ) -> Option<Vec<u8>> {
+    pub fn encode_prefix<'a>(&self, values: impl IntoIterator<Item = ValueRef<'a>>) -> Option<Vec<u8>> {
         let mut buf = Vec::with_capacity(32);
         for (v, ty) in values.into_iter().zip(&self.types) {
             if !encode_value(&mut buf, v, ty) {
@@ -182,11 +179,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
         (ValueRef::Double(d), DataType::Double) => {
             let d = if d == 0.0 { 0.0 } else { d };
             let bits = d.to_bits();
-            let enc = if bits >> 63 == 1 {
-                !bits
-            } else {
-                bits | (1 << 63)
-            };
+            let enc = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
             out.extend_from_slice(&enc.to_be_bytes());
         }
         (ValueRef::Decimal(d), DataType::Decimal { scale, .. }) => {

@@ -88,10 +88,7 @@ impl IndexStore {
     }
 
     pub fn is_ordered(&self) -> bool {
-        matches!(
-            self,
-            IndexStore::OrderedInt(_) | IndexStore::OrderedBytes(_)
-        )
+        matches!(self, IndexStore::OrderedInt(_) | IndexStore::OrderedBytes(_))
     }
 
     pub fn insert(&mut self, key: IndexKey, r: TupleRef) {
@@ -120,17 +117,8 @@ impl IndexStore {
 
     /// Visits the entries equal to `key`.
     #[inline]
-    pub fn lookup(
-        &self,
-        key: &IndexKey,
-        f: impl FnMut(TupleRef) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        dispatch!(
-            self,
-            key,
-            |ix, k| ix.lookup(k, f),
-            ControlFlow::Continue(())
-        )
+    pub fn lookup(&self, key: &IndexKey, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
+        dispatch!(self, key, |ix, k| ix.lookup(k, f), ControlFlow::Continue(()))
     }
 
     /// Visits entries between the bounds in key order. Hash indexes cannot do this and visit
@@ -231,11 +219,7 @@ mod tests {
         ]
     }
 
-    fn check_against_model(
-        kind: IndexKind,
-        key_kind: KeyKind,
-        ops: Vec<Op>,
-    ) -> Result<(), TestCaseError> {
+    fn check_against_model(kind: IndexKind, key_kind: KeyKind, ops: Vec<Op>) -> Result<(), TestCaseError> {
         let mk = |k: i64| match key_kind {
             KeyKind::Int => IndexKey::Int(k),
             KeyKind::Bytes => IndexKey::Bytes(KeyBuf::new(&k.to_be_bytes())),
@@ -246,16 +230,13 @@ mod tests {
         for op in ops {
             match op {
                 Op::Insert(k, r) => {
-                    if !model.contains_key(&(k, r)) {
+                    if let std::collections::btree_map::Entry::Vacant(e) = model.entry((k, r)) {
                         ix.insert(mk(k), TupleRef(r));
-                        model.insert((k, r), ());
+                        e.insert(());
                     }
                 }
                 Op::Remove(k, r) => {
-                    prop_assert_eq!(
-                        ix.remove(&mk(k), TupleRef(r)),
-                        model.remove(&(k, r)).is_some()
-                    );
+                    prop_assert_eq!(ix.remove(&mk(k), TupleRef(r)), model.remove(&(k, r)).is_some());
                 }
                 Op::Replace(k, a, b) => {
                     if !model.contains_key(&(k, b)) || a == b {
@@ -276,26 +257,17 @@ mod tests {
                 ControlFlow::Continue(())
             });
             got.sort();
-            let want: Vec<u32> = model
-                .keys()
-                .filter(|(mk, _)| *mk == k)
-                .map(|(_, r)| *r)
-                .collect();
+            let want: Vec<u32> = model.keys().filter(|(mk, _)| *mk == k).map(|(_, r)| *r).collect();
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(ix.has_other(&mk(k), None), !want.is_empty());
         }
         if ix.is_ordered() {
             let (lo, hi) = (10, 30);
             let mut got = vec![];
-            let _ = ix.range(
-                &KeyBound::Included(mk(lo)),
-                &KeyBound::Excluded(mk(hi)),
-                false,
-                |r| {
-                    got.push(r.0);
-                    ControlFlow::Continue(())
-                },
-            );
+            let _ = ix.range(&KeyBound::Included(mk(lo)), &KeyBound::Excluded(mk(hi)), false, |r| {
+                got.push(r.0);
+                ControlFlow::Continue(())
+            });
             let want: Vec<u32> = model
                 .keys()
                 .filter(|(k, _)| (lo..hi).contains(k))

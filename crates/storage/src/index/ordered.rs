@@ -121,11 +121,8 @@ impl<K: OrdKey> OrderedIndex<K> {
         let (lo, hi) = (lower(lo), upper(hi));
         // BTreeSet::range panics on an inverted or empty-exclusive range; such a range
         // selects nothing.
-        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
-            (&lo, &hi)
-            && (a > b
-                || (a == b
-                    && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))
+        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) = (&lo, &hi)
+            && (a > b || (a == b && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))
         {
             return ControlFlow::Continue(());
         }

@@ -1,0 +1,156 @@
+//! Benchmark reports: the JSON object of design.md's CLI contract, and a short human
+//! summary.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+impl Latency {
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50: h.value_at_quantile(0.50),
+            p95: h.value_at_quantile(0.95),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            mean: h.mean(),
+        }
+    }
+}
+
+/// Anti-cache activity during the measured run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AnticacheReport {
+    pub evicted_tuples: u64,
+    pub evicted_bytes: u64,
+    pub unevicted_tuples: u64,
+    pub blocks_written: u64,
+    pub blocks_read: u64,
+    pub evictions: u64,
+}
+
+/// Memory figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MemoryReport {
+    /// The configured memory budget (0 when the target has none).
+    pub limit_bytes: u64,
+    /// Peak resident set size of the benchmark process (VmHWM), when the target runs in it.
+    pub peak_rss_bytes: u64,
+    /// Resident set size before the load and after it.
+    pub rss_before_load_bytes: u64,
+    pub rss_after_load_bytes: u64,
+    /// Accounted by the engine at the end of the run.
+    pub tuple_bytes: u64,
+    pub string_bytes: u64,
+    pub index_bytes: u64,
+    pub tombstone_bytes: u64,
+    pub buffer_bytes: u64,
+}
+
+/// One second of the measured run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sample {
+    /// Seconds since the start of the measured run (warm-up samples have t < 0).
+    pub t: f64,
+    pub tps: f64,
+    pub evicting: bool,
+    pub resident_bytes: u64,
+}
+
+/// The load phase.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadReport {
+    pub records: u64,
+    pub seconds: f64,
+    pub records_per_sec: f64,
+}
+
+/// A whole benchmark run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub benchmark: String,
+    pub target: String,
+    pub throughput_tps: f64,
+    pub committed: u64,
+    pub aborted_user: u64,
+    /// Operations that failed with an error other than a user abort.
+    pub failed: u64,
+    pub restarts_evicted: u64,
+    pub latency_us: Latency,
+    pub verify_errors: u64,
+    pub reads: u64,
+    pub updates: u64,
+    pub anticache: AnticacheReport,
+    pub memory: MemoryReport,
+    pub load: LoadReport,
+    pub timeseries: Vec<Sample>,
+    pub settings: serde_json::Value,
+    /// Errors seen (first few), for diagnosis.
+    pub errors: Vec<String>,
+}
+
+impl Report {
+    pub fn summary(&self) -> String {
+        let l = &self.latency_us;
+        format!(
+            "{} on {}: {:.0} txn/s ({} committed, {} aborted, {} failed, {} restarts for evicted data, {} verify errors)\n\
+             latency us: p50 {} p95 {} p99 {} p99.9 {} max {}\n\
+             load: {} records in {:.1}s ({:.0}/s); peak RSS {:.1} MiB; evicted {} tuples, {} blocks written, {} read",
+            self.benchmark,
+            self.target,
+            self.throughput_tps,
+            self.committed,
+            self.aborted_user,
+            self.failed,
+            self.restarts_evicted,
+            self.verify_errors,
+            l.p50,
+            l.p95,
+            l.p99,
+            l.p999,
+            l.max,
+            self.load.records,
+            self.load.seconds,
+            self.load.records_per_sec,
+            self.memory.peak_rss_bytes as f64 / (1 << 20) as f64,
+            self.anticache.evicted_tuples,
+            self.anticache.blocks_written,
+            self.anticache.blocks_read,
+        )
+    }
+}
+
+/// Resident set size of this process, from /proc/self/statm.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+/// Peak resident set size of this process (VmHWM), from /proc/self/status.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+        })
+        .map(|kib| kib * 1024)
+        .unwrap_or(0)
+}

@@ -1,0 +1,419 @@
+//! YCSB: one table of `records` rows (a BIGINT key and 10 text fields), read and updated
+//! one row at a time with Zipfian skew (anti-caching.txt §4.1).
+//!
+//! The driver is closed-loop: each client thread keeps a window of operations in flight
+//! against its target and issues a new one whenever one completes. It runs a warm-up, then
+//! measures for the requested duration; every read is verified ([`values`]), latencies go
+//! into an HdrHistogram and throughput is sampled every second.
+
+pub mod embedded;
+pub mod keys;
+pub mod values;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::BenchError;
+use crate::report::{AnticacheReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes, rss_bytes};
+
+pub const FIELDS: usize = 10;
+/// Bytes of the key column in the tuple-size arithmetic.
+pub const KEY_BYTES: usize = 8;
+
+/// The three workload mixes of the paper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    ReadOnly,
+    ReadHeavy,
+    WriteHeavy,
+}
+
+impl Mix {
+    pub fn parse(s: &str) -> Result<Mix, String> {
+        match s {
+            "read-only" => Ok(Mix::ReadOnly),
+            "read-heavy" => Ok(Mix::ReadHeavy),
+            "write-heavy" => Ok(Mix::WriteHeavy),
+            _ => Err(format!("unknown mix \"{s}\" (read-only, read-heavy, write-heavy)")),
+        }
+    }
+
+    /// Fraction of operations that are reads.
+    pub fn read_fraction(self) -> f64 {
+        match self {
+            Mix::ReadOnly => 1.0,
+            Mix::ReadHeavy => 0.9,
+            Mix::WriteHeavy => 0.5,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, Serialize)]
+pub struct YcsbOptions {
+    pub records: u64,
+    /// Bytes per tuple: the 8-byte key plus 10 equal fields.
+    pub tuple_size: usize,
+    pub mix: Mix,
+    pub skew: f64,
+    pub clients: usize,
+    /// Operations each client keeps in flight.
+    pub in_flight: usize,
+    pub warmup: f64,
+    pub duration: f64,
+    pub seed: u64,
+}
+
+impl YcsbOptions {
+    pub fn field_len(&self) -> usize {
+        (self.tuple_size.saturating_sub(KEY_BYTES)) / FIELDS
+    }
+
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: String| Err(BenchError::Options(m));
+        if self.records == 0 {
+            return bad("--records must be at least 1".into());
+        }
+        if self.field_len() < values::MIN_FIELD_LEN {
+            return bad(format!(
+                "--tuple-size must be at least {} bytes (key + 10 fields of {} bytes)",
+                KEY_BYTES + FIELDS * values::MIN_FIELD_LEN,
+                values::MIN_FIELD_LEN
+            ));
+        }
+        if self.field_len() > 65_535 {
+            return bad("--tuple-size is too large (fields of at most 65535 bytes)".into());
+        }
+        if !(self.skew >= 0.0 && self.skew.is_finite()) {
+            return bad(format!("--skew must be >= 0, got {}", self.skew));
+        }
+        if self.clients == 0 || self.clients > 1024 {
+            return bad("--clients must be between 1 and 1024".into());
+        }
+        if self.in_flight == 0 {
+            return bad("--in-flight must be at least 1".into());
+        }
+        if self.warmup.is_nan() || self.warmup < 0.0 || self.duration.is_nan() || self.duration <= 0.0 {
+            return bad("--warmup must be >= 0 and --duration > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// One operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Read {
+        key: u64,
+    },
+    /// Write field `field` of `key` with the value of version `version`.
+    Update {
+        key: u64,
+        field: u32,
+        version: u32,
+    },
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// A read returned a value that is not a value of that record and field.
+    VerifyFailed,
+    /// The record was not found.
+    Missing,
+    Aborted,
+    Failed(String),
+}
+
+/// A connection (or session) of a benchmark client to a target.
+pub trait YcsbClient: Send {
+    /// Starts an operation; `token` comes back with its outcome.
+    fn submit(&mut self, token: u64, op: Op) -> Result<(), BenchError>;
+    /// Waits until at least one operation completes and appends the completed ones.
+    fn wait(&mut self, out: &mut Vec<(u64, Outcome)>) -> Result<(), BenchError>;
+}
+
+/// Engine-side figures a target can report.
+#[derive(Debug, Clone, Default)]
+pub struct TargetStats {
+    pub restarts_evicted: u64,
+    pub anticache: AnticacheReport,
+    pub memory: MemoryReport,
+    pub evicting: bool,
+}
+
+/// A system YCSB runs against.
+pub trait YcsbTarget: Send + Sync {
+    fn name(&self) -> String;
+    /// Creates the table (and procedures) and loads `records` rows at version 0, calling
+    /// `progress` with the number loaded so far.
+    fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError>;
+    fn client(&self, opts: &YcsbOptions) -> Result<Box<dyn YcsbClient>, BenchError>;
+    fn stats(&self) -> TargetStats;
+    /// Settings of the target worth recording in the report.
+    fn settings(&self) -> serde_json::Value;
+}
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+struct ClientResult {
+    hist: Histogram<u64>,
+    committed: u64,
+    aborted: u64,
+    failed: u64,
+    verify_errors: u64,
+    reads: u64,
+    updates: u64,
+    errors: Vec<String>,
+}
+
+/// Loads the target and runs the workload.
+pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
+    opts.validate()?;
+    let rss_before = rss_bytes();
+    let bar = if progress_bar {
+        let b = indicatif::ProgressBar::new(opts.records);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("loading {bar:40} {pos}/{len} records ({per_sec}, eta {eta})")
+                .expect("valid template"),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let load_start = Instant::now();
+    target.load(opts, &|n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    let load_secs = load_start.elapsed().as_secs_f64();
+    let rss_after = rss_bytes();
+
+    let phase = Arc::new(AtomicU8::new(WARMUP));
+    let done = Arc::new(AtomicU64::new(0));
+    let failed_hard = Arc::new(AtomicBool::new(false));
+    let keys = keys::KeyChooser::new(opts.records, opts.skew).map_err(BenchError::Options)?;
+    let mut timeseries = Vec::new();
+    let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
+        let mut handles = Vec::new();
+        for c in 0..opts.clients {
+            let client = target.client(opts)?;
+            let (phase, done, failed_hard, keys) = (phase.clone(), done.clone(), failed_hard.clone(), keys.clone());
+            handles.push(scope.spawn(move || {
+                let r = client_loop(c, client, opts, &keys, &phase, &done);
+                if r.is_err() {
+                    failed_hard.store(true, Ordering::Relaxed);
+                }
+                r
+            }));
+        }
+        // Sample every second; switch phases on time.
+        let start = Instant::now();
+        let warmup = Duration::from_secs_f64(opts.warmup);
+        let total = warmup + Duration::from_secs_f64(opts.duration);
+        let mut last = (0u64, start);
+        let mut tick = 1u64;
+        loop {
+            let next = start + Duration::from_secs(tick);
+            let until = next.min(start + total);
+            let now = Instant::now();
+            if until > now {
+                std::thread::sleep(until - now);
+            }
+            let now = Instant::now();
+            if phase.load(Ordering::Relaxed) == WARMUP && now >= start + warmup {
+                phase.store(MEASURE, Ordering::Relaxed);
+            }
+            let d = done.load(Ordering::Relaxed);
+            let secs = now.duration_since(last.1).as_secs_f64();
+            if secs > 0.0 {
+                let t = now.duration_since(start).as_secs_f64() - opts.warmup;
+                timeseries.push(Sample {
+                    t: (t * 1000.0).round() / 1000.0,
+                    tps: (d - last.0) as f64 / secs,
+                    evicting: target.stats().evicting,
+                    resident_bytes: rss_bytes(),
+                });
+            }
+            last = (d, now);
+            tick += 1;
+            if now >= start + total || failed_hard.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        phase.store(STOP, Ordering::Relaxed);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| BenchError::Client("client thread panicked".into()))?
+            })
+            .collect()
+    })?;
+
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
+    let mut report = Report {
+        benchmark: "ycsb".into(),
+        target: target.name(),
+        ..Report::default()
+    };
+    for r in results {
+        hist.add(&r.hist).expect("same bounds");
+        report.committed += r.committed;
+        report.aborted_user += r.aborted;
+        report.failed += r.failed;
+        report.verify_errors += r.verify_errors;
+        report.reads += r.reads;
+        report.updates += r.updates;
+        for e in r.errors {
+            if report.errors.len() < 10 {
+                report.errors.push(e);
+            }
+        }
+    }
+    report.throughput_tps = report.committed as f64 / opts.duration;
+    report.latency_us = crate::report::Latency::from_histogram(&hist);
+    let stats = target.stats();
+    report.restarts_evicted = stats.restarts_evicted;
+    report.anticache = stats.anticache;
+    report.memory = MemoryReport {
+        peak_rss_bytes: peak_rss_bytes(),
+        rss_before_load_bytes: rss_before,
+        rss_after_load_bytes: rss_after,
+        ..stats.memory
+    };
+    report.load = LoadReport {
+        records: opts.records,
+        seconds: load_secs,
+        records_per_sec: opts.records as f64 / load_secs.max(1e-9),
+    };
+    report.timeseries = timeseries;
+    let mut settings = serde_json::to_value(opts).expect("serializable");
+    if let (Some(s), serde_json::Value::Object(extra)) = (settings.as_object_mut(), target.settings()) {
+        s.extend(extra);
+    }
+    report.settings = settings;
+    Ok(report)
+}
+
+fn client_loop(
+    id: usize,
+    mut client: Box<dyn YcsbClient>,
+    opts: &YcsbOptions,
+    keys: &keys::KeyChooser,
+    phase: &AtomicU8,
+    done: &AtomicU64,
+) -> Result<ClientResult, BenchError> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9));
+    let read_fraction = opts.read_fraction();
+    let mut version: u32 = ((id as u32) + 1) << 22;
+    let mut res = ClientResult {
+        hist: Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds"),
+        committed: 0,
+        aborted: 0,
+        failed: 0,
+        verify_errors: 0,
+        reads: 0,
+        updates: 0,
+        errors: Vec::new(),
+    };
+    // Per token: when it was submitted and whether it is a read.
+    let mut started: Vec<(Instant, bool)> = vec![(Instant::now(), true); opts.in_flight];
+    let mut free: Vec<u64> = (0..opts.in_flight as u64).rev().collect();
+    let mut completed = Vec::with_capacity(opts.in_flight);
+    let mut measuring = false;
+    loop {
+        let p = phase.load(Ordering::Relaxed);
+        if p == MEASURE && !measuring {
+            measuring = true;
+            let hist = std::mem::replace(
+                &mut res.hist,
+                Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid"),
+            );
+            drop(hist);
+            res = ClientResult {
+                hist: res.hist,
+                committed: 0,
+                aborted: 0,
+                failed: 0,
+                verify_errors: 0,
+                reads: 0,
+                updates: 0,
+                errors: res.errors,
+            };
+        }
+        if p == STOP {
+            break;
+        }
+        let now = Instant::now();
+        while let Some(token) = free.pop() {
+            let key = keys.next(&mut rng);
+            let read = rng.random::<f64>() < read_fraction;
+            let op = if read {
+                Op::Read { key }
+            } else {
+                version = version.wrapping_add(1);
+                Op::Update {
+                    key,
+                    field: rng.random_range(0..FIELDS as u32),
+                    version,
+                }
+            };
+            started[token as usize] = (now, read);
+            client.submit(token, op)?;
+        }
+        completed.clear();
+        client.wait(&mut completed)?;
+        let now = Instant::now();
+        done.fetch_add(completed.len() as u64, Ordering::Relaxed);
+        for (token, outcome) in completed.drain(..) {
+            let (t0, read) = started[token as usize];
+            free.push(token);
+            if !measuring {
+                continue;
+            }
+            let us = now.duration_since(t0).as_micros().max(1) as u64;
+            let _ = res.hist.record(us.min(600_000_000));
+            match outcome {
+                Outcome::Ok => {
+                    res.committed += 1;
+                    if read { res.reads += 1 } else { res.updates += 1 }
+                }
+                Outcome::VerifyFailed => {
+                    res.verify_errors += 1;
+                    res.committed += 1;
+                    if res.errors.len() < 5 {
+                        res.errors.push("read returned a value that fails verification".into());
+                    }
+                }
+                Outcome::Missing => {
+                    res.verify_errors += 1;
+                    if res.errors.len() < 5 {
+                        res.errors.push("record not found".into());
+                    }
+                }
+                Outcome::Aborted => res.aborted += 1,
+                Outcome::Failed(e) => {
+                    res.failed += 1;
+                    if res.errors.len() < 5 {
+                        res.errors.push(e);
+                    }
+                }
+            }
+        }
+    }
+    Ok(res)
+}
+
+impl YcsbOptions {
+    fn read_fraction(&self) -> f64 {
+        self.mix.read_fraction()
+    }
+}
