@@ -40,7 +40,7 @@ fn bank(partitions: u32) -> Database {
             .statement("UPDATE accounts SET balance = balance + ? WHERE id = ?")
             .body(|ctx, p| {
                 let (from, to, amount) = (p[0].clone(), p[1].clone(), p[2].as_i64().unwrap());
-                let rows = ctx.execute(0, &[from.clone()])?;
+                let rows = ctx.execute(0, std::slice::from_ref(&from))?;
                 let Some(balance) = rows.iter().next().and_then(|r| r.get_i64(0)) else {
                     return Err(ctx.abort("no such account"));
                 };
