@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
-use permafrost_sql::{Catalog, Rows};
+use permafrost_sql::{Catalog, Route, Rows, SqlError};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef};
 
@@ -256,6 +256,56 @@ impl Database {
                 Err(e) => Err(e),
             }
         }
+    }
+
+    /// Runs one SQL statement as its own transaction and waits for the result. DDL is
+    /// applied as by [`Database::execute_ddl`]. Other statements run at the one partition
+    /// their parameters pin (a single-partition transaction) or else at all partitions.
+    pub fn execute_sql(&self, sql: &str, params: Vec<Value>) -> Result<Rows> {
+        let stmts = permafrost_sql::parse::parse_statements(sql)?;
+        let stmt = match stmts.as_slice() {
+            [one] => one,
+            [] => return Err(SqlError::Syntax("empty statement".into()).into()),
+            _ => return Err(SqlError::Syntax("execute one statement at a time".into()).into()),
+        };
+        if permafrost_sql::ddl::is_ddl(stmt) {
+            self.execute_ddl(sql)?;
+            return Ok(Rows::default());
+        }
+        let catalog = self.catalog();
+        let prepared = permafrost_sql::prepare_statement(&catalog, stmt, sql)?;
+        let route = prepared.route(&params, self.partitions());
+        let proc = Arc::new(Procedure::ad_hoc(prepared));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let reply = Reply::Oneshot(tx);
+        // A statement that reads only replicated tables can run at any partition.
+        let single = match route {
+            Route::Single(p) => Some(p),
+            Route::Any => Some(0),
+            Route::All => None,
+        };
+        match single {
+            Some(p) => {
+                let inv = Invocation {
+                    proc,
+                    params,
+                    reply,
+                    restarts: 0,
+                };
+                self.shared().senders[p as usize]
+                    .send(Msg::Batch(vec![inv]))
+                    .map_err(|_| Error::Shutdown)?;
+            }
+            None => {
+                let work = MpWork::Call {
+                    proc,
+                    params,
+                    restarts: 0,
+                };
+                self.shared().submit_mp(work, self.shared().all_partitions(), reply)?;
+            }
+        }
+        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
     }
 
     /// A pipelining session for many calls in flight from one thread.

@@ -508,6 +508,9 @@ impl Partition {
             ))));
         }
         let state = self.shared.schema.load();
+        if proc.adhoc {
+            return proc.replan(&state.catalog).map(Arc::new);
+        }
         state
             .procs
             .get(&proc.name)

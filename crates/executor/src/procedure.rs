@@ -40,6 +40,9 @@ use permafrost_storage::Value;
 
 use crate::error::{Error, Result};
 
+/// The name ad hoc statements run under.
+pub(crate) const AD_HOC: &str = "ad hoc statement";
+
 /// What a procedure body returns on failure.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProcError {
@@ -124,6 +127,8 @@ impl ProcedureDef {
 
 /// A registered procedure with its statements planned.
 pub struct Procedure {
+    /// An ad hoc statement run as a one-statement procedure (not in the registry).
+    pub(crate) adhoc: bool,
     pub(crate) name: String,
     pub(crate) partitioning: Partitioning,
     pub(crate) statements: Vec<Prepared>,
@@ -168,11 +173,34 @@ impl Procedure {
             statements.push(p);
         }
         Ok(Procedure {
+            adhoc: false,
             name,
             partitioning,
             statements,
             def,
         })
+    }
+
+    /// A one-statement procedure running an ad hoc statement, already planned.
+    pub(crate) fn ad_hoc(prepared: Prepared) -> Procedure {
+        let def = ProcedureDef::new(AD_HOC)
+            .multi_partition()
+            .statement(prepared.sql.clone())
+            .body(|ctx, p| ctx.execute(0, p));
+        Procedure {
+            adhoc: true,
+            name: AD_HOC.into(),
+            partitioning: Partitioning::Multi,
+            statements: vec![prepared],
+            def,
+        }
+    }
+
+    /// Plans this procedure again against `catalog` (after a schema change).
+    pub(crate) fn replan(&self, catalog: &Catalog) -> Result<Procedure> {
+        let mut p = Procedure::prepare(self.def.clone(), catalog)?;
+        p.adhoc = self.adhoc;
+        Ok(p)
     }
 
     pub fn name(&self) -> &str {

@@ -198,9 +198,7 @@ impl<'c> Binder<'c> {
         match found {
             Some((rel, col)) => Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty))),
             None => match qual {
-                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::UnknownTable(format!(
-                    "missing FROM-clause entry for table \"{q}\""
-                ))),
+                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::MissingFromEntry(q.to_string())),
                 _ => Err(SqlError::UnknownColumn(names.join("."))),
             },
         }
@@ -230,6 +228,8 @@ impl<'c> Binder<'c> {
     fn binary(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
+        let (a, at) = literal_as(a, at, bt)?;
+        let (b, bt) = literal_as(b, bt, at)?;
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
@@ -687,6 +687,22 @@ impl<'c> Binder<'c> {
         };
         self.aggs = Some(aggs);
         Ok((Expr::Agg(idx), ty))
+    }
+}
+
+/// A string literal next to a value of another known type is read as that type, when the
+/// statement is planned (PostgreSQL's "unknown" literals): `grp = 'abc'` on an integer
+/// column is an error at once, whatever path would find the rows.
+fn literal_as(e: Expr, ty: Option<DataType>, other: Option<DataType>) -> Result<Typed> {
+    match (&e, other) {
+        (Expr::Const(Value::Text(s)), Some(t)) if !t.is_text() && ty.is_some_and(|x| x.is_text()) => {
+            let target = match t {
+                DataType::Decimal { .. } => DataType::Decimal { precision: 0, scale: 0 },
+                other => other,
+            };
+            Ok((Expr::Const(Value::parse(&target, s)?), Some(target)))
+        }
+        _ => Ok((e, ty)),
     }
 }
 

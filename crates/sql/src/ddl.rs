@@ -320,7 +320,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
             ObjectType::Index => match catalog.index_owner(&name) {
                 Some((t, i)) => {
                     if t.indexes[i].primary {
-                        return Err(SqlError::Definition(format!(
+                        return Err(SqlError::DependentObjects(format!(
                             "cannot drop index {name} because it implements the primary key of table {}",
                             t.name
                         )));

@@ -12,6 +12,12 @@ pub enum SqlError {
     Syntax(String),
     #[error("relation \"{0}\" does not exist")]
     UnknownTable(String),
+    #[error("missing FROM-clause entry for table \"{0}\"")]
+    MissingFromEntry(String),
+    #[error("{0}")]
+    InvalidLimit(String),
+    #[error("{0}")]
+    DependentObjects(String),
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("index \"{0}\" does not exist")]
@@ -49,7 +55,9 @@ impl SqlError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             SqlError::Syntax(_) => "42601",
-            SqlError::UnknownTable(_) => "42P01",
+            SqlError::UnknownTable(_) | SqlError::MissingFromEntry(_) => "42P01",
+            SqlError::InvalidLimit(_) => "2201W",
+            SqlError::DependentObjects(_) => "2BP01",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::UnknownIndex(_) => "42704",
             SqlError::UnknownColumn(_) => "42703",

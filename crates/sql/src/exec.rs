@@ -456,10 +456,7 @@ fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>>
     match e.eval_const(cx)? {
         Value::Null => Ok(None),
         Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
-        Value::Int(_) => Err(SqlError::Storage(StorageError::NumericOutOfRange {
-            ty: what.into(),
-            detail: format!("{what} must not be negative"),
-        })),
+        Value::Int(_) => Err(SqlError::InvalidLimit(format!("{what} must not be negative"))),
         other => Err(SqlError::Type(format!(
             "argument of {what} must be an integer, not {}",
             other.as_ref().kind_name()

@@ -414,6 +414,11 @@ fn column_name(e: &ast::Expr) -> String {
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
         ast::Expr::Function(f) => crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => column_name(expr),
+        ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Case { .. } => "case".into(),
         _ => "?column?".into(),
     }
 }

@@ -47,7 +47,7 @@ pub enum StorageError {
     #[error("table \"{table}\" is full at this partition ({limit} tuples)")]
     TableFull { table: String, limit: u64 },
 
-    #[error("schema error: {0}")]
+    #[error("{0}")]
     Schema(String),
 
     #[error("data corrupted: {0}")]

@@ -1,0 +1,21 @@
+-- Every column type, stored and read back, with conversions and range checks.
+CREATE TABLE ty (id INT PRIMARY KEY, s SMALLINT, i INTEGER, b BIGINT, d DOUBLE PRECISION, n NUMERIC(12,4), v VARCHAR(10), t TEXT, ts TIMESTAMP, f BOOLEAN, y BYTEA);
+INSERT INTO ty VALUES (1, -32768, 2147483647, -9223372036854775808, 1e300, 12345678.1234, 'héllo', 'a much longer text value that is stored out of line because it is long', '2000-02-29 23:59:59.123456', true, '\x00ff10');
+INSERT INTO ty VALUES (2, 0, 0, 0, -0.5, -0.0001, '', '', '1970-01-01', false, '');
+INSERT INTO ty (id) VALUES (3);
+SELECT * FROM ty ORDER BY id;
+SELECT n + 1, n * n, n / 3, d * 2, s - 1 FROM ty WHERE id = 2;
+SELECT ts + 1000000, ts - TIMESTAMP '1969-12-31 00:00:00' FROM ty WHERE id = 2;
+SELECT id FROM ty WHERE ts > '1999-01-01' ORDER BY id;
+SELECT id FROM ty WHERE f;
+SELECT id FROM ty WHERE NOT f;
+SELECT CAST(1.5 AS INT), CAST(2.5 AS INT), CAST(-1.5 AS INT), CAST(3.14159 AS NUMERIC(4,2)), CAST('abc' AS VARCHAR(2)), CAST(10 AS DOUBLE PRECISION) / 4;
+SELECT CAST('x' AS INT);
+SELECT CAST(99999 AS SMALLINT);
+SELECT CAST('2024-13-01' AS TIMESTAMP);
+UPDATE ty SET s = s - 1 WHERE id = 1;
+UPDATE ty SET v = 'this is way too long' WHERE id = 1;
+UPDATE ty SET t = t || t WHERE id = 1;
+SELECT v, LENGTH(v), LENGTH(t) FROM ty WHERE id = 1;
+INSERT INTO ty (id, n) VALUES (4, 99999999.99995);
+INSERT INTO ty (id, i) VALUES (5, 2147483648);
