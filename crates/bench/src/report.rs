@@ -58,6 +58,17 @@ pub struct MemoryReport {
     pub index_bytes: u64,
     pub tombstone_bytes: u64,
     pub buffer_bytes: u64,
+    /// Everything the engine accounts, measured right after the load.
+    pub accounted_after_load_bytes: u64,
+    /// Accounted bytes divided by the resident memory the load added (1.0 = exact).
+    pub accounted_to_rss_growth: f64,
+}
+
+impl MemoryReport {
+    /// Bytes the engine accounts for (tuples, strings, indexes, tombstones, buffers).
+    pub fn accounted(&self) -> u64 {
+        self.tuple_bytes + self.string_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
+    }
 }
 
 /// One second of the measured run.
@@ -108,7 +119,8 @@ impl Report {
         format!(
             "{} on {}: {:.0} txn/s ({} committed, {} aborted, {} failed, {} restarts for evicted data, {} verify errors)\n\
              latency us: p50 {} p95 {} p99 {} p99.9 {} max {}\n\
-             load: {} records in {:.1}s ({:.0}/s); peak RSS {:.1} MiB; evicted {} tuples, {} blocks written, {} read",
+                          load: {} records in {:.1}s ({:.0}/s); accounted {:.1} MiB for {:.1} MiB of RSS growth ({:.3}); peak RSS {:.1} MiB\n\
+             anti-cache: evicted {} tuples, {} blocks written, {} read",
             self.benchmark,
             self.target,
             self.throughput_tps,
@@ -125,6 +137,12 @@ impl Report {
             self.load.records,
             self.load.seconds,
             self.load.records_per_sec,
+            self.memory.accounted_after_load_bytes as f64 / (1 << 20) as f64,
+            self.memory
+                .rss_after_load_bytes
+                .saturating_sub(self.memory.rss_before_load_bytes) as f64
+                / (1 << 20) as f64,
+            self.memory.accounted_to_rss_growth,
             self.memory.peak_rss_bytes as f64 / (1 << 20) as f64,
             self.anticache.evicted_tuples,
             self.anticache.blocks_written,

@@ -195,6 +195,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     bar.finish_and_clear();
     let load_secs = load_start.elapsed().as_secs_f64();
     let rss_after = rss_bytes();
+    let accounted = target.stats().memory.accounted();
 
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let done = Arc::new(AtomicU64::new(0));
@@ -287,6 +288,8 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
         peak_rss_bytes: peak_rss_bytes(),
         rss_before_load_bytes: rss_before,
         rss_after_load_bytes: rss_after,
+        accounted_after_load_bytes: accounted,
+        accounted_to_rss_growth: accounted as f64 / (rss_after.saturating_sub(rss_before).max(1)) as f64,
         ..stats.memory
     };
     report.load = LoadReport {
