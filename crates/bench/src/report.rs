@@ -31,7 +31,8 @@ impl Latency {
     }
 }
 
-/// Anti-cache activity during the measured run.
+/// Anti-cache activity. The counters cover the measured run (warm-up excluded); the
+/// `*_now` figures are the state at its end.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct AnticacheReport {
     pub evicted_tuples: u64,
@@ -40,6 +41,39 @@ pub struct AnticacheReport {
     pub blocks_written: u64,
     pub blocks_read: u64,
     pub evictions: u64,
+    pub block_reads_per_sec: f64,
+    /// Tuples evicted at the end of the run.
+    pub evicted_now: u64,
+    /// Blocks on disk at the end of the run, and the size of the block files.
+    pub blocks_live: u64,
+    pub block_file_bytes: u64,
+    /// Memory of the directory and read buffers at the end of the run.
+    pub directory_bytes: u64,
+    /// (tombstones + directory) / evicted tuples, at the end of the run.
+    pub bytes_per_evicted_tuple: f64,
+    /// Partition time spent in eviction rounds, merges and heap compaction during the run
+    /// (seconds, summed over partitions).
+    pub evict_seconds: f64,
+    pub merge_seconds: f64,
+    pub compact_seconds: f64,
+}
+
+impl AnticacheReport {
+    /// The counters accumulated since `earlier` (gauges are kept as they are now).
+    pub fn since(&self, earlier: &AnticacheReport) -> AnticacheReport {
+        AnticacheReport {
+            evicted_tuples: self.evicted_tuples - earlier.evicted_tuples,
+            evicted_bytes: self.evicted_bytes - earlier.evicted_bytes,
+            unevicted_tuples: self.unevicted_tuples - earlier.unevicted_tuples,
+            blocks_written: self.blocks_written - earlier.blocks_written,
+            blocks_read: self.blocks_read - earlier.blocks_read,
+            evictions: self.evictions - earlier.evictions,
+            evict_seconds: self.evict_seconds - earlier.evict_seconds,
+            merge_seconds: self.merge_seconds - earlier.merge_seconds,
+            compact_seconds: self.compact_seconds - earlier.compact_seconds,
+            ..self.clone()
+        }
+    }
 }
 
 /// Memory figures.
@@ -54,6 +88,8 @@ pub struct MemoryReport {
     pub rss_after_load_bytes: u64,
     /// Accounted by the engine at the end of the run.
     pub tuple_bytes: u64,
+    /// Of which holding live tuples (the rest are free slots, reused first).
+    pub tuple_used_bytes: u64,
     pub string_bytes: u64,
     pub index_bytes: u64,
     pub tombstone_bytes: u64,
@@ -62,6 +98,10 @@ pub struct MemoryReport {
     pub accounted_after_load_bytes: u64,
     /// Accounted bytes divided by the resident memory the load added (1.0 = exact).
     pub accounted_to_rss_growth: f64,
+    /// Peak resident memory of the process (whole run) minus resident memory before the load.
+    pub peak_rss_growth_bytes: u64,
+    /// Largest per-second resident sample minus resident memory before the load.
+    pub max_rss_growth_during_run_bytes: u64,
 }
 
 impl MemoryReport {
@@ -79,6 +119,10 @@ pub struct Sample {
     pub tps: f64,
     pub evicting: bool,
     pub resident_bytes: u64,
+    /// Tuples evicted at that moment.
+    pub evicted_tuples: u64,
+    /// Blocks read so far.
+    pub blocks_read: u64,
 }
 
 /// The load phase.
@@ -120,7 +164,7 @@ impl Report {
             "{} on {}: {:.0} txn/s ({} committed, {} aborted, {} failed, {} restarts for evicted data, {} verify errors)\n\
              latency us: p50 {} p95 {} p99 {} p99.9 {} max {}\n\
                           load: {} records in {:.1}s ({:.0}/s); accounted {:.1} MiB for {:.1} MiB of RSS growth ({:.3}); peak RSS {:.1} MiB\n\
-             anti-cache: evicted {} tuples, {} blocks written, {} read",
+                          anti-cache: {} evicted now, {} evicted / {} merged back in the run, {} blocks written, {} read ({:.0}/s), {:.1} bytes per evicted tuple; peak RSS growth {:.1} MiB",
             self.benchmark,
             self.target,
             self.throughput_tps,
@@ -144,9 +188,14 @@ impl Report {
                 / (1 << 20) as f64,
             self.memory.accounted_to_rss_growth,
             self.memory.peak_rss_bytes as f64 / (1 << 20) as f64,
+            self.anticache.evicted_now,
             self.anticache.evicted_tuples,
+            self.anticache.unevicted_tuples,
             self.anticache.blocks_written,
             self.anticache.blocks_read,
+            self.anticache.block_reads_per_sec,
+            self.anticache.bytes_per_evicted_tuple,
+            self.memory.peak_rss_growth_bytes as f64 / (1 << 20) as f64,
         )
     }
 }

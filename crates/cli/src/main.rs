@@ -5,13 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
-use permafrost_executor::{Config, Database, parse_size};
-
-/// Partition threads free memory that client threads allocated (call parameters) and the
-/// other way round (results); mimalloc handles such cross-thread frees far better than the
-/// system allocator. Tuple storage does not come from here (it is mapped directly).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use permafrost_executor::{AntiCacheConfig, ColdPolicy, Config, Database, MergePolicy, Retrieval, parse_size};
 
 #[derive(Parser)]
 #[command(
@@ -67,12 +61,38 @@ struct CommonArgs {
     /// Seconds measured.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// Anti-caching: on (evict cold data to disk past the memory limit) or off.
-    #[arg(long, default_value = "off")]
+    /// Anti-caching: on (evict cold data to disk past the memory limit) or off (writes
+    /// fail once the data fills the memory limit).
+    #[arg(long, default_value = "on")]
     anticache: String,
-    /// Directory for the anti-cache's block files.
+    /// Directory for the anti-cache's block files. Default: a temporary directory,
+    /// removed at exit.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Bytes per eviction block, 1KiB to 4MiB.
+    #[arg(long, value_parser = parse_size_arg)]
+    block_size: Option<u64>,
+    /// Merge policy for fetched blocks: tuple (only requested tuples) or block (all).
+    #[arg(long, default_value = "tuple")]
+    merge: String,
+    /// Tuple-merge: fraction of a block that may be holes before it is merged whole.
+    #[arg(long, default_value_t = 0.5)]
+    hole_threshold: f64,
+    /// How evicted data is retrieved: abort-restart or synchronous.
+    #[arg(long, default_value = "abort-restart")]
+    retrieval: String,
+    /// Fraction of the memory limit at which eviction starts.
+    #[arg(long)]
+    eviction_threshold: Option<f64>,
+    /// Bytes evicted per round beyond what brings memory under the threshold.
+    #[arg(long, value_parser = parse_size_arg)]
+    eviction_size: Option<u64>,
+    /// Cold-tuple policy: lru (the paper's chain) or clock.
+    #[arg(long, default_value = "lru")]
+    cold_policy: String,
+    /// Restarts allowed per transaction for evicted data.
+    #[arg(long)]
+    max_restarts: Option<u32>,
     /// Fraction of transactions that update the LRU chain (the paper's alpha).
     #[arg(long)]
     lru_sample_rate: Option<f64>,
@@ -105,22 +125,84 @@ struct YcsbArgs {
     common: CommonArgs,
 }
 
-fn open_database(c: &CommonArgs) -> Result<Database, String> {
+/// Where the anti-cache keeps its blocks for this run.
+enum DataDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl DataDir {
+    fn path(&self) -> PathBuf {
+        match self {
+            DataDir::Given(p) => p.join("anticache"),
+            DataDir::Temporary(t) => t.path().to_path_buf(),
+        }
+    }
+}
+
+fn anticache_config(c: &CommonArgs, dir: &DataDir) -> Result<AntiCacheConfig, String> {
+    let mut ac = AntiCacheConfig::new(dir.path());
+    if let Some(b) = c.block_size {
+        ac.block_size = b as usize;
+    }
+    ac.merge = match c.merge.as_str() {
+        "tuple" => MergePolicy::Tuple {
+            hole_threshold: c.hole_threshold,
+        },
+        "block" => MergePolicy::Block,
+        other => return Err(format!("--merge must be tuple or block, got \"{other}\"")),
+    };
+    ac.retrieval = match c.retrieval.as_str() {
+        "abort-restart" => Retrieval::AbortRestart,
+        "synchronous" => Retrieval::Synchronous,
+        other => {
+            return Err(format!(
+                "--retrieval must be abort-restart or synchronous, got \"{other}\""
+            ));
+        }
+    };
+    ac.cold_policy = match c.cold_policy.as_str() {
+        "lru" => ColdPolicy::Lru,
+        "clock" => ColdPolicy::Clock,
+        other => return Err(format!("--cold-policy must be lru or clock, got \"{other}\"")),
+    };
+    if let Some(t) = c.eviction_threshold {
+        ac.eviction_threshold = t;
+    }
+    if let Some(s) = c.eviction_size {
+        ac.eviction_size = s;
+    }
+    Ok(ac)
+}
+
+fn open_database(c: &CommonArgs) -> Result<(Database, Option<DataDir>), String> {
     if c.target != "embedded" {
         return Err(format!(
             "--target {}: only the embedded target exists in this build (server and peer targets come with the network server)",
             c.target
         ));
     }
-    match c.anticache.as_str() {
-        "off" => {}
-        "on" => return Err("--anticache on: the anti-cache is not part of this build yet".into()),
-        other => return Err(format!("--anticache must be on or off, got \"{other}\"")),
-    }
-    if c.data_dir.is_some() {
-        return Err("--data-dir: nothing is stored on disk by this build yet".into());
-    }
     let mut b = Config::builder();
+    let dir = match c.anticache.as_str() {
+        "off" => None,
+        "on" => {
+            let dir = match &c.data_dir {
+                Some(d) => DataDir::Given(d.clone()),
+                None => DataDir::Temporary(
+                    tempfile::Builder::new()
+                        .prefix("permafrost-bench-")
+                        .tempdir()
+                        .map_err(|e| format!("cannot create a temporary directory for the anti-cache: {e}"))?,
+                ),
+            };
+            b = b.anticache(anticache_config(c, &dir)?);
+            Some(dir)
+        }
+        other => return Err(format!("--anticache must be on or off, got \"{other}\"")),
+    };
+    if let Some(n) = c.max_restarts {
+        b = b.max_restarts(n);
+    }
     if let Some(p) = c.partitions {
         b = b.partitions(p);
     }
@@ -131,7 +213,7 @@ fn open_database(c: &CommonArgs) -> Result<Database, String> {
         b = b.lru_sample_rate(a);
     }
     let config = b.build().map_err(|e| e.to_string())?;
-    Database::open(config).map_err(|e| e.to_string())
+    Ok((Database::open(config).map_err(|e| e.to_string())?, dir))
 }
 
 fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
@@ -147,7 +229,7 @@ fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
         duration: c.duration,
         seed: c.seed,
     };
-    let db = open_database(c)?;
+    let (db, _data_dir) = open_database(c)?;
     let opts = YcsbOptions {
         clients: c.clients.unwrap_or(db.partitions() as usize),
         ..opts

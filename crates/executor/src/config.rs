@@ -9,6 +9,9 @@
 //! | `memory_limit` | half of physical memory | >= 16 MiB |
 //! | `lru_sample_rate` | 0.01 | 0.0 ..= 1.0 |
 //! | `max_restarts` | 16 | 1 ..= 1000 |
+//! | `anticache` | off | see [`permafrost_anticache::AntiCacheConfig`] |
+
+pub use permafrost_anticache::{AntiCacheConfig, ColdPolicy, MergePolicy, Retrieval};
 
 use crate::error::{Error, Result};
 
@@ -23,6 +26,9 @@ pub struct Config {
     pub lru_sample_rate: f64,
     /// How often one transaction may be restarted for evicted data before it fails.
     pub max_restarts: u32,
+    /// Anti-caching: evict cold tuples to disk when memory passes the threshold. Off
+    /// (`None`) means the database refuses writes once its data fills `memory_limit`.
+    pub anticache: Option<AntiCacheConfig>,
 }
 
 /// Builds a [`Config`]; unset settings take their defaults.
@@ -32,6 +38,7 @@ pub struct ConfigBuilder {
     memory_limit: Option<u64>,
     lru_sample_rate: Option<f64>,
     max_restarts: Option<u32>,
+    anticache: Option<AntiCacheConfig>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -66,6 +73,10 @@ impl ConfigBuilder {
         self.max_restarts = Some(n);
         self
     }
+    pub fn anticache(mut self, ac: AntiCacheConfig) -> Self {
+        self.anticache = Some(ac);
+        self
+    }
 
     pub fn build(self) -> Result<Config> {
         let partitions = self.partitions.unwrap_or_else(default_partitions);
@@ -96,11 +107,18 @@ impl ConfigBuilder {
                 message: format!("must be between 1 and 1000, got {max_restarts}"),
             });
         }
+        if let Some(ac) = &self.anticache {
+            ac.validate().map_err(|e| match e {
+                permafrost_anticache::AntiCacheError::Config { setting, message } => Error::Config { setting, message },
+                other => Error::AntiCache(other),
+            })?;
+        }
         Ok(Config {
             partitions,
             memory_limit,
             lru_sample_rate,
             max_restarts,
+            anticache: self.anticache,
         })
     }
 }

@@ -13,15 +13,18 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
+use permafrost_anticache::{AntiCache, Done, Fetcher};
 use permafrost_sql::{Catalog, Route, Rows, SqlError};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::partition::{Invocation, MpWork, Msg, Partition, PartitionStats, SchemaState, Shared};
+use crate::mp::MpWork;
+use crate::partition::{Invocation, Msg, Partition};
 use crate::procedure::{Partitioning, Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink};
+use crate::shared::{PartitionStats, SchemaState, Shared};
 
 struct Inner {
     shared: Arc<Shared>,
@@ -63,7 +66,7 @@ impl ProcHandle {
 }
 
 /// Totals over all partitions.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct DatabaseStats {
     pub committed: u64,
     pub aborted_user: u64,
@@ -71,14 +74,52 @@ pub struct DatabaseStats {
     pub restarts_evicted: u64,
     pub restarts_schema: u64,
     pub mp_txns: u64,
+    /// Eviction rounds.
+    pub evictions: u64,
+    pub evicted_tuples: u64,
+    pub evicted_bytes: u64,
+    /// Tuples merged back from blocks.
+    pub unevicted_tuples: u64,
+    pub blocks_written: u64,
+    pub blocks_read: u64,
+    pub blocks_live: u64,
+    pub block_file_bytes: u64,
+    /// Tuples evicted right now.
+    pub evicted_now: u64,
+    /// Memory of the anti-cache's directory and read buffers.
+    pub anticache_bytes: u64,
+    /// Transactions waiting for evicted data right now.
+    pub parked: u64,
+    /// Seconds partitions spent evicting, merging and compacting (summed over partitions).
+    pub evict_seconds: f64,
+    pub merge_seconds: f64,
+    pub compact_seconds: f64,
 }
 
 impl Database {
-    /// Opens an empty in-memory database with `config`.
+    /// Opens an empty database with `config`. With the anti-cache on, each partition gets
+    /// a fresh block file in the anti-cache directory.
     pub fn open(config: Config) -> Result<Database> {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
+        let fetcher = config
+            .anticache
+            .as_ref()
+            .map(|ac| Arc::new(Fetcher::start(ac.fetch_depth)));
+        let mut caches = Vec::with_capacity(n);
+        for (i, sender) in senders.iter().enumerate() {
+            caches.push(match (&config.anticache, &fetcher) {
+                (Some(cfg), Some(f)) => {
+                    let tx = sender.clone();
+                    let done: Done = Arc::new(move |block, result| {
+                        let _ = tx.send(Msg::Fetched { block, result });
+                    });
+                    Some(AntiCache::new(i as u32, cfg.clone(), f.clone(), done)?)
+                }
+                _ => None,
+            });
+        }
         let shared = Arc::new(Shared {
             config,
             senders,
@@ -90,8 +131,8 @@ impl Database {
             mp_order: Mutex::new(1),
         });
         let mut threads = Vec::with_capacity(n);
-        for (i, rx) in receivers.into_iter().enumerate() {
-            let part = Partition::new(i as u32, shared.clone());
+        for ((i, rx), ac) in receivers.into_iter().enumerate().zip(caches) {
+            let part = Partition::new(i as u32, shared.clone(), ac);
             let t = std::thread::Builder::new()
                 .name(format!("partition-{i}"))
                 .spawn(move || part.run(rx))
@@ -352,6 +393,29 @@ impl Database {
         Ok(total)
     }
 
+    /// Runs an eviction round of about `bytes` at every partition now, whatever the memory
+    /// use; returns the number of tuples evicted. Fails if the anti-cache is off.
+    pub fn evict_now(&self, bytes: u64) -> Result<u64> {
+        let mut total = 0;
+        for s in &self.shared().senders {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            s.send(Msg::Evict(bytes, tx)).map_err(|_| Error::Shutdown)?;
+            total += rx.recv().map_err(|_| Error::Shutdown)??;
+        }
+        Ok(total)
+    }
+
+    /// Like [`Database::stats`], but asks every partition to publish first, so the figures
+    /// include everything done before the call.
+    pub fn stats_now(&self) -> Result<DatabaseStats> {
+        for s in &self.shared().senders {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            s.send(Msg::Publish(tx)).map_err(|_| Error::Shutdown)?;
+            rx.recv().map_err(|_| Error::Shutdown)?;
+        }
+        Ok(self.stats())
+    }
+
     /// Counters summed over partitions (published after each pass over a partition's queue).
     pub fn stats(&self) -> DatabaseStats {
         use std::sync::atomic::Ordering::Relaxed;
@@ -363,6 +427,20 @@ impl Database {
             d.restarts_evicted += s.restarts_evicted.load(Relaxed);
             d.restarts_schema += s.restarts_schema.load(Relaxed);
             d.mp_txns += s.mp_coordinated.load(Relaxed);
+            d.evictions += s.evictions.load(Relaxed);
+            d.evicted_tuples += s.evicted_tuples.load(Relaxed);
+            d.evicted_bytes += s.evicted_bytes.load(Relaxed);
+            d.unevicted_tuples += s.unevicted_tuples.load(Relaxed);
+            d.blocks_written += s.blocks_written.load(Relaxed);
+            d.blocks_read += s.blocks_read.load(Relaxed);
+            d.blocks_live += s.blocks_live.load(Relaxed);
+            d.block_file_bytes += s.block_file_bytes.load(Relaxed);
+            d.evicted_now += s.evicted_now.load(Relaxed);
+            d.anticache_bytes += s.anticache_bytes.load(Relaxed);
+            d.parked += s.parked.load(Relaxed);
+            d.evict_seconds += s.evict_nanos.load(Relaxed) as f64 / 1e9;
+            d.merge_seconds += s.merge_nanos.load(Relaxed) as f64 / 1e9;
+            d.compact_seconds += s.compact_nanos.load(Relaxed) as f64 / 1e9;
         }
         d
     }

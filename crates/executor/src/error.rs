@@ -27,6 +27,8 @@ pub enum Error {
     ProcedurePanicked { name: String, message: String },
     #[error("transaction restarted {restarts} times for evicted data and gave up; retry it")]
     TooManyRestarts { restarts: u32 },
+    #[error("{0}")]
+    AntiCache(#[from] permafrost_anticache::AntiCacheError),
     #[error("the database is shutting down")]
     Shutdown,
     #[error("internal error: {0}")]
@@ -50,6 +52,7 @@ impl Error {
             Error::Config { .. } => "22023",
             Error::ProcedurePanicked { .. } => "XX000",
             Error::TooManyRestarts { .. } => "40001",
+            Error::AntiCache(e) => e.sqlstate(),
             Error::Shutdown => "57P01",
             Error::Internal(_) => "XX000",
         }

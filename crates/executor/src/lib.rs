@@ -15,14 +15,19 @@
 pub mod config;
 mod database;
 pub mod error;
-pub mod partition;
+mod mp;
+mod partition;
 pub mod procedure;
 mod reply;
+mod retrieval;
+mod shared;
+mod txn;
 
-pub use config::{Config, ConfigBuilder, parse_size};
+pub use config::{AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, MergePolicy, Retrieval, parse_size};
 pub use database::{Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
 pub use permafrost_sql::{ColumnInfo, RowRef, Rows, SqlError};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use reply::Completion;
+pub use shared::PartitionStats;

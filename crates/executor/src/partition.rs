@@ -5,45 +5,52 @@
 //! The executor is a state machine driven by [`Msg`]s from its queue:
 //!
 //! * `Batch`: single-partition calls, run in arrival order;
-//! * `Mp`: this partition's turn in a multi-partition transaction (below);
+//! * `Mp`: this partition's turn in a multi-partition transaction (mp.rs);
+//! * `Fetched`: an evicted block the fetcher read; merged at once, and the transactions
+//!   waiting for it restarted (retrieval.rs);
+//! * `MpFetch`: evicted tuples of this partition a multi-partition transaction needs;
 //! * `Inspect`: read or change the store between transactions (statistics, tests);
 //! * `Shutdown`.
 //!
-//! After each pass over the queue the executor hands the gathered completions to their
-//! sessions and publishes its counters.
-//!
-//! **Multi-partition transactions.** A multi-partition transaction is put on the queue of
-//! every partition it involves, by all submitters in one global order (the `mp_order`
-//! lock hands out increasing timestamps and enqueues under it). When a participant reaches
-//! it, it hands its store (the whole partition's data, moved, not shared) to the
-//! coordinator, the lowest-numbered partition involved, and waits for it back. The
-//! coordinator runs the procedure over all the stores, commits or rolls back each, and
-//! returns them. Because every partition meets multi-partition transactions in the same
-//! order, a coordinator only ever waits for partitions that will reach its transaction
-//! next: no cycle of waits, hence no deadlock, and the transactions are serializable in
-//! timestamp order (single-partition ones at a partition are ordered around them by the
-//! queue).
+//! After each message the executor checks its memory (evicting when over the threshold);
+//! after each pass over the queue it hands the gathered completions to their sessions and
+//! publishes its counters.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use arc_swap::ArcSwap;
-use crossbeam_channel::{Receiver, Sender};
-use permafrost_sql::{Catalog, DdlChange, Env, EvictedRef, Rows, SqlError};
-use permafrost_storage::{LruChain, MemoryUsage, PartitionStore, Value};
+use crossbeam_channel::Receiver;
+use permafrost_anticache::{AlignedBuf, AntiCache};
+use permafrost_sql::{Catalog, EvictedRef, Rows, SqlError};
+use permafrost_storage::{PartitionStore, TableId, Value};
 
-use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::procedure::{ProcContext, ProcError, Procedure};
+use crate::mp::{MpFetch, MpTxn};
+use crate::procedure::Procedure;
 use crate::reply::{Outbox, Reply};
+use crate::retrieval::{Parking, Waiter};
+use crate::shared::{PartitionStats, Shared};
+use crate::txn::{Outcome, TxnInfo, run_txn};
 
 /// A message to a partition executor.
 pub(crate) enum Msg {
     Batch(Vec<Invocation>),
     Mp(Arc<MpTxn>),
+    Fetched {
+        block: u32,
+        result: io::Result<AlignedBuf>,
+    },
+    MpFetch {
+        refs: Vec<(TableId, u32)>,
+        ticket: Arc<MpFetch>,
+    },
     Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
+    /// Evict about this many bytes now (an administrative command), then acknowledge.
+    Evict(u64, crossbeam_channel::Sender<Result<u64>>),
+    /// Publish counters now, then acknowledge.
+    Publish(crossbeam_channel::Sender<()>),
     Shutdown,
 }
 
@@ -56,276 +63,28 @@ pub(crate) struct Invocation {
     pub restarts: u32,
 }
 
-/// What a multi-partition transaction does.
-pub(crate) enum MpWork {
-    Call {
-        proc: Arc<Procedure>,
-        params: Vec<Value>,
-        restarts: u32,
-    },
-    /// Schema changes, applied at all partitions at one point of the serial order; on
-    /// success `next` becomes the published schema state.
-    Ddl {
-        changes: Vec<DdlChange>,
-        next: Arc<SchemaState>,
-    },
-}
-
-type Channel<T> = (Sender<T>, Receiver<T>);
-
-/// A multi-partition transaction, shared by the partitions it involves.
-pub(crate) struct MpTxn {
-    pub ts: u64,
-    pub work: MpWork,
-    /// Partitions involved, ascending; the first coordinates.
-    pub parts: Vec<u32>,
-    pub reply: Mutex<Option<Reply>>,
-    handoff: Channel<(u32, Box<PartitionStore>)>,
-    returns: Vec<Channel<Box<PartitionStore>>>,
-}
-
-impl MpTxn {
-    pub(crate) fn new(ts: u64, work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
-        let n = parts.len();
-        MpTxn {
-            ts,
-            work,
-            returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
-            parts,
-            reply: Mutex::new(Some(reply)),
-            handoff: crossbeam_channel::bounded(n),
-        }
-    }
-
-    fn take_reply(&self) -> Reply {
-        self.reply
-            .lock()
-            .map(|mut r| r.take())
-            .ok()
-            .flatten()
-            .unwrap_or(Reply::None)
-    }
-}
-
-/// Catalog and procedures, published together so that they always agree.
-pub(crate) struct SchemaState {
-    pub catalog: Arc<Catalog>,
-    pub procs: std::collections::HashMap<String, Arc<Procedure>>,
-}
-
-/// Counters a partition publishes after each pass over its queue.
-#[derive(Debug, Default)]
-pub struct PartitionStats {
-    pub committed: AtomicU64,
-    pub aborted_user: AtomicU64,
-    pub failed: AtomicU64,
-    pub restarts_evicted: AtomicU64,
-    pub restarts_schema: AtomicU64,
-    pub mp_coordinated: AtomicU64,
-    pub tuple_bytes: AtomicU64,
-    pub string_bytes: AtomicU64,
-    pub index_bytes: AtomicU64,
-    pub tombstone_bytes: AtomicU64,
-    pub buffer_bytes: AtomicU64,
-}
-
-impl PartitionStats {
-    pub(crate) fn set_memory(&self, m: &MemoryUsage) {
-        self.tuple_bytes.store(m.tuple_bytes, Ordering::Relaxed);
-        self.string_bytes.store(m.string_bytes, Ordering::Relaxed);
-        self.index_bytes.store(m.index_bytes, Ordering::Relaxed);
-        self.tombstone_bytes.store(m.tombstone_bytes, Ordering::Relaxed);
-        self.buffer_bytes.store(m.buffer_bytes, Ordering::Relaxed);
-    }
-
-    pub fn memory(&self) -> MemoryUsage {
-        MemoryUsage {
-            tuple_bytes: self.tuple_bytes.load(Ordering::Relaxed),
-            tuple_used_bytes: 0,
-            string_bytes: self.string_bytes.load(Ordering::Relaxed),
-            string_used_bytes: 0,
-            index_bytes: self.index_bytes.load(Ordering::Relaxed),
-            tombstone_bytes: self.tombstone_bytes.load(Ordering::Relaxed),
-            buffer_bytes: self.buffer_bytes.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// State shared by the database handle and all partition executors.
-pub(crate) struct Shared {
-    pub config: Config,
-    pub senders: Vec<Sender<Msg>>,
-    pub stats: Vec<Arc<PartitionStats>>,
-    pub schema: ArcSwap<SchemaState>,
-    /// The next multi-partition timestamp; held while enqueueing one.
-    pub mp_order: Mutex<u64>,
-}
-
-impl Shared {
-    /// Enqueues a multi-partition transaction at every partition in `parts`, in the global
-    /// multi-partition order.
-    pub(crate) fn submit_mp(&self, work: MpWork, parts: Vec<u32>, reply: Reply) -> Result<()> {
-        let mut next = self
-            .mp_order
-            .lock()
-            .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
-        let ts = *next;
-        *next += 1;
-        let t = Arc::new(MpTxn::new(ts, work, parts, reply));
-        for &p in &t.parts {
-            self.senders[p as usize]
-                .send(Msg::Mp(t.clone()))
-                .map_err(|_| Error::Shutdown)?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn all_partitions(&self) -> Vec<u32> {
-        (0..self.config.partitions).collect()
-    }
-}
-
-enum Outcome {
-    Done(Result<Rows>),
-    SchemaChanged,
-    NeedsData,
-}
-
-/// Runs a procedure as one transaction over `stores`, then commits or rolls back every
-/// store. Panics in the body are caught and fail the transaction.
-#[allow(clippy::too_many_arguments)]
-fn run_txn(
-    proc: &Procedure,
-    params: &[Value],
-    stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<EvictedRef>,
-    total: u32,
-    sampled: bool,
-    now: i64,
-    txn_id: u64,
-) -> Outcome {
-    evicted.clear();
-    let result = {
-        let mut env = Env {
-            stores: &mut *stores,
-            total_partitions: total,
-            sampled,
-            now,
-            evicted: &mut *evicted,
-        };
-        let mut ctx = ProcContext {
-            env: &mut env,
-            statements: &proc.statements,
-            txn_id,
-            rng: txn_id,
-        };
-        catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
-    };
-    let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
-        for s in stores.iter_mut() {
-            if commit { s.commit() } else { s.rollback() }
-        }
-    };
-    if !evicted.is_empty() {
-        finish(stores, false);
-        return Outcome::NeedsData;
-    }
-    match result {
-        Ok(Ok(rows)) => {
-            finish(stores, true);
-            Outcome::Done(Ok(rows))
-        }
-        Ok(Err(ProcError::Sql(SqlError::SchemaChanged(_)))) => {
-            finish(stores, false);
-            Outcome::SchemaChanged
-        }
-        Ok(Err(ProcError::Sql(e))) => {
-            finish(stores, false);
-            Outcome::Done(Err(Error::Sql(e)))
-        }
-        Ok(Err(ProcError::Abort(m))) => {
-            finish(stores, false);
-            Outcome::Done(Err(Error::Aborted(m)))
-        }
-        Err(panic) => {
-            finish(stores, false);
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Outcome::Done(Err(Error::ProcedurePanicked {
-                name: proc.name.clone(),
-                message,
-            }))
-        }
-    }
-}
-
-/// Applies schema changes to every store, all or nothing.
-fn apply_ddl(stores: &mut [&mut PartitionStore], changes: &[DdlChange]) -> Result<()> {
-    for change in changes {
-        let mut done = 0;
-        let mut failure = None;
-        for s in stores.iter_mut() {
-            let r = match change {
-                DdlChange::CreateTable(schema) => {
-                    let tracker = schema
-                        .evictable
-                        .then(|| Box::new(LruChain::new()) as Box<dyn permafrost_storage::AccessTracker>);
-                    s.create_table(schema.clone(), tracker)
-                }
-                DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
-                DdlChange::DropTable(id) => s.drop_table(*id),
-                DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
-            };
-            if let Err(e) = r {
-                failure = Some(e);
-                break;
-            }
-            done += 1;
-        }
-        if let Some(e) = failure {
-            // Undo this change where it was applied. Drops cannot fail half-way, so only
-            // creations need undoing.
-            for s in stores.iter_mut().take(done) {
-                match change {
-                    DdlChange::CreateTable(schema) => {
-                        let _ = s.drop_table(schema.id);
-                    }
-                    DdlChange::CreateIndex(schema) => {
-                        let mut prev = (**schema).clone();
-                        let i = prev.indexes.len() - 1;
-                        prev.indexes.pop();
-                        let _ = s.drop_index(Arc::new(prev), i);
-                    }
-                    _ => {}
-                }
-            }
-            return Err(e.into());
-        }
-    }
-    Ok(())
-}
-
 /// One partition executor.
 pub(crate) struct Partition {
-    id: u32,
-    store: Option<Box<PartitionStore>>,
-    shared: Arc<Shared>,
-    stats: Arc<PartitionStats>,
-    outbox: Outbox,
-    evicted: Vec<EvictedRef>,
+    pub(crate) id: u32,
+    pub(crate) store: Option<Box<PartitionStore>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) stats: Arc<PartitionStats>,
+    pub(crate) outbox: Outbox,
+    pub(crate) evicted: Vec<EvictedRef>,
+    pub(crate) ac: Option<AntiCache>,
+    pub(crate) parking: Parking,
+    pub(crate) last_check: Instant,
+    pub(crate) last_catalog: Arc<Catalog>,
+    pub(crate) wall: i64,
     rng: u64,
     sample_threshold: u64,
     txn_seq: u64,
     last_now: i64,
-    wall: i64,
     last_publish: Instant,
 }
 
 impl Partition {
-    pub(crate) fn new(id: u32, shared: Arc<Shared>) -> Partition {
+    pub(crate) fn new(id: u32, shared: Arc<Shared>, ac: Option<AntiCache>) -> Partition {
         let stats = shared.stats[id as usize].clone();
         let alpha = shared.config.lru_sample_rate;
         let sample_threshold = if alpha >= 1.0 {
@@ -333,6 +92,7 @@ impl Partition {
         } else {
             (alpha * u64::MAX as f64) as u64
         };
+        let last_catalog = shared.schema.load().catalog.clone();
         Partition {
             id,
             store: Some(Box::new(PartitionStore::new(id))),
@@ -340,11 +100,15 @@ impl Partition {
             stats,
             outbox: Outbox::default(),
             evicted: Vec::new(),
+            ac,
+            parking: Parking::default(),
+            last_check: Instant::now(),
+            last_catalog,
+            wall: 0,
             rng: 0x2545_F491_4F6C_DD1D ^ (id as u64 + 1),
             sample_threshold,
             txn_seq: 0,
             last_now: 0,
-            wall: 0,
             last_publish: Instant::now(),
         }
     }
@@ -392,21 +156,49 @@ impl Partition {
                     self.participate(&t);
                 }
             }
+            Msg::Fetched { block, result } => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.on_fetched(block, result);
+                }
+                self.merge_fetched();
+            }
+            Msg::MpFetch { refs, ticket } => self.need_data(Waiter::Mp(ticket), refs),
             Msg::Inspect(f) => {
                 if let Some(s) = self.store.as_deref_mut() {
                     f(s);
                 }
             }
+            Msg::Evict(bytes, ack) => {
+                let r = match (self.ac.as_mut(), self.store.as_deref_mut()) {
+                    (Some(ac), Some(store)) => ac.evict(store, bytes, self.wall).map(|s| s.tuples).map_err(Error::from),
+                    _ => Err(Error::Internal("the anti-cache is off".into())),
+                };
+                let _ = ack.send(r);
+            }
+            Msg::Publish(ack) => {
+                self.publish(true);
+                let _ = ack.send(());
+            }
             Msg::Shutdown => return false,
+        }
+        if self.store.is_some() {
+            self.check_memory(false);
         }
         true
     }
 
-    fn publish(&mut self, force: bool) {
+    pub(crate) fn publish(&mut self, force: bool) {
         if force || self.last_publish.elapsed().as_micros() >= 1000 {
             if let Some(s) = &self.store {
-                self.stats.set_memory(&s.memory_usage());
+                let ac_bytes = self.ac.as_ref().map_or(0, |a| a.memory_bytes());
+                self.stats.set_memory(&s.memory_usage(), ac_bytes);
+                let evicted: usize = s.tables().map(|t| t.evicted_tuples()).sum();
+                self.stats.evicted_now.store(evicted as u64, Ordering::Relaxed);
             }
+            if let Some(ac) = &self.ac {
+                self.stats.set_anticache(&ac.stats());
+            }
+            self.stats.parked.store(self.parking.len() as u64, Ordering::Relaxed);
             self.last_publish = Instant::now();
         }
     }
@@ -444,7 +236,17 @@ impl Partition {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D) <= self.sample_threshold
     }
 
-    fn record(&self, r: &Result<Rows>) {
+    /// Timestamp, id and sampling decision for the next transaction.
+    pub(crate) fn txn_info(&mut self) -> TxnInfo {
+        TxnInfo {
+            total_partitions: self.shared.config.partitions,
+            now: self.clock(),
+            txn_id: self.next_txn_id(),
+            sampled: self.sample(),
+        }
+    }
+
+    pub(crate) fn record(&self, r: &Result<Rows>) {
         let c = match r {
             Ok(_) => &self.stats.committed,
             Err(Error::Aborted(_)) => &self.stats.aborted_user,
@@ -453,24 +255,11 @@ impl Partition {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn run_single(&mut self, mut inv: Invocation) {
-        let now = self.clock();
-        let txn_id = self.next_txn_id();
-        let sampled = self.sample();
-        let total = self.shared.config.partitions;
+    pub(crate) fn run_single(&mut self, mut inv: Invocation) {
+        let info = self.txn_info();
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
-        let outcome = run_txn(
-            &inv.proc,
-            &inv.params,
-            &mut stores,
-            &mut self.evicted,
-            total,
-            sampled,
-            now,
-            txn_id,
-        );
-        match outcome {
+        match run_txn(&inv.proc, &inv.params, &mut stores, &mut self.evicted, &info) {
             Outcome::Done(r) => {
                 self.record(&r);
                 self.outbox.send(inv.reply, r);
@@ -492,15 +281,14 @@ impl Partition {
                 }
             }
             Outcome::NeedsData => {
-                let e = Error::Internal("transaction reached evicted data, but this build has no anti-cache".into());
-                self.record(&Err(e.clone()));
-                self.outbox.send(inv.reply, Err(e));
+                let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
+                self.need_data(Waiter::Single(inv), refs);
             }
         }
     }
 
     /// The current version of a procedure after a schema change.
-    fn refresh(&self, proc: &Procedure, restarts: u32) -> Result<Arc<Procedure>> {
+    pub(crate) fn refresh(&self, proc: &Procedure, restarts: u32) -> Result<Arc<Procedure>> {
         if restarts >= self.shared.config.max_restarts {
             return Err(Error::Sql(SqlError::SchemaChanged(format!(
                 "used by procedure \"{}\" kept changing",
@@ -516,103 +304,5 @@ impl Partition {
             .get(&proc.name)
             .cloned()
             .ok_or_else(|| Error::UnknownProcedure(proc.name.clone()))
-    }
-
-    fn participate(&mut self, t: &MpTxn) {
-        self.outbox.flush();
-        self.publish(true);
-        let store = self.store.take().expect("store is home between transactions");
-        let idx = t
-            .parts
-            .iter()
-            .position(|&p| p == self.id)
-            .expect("participant of its own transaction");
-        if t.handoff.0.send((self.id, store)).is_err() {
-            return;
-        }
-        match t.returns[idx].1.recv() {
-            Ok(s) => self.store = Some(s),
-            Err(_) => panic!(
-                "coordinator of multi-partition transaction {} lost partition {}",
-                t.ts, self.id
-            ),
-        }
-    }
-
-    fn coordinate(&mut self, t: &MpTxn) {
-        self.outbox.flush();
-        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
-        held.push((self.id, self.store.take().expect("store is home between transactions")));
-        for _ in 1..t.parts.len() {
-            match t.handoff.1.recv() {
-                Ok(x) => held.push(x),
-                Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
-            }
-        }
-        held.sort_by_key(|(p, _)| *p);
-        let now = self.clock();
-        let txn_id = self.next_txn_id();
-        let sampled = self.sample();
-        let total = self.shared.config.partitions;
-        let outcome = {
-            let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
-            match &t.work {
-                MpWork::Call { proc, params, .. } => {
-                    run_txn(proc, params, &mut refs, &mut self.evicted, total, sampled, now, txn_id)
-                }
-                MpWork::Ddl { changes, next } => {
-                    let r = apply_ddl(&mut refs, changes);
-                    if r.is_ok() {
-                        // Published while every partition is still held, so no
-                        // transaction can run between the change and its plans.
-                        self.shared.schema.store(next.clone());
-                    }
-                    Outcome::Done(r.map(|_| Rows::default()))
-                }
-            }
-        };
-        for (p, s) in held {
-            if p == self.id {
-                self.store = Some(s);
-            } else {
-                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
-                let _ = t.returns[idx].0.send(s);
-            }
-        }
-        self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
-        match outcome {
-            Outcome::Done(r) => {
-                self.record(&r);
-                self.outbox.send(t.take_reply(), r);
-            }
-            Outcome::SchemaChanged => {
-                self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
-                let MpWork::Call { proc, params, restarts } = &t.work else {
-                    unreachable!("only calls re-plan")
-                };
-                let reply = t.take_reply();
-                match self.refresh(proc, *restarts) {
-                    Ok(p) => {
-                        let work = MpWork::Call {
-                            proc: p,
-                            params: params.clone(),
-                            restarts: restarts + 1,
-                        };
-                        if let Err(e) = self.shared.submit_mp(work, t.parts.clone(), reply) {
-                            self.record(&Err(e));
-                        }
-                    }
-                    Err(e) => {
-                        self.record(&Err(e.clone()));
-                        self.outbox.send(reply, Err(e));
-                    }
-                }
-            }
-            Outcome::NeedsData => {
-                let e = Error::Internal("transaction reached evicted data, but this build has no anti-cache".into());
-                self.record(&Err(e.clone()));
-                self.outbox.send(t.take_reply(), Err(e));
-            }
-        }
     }
 }

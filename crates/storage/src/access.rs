@@ -23,6 +23,9 @@ pub trait AccessTracker: Send {
     fn on_access(&mut self, heap: &mut Heap, slot: u32);
     /// The tuple left memory (deleted or evicted).
     fn on_remove(&mut self, heap: &mut Heap, slot: u32);
+    /// The tuple moved from slot `from` to slot `to` (heap compaction); its header bytes
+    /// were copied along.
+    fn on_move(&mut self, heap: &mut Heap, from: u32, to: u32);
     /// Appends up to `n` eviction candidates to `out`, coldest first, skipping pinned
     /// tuples. Does not remove them.
     fn victims(&mut self, heap: &mut Heap, n: usize, out: &mut Vec<u32>);
@@ -152,6 +155,23 @@ impl AccessTracker for LruChain {
     fn on_remove(&mut self, heap: &mut Heap, slot: u32) {
         if heap.flags(slot) & FLAG_IN_CHAIN != 0 {
             self.unlink(heap, slot);
+        }
+    }
+
+    fn on_move(&mut self, heap: &mut Heap, from: u32, to: u32) {
+        if heap.flags(to) & FLAG_IN_CHAIN == 0 {
+            return;
+        }
+        let (p, n) = (heap.prev(to), heap.next(to));
+        if p != NIL {
+            heap.set_next(p, to);
+        } else if self.head == from {
+            self.head = to;
+        }
+        if n != NIL {
+            heap.set_prev(n, to);
+        } else if self.tail == from {
+            self.tail = to;
         }
     }
 

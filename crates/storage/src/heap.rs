@@ -221,6 +221,44 @@ impl Heap {
         self.live
     }
 
+    /// Slots per chunk.
+    pub fn per_chunk(&self) -> u32 {
+        self.per_chunk
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The free slots below slot `end`.
+    pub(crate) fn free_below(&self, end: u32) -> Vec<u32> {
+        (0..end.min(self.fresh)).filter(|&s| !self.is_live(s)).collect()
+    }
+
+    /// Copies the tuple in slot `from` (header included) into the free slot `to`, which
+    /// becomes live. `from` is left as it is; the caller truncates it away.
+    pub(crate) fn move_slot(&mut self, from: u32, to: u32, scratch: &mut Vec<u8>) {
+        scratch.clear();
+        scratch.extend_from_slice(self.bytes(from));
+        self.bytes_mut(to).copy_from_slice(scratch);
+    }
+
+    /// Keeps the first `keep` chunks, unmapping the rest; `free` (the free slots below the
+    /// new end) becomes the free list. Every live tuple must be below the new end.
+    pub(crate) fn truncate(&mut self, keep: usize, free: Vec<u32>) {
+        self.chunks.truncate(keep);
+        self.chunks.shrink_to_fit();
+        self.fresh = self.fresh.min(keep as u32 * self.per_chunk);
+        self.free_head = NIL;
+        for s in free {
+            let head = self.free_head;
+            let b = self.bytes_mut(s);
+            b[0] = 0;
+            b[5..9].copy_from_slice(&head.to_le_bytes());
+            self.free_head = s;
+        }
+    }
+
     /// One past the highest slot number ever handed out; scans go up to here.
     pub fn high_water(&self) -> u32 {
         self.fresh

@@ -279,6 +279,104 @@ impl TupleLayout {
         Ok(())
     }
 
+    /// Bytes of a tuple's data region (everything after the header).
+    pub fn data_len(&self) -> usize {
+        self.slot_size - HEADER_SIZE
+    }
+
+    /// Appends the serialized form of the tuple in `slot` to `out`: its data region as in
+    /// memory, then each out-of-line value (in column order) as a u32 LE length and the
+    /// bytes. This is the tuple format of anti-cache blocks (docs/format.md).
+    pub fn serialize(&self, slot: &[u8], var: &VarHeap, out: &mut Vec<u8>) {
+        out.extend_from_slice(&slot[HEADER_SIZE..self.slot_size]);
+        for &c in &self.var_columns {
+            if self.out_of_line(slot, c).is_some() {
+                let bytes = self.var_bytes(slot, self.columns[c].offset, var);
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// Writes a tuple serialized by [`TupleLayout::serialize`] into `slot`, allocating its
+    /// out-of-line values in `var`. The bytes come from disk, so every field is checked
+    /// (lengths, tags, booleans, numeric scales, UTF-8 of text); on any inconsistency
+    /// nothing stays allocated and `Corrupt` is returned.
+    pub fn deserialize_into(&self, data: &[u8], slot: &mut [u8], var: &mut VarHeap) -> Result<()> {
+        let mut allocated = Vec::new();
+        let r = self.deserialize_checked(data, slot, var, &mut allocated);
+        if r.is_err() {
+            for h in allocated {
+                var.free(h);
+            }
+        }
+        r
+    }
+
+    fn deserialize_checked(
+        &self,
+        data: &[u8],
+        slot: &mut [u8],
+        var: &mut VarHeap,
+        allocated: &mut Vec<VarHandle>,
+    ) -> Result<()> {
+        let corrupt = |what: &str| StorageError::Corrupt(format!("evicted tuple: {what}"));
+        let n = self.data_len();
+        if data.len() < n {
+            return Err(corrupt("shorter than its table's tuples"));
+        }
+        slot[HEADER_SIZE..self.slot_size].copy_from_slice(&data[..n]);
+        let mut rest = &data[n..];
+        for (c, cl) in self.columns.iter().enumerate() {
+            if self.is_null(slot, c) {
+                continue;
+            }
+            let o = cl.offset;
+            match cl.repr {
+                Repr::Bool if slot[o] > 1 => return Err(corrupt("bad boolean")),
+                Repr::Decimal => {
+                    let flags = u32::from_le_bytes(slot[o..o + 4].try_into().expect("4 bytes"));
+                    if flags & 0x7F00_FFFF != 0 || (flags >> 16) & 0xFF > 28 {
+                        return Err(corrupt("bad numeric"));
+                    }
+                }
+                Repr::Text { cap } | Repr::Bytes { cap } => {
+                    let tag = u16::from_le_bytes([slot[o], slot[o + 1]]);
+                    let is_text = matches!(cl.repr, Repr::Text { .. });
+                    if tag == OUT_OF_LINE {
+                        if rest.len() < 4 {
+                            return Err(corrupt("missing out-of-line value"));
+                        }
+                        let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+                        let body = rest
+                            .get(4..4 + len)
+                            .ok_or_else(|| corrupt("truncated out-of-line value"))?;
+                        if is_text && std::str::from_utf8(body).is_err() {
+                            return Err(corrupt("text is not UTF-8"));
+                        }
+                        let h = var.alloc(body)?;
+                        allocated.push(h);
+                        slot[o + 2..o + 6].copy_from_slice(&(len as u32).to_le_bytes());
+                        slot[o + 6..o + 14].copy_from_slice(&h.0.to_le_bytes());
+                        rest = &rest[4 + len..];
+                    } else {
+                        if tag as usize > cap as usize {
+                            return Err(corrupt("inline value longer than its column"));
+                        }
+                        if is_text && std::str::from_utf8(&slot[o + 2..o + 2 + tag as usize]).is_err() {
+                            return Err(corrupt("text is not UTF-8"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !rest.is_empty() {
+            return Err(corrupt("trailing bytes"));
+        }
+        Ok(())
+    }
+
     /// Bytes of out-of-line data the tuple references (for block sizing and accounting).
     pub fn out_of_line_len(&self, slot: &[u8]) -> usize {
         let mut n = 0;

@@ -12,7 +12,8 @@
 //! (design.md invariant 1).
 
 pub mod access;
-mod chunk;
+pub mod alloc;
+pub(crate) mod chunk;
 pub mod error;
 pub mod heap;
 pub mod index;

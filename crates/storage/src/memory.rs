@@ -31,6 +31,13 @@ impl MemoryUsage {
     pub fn total(&self) -> u64 {
         self.tuple_bytes + self.string_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
     }
+
+    /// What live data occupies: like [`MemoryUsage::total`] but counting only the used
+    /// part of tuple and string storage (free slots are reused before memory grows). This
+    /// is what eviction keeps under its threshold.
+    pub fn live(&self) -> u64 {
+        self.tuple_used_bytes + self.string_used_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
+    }
 }
 
 impl AddAssign for MemoryUsage {

@@ -38,6 +38,9 @@ pub struct Savepoint {
 /// Tables and undo log of one partition.
 pub struct PartitionStore {
     partition: u32,
+    /// Set while the partition is over its memory budget: inserts and updates are refused
+    /// with this error until eviction has made room.
+    write_gate: Option<StorageError>,
     tables: Vec<Option<Table>>,
     records: Vec<UndoRecord>,
     images: Vec<u8>,
@@ -47,6 +50,7 @@ impl PartitionStore {
     pub fn new(partition: u32) -> PartitionStore {
         PartitionStore {
             partition,
+            write_gate: None,
             tables: Vec::new(),
             records: Vec::new(),
             images: Vec::new(),
@@ -126,8 +130,25 @@ impl PartitionStore {
             .ok_or_else(|| StorageError::Schema(format!("table id {id} does not exist")))
     }
 
+    /// Refuses (with `error`) or allows (`None`) inserts and updates from now on.
+    pub fn set_write_gate(&mut self, error: Option<StorageError>) {
+        self.write_gate = error;
+    }
+
+    pub fn write_gate(&self) -> Option<&StorageError> {
+        self.write_gate.as_ref()
+    }
+
+    fn check_gate(&self) -> Result<()> {
+        match &self.write_gate {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
     /// Inserts a tuple (values converted, defaults applied).
     pub fn insert(&mut self, table: TableId, values: &[Value]) -> Result<u32> {
+        self.check_gate()?;
         let slot = self.get_mut(table)?.insert(values)?;
         self.records.push(UndoRecord::Insert { table, slot });
         Ok(slot)
@@ -135,6 +156,7 @@ impl PartitionStore {
 
     /// Updates columns of a visible tuple.
     pub fn update(&mut self, table: TableId, slot: u32, changes: &[(usize, Value)]) -> Result<()> {
+        self.check_gate()?;
         let images = &mut self.images;
         let t = self
             .tables
@@ -248,6 +270,13 @@ impl PartitionStore {
         if self.records.capacity() > 64 << 10 {
             self.records.shrink_to(1024);
         }
+    }
+
+    /// Compacts every table's heap (see [`Table::compact`]); returns the bytes released.
+    /// Must run between transactions.
+    pub fn compact(&mut self) -> usize {
+        debug_assert!(self.records.is_empty(), "compaction inside a transaction");
+        self.tables_mut().map(|t| t.compact()).sum()
     }
 
     pub fn memory_usage(&self) -> MemoryUsage {

@@ -530,11 +530,31 @@ impl Table {
         }
     }
 
-    /// Replaces an in-memory tuple by a tombstone: every index entry is re-pointed to the
-    /// tombstone and the tuple's memory is freed. The caller has already copied the tuple
-    /// into a block.
-    pub fn evict(&mut self, slot: u32, at: Tombstone) -> u32 {
-        let id = self.tombstones.add(at);
+    /// Appends the serialized tuple in `slot` (see [`TupleLayout::serialize`]).
+    pub fn serialize_tuple(&self, slot: u32, out: &mut Vec<u8>) {
+        self.layout.serialize(self.heap.bytes(slot), &self.var, out);
+    }
+
+    /// Reserves a tombstone id for a tuple about to be written to a block.
+    pub fn reserve_tombstone(&mut self) -> u32 {
+        self.tombstones.reserve()
+    }
+
+    /// Gives back a reserved tombstone id (the block write failed).
+    pub fn cancel_tombstone(&mut self, id: u32) {
+        self.tombstones.remove(id);
+    }
+
+    /// Whether tombstone `id` is live and says the tuple is at `at`.
+    pub fn tombstone_is(&self, id: u32, at: Tombstone) -> bool {
+        self.tombstones.get(id) == Some(at)
+    }
+
+    /// Replaces an in-memory tuple by its tombstone once its block is on disk: the reserved
+    /// tombstone `id` gets the location, every index entry is re-pointed to it, and the
+    /// tuple's memory is freed.
+    pub fn evict_to(&mut self, slot: u32, id: u32, at: Tombstone) {
+        self.tombstones.set(id, at);
         for i in 0..self.indexes.len() {
             if let Some(k) = self.key_of_slot(i, slot) {
                 let ok = self.indexes[i].replace(&k, TupleRef::slot(slot), TupleRef::tombstone(id));
@@ -545,13 +565,14 @@ impl Table {
             t.on_remove(&mut self.heap, slot);
         }
         self.free_tuple(slot);
-        id
     }
 
-    /// Brings an evicted tuple back: `values` are its columns as read from the block. The
-    /// tombstone's index entries are re-pointed to the new slot; `hot` puts the tuple at the
-    /// hot end of the tracker, otherwise at the cold end.
-    pub fn unevict(&mut self, tombstone: u32, values: &[Value], hot: bool) -> Result<u32> {
+    /// Brings an evicted tuple back from its serialized form (read from a block). The
+    /// bytes are validated; the tombstone's index entries are re-pointed to the new slot and
+    /// the tombstone is freed. `hot` puts the tuple at the hot end of the tracker, otherwise
+    /// at the cold end. Fails with `Corrupt`, changing nothing, if the bytes are not a valid
+    /// tuple of this table or do not match the tombstone's index entries.
+    pub fn unevict(&mut self, tombstone: u32, data: &[u8], hot: bool) -> Result<u32> {
         if self.tombstones.get(tombstone).is_none() {
             return Err(StorageError::Internal(format!(
                 "tombstone {tombstone} of table \"{}\" is not live",
@@ -559,26 +580,28 @@ impl Table {
             )));
         }
         let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
-        if let Err(e) = self.write_values(slot, values.iter().enumerate()) {
-            self.free_tuple(slot);
+        let bytes = self.heap.bytes_mut(slot);
+        if let Err(e) = self.layout.deserialize_into(data, bytes, &mut self.var) {
+            self.heap.free(slot);
             return Err(e);
         }
         for i in 0..self.indexes.len() {
-            if let Some(k) = self.key_of_slot(i, slot) {
-                let ok = self.indexes[i].replace(&k, TupleRef::tombstone(tombstone), TupleRef::slot(slot));
-                if !ok {
-                    // The block does not hold the tuple the tombstone names: undo and report.
-                    for j in 0..i {
-                        if let Some(k) = self.key_of_slot(j, slot) {
-                            self.indexes[j].replace(&k, TupleRef::slot(slot), TupleRef::tombstone(tombstone));
-                        }
+            let ok = match self.key_of_slot(i, slot) {
+                Some(k) => self.indexes[i].replace(&k, TupleRef::tombstone(tombstone), TupleRef::slot(slot)),
+                None => true,
+            };
+            if !ok {
+                // The block does not hold the tuple the tombstone names: undo and report.
+                for j in 0..i {
+                    if let Some(k) = self.key_of_slot(j, slot) {
+                        self.indexes[j].replace(&k, TupleRef::slot(slot), TupleRef::tombstone(tombstone));
                     }
-                    self.free_tuple(slot);
-                    return Err(StorageError::Corrupt(format!(
-                        "evicted tuple of \"{}\" does not match its index entries",
-                        self.schema.name
-                    )));
                 }
+                self.free_tuple(slot);
+                return Err(StorageError::Corrupt(format!(
+                    "evicted tuple of \"{}\" does not match its index entries",
+                    self.schema.name
+                )));
             }
         }
         self.tombstones.remove(tombstone);
@@ -590,6 +613,40 @@ impl Table {
             }
         }
         Ok(slot)
+    }
+
+    /// Gives memory back after eviction has emptied many slots: moves the tuples of the
+    /// heap's last chunks into free slots below (re-pointing their index entries and
+    /// tracker links) and unmaps the chunks that become empty. Does nothing unless at least
+    /// two whole chunks can go. Must run between transactions. Returns the bytes released.
+    pub fn compact(&mut self) -> usize {
+        let per = self.heap.per_chunk() as usize;
+        let keep = (self.heap.live() as usize).div_ceil(per).max(1);
+        if self.heap.chunk_count() < keep + 2 {
+            return 0;
+        }
+        let new_end = (keep * per) as u32;
+        let mut free = self.heap.free_below(new_end);
+        let movers: Vec<u32> = (new_end..self.heap.high_water())
+            .filter(|&s| self.heap.is_live(s))
+            .collect();
+        let mut scratch = Vec::new();
+        for s in movers {
+            let t = free.pop().expect("the live tuples fit below the new end");
+            self.heap.move_slot(s, t, &mut scratch);
+            if let Some(tr) = self.tracker.as_mut() {
+                tr.on_move(&mut self.heap, s, t);
+            }
+            for i in 0..self.indexes.len() {
+                if let Some(k) = self.key_of_slot(i, t) {
+                    let ok = self.indexes[i].replace(&k, TupleRef::slot(s), TupleRef::slot(t));
+                    debug_assert!(ok, "index entry of a moved tuple is missing");
+                }
+            }
+        }
+        let before = self.heap.reserved_bytes();
+        self.heap.truncate(keep, free);
+        before.saturating_sub(self.heap.reserved_bytes())
     }
 
     // -----------------------------------------------------------------------------------

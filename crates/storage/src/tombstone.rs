@@ -11,19 +11,33 @@ pub struct Tombstone {
     pub offset: u32,
 }
 
+use crate::alloc::{BigVec, big_vec};
+
 const FREE: u32 = u32::MAX;
+/// A reserved id whose tuple is still being written to disk.
+const PENDING: u32 = u32::MAX - 1;
 
 /// The tombstones of one table at one partition.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tombstones {
-    entries: Vec<Tombstone>,
-    free: Vec<u32>,
+    entries: BigVec<Tombstone>,
+    free: BigVec<u32>,
     live: usize,
+}
+
+impl Default for Tombstones {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Tombstones {
     pub fn new() -> Tombstones {
-        Tombstones::default()
+        Tombstones {
+            entries: big_vec(),
+            free: big_vec(),
+            live: 0,
+        }
     }
 
     /// Records an evicted tuple and returns its tombstone id.
@@ -36,6 +50,11 @@ impl Tombstones {
                 id
             }
             None => {
+                // Grow by an eighth at a time: doubling would leave up to half the
+                // vector unused, and tombstones are the anti-cache's per-tuple cost.
+                if self.entries.len() == self.entries.capacity() {
+                    self.entries.reserve_exact((self.entries.len() / 8).max(1024));
+                }
                 self.entries.push(t);
                 (self.entries.len() - 1) as u32
             }
@@ -43,7 +62,24 @@ impl Tombstones {
     }
 
     pub fn get(&self, id: u32) -> Option<Tombstone> {
-        self.entries.get(id as usize).copied().filter(|t| t.block != FREE)
+        self.entries.get(id as usize).copied().filter(|t| t.block < PENDING)
+    }
+
+    /// Reserves an id for a tuple about to be evicted; [`Tombstones::set`] fills it once
+    /// the tuple's block is on disk, [`Tombstones::remove`] gives it back if the write fails.
+    pub fn reserve(&mut self) -> u32 {
+        self.add(Tombstone {
+            block: PENDING,
+            offset: 0,
+        })
+    }
+
+    /// Fills a reserved id.
+    pub fn set(&mut self, id: u32, t: Tombstone) {
+        debug_assert!(t.block < PENDING);
+        if let Some(e) = self.entries.get_mut(id as usize) {
+            *e = t;
+        }
     }
 
     /// Forgets a tombstone (its tuple is back in memory or deleted).
@@ -64,7 +100,7 @@ impl Tombstones {
         self.entries
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.block != FREE)
+            .filter(|(_, t)| t.block < PENDING)
             .map(|(i, t)| (i as u32, *t))
     }
 

@@ -97,7 +97,7 @@ impl YcsbTarget for Embedded {
                     let hi = ((part + 1) * chunk).min(opts.records);
                     let mut session = db.session();
                     let mut done = Vec::new();
-                    let window = 4096;
+                    let window = 1024;
                     let mut buf = String::new();
                     for key in lo..hi {
                         let mut params = Vec::with_capacity(FIELDS + 1);
@@ -142,31 +142,67 @@ impl YcsbTarget for Embedded {
     }
 
     fn stats(&self) -> TargetStats {
-        let s = self.db.stats();
+        let s = self.db.stats_now().unwrap_or_default();
         let mem = self.db.memory_usage().unwrap_or_default();
         TargetStats {
             restarts_evicted: s.restarts_evicted,
-            anticache: AnticacheReport::default(),
+            anticache: AnticacheReport {
+                evicted_tuples: s.evicted_tuples,
+                evicted_bytes: s.evicted_bytes,
+                unevicted_tuples: s.unevicted_tuples,
+                blocks_written: s.blocks_written,
+                blocks_read: s.blocks_read,
+                evictions: s.evictions,
+                block_reads_per_sec: 0.0,
+                evicted_now: s.evicted_now,
+                blocks_live: s.blocks_live,
+                block_file_bytes: s.block_file_bytes,
+                directory_bytes: s.anticache_bytes,
+                evict_seconds: s.evict_seconds,
+                merge_seconds: s.merge_seconds,
+                compact_seconds: s.compact_seconds,
+                bytes_per_evicted_tuple: if s.evicted_now > 0 {
+                    (mem.tombstone_bytes + s.anticache_bytes) as f64 / s.evicted_now as f64
+                } else {
+                    0.0
+                },
+            },
             memory: MemoryReport {
                 limit_bytes: self.db.config().memory_limit,
                 tuple_bytes: mem.tuple_bytes,
+                tuple_used_bytes: mem.tuple_used_bytes,
                 string_bytes: mem.string_bytes,
                 index_bytes: mem.index_bytes,
                 tombstone_bytes: mem.tombstone_bytes,
-                buffer_bytes: mem.buffer_bytes,
+                buffer_bytes: mem.buffer_bytes + s.anticache_bytes,
                 ..MemoryReport::default()
             },
-            evicting: false,
         }
     }
 
     fn settings(&self) -> serde_json::Value {
         let c = self.db.config();
+        let ac = c.anticache.as_ref().map(|a| {
+            serde_json::json!({
+                "eviction_block_size": a.block_size,
+                "eviction_threshold": a.eviction_threshold,
+                "eviction_size": a.eviction_size,
+                "eviction_check_interval_ms": a.eviction_check_interval.as_secs_f64() * 1000.0,
+                "retrieval": a.retrieval.name(),
+                "merge_policy": a.merge.name(),
+                "merge_hole_threshold": match a.merge { permafrost_executor::MergePolicy::Tuple { hole_threshold } => Some(hole_threshold), _ => None },
+                "cold_policy": a.cold_policy.name(),
+                "fetch_depth": a.fetch_depth,
+                "dir": a.dir.display().to_string(),
+            })
+        });
         serde_json::json!({
             "target": "embedded",
             "partitions": c.partitions,
             "memory_limit": c.memory_limit,
             "lru_sample_rate": c.lru_sample_rate,
+            "max_restarts": c.max_restarts,
+            "anticache": ac,
         })
     }
 }

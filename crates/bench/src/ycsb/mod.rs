@@ -146,7 +146,6 @@ pub struct TargetStats {
     pub restarts_evicted: u64,
     pub anticache: AnticacheReport,
     pub memory: MemoryReport,
-    pub evicting: bool,
 }
 
 /// A system YCSB runs against.
@@ -202,6 +201,8 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     let failed_hard = Arc::new(AtomicBool::new(false));
     let keys = keys::KeyChooser::new(opts.records, opts.skew).map_err(BenchError::Options)?;
     let mut timeseries = Vec::new();
+    let mut max_rss_run = 0u64;
+    let before_run = target.stats().anticache;
     let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
         let mut handles = Vec::new();
         for c in 0..opts.clients {
@@ -220,6 +221,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
         let warmup = Duration::from_secs_f64(opts.warmup);
         let total = warmup + Duration::from_secs_f64(opts.duration);
         let mut last = (0u64, start);
+        let mut last_evictions = target.stats().anticache.evictions;
         let mut tick = 1u64;
         loop {
             let next = start + Duration::from_secs(tick);
@@ -236,12 +238,18 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             let secs = now.duration_since(last.1).as_secs_f64();
             if secs > 0.0 {
                 let t = now.duration_since(start).as_secs_f64() - opts.warmup;
+                let s = target.stats();
+                let rss = rss_bytes();
+                max_rss_run = max_rss_run.max(rss);
                 timeseries.push(Sample {
                     t: (t * 1000.0).round() / 1000.0,
                     tps: (d - last.0) as f64 / secs,
-                    evicting: target.stats().evicting,
-                    resident_bytes: rss_bytes(),
+                    evicting: s.anticache.evictions > last_evictions,
+                    resident_bytes: rss,
+                    evicted_tuples: s.anticache.evicted_now,
+                    blocks_read: s.anticache.blocks_read,
                 });
+                last_evictions = s.anticache.evictions;
             }
             last = (d, now);
             tick += 1;
@@ -283,13 +291,16 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     report.latency_us = crate::report::Latency::from_histogram(&hist);
     let stats = target.stats();
     report.restarts_evicted = stats.restarts_evicted;
-    report.anticache = stats.anticache;
+    report.anticache = stats.anticache.since(&before_run);
+    report.anticache.block_reads_per_sec = report.anticache.blocks_read as f64 / opts.duration;
     report.memory = MemoryReport {
         peak_rss_bytes: peak_rss_bytes(),
         rss_before_load_bytes: rss_before,
         rss_after_load_bytes: rss_after,
         accounted_after_load_bytes: accounted,
         accounted_to_rss_growth: accounted as f64 / (rss_after.saturating_sub(rss_before).max(1)) as f64,
+        peak_rss_growth_bytes: peak_rss_bytes().saturating_sub(rss_before),
+        max_rss_growth_during_run_bytes: max_rss_run.saturating_sub(rss_before),
         ..stats.memory
     };
     report.load = LoadReport {

@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 use hashbrown::HashTable;
 
 use super::TupleRef;
+use crate::alloc::MapAlloc;
 
 /// Key types a hash index can hold.
 pub trait HashKey: Hash + Eq + Clone {
@@ -28,8 +29,12 @@ impl HashKey for super::KeyBuf {
     }
 }
 
+/// Shards per index: a resize copies one shard at a time, so the transient memory of a
+/// growing index is a sixteenth of the index.
+const SHARDS: usize = 16;
+
 pub struct HashIndex<K> {
-    table: HashTable<(K, TupleRef)>,
+    shards: Vec<HashTable<(K, TupleRef), MapAlloc>>,
     hasher: foldhash::fast::RandomState,
     key_heap_bytes: usize,
 }
@@ -43,7 +48,7 @@ impl<K: HashKey> Default for HashIndex<K> {
 impl<K: HashKey> HashIndex<K> {
     pub fn new() -> Self {
         HashIndex {
-            table: HashTable::new(),
+            shards: (0..SHARDS).map(|_| HashTable::new_in(MapAlloc)).collect(),
             hasher: foldhash::fast::RandomState::default(),
             key_heap_bytes: 0,
         }
@@ -54,16 +59,23 @@ impl<K: HashKey> HashIndex<K> {
         self.hasher.hash_one(k)
     }
 
+    /// The shard of a hash: bits above those any table uses for its bucket index, below
+    /// the 7 it uses for control bytes.
+    #[inline]
+    fn shard(h: u64) -> usize {
+        ((h >> 40) as usize) & (SHARDS - 1)
+    }
+
     pub fn insert(&mut self, key: K, r: TupleRef) {
         let h = self.hash(&key);
         self.key_heap_bytes += key.heap_bytes();
         let hasher = &self.hasher;
-        self.table.insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
+        self.shards[Self::shard(h)].insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
     }
 
     pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
         let h = self.hash(key);
-        match self.table.find_entry(h, |e| e.0 == *key && e.1 == r) {
+        match self.shards[Self::shard(h)].find_entry(h, |e| e.0 == *key && e.1 == r) {
             Ok(entry) => {
                 let ((k, _), _) = entry.remove();
                 self.key_heap_bytes -= k.heap_bytes();
@@ -75,7 +87,7 @@ impl<K: HashKey> HashIndex<K> {
 
     pub fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
         let h = self.hash(key);
-        match self.table.find_mut(h, |e| e.0 == *key && e.1 == old) {
+        match self.shards[Self::shard(h)].find_mut(h, |e| e.0 == *key && e.1 == old) {
             Some(e) => {
                 e.1 = new;
                 true
@@ -87,13 +99,15 @@ impl<K: HashKey> HashIndex<K> {
     /// Whether the key has an entry other than `except`.
     pub fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
         let h = self.hash(key);
-        self.table.iter_hash(h).any(|e| e.0 == *key && Some(e.1) != except)
+        self.shards[Self::shard(h)]
+            .iter_hash(h)
+            .any(|e| e.0 == *key && Some(e.1) != except)
     }
 
     #[inline]
     pub fn lookup(&self, key: &K, mut f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
         let h = self.hash(key);
-        for e in self.table.iter_hash(h) {
+        for e in self.shards[Self::shard(h)].iter_hash(h) {
             if e.0 == *key {
                 f(e.1)?;
             }
@@ -103,21 +117,23 @@ impl<K: HashKey> HashIndex<K> {
 
     /// Every entry, in no particular order.
     pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
-        for e in self.table.iter() {
-            f(&e.0, e.1)
+        for shard in &self.shards {
+            for e in shard.iter() {
+                f(&e.0, e.1)
+            }
         }
     }
 
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.shards.iter().map(|s| s.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.shards.iter().all(|s| s.is_empty())
     }
 
-    /// Bytes allocated: the table's buckets and control bytes plus out-of-line key bytes.
+    /// Bytes allocated: the tables' buckets and control bytes plus out-of-line key bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.table.allocation_size() + self.key_heap_bytes
+        self.shards.iter().map(|s| s.allocation_size()).sum::<usize>() + self.key_heap_bytes
     }
 }

@@ -1,0 +1,312 @@
+//! The anti-cache against a model: random interleavings of inserts, updates, deletes and
+//! reads with eviction rounds and merges (both merge policies, several block sizes), on a
+//! table with a hash primary key, an ordered secondary index and values both inline and out
+//! of line. After every step the table must hold exactly the model's rows (in memory or
+//! evicted), every index entry must resolve to a visible tuple or a live tombstone, and no
+//! tuple may be both in memory and live in a block.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use permafrost_anticache::file::MemFile;
+use permafrost_anticache::{AntiCache, AntiCacheConfig, BlockStore, Fetcher, MergePolicy, Need, Retrieval};
+use permafrost_storage::{
+    Column, DataType, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema, TupleRef, Value,
+};
+use proptest::prelude::*;
+
+fn schema() -> TableSchema {
+    TableSchema {
+        id: 0,
+        name: "t".into(),
+        columns: vec![
+            Column::new("id", DataType::BigInt).not_null(),
+            Column::new("grp", DataType::Integer),
+            Column::new("body", DataType::Varchar(None)),
+        ],
+        indexes: vec![
+            IndexDef {
+                name: "pk".into(),
+                columns: vec![0],
+                unique: true,
+                kind: IndexKind::Hash,
+                primary: true,
+            },
+            IndexDef {
+                name: "by_grp".into(),
+                columns: vec![1],
+                unique: false,
+                kind: IndexKind::Ordered,
+                primary: false,
+            },
+        ],
+        partition_column: Some(0),
+        evictable: true,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(i64, i32, usize),
+    Update(i64, i32, usize),
+    Delete(i64),
+    Read(i64),
+    Evict(u64),
+    ReadGroup(i32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0i64..60, 0i32..5, 0usize..400).prop_map(|(k, g, l)| Op::Insert(k, g, l)),
+        2 => (0i64..60, 0i32..5, 0usize..400).prop_map(|(k, g, l)| Op::Update(k, g, l)),
+        1 => (0i64..60).prop_map(Op::Delete),
+        3 => (0i64..60).prop_map(Op::Read),
+        2 => (1u64..20_000).prop_map(Op::Evict),
+        1 => (0i32..5).prop_map(Op::ReadGroup),
+    ]
+}
+
+fn body(k: i64, len: usize) -> String {
+    format!("{k}:").repeat(len / 3 + 1)
+}
+
+struct Harness {
+    store: PartitionStore,
+    ac: AntiCache,
+    model: std::collections::BTreeMap<i64, (i32, String)>,
+}
+
+impl Harness {
+    fn new(block_size: usize, merge: MergePolicy) -> Harness {
+        let mut store = PartitionStore::new(0);
+        store
+            .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
+            .unwrap();
+        let mut cfg = AntiCacheConfig::new("/unused");
+        cfg.block_size = block_size;
+        cfg.eviction_size = block_size as u64;
+        cfg.merge = merge;
+        cfg.retrieval = Retrieval::Synchronous;
+        let blocks = BlockStore::with_file(Arc::new(MemFile::default()), block_size);
+        let ac = AntiCache::with_store(cfg, blocks, Arc::new(Fetcher::start(4)), Arc::new(|_, _| {}));
+        Harness {
+            store,
+            ac,
+            model: Default::default(),
+        }
+    }
+
+    fn lookup(&self, k: i64) -> Option<TupleRef> {
+        let t = self.store.table(0).unwrap();
+        let mut found = None;
+        let _ = t.index_store(0).lookup(&IndexKey::Int(k), |r| {
+            found = Some(r);
+            ControlFlow::Break(())
+        });
+        found
+    }
+
+    /// Finds `k` in memory, fetching it from its block if it was evicted.
+    fn slot_of(&mut self, k: i64) -> Result<Option<u32>, TestCaseError> {
+        match self.lookup(k) {
+            None => Ok(None),
+            Some(r) if r.as_slot().is_some() => Ok(r.as_slot()),
+            Some(r) => {
+                let tomb = r.as_tombstone().unwrap();
+                let needs: Vec<Need> = self.ac.resolve(&self.store, [(0, tomb)], u64::MAX).unwrap();
+                prop_assert_eq!(needs.len(), 1);
+                self.ac
+                    .fetch_sync(&mut self.store, &needs)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let r = self.lookup(k).unwrap();
+                prop_assert!(r.as_slot().is_some(), "requested tuple is back in memory");
+                Ok(r.as_slot())
+            }
+        }
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match *op {
+            Op::Insert(k, g, len) => {
+                let row = vec![Value::Int(k), Value::Int(g as i64), Value::from(body(k, len))];
+                let r = self.store.insert(0, &row);
+                // A key that exists, even evicted, is a duplicate.
+                prop_assert_eq!(r.is_ok(), !self.model.contains_key(&k));
+                if r.is_ok() {
+                    self.model.insert(k, (g, body(k, len)));
+                }
+            }
+            Op::Update(k, g, len) => {
+                if let Some(slot) = self.slot_of(k)? {
+                    self.store
+                        .update(0, slot, &[(1, Value::Int(g as i64)), (2, Value::from(body(k, len)))])
+                        .unwrap();
+                    self.model.insert(k, (g, body(k, len)));
+                } else {
+                    prop_assert!(!self.model.contains_key(&k));
+                }
+            }
+            Op::Delete(k) => {
+                if let Some(slot) = self.slot_of(k)? {
+                    self.store.delete(0, slot).unwrap();
+                    self.model.remove(&k);
+                } else {
+                    prop_assert!(!self.model.contains_key(&k));
+                }
+            }
+            Op::Read(k) => {
+                let got = self.slot_of(k)?.map(|s| {
+                    let r = self.store.table(0).unwrap().row(s);
+                    (
+                        r.get(1).as_i64().unwrap() as i32,
+                        r.get(2).as_str().unwrap().to_string(),
+                    )
+                });
+                prop_assert_eq!(got.as_ref(), self.model.get(&k));
+            }
+            Op::ReadGroup(g) => {
+                // A range through the ordered index, fetching what is evicted.
+                let t = self.store.table(0).unwrap();
+                let enc = t.encoder(1);
+                let key = enc.encode([permafrost_storage::ValueRef::Int(g as i64)]).unwrap();
+                let mut tombs = vec![];
+                let _ = t.index_store(1).lookup(&key, |r| {
+                    if let Some(tb) = r.as_tombstone() {
+                        tombs.push((0, tb));
+                    }
+                    ControlFlow::Continue(())
+                });
+                let needs = self.ac.resolve(&self.store, tombs, u64::MAX).unwrap();
+                self.ac
+                    .fetch_sync(&mut self.store, &needs)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let t = self.store.table(0).unwrap();
+                let mut ids = vec![];
+                let _ = t.index_store(1).lookup(&key, |r| {
+                    ids.push(t.row(r.as_slot().expect("all fetched")).get(0).as_i64().unwrap());
+                    ControlFlow::Continue(())
+                });
+                ids.sort();
+                let want: Vec<i64> = self.model.iter().filter(|(_, v)| v.0 == g).map(|(k, _)| *k).collect();
+                prop_assert_eq!(ids, want);
+            }
+            Op::Evict(bytes) => {
+                self.store.commit();
+                self.ac.evict(&mut self.store, bytes, 0).unwrap();
+            }
+        }
+        self.store.commit();
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), TestCaseError> {
+        let t = self.store.table(0).unwrap();
+        t.check_consistency().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(t.live_tuples() as usize + t.evicted_tuples(), self.model.len());
+        for k in self.model.keys() {
+            prop_assert!(self.lookup(*k).is_some(), "key {} lost", k);
+        }
+        // Every live tombstone names a live block of this table holding it.
+        for (_, at) in t.tombstones().iter() {
+            let m = self.ac.block_store().meta(at.block);
+            prop_assert!(
+                m.is_some_and(|m| m.table == 0 && at.offset < m.tuples as u32),
+                "tombstone points at a dead block"
+            );
+        }
+        Ok(())
+    }
+}
+
+fn run(block_size: usize, merge: MergePolicy, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let mut h = Harness::new(block_size, merge);
+    for op in &ops {
+        h.apply(op)?;
+    }
+    // Finally read everything back, from memory or disk.
+    let keys: Vec<i64> = h.model.keys().copied().collect();
+    for k in keys {
+        h.apply(&Op::Read(k))?;
+    }
+    prop_assert_eq!(h.store.table(0).unwrap().evicted_tuples(), 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn tuple_merge_matches_model(ops in prop::collection::vec(op(), 1..120), bs in prop::sample::select(vec![1024usize, 4096, 65536])) {
+        run(bs, MergePolicy::Tuple { hole_threshold: 0.5 }, ops)?;
+    }
+
+    #[test]
+    fn block_merge_matches_model(ops in prop::collection::vec(op(), 1..120), bs in prop::sample::select(vec![1024usize, 4096, 65536])) {
+        run(bs, MergePolicy::Block, ops)?;
+    }
+}
+
+/// Every block size from 1 KiB to 4 MiB evicts and restores tuples of any size, including
+/// tuples larger than a block.
+#[test]
+fn every_block_size_round_trips() {
+    for bs in [
+        1usize << 10,
+        2 << 10,
+        4 << 10,
+        16 << 10,
+        64 << 10,
+        256 << 10,
+        1 << 20,
+        4 << 20,
+    ] {
+        let mut h = Harness::new(bs, MergePolicy::Tuple { hole_threshold: 0.5 });
+        for k in 0..200 {
+            h.apply(&Op::Insert(k, (k % 5) as i32, (k as usize * 37) % 3000))
+                .unwrap();
+        }
+        h.apply(&Op::Evict(10 << 20)).unwrap();
+        assert_eq!(
+            h.store.table(0).unwrap().live_tuples(),
+            0,
+            "block size {bs}: everything evicted"
+        );
+        for k in (0..200).rev() {
+            h.apply(&Op::Read(k)).unwrap();
+        }
+    }
+}
+
+/// A corrupted block is an error for the reader, never a wrong answer, and the tuple stays
+/// evicted (nothing half-merged).
+#[test]
+fn corrupted_block_is_an_error() {
+    let file = Arc::new(MemFile::default());
+    let mut store = PartitionStore::new(0);
+    store
+        .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
+        .unwrap();
+    let mut cfg = AntiCacheConfig::new("/unused");
+    cfg.retrieval = Retrieval::Synchronous;
+    let blocks = BlockStore::with_file(file.clone(), cfg.block_size);
+    let mut ac = AntiCache::with_store(cfg, blocks, Arc::new(Fetcher::start(4)), Arc::new(|_, _| {}));
+    for k in 0..10 {
+        store
+            .insert(0, &[Value::Int(k), Value::Int(1), Value::from(body(k, 50))])
+            .unwrap();
+    }
+    store.commit();
+    ac.evict(&mut store, 1 << 20, 0).unwrap();
+    let t = store.table(0).unwrap();
+    let (tomb, at) = t.tombstones().iter().next().unwrap();
+    let slot = ac.block_store().slot_size() as u64;
+    file.flip_byte(at.block as u64 * slot + 100);
+    let needs = ac.resolve(&store, [(0, tomb)], u64::MAX).unwrap();
+    let err = ac.fetch_sync(&mut store, &needs).unwrap_err();
+    assert_eq!(err.sqlstate(), "XX001", "{err}");
+    assert!(
+        store.table(0).unwrap().tombstones().get(tomb).is_some(),
+        "still evicted"
+    );
+    store.table(0).unwrap().check_consistency().unwrap();
+}

@@ -1,0 +1,296 @@
+//! Multi-partition transactions and schema changes.
+//!
+//! A multi-partition transaction is put on the queue of every partition it involves, by
+//! all submitters in one global order (`Shared::submit_mp` hands out increasing timestamps
+//! and enqueues under the `mp_order` lock). When a participant reaches it, it hands its
+//! store (the whole partition's data, moved, not shared) to the coordinator, the
+//! lowest-numbered partition involved, and waits for it back. The coordinator runs the
+//! procedure over all the stores, commits or rolls back each, and returns them. Because
+//! every partition meets multi-partition transactions in the same order, a coordinator only
+//! ever waits for partitions that will reach its transaction next: no cycle of waits, hence
+//! no deadlock, and the transactions are serializable in timestamp order (single-partition
+//! ones at a partition are ordered around them by the queue).
+//!
+//! If the transaction reached evicted tuples, the coordinator rolls it back, returns the
+//! stores and asks every partition whose tuples it needs to fetch them ([`MpFetch`]); the
+//! last partition to finish resubmits the transaction (anti-caching.txt §3.5).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::{Receiver, Sender};
+use permafrost_sql::{DdlChange, Rows};
+use permafrost_storage::{AccessTracker, PartitionStore, TableId, Value};
+
+use crate::error::{Error, Result};
+use crate::partition::{Msg, Partition};
+use crate::procedure::Procedure;
+use crate::reply::{Outbox, Reply};
+use crate::shared::{SchemaState, Shared};
+use crate::txn::{Outcome, run_txn};
+
+/// What a multi-partition transaction does.
+pub(crate) enum MpWork {
+    Call {
+        proc: Arc<Procedure>,
+        params: Vec<Value>,
+        restarts: u32,
+    },
+    /// Schema changes, applied at all partitions at one point of the serial order; on
+    /// success `next` becomes the published schema state.
+    Ddl {
+        changes: Vec<DdlChange>,
+        next: Arc<SchemaState>,
+    },
+}
+
+type Channel<T> = (Sender<T>, Receiver<T>);
+
+/// A multi-partition transaction, shared by the partitions it involves.
+pub(crate) struct MpTxn {
+    pub ts: u64,
+    pub work: MpWork,
+    /// Partitions involved, ascending; the first coordinates.
+    pub parts: Vec<u32>,
+    pub reply: Mutex<Option<Reply>>,
+    handoff: Channel<(u32, Box<PartitionStore>)>,
+    returns: Vec<Channel<Box<PartitionStore>>>,
+}
+
+impl MpTxn {
+    pub(crate) fn new(ts: u64, work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
+        let n = parts.len();
+        MpTxn {
+            ts,
+            work,
+            returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
+            parts,
+            reply: Mutex::new(Some(reply)),
+            handoff: crossbeam_channel::bounded(n),
+        }
+    }
+
+    fn take_reply(&self) -> Reply {
+        self.reply
+            .lock()
+            .map(|mut r| r.take())
+            .ok()
+            .flatten()
+            .unwrap_or(Reply::None)
+    }
+}
+
+/// A multi-partition transaction waiting for evicted data at several partitions.
+pub(crate) struct MpFetch {
+    remaining: AtomicUsize,
+    error: Mutex<Option<Error>>,
+    retry: Mutex<Option<MpRetry>>,
+}
+
+struct MpRetry {
+    proc: Arc<Procedure>,
+    params: Vec<Value>,
+    restarts: u32,
+    parts: Vec<u32>,
+    reply: Reply,
+}
+
+impl MpFetch {
+    /// One partition has merged its part of the data (or failed to). The last one to
+    /// finish resubmits the transaction, or reports the first error.
+    pub(crate) fn part_done(&self, shared: &Shared, err: Option<Error>, outbox: &mut Outbox) {
+        if let Some(e) = err
+            && let Ok(mut slot) = self.error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e);
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let Some(r) = self.retry.lock().ok().and_then(|mut r| r.take()) else {
+            return;
+        };
+        let err = self.error.lock().ok().and_then(|mut e| e.take());
+        if let Some(e) = err {
+            outbox.send(r.reply, Err(e));
+        } else if r.restarts >= shared.config.max_restarts {
+            outbox.send(r.reply, Err(Error::TooManyRestarts { restarts: r.restarts }));
+        } else {
+            let work = MpWork::Call {
+                proc: r.proc,
+                params: r.params,
+                restarts: r.restarts + 1,
+            };
+            // Fails only when shutting down, and the reply goes with the queue then.
+            let _ = shared.submit_mp(work, r.parts, r.reply);
+        }
+    }
+}
+
+/// Applies schema changes to every store, all or nothing. New evictable tables get a
+/// tracker from `tracker`.
+fn apply_ddl(
+    stores: &mut [&mut PartitionStore],
+    changes: &[DdlChange],
+    tracker: &dyn Fn() -> Box<dyn AccessTracker>,
+) -> Result<()> {
+    for change in changes {
+        let mut done = 0;
+        let mut failure = None;
+        for s in stores.iter_mut() {
+            let r = match change {
+                DdlChange::CreateTable(schema) => s.create_table(schema.clone(), schema.evictable.then(tracker)),
+                DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
+                DdlChange::DropTable(id) => s.drop_table(*id),
+                DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
+            };
+            if let Err(e) = r {
+                failure = Some(e);
+                break;
+            }
+            done += 1;
+        }
+        if let Some(e) = failure {
+            // Undo this change where it was applied. Drops cannot fail half-way, so only
+            // creations need undoing.
+            for s in stores.iter_mut().take(done) {
+                match change {
+                    DdlChange::CreateTable(schema) => {
+                        let _ = s.drop_table(schema.id);
+                    }
+                    DdlChange::CreateIndex(schema) => {
+                        let mut prev = (**schema).clone();
+                        let i = prev.indexes.len() - 1;
+                        prev.indexes.pop();
+                        let _ = s.drop_index(Arc::new(prev), i);
+                    }
+                    _ => {}
+                }
+            }
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
+impl Partition {
+    pub(crate) fn participate(&mut self, t: &MpTxn) {
+        self.outbox.flush();
+        self.publish(true);
+        let store = self.store.take().expect("store is home between transactions");
+        let idx = t
+            .parts
+            .iter()
+            .position(|&p| p == self.id)
+            .expect("participant of its own transaction");
+        if t.handoff.0.send((self.id, store)).is_err() {
+            return;
+        }
+        match t.returns[idx].1.recv() {
+            Ok(s) => self.store = Some(s),
+            Err(_) => panic!(
+                "coordinator of multi-partition transaction {} lost partition {}",
+                t.ts, self.id
+            ),
+        }
+        self.after_schema_change();
+    }
+
+    pub(crate) fn coordinate(&mut self, t: &MpTxn) {
+        self.outbox.flush();
+        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
+        held.push((self.id, self.store.take().expect("store is home between transactions")));
+        for _ in 1..t.parts.len() {
+            match t.handoff.1.recv() {
+                Ok(x) => held.push(x),
+                Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
+            }
+        }
+        held.sort_by_key(|(p, _)| *p);
+        let info = self.txn_info();
+        let outcome = {
+            let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
+            match &t.work {
+                MpWork::Call { proc, params, .. } => run_txn(proc, params, &mut refs, &mut self.evicted, &info),
+                MpWork::Ddl { changes, next } => {
+                    let shared = self.shared.clone();
+                    let r = apply_ddl(&mut refs, changes, &|| shared.tracker());
+                    if r.is_ok() {
+                        // Published while every partition is still held, so no
+                        // transaction can run between the change and its plans.
+                        self.shared.schema.store(next.clone());
+                    }
+                    Outcome::Done(r.map(|_| Rows::default()))
+                }
+            }
+        };
+        for (p, s) in held {
+            if p == self.id {
+                self.store = Some(s);
+            } else {
+                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
+                let _ = t.returns[idx].0.send(s);
+            }
+        }
+        self.after_schema_change();
+        self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Outcome::Done(r) => {
+                self.record(&r);
+                self.outbox.send(t.take_reply(), r);
+            }
+            Outcome::SchemaChanged => {
+                self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
+                let MpWork::Call { proc, params, restarts } = &t.work else {
+                    unreachable!("only calls re-plan")
+                };
+                let reply = t.take_reply();
+                match self.refresh(proc, *restarts) {
+                    Ok(p) => {
+                        let work = MpWork::Call {
+                            proc: p,
+                            params: params.clone(),
+                            restarts: restarts + 1,
+                        };
+                        if let Err(e) = self.shared.submit_mp(work, t.parts.clone(), reply) {
+                            self.record(&Err(e));
+                        }
+                    }
+                    Err(e) => {
+                        self.record(&Err(e.clone()));
+                        self.outbox.send(reply, Err(e));
+                    }
+                }
+            }
+            Outcome::NeedsData => {
+                let MpWork::Call { proc, params, restarts } = &t.work else {
+                    unreachable!("only calls read data")
+                };
+                self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);
+                let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
+                for r in &self.evicted {
+                    by_part.entry(r.partition).or_default().push((r.table, r.tombstone));
+                }
+                let ticket = Arc::new(MpFetch {
+                    remaining: AtomicUsize::new(by_part.len()),
+                    error: Mutex::new(None),
+                    retry: Mutex::new(Some(MpRetry {
+                        proc: proc.clone(),
+                        params: params.clone(),
+                        restarts: *restarts,
+                        parts: t.parts.clone(),
+                        reply: t.take_reply(),
+                    })),
+                });
+                for (p, refs) in by_part {
+                    let _ = self.shared.senders[p as usize].send(Msg::MpFetch {
+                        refs,
+                        ticket: ticket.clone(),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Transactions that need evicted data, and keeping memory within the budget.
+//!
+//! **Retrieval.** A transaction that reached evicted tuples has been rolled back after its
+//! pre-pass (txn.rs). With the abort-restart policy it is *parked*: the partition asks the
+//! fetcher for the blocks and goes on with other transactions. Each fetched block arrives
+//! as a message; the partition merges it at once (between transactions, a safe point) and
+//! restarts every parked transaction whose blocks are all in, before anything can evict
+//! them again. With the synchronous policy the partition reads the blocks itself and
+//! restarts right away. A transaction restarted more than `max_restarts` times fails with a
+//! retryable error (reads that depend on evicted values can need several rounds).
+//!
+//! **Memory.** After each message the partition measures what its live data occupies
+//! (at most every `eviction_check_interval`). Past `eviction_threshold` of its share of
+//! `memory_limit` it runs an eviction round; if that cannot bring it under the full share
+//! (nothing evictable left, a full disk), it closes the write gate: inserts and updates fail
+//! with an error naming the budget until memory is available again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use permafrost_anticache::Retrieval;
+use permafrost_storage::{StorageError, TableId};
+
+use crate::error::Error;
+use crate::mp::MpFetch;
+use crate::partition::{Invocation, Partition};
+
+/// Free tuple memory beyond which a partition compacts its heaps (two huge chunks).
+const COMPACT_SLACK: u64 = 4 << 20;
+
+/// Who waits for evicted data.
+pub(crate) enum Waiter {
+    Single(Invocation),
+    /// This partition's part of a multi-partition transaction.
+    Mp(Arc<MpFetch>),
+}
+
+struct Parked {
+    waiter: Waiter,
+    remaining: usize,
+    error: Option<Error>,
+}
+
+/// The partition's parked transactions, indexed by the blocks they wait for.
+#[derive(Default)]
+pub(crate) struct Parking {
+    slots: Vec<Option<Parked>>,
+    free: Vec<usize>,
+    by_block: HashMap<u32, Vec<usize>>,
+    count: usize,
+}
+
+impl Parking {
+    fn park(&mut self, waiter: Waiter, blocks: &[u32]) {
+        let p = Parked {
+            waiter,
+            remaining: blocks.len(),
+            error: None,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(p);
+                i
+            }
+            None => {
+                self.slots.push(Some(p));
+                self.slots.len() - 1
+            }
+        };
+        for b in blocks {
+            self.by_block.entry(*b).or_default().push(i);
+        }
+        self.count += 1;
+    }
+
+    /// A block was merged (or failed): returns the waiters that now have everything.
+    fn block_done(&mut self, block: u32, err: Option<&Error>) -> Vec<(Waiter, Option<Error>)> {
+        let mut ready = Vec::new();
+        for i in self.by_block.remove(&block).unwrap_or_default() {
+            let Some(p) = self.slots[i].as_mut() else { continue };
+            if let Some(e) = err
+                && p.error.is_none()
+            {
+                p.error = Some(e.clone());
+            }
+            p.remaining -= 1;
+            if p.remaining == 0 {
+                let p = self.slots[i].take().expect("present");
+                self.free.push(i);
+                self.count -= 1;
+                ready.push((p.waiter, p.error));
+            }
+        }
+        ready
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+}
+
+impl Partition {
+    /// The transaction of `waiter` reached the evicted tuples `refs` (table, tombstone) of
+    /// this partition: get them into memory and run it again.
+    pub(crate) fn need_data(&mut self, waiter: Waiter, refs: Vec<(TableId, u32)>) {
+        let share = self.shared.memory_share();
+        let Some(ac) = self.ac.as_mut() else {
+            let e = Error::Internal("transaction reached evicted data but the anti-cache is off".into());
+            return self.resume(waiter, Some(e));
+        };
+        let store = self.store.as_deref_mut().expect("store is home between transactions");
+        let needs = match ac.resolve(store, refs, share) {
+            Ok(n) => n,
+            Err(e) => return self.resume(waiter, Some(e.into())),
+        };
+        if needs.is_empty() {
+            // Everything it wanted was merged meanwhile.
+            return self.resume(waiter, None);
+        }
+        match ac.config().retrieval {
+            Retrieval::Synchronous => {
+                let r = ac.fetch_sync(store, &needs);
+                self.resume(waiter, r.err().map(Error::from));
+            }
+            Retrieval::AbortRestart => {
+                let blocks = ac.request(&needs);
+                if blocks.is_empty() {
+                    return self.resume(waiter, None);
+                }
+                self.parking.park(waiter, &blocks);
+                // A block already staged (freed meanwhile) is handled at once.
+                if ac.has_staged() {
+                    self.merge_fetched();
+                }
+            }
+        }
+    }
+
+    /// Merges every fetched block and restarts the transactions that were waiting for them.
+    pub(crate) fn merge_fetched(&mut self) {
+        let Some(ac) = self.ac.as_mut() else { return };
+        let store = self.store.as_deref_mut().expect("store is home between transactions");
+        let t0 = Instant::now();
+        let merged = ac.merge_staged(store);
+        self.stats
+            .merge_nanos
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let mut ready = Vec::new();
+        for (block, r) in merged {
+            let err = r.err().map(Error::from);
+            ready.extend(self.parking.block_done(block, err.as_ref()));
+        }
+        for (waiter, err) in ready {
+            self.resume(waiter, err);
+        }
+    }
+
+    /// Runs a waiter again now that its data is in memory, or fails it.
+    fn resume(&mut self, waiter: Waiter, err: Option<Error>) {
+        match waiter {
+            Waiter::Mp(ticket) => ticket.part_done(&self.shared, err, &mut self.outbox),
+            Waiter::Single(mut inv) => {
+                let r = match err {
+                    Some(e) => Err(e),
+                    None if inv.restarts >= self.shared.config.max_restarts => {
+                        Err(Error::TooManyRestarts { restarts: inv.restarts })
+                    }
+                    None => {
+                        inv.restarts += 1;
+                        self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);
+                        return self.run_single(inv);
+                    }
+                };
+                self.record(&r);
+                self.outbox.send(inv.reply, r);
+            }
+        }
+    }
+
+    /// Measures memory; evicts past the threshold; opens or closes the write gate.
+    pub(crate) fn check_memory(&mut self, force: bool) {
+        let interval = self
+            .shared
+            .config
+            .anticache
+            .as_ref()
+            .map(|c| c.eviction_check_interval)
+            .unwrap_or_default();
+        if !force && self.last_check.elapsed() < interval {
+            return;
+        }
+        self.last_check = Instant::now();
+        let share = self.shared.memory_share();
+        let now = self.wall;
+        let Some(store) = self.store.as_deref_mut() else { return };
+        let mut used = store.memory_usage().live() + self.ac.as_ref().map_or(0, |a| a.memory_bytes());
+        let mut failure = None;
+        if let Some(ac) = self.ac.as_mut() {
+            let t0 = Instant::now();
+            match ac.maybe_evict(store, used, share, now) {
+                Ok(Some(_)) => {
+                    used = store.memory_usage().live() + ac.memory_bytes();
+                    self.stats
+                        .evict_nanos
+                        .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                }
+                Ok(None) => {}
+                Err(e) => failure = Some(e.to_string()),
+            }
+        }
+        // Eviction frees slots, not chunks: give whole chunks back once enough are empty,
+        // so that resident memory follows the live data.
+        let mem = store.memory_usage();
+        if mem.tuple_bytes > mem.tuple_used_bytes + COMPACT_SLACK {
+            let t0 = Instant::now();
+            store.compact();
+            self.stats
+                .compact_nanos
+                .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        let gate = (used > share).then(|| StorageError::MemoryLimit {
+            what: match &failure {
+                Some(f) => format!("a write at partition {} (eviction failed: {f})", self.id),
+                None => format!("a write at partition {}", self.id),
+            },
+            needed: used.saturating_sub(share),
+            used,
+            limit: share,
+        });
+        store.set_write_gate(gate);
+    }
+
+    /// Frees the blocks of tables a schema change dropped.
+    pub(crate) fn after_schema_change(&mut self) {
+        let catalog = self.shared.schema.load().catalog.clone();
+        if Arc::ptr_eq(&catalog, &self.last_catalog) {
+            return;
+        }
+        self.last_catalog = catalog;
+        let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref()) else {
+            return;
+        };
+        let tables: Vec<TableId> = store.tables().map(|t| t.schema().id).collect();
+        ac.drop_missing_tables(&tables);
+    }
+}

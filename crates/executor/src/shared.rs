@@ -1,0 +1,143 @@
+//! State shared by the database handle and the partition executors: configuration, the
+//! partitions' queues, the published schema, counters, and the multi-partition order.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use crossbeam_channel::Sender;
+use permafrost_anticache::AntiCacheStats;
+use permafrost_sql::Catalog;
+use permafrost_storage::{AccessTracker, LruChain, MemoryUsage};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::mp::{MpTxn, MpWork};
+use crate::partition::Msg;
+use crate::procedure::Procedure;
+use crate::reply::Reply;
+
+/// Catalog and procedures, published together so that they always agree.
+pub(crate) struct SchemaState {
+    pub catalog: Arc<Catalog>,
+    pub procs: HashMap<String, Arc<Procedure>>,
+}
+
+/// Counters a partition publishes after each pass over its queue.
+#[derive(Debug, Default)]
+pub struct PartitionStats {
+    pub committed: AtomicU64,
+    pub aborted_user: AtomicU64,
+    pub failed: AtomicU64,
+    pub restarts_evicted: AtomicU64,
+    pub restarts_schema: AtomicU64,
+    pub mp_coordinated: AtomicU64,
+    pub tuple_bytes: AtomicU64,
+    pub tuple_used_bytes: AtomicU64,
+    pub string_bytes: AtomicU64,
+    pub index_bytes: AtomicU64,
+    pub tombstone_bytes: AtomicU64,
+    pub buffer_bytes: AtomicU64,
+    /// Block directory and read buffers of the anti-cache.
+    pub anticache_bytes: AtomicU64,
+    pub evictions: AtomicU64,
+    pub evicted_tuples: AtomicU64,
+    pub evicted_bytes: AtomicU64,
+    pub unevicted_tuples: AtomicU64,
+    pub blocks_written: AtomicU64,
+    pub blocks_read: AtomicU64,
+    pub blocks_live: AtomicU64,
+    pub block_file_bytes: AtomicU64,
+    /// Tuples currently evicted.
+    pub evicted_now: AtomicU64,
+    /// Transactions waiting for evicted data.
+    pub parked: AtomicU64,
+    /// Time spent evicting (building and writing blocks), merging fetched blocks and
+    /// compacting heaps, in nanoseconds.
+    pub evict_nanos: AtomicU64,
+    pub merge_nanos: AtomicU64,
+    pub compact_nanos: AtomicU64,
+}
+
+impl PartitionStats {
+    pub(crate) fn set_memory(&self, m: &MemoryUsage, anticache_bytes: u64) {
+        self.tuple_bytes.store(m.tuple_bytes, Ordering::Relaxed);
+        self.tuple_used_bytes.store(m.tuple_used_bytes, Ordering::Relaxed);
+        self.string_bytes.store(m.string_bytes, Ordering::Relaxed);
+        self.index_bytes.store(m.index_bytes, Ordering::Relaxed);
+        self.tombstone_bytes.store(m.tombstone_bytes, Ordering::Relaxed);
+        self.buffer_bytes.store(m.buffer_bytes, Ordering::Relaxed);
+        self.anticache_bytes.store(anticache_bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_anticache(&self, s: &AntiCacheStats) {
+        self.evictions.store(s.evictions, Ordering::Relaxed);
+        self.evicted_tuples.store(s.evicted_tuples, Ordering::Relaxed);
+        self.evicted_bytes.store(s.evicted_bytes, Ordering::Relaxed);
+        self.unevicted_tuples.store(s.unevicted_tuples, Ordering::Relaxed);
+        self.blocks_written.store(s.blocks_written, Ordering::Relaxed);
+        self.blocks_read.store(s.blocks_read, Ordering::Relaxed);
+        self.blocks_live.store(s.blocks_live, Ordering::Relaxed);
+        self.block_file_bytes.store(s.file_bytes, Ordering::Relaxed);
+    }
+
+    pub fn memory(&self) -> MemoryUsage {
+        MemoryUsage {
+            tuple_bytes: self.tuple_bytes.load(Ordering::Relaxed),
+            tuple_used_bytes: self.tuple_used_bytes.load(Ordering::Relaxed),
+            string_bytes: self.string_bytes.load(Ordering::Relaxed),
+            string_used_bytes: 0,
+            index_bytes: self.index_bytes.load(Ordering::Relaxed),
+            tombstone_bytes: self.tombstone_bytes.load(Ordering::Relaxed),
+            buffer_bytes: self.buffer_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// State shared by the database handle and all partition executors.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub senders: Vec<Sender<Msg>>,
+    pub stats: Vec<Arc<PartitionStats>>,
+    pub schema: ArcSwap<SchemaState>,
+    /// The next multi-partition timestamp; held while enqueueing one.
+    pub mp_order: Mutex<u64>,
+}
+
+impl Shared {
+    /// Enqueues a multi-partition transaction at every partition in `parts`, in the global
+    /// multi-partition order.
+    pub(crate) fn submit_mp(&self, work: MpWork, parts: Vec<u32>, reply: Reply) -> Result<()> {
+        let mut next = self
+            .mp_order
+            .lock()
+            .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
+        let ts = *next;
+        *next += 1;
+        let t = Arc::new(MpTxn::new(ts, work, parts, reply));
+        for &p in &t.parts {
+            self.senders[p as usize]
+                .send(Msg::Mp(t.clone()))
+                .map_err(|_| Error::Shutdown)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn all_partitions(&self) -> Vec<u32> {
+        (0..self.config.partitions).collect()
+    }
+
+    /// Each partition's share of the memory budget.
+    pub(crate) fn memory_share(&self) -> u64 {
+        self.config.memory_limit / self.config.partitions as u64
+    }
+
+    /// The access tracker a new evictable table gets.
+    pub(crate) fn tracker(&self) -> Box<dyn AccessTracker> {
+        match &self.config.anticache {
+            Some(ac) => ac.cold_policy.tracker(),
+            None => Box::new(LruChain::new()),
+        }
+    }
+}

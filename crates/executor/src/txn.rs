@@ -1,0 +1,97 @@
+//! Running one transaction: the procedure body over the stores the transaction holds,
+//! then commit, or roll back.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use permafrost_sql::{Env, EvictedRef, Rows, SqlError};
+use permafrost_storage::{PartitionStore, Value};
+
+use crate::error::{Error, Result};
+use crate::procedure::{ProcContext, ProcError, Procedure};
+
+/// How a transaction ended.
+pub(crate) enum Outcome {
+    /// Committed (`Ok`) or rolled back with an error for the caller.
+    Done(Result<Rows>),
+    /// Rolled back: a table it uses changed since its statements were planned.
+    SchemaChanged,
+    /// Rolled back after a pre-pass: it reached the evicted tuples now in `evicted`.
+    NeedsData,
+}
+
+/// What a transaction runs with besides its stores.
+pub(crate) struct TxnInfo {
+    pub total_partitions: u32,
+    pub sampled: bool,
+    pub now: i64,
+    pub txn_id: u64,
+}
+
+/// Runs a procedure as one transaction over `stores`, then commits or rolls back every
+/// store. Panics in the body are caught and fail the transaction. If the body reached
+/// evicted tuples (they are left in `evicted`), whatever it did is rolled back, since it
+/// ran without them: that run was the pre-pass.
+pub(crate) fn run_txn(
+    proc: &Procedure,
+    params: &[Value],
+    stores: &mut [&mut PartitionStore],
+    evicted: &mut Vec<EvictedRef>,
+    info: &TxnInfo,
+) -> Outcome {
+    evicted.clear();
+    let result = {
+        let mut env = Env {
+            stores: &mut *stores,
+            total_partitions: info.total_partitions,
+            sampled: info.sampled,
+            now: info.now,
+            evicted: &mut *evicted,
+        };
+        let mut ctx = ProcContext {
+            env: &mut env,
+            statements: &proc.statements,
+            txn_id: info.txn_id,
+            rng: info.txn_id,
+        };
+        catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
+    };
+    let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
+        for s in stores.iter_mut() {
+            if commit { s.commit() } else { s.rollback() }
+        }
+    };
+    if !evicted.is_empty() {
+        finish(stores, false);
+        return Outcome::NeedsData;
+    }
+    match result {
+        Ok(Ok(rows)) => {
+            finish(stores, true);
+            Outcome::Done(Ok(rows))
+        }
+        Ok(Err(ProcError::Sql(SqlError::SchemaChanged(_)))) => {
+            finish(stores, false);
+            Outcome::SchemaChanged
+        }
+        Ok(Err(ProcError::Sql(e))) => {
+            finish(stores, false);
+            Outcome::Done(Err(Error::Sql(e)))
+        }
+        Ok(Err(ProcError::Abort(m))) => {
+            finish(stores, false);
+            Outcome::Done(Err(Error::Aborted(m)))
+        }
+        Err(panic) => {
+            finish(stores, false);
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Outcome::Done(Err(Error::ProcedurePanicked {
+                name: proc.name.clone(),
+                message,
+            }))
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! Evicted data through the whole engine: every access path (index lookup, range, full
+//! scan, join, update, delete, unique check) over evicted tuples, with both retrieval and
+//! both merge policies; multi-partition transactions over evicted data; the memory budget;
+//! restarts that need several rounds.
+
+use std::collections::BTreeMap;
+
+use permafrost_executor::{
+    AntiCacheConfig, Completion, Config, Database, Error, MergePolicy, ProcedureDef, Retrieval, Value,
+};
+
+const PAD: usize = 900;
+
+fn pad(id: i64) -> String {
+    format!("{id:08}").repeat(PAD / 8)
+}
+
+fn open(dir: &std::path::Path, retrieval: Retrieval, merge: MergePolicy, max_restarts: u32) -> Database {
+    let mut ac = AntiCacheConfig::new(dir);
+    ac.retrieval = retrieval;
+    ac.merge = merge;
+    ac.eviction_size = 256 << 10;
+    let config = Config::builder()
+        .partitions(2)
+        .memory_limit(16 << 20)
+        .lru_sample_rate(1.0)
+        .max_restarts(max_restarts)
+        .anticache(ac)
+        .build()
+        .unwrap();
+    let db = Database::open(config).unwrap();
+    db.execute_ddl(
+        "CREATE TABLE items (id BIGINT PRIMARY KEY, grp INTEGER NOT NULL, val BIGINT NOT NULL, pad VARCHAR(1000) NOT NULL)
+           WITH (partition_by = 'id');
+         CREATE INDEX items_grp ON items (grp, id);
+         CREATE TABLE small (id BIGINT PRIMARY KEY, ref BIGINT NOT NULL, pad VARCHAR(1000) NOT NULL)
+           WITH (partition_by = 'id')",
+    )
+    .unwrap();
+    db.register(
+        ProcedureDef::new("Put")
+            .partition_param(0)
+            .statement("INSERT INTO items VALUES (?, ?, ?, ?)")
+            .body(|ctx, p| ctx.execute(0, p)),
+    )
+    .unwrap();
+    db.register(
+        ProcedureDef::new("Get")
+            .partition_param(0)
+            .statement("SELECT grp, val, pad FROM items WHERE id = ?")
+            .body(|ctx, p| ctx.execute(0, p)),
+    )
+    .unwrap();
+    db.register(
+        ProcedureDef::new("Bump")
+            .partition_param(0)
+            .statement("UPDATE items SET val = val + ? WHERE id = ?")
+            .body(|ctx, p| ctx.execute(0, &[p[1].clone(), p[0].clone()])),
+    )
+    .unwrap();
+    db
+}
+
+/// Loads `n` rows through a pipelined session; returns the model.
+fn load(db: &Database, n: i64) -> BTreeMap<i64, (i64, i64)> {
+    let put = db.procedure("Put").unwrap();
+    let mut s = db.session();
+    let mut done: Vec<Completion> = Vec::new();
+    let mut model = BTreeMap::new();
+    for id in 0..n {
+        let (grp, val) = (id % 7, id * 3);
+        s.submit(
+            &put,
+            vec![Value::Int(id), Value::Int(grp), Value::Int(val), Value::from(pad(id))],
+            id as u64,
+        )
+        .unwrap();
+        model.insert(id, (grp, val));
+        if s.in_flight() >= 256 {
+            s.wait(&mut done).unwrap();
+        }
+    }
+    while s.in_flight() > 0 {
+        s.wait(&mut done).unwrap();
+    }
+    for c in done {
+        c.result.unwrap();
+    }
+    model
+}
+
+fn get(db: &Database, id: i64) -> Option<(i64, i64)> {
+    let r = db.call("Get", vec![Value::Int(id)]).unwrap();
+    r.iter().next().map(|row| {
+        assert_eq!(row.get_str(2), Some(pad(id).as_str()), "padding of {id}");
+        (row.get_i64(0).unwrap(), row.get_i64(1).unwrap())
+    })
+}
+
+fn exercise(retrieval: Retrieval, merge: MergePolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), retrieval, merge, 16);
+    // ~24 MB of tuples against a 16 MiB budget: most of it must be evicted.
+    let mut model = load(&db, 24_000);
+    let st = db.stats_now().unwrap();
+    assert!(st.evictions > 0 && st.evicted_now > 10_000, "{st:?}");
+    let mem = db.memory_usage().unwrap();
+    assert!(mem.live() <= 16 << 20, "live memory {} over the budget", mem.live());
+
+    // Point lookups through the hash primary key, evicted or not.
+    for id in (0..24_000).step_by(97) {
+        assert_eq!(get(&db, id), model.get(&id).copied(), "row {id}");
+    }
+    let st = db.stats_now().unwrap();
+    assert!(st.restarts_evicted > 0 && st.unevicted_tuples > 0, "{st:?}");
+
+    // A range through the ordered index, across both partitions.
+    let r = db
+        .execute_sql(
+            "SELECT COUNT(*), SUM(val) FROM items WHERE grp = 3 AND id < 2000",
+            vec![],
+        )
+        .unwrap();
+    let want: Vec<i64> = model
+        .iter()
+        .filter(|(k, v)| v.0 == 3 && **k < 2000)
+        .map(|(_, v)| v.1)
+        .collect();
+    assert_eq!(r.row(0).get_i64(0), Some(want.len() as i64));
+    assert_eq!(r.row(0).get_i64(1), Some(want.iter().sum()));
+
+    // Updates and deletes of evicted rows.
+    db.evict_now(64 << 20).unwrap();
+    for id in (5..24_000).step_by(211) {
+        db.call("Bump", vec![Value::Int(id), Value::Int(1)]).unwrap();
+        model.get_mut(&id).unwrap().1 += 1;
+    }
+    db.evict_now(64 << 20).unwrap();
+    let r = db
+        .execute_sql("DELETE FROM items WHERE id = $1", vec![Value::Int(7)])
+        .unwrap();
+    assert_eq!(r.affected, 1);
+    model.remove(&7);
+    for id in (5..24_000).step_by(211) {
+        assert_eq!(get(&db, id), model.get(&id).copied(), "row {id}");
+    }
+    assert_eq!(get(&db, 7), None);
+
+    // A duplicate key is caught against the tombstone, without fetching.
+    db.evict_now(64 << 20).unwrap();
+    let e = db
+        .call(
+            "Put",
+            vec![Value::Int(11), Value::Int(0), Value::Int(0), Value::from("x")],
+        )
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+
+    // A full scan and a join over a table that is entirely evicted.
+    for id in 0..300 {
+        db.execute_sql(
+            "INSERT INTO small VALUES ($1, $2, $3)",
+            vec![Value::Int(id), Value::Int(id * 5), Value::from(pad(id))],
+        )
+        .unwrap();
+    }
+    db.evict_now(64 << 20).unwrap();
+    db.evict_now(64 << 20).unwrap();
+    let before = db.stats_now().unwrap().evicted_now;
+    let r = db.execute_sql("SELECT COUNT(*), SUM(ref) FROM small", vec![]).unwrap();
+    assert_eq!(r.row(0).get_i64(0), Some(300));
+    assert_eq!(r.row(0).get_i64(1), Some((0..300).map(|i| i * 5).sum()));
+    db.evict_now(64 << 20).unwrap();
+    let r = db
+        .execute_sql(
+            "SELECT COUNT(*), SUM(i.val) FROM small s, items i WHERE s.id < 50 AND i.id = s.ref",
+            vec![],
+        )
+        .unwrap();
+    let want: Vec<i64> = (0..50).filter_map(|i| model.get(&(i * 5)).map(|v| v.1)).collect();
+    assert_eq!(r.row(0).get_i64(0), Some(want.len() as i64));
+    assert_eq!(r.row(0).get_i64(1), Some(want.iter().sum()));
+    assert!(before > 0);
+
+    // Everything is still there, byte for byte.
+    for (id, v) in model.iter().step_by(13) {
+        assert_eq!(get(&db, *id), Some(*v));
+    }
+    for p in 0..2 {
+        db.with_partition(p, |s| {
+            for t in s.tables() {
+                t.check_consistency().unwrap();
+            }
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn abort_restart_with_tuple_merge() {
+    exercise(Retrieval::AbortRestart, MergePolicy::Tuple { hole_threshold: 0.5 });
+}
+
+#[test]
+fn abort_restart_with_block_merge() {
+    exercise(Retrieval::AbortRestart, MergePolicy::Block);
+}
+
+#[test]
+fn synchronous_with_tuple_merge() {
+    exercise(Retrieval::Synchronous, MergePolicy::Tuple { hole_threshold: 0.5 });
+}
+
+#[test]
+fn synchronous_with_block_merge() {
+    exercise(Retrieval::Synchronous, MergePolicy::Block);
+}
+
+/// Multi-partition transactions that reach evicted tuples at several partitions fetch at
+/// every one of them before they restart, and stay serializable.
+#[test]
+fn multi_partition_transactions_over_evicted_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(
+        dir.path(),
+        Retrieval::AbortRestart,
+        MergePolicy::Tuple { hole_threshold: 0.5 },
+        16,
+    );
+    let model = load(&db, 4_000);
+    db.register(
+        ProcedureDef::new("Move")
+            .multi_partition()
+            .statement("UPDATE items SET val = val - ? WHERE id = ?")
+            .statement("UPDATE items SET val = val + ? WHERE id = ?")
+            .body(|ctx, p| {
+                ctx.execute(0, &[p[2].clone(), p[0].clone()])?;
+                ctx.execute(1, &[p[2].clone(), p[1].clone()])
+            }),
+    )
+    .unwrap();
+    let total: i64 = model.values().map(|v| v.1).sum();
+    for round in 0..20i64 {
+        db.evict_now(64 << 20).unwrap();
+        let (a, b) = (round * 37 % 4000, round * 91 % 4000 + 1);
+        db.call("Move", vec![Value::Int(a), Value::Int(b), Value::Int(5)])
+            .unwrap();
+    }
+    db.evict_now(64 << 20).unwrap();
+    let r = db.execute_sql("SELECT SUM(val), COUNT(*) FROM items", vec![]).unwrap();
+    assert_eq!(r.row(0).get_i64(0), Some(total));
+    assert_eq!(r.row(0).get_i64(1), Some(4000));
+    assert!(db.stats_now().unwrap().restarts_evicted >= 20);
+}
+
+/// A transaction whose second read depends on a value of an evicted tuple needs two
+/// rounds of fetching; with a restart bound of one it fails with a clear, retryable error.
+#[test]
+fn dependent_reads_need_more_rounds_and_the_bound_holds() {
+    for (bound, ok) in [(1, false), (16, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(
+            dir.path(),
+            Retrieval::AbortRestart,
+            MergePolicy::Tuple { hole_threshold: 0.5 },
+            bound,
+        );
+        db.register(
+            ProcedureDef::new("Chase")
+                .multi_partition()
+                .statement("SELECT ref FROM small WHERE id = ?")
+                .body(|ctx, p| {
+                    let mut id = p[0].clone();
+                    for _ in 0..3 {
+                        let r = ctx.execute(0, std::slice::from_ref(&id))?;
+                        match r.iter().next().and_then(|row| row.get_i64(0)) {
+                            Some(next) => id = Value::Int(next),
+                            None if ctx.is_prepass() => break,
+                            None => return Err(ctx.abort("broken chain")),
+                        }
+                    }
+                    ctx.execute(0, &[id])
+                }),
+        )
+        .unwrap();
+        for id in 0..10 {
+            db.execute_sql(
+                "INSERT INTO small VALUES ($1, $2, 'x')",
+                vec![Value::Int(id), Value::Int(id + 1)],
+            )
+            .unwrap();
+        }
+        db.evict_now(64 << 20).unwrap();
+        let r = db.call("Chase", vec![Value::Int(0)]);
+        if ok {
+            assert_eq!(r.unwrap().row(0).get_i64(0), Some(4));
+        } else {
+            let e = r.unwrap_err();
+            assert!(matches!(e, Error::TooManyRestarts { .. }), "{e}");
+            assert!(e.is_retryable());
+            assert_eq!(e.sqlstate(), "40001");
+        }
+    }
+}
+
+/// Without the anti-cache, writes past the budget fail with an error naming it; the
+/// database keeps serving, and deleting data makes room again.
+#[test]
+fn the_budget_holds_without_an_anticache() {
+    let db = Database::open(Config::builder().partitions(2).memory_limit(16 << 20).build().unwrap()).unwrap();
+    db.execute_ddl("CREATE TABLE items (id BIGINT PRIMARY KEY, pad VARCHAR(1000) NOT NULL)")
+        .unwrap();
+    db.register(
+        ProcedureDef::new("Put")
+            .partition_param(0)
+            .statement("INSERT INTO items VALUES (?, ?)")
+            .body(|c, p| c.execute(0, p)),
+    )
+    .unwrap();
+    let mut refused = None;
+    for id in 0..40_000i64 {
+        if let Err(e) = db.call("Put", vec![Value::Int(id), Value::from(pad(id))]) {
+            refused = Some((id, e));
+            break;
+        }
+    }
+    let (at, e) = refused.expect("writes must be refused before 36 MB land in a 16 MiB budget");
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+    assert!(e.to_string().contains("memory_limit"), "{e}");
+    assert!(e.is_retryable());
+    let mem = db.memory_usage().unwrap();
+    assert!(mem.live() <= (16 << 20) + (2 << 20), "live {} bytes", mem.live());
+    // Reads still work; deleting makes room for writes again.
+    assert_eq!(
+        db.execute_sql("SELECT COUNT(*) FROM items", vec![])
+            .unwrap()
+            .row(0)
+            .get_i64(0),
+        Some(at)
+    );
+    db.execute_sql("DELETE FROM items WHERE id < 5000", vec![]).unwrap();
+    db.call("Put", vec![Value::Int(1), Value::from("back")]).unwrap();
+}
