@@ -1,6 +1,12 @@
 //! Memory buffers aligned for direct I/O.
+//!
+//! Buffers are mapped straight from the OS (page-aligned, zeroed) and unmapped when
+//! dropped, rather than taken from the general allocator: block buffers come and go in
+//! bursts (an eviction round's writes, a wave of fetches), and memory the allocator keeps
+//! after such a burst would sit in the process's resident set outside the budget. Steady
+//! traffic reuses buffers through [`BufPool`], whose idle buffers are accounted.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::alloc::Layout;
 use std::ptr::NonNull;
 
 /// Alignment of every buffer: enough for any device's direct-I/O memory alignment.
@@ -18,13 +24,30 @@ unsafe impl Send for AlignedBuf {}
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
-    /// A zeroed buffer of `len` bytes (at least one byte is allocated).
+    /// A zeroed buffer of `len` bytes (at least one page is mapped).
     pub fn new(len: usize) -> AlignedBuf {
-        let layout = Layout::from_size_align(len.max(1), BUF_ALIGN).expect("valid layout");
-        // SAFETY: the layout has non-zero size.
-        let p = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let size = mapped_size(len);
+        // SAFETY: an anonymous private mapping of non-zero size; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            std::alloc::handle_alloc_error(Layout::from_size_align(size, BUF_ALIGN).expect("valid layout"));
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).expect("mmap never returns null on success");
         AlignedBuf { ptr, len }
+    }
+
+    /// Bytes the buffer occupies (whole pages).
+    pub fn mapped_len(&self) -> usize {
+        mapped_size(self.len)
     }
 
     pub fn len(&self) -> usize {
@@ -59,11 +82,14 @@ impl std::ops::DerefMut for AlignedBuf {
     }
 }
 
+pub(crate) fn mapped_size(len: usize) -> usize {
+    len.max(1).div_ceil(BUF_ALIGN) * BUF_ALIGN
+}
+
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len.max(1), BUF_ALIGN).expect("valid layout");
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr.as_ptr(), layout) }
+        // SAFETY: mapped in `new` with this size and not yet unmapped.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), mapped_size(self.len)) };
     }
 }
 
@@ -103,7 +129,7 @@ impl BufPool {
 
     /// Bytes of idle buffers held.
     pub fn memory_bytes(&self) -> usize {
-        self.free.len() * self.size
+        self.free.len() * mapped_size(self.size)
     }
 }
 

@@ -8,14 +8,15 @@
 //!    less);
 //! 2. takes each table's coldest tuples from its access tracker and packs them, serialized
 //!    as in memory, into blocks of the configured size, reserving a tombstone id for each;
-//! 3. writes the whole group of blocks with as few sequential writes as the free space
-//!    allows;
-//! 4. only once the write succeeded, re-points every index entry of each tuple to its
-//!    tombstone and frees the tuple's memory.
-//!
-//! If the write fails (a full disk, an I/O error) nothing has changed in memory: the
-//! reserved tombstones are given back and the error is reported. No committed data is ever
-//! only in a block that did not reach the disk.
+//! 3. places the group in the block file (one run of consecutive slots when free space
+//!    allows, so one sequential write), re-points every index entry of each tuple to its
+//!    tombstone and frees the tuple's memory;
+//! 4. returns the blocks for the caller to write asynchronously. Until a block's write
+//!    completes the caller keeps its buffer and serves reads from it; if the write fails,
+//!    the caller merges the block's tuples back into memory from that buffer, so no data
+//!    is ever only in a block that did not reach the disk.
+
+use std::sync::Arc;
 
 use permafrost_storage::{PartitionStore, TableId, Tombstone};
 
@@ -77,15 +78,27 @@ fn shares(tables: &[(TableId, u64, u64)], target: u64) -> Vec<(TableId, u64)> {
     out
 }
 
+/// Consecutive blocks to write with one call, starting at slot `start`.
+pub struct WriteGroup {
+    pub start: u32,
+    pub blocks: Vec<(u32, Arc<AlignedBuf>)>,
+}
+
+/// What an eviction round did, and the blocks it left to write.
+pub struct Evicted {
+    pub stats: EvictStats,
+    pub groups: Vec<WriteGroup>,
+}
+
 /// Evicts about `target` bytes of the coldest tuples of `store`'s evictable tables. Block
-/// buffers come from, and go back to, `pool`.
+/// buffers come from `pool`.
 pub fn evict(
     store: &mut PartitionStore,
     blocks: &mut BlockStore,
     pool: &mut BufPool,
     target: u64,
     now_micros: i64,
-) -> Result<EvictStats> {
+) -> Result<Evicted> {
     // The directory names tables in 16 bits; a table beyond that is not evicted.
     let candidates: Vec<(TableId, u64, u64)> = store
         .tables()
@@ -173,42 +186,43 @@ pub fn evict(
         }
     }
     if built.is_empty() {
-        return Ok(stats);
+        return Ok(Evicted {
+            stats,
+            groups: Vec::new(),
+        });
     }
     let spans: Vec<u16> = built.iter().map(|b| b.meta.span).collect();
-    let ids = blocks.allocate(&spans);
-    let writes: Vec<(u32, &[u8])> = ids.iter().zip(&built).map(|(id, b)| (*id, &b.buf[..])).collect();
-    let metas: Vec<BlockMeta> = built.iter().map(|b| b.meta).collect();
-    let written = blocks.write(&writes, &metas);
-    if let Err(e) = written {
-        for b in built {
+    let runs = blocks.allocate(&spans);
+    let mut groups = Vec::with_capacity(runs.len());
+    let mut built = built.into_iter();
+    for run in runs {
+        let mut group = Vec::with_capacity(run.ids.len());
+        for &id in &run.ids {
+            let b = built.next().expect("one id per block");
             let table = store.table_mut(b.table).expect("listed above");
             for p in &b.tuples {
-                table.cancel_tombstone(p.tombstone);
+                table.evict_to(
+                    p.slot,
+                    p.tombstone,
+                    Tombstone {
+                        block: id,
+                        offset: p.offset,
+                    },
+                );
             }
-            pool.give(b.buf);
+            blocks.set_live(id, b.meta, b.buf.len());
+            group.push((id, Arc::new(b.buf)));
+            stats.blocks += 1;
         }
-        return Err(e);
-    }
-    stats.blocks = built.len() as u64;
-    for (id, b) in ids.iter().zip(built) {
-        let table = store.table_mut(b.table).expect("listed above");
-        for p in &b.tuples {
-            table.evict_to(
-                p.slot,
-                p.tombstone,
-                Tombstone {
-                    block: *id,
-                    offset: p.offset,
-                },
-            );
-        }
-        pool.give(b.buf);
+        groups.push(WriteGroup {
+            start: run.start,
+            blocks: group,
+        });
     }
     for t in store.tables_mut() {
         t.stats.sampled_accesses = 0;
     }
-    Ok(stats)
+    Ok(Evicted { stats, groups })
 }
 
 #[cfg(test)]

@@ -226,3 +226,63 @@ impl BlockFile for MemFile {
         false
     }
 }
+
+/// A [`BlockFile`] that can be told to fail (fault-injection tests): writes with ENOSPC
+/// (a full disk) or EIO, reads with EIO.
+pub struct FaultyFile<F> {
+    inner: F,
+    pub fail_writes: std::sync::atomic::AtomicI32,
+    pub fail_reads: std::sync::atomic::AtomicBool,
+}
+
+impl<F: BlockFile> FaultyFile<F> {
+    pub fn new(inner: F) -> FaultyFile<F> {
+        FaultyFile {
+            inner,
+            fail_writes: std::sync::atomic::AtomicI32::new(0),
+            fail_reads: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Makes every write fail with `errno` (0: writes succeed again).
+    pub fn set_write_errno(&self, errno: i32) {
+        self.fail_writes.store(errno, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl<F: BlockFile> BlockFile for FaultyFile<F> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if self.fail_reads.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.read_at(buf, offset)
+    }
+
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        match self.fail_writes.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => self.inner.write_at(bufs, offset),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+
+    fn raw_fd(&self) -> Option<RawFd> {
+        // Forces the blocking path, where the faults are injected.
+        None
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn alignment(&self) -> usize {
+        self.inner.alignment()
+    }
+
+    fn direct(&self) -> bool {
+        self.inner.direct()
+    }
+}

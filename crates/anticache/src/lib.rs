@@ -6,9 +6,10 @@
 //! memory over eviction_threshold x budget
 //!   -> evict::evict: coldest tuples (access tracker) -> blocks -> one group write
 //!      -> tombstones in memory, index entries re-pointed, tuple memory freed
+//!      -> blocks written asynchronously by blockio::BlockIo -> on_written
 //! transaction reaches a tombstone (pre-pass records it, transaction rolls back)
 //!   -> AntiCache::resolve: tombstones -> blocks
-//!   -> abort-restart: AntiCache::request -> fetch::Fetcher (io_uring) -> on_fetched
+//!   -> abort-restart: AntiCache::request -> blockio::BlockIo (io_uring) -> on_fetched
 //!      -> merge_staged at a safe point -> the partition restarts the parked transaction
 //!   -> synchronous: AntiCache::fetch_sync reads and merges on the partition thread
 //! ```
@@ -18,11 +19,11 @@
 //! transaction waits for and which have been merged.
 
 pub mod block;
+pub mod blockio;
 pub mod buf;
 pub mod clock;
 pub mod error;
 pub mod evict;
-pub mod fetch;
 pub mod file;
 pub mod merge;
 pub mod store;
@@ -34,10 +35,10 @@ use std::sync::Arc;
 
 use permafrost_storage::{AccessTracker, LruChain, PartitionStore, TableId};
 
+pub use blockio::{BlockIo, ReadDone, ReadRequest, WriteDone, WriteRequest};
 pub use buf::{AlignedBuf, BufPool};
 pub use error::{AntiCacheError, Result};
 pub use evict::EvictStats;
-pub use fetch::{Done, FetchRequest, Fetcher};
 pub use merge::{MergePolicy, MergeStats};
 pub use store::{BlockMeta, BlockStore, StoreStats};
 
@@ -92,6 +93,10 @@ pub const MAX_BLOCK_SIZE: usize = 4 << 20;
 /// second (random reads), and a tuple fetch reads no more than one device page.
 pub const DEFAULT_BLOCK_SIZE: usize = 4 << 10;
 
+/// Largest single write call, in bytes and in buffers (Linux's IOV_MAX is 1024).
+const MAX_WRITE_BYTES: usize = 4 << 20;
+const MAX_WRITE_BLOCKS: usize = 1024;
+
 /// Anti-cache settings (validated by [`AntiCacheConfig::validate`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AntiCacheConfig {
@@ -110,7 +115,7 @@ pub struct AntiCacheConfig {
     pub retrieval: Retrieval,
     pub merge: MergePolicy,
     pub cold_policy: ColdPolicy,
-    /// Block reads kept in flight by the fetcher.
+    /// Block reads and writes kept in flight by the I/O thread.
     pub fetch_depth: u32,
 }
 
@@ -179,9 +184,12 @@ pub struct AntiCacheStats {
     pub unevicted_tuples: u64,
     pub blocks_written: u64,
     pub blocks_read: u64,
+    /// Fetches served from a block still being written.
+    pub reads_from_write_buffer: u64,
     pub blocks_live: u64,
     pub file_bytes: u64,
     pub fetch_errors: u64,
+    pub write_errors: u64,
 }
 
 /// A tuple a transaction needs: the block it is in and its tombstone.
@@ -196,44 +204,74 @@ pub struct Need {
 pub struct AntiCache {
     cfg: AntiCacheConfig,
     store: BlockStore,
-    fetcher: Arc<Fetcher>,
-    done: Done,
+    io: Arc<BlockIo>,
+    read_done: ReadDone,
+    write_done: WriteDone,
     /// Blocks being read, with the tombstones transactions asked for.
     in_flight: HashMap<u32, Vec<u32>>,
     in_flight_bytes: usize,
+    /// Blocks written but not yet confirmed on disk; reads are served from these buffers.
+    writing: HashMap<u32, Arc<AlignedBuf>>,
+    writing_bytes: usize,
+    /// Retired blocks whose slots wait for their outstanding I/O before reuse.
+    retired: HashMap<u32, u16>,
     /// Blocks read and not yet merged.
     staged: Vec<(u32, io::Result<AlignedBuf>, Vec<u32>)>,
     staged_bytes: usize,
     /// Block-sized buffers for eviction and reads.
     pool: BufPool,
+    /// After a failed write, evictions pause until then.
+    write_backoff: Option<std::time::Instant>,
+    last_write_error: Option<AntiCacheError>,
     stats: AntiCacheStats,
 }
 
 impl AntiCache {
-    /// Creates partition `partition`'s anti-cache with an empty block file. `done` is
-    /// called (on the fetcher's thread) with every completed asynchronous read; the
-    /// executor forwards it to the partition, which passes it to [`AntiCache::on_fetched`].
-    pub fn new(partition: u32, cfg: AntiCacheConfig, fetcher: Arc<Fetcher>, done: Done) -> Result<AntiCache> {
+    /// Creates partition `partition`'s anti-cache with an empty block file. The callbacks
+    /// are called on the I/O thread with every completed read and write; the executor
+    /// forwards them to the partition, which passes them to [`AntiCache::on_fetched`] and
+    /// [`AntiCache::on_written`].
+    pub fn new(
+        partition: u32,
+        cfg: AntiCacheConfig,
+        io: Arc<BlockIo>,
+        read_done: ReadDone,
+        write_done: WriteDone,
+    ) -> Result<AntiCache> {
         cfg.validate()?;
         let path = cfg.dir.join(format!("partition-{partition}.blocks"));
         let store = BlockStore::create(&path, cfg.block_size)?;
-        Ok(AntiCache::with_store(cfg, store, fetcher, done))
+        Ok(AntiCache::with_store(cfg, store, io, read_done, write_done))
     }
 
     /// An anti-cache over a given block store (tests use in-memory files).
-    pub fn with_store(cfg: AntiCacheConfig, store: BlockStore, fetcher: Arc<Fetcher>, done: Done) -> AntiCache {
-        // Idle buffers kept: enough for an eviction round or a full fetch queue.
-        let keep = ((cfg.eviction_size as usize / store.slot_size()) + 1).max(cfg.fetch_depth as usize);
+    pub fn with_store(
+        cfg: AntiCacheConfig,
+        store: BlockStore,
+        io: Arc<BlockIo>,
+        read_done: ReadDone,
+        write_done: WriteDone,
+    ) -> AntiCache {
+        // Idle buffers kept: enough for the writes of the rounds that may be pending (two,
+        // see `maybe_evict`, and the one being built) and a full fetch queue, so steady
+        // traffic never maps or unmaps buffers (each unmap interrupts every core).
+        let keep = 3 * (cfg.eviction_size as usize).div_ceil(store.slot_size()) + cfg.fetch_depth as usize;
         AntiCache {
             pool: BufPool::new(store.slot_size(), keep),
             cfg,
             store,
-            fetcher,
-            done,
+            io,
+            read_done,
+            write_done,
             in_flight: HashMap::new(),
             in_flight_bytes: 0,
+            writing: HashMap::new(),
+            writing_bytes: 0,
+            retired: HashMap::new(),
             staged: Vec::new(),
             staged_bytes: 0,
+            write_backoff: None,
+            last_write_error: None,
             stats: AntiCacheStats::default(),
         }
     }
@@ -244,10 +282,6 @@ impl AntiCache {
 
     pub fn block_store(&self) -> &BlockStore {
         &self.store
-    }
-
-    pub fn block_store_mut(&mut self) -> &mut BlockStore {
-        &mut self.store
     }
 
     pub fn stats(&self) -> AntiCacheStats {
@@ -261,18 +295,32 @@ impl AntiCache {
         }
     }
 
-    /// Memory the anti-cache itself holds: directory, free list, read buffers.
+    /// The last write failure, while evictions are paused because of it.
+    pub fn write_error(&self) -> Option<&AntiCacheError> {
+        match self.write_backoff {
+            Some(until) if std::time::Instant::now() < until => self.last_write_error.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Memory of the block directory and free-space map.
+    pub fn directory_bytes(&self) -> u64 {
+        self.store.memory_bytes() as u64
+    }
+
+    /// Memory the anti-cache itself holds: directory, free-space map, I/O buffers.
     pub fn memory_bytes(&self) -> u64 {
         (self.store.memory_bytes()
             + self.in_flight_bytes
+            + self.writing_bytes
             + self.staged_bytes
             + self.pool.memory_bytes()
-            + self.in_flight.capacity() * 48) as u64
+            + (self.in_flight.capacity() + self.writing.capacity()) * 48) as u64
     }
 
-    /// Whether reads are outstanding or blocks wait to be merged.
+    /// Whether reads or writes are outstanding or blocks wait to be merged.
     pub fn busy(&self) -> bool {
-        !self.in_flight.is_empty() || !self.staged.is_empty()
+        !self.in_flight.is_empty() || !self.writing.is_empty() || !self.staged.is_empty()
     }
 
     pub fn has_staged(&self) -> bool {
@@ -314,38 +362,49 @@ impl AntiCache {
     }
 
     /// Starts reading the blocks `needs` are in (those not already being read) and
-    /// returns the distinct blocks to wait for.
+    /// returns the distinct blocks to wait for. A block still being written is "read" from
+    /// its buffer at once.
     pub fn request(&mut self, needs: &[Need]) -> Vec<u32> {
         let mut blocks: Vec<u32> = Vec::new();
         for n in needs {
             if !blocks.contains(&n.block) {
                 blocks.push(n.block);
             }
-            match self.in_flight.get_mut(&n.block) {
-                Some(req) => {
-                    if !req.contains(&n.tombstone) {
-                        req.push(n.tombstone);
-                    }
+            if let Some(req) = self.in_flight.get_mut(&n.block) {
+                if !req.contains(&n.tombstone) {
+                    req.push(n.tombstone);
                 }
-                None => {
-                    let Some((offset, len)) = self.store.location(n.block) else {
-                        // Freed meanwhile (merged whole): nothing to wait for; a staged
-                        // empty result lets the waiter restart.
-                        self.staged
-                            .push((n.block, Err(io::Error::other("block already merged")), vec![]));
-                        continue;
-                    };
-                    self.in_flight.insert(n.block, vec![n.tombstone]);
-                    self.in_flight_bytes += len;
-                    self.fetcher.submit(FetchRequest {
-                        file: self.store.file().clone(),
-                        block: n.block,
-                        offset,
-                        buf: self.pool.take(len),
-                        done: self.done.clone(),
-                    });
-                }
+                continue;
             }
+            if let Some((_, _, req)) = self.staged.iter_mut().find(|s| s.0 == n.block) {
+                if !req.contains(&n.tombstone) {
+                    req.push(n.tombstone);
+                }
+                continue;
+            }
+            if let Some(buf) = self.writing.get(&n.block) {
+                let mut copy = self.pool.take(buf.len());
+                copy.copy_from_slice(buf);
+                self.staged_bytes += copy.mapped_len();
+                self.staged.push((n.block, Ok(copy), vec![n.tombstone]));
+                self.stats.reads_from_write_buffer += 1;
+                continue;
+            }
+            let Some((offset, len)) = self.store.location(n.block) else {
+                // Retired meanwhile (merged whole): nothing to wait for.
+                self.staged
+                    .push((n.block, Err(io::Error::other("block already merged")), vec![]));
+                continue;
+            };
+            self.in_flight.insert(n.block, vec![n.tombstone]);
+            self.in_flight_bytes += buf::mapped_size(len);
+            self.io.read(ReadRequest {
+                file: self.store.file().clone(),
+                block: n.block,
+                offset,
+                buf: self.pool.take(len),
+                done: self.read_done.clone(),
+            });
         }
         blocks
     }
@@ -353,14 +412,75 @@ impl AntiCache {
     /// A read finished (called on the partition thread).
     pub fn on_fetched(&mut self, block: u32, result: io::Result<AlignedBuf>) {
         let requested = self.in_flight.remove(&block).unwrap_or_default();
-        if let Some((_, len)) = self.store.location(block) {
-            self.in_flight_bytes = self.in_flight_bytes.saturating_sub(len);
-        }
+        let len = result.as_ref().map_or(self.store.slot_size(), |b| b.len());
+        self.in_flight_bytes = self.in_flight_bytes.saturating_sub(buf::mapped_size(len));
         if let Ok(b) = &result {
-            self.staged_bytes += b.len();
+            self.staged_bytes += b.mapped_len();
             self.store.note_read(b.len());
         }
         self.staged.push((block, result, requested));
+        self.release_if_idle(block);
+    }
+
+    /// A write finished (called on the partition thread). If it failed, the blocks' tuples
+    /// go back into memory from their buffers and evictions pause for a second.
+    pub fn on_written(&mut self, store: &mut PartitionStore, blocks: &[u32], result: io::Result<()>) -> Result<()> {
+        let mut outcome = Ok(());
+        if let Err(e) = &result {
+            let err = AntiCacheError::io("write", self.store.file().path(), e);
+            self.stats.write_errors += 1;
+            self.write_backoff = Some(std::time::Instant::now() + std::time::Duration::from_secs(1));
+            self.last_write_error = Some(err.clone());
+            outcome = Err(err);
+        }
+        for &b in blocks {
+            let Some(buf) = self.writing.remove(&b) else { continue };
+            self.writing_bytes = self.writing_bytes.saturating_sub(buf.mapped_len());
+            if result.is_err() && self.store.meta(b).is_some() {
+                // Put every live tuple back; the block is then empty and retired.
+                let m = merge::merge_block(store, &mut self.store, b, &buf, &[], MergePolicy::Block)?;
+                self.stats.unevicted_tuples += m.merged as u64;
+                self.retire(b);
+            }
+            if let Ok(buf) = Arc::try_unwrap(buf) {
+                self.pool.give(buf);
+            }
+            self.release_if_idle(b);
+        }
+        outcome
+    }
+
+    /// Retires a block whose tuples are all back in memory; its slots are reused once no
+    /// I/O of it is outstanding.
+    fn retire(&mut self, block: u32) {
+        if let Some(span) = self.store.retire(block) {
+            self.retired.insert(block, span);
+            self.release_if_idle(block);
+        }
+    }
+
+    fn release_if_idle(&mut self, block: u32) {
+        if self.in_flight.contains_key(&block) || self.writing.contains_key(&block) {
+            return;
+        }
+        if let Some(span) = self.retired.remove(&block) {
+            self.store.release(block, span);
+        }
+    }
+
+    fn merge_one(
+        &mut self,
+        store: &mut PartitionStore,
+        block: u32,
+        buf: &[u8],
+        requested: &[u32],
+    ) -> Result<MergeStats> {
+        let m = merge::merge_block(store, &mut self.store, block, buf, requested, self.cfg.merge)?;
+        self.stats.unevicted_tuples += m.merged as u64;
+        if m.retire {
+            self.retire(block);
+        }
+        Ok(m)
     }
 
     /// Merges every staged block into `store`; returns each block with the outcome (the
@@ -372,7 +492,7 @@ impl AntiCache {
         for (block, result, requested) in staged {
             let r = match result {
                 Ok(buf) => {
-                    let r = merge::merge_block(store, &mut self.store, block, &buf, &requested, self.cfg.merge);
+                    let r = self.merge_one(store, block, &buf, &requested);
                     self.pool.give(buf);
                     r
                 }
@@ -383,9 +503,6 @@ impl AntiCache {
                     Err(AntiCacheError::io("read", self.store.file().path(), &e))
                 }
             };
-            if let Ok(m) = &r {
-                self.stats.unevicted_tuples += m.merged as u64;
-            }
             out.push((block, r));
         }
         out
@@ -400,17 +517,35 @@ impl AntiCache {
                 continue;
             }
             let requested: Vec<u32> = needs.iter().filter(|n| n.block == b).map(|n| n.tombstone).collect();
-            let buf = self.store.read_into(b, self.pool.take(self.store.slot_size()))?;
-            let m = merge::merge_block(store, &mut self.store, b, &buf, &requested, self.cfg.merge);
+            let buf = match self.writing.get(&b) {
+                Some(w) => {
+                    self.stats.reads_from_write_buffer += 1;
+                    let mut copy = self.pool.take(w.len());
+                    copy.copy_from_slice(w);
+                    copy
+                }
+                None => {
+                    let len = self.store.location(b).map_or(self.store.slot_size(), |l| l.1);
+                    self.store.read_into(b, self.pool.take(len))?
+                }
+            };
+            let m = self.merge_one(store, b, &buf, &requested);
             self.pool.give(buf);
-            let m = m?;
-            self.stats.unevicted_tuples += m.merged as u64;
+            m?;
         }
         Ok(())
     }
 
-    /// Evicts if `used` bytes exceed the threshold of `share`: enough to get back under
-    /// it plus `eviction_size`. Returns what was evicted, if anything.
+    /// Bytes of evicted blocks still being written: memory that returns to the buffer pool
+    /// (or to the OS) as soon as the writes complete.
+    pub fn pending_write_bytes(&self) -> u64 {
+        self.writing_bytes as u64
+    }
+
+    /// Evicts if `used` bytes, not counting blocks already on their way to disk, exceed
+    /// the threshold of `share`: enough to get back under it plus `eviction_size`. No more
+    /// is evicted while two rounds' worth of blocks are still being written (the device
+    /// sets the pace), nor for a while after a failed write. Returns what was evicted.
     pub fn maybe_evict(
         &mut self,
         store: &mut PartitionStore,
@@ -419,34 +554,59 @@ impl AntiCache {
         now_micros: i64,
     ) -> Result<Option<EvictStats>> {
         let threshold = (self.cfg.eviction_threshold * share as f64) as u64;
-        if used <= threshold {
+        let pending = self.pending_write_bytes();
+        let settled = used.saturating_sub(pending);
+        if settled <= threshold || self.write_error().is_some() || pending > 2 * self.cfg.eviction_size {
             return Ok(None);
         }
-        let target = used - threshold + self.cfg.eviction_size;
+        let target = settled - threshold + self.cfg.eviction_size;
         self.evict(store, target, now_micros).map(Some)
     }
 
-    /// Evicts about `target` bytes now.
+    /// Evicts about `target` bytes now; the blocks are written asynchronously.
     pub fn evict(&mut self, store: &mut PartitionStore, target: u64, now_micros: i64) -> Result<EvictStats> {
-        let s = evict::evict(store, &mut self.store, &mut self.pool, target, now_micros)?;
-        if s.tuples > 0 {
-            self.stats.evictions += 1;
-            self.stats.evicted_tuples += s.tuples;
-            self.stats.evicted_bytes += s.bytes;
+        let e = evict::evict(store, &mut self.store, &mut self.pool, target, now_micros)?;
+        for g in e.groups {
+            let mut start = g.start;
+            let mut blocks = g.blocks.into_iter().peekable();
+            while blocks.peek().is_some() {
+                // One call writes at most MAX_WRITE_BYTES and MAX_WRITE_BLOCKS buffers (the
+                // kernel refuses vectored writes of more than IOV_MAX = 1024 buffers).
+                let mut chunk = Vec::new();
+                let mut bytes = 0;
+                while let Some((id, buf)) = blocks.next_if(|(_, b)| {
+                    chunk.is_empty() || (chunk.len() < MAX_WRITE_BLOCKS && bytes + b.len() <= MAX_WRITE_BYTES)
+                }) {
+                    bytes += buf.len();
+                    self.writing_bytes += buf.mapped_len();
+                    self.writing.insert(id, buf.clone());
+                    chunk.push((id, buf));
+                }
+                self.io.write(WriteRequest {
+                    file: self.store.file().clone(),
+                    offset: self.store.offset(start),
+                    blocks: chunk,
+                    done: self.write_done.clone(),
+                });
+                start += (bytes / self.store.slot_size()) as u32;
+                self.store.stats.write_calls += 1;
+            }
         }
-        Ok(s)
-    }
-
-    /// Frees the blocks of a dropped table.
-    pub fn drop_table(&mut self, table: TableId) {
-        self.store.drop_table(table);
+        if e.stats.tuples > 0 {
+            self.stats.evictions += 1;
+            self.stats.evicted_tuples += e.stats.tuples;
+            self.stats.evicted_bytes += e.stats.bytes;
+        }
+        Ok(e.stats)
     }
 
     /// Frees the blocks of every table not in `tables` (they were dropped).
     pub fn drop_missing_tables(&mut self, tables: &[TableId]) {
         for t in self.store.tables() {
             if !tables.contains(&t) {
-                self.store.drop_table(t);
+                for b in self.store.blocks_of(t) {
+                    self.retire(b);
+                }
             }
         }
     }

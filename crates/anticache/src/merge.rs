@@ -41,7 +41,8 @@ impl MergePolicy {
 pub struct MergeStats {
     pub merged: u32,
     pub requested_merged: u32,
-    pub block_freed: bool,
+    /// No live tuple is left in the block: the caller retires it.
+    pub retire: bool,
 }
 
 /// Merges the tuples of fetched block `block` (its bytes in `data`) that `policy` wants
@@ -67,7 +68,7 @@ pub fn merge_block(
         });
     }
     let Some(table) = store.table_mut(meta.table as u32) else {
-        blocks.free_block(block);
+        stats.retire = true;
         return Ok(stats);
     };
     let (tuples, holes) = (meta.tuples as u32, meta.holes as u32);
@@ -101,11 +102,6 @@ pub fn merge_block(
         }
     }
     let live_left = tuples.saturating_sub(holes + stats.merged);
-    if live_left == 0 || whole {
-        blocks.free_block(block);
-        stats.block_freed = true;
-    } else {
-        stats.block_freed = blocks.add_holes(block, stats.merged);
-    }
+    stats.retire = live_left == 0 || whole || blocks.add_holes(block, stats.merged);
     Ok(stats)
 }

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use permafrost_anticache::file::MemFile;
-use permafrost_anticache::{AntiCache, AntiCacheConfig, BlockStore, Fetcher, MergePolicy, Need, Retrieval};
+use permafrost_anticache::{AntiCache, AntiCacheConfig, BlockIo, BlockStore, MergePolicy, Need, Retrieval};
 use permafrost_storage::{
     Column, DataType, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema, TupleRef, Value,
 };
@@ -73,7 +73,27 @@ fn body(k: i64, len: usize) -> String {
 struct Harness {
     store: PartitionStore,
     ac: AntiCache,
+    writes: Writes,
+    pending_writes: usize,
     model: std::collections::BTreeMap<i64, (i32, String)>,
+}
+
+/// Write completions: the blocks of one write and its outcome.
+type Writes = crossbeam_channel::Receiver<(Vec<u32>, std::io::Result<()>)>;
+
+/// An anti-cache whose write completions arrive on a channel the test drains.
+fn anticache(cfg: AntiCacheConfig, blocks: BlockStore) -> (AntiCache, Writes) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let ac = AntiCache::with_store(
+        cfg,
+        blocks,
+        Arc::new(BlockIo::start(4)),
+        Arc::new(|_, _| {}),
+        Arc::new(move |b, r| {
+            let _ = tx.send((b, r));
+        }),
+    );
+    (ac, rx)
 }
 
 impl Harness {
@@ -88,11 +108,22 @@ impl Harness {
         cfg.merge = merge;
         cfg.retrieval = Retrieval::Synchronous;
         let blocks = BlockStore::with_file(Arc::new(MemFile::default()), block_size);
-        let ac = AntiCache::with_store(cfg, blocks, Arc::new(Fetcher::start(4)), Arc::new(|_, _| {}));
+        let (ac, writes) = anticache(cfg, blocks);
         Harness {
             store,
             ac,
+            writes,
+            pending_writes: 0,
             model: Default::default(),
+        }
+    }
+
+    /// Waits for the asynchronous block writes of earlier evictions.
+    fn drain_writes(&mut self) {
+        while self.pending_writes > 0 {
+            let (blocks, r) = self.writes.recv().unwrap();
+            self.ac.on_written(&mut self.store, &blocks, r).unwrap();
+            self.pending_writes -= 1;
         }
     }
 
@@ -192,7 +223,13 @@ impl Harness {
             }
             Op::Evict(bytes) => {
                 self.store.commit();
+                let before = self.ac.block_store().stats.write_calls;
                 self.ac.evict(&mut self.store, bytes, 0).unwrap();
+                self.pending_writes += (self.ac.block_store().stats.write_calls - before) as usize;
+                // Half the time, read back while the writes may still be in flight.
+                if bytes % 2 == 0 {
+                    self.drain_writes();
+                }
             }
         }
         self.store.commit();
@@ -223,6 +260,7 @@ fn run(block_size: usize, merge: MergePolicy, ops: Vec<Op>) -> Result<(), TestCa
     for op in &ops {
         h.apply(op)?;
     }
+    h.drain_writes();
     // Finally read everything back, from memory or disk.
     let keys: Vec<i64> = h.model.keys().copied().collect();
     for k in keys {
@@ -289,7 +327,7 @@ fn corrupted_block_is_an_error() {
     let mut cfg = AntiCacheConfig::new("/unused");
     cfg.retrieval = Retrieval::Synchronous;
     let blocks = BlockStore::with_file(file.clone(), cfg.block_size);
-    let mut ac = AntiCache::with_store(cfg, blocks, Arc::new(Fetcher::start(4)), Arc::new(|_, _| {}));
+    let (mut ac, writes) = anticache(cfg, blocks);
     for k in 0..10 {
         store
             .insert(0, &[Value::Int(k), Value::Int(1), Value::from(body(k, 50))])
@@ -297,6 +335,8 @@ fn corrupted_block_is_an_error() {
     }
     store.commit();
     ac.evict(&mut store, 1 << 20, 0).unwrap();
+    let (blocks, r) = writes.recv().unwrap();
+    ac.on_written(&mut store, &blocks, r).unwrap();
     let t = store.table(0).unwrap();
     let (tomb, at) = t.tombstones().iter().next().unwrap();
     let slot = ac.block_store().slot_size() as u64;
@@ -309,4 +349,93 @@ fn corrupted_block_is_an_error() {
         "still evicted"
     );
     store.table(0).unwrap().check_consistency().unwrap();
+}
+
+/// A full disk: the eviction's writes fail, every evicted tuple comes back into memory
+/// from the write buffers, nothing is lost, and evictions pause.
+#[test]
+fn a_full_disk_loses_nothing() {
+    use permafrost_anticache::file::FaultyFile;
+    let file = Arc::new(FaultyFile::new(MemFile::default()));
+    let mut store = PartitionStore::new(0);
+    store
+        .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
+        .unwrap();
+    let cfg = AntiCacheConfig::new("/unused");
+    let blocks = BlockStore::with_file(file.clone(), cfg.block_size);
+    let (mut ac, writes) = anticache(cfg, blocks);
+    for k in 0..50 {
+        store
+            .insert(0, &[Value::Int(k), Value::Int(1), Value::from(body(k, 200))])
+            .unwrap();
+    }
+    store.commit();
+    file.set_write_errno(libc::ENOSPC);
+    let before = ac.block_store().stats.write_calls;
+    let s = ac.evict(&mut store, 1 << 20, 0).unwrap();
+    assert_eq!(s.tuples, 50);
+    let mut errors = 0;
+    for _ in before..ac.block_store().stats.write_calls {
+        let (blocks, r) = writes.recv().unwrap();
+        if let Err(e) = ac.on_written(&mut store, &blocks, r) {
+            assert_eq!(e.sqlstate(), "53100", "{e}");
+            errors += 1;
+        }
+    }
+    assert!(errors > 0);
+    let t = store.table(0).unwrap();
+    t.check_consistency().unwrap();
+    assert_eq!(t.live_tuples(), 50, "every tuple is back in memory");
+    assert_eq!(t.evicted_tuples(), 0);
+    assert!(ac.write_error().is_some());
+    assert_eq!(
+        ac.maybe_evict(&mut store, u64::MAX / 2, 1, 0).unwrap(),
+        None,
+        "evictions pause"
+    );
+    assert_eq!(ac.block_store().live_blocks(), 0);
+}
+
+/// One round that evicts more blocks than a single vectored write may carry (Linux refuses
+/// more than 1024 buffers per call) onto a real file: the round is split into several
+/// writes, all succeed, and every tuple reads back.
+#[test]
+fn a_large_round_on_disk_is_split_into_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = Arc::new(permafrost_anticache::file::DiskFile::create(&dir.path().join("blocks")).unwrap());
+    let mut store = PartitionStore::new(0);
+    store
+        .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
+        .unwrap();
+    let mut cfg = AntiCacheConfig::new(dir.path());
+    cfg.block_size = 1024;
+    cfg.retrieval = Retrieval::Synchronous;
+    let blocks = BlockStore::with_file(file, cfg.block_size);
+    let (mut ac, writes) = anticache(cfg, blocks);
+    let n = 3000;
+    for k in 0..n {
+        store
+            .insert(0, &[Value::Int(k), Value::Int(1), Value::from(body(k, 600))])
+            .unwrap();
+    }
+    store.commit();
+    let before = ac.block_store().stats.write_calls;
+    let s = ac.evict(&mut store, u64::MAX / 2, 0).unwrap();
+    assert_eq!(s.tuples, n as u64);
+    assert!(s.blocks > 1024, "{} blocks", s.blocks);
+    let calls = ac.block_store().stats.write_calls - before;
+    assert!(calls > 1, "split into {calls} writes");
+    for _ in 0..calls {
+        let (blocks, r) = writes.recv().unwrap();
+        ac.on_written(&mut store, &blocks, r).unwrap();
+    }
+    assert_eq!(ac.pending_write_bytes(), 0);
+    let t = store.table(0).unwrap();
+    let tombs: Vec<_> = t.tombstones().iter().map(|(tomb, _)| (0, tomb)).collect();
+    assert_eq!(tombs.len(), n as usize);
+    let needs = ac.resolve(&store, tombs, u64::MAX).unwrap();
+    ac.fetch_sync(&mut store, &needs).unwrap();
+    let t = store.table(0).unwrap();
+    t.check_consistency().unwrap();
+    assert_eq!(t.live_tuples(), n as u32);
 }

@@ -5,7 +5,11 @@
 //! later the server and the peer systems — through one trait, so every system runs the
 //! same client code, data and distribution.
 
+pub mod device;
+pub mod experiment;
+pub mod plot;
 pub mod report;
+pub mod setup;
 pub mod ycsb;
 
 use thiserror::Error;

@@ -47,8 +47,10 @@ pub struct AnticacheReport {
     /// Blocks on disk at the end of the run, and the size of the block files.
     pub blocks_live: u64,
     pub block_file_bytes: u64,
-    /// Memory of the directory and read buffers at the end of the run.
+    /// Memory of the block directories and free-space maps at the end of the run.
     pub directory_bytes: u64,
+    /// Memory of block buffers (reads in flight, writes pending, idle pool) at the end.
+    pub io_buffer_bytes: u64,
     /// (tombstones + directory) / evicted tuples, at the end of the run.
     pub bytes_per_evicted_tuple: f64,
     /// Partition time spent in eviction rounds, merges and heap compaction during the run
@@ -220,4 +222,11 @@ pub fn peak_rss_bytes() -> u64 {
         })
         .map(|kib| kib * 1024)
         .unwrap_or(0)
+}
+
+/// Resets the peak resident set size (VmHWM) to the current one, so that a run's peak is
+/// its own when one process runs several (Linux: writing 5 to /proc/self/clear_refs).
+/// Returns whether the kernel accepted it.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }

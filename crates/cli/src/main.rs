@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use permafrost_bench::setup::{self, DbSettings};
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
-use permafrost_executor::{AntiCacheConfig, ColdPolicy, Config, Database, MergePolicy, Retrieval, parse_size};
+use permafrost_executor::parse_size;
 
 #[derive(Parser)]
 #[command(
@@ -31,6 +32,78 @@ enum Command {
 enum Workload {
     /// YCSB: point reads and updates of one table with Zipfian skew.
     Ycsb(YcsbArgs),
+    /// The disk under the data directory: sequential writes and random reads per block
+    /// size, through the anti-cache's I/O path.
+    Device(DeviceArgs),
+    /// A series of YCSB runs in one process, written as JSON and a PNG chart: fig8 (merge
+    /// policies), fig9a (block sizes), fig10 (access tracking), compare (anti-cache
+    /// against in-memory, the judged ratios).
+    Experiment(ExperimentArgs),
+}
+
+#[derive(Args, Debug)]
+struct ExperimentArgs {
+    /// fig8, fig9a, fig10 or compare.
+    name: String,
+    /// Directory for <name>.json and <name>.png.
+    #[arg(long, default_value = "docs/results")]
+    out: PathBuf,
+    /// Records (default: 500000; 1000000 for compare).
+    #[arg(long)]
+    records: Option<u64>,
+    /// Bytes per tuple.
+    #[arg(long, default_value_t = 1008)]
+    tuple_size: usize,
+    /// Seconds of warm-up before each measured run.
+    #[arg(long, default_value_t = 3.0)]
+    warmup: f64,
+    /// Seconds measured per run.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Times every configuration runs (interleaved); the median is plotted.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Partitions (default: number of CPU cores).
+    #[arg(long)]
+    partitions: Option<u32>,
+    /// Client threads (default: one per partition).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Operations each client keeps in flight.
+    #[arg(long, default_value_t = 512)]
+    in_flight: usize,
+    /// compare: memory limit of the larger-than-memory runs.
+    #[arg(long, value_parser = parse_size_arg)]
+    memory_limit: Option<u64>,
+    /// Directory for block files (default: temporary directories).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Seed of the workload's random choices.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+#[derive(Args, Debug)]
+struct DeviceArgs {
+    /// Directory on the disk to measure. Default: the system's temporary directory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Size of the test file (reads fall anywhere in it).
+    #[arg(long, default_value = "2GiB", value_parser = parse_size_arg)]
+    file_size: u64,
+    /// Block sizes to read, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size_arg,
+          default_value = "1KiB,4KiB,8KiB,16KiB,64KiB,256KiB,1MiB")]
+    block_sizes: Vec<u64>,
+    /// Reads kept in flight.
+    #[arg(long, default_value_t = 64)]
+    queue_depth: u32,
+    /// Seconds of reads per block size.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -125,95 +198,34 @@ struct YcsbArgs {
     common: CommonArgs,
 }
 
-/// Where the anti-cache keeps its blocks for this run.
-enum DataDir {
-    Given(PathBuf),
-    Temporary(tempfile::TempDir),
-}
-
-impl DataDir {
-    fn path(&self) -> PathBuf {
-        match self {
-            DataDir::Given(p) => p.join("anticache"),
-            DataDir::Temporary(t) => t.path().to_path_buf(),
-        }
-    }
-}
-
-fn anticache_config(c: &CommonArgs, dir: &DataDir) -> Result<AntiCacheConfig, String> {
-    let mut ac = AntiCacheConfig::new(dir.path());
-    if let Some(b) = c.block_size {
-        ac.block_size = b as usize;
-    }
-    ac.merge = match c.merge.as_str() {
-        "tuple" => MergePolicy::Tuple {
-            hole_threshold: c.hole_threshold,
-        },
-        "block" => MergePolicy::Block,
-        other => return Err(format!("--merge must be tuple or block, got \"{other}\"")),
-    };
-    ac.retrieval = match c.retrieval.as_str() {
-        "abort-restart" => Retrieval::AbortRestart,
-        "synchronous" => Retrieval::Synchronous,
-        other => {
+impl CommonArgs {
+    fn settings(&self) -> Result<DbSettings, String> {
+        if self.target != "embedded" {
             return Err(format!(
-                "--retrieval must be abort-restart or synchronous, got \"{other}\""
+                "--target {}: only the embedded target exists in this build (server and peer targets come with the network server)",
+                self.target
             ));
         }
-    };
-    ac.cold_policy = match c.cold_policy.as_str() {
-        "lru" => ColdPolicy::Lru,
-        "clock" => ColdPolicy::Clock,
-        other => return Err(format!("--cold-policy must be lru or clock, got \"{other}\"")),
-    };
-    if let Some(t) = c.eviction_threshold {
-        ac.eviction_threshold = t;
+        let anticache = match self.anticache.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--anticache must be on or off, got \"{other}\"")),
+        };
+        Ok(DbSettings {
+            partitions: self.partitions,
+            memory_limit: self.memory_limit,
+            anticache,
+            data_dir: self.data_dir.clone(),
+            block_size: self.block_size,
+            merge: setup::parse_merge(&self.merge, self.hole_threshold)?,
+            retrieval: setup::parse_retrieval(&self.retrieval)?,
+            cold_policy: setup::parse_cold_policy(&self.cold_policy)?,
+            eviction_threshold: self.eviction_threshold,
+            eviction_size: self.eviction_size,
+            max_restarts: self.max_restarts,
+            lru_sample_rate: self.lru_sample_rate,
+        })
     }
-    if let Some(s) = c.eviction_size {
-        ac.eviction_size = s;
-    }
-    Ok(ac)
-}
-
-fn open_database(c: &CommonArgs) -> Result<(Database, Option<DataDir>), String> {
-    if c.target != "embedded" {
-        return Err(format!(
-            "--target {}: only the embedded target exists in this build (server and peer targets come with the network server)",
-            c.target
-        ));
-    }
-    let mut b = Config::builder();
-    let dir = match c.anticache.as_str() {
-        "off" => None,
-        "on" => {
-            let dir = match &c.data_dir {
-                Some(d) => DataDir::Given(d.clone()),
-                None => DataDir::Temporary(
-                    tempfile::Builder::new()
-                        .prefix("permafrost-bench-")
-                        .tempdir()
-                        .map_err(|e| format!("cannot create a temporary directory for the anti-cache: {e}"))?,
-                ),
-            };
-            b = b.anticache(anticache_config(c, &dir)?);
-            Some(dir)
-        }
-        other => return Err(format!("--anticache must be on or off, got \"{other}\"")),
-    };
-    if let Some(n) = c.max_restarts {
-        b = b.max_restarts(n);
-    }
-    if let Some(p) = c.partitions {
-        b = b.partitions(p);
-    }
-    if let Some(m) = c.memory_limit {
-        b = b.memory_limit(m);
-    }
-    if let Some(a) = c.lru_sample_rate {
-        b = b.lru_sample_rate(a);
-    }
-    let config = b.build().map_err(|e| e.to_string())?;
-    Ok((Database::open(config).map_err(|e| e.to_string())?, dir))
 }
 
 fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
@@ -229,21 +241,78 @@ fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
         duration: c.duration,
         seed: c.seed,
     };
-    let (db, _data_dir) = open_database(c)?;
+    let (db, _data_dir) = c.settings()?.open().map_err(|e| e.to_string())?;
     let opts = YcsbOptions {
         clients: c.clients.unwrap_or(db.partitions() as usize),
         ..opts
     };
     opts.validate().map_err(|e| e.to_string())?;
-    let target = ycsb::embedded::Embedded::new(db);
+    let target = ycsb::embedded::Embedded::new(db, true);
     let report = ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?;
     println!("{}", report.summary());
-    if let Some(path) = &c.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
+    write_json(c.json.as_deref(), &report)?;
     if report.verify_errors > 0 {
         return Err(format!("{} reads failed verification", report.verify_errors));
+    }
+    Ok(())
+}
+
+fn run_device(a: DeviceArgs) -> Result<(), String> {
+    let dir = a.data_dir.unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let opts = permafrost_bench::device::DeviceOptions {
+        file_bytes: a.file_size,
+        block_sizes: a.block_sizes.iter().map(|&b| b as usize).collect(),
+        queue_depth: a.queue_depth,
+        seconds: a.seconds,
+    };
+    let report = permafrost_bench::device::measure(&dir, &opts).map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)
+}
+
+fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
+    use permafrost_bench::experiment;
+    let params = experiment::Params {
+        records: a.records,
+        tuple_size: a.tuple_size,
+        warmup: a.warmup,
+        duration: a.duration,
+        rounds: a.rounds,
+        partitions: a.partitions,
+        clients: a.clients,
+        in_flight: a.in_flight,
+        memory_limit: a.memory_limit,
+        data_dir: a.data_dir.clone(),
+        seed: a.seed,
+    };
+    let spec = experiment::spec(&a.name, &params).map_err(|e| e.to_string())?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = experiment::run(&spec, a.rounds, &command, a.data_dir.as_deref()).map_err(|e| e.to_string())?;
+    for f in &report.findings {
+        let verdict = match f.met {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "",
+        };
+        println!(
+            "{}: {:.4} {} {} ({})",
+            f.name,
+            f.value,
+            f.target.as_deref().unwrap_or(""),
+            verdict,
+            f.note
+        );
+    }
+    let (json, png) = experiment::write(&report, &spec, &a.out).map_err(|e| e.to_string())?;
+    println!("wrote {} and {}", json.display(), png.display());
+    Ok(())
+}
+
+fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<(), String> {
+    if let Some(path) = path {
+        let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -254,6 +323,12 @@ fn main() -> ExitCode {
         Command::Bench {
             workload: Workload::Ycsb(a),
         } => run_ycsb(a),
+        Command::Bench {
+            workload: Workload::Device(a),
+        } => run_device(a),
+        Command::Bench {
+            workload: Workload::Experiment(a),
+        } => run_experiment(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
-use permafrost_anticache::{AntiCache, Done, Fetcher};
+use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
 use permafrost_sql::{Catalog, Route, Rows, SqlError};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef};
@@ -86,8 +86,10 @@ pub struct DatabaseStats {
     pub block_file_bytes: u64,
     /// Tuples evicted right now.
     pub evicted_now: u64,
-    /// Memory of the anti-cache's directory and read buffers.
+    /// Memory of the anti-cache: block directory, free-space map, I/O buffers.
     pub anticache_bytes: u64,
+    /// Memory of the block directories and free-space maps alone.
+    pub directory_bytes: u64,
     /// Transactions waiting for evicted data right now.
     pub parked: u64,
     /// Seconds partitions spent evicting, merging and compacting (summed over partitions).
@@ -103,19 +105,29 @@ impl Database {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
-        let fetcher = config
+        let block_io = config
             .anticache
             .as_ref()
-            .map(|ac| Arc::new(Fetcher::start(ac.fetch_depth)));
+            .map(|ac| Arc::new(BlockIo::start(ac.fetch_depth)));
         let mut caches = Vec::with_capacity(n);
         for (i, sender) in senders.iter().enumerate() {
-            caches.push(match (&config.anticache, &fetcher) {
-                (Some(cfg), Some(f)) => {
+            caches.push(match (&config.anticache, &block_io) {
+                (Some(cfg), Some(io)) => {
                     let tx = sender.clone();
-                    let done: Done = Arc::new(move |block, result| {
+                    let read_done: ReadDone = Arc::new(move |block, result| {
                         let _ = tx.send(Msg::Fetched { block, result });
                     });
-                    Some(AntiCache::new(i as u32, cfg.clone(), f.clone(), done)?)
+                    let tx = sender.clone();
+                    let write_done: WriteDone = Arc::new(move |blocks, result| {
+                        let _ = tx.send(Msg::Written { blocks, result });
+                    });
+                    Some(AntiCache::new(
+                        i as u32,
+                        cfg.clone(),
+                        io.clone(),
+                        read_done,
+                        write_done,
+                    )?)
                 }
                 _ => None,
             });
@@ -437,6 +449,7 @@ impl Database {
             d.block_file_bytes += s.block_file_bytes.load(Relaxed);
             d.evicted_now += s.evicted_now.load(Relaxed);
             d.anticache_bytes += s.anticache_bytes.load(Relaxed);
+            d.directory_bytes += s.directory_bytes.load(Relaxed);
             d.parked += s.parked.load(Relaxed);
             d.evict_seconds += s.evict_nanos.load(Relaxed) as f64 / 1e9;
             d.merge_seconds += s.merge_nanos.load(Relaxed) as f64 / 1e9;

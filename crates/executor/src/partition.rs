@@ -42,6 +42,11 @@ pub(crate) enum Msg {
         block: u32,
         result: io::Result<AlignedBuf>,
     },
+    /// Evicted blocks the I/O thread wrote (or failed to).
+    Written {
+        blocks: Vec<u32>,
+        result: io::Result<()>,
+    },
     MpFetch {
         refs: Vec<(TableId, u32)>,
         ticket: Arc<MpFetch>,
@@ -162,6 +167,13 @@ impl Partition {
                 }
                 self.merge_fetched();
             }
+            Msg::Written { blocks, result } => {
+                if let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) {
+                    // A failed write put the tuples back in memory; the memory check that
+                    // follows closes the write gate if that leaves the partition over budget.
+                    let _ = ac.on_written(store, &blocks, result);
+                }
+            }
             Msg::MpFetch { refs, ticket } => self.need_data(Waiter::Mp(ticket), refs),
             Msg::Inspect(f) => {
                 if let Some(s) = self.store.as_deref_mut() {
@@ -191,7 +203,8 @@ impl Partition {
         if force || self.last_publish.elapsed().as_micros() >= 1000 {
             if let Some(s) = &self.store {
                 let ac_bytes = self.ac.as_ref().map_or(0, |a| a.memory_bytes());
-                self.stats.set_memory(&s.memory_usage(), ac_bytes);
+                let dir_bytes = self.ac.as_ref().map_or(0, |a| a.directory_bytes());
+                self.stats.set_memory(&s.memory_usage(), ac_bytes, dir_bytes);
                 let evicted: usize = s.tables().map(|t| t.evicted_tuples()).sum();
                 self.stats.evicted_now.store(evicted as u64, Ordering::Relaxed);
             }

@@ -209,6 +209,9 @@ impl Partition {
                 Ok(None) => {}
                 Err(e) => failure = Some(e.to_string()),
             }
+            if let Some(e) = ac.write_error() {
+                failure = Some(e.to_string());
+            }
         }
         // Eviction frees slots, not chunks: give whole chunks back once enough are empty,
         // so that resident memory follows the live data.

@@ -39,8 +39,10 @@ pub struct PartitionStats {
     pub index_bytes: AtomicU64,
     pub tombstone_bytes: AtomicU64,
     pub buffer_bytes: AtomicU64,
-    /// Block directory and read buffers of the anti-cache.
+    /// Everything the anti-cache holds: block directory, free-space map, I/O buffers.
     pub anticache_bytes: AtomicU64,
+    /// The block directory and free-space map alone (the per-block bookkeeping).
+    pub directory_bytes: AtomicU64,
     pub evictions: AtomicU64,
     pub evicted_tuples: AtomicU64,
     pub evicted_bytes: AtomicU64,
@@ -61,7 +63,7 @@ pub struct PartitionStats {
 }
 
 impl PartitionStats {
-    pub(crate) fn set_memory(&self, m: &MemoryUsage, anticache_bytes: u64) {
+    pub(crate) fn set_memory(&self, m: &MemoryUsage, anticache_bytes: u64, directory_bytes: u64) {
         self.tuple_bytes.store(m.tuple_bytes, Ordering::Relaxed);
         self.tuple_used_bytes.store(m.tuple_used_bytes, Ordering::Relaxed);
         self.string_bytes.store(m.string_bytes, Ordering::Relaxed);
@@ -69,6 +71,7 @@ impl PartitionStats {
         self.tombstone_bytes.store(m.tombstone_bytes, Ordering::Relaxed);
         self.buffer_bytes.store(m.buffer_bytes, Ordering::Relaxed);
         self.anticache_bytes.store(anticache_bytes, Ordering::Relaxed);
+        self.directory_bytes.store(directory_bytes, Ordering::Relaxed);
     }
 
     pub(crate) fn set_anticache(&self, s: &AntiCacheStats) {

@@ -61,30 +61,36 @@ fn open(dir: &std::path::Path, retrieval: Retrieval, merge: MergePolicy, max_res
     db
 }
 
-/// Loads `n` rows through a pipelined session; returns the model.
+/// Loads `n` rows through a pipelined session, retrying what the memory budget refuses
+/// while eviction catches up (as a client should); returns the model.
 fn load(db: &Database, n: i64) -> BTreeMap<i64, (i64, i64)> {
     let put = db.procedure("Put").unwrap();
     let mut s = db.session();
     let mut done: Vec<Completion> = Vec::new();
     let mut model = BTreeMap::new();
-    for id in 0..n {
-        let (grp, val) = (id % 7, id * 3);
-        s.submit(
-            &put,
-            vec![Value::Int(id), Value::Int(grp), Value::Int(val), Value::from(pad(id))],
-            id as u64,
-        )
-        .unwrap();
-        model.insert(id, (grp, val));
-        if s.in_flight() >= 256 {
-            s.wait(&mut done).unwrap();
+    let mut todo: Vec<i64> = (0..n).rev().collect();
+    while !todo.is_empty() || s.in_flight() > 0 {
+        while s.in_flight() < 256
+            && let Some(id) = todo.pop()
+        {
+            let (grp, val) = (id % 7, id * 3);
+            s.submit(
+                &put,
+                vec![Value::Int(id), Value::Int(grp), Value::Int(val), Value::from(pad(id))],
+                id as u64,
+            )
+            .unwrap();
+            model.insert(id, (grp, val));
         }
-    }
-    while s.in_flight() > 0 {
+        done.clear();
         s.wait(&mut done).unwrap();
-    }
-    for c in done {
-        c.result.unwrap();
+        for c in done.drain(..) {
+            match c.result {
+                Ok(_) => {}
+                Err(e) if e.is_retryable() => todo.push(c.token as i64),
+                Err(e) => panic!("load failed: {e}"),
+            }
+        }
     }
     model
 }

@@ -8,14 +8,14 @@ use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport};
 
 /// The YCSB schema: hash primary key (YCSB only does point accesses), partitioned by key,
-/// evictable.
-pub fn ddl(field_len: usize) -> String {
+/// evictable unless said otherwise (a table that is not evictable keeps no LRU chain).
+pub fn ddl(field_len: usize, evictable: bool) -> String {
     let fields: Vec<String> = (0..FIELDS)
         .map(|i| format!("field{i} VARCHAR({field_len}) NOT NULL"))
         .collect();
     format!(
         "CREATE TABLE usertable (ycsb_key BIGINT PRIMARY KEY, {}) \
-         WITH (partition_by = 'ycsb_key', evictable = true, primary_key_index = 'hash')",
+         WITH (partition_by = 'ycsb_key', evictable = {evictable}, primary_key_index = 'hash')",
         fields.join(", ")
     )
 }
@@ -59,11 +59,13 @@ pub fn register_procedures(db: &Database) -> Result<(), Error> {
 
 pub struct Embedded {
     db: Database,
+    evictable: bool,
 }
 
 impl Embedded {
-    pub fn new(db: Database) -> Embedded {
-        Embedded { db }
+    /// YCSB on `db`; `evictable` is the table's flag.
+    pub fn new(db: Database, evictable: bool) -> Embedded {
+        Embedded { db, evictable }
     }
 
     pub fn database(&self) -> &Database {
@@ -81,7 +83,7 @@ impl YcsbTarget for Embedded {
     }
 
     fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
-        self.db.execute_ddl(&ddl(opts.field_len()))?;
+        self.db.execute_ddl(&ddl(opts.field_len(), self.evictable))?;
         register_procedures(&self.db)?;
         let insert = self.db.procedure("YcsbInsert")?;
         let len = opts.field_len();
@@ -99,20 +101,37 @@ impl YcsbTarget for Embedded {
                     let mut done = Vec::new();
                     let window = 1024;
                     let mut buf = String::new();
-                    for key in lo..hi {
+                    let mut retry: Vec<u64> = Vec::new();
+                    let params = |key: u64, buf: &mut String| {
                         let mut params = Vec::with_capacity(FIELDS + 1);
                         params.push(Value::Int(key as i64));
                         for f in 0..FIELDS as u32 {
-                            values::fill(key, f, 0, len, &mut buf);
+                            values::fill(key, f, 0, len, buf);
                             params.push(Value::from(buf.as_str()));
                         }
-                        session.submit(insert, params, key)?;
+                        params
+                    };
+                    let mut keys = lo..hi;
+                    loop {
+                        // Records refused for a retryable reason (the memory budget while
+                        // eviction catches up) go again first, after a pause.
+                        let key = if let Some(k) = retry.pop() {
+                            k
+                        } else if let Some(k) = keys.next() {
+                            k
+                        } else if session.in_flight() > 0 {
+                            drain(&mut session, &mut done, loaded, progress, &mut retry)?;
+                            continue;
+                        } else {
+                            break;
+                        };
+                        session.submit(insert, params(key, &mut buf), key)?;
                         if session.in_flight() >= window {
-                            drain(&mut session, &mut done, loaded, progress)?;
+                            drain(&mut session, &mut done, loaded, progress, &mut retry)?;
+                            if !retry.is_empty() {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
+                            }
                         }
-                    }
-                    while session.in_flight() > 0 {
-                        drain(&mut session, &mut done, loaded, progress)?;
                     }
                     Ok(())
                 }));
@@ -157,12 +176,13 @@ impl YcsbTarget for Embedded {
                 evicted_now: s.evicted_now,
                 blocks_live: s.blocks_live,
                 block_file_bytes: s.block_file_bytes,
-                directory_bytes: s.anticache_bytes,
+                directory_bytes: s.directory_bytes,
+                io_buffer_bytes: s.anticache_bytes.saturating_sub(s.directory_bytes),
                 evict_seconds: s.evict_seconds,
                 merge_seconds: s.merge_seconds,
                 compact_seconds: s.compact_seconds,
                 bytes_per_evicted_tuple: if s.evicted_now > 0 {
-                    (mem.tombstone_bytes + s.anticache_bytes) as f64 / s.evicted_now as f64
+                    (mem.tombstone_bytes + s.directory_bytes) as f64 / s.evicted_now as f64
                 } else {
                     0.0
                 },
@@ -212,15 +232,19 @@ fn drain(
     done: &mut Vec<Completion>,
     loaded: &std::sync::atomic::AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
+    retry: &mut Vec<u64>,
 ) -> Result<(), BenchError> {
     done.clear();
     session.wait(done)?;
+    let mut ok = 0u64;
     for c in done.iter() {
-        if let Err(e) = &c.result {
-            return Err(BenchError::Client(format!("loading record {} failed: {e}", c.token)));
+        match &c.result {
+            Ok(_) => ok += 1,
+            Err(e) if e.is_retryable() => retry.push(c.token),
+            Err(e) => return Err(BenchError::Client(format!("loading record {} failed: {e}", c.token))),
         }
     }
-    let n = loaded.fetch_add(done.len() as u64, std::sync::atomic::Ordering::Relaxed) + done.len() as u64;
+    let n = loaded.fetch_add(ok, std::sync::atomic::Ordering::Relaxed) + ok;
     progress(n);
     Ok(())
 }

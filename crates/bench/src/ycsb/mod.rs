@@ -178,6 +178,7 @@ struct ClientResult {
 /// Loads the target and runs the workload.
 pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
     opts.validate()?;
+    crate::report::reset_peak_rss();
     let rss_before = rss_bytes();
     let bar = if progress_bar {
         let b = indicatif::ProgressBar::new(opts.records);

@@ -1,0 +1,153 @@
+//! Opening the database a benchmark runs against, from the settings the command line (or an
+//! experiment) gives. One place, so that `bench ycsb` and the experiments that run many
+//! configurations build them the same way.
+
+use std::path::PathBuf;
+
+use permafrost_executor::{AntiCacheConfig, ColdPolicy, Config, Database, MergePolicy, Retrieval};
+use serde::Serialize;
+
+use crate::BenchError;
+
+/// Engine settings of one benchmark run. `None` means the engine's default.
+#[derive(Debug, Clone, Serialize)]
+pub struct DbSettings {
+    pub partitions: Option<u32>,
+    pub memory_limit: Option<u64>,
+    /// Anti-caching on (evict past the memory limit) or off.
+    pub anticache: bool,
+    /// Directory for block files; a temporary directory (removed afterwards) if unset.
+    pub data_dir: Option<PathBuf>,
+    pub block_size: Option<u64>,
+    #[serde(serialize_with = "ser_merge")]
+    pub merge: MergePolicy,
+    #[serde(serialize_with = "ser_retrieval")]
+    pub retrieval: Retrieval,
+    #[serde(serialize_with = "ser_cold")]
+    pub cold_policy: ColdPolicy,
+    pub eviction_threshold: Option<f64>,
+    pub eviction_size: Option<u64>,
+    pub max_restarts: Option<u32>,
+    pub lru_sample_rate: Option<f64>,
+}
+
+fn ser_merge<S: serde::Serializer>(m: &MergePolicy, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(m.name())
+}
+
+fn ser_retrieval<S: serde::Serializer>(r: &Retrieval, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(r.name())
+}
+
+fn ser_cold<S: serde::Serializer>(c: &ColdPolicy, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
+}
+
+impl Default for DbSettings {
+    fn default() -> Self {
+        let ac = AntiCacheConfig::new("");
+        DbSettings {
+            partitions: None,
+            memory_limit: None,
+            anticache: true,
+            data_dir: None,
+            block_size: None,
+            merge: ac.merge,
+            retrieval: ac.retrieval,
+            cold_policy: ac.cold_policy,
+            eviction_threshold: None,
+            eviction_size: None,
+            max_restarts: None,
+            lru_sample_rate: None,
+        }
+    }
+}
+
+/// Where a run keeps its blocks; a temporary directory is removed when this is dropped.
+pub enum DataDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl DataDir {
+    pub fn path(&self) -> PathBuf {
+        match self {
+            DataDir::Given(p) => p.join("anticache"),
+            DataDir::Temporary(t) => t.path().to_path_buf(),
+        }
+    }
+}
+
+/// Parses `tuple` or `block` (with the tuple policy's hole threshold).
+pub fn parse_merge(s: &str, hole_threshold: f64) -> Result<MergePolicy, String> {
+    match s {
+        "tuple" => Ok(MergePolicy::Tuple { hole_threshold }),
+        "block" => Ok(MergePolicy::Block),
+        other => Err(format!("--merge must be tuple or block, got \"{other}\"")),
+    }
+}
+
+pub fn parse_retrieval(s: &str) -> Result<Retrieval, String> {
+    match s {
+        "abort-restart" => Ok(Retrieval::AbortRestart),
+        "synchronous" => Ok(Retrieval::Synchronous),
+        other => Err(format!(
+            "--retrieval must be abort-restart or synchronous, got \"{other}\""
+        )),
+    }
+}
+
+pub fn parse_cold_policy(s: &str) -> Result<ColdPolicy, String> {
+    match s {
+        "lru" => Ok(ColdPolicy::Lru),
+        "clock" => Ok(ColdPolicy::Clock),
+        other => Err(format!("--cold-policy must be lru or clock, got \"{other}\"")),
+    }
+}
+
+impl DbSettings {
+    /// Opens an empty database with these settings. Keep the returned directory alive as
+    /// long as the database.
+    pub fn open(&self) -> Result<(Database, Option<DataDir>), BenchError> {
+        let mut b = Config::builder();
+        let dir = if self.anticache {
+            let dir = match &self.data_dir {
+                Some(d) => DataDir::Given(d.clone()),
+                None => DataDir::Temporary(tempfile::Builder::new().prefix("permafrost-bench-").tempdir().map_err(
+                    |e| BenchError::Options(format!("cannot create a temporary directory for the anti-cache: {e}")),
+                )?),
+            };
+            let mut ac = AntiCacheConfig::new(dir.path());
+            if let Some(b) = self.block_size {
+                ac.block_size = b as usize;
+            }
+            ac.merge = self.merge;
+            ac.retrieval = self.retrieval;
+            ac.cold_policy = self.cold_policy;
+            if let Some(t) = self.eviction_threshold {
+                ac.eviction_threshold = t;
+            }
+            if let Some(s) = self.eviction_size {
+                ac.eviction_size = s;
+            }
+            b = b.anticache(ac);
+            Some(dir)
+        } else {
+            None
+        };
+        if let Some(n) = self.max_restarts {
+            b = b.max_restarts(n);
+        }
+        if let Some(p) = self.partitions {
+            b = b.partitions(p);
+        }
+        if let Some(m) = self.memory_limit {
+            b = b.memory_limit(m);
+        }
+        if let Some(a) = self.lru_sample_rate {
+            b = b.lru_sample_rate(a);
+        }
+        let config = b.build()?;
+        Ok((Database::open(config)?, dir))
+    }
+}
