@@ -1,7 +1,8 @@
 //! CLOCK: a second cold-tuple policy to compare with the LRU chain on the same runs.
 //!
 //! Every tracked tuple has a reference bit in its header (`FLAG_REFERENCED`), set when it is
-//! inserted or accessed by a sampled transaction. Eviction sweeps a hand over the slots: a
+//! inserted or accessed by a sampled transaction (with this policy every transaction is
+//! sampled unless `lru_sample_rate` says otherwise). Eviction sweeps a hand over the slots: a
 //! referenced tuple loses its bit and is passed over, an unreferenced one is a victim. It
 //! costs one bit per tuple and no pointer updates on access, at the price of a coarser
 //! notion of recency than LRU.

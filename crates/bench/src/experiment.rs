@@ -40,8 +40,8 @@ pub struct Variant {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chart {
-    /// Throughput against x, one line per series; `log2` for sizes.
-    Lines { log2: bool },
+    /// Throughput against x, one line per series; `sizes` labels x as byte sizes.
+    Lines { sizes: bool },
     /// One bar per variant.
     Bars,
 }
@@ -175,7 +175,7 @@ pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
                 name: if name == "fig8" { "fig8" } else { "fig9a" },
                 title: format!("{title} ({records} records)"),
                 x_label: "Zipfian skew",
-                chart: Chart::Lines { log2: false },
+                chart: Chart::Lines { sizes: false },
                 variants,
                 device: false,
             })
@@ -183,10 +183,12 @@ pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
         "fig10" => {
             let records = p.records.unwrap_or(500_000);
             let mut variants = Vec::new();
-            for (series, alpha, evictable) in [
-                ("no tracking (not evictable)", None, false),
-                ("sampled LRU, alpha = 0.01", Some(0.01), true),
-                ("exact LRU, alpha = 1", Some(1.0), true),
+            use permafrost_executor::ColdPolicy;
+            for (series, alpha, policy, evictable) in [
+                ("no tracking (not evictable)", None, ColdPolicy::Lru, false),
+                ("sampled LRU, alpha = 0.01", Some(0.01), ColdPolicy::Lru, true),
+                ("exact LRU, alpha = 1", Some(1.0), ColdPolicy::Lru, true),
+                ("CLOCK bit, every access", Some(1.0), ColdPolicy::Clock, true),
             ] {
                 for skew in SKEWS {
                     variants.push(Variant {
@@ -195,6 +197,7 @@ pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
                         ycsb: p.ycsb(records, Mix::ReadHeavy, skew),
                         db: DbSettings {
                             lru_sample_rate: alpha,
+                            cold_policy: policy,
                             ..p.db()
                         },
                         evictable,
@@ -205,7 +208,7 @@ pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
                 name: "fig10",
                 title: format!("Cost of access tracking: YCSB read-heavy, data in memory ({records} records)"),
                 x_label: "Zipfian skew",
-                chart: Chart::Lines { log2: false },
+                chart: Chart::Lines { sizes: false },
                 variants,
                 device: false,
             })
@@ -515,42 +518,69 @@ pub fn write(report: &ExperimentReport, spec: &Spec, dir: &Path) -> Result<(Path
     let png = dir.join(format!("{}.png", spec.name));
     let text = serde_json::to_string_pretty(report).map_err(|e| BenchError::Client(e.to_string()))?;
     std::fs::write(&json, text + "\n")?;
+    let points: Vec<(String, f64, f64)> = report
+        .points
+        .iter()
+        .map(|p| (p.series.clone(), p.x, p.median_tps))
+        .collect();
+    chart(spec, &report.title, &points, &png)?;
+    Ok((json, png))
+}
+
+/// Draws the chart of `spec` again from a report written earlier (`<dir>/<name>.json`).
+pub fn replot(spec: &Spec, dir: &Path) -> Result<PathBuf, BenchError> {
+    let json = dir.join(format!("{}.json", spec.name));
+    let text = std::fs::read_to_string(&json)?;
+    let bad = |what: &str| BenchError::Options(format!("{}: {what}", json.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
+    let title = v["title"].as_str().ok_or_else(|| bad("no title"))?;
+    let points = v["points"]
+        .as_array()
+        .ok_or_else(|| bad("no points"))?
+        .iter()
+        .map(|p| {
+            Some((
+                p["series"].as_str()?.to_string(),
+                p["x"].as_f64()?,
+                p["median_tps"].as_f64()?,
+            ))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| bad("a point lacks series, x or median_tps"))?;
+    let png = dir.join(format!("{}.png", spec.name));
+    chart(spec, title, &points, &png)?;
+    Ok(png)
+}
+
+/// The chart of an experiment from its (series, x, median throughput) points.
+fn chart(spec: &Spec, title: &str, points: &[(String, f64, f64)], png: &Path) -> Result<(), BenchError> {
     match spec.chart {
-        Chart::Lines { log2 } => {
+        Chart::Lines { sizes } => {
             let mut series: Vec<Series> = Vec::new();
-            for pt in &report.points {
-                match series.iter_mut().find(|s| s.label == pt.series) {
-                    Some(s) => s.points.push((pt.x, pt.median_tps)),
+            for (label, x, y) in points {
+                match series.iter_mut().find(|s| &s.label == label) {
+                    Some(s) => s.points.push((*x, *y)),
                     None => series.push(Series {
-                        label: pt.series.clone(),
-                        points: vec![(pt.x, pt.median_tps)],
+                        label: label.clone(),
+                        points: vec![(*x, *y)],
                     }),
                 }
             }
             for s in &mut series {
                 s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
             }
-            let fmt: &dyn Fn(f64) -> String = if log2 {
+            let fmt: &dyn Fn(f64) -> String = if sizes {
                 &|x: f64| fmt_size(x.round() as usize)
             } else {
                 &|x: f64| format!("{x}")
             };
-            plot::line_chart(
-                &png,
-                &report.title,
-                spec.x_label,
-                "transactions per second",
-                &series,
-                log2,
-                fmt,
-            )?;
+            plot::line_chart(png, title, spec.x_label, "transactions per second", &series, fmt)
         }
         Chart::Bars => {
-            let bars: Vec<(String, f64)> = report.points.iter().map(|p| (p.series.clone(), p.median_tps)).collect();
-            plot::bar_chart(&png, &report.title, "transactions per second", &bars)?;
+            let bars: Vec<(String, f64)> = points.iter().map(|p| (p.0.clone(), p.2)).collect();
+            plot::bar_chart(png, title, "transactions per second", &bars)
         }
     }
-    Ok((json, png))
 }
 
 #[cfg(test)]
@@ -594,7 +624,7 @@ mod tests {
         let mut s = spec("fig10", &p).unwrap();
         s.variants.retain(|v| v.x == 1.0 || v.x == 0.5);
         let r = run(&s, 1, "test", None).unwrap();
-        assert_eq!(r.points.len(), 6);
+        assert_eq!(r.points.len(), 8);
         assert!(
             r.points
                 .iter()
@@ -604,7 +634,10 @@ mod tests {
         let (json, png) = write(&r, &s, dir.path()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
         assert_eq!(v["experiment"], "fig10");
-        assert_eq!(v["points"].as_array().unwrap().len(), 6);
-        assert_eq!(&std::fs::read(png).unwrap()[1..4], b"PNG");
+        assert_eq!(v["points"].as_array().unwrap().len(), 8);
+        assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+        std::fs::remove_file(&png).unwrap();
+        assert_eq!(replot(&s, dir.path()).unwrap(), png);
+        assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
     }
 }

@@ -64,81 +64,105 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// A line chart with one line per series. With `x_log2` the x axis is logarithmic (base 2,
-/// for sizes) and its ticks are labelled by `x_fmt`.
+/// A line chart with one line per series. The distinct x values are placed at equal
+/// distances (as categories, labelled by `x_fmt`); when the values span more than two
+/// decades the y axis is logarithmic, so that slow and fast configurations both show.
 pub fn line_chart(
     path: &Path,
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
-    x_log2: bool,
     x_fmt: &dyn Fn(f64) -> String,
 ) -> Result<(), BenchError> {
     font()?;
-    let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-    if xs.is_empty() {
+    let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| *y > 0.0)
+        .collect();
+    if xs.is_empty() || ys.is_empty() {
         return Err(BenchError::Options("nothing to plot".into()));
     }
-    let tx = |x: f64| if x_log2 { x.log2() } else { x };
-    let (x0, x1) = xs
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(tx(x)), b.max(tx(x))));
-    let pad = ((x1 - x0) * 0.05).max(0.1);
-    let y1 = ys.iter().cloned().fold(0.0, f64::max) * 1.1 + 1.0;
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FONT, 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80)
-        .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..y1)
-        .map_err(plot_err)?;
-    let mut ticks: Vec<f64> = xs.iter().map(|&x| tx(x)).collect();
-    ticks.sort_by(f64::total_cmp);
-    ticks.dedup();
-    let label_of = |v: &f64| {
-        let x = if x_log2 { v.exp2() } else { *v };
-        if ticks.iter().any(|t| (t - v).abs() < 1e-9) {
-            x_fmt(x)
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let pos = |x: f64| xs.iter().position(|v| *v == x).unwrap_or(0) as f64;
+    let n = xs.len() as f64;
+    let (lo, hi) = ys.iter().fold((f64::MAX, 0.0f64), |(a, b), &y| (a.min(y), b.max(y)));
+    let labels = xs.clone();
+    let x_formatter = |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+            x_fmt(labels[i as usize])
         } else {
             String::new()
         }
     };
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .x_labels(200)
-        .x_label_formatter(&label_of)
-        .y_label_formatter(&|y| format_count(*y))
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(plot_err)?;
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (tx(x), y)).collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(plot_err)?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
-            .map_err(plot_err)?;
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(title, (FONT, 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80);
+    let x_range = -0.4..(n - 0.6);
+    // Draws everything onto a chart whatever its y coordinate type.
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .x_labels(xs.len() * 4 + 1)
+                .x_label_formatter(&x_formatter)
+                .y_label_formatter(&|y| format_count(*y))
+                .label_style((FONT, 14))
+                .axis_desc_style((FONT, 16))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(plot_err)?;
+            for (i, s) in series.iter().enumerate() {
+                let color = COLORS[i % COLORS.len()];
+                let pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .filter(|p| p.1 > 0.0)
+                    .map(|&(x, y)| (pos(x), y))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(plot_err)?
+                    .label(s.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                    .map_err(plot_err)?;
+            }
+            chart
+                .configure_series_labels()
+                .label_font((FONT, 14))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(plot_err)?;
+        }};
     }
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(plot_err)?;
+    if hi / lo > 100.0 {
+        let chart = builder
+            .build_cartesian_2d(x_range, ((lo / 2.0)..(hi * 3.0)).log_scale())
+            .map_err(plot_err)?;
+        draw!(chart);
+    } else {
+        let chart = builder
+            .build_cartesian_2d(x_range, 0.0..(hi * 1.15))
+            .map_err(plot_err)?;
+        draw!(chart);
+    }
     root.present().map_err(plot_err)?;
     Ok(())
 }
@@ -241,12 +265,17 @@ mod tests {
                 points: vec![(4096.0, 20.0), (65536.0, 5.0)],
             },
         ];
-        line_chart(&p, "t", "x", "y", &series, true, &|x| format!("{x}")).unwrap();
+        line_chart(&p, "t", "x", "y", &series, &|x| format!("{x}")).unwrap();
+        let wide = vec![Series {
+            label: "a".into(),
+            points: vec![(1.0, 10.0), (2.0, 100_000.0)],
+        }];
+        line_chart(&p, "t", "x", "y", &wide, &|x| format!("{x}")).unwrap();
         let png = std::fs::read(&p).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let p = dir.path().join("b.png");
         bar_chart(&p, "t", "y", &[("one".into(), 3.0), ("two".into(), 5.0)]).unwrap();
         assert_eq!(&std::fs::read(&p).unwrap()[1..4], b"PNG");
-        assert!(line_chart(&p, "t", "x", "y", &[], false, &|x| format!("{x}")).is_err());
+        assert!(line_chart(&p, "t", "x", "y", &[], &|x| format!("{x}")).is_err());
     }
 }

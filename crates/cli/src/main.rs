@@ -81,6 +81,9 @@ struct ExperimentArgs {
     /// Seed of the workload's random choices.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Run nothing: draw <out>/<name>.png again from <out>/<name>.json.
+    #[arg(long)]
+    replot: bool,
 }
 
 #[derive(Args, Debug)]
@@ -287,6 +290,11 @@ fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
         seed: a.seed,
     };
     let spec = experiment::spec(&a.name, &params).map_err(|e| e.to_string())?;
+    if a.replot {
+        let png = experiment::replot(&spec, &a.out).map_err(|e| e.to_string())?;
+        println!("wrote {}", png.display());
+        return Ok(());
+    }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let report = experiment::run(&spec, a.rounds, &command, a.data_dir.as_deref()).map_err(|e| e.to_string())?;
     for f in &report.findings {

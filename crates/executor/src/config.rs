@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `partitions` | number of CPU cores | 1 ..= 1024 |
 //! | `memory_limit` | half of physical memory | >= 16 MiB |
-//! | `lru_sample_rate` | 0.01 | 0.0 ..= 1.0 |
+//! | `lru_sample_rate` | 0.01 (1.0 with the CLOCK policy) | 0.0 ..= 1.0 |
 //! | `max_restarts` | 16 | 1 ..= 1000 |
 //! | `anticache` | off | see [`permafrost_anticache::AntiCacheConfig`] |
 
@@ -93,7 +93,13 @@ impl ConfigBuilder {
                 message: format!("must be at least {} (16MiB), got {memory_limit}", MIN_MEMORY_LIMIT),
             });
         }
-        let lru_sample_rate = self.lru_sample_rate.unwrap_or(0.01);
+        // A sampled LRU update relinks three tuple headers; a CLOCK update sets a bit in the
+        // header the access has just read, cheap enough for every transaction.
+        let clock = self
+            .anticache
+            .as_ref()
+            .is_some_and(|a| a.cold_policy == ColdPolicy::Clock);
+        let lru_sample_rate = self.lru_sample_rate.unwrap_or(if clock { 1.0 } else { 0.01 });
         if !(0.0..=1.0).contains(&lru_sample_rate) || lru_sample_rate.is_nan() {
             return Err(Error::Config {
                 setting: "lru_sample_rate",

@@ -347,3 +347,52 @@ fn the_budget_holds_without_an_anticache() {
     db.execute_sql("DELETE FROM items WHERE id < 5000", vec![]).unwrap();
     db.call("Put", vec![Value::Int(1), Value::from("back")]).unwrap();
 }
+
+/// With the anti-cache on but nothing evictable (the table is declared not evictable),
+/// eviction cannot make room: writes are refused with an error naming the budget, every
+/// committed row stays readable, the budget holds, and deleting makes room again.
+#[test]
+fn when_nothing_can_be_evicted_writes_are_refused_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::builder()
+        .partitions(2)
+        .memory_limit(16 << 20)
+        .anticache(AntiCacheConfig::new(dir.path()))
+        .build()
+        .unwrap();
+    let db = Database::open(config).unwrap();
+    db.execute_ddl("CREATE TABLE pinned (id BIGINT PRIMARY KEY, pad VARCHAR(1000) NOT NULL) WITH (evictable = false)")
+        .unwrap();
+    db.register(
+        ProcedureDef::new("Put")
+            .partition_param(0)
+            .statement("INSERT INTO pinned VALUES (?, ?)")
+            .body(|c, p| c.execute(0, p)),
+    )
+    .unwrap();
+    let mut refused = None;
+    for id in 0..40_000i64 {
+        if let Err(e) = db.call("Put", vec![Value::Int(id), Value::from(pad(id))]) {
+            refused = Some((id, e));
+            break;
+        }
+    }
+    let (at, e) = refused.expect("writes must be refused before 36 MB land in a 16 MiB budget");
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+    assert!(e.to_string().contains("memory_limit"), "{e}");
+    assert_eq!(db.stats_now().unwrap().evicted_now, 0, "nothing was evictable");
+    assert!(db.memory_usage().unwrap().live() <= (16 << 20) + (2 << 20));
+    let r = db
+        .execute_sql("SELECT COUNT(*), MIN(id), MAX(id) FROM pinned", vec![])
+        .unwrap();
+    assert_eq!(r.row(0).get_i64(0), Some(at), "every acknowledged row is there");
+    assert_eq!(r.row(0).get_i64(2), Some(at - 1));
+    for id in (0..at).step_by(101) {
+        let r = db
+            .execute_sql("SELECT pad FROM pinned WHERE id = $1", vec![Value::Int(id)])
+            .unwrap();
+        assert_eq!(r.row(0).get_str(0), Some(pad(id).as_str()));
+    }
+    db.execute_sql("DELETE FROM pinned WHERE id < 5000", vec![]).unwrap();
+    db.call("Put", vec![Value::Int(1), Value::from("back")]).unwrap();
+}

@@ -102,6 +102,7 @@ impl YcsbTarget for Embedded {
                     let window = 1024;
                     let mut buf = String::new();
                     let mut retry: Vec<u64> = Vec::new();
+                    let mut last_ok = std::time::Instant::now();
                     let params = |key: u64, buf: &mut String| {
                         let mut params = Vec::with_capacity(FIELDS + 1);
                         params.push(Value::Int(key as i64));
@@ -120,14 +121,14 @@ impl YcsbTarget for Embedded {
                         } else if let Some(k) = keys.next() {
                             k
                         } else if session.in_flight() > 0 {
-                            drain(&mut session, &mut done, loaded, progress, &mut retry)?;
+                            drain(&mut session, &mut done, loaded, progress, &mut retry, &mut last_ok)?;
                             continue;
                         } else {
                             break;
                         };
                         session.submit(insert, params(key, &mut buf), key)?;
                         if session.in_flight() >= window {
-                            drain(&mut session, &mut done, loaded, progress, &mut retry)?;
+                            drain(&mut session, &mut done, loaded, progress, &mut retry, &mut last_ok)?;
                             if !retry.is_empty() {
                                 std::thread::sleep(std::time::Duration::from_millis(1));
                             }
@@ -227,12 +228,19 @@ impl YcsbTarget for Embedded {
     }
 }
 
+/// How long the loader keeps retrying records the database refuses for a retryable
+/// reason (the memory budget while eviction catches up) without any record succeeding.
+const LOAD_STALL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Collects completed inserts: counts successes, queues retryable refusals in `retry`,
+/// fails on any other error or when nothing has succeeded for [`LOAD_STALL`].
 fn drain(
     session: &mut Session,
     done: &mut Vec<Completion>,
     loaded: &std::sync::atomic::AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
     retry: &mut Vec<u64>,
+    last_ok: &mut std::time::Instant,
 ) -> Result<(), BenchError> {
     done.clear();
     session.wait(done)?;
@@ -240,9 +248,20 @@ fn drain(
     for c in done.iter() {
         match &c.result {
             Ok(_) => ok += 1,
-            Err(e) if e.is_retryable() => retry.push(c.token),
+            Err(e) if e.is_retryable() => {
+                if last_ok.elapsed() > LOAD_STALL {
+                    return Err(BenchError::Client(format!(
+                        "loading stalled: no record accepted for {}s, last refusal: {e}",
+                        LOAD_STALL.as_secs()
+                    )));
+                }
+                retry.push(c.token)
+            }
             Err(e) => return Err(BenchError::Client(format!("loading record {} failed: {e}", c.token))),
         }
+    }
+    if ok > 0 {
+        *last_ok = std::time::Instant::now();
     }
     let n = loaded.fetch_add(ok, std::sync::atomic::Ordering::Relaxed) + ok;
     progress(n);
