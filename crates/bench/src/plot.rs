@@ -175,7 +175,7 @@ pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[(String, f64)]
     }
     let y1 = bars.iter().map(|b| b.1).fold(0.0, f64::max) * 1.15 + 1.0;
     let n = bars.len();
-    let root = BitMapBackend::new(path, (160 * n as u32 + 200, 560)).into_drawing_area();
+    let root = BitMapBackend::new(path, (230 * n as u32 + 200, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 22))
