@@ -21,11 +21,135 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the database server: PostgreSQL clients connect to --listen.
+    Serve(ServeArgs),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
         workload: Workload,
     },
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on (other interfaces only when asked, e.g. 0.0.0.0:5433).
+    #[arg(long, env = "PERMAFROST_LISTEN", default_value = "127.0.0.1:5433")]
+    listen: std::net::SocketAddr,
+    /// Directory of the database's files (the anti-cache's blocks under DIR/anticache).
+    #[arg(long, env = "PERMAFROST_DATA_DIR", default_value = "./permafrost-data")]
+    data_dir: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// The database's settings, shared by `serve` and the benchmarks (flags or environment).
+#[derive(Args, Debug)]
+struct EngineArgs {
+    /// Memory budget (e.g. 64MiB, 2GiB, plain bytes). Default: half of RAM.
+    #[arg(long, env = "PERMAFROST_MEMORY_LIMIT", value_parser = parse_size_arg)]
+    memory_limit: Option<u64>,
+    /// Partitions (executor threads). Default: number of CPU cores.
+    #[arg(long, env = "PERMAFROST_PARTITIONS")]
+    partitions: Option<u32>,
+    /// Anti-caching: on (evict cold data to disk past the memory limit) or off.
+    #[arg(long, env = "PERMAFROST_ANTICACHE", default_value = "on")]
+    anticache: String,
+    /// Bytes per eviction block, 1KiB to 4MiB.
+    #[arg(long, env = "PERMAFROST_BLOCK_SIZE", value_parser = parse_size_arg)]
+    block_size: Option<u64>,
+    /// Merge policy for fetched blocks: tuple or block.
+    #[arg(long, env = "PERMAFROST_MERGE", default_value = "tuple")]
+    merge: String,
+    /// Tuple-merge: fraction of a block that may be holes before it is merged whole.
+    #[arg(long, env = "PERMAFROST_HOLE_THRESHOLD", default_value_t = 0.5)]
+    hole_threshold: f64,
+    /// How evicted data is retrieved: abort-restart or synchronous.
+    #[arg(long, env = "PERMAFROST_RETRIEVAL", default_value = "abort-restart")]
+    retrieval: String,
+    /// Fraction of the memory limit at which eviction starts.
+    #[arg(long, env = "PERMAFROST_EVICTION_THRESHOLD")]
+    eviction_threshold: Option<f64>,
+    /// Bytes evicted per round beyond what brings memory under the threshold.
+    #[arg(long, env = "PERMAFROST_EVICTION_SIZE", value_parser = parse_size_arg)]
+    eviction_size: Option<u64>,
+    /// Cold-tuple policy: lru or clock.
+    #[arg(long, env = "PERMAFROST_COLD_POLICY", default_value = "lru")]
+    cold_policy: String,
+    /// Fraction of transactions that update the LRU chain (the paper's alpha).
+    #[arg(long, env = "PERMAFROST_LRU_SAMPLE_RATE")]
+    lru_sample_rate: Option<f64>,
+    /// Restarts allowed per transaction for evicted data.
+    #[arg(long, env = "PERMAFROST_MAX_RESTARTS")]
+    max_restarts: Option<u32>,
+}
+
+impl EngineArgs {
+    fn settings(&self, data_dir: Option<PathBuf>) -> Result<DbSettings, String> {
+        let anticache = match self.anticache.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
+        };
+        Ok(DbSettings {
+            partitions: self.partitions,
+            memory_limit: self.memory_limit,
+            anticache,
+            data_dir,
+            block_size: self.block_size,
+            merge: setup::parse_merge(&self.merge, self.hole_threshold)?,
+            retrieval: setup::parse_retrieval(&self.retrieval)?,
+            cold_policy: setup::parse_cold_policy(&self.cold_policy)?,
+            eviction_threshold: self.eviction_threshold,
+            eviction_size: self.eviction_size,
+            max_restarts: self.max_restarts,
+            lru_sample_rate: self.lru_sample_rate,
+        })
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+fn run_serve(args: ServeArgs) -> Result<(), String> {
+    let settings = args.engine.settings(Some(args.data_dir.join("anticache")))?;
+    let (db, _dir) = settings.open().map_err(|e| e.to_string())?;
+    let db = std::sync::Arc::new(db);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("permafrost-net")
+        .build()
+        .map_err(|e| format!("cannot start the network runtime: {e}"))?;
+    rt.block_on(async {
+        let listener = permafrost_server::bind(args.listen).await.map_err(|e| e.to_string())?;
+        eprintln!(
+            "permafrost {} listening on {} (PostgreSQL protocol {}), {} partitions, memory limit {} MiB, data in {}",
+            env!("CARGO_PKG_VERSION"),
+            args.listen,
+            permafrost_server::PG_VERSION,
+            db.partitions(),
+            db.config().memory_limit >> 20,
+            args.data_dir.display()
+        );
+        eprintln!("note: no command log yet: the data lives in memory and on the anti-cache's disk blocks only until the server stops");
+        permafrost_server::serve(db.clone(), listener, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!("shutting down");
+        Ok::<(), String>(())
+    })
 }
 
 #[derive(Subcommand)]
@@ -116,15 +240,11 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 /// Flags every benchmark takes.
 #[derive(Args, Debug)]
 struct CommonArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
     /// What to run against: embedded (in this process).
     #[arg(long, default_value = "embedded")]
     target: String,
-    /// Memory budget of the database (e.g. 64MiB, 2GiB, plain bytes). Default: half of RAM.
-    #[arg(long, value_parser = parse_size_arg)]
-    memory_limit: Option<u64>,
-    /// Partitions (executor threads). Default: number of CPU cores.
-    #[arg(long)]
-    partitions: Option<u32>,
     /// Client threads driving the load. Default: one per partition.
     #[arg(long)]
     clients: Option<usize>,
@@ -137,41 +257,10 @@ struct CommonArgs {
     /// Seconds measured.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// Anti-caching: on (evict cold data to disk past the memory limit) or off (writes
-    /// fail once the data fills the memory limit).
-    #[arg(long, default_value = "on")]
-    anticache: String,
     /// Directory for the anti-cache's block files. Default: a temporary directory,
     /// removed at exit.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Bytes per eviction block, 1KiB to 4MiB.
-    #[arg(long, value_parser = parse_size_arg)]
-    block_size: Option<u64>,
-    /// Merge policy for fetched blocks: tuple (only requested tuples) or block (all).
-    #[arg(long, default_value = "tuple")]
-    merge: String,
-    /// Tuple-merge: fraction of a block that may be holes before it is merged whole.
-    #[arg(long, default_value_t = 0.5)]
-    hole_threshold: f64,
-    /// How evicted data is retrieved: abort-restart or synchronous.
-    #[arg(long, default_value = "abort-restart")]
-    retrieval: String,
-    /// Fraction of the memory limit at which eviction starts.
-    #[arg(long)]
-    eviction_threshold: Option<f64>,
-    /// Bytes evicted per round beyond what brings memory under the threshold.
-    #[arg(long, value_parser = parse_size_arg)]
-    eviction_size: Option<u64>,
-    /// Cold-tuple policy: lru (the paper's chain) or clock.
-    #[arg(long, default_value = "lru")]
-    cold_policy: String,
-    /// Restarts allowed per transaction for evicted data.
-    #[arg(long)]
-    max_restarts: Option<u32>,
-    /// Fraction of transactions that update the LRU chain (the paper's alpha).
-    #[arg(long)]
-    lru_sample_rate: Option<f64>,
     /// Write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -203,31 +292,7 @@ struct YcsbArgs {
 
 impl CommonArgs {
     fn settings(&self) -> Result<DbSettings, String> {
-        if self.target != "embedded" {
-            return Err(format!(
-                "--target {}: only the embedded target exists in this build (server and peer targets come with the network server)",
-                self.target
-            ));
-        }
-        let anticache = match self.anticache.as_str() {
-            "on" => true,
-            "off" => false,
-            other => return Err(format!("--anticache must be on or off, got \"{other}\"")),
-        };
-        Ok(DbSettings {
-            partitions: self.partitions,
-            memory_limit: self.memory_limit,
-            anticache,
-            data_dir: self.data_dir.clone(),
-            block_size: self.block_size,
-            merge: setup::parse_merge(&self.merge, self.hole_threshold)?,
-            retrieval: setup::parse_retrieval(&self.retrieval)?,
-            cold_policy: setup::parse_cold_policy(&self.cold_policy)?,
-            eviction_threshold: self.eviction_threshold,
-            eviction_size: self.eviction_size,
-            max_restarts: self.max_restarts,
-            lru_sample_rate: self.lru_sample_rate,
-        })
+        self.engine.settings(self.data_dir.clone())
     }
 }
 
@@ -328,6 +393,7 @@ fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
+        Command::Serve(a) => run_serve(a),
         Command::Bench {
             workload: Workload::Ycsb(a),
         } => run_ycsb(a),

@@ -325,8 +325,33 @@ impl Database {
             self.execute_ddl(sql)?;
             return Ok(Rows::default());
         }
-        let catalog = self.catalog();
-        let prepared = permafrost_sql::prepare_statement(&catalog, stmt, sql)?;
+        let prepared = permafrost_sql::prepare_statement(&self.catalog(), stmt, sql)?;
+        let rx = self.submit_prepared(prepared, params)?;
+        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
+    }
+
+    /// Runs a planned DML or query statement as its own transaction; the future resolves
+    /// to its result. The partition thread is never blocked on the caller; many may be in
+    /// flight. (The server runs ad hoc statements this way.)
+    pub fn execute_prepared(
+        &self,
+        prepared: permafrost_sql::Prepared,
+        params: Vec<Value>,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static {
+        let submitted = self.submit_prepared(prepared, params);
+        async move {
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    fn submit_prepared(
+        &self,
+        prepared: permafrost_sql::Prepared,
+        params: Vec<Value>,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         let route = prepared.route(&params, self.partitions());
         let proc = Arc::new(Procedure::ad_hoc(prepared));
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -358,7 +383,7 @@ impl Database {
                 self.shared().submit_mp(work, self.shared().all_partitions(), reply)?;
             }
         }
-        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
+        Ok(rx)
     }
 
     /// A pipelining session for many calls in flight from one thread.

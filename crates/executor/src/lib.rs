@@ -26,7 +26,7 @@ mod txn;
 pub use config::{AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, MergePolicy, Retrieval, parse_size};
 pub use database::{Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
-pub use permafrost_sql::{ColumnInfo, RowRef, Rows, SqlError};
+pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, StatementKind};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use reply::Completion;

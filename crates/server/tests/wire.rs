@@ -1,0 +1,164 @@
+//! Real clients over TCP: tokio-postgres through the simple and the extended protocol.
+
+use std::sync::Arc;
+
+use permafrost_executor::{Config, Database};
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+async fn start() -> (tokio_postgres::Client, tokio::sync::oneshot::Sender<()>) {
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(permafrost_server::serve(db, listener, async {
+        let _ = stopped.await;
+    }));
+    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    (client, stop)
+}
+
+fn code(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_dml_and_queries_with_typed_parameters() {
+    let (c, _stop) = start().await;
+    c.batch_execute(
+        "CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner VARCHAR(32) NOT NULL, balance BIGINT NOT NULL,
+           rate DOUBLE PRECISION, active BOOLEAN DEFAULT true) WITH (partition_by = 'id');
+         CREATE INDEX accounts_owner ON accounts (owner)",
+    )
+    .await
+    .unwrap();
+    // Extended protocol, parameters typed from the plan.
+    let ins = c
+        .prepare("INSERT INTO accounts (id, owner, balance, rate) VALUES ($1, $2, $3, $4)")
+        .await
+        .unwrap();
+    for i in 0..50i64 {
+        let n = c
+            .execute(&ins, &[&i, &format!("o'wner {}", i % 5), &(i * 10), &(i as f64 / 4.0)])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let row = c
+        .query_one(
+            "SELECT owner, balance, rate, active FROM accounts WHERE id = $1",
+            &[&7i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "o'wner 2");
+    assert_eq!(row.get::<_, i64>(1), 70);
+    assert_eq!(row.get::<_, f64>(2), 1.75);
+    assert!(row.get::<_, bool>(3));
+    let rows = c
+        .query("SELECT id FROM accounts WHERE owner = $1 ORDER BY id", &[&"o'wner 3"])
+        .await
+        .unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, (0..50).filter(|i| i % 5 == 3).collect::<Vec<_>>());
+    assert_eq!(
+        c.execute(
+            "UPDATE accounts SET balance = balance + 1 WHERE owner = $1",
+            &[&"o'wner 1"]
+        )
+        .await
+        .unwrap(),
+        10
+    );
+    assert_eq!(c.execute("DELETE FROM accounts WHERE id >= 40", &[]).await.unwrap(), 10);
+    let total: i64 = c
+        .query_one("SELECT SUM(balance) FROM accounts", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, (0..40i64).map(|i| i * 10).sum::<i64>() + 8);
+    // Simple protocol: text results and command tags.
+    let msgs = c
+        .simple_query("SELECT COUNT(*) FROM accounts; SHOW server_version")
+        .await
+        .unwrap();
+    let texts: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, vec!["40".to_string(), permafrost_server::PG_VERSION.to_string()]);
+    let version: String = c.query_one("SELECT version()", &[]).await.unwrap().get(0);
+    assert!(version.starts_with("PostgreSQL "), "{version}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
+    let (c, _stop) = start().await;
+    c.batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT) WITH (partition_by = 'id')")
+        .await
+        .unwrap();
+    c.execute("INSERT INTO t VALUES (1, 'a')", &[]).await.unwrap();
+    let cases = [
+        ("SELEC 1", "42601"),
+        ("SELECT * FROM missing", "42P01"),
+        ("SELECT nope FROM t", "42703"),
+        ("INSERT INTO t VALUES (1, 'again')", "23505"),
+        ("BEGIN", "0A000"),
+        ("SHOW no_such_setting", "42704"),
+    ];
+    for (sql, want) in cases {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql}: {e}");
+        let e = c.query(sql, &[]).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql} (extended): {e}");
+    }
+    // A string with an error stops at it; what came before took effect.
+    let e = c
+        .simple_query("INSERT INTO t VALUES (2, 'b'); INSERT INTO t VALUES (2, 'dup'); INSERT INTO t VALUES (3, 'c')")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "23505");
+    let n: i64 = c.query_one("SELECT COUNT(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n, 2);
+    // The connection still works, and so does a new statement after the errors.
+    let v: String = c
+        .query_one("SELECT v FROM t WHERE id = $1", &[&2i64])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(v, "b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_wire_ends_that_connection_only() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let db = Arc::new(Database::open(Config::builder().partitions(1).build().unwrap()).unwrap());
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(permafrost_server::serve(db, listener, std::future::pending()));
+    for garbage in [
+        &b"\x00\x00\x00\x08\xde\xad\xbe\xef"[..],
+        &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+        &[0xffu8; 64][..],
+    ] {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        s.write_all(garbage).await.unwrap();
+        let mut buf = [0u8; 256];
+        // An error message or a closed socket, within the timeout, never a hang.
+        let r = tokio::time::timeout(std::time::Duration::from_secs(10), s.read(&mut buf)).await;
+        assert!(r.is_ok(), "the server neither answered nor closed");
+    }
+    let (c, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=x"), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let v: String = c.query_one("SELECT version()", &[]).await.unwrap().get(0);
+    assert!(v.contains("Permafrost"));
+}
