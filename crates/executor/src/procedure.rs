@@ -4,9 +4,10 @@
 //! statements are planned once, at registration (and again after DDL); the body runs them
 //! with parameters through its [`ProcContext`]:
 //!
-//! ```no_run
-//! # use permafrost_executor::{Database, ProcedureDef, Value};
-//! # let db: Database = unimplemented!();
+//! ```
+//! # use permafrost_executor::{Config, Database, ProcedureDef};
+//! # let db = Database::open(Config::builder().partitions(1).build()?)?;
+//! # db.execute_ddl("CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL)")?;
 //! db.register(
 //!     ProcedureDef::new("GetBalance")
 //!         .partition_param(0)

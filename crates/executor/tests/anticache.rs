@@ -311,26 +311,30 @@ fn dependent_reads_need_more_rounds_and_the_bound_holds() {
 
 /// Without the anti-cache, writes past the budget fail with an error naming it; the
 /// database keeps serving, and deleting data makes room again.
+/// Inserts 1 KB rows into `table` until a write is refused (at most 40,000 rows, 36 MB);
+/// returns how many committed and the refusal.
+fn fill_until_refused(db: &Database, table: &str) -> (i64, permafrost_executor::Error) {
+    db.register(
+        ProcedureDef::new("Put")
+            .partition_param(0)
+            .statement(format!("INSERT INTO {table} VALUES (?, ?)"))
+            .body(|c, p| c.execute(0, p)),
+    )
+    .unwrap();
+    for id in 0..40_000i64 {
+        if let Err(e) = db.call("Put", vec![Value::Int(id), Value::from(pad(id))]) {
+            return (id, e);
+        }
+    }
+    panic!("writes must be refused before 36 MB land in a 16 MiB budget");
+}
+
 #[test]
 fn the_budget_holds_without_an_anticache() {
     let db = Database::open(Config::builder().partitions(2).memory_limit(16 << 20).build().unwrap()).unwrap();
     db.execute_ddl("CREATE TABLE items (id BIGINT PRIMARY KEY, pad VARCHAR(1000) NOT NULL)")
         .unwrap();
-    db.register(
-        ProcedureDef::new("Put")
-            .partition_param(0)
-            .statement("INSERT INTO items VALUES (?, ?)")
-            .body(|c, p| c.execute(0, p)),
-    )
-    .unwrap();
-    let mut refused = None;
-    for id in 0..40_000i64 {
-        if let Err(e) = db.call("Put", vec![Value::Int(id), Value::from(pad(id))]) {
-            refused = Some((id, e));
-            break;
-        }
-    }
-    let (at, e) = refused.expect("writes must be refused before 36 MB land in a 16 MiB budget");
+    let (at, e) = fill_until_refused(&db, "items");
     assert_eq!(e.sqlstate(), "53200", "{e}");
     assert!(e.to_string().contains("memory_limit"), "{e}");
     assert!(e.is_retryable());
@@ -363,21 +367,7 @@ fn when_nothing_can_be_evicted_writes_are_refused_and_nothing_is_lost() {
     let db = Database::open(config).unwrap();
     db.execute_ddl("CREATE TABLE pinned (id BIGINT PRIMARY KEY, pad VARCHAR(1000) NOT NULL) WITH (evictable = false)")
         .unwrap();
-    db.register(
-        ProcedureDef::new("Put")
-            .partition_param(0)
-            .statement("INSERT INTO pinned VALUES (?, ?)")
-            .body(|c, p| c.execute(0, p)),
-    )
-    .unwrap();
-    let mut refused = None;
-    for id in 0..40_000i64 {
-        if let Err(e) = db.call("Put", vec![Value::Int(id), Value::from(pad(id))]) {
-            refused = Some((id, e));
-            break;
-        }
-    }
-    let (at, e) = refused.expect("writes must be refused before 36 MB land in a 16 MiB budget");
+    let (at, e) = fill_until_refused(&db, "pinned");
     assert_eq!(e.sqlstate(), "53200", "{e}");
     assert!(e.to_string().contains("memory_limit"), "{e}");
     assert_eq!(db.stats_now().unwrap().evicted_now, 0, "nothing was evictable");

@@ -175,6 +175,21 @@ struct ClientResult {
     errors: Vec<String>,
 }
 
+impl ClientResult {
+    fn new() -> ClientResult {
+        ClientResult {
+            hist: Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds"),
+            committed: 0,
+            aborted: 0,
+            failed: 0,
+            verify_errors: 0,
+            reads: 0,
+            updates: 0,
+            errors: Vec::new(),
+        }
+    }
+}
+
 /// Loads the target and runs the workload.
 pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
     opts.validate()?;
@@ -329,16 +344,7 @@ fn client_loop(
     let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed ^ (id as u64).wrapping_mul(0x9E37_79B9));
     let read_fraction = opts.read_fraction();
     let mut version: u32 = ((id as u32) + 1) << 22;
-    let mut res = ClientResult {
-        hist: Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds"),
-        committed: 0,
-        aborted: 0,
-        failed: 0,
-        verify_errors: 0,
-        reads: 0,
-        updates: 0,
-        errors: Vec::new(),
-    };
+    let mut res = ClientResult::new();
     // Per token: when it was submitted and whether it is a read.
     let mut started: Vec<(Instant, bool)> = vec![(Instant::now(), true); opts.in_flight];
     let mut free: Vec<u64> = (0..opts.in_flight as u64).rev().collect();
@@ -348,20 +354,10 @@ fn client_loop(
         let p = phase.load(Ordering::Relaxed);
         if p == MEASURE && !measuring {
             measuring = true;
-            let hist = std::mem::replace(
-                &mut res.hist,
-                Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid"),
-            );
-            drop(hist);
+            // Warm-up figures are dropped; errors seen so far are kept.
             res = ClientResult {
-                hist: res.hist,
-                committed: 0,
-                aborted: 0,
-                failed: 0,
-                verify_errors: 0,
-                reads: 0,
-                updates: 0,
-                errors: res.errors,
+                errors: std::mem::take(&mut res.errors),
+                ..ClientResult::new()
             };
         }
         if p == STOP {
