@@ -64,6 +64,20 @@ pub struct StoreStats {
     pub write_calls: u64,
 }
 
+/// The live blocks of one table, kept up to date as blocks are written, merged and freed
+/// (so per-table figures cost nothing to read).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableBlocks {
+    /// Live blocks.
+    pub blocks: u64,
+    /// Slots they occupy in the block file (times the slot size: bytes on disk).
+    pub slots: u64,
+    /// Tuples written into them.
+    pub tuples: u64,
+    /// Of those, tuples merged back since (stale copies, never read again).
+    pub holes: u64,
+}
+
 pub struct BlockStore {
     file: Arc<dyn BlockFile>,
     block_size: usize,
@@ -75,6 +89,8 @@ pub struct BlockStore {
     /// Where the next search for free runs starts.
     cursor: u32,
     live_blocks: u32,
+    /// Live blocks per table, indexed by table id.
+    per_table: Vec<TableBlocks>,
     pub stats: StoreStats,
 }
 
@@ -98,6 +114,7 @@ impl BlockStore {
             free_slots: 0,
             cursor: 0,
             live_blocks: 0,
+            per_table: Vec::new(),
             stats: StoreStats::default(),
         }
     }
@@ -286,6 +303,15 @@ impl BlockStore {
     pub fn set_live(&mut self, block: u32, meta: BlockMeta, bytes: usize) {
         self.dir[block as usize] = meta;
         self.live_blocks += 1;
+        let t = meta.table as usize;
+        if self.per_table.len() <= t {
+            self.per_table.resize(t + 1, TableBlocks::default());
+        }
+        let tb = &mut self.per_table[t];
+        tb.blocks += 1;
+        tb.slots += meta.span as u64;
+        tb.tuples += meta.tuples as u64;
+        tb.holes += meta.holes as u64;
         self.stats.blocks_written += 1;
         self.stats.bytes_written += bytes as u64;
     }
@@ -294,9 +320,16 @@ impl BlockStore {
     /// [`BlockStore::release`].
     pub fn retire(&mut self, block: u32) -> Option<u16> {
         let m = self.dir.get_mut(block as usize).filter(|m| m.span > 0)?;
-        let span = m.span;
+        let old = *m;
         *m = BlockMeta::default();
         self.live_blocks -= 1;
+        if let Some(tb) = self.per_table.get_mut(old.table as usize) {
+            tb.blocks = tb.blocks.saturating_sub(1);
+            tb.slots = tb.slots.saturating_sub(old.span as u64);
+            tb.tuples = tb.tuples.saturating_sub(old.tuples as u64);
+            tb.holes = tb.holes.saturating_sub(old.holes as u64);
+        }
+        let span = old.span;
         self.stats.blocks_freed += 1;
         Some(span)
     }
@@ -355,8 +388,27 @@ impl BlockStore {
         let Some(m) = self.dir.get_mut(block as usize).filter(|m| m.span > 0) else {
             return false;
         };
+        let before = m.holes;
         m.holes = (m.holes as u32 + n).min(m.tuples as u32) as u16;
-        m.holes >= m.tuples
+        let (table, added, full) = (m.table as usize, (m.holes - before) as u64, m.holes >= m.tuples);
+        if let Some(tb) = self.per_table.get_mut(table) {
+            tb.holes += added;
+        }
+        full
+    }
+
+    /// The live blocks of table `table`.
+    pub fn table_blocks(&self, table: u32) -> TableBlocks {
+        self.per_table.get(table as usize).copied().unwrap_or_default()
+    }
+
+    /// Every table with live blocks, with its blocks, in table id order.
+    pub fn tables_blocks(&self) -> impl Iterator<Item = (u32, TableBlocks)> + '_ {
+        self.per_table
+            .iter()
+            .enumerate()
+            .filter(|(_, tb)| tb.blocks > 0)
+            .map(|(t, tb)| (t as u32, *tb))
     }
 
     /// The tables that have blocks.
@@ -379,7 +431,9 @@ impl BlockStore {
 
     /// Memory the directory and free-space maps take.
     pub fn memory_bytes(&self) -> usize {
-        self.dir.capacity() * std::mem::size_of::<BlockMeta>() + self.free.capacity() * 8
+        self.dir.capacity() * std::mem::size_of::<BlockMeta>()
+            + self.free.capacity() * 8
+            + self.per_table.capacity() * std::mem::size_of::<TableBlocks>()
     }
 
     /// Bytes of the file in use or free for reuse.
@@ -474,6 +528,39 @@ mod tests {
             ]
         );
         assert_eq!(s.file_bytes(), 7 * 1024);
+    }
+
+    #[test]
+    fn per_table_tallies_follow_writes_holes_and_frees() {
+        let mut s = store();
+        place(&mut s, &[1, 2]);
+        let other = BlockMeta {
+            table: 3,
+            tuples: 5,
+            holes: 0,
+            span: 1,
+        };
+        let id = s.allocate(&[1])[0].start;
+        s.set_live(id, other, 1024);
+        assert_eq!(
+            s.table_blocks(1),
+            TableBlocks {
+                blocks: 2,
+                slots: 3,
+                tuples: 4,
+                holes: 0
+            }
+        );
+        assert!(!s.add_holes(id, 2));
+        assert_eq!(s.table_blocks(3).holes, 2);
+        // Holes never exceed the tuples written.
+        assert!(s.add_holes(id, 9));
+        assert_eq!(s.table_blocks(3).holes, 5);
+        free(&mut s, [id]);
+        assert_eq!(s.table_blocks(3), TableBlocks::default());
+        assert_eq!(s.tables_blocks().map(|(t, _)| t).collect::<Vec<_>>(), vec![1]);
+        free(&mut s, [0, 1]);
+        assert_eq!(s.tables_blocks().count(), 0);
     }
 
     #[test]

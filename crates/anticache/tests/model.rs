@@ -251,6 +251,19 @@ impl Harness {
                 "tombstone points at a dead block"
             );
         }
+        // The per-table tallies agree with a recount of the directory.
+        let bs = self.ac.block_store();
+        let mut recount = permafrost_anticache::store::TableBlocks::default();
+        for b in bs.blocks_of(0) {
+            let m = bs.meta(b).unwrap();
+            recount.blocks += 1;
+            recount.slots += m.span as u64;
+            recount.tuples += m.tuples as u64;
+            recount.holes += m.holes as u64;
+        }
+        prop_assert_eq!(bs.table_blocks(0), recount);
+        prop_assert_eq!(recount.blocks, bs.live_blocks() as u64);
+        prop_assert!(recount.tuples - recount.holes >= t.evicted_tuples() as u64);
         Ok(())
     }
 }

@@ -135,6 +135,29 @@ pub struct LoadReport {
     pub records_per_sec: f64,
 }
 
+/// CPU time of the benchmark process during the measured run (warm-up excluded): the
+/// client's cost for server targets; client and engine together for the embedded one.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpuReport {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    /// CPU seconds per second of the run (1.0 = one core busy).
+    pub cores: f64,
+    /// CPU microseconds per committed transaction.
+    pub us_per_txn: f64,
+}
+
+/// User and system CPU seconds this process has used so far (getrusage).
+pub fn process_cpu_seconds() -> (f64, f64) {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
+
 /// A whole benchmark run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -154,6 +177,8 @@ pub struct Report {
     pub memory: MemoryReport,
     pub load: LoadReport,
     pub timeseries: Vec<Sample>,
+    /// CPU used by the benchmark process while measuring.
+    pub process_cpu: CpuReport,
     pub settings: serde_json::Value,
     /// Errors seen (first few), for diagnosis.
     pub errors: Vec<String>,
@@ -166,7 +191,8 @@ impl Report {
             "{} on {}: {:.0} txn/s ({} committed, {} aborted, {} failed, {} restarts for evicted data, {} verify errors)\n\
              latency us: p50 {} p95 {} p99 {} p99.9 {} max {}\n\
                           load: {} records in {:.1}s ({:.0}/s); accounted {:.1} MiB for {:.1} MiB of RSS growth ({:.3}); peak RSS {:.1} MiB\n\
-                          anti-cache: {} evicted now, {} evicted / {} merged back in the run, {} blocks written, {} read ({:.0}/s), {:.1} bytes per evicted tuple; peak RSS growth {:.1} MiB",
+                          anti-cache: {} evicted now, {} evicted / {} merged back in the run, {} blocks written, {} read ({:.0}/s), {:.1} bytes per evicted tuple; peak RSS growth {:.1} MiB\n\
+                          bench process CPU: {:.2} cores ({:.1} us/txn)",
             self.benchmark,
             self.target,
             self.throughput_tps,
@@ -198,6 +224,8 @@ impl Report {
             self.anticache.block_reads_per_sec,
             self.anticache.bytes_per_evicted_tuple,
             self.memory.peak_rss_growth_bytes as f64 / (1 << 20) as f64,
+            self.process_cpu.cores,
+            self.process_cpu.us_per_txn,
         )
     }
 }

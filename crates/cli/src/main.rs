@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod config;
 use permafrost_bench::setup::{self, DbSettings};
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::parse_size;
@@ -32,17 +34,32 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct ServeArgs {
-    /// Address to listen on (other interfaces only when asked, e.g. 0.0.0.0:5433).
-    #[arg(long, env = "PERMAFROST_LISTEN", default_value = "127.0.0.1:5433")]
-    listen: std::net::SocketAddr,
-    /// Directory of the database's files (the anti-cache's blocks under DIR/anticache).
-    #[arg(long, env = "PERMAFROST_DATA_DIR", default_value = "./permafrost-data")]
-    data_dir: PathBuf,
+    /// Settings file (TOML; keys as the flags, in snake_case). Flags and environment
+    /// variables override it.
+    #[arg(long, env = "PERMAFROST_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:5433] (other interfaces only when asked,
+    /// e.g. 0.0.0.0:5433).
+    #[arg(long, env = "PERMAFROST_LISTEN")]
+    listen: Option<String>,
+    /// Directory of the database's files [default: ./permafrost-data].
+    #[arg(long, env = "PERMAFROST_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address of the Prometheus endpoint (GET /metrics), or "off" [default: 127.0.0.1:9187].
+    #[arg(long, env = "PERMAFROST_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// TLS certificate chain (PEM); with --tls-key, clients may ask for TLS.
+    #[arg(long, env = "PERMAFROST_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, env = "PERMAFROST_TLS_KEY")]
+    tls_key: Option<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
 }
 
-/// The database's settings, shared by `serve` and the benchmarks (flags or environment).
+/// The database's settings, shared by `serve` and the benchmarks (flags, environment, or
+/// for `serve` the config file).
 #[derive(Args, Debug)]
 struct EngineArgs {
     /// Memory budget (e.g. 64MiB, 2GiB, plain bytes). Default: half of RAM.
@@ -51,30 +68,31 @@ struct EngineArgs {
     /// Partitions (executor threads). Default: number of CPU cores.
     #[arg(long, env = "PERMAFROST_PARTITIONS")]
     partitions: Option<u32>,
-    /// Anti-caching: on (evict cold data to disk past the memory limit) or off.
-    #[arg(long, env = "PERMAFROST_ANTICACHE", default_value = "on")]
-    anticache: String,
-    /// Bytes per eviction block, 1KiB to 4MiB.
+    /// Anti-caching: on (evict cold data to disk past the memory limit) or off [default: on].
+    #[arg(long, env = "PERMAFROST_ANTICACHE")]
+    anticache: Option<String>,
+    /// Bytes per eviction block, 1KiB to 4MiB [default: 4KiB].
     #[arg(long, env = "PERMAFROST_BLOCK_SIZE", value_parser = parse_size_arg)]
     block_size: Option<u64>,
-    /// Merge policy for fetched blocks: tuple or block.
-    #[arg(long, env = "PERMAFROST_MERGE", default_value = "tuple")]
-    merge: String,
-    /// Tuple-merge: fraction of a block that may be holes before it is merged whole.
-    #[arg(long, env = "PERMAFROST_HOLE_THRESHOLD", default_value_t = 0.5)]
-    hole_threshold: f64,
-    /// How evicted data is retrieved: abort-restart or synchronous.
-    #[arg(long, env = "PERMAFROST_RETRIEVAL", default_value = "abort-restart")]
-    retrieval: String,
+    /// Merge policy for fetched blocks: tuple or block [default: tuple].
+    #[arg(long, env = "PERMAFROST_MERGE")]
+    merge: Option<String>,
+    /// Tuple-merge: fraction of a block that may be holes before it is merged whole
+    /// [default: 0.5].
+    #[arg(long, env = "PERMAFROST_HOLE_THRESHOLD")]
+    hole_threshold: Option<f64>,
+    /// How evicted data is retrieved: abort-restart or synchronous [default: abort-restart].
+    #[arg(long, env = "PERMAFROST_RETRIEVAL")]
+    retrieval: Option<String>,
     /// Fraction of the memory limit at which eviction starts.
     #[arg(long, env = "PERMAFROST_EVICTION_THRESHOLD")]
     eviction_threshold: Option<f64>,
     /// Bytes evicted per round beyond what brings memory under the threshold.
     #[arg(long, env = "PERMAFROST_EVICTION_SIZE", value_parser = parse_size_arg)]
     eviction_size: Option<u64>,
-    /// Cold-tuple policy: lru or clock.
-    #[arg(long, env = "PERMAFROST_COLD_POLICY", default_value = "lru")]
-    cold_policy: String,
+    /// Cold-tuple policy: lru or clock [default: lru].
+    #[arg(long, env = "PERMAFROST_COLD_POLICY")]
+    cold_policy: Option<String>,
     /// Fraction of transactions that update the LRU chain (the paper's alpha).
     #[arg(long, env = "PERMAFROST_LRU_SAMPLE_RATE")]
     lru_sample_rate: Option<f64>,
@@ -85,9 +103,9 @@ struct EngineArgs {
 
 impl EngineArgs {
     fn settings(&self, data_dir: Option<PathBuf>) -> Result<DbSettings, String> {
-        let anticache = match self.anticache.as_str() {
-            "on" => true,
-            "off" => false,
+        let anticache = match self.anticache.as_deref().unwrap_or("on") {
+            "on" | "true" => true,
+            "off" | "false" => false,
             other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
         };
         Ok(DbSettings {
@@ -96,14 +114,43 @@ impl EngineArgs {
             anticache,
             data_dir,
             block_size: self.block_size,
-            merge: setup::parse_merge(&self.merge, self.hole_threshold)?,
-            retrieval: setup::parse_retrieval(&self.retrieval)?,
-            cold_policy: setup::parse_cold_policy(&self.cold_policy)?,
+            merge: setup::parse_merge(
+                self.merge.as_deref().unwrap_or("tuple"),
+                self.hole_threshold.unwrap_or(0.5),
+            )?,
+            retrieval: setup::parse_retrieval(self.retrieval.as_deref().unwrap_or("abort-restart"))?,
+            cold_policy: setup::parse_cold_policy(self.cold_policy.as_deref().unwrap_or("lru"))?,
             eviction_threshold: self.eviction_threshold,
             eviction_size: self.eviction_size,
             max_restarts: self.max_restarts,
             lru_sample_rate: self.lru_sample_rate,
         })
+    }
+
+    /// Fills the settings not given as flags or environment from the config file.
+    fn fill_from(&mut self, f: &config::FileConfig) -> Result<(), String> {
+        fn size(v: &Option<config::Size>, name: &str) -> Result<Option<u64>, String> {
+            v.as_ref().map(|s| s.bytes(name)).transpose()
+        }
+        if self.memory_limit.is_none() {
+            self.memory_limit = size(&f.memory_limit, "memory_limit")?;
+        }
+        if self.block_size.is_none() {
+            self.block_size = size(&f.block_size, "block_size")?;
+        }
+        if self.eviction_size.is_none() {
+            self.eviction_size = size(&f.eviction_size, "eviction_size")?;
+        }
+        self.partitions = self.partitions.or(f.partitions);
+        self.anticache = self.anticache.take().or_else(|| f.anticache.as_ref().map(|a| a.text()));
+        self.merge = self.merge.take().or_else(|| f.merge.clone());
+        self.hole_threshold = self.hole_threshold.or(f.hole_threshold);
+        self.retrieval = self.retrieval.take().or_else(|| f.retrieval.clone());
+        self.eviction_threshold = self.eviction_threshold.or(f.eviction_threshold);
+        self.cold_policy = self.cold_policy.take().or_else(|| f.cold_policy.clone());
+        self.lru_sample_rate = self.lru_sample_rate.or(f.lru_sample_rate);
+        self.max_restarts = self.max_restarts.or(f.max_restarts);
+        Ok(())
     }
 }
 
@@ -123,30 +170,113 @@ async fn shutdown_signal() {
     }
 }
 
-fn run_serve(args: ServeArgs) -> Result<(), String> {
-    let settings = args.engine.settings(Some(args.data_dir.join("anticache")))?;
+fn parse_addr(setting: &str, v: &str) -> Result<std::net::SocketAddr, String> {
+    v.parse()
+        .map_err(|e| format!("invalid setting {setting}: \"{v}\" is not an address like 127.0.0.1:5433 ({e})"))
+}
+
+fn run_serve(mut args: ServeArgs) -> Result<(), String> {
+    let file = match &args.config {
+        Some(p) => config::FileConfig::load(p)?,
+        None => config::FileConfig::default(),
+    };
+    args.engine.fill_from(&file)?;
+    let listen = parse_addr(
+        "listen",
+        args.listen
+            .as_deref()
+            .or(file.listen.as_deref())
+            .unwrap_or("127.0.0.1:5433"),
+    )?;
+    let metrics_listen = match args
+        .metrics_listen
+        .as_deref()
+        .or(file.metrics_listen.as_deref())
+        .unwrap_or("127.0.0.1:9187")
+    {
+        "off" => None,
+        a => Some(parse_addr("metrics_listen", a)?),
+    };
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or(file.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from("./permafrost-data"));
+    let tls = match (
+        args.tls_cert.as_ref().or(file.tls_cert.as_ref()),
+        args.tls_key.as_ref().or(file.tls_key.as_ref()),
+    ) {
+        (Some(c), Some(k)) => Some(permafrost_server::tls_acceptor(c, k).map_err(|e| e.to_string())?),
+        (None, None) => None,
+        _ => return Err("invalid settings tls_cert/tls_key: give both or neither".into()),
+    };
+    let users: Vec<permafrost_server::User> = file
+        .users
+        .iter()
+        .map(|u| permafrost_server::User::new(u.name.clone(), &u.password))
+        .collect();
+    let trust_remote = file.trust_remote.unwrap_or(false);
+    if users.is_empty() && !trust_remote && !listen.ip().is_loopback() {
+        eprintln!(
+            "note: listening on {listen} without users: only clients on this machine can log in (configure [[users]] \
+             in the config file for password logins, or trust_remote = true)"
+        );
+    }
+    std::fs::create_dir_all(&data_dir)
+        .map_err(|e| format!("invalid setting data_dir: cannot create {}: {e}", data_dir.display()))?;
+    let settings = args.engine.settings(Some(data_dir.join("anticache")))?;
     let (db, _dir) = settings.open().map_err(|e| e.to_string())?;
     let db = std::sync::Arc::new(db);
+    let (schema_log, statements) = permafrost_server::SchemaLog::open(&data_dir).map_err(|e| e.to_string())?;
+    permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("permafrost-net")
         .build()
         .map_err(|e| format!("cannot start the network runtime: {e}"))?;
     rt.block_on(async {
-        let listener = permafrost_server::bind(args.listen).await.map_err(|e| e.to_string())?;
+        let listener = permafrost_server::bind(listen).await.map_err(|e| e.to_string())?;
+        let metrics = std::sync::Arc::new(permafrost_server::ServerMetrics::new());
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        if let Some(addr) = metrics_listen {
+            let l = permafrost_server::bind(addr).await.map_err(|e| format!("metrics_listen: {e}"))?;
+            let (db, m) = (db.clone(), metrics.clone());
+            let mut rx = stop_rx.clone();
+            tokio::spawn(async move {
+                let _ = permafrost_server::metrics::serve_metrics(db, m, l, async move {
+                    let _ = rx.changed().await;
+                })
+                .await;
+            });
+        }
         eprintln!(
-            "permafrost {} listening on {} (PostgreSQL protocol {}), {} partitions, memory limit {} MiB, data in {}",
+            "permafrost {} listening on {listen} (PostgreSQL protocol, server_version {}{}{}), {} partitions, memory limit {} MiB, data in {}",
             env!("CARGO_PKG_VERSION"),
-            args.listen,
             permafrost_server::PG_VERSION,
+            if tls.is_some() { ", TLS" } else { "" },
+            if users.is_empty() { ", trust auth" } else { ", SCRAM-SHA-256 auth" },
             db.partitions(),
             db.config().memory_limit >> 20,
-            args.data_dir.display()
+            data_dir.display()
         );
-        eprintln!("note: no command log yet: the data lives in memory and on the anti-cache's disk blocks only until the server stops");
-        permafrost_server::serve(db.clone(), listener, shutdown_signal())
+        if let Some(a) = metrics_listen {
+            eprintln!("metrics at http://{a}/metrics");
+        }
+        if !statements.is_empty() {
+            eprintln!("schema: {} change(s) replayed from {}", statements.len(), data_dir.join("schema.log").display());
+        }
+        eprintln!("note: no command log yet: rows live in memory and on the anti-cache's disk blocks only until the server stops; the schema is kept");
+        let options = permafrost_server::ServerOptions {
+            users,
+            trust_remote,
+            tls,
+            schema_log: Some(std::sync::Arc::new(schema_log)),
+            metrics: Some(metrics),
+        };
+        permafrost_server::serve_with(db.clone(), listener, options, shutdown_signal())
             .await
             .map_err(|e| e.to_string())?;
+        let _ = stop_tx.send(true);
         eprintln!("shutting down");
         Ok::<(), String>(())
     })
@@ -242,12 +372,17 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 struct CommonArgs {
     #[command(flatten)]
     engine: EngineArgs,
-    /// What to run against: embedded (in this process).
+    /// What to run against: embedded (in this process) or server=HOST:PORT (a running
+    /// `permafrost serve`, over the PostgreSQL protocol; the engine flags then do not apply).
     #[arg(long, default_value = "embedded")]
     target: String,
-    /// Client threads driving the load. Default: one per partition.
+    /// Client threads driving the load. Default: one per partition (embedded), 2 (server).
     #[arg(long)]
     clients: Option<usize>,
+    /// Server targets: connections in all, spread evenly over the client threads, each
+    /// client's --in-flight operations pipelined over its connections. Default: 8 per client.
+    #[arg(long)]
+    connections: Option<usize>,
     /// Operations each client keeps in flight.
     #[arg(long, default_value_t = 512)]
     in_flight: usize,
@@ -309,14 +444,31 @@ fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
         duration: c.duration,
         seed: c.seed,
     };
-    let (db, _data_dir) = c.settings()?.open().map_err(|e| e.to_string())?;
-    let opts = YcsbOptions {
-        clients: c.clients.unwrap_or(db.partitions() as usize),
-        ..opts
+    let report = match ycsb::TargetSpec::parse(&c.target).map_err(|e| e.to_string())? {
+        ycsb::TargetSpec::Embedded => {
+            if c.connections.is_some() {
+                return Err("--connections applies to --target server=HOST:PORT only".into());
+            }
+            let (db, _data_dir) = c.settings()?.open().map_err(|e| e.to_string())?;
+            let opts = YcsbOptions {
+                clients: c.clients.unwrap_or(db.partitions() as usize),
+                ..opts
+            };
+            opts.validate().map_err(|e| e.to_string())?;
+            let target = ycsb::embedded::Embedded::new(db, true);
+            ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
+        }
+        ycsb::TargetSpec::Server(addr) => {
+            let opts = YcsbOptions {
+                clients: c.clients.unwrap_or(2),
+                ..opts
+            };
+            opts.validate().map_err(|e| e.to_string())?;
+            let connections = c.connections.unwrap_or(8 * opts.clients);
+            let target = ycsb::server::Server::new(&addr, connections).map_err(|e| e.to_string())?;
+            ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
+        }
     };
-    opts.validate().map_err(|e| e.to_string())?;
-    let target = ycsb::embedded::Embedded::new(db, true);
-    let report = ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?;
     println!("{}", report.summary());
     write_json(c.json.as_deref(), &report)?;
     if report.verify_errors > 0 {

@@ -53,6 +53,22 @@ pub struct Database {
     inner: Arc<Inner>,
 }
 
+/// An ad hoc statement planned once, for running it many times
+/// ([`Database::execute_ad_hoc`]).
+#[derive(Clone, Debug)]
+pub struct AdHoc {
+    /// The catalog it was planned against.
+    catalog: Arc<Catalog>,
+    proc: Arc<Procedure>,
+}
+
+impl AdHoc {
+    /// The planned statement.
+    pub fn prepared(&self) -> &permafrost_sql::Prepared {
+        &self.proc.statements[0]
+    }
+}
+
 /// A procedure looked up once, for calling it many times.
 #[derive(Clone, Debug)]
 pub struct ProcHandle {
@@ -62,6 +78,26 @@ pub struct ProcHandle {
 impl ProcHandle {
     pub fn name(&self) -> &str {
         &self.proc.name
+    }
+
+    /// The declared arguments, when the procedure has a signature (SQL-defined ones do).
+    pub fn signature(&self) -> Option<&[(String, DataType)]> {
+        self.proc.def.signature.as_deref()
+    }
+
+    /// The `CREATE PROCEDURE` text of a SQL-defined procedure.
+    pub fn source(&self) -> Option<&str> {
+        self.proc.def.source.as_deref()
+    }
+
+    /// Where its transactions run.
+    pub fn partitioning(&self) -> Partitioning {
+        self.proc.partitioning
+    }
+
+    /// Columns of the rows it returns, when known from its last statement.
+    pub fn columns(&self) -> Option<&Arc<[permafrost_sql::ColumnInfo]>> {
+        self.proc.statements.last().map(|p| p.columns())
     }
 }
 
@@ -160,7 +196,7 @@ impl Database {
         })
     }
 
-    fn shared(&self) -> &Shared {
+    pub(crate) fn shared(&self) -> &Shared {
         &self.inner.shared
     }
 
@@ -223,13 +259,35 @@ impl Database {
 
     /// Registers a procedure, planning its statements against the current schema.
     pub fn register(&self, def: ProcedureDef) -> Result<ProcHandle> {
+        self.register_inner(def, false)
+    }
+
+    /// Runs `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$` (see
+    /// [`permafrost_sql::script`]): registers a SQL-defined procedure.
+    pub fn create_procedure(&self, sql: &str) -> Result<ProcHandle> {
+        let src = permafrost_sql::script::parse_create_procedure(sql)?;
+        let replace = src.or_replace;
+        self.register_inner(ProcedureDef::from_sql(src, sql), replace)
+    }
+
+    /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
+    pub fn drop_procedure(&self, sql: &str) -> Result<bool> {
+        let (name, if_exists) = permafrost_sql::script::parse_drop_procedure(sql)?;
+        match self.unregister(&name) {
+            Ok(()) => Ok(true),
+            Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn register_inner(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
         let _guard = self
             .inner
             .ddl
             .lock()
             .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
         let state = self.shared().schema.load_full();
-        if state.procs.contains_key(&def.name) {
+        if state.procs.contains_key(&def.name) && !replace {
             return Err(Error::DuplicateProcedure(def.name));
         }
         let proc = Arc::new(Procedure::prepare(def, &state.catalog)?);
@@ -297,6 +355,20 @@ impl Database {
         rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
     }
 
+    /// Calls a procedure through a handle; the future resolves to its result.
+    pub fn call_handle_async(
+        &self,
+        h: &ProcHandle,
+        params: Vec<Value>,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let submitted = self.submit(h, params, Reply::Oneshot(tx));
+        async move {
+            submitted?;
+            rx.await.unwrap_or(Err(Error::Shutdown))
+        }
+    }
+
     /// Calls a procedure; the future resolves to its result. Many calls may be in flight.
     pub fn call_async(&self, name: &str, params: Vec<Value>) -> impl Future<Output = Result<Rows>> + Send + 'static {
         let submitted = self.procedure(name).and_then(|h| {
@@ -326,19 +398,38 @@ impl Database {
             return Ok(Rows::default());
         }
         let prepared = permafrost_sql::prepare_statement(&self.catalog(), stmt, sql)?;
-        let rx = self.submit_prepared(prepared, params)?;
+        let rx = self.submit_ad_hoc(&self.ad_hoc(prepared), params)?;
         rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
     }
 
     /// Runs a planned DML or query statement as its own transaction; the future resolves
     /// to its result. The partition thread is never blocked on the caller; many may be in
-    /// flight. (The server runs ad hoc statements this way.)
+    /// flight.
     pub fn execute_prepared(
         &self,
         prepared: permafrost_sql::Prepared,
         params: Vec<Value>,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static {
-        let submitted = self.submit_prepared(prepared, params);
+        self.execute_ad_hoc(&self.ad_hoc(prepared), params)
+    }
+
+    /// Wraps a planned statement for running many times ([`Database::execute_ad_hoc`]).
+    pub fn ad_hoc(&self, prepared: permafrost_sql::Prepared) -> AdHoc {
+        AdHoc {
+            catalog: self.catalog(),
+            proc: Arc::new(Procedure::ad_hoc(prepared)),
+        }
+    }
+
+    /// Runs an ad hoc statement planned once (the server's prepared statements): like
+    /// [`Database::execute_prepared`] without planning or allocating the plan again. A plan
+    /// made before a schema change is planned again against the current catalog.
+    pub fn execute_ad_hoc(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let submitted = self.submit_ad_hoc(stmt, params);
         async move {
             match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
@@ -347,13 +438,14 @@ impl Database {
         }
     }
 
-    fn submit_prepared(
-        &self,
-        prepared: permafrost_sql::Prepared,
-        params: Vec<Value>,
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
-        let route = prepared.route(&params, self.partitions());
-        let proc = Arc::new(Procedure::ad_hoc(prepared));
+    fn submit_ad_hoc(&self, stmt: &AdHoc, params: Vec<Value>) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
+        let current = self.catalog();
+        let proc = if Arc::ptr_eq(&current, &stmt.catalog) {
+            stmt.proc.clone()
+        } else {
+            Arc::new(stmt.proc.replan(&current)?)
+        };
+        let route = proc.statements[0].route(&params, self.partitions());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let reply = Reply::Oneshot(tx);
         // A statement that reads only replicated tables can run at any partition.
@@ -530,6 +622,7 @@ fn submit(
     reply: Reply,
     buffers: Option<&mut [Vec<Invocation>]>,
 ) -> Result<Option<u32>> {
+    let params = proc.coerce(params)?;
     match route(proc, &params, shared.config.partitions)? {
         Some(p) => {
             let inv = Invocation {

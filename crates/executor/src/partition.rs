@@ -10,6 +10,7 @@
 //!   waiting for it restarted (retrieval.rs);
 //! * `MpFetch`: evicted tuples of this partition a multi-partition transaction needs;
 //! * `Inspect`: read or change the store between transactions (statistics, tests);
+//! * `Observe`: read the store and the anti-cache between transactions (per-table figures);
 //! * `Shutdown`.
 //!
 //! After each message the executor checks its memory (evicting when over the threshold);
@@ -52,12 +53,17 @@ pub(crate) enum Msg {
         ticket: Arc<MpFetch>,
     },
     Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
+    /// Read the store and the anti-cache between transactions (statistics, stats.rs).
+    Observe(Observer),
     /// Evict about this many bytes now (an administrative command), then acknowledge.
     Evict(u64, crossbeam_channel::Sender<Result<u64>>),
     /// Publish counters now, then acknowledge.
     Publish(crossbeam_channel::Sender<()>),
     Shutdown,
 }
+
+/// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
+pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
 
 /// One call of a single-partition procedure.
 pub(crate) struct Invocation {
@@ -178,6 +184,11 @@ impl Partition {
             Msg::Inspect(f) => {
                 if let Some(s) = self.store.as_deref_mut() {
                     f(s);
+                }
+            }
+            Msg::Observe(f) => {
+                if let Some(s) = self.store.as_deref() {
+                    f(s, self.ac.as_ref());
                 }
             }
             Msg::Evict(bytes, ack) => {

@@ -37,7 +37,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use permafrost_sql::{Catalog, Env, Prepared, Rows, SqlError};
-use permafrost_storage::Value;
+use permafrost_storage::{DataType, Value};
 
 use crate::error::{Error, Result};
 
@@ -87,6 +87,8 @@ pub struct ProcedureDef {
     pub(crate) partitioning: Option<Partitioning>,
     pub(crate) statements: Vec<String>,
     pub(crate) body: Option<Arc<ProcBody>>,
+    pub(crate) signature: Option<Arc<[(String, DataType)]>>,
+    pub(crate) source: Option<Arc<str>>,
 }
 
 impl ProcedureDef {
@@ -96,7 +98,42 @@ impl ProcedureDef {
             partitioning: None,
             statements: Vec::new(),
             body: None,
+            signature: None,
+            source: None,
         }
+    }
+
+    /// Declares the arguments (name and type, in order): calls must pass exactly these,
+    /// and each value is converted to its type before the body runs. Without a signature a
+    /// procedure takes whatever its body accepts.
+    pub fn signature(mut self, args: Vec<(String, DataType)>) -> Self {
+        self.signature = Some(args.into());
+        self
+    }
+
+    /// A procedure defined in SQL: runs its statements in order with the call's arguments
+    /// as `$1, $2, ...` and returns the rows of the last one. `partition_arg` picks the
+    /// partition (single-partition); without it the procedure runs at every partition.
+    pub fn from_sql(src: permafrost_sql::script::ProcedureSource, text: &str) -> ProcedureDef {
+        let n = src.body.len();
+        let mut def = ProcedureDef::new(src.name).signature(src.args);
+        def.source = Some(text.into());
+        def = match src.partition_arg {
+            Some(i) => def.partition_param(i),
+            None => def.multi_partition(),
+        };
+        for stmt in src.body {
+            def = def.statement(stmt);
+        }
+        def.body(move |ctx, params| {
+            let mut last = Rows::default();
+            for i in 0..n {
+                // Each statement takes the arguments up to the highest `$n` it uses.
+                let used = ctx.statements.get(i).map_or(0, |p| p.param_types().len());
+                last = ctx.execute(i, &params[..used.min(params.len())])?;
+            }
+            Ok(last)
+        })
     }
 
     /// Runs each call at the partition of parameter `param` (0-based).
@@ -171,7 +208,28 @@ impl Procedure {
                 name: name.clone(),
                 message: format!("statement {i} ({sql}): {e}"),
             })?;
+            if let Some(sig) = &def.signature
+                && p.param_types().len() > sig.len()
+            {
+                return Err(Error::BadCall {
+                    name: name.clone(),
+                    message: format!(
+                        "statement {} ({sql}) uses ${} but the procedure has {} argument(s)",
+                        i + 1,
+                        p.param_types().len(),
+                        sig.len()
+                    ),
+                });
+            }
             statements.push(p);
+        }
+        if let (Some(sig), Partitioning::Single { param }) = (&def.signature, partitioning)
+            && param >= sig.len()
+        {
+            return Err(Error::BadCall {
+                name,
+                message: format!("partition parameter {param} is not an argument"),
+            });
         }
         Ok(Procedure {
             adhoc: false,
@@ -206,6 +264,29 @@ impl Procedure {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Converts a call's arguments to the declared types (when there is a signature).
+    pub(crate) fn coerce(&self, params: Vec<Value>) -> Result<Vec<Value>> {
+        let Some(sig) = &self.def.signature else {
+            return Ok(params);
+        };
+        if params.len() != sig.len() {
+            return Err(Error::BadCall {
+                name: self.name.clone(),
+                message: format!("takes {} argument(s), got {}", sig.len(), params.len()),
+            });
+        }
+        params
+            .into_iter()
+            .zip(sig.iter())
+            .map(|(v, (arg, ty))| {
+                v.coerce_to(ty).map_err(|e| Error::BadCall {
+                    name: self.name.clone(),
+                    message: format!("argument \"{arg}\": {e}"),
+                })
+            })
+            .collect()
     }
 
     pub fn partitioning(&self) -> Partitioning {

@@ -1,42 +1,147 @@
 //! The protocol handlers: what a client's statement does. Both query protocols share one
 //! classification of statements ([`Command`]) and one way of running them.
+//!
+//! A statement is classified once, when it is parsed (simple query) or prepared (extended
+//! query): DML and queries are planned then and the plan is kept with the prepared
+//! statement, so executing it again costs no parsing or planning (the executor plans again
+//! only if the schema changed in between).
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
-use futures::{Sink, stream};
-use permafrost_executor::{Database, Rows, Value};
-use permafrost_sql::{Prepared, StatementKind};
+use futures::{Sink, SinkExt, stream};
+use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, StatementKind, Value};
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::{ClientInfo, ClientPortalStore, NoopHandler, PgWireServerHandlers, Type};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use sqlparser::ast::Statement;
+use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
+use pgwire::messages::response::CommandComplete;
+use sqlparser::ast::{self, Statement};
 
+use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
+use crate::metrics::{Outcome, ServerMetrics, StatementClass};
+use crate::pgcatalog;
+use crate::schema_log::SchemaLog;
+use crate::session::{CancelToken, Cancels, Startup};
 use crate::types::{decode_param, encode, pg_type};
 
 /// The PostgreSQL version clients are told they talk to (the protocol and catalog
 /// behaviour they may rely on).
 pub const PG_VERSION: &str = "16.6";
 
+/// A DML statement or query, planned.
+#[derive(Debug)]
+pub struct DmlCommand {
+    stmt: AdHoc,
+    params: Vec<Type>,
+    columns: Vec<(String, Type)>,
+    kind: StatementKind,
+    read_only: bool,
+}
+
+/// One argument of a CALL: a constant or a parameter of the statement.
+#[derive(Debug, Clone)]
+enum CallArg {
+    Value(Value),
+    Param(usize),
+}
+
+/// What a CALL runs.
+#[derive(Debug, Clone)]
+enum CallTarget {
+    Procedure(ProcHandle),
+    Builtin(Builtin),
+}
+
+/// Procedures every server has (schema `permafrost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    /// `permafrost.evict(bytes)`: an eviction round of about `bytes` at every partition.
+    Evict,
+    /// `permafrost.stats()`: the figures of `/metrics` as rows.
+    Stats,
+    /// `permafrost.procedures()`: the procedures and their signatures.
+    Procedures,
+}
+
+impl Builtin {
+    fn lookup(name: &str) -> Option<Builtin> {
+        match name {
+            "permafrost.evict" => Some(Builtin::Evict),
+            "permafrost.stats" => Some(Builtin::Stats),
+            "permafrost.procedures" => Some(Builtin::Procedures),
+            _ => None,
+        }
+    }
+
+    fn signature(self) -> Vec<Type> {
+        match self {
+            Builtin::Evict => vec![Type::INT8],
+            Builtin::Stats | Builtin::Procedures => vec![],
+        }
+    }
+
+    fn columns(self) -> Vec<(String, Type)> {
+        match self {
+            Builtin::Evict => vec![("evicted_tuples".into(), Type::INT8)],
+            Builtin::Stats => stats_columns(),
+            Builtin::Procedures => vec![
+                ("name".into(), Type::TEXT),
+                ("arguments".into(), Type::TEXT),
+                ("partitioning".into(), Type::TEXT),
+                ("definition".into(), Type::TEXT),
+            ],
+        }
+    }
+}
+
+fn stats_columns() -> Vec<(String, Type)> {
+    vec![
+        ("name".into(), Type::TEXT),
+        ("labels".into(), Type::TEXT),
+        ("value".into(), Type::FLOAT8),
+    ]
+}
+
+/// A CALL, resolved.
+#[derive(Debug)]
+pub struct CallCommand {
+    target: CallTarget,
+    args: Vec<CallArg>,
+    /// Types of the statement's parameters (from the procedure's signature).
+    params: Vec<Type>,
+    columns: Vec<(String, Type)>,
+}
+
 /// What one statement is, decided when it is parsed.
 #[derive(Debug, Clone)]
 pub enum Command {
-    /// DML or a query, planned against the catalog; planned again when run, so a
-    /// statement prepared before DDL sees the new schema.
-    Dml {
-        sql: String,
-        params: Vec<Type>,
-        columns: Vec<(String, Type)>,
-        kind: StatementKind,
-    },
+    /// DML or a query, planned against the catalog.
+    Dml(Arc<DmlCommand>),
     /// CREATE/DROP TABLE/INDEX, with its command tag.
     Ddl { sql: String, tag: String },
+    /// `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$`.
+    CreateProcedure(String),
+    /// `DROP PROCEDURE [IF EXISTS] name`.
+    DropProcedure(String),
+    /// `CALL name(args)`.
+    Call(Arc<CallCommand>),
+    /// `COPY table [(columns)] FROM STDIN [WITH (...)]`.
+    Copy(Arc<CopyCommand>),
+    /// A lookup in the system catalogs, answered from the schema.
+    Catalog(pgcatalog::Lookup),
+    /// The server's figures (`SHOW permafrost_stats`, `SELECT * FROM permafrost_stats`).
+    Stats,
     /// SET: accepted (session settings do not change the engine's behaviour).
     Set,
     /// SHOW a setting.
@@ -45,6 +150,38 @@ pub enum Command {
     Version,
     /// COMMIT/ROLLBACK outside a transaction: nothing to do, as in PostgreSQL.
     EndTransaction(&'static str),
+}
+
+impl Command {
+    fn class(&self) -> StatementClass {
+        match self {
+            Command::Dml(d) if d.read_only => StatementClass::Query,
+            Command::Dml(_) | Command::Copy(_) => StatementClass::Write,
+            Command::Ddl { .. } | Command::CreateProcedure(_) | Command::DropProcedure(_) => StatementClass::Ddl,
+            Command::Call(_) => StatementClass::Call,
+            _ => StatementClass::Other,
+        }
+    }
+
+    fn param_types(&self) -> Vec<Type> {
+        match self {
+            Command::Dml(d) => d.params.clone(),
+            Command::Call(c) => c.params.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn columns(&self) -> Vec<(String, Type)> {
+        match self {
+            Command::Dml(d) => d.columns.clone(),
+            Command::Call(c) => c.columns.clone(),
+            Command::Version => vec![("version".into(), Type::TEXT)],
+            Command::Show(name) => vec![(name.clone(), Type::TEXT)],
+            Command::Stats => stats_columns(),
+            Command::Catalog(l) => l.columns(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 fn first_words(sql: &str, n: usize) -> Vec<String> {
@@ -66,6 +203,7 @@ fn show_value(name: &str) -> Option<String> {
     Some(
         match name.to_ascii_lowercase().as_str() {
             "server_version" => PG_VERSION,
+            "server_version_num" => "160006",
             "server_encoding" | "client_encoding" => "UTF8",
             "datestyle" => "ISO, MDY",
             "timezone" => "UTC",
@@ -74,27 +212,43 @@ fn show_value(name: &str) -> Option<String> {
             "transaction_read_only" | "default_transaction_read_only" => "off",
             "max_identifier_length" => "63",
             "search_path" => "public",
+            "lc_collate" | "lc_ctype" => "C",
+            "max_connections" => "10000",
             _ => return None,
         }
         .to_string(),
     )
 }
 
-/// Classifies one parsed statement (`sql` is its text).
-pub fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command> {
+/// Classifies the text of one statement.
+pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
+    if permafrost_sql::script::is_create_procedure(sql) {
+        // Checked now so that a bad definition fails at Parse, not later.
+        permafrost_sql::script::parse_create_procedure(sql).map_err(sql_error)?;
+        return Ok(Command::CreateProcedure(sql.to_string()));
+    }
+    if permafrost_sql::script::is_drop_procedure(sql) {
+        permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
+        return Ok(Command::DropProcedure(sql.to_string()));
+    }
+    if let Some(lookup) = pgcatalog::recognize(sql) {
+        return Ok(Command::Catalog(lookup));
+    }
     let words = first_words(sql, 3);
-    let first = words.first().map(String::as_str).unwrap_or("");
-    match first {
-        "SET" => return Ok(Command::Set),
+    match words.first().map(String::as_str).unwrap_or("") {
+        "SET" | "RESET" | "DISCARD" | "DEALLOCATE" => return Ok(Command::Set),
         "SHOW" => {
             let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
+            if name.eq_ignore_ascii_case("permafrost_stats") {
+                return Ok(Command::Stats);
+            }
             return Ok(Command::Show(name.to_string()));
         }
         "BEGIN" | "START" => {
             return Err(client_error(
                 "0A000",
                 "interactive transactions (BEGIN ... COMMIT) are not supported: every statement commits \
-                 on its own; put statements that must commit together in a stored procedure",
+                 on its own; put statements that must commit together in a procedure (CREATE PROCEDURE)",
             ));
         }
         "COMMIT" | "END" => return Ok(Command::EndTransaction("COMMIT")),
@@ -102,30 +256,133 @@ pub fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Comm
         _ => {}
     }
     let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();
-    if compact.trim_end_matches(';') == "selectversion()" {
-        return Ok(Command::Version);
+    match compact.trim_end_matches(';') {
+        "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
+        "select*frompermafrost_stats" => return Ok(Command::Stats),
+        _ => {}
     }
+    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
+    classify(db, &stmt, sql)
+}
+
+/// Classifies one parsed statement (`sql` is its text).
+fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command> {
     if permafrost_sql::ddl::is_ddl(stmt) {
         return Ok(Command::Ddl {
             sql: sql.to_string(),
             tag: ddl_tag(sql),
         });
     }
+    match stmt {
+        Statement::Call(f) => return call(db, f).map(|c| Command::Call(Arc::new(c))),
+        Statement::Copy { .. } => {
+            return copy::plan(&db.catalog(), stmt).map(|c| Command::Copy(Arc::new(c)));
+        }
+        _ => {}
+    }
     let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(sql_error)?;
-    Ok(dml(&prepared))
+    let d = DmlCommand {
+        params: prepared.param_types().iter().map(|t| pg_type(t.as_ref())).collect(),
+        columns: columns_of(prepared.columns()),
+        kind: prepared.kind(),
+        read_only: prepared.is_read_only(),
+        stmt: db.ad_hoc(prepared),
+    };
+    Ok(Command::Dml(Arc::new(d)))
 }
 
-fn dml(p: &Prepared) -> Command {
-    Command::Dml {
-        sql: p.sql.clone(),
-        params: p.param_types().iter().map(|t| pg_type(t.as_ref())).collect(),
-        columns: p
-            .columns()
+fn columns_of(cols: &[ColumnInfo]) -> Vec<(String, Type)> {
+    cols.iter().map(|c| (c.name.clone(), pg_type(c.ty.as_ref()))).collect()
+}
+
+fn call(db: &Database, f: &ast::Function) -> PgWireResult<CallCommand> {
+    let name = f
+        .name
+        .0
+        .iter()
+        .map(|p| p.to_string().trim_matches('"').to_string())
+        .map(|p| {
+            if p.chars().any(|c| c.is_uppercase()) {
+                p.to_lowercase()
+            } else {
+                p
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".");
+    let exprs: Vec<&ast::Expr> = match &f.args {
+        ast::FunctionArguments::None => Vec::new(),
+        ast::FunctionArguments::List(l) => l
+            .args
             .iter()
-            .map(|c| (c.name.clone(), pg_type(c.ty.as_ref())))
-            .collect(),
-        kind: p.kind(),
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                other => Err(client_error(
+                    "0A000",
+                    format!("CALL arguments must be values or parameters, not {other}"),
+                )),
+            })
+            .collect::<PgWireResult<_>>()?,
+        ast::FunctionArguments::Subquery(_) => {
+            return Err(client_error("0A000", "CALL arguments must be values or parameters"));
+        }
+    };
+    let (target, sig, columns) = match Builtin::lookup(&name) {
+        Some(b) => (CallTarget::Builtin(b), b.signature(), b.columns()),
+        None => {
+            let h = db.procedure(&name).map_err(db_error)?;
+            let sig = match h.signature() {
+                Some(s) => s.iter().map(|(_, t)| pg_type(Some(t))).collect(),
+                None => vec![Type::UNKNOWN; exprs.len()],
+            };
+            let columns = h.columns().map(|c| columns_of(c)).unwrap_or_default();
+            (CallTarget::Procedure(h), sig, columns)
+        }
+    };
+    if exprs.len() != sig.len() && !sig.iter().all(|t| *t == Type::UNKNOWN) {
+        return Err(client_error(
+            "42883",
+            format!(
+                "procedure {name} takes {} argument(s), {} given",
+                sig.len(),
+                exprs.len()
+            ),
+        ));
     }
+    let catalog = db.catalog();
+    let mut args = Vec::with_capacity(exprs.len());
+    let mut params: Vec<Type> = Vec::new();
+    for (i, e) in exprs.iter().enumerate() {
+        match e {
+            ast::Expr::Value(v) if matches!(&v.value, ast::Value::Placeholder(_)) => {
+                let ast::Value::Placeholder(p) = &v.value else {
+                    unreachable!()
+                };
+                let n: usize = p
+                    .trim_start_matches('$')
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| client_error("42601", format!("bad parameter {p}")))?;
+                if params.len() < n {
+                    params.resize(n, Type::UNKNOWN);
+                }
+                params[n - 1] = sig.get(i).cloned().unwrap_or(Type::UNKNOWN);
+                args.push(CallArg::Param(n - 1));
+            }
+            e => {
+                let (x, _) = permafrost_sql::plan::bind_constant(&catalog, e).map_err(sql_error)?;
+                let v = permafrost_sql::plan::eval_constant(&x).map_err(sql_error)?;
+                args.push(CallArg::Value(v));
+            }
+        }
+    }
+    Ok(CallCommand {
+        target,
+        args,
+        params,
+        columns,
+    })
 }
 
 fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
@@ -136,34 +393,52 @@ fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
-fn one_text_row(column: &str, value: String) -> PgWireResult<Response> {
-    let schema = Arc::new(vec![FieldInfo::new(
-        column.into(),
-        None,
-        None,
-        Type::TEXT,
-        FieldFormat::Text,
-    )]);
+/// A response of text rows (SHOW, catalog lookups, built-in procedures).
+pub(crate) fn text_rows(columns: &[(String, Type)], rows: Vec<Vec<Option<String>>>) -> PgWireResult<Response> {
+    let schema = Arc::new(
+        columns
+            .iter()
+            .map(|(n, t)| FieldInfo::new(n.clone(), None, None, t.clone(), FieldFormat::Text))
+            .collect::<Vec<_>>(),
+    );
     let mut enc = DataRowEncoder::new(schema.clone());
-    enc.encode_field(&value)?;
-    let row = enc.take_row();
-    Ok(Response::Query(QueryResponse::new(schema, stream::iter(vec![Ok(row)]))))
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        for v in row {
+            enc.encode_field(&v)?;
+        }
+        out.push(Ok(enc.take_row()));
+    }
+    Ok(Response::Query(QueryResponse::new(schema, stream::iter(out))))
 }
 
 /// Turns a statement's result into the response: rows for queries and RETURNING, a
 /// command tag with the row count otherwise.
-fn respond(rows: Rows, columns: &[(String, Type)], kind: StatementKind, format: &Format) -> PgWireResult<Response> {
-    if columns.is_empty() {
+fn respond(
+    rows: Rows,
+    described: &[(String, Type)],
+    kind: Option<StatementKind>,
+    format: &Format,
+) -> PgWireResult<Response> {
+    if described.is_empty() && rows.columns().is_empty() {
         let n = rows.affected as usize;
         let tag = match kind {
-            StatementKind::Insert => Tag::new("INSERT").with_oid(0).with_rows(n),
-            StatementKind::Update => Tag::new("UPDATE").with_rows(n),
-            StatementKind::Delete => Tag::new("DELETE").with_rows(n),
-            StatementKind::Select => Tag::new("SELECT").with_rows(n),
+            Some(StatementKind::Insert) => Tag::new("INSERT").with_oid(0).with_rows(n),
+            Some(StatementKind::Update) => Tag::new("UPDATE").with_rows(n),
+            Some(StatementKind::Delete) => Tag::new("DELETE").with_rows(n),
+            Some(StatementKind::Select) => Tag::new("SELECT").with_rows(n),
+            None => Tag::new("CALL"),
         };
         return Ok(Response::Execution(tag));
     }
-    let schema = Arc::new(fields(columns, format));
+    // The plan may have changed since it was described (DDL in between): the result's own
+    // columns are what the rows hold.
+    let columns = if described.len() == rows.columns().len() {
+        described.to_vec()
+    } else {
+        columns_of(rows.columns())
+    };
+    let schema = Arc::new(fields(&columns, format));
     let types: Vec<Type> = columns.iter().map(|c| c.1.clone()).collect();
     let mut enc = DataRowEncoder::new(schema.clone());
     let mut out = Vec::with_capacity(rows.len());
@@ -175,10 +450,11 @@ fn respond(rows: Rows, columns: &[(String, Type)], kind: StatementKind, format: 
     }
     let mut resp = QueryResponse::new(schema, stream::iter(out));
     match kind {
-        StatementKind::Insert => resp.set_command_tag("INSERT 0"),
-        StatementKind::Update => resp.set_command_tag("UPDATE"),
-        StatementKind::Delete => resp.set_command_tag("DELETE"),
-        StatementKind::Select => {}
+        Some(StatementKind::Insert) => resp.set_command_tag("INSERT 0"),
+        Some(StatementKind::Update) => resp.set_command_tag("UPDATE"),
+        Some(StatementKind::Delete) => resp.set_command_tag("DELETE"),
+        Some(StatementKind::Select) => {}
+        None => resp.set_command_tag("CALL"),
     }
     Ok(Response::Query(resp))
 }
@@ -187,78 +463,238 @@ fn respond(rows: Rows, columns: &[(String, Type)], kind: StatementKind, format: 
 pub struct Backend {
     db: Arc<Database>,
     parser: Arc<Parser>,
+    cancels: Arc<Cancels>,
+    metrics: Arc<ServerMetrics>,
+    schema_log: Option<Arc<SchemaLog>>,
 }
 
 impl Backend {
-    pub fn new(db: Arc<Database>) -> Backend {
+    pub fn new(
+        db: Arc<Database>,
+        cancels: Arc<Cancels>,
+        metrics: Arc<ServerMetrics>,
+        schema_log: Option<Arc<SchemaLog>>,
+    ) -> Backend {
         Backend {
             parser: Arc::new(Parser { db: db.clone() }),
             db,
+            cancels,
+            metrics,
+            schema_log,
         }
     }
 
-    async fn run(&self, cmd: &Command, params: Vec<Value>, format: &Format) -> PgWireResult<Response> {
+    /// Runs a schema change off the I/O threads (it waits for every partition) and
+    /// records it in the schema log when it took effect.
+    async fn schema_change<T: Send + 'static>(
+        &self,
+        sql: &str,
+        f: impl FnOnce(&Database, &str) -> permafrost_executor::Result<T> + Send + 'static,
+    ) -> PgWireResult<T> {
+        let db = self.db.clone();
+        let log = self.schema_log.clone();
+        let text = sql.to_string();
+        tokio::task::spawn_blocking(move || {
+            let r = f(&db, &text).map_err(db_error)?;
+            if let Some(log) = log {
+                log.append(&text).map_err(|e| {
+                    client_error(
+                        "58030",
+                        format!("the schema change took effect but could not be logged: {e}"),
+                    )
+                })?;
+            }
+            Ok(r)
+        })
+        .await
+        .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
+    }
+
+    async fn run(
+        &self,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response> {
+        let started = Instant::now();
+        let r = self.run_inner(cmd, params, format, cancel).await;
+        let outcome = match &r {
+            Ok(_) => Outcome::Ok,
+            Err(PgWireError::UserError(e)) => Outcome::error(e.code.clone()),
+            Err(_) => Outcome::error("XX000"),
+        };
+        self.metrics.record(cmd.class(), started.elapsed(), outcome);
+        r
+    }
+
+    async fn run_inner(
+        &self,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response> {
         match cmd {
             Command::Set => Ok(Response::Execution(Tag::new("SET"))),
             Command::EndTransaction(tag) => Ok(Response::Execution(Tag::new(tag))),
-            Command::Version => one_text_row(
-                "version",
-                format!(
+            Command::Version => text_rows(
+                &cmd.columns(),
+                vec![vec![Some(format!(
                     "PostgreSQL {PG_VERSION} (Permafrost {}) on {}",
                     env!("CARGO_PKG_VERSION"),
                     std::env::consts::ARCH
-                ),
+                ))]],
             ),
             Command::Show(name) => match show_value(name) {
-                Some(v) => one_text_row(name, v),
+                Some(v) => text_rows(&cmd.columns(), vec![vec![Some(v)]]),
                 None => Err(client_error(
                     "42704",
                     format!("unrecognized configuration parameter \"{name}\""),
                 )),
             },
+            Command::Stats => self.stats_response().await,
+            Command::Catalog(lookup) => text_rows(&lookup.columns(), lookup.answer(&self.db)),
             Command::Ddl { sql, tag } => {
-                // Schema changes wait for every partition: keep them off the I/O threads.
+                self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;
+                Ok(Response::Execution(Tag::new(tag)))
+            }
+            Command::CreateProcedure(sql) => {
+                self.schema_change(sql, |db, s| db.create_procedure(s).map(|_| ()))
+                    .await?;
+                Ok(Response::Execution(Tag::new("CREATE PROCEDURE")))
+            }
+            Command::DropProcedure(sql) => {
+                self.schema_change(sql, |db, s| db.drop_procedure(s).map(|_| ()))
+                    .await?;
+                Ok(Response::Execution(Tag::new("DROP PROCEDURE")))
+            }
+            Command::Dml(d) => {
+                let fut = self.db.execute_ad_hoc(&d.stmt, params);
+                // A cancel ends a query that has not answered yet; a write always runs to its
+                // end, so a client is never told "canceled" about a change that committed.
+                let rows = match cancel {
+                    Some(c) if d.read_only => c.run(fut).await?,
+                    _ => fut.await,
+                }
+                .map_err(db_error)?;
+                respond(rows, &d.columns, Some(d.kind), format)
+            }
+            Command::Call(c) => {
+                let args = c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        CallArg::Value(v) => Ok(v.clone()),
+                        CallArg::Param(i) => params
+                            .get(*i)
+                            .cloned()
+                            .ok_or_else(|| client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+                    })
+                    .collect::<PgWireResult<Vec<Value>>>()?;
+                match &c.target {
+                    CallTarget::Procedure(h) => {
+                        let rows = self.db.call_handle_async(h, args).await.map_err(db_error)?;
+                        respond(rows, &c.columns, None, format)
+                    }
+                    CallTarget::Builtin(b) => self.builtin(*b, args).await,
+                }
+            }
+            Command::Copy(_) => Err(client_error(
+                "0A000",
+                "COPY FROM STDIN runs through the COPY sub-protocol (psql \\copy, psycopg copy(), CopyManager)",
+            )),
+        }
+    }
+
+    async fn stats_response(&self) -> PgWireResult<Response> {
+        let db = self.db.clone();
+        let m = self.metrics.clone();
+        let rows = tokio::task::spawn_blocking(move || crate::metrics::rows(&db, &m))
+            .await
+            .map_err(|e| client_error("XX000", format!("internal error: {e}")))?;
+        text_rows(
+            &stats_columns(),
+            rows.into_iter()
+                .map(|r| vec![Some(r.name), Some(r.labels), Some(r.value.to_string())])
+                .collect(),
+        )
+    }
+
+    async fn builtin(&self, b: Builtin, args: Vec<Value>) -> PgWireResult<Response> {
+        match b {
+            Builtin::Stats => self.stats_response().await,
+            Builtin::Evict => {
+                let bytes = match args.first() {
+                    Some(Value::Int(n)) if *n > 0 => *n as u64,
+                    _ => {
+                        return Err(client_error(
+                            "22023",
+                            "permafrost.evict(bytes) needs a positive byte count",
+                        ));
+                    }
+                };
                 let db = self.db.clone();
-                let text = sql.clone();
-                tokio::task::spawn_blocking(move || db.execute_ddl(&text))
+                let n = tokio::task::spawn_blocking(move || db.evict_now(bytes))
                     .await
                     .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
                     .map_err(db_error)?;
-                Ok(Response::Execution(Tag::new(tag)))
+                text_rows(&b.columns(), vec![vec![Some(n.to_string())]])
             }
-            Command::Dml { sql, columns, kind, .. } => {
-                let prepared = permafrost_sql::prepare(&self.db.catalog(), sql).map_err(sql_error)?;
-                // The schema may have changed since the statement was described.
-                let now = dml(&prepared);
-                let columns = match &now {
-                    Command::Dml { columns: c, .. } if c.len() == columns.len() => columns.clone(),
-                    Command::Dml { columns: c, .. } => c.clone(),
-                    _ => columns.clone(),
-                };
-                let rows = self.db.execute_prepared(prepared, params).await.map_err(db_error)?;
-                respond(rows, &columns, *kind, format)
+            Builtin::Procedures => {
+                let mut rows = Vec::new();
+                for name in self.db.procedure_names() {
+                    let Ok(h) = self.db.procedure(&name) else { continue };
+                    let args = h.signature().map(|s| {
+                        s.iter()
+                            .map(|(n, t)| format!("{n} {}", t.sql_name()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    });
+                    let part = match h.partitioning() {
+                        permafrost_executor::Partitioning::Single { param } => {
+                            format!("single (argument {})", param + 1)
+                        }
+                        permafrost_executor::Partitioning::Multi => "multi".into(),
+                    };
+                    rows.push(vec![Some(name), args, Some(part), h.source().map(str::to_string)]);
+                }
+                text_rows(&b.columns(), rows)
             }
         }
+    }
+
+    fn cancel_token<C: ClientInfo>(&self, client: &C) -> Option<CancelToken> {
+        self.cancels.token(client)
     }
 }
 
 #[async_trait]
 impl SimpleQueryHandler for Backend {
-    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let stmts = match permafrost_sql::parse::parse_statements(query) {
+        let texts = match permafrost_sql::script::split(query) {
             Ok(s) => s,
             Err(e) => return Ok(vec![Response::Error(Box::new(sql_error(e).into()))]),
         };
-        let mut out = Vec::with_capacity(stmts.len());
-        for stmt in &stmts {
-            let sql = stmt.to_string();
-            let r = match classify(&self.db, stmt, &sql) {
-                Ok(cmd) => self.run(&cmd, Vec::new(), &Format::UnifiedText).await,
+        let cancel = self.cancel_token(client);
+        let mut out = Vec::with_capacity(texts.len());
+        for (i, sql) in texts.iter().enumerate() {
+            let r = match classify_text(&self.db, sql) {
+                Ok(Command::Copy(c)) if i + 1 == texts.len() => {
+                    // The rows follow as CopyData messages.
+                    copy::begin(client, c.clone());
+                    Ok(Response::CopyIn(c.response()))
+                }
+                Ok(Command::Copy(_)) => Err(client_error(
+                    "0A000",
+                    "COPY FROM STDIN must be the last statement of a query string",
+                )),
+                Ok(cmd) => self.run(&cmd, Vec::new(), &Format::UnifiedText, cancel.as_ref()).await,
                 Err(e) => Err(e),
             };
             match r {
@@ -291,10 +727,10 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let stmts = permafrost_sql::parse::parse_statements(sql).map_err(sql_error)?;
-        match stmts.as_slice() {
+        let texts = permafrost_sql::script::split(sql).map_err(sql_error)?;
+        match texts.as_slice() {
             [] => Ok(None),
-            [one] => classify(&self.db, one, &one.to_string()).map(Some),
+            [one] => classify_text(&self.db, one).map(Some),
             _ => Err(client_error(
                 "42601",
                 "cannot insert multiple commands into a prepared statement",
@@ -303,20 +739,11 @@ impl QueryParser for Parser {
     }
 
     fn get_parameter_types(&self, stmt: &Command) -> PgWireResult<Vec<Type>> {
-        Ok(match stmt {
-            Command::Dml { params, .. } => params.clone(),
-            _ => Vec::new(),
-        })
+        Ok(stmt.param_types())
     }
 
     fn get_result_schema(&self, stmt: &Command, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
-        let format = format.unwrap_or(&Format::UnifiedText);
-        Ok(match stmt {
-            Command::Dml { columns, .. } => fields(columns, format),
-            Command::Version => fields(&[("version".into(), Type::TEXT)], format),
-            Command::Show(name) => fields(&[(name.clone(), Type::TEXT)], format),
-            _ => Vec::new(),
-        })
+        Ok(fields(&stmt.columns(), format.unwrap_or(&Format::UnifiedText)))
     }
 }
 
@@ -329,33 +756,165 @@ impl ExtendedQueryHandler for Backend {
         self.parser.clone()
     }
 
-    async fn do_query<C>(&self, _client: &mut C, portal: &Portal<Command>, _max_rows: usize) -> PgWireResult<Response>
+    /// As the library's, but the BindComplete waits in the output buffer for the results
+    /// (pipelined clients get one write per Sync, not one per message).
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or("");
+        match client.portal_store().get_statement(statement_name) {
+            Some(pgwire::api::store::Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(pgwire::api::store::Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(client_error(
+                        "08P01",
+                        format!(
+                            "bind message supplies {} parameters, but prepared statement \"{statement_name}\" requires 0",
+                            message.parameters.len()
+                        ),
+                    ));
+                }
+                let portal_name = message.portal_name.as_deref().unwrap_or("");
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// The common case — a whole result, no row limit — without the portal machinery:
+    /// rows and CommandComplete go to the output buffer, flushed at Sync.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or("");
+        let portal = match client.portal_store().get_portal(name) {
+            Some(pgwire::api::store::Entry::Value(p)) => p,
+            _ => return self._on_execute(client, message).await,
+        };
+        if message.max_rows != 0
+            || !matches!(client.state(), PgWireConnectionState::ReadyForQuery)
+            || matches!(portal.statement.statement, Command::Copy(_))
+            || !matches!(
+                *portal.state().lock().await,
+                pgwire::api::portal::PortalExecutionState::Initial
+            )
+        {
+            return self._on_execute(client, message).await;
+        }
+        let resp = ExtendedQueryHandler::do_query(self, client, &portal, 0).await?;
+        match resp {
+            Response::Query(mut q) => {
+                let tag = q.command_tag().to_owned();
+                let mut rows = 0usize;
+                while let Some(row) = futures::StreamExt::next(q.data_rows()).await {
+                    client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                    rows += 1;
+                }
+                let tag = Tag::new(&tag).with_rows(rows);
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
+                    .await?;
+            }
+            Response::Execution(tag) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
+                    .await?;
+            }
+            Response::Error(e) => return Err(PgWireError::UserError(e)),
+            _ => {
+                return Err(client_error("XX000", "internal error: unexpected response to Execute"));
+            }
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Command>, _max_rows: usize) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cmd = &portal.statement.statement;
-        let inferred = self.parser.get_parameter_types(cmd)?;
+        if let Command::Copy(c) = cmd {
+            copy::begin(client, c.clone());
+            return Ok(Response::CopyIn(c.response()));
+        }
+        let inferred = cmd.param_types();
         let mut params = Vec::with_capacity(portal.parameter_len());
         for i in 0..portal.parameter_len() {
             params.push(decode_param(portal, i, inferred.get(i))?);
         }
+        let cancel = self.cancel_token(client);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,
         // whose binary form is the same bytes.
-        self.run(cmd, params, &portal.result_column_format).await
+        self.run(cmd, params, &portal.result_column_format, cancel.as_ref())
+            .await
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Backend {
+    async fn on_copy_data<C>(&self, client: &mut C, data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        copy::data(&self.db, client, &data.data).await
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let started = Instant::now();
+        let r = copy::done(&self.db, client).await;
+        let outcome = match &r {
+            Ok(_) => Outcome::Ok,
+            Err(PgWireError::UserError(e)) => Outcome::error(e.code.clone()),
+            Err(_) => Outcome::error("XX000"),
+        };
+        self.metrics.record(StatementClass::Write, started.elapsed(), outcome);
+        let n = r?;
+        client
+            .send(PgWireBackendMessage::CommandComplete(CommandComplete::from(
+                Tag::new("COPY").with_rows(n as usize),
+            )))
+            .await?;
+        Ok(())
     }
 }
 
 /// The handlers of one server (shared by its connections).
 pub struct Handlers {
     backend: Arc<Backend>,
+    startup: Arc<Startup>,
+    cancels: Arc<Cancels>,
 }
 
 impl Handlers {
-    pub fn new(db: Arc<Database>) -> Handlers {
+    pub fn new(backend: Arc<Backend>, startup: Arc<Startup>, cancels: Arc<Cancels>) -> Handlers {
         Handlers {
-            backend: Arc::new(Backend::new(db)),
+            backend,
+            startup,
+            cancels,
         }
     }
 }
@@ -370,6 +929,14 @@ impl PgWireServerHandlers for Handlers {
     }
 
     fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        Arc::new(NoopHandler)
+        self.startup.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.backend.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        self.cancels.clone()
     }
 }

@@ -1,24 +1,55 @@
 //! Permafrost's PostgreSQL wire-protocol server: ordinary PostgreSQL clients (psql, libpq,
-//! psycopg, JDBC, tokio-postgres) connect, run DDL and ad hoc SQL, each statement as its
-//! own transaction (single-partition when its parameters pin the partition key).
+//! psycopg, JDBC, tokio-postgres) connect, run DDL, ad hoc SQL and procedures, each
+//! statement as its own transaction (single-partition when its parameters pin the
+//! partition key).
 //!
-//! The protocol itself (start-up, simple and extended query, framing) is the pgwire
-//! crate's; this crate decides what each statement does ([`handler`]) and how values are
-//! typed on the wire ([`types`]).
+//! The protocol itself (start-up, simple and extended query, framing, TLS) is the pgwire
+//! crate's; this crate decides what each statement does ([`handler`]), who may connect
+//! ([`session`]), how values are typed on the wire ([`types`]), bulk loads ([`copy`]), the
+//! catalog lookups clients make ([`pgcatalog`]), the schema kept with the data
+//! ([`schema_log`]) and the figures it reports ([`metrics`]).
 
+pub mod copy;
 pub mod error;
 pub mod handler;
+pub mod metrics;
+pub mod pgcatalog;
+pub mod schema_log;
+pub mod session;
 pub mod types;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use permafrost_executor::Database;
+use pgwire::tokio::TlsAcceptor;
+use pgwire::tokio::tokio_rustls::rustls;
 use tokio::net::TcpListener;
 
 pub use error::{Result, ServerError};
 pub use handler::PG_VERSION;
+pub use metrics::ServerMetrics;
+pub use schema_log::SchemaLog;
+pub use session::User;
+
+/// How a server runs, beyond its database.
+#[derive(Default)]
+pub struct ServerOptions {
+    /// Users who log in with SCRAM-SHA-256; none means trust (loopback clients only,
+    /// unless `trust_remote`).
+    pub users: Vec<User>,
+    /// Trust clients on other machines too when no users are configured.
+    pub trust_remote: bool,
+    /// TLS for clients that ask for it (the SSL request); without it the server answers
+    /// "no TLS" and the client continues in the clear or gives up, as it chooses.
+    pub tls: Option<TlsAcceptor>,
+    /// Where schema changes are recorded (replay it with [`replay_schema`] first).
+    pub schema_log: Option<Arc<SchemaLog>>,
+    /// The server's figures; a fresh set when `None`.
+    pub metrics: Option<Arc<ServerMetrics>>,
+}
 
 /// Binds the listening socket (errors name the address).
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
@@ -28,10 +59,76 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     })
 }
 
+/// Loads a TLS certificate chain and private key (PEM files).
+pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let tls_err = |m: String| ServerError::Tls(m);
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| tls_err(format!("tls_cert {}: {e}", cert.display())))?
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| tls_err(format!("tls_cert {}: {e}", cert.display())))?;
+    if certs.is_empty() {
+        return Err(tls_err(format!(
+            "tls_cert {}: no certificate in the file",
+            cert.display()
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| tls_err(format!("tls_key {}: {e}", key.display())))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_err(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| tls_err(format!("tls_cert/tls_key: {e}")))?;
+    config.alpn_protocols = vec![b"postgresql".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Replays the statements of a schema log into an empty database.
+pub fn replay_schema(db: &Database, statements: &[String]) -> Result<()> {
+    for (i, sql) in statements.iter().enumerate() {
+        let r = if permafrost_sql::script::is_create_procedure(sql) {
+            db.create_procedure(sql).map(|_| ())
+        } else if permafrost_sql::script::is_drop_procedure(sql) {
+            db.drop_procedure(sql).map(|_| ())
+        } else {
+            db.execute_ddl(sql)
+        };
+        r.map_err(|e| ServerError::SchemaLog {
+            message: format!("replaying schema change {} ({sql}): {e}", i + 1),
+            source: None,
+        })?;
+    }
+    Ok(())
+}
+
 /// Serves connections from `listener` until `shutdown` resolves; then stops accepting and
 /// returns (connections still open are closed when the runtime stops).
 pub async fn serve(db: Arc<Database>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<()> {
-    let handlers = Arc::new(handler::Handlers::new(db));
+    serve_with(db, listener, ServerOptions::default(), shutdown).await
+}
+
+/// [`serve`] with options (authentication, TLS, schema log, metrics).
+pub async fn serve_with(
+    db: Arc<Database>,
+    listener: TcpListener,
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let metrics = options.metrics.unwrap_or_else(|| Arc::new(ServerMetrics::new()));
+    let cancels = Arc::new(session::Cancels::default());
+    let auth = if options.users.is_empty() {
+        session::Auth::Trust {
+            remote: options.trust_remote,
+        }
+    } else {
+        session::Auth::scram(options.users)
+    };
+    let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
+    let backend = Arc::new(handler::Backend::new(db, cancels.clone(), metrics, options.schema_log));
+    let handlers = Arc::new(handler::Handlers::new(backend, startup, cancels));
+    let tls = options.tls;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -39,10 +136,12 @@ pub async fn serve(db: Arc<Database>, listener: TcpListener, shutdown: impl Futu
             accepted = listener.accept() => {
                 match accepted {
                     Ok((socket, _peer)) => {
+                        let _ = socket.set_nodelay(true);
                         let h = handlers.clone();
+                        let tls = tls.clone();
                         tokio::spawn(async move {
                             // A connection's protocol errors end that connection only.
-                            let _ = pgwire::tokio::process_socket(socket, None, h).await;
+                            let _ = pgwire::tokio::process_socket(socket, tls, h).await;
                         });
                     }
                     // Out of file descriptors and the like: keep serving the others.

@@ -21,6 +21,7 @@ pub mod expr;
 pub mod parse;
 pub mod plan;
 pub mod rows;
+pub mod script;
 
 use std::sync::Arc;
 

@@ -8,6 +8,7 @@
 
 pub mod embedded;
 pub mod keys;
+pub mod server;
 pub mod values;
 
 use std::sync::Arc;
@@ -19,7 +20,10 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::BenchError;
-use crate::report::{AnticacheReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes, rss_bytes};
+use crate::report::{
+    AnticacheReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes, process_cpu_seconds,
+    rss_bytes,
+};
 
 pub const FIELDS: usize = 10;
 /// Bytes of the key column in the tuple-size arithmetic.
@@ -51,6 +55,30 @@ impl Mix {
             Mix::ReadHeavy => 0.9,
             Mix::WriteHeavy => 0.5,
         }
+    }
+}
+
+/// What `--target` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    /// The engine in this process.
+    Embedded,
+    /// A running `permafrost serve` at `HOST:PORT`, over the PostgreSQL protocol.
+    Server(String),
+}
+
+impl TargetSpec {
+    pub fn parse(s: &str) -> Result<TargetSpec, BenchError> {
+        if s == "embedded" {
+            return Ok(TargetSpec::Embedded);
+        }
+        if let Some(addr) = s.strip_prefix("server=") {
+            server::parse_addr(addr)?;
+            return Ok(TargetSpec::Server(addr.to_string()));
+        }
+        Err(BenchError::Options(format!(
+            "invalid --target \"{s}\": expected embedded or server=HOST:PORT"
+        )))
     }
 }
 
@@ -219,6 +247,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     let mut timeseries = Vec::new();
     let mut max_rss_run = 0u64;
     let before_run = target.stats().anticache;
+    let (mut cpu_start, mut cpu_end) = ((0.0, 0.0), (0.0, 0.0));
     let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
         let mut handles = Vec::new();
         for c in 0..opts.clients {
@@ -249,6 +278,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             let now = Instant::now();
             if phase.load(Ordering::Relaxed) == WARMUP && now >= start + warmup {
                 phase.store(MEASURE, Ordering::Relaxed);
+                cpu_start = process_cpu_seconds();
             }
             let d = done.load(Ordering::Relaxed);
             let secs = now.duration_since(last.1).as_secs_f64();
@@ -273,6 +303,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
                 break;
             }
         }
+        cpu_end = process_cpu_seconds();
         phase.store(STOP, Ordering::Relaxed);
         handles
             .into_iter()
@@ -325,6 +356,13 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
         records_per_sec: opts.records as f64 / load_secs.max(1e-9),
     };
     report.timeseries = timeseries;
+    let (user, system) = (cpu_end.0 - cpu_start.0, cpu_end.1 - cpu_start.1);
+    report.process_cpu = CpuReport {
+        user_seconds: user,
+        system_seconds: system,
+        cores: (user + system) / opts.duration,
+        us_per_txn: (user + system) * 1e6 / report.committed.max(1) as f64,
+    };
     let mut settings = serde_json::to_value(opts).expect("serializable");
     if let (Some(s), serde_json::Value::Object(extra)) = (settings.as_object_mut(), target.settings()) {
         s.extend(extra);

@@ -74,7 +74,11 @@ fn hex_digit(c: u8) -> Option<u32> {
 /// Whether `v` is a value that was written for `key` and `field` (at any version), with
 /// the expected length.
 pub fn verify(key: u64, field: u32, v: &str, len: usize) -> bool {
-    let b = v.as_bytes();
+    verify_bytes(key, field, v.as_bytes(), len)
+}
+
+/// [`verify`] for a value's bytes (as read off the wire, not yet checked to be UTF-8).
+pub fn verify_bytes(key: u64, field: u32, b: &[u8], len: usize) -> bool {
     if b.len() != len || len < MIN_FIELD_LEN {
         return false;
     }

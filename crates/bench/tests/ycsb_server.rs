@@ -1,0 +1,96 @@
+//! YCSB over the PostgreSQL wire protocol against a server started in this process.
+
+use std::sync::Arc;
+
+use permafrost_bench::ycsb::{self, Mix, YcsbOptions, YcsbTarget};
+use permafrost_executor::{Config, Database};
+
+/// Starts a server with 2 partitions on a free port; it stops when the sender is dropped.
+fn start_server(rt: &tokio::runtime::Runtime) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = rt
+        .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    rt.spawn(permafrost_server::serve(db, listener, async {
+        let _ = stopped.await;
+    }));
+    (addr, stop)
+}
+
+fn options(mix: Mix) -> YcsbOptions {
+    YcsbOptions {
+        records: 2_000,
+        tuple_size: 1008,
+        mix,
+        skew: 0.99,
+        clients: 2,
+        in_flight: 32,
+        warmup: 0.2,
+        duration: 1.0,
+        seed: 7,
+    }
+}
+
+#[test]
+fn ycsb_over_the_wire_commits_and_verifies_every_read() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (addr, _stop) = start_server(&rt);
+    let target = ycsb::server::Server::new(&addr, 4).unwrap();
+    let report = ycsb::run(&target, &options(Mix::WriteHeavy), false).unwrap();
+    assert!(report.committed > 0, "{}", report.summary());
+    assert!(report.reads > 0 && report.updates > 0, "{}", report.summary());
+    assert_eq!(report.verify_errors, 0, "{:?}", report.errors);
+    assert_eq!(report.failed, 0, "{:?}", report.errors);
+    assert_eq!(report.load.records, 2_000);
+    assert_eq!(target.settings()["target"], format!("server={addr}"));
+
+    // Loading again replaces the table: a second run on the same server works too.
+    let target = ycsb::server::Server::new(&addr, 2).unwrap();
+    let report = ycsb::run(&target, &options(Mix::ReadOnly), false).unwrap();
+    assert!(report.committed > 0, "{}", report.summary());
+    assert_eq!(report.verify_errors, 0, "{:?}", report.errors);
+}
+
+#[test]
+fn a_server_that_is_not_there_is_a_clear_error() {
+    // Bind a port, then free it: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = ycsb::server::Server::new(&format!("127.0.0.1:{port}"), 2).unwrap();
+    let e = ycsb::run(&target, &options(Mix::ReadHeavy), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot connect to 127.0.0.1"), "{e}");
+}
+
+#[test]
+fn targets_parse() {
+    use ycsb::TargetSpec;
+    assert_eq!(TargetSpec::parse("embedded").unwrap(), TargetSpec::Embedded);
+    assert_eq!(
+        TargetSpec::parse("server=127.0.0.1:5433").unwrap(),
+        TargetSpec::Server("127.0.0.1:5433".into())
+    );
+    for bad in ["server", "server=", "server=host", "mariadb=/tmp/x", "Embedded"] {
+        let e = TargetSpec::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("--target"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn too_few_connections_for_the_clients_is_refused() {
+    let target = ycsb::server::Server::new("127.0.0.1:1", 1).unwrap();
+    let e = ycsb::run(&target, &options(Mix::ReadHeavy), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--connections"), "{e}");
+}

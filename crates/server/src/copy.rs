@@ -1,0 +1,646 @@
+//! `COPY table [(columns)] FROM STDIN` for bulk loads, in PostgreSQL's text and CSV
+//! formats.
+//!
+//! Rows are parsed as the CopyData messages arrive, converted to the column types, grouped
+//! by partition and inserted in batches of [`BATCH_ROWS`], each batch a single-partition
+//! transaction of one multi-row INSERT. A COPY is therefore not atomic: if a line is bad,
+//! the batches committed before it stay, and the error names the line and how many rows
+//! were loaded.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use futures::stream;
+use permafrost_executor::{AdHoc, Database, Value};
+use permafrost_sql::Catalog;
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{DataType, TableSchema};
+use pgwire::api::ClientInfo;
+use pgwire::api::results::CopyResponse;
+use pgwire::error::{PgWireError, PgWireResult};
+use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
+
+use crate::error::{client_error, db_error, sql_error};
+
+/// Rows per INSERT transaction.
+pub const BATCH_ROWS: usize = 256;
+
+/// How the rows are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyFormat {
+    pub csv: bool,
+    pub delimiter: u8,
+    /// The text that means NULL (`\N` in text format, an unquoted empty field in CSV).
+    pub null: String,
+    pub header: bool,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+/// A planned `COPY ... FROM STDIN`.
+#[derive(Debug)]
+pub struct CopyCommand {
+    table: Arc<TableSchema>,
+    /// Positions of the copied columns in the table.
+    columns: Vec<usize>,
+    format: CopyFormat,
+}
+
+fn unsupported(what: impl Into<String>) -> PgWireError {
+    client_error("0A000", what.into())
+}
+
+/// Plans a COPY statement.
+pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
+    let Statement::Copy {
+        source,
+        to,
+        target,
+        options,
+        legacy_options,
+        values,
+    } = stmt
+    else {
+        return Err(client_error("XX000", "internal error: not a COPY statement"));
+    };
+    if *to {
+        return Err(unsupported("COPY ... TO (use SELECT)"));
+    }
+    if *target != CopyTarget::Stdin || !values.is_empty() {
+        return Err(unsupported(
+            "COPY from files or programs on the server (use COPY ... FROM STDIN, psql's \\copy)",
+        ));
+    }
+    let CopySource::Table { table_name, columns } = source else {
+        return Err(unsupported("COPY (query)"));
+    };
+    let name = table_name.to_string().trim_matches('"').to_lowercase();
+    let table = catalog
+        .table(&name)
+        .cloned()
+        .ok_or_else(|| sql_error(permafrost_sql::SqlError::UnknownTable(name.clone())))?;
+    let columns = if columns.is_empty() {
+        (0..table.columns.len()).collect()
+    } else {
+        columns
+            .iter()
+            .map(|c| {
+                let c = if c.quote_style.is_some() {
+                    c.value.clone()
+                } else {
+                    c.value.to_lowercase()
+                };
+                table.columns.iter().position(|tc| tc.name == c).ok_or_else(|| {
+                    client_error("42703", format!("column \"{c}\" of relation \"{name}\" does not exist"))
+                })
+            })
+            .collect::<PgWireResult<Vec<_>>>()?
+    };
+    let mut f = CopyFormat {
+        csv: false,
+        delimiter: b'\t',
+        null: "\\N".into(),
+        header: false,
+        quote: b'"',
+        escape: b'"',
+    };
+    let mut delimiter = None;
+    let mut null = None;
+    let byte = |c: char, what: &str| -> PgWireResult<u8> {
+        u8::try_from(c as u32)
+            .ok()
+            .filter(|b| b.is_ascii() && *b != b'\n' && *b != b'\r')
+            .ok_or_else(|| client_error("22023", format!("COPY {what} must be a single one-byte character")))
+    };
+    for o in options {
+        match o {
+            CopyOption::Format(id) => match id.value.to_lowercase().as_str() {
+                "text" => f.csv = false,
+                "csv" => f.csv = true,
+                other => return Err(unsupported(format!("COPY format \"{other}\" (text and csv are)"))),
+            },
+            CopyOption::Delimiter(c) => delimiter = Some(byte(*c, "delimiter")?),
+            CopyOption::Null(s) => null = Some(s.clone()),
+            CopyOption::Header(h) => f.header = *h,
+            CopyOption::Quote(c) => f.quote = byte(*c, "quote")?,
+            CopyOption::Escape(c) => f.escape = byte(*c, "escape")?,
+            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            CopyOption::Freeze(_) => {}
+            other => return Err(unsupported(format!("COPY option {other}"))),
+        }
+    }
+    for o in legacy_options {
+        match o {
+            CopyLegacyOption::Csv(opts) => {
+                f.csv = true;
+                for c in opts {
+                    match c {
+                        CopyLegacyCsvOption::Header => f.header = true,
+                        CopyLegacyCsvOption::Quote(q) => f.quote = byte(*q, "quote")?,
+                        CopyLegacyCsvOption::Escape(e) => f.escape = byte(*e, "escape")?,
+                        other => return Err(unsupported(format!("COPY option {other}"))),
+                    }
+                }
+            }
+            CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(*c, "delimiter")?),
+            CopyLegacyOption::Null(s) => null = Some(s.clone()),
+            CopyLegacyOption::Header => f.header = true,
+            other => return Err(unsupported(format!("COPY option {other}"))),
+        }
+    }
+    if f.header && !f.csv {
+        return Err(unsupported("COPY HEADER in text format (it is a CSV option)"));
+    }
+    if f.csv {
+        f.delimiter = delimiter.unwrap_or(b',');
+        f.null = null.unwrap_or_default();
+    } else {
+        f.delimiter = delimiter.unwrap_or(b'\t');
+        f.null = null.unwrap_or_else(|| "\\N".into());
+    }
+    Ok(CopyCommand {
+        table,
+        columns,
+        format: f,
+    })
+}
+
+impl CopyCommand {
+    /// The CopyInResponse: text format, one column per copied column.
+    pub fn response(&self) -> CopyResponse {
+        CopyResponse::new(0, self.columns.len(), stream::empty())
+    }
+}
+
+/// A field of a row as read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    Null,
+    Text(String),
+}
+
+/// Splits complete lines (records) off the front of `buf`: returns the length of the
+/// prefix that holds whole records. CSV records may hold line breaks inside quotes.
+fn complete_prefix(buf: &[u8], f: &CopyFormat) -> usize {
+    if !f.csv {
+        return buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    }
+    let mut in_quotes = false;
+    let mut end = 0;
+    for (i, &b) in buf.iter().enumerate() {
+        if b == f.quote {
+            in_quotes = !in_quotes;
+        } else if b == b'\n' && !in_quotes {
+            end = i + 1;
+        }
+    }
+    end
+}
+
+/// Parses one text-format line (without its line break) into fields.
+pub fn parse_text_line(line: &[u8], f: &CopyFormat) -> Result<Vec<Field>, String> {
+    let mut out = Vec::new();
+    for raw in line.split(|&b| b == f.delimiter) {
+        if raw == f.null.as_bytes() {
+            out.push(Field::Null);
+            continue;
+        }
+        let mut bytes = Vec::with_capacity(raw.len());
+        let mut i = 0;
+        while i < raw.len() {
+            let b = raw[i];
+            if b != b'\\' {
+                bytes.push(b);
+                i += 1;
+                continue;
+            }
+            let Some(&n) = raw.get(i + 1) else {
+                return Err("a backslash at the end of a line".into());
+            };
+            i += 2;
+            match n {
+                b'b' => bytes.push(8),
+                b'f' => bytes.push(12),
+                b'n' => bytes.push(b'\n'),
+                b'r' => bytes.push(b'\r'),
+                b't' => bytes.push(b'\t'),
+                b'v' => bytes.push(11),
+                b'0'..=b'7' => {
+                    let mut v = u32::from(n - b'0');
+                    let mut k = 0;
+                    while k < 2 && i < raw.len() && (b'0'..=b'7').contains(&raw[i]) {
+                        v = v * 8 + u32::from(raw[i] - b'0');
+                        i += 1;
+                        k += 1;
+                    }
+                    bytes.push((v & 0xff) as u8);
+                }
+                b'x' if raw.get(i).is_some_and(u8::is_ascii_hexdigit) => {
+                    let mut v = 0u32;
+                    let mut k = 0;
+                    while k < 2 && i < raw.len() && raw[i].is_ascii_hexdigit() {
+                        v = v * 16 + (raw[i] as char).to_digit(16).unwrap_or(0);
+                        i += 1;
+                        k += 1;
+                    }
+                    bytes.push(v as u8);
+                }
+                other => bytes.push(other),
+            }
+        }
+        out.push(Field::Text(
+            String::from_utf8(bytes).map_err(|_| "invalid UTF-8".to_string())?,
+        ));
+    }
+    Ok(out)
+}
+
+/// Parses one CSV record (without its final line break) into fields.
+pub fn parse_csv_record(rec: &[u8], f: &CopyFormat) -> Result<Vec<Field>, String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        // One field.
+        let mut bytes = Vec::new();
+        let mut quoted = false;
+        if rec.get(i) == Some(&f.quote) {
+            quoted = true;
+            i += 1;
+            loop {
+                match rec.get(i) {
+                    None => return Err("unterminated CSV quoted field".into()),
+                    Some(&b) if b == f.escape && f.escape != f.quote && rec.get(i + 1) == Some(&f.quote) => {
+                        bytes.push(f.quote);
+                        i += 2;
+                    }
+                    Some(&b) if b == f.quote => {
+                        if f.escape == f.quote && rec.get(i + 1) == Some(&f.quote) {
+                            bytes.push(f.quote);
+                            i += 2;
+                        } else {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    Some(&b) => {
+                        bytes.push(b);
+                        i += 1;
+                    }
+                }
+            }
+        }
+        while let Some(&b) = rec.get(i) {
+            if b == f.delimiter {
+                break;
+            }
+            if quoted {
+                return Err("extra data after a closing quote".into());
+            }
+            bytes.push(b);
+            i += 1;
+        }
+        let text = String::from_utf8(bytes).map_err(|_| "invalid UTF-8".to_string())?;
+        out.push(if !quoted && text == f.null {
+            Field::Null
+        } else {
+            Field::Text(text)
+        });
+        if rec.get(i).is_none() {
+            return Ok(out);
+        }
+        i += 1; // the delimiter
+    }
+}
+
+/// The state of a COPY in progress on a connection.
+struct CopyState {
+    cmd: Arc<CopyCommand>,
+    /// Bytes of an incomplete record.
+    partial: Vec<u8>,
+    line: u64,
+    header_pending: bool,
+    done: bool,
+    /// Rows read, not yet inserted, by partition (one bucket for replicated tables).
+    buckets: Vec<Vec<Vec<Value>>>,
+    /// The full-batch INSERT, planned once.
+    batch_stmt: Option<AdHoc>,
+    loaded: u64,
+    error: Option<PgWireError>,
+}
+
+type Slot = Mutex<Option<CopyState>>;
+
+/// Starts a COPY on a connection (its rows arrive next).
+pub fn begin<C: ClientInfo>(client: &C, cmd: Arc<CopyCommand>) {
+    let header_pending = cmd.format.header;
+    let slot = client
+        .session_extensions()
+        .get_or_insert_with(|| -> Slot { Mutex::new(None) });
+    if let Ok(mut s) = slot.lock() {
+        *s = Some(CopyState {
+            cmd,
+            partial: Vec::new(),
+            line: 0,
+            header_pending,
+            done: false,
+            buckets: Vec::new(),
+            batch_stmt: None,
+            loaded: 0,
+            error: None,
+        });
+    }
+}
+
+fn take<C: ClientInfo>(client: &C) -> PgWireResult<CopyState> {
+    client
+        .session_extensions()
+        .get::<Slot>()
+        .and_then(|s| s.lock().ok().and_then(|mut g| g.take()))
+        .ok_or_else(|| client_error("08P01", "COPY data without a COPY in progress"))
+}
+
+fn put<C: ClientInfo>(client: &C, st: CopyState) {
+    if let Some(slot) = client.session_extensions().get::<Slot>()
+        && let Ok(mut g) = slot.lock()
+    {
+        *g = Some(st);
+    }
+}
+
+/// Takes rows from a CopyData message.
+pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgWireResult<()> {
+    let mut st = take(client)?;
+    if st.error.is_none() && !st.done {
+        st.partial.extend_from_slice(bytes);
+        let n = complete_prefix(&st.partial, &st.cmd.format);
+        if n > 0 {
+            let chunk: Vec<u8> = st.partial.drain(..n).collect();
+            if let Err(e) = st.read(db, &chunk) {
+                st.error = Some(e);
+            } else if let Err(e) = st.flush(db, false).await {
+                st.error = Some(e);
+            }
+        }
+    }
+    put(client, st);
+    Ok(())
+}
+
+/// Ends the COPY: reads what is left, inserts every row; returns the number loaded.
+pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64> {
+    let mut st = take(client)?;
+    if st.error.is_none() && !st.done && !st.partial.is_empty() {
+        let mut rest = std::mem::take(&mut st.partial);
+        rest.push(b'\n');
+        if let Err(e) = st.read(db, &rest) {
+            st.error = Some(e);
+        }
+    }
+    if st.error.is_none()
+        && let Err(e) = st.flush(db, true).await
+    {
+        st.error = Some(e);
+    }
+    match st.error {
+        None => Ok(st.loaded),
+        Some(PgWireError::UserError(mut info)) => {
+            info.message = format!(
+                "COPY {}, line {}: {} ({} row(s) were loaded before the error: COPY commits in batches)",
+                st.cmd.table.name, st.line, info.message, st.loaded
+            );
+            Err(PgWireError::UserError(info))
+        }
+        Some(other) => Err(other),
+    }
+}
+
+impl CopyState {
+    /// Reads whole records from `chunk` into the buckets.
+    fn read(&mut self, db: &Database, chunk: &[u8]) -> PgWireResult<()> {
+        let f = self.cmd.format.clone();
+        let partitions = db.partitions();
+        if self.buckets.is_empty() {
+            let n = if self.cmd.table.partition_column.is_some() {
+                partitions as usize
+            } else {
+                1
+            };
+            self.buckets = vec![Vec::new(); n];
+        }
+        let mut start = 0;
+        while start < chunk.len() {
+            let end = if f.csv {
+                start + complete_prefix_first(&chunk[start..], &f)
+            } else {
+                start
+                    + chunk[start..]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .map_or(chunk.len() - start, |i| i + 1)
+            };
+            let mut rec = &chunk[start..end];
+            start = end;
+            self.line += 1;
+            if let Some(r) = rec.strip_suffix(b"\n") {
+                rec = r;
+            }
+            if let Some(r) = rec.strip_suffix(b"\r") {
+                rec = r;
+            }
+            if self.header_pending {
+                self.header_pending = false;
+                continue;
+            }
+            if rec == b"\\." {
+                self.done = true;
+                return Ok(());
+            }
+            let fields = if f.csv {
+                parse_csv_record(rec, &f)
+            } else {
+                parse_text_line(rec, &f)
+            }
+            .map_err(|m| client_error("22P04", format!("bad COPY data: {m}")))?;
+            if fields.len() != self.cmd.columns.len() {
+                return Err(client_error(
+                    "22P04",
+                    format!("{} column(s) expected, {} found", self.cmd.columns.len(), fields.len()),
+                ));
+            }
+            let mut row = Vec::with_capacity(fields.len());
+            for (field, &c) in fields.into_iter().zip(&self.cmd.columns) {
+                let col = &self.cmd.table.columns[c];
+                let v = match field {
+                    Field::Null => Value::Null,
+                    Field::Text(s) => convert(&s, &col.ty)
+                        .map_err(|e| client_error("22P02", format!("column \"{}\": {e}", col.name)))?,
+                };
+                row.push(v);
+            }
+            let bucket = match self.cmd.table.partition_column {
+                Some(pc) => {
+                    let at = self.cmd.columns.iter().position(|&c| c == pc);
+                    match at.map(|i| &row[i]) {
+                        Some(v) if !matches!(v, Value::Null) => {
+                            partition_of(v.as_ref(), &self.cmd.table.columns[pc].ty, partitions) as usize
+                        }
+                        _ => 0,
+                    }
+                }
+                None => 0,
+            };
+            self.buckets[bucket].push(row);
+        }
+        Ok(())
+    }
+
+    /// Inserts the full batches (and, at the end, the rest), the partitions in parallel.
+    async fn flush(&mut self, db: &Database, all: bool) -> PgWireResult<()> {
+        loop {
+            let mut futs = Vec::new();
+            let mut counts = Vec::new();
+            for b in 0..self.buckets.len() {
+                let n = self.buckets[b].len();
+                if n == 0 || (n < BATCH_ROWS && !all) {
+                    continue;
+                }
+                let take = n.min(BATCH_ROWS);
+                let rows: Vec<Vec<Value>> = self.buckets[b].drain(..take).collect();
+                let stmt = if take == BATCH_ROWS {
+                    if self.batch_stmt.is_none() {
+                        self.batch_stmt = Some(self.plan_insert(db, BATCH_ROWS)?);
+                    }
+                    self.batch_stmt.clone().expect("planned above")
+                } else {
+                    self.plan_insert(db, take)?
+                };
+                counts.push(take as u64);
+                futs.push(db.execute_ad_hoc(&stmt, rows.into_iter().flatten().collect()));
+            }
+            if futs.is_empty() {
+                return Ok(());
+            }
+            let results = futures::future::join_all(futs).await;
+            let mut first_err = None;
+            for (r, n) in results.into_iter().zip(counts) {
+                match r {
+                    Ok(_) => self.loaded += n,
+                    Err(e) => {
+                        first_err.get_or_insert(db_error(e));
+                    }
+                }
+            }
+            if let Some(e) = first_err {
+                return Err(e);
+            }
+        }
+    }
+
+    fn plan_insert(&self, db: &Database, rows: usize) -> PgWireResult<AdHoc> {
+        let t = &self.cmd.table;
+        let cols: Vec<String> = self
+            .cmd
+            .columns
+            .iter()
+            .map(|&c| format!("\"{}\"", t.columns[c].name))
+            .collect();
+        let n = cols.len();
+        let mut sql = format!("INSERT INTO \"{}\" ({}) VALUES ", t.name, cols.join(", "));
+        for r in 0..rows {
+            if r > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('(');
+            for c in 0..n {
+                if c > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!("${}", r * n + c + 1));
+            }
+            sql.push(')');
+        }
+        let p = permafrost_sql::prepare(&db.catalog(), &sql).map_err(sql_error)?;
+        Ok(db.ad_hoc(p))
+    }
+}
+
+/// Length of the first CSV record of `buf` (up to and including its line break, or all).
+fn complete_prefix_first(buf: &[u8], f: &CopyFormat) -> usize {
+    let mut in_quotes = false;
+    for (i, &b) in buf.iter().enumerate() {
+        if b == f.quote {
+            in_quotes = !in_quotes;
+        } else if b == b'\n' && !in_quotes {
+            return i + 1;
+        }
+    }
+    buf.len()
+}
+
+/// Converts a field's text to a column's type.
+fn convert(s: &str, ty: &DataType) -> Result<Value, String> {
+    Value::text(s).coerce_to(ty).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text() -> CopyFormat {
+        CopyFormat {
+            csv: false,
+            delimiter: b'\t',
+            null: "\\N".into(),
+            header: false,
+            quote: b'"',
+            escape: b'"',
+        }
+    }
+
+    fn csv() -> CopyFormat {
+        CopyFormat {
+            csv: true,
+            delimiter: b',',
+            null: String::new(),
+            ..text()
+        }
+    }
+
+    fn t(s: &str) -> Field {
+        Field::Text(s.into())
+    }
+
+    #[test]
+    fn text_lines_are_unescaped() {
+        let f = text();
+        assert_eq!(
+            parse_text_line(b"1\ta\\tb\\n\t\\N\t\\101\\x41", &f).unwrap(),
+            vec![t("1"), t("a\tb\n"), Field::Null, t("AA")]
+        );
+        assert_eq!(parse_text_line(b"", &f).unwrap(), vec![t("")]);
+        assert!(parse_text_line(b"a\\", &f).is_err());
+        assert!(parse_text_line(b"\xff", &f).is_err());
+    }
+
+    #[test]
+    fn csv_records_follow_quotes() {
+        let f = csv();
+        assert_eq!(
+            parse_csv_record(b"1,\"a,b\",,\"\",\"say \"\"hi\"\"\"", &f).unwrap(),
+            vec![t("1"), t("a,b"), Field::Null, t(""), t("say \"hi\"")]
+        );
+        assert_eq!(parse_csv_record(b"\"x\ny\",2", &f).unwrap(), vec![t("x\ny"), t("2")]);
+        assert!(parse_csv_record(b"\"open", &f).is_err());
+        assert!(parse_csv_record(b"\"a\"b", &f).is_err());
+    }
+
+    #[test]
+    fn records_split_at_line_breaks_outside_quotes() {
+        let f = csv();
+        let buf = b"1,\"a\nb\"\n2,c\n3,\"d";
+        assert_eq!(complete_prefix(buf, &f), 12);
+        assert_eq!(complete_prefix_first(buf, &f), 8);
+        assert_eq!(complete_prefix(b"1\t2\n3", &text()), 4);
+        assert_eq!(complete_prefix(b"no line break", &text()), 0);
+    }
+}

@@ -1,0 +1,434 @@
+//! Query strings as clients send them: splitting a string into statements, and the
+//! statements sqlparser does not read (`CREATE PROCEDURE ... AS $$ ... $$`, `DROP
+//! PROCEDURE`).
+//!
+//! Splitting works on sqlparser's tokens, so a `;` inside a quoted string, a dollar-quoted
+//! body or a comment does not end a statement.
+//!
+//! A SQL-defined procedure:
+//!
+//! ```text
+//! CREATE [OR REPLACE] PROCEDURE name ( [ [IN] argname type [, ...] ] )
+//!     [ LANGUAGE SQL ]
+//!     [ PARTITION ON argname ]
+//!     AS $$ statement; statement; ... $$
+//! ```
+//!
+//! The statements refer to the arguments as `$1`, `$2`, ... (in declaration order) and run
+//! in order as one transaction; the call returns the rows of the last statement. With
+//! `PARTITION ON argname` the transaction runs at the partition of that argument's value
+//! (single-partition); without it, at every partition.
+
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::bind::map_type;
+use crate::error::{Result, SqlError};
+use permafrost_storage::DataType;
+
+fn tokens(sql: &str) -> Result<Vec<Token>> {
+    Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| SqlError::Syntax(e.to_string()))
+}
+
+fn is_blank(t: &Token) -> bool {
+    matches!(t, Token::Whitespace(_))
+}
+
+/// Splits a query string into the texts of its statements (without the `;`), dropping
+/// empty ones and comments standing alone.
+pub fn split(sql: &str) -> Result<Vec<String>> {
+    if !sql.contains(';') {
+        let t = sql.trim();
+        return Ok(if t.is_empty() || only_comments(sql)? {
+            Vec::new()
+        } else {
+            vec![t.to_string()]
+        });
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut substantive = false;
+    for t in tokens(sql)? {
+        match t {
+            Token::SemiColon => {
+                if substantive {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+                substantive = false;
+            }
+            Token::EOF => {}
+            other => {
+                if !is_blank(&other) {
+                    substantive = true;
+                }
+                cur.push_str(&other.to_string());
+            }
+        }
+    }
+    if substantive {
+        out.push(cur.trim().to_string());
+    }
+    Ok(out)
+}
+
+fn only_comments(sql: &str) -> Result<bool> {
+    Ok(tokens(sql)?.iter().all(|t| is_blank(t) || *t == Token::EOF))
+}
+
+/// A procedure as `CREATE PROCEDURE` defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcedureSource {
+    pub name: String,
+    pub or_replace: bool,
+    /// Argument names and types, in order.
+    pub args: Vec<(String, DataType)>,
+    /// The argument whose value picks the partition, if any.
+    pub partition_arg: Option<usize>,
+    /// The statements of the body, in order.
+    pub body: Vec<String>,
+}
+
+/// A cursor over the non-blank tokens of one statement.
+struct Cursor {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+impl Cursor {
+    fn new(sql: &str) -> Result<Cursor> {
+        let toks = tokens(sql)?
+            .into_iter()
+            .filter(|t| !is_blank(t) && *t != Token::EOF)
+            .collect();
+        Ok(Cursor { toks, pos: 0 })
+    }
+
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.pos)
+    }
+
+    fn next(&mut self) -> Option<Token> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+
+    /// Consumes the keyword `kw` if it comes next.
+    fn keyword(&mut self, kw: &str) -> bool {
+        match self.peek() {
+            Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(kw) => {
+                self.pos += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn expect_keyword(&mut self, kw: &str) -> Result<()> {
+        if self.keyword(kw) {
+            Ok(())
+        } else {
+            Err(self.unexpected(kw))
+        }
+    }
+
+    fn unexpected(&self, wanted: &str) -> SqlError {
+        match self.peek() {
+            Some(t) => SqlError::Syntax(format!("expected {wanted}, found \"{t}\"")),
+            None => SqlError::Syntax(format!("expected {wanted}, found the end of the statement")),
+        }
+    }
+
+    /// An identifier (folded to lower case unless quoted), or `schema.name` joined by a dot.
+    fn name(&mut self) -> Result<String> {
+        let mut parts = vec![self.ident()?];
+        while self.peek() == Some(&Token::Period) {
+            self.pos += 1;
+            parts.push(self.ident()?);
+        }
+        Ok(parts.join("."))
+    }
+
+    fn ident(&mut self) -> Result<String> {
+        match self.next() {
+            Some(Token::Word(w)) if w.quote_style.is_some() => Ok(w.value),
+            Some(Token::Word(w)) => Ok(w.value.to_lowercase()),
+            _ => {
+                self.pos -= 1;
+                Err(self.unexpected("a name"))
+            }
+        }
+    }
+}
+
+fn starts_with_words(sql: &str, words: &[&str]) -> bool {
+    let mut it = sql.split_whitespace();
+    words.iter().all(|w| {
+        it.next()
+            .is_some_and(|x| x.trim_end_matches('(').eq_ignore_ascii_case(w))
+    })
+}
+
+/// Whether `sql` is a `CREATE [OR REPLACE] PROCEDURE` statement.
+pub fn is_create_procedure(sql: &str) -> bool {
+    starts_with_words(sql, &["CREATE", "PROCEDURE"])
+        || starts_with_words(sql, &["CREATE", "OR", "REPLACE", "PROCEDURE"])
+}
+
+/// Whether `sql` is a `DROP PROCEDURE` statement.
+pub fn is_drop_procedure(sql: &str) -> bool {
+    starts_with_words(sql, &["DROP", "PROCEDURE"])
+}
+
+/// Parses a `CREATE PROCEDURE` statement (see the module documentation).
+pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
+    let mut c = Cursor::new(sql)?;
+    c.expect_keyword("CREATE")?;
+    let or_replace = c.keyword("OR");
+    if or_replace {
+        c.expect_keyword("REPLACE")?;
+    }
+    c.expect_keyword("PROCEDURE")?;
+    let name = c.name()?;
+    if c.next() != Some(Token::LParen) {
+        c.pos -= 1;
+        return Err(c.unexpected("\"(\" and the argument list"));
+    }
+    let mut args: Vec<(String, DataType)> = Vec::new();
+    if c.peek() == Some(&Token::RParen) {
+        c.pos += 1;
+    } else {
+        loop {
+            if c.keyword("OUT") || c.keyword("INOUT") || c.keyword("VARIADIC") {
+                return Err(SqlError::Unsupported(
+                    "OUT, INOUT and VARIADIC arguments (a procedure returns the rows of its last statement)".into(),
+                ));
+            }
+            c.keyword("IN");
+            let arg = c.ident()?;
+            if args.iter().any(|(a, _)| *a == arg) {
+                return Err(SqlError::Definition(format!(
+                    "argument name \"{arg}\" used more than once"
+                )));
+            }
+            // The type runs to the next `,` or `)` outside parentheses: NUMERIC(10, 2).
+            let mut depth = 0usize;
+            let mut text = String::new();
+            loop {
+                match c.next() {
+                    None => return Err(c.unexpected("\")\" closing the argument list")),
+                    Some(Token::LParen) => {
+                        depth += 1;
+                        text.push('(');
+                    }
+                    Some(Token::RParen) if depth > 0 => {
+                        depth -= 1;
+                        text.push(')');
+                    }
+                    Some(Token::Comma | Token::RParen) if depth == 0 => {
+                        c.pos -= 1;
+                        break;
+                    }
+                    Some(t) => {
+                        text.push(' ');
+                        text.push_str(&t.to_string());
+                    }
+                }
+            }
+            let ty = parse_type(&text).map_err(|e| match e {
+                SqlError::Syntax(m) => SqlError::Syntax(format!("type of argument \"{arg}\": {m}")),
+                other => other,
+            })?;
+            args.push((arg, ty));
+            match c.next() {
+                Some(Token::Comma) => continue,
+                Some(Token::RParen) => break,
+                _ => return Err(c.unexpected("\",\" or \")\"")),
+            }
+        }
+    }
+    let mut partition_arg = None;
+    let mut body = None;
+    while body.is_none() {
+        if c.keyword("LANGUAGE") {
+            if !c.keyword("SQL") {
+                return Err(SqlError::Unsupported(
+                    "procedures in languages other than SQL over the wire (register Rust procedures through the \
+                     embedded API)"
+                        .into(),
+                ));
+            }
+        } else if c.keyword("PARTITION") {
+            c.expect_keyword("ON")?;
+            let arg = c.ident()?;
+            let i = args.iter().position(|(a, _)| *a == arg).ok_or_else(|| {
+                SqlError::Definition(format!(
+                    "PARTITION ON names \"{arg}\", which is not an argument of {name}"
+                ))
+            })?;
+            partition_arg = Some(i);
+        } else if c.keyword("AS") {
+            body = Some(match c.next() {
+                Some(Token::DollarQuotedString(s)) => s.value,
+                Some(Token::SingleQuotedString(s)) => s,
+                _ => {
+                    c.pos -= 1;
+                    return Err(c.unexpected("the body as a $$-quoted string"));
+                }
+            });
+        } else {
+            return Err(c.unexpected("LANGUAGE SQL, PARTITION ON argname or AS $$ ... $$"));
+        }
+    }
+    if let Some(t) = c.peek() {
+        return Err(SqlError::Syntax(format!("unexpected \"{t}\" after the procedure body")));
+    }
+    let body = split(body.as_deref().unwrap_or(""))?;
+    if body.is_empty() {
+        return Err(SqlError::Definition(format!("procedure {name} has no statements")));
+    }
+    Ok(ProcedureSource {
+        name,
+        or_replace,
+        args,
+        partition_arg,
+        body,
+    })
+}
+
+fn parse_type(text: &str) -> Result<DataType> {
+    let mut p = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)
+        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let t = p.parse_data_type().map_err(|e| SqlError::Syntax(e.to_string()))?;
+    if p.peek_token().token != Token::EOF {
+        return Err(SqlError::Syntax(format!("unexpected text in type \"{}\"", text.trim())));
+    }
+    map_type(&t)
+}
+
+/// Parses `DROP PROCEDURE [IF EXISTS] name [ (types) ]`: the name and whether IF EXISTS
+/// was given.
+pub fn parse_drop_procedure(sql: &str) -> Result<(String, bool)> {
+    let mut c = Cursor::new(sql)?;
+    c.expect_keyword("DROP")?;
+    c.expect_keyword("PROCEDURE")?;
+    let if_exists = c.keyword("IF");
+    if if_exists {
+        c.expect_keyword("EXISTS")?;
+    }
+    let name = c.name()?;
+    // An argument list identifies an overload in PostgreSQL; names are unique here.
+    if c.peek() == Some(&Token::LParen) {
+        let mut depth = 0;
+        while let Some(t) = c.next() {
+            match t {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(t) = c.peek() {
+        return Err(SqlError::Syntax(format!("unexpected \"{t}\" in DROP PROCEDURE")));
+    }
+    Ok((name, if_exists))
+}
+
+/// Whether a token list is just whitespace (used by callers that need to tell an empty
+/// query from a statement).
+pub fn is_empty_query(sql: &str) -> Result<bool> {
+    Ok(sql.trim().is_empty() || only_comments(sql)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_respects_quotes_comments_and_bodies() {
+        let s =
+            split("SELECT 1; SELECT ';' ; -- a; comment\n CREATE PROCEDURE p() AS $$ SELECT 1; SELECT 2 $$;;").unwrap();
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert_eq!(s[0], "SELECT 1");
+        assert_eq!(s[1], "SELECT ';'");
+        assert!(s[2].contains("$$ SELECT 1; SELECT 2 $$"), "{}", s[2]);
+        assert!(split("  -- nothing\n").unwrap().is_empty());
+        assert!(split(";;").unwrap().is_empty());
+    }
+
+    #[test]
+    fn create_procedure_is_parsed() {
+        let p = parse_create_procedure(
+            "CREATE OR REPLACE PROCEDURE Transfer(IN src BIGINT, dst bigint, amount NUMERIC(12, 2)) \
+             LANGUAGE SQL PARTITION ON src AS $$ UPDATE a SET b = b - $3 WHERE id = $1; \
+             SELECT b FROM a WHERE id = $1 $$",
+        )
+        .unwrap();
+        assert_eq!(p.name, "transfer");
+        assert!(p.or_replace);
+        assert_eq!(p.args.len(), 3);
+        assert_eq!(p.args[0], ("src".to_string(), DataType::BigInt));
+        assert_eq!(
+            p.args[2].1,
+            DataType::Decimal {
+                precision: 12,
+                scale: 2
+            }
+        );
+        assert_eq!(p.partition_arg, Some(0));
+        assert_eq!(p.body.len(), 2);
+        let q = parse_create_procedure("create procedure \"Q\"() as 'select 1'").unwrap();
+        assert_eq!(q.name, "Q");
+        assert_eq!(q.partition_arg, None);
+    }
+
+    #[test]
+    fn bad_procedures_are_errors() {
+        for (sql, what) in [
+            (
+                "CREATE PROCEDURE p(a INT) PARTITION ON b AS $$ SELECT 1 $$",
+                "not an argument",
+            ),
+            ("CREATE PROCEDURE p(a INT, a INT) AS $$ SELECT 1 $$", "more than once"),
+            ("CREATE PROCEDURE p(a NOTATYPE) AS $$ SELECT 1 $$", ""),
+            (
+                "CREATE PROCEDURE p(a INT) LANGUAGE plpgsql AS $$ BEGIN END $$",
+                "languages",
+            ),
+            ("CREATE PROCEDURE p(a INT) AS $$ $$", "no statements"),
+            ("CREATE PROCEDURE p(OUT a INT) AS $$ SELECT 1 $$", "OUT"),
+            ("CREATE PROCEDURE p(a INT AS $$ SELECT 1 $$", ""),
+            (
+                "CREATE PROCEDURE p(a INT) AS $$ SELECT 1 $$ garbage",
+                "after the procedure body",
+            ),
+            ("CREATE PROCEDURE p", "argument list"),
+        ] {
+            let e = parse_create_procedure(sql).expect_err(sql);
+            assert!(e.to_string().contains(what), "{sql}: {e}");
+        }
+    }
+
+    #[test]
+    fn drop_procedure_is_parsed() {
+        assert_eq!(parse_drop_procedure("DROP PROCEDURE p").unwrap(), ("p".into(), false));
+        assert_eq!(
+            parse_drop_procedure("drop procedure if exists s.P(int, text)").unwrap(),
+            ("s.p".into(), true)
+        );
+        assert!(parse_drop_procedure("DROP PROCEDURE p q").is_err());
+        assert!(is_drop_procedure("drop  procedure x"));
+        assert!(is_create_procedure("CREATE OR REPLACE PROCEDURE x()"));
+        assert!(!is_create_procedure("CREATE TABLE procedure (a int)"));
+    }
+}
