@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use permafrost_bench::ycsb::{self, Mix, YcsbOptions, YcsbTarget};
+use permafrost_bench::ycsb::{self, Mix, Op, Outcome, YcsbOptions, YcsbTarget};
 use permafrost_executor::{Config, Database};
 
 /// Starts a server with 2 partitions on a free port; it stops when the sender is dropped.
@@ -55,6 +55,71 @@ fn ycsb_over_the_wire_commits_and_verifies_every_read() {
     let report = ycsb::run(&target, &options(Mix::ReadOnly), false).unwrap();
     assert!(report.committed > 0, "{}", report.summary());
     assert_eq!(report.verify_errors, 0, "{:?}", report.errors);
+}
+
+/// Runs `ops` on `client` and returns their outcomes in order.
+fn run_ops(client: &mut dyn ycsb::YcsbClient, ops: &[Op]) -> Vec<Outcome> {
+    for (i, op) in ops.iter().enumerate() {
+        client.submit(i as u64, *op).unwrap();
+    }
+    let mut done = Vec::new();
+    while done.len() < ops.len() {
+        client.wait(&mut done).unwrap();
+    }
+    done.sort_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
+}
+
+#[test]
+fn reads_are_verified_and_updates_are_read_back() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (addr, _stop) = start_server(&rt);
+    let target = ycsb::server::Server::new(&addr, 2).unwrap();
+    let opts = YcsbOptions {
+        records: 300,
+        clients: 1,
+        ..options(Mix::ReadHeavy)
+    };
+    target.load(&opts, &|_| {}).unwrap();
+    let mut client = target.client(&opts).unwrap();
+    let update = Op::Update {
+        key: 7,
+        field: 3,
+        version: 99,
+    };
+    let outcomes = run_ops(
+        client.as_mut(),
+        &[
+            Op::Read { key: 0 },
+            Op::Read { key: 299 },
+            Op::Read { key: 300 },
+            update,
+        ],
+    );
+    assert_eq!(outcomes, [Outcome::Ok, Outcome::Ok, Outcome::Missing, Outcome::Ok]);
+    let missing = Op::Update {
+        key: 5_000,
+        field: 0,
+        version: 1,
+    };
+    assert_eq!(
+        run_ops(client.as_mut(), &[Op::Read { key: 7 }, missing]),
+        [Outcome::Ok, Outcome::Missing]
+    );
+    // A client expecting other values (fields of another length) finds every read wrong.
+    let other = YcsbOptions {
+        tuple_size: 208,
+        ..opts.clone()
+    };
+    let mut wrong = target.client(&other).unwrap();
+    assert_eq!(
+        run_ops(wrong.as_mut(), &[Op::Read { key: 1 }, Op::Read { key: 7 }]),
+        [Outcome::VerifyFailed, Outcome::VerifyFailed]
+    );
 }
 
 #[test]

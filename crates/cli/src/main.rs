@@ -175,7 +175,35 @@ fn parse_addr(setting: &str, v: &str) -> Result<std::net::SocketAddr, String> {
         .map_err(|e| format!("invalid setting {setting}: \"{v}\" is not an address like 127.0.0.1:5433 ({e})"))
 }
 
+/// Raises the open-file limit to its hard limit: each client connection is a socket.
+fn raise_open_file_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a pointer to a valid rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                r = want;
+            }
+        }
+    }
+    r.rlim_cur as u64
+}
+
 fn run_serve(mut args: ServeArgs) -> Result<(), String> {
+    let files = raise_open_file_limit();
+    if files < 2048 {
+        eprintln!(
+            "note: the open-file limit is {files}: at most about {} client connections",
+            files.saturating_sub(64)
+        );
+    }
     let file = match &args.config {
         Some(p) => config::FileConfig::load(p)?,
         None => config::FileConfig::default(),

@@ -11,6 +11,7 @@
 
 pub mod copy;
 pub mod error;
+pub mod fuzzing;
 pub mod handler;
 pub mod metrics;
 pub mod pgcatalog;

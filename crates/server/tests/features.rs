@@ -1,0 +1,465 @@
+//! The server's features through a real client (tokio-postgres): procedures, COPY,
+//! RETURNING, catalog lookups, the schema log, SCRAM logins, the SSL request, cancel
+//! requests and many connections at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::SinkExt;
+use permafrost_executor::{Config, Database};
+use permafrost_server::{SchemaLog, ServerOptions, User};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+struct Server {
+    port: u16,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn server_with(db: Arc<Database>, options: ServerOptions) -> Server {
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(permafrost_server::serve_with(db, listener, options, async {
+        let _ = stopped.await;
+    }));
+    Server { port, _stop: stop }
+}
+
+fn database() -> Arc<Database> {
+    Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap())
+}
+
+async fn connect(port: u16, extra: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, conn) =
+        tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test {extra}"), NoTls).await?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+fn code(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+fn simple_rows(msgs: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+const ACCOUNTS: &str =
+    "CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(12,2) DEFAULT 0)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn procedures_are_created_called_listed_and_dropped() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(ACCOUNTS).await.unwrap();
+    c.batch_execute(
+        "INSERT INTO accounts VALUES (1, 'ann', 100), (2, 'bob', 50);
+         CREATE PROCEDURE transfer(src BIGINT, dst BIGINT, amount NUMERIC(12,2)) LANGUAGE SQL AS $$
+           UPDATE accounts SET balance = balance - $3 WHERE id = $1;
+           UPDATE accounts SET balance = balance + $3 WHERE id = $2;
+           SELECT id, balance FROM accounts ORDER BY id
+         $$;
+         CREATE PROCEDURE balance_of(acct BIGINT) PARTITION ON acct AS $$
+           SELECT owner, balance FROM accounts WHERE id = $1
+         $$",
+    )
+    .await
+    .unwrap();
+    // Simple protocol, constants.
+    let rows = simple_rows(&c.simple_query("CALL transfer(1, 2, 25.5)").await.unwrap());
+    assert_eq!(
+        rows,
+        vec![
+            vec![Some("1".into()), Some("74.50".into())],
+            vec![Some("2".into()), Some("75.50".into())]
+        ]
+    );
+    // Extended protocol: parameters typed from the signature.
+    let st = c.prepare("CALL balance_of($1)").await.unwrap();
+    assert_eq!(st.params(), &[tokio_postgres::types::Type::INT8]);
+    let row = c.query_one(&st, &[&2i64]).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), "bob");
+    assert_eq!(row.get::<_, rust_decimal::Decimal>(1).to_string(), "75.50");
+    // Wrong calls.
+    let e = c.simple_query("CALL nope(1)").await.unwrap_err();
+    assert_eq!(code(&e), "42883");
+    let e = c.simple_query("CALL balance_of(1, 2)").await.unwrap_err();
+    assert_eq!(code(&e), "42883");
+    let e = c
+        .simple_query("CREATE PROCEDURE balance_of(a INT) AS $$ SELECT 1 $$")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42723");
+    let e = c
+        .simple_query("CREATE PROCEDURE bad(a INT) AS $$ SELECT nope FROM accounts $$")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("nope") || code(&e) == "22023", "{e}");
+    // A failing statement rolls the whole procedure back.
+    c.batch_execute(
+        "CREATE PROCEDURE add_two(a BIGINT, b BIGINT) AS $$
+           INSERT INTO accounts (id, owner) VALUES ($1, 'x');
+           INSERT INTO accounts (id, owner) VALUES ($2, 'y')
+         $$",
+    )
+    .await
+    .unwrap();
+    let e = c.simple_query("CALL add_two(10, 1)").await.unwrap_err();
+    assert_eq!(code(&e), "23505");
+    let n = simple_rows(
+        &c.simple_query("SELECT COUNT(*) FROM accounts WHERE id = 10")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(n[0][0].as_deref(), Some("0"));
+    // Listing and dropping.
+    let listed = simple_rows(&c.simple_query("CALL permafrost.procedures()").await.unwrap());
+    let names: Vec<_> = listed.iter().map(|r| r[0].clone().unwrap()).collect();
+    assert_eq!(names, vec!["add_two", "balance_of", "transfer"]);
+    c.batch_execute("DROP PROCEDURE transfer; DROP PROCEDURE IF EXISTS transfer")
+        .await
+        .unwrap();
+    let e = c.simple_query("DROP PROCEDURE transfer").await.unwrap_err();
+    assert_eq!(code(&e), "42883");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_from_stdin_loads_text_and_csv_and_reports_bad_lines() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(ACCOUNTS).await.unwrap();
+    let sink = c.copy_in("COPY accounts FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let mut text = String::new();
+    for i in 0..1000 {
+        text.push_str(&format!("{i}\towner\\t{i}\t{}.25\n", i % 7));
+    }
+    // Split mid-line: rows arrive in pieces.
+    let (a, b) = text.split_at(text.len() / 2 + 3);
+    sink.send(bytes::Bytes::from(a.to_string())).await.unwrap();
+    sink.send(bytes::Bytes::from(b.to_string())).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 1000);
+    let row = c
+        .query_one("SELECT owner, balance FROM accounts WHERE id = 999", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "owner\t999");
+    let sink = c
+        .copy_in("COPY accounts (owner, id) FROM STDIN WITH (FORMAT csv, HEADER true)")
+        .await
+        .unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(
+        b"owner,id\n\"a, \"\"quoted\"\"\nname\",2000\n",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 1);
+    let row = c
+        .query_one("SELECT owner, balance FROM accounts WHERE id = 2000", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "a, \"quoted\"\nname");
+    assert!(row.get::<_, rust_decimal::Decimal>(1).is_zero());
+    // A bad value: the error names the line; the connection goes on.
+    let sink = c.copy_in("COPY accounts FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"3000\tx\t1\n3001\ty\tlots\n"))
+        .await
+        .unwrap();
+    let e = sink.finish().await.unwrap_err();
+    assert_eq!(code(&e), "22P02", "{e}");
+    assert!(e.as_db_error().unwrap().message().contains("line 2"), "{e}");
+    let e = c.simple_query("COPY nope FROM STDIN").await.unwrap_err();
+    assert_eq!(code(&e), "42P01");
+    let e = c.simple_query("COPY accounts TO STDOUT").await.unwrap_err();
+    assert_eq!(code(&e), "0A000");
+    let n: i64 = c.query_one("SELECT COUNT(*) FROM accounts", &[]).await.unwrap().get(0);
+    assert!(n >= 1001, "{n}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn returning_if_exists_and_psql_catalog_lookups() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(ACCOUNTS).await.unwrap();
+    c.batch_execute(&ACCOUNTS.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+        .await
+        .unwrap();
+    let rows = c
+        .query(
+            "INSERT INTO accounts (id, owner) VALUES ($1, $2), ($3, $4) RETURNING id, balance",
+            &[&1i64, &"a", &2i64, &"b"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].get::<_, i64>(0), 2);
+    let rows = c
+        .query(
+            "UPDATE accounts SET balance = 5 WHERE id = $1 RETURNING owner",
+            &[&1i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows[0].get::<_, String>(0), "a");
+    // psql's \dt, then \d accounts (first two steps).
+    let dt = simple_rows(
+        &c.simple_query(
+            "SELECT n.nspname as \"Schema\", c.relname as \"Name\", CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' \
+             THEN 'index' END as \"Type\", pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\" FROM \
+             pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind \
+             IN ('r','p','') ORDER BY 1,2;",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        dt,
+        vec![vec![
+            Some("public".into()),
+            Some("accounts".into()),
+            Some("table".into()),
+            Some("permafrost".into())
+        ]]
+    );
+    let found = simple_rows(
+        &c.simple_query(
+            "SELECT c.oid, n.nspname, c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON \
+             n.oid = c.relnamespace WHERE c.relname OPERATOR(pg_catalog.~) '^(accounts)$' COLLATE pg_catalog.default \
+             AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 2, 3;",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(found.len(), 1);
+    let oid = found[0][0].clone().unwrap();
+    let cols = simple_rows(
+        &c.simple_query(&format!(
+            "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), (SELECT 1), a.attnotnull FROM \
+             pg_catalog.pg_attribute a WHERE a.attrelid = '{oid}' AND a.attnum > 0 ORDER BY a.attnum;"
+        ))
+        .await
+        .unwrap(),
+    );
+    let names: Vec<_> = cols.iter().map(|r| r[0].clone().unwrap()).collect();
+    assert_eq!(names, vec!["id", "owner", "balance"]);
+    assert_eq!(cols[1][3].as_deref(), Some("t"));
+    c.batch_execute("DROP TABLE IF EXISTS nothing_here; DROP TABLE accounts; DROP TABLE IF EXISTS accounts")
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_log_brings_tables_and_procedures_back() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (log, stmts) = SchemaLog::open(dir.path()).unwrap();
+        assert!(stmts.is_empty());
+        let options = ServerOptions {
+            schema_log: Some(Arc::new(log)),
+            ..Default::default()
+        };
+        let s = server_with(database(), options).await;
+        let c = connect(s.port, "").await.unwrap();
+        c.batch_execute(ACCOUNTS).await.unwrap();
+        c.batch_execute(
+            "CREATE INDEX accounts_owner ON accounts (owner);
+             CREATE TABLE gone (a INT);
+             DROP TABLE gone;
+             CREATE PROCEDURE owner_of(a BIGINT) PARTITION ON a AS $$ SELECT owner FROM accounts WHERE id = $1 $$",
+        )
+        .await
+        .unwrap();
+        // A statement that fails is not logged.
+        assert!(c.batch_execute("CREATE TABLE accounts (x INT)").await.is_err());
+    }
+    let (_log, stmts) = SchemaLog::open(dir.path()).unwrap();
+    assert_eq!(stmts.len(), 5, "{stmts:?}");
+    tokio::task::spawn_blocking(move || {
+        let db = database();
+        permafrost_server::replay_schema(&db, &stmts).unwrap();
+        let catalog = db.catalog();
+        let t = catalog.table("accounts").expect("table is back");
+        assert_eq!(t.indexes.len(), 2);
+        assert!(catalog.table("gone").is_none());
+        db.execute_sql("INSERT INTO accounts VALUES (7, 'g', 1)", vec![])
+            .unwrap();
+        let rows = db.call("owner_of", vec![permafrost_executor::Value::Int(7)]).unwrap();
+        assert_eq!(rows.len(), 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_users_log_in_with_their_password_only() {
+    let options = ServerOptions {
+        users: vec![User::new("app", "s3cret")],
+        ..Default::default()
+    };
+    let s = server_with(database(), options).await;
+    let (c, conn) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={} user=app password=s3cret", s.port),
+        NoTls,
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    c.batch_execute("CREATE TABLE t (a INT)").await.unwrap();
+    for bad in ["user=app password=wrong", "user=someone password=s3cret", "user=app"] {
+        let r = tokio_postgres::connect(&format!("host=127.0.0.1 port={} {bad}", s.port), NoTls).await;
+        assert!(r.is_err(), "{bad} logged in");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ssl_request_is_answered() {
+    // Without TLS configured the answer is 'N' and the client may go on in the clear.
+    let s = server_with(database(), ServerOptions::default()).await;
+    let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+    sock.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]).await.unwrap();
+    let mut b = [0u8; 1];
+    sock.read_exact(&mut b).await.unwrap();
+    assert_eq!(b[0], b'N');
+    // sslmode=prefer falls back to plain text.
+    let c = connect(s.port, "sslmode=prefer").await.unwrap();
+    c.simple_query("SELECT 1").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_request_ends_a_running_query() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute("CREATE TABLE big (a BIGINT PRIMARY KEY, b BIGINT)")
+        .await
+        .unwrap();
+    let sink = c.copy_in("COPY big FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let mut text = String::new();
+    for i in 0..4000 {
+        text.push_str(&format!("{i}\t{}\n", i % 13));
+    }
+    sink.send(bytes::Bytes::from(text)).await.unwrap();
+    sink.finish().await.unwrap();
+    let token = c.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(NoTls).await
+    });
+    // 16 M join pairs: seconds of work.
+    let r = c
+        .simple_query("SELECT COUNT(*) FROM big x JOIN big y ON x.b = y.b")
+        .await;
+    canceller.await.unwrap().unwrap();
+    let e = r.expect_err("the query was canceled");
+    assert_eq!(code(&e), "57014", "{e}");
+    // The connection is still good.
+    c.simple_query("SELECT 1").await.unwrap();
+}
+
+/// Raises the open-file limit to its hard limit (1,000 connections need 2,000 sockets in
+/// this process: both ends).
+fn raise_fd_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+    }
+    r.rlim_cur as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_connections_are_served_at_once() {
+    let limit = raise_fd_limit();
+    assert!(
+        limit >= 2100,
+        "this test needs 2,100 open files; the hard limit is {limit}"
+    );
+    let s = server_with(database(), ServerOptions::default()).await;
+    let setup = connect(s.port, "").await.unwrap();
+    setup
+        .batch_execute("CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT)")
+        .await
+        .unwrap();
+    let mut clients = Vec::with_capacity(1000);
+    for chunk in 0..10 {
+        let mut tasks = Vec::new();
+        for _ in 0..100 {
+            let port = s.port;
+            tasks.push(tokio::spawn(async move { connect(port, "").await }));
+        }
+        for t in tasks {
+            clients.push(
+                t.await
+                    .unwrap()
+                    .unwrap_or_else(|e| panic!("connection in batch {chunk}: {e}")),
+            );
+        }
+    }
+    // Every connection is open at once, and each one is served.
+    let mut tasks = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let k = i as i64;
+            c.execute("INSERT INTO kv VALUES ($1, $2)", &[&k, &(k * 2)]).await?;
+            let v: i64 = c.query_one("SELECT v FROM kv WHERE k = $1", &[&k]).await?.get(0);
+            assert_eq!(v, k * 2);
+            Ok::<_, tokio_postgres::Error>(c)
+        }));
+    }
+    let mut open = Vec::new();
+    for t in tasks {
+        open.push(t.await.unwrap().unwrap());
+    }
+    let n: i64 = setup.query_one("SELECT COUNT(*) FROM kv", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1000);
+    assert_eq!(open.len(), 1000);
+}
+
+/// pgwire 0.42.1's decoder panics on some truncated messages (see `fuzzing`): the panic
+/// must end that connection only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_message_ends_only_its_connection() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute("CREATE TABLE t (a INT)").await.unwrap();
+    for bad in [
+        &b"P\0\0\0\x04"[..],
+        b"B\0\0\0\x05\0",
+        b"Q\0\0\0\x04",
+        b"X\xff\xff\xff\xff",
+    ] {
+        let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+        // Start-up as user "x", then the bad message.
+        let mut startup = Vec::new();
+        startup.extend_from_slice(&196608u32.to_be_bytes());
+        startup.extend_from_slice(b"user\0x\0\0");
+        let mut msg = ((startup.len() + 4) as u32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&startup);
+        sock.write_all(&msg).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let _ = tokio::time::timeout(Duration::from_secs(2), sock.read(&mut buf)).await;
+        let _ = sock.write_all(bad).await;
+        // The server answers with an error or closes; either way the read ends.
+        let _ = tokio::time::timeout(Duration::from_secs(2), sock.read(&mut buf)).await;
+        // Everyone else is still served.
+        c.simple_query("INSERT INTO t VALUES (1)").await.unwrap();
+        let other = connect(s.port, "").await.unwrap();
+        other.simple_query("SELECT COUNT(*) FROM t").await.unwrap();
+    }
+}
