@@ -193,7 +193,7 @@ fn raise_open_file_limit() -> u64 {
             }
         }
     }
-    r.rlim_cur as u64
+    r.rlim_cur
 }
 
 fn run_serve(mut args: ServeArgs) -> Result<(), String> {

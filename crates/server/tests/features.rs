@@ -380,7 +380,7 @@ fn raise_fd_limit() -> u64 {
         libc::setrlimit(libc::RLIMIT_NOFILE, &r);
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
     }
-    r.rlim_cur as u64
+    r.rlim_cur
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
