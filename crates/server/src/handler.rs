@@ -16,14 +16,14 @@ use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, Stateme
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{DataRowEncoder, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Sync as PgSync};
 use pgwire::messages::response::CommandComplete;
 use sqlparser::ast::{self, Statement};
 
@@ -31,6 +31,7 @@ use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
 use crate::pgcatalog;
+use crate::pipeline::{PendingResult, Pipeline, write_response};
 use crate::schema_log::SchemaLog;
 use crate::session::{CancelToken, Cancels, Startup};
 use crate::types::{decode_param, encode, pg_type};
@@ -123,6 +124,31 @@ pub struct CallCommand {
     columns: Vec<(String, Type)>,
 }
 
+impl CallCommand {
+    /// The procedure's arguments: constants, and the statement's bound parameters.
+    fn bind_args(&self, params: &[Value]) -> PgWireResult<Vec<Value>> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                CallArg::Value(v) => Ok(v.clone()),
+                CallArg::Param(i) => params
+                    .get(*i)
+                    .cloned()
+                    .ok_or_else(|| client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+            })
+            .collect()
+    }
+}
+
+/// How a statement ended, for the metrics.
+fn outcome_of<T>(r: &PgWireResult<T>) -> Outcome {
+    match r {
+        Ok(_) => Outcome::Ok,
+        Err(PgWireError::UserError(e)) => Outcome::error(e.code.clone()),
+        Err(_) => Outcome::error("XX000"),
+    }
+}
+
 /// What one statement is, decided when it is parsed.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -160,6 +186,16 @@ impl Command {
             Command::Ddl { .. } | Command::CreateProcedure(_) | Command::DropProcedure(_) => StatementClass::Ddl,
             Command::Call(_) => StatementClass::Call,
             _ => StatementClass::Other,
+        }
+    }
+
+    /// Whether the statement runs as a transaction at the partitions, submitted as soon as
+    /// it is executed and answered when the connection's pipeline gets to it.
+    fn pipelines(&self) -> bool {
+        match self {
+            Command::Dml(_) => true,
+            Command::Call(c) => matches!(c.target, CallTarget::Procedure(_)),
+            _ => false,
         }
     }
 
@@ -393,23 +429,39 @@ fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
-/// A response of text rows (SHOW, catalog lookups, built-in procedures).
-pub(crate) fn text_rows(columns: &[(String, Type)], rows: Vec<Vec<Option<String>>>) -> PgWireResult<Response> {
-    let schema = Arc::new(
-        columns
-            .iter()
-            .map(|(n, t)| FieldInfo::new(n.clone(), None, None, t.clone(), FieldFormat::Text))
-            .collect::<Vec<_>>(),
-    );
+/// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
+/// formats the client asked for: a binary column gets the binary form of its type.
+pub(crate) fn text_rows(
+    columns: &[(String, Type)],
+    rows: Vec<Vec<Option<String>>>,
+    format: &Format,
+) -> PgWireResult<Response> {
+    let schema = Arc::new(fields(columns, format));
     let mut enc = DataRowEncoder::new(schema.clone());
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        for v in row {
-            enc.encode_field(&v)?;
+        for (v, (_, ty)) in row.into_iter().zip(columns) {
+            encode_text(&mut enc, v, ty)?;
         }
         out.push(Ok(enc.take_row()));
     }
     Ok(Response::Query(QueryResponse::new(schema, stream::iter(out))))
+}
+
+/// Encodes a value given as text as a value of `ty`.
+fn encode_text(enc: &mut DataRowEncoder, v: Option<String>, ty: &Type) -> PgWireResult<()> {
+    let bad = |s: &str| client_error("XX000", format!("internal error: \"{s}\" is not a {}", ty.name()));
+    let Some(s) = v else {
+        return enc.encode_field(&None::<String>);
+    };
+    match *ty {
+        Type::INT8 => enc.encode_field(&s.parse::<i64>().map_err(|_| bad(&s))?),
+        Type::INT4 => enc.encode_field(&s.parse::<i32>().map_err(|_| bad(&s))?),
+        Type::INT2 => enc.encode_field(&s.parse::<i16>().map_err(|_| bad(&s))?),
+        Type::FLOAT8 => enc.encode_field(&s.parse::<f64>().map_err(|_| bad(&s))?),
+        Type::BOOL => enc.encode_field(&matches!(s.as_str(), "t" | "true")),
+        _ => enc.encode_field(&s),
+    }
 }
 
 /// Turns a statement's result into the response: rows for queries and RETURNING, a
@@ -519,13 +571,64 @@ impl Backend {
     ) -> PgWireResult<Response> {
         let started = Instant::now();
         let r = self.run_inner(cmd, params, format, cancel).await;
-        let outcome = match &r {
-            Ok(_) => Outcome::Ok,
-            Err(PgWireError::UserError(e)) => Outcome::error(e.code.clone()),
-            Err(_) => Outcome::error("XX000"),
-        };
-        self.metrics.record(cmd.class(), started.elapsed(), outcome);
+        self.metrics.record(cmd.class(), started.elapsed(), outcome_of(&r));
         r
+    }
+
+    /// Submits a DML statement or a procedure call ([`Command::pipelines`]) to its
+    /// partition(s) now and returns its result to come, for the connection's pipeline.
+    fn submit(
+        &self,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<CancelToken>,
+    ) -> PgWireResult<PendingResult> {
+        let started = Instant::now();
+        let metrics = self.metrics.clone();
+        let class = cmd.class();
+        let format = format.clone();
+        let fut: PendingResult = match cmd {
+            Command::Dml(d) => {
+                let fut = self.db.execute_ad_hoc(&d.stmt, params);
+                let d = d.clone();
+                Box::pin(async move {
+                    // As in `run_inner`: a cancel ends a query, never a write.
+                    let rows = match cancel {
+                        Some(c) if d.read_only => c.run(fut).await?,
+                        _ => fut.await,
+                    };
+                    let r = rows
+                        .map_err(db_error)
+                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format));
+                    metrics.record(class, started.elapsed(), outcome_of(&r));
+                    r
+                })
+            }
+            Command::Call(c) => {
+                let CallTarget::Procedure(h) = &c.target else {
+                    return Err(client_error("XX000", "internal error: a built-in CALL submitted"));
+                };
+                let args = c.bind_args(&params)?;
+                let fut = self.db.call_handle_async(h, args);
+                let c = c.clone();
+                Box::pin(async move {
+                    let r = fut
+                        .await
+                        .map_err(db_error)
+                        .and_then(|rows| respond(rows, &c.columns, None, &format));
+                    metrics.record(class, started.elapsed(), outcome_of(&r));
+                    r
+                })
+            }
+            _ => {
+                return Err(client_error(
+                    "XX000",
+                    "internal error: this statement cannot be pipelined",
+                ));
+            }
+        };
+        Ok(fut)
     }
 
     async fn run_inner(
@@ -545,16 +648,17 @@ impl Backend {
                     env!("CARGO_PKG_VERSION"),
                     std::env::consts::ARCH
                 ))]],
+                format,
             ),
             Command::Show(name) => match show_value(name) {
-                Some(v) => text_rows(&cmd.columns(), vec![vec![Some(v)]]),
+                Some(v) => text_rows(&cmd.columns(), vec![vec![Some(v)]], format),
                 None => Err(client_error(
                     "42704",
                     format!("unrecognized configuration parameter \"{name}\""),
                 )),
             },
-            Command::Stats => self.stats_response().await,
-            Command::Catalog(lookup) => text_rows(&lookup.columns(), lookup.answer(&self.db)),
+            Command::Stats => self.stats_response(format).await,
+            Command::Catalog(lookup) => text_rows(&lookup.columns(), lookup.answer(&self.db), format),
             Command::Ddl { sql, tag } => {
                 self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;
                 Ok(Response::Execution(Tag::new(tag)))
@@ -581,23 +685,13 @@ impl Backend {
                 respond(rows, &d.columns, Some(d.kind), format)
             }
             Command::Call(c) => {
-                let args = c
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        CallArg::Value(v) => Ok(v.clone()),
-                        CallArg::Param(i) => params
-                            .get(*i)
-                            .cloned()
-                            .ok_or_else(|| client_error("08P01", format!("parameter ${} was not bound", i + 1))),
-                    })
-                    .collect::<PgWireResult<Vec<Value>>>()?;
+                let args = c.bind_args(&params)?;
                 match &c.target {
                     CallTarget::Procedure(h) => {
                         let rows = self.db.call_handle_async(h, args).await.map_err(db_error)?;
                         respond(rows, &c.columns, None, format)
                     }
-                    CallTarget::Builtin(b) => self.builtin(*b, args).await,
+                    CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }
             }
             Command::Copy(_) => Err(client_error(
@@ -607,7 +701,7 @@ impl Backend {
         }
     }
 
-    async fn stats_response(&self) -> PgWireResult<Response> {
+    async fn stats_response(&self, format: &Format) -> PgWireResult<Response> {
         let db = self.db.clone();
         let m = self.metrics.clone();
         let rows = tokio::task::spawn_blocking(move || crate::metrics::rows(&db, &m))
@@ -618,12 +712,13 @@ impl Backend {
             rows.into_iter()
                 .map(|r| vec![Some(r.name), Some(r.labels), Some(r.value.to_string())])
                 .collect(),
+            format,
         )
     }
 
-    async fn builtin(&self, b: Builtin, args: Vec<Value>) -> PgWireResult<Response> {
+    async fn builtin(&self, b: Builtin, args: Vec<Value>, format: &Format) -> PgWireResult<Response> {
         match b {
-            Builtin::Stats => self.stats_response().await,
+            Builtin::Stats => self.stats_response(format).await,
             Builtin::Evict => {
                 let bytes = match args.first() {
                     Some(Value::Int(n)) if *n > 0 => *n as u64,
@@ -639,7 +734,7 @@ impl Backend {
                     .await
                     .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
                     .map_err(db_error)?;
-                text_rows(&b.columns(), vec![vec![Some(n.to_string())]])
+                text_rows(&b.columns(), vec![vec![Some(n.to_string())]], format)
             }
             Builtin::Procedures => {
                 let mut rows = Vec::new();
@@ -659,7 +754,7 @@ impl Backend {
                     };
                     rows.push(vec![Some(name), args, Some(part), h.source().map(str::to_string)]);
                 }
-                text_rows(&b.columns(), rows)
+                text_rows(&b.columns(), rows, format)
             }
         }
     }
@@ -714,6 +809,14 @@ impl SimpleQueryHandler for Backend {
     }
 }
 
+/// A portal's parameters as values of the types the statement expects.
+fn decode_params(portal: &Portal<Command>, cmd: &Command) -> PgWireResult<Vec<Value>> {
+    let inferred = cmd.param_types();
+    (0..portal.parameter_len())
+        .map(|i| decode_param(portal, i, inferred.get(i)))
+        .collect()
+}
+
 /// Parses statements of the extended protocol into [`Command`]s.
 pub struct Parser {
     db: Arc<Database>,
@@ -756,8 +859,8 @@ impl ExtendedQueryHandler for Backend {
         self.parser.clone()
     }
 
-    /// As the library's, but the BindComplete waits in the output buffer for the results
-    /// (pipelined clients get one write per Sync, not one per message).
+    /// As the library's, but the BindComplete waits in the output buffer (or, behind
+    /// statements in flight, in the connection's [`Pipeline`]) for the results.
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -765,7 +868,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statement_name = message.statement_name.as_deref().unwrap_or("");
+        let statement_name = message.statement_name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(pgwire::api::store::Entry::Value(statement)) => {
                 let portal = Portal::try_new(&message, statement)?;
@@ -781,15 +884,27 @@ impl ExtendedQueryHandler for Backend {
                         ),
                     ));
                 }
-                let portal_name = message.portal_name.as_deref().unwrap_or("");
+                let portal_name = message.portal_name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
                 client.portal_store().put_empty_portal(portal_name);
             }
             None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
         }
-        client
-            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
-            .await?;
-        Ok(())
+        Pipeline::of(client)
+            .send_or_queue(client, PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await
+    }
+
+    /// ReadyForQuery, behind the outputs still queued; the connection's loop flushes when
+    /// the client has sent everything it had.
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        Pipeline::of(client).sync(client).await
     }
 
     /// The common case — a whole result, no row limit — without the portal machinery:
@@ -801,7 +916,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let name = message.name.as_deref().unwrap_or("");
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
         let portal = match client.portal_store().get_portal(name) {
             Some(pgwire::api::store::Entry::Value(p)) => p,
             _ => return self._on_execute(client, message).await,
@@ -816,28 +931,27 @@ impl ExtendedQueryHandler for Backend {
         {
             return self._on_execute(client, message).await;
         }
-        let resp = ExtendedQueryHandler::do_query(self, client, &portal, 0).await?;
-        match resp {
-            Response::Query(mut q) => {
-                let tag = q.command_tag().to_owned();
-                let mut rows = 0usize;
-                while let Some(row) = futures::StreamExt::next(q.data_rows()).await {
-                    client.feed(PgWireBackendMessage::DataRow(row?)).await?;
-                    rows += 1;
+        let pipeline = Pipeline::of(client);
+        // One statement in flight per Sync group: if the last one failed, this one is
+        // skipped with the rest of the group.
+        if pipeline.group_busy() && pipeline.drain(client).await? {
+            return Ok(());
+        }
+        let cmd = &portal.statement.statement;
+        let params = decode_params(&portal, cmd)?;
+        let cancel = self.cancel_token(client);
+        if cmd.pipelines() {
+            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel)?);
+        } else {
+            {
+                // Runs now: what is queued goes first.
+                if !pipeline.is_empty() {
+                    pipeline.drain(client).await?;
                 }
-                let tag = Tag::new(&tag).with_rows(rows);
-                client
-                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
+                let resp = self
+                    .run(cmd, params, &portal.result_column_format, cancel.as_ref())
                     .await?;
-            }
-            Response::Execution(tag) => {
-                client
-                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
-                    .await?;
-            }
-            Response::Error(e) => return Err(PgWireError::UserError(e)),
-            _ => {
-                return Err(client_error("XX000", "internal error: unexpected response to Execute"));
+                write_response(client, resp).await?;
             }
         }
         Ok(())
@@ -854,11 +968,7 @@ impl ExtendedQueryHandler for Backend {
             copy::begin(client, c.clone());
             return Ok(Response::CopyIn(c.response()));
         }
-        let inferred = cmd.param_types();
-        let mut params = Vec::with_capacity(portal.parameter_len());
-        for i in 0..portal.parameter_len() {
-            params.push(decode_param(portal, i, inferred.get(i))?);
-        }
+        let params = decode_params(portal, cmd)?;
         let cancel = self.cancel_token(client);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,
         // whose binary form is the same bytes.
@@ -916,6 +1026,13 @@ impl Handlers {
             startup,
             cancels,
         }
+    }
+}
+
+impl Handlers {
+    /// The handlers themselves, for the connection loop ([`crate::pipeline`]).
+    pub(crate) fn parts(&self) -> (Arc<Backend>, Arc<Startup>, Arc<Cancels>) {
+        (self.backend.clone(), self.startup.clone(), self.cancels.clone())
     }
 }
 

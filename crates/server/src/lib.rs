@@ -15,6 +15,7 @@ pub mod fuzzing;
 pub mod handler;
 pub mod metrics;
 pub mod pgcatalog;
+pub mod pipeline;
 pub mod schema_log;
 pub mod session;
 pub mod types;
@@ -142,7 +143,7 @@ pub async fn serve_with(
                         let tls = tls.clone();
                         tokio::spawn(async move {
                             // A connection's protocol errors end that connection only.
-                            let _ = pgwire::tokio::process_socket(socket, tls, h).await;
+                            let _ = pipeline::process_socket(socket, tls, h).await;
                         });
                     }
                     // Out of file descriptors and the like: keep serving the others.

@@ -515,6 +515,18 @@ pub const METRICS: &[MetricInfo] = &[
         "Of the anticache memory, the block directories and free-space maps.",
     ),
     m(
+        "permafrost_process_resident_bytes",
+        Gauge,
+        "",
+        "Resident memory of the server process now (VmRSS): the engine's memory plus the fixed overhead of the binary, thread stacks and allocator.",
+    ),
+    m(
+        "permafrost_process_peak_resident_bytes",
+        Gauge,
+        "",
+        "Peak resident memory of the server process since it started (VmHWM).",
+    ),
+    m(
         "permafrost_partitions",
         Gauge,
         "",
@@ -718,6 +730,9 @@ fn engine_rows(
     }
     r.one("permafrost_anticache_directory_bytes", st.directory_bytes);
     r.one("permafrost_partitions", db.partitions() as u64);
+    let (rss, peak) = process_resident();
+    r.one("permafrost_process_resident_bytes", rss);
+    r.one("permafrost_process_peak_resident_bytes", peak);
     type Figure = fn(&TableStats) -> u64;
     let per_table: [(&str, Figure); 8] = [
         ("permafrost_table_hot_tuples", |t| t.hot_tuples),
@@ -895,6 +910,21 @@ pub async fn serve_metrics(
     }
 }
 
+/// Resident and peak resident bytes of this process (VmRSS, VmHWM); zeros where /proc
+/// does not tell.
+fn process_resident() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|k| k.parse::<u64>().ok())
+            .map_or(0, |k| k * 1024)
+    };
+    (kib("VmRSS:"), kib("VmHWM:"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1058,3 +1088,4 @@ permafrost_connections_open 2
         assert_eq!(Outcome::of(&r), Outcome::error("P0001"));
     }
 }
+

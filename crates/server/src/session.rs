@@ -280,6 +280,7 @@ impl CancelHandler for Cancels {
 }
 
 /// What a running statement of a connection waits on to hear of a cancel request.
+#[derive(Clone)]
 pub struct CancelToken(Arc<Notify>);
 
 impl CancelToken {

@@ -166,6 +166,7 @@ impl YcsbTarget for Embedded {
         let mem = self.db.memory_usage().unwrap_or_default();
         TargetStats {
             restarts_evicted: s.restarts_evicted,
+            resident: None,
             anticache: AnticacheReport {
                 evicted_tuples: s.evicted_tuples,
                 evicted_bytes: s.evicted_bytes,

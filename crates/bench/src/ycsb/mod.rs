@@ -172,6 +172,9 @@ pub trait YcsbClient: Send {
 #[derive(Debug, Clone, Default)]
 pub struct TargetStats {
     pub restarts_evicted: u64,
+    /// Resident and peak resident bytes of the database's process, when it is another
+    /// process than the benchmark's (the server target).
+    pub resident: Option<(u64, u64)>,
     pub anticache: AnticacheReport,
     pub memory: MemoryReport,
 }
@@ -222,7 +225,10 @@ impl ClientResult {
 pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
     opts.validate()?;
     crate::report::reset_peak_rss();
-    let rss_before = rss_bytes();
+    // Resident memory of the database: this process, or the server's.
+    let resident = || target.stats().resident.map_or_else(rss_bytes, |r| r.0);
+    let peak_resident = || target.stats().resident.map_or_else(peak_rss_bytes, |r| r.1);
+    let rss_before = resident();
     let bar = if progress_bar {
         let b = indicatif::ProgressBar::new(opts.records);
         b.set_style(
@@ -237,7 +243,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     target.load(opts, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
     let load_secs = load_start.elapsed().as_secs_f64();
-    let rss_after = rss_bytes();
+    let rss_after = resident();
     let accounted = target.stats().memory.accounted();
 
     let phase = Arc::new(AtomicU8::new(WARMUP));
@@ -285,7 +291,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             if secs > 0.0 {
                 let t = now.duration_since(start).as_secs_f64() - opts.warmup;
                 let s = target.stats();
-                let rss = rss_bytes();
+                let rss = s.resident.map_or_else(rss_bytes, |r| r.0);
                 max_rss_run = max_rss_run.max(rss);
                 timeseries.push(Sample {
                     t: (t * 1000.0).round() / 1000.0,
@@ -341,12 +347,12 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     report.anticache = stats.anticache.since(&before_run);
     report.anticache.block_reads_per_sec = report.anticache.blocks_read as f64 / opts.duration;
     report.memory = MemoryReport {
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: peak_resident(),
         rss_before_load_bytes: rss_before,
         rss_after_load_bytes: rss_after,
         accounted_after_load_bytes: accounted,
         accounted_to_rss_growth: accounted as f64 / (rss_after.saturating_sub(rss_before).max(1)) as f64,
-        peak_rss_growth_bytes: peak_rss_bytes().saturating_sub(rss_before),
+        peak_rss_growth_bytes: peak_resident().saturating_sub(rss_before),
         max_rss_growth_during_run_bytes: max_rss_run.saturating_sub(rss_before),
         ..stats.memory
     };

@@ -26,6 +26,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::{FIELDS, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
 use crate::BenchError;
+use crate::report::{AnticacheReport, MemoryReport};
 
 /// Rows per multi-row INSERT while loading.
 const LOAD_ROWS_PER_INSERT: u64 = 200;
@@ -66,8 +67,10 @@ pub struct Server {
     clients_made: AtomicUsize,
     /// Client threads of the run, known from `load`.
     clients: AtomicUsize,
-    /// Runs the loading and the set-up statements.
+    /// Runs the loading, the set-up statements and the statistics queries.
     rt: Runtime,
+    /// The connection that asks for the server's figures, once opened.
+    admin: tokio::sync::Mutex<Option<Client>>,
 }
 
 impl Server {
@@ -93,7 +96,66 @@ impl Server {
             clients_made: AtomicUsize::new(0),
             clients: AtomicUsize::new(0),
             rt: runtime()?,
+            admin: tokio::sync::Mutex::new(None),
         })
+    }
+}
+
+/// The report's anti-cache and memory figures from the server's `permafrost_stats` rows
+/// (name, labels, value).
+fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
+    let get = |name: &str, labels: &str| {
+        figures
+            .iter()
+            .filter(|(n, l, _)| n == name && l == labels)
+            .map(|f| f.2)
+            .sum::<f64>() as u64
+    };
+    let memory = |c: &str| get("permafrost_memory_bytes", &format!("component=\"{c}\""));
+    let seconds = |a: &str| {
+        figures
+            .iter()
+            .find(|(n, l, _)| n == "permafrost_anticache_seconds_total" && *l == format!("activity=\"{a}\""))
+            .map_or(0.0, |f| f.2)
+    };
+    let evicted_now = get("permafrost_cold_tuples", "");
+    let directory = get("permafrost_anticache_directory_bytes", "");
+    let resident = get("permafrost_process_resident_bytes", "");
+    TargetStats {
+        restarts_evicted: get("permafrost_transaction_restarts_total", "reason=\"evicted\""),
+        resident: (resident > 0).then(|| (resident, get("permafrost_process_peak_resident_bytes", ""))),
+        anticache: AnticacheReport {
+            evicted_tuples: get("permafrost_evicted_tuples_total", ""),
+            evicted_bytes: get("permafrost_evicted_bytes_total", ""),
+            unevicted_tuples: get("permafrost_unevicted_tuples_total", ""),
+            blocks_written: get("permafrost_blocks_written_total", ""),
+            blocks_read: get("permafrost_blocks_read_total", ""),
+            evictions: get("permafrost_evictions_total", ""),
+            block_reads_per_sec: 0.0,
+            evicted_now,
+            blocks_live: get("permafrost_blocks_live", ""),
+            block_file_bytes: get("permafrost_block_file_bytes", ""),
+            directory_bytes: directory,
+            io_buffer_bytes: memory("anticache").saturating_sub(directory),
+            evict_seconds: seconds("evict"),
+            merge_seconds: seconds("merge"),
+            compact_seconds: seconds("compact"),
+            bytes_per_evicted_tuple: if evicted_now > 0 {
+                (memory("tombstone") + directory) as f64 / evicted_now as f64
+            } else {
+                0.0
+            },
+        },
+        memory: MemoryReport {
+            limit_bytes: get("permafrost_memory_limit_bytes", ""),
+            tuple_bytes: memory("tuple"),
+            tuple_used_bytes: get("permafrost_memory_used_bytes", "component=\"tuple\""),
+            string_bytes: memory("string"),
+            index_bytes: memory("index"),
+            tombstone_bytes: memory("tombstone"),
+            buffer_bytes: memory("buffer") + memory("anticache"),
+            ..MemoryReport::default()
+        },
     }
 }
 
@@ -176,8 +238,32 @@ impl YcsbTarget for Server {
         }))
     }
 
+    /// The server's own figures (`SELECT * FROM permafrost_stats`); none if it cannot
+    /// give them (the run's report then shows zeros for the anti-cache and memory).
     fn stats(&self) -> TargetStats {
-        TargetStats::default()
+        self.rt.block_on(async {
+            let mut admin = self.admin.lock().await;
+            if admin.is_none() {
+                *admin = connect(&self.config, &self.addr).await.ok();
+            }
+            let Some(client) = admin.as_ref() else {
+                return TargetStats::default();
+            };
+            match client.query("SELECT * FROM permafrost_stats", &[]).await {
+                Ok(rows) => {
+                    let figures: Vec<(String, String, f64)> = rows
+                        .iter()
+                        .filter_map(|r| Some((r.try_get(0).ok()?, r.try_get(1).ok()?, r.try_get(2).ok()?)))
+                        .collect();
+                    stats_from(&figures)
+                }
+                Err(_) => {
+                    // Reconnect next time.
+                    *admin = None;
+                    TargetStats::default()
+                }
+            }
+        })
     }
 
     fn settings(&self) -> serde_json::Value {
@@ -516,6 +602,30 @@ mod tests {
         for bad in ["", "host", "host:", ":5433", "host:0", "host:70000", "host:x"] {
             assert!(parse_addr(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn server_figures_fill_the_report() {
+        let f = |n: &str, l: &str, v: f64| (n.to_string(), l.to_string(), v);
+        let figures = vec![
+            f("permafrost_transaction_restarts_total", "reason=\"evicted\"", 7.0),
+            f("permafrost_transaction_restarts_total", "reason=\"schema\"", 100.0),
+            f("permafrost_cold_tuples", "", 10.0),
+            f("permafrost_anticache_directory_bytes", "", 40.0),
+            f("permafrost_memory_bytes", "component=\"tombstone\"", 60.0),
+            f("permafrost_memory_bytes", "component=\"anticache\"", 50.0),
+            f("permafrost_anticache_seconds_total", "activity=\"merge\"", 1.5),
+            f("permafrost_memory_limit_bytes", "", 1024.0),
+        ];
+        let s = stats_from(&figures);
+        assert_eq!(s.restarts_evicted, 7);
+        assert_eq!(s.anticache.evicted_now, 10);
+        assert_eq!(s.anticache.io_buffer_bytes, 10);
+        assert_eq!(s.anticache.merge_seconds, 1.5);
+        assert_eq!(s.anticache.bytes_per_evicted_tuple, 10.0);
+        assert_eq!(s.memory.limit_bytes, 1024);
+        assert_eq!(s.memory.tombstone_bytes, 60);
+        assert_eq!(s.memory.buffer_bytes, 50);
     }
 
     #[test]
