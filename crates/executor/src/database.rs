@@ -177,6 +177,7 @@ impl Database {
                 procs: HashMap::new(),
             }),
             mp_order: Mutex::new(1),
+            any_turn: std::sync::atomic::AtomicU32::new(0),
         });
         let mut threads = Vec::with_capacity(n);
         for ((i, rx), ac) in receivers.into_iter().enumerate().zip(caches) {
@@ -448,10 +449,11 @@ impl Database {
         let route = proc.statements[0].route(&params, self.partitions());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let reply = Reply::Oneshot(tx);
-        // A statement that reads only replicated tables can run at any partition.
+        // A statement that reads only replicated tables, or inserts rows keyed by the
+        // table's sequence, can run at any partition.
         let single = match route {
             Route::Single(p) => Some(p),
-            Route::Any => Some(0),
+            Route::Any => Some(self.shared().any_partition()),
             Route::All => None,
         };
         match single {

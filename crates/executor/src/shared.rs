@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     pub schema: ArcSwap<SchemaState>,
     /// The next multi-partition timestamp; held while enqueueing one.
     pub mp_order: Mutex<u64>,
+    /// Turns of the partitions at running statements that any partition can run.
+    pub any_turn: std::sync::atomic::AtomicU32,
 }
 
 impl Shared {
@@ -125,6 +127,11 @@ impl Shared {
                 .map_err(|_| Error::Shutdown)?;
         }
         Ok(())
+    }
+
+    /// A partition for a statement that any partition can run (round robin).
+    pub(crate) fn any_partition(&self) -> u32 {
+        self.any_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.config.partitions.max(1)
     }
 
     pub(crate) fn all_partitions(&self) -> Vec<u32> {

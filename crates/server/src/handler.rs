@@ -15,15 +15,20 @@ use futures::{Sink, SinkExt, stream};
 use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, StatementKind, Value};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{DataRowEncoder, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_describe_response};
+use pgwire::api::results::{
+    DataRowEncoder, DescribePortalResponse, DescribeResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag,
+};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Sync as PgSync};
+use pgwire::messages::data::ParameterDescription;
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::CommandComplete;
 use sqlparser::ast::{self, Statement};
 
@@ -440,15 +445,18 @@ pub(crate) fn text_rows(
     let mut enc = DataRowEncoder::new(schema.clone());
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        for (v, (_, ty)) in row.into_iter().zip(columns) {
-            encode_text(&mut enc, v, ty)?;
+        for (i, (v, (_, ty))) in row.into_iter().zip(columns).enumerate() {
+            match format.format_for(i) {
+                FieldFormat::Binary => encode_text(&mut enc, v, ty)?,
+                FieldFormat::Text => enc.encode_field(&v)?,
+            }
         }
         out.push(Ok(enc.take_row()));
     }
     Ok(Response::Query(QueryResponse::new(schema, stream::iter(out))))
 }
 
-/// Encodes a value given as text as a value of `ty`.
+/// Encodes a value given as text in the binary form of `ty`.
 fn encode_text(enc: &mut DataRowEncoder, v: Option<String>, ty: &Type) -> PgWireResult<()> {
     let bad = |s: &str| client_error("XX000", format!("internal error: \"{s}\" is not a {}", ty.name()));
     let Some(s) = v else {
@@ -857,6 +865,35 @@ impl ExtendedQueryHandler for Backend {
 
     fn query_parser(&self) -> Arc<Parser> {
         self.parser.clone()
+    }
+
+    /// As the library's, but a statement without result columns (with parameters or
+    /// not) is described as NoData, as PostgreSQL does: pgjdbc takes an empty
+    /// RowDescription for "returns rows".
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
+            let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+            if let Some(pgwire::api::store::Entry::Value(stmt)) = client.portal_store().get_statement(name) {
+                let described = self.do_describe_statement(client, &stmt).await?;
+                if described.fields.is_empty() {
+                    let oids = described.parameters.iter().map(|t| t.oid()).collect();
+                    client
+                        .feed(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(
+                            oids,
+                        )))
+                        .await?;
+                    return send_describe_response(client, &DescribePortalResponse::no_data()).await;
+                }
+                return send_describe_response(client, &described).await;
+            }
+        }
+        self._on_describe(client, message).await
     }
 
     /// As the library's, but the BindComplete waits in the output buffer (or, behind

@@ -1088,4 +1088,3 @@ permafrost_connections_open 2
         assert_eq!(Outcome::of(&r), Outcome::error("P0001"));
     }
 }
-

@@ -19,8 +19,8 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema, Value};
-use sqlparser::ast::{self, ColumnOption, ObjectType, SqlOption, Statement, TableConstraint};
+use permafrost_storage::{Column, ColumnDefault, DataType, IndexDef, IndexKind, TableSchema, Value};
+use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, SqlOption, Statement, TableConstraint};
 
 use crate::bind::{ident, map_type, object_name};
 use crate::catalog::{Catalog, DdlChange};
@@ -168,11 +168,38 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     let mut columns = Vec::new();
     let mut pk: Option<Vec<usize>> = None;
     let mut uniques: Vec<Vec<usize>> = Vec::new();
+    let mut sequence_column: Option<String> = None;
     for (i, cd) in ct.columns.iter().enumerate() {
-        let ty = map_type(&cd.data_type)?;
+        let serial = serial_type(&cd.data_type);
+        let ty = match serial {
+            Some(t) => t,
+            None => map_type(&cd.data_type)?,
+        };
         let mut col = Column::new(ident(&cd.name), ty);
+        if serial.is_some() {
+            col.nullable = false;
+            col.default = Some(ColumnDefault::Sequence);
+        }
         for opt in &cd.options {
             match &opt.option {
+                ColumnOption::Generated {
+                    generated_as: GeneratedAs::Always | GeneratedAs::ByDefault,
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    if sequence_options.as_ref().is_some_and(|o| !o.is_empty()) {
+                        return unsupported("identity sequence options (START WITH, INCREMENT BY, ...)");
+                    }
+                    if !matches!(col.ty, DataType::SmallInt | DataType::Integer | DataType::BigInt) {
+                        return Err(SqlError::Definition(format!(
+                            "identity column \"{}\" must be SMALLINT, INTEGER or BIGINT",
+                            col.name
+                        )));
+                    }
+                    col.nullable = false;
+                    col.default = Some(ColumnDefault::Sequence);
+                }
                 ColumnOption::Null => col.nullable = true,
                 ColumnOption::NotNull => col.nullable = false,
                 ColumnOption::Default(e) => col.default = Some(default_for(catalog, e, &col)?),
@@ -189,6 +216,15 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                 ColumnOption::Check(_) => return unsupported("CHECK constraints"),
                 other => return unsupported(format!("column option {other}")),
             }
+        }
+        if col.default == Some(ColumnDefault::Sequence) {
+            if let Some(first) = &sequence_column {
+                return unsupported(format!(
+                    "more than one SERIAL or identity column in a table (\"{first}\" and \"{}\")",
+                    col.name
+                ));
+            }
+            sequence_column = Some(col.name.clone());
         }
         columns.push(col);
     }
@@ -253,6 +289,22 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     };
     schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
     Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
+}
+
+/// The integer type of SMALLSERIAL, SERIAL and BIGSERIAL (and their serialN aliases).
+fn serial_type(t: &ast::DataType) -> Option<DataType> {
+    let ast::DataType::Custom(name, mods) = t else {
+        return None;
+    };
+    if !mods.is_empty() {
+        return None;
+    }
+    match object_name(name).ok()?.as_str() {
+        "smallserial" | "serial2" => Some(DataType::SmallInt),
+        "serial" | "serial4" => Some(DataType::Integer),
+        "bigserial" | "serial8" => Some(DataType::BigInt),
+        _ => None,
+    }
 }
 
 fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {

@@ -834,9 +834,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 None => match &col.default {
                     Some(ColumnDefault::Value(v)) => v.clone(),
                     Some(ColumnDefault::CurrentTimestamp) => Value::Timestamp(cx.now),
-                    Some(ColumnDefault::Sequence) => {
-                        return Err(SqlError::Unsupported("sequence defaults".into()));
-                    }
+                    Some(ColumnDefault::Sequence) => Value::Int(next_sequence(env, schema)?),
                     None => Value::Null,
                 },
             };
@@ -872,6 +870,32 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     }
     out.affected = n;
     Ok(out)
+}
+
+/// The next value of a table's sequence. A partitioned table's values come from the
+/// first partition the transaction holds, among the values that hash to it (so each
+/// value belongs to one partition, and partitions never hand out the same one); a
+/// replicated table's copies advance together.
+fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
+    if schema.partition_column.is_some() {
+        let home = env.stores[0].partition();
+        let total = env.total_partitions;
+        let owns = move |v: i64| partition_of(ValueRef::Int(v), &DataType::BigInt, total) == home;
+        return Ok(env.stores[0].next_sequence(schema.id, owns)?);
+    }
+    require_all(env, schema)?;
+    let mut value = None;
+    for store in env.stores.iter_mut() {
+        let v = store.next_sequence(schema.id, |_| true)?;
+        if value.is_some_and(|x| x != v) {
+            return Err(SqlError::Unsupported(format!(
+                "the copies of replicated table \"{}\" disagree on its sequence",
+                schema.name
+            )));
+        }
+        value = Some(v);
+    }
+    value.ok_or_else(|| SqlError::Unsupported("a transaction that holds no partition".into()))
 }
 
 fn column_context(e: StorageError, column: &str) -> SqlError {

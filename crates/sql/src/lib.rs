@@ -51,7 +51,8 @@ pub enum StatementKind {
 pub enum Route {
     /// All rows it reads or writes are at this partition.
     Single(u32),
-    /// It reads only replicated tables: any one partition will do.
+    /// Any one partition will do: it reads only replicated tables, or it inserts rows whose
+    /// partition key the table's sequence draws at the partition that runs it.
     Any,
     /// It needs every partition.
     All,
@@ -214,7 +215,13 @@ impl Prepared {
                     return Route::All;
                 };
                 let Some(pos) = i.targets[pc] else {
-                    return Route::All;
+                    // A partition key from the table's sequence is drawn at whichever
+                    // partition runs the insert; otherwise the key is missing (NULL).
+                    return if i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence) {
+                        Route::Any
+                    } else {
+                        Route::All
+                    };
                 };
                 combine(
                     rows.iter()

@@ -32,6 +32,9 @@ pub enum StorageError {
     #[error("division by zero")]
     DivisionByZero,
 
+    #[error("the sequence of table \"{table}\" reached its maximum value")]
+    SequenceExhausted { table: String },
+
     #[error(
         "memory budget exhausted: {what} needs {needed} bytes but the database uses {used} of its \
          memory_limit of {limit} bytes (eviction cannot free enough; raise memory_limit or mark \
@@ -68,6 +71,7 @@ impl StorageError {
             StorageError::InvalidText { .. } => "22P02",
             StorageError::TypeMismatch(_) => "42804",
             StorageError::DivisionByZero => "22012",
+            StorageError::SequenceExhausted { .. } => "2200H",
             StorageError::MemoryLimit { .. } => "53200",
             StorageError::TableFull { .. } => "54000",
             StorageError::Schema(_) => "42P16",

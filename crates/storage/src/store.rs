@@ -23,9 +23,24 @@ use crate::types::Value;
 
 #[derive(Debug, Clone, Copy)]
 enum UndoRecord {
-    Insert { table: TableId, slot: u32 },
-    Update { table: TableId, slot: u32, image: usize },
-    Delete { table: TableId, slot: u32 },
+    Insert {
+        table: TableId,
+        slot: u32,
+    },
+    Update {
+        table: TableId,
+        slot: u32,
+        image: usize,
+    },
+    Delete {
+        table: TableId,
+        slot: u32,
+    },
+    /// The table's sequence handed out values; `previous` was its last value before.
+    Sequence {
+        table: TableId,
+        previous: i64,
+    },
 }
 
 /// A position in the undo log to roll back to.
@@ -213,7 +228,7 @@ impl PartitionStore {
     pub fn commit(&mut self) {
         for i in 0..self.records.len() {
             match self.records[i] {
-                UndoRecord::Insert { .. } => {}
+                UndoRecord::Insert { .. } | UndoRecord::Sequence { .. } => {}
                 UndoRecord::Update { table, slot, image } => {
                     let Some(t) = self.tables.get_mut(table as usize).and_then(Option::as_mut) else {
                         continue;
@@ -229,6 +244,33 @@ impl PartitionStore {
             }
         }
         self.clear_log();
+    }
+
+    /// The next value of `table`'s sequence (SERIAL, BIGSERIAL, identity columns) at this
+    /// partition: the smallest value above the last one handed out that `accept` admits
+    /// (a partitioned table's partitions each take the values that hash to them, so that
+    /// values are unique across partitions without coordination). Like every other change,
+    /// it is undone if the transaction rolls back, so that a replay of the committed
+    /// transactions hands out the same values.
+    pub fn next_sequence(&mut self, table: TableId, accept: impl Fn(i64) -> bool) -> Result<i64> {
+        let t = self
+            .tables
+            .get_mut(table as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| StorageError::Internal(format!("no table {table} at partition {}", self.partition)))?;
+        let previous = t.sequence();
+        let mut v = previous;
+        loop {
+            v = v.checked_add(1).ok_or_else(|| StorageError::SequenceExhausted {
+                table: t.schema().name.clone(),
+            })?;
+            if accept(v) {
+                break;
+            }
+        }
+        t.set_sequence(v);
+        self.records.push(UndoRecord::Sequence { table, previous });
+        Ok(v)
     }
 
     /// Reverses every change of the running transaction.
@@ -255,6 +297,7 @@ impl PartitionStore {
                     t.restore(slot, &self.images[image..image + len]);
                 }
                 UndoRecord::Delete { slot, .. } => t.unmark_deleted(slot),
+                UndoRecord::Sequence { previous, .. } => t.set_sequence(previous),
             }
         }
         self.images.truncate(sp.images);
@@ -291,6 +334,9 @@ impl PartitionStore {
 
 fn record_table(r: &UndoRecord) -> TableId {
     match *r {
-        UndoRecord::Insert { table, .. } | UndoRecord::Update { table, .. } | UndoRecord::Delete { table, .. } => table,
+        UndoRecord::Insert { table, .. }
+        | UndoRecord::Update { table, .. }
+        | UndoRecord::Delete { table, .. }
+        | UndoRecord::Sequence { table, .. } => table,
     }
 }

@@ -76,12 +76,24 @@ pub struct Table {
     encoders: Vec<KeyEncoder>,
     tombstones: Tombstones,
     tracker: Option<Box<dyn AccessTracker>>,
+    /// The last value the table's sequence handed out at this partition (0: none yet).
+    sequence: i64,
     pub stats: TableStats,
 }
 
 impl Table {
     /// Creates an empty table. `tracker` is required for evictable tables and ignored for
     /// the others.
+    /// The last value of the table's sequence handed out at this partition.
+    pub fn sequence(&self) -> i64 {
+        self.sequence
+    }
+
+    /// Sets the sequence's last value (rollback, recovery).
+    pub fn set_sequence(&mut self, v: i64) {
+        self.sequence = v;
+    }
+
     pub fn new(schema: Arc<TableSchema>, tracker: Option<Box<dyn AccessTracker>>) -> Table {
         let layout = TupleLayout::new(&schema);
         let heap = Heap::new(layout.slot_size());
@@ -106,6 +118,7 @@ impl Table {
             encoders,
             tombstones: Tombstones::new(),
             tracker,
+            sequence: 0,
             stats: TableStats::default(),
         }
     }

@@ -1,0 +1,81 @@
+-- A scripted psql session against permafrost serve (run by run.sh; expected output in
+-- psql_session.out). Errors print only their SQLSTATE, so the output stays stable.
+\set VERBOSITY sqlstate
+\set SHOW_CONTEXT never
+
+-- DDL with the partitioning storage parameter
+CREATE TABLE items (id BIGINT PRIMARY KEY, name TEXT NOT NULL, price NUMERIC(10,2), stock INTEGER DEFAULT 0)
+  WITH (partition_by = 'id');
+CREATE TABLE sales (item_id BIGINT NOT NULL, qty INTEGER NOT NULL) WITH (partition_by = 'item_id');
+
+-- multi-row INSERT and INSERT ... RETURNING (with a column default)
+INSERT INTO items VALUES (1, 'apple', 1.25, 10), (2, 'pear', 2.50, 5), (3, 'plum', 0.75, 0);
+INSERT INTO items (id, name, price) VALUES (4, 'fig', 3.00) RETURNING id, name, stock;
+INSERT INTO sales VALUES (1, 3), (1, 4), (2, 1), (4, 2);
+
+-- queries: point lookup, WHERE + ORDER BY, aggregates, join with GROUP BY
+SELECT * FROM items WHERE id = 2;
+SELECT name, price FROM items WHERE price > 1 ORDER BY price DESC;
+SELECT count(*), sum(stock), min(price), max(price), round(avg(price), 2) AS avg FROM items;
+SELECT i.name, sum(s.qty) AS sold FROM items i JOIN sales s ON s.item_id = i.id
+  GROUP BY i.name ORDER BY sold DESC, i.name;
+
+-- UPDATE and DELETE, with and without RETURNING
+UPDATE items SET price = price * 2 WHERE name = 'pear';
+UPDATE items SET stock = stock + 1 WHERE id = 3 RETURNING id, stock;
+DELETE FROM sales WHERE qty < 2;
+DELETE FROM items WHERE id = 4 RETURNING name;
+SELECT * FROM items ORDER BY id;
+
+-- a SQL-defined procedure and CALL
+CREATE PROCEDURE restock(item BIGINT, n INTEGER) PARTITION ON item AS $$
+  UPDATE items SET stock = stock + $2 WHERE id = $1;
+  SELECT id, stock FROM items WHERE id = $1
+$$;
+CALL restock(3, 7);
+CALL restock(99, 1);
+
+-- \copy from a file (client side) and COPY FROM STDIN (inline data)
+\copy items FROM 'items.tsv'
+COPY sales FROM STDIN;
+3	9
+2	2
+\.
+SELECT * FROM items ORDER BY id;
+SELECT * FROM sales ORDER BY item_id, qty;
+
+-- psql's catalog commands
+\dt
+\d items
+\d
+
+-- errors carry their SQLSTATE, and the session goes on after each one
+SELEC 1;
+SELECT 1 AS still_working;
+SELECT * FROM nope;
+SELECT 2 AS still_working;
+INSERT INTO items VALUES (1, 'dup', 1, 1);
+-- a failing multi-row INSERT inserts nothing
+INSERT INTO items VALUES (7, 'kiwi', 1, 1), (1, 'dup', 1, 1);
+SELECT count(*) AS kiwis FROM items WHERE id = 7;
+-- a failing procedure rolls back all its statements
+CREATE PROCEDURE add_two(a BIGINT, b BIGINT) AS $$
+  INSERT INTO items (id, name) VALUES ($1, 'x');
+  INSERT INTO items (id, name) VALUES ($2, 'y')
+$$;
+CALL add_two(8, 1);
+SELECT count(*) AS eights FROM items WHERE id = 8;
+-- explicit transactions are refused: statements commit on their own
+BEGIN;
+SELECT 3 AS still_working;
+COPY sales FROM STDIN;
+5	lots
+\.
+SELECT count(*) AS sales FROM sales;
+
+-- clean up
+DROP PROCEDURE add_two;
+DROP PROCEDURE restock;
+DROP TABLE sales;
+DROP TABLE items;
+\dt

@@ -1,0 +1,254 @@
+"""psycopg 3 against a running permafrost serve: python3 psycopg_test.py PORT.
+
+Each check runs on its own; a failing one is reported and the others go on. Prints
+`psycopg: N passed, M failed` and exits non-zero if any failed.
+"""
+
+import datetime
+import sys
+import traceback
+from decimal import Decimal
+
+import psycopg
+from psycopg import errors
+
+PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 5433
+DSN = f"host=127.0.0.1 port={PORT} user=permafrost dbname=permafrost connect_timeout=10"
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+def connect(**kw):
+    # Every statement commits on its own (BEGIN is refused), so: autocommit.
+    return psycopg.connect(DSN, autocommit=True, **kw)
+
+
+def expect_error(conn, cls, sql, params=None):
+    """Runs sql, which must fail with cls; returns the error."""
+    try:
+        conn.execute(sql, params)
+    except cls as e:
+        return e
+    raise AssertionError(f"{sql!r} did not raise {cls.__name__}")
+
+
+@check
+def version_and_settings(conn):
+    assert conn.info.server_version >= 100000, conn.info.server_version
+    (v,) = conn.execute("SELECT version()").fetchone()
+    assert "PostgreSQL" in v or "permafrost" in v.lower(), v
+    (enc,) = conn.execute("SHOW client_encoding").fetchone()
+    assert enc.upper() == "UTF8", enc
+
+
+@check
+def executemany_insert_with_parameters(conn):
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO py_items (id, name, price, qty) VALUES (%s, %s, %s, %s)",
+            [(i, f"item{i}", Decimal(i) / 4, i * 10) for i in range(1, 21)],
+        )
+    (n,) = conn.execute("SELECT count(*) FROM py_items").fetchone()
+    assert n == 20, n
+
+
+@check
+def select_with_parameters_text_results(conn):
+    rows = conn.execute(
+        "SELECT id, name, price FROM py_items WHERE id BETWEEN %s AND %s ORDER BY id DESC", (3, 5)
+    ).fetchall()
+    assert rows == [(5, "item5", Decimal("1.25")), (4, "item4", Decimal("1.00")), (3, "item3", Decimal("0.75"))], rows
+    row = conn.execute("SELECT name FROM py_items WHERE name = %s", ("item7",)).fetchone()
+    assert row == ("item7",), row
+    assert conn.execute("SELECT id FROM py_items WHERE id = %s", (999,)).fetchone() is None
+
+
+@check
+def all_types_text_and_binary(conn):
+    ts = datetime.datetime(2024, 2, 29, 13, 45, 7, 123456)
+    values = (1, 7, 2**40, 2.5, Decimal("123.45"), "héllo\tworld", ts, True, b"\x00\x01\xff", None)
+    conn.execute(
+        "INSERT INTO py_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", values
+    )
+    for binary in (False, True):
+        with conn.cursor(binary=binary) as cur:
+            cur.execute("SELECT * FROM py_types WHERE id = %s", (1,))
+            row = cur.fetchone()
+            assert row == values, (binary, row)
+            assert cur.pgresult.fformat(0) == int(binary), (binary, cur.pgresult.fformat(0))
+    # Binary parameters too (%b).
+    (name,) = conn.execute("SELECT t FROM py_types WHERE id = %b AND b = %b", (1, b"\x00\x01\xff")).fetchone()
+    assert name == "héllo\tworld", name
+
+
+@check
+def insert_update_delete_returning(conn):
+    row = conn.execute(
+        "INSERT INTO py_items (id, name, qty) VALUES (%s, %s, %s) RETURNING id, price, qty", (100, "new", 1)
+    ).fetchone()
+    assert row == (100, None, 1), row
+    cur = conn.execute("UPDATE py_items SET qty = qty + %s WHERE id <= %s", (5, 3))
+    assert cur.rowcount == 3, cur.rowcount
+    rows = conn.execute("UPDATE py_items SET name = %s WHERE id = %s RETURNING name, qty", ("renamed", 1)).fetchall()
+    assert rows == [("renamed", 15)], rows
+    cur = conn.execute("DELETE FROM py_items WHERE id > %s", (20,))
+    assert cur.rowcount == 1, cur.rowcount
+    (n,) = conn.execute("SELECT count(*) FROM py_items").fetchone()
+    assert n == 20, n
+
+
+@check
+def aggregates_and_join(conn):
+    row = conn.execute(
+        "SELECT count(*), sum(qty), min(price), max(name) FROM py_items WHERE id > %s", (10,)
+    ).fetchone()
+    assert row == (10, sum(i * 10 for i in range(11, 21)), Decimal("2.75"), "item20"), row
+    conn.execute("INSERT INTO py_orders VALUES (1, 2), (1, 3), (2, 4), (3, 1)")
+    rows = conn.execute(
+        "SELECT i.id, sum(o.amount) FROM py_items i JOIN py_orders o ON o.item_id = i.id "
+        "GROUP BY i.id HAVING sum(o.amount) > %s ORDER BY i.id",
+        (1,),
+    ).fetchall()
+    assert rows == [(1, 5), (2, 4)], rows
+
+
+@check
+def copy_from_stdin(conn):
+    with conn.cursor() as cur:
+        with cur.copy("COPY py_orders (item_id, amount) FROM STDIN") as copy:
+            for i in range(1000):
+                copy.write_row((i % 20 + 1, i))
+        assert cur.rowcount == 1000, cur.rowcount
+        with cur.copy("COPY py_orders FROM STDIN WITH (FORMAT csv)") as copy:
+            copy.write("5,1000\n5,1001\n")
+    (n, s) = conn.execute("SELECT count(*), sum(amount) FROM py_orders WHERE item_id = %s", (5,)).fetchone()
+    assert (n, s) == (52, sum(range(4, 1000, 20)) + 2001), (n, s)
+
+
+@check
+def procedure_create_and_call(conn):
+    conn.execute(
+        """CREATE PROCEDURE py_move(src BIGINT, dst BIGINT, n INTEGER) LANGUAGE SQL AS $$
+             UPDATE py_items SET qty = qty - $3 WHERE id = $1;
+             UPDATE py_items SET qty = qty + $3 WHERE id = $2;
+             SELECT id, qty FROM py_items WHERE id IN ($1, $2) ORDER BY id
+           $$"""
+    )
+    rows = conn.execute("CALL py_move(%s, %s, %s)", (10, 11, 50)).fetchall()
+    assert rows == [(10, 50), (11, 160)], rows
+    rows = conn.execute("CALL py_move(11, 10, 10)").fetchall()  # no parameters: simple protocol
+    assert rows == [(10, 60), (11, 150)], rows
+    e = expect_error(conn, errors.UndefinedFunction, "CALL py_nope(%s)", (1,))
+    assert e.sqlstate == "42883", e.sqlstate
+
+
+@check
+def errors_have_sqlstate_and_connection_goes_on(conn):
+    cases = [
+        (errors.SyntaxError, "SELEC 1", None, "42601"),
+        (errors.UndefinedTable, "SELECT * FROM py_nope WHERE id = %s", (1,), "42P01"),
+        (errors.UniqueViolation, "INSERT INTO py_items (id, name) VALUES (%s, %s)", (1, "dup"), "23505"),
+        (errors.FeatureNotSupported, "BEGIN", None, "0A000"),
+        (errors.NotNullViolation, "INSERT INTO py_items (id) VALUES (%s)", (500,), "23502"),
+    ]
+    for cls, sql, params, code in cases:
+        e = expect_error(conn, cls, sql, params)
+        assert e.sqlstate == code, (sql, e.sqlstate)
+        assert e.diag.message_primary, sql
+        (one,) = conn.execute("SELECT %s::integer", (1,)).fetchone()
+        assert one == 1
+    # A failing executemany (one pipeline, one Sync): the rows after the failure are
+    # skipped. Whether the row before it stays is not checked: PostgreSQL rolls back all
+    # statements before the Sync, permafrost commits each statement on its own.
+    try:
+        conn.cursor().executemany("INSERT INTO py_items (id, name) VALUES (%s, 'x')", [(200,), (1,), (201,)])
+        raise AssertionError("executemany did not fail")
+    except errors.UniqueViolation:
+        pass
+    ids = [r[0] for r in conn.execute("SELECT id FROM py_items WHERE id >= 200 ORDER BY id")]
+    assert 201 not in ids, ids
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+@check
+def non_autocommit_connection_is_refused_at_begin(conn):
+    # psycopg's default (autocommit off) opens a transaction with BEGIN, which the server
+    # refuses with 0A000; the connection is still usable in autocommit mode afterwards.
+    with psycopg.connect(DSN) as c:
+        try:
+            c.execute("SELECT 1")
+            raise AssertionError("BEGIN was accepted")
+        except errors.FeatureNotSupported as e:
+            assert e.sqlstate == "0A000"
+        c.rollback()
+        c.autocommit = True
+        assert c.execute("SELECT 2").fetchone() == (2,)
+
+
+@check
+def prepared_statements_and_pipeline(conn):
+    for i in range(8):  # prepared server-side after the first few executions
+        row = conn.execute("SELECT name FROM py_items WHERE id = %s", (i + 1,), prepare=True).fetchone()
+        assert row is not None and row[0] in (f"item{i + 1}", "renamed"), row
+    with conn.pipeline():
+        cur = conn.cursor()
+        for i in range(300, 310):
+            cur.execute("INSERT INTO py_items (id, name) VALUES (%s, %s)", (i, f"p{i}"))
+        cur.execute("SELECT count(*) FROM py_items WHERE id >= %s AND id < %s", (300, 310))
+        (n,) = cur.fetchone()
+    assert n == 10, n
+
+
+@check
+def many_connections_see_the_same_data(conn):
+    others = [connect() for _ in range(4)]
+    try:
+        for k, c in enumerate(others):
+            c.execute("INSERT INTO py_items (id, name) VALUES (%s, %s)", (400 + k, f"c{k}"))
+        for c in others:
+            (n,) = c.execute("SELECT count(*) FROM py_items WHERE id >= 400 AND id < 410").fetchone()
+            assert n == 4, n
+    finally:
+        for c in others:
+            c.close()
+
+
+def main():
+    with connect() as conn:
+        for t in ("py_orders", "py_items", "py_types"):
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+        conn.execute("DROP PROCEDURE IF EXISTS py_move")
+        conn.execute(
+            "CREATE TABLE py_items (id BIGINT PRIMARY KEY, name TEXT NOT NULL, price NUMERIC(10,2), "
+            "qty INTEGER DEFAULT 0) WITH (partition_by = 'id')"
+        )
+        conn.execute("CREATE TABLE py_orders (item_id BIGINT NOT NULL, amount BIGINT NOT NULL)")
+        conn.execute(
+            "CREATE TABLE py_types (id BIGINT PRIMARY KEY, s SMALLINT, i BIGINT, f DOUBLE PRECISION, "
+            "n NUMERIC(10,2), t TEXT, ts TIMESTAMP, ok BOOLEAN, b BYTEA, z INTEGER)"
+        )
+    passed = failed = 0
+    for fn in CHECKS:
+        try:
+            with connect() as conn:
+                fn(conn)
+            passed += 1
+            print(f"ok   {fn.__name__}")
+        except Exception:
+            failed += 1
+            print(f"FAIL {fn.__name__}")
+            traceback.print_exc(file=sys.stdout)
+    with connect() as conn:
+        conn.execute("DROP PROCEDURE IF EXISTS py_move")
+        for t in ("py_orders", "py_items", "py_types"):
+            conn.execute(f"DROP TABLE IF EXISTS {t}")
+    print(f"psycopg: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs the real-client tests (psql, psycopg 3, pgjdbc) against ONE `permafrost serve`.
+# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg,
+# javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
+# which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
+set -uo pipefail
+cd "$(dirname "$0")"
+ROOT=$(cd ../.. && pwd)
+BIN=$ROOT/target/debug/permafrost
+PGJDBC_JAR=${PGJDBC_JAR:-$ROOT/target/clients/postgresql-42.7.4.jar}
+
+if [ ! -x "$BIN" ]; then
+    (cd "$ROOT" && cargo build -p permafrost-cli) || { echo "clients: 0 passed, 1 failed (build)"; exit 1; }
+fi
+
+WORK=$(mktemp -d)
+SERVER_PID=""
+stop_server() {
+    [ -n "$SERVER_PID" ] || return 0
+    kill -TERM "$SERVER_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$SERVER_PID" 2>/dev/null
+    wait "$SERVER_PID" 2>/dev/null
+    SERVER_PID=""
+}
+trap 'stop_server; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+alive() {  # the server process exists and is no zombie
+    [ -n "$SERVER_PID" ] && [ -r "/proc/$SERVER_PID/stat" ] && ! grep -q ') Z ' "/proc/$SERVER_PID/stat"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Start the server; a port taken in between picking and binding: try another (3 tries).
+PORT=""
+for _ in 1 2 3; do
+    port=$(free_port)
+    rm -rf "$WORK/data"
+    "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$WORK/data" --memory-limit 256MiB \
+        --partitions 2 --metrics-listen off >"$WORK/server.log" 2>&1 </dev/null &
+    SERVER_PID=$!
+    for _ in $(seq 300); do  # 30 s
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then PORT=$port; break 2; fi
+        alive || break
+        sleep 0.1
+    done
+    stop_server
+done
+if [ -z "$PORT" ]; then
+    echo "permafrost serve did not start; its log:"
+    cat "$WORK/server.log"
+    echo "clients: 0 passed, 1 failed"
+    exit 1
+fi
+echo "permafrost serve on 127.0.0.1:$PORT (pid $SERVER_PID)"
+
+passed=0
+failed=0
+result() {  # result NAME STATUS
+    if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "== $1: ok"
+    else failed=$((failed + 1)); echo "== $1: FAILED (exit $2)"; fi
+}
+
+echo "== psql: psql_session.sql, output compared with psql_session.out"
+LC_ALL=C.UTF-8 PGCLIENTENCODING=UTF8 PGUSER=permafrost PGDATABASE=permafrost PGCONNECT_TIMEOUT=10 \
+    timeout 120 psql -X -a -v ON_ERROR_STOP=0 -h 127.0.0.1 -p "$PORT" -f psql_session.sql \
+    >"$WORK/psql.out" 2>&1
+status=$?
+if [ "$status" = 0 ]; then
+    diff -u psql_session.out "$WORK/psql.out"
+    status=$?
+else
+    cat "$WORK/psql.out"
+fi
+result psql "$status"
+
+echo "== psycopg: psycopg_test.py"
+timeout 300 python3 psycopg_test.py "$PORT"
+result psycopg $?
+
+echo "== jdbc: jdbc/Main.java with $(basename "$PGJDBC_JAR")"
+if [ ! -f "$PGJDBC_JAR" ]; then
+    echo "missing $PGJDBC_JAR: mvn dependency:copy -Dartifact=org.postgresql:postgresql:42.7.4" \
+        "-DoutputDirectory=$ROOT/target/clients (or set PGJDBC_JAR)"
+    result jdbc 1
+else
+    timeout 120 javac -d "$WORK/jdbc" -cp "$PGJDBC_JAR" jdbc/Main.java &&
+        timeout 300 java -cp "$PGJDBC_JAR:$WORK/jdbc" Main "$PORT"
+    result jdbc $?
+fi
+
+if ! alive || ! (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+    echo "the server died or stopped accepting connections during the tests"
+    failed=$((failed + 1))
+fi
+if [ "$failed" != 0 ]; then
+    echo "== server log (last 200 lines)"
+    tail -n 200 "$WORK/server.log"
+fi
+stop_server
+echo "clients: $passed passed, $failed failed"
+[ "$failed" = 0 ]
