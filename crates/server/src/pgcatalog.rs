@@ -3,12 +3,14 @@
 //! There are no `pg_catalog` tables: the lookups that ordinary tools make are recognised by
 //! their shape and answered from the catalog. Supported: psql's `\dt` and `\d` listings
 //! (relations with schema, name, type, owner) and `\d NAME` (columns with their types,
-//! NOT NULL and defaults, then the indexes). Any other query on `pg_catalog` or
+//! NOT NULL and defaults, then the indexes); pgjdbc's `DatabaseMetaData` `getTables`,
+//! `getColumns`, `getPrimaryKeys` and `getSchemas` (as pgjdbc 42.7 writes them: the name
+//! patterns are LIKE patterns in quoted literals). Any other query on `pg_catalog` or
 //! `information_schema` is answered with no rows (what psql's `\d` asks about policies,
 //! statistics objects, publications and inheritance, none of which exist here).
 
 use permafrost_executor::Database;
-use permafrost_storage::{ColumnDefault, IndexKind, TableSchema};
+use permafrost_storage::{Column, ColumnDefault, DataType, IndexKind, TableSchema, ValueRef};
 use pgwire::api::Type;
 
 /// A recognised catalog lookup.
@@ -24,6 +26,29 @@ pub enum Lookup {
     Columns { oid: u32, columns: usize },
     /// psql `\d NAME`: the indexes.
     Indexes { oid: u32, columns: usize },
+    /// pgjdbc `getTables`: the tables (kind `TABLE`) and indexes (kind `INDEX`) whose names
+    /// match the LIKE patterns, of the kinds asked for.
+    JdbcTables {
+        schema: Option<String>,
+        table: Option<String>,
+        tables: bool,
+        indexes: bool,
+    },
+    /// pgjdbc `getColumns`: its inner query's rows (type oid, typmod, NOT NULL, default ...),
+    /// from which pgjdbc computes the JDBC columns (DATA_TYPE, TYPE_NAME, COLUMN_SIZE ...).
+    JdbcColumns {
+        schema: Option<String>,
+        table: Option<String>,
+        column: Option<String>,
+    },
+    /// pgjdbc `getPrimaryKeys`: the primary key columns of the table (exact names, not
+    /// patterns).
+    JdbcPrimaryKeys {
+        schema: Option<String>,
+        table: Option<String>,
+    },
+    /// pgjdbc `getSchemas`: `public` when it matches the LIKE pattern.
+    JdbcSchemas { schema: Option<String> },
     /// Another lookup psql makes for `\d NAME` whose answer here is always empty
     /// (policies, statistics objects, publications, inheritance, partitions ...).
     Empty { columns: usize },
@@ -85,6 +110,108 @@ fn select_items(sql: &str) -> usize {
     items
 }
 
+/// The SQL string literal that follows `needle` (searched in `lower`, the lowercased
+/// `sql`): `'...'` with doubled quotes, or `E'...'` with backslash escapes.
+fn literal_after(sql: &str, lower: &str, needle: &str) -> Option<String> {
+    let start = lower.find(needle)? + needle.len();
+    let rest = sql[start..].trim_start();
+    let (escapes, rest) = match rest.strip_prefix(['E', 'e']) {
+        Some(r) if r.starts_with('\'') => (true, r),
+        _ => (false, rest),
+    };
+    let mut chars = rest.strip_prefix('\'')?.chars().peekable();
+    let mut out = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if chars.peek() == Some(&'\'') => {
+                chars.next();
+                out.push('\'');
+            }
+            '\'' => return Some(out),
+            '\\' if escapes => out.push(chars.next()?),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// SQL `LIKE`: `%` any run of characters, `_` one character, `\` takes the next literally.
+fn like(pattern: &str, s: &str) -> bool {
+    fn go(p: &[char], s: &[char]) -> bool {
+        match p {
+            [] => s.is_empty(),
+            ['%', rest @ ..] => (0..=s.len()).any(|i| go(rest, &s[i..])),
+            ['_', rest @ ..] => !s.is_empty() && go(rest, &s[1..]),
+            ['\\', c, rest @ ..] | [c, rest @ ..] => s.first() == Some(c) && go(rest, &s[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let s: Vec<char> = s.chars().collect();
+    go(&p, &s)
+}
+
+/// Whether an optional LIKE pattern (absent: everything) matches.
+fn like_opt(pattern: &Option<String>, s: &str) -> bool {
+    pattern.as_deref().is_none_or(|p| like(p, s))
+}
+
+/// pgjdbc's metadata queries (PgDatabaseMetaData, 42.7).
+fn recognize_jdbc(sql: &str, lower: &str) -> Option<Lookup> {
+    let lit = |needle: &str| literal_after(sql, lower, needle);
+    if lower.contains("as table_type")
+        && lower.contains("self_referencing_col_name")
+        && lower.contains("from pg_catalog.pg_namespace n, pg_catalog.pg_class c")
+    {
+        // The types asked for: `AND (false OR ( c.relkind = 'r' AND n.nspname !~ '^pg_' AND
+        // ... ) OR ...)`; only the clauses for user schemas (`!~ '^pg_'`) can match here.
+        let (tables, indexes) = match lower.find("and (false") {
+            None => (true, true),
+            Some(i) => {
+                let filter = &lower[i..lower[i..].find(" order by").map_or(lower.len(), |j| i + j)];
+                let user = filter.split("or (").filter(|c| c.contains("nspname !~ '^pg_'"));
+                user.fold((false, false), |(t, x), c| {
+                    (
+                        t || c.contains("relkind = 'r'") || c.contains("relkind in ('r'"),
+                        x || c.contains("relkind = 'i'") || c.contains("relkind in ('i'"),
+                    )
+                })
+            }
+        };
+        return Some(Lookup::JdbcTables {
+            schema: lit("n.nspname like "),
+            table: lit("c.relname like "),
+            tables,
+            indexes,
+        });
+    }
+    if lower.contains("join pg_catalog.pg_attribute a")
+        && lower.contains("typbasetype")
+        && lower.contains(" as adsrc")
+        && lower.contains("from pg_catalog.pg_namespace n")
+    {
+        return Some(Lookup::JdbcColumns {
+            schema: lit("n.nspname like "),
+            table: lit("c.relname like "),
+            column: lit("and attname like "),
+        });
+    }
+    if lower.contains("i.indisprimary") && lower.contains("key_seq") && lower.contains("pk_name") {
+        return Some(Lookup::JdbcPrimaryKeys {
+            schema: lit("n.nspname = "),
+            table: lit("ct.relname = "),
+        });
+    }
+    if lower.contains("as table_schem")
+        && lower.contains("as table_catalog")
+        && lower.contains("from pg_catalog.pg_namespace")
+    {
+        return Some(Lookup::JdbcSchemas {
+            schema: lit("and nspname like "),
+        });
+    }
+    None
+}
+
 /// Recognises a catalog lookup; `None` for a query that is not one.
 pub fn recognize(sql: &str) -> Option<Lookup> {
     let lower = sql.to_ascii_lowercase();
@@ -93,6 +220,9 @@ pub fn recognize(sql: &str) -> Option<Lookup> {
     }
     if !lower.trim_start().starts_with("select") {
         return None;
+    }
+    if let Some(lookup) = recognize_jdbc(sql, &lower) {
+        return Some(lookup);
     }
     let columns = select_items(sql);
     if lower.contains("from pg_catalog.pg_class c") && lower.contains("c.relkind in (") && lower.contains("as \"name\"")
@@ -177,6 +307,51 @@ fn index_def(table: &TableSchema, i: usize) -> String {
     )
 }
 
+/// `atttypmod`: the declared precision and scale of a NUMERIC, the length of a VARCHAR
+/// (plus 4, as PostgreSQL stores them); -1 for none.
+fn typmod(ty: &DataType) -> i32 {
+    match *ty {
+        DataType::Decimal { precision, scale } if precision > 0 => {
+            ((i32::from(precision) << 16) | i32::from(scale)) + 4
+        }
+        DataType::Varchar(Some(n)) => i32::try_from(n).map_or(-1, |n| n.saturating_add(4)),
+        _ => -1,
+    }
+}
+
+/// `attlen`: the size of a fixed-size type, -1 for a variable-size one.
+fn attlen(ty: &DataType) -> i16 {
+    match ty {
+        DataType::SmallInt => 2,
+        DataType::Integer => 4,
+        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Boolean => 1,
+        DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea => -1,
+    }
+}
+
+/// A column's default as `pg_get_expr` shows it (`0`, `'x'::text`, `CURRENT_TIMESTAMP`);
+/// none for a sequence (reported as an identity column instead).
+fn default_expr(c: &Column) -> Option<String> {
+    let v = match c.default.as_ref()? {
+        ColumnDefault::Sequence => return None,
+        ColumnDefault::CurrentTimestamp => return t("CURRENT_TIMESTAMP"),
+        ColumnDefault::Value(v) => v.as_ref(),
+    };
+    let cast = match c.ty {
+        DataType::Varchar(Some(_)) => "character varying".to_string(),
+        DataType::Decimal { .. } => "numeric".to_string(),
+        ref ty => ty.sql_name(),
+    };
+    match v {
+        ValueRef::Null => t("NULL"),
+        ValueRef::Bool(b) => t(if b { "true" } else { "false" }),
+        ValueRef::Int(i) if i >= 0 => t(i.to_string()),
+        ValueRef::Decimal(d) if d.is_sign_positive() => t(d.to_string()),
+        v => t(format!("'{}'::{cast}", v.to_string().replace('\'', "''"))),
+    }
+}
+
 impl Lookup {
     /// The columns of the answer.
     pub fn columns(&self) -> Vec<(String, Type)> {
@@ -184,6 +359,47 @@ impl Lookup {
         match self {
             Lookup::ListRelations { .. } => vec![text("Schema"), text("Name"), text("Type"), text("Owner")],
             Lookup::FindRelation { .. } => vec![text("oid"), text("nspname"), text("relname")],
+            Lookup::JdbcTables { .. } => [
+                "table_cat",
+                "table_schem",
+                "table_name",
+                "table_type",
+                "remarks",
+                "type_cat",
+                "type_schem",
+                "type_name",
+                "self_referencing_col_name",
+                "ref_generation",
+            ]
+            .into_iter()
+            .map(text)
+            .collect(),
+            Lookup::JdbcColumns { .. } => vec![
+                text("nspname"),
+                text("relname"),
+                text("attname"),
+                ("atttypid".into(), Type::INT4),
+                ("attnotnull".into(), Type::BOOL),
+                ("atttypmod".into(), Type::INT4),
+                ("attlen".into(), Type::INT2),
+                ("typtypmod".into(), Type::INT4),
+                ("attnum".into(), Type::INT8),
+                text("attidentity"),
+                text("attgenerated"),
+                text("adsrc"),
+                text("description"),
+                ("typbasetype".into(), Type::INT4),
+                text("typtype"),
+            ],
+            Lookup::JdbcPrimaryKeys { .. } => vec![
+                text("table_cat"),
+                text("table_schem"),
+                text("table_name"),
+                text("column_name"),
+                ("key_seq".into(), Type::INT4),
+                text("pk_name"),
+            ],
+            Lookup::JdbcSchemas { .. } => vec![text("table_schem"), text("table_catalog")],
             Lookup::RelationInfo { columns, .. }
             | Lookup::Columns { columns, .. }
             | Lookup::Indexes { columns, .. }
@@ -328,6 +544,100 @@ impl Lookup {
                     })
                     .collect()
             }
+            Lookup::JdbcTables {
+                schema,
+                table,
+                tables,
+                indexes,
+            } => {
+                if !like_opt(schema, "public") {
+                    return Vec::new();
+                }
+                let row = |name: &str, kind: &str| {
+                    let mut row = vec![None, t("public"), t(name), t(kind), None];
+                    row.resize(10, t(""));
+                    row
+                };
+                let mut rows = Vec::new();
+                for tb in catalog.tables() {
+                    if *tables && like_opt(table, &tb.name) {
+                        rows.push(row(&tb.name, "TABLE"));
+                    }
+                    for ix in tb.indexes.iter().filter(|ix| *indexes && like_opt(table, &ix.name)) {
+                        rows.push(row(&ix.name, "INDEX"));
+                    }
+                }
+                // ORDER BY TABLE_TYPE, TABLE_SCHEM, TABLE_NAME
+                rows.sort_by(|a, b| (&a[3], &a[2]).cmp(&(&b[3], &b[2])));
+                rows
+            }
+            Lookup::JdbcColumns { schema, table, column } => {
+                if !like_opt(schema, "public") {
+                    return Vec::new();
+                }
+                let mut tables: Vec<_> = catalog.tables().filter(|tb| like_opt(table, &tb.name)).collect();
+                tables.sort_by(|a, b| a.name.cmp(&b.name));
+                let mut rows = Vec::new();
+                for tb in tables {
+                    for (i, c) in tb.columns.iter().enumerate() {
+                        if !like_opt(column, &c.name) {
+                            continue;
+                        }
+                        let identity = (c.default == Some(ColumnDefault::Sequence)).then(|| "d".to_string());
+                        rows.push(vec![
+                            t("public"),
+                            t(tb.name.clone()),
+                            t(c.name.clone()),
+                            t(crate::types::pg_type(Some(&c.ty)).oid().to_string()),
+                            t(if c.nullable { "f" } else { "t" }),
+                            t(typmod(&c.ty).to_string()),
+                            t(attlen(&c.ty).to_string()),
+                            t("-1"),
+                            t((i + 1).to_string()),
+                            identity,
+                            None,
+                            default_expr(c),
+                            None,
+                            t("0"),
+                            t("b"),
+                        ]);
+                    }
+                }
+                rows
+            }
+            Lookup::JdbcPrimaryKeys { schema, table } => {
+                if schema.as_deref().is_some_and(|s| s != "public") {
+                    return Vec::new();
+                }
+                let mut rows = Vec::new();
+                for tb in catalog
+                    .tables()
+                    .filter(|tb| table.as_deref().is_none_or(|n| n == tb.name))
+                {
+                    for ix in tb.indexes.iter().filter(|ix| ix.primary) {
+                        for (seq, &c) in ix.columns.iter().enumerate() {
+                            rows.push(vec![
+                                None,
+                                t("public"),
+                                t(tb.name.clone()),
+                                t(tb.columns[c].name.clone()),
+                                t((seq + 1).to_string()),
+                                t(ix.name.clone()),
+                            ]);
+                        }
+                    }
+                }
+                // ORDER BY table_name, pk_name, key_seq (rows of one key are in key order)
+                rows.sort_by(|a, b| (&a[2], &a[5]).cmp(&(&b[2], &b[5])));
+                rows
+            }
+            Lookup::JdbcSchemas { schema } => {
+                if like_opt(schema, "public") {
+                    vec![vec![t("public"), None]]
+                } else {
+                    Vec::new()
+                }
+            }
             Lookup::Empty { .. } => Vec::new(),
         }
     }
@@ -364,6 +674,57 @@ mod tests {
         assert!(matches("^(acc.*)$", "accounts"));
         assert!(matches("^(a.counts)$", "accounts"));
         assert!(!matches("^(b.*)$", "accounts"));
+    }
+
+    #[test]
+    fn like_patterns_and_quoted_literals() {
+        assert!(like("j_%", "jxitems"));
+        assert!(!like("j\\_%", "jxitems"));
+        assert!(like("j\\_%", "j_items"));
+        assert!(like("%a%", "data"));
+        assert!(like("%", ""));
+        assert!(!like("_", ""));
+        assert!(!like("j_items", "j_items2"));
+        let sql = "x LIKE 'it''s%' AND y LIKE E'a\\\\_b\\'c'";
+        let lower = sql.to_ascii_lowercase();
+        assert_eq!(literal_after(sql, &lower, "x like "), Some("it's%".into()));
+        assert_eq!(literal_after(sql, &lower, "y like "), Some("a\\_b'c".into()));
+        assert_eq!(literal_after(sql, &lower, "z like "), None);
+    }
+
+    #[test]
+    fn jdbc_table_types_are_read_from_the_filter() {
+        let tables = |filter: &str| {
+            let sql = format!(
+                "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, 'x' AS TABLE_TYPE, \
+                 '' AS SELF_REFERENCING_COL_NAME FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c \
+                 WHERE c.relnamespace = n.oid AND c.relname LIKE 'it''s%' {filter} ORDER BY TABLE_TYPE"
+            );
+            recognize(&sql)
+        };
+        let lookup = |t: bool, i: bool| {
+            Some(Lookup::JdbcTables {
+                schema: None,
+                table: Some("it's%".into()),
+                tables: t,
+                indexes: i,
+            })
+        };
+        assert_eq!(tables(""), lookup(true, true));
+        let table = "( c.relkind = 'r' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' )";
+        let index = "( c.relkind = 'i' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' )";
+        let system = "( c.relkind = 'r' AND (n.nspname = 'pg_catalog' OR n.nspname = 'information_schema') )";
+        let temp = "( c.relkind IN ('r','p') AND n.nspname ~ '^pg_temp_' )";
+        assert_eq!(tables(&format!("AND (false  OR {table} )")), lookup(true, false));
+        assert_eq!(tables(&format!("AND (false  OR {index} )")), lookup(false, true));
+        assert_eq!(
+            tables(&format!("AND (false  OR {system}  OR {temp} )")),
+            lookup(false, false)
+        );
+        assert_eq!(
+            tables(&format!("AND (false  OR {system}  OR {index} OR {table} )")),
+            lookup(true, true)
+        );
     }
 
     #[test]

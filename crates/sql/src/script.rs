@@ -48,16 +48,23 @@ pub fn split(sql: &str) -> Result<Vec<String>> {
             vec![t.to_string()]
         });
     }
+    // Statements are cut out of the text itself (between the `;` tokens), so that they
+    // keep their exact spelling: `'it''s'`, `E'\n'`, dollar quotes, comments.
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let mut at = TextCursor::new(sql);
     let mut out = Vec::new();
-    let mut cur = String::new();
+    let mut start = 0;
     let mut substantive = false;
-    for t in tokens(sql)? {
-        match t {
+    for t in tokens {
+        match t.token {
             Token::SemiColon => {
+                let end = at.offset(t.span.start);
                 if substantive {
-                    out.push(cur.trim().to_string());
+                    out.push(sql[start..end].trim().to_string());
                 }
-                cur.clear();
+                start = at.offset(t.span.end);
                 substantive = false;
             }
             Token::EOF => {}
@@ -65,14 +72,48 @@ pub fn split(sql: &str) -> Result<Vec<String>> {
                 if !is_blank(&other) {
                     substantive = true;
                 }
-                cur.push_str(&other.to_string());
             }
         }
     }
     if substantive {
-        out.push(cur.trim().to_string());
+        out.push(sql[start..].trim().to_string());
     }
     Ok(out)
+}
+
+/// Turns the tokenizer's locations (1-based line and column, in characters) into byte
+/// offsets, moving forward only.
+struct TextCursor<'a> {
+    text: &'a str,
+    byte: usize,
+    line: u64,
+    column: u64,
+}
+
+impl<'a> TextCursor<'a> {
+    fn new(text: &'a str) -> TextCursor<'a> {
+        TextCursor {
+            text,
+            byte: 0,
+            line: 1,
+            column: 1,
+        }
+    }
+
+    fn offset(&mut self, loc: sqlparser::tokenizer::Location) -> usize {
+        let mut chars = self.text[self.byte..].chars();
+        while (self.line, self.column) < (loc.line, loc.column) {
+            let Some(c) = chars.next() else { break };
+            self.byte += c.len_utf8();
+            if c == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        self.byte
+    }
 }
 
 fn only_comments(sql: &str) -> Result<bool> {
@@ -364,6 +405,20 @@ mod tests {
         assert!(s[2].contains("$$ SELECT 1; SELECT 2 $$"), "{}", s[2]);
         assert!(split("  -- nothing\n").unwrap().is_empty());
         assert!(split(";;").unwrap().is_empty());
+    }
+
+    #[test]
+    fn split_statements_keep_their_exact_text() {
+        let s = split("CREATE TABLE t (b TEXT DEFAULT 'x''y');\nINSERT INTO t VALUES (E'a\\nb'), ('é;ü'); SELECT 'ß'")
+            .unwrap();
+        assert_eq!(
+            s,
+            vec![
+                "CREATE TABLE t (b TEXT DEFAULT 'x''y')",
+                "INSERT INTO t VALUES (E'a\\nb'), ('é;ü')",
+                "SELECT 'ß'",
+            ]
+        );
     }
 
     #[test]
