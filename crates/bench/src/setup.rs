@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use permafrost_executor::{AntiCacheConfig, ColdPolicy, Config, Database, MergePolicy, Retrieval};
+use permafrost_executor::{AntiCacheConfig, ColdPolicy, Config, Database, LogConfig, LogMode, MergePolicy, Retrieval};
 use serde::Serialize;
 
 use crate::BenchError;
@@ -29,6 +29,20 @@ pub struct DbSettings {
     pub eviction_size: Option<u64>,
     pub max_restarts: Option<u32>,
     pub lru_sample_rate: Option<f64>,
+    /// The command log's mode (off, async, sync).
+    #[serde(serialize_with = "ser_log")]
+    pub command_log: LogMode,
+    pub group_commit_window: Option<std::time::Duration>,
+    /// Where the command log goes (default: `commandlog` beside the blocks).
+    pub log_dir: Option<PathBuf>,
+}
+
+fn ser_log<S: serde::Serializer>(m: &LogMode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match m {
+        LogMode::Off => "off",
+        LogMode::Async => "async",
+        LogMode::Sync => "sync",
+    })
 }
 
 fn ser_merge<S: serde::Serializer>(m: &MergePolicy, s: S) -> Result<S::Ok, S::Error> {
@@ -59,6 +73,9 @@ impl Default for DbSettings {
             eviction_size: None,
             max_restarts: None,
             lru_sample_rate: None,
+            command_log: LogMode::Off,
+            group_commit_window: None,
+            log_dir: None,
         }
     }
 }
@@ -110,13 +127,28 @@ impl DbSettings {
     /// long as the database.
     pub fn open(&self) -> Result<(Database, Option<DataDir>), BenchError> {
         let mut b = Config::builder();
-        let dir = if self.anticache {
+        let logged = self.command_log != LogMode::Off;
+        let dir = if self.anticache || logged {
             let dir = match &self.data_dir {
                 Some(d) => DataDir::Given(d.clone()),
                 None => DataDir::Temporary(tempfile::Builder::new().prefix("permafrost-bench-").tempdir().map_err(
-                    |e| BenchError::Options(format!("cannot create a temporary directory for the anti-cache: {e}")),
+                    |e| BenchError::Options(format!("cannot create a temporary directory for the database: {e}")),
                 )?),
             };
+            Some(dir)
+        } else {
+            None
+        };
+        if logged {
+            let root = dir.as_ref().map(|d| d.path()).unwrap_or_default();
+            let mut log = LogConfig::new(self.log_dir.clone().unwrap_or_else(|| root.join("commandlog")));
+            log.mode = self.command_log;
+            if let Some(w) = self.group_commit_window {
+                log.group_commit_window = w;
+            }
+            b = b.command_log(log);
+        }
+        if let (true, Some(dir)) = (self.anticache, &dir) {
             let mut ac = AntiCacheConfig::new(dir.path());
             if let Some(b) = self.block_size {
                 ac.block_size = b as usize;
@@ -131,10 +163,7 @@ impl DbSettings {
                 ac.eviction_size = s;
             }
             b = b.anticache(ac);
-            Some(dir)
-        } else {
-            None
-        };
+        }
         if let Some(n) = self.max_restarts {
             b = b.max_restarts(n);
         }

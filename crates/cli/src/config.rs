@@ -82,6 +82,8 @@ pub struct FileConfig {
     pub cold_policy: Option<String>,
     pub lru_sample_rate: Option<f64>,
     pub max_restarts: Option<u32>,
+    pub command_log: Option<String>,
+    pub group_commit_window: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub trust_remote: Option<bool>,

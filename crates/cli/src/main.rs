@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the database server: PostgreSQL clients connect to --listen.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -99,10 +99,19 @@ struct EngineArgs {
     /// Restarts allowed per transaction for evicted data.
     #[arg(long, env = "PERMAFROST_MAX_RESTARTS")]
     max_restarts: Option<u32>,
+    /// Command log: sync (a commit is acknowledged once its record is on disk), async
+    /// (written in the background) or off [default: sync for serve, off for bench].
+    #[arg(long, env = "PERMAFROST_COMMAND_LOG")]
+    command_log: Option<String>,
+    /// Group commit: how long the log writer gathers records before one write and
+    /// fdatasync (e.g. 1ms, 200us, 0) [default: 1ms].
+    #[arg(long, env = "PERMAFROST_GROUP_COMMIT_WINDOW", value_parser = parse_duration_arg)]
+    group_commit_window: Option<std::time::Duration>,
 }
 
 impl EngineArgs {
-    fn settings(&self, data_dir: Option<PathBuf>) -> Result<DbSettings, String> {
+    /// The settings; `log_default` is the command log's mode when none is given.
+    fn settings(&self, data_dir: Option<PathBuf>, log_default: &str) -> Result<DbSettings, String> {
         let anticache = match self.anticache.as_deref().unwrap_or("on") {
             "on" | "true" => true,
             "off" | "false" => false,
@@ -124,6 +133,14 @@ impl EngineArgs {
             eviction_size: self.eviction_size,
             max_restarts: self.max_restarts,
             lru_sample_rate: self.lru_sample_rate,
+            command_log: self
+                .command_log
+                .as_deref()
+                .unwrap_or(log_default)
+                .parse::<permafrost_executor::LogMode>()
+                .map_err(|e| e.to_string())?,
+            group_commit_window: self.group_commit_window,
+            log_dir: None,
         })
     }
 
@@ -150,8 +167,32 @@ impl EngineArgs {
         self.cold_policy = self.cold_policy.take().or_else(|| f.cold_policy.clone());
         self.lru_sample_rate = self.lru_sample_rate.or(f.lru_sample_rate);
         self.max_restarts = self.max_restarts.or(f.max_restarts);
+        self.command_log = self.command_log.take().or_else(|| f.command_log.clone());
+        if self.group_commit_window.is_none()
+            && let Some(w) = &f.group_commit_window
+        {
+            self.group_commit_window =
+                Some(parse_duration_arg(w).map_err(|e| format!("invalid setting group_commit_window: {e}"))?);
+        }
         Ok(())
     }
+}
+
+/// Parses a duration: `1ms`, `200us`, `0.5s`, `0`.
+fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a duration (examples: 1ms, 200us, 0)"))?;
+    let secs = match unit.trim() {
+        "s" => n,
+        "ms" | "" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        other => return Err(format!("\"{s}\" has an unknown unit \"{other}\" (use s, ms or us)")),
+    };
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| format!("\"{s}\" is out of range"))
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -252,11 +293,39 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&data_dir)
         .map_err(|e| format!("invalid setting data_dir: cannot create {}: {e}", data_dir.display()))?;
-    let settings = args.engine.settings(Some(data_dir.join("anticache")))?;
+    let mut settings = args.engine.settings(Some(data_dir.join("anticache")), "sync")?;
+    settings.log_dir = Some(data_dir.join("commandlog"));
+    let logged = settings.command_log != permafrost_executor::LogMode::Off;
     let (db, _dir) = settings.open().map_err(|e| e.to_string())?;
     let db = std::sync::Arc::new(db);
     let (schema_log, statements) = permafrost_server::SchemaLog::open(&data_dir).map_err(|e| e.to_string())?;
-    permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
+    if logged {
+        // The command log holds the schema changes with the data changes, in order.
+        let started = std::time::Instant::now();
+        let report = db
+            .recover(Vec::new(), &mut |done, of| {
+                eprintln!("recovery: {done} of {of} log records")
+            })
+            .map_err(|e| format!("recovery from {} failed: {e}", data_dir.join("commandlog").display()))?;
+        if let Some(t) = &report.torn_tail {
+            eprintln!("recovery: dropped a torn record at the end of the log ({t}): it was never acknowledged");
+        }
+        if report.records > 0 {
+            eprintln!(
+                "recovery: {} records ({} schema changes) replayed in {:.2}s",
+                report.records,
+                report.schema_changes,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if report.records == 0 && !statements.is_empty() {
+            // A database created without a command log: its schema comes from the schema
+            // log (and goes into the command log from now on).
+            permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
+        }
+    } else {
+        permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("permafrost-net")
@@ -293,12 +362,28 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
         if !statements.is_empty() {
             eprintln!("schema: {} change(s) replayed from {}", statements.len(), data_dir.join("schema.log").display());
         }
-        eprintln!("note: no command log yet: rows live in memory and on the anti-cache's disk blocks only until the server stops; the schema is kept");
+        if logged {
+            eprintln!(
+                "command log: {} in {}",
+                if settings.command_log == permafrost_executor::LogMode::Sync {
+                    "sync (commits are acknowledged once on disk)"
+                } else {
+                    "async (commits may be lost in a crash)"
+                },
+                data_dir.join("commandlog").display()
+            );
+        } else {
+            eprintln!(
+                "note: command log off: rows live in memory and on the anti-cache's disk blocks only until the \
+                 server stops; the schema is kept"
+            );
+        }
         let options = permafrost_server::ServerOptions {
             users,
             trust_remote,
             tls,
-            schema_log: Some(std::sync::Arc::new(schema_log)),
+            // With a command log the schema changes are in it.
+            schema_log: (!logged).then(|| std::sync::Arc::new(schema_log)),
             metrics: Some(metrics),
         };
         permafrost_server::serve_with(db.clone(), listener, options, shutdown_signal())
@@ -313,7 +398,7 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
 #[derive(Subcommand)]
 enum Workload {
     /// YCSB: point reads and updates of one table with Zipfian skew.
-    Ycsb(YcsbArgs),
+    Ycsb(Box<YcsbArgs>),
     /// The disk under the data directory: sequential writes and random reads per block
     /// size, through the anti-cache's I/O path.
     Device(DeviceArgs),
@@ -455,7 +540,7 @@ struct YcsbArgs {
 
 impl CommonArgs {
     fn settings(&self) -> Result<DbSettings, String> {
-        self.engine.settings(self.data_dir.clone())
+        self.engine.settings(self.data_dir.clone(), "off")
     }
 }
 
@@ -573,10 +658,10 @@ fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
-        Command::Serve(a) => run_serve(a),
+        Command::Serve(a) => run_serve(*a),
         Command::Bench {
             workload: Workload::Ycsb(a),
-        } => run_ycsb(a),
+        } => run_ycsb(*a),
         Command::Bench {
             workload: Workload::Device(a),
         } => run_device(a),

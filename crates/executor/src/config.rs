@@ -10,8 +10,10 @@
 //! | `lru_sample_rate` | 0.01 (1.0 with the CLOCK policy) | 0.0 ..= 1.0 |
 //! | `max_restarts` | 16 | 1 ..= 1000 |
 //! | `anticache` | off | see [`permafrost_anticache::AntiCacheConfig`] |
+//! | `command_log` | off | see [`permafrost_durability::LogConfig`] |
 
 pub use permafrost_anticache::{AntiCacheConfig, ColdPolicy, MergePolicy, Retrieval};
+pub use permafrost_durability::{LogConfig, LogMode};
 
 use crate::error::{Error, Result};
 
@@ -29,6 +31,9 @@ pub struct Config {
     /// Anti-caching: evict cold tuples to disk when memory passes the threshold. Off
     /// (`None`) means the database refuses writes once its data fills `memory_limit`.
     pub anticache: Option<AntiCacheConfig>,
+    /// The command log: every committed transaction's request, written before it is
+    /// acknowledged (sync) or in the background (async). `None`: no log.
+    pub command_log: Option<LogConfig>,
 }
 
 /// Builds a [`Config`]; unset settings take their defaults.
@@ -39,6 +44,7 @@ pub struct ConfigBuilder {
     lru_sample_rate: Option<f64>,
     max_restarts: Option<u32>,
     anticache: Option<AntiCacheConfig>,
+    command_log: Option<LogConfig>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -75,6 +81,13 @@ impl ConfigBuilder {
     }
     pub fn anticache(mut self, ac: AntiCacheConfig) -> Self {
         self.anticache = Some(ac);
+        self
+    }
+
+    /// Logs committed transactions ([`Database::recover`](crate::Database::recover) replays
+    /// them); a config in [`LogMode::Off`] is the same as none.
+    pub fn command_log(mut self, log: LogConfig) -> Self {
+        self.command_log = Some(log);
         self
     }
 
@@ -119,12 +132,19 @@ impl ConfigBuilder {
                 other => Error::AntiCache(other),
             })?;
         }
+        if let Some(log) = &self.command_log {
+            log.validate().map_err(|e| Error::Config {
+                setting: "command_log",
+                message: e.to_string(),
+            })?;
+        }
         Ok(Config {
             partitions,
             memory_limit,
             lru_sample_rate,
             max_restarts,
             anticache: self.anticache,
+            command_log: self.command_log.filter(|l| l.mode != LogMode::Off),
         })
     }
 }

@@ -31,6 +31,8 @@ struct Inner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Serializes schema changes and registrations (never held by partition threads).
     ddl: Mutex<()>,
+    /// The last command-log record present at open: what [`Database::recover`] replays.
+    recover_through: u64,
 }
 
 impl Drop for Inner {
@@ -72,7 +74,7 @@ impl AdHoc {
 /// A procedure looked up once, for calling it many times.
 #[derive(Clone, Debug)]
 pub struct ProcHandle {
-    proc: Arc<Procedure>,
+    pub(crate) proc: Arc<Procedure>,
 }
 
 impl ProcHandle {
@@ -168,7 +170,13 @@ impl Database {
                 _ => None,
             });
         }
+        let log = match &config.command_log {
+            Some(cfg) => Some(Arc::new(permafrost_durability::CommandLog::open(cfg.clone())?)),
+            None => None,
+        };
+        let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());
         let shared = Arc::new(Shared {
+            log,
             config,
             senders,
             stats: (0..n).map(|_| Arc::new(PartitionStats::default())).collect(),
@@ -193,8 +201,18 @@ impl Database {
                 shared,
                 threads: Mutex::new(threads),
                 ddl: Mutex::new(()),
+                recover_through,
             }),
         })
+    }
+
+    pub(crate) fn recover_through(&self) -> u64 {
+        self.inner.recover_through
+    }
+
+    /// The command log's figures, when there is one.
+    pub fn log_stats(&self) -> Option<permafrost_durability::LogStats> {
+        self.shared().log.as_ref().map(|l| l.stats())
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -218,13 +236,25 @@ impl Database {
     /// statement is applied at every partition at one point of the transaction order,
     /// all or nothing; registered procedures are re-planned against the new schema.
     pub fn execute_ddl(&self, sql: &str) -> Result<()> {
-        let stmts = permafrost_sql::parse::parse_statements(sql)?;
+        self.execute_ddl_logged(sql, true)
+    }
+
+    /// [`Database::execute_ddl`]; `log`: whether the command log records the statements
+    /// (not when they are replayed from it).
+    pub(crate) fn execute_ddl_logged(&self, sql: &str, log: bool) -> Result<()> {
+        let texts = permafrost_sql::script::split(sql)?;
+        let mut stmts = Vec::with_capacity(texts.len());
+        for text in &texts {
+            for stmt in permafrost_sql::parse::parse_statements(text)? {
+                stmts.push((text.clone(), stmt));
+            }
+        }
         let _guard = self
             .inner
             .ddl
             .lock()
             .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
-        for stmt in &stmts {
+        for (text, stmt) in &stmts {
             let state = self.shared().schema.load_full();
             let changes = permafrost_sql::ddl::plan_ddl(&state.catalog, stmt)?;
             if changes.is_empty() {
@@ -247,7 +277,13 @@ impl Database {
                 })
                 .collect();
             let next = Arc::new(SchemaState { catalog, procs });
-            self.run_mp_work(MpWork::Ddl { changes, next }, self.shared().all_partitions())?;
+            let work = MpWork::Ddl {
+                changes,
+                next,
+                sql: text.clone(),
+                log,
+            };
+            self.run_mp_work(work, self.shared().all_partitions())?;
         }
         Ok(())
     }
@@ -266,19 +302,60 @@ impl Database {
     /// Runs `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$` (see
     /// [`permafrost_sql::script`]): registers a SQL-defined procedure.
     pub fn create_procedure(&self, sql: &str) -> Result<ProcHandle> {
+        self.create_procedure_logged(sql, true)
+    }
+
+    pub(crate) fn create_procedure_logged(&self, sql: &str, log: bool) -> Result<ProcHandle> {
         let src = permafrost_sql::script::parse_create_procedure(sql)?;
         let replace = src.or_replace;
-        self.register_inner(ProcedureDef::from_sql(src, sql), replace)
+        let h = self.register_inner(ProcedureDef::from_sql(src, sql), replace)?;
+        if log {
+            self.log_schema(sql)?;
+        }
+        Ok(h)
     }
 
     /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
     pub fn drop_procedure(&self, sql: &str) -> Result<bool> {
+        self.drop_procedure_logged(sql, true)
+    }
+
+    pub(crate) fn drop_procedure_logged(&self, sql: &str, log: bool) -> Result<bool> {
         let (name, if_exists) = permafrost_sql::script::parse_drop_procedure(sql)?;
         match self.unregister(&name) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                if log {
+                    self.log_schema(sql)?;
+                }
+                Ok(true)
+            }
             Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Records a procedure definition or removal in the command log and waits until it is
+    /// durable (sync mode).
+    fn log_schema(&self, sql: &str) -> Result<()> {
+        let Some(log) = &self.shared().log else { return Ok(()) };
+        let mut body = Vec::new();
+        permafrost_durability::encode_record(
+            &permafrost_durability::TxnRecord {
+                partitions: self.shared().all_partitions(),
+                now: 0,
+                seed: 0,
+                request: permafrost_durability::Request::Schema { sql: sql.to_string() },
+            },
+            &mut body,
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        log.append(
+            body,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().map_err(|_| Error::Shutdown)?.map_err(Error::from)
     }
 
     fn register_inner(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
@@ -463,6 +540,7 @@ impl Database {
                     params,
                     reply,
                     restarts: 0,
+                    replay: None,
                 };
                 self.shared().senders[p as usize]
                     .send(Msg::Batch(vec![inv]))
@@ -473,6 +551,7 @@ impl Database {
                     proc,
                     params,
                     restarts: 0,
+                    replay: None,
                 };
                 self.shared().submit_mp(work, self.shared().all_partitions(), reply)?;
             }
@@ -632,6 +711,7 @@ fn submit(
                 params,
                 reply,
                 restarts: 0,
+                replay: None,
             };
             match buffers {
                 Some(b) => b[p as usize].push(inv),
@@ -647,6 +727,7 @@ fn submit(
                     proc: proc.clone(),
                     params,
                     restarts: 0,
+                    replay: None,
                 },
                 shared.all_partitions(),
                 reply,

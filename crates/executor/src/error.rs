@@ -29,10 +29,26 @@ pub enum Error {
     TooManyRestarts { restarts: u32 },
     #[error("{0}")]
     AntiCache(#[from] permafrost_anticache::AntiCacheError),
+    /// The command log could not make a committed transaction durable (I/O error, full
+    /// disk); the database refuses further writes.
+    #[error("command log: {message}")]
+    Log { message: String, sqlstate: &'static str },
+    /// Replaying the command log went wrong (a record that does not replay as it ran).
+    #[error("recovery: {0}")]
+    Recovery(String),
     #[error("the database is shutting down")]
     Shutdown,
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<permafrost_durability::LogError> for Error {
+    fn from(e: permafrost_durability::LogError) -> Error {
+        Error::Log {
+            sqlstate: e.sqlstate(),
+            message: e.to_string(),
+        }
+    }
 }
 
 impl From<StorageError> for Error {
@@ -53,6 +69,8 @@ impl Error {
             Error::ProcedurePanicked { .. } => "XX000",
             Error::TooManyRestarts { .. } => "40001",
             Error::AntiCache(e) => e.sqlstate(),
+            Error::Log { sqlstate, .. } => sqlstate,
+            Error::Recovery(_) => "XX000",
             Error::Shutdown => "57P01",
             Error::Internal(_) => "XX000",
         }

@@ -18,18 +18,22 @@ pub mod error;
 mod mp;
 mod partition;
 pub mod procedure;
+mod recovery;
 mod reply;
 mod retrieval;
 mod shared;
 mod stats;
 mod txn;
 
-pub use config::{AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, MergePolicy, Retrieval, parse_size};
+pub use config::{
+    AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, MergePolicy, Retrieval, parse_size,
+};
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
 pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, StatementKind};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
+pub use recovery::RecoveryReport;
 pub use reply::Completion;
 pub use shared::PartitionStats;
 pub use stats::TableStats;

@@ -24,7 +24,7 @@ use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId, Value};
 
 use crate::error::{Error, Result};
-use crate::partition::{Msg, Partition};
+use crate::partition::{Answer, Msg, Partition, Replayed};
 use crate::procedure::Procedure;
 use crate::reply::{Outbox, Reply};
 use crate::shared::{SchemaState, Shared};
@@ -36,12 +36,17 @@ pub(crate) enum MpWork {
         proc: Arc<Procedure>,
         params: Vec<Value>,
         restarts: u32,
+        /// Set for a command-log record being replayed.
+        replay: Option<Replayed>,
     },
     /// Schema changes, applied at all partitions at one point of the serial order; on
-    /// success `next` becomes the published schema state.
+    /// success `next` becomes the published schema state. `sql` is the statement, for the
+    /// command log (`log`: whether to log it; not when replaying).
     Ddl {
         changes: Vec<DdlChange>,
         next: Arc<SchemaState>,
+        sql: String,
+        log: bool,
     },
 }
 
@@ -92,6 +97,7 @@ struct MpRetry {
     proc: Arc<Procedure>,
     params: Vec<Value>,
     restarts: u32,
+    replay: Option<Replayed>,
     parts: Vec<u32>,
     reply: Reply,
 }
@@ -122,6 +128,7 @@ impl MpFetch {
                 proc: r.proc,
                 params: r.params,
                 restarts: r.restarts + 1,
+                replay: r.replay,
             };
             // Fails only when shutting down, and the reply goes with the queue then.
             let _ = shared.submit_mp(work, r.parts, r.reply);
@@ -209,12 +216,16 @@ impl Partition {
             }
         }
         held.sort_by_key(|(p, _)| *p);
-        let info = self.txn_info();
+        let replay = match &t.work {
+            MpWork::Call { replay, .. } => *replay,
+            MpWork::Ddl { .. } => None,
+        };
+        let info = self.txn_info(replay);
         let outcome = {
             let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
             match &t.work {
                 MpWork::Call { proc, params, .. } => run_txn(proc, params, &mut refs, &mut self.evicted, &info),
-                MpWork::Ddl { changes, next } => {
+                MpWork::Ddl { changes, next, .. } => {
                     let shared = self.shared.clone();
                     let r = apply_ddl(&mut refs, changes, &|| shared.tracker());
                     if r.is_ok() {
@@ -222,9 +233,36 @@ impl Partition {
                         // transaction can run between the change and its plans.
                         self.shared.schema.store(next.clone());
                     }
-                    Outcome::Done(r.map(|_| Rows::default()))
+                    Outcome::Done(r.map(|_| Rows::default()), true)
                 }
             }
+        };
+        // Answered (and logged) before the participants get their stores back, so that the
+        // log holds this transaction after what each of them committed before it and
+        // before what they commit after.
+        let outcome = match outcome {
+            Outcome::Done(r, wrote) => {
+                self.record(&r);
+                let logging = self.shared.log.is_some() && r.is_ok();
+                let request = match &t.work {
+                    MpWork::Call {
+                        proc, params, replay, ..
+                    } => (logging && wrote && replay.is_none()).then(|| proc.request(params.clone())),
+                    MpWork::Ddl { sql, log, .. } => {
+                        (logging && *log).then(|| permafrost_durability::Request::Schema { sql: sql.clone() })
+                    }
+                };
+                let done = Answer {
+                    wrote,
+                    partitions: t.parts.clone(),
+                    info_now: info.now,
+                    info_seed: info.seed,
+                    log: request,
+                };
+                self.answer(done, t.take_reply(), r);
+                None
+            }
+            other => Some(other),
         };
         for (p, s) in held {
             if p == self.id {
@@ -237,13 +275,16 @@ impl Partition {
         self.after_schema_change();
         self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
         match outcome {
-            Outcome::Done(r) => {
-                self.record(&r);
-                self.outbox.send(t.take_reply(), r);
-            }
-            Outcome::SchemaChanged => {
+            None | Some(Outcome::Done(..)) => {}
+            Some(Outcome::SchemaChanged) => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
-                let MpWork::Call { proc, params, restarts } = &t.work else {
+                let MpWork::Call {
+                    proc,
+                    params,
+                    restarts,
+                    replay,
+                } = &t.work
+                else {
                     unreachable!("only calls re-plan")
                 };
                 let reply = t.take_reply();
@@ -253,6 +294,7 @@ impl Partition {
                             proc: p,
                             params: params.clone(),
                             restarts: restarts + 1,
+                            replay: *replay,
                         };
                         if let Err(e) = self.shared.submit_mp(work, t.parts.clone(), reply) {
                             self.record(&Err(e));
@@ -264,8 +306,14 @@ impl Partition {
                     }
                 }
             }
-            Outcome::NeedsData => {
-                let MpWork::Call { proc, params, restarts } = &t.work else {
+            Some(Outcome::NeedsData) => {
+                let MpWork::Call {
+                    proc,
+                    params,
+                    restarts,
+                    replay,
+                } = &t.work
+                else {
                     unreachable!("only calls read data")
                 };
                 self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);
@@ -280,6 +328,7 @@ impl Partition {
                         proc: proc.clone(),
                         params: params.clone(),
                         restarts: *restarts,
+                        replay: *replay,
                         parts: t.parts.clone(),
                         reply: t.take_reply(),
                     })),

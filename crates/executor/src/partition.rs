@@ -59,7 +59,33 @@ pub(crate) enum Msg {
     Evict(u64, crossbeam_channel::Sender<Result<u64>>),
     /// Publish counters now, then acknowledge.
     Publish(crossbeam_channel::Sender<()>),
+    /// The command log made more records durable (or failed): answer the transactions
+    /// waiting for that.
+    Durable,
     Shutdown,
+}
+
+/// How the command log's writer tells a partition that records became durable: at most
+/// one [`Msg::Durable`] in its queue at a time, however many records a group commit
+/// covers.
+pub(crate) struct DurableSignal {
+    scheduled: std::sync::atomic::AtomicBool,
+    error: std::sync::Mutex<Option<Error>>,
+    tx: crossbeam_channel::Sender<Msg>,
+}
+
+impl DurableSignal {
+    fn notify(&self, r: std::result::Result<(), permafrost_durability::LogError>) {
+        if let Err(e) = r
+            && let Ok(mut slot) = self.error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e.into());
+        }
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Msg::Durable);
+        }
+    }
 }
 
 /// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
@@ -72,6 +98,27 @@ pub(crate) struct Invocation {
     pub reply: Reply,
     /// Times this call was restarted (schema change, evicted data).
     pub restarts: u32,
+    /// Set when the call is a command-log record being replayed: it runs with the
+    /// timestamp and seed it first ran with, and is not logged again.
+    pub replay: Option<Replayed>,
+}
+
+/// What [`Partition::answer`] needs to log a finished transaction.
+pub(crate) struct Answer {
+    /// Whether it changed anything.
+    pub wrote: bool,
+    pub partitions: Vec<u32>,
+    pub info_now: i64,
+    pub info_seed: u64,
+    /// Its request, for the log; `None` when it is not to be logged (a replayed record).
+    pub log: Option<permafrost_durability::Request>,
+}
+
+/// The transaction context a replayed record first ran with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replayed {
+    pub now: i64,
+    pub seed: u64,
 }
 
 /// One partition executor.
@@ -92,6 +139,13 @@ pub(crate) struct Partition {
     txn_seq: u64,
     last_now: i64,
     last_publish: Instant,
+    /// Replayed calls held back behind one the memory budget refused, in log order
+    /// (recovery: see `crate::recovery`).
+    replay_stall: std::collections::VecDeque<Invocation>,
+    /// Committed transactions whose answers wait for their log record to be durable
+    /// (sync mode), by LSN.
+    durable_wait: std::collections::VecDeque<(u64, Reply, Result<Rows>)>,
+    durable_signal: Arc<DurableSignal>,
 }
 
 impl Partition {
@@ -104,6 +158,11 @@ impl Partition {
             (alpha * u64::MAX as f64) as u64
         };
         let last_catalog = shared.schema.load().catalog.clone();
+        let durable_signal = Arc::new(DurableSignal {
+            scheduled: std::sync::atomic::AtomicBool::new(false),
+            error: std::sync::Mutex::new(None),
+            tx: shared.senders[id as usize].clone(),
+        });
         Partition {
             id,
             store: Some(Box::new(PartitionStore::new(id))),
@@ -121,12 +180,34 @@ impl Partition {
             txn_seq: 0,
             last_now: 0,
             last_publish: Instant::now(),
+            replay_stall: std::collections::VecDeque::new(),
+            durable_wait: std::collections::VecDeque::new(),
+            durable_signal,
         }
     }
 
     /// The executor loop; returns when told to shut down.
     pub(crate) fn run(mut self, rx: Receiver<Msg>) {
-        while let Ok(msg) = rx.recv() {
+        loop {
+            let msg = if self.replay_stall.is_empty() {
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            } else {
+                // Retry the held replay now and then, messages or not.
+                match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+                    Ok(m) => m,
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        self.tick();
+                        self.check_memory(true);
+                        self.retry_stalled();
+                        self.outbox.flush();
+                        continue;
+                    }
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                }
+            };
             if !self.handle(msg) {
                 break;
             }
@@ -157,8 +238,13 @@ impl Partition {
         match msg {
             Msg::Batch(invs) => {
                 for inv in invs {
-                    self.run_single(inv);
+                    if inv.replay.is_some() && !self.replay_stall.is_empty() {
+                        self.replay_stall.push_back(inv);
+                    } else {
+                        self.run_single(inv);
+                    }
                 }
+                self.retry_stalled();
             }
             Msg::Mp(t) => {
                 if t.parts.first() == Some(&self.id) {
@@ -202,6 +288,7 @@ impl Partition {
                 self.publish(true);
                 let _ = ack.send(());
             }
+            Msg::Durable => self.release_durable(),
             Msg::Shutdown => return false,
         }
         if self.store.is_some() {
@@ -260,13 +347,73 @@ impl Partition {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D) <= self.sample_threshold
     }
 
-    /// Timestamp, id and sampling decision for the next transaction.
-    pub(crate) fn txn_info(&mut self) -> TxnInfo {
+    /// Timestamp, id, random seed and sampling decision for the next transaction (a
+    /// replayed one gets back the timestamp and seed it first ran with).
+    pub(crate) fn txn_info(&mut self, replay: Option<Replayed>) -> TxnInfo {
+        let txn_id = self.next_txn_id();
+        let (now, seed) = match replay {
+            Some(r) => (r.now, r.seed),
+            None => (self.clock(), txn_id),
+        };
         TxnInfo {
             total_partitions: self.shared.config.partitions,
-            now: self.clock(),
-            txn_id: self.next_txn_id(),
+            now,
+            txn_id,
+            seed,
             sampled: self.sample(),
+        }
+    }
+
+    /// Answers a finished transaction: through the command log when it committed changes
+    /// (the reply leaves when the log says so: after the record is durable in sync mode),
+    /// directly otherwise. Called before the partitions it held run anything else, so the
+    /// log's order is the commit order.
+    pub(crate) fn answer(&mut self, done: Answer, reply: Reply, r: Result<Rows>) {
+        match (&self.shared.log, done.log) {
+            (Some(log), Some(request)) if r.is_ok() && done.wrote => {
+                let mut body = Vec::with_capacity(256);
+                permafrost_durability::encode_record(
+                    &permafrost_durability::TxnRecord {
+                        partitions: done.partitions,
+                        now: done.info_now,
+                        seed: done.info_seed,
+                        request,
+                    },
+                    &mut body,
+                );
+                if log.mode() == permafrost_durability::LogMode::Sync {
+                    // Answered when the record is durable (`release_durable`).
+                    let signal = self.durable_signal.clone();
+                    let lsn = log.append(body, Box::new(move |res| signal.notify(res)));
+                    self.durable_wait.push_back((lsn, reply, r));
+                } else {
+                    log.append(body, Box::new(|_| {}));
+                    self.outbox.send(reply, r);
+                }
+            }
+            _ => self.outbox.send(reply, r),
+        }
+    }
+
+    /// Answers the transactions whose log records are durable now; if the log failed, the
+    /// ones after fail with its error (they took effect in memory, but were never
+    /// acknowledged, and the log takes nothing more).
+    fn release_durable(&mut self) {
+        self.durable_signal.scheduled.store(false, Ordering::Release);
+        let Some(log) = &self.shared.log else { return };
+        let durable = log.durable_lsn();
+        let failed = self.durable_signal.error.lock().ok().and_then(|e| e.clone());
+        while let Some((lsn, _, _)) = self.durable_wait.front() {
+            let ok = *lsn != 0 && *lsn <= durable;
+            if !ok && failed.is_none() {
+                break;
+            }
+            let (_, reply, r) = self.durable_wait.pop_front().expect("checked");
+            match (ok, &failed) {
+                (true, _) => self.outbox.send(reply, r),
+                (false, Some(e)) => self.outbox.send(reply, Err(e.clone())),
+                (false, None) => unreachable!("checked above"),
+            }
         }
     }
 
@@ -280,13 +427,27 @@ impl Partition {
     }
 
     pub(crate) fn run_single(&mut self, mut inv: Invocation) {
-        let info = self.txn_info();
+        let info = self.txn_info(inv.replay);
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         match run_txn(&inv.proc, &inv.params, &mut stores, &mut self.evicted, &info) {
-            Outcome::Done(r) => {
+            Outcome::Done(Err(e), _) if inv.replay.is_some() && e.is_retryable() => {
+                // Replay keeps the log's order: hold it (and the replayed calls after it)
+                // until eviction makes room.
+                let _ = e;
+                self.replay_stall.push_front(inv);
+            }
+            Outcome::Done(r, wrote) => {
                 self.record(&r);
-                self.outbox.send(inv.reply, r);
+                let done = Answer {
+                    wrote,
+                    partitions: vec![self.id],
+                    info_now: info.now,
+                    info_seed: info.seed,
+                    log: (wrote && inv.replay.is_none() && self.shared.log.is_some())
+                        .then(|| inv.proc.request(inv.params)),
+                };
+                self.answer(done, inv.reply, r);
             }
             Outcome::SchemaChanged => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
@@ -307,6 +468,18 @@ impl Partition {
             Outcome::NeedsData => {
                 let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
                 self.need_data(Waiter::Single(inv), refs);
+            }
+        }
+    }
+
+    /// Runs the replayed calls held back, in order, until one is refused again.
+    fn retry_stalled(&mut self) {
+        while let Some(inv) = self.replay_stall.pop_front() {
+            let before = self.replay_stall.len();
+            self.run_single(inv);
+            if self.replay_stall.len() > before {
+                // Refused again (it is back at the front).
+                break;
             }
         }
     }

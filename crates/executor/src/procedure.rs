@@ -183,6 +183,21 @@ impl fmt::Debug for Procedure {
 }
 
 impl Procedure {
+    /// What the command log records of a call with `params`: the procedure's name, or an
+    /// ad hoc statement's text.
+    pub(crate) fn request(&self, params: Vec<Value>) -> permafrost_durability::Request {
+        match self.statements.first() {
+            Some(s) if self.adhoc => permafrost_durability::Request::AdHoc {
+                sql: s.sql.clone(),
+                params,
+            },
+            _ => permafrost_durability::Request::Call {
+                procedure: self.name.clone(),
+                params,
+            },
+        }
+    }
+
     /// Plans the statements of `def` against `catalog`.
     pub(crate) fn prepare(def: ProcedureDef, catalog: &Catalog) -> Result<Procedure> {
         let name = def.name.clone();

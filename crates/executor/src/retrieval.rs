@@ -119,7 +119,13 @@ impl Partition {
             // Everything it wanted was merged meanwhile.
             return self.resume(waiter, None);
         }
-        match ac.config().retrieval {
+        // A replayed call must not fall behind the calls after it: it reads synchronously.
+        let replaying = matches!(&waiter, Waiter::Single(inv) if inv.replay.is_some());
+        match if replaying {
+            Retrieval::Synchronous
+        } else {
+            ac.config().retrieval
+        } {
             Retrieval::Synchronous => {
                 let r = ac.fetch_sync(store, &needs);
                 self.resume(waiter, r.err().map(Error::from));
@@ -164,7 +170,7 @@ impl Partition {
             Waiter::Single(mut inv) => {
                 let r = match err {
                     Some(e) => Err(e),
-                    None if inv.restarts >= self.shared.config.max_restarts => {
+                    None if inv.restarts >= self.shared.config.max_restarts && inv.replay.is_none() => {
                         Err(Error::TooManyRestarts { restarts: inv.restarts })
                     }
                     None => {

@@ -108,6 +108,8 @@ pub(crate) struct Shared {
     pub mp_order: Mutex<u64>,
     /// Turns of the partitions at running statements that any partition can run.
     pub any_turn: std::sync::atomic::AtomicU32,
+    /// The command log, when one is configured.
+    pub log: Option<Arc<permafrost_durability::CommandLog>>,
 }
 
 impl Shared {

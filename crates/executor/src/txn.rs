@@ -11,8 +11,9 @@ use crate::procedure::{ProcContext, ProcError, Procedure};
 
 /// How a transaction ended.
 pub(crate) enum Outcome {
-    /// Committed (`Ok`) or rolled back with an error for the caller.
-    Done(Result<Rows>),
+    /// Committed (`Ok`) or rolled back with an error for the caller; whether the committed
+    /// transaction changed anything (what the command log records).
+    Done(Result<Rows>, bool),
     /// Rolled back: a table it uses changed since its statements were planned.
     SchemaChanged,
     /// Rolled back after a pre-pass: it reached the evicted tuples now in `evicted`.
@@ -25,6 +26,8 @@ pub(crate) struct TxnInfo {
     pub sampled: bool,
     pub now: i64,
     pub txn_id: u64,
+    /// The seed of the procedure's random numbers ([`ProcContext::random_u64`]).
+    pub seed: u64,
 }
 
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
@@ -51,7 +54,7 @@ pub(crate) fn run_txn(
             env: &mut env,
             statements: &proc.statements,
             txn_id: info.txn_id,
-            rng: info.txn_id,
+            rng: info.seed,
         };
         catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
     };
@@ -66,8 +69,9 @@ pub(crate) fn run_txn(
     }
     match result {
         Ok(Ok(rows)) => {
+            let wrote = stores.iter().any(|s| s.has_changes());
             finish(stores, true);
-            Outcome::Done(Ok(rows))
+            Outcome::Done(Ok(rows), wrote)
         }
         Ok(Err(ProcError::Sql(SqlError::SchemaChanged(_)))) => {
             finish(stores, false);
@@ -75,11 +79,11 @@ pub(crate) fn run_txn(
         }
         Ok(Err(ProcError::Sql(e))) => {
             finish(stores, false);
-            Outcome::Done(Err(Error::Sql(e)))
+            Outcome::Done(Err(Error::Sql(e)), false)
         }
         Ok(Err(ProcError::Abort(m))) => {
             finish(stores, false);
-            Outcome::Done(Err(Error::Aborted(m)))
+            Outcome::Done(Err(Error::Aborted(m)), false)
         }
         Err(panic) => {
             finish(stores, false);
@@ -88,10 +92,13 @@ pub(crate) fn run_txn(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Outcome::Done(Err(Error::ProcedurePanicked {
-                name: proc.name.clone(),
-                message,
-            }))
+            Outcome::Done(
+                Err(Error::ProcedurePanicked {
+                    name: proc.name.clone(),
+                    message,
+                }),
+                false,
+            )
         }
     }
 }

@@ -436,6 +436,42 @@ pub const METRICS: &[MetricInfo] = &[
         "Transactions waiting for evicted data to be fetched.",
     ),
     m(
+        "permafrost_commandlog_records_total",
+        Counter,
+        "",
+        "Command-log records written and synced (one per committed transaction that changed data).",
+    ),
+    m(
+        "permafrost_commandlog_bytes_total",
+        Counter,
+        "",
+        "Bytes written to the command log.",
+    ),
+    m(
+        "permafrost_commandlog_group_commits_total",
+        Counter,
+        "",
+        "Group commits: batches of records written with one write and one fdatasync.",
+    ),
+    m(
+        "permafrost_commandlog_sync_seconds_total",
+        Counter,
+        "",
+        "Time spent in fdatasync of the command log.",
+    ),
+    m(
+        "permafrost_commandlog_segments",
+        Gauge,
+        "",
+        "Segment files of the command log.",
+    ),
+    m(
+        "permafrost_commandlog_failed",
+        Gauge,
+        "",
+        "1 once a write or sync of the command log failed: the database then refuses writes until restarted.",
+    ),
+    m(
         "permafrost_evictions_total",
         Counter,
         "",
@@ -702,6 +738,14 @@ fn engine_rows(
     r.add(restarts, &[("reason", "schema")], st.restarts_schema as f64);
     r.one("permafrost_multi_partition_transactions_total", st.mp_txns);
     r.one("permafrost_transactions_parked", st.parked);
+    if let Some(l) = db.log_stats() {
+        r.one("permafrost_commandlog_records_total", l.records);
+        r.one("permafrost_commandlog_bytes_total", l.bytes);
+        r.one("permafrost_commandlog_group_commits_total", l.batches);
+        r.add("permafrost_commandlog_sync_seconds_total", &[], l.sync_seconds_total);
+        r.one("permafrost_commandlog_segments", l.segments);
+        r.one("permafrost_commandlog_failed", u64::from(l.failed));
+    }
     r.one("permafrost_evictions_total", st.evictions);
     r.one("permafrost_evicted_tuples_total", st.evicted_tuples);
     r.one("permafrost_evicted_bytes_total", st.evicted_bytes);

@@ -166,10 +166,14 @@ async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> 
 }
 
 fn open(dir: &std::path::Path) -> Database {
+    // With a command log, so that its figures are there too.
+    let mut log = permafrost_executor::LogConfig::new(dir.join("commandlog"));
+    log.mode = permafrost_executor::LogMode::Async;
     let config = Config::builder()
         .partitions(2)
         .memory_limit(64 << 20)
         .anticache(AntiCacheConfig::new(dir))
+        .command_log(log)
         .build()
         .unwrap();
     let db = Database::open(config).unwrap();

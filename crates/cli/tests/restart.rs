@@ -1,0 +1,131 @@
+//! `permafrost serve` killed with SIGKILL and started again on its data directory comes
+//! back with every acknowledged change, evicted data included (the command log in sync
+//! mode, replayed at start).
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::{Client, NoTls};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(dir: &Path, port: u16) -> Server {
+    let child = Command::new(env!("CARGO_BIN_EXE_permafrost"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-listen",
+            "off",
+        ])
+        .args(["--partitions", "2", "--memory-limit", "16MiB", "--command-log", "sync"])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the permafrost binary starts");
+    Server(child)
+}
+
+async fn connect(port: u16) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls).await {
+            Ok((client, conn)) => {
+                tokio::spawn(conn);
+                return client;
+            }
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the server did not come up: {e}"),
+        }
+    }
+}
+
+async fn checksum(c: &Client) -> (i64, i64) {
+    // By ranges: the table is larger than the memory budget.
+    let (mut n, mut sum) = (0i64, 0i64);
+    for lo in (0..20_000i64).step_by(1000) {
+        let r = c
+            .query_one(
+                "SELECT COUNT(*), COALESCE(SUM(id * v), 0) FROM t WHERE id >= $1 AND id < $2",
+                &[&lo, &(lo + 1000)],
+            )
+            .await
+            .unwrap();
+        n += r.get::<_, i64>(0);
+        sum += r.get::<_, i64>(1);
+    }
+    (n, sum)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_killed_server_restarts_with_every_acknowledged_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let before = {
+        let _server = start(dir.path(), port);
+        let c = connect(port).await;
+        c.batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, pad TEXT)")
+            .await
+            .unwrap();
+        let pad = "p".repeat(1000);
+        for lo in (0..20_000i64).step_by(100) {
+            let rows: Vec<String> = (lo..lo + 100).map(|i| format!("({i}, {}, '{pad}')", i % 7)).collect();
+            let sql = format!("INSERT INTO t VALUES {}", rows.join(", "));
+            loop {
+                match c.batch_execute(&sql).await {
+                    Ok(_) => break,
+                    // The memory budget while eviction catches up.
+                    Err(e) if e.code().is_some_and(|s| s.code() == "53200") => {
+                        tokio::time::sleep(Duration::from_millis(5)).await
+                    }
+                    Err(e) => panic!("insert {lo}..: {e}"),
+                }
+            }
+        }
+        // Updates by ranges of keys (one statement over the whole table would need it all
+        // in memory at once), reaching evicted rows.
+        for lo in (0..20_000i64).step_by(1000) {
+            c.execute(
+                "UPDATE t SET v = v + 100 WHERE id >= $1 AND id < $2 AND id % 97 = 3",
+                &[&lo, &(lo + 1000)],
+            )
+            .await
+            .unwrap();
+        }
+        let sum = checksum(&c).await;
+        let cold: f64 = c
+            .query("SELECT * FROM permafrost_stats", &[])
+            .await
+            .unwrap()
+            .iter()
+            .find(|r| r.get::<_, String>(0) == "permafrost_cold_tuples")
+            .map(|r| r.get(2))
+            .unwrap();
+        assert!(cold > 5000.0, "only {cold} tuples were evicted");
+        sum
+        // The server is killed here (SIGKILL: no shutdown of any kind).
+    };
+    let _server = start(dir.path(), port);
+    let c = connect(port).await;
+    assert_eq!(checksum(&c).await, before);
+    assert_eq!(before.0, 20_000);
+}

@@ -1,0 +1,316 @@
+//! A [`LogFs`] over the real file system that injects faults, for tests (here and in the
+//! crates that use the log): a torn write (a prefix is written, then the call fails), failed
+//! `fdatasync`, a full disk (`ENOSPC` once a byte budget is spent, after writing what fits),
+//! and a simulated power loss that throws away every byte not yet synced.
+//!
+//! It also keeps, per file, how many bytes were written and how many of them were synced,
+//! so that a test can check that nothing is acknowledged before it is durable.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::io::{LogFile, LogFs, RealFs};
+
+#[derive(Debug, Default, Clone)]
+struct FileState {
+    /// Where the file is now (None: removed).
+    path: Option<PathBuf>,
+    len: u64,
+    synced: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Every file opened or created, by id.
+    files: Vec<FileState>,
+    /// Keep this many bytes of the next write, then fail it with EIO.
+    tear_next_write: Option<usize>,
+    /// Syncs that still succeed before `sync_errno` applies (None: no sync failure planned).
+    syncs_before_failure: Option<u64>,
+    sync_errno: i32,
+    /// Bytes that can still be written (a full disk past them).
+    space: u64,
+    /// After a simulated power loss every operation fails.
+    frozen: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    writes: AtomicU64,
+    syncs: AtomicU64,
+    failed_syncs: AtomicU64,
+}
+
+/// The fault-injecting file system (cheap to clone: clones share their faults).
+#[derive(Debug, Clone)]
+pub struct FaultyFs {
+    shared: Arc<Shared>,
+}
+
+impl Default for FaultyFs {
+    fn default() -> Self {
+        FaultyFs::new()
+    }
+}
+
+fn eio() -> io::Error {
+    io::Error::from_raw_os_error(libc::EIO)
+}
+
+impl FaultyFs {
+    pub fn new() -> FaultyFs {
+        FaultyFs {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    files: Vec::new(),
+                    tear_next_write: None,
+                    syncs_before_failure: None,
+                    sync_errno: libc::EIO,
+                    space: u64::MAX,
+                    frozen: false,
+                }),
+                writes: AtomicU64::new(0),
+                syncs: AtomicU64::new(0),
+                failed_syncs: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next write keeps only its first `keep` bytes and then fails with EIO.
+    pub fn tear_next_write(&self, keep: usize) {
+        self.state().tear_next_write = Some(keep);
+    }
+
+    /// After `n` more successful `sync_data` calls, every later one fails with `errno`
+    /// (and syncs nothing).
+    pub fn fail_syncs_after(&self, n: u64, errno: i32) {
+        let mut s = self.state();
+        s.syncs_before_failure = Some(n);
+        s.sync_errno = errno;
+    }
+
+    /// Syncs succeed again.
+    pub fn heal_syncs(&self) {
+        self.state().syncs_before_failure = None;
+    }
+
+    /// Only `bytes` more bytes fit on the "disk": a write past them writes what fits and
+    /// fails with ENOSPC. `u64::MAX`: unlimited.
+    pub fn set_space(&self, bytes: u64) {
+        self.state().space = bytes;
+    }
+
+    /// A power loss now: from here on every operation fails with EIO, and every file loses
+    /// what was written to it since its last successful sync, except for the first
+    /// `keep_unsynced` such bytes (a torn tail when not zero).
+    pub fn power_loss(&self, keep_unsynced: u64) -> io::Result<()> {
+        let mut s = self.state();
+        s.frozen = true;
+        for f in s.files.iter_mut() {
+            let Some(path) = &f.path else { continue };
+            let keep = f.synced + (f.len - f.synced.min(f.len)).min(keep_unsynced);
+            if keep < f.len {
+                match std::fs::OpenOptions::new().write(true).open(path) {
+                    Ok(file) => file.set_len(keep)?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
+                f.len = keep;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes written to files (the ones opened through this file system) and not yet
+    /// synced.
+    pub fn unsynced_bytes(&self) -> u64 {
+        self.state()
+            .files
+            .iter()
+            .filter(|f| f.path.is_some())
+            .map(|f| f.len.saturating_sub(f.synced))
+            .sum()
+    }
+
+    /// Bytes of `path` known to be durable (0 for an unknown file).
+    pub fn synced_len(&self, path: &Path) -> u64 {
+        self.state()
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == Some(path))
+            .map_or(0, |f| f.synced)
+    }
+
+    /// Successful write calls.
+    pub fn writes(&self) -> u64 {
+        self.shared.writes.load(Ordering::SeqCst)
+    }
+
+    /// Successful `sync_data` calls.
+    pub fn syncs(&self) -> u64 {
+        self.shared.syncs.load(Ordering::SeqCst)
+    }
+
+    pub fn failed_syncs(&self) -> u64 {
+        self.shared.failed_syncs.load(Ordering::SeqCst)
+    }
+
+    /// Starts tracking a file (of `len` durable bytes) opened at `path`.
+    fn track(&self, s: &mut State, inner: Box<dyn LogFile>, path: &Path, len: u64) -> Box<dyn LogFile> {
+        for f in s.files.iter_mut() {
+            if f.path.as_deref() == Some(path) {
+                f.path = None;
+            }
+        }
+        s.files.push(FileState {
+            path: Some(path.to_path_buf()),
+            len,
+            synced: len,
+        });
+        Box::new(FaultyFile {
+            inner,
+            id: s.files.len() - 1,
+            fs: self.clone(),
+        })
+    }
+}
+
+struct FaultyFile {
+    inner: Box<dyn LogFile>,
+    /// Index in `State::files`.
+    id: usize,
+    fs: FaultyFs,
+}
+
+impl LogFile for FaultyFile {
+    fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let mut s = self.fs.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        let (keep, err) = match s.tear_next_write.take() {
+            Some(keep) => (keep.min(buf.len()), Some(eio())),
+            None => (buf.len(), None),
+        };
+        let (keep, err) = if keep as u64 > s.space {
+            (s.space as usize, Some(io::Error::from_raw_os_error(libc::ENOSPC)))
+        } else {
+            (keep, err)
+        };
+        if keep > 0 {
+            self.inner.write_all_at(&buf[..keep], offset)?;
+        }
+        if s.space != u64::MAX {
+            s.space -= keep as u64;
+        }
+        let f = &mut s.files[self.id];
+        f.len = f.len.max(offset + keep as u64);
+        match err {
+            Some(e) => Err(e),
+            None => {
+                self.fs.shared.writes.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        let mut s = self.fs.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        match s.syncs_before_failure {
+            Some(0) => {
+                self.fs.shared.failed_syncs.fetch_add(1, Ordering::SeqCst);
+                return Err(io::Error::from_raw_os_error(s.sync_errno));
+            }
+            Some(n) => s.syncs_before_failure = Some(n - 1),
+            None => {}
+        }
+        self.inner.sync_data()?;
+        let f = &mut s.files[self.id];
+        f.synced = f.len;
+        self.fs.shared.syncs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        let mut s = self.fs.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        self.inner.set_len(len)?;
+        let f = &mut s.files[self.id];
+        f.len = len;
+        f.synced = f.synced.min(len);
+        Ok(())
+    }
+}
+
+impl LogFs for FaultyFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+        let mut s = self.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        let inner = RealFs.create(path)?;
+        Ok(self.track(&mut s, inner, path, 0))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+        let mut s = self.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        let inner = RealFs.open(path)?;
+        let len = std::fs::metadata(path)?.len();
+        Ok(self.track(&mut s, inner, path, len))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        RealFs.rename(from, to)?;
+        for f in s.files.iter_mut() {
+            if f.path.as_deref() == Some(to) {
+                f.path = None;
+            }
+        }
+        for f in s.files.iter_mut() {
+            if f.path.as_deref() == Some(from) {
+                f.path = Some(to.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        RealFs.remove(path)?;
+        for f in s.files.iter_mut() {
+            if f.path.as_deref() == Some(path) {
+                f.path = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        RealFs.sync_dir(dir)
+    }
+}

@@ -1,0 +1,26 @@
+//! The command log: one checksummed record per committed transaction, in commit order,
+//! written by one writer thread with group commit (docs/format.md, "Command log,
+//! version 1").
+//!
+//! - [`CommandLog`] appends records ([`encode_record`] on the partition threads, framing,
+//!   batching, `fdatasync` and rotation on the writer thread) and calls each record's
+//!   `done` callback when it is durable (sync mode) or at once (async, off).
+//! - [`LogReader`] reads the records back for recovery, checking every byte.
+//! - [`LogFs`] is the file I/O the writer performs, with [`fault::FaultyFs`] for tests
+//!   (torn writes, failed `fdatasync`, a full disk, a simulated power loss).
+
+mod config;
+mod error;
+pub mod fault;
+pub mod format;
+mod io;
+mod reader;
+mod record;
+mod writer;
+
+pub use config::{LogConfig, LogMode};
+pub use error::LogError;
+pub use io::{LogFile, LogFs, RealFs};
+pub use reader::LogReader;
+pub use record::{Request, TxnRecord, decode_record, encode_record};
+pub use writer::{CommandLog, DoneFn, LogStats};

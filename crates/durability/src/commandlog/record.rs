@@ -1,0 +1,406 @@
+//! The body of a command log record: what a committed transaction was asked to do
+//! (docs/format.md, "Command log, version 1", "Record body").
+//!
+//! ```text
+//! u8    request kind: 1 procedure call, 2 ad hoc statement, 3 schema change
+//! i64   the transaction's timestamp (µs since the epoch)
+//! u64   the transaction's random seed
+//! u32   partition count n, then n × u32 partition ids, strictly ascending
+//! kind 1: string procedure name, u32 parameter count, the parameters (values)
+//! kind 2: string SQL text,       u32 parameter count, the parameters (values)
+//! kind 3: string SQL text
+//! string: u32 byte length, UTF-8 bytes
+//! value:  u8 tag, then 0 null | 1 bool: u8 0/1 | 2 int: i64 | 3 double: u64 IEEE bits |
+//!         4 numeric: 16 bytes (rust_decimal serialize) | 5 timestamp: i64 µs |
+//!         6 text: string | 7 bytea: u32 length, bytes
+//! ```
+//!
+//! Integers are little-endian. [`decode_record`] checks every byte and never panics.
+
+use permafrost_storage::{Decimal, Value};
+
+/// What a committed transaction was asked to do (never row images).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Call {
+        procedure: String,
+        params: Vec<Value>,
+    },
+    AdHoc {
+        sql: String,
+        params: Vec<Value>,
+    },
+    /// A schema change (CREATE/DROP TABLE/INDEX, CREATE/DROP PROCEDURE) as its SQL text.
+    Schema {
+        sql: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnRecord {
+    /// The partitions the transaction ran at, ascending (one for a single-partition one).
+    pub partitions: Vec<u32>,
+    /// The transaction's timestamp (µs since the epoch) and random seed, as the procedure
+    /// saw them.
+    pub now: i64,
+    pub seed: u64,
+    pub request: Request,
+}
+
+const KIND_CALL: u8 = 1;
+const KIND_AD_HOC: u8 = 2;
+const KIND_SCHEMA: u8 = 3;
+
+const TAG_NULL: u8 = 0;
+const TAG_BOOL: u8 = 1;
+const TAG_INT: u8 = 2;
+const TAG_DOUBLE: u8 = 3;
+const TAG_DECIMAL: u8 = 4;
+const TAG_TIMESTAMP: u8 = 5;
+const TAG_TEXT: u8 = 6;
+const TAG_BYTES: u8 = 7;
+
+/// Bits of a serialized decimal's flags word that must be zero (bits 0-15 and 24-30).
+const DECIMAL_UNUSED_FLAGS: u32 = 0x7F00_FFFF;
+const DECIMAL_MAX_SCALE: u32 = 28;
+
+/// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
+/// LSN). Partitions are written sorted and without duplicates whatever their order in
+/// `rec`.
+pub fn encode_record(rec: &TxnRecord, out: &mut Vec<u8>) {
+    let kind = match rec.request {
+        Request::Call { .. } => KIND_CALL,
+        Request::AdHoc { .. } => KIND_AD_HOC,
+        Request::Schema { .. } => KIND_SCHEMA,
+    };
+    out.push(kind);
+    out.extend_from_slice(&rec.now.to_le_bytes());
+    out.extend_from_slice(&rec.seed.to_le_bytes());
+    if rec.partitions.windows(2).all(|w| w[0] < w[1]) {
+        put_partitions(&rec.partitions, out);
+    } else {
+        let mut p = rec.partitions.clone();
+        p.sort_unstable();
+        p.dedup();
+        put_partitions(&p, out);
+    }
+    match &rec.request {
+        Request::Call {
+            procedure: text,
+            params,
+        }
+        | Request::AdHoc { sql: text, params } => {
+            put_bytes(text.as_bytes(), out);
+            out.extend_from_slice(&len32(params.len()).to_le_bytes());
+            for v in params {
+                put_value(v, out);
+            }
+        }
+        Request::Schema { sql } => put_bytes(sql.as_bytes(), out),
+    }
+}
+
+fn len32(n: usize) -> u32 {
+    // A body longer than 4GiB cannot be framed; the writer refuses it (CommandLog::append).
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn put_partitions(p: &[u32], out: &mut Vec<u8>) {
+    out.extend_from_slice(&len32(p.len()).to_le_bytes());
+    for id in p {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+}
+
+fn put_bytes(b: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&len32(b.len()).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn put_value(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(TAG_NULL),
+        Value::Bool(b) => out.extend_from_slice(&[TAG_BOOL, *b as u8]),
+        Value::Int(i) => {
+            out.push(TAG_INT);
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::Double(d) => {
+            out.push(TAG_DOUBLE);
+            out.extend_from_slice(&d.to_bits().to_le_bytes());
+        }
+        Value::Decimal(d) => {
+            out.push(TAG_DECIMAL);
+            out.extend_from_slice(&d.serialize());
+        }
+        Value::Timestamp(t) => {
+            out.push(TAG_TIMESTAMP);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        Value::Text(s) => {
+            out.push(TAG_TEXT);
+            put_bytes(s.as_bytes(), out);
+        }
+        Value::Bytes(b) => {
+            out.push(TAG_BYTES);
+            put_bytes(b, out);
+        }
+    }
+}
+
+/// Reads fields off a body, failing (never panicking) when bytes run out.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+type DecodeResult<T> = std::result::Result<T, String>;
+
+impl<'a> Cursor<'a> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> DecodeResult<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(format!(
+                "{what} at body byte {} needs {n} bytes, {} left",
+                self.pos,
+                self.remaining()
+            ));
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> DecodeResult<[u8; N]> {
+        let s = self.take(N, what)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn u8(&mut self, what: &str) -> DecodeResult<u8> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u32(&mut self, what: &str) -> DecodeResult<u32> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    fn u64(&mut self, what: &str) -> DecodeResult<u64> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    fn i64(&mut self, what: &str) -> DecodeResult<i64> {
+        Ok(i64::from_le_bytes(self.array(what)?))
+    }
+
+    /// A count of items of at least `min_size` bytes each, checked against what is left.
+    fn count(&mut self, min_size: usize, what: &str) -> DecodeResult<usize> {
+        let at = self.pos;
+        let n = self.u32(what)? as usize;
+        if n.saturating_mul(min_size) > self.remaining() {
+            return Err(format!(
+                "{what} at body byte {at} is {n}, more than the {} bytes left hold",
+                self.remaining()
+            ));
+        }
+        Ok(n)
+    }
+
+    fn bytes(&mut self, what: &str) -> DecodeResult<&'a [u8]> {
+        let n = self.count(1, what)?;
+        self.take(n, what)
+    }
+
+    fn string(&mut self, what: &str) -> DecodeResult<String> {
+        let at = self.pos;
+        let b = self.bytes(what)?;
+        std::str::from_utf8(b)
+            .map(str::to_owned)
+            .map_err(|_| format!("{what} at body byte {at} is not UTF-8"))
+    }
+
+    fn value(&mut self) -> DecodeResult<Value> {
+        let at = self.pos;
+        Ok(match self.u8("value tag")? {
+            TAG_NULL => Value::Null,
+            TAG_BOOL => match self.u8("boolean")? {
+                0 => Value::Bool(false),
+                1 => Value::Bool(true),
+                b => return Err(format!("boolean at body byte {} is {b}, not 0 or 1", at + 1)),
+            },
+            TAG_INT => Value::Int(self.i64("integer")?),
+            TAG_DOUBLE => Value::Double(f64::from_bits(self.u64("double")?)),
+            TAG_DECIMAL => {
+                let b: [u8; 16] = self.array("numeric")?;
+                let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                if flags & DECIMAL_UNUSED_FLAGS != 0 || (flags >> 16) & 0xFF > DECIMAL_MAX_SCALE {
+                    return Err(format!("numeric at body byte {} has bad flags {flags:#010x}", at + 1));
+                }
+                Value::Decimal(Decimal::deserialize(b))
+            }
+            TAG_TIMESTAMP => Value::Timestamp(self.i64("timestamp")?),
+            TAG_TEXT => Value::Text(self.string("text")?.into_boxed_str()),
+            TAG_BYTES => Value::Bytes(self.bytes("bytea")?.into()),
+            t => return Err(format!("unknown value tag {t} at body byte {at}")),
+        })
+    }
+
+    fn values(&mut self) -> DecodeResult<Vec<Value>> {
+        let n = self.count(1, "parameter count")?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.value()?);
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes a record body written by [`encode_record`]. Any malformation (unknown kind or
+/// tag, a length past the end, bad UTF-8, a boolean other than 0/1, a numeric with stray
+/// flag bits or a scale above 28, partitions not strictly ascending, trailing bytes) is an
+/// error describing it; bad bytes never panic.
+pub fn decode_record(body: &[u8]) -> std::result::Result<TxnRecord, String> {
+    let mut c = Cursor { bytes: body, pos: 0 };
+    let kind = c.u8("request kind")?;
+    let now = c.i64("timestamp")?;
+    let seed = c.u64("seed")?;
+    let n = c.count(4, "partition count")?;
+    let mut partitions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = c.u32("partition")?;
+        if partitions.last().is_some_and(|&last| last >= p) {
+            return Err(format!("partitions not ascending at body byte {}", c.pos - 4));
+        }
+        partitions.push(p);
+    }
+    let request = match kind {
+        KIND_CALL => Request::Call {
+            procedure: c.string("procedure name")?,
+            params: c.values()?,
+        },
+        KIND_AD_HOC => Request::AdHoc {
+            sql: c.string("SQL text")?,
+            params: c.values()?,
+        },
+        KIND_SCHEMA => Request::Schema {
+            sql: c.string("SQL text")?,
+        },
+        k => return Err(format!("unknown request kind {k}")),
+    };
+    if c.remaining() != 0 {
+        return Err(format!(
+            "{} bytes trail the record at body byte {}",
+            c.remaining(),
+            c.pos
+        ));
+    }
+    Ok(TxnRecord {
+        partitions,
+        now,
+        seed,
+        request,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TxnRecord {
+        TxnRecord {
+            partitions: vec![0, 3],
+            now: 1_700_000_000_000_000,
+            seed: 42,
+            request: Request::Call {
+                procedure: "vote".into(),
+                params: vec![
+                    Value::Null,
+                    Value::Bool(true),
+                    Value::Int(-7),
+                    Value::Double(1.5),
+                    Value::Decimal(Decimal::new(-12345, 2)),
+                    Value::Timestamp(5),
+                    Value::text("héllo"),
+                    Value::bytes(vec![0u8, 255]),
+                ],
+            },
+        }
+    }
+
+    #[test]
+    fn round_trip_and_exact_layout() {
+        let rec = sample();
+        let mut out = Vec::new();
+        encode_record(&rec, &mut out);
+        assert_eq!(decode_record(&out).unwrap(), rec);
+        assert_eq!(out[0], KIND_CALL);
+        assert_eq!(&out[1..9], &1_700_000_000_000_000i64.to_le_bytes());
+        assert_eq!(&out[9..17], &42u64.to_le_bytes());
+        assert_eq!(&out[17..29], &[2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0]);
+        assert_eq!(&out[29..37], &[4, 0, 0, 0, b'v', b'o', b't', b'e']);
+        assert_eq!(&out[37..41], &[8, 0, 0, 0]);
+        assert_eq!(&out[41..44], &[TAG_NULL, TAG_BOOL, 1]);
+        // The last value: bytea of two bytes.
+        assert_eq!(&out[out.len() - 7..], &[TAG_BYTES, 2, 0, 0, 0, 0, 255]);
+    }
+
+    #[test]
+    fn partitions_are_written_sorted() {
+        let mut rec = sample();
+        rec.partitions = vec![5, 1, 5, 2];
+        let mut out = Vec::new();
+        encode_record(&rec, &mut out);
+        assert_eq!(decode_record(&out).unwrap().partitions, vec![1, 2, 5]);
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors() {
+        let mut good = Vec::new();
+        encode_record(&sample(), &mut good);
+        // Every prefix is an error, never a panic.
+        for n in 0..good.len() {
+            assert!(decode_record(&good[..n]).is_err(), "prefix {n}");
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(decode_record(&trailing).unwrap_err().contains("trail"));
+        let mut kind = good.clone();
+        kind[0] = 9;
+        assert!(decode_record(&kind).unwrap_err().contains("request kind"));
+        let mut desc = good.clone();
+        desc[21..25].copy_from_slice(&7u32.to_le_bytes());
+        assert!(decode_record(&desc).unwrap_err().contains("ascending"));
+        let mut boolean = good.clone();
+        boolean[43] = 2;
+        assert!(decode_record(&boolean).unwrap_err().contains("boolean"));
+        let mut count = good.clone();
+        count[17..21].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_record(&count).unwrap_err().contains("partition count"));
+        // A numeric with a scale of 29.
+        let mut rec = sample();
+        rec.request = Request::AdHoc {
+            sql: "SELECT ?".into(),
+            params: vec![Value::Decimal(Decimal::new(1, 0))],
+        };
+        let mut dec = Vec::new();
+        encode_record(&rec, &mut dec);
+        let flags_at = dec.len() - 16;
+        dec[flags_at + 2] = 29;
+        assert!(decode_record(&dec).unwrap_err().contains("numeric"));
+        dec[flags_at + 2] = 0;
+        dec[flags_at] = 1;
+        assert!(decode_record(&dec).unwrap_err().contains("numeric"));
+        // Bad UTF-8 in a schema change.
+        let mut rec = sample();
+        rec.request = Request::Schema { sql: "ab".into() };
+        let mut s = Vec::new();
+        encode_record(&rec, &mut s);
+        let last = s.len() - 1;
+        s[last] = 0xFF;
+        assert!(decode_record(&s).unwrap_err().contains("UTF-8"));
+    }
+}

@@ -1,0 +1,665 @@
+//! The log writer: [`CommandLog::append`] assigns LSNs and queues records; one writer thread
+//! gathers them into batches (group commit), writes each batch with one write call,
+//! `fdatasync`s it and then calls the records' `done` callbacks, in order.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::io::AsRawFd;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+
+use super::config::{LogConfig, LogMode};
+use super::error::{LogError, Result};
+use super::format::{
+    MAX_BODY_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments, segment_file_name, segment_header,
+};
+use super::io::{LogFile, LogFs, RealFs};
+use super::reader::scan_tail;
+
+/// A record's completion callback.
+pub type DoneFn = Box<dyn FnOnce(Result<(), LogError>) + Send>;
+
+/// Records queued and not yet taken by the writer, at most (appends block beyond).
+const QUEUE_CAPACITY: usize = 1 << 16;
+/// A batch ends once it holds this many bytes (or one record, if larger).
+const BATCH_BYTES: usize = 4 << 20;
+/// The writer keeps a batch buffer up to this size between batches.
+const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
+/// Name of the file whose lock keeps a second writer out of the directory.
+const LOCK_FILE: &str = "command-log.lock";
+
+/// A `done` callback that is called exactly once: with a result, or with an error if it is
+/// dropped uncalled (the writer stopped). A panic inside it is caught and reported.
+struct Done(Option<DoneFn>);
+
+impl Done {
+    fn call(mut self, r: Result<()>) {
+        if let Some(f) = self.0.take() {
+            run_callback(f, r);
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            run_callback(
+                f,
+                Err(LogError::Failed(
+                    "the command log stopped before the record was written".into(),
+                )),
+            );
+        }
+    }
+}
+
+fn run_callback(f: DoneFn, r: Result<()>) {
+    if catch_unwind(AssertUnwindSafe(|| f(r))).is_err() {
+        eprintln!("permafrost: a command log completion callback panicked");
+    }
+}
+
+enum Msg {
+    Record {
+        lsn: u64,
+        body: Vec<u8>,
+        /// Sync mode: called once the record is durable.
+        done: Option<Done>,
+    },
+    /// Reply once everything queued before is durable (or failed).
+    Flush(Sender<Result<()>>),
+    Stop,
+}
+
+struct Queue {
+    last_lsn: u64,
+    tx: Option<Sender<Msg>>,
+}
+
+#[derive(Default)]
+struct Counters {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    batches: AtomicU64,
+    syncs: AtomicU64,
+    sync_nanos: AtomicU64,
+    durable_lsn: AtomicU64,
+}
+
+struct Shared {
+    cfg: LogConfig,
+    fs: Arc<dyn LogFs>,
+    queue: Mutex<Queue>,
+    last_lsn: AtomicU64,
+    failed: AtomicBool,
+    failure: Mutex<Option<LogError>>,
+    /// Segment files by first LSN, ascending; the last is the one being written.
+    segments: Mutex<Vec<(u64, PathBuf)>>,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves consistent data (plain fields).
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// The error that failed the log, if it failed.
+    fn failure(&self) -> Option<LogError> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.failure).as_ref().map(LogError::duplicate)
+    }
+
+    fn fail(&self, e: &LogError) {
+        let mut f = lock(&self.failure);
+        if f.is_none() {
+            *f = Some(e.duplicate());
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+}
+
+/// What the log has done since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LogStats {
+    /// Records written and synced.
+    pub records: u64,
+    /// Bytes written (records with their framing, and segment headers).
+    pub bytes: u64,
+    /// Group commits: batches written with one write call and one `fdatasync`.
+    pub batches: u64,
+    /// `fdatasync` calls (one per batch and one per new segment).
+    pub syncs: u64,
+    pub sync_seconds_total: f64,
+    /// Segment files in the directory.
+    pub segments: u64,
+    /// Whether a write or sync failed (the log takes no more records).
+    pub failed: bool,
+    /// LSN of the last appended record.
+    pub last_lsn: u64,
+    /// LSN of the last record known to be durable.
+    pub durable_lsn: u64,
+}
+
+/// The log writer. `append` is called from many threads (the partition executors), in
+/// commit order on each; it is cheap (a short lock and a channel send) and never waits for
+/// the disk unless 65,536 records are already queued.
+pub struct CommandLog {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+    torn_tail: Option<(PathBuf, u64)>,
+    _lock: Option<File>,
+}
+
+impl CommandLog {
+    /// Opens (creating) the log in `cfg.dir` for appending after the records that are
+    /// there; LSNs continue after the last valid record. A torn tail (see [`super::LogReader`])
+    /// is truncated away; any other damage to the last segment is an error. With mode
+    /// `off` nothing on disk is touched and LSNs start at 1.
+    pub fn open(cfg: LogConfig) -> Result<CommandLog> {
+        CommandLog::open_with(cfg, Arc::new(RealFs))
+    }
+
+    /// [`CommandLog::open`] doing its file I/O through `fs` (tests inject faults with
+    /// [`super::fault::FaultyFs`]).
+    pub fn open_with(cfg: LogConfig, fs: Arc<dyn LogFs>) -> Result<CommandLog> {
+        cfg.validate()?;
+        let (tx, rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
+        let mut shared = Shared {
+            cfg: cfg.clone(),
+            fs: fs.clone(),
+            queue: Mutex::new(Queue {
+                last_lsn: 0,
+                tx: Some(tx),
+            }),
+            last_lsn: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            segments: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+        };
+        if cfg.mode == LogMode::Off {
+            return Ok(CommandLog {
+                shared: Arc::new(shared),
+                writer: None,
+                torn_tail: None,
+                _lock: None,
+            });
+        }
+        let dir = &cfg.dir;
+        std::fs::create_dir_all(dir).map_err(|e| LogError::io(format!("cannot create {}", dir.display()), e))?;
+        let lock_file = lock_dir(dir)?;
+        remove_temporary_files(&*fs, dir)?;
+        let mut segments = list_segments(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+        let mut torn_tail = None;
+        let (file, offset, next_lsn) = match segments.last() {
+            None => {
+                let (file, path) = create_segment(&*fs, dir, 1)?;
+                segments.push((1, path));
+                shared.counters.syncs.store(1, Ordering::Relaxed);
+                shared
+                    .counters
+                    .bytes
+                    .store(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
+                (file, SEGMENT_HEADER_LEN as u64, 1)
+            }
+            Some((name_lsn, path)) => {
+                let tail = scan_tail(path, *name_lsn)?;
+                let mut file = fs
+                    .open(path)
+                    .map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
+                if let Some(at) = tail.torn {
+                    file.set_len(at)
+                        .and_then(|()| file.sync_data())
+                        .map_err(|e| LogError::io(format!("cannot truncate the torn tail of {}", path.display()), e))?;
+                    torn_tail = Some((path.clone(), at));
+                }
+                (file, tail.valid_len, tail.next_lsn)
+            }
+        };
+        let last = next_lsn - 1;
+        shared.queue.get_mut().unwrap_or_else(|e| e.into_inner()).last_lsn = last;
+        *shared.last_lsn.get_mut() = last;
+        *shared.counters.durable_lsn.get_mut() = last;
+        *shared.segments.get_mut().unwrap_or_else(|e| e.into_inner()) = segments;
+        let shared = Arc::new(shared);
+        let writer = Writer {
+            shared: shared.clone(),
+            rx,
+            file,
+            offset,
+            next_lsn,
+            buf: Vec::new(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("permafrost-command-log".into())
+            .spawn(move || writer.run())
+            .map_err(|e| LogError::io("cannot start the command log writer thread", e))?;
+        Ok(CommandLog {
+            shared,
+            writer: Some(handle),
+            torn_tail,
+            _lock: Some(lock_file),
+        })
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.shared.cfg
+    }
+
+    pub fn mode(&self) -> LogMode {
+        self.shared.cfg.mode
+    }
+
+    /// Where `open` cut off a torn tail (file, offset), if it did.
+    pub fn truncated_tail(&self) -> Option<&(PathBuf, u64)> {
+        self.torn_tail.as_ref()
+    }
+
+    /// Queues an encoded record body ([`super::encode_record`]); returns its LSN (assigned in
+    /// append order, strictly increasing, gap-free across restarts). `done` is called
+    /// exactly once:
+    /// - sync: from the writer thread after the batch holding the record was written and
+    ///   `fdatasync`'ed (Ok), or with the error if that failed;
+    /// - async: immediately (Ok) inside `append`; the record is written in the background;
+    /// - off: immediately (Ok); nothing is written.
+    ///
+    /// After a write or sync failure the log is failed: every later append's `done` gets
+    /// the error at once. A body longer than 4GiB cannot be framed: its `done` gets an
+    /// error at once and `append` returns 0 (no LSN is used).
+    ///
+    /// `done` runs on the writer thread in sync mode: it must be quick and must not append
+    /// to this log (the queue may be full) or wait for it.
+    pub fn append(&self, body: Vec<u8>, done: DoneFn) -> u64 {
+        let done = Done(Some(done));
+        if body.len() > MAX_BODY_LEN {
+            done.call(Err(LogError::Failed(format!(
+                "a record of {} bytes is larger than the 4GiB a record may hold",
+                body.len()
+            ))));
+            return 0;
+        }
+        let sh = &*self.shared;
+        if sh.cfg.mode == LogMode::Off {
+            let lsn = sh.last_lsn.fetch_add(1, Ordering::Relaxed) + 1;
+            done.call(Ok(()));
+            return lsn;
+        }
+        let sync = sh.cfg.mode == LogMode::Sync;
+        let mut q = lock(&sh.queue);
+        q.last_lsn += 1;
+        let lsn = q.last_lsn;
+        sh.last_lsn.store(lsn, Ordering::Release);
+        if let Some(e) = sh.failure() {
+            drop(q);
+            done.call(Err(e));
+            return lsn;
+        }
+        let (queued, now) = if sync { (Some(done), None) } else { (None, Some(done)) };
+        let msg = Msg::Record {
+            lsn,
+            body,
+            done: queued,
+        };
+        let refused = match &q.tx {
+            Some(tx) => tx.send(msg).err().map(|e| e.into_inner()),
+            None => Some(msg),
+        };
+        drop(q);
+        match (refused, now) {
+            (None, Some(d)) => d.call(Ok(())),
+            (None, None) => {}
+            (Some(msg), now) => {
+                // The writer is gone: the record's Done (in `msg`, or `now`) reports it.
+                drop(msg);
+                if let Some(d) = now {
+                    d.call(Err(writer_gone()));
+                }
+            }
+        }
+        lsn
+    }
+
+    /// Blocks until every record appended so far is durable (async mode at shutdown,
+    /// tests). Returns the log's failure if it failed.
+    pub fn sync(&self) -> Result<()> {
+        let sh = &*self.shared;
+        if sh.cfg.mode == LogMode::Off {
+            return Ok(());
+        }
+        if let Some(e) = sh.failure() {
+            return Err(e);
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        {
+            let q = lock(&sh.queue);
+            match &q.tx {
+                Some(t) if t.send(Msg::Flush(tx)).is_ok() => {}
+                _ => return Err(writer_gone()),
+            }
+        }
+        rx.recv().unwrap_or_else(|_| Err(writer_gone()))
+    }
+
+    /// LSN of the last appended record (0 if none).
+    pub fn last_lsn(&self) -> u64 {
+        self.shared.last_lsn.load(Ordering::Acquire)
+    }
+
+    /// LSN of the last record known to be durable.
+    pub fn durable_lsn(&self) -> u64 {
+        self.shared.counters.durable_lsn.load(Ordering::Acquire)
+    }
+
+    /// Deletes whole segments whose records all have LSN <= `lsn` (a snapshot covers
+    /// them). The segment being written is never deleted, so LSNs continue across restarts.
+    pub fn truncate_through(&self, lsn: u64) -> Result<()> {
+        let sh = &*self.shared;
+        if sh.cfg.mode == LogMode::Off {
+            return Ok(());
+        }
+        let mut segs = lock(&sh.segments);
+        let mut removed = false;
+        // A segment's records end just before the next segment's first LSN.
+        while segs.len() >= 2 && segs[1].0 - 1 <= lsn {
+            let path = &segs[0].1;
+            match sh.fs.remove(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(format!("cannot remove {}", path.display()), e)),
+            }
+            segs.remove(0);
+            removed = true;
+        }
+        if removed {
+            sh.fs
+                .sync_dir(&sh.cfg.dir)
+                .map_err(|e| LogError::io(format!("cannot sync directory {}", sh.cfg.dir.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// The segment files, by first LSN.
+    pub fn segments(&self) -> Vec<(u64, PathBuf)> {
+        lock(&self.shared.segments).clone()
+    }
+
+    pub fn stats(&self) -> LogStats {
+        let sh = &*self.shared;
+        let c = &sh.counters;
+        LogStats {
+            records: c.records.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            batches: c.batches.load(Ordering::Relaxed),
+            syncs: c.syncs.load(Ordering::Relaxed),
+            sync_seconds_total: c.sync_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            segments: lock(&sh.segments).len() as u64,
+            failed: sh.failed.load(Ordering::Acquire),
+            last_lsn: sh.last_lsn.load(Ordering::Acquire),
+            durable_lsn: c.durable_lsn.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl Drop for CommandLog {
+    /// Writes and syncs what is queued (calling its callbacks) and stops the writer.
+    fn drop(&mut self) {
+        if let Some(handle) = self.writer.take() {
+            if let Some(tx) = lock(&self.shared.queue).tx.take() {
+                let _ = tx.send(Msg::Stop);
+            }
+            let _ = handle.join();
+        }
+    }
+}
+
+fn writer_gone() -> LogError {
+    LogError::Failed("the command log writer has stopped".into())
+}
+
+/// Takes an exclusive `flock` on the directory's lock file: one writer per log.
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(LogError::io(
+            format!("the command log in {} is in use by another writer", dir.display()),
+            e,
+        ));
+    }
+    Ok(f)
+}
+
+/// Removes segments that were being created when the process stopped (`*.log.tmp`).
+fn remove_temporary_files(fs: &dyn LogFs, dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+        if entry.file_name().to_str().is_some_and(|n| n.ends_with(".log.tmp")) {
+            let p = entry.path();
+            fs.remove(&p)
+                .map_err(|e| LogError::io(format!("cannot remove {}", p.display()), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates the segment starting at `first_lsn`: written and synced under a temporary
+/// name, then renamed, so that a segment file always has a complete header.
+fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn LogFile>, PathBuf)> {
+    let path = dir.join(segment_file_name(first_lsn));
+    let tmp = dir.join(format!("{}.tmp", segment_file_name(first_lsn)));
+    let ctx = |what: &str| format!("cannot {what} {}", tmp.display());
+    let mut file = fs.create(&tmp).map_err(|e| LogError::io(ctx("create"), e))?;
+    let written = file
+        .write_all_at(&segment_header(first_lsn), 0)
+        .map_err(|e| LogError::io(ctx("write"), e))
+        .and_then(|()| file.sync_data().map_err(|e| LogError::io(ctx("sync"), e)))
+        .and_then(|()| {
+            fs.rename(&tmp, &path)
+                .map_err(|e| LogError::io(format!("cannot rename {} to {}", tmp.display(), path.display()), e))
+        });
+    if let Err(e) = written {
+        let _ = fs.remove(&tmp);
+        return Err(e);
+    }
+    fs.sync_dir(dir)
+        .map_err(|e| LogError::io(format!("cannot sync directory {}", dir.display()), e))?;
+    Ok((file, path))
+}
+
+struct Pending {
+    lsn: u64,
+    body: Vec<u8>,
+    done: Option<Done>,
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    rx: Receiver<Msg>,
+    file: Box<dyn LogFile>,
+    /// Length of the segment being written.
+    offset: u64,
+    /// LSN of the next record to write.
+    next_lsn: u64,
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let window = self.shared.cfg.group_commit_window;
+        let mut batch: Vec<Pending> = Vec::new();
+        loop {
+            let Ok(first) = self.rx.recv() else { break };
+            let mut flushes = Vec::new();
+            let mut stop = false;
+            let mut bytes = 0usize;
+            let mut open = self.take(first, &mut batch, &mut flushes, &mut stop, &mut bytes);
+            let deadline = Instant::now() + window;
+            while open {
+                let next = if window.is_zero() {
+                    match self.rx.try_recv() {
+                        Ok(m) => m,
+                        Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                    }
+                } else {
+                    match self.rx.recv_deadline(deadline) {
+                        Ok(m) => m,
+                        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                    }
+                };
+                open = self.take(next, &mut batch, &mut flushes, &mut stop, &mut bytes);
+            }
+            self.commit(&mut batch);
+            let outcome = self.shared.failure();
+            for f in flushes {
+                let _ = f.send(match &outcome {
+                    Some(e) => Err(e.duplicate()),
+                    None => Ok(()),
+                });
+            }
+            if stop {
+                break;
+            }
+        }
+    }
+
+    /// Adds a message to the batch being gathered; returns whether the batch takes more.
+    fn take(
+        &self,
+        msg: Msg,
+        batch: &mut Vec<Pending>,
+        flushes: &mut Vec<Sender<Result<()>>>,
+        stop: &mut bool,
+        bytes: &mut usize,
+    ) -> bool {
+        match msg {
+            Msg::Record { lsn, body, done } => {
+                *bytes += RECORD_HEADER_LEN + body.len();
+                batch.push(Pending { lsn, body, done });
+                *bytes < BATCH_BYTES
+            }
+            Msg::Flush(reply) => {
+                flushes.push(reply);
+                false
+            }
+            Msg::Stop => {
+                *stop = true;
+                false
+            }
+        }
+    }
+
+    /// Writes, syncs and acknowledges a batch (or fails its records).
+    fn commit(&mut self, batch: &mut Vec<Pending>) {
+        if batch.is_empty() {
+            return;
+        }
+        let sh = self.shared.clone();
+        let result = match sh.failure() {
+            Some(e) => Err(e),
+            None => self.write_batch(batch),
+        };
+        let dones: Vec<Done> = batch.drain(..).filter_map(|p| p.done).collect();
+        match result {
+            Ok(()) => {
+                for d in dones {
+                    d.call(Ok(()));
+                }
+                if self.offset >= sh.cfg.segment_bytes
+                    && let Err(e) = self.rotate()
+                {
+                    sh.fail(&e);
+                }
+            }
+            Err(e) => {
+                sh.fail(&e);
+                for d in dones {
+                    d.call(Err(e.duplicate()));
+                }
+            }
+        }
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf = Vec::new();
+        }
+    }
+
+    fn write_batch(&mut self, batch: &[Pending]) -> Result<()> {
+        let sh = &*self.shared;
+        self.buf.clear();
+        for p in batch {
+            frame_record(p.lsn, &p.body, &mut self.buf);
+        }
+        let path = || {
+            lock(&sh.segments)
+                .last()
+                .map_or_else(String::new, |s| s.1.display().to_string())
+        };
+        let written = self
+            .file
+            .write_all_at(&self.buf, self.offset)
+            .map_err(|e| LogError::io(format!("cannot write to {}", path()), e))
+            .and_then(|()| {
+                let t = Instant::now();
+                let r = self.file.sync_data();
+                sh.counters
+                    .sync_nanos
+                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                r.map_err(|e| LogError::io(format!("cannot sync {}", path()), e))
+            });
+        if let Err(e) = written {
+            // Best effort: take the batch's bytes back out, so that records whose
+            // callers were told they failed are not replayed after a restart.
+            if self.file.set_len(self.offset).is_ok() {
+                let _ = self.file.sync_data();
+            }
+            return Err(e);
+        }
+        let last = batch.last().map_or(self.next_lsn - 1, |p| p.lsn);
+        self.offset += self.buf.len() as u64;
+        self.next_lsn = last + 1;
+        let c = &sh.counters;
+        c.records.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        c.bytes.fetch_add(self.buf.len() as u64, Ordering::Relaxed);
+        c.batches.fetch_add(1, Ordering::Relaxed);
+        c.syncs.fetch_add(1, Ordering::Relaxed);
+        c.durable_lsn.store(last, Ordering::Release);
+        Ok(())
+    }
+
+    /// Starts a new segment at the next LSN (between batches).
+    fn rotate(&mut self) -> Result<()> {
+        let sh = &*self.shared;
+        let t = Instant::now();
+        let (file, path) = create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?;
+        let c = &sh.counters;
+        c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.syncs.fetch_add(1, Ordering::Relaxed);
+        c.bytes.fetch_add(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
+        lock(&sh.segments).push((self.next_lsn, path));
+        self.file = file;
+        self.offset = SEGMENT_HEADER_LEN as u64;
+        Ok(())
+    }
+}
+
+// The log is shared between the partition threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<CommandLog>();
+};

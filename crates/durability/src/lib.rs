@@ -1,0 +1,13 @@
+//! Permafrost durability.
+//!
+//! The [`commandlog`]: one record per committed transaction holding what the transaction
+//! was asked to do (a procedure call, an ad hoc statement or a schema change, with its
+//! parameters, partitions, timestamp and random seed), never row images, written with
+//! group commit. Recovery replays it on top of a snapshot (snapshots come later).
+//!
+//! The on-disk format is specified in docs/format.md ("Command log, version 1").
+
+pub mod commandlog;
+
+pub use commandlog::*;
+pub use permafrost_storage::{Decimal, Value};

@@ -1,0 +1,343 @@
+//! Recovery: replaying the command log.
+//!
+//! The log holds every committed transaction that changed something, in commit order
+//! (a partition appends a record before it runs anything else, and a multi-partition
+//! transaction is appended before its participants get their stores back), with the
+//! timestamp and random seed it ran with. Execution is deterministic given those (the
+//! procedure rule: time and randomness only from the transaction context), so running the
+//! records again in log order, each at the partition(s) it ran at, rebuilds the same state.
+//!
+//! Replay keeps that order and still runs the partitions in parallel:
+//! - single-partition records go to their partition's queue in log order, in batches,
+//!   many in flight; each partition runs its queue in order;
+//! - a multi-partition record is queued at its partitions after everything before it, and
+//!   nothing after it is submitted until it has finished;
+//! - a schema change waits for everything before it, is applied, and later records are
+//!   planned against the new schema.
+//!
+//! Inside a partition a replayed transaction never moves behind a later one: it reads
+//! evicted data synchronously instead of aborting and restarting, and one refused for the
+//! memory budget (eviction catching up) is held, with the replayed calls behind it, until
+//! it goes through (`Partition::replay_stall`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use permafrost_durability::{LogReader, Request, TxnRecord};
+
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::mp::MpWork;
+use crate::partition::{Invocation, Msg, Replayed};
+use crate::procedure::{Procedure, ProcedureDef};
+use crate::reply::{Completion, Reply, Sink};
+
+/// Replayed calls a partition receives in one message.
+const BATCH: usize = 256;
+/// Replayed calls in flight at most (over all partitions).
+const WINDOW: usize = 16 * 1024;
+/// How long a multi-partition record may keep being refused for the memory budget (or
+/// give up restarting for evicted data) before recovery gives up.
+const MEMORY_STALL: Duration = Duration::from_secs(60);
+
+/// What a recovery did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecoveryReport {
+    /// Log records replayed.
+    pub records: u64,
+    /// Of which schema changes.
+    pub schema_changes: u64,
+    pub seconds: f64,
+    /// A torn record at the end of the log (a crash in the middle of a write), dropped:
+    /// its transaction was never acknowledged.
+    pub torn_tail: Option<String>,
+}
+
+impl Database {
+    /// Replays the command log into this (new, empty) database, before any other work.
+    /// `procedures` are the application's (Rust) procedures, which the log names but does
+    /// not hold: each is registered as soon as the tables it uses exist (procedures made
+    /// with CREATE PROCEDURE are in the log). `progress` is called now and then with
+    /// (records replayed, last LSN to replay). Without a command log, or with an empty
+    /// one, it just registers the procedures.
+    pub fn recover(&self, procedures: Vec<ProcedureDef>, progress: &mut dyn FnMut(u64, u64)) -> Result<RecoveryReport> {
+        let started = Instant::now();
+        let mut report = RecoveryReport::default();
+        let through = self.recover_through();
+        let cfg = match &self.config().command_log {
+            Some(cfg) if through > 0 => cfg.clone(),
+            _ => {
+                for def in procedures {
+                    self.register(def)?;
+                }
+                return Ok(report);
+            }
+        };
+        // Opening the log for appending cut a torn tail off already.
+        report.torn_tail = self
+            .shared()
+            .log
+            .as_ref()
+            .and_then(|l| l.truncated_tail())
+            .map(|(f, off)| format!("{} at byte {off}", f.display()));
+        let reader = LogReader::open(&cfg.dir, 0)?;
+        let mut r = Replayer::new(self, procedures);
+        for item in reader {
+            let (lsn, rec) = item?;
+            if lsn > through {
+                break;
+            }
+            if matches!(rec.request, Request::Schema { .. }) {
+                report.schema_changes += 1;
+            }
+            r.replay(lsn, rec)?;
+            report.records += 1;
+            if report.records % 65_536 == 0 {
+                progress(lsn, through);
+            }
+        }
+        let pending = r.finish()?;
+        progress(through, through);
+        for (name, def) in pending {
+            self.register(def)
+                .map_err(|e| Error::Recovery(format!("procedure \"{name}\" does not plan after recovery: {e}")))?;
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+}
+
+struct Replayer<'a> {
+    db: &'a Database,
+    sink: Arc<Sink>,
+    completions: crossbeam_channel::Receiver<Vec<Completion>>,
+    /// Per partition, calls not yet sent.
+    batches: Vec<Vec<Invocation>>,
+    in_flight: usize,
+    /// Ad hoc statements planned against the current schema, by text.
+    plans: HashMap<String, Arc<Procedure>>,
+    /// Procedures dropped while calls to them were still running: such a call may be
+    /// logged after the drop.
+    dropped: HashMap<String, Arc<Procedure>>,
+    /// What each LSN in flight was, for error messages.
+    what: HashMap<u64, String>,
+    /// The application's procedures not registered yet (their tables do not exist yet).
+    pending: HashMap<String, ProcedureDef>,
+}
+
+impl<'a> Replayer<'a> {
+    fn new(db: &'a Database, procedures: Vec<ProcedureDef>) -> Replayer<'a> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Replayer {
+            db,
+            sink: Arc::new(Sink { tx }),
+            completions: rx,
+            batches: (0..db.partitions()).map(|_| Vec::new()).collect(),
+            in_flight: 0,
+            plans: HashMap::new(),
+            dropped: HashMap::new(),
+            what: HashMap::new(),
+            pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
+        }
+    }
+
+    fn replay(&mut self, lsn: u64, rec: TxnRecord) -> Result<()> {
+        let replay = Some(Replayed {
+            now: rec.now,
+            seed: rec.seed,
+        });
+        let (proc, params) = match rec.request {
+            Request::Schema { sql } => return self.schema(lsn, &sql),
+            Request::Call { procedure, params } => (self.procedure(lsn, &procedure)?, params),
+            Request::AdHoc { sql, params } => (self.plan(lsn, &sql)?, params),
+        };
+        let params = proc.coerce(params)?;
+        let parts = rec.partitions;
+        let n = self.db.partitions();
+        if let Some(&p) = parts.iter().find(|&&p| p >= n) {
+            return Err(Error::Recovery(format!(
+                "record {lsn} ran at partition {p}, but the database has {n} partitions: start it with the \
+                 partitions it was created with"
+            )));
+        }
+        self.what.insert(lsn, describe(&proc));
+        let reply = Reply::Batch {
+            sink: self.sink.clone(),
+            token: lsn,
+        };
+        self.in_flight += 1;
+        match parts.as_slice() {
+            [p] => {
+                let b = &mut self.batches[*p as usize];
+                b.push(Invocation {
+                    proc,
+                    params,
+                    reply,
+                    restarts: 0,
+                    replay,
+                });
+                if b.len() >= BATCH {
+                    self.send(*p)?;
+                }
+                self.collect(WINDOW)?;
+            }
+            _ => {
+                // After everything before it; nothing after it until it is done.
+                drop(reply);
+                self.in_flight -= 1;
+                let what = self.what.remove(&lsn).unwrap_or_default();
+                self.flush()?;
+                self.collect(0)?;
+                self.multi(lsn, &what, proc, params, parts, replay)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a multi-partition record alone; one refused for the memory budget (eviction
+    /// catching up, at every partition it holds) is run again until it goes through.
+    fn multi(
+        &mut self,
+        lsn: u64,
+        what: &str,
+        proc: Arc<Procedure>,
+        params: Vec<permafrost_storage::Value>,
+        parts: Vec<u32>,
+        replay: Option<Replayed>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let work = MpWork::Call {
+                proc: proc.clone(),
+                params: params.clone(),
+                restarts: 0,
+                replay,
+            };
+            self.db.shared().submit_mp(work, parts.clone(), Reply::Oneshot(tx))?;
+            match rx.blocking_recv().unwrap_or(Err(Error::Shutdown)) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_retryable() && started.elapsed() < MEMORY_STALL => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => {
+                    return Err(Error::Recovery(format!(
+                        "record {lsn} ({what}) committed when it ran but fails on replay: {e}"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Applies a schema change once everything before it is done.
+    fn schema(&mut self, lsn: u64, sql: &str) -> Result<()> {
+        self.flush()?;
+        self.collect(0)?;
+        let r = if permafrost_sql::script::is_create_procedure(sql) {
+            self.db.create_procedure_logged(sql, false).map(|_| ())
+        } else if permafrost_sql::script::is_drop_procedure(sql) {
+            let name = permafrost_sql::script::parse_drop_procedure(sql)?.0;
+            if let Ok(h) = self.db.procedure(&name) {
+                self.dropped.insert(name, h.proc.clone());
+            }
+            self.db.drop_procedure_logged(sql, false).map(|_| ())
+        } else {
+            self.db.execute_ddl_logged(sql, false)
+        };
+        self.plans.clear();
+        r.map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))
+    }
+
+    fn procedure(&mut self, lsn: u64, name: &str) -> Result<Arc<Procedure>> {
+        if let Some(def) = self.pending.remove(name) {
+            // Its first call: the tables it uses exist by now.
+            self.db
+                .register(def)
+                .map_err(|e| Error::Recovery(format!("record {lsn}: registering procedure \"{name}\": {e}")))?;
+        }
+        match self.db.procedure(name) {
+            Ok(h) => Ok(h.proc),
+            Err(_) => self.dropped.get(name).cloned().ok_or_else(|| {
+                Error::Recovery(format!(
+                    "record {lsn} calls procedure \"{name}\", which is not registered: register the \
+                     application's procedures before recover()"
+                ))
+            }),
+        }
+    }
+
+    fn plan(&mut self, lsn: u64, sql: &str) -> Result<Arc<Procedure>> {
+        if let Some(p) = self.plans.get(sql) {
+            return Ok(p.clone());
+        }
+        let stmt = permafrost_sql::parse::parse_statement(sql)
+            .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
+        let prepared = permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)
+            .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
+        let p = Arc::new(Procedure::ad_hoc(prepared));
+        self.plans.insert(sql.to_string(), p.clone());
+        Ok(p)
+    }
+
+    fn send(&mut self, p: u32) -> Result<()> {
+        let b = std::mem::take(&mut self.batches[p as usize]);
+        if !b.is_empty() {
+            self.db.shared().senders[p as usize]
+                .send(Msg::Batch(b))
+                .map_err(|_| Error::Shutdown)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for p in 0..self.batches.len() as u32 {
+            self.send(p)?;
+        }
+        Ok(())
+    }
+
+    /// Takes completions until at most `limit` calls are in flight; a replayed
+    /// transaction that fails is an error (it committed when it first ran).
+    fn collect(&mut self, limit: usize) -> Result<()> {
+        while self.in_flight > limit {
+            if limit == 0 {
+                self.flush()?;
+            }
+            let batch = match self.completions.recv_timeout(Duration::from_millis(1)) {
+                Ok(b) => b,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    // The batches not yet full must go out for the window to drain.
+                    self.flush()?;
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err(Error::Shutdown),
+            };
+            for c in batch {
+                self.in_flight -= 1;
+                let what = self.what.remove(&c.token).unwrap_or_default();
+                if let Err(e) = c.result {
+                    return Err(Error::Recovery(format!(
+                        "record {} ({what}) committed when it ran but fails on replay: {e}",
+                        c.token
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for everything; returns the procedures never called.
+    fn finish(mut self) -> Result<HashMap<String, ProcedureDef>> {
+        self.flush()?;
+        self.collect(0)?;
+        Ok(self.pending)
+    }
+}
+
+fn describe(p: &Procedure) -> String {
+    match p.statements.first() {
+        Some(s) if p.adhoc => s.sql.clone(),
+        _ => format!("CALL {}", p.name),
+    }
+}
