@@ -1120,3 +1120,62 @@ fn faulty_fs_is_a_log_fs() {
     fn takes(_: Arc<dyn LogFs>) {}
     takes(Arc::new(FaultyFs::new()));
 }
+
+#[test]
+fn a_chunk_appends_its_records_with_consecutive_lsns_and_one_callback() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = CommandLog::open(sync_cfg(dir.path())).unwrap();
+    let (first, _) = append_wait(&log, &call(0, 0));
+    let recs: Vec<TxnRecord> = (1..=5).map(|i| call(1, i)).collect();
+    let mut chunk = permafrost_durability::Chunk::new();
+    for r in &recs {
+        chunk.push_with(|out| encode_record(r, out)).unwrap();
+    }
+    assert_eq!(chunk.len(), 5);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let last = log.append_chunk(
+        chunk,
+        Box::new(move |r| {
+            let _ = tx.send(r);
+        }),
+    );
+    assert_eq!(last, first + 5);
+    rx.recv().unwrap().unwrap();
+    // Durable when the callback ran.
+    assert!(log.durable_lsn() >= last);
+    drop(log);
+    let (back, _) = read_all(dir.path(), first);
+    assert_eq!(back.len(), 5);
+    for (i, (lsn, r)) in back.iter().enumerate() {
+        assert_eq!(*lsn, first + 1 + i as u64);
+        assert!(same(r, &recs[i]));
+    }
+}
+
+#[test]
+fn a_barrier_is_called_once_everything_before_it_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(CommandLog::open(sync_cfg(dir.path())).unwrap());
+    for i in 0..50 {
+        log.append(enc(&call(0, i)), Box::new(|_| {}));
+    }
+    let last = log.last_lsn();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l2 = log.clone();
+    log.barrier(Box::new(move |r| {
+        let _ = tx.send((r, l2.durable_lsn()));
+    }));
+    let (r, durable) = rx.recv().unwrap();
+    r.unwrap();
+    assert!(durable >= last, "durable {durable} < {last} when the barrier was called");
+    // Async mode: at once.
+    let dir2 = tempfile::tempdir().unwrap();
+    let log = CommandLog::open(config(dir2.path(), LogMode::Async, Duration::from_millis(1))).unwrap();
+    let called = Arc::new(AtomicBool::new(false));
+    let c = called.clone();
+    log.barrier(Box::new(move |r| {
+        r.unwrap();
+        c.store(true, Ordering::SeqCst);
+    }));
+    assert!(called.load(Ordering::SeqCst));
+}

@@ -184,6 +184,7 @@ fn apply_ddl(
 
 impl Partition {
     pub(crate) fn participate(&mut self, t: &MpTxn) {
+        self.flush_log();
         self.outbox.flush();
         self.publish(true);
         let store = self.store.take().expect("store is home between transactions");
@@ -206,6 +207,7 @@ impl Partition {
     }
 
     pub(crate) fn coordinate(&mut self, t: &MpTxn) {
+        self.flush_log();
         self.outbox.flush();
         let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
         held.push((self.id, self.store.take().expect("store is home between transactions")));
@@ -260,6 +262,7 @@ impl Partition {
                     log: request,
                 };
                 self.answer(done, t.take_reply(), r);
+                self.flush_log();
                 None
             }
             other => Some(other),

@@ -146,6 +146,13 @@ pub(crate) struct Partition {
     /// (sync mode), by LSN.
     durable_wait: std::collections::VecDeque<(u64, Reply, Result<Rows>)>,
     durable_signal: Arc<DurableSignal>,
+    /// Records of this pass's commits, not yet appended to the log, and (sync mode) the
+    /// answers that wait for them.
+    log_chunk: permafrost_durability::Chunk,
+    log_replies: Vec<(bool, Reply, Result<Rows>)>,
+    /// The highest LSN a log barrier was asked for (answers of read-only transactions
+    /// waiting for other partitions' records).
+    barrier_lsn: u64,
 }
 
 impl Partition {
@@ -183,6 +190,9 @@ impl Partition {
             replay_stall: std::collections::VecDeque::new(),
             durable_wait: std::collections::VecDeque::new(),
             durable_signal,
+            log_chunk: permafrost_durability::Chunk::new(),
+            log_replies: Vec::new(),
+            barrier_lsn: 0,
         }
     }
 
@@ -202,6 +212,7 @@ impl Partition {
                         self.tick();
                         self.check_memory(true);
                         self.retry_stalled();
+                        self.flush_log();
                         self.outbox.flush();
                         continue;
                     }
@@ -224,12 +235,14 @@ impl Partition {
                     Err(_) => break,
                 }
             }
+            self.flush_log();
             self.outbox.flush();
             self.publish(false);
             if stop {
                 break;
             }
         }
+        self.flush_log();
         self.outbox.flush();
     }
 
@@ -371,27 +384,84 @@ impl Partition {
     pub(crate) fn answer(&mut self, done: Answer, reply: Reply, r: Result<Rows>) {
         match (&self.shared.log, done.log) {
             (Some(log), Some(request)) if r.is_ok() && done.wrote => {
-                let mut body = Vec::with_capacity(256);
-                permafrost_durability::encode_record(
-                    &permafrost_durability::TxnRecord {
-                        partitions: done.partitions,
-                        now: done.info_now,
-                        seed: done.info_seed,
-                        request,
-                    },
-                    &mut body,
-                );
+                // Appended with the pass's other records (`flush_log`).
+                let rec = permafrost_durability::TxnRecord {
+                    partitions: done.partitions,
+                    now: done.info_now,
+                    seed: done.info_seed,
+                    request,
+                };
+                if let Err(e) = self
+                    .log_chunk
+                    .push_with(|out| permafrost_durability::encode_record(&rec, out))
+                {
+                    // Too large to log (over 4 GiB): it took effect but cannot be made
+                    // durable; its caller hears so.
+                    self.outbox.send(reply, Err(e.into()));
+                    return;
+                }
                 if log.mode() == permafrost_durability::LogMode::Sync {
                     // Answered when the record is durable (`release_durable`).
-                    let signal = self.durable_signal.clone();
-                    let lsn = log.append(body, Box::new(move |res| signal.notify(res)));
-                    self.durable_wait.push_back((lsn, reply, r));
+                    self.log_replies.push((true, reply, r));
                 } else {
-                    log.append(body, Box::new(|_| {}));
                     self.outbox.send(reply, r);
                 }
             }
+            (Some(log), _) if log.mode() == permafrost_durability::LogMode::Sync => {
+                // It wrote nothing, but it may have seen writes not durable yet: it is
+                // answered once they are, so that no client sees a change that a crash
+                // could still take back.
+                if !self.log_chunk.is_empty() {
+                    // Behind this partition's commits of this pass.
+                    self.log_replies.push((false, reply, r));
+                    return;
+                }
+                let need = log.last_lsn();
+                if need <= log.durable_lsn() {
+                    return self.outbox.send(reply, r);
+                }
+                if need > self.barrier_lsn {
+                    // Those records may be other partitions': ask the log to say when.
+                    self.barrier_lsn = need;
+                    let signal = self.durable_signal.clone();
+                    log.barrier(Box::new(move |res| signal.notify(res)));
+                }
+                self.durable_wait.push_back((need, reply, r));
+            }
             _ => self.outbox.send(reply, r),
+        }
+    }
+
+    /// Appends the records of the transactions committed since the last call, in commit
+    /// order, as one batch. Called at the end of every pass over the queue, and before
+    /// the partition takes part in a multi-partition transaction (so that its records
+    /// precede that transaction's in the log).
+    pub(crate) fn flush_log(&mut self) {
+        if self.log_chunk.is_empty() {
+            return;
+        }
+        let Some(log) = &self.shared.log else { return };
+        let chunk = std::mem::take(&mut self.log_chunk);
+        let n = chunk.len();
+        if self.log_replies.is_empty() {
+            log.append_chunk(chunk, Box::new(|_| {}));
+            return;
+        }
+        let signal = self.durable_signal.clone();
+        let last = log.append_chunk(chunk, Box::new(move |res| signal.notify(res)));
+        // A batch that could not be appended (last = 0) fails with the log's error.
+        // An answer without a record of its own waits for the record before it.
+        let mut next = if last == 0 { 0 } else { last + 1 - n };
+        for (own, reply, r) in self.log_replies.drain(..) {
+            let lsn = match (last, own) {
+                (0, _) => 0,
+                (_, true) => {
+                    next += 1;
+                    next - 1
+                }
+                (_, false) => next - 1,
+            };
+            self.durable_wait.push_back((lsn, reply, r));
         }
     }
 

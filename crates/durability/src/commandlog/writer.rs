@@ -71,8 +71,18 @@ enum Msg {
         /// Sync mode: called once the record is durable.
         done: Option<Done>,
     },
+    /// Several records in one buffer ([`Chunk`]); `last_lsn` is the last one's.
+    Chunk {
+        last_lsn: u64,
+        count: u64,
+        bytes: Vec<u8>,
+        done: Option<Done>,
+    },
     /// Reply once everything queued before is durable (or failed).
     Flush(Sender<Result<()>>),
+    /// Call back once everything queued before is durable (or failed), without cutting the
+    /// group commit short.
+    Barrier(Done),
     Stop,
 }
 
@@ -327,6 +337,59 @@ impl CommandLog {
         lsn
     }
 
+    /// Appends the records of a [`Chunk`] at once (a partition's commits of one pass over
+    /// its queue): consecutive LSNs, one queue operation, one buffer, and one `done` for
+    /// them all, called as [`CommandLog::append`] calls it for the last of them (the
+    /// records of a chunk become durable together). Returns the LSN of the last record
+    /// (the first is that minus `chunk.len() - 1`), or 0 for an empty chunk.
+    pub fn append_chunk(&self, chunk: Chunk, done: DoneFn) -> u64 {
+        let done = Done(Some(done));
+        let count = chunk.count;
+        if count == 0 {
+            done.call(Ok(()));
+            return 0;
+        }
+        let sh = &*self.shared;
+        if sh.cfg.mode == LogMode::Off {
+            let last = sh.last_lsn.fetch_add(count, Ordering::Relaxed) + count;
+            done.call(Ok(()));
+            return last;
+        }
+        let sync = sh.cfg.mode == LogMode::Sync;
+        let mut q = lock(&sh.queue);
+        q.last_lsn += count;
+        let last = q.last_lsn;
+        sh.last_lsn.store(last, Ordering::Release);
+        if let Some(e) = sh.failure() {
+            drop(q);
+            done.call(Err(e));
+            return last;
+        }
+        let (queued, now) = if sync { (Some(done), None) } else { (None, Some(done)) };
+        let msg = Msg::Chunk {
+            last_lsn: last,
+            count,
+            bytes: chunk.bytes,
+            done: queued,
+        };
+        let refused = match &q.tx {
+            Some(tx) => tx.send(msg).err().map(|e| e.into_inner()),
+            None => Some(msg),
+        };
+        drop(q);
+        match (refused, now) {
+            (None, Some(d)) => d.call(Ok(())),
+            (None, None) => {}
+            (Some(msg), now) => {
+                drop(msg);
+                if let Some(d) = now {
+                    d.call(Err(writer_gone()));
+                }
+            }
+        }
+        last
+    }
+
     /// Blocks until every record appended so far is durable (async mode at shutdown,
     /// tests). Returns the log's failure if it failed.
     pub fn sync(&self) -> Result<()> {
@@ -346,6 +409,28 @@ impl CommandLog {
             }
         }
         rx.recv().unwrap_or_else(|_| Err(writer_gone()))
+    }
+
+    /// Calls `done` (on the writer thread) once every record appended so far is durable,
+    /// without writing anything or cutting a group commit short; at once in async and off
+    /// modes, and with the error if the log failed.
+    pub fn barrier(&self, done: DoneFn) {
+        let done = Done(Some(done));
+        let sh = &*self.shared;
+        if sh.cfg.mode != LogMode::Sync {
+            return done.call(Ok(()));
+        }
+        if let Some(e) = sh.failure() {
+            return done.call(Err(e));
+        }
+        let q = lock(&sh.queue);
+        if let Some(t) = &q.tx
+            && let Err(e) = t.send(Msg::Barrier(done))
+        {
+            drop(q);
+            // Dropping the Done reports that the writer is gone.
+            drop(e.into_inner());
+        }
     }
 
     /// LSN of the last appended record (0 if none).
@@ -483,9 +568,71 @@ fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn
     Ok((file, path))
 }
 
+/// Record bodies gathered for one [`CommandLog::append_chunk`], each behind its length
+/// (u32, little-endian) in one buffer: one allocation for many records, built on the
+/// appending thread.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    bytes: Vec<u8>,
+    count: u64,
+}
+
+impl Chunk {
+    pub fn new() -> Chunk {
+        Chunk::default()
+    }
+
+    /// Adds a record whose body `encode` writes (e.g. [`crate::encode_record`]).
+    pub fn push_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(&[0; 4]);
+        encode(&mut self.bytes);
+        let len = self.bytes.len() - at - 4;
+        match u32::try_from(len) {
+            Ok(l) if len <= MAX_BODY_LEN => {
+                self.bytes[at..at + 4].copy_from_slice(&l.to_le_bytes());
+                self.count += 1;
+                Ok(())
+            }
+            _ => {
+                self.bytes.truncate(at);
+                Err(LogError::Failed(format!(
+                    "a record of {len} bytes is larger than the 4GiB a record may hold"
+                )))
+            }
+        }
+    }
+
+    /// Records in the chunk.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The bodies of a chunk's bytes (built by `push_with`, so well formed).
+    fn bodies(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let mut rest = bytes;
+        std::iter::from_fn(move || {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let (body, tail) = tail.split_at_checked(len)?;
+            rest = tail;
+            Some(body)
+        })
+    }
+}
+
 struct Pending {
+    /// The LSN of the (last) record.
     lsn: u64,
+    /// One record's body, or (`count` > 1 or `chunked`) a [`Chunk`]'s bytes.
     body: Vec<u8>,
+    /// Records in `body`, and whether it is a chunk.
+    count: u64,
+    chunked: bool,
     done: Option<Done>,
 }
 
@@ -507,9 +654,10 @@ impl Writer {
         loop {
             let Ok(first) = self.rx.recv() else { break };
             let mut flushes = Vec::new();
+            let mut barriers = Vec::new();
             let mut stop = false;
             let mut bytes = 0usize;
-            let mut open = self.take(first, &mut batch, &mut flushes, &mut stop, &mut bytes);
+            let mut open = self.take(first, &mut batch, &mut flushes, &mut barriers, &mut stop, &mut bytes);
             let deadline = Instant::now() + window;
             while open {
                 let next = if window.is_zero() {
@@ -523,12 +671,18 @@ impl Writer {
                         Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
                     }
                 };
-                open = self.take(next, &mut batch, &mut flushes, &mut stop, &mut bytes);
+                open = self.take(next, &mut batch, &mut flushes, &mut barriers, &mut stop, &mut bytes);
             }
             self.commit(&mut batch);
             let outcome = self.shared.failure();
             for f in flushes {
                 let _ = f.send(match &outcome {
+                    Some(e) => Err(e.duplicate()),
+                    None => Ok(()),
+                });
+            }
+            for b in barriers {
+                b.call(match &outcome {
                     Some(e) => Err(e.duplicate()),
                     None => Ok(()),
                 });
@@ -545,18 +699,45 @@ impl Writer {
         msg: Msg,
         batch: &mut Vec<Pending>,
         flushes: &mut Vec<Sender<Result<()>>>,
+        barriers: &mut Vec<Done>,
         stop: &mut bool,
         bytes: &mut usize,
     ) -> bool {
         match msg {
             Msg::Record { lsn, body, done } => {
                 *bytes += RECORD_HEADER_LEN + body.len();
-                batch.push(Pending { lsn, body, done });
+                batch.push(Pending {
+                    lsn,
+                    body,
+                    count: 1,
+                    chunked: false,
+                    done,
+                });
+                *bytes < BATCH_BYTES
+            }
+            Msg::Chunk {
+                last_lsn,
+                count,
+                bytes: chunk,
+                done,
+            } => {
+                *bytes += chunk.len() + count as usize * RECORD_HEADER_LEN;
+                batch.push(Pending {
+                    lsn: last_lsn,
+                    body: chunk,
+                    count,
+                    chunked: true,
+                    done,
+                });
                 *bytes < BATCH_BYTES
             }
             Msg::Flush(reply) => {
                 flushes.push(reply);
                 false
+            }
+            Msg::Barrier(done) => {
+                barriers.push(done);
+                true
             }
             Msg::Stop => {
                 *stop = true;
@@ -602,8 +783,17 @@ impl Writer {
     fn write_batch(&mut self, batch: &[Pending]) -> Result<()> {
         let sh = &*self.shared;
         self.buf.clear();
+        let mut records = 0;
         for p in batch {
-            frame_record(p.lsn, &p.body, &mut self.buf);
+            if p.chunked {
+                let first = p.lsn + 1 - p.count;
+                for (i, body) in Chunk::bodies(&p.body).enumerate() {
+                    frame_record(first + i as u64, body, &mut self.buf);
+                }
+            } else {
+                frame_record(p.lsn, &p.body, &mut self.buf);
+            }
+            records += p.count;
         }
         let path = || {
             lock(&sh.segments)
@@ -634,7 +824,7 @@ impl Writer {
         self.offset += self.buf.len() as u64;
         self.next_lsn = last + 1;
         let c = &sh.counters;
-        c.records.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        c.records.fetch_add(records, Ordering::Relaxed);
         c.bytes.fetch_add(self.buf.len() as u64, Ordering::Relaxed);
         c.batches.fetch_add(1, Ordering::Relaxed);
         c.syncs.fetch_add(1, Ordering::Relaxed);
