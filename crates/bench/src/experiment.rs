@@ -25,6 +25,7 @@ use crate::plot::{self, Series};
 use crate::report::Report;
 use crate::setup::DbSettings;
 use crate::ycsb::{self, Mix, YcsbOptions};
+use permafrost_executor::LogMode;
 
 /// One configuration of an experiment.
 #[derive(Debug, Clone)]
@@ -91,7 +92,7 @@ impl Default for Params {
     }
 }
 
-pub const NAMES: &[&str] = &["fig8", "fig9a", "fig10", "compare"];
+pub const NAMES: &[&str] = &["fig8", "fig9a", "fig10", "compare", "durability"];
 
 const SKEWS: [f64; 5] = [0.5, 0.75, 1.0, 1.25, 1.5];
 
@@ -250,6 +251,42 @@ pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
                 device: true,
             })
         }
+        "durability" => {
+            let records = p.records.unwrap_or(500_000);
+            // A sync commit waits for a group commit (about a millisecond): the clients keep
+            // enough operations in flight for the partitions to stay busy meanwhile.
+            let in_flight = p.in_flight.max(4096);
+            let mut variants = Vec::new();
+            for (series, mode) in [
+                ("command log off", LogMode::Off),
+                ("command log async", LogMode::Async),
+                ("command log sync", LogMode::Sync),
+            ] {
+                let x = variants.len() as f64;
+                variants.push(Variant {
+                    series: series.into(),
+                    x,
+                    ycsb: YcsbOptions {
+                        in_flight,
+                        ..p.ycsb(records, Mix::WriteHeavy, 0.99)
+                    },
+                    db: DbSettings {
+                        anticache: false,
+                        command_log: mode,
+                        ..p.db()
+                    },
+                    evictable: true,
+                });
+            }
+            Ok(Spec {
+                name: "durability",
+                title: format!("YCSB write-heavy, {records} records in memory, s=0.99: command log modes"),
+                x_label: "",
+                chart: Chart::Bars,
+                variants,
+                device: false,
+            })
+        }
         other => Err(BenchError::Options(format!(
             "unknown experiment \"{other}\" (one of: {})",
             NAMES.join(", ")
@@ -377,10 +414,10 @@ pub fn run(spec: &Spec, rounds: usize, command: &str, data_dir: Option<&Path>) -
             }
         })
         .collect();
-    let findings = if spec.name == "compare" {
-        compare_findings(&points, device.as_ref())
-    } else {
-        Vec::new()
+    let findings = match spec.name {
+        "compare" => compare_findings(&points, device.as_ref()),
+        "durability" => durability_findings(&points),
+        _ => Vec::new(),
     };
     Ok(ExperimentReport {
         experiment: spec.name.into(),
@@ -402,6 +439,28 @@ fn finding(name: &str, value: f64, target: Option<(&str, bool)>, note: String) -
         met: target.map(|t| t.1),
         note,
     }
+}
+
+/// The judged ratio of `durability`: what sync logging costs against none.
+fn durability_findings(p: &[Point]) -> Vec<Finding> {
+    let [off, asynchronous, sync] = p else {
+        return Vec::new();
+    };
+    let mut f = Vec::new();
+    for (name, on, target) in [
+        ("sync_log_cost", sync, Some(0.15)),
+        ("async_log_cost", asynchronous, None),
+    ] {
+        let cost = 1.0 - on.median_tps / off.median_tps;
+        let t = target.map(|t| (format!("<= {t}"), cost <= t));
+        f.push(finding(
+            name,
+            cost,
+            t.as_ref().map(|(s, m)| (s.as_str(), *m)),
+            format!("1 - ({:.0} / {:.0}) txn/s, medians", on.median_tps, off.median_tps),
+        ));
+    }
+    f
 }
 
 /// The judged ratios of `compare` (variants in the order `spec` adds them).

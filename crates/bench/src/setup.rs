@@ -33,6 +33,8 @@ pub struct DbSettings {
     #[serde(serialize_with = "ser_log")]
     pub command_log: LogMode,
     pub group_commit_window: Option<std::time::Duration>,
+    /// Bytes per command-log segment file (`LogConfig::segment_bytes`, 1MiB..=4GiB).
+    pub segment_bytes: Option<u64>,
     /// Where the command log goes (default: `commandlog` beside the blocks).
     pub log_dir: Option<PathBuf>,
 }
@@ -75,6 +77,7 @@ impl Default for DbSettings {
             lru_sample_rate: None,
             command_log: LogMode::Off,
             group_commit_window: None,
+            segment_bytes: None,
             log_dir: None,
         }
     }
@@ -145,6 +148,9 @@ impl DbSettings {
             log.mode = self.command_log;
             if let Some(w) = self.group_commit_window {
                 log.group_commit_window = w;
+            }
+            if let Some(s) = self.segment_bytes {
+                log.segment_bytes = s;
             }
             b = b.command_log(log);
         }

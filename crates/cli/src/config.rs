@@ -84,6 +84,7 @@ pub struct FileConfig {
     pub max_restarts: Option<u32>,
     pub command_log: Option<String>,
     pub group_commit_window: Option<String>,
+    pub log_segment_size: Option<Size>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub trust_remote: Option<bool>,
@@ -139,6 +140,7 @@ mod tests {
             partitions = 3
             anticache = false
             merge = "block"
+            log_segment_size = "8MiB"
             [[users]]
             name = "app"
             password = "pw"
@@ -149,6 +151,7 @@ mod tests {
         assert_eq!(c.memory_limit.unwrap().bytes("memory_limit").unwrap(), 2 << 30);
         assert_eq!(c.block_size.unwrap().bytes("block_size").unwrap(), 65536);
         assert_eq!(c.anticache.unwrap().text(), "off");
+        assert_eq!(c.log_segment_size.unwrap().bytes("log_segment_size").unwrap(), 8 << 20);
         assert_eq!(c.users.len(), 1);
     }
 

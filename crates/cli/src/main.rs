@@ -107,6 +107,10 @@ struct EngineArgs {
     /// fdatasync (e.g. 1ms, 200us, 0) [default: 1ms].
     #[arg(long, env = "PERMAFROST_GROUP_COMMIT_WINDOW", value_parser = parse_duration_arg)]
     group_commit_window: Option<std::time::Duration>,
+    /// Command log: bytes per segment file before a new one is started, 1MiB to 4GiB
+    /// [default: 64MiB].
+    #[arg(long, env = "PERMAFROST_LOG_SEGMENT_SIZE", value_parser = parse_size_arg)]
+    log_segment_size: Option<u64>,
 }
 
 impl EngineArgs {
@@ -117,6 +121,13 @@ impl EngineArgs {
             "off" | "false" => false,
             other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
         };
+        if let Some(bytes) = self.log_segment_size {
+            // The log's own check, named by this setting's flag and key.
+            let mut log = permafrost_executor::LogConfig::new("commandlog");
+            log.segment_bytes = bytes;
+            log.validate()
+                .map_err(|e| format!("invalid setting log_segment_size (--log-segment-size): {e}"))?;
+        }
         Ok(DbSettings {
             partitions: self.partitions,
             memory_limit: self.memory_limit,
@@ -140,6 +151,7 @@ impl EngineArgs {
                 .parse::<permafrost_executor::LogMode>()
                 .map_err(|e| e.to_string())?,
             group_commit_window: self.group_commit_window,
+            segment_bytes: self.log_segment_size,
             log_dir: None,
         })
     }
@@ -157,6 +169,9 @@ impl EngineArgs {
         }
         if self.eviction_size.is_none() {
             self.eviction_size = size(&f.eviction_size, "eviction_size")?;
+        }
+        if self.log_segment_size.is_none() {
+            self.log_segment_size = size(&f.log_segment_size, "log_segment_size")?;
         }
         self.partitions = self.partitions.or(f.partitions);
         self.anticache = self.anticache.take().or_else(|| f.anticache.as_ref().map(|a| a.text()));
@@ -324,6 +339,17 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
             permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
         }
     } else {
+        let log_dir = data_dir.join("commandlog");
+        let has_log = std::fs::read_dir(&log_dir)
+            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "log")))
+            .unwrap_or(false);
+        if has_log {
+            eprintln!(
+                "warning: command_log is off, so the command log in {} is not replayed: the rows it holds are not \
+                 loaded (start with --command-log sync to recover them)",
+                log_dir.display()
+            );
+        }
         permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -406,6 +432,72 @@ enum Workload {
     /// policies), fig9a (block sizes), fig10 (access tracking), compare (anti-cache
     /// against in-memory, the judged ratios).
     Experiment(ExperimentArgs),
+    /// Kill-and-restart: runs `permafrost serve` (command log sync) under a concurrent
+    /// workload, kills it with SIGKILL at random moments, restarts it on its data directory
+    /// and checks that every acknowledged change came back and that no transfer was
+    /// applied in part.
+    Crash(Box<CrashArgs>),
+}
+
+#[derive(Args, Debug)]
+struct CrashArgs {
+    /// Kill-and-restart iterations.
+    #[arg(long, default_value_t = 200)]
+    iterations: u32,
+    /// Seed of the kill times and the workload's choices.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// The permafrost binary to serve with. Default: this one.
+    #[arg(long)]
+    binary: Option<PathBuf>,
+    /// Directory for the data directories (cycle-<n>, each removed once its iterations
+    /// pass). Default: a temporary directory. Kept when a violation is found.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Write all the figures as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Start from a fresh data directory every K iterations (there are no snapshots yet:
+    /// every restart replays the whole log since its directory was created).
+    #[arg(long, default_value_t = 20)]
+    fresh_every: u32,
+    /// Run from this iteration (rounded down to the first of its data directory), to
+    /// reproduce a late one.
+    #[arg(long, default_value_t = 1)]
+    first_iteration: u32,
+    /// Seconds of workload before the kill: uniform between --min-run and --max-run.
+    #[arg(long, default_value_t = 0.3)]
+    min_run: f64,
+    #[arg(long, default_value_t = 3.0)]
+    max_run: f64,
+    /// Accounts (each with about 900 bytes of padding).
+    #[arg(long, default_value_t = 20_000)]
+    accounts: u64,
+    /// Workload connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Statements each connection keeps in flight (pipelined).
+    #[arg(long, default_value_t = 8)]
+    in_flight: usize,
+    /// Event inserts per second at most: every row keeps index entries (then a tombstone)
+    /// in memory, so the events of a data directory must fit what the memory limit can
+    /// index.
+    #[arg(long, default_value_t = 2000)]
+    insert_rate: u64,
+    /// The server's memory limit (small: eviction and merging run all the time).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size_arg)]
+    memory_limit: u64,
+    /// The server's command-log segment size (small: segments rotate often).
+    #[arg(long, default_value = "1MiB", value_parser = parse_size_arg)]
+    log_segment_size: u64,
+    /// The server's partitions.
+    #[arg(long, default_value_t = 2)]
+    partitions: u32,
+    /// The server's command log. sync is what is checked; async or off lose acknowledged
+    /// changes in a crash, so with them the harness must report violations (a check of
+    /// the harness itself).
+    #[arg(long, default_value = "sync")]
+    command_log: String,
 }
 
 #[derive(Args, Debug)]
@@ -647,6 +739,46 @@ fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn run_crash(a: CrashArgs) -> Result<(), String> {
+    use permafrost_bench::crash;
+    let binary = match a.binary {
+        Some(b) => b,
+        None => std::env::current_exe().map_err(|e| format!("cannot find this binary (give --binary): {e}"))?,
+    };
+    let opts = crash::CrashOptions {
+        iterations: a.iterations,
+        first_iteration: a.first_iteration,
+        seed: a.seed,
+        binary,
+        data_dir: a.data_dir,
+        fresh_every: a.fresh_every,
+        run_min: a.min_run,
+        run_max: a.max_run,
+        accounts: a.accounts,
+        connections: a.connections,
+        in_flight: a.in_flight,
+        insert_rate: a.insert_rate,
+        memory_limit: a.memory_limit,
+        segment_bytes: a.log_segment_size,
+        partitions: a.partitions,
+        command_log: a.command_log,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        ..crash::CrashOptions::new(PathBuf::new())
+    };
+    let report = crash::run(&opts).map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)?;
+    if !report.violations.is_empty() {
+        return Err(format!(
+            "{} violation(s), the first at iteration {} (seed {})",
+            report.violations.len(),
+            report.violations[0].iteration,
+            report.violations[0].seed
+        ));
+    }
+    Ok(())
+}
+
 fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<(), String> {
     if let Some(path) = path {
         let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
@@ -668,6 +800,9 @@ fn main() -> ExitCode {
         Command::Bench {
             workload: Workload::Experiment(a),
         } => run_experiment(a),
+        Command::Bench {
+            workload: Workload::Crash(a),
+        } => run_crash(*a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1167,7 +1167,10 @@ fn a_barrier_is_called_once_everything_before_it_is_durable() {
     }));
     let (r, durable) = rx.recv().unwrap();
     r.unwrap();
-    assert!(durable >= last, "durable {durable} < {last} when the barrier was called");
+    assert!(
+        durable >= last,
+        "durable {durable} < {last} when the barrier was called"
+    );
     // Async mode: at once.
     let dir2 = tempfile::tempdir().unwrap();
     let log = CommandLog::open(config(dir2.path(), LogMode::Async, Duration::from_millis(1))).unwrap();
