@@ -2,7 +2,9 @@
 # YCSB over the PostgreSQL wire protocol (issue 4's judged figures), in one go:
 #   in memory:  server --memory-limit 4GiB,   bench --skew 0.99
 #   8x memory:  server --memory-limit 128MiB, bench --skew 1.0  (1 GiB of tuples)
-# both with --partitions 2, 1,000,000 records, read-heavy, client on this machine. Each
+# both with --partitions 2, 1,000,000 records, read-heavy, client on this machine, and the
+# server's command log as COMMAND_LOG says (default off: these figures are the wire
+# protocol's and the anti-cache's; with sync, see docs/results/durability.md). Each
 # configuration gets a fresh server; with ROUNDS > 1 the two alternate. Writes
 # OUT/server-<config>-<round>.json and prints a summary line per run.
 # Usage: scripts/server-ycsb.sh [OUT_DIR] (env: ROUNDS=2 DURATION=20 WARMUP=5 PORT=55433)
@@ -13,6 +15,7 @@ ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-5}
 PORT=${PORT:-55433}
+COMMAND_LOG=${COMMAND_LOG:-off}
 BIN=target/release/permafrost
 cargo build --release -q
 mkdir -p "$OUT"
@@ -28,7 +31,7 @@ trap 'stop; rm -rf "$DATA"' EXIT
 
 run() {  # run NAME MEMORY SKEW ROUND
     rm -rf "$DATA/db"
-    "$BIN" serve --listen "127.0.0.1:$PORT" --partitions 2 --memory-limit "$2" \
+    "$BIN" serve --listen "127.0.0.1:$PORT" --partitions 2 --memory-limit "$2" --command-log "$COMMAND_LOG" \
         --data-dir "$DATA/db" --metrics-listen off >"$DATA/server.log" 2>&1 &
     SERVER=$!
     for _ in $(seq 100); do
