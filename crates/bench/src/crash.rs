@@ -116,6 +116,9 @@ pub struct CrashOptions {
     pub startup_timeout: Duration,
     /// The command line, for the report.
     pub command: String,
+    /// Where the report so far is written (JSON) after every iteration, so that a run cut
+    /// short leaves its figures.
+    pub progress: Option<PathBuf>,
 }
 
 impl CrashOptions {
@@ -140,6 +143,7 @@ impl CrashOptions {
             command_log: "sync".into(),
             startup_timeout: Duration::from_secs(600),
             command: String::new(),
+            progress: None,
         }
     }
 
@@ -191,6 +195,8 @@ impl CrashOptions {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CrashReport {
     pub command: String,
+    /// False while the run is going on (the report of `progress`), or if it stopped early.
+    pub complete: bool,
     pub seed: u64,
     pub iterations_planned: u32,
     pub iterations_run: u32,
@@ -528,6 +534,12 @@ async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
                     .push(violation(opts, iteration, cycle, &dir, v.clone()));
             }
             report.per_iteration.push(it);
+            if let Some(path) = &opts.progress {
+                let mut so_far = report.clone();
+                finish(&mut so_far, &recoveries, started);
+                let text = serde_json::to_string_pretty(&so_far).map_err(|e| BenchError::Client(e.to_string()))?;
+                std::fs::write(path, text + "\n")?;
+            }
             if bad {
                 violated = true;
                 break;
@@ -543,21 +555,28 @@ async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
         // Kept for the reproduction.
         let _ = t.keep();
     }
-    recoveries.sort_by(f64::total_cmp);
+    finish(&mut report, &recoveries, started);
+    report.complete = !violated && report.iterations_run == opts.iterations - (opts.first_iteration - 1);
+    Ok(report)
+}
+
+/// The recovery-time distribution and the run's duration.
+fn finish(report: &mut CrashReport, recoveries: &[f64], started: Instant) {
+    let mut sorted = recoveries.to_vec();
+    sorted.sort_by(f64::total_cmp);
     let pct = |p: f64| {
-        if recoveries.is_empty() {
+        if sorted.is_empty() {
             0.0
         } else {
-            recoveries[((recoveries.len() - 1) as f64 * p).round() as usize]
+            sorted[((sorted.len() - 1) as f64 * p).round() as usize]
         }
     };
-    report.recovery.restarts = recoveries.len() as u32;
+    report.recovery.restarts = sorted.len() as u32;
     report.recovery.min_seconds = pct(0.0);
     report.recovery.median_seconds = pct(0.5);
     report.recovery.p90_seconds = pct(0.9);
     report.recovery.max_seconds = pct(1.0);
     report.seconds_total = started.elapsed().as_secs_f64();
-    Ok(report)
 }
 
 fn violation(opts: &CrashOptions, iteration: u32, cycle: u32, dir: &Path, what: String) -> Violation {

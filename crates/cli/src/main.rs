@@ -454,7 +454,7 @@ struct CrashArgs {
     /// pass). Default: a temporary directory. Kept when a violation is found.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Write all the figures as JSON to this file.
+    /// Write all the figures as JSON to this file (after every iteration, and at the end).
     #[arg(long)]
     json: Option<PathBuf>,
     /// Start from a fresh data directory every K iterations (there are no snapshots yet:
@@ -763,6 +763,7 @@ fn run_crash(a: CrashArgs) -> Result<(), String> {
         partitions: a.partitions,
         command_log: a.command_log,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        progress: a.json.clone(),
         ..crash::CrashOptions::new(PathBuf::new())
     };
     let report = crash::run(&opts).map_err(|e| e.to_string())?;

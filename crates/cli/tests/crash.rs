@@ -38,6 +38,7 @@ fn the_crash_harness_kills_restarts_and_checks() {
     assert!(out.status.success(), "{}", text(&out));
     let r = report.expect("a report");
     assert_eq!(r["iterations_run"], 3, "{r}");
+    assert_eq!(r["complete"], true, "{r}");
     assert_eq!(r["data_directories"], 2, "{r}");
     assert_eq!(r["kills"]["total"], 3, "{r}");
     assert_eq!(r["violations"].as_array().unwrap().len(), 0, "{r}");
@@ -71,6 +72,7 @@ fn without_the_command_log_the_harness_finds_the_losses() {
     let r = report.expect("a report");
     // It stops at the first iteration with a violation, and says how to run it again.
     assert_eq!(r["iterations_run"], 1, "{r}");
+    assert_eq!(r["complete"], false, "{r}");
     let v = &r["violations"][0];
     assert_eq!(v["iteration"], 1, "{r}");
     assert_eq!(v["seed"], 7, "{r}");
