@@ -117,8 +117,14 @@ mod tests {
             let v = value(key, field, version, len);
             prop_assert_eq!(v.len(), len);
             prop_assert!(verify(key, field, &v, len));
-            prop_assert!(!verify(key.wrapping_add(1), field, &v, len));
-            prop_assert!(!verify(key, (field + 1) % 10, &v, len));
+            // Another record's or field's value differs in its payload: with 8 payload
+            // bytes (48 random bits) or more a collision is out of reach; a 1-byte payload
+            // (6 bits) matches another record's one time in 64, so short fields only check
+            // that they verify.
+            if len >= MIN_FIELD_LEN + 8 {
+                prop_assert!(!verify(key.wrapping_add(1), field, &v, len));
+                prop_assert!(!verify(key, (field + 1) % 10, &v, len));
+            }
             // Any single corrupted byte is caught.
             let mut bytes = v.into_bytes();
             let i = (key as usize) % len;
