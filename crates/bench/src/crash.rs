@@ -22,7 +22,7 @@
 //! (`permafrost_stats`), sampled every [`SAMPLE_EVERY`] and once more just before the
 //! kill, and from the segment files in its log directory: an eviction round, a merge of
 //! fetched tuples, or a new log segment since the latest sample at least one sampling
-//! period before the kill (a window of 50 to about 100 ms).
+//! period before the kill (a window of 50 ms and a little more: sampling takes time).
 //!
 //! Everything random (kill times, the workload's choices) comes from the seed, but the
 //! interleaving of the workload's connections does not: a seed reproduces the kill
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{self, StreamExt};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -192,11 +192,14 @@ impl CrashOptions {
 }
 
 /// The figures of a crash run (`--json`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CrashReport {
     pub command: String,
     /// False while the run is going on (the report of `progress`), or if it stopped early.
     pub complete: bool,
+    /// Commands that continued the run after it was cut short (`--resume`).
+    pub resumed: Vec<String>,
     pub seed: u64,
     pub iterations_planned: u32,
     pub iterations_run: u32,
@@ -214,7 +217,8 @@ pub struct CrashReport {
     pub per_iteration: Vec<IterationReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunSettings {
     pub server: String,
     pub memory_limit_bytes: u64,
@@ -233,7 +237,8 @@ pub struct RunSettings {
     pub phase_sample_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WorkloadMix {
     pub transfers: u32,
     pub inserts: u32,
@@ -241,7 +246,8 @@ pub struct WorkloadMix {
 }
 
 /// Kills by what the server was doing (a kill may count under several phases).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KillCounts {
     pub total: u32,
     pub eviction: u32,
@@ -255,7 +261,8 @@ pub struct KillCounts {
     pub first_of_directory: u32,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AckCounts {
     /// Event inserts acknowledged (distinct ids).
     pub events_acknowledged: u64,
@@ -278,7 +285,8 @@ pub struct AckCounts {
     pub retries_40001: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RecoverySummary {
     /// Restarts timed: from starting the process until it accepted a connection (the
     /// server replays its log before it listens).
@@ -296,7 +304,7 @@ pub struct RecoverySummary {
     pub torn_tails: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Violation {
     pub iteration: u32,
     pub seed: u64,
@@ -308,21 +316,24 @@ pub struct Violation {
     pub data_dir: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Phases {
     pub eviction: bool,
     pub merge: bool,
     pub log_rotation: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InFlight {
     pub transfers: i64,
     pub inserts: i64,
     pub reads: i64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IterationReport {
     pub iteration: u32,
     pub data_directory: u32,
@@ -380,11 +391,10 @@ impl CrashReport {
             self.iterations_run, self.seed, self.fresh_every, self.data_directories
         );
         s += &format!(
-            "kills: {} (SIGKILL); in the {}-{} ms before the kill: eviction {}, merge {}, log rotation {}, none of \
-             these {}; a transfer in flight {}\n",
+            "kills: {} (SIGKILL); in the window before the kill (from the latest sample at least {} ms before it): \
+             eviction {}, merge {}, log rotation {}, none of these {}; a transfer in flight {}\n",
             k.total,
             SAMPLE_EVERY.as_millis(),
-            2 * SAMPLE_EVERY.as_millis(),
             k.eviction,
             k.merge,
             k.log_rotation,
@@ -434,12 +444,54 @@ impl CrashReport {
 /// Runs the harness. Violations are in the report (the run stops at the first iteration
 /// with one); an `Err` is a failure of the harness itself.
 pub fn run(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
-    opts.validate()?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(run_async(opts))
+    resume(opts, None)
 }
 
-async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
+/// Runs the harness, continuing `previous` (the report of a run with the same settings
+/// that was cut short) if given: its data directories whose iterations all ran are kept,
+/// the rest run again from the first one missing (every data directory starts fresh, and
+/// an iteration's kill time and choices come from the seed and its number, so the result
+/// is the run that was cut short, completed).
+pub fn resume(opts: &CrashOptions, previous: Option<CrashReport>) -> Result<CrashReport, BenchError> {
+    opts.validate()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(run_async(opts, previous))
+}
+
+/// Whether `previous` is a run `opts` may continue.
+fn check_resumable(opts: &CrashOptions, p: &CrashReport) -> Result<(), BenchError> {
+    let s = &p.settings;
+    let same = p.seed == opts.seed
+        && p.fresh_every == opts.fresh_every
+        && p.iterations_planned == opts.iterations
+        && s.accounts == opts.accounts
+        && s.command_log == opts.command_log
+        && s.memory_limit_bytes == opts.memory_limit
+        && s.log_segment_bytes == opts.segment_bytes
+        && s.partitions == opts.partitions
+        && s.connections == opts.connections
+        && s.in_flight_per_connection == opts.in_flight
+        && s.insert_rate_per_second == opts.insert_rate
+        && s.run_seconds_min == opts.run_min
+        && s.run_seconds_max == opts.run_max;
+    if !same {
+        return Err(BenchError::Options(format!(
+            "--resume: the report is of a run with other settings (its command: {})",
+            p.command
+        )));
+    }
+    if !p.violations.is_empty() {
+        return Err(BenchError::Options(
+            "--resume: the report has violations; run it again instead".into(),
+        ));
+    }
+    if p.complete {
+        return Err(BenchError::Options("--resume: the run is complete".into()));
+    }
+    Ok(())
+}
+
+async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result<CrashReport, BenchError> {
     let started = Instant::now();
     let mut report = CrashReport {
         command: opts.command.clone(),
@@ -495,7 +547,38 @@ async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
         root.display()
     );
     let mut recoveries: Vec<f64> = Vec::new();
-    let first_cycle = opts.cycle_of(opts.first_iteration);
+    let mut first_cycle = opts.cycle_of(opts.first_iteration);
+    let mut seconds_before = 0.0;
+    if let Some(p) = previous {
+        check_resumable(opts, &p)?;
+        // The data directories whose iterations all ran.
+        let size = |c: u32| ((c + 1) * opts.fresh_every).min(opts.iterations) - c * opts.fresh_every;
+        let ran = |c: u32| p.per_iteration.iter().filter(|i| i.data_directory == c).count() as u32;
+        first_cycle = opts.cycle_of(p.first_iteration);
+        while first_cycle <= opts.cycle_of(opts.iterations) && ran(first_cycle) == size(first_cycle) {
+            first_cycle += 1;
+        }
+        report.command = p.command.clone();
+        report.first_iteration = p.first_iteration;
+        report.resumed = p.resumed.clone();
+        report.resumed.push(opts.command.clone());
+        seconds_before = p.seconds_total;
+        for it in p.per_iteration.into_iter().filter(|i| i.data_directory < first_cycle) {
+            if it.iteration_in_directory == 1 {
+                report.data_directories += 1;
+            }
+            add_up(&mut report, &it);
+            recoveries.push(it.recovery_seconds);
+            report.iterations_run += 1;
+            report.per_iteration.push(it);
+        }
+        println!(
+            "resuming: {} iterations in {} data directories kept, going on from iteration {}",
+            report.iterations_run,
+            report.data_directories,
+            first_cycle * opts.fresh_every + 1
+        );
+    }
     let last_cycle = opts.cycle_of(opts.iterations);
     let mut violated = false;
     for cycle in first_cycle..=last_cycle {
@@ -536,7 +619,7 @@ async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
             report.per_iteration.push(it);
             if let Some(path) = &opts.progress {
                 let mut so_far = report.clone();
-                finish(&mut so_far, &recoveries, started);
+                finish(&mut so_far, &recoveries, started, seconds_before);
                 let text = serde_json::to_string_pretty(&so_far).map_err(|e| BenchError::Client(e.to_string()))?;
                 std::fs::write(path, text + "\n")?;
             }
@@ -555,13 +638,13 @@ async fn run_async(opts: &CrashOptions) -> Result<CrashReport, BenchError> {
         // Kept for the reproduction.
         let _ = t.keep();
     }
-    finish(&mut report, &recoveries, started);
-    report.complete = !violated && report.iterations_run == opts.iterations - (opts.first_iteration - 1);
+    finish(&mut report, &recoveries, started, seconds_before);
+    report.complete = !violated && report.iterations_run == opts.iterations - (report.first_iteration - 1);
     Ok(report)
 }
 
 /// The recovery-time distribution and the run's duration.
-fn finish(report: &mut CrashReport, recoveries: &[f64], started: Instant) {
+fn finish(report: &mut CrashReport, recoveries: &[f64], started: Instant, seconds_before: f64) {
     let mut sorted = recoveries.to_vec();
     sorted.sort_by(f64::total_cmp);
     let pct = |p: f64| {
@@ -576,7 +659,7 @@ fn finish(report: &mut CrashReport, recoveries: &[f64], started: Instant) {
     report.recovery.median_seconds = pct(0.5);
     report.recovery.p90_seconds = pct(0.9);
     report.recovery.max_seconds = pct(1.0);
-    report.seconds_total = started.elapsed().as_secs_f64();
+    report.seconds_total = seconds_before + started.elapsed().as_secs_f64();
 }
 
 fn violation(opts: &CrashOptions, iteration: u32, cycle: u32, dir: &Path, what: String) -> Violation {

@@ -461,6 +461,10 @@ struct CrashArgs {
     /// every restart replays the whole log since its directory was created).
     #[arg(long, default_value_t = 20)]
     fresh_every: u32,
+    /// Continue the run whose report is --json (cut short: "complete": false), from the
+    /// first data directory it did not finish; the other flags must be the run's.
+    #[arg(long, requires = "json")]
+    resume: bool,
     /// Run from this iteration (rounded down to the first of its data directory), to
     /// reproduce a late one.
     #[arg(long, default_value_t = 1)]
@@ -766,7 +770,15 @@ fn run_crash(a: CrashArgs) -> Result<(), String> {
         progress: a.json.clone(),
         ..crash::CrashOptions::new(PathBuf::new())
     };
-    let report = crash::run(&opts).map_err(|e| e.to_string())?;
+    let previous = match (&a.json, a.resume) {
+        (Some(path), true) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("--resume: cannot read {}: {e}", path.display()))?;
+            Some(serde_json::from_str(&text).map_err(|e| format!("--resume: {}: {e}", path.display()))?)
+        }
+        _ => None,
+    };
+    let report = crash::resume(&opts, previous).map_err(|e| e.to_string())?;
     println!("{}", report.summary());
     write_json(a.json.as_deref(), &report)?;
     if !report.violations.is_empty() {
