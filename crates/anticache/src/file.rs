@@ -36,11 +36,21 @@ pub struct DiskFile {
 impl DiskFile {
     /// Creates (or truncates) `path` for blocks.
     pub fn create(path: &Path) -> io::Result<DiskFile> {
+        DiskFile::open_with(path, true)
+    }
+
+    /// Opens `path` for blocks, keeping what it holds (created if missing): the blocks a
+    /// snapshot refers to.
+    pub fn open(path: &Path) -> io::Result<DiskFile> {
+        DiskFile::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, truncate: bool) -> io::Result<DiskFile> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let mut opts = OpenOptions::new();
-        opts.read(true).write(true).create(true).truncate(true);
+        opts.read(true).write(true).create(true).truncate(truncate);
         let (file, direct) = match opts.clone().custom_flags(libc::O_DIRECT).open(path) {
             Ok(f) => (f, true),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (opts.open(path)?, false),

@@ -224,6 +224,24 @@ pub struct AntiCache {
     write_backoff: Option<std::time::Instant>,
     last_write_error: Option<AntiCacheError>,
     stats: AntiCacheStats,
+    /// The newest snapshot that may refer to blocks retired from now on (the last one
+    /// started, or the one recovered from); `None` before any.
+    snapshot_hold: Option<u64>,
+    /// Retired blocks whose slots a snapshot may still refer to: (the snapshot, block,
+    /// span); reusable once a later snapshot has completed.
+    held: Vec<(u64, u32, u16)>,
+}
+
+/// What a snapshot keeps of one partition's anti-cache: the block directory and the blocks
+/// whose writes were still in flight (their bytes, since they may not be on disk yet).
+#[derive(Clone)]
+pub struct DirectoryImage {
+    /// The block file (synced by the snapshot writer before the snapshot counts).
+    pub file_path: Option<std::path::PathBuf>,
+    pub slot_size: usize,
+    pub file_slots: u32,
+    pub blocks: Vec<(u32, BlockMeta)>,
+    pub pending: Vec<(u32, Arc<AlignedBuf>)>,
 }
 
 impl AntiCache {
@@ -273,7 +291,117 @@ impl AntiCache {
             write_backoff: None,
             last_write_error: None,
             stats: AntiCacheStats::default(),
+            snapshot_hold: None,
+            held: Vec::new(),
         }
+    }
+
+    /// Creates partition `partition`'s anti-cache over its existing block file (kept for
+    /// a snapshot to be restored with [`AntiCache::restore`]); the directory starts empty.
+    pub fn open_existing(
+        partition: u32,
+        cfg: AntiCacheConfig,
+        io: Arc<BlockIo>,
+        read_done: ReadDone,
+        write_done: WriteDone,
+    ) -> Result<AntiCache> {
+        cfg.validate()?;
+        let path = cfg.dir.join(format!("partition-{partition}.blocks"));
+        let file = file::DiskFile::open(&path).map_err(|e| AntiCacheError::io("open", &path, &e))?;
+        let store = BlockStore::with_file(Arc::new(file), cfg.block_size);
+        Ok(AntiCache::with_store(cfg, store, io, read_done, write_done))
+    }
+
+    /// The directory and in-flight blocks, for a snapshot taken now (between transactions).
+    pub fn directory_image(&self) -> DirectoryImage {
+        DirectoryImage {
+            file_path: Some(self.store.file().path().to_path_buf()),
+            slot_size: self.store.slot_size(),
+            file_slots: self.store.file_slots(),
+            blocks: self.store.live().collect(),
+            pending: self.writing.iter().map(|(&b, buf)| (b, buf.clone())).collect(),
+        }
+    }
+
+    /// Restores the directory a snapshot saved (taken with slots of `slot_size` bytes),
+    /// writes the blocks that were in flight then (`pending`: id and bytes) and syncs the
+    /// file. Blocks that snapshot refers to are not reused until a later snapshot
+    /// completes (`epoch`: the snapshot's). Only on a fresh anti-cache.
+    pub fn restore(
+        &mut self,
+        epoch: u64,
+        slot_size: usize,
+        file_slots: u32,
+        blocks: &[(u32, BlockMeta)],
+        pending: &[(u32, Vec<u8>)],
+    ) -> Result<()> {
+        let file = self.store.file().clone();
+        let corrupt = |what: String| AntiCacheError::Corrupt { block: 0, what };
+        if self.store.live_blocks() > 0 || !self.writing.is_empty() {
+            return Err(corrupt(
+                "a snapshot can only be restored into an empty anti-cache".into(),
+            ));
+        }
+        if slot_size != self.store.slot_size() {
+            return Err(corrupt(format!(
+                "the snapshot's blocks are {slot_size} bytes per slot, this block file has {} \
+                 (eviction_block_size or the device changed since the snapshot)",
+                self.store.slot_size()
+            )));
+        }
+        let need = file_slots as u64 * slot_size as u64;
+        if let Ok(m) = std::fs::metadata(file.path())
+            && m.len() < need
+        {
+            return Err(corrupt(format!(
+                "block file {} holds {} bytes, the snapshot needs {need}",
+                file.path().display(),
+                m.len()
+            )));
+        }
+        let mut store = BlockStore::restore(file.clone(), self.cfg.block_size, file_slots, blocks)?;
+        for (id, bytes) in pending {
+            let Some(m) = store.meta(*id) else { continue };
+            let len = m.span as usize * slot_size;
+            if bytes.len() != len {
+                return Err(corrupt(format!(
+                    "saved block {id} has {} bytes, its directory entry says {len}",
+                    bytes.len()
+                )));
+            }
+            let mut buf = AlignedBuf::new(len);
+            buf.copy_from_slice(bytes);
+            store.write_now(*id, &[&buf])?;
+        }
+        file.sync().map_err(|e| AntiCacheError::io("sync", file.path(), &e))?;
+        self.store = store;
+        self.snapshot_hold = Some(epoch);
+        Ok(())
+    }
+
+    /// A snapshot began (between transactions): blocks retired from now on stay unused
+    /// until a later snapshot completes.
+    pub fn snapshot_started(&mut self, epoch: u64) {
+        self.snapshot_hold = Some(epoch);
+    }
+
+    /// Snapshot `epoch` is complete: blocks only older snapshots refer to are reusable.
+    pub fn snapshot_completed(&mut self, epoch: u64) {
+        let mut i = 0;
+        while i < self.held.len() {
+            let (tag, block, span) = self.held[i];
+            if tag < epoch {
+                self.held.swap_remove(i);
+                self.store.release(block, span);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Retired blocks kept for a snapshot.
+    pub fn held_blocks(&self) -> usize {
+        self.held.len()
     }
 
     pub fn config(&self) -> &AntiCacheConfig {
@@ -315,7 +443,8 @@ impl AntiCache {
             + self.writing_bytes
             + self.staged_bytes
             + self.pool.memory_bytes()
-            + (self.in_flight.capacity() + self.writing.capacity()) * 48) as u64
+            + (self.in_flight.capacity() + self.writing.capacity()) * 48
+            + self.held.capacity() * std::mem::size_of::<(u64, u32, u16)>()) as u64
     }
 
     /// Whether reads or writes are outstanding or blocks wait to be merged.
@@ -464,7 +593,10 @@ impl AntiCache {
             return;
         }
         if let Some(span) = self.retired.remove(&block) {
-            self.store.release(block, span);
+            match self.snapshot_hold {
+                Some(epoch) => self.held.push((epoch, block, span)),
+                None => self.store.release(block, span),
+            }
         }
     }
 

@@ -119,6 +119,57 @@ impl BlockStore {
         }
     }
 
+    /// A store over a file that already holds blocks (recovery from a snapshot): the
+    /// file's first `file_slots` slots with `blocks` (id, directory entry) live in them,
+    /// every other slot free. Fails, naming the problem, if the blocks overlap or lie
+    /// beyond `file_slots`.
+    pub fn restore(
+        file: Arc<dyn BlockFile>,
+        block_size: usize,
+        file_slots: u32,
+        blocks: &[(u32, BlockMeta)],
+    ) -> Result<BlockStore> {
+        let mut s = BlockStore::with_file(file, block_size);
+        let bad = |detail: String| AntiCacheError::Corrupt {
+            block: 0,
+            what: format!("snapshot block directory: {detail}"),
+        };
+        s.grow(file_slots);
+        s.mark(0, file_slots, true);
+        s.free_slots = file_slots as u64;
+        for &(id, meta) in blocks {
+            let end = id as u64 + meta.span as u64;
+            if meta.span == 0 || end > file_slots as u64 {
+                return Err(bad(format!(
+                    "block {id} (span {}) lies outside the {file_slots} slots of the file",
+                    meta.span
+                )));
+            }
+            if !(id..id + meta.span as u32).all(|i| s.is_free(i)) {
+                return Err(bad(format!("block {id} overlaps another block")));
+            }
+            s.mark(id, meta.span as u32, false);
+            s.free_slots -= meta.span as u64;
+            s.set_live(id, meta, 0);
+        }
+        s.stats = StoreStats::default();
+        Ok(s)
+    }
+
+    /// The live blocks with their directory entries, in file order.
+    pub fn live(&self) -> impl Iterator<Item = (u32, BlockMeta)> + '_ {
+        self.dir
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.span > 0)
+            .map(|(i, m)| (i as u32, *m))
+    }
+
+    /// Slots of the file (in use or free).
+    pub fn file_slots(&self) -> u32 {
+        self.dir.len() as u32
+    }
+
     pub fn file(&self) -> &Arc<dyn BlockFile> {
         &self.file
     }

@@ -13,10 +13,14 @@
 //!   transfers are multi-partition procedures of two UPDATEs, so half of one would show;
 //! - reads during the workload return the account's own padding.
 //!
-//! The workload of an iteration runs on the database the previous iterations left. There
-//! are no snapshots yet, so every restart replays the whole log since the data directory
-//! was created: a fresh data directory every `fresh_every` iterations keeps restarts (and
-//! disk use) bounded.
+//! The workload of an iteration runs on the database the previous iterations left; the
+//! server takes snapshots (every `--snapshot-interval`, and a CHECKPOINT shortly before
+//! some kills), so a restart loads the newest snapshot and replays the log after it. A
+//! fresh data directory every `fresh_every` iterations keeps the database within what the
+//! small memory budget can index (every event keeps index entries or a tombstone).
+//!
+//! Some restarts are themselves killed during recovery (after a random fraction of the
+//! previous restart's time) before the restart that is checked.
 //!
 //! What the server was doing when it was killed comes from its figures
 //! (`permafrost_stats`), sampled every [`SAMPLE_EVERY`] and once more just before the
@@ -112,6 +116,14 @@ pub struct CrashOptions {
     /// acknowledged changes in a crash: with them the harness checks itself (it must find
     /// violations).
     pub command_log: String,
+    /// The server's `--snapshot-interval` (e.g. `2s`, `off`).
+    pub snapshot_interval: String,
+    /// Percent of iterations that send CHECKPOINT shortly before the kill (a kill while
+    /// the snapshot is being written).
+    pub checkpoint_kill_pct: u32,
+    /// Percent of iterations whose restart is killed too, during recovery, before the
+    /// restart that is checked.
+    pub recovery_kill_pct: u32,
     /// How long a restart (recovery) may take before it counts as failed.
     pub startup_timeout: Duration,
     /// The command line, for the report.
@@ -141,6 +153,9 @@ impl CrashOptions {
             segment_bytes: 1 << 20,
             partitions: 2,
             command_log: "sync".into(),
+            snapshot_interval: "2s".into(),
+            checkpoint_kill_pct: 30,
+            recovery_kill_pct: 25,
             startup_timeout: Duration::from_secs(600),
             command: String::new(),
             progress: None,
@@ -161,6 +176,9 @@ impl CrashOptions {
         if !(self.run_min.is_finite() && self.run_max.is_finite() && 0.0 < self.run_min && self.run_min <= self.run_max)
         {
             return bad("--min-run and --max-run must be positive seconds, --min-run <= --max-run");
+        }
+        if self.checkpoint_kill_pct > 100 || self.recovery_kill_pct > 100 {
+            return bad("--checkpoint-kill-pct and --recovery-kill-pct are percentages (0..=100)");
         }
         if self.run_max > 3600.0 {
             return bad("--max-run must be at most 3600 seconds");
@@ -204,8 +222,7 @@ pub struct CrashReport {
     pub iterations_planned: u32,
     pub iterations_run: u32,
     pub first_iteration: u32,
-    /// A fresh data directory every this many iterations (no snapshots yet: each restart
-    /// replays the whole log of its directory).
+    /// A fresh data directory every this many iterations.
     pub fresh_every: u32,
     pub data_directories: u32,
     pub settings: RunSettings,
@@ -235,6 +252,9 @@ pub struct RunSettings {
     pub run_seconds_max: f64,
     pub workload_percent: WorkloadMix,
     pub phase_sample_ms: u64,
+    pub snapshot_interval: String,
+    pub checkpoint_kill_percent: u32,
+    pub recovery_kill_percent: u32,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -253,7 +273,10 @@ pub struct KillCounts {
     pub eviction: u32,
     pub merge: u32,
     pub log_rotation: u32,
-    /// None of the three in the window before the kill.
+    pub snapshot: u32,
+    /// Restarts killed during recovery (an extra kill in the iteration).
+    pub recovery: u32,
+    /// None of eviction, merge, log rotation and snapshot in the window before the kill.
     pub none: u32,
     /// Kills with a multi-partition transfer in flight (sent, not answered).
     pub transfer_in_flight: u32,
@@ -322,6 +345,12 @@ pub struct Phases {
     pub eviction: bool,
     pub merge: bool,
     pub log_rotation: bool,
+    /// A snapshot was being written (its `.tmp` file written to within the window, or a
+    /// CHECKPOINT not answered yet).
+    pub snapshot: bool,
+    /// The restart was killed during its recovery (before it accepted connections), and
+    /// started again.
+    pub recovery: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -386,19 +415,22 @@ impl CrashReport {
         let a = &self.acknowledged;
         let r = &self.recovery;
         let mut s = format!(
-            "crash: {} iterations (seed {}), a fresh data directory every {} iterations ({} directories): there are no \
-             snapshots yet, so every restart replays the whole log of its directory\n",
+            "crash: {} iterations (seed {}), a fresh data directory every {} iterations ({} directories); restarts load \
+             the newest snapshot and replay the log after it\n",
             self.iterations_run, self.seed, self.fresh_every, self.data_directories
         );
         s += &format!(
             "kills: {} (SIGKILL); in the window before the kill (from the latest sample at least {} ms before it): \
-             eviction {}, merge {}, log rotation {}, none of these {}; a transfer in flight {}\n",
-            k.total,
+             eviction {}, merge {}, log rotation {}, snapshot {}, none of these {}; restarts also killed during \
+             recovery {}; a transfer in flight {}\n",
+            k.total + k.recovery,
             SAMPLE_EVERY.as_millis(),
             k.eviction,
             k.merge,
             k.log_rotation,
+            k.snapshot,
             k.none,
+            k.recovery,
             k.transfer_in_flight
         );
         s += &format!(
@@ -505,6 +537,9 @@ async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result
             log_segment_bytes: opts.segment_bytes,
             partitions: opts.partitions,
             command_log: opts.command_log.clone(),
+            snapshot_interval: opts.snapshot_interval.clone(),
+            checkpoint_kill_percent: opts.checkpoint_kill_pct,
+            recovery_kill_percent: opts.recovery_kill_pct,
             accounts: opts.accounts,
             initial_total: initial_total(opts.accounts),
             connections: opts.connections,
@@ -534,8 +569,7 @@ async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result
     };
     println!(
         "crash: {} iterations from seed {}, server {} (command log {}, memory limit {} MiB, log segments of {} MiB, \
-         {} partitions), a fresh data directory every {} iterations (no snapshots yet: a restart replays the whole \
-         log), data in {}",
+         {} partitions, snapshots every {}), a fresh data directory every {} iterations, data in {}",
         opts.iterations,
         opts.seed,
         opts.binary.display(),
@@ -543,6 +577,7 @@ async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result
         opts.memory_limit >> 20,
         opts.segment_bytes >> 20,
         opts.partitions,
+        opts.snapshot_interval,
         opts.fresh_every,
         root.display()
     );
@@ -701,7 +736,9 @@ fn add_up(report: &mut CrashReport, it: &IterationReport) {
     k.eviction += u32::from(it.phases.eviction);
     k.merge += u32::from(it.phases.merge);
     k.log_rotation += u32::from(it.phases.log_rotation);
-    k.none += u32::from(!(it.phases.eviction || it.phases.merge || it.phases.log_rotation));
+    k.snapshot += u32::from(it.phases.snapshot);
+    k.recovery += u32::from(it.phases.recovery);
+    k.none += u32::from(!(it.phases.eviction || it.phases.merge || it.phases.log_rotation || it.phases.snapshot));
     k.transfer_in_flight += u32::from(it.in_flight_at_kill.transfers > 0);
     k.first_of_directory += u32::from(it.iteration_in_directory == 1);
     let a = &mut report.acknowledged;
@@ -730,6 +767,12 @@ fn iteration_line(opts: &CrashOptions, it: &IterationReport) -> String {
     }
     if it.phases.merge {
         phases.push("merge");
+    }
+    if it.phases.snapshot {
+        phases.push("snapshot");
+    }
+    if it.phases.recovery {
+        phases.push("recovery");
     }
     if it.phases.log_rotation {
         phases.push("log rotation");
@@ -947,6 +990,19 @@ struct Sample {
 }
 
 /// The log's segment files and their bytes.
+/// Whether a snapshot is being written: a `.tmp` snapshot file changed in the last 200 ms.
+fn snapshot_tmp_fresh(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir.join("snapshots")) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        e.file_name().to_str().is_some_and(|n| n.ends_with(".tmp"))
+            && e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|d| d < Duration::from_millis(200)))
+    })
+}
+
 fn log_files(dir: &Path) -> (u64, u64) {
     let (mut n, mut bytes) = (0, 0);
     if let Ok(rd) = std::fs::read_dir(dir.join("commandlog")) {
@@ -1033,6 +1089,8 @@ struct CycleRun<'a> {
     next_event: Arc<AtomicU64>,
     load_seconds: f64,
     setup_violation: Option<String>,
+    /// Seconds the last restart took (to pick a moment inside the next recovery).
+    last_recovery: f64,
 }
 
 enum Started {
@@ -1054,6 +1112,7 @@ impl<'a> CycleRun<'a> {
             next_event: Arc::new(AtomicU64::new(0)),
             load_seconds: 0.0,
             setup_violation: None,
+            last_recovery: 0.5,
         };
         match c.spawn().await? {
             Started::Up(s, _) => c.server = Some(s),
@@ -1103,6 +1162,58 @@ impl<'a> CycleRun<'a> {
 
     /// Starts the server on the data directory and waits until it accepts connections
     /// (after replaying its log).
+    /// The server's command line.
+    fn command(&self, port: u16, stderr: std::fs::File) -> Command {
+        let mut cmd = Command::new(&self.opts.binary);
+        // Settings of the environment would change the server's; the flags say all.
+        for (k, _) in std::env::vars_os() {
+            if k.to_str().is_some_and(|k| k.starts_with("PERMAFROST_")) {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--metrics-listen", "off"])
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .args(["--command-log", &self.opts.command_log])
+            .args(["--memory-limit", &self.opts.memory_limit.to_string()])
+            .args(["--log-segment-size", &self.opts.segment_bytes.to_string()])
+            .args(["--partitions", &self.opts.partitions.to_string()])
+            .args(["--snapshot-interval", &self.opts.snapshot_interval])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(stderr));
+        cmd
+    }
+
+    /// Starts the server and kills it `after` this long, whatever it is doing. Returns whether it was still
+    /// recovering (not accepting connections) when killed, `None` if it exited by itself.
+    async fn spawn_and_kill(&self, after: Duration) -> Result<Option<bool>, BenchError> {
+        let port = free_port()?;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.stderr)?;
+        let child = self
+            .command(port, stderr)
+            .spawn()
+            .map_err(|e| BenchError::Options(format!("cannot start the server {}: {e}", self.opts.binary.display())))?;
+        let mut server = Server {
+            child,
+            port,
+            started: Instant::now(),
+        };
+        tokio::time::sleep(after).await;
+        if let Ok(Some(_)) = server.child.try_wait() {
+            return Ok(None);
+        }
+        let up = tokio::time::timeout(Duration::from_millis(20), self.config(port).connect(NoTls))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        server.kill();
+        Ok(Some(!up))
+    }
+
     async fn spawn(&self) -> Result<Started, BenchError> {
         let mut attempts = 0;
         loop {
@@ -1113,24 +1224,7 @@ impl<'a> CycleRun<'a> {
                 .create(true)
                 .append(true)
                 .open(&self.stderr)?;
-            let mut cmd = Command::new(&self.opts.binary);
-            // Settings of the environment would change the server's; the flags say all.
-            for (k, _) in std::env::vars_os() {
-                if k.to_str().is_some_and(|k| k.starts_with("PERMAFROST_")) {
-                    cmd.env_remove(k);
-                }
-            }
-            cmd.arg("serve")
-                .args(["--listen", &format!("127.0.0.1:{port}"), "--metrics-listen", "off"])
-                .arg("--data-dir")
-                .arg(&self.dir)
-                .args(["--command-log", &self.opts.command_log])
-                .args(["--memory-limit", &self.opts.memory_limit.to_string()])
-                .args(["--log-segment-size", &self.opts.segment_bytes.to_string()])
-                .args(["--partitions", &self.opts.partitions.to_string()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::from(stderr));
+            let mut cmd = self.command(port, stderr);
             let child = cmd.spawn().map_err(|e| {
                 BenchError::Options(format!("cannot start the server {}: {e}", self.opts.binary.display()))
             })?;
@@ -1274,10 +1368,38 @@ impl<'a> CycleRun<'a> {
         if let Some(s) = sample(&admin, &self.dir).await {
             samples.push_back(s);
         }
+        // Some iterations ask for a snapshot shortly before the kill.
+        let checkpoint_kill = rng.random_range(0..100u32) < opts.checkpoint_kill_pct;
+        // Inside the snapshot's own time (tens of ms for this database).
+        let checkpoint_lead = Duration::from_millis(rng.random_range(0..60u64));
+        let recovery_kill = rng.random_range(0..100u32) < opts.recovery_kill_pct;
+        let recovery_kill_after = rng.random::<f64>();
+        let checkpoint_pending = Arc::new(AtomicBool::new(false));
+        let mut checkpoint_sent = !checkpoint_kill;
+        let checkpoint_config = self.config(self.server.as_ref().map_or(0, |s| s.port));
         let server = self.server.as_mut().expect("a running server");
         let mut died = None;
         while Instant::now() < deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
+            if !checkpoint_sent && Instant::now() + checkpoint_lead >= deadline {
+                checkpoint_sent = true;
+                if let Ok((c, conn)) = checkpoint_config.connect(NoTls).await {
+                    tokio::spawn(conn);
+                    let pending = checkpoint_pending.clone();
+                    pending.store(true, Ordering::SeqCst);
+                    tokio::spawn(async move {
+                        if c.batch_execute("CHECKPOINT").await.is_ok() {
+                            pending.store(false, Ordering::SeqCst);
+                        }
+                    });
+                }
+            }
+            // Wake at the checkpoint's moment if it is still to come.
+            let until = if checkpoint_sent {
+                deadline
+            } else {
+                deadline - checkpoint_lead
+            };
+            let left = until.saturating_duration_since(Instant::now());
             tokio::time::sleep(left.min(SAMPLE_EVERY)).await;
             if let Ok(Some(status)) = server.child.try_wait() {
                 died = Some(status);
@@ -1300,6 +1422,7 @@ impl<'a> CycleRun<'a> {
             inserts: ctr.in_flight[1].load(Ordering::SeqCst),
             reads: ctr.in_flight[2].load(Ordering::SeqCst),
         };
+        let snapshot_writing = checkpoint_pending.load(Ordering::SeqCst) || snapshot_tmp_fresh(&self.dir);
         let killed_at = Instant::now();
         if died.is_none()
             && let Ok(Some(status)) = server.child.try_wait()
@@ -1352,6 +1475,8 @@ impl<'a> CycleRun<'a> {
             eviction: it.window_evictions > 0,
             merge: it.window_unevicted_tuples > 0,
             log_rotation: it.window_new_segments > 0,
+            snapshot: snapshot_writing,
+            recovery: false,
         };
         it.segments_at_kill = segments;
         it.log_bytes_at_kill = log_bytes;
@@ -1369,12 +1494,27 @@ impl<'a> CycleRun<'a> {
                 shown.join("; ")
             ));
         }
+        // Some restarts are killed too, during recovery.
+        if recovery_kill {
+            let budget = self.last_recovery.max(0.2);
+            let after = Duration::from_secs_f64(budget * recovery_kill_after);
+            match self.spawn_and_kill(after).await? {
+                Some(true) => it.phases.recovery = true,
+                Some(false) => {}
+                None => {
+                    it.violations
+                        .push("the restart killed during recovery exited by itself".into());
+                    return Ok(it);
+                }
+            }
+        }
         // The restart.
         let offset = std::fs::metadata(&self.stderr).map(|m| m.len()).unwrap_or(0);
         match self.spawn().await? {
             Started::Up(s, secs) => {
                 self.server = Some(s);
                 it.recovery_seconds = secs;
+                self.last_recovery = secs;
             }
             Started::Failed(m) => {
                 it.violations.push(format!("restart after the kill: {m}"));

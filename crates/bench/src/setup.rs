@@ -37,6 +37,12 @@ pub struct DbSettings {
     pub segment_bytes: Option<u64>,
     /// Where the command log goes (default: `commandlog` beside the blocks).
     pub log_dir: Option<PathBuf>,
+    /// Where snapshots go; `None`: no snapshots (they need the command log).
+    pub snapshot_dir: Option<PathBuf>,
+    /// `snapshot_interval` (`None`: only on demand and by log size).
+    pub snapshot_interval: Option<std::time::Duration>,
+    /// `snapshot_log_size`: bytes of command log that trigger a snapshot (0: never).
+    pub snapshot_log_bytes: u64,
 }
 
 fn ser_log<S: serde::Serializer>(m: &LogMode, s: S) -> Result<S::Ok, S::Error> {
@@ -79,6 +85,9 @@ impl Default for DbSettings {
             group_commit_window: None,
             segment_bytes: None,
             log_dir: None,
+            snapshot_dir: None,
+            snapshot_interval: None,
+            snapshot_log_bytes: 0,
         }
     }
 }
@@ -153,6 +162,12 @@ impl DbSettings {
                 log.segment_bytes = s;
             }
             b = b.command_log(log);
+            if let Some(sd) = &self.snapshot_dir {
+                let mut sc = permafrost_executor::SnapshotConfig::new(sd.clone());
+                sc.interval = self.snapshot_interval;
+                sc.log_bytes = self.snapshot_log_bytes;
+                b = b.snapshots(sc);
+            }
         }
         if let (true, Some(dir)) = (self.anticache, &dir) {
             let mut ac = AntiCacheConfig::new(dir.path());

@@ -85,6 +85,8 @@ pub struct FileConfig {
     pub command_log: Option<String>,
     pub group_commit_window: Option<String>,
     pub log_segment_size: Option<Size>,
+    pub snapshot_interval: Option<String>,
+    pub snapshot_log_size: Option<Size>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub trust_remote: Option<bool>,

@@ -111,6 +111,14 @@ struct EngineArgs {
     /// [default: 64MiB].
     #[arg(long, env = "PERMAFROST_LOG_SEGMENT_SIZE", value_parser = parse_size_arg)]
     log_segment_size: Option<u64>,
+    /// serve: time between snapshots (e.g. 5m, 30s), or off (only CHECKPOINT and
+    /// --snapshot-log-size take them) [default: 5m]. Snapshots need the command log.
+    #[arg(long, env = "PERMAFROST_SNAPSHOT_INTERVAL")]
+    snapshot_interval: Option<String>,
+    /// serve: also take a snapshot once the command log has grown by this much since the
+    /// last one, bounding replay at restart; 0: off [default: 256MiB].
+    #[arg(long, env = "PERMAFROST_SNAPSHOT_LOG_SIZE", value_parser = parse_size_arg)]
+    snapshot_log_size: Option<u64>,
 }
 
 impl EngineArgs {
@@ -153,6 +161,12 @@ impl EngineArgs {
             group_commit_window: self.group_commit_window,
             segment_bytes: self.log_segment_size,
             log_dir: None,
+            snapshot_dir: None,
+            snapshot_interval: match self.snapshot_interval.as_deref().unwrap_or("5m") {
+                "off" | "0" => None,
+                s => Some(parse_duration_arg(s).map_err(|e| format!("invalid setting snapshot_interval: {e}"))?),
+            },
+            snapshot_log_bytes: self.snapshot_log_size.unwrap_or(256 << 20),
         })
     }
 
@@ -173,6 +187,10 @@ impl EngineArgs {
         if self.log_segment_size.is_none() {
             self.log_segment_size = size(&f.log_segment_size, "log_segment_size")?;
         }
+        if self.snapshot_log_size.is_none() {
+            self.snapshot_log_size = size(&f.snapshot_log_size, "snapshot_log_size")?;
+        }
+        self.snapshot_interval = self.snapshot_interval.take().or_else(|| f.snapshot_interval.clone());
         self.partitions = self.partitions.or(f.partitions);
         self.anticache = self.anticache.take().or_else(|| f.anticache.as_ref().map(|a| a.text()));
         self.merge = self.merge.take().or_else(|| f.merge.clone());
@@ -193,7 +211,7 @@ impl EngineArgs {
     }
 }
 
-/// Parses a duration: `1ms`, `200us`, `0.5s`, `0`.
+/// Parses a duration: `1ms`, `200us`, `0.5s`, `5m`, `1h`, `0` (no unit: milliseconds).
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -202,10 +220,16 @@ fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
         .parse()
         .map_err(|_| format!("\"{s}\" is not a duration (examples: 1ms, 200us, 0)"))?;
     let secs = match unit.trim() {
+        "h" => n * 3600.0,
+        "m" | "min" => n * 60.0,
         "s" => n,
         "ms" | "" => n / 1e3,
         "us" | "µs" => n / 1e6,
-        other => return Err(format!("\"{s}\" has an unknown unit \"{other}\" (use s, ms or us)")),
+        other => {
+            return Err(format!(
+                "\"{s}\" has an unknown unit \"{other}\" (use h, m, s, ms or us)"
+            ));
+        }
     };
     std::time::Duration::try_from_secs_f64(secs).map_err(|_| format!("\"{s}\" is out of range"))
 }
@@ -311,6 +335,9 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
     let mut settings = args.engine.settings(Some(data_dir.join("anticache")), "sync")?;
     settings.log_dir = Some(data_dir.join("commandlog"));
     let logged = settings.command_log != permafrost_executor::LogMode::Off;
+    if logged {
+        settings.snapshot_dir = Some(data_dir.join("snapshots"));
+    }
     let (db, _dir) = settings.open().map_err(|e| e.to_string())?;
     let db = std::sync::Arc::new(db);
     let (schema_log, statements) = permafrost_server::SchemaLog::open(&data_dir).map_err(|e| e.to_string())?;
@@ -322,6 +349,15 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
                 eprintln!("recovery: {done} of {of} log records")
             })
             .map_err(|e| format!("recovery from {} failed: {e}", data_dir.join("commandlog").display()))?;
+        for w in &report.warnings {
+            eprintln!("recovery: {w}");
+        }
+        if let Some(s) = &report.snapshot {
+            eprintln!(
+                "recovery: snapshot {} loaded in {:.2}s ({} rows in memory, {} evicted, {} blocks), log after LSN {}",
+                s.epoch, s.seconds, s.rows, s.evicted, s.blocks, s.cut_lsn
+            );
+        }
         if let Some(t) = &report.torn_tail {
             eprintln!("recovery: dropped a torn record at the end of the log ({t}): it was never acknowledged");
         }
@@ -333,7 +369,7 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
                 started.elapsed().as_secs_f64()
             );
         }
-        if report.records == 0 && !statements.is_empty() {
+        if report.records == 0 && report.snapshot.is_none() && !statements.is_empty() {
             // A database created without a command log: its schema comes from the schema
             // log (and goes into the command log from now on).
             permafrost_server::replay_schema(&db, &statements).map_err(|e| e.to_string())?;
@@ -457,8 +493,8 @@ struct CrashArgs {
     /// Write all the figures as JSON to this file (after every iteration, and at the end).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Start from a fresh data directory every K iterations (there are no snapshots yet:
-    /// every restart replays the whole log since its directory was created).
+    /// Start from a fresh data directory every K iterations (every event keeps index
+    /// entries or a tombstone in the small memory budget).
     #[arg(long, default_value_t = 20)]
     fresh_every: u32,
     /// Continue the run whose report is --json (cut short: "complete": false), from the
@@ -502,6 +538,15 @@ struct CrashArgs {
     /// the harness itself).
     #[arg(long, default_value = "sync")]
     command_log: String,
+    /// The server's --snapshot-interval.
+    #[arg(long, default_value = "2s")]
+    snapshot_interval: String,
+    /// Percent of iterations that send CHECKPOINT shortly before the kill.
+    #[arg(long, default_value_t = 30)]
+    checkpoint_kill_pct: u32,
+    /// Percent of iterations whose restart is also killed during recovery.
+    #[arg(long, default_value_t = 25)]
+    recovery_kill_pct: u32,
 }
 
 #[derive(Args, Debug)]
@@ -766,6 +811,9 @@ fn run_crash(a: CrashArgs) -> Result<(), String> {
         segment_bytes: a.log_segment_size,
         partitions: a.partitions,
         command_log: a.command_log,
+        snapshot_interval: a.snapshot_interval,
+        checkpoint_kill_pct: a.checkpoint_kill_pct,
+        recovery_kill_pct: a.recovery_kill_pct,
         command: std::env::args().collect::<Vec<_>>().join(" "),
         progress: a.json.clone(),
         ..crash::CrashOptions::new(PathBuf::new())

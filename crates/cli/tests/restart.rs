@@ -1,6 +1,7 @@
 //! `permafrost serve` killed with SIGKILL and started again on its data directory comes
 //! back with every acknowledged change, evicted data included (the command log in sync
-//! mode, replayed at start).
+//! mode, replayed at start; with a snapshot taken by CHECKPOINT, the snapshot and the log
+//! after it).
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -22,7 +23,7 @@ impl Drop for Server {
     }
 }
 
-fn start(dir: &Path, port: u16) -> Server {
+fn start_with(dir: &Path, port: u16, extra: &[&str]) -> Server {
     let child = Command::new(env!("CARGO_BIN_EXE_permafrost"))
         .args([
             "serve",
@@ -32,6 +33,7 @@ fn start(dir: &Path, port: u16) -> Server {
             "off",
         ])
         .args(["--partitions", "2", "--memory-limit", "16MiB", "--command-log", "sync"])
+        .args(extra)
         .arg("--data-dir")
         .arg(dir)
         .stdin(Stdio::null())
@@ -78,10 +80,24 @@ async fn checksum(c: &Client) -> (i64, i64) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_killed_server_restarts_with_every_acknowledged_change() {
+    killed_and_restarted(false).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_killed_server_restarts_from_its_snapshot_and_the_log_after_it() {
+    killed_and_restarted(true).await;
+}
+
+async fn killed_and_restarted(checkpoint: bool) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
+    let extra: &[&str] = if checkpoint {
+        &["--snapshot-interval", "off"]
+    } else {
+        &[]
+    };
     let before = {
-        let _server = start(dir.path(), port);
+        let _server = start_with(dir.path(), port, extra);
         let c = connect(port).await;
         c.batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, pad TEXT)")
             .await
@@ -100,6 +116,14 @@ async fn a_killed_server_restarts_with_every_acknowledged_change() {
                     Err(e) => panic!("insert {lo}..: {e}"),
                 }
             }
+        }
+        if checkpoint {
+            c.batch_execute("CHECKPOINT").await.unwrap();
+            let snaps: Vec<_> = std::fs::read_dir(dir.path().join("snapshots"))
+                .unwrap()
+                .flatten()
+                .collect();
+            assert_eq!(snaps.len(), 1, "one snapshot file");
         }
         // Updates by ranges of keys (one statement over the whole table would need it all
         // in memory at once), reaching evicted rows.
@@ -124,7 +148,7 @@ async fn a_killed_server_restarts_with_every_acknowledged_change() {
         sum
         // The server is killed here (SIGKILL: no shutdown of any kind).
     };
-    let _server = start(dir.path(), port);
+    let _server = start_with(dir.path(), port, extra);
     let c = connect(port).await;
     assert_eq!(checksum(&c).await, before);
     assert_eq!(before.0, 20_000);

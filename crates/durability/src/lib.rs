@@ -3,11 +3,13 @@
 //! The [`commandlog`]: one record per committed transaction holding what the transaction
 //! was asked to do (a procedure call, an ad hoc statement or a schema change, with its
 //! parameters, partitions, timestamp and random seed), never row images, written with
-//! group commit. Recovery replays it on top of a snapshot (snapshots come later).
+//! group commit. Recovery replays it on top of the newest [`snapshot`].
 //!
-//! The on-disk format is specified in docs/format.md ("Command log, version 1").
+//! The on-disk formats are specified in docs/format.md ("Command log, version 1",
+//! "Snapshot, version 1").
 
 pub mod commandlog;
+pub mod snapshot;
 
 pub use commandlog::*;
 pub use permafrost_storage::{Decimal, Value};

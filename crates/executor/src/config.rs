@@ -34,6 +34,31 @@ pub struct Config {
     /// The command log: every committed transaction's request, written before it is
     /// acknowledged (sync) or in the background (async). `None`: no log.
     pub command_log: Option<LogConfig>,
+    /// Snapshots: where they go and when they are taken. Recovery starts from the newest
+    /// one and replays the command log after it. Needs the command log.
+    pub snapshots: Option<SnapshotConfig>,
+}
+
+/// Snapshot settings (see `crate::snapshot`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotConfig {
+    pub dir: std::path::PathBuf,
+    /// `snapshot_interval`: a snapshot is taken this long after the last one; `None`: only
+    /// on demand (and by `log_bytes`).
+    pub interval: Option<std::time::Duration>,
+    /// `snapshot_log_size`: a snapshot is also taken once the command log has grown by
+    /// this many bytes since the last one (bounding replay at restart); 0: never.
+    pub log_bytes: u64,
+}
+
+impl SnapshotConfig {
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> SnapshotConfig {
+        SnapshotConfig {
+            dir: dir.into(),
+            interval: Some(std::time::Duration::from_secs(300)),
+            log_bytes: 256 << 20,
+        }
+    }
 }
 
 /// Builds a [`Config`]; unset settings take their defaults.
@@ -45,6 +70,7 @@ pub struct ConfigBuilder {
     max_restarts: Option<u32>,
     anticache: Option<AntiCacheConfig>,
     command_log: Option<LogConfig>,
+    snapshots: Option<SnapshotConfig>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -88,6 +114,12 @@ impl ConfigBuilder {
     /// them); a config in [`LogMode::Off`] is the same as none.
     pub fn command_log(mut self, log: LogConfig) -> Self {
         self.command_log = Some(log);
+        self
+    }
+
+    /// Takes snapshots (periodically and with [`Database::snapshot`](crate::Database::snapshot)).
+    pub fn snapshots(mut self, s: SnapshotConfig) -> Self {
+        self.snapshots = Some(s);
         self
     }
 
@@ -138,13 +170,37 @@ impl ConfigBuilder {
                 message: e.to_string(),
             })?;
         }
+        let command_log = self.command_log.filter(|l| l.mode != LogMode::Off);
+        if let Some(s) = &self.snapshots {
+            if command_log.is_none() {
+                return Err(Error::Config {
+                    setting: "snapshot_interval",
+                    message: "snapshots need the command log (command_log async or sync)".into(),
+                });
+            }
+            if let Some(i) = s.interval
+                && !(std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(7 * 86_400)).contains(&i)
+            {
+                return Err(Error::Config {
+                    setting: "snapshot_interval",
+                    message: format!("must be between 1s and 7 days (or off), got {i:?}"),
+                });
+            }
+            if s.log_bytes != 0 && s.log_bytes < (1 << 20) {
+                return Err(Error::Config {
+                    setting: "snapshot_log_size",
+                    message: format!("must be at least 1MiB (or 0: off), got {}", s.log_bytes),
+                });
+            }
+        }
         Ok(Config {
             partitions,
             memory_limit,
             lru_sample_rate,
             max_restarts,
             anticache: self.anticache,
-            command_log: self.command_log.filter(|l| l.mode != LogMode::Off),
+            command_log,
+            snapshots: self.snapshots,
         })
     }
 }

@@ -26,13 +26,16 @@ use crate::procedure::{Partitioning, Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink};
 use crate::shared::{PartitionStats, SchemaState, Shared};
 
-struct Inner {
+pub(crate) struct Inner {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Serializes schema changes and registrations (never held by partition threads).
     ddl: Mutex<()>,
     /// The last command-log record present at open: what [`Database::recover`] replays.
     recover_through: u64,
+    /// The schema statements that built the current schema, in order (snapshots hold it).
+    history: Mutex<Vec<String>>,
+    pub(crate) snapshots: crate::snapshot::Snapshots,
 }
 
 impl Drop for Inner {
@@ -147,6 +150,10 @@ impl Database {
             .anticache
             .as_ref()
             .map(|ac| Arc::new(BlockIo::start(ac.fetch_depth)));
+        let keep_blocks = match &config.snapshots {
+            Some(s) => !permafrost_durability::snapshot::list(&s.dir)?.is_empty(),
+            None => false,
+        };
         let mut caches = Vec::with_capacity(n);
         for (i, sender) in senders.iter().enumerate() {
             caches.push(match (&config.anticache, &block_io) {
@@ -159,13 +166,13 @@ impl Database {
                     let write_done: WriteDone = Arc::new(move |blocks, result| {
                         let _ = tx.send(Msg::Written { blocks, result });
                     });
-                    Some(AntiCache::new(
-                        i as u32,
-                        cfg.clone(),
-                        io.clone(),
-                        read_done,
-                        write_done,
-                    )?)
+                    // Block files are kept when a snapshot may refer to them.
+                    let open = if keep_blocks {
+                        AntiCache::open_existing
+                    } else {
+                        AntiCache::new
+                    };
+                    Some(open(i as u32, cfg.clone(), io.clone(), read_done, write_done)?)
                 }
                 _ => None,
             });
@@ -196,14 +203,43 @@ impl Database {
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
-        Ok(Database {
+        let db = Database {
             inner: Arc::new(Inner {
                 shared,
                 threads: Mutex::new(threads),
                 ddl: Mutex::new(()),
                 recover_through,
+                history: Mutex::new(Vec::new()),
+                snapshots: crate::snapshot::Snapshots::default(),
             }),
-        })
+        };
+        // Nothing to recover: snapshots may start at once (else `recover` allows them).
+        let ready = recover_through == 0 && !keep_blocks;
+        db.inner
+            .snapshots
+            .ready
+            .store(ready, std::sync::atomic::Ordering::Release);
+        db.inner
+            .snapshots
+            .next_epoch
+            .store(1, std::sync::atomic::Ordering::Release);
+        if db.config().snapshots.is_some() {
+            crate::snapshot::start_periodic(Arc::downgrade(&db.inner));
+        }
+        Ok(db)
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    pub(crate) fn from_weak(w: &std::sync::Weak<Inner>) -> Option<Database> {
+        w.upgrade().map(|inner| Database { inner })
+    }
+
+    /// The schema statements that built the current schema.
+    pub(crate) fn history(&self) -> Vec<String> {
+        self.inner.history.lock().map(|h| h.clone()).unwrap_or_default()
     }
 
     pub(crate) fn recover_through(&self) -> u64 {
@@ -284,11 +320,12 @@ impl Database {
                 log,
             };
             self.run_mp_work(work, self.shared().all_partitions())?;
+            self.push_history(text);
         }
         Ok(())
     }
 
-    fn run_mp_work(&self, work: MpWork, parts: Vec<u32>) -> Result<Rows> {
+    pub(crate) fn run_mp_work(&self, work: MpWork, parts: Vec<u32>) -> Result<Rows> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.shared().submit_mp(work, parts, Reply::Oneshot(tx))?;
         rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
@@ -308,11 +345,30 @@ impl Database {
     pub(crate) fn create_procedure_logged(&self, sql: &str, log: bool) -> Result<ProcHandle> {
         let src = permafrost_sql::script::parse_create_procedure(sql)?;
         let replace = src.or_replace;
-        let h = self.register_inner(ProcedureDef::from_sql(src, sql), replace)?;
+        // Under the schema lock from registration to the log record, so that a snapshot
+        // holds the procedure exactly when its record is before the snapshot's cut.
+        let _guard = self.lock_ddl()?;
+        let h = self.register_locked(ProcedureDef::from_sql(src, sql), replace)?;
         if log {
             self.log_schema(sql)?;
         }
+        self.push_history(sql);
         Ok(h)
+    }
+
+    pub(crate) fn lock_ddl(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
+        self.inner
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))
+    }
+
+    /// Remembers a schema statement that took effect (snapshots save the list; called under
+    /// the schema lock).
+    pub(crate) fn push_history(&self, sql: &str) {
+        if let Ok(mut h) = self.inner.history.lock() {
+            h.push(sql.to_string());
+        }
     }
 
     /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
@@ -322,11 +378,13 @@ impl Database {
 
     pub(crate) fn drop_procedure_logged(&self, sql: &str, log: bool) -> Result<bool> {
         let (name, if_exists) = permafrost_sql::script::parse_drop_procedure(sql)?;
-        match self.unregister(&name) {
+        let _guard = self.lock_ddl()?;
+        match self.unregister_locked(&name) {
             Ok(()) => {
                 if log {
                     self.log_schema(sql)?;
                 }
+                self.push_history(sql);
                 Ok(true)
             }
             Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),
@@ -359,11 +417,11 @@ impl Database {
     }
 
     fn register_inner(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
-        let _guard = self
-            .inner
-            .ddl
-            .lock()
-            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        let _guard = self.lock_ddl()?;
+        self.register_locked(def, replace)
+    }
+
+    fn register_locked(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
         let state = self.shared().schema.load_full();
         if state.procs.contains_key(&def.name) && !replace {
             return Err(Error::DuplicateProcedure(def.name));
@@ -380,11 +438,11 @@ impl Database {
 
     /// Removes a procedure. Calls already submitted still run.
     pub fn unregister(&self, name: &str) -> Result<()> {
-        let _guard = self
-            .inner
-            .ddl
-            .lock()
-            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        let _guard = self.lock_ddl()?;
+        self.unregister_locked(name)
+    }
+
+    fn unregister_locked(&self, name: &str) -> Result<()> {
         let state = self.shared().schema.load_full();
         if !state.procs.contains_key(name) {
             return Err(Error::UnknownProcedure(name.into()));

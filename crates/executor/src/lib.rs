@@ -22,11 +22,13 @@ mod recovery;
 mod reply;
 mod retrieval;
 mod shared;
+mod snapshot;
 mod stats;
 mod txn;
 
 pub use config::{
-    AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, MergePolicy, Retrieval, parse_size,
+    AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, MergePolicy, Retrieval, SnapshotConfig,
+    parse_size,
 };
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
@@ -36,4 +38,5 @@ pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::Completion;
 pub use shared::PartitionStats;
+pub use snapshot::{LoadReport, SnapshotInfo};
 pub use stats::TableStats;

@@ -48,6 +48,8 @@ pub(crate) enum MpWork {
         sql: String,
         log: bool,
     },
+    /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
+    Snapshot(Arc<crate::snapshot::SnapJob>),
 }
 
 type Channel<T> = (Sender<T>, Receiver<T>);
@@ -187,6 +189,11 @@ impl Partition {
         self.flush_log();
         self.outbox.flush();
         self.publish(true);
+        if let (MpWork::Snapshot(job), Some(ac)) = (&t.work, &self.ac)
+            && let Ok(mut images) = job.images.lock()
+        {
+            images.push((self.id, ac.directory_image()));
+        }
         let store = self.store.take().expect("store is home between transactions");
         let idx = t
             .parts
@@ -197,7 +204,12 @@ impl Partition {
             return;
         }
         match t.returns[idx].1.recv() {
-            Ok(s) => self.store = Some(s),
+            Ok(s) => {
+                self.store = Some(s);
+                if let (MpWork::Snapshot(job), Some(ac)) = (&t.work, self.ac.as_mut()) {
+                    ac.snapshot_started(job.epoch);
+                }
+            }
             Err(_) => panic!(
                 "coordinator of multi-partition transaction {} lost partition {}",
                 t.ts, self.id
@@ -209,6 +221,7 @@ impl Partition {
     pub(crate) fn coordinate(&mut self, t: &MpTxn) {
         self.flush_log();
         self.outbox.flush();
+        let barrier_started = std::time::Instant::now();
         let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
         held.push((self.id, self.store.take().expect("store is home between transactions")));
         for _ in 1..t.parts.len() {
@@ -220,7 +233,7 @@ impl Partition {
         held.sort_by_key(|(p, _)| *p);
         let replay = match &t.work {
             MpWork::Call { replay, .. } => *replay,
-            MpWork::Ddl { .. } => None,
+            MpWork::Ddl { .. } | MpWork::Snapshot(_) => None,
         };
         let info = self.txn_info(replay);
         let outcome = {
@@ -236,6 +249,27 @@ impl Partition {
                         self.shared.schema.store(next.clone());
                     }
                     Outcome::Done(r.map(|_| Rows::default()), true)
+                }
+                MpWork::Snapshot(job) => {
+                    if let (Some(ac), Ok(mut images)) = (&self.ac, job.images.lock()) {
+                        images.push((self.id, ac.directory_image()));
+                    }
+                    // Every partition has appended its commits before handing its store.
+                    let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());
+                    let stores: Vec<(u32, &PartitionStore)> = held.iter().map(|(p, s)| (*p, &**s)).collect();
+                    let r =
+                        crate::snapshot::fork_writer(job, cut, self.shared.config.partitions, &stores, barrier_started);
+                    let out = match &r {
+                        Ok(_) => Ok(Rows::default()),
+                        Err(e) => Err(e.clone()),
+                    };
+                    if let Ok(mut f) = job.forked.lock() {
+                        *f = Some(r);
+                    }
+                    if let Some(ac) = self.ac.as_mut() {
+                        ac.snapshot_started(job.epoch);
+                    }
+                    Outcome::Done(out, false)
                 }
             }
         };
@@ -253,6 +287,7 @@ impl Partition {
                     MpWork::Ddl { sql, log, .. } => {
                         (logging && *log).then(|| permafrost_durability::Request::Schema { sql: sql.clone() })
                     }
+                    MpWork::Snapshot(_) => None,
                 };
                 let done = Answer {
                     wrote,

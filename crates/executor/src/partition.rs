@@ -62,6 +62,10 @@ pub(crate) enum Msg {
     /// The command log made more records durable (or failed): answer the transactions
     /// waiting for that.
     Durable,
+    /// Load part of a snapshot (recovery), then acknowledge.
+    Restore(crate::snapshot::Restore, crossbeam_channel::Sender<Result<()>>),
+    /// A snapshot completed: blocks only older snapshots refer to may be reused.
+    SnapshotDone(u64),
     Shutdown,
 }
 
@@ -302,6 +306,18 @@ impl Partition {
                 let _ = ack.send(());
             }
             Msg::Durable => self.release_durable(),
+            Msg::Restore(f, ack) => {
+                let r = match self.store.as_deref_mut() {
+                    Some(s) => f(s, self.ac.as_mut()),
+                    None => Err(Error::Internal("store away during a restore".into())),
+                };
+                let _ = ack.send(r);
+            }
+            Msg::SnapshotDone(epoch) => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.snapshot_completed(epoch);
+                }
+            }
             Msg::Shutdown => return false,
         }
         if self.store.is_some() {

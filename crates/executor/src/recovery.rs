@@ -52,6 +52,10 @@ pub struct RecoveryReport {
     /// A torn record at the end of the log (a crash in the middle of a write), dropped:
     /// its transaction was never acknowledged.
     pub torn_tail: Option<String>,
+    /// The snapshot recovery started from, if any.
+    pub snapshot: Option<crate::snapshot::LoadReport>,
+    /// Snapshots passed over (torn, corrupt), one message each.
+    pub warnings: Vec<String>,
 }
 
 impl Database {
@@ -65,36 +69,52 @@ impl Database {
         let started = Instant::now();
         let mut report = RecoveryReport::default();
         let through = self.recover_through();
-        let cfg = match &self.config().command_log {
-            Some(cfg) if through > 0 => cfg.clone(),
-            _ => {
-                for def in procedures {
-                    self.register(def)?;
-                }
-                return Ok(report);
-            }
-        };
-        // Opening the log for appending cut a torn tail off already.
-        report.torn_tail = self
-            .shared()
-            .log
-            .as_ref()
-            .and_then(|l| l.truncated_tail())
-            .map(|(f, off)| format!("{} at byte {off}", f.display()));
-        let reader = LogReader::open(&cfg.dir, 0)?;
         let mut r = Replayer::new(self, procedures);
-        for item in reader {
-            let (lsn, rec) = item?;
-            if lsn > through {
-                break;
+        let mut cut = 0;
+        if let Some(scfg) = self.config().snapshots.clone() {
+            let mut warnings = Vec::new();
+            let found = permafrost_durability::snapshot::newest_valid(&scfg.dir, &mut |w| warnings.push(w))?;
+            report.warnings = warnings;
+            if let Some((h, path)) = found {
+                let load = crate::snapshot::load(self, &path, &h, &mut |sql| r.schema(0, sql))?;
+                cut = h.cut_lsn;
+                if through < cut {
+                    return Err(Error::Recovery(format!(
+                        "the command log ends at LSN {through}, before the LSN {cut} snapshot {} holds: \
+                         the log directory is not the one the snapshot was taken with",
+                        path.display()
+                    )));
+                }
+                report.snapshot = Some(load);
             }
-            if matches!(rec.request, Request::Schema { .. }) {
-                report.schema_changes += 1;
-            }
-            r.replay(lsn, rec)?;
-            report.records += 1;
-            if report.records % 65_536 == 0 {
-                progress(lsn, through);
+        }
+        if let Some(cfg) = self.config().command_log.clone()
+            && through > cut
+        {
+            // Opening the log for appending cut a torn tail off already.
+            report.torn_tail = self
+                .shared()
+                .log
+                .as_ref()
+                .and_then(|l| l.truncated_tail())
+                .map(|(f, off)| format!("{} at byte {off}", f.display()));
+            let reader = LogReader::open(&cfg.dir, cut)?;
+            for item in reader {
+                let (lsn, rec) = item?;
+                if lsn > through {
+                    break;
+                }
+                if lsn <= cut {
+                    continue;
+                }
+                if matches!(rec.request, Request::Schema { .. }) {
+                    report.schema_changes += 1;
+                }
+                r.replay(lsn, rec)?;
+                report.records += 1;
+                if report.records % 65_536 == 0 {
+                    progress(lsn, through);
+                }
             }
         }
         let pending = r.finish()?;
@@ -103,6 +123,10 @@ impl Database {
             self.register(def)
                 .map_err(|e| Error::Recovery(format!("procedure \"{name}\" does not plan after recovery: {e}")))?;
         }
+        self.inner()
+            .snapshots
+            .ready
+            .store(true, std::sync::atomic::Ordering::Release);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }

@@ -101,6 +101,9 @@ impl Parking {
     }
 }
 
+/// Restarts after which a replayed call that still reaches evicted data fails.
+const REPLAY_RESTARTS: u32 = 32;
+
 impl Partition {
     /// The transaction of `waiter` reached the evicted tuples `refs` (table, tombstone) of
     /// this partition: get them into memory and run it again.
@@ -173,6 +176,13 @@ impl Partition {
                     None if inv.restarts >= self.shared.config.max_restarts && inv.replay.is_none() => {
                         Err(Error::TooManyRestarts { restarts: inv.restarts })
                     }
+                    // A replayed call reads synchronously, so it needs a restart or two; one
+                    // that keeps missing its tuples reads blocks that do not hold them.
+                    None if inv.restarts >= REPLAY_RESTARTS && inv.replay.is_some() => Err(Error::Recovery(format!(
+                        "a replayed transaction still misses evicted tuples after {} reads of their blocks \
+                         (the block file does not match the tombstones)",
+                        inv.restarts
+                    ))),
                     None => {
                         inv.restarts += 1;
                         self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);

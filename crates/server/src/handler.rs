@@ -181,6 +181,8 @@ pub enum Command {
     Version,
     /// COMMIT/ROLLBACK outside a transaction: nothing to do, as in PostgreSQL.
     EndTransaction(&'static str),
+    /// `CHECKPOINT`: take a snapshot now and answer once it is durable.
+    Checkpoint,
 }
 
 impl Command {
@@ -293,6 +295,7 @@ pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
             ));
         }
         "COMMIT" | "END" => return Ok(Command::EndTransaction("COMMIT")),
+        "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
         "ROLLBACK" | "ABORT" => return Ok(Command::EndTransaction("ROLLBACK")),
         _ => {}
     }
@@ -649,6 +652,14 @@ impl Backend {
         match cmd {
             Command::Set => Ok(Response::Execution(Tag::new("SET"))),
             Command::EndTransaction(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Checkpoint => {
+                let db = self.db.clone();
+                tokio::task::spawn_blocking(move || db.snapshot())
+                    .await
+                    .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
+                    .map_err(db_error)?;
+                Ok(Response::Execution(Tag::new("CHECKPOINT")))
+            }
             Command::Version => text_rows(
                 &cmd.columns(),
                 vec![vec![Some(format!(

@@ -472,6 +472,42 @@ pub const METRICS: &[MetricInfo] = &[
         "1 once a write or sync of the command log failed: the database then refuses writes until restarted.",
     ),
     m(
+        "permafrost_snapshots_total",
+        Counter,
+        "",
+        "Snapshots this server completed (periodic and CHECKPOINT).",
+    ),
+    m(
+        "permafrost_snapshots_failed_total",
+        Counter,
+        "",
+        "Snapshots that failed (the previous one stays the one recovery uses).",
+    ),
+    m(
+        "permafrost_snapshot_last_epoch",
+        Gauge,
+        "",
+        "Number of the last snapshot completed.",
+    ),
+    m(
+        "permafrost_snapshot_last_bytes",
+        Gauge,
+        "bytes",
+        "Size of the last snapshot file.",
+    ),
+    m(
+        "permafrost_snapshot_last_pause_seconds",
+        Gauge,
+        "seconds",
+        "How long the last snapshot stopped the partitions (barrier and fork).",
+    ),
+    m(
+        "permafrost_snapshot_last_duration_seconds",
+        Gauge,
+        "seconds",
+        "How long the last snapshot took until durable.",
+    ),
+    m(
         "permafrost_evictions_total",
         Counter,
         "",
@@ -745,6 +781,20 @@ fn engine_rows(
         r.add("permafrost_commandlog_sync_seconds_total", &[], l.sync_seconds_total);
         r.one("permafrost_commandlog_segments", l.segments);
         r.one("permafrost_commandlog_failed", u64::from(l.failed));
+    }
+    {
+        let (last, taken, failed) = db.snapshot_stats();
+        r.one("permafrost_snapshots_total", taken);
+        r.one("permafrost_snapshots_failed_total", failed);
+        let l = last.unwrap_or_default();
+        r.one("permafrost_snapshot_last_epoch", l.epoch);
+        r.one("permafrost_snapshot_last_bytes", l.bytes);
+        r.add(
+            "permafrost_snapshot_last_pause_seconds",
+            &[],
+            l.pause_micros as f64 / 1e6,
+        );
+        r.add("permafrost_snapshot_last_duration_seconds", &[], l.seconds);
     }
     r.one("permafrost_evictions_total", st.evictions);
     r.one("permafrost_evicted_tuples_total", st.evicted_tuples);

@@ -29,6 +29,13 @@ pub trait AccessTracker: Send {
     /// Appends up to `n` eviction candidates to `out`, coldest first, skipping pinned
     /// tuples. Does not remove them.
     fn victims(&mut self, heap: &mut Heap, n: usize, out: &mut Vec<u32>);
+    /// Calls `f` with the tracked tuples from coldest to hottest and returns true, or
+    /// returns false if the tracker keeps no such order (snapshots save tuples in this
+    /// order so that a restart keeps what was cold, cold).
+    fn cold_to_hot(&self, heap: &Heap, f: &mut dyn FnMut(u32)) -> bool {
+        let _ = (heap, f);
+        false
+    }
     /// Number of tuples tracked.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -129,6 +136,13 @@ impl LruChain {
 impl AccessTracker for LruChain {
     fn name(&self) -> &'static str {
         "lru"
+    }
+
+    fn cold_to_hot(&self, heap: &Heap, f: &mut dyn FnMut(u32)) -> bool {
+        for s in self.iter_cold_to_hot(heap) {
+            f(s);
+        }
+        true
     }
 
     fn on_insert(&mut self, heap: &mut Heap, slot: u32) {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::access::AccessTracker;
 use crate::error::{Result, StorageError};
-use crate::heap::{FLAG_DELETED, FLAG_PINNED, HEADER_SIZE, Heap};
+use crate::heap::{FLAG_DELETED, FLAG_IN_CHAIN, FLAG_PINNED, HEADER_SIZE, Heap};
 use crate::index::{IndexKey, IndexStore, KeyEncoder, TupleRef};
 use crate::layout::TupleLayout;
 use crate::memory::MemoryUsage;
@@ -546,6 +546,105 @@ impl Table {
     /// Appends the serialized tuple in `slot` (see [`TupleLayout::serialize`]).
     pub fn serialize_tuple(&self, slot: u32, out: &mut Vec<u8>) {
         self.layout.serialize(self.heap.bytes(slot), &self.var, out);
+    }
+
+    /// Visits the visible tuples from coldest to hottest: the tracker's order where it keeps
+    /// one (tuples outside it, pinned ones, follow in slot order), else slot order.
+    pub fn for_each_cold_to_hot(&self, mut f: impl FnMut(u32)) {
+        let mut in_order = false;
+        if let Some(t) = &self.tracker {
+            in_order = t.cold_to_hot(&self.heap, &mut |s| f(s));
+        }
+        for slot in 0..self.heap.high_water() {
+            if self.heap.is_visible(slot) && !(in_order && self.heap.flags(slot) & FLAG_IN_CHAIN != 0) {
+                f(slot);
+            }
+        }
+    }
+
+    /// Loads a tuple from its serialized form (a snapshot) at the hot end of the tracker.
+    /// The bytes are validated and the unique indexes checked; on error nothing changes.
+    pub fn load_tuple(&mut self, data: &[u8]) -> Result<u32> {
+        let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
+        let bytes = self.heap.bytes_mut(slot);
+        if let Err(e) = self.layout.deserialize_into(data, bytes, &mut self.var) {
+            self.heap.free(slot);
+            return Err(e);
+        }
+        let mut keys = Vec::with_capacity(self.indexes.len());
+        for i in 0..self.indexes.len() {
+            let key = self.key_of_slot(i, slot);
+            if self.schema.indexes[i].unique
+                && let Some(k) = &key
+                && self.indexes[i].has_other(k, None)
+            {
+                self.free_tuple(slot);
+                return Err(StorageError::Corrupt(format!(
+                    "a saved tuple of \"{}\" repeats a key of unique index \"{}\"",
+                    self.schema.name, self.schema.indexes[i].name
+                )));
+            }
+            keys.push(key);
+        }
+        for (i, key) in keys.into_iter().enumerate() {
+            if let Some(k) = key {
+                self.indexes[i].insert(k, TupleRef::slot(slot));
+            }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            t.on_insert(&mut self.heap, slot);
+        }
+        Ok(slot)
+    }
+
+    /// Replaces the tombstones (loading a snapshot; the table holds no evicted tuple yet).
+    pub fn restore_tombstones(&mut self, entries: impl ExactSizeIterator<Item = Option<Tombstone>>) {
+        self.tombstones.restore(entries);
+    }
+
+    /// Adds the index entry `key` of index `index` for the evicted tuple of tombstone `id`
+    /// (loading a snapshot). Fails if the tombstone is not live, the index does not exist,
+    /// or the key is taken in a unique index.
+    pub fn restore_evicted_key(&mut self, index: usize, key: IndexKey, id: u32) -> Result<()> {
+        let corrupt = |what: String| Err(StorageError::Corrupt(what));
+        if index >= self.indexes.len() {
+            return corrupt(format!("table \"{}\" has no index number {index}", self.schema.name));
+        }
+        if self.tombstones.get(id).is_none() {
+            return corrupt(format!(
+                "an index entry of \"{}\" names tombstone {id}, which is not live",
+                self.schema.name
+            ));
+        }
+        let kind_ok = matches!(
+            (&key, self.encoders[index].kind()),
+            (IndexKey::Int(_), crate::index::KeyKind::Int) | (IndexKey::Bytes(_), crate::index::KeyKind::Bytes)
+        );
+        if !kind_ok {
+            return corrupt(format!(
+                "a saved key of \"{}\" has the wrong representation",
+                self.schema.name
+            ));
+        }
+        if self.schema.indexes[index].unique && self.indexes[index].has_other(&key, None) {
+            return corrupt(format!(
+                "a saved key of \"{}\" repeats a key of unique index \"{}\"",
+                self.schema.name, self.schema.indexes[index].name
+            ));
+        }
+        self.indexes[index].insert(key, TupleRef::tombstone(id));
+        Ok(())
+    }
+
+    /// Visits the entries of index `i` that point at evicted tuples, as (key, tombstone).
+    pub fn for_each_evicted_key(&self, i: usize, mut f: impl FnMut(IndexKey, u32)) {
+        if let Some(ix) = self.indexes.get(i) {
+            ix.for_each(|k, r| {
+                if let Some(id) = r.as_tombstone() {
+                    f(k, id)
+                }
+            });
+        }
     }
 
     /// Reserves a tombstone id for a tuple about to be written to a block.

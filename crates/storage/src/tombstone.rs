@@ -115,6 +115,37 @@ impl Tombstones {
     pub fn memory_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<Tombstone>() + self.free.capacity() * 4
     }
+
+    /// Number of ids handed out so far (live or free): ids are below this.
+    pub fn id_bound(&self) -> u32 {
+        self.entries.len() as u32
+    }
+
+    /// Replaces the contents with `entries`, indexed by id, where `None` is a free id
+    /// (loading a snapshot: ids are kept, so index entries loaded with them stay valid).
+    pub fn restore(&mut self, entries: impl ExactSizeIterator<Item = Option<Tombstone>>) {
+        let mut all = big_vec();
+        all.reserve_exact(entries.len());
+        let mut free = big_vec();
+        let mut live = 0;
+        for (id, e) in entries.enumerate() {
+            match e {
+                Some(t) if t.block < PENDING => {
+                    all.push(t);
+                    live += 1;
+                }
+                _ => {
+                    all.push(Tombstone { block: FREE, offset: 0 });
+                    free.push(id as u32);
+                }
+            }
+        }
+        // Lowest free ids are reused first.
+        free.reverse();
+        self.entries = all;
+        self.free = free;
+        self.live = live;
+    }
 }
 
 #[cfg(test)]
@@ -133,5 +164,19 @@ mod tests {
         assert_eq!(c, a);
         assert_eq!(t.len(), 2);
         assert_eq!(t.get(c).unwrap().block, 2);
+    }
+
+    #[test]
+    fn restore_keeps_ids_and_reuses_the_free_ones() {
+        let mut t = Tombstones::new();
+        let at = |b| Some(Tombstone { block: b, offset: 3 });
+        t.restore([at(7), None, at(9), None].into_iter());
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(2), Some(Tombstone { block: 9, offset: 3 }));
+        assert_eq!(t.get(1), None);
+        assert_eq!(t.id_bound(), 4);
+        assert_eq!(t.add(Tombstone { block: 1, offset: 0 }), 1);
+        assert_eq!(t.add(Tombstone { block: 1, offset: 1 }), 3);
+        assert_eq!(t.add(Tombstone { block: 1, offset: 2 }), 4);
     }
 }

@@ -17,6 +17,9 @@ pub enum LogError {
     /// Bytes read back from the log failed verification.
     #[error("command log is corrupt: {}, offset {offset}: {detail}", file.display())]
     Corrupt { file: PathBuf, offset: u64, detail: String },
+    /// A snapshot file failed verification (torn, partial, corrupt, another version).
+    #[error("snapshot {} is unusable at offset {offset}: {detail}", file.display())]
+    SnapshotCorrupt { file: PathBuf, offset: u64, detail: String },
     /// The log cannot take records (its writer stopped, or a record is too large).
     #[error("command log failed: {0}")]
     Failed(String),
@@ -50,7 +53,7 @@ impl LogError {
         match self {
             _ if self.is_disk_full() => "53100",
             LogError::Io { .. } | LogError::Failed(_) => "58030",
-            LogError::Corrupt { .. } => "XX001",
+            LogError::Corrupt { .. } | LogError::SnapshotCorrupt { .. } => "XX001",
             LogError::Config(_) => "22023",
         }
     }
@@ -72,6 +75,11 @@ impl LogError {
                 },
             },
             LogError::Corrupt { file, offset, detail } => LogError::Corrupt {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            LogError::SnapshotCorrupt { file, offset, detail } => LogError::SnapshotCorrupt {
                 file: file.clone(),
                 offset: *offset,
                 detail: detail.clone(),

@@ -1,0 +1,483 @@
+//! Snapshot files: a consistent image of every partition at one point of the transaction
+//! order, from which recovery starts before replaying the command log after it.
+//!
+//! The format is specified in docs/format.md ("Snapshot, version 1"): a header, then
+//! sections (kind, length, CRC-32C, body), then an END section that counts the sections
+//! and chains their checksums. A snapshot is written to `<name>.tmp`, synced, and renamed;
+//! only renamed files with a valid END are used, so a snapshot cut short by a crash is
+//! never loaded. Decoding never trusts a length it has not checked against the bytes.
+//!
+//! This module knows the bytes; what goes in them (tables, tombstones, index entries of
+//! evicted tuples, the block directory) is put there by the executor.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use permafrost_storage::IndexKey;
+use permafrost_storage::index::KeyBuf;
+
+use crate::commandlog::LogError;
+
+type Result<T> = std::result::Result<T, LogError>;
+
+pub const MAGIC: [u8; 8] = *b"PFSNAP\r\n";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 48;
+pub const SECTION_HEADER_LEN: usize = 12;
+/// Largest section body (writers cut rows, tombstones and keys into sections below this).
+pub const MAX_SECTION: usize = 64 << 20;
+/// Sections are cut when their body passes this size.
+pub const SECTION_TARGET: usize = 1 << 20;
+const SUFFIX: &str = ".pfsnap";
+const TMP: &str = ".tmp";
+
+/// Section kinds.
+pub mod kind {
+    pub const SCHEMA: u32 = 1;
+    pub const PARTITION: u32 = 2;
+    pub const BLOCKS: u32 = 3;
+    pub const PENDING_BLOCK: u32 = 4;
+    pub const TABLE: u32 = 5;
+    pub const TOMBSTONES: u32 = 6;
+    pub const EVICTED_KEYS: u32 = 7;
+    pub const ROWS: u32 = 8;
+    pub const END: u32 = 9;
+}
+
+/// What the header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotHeader {
+    /// Snapshots are numbered from 1, increasing.
+    pub epoch: u64,
+    /// The snapshot holds every transaction with a command-log LSN up to this one and none
+    /// after it.
+    pub cut_lsn: u64,
+    pub partitions: u32,
+    /// Wall-clock time it was taken, microseconds since the Unix epoch.
+    pub created_micros: i64,
+}
+
+pub fn file_name(epoch: u64) -> String {
+    format!("snapshot-{epoch:020}{SUFFIX}")
+}
+
+pub fn parse_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("snapshot-")?.strip_suffix(SUFFIX)?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The complete (renamed) snapshot files in `dir`, oldest first. A missing directory has
+/// none.
+pub fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(LogError::io(format!("cannot list snapshots in {}", dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| LogError::io(format!("cannot list snapshots in {}", dir.display()), e))?;
+        if let Some(epoch) = entry.file_name().to_str().and_then(parse_file_name) {
+            out.push((epoch, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The newest snapshot in `dir` that reads back whole (every checksum, the END section),
+/// with its header. Unusable ones (torn, corrupt, of another version) are passed over,
+/// each reported through `warn`.
+pub fn newest_valid(dir: &Path, warn: &mut dyn FnMut(String)) -> Result<Option<(SnapshotHeader, PathBuf)>> {
+    for (_, path) in list(dir)?.into_iter().rev() {
+        match validate(&path) {
+            Ok(h) => return Ok(Some((h, path))),
+            Err(e) => warn(format!("skipping snapshot {}: {e}", path.display())),
+        }
+    }
+    Ok(None)
+}
+
+/// Reads a snapshot through, checking everything; returns its header.
+pub fn validate(path: &Path) -> Result<SnapshotHeader> {
+    let (mut r, h) = SnapshotReader::open(path)?;
+    while r.next_section()?.is_some() {}
+    Ok(h)
+}
+
+/// Removes the snapshots older than `epoch`, and unfinished (`.tmp`) ones older than it.
+pub fn remove_older(dir: &Path, epoch: u64) -> Result<()> {
+    for (e, path) in list(dir)? {
+        if e < epoch {
+            std::fs::remove_file(&path)
+                .map_err(|err| LogError::io(format!("cannot remove old snapshot {}", path.display()), err))?;
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(base) = name.strip_suffix(TMP)
+                && parse_file_name(base).is_some_and(|e| e < epoch)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(format!("cannot sync directory {}", dir.display()), e))
+}
+
+fn header_bytes(h: &SnapshotHeader) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    b[0..8].copy_from_slice(&MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&h.partitions.to_le_bytes());
+    b[16..24].copy_from_slice(&h.epoch.to_le_bytes());
+    b[24..32].copy_from_slice(&h.cut_lsn.to_le_bytes());
+    b[32..40].copy_from_slice(&h.created_micros.to_le_bytes());
+    // 40..44 reserved (zero).
+    let crc = crc32c::crc32c(&b[..44]);
+    b[44..48].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn section_crc(kind: u32, body: &[u8]) -> u32 {
+    let mut h = [0u8; 8];
+    h[0..4].copy_from_slice(&kind.to_le_bytes());
+    h[4..8].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&h), body)
+}
+
+/// Writes one snapshot file.
+pub struct SnapshotWriter {
+    out: BufWriter<File>,
+    tmp: PathBuf,
+    path: PathBuf,
+    dir: PathBuf,
+    sections: u64,
+    chain: u32,
+    bytes: u64,
+}
+
+impl SnapshotWriter {
+    /// Starts `dir/<name>.tmp` for snapshot `header.epoch`.
+    pub fn create(dir: &Path, header: &SnapshotHeader) -> Result<SnapshotWriter> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| LogError::io(format!("cannot create snapshot directory {}", dir.display()), e))?;
+        let path = dir.join(file_name(header.epoch));
+        let tmp = dir.join(format!("{}{TMP}", file_name(header.epoch)));
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| LogError::io(format!("cannot create {}", tmp.display()), e))?;
+        let mut w = SnapshotWriter {
+            out: BufWriter::with_capacity(1 << 20, file),
+            tmp,
+            path,
+            dir: dir.to_path_buf(),
+            sections: 0,
+            chain: 0,
+            bytes: 0,
+        };
+        w.write(&header_bytes(header))?;
+        Ok(w)
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<()> {
+        self.bytes += b.len() as u64;
+        self.out
+            .write_all(b)
+            .map_err(|e| LogError::io(format!("cannot write {}", self.tmp.display()), e))
+    }
+
+    /// Appends a section.
+    pub fn section(&mut self, kind: u32, body: &[u8]) -> Result<()> {
+        if body.len() > MAX_SECTION {
+            return Err(LogError::Failed(format!(
+                "snapshot section of {} bytes is larger than the {MAX_SECTION} a section may hold",
+                body.len()
+            )));
+        }
+        let crc = section_crc(kind, body);
+        let mut h = [0u8; SECTION_HEADER_LEN];
+        h[0..4].copy_from_slice(&kind.to_le_bytes());
+        h[4..8].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        h[8..12].copy_from_slice(&crc.to_le_bytes());
+        self.write(&h)?;
+        self.write(body)?;
+        self.sections += 1;
+        self.chain = crc32c::crc32c_append(self.chain, &crc.to_le_bytes());
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Writes the END section, syncs the file, renames it to its final name and syncs the
+    /// directory. Returns the final path and the file's size.
+    pub fn finish(mut self) -> Result<(PathBuf, u64)> {
+        let mut end = Enc::default();
+        end.u64(self.sections);
+        end.u32(self.chain);
+        self.section(kind::END, &end.0)?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| LogError::io(format!("cannot write {}", self.tmp.display()), e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| LogError::io(format!("cannot sync {}", self.tmp.display()), e))?;
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| LogError::io(format!("cannot rename {}", self.tmp.display()), e))?;
+        sync_dir(&self.dir)?;
+        Ok((self.path, self.bytes))
+    }
+}
+
+/// Reads one snapshot file section by section, checking each.
+pub struct SnapshotReader {
+    r: BufReader<File>,
+    path: PathBuf,
+    offset: u64,
+    sections: u64,
+    chain: u32,
+    done: bool,
+}
+
+impl SnapshotReader {
+    pub fn open(path: &Path) -> Result<(SnapshotReader, SnapshotHeader)> {
+        let file = File::open(path).map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
+        let mut r = SnapshotReader {
+            r: BufReader::with_capacity(1 << 20, file),
+            path: path.to_path_buf(),
+            offset: 0,
+            sections: 0,
+            chain: 0,
+            done: false,
+        };
+        let mut h = [0u8; HEADER_LEN];
+        r.read_exact(&mut h, "header")?;
+        if h[0..8] != MAGIC {
+            return Err(r.corrupt(0, "not a snapshot file (bad magic)"));
+        }
+        let crc = u32::from_le_bytes(h[44..48].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&h[..44]) != crc {
+            return Err(r.corrupt(0, "header checksum mismatch"));
+        }
+        let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+        if version != VERSION {
+            return Err(r.corrupt(8, format!("version {version}, this build reads version {VERSION}")));
+        }
+        let header = SnapshotHeader {
+            partitions: u32::from_le_bytes(h[12..16].try_into().expect("4 bytes")),
+            epoch: u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")),
+            cut_lsn: u64::from_le_bytes(h[24..32].try_into().expect("8 bytes")),
+            created_micros: i64::from_le_bytes(h[32..40].try_into().expect("8 bytes")),
+        };
+        Ok((r, header))
+    }
+
+    fn corrupt(&self, offset: u64, detail: impl Into<String>) -> LogError {
+        LogError::SnapshotCorrupt {
+            file: self.path.clone(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
+        match self.r.read_exact(buf) {
+            Ok(()) => {
+                self.offset += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(self.corrupt(
+                self.offset,
+                format!("the file ends inside the {what} (a torn or partial snapshot)"),
+            )),
+            Err(e) => Err(LogError::io(format!("cannot read {}", self.path.display()), e)),
+        }
+    }
+
+    /// The next section as (kind, body), or `None` after the END section (which is checked
+    /// here: the section count and the chain of checksums).
+    pub fn next_section(&mut self) -> Result<Option<(u32, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let at = self.offset;
+        let mut h = [0u8; SECTION_HEADER_LEN];
+        self.read_exact(&mut h, "section header")?;
+        let kind = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+        if len > MAX_SECTION {
+            return Err(self.corrupt(at, format!("section length {len} is over the limit")));
+        }
+        let mut body = vec![0u8; len];
+        self.read_exact(&mut body, "section body")?;
+        if section_crc(kind, &body) != crc {
+            return Err(self.corrupt(at, "section checksum mismatch"));
+        }
+        if kind == kind::END {
+            let mut d = Dec::new(&body);
+            let (count, chain) = (
+                d.u64().map_err(|e| self.corrupt(at, e))?,
+                d.u32().map_err(|e| self.corrupt(at, e))?,
+            );
+            if count != self.sections || chain != self.chain {
+                return Err(self.corrupt(at, "the END section does not match the sections before it"));
+            }
+            let mut rest = [0u8; 1];
+            if matches!(self.r.read(&mut rest), Ok(n) if n > 0) {
+                return Err(self.corrupt(self.offset, "bytes after the END section"));
+            }
+            self.done = true;
+            return Ok(None);
+        }
+        self.sections += 1;
+        self.chain = crc32c::crc32c_append(self.chain, &crc.to_le_bytes());
+        Ok(Some((kind, body)))
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Little-endian encoder of section bodies.
+#[derive(Default)]
+pub struct Enc(pub Vec<u8>);
+
+impl Enc {
+    pub fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A length (u32) and the bytes.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+    /// An index key: tag 0 and an i64, or tag 1 and length-prefixed bytes.
+    pub fn key(&mut self, k: &IndexKey) {
+        match k {
+            IndexKey::Int(v) => {
+                self.0.push(0);
+                self.i64(*v);
+            }
+            IndexKey::Bytes(b) => {
+                self.0.push(1);
+                self.bytes(b);
+            }
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Checked decoder of section bodies: every read fails, never panics, past the end.
+pub struct Dec<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Dec<'a> {
+    pub fn new(b: &'a [u8]) -> Dec<'a> {
+        Dec { b, at: 0 }
+    }
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| {
+            format!(
+                "section body ends early (needs {n} bytes at {} of {})",
+                self.at,
+                self.b.len()
+            )
+        })?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    pub fn u8(&mut self) -> std::result::Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u16(&mut self) -> std::result::Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+    }
+    pub fn u32(&mut self) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    pub fn u64(&mut self) -> std::result::Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    pub fn i64(&mut self) -> std::result::Result<i64, String> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    pub fn bytes(&mut self) -> std::result::Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    pub fn string(&mut self) -> std::result::Result<String, String> {
+        let b = self.bytes()?;
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|_| "a string is not UTF-8".to_string())
+    }
+    pub fn key(&mut self) -> std::result::Result<IndexKey, String> {
+        match self.u8()? {
+            0 => Ok(IndexKey::Int(self.i64()?)),
+            1 => Ok(IndexKey::Bytes(KeyBuf::new(self.bytes()?))),
+            t => Err(format!("unknown key tag {t}")),
+        }
+    }
+    /// A count of items at least `min_item` bytes each, checked against what is left.
+    pub fn count(&mut self, min_item: usize) -> std::result::Result<usize, String> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_item.max(1)) > self.b.len() - self.at {
+            return Err(format!("count {n} is more than the section holds"));
+        }
+        Ok(n)
+    }
+    pub fn is_done(&self) -> bool {
+        self.at == self.b.len()
+    }
+    /// Fails unless the body was read exactly to its end.
+    pub fn finish(&self) -> std::result::Result<(), String> {
+        if self.is_done() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} unexpected bytes at the end of a section",
+                self.b.len() - self.at
+            ))
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Snapshots: a database recovered from a snapshot plus the log after it holds what the
+//! first one held, evicted data included; the log segments a snapshot covers are removed;
+//! a torn or corrupt snapshot is passed over for the previous one; blocks a snapshot
+//! refers to are not reused before a later snapshot completes.
+
+use std::path::Path;
+
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, SnapshotConfig, Value};
+
+fn config(dir: &Path, memory: u64) -> Config {
+    let mut log = LogConfig::new(dir.join("log"));
+    log.mode = LogMode::Async;
+    log.segment_bytes = 1 << 20;
+    let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
+    // Only on demand in these tests.
+    snaps.interval = None;
+    snaps.log_bytes = 0;
+    Config::builder()
+        .partitions(2)
+        .memory_limit(memory)
+        .command_log(log)
+        .snapshots(snaps)
+        .anticache(AntiCacheConfig::new(dir.join("blocks")))
+        .lru_sample_rate(1.0)
+        .build()
+        .unwrap()
+}
+
+fn retry(db: &Database, sql: &str, params: Vec<Value>) {
+    loop {
+        match db.execute_sql(sql, params.clone()) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() => std::thread::sleep(std::time::Duration::from_millis(2)),
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+}
+
+fn checksum(db: &Database, rows: i64) -> Vec<Vec<Value>> {
+    (0..rows)
+        .step_by(2000)
+        .flat_map(|lo| {
+            db.execute_sql(
+                "SELECT COUNT(*), SUM(n), SUM(id * n), MAX(tag) FROM big WHERE id >= $1 AND id < $2",
+                vec![Value::Int(lo), Value::Int(lo + 2000)],
+            )
+            .unwrap()
+            .to_values()
+        })
+        .collect()
+}
+
+const ROWS: i64 = 30_000;
+
+fn fill(db: &Database, from: i64, to: i64) {
+    let pad = "x".repeat(900);
+    for i in from..to {
+        retry(
+            db,
+            "INSERT INTO big (id, n, pad) VALUES ($1, 0, $2)",
+            vec![Value::Int(i), Value::Text(pad.clone().into())],
+        );
+    }
+}
+
+fn update(db: &Database, step: usize, add: i64) {
+    for i in (0..ROWS).step_by(step) {
+        retry(
+            db,
+            "UPDATE big SET n = n + $1 WHERE id = $2",
+            vec![Value::Int(i % 13 + add), Value::Int(i)],
+        );
+    }
+}
+
+fn schema(db: &Database) {
+    db.execute_ddl("CREATE TABLE big (id BIGINT PRIMARY KEY, n BIGINT NOT NULL, pad TEXT, tag BIGSERIAL)")
+        .unwrap();
+    db.execute_ddl("CREATE INDEX big_n ON big (n)").unwrap();
+    db.create_procedure(
+        "CREATE PROCEDURE bump(k BIGINT) PARTITION ON k AS $$ UPDATE big SET n = n + 1 WHERE id = $1 $$",
+    )
+    .unwrap();
+}
+
+#[test]
+fn recovery_starts_from_the_snapshot_and_replays_the_log_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = 16 << 20;
+    let (before, cut, t1) = {
+        let db = Database::open(config(dir.path(), memory)).unwrap();
+        schema(&db);
+        fill(&db, 0, ROWS);
+        update(&db, 7, 1);
+        db.execute_sql("UPDATE big SET n = 777777 WHERE id = 6", vec![])
+            .unwrap();
+        fill(&db, ROWS, ROWS + 3_000); // id 6 is cold by now
+        let evicted = db.stats_now().unwrap().evicted_now;
+        assert!(evicted > 10_000, "the run evicted only {evicted} tuples");
+        let t1 = db
+            .execute_sql("INSERT INTO big (id, n) VALUES (-1, 0) RETURNING tag", vec![])
+            .unwrap()
+            .to_values();
+        db.execute_sql("DELETE FROM big WHERE id = -1", vec![]).unwrap();
+        let segments_before = std::fs::read_dir(dir.path().join("log")).unwrap().count();
+        let info = db.snapshot().unwrap();
+        assert!(info.cut_lsn >= ROWS as u64, "{info:?}");
+        assert!(info.pause_micros < 1_000_000, "{info:?}");
+        let segments_after = std::fs::read_dir(dir.path().join("log")).unwrap().count();
+        assert!(
+            segments_after < segments_before,
+            "segments the snapshot covers are removed ({segments_before} -> {segments_after})"
+        );
+        // After the snapshot: more updates (reaching evicted rows) and a procedure call.
+        update(&db, 5, 2);
+        db.call("bump", vec![Value::Int(3)]).unwrap();
+        (checksum(&db, ROWS), info.cut_lsn, t1)
+    };
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    let snap = report.snapshot.clone().expect("recovered from the snapshot");
+    assert_eq!(snap.cut_lsn, cut);
+    assert!(snap.evicted > 10_000, "{snap:?}");
+    assert_eq!(
+        report.records,
+        (ROWS as u64).div_ceil(5) + 1,
+        "only the log after the cut: {report:?}"
+    );
+    assert_eq!(checksum(&db, ROWS), before);
+    // The sequence continues where it was (the snapshot saved it), and the secondary index
+    // finds an evicted row.
+    let t2 = db
+        .execute_sql("INSERT INTO big (id, n) VALUES (-1, 0) RETURNING tag", vec![])
+        .unwrap()
+        .to_values();
+    assert!(t2[0][0] > t1[0][0], "{t2:?} after {t1:?}");
+    let by_n = db
+        .execute_sql("SELECT id FROM big WHERE n = 777777", vec![])
+        .unwrap()
+        .to_values();
+    assert_eq!(by_n, vec![vec![Value::Int(6)]]);
+    // A second snapshot after recovery, then a third start from it.
+    db.execute_sql("UPDATE big SET n = n + 100 WHERE id = 11", vec![])
+        .unwrap();
+    let again = checksum(&db, ROWS);
+    let info = db.snapshot().unwrap();
+    assert!(info.epoch > snap.epoch);
+    drop(db);
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(report.snapshot.unwrap().epoch, info.epoch);
+    assert_eq!(report.records, 0);
+    assert_eq!(checksum(&db, ROWS), again);
+}
+
+#[test]
+fn a_damaged_newest_snapshot_is_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = 64 << 20;
+    let before = {
+        let db = Database::open(config(dir.path(), memory)).unwrap();
+        schema(&db);
+        fill(&db, 0, 2_000);
+        db.snapshot().unwrap();
+        update(&db, 3, 1);
+        checksum(&db, 2_000)
+    };
+    // A snapshot file that claims to be newer but was cut short.
+    let snaps = dir.path().join("snapshots");
+    let newest = std::fs::read_dir(&snaps).unwrap().next().unwrap().unwrap().path();
+    let bytes = std::fs::read(&newest).unwrap();
+    let fake = snaps.join("snapshot-00000000000000000099.pfsnap");
+    std::fs::write(&fake, &bytes[..bytes.len() / 2]).unwrap();
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(report.warnings.len(), 1, "{report:?}");
+    assert!(report.warnings[0].contains("00099"), "{:?}", report.warnings);
+    assert_eq!(report.snapshot.unwrap().epoch, 1);
+    assert_eq!(checksum(&db, 2_000), before);
+    // A flipped byte in the middle is caught by its checksum too.
+    let mut bad = bytes.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    std::fs::write(&fake, &bad).unwrap();
+    let err = permafrost_durability::snapshot::validate(&fake).unwrap_err();
+    assert!(err.to_string().contains("checksum"), "{err}");
+}
+
+#[test]
+fn snapshots_need_recovery_first_and_a_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path(), 64 << 20)).unwrap();
+        schema(&db);
+        fill(&db, 0, 10);
+    }
+    let db = Database::open(config(dir.path(), 64 << 20)).unwrap();
+    let err = db.snapshot().unwrap_err();
+    assert!(err.to_string().contains("recovery"), "{err}");
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    db.snapshot().unwrap();
+    let plain = Database::open(Config::builder().partitions(1).build().unwrap()).unwrap();
+    let err = plain.snapshot().unwrap_err();
+    assert!(err.to_string().contains("not configured"), "{err}");
+}
