@@ -93,6 +93,9 @@ pub const MAX_BLOCK_SIZE: usize = 4 << 20;
 /// second (random reads), and a tuple fetch reads no more than one device page.
 pub const DEFAULT_BLOCK_SIZE: usize = 4 << 10;
 
+/// Threads reading blocks at once in [`AntiCache::fetch_sync`].
+const SYNC_READERS: usize = 16;
+
 /// Largest single write call, in bytes and in buffers (Linux's IOV_MAX is 1024).
 const MAX_WRITE_BYTES: usize = 4 << 20;
 const MAX_WRITE_BLOCKS: usize = 1024;
@@ -643,29 +646,99 @@ impl AntiCache {
     /// Synchronous retrieval: reads the blocks of `needs` on this thread and merges them.
     pub fn fetch_sync(&mut self, store: &mut PartitionStore, needs: &[Need]) -> Result<()> {
         let mut blocks: Vec<u32> = needs.iter().map(|n| n.block).collect();
+        blocks.sort_unstable();
         blocks.dedup();
-        for b in blocks {
-            if self.store.meta(b).is_none() {
-                continue;
+        blocks.retain(|&b| self.store.meta(b).is_some());
+        // Blocks on disk are read in parallel (up to SYNC_READERS at once): replay reads
+        // the blocks of many queued calls in one go.
+        let on_disk: Vec<(u32, u64, usize)> = blocks
+            .iter()
+            .filter(|b| !self.writing.contains_key(b))
+            .filter_map(|&b| self.store.location(b).map(|(off, len)| (b, off, len)))
+            .collect();
+        let mut bufs: Vec<AlignedBuf> = on_disk.iter().map(|&(_, _, len)| self.pool.take(len)).collect();
+        for (buf, &(_, _, len)) in bufs.iter_mut().zip(&on_disk) {
+            if buf.len() != len {
+                *buf = AlignedBuf::new(len);
             }
-            let requested: Vec<u32> = needs.iter().filter(|n| n.block == b).map(|n| n.tombstone).collect();
-            let buf = match self.writing.get(&b) {
-                Some(w) => {
-                    self.stats.reads_from_write_buffer += 1;
-                    let mut copy = self.pool.take(w.len());
-                    copy.copy_from_slice(w);
-                    copy
-                }
-                None => {
-                    let len = self.store.location(b).map_or(self.store.slot_size(), |l| l.1);
-                    self.store.read_into(b, self.pool.take(len))?
-                }
-            };
-            let m = self.merge_one(store, b, &buf, &requested);
-            self.pool.give(buf);
-            m?;
         }
-        Ok(())
+        let file = self.store.file().clone();
+        let results: Vec<io::Result<()>> = if on_disk.len() <= 1 {
+            bufs.iter_mut()
+                .zip(&on_disk)
+                .map(|(buf, &(_, off, _))| file.read_at(buf, off))
+                .collect()
+        } else {
+            let per = on_disk.len().div_ceil(SYNC_READERS);
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = bufs
+                    .chunks_mut(per)
+                    .zip(on_disk.chunks(per))
+                    .map(|(bs, locs)| {
+                        let file = &file;
+                        sc.spawn(move || {
+                            bs.iter_mut()
+                                .zip(locs)
+                                .map(|(buf, &(_, off, _))| file.read_at(buf, off))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| vec![Err(io::Error::other("block reader panicked"))])
+                    })
+                    .collect()
+            })
+        };
+        let mut read: HashMap<u32, AlignedBuf> = HashMap::with_capacity(on_disk.len());
+        let mut first_err = None;
+        for ((buf, &(b, _, len)), r) in bufs.into_iter().zip(&on_disk).zip(results) {
+            match r {
+                Ok(()) => {
+                    self.store.note_read(len);
+                    read.insert(b, buf);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(AntiCacheError::io("read", file.path(), &e));
+                    self.pool.give(buf);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            for (_, buf) in read {
+                self.pool.give(buf);
+            }
+            return Err(e);
+        }
+        let mut outcome = Ok(());
+        for b in blocks {
+            let requested: Vec<u32> = needs.iter().filter(|n| n.block == b).map(|n| n.tombstone).collect();
+            let buf = match read.remove(&b) {
+                Some(buf) => buf,
+                None => match self.writing.get(&b) {
+                    Some(w) => {
+                        self.stats.reads_from_write_buffer += 1;
+                        let mut copy = self.pool.take(w.len());
+                        copy.copy_from_slice(w);
+                        copy
+                    }
+                    None => continue,
+                },
+            };
+            let m = if outcome.is_ok() {
+                self.merge_one(store, b, &buf, &requested).map(|_| ())
+            } else {
+                Ok(())
+            };
+            self.pool.give(buf);
+            if let Err(e) = m {
+                outcome = Err(e);
+            }
+        }
+        outcome
     }
 
     /// Bytes of evicted blocks still being written: memory that returns to the buffer pool

@@ -9,6 +9,7 @@ pub mod crash;
 pub mod device;
 pub mod experiment;
 pub mod plot;
+pub mod recovery;
 pub mod report;
 pub mod setup;
 pub mod ycsb;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod config;
+
 use permafrost_bench::setup::{self, DbSettings};
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::parse_size;
@@ -104,7 +105,8 @@ struct EngineArgs {
     #[arg(long, env = "PERMAFROST_COMMAND_LOG")]
     command_log: Option<String>,
     /// Group commit: how long the log writer gathers records before one write and
-    /// fdatasync (e.g. 1ms, 200us, 0) [default: 1ms].
+    /// fdatasync (e.g. 1ms, 200us, 0) [default: 0: the records that arrive while the
+    /// previous group is written and synced make the next group].
     #[arg(long, env = "PERMAFROST_GROUP_COMMIT_WINDOW", value_parser = parse_duration_arg)]
     group_commit_window: Option<std::time::Duration>,
     /// Command log: bytes per segment file before a new one is started, 1MiB to 4GiB
@@ -473,6 +475,40 @@ enum Workload {
     /// and checks that every acknowledged change came back and that no transfer was
     /// applied in part.
     Crash(Box<CrashArgs>),
+    /// Restart cost: loads YCSB records, takes a snapshot, runs updates after it, closes
+    /// the database and times its recovery (snapshot load, then log replay).
+    Recovery(RecoveryArgs),
+}
+
+#[derive(Args, Debug)]
+struct RecoveryArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    records: u64,
+    #[arg(long, default_value_t = 1008)]
+    tuple_size: usize,
+    /// The memory budget (small: most records evicted).
+    #[arg(long, default_value = "128MiB", value_parser = parse_size_arg)]
+    memory_limit: u64,
+    #[arg(long, default_value_t = 2)]
+    partitions: u32,
+    /// YCSB updates after the snapshot (replayed at the restart).
+    #[arg(long, default_value_t = 2_000_000)]
+    updates: u64,
+    #[arg(long, default_value_t = 0.99)]
+    skew: f64,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Updates each of the two clients keeps in flight.
+    #[arg(long, default_value_t = 4096)]
+    in_flight: usize,
+    /// Records compared before and after the restart.
+    #[arg(long, default_value_t = 10_000)]
+    check_sample: u64,
+    /// An empty directory for the database (default: a temporary one).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -840,6 +876,33 @@ fn run_crash(a: CrashArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn run_recovery(a: RecoveryArgs) -> Result<(), String> {
+    use permafrost_bench::recovery;
+    let opts = recovery::RecoveryOptions {
+        records: a.records,
+        tuple_size: a.tuple_size,
+        memory_limit: a.memory_limit,
+        partitions: a.partitions,
+        updates: a.updates,
+        skew: a.skew,
+        seed: a.seed,
+        in_flight: a.in_flight.max(1),
+        check_sample: a.check_sample,
+        data_dir: a.data_dir,
+    };
+    let started = std::time::Instant::now();
+    let report = recovery::run(&opts, &|phase| {
+        eprintln!("[{:7.1}s] {phase}", started.elapsed().as_secs_f64())
+    })
+    .map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)?;
+    if report.mismatches > 0 {
+        return Err(format!("{} records differ after the restart", report.mismatches));
+    }
+    Ok(())
+}
+
 fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<(), String> {
     if let Some(path) = path {
         let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
@@ -864,6 +927,9 @@ fn main() -> ExitCode {
         Command::Bench {
             workload: Workload::Crash(a),
         } => run_crash(*a),
+        Command::Bench {
+            workload: Workload::Recovery(a),
+        } => run_recovery(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -146,7 +146,7 @@ fn settings_are_validated_and_name_themselves() {
 
     let c = LogConfig::new("/tmp/x");
     assert_eq!(c.mode, LogMode::Sync);
-    assert_eq!(c.group_commit_window, Duration::from_millis(1));
+    assert_eq!(c.group_commit_window, Duration::ZERO);
     assert_eq!(c.segment_bytes, 64 << 20);
     c.validate().unwrap();
 

@@ -24,7 +24,7 @@ use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId, Value};
 
 use crate::error::{Error, Result};
-use crate::partition::{Answer, Msg, Partition, Replayed};
+use crate::partition::{Answer, LogWhat, Msg, Partition, Replayed};
 use crate::procedure::Procedure;
 use crate::reply::{Outbox, Reply};
 use crate::shared::{SchemaState, Shared};
@@ -283,15 +283,13 @@ impl Partition {
                 let request = match &t.work {
                     MpWork::Call {
                         proc, params, replay, ..
-                    } => (logging && wrote && replay.is_none()).then(|| proc.request(params.clone())),
-                    MpWork::Ddl { sql, log, .. } => {
-                        (logging && *log).then(|| permafrost_durability::Request::Schema { sql: sql.clone() })
-                    }
+                    } => (logging && wrote && replay.is_none()).then(|| LogWhat::Call(proc.clone(), params.clone())),
+                    MpWork::Ddl { sql, log, .. } => (logging && *log).then(|| LogWhat::Schema(sql.clone())),
                     MpWork::Snapshot(_) => None,
                 };
                 let done = Answer {
                     wrote,
-                    partitions: t.parts.clone(),
+                    partitions: Some(t.parts.clone()),
                     info_now: info.now,
                     info_seed: info.seed,
                     log: request,

@@ -111,11 +111,19 @@ pub(crate) struct Invocation {
 pub(crate) struct Answer {
     /// Whether it changed anything.
     pub wrote: bool,
-    pub partitions: Vec<u32>,
+    /// The partitions it ran at, ascending: this one, or those of a multi-partition one.
+    pub partitions: Option<Vec<u32>>,
     pub info_now: i64,
     pub info_seed: u64,
     /// Its request, for the log; `None` when it is not to be logged (a replayed record).
-    pub log: Option<permafrost_durability::Request>,
+    pub log: Option<LogWhat>,
+}
+
+/// What the command log records of a transaction (encoded straight into the partition's
+/// chunk, without building a `TxnRecord`).
+pub(crate) enum LogWhat {
+    Call(Arc<Procedure>, Vec<Value>),
+    Schema(String),
 }
 
 /// The transaction context a replayed record first ran with.
@@ -145,7 +153,7 @@ pub(crate) struct Partition {
     last_publish: Instant,
     /// Replayed calls held back behind one the memory budget refused, in log order
     /// (recovery: see `crate::recovery`).
-    replay_stall: std::collections::VecDeque<Invocation>,
+    pub(crate) replay_stall: std::collections::VecDeque<Invocation>,
     /// Committed transactions whose answers wait for their log record to be durable
     /// (sync mode), by LSN.
     durable_wait: std::collections::VecDeque<(u64, Reply, Result<Rows>)>,
@@ -255,7 +263,9 @@ impl Partition {
         match msg {
             Msg::Batch(invs) => {
                 for inv in invs {
-                    if inv.replay.is_some() && !self.replay_stall.is_empty() {
+                    if inv.replay.is_some() {
+                        // Queued first, so that a call needing evicted data sees the calls
+                        // behind it (their blocks are read along with its own).
                         self.replay_stall.push_back(inv);
                     } else {
                         self.run_single(inv);
@@ -399,18 +409,27 @@ impl Partition {
     /// log's order is the commit order.
     pub(crate) fn answer(&mut self, done: Answer, reply: Reply, r: Result<Rows>) {
         match (&self.shared.log, done.log) {
-            (Some(log), Some(request)) if r.is_ok() && done.wrote => {
+            (Some(log), Some(what)) if r.is_ok() && done.wrote => {
                 // Appended with the pass's other records (`flush_log`).
-                let rec = permafrost_durability::TxnRecord {
-                    partitions: done.partitions,
-                    now: done.info_now,
-                    seed: done.info_seed,
-                    request,
-                };
-                if let Err(e) = self
-                    .log_chunk
-                    .push_with(|out| permafrost_durability::encode_record(&rec, out))
-                {
+                let own = [self.id];
+                let parts: &[u32] = done.partitions.as_deref().unwrap_or(&own);
+                let (now, seed) = (done.info_now, done.info_seed);
+                let pushed = self.log_chunk.push_with(|out| match &what {
+                    LogWhat::Call(proc, params) => {
+                        let (ad_hoc, text) = proc.log_text();
+                        permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
+                    }
+                    LogWhat::Schema(sql) => permafrost_durability::encode_record(
+                        &permafrost_durability::TxnRecord {
+                            partitions: parts.to_vec(),
+                            now,
+                            seed,
+                            request: permafrost_durability::Request::Schema { sql: sql.clone() },
+                        },
+                        out,
+                    ),
+                });
+                if let Err(e) = pushed {
                     // Too large to log (over 4 GiB): it took effect but cannot be made
                     // durable; its caller hears so.
                     self.outbox.send(reply, Err(e.into()));
@@ -527,11 +546,11 @@ impl Partition {
                 self.record(&r);
                 let done = Answer {
                     wrote,
-                    partitions: vec![self.id],
+                    partitions: None,
                     info_now: info.now,
                     info_seed: info.seed,
                     log: (wrote && inv.replay.is_none() && self.shared.log.is_some())
-                        .then(|| inv.proc.request(inv.params)),
+                        .then(|| LogWhat::Call(inv.proc, inv.params)),
                 };
                 self.answer(done, inv.reply, r);
             }

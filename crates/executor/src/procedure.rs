@@ -185,16 +185,12 @@ impl fmt::Debug for Procedure {
 impl Procedure {
     /// What the command log records of a call with `params`: the procedure's name, or an
     /// ad hoc statement's text.
-    pub(crate) fn request(&self, params: Vec<Value>) -> permafrost_durability::Request {
+    /// What the command log names this by: (whether it is an ad hoc statement, its SQL
+    /// text or the procedure's name).
+    pub(crate) fn log_text(&self) -> (bool, &str) {
         match self.statements.first() {
-            Some(s) if self.adhoc => permafrost_durability::Request::AdHoc {
-                sql: s.sql.clone(),
-                params,
-            },
-            _ => permafrost_durability::Request::Call {
-                procedure: self.name.clone(),
-                params,
-            },
+            Some(s) if self.adhoc => (true, &s.sql),
+            _ => (false, &self.name),
         }
     }
 

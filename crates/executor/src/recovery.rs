@@ -145,9 +145,12 @@ struct Replayer<'a> {
     /// logged after the drop.
     dropped: HashMap<String, Arc<Procedure>>,
     /// What each LSN in flight was, for error messages.
-    what: HashMap<u64, String>,
+    what: HashMap<u64, Arc<Procedure>>,
     /// The application's procedures not registered yet (their tables do not exist yet).
     pending: HashMap<String, ProcedureDef>,
+    /// The procedure the last call record named (records come in runs of one procedure);
+    /// forgotten at every schema change.
+    last_proc: Option<(String, Arc<Procedure>)>,
 }
 
 impl<'a> Replayer<'a> {
@@ -163,6 +166,7 @@ impl<'a> Replayer<'a> {
             dropped: HashMap::new(),
             what: HashMap::new(),
             pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
+            last_proc: None,
         }
     }
 
@@ -185,7 +189,7 @@ impl<'a> Replayer<'a> {
                  partitions it was created with"
             )));
         }
-        self.what.insert(lsn, describe(&proc));
+        self.what.insert(lsn, proc.clone());
         let reply = Reply::Batch {
             sink: self.sink.clone(),
             token: lsn,
@@ -210,7 +214,7 @@ impl<'a> Replayer<'a> {
                 // After everything before it; nothing after it until it is done.
                 drop(reply);
                 self.in_flight -= 1;
-                let what = self.what.remove(&lsn).unwrap_or_default();
+                let what = self.what.remove(&lsn).map(|p| describe(&p)).unwrap_or_default();
                 self.flush()?;
                 self.collect(0)?;
                 self.multi(lsn, &what, proc, params, parts, replay)?;
@@ -270,10 +274,22 @@ impl<'a> Replayer<'a> {
             self.db.execute_ddl_logged(sql, false)
         };
         self.plans.clear();
+        self.last_proc = None;
         r.map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))
     }
 
     fn procedure(&mut self, lsn: u64, name: &str) -> Result<Arc<Procedure>> {
+        if let Some((n, p)) = &self.last_proc
+            && n == name
+        {
+            return Ok(p.clone());
+        }
+        let p = self.lookup(lsn, name)?;
+        self.last_proc = Some((name.to_string(), p.clone()));
+        Ok(p)
+    }
+
+    fn lookup(&mut self, lsn: u64, name: &str) -> Result<Arc<Procedure>> {
         if let Some(def) = self.pending.remove(name) {
             // Its first call: the tables it uses exist by now.
             self.db
@@ -339,7 +355,7 @@ impl<'a> Replayer<'a> {
             };
             for c in batch {
                 self.in_flight -= 1;
-                let what = self.what.remove(&c.token).unwrap_or_default();
+                let what = self.what.remove(&c.token).map(|p| describe(&p)).unwrap_or_default();
                 if let Err(e) = c.result {
                     return Err(Error::Recovery(format!(
                         "record {} ({what}) committed when it ran but fails on replay: {e}",

@@ -20,12 +20,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use permafrost_anticache::Retrieval;
+use permafrost_anticache::{Need, Retrieval};
 use permafrost_storage::{StorageError, TableId};
 
 use crate::error::Error;
 use crate::mp::MpFetch;
 use crate::partition::{Invocation, Partition};
+use crate::txn::{TxnInfo, dry_run};
 
 /// Free tuple memory beyond which a partition compacts its heaps (two huge chunks).
 const COMPACT_SLACK: u64 = 4 << 20;
@@ -101,6 +102,9 @@ impl Parking {
     }
 }
 
+/// Queued replayed calls whose blocks are read along with the one that needs data.
+const LOOKAHEAD: usize = 256;
+
 /// Restarts after which a replayed call that still reaches evicted data fails.
 const REPLAY_RESTARTS: u32 = 32;
 
@@ -130,6 +134,15 @@ impl Partition {
             ac.config().retrieval
         } {
             Retrieval::Synchronous => {
+                let mut needs = needs;
+                if replaying {
+                    // The replayed calls queued behind this one will want their blocks too:
+                    // read them all at once.
+                    needs = self.with_lookahead(needs, share);
+                }
+                let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) else {
+                    return;
+                };
                 let r = ac.fetch_sync(store, &needs);
                 self.resume(waiter, r.err().map(Error::from));
             }
@@ -145,6 +158,41 @@ impl Partition {
                 }
             }
         }
+    }
+
+    /// `needs` plus what the next replayed calls in the queue need (found by running each
+    /// once and rolling it back; a call that would fail or finds other data once the calls
+    /// before it ran only costs a useless read).
+    fn with_lookahead(&mut self, mut needs: Vec<Need>, share: u64) -> Vec<Need> {
+        let (Some(ac), Some(store)) = (self.ac.as_ref(), self.store.as_deref_mut()) else {
+            return needs;
+        };
+        let mut refs = Vec::new();
+        let mut evicted = Vec::new();
+        for inv in self.replay_stall.iter().take(LOOKAHEAD) {
+            let Some(r) = inv.replay else { continue };
+            let info = TxnInfo {
+                total_partitions: self.shared.config.partitions,
+                sampled: false,
+                now: r.now,
+                txn_id: 0,
+                seed: r.seed,
+            };
+            dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
+            refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));
+        }
+        if refs.is_empty() {
+            return needs;
+        }
+        // Within the usual bound on what one fetch brings back (half the memory share).
+        if let Ok(more) = ac.resolve(
+            store,
+            refs.into_iter().chain(needs.iter().map(|n| (n.table, n.tombstone))),
+            share,
+        ) {
+            needs = more;
+        }
+        needs
     }
 
     /// Merges every fetched block and restarts the transactions that were waiting for them.

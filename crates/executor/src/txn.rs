@@ -30,6 +30,38 @@ pub(crate) struct TxnInfo {
     pub seed: u64,
 }
 
+/// Runs a procedure over `stores` and rolls it back whatever happened, leaving the evicted
+/// tuples it reached in `evicted`: a look-ahead pre-pass (recovery prefetches the blocks
+/// of queued replayed calls with it). Its result is not used.
+pub(crate) fn dry_run(
+    proc: &Procedure,
+    params: &[Value],
+    stores: &mut [&mut PartitionStore],
+    evicted: &mut Vec<EvictedRef>,
+    info: &TxnInfo,
+) {
+    evicted.clear();
+    {
+        let mut env = Env {
+            stores: &mut *stores,
+            total_partitions: info.total_partitions,
+            sampled: false,
+            now: info.now,
+            evicted: &mut *evicted,
+        };
+        let mut ctx = ProcContext {
+            env: &mut env,
+            statements: &proc.statements,
+            txn_id: info.txn_id,
+            rng: info.seed,
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)));
+    }
+    for s in stores.iter_mut() {
+        s.rollback();
+    }
+}
+
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
 /// store. Panics in the body are caught and fail the transaction. If the body reached
 /// evicted tuples (they are left in `evicted`), whatever it did is rolled back, since it

@@ -20,20 +20,18 @@ pub fn ddl(field_len: usize, evictable: bool) -> String {
     )
 }
 
-/// Registers the YCSB procedures: `YcsbRead(key)`, `YcsbUpdate(key, field, value)` and
-/// `YcsbInsert(key, field0, ..., field9)`.
-pub fn register_procedures(db: &Database) -> Result<(), Error> {
-    db.register(
-        ProcedureDef::new("YcsbRead")
-            .partition_param(0)
-            .statement("SELECT * FROM usertable WHERE ycsb_key = ?")
-            .body(|ctx, p| ctx.execute(0, p)),
-    )?;
+/// The YCSB procedures: `YcsbRead(key)`, `YcsbUpdate(key, field, value)` and
+/// `YcsbInsert(key, field0, ..., field9)` (also what recovery needs, the log names them).
+pub fn procedure_defs() -> Vec<ProcedureDef> {
+    let read = ProcedureDef::new("YcsbRead")
+        .partition_param(0)
+        .statement("SELECT * FROM usertable WHERE ycsb_key = ?")
+        .body(|ctx, p| ctx.execute(0, p));
     let mut update = ProcedureDef::new("YcsbUpdate").partition_param(0);
     for i in 0..FIELDS {
         update = update.statement(format!("UPDATE usertable SET field{i} = ? WHERE ycsb_key = ?"));
     }
-    db.register(update.body(|ctx, p| {
+    let update = update.body(|ctx, p| {
         let field = p
             .get(1)
             .and_then(Value::as_i64)
@@ -46,14 +44,20 @@ pub fn register_procedures(db: &Database) -> Result<(), Error> {
             return Err(ctx.abort("no such record"));
         }
         Ok(r)
-    }))?;
+    });
     let cols: Vec<String> = (0..=FIELDS).map(|_| "?".to_string()).collect();
-    db.register(
-        ProcedureDef::new("YcsbInsert")
-            .partition_param(0)
-            .statement(format!("INSERT INTO usertable VALUES ({})", cols.join(", ")))
-            .body(|ctx, p| ctx.execute(0, p)),
-    )?;
+    let insert = ProcedureDef::new("YcsbInsert")
+        .partition_param(0)
+        .statement(format!("INSERT INTO usertable VALUES ({})", cols.join(", ")))
+        .body(|ctx, p| ctx.execute(0, p));
+    vec![read, update, insert]
+}
+
+/// Registers the YCSB procedures ([`procedure_defs`]).
+pub fn register_procedures(db: &Database) -> Result<(), Error> {
+    for d in procedure_defs() {
+        db.register(d)?;
+    }
     Ok(())
 }
 

@@ -49,8 +49,12 @@ impl FromStr for LogMode {
     }
 }
 
-/// Default group commit window.
-pub const DEFAULT_GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(1);
+/// Default group commit window: none. The writer writes as soon as its previous write and
+/// `fdatasync` are done, and the records that arrived meanwhile make the next group, so a
+/// group is as large as the load makes it and no commit waits for a timer. Measured (YCSB
+/// write-heavy, embedded, 2 partitions, sync): 889 K txn/s with 0 against 835 K with 1 ms
+/// and 843 K with 200 us (docs/results/durability.md).
+pub const DEFAULT_GROUP_COMMIT_WINDOW: Duration = Duration::ZERO;
 /// Longest group commit window accepted.
 pub const MAX_GROUP_COMMIT_WINDOW: Duration = Duration::from_secs(1);
 /// Default segment size.
@@ -65,7 +69,7 @@ pub struct LogConfig {
     pub dir: PathBuf,
     pub mode: LogMode,
     /// How long the writer waits to gather a batch after its first record (0: it writes as
-    /// soon as the queue is empty). Setting `group_commit_window`, 0..=1s, default 1ms.
+    /// soon as the queue is empty). Setting `group_commit_window`, 0..=1s, default 0.
     pub group_commit_window: Duration,
     /// A segment is closed and a new one started once it holds this many bytes (it may
     /// exceed it by one batch). Setting `command_log_segment_size`, 1MiB..=4GiB, default

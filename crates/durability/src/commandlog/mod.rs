@@ -22,5 +22,5 @@ pub use config::{LogConfig, LogMode};
 pub use error::LogError;
 pub use io::{LogFile, LogFs, RealFs};
 pub use reader::LogReader;
-pub use record::{Request, TxnRecord, decode_record, encode_record};
+pub use record::{Request, TxnRecord, decode_record, encode_call, encode_record};
 pub use writer::{Chunk, CommandLog, DoneFn, LogStats};

@@ -51,9 +51,13 @@ pub(crate) struct SegmentCursor {
     pub expected: u64,
 }
 
-fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> LogError {
-    let context = format!("{what} {}", path.display());
-    move |source| LogError::Io { context, source }
+/// An I/O error with its context, formatted only if there is an error (this is on the
+/// path of every record read).
+fn io_err<'a>(path: &'a Path, what: &'a str) -> impl FnOnce(io::Error) -> LogError + 'a {
+    move |source| LogError::Io {
+        context: format!("{what} {}", path.display()),
+        source,
+    }
 }
 
 impl SegmentCursor {

@@ -89,15 +89,38 @@ pub fn encode_record(rec: &TxnRecord, out: &mut Vec<u8>) {
             procedure: text,
             params,
         }
-        | Request::AdHoc { sql: text, params } => {
-            put_bytes(text.as_bytes(), out);
-            out.extend_from_slice(&len32(params.len()).to_le_bytes());
-            for v in params {
-                put_value(v, out);
-            }
-        }
+        | Request::AdHoc { sql: text, params } => put_call(text, params, out),
         Request::Schema { sql } => put_bytes(sql.as_bytes(), out),
     }
+}
+
+fn put_call(text: &str, params: &[Value], out: &mut Vec<u8>) {
+    put_bytes(text.as_bytes(), out);
+    out.extend_from_slice(&len32(params.len()).to_le_bytes());
+    for v in params {
+        put_value(v, out);
+    }
+}
+
+/// Appends the body of a call record (a procedure, or an ad hoc statement if `ad_hoc`)
+/// from borrowed parts: the same bytes [`encode_record`] writes for the [`TxnRecord`] of
+/// [`Request::Call`] or [`Request::AdHoc`], without building one (the commit path).
+/// `partitions` must be ascending without duplicates.
+pub fn encode_call(
+    ad_hoc: bool,
+    text: &str,
+    params: &[Value],
+    partitions: &[u32],
+    now: i64,
+    seed: u64,
+    out: &mut Vec<u8>,
+) {
+    debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
+    out.push(if ad_hoc { KIND_AD_HOC } else { KIND_CALL });
+    out.extend_from_slice(&now.to_le_bytes());
+    out.extend_from_slice(&seed.to_le_bytes());
+    put_partitions(partitions, out);
+    put_call(text, params, out);
 }
 
 fn len32(n: usize) -> u32 {
@@ -346,6 +369,38 @@ mod tests {
         assert_eq!(&out[41..44], &[TAG_NULL, TAG_BOOL, 1]);
         // The last value: bytea of two bytes.
         assert_eq!(&out[out.len() - 7..], &[TAG_BYTES, 2, 0, 0, 0, 0, 255]);
+    }
+
+    #[test]
+    fn encode_call_writes_what_encode_record_writes() {
+        let rec = sample();
+        let Request::Call { procedure, params } = &rec.request else {
+            unreachable!()
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_record(&rec, &mut a);
+        encode_call(false, procedure, params, &rec.partitions, rec.now, rec.seed, &mut b);
+        assert_eq!(a, b);
+        let adhoc = TxnRecord {
+            request: Request::AdHoc {
+                sql: "UPDATE t SET v = $1".into(),
+                params: params.clone(),
+            },
+            ..rec.clone()
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_record(&adhoc, &mut a);
+        encode_call(
+            true,
+            "UPDATE t SET v = $1",
+            params,
+            &rec.partitions,
+            rec.now,
+            rec.seed,
+            &mut b,
+        );
+        assert_eq!(a, b);
+        assert_eq!(decode_record(&b).unwrap(), adhoc);
     }
 
     #[test]
