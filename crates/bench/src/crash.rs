@@ -1786,7 +1786,7 @@ mod tests {
 
     #[test]
     fn recovery_lines_parse() {
-        let text = "recovery: 10 of 20 log records\nrecovery: dropped a torn record at the end of the log (x): it \
+        let text = "recovery: log replayed through LSN 10 of 20\nrecovery: dropped a torn record at the end of the log (x): it \
                     was never acknowledged\nrecovery: 1234 records (3 schema changes) replayed in 1.50s\n";
         assert_eq!(parse_recovery(text), (1234, Some(1.5), true));
         assert_eq!(parse_recovery("permafrost listening\n"), (0, None, false));

@@ -348,7 +348,7 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
         let started = std::time::Instant::now();
         let report = db
             .recover(Vec::new(), &mut |done, of| {
-                eprintln!("recovery: {done} of {of} log records")
+                eprintln!("recovery: log replayed through LSN {done} of {of}")
             })
             .map_err(|e| format!("recovery from {} failed: {e}", data_dir.join("commandlog").display()))?;
         for w in &report.warnings {

@@ -65,13 +65,23 @@ async fn checksum(c: &Client) -> (i64, i64) {
     // By ranges: the table is larger than the memory budget.
     let (mut n, mut sum) = (0i64, 0i64);
     for lo in (0..20_000i64).step_by(1000) {
-        let r = c
-            .query_one(
-                "SELECT COUNT(*), COALESCE(SUM(id * v), 0) FROM t WHERE id >= $1 AND id < $2",
-                &[&lo, &(lo + 1000)],
-            )
-            .await
-            .unwrap();
+        let r = loop {
+            match c
+                .query_one(
+                    "SELECT COUNT(*), COALESCE(SUM(id * v), 0) FROM t WHERE id >= $1 AND id < $2",
+                    &[&lo, &(lo + 1000)],
+                )
+                .await
+            {
+                Ok(r) => break r,
+                // The memory budget while eviction catches up, or too many restarts for
+                // evicted data: retried, as a client would.
+                Err(e) if e.code().is_some_and(|s| s.code() == "53200" || s.code() == "40001") => {
+                    tokio::time::sleep(Duration::from_millis(5)).await
+                }
+                Err(e) => panic!("checksum {lo}..: {e}"),
+            }
+        };
         n += r.get::<_, i64>(0);
         sum += r.get::<_, i64>(1);
     }
@@ -128,12 +138,22 @@ async fn killed_and_restarted(checkpoint: bool) {
         // Updates by ranges of keys (one statement over the whole table would need it all
         // in memory at once), reaching evicted rows.
         for lo in (0..20_000i64).step_by(1000) {
-            c.execute(
-                "UPDATE t SET v = v + 100 WHERE id >= $1 AND id < $2 AND id % 97 = 3",
-                &[&lo, &(lo + 1000)],
-            )
-            .await
-            .unwrap();
+            loop {
+                let r = c
+                    .execute(
+                        "UPDATE t SET v = v + 100 WHERE id >= $1 AND id < $2 AND id % 97 = 3",
+                        &[&lo, &(lo + 1000)],
+                    )
+                    .await;
+                match r {
+                    Ok(_) => break,
+                    // The memory budget while eviction catches up (nothing was changed).
+                    Err(e) if e.code().is_some_and(|s| s.code() == "53200") => {
+                        tokio::time::sleep(Duration::from_millis(5)).await
+                    }
+                    Err(e) => panic!("update {lo}..: {e}"),
+                }
+            }
         }
         let sum = checksum(&c).await;
         let cold: f64 = c

@@ -203,3 +203,33 @@ fn snapshots_need_recovery_first_and_a_configuration() {
     let err = plain.snapshot().unwrap_err();
     assert!(err.to_string().contains("not configured"), "{err}");
 }
+
+#[test]
+fn a_failed_snapshot_is_reported_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = 64 << 20;
+    let before = {
+        let db = Database::open(config(dir.path(), memory)).unwrap();
+        schema(&db);
+        fill(&db, 0, 2_000);
+        // The writer process cannot create its file (a directory is in the way): it fails,
+        // says why, and the database goes on.
+        let obstacle = dir.path().join("snapshots/snapshot-00000000000000000001.pfsnap.tmp");
+        std::fs::create_dir_all(&obstacle).unwrap();
+        let err = db.snapshot().unwrap_err();
+        assert!(err.to_string().contains("snapshot 1 failed"), "{err}");
+        assert!(err.to_string().contains(".tmp"), "{err}");
+        assert_eq!(db.snapshot_stats().2, 1, "counted as failed");
+        update(&db, 3, 1);
+        // The next one succeeds (a new number) and covers everything.
+        std::fs::remove_dir(&obstacle).unwrap();
+        let info = db.snapshot().unwrap();
+        assert_eq!(info.epoch, 2);
+        update(&db, 7, 1);
+        checksum(&db, 2_000)
+    };
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(report.snapshot.unwrap().epoch, 2);
+    assert_eq!(checksum(&db, 2_000), before);
+}
