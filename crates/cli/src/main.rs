@@ -118,7 +118,7 @@ struct EngineArgs {
     #[arg(long, env = "PERMAFROST_SNAPSHOT_INTERVAL")]
     snapshot_interval: Option<String>,
     /// serve: also take a snapshot once the command log has grown by this much since the
-    /// last one, bounding replay at restart; 0: off [default: 256MiB].
+    /// last one, bounding replay at restart; 0: off [default: 128MiB].
     #[arg(long, env = "PERMAFROST_SNAPSHOT_LOG_SIZE", value_parser = parse_size_arg)]
     snapshot_log_size: Option<u64>,
 }
@@ -168,7 +168,7 @@ impl EngineArgs {
                 "off" | "0" => None,
                 s => Some(parse_duration_arg(s).map_err(|e| format!("invalid setting snapshot_interval: {e}"))?),
             },
-            snapshot_log_bytes: self.snapshot_log_size.unwrap_or(256 << 20),
+            snapshot_log_bytes: self.snapshot_log_size.unwrap_or(128 << 20),
         })
     }
 

@@ -56,7 +56,7 @@ impl SnapshotConfig {
         SnapshotConfig {
             dir: dir.into(),
             interval: Some(std::time::Duration::from_secs(300)),
-            log_bytes: 256 << 20,
+            log_bytes: 128 << 20,
         }
     }
 }
