@@ -1,0 +1,105 @@
+//! The snapshot file's framing: what is written reads back, and a file cut short or with
+//! any byte changed is refused with an error (never a panic, never a wrong section).
+
+use permafrost_durability::snapshot::{self, Dec, Enc, SnapshotHeader, SnapshotReader, SnapshotWriter, kind};
+use proptest::prelude::*;
+
+fn header() -> SnapshotHeader {
+    SnapshotHeader {
+        epoch: 7,
+        cut_lsn: 12_345,
+        partitions: 2,
+        created_micros: 1_700_000_000_000_000,
+    }
+}
+
+/// Writes a small snapshot and returns its bytes and sections.
+fn sample(dir: &std::path::Path) -> (Vec<u8>, Vec<(u32, Vec<u8>)>) {
+    let mut sections = Vec::new();
+    let mut e = Enc::default();
+    e.u32(1);
+    e.bytes(b"CREATE TABLE t (id BIGINT PRIMARY KEY)");
+    sections.push((kind::SCHEMA, e.0));
+    for p in 0..2u32 {
+        let mut e = Enc::default();
+        e.u32(p);
+        e.u32(4096);
+        e.u32(10);
+        sections.push((kind::PARTITION, e.0));
+        let mut e = Enc::default();
+        e.u32(p);
+        e.u32(1);
+        e.key(&permafrost_storage::IndexKey::Int(-5));
+        sections.push((kind::EVICTED_KEYS, e.0));
+    }
+    let mut w = SnapshotWriter::create(dir, &header()).unwrap();
+    for (k, b) in &sections {
+        w.section(*k, b).unwrap();
+    }
+    let (path, size) = w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len() as u64, size);
+    assert_eq!(path.file_name().unwrap().to_str().unwrap(), snapshot::file_name(7));
+    (bytes, sections)
+}
+
+fn read_all(path: &std::path::Path) -> Result<(SnapshotHeader, Vec<(u32, Vec<u8>)>), String> {
+    let (mut r, h) = SnapshotReader::open(path).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while let Some(s) = r.next_section().map_err(|e| e.to_string())? {
+        out.push(s);
+    }
+    Ok((h, out))
+}
+
+#[test]
+fn a_snapshot_reads_back_and_its_sections_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, sections) = sample(dir.path());
+    let path = dir.path().join(snapshot::file_name(7));
+    let (h, got) = read_all(&path).unwrap();
+    assert_eq!(h, header());
+    assert_eq!(got, sections);
+    let mut d = Dec::new(&got[2].1);
+    assert_eq!(d.u32().unwrap(), 0);
+    assert_eq!(d.u32().unwrap(), 1);
+    assert_eq!(d.key().unwrap(), permafrost_storage::IndexKey::Int(-5));
+    d.finish().unwrap();
+    assert!(d.u8().is_err(), "reading past the end is an error");
+    // Listed, newest valid found, older removed.
+    assert_eq!(snapshot::list(dir.path()).unwrap().len(), 1);
+    let found = snapshot::newest_valid(dir.path(), &mut |w| panic!("{w}")).unwrap();
+    assert_eq!(found.unwrap().0.epoch, 7);
+    snapshot::remove_older(dir.path(), 8).unwrap();
+    assert!(snapshot::list(dir.path()).unwrap().is_empty());
+}
+
+#[test]
+fn a_file_cut_anywhere_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample(dir.path());
+    let path = dir.path().join("cut.pfsnap");
+    for n in 0..bytes.len() {
+        std::fs::write(&path, &bytes[..n]).unwrap();
+        assert!(read_all(&path).is_err(), "cut at {n} of {}", bytes.len());
+        assert!(snapshot::validate(&path).is_err());
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    std::fs::write(&path, &longer).unwrap();
+    assert!(read_all(&path).unwrap_err().contains("after the END"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn any_changed_byte_is_refused(pos in any::<prop::sample::Index>(), flip in 1u8..=255) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut bytes, _) = sample(dir.path());
+        let i = pos.index(bytes.len());
+        bytes[i] ^= flip;
+        let path = dir.path().join("bad.pfsnap");
+        std::fs::write(&path, &bytes).unwrap();
+        prop_assert!(read_all(&path).is_err(), "byte {} changed", i);
+    }
+}
