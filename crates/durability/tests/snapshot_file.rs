@@ -4,6 +4,9 @@
 use permafrost_durability::snapshot::{self, Dec, Enc, SnapshotHeader, SnapshotReader, SnapshotWriter, kind};
 use proptest::prelude::*;
 
+/// Sections as (kind, body).
+type Sections = Vec<(u32, Vec<u8>)>;
+
 fn header() -> SnapshotHeader {
     SnapshotHeader {
         epoch: 7,
@@ -14,7 +17,7 @@ fn header() -> SnapshotHeader {
 }
 
 /// Writes a small snapshot and returns its bytes and sections.
-fn sample(dir: &std::path::Path) -> (Vec<u8>, Vec<(u32, Vec<u8>)>) {
+fn sample(dir: &std::path::Path) -> (Vec<u8>, Sections) {
     let mut sections = Vec::new();
     let mut e = Enc::default();
     e.u32(1);
@@ -43,7 +46,7 @@ fn sample(dir: &std::path::Path) -> (Vec<u8>, Vec<(u32, Vec<u8>)>) {
     (bytes, sections)
 }
 
-fn read_all(path: &std::path::Path) -> Result<(SnapshotHeader, Vec<(u32, Vec<u8>)>), String> {
+fn read_all(path: &std::path::Path) -> Result<(SnapshotHeader, Sections), String> {
     let (mut r, h) = SnapshotReader::open(path).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     while let Some(s) = r.next_section().map_err(|e| e.to_string())? {
