@@ -259,9 +259,26 @@ impl AntiCache {
         read_done: ReadDone,
         write_done: WriteDone,
     ) -> Result<AntiCache> {
+        AntiCache::open_file(partition, cfg, false, io, read_done, write_done)
+    }
+
+    /// The partition's block file, truncated or (`keep`) as it is, under a fresh directory.
+    fn open_file(
+        partition: u32,
+        cfg: AntiCacheConfig,
+        keep: bool,
+        io: Arc<BlockIo>,
+        read_done: ReadDone,
+        write_done: WriteDone,
+    ) -> Result<AntiCache> {
         cfg.validate()?;
         let path = cfg.dir.join(format!("partition-{partition}.blocks"));
-        let store = BlockStore::create(&path, cfg.block_size)?;
+        let store = if keep {
+            let file = file::DiskFile::open(&path).map_err(|e| AntiCacheError::io("open", &path, &e))?;
+            BlockStore::with_file(Arc::new(file), cfg.block_size)
+        } else {
+            BlockStore::create(&path, cfg.block_size)?
+        };
         Ok(AntiCache::with_store(cfg, store, io, read_done, write_done))
     }
 
@@ -308,11 +325,7 @@ impl AntiCache {
         read_done: ReadDone,
         write_done: WriteDone,
     ) -> Result<AntiCache> {
-        cfg.validate()?;
-        let path = cfg.dir.join(format!("partition-{partition}.blocks"));
-        let file = file::DiskFile::open(&path).map_err(|e| AntiCacheError::io("open", &path, &e))?;
-        let store = BlockStore::with_file(Arc::new(file), cfg.block_size);
-        Ok(AntiCache::with_store(cfg, store, io, read_done, write_done))
+        AntiCache::open_file(partition, cfg, true, io, read_done, write_done)
     }
 
     /// The directory and in-flight blocks, for a snapshot taken now (between transactions).

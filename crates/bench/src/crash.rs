@@ -49,6 +49,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::BenchError;
+use crate::ycsb::server::describe;
 
 /// Bytes of padding per account (the accounts outgrow a small memory budget).
 const PAD_BYTES: usize = 900;
@@ -846,23 +847,6 @@ fn account_pad(id: i64) -> String {
 
 fn event_payload(id: i64) -> String {
     filler(format!("e{id}-"), (id as u64) ^ 0x5EED, PAYLOAD_BYTES)
-}
-
-/// An error with the server's SQLSTATE and message when it has them.
-fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(d) => format!("{} ({})", d.message(), d.code().code()),
-        None => {
-            let mut s = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(x) = src {
-                s.push_str(": ");
-                s.push_str(&x.to_string());
-                src = x.source();
-            }
-            s
-        }
-    }
 }
 
 /// The event ids of a data directory and what is known of each.

@@ -210,14 +210,58 @@ fn wait_writer(f: &Forked) -> std::result::Result<(), String> {
     }
 }
 
-/// Cuts a section when it passes the target size.
-struct Sections<'w> {
+type LogResult<T> = std::result::Result<T, permafrost_durability::LogError>;
+
+/// Items of one kind cut into sections of about [`SECTION_TARGET`] bytes, each section
+/// `prefix`, a u32 count and the items.
+struct Counted<'w> {
     w: &'w mut SnapshotWriter,
+    kind: u32,
+    prefix: Enc,
+    body: Enc,
+    count: u32,
+    res: LogResult<()>,
 }
 
-impl Sections<'_> {
-    fn put(&mut self, kind: u32, body: &Enc) -> std::result::Result<(), permafrost_durability::LogError> {
-        self.w.section(kind, &body.0)
+impl<'w> Counted<'w> {
+    fn new(w: &'w mut SnapshotWriter, kind: u32, prefix: Enc) -> Counted<'w> {
+        Counted {
+            w,
+            kind,
+            prefix,
+            body: Enc::default(),
+            count: 0,
+            res: Ok(()),
+        }
+    }
+
+    /// Adds an item written by `f` (nothing once a write failed).
+    fn item(&mut self, f: impl FnOnce(&mut Enc)) {
+        if self.res.is_err() {
+            return;
+        }
+        f(&mut self.body);
+        self.count += 1;
+        if self.body.len() >= SECTION_TARGET {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.count == 0 || self.res.is_err() {
+            return;
+        }
+        let mut e = Enc(self.prefix.0.clone());
+        e.u32(self.count);
+        e.0.extend_from_slice(&self.body.0);
+        self.body.0.clear();
+        self.count = 0;
+        self.res = self.w.section(self.kind, &e.0);
+    }
+
+    fn finish(mut self) -> LogResult<()> {
+        self.flush();
+        self.res
     }
 }
 
@@ -235,7 +279,7 @@ fn write_snapshot(
     history: &[String],
     stores: &[(u32, &PartitionStore)],
     images: &[(u32, DirectoryImage)],
-) -> std::result::Result<(), permafrost_durability::LogError> {
+) -> LogResult<()> {
     // Blocks the snapshot refers to must be on disk before it counts.
     for (_, img) in images {
         if let Some(path) = &img.file_path
@@ -246,20 +290,19 @@ fn write_snapshot(
         }
     }
     let mut w = SnapshotWriter::create(dir, header)?;
-    let mut s = Sections { w: &mut w };
     let mut e = Enc::default();
     e.u32(history.len() as u32);
     for h in history {
         e.bytes(h.as_bytes());
     }
-    s.put(kind::SCHEMA, &e)?;
+    w.section(kind::SCHEMA, &e.0)?;
     for &(p, store) in stores {
         let img = images.iter().find(|(q, _)| *q == p).map(|(_, i)| i);
         let mut e = Enc::default();
         e.u32(p);
         e.u32(img.map_or(0, |i| i.slot_size as u32));
         e.u32(img.map_or(0, |i| i.file_slots));
-        s.put(kind::PARTITION, &e)?;
+        w.section(kind::PARTITION, &e.0)?;
         if let Some(img) = img {
             for chunk in img.blocks.chunks(64 * 1024) {
                 let mut e = Enc::default();
@@ -272,7 +315,7 @@ fn write_snapshot(
                     e.u16(m.holes);
                     e.u16(m.span);
                 }
-                s.put(kind::BLOCKS, &e)?;
+                w.section(kind::BLOCKS, &e.0)?;
             }
             for (id, buf) in &img.pending {
                 let Some(m) = img.blocks.iter().find(|(b, _)| b == id).map(|(_, m)| *m) else {
@@ -283,7 +326,7 @@ fn write_snapshot(
                 e.u32(p);
                 e.u32(*id);
                 e.bytes(&buf[..len]);
-                s.put(kind::PENDING_BLOCK, &e)?;
+                w.section(kind::PENDING_BLOCK, &e.0)?;
             }
         }
         for t in store.tables() {
@@ -296,7 +339,7 @@ fn write_snapshot(
             e.i64(t.sequence());
             e.u32(bound);
             e.u32(t.index_count() as u32);
-            s.put(kind::TABLE, &e)?;
+            w.section(kind::TABLE, &e.0)?;
             // Tombstones by id, free ones as u32::MAX.
             let mut first = 0u32;
             while first < bound {
@@ -316,78 +359,31 @@ fn write_snapshot(
                         }
                     }
                 }
-                s.put(kind::TOMBSTONES, &e)?;
+                w.section(kind::TOMBSTONES, &e.0)?;
                 first += n;
             }
             for i in 0..t.index_count() {
-                let mut body = Enc::default();
-                let mut count = 0u32;
-                let mut res = Ok(());
-                let start = |i: usize| {
-                    let mut e = part_table_prefix(p, tid);
-                    e.u32(i as u32);
-                    e
-                };
-                let flush = |s: &mut Sections,
-                             body: &mut Enc,
-                             count: &mut u32|
-                 -> std::result::Result<(), permafrost_durability::LogError> {
-                    if *count == 0 {
-                        return Ok(());
-                    }
-                    let mut e = start(i);
-                    e.u32(*count);
-                    e.0.extend_from_slice(&body.0);
-                    body.0.clear();
-                    *count = 0;
-                    s.put(kind::EVICTED_KEYS, &e)
-                };
+                let mut prefix = part_table_prefix(p, tid);
+                prefix.u32(i as u32);
+                let mut keys = Counted::new(&mut w, kind::EVICTED_KEYS, prefix);
                 t.for_each_evicted_key(i, |k, id| {
-                    if res.is_err() {
-                        return;
-                    }
-                    body.u32(id);
-                    body.key(&k);
-                    count += 1;
-                    if body.len() >= SECTION_TARGET {
-                        res = flush(&mut s, &mut body, &mut count);
-                    }
+                    keys.item(|e| {
+                        e.u32(id);
+                        e.key(&k);
+                    })
                 });
-                res?;
-                flush(&mut s, &mut body, &mut count)?;
+                keys.finish()?;
             }
-            let mut body = Enc::default();
-            let mut count = 0u32;
-            let mut res = Ok(());
+            let mut rows = Counted::new(&mut w, kind::ROWS, part_table_prefix(p, tid));
             let mut tuple = Vec::new();
-            let flush = |s: &mut Sections,
-                         body: &mut Enc,
-                         count: &mut u32|
-             -> std::result::Result<(), permafrost_durability::LogError> {
-                if *count == 0 {
-                    return Ok(());
-                }
-                let mut e = part_table_prefix(p, tid);
-                e.u32(*count);
-                e.0.extend_from_slice(&body.0);
-                body.0.clear();
-                *count = 0;
-                s.put(kind::ROWS, &e)
-            };
             t.for_each_cold_to_hot(|slot| {
-                if res.is_err() {
-                    return;
-                }
-                tuple.clear();
-                t.serialize_tuple(slot, &mut tuple);
-                body.bytes(&tuple);
-                count += 1;
-                if body.len() >= SECTION_TARGET {
-                    res = flush(&mut s, &mut body, &mut count);
-                }
+                rows.item(|e| {
+                    tuple.clear();
+                    t.serialize_tuple(slot, &mut tuple);
+                    e.bytes(&tuple);
+                })
             });
-            res?;
-            flush(&mut s, &mut body, &mut count)?;
+            rows.finish()?;
         }
     }
     w.finish()?;
@@ -505,13 +501,8 @@ impl Database {
         if last_cut.is_some_and(|c| c >= lsn) {
             return false;
         }
-        let grown = self.log_stats().map_or(0, |s| s.bytes)
-            - self
-                .inner()
-                .snapshots
-                .log_bytes_at_last
-                .load(Ordering::Relaxed)
-                .min(self.log_stats().map_or(0, |s| s.bytes));
+        let bytes = self.log_stats().map_or(0, |s| s.bytes);
+        let grown = bytes.saturating_sub(self.inner().snapshots.log_bytes_at_last.load(Ordering::Relaxed));
         cfg.interval.is_some_and(|i| since_last >= i) || (cfg.log_bytes > 0 && grown >= cfg.log_bytes)
     }
 }
@@ -548,6 +539,13 @@ pub struct LoadReport {
 /// A part of a snapshot for one partition to load ([`Msg::Restore`]).
 pub(crate) type Restore =
     Box<dyn FnOnce(&mut PartitionStore, Option<&mut permafrost_anticache::AntiCache>) -> Result<()> + Send>;
+
+/// Table `t` of a partition being loaded.
+fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storage::Table> {
+    store
+        .table_mut(t)
+        .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))
+}
 
 /// Loads snapshot `path` into this fresh database; `schema` applies each schema statement
 /// (the recovery's replayer, so that the application's procedures get registered).
@@ -635,9 +633,7 @@ pub(crate) fn load(
             send(
                 p,
                 Box::new(move |store, _| {
-                    let table = store
-                        .table_mut(t)
-                        .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))?;
+                    let table = table_of(store, t)?;
                     table.restore_tombstones(entries.into_iter());
                     Ok(())
                 }),
@@ -783,9 +779,7 @@ pub(crate) fn load(
                     send(
                         p,
                         Box::new(move |store, _| {
-                            let table = store
-                                .table_mut(t)
-                                .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))?;
+                            let table = table_of(store, t)?;
                             for (id, key) in keys {
                                 table.restore_evicted_key(index, key, id)?;
                             }
@@ -804,9 +798,7 @@ pub(crate) fn load(
                     send(
                         p,
                         Box::new(move |store, _| {
-                            let table = store
-                                .table_mut(t)
-                                .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))?;
+                            let table = table_of(store, t)?;
                             for r in rows {
                                 table.load_tuple(&r)?;
                             }

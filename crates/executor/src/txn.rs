@@ -40,26 +40,37 @@ pub(crate) fn dry_run(
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
 ) {
-    evicted.clear();
-    {
-        let mut env = Env {
-            stores: &mut *stores,
-            total_partitions: info.total_partitions,
-            sampled: false,
-            now: info.now,
-            evicted: &mut *evicted,
-        };
-        let mut ctx = ProcContext {
-            env: &mut env,
-            statements: &proc.statements,
-            txn_id: info.txn_id,
-            rng: info.seed,
-        };
-        let _ = catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)));
-    }
+    let _ = run_body(proc, params, stores, evicted, info, false);
     for s in stores.iter_mut() {
         s.rollback();
     }
+}
+
+/// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
+/// `evicted`; commits nothing. `sampled`: whether its accesses update the trackers.
+fn run_body(
+    proc: &Procedure,
+    params: &[Value],
+    stores: &mut [&mut PartitionStore],
+    evicted: &mut Vec<EvictedRef>,
+    info: &TxnInfo,
+    sampled: bool,
+) -> std::thread::Result<std::result::Result<Rows, ProcError>> {
+    evicted.clear();
+    let mut env = Env {
+        stores,
+        total_partitions: info.total_partitions,
+        sampled,
+        now: info.now,
+        evicted,
+    };
+    let mut ctx = ProcContext {
+        env: &mut env,
+        statements: &proc.statements,
+        txn_id: info.txn_id,
+        rng: info.seed,
+    };
+    catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
 }
 
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
@@ -73,23 +84,7 @@ pub(crate) fn run_txn(
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
 ) -> Outcome {
-    evicted.clear();
-    let result = {
-        let mut env = Env {
-            stores: &mut *stores,
-            total_partitions: info.total_partitions,
-            sampled: info.sampled,
-            now: info.now,
-            evicted: &mut *evicted,
-        };
-        let mut ctx = ProcContext {
-            env: &mut env,
-            statements: &proc.statements,
-            txn_id: info.txn_id,
-            rng: info.seed,
-        };
-        catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
-    };
+    let result = run_body(proc, params, stores, evicted, info, info.sampled);
     let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
         for s in stores.iter_mut() {
             if commit { s.commit() } else { s.rollback() }

@@ -296,45 +296,7 @@ impl CommandLog {
             ))));
             return 0;
         }
-        let sh = &*self.shared;
-        if sh.cfg.mode == LogMode::Off {
-            let lsn = sh.last_lsn.fetch_add(1, Ordering::Relaxed) + 1;
-            done.call(Ok(()));
-            return lsn;
-        }
-        let sync = sh.cfg.mode == LogMode::Sync;
-        let mut q = lock(&sh.queue);
-        q.last_lsn += 1;
-        let lsn = q.last_lsn;
-        sh.last_lsn.store(lsn, Ordering::Release);
-        if let Some(e) = sh.failure() {
-            drop(q);
-            done.call(Err(e));
-            return lsn;
-        }
-        let (queued, now) = if sync { (Some(done), None) } else { (None, Some(done)) };
-        let msg = Msg::Record {
-            lsn,
-            body,
-            done: queued,
-        };
-        let refused = match &q.tx {
-            Some(tx) => tx.send(msg).err().map(|e| e.into_inner()),
-            None => Some(msg),
-        };
-        drop(q);
-        match (refused, now) {
-            (None, Some(d)) => d.call(Ok(())),
-            (None, None) => {}
-            (Some(msg), now) => {
-                // The writer is gone: the record's Done (in `msg`, or `now`) reports it.
-                drop(msg);
-                if let Some(d) = now {
-                    d.call(Err(writer_gone()));
-                }
-            }
-        }
-        lsn
+        self.enqueue(1, done, |lsn, done| Msg::Record { lsn, body, done })
     }
 
     /// Appends the records of a [`Chunk`] at once (a partition's commits of one pass over
@@ -349,6 +311,18 @@ impl CommandLog {
             done.call(Ok(()));
             return 0;
         }
+        self.enqueue(count, done, |last_lsn, done| Msg::Chunk {
+            last_lsn,
+            count,
+            bytes: chunk.bytes,
+            done,
+        })
+    }
+
+    /// Numbers `count` records and queues them for the writer as the message `make`
+    /// builds from the last LSN and the `done` the writer is to call (sync mode; in the
+    /// other modes `done` is called here). Returns the last LSN.
+    fn enqueue(&self, count: u64, done: Done, make: impl FnOnce(u64, Option<Done>) -> Msg) -> u64 {
         let sh = &*self.shared;
         if sh.cfg.mode == LogMode::Off {
             let last = sh.last_lsn.fetch_add(count, Ordering::Relaxed) + count;
@@ -366,12 +340,7 @@ impl CommandLog {
             return last;
         }
         let (queued, now) = if sync { (Some(done), None) } else { (None, Some(done)) };
-        let msg = Msg::Chunk {
-            last_lsn: last,
-            count,
-            bytes: chunk.bytes,
-            done: queued,
-        };
+        let msg = make(last, queued);
         let refused = match &q.tx {
             Some(tx) => tx.send(msg).err().map(|e| e.into_inner()),
             None => Some(msg),
@@ -381,6 +350,7 @@ impl CommandLog {
             (None, Some(d)) => d.call(Ok(())),
             (None, None) => {}
             (Some(msg), now) => {
+                // The writer is gone: the record's Done (in `msg`, or `now`) reports it.
                 drop(msg);
                 if let Some(d) = now {
                     d.call(Err(writer_gone()));
