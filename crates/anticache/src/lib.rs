@@ -40,7 +40,7 @@ pub use buf::{AlignedBuf, BufPool};
 pub use error::{AntiCacheError, Result};
 pub use evict::EvictStats;
 pub use merge::{MergePolicy, MergeStats};
-pub use store::{BlockMeta, BlockStore, StoreStats};
+pub use store::{BlockMeta, BlockStore, DirectoryDelta, StoreStats};
 
 /// How a transaction that needs evicted data gets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,16 +235,23 @@ pub struct AntiCache {
     held: Vec<(u64, u32, u16)>,
 }
 
-/// What a snapshot keeps of one partition's anti-cache: the block directory and the blocks
-/// whose writes were still in flight (their bytes, since they may not be on disk yet).
+/// What a snapshot keeps of one partition's anti-cache: the block directory (whole, or as
+/// a difference from an earlier snapshot's) and the blocks whose writes were still in
+/// flight (their bytes, since they may not be on disk yet).
 #[derive(Clone)]
 pub struct DirectoryImage {
     /// The block file (synced by the snapshot writer before the snapshot counts).
     pub file_path: Option<std::path::PathBuf>,
     pub slot_size: usize,
     pub file_slots: u32,
-    pub blocks: Vec<(u32, BlockMeta)>,
-    pub pending: Vec<(u32, Arc<AlignedBuf>)>,
+    /// The snapshot `directory` is a difference from; `None`: it is the whole directory.
+    pub base: Option<u64>,
+    /// Whole: every live block in `added`, `removed` empty.
+    pub directory: DirectoryDelta,
+    /// Live blocks (the size of the whole directory).
+    pub live: u32,
+    /// Blocks being written: id, span, bytes.
+    pub pending: Vec<(u32, u16, Arc<AlignedBuf>)>,
 }
 
 impl AntiCache {
@@ -328,14 +335,29 @@ impl AntiCache {
         AntiCache::open_file(partition, cfg, true, io, read_done, write_done)
     }
 
-    /// The directory and in-flight blocks, for a snapshot taken now (between transactions).
-    pub fn directory_image(&self) -> DirectoryImage {
+    /// The directory (whole, or as a difference from snapshot `base`'s, which must have
+    /// been started by this anti-cache) and the in-flight blocks, for a snapshot taken now
+    /// (between transactions).
+    pub fn directory_image(&self, base: Option<u64>) -> DirectoryImage {
+        let directory = match base {
+            Some(b) => self.store.delta_since(b),
+            None => DirectoryDelta {
+                added: self.store.live().collect(),
+                removed: Vec::new(),
+            },
+        };
         DirectoryImage {
             file_path: Some(self.store.file().path().to_path_buf()),
             slot_size: self.store.slot_size(),
             file_slots: self.store.file_slots(),
-            blocks: self.store.live().collect(),
-            pending: self.writing.iter().map(|(&b, buf)| (b, buf.clone())).collect(),
+            base,
+            directory,
+            live: self.store.live_blocks(),
+            pending: self
+                .writing
+                .iter()
+                .filter_map(|(&b, buf)| Some((b, self.store.meta(b)?.span, buf.clone())))
+                .collect(),
         }
     }
 
@@ -391,7 +413,48 @@ impl AntiCache {
         }
         file.sync().map_err(|e| AntiCacheError::io("sync", file.path(), &e))?;
         self.store = store;
+        self.store.set_epoch(epoch);
         self.snapshot_hold = Some(epoch);
+        Ok(())
+    }
+
+    /// After a restore, once every table's tombstones are back: sets each block's count of
+    /// merged-back tuples to its tuples minus the tombstones still pointing into it (a
+    /// snapshot does not save the counts, which change after a block is written), and
+    /// retires blocks no tombstone points into. Fails if a tombstone points outside the
+    /// live blocks of its table.
+    pub fn recount_holes(&mut self, store: &PartitionStore) -> Result<()> {
+        let mut live = vec![0u32; self.store.file_slots() as usize];
+        for t in store.tables() {
+            let table = t.schema().id;
+            for (id, at) in t.tombstones().iter() {
+                let ok = self
+                    .store
+                    .meta(at.block)
+                    .is_some_and(|m| m.table as u32 == table && at.offset < m.tuples as u32);
+                if !ok {
+                    return Err(AntiCacheError::Corrupt {
+                        block: at.block,
+                        what: format!(
+                            "tombstone {id} of table \"{}\" points at tuple {} of a block the snapshot's \
+                             directory does not hold for it",
+                            t.schema().name,
+                            at.offset
+                        ),
+                    });
+                }
+                live[at.block as usize] += 1;
+            }
+        }
+        let blocks: Vec<(u32, BlockMeta)> = self.store.live().collect();
+        for (b, m) in blocks {
+            let n = live[b as usize];
+            if n == 0 {
+                self.retire(b);
+            } else {
+                self.store.set_holes(b, (m.tuples as u32).saturating_sub(n) as u16);
+            }
+        }
         Ok(())
     }
 
@@ -399,10 +462,16 @@ impl AntiCache {
     /// until a later snapshot completes.
     pub fn snapshot_started(&mut self, epoch: u64) {
         self.snapshot_hold = Some(epoch);
+        self.store.set_epoch(epoch);
     }
 
     /// Snapshot `epoch` is complete: blocks only older snapshots refer to are reusable.
-    pub fn snapshot_completed(&mut self, epoch: u64) {
+    /// `base`: it holds the whole directory, and later snapshots' differences are taken
+    /// from it.
+    pub fn snapshot_completed(&mut self, epoch: u64, base: bool) {
+        if base {
+            self.store.forget_removed_before(epoch);
+        }
         let mut i = 0;
         while i < self.held.len() {
             let (tag, block, span) = self.held[i];

@@ -19,6 +19,12 @@
 //! tuple points to it any more), [`BlockStore::release`] makes its slots reusable. The
 //! anti-cache releases a retired block only once no read or write of it is in flight, so an
 //! outstanding I/O never meets a slot that was reused.
+//!
+//! For snapshots the store tags every block with the snapshot epoch in effect when it went
+//! live, and (once snapshots are taken) logs retired blocks with their tags and the epoch of
+//! their retirement, so that a snapshot can record the directory as a difference from an
+//! earlier one ([`BlockStore::delta_since`]): blocks never change once written, so which
+//! blocks were added and removed is all that changes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -92,6 +98,32 @@ pub struct BlockStore {
     /// Live blocks per table, indexed by table id.
     per_table: Vec<TableBlocks>,
     pub stats: StoreStats,
+    /// The snapshot epoch in effect (the last snapshot started); `None` while no snapshot
+    /// is taken, and then retired blocks are not logged.
+    epoch: Option<u64>,
+    /// Per slot: the epoch in effect when the block starting there went live (4 bytes:
+    /// see [`BlockStore::set_epoch`]).
+    born: BigVec<u32>,
+    /// Retired blocks a directory difference may have to name, oldest first.
+    removed: Vec<Removed>,
+}
+
+/// A retired block, for directory differences ([`BlockStore::delta_since`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Removed {
+    block: u32,
+    /// The epoch in effect when it went live, and when it was retired.
+    born: u64,
+    retired: u64,
+}
+
+/// How the directory changed since a snapshot: the blocks live now that were not live at
+/// its cut, and the blocks live at its cut that are not live now. A slot may appear in both
+/// (a block retired, its slots reused by a new one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirectoryDelta {
+    pub added: Vec<(u32, BlockMeta)>,
+    pub removed: Vec<u32>,
 }
 
 impl BlockStore {
@@ -116,6 +148,9 @@ impl BlockStore {
             live_blocks: 0,
             per_table: Vec::new(),
             stats: StoreStats::default(),
+            epoch: None,
+            born: big_vec(),
+            removed: Vec::new(),
         }
     }
 
@@ -346,6 +381,10 @@ impl BlockStore {
                 .reserve_exact((need - self.dir.len()).max(self.dir.len() / 8).max(4096));
         }
         self.dir.resize(need, BlockMeta::default());
+        if need > self.born.capacity() {
+            self.born.reserve_exact(self.dir.capacity() - self.born.len());
+        }
+        self.born.resize(need, 0);
         self.free.resize(self.dir.len().div_ceil(64), 0);
         start
     }
@@ -353,6 +392,7 @@ impl BlockStore {
     /// Records a block in the directory (its tuples now point to it).
     pub fn set_live(&mut self, block: u32, meta: BlockMeta, bytes: usize) {
         self.dir[block as usize] = meta;
+        self.born[block as usize] = self.epoch.unwrap_or(0).min(u32::MAX as u64) as u32;
         self.live_blocks += 1;
         let t = meta.table as usize;
         if self.per_table.len() <= t {
@@ -382,7 +422,67 @@ impl BlockStore {
         }
         let span = old.span;
         self.stats.blocks_freed += 1;
+        if let Some(epoch) = self.epoch {
+            self.removed.push(Removed {
+                block,
+                born: self.born[block as usize] as u64,
+                retired: epoch,
+            });
+        }
         Some(span)
+    }
+
+    /// A snapshot with this epoch began: blocks that go live or are retired from now on
+    /// carry it, and retired blocks are logged for [`BlockStore::delta_since`]. Tags stop
+    /// at `u32::MAX` (a snapshot a second for 136 years): past it, differences are wrong and
+    /// snapshots must list the whole directory (the executor does).
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = Some(epoch);
+    }
+
+    /// The directory as a difference from the one at the cut of snapshot `base` (a
+    /// snapshot started in this process, whose epoch is at most the current one).
+    pub fn delta_since(&self, base: u64) -> DirectoryDelta {
+        let added = self
+            .dir
+            .iter()
+            .zip(self.born.iter())
+            .enumerate()
+            .filter(|(_, (m, born))| m.span > 0 && **born as u64 >= base)
+            .map(|(i, (m, _))| (i as u32, *m))
+            .collect();
+        let removed = self
+            .removed
+            .iter()
+            .filter(|r| r.born < base && r.retired >= base)
+            .map(|r| r.block)
+            .collect();
+        DirectoryDelta { added, removed }
+    }
+
+    /// Snapshot `base` is now the one differences are taken from: blocks retired before
+    /// it are in no difference any more.
+    pub fn forget_removed_before(&mut self, base: u64) {
+        self.removed.retain(|r| r.retired >= base);
+    }
+
+    /// Retired blocks logged for differences.
+    pub fn removed_logged(&self) -> usize {
+        self.removed.len()
+    }
+
+    /// Sets a block's count of merged-back tuples (recovery recounts them from the
+    /// tombstones that still point into it).
+    pub fn set_holes(&mut self, block: u32, holes: u16) {
+        let Some(m) = self.dir.get_mut(block as usize).filter(|m| m.span > 0) else {
+            return;
+        };
+        let (before, table) = (m.holes as u64, m.table as usize);
+        m.holes = holes.min(m.tuples);
+        let after = m.holes as u64;
+        if let Some(tb) = self.per_table.get_mut(table) {
+            tb.holes = tb.holes - before + after;
+        }
     }
 
     /// Makes the slots of a retired block reusable.
@@ -483,6 +583,8 @@ impl BlockStore {
     /// Memory the directory and free-space maps take.
     pub fn memory_bytes(&self) -> usize {
         self.dir.capacity() * std::mem::size_of::<BlockMeta>()
+            + self.born.capacity() * 4
+            + self.removed.capacity() * std::mem::size_of::<Removed>()
             + self.free.capacity() * 8
             + self.per_table.capacity() * std::mem::size_of::<TableBlocks>()
     }
@@ -676,6 +778,103 @@ mod tests {
                 "{slots} slots for {} live",
                 live.len()
             );
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum DeltaOp {
+        /// Write blocks of these spans (tables 0..3 by position).
+        Add(Vec<u16>),
+        /// Retire and release the live block at this index (modulo their number).
+        Retire(usize),
+        /// Start a snapshot; `full` asks for a whole directory, else a difference when a
+        /// base exists. It completes at a later `Complete`, or fails (`fail`).
+        Snapshot { full: bool, fail: bool },
+        /// The snapshot started last completes.
+        Complete,
+    }
+
+    fn delta_op() -> impl proptest::strategy::Strategy<Value = DeltaOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => proptest::collection::vec(1u16..3, 1..6).prop_map(DeltaOp::Add),
+            3 => any::<usize>().prop_map(DeltaOp::Retire),
+            1 => (any::<bool>(), proptest::bool::weighted(0.2))
+                .prop_map(|(full, fail)| DeltaOp::Snapshot { full, fail }),
+            1 => Just(DeltaOp::Complete),
+        ]
+    }
+
+    type Image = std::collections::BTreeMap<u32, (u16, u16, u16)>;
+
+    fn image(s: &BlockStore) -> Image {
+        s.live().map(|(id, m)| (id, (m.table, m.tuples, m.span))).collect()
+    }
+
+    proptest::proptest! {
+        /// The base snapshot's directory, minus the removed blocks, plus the added ones, is
+        /// the directory at the cut: whatever was written, retired, reused, and whichever
+        /// snapshots completed or failed in between.
+        #[test]
+        fn a_difference_applied_to_its_base_gives_the_directory(
+            ops in proptest::collection::vec(delta_op(), 1..120)
+        ) {
+            let mut s = store();
+            let mut live: Vec<u32> = Vec::new();
+            let mut epoch = 0u64;
+            // The last complete snapshot with a whole directory: (epoch, its directory).
+            let mut base: Option<(u64, Image)> = None;
+            // The snapshot started and not yet complete: (epoch, directory at its cut, whole).
+            let mut pending: Option<(u64, Image, bool)> = None;
+            for op in ops {
+                match op {
+                    DeltaOp::Add(spans) => {
+                        let runs = s.allocate(&spans);
+                        let ids: Vec<u32> = runs.iter().flat_map(|r| r.ids.clone()).collect();
+                        for (i, (&id, &span)) in ids.iter().zip(&spans).enumerate() {
+                            let m = BlockMeta { table: (i % 3) as u16, tuples: 1 + i as u16, holes: 0, span };
+                            s.set_live(id, m, 0);
+                            live.push(id);
+                        }
+                    }
+                    DeltaOp::Retire(i) if !live.is_empty() => {
+                        free(&mut s, [live.swap_remove(i % live.len())]);
+                    }
+                    DeltaOp::Retire(_) => {}
+                    DeltaOp::Snapshot { full, fail } => {
+                        epoch += 1;
+                        let now = image(&s);
+                        let whole = full || base.is_none();
+                        if !whole {
+                            let (b, base_img) = base.as_ref().unwrap();
+                            let d = s.delta_since(*b);
+                            let mut rebuilt = base_img.clone();
+                            for id in &d.removed {
+                                proptest::prop_assert!(rebuilt.remove(id).is_some(), "removed {} not in the base", id);
+                            }
+                            for (id, m) in &d.added {
+                                proptest::prop_assert!(
+                                    rebuilt.insert(*id, (m.table, m.tuples, m.span)).is_none(),
+                                    "added {} already there", id
+                                );
+                            }
+                            proptest::prop_assert_eq!(&rebuilt, &now);
+                        }
+                        s.set_epoch(epoch);
+                        pending = (!fail).then_some((epoch, now, whole));
+                    }
+                    DeltaOp::Complete => {
+                        if let Some((e, img, whole)) = pending.take() && whole {
+                            s.forget_removed_before(e);
+                            base = Some((e, img));
+                        }
+                    }
+                }
+            }
+            // The log keeps no block retired before the base.
+            if let Some((b, _)) = &base {
+                proptest::prop_assert!(s.removed.iter().all(|r| r.retired >= *b));
+            }
         }
     }
 }

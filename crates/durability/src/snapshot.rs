@@ -22,8 +22,8 @@ use crate::commandlog::LogError;
 type Result<T> = std::result::Result<T, LogError>;
 
 pub const MAGIC: [u8; 8] = *b"PFSNAP\r\n";
-pub const VERSION: u32 = 1;
-pub const HEADER_LEN: usize = 48;
+pub const VERSION: u32 = 2;
+pub const HEADER_LEN: usize = 56;
 pub const SECTION_HEADER_LEN: usize = 12;
 /// Largest section body (writers cut rows, tombstones and keys into sections below this).
 pub const MAX_SECTION: usize = 64 << 20;
@@ -43,6 +43,7 @@ pub mod kind {
     pub const EVICTED_KEYS: u32 = 7;
     pub const ROWS: u32 = 8;
     pub const END: u32 = 9;
+    pub const BLOCKS_REMOVED: u32 = 10;
 }
 
 /// What the header says.
@@ -56,6 +57,10 @@ pub struct SnapshotHeader {
     pub partitions: u32,
     /// Wall-clock time it was taken, microseconds since the Unix epoch.
     pub created_micros: i64,
+    /// 0: the file holds every partition's whole block directory. Otherwise the epoch of
+    /// the snapshot (itself whole) whose directories this one's are differences from; that
+    /// file is needed to load this one.
+    pub base_epoch: u64,
 }
 
 pub fn file_name(epoch: u64) -> String {
@@ -88,17 +93,45 @@ pub fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
-/// The newest snapshot in `dir` that reads back whole (every checksum, the END section),
-/// with its header. Unusable ones (torn, corrupt, of another version) are passed over,
-/// each reported through `warn`.
+/// The newest snapshot in `dir` that can be loaded, with its header: it reads back whole
+/// (every checksum, the END section) and so does its base, if it has one (a snapshot whose
+/// block directories are differences needs the whole ones of its base). Unusable ones
+/// (torn, corrupt, of another version, missing their base) are passed over, each reported
+/// through `warn`.
 pub fn newest_valid(dir: &Path, warn: &mut dyn FnMut(String)) -> Result<Option<(SnapshotHeader, PathBuf)>> {
     for (_, path) in list(dir)?.into_iter().rev() {
-        match validate(&path) {
+        match validate(&path).and_then(|h| check_base(dir, &h).map(|()| h)) {
             Ok(h) => return Ok(Some((h, path))),
             Err(e) => warn(format!("skipping snapshot {}: {e}", path.display())),
         }
     }
     Ok(None)
+}
+
+/// Checks that the base snapshot a snapshot names is there, whole, and itself has no base.
+fn check_base(dir: &Path, h: &SnapshotHeader) -> Result<()> {
+    if h.base_epoch == 0 {
+        return Ok(());
+    }
+    let path = base_path(dir, h);
+    let b = validate(&path).map_err(|e| LogError::Failed(format!("its base snapshot is unusable: {e}")))?;
+    if b.epoch != h.base_epoch || b.base_epoch != 0 || b.partitions != h.partitions {
+        return Err(LogError::SnapshotCorrupt {
+            file: path,
+            offset: 0,
+            detail: format!(
+                "the base of snapshot {} is snapshot {} with whole directories and {} partitions, this file is \
+                 snapshot {} (base {}, {} partitions)",
+                h.epoch, h.base_epoch, h.partitions, b.epoch, b.base_epoch, b.partitions
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The file of the base snapshot `h` names (see [`SnapshotHeader::base_epoch`]).
+pub fn base_path(dir: &Path, h: &SnapshotHeader) -> PathBuf {
+    dir.join(file_name(h.base_epoch))
 }
 
 /// Reads a snapshot through, checking everything; returns its header.
@@ -108,10 +141,11 @@ pub fn validate(path: &Path) -> Result<SnapshotHeader> {
     Ok(h)
 }
 
-/// Removes the snapshots older than `epoch`, and unfinished (`.tmp`) ones older than it.
-pub fn remove_older(dir: &Path, epoch: u64) -> Result<()> {
+/// Removes the snapshots older than `epoch` but `keep` (the base `epoch` needs, if any),
+/// and unfinished (`.tmp`) ones older than `epoch`.
+pub fn remove_older(dir: &Path, epoch: u64, keep: Option<u64>) -> Result<()> {
     for (e, path) in list(dir)? {
-        if e < epoch {
+        if e < epoch && Some(e) != keep {
             std::fs::remove_file(&path)
                 .map_err(|err| LogError::io(format!("cannot remove old snapshot {}", path.display()), err))?;
         }
@@ -144,9 +178,10 @@ fn header_bytes(h: &SnapshotHeader) -> [u8; HEADER_LEN] {
     b[16..24].copy_from_slice(&h.epoch.to_le_bytes());
     b[24..32].copy_from_slice(&h.cut_lsn.to_le_bytes());
     b[32..40].copy_from_slice(&h.created_micros.to_le_bytes());
-    // 40..44 reserved (zero).
-    let crc = crc32c::crc32c(&b[..44]);
-    b[44..48].copy_from_slice(&crc.to_le_bytes());
+    b[40..48].copy_from_slice(&h.base_epoch.to_le_bytes());
+    // 48..52 reserved (zero).
+    let crc = crc32c::crc32c(&b[..52]);
+    b[52..56].copy_from_slice(&crc.to_le_bytes());
     b
 }
 
@@ -268,23 +303,26 @@ impl SnapshotReader {
             done: false,
         };
         let mut h = [0u8; HEADER_LEN];
-        r.read_exact(&mut h, "header")?;
+        // Magic and version first: a header of another version may have another length.
+        r.read_exact(&mut h[..12], "header")?;
         if h[0..8] != MAGIC {
             return Err(r.corrupt(0, "not a snapshot file (bad magic)"));
-        }
-        let crc = u32::from_le_bytes(h[44..48].try_into().expect("4 bytes"));
-        if crc32c::crc32c(&h[..44]) != crc {
-            return Err(r.corrupt(0, "header checksum mismatch"));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
         if version != VERSION {
             return Err(r.corrupt(8, format!("version {version}, this build reads version {VERSION}")));
+        }
+        r.read_exact(&mut h[12..], "header")?;
+        let crc = u32::from_le_bytes(h[52..56].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&h[..52]) != crc {
+            return Err(r.corrupt(0, "header checksum mismatch"));
         }
         let header = SnapshotHeader {
             partitions: u32::from_le_bytes(h[12..16].try_into().expect("4 bytes")),
             epoch: u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")),
             cut_lsn: u64::from_le_bytes(h[24..32].try_into().expect("8 bytes")),
             created_micros: i64::from_le_bytes(h[32..40].try_into().expect("8 bytes")),
+            base_epoch: u64::from_le_bytes(h[40..48].try_into().expect("8 bytes")),
         };
         Ok((r, header))
     }

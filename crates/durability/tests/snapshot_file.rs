@@ -13,11 +13,16 @@ fn header() -> SnapshotHeader {
         cut_lsn: 12_345,
         partitions: 2,
         created_micros: 1_700_000_000_000_000,
+        base_epoch: 0,
     }
 }
 
 /// Writes a small snapshot and returns its bytes and sections.
 fn sample(dir: &std::path::Path) -> (Vec<u8>, Sections) {
+    sample_with(dir, &header())
+}
+
+fn sample_with(dir: &std::path::Path, h: &SnapshotHeader) -> (Vec<u8>, Sections) {
     let mut sections = Vec::new();
     let mut e = Enc::default();
     e.u32(1);
@@ -35,14 +40,17 @@ fn sample(dir: &std::path::Path) -> (Vec<u8>, Sections) {
         e.key(&permafrost_storage::IndexKey::Int(-5));
         sections.push((kind::EVICTED_KEYS, e.0));
     }
-    let mut w = SnapshotWriter::create(dir, &header()).unwrap();
+    let mut w = SnapshotWriter::create(dir, h).unwrap();
     for (k, b) in &sections {
         w.section(*k, b).unwrap();
     }
     let (path, size) = w.finish().unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len() as u64, size);
-    assert_eq!(path.file_name().unwrap().to_str().unwrap(), snapshot::file_name(7));
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        snapshot::file_name(h.epoch)
+    );
     (bytes, sections)
 }
 
@@ -73,8 +81,49 @@ fn a_snapshot_reads_back_and_its_sections_decode() {
     assert_eq!(snapshot::list(dir.path()).unwrap().len(), 1);
     let found = snapshot::newest_valid(dir.path(), &mut |w| panic!("{w}")).unwrap();
     assert_eq!(found.unwrap().0.epoch, 7);
-    snapshot::remove_older(dir.path(), 8).unwrap();
+    snapshot::remove_older(dir.path(), 8, None).unwrap();
     assert!(snapshot::list(dir.path()).unwrap().is_empty());
+}
+
+#[test]
+fn a_snapshot_with_a_base_is_used_only_with_its_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_base = |epoch, base_epoch| SnapshotHeader {
+        epoch,
+        base_epoch,
+        ..header()
+    };
+    sample_with(dir.path(), &with_base(3, 0));
+    sample_with(dir.path(), &with_base(5, 3));
+    let newest = |dir: &std::path::Path| {
+        let mut warnings = Vec::new();
+        let found = snapshot::newest_valid(dir, &mut |w| warnings.push(w)).unwrap();
+        (found.map(|(h, _)| (h.epoch, h.base_epoch)), warnings)
+    };
+    assert_eq!(newest(dir.path()), (Some((5, 3)), vec![]));
+    // Removing what 5 makes unnecessary keeps its base.
+    snapshot::remove_older(dir.path(), 5, Some(3)).unwrap();
+    let epochs: Vec<u64> = snapshot::list(dir.path()).unwrap().iter().map(|e| e.0).collect();
+    assert_eq!(epochs, [3, 5]);
+    // A base that is damaged, or itself has a base, makes the snapshot unusable.
+    let base = dir.path().join(snapshot::file_name(3));
+    let good = std::fs::read(&base).unwrap();
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    std::fs::write(&base, &bad).unwrap();
+    let (found, warnings) = newest(dir.path());
+    assert_eq!(found, None);
+    assert!(warnings[0].contains("base snapshot is unusable"), "{warnings:?}");
+    std::fs::remove_file(&base).unwrap();
+    sample_with(dir.path(), &with_base(3, 2));
+    let (found, warnings) = newest(dir.path());
+    assert_eq!(found, None);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("whole directories"), "{warnings:?}");
+    // Once its base is whole again, snapshot 5 is the one to load.
+    std::fs::write(&base, &good).unwrap();
+    assert_eq!(newest(dir.path()), (Some((5, 3)), vec![]));
 }
 
 #[test]

@@ -192,7 +192,7 @@ impl Partition {
         if let (MpWork::Snapshot(job), Some(ac)) = (&t.work, &self.ac)
             && let Ok(mut images) = job.images.lock()
         {
-            images.push((self.id, ac.directory_image()));
+            images.push((self.id, ac.directory_image(job.base)));
         }
         let store = self.store.take().expect("store is home between transactions");
         let idx = t
@@ -252,7 +252,7 @@ impl Partition {
                 }
                 MpWork::Snapshot(job) => {
                     if let (Some(ac), Ok(mut images)) = (&self.ac, job.images.lock()) {
-                        images.push((self.id, ac.directory_image()));
+                        images.push((self.id, ac.directory_image(job.base)));
                     }
                     // Every partition has appended its commits before handing its store.
                     let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());

@@ -64,8 +64,12 @@ pub(crate) enum Msg {
     Durable,
     /// Load part of a snapshot (recovery), then acknowledge.
     Restore(crate::snapshot::Restore, crossbeam_channel::Sender<Result<()>>),
-    /// A snapshot completed: blocks only older snapshots refer to may be reused.
-    SnapshotDone(u64),
+    /// A snapshot completed: blocks only older snapshots refer to may be reused. `base`:
+    /// it lists whole block directories; later ones list differences from it.
+    SnapshotDone {
+        epoch: u64,
+        base: bool,
+    },
     Shutdown,
 }
 
@@ -323,9 +327,9 @@ impl Partition {
                 };
                 let _ = ack.send(r);
             }
-            Msg::SnapshotDone(epoch) => {
+            Msg::SnapshotDone { epoch, base } => {
                 if let Some(ac) = self.ac.as_mut() {
-                    ac.snapshot_completed(epoch);
+                    ac.snapshot_completed(epoch, base);
                 }
             }
             Msg::Shutdown => return false,

@@ -49,6 +49,14 @@ pub struct SnapshotInfo {
     pub pause_micros: u64,
     /// From the request to the file being durable.
     pub seconds: f64,
+    /// The snapshot whose block directories this one's are differences from (kept until a
+    /// snapshot with whole directories completes); 0: this one lists them whole.
+    pub base_epoch: u64,
+    /// Block directory entries written: every live block, or the blocks added and removed
+    /// since the base.
+    pub directory_entries: u64,
+    /// Blocks live when it was taken.
+    pub blocks_live: u64,
 }
 
 /// A database's snapshot state.
@@ -65,11 +73,26 @@ pub(crate) struct Snapshots {
     /// Set once recovery is done (or there was nothing to recover): a snapshot before
     /// that would claim records not replayed yet.
     pub ready: std::sync::atomic::AtomicBool,
+    pub directories: Mutex<Directories>,
+}
+
+/// Whether the next snapshot lists whole block directories or differences.
+#[derive(Default)]
+pub(crate) struct Directories {
+    /// The last complete snapshot taken by this process with whole directories: the next
+    /// one's differences are from it. `None` until one completes (after a restart the
+    /// first snapshot is whole).
+    pub base: Option<u64>,
+    /// The last snapshot's differences outgrew half of the whole directories: the next one
+    /// lists them whole (and becomes the base).
+    pub whole_next: bool,
 }
 
 /// A snapshot being taken: handed to every partition with [`MpWork::Snapshot`].
 pub(crate) struct SnapJob {
     pub epoch: u64,
+    /// The snapshot the directories are differences from; `None`: whole directories.
+    pub base: Option<u64>,
     pub dir: PathBuf,
     pub history: Vec<String>,
     /// Each partition's block directory at the barrier.
@@ -80,6 +103,10 @@ pub(crate) struct SnapJob {
 pub(crate) struct Forked {
     pid: libc::pid_t,
     cut_lsn: u64,
+    /// Directory entries the snapshot lists (blocks added and removed, or every block),
+    /// and the blocks live in all partitions.
+    listed: u64,
+    live: u64,
     /// Read end of a pipe the child writes its error message into.
     err_fd: libc::c_int,
     pause: Duration,
@@ -101,12 +128,18 @@ pub(crate) fn fork_writer(
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros() as i64)
             .unwrap_or(0),
+        base_epoch: job.base.unwrap_or(0),
     };
     let images = job
         .images
         .lock()
         .map(|mut v| std::mem::take(&mut *v))
         .unwrap_or_default();
+    let listed = images
+        .iter()
+        .map(|(_, i)| (i.directory.added.len() + i.directory.removed.len()) as u64)
+        .sum();
+    let live = images.iter().map(|(_, i)| i.live as u64).sum();
     std::fs::create_dir_all(&job.dir)
         .map_err(|e| Error::Internal(format!("cannot create snapshot directory {}: {e}", job.dir.display())))?;
     let mut fds = [0 as libc::c_int; 2];
@@ -162,6 +195,8 @@ pub(crate) fn fork_writer(
     Ok(Forked {
         pid,
         cut_lsn,
+        listed,
+        live,
         err_fd: fds[0],
         pause: barrier_started.elapsed(),
     })
@@ -302,9 +337,19 @@ fn write_snapshot(
         e.u32(p);
         e.u32(img.map_or(0, |i| i.slot_size as u32));
         e.u32(img.map_or(0, |i| i.file_slots));
+        e.u32(img.map_or(0, |i| i.live));
         w.section(kind::PARTITION, &e.0)?;
         if let Some(img) = img {
-            for chunk in img.blocks.chunks(64 * 1024) {
+            for chunk in img.directory.removed.chunks(256 * 1024) {
+                let mut e = Enc::default();
+                e.u32(p);
+                e.u32(chunk.len() as u32);
+                for id in chunk {
+                    e.u32(*id);
+                }
+                w.section(kind::BLOCKS_REMOVED, &e.0)?;
+            }
+            for chunk in img.directory.added.chunks(64 * 1024) {
                 let mut e = Enc::default();
                 e.u32(p);
                 e.u32(chunk.len() as u32);
@@ -312,16 +357,12 @@ fn write_snapshot(
                     e.u32(*id);
                     e.u16(m.table);
                     e.u16(m.tuples);
-                    e.u16(m.holes);
                     e.u16(m.span);
                 }
                 w.section(kind::BLOCKS, &e.0)?;
             }
-            for (id, buf) in &img.pending {
-                let Some(m) = img.blocks.iter().find(|(b, _)| b == id).map(|(_, m)| *m) else {
-                    continue;
-                };
-                let len = (m.span as usize * img.slot_size).min(buf.len());
+            for (id, span, buf) in &img.pending {
+                let len = (*span as usize * img.slot_size).min(buf.len());
                 let mut e = Enc::default();
                 e.u32(p);
                 e.u32(*id);
@@ -412,6 +453,13 @@ impl Database {
             .map_err(|_| Error::Internal("snapshot lock poisoned".into()))?;
         let started = Instant::now();
         let epoch = snaps.next_epoch.fetch_add(1, Ordering::AcqRel);
+        // Blocks carry epochs in 32 bits (`BlockStore::set_epoch`): past that, whole
+        // directories only.
+        let base = snaps
+            .directories
+            .lock()
+            .ok()
+            .and_then(|d| d.base.filter(|_| !d.whole_next && epoch < u32::MAX as u64));
         let log_bytes = self.log_stats().map_or(0, |s| s.bytes);
         let job = {
             // No schema change between the history saved and the cut.
@@ -419,6 +467,7 @@ impl Database {
             let history = self.history();
             let job = Arc::new(SnapJob {
                 epoch,
+                base,
                 dir: cfg.dir.clone(),
                 history,
                 images: Mutex::new(Vec::new()),
@@ -448,13 +497,20 @@ impl Database {
         }
         let path = cfg.dir.join(fmt::file_name(epoch));
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let whole = base.is_none();
         for tx in &self.shared().senders {
-            let _ = tx.send(Msg::SnapshotDone(epoch));
+            let _ = tx.send(Msg::SnapshotDone { epoch, base: whole });
+        }
+        if let Ok(mut d) = snaps.directories.lock() {
+            if whole {
+                d.base = Some(epoch);
+            }
+            d.whole_next = !whole && forked.listed * 2 > forked.live;
         }
         if let Some(log) = &self.shared().log {
             log.truncate_through(forked.cut_lsn)?;
         }
-        fmt::remove_older(&cfg.dir, epoch)?;
+        fmt::remove_older(&cfg.dir, epoch, base)?;
         let info = SnapshotInfo {
             epoch,
             cut_lsn: forked.cut_lsn,
@@ -462,6 +518,9 @@ impl Database {
             bytes,
             pause_micros: forked.pause.as_micros() as u64,
             seconds: started.elapsed().as_secs_f64(),
+            base_epoch: base.unwrap_or(0),
+            directory_entries: forked.listed,
+            blocks_live: forked.live,
         };
         snaps.taken.fetch_add(1, Ordering::Relaxed);
         snaps.log_bytes_at_last.store(log_bytes, Ordering::Relaxed);
@@ -547,6 +606,60 @@ fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storag
         .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))
 }
 
+/// One block directory entry: id, table, tuples, span (holes are recounted at load).
+fn directory_entry(d: &mut Dec<'_>) -> std::result::Result<(u32, BlockMeta), String> {
+    let id = d.u32()?;
+    let meta = BlockMeta {
+        table: d.u16()?,
+        tuples: d.u16()?,
+        holes: 0,
+        span: d.u16()?,
+    };
+    Ok((id, meta))
+}
+
+/// The whole block directories of base snapshot `path` (which the caller has checked,
+/// [`fmt::newest_valid`]), by partition.
+fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u32, BlockMeta)>>> {
+    let (mut rd, h) = fmt::SnapshotReader::open(path)?;
+    let bad = |at: u64, detail: String| {
+        Error::from(permafrost_durability::LogError::SnapshotCorrupt {
+            file: path.to_path_buf(),
+            offset: at,
+            detail,
+        })
+    };
+    if h.epoch != of.base_epoch || h.base_epoch != 0 || h.partitions != of.partitions {
+        return Err(bad(
+            0,
+            format!(
+                "not the whole-directory snapshot {} that snapshot {} needs",
+                of.base_epoch, of.epoch
+            ),
+        ));
+    }
+    let mut dirs = vec![Vec::new(); of.partitions as usize];
+    loop {
+        let at = rd.offset();
+        let Some((k, body)) = rd.next_section()? else { break };
+        if k != kind::BLOCKS {
+            continue;
+        }
+        let mut d = Dec::new(&body);
+        let bad_at = |e: String| bad(at, e);
+        let p = d.u32().map_err(bad_at)?;
+        let Some(dir) = dirs.get_mut(p as usize) else {
+            return Err(bad(at, format!("partition {p} of {}", of.partitions)));
+        };
+        let count = d.count(10).map_err(bad_at)?;
+        for _ in 0..count {
+            dir.push(directory_entry(&mut d).map_err(bad_at)?);
+        }
+        d.finish().map_err(bad_at)?;
+    }
+    Ok(dirs)
+}
+
 /// Loads snapshot `path` into this fresh database; `schema` applies each schema statement
 /// (the recovery's replayer, so that the application's procedures get registered).
 pub(crate) fn load(
@@ -591,11 +704,21 @@ pub(crate) fn load(
         *outstanding += 1;
         Ok(())
     };
+    // The whole directories of the base snapshot, by partition, if this one lists
+    // differences from it.
+    let mut base_dirs: Vec<Vec<(u32, BlockMeta)>> = match header.base_epoch {
+        0 => Vec::new(),
+        _ => read_base_directories(&fmt::base_path(path.parent().unwrap_or(Path::new(".")), header), header)?,
+    };
     // The directory of the partition being read, sent before its first table.
     struct Dir {
         p: u32,
         slot_size: usize,
         file_slots: u32,
+        live: u32,
+        /// The base's entries (differences), the removed ids, the entries listed here.
+        base: Vec<(u32, BlockMeta)>,
+        removed: Vec<u32>,
         blocks: Vec<(u32, BlockMeta)>,
         pending: Vec<(u32, Vec<u8>)>,
     }
@@ -607,15 +730,37 @@ pub(crate) fn load(
                      outstanding: &mut usize,
                      send: &mut dyn FnMut(u32, Restore, &mut usize) -> Result<()>|
      -> Result<()> {
-        if let Some(d) = dir.take() {
+        if let Some(mut d) = dir.take() {
             let p = d.p;
+            if !d.removed.is_empty() {
+                let removed: std::collections::HashSet<u32> = d.removed.iter().copied().collect();
+                let before = d.base.len();
+                d.base.retain(|(id, _)| !removed.contains(id));
+                if before - d.base.len() != removed.len() || removed.len() != d.removed.len() {
+                    return Err(bad(
+                        0,
+                        format!("partition {p}: the blocks removed since the base are not all in the base's directory"),
+                    ));
+                }
+            }
+            d.base.append(&mut d.blocks);
+            if d.base.len() != d.live as usize {
+                return Err(bad(
+                    0,
+                    format!(
+                        "partition {p}: the block directory has {} blocks, its PARTITION section says {}",
+                        d.base.len(),
+                        d.live
+                    ),
+                ));
+            }
             send(
                 p,
                 Box::new(move |_store, ac| match ac {
                     Some(ac) => ac
-                        .restore(epoch, d.slot_size, d.file_slots, &d.blocks, &d.pending)
+                        .restore(epoch, d.slot_size, d.file_slots, &d.base, &d.pending)
                         .map_err(Error::from),
-                    None if d.blocks.is_empty() => Ok(()),
+                    None if d.base.is_empty() => Ok(()),
                     None => Err(Error::Recovery(
                         "the snapshot holds evicted data but the anti-cache is off: start with it on".into(),
                     )),
@@ -668,36 +813,46 @@ pub(crate) fn load(
                 let p = d.u32().map_err(bad_at)?;
                 let slot_size = d.u32().map_err(bad_at)? as usize;
                 let file_slots = d.u32().map_err(bad_at)?;
+                let live = d.u32().map_err(bad_at)?;
                 d.finish().map_err(bad_at)?;
                 if p >= n {
                     return Err(bad(at, format!("partition {p} of {n}")));
                 }
+                let base = match base_dirs.get_mut(p as usize) {
+                    Some(b) => std::mem::take(b),
+                    None => Vec::new(),
+                };
                 dir = Some(Dir {
                     p,
                     slot_size,
                     file_slots,
+                    live,
+                    base,
+                    removed: Vec::new(),
                     blocks: Vec::new(),
                     pending: Vec::new(),
                 });
             }
-            kind::BLOCKS | kind::PENDING_BLOCK => {
+            kind::BLOCKS | kind::BLOCKS_REMOVED | kind::PENDING_BLOCK => {
                 let p = d.u32().map_err(bad_at)?;
                 let Some(cur) = dir.as_mut().filter(|c| c.p == p) else {
                     return Err(bad(at, "block directory outside its partition".into()));
                 };
                 if k == kind::BLOCKS {
-                    let count = d.count(12).map_err(bad_at)?;
+                    let count = d.count(10).map_err(bad_at)?;
+                    cur.blocks.reserve(count);
                     for _ in 0..count {
-                        let id = d.u32().map_err(bad_at)?;
-                        let meta = BlockMeta {
-                            table: d.u16().map_err(bad_at)?,
-                            tuples: d.u16().map_err(bad_at)?,
-                            holes: d.u16().map_err(bad_at)?,
-                            span: d.u16().map_err(bad_at)?,
-                        };
-                        cur.blocks.push((id, meta));
+                        cur.blocks.push(directory_entry(&mut d).map_err(bad_at)?);
                     }
                     report.blocks += count as u64;
+                } else if k == kind::BLOCKS_REMOVED {
+                    if header.base_epoch == 0 {
+                        return Err(bad(at, "blocks removed in a snapshot without a base".into()));
+                    }
+                    let count = d.count(4).map_err(bad_at)?;
+                    for _ in 0..count {
+                        cur.removed.push(d.u32().map_err(bad_at)?);
+                    }
                 } else {
                     let id = d.u32().map_err(bad_at)?;
                     let bytes = d.bytes().map_err(bad_at)?.to_vec();
@@ -813,6 +968,18 @@ pub(crate) fn load(
     }
     flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
     flush_dir(&mut dir, &mut outstanding, &mut send)?;
+    // Every tombstone is back: count the merged-back tuples of each block (the snapshot does
+    // not save them).
+    for p in 0..n {
+        send(
+            p,
+            Box::new(|store, ac| match ac {
+                Some(ac) => ac.recount_holes(store).map_err(Error::from),
+                None => Ok(()),
+            }),
+            &mut outstanding,
+        )?;
+    }
     let mut first_err = None;
     while outstanding > 0 {
         match ack_rx.recv() {

@@ -235,3 +235,76 @@ fn a_failed_snapshot_is_reported_and_changes_nothing() {
     assert_eq!(report.snapshot.unwrap().epoch, 2);
     assert_eq!(checksum(&db, 2_000), before);
 }
+
+fn cold(db: &Database) -> (u64, u64, u64) {
+    let t = db.table_stats().unwrap().into_iter().find(|t| t.name == "big").unwrap();
+    (t.cold_tuples, t.cold_blocks, t.stale_tuples)
+}
+
+fn snapshot_files(dir: &Path) -> Vec<u64> {
+    permafrost_durability::snapshot::list(&dir.join("snapshots"))
+        .unwrap()
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect()
+}
+
+#[test]
+fn later_snapshots_record_the_block_directory_as_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = 16 << 20;
+    let (before, stats, last) = {
+        let db = Database::open(config(dir.path(), memory)).unwrap();
+        schema(&db);
+        fill(&db, 0, ROWS);
+        let first = db.snapshot().unwrap();
+        assert_eq!(first.base_epoch, 0, "the first snapshot lists the whole directory");
+        assert_eq!(first.directory_entries, first.blocks_live);
+        assert!(first.blocks_live > 1_000, "{first:?}");
+        // A few updates merge some evicted tuples back (tuple-merge leaves holes) and evict
+        // others: the next snapshot lists what changed.
+        update(&db, 97, 1);
+        fill(&db, ROWS, ROWS + 3_000);
+        let second = db.snapshot().unwrap();
+        assert_eq!(second.base_epoch, first.epoch, "{second:?}");
+        assert!(
+            second.directory_entries > 0 && second.directory_entries * 4 < second.blocks_live,
+            "{second:?}"
+        );
+        update(&db, 89, 2);
+        let third = db.snapshot().unwrap();
+        assert_eq!(third.base_epoch, first.epoch, "{third:?}");
+        // The base is kept, the snapshot in between is not.
+        assert_eq!(snapshot_files(dir.path()), [first.epoch, third.epoch]);
+        // Changing most blocks makes the difference larger than half the directory: the
+        // snapshot after that one lists it whole again and the old base goes.
+        update(&db, 1, 3);
+        let fourth = db.snapshot().unwrap();
+        assert_eq!(fourth.base_epoch, first.epoch);
+        assert!(fourth.directory_entries * 2 > fourth.blocks_live, "{fourth:?}");
+        update(&db, 101, 4);
+        let fifth = db.snapshot().unwrap();
+        assert_eq!(fifth.base_epoch, 0, "{fifth:?}");
+        assert_eq!(snapshot_files(dir.path()), [fifth.epoch]);
+        update(&db, 103, 5);
+        let sixth = db.snapshot().unwrap();
+        assert_eq!(sixth.base_epoch, fifth.epoch, "{sixth:?}");
+        // Nothing after the last snapshot: the recovered directory must match exactly
+        // (taken before the checksum, which reads evicted rows back).
+        let stats = cold(&db);
+        (checksum(&db, ROWS + 3_000), stats, sixth.epoch)
+    };
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(report.snapshot.as_ref().unwrap().epoch, last, "{report:?}");
+    assert_eq!(report.records, 0);
+    let after = cold(&db);
+    assert!(after.2 > 0, "tuple-merge left holes: {after:?}");
+    assert_eq!(after, stats, "cold tuples, blocks and holes (recounted at load)");
+    assert_eq!(checksum(&db, ROWS + 3_000), before);
+    // The first snapshot after a restart lists the whole directory.
+    db.execute_sql("UPDATE big SET n = n + 1 WHERE id = 1", vec![]).unwrap();
+    let info = db.snapshot().unwrap();
+    assert_eq!(info.base_epoch, 0, "{info:?}");
+    assert_eq!(snapshot_files(dir.path()), [info.epoch]);
+}

@@ -496,6 +496,18 @@ pub const METRICS: &[MetricInfo] = &[
         "Size of the last snapshot file.",
     ),
     m(
+        "permafrost_snapshot_last_base_epoch",
+        Gauge,
+        "",
+        "Snapshot whose block directories the last one records differences from (0: it records them whole).",
+    ),
+    m(
+        "permafrost_snapshot_last_directory_entries",
+        Gauge,
+        "",
+        "Block directory entries the last snapshot wrote (blocks added and removed since its base, or every block).",
+    ),
+    m(
         "permafrost_snapshot_last_pause_seconds",
         Gauge,
         "seconds",
@@ -789,6 +801,8 @@ fn engine_rows(
         let l = last.unwrap_or_default();
         r.one("permafrost_snapshot_last_epoch", l.epoch);
         r.one("permafrost_snapshot_last_bytes", l.bytes);
+        r.one("permafrost_snapshot_last_base_epoch", l.base_epoch);
+        r.one("permafrost_snapshot_last_directory_entries", l.directory_entries);
         r.add(
             "permafrost_snapshot_last_pause_seconds",
             &[],
