@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod config;
+mod datadir;
 
 use permafrost_bench::setup::{self, DbSettings};
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
@@ -334,6 +335,7 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&data_dir)
         .map_err(|e| format!("invalid setting data_dir: cannot create {}: {e}", data_dir.display()))?;
+    datadir::DataDirLock::acquire(&data_dir)?.watch(std::time::Duration::from_secs(1));
     let mut settings = args.engine.settings(Some(data_dir.join("anticache")), "sync")?;
     settings.log_dir = Some(data_dir.join("commandlog"));
     let logged = settings.command_log != permafrost_executor::LogMode::Off;

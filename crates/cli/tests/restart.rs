@@ -173,3 +173,49 @@ async fn killed_and_restarted(checkpoint: bool) {
     assert_eq!(checksum(&c).await, before);
     assert_eq!(before.0, 20_000);
 }
+
+/// Waits up to `secs` for the process to end; its exit code.
+fn wait_exit(s: &mut Server, secs: u64) -> Option<i32> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if let Some(st) = s.0.try_wait().unwrap() {
+            return st.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn one_server_per_data_directory_and_a_removed_directory_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let mut first = start_with(&data, port, &[]);
+    let c = connect(port).await;
+    c.simple_query("CREATE TABLE t (id BIGINT PRIMARY KEY)").await.unwrap();
+    // A second server on the same directory stops at start and says why.
+    let out = Command::new(env!("CARGO_BIN_EXE_permafrost"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--metrics-listen",
+            "off",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("in use by another permafrost server"), "{err}");
+    assert!(err.contains(&format!("process {}", first.0.id())), "{err}");
+    assert!(first.0.try_wait().unwrap().is_none(), "the first server runs on");
+    c.simple_query("INSERT INTO t VALUES (1)").await.unwrap();
+    // The directory removed under the running server: it stops instead of writing into
+    // whatever gets that name next.
+    std::fs::remove_dir_all(&data).unwrap();
+    assert_eq!(wait_exit(&mut first, 10), Some(70));
+}
