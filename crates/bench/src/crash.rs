@@ -326,6 +326,10 @@ pub struct RecoverySummary {
     pub records_total: u64,
     /// Restarts that dropped a torn record at the end of the log.
     pub torn_tails: u32,
+    /// Restarts that loaded a snapshot, and of those, snapshots that record their block
+    /// directories as differences from a base snapshot (both files read).
+    pub from_snapshot: u32,
+    pub from_snapshot_with_base: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -395,6 +399,9 @@ pub struct IterationReport {
     pub replay_seconds: Option<f64>,
     pub records_replayed: u64,
     pub torn_tail: bool,
+    /// The restart loaded a snapshot; its base snapshot's epoch if it had one (0: none).
+    pub snapshot_loaded: bool,
+    pub snapshot_base: u64,
     /// After the restart: acknowledged events found (all of them unless violated), events
     /// never acknowledged found and not found, accounts and their balance sum.
     pub acknowledged_events_checked: u64,
@@ -450,7 +457,8 @@ impl CrashReport {
         );
         s += &format!(
             "recovery (start until accepting connections): {} restarts, min {:.2}s, median {:.2}s, p90 {:.2}s, max \
-             {:.2}s; up to {} records replayed ({} in all), {} torn tails dropped\n",
+             {:.2}s; up to {} records replayed ({} in all), {} torn tails dropped; {} from a snapshot, {} of them \
+             with block directories as differences from a base snapshot\n",
             r.restarts,
             r.min_seconds,
             r.median_seconds,
@@ -458,7 +466,9 @@ impl CrashReport {
             r.max_seconds,
             r.max_records,
             r.records_total,
-            r.torn_tails
+            r.torn_tails,
+            r.from_snapshot,
+            r.from_snapshot_with_base
         );
         s += &format!("violations: {}", self.violations.len());
         for v in &self.violations {
@@ -756,6 +766,8 @@ fn add_up(report: &mut CrashReport, it: &IterationReport) {
     r.max_records = r.max_records.max(it.records_replayed);
     r.records_total += it.records_replayed;
     r.torn_tails += u32::from(it.torn_tail);
+    r.from_snapshot += u32::from(it.snapshot_loaded);
+    r.from_snapshot_with_base += u32::from(it.snapshot_base != 0);
     if let Some(s) = it.replay_seconds {
         r.max_replay_seconds = r.max_replay_seconds.max(s);
     }
@@ -1039,19 +1051,35 @@ fn log_since(path: &Path, offset: u64) -> String {
     s
 }
 
-/// Recovery figures from the server's stderr: records, seconds, torn tail.
-fn parse_recovery(text: &str) -> (u64, Option<f64>, bool) {
-    let mut records = 0;
-    let mut seconds = None;
-    let mut torn = false;
+/// Recovery figures from the server's stderr.
+#[derive(Debug, Default, PartialEq)]
+struct Recovered {
+    records: u64,
+    seconds: Option<f64>,
+    torn: bool,
+    /// A snapshot was loaded; the base it needed (0: none).
+    snapshot: bool,
+    base: u64,
+}
+
+fn parse_recovery(text: &str) -> Recovered {
+    let mut r = Recovered::default();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("recovery: ") {
             if rest.contains("torn record") {
-                torn = true;
+                r.torn = true;
+            }
+            if rest.starts_with("snapshot ") && rest.contains(" loaded in ") {
+                r.snapshot = true;
+                r.base = rest
+                    .split_once("differences from snapshot ")
+                    .and_then(|(_, b)| b.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
             }
             if let Some(i) = rest.find(" replayed in ") {
-                records = rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-                seconds = rest[i + " replayed in ".len()..]
+                r.records = rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                r.seconds = rest[i + " replayed in ".len()..]
                     .trim()
                     .trim_end_matches('s')
                     .parse()
@@ -1059,7 +1087,7 @@ fn parse_recovery(text: &str) -> (u64, Option<f64>, bool) {
             }
         }
     }
-    (records, seconds, torn)
+    r
 }
 
 /// One data directory: its server, its events, its iterations.
@@ -1505,10 +1533,12 @@ impl<'a> CycleRun<'a> {
                 return Ok(it);
             }
         }
-        let (records, replay, torn) = parse_recovery(&log_since(&self.stderr, offset));
-        it.records_replayed = records;
-        it.replay_seconds = replay;
-        it.torn_tail = torn;
+        let rec = parse_recovery(&log_since(&self.stderr, offset));
+        it.records_replayed = rec.records;
+        it.replay_seconds = rec.seconds;
+        it.torn_tail = rec.torn;
+        it.snapshot_loaded = rec.snapshot;
+        it.snapshot_base = rec.base;
         // The checks.
         let t = Instant::now();
         if let Err(m) = self.verify(&mut it).await {
@@ -1772,8 +1802,16 @@ mod tests {
     fn recovery_lines_parse() {
         let text = "recovery: log replayed through LSN 10 of 20\nrecovery: dropped a torn record at the end of the log (x): it \
                     was never acknowledged\nrecovery: 1234 records (3 schema changes) replayed in 1.50s\n";
-        assert_eq!(parse_recovery(text), (1234, Some(1.5), true));
-        assert_eq!(parse_recovery("permafrost listening\n"), (0, None, false));
+        let r = parse_recovery(text);
+        assert_eq!(
+            (r.records, r.seconds, r.torn, r.snapshot),
+            (1234, Some(1.5), true, false)
+        );
+        assert_eq!(parse_recovery("permafrost listening\n"), Recovered::default());
+        let text = "recovery: snapshot 12 loaded in 0.20s (5 rows in memory, 7 evicted, 3 blocks; block directories as \
+                    differences from snapshot 9), log after LSN 40\n";
+        let r = parse_recovery(text);
+        assert_eq!((r.snapshot, r.base), (true, 9));
     }
 
     #[test]

@@ -357,8 +357,12 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
             eprintln!("recovery: {w}");
         }
         if let Some(s) = &report.snapshot {
+            let base = match s.base_epoch {
+                0 => String::new(),
+                b => format!("; block directories as differences from snapshot {b}"),
+            };
             eprintln!(
-                "recovery: snapshot {} loaded in {:.2}s ({} rows in memory, {} evicted, {} blocks), log after LSN {}",
+                "recovery: snapshot {} loaded in {:.2}s ({} rows in memory, {} evicted, {} blocks{base}), log after LSN {}",
                 s.epoch, s.seconds, s.rows, s.evicted, s.blocks, s.cut_lsn
             );
         }

@@ -589,8 +589,11 @@ pub(crate) fn start_periodic(db: std::sync::Weak<crate::database::Inner>) {
 pub struct LoadReport {
     pub epoch: u64,
     pub cut_lsn: u64,
+    /// The base snapshot whose block directories it completed (0: it holds them whole).
+    pub base_epoch: u64,
     pub rows: u64,
     pub evicted: u64,
+    /// Blocks in the restored directories.
     pub blocks: u64,
     pub seconds: f64,
 }
@@ -684,6 +687,7 @@ pub(crate) fn load(
     let mut report = LoadReport {
         epoch: header.epoch,
         cut_lsn: header.cut_lsn,
+        base_epoch: header.base_epoch,
         ..LoadReport::default()
     };
     let bad = |at: u64, detail: String| {
@@ -815,6 +819,7 @@ pub(crate) fn load(
                 let file_slots = d.u32().map_err(bad_at)?;
                 let live = d.u32().map_err(bad_at)?;
                 d.finish().map_err(bad_at)?;
+                report.blocks += live as u64;
                 if p >= n {
                     return Err(bad(at, format!("partition {p} of {n}")));
                 }
@@ -844,7 +849,6 @@ pub(crate) fn load(
                     for _ in 0..count {
                         cur.blocks.push(directory_entry(&mut d).map_err(bad_at)?);
                     }
-                    report.blocks += count as u64;
                 } else if k == kind::BLOCKS_REMOVED {
                     if header.base_epoch == 0 {
                         return Err(bad(at, "blocks removed in a snapshot without a base".into()));
