@@ -23,7 +23,12 @@ type Result<T> = std::result::Result<T, LogError>;
 
 pub const MAGIC: [u8; 8] = *b"PFSNAP\r\n";
 pub const VERSION: u32 = 2;
+/// The oldest version read: version 1 (48-byte header, no base, block directory entries
+/// with holes, PARTITION without the live count) is read too, so that a database upgraded
+/// from a build that wrote it restarts from its snapshot.
+pub const OLDEST_VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 56;
+const HEADER_LEN_V1: usize = 48;
 pub const SECTION_HEADER_LEN: usize = 12;
 /// Largest section body (writers cut rows, tombstones and keys into sections below this).
 pub const MAX_SECTION: usize = 64 << 20;
@@ -285,6 +290,7 @@ impl SnapshotWriter {
 pub struct SnapshotReader {
     r: BufReader<File>,
     path: PathBuf,
+    version: u32,
     offset: u64,
     sections: u64,
     chain: u32,
@@ -297,6 +303,7 @@ impl SnapshotReader {
         let mut r = SnapshotReader {
             r: BufReader::with_capacity(1 << 20, file),
             path: path.to_path_buf(),
+            version: VERSION,
             offset: 0,
             sections: 0,
             chain: 0,
@@ -309,12 +316,17 @@ impl SnapshotReader {
             return Err(r.corrupt(0, "not a snapshot file (bad magic)"));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-        if version != VERSION {
-            return Err(r.corrupt(8, format!("version {version}, this build reads version {VERSION}")));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            return Err(r.corrupt(
+                8,
+                format!("version {version}, this build reads versions {OLDEST_VERSION} to {VERSION}"),
+            ));
         }
-        r.read_exact(&mut h[12..], "header")?;
-        let crc = u32::from_le_bytes(h[52..56].try_into().expect("4 bytes"));
-        if crc32c::crc32c(&h[..52]) != crc {
+        r.version = version;
+        let len = if version == 1 { HEADER_LEN_V1 } else { HEADER_LEN };
+        r.read_exact(&mut h[12..len], "header")?;
+        let crc = u32::from_le_bytes(h[len - 4..len].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&h[..len - 4]) != crc {
             return Err(r.corrupt(0, "header checksum mismatch"));
         }
         let header = SnapshotHeader {
@@ -322,7 +334,11 @@ impl SnapshotReader {
             epoch: u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")),
             cut_lsn: u64::from_le_bytes(h[24..32].try_into().expect("8 bytes")),
             created_micros: i64::from_le_bytes(h[32..40].try_into().expect("8 bytes")),
-            base_epoch: u64::from_le_bytes(h[40..48].try_into().expect("8 bytes")),
+            base_epoch: if version == 1 {
+                0
+            } else {
+                u64::from_le_bytes(h[40..48].try_into().expect("8 bytes"))
+            },
         };
         Ok((r, header))
     }
@@ -392,6 +408,11 @@ impl SnapshotReader {
 
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The file's format version (sections differ between versions: docs/format.md).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     pub fn path(&self) -> &Path {

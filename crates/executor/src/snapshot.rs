@@ -609,12 +609,17 @@ fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storag
         .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))
 }
 
-/// One block directory entry: id, table, tuples, span (holes are recounted at load).
-fn directory_entry(d: &mut Dec<'_>) -> std::result::Result<(u32, BlockMeta), String> {
+/// One block directory entry: id, table, tuples, span (`v1`: and holes, before the span,
+/// which are ignored: they are recounted at load).
+fn directory_entry(d: &mut Dec<'_>, v1: bool) -> std::result::Result<(u32, BlockMeta), String> {
     let id = d.u32()?;
+    let (table, tuples) = (d.u16()?, d.u16()?);
+    if v1 {
+        d.u16()?;
+    }
     let meta = BlockMeta {
-        table: d.u16()?,
-        tuples: d.u16()?,
+        table,
+        tuples,
         holes: 0,
         span: d.u16()?,
     };
@@ -654,9 +659,10 @@ fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u3
         let Some(dir) = dirs.get_mut(p as usize) else {
             return Err(bad(at, format!("partition {p} of {}", of.partitions)));
         };
-        let count = d.count(10).map_err(bad_at)?;
+        let v1 = rd.version() == 1;
+        let count = d.count(if v1 { 12 } else { 10 }).map_err(bad_at)?;
         for _ in 0..count {
-            dir.push(directory_entry(&mut d).map_err(bad_at)?);
+            dir.push(directory_entry(&mut d, v1).map_err(bad_at)?);
         }
         d.finish().map_err(bad_at)?;
     }
@@ -682,6 +688,7 @@ pub(crate) fn load(
         )));
     }
     let (mut rd, _) = fmt::SnapshotReader::open(path)?;
+    let v1 = rd.version() == 1;
     let (ack_tx, ack_rx) = crossbeam_channel::unbounded::<Result<()>>();
     let mut outstanding = 0usize;
     let mut report = LoadReport {
@@ -719,7 +726,8 @@ pub(crate) fn load(
         p: u32,
         slot_size: usize,
         file_slots: u32,
-        live: u32,
+        /// Blocks in the whole directory (version 1 files do not say).
+        live: Option<u32>,
         /// The base's entries (differences), the removed ids, the entries listed here.
         base: Vec<(u32, BlockMeta)>,
         removed: Vec<u32>,
@@ -748,13 +756,14 @@ pub(crate) fn load(
                 }
             }
             d.base.append(&mut d.blocks);
-            if d.base.len() != d.live as usize {
+            if let Some(live) = d.live
+                && d.base.len() != live as usize
+            {
                 return Err(bad(
                     0,
                     format!(
-                        "partition {p}: the block directory has {} blocks, its PARTITION section says {}",
+                        "partition {p}: the block directory has {} blocks, its PARTITION section says {live}",
                         d.base.len(),
-                        d.live
                     ),
                 ));
             }
@@ -817,9 +826,10 @@ pub(crate) fn load(
                 let p = d.u32().map_err(bad_at)?;
                 let slot_size = d.u32().map_err(bad_at)? as usize;
                 let file_slots = d.u32().map_err(bad_at)?;
-                let live = d.u32().map_err(bad_at)?;
+                // Version 1 has no live count: the directory is whole, its length is it.
+                let live = if v1 { None } else { Some(d.u32().map_err(bad_at)?) };
                 d.finish().map_err(bad_at)?;
-                report.blocks += live as u64;
+                report.blocks += live.unwrap_or(0) as u64;
                 if p >= n {
                     return Err(bad(at, format!("partition {p} of {n}")));
                 }
@@ -844,13 +854,16 @@ pub(crate) fn load(
                     return Err(bad(at, "block directory outside its partition".into()));
                 };
                 if k == kind::BLOCKS {
-                    let count = d.count(10).map_err(bad_at)?;
+                    let count = d.count(if v1 { 12 } else { 10 }).map_err(bad_at)?;
                     cur.blocks.reserve(count);
                     for _ in 0..count {
-                        cur.blocks.push(directory_entry(&mut d).map_err(bad_at)?);
+                        cur.blocks.push(directory_entry(&mut d, v1).map_err(bad_at)?);
+                    }
+                    if v1 {
+                        report.blocks += count as u64;
                     }
                 } else if k == kind::BLOCKS_REMOVED {
-                    if header.base_epoch == 0 {
+                    if header.base_epoch == 0 || v1 {
                         return Err(bad(at, "blocks removed in a snapshot without a base".into()));
                     }
                     let count = d.count(4).map_err(bad_at)?;

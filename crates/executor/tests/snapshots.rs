@@ -308,3 +308,80 @@ fn later_snapshots_record_the_block_directory_as_differences() {
     assert_eq!(info.base_epoch, 0, "{info:?}");
     assert_eq!(snapshot_files(dir.path()), [info.epoch]);
 }
+
+/// Rewrites snapshot `path` (version 2, whole directories) as the previous build wrote it:
+/// version 1, a 48-byte header, PARTITION without the live count, directory entries with
+/// holes.
+fn to_version_1(path: &Path) {
+    use permafrost_durability::snapshot::{Dec, Enc, SnapshotReader, SnapshotWriter, kind};
+    let (mut r, h) = SnapshotReader::open(path).unwrap();
+    assert_eq!((r.version(), h.base_epoch), (2, 0));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = SnapshotWriter::create(tmp.path(), &h).unwrap();
+    while let Some((k, body)) = r.next_section().unwrap() {
+        let body = match k {
+            kind::PARTITION => body[..12].to_vec(),
+            kind::BLOCKS => {
+                let mut d = Dec::new(&body);
+                let mut e = Enc::default();
+                e.u32(d.u32().unwrap());
+                let n = d.u32().unwrap();
+                e.u32(n);
+                for _ in 0..n {
+                    e.u32(d.u32().unwrap());
+                    e.u16(d.u16().unwrap());
+                    e.u16(d.u16().unwrap());
+                    e.u16(0);
+                    e.u16(d.u16().unwrap());
+                }
+                e.0
+            }
+            _ => body,
+        };
+        w.section(k, &body).unwrap();
+    }
+    let (written, _) = w.finish().unwrap();
+    let bytes = std::fs::read(written).unwrap();
+    let mut v1 = bytes[..48].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    v1[40..44].fill(0);
+    let crc = crc32c::crc32c(&v1[..44]);
+    v1[44..48].copy_from_slice(&crc.to_le_bytes());
+    v1.extend_from_slice(&bytes[56..]);
+    std::fs::write(path, v1).unwrap();
+}
+
+#[test]
+fn a_version_1_snapshot_of_the_previous_build_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = 16 << 20;
+    let (before, info) = {
+        let db = Database::open(config(dir.path(), memory)).unwrap();
+        schema(&db);
+        fill(&db, 0, ROWS);
+        update(&db, 97, 1);
+        let info = db.snapshot().unwrap();
+        assert_eq!(info.base_epoch, 0);
+        update(&db, 89, 2);
+        (checksum(&db, ROWS), info)
+    };
+    to_version_1(&info.path);
+    assert_eq!(
+        permafrost_durability::snapshot::SnapshotReader::open(&info.path)
+            .unwrap()
+            .0
+            .version(),
+        1
+    );
+    let db = Database::open(config(dir.path(), memory)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    let snap = report.snapshot.clone().unwrap();
+    assert_eq!(snap.epoch, info.epoch, "{report:?}");
+    assert_eq!(snap.blocks, info.blocks_live);
+    assert_eq!(checksum(&db, ROWS), before);
+    // The next snapshot is written in the current version, whole.
+    let next = db.snapshot().unwrap();
+    assert_eq!(next.base_epoch, 0);
+    let (r, _) = permafrost_durability::snapshot::SnapshotReader::open(&next.path).unwrap();
+    assert_eq!(r.version(), permafrost_durability::snapshot::VERSION);
+}
