@@ -219,10 +219,19 @@ impl Database {
             .snapshots
             .ready
             .store(ready, std::sync::atomic::Ordering::Release);
+        // Numbered after every snapshot file present, loadable or not, so that a new one
+        // never takes the name of an old one.
+        let first_epoch = db
+            .config()
+            .snapshots
+            .as_ref()
+            .and_then(|s| permafrost_durability::snapshot::list(&s.dir).ok())
+            .and_then(|l| l.last().map(|(e, _)| e + 1))
+            .unwrap_or(1);
         db.inner
             .snapshots
             .next_epoch
-            .store(1, std::sync::atomic::Ordering::Release);
+            .store(first_epoch, std::sync::atomic::Ordering::Release);
         if db.config().snapshots.is_some() {
             crate::snapshot::start_periodic(Arc::downgrade(&db.inner));
         }

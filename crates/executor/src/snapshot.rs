@@ -1012,7 +1012,7 @@ pub(crate) fn load(
         return Err(Error::Recovery(format!("loading snapshot {}: {e}", path.display())));
     }
     let snaps = &db.inner().snapshots;
-    snaps.next_epoch.store(header.epoch + 1, Ordering::Release);
+    snaps.next_epoch.fetch_max(header.epoch + 1, Ordering::AcqRel);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }

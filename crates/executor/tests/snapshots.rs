@@ -177,6 +177,11 @@ fn a_damaged_newest_snapshot_is_passed_over() {
     assert!(report.warnings[0].contains("00099"), "{:?}", report.warnings);
     assert_eq!(report.snapshot.unwrap().epoch, 1);
     assert_eq!(checksum(&db, 2_000), before);
+    // The next snapshot is numbered after every file present (not 2: it never takes the
+    // name of one, usable or not), and replaces them.
+    let next = db.snapshot().unwrap();
+    assert_eq!(next.epoch, 100);
+    assert_eq!(snapshot_files(dir.path()), [100]);
     // A flipped byte in the middle is caught too: by a checksum, or, if it lands in a
     // section's length, by the length no longer fitting the file (both are tested one by
     // one in crates/durability/tests/snapshot_file.rs).
@@ -253,7 +258,7 @@ fn snapshot_files(dir: &Path) -> Vec<u64> {
 fn later_snapshots_record_the_block_directory_as_differences() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 16 << 20;
-    let (before, stats, last) = {
+    let (before, stats, last, rows) = {
         let db = Database::open(config(dir.path(), memory)).unwrap();
         schema(&db);
         fill(&db, 0, ROWS);
@@ -264,7 +269,15 @@ fn later_snapshots_record_the_block_directory_as_differences() {
         // A few updates merge some evicted tuples back (tuple-merge leaves holes) and evict
         // others: the next snapshot lists what changed.
         update(&db, 97, 1);
-        fill(&db, ROWS, ROWS + 3_000);
+        // Inserts until eviction has written new blocks (rounds run as memory fills, so
+        // how many inserts that takes depends on timing).
+        let evicted = db.stats_now().unwrap().evicted_tuples;
+        let mut rows = ROWS;
+        while db.stats_now().unwrap().evicted_tuples < evicted + 500 {
+            assert!(rows < ROWS + 20_000, "no eviction after {} more rows", rows - ROWS);
+            fill(&db, rows, rows + 500);
+            rows += 500;
+        }
         let second = db.snapshot().unwrap();
         assert_eq!(second.base_epoch, first.epoch, "{second:?}");
         assert!(
@@ -292,7 +305,7 @@ fn later_snapshots_record_the_block_directory_as_differences() {
         // Nothing after the last snapshot: the recovered directory must match exactly
         // (taken before the checksum, which reads evicted rows back).
         let stats = cold(&db);
-        (checksum(&db, ROWS + 3_000), stats, sixth.epoch)
+        (checksum(&db, rows), stats, sixth.epoch, rows)
     };
     let db = Database::open(config(dir.path(), memory)).unwrap();
     let report = db.recover(vec![], &mut |_, _| {}).unwrap();
@@ -301,7 +314,7 @@ fn later_snapshots_record_the_block_directory_as_differences() {
     let after = cold(&db);
     assert!(after.2 > 0, "tuple-merge left holes: {after:?}");
     assert_eq!(after, stats, "cold tuples, blocks and holes (recounted at load)");
-    assert_eq!(checksum(&db, ROWS + 3_000), before);
+    assert_eq!(checksum(&db, rows), before);
     // The first snapshot after a restart lists the whole directory.
     db.execute_sql("UPDATE big SET n = n + 1 WHERE id = 1", vec![]).unwrap();
     let info = db.snapshot().unwrap();
