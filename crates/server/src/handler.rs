@@ -305,8 +305,35 @@ pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
         "select*frompermafrost_stats" => return Ok(Command::Stats),
         _ => {}
     }
+    if names_stats_view(sql) {
+        // Not a table: the name is the server's figures, read whole.
+        return Err(client_error(
+            "0A000",
+            "permafrost_stats is the server's figures and can only be read whole: SELECT * FROM \
+             permafrost_stats or SHOW permafrost_stats (filter the rows in the client)",
+        ));
+    }
     let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
     classify(db, &stmt, sql)
+}
+
+/// Whether `sql` names `permafrost_stats` outside string literals (a statement other than
+/// the two that read it).
+fn names_stats_view(sql: &str) -> bool {
+    let mut outside = String::with_capacity(sql.len());
+    let mut in_literal = false;
+    for c in sql.chars() {
+        if c == '\'' {
+            // '' inside a literal toggles twice: still inside.
+            in_literal = !in_literal;
+            outside.push(' ');
+        } else if !in_literal {
+            outside.push(c);
+        }
+    }
+    outside
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| w.eq_ignore_ascii_case("permafrost_stats"))
 }
 
 /// Classifies one parsed statement (`sql` is its text).

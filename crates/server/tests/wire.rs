@@ -112,6 +112,8 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         ("INSERT INTO t VALUES (1, 'again')", "23505"),
         ("BEGIN", "0A000"),
         ("SHOW no_such_setting", "42704"),
+        ("SELECT name FROM permafrost_stats WHERE name = 'x'", "0A000"),
+        ("SELECT v FROM t WHERE v = 'permafrost_stats' AND nope = 1", "42703"),
     ];
     for (sql, want) in cases {
         let e = c.simple_query(sql).await.unwrap_err();
