@@ -161,7 +161,7 @@ fn settings_are_validated_and_name_themselves() {
         let mut s = c.clone();
         s.segment_bytes = bad;
         let e = s.validate().unwrap_err();
-        assert!(e.to_string().contains("command_log_segment_size"), "{e}");
+        assert!(e.to_string().contains("log_segment_size"), "{e}");
         assert_eq!(e.sqlstate(), "22023");
     }
     for good in [1 << 20, 4u64 << 30] {

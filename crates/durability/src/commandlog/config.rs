@@ -72,7 +72,7 @@ pub struct LogConfig {
     /// soon as the queue is empty). Setting `group_commit_window`, 0..=1s, default 0.
     pub group_commit_window: Duration,
     /// A segment is closed and a new one started once it holds this many bytes (it may
-    /// exceed it by one batch). Setting `command_log_segment_size`, 1MiB..=4GiB, default
+    /// exceed it by one batch). Setting `log_segment_size`, 1MiB..=4GiB, default
     /// 64MiB.
     pub segment_bytes: u64,
 }
@@ -97,7 +97,7 @@ impl LogConfig {
         }
         if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
             return Err(LogError::Config(format!(
-                "invalid setting command_log_segment_size: must be between 1MiB and 4GiB, got {} bytes",
+                "invalid setting log_segment_size: must be between 1MiB and 4GiB, got {} bytes",
                 self.segment_bytes
             )));
         }
