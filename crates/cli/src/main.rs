@@ -133,11 +133,14 @@ impl EngineArgs {
             other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
         };
         if let Some(bytes) = self.log_segment_size {
-            // The log's own check, named by this setting's flag and key.
+            // The log's own check ("invalid setting log_segment_size: ..."), with the flag.
             let mut log = permafrost_executor::LogConfig::new("commandlog");
             log.segment_bytes = bytes;
-            log.validate()
-                .map_err(|e| format!("invalid setting log_segment_size (--log-segment-size): {e}"))?;
+            log.validate().map_err(|e| {
+                let e = e.to_string();
+                let detail = e.strip_prefix("invalid setting log_segment_size: ").unwrap_or(&e);
+                format!("invalid setting log_segment_size (--log-segment-size): {detail}")
+            })?;
         }
         Ok(DbSettings {
             partitions: self.partitions,
