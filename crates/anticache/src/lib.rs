@@ -484,11 +484,6 @@ impl AntiCache {
         }
     }
 
-    /// Retired blocks kept for a snapshot.
-    pub fn held_blocks(&self) -> usize {
-        self.held.len()
-    }
-
     pub fn config(&self) -> &AntiCacheConfig {
         &self.cfg
     }

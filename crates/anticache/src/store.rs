@@ -444,12 +444,8 @@ impl BlockStore {
     /// snapshot started in this process, whose epoch is at most the current one).
     pub fn delta_since(&self, base: u64) -> DirectoryDelta {
         let added = self
-            .dir
-            .iter()
-            .zip(self.born.iter())
-            .enumerate()
-            .filter(|(_, (m, born))| m.span > 0 && **born as u64 >= base)
-            .map(|(i, (m, _))| (i as u32, *m))
+            .live()
+            .filter(|(id, _)| self.born[*id as usize] as u64 >= base)
             .collect();
         let removed = self
             .removed
@@ -464,11 +460,6 @@ impl BlockStore {
     /// it are in no difference any more.
     pub fn forget_removed_before(&mut self, base: u64) {
         self.removed.retain(|r| r.retired >= base);
-    }
-
-    /// Retired blocks logged for differences.
-    pub fn removed_logged(&self) -> usize {
-        self.removed.len()
     }
 
     /// Sets a block's count of merged-back tuples (recovery recounts them from the

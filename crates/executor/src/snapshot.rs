@@ -609,21 +609,26 @@ fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storag
         .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))
 }
 
-/// One block directory entry: id, table, tuples, span (`v1`: and holes, before the span,
-/// which are ignored: they are recounted at load).
-fn directory_entry(d: &mut Dec<'_>, v1: bool) -> std::result::Result<(u32, BlockMeta), String> {
-    let id = d.u32()?;
-    let (table, tuples) = (d.u16()?, d.u16()?);
-    if v1 {
-        d.u16()?;
+/// A BLOCKS section's entries after its partition: count, then per entry id, table,
+/// tuples, span (`v1`: and holes before the span, ignored: they are recounted at load).
+fn directory_entries(d: &mut Dec<'_>, v1: bool) -> std::result::Result<Vec<(u32, BlockMeta)>, String> {
+    let count = d.count(if v1 { 12 } else { 10 })?;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = d.u32()?;
+        let (table, tuples) = (d.u16()?, d.u16()?);
+        if v1 {
+            d.u16()?;
+        }
+        let meta = BlockMeta {
+            table,
+            tuples,
+            holes: 0,
+            span: d.u16()?,
+        };
+        out.push((id, meta));
     }
-    let meta = BlockMeta {
-        table,
-        tuples,
-        holes: 0,
-        span: d.u16()?,
-    };
-    Ok((id, meta))
+    Ok(out)
 }
 
 /// The whole block directories of base snapshot `path` (which the caller has checked,
@@ -659,11 +664,7 @@ fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u3
         let Some(dir) = dirs.get_mut(p as usize) else {
             return Err(bad(at, format!("partition {p} of {}", of.partitions)));
         };
-        let v1 = rd.version() == 1;
-        let count = d.count(if v1 { 12 } else { 10 }).map_err(bad_at)?;
-        for _ in 0..count {
-            dir.push(directory_entry(&mut d, v1).map_err(bad_at)?);
-        }
+        dir.extend(directory_entries(&mut d, rd.version() == 1).map_err(bad_at)?);
         d.finish().map_err(bad_at)?;
     }
     Ok(dirs)
@@ -854,14 +855,11 @@ pub(crate) fn load(
                     return Err(bad(at, "block directory outside its partition".into()));
                 };
                 if k == kind::BLOCKS {
-                    let count = d.count(if v1 { 12 } else { 10 }).map_err(bad_at)?;
-                    cur.blocks.reserve(count);
-                    for _ in 0..count {
-                        cur.blocks.push(directory_entry(&mut d, v1).map_err(bad_at)?);
-                    }
+                    let entries = directory_entries(&mut d, v1).map_err(bad_at)?;
                     if v1 {
-                        report.blocks += count as u64;
+                        report.blocks += entries.len() as u64;
                     }
+                    cur.blocks.extend(entries);
                 } else if k == kind::BLOCKS_REMOVED {
                     if header.base_epoch == 0 || v1 {
                         return Err(bad(at, "blocks removed in a snapshot without a base".into()));

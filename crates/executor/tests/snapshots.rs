@@ -83,14 +83,20 @@ fn schema(db: &Database) {
     .unwrap();
 }
 
+/// A new database in `dir` with the schema and rows `0..rows`.
+fn filled(dir: &Path, memory: u64, rows: i64) -> Database {
+    let db = Database::open(config(dir, memory)).unwrap();
+    schema(&db);
+    fill(&db, 0, rows);
+    db
+}
+
 #[test]
 fn recovery_starts_from_the_snapshot_and_replays_the_log_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 16 << 20;
     let (before, cut, t1) = {
-        let db = Database::open(config(dir.path(), memory)).unwrap();
-        schema(&db);
-        fill(&db, 0, ROWS);
+        let db = filled(dir.path(), memory, ROWS);
         update(&db, 7, 1);
         db.execute_sql("UPDATE big SET n = 777777 WHERE id = 6", vec![])
             .unwrap();
@@ -158,9 +164,7 @@ fn a_damaged_newest_snapshot_is_passed_over() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 64 << 20;
     let before = {
-        let db = Database::open(config(dir.path(), memory)).unwrap();
-        schema(&db);
-        fill(&db, 0, 2_000);
+        let db = filled(dir.path(), memory, 2_000);
         db.snapshot().unwrap();
         update(&db, 3, 1);
         checksum(&db, 2_000)
@@ -196,11 +200,7 @@ fn a_damaged_newest_snapshot_is_passed_over() {
 #[test]
 fn snapshots_need_recovery_first_and_a_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    {
-        let db = Database::open(config(dir.path(), 64 << 20)).unwrap();
-        schema(&db);
-        fill(&db, 0, 10);
-    }
+    drop(filled(dir.path(), 64 << 20, 10));
     let db = Database::open(config(dir.path(), 64 << 20)).unwrap();
     let err = db.snapshot().unwrap_err();
     assert!(err.to_string().contains("recovery"), "{err}");
@@ -216,9 +216,7 @@ fn a_failed_snapshot_is_reported_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 64 << 20;
     let before = {
-        let db = Database::open(config(dir.path(), memory)).unwrap();
-        schema(&db);
-        fill(&db, 0, 2_000);
+        let db = filled(dir.path(), memory, 2_000);
         // The writer process cannot create its file (a directory is in the way): it fails,
         // says why, and the database goes on.
         let obstacle = dir.path().join("snapshots/snapshot-00000000000000000001.pfsnap.tmp");
@@ -259,9 +257,7 @@ fn later_snapshots_record_the_block_directory_as_differences() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 16 << 20;
     let (before, stats, last, rows) = {
-        let db = Database::open(config(dir.path(), memory)).unwrap();
-        schema(&db);
-        fill(&db, 0, ROWS);
+        let db = filled(dir.path(), memory, ROWS);
         let first = db.snapshot().unwrap();
         assert_eq!(first.base_epoch, 0, "the first snapshot lists the whole directory");
         assert_eq!(first.directory_entries, first.blocks_live);
@@ -369,9 +365,7 @@ fn a_version_1_snapshot_of_the_previous_build_is_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let memory = 16 << 20;
     let (before, info) = {
-        let db = Database::open(config(dir.path(), memory)).unwrap();
-        schema(&db);
-        fill(&db, 0, ROWS);
+        let db = filled(dir.path(), memory, ROWS);
         update(&db, 97, 1);
         let info = db.snapshot().unwrap();
         assert_eq!(info.base_epoch, 0);
