@@ -73,6 +73,10 @@ pub(crate) enum Msg {
     Shutdown,
 }
 
+/// Within a pass over its queue, a partition looks for log records that became durable
+/// every this many messages ([`Partition::release_if_durable`]).
+const DURABLE_POLL: usize = 64;
+
 /// How the command log's writer tells a partition that records became durable: at most
 /// one [`Msg::Durable`] in its queue at a time, however many records a group commit
 /// covers.
@@ -240,7 +244,7 @@ impl Partition {
             }
             // Drain what else is queued before flushing, to batch completions.
             let mut stop = false;
-            for _ in 0..1024 {
+            for i in 0..1024 {
                 match rx.try_recv() {
                     Ok(m) => {
                         if !self.handle(m) {
@@ -250,8 +254,12 @@ impl Partition {
                     }
                     Err(_) => break,
                 }
+                if i % DURABLE_POLL == DURABLE_POLL - 1 && self.release_if_durable() {
+                    self.outbox.flush();
+                }
             }
             self.flush_log();
+            self.release_if_durable();
             self.outbox.flush();
             self.publish(false);
             if stop {
@@ -480,7 +488,7 @@ impl Partition {
             return;
         }
         let Some(log) = &self.shared.log else { return };
-        let chunk = std::mem::take(&mut self.log_chunk);
+        let chunk = std::mem::replace(&mut self.log_chunk, log.chunk());
         let n = chunk.len();
         if self.log_replies.is_empty() {
             log.append_chunk(chunk, Box::new(|_| {}));
@@ -504,11 +512,33 @@ impl Partition {
         }
     }
 
+    /// Answers the transactions waiting for log records that became durable, without
+    /// waiting for the [`Msg::Durable`] queued behind the calls that arrived meanwhile (a
+    /// full queue of them in sync mode under load: the clients would wait that much longer
+    /// for their answers, and the partition could run dry meanwhile). Returns whether it
+    /// answered any.
+    fn release_if_durable(&mut self) -> bool {
+        let Some(log) = &self.shared.log else { return false };
+        match self.durable_wait.front() {
+            Some((lsn, _, _)) if *lsn != 0 && *lsn <= log.durable_lsn() => {
+                self.release_ready();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Answers the transactions whose log records are durable now; if the log failed, the
     /// ones after fail with its error (they took effect in memory, but were never
     /// acknowledged, and the log takes nothing more).
     fn release_durable(&mut self) {
         self.durable_signal.scheduled.store(false, Ordering::Release);
+        self.release_ready();
+    }
+
+    /// [`Partition::release_durable`] without taking note that the queued
+    /// [`Msg::Durable`] was handled (so that at most one stays queued).
+    fn release_ready(&mut self) {
         let Some(log) = &self.shared.log else { return };
         let durable = log.durable_lsn();
         let failed = self.durable_signal.error.lock().ok().and_then(|e| e.clone());

@@ -42,6 +42,10 @@ struct Shared {
     writes: AtomicU64,
     syncs: AtomicU64,
     failed_syncs: AtomicU64,
+    /// Bytes the writer let the kernel drop from the page cache, and how many of them were
+    /// not yet synced when it did (which would be a writer bug).
+    dropped: AtomicU64,
+    dropped_unsynced: AtomicU64,
 }
 
 /// The fault-injecting file system (cheap to clone: clones share their faults).
@@ -75,6 +79,8 @@ impl FaultyFs {
                 writes: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
                 failed_syncs: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+                dropped_unsynced: AtomicU64::new(0),
             }),
         }
     }
@@ -160,6 +166,14 @@ impl FaultyFs {
 
     pub fn failed_syncs(&self) -> u64 {
         self.shared.failed_syncs.load(Ordering::SeqCst)
+    }
+
+    /// Bytes given to [`LogFile::drop_cached`], and how many of them were not synced then.
+    pub fn dropped_from_cache(&self) -> (u64, u64) {
+        (
+            self.shared.dropped.load(Ordering::SeqCst),
+            self.shared.dropped_unsynced.load(Ordering::SeqCst),
+        )
     }
 
     /// Starts tracking a file (of `len` durable bytes) opened at `path`.
@@ -251,6 +265,16 @@ impl LogFile for FaultyFile {
         f.len = len;
         f.synced = f.synced.min(len);
         Ok(())
+    }
+
+    fn drop_cached(&mut self, offset: u64, len: u64) {
+        let s = self.fs.state();
+        let synced = s.files[self.id].synced;
+        let unsynced = (offset + len).saturating_sub(synced.max(offset));
+        self.fs.shared.dropped.fetch_add(len, Ordering::SeqCst);
+        self.fs.shared.dropped_unsynced.fetch_add(unsynced, Ordering::SeqCst);
+        drop(s);
+        self.inner.drop_cached(offset, len);
     }
 }
 

@@ -5,6 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 /// One open segment file.
@@ -14,6 +15,10 @@ pub trait LogFile: Send {
     /// `fdatasync`: the file's data and size are durable when this returns Ok.
     fn sync_data(&mut self) -> io::Result<()>;
     fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// Tells the kernel that the `len` bytes at `offset`, written and synced, will not be
+    /// read while the log runs, so their page-cache pages can be freed now (and reused for
+    /// the next writes) instead of piling up. Advice only: nothing fails if it is ignored.
+    fn drop_cached(&mut self, offset: u64, len: u64);
 }
 
 /// Creating, opening, renaming and removing segment files.
@@ -45,6 +50,15 @@ impl LogFile for RealFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
+    }
+
+    fn drop_cached(&mut self, offset: u64, len: u64) {
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return;
+        };
+        // SAFETY: advice on a descriptor we own; no memory is passed. Its result does not
+        // matter (the pages stay cached if the kernel declines).
+        unsafe { libc::posix_fadvise(self.0.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED) };
     }
 }
 

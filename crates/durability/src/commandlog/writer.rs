@@ -30,6 +30,17 @@ const QUEUE_CAPACITY: usize = 1 << 16;
 const BATCH_BYTES: usize = 4 << 20;
 /// The writer keeps a batch buffer up to this size between batches.
 const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
+/// Chunk buffers the writer hands back for reuse ([`CommandLog::chunk`]), at most, and the
+/// largest it keeps: reused buffers spare the appending threads a buffer's growth and the
+/// allocator a free on another thread than the one that allocated.
+const SPARE_BUFFERS: usize = 64;
+const SPARE_BUFFER_BYTES: usize = 1 << 20;
+/// Written and synced bytes of the segment are dropped from the page cache once this many
+/// have gathered (whole pages only; see [`LogFile::drop_cached`]).
+const DROP_CACHED_BYTES: u64 = 256 << 10;
+/// Page size assumed for dropping cached pages (a larger real page only means that the
+/// last partial one of a range stays cached).
+const PAGE: u64 = 4096;
 /// Name of the file whose lock keeps a second writer out of the directory.
 const LOCK_FILE: &str = "command-log.lock";
 
@@ -111,6 +122,8 @@ struct Shared {
     /// Segment files by first LSN, ascending; the last is the one being written.
     segments: Mutex<Vec<(u64, PathBuf)>>,
     counters: Counters,
+    /// Emptied chunk buffers, for [`CommandLog::chunk`].
+    spare: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,6 +207,7 @@ impl CommandLog {
             failure: Mutex::new(None),
             segments: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            spare: crossbeam_channel::bounded(SPARE_BUFFERS),
         };
         if cfg.mode == LogMode::Off {
             return Ok(CommandLog {
@@ -245,6 +259,7 @@ impl CommandLog {
             rx,
             file,
             offset,
+            uncached: 0,
             next_lsn,
             buf: Vec::new(),
         };
@@ -297,6 +312,15 @@ impl CommandLog {
             return 0;
         }
         self.enqueue(1, done, |lsn, done| Msg::Record { lsn, body, done })
+    }
+
+    /// An empty [`Chunk`], in a buffer an earlier chunk used when the writer has one to
+    /// spare.
+    pub fn chunk(&self) -> Chunk {
+        Chunk {
+            bytes: self.shared.spare.1.try_recv().unwrap_or_default(),
+            count: 0,
+        }
     }
 
     /// Appends the records of a [`Chunk`] at once (a partition's commits of one pass over
@@ -573,6 +597,11 @@ impl Chunk {
         }
     }
 
+    /// Bytes the chunk's buffer holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// Records in the chunk.
     pub fn len(&self) -> u64 {
         self.count
@@ -612,6 +641,8 @@ struct Writer {
     file: Box<dyn LogFile>,
     /// Length of the segment being written.
     offset: u64,
+    /// The segment's bytes before this offset were dropped from the page cache.
+    uncached: u64,
     /// LSN of the next record to write.
     next_lsn: u64,
     buf: Vec<u8>,
@@ -726,7 +757,16 @@ impl Writer {
             Some(e) => Err(e),
             None => self.write_batch(batch),
         };
-        let dones: Vec<Done> = batch.drain(..).filter_map(|p| p.done).collect();
+        let mut dones = Vec::with_capacity(batch.len());
+        for p in batch.drain(..) {
+            dones.extend(p.done);
+            if p.chunked && p.body.capacity() <= SPARE_BUFFER_BYTES {
+                let mut b = p.body;
+                b.clear();
+                // Dropped if enough are spare already.
+                let _ = sh.spare.0.try_send(b);
+            }
+        }
         match result {
             Ok(()) => {
                 for d in dones {
@@ -799,7 +839,20 @@ impl Writer {
         c.batches.fetch_add(1, Ordering::Relaxed);
         c.syncs.fetch_add(1, Ordering::Relaxed);
         c.durable_lsn.store(last, Ordering::Release);
+        self.drop_synced_pages();
         Ok(())
+    }
+
+    /// Lets the kernel free the page-cache pages of the segment's synced records: the log
+    /// is never read back while it is written, and freshly freed pages make the next
+    /// writes cheaper than new ones (measured: write + `fdatasync` of 30 KiB took 65 µs of
+    /// CPU instead of 95). The page the next batch continues stays cached.
+    fn drop_synced_pages(&mut self) {
+        let end = self.offset / PAGE * PAGE;
+        if end >= self.uncached + DROP_CACHED_BYTES {
+            self.file.drop_cached(self.uncached, end - self.uncached);
+            self.uncached = end;
+        }
     }
 
     /// Starts a new segment at the next LSN (between batches).
@@ -814,6 +867,7 @@ impl Writer {
         lock(&sh.segments).push((self.next_lsn, path));
         self.file = file;
         self.offset = SEGMENT_HEADER_LEN as u64;
+        self.uncached = 0;
         Ok(())
     }
 }
