@@ -340,27 +340,23 @@ fn write_snapshot(
         e.u32(img.map_or(0, |i| i.live));
         w.section(kind::PARTITION, &e.0)?;
         if let Some(img) = img {
-            for chunk in img.directory.removed.chunks(256 * 1024) {
-                let mut e = Enc::default();
-                e.u32(p);
-                e.u32(chunk.len() as u32);
-                for id in chunk {
-                    e.u32(*id);
-                }
-                w.section(kind::BLOCKS_REMOVED, &e.0)?;
+            let mut prefix = Enc::default();
+            prefix.u32(p);
+            let mut removed = Counted::new(&mut w, kind::BLOCKS_REMOVED, Enc(prefix.0.clone()));
+            for id in &img.directory.removed {
+                removed.item(|e| e.u32(*id));
             }
-            for chunk in img.directory.added.chunks(64 * 1024) {
-                let mut e = Enc::default();
-                e.u32(p);
-                e.u32(chunk.len() as u32);
-                for (id, m) in chunk {
+            removed.finish()?;
+            let mut added = Counted::new(&mut w, kind::BLOCKS, prefix);
+            for (id, m) in &img.directory.added {
+                added.item(|e| {
                     e.u32(*id);
                     e.u16(m.table);
                     e.u16(m.tuples);
                     e.u16(m.span);
-                }
-                w.section(kind::BLOCKS, &e.0)?;
+                });
             }
+            added.finish()?;
             for (id, span, buf) in &img.pending {
                 let len = (*span as usize * img.slot_size).min(buf.len());
                 let mut e = Enc::default();
