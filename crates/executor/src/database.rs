@@ -143,6 +143,12 @@ impl Database {
     /// Opens an empty database with `config`. With the anti-cache on, each partition gets
     /// a fresh block file in the anti-cache directory.
     pub fn open(config: Config) -> Result<Database> {
+        Database::open_with_log_fs(config, Arc::new(permafrost_durability::RealFs))
+    }
+
+    /// [`Database::open`] with the command log's file I/O done through `fs` (tests inject
+    /// faults with [`permafrost_durability::fault::FaultyFs`]).
+    pub fn open_with_log_fs(config: Config, fs: Arc<dyn permafrost_durability::LogFs>) -> Result<Database> {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
@@ -178,7 +184,7 @@ impl Database {
             });
         }
         let log = match &config.command_log {
-            Some(cfg) => Some(Arc::new(permafrost_durability::CommandLog::open(cfg.clone())?)),
+            Some(cfg) => Some(Arc::new(permafrost_durability::CommandLog::open_with(cfg.clone(), fs)?)),
             None => None,
         };
         let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());

@@ -162,14 +162,17 @@ pub(crate) struct Partition {
     /// Replayed calls held back behind one the memory budget refused, in log order
     /// (recovery: see `crate::recovery`).
     pub(crate) replay_stall: std::collections::VecDeque<Invocation>,
-    /// Committed transactions whose answers wait for their log record to be durable
-    /// (sync mode), by LSN.
+    /// Answers of read-only transactions that wait for records appended before them (by
+    /// this partition in an earlier pass, or by others) to be durable (sync mode), by the
+    /// LSN they wait for. Answers that wait for this partition's own pass go with its
+    /// chunk instead (`flush_log`).
     durable_wait: std::collections::VecDeque<(u64, Reply, Result<Rows>)>,
     durable_signal: Arc<DurableSignal>,
     /// Records of this pass's commits, not yet appended to the log, and (sync mode) the
-    /// answers that wait for them.
+    /// answers that wait for them: they go with the chunk, and the log's writer sends them
+    /// once it is durable (`flush_log`).
     log_chunk: permafrost_durability::Chunk,
-    log_replies: Vec<(bool, Reply, Result<Rows>)>,
+    log_replies: Vec<(Reply, Result<Rows>)>,
     /// The highest LSN a log barrier was asked for (answers of read-only transactions
     /// waiting for other partitions' records).
     barrier_lsn: u64,
@@ -448,8 +451,8 @@ impl Partition {
                     return;
                 }
                 if log.mode() == permafrost_durability::LogMode::Sync {
-                    // Answered when the record is durable (`release_durable`).
-                    self.log_replies.push((true, reply, r));
+                    // Answered when the record is durable (`flush_log`).
+                    self.log_replies.push((reply, r));
                 } else {
                     self.outbox.send(reply, r);
                 }
@@ -460,7 +463,7 @@ impl Partition {
                 // could still take back.
                 if !self.log_chunk.is_empty() {
                     // Behind this partition's commits of this pass.
-                    self.log_replies.push((false, reply, r));
+                    self.log_replies.push((reply, r));
                     return;
                 }
                 let need = log.last_lsn();
@@ -489,27 +492,39 @@ impl Partition {
         }
         let Some(log) = &self.shared.log else { return };
         let chunk = std::mem::replace(&mut self.log_chunk, log.chunk());
-        let n = chunk.len();
         if self.log_replies.is_empty() {
             log.append_chunk(chunk, Box::new(|_| {}));
             return;
         }
+        // The answers travel with the chunk: the writer sends them as soon as the group
+        // commit holding it is durable, without waking this partition for it (a partition
+        // that has run dry would otherwise be woken once more per group commit, only to
+        // pass the answers on).
+        let replies = std::mem::take(&mut self.log_replies);
         let signal = self.durable_signal.clone();
-        let last = log.append_chunk(chunk, Box::new(move |res| signal.notify(res)));
-        // A batch that could not be appended (last = 0) fails with the log's error.
-        // An answer without a record of its own waits for the record before it.
-        let mut next = if last == 0 { 0 } else { last + 1 - n };
-        for (own, reply, r) in self.log_replies.drain(..) {
-            let lsn = match (last, own) {
-                (0, _) => 0,
-                (_, true) => {
-                    next += 1;
-                    next - 1
+        log.append_chunk(
+            chunk,
+            Box::new(move |res| {
+                let mut outbox = Outbox::default();
+                match res {
+                    Ok(()) => {
+                        for (reply, r) in replies {
+                            outbox.send(reply, r);
+                        }
+                    }
+                    Err(e) => {
+                        // They took effect in memory but were never acknowledged; the
+                        // partition's later answers that wait for the log fail too.
+                        let err = Error::from(e.duplicate());
+                        signal.notify(Err(e));
+                        for (reply, _) in replies {
+                            outbox.send(reply, Err(err.clone()));
+                        }
+                    }
                 }
-                (_, false) => next - 1,
-            };
-            self.durable_wait.push_back((lsn, reply, r));
-        }
+                outbox.flush();
+            }),
+        );
     }
 
     /// Answers the transactions waiting for log records that became durable, without

@@ -290,3 +290,57 @@ fn sync_writes_are_answered_only_once_their_records_are_durable() {
     let n = dump(&db, "SELECT count(*) FROM kv");
     assert_eq!(n, vec![vec![Value::Int(total as i64)]]);
 }
+
+#[test]
+fn a_failed_log_fails_the_answers_that_wait_for_it_and_acknowledges_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = permafrost_durability::fault::FaultyFs::new();
+    let db = Database::open_with_log_fs(config(dir.path(), false, 64 << 20), std::sync::Arc::new(fs.clone())).unwrap();
+    db.execute_sql("CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT)", vec![])
+        .unwrap();
+    let put = db
+        .register(
+            ProcedureDef::new("Put")
+                .partition_param(0)
+                .statement("INSERT INTO kv (k, v) VALUES (?, ?)")
+                .body(|ctx, p| ctx.execute(0, p)),
+        )
+        .unwrap();
+    let get = db
+        .register(
+            ProcedureDef::new("Get")
+                .partition_param(0)
+                .statement("SELECT v FROM kv WHERE k = ?")
+                .body(|ctx, p| ctx.execute(0, p)),
+        )
+        .unwrap();
+    let mut session = db.session();
+    let mut run = |proc, params: Vec<Vec<Value>>| {
+        for (i, p) in params.into_iter().enumerate() {
+            session.submit(proc, p, i as u64).unwrap();
+        }
+        let mut all = Vec::new();
+        let mut completions = Vec::new();
+        while all.len() < 100 {
+            completions.clear();
+            session.wait(&mut completions).unwrap();
+            all.extend(completions.drain(..).map(|c| c.result.is_ok()));
+        }
+        all
+    };
+    let puts = |from: i64| (from..from + 100).map(|k| vec![Value::Int(k), Value::Int(1)]).collect();
+    assert!(run(&put, puts(0)).iter().all(|ok| *ok), "before the failure");
+    // Every fdatasync fails from now on (EIO): the writes that wait for one fail, and
+    // so does every later call that would have to wait for the log.
+    fs.fail_syncs_after(0, libc::EIO);
+    assert!(
+        run(&put, puts(100)).iter().all(|ok| !ok),
+        "writes acknowledged without a durable record"
+    );
+    let gets = (0..100).map(|k| vec![Value::Int(k)]).collect();
+    assert!(
+        run(&get, gets).iter().all(|ok| !ok),
+        "reads answered after the log failed"
+    );
+    assert!(fs.failed_syncs() >= 1);
+}

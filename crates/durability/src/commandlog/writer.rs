@@ -33,7 +33,7 @@ const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
 /// Chunk buffers the writer hands back for reuse ([`CommandLog::chunk`]), at most, and the
 /// largest it keeps: reused buffers spare the appending threads a buffer's growth and the
 /// allocator a free on another thread than the one that allocated.
-const SPARE_BUFFERS: usize = 64;
+const SPARE_BUFFERS: usize = 16;
 const SPARE_BUFFER_BYTES: usize = 1 << 20;
 /// Written and synced bytes of the segment are dropped from the page cache once this many
 /// have gathered (whole pages only; see [`LogFile::drop_cached`]).
@@ -123,7 +123,9 @@ struct Shared {
     segments: Mutex<Vec<(u64, PathBuf)>>,
     counters: Counters,
     /// Emptied chunk buffers, for [`CommandLog::chunk`].
-    spare: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
+    /// Emptied chunk buffers, the most recently used last: the next chunk takes the one
+    /// most likely still in the caches.
+    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -207,7 +209,7 @@ impl CommandLog {
             failure: Mutex::new(None),
             segments: Mutex::new(Vec::new()),
             counters: Counters::default(),
-            spare: crossbeam_channel::bounded(SPARE_BUFFERS),
+            spare: Mutex::new(Vec::with_capacity(SPARE_BUFFERS)),
         };
         if cfg.mode == LogMode::Off {
             return Ok(CommandLog {
@@ -318,7 +320,7 @@ impl CommandLog {
     /// spare.
     pub fn chunk(&self) -> Chunk {
         Chunk {
-            bytes: self.shared.spare.1.try_recv().unwrap_or_default(),
+            bytes: lock(&self.shared.spare).pop().unwrap_or_default(),
             count: 0,
         }
     }
@@ -764,7 +766,10 @@ impl Writer {
                 let mut b = p.body;
                 b.clear();
                 // Dropped if enough are spare already.
-                let _ = sh.spare.0.try_send(b);
+                let mut spare = lock(&sh.spare);
+                if spare.len() < SPARE_BUFFERS {
+                    spare.push(b);
+                }
             }
         }
         match result {
