@@ -77,6 +77,13 @@ pub(crate) enum Msg {
 /// every this many messages ([`Partition::release_if_durable`]).
 const DURABLE_POLL: usize = 64;
 
+/// A pass appends its log chunk early, in the middle of the pass, once a message brings it
+/// to this many records: the writer writes and syncs them while the pass goes on, so the
+/// answers of a long pass do not all wait for its end and then for one more group commit
+/// (measured in sync mode: the machine idled 5% of the time waiting on that, and not
+/// with early appends).
+const EARLY_APPEND: u64 = 128;
+
 /// How the command log's writer tells a partition that records became durable: at most
 /// one [`Msg::Durable`] in its queue at a time, however many records a group commit
 /// covers.
@@ -256,6 +263,9 @@ impl Partition {
                         }
                     }
                     Err(_) => break,
+                }
+                if self.log_chunk.len() >= EARLY_APPEND {
+                    self.flush_log();
                 }
                 if i % DURABLE_POLL == DURABLE_POLL - 1 && self.release_if_durable() {
                     self.outbox.flush();
