@@ -52,10 +52,29 @@ impl Drop for Inner {
 }
 
 /// An open database. Cloning gives another handle to the same database; it shuts down
-/// when the last handle is dropped.
+/// when the last handle is dropped, in that handle's drop (its partitions stopped, its
+/// command log synced and closed), so that the same directories can be opened again at once.
 #[derive(Clone)]
 pub struct Database {
+    /// Shared by the application's handles, not by the periodic snapshot thread's: the last
+    /// one stops that thread before `inner` goes (declared first, so dropped first), so the
+    /// thread is never the one left to shut the database down.
+    owner: Option<Arc<Owner>>,
     inner: Arc<Inner>,
+}
+
+/// What the application's handles own besides the database: the periodic snapshot thread.
+struct Owner {
+    periodic: Mutex<Option<crate::snapshot::Periodic>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        let periodic = self.periodic.get_mut().map_or(None, |p| p.take());
+        if let Some(p) = periodic {
+            p.stop();
+        }
+    }
 }
 
 /// An ad hoc statement planned once, for running it many times
@@ -210,6 +229,9 @@ impl Database {
             threads.push(t);
         }
         let db = Database {
+            owner: Some(Arc::new(Owner {
+                periodic: Mutex::new(None),
+            })),
             inner: Arc::new(Inner {
                 shared,
                 threads: Mutex::new(threads),
@@ -239,7 +261,12 @@ impl Database {
             .next_epoch
             .store(first_epoch, std::sync::atomic::Ordering::Release);
         if db.config().snapshots.is_some() {
-            crate::snapshot::start_periodic(Arc::downgrade(&db.inner));
+            let periodic = crate::snapshot::start_periodic(Arc::downgrade(&db.inner))?;
+            if let Some(owner) = &db.owner
+                && let Ok(mut p) = owner.periodic.lock()
+            {
+                *p = Some(periodic);
+            }
         }
         Ok(db)
     }
@@ -249,7 +276,7 @@ impl Database {
     }
 
     pub(crate) fn from_weak(w: &std::sync::Weak<Inner>) -> Option<Database> {
-        w.upgrade().map(|inner| Database { inner })
+        w.upgrade().map(|inner| Database { owner: None, inner })
     }
 
     /// The schema statements that built the current schema.

@@ -30,7 +30,7 @@ use permafrost_storage::{PartitionStore, TableId, Value};
 use crate::error::{Error, Result};
 use crate::mp::{MpFetch, MpTxn};
 use crate::procedure::Procedure;
-use crate::reply::{Outbox, Reply};
+use crate::reply::{Held, Outbox, Reply};
 use crate::retrieval::{Parking, Waiter};
 use crate::shared::{PartitionStats, Shared};
 use crate::txn::{Outcome, TxnInfo, run_txn};
@@ -179,7 +179,7 @@ pub(crate) struct Partition {
     /// answers that wait for them: they go with the chunk, and the log's writer sends them
     /// once it is durable (`flush_log`).
     log_chunk: permafrost_durability::Chunk,
-    log_replies: Vec<(Reply, Result<Rows>)>,
+    log_replies: Held,
     /// The highest LSN a log barrier was asked for (answers of read-only transactions
     /// waiting for other partitions' records).
     barrier_lsn: u64,
@@ -221,7 +221,7 @@ impl Partition {
             durable_wait: std::collections::VecDeque::new(),
             durable_signal,
             log_chunk: permafrost_durability::Chunk::new(),
-            log_replies: Vec::new(),
+            log_replies: Held::default(),
             barrier_lsn: 0,
         }
     }
@@ -462,7 +462,7 @@ impl Partition {
                 }
                 if log.mode() == permafrost_durability::LogMode::Sync {
                     // Answered when the record is durable (`flush_log`).
-                    self.log_replies.push((reply, r));
+                    self.log_replies.hold(reply, r);
                 } else {
                     self.outbox.send(reply, r);
                 }
@@ -473,7 +473,7 @@ impl Partition {
                 // could still take back.
                 if !self.log_chunk.is_empty() {
                     // Behind this partition's commits of this pass.
-                    self.log_replies.push((reply, r));
+                    self.log_replies.hold(reply, r);
                     return;
                 }
                 let need = log.last_lsn();
@@ -514,25 +514,15 @@ impl Partition {
         let signal = self.durable_signal.clone();
         log.append_chunk(
             chunk,
-            Box::new(move |res| {
-                let mut outbox = Outbox::default();
-                match res {
-                    Ok(()) => {
-                        for (reply, r) in replies {
-                            outbox.send(reply, r);
-                        }
-                    }
-                    Err(e) => {
-                        // They took effect in memory but were never acknowledged; the
-                        // partition's later answers that wait for the log fail too.
-                        let err = Error::from(e.duplicate());
-                        signal.notify(Err(e));
-                        for (reply, _) in replies {
-                            outbox.send(reply, Err(err.clone()));
-                        }
-                    }
+            Box::new(move |res| match res {
+                Ok(()) => replies.release(),
+                Err(e) => {
+                    // They took effect in memory but were never acknowledged; the
+                    // partition's later answers that wait for the log fail too.
+                    let err = Error::from(e.duplicate());
+                    signal.notify(Err(e));
+                    replies.fail(&err);
                 }
-                outbox.flush();
             }),
         );
     }

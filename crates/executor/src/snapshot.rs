@@ -562,22 +562,45 @@ impl Database {
     }
 }
 
-/// The periodic snapshot thread: checks every 100 ms whether one is due; ends with the
-/// database.
-pub(crate) fn start_periodic(db: std::sync::Weak<crate::database::Inner>) {
-    let _ = std::thread::Builder::new().name("snapshots".into()).spawn(move || {
-        let mut last = Instant::now();
-        loop {
-            std::thread::sleep(Duration::from_millis(100));
-            let Some(db) = Database::from_weak(&db) else { return };
-            if db.snapshot_due(last.elapsed()) {
-                if let Err(e) = db.snapshot() {
-                    eprintln!("permafrost: periodic snapshot failed: {e}");
+/// The periodic snapshot thread: checks every 100 ms whether one is due; ends when
+/// [`Periodic::stop`] is called or the database is gone.
+pub(crate) fn start_periodic(db: std::sync::Weak<crate::database::Inner>) -> Result<Periodic> {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    let thread = std::thread::Builder::new()
+        .name("snapshots".into())
+        .spawn(move || {
+            let mut last = Instant::now();
+            // Disconnected (or sent to) when it is to stop.
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(Duration::from_millis(100))
+            {
+                let Some(db) = Database::from_weak(&db) else { return };
+                if db.snapshot_due(last.elapsed()) {
+                    if let Err(e) = db.snapshot() {
+                        eprintln!("permafrost: periodic snapshot failed: {e}");
+                    }
+                    last = Instant::now();
                 }
-                last = Instant::now();
             }
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the periodic snapshot thread: {e}")))?;
+    Ok(Periodic { stop, thread })
+}
+
+/// The running periodic snapshot thread.
+pub(crate) struct Periodic {
+    stop: crossbeam_channel::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Periodic {
+    /// Stops the thread and waits for it (and for a snapshot it is taking).
+    pub(crate) fn stop(self) {
+        drop(self.stop);
+        if self.thread.thread().id() != std::thread::current().id() {
+            let _ = self.thread.join();
         }
-    });
+    }
 }
 
 /// What loading a snapshot did.

@@ -392,3 +392,41 @@ fn a_version_1_snapshot_of_the_previous_build_is_loaded() {
     let (r, _) = permafrost_durability::snapshot::SnapshotReader::open(&next.path).unwrap();
     assert_eq!(r.version(), permafrost_durability::snapshot::VERSION);
 }
+
+#[test]
+fn a_dropped_database_is_closed_when_drop_returns_even_while_a_periodic_snapshot_runs() {
+    // Snapshots as often as the periodic thread looks (every 100 ms), each taking a while
+    // (30,000 rows of 900 bytes): the thread often holds the database when the application
+    // drops it. The application's drop must still be the one that closes it (the command
+    // log's lock released), so reopening at once never finds the log in use.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 256 << 20);
+    if let Some(s) = cfg.snapshots.as_mut() {
+        s.interval = Some(std::time::Duration::from_millis(1));
+    }
+    {
+        let db = Database::open(cfg.clone()).unwrap();
+        schema(&db);
+        fill(&db, 0, ROWS);
+    }
+    let rounds = 12;
+    let mut updates = 0;
+    for round in 0..rounds {
+        let db = Database::open(cfg.clone()).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        // Commits for 100-160 ms, so that a snapshot is due when the thread looks.
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(100 + 5 * round);
+        while std::time::Instant::now() < until {
+            retry(
+                &db,
+                "UPDATE big SET n = n + 1 WHERE id = $1",
+                vec![Value::Int(updates % ROWS)],
+            );
+            updates += 1;
+        }
+    }
+    let db = Database::open(cfg).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    let n = db.execute_sql("SELECT SUM(n) FROM big", vec![]).unwrap().to_values();
+    assert_eq!(n, vec![vec![Value::Int(updates)]]);
+}

@@ -35,6 +35,9 @@ const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
 /// allocator a free on another thread than the one that allocated.
 const SPARE_BUFFERS: usize = 16;
 const SPARE_BUFFER_BYTES: usize = 1 << 20;
+/// A new chunk buffer (none to spare yet) starts with room for this many bytes, so that a
+/// partition's chunk of a busy pass does not grow through a series of reallocations.
+const FIRST_CHUNK_BYTES: usize = 256 << 10;
 /// Written and synced bytes of the segment are dropped from the page cache once this many
 /// have gathered (whole pages only; see [`LogFile::drop_cached`]).
 const DROP_CACHED_BYTES: u64 = 256 << 10;
@@ -122,7 +125,6 @@ struct Shared {
     /// Segment files by first LSN, ascending; the last is the one being written.
     segments: Mutex<Vec<(u64, PathBuf)>>,
     counters: Counters,
-    /// Emptied chunk buffers, for [`CommandLog::chunk`].
     /// Emptied chunk buffers, the most recently used last: the next chunk takes the one
     /// most likely still in the caches.
     spare: Mutex<Vec<Vec<u8>>>,
@@ -264,6 +266,7 @@ impl CommandLog {
             uncached: 0,
             next_lsn,
             buf: Vec::new(),
+            dones: Vec::new(),
         };
         let handle = std::thread::Builder::new()
             .name("permafrost-command-log".into())
@@ -320,7 +323,9 @@ impl CommandLog {
     /// spare.
     pub fn chunk(&self) -> Chunk {
         Chunk {
-            bytes: lock(&self.shared.spare).pop().unwrap_or_default(),
+            bytes: lock(&self.shared.spare)
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(FIRST_CHUNK_BYTES)),
             count: 0,
         }
     }
@@ -648,6 +653,8 @@ struct Writer {
     /// LSN of the next record to write.
     next_lsn: u64,
     buf: Vec<u8>,
+    /// The callbacks of the batch being acknowledged (kept for its allocation).
+    dones: Vec<Done>,
 }
 
 impl Writer {
@@ -759,7 +766,7 @@ impl Writer {
             Some(e) => Err(e),
             None => self.write_batch(batch),
         };
-        let mut dones = Vec::with_capacity(batch.len());
+        let mut dones = std::mem::take(&mut self.dones);
         for p in batch.drain(..) {
             dones.extend(p.done);
             if p.chunked && p.body.capacity() <= SPARE_BUFFER_BYTES {
@@ -774,7 +781,7 @@ impl Writer {
         }
         match result {
             Ok(()) => {
-                for d in dones {
+                for d in dones.drain(..) {
                     d.call(Ok(()));
                 }
                 if self.offset >= sh.cfg.segment_bytes
@@ -785,11 +792,12 @@ impl Writer {
             }
             Err(e) => {
                 sh.fail(&e);
-                for d in dones {
+                for d in dones.drain(..) {
                     d.call(Err(e.duplicate()));
                 }
             }
         }
+        self.dones = dones;
         if self.buf.capacity() > KEEP_BUFFER {
             self.buf = Vec::new();
         }
