@@ -70,6 +70,8 @@ pub struct Params {
     pub in_flight: usize,
     /// For `compare`: the memory limit of the larger-than-memory runs.
     pub memory_limit: Option<u64>,
+    /// The command log's group commit window (`None`: the setting's default).
+    pub group_commit_window: Option<std::time::Duration>,
     pub data_dir: Option<PathBuf>,
     pub seed: u64,
 }
@@ -86,6 +88,7 @@ impl Default for Params {
             clients: None,
             in_flight: 512,
             memory_limit: None,
+            group_commit_window: None,
             data_dir: None,
             seed: 42,
         }
@@ -114,6 +117,7 @@ impl Params {
     fn db(&self) -> DbSettings {
         DbSettings {
             partitions: self.partitions,
+            group_commit_window: self.group_commit_window,
             data_dir: self.data_dir.clone(),
             ..DbSettings::default()
         }

@@ -596,7 +596,7 @@ struct CrashArgs {
 
 #[derive(Args, Debug)]
 struct ExperimentArgs {
-    /// fig8, fig9a, fig10 or compare.
+    /// fig8, fig9a, fig10, compare or durability.
     name: String,
     /// Directory for <name>.json and <name>.png.
     #[arg(long, default_value = "docs/results")]
@@ -628,6 +628,9 @@ struct ExperimentArgs {
     /// compare: memory limit of the larger-than-memory runs.
     #[arg(long, value_parser = parse_size_arg)]
     memory_limit: Option<u64>,
+    /// durability: the command log's group commit window (default: the setting's default).
+    #[arg(long, value_parser = parse_duration_arg)]
+    group_commit_window: Option<std::time::Duration>,
     /// Directory for block files (default: temporary directories).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -802,6 +805,7 @@ fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
         clients: a.clients,
         in_flight: a.in_flight,
         memory_limit: a.memory_limit,
+        group_commit_window: a.group_commit_window,
         data_dir: a.data_dir.clone(),
         seed: a.seed,
     };

@@ -166,6 +166,7 @@ pub(crate) fn fork_writer(
                 libc::_exit(3);
             }
             libc::close(fds[0]);
+            close_inherited(fds[1]);
             // Lower priority: the partitions come first.
             libc::setpriority(libc::PRIO_PROCESS, 0, 10);
         }
@@ -200,6 +201,35 @@ pub(crate) fn fork_writer(
         err_fd: fds[0],
         pause: barrier_started.elapsed(),
     })
+}
+
+/// In the writer process: closes every descriptor inherited from the server except stdio
+/// and `keep` (the error pipe). The writer opens what it writes by path; what it must not
+/// do is keep the server's descriptors alive while it runs: a command-log lock file (its
+/// `flock` belongs to the open file, which the copy shares, so a database closed and
+/// reopened meanwhile would find its log still locked), client sockets the server has
+/// closed (the client would not see the connection end), listening sockets.
+///
+/// # Safety
+/// Only in the child right after `fork`: it closes descriptors that other threads of a
+/// live process could be using.
+unsafe fn close_inherited(keep: libc::c_int) {
+    let keep = keep.max(2) as libc::c_uint;
+    for (lo, hi) in [(3, keep - 1), (keep + 1, libc::c_uint::MAX)] {
+        if lo > hi {
+            continue;
+        }
+        // SAFETY: closing descriptors of this (child) process only.
+        let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0) };
+        if r != 0 {
+            // Kernels before 5.9: one by one, up to the descriptor limit.
+            let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+            let max = if max > 0 { max as libc::c_uint } else { 1 << 16 };
+            for fd in lo..=hi.min(max) {
+                unsafe { libc::close(fd as libc::c_int) };
+            }
+        }
+    }
 }
 
 /// Waits for the writer process; returns its error message on failure.

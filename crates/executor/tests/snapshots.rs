@@ -430,3 +430,37 @@ fn a_dropped_database_is_closed_when_drop_returns_even_while_a_periodic_snapshot
     let n = db.execute_sql("SELECT SUM(n) FROM big", vec![]).unwrap().to_values();
     assert_eq!(n, vec![vec![Value::Int(updates)]]);
 }
+
+#[test]
+fn a_snapshot_writer_holds_no_descriptor_of_the_server_so_another_database_reopens_meanwhile() {
+    // The writer is a forked copy of the process: had it kept the descriptors it inherited,
+    // another database of the process (here `other`), closed while a snapshot is being
+    // written, could not be opened again until the writer exits (its command log's lock
+    // file would still be open, so still locked).
+    let dir = tempfile::tempdir().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    let other_config = || {
+        let mut log = LogConfig::new(other_dir.path().join("log"));
+        log.mode = LogMode::Async;
+        Config::builder().partitions(1).command_log(log).build().unwrap()
+    };
+    let db = filled(dir.path(), 256 << 20, 8_000);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let snapshots = s.spawn(|| {
+            for _ in 0..6 {
+                db.snapshot().unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut reopened = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let other = Database::open(other_config()).unwrap_or_else(|e| panic!("reopen {reopened}: {e}"));
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            drop(other);
+            reopened += 1;
+        }
+        snapshots.join().unwrap();
+        assert!(reopened > 6, "only {reopened} reopenings while the snapshots ran");
+    });
+}
