@@ -276,15 +276,24 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
         let mut tick = 1u64;
         loop {
             let next = start + Duration::from_secs(tick);
-            let until = next.min(start + total);
+            let warming = phase.load(Ordering::Relaxed) == WARMUP;
+            // While warming up, wake at its end too (a warm-up of 0 or of a fraction of a
+            // second ends before the first sample): the clients count from then on.
+            let mut until = next.min(start + total);
+            if warming {
+                until = until.min(start + warmup);
+            }
             let now = Instant::now();
             if until > now {
                 std::thread::sleep(until - now);
             }
             let now = Instant::now();
-            if phase.load(Ordering::Relaxed) == WARMUP && now >= start + warmup {
+            if warming && now >= start + warmup {
                 phase.store(MEASURE, Ordering::Relaxed);
                 cpu_start = process_cpu_seconds();
+                if now < next && now < start + total {
+                    continue;
+                }
             }
             let d = done.load(Ordering::Relaxed);
             let secs = now.duration_since(last.1).as_secs_f64();
