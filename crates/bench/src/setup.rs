@@ -35,6 +35,8 @@ pub struct DbSettings {
     pub group_commit_window: Option<std::time::Duration>,
     /// Bytes per command-log segment file (`LogConfig::segment_bytes`, 1MiB..=4GiB).
     pub segment_bytes: Option<u64>,
+    /// `LogConfig::preallocate` (`log_preallocate`).
+    pub log_preallocate: bool,
     /// Where the command log goes (default: `commandlog` beside the blocks).
     pub log_dir: Option<PathBuf>,
     /// Where snapshots go; `None`: no snapshots (they need the command log).
@@ -84,6 +86,7 @@ impl Default for DbSettings {
             command_log: LogMode::Off,
             group_commit_window: None,
             segment_bytes: None,
+            log_preallocate: true,
             log_dir: None,
             snapshot_dir: None,
             snapshot_interval: None,
@@ -161,6 +164,7 @@ impl DbSettings {
             if let Some(s) = self.segment_bytes {
                 log.segment_bytes = s;
             }
+            log.preallocate = self.log_preallocate;
             b = b.command_log(log);
             if let Some(sd) = &self.snapshot_dir {
                 let mut sc = permafrost_executor::SnapshotConfig::new(sd.clone());

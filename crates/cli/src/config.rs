@@ -85,6 +85,7 @@ pub struct FileConfig {
     pub command_log: Option<String>,
     pub group_commit_window: Option<String>,
     pub log_segment_size: Option<Size>,
+    pub log_preallocate: Option<OnOff>,
     pub snapshot_interval: Option<String>,
     pub snapshot_log_size: Option<Size>,
     pub tls_cert: Option<PathBuf>,

@@ -114,6 +114,11 @@ struct EngineArgs {
     /// [default: 64MiB].
     #[arg(long, env = "PERMAFROST_LOG_SEGMENT_SIZE", value_parser = parse_size_arg)]
     log_segment_size: Option<u64>,
+    /// Command log: on (the next segment is written full of zeros in the background, so
+    /// group commits overwrite allocated blocks instead of growing the file) or off (for
+    /// copy-on-write file systems, where that spares nothing) [default: on].
+    #[arg(long, env = "PERMAFROST_LOG_PREALLOCATE")]
+    log_preallocate: Option<String>,
     /// serve: time between snapshots (e.g. 5m, 30s), or off (only CHECKPOINT and
     /// --snapshot-log-size take them) [default: 5m]. Snapshots need the command log.
     #[arg(long, env = "PERMAFROST_SNAPSHOT_INTERVAL")]
@@ -131,6 +136,15 @@ impl EngineArgs {
             "on" | "true" => true,
             "off" | "false" => false,
             other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
+        };
+        let log_preallocate = match self.log_preallocate.as_deref().unwrap_or("on") {
+            "on" | "true" => true,
+            "off" | "false" => false,
+            other => {
+                return Err(format!(
+                    "invalid setting log_preallocate: \"{other}\" (expected on or off)"
+                ));
+            }
         };
         if let Some(bytes) = self.log_segment_size {
             // The log's own check ("invalid setting log_segment_size: ..."), with the flag.
@@ -166,6 +180,7 @@ impl EngineArgs {
                 .map_err(|e| e.to_string())?,
             group_commit_window: self.group_commit_window,
             segment_bytes: self.log_segment_size,
+            log_preallocate,
             log_dir: None,
             snapshot_dir: None,
             snapshot_interval: match self.snapshot_interval.as_deref().unwrap_or("5m") {
@@ -199,6 +214,10 @@ impl EngineArgs {
         self.snapshot_interval = self.snapshot_interval.take().or_else(|| f.snapshot_interval.clone());
         self.partitions = self.partitions.or(f.partitions);
         self.anticache = self.anticache.take().or_else(|| f.anticache.as_ref().map(|a| a.text()));
+        self.log_preallocate = self
+            .log_preallocate
+            .take()
+            .or_else(|| f.log_preallocate.as_ref().map(|a| a.text()));
         self.merge = self.merge.take().or_else(|| f.merge.clone());
         self.hole_threshold = self.hole_threshold.or(f.hole_threshold);
         self.retrieval = self.retrieval.take().or_else(|| f.retrieval.clone());

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use permafrost_durability::fault::FaultyFs;
 use permafrost_durability::format::{
-    FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, segment_file_name, segment_header,
+    FORMAT_VERSION, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record,
+    preallocated_segment_header, segment_file_name, segment_header,
 };
 use permafrost_durability::{
     CommandLog, Decimal, LogConfig, LogError, LogFs, LogMode, LogReader, Request, TxnRecord, Value, decode_record,
@@ -76,6 +77,18 @@ fn append_wait(log: &CommandLog, rec: &TxnRecord) -> (u64, Result<(), LogError>)
         }),
     );
     (lsn, rx.recv().expect("done is called"))
+}
+
+/// Appends a chunk and waits for its callback; returns the last LSN and the result.
+fn append_chunk_wait(log: &CommandLog, chunk: permafrost_durability::Chunk) -> (u64, Result<(), LogError>) {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let last = log.append_chunk(
+        chunk,
+        Box::new(move |r| {
+            let _ = tx.send(r);
+        }),
+    );
+    (last, rx.recv().expect("done is called"))
 }
 
 /// Appends; returns the LSN and whether `done` had run (and with what) when append returned.
@@ -593,6 +606,8 @@ fn a_full_disk_while_starting_a_segment_fails_the_log() {
     let fs = FaultyFs::new();
     let mut cfg = sync_cfg(dir.path());
     cfg.segment_bytes = 1 << 20;
+    // The next segment is created when it is needed (a preallocated one needs no space then).
+    cfg.preallocate = false;
     let log = CommandLog::open_with(cfg.clone(), Arc::new(fs.clone())).unwrap();
     let rec = big(0, 300_000);
     let len = record_len(&rec);
@@ -620,15 +635,30 @@ fn a_full_disk_while_starting_a_segment_fails_the_log() {
 #[test]
 fn after_a_power_loss_every_acknowledged_record_is_there() {
     for keep_unsynced in [0u64, 37, 1000] {
+        power_loss_case(keep_unsynced, false);
+    }
+}
+
+#[test]
+fn after_a_power_loss_in_a_preallocated_segment_every_acknowledged_record_is_there() {
+    for keep_unsynced in [0u64, 37, 1000, 20_000] {
+        power_loss_case(keep_unsynced, true);
+    }
+}
+
+/// Appends from three threads, loses power, and checks what survives: appended to the
+/// first segment, or (`preallocated`) written over a preallocated one.
+fn power_loss_case(keep_unsynced: u64, preallocated: bool) {
+    {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let log = Arc::new(
-            CommandLog::open_with(
-                config(dir.path(), LogMode::Sync, Duration::from_micros(200)),
-                Arc::new(fs.clone()),
-            )
-            .unwrap(),
-        );
+        let mut cfg = config(dir.path(), LogMode::Sync, Duration::from_micros(200));
+        cfg.segment_bytes = 1 << 20;
+        let log = Arc::new(CommandLog::open_with(cfg, Arc::new(fs.clone())).unwrap());
+        if preallocated {
+            until_a_preallocated_segment_is_written(&log, dir.path());
+        }
+        let first = log.last_lsn();
         let acked = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         std::thread::scope(|s| {
@@ -653,6 +683,10 @@ fn after_a_power_loss_every_acknowledged_record_is_there() {
         drop(log);
         let acked = acked.lock().unwrap().clone();
         assert!(!acked.is_empty());
+        if preallocated {
+            let last = segments(dir.path()).pop().unwrap();
+            assert_eq!(segment_version(&last), 2, "the records went to a preallocated segment");
+        }
         let (back, _torn) = read_all(dir.path(), 0);
         for (lsn, t, i) in &acked {
             let (l, r) = back.get(*lsn as usize - 1).expect("acknowledged record present");
@@ -660,7 +694,11 @@ fn after_a_power_loss_every_acknowledged_record_is_there() {
             assert!(same(r, &call(*t, *i)));
         }
         if keep_unsynced == 0 {
-            assert_eq!(back.len(), acked.len(), "nothing unacknowledged survives");
+            assert_eq!(
+                back.len() as u64,
+                first + acked.len() as u64,
+                "nothing unacknowledged survives"
+            );
         }
         // The log opens, drops any torn tail and continues.
         let log = CommandLog::open(sync_cfg(dir.path())).unwrap();
@@ -796,7 +834,7 @@ fn bad_segment_headers_unknown_versions_and_misnamed_segments_are_errors() {
     let c = crc32c::crc32c(&h[..20]);
     h[20..24].copy_from_slice(&c.to_le_bytes());
     version[..SEGMENT_HEADER_LEN].copy_from_slice(&h);
-    cases.push(("version", version, "unknown command log format version 2"));
+    cases.push(("version", version, "unknown command log format version 3"));
     cases.push(("short", bytes[..10].to_vec(), "shorter than a segment header"));
     for (what, b, expect) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -1132,15 +1170,9 @@ fn a_chunk_appends_its_records_with_consecutive_lsns_and_one_callback() {
         chunk.push_with(|out| encode_record(r, out)).unwrap();
     }
     assert_eq!(chunk.len(), 5);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let last = log.append_chunk(
-        chunk,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
+    let (last, result) = append_chunk_wait(&log, chunk);
     assert_eq!(last, first + 5);
-    rx.recv().unwrap().unwrap();
+    result.unwrap();
     // Durable when the callback ran.
     assert!(log.durable_lsn() >= last);
     drop(log);
@@ -1217,14 +1249,7 @@ fn chunk_buffers_come_back_for_reuse_and_keep_no_old_records() {
             chunk.push_with(|out| encode_record(r, out)).unwrap();
         }
         reused |= chunk.capacity() > 0 && round > 0;
-        let (tx, rx) = std::sync::mpsc::channel();
-        log.append_chunk(
-            chunk,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        );
-        rx.recv().unwrap().unwrap();
+        append_chunk_wait(&log, chunk).1.unwrap();
         expected.extend(recs);
     }
     drop(log);
@@ -1232,4 +1257,227 @@ fn chunk_buffers_come_back_for_reuse_and_keep_no_old_records() {
     assert_eq!(back.len(), expected.len());
     assert!(back.iter().zip(&expected).all(|((_, a), b)| same(a, b)));
     assert!(reused, "no chunk buffer came back");
+}
+
+// ---------------------------------------------------------------------------------------
+// Preallocated segments
+
+/// The format version in a segment file's header.
+fn segment_version(path: &Path) -> u32 {
+    let b = std::fs::read(path).unwrap();
+    u32::from_le_bytes(b[8..12].try_into().unwrap())
+}
+
+/// Appends records of 100 KB until the log writes into a preallocated segment (the
+/// first one the writer starts once the helper thread has one ready).
+fn until_a_preallocated_segment_is_written(log: &CommandLog, dir: &Path) {
+    for i in 0..400 {
+        append_wait(log, &big(i, 100_000)).1.unwrap();
+        if segments(dir).last().is_some_and(|p| segment_version(p) == 2) {
+            return;
+        }
+    }
+    panic!("no preallocated segment after 400 records of 100 KB in 1 MiB segments");
+}
+
+#[test]
+fn segments_after_the_first_are_preallocated_and_read_back_with_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = sync_cfg(dir.path());
+    cfg.segment_bytes = 1 << 20;
+    let log = CommandLog::open(cfg.clone()).unwrap();
+    until_a_preallocated_segment_is_written(&log, dir.path());
+    let mut n = log.last_lsn();
+    // Two more segments' worth: rotations into preallocated segments.
+    for i in 0..20 {
+        append_wait(&log, &big(n as i64 + i, 100_000)).1.unwrap();
+    }
+    n += 20;
+    let segs = segments(dir.path());
+    assert_eq!(segment_version(&segs[0]), 1, "the first segment is appended to");
+    let last = segs.last().unwrap();
+    assert_eq!(segment_version(last), 2);
+    assert!(segs.iter().filter(|p| segment_version(p) == 2).count() >= 2, "{segs:?}");
+    for p in &segs[1..] {
+        let len = std::fs::metadata(p).unwrap().len();
+        assert!(len >= 1 << 20, "{p:?} has {len} bytes");
+    }
+    drop(log);
+    assert!(
+        !dir.path().join("preallocated.log.tmp").exists(),
+        "a spare segment is removed when the log closes"
+    );
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none(), "the zeros after the last record are no torn tail");
+    assert_eq!(back.len() as u64, n);
+    assert!(back.iter().enumerate().all(|(i, (l, _))| *l == i as u64 + 1));
+
+    // Reopened, the log goes on in the last segment's zeros: the file does not grow.
+    let last_len = std::fs::metadata(last).unwrap().len();
+    let log = CommandLog::open(cfg).unwrap();
+    assert!(log.truncated_tail().is_none());
+    assert_eq!(log.last_lsn(), n);
+    let (lsn, r) = append_wait(&log, &call(3, 3));
+    r.unwrap();
+    assert_eq!(lsn, n + 1);
+    drop(log);
+    assert_eq!(std::fs::metadata(last).unwrap().len(), last_len);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len() as u64, n + 1);
+    assert!(same(&back[n as usize].1, &call(3, 3)));
+}
+
+#[test]
+fn preallocation_can_be_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = sync_cfg(dir.path());
+    cfg.segment_bytes = 1 << 20;
+    cfg.preallocate = false;
+    let log = CommandLog::open(cfg).unwrap();
+    for i in 0..40 {
+        append_wait(&log, &big(i, 100_000)).1.unwrap();
+    }
+    assert!(log.segments().len() >= 3);
+    drop(log);
+    assert!(segments(dir.path()).iter().all(|p| segment_version(p) == 1));
+}
+
+/// A preallocated segment (version 2) of `len` bytes holding `recs` as records 1, 2, ...,
+/// and where each record starts.
+fn preallocated_segment(recs: &[TxnRecord], len: usize) -> (Vec<u8>, Vec<usize>) {
+    let mut b = preallocated_segment_header(1).to_vec();
+    let mut starts = Vec::new();
+    for (i, r) in recs.iter().enumerate() {
+        starts.push(b.len());
+        frame_record(i as u64 + 1, &enc(r), &mut b);
+    }
+    assert!(b.len() <= len);
+    b.resize(len, 0);
+    (b, starts)
+}
+
+#[test]
+fn a_preallocated_segment_ends_at_its_zeros_and_a_torn_write_in_it_may_keep_any_pages() {
+    let recs: Vec<TxnRecord> = (0..10).map(|i| call(0, i)).collect();
+    let (clean, starts) = preallocated_segment(&recs, 64 << 10);
+    let write = |bytes: &[u8]| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(segment_file_name(1)), bytes).unwrap();
+        dir
+    };
+
+    // Only zeros after the last record: the end, not a torn tail.
+    let dir = write(&clean);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert_eq!((back.len(), torn), (10, None));
+    // The same zeros in a version 1 segment are a torn tail.
+    let mut v1 = clean.clone();
+    v1[..SEGMENT_HEADER_LEN].copy_from_slice(&segment_header(1));
+    let d1 = write(&v1);
+    let (back, torn) = read_all(d1.path(), 0);
+    assert_eq!(back.len(), 10);
+    assert_eq!(torn.unwrap().1, starts[9] as u64 + record_len(&recs[9]));
+
+    // The last write held records 7 to 10; a crash kept its later pages, not the one in
+    // the middle of record 7: a torn tail at record 7, however valid 8 to 10 are.
+    let mut lost_page = clean.clone();
+    lost_page[starts[6] + 20..starts[7]].fill(0);
+    let dir = write(&lost_page);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert_eq!(back.len(), 6);
+    assert_eq!(torn.unwrap().1, starts[6] as u64);
+    let log = CommandLog::open(sync_cfg(dir.path())).unwrap();
+    assert_eq!(log.last_lsn(), 6);
+    append_wait(&log, &call(9, 9)).1.unwrap();
+    drop(log);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len(), 7);
+    assert!(same(&back[6].1, &call(9, 9)));
+    // Its first header lost too (all zeros), with later records kept: still a torn tail.
+    let mut lost_header = clean.clone();
+    lost_header[starts[6]..starts[7]].fill(0);
+    let dir = write(&lost_header);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert_eq!(back.len(), 6);
+    assert_eq!(torn.unwrap().1, starts[6] as u64);
+}
+
+#[test]
+fn damage_followed_by_valid_records_further_than_one_write_can_reach_is_corruption() {
+    // 60 records of 100 KB: 6 MB, more than MAX_UNSYNCED_SPAN after the second.
+    let recs: Vec<TxnRecord> = (0..60).map(|i| big(i, 100_000)).collect();
+    let total: u64 = recs.iter().map(record_len).sum::<u64>() + SEGMENT_HEADER_LEN as u64;
+    assert!(total > MAX_UNSYNCED_SPAN + 2 * record_len(&recs[0]));
+    let (clean, starts) = preallocated_segment(&recs, total as usize + 4096);
+    let dir = tempfile::tempdir().unwrap();
+    let seg = dir.path().join(segment_file_name(1));
+    let mut bytes = clean.clone();
+    bytes[starts[1] + RECORD_HEADER_LEN + 10] ^= 1;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (n, e) = read_err(dir.path(), 0);
+    assert_eq!(n, 1);
+    assert!(
+        matches!(&e, LogError::Corrupt { offset, detail, .. }
+            if *offset == starts[1] as u64 && detail.contains("valid record follows")),
+        "{e}"
+    );
+    assert!(
+        CommandLog::open(sync_cfg(dir.path())).is_err(),
+        "acknowledged records are not dropped"
+    );
+    // Damage within one write's reach of the end is taken for a torn write.
+    let mut bytes = clean;
+    bytes[starts[57] + RECORD_HEADER_LEN + 10] ^= 1;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (back, torn) = read_all(dir.path(), 0);
+    assert_eq!(back.len(), 57);
+    assert_eq!(torn.unwrap().1, starts[57] as u64);
+}
+
+#[test]
+fn a_batch_reaching_past_the_unsynced_span_is_synced_in_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let log = CommandLog::open_with(sync_cfg(dir.path()), Arc::new(fs.clone())).unwrap();
+    let recs: Vec<TxnRecord> = (0..60).map(|i| big(i, 100_000)).collect();
+    let mut chunk = log.chunk();
+    for r in &recs {
+        chunk.push_with(|out| encode_record(r, out)).unwrap();
+    }
+    let (syncs, batches) = (fs.syncs(), log.stats().batches);
+    append_chunk_wait(&log, chunk).1.unwrap();
+    // 6 MB in pieces of at most 4 MiB and a record: two syncs for one batch.
+    assert_eq!(log.stats().batches, batches + 1);
+    assert_eq!(fs.syncs() - syncs, 2);
+    assert_eq!(fs.unsynced_bytes(), 0);
+    drop(log);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len(), 60);
+    assert!(back.iter().zip(&recs).all(|((_, a), b)| same(a, b)));
+}
+
+#[test]
+fn a_power_loss_turns_unsynced_overwrites_back_into_zeros() {
+    for (keep, expect) in [(0u64, &b"\0\0\0"[..]), (2, &b"ab\0"[..]), (10, &b"abc"[..])] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let fs = FaultyFs::new();
+        let mut f = fs.create(&path).unwrap();
+        f.write_all_at(&[0u8; 4096], 0).unwrap();
+        f.sync_data().unwrap();
+        assert_eq!(fs.synced_len(&path), 4096);
+        f.write_all_at(b"abc", 100).unwrap();
+        assert_eq!(fs.unsynced_bytes(), 3);
+        assert_eq!(fs.synced_len(&path), 100, "durable only up to the overwrite");
+        f.write_all_at(b"xyz", 5000).unwrap();
+        fs.power_loss(keep).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[100..103], expect, "keep {keep}");
+        assert!(bytes[..100].iter().chain(&bytes[103..4096]).all(|&b| b == 0));
+        // What was appended past the synced length goes, unless the kept bytes reach it.
+        assert_eq!(bytes.len(), if keep >= 4903 { 5003 } else { 4096 }, "keep {keep}");
+    }
 }

@@ -75,6 +75,12 @@ pub struct LogConfig {
     /// exceed it by one batch). Setting `log_segment_size`, 1MiB..=4GiB, default
     /// 64MiB.
     pub segment_bytes: u64,
+    /// Whether segments after the first are preallocated (written full of zeros by a
+    /// helper thread before the writer starts them), so that group commits overwrite
+    /// allocated blocks instead of growing the file. Off only helps where overwriting
+    /// does not spare the file system an allocation (copy-on-write file systems) or where
+    /// a segment's worth of zeros per segment is too much extra writing. Default on.
+    pub preallocate: bool,
 }
 
 impl LogConfig {
@@ -85,6 +91,7 @@ impl LogConfig {
             mode: LogMode::Sync,
             group_commit_window: DEFAULT_GROUP_COMMIT_WINDOW,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
+            preallocate: true,
         }
     }
 

@@ -3,8 +3,11 @@
 //! `fdatasync`, a full disk (`ENOSPC` once a byte budget is spent, after writing what fits),
 //! and a simulated power loss that throws away every byte not yet synced.
 //!
-//! It also keeps, per file, how many bytes were written and how many of them were synced,
-//! so that a test can check that nothing is acknowledged before it is durable.
+//! It also keeps, per file, how many bytes were written and how long a prefix of them is
+//! synced, so that a test can check that nothing is acknowledged before it is durable. A
+//! write into the file (over bytes it already has, as in a preallocated segment) makes the
+//! file durable only up to where that write starts, until the next sync; a power loss
+//! turns such overwritten bytes back into zeros (what the log only ever overwrites).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,12 @@ struct FileState {
     /// Where the file is now (None: removed).
     path: Option<PathBuf>,
     len: u64,
+    /// The file's bytes before this offset are durable.
     synced: u64,
+    /// The file's length at its last sync.
+    durable_len: u64,
+    /// End of the furthest write since the last sync (0: none).
+    dirty_end: u64,
 }
 
 #[derive(Debug)]
@@ -115,21 +123,31 @@ impl FaultyFs {
 
     /// A power loss now: from here on every operation fails with EIO, and every file loses
     /// what was written to it since its last successful sync, except for the first
-    /// `keep_unsynced` such bytes (a torn tail when not zero).
+    /// `keep_unsynced` such bytes (a torn tail when not zero): bytes past the length the
+    /// file had at its last sync are cut off, bytes before it become zeros again.
     pub fn power_loss(&self, keep_unsynced: u64) -> io::Result<()> {
         let mut s = self.state();
         s.frozen = true;
         for f in s.files.iter_mut() {
             let Some(path) = &f.path else { continue };
-            let keep = f.synced + (f.len - f.synced.min(f.len)).min(keep_unsynced);
-            if keep < f.len {
-                match std::fs::OpenOptions::new().write(true).open(path) {
-                    Ok(file) => file.set_len(keep)?,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
-                }
-                f.len = keep;
+            let written = f.dirty_end.max(f.synced);
+            let keep = f.synced + (written - f.synced).min(keep_unsynced);
+            if keep >= written {
+                continue;
             }
+            let file = match std::fs::OpenOptions::new().write(true).open(path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            let zero_to = written.min(f.durable_len);
+            if keep < zero_to {
+                use std::os::unix::fs::FileExt;
+                file.write_all_at(&vec![0u8; (zero_to - keep) as usize], keep)?;
+            }
+            let len = keep.max(f.durable_len).min(f.len);
+            file.set_len(len)?;
+            f.len = len;
         }
         Ok(())
     }
@@ -141,7 +159,7 @@ impl FaultyFs {
             .files
             .iter()
             .filter(|f| f.path.is_some())
-            .map(|f| f.len.saturating_sub(f.synced))
+            .map(|f| f.dirty_end.saturating_sub(f.synced))
             .sum()
     }
 
@@ -187,6 +205,8 @@ impl FaultyFs {
             path: Some(path.to_path_buf()),
             len,
             synced: len,
+            durable_len: len,
+            dirty_end: 0,
         });
         Box::new(FaultyFile {
             inner,
@@ -225,7 +245,12 @@ impl LogFile for FaultyFile {
             s.space -= keep as u64;
         }
         let f = &mut s.files[self.id];
-        f.len = f.len.max(offset + keep as u64);
+        let end = offset + keep as u64;
+        f.len = f.len.max(end);
+        if keep > 0 {
+            f.synced = f.synced.min(offset);
+            f.dirty_end = f.dirty_end.max(end);
+        }
         match err {
             Some(e) => Err(e),
             None => {
@@ -251,6 +276,8 @@ impl LogFile for FaultyFile {
         self.inner.sync_data()?;
         let f = &mut s.files[self.id];
         f.synced = f.len;
+        f.durable_len = f.len;
+        f.dirty_end = 0;
         self.fs.shared.syncs.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -264,6 +291,8 @@ impl LogFile for FaultyFile {
         let f = &mut s.files[self.id];
         f.len = len;
         f.synced = f.synced.min(len);
+        f.durable_len = f.durable_len.min(len);
+        f.dirty_end = f.dirty_end.min(len);
         Ok(())
     }
 

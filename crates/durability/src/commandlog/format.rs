@@ -1,11 +1,11 @@
-//! Segment files and record framing (docs/format.md, "Command log, version 1").
+//! Segment files and record framing (docs/format.md, "Command log, version 2").
 //!
 //! A log is a directory of segment files `<first LSN as 20 digits>.log`:
 //!
 //! ```text
 //! segment header, 24 bytes
 //!  0  8  magic "PFCMDLOG"
-//!  8  4  format version (1)
+//!  8  4  format version: 1 appended segment, 2 preallocated segment
 //! 12  8  LSN of the segment's first record (the same number as the file name)
 //! 20  4  CRC-32C of bytes [0, 20)
 //! then records, back to back:
@@ -15,13 +15,34 @@
 //! 16  L  body (record.rs)
 //! ```
 //!
+//! A version 2 segment is *preallocated*: written full of zeros before its first record,
+//! so that the writer overwrites blocks the file system has already allocated instead of
+//! growing the file (an `fdatasync` then has no metadata to commit). Its records end where a
+//! record header of 16 zero bytes starts and every byte after it to the end of the file is
+//! zero (no record has LSN 0). Where a segment is overwritten rather than appended, a crash
+//! can keep any pages of the one write that was not yet synced, not only a prefix of it;
+//! the writer therefore never writes more than [`MAX_UNSYNCED_SPAN`] bytes (beyond one
+//! record) between syncs, and the reader tolerates valid records that close behind a
+//! damaged one (see reader.rs).
+//!
 //! All integers are little-endian.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub const SEGMENT_MAGIC: [u8; 8] = *b"PFCMDLOG";
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest segment format this build writes and reads.
+pub const FORMAT_VERSION: u32 = PREALLOCATED_VERSION;
+/// The oldest segment format this build reads.
+pub const OLDEST_FORMAT_VERSION: u32 = APPENDED_VERSION;
+/// A segment that is appended to: a crash keeps a prefix of what was not yet synced.
+pub const APPENDED_VERSION: u32 = 1;
+/// A preallocated segment, written over: see the module documentation.
+pub const PREALLOCATED_VERSION: u32 = 2;
+/// In a version 2 segment, every record of one unsynced write but its first starts less
+/// than this many bytes after the write's first byte: records found this close after a
+/// damaged record may be pages of that write that reached the disk before a crash.
+pub const MAX_UNSYNCED_SPAN: u64 = 4 << 20;
 pub const SEGMENT_HEADER_LEN: usize = 24;
 pub const RECORD_HEADER_LEN: usize = 16;
 /// Longest record body a segment can hold (the length field is 32 bits).
@@ -41,18 +62,35 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The header of a segment that is appended to (version 1).
 pub fn segment_header(first_lsn: u64) -> [u8; SEGMENT_HEADER_LEN] {
+    header(first_lsn, APPENDED_VERSION)
+}
+
+/// The header of a preallocated segment (version 2).
+pub fn preallocated_segment_header(first_lsn: u64) -> [u8; SEGMENT_HEADER_LEN] {
+    header(first_lsn, PREALLOCATED_VERSION)
+}
+
+fn header(first_lsn: u64, version: u32) -> [u8; SEGMENT_HEADER_LEN] {
     let mut h = [0u8; SEGMENT_HEADER_LEN];
     h[0..8].copy_from_slice(&SEGMENT_MAGIC);
-    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[8..12].copy_from_slice(&version.to_le_bytes());
     h[12..20].copy_from_slice(&first_lsn.to_le_bytes());
     let crc = crc32c::crc32c(&h[..20]);
     h[20..24].copy_from_slice(&crc.to_le_bytes());
     h
 }
 
-/// Checks a segment header; returns the first LSN it states.
-pub fn check_segment_header(h: &[u8]) -> Result<u64, String> {
+/// A checked segment header's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentHeader {
+    pub first_lsn: u64,
+    pub version: u32,
+}
+
+/// Checks a segment header; returns the first LSN and version it states.
+pub fn check_segment_header(h: &[u8]) -> Result<SegmentHeader, String> {
     if h.len() < SEGMENT_HEADER_LEN {
         return Err(format!(
             "segment header is {} bytes, shorter than {SEGMENT_HEADER_LEN}",
@@ -63,9 +101,10 @@ pub fn check_segment_header(h: &[u8]) -> Result<u64, String> {
         return Err("not a Permafrost command log segment (bad magic)".into());
     }
     let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(format!(
-            "unknown command log format version {version}; this build reads version {FORMAT_VERSION}"
+            "unknown command log format version {version}; this build reads versions {OLDEST_FORMAT_VERSION} to \
+             {FORMAT_VERSION}"
         ));
     }
     let stored = u32::from_le_bytes([h[20], h[21], h[22], h[23]]);
@@ -76,7 +115,10 @@ pub fn check_segment_header(h: &[u8]) -> Result<u64, String> {
     if first == 0 {
         return Err("segment header states first LSN 0".into());
     }
-    Ok(first)
+    Ok(SegmentHeader {
+        first_lsn: first,
+        version,
+    })
 }
 
 /// The checksum of a record: over its length field, LSN and body.
@@ -138,7 +180,28 @@ mod tests {
         assert_eq!(parse_segment_file_name("99999999999999999999.log"), None);
         let h = segment_header(7);
         assert_eq!(&h[..12], b"PFCMDLOG\x01\x00\x00\x00");
-        assert_eq!(check_segment_header(&h), Ok(7));
+        assert_eq!(
+            check_segment_header(&h),
+            Ok(SegmentHeader {
+                first_lsn: 7,
+                version: 1
+            })
+        );
+        assert_eq!(
+            check_segment_header(&preallocated_segment_header(7)),
+            Ok(SegmentHeader {
+                first_lsn: 7,
+                version: 2
+            })
+        );
+        // Versions 1 and 2 are read; 0 and 3 are not.
+        for (version, ok) in [(0u32, false), (1, true), (3, false)] {
+            let mut v = h;
+            v[8..12].copy_from_slice(&version.to_le_bytes());
+            let crc = crc32c::crc32c(&v[..20]);
+            v[20..24].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(check_segment_header(&v).is_ok(), ok, "version {version}");
+        }
         for i in 0..SEGMENT_HEADER_LEN {
             let mut bad = h;
             bad[i] ^= 0x10;

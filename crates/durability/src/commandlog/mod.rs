@@ -1,6 +1,6 @@
 //! The command log: one checksummed record per committed transaction, in commit order,
-//! written by one writer thread with group commit (docs/format.md, "Command log,
-//! version 1").
+//! written by one writer thread with group commit into preallocated segments (docs/format.md,
+//! "Command log, version 2").
 //!
 //! - [`CommandLog`] appends records ([`encode_record`] on the partition threads, framing,
 //!   batching, `fdatasync` and rotation on the writer thread) and calls each record's

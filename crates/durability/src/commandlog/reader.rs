@@ -4,8 +4,12 @@
 //! file name's), record checksums, LSNs that follow each other without a gap within and
 //! across segments, and record bodies (`decode_record`). The one tolerated defect is a
 //! *torn tail*: the last record of the last segment cut short or failing its checksum, with
-//! no valid record anywhere after it — what a crash during a write leaves. Anything else
-//! is [`LogError::Corrupt`] naming the file and offset.
+//! no valid record after it — what a crash during a write leaves. In a version 1 segment
+//! (appended to, so a crash keeps a prefix of the unsynced write) "after it" is anywhere;
+//! in a version 2 segment (preallocated and overwritten, so a crash may keep any pages of
+//! the unsynced write) it is from [`MAX_UNSYNCED_SPAN`] bytes after it on. Anything else is
+//! [`LogError::Corrupt`] naming the file and offset. A version 2 segment's records end
+//! where only zero bytes are left (its unused preallocated space).
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -14,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::{LogError, Result};
 use super::format::{
-    MAX_BODY_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_segment_header, list_segments, parse_record_header,
-    record_crc,
+    MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_segment_header, list_segments,
+    parse_record_header, record_crc,
 };
 use super::record::{TxnRecord, decode_record};
 
@@ -47,6 +51,10 @@ pub(crate) struct SegmentCursor {
     /// Whether this is the log's last segment (where a torn tail may be).
     last: bool,
     pub first_lsn: u64,
+    /// The segment's format version (2 may end in preallocated zeros).
+    version: u32,
+    /// The records ended before the end of the file (only zeros follow).
+    ended: bool,
     /// LSN the next record must have.
     pub expected: u64,
 }
@@ -75,7 +83,8 @@ impl SegmentCursor {
             ));
         }
         file.read_exact(&mut h).map_err(io_err(path, "cannot read"))?;
-        let first = check_segment_header(&h).map_err(|d| LogError::corrupt(path, 0, d))?;
+        let header = check_segment_header(&h).map_err(|d| LogError::corrupt(path, 0, d))?;
+        let first = header.first_lsn;
         if first != name_lsn {
             return Err(LogError::corrupt(
                 path,
@@ -90,24 +99,36 @@ impl SegmentCursor {
             len,
             last,
             first_lsn: first,
+            version: header.version,
+            ended: false,
             expected: first,
         })
     }
 
     /// The next record, the end, or a torn tail.
     pub fn next_raw(&mut self) -> Result<Raw> {
-        if self.offset == self.len {
+        if self.offset == self.len || self.ended {
             return Ok(Raw::End);
         }
         let at = self.offset;
         let remaining = self.len - at;
+        let mut h = [0u8; RECORD_HEADER_LEN];
+        let n = remaining.min(RECORD_HEADER_LEN as u64) as usize;
+        self.file
+            .read_exact(&mut h[..n])
+            .map_err(io_err(&self.path, "cannot read"))?;
+        if self.version >= 2
+            && h[..n].iter().all(|&b| b == 0)
+            && zeros_to_end(self.file.get_ref(), at + n as u64, self.len).map_err(io_err(&self.path, "cannot read"))?
+        {
+            // Preallocated space the writer has not reached: the records end here (the
+            // offset stays, for the writer to continue at).
+            self.ended = true;
+            return Ok(Raw::End);
+        }
         if remaining < RECORD_HEADER_LEN as u64 {
             return self.bad(format!("incomplete record header ({remaining} bytes)"));
         }
-        let mut h = [0u8; RECORD_HEADER_LEN];
-        self.file
-            .read_exact(&mut h)
-            .map_err(io_err(&self.path, "cannot read"))?;
         let (len, crc, lsn) = parse_record_header(&h);
         let body_len = len as u64;
         if body_len > remaining - RECORD_HEADER_LEN as u64 {
@@ -156,7 +177,14 @@ impl SegmentCursor {
                 format!("{detail}, in a segment that is not the last"),
             ));
         }
-        if let Some(p) = valid_record_after(self.file.get_ref(), at, self.len, self.expected)
+        // Version 2: valid records closer than MAX_UNSYNCED_SPAN behind the damaged one may
+        // be pages of the same unsynced write that reached the disk out of order.
+        let from = if self.version >= 2 {
+            at.saturating_add(MAX_UNSYNCED_SPAN - 1)
+        } else {
+            at
+        };
+        if let Some(p) = valid_record_after(self.file.get_ref(), at, from, self.len, self.expected)
             .map_err(io_err(&self.path, "cannot read"))?
         {
             return Err(LogError::corrupt(
@@ -167,6 +195,21 @@ impl SegmentCursor {
         }
         Ok(Raw::Torn(at))
     }
+}
+
+/// Whether every byte of the file from `from` to `len` is zero.
+fn zeros_to_end(file: &File, from: u64, len: u64) -> io::Result<bool> {
+    let mut buf = vec![0u8; SCAN_CHUNK.min(len.saturating_sub(from) as usize)];
+    let mut at = from;
+    while at < len {
+        let n = ((len - at) as usize).min(buf.len());
+        file.read_exact_at(&mut buf[..n], at)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
 }
 
 /// Whether the record body at `at` (of `len` bytes) has checksum `crc`, read in chunks.
@@ -186,11 +229,14 @@ fn crc_matches_at(file: &File, at: u64, len: u32, lsn: u64, crc: u32) -> io::Res
 
 /// The offset of a valid record (checksum correct, LSN at least `expected`) starting
 /// anywhere in `(from, len)`, if there is one: what tells corruption in the middle of a
-/// segment from a torn tail.
-fn valid_record_after(file: &File, from: u64, len: u64, expected: u64) -> io::Result<Option<u64>> {
+/// segment from a torn tail. `bad` is where the damaged record starts (at most `from`).
+fn valid_record_after(file: &File, bad: u64, from: u64, len: u64, expected: u64) -> io::Result<Option<u64>> {
+    if from >= len {
+        return Ok(None);
+    }
     // Records after the bad one have LSNs from `expected` to at most one per header's
     // worth of the bytes left.
-    let max_lsn = expected.saturating_add((len - from) / RECORD_HEADER_LEN as u64 + 1);
+    let max_lsn = expected.saturating_add((len - bad) / RECORD_HEADER_LEN as u64 + 1);
     let mut buf = vec![0u8; SCAN_CHUNK + RECORD_HEADER_LEN];
     let mut start = from + 1;
     while start + RECORD_HEADER_LEN as u64 <= len {

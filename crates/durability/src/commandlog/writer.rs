@@ -1,8 +1,17 @@
 //! The log writer: [`CommandLog::append`] assigns LSNs and queues records; one writer thread
 //! gathers them into batches (group commit), writes each batch with one write call,
 //! `fdatasync`s it and then calls the records' `done` callbacks, in order.
+//!
+//! Segments after the first are *preallocated*: a helper thread writes the next segment's
+//! file full of zeros and syncs it while the current one fills, and the writer starts the
+//! next segment in it. Writes into blocks the file already has make `fdatasync` flush data
+//! only; appending to a file also commits its new size and blocks to the file system's
+//! journal on every sync, which doubled the writer's time per group commit (measured:
+//! 65 KiB write + `fdatasync` 39.5 µs of CPU and 103 µs of wall time into a preallocated
+//! file, 79 and 208 µs appending).
 
 use std::fs::{File, OpenOptions};
+use std::io;
 use std::os::unix::io::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -16,7 +25,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use super::config::{LogConfig, LogMode};
 use super::error::{LogError, Result};
 use super::format::{
-    MAX_BODY_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments, segment_file_name, segment_header,
+    MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
+    preallocated_segment_header, segment_file_name, segment_header,
 };
 use super::io::{LogFile, LogFs, RealFs};
 use super::reader::scan_tail;
@@ -46,6 +56,11 @@ const DROP_CACHED_BYTES: u64 = 256 << 10;
 const PAGE: u64 = 4096;
 /// Name of the file whose lock keeps a second writer out of the directory.
 const LOCK_FILE: &str = "command-log.lock";
+/// The next segment while it is being preallocated, and until the writer starts it (a
+/// `*.log.tmp`, so a crash leaves nothing that [`CommandLog::open`] does not remove).
+const SPARE_FILE: &str = "preallocated.log.tmp";
+/// Zeros written per call when a segment is preallocated.
+const ZERO_CHUNK: usize = 1 << 20;
 
 /// A `done` callback that is called exactly once: with a result, or with an error if it is
 /// dropped uncalled (the writer stopped). A panic inside it is caught and reported.
@@ -267,6 +282,7 @@ impl CommandLog {
             next_lsn,
             buf: Vec::new(),
             dones: Vec::new(),
+            spare: None,
         };
         let handle = std::thread::Builder::new()
             .name("permafrost-command-log".into())
@@ -569,6 +585,63 @@ fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn
     Ok((file, path))
 }
 
+/// Starts preallocating the next segment on a helper thread (None if no thread could be
+/// started: the next segment is then created empty).
+fn start_preallocation(sh: &Arc<Shared>) -> Option<JoinHandle<io::Result<Box<dyn LogFile>>>> {
+    let (fs, dir, len) = (sh.fs.clone(), sh.cfg.dir.clone(), sh.cfg.segment_bytes);
+    std::thread::Builder::new()
+        .name("permafrost-log-prealloc".into())
+        .spawn(move || {
+            let path = dir.join(SPARE_FILE);
+            let r = preallocate(&*fs, &path, len);
+            if r.is_err() {
+                let _ = fs.remove(&path);
+            }
+            r
+        })
+        .ok()
+}
+
+/// Writes `path` full of zeros, `len` bytes, and syncs it (a leftover is replaced).
+fn preallocate(fs: &dyn LogFs, path: &Path, len: u64) -> io::Result<Box<dyn LogFile>> {
+    match fs.remove(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = fs.create(path)?;
+    let zeros = vec![0u8; ZERO_CHUNK];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(ZERO_CHUNK as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    file.sync_data()?;
+    file.drop_cached(0, len);
+    Ok(file)
+}
+
+/// Makes the preallocated file the segment starting at `first_lsn`: its header written and
+/// synced, then renamed, and the directory synced.
+fn install_spare(
+    fs: &dyn LogFs,
+    dir: &Path,
+    mut file: Box<dyn LogFile>,
+    first_lsn: u64,
+) -> Result<(Box<dyn LogFile>, PathBuf)> {
+    let spare = dir.join(SPARE_FILE);
+    let path = dir.join(segment_file_name(first_lsn));
+    let ctx = |what: &str| format!("cannot {what} {}", spare.display());
+    file.write_all_at(&preallocated_segment_header(first_lsn), 0)
+        .map_err(|e| LogError::io(ctx("write"), e))?;
+    file.sync_data().map_err(|e| LogError::io(ctx("sync"), e))?;
+    fs.rename(&spare, &path)
+        .map_err(|e| LogError::io(format!("cannot rename {} to {}", spare.display(), path.display()), e))?;
+    fs.sync_dir(dir)
+        .map_err(|e| LogError::io(format!("cannot sync directory {}", dir.display()), e))?;
+    Ok((file, path))
+}
+
 /// Record bodies gathered for one [`CommandLog::append_chunk`], each behind its length
 /// (u32, little-endian) in one buffer: one allocation for many records, built on the
 /// appending thread.
@@ -655,6 +728,8 @@ struct Writer {
     buf: Vec<u8>,
     /// The callbacks of the batch being acknowledged (kept for its allocation).
     dones: Vec<Done>,
+    /// The next segment's file, being preallocated (or ready) on a helper thread.
+    spare: Option<JoinHandle<io::Result<Box<dyn LogFile>>>>,
 }
 
 impl Writer {
@@ -700,6 +775,11 @@ impl Writer {
             if stop {
                 break;
             }
+        }
+        if let Some(spare) = self.spare.take() {
+            // Closed before it is removed; its preparation is at most one segment's zeros.
+            drop(spare.join());
+            let _ = self.shared.fs.remove(&self.shared.cfg.dir.join(SPARE_FILE));
         }
     }
 
@@ -784,10 +864,12 @@ impl Writer {
                 for d in dones.drain(..) {
                     d.call(Ok(()));
                 }
-                if self.offset >= sh.cfg.segment_bytes
-                    && let Err(e) = self.rotate()
-                {
-                    sh.fail(&e);
+                if self.offset >= sh.cfg.segment_bytes {
+                    if let Err(e) = self.rotate() {
+                        sh.fail(&e);
+                    }
+                } else if sh.cfg.preallocate && self.offset >= sh.cfg.segment_bytes / 2 && self.spare.is_none() {
+                    self.spare = start_preallocation(&sh);
                 }
             }
             Err(e) => {
@@ -803,39 +885,38 @@ impl Writer {
         }
     }
 
+    /// Writes and syncs a batch: with one write and one `fdatasync`, or, if its records
+    /// reach further than [`MAX_UNSYNCED_SPAN`] from its start, in pieces, each written and
+    /// synced before the next (the bound the reader relies on for preallocated segments).
     fn write_batch(&mut self, batch: &[Pending]) -> Result<()> {
-        let sh = &*self.shared;
         self.buf.clear();
         let mut records = 0;
-        for p in batch {
-            if p.chunked {
-                let first = p.lsn + 1 - p.count;
-                for (i, body) in Chunk::bodies(&p.body).enumerate() {
-                    frame_record(first + i as u64, body, &mut self.buf);
+        // Where in the segment `buf` goes.
+        let mut at = self.offset;
+        let mut result = Ok(());
+        'framing: for p in batch {
+            let first = p.lsn + 1 - p.count;
+            let mut bodies = Chunk::bodies(&p.body);
+            let mut single = Some(&p.body[..]);
+            for i in 0.. {
+                let body = if p.chunked { bodies.next() } else { single.take() };
+                let Some(body) = body else { break };
+                if self.buf.len() as u64 >= MAX_UNSYNCED_SPAN {
+                    result = self.write_piece(at);
+                    if result.is_err() {
+                        break 'framing;
+                    }
+                    at += self.buf.len() as u64;
+                    self.buf.clear();
                 }
-            } else {
-                frame_record(p.lsn, &p.body, &mut self.buf);
+                frame_record(first + i, body, &mut self.buf);
             }
             records += p.count;
         }
-        let path = || {
-            lock(&sh.segments)
-                .last()
-                .map_or_else(String::new, |s| s.1.display().to_string())
-        };
-        let written = self
-            .file
-            .write_all_at(&self.buf, self.offset)
-            .map_err(|e| LogError::io(format!("cannot write to {}", path()), e))
-            .and_then(|()| {
-                let t = Instant::now();
-                let r = self.file.sync_data();
-                sh.counters
-                    .sync_nanos
-                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                r.map_err(|e| LogError::io(format!("cannot sync {}", path()), e))
-            });
-        if let Err(e) = written {
+        if result.is_ok() {
+            result = self.write_piece(at);
+        }
+        if let Err(e) = result {
             // Best effort: take the batch's bytes back out, so that records whose
             // callers were told they failed are not replayed after a restart.
             if self.file.set_len(self.offset).is_ok() {
@@ -843,16 +924,37 @@ impl Writer {
             }
             return Err(e);
         }
+        let sh = &*self.shared;
         let last = batch.last().map_or(self.next_lsn - 1, |p| p.lsn);
-        self.offset += self.buf.len() as u64;
-        self.next_lsn = last + 1;
+        let end = at + self.buf.len() as u64;
         let c = &sh.counters;
         c.records.fetch_add(records, Ordering::Relaxed);
-        c.bytes.fetch_add(self.buf.len() as u64, Ordering::Relaxed);
+        c.bytes.fetch_add(end - self.offset, Ordering::Relaxed);
         c.batches.fetch_add(1, Ordering::Relaxed);
-        c.syncs.fetch_add(1, Ordering::Relaxed);
         c.durable_lsn.store(last, Ordering::Release);
+        self.offset = end;
+        self.next_lsn = last + 1;
         self.drop_synced_pages();
+        Ok(())
+    }
+
+    /// Writes `buf` at `at` and syncs it.
+    fn write_piece(&mut self, at: u64) -> Result<()> {
+        let sh = &*self.shared;
+        let path = || {
+            lock(&sh.segments)
+                .last()
+                .map_or_else(String::new, |s| s.1.display().to_string())
+        };
+        self.file
+            .write_all_at(&self.buf, at)
+            .map_err(|e| LogError::io(format!("cannot write to {}", path()), e))?;
+        let t = Instant::now();
+        let r = self.file.sync_data();
+        let c = &sh.counters;
+        c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r.map_err(|e| LogError::io(format!("cannot sync {}", path()), e))?;
+        c.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -868,11 +970,30 @@ impl Writer {
         }
     }
 
-    /// Starts a new segment at the next LSN (between batches).
+    /// Starts a new segment at the next LSN (between batches): in the preallocated file
+    /// if it is ready, else (still being written, or its preparation failed) a new,
+    /// empty one.
     fn rotate(&mut self) -> Result<()> {
         let sh = &*self.shared;
         let t = Instant::now();
-        let (file, path) = create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?;
+        let spare = match self.spare.take() {
+            Some(h) if h.is_finished() => h.join().ok().and_then(|r| r.ok()),
+            waiting => {
+                self.spare = waiting;
+                None
+            }
+        };
+        let started = spare.and_then(|f| {
+            install_spare(&*sh.fs, &sh.cfg.dir, f, self.next_lsn)
+                .inspect_err(|_| {
+                    let _ = sh.fs.remove(&sh.cfg.dir.join(SPARE_FILE));
+                })
+                .ok()
+        });
+        let (file, path) = match started {
+            Some(s) => s,
+            None => create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?,
+        };
         let c = &sh.counters;
         c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         c.syncs.fetch_add(1, Ordering::Relaxed);
