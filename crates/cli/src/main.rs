@@ -132,20 +132,8 @@ struct EngineArgs {
 impl EngineArgs {
     /// The settings; `log_default` is the command log's mode when none is given.
     fn settings(&self, data_dir: Option<PathBuf>, log_default: &str) -> Result<DbSettings, String> {
-        let anticache = match self.anticache.as_deref().unwrap_or("on") {
-            "on" | "true" => true,
-            "off" | "false" => false,
-            other => return Err(format!("invalid setting anticache: \"{other}\" (expected on or off)")),
-        };
-        let log_preallocate = match self.log_preallocate.as_deref().unwrap_or("on") {
-            "on" | "true" => true,
-            "off" | "false" => false,
-            other => {
-                return Err(format!(
-                    "invalid setting log_preallocate: \"{other}\" (expected on or off)"
-                ));
-            }
-        };
+        let anticache = on_off(self.anticache.as_deref(), true, "anticache")?;
+        let log_preallocate = on_off(self.log_preallocate.as_deref(), true, "log_preallocate")?;
         if let Some(bytes) = self.log_segment_size {
             // The log's own check ("invalid setting log_segment_size: ..."), with the flag.
             let mut log = permafrost_executor::LogConfig::new("commandlog");
@@ -233,6 +221,16 @@ impl EngineArgs {
                 Some(parse_duration_arg(w).map_err(|e| format!("invalid setting group_commit_window: {e}"))?);
         }
         Ok(())
+    }
+}
+
+/// An on/off setting's value (`true`/`false` accepted too); `default` when not given.
+fn on_off(value: Option<&str>, default: bool, name: &str) -> Result<bool, String> {
+    match value {
+        None => Ok(default),
+        Some("on" | "true") => Ok(true),
+        Some("off" | "false") => Ok(false),
+        Some(other) => Err(format!("invalid setting {name}: \"{other}\" (expected on or off)")),
     }
 }
 

@@ -21,9 +21,9 @@
 //! record header of 16 zero bytes starts and every byte after it to the end of the file is
 //! zero (no record has LSN 0). Where a segment is overwritten rather than appended, a crash
 //! can keep any pages of the one write that was not yet synced, not only a prefix of it;
-//! the writer therefore never writes more than [`MAX_UNSYNCED_SPAN`] bytes (beyond one
-//! record) between syncs, and the reader tolerates valid records that close behind a
-//! damaged one (see reader.rs).
+//! the writer therefore starts no record of a write [`MAX_UNSYNCED_SPAN`] or more bytes
+//! after the write's start (it syncs larger batches in pieces), and the reader tolerates
+//! valid records that close behind a damaged one (see reader.rs).
 //!
 //! All integers are little-endian.
 

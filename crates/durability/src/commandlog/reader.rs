@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::{LogError, Result};
 use super::format::{
-    MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_segment_header, list_segments,
-    parse_record_header, record_crc,
+    MAX_BODY_LEN, MAX_UNSYNCED_SPAN, PREALLOCATED_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, check_segment_header,
+    list_segments, parse_record_header, record_crc,
 };
 use super::record::{TxnRecord, decode_record};
 
@@ -117,7 +117,7 @@ impl SegmentCursor {
         self.file
             .read_exact(&mut h[..n])
             .map_err(io_err(&self.path, "cannot read"))?;
-        if self.version >= 2
+        if self.version == PREALLOCATED_VERSION
             && h[..n].iter().all(|&b| b == 0)
             && zeros_to_end(self.file.get_ref(), at + n as u64, self.len).map_err(io_err(&self.path, "cannot read"))?
         {
@@ -179,7 +179,7 @@ impl SegmentCursor {
         }
         // Version 2: valid records closer than MAX_UNSYNCED_SPAN behind the damaged one may
         // be pages of the same unsynced write that reached the disk out of order.
-        let from = if self.version >= 2 {
+        let from = if self.version == PREALLOCATED_VERSION {
             at.saturating_add(MAX_UNSYNCED_SPAN - 1)
         } else {
             at

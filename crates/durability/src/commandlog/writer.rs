@@ -561,23 +561,39 @@ fn remove_temporary_files(fs: &dyn LogFs, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Creates the segment starting at `first_lsn`: written and synced under a temporary
-/// name, then renamed, so that a segment file always has a complete header.
+/// Creates the (version 1) segment starting at `first_lsn`, empty but for its header.
 fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn LogFile>, PathBuf)> {
-    let path = dir.join(segment_file_name(first_lsn));
     let tmp = dir.join(format!("{}.tmp", segment_file_name(first_lsn)));
+    let file = fs
+        .create(&tmp)
+        .map_err(|e| LogError::io(format!("cannot create {}", tmp.display()), e))?;
+    start_segment(fs, dir, file, &tmp, segment_header(first_lsn), first_lsn)
+}
+
+/// Makes `file`, open at the temporary path `tmp`, the segment starting at `first_lsn`:
+/// `header` written and synced, the file renamed to the segment's name and the directory
+/// synced, so that a segment file always has a complete header. On failure `tmp` is
+/// removed.
+fn start_segment(
+    fs: &dyn LogFs,
+    dir: &Path,
+    mut file: Box<dyn LogFile>,
+    tmp: &Path,
+    header: [u8; SEGMENT_HEADER_LEN],
+    first_lsn: u64,
+) -> Result<(Box<dyn LogFile>, PathBuf)> {
+    let path = dir.join(segment_file_name(first_lsn));
     let ctx = |what: &str| format!("cannot {what} {}", tmp.display());
-    let mut file = fs.create(&tmp).map_err(|e| LogError::io(ctx("create"), e))?;
     let written = file
-        .write_all_at(&segment_header(first_lsn), 0)
+        .write_all_at(&header, 0)
         .map_err(|e| LogError::io(ctx("write"), e))
         .and_then(|()| file.sync_data().map_err(|e| LogError::io(ctx("sync"), e)))
         .and_then(|()| {
-            fs.rename(&tmp, &path)
+            fs.rename(tmp, &path)
                 .map_err(|e| LogError::io(format!("cannot rename {} to {}", tmp.display(), path.display()), e))
         });
     if let Err(e) = written {
-        let _ = fs.remove(&tmp);
+        let _ = fs.remove(tmp);
         return Err(e);
     }
     fs.sync_dir(dir)
@@ -619,27 +635,6 @@ fn preallocate(fs: &dyn LogFs, path: &Path, len: u64) -> io::Result<Box<dyn LogF
     file.sync_data()?;
     file.drop_cached(0, len);
     Ok(file)
-}
-
-/// Makes the preallocated file the segment starting at `first_lsn`: its header written and
-/// synced, then renamed, and the directory synced.
-fn install_spare(
-    fs: &dyn LogFs,
-    dir: &Path,
-    mut file: Box<dyn LogFile>,
-    first_lsn: u64,
-) -> Result<(Box<dyn LogFile>, PathBuf)> {
-    let spare = dir.join(SPARE_FILE);
-    let path = dir.join(segment_file_name(first_lsn));
-    let ctx = |what: &str| format!("cannot {what} {}", spare.display());
-    file.write_all_at(&preallocated_segment_header(first_lsn), 0)
-        .map_err(|e| LogError::io(ctx("write"), e))?;
-    file.sync_data().map_err(|e| LogError::io(ctx("sync"), e))?;
-    fs.rename(&spare, &path)
-        .map_err(|e| LogError::io(format!("cannot rename {} to {}", spare.display(), path.display()), e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| LogError::io(format!("cannot sync directory {}", dir.display()), e))?;
-    Ok((file, path))
 }
 
 /// Record bodies gathered for one [`CommandLog::append_chunk`], each behind its length
@@ -713,6 +708,20 @@ struct Pending {
     count: u64,
     chunked: bool,
     done: Option<Done>,
+}
+
+impl Pending {
+    /// The LSN of the first record.
+    fn first_lsn(&self) -> u64 {
+        self.lsn + 1 - self.count
+    }
+
+    /// The record bodies, in LSN order.
+    fn bodies(&self) -> impl Iterator<Item = &[u8]> {
+        let single = (!self.chunked).then_some(&self.body[..]);
+        let chunk = self.chunked.then(|| Chunk::bodies(&self.body));
+        single.into_iter().chain(chunk.into_iter().flatten())
+    }
 }
 
 struct Writer {
@@ -889,44 +898,20 @@ impl Writer {
     /// reach further than [`MAX_UNSYNCED_SPAN`] from its start, in pieces, each written and
     /// synced before the next (the bound the reader relies on for preallocated segments).
     fn write_batch(&mut self, batch: &[Pending]) -> Result<()> {
-        self.buf.clear();
-        let mut records = 0;
-        // Where in the segment `buf` goes.
-        let mut at = self.offset;
-        let mut result = Ok(());
-        'framing: for p in batch {
-            let first = p.lsn + 1 - p.count;
-            let mut bodies = Chunk::bodies(&p.body);
-            let mut single = Some(&p.body[..]);
-            for i in 0.. {
-                let body = if p.chunked { bodies.next() } else { single.take() };
-                let Some(body) = body else { break };
-                if self.buf.len() as u64 >= MAX_UNSYNCED_SPAN {
-                    result = self.write_piece(at);
-                    if result.is_err() {
-                        break 'framing;
-                    }
-                    at += self.buf.len() as u64;
-                    self.buf.clear();
+        let end = match self.write_records(batch) {
+            Ok(end) => end,
+            Err(e) => {
+                // Best effort: take the batch's bytes back out, so that records whose
+                // callers were told they failed are not replayed after a restart.
+                if self.file.set_len(self.offset).is_ok() {
+                    let _ = self.file.sync_data();
                 }
-                frame_record(first + i, body, &mut self.buf);
+                return Err(e);
             }
-            records += p.count;
-        }
-        if result.is_ok() {
-            result = self.write_piece(at);
-        }
-        if let Err(e) = result {
-            // Best effort: take the batch's bytes back out, so that records whose
-            // callers were told they failed are not replayed after a restart.
-            if self.file.set_len(self.offset).is_ok() {
-                let _ = self.file.sync_data();
-            }
-            return Err(e);
-        }
+        };
         let sh = &*self.shared;
         let last = batch.last().map_or(self.next_lsn - 1, |p| p.lsn);
-        let end = at + self.buf.len() as u64;
+        let records = batch.iter().map(|p| p.count).sum();
         let c = &sh.counters;
         c.records.fetch_add(records, Ordering::Relaxed);
         c.bytes.fetch_add(end - self.offset, Ordering::Relaxed);
@@ -936,6 +921,27 @@ impl Writer {
         self.next_lsn = last + 1;
         self.drop_synced_pages();
         Ok(())
+    }
+
+    /// Frames the batch's records and writes and syncs them at the segment's end, a piece
+    /// whenever the next record would start [`MAX_UNSYNCED_SPAN`] or more after the piece's
+    /// start; returns where the records end.
+    fn write_records(&mut self, batch: &[Pending]) -> Result<u64> {
+        self.buf.clear();
+        // Where in the segment `buf` goes.
+        let mut at = self.offset;
+        for p in batch {
+            for (lsn, body) in (p.first_lsn()..).zip(p.bodies()) {
+                if self.buf.len() as u64 >= MAX_UNSYNCED_SPAN {
+                    self.write_piece(at)?;
+                    at += self.buf.len() as u64;
+                    self.buf.clear();
+                }
+                frame_record(lsn, body, &mut self.buf);
+            }
+        }
+        self.write_piece(at)?;
+        Ok(at + self.buf.len() as u64)
     }
 
     /// Writes `buf` at `at` and syncs it.
@@ -983,13 +989,11 @@ impl Writer {
                 None
             }
         };
-        let started = spare.and_then(|f| {
-            install_spare(&*sh.fs, &sh.cfg.dir, f, self.next_lsn)
-                .inspect_err(|_| {
-                    let _ = sh.fs.remove(&sh.cfg.dir.join(SPARE_FILE));
-                })
-                .ok()
-        });
+        let dir = &sh.cfg.dir;
+        let header = preallocated_segment_header(self.next_lsn);
+        // A preallocated file that cannot be started is removed, and an empty one tried.
+        let started =
+            spare.and_then(|f| start_segment(&*sh.fs, dir, f, &dir.join(SPARE_FILE), header, self.next_lsn).ok());
         let (file, path) = match started {
             Some(s) => s,
             None => create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?,
