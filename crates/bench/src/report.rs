@@ -147,6 +147,35 @@ pub struct CpuReport {
     pub us_per_txn: f64,
 }
 
+/// What the command log did while measuring (absent when the target has no log).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CommandLogReport {
+    pub records_per_sec: f64,
+    /// Group commits (one write and one `fdatasync` each) per second.
+    pub group_commits_per_sec: f64,
+    pub records_per_group_commit: f64,
+    /// Bytes written per record, framing included.
+    pub bytes_per_record: f64,
+    /// Mean time in `fdatasync` per group commit.
+    pub sync_us_per_group_commit: f64,
+}
+
+impl CommandLogReport {
+    /// The figures between two readings of the counters `seconds` apart.
+    pub fn between(a: &crate::ycsb::LogCounters, b: &crate::ycsb::LogCounters, seconds: f64) -> CommandLogReport {
+        let records = b.records.saturating_sub(a.records) as f64;
+        let commits = b.group_commits.saturating_sub(a.group_commits) as f64;
+        let per = |x: f64, n: f64| if n > 0.0 { x / n } else { 0.0 };
+        CommandLogReport {
+            records_per_sec: per(records, seconds),
+            group_commits_per_sec: per(commits, seconds),
+            records_per_group_commit: per(records, commits),
+            bytes_per_record: per(b.bytes.saturating_sub(a.bytes) as f64, records),
+            sync_us_per_group_commit: per((b.sync_seconds - a.sync_seconds).max(0.0) * 1e6, commits),
+        }
+    }
+}
+
 /// User and system CPU seconds this process has used so far (getrusage).
 pub fn process_cpu_seconds() -> (f64, f64) {
     // SAFETY: getrusage only writes the struct it is given.
@@ -179,6 +208,7 @@ pub struct Report {
     pub timeseries: Vec<Sample>,
     /// CPU used by the benchmark process while measuring.
     pub process_cpu: CpuReport,
+    pub command_log: Option<CommandLogReport>,
     pub settings: serde_json::Value,
     /// Errors seen (first few), for diagnosis.
     pub errors: Vec<String>,
@@ -186,6 +216,22 @@ pub struct Report {
 
 impl Report {
     pub fn summary(&self) -> String {
+        let mut s = self.main_summary();
+        if let Some(c) = &self.command_log {
+            s.push_str(&format!(
+                "\ncommand log: {:.0} records/s, {:.0} group commits/s of {:.0} records ({:.1} KiB; {:.0} bytes per record), {:.0} us in fdatasync per group commit",
+                c.records_per_sec,
+                c.group_commits_per_sec,
+                c.records_per_group_commit,
+                c.records_per_group_commit * c.bytes_per_record / 1024.0,
+                c.bytes_per_record,
+                c.sync_us_per_group_commit,
+            ));
+        }
+        s
+    }
+
+    fn main_summary(&self) -> String {
         let l = &self.latency_us;
         format!(
             "{} on {}: {:.0} txn/s ({} committed, {} aborted, {} failed, {} restarts for evicted data, {} verify errors)\n\

@@ -45,3 +45,43 @@ fn the_measured_phase_starts_when_the_warmup_ends_even_within_the_first_second()
         assert!(report.committed as f64 <= all * 1.01 + 64.0, "{}", report.summary());
     }
 }
+
+#[test]
+fn the_report_says_what_the_command_log_did_while_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = permafrost_executor::LogConfig::new(dir.path().join("log"));
+    let db = Database::open(Config::builder().partitions(2).command_log(log).build().unwrap()).unwrap();
+    let target = ycsb::embedded::Embedded::new(db, false);
+    let opts = YcsbOptions {
+        records: 2_000,
+        tuple_size: 1008,
+        mix: Mix::WriteHeavy,
+        skew: 0.5,
+        clients: 1,
+        in_flight: 64,
+        warmup: 0.3,
+        duration: 0.7,
+        seed: 5,
+    };
+    let report = ycsb::run(&target, &opts, false).unwrap();
+    let c = report.command_log.as_ref().expect("a database with a command log");
+    // One record per update measured (the load and the warm-up are not counted).
+    let logged = c.records_per_sec * opts.duration;
+    assert!(
+        (logged - report.updates as f64).abs() <= 64.0 + report.updates as f64 * 0.02,
+        "{logged:.0} records logged while measuring, {} updates: {}",
+        report.updates,
+        report.summary()
+    );
+    assert!(c.group_commits_per_sec > 0.0 && c.records_per_group_commit >= 1.0);
+    // An update's record: procedure name, key, field number and a 100-byte value, framed.
+    assert!((120.0..400.0).contains(&c.bytes_per_record), "{}", report.summary());
+    assert!(c.sync_us_per_group_commit > 0.0);
+    assert!(report.summary().contains("command log:"), "{}", report.summary());
+
+    let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
+    let target = ycsb::embedded::Embedded::new(db, false);
+    let report = ycsb::run(&target, &opts, false).unwrap();
+    assert!(report.command_log.is_none());
+    assert!(!report.summary().contains("command log:"));
+}

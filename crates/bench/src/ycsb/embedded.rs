@@ -3,7 +3,7 @@
 
 use permafrost_executor::{Completion, Database, Error, ProcHandle, ProcedureDef, Session, Value};
 
-use super::{FIELDS, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, values};
+use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, values};
 use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport};
 
@@ -203,6 +203,12 @@ impl YcsbTarget for Embedded {
                 buffer_bytes: mem.buffer_bytes + s.anticache_bytes,
                 ..MemoryReport::default()
             },
+            log: self.db.log_stats().map(|l| LogCounters {
+                records: l.records,
+                bytes: l.bytes,
+                group_commits: l.batches,
+                sync_seconds: l.sync_seconds_total,
+            }),
         }
     }
 

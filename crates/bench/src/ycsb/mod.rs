@@ -21,8 +21,8 @@ use serde::Serialize;
 
 use crate::BenchError;
 use crate::report::{
-    AnticacheReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes, process_cpu_seconds,
-    rss_bytes,
+    AnticacheReport, CommandLogReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes,
+    process_cpu_seconds, rss_bytes,
 };
 
 pub const FIELDS: usize = 10;
@@ -177,6 +177,18 @@ pub struct TargetStats {
     pub resident: Option<(u64, u64)>,
     pub anticache: AnticacheReport,
     pub memory: MemoryReport,
+    /// The command log's counters, when the target has one.
+    pub log: Option<LogCounters>,
+}
+
+/// A command log's counters so far (from `Database::log_stats`, or the server's
+/// `permafrost_commandlog_*` figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LogCounters {
+    pub records: u64,
+    pub bytes: u64,
+    pub group_commits: u64,
+    pub sync_seconds: f64,
 }
 
 /// A system YCSB runs against.
@@ -254,6 +266,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     let mut max_rss_run = 0u64;
     let before_run = target.stats().anticache;
     let (mut cpu_start, mut cpu_end) = ((0.0, 0.0), (0.0, 0.0));
+    let mut log_start = None;
     let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
         let mut handles = Vec::new();
         for c in 0..opts.clients {
@@ -291,6 +304,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             if warming && now >= start + warmup {
                 phase.store(MEASURE, Ordering::Relaxed);
                 cpu_start = process_cpu_seconds();
+                log_start = target.stats().log;
                 if now < next && now < start + total {
                     continue;
                 }
@@ -353,6 +367,10 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     report.latency_us = crate::report::Latency::from_histogram(&hist);
     let stats = target.stats();
     report.restarts_evicted = stats.restarts_evicted;
+    report.command_log = match (log_start, stats.log) {
+        (Some(a), Some(b)) => Some(CommandLogReport::between(&a, &b, opts.duration)),
+        _ => None,
+    };
     report.anticache = stats.anticache.since(&before_run);
     report.anticache.block_reads_per_sec = report.anticache.blocks_read as f64 / opts.duration;
     report.memory = MemoryReport {

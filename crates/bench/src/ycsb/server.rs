@@ -24,7 +24,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::{FIELDS, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
+use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
 use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport};
 
@@ -156,6 +156,18 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
             buffer_bytes: memory("buffer") + memory("anticache"),
             ..MemoryReport::default()
         },
+        log: figures
+            .iter()
+            .any(|(n, _, _)| n == "permafrost_commandlog_records_total")
+            .then(|| LogCounters {
+                records: get("permafrost_commandlog_records_total", ""),
+                bytes: get("permafrost_commandlog_bytes_total", ""),
+                group_commits: get("permafrost_commandlog_group_commits_total", ""),
+                sync_seconds: figures
+                    .iter()
+                    .find(|(n, _, _)| n == "permafrost_commandlog_sync_seconds_total")
+                    .map_or(0.0, |f| f.2),
+            }),
     }
 }
 
