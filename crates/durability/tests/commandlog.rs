@@ -1481,3 +1481,52 @@ fn a_power_loss_turns_unsynced_overwrites_back_into_zeros() {
         assert_eq!(bytes.len(), if keep >= 4903 { 5003 } else { 4096 }, "keep {keep}");
     }
 }
+
+#[test]
+fn writes_into_a_preallocated_segment_fill_their_last_page_with_zeros_and_appended_ones_do_not() {
+    const PAGE: u64 = 4096;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let mut cfg = sync_cfg(dir.path());
+    cfg.segment_bytes = 1 << 20;
+    let log = CommandLog::open_with(cfg.clone(), Arc::new(fs.clone())).unwrap();
+    // The first segment is appended to: its writes end where the records end.
+    append_wait(&log, &call(1, 1)).1.unwrap();
+    let first = segments(dir.path())[0].clone();
+    let (_, end) = fs.last_write(&first).unwrap();
+    assert_ne!(end % PAGE, 0, "a small record after the header ends inside a page");
+    assert_eq!(
+        std::fs::metadata(&first).unwrap().len(),
+        end,
+        "no zeros after the records"
+    );
+
+    until_a_preallocated_segment_is_written(&log, dir.path());
+    let last = segments(dir.path()).last().unwrap().clone();
+    let mut ends = Vec::new();
+    for i in 0..5 {
+        append_wait(&log, &call(2, i)).1.unwrap();
+        let (start, end) = fs.last_write(&last).unwrap();
+        assert_eq!(end % PAGE, 0, "write {start}..{end} does not fill its last page");
+        assert!(end > start && end - start < 2 * PAGE, "{start}..{end}");
+        ends.push((start, end));
+    }
+    // Each write starts where the records before it end, inside the page the previous one
+    // filled with zeros.
+    assert!(ends.windows(2).all(|w| w[1].0 < w[0].1 && w[1].0 > w[0].0), "{ends:?}");
+    let n = log.last_lsn();
+    drop(log);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len() as u64, n);
+
+    // Reopened in that segment, the log goes on filling pages.
+    let log = CommandLog::open_with(cfg, Arc::new(fs.clone())).unwrap();
+    append_wait(&log, &call(3, 0)).1.unwrap();
+    let (start, end) = fs.last_write(&last).unwrap();
+    assert_eq!(end % PAGE, 0, "{start}..{end} after a restart");
+    drop(log);
+    let (back, torn) = read_all(dir.path(), 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len() as u64, n + 1);
+}

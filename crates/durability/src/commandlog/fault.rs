@@ -27,6 +27,8 @@ struct FileState {
     durable_len: u64,
     /// End of the furthest write since the last sync (0: none).
     dirty_end: u64,
+    /// Where the last successful write started and ended.
+    last_write: Option<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -172,6 +174,15 @@ impl FaultyFs {
             .map_or(0, |f| f.synced)
     }
 
+    /// Where the last successful write to `path` started and ended.
+    pub fn last_write(&self, path: &Path) -> Option<(u64, u64)> {
+        self.state()
+            .files
+            .iter()
+            .find(|f| f.path.as_deref() == Some(path))
+            .and_then(|f| f.last_write)
+    }
+
     /// Successful write calls.
     pub fn writes(&self) -> u64 {
         self.shared.writes.load(Ordering::SeqCst)
@@ -207,6 +218,7 @@ impl FaultyFs {
             synced: len,
             durable_len: len,
             dirty_end: 0,
+            last_write: None,
         });
         Box::new(FaultyFile {
             inner,
@@ -254,6 +266,7 @@ impl LogFile for FaultyFile {
         match err {
             Some(e) => Err(e),
             None => {
+                f.last_write = Some((offset, end));
                 self.fs.shared.writes.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }

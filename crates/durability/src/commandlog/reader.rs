@@ -271,6 +271,8 @@ pub(crate) struct Tail {
     pub valid_len: u64,
     /// Where a torn tail starts (then `valid_len` equals it).
     pub torn: Option<u64>,
+    /// Whether the segment is preallocated (format version 2).
+    pub preallocated: bool,
 }
 
 /// Checks the last segment's header and records (checksums and LSNs; bodies are not
@@ -285,6 +287,7 @@ pub(crate) fn scan_tail(path: &Path, name_lsn: u64) -> Result<Tail> {
                     next_lsn: c.expected,
                     valid_len: c.offset,
                     torn: None,
+                    preallocated: c.version == PREALLOCATED_VERSION,
                 });
             }
             Raw::Torn(at) => {
@@ -292,6 +295,7 @@ pub(crate) fn scan_tail(path: &Path, name_lsn: u64) -> Result<Tail> {
                     next_lsn: c.expected,
                     valid_len: at,
                     torn: Some(at),
+                    preallocated: c.version == PREALLOCATED_VERSION,
                 });
             }
         }

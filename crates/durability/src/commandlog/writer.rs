@@ -242,7 +242,7 @@ impl CommandLog {
         remove_temporary_files(&*fs, dir)?;
         let mut segments = list_segments(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
         let mut torn_tail = None;
-        let (file, offset, next_lsn) = match segments.last() {
+        let (file, offset, next_lsn, pad_pages) = match segments.last() {
             None => {
                 let (file, path) = create_segment(&*fs, dir, 1)?;
                 segments.push((1, path));
@@ -251,7 +251,7 @@ impl CommandLog {
                     .counters
                     .bytes
                     .store(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
-                (file, SEGMENT_HEADER_LEN as u64, 1)
+                (file, SEGMENT_HEADER_LEN as u64, 1, false)
             }
             Some((name_lsn, path)) => {
                 let tail = scan_tail(path, *name_lsn)?;
@@ -264,7 +264,7 @@ impl CommandLog {
                         .map_err(|e| LogError::io(format!("cannot truncate the torn tail of {}", path.display()), e))?;
                     torn_tail = Some((path.clone(), at));
                 }
-                (file, tail.valid_len, tail.next_lsn)
+                (file, tail.valid_len, tail.next_lsn, tail.preallocated)
             }
         };
         let last = next_lsn - 1;
@@ -279,6 +279,7 @@ impl CommandLog {
             file,
             offset,
             uncached: 0,
+            pad_pages,
             next_lsn,
             buf: Vec::new(),
             dones: Vec::new(),
@@ -732,6 +733,13 @@ struct Writer {
     offset: u64,
     /// The segment's bytes before this offset were dropped from the page cache.
     uncached: u64,
+    /// Writes are padded with zeros to the end of their last page (in a preallocated
+    /// segment, where those bytes are zeros already and mark the end of the records): a
+    /// write that ends inside a page the page cache does not hold (the zeros were dropped
+    /// from it once synced, and the writer drops what it synced) made the kernel read that
+    /// page from disk first, inside the group commit's `pwrite`. The next write starts at
+    /// the end of the records, in that page, which stays cached.
+    pad_pages: bool,
     /// LSN of the next record to write.
     next_lsn: u64,
     buf: Vec<u8>,
@@ -952,9 +960,15 @@ impl Writer {
                 .last()
                 .map_or_else(String::new, |s| s.1.display().to_string())
         };
-        self.file
-            .write_all_at(&self.buf, at)
-            .map_err(|e| LogError::io(format!("cannot write to {}", path()), e))?;
+        let len = self.buf.len();
+        if self.pad_pages {
+            let end = at + len as u64;
+            let pad = (PAGE - end % PAGE) % PAGE;
+            self.buf.resize(len + pad as usize, 0);
+        }
+        let w = self.file.write_all_at(&self.buf, at);
+        self.buf.truncate(len);
+        w.map_err(|e| LogError::io(format!("cannot write to {}", path()), e))?;
         let t = Instant::now();
         let r = self.file.sync_data();
         let c = &sh.counters;
@@ -994,10 +1008,12 @@ impl Writer {
         // A preallocated file that cannot be started is removed, and an empty one tried.
         let started =
             spare.and_then(|f| start_segment(&*sh.fs, dir, f, &dir.join(SPARE_FILE), header, self.next_lsn).ok());
+        let pad_pages = started.is_some();
         let (file, path) = match started {
             Some(s) => s,
             None => create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?,
         };
+        self.pad_pages = pad_pages;
         let c = &sh.counters;
         c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         c.syncs.fetch_add(1, Ordering::Relaxed);
