@@ -3,6 +3,21 @@
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::{Config, Database};
 
+/// A short run on 2,000 records with one client.
+fn small(mix: Mix, in_flight: usize, warmup: f64, duration: f64, seed: u64) -> YcsbOptions {
+    YcsbOptions {
+        records: 2_000,
+        tuple_size: 1008,
+        mix,
+        skew: 0.5,
+        clients: 1,
+        in_flight,
+        warmup,
+        duration,
+        seed,
+    }
+}
+
 /// Operations completed over the whole run, warm-up included, from the per-second samples.
 fn completed(report: &permafrost_bench::report::Report, warmup: f64) -> f64 {
     let mut last = -warmup;
@@ -19,17 +34,7 @@ fn the_measured_phase_starts_when_the_warmup_ends_even_within_the_first_second()
     for warmup in [0.0, 0.3] {
         let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
         let target = ycsb::embedded::Embedded::new(db, false);
-        let opts = YcsbOptions {
-            records: 2_000,
-            tuple_size: 1008,
-            mix: Mix::ReadHeavy,
-            skew: 0.5,
-            clients: 1,
-            in_flight: 16,
-            warmup,
-            duration: 0.5,
-            seed: 3,
-        };
+        let opts = small(Mix::ReadHeavy, 16, warmup, 0.5, 3);
         let report = ycsb::run(&target, &opts, false).unwrap();
         let all = completed(&report, warmup);
         // The clients count what completes between the end of the warm-up and the end
@@ -52,17 +57,7 @@ fn the_report_says_what_the_command_log_did_while_measuring() {
     let log = permafrost_executor::LogConfig::new(dir.path().join("log"));
     let db = Database::open(Config::builder().partitions(2).command_log(log).build().unwrap()).unwrap();
     let target = ycsb::embedded::Embedded::new(db, false);
-    let opts = YcsbOptions {
-        records: 2_000,
-        tuple_size: 1008,
-        mix: Mix::WriteHeavy,
-        skew: 0.5,
-        clients: 1,
-        in_flight: 64,
-        warmup: 0.3,
-        duration: 0.7,
-        seed: 5,
-    };
+    let opts = small(Mix::WriteHeavy, 64, 0.3, 0.7, 5);
     let report = ycsb::run(&target, &opts, false).unwrap();
     let c = report.command_log.as_ref().expect("a database with a command log");
     // One record per update measured (the load and the warm-up are not counted).

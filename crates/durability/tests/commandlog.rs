@@ -68,6 +68,14 @@ fn sync_cfg(dir: &Path) -> LogConfig {
 }
 
 /// Appends and waits for the callback.
+/// Sync mode with 1 MiB segments (the smallest), so that tests rotate soon.
+fn small_segments(dir: &Path) -> LogConfig {
+    LogConfig {
+        segment_bytes: 1 << 20,
+        ..sync_cfg(dir)
+    }
+}
+
 fn append_wait(log: &CommandLog, rec: &TxnRecord) -> (u64, Result<(), LogError>) {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let lsn = log.append(
@@ -604,8 +612,7 @@ fn a_full_disk_fails_the_record_and_keeps_what_was_acknowledged() {
 fn a_full_disk_while_starting_a_segment_fails_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new();
-    let mut cfg = sync_cfg(dir.path());
-    cfg.segment_bytes = 1 << 20;
+    let mut cfg = small_segments(dir.path());
     // The next segment is created when it is needed (a preallocated one needs no space then).
     cfg.preallocate = false;
     let log = CommandLog::open_with(cfg.clone(), Arc::new(fs.clone())).unwrap();
@@ -854,8 +861,7 @@ fn bad_segment_headers_unknown_versions_and_misnamed_segments_are_errors() {
 #[test]
 fn rotation_truncation_and_gaps() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = sync_cfg(dir.path());
-    cfg.segment_bytes = 1 << 20;
+    let cfg = small_segments(dir.path());
     let log = CommandLog::open(cfg.clone()).unwrap();
     let recs: Vec<TxnRecord> = (0..40).map(|i| big(i, 100_000)).collect();
     for r in &recs {
@@ -915,8 +921,7 @@ fn rotation_truncation_and_gaps() {
 fn a_missing_middle_segment_and_damage_in_a_closed_segment_are_errors() {
     let make = || {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = sync_cfg(dir.path());
-        cfg.segment_bytes = 1 << 20;
+        let cfg = small_segments(dir.path());
         let log = CommandLog::open(cfg).unwrap();
         for i in 0..30 {
             append_wait(&log, &big(i, 100_000)).1.unwrap();
@@ -1283,8 +1288,7 @@ fn until_a_preallocated_segment_is_written(log: &CommandLog, dir: &Path) {
 #[test]
 fn segments_after_the_first_are_preallocated_and_read_back_with_the_first() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = sync_cfg(dir.path());
-    cfg.segment_bytes = 1 << 20;
+    let cfg = small_segments(dir.path());
     let log = CommandLog::open(cfg.clone()).unwrap();
     until_a_preallocated_segment_is_written(&log, dir.path());
     let mut n = log.last_lsn();
@@ -1331,8 +1335,7 @@ fn segments_after_the_first_are_preallocated_and_read_back_with_the_first() {
 #[test]
 fn preallocation_can_be_turned_off() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = sync_cfg(dir.path());
-    cfg.segment_bytes = 1 << 20;
+    let mut cfg = small_segments(dir.path());
     cfg.preallocate = false;
     let log = CommandLog::open(cfg).unwrap();
     for i in 0..40 {
@@ -1487,8 +1490,7 @@ fn writes_into_a_preallocated_segment_fill_their_last_page_with_zeros_and_append
     const PAGE: u64 = 4096;
     let dir = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new();
-    let mut cfg = sync_cfg(dir.path());
-    cfg.segment_bytes = 1 << 20;
+    let cfg = small_segments(dir.path());
     let log = CommandLog::open_with(cfg.clone(), Arc::new(fs.clone())).unwrap();
     // The first segment is appended to: its writes end where the records end.
     append_wait(&log, &call(1, 1)).1.unwrap();

@@ -101,23 +101,19 @@ impl Server {
     }
 }
 
-/// The report's anti-cache and memory figures from the server's `permafrost_stats` rows
-/// (name, labels, value).
+/// The report's anti-cache, memory and command-log figures from the server's
+/// `permafrost_stats` rows (name, labels, value).
 fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
-    let get = |name: &str, labels: &str| {
+    let value = |name: &str, labels: &str| {
         figures
             .iter()
             .filter(|(n, l, _)| n == name && l == labels)
             .map(|f| f.2)
-            .sum::<f64>() as u64
+            .sum::<f64>()
     };
+    let get = |name: &str, labels: &str| value(name, labels) as u64;
     let memory = |c: &str| get("permafrost_memory_bytes", &format!("component=\"{c}\""));
-    let seconds = |a: &str| {
-        figures
-            .iter()
-            .find(|(n, l, _)| n == "permafrost_anticache_seconds_total" && *l == format!("activity=\"{a}\""))
-            .map_or(0.0, |f| f.2)
-    };
+    let seconds = |a: &str| value("permafrost_anticache_seconds_total", &format!("activity=\"{a}\""));
     let evicted_now = get("permafrost_cold_tuples", "");
     let directory = get("permafrost_anticache_directory_bytes", "");
     let resident = get("permafrost_process_resident_bytes", "");
@@ -163,10 +159,7 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
                 records: get("permafrost_commandlog_records_total", ""),
                 bytes: get("permafrost_commandlog_bytes_total", ""),
                 group_commits: get("permafrost_commandlog_group_commits_total", ""),
-                sync_seconds: figures
-                    .iter()
-                    .find(|(n, _, _)| n == "permafrost_commandlog_sync_seconds_total")
-                    .map_or(0.0, |f| f.2),
+                sync_seconds: value("permafrost_commandlog_sync_seconds_total", ""),
             }),
     }
 }
