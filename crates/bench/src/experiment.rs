@@ -361,7 +361,20 @@ fn machine() -> Machine {
     }
 }
 
-/// Runs `spec`, printing a line per run; `command` is recorded in the report.
+/// Removes `dir` and everything in it, if it exists.
+fn remove_dir(dir: &Path) -> Result<(), BenchError> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BenchError::Io(std::io::Error::new(
+            e.kind(),
+            format!("cannot remove the run directory {}: {e}", dir.display()),
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `spec`, printing a line per run; `command` is recorded in the report. With
+/// `data_dir`, each run keeps its files in a fresh `run-<k>` under it, removed after the
+/// run; without, in a temporary directory.
 pub fn run(spec: &Spec, rounds: usize, command: &str, data_dir: Option<&Path>) -> Result<ExperimentReport, BenchError> {
     let rounds = rounds.max(1);
     let device = if spec.device {
@@ -389,13 +402,26 @@ pub fn run(spec: &Spec, rounds: usize, command: &str, data_dir: Option<&Path>) -
         for i in order {
             k += 1;
             let v = &spec.variants[i];
-            let (db, _dir) = v.db.open()?;
+            // Every run starts empty: a run in the directory a former one used would
+            // find its command log and blocks (and the disk would fill with them).
+            let run_dir = data_dir.map(|d| d.join(format!("run-{k}")));
+            let mut settings = v.db.clone();
+            if let Some(d) = &run_dir {
+                remove_dir(d)?;
+                settings.data_dir = Some(d.clone());
+            }
+            let (db, dir) = settings.open()?;
             let mut opts = v.ycsb.clone();
             if opts.clients == 0 {
                 opts.clients = db.partitions() as usize;
             }
             let target = ycsb::embedded::Embedded::new(db, v.evictable);
             let report = ycsb::run(&target, &opts, false)?;
+            drop(target);
+            drop(dir);
+            if let Some(d) = &run_dir {
+                remove_dir(d)?;
+            }
             println!(
                 "[{k}/{total}] {} @ {}: {:.0} txn/s, {} block reads/s, {} verify errors",
                 v.series, v.x, report.throughput_tps, report.anticache.block_reads_per_sec as u64, report.verify_errors
@@ -671,6 +697,35 @@ mod tests {
     fn median_of_rounds() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0]), 2.5);
+    }
+
+    /// With a data directory, every run starts in a fresh one under it (no run finds the
+    /// command log of the one before) and leaves nothing behind.
+    #[test]
+    fn runs_in_a_given_data_directory_start_empty_and_are_removed() {
+        let p = Params {
+            records: Some(2_000),
+            warmup: 0.0,
+            duration: 0.3,
+            partitions: Some(2),
+            in_flight: 16,
+            ..Params::default()
+        };
+        let s = spec("durability", &p).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // Left by an earlier run: removed, not appended to.
+        let stale = dir.path().join("run-3/anticache/commandlog");
+        std::fs::create_dir_all(&stale).unwrap();
+        std::fs::write(stale.join("0000000000000001.log"), b"not a log segment").unwrap();
+        let r = run(&s, 1, "test", Some(dir.path())).unwrap();
+        for p in &r.points {
+            assert_eq!(p.runs[0].verify_errors, 0, "{}", p.series);
+            assert!(p.median_tps > 0.0, "{}: nothing committed", p.series);
+        }
+        let sync = &r.points[2].runs[0];
+        assert!(sync.command_log.as_ref().is_some_and(|l| l.records_per_sec > 0.0));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 
     /// A tiny experiment end to end: runs, JSON and chart.

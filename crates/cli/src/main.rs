@@ -648,7 +648,8 @@ struct ExperimentArgs {
     /// durability: the command log's group commit window (default: the setting's default).
     #[arg(long, value_parser = parse_duration_arg)]
     group_commit_window: Option<std::time::Duration>,
-    /// Directory for block files (default: temporary directories).
+    /// Directory for the runs' block files and command logs: each run gets a fresh
+    /// run-<k> in it, removed after the run (default: temporary directories).
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Seed of the workload's random choices.
@@ -711,8 +712,8 @@ struct CommonArgs {
     /// Seconds measured.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// Directory for the anti-cache's block files. Default: a temporary directory,
-    /// removed at exit.
+    /// Directory for the anti-cache's block files and the command log (a log left there
+    /// by an earlier run is appended to). Default: a temporary directory, removed at exit.
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Write the report as JSON to this file.
