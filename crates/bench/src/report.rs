@@ -158,6 +158,11 @@ pub struct CommandLogReport {
     pub bytes_per_record: f64,
     /// Mean time in `fdatasync` per group commit.
     pub sync_us_per_group_commit: f64,
+    /// The bound of the duration bucket that holds the 99th percentile of the log's syncs
+    /// (so the percentile is at most this), in µs; None without syncs, or past a second.
+    pub sync_p99_us_at_most: Option<f64>,
+    /// Syncs that took more than 10 ms: each held up every commit behind it.
+    pub syncs_over_10ms: u64,
 }
 
 impl CommandLogReport {
@@ -172,7 +177,31 @@ impl CommandLogReport {
             records_per_group_commit: per(records, commits),
             bytes_per_record: per(b.bytes.saturating_sub(a.bytes) as f64, records),
             sync_us_per_group_commit: per((b.sync_seconds - a.sync_seconds).max(0.0) * 1e6, commits),
+            sync_p99_us_at_most: None,
+            syncs_over_10ms: 0,
         }
+        .with_sync_buckets(std::array::from_fn::<u64, { crate::ycsb::SYNC_BUCKETS }, _>(|i| {
+            b.sync_buckets[i].saturating_sub(a.sync_buckets[i])
+        }))
+    }
+
+    /// Fills the percentile and the slow count from the syncs per duration bucket.
+    fn with_sync_buckets(mut self, n: [u64; crate::ycsb::SYNC_BUCKETS]) -> CommandLogReport {
+        let bounds = permafrost_executor::SYNC_BUCKET_BOUNDS;
+        let total: u64 = n.iter().sum();
+        if total > 0 {
+            // The first bucket by which 99% of the syncs are counted.
+            let need = total - total / 100;
+            let mut seen = 0;
+            let at = n.iter().position(|&k| {
+                seen += k;
+                seen >= need
+            });
+            self.sync_p99_us_at_most = at.and_then(|i| bounds.get(i)).map(|b| b * 1e6);
+        }
+        let over = bounds.partition_point(|&b| b <= 0.01);
+        self.syncs_over_10ms = n[over..].iter().sum();
+        self
     }
 }
 
@@ -227,6 +256,12 @@ impl Report {
                 c.bytes_per_record,
                 c.sync_us_per_group_commit,
             ));
+            if let Some(p99) = c.sync_p99_us_at_most {
+                s.push_str(&format!(
+                    " (99% of syncs within {p99:.0} us, {} over 10 ms)",
+                    c.syncs_over_10ms
+                ));
+            }
         }
         s
     }
@@ -303,4 +338,37 @@ pub fn peak_rss_bytes() -> u64 {
 /// Returns whether the kernel accepted it.
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ycsb::LogCounters;
+
+    #[test]
+    fn the_sync_percentile_and_slow_count_come_from_the_buckets_measured() {
+        let before = LogCounters {
+            sync_buckets: [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7],
+            ..LogCounters::default()
+        };
+        // 100 syncs while measuring: 99 of them within 10 ms, one at 25-50 ms.
+        let mut after = before;
+        for (b, n) in after
+            .sync_buckets
+            .iter_mut()
+            .zip([0, 50, 30, 10, 5, 3, 1, 0, 1, 0, 0, 0, 0])
+        {
+            *b += n;
+        }
+        let r = CommandLogReport::between(&before, &after, 1.0);
+        assert_eq!(r.sync_p99_us_at_most, Some(10_000.0));
+        assert_eq!(r.syncs_over_10ms, 1);
+        // Two more over a second: the 99th percentile passes the last bound.
+        after.sync_buckets[12] += 2;
+        let r = CommandLogReport::between(&before, &after, 1.0);
+        assert_eq!((r.sync_p99_us_at_most, r.syncs_over_10ms), (None, 3));
+        // No syncs: no percentile.
+        let r = CommandLogReport::between(&before, &before, 1.0);
+        assert_eq!((r.sync_p99_us_at_most, r.syncs_over_10ms), (None, 0));
+    }
 }

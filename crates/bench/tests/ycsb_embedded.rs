@@ -72,7 +72,12 @@ fn the_report_says_what_the_command_log_did_while_measuring() {
     // An update's record: procedure name, key, field number and a 100-byte value, framed.
     assert!((120.0..400.0).contains(&c.bytes_per_record), "{}", report.summary());
     assert!(c.sync_us_per_group_commit > 0.0);
+    // Every sync took at least a microsecond, so the p99's bucket bound is at least the
+    // smallest one.
+    let p99 = c.sync_p99_us_at_most.expect("syncs while measuring");
+    assert!(p99 >= 100.0, "{}", report.summary());
     assert!(report.summary().contains("command log:"), "{}", report.summary());
+    assert!(report.summary().contains("99% of syncs within"), "{}", report.summary());
 
     let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
     let target = ycsb::embedded::Embedded::new(db, false);

@@ -240,6 +240,9 @@ fn sync_mode_round_trip_and_lsns_continue_across_restarts() {
         let s = log.stats();
         assert_eq!((s.records, s.last_lsn, s.durable_lsn, s.segments), (10, 10, 10, 1));
         assert!(s.batches >= 1 && s.syncs > s.batches && !s.failed);
+        // One segment (its start at open is not timed): every timed sync is a batch's.
+        assert_eq!(s.sync_buckets.iter().sum::<u64>(), s.batches);
+        assert!(s.sync_seconds_total > 0.0);
     }
     let seg = only_segment(dir.path());
     assert_eq!(seg.file_name().unwrap().to_str().unwrap(), "00000000000000000001.log");

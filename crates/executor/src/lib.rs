@@ -27,8 +27,8 @@ mod stats;
 mod txn;
 
 pub use config::{
-    AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, MergePolicy, Retrieval, SnapshotConfig,
-    parse_size,
+    AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, LogStats, MergePolicy, Retrieval,
+    SYNC_BUCKET_BOUNDS, SnapshotConfig, parse_size, sync_bucket_le,
 };
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};

@@ -363,6 +363,8 @@ pub enum MetricType {
     Gauge,
     /// Quantiles (label `quantile`) plus `_sum` and `_count` samples.
     Summary,
+    /// Cumulative `_bucket` samples (label `le`, the last `+Inf`) plus `_sum` and `_count`.
+    Histogram,
 }
 
 impl MetricType {
@@ -372,6 +374,7 @@ impl MetricType {
             MetricType::Counter => "counter",
             MetricType::Gauge => "gauge",
             MetricType::Summary => "summary",
+            MetricType::Histogram => "histogram",
         }
     }
 }
@@ -458,6 +461,12 @@ pub const METRICS: &[MetricInfo] = &[
         Counter,
         "",
         "Time spent in fdatasync of the command log.",
+    ),
+    m(
+        "permafrost_commandlog_sync_duration_seconds",
+        MetricType::Histogram,
+        "le",
+        "How long the command log's fdatasync calls took: one per group commit, and the start of each segment.",
     ),
     m(
         "permafrost_commandlog_segments",
@@ -691,14 +700,21 @@ pub const METRICS: &[MetricInfo] = &[
     ),
 ];
 
-/// The family a metric of this name belongs to (summaries' `_sum` and `_count` samples
-/// belong to the summary).
+/// The family a metric of this name belongs to (the `_sum` and `_count` samples of a
+/// summary or histogram, and a histogram's `_bucket` samples, belong to it).
 pub fn describe(name: &str) -> Option<&'static MetricInfo> {
     if let Some(info) = METRICS.iter().find(|i| i.name == name) {
         return Some(info);
     }
+    if let Some(base) = name.strip_suffix("_bucket") {
+        return METRICS
+            .iter()
+            .find(|i| i.name == base && i.kind == MetricType::Histogram);
+    }
     let base = name.strip_suffix("_sum").or_else(|| name.strip_suffix("_count"))?;
-    METRICS.iter().find(|i| i.name == base && i.kind == Summary)
+    METRICS
+        .iter()
+        .find(|i| i.name == base && matches!(i.kind, Summary | MetricType::Histogram))
 }
 
 /// One figure: a sample of a metric family.
@@ -791,6 +807,15 @@ fn engine_rows(
         r.one("permafrost_commandlog_bytes_total", l.bytes);
         r.one("permafrost_commandlog_group_commits_total", l.batches);
         r.add("permafrost_commandlog_sync_seconds_total", &[], l.sync_seconds_total);
+        let family = "permafrost_commandlog_sync_duration_seconds";
+        let mut below = 0;
+        for (i, n) in l.sync_buckets.iter().enumerate() {
+            below += n;
+            let le = permafrost_executor::sync_bucket_le(i);
+            r.add(&format!("{family}_bucket"), &[("le", &le)], below as f64);
+        }
+        r.add(&format!("{family}_sum"), &[], l.sync_seconds_total);
+        r.one(&format!("{family}_count"), below);
         r.one("permafrost_commandlog_segments", l.segments);
         r.one("permafrost_commandlog_failed", u64::from(l.failed));
     }
@@ -1116,6 +1141,13 @@ permafrost_connections_open 2
             Some("permafrost_statement_latency_seconds")
         );
         assert_eq!(describe("permafrost_blocks_live_count"), None);
+        for sample in ["_bucket", "_sum", "_count"] {
+            assert_eq!(
+                describe(&format!("permafrost_commandlog_sync_duration_seconds{sample}")).map(|i| i.kind),
+                Some(MetricType::Histogram)
+            );
+        }
+        assert_eq!(describe("permafrost_statement_latency_seconds_bucket"), None);
     }
 
     #[test]

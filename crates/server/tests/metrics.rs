@@ -112,16 +112,25 @@ fn parse_exposition(text: &str) -> HashMap<String, f64> {
         let family = if types.contains_key(name) {
             name.to_string()
         } else {
-            let base = name
-                .strip_suffix("_sum")
-                .or_else(|| name.strip_suffix("_count"))
-                .unwrap_or_else(|| panic!("sample before its TYPE: {line:?}"));
-            assert_eq!(
-                types.get(base).map(String::as_str),
-                Some("summary"),
-                "{name} belongs to no summary"
-            );
-            base.to_string()
+            if let Some(base) = name.strip_suffix("_bucket") {
+                assert_eq!(
+                    types.get(base).map(String::as_str),
+                    Some("histogram"),
+                    "{name} belongs to no histogram"
+                );
+                assert!(names.contains("le"), "a bucket without le: {line:?}");
+                base.to_string()
+            } else {
+                let base = name
+                    .strip_suffix("_sum")
+                    .or_else(|| name.strip_suffix("_count"))
+                    .unwrap_or_else(|| panic!("sample before its TYPE: {line:?}"));
+                assert!(
+                    matches!(types.get(base).map(String::as_str), Some("summary" | "histogram")),
+                    "{name} belongs to no summary or histogram"
+                );
+                base.to_string()
+            }
         };
         if current.as_deref() != Some(family.as_str()) {
             assert!(
@@ -270,6 +279,18 @@ async fn metrics_endpoint_serves_every_figure_in_exposition_format() {
     // A table name that needs escaping in a label value.
     assert_eq!(get("permafrost_table_hot_tuples{table=\"odd\\\"name\"}"), 0.0);
 
+    // The log's sync durations: cumulative buckets up to +Inf, which is the count.
+    let h = "permafrost_commandlog_sync_duration_seconds";
+    let inf = get(&format!("{h}_bucket{{le=\"+Inf\"}}"));
+    assert_eq!(get(&format!("{h}_count")), inf);
+    assert!(inf > 0.0, "the inserts were group committed");
+    assert!(get(&format!("{h}_bucket{{le=\"0.0001\"}}")) <= get(&format!("{h}_bucket{{le=\"1\"}}")));
+    assert!(get(&format!("{h}_bucket{{le=\"1\"}}")) <= inf);
+    assert_eq!(
+        get(&format!("{h}_sum")),
+        get("permafrost_commandlog_sync_seconds_total")
+    );
+
     // Server figures.
     assert_eq!(get("permafrost_connections_open"), 1.0);
     assert_eq!(get("permafrost_connections_total"), 2.0);
@@ -360,10 +381,14 @@ fn the_exposition_checker_rejects_malformed_text() {
         "# TYPE x counter\nx -1\n",                        // negative counter
         "# TYPE x gauge\nx{a=\"\\q\"} 1\n",                // bad escape
         "# TYPE x gauge\nx 1\nx 1\n",                      // repeated
+        "# TYPE x summary\nx_bucket{le=\"1\"} 1\n",        // bucket of a summary
+        "# TYPE x histogram\nx_bucket 1\n",                // bucket without le
     ];
     for text in bad {
         assert!(std::panic::catch_unwind(|| parse_exposition(text)).is_err(), "{text:?}");
     }
     let good = "# HELP x a \\\\ help\n# TYPE x summary\nx{quantile=\"0.5\"} NaN\nx_sum 1.5\nx_count 3\n";
     assert_eq!(parse_exposition(good).len(), 3);
+    let histogram = "# TYPE h histogram\nh_bucket{le=\"0.5\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1.2\nh_count 2\n";
+    assert_eq!(parse_exposition(histogram).len(), 4);
 }

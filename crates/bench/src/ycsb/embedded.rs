@@ -208,6 +208,7 @@ impl YcsbTarget for Embedded {
                 bytes: l.bytes,
                 group_commits: l.batches,
                 sync_seconds: l.sync_seconds_total,
+                sync_buckets: l.sync_buckets,
             }),
         }
     }

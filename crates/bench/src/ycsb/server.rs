@@ -160,6 +160,19 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
                 bytes: get("permafrost_commandlog_bytes_total", ""),
                 group_commits: get("permafrost_commandlog_group_commits_total", ""),
                 sync_seconds: value("permafrost_commandlog_sync_seconds_total", ""),
+                sync_buckets: {
+                    // Cumulative in the exposition; per bucket here.
+                    let mut below = 0;
+                    std::array::from_fn(|i| {
+                        let upto = get(
+                            "permafrost_commandlog_sync_duration_seconds_bucket",
+                            &format!("le=\"{}\"", permafrost_executor::sync_bucket_le(i)),
+                        );
+                        let n = upto.saturating_sub(below);
+                        below = upto;
+                        n
+                    })
+                },
             }),
     }
 }

@@ -23,4 +23,4 @@ pub use error::LogError;
 pub use io::{LogFile, LogFs, RealFs};
 pub use reader::LogReader;
 pub use record::{Request, TxnRecord, decode_record, encode_call, encode_record};
-pub use writer::{Chunk, CommandLog, DoneFn, LogStats};
+pub use writer::{Chunk, CommandLog, DoneFn, LogStats, SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, sync_bucket_le};

@@ -120,6 +120,21 @@ struct Queue {
     tx: Option<Sender<Msg>>,
 }
 
+/// Upper bounds (seconds) of the buckets of [`LogStats::sync_buckets`]; a last bucket
+/// takes the longer ones.
+pub const SYNC_BUCKET_BOUNDS: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+/// Buckets of [`LogStats::sync_buckets`].
+pub const SYNC_BUCKETS: usize = SYNC_BUCKET_BOUNDS.len() + 1;
+
+/// The upper bound of bucket `i` as a Prometheus `le` label value (`+Inf` for the last).
+pub fn sync_bucket_le(i: usize) -> String {
+    SYNC_BUCKET_BOUNDS
+        .get(i)
+        .map_or_else(|| "+Inf".to_owned(), |b| b.to_string())
+}
+
 #[derive(Default)]
 struct Counters {
     records: AtomicU64,
@@ -127,7 +142,18 @@ struct Counters {
     batches: AtomicU64,
     syncs: AtomicU64,
     sync_nanos: AtomicU64,
+    sync_buckets: [AtomicU64; SYNC_BUCKETS],
     durable_lsn: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a timed sync (a group commit's `fdatasync`, or the start of a segment).
+    fn timed_sync(&self, took: std::time::Duration) {
+        self.sync_nanos.fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+        let secs = took.as_secs_f64();
+        let i = SYNC_BUCKET_BOUNDS.partition_point(|&b| b < secs);
+        self.sync_buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 struct Shared {
@@ -179,7 +205,13 @@ pub struct LogStats {
     pub batches: u64,
     /// `fdatasync` calls (one per batch and one per new segment).
     pub syncs: u64,
+    /// Time in the syncs counted by `sync_buckets`.
     pub sync_seconds_total: f64,
+    /// How long each group commit's `fdatasync` (and each start of a segment: header
+    /// written and synced, file renamed, directory synced) took: how many took at most
+    /// [`SYNC_BUCKET_BOUNDS`]`[i]` and more than the bound before, the last bucket those
+    /// over a second. A slow or shared disk shows here before it shows in throughput.
+    pub sync_buckets: [u64; SYNC_BUCKETS],
     /// Segment files in the directory.
     pub segments: u64,
     /// Whether a write or sync failed (the log takes no more records).
@@ -503,6 +535,7 @@ impl CommandLog {
             batches: c.batches.load(Ordering::Relaxed),
             syncs: c.syncs.load(Ordering::Relaxed),
             sync_seconds_total: c.sync_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            sync_buckets: c.sync_buckets.each_ref().map(|b| b.load(Ordering::Relaxed)),
             segments: lock(&sh.segments).len() as u64,
             failed: sh.failed.load(Ordering::Acquire),
             last_lsn: sh.last_lsn.load(Ordering::Acquire),
@@ -966,7 +999,7 @@ impl Writer {
         let t = Instant::now();
         let r = self.file.sync_data();
         let c = &sh.counters;
-        c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.timed_sync(t.elapsed());
         r.map_err(|e| LogError::io(format!("cannot sync {}", path()), e))?;
         c.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -1009,7 +1042,7 @@ impl Writer {
         };
         self.pad_pages = pad_pages;
         let c = &sh.counters;
-        c.sync_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.timed_sync(t.elapsed());
         c.syncs.fetch_add(1, Ordering::Relaxed);
         c.bytes.fetch_add(SEGMENT_HEADER_LEN as u64, Ordering::Relaxed);
         lock(&sh.segments).push((self.next_lsn, path));
@@ -1025,3 +1058,22 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<CommandLog>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_timed_sync_lands_in_the_first_bucket_whose_bound_it_does_not_pass() {
+        let c = Counters::default();
+        for us in [50, 100, 101, 999, 1_000, 1_001, 2_000_000] {
+            c.timed_sync(Duration::from_micros(us));
+        }
+        let b = c.sync_buckets.each_ref().map(|b| b.load(Ordering::Relaxed));
+        // <= 100 µs: 50 and 100; <= 250 µs: 101; <= 1 ms: 999 and 1,000; <= 2.5 ms:
+        // 1,001; over a second: 2 s.
+        assert_eq!(b, [2, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(c.sync_nanos.load(Ordering::Relaxed), 2_003_251_000);
+    }
+}
