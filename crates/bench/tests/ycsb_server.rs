@@ -7,7 +7,11 @@ use permafrost_executor::{Config, Database};
 
 /// Starts a server with 2 partitions on a free port; it stops when the sender is dropped.
 fn start_server(rt: &tokio::runtime::Runtime) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    start_server_with(rt, Config::builder().partitions(2).build().unwrap())
+}
+
+fn start_server_with(rt: &tokio::runtime::Runtime, config: Config) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let db = Arc::new(Database::open(config).unwrap());
     let listener = rt
         .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
         .unwrap();
@@ -55,6 +59,31 @@ fn ycsb_over_the_wire_commits_and_verifies_every_read() {
     let report = ycsb::run(&target, &options(Mix::ReadOnly), false).unwrap();
     assert!(report.committed > 0, "{}", report.summary());
     assert_eq!(report.verify_errors, 0, "{:?}", report.errors);
+}
+
+/// The report's command log figures come from the server's metrics, the sync durations
+/// from its histogram buckets.
+#[test]
+fn the_report_has_the_server_logs_figures() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = permafrost_executor::LogConfig::new(dir.path().join("log"));
+    let (addr, _stop) = start_server_with(&rt, Config::builder().partitions(2).command_log(log).build().unwrap());
+    let target = ycsb::server::Server::new(&addr, 4).unwrap();
+    let report = ycsb::run(&target, &options(Mix::WriteHeavy), false).unwrap();
+    let c = report.command_log.as_ref().expect("the server has a command log");
+    assert!(
+        c.records_per_sec > 0.0 && c.group_commits_per_sec > 0.0,
+        "{}",
+        report.summary()
+    );
+    let p99 = c.sync_p99_us_at_most.expect("syncs while measuring");
+    assert!(p99 >= 100.0, "{}", report.summary());
+    assert!(report.summary().contains("99% of syncs within"), "{}", report.summary());
 }
 
 /// Runs `ops` on `client` and returns their outcomes in order.

@@ -24,7 +24,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
+use super::{
+    FIELDS, LogCounters, Op, Outcome, SYNC_BUCKETS, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values,
+};
 use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport};
 
@@ -162,16 +164,13 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
                 sync_seconds: value("permafrost_commandlog_sync_seconds_total", ""),
                 sync_buckets: {
                     // Cumulative in the exposition; per bucket here.
-                    let mut below = 0;
-                    std::array::from_fn(|i| {
-                        let upto = get(
+                    let upto: [u64; SYNC_BUCKETS] = std::array::from_fn(|i| {
+                        get(
                             "permafrost_commandlog_sync_duration_seconds_bucket",
                             &format!("le=\"{}\"", permafrost_executor::sync_bucket_le(i)),
-                        );
-                        let n = upto.saturating_sub(below);
-                        below = upto;
-                        n
-                    })
+                        )
+                    });
+                    std::array::from_fn(|i| upto[i].saturating_sub(if i == 0 { 0 } else { upto[i - 1] }))
                 },
             }),
     }

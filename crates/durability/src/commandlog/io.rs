@@ -122,15 +122,20 @@ impl RealFile {
     /// not take direct writes: the caller writes them through the page cache).
     fn write_zeros_direct(&mut self, len: u64) -> io::Result<u64> {
         let aligned = len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+        // A piece of zeros at an aligned address inside a larger buffer.
+        let buf = vec![0u8; ZERO_PIECE + DIRECT_ALIGN];
+        let skip = buf.as_ptr().align_offset(DIRECT_ALIGN);
+        let Some(zeros) = buf.get(skip..skip + ZERO_PIECE) else {
+            return Ok(0);
+        };
         if aligned == 0 || !self.set_direct(true) {
             return Ok(0);
         }
-        let zeros = AlignedZeros::new(ZERO_PIECE);
         let mut at = 0;
         let mut result = Ok(());
         while at < aligned {
             let n = (aligned - at).min(ZERO_PIECE as u64) as usize;
-            match self.0.write_all_at(&zeros.as_slice()[..n], at) {
+            match self.0.write_all_at(&zeros[..n], at) {
                 Ok(()) => at += n as u64,
                 // Refused for alignment or by the file system: the rest goes buffered.
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
@@ -144,34 +149,6 @@ impl RealFile {
             return Err(io::Error::other("cannot clear O_DIRECT after writing zeros"));
         }
         result.map(|()| at)
-    }
-}
-
-/// A zeroed buffer aligned for direct I/O.
-struct AlignedZeros {
-    ptr: std::ptr::NonNull<u8>,
-    layout: std::alloc::Layout,
-}
-
-impl AlignedZeros {
-    fn new(len: usize) -> AlignedZeros {
-        let layout = std::alloc::Layout::from_size_align(len.max(1), DIRECT_ALIGN).expect("valid layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedZeros { ptr, layout }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` holds `layout.size()` initialized (zeroed) bytes owned by `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedZeros {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
     }
 }
 
