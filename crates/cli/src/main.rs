@@ -712,8 +712,8 @@ struct CommonArgs {
     /// Seconds measured.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// Directory for the anti-cache's block files and the command log (a log left there
-    /// by an earlier run is appended to). Default: a temporary directory, removed at exit.
+    /// Directory for the anti-cache's block files and the command log (DIR/anticache,
+    /// which must be empty or absent). Default: a temporary directory, removed at exit.
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Write the report as JSON to this file.
@@ -746,7 +746,20 @@ struct YcsbArgs {
 }
 
 impl CommonArgs {
+    /// The engine settings; refuses a data directory that holds an earlier run's files
+    /// (its command log would be appended to, its block files found at start).
     fn settings(&self) -> Result<DbSettings, String> {
+        if let Some(d) = &self.data_dir {
+            let files = d.join("anticache");
+            let used = std::fs::read_dir(&files).map(|mut e| e.next().is_some());
+            if used.unwrap_or(false) {
+                return Err(format!(
+                    "--data-dir {}: {} holds the files of an earlier run; give an empty or new directory (or remove that one)",
+                    d.display(),
+                    files.display()
+                ));
+            }
+        }
         self.engine.settings(self.data_dir.clone(), "off")
     }
 }

@@ -219,3 +219,35 @@ async fn one_server_per_data_directory_and_a_removed_directory_stops_it() {
     std::fs::remove_dir_all(&data).unwrap();
     assert_eq!(wait_exit(&mut first, 10), Some(70));
 }
+
+/// A benchmark's data directory must not hold an earlier run's files: the second run on
+/// the same directory is refused instead of appending to the first one's command log.
+#[test]
+fn a_benchmark_refuses_a_data_directory_an_earlier_run_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("bench");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_permafrost"))
+            .args([
+                "bench",
+                "ycsb",
+                "--records",
+                "500",
+                "--warmup",
+                "0",
+                "--duration",
+                "0.2",
+            ])
+            .args(["--partitions", "2", "--command-log", "sync", "--quiet", "--data-dir"])
+            .arg(&d)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(d.join("anticache/commandlog").is_dir());
+    let second = run();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("holds the files of an earlier run"), "{err}");
+}
