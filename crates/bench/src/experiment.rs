@@ -487,10 +487,33 @@ fn durability_findings(p: &[Point]) -> Vec<Finding> {
             name,
             cost,
             t.as_ref().map(|(s, m)| (s.as_str(), *m)),
-            format!("1 - ({:.0} / {:.0}) txn/s, medians", on.median_tps, off.median_tps),
+            format!(
+                "1 - ({:.0} / {:.0}) txn/s, medians{}",
+                on.median_tps,
+                off.median_tps,
+                round_costs(off, on)
+            ),
         ));
     }
     f
+}
+
+/// The cost of `on` against `off` within each round (they ran minutes apart at most), as
+/// "; per round A% to B%" when there are several rounds: how far the machine's noise
+/// moves the figure.
+fn round_costs(off: &Point, on: &Point) -> String {
+    let mut c: Vec<f64> = off
+        .throughput_tps
+        .iter()
+        .zip(&on.throughput_tps)
+        .filter(|(o, _)| **o > 0.0)
+        .map(|(o, n)| 1.0 - n / o)
+        .collect();
+    if c.len() < 2 {
+        return String::new();
+    }
+    c.sort_by(f64::total_cmp);
+    format!("; per round {:.1}% to {:.1}%", c[0] * 100.0, c[c.len() - 1] * 100.0)
 }
 
 /// The judged ratios of `compare` (variants in the order `spec` adds them).
@@ -691,6 +714,34 @@ mod tests {
             }
         }
         assert!(matches!(spec("fig99", &p), Err(BenchError::Options(_))));
+    }
+
+    #[test]
+    fn the_durability_finding_gives_the_spread_of_the_rounds() {
+        let point = |series: &str, tps: &[f64]| Point {
+            series: series.into(),
+            x: 0.0,
+            throughput_tps: tps.to_vec(),
+            median_tps: median(tps),
+            runs: Vec::new(),
+        };
+        let off = point("off", &[1000.0, 1200.0, 800.0]);
+        let asynchronous = point("async", &[950.0, 1100.0, 760.0]);
+        let sync = point("sync", &[900.0, 840.0, 720.0]);
+        let f = durability_findings(&[off.clone(), asynchronous, sync]);
+        assert_eq!(f[0].name, "sync_log_cost");
+        // Medians 1000 and 840; rounds 10%, 30%, 10%.
+        assert!((f[0].value - 0.16).abs() < 1e-9, "{}", f[0].value);
+        assert_eq!(f[0].met, Some(false));
+        assert!(
+            f[0].note.ends_with("medians; per round 10.0% to 30.0%"),
+            "{}",
+            f[0].note
+        );
+        // One round: no spread to give.
+        let one = |p: &Point| point(&p.series, &p.throughput_tps[..1]);
+        let f = durability_findings(&[one(&off), one(&off), one(&off)]);
+        assert!(f[0].note.ends_with("medians"), "{}", f[0].note);
     }
 
     #[test]
