@@ -2,6 +2,7 @@
 //! summary.
 
 use hdrhistogram::Histogram;
+use permafrost_executor::SYNC_BUCKET_BOUNDS;
 use serde::Serialize;
 
 /// Latency percentiles in microseconds.
@@ -177,32 +178,32 @@ impl CommandLogReport {
             records_per_group_commit: per(records, commits),
             bytes_per_record: per(b.bytes.saturating_sub(a.bytes) as f64, records),
             sync_us_per_group_commit: per((b.sync_seconds - a.sync_seconds).max(0.0) * 1e6, commits),
-            sync_p99_us_at_most: None,
-            syncs_over_10ms: 0,
+            sync_p99_us_at_most: sync_p99_bound(&a.sync_buckets, &b.sync_buckets),
+            syncs_over_10ms: {
+                let over = SYNC_BUCKET_BOUNDS.partition_point(|&b| b <= 0.01);
+                (over..b.sync_buckets.len())
+                    .map(|i| b.sync_buckets[i].saturating_sub(a.sync_buckets[i]))
+                    .sum()
+            },
         }
-        .with_sync_buckets(std::array::from_fn::<u64, { crate::ycsb::SYNC_BUCKETS }, _>(|i| {
-            b.sync_buckets[i].saturating_sub(a.sync_buckets[i])
-        }))
     }
+}
 
-    /// Fills the percentile and the slow count from the syncs per duration bucket.
-    fn with_sync_buckets(mut self, n: [u64; crate::ycsb::SYNC_BUCKETS]) -> CommandLogReport {
-        let bounds = permafrost_executor::SYNC_BUCKET_BOUNDS;
-        let total: u64 = n.iter().sum();
-        if total > 0 {
-            // The first bucket by which 99% of the syncs are counted.
-            let need = total - total / 100;
-            let mut seen = 0;
-            let at = n.iter().position(|&k| {
-                seen += k;
-                seen >= need
-            });
-            self.sync_p99_us_at_most = at.and_then(|i| bounds.get(i)).map(|b| b * 1e6);
-        }
-        let over = bounds.partition_point(|&b| b <= 0.01);
-        self.syncs_over_10ms = n[over..].iter().sum();
-        self
+/// The bound (µs) of the first duration bucket by which 99% of the syncs between the
+/// readings `a` and `b` are counted; None without syncs, or past the last bound.
+fn sync_p99_bound(a: &[u64], b: &[u64]) -> Option<f64> {
+    let n: Vec<u64> = a.iter().zip(b).map(|(a, b)| b.saturating_sub(*a)).collect();
+    let total: u64 = n.iter().sum();
+    if total == 0 {
+        return None;
     }
+    let need = total - total / 100;
+    let mut seen = 0;
+    let at = n.iter().position(|&k| {
+        seen += k;
+        seen >= need
+    })?;
+    SYNC_BUCKET_BOUNDS.get(at).map(|b| b * 1e6)
 }
 
 /// User and system CPU seconds this process has used so far (getrusage).

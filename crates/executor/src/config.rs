@@ -13,7 +13,7 @@
 //! | `command_log` | off | see [`permafrost_durability::LogConfig`] |
 
 pub use permafrost_anticache::{AntiCacheConfig, ColdPolicy, MergePolicy, Retrieval};
-pub use permafrost_durability::{LogConfig, LogMode, LogStats, SYNC_BUCKET_BOUNDS, sync_bucket_le};
+pub use permafrost_durability::{LogConfig, LogMode, LogStats, SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, sync_bucket_le};
 
 use crate::error::{Error, Result};
 

@@ -28,7 +28,7 @@ mod txn;
 
 pub use config::{
     AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, LogStats, MergePolicy, Retrieval,
-    SYNC_BUCKET_BOUNDS, SnapshotConfig, parse_size, sync_bucket_le,
+    SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, SnapshotConfig, parse_size, sync_bucket_le,
 };
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};

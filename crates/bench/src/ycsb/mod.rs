@@ -191,11 +191,8 @@ pub struct LogCounters {
     pub sync_seconds: f64,
     /// Syncs by duration, in the buckets of [`permafrost_executor::SYNC_BUCKET_BOUNDS`]
     /// (not cumulative; the last one over a second).
-    pub sync_buckets: [u64; SYNC_BUCKETS],
+    pub sync_buckets: [u64; permafrost_executor::SYNC_BUCKETS],
 }
-
-/// Buckets of [`LogCounters::sync_buckets`].
-pub const SYNC_BUCKETS: usize = permafrost_executor::SYNC_BUCKET_BOUNDS.len() + 1;
 
 /// A system YCSB runs against.
 pub trait YcsbTarget: Send + Sync {

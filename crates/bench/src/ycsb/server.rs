@@ -24,9 +24,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::{
-    FIELDS, LogCounters, Op, Outcome, SYNC_BUCKETS, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values,
-};
+use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
 use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport};
 
@@ -164,7 +162,7 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
                 sync_seconds: value("permafrost_commandlog_sync_seconds_total", ""),
                 sync_buckets: {
                     // Cumulative in the exposition; per bucket here.
-                    let upto: [u64; SYNC_BUCKETS] = std::array::from_fn(|i| {
+                    let upto: [u64; permafrost_executor::SYNC_BUCKETS] = std::array::from_fn(|i| {
                         get(
                             "permafrost_commandlog_sync_duration_seconds_bucket",
                             &format!("le=\"{}\"", permafrost_executor::sync_bucket_le(i)),

@@ -122,13 +122,16 @@ impl RealFile {
     /// not take direct writes: the caller writes them through the page cache).
     fn write_zeros_direct(&mut self, len: u64) -> io::Result<u64> {
         let aligned = len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+        if aligned == 0 {
+            return Ok(0);
+        }
         // A piece of zeros at an aligned address inside a larger buffer.
         let buf = vec![0u8; ZERO_PIECE + DIRECT_ALIGN];
         let skip = buf.as_ptr().align_offset(DIRECT_ALIGN);
         let Some(zeros) = buf.get(skip..skip + ZERO_PIECE) else {
             return Ok(0);
         };
-        if aligned == 0 || !self.set_direct(true) {
+        if !self.set_direct(true) {
             return Ok(0);
         }
         let mut at = 0;
