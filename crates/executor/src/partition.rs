@@ -356,7 +356,11 @@ impl Partition {
             Msg::Shutdown => return false,
         }
         if self.store.is_some() {
-            self.check_memory(false);
+            // A closed write gate is measured again at once when the message freed memory
+            // (a delete), so that a write right after it is not refused for room that is
+            // there already.
+            let freed = self.memory_freed_since_gate_closed();
+            self.check_memory(freed);
         }
         true
     }

@@ -243,6 +243,20 @@ impl Partition {
         }
     }
 
+    /// Whether the write gate is closed and the partition uses less memory than when it
+    /// closed.
+    pub(crate) fn memory_freed_since_gate_closed(&self) -> bool {
+        let Some(store) = self.store.as_deref() else {
+            return false;
+        };
+        match store.write_gate() {
+            Some(StorageError::MemoryLimit { used, .. }) => {
+                store.memory_usage().live() + self.ac.as_ref().map_or(0, |a| a.memory_bytes()) < *used
+            }
+            _ => false,
+        }
+    }
+
     /// Measures memory; evicts past the threshold; opens or closes the write gate.
     pub(crate) fn check_memory(&mut self, force: bool) {
         let interval = self

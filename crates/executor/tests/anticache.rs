@@ -385,4 +385,28 @@ fn when_nothing_can_be_evicted_writes_are_refused_and_nothing_is_lost() {
     }
     db.execute_sql("DELETE FROM pinned WHERE id < 5000", vec![]).unwrap();
     db.call("Put", vec![Value::Int(1), Value::from("back")]).unwrap();
+    // The room a delete makes is there for the very next write, not only after the
+    // partition's next periodic memory check.
+    let mut next = at;
+    for round in 0..10i64 {
+        loop {
+            match db.call("Put", vec![Value::Int(next), Value::from(pad(next))]) {
+                Ok(_) => next += 1,
+                Err(e) => {
+                    assert_eq!(e.sqlstate(), "53200", "{e}");
+                    break;
+                }
+            }
+        }
+        let lo = 5000 + round * 300;
+        db.execute_sql(
+            "DELETE FROM pinned WHERE id >= $1 AND id < $2",
+            vec![Value::Int(lo), Value::Int(lo + 300)],
+        )
+        .unwrap();
+        for id in lo..lo + 2 {
+            db.call("Put", vec![Value::Int(id), Value::from(pad(id))])
+                .unwrap_or_else(|e| panic!("round {round}: a write right after a delete: {e}"));
+        }
+    }
 }
