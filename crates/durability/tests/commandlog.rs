@@ -645,23 +645,36 @@ fn a_full_disk_while_starting_a_segment_fails_the_log() {
 #[test]
 fn after_a_power_loss_every_acknowledged_record_is_there() {
     for keep_unsynced in [0u64, 37, 1000] {
-        power_loss_case(keep_unsynced, false);
+        power_loss_case(keep_unsynced, false, false);
     }
 }
 
 #[test]
 fn after_a_power_loss_in_a_preallocated_segment_every_acknowledged_record_is_there() {
     for keep_unsynced in [0u64, 37, 1000, 20_000] {
-        power_loss_case(keep_unsynced, true);
+        power_loss_case(keep_unsynced, true, false);
+    }
+}
+
+/// Direct writes start at the page where the synced records end and write that page's
+/// records again: a power loss during one must not take acknowledged records with it.
+#[test]
+fn after_a_power_loss_in_a_direct_segment_every_acknowledged_record_is_there() {
+    for keep_unsynced in [0u64, 37, 1000, 20_000] {
+        power_loss_case(keep_unsynced, true, true);
     }
 }
 
 /// Appends from three threads, loses power, and checks what survives: appended to the
-/// first segment, or (`preallocated`) written over a preallocated one.
-fn power_loss_case(keep_unsynced: u64, preallocated: bool) {
+/// first segment, or (`preallocated`) written over a preallocated one, through the page
+/// cache or (`direct`) around it.
+fn power_loss_case(keep_unsynced: u64, preallocated: bool, direct: bool) {
     {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
+        if direct {
+            fs.take_direct_writes(false);
+        }
         let mut cfg = config(dir.path(), LogMode::Sync, Duration::from_micros(200));
         cfg.segment_bytes = 1 << 20;
         let log = Arc::new(CommandLog::open_with(cfg, Arc::new(fs.clone())).unwrap());
@@ -693,6 +706,8 @@ fn power_loss_case(keep_unsynced: u64, preallocated: bool) {
         drop(log);
         let acked = acked.lock().unwrap().clone();
         assert!(!acked.is_empty());
+        assert_eq!(fs.misaligned_writes(), 0);
+        assert_eq!(fs.direct_writes() > 0, direct, "{} direct writes", fs.direct_writes());
         if preallocated {
             let last = segments(dir.path()).pop().unwrap();
             assert_eq!(segment_version(&last), 2, "the records went to a preallocated segment");
@@ -1534,4 +1549,127 @@ fn writes_into_a_preallocated_segment_fill_their_last_page_with_zeros_and_append
     let (back, torn) = read_all(dir.path(), 0);
     assert!(torn.is_none());
     assert_eq!(back.len() as u64, n + 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Direct writes into preallocated segments
+
+/// Records of many sizes (so that batches end anywhere inside a page), appended from two
+/// threads into 1 MiB segments through `fs`; returns them by LSN.
+fn varied_records_through(fs: Arc<dyn LogFs>, dir: &Path, n: i64) -> Vec<TxnRecord> {
+    let log = Arc::new(CommandLog::open_with(small_segments(dir), fs).unwrap());
+    let written = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (log, written) = (log.clone(), written.clone());
+            s.spawn(move || {
+                for i in 0..n {
+                    let rec = big(t * n + i, ((i * 7919 + t * 31) % 9000) as usize);
+                    let (lsn, r) = append_wait(&log, &rec);
+                    r.unwrap();
+                    written.lock().unwrap().push((lsn, rec));
+                }
+            });
+        }
+    });
+    drop(log);
+    let mut w = Arc::try_unwrap(written).unwrap().into_inner().unwrap();
+    w.sort_by_key(|(l, _)| *l);
+    w.into_iter().map(|(_, r)| r).collect()
+}
+
+fn assert_reads_back(dir: &Path, written: &[TxnRecord]) {
+    let (back, torn) = read_all(dir, 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len(), written.len());
+    for (i, ((lsn, got), want)) in back.iter().zip(written).enumerate() {
+        assert_eq!(*lsn, i as u64 + 1);
+        assert!(same(got, want), "record {lsn} differs");
+    }
+}
+
+#[test]
+fn direct_writes_keep_every_record_of_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    fs.take_direct_writes(false);
+    let written = varied_records_through(Arc::new(fs.clone()), dir.path(), 600);
+    assert_eq!(fs.misaligned_writes(), 0, "every direct write is aligned");
+    assert!(fs.direct_writes() > 100, "{} direct writes", fs.direct_writes());
+    assert!(
+        segments(dir.path()).iter().filter(|p| segment_version(p) == 2).count() >= 2,
+        "rotated into preallocated segments"
+    );
+    assert_reads_back(dir.path(), &written);
+}
+
+#[test]
+fn a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    fs.take_direct_writes(true);
+    let written = varied_records_through(Arc::new(fs.clone()), dir.path(), 300);
+    assert_eq!(fs.direct_writes(), 0);
+    assert!(segments(dir.path()).iter().any(|p| segment_version(p) == 2));
+    assert_reads_back(dir.path(), &written);
+}
+
+/// Whether files in `dir` can be opened with `O_DIRECT`.
+fn takes_o_direct(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dir.join("probe"))
+        .is_ok()
+}
+
+/// The open flags of this process's descriptors for `path`.
+fn open_flags(path: &Path) -> Vec<u32> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| {
+            let fd = e.ok()?.file_name();
+            (std::fs::read_link(Path::new("/proc/self/fd").join(&fd)).ok()? == path).then_some(fd)
+        })
+        .filter_map(|fd| {
+            let info = std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(fd)).ok()?;
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .collect()
+}
+
+#[test]
+fn the_real_file_system_writes_preallocated_segments_around_the_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let direct = takes_o_direct(dir.path());
+    let logdir = dir.path().join("log");
+    let log = CommandLog::open(small_segments(&logdir)).unwrap();
+    until_a_preallocated_segment_is_written(&log, &logdir);
+    let last = segments(&logdir).pop().unwrap();
+    let flags = open_flags(&last);
+    assert_eq!(flags.len(), 1, "the writer holds the segment open once: {flags:?}");
+    assert_eq!(
+        flags[0] & libc::O_DIRECT as u32 != 0,
+        direct,
+        "O_DIRECT where the file system takes it ({direct})"
+    );
+    let mut n = log.last_lsn() as i64;
+    let mut written: Vec<TxnRecord> = Vec::new();
+    for i in 0..200 {
+        let rec = big(n + i, (i as usize * 37) % 5000);
+        append_wait(&log, &rec).1.unwrap();
+        written.push(rec);
+    }
+    n = log.last_lsn() as i64;
+    drop(log);
+    let (back, torn) = read_all(&logdir, 0);
+    assert!(torn.is_none());
+    assert_eq!(back.len() as i64, n);
+    for (got, want) in back[back.len() - written.len()..].iter().zip(&written) {
+        assert!(same(&got.1, want));
+    }
 }

@@ -7,14 +7,20 @@
 //! synced, so that a test can check that nothing is acknowledged before it is durable. A
 //! write into the file (over bytes it already has, as in a preallocated segment) makes the
 //! file durable only up to where that write starts, until the next sync; a power loss
-//! turns such overwritten bytes back into zeros (what the log only ever overwrites).
+//! turns such overwritten bytes back into zeros (what the log only ever overwrites). Bytes a
+//! write repeats (the same values the file holds there) are not lost: a sector written with
+//! the bytes it has reads back the same whether or not the write reached it.
+//!
+//! Files can also take direct writes ([`FaultyFs::take_direct_writes`]): the file then
+//! refuses, as `O_DIRECT` does, a write whose buffer address, offset or length is not a
+//! multiple of 4096 (`EINVAL`), and counts them ([`FaultyFs::misaligned_writes`]).
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::io::{LogFile, LogFs, RealFs};
+use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs};
 
 #[derive(Debug, Default, Clone)]
 struct FileState {
@@ -44,6 +50,10 @@ struct State {
     space: u64,
     /// After a simulated power loss every operation fails.
     frozen: bool,
+    /// Files may be made direct; and if so, whether direct writes then fail with `EINVAL`
+    /// anyway (a file system that takes the flag but not the writes).
+    direct: bool,
+    direct_refuses_writes: bool,
 }
 
 #[derive(Debug)]
@@ -56,6 +66,8 @@ struct Shared {
     /// not yet synced when it did (which would be a writer bug).
     dropped: AtomicU64,
     dropped_unsynced: AtomicU64,
+    direct_writes: AtomicU64,
+    misaligned_writes: AtomicU64,
 }
 
 /// The fault-injecting file system (cheap to clone: clones share their faults).
@@ -85,12 +97,16 @@ impl FaultyFs {
                     sync_errno: libc::EIO,
                     space: u64::MAX,
                     frozen: false,
+                    direct: false,
+                    direct_refuses_writes: false,
                 }),
                 writes: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
                 failed_syncs: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 dropped_unsynced: AtomicU64::new(0),
+                direct_writes: AtomicU64::new(0),
+                misaligned_writes: AtomicU64::new(0),
             }),
         }
     }
@@ -115,6 +131,24 @@ impl FaultyFs {
     /// Syncs succeed again.
     pub fn heal_syncs(&self) {
         self.state().syncs_before_failure = None;
+    }
+
+    /// Files may be made direct ([`LogFile::set_direct`]) from now on; `refuse_writes`:
+    /// their direct writes then fail with `EINVAL` all the same.
+    pub fn take_direct_writes(&self, refuse_writes: bool) {
+        let mut s = self.state();
+        s.direct = true;
+        s.direct_refuses_writes = refuse_writes;
+    }
+
+    /// Successful writes to files made direct.
+    pub fn direct_writes(&self) -> u64 {
+        self.shared.direct_writes.load(Ordering::SeqCst)
+    }
+
+    /// Writes to files made direct refused for their alignment (a writer bug).
+    pub fn misaligned_writes(&self) -> u64 {
+        self.shared.misaligned_writes.load(Ordering::SeqCst)
     }
 
     /// Only `bytes` more bytes fit on the "disk": a write past them writes what fits and
@@ -224,6 +258,7 @@ impl FaultyFs {
             inner,
             id: s.files.len() - 1,
             fs: self.clone(),
+            direct: false,
         })
     }
 }
@@ -233,6 +268,25 @@ struct FaultyFile {
     /// Index in `State::files`.
     id: usize,
     fs: FaultyFs,
+    /// Made direct: writes must be aligned (the real file underneath stays buffered).
+    direct: bool,
+}
+
+/// How many of `new`'s first bytes the file at `path` already holds at `offset`.
+fn repeated_prefix(path: Option<&Path>, new: &[u8], offset: u64) -> usize {
+    use std::os::unix::fs::FileExt;
+    let Some(file) = path.and_then(|p| std::fs::File::open(p).ok()) else {
+        return 0;
+    };
+    let mut old = vec![0u8; new.len()];
+    let mut got = 0;
+    while got < old.len() {
+        match file.read_at(&mut old[got..], offset + got as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    old[..got].iter().zip(new).take_while(|(a, b)| a == b).count()
 }
 
 impl LogFile for FaultyFile {
@@ -240,6 +294,16 @@ impl LogFile for FaultyFile {
         let mut s = self.fs.state();
         if s.frozen {
             return Err(eio());
+        }
+        if self.direct {
+            let aligned = |n: usize| n.is_multiple_of(DIRECT_ALIGN);
+            if !aligned(buf.as_ptr().addr()) || !aligned(buf.len()) || !(offset as usize).is_multiple_of(DIRECT_ALIGN) {
+                self.fs.shared.misaligned_writes.fetch_add(1, Ordering::SeqCst);
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            if s.direct_refuses_writes {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
         }
         let (keep, err) = match s.tear_next_write.take() {
             Some(keep) => (keep.min(buf.len()), Some(eio())),
@@ -250,6 +314,7 @@ impl LogFile for FaultyFile {
         } else {
             (keep, err)
         };
+        let repeated = repeated_prefix(s.files[self.id].path.as_deref(), &buf[..keep], offset);
         if keep > 0 {
             self.inner.write_all_at(&buf[..keep], offset)?;
         }
@@ -259,13 +324,16 @@ impl LogFile for FaultyFile {
         let f = &mut s.files[self.id];
         let end = offset + keep as u64;
         f.len = f.len.max(end);
-        if keep > 0 {
-            f.synced = f.synced.min(offset);
+        if keep > repeated {
+            f.synced = f.synced.min(offset + repeated as u64);
             f.dirty_end = f.dirty_end.max(end);
         }
         match err {
             Some(e) => Err(e),
             None => {
+                if self.direct {
+                    self.fs.shared.direct_writes.fetch_add(1, Ordering::SeqCst);
+                }
                 f.last_write = Some((offset, end));
                 self.fs.shared.writes.fetch_add(1, Ordering::SeqCst);
                 Ok(())
@@ -307,6 +375,11 @@ impl LogFile for FaultyFile {
         f.durable_len = f.durable_len.min(len);
         f.dirty_end = f.dirty_end.min(len);
         Ok(())
+    }
+
+    fn set_direct(&mut self, on: bool) -> bool {
+        self.direct = on && self.fs.state().direct;
+        self.direct
     }
 
     fn drop_cached(&mut self, offset: u64, len: u64) {

@@ -24,6 +24,15 @@ pub trait LogFile: Send {
     fn write_zeros(&mut self, len: u64) -> io::Result<()> {
         write_zeros_from(0, len, |buf, at| self.write_all_at(buf, at))
     }
+    /// Makes the file's later writes go around the page cache (`O_DIRECT`) or through it
+    /// again; returns whether the file is direct now. Direct writes need their buffer's
+    /// address, their offset and their length to be multiples of [`DIRECT_ALIGN`] (else
+    /// they fail with `EINVAL`). The default takes no direct writes (fault-injecting files
+    /// in tests stay buffered).
+    fn set_direct(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
+    }
 }
 
 /// Writes zeros over `[from, len)` with `write`, [`ZERO_PIECE`] bytes at a time.
@@ -44,7 +53,7 @@ fn write_zeros_from(from: u64, len: u64, mut write: impl FnMut(&[u8], u64) -> io
 pub(crate) const ZERO_PIECE: usize = 256 << 10;
 /// Alignment of the buffer, offsets and lengths of writes that bypass the page cache
 /// (a multiple of any logical block size in use).
-const DIRECT_ALIGN: usize = 4096;
+pub(crate) const DIRECT_ALIGN: usize = 4096;
 
 /// Creating, opening, renaming and removing segment files.
 pub trait LogFs: Send + Sync {
@@ -65,6 +74,10 @@ pub struct RealFs;
 struct RealFile(File);
 
 impl LogFile for RealFile {
+    fn set_direct(&mut self, on: bool) -> bool {
+        if self.fcntl_direct(on) { on } else { !on }
+    }
+
     fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.0.write_all_at(buf, offset)
     }
@@ -101,7 +114,7 @@ impl LogFile for RealFile {
 
 impl RealFile {
     /// Sets or clears `O_DIRECT` on the descriptor; false if the file system refuses it.
-    fn set_direct(&self, on: bool) -> bool {
+    fn fcntl_direct(&self, on: bool) -> bool {
         let fd = self.0.as_raw_fd();
         // SAFETY: fcntl on a descriptor we own; no memory is passed.
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -131,7 +144,7 @@ impl RealFile {
         let Some(zeros) = buf.get(skip..skip + ZERO_PIECE) else {
             return Ok(0);
         };
-        if !self.set_direct(true) {
+        if !self.fcntl_direct(true) {
             return Ok(0);
         }
         let mut at = 0;
@@ -148,7 +161,7 @@ impl RealFile {
                 }
             }
         }
-        if !self.set_direct(false) {
+        if !self.fcntl_direct(false) {
             return Err(io::Error::other("cannot clear O_DIRECT after writing zeros"));
         }
         result.map(|()| at)

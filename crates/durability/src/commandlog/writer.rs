@@ -11,6 +11,13 @@
 //! file, 79 and 208 µs appending). The helper writes its zeros around the page cache where
 //! the file system allows ([`LogFile::write_zeros`]), a quarter MiB at a time, so that they
 //! neither cost the CPUs a copy nor queue up in front of the group commits' writes.
+//!
+//! The group commits' writes into a preallocated segment go around the page cache too
+//! (`O_DIRECT`, where the file system takes it): each starts at the beginning of the page
+//! where the records end, repeating that page's bytes ([`Writer::tail`]), and ends at a page
+//! boundary, from a page-aligned address in the batch buffer. The kernel then neither
+//! copies the batch into page-cache pages nor has them written back by `fdatasync`, which
+//! only has the device's cache to flush.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -30,7 +37,7 @@ use super::format::{
     MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
     preallocated_segment_header, segment_file_name, segment_header,
 };
-use super::io::{LogFile, LogFs, RealFs};
+use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs};
 use super::reader::scan_tail;
 
 /// A record's completion callback.
@@ -312,6 +319,12 @@ impl CommandLog {
             offset,
             uncached: 0,
             pad_pages,
+            // A segment the writer continues after a restart stays buffered (the records'
+            // last page would have to be read back first); the next one is direct.
+            direct: false,
+            tail: Vec::new(),
+            lead: 0,
+            gap: 0,
             next_lsn,
             buf: Vec::new(),
             dones: Vec::new(),
@@ -767,6 +780,18 @@ struct Writer {
     /// page from disk first, inside the group commit's `pwrite`. The next write starts at
     /// the end of the records, in that page, which stays cached.
     pad_pages: bool,
+    /// The segment's writes go around the page cache (`O_DIRECT`): in a preallocated
+    /// segment the writer started, where the file system takes it. Each write then starts
+    /// at the beginning of the page where the records end, repeating [`Writer::tail`], and
+    /// ends at a page boundary, from a page-aligned address in `buf`.
+    direct: bool,
+    /// Direct segments: the segment's bytes from the start of the page where the records
+    /// end up to that end (the header, in a new segment).
+    tail: Vec<u8>,
+    /// Bytes of `buf` before the piece's first record: an alignment gap of `gap` bytes,
+    /// then (direct) `tail`.
+    lead: usize,
+    gap: usize,
     /// LSN of the next record to write.
     next_lsn: u64,
     buf: Vec<u8>,
@@ -962,24 +987,48 @@ impl Writer {
     /// whenever the next record would start [`MAX_UNSYNCED_SPAN`] or more after the piece's
     /// start; returns where the records end.
     fn write_records(&mut self, batch: &[Pending]) -> Result<u64> {
-        self.buf.clear();
-        // Where in the segment `buf` goes.
+        let framed: usize = batch
+            .iter()
+            .map(|p| p.body.len() + p.count as usize * RECORD_HEADER_LEN)
+            .sum();
+        let reserve = framed.min(MAX_UNSYNCED_SPAN as usize + (64 << 10));
+        self.begin_piece(reserve);
+        // Where in the segment the piece's first record goes.
         let mut at = self.offset;
         for p in batch {
             for (lsn, body) in (p.first_lsn()..).zip(p.bodies()) {
-                if self.buf.len() as u64 >= MAX_UNSYNCED_SPAN {
+                if self.piece_len() >= MAX_UNSYNCED_SPAN {
                     self.write_piece(at)?;
-                    at += self.buf.len() as u64;
-                    self.buf.clear();
+                    at += self.piece_len();
+                    self.begin_piece(reserve);
                 }
                 frame_record(lsn, body, &mut self.buf);
             }
         }
         self.write_piece(at)?;
-        Ok(at + self.buf.len() as u64)
+        Ok(at + self.piece_len())
     }
 
-    /// Writes `buf` at `at` and syncs it.
+    /// Empties `buf` for the next piece, with room for `reserve` bytes of records; for a
+    /// direct segment it starts with an alignment gap and [`Writer::tail`].
+    fn begin_piece(&mut self, reserve: usize) {
+        self.buf.clear();
+        self.gap = 0;
+        if self.direct {
+            self.buf.reserve(reserve + self.tail.len() + 2 * DIRECT_ALIGN);
+            self.gap = align_gap(self.buf.as_ptr());
+            self.buf.resize(self.gap, 0);
+            self.buf.extend_from_slice(&self.tail);
+        }
+        self.lead = self.buf.len();
+    }
+
+    /// Bytes of records in the piece being framed.
+    fn piece_len(&self) -> u64 {
+        (self.buf.len() - self.lead) as u64
+    }
+
+    /// Writes the piece in `buf`, whose records go at `at`, and syncs it.
     fn write_piece(&mut self, at: u64) -> Result<()> {
         let sh = &*self.shared;
         let path = || {
@@ -987,15 +1036,38 @@ impl Writer {
                 .last()
                 .map_or_else(String::new, |s| s.1.display().to_string())
         };
-        let len = self.buf.len();
+        let records = self.piece_len();
+        let end = at + records;
         if self.pad_pages {
-            let end = at + len as u64;
             let pad = (PAGE - end % PAGE) % PAGE;
-            self.buf.resize(len + pad as usize, 0);
+            self.buf.resize(self.buf.len() + pad as usize, 0);
         }
-        let w = self.file.write_all_at(&self.buf, at);
-        self.buf.truncate(len);
+        let w = if self.direct {
+            // `buf` grew past its reservation (a record larger than a batch): its bytes
+            // moved, and go back to an aligned address.
+            realign(&mut self.buf, &mut self.gap, &mut self.lead);
+            let start = at - self.tail.len() as u64;
+            let aligned = &self.buf[self.gap..];
+            match self.file.write_all_at(aligned, start) {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    // The file system took O_DIRECT but refuses this write: the segment
+                    // goes on through the page cache (the same bytes at the same place).
+                    self.direct = self.file.set_direct(false);
+                    self.file.write_all_at(aligned, start)
+                }
+                w => w,
+            }
+        } else {
+            self.file.write_all_at(&self.buf[self.lead..], at)
+        };
         w.map_err(|e| LogError::io(format!("cannot write to {}", path()), e))?;
+        if self.direct {
+            let records_end = self.lead + records as usize;
+            let keep = (end % PAGE) as usize;
+            self.tail.clear();
+            self.tail.extend_from_slice(&self.buf[records_end - keep..records_end]);
+        }
+        self.buf.truncate(self.lead + records as usize);
         let t = Instant::now();
         let r = self.file.sync_data();
         let c = &sh.counters;
@@ -1011,7 +1083,10 @@ impl Writer {
     /// CPU instead of 95). The page the next batch continues stays cached.
     fn drop_synced_pages(&mut self) {
         let end = self.offset / PAGE * PAGE;
-        if end >= self.uncached + DROP_CACHED_BYTES {
+        if self.direct {
+            // Nothing of the segment but its header went through the page cache.
+            self.uncached = end;
+        } else if end >= self.uncached + DROP_CACHED_BYTES {
             self.file.drop_cached(self.uncached, end - self.uncached);
             self.uncached = end;
         }
@@ -1041,6 +1116,12 @@ impl Writer {
             None => create_segment(&*sh.fs, &sh.cfg.dir, self.next_lsn)?,
         };
         self.pad_pages = pad_pages;
+        let mut file = file;
+        self.direct = pad_pages && file.set_direct(true);
+        self.tail.clear();
+        if self.direct {
+            self.tail.extend_from_slice(&header);
+        }
         let c = &sh.counters;
         c.timed_sync(t.elapsed());
         c.syncs.fetch_add(1, Ordering::Relaxed);
@@ -1051,6 +1132,33 @@ impl Writer {
         self.uncached = 0;
         Ok(())
     }
+}
+
+/// Bytes from `p` to the next address aligned for direct I/O.
+fn align_gap(p: *const u8) -> usize {
+    (DIRECT_ALIGN - p.addr() % DIRECT_ALIGN) % DIRECT_ALIGN
+}
+
+/// Moves the bytes of `buf` after its alignment gap of `gap` bytes so that they start at
+/// an address aligned for direct I/O again (after `buf` was reallocated), adjusting `gap`
+/// and `lead` (an offset into `buf` past the gap) by as much.
+fn realign(buf: &mut Vec<u8>, gap: &mut usize, lead: &mut usize) {
+    if align_gap(buf[*gap..].as_ptr()) == 0 {
+        return;
+    }
+    // Room to move the bytes up by less than an alignment without reallocating again.
+    buf.reserve(DIRECT_ALIGN);
+    let data = buf.len() - *gap;
+    let new_gap = align_gap(buf.as_ptr());
+    if new_gap > *gap {
+        buf.resize(new_gap + data, 0);
+        buf.copy_within(*gap..*gap + data, new_gap);
+    } else {
+        buf.copy_within(*gap..*gap + data, new_gap);
+        buf.truncate(new_gap + data);
+    }
+    *lead = *lead + new_gap - *gap;
+    *gap = new_gap;
 }
 
 // The log is shared between the partition threads.
@@ -1075,5 +1183,27 @@ mod tests {
         // 1,001; over a second: 2 s.
         assert_eq!(b, [2, 1, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
         assert_eq!(c.sync_nanos.load(Ordering::Relaxed), 2_003_251_000);
+    }
+
+    #[test]
+    fn realign_moves_the_bytes_after_the_gap_to_an_aligned_address() {
+        for misalign in [1usize, 100, 4095] {
+            // A buffer whose gap leaves its bytes `misalign` bytes past an aligned address.
+            let mut buf: Vec<u8> = Vec::with_capacity(3 * DIRECT_ALIGN);
+            let mut gap = (align_gap(buf.as_ptr()) + misalign) % DIRECT_ALIGN;
+            buf.resize(gap, 0xEE);
+            let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+            buf.extend_from_slice(&data);
+            let mut lead = gap + 10;
+            let before = (gap, lead);
+            realign(&mut buf, &mut gap, &mut lead);
+            assert_eq!(align_gap(buf[gap..].as_ptr()), 0, "misaligned by {misalign}");
+            assert_eq!(&buf[gap..], &data[..]);
+            assert_eq!(lead - gap, before.1 - before.0, "lead keeps its place in the bytes");
+            // Aligned already: nothing moves.
+            let (g, l, p) = (gap, lead, buf.as_ptr());
+            realign(&mut buf, &mut gap, &mut lead);
+            assert_eq!((gap, lead, buf.as_ptr()), (g, l, p));
+        }
     }
 }
