@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use permafrost_anticache::{Need, Retrieval};
-use permafrost_storage::{StorageError, TableId};
+use permafrost_anticache::{AntiCache, Need, Retrieval};
+use permafrost_storage::{PartitionStore, StorageError, TableId};
 
 use crate::error::Error;
 use crate::mp::MpFetch;
@@ -30,6 +30,12 @@ use crate::txn::{TxnInfo, dry_run};
 
 /// Free tuple memory beyond which a partition compacts its heaps (two huge chunks).
 const COMPACT_SLACK: u64 = 4 << 20;
+
+/// The memory a partition's budget counts: its store's live memory and what its
+/// anti-cache holds (directory, free-space map, I/O buffers).
+fn memory_used(store: &PartitionStore, ac: Option<&AntiCache>) -> u64 {
+    store.memory_usage().live() + ac.map_or(0, |a| a.memory_bytes())
+}
 
 /// Who waits for evicted data.
 pub(crate) enum Waiter {
@@ -250,9 +256,7 @@ impl Partition {
             return false;
         };
         match store.write_gate() {
-            Some(StorageError::MemoryLimit { used, .. }) => {
-                store.memory_usage().live() + self.ac.as_ref().map_or(0, |a| a.memory_bytes()) < *used
-            }
+            Some(StorageError::MemoryLimit { used, .. }) => memory_used(store, self.ac.as_ref()) < *used,
             _ => false,
         }
     }
@@ -273,13 +277,13 @@ impl Partition {
         let share = self.shared.memory_share();
         let now = self.wall;
         let Some(store) = self.store.as_deref_mut() else { return };
-        let mut used = store.memory_usage().live() + self.ac.as_ref().map_or(0, |a| a.memory_bytes());
+        let mut used = memory_used(store, self.ac.as_ref());
         let mut failure = None;
         if let Some(ac) = self.ac.as_mut() {
             let t0 = Instant::now();
             match ac.maybe_evict(store, used, share, now) {
                 Ok(Some(_)) => {
-                    used = store.memory_usage().live() + ac.memory_bytes();
+                    used = memory_used(store, Some(ac));
                     self.stats
                         .evict_nanos
                         .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);

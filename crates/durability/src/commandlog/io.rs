@@ -55,6 +55,11 @@ pub(crate) const ZERO_PIECE: usize = 256 << 10;
 /// (a multiple of any logical block size in use).
 pub(crate) const DIRECT_ALIGN: usize = 4096;
 
+/// Bytes from `p` to the next address aligned for direct I/O (0 if `p` is aligned).
+pub(crate) fn align_gap(p: *const u8) -> usize {
+    (DIRECT_ALIGN - p.addr() % DIRECT_ALIGN) % DIRECT_ALIGN
+}
+
 /// Creating, opening, renaming and removing segment files.
 pub trait LogFs: Send + Sync {
     /// Creates `path`, which must not exist, for writing.
@@ -140,7 +145,7 @@ impl RealFile {
         }
         // A piece of zeros at an aligned address inside a larger buffer.
         let buf = vec![0u8; ZERO_PIECE + DIRECT_ALIGN];
-        let skip = buf.as_ptr().align_offset(DIRECT_ALIGN);
+        let skip = align_gap(buf.as_ptr());
         let Some(zeros) = buf.get(skip..skip + ZERO_PIECE) else {
             return Ok(0);
         };

@@ -37,7 +37,7 @@ use super::format::{
     MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
     preallocated_segment_header, segment_file_name, segment_header,
 };
-use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs};
+use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs, align_gap};
 use super::reader::scan_tail;
 
 /// A record's completion callback.
@@ -987,11 +987,13 @@ impl Writer {
     /// whenever the next record would start [`MAX_UNSYNCED_SPAN`] or more after the piece's
     /// start; returns where the records end.
     fn write_records(&mut self, batch: &[Pending]) -> Result<u64> {
-        let framed: usize = batch
+        // At least the batch's framed records (a chunk's body holds a 4-byte length per
+        // record), and a page of padding: a direct piece's buffer never moves.
+        let reserve = batch
             .iter()
             .map(|p| p.body.len() + p.count as usize * RECORD_HEADER_LEN)
-            .sum();
-        let reserve = framed.min(MAX_UNSYNCED_SPAN as usize + (64 << 10));
+            .sum::<usize>()
+            + PAGE as usize;
         self.begin_piece(reserve);
         // Where in the segment the piece's first record goes.
         let mut at = self.offset;
@@ -1009,16 +1011,14 @@ impl Writer {
         Ok(at + self.piece_len())
     }
 
-    /// Empties `buf` for the next piece, with room for `reserve` bytes of records; for a
-    /// direct segment it starts with an alignment gap and [`Writer::tail`].
+    /// Empties `buf` for the next piece, with room for `reserve` bytes of records and
+    /// padding; for a direct segment it starts with an alignment gap and [`Writer::tail`].
     fn begin_piece(&mut self, reserve: usize) {
-        self.buf.clear();
-        self.gap = 0;
         if self.direct {
-            self.buf.reserve(reserve + self.tail.len() + 2 * DIRECT_ALIGN);
-            self.gap = align_gap(self.buf.as_ptr());
-            self.buf.resize(self.gap, 0);
-            self.buf.extend_from_slice(&self.tail);
+            self.gap = start_aligned(&mut self.buf, reserve, &self.tail);
+        } else {
+            self.buf.clear();
+            self.gap = 0;
         }
         self.lead = self.buf.len();
     }
@@ -1043,9 +1043,9 @@ impl Writer {
             self.buf.resize(self.buf.len() + pad as usize, 0);
         }
         let w = if self.direct {
-            // `buf` grew past its reservation (a record larger than a batch): its bytes
-            // moved, and go back to an aligned address.
-            realign(&mut self.buf, &mut self.gap, &mut self.lead);
+            // Were it not (the reservation short), the write would fail with EINVAL and go
+            // through the page cache below.
+            debug_assert_eq!(align_gap(self.buf[self.gap..].as_ptr()), 0, "reserved for the piece");
             let start = at - self.tail.len() as u64;
             let aligned = &self.buf[self.gap..];
             match self.file.write_all_at(aligned, start) {
@@ -1134,31 +1134,17 @@ impl Writer {
     }
 }
 
-/// Bytes from `p` to the next address aligned for direct I/O.
-fn align_gap(p: *const u8) -> usize {
-    (DIRECT_ALIGN - p.addr() % DIRECT_ALIGN) % DIRECT_ALIGN
-}
-
-/// Moves the bytes of `buf` after its alignment gap of `gap` bytes so that they start at
-/// an address aligned for direct I/O again (after `buf` was reallocated), adjusting `gap`
-/// and `lead` (an offset into `buf` past the gap) by as much.
-fn realign(buf: &mut Vec<u8>, gap: &mut usize, lead: &mut usize) {
-    if align_gap(buf[*gap..].as_ptr()) == 0 {
-        return;
-    }
-    // Room to move the bytes up by less than an alignment without reallocating again.
-    buf.reserve(DIRECT_ALIGN);
-    let data = buf.len() - *gap;
-    let new_gap = align_gap(buf.as_ptr());
-    if new_gap > *gap {
-        buf.resize(new_gap + data, 0);
-        buf.copy_within(*gap..*gap + data, new_gap);
-    } else {
-        buf.copy_within(*gap..*gap + data, new_gap);
-        buf.truncate(new_gap + data);
-    }
-    *lead = *lead + new_gap - *gap;
-    *gap = new_gap;
+/// Empties `buf` and, with room for `reserve` more bytes that keep them at the same
+/// address, fills it with the bytes from `buf`'s start to an address aligned for direct
+/// I/O and then `tail`; returns that gap's length.
+fn start_aligned(buf: &mut Vec<u8>, reserve: usize, tail: &[u8]) -> usize {
+    buf.clear();
+    // The gap is less than an alignment.
+    buf.reserve(DIRECT_ALIGN + tail.len() + reserve);
+    let gap = align_gap(buf.as_ptr());
+    buf.resize(gap, 0);
+    buf.extend_from_slice(tail);
+    gap
 }
 
 // The log is shared between the partition threads.
@@ -1186,24 +1172,22 @@ mod tests {
     }
 
     #[test]
-    fn realign_moves_the_bytes_after_the_gap_to_an_aligned_address() {
-        for misalign in [1usize, 100, 4095] {
-            // A buffer whose gap leaves its bytes `misalign` bytes past an aligned address.
-            let mut buf: Vec<u8> = Vec::with_capacity(3 * DIRECT_ALIGN);
-            let mut gap = (align_gap(buf.as_ptr()) + misalign) % DIRECT_ALIGN;
-            buf.resize(gap, 0xEE);
+    fn a_piece_started_aligned_keeps_its_address_while_its_reservation_is_filled() {
+        for tail_len in [0usize, 24, 100, 4095] {
+            let tail: Vec<u8> = (0..tail_len).map(|i| (i % 7) as u8).collect();
             let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+            let mut buf = vec![0xEE; 10];
+            let gap = start_aligned(&mut buf, data.len() + PAGE as usize, &tail);
+            assert!(gap < DIRECT_ALIGN);
+            assert_eq!(align_gap(buf[gap..].as_ptr()), 0, "tail of {tail_len}");
+            let p = buf.as_ptr();
             buf.extend_from_slice(&data);
-            let mut lead = gap + 10;
-            let before = (gap, lead);
-            realign(&mut buf, &mut gap, &mut lead);
-            assert_eq!(align_gap(buf[gap..].as_ptr()), 0, "misaligned by {misalign}");
-            assert_eq!(&buf[gap..], &data[..]);
-            assert_eq!(lead - gap, before.1 - before.0, "lead keeps its place in the bytes");
-            // Aligned already: nothing moves.
-            let (g, l, p) = (gap, lead, buf.as_ptr());
-            realign(&mut buf, &mut gap, &mut lead);
-            assert_eq!((gap, lead, buf.as_ptr()), (g, l, p));
+            let end = buf.len() - gap;
+            buf.resize(buf.len() + (DIRECT_ALIGN - end % DIRECT_ALIGN) % DIRECT_ALIGN, 0);
+            assert_eq!(buf.as_ptr(), p, "the records and padding fit the reservation");
+            assert_eq!(&buf[gap..gap + tail_len], &tail[..]);
+            assert_eq!(&buf[gap + tail_len..gap + tail_len + data.len()], &data[..]);
+            assert_eq!((buf.len() - gap) % DIRECT_ALIGN, 0);
         }
     }
 }
