@@ -91,6 +91,8 @@ pub struct FileConfig {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub trust_remote: Option<bool>,
+    pub max_connections: Option<usize>,
+    pub authentication_timeout: Option<String>,
     #[serde(default)]
     pub users: Vec<UserConfig>,
 }

@@ -56,6 +56,14 @@ struct ServeArgs {
     /// TLS private key (PEM).
     #[arg(long, env = "PERMAFROST_TLS_KEY")]
     tls_key: Option<PathBuf>,
+    /// Client connections served at once (1 to 1000000); one more is refused with
+    /// SQLSTATE 53300 [default: 10000].
+    #[arg(long, env = "PERMAFROST_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// How long a new connection has to log in before it is closed (1s to 10m)
+    /// [default: 60s].
+    #[arg(long, env = "PERMAFROST_AUTHENTICATION_TIMEOUT")]
+    authentication_timeout: Option<String>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -347,6 +355,31 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
         .map(|u| permafrost_server::User::new(u.name.clone(), &u.password))
         .collect();
     let trust_remote = file.trust_remote.unwrap_or(false);
+    let max_connections = args
+        .max_connections
+        .or(file.max_connections)
+        .unwrap_or(permafrost_server::DEFAULT_MAX_CONNECTIONS);
+    if !(1..=1_000_000).contains(&max_connections) {
+        return Err(format!(
+            "invalid setting max_connections: {max_connections} (allowed: 1 to 1000000)"
+        ));
+    }
+    let authentication_timeout = match args
+        .authentication_timeout
+        .as_deref()
+        .or(file.authentication_timeout.as_deref())
+    {
+        None => permafrost_server::DEFAULT_AUTHENTICATION_TIMEOUT,
+        Some(t) => {
+            let d = parse_duration_arg(t).map_err(|e| format!("invalid setting authentication_timeout: {e}"))?;
+            if !(std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(600)).contains(&d) {
+                return Err(format!(
+                    "invalid setting authentication_timeout: {t} (allowed: 1s to 10m)"
+                ));
+            }
+            d
+        }
+    };
     if users.is_empty() && !trust_remote && !listen.ip().is_loopback() {
         eprintln!(
             "note: listening on {listen} without users: only clients on this machine can log in (configure [[users]] \
@@ -419,6 +452,7 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("permafrost-net")
+        .thread_stack_size(permafrost_executor::limits::EXECUTION_STACK)
         .build()
         .map_err(|e| format!("cannot start the network runtime: {e}"))?;
     rt.block_on(async {
@@ -475,6 +509,8 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
             // With a command log the schema changes are in it.
             schema_log: (!logged).then(|| std::sync::Arc::new(schema_log)),
             metrics: Some(metrics),
+            max_connections,
+            authentication_timeout,
         };
         permafrost_server::serve_with(db.clone(), listener, options, shutdown_signal())
             .await

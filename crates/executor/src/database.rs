@@ -224,6 +224,7 @@ impl Database {
             let part = Partition::new(i as u32, shared.clone(), ac);
             let t = std::thread::Builder::new()
                 .name(format!("partition-{i}"))
+                .stack_size(permafrost_sql::limits::EXECUTION_STACK)
                 .spawn(move || part.run(rx))
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
@@ -320,6 +321,10 @@ impl Database {
     /// [`Database::execute_ddl`]; `log`: whether the command log records the statements
     /// (not when they are replayed from it).
     pub(crate) fn execute_ddl_logged(&self, sql: &str, log: bool) -> Result<()> {
+        permafrost_sql::limits::with_stack_for(sql, || self.apply_ddl(sql, log))
+    }
+
+    fn apply_ddl(&self, sql: &str, log: bool) -> Result<()> {
         let texts = permafrost_sql::script::split(sql)?;
         let mut stmts = Vec::with_capacity(texts.len());
         for text in &texts {
@@ -565,17 +570,22 @@ impl Database {
     /// applied as by [`Database::execute_ddl`]. Other statements run at the one partition
     /// their parameters pin (a single-partition transaction) or else at all partitions.
     pub fn execute_sql(&self, sql: &str, params: Vec<Value>) -> Result<Rows> {
-        let stmts = permafrost_sql::parse::parse_statements(sql)?;
-        let stmt = match stmts.as_slice() {
-            [one] => one,
-            [] => return Err(SqlError::Syntax("empty statement".into()).into()),
-            _ => return Err(SqlError::Syntax("execute one statement at a time".into()).into()),
-        };
-        if permafrost_sql::ddl::is_ddl(stmt) {
+        let prepared = permafrost_sql::limits::with_stack_for(sql, || -> Result<_> {
+            let stmts = permafrost_sql::parse::parse_statements(sql)?;
+            let stmt = match stmts.as_slice() {
+                [one] => one,
+                [] => return Err(SqlError::Syntax("empty statement".into()).into()),
+                _ => return Err(SqlError::Syntax("execute one statement at a time".into()).into()),
+            };
+            if permafrost_sql::ddl::is_ddl(stmt) {
+                return Ok(None);
+            }
+            Ok(Some(permafrost_sql::prepare_statement(&self.catalog(), stmt, sql)?))
+        })?;
+        let Some(prepared) = prepared else {
             self.execute_ddl(sql)?;
             return Ok(Rows::default());
-        }
-        let prepared = permafrost_sql::prepare_statement(&self.catalog(), stmt, sql)?;
+        };
         let rx = self.submit_ad_hoc(&self.ad_hoc(prepared), params)?;
         rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
     }

@@ -32,7 +32,7 @@ pub use config::{
 };
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
-pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, StatementKind};
+pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;

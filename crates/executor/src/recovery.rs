@@ -311,10 +311,11 @@ impl<'a> Replayer<'a> {
         if let Some(p) = self.plans.get(sql) {
             return Ok(p.clone());
         }
-        let stmt = permafrost_sql::parse::parse_statement(sql)
-            .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
-        let prepared = permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)
-            .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
+        let prepared = permafrost_sql::limits::with_stack_for(sql, || {
+            let stmt = permafrost_sql::parse::parse_statement(sql)?;
+            permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)
+        })
+        .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
         let p = Arc::new(Procedure::ad_hoc(prepared));
         self.plans.insert(sql.to_string(), p.clone());
         Ok(p)

@@ -455,12 +455,19 @@ impl CopyState {
                 self.done = true;
                 return Ok(());
             }
+            // Text never holds invalid UTF-8 or a NUL byte, sent as it is or escaped.
+            crate::wire_check::text(rec).map_err(|v| v.into_error())?;
             let fields = if f.csv {
                 parse_csv_record(rec, &f)
             } else {
                 parse_text_line(rec, &f)
             }
             .map_err(|m| client_error("22P04", format!("bad COPY data: {m}")))?;
+            for field in &fields {
+                if let Field::Text(t) = field {
+                    crate::wire_check::text(t.as_bytes()).map_err(|v| v.into_error())?;
+                }
+            }
             if fields.len() != self.cmd.columns.len() {
                 return Err(client_error(
                     "22P04",

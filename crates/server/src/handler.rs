@@ -27,7 +27,7 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::CommandComplete;
 use sqlparser::ast::{self, Statement};
@@ -265,6 +265,11 @@ fn show_value(name: &str) -> Option<String> {
 
 /// Classifies the text of one statement.
 pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
+    // A long statement may nest deeply: its whole front end runs on a stack sized for it.
+    permafrost_sql::limits::with_stack_for(sql, || classify_on_stack(db, sql))
+}
+
+fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Command> {
     if permafrost_sql::script::is_create_procedure(sql) {
         // Checked now so that a bad definition fails at Parse, not later.
         permafrost_sql::script::parse_create_procedure(sql).map_err(sql_error)?;
@@ -932,6 +937,37 @@ impl ExtendedQueryHandler for Backend {
             }
         }
         self._on_describe(client, message).await
+    }
+
+    /// As the library's, but a named statement that exists already is an error (42P05),
+    /// as in PostgreSQL, instead of being replaced: the unnamed one is replaced.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().unwrap_or_default();
+        if !name.is_empty() && client.portal_store().get_statement(&name).is_some() {
+            return Err(client_error(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let parser = self.query_parser();
+        match pgwire::api::stmt::StoredStatement::parse(client, &message, parser).await? {
+            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            None => client.portal_store().put_empty_statement(if name.is_empty() {
+                pgwire::api::DEFAULT_NAME
+            } else {
+                &name
+            }),
+        }
+        client
+            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
     }
 
     /// As the library's, but the BindComplete waits in the output buffer (or, behind

@@ -19,6 +19,7 @@ pub mod pipeline;
 pub mod schema_log;
 pub mod session;
 pub mod types;
+mod wire_check;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -36,8 +37,14 @@ pub use metrics::ServerMetrics;
 pub use schema_log::SchemaLog;
 pub use session::User;
 
+/// Connections served at once unless configured otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// How long a new connection has to log in unless configured otherwise (PostgreSQL's
+/// `authentication_timeout`).
+pub const DEFAULT_AUTHENTICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How a server runs, beyond its database.
-#[derive(Default)]
 pub struct ServerOptions {
     /// Users who log in with SCRAM-SHA-256; none means trust (loopback clients only,
     /// unless `trust_remote`).
@@ -51,6 +58,24 @@ pub struct ServerOptions {
     pub schema_log: Option<Arc<SchemaLog>>,
     /// The server's figures; a fresh set when `None`.
     pub metrics: Option<Arc<ServerMetrics>>,
+    /// Connections served at once; the next is refused with 53300.
+    pub max_connections: usize,
+    /// How long a new connection has to log in before it is closed.
+    pub authentication_timeout: std::time::Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            users: Vec::new(),
+            trust_remote: false,
+            tls: None,
+            schema_log: None,
+            metrics: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            authentication_timeout: DEFAULT_AUTHENTICATION_TIMEOUT,
+        }
+    }
 }
 
 /// Binds the listening socket (errors name the address).
@@ -130,7 +155,8 @@ pub async fn serve_with(
     let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
     let backend = Arc::new(handler::Backend::new(db, cancels.clone(), metrics, options.schema_log));
     let handlers = Arc::new(handler::Handlers::new(backend, startup, cancels));
-    let tls = options.tls;
+    let tls = options.tls.clone();
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -139,11 +165,21 @@ pub async fn serve_with(
                 match accepted {
                     Ok((socket, _peer)) => {
                         let _ = socket.set_nodelay(true);
+                        let Some(slot) = ConnectionSlot::take(&open, options.max_connections) else {
+                            tokio::spawn(pipeline::refuse(
+                                socket,
+                                "53300",
+                                "sorry, too many clients already".into(),
+                            ));
+                            continue;
+                        };
                         let h = handlers.clone();
                         let tls = tls.clone();
+                        let timeout = options.authentication_timeout;
                         tokio::spawn(async move {
                             // A connection's protocol errors end that connection only.
-                            let _ = pipeline::process_socket(socket, tls, h).await;
+                            let _ = pipeline::process_socket(socket, tls, h, timeout).await;
+                            drop(slot);
                         });
                     }
                     // Out of file descriptors and the like: keep serving the others.
@@ -151,5 +187,23 @@ pub async fn serve_with(
                 }
             }
         }
+    }
+}
+
+/// One of the `max_connections` a server serves at once, given back when dropped.
+struct ConnectionSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl ConnectionSlot {
+    fn take(open: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<ConnectionSlot> {
+        use std::sync::atomic::Ordering;
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .ok()
+            .map(|_| ConnectionSlot(open.clone()))
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }

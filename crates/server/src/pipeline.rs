@@ -30,6 +30,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::{Buf, BytesMut};
 use futures::{Sink, SinkExt, StreamExt};
 use pgwire::api::results::Response;
 use pgwire::api::{ClientInfo, PgWireConnectionState};
@@ -37,16 +38,16 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::response::{CommandComplete, ReadyForQuery};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::TlsAcceptor;
-use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
+use pgwire::tokio::server::{MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
 
 use crate::handler::{Command, Handlers};
+use crate::wire_check;
 
 /// Queued outputs beyond which the loop writes them out before reading on.
 const MAX_QUEUED: usize = 1024;
-
-/// How long a new connection has to complete its start-up (as pgwire).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The result of a submitted statement, as the response to write.
 pub(crate) type PendingResult = Pin<Box<dyn Future<Output = PgWireResult<Response>> + Send>>;
@@ -237,12 +238,22 @@ fn may_queue(m: &PgWireFrontendMessage) -> bool {
 }
 
 /// Serves one client connection until it ends.
-pub async fn process_socket(tcp: TcpStream, tls: Option<TlsAcceptor>, handlers: Arc<Handlers>) -> io::Result<()> {
-    let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
+pub async fn process_socket(
+    tcp: TcpStream,
+    tls: Option<TlsAcceptor>,
+    handlers: Arc<Handlers>,
+    authentication_timeout: Duration,
+) -> io::Result<()> {
+    let startup_timeout = tokio::time::sleep(authentication_timeout);
     tokio::pin!(startup_timeout);
     let socket = tokio::select! {
         _ = &mut startup_timeout => return Ok(()),
-        s = negotiate_tls::<Command>(tcp, tls) => s?,
+        s = async {
+            if !first_packet_ok(&tcp).await? {
+                return Ok(None);
+            }
+            negotiate_tls::<Command>(tcp, tls).await
+        } => s?,
     };
     let Some(mut socket) = socket else {
         return Ok(());
@@ -260,6 +271,35 @@ pub async fn process_socket(tcp: TcpStream, tls: Option<TlsAcceptor>, handlers: 
                 m = socket.next() => m,
             }
         } else {
+            let (s, open) = fill_message(socket).await?;
+            socket = s;
+            if !open {
+                break;
+            }
+            if let Err(v) = wire_check::check_message(socket.read_buffer()) {
+                // Refused as bytes: pgwire never decodes it.
+                let fatal = v.fatal;
+                let extended = match socket.state() {
+                    PgWireConnectionState::CopyInProgress(extended) => extended,
+                    _ => is_extended_type(socket.read_buffer().first().copied()),
+                };
+                if !fatal {
+                    let total = wire_check::check_len(socket.read_buffer()).unwrap_or(0);
+                    socket.read_buffer_mut().advance(total);
+                }
+                if !pipeline.is_empty() {
+                    io_result(pipeline.drain(&mut socket).await)?;
+                }
+                if fatal {
+                    // As PostgreSQL: the error, then the connection closes (no
+                    // ReadyForQuery).
+                    let info: ErrorInfo = v.into_error().into();
+                    let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                    break;
+                }
+                process_error(&mut socket, v.into_error(), extended).await?;
+                continue;
+            }
             socket.next().await
         };
         let Some(Ok(msg)) = msg else { break };
@@ -312,6 +352,88 @@ pub async fn process_socket(tcp: TcpStream, tls: Option<TlsAcceptor>, handlers: 
         }
     }
     Ok(())
+}
+
+/// Checks the length of a new connection's first packet (an SSL request, a startup packet
+/// or a cancel request: 8 to 10,000 bytes) before pgwire reads it, since pgwire waits for
+/// 8 bytes that a shorter packet never sends. A bad length is answered as PostgreSQL does
+/// (08P01, "invalid length of startup packet") and the connection closed: false.
+async fn first_packet_ok(tcp: &TcpStream) -> io::Result<bool> {
+    let mut head = [0u8; 4];
+    loop {
+        let n = tcp.peek(&mut head).await?;
+        if n == 0 {
+            return Ok(false);
+        }
+        if n == head.len() {
+            break;
+        }
+        // Part of the length has come: wait for the rest (the start-up timeout bounds it).
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // 0x16: a TLS handshake record, a client that starts TLS at once (direct TLS).
+    let len = i32::from_be_bytes(head);
+    if head[0] == 0x16 || (8..=MAX_STARTUP_PACKET).contains(&len) {
+        return Ok(true);
+    }
+    let mut reply = BytesMut::new();
+    wire_check::encode_fatal(&mut reply, "08P01", &format!("invalid length of startup packet: {len}"));
+    let _ = tcp.try_write(&reply);
+    Ok(false)
+}
+
+/// Answers a connection that will not be served with a FATAL error and closes it: the
+/// client reads the error when it sends its startup packet, as from PostgreSQL.
+pub(crate) async fn refuse(tcp: TcpStream, sqlstate: &'static str, message: String) {
+    let mut reply = BytesMut::new();
+    wire_check::encode_fatal(&mut reply, sqlstate, &message);
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let _ = tcp.writable().await;
+        let _ = tcp.try_write(&reply);
+    })
+    .await;
+}
+
+/// The longest first packet accepted (PostgreSQL's and pgwire's limit).
+const MAX_STARTUP_PACKET: i32 = 10_000;
+
+/// A logged-in connection's socket.
+type Socket = Framed<MaybeTls, PgWireMessageServerCodec<Command>>;
+
+/// Reads until the read buffer starts with a whole message, or with a header whose length
+/// no message can have (left to [`wire_check`]), so that the message is checked as bytes
+/// before pgwire decodes it. The second value is false when the client has gone.
+async fn fill_message(mut socket: Socket) -> io::Result<(Socket, bool)> {
+    let mut read = false;
+    loop {
+        let buf = socket.read_buffer();
+        let need = match wire_check::declared_len(buf) {
+            Some(len) if len < 4 || len as usize > wire_check::MAX_MESSAGE_LEN => break,
+            Some(len) => 1 + len as usize,
+            None => 5,
+        };
+        if buf.len() >= need {
+            break;
+        }
+        let mut chunk = BytesMut::with_capacity((need - buf.len()).clamp(8 << 10, 1 << 20));
+        if socket.get_mut().read_buf(&mut chunk).await? == 0 {
+            return Ok((socket, false));
+        }
+        socket.read_buffer_mut().extend_from_slice(&chunk);
+        read = true;
+    }
+    if read {
+        // The framed reader decodes what its buffer holds before it reads again only once
+        // it knows the buffer changed: rebuilding it from its parts tells it so.
+        socket = Framed::from_parts(socket.into_parts());
+    }
+    Ok((socket, true))
+}
+
+/// Whether a message of this type belongs to the extended query protocol (after an error
+/// in one, the connection skips messages until Sync).
+fn is_extended_type(kind: Option<u8>) -> bool {
+    matches!(kind, Some(b'P' | b'B' | b'D' | b'E' | b'C' | b'H' | b'S'))
 }
 
 /// The connection's end when writing queued outputs failed.

@@ -162,7 +162,7 @@ impl StartupHandler for Startup {
             Auth::Trust { remote } => {
                 if let PgWireFrontendMessage::Startup(startup) = &message {
                     let peer = client.socket_addr().ip();
-                    if !remote && !peer.is_loopback() {
+                    if !remote && !peer.to_canonical().is_loopback() {
                         return Err(PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
                             "FATAL".into(),
                             "28000".into(),

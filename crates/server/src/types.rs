@@ -114,6 +114,8 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
             match raw {
                 None => None,
                 Some(bytes) if portal.parameter_format.is_text(i) || is_text(&ty) => {
+                    // Text never holds a NUL byte or invalid UTF-8, whatever its format.
+                    crate::wire_check::text(bytes).map_err(|v| v.into_error())?;
                     let s = std::str::from_utf8(bytes)
                         .map_err(|_| client_error("22021", format!("parameter ${} is not valid UTF-8", i + 1)))?;
                     Some(Value::text(s))

@@ -16,6 +16,7 @@ use sqlparser::ast::{
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
+use crate::limits::{Depth, balanced};
 
 /// Folds an identifier as PostgreSQL does.
 pub fn ident(i: &Ident) -> String {
@@ -141,6 +142,8 @@ pub struct Binder<'c> {
     pub rels: Vec<Rel>,
     /// Aggregates found so far; `None` where aggregates are not allowed.
     pub aggs: Option<Vec<AggCall>>,
+    /// How deep the expression being bound nests ([`crate::limits::MAX_EXPR_DEPTH`]).
+    depth: Depth,
 }
 
 pub type Typed = (Expr, Option<DataType>);
@@ -152,6 +155,7 @@ impl<'c> Binder<'c> {
             params: Vec::new(),
             rels: Vec::new(),
             aggs: None,
+            depth: Depth::default(),
         }
     }
 
@@ -226,6 +230,12 @@ impl<'c> Binder<'c> {
     }
 
     fn binary(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
+        if matches!(
+            op,
+            BinaryOperator::And | BinaryOperator::Or | BinaryOperator::StringConcat
+        ) {
+            return self.chain(l, op, r);
+        }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
         let (a, at) = literal_as(a, at, bt)?;
@@ -233,35 +243,60 @@ impl<'c> Binder<'c> {
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
-        let cmp = |op| {
-            Ok((
-                Expr::Cmp(op, a.clone().boxed(), b.clone().boxed()),
-                Some(DataType::Boolean),
-            ))
-        };
-        let arith = |op| {
-            Ok((
-                Expr::Arith(op, a.clone().boxed(), b.clone().boxed()),
-                arith_type(op, at, bt),
-            ))
-        };
-        match op {
-            BinaryOperator::And => Ok((Expr::And(a.boxed(), b.boxed()), Some(DataType::Boolean))),
-            BinaryOperator::Or => Ok((Expr::Or(a.boxed(), b.boxed()), Some(DataType::Boolean))),
-            BinaryOperator::Eq => cmp(CmpOp::Eq),
-            BinaryOperator::NotEq => cmp(CmpOp::NotEq),
-            BinaryOperator::Lt => cmp(CmpOp::Lt),
-            BinaryOperator::LtEq => cmp(CmpOp::LtEq),
-            BinaryOperator::Gt => cmp(CmpOp::Gt),
-            BinaryOperator::GtEq => cmp(CmpOp::GtEq),
-            BinaryOperator::Plus => arith(ArithOp::Add),
-            BinaryOperator::Minus => arith(ArithOp::Sub),
-            BinaryOperator::Multiply => arith(ArithOp::Mul),
-            BinaryOperator::Divide => arith(ArithOp::Div),
-            BinaryOperator::Modulo => arith(ArithOp::Mod),
-            BinaryOperator::StringConcat => Ok((Expr::Concat(a.boxed(), b.boxed()), Some(DataType::Varchar(None)))),
-            other => unsupported(format!("operator {other}")),
+        let (a, b) = (a.boxed(), b.boxed());
+        Ok(match op {
+            BinaryOperator::Eq => (Expr::Cmp(CmpOp::Eq, a, b), Some(DataType::Boolean)),
+            BinaryOperator::NotEq => (Expr::Cmp(CmpOp::NotEq, a, b), Some(DataType::Boolean)),
+            BinaryOperator::Lt => (Expr::Cmp(CmpOp::Lt, a, b), Some(DataType::Boolean)),
+            BinaryOperator::LtEq => (Expr::Cmp(CmpOp::LtEq, a, b), Some(DataType::Boolean)),
+            BinaryOperator::Gt => (Expr::Cmp(CmpOp::Gt, a, b), Some(DataType::Boolean)),
+            BinaryOperator::GtEq => (Expr::Cmp(CmpOp::GtEq, a, b), Some(DataType::Boolean)),
+            BinaryOperator::Plus => arith(ArithOp::Add, a, b, at, bt),
+            BinaryOperator::Minus => arith(ArithOp::Sub, a, b, at, bt),
+            BinaryOperator::Multiply => arith(ArithOp::Mul, a, b, at, bt),
+            BinaryOperator::Divide => arith(ArithOp::Div, a, b, at, bt),
+            BinaryOperator::Modulo => arith(ArithOp::Mod, a, b, at, bt),
+            other => return unsupported(format!("operator {other}")),
+        })
+    }
+
+    /// Binds a chain of one associative operator (`a AND b AND c`, `OR`, `||`) as a
+    /// balanced tree: the parser's tree of an n-term chain is n deep, the bound one log2 n
+    /// (crate::limits). The chain's left spine is followed without recursion.
+    fn chain(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
+        let mut rights = vec![r];
+        let mut first = l;
+        while let ast::Expr::BinaryOp { left, op: o, right } = first
+            && o == op
+        {
+            rights.push(right);
+            first = left;
         }
+        let term_type = if *op == BinaryOperator::StringConcat {
+            DataType::Varchar(None)
+        } else {
+            DataType::Boolean
+        };
+        let mut terms = Vec::with_capacity(rights.len() + 1);
+        for t in std::iter::once(first).chain(rights.into_iter().rev()) {
+            let (x, _) = self.expr(t)?;
+            self.infer(&x, Some(term_type));
+            terms.push(x);
+        }
+        Ok(match op {
+            BinaryOperator::And => (
+                balanced(terms, &|a: Expr, b: Expr| Expr::And(a.boxed(), b.boxed())),
+                Some(DataType::Boolean),
+            ),
+            BinaryOperator::Or => (
+                balanced(terms, &|a: Expr, b: Expr| Expr::Or(a.boxed(), b.boxed())),
+                Some(DataType::Boolean),
+            ),
+            _ => (
+                balanced(terms, &|a: Expr, b: Expr| Expr::Concat(a.boxed(), b.boxed())),
+                Some(DataType::Varchar(None)),
+            ),
+        })
     }
 
     fn param_type(&self, e: &Expr) -> Option<DataType> {
@@ -273,6 +308,13 @@ impl<'c> Binder<'c> {
 
     /// Binds an expression.
     pub fn expr(&mut self, e: &ast::Expr) -> Result<Typed> {
+        self.depth.enter()?;
+        let r = self.expr_at(e);
+        self.depth.leave();
+        r
+    }
+
+    fn expr_at(&mut self, e: &ast::Expr) -> Result<Typed> {
         use ast::Expr as A;
         Ok(match e {
             A::Identifier(i) => self.column(std::slice::from_ref(i))?,
@@ -284,9 +326,15 @@ impl<'c> Binder<'c> {
                 let (x, t) = self.expr(expr)?;
                 match op {
                     UnaryOperator::Not => (Expr::Not(x.boxed()), Some(DataType::Boolean)),
+                    // A negative literal is one constant, typed by its value as
+                    // PostgreSQL does: -2147483648 is an integer, -9223372036854775808 a
+                    // bigint.
                     UnaryOperator::Minus => match x {
-                        Expr::Const(Value::Int(i)) => (Expr::Const(Value::Int(-i)), t),
-                        Expr::Const(Value::Decimal(d)) => (Expr::Const(Value::Decimal(-d)), t),
+                        Expr::Const(Value::Int(i)) => integer_literal(-i),
+                        Expr::Const(Value::Decimal(d)) => match i64::try_from(-d) {
+                            Ok(i) if (-d).fract().is_zero() && !d.to_string().contains('.') => integer_literal(i),
+                            _ => (Expr::Const(Value::Decimal(-d)), t),
+                        },
                         Expr::Const(Value::Double(d)) => (Expr::Const(Value::Double(-d)), t),
                         x => (Expr::Neg(x.boxed()), t),
                     },
@@ -514,7 +562,13 @@ impl<'c> Binder<'c> {
             V::SingleQuotedString(s)
             | V::EscapedStringLiteral(s)
             | V::NationalStringLiteral(s)
-            | V::UnicodeStringLiteral(s) => (Expr::Const(Value::from(s.as_str())), Some(DataType::Varchar(None))),
+            | V::UnicodeStringLiteral(s) => {
+                // An escape (E'\x00', U&'\0000') can spell a NUL, which text never holds.
+                if s.contains('\0') {
+                    return Err(SqlError::NulInText);
+                }
+                (Expr::Const(Value::from(s.as_str())), Some(DataType::Varchar(None)))
+            }
             V::DollarQuotedString(d) => (
                 Expr::Const(Value::from(d.value.as_str())),
                 Some(DataType::Varchar(None)),
@@ -706,9 +760,32 @@ fn literal_as(e: Expr, ty: Option<DataType>, other: Option<DataType>) -> Result<
     }
 }
 
+/// An integer constant, typed as PostgreSQL types integer literals: `integer` when it fits,
+/// else `bigint`.
+fn integer_literal(i: i64) -> Typed {
+    let ty = if i32::try_from(i).is_ok() {
+        DataType::Integer
+    } else {
+        DataType::BigInt
+    };
+    (Expr::Const(Value::Int(i)), Some(ty))
+}
+
+/// Integer arithmetic keeps the width of its operands (`integer + integer` is an integer):
+/// the engine computes in 64 bits, so a narrower result is checked against its type's
+/// range (22003 when it does not fit, as PostgreSQL's "integer out of range").
+fn arith(op: ArithOp, a: Box<Expr>, b: Box<Expr>, at: Option<DataType>, bt: Option<DataType>) -> Typed {
+    let ty = arith_type(op, at, bt);
+    let e = Expr::Arith(op, a, b);
+    match ty {
+        Some(t @ (DataType::Integer | DataType::SmallInt)) => (Expr::Cast(e.boxed(), t), ty),
+        _ => (e, ty),
+    }
+}
+
 fn number_literal(s: &str) -> Result<Typed> {
     if let Ok(i) = s.parse::<i64>() {
-        return Ok((Expr::Const(Value::Int(i)), Some(DataType::BigInt)));
+        return Ok(integer_literal(i));
     }
     if !s.contains(['e', 'E'])
         && let Ok(d) = s.parse::<Decimal>()

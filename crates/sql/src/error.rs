@@ -47,6 +47,15 @@ pub enum SqlError {
     WrongPartition { row: u32, held: Vec<u32> },
     #[error("table \"{0}\" changed since the statement was planned")]
     SchemaChanged(String),
+    #[error("invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold a NUL byte)")]
+    NulInText,
+    #[error(
+        "stack depth limit exceeded: the statement nests more than {} expressions deep",
+        crate::limits::MAX_EXPR_DEPTH
+    )]
+    TooDeep,
+    #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::limits::MAX_STATEMENT_BYTES)]
+    TooLong(usize),
     #[error("{0}")]
     Storage(#[from] StorageError),
 }
@@ -71,6 +80,9 @@ impl SqlError {
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } => "22023",
             SqlError::SchemaChanged(_) => "0A000",
+            SqlError::TooDeep => "54001",
+            SqlError::NulInText => "22021",
+            SqlError::TooLong(_) => "54000",
             SqlError::Storage(e) => e.sqlstate(),
         }
     }

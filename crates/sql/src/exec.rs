@@ -453,7 +453,13 @@ fn build_range(
 
 fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>> {
     let Some(e) = e else { return Ok(None) };
-    match e.eval_const(cx)? {
+    let v = match e.eval_const(cx)? {
+        // A numeric or double argument is cast to bigint, as PostgreSQL does (rounded;
+        // 22003 past its range).
+        v @ (Value::Decimal(_) | Value::Double(_)) => v.coerce_to(&DataType::BigInt)?,
+        v => v,
+    };
+    match v {
         Value::Null => Ok(None),
         Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
         Value::Int(_) => Err(SqlError::InvalidLimit(format!("{what} must not be negative"))),

@@ -18,6 +18,8 @@ pub mod ddl;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod fuzzing;
+pub mod limits;
 pub mod parse;
 pub mod plan;
 pub mod rows;
@@ -78,8 +80,10 @@ impl std::fmt::Debug for Prepared {
 
 /// Plans one DML or query statement from text.
 pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
-    let stmt = parse::parse_statement(sql)?;
-    prepare_statement(catalog, &stmt, sql)
+    limits::with_stack_for(sql, || {
+        let stmt = parse::parse_statement(sql)?;
+        prepare_statement(catalog, &stmt, sql)
+    })
 }
 
 /// Plans one already-parsed DML or query statement.

@@ -6,16 +6,31 @@
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::{GenericDialect, PostgreSqlDialect};
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{Result, SqlError};
 
 /// Parses one or more `;`-separated statements.
+///
+/// The tree of a long statement can be deep: parse, use and drop it inside
+/// [`crate::limits::with_stack_for`].
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
+    crate::limits::check_length(sql)?;
     let text = rewrite_question_marks(sql)?;
-    Parser::parse_sql(&PostgreSqlDialect {}, &text).map_err(|e| SqlError::Syntax(e.to_string()))
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(MAX_NESTING)
+        .try_with_sql(&text)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => SqlError::TooDeep,
+            e => SqlError::Syntax(e.to_string()),
+        })
 }
+
+/// How deeply parentheses, subqueries and prefix operators may nest (sqlparser counts
+/// these; left-associative operator chains do not nest in the parser).
+const MAX_NESTING: usize = 500;
 
 /// Parses exactly one statement.
 pub fn parse_statement(sql: &str) -> Result<Statement> {

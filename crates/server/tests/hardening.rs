@@ -1,0 +1,365 @@
+//! Inputs an adversarial client sends, and what the server must answer: statements deep
+//! enough to overflow a stack, malformed protocol messages, invalid text, integer
+//! overflow, more connections than allowed. After each, the server goes on serving.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use permafrost_executor::{Config, Database};
+use permafrost_server::ServerOptions;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_postgres::NoTls;
+
+struct Server {
+    port: u16,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn server_with(options: ServerOptions) -> Server {
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(permafrost_server::serve_with(db, listener, options, async {
+        let _ = stopped.await;
+    }));
+    Server { port, _stop: stop }
+}
+
+async fn server() -> Server {
+    server_with(ServerOptions::default()).await
+}
+
+async fn connect(port: u16) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+fn code(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+/// The server answers a fresh connection's `SELECT 1` within a second.
+async fn still_serves(port: u16) {
+    let answered = tokio::time::timeout(Duration::from_secs(10), async {
+        let c = connect(port).await;
+        c.simple_query("SELECT 1").await.unwrap().len()
+    })
+    .await;
+    assert!(answered.is_ok(), "the server stopped answering");
+}
+
+fn chain(head: &str, term: &str, op: &str, n: usize) -> String {
+    let mut s = String::from(head);
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(op);
+        }
+        s.push_str(term);
+    }
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_deep_enough_to_overflow_a_stack_are_run_or_refused_and_the_server_serves_on() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+    c.batch_execute("INSERT INTO t VALUES (1, 'a'), (7, 'b')")
+        .await
+        .unwrap();
+
+    // What PostgreSQL 15 runs with its defaults runs here too.
+    let sum = chain("SELECT ", "1", " + ", 1_200);
+    let rows = c.query(sum.as_str(), &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i32>(0), 1_200);
+    let or = chain("SELECT count(*) FROM t WHERE ", "id = 7", " OR ", 100_000);
+    let rows = c.query(or.as_str(), &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i64>(0), 1);
+    let cat = chain("SELECT ", "'a'", " || ", 2_000);
+    let rows = c.simple_query(&cat).await.unwrap();
+    assert!(matches!(&rows[1], tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0).unwrap().len() == 2_000));
+    let and = chain("SELECT count(*) FROM t WHERE ", "id > 0", " AND ", 2_000);
+    assert_eq!(c.query_one(and.as_str(), &[]).await.unwrap().get::<_, i64>(0), 2);
+
+    // Past the limit: 54001, as PostgreSQL answers a 10,000-term sum.
+    for sql in [
+        chain("SELECT ", "1", " + ", 10_000),
+        chain("SELECT ", "1", "+", 500_000),
+        format!("SELECT {}1{}", "(".repeat(3_000), ")".repeat(3_000)),
+        format!("SELECT 1{}", "::bigint".repeat(10_000)),
+    ] {
+        let e = c.simple_query(&sql).await.unwrap_err();
+        assert_eq!(code(&e), "54001", "{}...", &sql[..40]);
+        let e = c.prepare(&sql).await.unwrap_err();
+        assert_eq!(code(&e), "54001");
+    }
+    assert_eq!(c.simple_query("SELECT 1").await.unwrap().len(), 3);
+    still_serves(s.port).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integer_overflow_is_an_error_never_a_wider_value() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE n (id INT PRIMARY KEY, i INT, h SMALLINT, b BIGINT)")
+        .await
+        .unwrap();
+    c.batch_execute("INSERT INTO n VALUES (1, 2147483647, 32767, 9223372036854775807)")
+        .await
+        .unwrap();
+    // (statement, PostgreSQL 15's answer: a value or a SQLSTATE)
+    let cases: &[(&str, &str)] = &[
+        ("SELECT -9223372036854775808 - 1", "22003"),
+        ("SELECT -9223372036854775808", "-9223372036854775808"),
+        ("SELECT -2147483648", "-2147483648"),
+        ("SELECT 2147483647 + 1", "22003"),
+        ("SELECT 2147483647::bigint + 1", "2147483648"),
+        ("SELECT i * i FROM n", "22003"),
+        ("SELECT i + 1 FROM n", "22003"),
+        ("SELECT i::bigint * i FROM n", "4611686014132420609"),
+        ("SELECT h + h FROM n", "22003"),
+        ("SELECT h + 1 FROM n", "32768"),
+        ("SELECT b + 1 FROM n", "22003"),
+        ("SELECT -b - 2 FROM n", "22003"),
+        ("SELECT i / 0 FROM n", "22012"),
+        ("SELECT i % 0 FROM n", "22012"),
+        ("SELECT (-2147483648) / (-1)", "22003"),
+        ("SELECT 7 / 2", "3"),
+        ("SELECT -5.0", "-5.0"),
+        ("SELECT 1 LIMIT 1e30", "22003"),
+        ("SELECT 1 LIMIT 0.6", "1"),
+    ];
+    for (sql, want) in cases {
+        let got = match c.simple_query(sql).await {
+            Ok(m) => match &m[1] {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).unwrap().to_string(),
+                other => panic!("{sql}: {other:?}"),
+            },
+            Err(e) => code(&e),
+        };
+        assert_eq!(&got, want, "{sql}");
+    }
+    // Stored values were not changed by the failed updates.
+    assert!(c.execute("UPDATE n SET i = i + 1", &[]).await.is_err());
+    let r = c.query_one("SELECT i FROM n", &[]).await.unwrap();
+    assert_eq!(r.get::<_, i32>(0), 2147483647);
+}
+
+/// A connection of raw protocol messages.
+struct Raw(TcpStream);
+
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![kind];
+    m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+impl Raw {
+    async fn logged_in(port: u16) -> Raw {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let mut body = 196608i32.to_be_bytes().to_vec();
+        body.extend_from_slice(b"user\0test\0\0");
+        let mut m = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+        m.extend_from_slice(&body);
+        s.write_all(&m).await.unwrap();
+        let mut r = Raw(s);
+        r.until_ready().await;
+        r
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.0.write_all(bytes).await.unwrap();
+    }
+
+    /// Reads one backend message: (type, body); None when the server closed.
+    async fn read(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 5];
+        tokio::time::timeout(Duration::from_secs(10), self.0.read_exact(&mut head))
+            .await
+            .expect("the server answers")
+            .ok()?;
+        let len = i32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0; len - 4];
+        self.0.read_exact(&mut body).await.ok()?;
+        Some((head[0], body))
+    }
+
+    /// Reads up to ReadyForQuery; returns the SQLSTATEs of the errors on the way.
+    async fn until_ready(&mut self) -> Vec<String> {
+        let mut codes = Vec::new();
+        while let Some((kind, body)) = self.read().await {
+            match kind {
+                b'Z' => return codes,
+                b'E' => codes.push(error_code(&body)),
+                _ => {}
+            }
+        }
+        codes.push("closed".into());
+        codes
+    }
+}
+
+fn error_code(body: &[u8]) -> String {
+    let mut fields = body.split(|b| *b == 0);
+    fields
+        .find_map(|f| f.strip_prefix(b"C"))
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .unwrap_or_default()
+}
+
+fn bind(formats: &[i16], params: &[Option<&[u8]>]) -> Vec<u8> {
+    let mut b = b"\0\0".to_vec();
+    b.extend_from_slice(&(formats.len() as i16).to_be_bytes());
+    for f in formats {
+        b.extend_from_slice(&f.to_be_bytes());
+    }
+    b.extend_from_slice(&(params.len() as i16).to_be_bytes());
+    for p in params {
+        match p {
+            None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(v) => {
+                b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                b.extend_from_slice(v);
+            }
+        }
+    }
+    b.extend_from_slice(&0i16.to_be_bytes());
+    message(b'B', &b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_are_answered_as_postgresql_answers_them() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE w (id BIGINT PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+
+    // Invalid UTF-8 in a query: 22021, and the connection goes on.
+    let mut r = Raw::logged_in(s.port).await;
+    r.send(&message(b'Q', b"INSERT INTO w VALUES (1, 'caf\xe9')\0")).await;
+    assert_eq!(r.until_ready().await, ["22021"]);
+    r.send(&message(b'Q', b"SELECT 1\0")).await;
+    assert_eq!(r.until_ready().await, Vec::<String>::new());
+
+    // A NUL escaped in a literal: 22021 (E'\x00' is refused by the parser, 42601).
+    r.send(&message(b'Q', b"INSERT INTO w VALUES (2, U&'a\\0000b')\0"))
+        .await;
+    assert_eq!(r.until_ready().await, ["22021"]);
+    r.send(&message(b'Q', b"INSERT INTO w VALUES (2, E'a\\x00b')\0")).await;
+    assert_eq!(r.until_ready().await, ["42601"]);
+
+    // Text parameters with a NUL or invalid UTF-8, in text and in binary format: 22021.
+    r.send(&message(b'P', b"\0INSERT INTO w VALUES ($1, $2)\0\0\0")).await;
+    for (formats, v) in [
+        (&[0i16][..], &b"a\0b"[..]),
+        (&[0, 1][..], &b"a\0b"[..]),
+        (&[0][..], &b"caf\xe9"[..]),
+        (&[0, 1][..], &b"caf\xe9"[..]),
+    ] {
+        r.send(&bind(formats, &[Some(b"3"), Some(v)])).await;
+        r.send(&message(b'E', b"\0\0\0\0\0")).await;
+        r.send(&message(b'S', b"")).await;
+        assert_eq!(r.until_ready().await, ["22021"], "{formats:?} {v:?}");
+    }
+    // Unknown format codes: 22023; more codes than parameters: 08P01; the connection
+    // serves on after each.
+    r.send(&bind(&[7], &[Some(b"3"), Some(b"x")])).await;
+    r.send(&message(b'S', b"")).await;
+    assert_eq!(r.until_ready().await, ["22023"]);
+    r.send(&bind(&[0, 0, 0], &[Some(b"3"), Some(b"x")])).await;
+    r.send(&message(b'S', b"")).await;
+    assert_eq!(r.until_ready().await, ["08P01"]);
+    // Parse of a named statement that exists: 42P05.
+    r.send(&message(b'P', b"s1\0SELECT 1\0\0\0")).await;
+    r.send(&message(b'P', b"s1\0SELECT 2\0\0\0")).await;
+    r.send(&message(b'S', b"")).await;
+    assert_eq!(r.until_ready().await, ["42P05"]);
+    let n = c.query_one("SELECT count(*) FROM w", &[]).await.unwrap();
+    assert_eq!(n.get::<_, i64>(0), 0, "nothing invalid was stored");
+
+    // Framing errors close the connection with 08P01.
+    for bad in [
+        message(b'Q', b"SELECT 1"),
+        message(b'Q', b"SELECT 1\0trailing"),
+        message(b'P', b"s2\0SELECT 1"),
+        {
+            let mut b = bind(&[], &[Some(b"1")]);
+            b[11..15].copy_from_slice(&(-2i32).to_be_bytes());
+            b
+        },
+        b"Q\0\0\0\x02".to_vec(),
+        b"S\0\0\0\x05x".to_vec(),
+    ] {
+        let mut r = Raw::logged_in(s.port).await;
+        r.send(&bad).await;
+        assert_eq!(r.until_ready().await, ["08P01", "closed"], "{bad:?}");
+    }
+
+    // Start-up packets shorter than 8 bytes: an error and the connection closed, at once.
+    for len in [3i32, 4, 7, -1] {
+        let mut t = TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+        t.write_all(&len.to_be_bytes()).await.unwrap();
+        let mut r = Raw(t);
+        assert_eq!(r.until_ready().await, ["08P01", "closed"], "length {len}");
+    }
+    still_serves(s.port).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_max_connections_are_refused_with_53300() {
+    let s = server_with(ServerOptions {
+        max_connections: 3,
+        ..ServerOptions::default()
+    })
+    .await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(connect(s.port).await);
+    }
+    let e = tokio_postgres::connect(&format!("host=127.0.0.1 port={} user=test", s.port), NoTls)
+        .await
+        .err()
+        .expect("a fourth connection is refused");
+    assert_eq!(code(&e), "53300");
+    open.pop();
+    // A slot is free again once a connection has ended.
+    let mut served = false;
+    for _ in 0..100 {
+        if let Ok((c, conn)) =
+            tokio_postgres::connect(&format!("host=127.0.0.1 port={} user=test", s.port), NoTls).await
+        {
+            tokio::spawn(conn);
+            served = c.simple_query("SELECT 1").await.is_ok();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_logs_in_is_closed_after_the_authentication_timeout() {
+    let s = server_with(ServerOptions {
+        authentication_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    })
+    .await;
+    let mut t = TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(5), t.read(&mut buf))
+        .await
+        .expect("closed by the server");
+    assert_eq!(n.unwrap_or(0), 0);
+    still_serves(s.port).await;
+}
