@@ -384,14 +384,44 @@ async fn first_packet_ok(tcp: &TcpStream) -> io::Result<bool> {
 
 /// Answers a connection that will not be served with a FATAL error and closes it: the
 /// client reads the error when it sends its startup packet, as from PostgreSQL.
-pub(crate) async fn refuse(tcp: TcpStream, sqlstate: &'static str, message: String) {
+pub(crate) async fn refuse(mut tcp: TcpStream, sqlstate: &'static str, message: String) {
+    use tokio::io::AsyncWriteExt;
     let mut reply = BytesMut::new();
     wire_check::encode_fatal(&mut reply, sqlstate, &message);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        let _ = tcp.writable().await;
-        let _ = tcp.try_write(&reply);
+        // Read the first packet; an SSL request is declined ('N') so that the client sends
+        // its startup packet and reads the error as an error (libpq reports an error in
+        // answer to an SSL request only as a failed SSL exchange).
+        for _ in 0..2 {
+            let Ok(len) = read_packet(&mut tcp).await else { return };
+            if len != Some(SSL_REQUEST) {
+                break;
+            }
+            if tcp.write_all(b"N").await.is_err() {
+                return;
+            }
+        }
+        let _ = tcp.write_all(&reply).await;
+        let _ = tcp.shutdown().await;
     })
     .await;
+}
+
+/// The request code of an SSL request (the protocol's 1234.5679).
+const SSL_REQUEST: i32 = 80_877_103;
+
+/// Reads one start-up-phase packet (length, then body); returns its request code when it
+/// has one.
+async fn read_packet(tcp: &mut TcpStream) -> io::Result<Option<i32>> {
+    let mut head = [0u8; 4];
+    tcp.read_exact(&mut head).await?;
+    let len = i32::from_be_bytes(head);
+    if !(8..=MAX_STARTUP_PACKET).contains(&len) {
+        return Ok(None);
+    }
+    let mut body = vec![0u8; len as usize - 4];
+    tcp.read_exact(&mut body).await?;
+    Ok(Some(i32::from_be_bytes([body[0], body[1], body[2], body[3]])))
 }
 
 /// The longest first packet accepted (PostgreSQL's and pgwire's limit).
