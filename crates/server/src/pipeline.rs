@@ -271,9 +271,7 @@ pub async fn process_socket(
                 m = socket.next() => m,
             }
         } else {
-            let (s, open) = fill_message(socket).await?;
-            socket = s;
-            if !open {
+            if !fill_message(&mut socket).await? {
                 break;
             }
             if let Err(v) = wire_check::check_message(socket.read_buffer()) {
@@ -432,32 +430,32 @@ type Socket = Framed<MaybeTls, PgWireMessageServerCodec<Command>>;
 
 /// Reads until the read buffer starts with a whole message, or with a header whose length
 /// no message can have (left to [`wire_check`]), so that the message is checked as bytes
-/// before pgwire decodes it. The second value is false when the client has gone.
-async fn fill_message(mut socket: Socket) -> io::Result<(Socket, bool)> {
-    let mut read = false;
+/// before pgwire decodes it. False when the client has gone.
+///
+/// The framed reader decodes what its buffer holds before reading again as long as its
+/// last poll returned a message, which every poll after the start-up does: the loop polls
+/// it only when a whole message is buffered (tokio-util's `FramedImpl::poll_next`).
+async fn fill_message(socket: &mut Socket) -> io::Result<bool> {
     loop {
         let buf = socket.read_buffer();
         let need = match wire_check::declared_len(buf) {
-            Some(len) if len < 4 || len as usize > wire_check::MAX_MESSAGE_LEN => break,
+            Some(len) if len < 4 || len as usize > wire_check::MAX_MESSAGE_LEN => return Ok(true),
             Some(len) => 1 + len as usize,
             None => 5,
         };
         if buf.len() >= need {
-            break;
+            return Ok(true);
         }
-        let mut chunk = BytesMut::with_capacity((need - buf.len()).clamp(8 << 10, 1 << 20));
-        if socket.get_mut().read_buf(&mut chunk).await? == 0 {
-            return Ok((socket, false));
+        // The buffer is taken out while the stream reads into it (both belong to the
+        // framed reader) and always put back.
+        let mut buf = std::mem::take(socket.read_buffer_mut());
+        buf.reserve((need - buf.len()).max(8 << 10));
+        let read = socket.get_mut().read_buf(&mut buf).await;
+        *socket.read_buffer_mut() = buf;
+        if read? == 0 {
+            return Ok(false);
         }
-        socket.read_buffer_mut().extend_from_slice(&chunk);
-        read = true;
     }
-    if read {
-        // The framed reader decodes what its buffer holds before it reads again only once
-        // it knows the buffer changed: rebuilding it from its parts tells it so.
-        socket = Framed::from_parts(socket.into_parts());
-    }
-    Ok((socket, true))
 }
 
 /// Whether a message of this type belongs to the extended query protocol (after an error
