@@ -239,7 +239,10 @@ impl Partition {
         let outcome = {
             let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
             match &t.work {
-                MpWork::Call { proc, params, .. } => run_txn(proc, params, &mut refs, &mut self.evicted, &info),
+                MpWork::Call { proc, params, .. } => {
+                    let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
+                    run_txn(proc, params, &mut refs, &mut self.evicted, &info, &interrupted)
+                }
                 MpWork::Ddl { changes, next, .. } => {
                     let shared = self.shared.clone();
                     let r = apply_ddl(&mut refs, changes, &|| shared.tracker());

@@ -589,7 +589,13 @@ impl Partition {
         let info = self.txn_info(inv.replay);
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
-        match run_txn(&inv.proc, &inv.params, &mut stores, &mut self.evicted, &info) {
+        let outcome = {
+            let reply = &inv.reply;
+            run_txn(&inv.proc, &inv.params, &mut stores, &mut self.evicted, &info, &|| {
+                reply.is_closed()
+            })
+        };
+        match outcome {
             Outcome::Done(Err(e), _) if inv.replay.is_some() && e.is_retryable() => {
                 // Replay keeps the log's order: hold it (and the replayed calls after it)
                 // until eviction makes room.

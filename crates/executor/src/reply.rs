@@ -35,6 +35,14 @@ pub(crate) enum Reply {
     None,
 }
 
+impl Reply {
+    /// Whether nobody waits for this answer any more (the one-shot receiver was dropped:
+    /// the client cancelled, timed out or went away); the transaction may stop.
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(self, Reply::Oneshot(s) if s.is_closed())
+    }
+}
+
 /// Room for this many completions when a pass gathers its first for a sink (fewer
 /// reallocations while a busy session's batch grows).
 const FIRST_BATCH: usize = 32;

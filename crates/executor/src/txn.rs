@@ -40,7 +40,15 @@ pub(crate) fn dry_run(
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
 ) {
-    let _ = run_body(proc, params, stores, evicted, info, false);
+    let _ = run_body(
+        proc,
+        params,
+        stores,
+        evicted,
+        info,
+        false,
+        &permafrost_sql::exec::never_interrupted,
+    );
     for s in stores.iter_mut() {
         s.rollback();
     }
@@ -55,6 +63,7 @@ fn run_body(
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
     sampled: bool,
+    interrupted: &dyn Fn() -> bool,
 ) -> std::thread::Result<std::result::Result<Rows, ProcError>> {
     evicted.clear();
     let mut env = Env {
@@ -63,6 +72,7 @@ fn run_body(
         sampled,
         now: info.now,
         evicted,
+        interrupted,
     };
     let mut ctx = ProcContext {
         env: &mut env,
@@ -76,15 +86,17 @@ fn run_body(
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
 /// store. Panics in the body are caught and fail the transaction. If the body reached
 /// evicted tuples (they are left in `evicted`), whatever it did is rolled back, since it
-/// ran without them: that run was the pre-pass.
+/// ran without them: that run was the pre-pass. `interrupted` tells its statements that
+/// nobody waits for the result any more (they stop with 57014 and it rolls back).
 pub(crate) fn run_txn(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
+    interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
-    let result = run_body(proc, params, stores, evicted, info, info.sampled);
+    let result = run_body(proc, params, stores, evicted, info, info.sampled, interrupted);
     let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
         for s in stores.iter_mut() {
             if commit { s.commit() } else { s.rollback() }

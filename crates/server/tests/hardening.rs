@@ -363,3 +363,47 @@ async fn a_connection_that_never_logs_in_is_closed_after_the_authentication_time
     assert_eq!(n.unwrap_or(0), 0);
     still_serves(s.port).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_long_query_stops_and_frees_its_partitions_at_once() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE big (id BIGINT PRIMARY KEY, g BIGINT)")
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..4_000).map(|i| format!("({i}, {})", i % 7)).collect();
+    c.batch_execute(&format!("INSERT INTO big VALUES {}", values.join(", ")))
+        .await
+        .unwrap();
+    // Multi-partition joins of 64 billion and 16 million row triples: minutes of work.
+    for sql in [
+        "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
+        "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100 \
+         WHERE c.id < 1000 AND a.id < 4000",
+    ] {
+        let token = c.cancel_token();
+        let canceller = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            token.cancel_query(NoTls).await.unwrap();
+        });
+        let started = std::time::Instant::now();
+        let e = c.query_one(sql, &[]).await.unwrap_err();
+        assert_eq!(code(&e), "57014", "{sql}");
+        canceller.await.unwrap();
+        // Another client is answered at once: the statement stopped, its partitions serve.
+        let other = connect(s.port).await;
+        let answered = tokio::time::timeout(
+            Duration::from_secs(5),
+            other.query_one("SELECT g FROM big WHERE id = 5", &[]),
+        )
+        .await
+        .expect("another client is answered within 5 s of the cancel")
+        .unwrap();
+        assert_eq!(answered.get::<_, i64>(0), 5);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{sql}: {:?}",
+            started.elapsed()
+        );
+    }
+}

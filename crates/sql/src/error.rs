@@ -47,6 +47,10 @@ pub enum SqlError {
     WrongPartition { row: u32, held: Vec<u32> },
     #[error("table \"{0}\" changed since the statement was planned")]
     SchemaChanged(String),
+    #[error(
+        "canceling statement: nobody waits for its result any more (a cancel request, a statement timeout or a client that went away)"
+    )]
+    Cancelled,
     #[error("invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold a NUL byte)")]
     NulInText,
     #[error(
@@ -82,6 +86,7 @@ impl SqlError {
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
+            SqlError::Cancelled => "57014",
             SqlError::TooLong(_) => "54000",
             SqlError::Storage(e) => e.sqlstate(),
         }

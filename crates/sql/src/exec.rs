@@ -56,6 +56,19 @@ pub struct Env<'a, 'b> {
     pub now: i64,
     /// Evicted tuples the transaction reached (the pre-pass record).
     pub evicted: &'a mut Vec<EvictedRef>,
+    /// Whether the statement is to stop: nobody waits for its result any more (a cancel
+    /// request, a statement timeout, a client that went away). Asked every
+    /// [`INTERRUPT_EVERY`] tuples a statement visits; the statement then fails with 57014
+    /// and its transaction is rolled back.
+    pub interrupted: &'a dyn Fn() -> bool,
+}
+
+/// Tuples a statement visits between two looks at [`Env::interrupted`].
+pub const INTERRUPT_EVERY: u32 = 1024;
+
+/// For callers whose statements are never interrupted.
+pub fn never_interrupted() -> bool {
+    false
 }
 
 impl Env<'_, '_> {
@@ -197,6 +210,9 @@ struct Walker<'w, 's> {
     touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
     total: u32,
     copies: Copies,
+    interrupted: &'w dyn Fn() -> bool,
+    /// Tuples visited since the last look at `interrupted`.
+    visits: u32,
 }
 
 struct LevelState {
@@ -242,6 +258,14 @@ impl<'w, 's> Walker<'w, 's> {
             };
             let mut visit =
                 |r: TupleRef, this: &mut Self, b: &mut Bindings<'s>, st: &mut LevelState| -> ControlFlow<()> {
+                    this.visits += 1;
+                    if this.visits == INTERRUPT_EVERY {
+                        this.visits = 0;
+                        if (this.interrupted)() {
+                            st.err = Some(SqlError::Cancelled);
+                            return ControlFlow::Break(());
+                        }
+                    }
                     let slot = match r.as_slot() {
                         Some(s) => s,
                         None => {
@@ -506,6 +530,8 @@ fn select(
         touched: sampled.then_some(touched),
         total: env.total_partitions,
         copies: Copies::One,
+        interrupted: env.interrupted,
+        visits: 0,
     };
     let mut b = Bindings::new();
     if let Some(agg) = &p.agg {
@@ -783,6 +809,8 @@ fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies
         touched: None,
         total: env.total_partitions,
         copies,
+        interrupted: env.interrupted,
+        visits: 0,
     };
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| {
