@@ -429,6 +429,7 @@ impl Partition {
             txn_id,
             seed,
             sampled: self.sample(),
+            work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
         }
     }
 

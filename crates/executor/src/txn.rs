@@ -28,6 +28,17 @@ pub(crate) struct TxnInfo {
     pub txn_id: u64,
     /// The seed of the procedure's random numbers ([`ProcContext::random_u64`]).
     pub seed: u64,
+    /// The memory one statement may hold for its result and intermediate rows
+    /// ([`work_mem`]).
+    pub work_mem: usize,
+}
+
+/// The memory one statement may hold for its result and intermediate rows: a quarter of
+/// the memory budget, and at least 64 MiB so that the largest row accepted
+/// (`permafrost_storage::table::MAX_ROW_BYTES`) can be read. A statement that needs more
+/// fails with 54000 instead of taking the process past its budget.
+pub(crate) fn work_mem(memory_limit: u64) -> usize {
+    usize::try_from(memory_limit / 4).unwrap_or(usize::MAX).max(64 << 20)
 }
 
 /// Runs a procedure over `stores` and rolls it back whatever happened, leaving the evicted
@@ -73,6 +84,7 @@ fn run_body(
         now: info.now,
         evicted,
         interrupted,
+        work_mem: info.work_mem,
     };
     let mut ctx = ProcContext {
         env: &mut env,

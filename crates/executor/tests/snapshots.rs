@@ -464,3 +464,51 @@ fn a_snapshot_writer_holds_no_descriptor_of_the_server_so_another_database_reope
         assert!(reopened > 6, "only {reopened} reopenings while the snapshots ran");
     });
 }
+
+/// A value as large as a row may be goes into a snapshot and comes back from it; a row
+/// larger than a snapshot section can hold is refused when it is written (54000), so no
+/// later snapshot fails for it.
+#[test]
+fn the_largest_row_accepted_is_snapshotted_and_a_larger_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "x".repeat(50 << 20);
+    {
+        let db = Database::open(config(dir.path(), 1 << 30)).unwrap();
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        db.execute_sql("CREATE TABLE blobs (id BIGINT PRIMARY KEY, a TEXT, b TEXT)", vec![])
+            .unwrap();
+        db.execute_sql(
+            "INSERT INTO blobs VALUES (1, $1, 'small')",
+            vec![Value::text(big.as_str())],
+        )
+        .unwrap();
+        let too_big = "y".repeat(61 << 20);
+        let e = db
+            .execute_sql(
+                "INSERT INTO blobs VALUES (2, $1, NULL)",
+                vec![Value::text(too_big.as_str())],
+            )
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "54000", "{e}");
+        // Two values that are each small enough but not together.
+        let e = db
+            .execute_sql(
+                "UPDATE blobs SET b = $1 WHERE id = 1",
+                vec![Value::text("z".repeat(20 << 20))],
+            )
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "54000", "{e}");
+        db.snapshot().unwrap();
+    }
+    let db = Database::open(config(dir.path(), 1 << 30)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert!(report.snapshot.is_some(), "{report:?}");
+    let rows = db
+        .execute_sql("SELECT id, length(a), b FROM blobs", vec![])
+        .unwrap()
+        .to_values();
+    assert_eq!(
+        rows,
+        vec![vec![Value::Int(1), Value::Int(50 << 20), Value::text("small")]]
+    );
+}

@@ -17,7 +17,11 @@ struct Server {
 }
 
 async fn server_with(options: ServerOptions) -> Server {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    server_of(Config::builder().partitions(2).build().unwrap(), options).await
+}
+
+async fn server_of(config: Config, options: ServerOptions) -> Server {
+    let db = Arc::new(Database::open(config).unwrap());
     let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -406,4 +410,35 @@ async fn a_cancelled_long_query_stops_and_frees_its_partitions_at_once() {
             started.elapsed()
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_that_needs_more_than_its_working_memory_gets_54000() {
+    // 64 MiB of budget: a statement may hold 64 MiB.
+    let config = Config::builder().partitions(2).memory_limit(64 << 20).build().unwrap();
+    let s = server_of(config, ServerOptions::default()).await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE j (id BIGINT PRIMARY KEY, g BIGINT, pad TEXT)")
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..3_000).map(|i| format!("({i}, {}, 'pad-{i}')", i % 7)).collect();
+    c.batch_execute(&format!("INSERT INTO j VALUES {}", values.join(", ")))
+        .await
+        .unwrap();
+    // 9 million rows to the client, sorted, or grouped: each far past 64 MiB.
+    for sql in [
+        "SELECT a.id, b.id, a.pad FROM j a JOIN j b ON a.g <> b.g + 100",
+        "SELECT a.id, b.pad FROM j a JOIN j b ON a.g <> b.g + 100 ORDER BY b.pad",
+        "SELECT a.pad, b.pad, count(*) FROM j a JOIN j b ON a.g <> b.g + 100 GROUP BY a.pad, b.pad",
+    ] {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), "54000", "{sql}");
+    }
+    // What fits is answered.
+    let n = c
+        .query_one("SELECT count(*) FROM j a JOIN j b ON a.g <> b.g + 100", &[])
+        .await
+        .unwrap();
+    assert_eq!(n.get::<_, i64>(0), 9_000_000);
+    assert_eq!(c.query("SELECT * FROM j LIMIT 10", &[]).await.unwrap().len(), 10);
 }

@@ -51,6 +51,10 @@ pub enum SqlError {
         "canceling statement: nobody waits for its result any more (a cancel request, a statement timeout or a client that went away)"
     )]
     Cancelled,
+    #[error(
+        "out of memory for this statement: its result and intermediate rows need more than the {0} bytes one statement may hold (a quarter of memory_limit, at least 64 MiB); narrow it with WHERE or LIMIT"
+    )]
+    OutOfWorkMem(usize),
     #[error("invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold a NUL byte)")]
     NulInText,
     #[error(
@@ -87,6 +91,7 @@ impl SqlError {
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",
+            SqlError::OutOfWorkMem(_) => "54000",
             SqlError::TooLong(_) => "54000",
             SqlError::Storage(e) => e.sqlstate(),
         }

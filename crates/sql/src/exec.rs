@@ -61,6 +61,49 @@ pub struct Env<'a, 'b> {
     /// [`INTERRUPT_EVERY`] tuples a statement visits; the statement then fails with 57014
     /// and its transaction is rolled back.
     pub interrupted: &'a dyn Fn() -> bool,
+    /// The memory one statement may hold for its result and its intermediate rows (sorts,
+    /// DISTINCT, groups), in bytes; past it the statement fails with 54000.
+    pub work_mem: usize,
+}
+
+/// Counts the bytes a statement holds against [`Env::work_mem`].
+struct WorkMem {
+    used: usize,
+    limit: usize,
+}
+
+impl WorkMem {
+    fn new(limit: usize) -> WorkMem {
+        WorkMem { used: 0, limit }
+    }
+
+    /// Adds `bytes`; an error once the statement holds more than its limit.
+    fn add(&mut self, bytes: usize) -> Result<()> {
+        self.used += bytes;
+        self.check()
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.used > self.limit {
+            return Err(SqlError::OutOfWorkMem(self.limit));
+        }
+        Ok(())
+    }
+}
+
+/// About the bytes a row of values holds (for [`WorkMem`]).
+fn values_size(vs: &[Value]) -> usize {
+    vs.iter()
+        .map(|v| {
+            std::mem::size_of::<Value>()
+                + match v {
+                    Value::Text(t) => t.len(),
+                    Value::Bytes(b) => b.len(),
+                    _ => 0,
+                }
+        })
+        .sum::<usize>()
+        + std::mem::size_of::<Vec<Value>>()
 }
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
@@ -534,10 +577,13 @@ fn select(
         visits: 0,
     };
     let mut b = Bindings::new();
+    let mut mem = WorkMem::new(env.work_mem);
     if let Some(agg) = &p.agg {
         let mut table = AggTable::default();
         let _ = walker.walk(0, &mut b, &mut |b| {
-            table.add(agg, b, cx)?;
+            if let Some(new_group) = table.add(agg, b, cx)? {
+                mem.add(new_group)?;
+            }
             Ok(ControlFlow::Continue(()))
         })?;
         return finish_agg(p, agg, table, columns, cx, limit, offset);
@@ -560,6 +606,8 @@ fn select(
                     e => rows.push(e.eval(b, cx)?.as_ref()),
                 }
             }
+            mem.used = rows.data_len() + rows.len() * 4;
+            mem.check()?;
             Ok(if limit.is_some_and(|l| rows.len() as u64 >= l) {
                 ControlFlow::Break(())
             } else {
@@ -581,6 +629,8 @@ fn select(
             .iter()
             .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
             .collect::<Result<Vec<_>>>()?;
+        // Held twice at the end: here, and as the result rows.
+        mem.add(2 * (values_size(&keys) + values_size(&out)))?;
         collected.push((keys, out));
         Ok(ControlFlow::Continue(()))
     })?;
@@ -659,16 +709,21 @@ struct Acc {
 }
 
 impl AggTable {
-    fn add(&mut self, agg: &AggPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<()> {
+    /// Adds a row to its group; returns about the bytes a new group took (`None` when the
+    /// group existed).
+    fn add(&mut self, agg: &AggPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Option<usize>> {
         let key = agg
             .groups
             .iter()
             .map(|g| Ok(g.eval(b, cx)?.into_value()))
             .collect::<Result<Vec<_>>>()?;
+        let mut new_group = None;
         let gi = match self.index.get(&key) {
             Some(&i) => i,
             None => {
                 let i = self.keys.len();
+                // The key twice (index and list), the accumulators.
+                new_group = Some(2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>());
                 self.index.insert(key.clone(), i);
                 self.keys.push(key);
                 self.accs.push(new_accs(agg));
@@ -712,7 +767,7 @@ impl AggTable {
                 }
             });
         }
-        Ok(())
+        Ok(new_group)
     }
 }
 

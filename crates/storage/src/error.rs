@@ -56,6 +56,11 @@ pub enum StorageError {
     #[error("data corrupted: {0}")]
     Corrupt(String),
 
+    #[error(
+        "row is too big: size {size}, maximum size {max} (a row must fit in one snapshot section; \
+         keep values this large outside the database)"
+    )]
+    RowTooBig { size: usize, max: usize },
     #[error("internal storage error: {0}")]
     Internal(String),
 }
@@ -73,6 +78,7 @@ impl StorageError {
             StorageError::DivisionByZero => "22012",
             StorageError::SequenceExhausted { .. } => "2200H",
             StorageError::MemoryLimit { .. } => "53200",
+            StorageError::RowTooBig { .. } => "54000",
             StorageError::TableFull { .. } => "54000",
             StorageError::Schema(_) => "42P16",
             StorageError::Corrupt(_) => "XX001",

@@ -266,6 +266,7 @@ impl Table {
         for (c, v) in values.iter().enumerate() {
             self.check_not_null(c, v)?;
         }
+        check_row_size(values.iter().map(|v| v.as_ref()))?;
         let mut keys = Vec::with_capacity(self.indexes.len());
         for (i, ix) in self.schema.indexes.iter().enumerate() {
             let key = self.encoders[i].encode(ix.columns.iter().map(|&c| values[c].as_ref()));
@@ -319,6 +320,16 @@ impl Table {
     pub fn update(&mut self, slot: u32, changes: &[(usize, Value)], image: &[u8]) -> Result<()> {
         for (c, v) in changes {
             self.check_not_null(*c, v)?;
+        }
+        if changes.iter().map(|(_, v)| var_len(v.as_ref())).sum::<usize>() > ROW_CHECK_ABOVE {
+            // Large values come in: the whole row, as it will be, must stay in bounds.
+            let bytes = self.heap.bytes(slot);
+            check_row_size((0..self.schema.columns.len()).map(
+                |c| match changes.iter().rev().find(|(cc, _)| *cc == c) {
+                    Some((_, v)) => v.as_ref(),
+                    None => self.layout.read(bytes, c, &self.var),
+                },
+            ))?;
         }
         // Index keys that change, with unique checks before any write.
         let mut moves: Vec<(usize, Option<IndexKey>, Option<IndexKey>)> = Vec::new();
@@ -822,4 +833,34 @@ impl Table {
         }
         Ok(())
     }
+}
+
+/// The largest row accepted (the bytes of its values): snapshots write rows in sections of
+/// at most `permafrost_durability::snapshot::MAX_SECTION` (64 MiB), so a row must fit in
+/// one with room for its framing. PostgreSQL accepts values up to 1 GiB; here a larger row
+/// is refused at insert or update (54000) rather than making every later snapshot fail.
+pub const MAX_ROW_BYTES: usize = 60 << 20;
+
+/// Updates that bring in fewer bytes of variable-length values than this cannot make a
+/// row too big (only the changed columns are measured, not the whole row).
+const ROW_CHECK_ABOVE: usize = 1 << 20;
+
+/// The bytes of a variable-length value (text, bytea); 0 for the others.
+fn var_len(v: ValueRef<'_>) -> usize {
+    match v {
+        ValueRef::Text(t) => t.len(),
+        ValueRef::Bytes(b) => b.len(),
+        _ => 0,
+    }
+}
+
+fn check_row_size<'a>(values: impl Iterator<Item = ValueRef<'a>>) -> Result<()> {
+    let size: usize = values.map(|v| var_len(v) + 8).sum();
+    if size > MAX_ROW_BYTES {
+        return Err(StorageError::RowTooBig {
+            size,
+            max: MAX_ROW_BYTES,
+        });
+    }
+    Ok(())
 }
