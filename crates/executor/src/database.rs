@@ -669,6 +669,69 @@ impl Database {
         Ok(rx)
     }
 
+    /// Inserts rows into `table` as one transaction over all partitions: every row is
+    /// stored, or (on any error: a constraint, the memory budget, a shutdown) none is.
+    /// `rows` holds the values of `columns` for each row, one row after the other; columns
+    /// left out get their defaults. The future resolves to the number of rows inserted.
+    /// This is what COPY FROM runs.
+    pub fn insert_rows(
+        &self,
+        table: &str,
+        columns: &[String],
+        rows: Vec<Value>,
+    ) -> impl Future<Output = Result<u64>> + Send + 'static + use<> {
+        let submitted = self.submit_rows(table, columns, rows);
+        async move {
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|r| r.affected),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    fn submit_rows(
+        &self,
+        table: &str,
+        columns: &[String],
+        rows: Vec<Value>,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
+        let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+        let cols: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+        let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "{}INSERT INTO {} ({}) VALUES ({})",
+            crate::procedure::BULK_MARK,
+            quote(table),
+            cols.join(", "),
+            params.join(", ")
+        );
+        if columns.is_empty() || !rows.len().is_multiple_of(columns.len()) {
+            return Err(Error::Internal(format!(
+                "{} values are not rows of {} columns",
+                rows.len(),
+                columns.len()
+            )));
+        }
+        let prepared = permafrost_sql::prepare(&self.catalog(), &sql)?;
+        let proc = Arc::new(Procedure::bulk_insert(prepared));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let work = MpWork::Call {
+            proc,
+            params: rows,
+            restarts: 0,
+            replay: None,
+        };
+        self.shared()
+            .submit_mp(work, self.shared().all_partitions(), Reply::Oneshot(tx))?;
+        Ok(rx)
+    }
+
+    /// The memory one statement may hold for its result and intermediate rows (a quarter
+    /// of `memory_limit`, at least 64 MiB); what a COPY may buffer before it is applied.
+    pub fn statement_memory(&self) -> usize {
+        crate::txn::work_mem(self.shared().config.memory_limit)
+    }
+
     /// A pipelining session for many calls in flight from one thread.
     pub fn session(&self) -> Session {
         let (tx, rx) = crossbeam_channel::unbounded();

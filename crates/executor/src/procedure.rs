@@ -266,6 +266,32 @@ impl Procedure {
         }
     }
 
+    /// Inserts many rows as one transaction: `prepared` is a one-row INSERT whose text
+    /// starts with [`BULK_MARK`], and the call's parameters are the rows one after the
+    /// other. It runs over all partitions (a multi-partition transaction), so the rows are
+    /// stored all or none (COPY FROM). The command log records the marked statement with
+    /// every row, and replay rebuilds this procedure from the mark.
+    pub(crate) fn bulk_insert(prepared: Prepared) -> Procedure {
+        let width = prepared.param_types().len().max(1);
+        let def = ProcedureDef::new(AD_HOC)
+            .multi_partition()
+            .statement(prepared.sql.clone())
+            .body(move |ctx, p| {
+                let mut n = 0;
+                for row in p.chunks(width) {
+                    n += ctx.execute(0, row)?.affected;
+                }
+                Ok(Rows::affected(n))
+            });
+        Procedure {
+            adhoc: true,
+            name: AD_HOC.into(),
+            partitioning: Partitioning::Multi,
+            statements: vec![prepared],
+            def,
+        }
+    }
+
     /// Plans this procedure again against `catalog` (after a schema change).
     pub(crate) fn replan(&self, catalog: &Catalog) -> Result<Procedure> {
         let mut p = Procedure::prepare(self.def.clone(), catalog)?;
@@ -366,3 +392,7 @@ impl ProcContext<'_, '_, '_> {
         self.env.stores.iter().map(|s| s.partition()).collect()
     }
 }
+
+/// The start of a bulk insert's statement text ([`Procedure::bulk_insert`]): a comment,
+/// so the text is an ordinary one-row INSERT to the parser.
+pub(crate) const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";

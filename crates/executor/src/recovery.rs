@@ -316,7 +316,11 @@ impl<'a> Replayer<'a> {
             permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)
         })
         .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
-        let p = Arc::new(Procedure::ad_hoc(prepared));
+        let p = Arc::new(if sql.starts_with(crate::procedure::BULK_MARK) {
+            Procedure::bulk_insert(prepared)
+        } else {
+            Procedure::ad_hoc(prepared)
+        });
         self.plans.insert(sql.to_string(), p.clone());
         Ok(p)
     }

@@ -1,19 +1,20 @@
 //! `COPY table [(columns)] FROM STDIN` for bulk loads, in PostgreSQL's text and CSV
 //! formats.
 //!
-//! Rows are parsed as the CopyData messages arrive, converted to the column types, grouped
-//! by partition and inserted in batches of [`BATCH_ROWS`], each batch a single-partition
-//! transaction of one multi-row INSERT. A COPY is therefore not atomic: if a line is bad,
-//! the batches committed before it stay, and the error names the line and how many rows
-//! were loaded.
+//! Rows are parsed and converted to the column types as the CopyData messages arrive and
+//! kept until CopyDone; then all of them are inserted as one transaction over every
+//! partition (`Database::insert_rows`). A COPY is atomic, as in PostgreSQL: a bad line, a
+//! constraint violation, a CopyFail or a client that goes away before CopyDone stores
+//! nothing. What a COPY may hold is bounded by the memory one statement may hold
+//! (`Database::statement_memory`: a quarter of `memory_limit`, at least 64 MiB); a larger
+//! load is refused with 54000 and must be split into several COPYs.
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use futures::stream;
-use permafrost_executor::{AdHoc, Database, Value};
+use permafrost_executor::{Database, Value};
 use permafrost_sql::Catalog;
-use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, TableSchema};
 use pgwire::api::ClientInfo;
 use pgwire::api::results::CopyResponse;
@@ -21,9 +22,6 @@ use pgwire::error::{PgWireError, PgWireResult};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
 
 use crate::error::{client_error, db_error, sql_error};
-
-/// Rows per INSERT transaction.
-pub const BATCH_ROWS: usize = 256;
 
 /// How the rows are written.
 #[derive(Debug, Clone, PartialEq)]
@@ -320,11 +318,10 @@ struct CopyState {
     line: u64,
     header_pending: bool,
     done: bool,
-    /// Rows read, not yet inserted, by partition (one bucket for replicated tables).
-    buckets: Vec<Vec<Vec<Value>>>,
-    /// The full-batch INSERT, planned once.
-    batch_stmt: Option<AdHoc>,
-    loaded: u64,
+    /// The values of the rows read, one row after the other.
+    rows: Vec<Value>,
+    /// About the memory they hold, against `Database::statement_memory`.
+    bytes: usize,
     error: Option<PgWireError>,
 }
 
@@ -343,9 +340,8 @@ pub fn begin<C: ClientInfo>(client: &C, cmd: Arc<CopyCommand>) {
             line: 0,
             header_pending,
             done: false,
-            buckets: Vec::new(),
-            batch_stmt: None,
-            loaded: 0,
+            rows: Vec::new(),
+            bytes: 0,
             error: None,
         });
     }
@@ -367,6 +363,11 @@ fn put<C: ClientInfo>(client: &C, st: CopyState) {
     }
 }
 
+/// Drops a COPY in progress and the rows it read (CopyFail): nothing was applied.
+pub fn abandon<C: ClientInfo>(client: &C) {
+    let _ = take(client);
+}
+
 /// Takes rows from a CopyData message.
 pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgWireResult<()> {
     let mut st = take(client)?;
@@ -377,8 +378,8 @@ pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgW
             let chunk: Vec<u8> = st.partial.drain(..n).collect();
             if let Err(e) = st.read(db, &chunk) {
                 st.error = Some(e);
-            } else if let Err(e) = st.flush(db, false).await {
-                st.error = Some(e);
+                // Nothing will be applied: give the rows' memory back now.
+                st.rows = Vec::new();
             }
         }
     }
@@ -396,37 +397,35 @@ pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64>
             st.error = Some(e);
         }
     }
-    if st.error.is_none()
-        && let Err(e) = st.flush(db, true).await
-    {
-        st.error = Some(e);
+    if let Some(e) = st.error {
+        return Err(match e {
+            PgWireError::UserError(mut info) => {
+                info.message = format!(
+                    "COPY {}, line {}: {} (nothing was loaded)",
+                    st.cmd.table.name, st.line, info.message
+                );
+                PgWireError::UserError(info)
+            }
+            other => other,
+        });
     }
-    match st.error {
-        None => Ok(st.loaded),
-        Some(PgWireError::UserError(mut info)) => {
-            info.message = format!(
-                "COPY {}, line {}: {} ({} row(s) were loaded before the error: COPY commits in batches)",
-                st.cmd.table.name, st.line, info.message, st.loaded
-            );
-            Err(PgWireError::UserError(info))
-        }
-        Some(other) => Err(other),
+    if st.rows.is_empty() {
+        return Ok(0);
     }
+    let t = &st.cmd.table;
+    let columns: Vec<String> = st.cmd.columns.iter().map(|&c| t.columns[c].name.clone()).collect();
+    db.insert_rows(&t.name, &columns, st.rows).await.map_err(|e| {
+        let mut info: pgwire::error::ErrorInfo = db_error(e).into();
+        info.message = format!("COPY {}: {} (nothing was loaded)", t.name, info.message);
+        PgWireError::UserError(Box::new(info))
+    })
 }
 
 impl CopyState {
     /// Reads whole records from `chunk` into the buckets.
     fn read(&mut self, db: &Database, chunk: &[u8]) -> PgWireResult<()> {
         let f = self.cmd.format.clone();
-        let partitions = db.partitions();
-        if self.buckets.is_empty() {
-            let n = if self.cmd.table.partition_column.is_some() {
-                partitions as usize
-            } else {
-                1
-            };
-            self.buckets = vec![Vec::new(); n];
-        }
+        let limit = db.statement_memory();
         let mut start = 0;
         while start < chunk.len() {
             let end = if f.csv {
@@ -474,7 +473,6 @@ impl CopyState {
                     format!("{} column(s) expected, {} found", self.cmd.columns.len(), fields.len()),
                 ));
             }
-            let mut row = Vec::with_capacity(fields.len());
             for (field, &c) in fields.into_iter().zip(&self.cmd.columns) {
                 let col = &self.cmd.table.columns[c];
                 let v = match field {
@@ -482,92 +480,25 @@ impl CopyState {
                     Field::Text(s) => convert(&s, &col.ty)
                         .map_err(|e| client_error("22P02", format!("column \"{}\": {e}", col.name)))?,
                 };
-                row.push(v);
-            }
-            let bucket = match self.cmd.table.partition_column {
-                Some(pc) => {
-                    let at = self.cmd.columns.iter().position(|&c| c == pc);
-                    match at.map(|i| &row[i]) {
-                        Some(v) if !matches!(v, Value::Null) => {
-                            partition_of(v.as_ref(), &self.cmd.table.columns[pc].ty, partitions) as usize
-                        }
+                self.bytes += std::mem::size_of::<Value>()
+                    + match &v {
+                        Value::Text(t) => t.len(),
+                        Value::Bytes(b) => b.len(),
                         _ => 0,
-                    }
-                }
-                None => 0,
-            };
-            self.buckets[bucket].push(row);
+                    };
+                self.rows.push(v);
+            }
+            if self.bytes > limit {
+                return Err(client_error(
+                    "54000",
+                    format!(
+                        "this COPY holds more than the {limit} bytes one statement may (a quarter of memory_limit, at \
+                         least 64 MiB): a COPY is applied as one transaction, so load the data in several COPYs"
+                    ),
+                ));
+            }
         }
         Ok(())
-    }
-
-    /// Inserts the full batches (and, at the end, the rest), the partitions in parallel.
-    async fn flush(&mut self, db: &Database, all: bool) -> PgWireResult<()> {
-        loop {
-            let mut futs = Vec::new();
-            let mut counts = Vec::new();
-            for b in 0..self.buckets.len() {
-                let n = self.buckets[b].len();
-                if n == 0 || (n < BATCH_ROWS && !all) {
-                    continue;
-                }
-                let take = n.min(BATCH_ROWS);
-                let rows: Vec<Vec<Value>> = self.buckets[b].drain(..take).collect();
-                let stmt = if take == BATCH_ROWS {
-                    if self.batch_stmt.is_none() {
-                        self.batch_stmt = Some(self.plan_insert(db, BATCH_ROWS)?);
-                    }
-                    self.batch_stmt.clone().expect("planned above")
-                } else {
-                    self.plan_insert(db, take)?
-                };
-                counts.push(take as u64);
-                futs.push(db.execute_ad_hoc(&stmt, rows.into_iter().flatten().collect()));
-            }
-            if futs.is_empty() {
-                return Ok(());
-            }
-            let results = futures::future::join_all(futs).await;
-            let mut first_err = None;
-            for (r, n) in results.into_iter().zip(counts) {
-                match r {
-                    Ok(_) => self.loaded += n,
-                    Err(e) => {
-                        first_err.get_or_insert(db_error(e));
-                    }
-                }
-            }
-            if let Some(e) = first_err {
-                return Err(e);
-            }
-        }
-    }
-
-    fn plan_insert(&self, db: &Database, rows: usize) -> PgWireResult<AdHoc> {
-        let t = &self.cmd.table;
-        let cols: Vec<String> = self
-            .cmd
-            .columns
-            .iter()
-            .map(|&c| format!("\"{}\"", t.columns[c].name))
-            .collect();
-        let n = cols.len();
-        let mut sql = format!("INSERT INTO \"{}\" ({}) VALUES ", t.name, cols.join(", "));
-        for r in 0..rows {
-            if r > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('(');
-            for c in 0..n {
-                if c > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!("${}", r * n + c + 1));
-            }
-            sql.push(')');
-        }
-        let p = permafrost_sql::prepare(&db.catalog(), &sql).map_err(sql_error)?;
-        Ok(db.ad_hoc(p))
     }
 }
 

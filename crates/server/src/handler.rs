@@ -24,7 +24,7 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::extendedquery::{
     Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
@@ -1120,6 +1120,18 @@ impl CopyHandler for Backend {
             )))
             .await?;
         Ok(())
+    }
+
+    /// As PostgreSQL: the rows read so far are dropped (nothing was applied) and the
+    /// error is 57014, "COPY from stdin failed".
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        copy::abandon(client);
+        client_error("57014", format!("COPY from stdin failed: {}", fail.message))
     }
 }
 

@@ -442,3 +442,98 @@ async fn a_statement_that_needs_more_than_its_working_memory_gets_54000() {
     assert_eq!(n.get::<_, i64>(0), 9_000_000);
     assert_eq!(c.query("SELECT * FROM j LIMIT 10", &[]).await.unwrap().len(), 10);
 }
+
+async fn count(c: &tokio_postgres::Client, table: &str) -> i64 {
+    c.query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_is_applied_whole_or_not_at_all() {
+    use futures::SinkExt;
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE k (id BIGINT PRIMARY KEY, v TEXT NOT NULL)")
+        .await
+        .unwrap();
+    let rows = |from: usize, to: usize| -> String { (from..to).map(|i| format!("{i}\tv{i}\n")).collect() };
+
+    // A bad value at row 601 of 1,000: nothing stays.
+    let sink = c.copy_in("COPY k FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let text = format!("{}600\tv\\N\n601\t\\N\n{}", rows(0, 600), rows(602, 1000));
+    sink.send(bytes::Bytes::from(text)).await.unwrap();
+    let e = sink.finish().await.unwrap_err();
+    assert_eq!(code(&e), "23502", "{e}");
+    assert!(e.as_db_error().unwrap().message().contains("nothing was loaded"), "{e}");
+    assert_eq!(count(&c, "k").await, 0);
+
+    // A duplicate key found when the rows are applied: nothing stays.
+    let sink = c.copy_in("COPY k FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from(format!("{}5\tagain\n", rows(0, 1000))))
+        .await
+        .unwrap();
+    let e = sink.finish().await.unwrap_err();
+    assert_eq!(code(&e), "23505", "{e}");
+    assert_eq!(count(&c, "k").await, 0);
+
+    // CopyFail after 1,000 rows: nothing stays.
+    let mut raw = Raw::logged_in(s.port).await;
+    raw.send(&message(b'Q', b"COPY k FROM STDIN\0")).await;
+    let (kind, _) = raw.read().await.unwrap();
+    assert_eq!(kind, b'G');
+    raw.send(&message(b'd', rows(0, 1000).as_bytes())).await;
+    raw.send(&message(b'f', b"client gave up\0")).await;
+    assert_eq!(raw.until_ready().await, ["57014"]);
+    assert_eq!(count(&c, "k").await, 0);
+
+    // A client that goes away before CopyDone: nothing stays.
+    let mut raw = Raw::logged_in(s.port).await;
+    raw.send(&message(b'Q', b"COPY k FROM STDIN\0")).await;
+    assert_eq!(raw.read().await.unwrap().0, b'G');
+    raw.send(&message(b'd', rows(0, 1000).as_bytes())).await;
+    drop(raw);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(count(&c, "k").await, 0);
+
+    // A good COPY of many batches' worth of rows, at every partition: all of them.
+    let sink = c.copy_in("COPY k FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    for chunk in 0..5 {
+        sink.send(bytes::Bytes::from(rows(chunk * 2_000, (chunk + 1) * 2_000)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), 10_000);
+    assert_eq!(count(&c, "k").await, 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_larger_than_a_statement_may_hold_is_refused_and_stores_nothing() {
+    use futures::SinkExt;
+    let config = Config::builder().partitions(2).memory_limit(64 << 20).build().unwrap();
+    let s = server_of(config, ServerOptions::default()).await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE blobs (id BIGINT PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+    let sink = c.copy_in("COPY blobs FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let value = "x".repeat(64 << 10);
+    // 1,100 rows of 64 KiB: past the 64 MiB one statement may hold.
+    for chunk in 0..11 {
+        let text: String = (chunk * 100..(chunk + 1) * 100)
+            .map(|i| format!("{i}\t{value}\n"))
+            .collect();
+        if sink.send(bytes::Bytes::from(text)).await.is_err() {
+            break;
+        }
+    }
+    let e = sink.finish().await.unwrap_err();
+    assert_eq!(code(&e), "54000", "{e}");
+    assert_eq!(count(&c, "blobs").await, 0);
+    still_serves(s.port).await;
+}
