@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::mp::MpWork;
 use crate::partition::{Invocation, Msg, Partition};
 use crate::procedure::{Partitioning, Procedure, ProcedureDef};
-use crate::reply::{Completion, Reply, Sink};
+use crate::reply::{Completion, Reply, Sink, StopFlag};
 use crate::shared::{PartitionStats, SchemaState, Shared};
 
 pub(crate) struct Inner {
@@ -626,7 +626,34 @@ impl Database {
         }
     }
 
+    /// [`Database::execute_ad_hoc`] for a caller that may ask the statement to stop
+    /// (`stop`): it then stops at its next look, rolls back, and the future resolves to
+    /// 57014; a statement that committed first resolves to its result.
+    pub fn execute_ad_hoc_stoppable(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        stop: StopFlag,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let submitted = self.submit_ad_hoc_with(stmt, params, Some(stop));
+        async move {
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
     fn submit_ad_hoc(&self, stmt: &AdHoc, params: Vec<Value>) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
+        self.submit_ad_hoc_with(stmt, params, None)
+    }
+
+    fn submit_ad_hoc_with(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        stop: Option<StopFlag>,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         let current = self.catalog();
         let proc = if Arc::ptr_eq(&current, &stmt.catalog) {
             stmt.proc.clone()
@@ -635,7 +662,10 @@ impl Database {
         };
         let route = proc.statements[0].route(&params, self.partitions());
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let reply = Reply::Oneshot(tx);
+        let reply = match stop {
+            Some(stop) => Reply::Stoppable(tx, stop),
+            None => Reply::Oneshot(tx),
+        };
         // A statement that reads only replicated tables, or inserts rows keyed by the
         // table's sequence, can run at any partition.
         let single = match route {

@@ -36,7 +36,7 @@ pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, Statement
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
-pub use reply::Completion;
+pub use reply::{Completion, StopFlag};
 pub use shared::PartitionStats;
 pub use snapshot::{LoadReport, SnapshotInfo};
 pub use stats::TableStats;

@@ -27,6 +27,8 @@ pub(crate) struct Sink {
 
 pub(crate) enum Reply {
     Oneshot(tokio::sync::oneshot::Sender<Result<Rows>>),
+    /// A one-shot answer whose caller may ask the statement to stop ([`StopFlag`]).
+    Stoppable(tokio::sync::oneshot::Sender<Result<Rows>>, StopFlag),
     Batch {
         sink: Arc<Sink>,
         token: u64,
@@ -39,7 +41,34 @@ impl Reply {
     /// Whether nobody waits for this answer any more (the one-shot receiver was dropped:
     /// the client cancelled, timed out or went away); the transaction may stop.
     pub(crate) fn is_closed(&self) -> bool {
-        matches!(self, Reply::Oneshot(s) if s.is_closed())
+        match self {
+            Reply::Oneshot(s) => s.is_closed(),
+            Reply::Stoppable(s, stop) => s.is_closed() || stop.is_set(),
+            _ => false,
+        }
+    }
+}
+
+/// Set by a caller that wants its statement to stop (a cancel request, a statement
+/// timeout). The statement stops at its next look ([`permafrost_sql::Env::interrupted`])
+/// and its transaction rolls back; the caller still waits for the answer, so it learns
+/// whether the statement had committed before it looked (then the answer is its result)
+/// or stopped (57014).
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl StopFlag {
+    pub fn new() -> StopFlag {
+        StopFlag::default()
+    }
+
+    /// Asks the statement to stop.
+    pub fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -70,7 +99,7 @@ impl Outbox {
 
     pub(crate) fn send(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
-            Reply::Oneshot(tx) => {
+            Reply::Oneshot(tx) | Reply::Stoppable(tx, _) => {
                 let _ = tx.send(result);
             }
             Reply::Batch { sink, token } => {
@@ -141,7 +170,7 @@ impl Held {
 
     pub(crate) fn hold(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
-            Reply::Oneshot(tx) => self.oneshots.push((tx, result)),
+            Reply::Oneshot(tx) | Reply::Stoppable(tx, _) => self.oneshots.push((tx, result)),
             batch => self.batches.send(batch, result),
         }
     }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt, stream};
-use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, StatementKind, Value};
+use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, StatementKind, StopFlag, Value};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_describe_response};
@@ -175,6 +175,8 @@ pub enum Command {
     Stats,
     /// SET: accepted (session settings do not change the engine's behaviour).
     Set,
+    /// `SET statement_timeout` (milliseconds; 0: none), kept per connection.
+    SetStatementTimeout(u64),
     /// SHOW a setting.
     Show(String),
     /// `SELECT version()`.
@@ -284,7 +286,13 @@ fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Command> {
     }
     let words = first_words(sql, 3);
     match words.first().map(String::as_str).unwrap_or("") {
-        "SET" | "RESET" | "DISCARD" | "DEALLOCATE" => return Ok(Command::Set),
+        "SET" | "RESET" => {
+            return match crate::session::statement_timeout_setting(sql) {
+                Some(ms) => ms.map(Command::SetStatementTimeout),
+                None => Ok(Command::Set),
+            };
+        }
+        "DISCARD" | "DEALLOCATE" => return Ok(Command::Set),
         "SHOW" => {
             let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
             if name.eq_ignore_ascii_case("permafrost_stats") {
@@ -633,13 +641,14 @@ impl Backend {
         let format = format.clone();
         let fut: PendingResult = match cmd {
             Command::Dml(d) => {
-                let fut = self.db.execute_ad_hoc(&d.stmt, params);
+                let stop = StopFlag::new();
+                let fut = self.db.execute_ad_hoc_stoppable(&d.stmt, params, stop.clone());
                 let d = d.clone();
                 Box::pin(async move {
-                    // As in `run_inner`: a cancel ends a query, never a write.
+                    // As in `run_inner`.
                     let rows = match cancel {
-                        Some(c) if d.read_only => c.run(fut).await?,
-                        _ => fut.await,
+                        Some(c) => c.run_stoppable(&stop, fut).await?,
+                        None => fut.await,
                     };
                     let r = rows
                         .map_err(db_error)
@@ -683,6 +692,22 @@ impl Backend {
     ) -> PgWireResult<Response> {
         match cmd {
             Command::Set => Ok(Response::Execution(Tag::new("SET"))),
+            Command::SetStatementTimeout(ms) => {
+                if let Some(c) = cancel {
+                    c.set_statement_timeout(*ms);
+                }
+                Ok(Response::Execution(Tag::new("SET")))
+            }
+            Command::Show(name) if name.eq_ignore_ascii_case("statement_timeout") => {
+                let ms = cancel
+                    .and_then(|c| c.statement_timeout())
+                    .map_or(0, |t| t.as_millis() as u64);
+                text_rows(
+                    &cmd.columns(),
+                    vec![vec![Some(crate::session::show_statement_timeout(ms))]],
+                    format,
+                )
+            }
             Command::EndTransaction(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::Checkpoint => {
                 let db = self.db.clone();
@@ -725,12 +750,13 @@ impl Backend {
                 Ok(Response::Execution(Tag::new("DROP PROCEDURE")))
             }
             Command::Dml(d) => {
-                let fut = self.db.execute_ad_hoc(&d.stmt, params);
-                // A cancel ends a query that has not answered yet; a write always runs to its
-                // end, so a client is never told "canceled" about a change that committed.
+                // A cancel request or the statement timeout stops the statement (rolled
+                // back: 57014); one that committed first answers as it would have.
+                let stop = StopFlag::new();
+                let fut = self.db.execute_ad_hoc_stoppable(&d.stmt, params, stop.clone());
                 let rows = match cancel {
-                    Some(c) if d.read_only => c.run(fut).await?,
-                    _ => fut.await,
+                    Some(c) => c.run_stoppable(&stop, fut).await?,
+                    None => fut.await,
                 }
                 .map_err(db_error)?;
                 respond(rows, &d.columns, Some(d.kind), format)

@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::Sink;
+use permafrost_executor::StopFlag;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::sasl::scram::{ScramAuth, gen_salted_password};
 use pgwire::api::auth::{
@@ -199,6 +201,8 @@ struct CancelEntry {
     cancels: Arc<Cancels>,
     pid: i32,
     notify: Arc<Notify>,
+    /// The connection's `statement_timeout`, in milliseconds (0: none).
+    timeout_ms: Arc<AtomicU64>,
 }
 
 impl Drop for CancelEntry {
@@ -242,15 +246,16 @@ impl Cancels {
             cancels: self.clone(),
             pid,
             notify,
+            timeout_ms: Arc::new(AtomicU64::new(0)),
         });
     }
 
     /// The cancel token of a connection (none before it has logged in).
     pub fn token<C: ClientInfo>(&self, client: &C) -> Option<CancelToken> {
-        client
-            .session_extensions()
-            .get::<CancelEntry>()
-            .map(|e| CancelToken(e.notify.clone()))
+        client.session_extensions().get::<CancelEntry>().map(|e| CancelToken {
+            notify: e.notify.clone(),
+            timeout_ms: e.timeout_ms.clone(),
+        })
     }
 
     /// Connections registered now.
@@ -279,16 +284,165 @@ impl CancelHandler for Cancels {
     }
 }
 
-/// What a running statement of a connection waits on to hear of a cancel request.
+/// What a running statement of a connection waits on to hear of a cancel request, and the
+/// connection's `statement_timeout`.
 #[derive(Clone)]
-pub struct CancelToken(Arc<Notify>);
+pub struct CancelToken {
+    notify: Arc<Notify>,
+    timeout_ms: Arc<AtomicU64>,
+}
 
 impl CancelToken {
-    /// Runs `f` unless a cancel request for this connection arrives first (57014).
+    /// Runs `f` unless a cancel request for this connection arrives first (57014): for
+    /// what cannot be asked to stop (the request is answered at once, the work goes on).
     pub async fn run<T>(&self, f: impl Future<Output = T>) -> PgWireResult<T> {
         tokio::select! {
             r = f => Ok(r),
-            _ = self.0.notified() => Err(client_error("57014", "canceling statement due to user request")),
+            _ = self.notify.notified() => Err(client_error("57014", "canceling statement due to user request")),
         }
+    }
+
+    /// Runs a statement that stops when asked (`stop`): on a cancel request or once the
+    /// statement timeout passes, `stop` is set and the statement's own outcome awaited: an
+    /// error 57014 naming the reason if it stopped (and rolled back), its result if it
+    /// had committed before it looked.
+    pub async fn run_stoppable<T>(
+        &self,
+        stop: &StopFlag,
+        f: impl Future<Output = Result<T, permafrost_executor::Error>>,
+    ) -> PgWireResult<Result<T, permafrost_executor::Error>> {
+        tokio::pin!(f);
+        let timeout = self.statement_timeout();
+        let reason = tokio::select! {
+            r = &mut f => return Ok(r),
+            _ = self.notify.notified() => "user request",
+            _ = async {
+                match timeout {
+                    Some(t) => tokio::time::sleep(t).await,
+                    None => std::future::pending().await,
+                }
+            } => "statement timeout",
+        };
+        stop.set();
+        match f.await {
+            Err(e) if e.sqlstate() == "57014" => {
+                Err(client_error("57014", format!("canceling statement due to {reason}")))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// The connection's `statement_timeout` (none when 0).
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        match self.timeout_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    pub fn set_statement_timeout(&self, ms: u64) {
+        self.timeout_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+/// Reads `SET [SESSION | LOCAL] statement_timeout { TO | = } value` and `RESET
+/// statement_timeout`: `None` when the statement sets something else, else the timeout in
+/// milliseconds (0: none) or the error for a bad value (22023, as PostgreSQL). A value is
+/// milliseconds, or a number with a unit (`us`, `ms`, `s`, `min`, `h`, `d`), quoted or not,
+/// or DEFAULT.
+pub fn statement_timeout_setting(sql: &str) -> Option<PgWireResult<u64>> {
+    let words: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().collect();
+    let mut w = words.iter().map(|s| s.to_ascii_lowercase());
+    let first = w.next()?;
+    let mut name = w.next()?;
+    if first == "set" && (name == "session" || name == "local") {
+        name = w.next()?;
+    }
+    let rest: Vec<String> = match name.clone().split_once('=') {
+        Some((n, v)) => {
+            name = n.to_string();
+            std::iter::once(format!("={v}")).chain(w).collect()
+        }
+        None => w.collect(),
+    };
+    if name != "statement_timeout" {
+        return None;
+    }
+    if first == "reset" {
+        return Some(Ok(0));
+    }
+    let value = rest.join(" ");
+    let value = value
+        .strip_prefix('=')
+        .or_else(|| value.strip_prefix("to "))
+        .unwrap_or(&value)
+        .trim()
+        .trim_matches('\'')
+        .trim();
+    if value == "default" {
+        return Some(Ok(0));
+    }
+    let bad = || {
+        client_error(
+            "22023",
+            format!("invalid value for parameter \"statement_timeout\": \"{value}\""),
+        )
+    };
+    let split = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let (num, unit) = value.split_at(split);
+    let Ok(n) = num.parse::<f64>() else {
+        return Some(Err(bad()));
+    };
+    let ms = match unit.trim() {
+        "" | "ms" => n,
+        "us" => n / 1000.0,
+        "s" => n * 1e3,
+        "min" => n * 60e3,
+        "h" => n * 3600e3,
+        "d" => n * 86400e3,
+        _ => return Some(Err(bad())),
+    };
+    if !(0.0..=i32::MAX as f64).contains(&ms) {
+        return Some(Err(bad()));
+    }
+    Some(Ok(ms.round() as u64))
+}
+
+/// `statement_timeout` as SHOW prints it (PostgreSQL's units).
+pub fn show_statement_timeout(ms: u64) -> String {
+    match ms {
+        0 => "0".into(),
+        ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
+        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{}min", ms / 60_000),
+        ms if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => format!("{ms}ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_timeout_settings_are_read_as_postgresql_reads_them() {
+        let v = |s: &str| statement_timeout_setting(s).map(|r| r.map_err(|e| e.to_string()));
+        assert_eq!(v("SET statement_timeout = 5000"), Some(Ok(5000)));
+        assert_eq!(v("set statement_timeout to '5s'"), Some(Ok(5000)));
+        assert_eq!(v("SET SESSION statement_timeout='1min';"), Some(Ok(60_000)));
+        assert_eq!(v("SET statement_timeout TO 0"), Some(Ok(0)));
+        assert_eq!(v("SET statement_timeout = DEFAULT"), Some(Ok(0)));
+        assert_eq!(v("RESET statement_timeout"), Some(Ok(0)));
+        assert_eq!(v("SET statement_timeout = '250ms'"), Some(Ok(250)));
+        assert!(matches!(v("SET statement_timeout = 'soon'"), Some(Err(_))));
+        assert!(matches!(v("SET statement_timeout = '-5'"), Some(Err(_))));
+        assert_eq!(v("SET search_path = public"), None);
+        assert_eq!(v("RESET ALL"), None);
+        assert_eq!(show_statement_timeout(0), "0");
+        assert_eq!(show_statement_timeout(5000), "5s");
+        assert_eq!(show_statement_timeout(60_000), "1min");
+        assert_eq!(show_statement_timeout(250), "250ms");
     }
 }

@@ -537,3 +537,47 @@ async fn a_copy_larger_than_a_statement_may_hold_is_refused_and_stores_nothing()
     assert_eq!(count(&c, "blobs").await, 0);
     still_serves(s.port).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_stops_long_queries_and_writes_which_roll_back() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    c.batch_execute("CREATE TABLE big (id BIGINT PRIMARY KEY, g BIGINT)")
+        .await
+        .unwrap();
+    c.batch_execute("CREATE TABLE copy (id BIGINT PRIMARY KEY, g BIGINT)")
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..4_000).map(|i| format!("({i}, {})", i % 7)).collect();
+    c.batch_execute(&format!("INSERT INTO big VALUES {}", values.join(", ")))
+        .await
+        .unwrap();
+    c.batch_execute("SET statement_timeout = '300ms'").await.unwrap();
+    let shown = c.simple_query("SHOW statement_timeout").await.unwrap();
+    assert!(matches!(&shown[1], tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("300ms")));
+    for sql in [
+        "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
+        // 16 million rows inserted one by one: stopped part-way, and nothing stays.
+        "INSERT INTO copy SELECT a.id * 10000 + b.id, a.g FROM big a JOIN big b ON a.g <> b.g + 100",
+    ] {
+        let started = std::time::Instant::now();
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), "57014", "{sql}: {e}");
+        assert!(e.as_db_error().unwrap().message().contains("statement timeout"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+    // The same statements through the extended protocol.
+    let e = c
+        .query(
+            "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
+            &[],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "57014");
+    c.batch_execute("RESET statement_timeout").await.unwrap();
+    assert_eq!(count(&c, "copy").await, 0, "a stopped write rolled back");
+    assert_eq!(count(&c, "big").await, 4_000);
+    let e = c.batch_execute("SET statement_timeout = 'soon'").await.unwrap_err();
+    assert_eq!(code(&e), "22023");
+}
