@@ -169,6 +169,12 @@ pub fn remove_older(dir: &Path, epoch: u64, keep: Option<u64>) -> Result<()> {
     sync_dir(dir)
 }
 
+/// Removes what a failed snapshot `epoch` left behind (its unfinished `.tmp` file), so a
+/// full disk does not stay fuller for it.
+pub fn remove_unfinished(dir: &Path, epoch: u64) {
+    let _ = std::fs::remove_file(dir.join(format!("{}{TMP}", file_name(epoch))));
+}
+
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())

@@ -243,6 +243,9 @@ impl Partition {
                     let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
                     run_txn(proc, params, &mut refs, &mut self.evicted, &info, &interrupted)
                 }
+                MpWork::Ddl { .. } if info.writes_refused.is_some() => {
+                    Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)
+                }
                 MpWork::Ddl { changes, next, .. } => {
                     let shared = self.shared.clone();
                     let r = apply_ddl(&mut refs, changes, &|| shared.tracker());

@@ -430,6 +430,10 @@ impl Partition {
             seed,
             sampled: self.sample(),
             work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
+            writes_refused: match (&self.shared.log, replay) {
+                (Some(log), None) => log.failure().map(crate::txn::writes_refused),
+                _ => None,
+            },
         }
     }
 
@@ -482,7 +486,9 @@ impl Partition {
                     return;
                 }
                 let need = log.last_lsn();
-                if need <= log.durable_lsn() {
+                if need <= log.durable_lsn() || log.failure().is_some() {
+                    // (A failed log makes nothing durable any more: reads are answered as
+                    // they are, over what is in memory.)
                     return self.outbox.send(reply, r);
                 }
                 if need > self.barrier_lsn {

@@ -184,6 +184,7 @@ impl Partition {
                 txn_id: 0,
                 seed: r.seed,
                 work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
+                writes_refused: None,
             };
             dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));

@@ -511,6 +511,7 @@ impl Database {
         let r = wait_writer(&forked);
         if let Err(msg) = r {
             snaps.failed.fetch_add(1, Ordering::Relaxed);
+            fmt::remove_unfinished(&cfg.dir, epoch);
             return Err(Error::Log {
                 message: format!("snapshot {epoch} failed: {msg}"),
                 sqlstate: "58030",
@@ -592,6 +593,10 @@ impl Database {
     }
 }
 
+/// How long the periodic snapshot thread waits after a failed snapshot before it tries
+/// again.
+const RETRY_FAILED_SNAPSHOT: Duration = Duration::from_secs(10);
+
 /// The periodic snapshot thread: checks every 100 ms whether one is due; ends when
 /// [`Periodic::stop`] is called or the database is gone.
 pub(crate) fn start_periodic(db: std::sync::Weak<crate::database::Inner>) -> Result<Periodic> {
@@ -600,14 +605,27 @@ pub(crate) fn start_periodic(db: std::sync::Weak<crate::database::Inner>) -> Res
         .name("snapshots".into())
         .spawn(move || {
             let mut last = Instant::now();
+            let mut failed_at: Option<Instant> = None;
             // Disconnected (or sent to) when it is to stop.
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(Duration::from_millis(100))
             {
                 let Some(db) = Database::from_weak(&db) else { return };
+                // After a failure (a full disk, say) the next try waits a while, whatever
+                // triggers it (the log's growth would every 100 ms).
+                if failed_at.is_some_and(|t| t.elapsed() < RETRY_FAILED_SNAPSHOT) {
+                    continue;
+                }
                 if db.snapshot_due(last.elapsed()) {
-                    if let Err(e) = db.snapshot() {
-                        eprintln!("permafrost: periodic snapshot failed: {e}");
+                    match db.snapshot() {
+                        Ok(_) => failed_at = None,
+                        Err(e) => {
+                            eprintln!(
+                                "permafrost: periodic snapshot failed (tried again in {}s): {e}",
+                                RETRY_FAILED_SNAPSHOT.as_secs()
+                            );
+                            failed_at = Some(Instant::now());
+                        }
                     }
                     last = Instant::now();
                 }

@@ -31,6 +31,22 @@ pub(crate) struct TxnInfo {
     /// The memory one statement may hold for its result and intermediate rows
     /// ([`work_mem`]).
     pub work_mem: usize,
+    /// Set when the command log has failed: a transaction that wrote is rolled back with
+    /// this error instead of committing (it could never be made durable).
+    pub writes_refused: Option<Error>,
+}
+
+/// The error a write gets once the command log has failed (53100 for a full disk): the
+/// change is not applied, reads go on, and the server must be restarted to write again,
+/// since the transactions the failed write held took effect in memory only.
+pub(crate) fn writes_refused(e: permafrost_durability::LogError) -> Error {
+    Error::Log {
+        sqlstate: e.sqlstate(),
+        message: format!(
+            "{e}; the database refuses writes until it is restarted (free space if the disk is full, then \
+             restart: nothing acknowledged was lost); reads are answered meanwhile"
+        ),
+    }
 }
 
 /// The memory one statement may hold for its result and intermediate rows: a quarter of
@@ -121,6 +137,10 @@ pub(crate) fn run_txn(
     match result {
         Ok(Ok(rows)) => {
             let wrote = stores.iter().any(|s| s.has_changes());
+            if wrote && let Some(e) = &info.writes_refused {
+                finish(stores, false);
+                return Outcome::Done(Err(e.clone()), false);
+            }
             finish(stores, true);
             Outcome::Done(Ok(rows), wrote)
         }

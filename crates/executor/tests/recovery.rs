@@ -292,7 +292,7 @@ fn sync_writes_are_answered_only_once_their_records_are_durable() {
 }
 
 #[test]
-fn a_failed_log_fails_the_answers_that_wait_for_it_and_acknowledges_nothing_more() {
+fn a_failed_log_fails_the_answers_that_wait_for_it_then_refuses_writes_and_answers_reads() {
     let dir = tempfile::tempdir().unwrap();
     let fs = permafrost_durability::fault::FaultyFs::new();
     let db = Database::open_with_log_fs(config(dir.path(), false, 64 << 20), std::sync::Arc::new(fs.clone())).unwrap();
@@ -337,10 +337,25 @@ fn a_failed_log_fails_the_answers_that_wait_for_it_and_acknowledges_nothing_more
         run(&put, puts(100)).iter().all(|ok| !ok),
         "writes acknowledged without a durable record"
     );
+    assert!(fs.failed_syncs() >= 1);
+    // From now on writes are refused at once, before they take effect; reads are answered
+    // (what was acknowledged is there).
+    let e = db.call_handle(&put, vec![Value::Int(300), Value::Int(3)]).unwrap_err();
+    assert_eq!(e.sqlstate(), "58030", "{e}");
+    assert!(e.to_string().contains("refuses writes until it is restarted"), "{e}");
+    let e = db
+        .execute_sql("CREATE TABLE other (k BIGINT PRIMARY KEY)", vec![])
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "58030", "{e}");
     let gets = (0..100).map(|k| vec![Value::Int(k)]).collect();
     assert!(
-        run(&get, gets).iter().all(|ok| !ok),
-        "reads answered after the log failed"
+        run(&get, gets).iter().all(|ok| *ok),
+        "reads are answered after the log failed"
     );
-    assert!(fs.failed_syncs() >= 1);
+    for k in [0, 99] {
+        let r = db.call_handle(&get, vec![Value::Int(k)]).unwrap().to_values();
+        assert_eq!(r, vec![vec![Value::Int(1)]]);
+    }
+    let refused = db.call_handle(&get, vec![Value::Int(300)]).unwrap().to_values();
+    assert!(refused.is_empty(), "a refused write took no effect: {refused:?}");
 }

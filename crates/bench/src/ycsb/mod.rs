@@ -313,6 +313,13 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
                 }
             }
             let d = done.load(Ordering::Relaxed);
+            let last_sample = now >= start + total || failed_hard.load(Ordering::Relaxed);
+            if last_sample {
+                // The measured phase ends with the last sample, before the target's
+                // figures are gathered (which takes a while on a loaded machine, while the
+                // clients would go on counting).
+                phase.store(STOP, Ordering::Relaxed);
+            }
             let secs = now.duration_since(last.1).as_secs_f64();
             if secs > 0.0 {
                 let t = now.duration_since(start).as_secs_f64() - opts.warmup;
@@ -331,7 +338,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             }
             last = (d, now);
             tick += 1;
-            if now >= start + total || failed_hard.load(Ordering::Relaxed) {
+            if last_sample {
                 break;
             }
         }

@@ -501,6 +501,12 @@ impl CommandLog {
         self.shared.last_lsn.load(Ordering::Acquire)
     }
 
+    /// The error that failed the log (a write or sync that failed: a full disk, an I/O
+    /// error), if it failed: it takes no more records.
+    pub fn failure(&self) -> Option<LogError> {
+        self.shared.failure()
+    }
+
     /// LSN of the last record known to be durable.
     pub fn durable_lsn(&self) -> u64 {
         self.shared.counters.durable_lsn.load(Ordering::Acquire)
