@@ -1564,7 +1564,7 @@ impl<'a> CycleRun<'a> {
             .step_by(ACCOUNT_RANGE as usize)
             .map(|lo| (lo as i64, (lo + ACCOUNT_RANGE).min(n) as i64))
             .collect();
-        let sql = "SELECT COUNT(*), COALESCE(SUM(balance), 0) FROM accounts WHERE id >= $1 AND id < $2";
+        let sql = "SELECT COUNT(*), COALESCE(SUM(balance), 0)::bigint FROM accounts WHERE id >= $1 AND id < $2";
         let counted: Vec<Result<(i64, i64, i64, i64), String>> = stream::iter(ranges)
             .map(|(lo, hi)| async move {
                 let params: [&(dyn ToSql + Sync); 2] = [&lo, &hi];

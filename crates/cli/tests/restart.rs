@@ -68,7 +68,7 @@ async fn checksum(c: &Client) -> (i64, i64) {
         let r = loop {
             match c
                 .query_one(
-                    "SELECT COUNT(*), COALESCE(SUM(id * v), 0) FROM t WHERE id >= $1 AND id < $2",
+                    "SELECT COUNT(*), COALESCE(SUM(id * v), 0)::bigint FROM t WHERE id >= $1 AND id < $2",
                     &[&lo, &(lo + 1000)],
                 )
                 .await

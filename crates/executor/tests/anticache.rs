@@ -123,7 +123,7 @@ fn exercise(retrieval: Retrieval, merge: MergePolicy) {
     // A range through the ordered index, across both partitions.
     let r = db
         .execute_sql(
-            "SELECT COUNT(*), SUM(val) FROM items WHERE grp = 3 AND id < 2000",
+            "SELECT COUNT(*), SUM(val)::bigint FROM items WHERE grp = 3 AND id < 2000",
             vec![],
         )
         .unwrap();
@@ -173,13 +173,15 @@ fn exercise(retrieval: Retrieval, merge: MergePolicy) {
     db.evict_now(64 << 20).unwrap();
     db.evict_now(64 << 20).unwrap();
     let before = db.stats_now().unwrap().evicted_now;
-    let r = db.execute_sql("SELECT COUNT(*), SUM(ref) FROM small", vec![]).unwrap();
+    let r = db
+        .execute_sql("SELECT COUNT(*), SUM(ref)::bigint FROM small", vec![])
+        .unwrap();
     assert_eq!(r.row(0).get_i64(0), Some(300));
     assert_eq!(r.row(0).get_i64(1), Some((0..300).map(|i| i * 5).sum()));
     db.evict_now(64 << 20).unwrap();
     let r = db
         .execute_sql(
-            "SELECT COUNT(*), SUM(i.val) FROM small s, items i WHERE s.id < 50 AND i.id = s.ref",
+            "SELECT COUNT(*), SUM(i.val)::bigint FROM small s, items i WHERE s.id < 50 AND i.id = s.ref",
             vec![],
         )
         .unwrap();
@@ -253,7 +255,9 @@ fn multi_partition_transactions_over_evicted_data() {
             .unwrap();
     }
     db.evict_now(64 << 20).unwrap();
-    let r = db.execute_sql("SELECT SUM(val), COUNT(*) FROM items", vec![]).unwrap();
+    let r = db
+        .execute_sql("SELECT SUM(val)::bigint, COUNT(*) FROM items", vec![])
+        .unwrap();
     assert_eq!(r.row(0).get_i64(0), Some(total));
     assert_eq!(r.row(0).get_i64(1), Some(4000));
     assert!(db.stats_now().unwrap().restarts_evicted >= 20);

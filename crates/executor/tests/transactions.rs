@@ -59,7 +59,7 @@ fn bank(partitions: u32) -> Database {
     db.register(
         ProcedureDef::new("Total")
             .multi_partition()
-            .statement("SELECT SUM(balance), COUNT(*) FROM accounts")
+            .statement("SELECT SUM(balance)::bigint, COUNT(*) FROM accounts")
             .body(|ctx, _| ctx.execute(0, &[])),
     )
     .unwrap();

@@ -184,7 +184,20 @@ impl StartupHandler for Startup {
                 Ok(())
             }
             Auth::Scram(h) => {
-                h.on_startup(client, message).await?;
+                if let Err(e) = h.on_startup(client, message).await {
+                    // pgwire names the user of the SCRAM message, which libpq leaves empty
+                    // (the user is in the startup packet): name that one, as PostgreSQL.
+                    return Err(match e {
+                        PgWireError::InvalidPassword(u) if u.is_empty() => PgWireError::InvalidPassword(
+                            client
+                                .metadata()
+                                .get(pgwire::api::METADATA_USER)
+                                .cloned()
+                                .unwrap_or_default(),
+                        ),
+                        e => e,
+                    });
+                }
                 if matches!(client.state(), PgWireConnectionState::ReadyForQuery)
                     && client.session_extensions().get::<CancelEntry>().is_none()
                 {

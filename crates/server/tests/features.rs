@@ -319,6 +319,17 @@ async fn scram_users_log_in_with_their_password_only() {
         let r = tokio_postgres::connect(&format!("host=127.0.0.1 port={} {bad}", s.port), NoTls).await;
         assert!(r.is_err(), "{bad} logged in");
     }
+    // The error names the user who tried, with PostgreSQL's SQLSTATE.
+    let e = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={} user=app password=wrong", s.port),
+        NoTls,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(code(&e), "28P01", "{e}");
+    let message = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+    assert!(message.contains("\"app\""), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

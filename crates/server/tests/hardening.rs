@@ -140,6 +140,8 @@ async fn integer_overflow_is_an_error_never_a_wider_value() {
         ("SELECT 7 / 2", "3"),
         ("SELECT -5.0", "-5.0"),
         ("SELECT 1 LIMIT 1e30", "22003"),
+        ("SELECT sum(b) + 1 FROM n", "9223372036854775808"),
+        ("SELECT sum(i) + 1 FROM n", "2147483648"),
         ("SELECT 1 LIMIT 0.6", "1"),
     ];
     for (sql, want) in cases {

@@ -75,12 +75,16 @@ async fn ddl_dml_and_queries_with_typed_parameters() {
         10
     );
     assert_eq!(c.execute("DELETE FROM accounts WHERE id >= 40", &[]).await.unwrap(), 10);
-    let total: i64 = c
+    // The sum of a bigint column is a numeric, as in PostgreSQL.
+    let total: rust_decimal::Decimal = c
         .query_one("SELECT SUM(balance) FROM accounts", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(total, (0..40i64).map(|i| i * 10).sum::<i64>() + 8);
+    assert_eq!(
+        total,
+        rust_decimal::Decimal::from((0..40i64).map(|i| i * 10).sum::<i64>() + 8)
+    );
     // Simple protocol: text results and command tags.
     let msgs = c
         .simple_query("SELECT COUNT(*) FROM accounts; SHOW server_version")

@@ -703,7 +703,10 @@ impl<'c> Binder<'c> {
             let ty = match func {
                 AggFunc::Count => Some(DataType::BigInt),
                 AggFunc::Min | AggFunc::Max => at,
+                // As PostgreSQL: the sum of bigints is a numeric (it does not overflow),
+                // of smaller integers a bigint.
                 AggFunc::Sum => match at {
+                    Some(DataType::BigInt) => Some(DataType::Decimal { precision: 0, scale: 0 }),
                     Some(t) if t.is_integer() => Some(DataType::BigInt),
                     Some(DataType::Double) => Some(DataType::Double),
                     Some(DataType::Decimal { .. }) => Some(DataType::Decimal { precision: 0, scale: 0 }),

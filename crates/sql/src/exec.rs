@@ -747,6 +747,13 @@ impl AggTable {
                 continue;
             }
             acc.count += 1;
+            // A sum typed numeric over integers adds as numeric.
+            let v = match (&v, call.func, call.ty) {
+                (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => {
+                    Value::Decimal(permafrost_storage::Decimal::from(*i))
+                }
+                _ => v,
+            };
             acc.value = Some(match (call.func, acc.value.take()) {
                 (_, None) => v,
                 (AggFunc::Count, Some(x)) => x,
