@@ -757,7 +757,7 @@ impl Database {
     }
 
     /// The memory one statement may hold for its result and intermediate rows (a quarter
-    /// of `memory_limit`, at least 64 MiB); what a COPY may buffer before it is applied.
+    /// of `memory_limit`, at least 16 MiB); what a COPY may buffer before it is applied.
     pub fn statement_memory(&self) -> usize {
         crate::txn::work_mem(self.shared().config.memory_limit)
     }

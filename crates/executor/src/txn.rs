@@ -50,11 +50,12 @@ pub(crate) fn writes_refused(e: permafrost_durability::LogError) -> Error {
 }
 
 /// The memory one statement may hold for its result and intermediate rows: a quarter of
-/// the memory budget, and at least 64 MiB so that the largest row accepted
-/// (`permafrost_storage::table::MAX_ROW_BYTES`) can be read. A statement that needs more
-/// fails with 54000 instead of taking the process past its budget.
+/// the memory budget (at least 16 MiB). A statement that needs more fails with 54000
+/// instead of taking the process past its budget; with a budget under 240 MiB that
+/// includes reading back a row near the largest one accepted
+/// (`permafrost_storage::table::MAX_ROW_BYTES`, 60 MiB) whole.
 pub(crate) fn work_mem(memory_limit: u64) -> usize {
-    usize::try_from(memory_limit / 4).unwrap_or(usize::MAX).max(64 << 20)
+    usize::try_from(memory_limit / 4).unwrap_or(usize::MAX).max(16 << 20)
 }
 
 /// Runs a procedure over `stores` and rolls it back whatever happened, leaving the evicted

@@ -6,7 +6,7 @@
 //! partition (`Database::insert_rows`). A COPY is atomic, as in PostgreSQL: a bad line, a
 //! constraint violation, a CopyFail or a client that goes away before CopyDone stores
 //! nothing. What a COPY may hold is bounded by the memory one statement may hold
-//! (`Database::statement_memory`: a quarter of `memory_limit`, at least 64 MiB); a larger
+//! (`Database::statement_memory`: a quarter of `memory_limit`, at least 16 MiB); a larger
 //! load is refused with 54000 and must be split into several COPYs.
 
 use std::fmt::Debug;
@@ -493,7 +493,7 @@ impl CopyState {
                     "54000",
                     format!(
                         "this COPY holds more than the {limit} bytes one statement may (a quarter of memory_limit, at \
-                         least 64 MiB): a COPY is applied as one transaction, so load the data in several COPYs"
+                         least 16 MiB): a COPY is applied as one transaction, so load the data in several COPYs"
                     ),
                 ));
             }
