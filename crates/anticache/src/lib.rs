@@ -560,6 +560,13 @@ impl AntiCache {
         }
         needs.sort_unstable();
         needs.dedup();
+        // The blocks are read whole (into staging buffers, then merged): at least that much
+        // comes into memory, and for tuples with values stored out of line (long text) far
+        // more than their slots. Counting slots alone let a scan of a table of long rows
+        // fetch the whole table, thrash and take the process far past its budget.
+        let mut blocks = needs.iter().map(|n| n.block).collect::<Vec<_>>();
+        blocks.dedup();
+        bytes = bytes.max(blocks.len() as u64 * self.config().block_size as u64);
         if bytes > budget / 2 {
             return Err(AntiCacheError::TooLarge {
                 tuples: needs.len(),

@@ -455,7 +455,20 @@ fn a_snapshot_writer_holds_no_descriptor_of_the_server_so_another_database_reope
         });
         let mut reopened = 0;
         while !done.load(std::sync::atomic::Ordering::SeqCst) {
-            let other = Database::open(other_config()).unwrap_or_else(|e| panic!("reopen {reopened}: {e}"));
+            // A writer forked a moment ago holds the descriptors until its first step
+            // closes them; on a loaded machine that step may wait to be scheduled, so a
+            // reopen may be refused for a few milliseconds (never for a snapshot's length).
+            let mut tries = 0;
+            let other = loop {
+                match Database::open(other_config()) {
+                    Ok(o) => break o,
+                    Err(e) if tries < 100 && e.to_string().contains("in use by another writer") => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    Err(e) => panic!("reopen {reopened} (after {tries} tries): {e}"),
+                }
+            };
             std::thread::sleep(std::time::Duration::from_millis(1));
             drop(other);
             reopened += 1;
