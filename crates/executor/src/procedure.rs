@@ -253,17 +253,7 @@ impl Procedure {
 
     /// A one-statement procedure running an ad hoc statement, already planned.
     pub(crate) fn ad_hoc(prepared: Prepared) -> Procedure {
-        let def = ProcedureDef::new(AD_HOC)
-            .multi_partition()
-            .statement(prepared.sql.clone())
-            .body(|ctx, p| ctx.execute(0, p));
-        Procedure {
-            adhoc: true,
-            name: AD_HOC.into(),
-            partitioning: Partitioning::Multi,
-            statements: vec![prepared],
-            def,
-        }
+        Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p))
     }
 
     /// Inserts many rows as one transaction: `prepared` is a one-row INSERT whose text
@@ -273,16 +263,25 @@ impl Procedure {
     /// every row, and replay rebuilds this procedure from the mark.
     pub(crate) fn bulk_insert(prepared: Prepared) -> Procedure {
         let width = prepared.param_types().len().max(1);
+        Procedure::ad_hoc_with(prepared, move |ctx, p| {
+            let mut n = 0;
+            for row in p.chunks(width) {
+                n += ctx.execute(0, row)?.affected;
+            }
+            Ok(Rows::affected(n))
+        })
+    }
+
+    /// An ad hoc procedure over one planned statement, multi-partition unless its
+    /// parameters route it, with `body`.
+    fn ad_hoc_with<F>(prepared: Prepared, body: F) -> Procedure
+    where
+        F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync + 'static,
+    {
         let def = ProcedureDef::new(AD_HOC)
             .multi_partition()
             .statement(prepared.sql.clone())
-            .body(move |ctx, p| {
-                let mut n = 0;
-                for row in p.chunks(width) {
-                    n += ctx.execute(0, row)?.affected;
-                }
-                Ok(Rows::affected(n))
-            });
+            .body(body);
         Procedure {
             adhoc: true,
             name: AD_HOC.into(),

@@ -3,6 +3,8 @@
 //! a torn or corrupt snapshot is passed over for the previous one; blocks a snapshot
 //! refers to are not reused before a later snapshot completes.
 
+mod common;
+
 use std::path::Path;
 
 use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, SnapshotConfig, Value};
@@ -526,27 +528,6 @@ fn the_largest_row_accepted_is_snapshotted_and_a_larger_one_is_refused() {
     );
 }
 
-/// Runs a future to completion on this thread (the futures here are plain channel waits).
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        match f.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
-
 /// A bulk insert (what COPY runs) is one multi-partition record in the log: replay stores
 /// every row again; one that failed stored nothing, then or after a restart.
 #[test]
@@ -560,16 +541,19 @@ fn a_bulk_insert_is_all_or_nothing_and_replays_from_the_log() {
         db.recover(vec![], &mut |_, _| {}).unwrap();
         db.execute_sql("CREATE TABLE b (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)", vec![])
             .unwrap();
-        assert_eq!(block_on(db.insert_rows("b", &cols, rows(0, 3_000))).unwrap(), 3_000);
+        assert_eq!(
+            common::block_on(db.insert_rows("b", &cols, rows(0, 3_000))).unwrap(),
+            3_000
+        );
         // Row 2,500 repeats a key: none of the 1,000 rows stays.
         let mut bad = rows(2_000, 2_500);
         bad.extend(rows(10, 11));
         bad.extend(rows(2_500, 3_000));
-        let e = block_on(db.insert_rows("b", &cols, bad)).unwrap_err();
+        let e = common::block_on(db.insert_rows("b", &cols, bad)).unwrap_err();
         assert_eq!(e.sqlstate(), "23505", "{e}");
         let mut null = rows(5_000, 5_500);
         null.extend([Value::Int(9_999), Value::Null]);
-        let e = block_on(db.insert_rows("b", &cols, null)).unwrap_err();
+        let e = common::block_on(db.insert_rows("b", &cols, null)).unwrap_err();
         assert_eq!(e.sqlstate(), "23502", "{e}");
     }
     let db = Database::open(config(dir.path(), 1 << 30)).unwrap();

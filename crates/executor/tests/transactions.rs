@@ -2,6 +2,8 @@
 //! rollback of user aborts, errors and panics, and serializability of concurrent
 //! multi-partition transfers.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -206,7 +208,7 @@ fn concurrent_cross_partition_transfers_keep_the_total() {
                 pending.push(db.call_async("Transfer", vec![Value::Int(from), Value::Int(to), Value::Int(amount)]));
                 if pending.len() == 16 {
                     for f in pending.drain(..) {
-                        match futures_block_on(f) {
+                        match common::block_on(f) {
                             Ok(_) => {
                                 transfers.fetch_add(1, Ordering::Relaxed);
                             }
@@ -245,26 +247,6 @@ fn concurrent_cross_partition_transfers_keep_the_total() {
     // No balance went negative (each transfer checked funds inside its transaction).
     for id in 0..ACCOUNTS {
         assert!(db.call("Get", vec![Value::Int(id)]).unwrap().row(0).get_i64(0).unwrap() >= 0);
-    }
-}
-
-/// Runs a future to completion on this thread (the futures here are plain channel waits).
-fn futures_block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        match f.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
     }
 }
 

@@ -480,12 +480,7 @@ impl CopyState {
                     Field::Text(s) => convert(&s, &col.ty)
                         .map_err(|e| client_error("22P02", format!("column \"{}\": {e}", col.name)))?,
                 };
-                self.bytes += std::mem::size_of::<Value>()
-                    + match &v {
-                        Value::Text(t) => t.len(),
-                        Value::Bytes(b) => b.len(),
-                        _ => 0,
-                    };
+                self.bytes += permafrost_sql::exec::value_size(&v);
                 self.rows.push(v);
             }
             if self.bytes > limit {

@@ -222,11 +222,7 @@ where
 
 /// Whether `buf` starts with a whole frontend message (type byte, length, body).
 fn whole_message(buf: &[u8]) -> bool {
-    if buf.len() < 5 {
-        return false;
-    }
-    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
-    buf.len() > len
+    wire_check::declared_len(buf).is_some_and(|len| buf.len() > len as u32 as usize)
 }
 
 /// Messages whose output may wait in the queue: the parts of a pipelined statement.

@@ -306,15 +306,6 @@ pub struct CancelToken {
 }
 
 impl CancelToken {
-    /// Runs `f` unless a cancel request for this connection arrives first (57014): for
-    /// what cannot be asked to stop (the request is answered at once, the work goes on).
-    pub async fn run<T>(&self, f: impl Future<Output = T>) -> PgWireResult<T> {
-        tokio::select! {
-            r = f => Ok(r),
-            _ = self.notify.notified() => Err(client_error("57014", "canceling statement due to user request")),
-        }
-    }
-
     /// Runs a statement that stops when asked (`stop`): on a cancel request or once the
     /// statement timeout passes, `stop` is set and the statement's own outcome awaited: an
     /// error 57014 naming the reason if it stopped (and rolled back), its result if it

@@ -143,37 +143,39 @@ pub(crate) fn check_message(msg: &[u8]) -> Result<(), Violation> {
     }
 }
 
+/// A Bind, in two passes without allocating (it is on every pipelined statement's path):
+/// the framing of the whole message first (violations there close the connection), then
+/// the format codes, their count, and the text of the text-format parameters.
 fn bind(r: &mut Reader<'_>) -> Result<(), Violation> {
     let portal = r.cstring()?;
     let stmt = r.cstring()?;
     let nformats = r.count()?;
-    let mut formats = Vec::with_capacity(nformats);
-    for _ in 0..nformats {
-        formats.push(r.i16()?);
-    }
+    let formats = r.bytes(2 * nformats)?;
     let nparams = r.count()?;
-    let mut params = Vec::with_capacity(nparams.min(r.buf.len() / 4));
+    let params = r.buf;
     for _ in 0..nparams {
-        let len = r.i32()?;
-        match len {
-            -1 => params.push(None),
+        match r.i32()? {
+            -1 => {}
             l if l < -1 => {
                 return Err(Violation::format(format!(
                     "invalid parameter length {l} in Bind message"
                 )));
             }
-            l => params.push(Some(r.bytes(l as usize)?)),
+            l => {
+                r.bytes(l as usize)?;
+            }
         }
     }
     let nresults = r.count()?;
-    let mut results = Vec::with_capacity(nresults);
-    for _ in 0..nresults {
-        results.push(r.i16()?);
-    }
+    let results = r.bytes(2 * nresults)?;
     r.end()?;
     text(portal)?;
     text(stmt)?;
-    if let Some(bad) = formats.iter().chain(&results).find(|f| !matches!(f, 0 | 1)) {
+    let code = |codes: &[u8], i: usize| i16::from_be_bytes([codes[2 * i], codes[2 * i + 1]]);
+    let codes = (0..nformats)
+        .map(|i| code(formats, i))
+        .chain((0..nresults).map(|i| code(results, i)));
+    if let Some(bad) = codes.into_iter().find(|f| !matches!(f, 0 | 1)) {
         return Err(Violation::statement("22023", format!("unsupported format code: {bad}")));
     }
     if nformats > 1 && nformats != nparams {
@@ -182,13 +184,23 @@ fn bind(r: &mut Reader<'_>) -> Result<(), Violation> {
             format!("bind message has {nformats} parameter formats but {nparams} parameters"),
         ));
     }
-    for (i, p) in params.iter().enumerate() {
-        let binary = match formats.as_slice() {
-            [] => false,
-            [one] => *one == 1,
-            many => many[i] == 1,
+    // The parameters again, framing already checked.
+    let mut p = Reader {
+        buf: params,
+        kind: b'B',
+    };
+    for i in 0..nparams {
+        let len = p.i32()?;
+        if len < 0 {
+            continue;
+        }
+        let bytes = p.bytes(len as usize)?;
+        let binary = match nformats {
+            0 => false,
+            1 => code(formats, 0) == 1,
+            _ => code(formats, i) == 1,
         };
-        if let (Some(bytes), false) = (p, binary) {
+        if !binary {
             text(bytes)?;
         }
     }

@@ -83,6 +83,12 @@ impl WorkMem {
         self.check()
     }
 
+    /// The statement holds `bytes` now; an error past its limit.
+    fn holds(&mut self, bytes: usize) -> Result<()> {
+        self.used = bytes;
+        self.check()
+    }
+
     fn check(&self) -> Result<()> {
         if self.used > self.limit {
             return Err(SqlError::OutOfWorkMem(self.limit));
@@ -91,19 +97,20 @@ impl WorkMem {
     }
 }
 
+/// About the bytes a value holds, itself and what it owns (what a statement's working
+/// memory and a COPY's buffer count).
+pub fn value_size(v: &Value) -> usize {
+    std::mem::size_of::<Value>()
+        + match v {
+            Value::Text(t) => t.len(),
+            Value::Bytes(b) => b.len(),
+            _ => 0,
+        }
+}
+
 /// About the bytes a row of values holds (for [`WorkMem`]).
 fn values_size(vs: &[Value]) -> usize {
-    vs.iter()
-        .map(|v| {
-            std::mem::size_of::<Value>()
-                + match v {
-                    Value::Text(t) => t.len(),
-                    Value::Bytes(b) => b.len(),
-                    _ => 0,
-                }
-        })
-        .sum::<usize>()
-        + std::mem::size_of::<Vec<Value>>()
+    vs.iter().map(value_size).sum::<usize>() + std::mem::size_of::<Vec<Value>>()
 }
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
@@ -606,8 +613,7 @@ fn select(
                     e => rows.push(e.eval(b, cx)?.as_ref()),
                 }
             }
-            mem.used = rows.data_len() + rows.len() * 4;
-            mem.check()?;
+            mem.holds(rows.data_len() + rows.len() * 4)?;
             Ok(if limit.is_some_and(|l| rows.len() as u64 >= l) {
                 ControlFlow::Break(())
             } else {
