@@ -41,6 +41,7 @@ pub use error::{AntiCacheError, Result};
 pub use evict::EvictStats;
 pub use merge::{MergePolicy, MergeStats};
 pub use store::{BlockMeta, BlockStore, DirectoryDelta, StoreStats};
+// ScanHold is defined in this file (below).
 
 /// How a transaction that needs evicted data gets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +234,36 @@ pub struct AntiCache {
     /// Retired blocks whose slots a snapshot may still refer to: (the snapshot, block,
     /// span); reusable once a later snapshot has completed.
     held: Vec<(u64, u32, u16)>,
+    /// Scans reading this partition's blocks without merging them ([`ScanHold`]): while
+    /// any is running, no block's slots are reused.
+    scans: ScanHold,
+    /// Slots freed while scans ran: (block, span), reused once none runs.
+    scan_held: Vec<(u32, u16)>,
+}
+
+/// Counts the scans that read a partition's blocks from outside the partition (a
+/// statement's evicted tuples read after it ran, not merged back): such a scan reads the
+/// blocks as they were when its statement ran, so while any is running the anti-cache
+/// reuses no block's slots (a block merged back meanwhile keeps its bytes on disk). The
+/// scan registers while its statement still holds the partition, and leaves when it is
+/// done; then the partition is told ([`AntiCache::scans_ended`]).
+#[derive(Clone, Default, Debug)]
+pub struct ScanHold(Arc<std::sync::atomic::AtomicUsize>);
+
+impl ScanHold {
+    /// A scan starts (call while holding the partition's store).
+    pub fn enter(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A scan is done.
+    pub fn leave(&self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn active(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
 }
 
 /// What a snapshot keeps of one partition's anti-cache: the block directory (whole, or as
@@ -320,7 +351,72 @@ impl AntiCache {
             stats: AntiCacheStats::default(),
             snapshot_hold: None,
             held: Vec::new(),
+            scans: ScanHold::default(),
+            scan_held: Vec::new(),
         }
+    }
+
+    /// The count of scans reading this partition's blocks ([`ScanHold`]).
+    pub fn scan_hold(&self) -> ScanHold {
+        self.scans.clone()
+    }
+
+    /// Called when a scan ended: once none runs, the slots freed meanwhile are reused.
+    pub fn scans_ended(&mut self) {
+        if self.scans.active() {
+            return;
+        }
+        for (block, span) in std::mem::take(&mut self.scan_held) {
+            self.free_slots(block, span);
+        }
+    }
+
+    /// Makes a retired block's slots reusable, unless a scan may still read them.
+    fn free_slots(&mut self, block: u32, span: u16) {
+        if self.scans.active() {
+            self.scan_held.push((block, span));
+        } else {
+            self.store.release(block, span);
+        }
+    }
+
+    /// The slots of a block live, or retired but not reused yet.
+    fn span_of(&self, block: u32) -> Option<u16> {
+        self.store
+            .meta(block)
+            .map(|m| m.span)
+            .or_else(|| self.retired.get(&block).copied())
+            .or_else(|| self.held.iter().find(|h| h.1 == block).map(|h| h.2))
+            .or_else(|| self.scan_held.iter().find(|h| h.0 == block).map(|h| h.1))
+    }
+
+    /// Reads block `block` for a scan that does not merge it ([`ScanHold`]): `done` gets
+    /// its bytes (from the write buffer at once if it is still being written, else from
+    /// the I/O thread). The bytes are not checked here; the scan checks them.
+    pub fn read_for_scan(&mut self, block: u32, done: ReadDone) {
+        if let Some(buf) = self.writing.get(&block) {
+            let mut copy = AlignedBuf::new(buf.len());
+            copy.copy_from_slice(buf);
+            self.stats.reads_from_write_buffer += 1;
+            return done(block, Ok(copy));
+        }
+        let Some(span) = self.span_of(block) else {
+            return done(
+                block,
+                Err(io::Error::other(format!(
+                    "block {block} is no longer in the block file"
+                ))),
+            );
+        };
+        let len = span as usize * self.store.slot_size();
+        self.store.note_read(len);
+        self.io.read(ReadRequest {
+            file: self.store.file().clone(),
+            block,
+            offset: self.store.offset(block),
+            buf: AlignedBuf::new(len),
+            done,
+        });
     }
 
     /// Creates partition `partition`'s anti-cache over its existing block file (kept for
@@ -477,7 +573,7 @@ impl AntiCache {
             let (tag, block, span) = self.held[i];
             if tag < epoch {
                 self.held.swap_remove(i);
-                self.store.release(block, span);
+                self.free_slots(block, span);
             } else {
                 i += 1;
             }
@@ -682,7 +778,7 @@ impl AntiCache {
         if let Some(span) = self.retired.remove(&block) {
             match self.snapshot_hold {
                 Some(epoch) => self.held.push((epoch, block, span)),
-                None => self.store.release(block, span),
+                None => self.free_slots(block, span),
             }
         }
     }

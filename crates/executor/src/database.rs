@@ -207,7 +207,9 @@ impl Database {
             None => None,
         };
         let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());
+        let scan_holds = caches.iter().map(|c| c.as_ref().map(AntiCache::scan_hold)).collect();
         let shared = Arc::new(Shared {
+            scan_holds,
             log,
             config,
             senders,
@@ -587,7 +589,10 @@ impl Database {
             return Ok(Rows::default());
         };
         let rx = self.submit_ad_hoc(&self.ad_hoc(prepared), params)?;
-        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
+        crate::scan::complete(
+            rx.blocking_recv().unwrap_or(Err(Error::Shutdown))?,
+            self.statement_memory(),
+        )
     }
 
     /// Runs a planned DML or query statement as its own transaction; the future resolves
@@ -618,9 +623,11 @@ impl Database {
         params: Vec<Value>,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
         let submitted = self.submit_ad_hoc(stmt, params);
+        let limit = self.statement_memory();
         async move {
             match submitted {
-                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
+                // A scan's evicted rest is read here (this waits for block reads).
+                Ok(rx) => crate::scan::complete(rx.await.unwrap_or(Err(Error::Shutdown))?, limit),
                 Err(e) => Err(e),
             }
         }
@@ -628,7 +635,10 @@ impl Database {
 
     /// [`Database::execute_ad_hoc`] for a caller that may ask the statement to stop
     /// (`stop`): it then stops at its next look, rolls back, and the future resolves to
-    /// 57014; a statement that committed first resolves to its result.
+    /// 57014; a statement that committed first resolves to its result. The result of a
+    /// scan over evicted data may go on after its rows: the caller reads the rest with
+    /// [`Rows::take_rest`] (a [`permafrost_sql::MoreRows`], which blocks while it reads
+    /// blocks; `stop` stops it too).
     pub fn execute_ad_hoc_stoppable(
         &self,
         stmt: &AdHoc,

@@ -21,6 +21,7 @@ pub mod procedure;
 mod recovery;
 mod reply;
 mod retrieval;
+mod scan;
 mod shared;
 mod snapshot;
 mod stats;
@@ -32,7 +33,7 @@ pub use config::{
 };
 pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
 pub use error::{Error, Result};
-pub use permafrost_sql::{ColumnInfo, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
+pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;

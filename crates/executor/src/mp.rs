@@ -235,7 +235,10 @@ impl Partition {
             MpWork::Call { replay, .. } => *replay,
             MpWork::Ddl { .. } | MpWork::Snapshot(_) => None,
         };
-        let info = self.txn_info(replay);
+        let info = {
+            let reply = t.reply.lock().ok();
+            self.txn_info(replay, reply.as_ref().and_then(|r| r.as_ref()))
+        };
         let outcome = {
             let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
             match &t.work {
@@ -279,6 +282,15 @@ impl Partition {
                 }
             }
         };
+        // A scan that left its evicted tuples for later holds their blocks before the
+        // participants get their stores back (scan.rs).
+        let outcome = match (outcome, &t.work) {
+            (Outcome::Deferred(rows, deferred), MpWork::Call { proc, .. }) => {
+                let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
+                Outcome::Done(self.with_scan(proc, rows, deferred, stop), false)
+            }
+            (o, _) => o,
+        };
         // Answered (and logged) before the participants get their stores back, so that the
         // log holds this transaction after what each of them committed before it and
         // before what they commit after.
@@ -317,7 +329,8 @@ impl Partition {
         self.after_schema_change();
         self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
         match outcome {
-            None | Some(Outcome::Done(..)) => {}
+            // Only calls scan, and their deferred scans were answered above.
+            None | Some(Outcome::Done(..)) | Some(Outcome::Deferred(..)) => {}
             Some(Outcome::SchemaChanged) => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
                 let MpWork::Call {

@@ -70,6 +70,14 @@ pub(crate) enum Msg {
         epoch: u64,
         base: bool,
     },
+    /// Read a block for a scan that does not merge it (scan.rs); `done` gets the bytes.
+    ScanRead {
+        block: u32,
+        done: permafrost_anticache::ReadDone,
+    },
+    /// A scan that read blocks without merging them ended: slots freed meanwhile may be
+    /// reused once no scan runs.
+    ScansEnded,
     Shutdown,
 }
 
@@ -353,6 +361,15 @@ impl Partition {
                     ac.snapshot_completed(epoch, base);
                 }
             }
+            Msg::ScanRead { block, done } => match self.ac.as_mut() {
+                Some(ac) => ac.read_for_scan(block, done),
+                None => done(block, Err(std::io::Error::other("the anti-cache is off"))),
+            },
+            Msg::ScansEnded => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.scans_ended();
+                }
+            }
             Msg::Shutdown => return false,
         }
         if self.store.is_some() {
@@ -417,7 +434,7 @@ impl Partition {
 
     /// Timestamp, id, random seed and sampling decision for the next transaction (a
     /// replayed one gets back the timestamp and seed it first ran with).
-    pub(crate) fn txn_info(&mut self, replay: Option<Replayed>) -> TxnInfo {
+    pub(crate) fn txn_info(&mut self, replay: Option<Replayed>, reply: Option<&Reply>) -> TxnInfo {
         let txn_id = self.next_txn_id();
         let (now, seed) = match replay {
             Some(r) => (r.now, r.seed),
@@ -434,6 +451,7 @@ impl Partition {
                 (Some(log), None) => log.failure().map(crate::txn::writes_refused),
                 _ => None,
             },
+            defer_scans: self.ac.is_some() && replay.is_none() && reply.is_some_and(Reply::takes_rest),
         }
     }
 
@@ -593,7 +611,7 @@ impl Partition {
     }
 
     pub(crate) fn run_single(&mut self, mut inv: Invocation) {
-        let info = self.txn_info(inv.replay);
+        let info = self.txn_info(inv.replay, Some(&inv.reply));
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         let outcome = {
@@ -641,7 +659,34 @@ impl Partition {
                 let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
                 self.need_data(Waiter::Single(inv), refs);
             }
+            Outcome::Deferred(rows, deferred) => {
+                let r = self.with_scan(&inv.proc, rows, deferred, inv.reply.stop_flag());
+                self.record(&r);
+                let done = Answer {
+                    wrote: false,
+                    partitions: None,
+                    info_now: info.now,
+                    info_seed: info.seed,
+                    log: None,
+                };
+                self.answer(done, inv.reply, r);
+            }
         }
+    }
+
+    /// The answer of a scan that left its evicted tuples for later: the rows of the tuples
+    /// in memory, followed by the scan of the rest (scan.rs). Called while the statement
+    /// still holds its partitions.
+    pub(crate) fn with_scan(
+        &self,
+        proc: &Arc<Procedure>,
+        mut rows: Rows,
+        deferred: Box<permafrost_sql::Deferred>,
+        stop: Option<crate::reply::StopFlag>,
+    ) -> Result<Rows> {
+        let scan = crate::scan::BlockScan::start(self.shared.clone(), proc.clone(), deferred, stop)?;
+        rows.set_rest(Box::new(scan));
+        Ok(rows)
     }
 
     /// Runs the replayed calls held back, in order, until one is refused again.

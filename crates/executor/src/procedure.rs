@@ -256,6 +256,12 @@ impl Procedure {
         Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p))
     }
 
+    /// Whether its scans may leave evicted tuples to be read afterwards (scan.rs): an ad
+    /// hoc query, which is one read-only statement whose rows go straight to the caller.
+    pub(crate) fn defers_scans(&self) -> bool {
+        self.adhoc && self.statements.len() == 1 && self.statements[0].kind() == permafrost_sql::StatementKind::Select
+    }
+
     /// Inserts many rows as one transaction: `prepared` is a one-row INSERT whose text
     /// starts with [`BULK_MARK`], and the call's parameters are the rows one after the
     /// other. It runs over all partitions (a multi-partition transaction), so the rows are

@@ -47,6 +47,20 @@ impl Reply {
             _ => false,
         }
     }
+
+    /// Whether the caller takes a result whose rest follows it ([`permafrost_sql::Rows::take_rest`]):
+    /// one-shot callers do (the database's futures, the server); batched sessions do not.
+    pub(crate) fn takes_rest(&self) -> bool {
+        matches!(self, Reply::Oneshot(_) | Reply::Stoppable(..))
+    }
+
+    /// The caller's stop flag, if it may ask the statement to stop.
+    pub(crate) fn stop_flag(&self) -> Option<StopFlag> {
+        match self {
+            Reply::Stoppable(_, stop) => Some(stop.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// Set by a caller that wants its statement to stop (a cancel request, a statement

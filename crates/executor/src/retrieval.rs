@@ -185,6 +185,7 @@ impl Partition {
                 seed: r.seed,
                 work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
                 writes_refused: None,
+                defer_scans: false,
             };
             dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));

@@ -110,6 +110,9 @@ pub(crate) struct Shared {
     pub any_turn: std::sync::atomic::AtomicU32,
     /// The command log, when one is configured.
     pub log: Option<Arc<permafrost_durability::CommandLog>>,
+    /// Per partition, the scans reading its blocks without merging them (scan.rs); `None`
+    /// without an anti-cache.
+    pub scan_holds: Vec<Option<permafrost_anticache::ScanHold>>,
 }
 
 impl Shared {

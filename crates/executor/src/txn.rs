@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use permafrost_sql::{Env, EvictedRef, Rows, SqlError};
+use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Value};
 
 use crate::error::{Error, Result};
@@ -18,6 +18,9 @@ pub(crate) enum Outcome {
     SchemaChanged,
     /// Rolled back after a pre-pass: it reached the evicted tuples now in `evicted`.
     NeedsData,
+    /// A read-only statement answered the rows of the tuples in memory; its evicted tuples
+    /// are read afterwards, without bringing them back (scan.rs).
+    Deferred(Rows, Box<Deferred>),
 }
 
 /// What a transaction runs with besides its stores.
@@ -34,6 +37,9 @@ pub(crate) struct TxnInfo {
     /// Set when the command log has failed: a transaction that wrote is rolled back with
     /// this error instead of committing (it could never be made durable).
     pub writes_refused: Option<Error>,
+    /// Whether a scan may leave its evicted tuples to be read afterwards
+    /// ([`permafrost_sql::Env::defer_scans`]).
+    pub defer_scans: bool,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -92,7 +98,10 @@ fn run_body(
     info: &TxnInfo,
     sampled: bool,
     interrupted: &dyn Fn() -> bool,
-) -> std::thread::Result<std::result::Result<Rows, ProcError>> {
+) -> (
+    std::thread::Result<std::result::Result<Rows, ProcError>>,
+    Option<Box<Deferred>>,
+) {
     evicted.clear();
     let mut env = Env {
         stores,
@@ -102,6 +111,8 @@ fn run_body(
         evicted,
         interrupted,
         work_mem: info.work_mem,
+        defer_scans: info.defer_scans && proc.defers_scans(),
+        deferred: None,
     };
     let mut ctx = ProcContext {
         env: &mut env,
@@ -109,7 +120,8 @@ fn run_body(
         txn_id: info.txn_id,
         rng: info.seed,
     };
-    catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)))
+    let r = catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)));
+    (r, env.deferred.take())
 }
 
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
@@ -125,7 +137,7 @@ pub(crate) fn run_txn(
     info: &TxnInfo,
     interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
-    let result = run_body(proc, params, stores, evicted, info, info.sampled, interrupted);
+    let (result, deferred) = run_body(proc, params, stores, evicted, info, info.sampled, interrupted);
     let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
         for s in stores.iter_mut() {
             if commit { s.commit() } else { s.rollback() }
@@ -136,6 +148,11 @@ pub(crate) fn run_txn(
         return Outcome::NeedsData;
     }
     match result {
+        Ok(Ok(rows)) if deferred.is_some() => {
+            // One read-only statement: nothing to commit.
+            finish(stores, true);
+            Outcome::Deferred(rows, deferred.expect("checked"))
+        }
         Ok(Ok(rows)) => {
             let wrote = stores.iter().any(|s| s.has_changes());
             if wrote && let Some(e) = &info.writes_refused {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use futures::{Sink, SinkExt, stream};
+use futures::{Sink, SinkExt, StreamExt, stream};
 use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, Rows, StatementKind, StopFlag, Value};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
@@ -517,11 +517,18 @@ fn encode_text(enc: &mut DataRowEncoder, v: Option<String>, ty: &Type) -> PgWire
 
 /// Turns a statement's result into the response: rows for queries and RETURNING, a
 /// command tag with the row count otherwise.
+///
+/// A result whose rest follows its rows (a scan over evicted data, [`Rows::take_rest`]) is
+/// streamed: the rest is read batch by batch on a blocking thread and encoded a batch or two
+/// ahead of the socket, so a result larger than memory is never held whole. `stop` stops
+/// it (a cancel request or the statement timeout, watched while it streams: the client gets
+/// the rows sent so far, then 57014); a client that goes away stops it too.
 fn respond(
-    rows: Rows,
+    mut rows: Rows,
     described: &[(String, Type)],
     kind: Option<StatementKind>,
     format: &Format,
+    stop: Option<(StopFlag, Option<(CancelToken, Instant)>)>,
 ) -> PgWireResult<Response> {
     if described.is_empty() && rows.columns().is_empty() {
         let n = rows.affected as usize;
@@ -551,7 +558,15 @@ fn respond(
         }
         out.push(Ok(enc.take_row()));
     }
-    let mut resp = QueryResponse::new(schema, stream::iter(out));
+    let rest = rows.take_rest();
+    let mut resp = match rest {
+        None => QueryResponse::new(schema, stream::iter(out).boxed()),
+        Some(rest) => {
+            let (flag, cancel) = stop.unwrap_or_default();
+            let more = stream_rest(rest, schema.clone(), types, flag, cancel);
+            QueryResponse::new(schema, stream::iter(out).chain(more).boxed())
+        }
+    };
     match kind {
         Some(StatementKind::Insert) => resp.set_command_tag("INSERT 0"),
         Some(StatementKind::Update) => resp.set_command_tag("UPDATE"),
@@ -560,6 +575,64 @@ fn respond(
         None => resp.set_command_tag("CALL"),
     }
     Ok(Response::Query(resp))
+}
+
+/// Batches of encoded rows a streamed result keeps ready ahead of the socket.
+const STREAM_AHEAD: usize = 2;
+
+/// The rows of a result's rest ([`respond`]), read and encoded on a blocking thread.
+fn stream_rest(
+    mut rest: Box<dyn permafrost_executor::MoreRows>,
+    schema: Arc<Vec<FieldInfo>>,
+    types: Vec<Type>,
+    stop: StopFlag,
+    cancel: Option<(CancelToken, Instant)>,
+) -> impl futures::Stream<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send + 'static {
+    let (tx, rx) = tokio::sync::mpsc::channel::<PgWireResult<Vec<pgwire::messages::data::DataRow>>>(STREAM_AHEAD);
+    // Watches for a cancel request or the timeout until the producer ends (it drops
+    // `_running`).
+    let (_running, ended) = tokio::sync::oneshot::channel::<()>();
+    if let Some((c, started)) = cancel {
+        let flag = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = c.stopped(started) => flag.set(),
+                _ = ended => {}
+            }
+        });
+    }
+    tokio::task::spawn_blocking(move || {
+        let _running = _running;
+        let mut enc = DataRowEncoder::new(schema);
+        loop {
+            let batch = match rest.next_rows() {
+                Ok(Some(rows)) => (|| {
+                    let mut out = Vec::with_capacity(rows.len());
+                    for row in rows.iter() {
+                        for (v, ty) in row.values().zip(&types) {
+                            encode(&mut enc, v, ty)?;
+                        }
+                        out.push(enc.take_row());
+                    }
+                    Ok(out)
+                })(),
+                Ok(None) => break,
+                Err(e) => Err(crate::error::sql_error(e)),
+            };
+            let failed = batch.is_err();
+            if tx.blocking_send(batch).is_err() || failed {
+                break;
+            }
+        }
+        // Dropping `rest` here ends the scan (its blocks may be reused).
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }).flat_map(|batch| {
+        let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> = match batch {
+            Ok(rows) => rows.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        };
+        stream::iter(items)
+    })
 }
 
 /// Runs statements for the clients of one server.
@@ -646,13 +719,14 @@ impl Backend {
                 let d = d.clone();
                 Box::pin(async move {
                     // As in `run_inner`.
-                    let rows = match cancel {
+                    let rows = match &cancel {
                         Some(c) => c.run_stoppable(&stop, fut).await?,
                         None => fut.await,
                     };
+                    let watch = cancel.map(|c| (c, started));
                     let r = rows
                         .map_err(db_error)
-                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format));
+                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format, Some((stop, watch))));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     r
                 })
@@ -668,7 +742,7 @@ impl Backend {
                     let r = fut
                         .await
                         .map_err(db_error)
-                        .and_then(|rows| respond(rows, &c.columns, None, &format));
+                        .and_then(|rows| respond(rows, &c.columns, None, &format, None));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     r
                 })
@@ -752,6 +826,7 @@ impl Backend {
             Command::Dml(d) => {
                 // A cancel request or the statement timeout stops the statement (rolled
                 // back: 57014); one that committed first answers as it would have.
+                let started = Instant::now();
                 let stop = StopFlag::new();
                 let fut = self.db.execute_ad_hoc_stoppable(&d.stmt, params, stop.clone());
                 let rows = match cancel {
@@ -759,14 +834,15 @@ impl Backend {
                     None => fut.await,
                 }
                 .map_err(db_error)?;
-                respond(rows, &d.columns, Some(d.kind), format)
+                let watch = cancel.map(|c| (c.clone(), started));
+                respond(rows, &d.columns, Some(d.kind), format, Some((stop, watch)))
             }
             Command::Call(c) => {
                 let args = c.bind_args(&params)?;
                 match &c.target {
                     CallTarget::Procedure(h) => {
                         let rows = self.db.call_handle_async(h, args).await.map_err(db_error)?;
-                        respond(rows, &c.columns, None, format)
+                        respond(rows, &c.columns, None, format, None)
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }

@@ -336,6 +336,21 @@ impl CancelToken {
         }
     }
 
+    /// Resolves on a cancel request, or once the statement timeout has passed since
+    /// `started` (never without one).
+    pub async fn stopped(&self, started: std::time::Instant) {
+        let timeout = self.statement_timeout();
+        tokio::select! {
+            _ = self.notify.notified() => {}
+            _ = async {
+                match timeout {
+                    Some(t) => tokio::time::sleep(t.saturating_sub(started.elapsed())).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+        }
+    }
+
     /// The connection's `statement_timeout` (none when 0).
     pub fn statement_timeout(&self) -> Option<Duration> {
         match self.timeout_ms.load(Ordering::Relaxed) {

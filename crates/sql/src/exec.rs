@@ -64,6 +64,12 @@ pub struct Env<'a, 'b> {
     /// The memory one statement may hold for its result and its intermediate rows (sorts,
     /// DISTINCT, groups), in bytes; past it the statement fails with 54000.
     pub work_mem: usize,
+    /// Whether a single-table scan that reaches evicted tuples may leave them to be read
+    /// afterwards ([`Deferred`], set in `deferred`) instead of recording them in
+    /// `evicted`: only for a transaction that is one read-only statement.
+    pub defer_scans: bool,
+    /// The evicted part of a scan left for later (see `defer_scans`).
+    pub deferred: Option<Box<Deferred>>,
 }
 
 /// Counts the bytes a statement holds against [`Env::work_mem`].
@@ -263,6 +269,11 @@ struct Walker<'w, 's> {
     interrupted: &'w dyn Fn() -> bool,
     /// Tuples visited since the last look at `interrupted`.
     visits: u32,
+    /// Whether scans pass over evicted tuples without recording them (a [`Deferred`] scan
+    /// reads them afterwards).
+    skip_evicted: bool,
+    /// The held partitions (positions in `stores`, below 64) the outermost level visited.
+    visited_locals: u64,
 }
 
 struct LevelState {
@@ -300,6 +311,9 @@ impl<'w, 's> Walker<'w, 's> {
         }
         let rp = &self.rels[level];
         for li in self.locals(rp, b)? {
+            if level == 0 && li < 64 {
+                self.visited_locals |= 1 << li;
+            }
             let store: &'s PartitionStore = self.stores[li];
             let table = checked_table(store, &rp.schema)?;
             let mut st = LevelState {
@@ -356,7 +370,7 @@ impl<'w, 's> Walker<'w, 's> {
             match &rp.access {
                 Access::Scan => {
                     let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
-                    if st.err.is_none() && st.flow.is_continue() {
+                    if st.err.is_none() && st.flow.is_continue() && !self.skip_evicted {
                         for (tomb, _) in table.tombstones().iter() {
                             let _ = visit(TupleRef::tombstone(tomb), self, b, &mut st);
                         }
@@ -553,24 +567,18 @@ fn select(
 ) -> Result<Rows> {
     let limit = limit_value(&p.limit, cx, "LIMIT")?;
     let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
-    let mut rows = Rows::with_capacity(columns.clone(), p.size_hint());
+    let mut gather = Gather::new(p, columns, env.work_mem, limit, offset);
     for f in &p.pre_filters {
         if !f.test(&NoColumns, cx)? {
-            if p.agg.as_ref().is_some_and(|a| a.groups.is_empty()) {
-                // An aggregate over no rows still yields one row.
-                return finish_agg(
-                    p,
-                    p.agg.as_ref().expect("checked"),
-                    AggTable::default(),
-                    columns,
-                    cx,
-                    limit,
-                    offset,
-                );
-            }
-            return Ok(rows);
+            // An aggregate over no rows still yields one row.
+            return gather.finish(p, columns, cx);
         }
     }
+    if gather.is_full() {
+        return gather.finish(p, columns, cx);
+    }
+    // A single-table scan may leave its evicted tuples for later ([`Deferred`]).
+    let defer = env.defer_scans && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
     let mut walker = Walker {
         rels: &p.rels,
@@ -582,65 +590,362 @@ fn select(
         copies: Copies::One,
         interrupted: env.interrupted,
         visits: 0,
+        skip_evicted: defer,
+        visited_locals: 0,
     };
     let mut b = Bindings::new();
-    let mut mem = WorkMem::new(env.work_mem);
-    if let Some(agg) = &p.agg {
-        let mut table = AggTable::default();
-        let _ = walker.walk(0, &mut b, &mut |b| {
-            if let Some(new_group) = table.add(agg, b, cx)? {
-                mem.add(new_group)?;
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        return finish_agg(p, agg, table, columns, cx, limit, offset);
-    }
-    if p.order.is_empty() && !p.distinct {
-        // Stream straight into the result.
-        if limit == Some(0) {
-            return Ok(rows);
+    let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx))?;
+    let visited = walker.visited_locals;
+    // A single-table read through an index that reached many evicted tuples leaves them
+    // for later too, rather than bringing them all back.
+    let many = env.defer_scans && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;
+    if (defer || many) && !gather.is_full() {
+        let parts = if defer {
+            deferred_parts(&p.rels[0], env, visited)?
+        } else {
+            deferred_parts_of_refs(&p.rels[0], env)?
+        };
+        if !parts.is_empty() {
+            let (first, gather) = gather.split(p, columns);
+            env.deferred = Some(Box::new(Deferred {
+                gather,
+                parts,
+                params: cx.params.to_vec(),
+                now: cx.now,
+            }));
+            return Ok(first);
         }
-        let mut skipped = 0u64;
-        let _ = walker.walk(0, &mut b, &mut |b| {
-            if skipped < offset {
-                skipped += 1;
+    }
+    gather.finish(p, columns, cx)
+}
+
+/// The evicted tuples of the table `rp` scans at the held partitions `locals` visited:
+/// per partition, the blocks they are in and which entries of each block.
+fn deferred_parts(rp: &RelPlan, env: &Env<'_, '_>, locals: u64) -> Result<Vec<DeferredPart>> {
+    let mut parts = Vec::new();
+    for (li, store) in env.stores.iter().enumerate() {
+        if li >= 64 || locals & (1 << li) == 0 {
+            continue;
+        }
+        let table = checked_table(store, &rp.schema)?;
+        if let Some(part) = deferred_part(store, table, table.tombstones().iter().map(|(_, t)| t)) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
+}
+
+/// The evicted tuples a single-table read reached through an index (`env.evicted`), as
+/// [`deferred_parts`] gives them; empties `env.evicted`.
+fn deferred_parts_of_refs(rp: &RelPlan, env: &mut Env<'_, '_>) -> Result<Vec<DeferredPart>> {
+    let mut refs = std::mem::take(env.evicted);
+    refs.sort_unstable();
+    refs.dedup();
+    let mut parts = Vec::new();
+    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
+        let Some(li) = env.local_of(group[0].partition) else {
+            continue;
+        };
+        let store = &*env.stores[li];
+        let table = checked_table(store, &rp.schema)?;
+        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
+        if let Some(part) = deferred_part(store, table, tombs) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
+}
+
+fn deferred_part(
+    store: &PartitionStore,
+    table: &Table,
+    tombs: impl Iterator<Item = permafrost_storage::Tombstone>,
+) -> Option<DeferredPart> {
+    let mut blocks: std::collections::BTreeMap<u32, Vec<u64>> = std::collections::BTreeMap::new();
+    let mut tuples = 0u64;
+    for t in tombs {
+        let bits = blocks.entry(t.block).or_default();
+        let (word, bit) = ((t.offset / 64) as usize, t.offset % 64);
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        bits[word] |= 1 << bit;
+        tuples += 1;
+    }
+    (tuples > 0).then(|| DeferredPart {
+        partition: store.partition(),
+        table: table.schema().id,
+        layout: table.layout().clone(),
+        tuples,
+        blocks: blocks.into_iter().collect(),
+    })
+}
+
+/// Evicted tuples a single-table read through an index may reach and still bring back
+/// into memory (they are hot now); past this many it reads them from their blocks
+/// afterwards ([`Deferred`]) and leaves them evicted. A full scan always does.
+pub const DEFER_INDEX_READS: usize = 1024;
+
+/// A single-table SELECT whose scan reached evicted tuples and left them for later: the
+/// rows of the tuples in memory were gathered (the first part of the result); the evicted
+/// ones are read from their blocks by the caller, without merging them back, and fed to
+/// [`Deferred::feed`] — every one of them, in any order. The blocks must not change
+/// meanwhile: the caller keeps them from being reused until it is done, so together the
+/// two parts read the table as it was when the statement ran (one point in the serial
+/// order).
+pub struct Deferred {
+    gather: Gather,
+    pub parts: Vec<DeferredPart>,
+    params: Vec<Value>,
+    now: i64,
+}
+
+/// One partition's evicted tuples a [`Deferred`] scan reads.
+pub struct DeferredPart {
+    pub partition: u32,
+    pub table: TableId,
+    /// The layout of the table's tuples (what decodes a block's entries).
+    pub layout: permafrost_storage::layout::TupleLayout,
+    /// The evicted tuples.
+    pub tuples: u64,
+    /// The blocks, each with a bitmap of the entries (by offset) that were live.
+    pub blocks: Vec<(u32, Vec<u64>)>,
+}
+
+impl DeferredPart {
+    /// Whether entry `offset` of a block with bitmap `bits` is one of the scan's tuples.
+    pub fn wanted(bits: &[u64], offset: u32) -> bool {
+        bits.get((offset / 64) as usize)
+            .is_some_and(|w| w & (1 << (offset % 64)) != 0)
+    }
+}
+
+/// A row of a tuple read outside its table (bound as relation `rel`).
+struct DetachedSource<'r> {
+    rel: usize,
+    row: Row<'r>,
+}
+
+impl ColumnSource for DetachedSource<'_> {
+    fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
+        if rel == self.rel {
+            self.row.get(col)
+        } else {
+            ValueRef::Null
+        }
+    }
+}
+
+impl Deferred {
+    /// Feeds one evicted tuple of the scan (`plan` is the statement's). `Break` when the
+    /// result is complete (a LIMIT reached): the remaining tuples need not be read.
+    pub fn feed(&mut self, stmt: &crate::Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
+        let Plan::Select(p) = stmt.plan() else {
+            return Err(SqlError::Unsupported(
+                "a deferred scan of a statement that is not a query".into(),
+            ));
+        };
+        let cx = Cx::new(&self.params, self.now);
+        let src = DetachedSource {
+            rel: p.rels[0].rel,
+            row,
+        };
+        for f in &p.rels[0].filters {
+            if !f.test(&src, &cx)? {
                 return Ok(ControlFlow::Continue(()));
             }
-            rows.begin_row();
-            for e in &p.output {
-                match e {
-                    Expr::Column { rel, col } => rows.push(b.column(*rel, *col)),
-                    e => rows.push(e.eval(b, cx)?.as_ref()),
-                }
-            }
-            mem.holds(rows.data_len() + rows.len() * 4)?;
-            Ok(if limit.is_some_and(|l| rows.len() as u64 >= l) {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            })
-        })?;
-        p.note_size(rows.data_len());
-        return Ok(rows);
+        }
+        self.gather.add(p, &src, &cx)
     }
-    let mut collected: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
-    let _ = walker.walk(0, &mut b, &mut |b| {
-        let out = p
-            .output
-            .iter()
-            .map(|e| Ok(e.eval(b, cx)?.into_value()))
-            .collect::<Result<Vec<_>>>()?;
-        let keys = p
-            .order
-            .iter()
-            .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
-            .collect::<Result<Vec<_>>>()?;
-        // Held twice at the end: here, and as the result rows.
-        mem.add(2 * (values_size(&keys) + values_size(&out)))?;
-        collected.push((keys, out));
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(emit_sorted(p, collected, rows, limit, offset))
+
+    /// The rows gathered since the last call, when they can be sent before the scan ends
+    /// (no ORDER BY, DISTINCT or aggregate); `None` otherwise.
+    pub fn take_rows(&mut self) -> Option<Rows> {
+        match &mut self.gather {
+            Gather::Stream { rows, .. } => {
+                let fresh = Rows::empty(rows.columns().clone());
+                Some(std::mem::replace(rows, fresh))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a LIMIT has been reached.
+    pub fn is_full(&self) -> bool {
+        self.gather.is_full()
+    }
+
+    /// The rest of the result once every tuple was fed.
+    pub fn finish(self, stmt: &crate::Prepared) -> Result<Rows> {
+        let columns = stmt.columns();
+        let Plan::Select(p) = stmt.plan() else {
+            return Err(SqlError::Unsupported(
+                "a deferred scan of a statement that is not a query".into(),
+            ));
+        };
+        let cx = Cx::new(&self.params, self.now);
+        self.gather.finish(p, columns, &cx)
+    }
+}
+
+/// What a SELECT gathers from the rows it visits.
+enum Gather {
+    /// Rows go straight into the result (no ORDER BY, DISTINCT or aggregate).
+    Stream {
+        rows: Rows,
+        /// Rows skipped for OFFSET so far.
+        skipped: u64,
+        /// Rows produced so far (in this buffer and the ones handed out before it).
+        emitted: u64,
+        limit: Option<u64>,
+        offset: u64,
+        mem: WorkMem,
+    },
+    /// Output rows with their sort keys, sorted at the end.
+    Sorted {
+        collected: Vec<(Vec<Value>, Vec<Value>)>,
+        limit: Option<u64>,
+        offset: u64,
+        mem: WorkMem,
+    },
+    Agg {
+        table: AggTable,
+        limit: Option<u64>,
+        offset: u64,
+        mem: WorkMem,
+    },
+}
+
+impl Gather {
+    fn new(p: &SelectPlan, columns: &Arc<[ColumnInfo]>, work_mem: usize, limit: Option<u64>, offset: u64) -> Gather {
+        let mem = WorkMem::new(work_mem);
+        if p.agg.is_some() {
+            Gather::Agg {
+                table: AggTable::default(),
+                limit,
+                offset,
+                mem,
+            }
+        } else if p.order.is_empty() && !p.distinct {
+            Gather::Stream {
+                rows: Rows::with_capacity(columns.clone(), p.size_hint()),
+                skipped: 0,
+                emitted: 0,
+                limit,
+                offset,
+                mem,
+            }
+        } else {
+            Gather::Sorted {
+                collected: Vec::new(),
+                limit,
+                offset,
+                mem,
+            }
+        }
+    }
+
+    /// Whether no further row can change the result (a streamed LIMIT reached).
+    fn is_full(&self) -> bool {
+        matches!(self, Gather::Stream { emitted, limit: Some(l), .. } if emitted >= l)
+    }
+
+    fn add(&mut self, p: &SelectPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<ControlFlow<()>> {
+        match self {
+            Gather::Agg { table, mem, .. } => {
+                let agg = p.agg.as_ref().expect("an aggregate plan");
+                if let Some(new_group) = table.add(agg, b, cx)? {
+                    mem.add(new_group)?;
+                }
+                Ok(ControlFlow::Continue(()))
+            }
+            Gather::Stream {
+                rows,
+                skipped,
+                emitted,
+                limit,
+                offset,
+                mem,
+            } => {
+                if limit.is_some_and(|l| *emitted >= l) {
+                    return Ok(ControlFlow::Break(()));
+                }
+                if *skipped < *offset {
+                    *skipped += 1;
+                    return Ok(ControlFlow::Continue(()));
+                }
+                rows.begin_row();
+                for e in &p.output {
+                    match e {
+                        Expr::Column { rel, col } => rows.push(b.column(*rel, *col)),
+                        e => rows.push(e.eval(b, cx)?.as_ref()),
+                    }
+                }
+                *emitted += 1;
+                mem.holds(rows.data_len() + rows.len() * 4)?;
+                Ok(if limit.is_some_and(|l| *emitted >= l) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
+            }
+            Gather::Sorted { collected, mem, .. } => {
+                let out = p
+                    .output
+                    .iter()
+                    .map(|e| Ok(e.eval(b, cx)?.into_value()))
+                    .collect::<Result<Vec<_>>>()?;
+                let keys = p
+                    .order
+                    .iter()
+                    .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
+                    .collect::<Result<Vec<_>>>()?;
+                // Held twice at the end: here, and as the result rows.
+                mem.add(2 * (values_size(&keys) + values_size(&out)))?;
+                collected.push((keys, out));
+                Ok(ControlFlow::Continue(()))
+            }
+        }
+    }
+
+    /// The rows that can be answered now and the state to go on gathering with: for a
+    /// streamed result its rows so far; otherwise nothing yet.
+    fn split(mut self, p: &SelectPlan, columns: &Arc<[ColumnInfo]>) -> (Rows, Gather) {
+        let first = match &mut self {
+            Gather::Stream { rows, .. } => {
+                p.note_size(rows.data_len());
+                std::mem::replace(rows, Rows::empty(columns.clone()))
+            }
+            _ => Rows::empty(columns.clone()),
+        };
+        (first, self)
+    }
+
+    fn finish(self, p: &SelectPlan, columns: &Arc<[ColumnInfo]>, cx: &Cx<'_>) -> Result<Rows> {
+        match self {
+            Gather::Stream { rows, .. } => {
+                p.note_size(rows.data_len());
+                Ok(rows)
+            }
+            Gather::Sorted {
+                collected,
+                limit,
+                offset,
+                ..
+            } => Ok(emit_sorted(p, collected, Rows::empty(columns.clone()), limit, offset)),
+            Gather::Agg {
+                table, limit, offset, ..
+            } => finish_agg(
+                p,
+                p.agg.as_ref().expect("an aggregate plan"),
+                table,
+                columns,
+                cx,
+                limit,
+                offset,
+            ),
+        }
+    }
 }
 
 fn emit_sorted(
@@ -879,6 +1184,8 @@ fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies
         copies,
         interrupted: env.interrupted,
         visits: 0,
+        skip_evicted: false,
+        visited_locals: 0,
     };
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| {

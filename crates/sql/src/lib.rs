@@ -33,8 +33,8 @@ use sqlparser::ast::Statement;
 
 pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
-pub use exec::{Env, EvictedRef};
-pub use rows::{ColumnInfo, RowRef, Rows};
+pub use exec::{Deferred, DeferredPart, Env, EvictedRef};
+pub use rows::{ColumnInfo, MoreRows, RowRef, Rows};
 
 use crate::expr::{Cx, Expr};
 use crate::plan::{InsertSource, PartitionPick, Plan};
@@ -135,6 +135,10 @@ impl Prepared {
     /// The result columns (empty for DML without RETURNING).
     pub fn columns(&self) -> &Arc<[ColumnInfo]> {
         &self.columns
+    }
+
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// Runs the statement.

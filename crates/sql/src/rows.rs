@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use permafrost_storage::{DataType, Decimal, Value, ValueRef};
 
+use crate::error::Result;
+
 /// Name and type of a result column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnInfo {
@@ -31,6 +33,18 @@ const T_TIMESTAMP: u8 = 5;
 const T_TEXT: u8 = 6;
 const T_BYTES: u8 = 7;
 
+/// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
+/// statement ran, [`crate::Deferred`]): read batch by batch, so that a result larger than
+/// memory reaches its client without being held whole.
+pub trait MoreRows: Send {
+    /// The next rows, or `None` once the result is complete. May block (it waits for
+    /// block reads).
+    fn next_rows(&mut self) -> Result<Option<Rows>>;
+}
+
+/// Where the rest of a result waits to be taken (shared by clones of the rows; taken once).
+type Rest = Arc<std::sync::Mutex<Option<Box<dyn MoreRows>>>>;
+
 /// The rows a statement returned, or the count of rows it changed.
 #[derive(Clone)]
 pub struct Rows {
@@ -39,6 +53,8 @@ pub struct Rows {
     starts: Vec<u32>,
     /// Rows inserted, updated or deleted (0 for queries).
     pub affected: u64,
+    /// The rest of the result, when it comes after these rows ([`MoreRows`]); taken once.
+    rest: Option<Rest>,
 }
 
 impl Default for Rows {
@@ -54,6 +70,7 @@ impl Rows {
             data: Vec::new(),
             starts: Vec::new(),
             affected: 0,
+            rest: None,
         }
     }
 
@@ -64,6 +81,7 @@ impl Rows {
             data: Vec::with_capacity(bytes),
             starts: Vec::new(),
             affected: 0,
+            rest: None,
         }
     }
 
@@ -166,6 +184,29 @@ impl Rows {
         self.iter()
             .map(|r| r.values().map(|v| v.to_owned()).collect())
             .collect()
+    }
+
+    /// Appends the rows of `other` (same columns).
+    pub fn append(&mut self, other: &Rows) {
+        let base = self.data.len() as u32;
+        self.data.extend_from_slice(&other.data);
+        self.starts.extend(other.starts.iter().map(|s| s + base));
+    }
+
+    /// Says that the result goes on after these rows, with `more`.
+    pub fn set_rest(&mut self, more: Box<dyn MoreRows>) {
+        self.rest = Some(Arc::new(std::sync::Mutex::new(Some(more))));
+    }
+
+    /// Whether the result goes on after these rows ([`Rows::take_rest`]).
+    pub fn has_rest(&self) -> bool {
+        self.rest.is_some()
+    }
+
+    /// The rest of the result, if it goes on after these rows and nobody took it yet.
+    pub fn take_rest(&mut self) -> Option<Box<dyn MoreRows>> {
+        let r = self.rest.take()?;
+        r.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Bytes held.

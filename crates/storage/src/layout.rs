@@ -304,7 +304,7 @@ impl TupleLayout {
     /// nothing stays allocated and `Corrupt` is returned.
     pub fn deserialize_into(&self, data: &[u8], slot: &mut [u8], var: &mut VarHeap) -> Result<()> {
         let mut allocated = Vec::new();
-        let r = self.deserialize_checked(data, slot, var, &mut allocated);
+        let r = self.deserialize_tracked(data, slot, var, &mut allocated);
         if r.is_err() {
             for h in allocated {
                 var.free(h);
@@ -313,7 +313,9 @@ impl TupleLayout {
         r
     }
 
-    fn deserialize_checked(
+    /// [`TupleLayout::deserialize_into`] that leaves the out-of-line values it allocated
+    /// in `allocated`, on success and on failure (the caller frees them).
+    pub fn deserialize_tracked(
         &self,
         data: &[u8],
         slot: &mut [u8],

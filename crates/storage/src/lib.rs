@@ -34,6 +34,6 @@ pub use memory::MemoryUsage;
 pub use rust_decimal::Decimal;
 pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
 pub use store::{PartitionStore, Savepoint};
-pub use table::{Row, Table};
+pub use table::{DetachedRow, Row, Table};
 pub use tombstone::Tombstone;
 pub use types::{DataType, Value, ValueRef};

@@ -67,6 +67,51 @@ impl<'a> Row<'a> {
     }
 }
 
+/// A tuple decoded from its serialized (anti-cache block) form into memory of its own,
+/// outside any table: what a scan reads from a block it does not merge back. Loading the
+/// next tuple frees the previous one's out-of-line values, so one `DetachedRow` holds at
+/// most one tuple.
+pub struct DetachedRow {
+    layout: TupleLayout,
+    slot: Vec<u8>,
+    var: VarHeap,
+    held: Vec<crate::varheap::VarHandle>,
+}
+
+impl DetachedRow {
+    pub fn new(layout: TupleLayout) -> DetachedRow {
+        DetachedRow {
+            slot: vec![0; layout.slot_size()],
+            layout,
+            var: VarHeap::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Decodes `data` (checked as [`TupleLayout::deserialize_into`] checks it) and returns
+    /// a view of it, valid until the next load.
+    pub fn load(&mut self, data: &[u8]) -> Result<Row<'_>> {
+        for h in self.held.drain(..) {
+            self.var.free(h);
+        }
+        self.slot.fill(0);
+        let r = self
+            .layout
+            .deserialize_tracked(data, &mut self.slot, &mut self.var, &mut self.held);
+        if r.is_err() {
+            for h in self.held.drain(..) {
+                self.var.free(h);
+            }
+        }
+        r?;
+        Ok(Row {
+            layout: &self.layout,
+            bytes: &self.slot,
+            var: &self.var,
+        })
+    }
+}
+
 pub struct Table {
     schema: Arc<TableSchema>,
     layout: TupleLayout,
