@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod allocator;
 mod config;
 mod datadir;
 
@@ -992,6 +993,7 @@ fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> 
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Serve(a) => run_serve(*a),

@@ -166,6 +166,9 @@ pub(crate) struct Partition {
     pub(crate) evicted: Vec<EvictedRef>,
     pub(crate) ac: Option<AntiCache>,
     pub(crate) parking: Parking,
+    /// Free string-heap memory left after the last compaction (what trimming could not
+    /// give back): compaction runs again once the slack has grown past it.
+    pub(crate) string_slack: u64,
     pub(crate) last_check: Instant,
     pub(crate) last_catalog: Arc<Catalog>,
     pub(crate) wall: i64,
@@ -217,6 +220,7 @@ impl Partition {
             evicted: Vec::new(),
             ac,
             parking: Parking::default(),
+            string_slack: 0,
             last_check: Instant::now(),
             last_catalog,
             wall: 0,

@@ -28,7 +28,8 @@ use crate::mp::MpFetch;
 use crate::partition::{Invocation, Partition};
 use crate::txn::{TxnInfo, dry_run};
 
-/// Free tuple memory beyond which a partition compacts its heaps (two huge chunks).
+/// Free tuple (or string) memory beyond which a partition compacts its heaps (two huge
+/// chunks).
 const COMPACT_SLACK: u64 = 4 << 20;
 
 /// The memory a partition's budget counts: its store's live memory and what its
@@ -301,9 +302,14 @@ impl Partition {
         // Eviction frees slots, not chunks: give whole chunks back once enough are empty,
         // so that resident memory follows the live data.
         let mem = store.memory_usage();
-        if mem.tuple_bytes > mem.tuple_used_bytes + COMPACT_SLACK {
+        let string_slack = mem.string_bytes.saturating_sub(mem.string_used_bytes);
+        // Free slots taken again lower the floor.
+        self.string_slack = self.string_slack.min(string_slack);
+        if mem.tuple_bytes > mem.tuple_used_bytes + COMPACT_SLACK || string_slack > self.string_slack + COMPACT_SLACK {
             let t0 = Instant::now();
             store.compact();
+            let after = store.memory_usage();
+            self.string_slack = after.string_bytes.saturating_sub(after.string_used_bytes);
             self.stats
                 .compact_nanos
                 .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);

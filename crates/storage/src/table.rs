@@ -785,13 +785,15 @@ impl Table {
 
     /// Gives memory back after eviction has emptied many slots: moves the tuples of the
     /// heap's last chunks into free slots below (re-pointing their index entries and
-    /// tracker links) and unmaps the chunks that become empty. Does nothing unless at least
-    /// two whole chunks can go. Must run between transactions. Returns the bytes released.
+    /// tracker links) and unmaps the chunks that become empty (unless fewer than two whole
+    /// chunks can go); unmaps the string heap's chunks that hold nothing
+    /// ([`VarHeap::trim`]). Must run between transactions. Returns the bytes released.
     pub fn compact(&mut self) -> usize {
+        let strings = self.var.trim();
         let per = self.heap.per_chunk() as usize;
         let keep = (self.heap.live() as usize).div_ceil(per).max(1);
         if self.heap.chunk_count() < keep + 2 {
-            return 0;
+            return strings;
         }
         let new_end = (keep * per) as u32;
         let mut free = self.heap.free_below(new_end);
@@ -814,7 +816,7 @@ impl Table {
         }
         let before = self.heap.reserved_bytes();
         self.heap.truncate(keep, free);
-        before.saturating_sub(self.heap.reserved_bytes())
+        strings + before.saturating_sub(self.heap.reserved_bytes())
     }
 
     // -----------------------------------------------------------------------------------

@@ -217,6 +217,63 @@ impl VarHeap {
         }
     }
 
+    /// Gives back the chunks no value uses: every chunk of a size class that holds nothing,
+    /// and the chunks at the end of a class that hold nothing (values never move, so a
+    /// chunk with one live value stays). Returns the bytes given back. Walks the free
+    /// lists: call it now and then (heap compaction), not per value.
+    pub fn trim(&mut self) -> usize {
+        let mut released = 0;
+        for sc in &mut self.classes {
+            if sc.chunks.is_empty() {
+                continue;
+            }
+            if sc.live == 0 {
+                released += sc.chunks.iter().map(Chunk::len).sum::<usize>();
+                sc.chunks.clear();
+                sc.fresh = 0;
+                sc.free_head = NO_SLOT;
+                continue;
+            }
+            let per = sc.per_chunk;
+            let mut free_in = vec![0u64; sc.chunks.len()];
+            let mut free = Vec::new();
+            let mut at = sc.free_head;
+            while at != NO_SLOT {
+                free.push(at);
+                if let Some(n) = free_in.get_mut((at / per) as usize) {
+                    *n += 1;
+                }
+                at = match sc.slot(at) {
+                    Some(slot) => u64::from_le_bytes(slot[..8].try_into().expect("slot >= 8 bytes")),
+                    None => break,
+                };
+            }
+            let handed = |c: usize| sc.fresh.min((c as u64 + 1) * per).saturating_sub(c as u64 * per);
+            let mut keep = sc.chunks.len();
+            while keep > 0 && handed(keep - 1) == free_in[keep - 1] {
+                keep -= 1;
+            }
+            if keep == sc.chunks.len() {
+                continue;
+            }
+            let end = keep as u64 * per;
+            released += sc.chunks[keep..].iter().map(Chunk::len).sum::<usize>();
+            sc.chunks.truncate(keep);
+            sc.fresh = sc.fresh.min(end);
+            // The free list without the slots given back, in its old order.
+            sc.free_head = NO_SLOT;
+            for &i in free.iter().rev().filter(|&&i| i < end) {
+                let head = sc.free_head;
+                if let Some(slot) = sc.slot_mut(i) {
+                    slot[..8].copy_from_slice(&head.to_le_bytes());
+                    sc.free_head = i;
+                }
+            }
+        }
+        self.reserved -= released;
+        released
+    }
+
     /// Bytes mapped for out-of-line values (chunks and large values).
     pub fn reserved_bytes(&self) -> usize {
         self.reserved + self.large.capacity() * std::mem::size_of::<Option<Box<[u8]>>>()
@@ -236,6 +293,47 @@ impl VarHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trim_gives_back_empty_chunks_and_keeps_every_live_value() {
+        let mut h = VarHeap::new();
+        // 1000-byte values: class 1024, 64 per 64 KiB chunk; 640 values fill 10 chunks.
+        let value = |i: u32| format!("{i:08}").repeat(125).into_bytes();
+        let handles: Vec<VarHandle> = (0..640).map(|i| h.alloc(&value(i)).unwrap()).collect();
+        let full = h.reserved_bytes();
+        assert_eq!(h.trim(), 0, "nothing is free");
+        // Free the last six chunks' values and every other value of the first four.
+        for (i, hd) in handles.iter().enumerate() {
+            if i >= 256 || i % 2 == 1 {
+                h.free(*hd);
+            }
+        }
+        let released = h.trim();
+        assert_eq!(released, full / 10 * 6, "the six empty chunks at the end go");
+        assert_eq!(h.reserved_bytes(), full - released);
+        for (i, hd) in handles.iter().enumerate().take(256).step_by(2) {
+            assert_eq!(h.get(*hd, 1000).unwrap(), &value(i as u32)[..]);
+        }
+        // The free list was rebuilt: new values take the holes, then new chunks.
+        let more: Vec<(u32, VarHandle)> = (1000..1400).map(|i| (i, h.alloc(&value(i)).unwrap())).collect();
+        for (i, hd) in handles.iter().enumerate().take(256).step_by(2) {
+            assert_eq!(h.get(*hd, 1000).unwrap(), &value(i as u32)[..]);
+        }
+        for (i, hd) in &more {
+            assert_eq!(h.get(*hd, 1000).unwrap(), &value(*i)[..]);
+        }
+        // A class that holds nothing gives back every chunk.
+        for hd in handles.iter().take(256).step_by(2) {
+            h.free(*hd);
+        }
+        for (_, hd) in &more {
+            h.free(*hd);
+        }
+        h.trim();
+        assert_eq!(h.reserved_bytes(), 0);
+        let again = h.alloc(&value(7)).unwrap();
+        assert_eq!(h.get(again, 1000).unwrap(), &value(7)[..]);
+    }
 
     #[test]
     fn values_round_trip_and_space_is_reused() {
