@@ -43,6 +43,9 @@ COPY sales FROM STDIN;
 \.
 SELECT * FROM items ORDER BY id;
 SELECT * FROM sales ORDER BY item_id, qty;
+-- COPY TO STDOUT (what \copy ... to runs), text and CSV with a header
+COPY (SELECT * FROM sales ORDER BY item_id, qty) TO STDOUT;
+COPY (SELECT id, name FROM items WHERE id < 3 ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER);
 
 -- psql's catalog commands
 \dt

@@ -127,6 +127,10 @@ def copy_from_stdin(conn):
             copy.write("5,1000\n5,1001\n")
     (n, s) = conn.execute("SELECT count(*), sum(amount) FROM py_orders WHERE item_id = %s", (5,)).fetchone()
     assert (n, s) == (52, sum(range(4, 1000, 20)) + 2001), (n, s)
+    with conn.cursor() as cur:
+        with cur.copy("COPY (SELECT amount FROM py_orders WHERE item_id = 5 ORDER BY amount) TO STDOUT") as copy:
+            got = [int(r[0]) for r in copy.rows()]
+    assert got == list(range(4, 1000, 20)) + [1000, 1001], got
 
 
 @check

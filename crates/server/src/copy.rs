@@ -1,5 +1,9 @@
-//! `COPY table [(columns)] FROM STDIN` for bulk loads, in PostgreSQL's text and CSV
-//! formats.
+//! `COPY table [(columns)] FROM STDIN` for bulk loads and `COPY {table [(columns)] |
+//! (query)} TO STDOUT` for exports, in PostgreSQL's text and CSV formats.
+//!
+//! COPY TO runs its query like any other (a scan over evicted data streams: the rows go
+//! out as the blocks are read, `handler::respond_copy_out`), writing each value as
+//! PostgreSQL's text output.
 //!
 //! Rows are parsed and converted to the column types as the CopyData messages arrive and
 //! kept until CopyDone; then all of them are inserted as one transaction over every
@@ -13,8 +17,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use futures::stream;
-use permafrost_executor::{Database, Value};
-use permafrost_sql::Catalog;
+use permafrost_executor::{AdHoc, Database, Value};
 use permafrost_storage::{DataType, TableSchema};
 use pgwire::api::ClientInfo;
 use pgwire::api::results::CopyResponse;
@@ -48,8 +51,31 @@ fn unsupported(what: impl Into<String>) -> PgWireError {
     client_error("0A000", what.into())
 }
 
-/// Plans a COPY statement.
-pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
+/// A planned `COPY ... TO STDOUT`: the query whose rows are written, and how.
+pub struct CopyOut {
+    pub stmt: AdHoc,
+    /// The columns written: names and types (what the text of each value follows).
+    pub columns: Vec<(String, pgwire::api::Type)>,
+    pub format: CopyFormat,
+}
+
+impl Debug for CopyOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyOut")
+            .field("columns", &self.columns)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+/// A planned COPY.
+pub enum CopyPlan {
+    In(CopyCommand),
+    Out(CopyOut),
+}
+
+/// Plans a COPY statement: FROM STDIN, or TO STDOUT (of a table or a query).
+pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
     let Statement::Copy {
         source,
         to,
@@ -61,8 +87,14 @@ pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
     else {
         return Err(client_error("XX000", "internal error: not a COPY statement"));
     };
+    let format = copy_format(options, legacy_options)?;
     if *to {
-        return Err(unsupported("COPY ... TO (use SELECT)"));
+        if *target != CopyTarget::Stdout {
+            return Err(unsupported(
+                "COPY to files or programs on the server (use COPY ... TO STDOUT, psql's \\copy)",
+            ));
+        }
+        return plan_out(db, source, format).map(CopyPlan::Out);
     }
     if *target != CopyTarget::Stdin || !values.is_empty() {
         return Err(unsupported(
@@ -70,8 +102,9 @@ pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
         ));
     }
     let CopySource::Table { table_name, columns } = source else {
-        return Err(unsupported("COPY (query)"));
+        return Err(unsupported("COPY (query) FROM"));
     };
+    let catalog = db.catalog();
     let name = table_name.to_string().trim_matches('"').to_lowercase();
     let table = catalog
         .table(&name)
@@ -94,6 +127,41 @@ pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
             })
             .collect::<PgWireResult<Vec<_>>>()?
     };
+    Ok(CopyPlan::In(CopyCommand { table, columns, format }))
+}
+
+/// The query a `COPY ... TO STDOUT` writes: the table's columns (or those named), or the
+/// query given; planned like any query (a scan of evicted data streams).
+fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireResult<CopyOut> {
+    let sql = match source {
+        CopySource::Table { table_name, columns } if columns.is_empty() => format!("SELECT * FROM {table_name}"),
+        CopySource::Table { table_name, columns } => {
+            let cols: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+            format!("SELECT {} FROM {table_name}", cols.join(", "))
+        }
+        CopySource::Query(q) => q.to_string(),
+    };
+    let prepared = permafrost_sql::prepare(&db.catalog(), &sql).map_err(sql_error)?;
+    if prepared.kind() != permafrost_sql::StatementKind::Select {
+        return Err(unsupported("COPY (a statement that is not a query) TO"));
+    }
+    if !prepared.param_types().is_empty() {
+        return Err(client_error("42P02", "COPY TO cannot take parameters"));
+    }
+    let columns = prepared
+        .columns()
+        .iter()
+        .map(|c| (c.name.clone(), crate::types::pg_type(c.ty.as_ref())))
+        .collect();
+    Ok(CopyOut {
+        stmt: db.ad_hoc(prepared),
+        columns,
+        format,
+    })
+}
+
+/// The format options of a COPY (text or CSV, delimiter, NULL text, header, quote, escape).
+fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> PgWireResult<CopyFormat> {
     let mut f = CopyFormat {
         csv: false,
         delimiter: b'\t',
@@ -156,11 +224,81 @@ pub fn plan(catalog: &Catalog, stmt: &Statement) -> PgWireResult<CopyCommand> {
         f.delimiter = delimiter.unwrap_or(b'\t');
         f.null = null.unwrap_or_else(|| "\\N".into());
     }
-    Ok(CopyCommand {
-        table,
-        columns,
-        format: f,
-    })
+    Ok(f)
+}
+
+/// The lines of `COPY ... TO STDOUT` for `rows`: each value as PostgreSQL's text output
+/// (what a text-format result sends), escaped for text format or quoted for CSV.
+pub fn copy_lines(
+    rows: &permafrost_executor::Rows,
+    enc: &mut pgwire::api::results::DataRowEncoder,
+    types: &[pgwire::api::Type],
+    f: &CopyFormat,
+) -> PgWireResult<Vec<pgwire::messages::copy::CopyData>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        for (v, ty) in row.values().zip(types) {
+            crate::types::encode(enc, v, ty)?;
+        }
+        let data = enc.take_row();
+        let mut line = Vec::new();
+        let mut rest: &[u8] = &data.data;
+        for i in 0..data.field_count {
+            if i > 0 {
+                line.push(f.delimiter);
+            }
+            let bad = || client_error("XX000", "internal error: a malformed encoded row");
+            let len = i32::from_be_bytes(rest.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+            rest = &rest[4..];
+            if len < 0 {
+                line.extend_from_slice(f.null.as_bytes());
+                continue;
+            }
+            let field = rest.get(..len as usize).ok_or_else(bad)?;
+            rest = &rest[len as usize..];
+            write_field(&mut line, field, f);
+        }
+        line.push(b'\n');
+        out.push(pgwire::messages::copy::CopyData::new(line.into()));
+    }
+    Ok(out)
+}
+
+/// One non-NULL value of a COPY TO line.
+fn write_field(line: &mut Vec<u8>, field: &[u8], f: &CopyFormat) {
+    if f.csv {
+        let quote = field.is_empty() && f.null.is_empty()
+            || field == f.null.as_bytes()
+            || field
+                .iter()
+                .any(|&b| b == f.delimiter || b == f.quote || b == b'\n' || b == b'\r');
+        if !quote {
+            line.extend_from_slice(field);
+            return;
+        }
+        line.push(f.quote);
+        for &b in field {
+            if b == f.quote || b == f.escape {
+                line.push(f.escape);
+            }
+            line.push(b);
+        }
+        line.push(f.quote);
+        return;
+    }
+    for &b in field {
+        match b {
+            b'\\' => line.extend_from_slice(b"\\\\"),
+            b'\n' => line.extend_from_slice(b"\\n"),
+            b'\r' => line.extend_from_slice(b"\\r"),
+            b'\t' if f.delimiter == b'\t' => line.extend_from_slice(b"\\t"),
+            b if b == f.delimiter => {
+                line.push(b'\\');
+                line.push(b);
+            }
+            b => line.push(b),
+        }
+    }
 }
 
 impl CopyCommand {
@@ -541,6 +679,44 @@ mod tests {
 
     fn t(s: &str) -> Field {
         Field::Text(s.into())
+    }
+
+    #[test]
+    fn copy_to_fields_are_escaped_as_postgresql_writes_them() {
+        let line = |field: &[u8], f: &CopyFormat| {
+            let mut l = Vec::new();
+            write_field(&mut l, field, f);
+            String::from_utf8(l).unwrap()
+        };
+        // Text format: backslash escapes for the delimiter, line breaks and backslash.
+        assert_eq!(line(b"a\tb\\c\nd\re", &text()), r"a\tb\\c\nd\re");
+        assert_eq!(line(b"plain", &text()), "plain");
+        let pipe = CopyFormat {
+            delimiter: b'|',
+            ..text()
+        };
+        assert_eq!(line(b"a|b\tc", &pipe), "a\\|b\tc");
+        // CSV: quoted when it holds the delimiter, a quote or a line break, or could be read
+        // as NULL (an empty string); quotes doubled.
+        assert_eq!(line(b"x,\"y\"", &csv()), "\"x,\"\"y\"\"\"");
+        assert_eq!(line(b"two\nlines", &csv()), "\"two\nlines\"");
+        assert_eq!(line(b"", &csv()), "\"\"");
+        assert_eq!(line(b"plain", &csv()), "plain");
+        // And what is written reads back.
+        for s in ["a\tb\\c\nd", "x,\"y\"", "", "two\nlines", "\\N"] {
+            let t = line(s.as_bytes(), &text());
+            assert_eq!(
+                parse_text_line(t.as_bytes(), &text()).unwrap(),
+                vec![Field::Text(s.into())],
+                "{s:?}"
+            );
+            let c = line(s.as_bytes(), &csv());
+            assert_eq!(
+                parse_csv_record(c.as_bytes(), &csv()).unwrap(),
+                vec![Field::Text(s.into())],
+                "{s:?}"
+            );
+        }
     }
 
     #[test]

@@ -169,6 +169,8 @@ pub enum Command {
     Call(Arc<CallCommand>),
     /// `COPY table [(columns)] FROM STDIN [WITH (...)]`.
     Copy(Arc<CopyCommand>),
+    /// `COPY {table [(columns)] | (query)} TO STDOUT [WITH (...)]`.
+    CopyOut(Arc<copy::CopyOut>),
     /// A lookup in the system catalogs, answered from the schema.
     Catalog(pgcatalog::Lookup),
     /// The server's figures (`SHOW permafrost_stats`, `SELECT * FROM permafrost_stats`).
@@ -191,6 +193,7 @@ impl Command {
     fn class(&self) -> StatementClass {
         match self {
             Command::Dml(d) if d.read_only => StatementClass::Query,
+            Command::CopyOut(_) => StatementClass::Query,
             Command::Dml(_) | Command::Copy(_) => StatementClass::Write,
             Command::Ddl { .. } | Command::CreateProcedure(_) | Command::DropProcedure(_) => StatementClass::Ddl,
             Command::Call(_) => StatementClass::Call,
@@ -360,7 +363,10 @@ fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command>
     match stmt {
         Statement::Call(f) => return call(db, f).map(|c| Command::Call(Arc::new(c))),
         Statement::Copy { .. } => {
-            return copy::plan(&db.catalog(), stmt).map(|c| Command::Copy(Arc::new(c)));
+            return copy::plan(db, stmt).map(|c| match c {
+                copy::CopyPlan::In(c) => Command::Copy(Arc::new(c)),
+                copy::CopyPlan::Out(c) => Command::CopyOut(Arc::new(c)),
+            });
         }
         _ => {}
     }
@@ -563,7 +569,18 @@ fn respond(
         None => QueryResponse::new(schema, stream::iter(out).boxed()),
         Some(rest) => {
             let (flag, cancel) = stop.unwrap_or_default();
-            let more = stream_rest(rest, schema.clone(), types, flag, cancel);
+            let mut enc = DataRowEncoder::new(schema.clone());
+            let encode = move |rows: &Rows| {
+                let mut out = Vec::with_capacity(rows.len());
+                for row in rows.iter() {
+                    for (v, ty) in row.values().zip(&types) {
+                        encode(&mut enc, v, ty)?;
+                    }
+                    out.push(enc.take_row());
+                }
+                Ok(out)
+            };
+            let more = stream_rest(rest, encode, flag, cancel);
             QueryResponse::new(schema, stream::iter(out).chain(more).boxed())
         }
     };
@@ -580,15 +597,15 @@ fn respond(
 /// Batches of encoded rows a streamed result keeps ready ahead of the socket.
 const STREAM_AHEAD: usize = 2;
 
-/// The rows of a result's rest ([`respond`]), read and encoded on a blocking thread.
-fn stream_rest(
+/// The messages of a result's rest ([`respond`], [`respond_copy_out`]): read on a blocking
+/// thread and turned into messages by `encode`, batch by batch.
+fn stream_rest<T: Send + 'static>(
     mut rest: Box<dyn permafrost_executor::MoreRows>,
-    schema: Arc<Vec<FieldInfo>>,
-    types: Vec<Type>,
+    mut encode: impl FnMut(&Rows) -> PgWireResult<Vec<T>> + Send + 'static,
     stop: StopFlag,
     cancel: Option<(CancelToken, Instant)>,
-) -> impl futures::Stream<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send + 'static {
-    let (tx, rx) = tokio::sync::mpsc::channel::<PgWireResult<Vec<pgwire::messages::data::DataRow>>>(STREAM_AHEAD);
+) -> impl futures::Stream<Item = PgWireResult<T>> + Send + 'static {
+    let (tx, rx) = tokio::sync::mpsc::channel::<PgWireResult<Vec<T>>>(STREAM_AHEAD);
     // Watches for a cancel request or the timeout until the producer ends (it drops
     // `_running`).
     let (_running, ended) = tokio::sync::oneshot::channel::<()>();
@@ -603,19 +620,9 @@ fn stream_rest(
     }
     tokio::task::spawn_blocking(move || {
         let _running = _running;
-        let mut enc = DataRowEncoder::new(schema);
         loop {
             let batch = match rest.next_rows() {
-                Ok(Some(rows)) => (|| {
-                    let mut out = Vec::with_capacity(rows.len());
-                    for row in rows.iter() {
-                        for (v, ty) in row.values().zip(&types) {
-                            encode(&mut enc, v, ty)?;
-                        }
-                        out.push(enc.take_row());
-                    }
-                    Ok(out)
-                })(),
+                Ok(Some(rows)) => encode(&rows),
                 Ok(None) => break,
                 Err(e) => Err(crate::error::sql_error(e)),
             };
@@ -627,12 +634,64 @@ fn stream_rest(
         // Dropping `rest` here ends the scan (its blocks may be reused).
     });
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }).flat_map(|batch| {
-        let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> = match batch {
-            Ok(rows) => rows.into_iter().map(Ok).collect(),
+        let items: Vec<PgWireResult<T>> = match batch {
+            Ok(items) => items.into_iter().map(Ok).collect(),
             Err(e) => vec![Err(e)],
         };
         stream::iter(items)
     })
+}
+
+/// The answer of `COPY ... TO STDOUT`: a CopyOutResponse, the rows as CopyData lines
+/// (streamed as [`respond`] streams rows), CopyDone.
+fn respond_copy_out(
+    mut rows: Rows,
+    c: &copy::CopyOut,
+    stop: (StopFlag, Option<(CancelToken, Instant)>),
+) -> PgWireResult<Response> {
+    let schema = Arc::new(fields(&c.columns, &Format::UnifiedText));
+    let types: Vec<Type> = c.columns.iter().map(|c| c.1.clone()).collect();
+    let mut first = Vec::new();
+    if c.format.header {
+        let names: Vec<String> = c.columns.iter().map(|c| c.0.clone()).collect();
+        let mut header = Rows::empty(Arc::from(
+            names
+                .iter()
+                .map(|n| permafrost_executor::ColumnInfo {
+                    name: n.clone(),
+                    ty: None,
+                })
+                .collect::<Vec<_>>(),
+        ));
+        header.push_row(names.iter().map(|n| permafrost_executor::ValueRef::Text(n)));
+        let text = vec![Type::TEXT; names.len()];
+        first.extend(copy::copy_lines(
+            &header,
+            &mut DataRowEncoder::new(schema.clone()),
+            &text,
+            &c.format,
+        )?);
+    }
+    let mut enc = DataRowEncoder::new(schema.clone());
+    first.extend(copy::copy_lines(&rows, &mut enc, &types, &c.format)?);
+    let ncols = c.columns.len();
+    let first = stream::iter(first.into_iter().map(Ok));
+    let data = match rows.take_rest() {
+        None => first.boxed(),
+        Some(rest) => {
+            let format = c.format.clone();
+            let more = stream_rest(
+                rest,
+                move |rows| copy::copy_lines(rows, &mut enc, &types, &format),
+                stop.0,
+                stop.1,
+            );
+            first.chain(more).boxed()
+        }
+    };
+    Ok(Response::CopyOut(pgwire::api::results::CopyResponse::new(
+        0, ncols, data,
+    )))
 }
 
 /// Runs statements for the clients of one server.
@@ -824,18 +883,8 @@ impl Backend {
                 Ok(Response::Execution(Tag::new("DROP PROCEDURE")))
             }
             Command::Dml(d) => {
-                // A cancel request or the statement timeout stops the statement (rolled
-                // back: 57014); one that committed first answers as it would have.
-                let started = Instant::now();
-                let stop = StopFlag::new();
-                let fut = self.db.execute_ad_hoc_stoppable(&d.stmt, params, stop.clone());
-                let rows = match cancel {
-                    Some(c) => c.run_stoppable(&stop, fut).await?,
-                    None => fut.await,
-                }
-                .map_err(db_error)?;
-                let watch = cancel.map(|c| (c.clone(), started));
-                respond(rows, &d.columns, Some(d.kind), format, Some((stop, watch)))
+                let (rows, stop) = self.run_stoppable(&d.stmt, params, cancel).await?;
+                respond(rows, &d.columns, Some(d.kind), format, Some(stop))
             }
             Command::Call(c) => {
                 let args = c.bind_args(&params)?;
@@ -847,11 +896,35 @@ impl Backend {
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }
             }
+            Command::CopyOut(c) => {
+                let (rows, stop) = self.run_stoppable(&c.stmt, params, cancel).await?;
+                respond_copy_out(rows, c, stop)
+            }
             Command::Copy(_) => Err(client_error(
                 "0A000",
                 "COPY FROM STDIN runs through the COPY sub-protocol (psql \\copy, psycopg copy(), CopyManager)",
             )),
         }
+    }
+
+    /// Runs a statement that a cancel request or the statement timeout stops (rolled back:
+    /// 57014; one that committed first answers as it would have). Returns its rows and
+    /// what stops the rest of them, if they stream.
+    async fn run_stoppable(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<(Rows, (StopFlag, Option<(CancelToken, Instant)>))> {
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        let fut = self.db.execute_ad_hoc_stoppable(stmt, params, stop.clone());
+        let rows = match cancel {
+            Some(c) => c.run_stoppable(&stop, fut).await?,
+            None => fut.await,
+        }
+        .map_err(db_error)?;
+        Ok((rows, (stop, cancel.map(|c| (c.clone(), started)))))
     }
 
     async fn stats_response(&self, format: &Format) -> PgWireResult<Response> {
@@ -1136,7 +1209,7 @@ impl ExtendedQueryHandler for Backend {
         };
         if message.max_rows != 0
             || !matches!(client.state(), PgWireConnectionState::ReadyForQuery)
-            || matches!(portal.statement.statement, Command::Copy(_))
+            || matches!(portal.statement.statement, Command::Copy(_) | Command::CopyOut(_))
             || !matches!(
                 *portal.state().lock().await,
                 pgwire::api::portal::PortalExecutionState::Initial

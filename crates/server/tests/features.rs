@@ -180,7 +180,10 @@ async fn copy_from_stdin_loads_text_and_csv_and_reports_bad_lines() {
     assert!(e.as_db_error().unwrap().message().contains("line 2"), "{e}");
     let e = c.simple_query("COPY nope FROM STDIN").await.unwrap_err();
     assert_eq!(code(&e), "42P01");
-    let e = c.simple_query("COPY accounts TO STDOUT").await.unwrap_err();
+    // Files on the server are not read or written (COPY TO STDOUT is, hardening.rs).
+    let e = c.simple_query("COPY accounts TO '/tmp/accounts'").await.unwrap_err();
+    assert_eq!(code(&e), "0A000");
+    let e = c.simple_query("COPY accounts FROM '/tmp/accounts'").await.unwrap_err();
     assert_eq!(code(&e), "0A000");
     let n: i64 = c.query_one("SELECT COUNT(*) FROM accounts", &[]).await.unwrap().get(0);
     assert!(n >= 1001, "{n}");

@@ -661,6 +661,20 @@ async fn scans_of_a_table_larger_than_memory_stream_to_the_client() {
         .filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_)))
         .count();
     assert_eq!(n, (0..24_000).filter(|i| i % 7 == 3).count());
+    // COPY TO streams the same way (psql's \copy ... to, pg_dump's data).
+    use futures::StreamExt;
+    let out = c.copy_out("COPY wide (id, g) TO STDOUT").await.unwrap();
+    let bytes: Vec<u8> = out.map(|chunk| chunk.unwrap().to_vec()).concat().await;
+    let text = String::from_utf8(bytes).unwrap();
+    let mut copied: Vec<(i64, i64)> = text
+        .lines()
+        .map(|l| {
+            let (id, g) = l.split_once('\t').unwrap();
+            (id.parse().unwrap(), g.parse().unwrap())
+        })
+        .collect();
+    copied.sort_unstable();
+    assert_eq!(copied, (0..24_000i64).map(|i| (i, i % 7)).collect::<Vec<_>>());
     let after = stats().await;
     assert_eq!(
         after.unevicted_tuples, before.unevicted_tuples,
