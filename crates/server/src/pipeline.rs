@@ -242,6 +242,9 @@ pub async fn process_socket(
 ) -> io::Result<()> {
     let startup_timeout = tokio::time::sleep(authentication_timeout);
     tokio::pin!(startup_timeout);
+    // Kept for noticing a client that goes away while its statement runs
+    // (`session::CancelToken::client_gone`); valid as long as this task holds the socket.
+    let peer = crate::session::PeerFd(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     let socket = tokio::select! {
         _ = &mut startup_timeout => return Ok(()),
         s = async {
@@ -254,6 +257,7 @@ pub async fn process_socket(
     let Some(mut socket) = socket else {
         return Ok(());
     };
+    socket.session_extensions().insert(peer);
     let (backend, startup, cancel) = handlers.parts();
     let pipeline = Pipeline::of(&socket);
     loop {

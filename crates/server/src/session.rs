@@ -265,9 +265,11 @@ impl Cancels {
 
     /// The cancel token of a connection (none before it has logged in).
     pub fn token<C: ClientInfo>(&self, client: &C) -> Option<CancelToken> {
+        let peer = client.session_extensions().get::<PeerFd>().map(|p| p.0);
         client.session_extensions().get::<CancelEntry>().map(|e| CancelToken {
             notify: e.notify.clone(),
             timeout_ms: e.timeout_ms.clone(),
+            peer,
         })
     }
 
@@ -297,12 +299,26 @@ impl CancelHandler for Cancels {
     }
 }
 
-/// What a running statement of a connection waits on to hear of a cancel request, and the
-/// connection's `statement_timeout`.
+/// The descriptor of a connection's TCP socket, kept in its session to notice the client
+/// going away while a statement runs ([`CancelToken::client_gone`]). Only used while the
+/// connection's task, which owns the socket, awaits the statement.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerFd(pub std::os::fd::RawFd);
+
+/// How long a statement runs before its client is watched for going away (most statements
+/// end sooner, and watching costs a descriptor).
+const WATCH_CLIENT_AFTER: Duration = Duration::from_secs(1);
+
+/// How often a watched client with messages already waiting is looked at again.
+const WATCH_CLIENT_EVERY: Duration = Duration::from_millis(200);
+
+/// What a running statement of a connection waits on to hear of a cancel request, the
+/// connection's `statement_timeout`, and its client going away.
 #[derive(Clone)]
 pub struct CancelToken {
     notify: Arc<Notify>,
     timeout_ms: Arc<AtomicU64>,
+    peer: Option<std::os::fd::RawFd>,
 }
 
 impl CancelToken {
@@ -320,6 +336,7 @@ impl CancelToken {
         let reason = tokio::select! {
             r = &mut f => return Ok(r),
             _ = self.notify.notified() => "user request",
+            _ = self.client_gone() => "the client going away",
             _ = async {
                 match timeout {
                     Some(t) => tokio::time::sleep(t).await,
@@ -342,12 +359,48 @@ impl CancelToken {
         let timeout = self.statement_timeout();
         tokio::select! {
             _ = self.notify.notified() => {}
+            _ = self.client_gone() => {}
             _ = async {
                 match timeout {
                     Some(t) => tokio::time::sleep(t.saturating_sub(started.elapsed())).await,
                     None => std::future::pending().await,
                 }
             } => {}
+        }
+    }
+
+    /// Resolves once the client has closed its connection or it broke (a statement it
+    /// waits for runs more than [`WATCH_CLIENT_AFTER`]; then its socket is looked at
+    /// without reading from it: end of stream or an error means gone; messages waiting
+    /// mean it is there, and it is looked at again later). Never without a socket.
+    pub async fn client_gone(&self) {
+        let Some(fd) = self.peer else {
+            return std::future::pending().await;
+        };
+        tokio::time::sleep(WATCH_CLIENT_AFTER).await;
+        // SAFETY: `fd` is the connection's socket, open while its task awaits the
+        // statement this watches (the only time this runs); it is duplicated, and the
+        // duplicate is owned and closed here.
+        let owned = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned();
+        let Ok(owned) = owned else {
+            return std::future::pending().await;
+        };
+        let std_stream = std::net::TcpStream::from(owned);
+        if std_stream.set_nonblocking(true).is_err() {
+            return std::future::pending().await;
+        }
+        let Ok(watch) = tokio::net::TcpStream::from_std(std_stream) else {
+            return std::future::pending().await;
+        };
+        let mut byte = [0u8; 1];
+        loop {
+            match watch.peek(&mut byte).await {
+                Ok(0) => return,
+                Ok(_) => tokio::time::sleep(WATCH_CLIENT_EVERY).await,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
+                }
+                Err(_) => return,
+            }
         }
     }
 

@@ -683,3 +683,38 @@ async fn scans_of_a_table_larger_than_memory_stream_to_the_client() {
     assert_eq!(after.evicted_now, before.evicted_now);
     still_serves(s.port).await;
 }
+
+/// A client that goes away while its long statement runs: the statement stops (as if
+/// cancelled) and its partitions serve other clients at once, instead of running for
+/// minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_stops_its_long_statement() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    big_table(&c).await;
+    let (doomed, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={} user=test", s.port), NoTls)
+        .await
+        .unwrap();
+    let connection = tokio::spawn(conn);
+    let running = tokio::spawn(async move {
+        // A multi-partition join of 64 billion row triples: minutes of work.
+        let _ = doomed
+            .query_one(
+                "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
+                &[],
+            )
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The client goes away: its connection closes with the statement running.
+    connection.abort();
+    running.abort();
+    let answered = tokio::time::timeout(
+        Duration::from_secs(10),
+        c.query_one("SELECT g FROM big WHERE id = 5", &[]),
+    )
+    .await
+    .expect("another client is answered within 10 s of the client going away")
+    .unwrap();
+    assert_eq!(answered.get::<_, i64>(0), 5);
+}
