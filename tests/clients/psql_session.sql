@@ -43,6 +43,9 @@ COPY sales FROM STDIN;
 \.
 SELECT * FROM items ORDER BY id;
 SELECT * FROM sales ORDER BY item_id, qty;
+-- doubles and timestamps print as PostgreSQL prints them
+SELECT 1e20::float8 AS big, 0.00001::float8 AS small, 1.5::float8 AS plain,
+       '2020-01-02 03:04:05'::timestamp AS whole, '2020-01-02 03:04:05.25'::timestamp AS frac;
 -- COPY TO STDOUT (what \copy ... to runs), text and CSV with a header
 COPY (SELECT * FROM sales ORDER BY item_id, qty) TO STDOUT;
 COPY (SELECT id, name FROM items WHERE id < 3 ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER);

@@ -238,7 +238,7 @@ pub fn copy_lines(
     let mut out = Vec::with_capacity(rows.len());
     for row in rows.iter() {
         for (v, ty) in row.values().zip(types) {
-            crate::types::encode(enc, v, ty)?;
+            crate::types::encode(enc, v, ty, true)?;
         }
         let data = enc.take_row();
         let mut line = Vec::new();

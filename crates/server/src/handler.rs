@@ -555,32 +555,19 @@ fn respond(
         columns_of(rows.columns())
     };
     let schema = Arc::new(fields(&columns, format));
-    let types: Vec<Type> = columns.iter().map(|c| c.1.clone()).collect();
+    let types: Vec<(Type, bool)> = columns
+        .iter()
+        .zip(schema.iter())
+        .map(|(c, f)| (c.1.clone(), f.format() == FieldFormat::Text))
+        .collect();
     let mut enc = DataRowEncoder::new(schema.clone());
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows.iter() {
-        for (v, ty) in row.values().zip(&types) {
-            encode(&mut enc, v, ty)?;
-        }
-        out.push(Ok(enc.take_row()));
-    }
+    let out = encode_rows(&rows, &mut enc, &types)?.into_iter().map(Ok);
     let rest = rows.take_rest();
     let mut resp = match rest {
         None => QueryResponse::new(schema, stream::iter(out).boxed()),
         Some(rest) => {
             let (flag, cancel) = stop.unwrap_or_default();
-            let mut enc = DataRowEncoder::new(schema.clone());
-            let encode = move |rows: &Rows| {
-                let mut out = Vec::with_capacity(rows.len());
-                for row in rows.iter() {
-                    for (v, ty) in row.values().zip(&types) {
-                        encode(&mut enc, v, ty)?;
-                    }
-                    out.push(enc.take_row());
-                }
-                Ok(out)
-            };
-            let more = stream_rest(rest, encode, flag, cancel);
+            let more = stream_rest(rest, move |rows| encode_rows(rows, &mut enc, &types), flag, cancel);
             QueryResponse::new(schema, stream::iter(out).chain(more).boxed())
         }
     };
@@ -592,6 +579,22 @@ fn respond(
         None => resp.set_command_tag("CALL"),
     }
     Ok(Response::Query(resp))
+}
+
+/// The data rows of `rows`; `types`: each column's type and whether it is sent as text.
+fn encode_rows(
+    rows: &Rows,
+    enc: &mut DataRowEncoder,
+    types: &[(Type, bool)],
+) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        for (v, (ty, text)) in row.values().zip(types) {
+            encode(enc, v, ty, *text)?;
+        }
+        out.push(enc.take_row());
+    }
+    Ok(out)
 }
 
 /// Batches of encoded rows a streamed result keeps ready ahead of the socket.

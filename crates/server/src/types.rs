@@ -5,8 +5,9 @@ use chrono::{DateTime, NaiveDateTime};
 use permafrost_executor::{DataType, Decimal, Value, ValueRef};
 use pgwire::api::Type;
 use pgwire::api::portal::Portal;
-use pgwire::api::results::DataRowEncoder;
+use pgwire::api::results::{DataRowEncoder, FieldFormat};
 use pgwire::error::PgWireResult;
+use pgwire::types::format::FormatOptions;
 
 use crate::error::client_error;
 
@@ -40,9 +41,16 @@ fn is_text(ty: &Type) -> bool {
 /// Encodes one value of a result column of PostgreSQL type `ty`. A value whose kind does
 /// not match the column's type is converted when that is exact, sent as text in a text
 /// column, and otherwise refused (never sent as bytes of the wrong layout).
-pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type) -> PgWireResult<()> {
+/// `text`: the column is sent in text format, where timestamps and doubles are written
+/// as PostgreSQL writes them ([`timestamp_text`], [`double_text`]).
+pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type, text: bool) -> PgWireResult<()> {
     let mismatch = |what: &str| client_error("XX000", format!("internal error: a {what} value in a {ty} column"));
+    let as_text = |enc: &mut DataRowEncoder, s: String| {
+        enc.encode_field_with_type_and_format(&s, ty, FieldFormat::Text, &FormatOptions::default())
+    };
     match v {
+        ValueRef::Double(f) if text && *ty == Type::FLOAT8 => as_text(enc, double_text(f)),
+        ValueRef::Timestamp(us) if text && *ty == Type::TIMESTAMP => as_text(enc, timestamp_text(us)?),
         ValueRef::Null => enc.encode_field(&None::<i64>),
         ValueRef::Int(i) => match *ty {
             Type::INT8 => enc.encode_field(&i),
@@ -82,6 +90,41 @@ pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type) -> PgWireRes
             _ => Err(mismatch("bytea")),
         },
     }
+}
+
+/// A double as PostgreSQL writes it (`float8out`, shortest exact digits): positional
+/// when the decimal exponent is from -4 to 14, else `1.5e-07`, `1e+20`; `NaN`,
+/// `Infinity`, `-Infinity`.
+pub fn double_text(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..15).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
+}
+
+/// A timestamp as PostgreSQL writes it (ISO style): seconds, then the fraction without
+/// its trailing zeros, none when it is whole.
+pub fn timestamp_text(us: i64) -> PgWireResult<String> {
+    let t = micros_to_datetime(us)?;
+    let mut s = t.format("%Y-%m-%d %H:%M:%S").to_string();
+    let frac = us.rem_euclid(1_000_000);
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        s.push('.');
+        s.push_str(digits.trim_end_matches('0'));
+    }
+    Ok(s)
 }
 
 /// Reads parameter `i` of a bound portal as an engine value. The type is the one the
@@ -130,4 +173,55 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         }
     };
     Ok(v.unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What PostgreSQL 15 prints for `SELECT x::float8` (extra_float_digits = 1).
+    #[test]
+    fn doubles_are_written_as_postgresql_writes_them() {
+        for (f, pg) in [
+            (1.5, "1.5"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1e20, "1e+20"),
+            (1e15, "1e+15"),
+            (1e14, "100000000000000"),
+            (123456789.123, "123456789.123"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (-2.5e-10, "-2.5e-10"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(double_text(f), pg, "{f:e}");
+        }
+    }
+
+    /// What PostgreSQL 15 prints for `SELECT x::timestamp` (DateStyle ISO).
+    #[test]
+    fn timestamps_are_written_as_postgresql_writes_them() {
+        let at = |s: &str| {
+            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+                .unwrap()
+                .and_utc()
+                .timestamp_micros()
+        };
+        for (t, pg) in [
+            ("2020-01-02 03:04:05", "2020-01-02 03:04:05"),
+            ("2020-01-02 03:04:05.25", "2020-01-02 03:04:05.25"),
+            ("2020-01-02 03:04:05.000001", "2020-01-02 03:04:05.000001"),
+            ("1969-12-31 23:59:59.5", "1969-12-31 23:59:59.5"),
+            ("0001-01-01 00:00:00", "0001-01-01 00:00:00"),
+        ] {
+            assert_eq!(timestamp_text(at(t)).unwrap(), pg);
+        }
+    }
 }
