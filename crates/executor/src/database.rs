@@ -208,8 +208,11 @@ impl Database {
         };
         let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());
         let scan_holds = caches.iter().map(|c| c.as_ref().map(AntiCache::scan_hold)).collect();
+        let statement_pool =
+            permafrost_sql::workmem::MemoryPool::new(Shared::statement_pool_limit(config.memory_limit));
         let shared = Arc::new(Shared {
             scan_holds,
+            statement_pool,
             log,
             config,
             senders,
@@ -770,6 +773,12 @@ impl Database {
     /// of `memory_limit`, at least 16 MiB); what a COPY may buffer before it is applied.
     pub fn statement_memory(&self) -> usize {
         crate::txn::work_mem(self.shared().config.memory_limit)
+    }
+
+    /// The memory running statements hold together ([`permafrost_sql::workmem`]): what a
+    /// COPY buffers draws from it too.
+    pub fn statement_pool(&self) -> &Arc<permafrost_sql::workmem::MemoryPool> {
+        &self.shared().statement_pool
     }
 
     /// A pipelining session for many calls in flight from one thread.

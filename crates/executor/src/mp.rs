@@ -244,7 +244,8 @@ impl Partition {
             match &t.work {
                 MpWork::Call { proc, params, .. } => {
                     let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
-                    run_txn(proc, params, &mut refs, &mut self.evicted, &info, &interrupted)
+                    let pool = &self.shared.statement_pool;
+                    run_txn(proc, params, &mut refs, &mut self.evicted, &info, &interrupted, pool)
                 }
                 MpWork::Ddl { .. } if info.writes_refused.is_some() => {
                     Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)

@@ -620,9 +620,17 @@ impl Partition {
         let mut stores = [store];
         let outcome = {
             let reply = &inv.reply;
-            run_txn(&inv.proc, &inv.params, &mut stores, &mut self.evicted, &info, &|| {
-                reply.is_closed()
-            })
+            let interrupted = || reply.is_closed();
+            let pool = &self.shared.statement_pool;
+            run_txn(
+                &inv.proc,
+                &inv.params,
+                &mut stores,
+                &mut self.evicted,
+                &info,
+                &interrupted,
+                pool,
+            )
         };
         match outcome {
             Outcome::Done(Err(e), _) if inv.replay.is_some() && e.is_retryable() => {

@@ -32,10 +32,11 @@ use crate::txn::{TxnInfo, dry_run};
 /// chunks).
 const COMPACT_SLACK: u64 = 4 << 20;
 
-/// The memory a partition's budget counts: its store's live memory and what its
-/// anti-cache holds (directory, free-space map, I/O buffers).
-fn memory_used(store: &PartitionStore, ac: Option<&AntiCache>) -> u64 {
-    store.memory_usage().live() + ac.map_or(0, |a| a.memory_bytes())
+/// The memory a partition's budget counts: its store's live memory, what its anti-cache
+/// holds (directory, free-space map, I/O buffers), and its share of what running
+/// statements hold (`statements`, the database's, split evenly).
+fn memory_used(store: &PartitionStore, ac: Option<&AntiCache>, statements: u64) -> u64 {
+    store.memory_usage().live() + ac.map_or(0, |a| a.memory_bytes()) + statements
 }
 
 /// Who waits for evicted data.
@@ -253,6 +254,11 @@ impl Partition {
         }
     }
 
+    /// This partition's share of the memory running statements hold.
+    fn statements_share(&self) -> u64 {
+        (self.shared.statement_pool.used() / self.shared.config.partitions.max(1) as usize) as u64
+    }
+
     /// Whether the write gate is closed and the partition uses less memory than when it
     /// closed.
     pub(crate) fn memory_freed_since_gate_closed(&self) -> bool {
@@ -260,7 +266,9 @@ impl Partition {
             return false;
         };
         match store.write_gate() {
-            Some(StorageError::MemoryLimit { used, .. }) => memory_used(store, self.ac.as_ref()) < *used,
+            Some(StorageError::MemoryLimit { used, .. }) => {
+                memory_used(store, self.ac.as_ref(), self.statements_share()) < *used
+            }
             _ => false,
         }
     }
@@ -280,14 +288,15 @@ impl Partition {
         self.last_check = Instant::now();
         let share = self.shared.memory_share();
         let now = self.wall;
+        let statements = self.statements_share();
         let Some(store) = self.store.as_deref_mut() else { return };
-        let mut used = memory_used(store, self.ac.as_ref());
+        let mut used = memory_used(store, self.ac.as_ref(), statements);
         let mut failure = None;
         if let Some(ac) = self.ac.as_mut() {
             let t0 = Instant::now();
             match ac.maybe_evict(store, used, share, now) {
                 Ok(Some(_)) => {
-                    used = memory_used(store, Some(ac));
+                    used = memory_used(store, Some(ac), statements);
                     self.stats
                         .evict_nanos
                         .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);

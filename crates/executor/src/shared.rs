@@ -113,6 +113,9 @@ pub(crate) struct Shared {
     /// Per partition, the scans reading its blocks without merging them (scan.rs); `None`
     /// without an anti-cache.
     pub scan_holds: Vec<Option<permafrost_anticache::ScanHold>>,
+    /// The memory running statements hold together ([`permafrost_sql::workmem`]); the
+    /// partitions count it in the budget.
+    pub statement_pool: Arc<permafrost_sql::workmem::MemoryPool>,
 }
 
 impl Shared {
@@ -141,6 +144,14 @@ impl Shared {
 
     pub(crate) fn all_partitions(&self) -> Vec<u32> {
         (0..self.config.partitions).collect()
+    }
+
+    /// What running statements may hold together: half the memory budget, at least what
+    /// one statement may hold.
+    pub(crate) fn statement_pool_limit(memory_limit: u64) -> usize {
+        usize::try_from(memory_limit / 2)
+            .unwrap_or(usize::MAX)
+            .max(crate::txn::work_mem(memory_limit))
     }
 
     /// Each partition's share of the memory budget.

@@ -3,6 +3,9 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use std::sync::Arc;
+
+use permafrost_sql::workmem::MemoryPool;
 use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Value};
 
@@ -80,8 +83,8 @@ pub(crate) fn dry_run(
         stores,
         evicted,
         info,
-        false,
         &permafrost_sql::exec::never_interrupted,
+        None,
     );
     for s in stores.iter_mut() {
         s.rollback();
@@ -89,15 +92,16 @@ pub(crate) fn dry_run(
 }
 
 /// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
-/// `evicted`; commits nothing. `sampled`: whether its accesses update the trackers.
+/// `evicted`; commits nothing. Its statements' memory past their first step comes from
+/// `pool`.
 fn run_body(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
-    sampled: bool,
     interrupted: &dyn Fn() -> bool,
+    pool: Option<&Arc<MemoryPool>>,
 ) -> (
     std::thread::Result<std::result::Result<Rows, ProcError>>,
     Option<Box<Deferred>>,
@@ -106,13 +110,14 @@ fn run_body(
     let mut env = Env {
         stores,
         total_partitions: info.total_partitions,
-        sampled,
+        sampled: info.sampled,
         now: info.now,
         evicted,
         interrupted,
         work_mem: info.work_mem,
         defer_scans: info.defer_scans && proc.defers_scans(),
         deferred: None,
+        pool,
     };
     let mut ctx = ProcContext {
         env: &mut env,
@@ -128,7 +133,8 @@ fn run_body(
 /// store. Panics in the body are caught and fail the transaction. If the body reached
 /// evicted tuples (they are left in `evicted`), whatever it did is rolled back, since it
 /// ran without them: that run was the pre-pass. `interrupted` tells its statements that
-/// nobody waits for the result any more (they stop with 57014 and it rolls back).
+/// nobody waits for the result any more (they stop with 57014 and it rolls back). Its
+/// statements draw their memory from `pool` ([`permafrost_sql::workmem`]).
 pub(crate) fn run_txn(
     proc: &Procedure,
     params: &[Value],
@@ -136,8 +142,9 @@ pub(crate) fn run_txn(
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
     interrupted: &dyn Fn() -> bool,
+    pool: &Arc<MemoryPool>,
 ) -> Outcome {
-    let (result, deferred) = run_body(proc, params, stores, evicted, info, info.sampled, interrupted);
+    let (result, deferred) = run_body(proc, params, stores, evicted, info, interrupted, Some(pool));
     let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
         for s in stores.iter_mut() {
             if commit { s.commit() } else { s.rollback() }

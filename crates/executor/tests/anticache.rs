@@ -537,3 +537,44 @@ fn scans_stream_evicted_data_without_merging_and_read_one_state() {
     }
     check_consistency(&db);
 }
+
+/// Running statements share one pool of memory (half the budget, at least one statement's
+/// working memory): while one sorted scan holds what it gathered, another that would take
+/// the pool past its limit fails with 53200 (retryable), and succeeds once the first is
+/// done.
+#[test]
+fn running_statements_share_one_memory_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Retrieval::AbortRestart, MergePolicy::Block, 16);
+    let model = load(&db, 24_000);
+    let want = model.values().filter(|v| v.0 < 2).count();
+    let pool = db.statement_pool();
+    assert_eq!(pool.limit(), 16 << 20);
+    // Bring rows back into memory (block merge: whole blocks), up to the budget.
+    for id in (0..24_000).step_by(7) {
+        get(&db, id);
+    }
+    // The first scan sorts half the table: it holds its in-memory rows (several MB,
+    // counted twice: gathered and as the result) until its rest is read or dropped.
+    let first_sql = "SELECT id, pad FROM items WHERE grp < 4 ORDER BY id DESC";
+    let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), first_sql).unwrap());
+    // The second sorts a quarter of it (about 14 MB held): alone it fits.
+    let sql = "SELECT id, pad FROM items WHERE grp < 2 ORDER BY id DESC";
+    let stop = permafrost_executor::StopFlag::new();
+    let mut first = common::block_on(db.execute_ad_hoc_stoppable(&stmt, vec![], stop)).unwrap();
+    let rest = first.take_rest().expect("the scan reached evicted data");
+    let held = pool.used();
+    assert!(held > 4 << 20, "the first scan holds {held} bytes of the pool");
+    let e = db.execute_sql(sql, vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+    assert!(e.is_retryable());
+    drop(rest);
+    assert_eq!(pool.used(), 0, "a dropped scan gives its memory back");
+    let r = db.execute_sql(sql, vec![]).unwrap();
+    assert_eq!(r.len(), want);
+    assert_eq!(
+        r.row(0).get_i64(0),
+        model.keys().rev().find(|k| model[k].0 < 2).copied()
+    );
+    assert_eq!(pool.used(), 0);
+}

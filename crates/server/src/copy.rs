@@ -460,6 +460,8 @@ struct CopyState {
     rows: Vec<Value>,
     /// About the memory they hold, against `Database::statement_memory`.
     bytes: usize,
+    /// What they take from the memory all running statements share.
+    reservation: permafrost_sql::workmem::Reservation,
     error: Option<PgWireError>,
 }
 
@@ -480,6 +482,7 @@ pub fn begin<C: ClientInfo>(client: &C, cmd: Arc<CopyCommand>) {
             done: false,
             rows: Vec::new(),
             bytes: 0,
+            reservation: Default::default(),
             error: None,
         });
     }
@@ -621,6 +624,9 @@ impl CopyState {
                 self.bytes += permafrost_sql::exec::value_size(&v);
                 self.rows.push(v);
             }
+            self.reservation
+                .cover(self.bytes, Some(db.statement_pool()))
+                .map_err(sql_error)?;
             if self.bytes > limit {
                 return Err(client_error(
                     "54000",

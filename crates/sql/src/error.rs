@@ -64,6 +64,11 @@ pub enum SqlError {
     TooDeep,
     #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::limits::MAX_STATEMENT_BYTES)]
     TooLong(usize),
+    #[error(
+        "out of memory: running statements hold {held} of the {limit} bytes they may hold together (part of \
+         memory_limit); retry when others have finished"
+    )]
+    StatementMemory { held: usize, limit: usize },
     #[error("{0}")]
     Storage(#[from] StorageError),
 }
@@ -93,12 +98,13 @@ impl SqlError {
             SqlError::Cancelled => "57014",
             SqlError::OutOfWorkMem(_) => "54000",
             SqlError::TooLong(_) => "54000",
+            SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
         }
     }
 
     pub fn is_retryable(&self) -> bool {
-        matches!(self, SqlError::Storage(e) if e.is_retryable())
+        matches!(self, SqlError::StatementMemory { .. }) || matches!(self, SqlError::Storage(e) if e.is_retryable())
     }
 }
 

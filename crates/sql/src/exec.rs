@@ -70,54 +70,13 @@ pub struct Env<'a, 'b> {
     pub defer_scans: bool,
     /// The evicted part of a scan left for later (see `defer_scans`).
     pub deferred: Option<Box<Deferred>>,
+    /// The memory all running statements draw from past their first step
+    /// ([`crate::workmem`]); `None`: no shared limit.
+    pub pool: Option<&'a Arc<MemoryPool>>,
 }
 
-/// Counts the bytes a statement holds against [`Env::work_mem`].
-struct WorkMem {
-    used: usize,
-    limit: usize,
-}
-
-impl WorkMem {
-    fn new(limit: usize) -> WorkMem {
-        WorkMem { used: 0, limit }
-    }
-
-    /// Adds `bytes`; an error once the statement holds more than its limit.
-    fn add(&mut self, bytes: usize) -> Result<()> {
-        self.used += bytes;
-        self.check()
-    }
-
-    /// The statement holds `bytes` now; an error past its limit.
-    fn holds(&mut self, bytes: usize) -> Result<()> {
-        self.used = bytes;
-        self.check()
-    }
-
-    fn check(&self) -> Result<()> {
-        if self.used > self.limit {
-            return Err(SqlError::OutOfWorkMem(self.limit));
-        }
-        Ok(())
-    }
-}
-
-/// About the bytes a value holds, itself and what it owns (what a statement's working
-/// memory and a COPY's buffer count).
-pub fn value_size(v: &Value) -> usize {
-    std::mem::size_of::<Value>()
-        + match v {
-            Value::Text(t) => t.len(),
-            Value::Bytes(b) => b.len(),
-            _ => 0,
-        }
-}
-
-/// About the bytes a row of values holds (for [`WorkMem`]).
-fn values_size(vs: &[Value]) -> usize {
-    vs.iter().map(value_size).sum::<usize>() + std::mem::size_of::<Vec<Value>>()
-}
+pub use crate::workmem::value_size;
+use crate::workmem::{MemoryPool, WorkMem, values_size};
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
 pub const INTERRUPT_EVERY: u32 = 1024;
@@ -594,7 +553,8 @@ fn select(
         visited_locals: 0,
     };
     let mut b = Bindings::new();
-    let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx))?;
+    let pool = env.pool;
+    let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.
@@ -612,6 +572,7 @@ fn select(
                 parts,
                 params: cx.params.to_vec(),
                 now: cx.now,
+                pool: env.pool.cloned(),
             }));
             return Ok(first);
         }
@@ -698,6 +659,7 @@ pub struct Deferred {
     pub parts: Vec<DeferredPart>,
     params: Vec<Value>,
     now: i64,
+    pool: Option<Arc<MemoryPool>>,
 }
 
 /// One partition's evicted tuples a [`Deferred`] scan reads.
@@ -755,7 +717,7 @@ impl Deferred {
                 return Ok(ControlFlow::Continue(()));
             }
         }
-        self.gather.add(p, &src, &cx)
+        self.gather.add(p, &src, &cx, self.pool.as_ref())
     }
 
     /// The rows gathered since the last call, when they can be sent before the scan ends
@@ -850,12 +812,18 @@ impl Gather {
         matches!(self, Gather::Stream { emitted, limit: Some(l), .. } if emitted >= l)
     }
 
-    fn add(&mut self, p: &SelectPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<ControlFlow<()>> {
+    fn add(
+        &mut self,
+        p: &SelectPlan,
+        b: &dyn ColumnSource,
+        cx: &Cx<'_>,
+        pool: Option<&Arc<MemoryPool>>,
+    ) -> Result<ControlFlow<()>> {
         match self {
             Gather::Agg { table, mem, .. } => {
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 if let Some(new_group) = table.add(agg, b, cx)? {
-                    mem.add(new_group)?;
+                    mem.add(new_group, pool)?;
                 }
                 Ok(ControlFlow::Continue(()))
             }
@@ -882,7 +850,7 @@ impl Gather {
                     }
                 }
                 *emitted += 1;
-                mem.holds(rows.data_len() + rows.len() * 4)?;
+                mem.holds(rows.data_len() + rows.len() * 4, pool)?;
                 Ok(if limit.is_some_and(|l| *emitted >= l) {
                     ControlFlow::Break(())
                 } else {
@@ -901,7 +869,7 @@ impl Gather {
                     .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
                     .collect::<Result<Vec<_>>>()?;
                 // Held twice at the end: here, and as the result rows.
-                mem.add(2 * (values_size(&keys) + values_size(&out)))?;
+                mem.add(2 * (values_size(&keys) + values_size(&out)), pool)?;
                 collected.push((keys, out));
                 Ok(ControlFlow::Continue(()))
             }

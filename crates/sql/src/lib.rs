@@ -24,6 +24,7 @@ pub mod parse;
 pub mod plan;
 pub mod rows;
 pub mod script;
+pub mod workmem;
 
 use std::sync::Arc;
 
