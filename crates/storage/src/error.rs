@@ -26,6 +26,12 @@ pub enum StorageError {
     #[error("invalid input syntax for type {ty}: \"{input}\"")]
     InvalidText { ty: String, input: String },
 
+    #[error("invalid input syntax for type timestamp: \"{input}\"")]
+    InvalidDatetime { input: String },
+
+    #[error("date/time field value out of range: \"{input}\" (timestamps run from 4714-11-24 BC to 294246-12-31)")]
+    DatetimeOutOfRange { input: String },
+
     #[error("type mismatch: {0}")]
     TypeMismatch(String),
 
@@ -74,6 +80,8 @@ impl StorageError {
             StorageError::StringTooLong { .. } => "22001",
             StorageError::NumericOutOfRange { .. } => "22003",
             StorageError::InvalidText { .. } => "22P02",
+            StorageError::InvalidDatetime { .. } => "22007",
+            StorageError::DatetimeOutOfRange { .. } => "22008",
             StorageError::TypeMismatch(_) => "42804",
             StorageError::DivisionByZero => "22012",
             StorageError::SequenceExhausted { .. } => "2200H",

@@ -419,64 +419,185 @@ impl fmt::Display for ValueRef<'_> {
 }
 
 fn format_double(d: f64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str(&double_text(d))
+}
+
+/// A double as PostgreSQL writes it (`float8out`, shortest exact digits): positional
+/// when the decimal exponent is from -4 to 14, else `1.5e-07`, `1e+20`; `NaN`,
+/// `Infinity`, `-Infinity`.
+pub fn double_text(d: f64) -> String {
     if d.is_nan() {
-        f.write_str("NaN")
-    } else if d.is_infinite() {
-        f.write_str(if d > 0.0 { "Infinity" } else { "-Infinity" })
-    } else if d != 0.0 && (d.abs() >= 1e16 || d.abs() < 1e-4) {
-        // PostgreSQL switches to exponent notation for very large and very small numbers.
-        let s = format!("{d:e}");
-        match s.split_once('e') {
-            Some((mantissa, exp)) => {
-                let (sign, digits) = match exp.strip_prefix('-') {
-                    Some(rest) => ('-', rest),
-                    None => ('+', exp),
-                };
-                write!(f, "{mantissa}e{sign}{digits:0>2}")
-            }
-            None => f.write_str(&s),
-        }
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sci = format!("{d:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if d != 0.0 && !(-4..15).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
     } else {
-        write!(f, "{d}")
+        format!("{d}")
     }
 }
 
 const MICROS_PER_SEC: i64 = 1_000_000;
+const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SEC;
 
-fn format_timestamp(micros: i64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let secs = micros.div_euclid(MICROS_PER_SEC);
-    let frac = micros.rem_euclid(MICROS_PER_SEC);
-    match chrono::DateTime::from_timestamp(secs, 0) {
-        Some(dt) => {
-            write!(f, "{}", dt.naive_utc().format("%Y-%m-%d %H:%M:%S"))?;
-            if frac != 0 {
-                let s = format!("{frac:06}");
-                write!(f, ".{}", s.trim_end_matches('0'))?;
-            }
-            Ok(())
-        }
-        None => write!(f, "timestamp({micros})"),
+/// The earliest timestamp, PostgreSQL's: 4714-11-24 00:00:00 BC (Julian day 0), in
+/// microseconds since 1970.
+pub const TIMESTAMP_MIN: i64 = -210_866_803_200 * MICROS_PER_SEC;
+/// The latest timestamp, 294246-12-31 23:59:59.999999: the last whole year that
+/// microseconds since 1970 hold in 64 bits (PostgreSQL, counting from 2000, reaches
+/// 294276-12-31).
+pub const TIMESTAMP_MAX: i64 = 9_223_371_244_800 * MICROS_PER_SEC - 1;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (astronomical year: 0 is 1 BC).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a count of days since 1970-01-01 (astronomical year, month, day).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        4 | 6 | 9 | 11 => 30,
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        _ => 31,
     }
 }
 
-/// Parses a PostgreSQL timestamp literal (`YYYY-MM-DD[ HH:MM:SS[.ffffff]]`, `T` also accepted).
-pub fn parse_timestamp(input: &str) -> Option<i64> {
-    let s = input.trim();
-    let formats = [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-    ];
-    for fmt in formats {
-        if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(dt.and_utc().timestamp_micros());
-        }
+/// A timestamp as PostgreSQL writes it (ISO style): `YYYY-MM-DD HH:MM:SS`, the fraction
+/// without its trailing zeros (none when whole), ` BC` before year 1.
+pub fn timestamp_text(micros: i64) -> String {
+    let (days, rest) = (micros.div_euclid(MICROS_PER_DAY), micros.rem_euclid(MICROS_PER_DAY));
+    let (y, m, d) = civil_from_days(days);
+    let secs = rest / MICROS_PER_SEC;
+    let frac = rest % MICROS_PER_SEC;
+    let (year, era) = if y <= 0 { (1 - y, " BC") } else { (y, "") };
+    let mut s = format!(
+        "{year:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if frac != 0 {
+        let digits = format!("{frac:06}");
+        s.push('.');
+        s.push_str(digits.trim_end_matches('0'));
     }
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|dt| dt.and_utc().timestamp_micros())
+    s.push_str(era);
+    s
+}
+
+fn format_timestamp(micros: i64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str(&timestamp_text(micros))
+}
+
+/// Why a timestamp literal was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampError {
+    /// Not a timestamp (22007).
+    Syntax,
+    /// A field out of its range, or a moment outside [`TIMESTAMP_MIN`] ..= [`TIMESTAMP_MAX`]
+    /// (22008).
+    OutOfRange,
+}
+
+/// Parses a PostgreSQL timestamp literal: `YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]]` with a
+/// year of one or more digits and an optional ` BC` / ` AD` era, from 4714-11-24 BC to
+/// 294246-12-31. Fractions past microseconds are rounded.
+pub fn parse_timestamp(input: &str) -> std::result::Result<i64, TimestampError> {
+    use TimestampError::{OutOfRange, Syntax};
+    let mut s = input.trim();
+    let mut bc = false;
+    let lower = s.to_ascii_lowercase();
+    if lower.ends_with(" bc") {
+        bc = true;
+        s = s[..s.len() - 3].trim_end();
+    } else if lower.ends_with(" ad") {
+        s = s[..s.len() - 3].trim_end();
+    }
+    let (date, time) = match s.find([' ', 'T']) {
+        Some(i) => (&s[..i], Some(s[i + 1..].trim_start())),
+        None => (s, None),
+    };
+    let num = |t: &str, max_len: usize| -> std::result::Result<i64, TimestampError> {
+        if t.is_empty() || t.len() > max_len || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Syntax);
+        }
+        t.parse::<i64>().map_err(|_| Syntax)
+    };
+    let mut parts = date.split('-');
+    let (Some(y), Some(m), Some(d), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(Syntax);
+    };
+    let (year, month, day) = (num(y, 9)?, num(m, 2)?, num(d, 2)?);
+    if year == 0 || !(1..=12).contains(&month) {
+        return Err(OutOfRange);
+    }
+    let astro = if bc { 1 - year } else { year };
+    let month = month as u32;
+    if day < 1 || day > days_in_month(astro, month) as i64 {
+        return Err(OutOfRange);
+    }
+    let mut micros_of_day = 0i64;
+    if let Some(t) = time {
+        let (hms, frac) = match t.split_once('.') {
+            Some((a, b)) => (a, Some(b)),
+            None => (t, None),
+        };
+        let mut f = hms.split(':');
+        let (Some(h), Some(mi)) = (f.next(), f.next()) else {
+            return Err(Syntax);
+        };
+        let sec = f.next();
+        if f.next().is_some() || (frac.is_some() && sec.is_none()) {
+            return Err(Syntax);
+        }
+        let (h, mi, sec) = (num(h, 2)?, num(mi, 2)?, sec.map_or(Ok(0), |x| num(x, 2))?);
+        if h > 23 || mi > 59 || sec > 59 {
+            return Err(OutOfRange);
+        }
+        let mut us = 0i64;
+        if let Some(frac) = frac {
+            if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(Syntax);
+            }
+            let digits: String = frac.chars().chain(std::iter::repeat('0')).take(7).collect();
+            let seven: i64 = digits.parse().map_err(|_| Syntax)?;
+            us = (seven + 5) / 10;
+        }
+        micros_of_day = ((h * 60 + mi) * 60 + sec) * MICROS_PER_SEC + us;
+    }
+    let micros = days_from_civil(astro, month, day as u32)
+        .checked_mul(MICROS_PER_DAY)
+        .and_then(|d| d.checked_add(micros_of_day))
+        .ok_or(OutOfRange)?;
+    if !(TIMESTAMP_MIN..=TIMESTAMP_MAX).contains(&micros) {
+        return Err(OutOfRange);
+    }
+    Ok(micros)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -653,7 +774,14 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
             "f" | "false" | "n" | "no" | "off" | "0" => false,
             _ => return Err(invalid_text(ty, input)),
         }),
-        T::Timestamp => Value::Timestamp(parse_timestamp(t).ok_or_else(|| invalid_text(ty, input))?),
+        T::Timestamp => Value::Timestamp(parse_timestamp(t).map_err(|e| match e {
+            TimestampError::Syntax => StorageError::InvalidDatetime {
+                input: input.chars().take(64).collect(),
+            },
+            TimestampError::OutOfRange => StorageError::DatetimeOutOfRange {
+                input: input.chars().take(64).collect(),
+            },
+        })?),
         T::Bytea => {
             if let Some(hex) = t.strip_prefix("\\x") {
                 if hex.len() % 2 != 0 {
@@ -674,6 +802,77 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
+    /// What PostgreSQL 15 answers for `SELECT x::timestamp` (DateStyle ISO), and the
+    /// SQLSTATE of what it refuses.
+    #[test]
+    fn timestamps_parse_and_print_as_postgresql_does() {
+        for (input, pg) in [
+            ("2020-01-02 03:04:05", "2020-01-02 03:04:05"),
+            ("2020-01-02T03:04:05.25", "2020-01-02 03:04:05.25"),
+            ("2020-01-02 03:04:05.000001", "2020-01-02 03:04:05.000001"),
+            ("2020-01-02 03:04:05.1234567", "2020-01-02 03:04:05.123457"),
+            ("2020-01-02 03:04", "2020-01-02 03:04:00"),
+            ("2020-1-2", "2020-01-02 00:00:00"),
+            ("1969-12-31 23:59:59.5", "1969-12-31 23:59:59.5"),
+            ("0001-01-01", "0001-01-01 00:00:00"),
+            ("0001-12-31 BC", "0001-12-31 00:00:00 BC"),
+            ("4714-11-24 BC", "4714-11-24 00:00:00 BC"),
+            ("44-03-15 BC", "0044-03-15 00:00:00 BC"),
+            ("10000-01-01", "10000-01-01 00:00:00"),
+            ("294246-12-31 23:59:59.999999", "294246-12-31 23:59:59.999999"),
+            ("2024-02-29 AD", "2024-02-29 00:00:00"),
+            ("  2020-01-02 03:04:05  ", "2020-01-02 03:04:05"),
+        ] {
+            let t = parse_timestamp(input).unwrap_or_else(|e| panic!("{input}: {e:?}"));
+            assert_eq!(timestamp_text(t), pg, "{input}");
+            assert_eq!(parse_timestamp(pg), Ok(t), "{pg} reads back");
+        }
+        for (input, e) in [
+            ("4714-11-23 BC", TimestampError::OutOfRange),
+            ("300000-01-01", TimestampError::OutOfRange),
+            ("2023-02-29", TimestampError::OutOfRange),
+            ("2020-13-01", TimestampError::OutOfRange),
+            ("2020-01-01 24:00:01", TimestampError::OutOfRange),
+            ("0000-01-01", TimestampError::OutOfRange),
+            ("abc", TimestampError::Syntax),
+            ("2020-01", TimestampError::Syntax),
+            ("2020-01-01 03", TimestampError::Syntax),
+            ("2020-01-01 03:04:05.", TimestampError::Syntax),
+            ("2020-01-01 03:04:05.x", TimestampError::Syntax),
+            ("-2020-01-01", TimestampError::Syntax),
+        ] {
+            assert_eq!(parse_timestamp(input), Err(e), "{input}");
+        }
+        assert_eq!(timestamp_text(TIMESTAMP_MIN), "4714-11-24 00:00:00 BC");
+        assert_eq!(timestamp_text(TIMESTAMP_MAX), "294246-12-31 23:59:59.999999");
+    }
+
+    /// What PostgreSQL 15 prints for `SELECT x::float8` (extra_float_digits = 1).
+    #[test]
+    fn doubles_print_as_postgresql_does() {
+        for (f, pg) in [
+            (1.5, "1.5"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1e20, "1e+20"),
+            (1e15, "1e+15"),
+            (1e14, "100000000000000"),
+            (123456789.123, "123456789.123"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (-2.5e-10, "-2.5e-10"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(double_text(f), pg, "{f:e}");
+        }
+    }
+
     use super::*;
 
     #[test]
