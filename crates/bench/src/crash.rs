@@ -1051,10 +1051,11 @@ fn log_since(path: &Path, offset: u64) -> String {
     s
 }
 
-/// Recovery figures from the server's stderr.
+/// Recovery figures from the server's stderr (its recovery report line).
 #[derive(Debug, Default, PartialEq)]
 struct Recovered {
     records: u64,
+    /// How long replaying took, when anything was replayed.
     seconds: Option<f64>,
     torn: bool,
     /// A snapshot was loaded; the base it needed (0: none).
@@ -1063,31 +1064,16 @@ struct Recovered {
 }
 
 fn parse_recovery(text: &str) -> Recovered {
-    let mut r = Recovered::default();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("recovery: ") {
-            if rest.contains("torn record") {
-                r.torn = true;
-            }
-            if rest.starts_with("snapshot ") && rest.contains(" loaded in ") {
-                r.snapshot = true;
-                r.base = rest
-                    .split_once("differences from snapshot ")
-                    .and_then(|(_, b)| b.split(|c: char| !c.is_ascii_digit()).next())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
-            }
-            if let Some(i) = rest.find(" replayed in ") {
-                r.records = rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-                r.seconds = rest[i + " replayed in ".len()..]
-                    .trim()
-                    .trim_end_matches('s')
-                    .parse()
-                    .ok();
-            }
-        }
+    let Some(r) = permafrost_executor::RecoveryReport::from_lines(text) else {
+        return Recovered::default();
+    };
+    Recovered {
+        records: r.records,
+        seconds: (r.records > 0).then_some(r.seconds),
+        torn: r.torn_tail.is_some(),
+        snapshot: r.snapshot.is_some(),
+        base: r.snapshot.map_or(0, |s| s.base_epoch),
     }
-    r
 }
 
 /// One data directory: its server, its events, its iterations.
@@ -1799,19 +1785,34 @@ mod tests {
     }
 
     #[test]
-    fn recovery_lines_parse() {
-        let text = "recovery: log replayed through LSN 10 of 20\nrecovery: dropped a torn record at the end of the log (x): it \
-                    was never acknowledged\nrecovery: 1234 records (3 schema changes) replayed in 1.50s\n";
-        let r = parse_recovery(text);
+    fn recovery_report_lines_parse() {
+        let report = permafrost_executor::RecoveryReport {
+            records: 1234,
+            schema_changes: 3,
+            seconds: 1.5,
+            torn_tail: Some("x".into()),
+            ..Default::default()
+        };
+        let text = format!(
+            "recovery: log replayed through LSN 10 of 20\n{}\nlistening\n",
+            report.to_line()
+        );
+        let r = parse_recovery(&text);
         assert_eq!(
             (r.records, r.seconds, r.torn, r.snapshot),
             (1234, Some(1.5), true, false)
         );
         assert_eq!(parse_recovery("permafrost listening\n"), Recovered::default());
-        let text = "recovery: snapshot 12 loaded in 0.20s (5 rows in memory, 7 evicted, 3 blocks; block directories as \
-                    differences from snapshot 9), log after LSN 40\n";
-        let r = parse_recovery(text);
-        assert_eq!((r.snapshot, r.base), (true, 9));
+        let report = permafrost_executor::RecoveryReport {
+            snapshot: Some(permafrost_executor::LoadReport {
+                epoch: 12,
+                base_epoch: 9,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let r = parse_recovery(&report.to_line());
+        assert_eq!((r.snapshot, r.base, r.seconds), (true, 9, None));
     }
 
     #[test]

@@ -431,6 +431,8 @@ fn run_serve(mut args: ServeArgs) -> Result<(), String> {
                 started.elapsed().as_secs_f64()
             );
         }
+        // The same as data, for tools (the crash harness reads it).
+        eprintln!("{}", report.to_line());
         if report.records == 0 && report.snapshot.is_none() && !statements.is_empty() {
             // A database created without a command log: its schema comes from the schema
             // log (and goes into the command log from now on).

@@ -41,8 +41,10 @@ const WINDOW: usize = 16 * 1024;
 /// give up restarting for evicted data) before recovery gives up.
 const MEMORY_STALL: Duration = Duration::from_secs(60);
 
-/// What a recovery did.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What a recovery did. `permafrost serve` writes it to stderr as one JSON line
+/// ([`RecoveryReport::to_line`]) for tools to read ([`RecoveryReport::from_lines`]), next
+/// to its prose for people.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RecoveryReport {
     /// Log records replayed.
     pub records: u64,
@@ -56,6 +58,29 @@ pub struct RecoveryReport {
     pub snapshot: Option<crate::snapshot::LoadReport>,
     /// Snapshots passed over (torn, corrupt), one message each.
     pub warnings: Vec<String>,
+}
+
+impl RecoveryReport {
+    /// What starts the report's line.
+    pub const LINE_PREFIX: &'static str = "recovery report: ";
+
+    /// The report as one line: [`RecoveryReport::LINE_PREFIX`] and a JSON object with
+    /// the fields of this type (docs/format.md, "Recovery report").
+    pub fn to_line(&self) -> String {
+        format!(
+            "{}{}",
+            Self::LINE_PREFIX,
+            serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+        )
+    }
+
+    /// The last report in `text` (a server's stderr), if any line holds one.
+    pub fn from_lines(text: &str) -> Option<RecoveryReport> {
+        text.lines()
+            .rev()
+            .filter_map(|l| l.strip_prefix(Self::LINE_PREFIX))
+            .find_map(|json| serde_json::from_str(json).ok())
+    }
 }
 
 impl Database {

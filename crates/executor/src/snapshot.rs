@@ -652,7 +652,7 @@ impl Periodic {
 }
 
 /// What loading a snapshot did.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoadReport {
     pub epoch: u64,
     pub cut_lsn: u64,
