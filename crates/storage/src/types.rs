@@ -563,6 +563,23 @@ pub fn parse_timestamp(input: &str) -> std::result::Result<i64, TimestampError> 
     }
     let mut micros_of_day = 0i64;
     if let Some(t) = time {
+        // A time zone (`+00`, `-05:30`, `+0530`, `Z`) is read and ignored, as PostgreSQL
+        // does for a timestamp without time zone (pgjdbc's setTimestamp sends one).
+        let t = match t.find(['+', '-', 'Z', 'z']) {
+            Some(i) => {
+                let zone = t[i..].trim_start_matches(['+', '-']);
+                let ok = matches!(&t[i..], "Z" | "z")
+                    || (!zone.is_empty()
+                        && zone.len() <= 8
+                        && zone.bytes().all(|b| b.is_ascii_digit() || b == b':')
+                        && zone.as_bytes()[0].is_ascii_digit());
+                if !ok {
+                    return Err(Syntax);
+                }
+                t[..i].trim_end()
+            }
+            None => t,
+        };
         let (hms, frac) = match t.split_once('.') {
             Some((a, b)) => (a, Some(b)),
             None => (t, None),
@@ -822,6 +839,11 @@ mod tests {
             ("294246-12-31 23:59:59.999999", "294246-12-31 23:59:59.999999"),
             ("2024-02-29 AD", "2024-02-29 00:00:00"),
             ("  2020-01-02 03:04:05  ", "2020-01-02 03:04:05"),
+            // A time zone is ignored (timestamp without time zone).
+            ("2024-03-01 00:00:00+00", "2024-03-01 00:00:00"),
+            ("2024-03-01 10:00:00.5-05:30", "2024-03-01 10:00:00.5"),
+            ("2024-03-01T10:00:00Z", "2024-03-01 10:00:00"),
+            ("2024-03-01 10:00+0530", "2024-03-01 10:00:00"),
         ] {
             let t = parse_timestamp(input).unwrap_or_else(|e| panic!("{input}: {e:?}"));
             assert_eq!(timestamp_text(t), pg, "{input}");
@@ -840,6 +862,8 @@ mod tests {
             ("2020-01-01 03:04:05.", TimestampError::Syntax),
             ("2020-01-01 03:04:05.x", TimestampError::Syntax),
             ("-2020-01-01", TimestampError::Syntax),
+            ("2020-01-01 03:04:05+", TimestampError::Syntax),
+            ("2020-01-01 03:04:05+x", TimestampError::Syntax),
         ] {
             assert_eq!(parse_timestamp(input), Err(e), "{input}");
         }
