@@ -70,10 +70,11 @@ pub(crate) enum Msg {
         epoch: u64,
         base: bool,
     },
-    /// Read a block for a scan that does not merge it (scan.rs); `done` gets the bytes.
+    /// Read blocks for a scan that does not merge them (scan.rs); `done` gets each one's
+    /// bytes.
     ScanRead {
-        block: u32,
-        done: permafrost_anticache::ReadDone,
+        blocks: Vec<u32>,
+        done: permafrost_anticache::ScanDone,
     },
     /// A scan that read blocks without merging them ended: slots freed meanwhile may be
     /// reused once no scan runs.
@@ -365,9 +366,13 @@ impl Partition {
                     ac.snapshot_completed(epoch, base);
                 }
             }
-            Msg::ScanRead { block, done } => match self.ac.as_mut() {
-                Some(ac) => ac.read_for_scan(block, done),
-                None => done(block, Err(std::io::Error::other("the anti-cache is off"))),
+            Msg::ScanRead { blocks, done } => match self.ac.as_mut() {
+                Some(ac) => ac.read_for_scan(&blocks, done),
+                None => {
+                    for b in blocks {
+                        done(b, Err(std::io::Error::other("the anti-cache is off")));
+                    }
+                }
             },
             Msg::ScansEnded => {
                 if let Some(ac) = self.ac.as_mut() {

@@ -15,7 +15,8 @@
 //!
 //! The rest of the result ([`BlockScan`], a [`MoreRows`]) is read by the caller's thread:
 //! it asks each partition to read the blocks in order (`Msg::ScanRead`, served from the
-//! write buffer or by the I/O thread, a few blocks ahead), checks each block, decodes the
+//! write buffer or by the I/O thread, adjacent blocks in one read, up to
+//! `READ_AHEAD_BYTES` ahead), checks each block, decodes the
 //! recorded entries one at a time and feeds them to the statement's filters, projection or
 //! aggregate. Rows are handed out block by block, so the transient memory is a few blocks
 //! and one batch of rows, whatever the table's size; nothing read is merged back. When the
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use permafrost_anticache::block::BlockReader;
-use permafrost_anticache::{AlignedBuf, ReadDone, ScanHold};
+use permafrost_anticache::{BlockBytes, ScanDone, ScanHold};
 use permafrost_sql::{Deferred, MoreRows, Rows, SqlError};
 use permafrost_storage::{DetachedRow, StorageError};
 
@@ -39,12 +40,12 @@ use crate::reply::StopFlag;
 use crate::shared::Shared;
 
 /// Bytes of block reads a scan keeps in flight (its transient buffer), at least two blocks.
-const READ_AHEAD_BYTES: usize = 1 << 20;
+const READ_AHEAD_BYTES: usize = 2 * permafrost_anticache::SCAN_READ_BYTES;
 
 /// How often a scan waiting for a block looks whether it was asked to stop.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
-type ReadResult = (usize, u32, io::Result<AlignedBuf>);
+type ReadResult = (usize, u32, io::Result<BlockBytes>);
 
 /// The evicted part of an ad hoc scan, read after its statement (see the module docs).
 pub(crate) struct BlockScan {
@@ -61,7 +62,7 @@ pub(crate) struct BlockScan {
     /// Blocks kept in flight.
     read_ahead: usize,
     /// Blocks read and not yet used, by (part, block id).
-    arrived: HashMap<(usize, u32), io::Result<AlignedBuf>>,
+    arrived: HashMap<(usize, u32), io::Result<BlockBytes>>,
     tx: Sender<ReadResult>,
     rx: Receiver<ReadResult>,
     /// The decoder of the part being read.
@@ -116,8 +117,13 @@ impl BlockScan {
         self.deferred.as_deref().expect("present until the scan ends")
     }
 
-    /// Asks for blocks until `read_ahead` are in flight or none is left.
+    /// Asks for blocks until `read_ahead` are in flight or none is left: in batches (one
+    /// message per partition, whose adjacent blocks are read together), once half of the
+    /// read-ahead has been used.
     fn ask(&mut self) {
+        if self.asked.len() > self.read_ahead / 2 {
+            return;
+        }
         while self.asked.len() < self.read_ahead {
             let (mut p, mut b) = self.next;
             let parts = &self.deferred().parts;
@@ -129,27 +135,29 @@ impl BlockScan {
                 self.next = (p, b);
                 return;
             }
+            let end = (b + self.read_ahead - self.asked.len()).min(parts[p].blocks.len());
             let partition = parts[p].partition;
-            let block = parts[p].blocks[b].0;
+            let blocks: Vec<u32> = parts[p].blocks[b..end].iter().map(|x| x.0).collect();
             let tx = self.tx.clone();
-            let done: ReadDone = Arc::new(move |block, result| {
+            let done: ScanDone = Arc::new(move |block, result| {
                 let _ = tx.send((p, block, result));
             });
-            if self.shared.senders[partition as usize]
-                .send(Msg::ScanRead { block, done })
-                .is_err()
+            if let Err(e) = self.shared.senders[partition as usize].send(Msg::ScanRead { blocks, done })
+                && let Msg::ScanRead { blocks, .. } = e.into_inner()
             {
-                let _ = self
-                    .tx
-                    .send((p, block, Err(io::Error::other("the database is shutting down"))));
+                for block in blocks {
+                    let _ = self
+                        .tx
+                        .send((p, block, Err(io::Error::other("the database is shutting down"))));
+                }
             }
-            self.asked.push_back((p, b));
-            self.next = (p, b + 1);
+            self.asked.extend((b..end).map(|i| (p, i)));
+            self.next = (p, end);
         }
     }
 
     /// Waits for the bytes of block `(p, b)`.
-    fn wait_for(&mut self, p: usize, block: u32) -> Result<AlignedBuf, SqlError> {
+    fn wait_for(&mut self, p: usize, block: u32) -> Result<BlockBytes, SqlError> {
         loop {
             if let Some(r) = self.arrived.remove(&(p, block)) {
                 let partition = self.deferred().parts[p].partition;
