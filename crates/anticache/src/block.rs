@@ -20,7 +20,8 @@
 //!
 //! All integers are little-endian. A reader checks the magic, version, span, lengths and
 //! checksum before it trusts anything in a block, and [`BlockReader`] never panics on bad
-//! bytes: corruption is reported, not returned as data (design.md invariant 7).
+//! bytes: corruption is reported, not returned as data (every byte read back from disk
+//! is checked).
 
 use crate::buf::AlignedBuf;
 use crate::error::{AntiCacheError, Result};

@@ -1,5 +1,5 @@
-//! Block I/O off the partition threads (design.md invariant 4: with abort-and-restart no
-//! partition thread waits on a disk read; and, as in anti-caching.txt §5.6, eviction writes
+//! Block I/O off the partition threads (with abort-and-restart no
+//! partition thread waits on a disk read; and, as in DeBrabant et al. 2013 §5.6, eviction writes
 //! go to disk asynchronously once the blocks are built).
 //!
 //! One I/O thread serves every partition through io_uring, keeping up to `depth`

@@ -1,4 +1,4 @@
-//! Eviction: cold tuples out of memory into blocks on disk (anti-caching.txt §3.2).
+//! Eviction: cold tuples out of memory into blocks on disk (DeBrabant et al. 2013 §3.2).
 //!
 //! An eviction round runs on the partition thread between transactions, so it is a
 //! transaction of its own that blocks only its partition. It

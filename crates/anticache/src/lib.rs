@@ -1,6 +1,6 @@
 //! Permafrost anti-cache: when a partition's data outgrows its share of the memory budget,
 //! its coldest tuples move to blocks on disk, and come back when a transaction needs them
-//! (anti-caching.txt §3; larger-than-memory-storage.txt §3–4 for the policies).
+//! (DeBrabant et al. 2013 §3; Ma et al. 2016 §3–4 for the policies).
 //!
 //! ```text
 //! memory over eviction_threshold x budget

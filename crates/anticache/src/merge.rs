@@ -1,4 +1,4 @@
-//! Merging fetched blocks back into memory (anti-caching.txt §3.4).
+//! Merging fetched blocks back into memory (DeBrabant et al. 2013 §3.4).
 //!
 //! * **Block-merge**: every live tuple of the block comes back; the ones a transaction asked
 //!   for go to the hot end of the LRU chain, the others to the cold end (so they are the

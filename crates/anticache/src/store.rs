@@ -1,4 +1,4 @@
-//! The Block Table (anti-caching.txt §3.1): one file of blocks per partition plus an
+//! The Block Table (DeBrabant et al. 2013 §3.1): one file of blocks per partition plus an
 //! in-memory directory.
 //!
 //! The file is an array of equal *slots* of `slot_size` bytes (the eviction block size,

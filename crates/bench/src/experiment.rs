@@ -1,7 +1,7 @@
 //! `permafrost bench experiment NAME`: series of YCSB runs in one process, written as JSON
 //! and a PNG chart (docs/results/ keeps the ones the docs cite, with their commands).
 //!
-//! - `fig8`: block-merge against tuple-merge across skews (anti-caching.txt Fig. 8: YCSB
+//! - `fig8`: block-merge against tuple-merge across skews (DeBrabant et al. 2013 Fig. 8: YCSB
 //!   read-only, data twice the memory), at the paper's 1 MiB blocks and at the default size.
 //! - `fig9a`: eviction block size across skews (Fig. 9a: read-only, data twice the memory,
 //!   tuple-merge).

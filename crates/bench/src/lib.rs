@@ -1,6 +1,6 @@
 //! Permafrost benchmarks.
 //!
-//! Workloads are programs that print figures (design.md: speed is measured by benchmarks,
+//! Workloads are programs that print figures (speed is measured by benchmarks,
 //! never asserted in tests). Each workload drives a *target* — the embedded engine now;
 //! later the server and the peer systems — through one trait, so every system runs the
 //! same client code, data and distribution.

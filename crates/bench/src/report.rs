@@ -1,5 +1,5 @@
-//! Benchmark reports: the JSON object of design.md's CLI contract, and a short human
-//! summary.
+//! Benchmark reports: the JSON object the CLI writes (its fields are a contract: README,
+//! "Running the benchmark"), and a short human summary.
 
 use hdrhistogram::Histogram;
 use permafrost_executor::SYNC_BUCKET_BOUNDS;

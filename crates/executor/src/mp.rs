@@ -13,7 +13,7 @@
 //!
 //! If the transaction reached evicted tuples, the coordinator rolls it back, returns the
 //! stores and asks every partition whose tuples it needs to fetch them ([`MpFetch`]); the
-//! last partition to finish resubmits the transaction (anti-caching.txt §3.5).
+//! last partition to finish resubmits the transaction (DeBrabant et al. 2013 §3.5).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,6 +1,6 @@
 //! The partition executor: one thread owns one partition's storage and runs its
-//! transactions one at a time, to completion, without locks or latches (design.md
-//! invariant 1; oltp-looking-glass.txt on why).
+//! transactions one at a time, to completion, without locks or latches (one thread at a
+//! time owns a partition's data; Harizopoulos et al. 2008 on why).
 //!
 //! The executor is a state machine driven by [`Msg`]s from its queue:
 //!

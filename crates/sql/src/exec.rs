@@ -7,7 +7,7 @@
 //!
 //! **Evicted tuples.** When an index entry or a scan reaches a tombstone, the tuple is on
 //! disk. The statement records it in [`Env::evicted`] and carries on without it: this is
-//! the pre-pass of anti-caching.txt §3.3. The caller sees the non-empty list, rolls the
+//! the pre-pass of DeBrabant et al. 2013 §3.3. The caller sees the non-empty list, rolls the
 //! transaction back, fetches the blocks and restarts it; results computed during a pre-pass
 //! are never returned to a client.
 //!

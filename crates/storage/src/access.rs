@@ -5,7 +5,7 @@
 //! coldest tuples. The tracker keeps its state in the tuple headers ([`crate::heap`]), so
 //! tracking costs no memory beyond the 9 header bytes every tuple already has.
 //!
-//! [`LruChain`] is the paper's policy (anti-caching.txt §3.1): a doubly linked list through
+//! [`LruChain`] is the paper's policy (DeBrabant et al. 2013 §3.1): a doubly linked list through
 //! the headers, coldest at the head, hottest at the tail. Other policies implement the same
 //! trait so that they can be compared on the same runs.
 

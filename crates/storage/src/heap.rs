@@ -8,7 +8,7 @@
 //! A table's first chunk stays on small pages, so a small table costs only the pages it
 //! touches; from the second chunk on, all its chunks are advised as huge pages.
 //!
-//! Every slot starts with the tuple header the anti-cache needs (anti-caching.txt §3.1,
+//! Every slot starts with the tuple header the anti-cache needs (DeBrabant et al. 2013 §3.1,
 //! Fig. 4):
 //!
 //! ```text

@@ -9,7 +9,7 @@
 //! ([`MemoryUsage`]) so the memory budget can be enforced.
 //!
 //! Nothing in this crate is thread-safe by design: one partition thread owns each store
-//! (design.md invariant 1).
+//! (inside a partition nothing is locked or latched: one thread owns it).
 
 pub mod access;
 pub mod alloc;

@@ -2,8 +2,9 @@
 //!
 //! Each component reports what it has taken from the OS (`*_bytes`: mapped chunks, hash
 //! table allocations, vectors' capacity) and, where it differs, what live data occupies
-//! (`*_used_bytes`). The memory budget (design.md invariant 6) is enforced on the taken
-//! figures; the used figures show how much reuse headroom the free lists hold.
+//! (`*_used_bytes`). The memory budget (it covers everything the database allocates) is
+//! enforced on the taken figures; the used figures show how much reuse headroom the free
+//! lists hold.
 
 use std::ops::AddAssign;
 

@@ -1,4 +1,4 @@
-//! The Evicted Table (anti-caching.txt §3.1): one small record per evicted tuple saying
+//! The Evicted Table (DeBrabant et al. 2013 §3.1): one small record per evicted tuple saying
 //! where the tuple is on disk. Index entries of an evicted tuple point at its tombstone.
 //!
 //! A tombstone is 8 bytes: the block id and the tuple's position in that block. Freed

@@ -1,5 +1,5 @@
 //! YCSB: one table of `records` rows (a BIGINT key and 10 text fields), read and updated
-//! one row at a time with Zipfian skew (anti-caching.txt §4.1).
+//! one row at a time with Zipfian skew (DeBrabant et al. 2013 §4.1).
 //!
 //! The driver is closed-loop: each client thread keeps a window of operations in flight
 //! against its target and issues a new one whenever one completes. It runs a warm-up, then

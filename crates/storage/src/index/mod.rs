@@ -1,4 +1,4 @@
-//! Indexes. All of them stay in memory (design.md invariant 3); each entry resolves to an
+//! Indexes. All of them stay in memory (an invariant of anti-caching); each entry resolves to an
 //! in-memory tuple or, once the tuple is evicted, to its tombstone.
 
 mod hash;
