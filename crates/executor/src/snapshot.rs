@@ -157,6 +157,8 @@ pub(crate) fn fork_writer(
     let parent = unsafe { libc::getpid() };
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        // SAFETY: in the child: process-wide calls (death signal, parent id, priority) and
+        // closing descriptors of this process only.
         unsafe {
             // The writer dies with the server: a snapshot finished by an orphan after a
             // new server started on the same directory would name blocks that server
@@ -178,6 +180,8 @@ pub(crate) fn fork_writer(
             Ok(Err(e)) => (1, e.to_string()),
             Err(_) => (2, "the snapshot writer panicked".to_string()),
         };
+        // SAFETY: writing a local buffer to our own pipe, then leaving without running
+        // destructors (the child must not touch state it shares with the parent's threads).
         unsafe {
             if !msg.is_empty() {
                 libc::write(fds[1], msg.as_ptr() as *const libc::c_void, msg.len());
@@ -185,8 +189,11 @@ pub(crate) fn fork_writer(
             libc::_exit(code);
         }
     }
+    // SAFETY: the pipe's write end is the child's; the parent closes its copy (and both
+    // ends when the fork failed).
     unsafe { libc::close(fds[1]) };
     if pid < 0 {
+        // SAFETY: as above.
         unsafe { libc::close(fds[0]) };
         return Err(Error::Internal(format!(
             "cannot fork the snapshot writer: {}",
@@ -223,9 +230,11 @@ unsafe fn close_inherited(keep: libc::c_int) {
         let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0) };
         if r != 0 {
             // Kernels before 5.9: one by one, up to the descriptor limit.
+            // SAFETY: a read-only query of a limit.
             let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
             let max = if max > 0 { max as libc::c_uint } else { 1 << 16 };
             for fd in lo..=hi.min(max) {
+                // SAFETY: as above.
                 unsafe { libc::close(fd as libc::c_int) };
             }
         }
@@ -245,6 +254,7 @@ fn wait_writer(f: &Forked) -> std::result::Result<(), String> {
             break;
         }
     }
+    // SAFETY: our own pipe descriptor, read to its end above and closed once.
     unsafe { libc::close(f.err_fd) };
     let mut status = 0;
     loop {

@@ -84,6 +84,8 @@ unsafe impl Allocator for MapAlloc {
         Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
     }
 
+    // SAFETY (of the impl's contract): `deallocate` is called with a pointer `allocate`
+    // returned for the same layout, as `Allocator` requires of its callers.
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         if !mapped(&layout) {
             // SAFETY: allocated by `Global` with this layout.
@@ -105,12 +107,14 @@ mod tests {
         for size in [16usize, 100_000, 3 << 20] {
             let layout = Layout::from_size_align(size, 16).unwrap();
             let p = MapAlloc.allocate(layout).unwrap();
+            // SAFETY: `size` bytes just allocated for this test.
             let bytes = unsafe { std::slice::from_raw_parts_mut(p.as_ptr() as *mut u8, size) };
             bytes.fill(0xAB);
             assert_eq!(bytes[size - 1], 0xAB);
             if size >= HUGE_PAGE {
                 assert_eq!(p.as_ptr() as *mut u8 as usize % HUGE_PAGE, 0);
             }
+            // SAFETY: allocated above with this layout.
             unsafe { MapAlloc.deallocate(p.cast(), layout) };
         }
     }
