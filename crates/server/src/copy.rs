@@ -2,7 +2,7 @@
 //! (query)} TO STDOUT` for exports, in PostgreSQL's text and CSV formats.
 //!
 //! COPY TO runs its query like any other (a scan over evicted data streams: the rows go
-//! out as the blocks are read, `handler::respond_copy_out`), writing each value as
+//! out as the blocks are read, `respond::respond_copy_out`), writing each value as
 //! PostgreSQL's text output.
 //!
 //! Rows are parsed and converted to the column types as the CopyData messages arrive and

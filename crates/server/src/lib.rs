@@ -9,6 +9,7 @@
 //! catalog lookups clients make ([`pgcatalog`]), the schema kept with the data
 //! ([`schema_log`]) and the figures it reports ([`metrics`]).
 
+pub mod command;
 pub mod copy;
 pub mod error;
 pub mod fuzzing;
@@ -16,6 +17,7 @@ pub mod handler;
 pub mod metrics;
 pub mod pgcatalog;
 pub mod pipeline;
+mod respond;
 pub mod schema_log;
 pub mod session;
 pub mod types;
@@ -31,8 +33,8 @@ use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::tokio_rustls::rustls;
 use tokio::net::TcpListener;
 
+pub use command::PG_VERSION;
 pub use error::{Result, ServerError};
-pub use handler::PG_VERSION;
 pub use metrics::ServerMetrics;
 pub use schema_log::SchemaLog;
 pub use session::User;

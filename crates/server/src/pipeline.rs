@@ -43,7 +43,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
-use crate::handler::{Command, Handlers};
+use crate::command::Command;
+use crate::handler::Handlers;
 use crate::wire_check;
 
 /// Queued outputs beyond which the loop writes them out before reading on.

@@ -25,8 +25,8 @@ use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::Notify;
 
+use crate::command::PG_VERSION;
 use crate::error::client_error;
-use crate::handler::PG_VERSION;
 use crate::metrics::ServerMetrics;
 
 /// Iterations of the SCRAM key derivation (PostgreSQL's default).

@@ -1,0 +1,481 @@
+//! What a client's statement is: each statement is classified once ([`Command`]), when it
+//! is parsed (simple query) or prepared (extended query, [`Parser`]). DML and queries are
+//! planned then and the plan is kept with the prepared statement, so executing it again
+//! costs no parsing or planning (the executor plans again only if the schema changed in
+//! between).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, StatementKind, Value};
+use pgwire::api::portal::Format;
+use pgwire::api::results::FieldInfo;
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::{ClientInfo, Type};
+use pgwire::error::PgWireResult;
+use sqlparser::ast::{self, Statement};
+
+use crate::copy::{self, CopyCommand};
+use crate::error::{client_error, db_error, sql_error};
+use crate::metrics::StatementClass;
+use crate::pgcatalog;
+use crate::respond::fields;
+use crate::types::pg_type;
+
+/// The PostgreSQL version clients are told they talk to (the protocol and catalog
+/// behaviour they may rely on).
+pub const PG_VERSION: &str = "16.6";
+
+/// A DML statement or query, planned.
+#[derive(Debug)]
+pub struct DmlCommand {
+    pub(crate) stmt: AdHoc,
+    pub(crate) params: Vec<Type>,
+    pub(crate) columns: Vec<(String, Type)>,
+    pub(crate) kind: StatementKind,
+    pub(crate) read_only: bool,
+}
+
+/// One argument of a CALL: a constant or a parameter of the statement.
+#[derive(Debug, Clone)]
+pub(crate) enum CallArg {
+    Value(Value),
+    Param(usize),
+}
+
+/// What a CALL runs.
+#[derive(Debug, Clone)]
+pub(crate) enum CallTarget {
+    Procedure(ProcHandle),
+    Builtin(Builtin),
+}
+
+/// Procedures every server has (schema `permafrost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    /// `permafrost.evict(bytes)`: an eviction round of about `bytes` at every partition.
+    Evict,
+    /// `permafrost.stats()`: the figures of `/metrics` as rows.
+    Stats,
+    /// `permafrost.procedures()`: the procedures and their signatures.
+    Procedures,
+}
+
+impl Builtin {
+    pub(crate) fn lookup(name: &str) -> Option<Builtin> {
+        match name {
+            "permafrost.evict" => Some(Builtin::Evict),
+            "permafrost.stats" => Some(Builtin::Stats),
+            "permafrost.procedures" => Some(Builtin::Procedures),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn signature(self) -> Vec<Type> {
+        match self {
+            Builtin::Evict => vec![Type::INT8],
+            Builtin::Stats | Builtin::Procedures => vec![],
+        }
+    }
+
+    pub(crate) fn columns(self) -> Vec<(String, Type)> {
+        match self {
+            Builtin::Evict => vec![("evicted_tuples".into(), Type::INT8)],
+            Builtin::Stats => stats_columns(),
+            Builtin::Procedures => vec![
+                ("name".into(), Type::TEXT),
+                ("arguments".into(), Type::TEXT),
+                ("partitioning".into(), Type::TEXT),
+                ("definition".into(), Type::TEXT),
+            ],
+        }
+    }
+}
+
+pub(crate) fn stats_columns() -> Vec<(String, Type)> {
+    vec![
+        ("name".into(), Type::TEXT),
+        ("labels".into(), Type::TEXT),
+        ("value".into(), Type::FLOAT8),
+    ]
+}
+
+/// A CALL, resolved.
+#[derive(Debug)]
+pub struct CallCommand {
+    pub(crate) target: CallTarget,
+    pub(crate) args: Vec<CallArg>,
+    /// Types of the statement's parameters (from the procedure's signature).
+    pub(crate) params: Vec<Type>,
+    pub(crate) columns: Vec<(String, Type)>,
+}
+
+impl CallCommand {
+    /// The procedure's arguments: constants, and the statement's bound parameters.
+    pub(crate) fn bind_args(&self, params: &[Value]) -> PgWireResult<Vec<Value>> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                CallArg::Value(v) => Ok(v.clone()),
+                CallArg::Param(i) => params
+                    .get(*i)
+                    .cloned()
+                    .ok_or_else(|| client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+            })
+            .collect()
+    }
+}
+
+/// What one statement is, decided when it is parsed.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// DML or a query, planned against the catalog.
+    Dml(Arc<DmlCommand>),
+    /// CREATE/DROP TABLE/INDEX, with its command tag.
+    Ddl { sql: String, tag: String },
+    /// `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$`.
+    CreateProcedure(String),
+    /// `DROP PROCEDURE [IF EXISTS] name`.
+    DropProcedure(String),
+    /// `CALL name(args)`.
+    Call(Arc<CallCommand>),
+    /// `COPY table [(columns)] FROM STDIN [WITH (...)]`.
+    Copy(Arc<CopyCommand>),
+    /// `COPY {table [(columns)] | (query)} TO STDOUT [WITH (...)]`.
+    CopyOut(Arc<copy::CopyOut>),
+    /// A lookup in the system catalogs, answered from the schema.
+    Catalog(pgcatalog::Lookup),
+    /// The server's figures (`SHOW permafrost_stats`, `SELECT * FROM permafrost_stats`).
+    Stats,
+    /// SET: accepted (session settings do not change the engine's behaviour).
+    Set,
+    /// `SET statement_timeout` (milliseconds; 0: none), kept per connection.
+    SetStatementTimeout(u64),
+    /// SHOW a setting.
+    Show(String),
+    /// `SELECT version()`.
+    Version,
+    /// COMMIT/ROLLBACK outside a transaction: nothing to do, as in PostgreSQL.
+    EndTransaction(&'static str),
+    /// `CHECKPOINT`: take a snapshot now and answer once it is durable.
+    Checkpoint,
+}
+
+impl Command {
+    pub(crate) fn class(&self) -> StatementClass {
+        match self {
+            Command::Dml(d) if d.read_only => StatementClass::Query,
+            Command::CopyOut(_) => StatementClass::Query,
+            Command::Dml(_) | Command::Copy(_) => StatementClass::Write,
+            Command::Ddl { .. } | Command::CreateProcedure(_) | Command::DropProcedure(_) => StatementClass::Ddl,
+            Command::Call(_) => StatementClass::Call,
+            _ => StatementClass::Other,
+        }
+    }
+
+    /// Whether the statement runs as a transaction at the partitions, submitted as soon as
+    /// it is executed and answered when the connection's pipeline gets to it.
+    pub(crate) fn pipelines(&self) -> bool {
+        match self {
+            Command::Dml(_) => true,
+            Command::Call(c) => matches!(c.target, CallTarget::Procedure(_)),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn param_types(&self) -> Vec<Type> {
+        match self {
+            Command::Dml(d) => d.params.clone(),
+            Command::Call(c) => c.params.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub(crate) fn columns(&self) -> Vec<(String, Type)> {
+        match self {
+            Command::Dml(d) => d.columns.clone(),
+            Command::Call(c) => c.columns.clone(),
+            Command::Version => vec![("version".into(), Type::TEXT)],
+            Command::Show(name) => vec![(name.clone(), Type::TEXT)],
+            Command::Stats => stats_columns(),
+            Command::Catalog(l) => l.columns(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+pub(crate) fn first_words(sql: &str, n: usize) -> Vec<String> {
+    sql.split_whitespace().take(n).map(|w| w.to_ascii_uppercase()).collect()
+}
+
+pub(crate) fn ddl_tag(sql: &str) -> String {
+    let w = first_words(sql, 4);
+    match w.first().map(String::as_str) {
+        Some("CREATE") if w.iter().any(|x| x == "INDEX") => "CREATE INDEX".into(),
+        Some("CREATE") => "CREATE TABLE".into(),
+        Some("DROP") => format!("DROP {}", w.get(1).map_or("TABLE", |s| s.as_str())),
+        _ => "OK".into(),
+    }
+}
+
+/// The settings `SHOW` answers.
+pub(crate) fn show_value(name: &str) -> Option<String> {
+    Some(
+        match name.to_ascii_lowercase().as_str() {
+            "server_version" => PG_VERSION,
+            "server_version_num" => "160006",
+            "server_encoding" | "client_encoding" => "UTF8",
+            "datestyle" => "ISO, MDY",
+            "timezone" => "UTC",
+            "standard_conforming_strings" | "integer_datetimes" => "on",
+            "transaction_isolation" | "default_transaction_isolation" => "serializable",
+            "transaction_read_only" | "default_transaction_read_only" => "off",
+            "max_identifier_length" => "63",
+            "search_path" => "public",
+            "lc_collate" | "lc_ctype" => "C",
+            "max_connections" => "10000",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// Classifies the text of one statement.
+pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
+    // A long statement may nest deeply: its whole front end runs on a stack sized for it.
+    permafrost_sql::limits::with_stack_for(sql, || classify_on_stack(db, sql))
+}
+
+pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Command> {
+    if permafrost_sql::script::is_create_procedure(sql) {
+        // Checked now so that a bad definition fails at Parse, not later.
+        permafrost_sql::script::parse_create_procedure(sql).map_err(sql_error)?;
+        return Ok(Command::CreateProcedure(sql.to_string()));
+    }
+    if permafrost_sql::script::is_drop_procedure(sql) {
+        permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
+        return Ok(Command::DropProcedure(sql.to_string()));
+    }
+    if let Some(lookup) = pgcatalog::recognize(sql) {
+        return Ok(Command::Catalog(lookup));
+    }
+    let words = first_words(sql, 3);
+    match words.first().map(String::as_str).unwrap_or("") {
+        "SET" | "RESET" => {
+            return match crate::session::statement_timeout_setting(sql) {
+                Some(ms) => ms.map(Command::SetStatementTimeout),
+                None => Ok(Command::Set),
+            };
+        }
+        "DISCARD" | "DEALLOCATE" => return Ok(Command::Set),
+        "SHOW" => {
+            let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
+            if name.eq_ignore_ascii_case("permafrost_stats") {
+                return Ok(Command::Stats);
+            }
+            return Ok(Command::Show(name.to_string()));
+        }
+        "BEGIN" | "START" => {
+            return Err(client_error(
+                "0A000",
+                "interactive transactions (BEGIN ... COMMIT) are not supported: every statement commits \
+                 on its own; put statements that must commit together in a procedure (CREATE PROCEDURE)",
+            ));
+        }
+        "COMMIT" | "END" => return Ok(Command::EndTransaction("COMMIT")),
+        "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
+        "ROLLBACK" | "ABORT" => return Ok(Command::EndTransaction("ROLLBACK")),
+        _ => {}
+    }
+    let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();
+    match compact.trim_end_matches(';') {
+        "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
+        "select*frompermafrost_stats" => return Ok(Command::Stats),
+        _ => {}
+    }
+    if names_stats_view(sql) {
+        // Not a table: the name is the server's figures, read whole.
+        return Err(client_error(
+            "0A000",
+            "permafrost_stats is the server's figures and can only be read whole: SELECT * FROM \
+             permafrost_stats or SHOW permafrost_stats (filter the rows in the client)",
+        ));
+    }
+    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
+    classify(db, &stmt, sql)
+}
+
+/// Whether `sql` names `permafrost_stats` outside string literals (a statement other than
+/// the two that read it).
+pub(crate) fn names_stats_view(sql: &str) -> bool {
+    let mut outside = String::with_capacity(sql.len());
+    let mut in_literal = false;
+    for c in sql.chars() {
+        if c == '\'' {
+            // '' inside a literal toggles twice: still inside.
+            in_literal = !in_literal;
+            outside.push(' ');
+        } else if !in_literal {
+            outside.push(c);
+        }
+    }
+    outside
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| w.eq_ignore_ascii_case("permafrost_stats"))
+}
+
+/// Classifies one parsed statement (`sql` is its text).
+pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command> {
+    if permafrost_sql::ddl::is_ddl(stmt) {
+        return Ok(Command::Ddl {
+            sql: sql.to_string(),
+            tag: ddl_tag(sql),
+        });
+    }
+    match stmt {
+        Statement::Call(f) => return call(db, f).map(|c| Command::Call(Arc::new(c))),
+        Statement::Copy { .. } => {
+            return copy::plan(db, stmt).map(|c| match c {
+                copy::CopyPlan::In(c) => Command::Copy(Arc::new(c)),
+                copy::CopyPlan::Out(c) => Command::CopyOut(Arc::new(c)),
+            });
+        }
+        _ => {}
+    }
+    let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(sql_error)?;
+    let d = DmlCommand {
+        params: prepared.param_types().iter().map(|t| pg_type(t.as_ref())).collect(),
+        columns: columns_of(prepared.columns()),
+        kind: prepared.kind(),
+        read_only: prepared.is_read_only(),
+        stmt: db.ad_hoc(prepared),
+    };
+    Ok(Command::Dml(Arc::new(d)))
+}
+
+pub(crate) fn columns_of(cols: &[ColumnInfo]) -> Vec<(String, Type)> {
+    cols.iter().map(|c| (c.name.clone(), pg_type(c.ty.as_ref()))).collect()
+}
+
+pub(crate) fn call(db: &Database, f: &ast::Function) -> PgWireResult<CallCommand> {
+    let name = f
+        .name
+        .0
+        .iter()
+        .map(|p| p.to_string().trim_matches('"').to_string())
+        .map(|p| {
+            if p.chars().any(|c| c.is_uppercase()) {
+                p.to_lowercase()
+            } else {
+                p
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".");
+    let exprs: Vec<&ast::Expr> = match &f.args {
+        ast::FunctionArguments::None => Vec::new(),
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                other => Err(client_error(
+                    "0A000",
+                    format!("CALL arguments must be values or parameters, not {other}"),
+                )),
+            })
+            .collect::<PgWireResult<_>>()?,
+        ast::FunctionArguments::Subquery(_) => {
+            return Err(client_error("0A000", "CALL arguments must be values or parameters"));
+        }
+    };
+    let (target, sig, columns) = match Builtin::lookup(&name) {
+        Some(b) => (CallTarget::Builtin(b), b.signature(), b.columns()),
+        None => {
+            let h = db.procedure(&name).map_err(db_error)?;
+            let sig = match h.signature() {
+                Some(s) => s.iter().map(|(_, t)| pg_type(Some(t))).collect(),
+                None => vec![Type::UNKNOWN; exprs.len()],
+            };
+            let columns = h.columns().map(|c| columns_of(c)).unwrap_or_default();
+            (CallTarget::Procedure(h), sig, columns)
+        }
+    };
+    if exprs.len() != sig.len() && !sig.iter().all(|t| *t == Type::UNKNOWN) {
+        return Err(client_error(
+            "42883",
+            format!(
+                "procedure {name} takes {} argument(s), {} given",
+                sig.len(),
+                exprs.len()
+            ),
+        ));
+    }
+    let catalog = db.catalog();
+    let mut args = Vec::with_capacity(exprs.len());
+    let mut params: Vec<Type> = Vec::new();
+    for (i, e) in exprs.iter().enumerate() {
+        match e {
+            ast::Expr::Value(v) if matches!(&v.value, ast::Value::Placeholder(_)) => {
+                let ast::Value::Placeholder(p) = &v.value else {
+                    unreachable!()
+                };
+                let n: usize = p
+                    .trim_start_matches('$')
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| client_error("42601", format!("bad parameter {p}")))?;
+                if params.len() < n {
+                    params.resize(n, Type::UNKNOWN);
+                }
+                params[n - 1] = sig.get(i).cloned().unwrap_or(Type::UNKNOWN);
+                args.push(CallArg::Param(n - 1));
+            }
+            e => {
+                let (x, _) = permafrost_sql::plan::bind_constant(&catalog, e).map_err(sql_error)?;
+                let v = permafrost_sql::plan::eval_constant(&x).map_err(sql_error)?;
+                args.push(CallArg::Value(v));
+            }
+        }
+    }
+    Ok(CallCommand {
+        target,
+        args,
+        params,
+        columns,
+    })
+}
+
+/// Parses statements of the extended protocol into [`Command`]s.
+pub struct Parser {
+    pub(crate) db: Arc<Database>,
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Command;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Command>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let texts = permafrost_sql::script::split(sql).map_err(sql_error)?;
+        match texts.as_slice() {
+            [] => Ok(None),
+            [one] => classify_text(&self.db, one).map(Some),
+            _ => Err(client_error(
+                "42601",
+                "cannot insert multiple commands into a prepared statement",
+            )),
+        }
+    }
+
+    fn get_parameter_types(&self, stmt: &Command) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_types())
+    }
+
+    fn get_result_schema(&self, stmt: &Command, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(fields(&stmt.columns(), format.unwrap_or(&Format::UnifiedText)))
+    }
+}

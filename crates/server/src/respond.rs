@@ -1,0 +1,241 @@
+//! Responses: a statement's result as pgwire messages (rows in text or binary format, a
+//! command tag, a COPY TO stream). A result whose rest follows its rows (a scan over
+//! evicted data) is streamed from a blocking thread, a batch or two ahead of the socket.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::{StreamExt, stream};
+use permafrost_executor::{Rows, StatementKind, StopFlag};
+use pgwire::api::Type;
+use pgwire::api::portal::Format;
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::error::PgWireResult;
+
+use crate::command::columns_of;
+use crate::copy;
+use crate::error::client_error;
+use crate::session::CancelToken;
+use crate::types::encode;
+
+pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
+        .collect()
+}
+
+/// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
+/// formats the client asked for: a binary column gets the binary form of its type.
+pub(crate) fn text_rows(
+    columns: &[(String, Type)],
+    rows: Vec<Vec<Option<String>>>,
+    format: &Format,
+) -> PgWireResult<Response> {
+    let schema = Arc::new(fields(columns, format));
+    let mut enc = DataRowEncoder::new(schema.clone());
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        for (i, (v, (_, ty))) in row.into_iter().zip(columns).enumerate() {
+            match format.format_for(i) {
+                FieldFormat::Binary => encode_text(&mut enc, v, ty)?,
+                FieldFormat::Text => enc.encode_field(&v)?,
+            }
+        }
+        out.push(Ok(enc.take_row()));
+    }
+    Ok(Response::Query(QueryResponse::new(schema, stream::iter(out))))
+}
+
+/// Encodes a value given as text in the binary form of `ty`.
+pub(crate) fn encode_text(enc: &mut DataRowEncoder, v: Option<String>, ty: &Type) -> PgWireResult<()> {
+    let bad = |s: &str| client_error("XX000", format!("internal error: \"{s}\" is not a {}", ty.name()));
+    let Some(s) = v else {
+        return enc.encode_field(&None::<String>);
+    };
+    match *ty {
+        Type::INT8 => enc.encode_field(&s.parse::<i64>().map_err(|_| bad(&s))?),
+        Type::INT4 => enc.encode_field(&s.parse::<i32>().map_err(|_| bad(&s))?),
+        Type::INT2 => enc.encode_field(&s.parse::<i16>().map_err(|_| bad(&s))?),
+        Type::FLOAT8 => enc.encode_field(&s.parse::<f64>().map_err(|_| bad(&s))?),
+        Type::BOOL => enc.encode_field(&matches!(s.as_str(), "t" | "true")),
+        _ => enc.encode_field(&s),
+    }
+}
+
+/// Turns a statement's result into the response: rows for queries and RETURNING, a
+/// command tag with the row count otherwise.
+///
+/// A result whose rest follows its rows (a scan over evicted data, [`Rows::take_rest`]) is
+/// streamed: the rest is read batch by batch on a blocking thread and encoded a batch or two
+/// ahead of the socket, so a result larger than memory is never held whole. `stop` stops
+/// it (a cancel request or the statement timeout, watched while it streams: the client gets
+/// the rows sent so far, then 57014); a client that goes away stops it too.
+pub(crate) fn respond(
+    mut rows: Rows,
+    described: &[(String, Type)],
+    kind: Option<StatementKind>,
+    format: &Format,
+    stop: Option<(StopFlag, Option<(CancelToken, Instant)>)>,
+) -> PgWireResult<Response> {
+    if described.is_empty() && rows.columns().is_empty() {
+        let n = rows.affected as usize;
+        let tag = match kind {
+            Some(StatementKind::Insert) => Tag::new("INSERT").with_oid(0).with_rows(n),
+            Some(StatementKind::Update) => Tag::new("UPDATE").with_rows(n),
+            Some(StatementKind::Delete) => Tag::new("DELETE").with_rows(n),
+            Some(StatementKind::Select) => Tag::new("SELECT").with_rows(n),
+            None => Tag::new("CALL"),
+        };
+        return Ok(Response::Execution(tag));
+    }
+    // The plan may have changed since it was described (DDL in between): the result's own
+    // columns are what the rows hold.
+    let columns = if described.len() == rows.columns().len() {
+        described.to_vec()
+    } else {
+        columns_of(rows.columns())
+    };
+    let schema = Arc::new(fields(&columns, format));
+    let types: Vec<(Type, bool)> = columns
+        .iter()
+        .zip(schema.iter())
+        .map(|(c, f)| (c.1.clone(), f.format() == FieldFormat::Text))
+        .collect();
+    let mut enc = DataRowEncoder::new(schema.clone());
+    let out = encode_rows(&rows, &mut enc, &types)?.into_iter().map(Ok);
+    let rest = rows.take_rest();
+    let mut resp = match rest {
+        None => QueryResponse::new(schema, stream::iter(out).boxed()),
+        Some(rest) => {
+            let (flag, cancel) = stop.unwrap_or_default();
+            let more = stream_rest(rest, move |rows| encode_rows(rows, &mut enc, &types), flag, cancel);
+            QueryResponse::new(schema, stream::iter(out).chain(more).boxed())
+        }
+    };
+    match kind {
+        Some(StatementKind::Insert) => resp.set_command_tag("INSERT 0"),
+        Some(StatementKind::Update) => resp.set_command_tag("UPDATE"),
+        Some(StatementKind::Delete) => resp.set_command_tag("DELETE"),
+        Some(StatementKind::Select) => {}
+        None => resp.set_command_tag("CALL"),
+    }
+    Ok(Response::Query(resp))
+}
+
+/// The data rows of `rows`; `types`: each column's type and whether it is sent as text.
+pub(crate) fn encode_rows(
+    rows: &Rows,
+    enc: &mut DataRowEncoder,
+    types: &[(Type, bool)],
+) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        for (v, (ty, text)) in row.values().zip(types) {
+            encode(enc, v, ty, *text)?;
+        }
+        out.push(enc.take_row());
+    }
+    Ok(out)
+}
+
+/// Batches of encoded rows a streamed result keeps ready ahead of the socket.
+pub(crate) const STREAM_AHEAD: usize = 2;
+
+/// The messages of a result's rest ([`respond`], [`respond_copy_out`]): read on a blocking
+/// thread and turned into messages by `encode`, batch by batch.
+pub(crate) fn stream_rest<T: Send + 'static>(
+    mut rest: Box<dyn permafrost_executor::MoreRows>,
+    mut encode: impl FnMut(&Rows) -> PgWireResult<Vec<T>> + Send + 'static,
+    stop: StopFlag,
+    cancel: Option<(CancelToken, Instant)>,
+) -> impl futures::Stream<Item = PgWireResult<T>> + Send + 'static {
+    let (tx, rx) = tokio::sync::mpsc::channel::<PgWireResult<Vec<T>>>(STREAM_AHEAD);
+    // Watches for a cancel request or the timeout until the producer ends (it drops
+    // `_running`).
+    let (_running, ended) = tokio::sync::oneshot::channel::<()>();
+    if let Some((c, started)) = cancel {
+        let flag = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = c.stopped(started) => flag.set(),
+                _ = ended => {}
+            }
+        });
+    }
+    tokio::task::spawn_blocking(move || {
+        let _running = _running;
+        loop {
+            let batch = match rest.next_rows() {
+                Ok(Some(rows)) => encode(&rows),
+                Ok(None) => break,
+                Err(e) => Err(crate::error::sql_error(e)),
+            };
+            let failed = batch.is_err();
+            if tx.blocking_send(batch).is_err() || failed {
+                break;
+            }
+        }
+        // Dropping `rest` here ends the scan (its blocks may be reused).
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }).flat_map(|batch| {
+        let items: Vec<PgWireResult<T>> = match batch {
+            Ok(items) => items.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        };
+        stream::iter(items)
+    })
+}
+
+/// The answer of `COPY ... TO STDOUT`: a CopyOutResponse, the rows as CopyData lines
+/// (streamed as [`respond`] streams rows), CopyDone.
+pub(crate) fn respond_copy_out(
+    mut rows: Rows,
+    c: &copy::CopyOut,
+    stop: (StopFlag, Option<(CancelToken, Instant)>),
+) -> PgWireResult<Response> {
+    let schema = Arc::new(fields(&c.columns, &Format::UnifiedText));
+    let types: Vec<Type> = c.columns.iter().map(|c| c.1.clone()).collect();
+    let mut first = Vec::new();
+    if c.format.header {
+        let names: Vec<String> = c.columns.iter().map(|c| c.0.clone()).collect();
+        let mut header = Rows::empty(Arc::from(
+            names
+                .iter()
+                .map(|n| permafrost_executor::ColumnInfo {
+                    name: n.clone(),
+                    ty: None,
+                })
+                .collect::<Vec<_>>(),
+        ));
+        header.push_row(names.iter().map(|n| permafrost_executor::ValueRef::Text(n)));
+        let text = vec![Type::TEXT; names.len()];
+        first.extend(copy::copy_lines(
+            &header,
+            &mut DataRowEncoder::new(schema.clone()),
+            &text,
+            &c.format,
+        )?);
+    }
+    let mut enc = DataRowEncoder::new(schema.clone());
+    first.extend(copy::copy_lines(&rows, &mut enc, &types, &c.format)?);
+    let ncols = c.columns.len();
+    let first = stream::iter(first.into_iter().map(Ok));
+    let data = match rows.take_rest() {
+        None => first.boxed(),
+        Some(rest) => {
+            let format = c.format.clone();
+            let more = stream_rest(
+                rest,
+                move |rows| copy::copy_lines(rows, &mut enc, &types, &format),
+                stop.0,
+                stop.1,
+            );
+            first.chain(more).boxed()
+        }
+    };
+    Ok(Response::CopyOut(pgwire::api::results::CopyResponse::new(
+        0, ncols, data,
+    )))
+}
