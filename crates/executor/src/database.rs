@@ -20,7 +20,7 @@ use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef}
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::mp::MpWork;
+use crate::partition::mp::MpWork;
 use crate::partition::{Invocation, Msg, Partition};
 use crate::procedure::{Partitioning, Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
@@ -772,7 +772,7 @@ impl Database {
     /// The memory one statement may hold for its result and intermediate rows (a quarter
     /// of `memory_limit`, at least 16 MiB); what a COPY may buffer before it is applied.
     pub fn statement_memory(&self) -> usize {
-        crate::txn::work_mem(self.shared().config.memory_limit)
+        crate::partition::txn::work_mem(self.shared().config.memory_limit)
     }
 
     /// The memory running statements hold together ([`permafrost_sql::workmem`]): what a

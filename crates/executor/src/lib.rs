@@ -15,17 +15,14 @@
 pub mod config;
 mod database;
 pub mod error;
-mod mp;
 mod partition;
 pub mod procedure;
 mod recovery;
 mod reply;
-mod retrieval;
 mod scan;
 mod shared;
 mod snapshot;
 mod stats;
-mod txn;
 
 pub use config::{
     AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, LogStats, MergePolicy, Retrieval,

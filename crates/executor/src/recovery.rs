@@ -28,7 +28,7 @@ use permafrost_durability::{LogReader, Request, TxnRecord};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::mp::MpWork;
+use crate::partition::mp::MpWork;
 use crate::partition::{Invocation, Msg, Replayed};
 use crate::procedure::{Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink};

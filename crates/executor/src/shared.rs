@@ -13,8 +13,8 @@ use permafrost_storage::{AccessTracker, LruChain, MemoryUsage};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::mp::{MpTxn, MpWork};
 use crate::partition::Msg;
+use crate::partition::mp::{MpTxn, MpWork};
 use crate::procedure::Procedure;
 use crate::reply::Reply;
 
@@ -151,7 +151,7 @@ impl Shared {
     pub(crate) fn statement_pool_limit(memory_limit: u64) -> usize {
         usize::try_from(memory_limit / 2)
             .unwrap_or(usize::MAX)
-            .max(crate::txn::work_mem(memory_limit))
+            .max(crate::partition::txn::work_mem(memory_limit))
     }
 
     /// Each partition's share of the memory budget.

@@ -34,8 +34,8 @@ use permafrost_storage::{PartitionStore, Tombstone};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::mp::MpWork;
 use crate::partition::Msg;
+use crate::partition::mp::MpWork;
 
 mod fork;
 mod load;

@@ -24,11 +24,11 @@ use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId, Value};
 
 use crate::error::{Error, Result};
+use crate::partition::txn::{Outcome, run_txn};
 use crate::partition::{Answer, LogWhat, Msg, Partition, Replayed};
 use crate::procedure::Procedure;
 use crate::reply::{Outbox, Reply};
 use crate::shared::{SchemaState, Shared};
-use crate::txn::{Outcome, run_txn};
 
 /// What a multi-partition transaction does.
 pub(crate) enum MpWork {

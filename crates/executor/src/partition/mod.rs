@@ -11,76 +11,41 @@
 //! * `MpFetch`: evicted tuples of this partition a multi-partition transaction needs;
 //! * `Inspect`: read or change the store between transactions (statistics, tests);
 //! * `Observe`: read the store and the anti-cache between transactions (per-table figures);
+//! * `ScanRead`, `ScansEnded`: blocks read for a scan that does not merge them
+//!   (`crate::scan`);
 //! * `Shutdown`.
 //!
 //! After each message the executor checks its memory (evicting when over the threshold);
 //! after each pass over the queue it hands the gathered completions to their sessions and
 //! publishes its counters.
+//!
+//! The folder: this file is the loop, the commit gate and the durable waits; msg.rs the
+//! messages; txn.rs one transaction (run, commit or roll back, the pre-pass); retrieval.rs
+//! evicted data (parking, fetch and merge, restarts) and the memory checks; mp.rs the
+//! multi-partition coordinator and participants.
 
-use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::Receiver;
-use permafrost_anticache::{AlignedBuf, AntiCache};
+use permafrost_anticache::AntiCache;
 use permafrost_sql::{Catalog, EvictedRef, Rows, SqlError};
-use permafrost_storage::{PartitionStore, TableId, Value};
+use permafrost_storage::PartitionStore;
 
 use crate::error::{Error, Result};
-use crate::mp::{MpFetch, MpTxn};
+use crate::partition::retrieval::{Parking, Waiter};
+use crate::partition::txn::{Outcome, TxnInfo, run_txn};
 use crate::procedure::Procedure;
 use crate::reply::{Held, Outbox, Reply};
-use crate::retrieval::{Parking, Waiter};
 use crate::shared::{PartitionStats, Shared};
-use crate::txn::{Outcome, TxnInfo, run_txn};
 
-/// A message to a partition executor.
-pub(crate) enum Msg {
-    Batch(Vec<Invocation>),
-    Mp(Arc<MpTxn>),
-    Fetched {
-        block: u32,
-        result: io::Result<AlignedBuf>,
-    },
-    /// Evicted blocks the I/O thread wrote (or failed to).
-    Written {
-        blocks: Vec<u32>,
-        result: io::Result<()>,
-    },
-    MpFetch {
-        refs: Vec<(TableId, u32)>,
-        ticket: Arc<MpFetch>,
-    },
-    Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
-    /// Read the store and the anti-cache between transactions (statistics, stats.rs).
-    Observe(Observer),
-    /// Evict about this many bytes now (an administrative command), then acknowledge.
-    Evict(u64, crossbeam_channel::Sender<Result<u64>>),
-    /// Publish counters now, then acknowledge.
-    Publish(crossbeam_channel::Sender<()>),
-    /// The command log made more records durable (or failed): answer the transactions
-    /// waiting for that.
-    Durable,
-    /// Load part of a snapshot (recovery), then acknowledge.
-    Restore(crate::snapshot::Restore, crossbeam_channel::Sender<Result<()>>),
-    /// A snapshot completed: blocks only older snapshots refer to may be reused. `base`:
-    /// it lists whole block directories; later ones list differences from it.
-    SnapshotDone {
-        epoch: u64,
-        base: bool,
-    },
-    /// Read blocks for a scan that does not merge them (scan.rs); `done` gets each one's
-    /// bytes.
-    ScanRead {
-        blocks: Vec<u32>,
-        done: permafrost_anticache::ScanDone,
-    },
-    /// A scan that read blocks without merging them ended: slots freed meanwhile may be
-    /// reused once no scan runs.
-    ScansEnded,
-    Shutdown,
-}
+pub(crate) mod mp;
+mod msg;
+pub(crate) mod retrieval;
+pub(crate) mod txn;
+
+pub(crate) use msg::{Answer, Invocation, LogWhat, Msg, Replayed};
 
 /// Within a pass over its queue, a partition looks for log records that became durable
 /// every this many messages ([`Partition::release_if_durable`]).
@@ -114,47 +79,6 @@ impl DurableSignal {
             let _ = self.tx.send(Msg::Durable);
         }
     }
-}
-
-/// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
-pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
-
-/// One call of a single-partition procedure.
-pub(crate) struct Invocation {
-    pub proc: Arc<Procedure>,
-    pub params: Vec<Value>,
-    pub reply: Reply,
-    /// Times this call was restarted (schema change, evicted data).
-    pub restarts: u32,
-    /// Set when the call is a command-log record being replayed: it runs with the
-    /// timestamp and seed it first ran with, and is not logged again.
-    pub replay: Option<Replayed>,
-}
-
-/// What [`Partition::answer`] needs to log a finished transaction.
-pub(crate) struct Answer {
-    /// Whether it changed anything.
-    pub wrote: bool,
-    /// The partitions it ran at, ascending: this one, or those of a multi-partition one.
-    pub partitions: Option<Vec<u32>>,
-    pub info_now: i64,
-    pub info_seed: u64,
-    /// Its request, for the log; `None` when it is not to be logged (a replayed record).
-    pub log: Option<LogWhat>,
-}
-
-/// What the command log records of a transaction (encoded straight into the partition's
-/// chunk, without building a `TxnRecord`).
-pub(crate) enum LogWhat {
-    Call(Arc<Procedure>, Vec<Value>),
-    Schema(String),
-}
-
-/// The transaction context a replayed record first ran with.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Replayed {
-    pub now: i64,
-    pub seed: u64,
 }
 
 /// One partition executor.
@@ -455,9 +379,9 @@ impl Partition {
             txn_id,
             seed,
             sampled: self.sample(),
-            work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
+            work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
             writes_refused: match (&self.shared.log, replay) {
-                (Some(log), None) => log.failure().map(crate::txn::writes_refused),
+                (Some(log), None) => log.failure().map(crate::partition::txn::writes_refused),
                 _ => None,
             },
             defer_scans: self.ac.is_some() && replay.is_none() && reply.is_some_and(Reply::takes_rest),

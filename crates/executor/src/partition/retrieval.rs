@@ -24,9 +24,9 @@ use permafrost_anticache::{AntiCache, Need, Retrieval};
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
 use crate::error::Error;
-use crate::mp::MpFetch;
+use crate::partition::mp::MpFetch;
+use crate::partition::txn::{TxnInfo, dry_run};
 use crate::partition::{Invocation, Partition};
-use crate::txn::{TxnInfo, dry_run};
 
 /// Free tuple (or string) memory beyond which a partition compacts its heaps (two huge
 /// chunks).
@@ -185,7 +185,7 @@ impl Partition {
                 now: r.now,
                 txn_id: 0,
                 seed: r.seed,
-                work_mem: crate::txn::work_mem(self.shared.config.memory_limit),
+                work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
                 writes_refused: None,
                 defer_scans: false,
             };

@@ -1,0 +1,102 @@
+//! The messages a partition handles, and what travels with them: calls ([`Invocation`]),
+//! multi-partition transactions, block I/O completions, administration, and what an
+//! answered transaction logs.
+
+use std::io;
+use std::sync::Arc;
+
+use permafrost_anticache::{AlignedBuf, AntiCache};
+use permafrost_storage::{PartitionStore, TableId, Value};
+
+use super::mp::{MpFetch, MpTxn};
+use crate::error::Result;
+use crate::procedure::Procedure;
+use crate::reply::Reply;
+
+/// A message to a partition executor.
+pub(crate) enum Msg {
+    Batch(Vec<Invocation>),
+    Mp(Arc<MpTxn>),
+    Fetched {
+        block: u32,
+        result: io::Result<AlignedBuf>,
+    },
+    /// Evicted blocks the I/O thread wrote (or failed to).
+    Written {
+        blocks: Vec<u32>,
+        result: io::Result<()>,
+    },
+    MpFetch {
+        refs: Vec<(TableId, u32)>,
+        ticket: Arc<MpFetch>,
+    },
+    Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
+    /// Read the store and the anti-cache between transactions (statistics, stats.rs).
+    Observe(Observer),
+    /// Evict about this many bytes now (an administrative command), then acknowledge.
+    Evict(u64, crossbeam_channel::Sender<Result<u64>>),
+    /// Publish counters now, then acknowledge.
+    Publish(crossbeam_channel::Sender<()>),
+    /// The command log made more records durable (or failed): answer the transactions
+    /// waiting for that.
+    Durable,
+    /// Load part of a snapshot (recovery), then acknowledge.
+    Restore(crate::snapshot::Restore, crossbeam_channel::Sender<Result<()>>),
+    /// A snapshot completed: blocks only older snapshots refer to may be reused. `base`:
+    /// it lists whole block directories; later ones list differences from it.
+    SnapshotDone {
+        epoch: u64,
+        base: bool,
+    },
+    /// Read blocks for a scan that does not merge them (scan.rs); `done` gets each one's
+    /// bytes.
+    ScanRead {
+        blocks: Vec<u32>,
+        done: permafrost_anticache::ScanDone,
+    },
+    /// A scan that read blocks without merging them ended: slots freed meanwhile may be
+    /// reused once no scan runs.
+    ScansEnded,
+    Shutdown,
+}
+
+/// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
+pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
+
+/// One call of a single-partition procedure.
+pub(crate) struct Invocation {
+    pub proc: Arc<Procedure>,
+    pub params: Vec<Value>,
+    pub reply: Reply,
+    /// Times this call was restarted (schema change, evicted data).
+    pub restarts: u32,
+    /// Set when the call is a command-log record being replayed: it runs with the
+    /// timestamp and seed it first ran with, and is not logged again.
+    pub replay: Option<Replayed>,
+}
+
+/// What [`Partition::answer`] needs to log a finished transaction.
+pub(crate) struct Answer {
+    /// Whether it changed anything.
+    pub wrote: bool,
+    /// The partitions it ran at, ascending: this one, or those of a multi-partition one.
+    pub partitions: Option<Vec<u32>>,
+    pub info_now: i64,
+    pub info_seed: u64,
+    /// Its request, for the log; `None` when it is not to be logged (a replayed record).
+    pub log: Option<LogWhat>,
+}
+
+/// What the command log records of a transaction (encoded straight into the partition's
+/// chunk, without building a `TxnRecord`).
+pub(crate) enum LogWhat {
+    Call(Arc<Procedure>, Vec<Value>),
+    Schema(String),
+}
+
+/// The transaction context a replayed record first ran with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replayed {
+    pub now: i64,
+    pub seed: u64,
+}
