@@ -14,13 +14,13 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
-use permafrost_sql::{Catalog, Route, Rows, SqlError};
-use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value, ValueRef};
+use permafrost_sql::{Catalog, Rows, SqlError};
+use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::partition::mp::MpWork;
+use crate::partition::router::{submit, submit_statement};
 use crate::partition::{Invocation, Msg, Partition};
 use crate::procedure::{Partitioning, Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
@@ -673,42 +673,12 @@ impl Database {
         } else {
             Arc::new(stmt.proc.replan(&current)?)
         };
-        let route = proc.statements[0].route(&params, self.partitions());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let reply = match stop {
             Some(stop) => Reply::Stoppable(tx, stop),
             None => Reply::Oneshot(tx),
         };
-        // A statement that reads only replicated tables, or inserts rows keyed by the
-        // table's sequence, can run at any partition.
-        let single = match route {
-            Route::Single(p) => Some(p),
-            Route::Any => Some(self.shared().any_partition()),
-            Route::All => None,
-        };
-        match single {
-            Some(p) => {
-                let inv = Invocation {
-                    proc,
-                    params,
-                    reply,
-                    restarts: 0,
-                    replay: None,
-                };
-                self.shared().senders[p as usize]
-                    .send(Msg::Batch(vec![inv]))
-                    .map_err(|_| Error::Shutdown)?;
-            }
-            None => {
-                let work = MpWork::Call {
-                    proc,
-                    params,
-                    restarts: 0,
-                    replay: None,
-                };
-                self.shared().submit_mp(work, self.shared().all_partitions(), reply)?;
-            }
-        }
+        submit_statement(self.shared(), proc, params, reply)?;
         Ok(rx)
     }
 
@@ -876,86 +846,6 @@ impl Database {
             d.compact_seconds += s.compact_nanos.load(Relaxed) as f64 / 1e9;
         }
         d
-    }
-}
-
-/// The partition a single-partition call runs at.
-pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Result<Option<u32>> {
-    match proc.partitioning {
-        Partitioning::Multi => Ok(None),
-        Partitioning::Single { param } => {
-            let v = params.get(param).ok_or_else(|| Error::BadCall {
-                name: proc.name.clone(),
-                message: format!(
-                    "partition parameter {param} is missing ({} parameters given)",
-                    params.len()
-                ),
-            })?;
-            let ty = match v.as_ref() {
-                ValueRef::Null => {
-                    return Err(Error::BadCall {
-                        name: proc.name.clone(),
-                        message: format!("partition parameter {param} is NULL"),
-                    });
-                }
-                ValueRef::Int(_) => DataType::BigInt,
-                ValueRef::Text(_) => DataType::Varchar(None),
-                ValueRef::Double(_) => DataType::Double,
-                ValueRef::Timestamp(_) => DataType::Timestamp,
-                ValueRef::Bool(_) => DataType::Boolean,
-                ValueRef::Bytes(_) => DataType::Bytea,
-                ValueRef::Decimal(_) => {
-                    return Err(Error::BadCall {
-                        name: proc.name.clone(),
-                        message: "a NUMERIC partition parameter is not supported".into(),
-                    });
-                }
-            };
-            Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
-        }
-    }
-}
-
-/// Routes a call and queues it (in `buffers` if given, else straight to the partition);
-/// returns the partition of a single-partition call.
-fn submit(
-    shared: &Shared,
-    proc: &Arc<Procedure>,
-    params: Vec<Value>,
-    reply: Reply,
-    buffers: Option<&mut [Vec<Invocation>]>,
-) -> Result<Option<u32>> {
-    let params = proc.coerce(params)?;
-    match route(proc, &params, shared.config.partitions)? {
-        Some(p) => {
-            let inv = Invocation {
-                proc: proc.clone(),
-                params,
-                reply,
-                restarts: 0,
-                replay: None,
-            };
-            match buffers {
-                Some(b) => b[p as usize].push(inv),
-                None => shared.senders[p as usize]
-                    .send(Msg::Batch(vec![inv]))
-                    .map_err(|_| Error::Shutdown)?,
-            }
-            Ok(Some(p))
-        }
-        None => {
-            shared.submit_mp(
-                MpWork::Call {
-                    proc: proc.clone(),
-                    params,
-                    restarts: 0,
-                    replay: None,
-                },
-                shared.all_partitions(),
-                reply,
-            )?;
-            Ok(None)
-        }
     }
 }
 

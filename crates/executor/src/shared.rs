@@ -12,11 +12,8 @@ use permafrost_sql::Catalog;
 use permafrost_storage::{AccessTracker, LruChain, MemoryUsage};
 
 use crate::config::Config;
-use crate::error::{Error, Result};
 use crate::partition::Msg;
-use crate::partition::mp::{MpTxn, MpWork};
 use crate::procedure::Procedure;
-use crate::reply::Reply;
 
 /// Catalog and procedures, published together so that they always agree.
 pub(crate) struct SchemaState {
@@ -119,33 +116,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Enqueues a multi-partition transaction at every partition in `parts`, in the global
-    /// multi-partition order.
-    pub(crate) fn submit_mp(&self, work: MpWork, parts: Vec<u32>, reply: Reply) -> Result<()> {
-        let mut next = self
-            .mp_order
-            .lock()
-            .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
-        let ts = *next;
-        *next += 1;
-        let t = Arc::new(MpTxn::new(ts, work, parts, reply));
-        for &p in &t.parts {
-            self.senders[p as usize]
-                .send(Msg::Mp(t.clone()))
-                .map_err(|_| Error::Shutdown)?;
-        }
-        Ok(())
-    }
-
-    /// A partition for a statement that any partition can run (round robin).
-    pub(crate) fn any_partition(&self) -> u32 {
-        self.any_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.config.partitions.max(1)
-    }
-
-    pub(crate) fn all_partitions(&self) -> Vec<u32> {
-        (0..self.config.partitions).collect()
-    }
-
     /// What running statements may hold together: half the memory budget, at least what
     /// one statement may hold.
     pub(crate) fn statement_pool_limit(memory_limit: u64) -> usize {

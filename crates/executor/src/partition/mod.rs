@@ -22,7 +22,8 @@
 //! The folder: this file is the loop, the commit gate and the durable waits; msg.rs the
 //! messages; txn.rs one transaction (run, commit or roll back, the pre-pass); retrieval.rs
 //! evicted data (parking, fetch and merge, restarts) and the memory checks; mp.rs the
-//! multi-partition coordinator and participants.
+//! multi-partition coordinator and participants; router.rs which partitions a call or a
+//! statement runs at and how it is queued.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -43,6 +44,7 @@ use crate::shared::{PartitionStats, Shared};
 pub(crate) mod mp;
 mod msg;
 pub(crate) mod retrieval;
+pub(crate) mod router;
 pub(crate) mod txn;
 
 pub(crate) use msg::{Answer, Invocation, LogWhat, Msg, Replayed};

@@ -1,0 +1,161 @@
+//! Routing: which partition(s) a call runs at, and how it gets into their queues. A call of
+//! a single-partition procedure goes to the partition its partition parameter hashes to
+//! ([`route`]); anything else is a multi-partition transaction, queued at every partition
+//! it holds in one global order ([`Shared::submit_mp`]).
+
+use std::sync::Arc;
+
+use permafrost_sql::Route;
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{DataType, Value, ValueRef};
+
+use super::Msg;
+use super::mp::{MpTxn, MpWork};
+use super::msg::Invocation;
+use crate::error::{Error, Result};
+use crate::procedure::{Partitioning, Procedure};
+use crate::reply::Reply;
+use crate::shared::Shared;
+
+/// The partition a single-partition call runs at.
+pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Result<Option<u32>> {
+    match proc.partitioning {
+        Partitioning::Multi => Ok(None),
+        Partitioning::Single { param } => {
+            let v = params.get(param).ok_or_else(|| Error::BadCall {
+                name: proc.name.clone(),
+                message: format!(
+                    "partition parameter {param} is missing ({} parameters given)",
+                    params.len()
+                ),
+            })?;
+            let ty = match v.as_ref() {
+                ValueRef::Null => {
+                    return Err(Error::BadCall {
+                        name: proc.name.clone(),
+                        message: format!("partition parameter {param} is NULL"),
+                    });
+                }
+                ValueRef::Int(_) => DataType::BigInt,
+                ValueRef::Text(_) => DataType::Varchar(None),
+                ValueRef::Double(_) => DataType::Double,
+                ValueRef::Timestamp(_) => DataType::Timestamp,
+                ValueRef::Bool(_) => DataType::Boolean,
+                ValueRef::Bytes(_) => DataType::Bytea,
+                ValueRef::Decimal(_) => {
+                    return Err(Error::BadCall {
+                        name: proc.name.clone(),
+                        message: "a NUMERIC partition parameter is not supported".into(),
+                    });
+                }
+            };
+            Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
+        }
+    }
+}
+
+/// Routes a call and queues it (in `buffers` if given, else straight to the partition);
+/// returns the partition of a single-partition call.
+pub(crate) fn submit(
+    shared: &Shared,
+    proc: &Arc<Procedure>,
+    params: Vec<Value>,
+    reply: Reply,
+    buffers: Option<&mut [Vec<Invocation>]>,
+) -> Result<Option<u32>> {
+    let params = proc.coerce(params)?;
+    match route(proc, &params, shared.config.partitions)? {
+        Some(p) => {
+            let inv = Invocation {
+                proc: proc.clone(),
+                params,
+                reply,
+                restarts: 0,
+                replay: None,
+            };
+            match buffers {
+                Some(b) => b[p as usize].push(inv),
+                None => shared.senders[p as usize]
+                    .send(Msg::Batch(vec![inv]))
+                    .map_err(|_| Error::Shutdown)?,
+            }
+            Ok(Some(p))
+        }
+        None => {
+            shared.submit_mp(
+                MpWork::Call {
+                    proc: proc.clone(),
+                    params,
+                    restarts: 0,
+                    replay: None,
+                },
+                shared.all_partitions(),
+                reply,
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// Queues an ad hoc statement (a one-statement procedure) where its plan routes it: the
+/// partition its key pins, any partition (it reads only replicated tables, or inserts rows
+/// keyed by the table's sequence), or all of them.
+pub(crate) fn submit_statement(shared: &Shared, proc: Arc<Procedure>, params: Vec<Value>, reply: Reply) -> Result<()> {
+    let single = match proc.statements[0].route(&params, shared.config.partitions) {
+        Route::Single(p) => Some(p),
+        Route::Any => Some(shared.any_partition()),
+        Route::All => None,
+    };
+    match single {
+        Some(p) => {
+            let inv = Invocation {
+                proc,
+                params,
+                reply,
+                restarts: 0,
+                replay: None,
+            };
+            shared.senders[p as usize]
+                .send(Msg::Batch(vec![inv]))
+                .map_err(|_| Error::Shutdown)
+        }
+        None => {
+            let work = MpWork::Call {
+                proc,
+                params,
+                restarts: 0,
+                replay: None,
+            };
+            shared.submit_mp(work, shared.all_partitions(), reply)
+        }
+    }
+}
+
+impl Shared {
+    /// Enqueues a multi-partition transaction at every partition in `parts`, in the global
+    /// multi-partition order.
+    pub(crate) fn submit_mp(&self, work: MpWork, parts: Vec<u32>, reply: Reply) -> Result<()> {
+        let mut next = self
+            .mp_order
+            .lock()
+            .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
+        let ts = *next;
+        *next += 1;
+        let t = Arc::new(MpTxn::new(ts, work, parts, reply));
+        for &p in &t.parts {
+            self.senders[p as usize]
+                .send(Msg::Mp(t.clone()))
+                .map_err(|_| Error::Shutdown)?;
+        }
+        Ok(())
+    }
+
+    /// A partition for a statement that any partition can run (round robin).
+    pub(crate) fn any_partition(&self) -> u32 {
+        self.any_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.config.partitions.max(1)
+    }
+
+    pub(crate) fn all_partitions(&self) -> Vec<u32> {
+        (0..self.config.partitions).collect()
+    }
+}
