@@ -1,0 +1,473 @@
+//! `permafrost bench ...`: the workloads' flags and running them.
+
+use super::*;
+
+#[derive(Subcommand)]
+pub(crate) enum Workload {
+    /// YCSB: point reads and updates of one table with Zipfian skew.
+    Ycsb(Box<YcsbArgs>),
+    /// The disk under the data directory: sequential writes and random reads per block
+    /// size, through the anti-cache's I/O path.
+    Device(DeviceArgs),
+    /// A series of YCSB runs in one process, written as JSON and a PNG chart: fig8 (merge
+    /// policies), fig9a (block sizes), fig10 (access tracking), compare (anti-cache
+    /// against in-memory, the judged ratios).
+    Experiment(ExperimentArgs),
+    /// Kill-and-restart: runs `permafrost serve` (command log sync) under a concurrent
+    /// workload, kills it with SIGKILL at random moments, restarts it on its data directory
+    /// and checks that every acknowledged change came back and that no transfer was
+    /// applied in part.
+    Crash(Box<CrashArgs>),
+    /// Restart cost: loads YCSB records, takes a snapshot, runs updates after it, closes
+    /// the database and times its recovery (snapshot load, then log replay).
+    Recovery(RecoveryArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RecoveryArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) records: u64,
+    #[arg(long, default_value_t = 1008)]
+    pub(crate) tuple_size: usize,
+    /// The memory budget (small: most records evicted).
+    #[arg(long, default_value = "128MiB", value_parser = parse_size_arg)]
+    pub(crate) memory_limit: u64,
+    #[arg(long, default_value_t = 2)]
+    pub(crate) partitions: u32,
+    /// YCSB updates after the snapshot (replayed at the restart).
+    #[arg(long, default_value_t = 2_000_000)]
+    pub(crate) updates: u64,
+    #[arg(long, default_value_t = 0.99)]
+    pub(crate) skew: f64,
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Updates each of the two clients keeps in flight.
+    #[arg(long, default_value_t = 4096)]
+    pub(crate) in_flight: usize,
+    /// Records compared before and after the restart.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) check_sample: u64,
+    /// An empty directory for the database (default: a temporary one).
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CrashArgs {
+    /// Kill-and-restart iterations.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) iterations: u32,
+    /// Seed of the kill times and the workload's choices.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// The permafrost binary to serve with. Default: this one.
+    #[arg(long)]
+    pub(crate) binary: Option<PathBuf>,
+    /// Directory for the data directories (cycle-<n>, each removed once its iterations
+    /// pass). Default: a temporary directory. Kept when a violation is found.
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Write all the figures as JSON to this file (after every iteration, and at the end).
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Start from a fresh data directory every K iterations (every event keeps index
+    /// entries or a tombstone in the small memory budget).
+    #[arg(long, default_value_t = 20)]
+    pub(crate) fresh_every: u32,
+    /// Continue the run whose report is --json (cut short: "complete": false), from the
+    /// first data directory it did not finish; the other flags must be the run's.
+    #[arg(long, requires = "json")]
+    pub(crate) resume: bool,
+    /// Run from this iteration (rounded down to the first of its data directory), to
+    /// reproduce a late one.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) first_iteration: u32,
+    /// Seconds of workload before the kill: uniform between --min-run and --max-run.
+    #[arg(long, default_value_t = 0.3)]
+    pub(crate) min_run: f64,
+    #[arg(long, default_value_t = 3.0)]
+    pub(crate) max_run: f64,
+    /// Accounts (each with about 900 bytes of padding).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) accounts: u64,
+    /// Workload connections.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) connections: usize,
+    /// Statements each connection keeps in flight (pipelined).
+    #[arg(long, default_value_t = 8)]
+    pub(crate) in_flight: usize,
+    /// Event inserts per second at most: every row keeps index entries (then a tombstone)
+    /// in memory, so the events of a data directory must fit what the memory limit can
+    /// index.
+    #[arg(long, default_value_t = 2000)]
+    pub(crate) insert_rate: u64,
+    /// The server's memory limit (small: eviction and merging run all the time).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size_arg)]
+    pub(crate) memory_limit: u64,
+    /// The server's command-log segment size (small: segments rotate often).
+    #[arg(long, default_value = "1MiB", value_parser = parse_size_arg)]
+    pub(crate) log_segment_size: u64,
+    /// The server's partitions.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) partitions: u32,
+    /// The server's command log. sync is what is checked; async or off lose acknowledged
+    /// changes in a crash, so with them the harness must report violations (a check of
+    /// the harness itself).
+    #[arg(long, default_value = "sync")]
+    pub(crate) command_log: String,
+    /// The server's --snapshot-interval.
+    #[arg(long, default_value = "2s")]
+    pub(crate) snapshot_interval: String,
+    /// Percent of iterations that send CHECKPOINT shortly before the kill.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) checkpoint_kill_pct: u32,
+    /// Percent of iterations whose restart is also killed during recovery.
+    #[arg(long, default_value_t = 25)]
+    pub(crate) recovery_kill_pct: u32,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExperimentArgs {
+    /// fig8, fig9a, fig10, compare or durability.
+    pub(crate) name: String,
+    /// Directory for <name>.json and <name>.png.
+    #[arg(long, default_value = "docs/results")]
+    pub(crate) out: PathBuf,
+    /// Records (default: 500000; 1000000 for compare).
+    #[arg(long)]
+    pub(crate) records: Option<u64>,
+    /// Bytes per tuple.
+    #[arg(long, default_value_t = 1008)]
+    pub(crate) tuple_size: usize,
+    /// Seconds of warm-up before each measured run.
+    #[arg(long, default_value_t = 3.0)]
+    pub(crate) warmup: f64,
+    /// Seconds measured per run.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) duration: f64,
+    /// Times every configuration runs (interleaved); the median is plotted.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) rounds: usize,
+    /// Partitions (default: number of CPU cores).
+    #[arg(long)]
+    pub(crate) partitions: Option<u32>,
+    /// Client threads (default: one per partition).
+    #[arg(long)]
+    pub(crate) clients: Option<usize>,
+    /// Operations each client keeps in flight.
+    #[arg(long, default_value_t = 512)]
+    pub(crate) in_flight: usize,
+    /// compare: memory limit of the larger-than-memory runs.
+    #[arg(long, value_parser = parse_size_arg)]
+    pub(crate) memory_limit: Option<u64>,
+    /// durability: the command log's group commit window (default: the setting's default).
+    #[arg(long, value_parser = parse_duration_arg)]
+    pub(crate) group_commit_window: Option<std::time::Duration>,
+    /// Directory for the runs' block files and command logs: each run gets a fresh
+    /// run-<k> in it, removed after the run (default: temporary directories).
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Seed of the workload's random choices.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Run nothing: draw <out>/<name>.png again from <out>/<name>.json.
+    #[arg(long)]
+    pub(crate) replot: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DeviceArgs {
+    /// Directory on the disk to measure. Default: the system's temporary directory.
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Size of the test file (reads fall anywhere in it).
+    #[arg(long, default_value = "2GiB", value_parser = parse_size_arg)]
+    pub(crate) file_size: u64,
+    /// Block sizes to read, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size_arg,
+          default_value = "1KiB,4KiB,8KiB,16KiB,64KiB,256KiB,1MiB")]
+    pub(crate) block_sizes: Vec<u64>,
+    /// Reads kept in flight.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) queue_depth: u32,
+    /// Seconds of reads per block size.
+    #[arg(long, default_value_t = 3.0)]
+    pub(crate) seconds: f64,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+}
+
+pub(crate) fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s)
+}
+
+/// Flags every benchmark takes.
+#[derive(Args, Debug)]
+pub(crate) struct CommonArgs {
+    #[command(flatten)]
+    pub(crate) engine: EngineArgs,
+    /// What to run against: embedded (in this process) or server=HOST:PORT (a running
+    /// `permafrost serve`, over the PostgreSQL protocol; the engine flags then do not apply).
+    #[arg(long, default_value = "embedded")]
+    pub(crate) target: String,
+    /// Client threads driving the load. Default: one per partition (embedded), 2 (server).
+    #[arg(long)]
+    pub(crate) clients: Option<usize>,
+    /// Server targets: connections in all, spread evenly over the client threads, each
+    /// client's --in-flight operations pipelined over its connections. Default: 8 per client.
+    #[arg(long)]
+    pub(crate) connections: Option<usize>,
+    /// Operations each client keeps in flight.
+    #[arg(long, default_value_t = 512)]
+    pub(crate) in_flight: usize,
+    /// Seconds of warm-up before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) warmup: f64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) duration: f64,
+    /// Directory for the anti-cache's block files and the command log (DIR/anticache,
+    /// which must be empty or absent). Default: a temporary directory, removed at exit.
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Do not draw a progress bar.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Seed of the workload's random choices.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct YcsbArgs {
+    /// Records in the table.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) records: u64,
+    /// Bytes per tuple: an 8-byte key and 10 equal text fields.
+    #[arg(long, default_value_t = 1008)]
+    pub(crate) tuple_size: usize,
+    /// read-only (100% reads), read-heavy (90/10) or write-heavy (50/50).
+    #[arg(long, default_value = "read-heavy", value_parser = Mix::parse)]
+    pub(crate) mix: Mix,
+    /// Zipfian constant s of the key distribution (0 = uniform).
+    #[arg(long, default_value_t = 0.99)]
+    pub(crate) skew: f64,
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+}
+
+impl CommonArgs {
+    /// The engine settings; refuses a data directory that holds an earlier run's files
+    /// (its command log would be appended to, its block files found at start).
+    pub(crate) fn settings(&self) -> Result<DbSettings, String> {
+        if let Some(d) = &self.data_dir {
+            let files = d.join("anticache");
+            let used = std::fs::read_dir(&files).map(|mut e| e.next().is_some());
+            if used.unwrap_or(false) {
+                return Err(format!(
+                    "--data-dir {}: {} holds the files of an earlier run; give an empty or new directory (or remove that one)",
+                    d.display(),
+                    files.display()
+                ));
+            }
+        }
+        self.engine.settings(self.data_dir.clone(), "off")
+    }
+}
+
+pub(crate) fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
+    let c = &args.common;
+    let opts = YcsbOptions {
+        records: args.records,
+        tuple_size: args.tuple_size,
+        mix: args.mix,
+        skew: args.skew,
+        clients: 1,
+        in_flight: c.in_flight,
+        warmup: c.warmup,
+        duration: c.duration,
+        seed: c.seed,
+    };
+    let report = match ycsb::TargetSpec::parse(&c.target).map_err(|e| e.to_string())? {
+        ycsb::TargetSpec::Embedded => {
+            if c.connections.is_some() {
+                return Err("--connections applies to --target server=HOST:PORT only".into());
+            }
+            let (db, _data_dir) = c.settings()?.open().map_err(|e| e.to_string())?;
+            let opts = YcsbOptions {
+                clients: c.clients.unwrap_or(db.partitions() as usize),
+                ..opts
+            };
+            opts.validate().map_err(|e| e.to_string())?;
+            let target = ycsb::embedded::Embedded::new(db, true);
+            ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
+        }
+        ycsb::TargetSpec::Server(addr) => {
+            let opts = YcsbOptions {
+                clients: c.clients.unwrap_or(2),
+                ..opts
+            };
+            opts.validate().map_err(|e| e.to_string())?;
+            let connections = c.connections.unwrap_or(8 * opts.clients);
+            let target = ycsb::server::Server::new(&addr, connections).map_err(|e| e.to_string())?;
+            ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
+        }
+    };
+    println!("{}", report.summary());
+    write_json(c.json.as_deref(), &report)?;
+    if report.verify_errors > 0 {
+        return Err(format!("{} reads failed verification", report.verify_errors));
+    }
+    Ok(())
+}
+
+pub(crate) fn run_device(a: DeviceArgs) -> Result<(), String> {
+    let dir = a.data_dir.unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let opts = permafrost_bench::device::DeviceOptions {
+        file_bytes: a.file_size,
+        block_sizes: a.block_sizes.iter().map(|&b| b as usize).collect(),
+        queue_depth: a.queue_depth,
+        seconds: a.seconds,
+    };
+    let report = permafrost_bench::device::measure(&dir, &opts).map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)
+}
+
+pub(crate) fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
+    use permafrost_bench::experiment;
+    let params = experiment::Params {
+        records: a.records,
+        tuple_size: a.tuple_size,
+        warmup: a.warmup,
+        duration: a.duration,
+        rounds: a.rounds,
+        partitions: a.partitions,
+        clients: a.clients,
+        in_flight: a.in_flight,
+        memory_limit: a.memory_limit,
+        group_commit_window: a.group_commit_window,
+        data_dir: a.data_dir.clone(),
+        seed: a.seed,
+    };
+    let spec = experiment::spec(&a.name, &params).map_err(|e| e.to_string())?;
+    if a.replot {
+        let png = experiment::replot(&spec, &a.out).map_err(|e| e.to_string())?;
+        println!("wrote {}", png.display());
+        return Ok(());
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = experiment::run(&spec, a.rounds, &command, a.data_dir.as_deref()).map_err(|e| e.to_string())?;
+    for f in &report.findings {
+        let verdict = match f.met {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "",
+        };
+        println!(
+            "{}: {:.4} {} {} ({})",
+            f.name,
+            f.value,
+            f.target.as_deref().unwrap_or(""),
+            verdict,
+            f.note
+        );
+    }
+    let (json, png) = experiment::write(&report, &spec, &a.out).map_err(|e| e.to_string())?;
+    println!("wrote {} and {}", json.display(), png.display());
+    Ok(())
+}
+
+pub(crate) fn run_crash(a: CrashArgs) -> Result<(), String> {
+    use permafrost_bench::crash;
+    let binary = match a.binary {
+        Some(b) => b,
+        None => std::env::current_exe().map_err(|e| format!("cannot find this binary (give --binary): {e}"))?,
+    };
+    let opts = crash::CrashOptions {
+        iterations: a.iterations,
+        first_iteration: a.first_iteration,
+        seed: a.seed,
+        binary,
+        data_dir: a.data_dir,
+        fresh_every: a.fresh_every,
+        run_min: a.min_run,
+        run_max: a.max_run,
+        accounts: a.accounts,
+        connections: a.connections,
+        in_flight: a.in_flight,
+        insert_rate: a.insert_rate,
+        memory_limit: a.memory_limit,
+        segment_bytes: a.log_segment_size,
+        partitions: a.partitions,
+        command_log: a.command_log,
+        snapshot_interval: a.snapshot_interval,
+        checkpoint_kill_pct: a.checkpoint_kill_pct,
+        recovery_kill_pct: a.recovery_kill_pct,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        progress: a.json.clone(),
+        ..crash::CrashOptions::new(PathBuf::new())
+    };
+    let previous = match (&a.json, a.resume) {
+        (Some(path), true) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("--resume: cannot read {}: {e}", path.display()))?;
+            Some(serde_json::from_str(&text).map_err(|e| format!("--resume: {}: {e}", path.display()))?)
+        }
+        _ => None,
+    };
+    let report = crash::resume(&opts, previous).map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)?;
+    if !report.violations.is_empty() {
+        return Err(format!(
+            "{} violation(s), the first at iteration {} (seed {})",
+            report.violations.len(),
+            report.violations[0].iteration,
+            report.violations[0].seed
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn run_recovery(a: RecoveryArgs) -> Result<(), String> {
+    use permafrost_bench::recovery;
+    let opts = recovery::RecoveryOptions {
+        records: a.records,
+        tuple_size: a.tuple_size,
+        memory_limit: a.memory_limit,
+        partitions: a.partitions,
+        updates: a.updates,
+        skew: a.skew,
+        seed: a.seed,
+        in_flight: a.in_flight.max(1),
+        check_sample: a.check_sample,
+        data_dir: a.data_dir,
+    };
+    let started = std::time::Instant::now();
+    let report = recovery::run(&opts, &|phase| {
+        eprintln!("[{:7.1}s] {phase}", started.elapsed().as_secs_f64())
+    })
+    .map_err(|e| e.to_string())?;
+    println!("{}", report.summary());
+    write_json(a.json.as_deref(), &report)?;
+    if report.mismatches > 0 {
+        return Err(format!("{} records differ after the restart", report.mismatches));
+    }
+    Ok(())
+}
+
+pub(crate) fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<(), String> {
+    if let Some(path) = path {
+        let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
