@@ -1,0 +1,227 @@
+//! The workload the harness runs against the server: transfers between accounts,
+//! event inserts and reads, each acknowledged change remembered for the checks.
+
+use super::*;
+
+pub(super) fn initial_total(accounts: u64) -> i64 {
+    accounts as i64 * INITIAL_BALANCE
+}
+
+pub(super) fn mix(x: u64) -> u64 {
+    // splitmix64
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub(super) fn iteration_seed(seed: u64, iteration: u32) -> u64 {
+    mix(mix(seed) ^ u64::from(iteration))
+}
+
+/// `len` characters derived from `key` (hex digits, nothing to quote).
+pub(super) fn filler(prefix: String, key: u64, len: usize) -> String {
+    let mut s = prefix;
+    let mut x = key;
+    while s.len() < len {
+        x = mix(x);
+        s += &format!("{x:016x}");
+    }
+    s.truncate(len);
+    s
+}
+
+pub(super) fn account_pad(id: i64) -> String {
+    filler(format!("a{id}-"), id as u64, PAD_BYTES)
+}
+
+pub(super) fn event_payload(id: i64) -> String {
+    filler(format!("e{id}-"), (id as u64) ^ 0x5EED, PAYLOAD_BYTES)
+}
+
+/// The event ids of a data directory and what is known of each.
+#[derive(Default)]
+pub(super) struct Events {
+    /// Flags by id (the ids are handed out in order from 0).
+    pub(super) flags: Vec<u8>,
+}
+
+pub(super) const ACKED: u8 = 1;
+/// Found after a restart: must be there after every later one.
+pub(super) const FOUND: u8 = 2;
+/// Not acknowledged and not found after a restart: must never come back.
+pub(super) const MISSING: u8 = 4;
+
+impl Events {
+    pub(super) fn set(&mut self, id: u64, flag: u8) {
+        let i = id as usize;
+        if self.flags.len() <= i {
+            self.flags.resize(i + 1, 0);
+        }
+        self.flags[i] |= flag;
+    }
+}
+
+/// Per-iteration counters of the workload's tasks.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) stop: AtomicBool,
+    pub(super) transfers: AtomicU64,
+    pub(super) inserts: AtomicU64,
+    /// Event inserts begun (for the rate).
+    pub(super) inserts_started: AtomicU64,
+    pub(super) reads: AtomicU64,
+    pub(super) retries_53200: AtomicU64,
+    pub(super) retries_40001: AtomicU64,
+    pub(super) in_flight: [AtomicI64; 3],
+    /// Unexpected answers: server errors other than the retryable ones, wrong rows.
+    pub(super) problems: Mutex<Vec<String>>,
+    pub(super) problem_count: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn problem(&self, m: String) {
+        self.problem_count.fetch_add(1, Ordering::Relaxed);
+        let mut p = self.problems.lock().unwrap();
+        if p.len() < MAX_MESSAGES {
+            p.push(m);
+        }
+    }
+}
+
+/// The events of ids lo..hi found after a restart.
+pub(super) type EventRows = (i64, i64, Vec<tokio_postgres::Row>);
+
+/// The workload's prepared statements on one connection.
+pub(super) struct Stmts {
+    pub(super) transfer: Statement,
+    pub(super) insert: Statement,
+    pub(super) read: Statement,
+}
+
+/// Runs `f` again while it fails with 53200 (memory budget: eviction catching up) or
+/// 40001 (retry).
+pub(super) async fn retrying<T, F, Fut>(ctr: &Counters, mut f: F) -> Result<T, tokio_postgres::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+{
+    let mut since = None;
+    loop {
+        let e = match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let code = e.code().map(|c| c.code().to_string());
+        let first = *since.get_or_insert_with(Instant::now);
+        match code.as_deref() {
+            Some("53200") if first.elapsed() < RETRY_STALL => {
+                ctr.retries_53200.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            Some("40001") if first.elapsed() < RETRY_STALL => {
+                ctr.retries_40001.fetch_add(1, Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+            _ => return Err(e),
+        }
+    }
+}
+
+pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> {
+    Ok(Stmts {
+        transfer: c.prepare("CALL transfer($1, $2, $3)").await?,
+        insert: c.prepare("INSERT INTO events (id, payload) VALUES ($1, $2)").await?,
+        read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
+    })
+}
+
+/// One of the workload's tasks: a statement at a time, many tasks per connection.
+pub(super) struct Worker {
+    pub(super) client: Arc<Client>,
+    pub(super) stmts: Arc<Stmts>,
+    pub(super) ctr: Arc<Counters>,
+    pub(super) events: Arc<Mutex<Events>>,
+    pub(super) next_event: Arc<AtomicU64>,
+    pub(super) accounts: u64,
+    /// When the workload started, and event inserts allowed per second since.
+    pub(super) start: Instant,
+    pub(super) insert_rate: u64,
+    pub(super) rng: SmallRng,
+}
+
+impl Worker {
+    pub(super) async fn run(mut self) {
+        let (c, st, ctr) = (&*self.client, &*self.stmts, &*self.ctr);
+        while !ctr.stop.load(Ordering::Relaxed) {
+            let mut pick = self.rng.random_range(0..100u32);
+            if (TRANSFER_PCT..TRANSFER_PCT + INSERT_PCT).contains(&pick) {
+                let allowed = (self.start.elapsed().as_secs_f64() * self.insert_rate as f64) as u64;
+                if ctr.inserts_started.fetch_add(1, Ordering::Relaxed) >= allowed {
+                    ctr.inserts_started.fetch_sub(1, Ordering::Relaxed);
+                    // Over the rate: a transfer or a read instead, in their proportion.
+                    pick = self.rng.random_range(0..100 - INSERT_PCT);
+                    if pick >= TRANSFER_PCT {
+                        pick += INSERT_PCT;
+                    }
+                }
+            }
+            let r = if pick < TRANSFER_PCT {
+                let src = self.rng.random_range(0..self.accounts) as i64;
+                let mut dst = self.rng.random_range(0..self.accounts - 1) as i64;
+                if dst >= src {
+                    dst += 1;
+                }
+                let amount = self.rng.random_range(1..=100i64);
+                let params: [&(dyn ToSql + Sync); 3] = [&src, &dst, &amount];
+                ctr.in_flight[0].fetch_add(1, Ordering::SeqCst);
+                let r = retrying(ctr, || c.execute(&st.transfer, &params)).await;
+                ctr.in_flight[0].fetch_sub(1, Ordering::SeqCst);
+                r.map(|_| {
+                    ctr.transfers.fetch_add(1, Ordering::Relaxed);
+                })
+            } else if pick < TRANSFER_PCT + INSERT_PCT {
+                let id = self.next_event.fetch_add(1, Ordering::SeqCst) as i64;
+                let payload = event_payload(id);
+                let params: [&(dyn ToSql + Sync); 2] = [&id, &payload];
+                ctr.in_flight[1].fetch_add(1, Ordering::SeqCst);
+                let r = retrying(ctr, || c.execute(&st.insert, &params)).await;
+                ctr.in_flight[1].fetch_sub(1, Ordering::SeqCst);
+                r.map(|n| {
+                    if n == 1 {
+                        self.events.lock().unwrap().set(id as u64, ACKED);
+                        ctr.inserts.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        ctr.problem(format!("inserting event {id} answered {n} rows"));
+                    }
+                })
+            } else {
+                let id = self.rng.random_range(0..self.accounts) as i64;
+                let params: [&(dyn ToSql + Sync); 1] = [&id];
+                ctr.in_flight[2].fetch_add(1, Ordering::SeqCst);
+                let r = retrying(ctr, || c.query_opt(&st.read, &params)).await;
+                ctr.in_flight[2].fetch_sub(1, Ordering::SeqCst);
+                r.map(|row| match row {
+                    Some(row) => {
+                        let pad: Option<String> = row.get(1);
+                        if pad.as_deref() == Some(account_pad(id).as_str()) {
+                            ctr.reads.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            ctr.problem(format!("account {id} read with the wrong padding {pad:?}"));
+                        }
+                    }
+                    None => ctr.problem(format!("account {id} is missing")),
+                })
+            };
+            if let Err(e) = r {
+                if e.as_db_error().is_some() {
+                    // The server answered with an error the workload does not expect.
+                    ctr.problem(describe(&e));
+                } else {
+                    // The connection is gone: the server was killed.
+                    break;
+                }
+            }
+        }
+    }
+}
