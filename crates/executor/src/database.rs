@@ -557,6 +557,24 @@ impl Database {
         }
     }
 
+    /// [`Database::call_handle_async`] for a caller that may ask the call to stop (`stop`:
+    /// a cancel request, a statement timeout, a client gone): its statements stop at their
+    /// next look, the transaction rolls back and the future resolves to 57014; a call that
+    /// committed first resolves to its result.
+    pub fn call_handle_stoppable(
+        &self,
+        h: &ProcHandle,
+        params: Vec<Value>,
+        stop: StopFlag,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let submitted = self.submit(h, params, Reply::Stoppable(tx, stop));
+        async move {
+            submitted?;
+            rx.await.unwrap_or(Err(Error::Shutdown))
+        }
+    }
+
     /// Calls a procedure; the future resolves to its result. Many calls may be in flight.
     pub fn call_async(&self, name: &str, params: Vec<Value>) -> impl Future<Output = Result<Rows>> + Send + 'static {
         let submitted = self.procedure(name).and_then(|h| {

@@ -145,11 +145,16 @@ impl Backend {
                     return Err(client_error("XX000", "internal error: a built-in CALL submitted"));
                 };
                 let args = c.bind_args(&params)?;
-                let fut = self.db.call_handle_async(h, args);
+                // Stopped as a DML statement is (a cancel, the timeout, a client gone).
+                let stop = StopFlag::new();
+                let fut = self.db.call_handle_stoppable(h, args, stop.clone());
                 let c = c.clone();
                 Box::pin(async move {
-                    let r = fut
-                        .await
+                    let rows = match &cancel {
+                        Some(t) => t.run_stoppable(&stop, fut).await?,
+                        None => fut.await,
+                    };
+                    let r = rows
                         .map_err(db_error)
                         .and_then(|rows| respond(rows, &c.columns, None, &format, None));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
@@ -240,7 +245,13 @@ impl Backend {
                 let args = c.bind_args(&params)?;
                 match &c.target {
                     CallTarget::Procedure(h) => {
-                        let rows = self.db.call_handle_async(h, args).await.map_err(db_error)?;
+                        let stop = StopFlag::new();
+                        let fut = self.db.call_handle_stoppable(h, args, stop.clone());
+                        let rows = match cancel {
+                            Some(t) => t.run_stoppable(&stop, fut).await?,
+                            None => fut.await,
+                        }
+                        .map_err(db_error)?;
                         respond(rows, &c.columns, None, format, None)
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,

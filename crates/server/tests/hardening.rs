@@ -718,3 +718,49 @@ async fn a_client_that_goes_away_stops_its_long_statement() {
     .unwrap();
     assert_eq!(answered.get::<_, i64>(0), 5);
 }
+
+/// A CALL stops like a statement: past `statement_timeout` or on a cancel request its
+/// procedure is rolled back (57014) and its partitions serve others at once, through both
+/// protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_call_is_stopped_by_statement_timeout_and_cancel() {
+    let s = server().await;
+    let c = connect(s.port).await;
+    big_table(&c).await;
+    c.batch_execute(
+        "CREATE TABLE marks (id BIGINT PRIMARY KEY);
+         CREATE PROCEDURE slow() AS $$
+           INSERT INTO marks VALUES (1);
+           SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100
+         $$",
+    )
+    .await
+    .unwrap();
+    c.batch_execute("SET statement_timeout = '300ms'").await.unwrap();
+    let started = std::time::Instant::now();
+    let e = c.simple_query("CALL slow()").await.unwrap_err();
+    assert_eq!(code(&e), "57014", "{e}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let e = c.query("CALL slow()", &[]).await.unwrap_err();
+    assert_eq!(code(&e), "57014", "{e}");
+    c.batch_execute("RESET statement_timeout").await.unwrap();
+    // A cancel request.
+    let token = c.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(NoTls).await.unwrap();
+    });
+    let e = c.simple_query("CALL slow()").await.unwrap_err();
+    assert_eq!(code(&e), "57014", "{e}");
+    canceller.await.unwrap();
+    assert_eq!(count(&c, "marks").await, 0, "a stopped call rolled back");
+    let other = connect(s.port).await;
+    let answered = tokio::time::timeout(
+        Duration::from_secs(5),
+        other.query_one("SELECT g FROM big WHERE id = 5", &[]),
+    )
+    .await
+    .expect("another client is answered within 5 s")
+    .unwrap();
+    assert_eq!(answered.get::<_, i64>(0), 5);
+}
