@@ -44,6 +44,28 @@ fn outcome_of<T>(r: &PgWireResult<T>) -> Outcome {
     }
 }
 
+/// Runs what `start` submits with a stop flag that a cancel request, the statement
+/// timeout or the client going away sets (the statement rolls back: 57014; one that
+/// committed first answers as it would have). Returns its rows and what stops the rest of
+/// them, if they stream.
+async fn stoppable<F>(
+    start: impl FnOnce(StopFlag) -> F,
+    cancel: Option<&CancelToken>,
+) -> PgWireResult<(Rows, (StopFlag, Option<(CancelToken, Instant)>))>
+where
+    F: Future<Output = permafrost_executor::Result<Rows>>,
+{
+    let started = Instant::now();
+    let stop = StopFlag::new();
+    let fut = start(stop.clone());
+    let rows = match cancel {
+        Some(c) => c.run_stoppable(&stop, fut).await?,
+        None => fut.await,
+    }
+    .map_err(db_error)?;
+    Ok((rows, (stop, cancel.map(|c| (c.clone(), started)))))
+}
+
 /// Runs statements for the clients of one server.
 pub struct Backend {
     db: Arc<Database>,
@@ -245,13 +267,7 @@ impl Backend {
                 let args = c.bind_args(&params)?;
                 match &c.target {
                     CallTarget::Procedure(h) => {
-                        let stop = StopFlag::new();
-                        let fut = self.db.call_handle_stoppable(h, args, stop.clone());
-                        let rows = match cancel {
-                            Some(t) => t.run_stoppable(&stop, fut).await?,
-                            None => fut.await,
-                        }
-                        .map_err(db_error)?;
+                        let (rows, _) = stoppable(|stop| self.db.call_handle_stoppable(h, args, stop), cancel).await?;
                         respond(rows, &c.columns, None, format, None)
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
@@ -277,15 +293,7 @@ impl Backend {
         params: Vec<Value>,
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<(Rows, (StopFlag, Option<(CancelToken, Instant)>))> {
-        let started = Instant::now();
-        let stop = StopFlag::new();
-        let fut = self.db.execute_ad_hoc_stoppable(stmt, params, stop.clone());
-        let rows = match cancel {
-            Some(c) => c.run_stoppable(&stop, fut).await?,
-            None => fut.await,
-        }
-        .map_err(db_error)?;
-        Ok((rows, (stop, cancel.map(|c| (c.clone(), started)))))
+        stoppable(|stop| self.db.execute_ad_hoc_stoppable(stmt, params, stop), cancel).await
     }
 
     async fn stats_response(&self, format: &Format) -> PgWireResult<Response> {
