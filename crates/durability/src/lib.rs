@@ -8,6 +8,7 @@
 //! The on-disk formats are specified in docs/format.md ("Command log, version 1",
 //! "Snapshot, version 1").
 
+pub mod codec;
 pub mod commandlog;
 pub mod snapshot;
 

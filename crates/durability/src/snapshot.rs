@@ -15,7 +15,6 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use permafrost_storage::IndexKey;
-use permafrost_storage::index::KeyBuf;
 
 use crate::commandlog::LogError;
 
@@ -394,8 +393,8 @@ impl SnapshotReader {
         if kind == kind::END {
             let mut d = Dec::new(&body);
             let (count, chain) = (
-                d.u64().map_err(|e| self.corrupt(at, e))?,
-                d.u32().map_err(|e| self.corrupt(at, e))?,
+                d.u64("section count").map_err(|e| self.corrupt(at, e.to_string()))?,
+                d.u32("section chain").map_err(|e| self.corrupt(at, e.to_string()))?,
             );
             if count != self.sections || chain != self.chain {
                 return Err(self.corrupt(at, "the END section does not match the sections before it"));
@@ -469,80 +468,5 @@ impl Enc {
     }
 }
 
-/// Checked decoder of section bodies: every read fails, never panics, past the end.
-pub struct Dec<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Dec<'a> {
-    pub fn new(b: &'a [u8]) -> Dec<'a> {
-        Dec { b, at: 0 }
-    }
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| {
-            format!(
-                "section body ends early (needs {n} bytes at {} of {})",
-                self.at,
-                self.b.len()
-            )
-        })?;
-        let s = &self.b[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    pub fn u8(&mut self) -> std::result::Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    pub fn u16(&mut self) -> std::result::Result<u16, String> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
-    }
-    pub fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-    pub fn u64(&mut self) -> std::result::Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    pub fn i64(&mut self) -> std::result::Result<i64, String> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    pub fn bytes(&mut self) -> std::result::Result<&'a [u8], String> {
-        let n = self.u32()? as usize;
-        self.take(n)
-    }
-    pub fn string(&mut self) -> std::result::Result<String, String> {
-        let b = self.bytes()?;
-        std::str::from_utf8(b)
-            .map(str::to_string)
-            .map_err(|_| "a string is not UTF-8".to_string())
-    }
-    pub fn key(&mut self) -> std::result::Result<IndexKey, String> {
-        match self.u8()? {
-            0 => Ok(IndexKey::Int(self.i64()?)),
-            1 => Ok(IndexKey::Bytes(KeyBuf::new(self.bytes()?))),
-            t => Err(format!("unknown key tag {t}")),
-        }
-    }
-    /// A count of items at least `min_item` bytes each, checked against what is left.
-    pub fn count(&mut self, min_item: usize) -> std::result::Result<usize, String> {
-        let n = self.u32()? as usize;
-        if n.saturating_mul(min_item.max(1)) > self.b.len() - self.at {
-            return Err(format!("count {n} is more than the section holds"));
-        }
-        Ok(n)
-    }
-    pub fn is_done(&self) -> bool {
-        self.at == self.b.len()
-    }
-    /// Fails unless the body was read exactly to its end.
-    pub fn finish(&self) -> std::result::Result<(), String> {
-        if self.is_done() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} unexpected bytes at the end of a section",
-                self.b.len() - self.at
-            ))
-        }
-    }
-}
+/// The decoder of section bodies ([`crate::codec::Decoder`]).
+pub use crate::codec::Decoder as Dec;

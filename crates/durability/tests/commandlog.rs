@@ -859,7 +859,11 @@ fn bad_segment_headers_unknown_versions_and_misnamed_segments_are_errors() {
     let c = crc32c::crc32c(&h[..20]);
     h[20..24].copy_from_slice(&c.to_le_bytes());
     version[..SEGMENT_HEADER_LEN].copy_from_slice(&h);
-    cases.push(("version", version, "unknown command log format version 3"));
+    cases.push((
+        "version",
+        version,
+        "states format version 3; this build reads versions 1 to 2",
+    ));
     cases.push(("short", bytes[..10].to_vec(), "shorter than a segment header"));
     for (what, b, expect) in cases {
         let dir = tempfile::tempdir().unwrap();

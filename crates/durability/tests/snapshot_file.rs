@@ -72,11 +72,11 @@ fn a_snapshot_reads_back_and_its_sections_decode() {
     assert_eq!(h, header());
     assert_eq!(got, sections);
     let mut d = Dec::new(&got[2].1);
-    assert_eq!(d.u32().unwrap(), 0);
-    assert_eq!(d.u32().unwrap(), 1);
-    assert_eq!(d.key().unwrap(), permafrost_storage::IndexKey::Int(-5));
+    assert_eq!(d.u32("u32").unwrap(), 0);
+    assert_eq!(d.u32("u32").unwrap(), 1);
+    assert_eq!(d.key("key").unwrap(), permafrost_storage::IndexKey::Int(-5));
     d.finish().unwrap();
-    assert!(d.u8().is_err(), "reading past the end is an error");
+    assert!(d.u8("u8").is_err(), "reading past the end is an error");
     // Listed, newest valid found, older removed.
     assert_eq!(snapshot::list(dir.path()).unwrap().len(), 1);
     let found = snapshot::newest_valid(dir.path(), &mut |w| panic!("{w}")).unwrap();

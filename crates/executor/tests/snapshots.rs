@@ -335,15 +335,15 @@ fn to_version_1(path: &Path) {
             kind::BLOCKS => {
                 let mut d = Dec::new(&body);
                 let mut e = Enc::default();
-                e.u32(d.u32().unwrap());
-                let n = d.u32().unwrap();
+                e.u32(d.u32("u32").unwrap());
+                let n = d.u32("u32").unwrap();
                 e.u32(n);
                 for _ in 0..n {
-                    e.u32(d.u32().unwrap());
-                    e.u16(d.u16().unwrap());
-                    e.u16(d.u16().unwrap());
+                    e.u32(d.u32("u32").unwrap());
+                    e.u16(d.u16("u16").unwrap());
+                    e.u16(d.u16("u16").unwrap());
                     e.u16(0);
-                    e.u16(d.u16().unwrap());
+                    e.u16(d.u16("u16").unwrap());
                 }
                 e.0
             }

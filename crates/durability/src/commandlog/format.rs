@@ -30,6 +30,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::codec::{DecodeError, Decoder};
+
 pub const SEGMENT_MAGIC: [u8; 8] = *b"PFCMDLOG";
 /// The newest segment format this build writes and reads.
 pub const FORMAT_VERSION: u32 = PREALLOCATED_VERSION;
@@ -90,30 +92,42 @@ pub struct SegmentHeader {
 }
 
 /// Checks a segment header; returns the first LSN and version it states.
-pub fn check_segment_header(h: &[u8]) -> Result<SegmentHeader, String> {
+pub fn check_segment_header(h: &[u8]) -> Result<SegmentHeader, DecodeError> {
+    let bad = |at: usize, problem: String| DecodeError::Invalid {
+        what: "segment header",
+        at,
+        problem,
+    };
     if h.len() < SEGMENT_HEADER_LEN {
-        return Err(format!(
-            "segment header is {} bytes, shorter than {SEGMENT_HEADER_LEN}",
-            h.len()
-        ));
+        return Err(DecodeError::Truncated {
+            what: "segment header",
+            at: 0,
+            need: SEGMENT_HEADER_LEN,
+            left: h.len(),
+        });
     }
-    if h[0..8] != SEGMENT_MAGIC {
-        return Err("not a Permafrost command log segment (bad magic)".into());
+    let mut d = Decoder::new(h);
+    let magic = d.take(8, "segment magic")?;
+    if magic != SEGMENT_MAGIC {
+        return Err(bad(0, "is not a Permafrost command log segment's (bad magic)".into()));
     }
-    let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+    let version = d.u32("segment format version")?;
     if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
-        return Err(format!(
-            "unknown command log format version {version}; this build reads versions {OLDEST_FORMAT_VERSION} to \
-             {FORMAT_VERSION}"
+        return Err(bad(
+            8,
+            format!(
+                "states format version {version}; this build reads versions {OLDEST_FORMAT_VERSION} to \
+                 {FORMAT_VERSION}"
+            ),
         ));
     }
-    let stored = u32::from_le_bytes([h[20], h[21], h[22], h[23]]);
+    let first = d.u64("first LSN")?;
+    let stored = d.u32("segment header checksum")?;
     if crc32c::crc32c(&h[..20]) != stored {
-        return Err("segment header checksum mismatch".into());
+        return Err(bad(20, "has a checksum mismatch".into()));
     }
-    let first = u64::from_le_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
     if first == 0 {
-        return Err("segment header states first LSN 0".into());
+        return Err(bad(12, "states first LSN 0".into()));
     }
     Ok(SegmentHeader {
         first_lsn: first,

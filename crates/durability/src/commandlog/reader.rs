@@ -83,7 +83,7 @@ impl SegmentCursor {
             ));
         }
         file.read_exact(&mut h).map_err(io_err(path, "cannot read"))?;
-        let header = check_segment_header(&h).map_err(|d| LogError::corrupt(path, 0, d))?;
+        let header = check_segment_header(&h).map_err(|d| LogError::corrupt(path, 0, d.to_string()))?;
         let first = header.first_lsn;
         if first != name_lsn {
             return Err(LogError::corrupt(

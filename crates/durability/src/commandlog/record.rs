@@ -19,6 +19,8 @@
 
 use permafrost_storage::{Decimal, Value};
 
+use crate::codec::{DecodeError, Decoder};
+
 /// What a committed transaction was asked to do (never row images).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
@@ -172,155 +174,102 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
 }
 
 /// Reads fields off a body, failing (never panicking) when bytes run out.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+/// Reads a value written by [`put_value`] (its tag, then its payload).
+fn value(c: &mut Decoder<'_>) -> Result<Value, DecodeError> {
+    let at = c.pos();
+    Ok(match c.u8("value tag")? {
+        TAG_NULL => Value::Null,
+        TAG_BOOL => match c.u8("boolean")? {
+            0 => Value::Bool(false),
+            1 => Value::Bool(true),
+            b => {
+                return Err(DecodeError::Invalid {
+                    what: "boolean",
+                    at: at + 1,
+                    problem: format!("is {b}, not 0 or 1"),
+                });
+            }
+        },
+        TAG_INT => Value::Int(c.i64("integer")?),
+        TAG_DOUBLE => Value::Double(f64::from_bits(c.u64("double")?)),
+        TAG_DECIMAL => {
+            let b = c.bytes16("numeric")?;
+            let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if flags & DECIMAL_UNUSED_FLAGS != 0 || (flags >> 16) & 0xFF > DECIMAL_MAX_SCALE {
+                return Err(DecodeError::Invalid {
+                    what: "numeric",
+                    at: at + 1,
+                    problem: format!("has bad flags {flags:#010x}"),
+                });
+            }
+            Value::Decimal(Decimal::deserialize(b))
+        }
+        TAG_TIMESTAMP => Value::Timestamp(c.i64("timestamp")?),
+        TAG_TEXT => Value::Text(c.string("text")?.into_boxed_str()),
+        TAG_BYTES => Value::Bytes(c.bytes("bytea")?.into()),
+        t => {
+            return Err(DecodeError::UnknownTag {
+                what: "value tag",
+                value: t as u64,
+                at,
+            });
+        }
+    })
 }
 
-type DecodeResult<T> = std::result::Result<T, String>;
-
-impl<'a> Cursor<'a> {
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
+fn values(c: &mut Decoder<'_>) -> Result<Vec<Value>, DecodeError> {
+    let n = c.count(1, "parameter count")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(value(c)?);
     }
-
-    fn take(&mut self, n: usize, what: &str) -> DecodeResult<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(format!(
-                "{what} at body byte {} needs {n} bytes, {} left",
-                self.pos,
-                self.remaining()
-            ));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self, what: &str) -> DecodeResult<[u8; N]> {
-        let s = self.take(N, what)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
-    }
-
-    fn u8(&mut self, what: &str) -> DecodeResult<u8> {
-        Ok(self.array::<1>(what)?[0])
-    }
-
-    fn u32(&mut self, what: &str) -> DecodeResult<u32> {
-        Ok(u32::from_le_bytes(self.array(what)?))
-    }
-
-    fn u64(&mut self, what: &str) -> DecodeResult<u64> {
-        Ok(u64::from_le_bytes(self.array(what)?))
-    }
-
-    fn i64(&mut self, what: &str) -> DecodeResult<i64> {
-        Ok(i64::from_le_bytes(self.array(what)?))
-    }
-
-    /// A count of items of at least `min_size` bytes each, checked against what is left.
-    fn count(&mut self, min_size: usize, what: &str) -> DecodeResult<usize> {
-        let at = self.pos;
-        let n = self.u32(what)? as usize;
-        if n.saturating_mul(min_size) > self.remaining() {
-            return Err(format!(
-                "{what} at body byte {at} is {n}, more than the {} bytes left hold",
-                self.remaining()
-            ));
-        }
-        Ok(n)
-    }
-
-    fn bytes(&mut self, what: &str) -> DecodeResult<&'a [u8]> {
-        let n = self.count(1, what)?;
-        self.take(n, what)
-    }
-
-    fn string(&mut self, what: &str) -> DecodeResult<String> {
-        let at = self.pos;
-        let b = self.bytes(what)?;
-        std::str::from_utf8(b)
-            .map(str::to_owned)
-            .map_err(|_| format!("{what} at body byte {at} is not UTF-8"))
-    }
-
-    fn value(&mut self) -> DecodeResult<Value> {
-        let at = self.pos;
-        Ok(match self.u8("value tag")? {
-            TAG_NULL => Value::Null,
-            TAG_BOOL => match self.u8("boolean")? {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                b => return Err(format!("boolean at body byte {} is {b}, not 0 or 1", at + 1)),
-            },
-            TAG_INT => Value::Int(self.i64("integer")?),
-            TAG_DOUBLE => Value::Double(f64::from_bits(self.u64("double")?)),
-            TAG_DECIMAL => {
-                let b: [u8; 16] = self.array("numeric")?;
-                let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                if flags & DECIMAL_UNUSED_FLAGS != 0 || (flags >> 16) & 0xFF > DECIMAL_MAX_SCALE {
-                    return Err(format!("numeric at body byte {} has bad flags {flags:#010x}", at + 1));
-                }
-                Value::Decimal(Decimal::deserialize(b))
-            }
-            TAG_TIMESTAMP => Value::Timestamp(self.i64("timestamp")?),
-            TAG_TEXT => Value::Text(self.string("text")?.into_boxed_str()),
-            TAG_BYTES => Value::Bytes(self.bytes("bytea")?.into()),
-            t => return Err(format!("unknown value tag {t} at body byte {at}")),
-        })
-    }
-
-    fn values(&mut self) -> DecodeResult<Vec<Value>> {
-        let n = self.count(1, "parameter count")?;
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            out.push(self.value()?);
-        }
-        Ok(out)
-    }
+    Ok(out)
 }
 
 /// Decodes a record body written by [`encode_record`]. Any malformation (unknown kind or
 /// tag, a length past the end, bad UTF-8, a boolean other than 0/1, a numeric with stray
 /// flag bits or a scale above 28, partitions not strictly ascending, trailing bytes) is an
 /// error describing it; bad bytes never panic.
-pub fn decode_record(body: &[u8]) -> std::result::Result<TxnRecord, String> {
-    let mut c = Cursor { bytes: body, pos: 0 };
+pub fn decode_record(body: &[u8]) -> Result<TxnRecord, DecodeError> {
+    let mut c = Decoder::new(body);
     let kind = c.u8("request kind")?;
     let now = c.i64("timestamp")?;
     let seed = c.u64("seed")?;
     let n = c.count(4, "partition count")?;
     let mut partitions = Vec::with_capacity(n);
     for _ in 0..n {
+        let at = c.pos();
         let p = c.u32("partition")?;
         if partitions.last().is_some_and(|&last| last >= p) {
-            return Err(format!("partitions not ascending at body byte {}", c.pos - 4));
+            return Err(DecodeError::Invalid {
+                what: "partition",
+                at,
+                problem: "is not above the one before it (partitions must ascend)".into(),
+            });
         }
         partitions.push(p);
     }
     let request = match kind {
         KIND_CALL => Request::Call {
             procedure: c.string("procedure name")?,
-            params: c.values()?,
+            params: values(&mut c)?,
         },
         KIND_AD_HOC => Request::AdHoc {
             sql: c.string("SQL text")?,
-            params: c.values()?,
+            params: values(&mut c)?,
         },
         KIND_SCHEMA => Request::Schema {
             sql: c.string("SQL text")?,
         },
-        k => return Err(format!("unknown request kind {k}")),
+        k => {
+            return Err(DecodeError::UnknownTag {
+                what: "request kind",
+                value: k as u64,
+                at: 0,
+            });
+        }
     };
-    if c.remaining() != 0 {
-        return Err(format!(
-            "{} bytes trail the record at body byte {}",
-            c.remaining(),
-            c.pos
-        ));
-    }
+    c.finish()?;
     Ok(TxnRecord {
         partitions,
         now,
@@ -422,19 +371,41 @@ mod tests {
         }
         let mut trailing = good.clone();
         trailing.push(0);
-        assert!(decode_record(&trailing).unwrap_err().contains("trail"));
+        assert!(matches!(
+            decode_record(&trailing),
+            Err(DecodeError::Trailing { left: 1, .. })
+        ));
         let mut kind = good.clone();
         kind[0] = 9;
-        assert!(decode_record(&kind).unwrap_err().contains("request kind"));
+        assert!(matches!(
+            decode_record(&kind),
+            Err(DecodeError::UnknownTag {
+                what: "request kind",
+                value: 9,
+                ..
+            })
+        ));
         let mut desc = good.clone();
         desc[21..25].copy_from_slice(&7u32.to_le_bytes());
-        assert!(decode_record(&desc).unwrap_err().contains("ascending"));
+        assert!(matches!(
+            decode_record(&desc),
+            Err(DecodeError::Invalid { what: "partition", .. })
+        ));
         let mut boolean = good.clone();
         boolean[43] = 2;
-        assert!(decode_record(&boolean).unwrap_err().contains("boolean"));
+        assert!(matches!(
+            decode_record(&boolean),
+            Err(DecodeError::Invalid { what: "boolean", .. })
+        ));
         let mut count = good.clone();
         count[17..21].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_record(&count).unwrap_err().contains("partition count"));
+        assert!(matches!(
+            decode_record(&count),
+            Err(DecodeError::CountTooLarge {
+                what: "partition count",
+                ..
+            })
+        ));
         // A numeric with a scale of 29.
         let mut rec = sample();
         rec.request = Request::AdHoc {
@@ -445,10 +416,16 @@ mod tests {
         encode_record(&rec, &mut dec);
         let flags_at = dec.len() - 16;
         dec[flags_at + 2] = 29;
-        assert!(decode_record(&dec).unwrap_err().contains("numeric"));
+        assert!(matches!(
+            decode_record(&dec),
+            Err(DecodeError::Invalid { what: "numeric", .. })
+        ));
         dec[flags_at + 2] = 0;
         dec[flags_at] = 1;
-        assert!(decode_record(&dec).unwrap_err().contains("numeric"));
+        assert!(matches!(
+            decode_record(&dec),
+            Err(DecodeError::Invalid { what: "numeric", .. })
+        ));
         // Bad UTF-8 in a schema change.
         let mut rec = sample();
         rec.request = Request::Schema { sql: "ab".into() };
@@ -456,6 +433,6 @@ mod tests {
         encode_record(&rec, &mut s);
         let last = s.len() - 1;
         s[last] = 0xFF;
-        assert!(decode_record(&s).unwrap_err().contains("UTF-8"));
+        assert!(matches!(decode_record(&s), Err(DecodeError::NotUtf8 { .. })));
     }
 }

@@ -1,6 +1,8 @@
 //! Loading a snapshot at recovery: each partition gets its block directory, tombstones,
 //! the index entries of its evicted tuples and its rows, section by section.
 
+use permafrost_durability::codec::DecodeError;
+
 use super::*;
 
 /// What loading a snapshot did.
@@ -30,20 +32,20 @@ pub(super) fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permaf
 
 /// A BLOCKS section's entries after its partition: count, then per entry id, table,
 /// tuples, span (`v1`: and holes before the span, ignored: they are recounted at load).
-pub(super) fn directory_entries(d: &mut Dec<'_>, v1: bool) -> std::result::Result<Vec<(u32, BlockMeta)>, String> {
-    let count = d.count(if v1 { 12 } else { 10 })?;
+pub(super) fn directory_entries(d: &mut Dec<'_>, v1: bool) -> std::result::Result<Vec<(u32, BlockMeta)>, DecodeError> {
+    let count = d.count(if v1 { 12 } else { 10 }, "block count")?;
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        let id = d.u32()?;
-        let (table, tuples) = (d.u16()?, d.u16()?);
+        let id = d.u32("block id")?;
+        let (table, tuples) = (d.u16("block table")?, d.u16("block tuples")?);
         if v1 {
-            d.u16()?;
+            d.u16("block holes")?;
         }
         let meta = BlockMeta {
             table,
             tuples,
             holes: 0,
-            span: d.u16()?,
+            span: d.u16("block span")?,
         };
         out.push((id, meta));
     }
@@ -78,8 +80,8 @@ pub(super) fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<
             continue;
         }
         let mut d = Dec::new(&body);
-        let bad_at = |e: String| bad(at, e);
-        let p = d.u32().map_err(bad_at)?;
+        let bad_at = |e: DecodeError| bad(at, e.to_string());
+        let p = d.u32("partition").map_err(bad_at)?;
         let Some(dir) = dirs.get_mut(p as usize) else {
             return Err(bad(at, format!("partition {p} of {}", of.partitions)));
         };
@@ -225,15 +227,15 @@ pub(crate) fn load(
         let at = rd.offset();
         let Some((k, body)) = rd.next_section()? else { break };
         let mut d = Dec::new(&body);
-        let bad_at = |e: String| bad(at, e);
+        let bad_at = |e: DecodeError| bad(at, e.to_string());
         if first {
             if k != kind::SCHEMA {
                 return Err(bad(at, "the snapshot does not start with its schema".into()));
             }
             first = false;
-            let count = d.count(4).map_err(bad_at)?;
+            let count = d.count(4, "count").map_err(bad_at)?;
             for _ in 0..count {
-                let sql = d.string().map_err(bad_at)?;
+                let sql = d.string("schema statement").map_err(bad_at)?;
                 schema(&sql)?;
             }
             d.finish().map_err(bad_at)?;
@@ -243,11 +245,15 @@ pub(crate) fn load(
             kind::PARTITION => {
                 flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
                 flush_dir(&mut dir, &mut outstanding, &mut send)?;
-                let p = d.u32().map_err(bad_at)?;
-                let slot_size = d.u32().map_err(bad_at)? as usize;
-                let file_slots = d.u32().map_err(bad_at)?;
+                let p = d.u32("partition").map_err(bad_at)?;
+                let slot_size = d.u32("slot size").map_err(bad_at)? as usize;
+                let file_slots = d.u32("file slots").map_err(bad_at)?;
                 // Version 1 has no live count: the directory is whole, its length is it.
-                let live = if v1 { None } else { Some(d.u32().map_err(bad_at)?) };
+                let live = if v1 {
+                    None
+                } else {
+                    Some(d.u32("live blocks").map_err(bad_at)?)
+                };
                 d.finish().map_err(bad_at)?;
                 report.blocks += live.unwrap_or(0) as u64;
                 if p >= n {
@@ -269,7 +275,7 @@ pub(crate) fn load(
                 });
             }
             kind::BLOCKS | kind::BLOCKS_REMOVED | kind::PENDING_BLOCK => {
-                let p = d.u32().map_err(bad_at)?;
+                let p = d.u32("partition").map_err(bad_at)?;
                 let Some(cur) = dir.as_mut().filter(|c| c.p == p) else {
                     return Err(bad(at, "block directory outside its partition".into()));
                 };
@@ -283,13 +289,13 @@ pub(crate) fn load(
                     if header.base_epoch == 0 || v1 {
                         return Err(bad(at, "blocks removed in a snapshot without a base".into()));
                     }
-                    let count = d.count(4).map_err(bad_at)?;
+                    let count = d.count(4, "count").map_err(bad_at)?;
                     for _ in 0..count {
-                        cur.removed.push(d.u32().map_err(bad_at)?);
+                        cur.removed.push(d.u32("removed block").map_err(bad_at)?);
                     }
                 } else {
-                    let id = d.u32().map_err(bad_at)?;
-                    let bytes = d.bytes().map_err(bad_at)?.to_vec();
+                    let id = d.u32("block id").map_err(bad_at)?;
+                    let bytes = d.bytes("block bytes").map_err(bad_at)?.to_vec();
                     cur.pending.push((id, bytes));
                 }
                 d.finish().map_err(bad_at)?;
@@ -297,12 +303,12 @@ pub(crate) fn load(
             kind::TABLE => {
                 flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
                 flush_dir(&mut dir, &mut outstanding, &mut send)?;
-                let p = d.u32().map_err(bad_at)?;
-                let t = d.u32().map_err(bad_at)?;
-                let name = d.string().map_err(bad_at)?;
-                let seq = d.i64().map_err(bad_at)?;
-                let bound = d.u32().map_err(bad_at)?;
-                let indexes = d.u32().map_err(bad_at)? as usize;
+                let p = d.u32("partition").map_err(bad_at)?;
+                let t = d.u32("table").map_err(bad_at)?;
+                let name = d.string("table name").map_err(bad_at)?;
+                let seq = d.i64("sequence").map_err(bad_at)?;
+                let bound = d.u32("sequence bound").map_err(bad_at)?;
+                let indexes = d.u32("index count").map_err(bad_at)? as usize;
                 d.finish().map_err(bad_at)?;
                 if p >= n {
                     return Err(bad(at, format!("partition {p} of {n}")));
@@ -327,10 +333,10 @@ pub(crate) fn load(
                 tombs = Some((p, t, Vec::with_capacity((bound as usize).min(1 << 24))));
             }
             kind::TOMBSTONES => {
-                let p = d.u32().map_err(bad_at)?;
-                let t = d.u32().map_err(bad_at)?;
-                let from = d.u32().map_err(bad_at)?;
-                let count = d.count(8).map_err(bad_at)?;
+                let p = d.u32("partition").map_err(bad_at)?;
+                let t = d.u32("table").map_err(bad_at)?;
+                let from = d.u32("first item").map_err(bad_at)?;
+                let count = d.count(8, "count").map_err(bad_at)?;
                 let Some((_, _, entries)) = tombs
                     .as_mut()
                     .filter(|(q, u, e)| *q == p && *u == t && e.len() == from as usize)
@@ -338,8 +344,8 @@ pub(crate) fn load(
                     return Err(bad(at, "tombstones out of order".into()));
                 };
                 for _ in 0..count {
-                    let block = d.u32().map_err(bad_at)?;
-                    let offset = d.u32().map_err(bad_at)?;
+                    let block = d.u32("block").map_err(bad_at)?;
+                    let offset = d.u32("offset").map_err(bad_at)?;
                     if block == u32::MAX {
                         entries.push(None);
                     } else {
@@ -351,18 +357,18 @@ pub(crate) fn load(
             }
             kind::EVICTED_KEYS | kind::ROWS => {
                 flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
-                let p = d.u32().map_err(bad_at)?;
-                let t = d.u32().map_err(bad_at)?;
+                let p = d.u32("partition").map_err(bad_at)?;
+                let t = d.u32("table").map_err(bad_at)?;
                 if p >= n {
                     return Err(bad(at, format!("partition {p} of {n}")));
                 }
                 if k == kind::EVICTED_KEYS {
-                    let index = d.u32().map_err(bad_at)? as usize;
-                    let count = d.count(9).map_err(bad_at)?;
+                    let index = d.u32("u32").map_err(bad_at)? as usize;
+                    let count = d.count(9, "count").map_err(bad_at)?;
                     let mut keys = Vec::with_capacity(count);
                     for _ in 0..count {
-                        let id = d.u32().map_err(bad_at)?;
-                        keys.push((id, d.key().map_err(bad_at)?));
+                        let id = d.u32("block id").map_err(bad_at)?;
+                        keys.push((id, d.key("key").map_err(bad_at)?));
                     }
                     d.finish().map_err(bad_at)?;
                     send(
@@ -377,10 +383,10 @@ pub(crate) fn load(
                         &mut outstanding,
                     )?;
                 } else {
-                    let count = d.count(4).map_err(bad_at)?;
+                    let count = d.count(4, "count").map_err(bad_at)?;
                     let mut rows = Vec::with_capacity(count);
                     for _ in 0..count {
-                        rows.push(d.bytes().map_err(bad_at)?.to_vec());
+                        rows.push(d.bytes("bytes").map_err(bad_at)?.to_vec());
                     }
                     d.finish().map_err(bad_at)?;
                     report.rows += count as u64;
