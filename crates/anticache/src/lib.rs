@@ -25,6 +25,7 @@ pub mod clock;
 pub mod error;
 pub mod evict;
 pub mod file;
+pub mod fuzzing;
 pub mod merge;
 mod scan;
 pub mod store;

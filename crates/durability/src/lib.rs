@@ -10,6 +10,7 @@
 
 pub mod codec;
 pub mod commandlog;
+pub mod fuzzing;
 pub mod snapshot;
 
 pub use commandlog::*;
