@@ -23,7 +23,7 @@ use crate::BenchError;
 use crate::device::{self, DeviceOptions, DeviceReport, fmt_size};
 use crate::plot::{self, Series};
 use crate::report::Report;
-use crate::setup::DbSettings;
+use crate::setup::{DbSettings, Open};
 use crate::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::LogMode;
 

@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::BenchError;
-use crate::setup::DbSettings;
+use crate::setup::{DbSettings, Open};
 use crate::ycsb::keys::KeyChooser;
 use crate::ycsb::{FIELDS, Mix, YcsbOptions, YcsbTarget, embedded, values};
 

@@ -1,5 +1,8 @@
 //! `permafrost bench ...`: the workloads' flags and running them.
 
+use permafrost_bench::setup::Open;
+use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
+
 use super::*;
 
 #[derive(Subcommand)]

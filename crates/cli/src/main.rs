@@ -14,9 +14,8 @@ mod serve;
 use bench_cmd::*;
 use serve::*;
 
-use permafrost_bench::setup::{self, DbSettings};
-use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::parse_size;
+use permafrost_executor::settings::{self as setup, DbSettings};
 
 #[derive(Parser)]
 #[command(

@@ -364,7 +364,10 @@ pub(crate) fn run_serve(mut args: ServeArgs) -> Result<(), String> {
     if logged {
         settings.snapshot_dir = Some(data_dir.join("snapshots"));
     }
-    let (db, _dir) = settings.open().map_err(|e| e.to_string())?;
+    // The block files live in `anticache/anticache` under the data directory (the layout
+    // since the first release: keep it, existing data directories depend on it).
+    let blocks = settings.data_dir.as_ref().map(|d| d.join("anticache"));
+    let db = settings.open_in(blocks.as_deref()).map_err(|e| e.to_string())?;
     let db = std::sync::Arc::new(db);
     let (schema_log, statements) = permafrost_server::SchemaLog::open(&data_dir).map_err(|e| e.to_string())?;
     if logged {

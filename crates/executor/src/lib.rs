@@ -20,6 +20,7 @@ pub mod procedure;
 mod recovery;
 mod reply;
 mod scan;
+pub mod settings;
 mod shared;
 mod snapshot;
 mod stats;
