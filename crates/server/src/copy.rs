@@ -227,41 +227,39 @@ fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> P
     Ok(f)
 }
 
-/// The lines of `COPY ... TO STDOUT` for `rows`: each value as PostgreSQL's text output
-/// (what a text-format result sends), escaped for text format or quoted for CSV.
-pub fn copy_lines(
-    rows: &permafrost_executor::Rows,
-    enc: &mut pgwire::api::results::DataRowEncoder,
-    types: &[pgwire::api::Type],
-    f: &CopyFormat,
-) -> PgWireResult<Vec<pgwire::messages::copy::CopyData>> {
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows.iter() {
-        for (v, ty) in row.values().zip(types) {
-            crate::types::encode(enc, v, ty, true)?;
-        }
-        let data = enc.take_row();
-        let mut line = Vec::new();
-        let mut rest: &[u8] = &data.data;
-        for i in 0..data.field_count {
-            if i > 0 {
-                line.push(f.delimiter);
+/// The lines of `COPY ... TO STDOUT` for `rows`: each value in PostgreSQL's text form (the
+/// engine's, `ValueRef`'s `Display`: `t`/`f`, `1e+20`, `2020-01-02 03:04:05.25`, `\x..`),
+/// escaped for text format or quoted for CSV; NULL as the format's NULL text.
+pub fn copy_lines(rows: &permafrost_executor::Rows, f: &CopyFormat) -> Vec<pgwire::messages::copy::CopyData> {
+    rows.iter()
+        .map(|row| {
+            let mut line = Vec::new();
+            for (i, v) in row.values().enumerate() {
+                if i > 0 {
+                    line.push(f.delimiter);
+                }
+                match v {
+                    permafrost_executor::ValueRef::Null => line.extend_from_slice(f.null.as_bytes()),
+                    v => write_field(&mut line, v.to_string().as_bytes(), f),
+                }
             }
-            let bad = || client_error("XX000", "internal error: a malformed encoded row");
-            let len = i32::from_be_bytes(rest.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
-            rest = &rest[4..];
-            if len < 0 {
-                line.extend_from_slice(f.null.as_bytes());
-                continue;
-            }
-            let field = rest.get(..len as usize).ok_or_else(bad)?;
-            rest = &rest[len as usize..];
-            write_field(&mut line, field, f);
+            line.push(b'\n');
+            pgwire::messages::copy::CopyData::new(line.into())
+        })
+        .collect()
+}
+
+/// The header line of a CSV `COPY ... TO STDOUT`: the column names.
+pub fn header_line(names: &[String], f: &CopyFormat) -> pgwire::messages::copy::CopyData {
+    let mut line = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            line.push(f.delimiter);
         }
-        line.push(b'\n');
-        out.push(pgwire::messages::copy::CopyData::new(line.into()));
+        write_field(&mut line, n.as_bytes(), f);
     }
-    Ok(out)
+    line.push(b'\n');
+    pgwire::messages::copy::CopyData::new(line.into())
 }
 
 /// One non-NULL value of a COPY TO line.

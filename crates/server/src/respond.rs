@@ -195,43 +195,19 @@ pub(crate) fn respond_copy_out(
     c: &copy::CopyOut,
     stop: (StopFlag, Option<(CancelToken, Instant)>),
 ) -> PgWireResult<Response> {
-    let schema = Arc::new(fields(&c.columns, &Format::UnifiedText));
-    let types: Vec<Type> = c.columns.iter().map(|c| c.1.clone()).collect();
     let mut first = Vec::new();
     if c.format.header {
         let names: Vec<String> = c.columns.iter().map(|c| c.0.clone()).collect();
-        let mut header = Rows::empty(Arc::from(
-            names
-                .iter()
-                .map(|n| permafrost_executor::ColumnInfo {
-                    name: n.clone(),
-                    ty: None,
-                })
-                .collect::<Vec<_>>(),
-        ));
-        header.push_row(names.iter().map(|n| permafrost_executor::ValueRef::Text(n)));
-        let text = vec![Type::TEXT; names.len()];
-        first.extend(copy::copy_lines(
-            &header,
-            &mut DataRowEncoder::new(schema.clone()),
-            &text,
-            &c.format,
-        )?);
+        first.push(copy::header_line(&names, &c.format));
     }
-    let mut enc = DataRowEncoder::new(schema.clone());
-    first.extend(copy::copy_lines(&rows, &mut enc, &types, &c.format)?);
+    first.extend(copy::copy_lines(&rows, &c.format));
     let ncols = c.columns.len();
     let first = stream::iter(first.into_iter().map(Ok));
     let data = match rows.take_rest() {
         None => first.boxed(),
         Some(rest) => {
             let format = c.format.clone();
-            let more = stream_rest(
-                rest,
-                move |rows| copy::copy_lines(rows, &mut enc, &types, &format),
-                stop.0,
-                stop.1,
-            );
+            let more = stream_rest(rest, move |rows| Ok(copy::copy_lines(rows, &format)), stop.0, stop.1);
             first.chain(more).boxed()
         }
     };
