@@ -1,7 +1,8 @@
 //! Entry points for fuzzing the decoders of bytes this crate reads back from disk (the
 //! `disk_decoders` target in `fuzz/`, and the proptests below, which run them in the test
 //! suite): any input is an error or a value, never a panic; a record that decodes encodes
-//! back to the same bytes.
+//! back to the same bytes. Snapshot files are read whole (header, framed sections, each
+//! section's body).
 
 use crate::commandlog::format::check_segment_header;
 use crate::commandlog::{decode_record, encode_record};
@@ -18,6 +19,33 @@ pub fn record(data: &[u8]) {
 /// A command-log segment header.
 pub fn segment_header(data: &[u8]) {
     let _ = check_segment_header(data);
+}
+
+/// A snapshot section body: the first byte picks the kind, the second the file version.
+pub fn snapshot_section(data: &[u8]) {
+    let [k, v, body @ ..] = data else { return };
+    let version = 1 + (*v as u32 % 2);
+    let _ = crate::snapshot::decode_section(*k as u32 % 12, body, version);
+}
+
+/// A snapshot file: its header, its sections' framing and checksums, and each body.
+pub fn snapshot_file(data: &[u8]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "permafrost-fuzz-{}-{}.pfsnap",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    if let Ok((mut rd, _)) = crate::snapshot::SnapshotReader::open(&path) {
+        while let Ok(Some((k, body))) = rd.next_section() {
+            let _ = crate::snapshot::decode_section(k, &body, rd.version());
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 #[cfg(test)]
@@ -48,11 +76,102 @@ mod tests {
         out
     }
 
+    /// Bodies of a few section kinds, as the executor writes them.
+    fn valid_sections() -> Vec<(u32, Vec<u8>)> {
+        use crate::snapshot::{Enc, kind};
+        let mut schema = Enc::default();
+        schema.u32(1);
+        schema.bytes(b"CREATE TABLE t (id BIGINT PRIMARY KEY)");
+        let mut blocks = Enc::default();
+        blocks.u32(0);
+        blocks.u32(1);
+        // One entry: block 7 of table 1, 10 tuples, one slot.
+        blocks.u32(7);
+        blocks.u16(1);
+        blocks.u16(10);
+        blocks.u16(1);
+        let mut tombs = Enc::default();
+        for v in [0u32, 1, 0, 2, 7, 0, u32::MAX, 0] {
+            tombs.u32(v);
+        }
+        let mut keys = Enc::default();
+        for v in [0u32, 1, 0, 1, 7] {
+            keys.u32(v);
+        }
+        keys.key(&permafrost_storage::IndexKey::Int(42));
+        vec![
+            (kind::SCHEMA, schema.0),
+            (kind::BLOCKS, blocks.0),
+            (kind::TOMBSTONES, tombs.0),
+            (kind::EVICTED_KEYS, keys.0),
+        ]
+    }
+
+    /// A whole snapshot file with those sections.
+    fn valid_snapshot() -> Vec<u8> {
+        use crate::snapshot::{SnapshotHeader, SnapshotWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let h = SnapshotHeader {
+            epoch: 1,
+            cut_lsn: 5,
+            partitions: 1,
+            created_micros: 0,
+            base_epoch: 0,
+        };
+        let mut w = SnapshotWriter::create(dir.path(), &h).unwrap();
+        for (k, body) in valid_sections() {
+            w.section(k, &body).unwrap();
+        }
+        let (path, _) = w.finish().unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn valid_sections_decode() {
+        for (k, body) in valid_sections() {
+            crate::snapshot::decode_section(k, &body, 2).unwrap();
+        }
+        let b = valid_snapshot();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.pfsnap");
+        std::fs::write(&p, &b).unwrap();
+        let (mut rd, _) = crate::snapshot::SnapshotReader::open(&p).unwrap();
+        let mut n = 0;
+        while let Some((k, body)) = rd.next_section().unwrap() {
+            crate::snapshot::decode_section(k, &body, rd.version()).unwrap();
+            n += 1;
+        }
+        assert_eq!(n, 4);
+    }
+
     proptest! {
         #[test]
         fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..256)) {
             record(&data);
             segment_header(&data);
+            snapshot_section(&data);
+        }
+
+        #[test]
+        fn corrupted_snapshot_files_never_panic(at in 0usize..400, byte in any::<u8>(), cut in 0usize..400) {
+            let mut b = valid_snapshot();
+            let i = at % b.len();
+            b[i] = byte;
+            b.truncate(cut.max(1).min(b.len()));
+            snapshot_file(&b);
+        }
+
+        #[test]
+        fn corrupted_sections_never_panic(which in 0usize..4, at in 0usize..64, byte in any::<u8>(), cut in 0usize..80) {
+            let (k, mut body) = valid_sections().swap_remove(which);
+            if !body.is_empty() {
+                let i = at % body.len();
+                body[i] = byte;
+            }
+            body.truncate(cut.min(body.len()));
+            let mut data = vec![k as u8, 1];
+            data.extend(body);
+            snapshot_section(&data);
         }
 
         #[test]

@@ -470,3 +470,174 @@ impl Enc {
 
 /// The decoder of section bodies ([`crate::codec::Decoder`]).
 pub use crate::codec::Decoder as Dec;
+
+/// One entry of a block directory: a block id and what the directory keeps of it (the
+/// anti-cache's `BlockMeta` without the holes, which are recounted at load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockEntry {
+    pub id: u32,
+    pub table: u16,
+    pub tuples: u16,
+    pub span: u16,
+}
+
+/// One section of a snapshot file, decoded from its body ([`decode_section`]). The order
+/// of sections and what they refer to (a partition, a table of its schema) are checked by
+/// the loader; this is the bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Section {
+    /// The schema statements, in order (the first section).
+    Schema(Vec<String>),
+    /// A partition's block directory starts: its geometry and (version 2) live blocks.
+    Partition {
+        p: u32,
+        slot_size: u32,
+        file_slots: u32,
+        /// Blocks in the whole directory; version 1 files do not say.
+        live: Option<u32>,
+    },
+    /// Entries of the partition's block directory (or, in a snapshot with a base, the
+    /// blocks added since the base).
+    Blocks { p: u32, entries: Vec<BlockEntry> },
+    /// Blocks removed since the base (snapshots with a base only).
+    BlocksRemoved { p: u32, ids: Vec<u32> },
+    /// A block whose write was still in flight, with its bytes.
+    PendingBlock { p: u32, id: u32, bytes: Vec<u8> },
+    /// A table of a partition starts.
+    Table {
+        p: u32,
+        t: u32,
+        name: String,
+        sequence: i64,
+        /// Tombstone slots the table had (a capacity hint).
+        bound: u32,
+        indexes: u32,
+    },
+    /// Tombstones `from..` of a table; `None` is a free slot.
+    Tombstones {
+        p: u32,
+        t: u32,
+        from: u32,
+        entries: Vec<Option<(u32, u32)>>,
+    },
+    /// Index entries of evicted tuples: (block id, key) for index `index`.
+    EvictedKeys {
+        p: u32,
+        t: u32,
+        index: u32,
+        keys: Vec<(u32, IndexKey)>,
+    },
+    /// Rows of a table, each in the tuple layout, coldest first.
+    Rows { p: u32, t: u32, rows: Vec<Vec<u8>> },
+}
+
+/// Decodes the body of a section of kind `k` (`version`: the file's, 1 or 2). Never
+/// panics: bad bytes are a [`DecodeError`](crate::codec::DecodeError).
+pub fn decode_section(k: u32, body: &[u8], version: u32) -> std::result::Result<Section, crate::codec::DecodeError> {
+    let v1 = version == 1;
+    let mut d = Dec::new(body);
+    let s = match k {
+        kind::SCHEMA => {
+            let count = d.count(4, "count")?;
+            let mut stmts = Vec::with_capacity(count);
+            for _ in 0..count {
+                stmts.push(d.string("schema statement")?);
+            }
+            Section::Schema(stmts)
+        }
+        kind::PARTITION => Section::Partition {
+            p: d.u32("partition")?,
+            slot_size: d.u32("slot size")?,
+            file_slots: d.u32("file slots")?,
+            live: if v1 { None } else { Some(d.u32("live blocks")?) },
+        },
+        kind::BLOCKS => {
+            let p = d.u32("partition")?;
+            let count = d.count(if v1 { 12 } else { 10 }, "block count")?;
+            let mut entries = Vec::with_capacity(count);
+            for _ in 0..count {
+                let id = d.u32("block id")?;
+                let (table, tuples) = (d.u16("block table")?, d.u16("block tuples")?);
+                if v1 {
+                    d.u16("block holes")?;
+                }
+                let span = d.u16("block span")?;
+                entries.push(BlockEntry {
+                    id,
+                    table,
+                    tuples,
+                    span,
+                });
+            }
+            Section::Blocks { p, entries }
+        }
+        kind::BLOCKS_REMOVED => {
+            if v1 {
+                return Err(crate::codec::DecodeError::UnknownTag {
+                    what: "version 1 section kind",
+                    value: k as u64,
+                    at: 0,
+                });
+            }
+            let p = d.u32("partition")?;
+            let count = d.count(4, "count")?;
+            let mut ids = Vec::with_capacity(count);
+            for _ in 0..count {
+                ids.push(d.u32("removed block")?);
+            }
+            Section::BlocksRemoved { p, ids }
+        }
+        kind::PENDING_BLOCK => Section::PendingBlock {
+            p: d.u32("partition")?,
+            id: d.u32("block id")?,
+            bytes: d.bytes("block bytes")?.to_vec(),
+        },
+        kind::TABLE => Section::Table {
+            p: d.u32("partition")?,
+            t: d.u32("table")?,
+            name: d.string("table name")?,
+            sequence: d.i64("sequence")?,
+            bound: d.u32("sequence bound")?,
+            indexes: d.u32("index count")?,
+        },
+        kind::TOMBSTONES => {
+            let (p, t, from) = (d.u32("partition")?, d.u32("table")?, d.u32("first item")?);
+            let count = d.count(8, "count")?;
+            let mut entries = Vec::with_capacity(count);
+            for _ in 0..count {
+                let block = d.u32("block")?;
+                let offset = d.u32("offset")?;
+                entries.push((block != u32::MAX).then_some((block, offset)));
+            }
+            Section::Tombstones { p, t, from, entries }
+        }
+        kind::EVICTED_KEYS => {
+            let (p, t, index) = (d.u32("partition")?, d.u32("table")?, d.u32("index")?);
+            let count = d.count(9, "count")?;
+            let mut keys = Vec::with_capacity(count);
+            for _ in 0..count {
+                let id = d.u32("block id")?;
+                keys.push((id, d.key("key")?));
+            }
+            Section::EvictedKeys { p, t, index, keys }
+        }
+        kind::ROWS => {
+            let (p, t) = (d.u32("partition")?, d.u32("table")?);
+            let count = d.count(4, "count")?;
+            let mut rows = Vec::with_capacity(count);
+            for _ in 0..count {
+                rows.push(d.bytes("row")?.to_vec());
+            }
+            Section::Rows { p, t, rows }
+        }
+        other => {
+            return Err(crate::codec::DecodeError::UnknownTag {
+                what: "section kind",
+                value: other as u64,
+                at: 0,
+            });
+        }
+    };
+    d.finish()?;
+    Ok(s)
+}

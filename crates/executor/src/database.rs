@@ -19,12 +19,13 @@ use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::partition::mp::MpWork;
+use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{submit, submit_statement};
-use crate::partition::{Invocation, Msg, Partition};
-use crate::procedure::{Partitioning, Procedure, ProcedureDef};
+use crate::partition::state::Partition;
+use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
-use crate::shared::{PartitionStats, SchemaState, Shared};
+use crate::shared::{PartitionStats, Shared};
+use crate::snapshot::job::{Periodic, Snapshots};
 
 pub(crate) struct Inner {
     shared: Arc<Shared>,
@@ -35,7 +36,7 @@ pub(crate) struct Inner {
     recover_through: u64,
     /// The schema statements that built the current schema, in order (snapshots hold it).
     history: Mutex<Vec<String>>,
-    pub(crate) snapshots: crate::snapshot::Snapshots,
+    pub(crate) snapshots: Snapshots,
 }
 
 impl Drop for Inner {
@@ -65,7 +66,7 @@ pub struct Database {
 
 /// What the application's handles own besides the database: the periodic snapshot thread.
 struct Owner {
-    periodic: Mutex<Option<crate::snapshot::Periodic>>,
+    periodic: Mutex<Option<Periodic>>,
 }
 
 impl Drop for Owner {
@@ -244,7 +245,7 @@ impl Database {
                 ddl: Mutex::new(()),
                 recover_through,
                 history: Mutex::new(Vec::new()),
-                snapshots: crate::snapshot::Snapshots::default(),
+                snapshots: Snapshots::default(),
             }),
         };
         // Nothing to recover: snapshots may start at once (else `recover` allows them).
@@ -267,7 +268,7 @@ impl Database {
             .next_epoch
             .store(first_epoch, std::sync::atomic::Ordering::Release);
         if db.config().snapshots.is_some() {
-            let periodic = crate::snapshot::start_periodic(Arc::downgrade(&db.inner))?;
+            let periodic = db.start_periodic_snapshots()?;
             if let Some(owner) = &db.owner
                 && let Ok(mut p) = owner.periodic.lock()
             {
@@ -275,6 +276,11 @@ impl Database {
             }
         }
         Ok(db)
+    }
+
+    /// A handle that does not keep the database open.
+    pub(crate) fn weak(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
     }
 
     pub(crate) fn inner(&self) -> &Inner {

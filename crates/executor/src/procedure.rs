@@ -33,6 +33,7 @@
 //! fetched and the body runs again. Side effects outside the database would repeat; a
 //! procedure has none.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -401,3 +402,9 @@ impl ProcContext<'_, '_, '_> {
 /// The start of a bulk insert's statement text ([`Procedure::bulk_insert`]): a comment,
 /// so the text is an ordinary one-row INSERT to the parser.
 pub(crate) const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";
+
+/// Catalog and procedures, published together so that they always agree.
+pub(crate) struct SchemaState {
+    pub catalog: Arc<Catalog>,
+    pub procs: HashMap<String, Arc<Procedure>>,
+}

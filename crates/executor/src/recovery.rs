@@ -28,8 +28,7 @@ use permafrost_durability::{LogReader, Request, TxnRecord};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::partition::mp::MpWork;
-use crate::partition::{Invocation, Msg, Replayed};
+use crate::partition::msg::{Invocation, MpWork, Msg, Replayed};
 use crate::procedure::{Procedure, ProcedureDef};
 use crate::reply::{Completion, Reply, Sink};
 
@@ -55,7 +54,7 @@ pub struct RecoveryReport {
     /// its transaction was never acknowledged.
     pub torn_tail: Option<String>,
     /// The snapshot recovery started from, if any.
-    pub snapshot: Option<crate::snapshot::LoadReport>,
+    pub snapshot: Option<crate::snapshot::load::LoadReport>,
     /// Snapshots passed over (torn, corrupt), one message each.
     pub warnings: Vec<String>,
 }
@@ -101,7 +100,7 @@ impl Database {
             let found = permafrost_durability::snapshot::newest_valid(&scfg.dir, &mut |w| warnings.push(w))?;
             report.warnings = warnings;
             if let Some((h, path)) = found {
-                let load = crate::snapshot::load(self, &path, &h, &mut |sql| r.schema(0, sql))?;
+                let load = crate::snapshot::load::load(self, &path, &h, &mut |sql| r.schema(0, sql))?;
                 cut = h.cut_lsn;
                 if through < cut {
                     return Err(Error::Recovery(format!(

@@ -204,7 +204,7 @@ impl Held {
 
     /// Answers every held call with `err` instead of its result (their records could not
     /// be made durable).
-    pub(crate) fn fail(self, err: &crate::Error) {
+    pub(crate) fn fail(self, err: &crate::error::Error) {
         let Held { mut batches, oneshots } = self;
         for (tx, _) in oneshots {
             let _ = tx.send(Err(err.clone()));

@@ -34,7 +34,8 @@ use permafrost_anticache::{BlockBytes, ScanDone, ScanHold};
 use permafrost_sql::{Deferred, MoreRows, Rows, SqlError};
 use permafrost_storage::{DetachedRow, StorageError};
 
-use crate::partition::Msg;
+use crate::error::{Error, Result};
+use crate::partition::msg::Msg;
 use crate::procedure::Procedure;
 use crate::reply::StopFlag;
 use crate::shared::Shared;
@@ -78,11 +79,11 @@ impl BlockScan {
         proc: Arc<Procedure>,
         deferred: Box<Deferred>,
         stop: Option<StopFlag>,
-    ) -> Result<BlockScan, crate::Error> {
+    ) -> Result<BlockScan> {
         let mut held = Vec::new();
         for part in &deferred.parts {
             let Some(hold) = shared.scan_holds.get(part.partition as usize).cloned().flatten() else {
-                return Err(crate::Error::Internal(format!(
+                return Err(Error::Internal(format!(
                     "partition {} has evicted tuples but no anti-cache",
                     part.partition
                 )));
@@ -268,7 +269,7 @@ impl Drop for BlockScan {
 
 /// Reads the rest of a result into it (for callers that take results whole), within
 /// `limit` bytes (54000 past it).
-pub(crate) fn complete(mut rows: Rows, limit: usize) -> crate::Result<Rows> {
+pub(crate) fn complete(mut rows: Rows, limit: usize) -> Result<Rows> {
     let Some(mut rest) = rows.take_rest() else {
         return Ok(rows);
     };

@@ -1,25 +1,17 @@
 //! State shared by the database handle and the partition executors: configuration, the
 //! partitions' queues, the published schema, counters, and the multi-partition order.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::Sender;
 use permafrost_anticache::AntiCacheStats;
-use permafrost_sql::Catalog;
 use permafrost_storage::{AccessTracker, LruChain, MemoryUsage};
 
 use crate::config::Config;
-use crate::partition::Msg;
-use crate::procedure::Procedure;
-
-/// Catalog and procedures, published together so that they always agree.
-pub(crate) struct SchemaState {
-    pub catalog: Arc<Catalog>,
-    pub procs: HashMap<String, Arc<Procedure>>,
-}
+use crate::partition::msg::Msg;
+use crate::procedure::SchemaState;
 
 /// Counters a partition publishes after each pass over its queue.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use permafrost_storage::{PartitionStore, TableId};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::partition::Msg;
+use crate::partition::msg::Msg;
 
 /// One table's figures, summed over all partitions.
 ///

@@ -19,7 +19,6 @@ use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::StatementClass;
 use crate::pgcatalog;
-use crate::respond::fields;
 use crate::types::pg_type;
 
 /// The PostgreSQL version clients are told they talk to (the protocol and catalog
@@ -262,7 +261,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
     let words = first_words(sql, 3);
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => {
-            return match crate::session::statement_timeout_setting(sql) {
+            return match crate::session_settings::statement_timeout_setting(sql) {
                 Some(ms) => ms.map(Command::SetStatementTimeout),
                 None => Ok(Command::Set),
             };
@@ -351,6 +350,14 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
         stmt: db.ad_hoc(prepared),
     };
     Ok(Command::Dml(Arc::new(d)))
+}
+
+pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
+        .collect()
 }
 
 pub(crate) fn columns_of(cols: &[ColumnInfo]) -> Vec<(String, Type)> {

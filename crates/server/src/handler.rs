@@ -29,7 +29,7 @@ use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_
 use crate::copy::{self};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
-use crate::pipeline::{PendingResult, Pipeline, write_response};
+use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::schema_log::SchemaLog;
 use crate::session::{CancelToken, Cancels, Startup};
@@ -214,7 +214,7 @@ impl Backend {
                     .map_or(0, |t| t.as_millis() as u64);
                 text_rows(
                     &cmd.columns(),
-                    vec![vec![Some(crate::session::show_statement_timeout(ms))]],
+                    vec![vec![Some(crate::session_settings::show_statement_timeout(ms))]],
                     format,
                 )
             }

@@ -15,11 +15,13 @@ pub mod error;
 pub mod fuzzing;
 pub mod handler;
 pub mod metrics;
+mod outputs;
 pub mod pgcatalog;
 pub mod pipeline;
 mod respond;
 pub mod schema_log;
 pub mod session;
+pub mod session_settings;
 pub mod types;
 mod wire_check;
 

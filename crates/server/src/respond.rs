@@ -9,22 +9,14 @@ use futures::{StreamExt, stream};
 use permafrost_executor::{Rows, StatementKind, StopFlag};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
-use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response, Tag};
 use pgwire::error::PgWireResult;
 
-use crate::command::columns_of;
+use crate::command::{columns_of, fields};
 use crate::copy;
 use crate::error::client_error;
 use crate::session::CancelToken;
 use crate::types::encode;
-
-pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
-        .collect()
-}
 
 /// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
 /// formats the client asked for: a binary column gets the binary form of its type.

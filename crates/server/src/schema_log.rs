@@ -8,6 +8,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use permafrost_durability::codec::DecodeError;
+
 use crate::error::{Result, ServerError};
 
 const MAGIC: &[u8; 8] = b"PFSCHEMA";
@@ -50,7 +52,7 @@ pub fn record(sql: &str) -> Vec<u8> {
 /// Decodes the records of a log's bytes (after the header). Returns the statements and the
 /// length of the valid prefix; a torn last record (cut short by a crash) ends the log, a
 /// bad record before the end is an error.
-pub fn decode(mut bytes: &[u8]) -> std::result::Result<(Vec<String>, usize), String> {
+pub fn decode(mut bytes: &[u8]) -> std::result::Result<(Vec<String>, usize), DecodeError> {
     let mut out = Vec::new();
     let mut valid = 0;
     while !bytes.is_empty() {
@@ -60,7 +62,11 @@ pub fn decode(mut bytes: &[u8]) -> std::result::Result<(Vec<String>, usize), Str
         let len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
         let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
         if len > MAX_RECORD {
-            return Err(format!("record at byte {valid} claims {len} bytes"));
+            return Err(DecodeError::Invalid {
+                what: "record length",
+                at: valid,
+                problem: format!("is {len}, more than the {MAX_RECORD} bytes a record may hold"),
+            });
         }
         let len = len as usize;
         if bytes.len() < 8 + len {
@@ -72,9 +78,16 @@ pub fn decode(mut bytes: &[u8]) -> std::result::Result<(Vec<String>, usize), Str
                 // The last record, written partly: a crash during the append.
                 break;
             }
-            return Err(format!("record at byte {valid} fails its checksum"));
+            return Err(DecodeError::Invalid {
+                what: "record",
+                at: valid,
+                problem: "fails its checksum".into(),
+            });
         }
-        let text = std::str::from_utf8(body).map_err(|_| format!("record at byte {valid} is not UTF-8"))?;
+        let text = std::str::from_utf8(body).map_err(|_| DecodeError::NotUtf8 {
+            what: "record",
+            at: valid,
+        })?;
         out.push(text.to_string());
         valid += 8 + len;
         bytes = &bytes[8 + len..];
@@ -113,7 +126,7 @@ impl SchemaLog {
                     format!("schema log version {v}; this build reads {VERSION}"),
                 ));
             }
-            let (stmts, valid) = decode(&bytes[HEADER..]).map_err(|m| corrupt(&path, m))?;
+            let (stmts, valid) = decode(&bytes[HEADER..]).map_err(|e| corrupt(&path, e.to_string()))?;
             if HEADER + valid < bytes.len() {
                 eprintln!(
                     "warning: {}: dropping {} bytes of a schema change that was being written when the server stopped",
@@ -180,10 +193,23 @@ mod tests {
         let mut bytes = record("CREATE TABLE a (x INT)");
         bytes.extend(record("CREATE TABLE b (x INT)"));
         bytes[10] ^= 1;
-        assert!(decode(&bytes).is_err());
+        assert!(matches!(
+            decode(&bytes),
+            Err(DecodeError::Invalid {
+                what: "record",
+                at: 0,
+                ..
+            })
+        ));
         for n in 0..bytes.len() {
             let _ = decode(&bytes[..n]);
         }
-        assert!(decode(&[0xff; 12]).is_err());
+        assert!(matches!(
+            decode(&[0xff; 12]),
+            Err(DecodeError::Invalid {
+                what: "record length",
+                ..
+            })
+        ));
     }
 }

@@ -19,90 +19,17 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{Receiver, Sender};
 use permafrost_sql::{DdlChange, Rows};
-use permafrost_storage::{AccessTracker, PartitionStore, TableId, Value};
+use permafrost_storage::{AccessTracker, PartitionStore, TableId};
 
+use super::msg::{Answer, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
+use super::state::Partition;
+use super::txn::{Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
-use crate::partition::txn::{Outcome, run_txn};
-use crate::partition::{Answer, LogWhat, Msg, Partition, Replayed};
-use crate::procedure::Procedure;
 use crate::reply::{Outbox, Reply};
-use crate::shared::{SchemaState, Shared};
-
-/// What a multi-partition transaction does.
-pub(crate) enum MpWork {
-    Call {
-        proc: Arc<Procedure>,
-        params: Vec<Value>,
-        restarts: u32,
-        /// Set for a command-log record being replayed.
-        replay: Option<Replayed>,
-    },
-    /// Schema changes, applied at all partitions at one point of the serial order; on
-    /// success `next` becomes the published schema state. `sql` is the statement, for the
-    /// command log (`log`: whether to log it; not when replaying).
-    Ddl {
-        changes: Vec<DdlChange>,
-        next: Arc<SchemaState>,
-        sql: String,
-        log: bool,
-    },
-    /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
-    Snapshot(Arc<crate::snapshot::SnapJob>),
-}
-
-type Channel<T> = (Sender<T>, Receiver<T>);
-
-/// A multi-partition transaction, shared by the partitions it involves.
-pub(crate) struct MpTxn {
-    pub ts: u64,
-    pub work: MpWork,
-    /// Partitions involved, ascending; the first coordinates.
-    pub parts: Vec<u32>,
-    pub reply: Mutex<Option<Reply>>,
-    handoff: Channel<(u32, Box<PartitionStore>)>,
-    returns: Vec<Channel<Box<PartitionStore>>>,
-}
-
-impl MpTxn {
-    pub(crate) fn new(ts: u64, work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
-        let n = parts.len();
-        MpTxn {
-            ts,
-            work,
-            returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
-            parts,
-            reply: Mutex::new(Some(reply)),
-            handoff: crossbeam_channel::bounded(n),
-        }
-    }
-
-    fn take_reply(&self) -> Reply {
-        self.reply
-            .lock()
-            .map(|mut r| r.take())
-            .ok()
-            .flatten()
-            .unwrap_or(Reply::None)
-    }
-}
-
-/// A multi-partition transaction waiting for evicted data at several partitions.
-pub(crate) struct MpFetch {
-    remaining: AtomicUsize,
-    error: Mutex<Option<Error>>,
-    retry: Mutex<Option<MpRetry>>,
-}
-
-struct MpRetry {
-    proc: Arc<Procedure>,
-    params: Vec<Value>,
-    restarts: u32,
-    replay: Option<Replayed>,
-    parts: Vec<u32>,
-    reply: Reply,
-}
+use crate::shared::Shared;
+use crate::snapshot::fork::fork_writer;
+use crate::snapshot::job::SnapJob;
 
 impl MpFetch {
     /// One partition has merged its part of the data (or failed to). The last one to
@@ -222,15 +149,7 @@ impl Partition {
         self.flush_log();
         self.outbox.flush();
         let barrier_started = std::time::Instant::now();
-        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
-        held.push((self.id, self.store.take().expect("store is home between transactions")));
-        for _ in 1..t.parts.len() {
-            match t.handoff.1.recv() {
-                Ok(x) => held.push(x),
-                Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
-            }
-        }
-        held.sort_by_key(|(p, _)| *p);
+        let mut held = self.gather_stores(t);
         let replay = match &t.work {
             MpWork::Call { replay, .. } => *replay,
             MpWork::Ddl { .. } | MpWork::Snapshot(_) => None,
@@ -239,50 +158,7 @@ impl Partition {
             let reply = t.reply.lock().ok();
             self.txn_info(replay, reply.as_ref().and_then(|r| r.as_ref()))
         };
-        let outcome = {
-            let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
-            match &t.work {
-                MpWork::Call { proc, params, .. } => {
-                    let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
-                    let pool = &self.shared.statement_pool;
-                    run_txn(proc, params, &mut refs, &mut self.evicted, &info, &interrupted, pool)
-                }
-                MpWork::Ddl { .. } if info.writes_refused.is_some() => {
-                    Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)
-                }
-                MpWork::Ddl { changes, next, .. } => {
-                    let shared = self.shared.clone();
-                    let r = apply_ddl(&mut refs, changes, &|| shared.tracker());
-                    if r.is_ok() {
-                        // Published while every partition is still held, so no
-                        // transaction can run between the change and its plans.
-                        self.shared.schema.store(next.clone());
-                    }
-                    Outcome::Done(r.map(|_| Rows::default()), true)
-                }
-                MpWork::Snapshot(job) => {
-                    if let (Some(ac), Ok(mut images)) = (&self.ac, job.images.lock()) {
-                        images.push((self.id, ac.directory_image(job.base)));
-                    }
-                    // Every partition has appended its commits before handing its store.
-                    let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());
-                    let stores: Vec<(u32, &PartitionStore)> = held.iter().map(|(p, s)| (*p, &**s)).collect();
-                    let r =
-                        crate::snapshot::fork_writer(job, cut, self.shared.config.partitions, &stores, barrier_started);
-                    let out = match &r {
-                        Ok(_) => Ok(Rows::default()),
-                        Err(e) => Err(e.clone()),
-                    };
-                    if let Ok(mut f) = job.forked.lock() {
-                        *f = Some(r);
-                    }
-                    if let Some(ac) = self.ac.as_mut() {
-                        ac.snapshot_started(job.epoch);
-                    }
-                    Outcome::Done(out, false)
-                }
-            }
-        };
+        let outcome = self.run_work(t, &mut held, &info, barrier_started);
         // A scan that left its evicted tuples for later holds their blocks before the
         // participants get their stores back (scan.rs).
         let outcome = match (outcome, &t.work) {
@@ -297,24 +173,7 @@ impl Partition {
         // before what they commit after.
         let outcome = match outcome {
             Outcome::Done(r, wrote) => {
-                self.record(&r);
-                let logging = self.shared.log.is_some() && r.is_ok();
-                let request = match &t.work {
-                    MpWork::Call {
-                        proc, params, replay, ..
-                    } => (logging && wrote && replay.is_none()).then(|| LogWhat::Call(proc.clone(), params.clone())),
-                    MpWork::Ddl { sql, log, .. } => (logging && *log).then(|| LogWhat::Schema(sql.clone())),
-                    MpWork::Snapshot(_) => None,
-                };
-                let done = Answer {
-                    wrote,
-                    partitions: Some(t.parts.clone()),
-                    info_now: info.now,
-                    info_seed: info.seed,
-                    log: request,
-                };
-                self.answer(done, t.take_reply(), r);
-                self.flush_log();
+                self.answer_mp(t, r, wrote, &info);
                 None
             }
             other => Some(other),
@@ -329,20 +188,21 @@ impl Partition {
         }
         self.after_schema_change();
         self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
+        let MpWork::Call {
+            proc,
+            params,
+            restarts,
+            replay,
+        } = &t.work
+        else {
+            // Only calls re-plan, read evicted data or scan.
+            return;
+        };
         match outcome {
-            // Only calls scan, and their deferred scans were answered above.
+            // Deferred scans were answered above.
             None | Some(Outcome::Done(..)) | Some(Outcome::Deferred(..)) => {}
             Some(Outcome::SchemaChanged) => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
-                let MpWork::Call {
-                    proc,
-                    params,
-                    restarts,
-                    replay,
-                } = &t.work
-                else {
-                    unreachable!("only calls re-plan")
-                };
                 let reply = t.take_reply();
                 match self.refresh(proc, *restarts) {
                     Ok(p) => {
@@ -363,39 +223,136 @@ impl Partition {
                 }
             }
             Some(Outcome::NeedsData) => {
-                let MpWork::Call {
-                    proc,
-                    params,
-                    restarts,
-                    replay,
-                } = &t.work
-                else {
-                    unreachable!("only calls read data")
-                };
                 self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);
-                let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
-                for r in &self.evicted {
-                    by_part.entry(r.partition).or_default().push((r.table, r.tombstone));
-                }
-                let ticket = Arc::new(MpFetch {
-                    remaining: AtomicUsize::new(by_part.len()),
-                    error: Mutex::new(None),
-                    retry: Mutex::new(Some(MpRetry {
-                        proc: proc.clone(),
-                        params: params.clone(),
-                        restarts: *restarts,
-                        replay: *replay,
-                        parts: t.parts.clone(),
-                        reply: t.take_reply(),
-                    })),
-                });
-                for (p, refs) in by_part {
-                    let _ = self.shared.senders[p as usize].send(Msg::MpFetch {
-                        refs,
-                        ticket: ticket.clone(),
-                    });
-                }
+                let retry = MpRetry {
+                    proc: proc.clone(),
+                    params: params.clone(),
+                    restarts: *restarts,
+                    replay: *replay,
+                    parts: t.parts.clone(),
+                    reply: t.take_reply(),
+                };
+                self.fetch_for_mp(retry);
             }
+        }
+    }
+
+    /// The coordinator's first step: its own store and every participant's, by partition.
+    fn gather_stores(&mut self, t: &MpTxn) -> Vec<(u32, Box<PartitionStore>)> {
+        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
+        held.push((self.id, self.store.take().expect("store is home between transactions")));
+        for _ in 1..t.parts.len() {
+            match t.handoff.1.recv() {
+                Ok(x) => held.push(x),
+                Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
+            }
+        }
+        held.sort_by_key(|(p, _)| *p);
+        held
+    }
+
+    /// Runs the transaction's work over every store held.
+    fn run_work(
+        &mut self,
+        t: &MpTxn,
+        held: &mut [(u32, Box<PartitionStore>)],
+        info: &TxnInfo,
+        barrier_started: std::time::Instant,
+    ) -> Outcome {
+        let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
+        match &t.work {
+            MpWork::Call { proc, params, .. } => {
+                let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
+                let pool = &self.shared.statement_pool;
+                run_txn(proc, params, &mut refs, &mut self.evicted, info, &interrupted, pool)
+            }
+            MpWork::Ddl { .. } if info.writes_refused.is_some() => {
+                Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)
+            }
+            MpWork::Ddl { changes, next, .. } => {
+                let shared = self.shared.clone();
+                let r = apply_ddl(&mut refs, changes, &|| shared.tracker());
+                if r.is_ok() {
+                    // Published while every partition is still held, so no transaction
+                    // can run between the change and its plans.
+                    self.shared.schema.store(next.clone());
+                }
+                Outcome::Done(r.map(|_| Rows::default()), true)
+            }
+            MpWork::Snapshot(job) => {
+                drop(refs);
+                self.snapshot_barrier(job, held, barrier_started)
+            }
+        }
+    }
+
+    /// A snapshot's barrier: every store is held, so the log's last LSN is the cut; the
+    /// writer is forked from here.
+    fn snapshot_barrier(
+        &mut self,
+        job: &SnapJob,
+        held: &[(u32, Box<PartitionStore>)],
+        barrier_started: std::time::Instant,
+    ) -> Outcome {
+        if let (Some(ac), Ok(mut images)) = (&self.ac, job.images.lock()) {
+            images.push((self.id, ac.directory_image(job.base)));
+        }
+        // Every partition has appended its commits before handing its store.
+        let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());
+        let stores: Vec<(u32, &PartitionStore)> = held.iter().map(|(p, s)| (*p, &**s)).collect();
+        let r = fork_writer(job, cut, self.shared.config.partitions, &stores, barrier_started);
+        let out = match &r {
+            Ok(_) => Ok(Rows::default()),
+            Err(e) => Err(e.clone()),
+        };
+        if let Ok(mut f) = job.forked.lock() {
+            *f = Some(r);
+        }
+        if let Some(ac) = self.ac.as_mut() {
+            ac.snapshot_started(job.epoch);
+        }
+        Outcome::Done(out, false)
+    }
+
+    /// Answers a finished multi-partition transaction, and logs it if it wrote.
+    fn answer_mp(&mut self, t: &MpTxn, r: Result<Rows>, wrote: bool, info: &TxnInfo) {
+        self.record(&r);
+        let logging = self.shared.log.is_some() && r.is_ok();
+        let request = match &t.work {
+            MpWork::Call {
+                proc, params, replay, ..
+            } => (logging && wrote && replay.is_none()).then(|| LogWhat::Call(proc.clone(), params.clone())),
+            MpWork::Ddl { sql, log, .. } => (logging && *log).then(|| LogWhat::Schema(sql.clone())),
+            MpWork::Snapshot(_) => None,
+        };
+        let done = Answer {
+            wrote,
+            partitions: Some(t.parts.clone()),
+            info_now: info.now,
+            info_seed: info.seed,
+            log: request,
+        };
+        self.answer(done, t.take_reply(), r);
+        self.flush_log();
+    }
+
+    /// The transaction reached evicted tuples (in `self.evicted`): each partition holding
+    /// some fetches them, and the last to finish resubmits `retry` ([`MpFetch`]).
+    fn fetch_for_mp(&mut self, retry: MpRetry) {
+        let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
+        for r in &self.evicted {
+            by_part.entry(r.partition).or_default().push((r.table, r.tombstone));
+        }
+        let ticket = Arc::new(MpFetch {
+            remaining: AtomicUsize::new(by_part.len()),
+            error: Mutex::new(None),
+            retry: Mutex::new(Some(retry)),
+        });
+        for (p, refs) in by_part {
+            let _ = self.shared.senders[p as usize].send(Msg::MpFetch {
+                refs,
+                ticket: ticket.clone(),
+            });
         }
     }
 }

@@ -3,15 +3,19 @@
 //! answered transaction logs.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 
 use permafrost_anticache::{AlignedBuf, AntiCache};
 use permafrost_storage::{PartitionStore, TableId, Value};
 
-use super::mp::{MpFetch, MpTxn};
-use crate::error::Result;
-use crate::procedure::Procedure;
+use crossbeam_channel::{Receiver, Sender};
+use permafrost_sql::DdlChange;
+
+use crate::error::{Error, Result};
+use crate::procedure::{Procedure, SchemaState};
 use crate::reply::Reply;
+use crate::snapshot::job::SnapJob;
 
 /// A message to a partition executor.
 pub(crate) enum Msg {
@@ -41,7 +45,7 @@ pub(crate) enum Msg {
     /// waiting for that.
     Durable,
     /// Load part of a snapshot (recovery), then acknowledge.
-    Restore(crate::snapshot::Restore, crossbeam_channel::Sender<Result<()>>),
+    Restore(Restore, crossbeam_channel::Sender<Result<()>>),
     /// A snapshot completed: blocks only older snapshots refer to may be reused. `base`:
     /// it lists whole block directories; later ones list differences from it.
     SnapshotDone {
@@ -59,6 +63,9 @@ pub(crate) enum Msg {
     ScansEnded,
     Shutdown,
 }
+
+/// A part of a snapshot for one partition to load ([`Msg::Restore`]).
+pub(crate) type Restore = Box<dyn FnOnce(&mut PartitionStore, Option<&mut AntiCache>) -> Result<()> + Send>;
 
 /// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
 pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
@@ -99,4 +106,78 @@ pub(crate) enum LogWhat {
 pub(crate) struct Replayed {
     pub now: i64,
     pub seed: u64,
+}
+
+/// What a multi-partition transaction does.
+pub(crate) enum MpWork {
+    Call {
+        proc: Arc<Procedure>,
+        params: Vec<Value>,
+        restarts: u32,
+        /// Set for a command-log record being replayed.
+        replay: Option<Replayed>,
+    },
+    /// Schema changes, applied at all partitions at one point of the serial order; on
+    /// success `next` becomes the published schema state. `sql` is the statement, for the
+    /// command log (`log`: whether to log it; not when replaying).
+    Ddl {
+        changes: Vec<DdlChange>,
+        next: Arc<SchemaState>,
+        sql: String,
+        log: bool,
+    },
+    /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
+    Snapshot(Arc<SnapJob>),
+}
+
+type Channel<T> = (Sender<T>, Receiver<T>);
+
+/// A multi-partition transaction, shared by the partitions it involves.
+pub(crate) struct MpTxn {
+    pub ts: u64,
+    pub work: MpWork,
+    /// Partitions involved, ascending; the first coordinates.
+    pub parts: Vec<u32>,
+    pub reply: Mutex<Option<Reply>>,
+    pub(super) handoff: Channel<(u32, Box<PartitionStore>)>,
+    pub(super) returns: Vec<Channel<Box<PartitionStore>>>,
+}
+
+impl MpTxn {
+    pub(crate) fn new(ts: u64, work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
+        let n = parts.len();
+        MpTxn {
+            ts,
+            work,
+            returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
+            parts,
+            reply: Mutex::new(Some(reply)),
+            handoff: crossbeam_channel::bounded(n),
+        }
+    }
+
+    pub(super) fn take_reply(&self) -> Reply {
+        self.reply
+            .lock()
+            .map(|mut r| r.take())
+            .ok()
+            .flatten()
+            .unwrap_or(Reply::None)
+    }
+}
+
+/// A multi-partition transaction waiting for evicted data at several partitions.
+pub(crate) struct MpFetch {
+    pub(super) remaining: AtomicUsize,
+    pub(super) error: Mutex<Option<Error>>,
+    pub(super) retry: Mutex<Option<MpRetry>>,
+}
+
+pub(super) struct MpRetry {
+    pub(super) proc: Arc<Procedure>,
+    pub(super) params: Vec<Value>,
+    pub(super) restarts: u32,
+    pub(super) replay: Option<Replayed>,
+    pub(super) parts: Vec<u32>,
+    pub(super) reply: Reply,
 }

@@ -15,7 +15,6 @@
 //! (nothing evictable left, a full disk), it closes the write gate: inserts and updates fail
 //! with an error naming the budget until memory is available again.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -23,10 +22,10 @@ use std::time::Instant;
 use permafrost_anticache::{AntiCache, Need, Retrieval};
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
+use super::parking::Waiter;
+use super::state::Partition;
+use super::txn::{TxnInfo, dry_run};
 use crate::error::Error;
-use crate::partition::mp::MpFetch;
-use crate::partition::txn::{TxnInfo, dry_run};
-use crate::partition::{Invocation, Partition};
 
 /// Free tuple (or string) memory beyond which a partition compacts its heaps (two huge
 /// chunks).
@@ -37,77 +36,6 @@ const COMPACT_SLACK: u64 = 4 << 20;
 /// statements hold (`statements`, the database's, split evenly).
 fn memory_used(store: &PartitionStore, ac: Option<&AntiCache>, statements: u64) -> u64 {
     store.memory_usage().live() + ac.map_or(0, |a| a.memory_bytes()) + statements
-}
-
-/// Who waits for evicted data.
-pub(crate) enum Waiter {
-    Single(Invocation),
-    /// This partition's part of a multi-partition transaction.
-    Mp(Arc<MpFetch>),
-}
-
-struct Parked {
-    waiter: Waiter,
-    remaining: usize,
-    error: Option<Error>,
-}
-
-/// The partition's parked transactions, indexed by the blocks they wait for.
-#[derive(Default)]
-pub(crate) struct Parking {
-    slots: Vec<Option<Parked>>,
-    free: Vec<usize>,
-    by_block: HashMap<u32, Vec<usize>>,
-    count: usize,
-}
-
-impl Parking {
-    fn park(&mut self, waiter: Waiter, blocks: &[u32]) {
-        let p = Parked {
-            waiter,
-            remaining: blocks.len(),
-            error: None,
-        };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(p);
-                i
-            }
-            None => {
-                self.slots.push(Some(p));
-                self.slots.len() - 1
-            }
-        };
-        for b in blocks {
-            self.by_block.entry(*b).or_default().push(i);
-        }
-        self.count += 1;
-    }
-
-    /// A block was merged (or failed): returns the waiters that now have everything.
-    fn block_done(&mut self, block: u32, err: Option<&Error>) -> Vec<(Waiter, Option<Error>)> {
-        let mut ready = Vec::new();
-        for i in self.by_block.remove(&block).unwrap_or_default() {
-            let Some(p) = self.slots[i].as_mut() else { continue };
-            if let Some(e) = err
-                && p.error.is_none()
-            {
-                p.error = Some(e.clone());
-            }
-            p.remaining -= 1;
-            if p.remaining == 0 {
-                let p = self.slots[i].take().expect("present");
-                self.free.push(i);
-                self.count -= 1;
-                ready.push((p.waiter, p.error));
-            }
-        }
-        ready
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.count
-    }
 }
 
 /// Queued replayed calls whose blocks are read along with the one that needs data.

@@ -9,9 +9,7 @@ use permafrost_sql::Route;
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, Value, ValueRef};
 
-use super::Msg;
-use super::mp::{MpTxn, MpWork};
-use super::msg::Invocation;
+use super::msg::{Invocation, MpTxn, MpWork, Msg};
 use crate::error::{Error, Result};
 use crate::procedure::{Partitioning, Procedure};
 use crate::reply::Reply;

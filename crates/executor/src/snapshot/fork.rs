@@ -2,7 +2,14 @@
 //! (the pause), it writes the snapshot from its copy-on-write image and reports through a
 //! pipe; the parent waits for it.
 
-use super::*;
+use std::time::Instant;
+
+use permafrost_durability::snapshot::SnapshotHeader;
+use permafrost_storage::PartitionStore;
+
+use super::job::{Forked, SnapJob};
+use super::write::write_snapshot;
+use crate::error::{Error, Result};
 
 /// Runs in the coordinator while it holds every store: forks the writer process.
 pub(crate) fn fork_writer(

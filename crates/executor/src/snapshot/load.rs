@@ -1,9 +1,21 @@
 //! Loading a snapshot at recovery: each partition gets its block directory, tombstones,
-//! the index entries of its evicted tuples and its rows, section by section.
+//! the index entries of its evicted tuples and its rows, section by section. The bytes of
+//! each section are decoded by `permafrost_durability::snapshot::decode_section`; this
+//! file checks their order and what they refer to, and hands each part to its partition.
 
-use permafrost_durability::codec::DecodeError;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-use super::*;
+use crossbeam_channel::Receiver;
+use permafrost_anticache::BlockMeta;
+use permafrost_durability::snapshot::{self as fmt, BlockEntry, Section, SnapshotHeader, decode_section, kind};
+use permafrost_storage::{PartitionStore, Tombstone};
+
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::partition::msg::{Msg, Restore};
 
 /// What loading a snapshot did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -19,52 +31,42 @@ pub struct LoadReport {
     pub seconds: f64,
 }
 
-/// A part of a snapshot for one partition to load ([`Msg::Restore`]).
-pub(crate) type Restore =
-    Box<dyn FnOnce(&mut PartitionStore, Option<&mut permafrost_anticache::AntiCache>) -> Result<()> + Send>;
+/// Parts sent to the partitions and not acknowledged yet, at most.
+const IN_FLIGHT: usize = 64;
 
 /// Table `t` of a partition being loaded.
-pub(super) fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storage::Table> {
+fn table_of(store: &mut PartitionStore, t: u32) -> Result<&mut permafrost_storage::Table> {
     store
         .table_mut(t)
         .ok_or_else(|| Error::Recovery(format!("snapshot table {t} does not exist")))
 }
 
-/// A BLOCKS section's entries after its partition: count, then per entry id, table,
-/// tuples, span (`v1`: and holes before the span, ignored: they are recounted at load).
-pub(super) fn directory_entries(d: &mut Dec<'_>, v1: bool) -> std::result::Result<Vec<(u32, BlockMeta)>, DecodeError> {
-    let count = d.count(if v1 { 12 } else { 10 }, "block count")?;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let id = d.u32("block id")?;
-        let (table, tuples) = (d.u16("block table")?, d.u16("block tuples")?);
-        if v1 {
-            d.u16("block holes")?;
-        }
-        let meta = BlockMeta {
-            table,
-            tuples,
-            holes: 0,
-            span: d.u16("block span")?,
-        };
-        out.push((id, meta));
-    }
-    Ok(out)
+fn meta(e: &BlockEntry) -> (u32, BlockMeta) {
+    let m = BlockMeta {
+        table: e.table,
+        tuples: e.tuples,
+        holes: 0,
+        span: e.span,
+    };
+    (e.id, m)
+}
+
+/// The error for snapshot `file` being wrong at byte `offset`.
+fn corrupt(file: &Path, offset: u64, detail: String) -> Error {
+    Error::from(permafrost_durability::LogError::SnapshotCorrupt {
+        file: file.to_path_buf(),
+        offset,
+        detail,
+    })
 }
 
 /// The whole block directories of base snapshot `path` (which the caller has checked,
 /// [`fmt::newest_valid`]), by partition.
-pub(super) fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u32, BlockMeta)>>> {
+fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u32, BlockMeta)>>> {
     let (mut rd, h) = fmt::SnapshotReader::open(path)?;
-    let bad = |at: u64, detail: String| {
-        Error::from(permafrost_durability::LogError::SnapshotCorrupt {
-            file: path.to_path_buf(),
-            offset: at,
-            detail,
-        })
-    };
     if h.epoch != of.base_epoch || h.base_epoch != 0 || h.partitions != of.partitions {
-        return Err(bad(
+        return Err(corrupt(
+            path,
             0,
             format!(
                 "not the whole-directory snapshot {} that snapshot {} needs",
@@ -79,16 +81,302 @@ pub(super) fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<
         if k != kind::BLOCKS {
             continue;
         }
-        let mut d = Dec::new(&body);
-        let bad_at = |e: DecodeError| bad(at, e.to_string());
-        let p = d.u32("partition").map_err(bad_at)?;
-        let Some(dir) = dirs.get_mut(p as usize) else {
-            return Err(bad(at, format!("partition {p} of {}", of.partitions)));
+        let Section::Blocks { p, entries } =
+            decode_section(k, &body, rd.version()).map_err(|e| corrupt(path, at, e.to_string()))?
+        else {
+            continue;
         };
-        dir.extend(directory_entries(&mut d, rd.version() == 1).map_err(bad_at)?);
-        d.finish().map_err(bad_at)?;
+        let Some(dir) = dirs.get_mut(p as usize) else {
+            return Err(corrupt(path, at, format!("partition {p} of {}", of.partitions)));
+        };
+        dir.extend(entries.iter().map(meta));
     }
     Ok(dirs)
+}
+
+/// The directory of the partition being read, sent before its first table.
+struct Dir {
+    p: u32,
+    slot_size: usize,
+    file_slots: u32,
+    /// Blocks in the whole directory (version 1 files do not say).
+    live: Option<u32>,
+    /// The base's entries (differences), the removed ids, the entries listed here.
+    base: Vec<(u32, BlockMeta)>,
+    removed: Vec<u32>,
+    blocks: Vec<(u32, BlockMeta)>,
+    pending: Vec<(u32, Vec<u8>)>,
+}
+
+/// A snapshot being loaded: what it has read so far, and the parts in flight to the
+/// partitions (which apply them in parallel, in order per partition).
+struct Loader<'a> {
+    db: &'a Database,
+    path: &'a Path,
+    header: &'a SnapshotHeader,
+    partitions: u32,
+    ack_tx: crossbeam_channel::Sender<Result<()>>,
+    ack_rx: Receiver<Result<()>>,
+    outstanding: usize,
+    /// The base snapshot's whole directories by partition, if this one lists differences.
+    base_dirs: Vec<Vec<(u32, BlockMeta)>>,
+    dir: Option<Dir>,
+    /// The tombstones of the table being read: partition, table, entries.
+    tombs: Option<(u32, u32, Vec<Option<Tombstone>>)>,
+    report: LoadReport,
+}
+
+impl Loader<'_> {
+    fn bad(&self, at: u64, detail: String) -> Error {
+        corrupt(self.path, at, detail)
+    }
+
+    /// Hands `f` to partition `p`, first waiting while too many parts are in flight.
+    fn send(&mut self, p: u32, f: Restore) -> Result<()> {
+        while self.outstanding >= IN_FLIGHT {
+            self.ack_rx.recv().map_err(|_| Error::Shutdown)??;
+            self.outstanding -= 1;
+        }
+        self.db.shared().senders[p as usize]
+            .send(Msg::Restore(f, self.ack_tx.clone()))
+            .map_err(|_| Error::Shutdown)?;
+        self.outstanding += 1;
+        Ok(())
+    }
+
+    fn check_partition(&self, at: u64, p: u32) -> Result<()> {
+        if p >= self.partitions {
+            return Err(self.bad(at, format!("partition {p} of {}", self.partitions)));
+        }
+        Ok(())
+    }
+
+    /// Sends the directory of the partition read so far, completed from the base.
+    fn flush_dir(&mut self) -> Result<()> {
+        let Some(mut d) = self.dir.take() else { return Ok(()) };
+        let p = d.p;
+        if !d.removed.is_empty() {
+            let removed: HashSet<u32> = d.removed.iter().copied().collect();
+            let before = d.base.len();
+            d.base.retain(|(id, _)| !removed.contains(id));
+            if before - d.base.len() != removed.len() || removed.len() != d.removed.len() {
+                return Err(self.bad(
+                    0,
+                    format!("partition {p}: the blocks removed since the base are not all in the base's directory"),
+                ));
+            }
+        }
+        d.base.append(&mut d.blocks);
+        if let Some(live) = d.live
+            && d.base.len() != live as usize
+        {
+            return Err(self.bad(
+                0,
+                format!(
+                    "partition {p}: the block directory has {} blocks, its PARTITION section says {live}",
+                    d.base.len(),
+                ),
+            ));
+        }
+        let epoch = self.header.epoch;
+        self.send(
+            p,
+            Box::new(move |_store, ac| match ac {
+                Some(ac) => ac
+                    .restore(epoch, d.slot_size, d.file_slots, &d.base, &d.pending)
+                    .map_err(Error::from),
+                None if d.base.is_empty() => Ok(()),
+                None => Err(Error::Recovery(
+                    "the snapshot holds evicted data but the anti-cache is off: start with it on".into(),
+                )),
+            }),
+        )
+    }
+
+    /// Sends the tombstones of the table read so far.
+    fn flush_tombs(&mut self) -> Result<()> {
+        let Some((p, t, entries)) = self.tombs.take() else {
+            return Ok(());
+        };
+        self.send(
+            p,
+            Box::new(move |store, _| {
+                table_of(store, t)?.restore_tombstones(entries.into_iter());
+                Ok(())
+            }),
+        )
+    }
+
+    /// Takes one section (read at byte `at`) after the schema.
+    fn section(&mut self, at: u64, s: Section) -> Result<()> {
+        match s {
+            Section::Schema(_) => return Err(self.bad(at, "a second schema section".into())),
+            Section::Partition {
+                p,
+                slot_size,
+                file_slots,
+                live,
+            } => {
+                self.flush_tombs()?;
+                self.flush_dir()?;
+                self.report.blocks += live.unwrap_or(0) as u64;
+                self.check_partition(at, p)?;
+                let base = self
+                    .base_dirs
+                    .get_mut(p as usize)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                self.dir = Some(Dir {
+                    p,
+                    slot_size: slot_size as usize,
+                    file_slots,
+                    live,
+                    base,
+                    removed: Vec::new(),
+                    blocks: Vec::new(),
+                    pending: Vec::new(),
+                });
+            }
+            Section::Blocks { p, entries } => {
+                if self.dir.as_ref().is_some_and(|d| d.live.is_none()) {
+                    // Version 1: no live count, the listed entries are the directory.
+                    self.report.blocks += entries.len() as u64;
+                }
+                self.current_dir(at, p)?.blocks.extend(entries.iter().map(meta));
+            }
+            Section::BlocksRemoved { p, ids } => {
+                if self.header.base_epoch == 0 {
+                    return Err(self.bad(at, "blocks removed in a snapshot without a base".into()));
+                }
+                self.current_dir(at, p)?.removed.extend(ids);
+            }
+            Section::PendingBlock { p, id, bytes } => self.current_dir(at, p)?.pending.push((id, bytes)),
+            Section::Table {
+                p,
+                t,
+                name,
+                sequence,
+                bound,
+                indexes,
+            } => self.table(at, p, t, name, sequence, bound, indexes as usize)?,
+            Section::Tombstones { p, t, from, entries } => {
+                let Some((_, _, tombs)) = self
+                    .tombs
+                    .as_mut()
+                    .filter(|(q, u, e)| *q == p && *u == t && e.len() == from as usize)
+                else {
+                    return Err(self.bad(at, "tombstones out of order".into()));
+                };
+                for e in entries {
+                    tombs.push(e.map(|(block, offset)| Tombstone { block, offset }));
+                    self.report.evicted += e.is_some() as u64;
+                }
+            }
+            Section::EvictedKeys { p, t, index, keys } => {
+                self.flush_tombs()?;
+                self.check_partition(at, p)?;
+                let index = index as usize;
+                self.send(
+                    p,
+                    Box::new(move |store, _| {
+                        let table = table_of(store, t)?;
+                        for (id, key) in keys {
+                            table.restore_evicted_key(index, key, id)?;
+                        }
+                        Ok(())
+                    }),
+                )?;
+            }
+            Section::Rows { p, t, rows } => {
+                self.flush_tombs()?;
+                self.check_partition(at, p)?;
+                self.report.rows += rows.len() as u64;
+                self.send(
+                    p,
+                    Box::new(move |store, _| {
+                        let table = table_of(store, t)?;
+                        for r in rows {
+                            table.load_tuple(&r)?;
+                        }
+                        Ok(())
+                    }),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory being read, which a BLOCKS, BLOCKS_REMOVED or PENDING_BLOCK section
+    /// of partition `p` belongs to.
+    fn current_dir(&mut self, at: u64, p: u32) -> Result<&mut Dir> {
+        match self.dir.as_mut().filter(|c| c.p == p) {
+            Some(d) => Ok(d),
+            None => Err(corrupt(self.path, at, "block directory outside its partition".into())),
+        }
+    }
+
+    /// A TABLE section: checks it against the schema, sets its sequence, and starts
+    /// gathering its tombstones.
+    #[allow(clippy::too_many_arguments)]
+    fn table(&mut self, at: u64, p: u32, t: u32, name: String, seq: i64, bound: u32, indexes: usize) -> Result<()> {
+        self.flush_tombs()?;
+        self.flush_dir()?;
+        self.check_partition(at, p)?;
+        self.send(
+            p,
+            Box::new(move |store, _| {
+                let table = store.table_mut(t).ok_or_else(|| {
+                    Error::Recovery(format!("snapshot table \"{name}\" (id {t}) is not in its schema"))
+                })?;
+                if table.schema().name != name || table.index_count() != indexes {
+                    return Err(Error::Recovery(format!(
+                        "snapshot table \"{name}\" (id {t}) does not match the schema's \"{}\"",
+                        table.schema().name
+                    )));
+                }
+                table.set_sequence(seq);
+                Ok(())
+            }),
+        )?;
+        self.tombs = Some((p, t, Vec::with_capacity((bound as usize).min(1 << 24))));
+        Ok(())
+    }
+
+    /// After the last section: the last directory and tombstones, the holes recounted,
+    /// and every part acknowledged.
+    fn finish(mut self) -> Result<LoadReport> {
+        self.flush_tombs()?;
+        self.flush_dir()?;
+        // Every tombstone is back: count the merged-back tuples of each block (the
+        // snapshot does not save them).
+        for p in 0..self.partitions {
+            self.send(
+                p,
+                Box::new(|store, ac| match ac {
+                    Some(ac) => ac.recount_holes(store).map_err(Error::from),
+                    None => Ok(()),
+                }),
+            )?;
+        }
+        let mut first_err = None;
+        while self.outstanding > 0 {
+            match self.ack_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => return Err(Error::Shutdown),
+            }
+            self.outstanding -= 1;
+        }
+        if let Some(e) = first_err {
+            return Err(Error::Recovery(format!(
+                "loading snapshot {}: {e}",
+                self.path.display()
+            )));
+        }
+        Ok(self.report)
+    }
 }
 
 /// Loads snapshot `path` into this fresh database; `schema` applies each schema statement
@@ -110,332 +398,55 @@ pub(crate) fn load(
         )));
     }
     let (mut rd, _) = fmt::SnapshotReader::open(path)?;
-    let v1 = rd.version() == 1;
-    let (ack_tx, ack_rx) = crossbeam_channel::unbounded::<Result<()>>();
-    let mut outstanding = 0usize;
-    let mut report = LoadReport {
-        epoch: header.epoch,
-        cut_lsn: header.cut_lsn,
-        base_epoch: header.base_epoch,
-        ..LoadReport::default()
-    };
-    let bad = |at: u64, detail: String| {
-        Error::from(permafrost_durability::LogError::SnapshotCorrupt {
-            file: path.to_path_buf(),
-            offset: at,
-            detail,
-        })
-    };
-    let mut send = |p: u32, f: Restore, outstanding: &mut usize| -> Result<()> {
-        while *outstanding >= 64 {
-            ack_rx.recv().map_err(|_| Error::Shutdown)??;
-            *outstanding -= 1;
-        }
-        db.shared().senders[p as usize]
-            .send(Msg::Restore(f, ack_tx.clone()))
-            .map_err(|_| Error::Shutdown)?;
-        *outstanding += 1;
-        Ok(())
-    };
-    // The whole directories of the base snapshot, by partition, if this one lists
-    // differences from it.
-    let mut base_dirs: Vec<Vec<(u32, BlockMeta)>> = match header.base_epoch {
+    let base_dirs = match header.base_epoch {
         0 => Vec::new(),
-        _ => read_base_directories(&fmt::base_path(path.parent().unwrap_or(Path::new(".")), header), header)?,
+        _ => read_base_directories(&base_path(path, header), header)?,
     };
-    // The directory of the partition being read, sent before its first table.
-    struct Dir {
-        p: u32,
-        slot_size: usize,
-        file_slots: u32,
-        /// Blocks in the whole directory (version 1 files do not say).
-        live: Option<u32>,
-        /// The base's entries (differences), the removed ids, the entries listed here.
-        base: Vec<(u32, BlockMeta)>,
-        removed: Vec<u32>,
-        blocks: Vec<(u32, BlockMeta)>,
-        pending: Vec<(u32, Vec<u8>)>,
-    }
-    let mut dir: Option<Dir> = None;
-    // The tombstones of the table being read.
-    let mut tombs: Option<(u32, u32, Vec<Option<Tombstone>>)> = None;
-    let epoch = header.epoch;
-    let flush_dir = |dir: &mut Option<Dir>,
-                     outstanding: &mut usize,
-                     send: &mut dyn FnMut(u32, Restore, &mut usize) -> Result<()>|
-     -> Result<()> {
-        if let Some(mut d) = dir.take() {
-            let p = d.p;
-            if !d.removed.is_empty() {
-                let removed: std::collections::HashSet<u32> = d.removed.iter().copied().collect();
-                let before = d.base.len();
-                d.base.retain(|(id, _)| !removed.contains(id));
-                if before - d.base.len() != removed.len() || removed.len() != d.removed.len() {
-                    return Err(bad(
-                        0,
-                        format!("partition {p}: the blocks removed since the base are not all in the base's directory"),
-                    ));
-                }
-            }
-            d.base.append(&mut d.blocks);
-            if let Some(live) = d.live
-                && d.base.len() != live as usize
-            {
-                return Err(bad(
-                    0,
-                    format!(
-                        "partition {p}: the block directory has {} blocks, its PARTITION section says {live}",
-                        d.base.len(),
-                    ),
-                ));
-            }
-            send(
-                p,
-                Box::new(move |_store, ac| match ac {
-                    Some(ac) => ac
-                        .restore(epoch, d.slot_size, d.file_slots, &d.base, &d.pending)
-                        .map_err(Error::from),
-                    None if d.base.is_empty() => Ok(()),
-                    None => Err(Error::Recovery(
-                        "the snapshot holds evicted data but the anti-cache is off: start with it on".into(),
-                    )),
-                }),
-                outstanding,
-            )?;
-        }
-        Ok(())
-    };
-    let flush_tombs = |tombs: &mut Option<(u32, u32, Vec<Option<Tombstone>>)>,
-                       outstanding: &mut usize,
-                       send: &mut dyn FnMut(u32, Restore, &mut usize) -> Result<()>|
-     -> Result<()> {
-        if let Some((p, t, entries)) = tombs.take() {
-            send(
-                p,
-                Box::new(move |store, _| {
-                    let table = table_of(store, t)?;
-                    table.restore_tombstones(entries.into_iter());
-                    Ok(())
-                }),
-                outstanding,
-            )?;
-        }
-        Ok(())
+    let (ack_tx, ack_rx) = crossbeam_channel::unbounded::<Result<()>>();
+    let mut loader = Loader {
+        db,
+        path,
+        header,
+        partitions: n,
+        ack_tx,
+        ack_rx,
+        outstanding: 0,
+        base_dirs,
+        dir: None,
+        tombs: None,
+        report: LoadReport {
+            epoch: header.epoch,
+            cut_lsn: header.cut_lsn,
+            base_epoch: header.base_epoch,
+            ..LoadReport::default()
+        },
     };
     let mut first = true;
     loop {
         let at = rd.offset();
         let Some((k, body)) = rd.next_section()? else { break };
-        let mut d = Dec::new(&body);
-        let bad_at = |e: DecodeError| bad(at, e.to_string());
-        if first {
-            if k != kind::SCHEMA {
-                return Err(bad(at, "the snapshot does not start with its schema".into()));
+        let section = decode_section(k, &body, rd.version()).map_err(|e| corrupt(path, at, e.to_string()))?;
+        match (first, section) {
+            (true, Section::Schema(stmts)) => {
+                for sql in stmts {
+                    schema(&sql)?;
+                }
             }
-            first = false;
-            let count = d.count(4, "count").map_err(bad_at)?;
-            for _ in 0..count {
-                let sql = d.string("schema statement").map_err(bad_at)?;
-                schema(&sql)?;
-            }
-            d.finish().map_err(bad_at)?;
-            continue;
+            (true, _) => return Err(corrupt(path, at, "the snapshot does not start with its schema".into())),
+            (false, s) => loader.section(at, s)?,
         }
-        match k {
-            kind::PARTITION => {
-                flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
-                flush_dir(&mut dir, &mut outstanding, &mut send)?;
-                let p = d.u32("partition").map_err(bad_at)?;
-                let slot_size = d.u32("slot size").map_err(bad_at)? as usize;
-                let file_slots = d.u32("file slots").map_err(bad_at)?;
-                // Version 1 has no live count: the directory is whole, its length is it.
-                let live = if v1 {
-                    None
-                } else {
-                    Some(d.u32("live blocks").map_err(bad_at)?)
-                };
-                d.finish().map_err(bad_at)?;
-                report.blocks += live.unwrap_or(0) as u64;
-                if p >= n {
-                    return Err(bad(at, format!("partition {p} of {n}")));
-                }
-                let base = match base_dirs.get_mut(p as usize) {
-                    Some(b) => std::mem::take(b),
-                    None => Vec::new(),
-                };
-                dir = Some(Dir {
-                    p,
-                    slot_size,
-                    file_slots,
-                    live,
-                    base,
-                    removed: Vec::new(),
-                    blocks: Vec::new(),
-                    pending: Vec::new(),
-                });
-            }
-            kind::BLOCKS | kind::BLOCKS_REMOVED | kind::PENDING_BLOCK => {
-                let p = d.u32("partition").map_err(bad_at)?;
-                let Some(cur) = dir.as_mut().filter(|c| c.p == p) else {
-                    return Err(bad(at, "block directory outside its partition".into()));
-                };
-                if k == kind::BLOCKS {
-                    let entries = directory_entries(&mut d, v1).map_err(bad_at)?;
-                    if v1 {
-                        report.blocks += entries.len() as u64;
-                    }
-                    cur.blocks.extend(entries);
-                } else if k == kind::BLOCKS_REMOVED {
-                    if header.base_epoch == 0 || v1 {
-                        return Err(bad(at, "blocks removed in a snapshot without a base".into()));
-                    }
-                    let count = d.count(4, "count").map_err(bad_at)?;
-                    for _ in 0..count {
-                        cur.removed.push(d.u32("removed block").map_err(bad_at)?);
-                    }
-                } else {
-                    let id = d.u32("block id").map_err(bad_at)?;
-                    let bytes = d.bytes("block bytes").map_err(bad_at)?.to_vec();
-                    cur.pending.push((id, bytes));
-                }
-                d.finish().map_err(bad_at)?;
-            }
-            kind::TABLE => {
-                flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
-                flush_dir(&mut dir, &mut outstanding, &mut send)?;
-                let p = d.u32("partition").map_err(bad_at)?;
-                let t = d.u32("table").map_err(bad_at)?;
-                let name = d.string("table name").map_err(bad_at)?;
-                let seq = d.i64("sequence").map_err(bad_at)?;
-                let bound = d.u32("sequence bound").map_err(bad_at)?;
-                let indexes = d.u32("index count").map_err(bad_at)? as usize;
-                d.finish().map_err(bad_at)?;
-                if p >= n {
-                    return Err(bad(at, format!("partition {p} of {n}")));
-                }
-                send(
-                    p,
-                    Box::new(move |store, _| {
-                        let table = store.table_mut(t).ok_or_else(|| {
-                            Error::Recovery(format!("snapshot table \"{name}\" (id {t}) is not in its schema"))
-                        })?;
-                        if table.schema().name != name || table.index_count() != indexes {
-                            return Err(Error::Recovery(format!(
-                                "snapshot table \"{name}\" (id {t}) does not match the schema's \"{}\"",
-                                table.schema().name
-                            )));
-                        }
-                        table.set_sequence(seq);
-                        Ok(())
-                    }),
-                    &mut outstanding,
-                )?;
-                tombs = Some((p, t, Vec::with_capacity((bound as usize).min(1 << 24))));
-            }
-            kind::TOMBSTONES => {
-                let p = d.u32("partition").map_err(bad_at)?;
-                let t = d.u32("table").map_err(bad_at)?;
-                let from = d.u32("first item").map_err(bad_at)?;
-                let count = d.count(8, "count").map_err(bad_at)?;
-                let Some((_, _, entries)) = tombs
-                    .as_mut()
-                    .filter(|(q, u, e)| *q == p && *u == t && e.len() == from as usize)
-                else {
-                    return Err(bad(at, "tombstones out of order".into()));
-                };
-                for _ in 0..count {
-                    let block = d.u32("block").map_err(bad_at)?;
-                    let offset = d.u32("offset").map_err(bad_at)?;
-                    if block == u32::MAX {
-                        entries.push(None);
-                    } else {
-                        entries.push(Some(Tombstone { block, offset }));
-                        report.evicted += 1;
-                    }
-                }
-                d.finish().map_err(bad_at)?;
-            }
-            kind::EVICTED_KEYS | kind::ROWS => {
-                flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
-                let p = d.u32("partition").map_err(bad_at)?;
-                let t = d.u32("table").map_err(bad_at)?;
-                if p >= n {
-                    return Err(bad(at, format!("partition {p} of {n}")));
-                }
-                if k == kind::EVICTED_KEYS {
-                    let index = d.u32("u32").map_err(bad_at)? as usize;
-                    let count = d.count(9, "count").map_err(bad_at)?;
-                    let mut keys = Vec::with_capacity(count);
-                    for _ in 0..count {
-                        let id = d.u32("block id").map_err(bad_at)?;
-                        keys.push((id, d.key("key").map_err(bad_at)?));
-                    }
-                    d.finish().map_err(bad_at)?;
-                    send(
-                        p,
-                        Box::new(move |store, _| {
-                            let table = table_of(store, t)?;
-                            for (id, key) in keys {
-                                table.restore_evicted_key(index, key, id)?;
-                            }
-                            Ok(())
-                        }),
-                        &mut outstanding,
-                    )?;
-                } else {
-                    let count = d.count(4, "count").map_err(bad_at)?;
-                    let mut rows = Vec::with_capacity(count);
-                    for _ in 0..count {
-                        rows.push(d.bytes("bytes").map_err(bad_at)?.to_vec());
-                    }
-                    d.finish().map_err(bad_at)?;
-                    report.rows += count as u64;
-                    send(
-                        p,
-                        Box::new(move |store, _| {
-                            let table = table_of(store, t)?;
-                            for r in rows {
-                                table.load_tuple(&r)?;
-                            }
-                            Ok(())
-                        }),
-                        &mut outstanding,
-                    )?;
-                }
-            }
-            other => return Err(bad(at, format!("unknown section kind {other}"))),
-        }
+        first = false;
     }
-    flush_tombs(&mut tombs, &mut outstanding, &mut send)?;
-    flush_dir(&mut dir, &mut outstanding, &mut send)?;
-    // Every tombstone is back: count the merged-back tuples of each block (the snapshot does
-    // not save them).
-    for p in 0..n {
-        send(
-            p,
-            Box::new(|store, ac| match ac {
-                Some(ac) => ac.recount_holes(store).map_err(Error::from),
-                None => Ok(()),
-            }),
-            &mut outstanding,
-        )?;
-    }
-    let mut first_err = None;
-    while outstanding > 0 {
-        match ack_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            Err(_) => return Err(Error::Shutdown),
-        }
-        outstanding -= 1;
-    }
-    if let Some(e) = first_err {
-        return Err(Error::Recovery(format!("loading snapshot {}: {e}", path.display())));
-    }
-    let snaps = &db.inner().snapshots;
-    snaps.next_epoch.fetch_max(header.epoch + 1, Ordering::AcqRel);
+    let mut report = loader.finish()?;
+    db.inner()
+        .snapshots
+        .next_epoch
+        .fetch_max(header.epoch + 1, Ordering::AcqRel);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The base snapshot of `path` (in the same directory).
+fn base_path(path: &Path, header: &SnapshotHeader) -> PathBuf {
+    fmt::base_path(path.parent().unwrap_or(Path::new(".")), header)
 }

@@ -2,7 +2,11 @@
 //! snapshot file (in the writer process; the bytes' format is
 //! `permafrost_durability::snapshot`).
 
-use super::*;
+use std::path::Path;
+
+use permafrost_anticache::DirectoryImage;
+use permafrost_durability::snapshot::{Enc, SECTION_TARGET, SnapshotHeader, SnapshotWriter, kind};
+use permafrost_storage::PartitionStore;
 
 pub(super) type LogResult<T> = std::result::Result<T, permafrost_durability::LogError>;
 

@@ -1,0 +1,530 @@
+//! The partition's loop: it drains its queue, runs each message, and after each pass
+//! appends its commits to the command log, answers what became durable and publishes its
+//! counters; the commit gate and the durable waits are here too.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::Receiver;
+use permafrost_sql::{Rows, SqlError};
+use permafrost_storage::PartitionStore;
+
+use super::msg::{Answer, Invocation, LogWhat, Msg, Replayed};
+use super::parking::Waiter;
+use super::state::Partition;
+use super::txn::{Outcome, TxnInfo, run_txn};
+use crate::error::{Error, Result};
+use crate::procedure::Procedure;
+use crate::reply::Reply;
+
+/// Within a pass over its queue, a partition looks for log records that became durable
+/// every this many messages ([`Partition::release_if_durable`]).
+const DURABLE_POLL: usize = 64;
+
+/// A pass appends its log chunk early, in the middle of the pass, once a message brings it
+/// to this many records: the writer writes and syncs them while the pass goes on, so the
+/// answers of a long pass do not all wait for its end and then for one more group commit
+/// (measured in sync mode: the machine idled 5% of the time waiting on that, and not
+/// with early appends).
+const EARLY_APPEND: u64 = 128;
+
+impl Partition {
+    /// The executor loop; returns when told to shut down.
+    pub(crate) fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            let msg = if self.replay_stall.is_empty() {
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            } else {
+                // Retry the held replay now and then, messages or not.
+                match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+                    Ok(m) => m,
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        self.tick();
+                        self.check_memory(true);
+                        self.retry_stalled();
+                        self.flush_log();
+                        self.outbox.flush();
+                        continue;
+                    }
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                }
+            };
+            if !self.handle(msg) {
+                break;
+            }
+            // Drain what else is queued before flushing, to batch completions.
+            let mut stop = false;
+            for i in 0..1024 {
+                match rx.try_recv() {
+                    Ok(m) => {
+                        if !self.handle(m) {
+                            stop = true;
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+                if self.log_chunk.len() >= EARLY_APPEND {
+                    self.flush_log();
+                }
+                if i % DURABLE_POLL == DURABLE_POLL - 1 && self.release_if_durable() {
+                    self.outbox.flush();
+                }
+            }
+            self.flush_log();
+            self.release_if_durable();
+            self.outbox.flush();
+            self.publish(false);
+            if stop {
+                break;
+            }
+        }
+        self.flush_log();
+        self.outbox.flush();
+    }
+
+    fn handle(&mut self, msg: Msg) -> bool {
+        self.tick();
+        match msg {
+            Msg::Batch(invs) => {
+                for inv in invs {
+                    if inv.replay.is_some() {
+                        // Queued first, so that a call needing evicted data sees the calls
+                        // behind it (their blocks are read along with its own).
+                        self.replay_stall.push_back(inv);
+                    } else {
+                        self.run_single(inv);
+                    }
+                }
+                self.retry_stalled();
+            }
+            Msg::Mp(t) => {
+                if t.parts.first() == Some(&self.id) {
+                    self.coordinate(&t);
+                } else {
+                    self.participate(&t);
+                }
+            }
+            Msg::Fetched { block, result } => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.on_fetched(block, result);
+                }
+                self.merge_fetched();
+            }
+            Msg::Written { blocks, result } => {
+                if let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) {
+                    // A failed write put the tuples back in memory; the memory check that
+                    // follows closes the write gate if that leaves the partition over budget.
+                    let _ = ac.on_written(store, &blocks, result);
+                }
+            }
+            Msg::MpFetch { refs, ticket } => self.need_data(Waiter::Mp(ticket), refs),
+            Msg::Inspect(f) => {
+                if let Some(s) = self.store.as_deref_mut() {
+                    f(s);
+                }
+            }
+            Msg::Observe(f) => {
+                if let Some(s) = self.store.as_deref() {
+                    f(s, self.ac.as_ref());
+                }
+            }
+            Msg::Evict(bytes, ack) => {
+                let r = match (self.ac.as_mut(), self.store.as_deref_mut()) {
+                    (Some(ac), Some(store)) => ac.evict(store, bytes, self.wall).map(|s| s.tuples).map_err(Error::from),
+                    _ => Err(Error::Internal("the anti-cache is off".into())),
+                };
+                let _ = ack.send(r);
+            }
+            Msg::Publish(ack) => {
+                self.publish(true);
+                let _ = ack.send(());
+            }
+            Msg::Durable => self.release_durable(),
+            Msg::Restore(f, ack) => {
+                let r = match self.store.as_deref_mut() {
+                    Some(s) => f(s, self.ac.as_mut()),
+                    None => Err(Error::Internal("store away during a restore".into())),
+                };
+                let _ = ack.send(r);
+            }
+            Msg::SnapshotDone { epoch, base } => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.snapshot_completed(epoch, base);
+                }
+            }
+            Msg::ScanRead { blocks, done } => match self.ac.as_mut() {
+                Some(ac) => ac.read_for_scan(&blocks, done),
+                None => {
+                    for b in blocks {
+                        done(b, Err(std::io::Error::other("the anti-cache is off")));
+                    }
+                }
+            },
+            Msg::ScansEnded => {
+                if let Some(ac) = self.ac.as_mut() {
+                    ac.scans_ended();
+                }
+            }
+            Msg::Shutdown => return false,
+        }
+        if self.store.is_some() {
+            // A closed write gate is measured again at once when the message freed memory
+            // (a delete), so that a write right after it is not refused for room that is
+            // there already.
+            let freed = self.memory_freed_since_gate_closed();
+            self.check_memory(freed);
+        }
+        true
+    }
+
+    pub(crate) fn publish(&mut self, force: bool) {
+        if force || self.last_publish.elapsed().as_micros() >= 1000 {
+            if let Some(s) = &self.store {
+                let ac_bytes = self.ac.as_ref().map_or(0, |a| a.memory_bytes());
+                let dir_bytes = self.ac.as_ref().map_or(0, |a| a.directory_bytes());
+                self.stats.set_memory(&s.memory_usage(), ac_bytes, dir_bytes);
+                let evicted: usize = s.tables().map(|t| t.evicted_tuples()).sum();
+                self.stats.evicted_now.store(evicted as u64, Ordering::Relaxed);
+            }
+            if let Some(ac) = &self.ac {
+                self.stats.set_anticache(&ac.stats());
+            }
+            self.stats.parked.store(self.parking.len() as u64, Ordering::Relaxed);
+            self.last_publish = Instant::now();
+        }
+    }
+
+    /// Reads the wall clock; done once per message rather than per transaction.
+    fn tick(&mut self) {
+        self.wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+    }
+
+    /// A timestamp for the next transaction: wall-clock microseconds (as of the current
+    /// message), strictly increasing at this partition.
+    fn clock(&mut self) -> i64 {
+        self.last_now = self.wall.max(self.last_now + 1);
+        self.last_now
+    }
+
+    fn next_txn_id(&mut self) -> u64 {
+        self.txn_seq += 1;
+        (self.txn_seq << 10) | self.id as u64
+    }
+
+    /// Whether the next transaction updates the access trackers (xorshift64*).
+    fn sample(&mut self) -> bool {
+        if self.sample_threshold == 0 {
+            return false;
+        }
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D) <= self.sample_threshold
+    }
+
+    /// Timestamp, id, random seed and sampling decision for the next transaction (a
+    /// replayed one gets back the timestamp and seed it first ran with).
+    pub(crate) fn txn_info(&mut self, replay: Option<Replayed>, reply: Option<&Reply>) -> TxnInfo {
+        let txn_id = self.next_txn_id();
+        let (now, seed) = match replay {
+            Some(r) => (r.now, r.seed),
+            None => (self.clock(), txn_id),
+        };
+        TxnInfo {
+            total_partitions: self.shared.config.partitions,
+            now,
+            txn_id,
+            seed,
+            sampled: self.sample(),
+            work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
+            writes_refused: match (&self.shared.log, replay) {
+                (Some(log), None) => log.failure().map(crate::partition::txn::writes_refused),
+                _ => None,
+            },
+            defer_scans: self.ac.is_some() && replay.is_none() && reply.is_some_and(Reply::takes_rest),
+        }
+    }
+
+    /// Answers a finished transaction: through the command log when it committed changes
+    /// (the reply leaves when the log says so: after the record is durable in sync mode),
+    /// directly otherwise. Called before the partitions it held run anything else, so the
+    /// log's order is the commit order.
+    pub(crate) fn answer(&mut self, done: Answer, reply: Reply, r: Result<Rows>) {
+        match (&self.shared.log, done.log) {
+            (Some(log), Some(what)) if r.is_ok() && done.wrote => {
+                // Appended with the pass's other records (`flush_log`).
+                let own = [self.id];
+                let parts: &[u32] = done.partitions.as_deref().unwrap_or(&own);
+                let (now, seed) = (done.info_now, done.info_seed);
+                let pushed = self.log_chunk.push_with(|out| match &what {
+                    LogWhat::Call(proc, params) => {
+                        let (ad_hoc, text) = proc.log_text();
+                        permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
+                    }
+                    LogWhat::Schema(sql) => permafrost_durability::encode_record(
+                        &permafrost_durability::TxnRecord {
+                            partitions: parts.to_vec(),
+                            now,
+                            seed,
+                            request: permafrost_durability::Request::Schema { sql: sql.clone() },
+                        },
+                        out,
+                    ),
+                });
+                if let Err(e) = pushed {
+                    // Too large to log (over 4 GiB): it took effect but cannot be made
+                    // durable; its caller hears so.
+                    self.outbox.send(reply, Err(e.into()));
+                    return;
+                }
+                if log.mode() == permafrost_durability::LogMode::Sync {
+                    // Answered when the record is durable (`flush_log`).
+                    self.log_replies.hold(reply, r);
+                } else {
+                    self.outbox.send(reply, r);
+                }
+            }
+            (Some(log), _) if log.mode() == permafrost_durability::LogMode::Sync => {
+                // It wrote nothing, but it may have seen writes not durable yet: it is
+                // answered once they are, so that no client sees a change that a crash
+                // could still take back.
+                if !self.log_chunk.is_empty() {
+                    // Behind this partition's commits of this pass.
+                    self.log_replies.hold(reply, r);
+                    return;
+                }
+                let need = log.last_lsn();
+                if need <= log.durable_lsn() || log.failure().is_some() {
+                    // (A failed log makes nothing durable any more: reads are answered as
+                    // they are, over what is in memory.)
+                    return self.outbox.send(reply, r);
+                }
+                if need > self.barrier_lsn {
+                    // Those records may be other partitions': ask the log to say when.
+                    self.barrier_lsn = need;
+                    let signal = self.durable_signal.clone();
+                    log.barrier(Box::new(move |res| signal.notify(res)));
+                }
+                self.durable_wait.push_back((need, reply, r));
+            }
+            _ => self.outbox.send(reply, r),
+        }
+    }
+
+    /// Appends the records of the transactions committed since the last call, in commit
+    /// order, as one batch. Called at the end of every pass over the queue, and before
+    /// the partition takes part in a multi-partition transaction (so that its records
+    /// precede that transaction's in the log).
+    pub(crate) fn flush_log(&mut self) {
+        if self.log_chunk.is_empty() {
+            return;
+        }
+        let Some(log) = &self.shared.log else { return };
+        let chunk = std::mem::replace(&mut self.log_chunk, log.chunk());
+        if self.log_replies.is_empty() {
+            log.append_chunk(chunk, Box::new(|_| {}));
+            return;
+        }
+        // The answers travel with the chunk: the writer sends them as soon as the group
+        // commit holding it is durable, without waking this partition for it (a partition
+        // that has run dry would otherwise be woken once more per group commit, only to
+        // pass the answers on).
+        let next = self.log_replies.successor();
+        let replies = std::mem::replace(&mut self.log_replies, next);
+        let signal = self.durable_signal.clone();
+        log.append_chunk(
+            chunk,
+            Box::new(move |res| match res {
+                Ok(()) => replies.release(),
+                Err(e) => {
+                    // They took effect in memory but were never acknowledged; the
+                    // partition's later answers that wait for the log fail too.
+                    let err = Error::from(e.duplicate());
+                    signal.notify(Err(e));
+                    replies.fail(&err);
+                }
+            }),
+        );
+    }
+
+    /// Answers the transactions waiting for log records that became durable, without
+    /// waiting for the [`Msg::Durable`] queued behind the calls that arrived meanwhile (a
+    /// full queue of them in sync mode under load: the clients would wait that much longer
+    /// for their answers, and the partition could run dry meanwhile). Returns whether it
+    /// answered any.
+    fn release_if_durable(&mut self) -> bool {
+        let Some(log) = &self.shared.log else { return false };
+        match self.durable_wait.front() {
+            Some((lsn, _, _)) if *lsn != 0 && *lsn <= log.durable_lsn() => {
+                self.release_ready();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Answers the transactions whose log records are durable now; if the log failed, the
+    /// ones after fail with its error (they took effect in memory, but were never
+    /// acknowledged, and the log takes nothing more).
+    fn release_durable(&mut self) {
+        self.durable_signal.scheduled.store(false, Ordering::Release);
+        self.release_ready();
+    }
+
+    /// [`Partition::release_durable`] without taking note that the queued
+    /// [`Msg::Durable`] was handled (so that at most one stays queued).
+    fn release_ready(&mut self) {
+        let Some(log) = &self.shared.log else { return };
+        let durable = log.durable_lsn();
+        let failed = self.durable_signal.error.lock().ok().and_then(|e| e.clone());
+        while let Some((lsn, _, _)) = self.durable_wait.front() {
+            let ok = *lsn != 0 && *lsn <= durable;
+            if !ok && failed.is_none() {
+                break;
+            }
+            let (_, reply, r) = self.durable_wait.pop_front().expect("checked");
+            match (ok, &failed) {
+                (true, _) => self.outbox.send(reply, r),
+                (false, Some(e)) => self.outbox.send(reply, Err(e.clone())),
+                (false, None) => unreachable!("checked above"),
+            }
+        }
+    }
+
+    pub(crate) fn record(&self, r: &Result<Rows>) {
+        let c = match r {
+            Ok(_) => &self.stats.committed,
+            Err(Error::Aborted(_)) => &self.stats.aborted_user,
+            Err(_) => &self.stats.failed,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn run_single(&mut self, mut inv: Invocation) {
+        let info = self.txn_info(inv.replay, Some(&inv.reply));
+        let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
+        let mut stores = [store];
+        let outcome = {
+            let reply = &inv.reply;
+            let interrupted = || reply.is_closed();
+            let pool = &self.shared.statement_pool;
+            run_txn(
+                &inv.proc,
+                &inv.params,
+                &mut stores,
+                &mut self.evicted,
+                &info,
+                &interrupted,
+                pool,
+            )
+        };
+        match outcome {
+            Outcome::Done(Err(e), _) if inv.replay.is_some() && e.is_retryable() => {
+                // Replay keeps the log's order: hold it (and the replayed calls after it)
+                // until eviction makes room.
+                let _ = e;
+                self.replay_stall.push_front(inv);
+            }
+            Outcome::Done(r, wrote) => {
+                self.record(&r);
+                let done = Answer {
+                    wrote,
+                    partitions: None,
+                    info_now: info.now,
+                    info_seed: info.seed,
+                    log: (wrote && inv.replay.is_none() && self.shared.log.is_some())
+                        .then(|| LogWhat::Call(inv.proc, inv.params)),
+                };
+                self.answer(done, inv.reply, r);
+            }
+            Outcome::SchemaChanged => {
+                self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
+                match self.refresh(&inv.proc, inv.restarts) {
+                    Ok(p) => {
+                        inv.proc = p;
+                        inv.restarts += 1;
+                        // Behind whatever is queued (the schema change may still be on its
+                        // way to this partition).
+                        let _ = self.shared.senders[self.id as usize].send(Msg::Batch(vec![inv]));
+                    }
+                    Err(e) => {
+                        self.record(&Err(e.clone()));
+                        self.outbox.send(inv.reply, Err(e));
+                    }
+                }
+            }
+            Outcome::NeedsData => {
+                let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
+                self.need_data(Waiter::Single(inv), refs);
+            }
+            Outcome::Deferred(rows, deferred) => {
+                let r = self.with_scan(&inv.proc, rows, deferred, inv.reply.stop_flag());
+                self.record(&r);
+                let done = Answer {
+                    wrote: false,
+                    partitions: None,
+                    info_now: info.now,
+                    info_seed: info.seed,
+                    log: None,
+                };
+                self.answer(done, inv.reply, r);
+            }
+        }
+    }
+
+    /// The answer of a scan that left its evicted tuples for later: the rows of the tuples
+    /// in memory, followed by the scan of the rest (scan.rs). Called while the statement
+    /// still holds its partitions.
+    pub(crate) fn with_scan(
+        &self,
+        proc: &Arc<Procedure>,
+        mut rows: Rows,
+        deferred: Box<permafrost_sql::Deferred>,
+        stop: Option<crate::reply::StopFlag>,
+    ) -> Result<Rows> {
+        let scan = crate::scan::BlockScan::start(self.shared.clone(), proc.clone(), deferred, stop)?;
+        rows.set_rest(Box::new(scan));
+        Ok(rows)
+    }
+
+    /// Runs the replayed calls held back, in order, until one is refused again.
+    fn retry_stalled(&mut self) {
+        while let Some(inv) = self.replay_stall.pop_front() {
+            let before = self.replay_stall.len();
+            self.run_single(inv);
+            if self.replay_stall.len() > before {
+                // Refused again (it is back at the front).
+                break;
+            }
+        }
+    }
+
+    /// The current version of a procedure after a schema change.
+    pub(crate) fn refresh(&self, proc: &Procedure, restarts: u32) -> Result<Arc<Procedure>> {
+        if restarts >= self.shared.config.max_restarts {
+            return Err(Error::Sql(SqlError::SchemaChanged(format!(
+                "used by procedure \"{}\" kept changing",
+                proc.name
+            ))));
+        }
+        let state = self.shared.schema.load();
+        if proc.adhoc {
+            return proc.replan(&state.catalog).map(Arc::new);
+        }
+        state
+            .procs
+            .get(&proc.name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownProcedure(proc.name.clone()))
+    }
+}

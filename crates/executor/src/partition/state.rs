@@ -1,0 +1,123 @@
+//! One partition's state: its store, anti-cache, parked transactions, log chunk and
+//! counters ([`Partition`]), and how the command log's writer wakes it
+//! ([`DurableSignal`]). The loop that drives it is run.rs.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use permafrost_anticache::AntiCache;
+use permafrost_sql::{Catalog, EvictedRef, Rows};
+use permafrost_storage::PartitionStore;
+
+use super::msg::{Invocation, Msg};
+use super::parking::Parking;
+use crate::error::{Error, Result};
+use crate::reply::{Held, Outbox, Reply};
+use crate::shared::{PartitionStats, Shared};
+
+/// How the command log's writer tells a partition that records became durable: at most
+/// one [`Msg::Durable`] in its queue at a time, however many records a group commit
+/// covers.
+pub(crate) struct DurableSignal {
+    pub(super) scheduled: std::sync::atomic::AtomicBool,
+    pub(super) error: std::sync::Mutex<Option<Error>>,
+    tx: crossbeam_channel::Sender<Msg>,
+}
+
+impl DurableSignal {
+    pub(super) fn notify(&self, r: std::result::Result<(), permafrost_durability::LogError>) {
+        if let Err(e) = r
+            && let Ok(mut slot) = self.error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e.into());
+        }
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Msg::Durable);
+        }
+    }
+}
+
+/// One partition executor.
+pub(crate) struct Partition {
+    pub(crate) id: u32,
+    pub(crate) store: Option<Box<PartitionStore>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) stats: Arc<PartitionStats>,
+    pub(crate) outbox: Outbox,
+    pub(crate) evicted: Vec<EvictedRef>,
+    pub(crate) ac: Option<AntiCache>,
+    pub(crate) parking: Parking,
+    /// Free string-heap memory left after the last compaction (what trimming could not
+    /// give back): compaction runs again once the slack has grown past it.
+    pub(crate) string_slack: u64,
+    pub(crate) last_check: Instant,
+    pub(crate) last_catalog: Arc<Catalog>,
+    pub(crate) wall: i64,
+    pub(super) rng: u64,
+    pub(super) sample_threshold: u64,
+    pub(super) txn_seq: u64,
+    pub(super) last_now: i64,
+    pub(super) last_publish: Instant,
+    /// Replayed calls held back behind one the memory budget refused, in log order
+    /// (recovery: see `crate::recovery`).
+    pub(crate) replay_stall: std::collections::VecDeque<Invocation>,
+    /// Answers of read-only transactions that wait for records appended before them (by
+    /// this partition in an earlier pass, or by others) to be durable (sync mode), by the
+    /// LSN they wait for. Answers that wait for this partition's own pass go with its
+    /// chunk instead (`flush_log`).
+    pub(super) durable_wait: std::collections::VecDeque<(u64, Reply, Result<Rows>)>,
+    pub(super) durable_signal: Arc<DurableSignal>,
+    /// Records of this pass's commits, not yet appended to the log, and (sync mode) the
+    /// answers that wait for them: they go with the chunk, and the log's writer sends them
+    /// once it is durable (`flush_log`).
+    pub(super) log_chunk: permafrost_durability::Chunk,
+    pub(super) log_replies: Held,
+    /// The highest LSN a log barrier was asked for (answers of read-only transactions
+    /// waiting for other partitions' records).
+    pub(super) barrier_lsn: u64,
+}
+
+impl Partition {
+    pub(crate) fn new(id: u32, shared: Arc<Shared>, ac: Option<AntiCache>) -> Partition {
+        let stats = shared.stats[id as usize].clone();
+        let alpha = shared.config.lru_sample_rate;
+        let sample_threshold = if alpha >= 1.0 {
+            u64::MAX
+        } else {
+            (alpha * u64::MAX as f64) as u64
+        };
+        let last_catalog = shared.schema.load().catalog.clone();
+        let durable_signal = Arc::new(DurableSignal {
+            scheduled: std::sync::atomic::AtomicBool::new(false),
+            error: std::sync::Mutex::new(None),
+            tx: shared.senders[id as usize].clone(),
+        });
+        Partition {
+            id,
+            store: Some(Box::new(PartitionStore::new(id))),
+            shared,
+            stats,
+            outbox: Outbox::default(),
+            evicted: Vec::new(),
+            ac,
+            parking: Parking::default(),
+            string_slack: 0,
+            last_check: Instant::now(),
+            last_catalog,
+            wall: 0,
+            rng: 0x2545_F491_4F6C_DD1D ^ (id as u64 + 1),
+            sample_threshold,
+            txn_seq: 0,
+            last_now: 0,
+            last_publish: Instant::now(),
+            replay_stall: std::collections::VecDeque::new(),
+            durable_wait: std::collections::VecDeque::new(),
+            durable_signal,
+            log_chunk: permafrost_durability::Chunk::new(),
+            log_replies: Held::default(),
+            barrier_lsn: 0,
+        }
+    }
+}
