@@ -159,6 +159,9 @@ pub struct DatabaseStats {
     pub compact_seconds: f64,
 }
 
+/// A partition not given a thread yet, with its queue ([`Database::open_parts`]).
+pub(crate) type Unstarted = (Partition, Receiver<Msg>);
+
 impl Database {
     /// Opens an empty database with `config`. With the anti-cache on, each partition gets
     /// a fresh block file in the anti-cache directory.
@@ -169,6 +172,29 @@ impl Database {
     /// [`Database::open`] with the command log's file I/O done through `fs` (tests inject
     /// faults with [`permafrost_durability::fault::FaultyFs`]).
     pub fn open_with_log_fs(config: Config, fs: Arc<dyn permafrost_durability::LogFs>) -> Result<Database> {
+        let (db, parts) = Database::open_parts(config, fs)?;
+        let mut threads = Vec::with_capacity(parts.len());
+        for (i, (part, rx)) in parts.into_iter().enumerate() {
+            let t = std::thread::Builder::new()
+                .name(format!("partition-{i}"))
+                .stack_size(permafrost_sql::limits::EXECUTION_STACK)
+                .spawn(move || part.run(rx))
+                .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
+            threads.push(t);
+        }
+        if let Ok(mut t) = db.inner.threads.lock() {
+            *t = threads;
+        }
+        Ok(db)
+    }
+
+    /// Opens a database whose partitions are returned, with their queues, instead of
+    /// started: [`Database::open_with_log_fs`] gives each a thread, the step harness
+    /// (stepper.rs) runs their messages one at a time.
+    pub(crate) fn open_parts(
+        config: Config,
+        fs: Arc<dyn permafrost_durability::LogFs>,
+    ) -> Result<(Database, Vec<Unstarted>)> {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
@@ -225,23 +251,19 @@ impl Database {
             mp_order: Mutex::new(1),
             any_turn: std::sync::atomic::AtomicU32::new(0),
         });
-        let mut threads = Vec::with_capacity(n);
-        for ((i, rx), ac) in receivers.into_iter().enumerate().zip(caches) {
-            let part = Partition::new(i as u32, shared.clone(), ac);
-            let t = std::thread::Builder::new()
-                .name(format!("partition-{i}"))
-                .stack_size(permafrost_sql::limits::EXECUTION_STACK)
-                .spawn(move || part.run(rx))
-                .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
-            threads.push(t);
-        }
+        let parts: Vec<Unstarted> = receivers
+            .into_iter()
+            .enumerate()
+            .zip(caches)
+            .map(|((i, rx), ac)| (Partition::new(i as u32, shared.clone(), ac), rx))
+            .collect();
         let db = Database {
             owner: Some(Arc::new(Owner {
                 periodic: Mutex::new(None),
             })),
             inner: Arc::new(Inner {
                 shared,
-                threads: Mutex::new(threads),
+                threads: Mutex::new(Vec::new()),
                 ddl: Mutex::new(()),
                 recover_through,
                 history: Mutex::new(Vec::new()),
@@ -275,7 +297,7 @@ impl Database {
                 *p = Some(periodic);
             }
         }
-        Ok(db)
+        Ok((db, parts))
     }
 
     /// A handle that does not keep the database open.

@@ -24,6 +24,8 @@ pub mod settings;
 mod shared;
 mod snapshot;
 mod stats;
+#[cfg(test)]
+mod stepper;
 
 pub use config::{
     AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, LogStats, MergePolicy, Retrieval,

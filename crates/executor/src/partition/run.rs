@@ -75,10 +75,7 @@ impl Partition {
                     self.outbox.flush();
                 }
             }
-            self.flush_log();
-            self.release_if_durable();
-            self.outbox.flush();
-            self.publish(false);
+            self.end_pass(false);
             if stop {
                 break;
             }
@@ -87,7 +84,18 @@ impl Partition {
         self.outbox.flush();
     }
 
-    fn handle(&mut self, msg: Msg) -> bool {
+    /// The end of a pass over the queue: the pass's commits go to the log, the answers
+    /// that may leave are sent, and the counters are published (at most every millisecond
+    /// unless `force`).
+    pub(crate) fn end_pass(&mut self, force: bool) {
+        self.flush_log();
+        self.release_if_durable();
+        self.outbox.flush();
+        self.publish(force);
+    }
+
+    /// Handles one message; `false` when it was the last (shutdown).
+    pub(crate) fn handle(&mut self, msg: Msg) -> bool {
         self.tick();
         match msg {
             Msg::Batch(invs) => {
