@@ -18,13 +18,14 @@ use permafrost_sql::{Catalog, Rows, SqlError};
 use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 
 use crate::config::Config;
+use crate::counters::{DatabaseStats, PartitionStats};
 use crate::error::{Error, Result};
 use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{submit, submit_statement};
 use crate::partition::state::Partition;
 use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
-use crate::shared::{PartitionStats, Shared};
+use crate::shared::Shared;
 use crate::snapshot::job::{Periodic, Snapshots};
 
 pub(crate) struct Inner {
@@ -124,39 +125,6 @@ impl ProcHandle {
     pub fn columns(&self) -> Option<&Arc<[permafrost_sql::ColumnInfo]>> {
         self.proc.statements.last().map(|p| p.columns())
     }
-}
-
-/// Totals over all partitions.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct DatabaseStats {
-    pub committed: u64,
-    pub aborted_user: u64,
-    pub failed: u64,
-    pub restarts_evicted: u64,
-    pub restarts_schema: u64,
-    pub mp_txns: u64,
-    /// Eviction rounds.
-    pub evictions: u64,
-    pub evicted_tuples: u64,
-    pub evicted_bytes: u64,
-    /// Tuples merged back from blocks.
-    pub unevicted_tuples: u64,
-    pub blocks_written: u64,
-    pub blocks_read: u64,
-    pub blocks_live: u64,
-    pub block_file_bytes: u64,
-    /// Tuples evicted right now.
-    pub evicted_now: u64,
-    /// Memory of the anti-cache: block directory, free-space map, I/O buffers.
-    pub anticache_bytes: u64,
-    /// Memory of the block directories and free-space maps alone.
-    pub directory_bytes: u64,
-    /// Transactions waiting for evicted data right now.
-    pub parked: u64,
-    /// Seconds partitions spent evicting, merging and compacting (summed over partitions).
-    pub evict_seconds: f64,
-    pub merge_seconds: f64,
-    pub compact_seconds: f64,
 }
 
 /// A partition not given a thread yet, with its queue ([`Database::open_parts`]).
@@ -866,30 +834,9 @@ impl Database {
 
     /// Counters summed over partitions (published after each pass over a partition's queue).
     pub fn stats(&self) -> DatabaseStats {
-        use std::sync::atomic::Ordering::Relaxed;
         let mut d = DatabaseStats::default();
         for s in &self.shared().stats {
-            d.committed += s.committed.load(Relaxed);
-            d.aborted_user += s.aborted_user.load(Relaxed);
-            d.failed += s.failed.load(Relaxed);
-            d.restarts_evicted += s.restarts_evicted.load(Relaxed);
-            d.restarts_schema += s.restarts_schema.load(Relaxed);
-            d.mp_txns += s.mp_coordinated.load(Relaxed);
-            d.evictions += s.evictions.load(Relaxed);
-            d.evicted_tuples += s.evicted_tuples.load(Relaxed);
-            d.evicted_bytes += s.evicted_bytes.load(Relaxed);
-            d.unevicted_tuples += s.unevicted_tuples.load(Relaxed);
-            d.blocks_written += s.blocks_written.load(Relaxed);
-            d.blocks_read += s.blocks_read.load(Relaxed);
-            d.blocks_live += s.blocks_live.load(Relaxed);
-            d.block_file_bytes += s.block_file_bytes.load(Relaxed);
-            d.evicted_now += s.evicted_now.load(Relaxed);
-            d.anticache_bytes += s.anticache_bytes.load(Relaxed);
-            d.directory_bytes += s.directory_bytes.load(Relaxed);
-            d.parked += s.parked.load(Relaxed);
-            d.evict_seconds += s.evict_nanos.load(Relaxed) as f64 / 1e9;
-            d.merge_seconds += s.merge_nanos.load(Relaxed) as f64 / 1e9;
-            d.compact_seconds += s.compact_nanos.load(Relaxed) as f64 / 1e9;
+            d.add(s);
         }
         d
     }

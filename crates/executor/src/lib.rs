@@ -13,6 +13,7 @@
 //! [`procedure`] for writing procedures.
 
 pub mod config;
+mod counters;
 mod database;
 pub mod error;
 mod partition;
@@ -31,13 +32,13 @@ pub use config::{
     AntiCacheConfig, ColdPolicy, Config, ConfigBuilder, LogConfig, LogMode, LogStats, MergePolicy, Retrieval,
     SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, SnapshotConfig, parse_size, sync_bucket_le,
 };
-pub use database::{AdHoc, Database, DatabaseStats, ProcHandle, Session};
+pub use counters::{COUNTERS, CounterInfo, CounterKind, DatabaseStats, PartitionStats};
+pub use database::{AdHoc, Database, ProcHandle, Session};
 pub use error::{Error, Result};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::{Completion, StopFlag};
-pub use shared::PartitionStats;
 pub use snapshot::{LoadReport, SnapshotInfo};
 pub use stats::TableStats;

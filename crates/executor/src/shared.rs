@@ -1,91 +1,16 @@
 //! State shared by the database handle and the partition executors: configuration, the
 //! partitions' queues, the published schema, counters, and the multi-partition order.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::Sender;
-use permafrost_anticache::AntiCacheStats;
-use permafrost_storage::{AccessTracker, LruChain, MemoryUsage};
+use permafrost_storage::{AccessTracker, LruChain};
 
 use crate::config::Config;
+use crate::counters::PartitionStats;
 use crate::partition::msg::Msg;
 use crate::procedure::SchemaState;
-
-/// Counters a partition publishes after each pass over its queue.
-#[derive(Debug, Default)]
-pub struct PartitionStats {
-    pub committed: AtomicU64,
-    pub aborted_user: AtomicU64,
-    pub failed: AtomicU64,
-    pub restarts_evicted: AtomicU64,
-    pub restarts_schema: AtomicU64,
-    pub mp_coordinated: AtomicU64,
-    pub tuple_bytes: AtomicU64,
-    pub tuple_used_bytes: AtomicU64,
-    pub string_bytes: AtomicU64,
-    pub index_bytes: AtomicU64,
-    pub tombstone_bytes: AtomicU64,
-    pub buffer_bytes: AtomicU64,
-    /// Everything the anti-cache holds: block directory, free-space map, I/O buffers.
-    pub anticache_bytes: AtomicU64,
-    /// The block directory and free-space map alone (the per-block bookkeeping).
-    pub directory_bytes: AtomicU64,
-    pub evictions: AtomicU64,
-    pub evicted_tuples: AtomicU64,
-    pub evicted_bytes: AtomicU64,
-    pub unevicted_tuples: AtomicU64,
-    pub blocks_written: AtomicU64,
-    pub blocks_read: AtomicU64,
-    pub blocks_live: AtomicU64,
-    pub block_file_bytes: AtomicU64,
-    /// Tuples currently evicted.
-    pub evicted_now: AtomicU64,
-    /// Transactions waiting for evicted data.
-    pub parked: AtomicU64,
-    /// Time spent evicting (building and writing blocks), merging fetched blocks and
-    /// compacting heaps, in nanoseconds.
-    pub evict_nanos: AtomicU64,
-    pub merge_nanos: AtomicU64,
-    pub compact_nanos: AtomicU64,
-}
-
-impl PartitionStats {
-    pub(crate) fn set_memory(&self, m: &MemoryUsage, anticache_bytes: u64, directory_bytes: u64) {
-        self.tuple_bytes.store(m.tuple_bytes, Ordering::Relaxed);
-        self.tuple_used_bytes.store(m.tuple_used_bytes, Ordering::Relaxed);
-        self.string_bytes.store(m.string_bytes, Ordering::Relaxed);
-        self.index_bytes.store(m.index_bytes, Ordering::Relaxed);
-        self.tombstone_bytes.store(m.tombstone_bytes, Ordering::Relaxed);
-        self.buffer_bytes.store(m.buffer_bytes, Ordering::Relaxed);
-        self.anticache_bytes.store(anticache_bytes, Ordering::Relaxed);
-        self.directory_bytes.store(directory_bytes, Ordering::Relaxed);
-    }
-
-    pub(crate) fn set_anticache(&self, s: &AntiCacheStats) {
-        self.evictions.store(s.evictions, Ordering::Relaxed);
-        self.evicted_tuples.store(s.evicted_tuples, Ordering::Relaxed);
-        self.evicted_bytes.store(s.evicted_bytes, Ordering::Relaxed);
-        self.unevicted_tuples.store(s.unevicted_tuples, Ordering::Relaxed);
-        self.blocks_written.store(s.blocks_written, Ordering::Relaxed);
-        self.blocks_read.store(s.blocks_read, Ordering::Relaxed);
-        self.blocks_live.store(s.blocks_live, Ordering::Relaxed);
-        self.block_file_bytes.store(s.file_bytes, Ordering::Relaxed);
-    }
-
-    pub fn memory(&self) -> MemoryUsage {
-        MemoryUsage {
-            tuple_bytes: self.tuple_bytes.load(Ordering::Relaxed),
-            tuple_used_bytes: self.tuple_used_bytes.load(Ordering::Relaxed),
-            string_bytes: self.string_bytes.load(Ordering::Relaxed),
-            string_used_bytes: 0,
-            index_bytes: self.index_bytes.load(Ordering::Relaxed),
-            tombstone_bytes: self.tombstone_bytes.load(Ordering::Relaxed),
-            buffer_bytes: self.buffer_bytes.load(Ordering::Relaxed),
-        }
-    }
-}
 
 /// State shared by the database handle and all partition executors.
 pub(crate) struct Shared {

@@ -30,7 +30,6 @@
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
@@ -38,6 +37,7 @@ use permafrost_sql::Rows;
 use permafrost_storage::Value;
 
 use crate::config::{AntiCacheConfig, Config, LogConfig, LogMode, SnapshotConfig};
+use crate::counters::DatabaseStats;
 use crate::database::Database;
 use crate::error::Result;
 use crate::partition::msg::{MpWork, Msg};
@@ -48,22 +48,15 @@ use crate::procedure::ProcedureDef;
 /// next message) before it gives up.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The counters a step prints when they change, by name.
+/// The counters a step prints when they change, by field ([`COUNTERS`](crate::COUNTERS));
+/// the memory figures, which follow allocation sizes, and times are left out.
 fn counters(p: &Partition) -> Vec<(&'static str, u64)> {
-    let s = &p.stats;
-    let c = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    vec![
-        ("committed", c(&s.committed)),
-        ("aborted", c(&s.aborted_user)),
-        ("failed", c(&s.failed)),
-        ("restarts for evicted data", c(&s.restarts_evicted)),
-        ("coordinated", c(&s.mp_coordinated)),
-        ("evicted tuples", c(&s.evicted_tuples)),
-        ("merged tuples", c(&s.unevicted_tuples)),
-        ("blocks written", c(&s.blocks_written)),
-        ("blocks read", c(&s.blocks_read)),
-        ("parked", c(&s.parked)),
-    ]
+    let mut d = DatabaseStats::default();
+    d.add(&p.stats);
+    d.values()
+        .filter(|(c, _)| !c.metric.is_empty() && !c.field.ends_with("_nanos") && c.field != "directory_bytes")
+        .map(|(c, v)| (c.field, v))
+        .collect()
 }
 
 /// What a message is, as the transcript names it.

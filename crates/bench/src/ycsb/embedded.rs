@@ -184,9 +184,9 @@ impl YcsbTarget for Embedded {
                 block_file_bytes: s.block_file_bytes,
                 directory_bytes: s.directory_bytes,
                 io_buffer_bytes: s.anticache_bytes.saturating_sub(s.directory_bytes),
-                evict_seconds: s.evict_seconds,
-                merge_seconds: s.merge_seconds,
-                compact_seconds: s.compact_seconds,
+                evict_seconds: s.evict_seconds(),
+                merge_seconds: s.merge_seconds(),
+                compact_seconds: s.compact_seconds(),
                 bytes_per_evicted_tuple: if s.evicted_now > 0 {
                     (mem.tombstone_bytes + s.directory_bytes) as f64 / s.evicted_now as f64
                 } else {

@@ -12,9 +12,10 @@ use permafrost_storage::PartitionStore;
 
 use super::msg::{Invocation, Msg};
 use super::parking::Parking;
+use crate::counters::PartitionStats;
 use crate::error::{Error, Result};
 use crate::reply::{Held, Outbox, Reply};
-use crate::shared::{PartitionStats, Shared};
+use crate::shared::Shared;
 
 /// How the command log's writer tells a partition that records became durable: at most
 /// one [`Msg::Durable`] in its queue at a time, however many records a group commit

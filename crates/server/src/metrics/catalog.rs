@@ -1,5 +1,9 @@
 //! Every metric family: its name, type, labels and meaning ([`METRICS`]).
 
+use std::sync::LazyLock;
+
+use permafrost_executor::{COUNTERS, CounterKind};
+
 /// How Prometheus treats a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricType {
@@ -46,44 +50,30 @@ pub(crate) const fn m(name: &'static str, kind: MetricType, labels: &'static str
 
 use MetricType::{Counter, Gauge, Summary};
 
-/// Every metric family [`rows`] produces, in output order.
-pub const METRICS: &[MetricInfo] = &[
-    m(
-        "permafrost_transactions_committed_total",
-        Counter,
-        "",
-        "Transactions committed (procedure calls and ad hoc statements).",
-    ),
-    m(
-        "permafrost_transactions_aborted_total",
-        Counter,
-        "",
-        "Transactions aborted by their procedure (user aborts).",
-    ),
-    m(
-        "permafrost_transactions_failed_total",
-        Counter,
-        "",
-        "Transactions that failed with an error (constraint violation, bad call, too many restarts, ...).",
-    ),
-    m(
-        "permafrost_transaction_restarts_total",
-        Counter,
-        "reason",
-        "Transactions restarted: reason=\"evicted\" after the evicted data they touched was fetched and merged, reason=\"schema\" after a schema change.",
-    ),
-    m(
-        "permafrost_multi_partition_transactions_total",
-        Counter,
-        "",
-        "Multi-partition transactions coordinated (DDL included).",
-    ),
-    m(
-        "permafrost_transactions_parked",
-        Gauge,
-        "",
-        "Transactions waiting for evicted data to be fetched.",
-    ),
+/// Every metric family [`rows`](super::rows) produces, in output order: the engine's
+/// counters (each declared once, in `permafrost_executor::COUNTERS`), then the server's own.
+pub static METRICS: LazyLock<Vec<MetricInfo>> = LazyLock::new(|| {
+    let mut all: Vec<MetricInfo> = COUNTERS
+        .iter()
+        .filter(|c| !c.metric.is_empty() && !c.help.is_empty())
+        .map(|c| MetricInfo {
+            name: c.metric,
+            kind: match c.kind {
+                CounterKind::Counter => Counter,
+                CounterKind::Gauge => Gauge,
+            },
+            // Built once for the life of the process.
+            labels: Box::leak(c.label_names().into_boxed_str()),
+            help: c.help,
+        })
+        .collect();
+    all.extend_from_slice(SERVER_METRICS);
+    all
+});
+
+/// The families of the server's own figures (the log, snapshots, memory, the process,
+/// tables, connections, statements), in output order after the engine's counters.
+const SERVER_METRICS: &[MetricInfo] = &[
     m(
         "permafrost_commandlog_records_total",
         Counter,
@@ -175,61 +165,6 @@ pub const METRICS: &[MetricInfo] = &[
         "How long the last snapshot took until durable.",
     ),
     m(
-        "permafrost_evictions_total",
-        Counter,
-        "",
-        "Eviction rounds that evicted at least one tuple.",
-    ),
-    m(
-        "permafrost_evicted_tuples_total",
-        Counter,
-        "",
-        "Tuples evicted to the anti-cache.",
-    ),
-    m(
-        "permafrost_evicted_bytes_total",
-        Counter,
-        "",
-        "Bytes of tuple data evicted (serialized size).",
-    ),
-    m(
-        "permafrost_unevicted_tuples_total",
-        Counter,
-        "",
-        "Tuples merged back into memory from fetched blocks.",
-    ),
-    m(
-        "permafrost_blocks_written_total",
-        Counter,
-        "",
-        "Anti-cache blocks written.",
-    ),
-    m(
-        "permafrost_blocks_read_total",
-        Counter,
-        "",
-        "Anti-cache blocks read back (fetches).",
-    ),
-    m(
-        "permafrost_blocks_live",
-        Gauge,
-        "",
-        "Anti-cache blocks holding evicted tuples now.",
-    ),
-    m(
-        "permafrost_block_file_bytes",
-        Gauge,
-        "",
-        "Size of the block files: live blocks and free space kept for reuse.",
-    ),
-    m("permafrost_cold_tuples", Gauge, "", "Tuples evicted now (all tables)."),
-    m(
-        "permafrost_anticache_seconds_total",
-        Counter,
-        "activity",
-        "Partition time spent on the anti-cache: activity=\"evict\" (building blocks), \"merge\" (merging fetched blocks), \"compact\" (compacting heaps).",
-    ),
-    m(
         "permafrost_memory_limit_bytes",
         Gauge,
         "",
@@ -246,12 +181,6 @@ pub const METRICS: &[MetricInfo] = &[
         Gauge,
         "component",
         "Of the tuple and string storage taken, the bytes holding live data (the rest is free for reuse). Eviction and the write gate compare these plus the other components with the budget.",
-    ),
-    m(
-        "permafrost_anticache_directory_bytes",
-        Gauge,
-        "",
-        "Of the anticache memory, the block directories and free-space maps.",
     ),
     m(
         "permafrost_process_resident_bytes",

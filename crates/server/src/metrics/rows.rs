@@ -81,14 +81,14 @@ pub(crate) fn engine_rows(
     s: &ServerSnapshot,
 ) -> Vec<StatRow> {
     let mut r = Rows(Vec::with_capacity(64 + 8 * tables.len()));
-    r.one("permafrost_transactions_committed_total", st.committed);
-    r.one("permafrost_transactions_aborted_total", st.aborted_user);
-    r.one("permafrost_transactions_failed_total", st.failed);
-    let restarts = "permafrost_transaction_restarts_total";
-    r.add(restarts, &[("reason", "evicted")], st.restarts_evicted as f64);
-    r.add(restarts, &[("reason", "schema")], st.restarts_schema as f64);
-    r.one("permafrost_multi_partition_transactions_total", st.mp_txns);
-    r.one("permafrost_transactions_parked", st.parked);
+    // The engine's counters, as declared (permafrost_executor::COUNTERS).
+    for (c, v) in st.values().filter(|(c, _)| !c.metric.is_empty()) {
+        r.0.push(StatRow {
+            name: c.metric.to_owned(),
+            labels: c.labels.to_owned(),
+            value: v as f64 * c.scale,
+        });
+    }
     if let Some(l) = db.log_stats() {
         r.one("permafrost_commandlog_records_total", l.records);
         r.one("permafrost_commandlog_bytes_total", l.bytes);
@@ -122,19 +122,6 @@ pub(crate) fn engine_rows(
         );
         r.add("permafrost_snapshot_last_duration_seconds", &[], l.seconds);
     }
-    r.one("permafrost_evictions_total", st.evictions);
-    r.one("permafrost_evicted_tuples_total", st.evicted_tuples);
-    r.one("permafrost_evicted_bytes_total", st.evicted_bytes);
-    r.one("permafrost_unevicted_tuples_total", st.unevicted_tuples);
-    r.one("permafrost_blocks_written_total", st.blocks_written);
-    r.one("permafrost_blocks_read_total", st.blocks_read);
-    r.one("permafrost_blocks_live", st.blocks_live);
-    r.one("permafrost_block_file_bytes", st.block_file_bytes);
-    r.one("permafrost_cold_tuples", st.evicted_now);
-    let ac = "permafrost_anticache_seconds_total";
-    r.add(ac, &[("activity", "evict")], st.evict_seconds);
-    r.add(ac, &[("activity", "merge")], st.merge_seconds);
-    r.add(ac, &[("activity", "compact")], st.compact_seconds);
     r.one("permafrost_memory_limit_bytes", db.config().memory_limit);
     if let Some(mem) = memory {
         let taken = "permafrost_memory_bytes";
@@ -148,7 +135,6 @@ pub(crate) fn engine_rows(
         r.add(used, &[("component", "tuple")], mem.tuple_used_bytes as f64);
         r.add(used, &[("component", "string")], mem.string_used_bytes as f64);
     }
-    r.one("permafrost_anticache_directory_bytes", st.directory_bytes);
     r.one("permafrost_partitions", db.partitions() as u64);
     let (rss, peak) = process_resident();
     r.one("permafrost_process_resident_bytes", rss);
