@@ -18,6 +18,10 @@ use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
 
+/// Most relations one statement may join: the binder refuses more, and the planner and the
+/// executor size their per-relation arrays by it (re-exported as `plan::MAX_RELS`).
+pub const MAX_RELS: usize = 8;
+
 /// Folds an identifier as PostgreSQL does.
 pub fn ident(i: &Ident) -> String {
     if i.quote_style.is_some() {
@@ -172,8 +176,8 @@ impl<'c> Binder<'c> {
                 "table name \"{alias}\" specified more than once"
             )));
         }
-        if self.rels.len() >= crate::plan::MAX_RELS {
-            return unsupported(format!("more than {} tables in one statement", crate::plan::MAX_RELS));
+        if self.rels.len() >= MAX_RELS {
+            return unsupported(format!("more than {MAX_RELS} tables in one statement"));
         }
         self.rels.push(Rel { alias, schema });
         Ok(self.rels.len() - 1)

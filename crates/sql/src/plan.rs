@@ -18,14 +18,12 @@ use std::sync::Arc;
 use permafrost_storage::{DataType, IndexKind, TableSchema, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
 
+pub use crate::bind::MAX_RELS;
 use crate::bind::{AggCall, Binder, Typed, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{CmpOp, Expr};
 use crate::rows::ColumnInfo;
-
-/// Most relations one statement may join.
-pub const MAX_RELS: usize = 8;
 
 /// How a relation's tuples are found.
 #[derive(Debug, Clone, PartialEq)]
