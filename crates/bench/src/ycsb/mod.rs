@@ -20,6 +20,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::BenchError;
+pub use crate::report::LogCounters;
 use crate::report::{
     AnticacheReport, CommandLogReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes,
     process_cpu_seconds, rss_bytes,
@@ -179,19 +180,6 @@ pub struct TargetStats {
     pub memory: MemoryReport,
     /// The command log's counters, when the target has one.
     pub log: Option<LogCounters>,
-}
-
-/// A command log's counters so far (from `Database::log_stats`, or the server's
-/// `permafrost_commandlog_*` figures).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct LogCounters {
-    pub records: u64,
-    pub bytes: u64,
-    pub group_commits: u64,
-    pub sync_seconds: f64,
-    /// Syncs by duration, in the buckets of [`permafrost_executor::SYNC_BUCKET_BOUNDS`]
-    /// (not cumulative; the last one over a second).
-    pub sync_buckets: [u64; permafrost_executor::SYNC_BUCKETS],
 }
 
 /// A system YCSB runs against.
