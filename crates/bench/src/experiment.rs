@@ -126,176 +126,193 @@ impl Params {
 
 /// The experiment called `name`.
 pub fn spec(name: &str, p: &Params) -> Result<Spec, BenchError> {
-    let tuple_merge = permafrost_executor::MergePolicy::Tuple { hole_threshold: 0.5 };
-    let default_block = permafrost_anticache::DEFAULT_BLOCK_SIZE as u64;
     match name {
-        "fig8" | "fig9a" => {
-            let records = p.records.unwrap_or(500_000);
-            // Data twice the memory, as in the paper.
-            let memory = records * p.tuple_size as u64 / 2;
-            let mut variants = Vec::new();
-            let configs: Vec<(String, u64, permafrost_executor::MergePolicy)> = if name == "fig8" {
-                let mut v = Vec::new();
-                for bs in [1u64 << 20, default_block] {
-                    v.push((
-                        format!("block-merge, {} blocks", fmt_size(bs as usize)),
-                        bs,
-                        permafrost_executor::MergePolicy::Block,
-                    ));
-                    v.push((
-                        format!("tuple-merge, {} blocks", fmt_size(bs as usize)),
-                        bs,
-                        tuple_merge,
-                    ));
-                }
-                v
-            } else {
-                [4u64 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
-                    .into_iter()
-                    .map(|bs| (format!("{} blocks", fmt_size(bs as usize)), bs, tuple_merge))
-                    .collect()
-            };
-            for (series, bs, merge) in configs {
-                for skew in SKEWS {
-                    variants.push(Variant {
-                        series: series.clone(),
-                        x: skew,
-                        ycsb: p.ycsb(records, Mix::ReadOnly, skew),
-                        db: DbSettings {
-                            memory_limit: Some(memory),
-                            block_size: Some(bs),
-                            merge,
-                            ..p.db()
-                        },
-                        evictable: true,
-                    });
-                }
-            }
-            let title = if name == "fig8" {
-                "Merge policies: YCSB read-only, data = 2x memory"
-            } else {
-                "Eviction block size: YCSB read-only, data = 2x memory, tuple-merge"
-            };
-            Ok(Spec {
-                name: if name == "fig8" { "fig8" } else { "fig9a" },
-                title: format!("{title} ({records} records)"),
-                x_label: "Zipfian skew",
-                chart: Chart::Lines { sizes: false },
-                variants,
-                device: false,
-            })
-        }
-        "fig10" => {
-            let records = p.records.unwrap_or(500_000);
-            let mut variants = Vec::new();
-            use permafrost_executor::ColdPolicy;
-            for (series, alpha, policy, evictable) in [
-                ("no tracking (not evictable)", None, ColdPolicy::Lru, false),
-                ("sampled LRU, alpha = 0.01", Some(0.01), ColdPolicy::Lru, true),
-                ("exact LRU, alpha = 1", Some(1.0), ColdPolicy::Lru, true),
-                ("CLOCK bit, every access", Some(1.0), ColdPolicy::Clock, true),
-            ] {
-                for skew in SKEWS {
-                    variants.push(Variant {
-                        series: series.into(),
-                        x: skew,
-                        ycsb: p.ycsb(records, Mix::ReadHeavy, skew),
-                        db: DbSettings {
-                            lru_sample_rate: alpha,
-                            cold_policy: policy,
-                            ..p.db()
-                        },
-                        evictable,
-                    });
-                }
-            }
-            Ok(Spec {
-                name: "fig10",
-                title: format!("Cost of access tracking: YCSB read-heavy, data in memory ({records} records)"),
-                x_label: "Zipfian skew",
-                chart: Chart::Lines { sizes: false },
-                variants,
-                device: false,
-            })
-        }
-        "compare" => {
-            let records = p.records.unwrap_or(1_000_000);
-            let limit = p.memory_limit.unwrap_or(128 << 20);
-            let ratio = records as f64 * p.tuple_size as f64 / limit as f64;
-            let mut variants = Vec::new();
-            let mut add = |series: String, skew: f64, anticache: bool, limit: Option<u64>| {
-                let x = variants.len() as f64;
-                variants.push(Variant {
-                    series,
-                    x,
-                    ycsb: p.ycsb(records, Mix::ReadHeavy, skew),
-                    db: DbSettings {
-                        anticache,
-                        memory_limit: limit,
-                        ..p.db()
-                    },
-                    evictable: true,
-                });
-            };
-            add("in memory, anti-cache off, s=1.0".into(), 1.0, false, None);
-            add("in memory, anti-cache on, s=1.0".into(), 1.0, true, None);
-            add(format!("{ratio:.1}x memory, s=1.0"), 1.0, true, Some(limit));
-            add("in memory, anti-cache off, s=1.5".into(), 1.5, false, None);
-            add(format!("{ratio:.1}x memory, s=1.5"), 1.5, true, Some(limit));
-            add(format!("{ratio:.1}x memory, s=0.5"), 0.5, true, Some(limit));
-            Ok(Spec {
-                name: "compare",
-                title: format!(
-                    "YCSB read-heavy, {records} records, memory limit {}",
-                    fmt_size(limit as usize)
-                ),
-                x_label: "",
-                chart: Chart::Bars,
-                variants,
-                device: true,
-            })
-        }
-        "durability" => {
-            let records = p.records.unwrap_or(500_000);
-            // A sync commit waits for a group commit (about a millisecond): the clients keep
-            // enough operations in flight for the partitions to stay busy meanwhile.
-            let in_flight = p.in_flight.max(4096);
-            let mut variants = Vec::new();
-            for (series, mode) in [
-                ("command log off", LogMode::Off),
-                ("command log async", LogMode::Async),
-                ("command log sync", LogMode::Sync),
-            ] {
-                let x = variants.len() as f64;
-                variants.push(Variant {
-                    series: series.into(),
-                    x,
-                    ycsb: YcsbOptions {
-                        in_flight,
-                        ..p.ycsb(records, Mix::WriteHeavy, 0.99)
-                    },
-                    db: DbSettings {
-                        anticache: false,
-                        command_log: mode,
-                        ..p.db()
-                    },
-                    evictable: true,
-                });
-            }
-            Ok(Spec {
-                name: "durability",
-                title: format!("YCSB write-heavy, {records} records in memory, s=0.99: command log modes"),
-                x_label: "",
-                chart: Chart::Bars,
-                variants,
-                device: false,
-            })
-        }
+        "fig8" => merge_spec(true, p),
+        "fig9a" => merge_spec(false, p),
+        "fig10" => fig10_spec(p),
+        "compare" => compare_spec(p),
+        "durability" => durability_spec(p),
         other => Err(BenchError::Options(format!(
             "unknown experiment \"{other}\" (one of: {})",
             NAMES.join(", ")
         ))),
     }
+}
+
+/// `fig8` when `fig8` (the merge policies, at the paper's 1 MiB blocks and at the default
+/// size), else `fig9a` (eviction block sizes, tuple-merge): YCSB read-only across skews,
+/// data twice the memory.
+fn merge_spec(fig8: bool, p: &Params) -> Result<Spec, BenchError> {
+    let tuple_merge = permafrost_executor::MergePolicy::Tuple { hole_threshold: 0.5 };
+    let default_block = permafrost_anticache::DEFAULT_BLOCK_SIZE as u64;
+    let records = p.records.unwrap_or(500_000);
+    // Data twice the memory, as in the paper.
+    let memory = records * p.tuple_size as u64 / 2;
+    let mut variants = Vec::new();
+    let configs: Vec<(String, u64, permafrost_executor::MergePolicy)> = if fig8 {
+        let mut v = Vec::new();
+        for bs in [1u64 << 20, default_block] {
+            v.push((
+                format!("block-merge, {} blocks", fmt_size(bs as usize)),
+                bs,
+                permafrost_executor::MergePolicy::Block,
+            ));
+            v.push((
+                format!("tuple-merge, {} blocks", fmt_size(bs as usize)),
+                bs,
+                tuple_merge,
+            ));
+        }
+        v
+    } else {
+        [4u64 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
+            .into_iter()
+            .map(|bs| (format!("{} blocks", fmt_size(bs as usize)), bs, tuple_merge))
+            .collect()
+    };
+    for (series, bs, merge) in configs {
+        for skew in SKEWS {
+            variants.push(Variant {
+                series: series.clone(),
+                x: skew,
+                ycsb: p.ycsb(records, Mix::ReadOnly, skew),
+                db: DbSettings {
+                    memory_limit: Some(memory),
+                    block_size: Some(bs),
+                    merge,
+                    ..p.db()
+                },
+                evictable: true,
+            });
+        }
+    }
+    let title = if fig8 {
+        "Merge policies: YCSB read-only, data = 2x memory"
+    } else {
+        "Eviction block size: YCSB read-only, data = 2x memory, tuple-merge"
+    };
+    Ok(Spec {
+        name: if fig8 { "fig8" } else { "fig9a" },
+        title: format!("{title} ({records} records)"),
+        x_label: "Zipfian skew",
+        chart: Chart::Lines { sizes: false },
+        variants,
+        device: false,
+    })
+}
+
+/// `fig10`: the cost of tracking accesses (none, sampled LRU, exact LRU, CLOCK), YCSB
+/// read-heavy across skews, data in memory.
+fn fig10_spec(p: &Params) -> Result<Spec, BenchError> {
+    let records = p.records.unwrap_or(500_000);
+    let mut variants = Vec::new();
+    use permafrost_executor::ColdPolicy;
+    for (series, alpha, policy, evictable) in [
+        ("no tracking (not evictable)", None, ColdPolicy::Lru, false),
+        ("sampled LRU, alpha = 0.01", Some(0.01), ColdPolicy::Lru, true),
+        ("exact LRU, alpha = 1", Some(1.0), ColdPolicy::Lru, true),
+        ("CLOCK bit, every access", Some(1.0), ColdPolicy::Clock, true),
+    ] {
+        for skew in SKEWS {
+            variants.push(Variant {
+                series: series.into(),
+                x: skew,
+                ycsb: p.ycsb(records, Mix::ReadHeavy, skew),
+                db: DbSettings {
+                    lru_sample_rate: alpha,
+                    cold_policy: policy,
+                    ..p.db()
+                },
+                evictable,
+            });
+        }
+    }
+    Ok(Spec {
+        name: "fig10",
+        title: format!("Cost of access tracking: YCSB read-heavy, data in memory ({records} records)"),
+        x_label: "Zipfian skew",
+        chart: Chart::Lines { sizes: false },
+        variants,
+        device: false,
+    })
+}
+
+/// `compare`: the anti-cache's figures side by side (data in memory with it off and on,
+/// data larger than the memory limit at three skews), YCSB read-heavy, one bar each.
+fn compare_spec(p: &Params) -> Result<Spec, BenchError> {
+    let records = p.records.unwrap_or(1_000_000);
+    let limit = p.memory_limit.unwrap_or(128 << 20);
+    let ratio = records as f64 * p.tuple_size as f64 / limit as f64;
+    let mut variants = Vec::new();
+    let mut add = |series: String, skew: f64, anticache: bool, limit: Option<u64>| {
+        let x = variants.len() as f64;
+        variants.push(Variant {
+            series,
+            x,
+            ycsb: p.ycsb(records, Mix::ReadHeavy, skew),
+            db: DbSettings {
+                anticache,
+                memory_limit: limit,
+                ..p.db()
+            },
+            evictable: true,
+        });
+    };
+    add("in memory, anti-cache off, s=1.0".into(), 1.0, false, None);
+    add("in memory, anti-cache on, s=1.0".into(), 1.0, true, None);
+    add(format!("{ratio:.1}x memory, s=1.0"), 1.0, true, Some(limit));
+    add("in memory, anti-cache off, s=1.5".into(), 1.5, false, None);
+    add(format!("{ratio:.1}x memory, s=1.5"), 1.5, true, Some(limit));
+    add(format!("{ratio:.1}x memory, s=0.5"), 0.5, true, Some(limit));
+    Ok(Spec {
+        name: "compare",
+        title: format!(
+            "YCSB read-heavy, {records} records, memory limit {}",
+            fmt_size(limit as usize)
+        ),
+        x_label: "",
+        chart: Chart::Bars,
+        variants,
+        device: true,
+    })
+}
+
+/// `durability`: YCSB write-heavy in memory with the command log off, async and sync.
+fn durability_spec(p: &Params) -> Result<Spec, BenchError> {
+    let records = p.records.unwrap_or(500_000);
+    // A sync commit waits for a group commit (about a millisecond): the clients keep
+    // enough operations in flight for the partitions to stay busy meanwhile.
+    let in_flight = p.in_flight.max(4096);
+    let mut variants = Vec::new();
+    for (series, mode) in [
+        ("command log off", LogMode::Off),
+        ("command log async", LogMode::Async),
+        ("command log sync", LogMode::Sync),
+    ] {
+        let x = variants.len() as f64;
+        variants.push(Variant {
+            series: series.into(),
+            x,
+            ycsb: YcsbOptions {
+                in_flight,
+                ..p.ycsb(records, Mix::WriteHeavy, 0.99)
+            },
+            db: DbSettings {
+                anticache: false,
+                command_log: mode,
+                ..p.db()
+            },
+            evictable: true,
+        });
+    }
+    Ok(Spec {
+        name: "durability",
+        title: format!("YCSB write-heavy, {records} records in memory, s=0.99: command log modes"),
+        x_label: "",
+        chart: Chart::Bars,
+        variants,
+        device: false,
+    })
 }
 
 /// The runs of one configuration.

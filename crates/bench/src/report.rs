@@ -148,6 +148,19 @@ pub struct CpuReport {
     pub us_per_txn: f64,
 }
 
+/// A command log's counters so far (from `Database::log_stats`, or the server's
+/// `permafrost_commandlog_*` figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LogCounters {
+    pub records: u64,
+    pub bytes: u64,
+    pub group_commits: u64,
+    pub sync_seconds: f64,
+    /// Syncs by duration, in the buckets of [`permafrost_executor::SYNC_BUCKET_BOUNDS`]
+    /// (not cumulative; the last one over a second).
+    pub sync_buckets: [u64; permafrost_executor::SYNC_BUCKETS],
+}
+
 /// What the command log did while measuring (absent when the target has no log).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CommandLogReport {
@@ -168,7 +181,7 @@ pub struct CommandLogReport {
 
 impl CommandLogReport {
     /// The figures between two readings of the counters `seconds` apart.
-    pub fn between(a: &crate::ycsb::LogCounters, b: &crate::ycsb::LogCounters, seconds: f64) -> CommandLogReport {
+    pub fn between(a: &LogCounters, b: &LogCounters, seconds: f64) -> CommandLogReport {
         let records = b.records.saturating_sub(a.records) as f64;
         let commits = b.group_commits.saturating_sub(a.group_commits) as f64;
         let per = |x: f64, n: f64| if n > 0.0 { x / n } else { 0.0 };
@@ -344,7 +357,6 @@ pub fn reset_peak_rss() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ycsb::LogCounters;
 
     #[test]
     fn the_sync_percentile_and_slow_count_come_from_the_buckets_measured() {

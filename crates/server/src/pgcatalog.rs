@@ -10,6 +10,7 @@
 //! statistics objects, publications and inheritance, none of which exist here).
 
 use permafrost_executor::Database;
+use permafrost_sql::Catalog;
 use permafrost_storage::{Column, ColumnDefault, DataType, IndexKind, TableSchema, ValueRef};
 use pgwire::api::Type;
 
@@ -409,228 +410,29 @@ impl Lookup {
         }
     }
 
-    /// The rows of the answer.
+    /// The rows of the answer: each kind of lookup is answered by its own function below.
     pub fn answer(&self, db: &Database) -> Vec<Vec<Option<String>>> {
         let catalog = db.catalog();
         match self {
-            Lookup::ListRelations { indexes } => {
-                let mut rows = Vec::new();
-                for table in catalog.tables() {
-                    rows.push(vec![t("public"), t(table.name.clone()), t("table"), t("permafrost")]);
-                    if *indexes {
-                        for ix in &table.indexes {
-                            rows.push(vec![t("public"), t(ix.name.clone()), t("index"), t("permafrost")]);
-                        }
-                    }
-                }
-                rows.sort();
-                rows
-            }
-            Lookup::FindRelation { pattern } => {
-                let mut rows: Vec<_> = catalog
-                    .tables()
-                    .filter(|tb| matches(pattern, &tb.name))
-                    .map(|tb| vec![t((OID_BASE + tb.id).to_string()), t("public"), t(tb.name.clone())])
-                    .collect();
-                rows.sort_by(|a, b| a[2].cmp(&b[2]));
-                rows
-            }
+            Lookup::ListRelations { indexes } => list_relations(&catalog, *indexes),
+            Lookup::FindRelation { pattern } => find_relation(&catalog, pattern),
             Lookup::RelationInfo { oid, columns } => {
-                let Some(table) = table_by_oid(db, *oid) else {
-                    return Vec::new();
-                };
-                // relchecks, relkind, relhasindex, relhasrules, relhastriggers, relrowsecurity,
-                // relforcerowsecurity, relhasoids, relispartition, reloptions, reltablespace,
-                // reloftype, relpersistence, relreplident, amname
-                let reloptions = format!(
-                    "partition_by={}, evictable={}",
-                    table
-                        .partition_column
-                        .map_or("none".to_string(), |c| table.columns[c].name.clone()),
-                    table.evictable
-                );
-                vec![pad(
-                    vec![
-                        t("0"),
-                        t("r"),
-                        t(if table.indexes.is_empty() { "f" } else { "t" }),
-                        t("f"),
-                        t("f"),
-                        t("f"),
-                        t("f"),
-                        t("f"),
-                        t("f"),
-                        t(reloptions),
-                        t("0"),
-                        t(""),
-                        t("p"),
-                        t("d"),
-                        t("heap"),
-                    ],
-                    *columns,
-                )]
+                table_by_oid(db, *oid).map_or_else(Vec::new, |table| vec![relation_info(&table, *columns)])
             }
             Lookup::Columns { oid, columns } => {
-                let Some(table) = table_by_oid(db, *oid) else {
-                    return Vec::new();
-                };
-                // attname, format_type, default, attnotnull, attcollation, attidentity, attgenerated
-                table
-                    .columns
-                    .iter()
-                    .map(|c| {
-                        let (default, identity) = match &c.default {
-                            None => (None, ""),
-                            Some(ColumnDefault::Value(v)) => (t(v.to_string()), ""),
-                            Some(ColumnDefault::CurrentTimestamp) => (t("CURRENT_TIMESTAMP"), ""),
-                            Some(ColumnDefault::Sequence) => (None, "d"),
-                        };
-                        pad(
-                            vec![
-                                t(c.name.clone()),
-                                t(c.ty.sql_name().to_lowercase()),
-                                default,
-                                t(if c.nullable { "f" } else { "t" }),
-                                None,
-                                t(identity),
-                                t(""),
-                            ],
-                            *columns,
-                        )
-                    })
-                    .collect()
+                table_by_oid(db, *oid).map_or_else(Vec::new, |table| column_rows(&table, *columns))
             }
             Lookup::Indexes { oid, columns } => {
-                let Some(table) = table_by_oid(db, *oid) else {
-                    return Vec::new();
-                };
-                // relname, indisprimary, indisunique, indisclustered, indisvalid, indexdef,
-                // constraintdef, contype, condeferrable, condeferred, indisreplident, reltablespace
-                let mut order: Vec<usize> = (0..table.indexes.len()).collect();
-                order.sort_by(|&a, &b| {
-                    let (x, y) = (&table.indexes[a], &table.indexes[b]);
-                    y.primary.cmp(&x.primary).then(x.name.cmp(&y.name))
-                });
-                order
-                    .into_iter()
-                    .map(|i| {
-                        let ix = &table.indexes[i];
-                        let b = |v: bool| t(if v { "t" } else { "f" });
-                        let cols: Vec<&str> = ix.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
-                        let (condef, contype) = if ix.primary {
-                            (t(format!("PRIMARY KEY ({})", cols.join(", "))), t("p"))
-                        } else if ix.unique {
-                            (t(format!("UNIQUE ({})", cols.join(", "))), t("u"))
-                        } else {
-                            (None, None)
-                        };
-                        pad(
-                            vec![
-                                t(ix.name.clone()),
-                                b(ix.primary),
-                                b(ix.unique),
-                                b(false),
-                                b(true),
-                                t(index_def(&table, i)),
-                                condef,
-                                contype,
-                                b(false),
-                                b(false),
-                                b(false),
-                                t("0"),
-                            ],
-                            *columns,
-                        )
-                    })
-                    .collect()
+                table_by_oid(db, *oid).map_or_else(Vec::new, |table| index_rows(&table, *columns))
             }
             Lookup::JdbcTables {
                 schema,
                 table,
                 tables,
                 indexes,
-            } => {
-                if !like_opt(schema, "public") {
-                    return Vec::new();
-                }
-                let row = |name: &str, kind: &str| {
-                    let mut row = vec![None, t("public"), t(name), t(kind), None];
-                    row.resize(10, t(""));
-                    row
-                };
-                let mut rows = Vec::new();
-                for tb in catalog.tables() {
-                    if *tables && like_opt(table, &tb.name) {
-                        rows.push(row(&tb.name, "TABLE"));
-                    }
-                    for ix in tb.indexes.iter().filter(|ix| *indexes && like_opt(table, &ix.name)) {
-                        rows.push(row(&ix.name, "INDEX"));
-                    }
-                }
-                // ORDER BY TABLE_TYPE, TABLE_SCHEM, TABLE_NAME
-                rows.sort_by(|a, b| (&a[3], &a[2]).cmp(&(&b[3], &b[2])));
-                rows
-            }
-            Lookup::JdbcColumns { schema, table, column } => {
-                if !like_opt(schema, "public") {
-                    return Vec::new();
-                }
-                let mut tables: Vec<_> = catalog.tables().filter(|tb| like_opt(table, &tb.name)).collect();
-                tables.sort_by(|a, b| a.name.cmp(&b.name));
-                let mut rows = Vec::new();
-                for tb in tables {
-                    for (i, c) in tb.columns.iter().enumerate() {
-                        if !like_opt(column, &c.name) {
-                            continue;
-                        }
-                        let identity = (c.default == Some(ColumnDefault::Sequence)).then(|| "d".to_string());
-                        rows.push(vec![
-                            t("public"),
-                            t(tb.name.clone()),
-                            t(c.name.clone()),
-                            t(crate::types::pg_type(Some(&c.ty)).oid().to_string()),
-                            t(if c.nullable { "f" } else { "t" }),
-                            t(typmod(&c.ty).to_string()),
-                            t(attlen(&c.ty).to_string()),
-                            t("-1"),
-                            t((i + 1).to_string()),
-                            identity,
-                            None,
-                            default_expr(c),
-                            None,
-                            t("0"),
-                            t("b"),
-                        ]);
-                    }
-                }
-                rows
-            }
-            Lookup::JdbcPrimaryKeys { schema, table } => {
-                if schema.as_deref().is_some_and(|s| s != "public") {
-                    return Vec::new();
-                }
-                let mut rows = Vec::new();
-                for tb in catalog
-                    .tables()
-                    .filter(|tb| table.as_deref().is_none_or(|n| n == tb.name))
-                {
-                    for ix in tb.indexes.iter().filter(|ix| ix.primary) {
-                        for (seq, &c) in ix.columns.iter().enumerate() {
-                            rows.push(vec![
-                                None,
-                                t("public"),
-                                t(tb.name.clone()),
-                                t(tb.columns[c].name.clone()),
-                                t((seq + 1).to_string()),
-                                t(ix.name.clone()),
-                            ]);
-                        }
-                    }
-                }
-                // ORDER BY table_name, pk_name, key_seq (rows of one key are in key order)
-                rows.sort_by(|a, b| (&a[2], &a[5]).cmp(&(&b[2], &b[5])));
-                rows
-            }
+            } => jdbc_tables(&catalog, schema, table, *tables, *indexes),
+            Lookup::JdbcColumns { schema, table, column } => jdbc_columns(&catalog, schema, table, column),
+            Lookup::JdbcPrimaryKeys { schema, table } => jdbc_primary_keys(&catalog, schema, table),
             Lookup::JdbcSchemas { schema } => {
                 if like_opt(schema, "public") {
                     vec![vec![t("public"), None]]
@@ -641,6 +443,245 @@ impl Lookup {
             Lookup::Empty { .. } => Vec::new(),
         }
     }
+}
+
+/// psql `\dt` / `\d`: schema, name, type and owner of every table (and of every index when
+/// `indexes`), sorted.
+fn list_relations(catalog: &Catalog, indexes: bool) -> Vec<Vec<Option<String>>> {
+    let mut rows = Vec::new();
+    for table in catalog.tables() {
+        rows.push(vec![t("public"), t(table.name.clone()), t("table"), t("permafrost")]);
+        if indexes {
+            for ix in &table.indexes {
+                rows.push(vec![t("public"), t(ix.name.clone()), t("index"), t("permafrost")]);
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// psql `\d NAME`, first step: oid, schema and name of the tables whose name matches
+/// `pattern`, by name.
+fn find_relation(catalog: &Catalog, pattern: &str) -> Vec<Vec<Option<String>>> {
+    let mut rows: Vec<_> = catalog
+        .tables()
+        .filter(|tb| matches(pattern, &tb.name))
+        .map(|tb| vec![t((OID_BASE + tb.id).to_string()), t("public"), t(tb.name.clone())])
+        .collect();
+    rows.sort_by(|a, b| a[2].cmp(&b[2]));
+    rows
+}
+
+/// psql `\d NAME`: the table's properties, as one row of `columns` values (the partition
+/// column and evictability go in `reloptions`).
+fn relation_info(table: &TableSchema, columns: usize) -> Vec<Option<String>> {
+    // relchecks, relkind, relhasindex, relhasrules, relhastriggers, relrowsecurity,
+    // relforcerowsecurity, relhasoids, relispartition, reloptions, reltablespace,
+    // reloftype, relpersistence, relreplident, amname
+    let reloptions = format!(
+        "partition_by={}, evictable={}",
+        table
+            .partition_column
+            .map_or("none".to_string(), |c| table.columns[c].name.clone()),
+        table.evictable
+    );
+    pad(
+        vec![
+            t("0"),
+            t("r"),
+            t(if table.indexes.is_empty() { "f" } else { "t" }),
+            t("f"),
+            t("f"),
+            t("f"),
+            t("f"),
+            t("f"),
+            t("f"),
+            t(reloptions),
+            t("0"),
+            t(""),
+            t("p"),
+            t("d"),
+            t("heap"),
+        ],
+        columns,
+    )
+}
+
+/// psql `\d NAME`: one row of `columns` values per column of the table (name, type,
+/// default, NOT NULL, identity for a sequence default).
+fn column_rows(table: &TableSchema, columns: usize) -> Vec<Vec<Option<String>>> {
+    // attname, format_type, default, attnotnull, attcollation, attidentity, attgenerated
+    table
+        .columns
+        .iter()
+        .map(|c| {
+            let (default, identity) = match &c.default {
+                None => (None, ""),
+                Some(ColumnDefault::Value(v)) => (t(v.to_string()), ""),
+                Some(ColumnDefault::CurrentTimestamp) => (t("CURRENT_TIMESTAMP"), ""),
+                Some(ColumnDefault::Sequence) => (None, "d"),
+            };
+            pad(
+                vec![
+                    t(c.name.clone()),
+                    t(c.ty.sql_name().to_lowercase()),
+                    default,
+                    t(if c.nullable { "f" } else { "t" }),
+                    None,
+                    t(identity),
+                    t(""),
+                ],
+                columns,
+            )
+        })
+        .collect()
+}
+
+/// psql `\d NAME`: one row of `columns` values per index of the table, the primary key
+/// first and the others by name, with their definitions and constraints.
+fn index_rows(table: &TableSchema, columns: usize) -> Vec<Vec<Option<String>>> {
+    // relname, indisprimary, indisunique, indisclustered, indisvalid, indexdef,
+    // constraintdef, contype, condeferrable, condeferred, indisreplident, reltablespace
+    let mut order: Vec<usize> = (0..table.indexes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&table.indexes[a], &table.indexes[b]);
+        y.primary.cmp(&x.primary).then(x.name.cmp(&y.name))
+    });
+    order
+        .into_iter()
+        .map(|i| {
+            let ix = &table.indexes[i];
+            let b = |v: bool| t(if v { "t" } else { "f" });
+            let cols: Vec<&str> = ix.columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+            let (condef, contype) = if ix.primary {
+                (t(format!("PRIMARY KEY ({})", cols.join(", "))), t("p"))
+            } else if ix.unique {
+                (t(format!("UNIQUE ({})", cols.join(", "))), t("u"))
+            } else {
+                (None, None)
+            };
+            pad(
+                vec![
+                    t(ix.name.clone()),
+                    b(ix.primary),
+                    b(ix.unique),
+                    b(false),
+                    b(true),
+                    t(index_def(table, i)),
+                    condef,
+                    contype,
+                    b(false),
+                    b(false),
+                    b(false),
+                    t("0"),
+                ],
+                columns,
+            )
+        })
+        .collect()
+}
+
+/// pgjdbc `getTables`: the tables (when `tables`) and indexes (when `indexes`) whose names
+/// match the `table` pattern, in the schema `public` when it matches `schema`.
+fn jdbc_tables(
+    catalog: &Catalog,
+    schema: &Option<String>,
+    table: &Option<String>,
+    tables: bool,
+    indexes: bool,
+) -> Vec<Vec<Option<String>>> {
+    if !like_opt(schema, "public") {
+        return Vec::new();
+    }
+    let row = |name: &str, kind: &str| {
+        let mut row = vec![None, t("public"), t(name), t(kind), None];
+        row.resize(10, t(""));
+        row
+    };
+    let mut rows = Vec::new();
+    for tb in catalog.tables() {
+        if tables && like_opt(table, &tb.name) {
+            rows.push(row(&tb.name, "TABLE"));
+        }
+        for ix in tb.indexes.iter().filter(|ix| indexes && like_opt(table, &ix.name)) {
+            rows.push(row(&ix.name, "INDEX"));
+        }
+    }
+    // ORDER BY TABLE_TYPE, TABLE_SCHEM, TABLE_NAME
+    rows.sort_by(|a, b| (&a[3], &a[2]).cmp(&(&b[3], &b[2])));
+    rows
+}
+
+/// pgjdbc `getColumns`: the rows of its inner query for the columns matching `column` of
+/// the tables matching `table` (by table name, then column number).
+fn jdbc_columns(
+    catalog: &Catalog,
+    schema: &Option<String>,
+    table: &Option<String>,
+    column: &Option<String>,
+) -> Vec<Vec<Option<String>>> {
+    if !like_opt(schema, "public") {
+        return Vec::new();
+    }
+    let mut tables: Vec<_> = catalog.tables().filter(|tb| like_opt(table, &tb.name)).collect();
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut rows = Vec::new();
+    for tb in tables {
+        for (i, c) in tb.columns.iter().enumerate() {
+            if !like_opt(column, &c.name) {
+                continue;
+            }
+            let identity = (c.default == Some(ColumnDefault::Sequence)).then(|| "d".to_string());
+            rows.push(vec![
+                t("public"),
+                t(tb.name.clone()),
+                t(c.name.clone()),
+                t(crate::types::pg_type(Some(&c.ty)).oid().to_string()),
+                t(if c.nullable { "f" } else { "t" }),
+                t(typmod(&c.ty).to_string()),
+                t(attlen(&c.ty).to_string()),
+                t("-1"),
+                t((i + 1).to_string()),
+                identity,
+                None,
+                default_expr(c),
+                None,
+                t("0"),
+                t("b"),
+            ]);
+        }
+    }
+    rows
+}
+
+/// pgjdbc `getPrimaryKeys`: the primary key columns of the table named `table` (every
+/// table when `None`), in key order.
+fn jdbc_primary_keys(catalog: &Catalog, schema: &Option<String>, table: &Option<String>) -> Vec<Vec<Option<String>>> {
+    if schema.as_deref().is_some_and(|s| s != "public") {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    for tb in catalog
+        .tables()
+        .filter(|tb| table.as_deref().is_none_or(|n| n == tb.name))
+    {
+        for ix in tb.indexes.iter().filter(|ix| ix.primary) {
+            for (seq, &c) in ix.columns.iter().enumerate() {
+                rows.push(vec![
+                    None,
+                    t("public"),
+                    t(tb.name.clone()),
+                    t(tb.columns[c].name.clone()),
+                    t((seq + 1).to_string()),
+                    t(ix.name.clone()),
+                ]);
+            }
+        }
+    }
+    // ORDER BY table_name, pk_name, key_seq (rows of one key are in key order)
+    rows.sort_by(|a, b| (&a[2], &a[5]).cmp(&(&b[2], &b[5])));
+    rows
 }
 
 #[cfg(test)]

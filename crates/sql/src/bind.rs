@@ -18,6 +18,10 @@ use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
 
+/// Most relations one statement may join: the binder refuses more, and the planner and the
+/// executor size their per-relation arrays by it (re-exported as `plan::MAX_RELS`).
+pub const MAX_RELS: usize = 8;
+
 /// Folds an identifier as PostgreSQL does.
 pub fn ident(i: &Ident) -> String {
     if i.quote_style.is_some() {
@@ -172,8 +176,8 @@ impl<'c> Binder<'c> {
                 "table name \"{alias}\" specified more than once"
             )));
         }
-        if self.rels.len() >= crate::plan::MAX_RELS {
-            return unsupported(format!("more than {} tables in one statement", crate::plan::MAX_RELS));
+        if self.rels.len() >= MAX_RELS {
+            return unsupported(format!("more than {MAX_RELS} tables in one statement"));
         }
         self.rels.push(Rel { alias, schema });
         Ok(self.rels.len() - 1)
@@ -314,6 +318,8 @@ impl<'c> Binder<'c> {
         r
     }
 
+    /// Binds one expression node (one nesting level; [`Binder::expr`] counts the depth).
+    /// Each kind of node with more than a line of binding has its own function below.
     fn expr_at(&mut self, e: &ast::Expr) -> Result<Typed> {
         use ast::Expr as A;
         Ok(match e {
@@ -322,105 +328,23 @@ impl<'c> Binder<'c> {
             A::Value(v) => self.literal(&v.value)?,
             A::Nested(inner) => self.expr(inner)?,
             A::BinaryOp { left, op, right } => self.binary(left, op, right)?,
-            A::UnaryOp { op, expr } => {
-                let (x, t) = self.expr(expr)?;
-                match op {
-                    UnaryOperator::Not => (Expr::Not(x.boxed()), Some(DataType::Boolean)),
-                    // A negative literal is one constant, typed by its value as
-                    // PostgreSQL does: -2147483648 is an integer, -9223372036854775808 a
-                    // bigint.
-                    UnaryOperator::Minus => match x {
-                        Expr::Const(Value::Int(i)) => integer_literal(-i),
-                        Expr::Const(Value::Decimal(d)) => match i64::try_from(-d) {
-                            Ok(i) if (-d).fract().is_zero() && !d.to_string().contains('.') => integer_literal(i),
-                            _ => (Expr::Const(Value::Decimal(-d)), t),
-                        },
-                        Expr::Const(Value::Double(d)) => (Expr::Const(Value::Double(-d)), t),
-                        x => (Expr::Neg(x.boxed()), t),
-                    },
-                    UnaryOperator::Plus => (x, t),
-                    other => return unsupported(format!("operator {other}")),
-                }
-            }
-            A::IsNull(x) | A::IsNotNull(x) => {
-                let (x, _) = self.expr(x)?;
-                (
-                    Expr::IsNull {
-                        expr: x.boxed(),
-                        negated: matches!(e, A::IsNotNull(_)),
-                    },
-                    Some(DataType::Boolean),
-                )
-            }
-            A::IsTrue(x) | A::IsNotTrue(x) | A::IsFalse(x) | A::IsNotFalse(x) => {
-                let (x, _) = self.expr(x)?;
-                let want = matches!(e, A::IsTrue(_) | A::IsNotTrue(_));
-                let negated = matches!(e, A::IsTrue(_) | A::IsFalse(_));
-                let d = Expr::IsDistinct {
-                    left: x.boxed(),
-                    right: Expr::Const(Value::Bool(want)).boxed(),
-                    negated,
-                };
-                (d, Some(DataType::Boolean))
-            }
+            A::UnaryOp { op, expr } => self.unary(op, expr)?,
+            A::IsNull(x) | A::IsNotNull(x) => self.is_null(x, matches!(e, A::IsNotNull(_)))?,
+            A::IsTrue(x) | A::IsNotTrue(x) | A::IsFalse(x) | A::IsNotFalse(x) => self.is_boolean(
+                x,
+                matches!(e, A::IsTrue(_) | A::IsNotTrue(_)),
+                matches!(e, A::IsTrue(_) | A::IsFalse(_)),
+            )?,
             A::IsDistinctFrom(a, b) | A::IsNotDistinctFrom(a, b) => {
-                let (x, xt) = self.expr(a)?;
-                let (y, yt) = self.expr(b)?;
-                self.infer(&x, yt);
-                self.infer(&y, xt);
-                let negated = matches!(e, A::IsNotDistinctFrom(..));
-                (
-                    Expr::IsDistinct {
-                        left: x.boxed(),
-                        right: y.boxed(),
-                        negated,
-                    },
-                    Some(DataType::Boolean),
-                )
+                self.is_distinct(a, b, matches!(e, A::IsNotDistinctFrom(..)))?
             }
-            A::InList { expr, list, negated } => {
-                let (x, xt) = self.expr(expr)?;
-                let mut items = Vec::with_capacity(list.len());
-                for item in list {
-                    let (y, yt) = self.expr(item)?;
-                    self.infer(&y, xt);
-                    self.infer(&x, yt);
-                    items.push(y);
-                }
-                (
-                    Expr::InList {
-                        expr: x.boxed(),
-                        list: items,
-                        negated: *negated,
-                    },
-                    Some(DataType::Boolean),
-                )
-            }
+            A::InList { expr, list, negated } => self.in_list(expr, list, *negated)?,
             A::Between {
                 expr,
                 negated,
                 low,
                 high,
-            } => {
-                let (x, xt) = self.expr(expr)?;
-                let (lo, lt) = self.expr(low)?;
-                let (hi, ht) = self.expr(high)?;
-                self.infer(&lo, xt);
-                self.infer(&hi, xt);
-                self.infer(&x, lt.or(ht));
-                let e = if *negated {
-                    Expr::Or(
-                        Expr::Cmp(CmpOp::Lt, x.clone().boxed(), lo.boxed()).boxed(),
-                        Expr::Cmp(CmpOp::Gt, x.boxed(), hi.boxed()).boxed(),
-                    )
-                } else {
-                    Expr::And(
-                        Expr::Cmp(CmpOp::GtEq, x.clone().boxed(), lo.boxed()).boxed(),
-                        Expr::Cmp(CmpOp::LtEq, x.boxed(), hi.boxed()).boxed(),
-                    )
-                };
-                (e, Some(DataType::Boolean))
-            }
+            } => self.between(expr, low, high, *negated)?,
             A::Like {
                 negated,
                 expr,
@@ -440,60 +364,14 @@ impl<'c> Binder<'c> {
                 if escape_char.is_some() || *any {
                     return unsupported("LIKE ... ESCAPE / LIKE ANY");
                 }
-                let (x, _) = self.expr(expr)?;
-                let (p, _) = self.expr(pattern)?;
-                self.infer(&x, Some(DataType::Varchar(None)));
-                self.infer(&p, Some(DataType::Varchar(None)));
-                let ci = matches!(e, A::ILike { .. });
-                (
-                    Expr::Like {
-                        expr: x.boxed(),
-                        pattern: p.boxed(),
-                        negated: *negated,
-                        case_insensitive: ci,
-                    },
-                    Some(DataType::Boolean),
-                )
+                self.like(expr, pattern, *negated, matches!(e, A::ILike { .. }))?
             }
             A::Case {
                 operand,
                 conditions,
                 else_result,
                 ..
-            } => {
-                let op = match operand {
-                    Some(o) => Some(self.expr(o)?),
-                    None => None,
-                };
-                let mut whens = Vec::new();
-                let mut ty = None;
-                for c in conditions {
-                    let (w, wt) = self.expr(&c.condition)?;
-                    if let Some((o, ot)) = &op {
-                        self.infer(&w, *ot);
-                        self.infer(o, wt);
-                    }
-                    let (r, rt) = self.expr(&c.result)?;
-                    ty = ty.or(rt);
-                    whens.push((w, r));
-                }
-                let otherwise = match else_result {
-                    Some(e) => {
-                        let (x, t) = self.expr(e)?;
-                        ty = ty.or(t);
-                        Some(x.boxed())
-                    }
-                    None => None,
-                };
-                (
-                    Expr::Case {
-                        operand: op.map(|(o, _)| o.boxed()),
-                        whens,
-                        otherwise,
-                    },
-                    ty,
-                )
-            }
+            } => self.case(operand.as_deref(), conditions, else_result.as_deref())?,
             A::Cast {
                 kind,
                 expr,
@@ -503,35 +381,15 @@ impl<'c> Binder<'c> {
                 if format.is_some() || matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
                     return unsupported("CAST with FORMAT / TRY_CAST");
                 }
-                let ty = map_type(data_type)?;
-                let (x, _) = self.expr(expr)?;
-                self.infer(&x, Some(ty));
-                (Expr::Cast(x.boxed(), ty), Some(ty))
+                self.cast(expr, data_type)?
             }
-            A::TypedString(ts) => {
-                let ty = map_type(&ts.data_type)?;
-                let text = match &ts.value.value {
-                    ast::Value::SingleQuotedString(s) => s.clone(),
-                    other => return unsupported(format!("typed literal {other}")),
-                };
-                (Expr::Const(Value::parse(&ty, &text)?), Some(ty))
-            }
+            A::TypedString(ts) => typed_string(ts)?,
             A::Substring {
                 expr,
                 substring_from,
                 substring_for,
                 ..
-            } => {
-                let mut args = vec![self.expr(expr)?.0];
-                args.push(match substring_from {
-                    Some(f) => self.expr(f)?.0,
-                    None => Expr::Const(Value::Int(1)),
-                });
-                if let Some(f) = substring_for {
-                    args.push(self.expr(f)?.0);
-                }
-                (Expr::Func(Func::Substring, args), Some(DataType::Varchar(None)))
-            }
+            } => self.substring(expr, substring_from.as_deref(), substring_for.as_deref())?,
             A::Floor { expr, .. } | A::Ceil { expr, .. } => {
                 let (x, t) = self.expr(expr)?;
                 let f = if matches!(e, A::Floor { .. }) {
@@ -553,6 +411,195 @@ impl<'c> Binder<'c> {
             A::Function(f) => self.function(f)?,
             other => return unsupported(format!("expression {other}")),
         })
+    }
+
+    /// Binds `NOT x`, `-x` and `+x`. A negated numeric literal becomes one constant.
+    fn unary(&mut self, op: &UnaryOperator, expr: &ast::Expr) -> Result<Typed> {
+        let (x, t) = self.expr(expr)?;
+        Ok(match op {
+            UnaryOperator::Not => (Expr::Not(x.boxed()), Some(DataType::Boolean)),
+            // A negative literal is one constant, typed by its value as
+            // PostgreSQL does: -2147483648 is an integer, -9223372036854775808 a
+            // bigint.
+            UnaryOperator::Minus => match x {
+                Expr::Const(Value::Int(i)) => integer_literal(-i),
+                Expr::Const(Value::Decimal(d)) => match i64::try_from(-d) {
+                    Ok(i) if (-d).fract().is_zero() && !d.to_string().contains('.') => integer_literal(i),
+                    _ => (Expr::Const(Value::Decimal(-d)), t),
+                },
+                Expr::Const(Value::Double(d)) => (Expr::Const(Value::Double(-d)), t),
+                x => (Expr::Neg(x.boxed()), t),
+            },
+            UnaryOperator::Plus => (x, t),
+            other => return unsupported(format!("operator {other}")),
+        })
+    }
+
+    /// Binds `x IS NULL` (`negated`: `x IS NOT NULL`).
+    fn is_null(&mut self, x: &ast::Expr, negated: bool) -> Result<Typed> {
+        let (x, _) = self.expr(x)?;
+        Ok((
+            Expr::IsNull {
+                expr: x.boxed(),
+                negated,
+            },
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `x IS [NOT] TRUE` / `x IS [NOT] FALSE` as `x IS [NOT] DISTINCT FROM want`
+    /// (`negated` for the forms without NOT, which hold when `x` is not distinct from `want`).
+    fn is_boolean(&mut self, x: &ast::Expr, want: bool, negated: bool) -> Result<Typed> {
+        let (x, _) = self.expr(x)?;
+        let d = Expr::IsDistinct {
+            left: x.boxed(),
+            right: Expr::Const(Value::Bool(want)).boxed(),
+            negated,
+        };
+        Ok((d, Some(DataType::Boolean)))
+    }
+
+    /// Binds `a IS DISTINCT FROM b` (`negated`: `IS NOT DISTINCT FROM`); each side types a
+    /// parameter on the other.
+    fn is_distinct(&mut self, a: &ast::Expr, b: &ast::Expr, negated: bool) -> Result<Typed> {
+        let (x, xt) = self.expr(a)?;
+        let (y, yt) = self.expr(b)?;
+        self.infer(&x, yt);
+        self.infer(&y, xt);
+        Ok((
+            Expr::IsDistinct {
+                left: x.boxed(),
+                right: y.boxed(),
+                negated,
+            },
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `expr [NOT] IN (list)`; the expression and the items type each other's
+    /// parameters.
+    fn in_list(&mut self, expr: &ast::Expr, list: &[ast::Expr], negated: bool) -> Result<Typed> {
+        let (x, xt) = self.expr(expr)?;
+        let mut items = Vec::with_capacity(list.len());
+        for item in list {
+            let (y, yt) = self.expr(item)?;
+            self.infer(&y, xt);
+            self.infer(&x, yt);
+            items.push(y);
+        }
+        Ok((
+            Expr::InList {
+                expr: x.boxed(),
+                list: items,
+                negated,
+            },
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `expr [NOT] BETWEEN low AND high` as two comparisons joined by AND (by OR
+    /// when negated).
+    fn between(&mut self, expr: &ast::Expr, low: &ast::Expr, high: &ast::Expr, negated: bool) -> Result<Typed> {
+        let (x, xt) = self.expr(expr)?;
+        let (lo, lt) = self.expr(low)?;
+        let (hi, ht) = self.expr(high)?;
+        self.infer(&lo, xt);
+        self.infer(&hi, xt);
+        self.infer(&x, lt.or(ht));
+        let e = if negated {
+            Expr::Or(
+                Expr::Cmp(CmpOp::Lt, x.clone().boxed(), lo.boxed()).boxed(),
+                Expr::Cmp(CmpOp::Gt, x.boxed(), hi.boxed()).boxed(),
+            )
+        } else {
+            Expr::And(
+                Expr::Cmp(CmpOp::GtEq, x.clone().boxed(), lo.boxed()).boxed(),
+                Expr::Cmp(CmpOp::LtEq, x.boxed(), hi.boxed()).boxed(),
+            )
+        };
+        Ok((e, Some(DataType::Boolean)))
+    }
+
+    /// Binds `expr [NOT] LIKE pattern` (`case_insensitive`: ILIKE); both sides are text.
+    fn like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, negated: bool, case_insensitive: bool) -> Result<Typed> {
+        let (x, _) = self.expr(expr)?;
+        let (p, _) = self.expr(pattern)?;
+        self.infer(&x, Some(DataType::Varchar(None)));
+        self.infer(&p, Some(DataType::Varchar(None)));
+        Ok((
+            Expr::Like {
+                expr: x.boxed(),
+                pattern: p.boxed(),
+                negated,
+                case_insensitive,
+            },
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `CASE [operand] WHEN ... THEN ... [ELSE ...] END`, typed by the first result
+    /// whose type is known; with an operand, it and each WHEN value type each other's
+    /// parameters.
+    fn case(
+        &mut self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+    ) -> Result<Typed> {
+        let op = match operand {
+            Some(o) => Some(self.expr(o)?),
+            None => None,
+        };
+        let mut whens = Vec::new();
+        let mut ty = None;
+        for c in conditions {
+            let (w, wt) = self.expr(&c.condition)?;
+            if let Some((o, ot)) = &op {
+                self.infer(&w, *ot);
+                self.infer(o, wt);
+            }
+            let (r, rt) = self.expr(&c.result)?;
+            ty = ty.or(rt);
+            whens.push((w, r));
+        }
+        let otherwise = match else_result {
+            Some(e) => {
+                let (x, t) = self.expr(e)?;
+                ty = ty.or(t);
+                Some(x.boxed())
+            }
+            None => None,
+        };
+        Ok((
+            Expr::Case {
+                operand: op.map(|(o, _)| o.boxed()),
+                whens,
+                otherwise,
+            },
+            ty,
+        ))
+    }
+
+    /// Binds `CAST(expr AS data_type)` (and `expr::data_type`); a parameter takes the type.
+    fn cast(&mut self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Typed> {
+        let ty = map_type(data_type)?;
+        let (x, _) = self.expr(expr)?;
+        self.infer(&x, Some(ty));
+        Ok((Expr::Cast(x.boxed(), ty), Some(ty)))
+    }
+
+    /// Binds `SUBSTRING(expr [FROM from] [FOR len])` as the function with 2 or 3 arguments
+    /// (FROM 1 when absent).
+    fn substring(&mut self, expr: &ast::Expr, from: Option<&ast::Expr>, len: Option<&ast::Expr>) -> Result<Typed> {
+        let mut args = vec![self.expr(expr)?.0];
+        args.push(match from {
+            Some(f) => self.expr(f)?.0,
+            None => Expr::Const(Value::Int(1)),
+        });
+        if let Some(f) = len {
+            args.push(self.expr(f)?.0);
+        }
+        Ok((Expr::Func(Func::Substring, args), Some(DataType::Varchar(None))))
     }
 
     fn literal(&mut self, v: &ast::Value) -> Result<Typed> {
@@ -761,6 +808,17 @@ fn literal_as(e: Expr, ty: Option<DataType>, other: Option<DataType>) -> Result<
         }
         _ => Ok((e, ty)),
     }
+}
+
+/// Binds a typed literal (`TIMESTAMP '2024-01-01 00:00:00'`, `BIGINT '7'`): the text parsed as
+/// the type.
+fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
+    let ty = map_type(&ts.data_type)?;
+    let text = match &ts.value.value {
+        ast::Value::SingleQuotedString(s) => s.clone(),
+        other => return unsupported(format!("typed literal {other}")),
+    };
+    Ok((Expr::Const(Value::parse(&ty, &text)?), Some(ty)))
 }
 
 /// An integer constant, typed as PostgreSQL types integer literals: `integer` when it fits,

@@ -59,10 +59,10 @@ pub enum SqlError {
     NulInText,
     #[error(
         "stack depth limit exceeded: the statement nests more than {} expressions deep",
-        crate::limits::MAX_EXPR_DEPTH
+        crate::caps::MAX_EXPR_DEPTH
     )]
     TooDeep,
-    #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::limits::MAX_STATEMENT_BYTES)]
+    #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::caps::MAX_STATEMENT_BYTES)]
     TooLong(usize),
     #[error(
         "out of memory: running statements hold {held} of the {limit} bytes they may hold together (part of \

@@ -34,6 +34,8 @@ use crate::plan::{
     Access, AggPlan, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan,
     UpdatePlan,
 };
+use crate::prepared::Prepared;
+pub use crate::prepared::coerce_params;
 use crate::rows::{ColumnInfo, Rows};
 
 /// An evicted tuple a statement needed.
@@ -106,40 +108,12 @@ impl Env<'_, '_> {
     }
 }
 
-/// Converts parameters to the types inferred for them where the kinds differ.
-pub fn coerce_params<'p>(params: &'p [Value], types: &[Option<DataType>]) -> Result<Cow<'p, [Value]>> {
-    if params.len() != types.len() {
-        return Err(SqlError::ParamCount {
-            expected: types.len(),
-            got: params.len(),
-        });
+impl Prepared {
+    /// Runs the statement.
+    pub fn execute(&self, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
+        let params = coerce_params(params, self.param_types())?;
+        execute(self.plan(), self.columns(), env, &params)
     }
-    let needs = |v: &Value, t: &DataType| match (v, t) {
-        (Value::Null, _) => false,
-        (Value::Text(_), DataType::Varchar(_)) => false,
-        (Value::Text(_), _) => true,
-        (Value::Int(_), DataType::Double | DataType::Decimal { .. }) => true,
-        _ => false,
-    };
-    if !params
-        .iter()
-        .zip(types)
-        .any(|(v, t)| t.as_ref().is_some_and(|t| needs(v, t)))
-    {
-        return Ok(Cow::Borrowed(params));
-    }
-    let mut out = Vec::with_capacity(params.len());
-    for (v, t) in params.iter().zip(types) {
-        out.push(match t {
-            Some(t) if needs(v, t) => v.clone().coerce_to(&match t {
-                // A text parameter compared with a VARCHAR(n) must not be length-checked.
-                DataType::Varchar(_) => DataType::Varchar(None),
-                other => *other,
-            })?,
-            _ => v.clone(),
-        });
-    }
-    Ok(Cow::Owned(out))
 }
 
 /// Executes a plan. `params` must already be coerced ([`coerce_params`]).

@@ -287,7 +287,10 @@ fn bool_datum<'a>(b: Option<bool>) -> Datum<'a> {
 }
 
 impl Expr {
-    /// Evaluates the expression.
+    /// Evaluates the expression. This is the executor's hot path: the cheap and common node
+    /// kinds are evaluated here, in the match; IN lists, LIKE, CASE and negation, which
+    /// loop or are rare, have their own functions (`eval_in_list`, `eval_like`, `eval_case`,
+    /// `negate`).
     pub fn eval<'a>(&'a self, src: &'a dyn ColumnSource, cx: &'a Cx<'a>) -> Result<Datum<'a>> {
         Ok(match self {
             Expr::Column { rel, col } => Datum::Ref(src.column(*rel, *col)),
@@ -334,73 +337,14 @@ impl Expr {
                 let distinct = total_compare(x.as_ref(), y.as_ref()) != Ordering::Equal;
                 bool_datum(Some(distinct != *negated))
             }
-            Expr::InList { expr, list, negated } => {
-                let x = expr.eval(src, cx)?;
-                if x.is_null() {
-                    return Ok(bool_datum(None));
-                }
-                let mut saw_null = false;
-                let mut found = false;
-                for e in list {
-                    let y = e.eval(src, cx)?;
-                    match compare(x.as_ref(), y.as_ref())? {
-                        Some(Ordering::Equal) => {
-                            found = true;
-                            break;
-                        }
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-                bool_datum(if found {
-                    Some(!negated)
-                } else if saw_null {
-                    None
-                } else {
-                    Some(*negated)
-                })
-            }
+            Expr::InList { expr, list, negated } => eval_in_list(expr, list, *negated, src, cx)?,
             Expr::Like {
                 expr,
                 pattern,
                 negated,
                 case_insensitive,
-            } => {
-                let (x, p) = (expr.eval(src, cx)?, pattern.eval(src, cx)?);
-                match (x.as_ref(), p.as_ref()) {
-                    (ValueRef::Null, _) | (_, ValueRef::Null) => bool_datum(None),
-                    (ValueRef::Text(s), ValueRef::Text(p)) => {
-                        let m = if *case_insensitive {
-                            like(&s.to_lowercase(), &p.to_lowercase())
-                        } else {
-                            like(s, p)
-                        };
-                        bool_datum(Some(m != *negated))
-                    }
-                    (a, b) => {
-                        return Err(SqlError::Type(format!(
-                            "operator does not exist: {} LIKE {}",
-                            a.kind_name(),
-                            b.kind_name()
-                        )));
-                    }
-                }
-            }
-            Expr::Neg(e) => {
-                let x = e.eval(src, cx)?;
-                Datum::Owned(match x.as_ref() {
-                    ValueRef::Null => Value::Null,
-                    ValueRef::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
-                    ValueRef::Double(d) => Value::Double(-d),
-                    ValueRef::Decimal(d) => Value::Decimal(-d),
-                    other => {
-                        return Err(SqlError::Type(format!(
-                            "operator does not exist: - {}",
-                            other.kind_name()
-                        )));
-                    }
-                })
-            }
+            } => eval_like(expr, pattern, *negated, *case_insensitive, src, cx)?,
+            Expr::Neg(e) => Datum::Owned(negate(e.eval(src, cx)?.as_ref())?),
             Expr::Arith(op, a, b) => {
                 let (x, y) = (a.eval(src, cx)?, b.eval(src, cx)?);
                 Datum::Owned(arith(*op, x.as_ref(), y.as_ref())?)
@@ -417,25 +361,7 @@ impl Expr {
                 operand,
                 whens,
                 otherwise,
-            } => {
-                let op = match operand {
-                    Some(o) => Some(o.eval(src, cx)?),
-                    None => None,
-                };
-                for (w, then) in whens {
-                    let hit = match &op {
-                        Some(o) => compare(o.as_ref(), w.eval(src, cx)?.as_ref())? == Some(Ordering::Equal),
-                        None => truth(w.eval(src, cx)?.as_ref())? == Some(true),
-                    };
-                    if hit {
-                        return then.eval(src, cx);
-                    }
-                }
-                match otherwise {
-                    Some(e) => e.eval(src, cx)?,
-                    None => Datum::Ref(ValueRef::Null),
-                }
-            }
+            } => eval_case(operand.as_deref(), whens, otherwise.as_deref(), src, cx)?,
             Expr::Cast(e, ty) => {
                 let v = e.eval(src, cx)?.into_value();
                 Datum::Owned(cast(v, ty)?)
@@ -454,6 +380,117 @@ impl Expr {
     pub fn eval_const(&self, cx: &Cx<'_>) -> Result<Value> {
         Ok(self.eval(&NoColumns, cx)?.into_value())
     }
+}
+
+/// Evaluates `expr [NOT] IN (list)`: NULL when `expr` is NULL, or when no item equals it
+/// and some item compares as NULL (as PostgreSQL does).
+fn eval_in_list<'a>(
+    expr: &'a Expr,
+    list: &'a [Expr],
+    negated: bool,
+    src: &'a dyn ColumnSource,
+    cx: &'a Cx<'a>,
+) -> Result<Datum<'a>> {
+    let x = expr.eval(src, cx)?;
+    if x.is_null() {
+        return Ok(bool_datum(None));
+    }
+    let mut saw_null = false;
+    let mut found = false;
+    for e in list {
+        let y = e.eval(src, cx)?;
+        match compare(x.as_ref(), y.as_ref())? {
+            Some(Ordering::Equal) => {
+                found = true;
+                break;
+            }
+            None => saw_null = true,
+            _ => {}
+        }
+    }
+    Ok(bool_datum(if found {
+        Some(!negated)
+    } else if saw_null {
+        None
+    } else {
+        Some(negated)
+    }))
+}
+
+/// Evaluates `expr [NOT] LIKE pattern` (`case_insensitive`: ILIKE) over text; NULL when
+/// either side is.
+fn eval_like<'a>(
+    expr: &'a Expr,
+    pattern: &'a Expr,
+    negated: bool,
+    case_insensitive: bool,
+    src: &'a dyn ColumnSource,
+    cx: &'a Cx<'a>,
+) -> Result<Datum<'a>> {
+    let (x, p) = (expr.eval(src, cx)?, pattern.eval(src, cx)?);
+    Ok(match (x.as_ref(), p.as_ref()) {
+        (ValueRef::Null, _) | (_, ValueRef::Null) => bool_datum(None),
+        (ValueRef::Text(s), ValueRef::Text(p)) => {
+            let m = if case_insensitive {
+                like(&s.to_lowercase(), &p.to_lowercase())
+            } else {
+                like(s, p)
+            };
+            bool_datum(Some(m != negated))
+        }
+        (a, b) => {
+            return Err(SqlError::Type(format!(
+                "operator does not exist: {} LIKE {}",
+                a.kind_name(),
+                b.kind_name()
+            )));
+        }
+    })
+}
+
+/// Unary minus of a number (NULL stays NULL); the one bigint without a negation overflows.
+fn negate(x: ValueRef<'_>) -> Result<Value> {
+    Ok(match x {
+        ValueRef::Null => Value::Null,
+        ValueRef::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
+        ValueRef::Double(d) => Value::Double(-d),
+        ValueRef::Decimal(d) => Value::Decimal(-d),
+        other => {
+            return Err(SqlError::Type(format!(
+                "operator does not exist: - {}",
+                other.kind_name()
+            )));
+        }
+    })
+}
+
+/// Evaluates `CASE [operand] WHEN ... THEN ... [ELSE ...] END`: the result of the first
+/// WHEN that equals the operand (without an operand: that is true), else the ELSE result
+/// (or NULL).
+fn eval_case<'a>(
+    operand: Option<&'a Expr>,
+    whens: &'a [(Expr, Expr)],
+    otherwise: Option<&'a Expr>,
+    src: &'a dyn ColumnSource,
+    cx: &'a Cx<'a>,
+) -> Result<Datum<'a>> {
+    let op = match operand {
+        Some(o) => Some(o.eval(src, cx)?),
+        None => None,
+    };
+    for (w, then) in whens {
+        let hit = match &op {
+            Some(o) => compare(o.as_ref(), w.eval(src, cx)?.as_ref())? == Some(Ordering::Equal),
+            None => truth(w.eval(src, cx)?.as_ref())? == Some(true),
+        };
+        if hit {
+            return then.eval(src, cx);
+        }
+    }
+    Ok(match otherwise {
+        Some(e) => e.eval(src, cx)?,
+        None => Datum::Ref(ValueRef::Null),
+    })
 }
 
 /// SQL comparison; errors for kinds that cannot be compared.

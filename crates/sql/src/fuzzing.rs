@@ -42,7 +42,7 @@ pub fn sql_front_end(catalog: &Catalog, data: &[u8]) {
                 if crate::ddl::is_ddl(stmt) {
                     let _ = crate::ddl::plan_ddl(catalog, stmt);
                 } else {
-                    let _ = crate::prepare_statement(catalog, stmt, &sql);
+                    let _ = crate::prepared::prepare_statement(catalog, stmt, &sql);
                 }
             }
         });

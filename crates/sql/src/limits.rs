@@ -25,13 +25,8 @@
 //! Execution walks bound trees only, so its recursion is bounded by [`MAX_EXPR_DEPTH`]; the
 //! threads that run statements have stacks sized for that ([`EXECUTION_STACK`]).
 
+pub use crate::caps::{MAX_EXPR_DEPTH, MAX_STATEMENT_BYTES};
 use crate::error::{Result, SqlError};
-
-/// The deepest bound expression a statement may hold.
-pub const MAX_EXPR_DEPTH: usize = 4_000;
-
-/// The longest statement text accepted (bytes).
-pub const MAX_STATEMENT_BYTES: usize = 16 << 20;
 
 /// Statements up to this many bytes are parsed on the caller's stack: they cannot nest
 /// deeply enough to need more than a thread's default stack (2 MiB; unoptimized builds
@@ -160,55 +155,5 @@ mod tests {
     fn overlong_statements_are_refused() {
         let s = "x".repeat(MAX_STATEMENT_BYTES + 1);
         assert_eq!(check_length(&s).unwrap_err().sqlstate(), "54000");
-    }
-}
-
-/// Statements at and past the limits, through the whole front end on a test thread's
-/// default stack: each is planned or refused with 54001, never a stack overflow.
-#[cfg(test)]
-mod deep_statements {
-    use crate::catalog::Catalog;
-
-    fn chain(head: &str, term: &str, op: &str, n: usize) -> String {
-        let mut s = String::from(head);
-        for i in 0..n {
-            if i > 0 {
-                s.push_str(op);
-            }
-            s.push_str(term);
-        }
-        s
-    }
-
-    fn plan(sql: &str) -> Result<(), &'static str> {
-        crate::prepare(&Catalog::new(), sql)
-            .map(|_| ())
-            .map_err(|e| e.sqlstate())
-    }
-
-    #[test]
-    fn long_plus_chains_run_up_to_the_depth_limit() {
-        assert_eq!(plan(&chain("SELECT ", "1", " + ", 1_200)), Ok(()));
-        assert_eq!(plan(&chain("SELECT ", "1", "+", 3_000)), Ok(()));
-        assert_eq!(plan(&chain("SELECT ", "1", " + ", 10_000)), Err("54001"));
-        assert_eq!(plan(&chain("SELECT ", "1", "+", 200_000)), Err("54001"));
-    }
-
-    #[test]
-    fn boolean_and_concatenation_chains_of_any_length_are_flattened() {
-        assert_eq!(plan(&chain("SELECT 1 WHERE ", "1 = 2", " OR ", 100_000)), Ok(()));
-        assert_eq!(plan(&chain("SELECT 1 WHERE ", "1 = 1", " AND ", 20_000)), Ok(()));
-        assert_eq!(plan(&chain("SELECT ", "'a'", " || ", 20_000)), Ok(()));
-    }
-
-    #[test]
-    fn deep_nesting_is_refused() {
-        let n = 5_000;
-        let sql = format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n));
-        assert_eq!(plan(&sql), Err("54001"));
-        let sql = format!("SELECT {}1", "- ".repeat(n));
-        assert_eq!(plan(&sql), Err("54001"));
-        let sql = format!("SELECT 1{}", "::int".repeat(n));
-        assert_eq!(plan(&sql), Err("54001"));
     }
 }

@@ -18,14 +18,12 @@ use std::sync::Arc;
 use permafrost_storage::{DataType, IndexKind, TableSchema, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
 
+pub use crate::bind::MAX_RELS;
 use crate::bind::{AggCall, Binder, Typed, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{CmpOp, Expr};
 use crate::rows::ColumnInfo;
-
-/// Most relations one statement may join.
-pub const MAX_RELS: usize = 8;
 
 /// How a relation's tuples are found.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,162 +165,28 @@ pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
     })
 }
 
+/// Plans a query: its clauses are bound in the order of their steps below (FROM and WHERE,
+/// GROUP BY, the select list, HAVING, ORDER BY), then aggregation, DISTINCT, LIMIT and the
+/// join order are planned.
 fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
-    if q.with.is_some() {
-        return unsupported("WITH");
-    }
-    if q.fetch.is_some() || !q.locks.is_empty() {
-        return unsupported("FETCH / FOR UPDATE");
-    }
-    let s = match q.body.as_ref() {
-        SetExpr::Select(s) => s,
-        SetExpr::Values(_) => return unsupported("VALUES as a query"),
-        _ => return unsupported("UNION / INTERSECT / EXCEPT"),
-    };
-    if s.top.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() || s.qualify.is_some() || s.into.is_some()
-    {
-        return unsupported("this SELECT form");
-    }
-    // FROM
-    let mut conjuncts = Vec::new();
-    let mut on_clauses = Vec::new();
-    for twj in &s.from {
-        add_factor(b, &twj.relation)?;
-        for j in &twj.joins {
-            add_factor(b, &j.relation)?;
-            match &j.join_operator {
-                JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
-                    JoinConstraint::On(e) => on_clauses.push(e.clone()),
-                    JoinConstraint::None => {}
-                    _ => return unsupported("JOIN ... USING / NATURAL"),
-                },
-                JoinOperator::CrossJoin(JoinConstraint::None) => {}
-                _ => return unsupported("outer and other non-inner joins"),
-            }
-        }
-    }
-    for e in &on_clauses {
-        b.expr(e)?.0.conjuncts(&mut conjuncts);
-    }
-    if let Some(w) = &s.selection {
-        let (e, _) = b.expr(w)?;
-        e.conjuncts(&mut conjuncts);
-    }
-    // GROUP BY
-    let mut groups = Vec::new();
-    match &s.group_by {
-        GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
-            for e in exprs {
-                groups.push(group_expr(b, e)?);
-            }
-        }
-        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
-            return unsupported("GROUP BY ALL / ROLLUP / CUBE");
-        }
-    }
-    // Projection, with aggregates collected.
+    let s = plain_select(q)?;
+    let conjuncts = from_and_where(b, s)?;
+    let groups = group_by(b, &s.group_by)?;
+    // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
     b.aggs = Some(Vec::new());
-    let mut output: Vec<Expr> = Vec::new();
-    let mut columns: Vec<ColumnInfo> = Vec::new();
-    for item in &s.projection {
-        match item {
-            SelectItem::UnnamedExpr(e) => {
-                let (x, t) = b.expr(e)?;
-                columns.push(ColumnInfo {
-                    name: column_name(e),
-                    ty: t,
-                });
-                output.push(x);
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                let (x, t) = b.expr(expr)?;
-                columns.push(ColumnInfo {
-                    name: ident(alias),
-                    ty: t,
-                });
-                output.push(x);
-            }
-            SelectItem::Wildcard(_) => {
-                if b.rels.is_empty() {
-                    return Err(SqlError::Syntax(
-                        "SELECT * with no tables specified is not valid".into(),
-                    ));
-                }
-                for (ri, rel) in b.rels.iter().enumerate() {
-                    for (ci, c) in rel.schema.columns.iter().enumerate() {
-                        output.push(Expr::Column { rel: ri, col: ci });
-                        columns.push(ColumnInfo {
-                            name: c.name.clone(),
-                            ty: Some(c.ty),
-                        });
-                    }
-                }
-            }
-            SelectItem::QualifiedWildcard(kind, _) => {
-                let name = match kind {
-                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
-                    _ => return unsupported("this wildcard form"),
-                };
-                let ri = b
-                    .rels
-                    .iter()
-                    .position(|r| r.alias == name)
-                    .ok_or(SqlError::UnknownTable(name))?;
-                for (ci, c) in b.rels[ri].schema.columns.iter().enumerate() {
-                    output.push(Expr::Column { rel: ri, col: ci });
-                    columns.push(ColumnInfo {
-                        name: c.name.clone(),
-                        ty: Some(c.ty),
-                    });
-                }
-            }
-            _ => return unsupported("this select item"),
-        }
-    }
+    let (mut output, columns) = projection(b, &s.projection)?;
     let having = match &s.having {
         Some(h) => Some(b.expr(h)?.0),
         None => None,
     };
-    // ORDER BY: output names and positions first, then expressions.
-    let mut order = Vec::new();
-    if let Some(ob) = &q.order_by {
-        let ast::OrderByKind::Expressions(items) = &ob.kind else {
-            return unsupported("ORDER BY ALL");
-        };
-        for item in items {
-            let expr = order_expr(b, &item.expr, &output, &columns)?;
-            let desc = match item.options.sort {
-                None | Some(ast::OrderBySort::Asc) => false,
-                Some(ast::OrderBySort::Desc) => true,
-                Some(_) => return unsupported("ORDER BY ... USING"),
-            };
-            // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending, by default.
-            let nulls_first = item.options.nulls_first.unwrap_or(desc);
-            order.push(SortKey {
-                expr,
-                desc,
-                nulls_first,
-            });
-        }
-    }
+    let mut order = order_by(b, q, &output, &columns)?;
     let aggs = b.aggs.take().unwrap_or_default();
     let distinct = match &s.distinct {
         None => false,
         Some(ast::Distinct::Distinct) => true,
         Some(_) => return unsupported("DISTINCT ON"),
     };
-    let agg = if !aggs.is_empty() || !groups.is_empty() {
-        for e in output.iter_mut().chain(order.iter_mut().map(|k| &mut k.expr)) {
-            *e = to_post_agg(e, &groups)?;
-        }
-        let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
-        Some(AggPlan { groups, aggs, having })
-    } else {
-        if having.is_some() {
-            return Err(SqlError::Grouping("HAVING needs GROUP BY or an aggregate".into()));
-        }
-        None
-    };
+    let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
     if distinct {
         for k in &order {
             if !output.contains(&k.expr) {
@@ -349,6 +213,184 @@ fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnI
         },
         columns,
     ))
+}
+
+/// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
+/// FETCH, locking clause or dialect-specific SELECT form).
+fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
+    if q.with.is_some() {
+        return unsupported("WITH");
+    }
+    if q.fetch.is_some() || !q.locks.is_empty() {
+        return unsupported("FETCH / FOR UPDATE");
+    }
+    let s = match q.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::Values(_) => return unsupported("VALUES as a query"),
+        _ => return unsupported("UNION / INTERSECT / EXCEPT"),
+    };
+    if s.top.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() || s.qualify.is_some() || s.into.is_some()
+    {
+        return unsupported("this SELECT form");
+    }
+    Ok(s)
+}
+
+/// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
+/// the conjuncts of the join conditions and the WHERE clause.
+fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<Vec<Expr>> {
+    let mut conjuncts = Vec::new();
+    let mut on_clauses = Vec::new();
+    for twj in &s.from {
+        add_factor(b, &twj.relation)?;
+        for j in &twj.joins {
+            add_factor(b, &j.relation)?;
+            match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
+                    JoinConstraint::On(e) => on_clauses.push(e.clone()),
+                    JoinConstraint::None => {}
+                    _ => return unsupported("JOIN ... USING / NATURAL"),
+                },
+                JoinOperator::CrossJoin(JoinConstraint::None) => {}
+                _ => return unsupported("outer and other non-inner joins"),
+            }
+        }
+    }
+    for e in &on_clauses {
+        b.expr(e)?.0.conjuncts(&mut conjuncts);
+    }
+    if let Some(w) = &s.selection {
+        let (e, _) = b.expr(w)?;
+        e.conjuncts(&mut conjuncts);
+    }
+    Ok(conjuncts)
+}
+
+/// Binds the GROUP BY expressions (plain lists only).
+fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr) -> Result<Vec<Expr>> {
+    let mut groups = Vec::new();
+    match group_by {
+        GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+            for e in exprs {
+                groups.push(group_expr(b, e)?);
+            }
+        }
+        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
+            return unsupported("GROUP BY ALL / ROLLUP / CUBE");
+        }
+    }
+    Ok(groups)
+}
+
+/// Binds the select list: the output expressions and their result columns, with `*` and
+/// `t.*` expanded to the relations' columns.
+fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
+    let mut output: Vec<Expr> = Vec::new();
+    let mut columns: Vec<ColumnInfo> = Vec::new();
+    for item in items {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let (x, t) = b.expr(e)?;
+                columns.push(ColumnInfo {
+                    name: column_name(e),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let (x, t) = b.expr(expr)?;
+                columns.push(ColumnInfo {
+                    name: ident(alias),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::Wildcard(_) => {
+                if b.rels.is_empty() {
+                    return Err(SqlError::Syntax(
+                        "SELECT * with no tables specified is not valid".into(),
+                    ));
+                }
+                for ri in 0..b.rels.len() {
+                    all_columns(b, ri, &mut output, &mut columns);
+                }
+            }
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let name = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
+                    _ => return unsupported("this wildcard form"),
+                };
+                let ri = b
+                    .rels
+                    .iter()
+                    .position(|r| r.alias == name)
+                    .ok_or(SqlError::UnknownTable(name))?;
+                all_columns(b, ri, &mut output, &mut columns);
+            }
+            _ => return unsupported("this select item"),
+        }
+    }
+    Ok((output, columns))
+}
+
+/// Appends every column of relation `ri` to the output, as `rel.*` selects them.
+fn all_columns(b: &Binder<'_>, ri: usize, output: &mut Vec<Expr>, columns: &mut Vec<ColumnInfo>) {
+    for (ci, c) in b.rels[ri].schema.columns.iter().enumerate() {
+        output.push(Expr::Column { rel: ri, col: ci });
+        columns.push(ColumnInfo {
+            name: c.name.clone(),
+            ty: Some(c.ty),
+        });
+    }
+}
+
+/// Binds the ORDER BY keys: output names and positions first, then expressions.
+fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[ColumnInfo]) -> Result<Vec<SortKey>> {
+    let mut order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(items) = &ob.kind else {
+            return unsupported("ORDER BY ALL");
+        };
+        for item in items {
+            let expr = order_expr(b, &item.expr, output, columns)?;
+            let desc = match item.options.sort {
+                None | Some(ast::OrderBySort::Asc) => false,
+                Some(ast::OrderBySort::Desc) => true,
+                Some(_) => return unsupported("ORDER BY ... USING"),
+            };
+            // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending, by default.
+            let nulls_first = item.options.nulls_first.unwrap_or(desc);
+            order.push(SortKey {
+                expr,
+                desc,
+                nulls_first,
+            });
+        }
+    }
+    Ok(order)
+}
+
+/// The aggregation of a query with aggregates or GROUP BY (`None` without either, where
+/// HAVING is refused). The output and ORDER BY expressions are rewritten to read the
+/// groups and aggregate results.
+fn aggregation(
+    groups: Vec<Expr>,
+    aggs: Vec<AggCall>,
+    having: Option<Expr>,
+    output: &mut [Expr],
+    order: &mut [SortKey],
+) -> Result<Option<AggPlan>> {
+    if aggs.is_empty() && groups.is_empty() {
+        if having.is_some() {
+            return Err(SqlError::Grouping("HAVING needs GROUP BY or an aggregate".into()));
+        }
+        return Ok(None);
+    }
+    for e in output.iter_mut().chain(order.iter_mut().map(|k| &mut k.expr)) {
+        *e = to_post_agg(e, &groups)?;
+    }
+    let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
+    Ok(Some(AggPlan { groups, aggs, having }))
 }
 
 fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {

@@ -34,7 +34,7 @@ const T_TEXT: u8 = 6;
 const T_BYTES: u8 = 7;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
-/// statement ran, [`crate::Deferred`]): read batch by batch, so that a result larger than
+/// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
 /// memory reaches its client without being held whole.
 pub trait MoreRows: Send {
     /// The next rows, or `None` once the result is complete. May block (it waits for

@@ -1,5 +1,9 @@
 //! One data directory: its server, its events, its iterations (kill, restart, check).
 
+use std::process::ExitStatus;
+
+use tokio::task::JoinHandle;
+
 use super::*;
 
 /// One data directory: its server, its events, its iterations.
@@ -231,7 +235,9 @@ impl<'a> CycleRun<'a> {
         results.into_iter().collect()
     }
 
-    /// One iteration: workload, kill, restart, checks.
+    /// One iteration: workload, kill, restart, checks. Its random choices come from its
+    /// seed, drawn in a fixed order: the kill time, then whether a CHECKPOINT precedes the
+    /// kill and by how much, then whether a restart is killed during recovery and when.
     pub(super) async fn iteration(&mut self, iteration: u32) -> Result<IterationReport, BenchError> {
         let opts = self.opts;
         let seed = iteration_seed(opts.seed, iteration);
@@ -246,30 +252,77 @@ impl<'a> CycleRun<'a> {
         };
         // The workload.
         let ctr = Arc::new(Counters::default());
-        let mut tasks = Vec::new();
-        let workload_start = Instant::now();
-        let admin = match self.connect().await {
-            Ok(a) => a,
+        let (admin, mut tasks) = match self.start_workload(seed, &ctr).await {
+            Ok(w) => w,
             Err(m) => {
-                it.violations.push(format!("before the workload: {m}"));
+                it.violations.push(m);
                 return Ok(it);
             }
         };
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs_f64(kill_after);
+        let mut samples: VecDeque<Sample> = VecDeque::new();
+        if let Some(s) = sample(&admin, &self.dir).await {
+            samples.push_back(s);
+        }
+        // Some iterations ask for a snapshot shortly before the kill.
+        let checkpoint_kill = rng.random_range(0..100u32) < opts.checkpoint_kill_pct;
+        // Inside the snapshot's own time (tens of ms for this database).
+        let checkpoint_lead = Duration::from_millis(rng.random_range(0..60u64));
+        let recovery_kill = rng.random_range(0..100u32) < opts.recovery_kill_pct;
+        let recovery_kill_after = rng.random::<f64>();
+        let checkpoint_pending = Arc::new(AtomicBool::new(false));
+        let checkpoint = checkpoint_kill.then_some(checkpoint_lead);
+        let died = self
+            .run_until(&admin, deadline, checkpoint, &checkpoint_pending, &mut samples)
+            .await;
+        // The kill, right after one more sample.
+        let kill = self.kill(&admin, &ctr, &checkpoint_pending, died).await;
+        ctr.stop.store(true, Ordering::SeqCst);
+        drain(&mut tasks, &mut it).await;
+        drop(admin);
+        if let Some(status) = kill.died {
+            it.violations.push(format!(
+                "the server exited by itself ({status}) during the workload; its stderr ({}) ends:\n    {}",
+                self.stderr.display(),
+                log_tail(&self.stderr)
+            ));
+        }
+        kill.record(&mut it, &samples);
+        record_counters(&mut it, &ctr);
+        // Some restarts are killed too, during recovery; then the restart.
+        if !self
+            .restart(&mut it, recovery_kill.then_some(recovery_kill_after))
+            .await?
+        {
+            return Ok(it);
+        }
+        // The checks.
+        let t = Instant::now();
+        if let Err(m) = self.verify(&mut it).await {
+            it.violations.push(m);
+        }
+        it.verify_seconds = t.elapsed().as_secs_f64();
+        Ok(it)
+    }
+
+    /// Connects the admin connection (for samples) and starts the workload: `in_flight`
+    /// workers on each of `connections` connections, each with a random stream of its own
+    /// from the iteration's `seed`. A connection or preparation that fails is the error (a
+    /// violation); the workers already started are left running (they fail at the kill).
+    async fn start_workload(&self, seed: u64, ctr: &Arc<Counters>) -> Result<(Client, Vec<JoinHandle<()>>), String> {
+        let opts = self.opts;
+        let mut tasks = Vec::new();
+        let workload_start = Instant::now();
+        let admin = self.connect().await.map_err(|m| format!("before the workload: {m}"))?;
         for conn in 0..opts.connections {
             let client = match self.connect().await {
                 Ok(c) => Arc::new(c),
-                Err(m) => {
-                    it.violations.push(format!("before the workload: {m}"));
-                    return Ok(it);
-                }
+                Err(m) => return Err(format!("before the workload: {m}")),
             };
             let stmts = match prepare(&client).await {
                 Ok(s) => Arc::new(s),
-                Err(e) => {
-                    it.violations
-                        .push(format!("preparing the workload's statements: {}", describe(&e)));
-                    return Ok(it);
-                }
+                Err(e) => return Err(format!("preparing the workload's statements: {}", describe(&e))),
             };
             for k in 0..opts.in_flight {
                 let w = Worker {
@@ -286,29 +339,31 @@ impl<'a> CycleRun<'a> {
                 tasks.push(tokio::spawn(w.run()));
             }
         }
-        let start = Instant::now();
-        let deadline = start + Duration::from_secs_f64(kill_after);
-        let mut samples: VecDeque<Sample> = VecDeque::new();
-        if let Some(s) = sample(&admin, &self.dir).await {
-            samples.push_back(s);
-        }
-        // Some iterations ask for a snapshot shortly before the kill.
-        let checkpoint_kill = rng.random_range(0..100u32) < opts.checkpoint_kill_pct;
-        // Inside the snapshot's own time (tens of ms for this database).
-        let checkpoint_lead = Duration::from_millis(rng.random_range(0..60u64));
-        let recovery_kill = rng.random_range(0..100u32) < opts.recovery_kill_pct;
-        let recovery_kill_after = rng.random::<f64>();
-        let checkpoint_pending = Arc::new(AtomicBool::new(false));
-        let mut checkpoint_sent = !checkpoint_kill;
+        Ok((admin, tasks))
+    }
+
+    /// Lets the workload run until `deadline`, sampling the server's figures every
+    /// [`SAMPLE_EVERY`] into `samples` (the latest 64 kept) and, with a `checkpoint` lead,
+    /// sending a CHECKPOINT that long before the deadline (`pending` until it is answered).
+    /// The exit status of a server that died by itself before the deadline.
+    async fn run_until(
+        &mut self,
+        admin: &Client,
+        deadline: Instant,
+        checkpoint: Option<Duration>,
+        pending: &Arc<AtomicBool>,
+        samples: &mut VecDeque<Sample>,
+    ) -> Option<ExitStatus> {
+        let mut checkpoint_sent = checkpoint.is_none();
+        let checkpoint_lead = checkpoint.unwrap_or_default();
         let checkpoint_config = self.config(self.server.as_ref().map_or(0, |s| s.port));
         let server = self.server.as_mut().expect("a running server");
-        let mut died = None;
         while Instant::now() < deadline {
             if !checkpoint_sent && Instant::now() + checkpoint_lead >= deadline {
                 checkpoint_sent = true;
                 if let Ok((c, conn)) = checkpoint_config.connect(NoTls).await {
                     tokio::spawn(conn);
-                    let pending = checkpoint_pending.clone();
+                    let pending = pending.clone();
                     pending.store(true, Ordering::SeqCst);
                     tokio::spawn(async move {
                         if c.batch_execute("CHECKPOINT").await.is_ok() {
@@ -326,21 +381,32 @@ impl<'a> CycleRun<'a> {
             let left = until.saturating_duration_since(Instant::now());
             tokio::time::sleep(left.min(SAMPLE_EVERY)).await;
             if let Ok(Some(status)) = server.child.try_wait() {
-                died = Some(status);
-                break;
+                return Some(status);
             }
             if Instant::now() >= deadline {
                 break;
             }
-            if let Some(s) = sample(&admin, &self.dir).await {
+            if let Some(s) = sample(admin, &self.dir).await {
                 samples.push_back(s);
                 if samples.len() > 64 {
                     samples.pop_front();
                 }
             }
         }
-        // The kill, right after one more sample.
-        let last = sample(&admin, &self.dir).await;
+        None
+    }
+
+    /// Kills the server (SIGKILL) right after one more sample, noting what it was doing:
+    /// the statements in flight, whether a snapshot was being written, the log's files.
+    /// `died`: the exit status of a server already found dead (it is looked for once more).
+    async fn kill(
+        &mut self,
+        admin: &Client,
+        ctr: &Counters,
+        checkpoint_pending: &AtomicBool,
+        mut died: Option<ExitStatus>,
+    ) -> Kill {
+        let last = sample(admin, &self.dir).await;
         let in_flight = InFlight {
             transfers: ctr.in_flight[0].load(Ordering::SeqCst),
             inserts: ctr.in_flight[1].load(Ordering::SeqCst),
@@ -348,6 +414,7 @@ impl<'a> CycleRun<'a> {
         };
         let snapshot_writing = checkpoint_pending.load(Ordering::SeqCst) || snapshot_tmp_fresh(&self.dir);
         let killed_at = Instant::now();
+        let server = self.server.as_mut().expect("a running server");
         if died.is_none()
             && let Ok(Some(status)) = server.child.try_wait()
         {
@@ -356,79 +423,32 @@ impl<'a> CycleRun<'a> {
         server.kill();
         self.server = None;
         let (segments, log_bytes) = log_files(&self.dir);
-        ctr.stop.store(true, Ordering::SeqCst);
-        let drained = tokio::time::timeout(DRAIN, async {
-            for t in &mut tasks {
-                let _ = t.await;
-            }
-        })
-        .await;
-        if drained.is_err() {
-            for t in &tasks {
-                t.abort();
-            }
-            it.violations.push(format!(
-                "the workload's statements were not answered within {DRAIN:?} of the kill"
-            ));
+        Kill {
+            last,
+            in_flight,
+            snapshot_writing,
+            killed_at,
+            died,
+            segments,
+            log_bytes,
         }
-        drop(admin);
-        if let Some(status) = died {
-            it.violations.push(format!(
-                "the server exited by itself ({status}) during the workload; its stderr ({}) ends:\n    {}",
-                self.stderr.display(),
-                log_tail(&self.stderr)
-            ));
-        }
-        // What it was doing: the growth since the latest sample at least one sampling
-        // period before the kill (the earliest one if the run was shorter).
-        let base = samples
-            .iter()
-            .rev()
-            .find(|s| s.at.is_some_and(|a| killed_at.duration_since(a) >= SAMPLE_EVERY))
-            .or(samples.front())
-            .cloned()
-            .unwrap_or_default();
-        if let (Some(last), Some(at)) = (&last, base.at) {
-            it.phase_window_ms = killed_at.duration_since(at).as_secs_f64() * 1e3;
-            it.window_evictions = last.evictions.saturating_sub(base.evictions);
-            it.window_unevicted_tuples = last.unevicted.saturating_sub(base.unevicted);
-            it.cold_tuples_at_kill = last.cold;
-        }
-        it.window_new_segments = segments.saturating_sub(base.segments);
-        it.phases = Phases {
-            eviction: it.window_evictions > 0,
-            merge: it.window_unevicted_tuples > 0,
-            log_rotation: it.window_new_segments > 0,
-            snapshot: snapshot_writing,
-            recovery: false,
-        };
-        it.segments_at_kill = segments;
-        it.log_bytes_at_kill = log_bytes;
-        it.in_flight_at_kill = in_flight;
-        it.events_acknowledged = ctr.inserts.load(Ordering::SeqCst);
-        it.transfers_acknowledged = ctr.transfers.load(Ordering::SeqCst);
-        it.reads_verified = ctr.reads.load(Ordering::SeqCst);
-        it.retries_53200 = ctr.retries_53200.load(Ordering::SeqCst);
-        it.retries_40001 = ctr.retries_40001.load(Ordering::SeqCst);
-        let problems = ctr.problem_count.load(Ordering::SeqCst);
-        if problems > 0 {
-            let shown = ctr.problems.lock().unwrap().clone();
-            it.violations.push(format!(
-                "{problems} unexpected answer(s) during the workload: {}",
-                shown.join("; ")
-            ));
-        }
-        // Some restarts are killed too, during recovery.
-        if recovery_kill {
+    }
+
+    /// Restarts the server after the kill and records its recovery in `it`. With
+    /// `recovery_kill`, one restart is first killed during its recovery, after that
+    /// fraction of the previous restart's time. False when the server did not come back
+    /// (a violation in `it`).
+    async fn restart(&mut self, it: &mut IterationReport, recovery_kill: Option<f64>) -> Result<bool, BenchError> {
+        if let Some(fraction) = recovery_kill {
             let budget = self.last_recovery.max(0.2);
-            let after = Duration::from_secs_f64(budget * recovery_kill_after);
+            let after = Duration::from_secs_f64(budget * fraction);
             match self.spawn_and_kill(after).await? {
                 Some(true) => it.phases.recovery = true,
                 Some(false) => {}
                 None => {
                     it.violations
                         .push("the restart killed during recovery exited by itself".into());
-                    return Ok(it);
+                    return Ok(false);
                 }
             }
         }
@@ -442,7 +462,7 @@ impl<'a> CycleRun<'a> {
             }
             Started::Failed(m) => {
                 it.violations.push(format!("restart after the kill: {m}"));
-                return Ok(it);
+                return Ok(false);
             }
         }
         let rec = parse_recovery(&log_since(&self.stderr, offset));
@@ -451,13 +471,7 @@ impl<'a> CycleRun<'a> {
         it.torn_tail = rec.torn;
         it.snapshot_loaded = rec.snapshot;
         it.snapshot_base = rec.base;
-        // The checks.
-        let t = Instant::now();
-        if let Err(m) = self.verify(&mut it).await {
-            it.violations.push(m);
-        }
-        it.verify_seconds = t.elapsed().as_secs_f64();
-        Ok(it)
+        Ok(true)
     }
 
     /// Checks the restarted database against what the harness knows.
@@ -596,5 +610,90 @@ impl<'a> CycleRun<'a> {
                 .push(format!("{bad_count} wrong event(s): {}", bad.join("; ")));
         }
         Ok(())
+    }
+}
+
+/// What the harness saw of the server at its kill ([`CycleRun::kill`]).
+struct Kill {
+    /// The sample taken just before the kill.
+    last: Option<Sample>,
+    in_flight: InFlight,
+    /// Whether a snapshot was being written.
+    snapshot_writing: bool,
+    killed_at: Instant,
+    /// The exit status of a server that had died by itself.
+    died: Option<ExitStatus>,
+    /// The log's segment files and their bytes right after the kill.
+    segments: u64,
+    log_bytes: u64,
+}
+
+impl Kill {
+    /// Records in `it` what the server was doing when it was killed: the growth since the
+    /// latest of `samples` at least one sampling period before the kill (the earliest one
+    /// if the run was shorter), the phases that growth shows, the log's size and the
+    /// statements in flight.
+    fn record(self, it: &mut IterationReport, samples: &VecDeque<Sample>) {
+        let killed_at = self.killed_at;
+        let base = samples
+            .iter()
+            .rev()
+            .find(|s| s.at.is_some_and(|a| killed_at.duration_since(a) >= SAMPLE_EVERY))
+            .or(samples.front())
+            .cloned()
+            .unwrap_or_default();
+        if let (Some(last), Some(at)) = (&self.last, base.at) {
+            it.phase_window_ms = killed_at.duration_since(at).as_secs_f64() * 1e3;
+            it.window_evictions = last.evictions.saturating_sub(base.evictions);
+            it.window_unevicted_tuples = last.unevicted.saturating_sub(base.unevicted);
+            it.cold_tuples_at_kill = last.cold;
+        }
+        it.window_new_segments = self.segments.saturating_sub(base.segments);
+        it.phases = Phases {
+            eviction: it.window_evictions > 0,
+            merge: it.window_unevicted_tuples > 0,
+            log_rotation: it.window_new_segments > 0,
+            snapshot: self.snapshot_writing,
+            recovery: false,
+        };
+        it.segments_at_kill = self.segments;
+        it.log_bytes_at_kill = self.log_bytes;
+        it.in_flight_at_kill = self.in_flight;
+    }
+}
+
+/// Waits up to [`DRAIN`] for the workload's tasks to notice that the server is gone; those
+/// that do not are aborted, and that is a violation.
+async fn drain(tasks: &mut [JoinHandle<()>], it: &mut IterationReport) {
+    let drained = tokio::time::timeout(DRAIN, async {
+        for t in tasks.iter_mut() {
+            let _ = t.await;
+        }
+    })
+    .await;
+    if drained.is_err() {
+        for t in tasks.iter() {
+            t.abort();
+        }
+        it.violations.push(format!(
+            "the workload's statements were not answered within {DRAIN:?} of the kill"
+        ));
+    }
+}
+
+/// Records the workload's counters in `it`, and its unexpected answers as a violation.
+fn record_counters(it: &mut IterationReport, ctr: &Counters) {
+    it.events_acknowledged = ctr.inserts.load(Ordering::SeqCst);
+    it.transfers_acknowledged = ctr.transfers.load(Ordering::SeqCst);
+    it.reads_verified = ctr.reads.load(Ordering::SeqCst);
+    it.retries_53200 = ctr.retries_53200.load(Ordering::SeqCst);
+    it.retries_40001 = ctr.retries_40001.load(Ordering::SeqCst);
+    let problems = ctr.problem_count.load(Ordering::SeqCst);
+    if problems > 0 {
+        let shown = ctr.problems.lock().unwrap().clone();
+        it.violations.push(format!(
+            "{problems} unexpected answer(s) during the workload: {}",
+            shown.join("; ")
+        ));
     }
 }

@@ -542,9 +542,53 @@ fn check_resumable(opts: &CrashOptions, p: &CrashReport) -> Result<(), BenchErro
     Ok(())
 }
 
+/// Runs the iterations, data directory by data directory (after those of `previous` that
+/// are kept), until the last one or the first violation.
 async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result<CrashReport, BenchError> {
     let started = Instant::now();
-    let mut report = CrashReport {
+    let mut report = new_report(opts);
+    let (root, temp) = data_root(opts)?;
+    println!(
+        "crash: {} iterations from seed {}, server {} (command log {}, memory limit {} MiB, log segments of {} MiB, \
+         {} partitions, snapshots every {}), a fresh data directory every {} iterations, data in {}",
+        opts.iterations,
+        opts.seed,
+        opts.binary.display(),
+        opts.command_log,
+        opts.memory_limit >> 20,
+        opts.segment_bytes >> 20,
+        opts.partitions,
+        opts.snapshot_interval,
+        opts.fresh_every,
+        root.display()
+    );
+    let mut recoveries: Vec<f64> = Vec::new();
+    let mut first_cycle = opts.cycle_of(opts.first_iteration);
+    let mut seconds_before = 0.0;
+    if let Some(p) = previous {
+        (first_cycle, seconds_before) = keep_previous(opts, p, &mut report, &mut recoveries)?;
+    }
+    let last_cycle = opts.cycle_of(opts.iterations);
+    let mut violated = false;
+    for cycle in first_cycle..=last_cycle {
+        let clock = (started, seconds_before);
+        if run_cycle(opts, cycle, &root, &mut report, &mut recoveries, clock).await? {
+            violated = true;
+            break;
+        }
+    }
+    if violated && let Some(t) = temp {
+        // Kept for the reproduction.
+        let _ = t.keep();
+    }
+    finish(&mut report, &recoveries, started, seconds_before);
+    report.complete = !violated && report.iterations_run == opts.iterations - (report.first_iteration - 1);
+    Ok(report)
+}
+
+/// An empty report of a run with `opts`: its settings.
+fn new_report(opts: &CrashOptions) -> CrashReport {
+    CrashReport {
         command: opts.command.clone(),
         seed: opts.seed,
         iterations_planned: opts.iterations,
@@ -574,8 +618,13 @@ async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result
             phase_sample_ms: SAMPLE_EVERY.as_millis() as u64,
         },
         ..CrashReport::default()
-    };
-    let (root, temp) = match &opts.data_dir {
+    }
+}
+
+/// The directory for the data directories: `--data-dir` (created if need be), else a new
+/// temporary directory, returned too (the caller keeps it when a violation is found).
+fn data_root(opts: &CrashOptions) -> Result<(PathBuf, Option<tempfile::TempDir>), BenchError> {
+    Ok(match &opts.data_dir {
         Some(d) => {
             std::fs::create_dir_all(d)
                 .map_err(|e| BenchError::Options(format!("cannot create --data-dir {}: {e}", d.display())))?;
@@ -585,116 +634,112 @@ async fn run_async(opts: &CrashOptions, previous: Option<CrashReport>) -> Result
             let t = tempfile::Builder::new().prefix("permafrost-crash-").tempdir()?;
             (t.path().to_path_buf(), Some(t))
         }
-    };
-    println!(
-        "crash: {} iterations from seed {}, server {} (command log {}, memory limit {} MiB, log segments of {} MiB, \
-         {} partitions, snapshots every {}), a fresh data directory every {} iterations, data in {}",
-        opts.iterations,
-        opts.seed,
-        opts.binary.display(),
-        opts.command_log,
-        opts.memory_limit >> 20,
-        opts.segment_bytes >> 20,
-        opts.partitions,
-        opts.snapshot_interval,
-        opts.fresh_every,
-        root.display()
-    );
-    let mut recoveries: Vec<f64> = Vec::new();
-    let mut first_cycle = opts.cycle_of(opts.first_iteration);
-    let mut seconds_before = 0.0;
-    if let Some(p) = previous {
-        check_resumable(opts, &p)?;
-        // The data directories whose iterations all ran.
-        let size = |c: u32| ((c + 1) * opts.fresh_every).min(opts.iterations) - c * opts.fresh_every;
-        let ran = |c: u32| p.per_iteration.iter().filter(|i| i.data_directory == c).count() as u32;
-        first_cycle = opts.cycle_of(p.first_iteration);
-        while first_cycle <= opts.cycle_of(opts.iterations) && ran(first_cycle) == size(first_cycle) {
-            first_cycle += 1;
-        }
-        report.command = p.command.clone();
-        report.first_iteration = p.first_iteration;
-        report.resumed = p.resumed.clone();
-        report.resumed.push(opts.command.clone());
-        seconds_before = p.seconds_total;
-        for it in p.per_iteration.into_iter().filter(|i| i.data_directory < first_cycle) {
-            if it.iteration_in_directory == 1 {
-                report.data_directories += 1;
-            }
-            add_up(&mut report, &it);
-            recoveries.push(it.recovery_seconds);
-            report.iterations_run += 1;
-            report.per_iteration.push(it);
-        }
-        println!(
-            "resuming: {} iterations in {} data directories kept, going on from iteration {}",
-            report.iterations_run,
-            report.data_directories,
-            first_cycle * opts.fresh_every + 1
-        );
+    })
+}
+
+/// Takes over the iterations of the data directories of `p` (a run cut short) that all
+/// ran into `report` and `recoveries`. The first data directory to run, and the seconds
+/// `p` took.
+fn keep_previous(
+    opts: &CrashOptions,
+    p: CrashReport,
+    report: &mut CrashReport,
+    recoveries: &mut Vec<f64>,
+) -> Result<(u32, f64), BenchError> {
+    check_resumable(opts, &p)?;
+    // The data directories whose iterations all ran.
+    let size = |c: u32| ((c + 1) * opts.fresh_every).min(opts.iterations) - c * opts.fresh_every;
+    let ran = |c: u32| p.per_iteration.iter().filter(|i| i.data_directory == c).count() as u32;
+    let mut first_cycle = opts.cycle_of(p.first_iteration);
+    while first_cycle <= opts.cycle_of(opts.iterations) && ran(first_cycle) == size(first_cycle) {
+        first_cycle += 1;
     }
-    let last_cycle = opts.cycle_of(opts.iterations);
-    let mut violated = false;
-    for cycle in first_cycle..=last_cycle {
-        let first = cycle * opts.fresh_every + 1;
-        let last = ((cycle + 1) * opts.fresh_every).min(opts.iterations);
-        let dir = root.join(format!("cycle-{cycle:04}"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
+    report.command = p.command.clone();
+    report.first_iteration = p.first_iteration;
+    report.resumed = p.resumed.clone();
+    report.resumed.push(opts.command.clone());
+    let seconds_before = p.seconds_total;
+    for it in p.per_iteration.into_iter().filter(|i| i.data_directory < first_cycle) {
+        if it.iteration_in_directory == 1 {
+            report.data_directories += 1;
         }
-        std::fs::create_dir_all(&dir)?;
-        report.data_directories += 1;
-        let mut c = CycleRun::start(opts, cycle, &dir).await?;
-        if let Some(v) = c.setup_violation.take() {
-            report.violations.push(violation(opts, first, cycle, &dir, v));
+        add_up(report, &it);
+        recoveries.push(it.recovery_seconds);
+        report.iterations_run += 1;
+        report.per_iteration.push(it);
+    }
+    println!(
+        "resuming: {} iterations in {} data directories kept, going on from iteration {}",
+        report.iterations_run,
+        report.data_directories,
+        first_cycle * opts.fresh_every + 1
+    );
+    Ok((first_cycle, seconds_before))
+}
+
+/// Runs the iterations of data directory `cycle` (a fresh one under `root`) into `report`
+/// and `recoveries`, writing the report so far after each to `--progress` (`clock`: when
+/// the run started, and the seconds of the run it continues). True when one had a
+/// violation: the data directory is then kept; otherwise it is removed.
+async fn run_cycle(
+    opts: &CrashOptions,
+    cycle: u32,
+    root: &Path,
+    report: &mut CrashReport,
+    recoveries: &mut Vec<f64>,
+    clock: (Instant, f64),
+) -> Result<bool, BenchError> {
+    let first = cycle * opts.fresh_every + 1;
+    let last = ((cycle + 1) * opts.fresh_every).min(opts.iterations);
+    let dir = root.join(format!("cycle-{cycle:04}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    report.data_directories += 1;
+    let mut c = CycleRun::start(opts, cycle, &dir).await?;
+    if let Some(v) = c.setup_violation.take() {
+        report.violations.push(violation(opts, first, cycle, &dir, v));
+        return Ok(true);
+    }
+    println!(
+        "data directory {cycle} ({}): loaded {} accounts in {:.1}s",
+        dir.display(),
+        opts.accounts,
+        c.load_seconds
+    );
+    let mut violated = false;
+    for iteration in first..=last {
+        let it = c.iteration(iteration).await?;
+        println!("{}", iteration_line(opts, &it));
+        add_up(report, &it);
+        if it.recovery_seconds > 0.0 {
+            recoveries.push(it.recovery_seconds);
+        }
+        report.iterations_run += 1;
+        let bad = !it.violations.is_empty();
+        for v in &it.violations {
+            report
+                .violations
+                .push(violation(opts, iteration, cycle, &dir, v.clone()));
+        }
+        report.per_iteration.push(it);
+        if let Some(path) = &opts.progress {
+            let mut so_far = report.clone();
+            finish(&mut so_far, recoveries, clock.0, clock.1);
+            let text = serde_json::to_string_pretty(&so_far).map_err(|e| BenchError::Client(e.to_string()))?;
+            std::fs::write(path, text + "\n")?;
+        }
+        if bad {
             violated = true;
             break;
         }
-        println!(
-            "data directory {cycle} ({}): loaded {} accounts in {:.1}s",
-            dir.display(),
-            opts.accounts,
-            c.load_seconds
-        );
-        for iteration in first..=last {
-            let it = c.iteration(iteration).await?;
-            println!("{}", iteration_line(opts, &it));
-            add_up(&mut report, &it);
-            if it.recovery_seconds > 0.0 {
-                recoveries.push(it.recovery_seconds);
-            }
-            report.iterations_run += 1;
-            let bad = !it.violations.is_empty();
-            for v in &it.violations {
-                report
-                    .violations
-                    .push(violation(opts, iteration, cycle, &dir, v.clone()));
-            }
-            report.per_iteration.push(it);
-            if let Some(path) = &opts.progress {
-                let mut so_far = report.clone();
-                finish(&mut so_far, &recoveries, started, seconds_before);
-                let text = serde_json::to_string_pretty(&so_far).map_err(|e| BenchError::Client(e.to_string()))?;
-                std::fs::write(path, text + "\n")?;
-            }
-            if bad {
-                violated = true;
-                break;
-            }
-        }
-        c.stop();
-        if violated {
-            break;
-        }
+    }
+    c.stop();
+    if !violated {
         std::fs::remove_dir_all(&dir)?;
     }
-    if violated && let Some(t) = temp {
-        // Kept for the reproduction.
-        let _ = t.keep();
-    }
-    finish(&mut report, &recoveries, started, seconds_before);
-    report.complete = !violated && report.iterations_run == opts.iterations - (report.first_iteration - 1);
-    Ok(report)
+    Ok(violated)
 }
 
 /// The recovery-time distribution and the run's duration.

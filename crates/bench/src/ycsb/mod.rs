@@ -20,6 +20,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::BenchError;
+pub use crate::report::LogCounters;
 use crate::report::{
     AnticacheReport, CommandLogReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes,
     process_cpu_seconds, rss_bytes,
@@ -181,19 +182,6 @@ pub struct TargetStats {
     pub log: Option<LogCounters>,
 }
 
-/// A command log's counters so far (from `Database::log_stats`, or the server's
-/// `permafrost_commandlog_*` figures).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct LogCounters {
-    pub records: u64,
-    pub bytes: u64,
-    pub group_commits: u64,
-    pub sync_seconds: f64,
-    /// Syncs by duration, in the buckets of [`permafrost_executor::SYNC_BUCKET_BOUNDS`]
-    /// (not cumulative; the last one over a second).
-    pub sync_buckets: [u64; permafrost_executor::SYNC_BUCKETS],
-}
-
 /// A system YCSB runs against.
 pub trait YcsbTarget: Send + Sync {
     fn name(&self) -> String;
@@ -236,14 +224,39 @@ impl ClientResult {
     }
 }
 
-/// Loads the target and runs the workload.
+/// Loads the target and runs the workload: the load (`load`), the warm-up and measured run
+/// (`measure`), then the report of both (`report`).
 pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
     opts.validate()?;
     crate::report::reset_peak_rss();
-    // Resident memory of the database: this process, or the server's.
-    let resident = || target.stats().resident.map_or_else(rss_bytes, |r| r.0);
-    let peak_resident = || target.stats().resident.map_or_else(peak_rss_bytes, |r| r.1);
-    let rss_before = resident();
+    let loaded = load(target, opts, progress_bar)?;
+    let (results, measured) = measure(target, opts)?;
+    Ok(report(target, opts, &loaded, results, measured))
+}
+
+/// Resident memory of the database: this process, or the server's.
+fn resident(target: &dyn YcsbTarget) -> u64 {
+    target.stats().resident.map_or_else(rss_bytes, |r| r.0)
+}
+
+/// Peak resident memory of the database: this process, or the server's.
+fn peak_resident(target: &dyn YcsbTarget) -> u64 {
+    target.stats().resident.map_or_else(peak_rss_bytes, |r| r.1)
+}
+
+/// What the load measured.
+struct Loaded {
+    rss_before: u64,
+    rss_after: u64,
+    /// The bytes the database accounts for after the load.
+    accounted: u64,
+    seconds: f64,
+}
+
+/// Loads the target's records (with a progress bar when asked), measuring memory before
+/// and after.
+fn load(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Loaded, BenchError> {
+    let rss_before = resident(target);
     let bar = if progress_bar {
         let b = indicatif::ProgressBar::new(opts.records);
         b.set_style(
@@ -257,19 +270,47 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
     let load_start = Instant::now();
     target.load(opts, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
-    let load_secs = load_start.elapsed().as_secs_f64();
-    let rss_after = resident();
+    let seconds = load_start.elapsed().as_secs_f64();
+    let rss_after = resident(target);
     let accounted = target.stats().memory.accounted();
+    Ok(Loaded {
+        rss_before,
+        rss_after,
+        accounted,
+        seconds,
+    })
+}
 
+/// What was sampled during the run, besides the clients' results.
+struct Measured {
+    /// The target's anti-cache figures before the run.
+    before: AnticacheReport,
+    /// One sample a second.
+    timeseries: Vec<Sample>,
+    /// The largest resident size sampled.
+    max_rss: u64,
+    /// The process's CPU seconds (user, system) when the measured phase began and ended.
+    cpu_start: (f64, f64),
+    cpu_end: (f64, f64),
+    /// The command log's counters when the measured phase began.
+    log_start: Option<LogCounters>,
+}
+
+/// Runs the clients through the warm-up and the measured phase, sampling every second, and
+/// collects their results.
+fn measure(target: &dyn YcsbTarget, opts: &YcsbOptions) -> Result<(Vec<ClientResult>, Measured), BenchError> {
     let phase = Arc::new(AtomicU8::new(WARMUP));
     let done = Arc::new(AtomicU64::new(0));
     let failed_hard = Arc::new(AtomicBool::new(false));
     let keys = keys::KeyChooser::new(opts.records, opts.skew).map_err(BenchError::Options)?;
-    let mut timeseries = Vec::new();
-    let mut max_rss_run = 0u64;
-    let before_run = target.stats().anticache;
-    let (mut cpu_start, mut cpu_end) = ((0.0, 0.0), (0.0, 0.0));
-    let mut log_start = None;
+    let mut measured = Measured {
+        before: target.stats().anticache,
+        timeseries: Vec::new(),
+        max_rss: 0,
+        cpu_start: (0.0, 0.0),
+        cpu_end: (0.0, 0.0),
+        log_start: None,
+    };
     let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
         let mut handles = Vec::new();
         for c in 0..opts.clients {
@@ -283,66 +324,8 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
                 r
             }));
         }
-        // Sample every second; switch phases on time.
-        let start = Instant::now();
-        let warmup = Duration::from_secs_f64(opts.warmup);
-        let total = warmup + Duration::from_secs_f64(opts.duration);
-        let mut last = (0u64, start);
-        let mut last_evictions = target.stats().anticache.evictions;
-        let mut tick = 1u64;
-        loop {
-            let next = start + Duration::from_secs(tick);
-            let warming = phase.load(Ordering::Relaxed) == WARMUP;
-            // While warming up, wake at its end too (a warm-up of 0 or of a fraction of a
-            // second ends before the first sample): the clients count from then on.
-            let mut until = next.min(start + total);
-            if warming {
-                until = until.min(start + warmup);
-            }
-            let now = Instant::now();
-            if until > now {
-                std::thread::sleep(until - now);
-            }
-            let now = Instant::now();
-            if warming && now >= start + warmup {
-                phase.store(MEASURE, Ordering::Relaxed);
-                cpu_start = process_cpu_seconds();
-                log_start = target.stats().log;
-                if now < next && now < start + total {
-                    continue;
-                }
-            }
-            let d = done.load(Ordering::Relaxed);
-            let last_sample = now >= start + total || failed_hard.load(Ordering::Relaxed);
-            if last_sample {
-                // The measured phase ends with the last sample, before the target's
-                // figures are gathered (which takes a while on a loaded machine, while the
-                // clients would go on counting).
-                phase.store(STOP, Ordering::Relaxed);
-            }
-            let secs = now.duration_since(last.1).as_secs_f64();
-            if secs > 0.0 {
-                let t = now.duration_since(start).as_secs_f64() - opts.warmup;
-                let s = target.stats();
-                let rss = s.resident.map_or_else(rss_bytes, |r| r.0);
-                max_rss_run = max_rss_run.max(rss);
-                timeseries.push(Sample {
-                    t: (t * 1000.0).round() / 1000.0,
-                    tps: (d - last.0) as f64 / secs,
-                    evicting: s.anticache.evictions > last_evictions,
-                    resident_bytes: rss,
-                    evicted_tuples: s.anticache.evicted_now,
-                    blocks_read: s.anticache.blocks_read,
-                });
-                last_evictions = s.anticache.evictions;
-            }
-            last = (d, now);
-            tick += 1;
-            if last_sample {
-                break;
-            }
-        }
-        cpu_end = process_cpu_seconds();
+        sample_run(target, opts, &phase, &done, &failed_hard, &mut measured);
+        measured.cpu_end = process_cpu_seconds();
         phase.store(STOP, Ordering::Relaxed);
         handles
             .into_iter()
@@ -352,13 +335,141 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             })
             .collect()
     })?;
+    Ok((results, measured))
+}
 
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
+/// Samples the run every second (throughput, resident memory, anti-cache activity) and
+/// switches the clients' `phase` on time: to the measured phase after the warm-up (noting
+/// the CPU and log figures then), to the end after the duration or when a client failed.
+fn sample_run(
+    target: &dyn YcsbTarget,
+    opts: &YcsbOptions,
+    phase: &AtomicU8,
+    done: &AtomicU64,
+    failed_hard: &AtomicBool,
+    m: &mut Measured,
+) {
+    let start = Instant::now();
+    let warmup = Duration::from_secs_f64(opts.warmup);
+    let total = warmup + Duration::from_secs_f64(opts.duration);
+    let mut last = (0u64, start);
+    let mut last_evictions = target.stats().anticache.evictions;
+    let mut tick = 1u64;
+    loop {
+        let next = start + Duration::from_secs(tick);
+        let warming = phase.load(Ordering::Relaxed) == WARMUP;
+        // While warming up, wake at its end too (a warm-up of 0 or of a fraction of a
+        // second ends before the first sample): the clients count from then on.
+        let mut until = next.min(start + total);
+        if warming {
+            until = until.min(start + warmup);
+        }
+        let now = Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+        let now = Instant::now();
+        if warming && now >= start + warmup {
+            phase.store(MEASURE, Ordering::Relaxed);
+            m.cpu_start = process_cpu_seconds();
+            m.log_start = target.stats().log;
+            if now < next && now < start + total {
+                continue;
+            }
+        }
+        let d = done.load(Ordering::Relaxed);
+        let last_sample = now >= start + total || failed_hard.load(Ordering::Relaxed);
+        if last_sample {
+            // The measured phase ends with the last sample, before the target's
+            // figures are gathered (which takes a while on a loaded machine, while the
+            // clients would go on counting).
+            phase.store(STOP, Ordering::Relaxed);
+        }
+        let secs = now.duration_since(last.1).as_secs_f64();
+        if secs > 0.0 {
+            let t = now.duration_since(start).as_secs_f64() - opts.warmup;
+            let s = target.stats();
+            let rss = s.resident.map_or_else(rss_bytes, |r| r.0);
+            m.max_rss = m.max_rss.max(rss);
+            m.timeseries.push(Sample {
+                t: (t * 1000.0).round() / 1000.0,
+                tps: (d - last.0) as f64 / secs,
+                evicting: s.anticache.evictions > last_evictions,
+                resident_bytes: rss,
+                evicted_tuples: s.anticache.evicted_now,
+                blocks_read: s.anticache.blocks_read,
+            });
+            last_evictions = s.anticache.evictions;
+        }
+        last = (d, now);
+        tick += 1;
+        if last_sample {
+            break;
+        }
+    }
+}
+
+/// The report of a run: the clients' results added up, the target's figures since the
+/// run began, memory, load, samples, CPU and the settings.
+fn report(
+    target: &dyn YcsbTarget,
+    opts: &YcsbOptions,
+    loaded: &Loaded,
+    results: Vec<ClientResult>,
+    m: Measured,
+) -> Report {
     let mut report = Report {
         benchmark: "ycsb".into(),
         target: target.name(),
         ..Report::default()
     };
+    let hist = add_results(&mut report, results);
+    report.throughput_tps = report.committed as f64 / opts.duration;
+    report.latency_us = crate::report::Latency::from_histogram(&hist);
+    let stats = target.stats();
+    report.restarts_evicted = stats.restarts_evicted;
+    report.command_log = match (m.log_start, stats.log) {
+        (Some(a), Some(b)) => Some(CommandLogReport::between(&a, &b, opts.duration)),
+        _ => None,
+    };
+    report.anticache = stats.anticache.since(&m.before);
+    report.anticache.block_reads_per_sec = report.anticache.blocks_read as f64 / opts.duration;
+    let (rss_before, rss_after, accounted) = (loaded.rss_before, loaded.rss_after, loaded.accounted);
+    report.memory = MemoryReport {
+        peak_rss_bytes: peak_resident(target),
+        rss_before_load_bytes: rss_before,
+        rss_after_load_bytes: rss_after,
+        accounted_after_load_bytes: accounted,
+        accounted_to_rss_growth: accounted as f64 / (rss_after.saturating_sub(rss_before).max(1)) as f64,
+        peak_rss_growth_bytes: peak_resident(target).saturating_sub(rss_before),
+        max_rss_growth_during_run_bytes: m.max_rss.saturating_sub(rss_before),
+        ..stats.memory
+    };
+    report.load = LoadReport {
+        records: opts.records,
+        seconds: loaded.seconds,
+        records_per_sec: opts.records as f64 / loaded.seconds.max(1e-9),
+    };
+    report.timeseries = m.timeseries;
+    let (user, system) = (m.cpu_end.0 - m.cpu_start.0, m.cpu_end.1 - m.cpu_start.1);
+    report.process_cpu = CpuReport {
+        user_seconds: user,
+        system_seconds: system,
+        cores: (user + system) / opts.duration,
+        us_per_txn: (user + system) * 1e6 / report.committed.max(1) as f64,
+    };
+    let mut settings = serde_json::to_value(opts).expect("serializable");
+    if let (Some(s), serde_json::Value::Object(extra)) = (settings.as_object_mut(), target.settings()) {
+        s.extend(extra);
+    }
+    report.settings = settings;
+    report
+}
+
+/// Adds the clients' counts and first errors (10 at most) to `report`; their latencies,
+/// merged.
+fn add_results(report: &mut Report, results: Vec<ClientResult>) -> Histogram<u64> {
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
     for r in results {
         hist.add(&r.hist).expect("same bounds");
         report.committed += r.committed;
@@ -373,45 +484,7 @@ pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> R
             }
         }
     }
-    report.throughput_tps = report.committed as f64 / opts.duration;
-    report.latency_us = crate::report::Latency::from_histogram(&hist);
-    let stats = target.stats();
-    report.restarts_evicted = stats.restarts_evicted;
-    report.command_log = match (log_start, stats.log) {
-        (Some(a), Some(b)) => Some(CommandLogReport::between(&a, &b, opts.duration)),
-        _ => None,
-    };
-    report.anticache = stats.anticache.since(&before_run);
-    report.anticache.block_reads_per_sec = report.anticache.blocks_read as f64 / opts.duration;
-    report.memory = MemoryReport {
-        peak_rss_bytes: peak_resident(),
-        rss_before_load_bytes: rss_before,
-        rss_after_load_bytes: rss_after,
-        accounted_after_load_bytes: accounted,
-        accounted_to_rss_growth: accounted as f64 / (rss_after.saturating_sub(rss_before).max(1)) as f64,
-        peak_rss_growth_bytes: peak_resident().saturating_sub(rss_before),
-        max_rss_growth_during_run_bytes: max_rss_run.saturating_sub(rss_before),
-        ..stats.memory
-    };
-    report.load = LoadReport {
-        records: opts.records,
-        seconds: load_secs,
-        records_per_sec: opts.records as f64 / load_secs.max(1e-9),
-    };
-    report.timeseries = timeseries;
-    let (user, system) = (cpu_end.0 - cpu_start.0, cpu_end.1 - cpu_start.1);
-    report.process_cpu = CpuReport {
-        user_seconds: user,
-        system_seconds: system,
-        cores: (user + system) / opts.duration,
-        us_per_txn: (user + system) * 1e6 / report.committed.max(1) as f64,
-    };
-    let mut settings = serde_json::to_value(opts).expect("serializable");
-    if let (Some(s), serde_json::Value::Object(extra)) = (settings.as_object_mut(), target.settings()) {
-        s.extend(extra);
-    }
-    report.settings = settings;
-    Ok(report)
+    hist
 }
 
 fn client_loop(

@@ -125,7 +125,7 @@ impl ColumnSource for DetachedSource<'_> {
 impl Deferred {
     /// Feeds one evicted tuple of the scan (`plan` is the statement's). `Break` when the
     /// result is complete (a LIMIT reached): the remaining tuples need not be read.
-    pub fn feed(&mut self, stmt: &crate::Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
+    pub fn feed(&mut self, stmt: &Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
         let Plan::Select(p) = stmt.plan() else {
             return Err(SqlError::Unsupported(
                 "a deferred scan of a statement that is not a query".into(),
@@ -162,7 +162,7 @@ impl Deferred {
     }
 
     /// The rest of the result once every tuple was fed.
-    pub fn finish(self, stmt: &crate::Prepared) -> Result<Rows> {
+    pub fn finish(self, stmt: &Prepared) -> Result<Rows> {
         let columns = stmt.columns();
         let Plan::Select(p) = stmt.plan() else {
             return Err(SqlError::Unsupported(

@@ -1,0 +1,301 @@
+//! Prepared statements: a statement planned once ([`prepare`]) with what its callers ask
+//! of it before running it (its kind, its parameter and result types, the tables it
+//! touches, where it must run). The executor runs it (`Prepared::execute`, defined with
+//! the executor so that this module never depends on it).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{DataType, TableId, Value};
+use sqlparser::ast::Statement;
+
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError};
+use crate::expr::{Cx, Expr};
+use crate::plan::{InsertSource, PartitionPick, Plan};
+use crate::rows::ColumnInfo;
+use crate::{ddl, limits, parse, plan};
+
+/// What kind of statement a prepared statement is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+}
+
+/// Where a statement must run, given its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// All rows it reads or writes are at this partition.
+    Single(u32),
+    /// Any one partition will do: it reads only replicated tables, or it inserts rows whose
+    /// partition key the table's sequence draws at the partition that runs it.
+    Any,
+    /// It needs every partition.
+    All,
+}
+
+/// A planned statement.
+pub struct Prepared {
+    pub sql: String,
+    plan: Plan,
+    param_types: Vec<Option<DataType>>,
+    columns: Arc<[ColumnInfo]>,
+    kind: StatementKind,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("sql", &self.sql)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+/// Plans one DML or query statement from text.
+pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
+    limits::with_stack_for(sql, || {
+        let stmt = parse::parse_statement(sql)?;
+        prepare_statement(catalog, &stmt, sql)
+    })
+}
+
+/// Plans one already-parsed DML or query statement.
+pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Result<Prepared> {
+    let (planned, kind) = match stmt {
+        Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
+        Statement::Insert(i) => (plan::plan_insert(catalog, i)?, StatementKind::Insert),
+        Statement::Update(u) => (plan::plan_update(catalog, u)?, StatementKind::Update),
+        Statement::Delete(d) => (plan::plan_delete(catalog, d)?, StatementKind::Delete),
+        other if ddl::is_ddl(other) => {
+            return Err(SqlError::Unsupported(
+                "DDL cannot be prepared as a statement; run it as DDL".into(),
+            ));
+        }
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "statement {}",
+                first_words(&other.to_string())
+            )));
+        }
+    };
+    Ok(Prepared {
+        sql: sql.to_string(),
+        plan: planned.plan,
+        param_types: planned.params,
+        columns: planned.columns.into(),
+        kind,
+    })
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
+
+impl Prepared {
+    pub fn kind(&self) -> StatementKind {
+        self.kind
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.kind == StatementKind::Select
+    }
+
+    /// The inferred type of each parameter (`None` where nothing constrains it).
+    pub fn param_types(&self) -> &[Option<DataType>] {
+        &self.param_types
+    }
+
+    /// The result columns (empty for DML without RETURNING).
+    pub fn columns(&self) -> &Arc<[ColumnInfo]> {
+        &self.columns
+    }
+
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The tables the statement reads or writes.
+    pub fn tables(&self) -> Vec<TableId> {
+        let mut v: Vec<TableId> = match &self.plan {
+            Plan::Select(s) => s.rels.iter().map(|r| r.schema.id).collect(),
+            Plan::Insert(i) => {
+                let mut v = vec![i.schema.id];
+                if let InsertSource::Select(s) = &i.source {
+                    v.extend(s.rels.iter().map(|r| r.schema.id));
+                }
+                v
+            }
+            Plan::Update(u) => vec![u.target.schema.id],
+            Plan::Delete(d) => vec![d.target.schema.id],
+        };
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Where the statement must run with these parameters among `partitions`.
+    pub fn route(&self, params: &[Value], partitions: u32) -> Route {
+        let params = match coerce_params(params, &self.param_types) {
+            Ok(p) => p,
+            Err(_) => return Route::All,
+        };
+        let cx = Cx::new(&params, 0);
+        let key_partition = |schema: &permafrost_storage::TableSchema, e: &Expr| -> Option<u32> {
+            let pc = schema.partition_column?;
+            if !e.is_row_independent() {
+                return None;
+            }
+            let ty = schema.columns[pc].ty;
+            let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
+            Some(partition_of(v.as_ref(), &ty, partitions))
+        };
+        let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick {
+            PartitionPick::Replicated => None,
+            PartitionPick::Key(e) => Some(key_partition(schema, e).map_or(Route::All, Route::Single)),
+            PartitionPick::All => Some(Route::All),
+        };
+        let combine = |routes: Vec<Route>, writes_replicated: bool| -> Route {
+            if writes_replicated {
+                return Route::All;
+            }
+            let mut single = None;
+            for r in routes {
+                match (r, single) {
+                    (Route::All, _) | (Route::Any, _) => return Route::All,
+                    (Route::Single(p), None) => single = Some(p),
+                    (Route::Single(p), Some(q)) if p != q => return Route::All,
+                    _ => {}
+                }
+            }
+            single.map_or(Route::Any, Route::Single)
+        };
+        match &self.plan {
+            Plan::Select(s) => combine(
+                s.rels.iter().filter_map(|r| pick_route(&r.schema, &r.pick)).collect(),
+                false,
+            ),
+            Plan::Update(u) => combine(
+                pick_route(&u.target.schema, &u.target.pick).into_iter().collect(),
+                u.target.schema.is_replicated(),
+            ),
+            Plan::Delete(d) => combine(
+                pick_route(&d.target.schema, &d.target.pick).into_iter().collect(),
+                d.target.schema.is_replicated(),
+            ),
+            Plan::Insert(i) => {
+                let Some(pc) = i.schema.partition_column else {
+                    return Route::All;
+                };
+                let InsertSource::Values(rows) = &i.source else {
+                    return Route::All;
+                };
+                let Some(pos) = i.targets[pc] else {
+                    // A partition key from the table's sequence is drawn at whichever
+                    // partition runs the insert; otherwise the key is missing (NULL).
+                    return if i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence) {
+                        Route::Any
+                    } else {
+                        Route::All
+                    };
+                };
+                combine(
+                    rows.iter()
+                        .map(|r| key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single))
+                        .collect(),
+                    false,
+                )
+            }
+        }
+    }
+}
+
+/// Converts parameters to the types inferred for them where the kinds differ.
+pub fn coerce_params<'p>(params: &'p [Value], types: &[Option<DataType>]) -> Result<Cow<'p, [Value]>> {
+    if params.len() != types.len() {
+        return Err(SqlError::ParamCount {
+            expected: types.len(),
+            got: params.len(),
+        });
+    }
+    let needs = |v: &Value, t: &DataType| match (v, t) {
+        (Value::Null, _) => false,
+        (Value::Text(_), DataType::Varchar(_)) => false,
+        (Value::Text(_), _) => true,
+        (Value::Int(_), DataType::Double | DataType::Decimal { .. }) => true,
+        _ => false,
+    };
+    if !params
+        .iter()
+        .zip(types)
+        .any(|(v, t)| t.as_ref().is_some_and(|t| needs(v, t)))
+    {
+        return Ok(Cow::Borrowed(params));
+    }
+    let mut out = Vec::with_capacity(params.len());
+    for (v, t) in params.iter().zip(types) {
+        out.push(match t {
+            Some(t) if needs(v, t) => v.clone().coerce_to(&match t {
+                // A text parameter compared with a VARCHAR(n) must not be length-checked.
+                DataType::Varchar(_) => DataType::Varchar(None),
+                other => *other,
+            })?,
+            _ => v.clone(),
+        });
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// Statements at and past the limits, through the whole front end on a test thread's
+/// default stack: each is planned or refused with 54001, never a stack overflow.
+#[cfg(test)]
+mod deep_statements {
+    use crate::catalog::Catalog;
+
+    fn chain(head: &str, term: &str, op: &str, n: usize) -> String {
+        let mut s = String::from(head);
+        for i in 0..n {
+            if i > 0 {
+                s.push_str(op);
+            }
+            s.push_str(term);
+        }
+        s
+    }
+
+    fn plan(sql: &str) -> Result<(), &'static str> {
+        super::prepare(&Catalog::new(), sql)
+            .map(|_| ())
+            .map_err(|e| e.sqlstate())
+    }
+
+    #[test]
+    fn long_plus_chains_run_up_to_the_depth_limit() {
+        assert_eq!(plan(&chain("SELECT ", "1", " + ", 1_200)), Ok(()));
+        assert_eq!(plan(&chain("SELECT ", "1", "+", 3_000)), Ok(()));
+        assert_eq!(plan(&chain("SELECT ", "1", " + ", 10_000)), Err("54001"));
+        assert_eq!(plan(&chain("SELECT ", "1", "+", 200_000)), Err("54001"));
+    }
+
+    #[test]
+    fn boolean_and_concatenation_chains_of_any_length_are_flattened() {
+        assert_eq!(plan(&chain("SELECT 1 WHERE ", "1 = 2", " OR ", 100_000)), Ok(()));
+        assert_eq!(plan(&chain("SELECT 1 WHERE ", "1 = 1", " AND ", 20_000)), Ok(()));
+        assert_eq!(plan(&chain("SELECT ", "'a'", " || ", 20_000)), Ok(()));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let n = 5_000;
+        let sql = format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(plan(&sql), Err("54001"));
+        let sql = format!("SELECT {}1", "- ".repeat(n));
+        assert_eq!(plan(&sql), Err("54001"));
+        let sql = format!("SELECT 1{}", "::int".repeat(n));
+        assert_eq!(plan(&sql), Err("54001"));
+    }
+}
