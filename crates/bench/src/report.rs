@@ -62,6 +62,33 @@ pub struct AnticacheReport {
 }
 
 impl AnticacheReport {
+    /// The figures of the engine's counters (`s`, from the database or read back from a
+    /// server's samples with `DatabaseStats::from_samples`) and the tombstones' memory.
+    pub fn from_stats(s: &permafrost_executor::DatabaseStats, tombstone_bytes: u64) -> AnticacheReport {
+        AnticacheReport {
+            evicted_tuples: s.evicted_tuples,
+            evicted_bytes: s.evicted_bytes,
+            unevicted_tuples: s.unevicted_tuples,
+            blocks_written: s.blocks_written,
+            blocks_read: s.blocks_read,
+            evictions: s.evictions,
+            block_reads_per_sec: 0.0,
+            evicted_now: s.evicted_now,
+            blocks_live: s.blocks_live,
+            block_file_bytes: s.block_file_bytes,
+            directory_bytes: s.directory_bytes,
+            io_buffer_bytes: s.anticache_bytes.saturating_sub(s.directory_bytes),
+            evict_seconds: s.evict_seconds(),
+            merge_seconds: s.merge_seconds(),
+            compact_seconds: s.compact_seconds(),
+            bytes_per_evicted_tuple: if s.evicted_now > 0 {
+                (tombstone_bytes + s.directory_bytes) as f64 / s.evicted_now as f64
+            } else {
+                0.0
+            },
+        }
+    }
+
     /// The counters accumulated since `earlier` (gauges are kept as they are now).
     pub fn since(&self, earlier: &AnticacheReport) -> AnticacheReport {
         AnticacheReport {

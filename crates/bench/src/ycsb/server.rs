@@ -113,35 +113,14 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
     };
     let get = |name: &str, labels: &str| value(name, labels) as u64;
     let memory = |c: &str| get("permafrost_memory_bytes", &format!("component=\"{c}\""));
-    let seconds = |a: &str| value("permafrost_anticache_seconds_total", &format!("activity=\"{a}\""));
-    let evicted_now = get("permafrost_cold_tuples", "");
-    let directory = get("permafrost_anticache_directory_bytes", "");
     let resident = get("permafrost_process_resident_bytes", "");
+    // The engine's counters, read back as they are declared.
+    let mut engine = permafrost_executor::DatabaseStats::from_samples(value);
+    engine.anticache_bytes = memory("anticache");
     TargetStats {
-        restarts_evicted: get("permafrost_transaction_restarts_total", "reason=\"evicted\""),
+        restarts_evicted: engine.restarts_evicted,
         resident: (resident > 0).then(|| (resident, get("permafrost_process_peak_resident_bytes", ""))),
-        anticache: AnticacheReport {
-            evicted_tuples: get("permafrost_evicted_tuples_total", ""),
-            evicted_bytes: get("permafrost_evicted_bytes_total", ""),
-            unevicted_tuples: get("permafrost_unevicted_tuples_total", ""),
-            blocks_written: get("permafrost_blocks_written_total", ""),
-            blocks_read: get("permafrost_blocks_read_total", ""),
-            evictions: get("permafrost_evictions_total", ""),
-            block_reads_per_sec: 0.0,
-            evicted_now,
-            blocks_live: get("permafrost_blocks_live", ""),
-            block_file_bytes: get("permafrost_block_file_bytes", ""),
-            directory_bytes: directory,
-            io_buffer_bytes: memory("anticache").saturating_sub(directory),
-            evict_seconds: seconds("evict"),
-            merge_seconds: seconds("merge"),
-            compact_seconds: seconds("compact"),
-            bytes_per_evicted_tuple: if evicted_now > 0 {
-                (memory("tombstone") + directory) as f64 / evicted_now as f64
-            } else {
-                0.0
-            },
-        },
+        anticache: AnticacheReport::from_stats(&engine, memory("tombstone")),
         memory: MemoryReport {
             limit_bytes: get("permafrost_memory_limit_bytes", ""),
             tuple_bytes: memory("tuple"),
