@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use permafrost_executor::Database;
-pub use permafrost_executor::settings::{DbSettings, parse_cold_policy, parse_merge, parse_retrieval};
+pub use permafrost_executor::settings::DbSettings;
 
 use crate::BenchError;
 

@@ -4,6 +4,8 @@ use permafrost_bench::setup::Open;
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 
 use super::*;
+use crate::config::FileConfig;
+use crate::settings::{BenchEngine, Flags};
 
 #[derive(Subcommand)]
 pub(crate) enum Workload {
@@ -211,7 +213,7 @@ pub(crate) fn parse_size_arg(s: &str) -> Result<u64, String> {
 #[derive(Args, Debug)]
 pub(crate) struct CommonArgs {
     #[command(flatten)]
-    pub(crate) engine: EngineArgs,
+    pub(crate) engine: Flags<BenchEngine>,
     /// What to run against: embedded (in this process) or server=HOST:PORT (a running
     /// `permafrost serve`, over the PostgreSQL protocol; the engine flags then do not apply).
     #[arg(long, default_value = "embedded")]
@@ -280,7 +282,9 @@ impl CommonArgs {
                 ));
             }
         }
-        self.engine.settings(self.data_dir.clone(), "off")
+        let mut settings = self.engine.resolve(&FileConfig::default())?;
+        settings.data_dir = self.data_dir.clone();
+        Ok(settings)
     }
 }
 

@@ -10,12 +10,13 @@ mod bench_cmd;
 mod config;
 mod datadir;
 mod serve;
+mod settings;
 
 use bench_cmd::*;
 use serve::*;
 
 use permafrost_executor::parse_size;
-use permafrost_executor::settings::{self as setup, DbSettings};
+use permafrost_executor::settings::DbSettings;
 
 #[derive(Parser)]
 #[command(
