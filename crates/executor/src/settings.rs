@@ -17,10 +17,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::{
-    AntiCacheConfig, ColdPolicy, Config, Database, Error, LogConfig, LogMode, MergePolicy, Result, Retrieval,
-    SnapshotConfig,
-};
+use crate::config::{AntiCacheConfig, ColdPolicy, Config, LogConfig, LogMode, MergePolicy, Retrieval, SnapshotConfig};
+use crate::database::Database;
+use crate::error::{Error, Result};
 
 /// Declares a settings struct and its table of [`Setting`]s from one list of entries.
 ///
@@ -485,24 +484,24 @@ pub mod kind {
 
     choice!(
         /// The merge policy: `tuple` (with the default hole threshold) or `block`.
-        Merge: crate::MergePolicy, "tuple|block", "tuple or block", crate::MergePolicy::name, {
-            "tuple" => crate::MergePolicy::Tuple { hole_threshold: super::default_hole_threshold() },
-            "block" => crate::MergePolicy::Block,
+        Merge: crate::config::MergePolicy, "tuple|block", "tuple or block", crate::config::MergePolicy::name, {
+            "tuple" => crate::config::MergePolicy::Tuple { hole_threshold: super::default_hole_threshold() },
+            "block" => crate::config::MergePolicy::Block,
         }
     );
     choice!(
         /// How evicted data is retrieved.
-        Retrieval: crate::Retrieval, "abort-restart|synchronous", "abort-restart or synchronous",
-        crate::Retrieval::name, {
-            "abort-restart" => crate::Retrieval::AbortRestart,
-            "synchronous" => crate::Retrieval::Synchronous,
+        Retrieval: crate::config::Retrieval, "abort-restart|synchronous", "abort-restart or synchronous",
+        crate::config::Retrieval::name, {
+            "abort-restart" => crate::config::Retrieval::AbortRestart,
+            "synchronous" => crate::config::Retrieval::Synchronous,
         }
     );
     choice!(
         /// The cold-tuple policy.
-        ColdPolicy: crate::ColdPolicy, "lru|clock", "lru or clock", crate::ColdPolicy::name, {
-            "lru" => crate::ColdPolicy::Lru,
-            "clock" => crate::ColdPolicy::Clock,
+        ColdPolicy: crate::config::ColdPolicy, "lru|clock", "lru or clock", crate::config::ColdPolicy::name, {
+            "lru" => crate::config::ColdPolicy::Lru,
+            "clock" => crate::config::ColdPolicy::Clock,
         }
     );
 
@@ -510,14 +509,14 @@ pub mod kind {
     pub struct CommandLog;
 
     impl Kind for CommandLog {
-        type Value = crate::LogMode;
+        type Value = crate::config::LogMode;
         const VALUE_NAME: &'static str = "off|async|sync";
         const TOML: &'static [Toml] = &[Toml::String];
-        fn parse(text: &str) -> Result<crate::LogMode, String> {
+        fn parse(text: &str) -> Result<crate::config::LogMode, String> {
             text.parse()
                 .map_err(|_| format!("\"{text}\" (expected off, async or sync)"))
         }
-        fn show(value: &crate::LogMode) -> String {
+        fn show(value: &crate::config::LogMode) -> String {
             value.as_str().into()
         }
     }
