@@ -10,9 +10,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         1 => permafrost_durability::fuzzing::segment_header(rest),
         2 => permafrost_durability::fuzzing::snapshot_section(rest),
         3 => permafrost_durability::fuzzing::snapshot_file(rest),
-        4 => {
-            let _ = permafrost_server::schema_log::decode(rest);
-        }
+        4 => permafrost_server::fuzzing::schema_log(rest),
         5 => permafrost_anticache::fuzzing::block(rest),
         _ => permafrost_anticache::fuzzing::tuple(rest),
     }

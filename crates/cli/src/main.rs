@@ -8,7 +8,6 @@ use clap::{Args, Parser, Subcommand};
 mod allocator;
 mod bench_cmd;
 mod config;
-mod datadir;
 mod serve;
 mod settings;
 

@@ -1,11 +1,11 @@
 //! `permafrost serve`: its flags (the server's settings and the engine's, from their
 //! tables in `settings`) and running the server on a data directory.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use permafrost_executor::{Database, LogMode};
-use permafrost_server::{SchemaLog, ServerOptions};
+use permafrost_executor::datadir;
+use permafrost_executor::{Database, LogMode, RecoveryReport};
+use permafrost_server::ServerOptions;
 
 use super::*;
 use crate::config::FileConfig;
@@ -81,9 +81,9 @@ pub(crate) fn run_serve(args: ServeArgs) -> Result<(), String> {
             files.saturating_sub(64)
         );
     }
-    let mut serve = resolve(&args)?;
-    let (db, schema_log, statements) = open_data_dir(&serve.server, &mut serve.engine)?;
-    serve_clients(serve, db, schema_log, statements)
+    let serve = resolve(&args)?;
+    let (db, report) = open_data_dir(&serve.server, &serve.engine)?;
+    serve_clients(serve, db, &report)
 }
 
 /// The settings (flag, else environment, else config file, else default) and the
@@ -116,7 +116,6 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
         users,
         trust_remote: server.trust_remote,
         tls,
-        schema_log: None,
         metrics: None,
         max_connections: server.max_connections,
         authentication_timeout: server.authentication_timeout,
@@ -128,44 +127,33 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
     })
 }
 
-/// Locks the data directory, opens the database in it and brings back its contents (the
-/// command log's, else the schema log's); `engine` gets the directory's paths.
-fn open_data_dir(
-    server: &ServerSettings,
-    engine: &mut DbSettings,
-) -> Result<(Arc<Database>, SchemaLog, Vec<String>), String> {
+/// Opens the database in the data directory (`permafrost_executor::datadir::open`: the
+/// lock, the layout, recovery from the command log, else the schema log) and says what
+/// recovery did; a watchdog stops the server if the directory is taken from under it.
+fn open_data_dir(server: &ServerSettings, engine: &DbSettings) -> Result<(Arc<Database>, RecoveryReport), String> {
     let data_dir = &server.data_dir;
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("invalid setting data_dir: cannot create {}: {e}", data_dir.display()))?;
-    datadir::DataDirLock::acquire(data_dir)?.watch(std::time::Duration::from_secs(1));
-    engine.data_dir = Some(data_dir.join("anticache"));
-    engine.log_dir = Some(data_dir.join("commandlog"));
-    let logged = engine.command_log != LogMode::Off;
-    if logged {
-        engine.snapshot_dir = Some(data_dir.join("snapshots"));
+    let started = std::time::Instant::now();
+    let (db, report) = datadir::open(engine, data_dir, &mut |done, of| {
+        eprintln!("recovery: log replayed through LSN {done} of {of}")
+    })
+    .map_err(|e| format!("cannot open the database in {}: {e}", data_dir.display()))?;
+    if let Some(lock) = db.data_dir_lock() {
+        lock.watch(std::time::Duration::from_secs(1))
+            .map_err(|e| e.to_string())?;
     }
-    // The block files live in `anticache/anticache` under the data directory (the layout
-    // since the first release: keep it, existing data directories depend on it).
-    let blocks = engine.data_dir.as_ref().map(|d| d.join("anticache"));
-    let db = Arc::new(engine.open_in(blocks.as_deref()).map_err(|e| e.to_string())?);
-    let (schema_log, statements) = SchemaLog::open(data_dir).map_err(|e| e.to_string())?;
-    if logged {
-        recover(&db, data_dir, &statements)?;
+    if engine.command_log == LogMode::Off {
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
     } else {
-        load_without_log(&db, data_dir, &statements)?;
+        print_recovery(&report, started.elapsed().as_secs_f64());
     }
-    Ok((db, schema_log, statements))
+    Ok((Arc::new(db), report))
 }
 
-/// Recovery from the command log, which holds the schema changes with the data changes, in
-/// order (and from the schema log for a database created without a command log).
-fn recover(db: &Database, data_dir: &Path, statements: &[String]) -> Result<(), String> {
-    let started = std::time::Instant::now();
-    let report = db
-        .recover(Vec::new(), &mut |done, of| {
-            eprintln!("recovery: log replayed through LSN {done} of {of}")
-        })
-        .map_err(|e| format!("recovery from {} failed: {e}", data_dir.join("commandlog").display()))?;
+/// What recovery from the command log did, as prose and as the report's line (which the
+/// crash harness reads).
+fn print_recovery(report: &RecoveryReport, seconds: f64) {
     for w in &report.warnings {
         eprintln!("recovery: {w}");
     }
@@ -184,52 +172,20 @@ fn recover(db: &Database, data_dir: &Path, statements: &[String]) -> Result<(), 
     }
     if report.records > 0 {
         eprintln!(
-            "recovery: {} records ({} schema changes) replayed in {:.2}s",
-            report.records,
-            report.schema_changes,
-            started.elapsed().as_secs_f64()
+            "recovery: {} records ({} schema changes) replayed in {seconds:.2}s",
+            report.records, report.schema_changes,
         );
     }
-    // The same as data, for tools (the crash harness reads it).
     eprintln!("{}", report.to_line());
-    if report.records == 0 && report.snapshot.is_none() && !statements.is_empty() {
-        // A database created without a command log: its schema comes from the schema
-        // log (and goes into the command log from now on).
-        permafrost_server::replay_schema(db, statements).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-/// Without the command log: the schema from the schema log (and a warning if a command
-/// log is there, unread).
-fn load_without_log(db: &Database, data_dir: &Path, statements: &[String]) -> Result<(), String> {
-    let log_dir = data_dir.join("commandlog");
-    let has_log = std::fs::read_dir(&log_dir)
-        .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "log")))
-        .unwrap_or(false);
-    if has_log {
-        eprintln!(
-            "warning: command_log is off, so the command log in {} is not replayed: the rows it holds are not \
-             loaded (start with --command-log sync to recover them)",
-            log_dir.display()
-        );
-    }
-    permafrost_server::replay_schema(db, statements).map_err(|e| e.to_string())
 }
 
 /// Serves clients (and the metrics endpoint) until SIGINT or SIGTERM.
-fn serve_clients(
-    serve: Serve,
-    db: Arc<Database>,
-    schema_log: SchemaLog,
-    statements: Vec<String>,
-) -> Result<(), String> {
+fn serve_clients(serve: Serve, db: Arc<Database>, report: &RecoveryReport) -> Result<(), String> {
     let Serve {
         server,
         engine,
         mut options,
     } = serve;
-    let logged = engine.command_log != LogMode::Off;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("permafrost-net")
@@ -255,9 +211,7 @@ fn serve_clients(
                 .await;
             });
         }
-        print_banner(&server, &engine, &options, &db, &statements);
-        // With a command log the schema changes are in it.
-        options.schema_log = (!logged).then(|| Arc::new(schema_log));
+        print_banner(&server, &engine, &options, &db, report);
         options.metrics = Some(metrics);
         permafrost_server::serve_with(db.clone(), listener, options, shutdown_signal())
             .await
@@ -274,7 +228,7 @@ fn print_banner(
     engine: &DbSettings,
     options: &ServerOptions,
     db: &Database,
-    statements: &[String],
+    report: &RecoveryReport,
 ) {
     let data_dir = &server.data_dir;
     eprintln!(
@@ -295,10 +249,10 @@ fn print_banner(
     if let Some(a) = server.metrics_listen {
         eprintln!("metrics at http://{a}/metrics");
     }
-    if !statements.is_empty() {
+    if report.schema_log_changes > 0 {
         eprintln!(
             "schema: {} change(s) replayed from {}",
-            statements.len(),
+            report.schema_log_changes,
             data_dir.join("schema.log").display()
         );
     }

@@ -19,12 +19,14 @@ use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 
 use crate::config::Config;
 use crate::counters::{DatabaseStats, PartitionStats};
+use crate::datadir::DataDirLock;
 use crate::error::{Error, Result};
 use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{submit, submit_statement};
 use crate::partition::state::Partition;
 use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
+use crate::schema_log::SchemaLog;
 use crate::shared::Shared;
 use crate::snapshot::job::{Periodic, Snapshots};
 
@@ -38,6 +40,10 @@ pub(crate) struct Inner {
     /// The schema statements that built the current schema, in order (snapshots hold it).
     history: Mutex<Vec<String>>,
     pub(crate) snapshots: Snapshots,
+    /// The data directory's lock and schema log, once the database is opened in one
+    /// (datadir.rs): held until the database is dropped; every schema change from then on
+    /// is appended to the schema log.
+    data_dir: std::sync::OnceLock<(DataDirLock, SchemaLog)>,
 }
 
 impl Drop for Inner {
@@ -236,6 +242,7 @@ impl Database {
                 recover_through,
                 history: Mutex::new(Vec::new()),
                 snapshots: Snapshots::default(),
+                data_dir: std::sync::OnceLock::new(),
             }),
         };
         // Nothing to recover: snapshots may start at once (else `recover` allows them).
@@ -368,7 +375,7 @@ impl Database {
                 log,
             };
             self.run_mp_work(work, self.shared().all_partitions())?;
-            self.push_history(text);
+            self.push_history(text)?;
         }
         Ok(())
     }
@@ -400,7 +407,7 @@ impl Database {
         if log {
             self.log_schema(sql)?;
         }
-        self.push_history(sql);
+        self.push_history(sql)?;
         Ok(h)
     }
 
@@ -412,11 +419,29 @@ impl Database {
     }
 
     /// Remembers a schema statement that took effect (snapshots save the list; called under
-    /// the schema lock).
-    pub(crate) fn push_history(&self, sql: &str) {
+    /// the schema lock) and, once the database has a data directory, appends it to the
+    /// schema log. Fails if the change took effect but could not be recorded there.
+    pub(crate) fn push_history(&self, sql: &str) -> Result<()> {
         if let Ok(mut h) = self.inner.history.lock() {
             h.push(sql.to_string());
         }
+        match self.inner.data_dir.get() {
+            Some((_, log)) => log.append(sql).map_err(|e| Error::Log {
+                message: format!("the schema change took effect but could not be recorded: {e}"),
+                sqlstate: "58030",
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Keeps the data directory's lock and schema log with the database (datadir.rs).
+    pub(crate) fn attach_data_dir(&self, lock: DataDirLock, log: SchemaLog) {
+        let _ = self.inner.data_dir.set((lock, log));
+    }
+
+    /// The data directory's lock, if the database was opened in one.
+    pub fn data_dir_lock(&self) -> Option<&DataDirLock> {
+        self.inner.data_dir.get().map(|(l, _)| l)
     }
 
     /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
@@ -432,7 +457,7 @@ impl Database {
                 if log {
                     self.log_schema(sql)?;
                 }
-                self.push_history(sql);
+                self.push_history(sql)?;
                 Ok(true)
             }
             Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),

@@ -15,12 +15,14 @@
 pub mod config;
 mod counters;
 mod database;
+pub mod datadir;
 pub mod error;
 mod partition;
 pub mod procedure;
 mod recovery;
 mod reply;
 mod scan;
+pub mod schema_log;
 pub mod settings;
 mod shared;
 mod snapshot;

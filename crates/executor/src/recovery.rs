@@ -57,6 +57,10 @@ pub struct RecoveryReport {
     pub snapshot: Option<crate::snapshot::load::LoadReport>,
     /// Snapshots passed over (torn, corrupt), one message each.
     pub warnings: Vec<String>,
+    /// Schema changes applied from the schema log (a database that ran without a command
+    /// log, or runs without one).
+    #[serde(default)]
+    pub schema_log_changes: u64,
 }
 
 impl RecoveryReport {
@@ -89,6 +93,22 @@ impl Database {
     /// with CREATE PROCEDURE are in the log). `progress` is called now and then with
     /// (records replayed, last LSN to replay). Without a command log, or with an empty
     /// one, it just registers the procedures.
+    /// Applies schema statements as they were recorded in a schema log (schema_log.rs),
+    /// in order: tables, indexes and SQL procedures come back.
+    pub fn replay_schema(&self, statements: &[String]) -> Result<()> {
+        for (i, sql) in statements.iter().enumerate() {
+            let r = if permafrost_sql::script::is_create_procedure(sql) {
+                self.create_procedure(sql).map(|_| ())
+            } else if permafrost_sql::script::is_drop_procedure(sql) {
+                self.drop_procedure(sql).map(|_| ())
+            } else {
+                self.execute_ddl(sql)
+            };
+            r.map_err(|e| Error::Recovery(format!("replaying schema change {} ({sql}): {e}", i + 1)))?;
+        }
+        Ok(())
+    }
+
     pub fn recover(&self, procedures: Vec<ProcedureDef>, progress: &mut dyn FnMut(u64, u64)) -> Result<RecoveryReport> {
         let started = Instant::now();
         let mut report = RecoveryReport::default();

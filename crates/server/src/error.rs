@@ -16,12 +16,6 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Database(#[from] permafrost_executor::Error),
-    #[error("schema log: {message}")]
-    SchemaLog {
-        message: String,
-        #[source]
-        source: Option<std::io::Error>,
-    },
     #[error("TLS: {0}")]
     Tls(String),
     #[error("metrics endpoint: {0}")]

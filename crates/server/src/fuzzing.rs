@@ -69,7 +69,12 @@ pub fn copy_and_log(data: &[u8]) {
         let _ = parse_text_line(line, &text);
         let _ = parse_csv_record(line, &csv);
     }
-    let _ = crate::schema_log::decode(data);
+    schema_log(data);
+}
+
+/// The records of a schema log (`permafrost_executor::schema_log`).
+pub fn schema_log(data: &[u8]) {
+    let _ = permafrost_executor::schema_log::decode(data);
 }
 
 #[cfg(test)]

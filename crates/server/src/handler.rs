@@ -31,7 +31,6 @@ use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
 use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::respond::{respond, respond_copy_out, text_rows};
-use crate::schema_log::SchemaLog;
 use crate::session::{CancelToken, Cancels, Startup};
 use crate::types::decode_param;
 
@@ -72,49 +71,30 @@ pub struct Backend {
     parser: Arc<Parser>,
     cancels: Arc<Cancels>,
     metrics: Arc<ServerMetrics>,
-    schema_log: Option<Arc<SchemaLog>>,
 }
 
 impl Backend {
-    pub fn new(
-        db: Arc<Database>,
-        cancels: Arc<Cancels>,
-        metrics: Arc<ServerMetrics>,
-        schema_log: Option<Arc<SchemaLog>>,
-    ) -> Backend {
+    pub fn new(db: Arc<Database>, cancels: Arc<Cancels>, metrics: Arc<ServerMetrics>) -> Backend {
         Backend {
             parser: Arc::new(Parser { db: db.clone() }),
             db,
             cancels,
             metrics,
-            schema_log,
         }
     }
 
-    /// Runs a schema change off the I/O threads (it waits for every partition) and
-    /// records it in the schema log when it took effect.
+    /// Runs a schema change off the I/O threads (it waits for every partition); the
+    /// database records it in its schema log when it takes effect.
     async fn schema_change<T: Send + 'static>(
         &self,
         sql: &str,
         f: impl FnOnce(&Database, &str) -> permafrost_executor::Result<T> + Send + 'static,
     ) -> PgWireResult<T> {
         let db = self.db.clone();
-        let log = self.schema_log.clone();
         let text = sql.to_string();
-        tokio::task::spawn_blocking(move || {
-            let r = f(&db, &text).map_err(db_error)?;
-            if let Some(log) = log {
-                log.append(&text).map_err(|e| {
-                    client_error(
-                        "58030",
-                        format!("the schema change took effect but could not be logged: {e}"),
-                    )
-                })?;
-            }
-            Ok(r)
-        })
-        .await
-        .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
+        tokio::task::spawn_blocking(move || f(&db, &text).map_err(db_error))
+            .await
+            .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
     }
 
     async fn run(

@@ -6,8 +6,7 @@
 //! The protocol itself (start-up, simple and extended query, framing, TLS) is the pgwire
 //! crate's; this crate decides what each statement does ([`handler`]), who may connect
 //! ([`session`]), how values are typed on the wire ([`types`]), bulk loads ([`copy`]), the
-//! catalog lookups clients make ([`pgcatalog`]), the schema kept with the data
-//! ([`schema_log`]) and the figures it reports ([`metrics`]).
+//! catalog lookups clients make ([`pgcatalog`]) and the figures it reports ([`metrics`]).
 
 pub mod command;
 pub mod copy;
@@ -19,7 +18,6 @@ mod outputs;
 pub mod pgcatalog;
 pub mod pipeline;
 mod respond;
-pub mod schema_log;
 pub mod session;
 pub mod session_settings;
 pub mod types;
@@ -38,7 +36,6 @@ use tokio::net::TcpListener;
 pub use command::PG_VERSION;
 pub use error::{Result, ServerError};
 pub use metrics::ServerMetrics;
-pub use schema_log::SchemaLog;
 pub use session::User;
 
 /// Connections served at once unless configured otherwise.
@@ -58,8 +55,6 @@ pub struct ServerOptions {
     /// TLS for clients that ask for it (the SSL request); without it the server answers
     /// "no TLS" and the client continues in the clear or gives up, as it chooses.
     pub tls: Option<TlsAcceptor>,
-    /// Where schema changes are recorded (replay it with [`replay_schema`] first).
-    pub schema_log: Option<Arc<SchemaLog>>,
     /// The server's figures; a fresh set when `None`.
     pub metrics: Option<Arc<ServerMetrics>>,
     /// Connections served at once; the next is refused with 53300.
@@ -74,7 +69,6 @@ impl Default for ServerOptions {
             users: Vec::new(),
             trust_remote: false,
             tls: None,
-            schema_log: None,
             metrics: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             authentication_timeout: DEFAULT_AUTHENTICATION_TIMEOUT,
@@ -116,24 +110,6 @@ pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Replays the statements of a schema log into an empty database.
-pub fn replay_schema(db: &Database, statements: &[String]) -> Result<()> {
-    for (i, sql) in statements.iter().enumerate() {
-        let r = if permafrost_sql::script::is_create_procedure(sql) {
-            db.create_procedure(sql).map(|_| ())
-        } else if permafrost_sql::script::is_drop_procedure(sql) {
-            db.drop_procedure(sql).map(|_| ())
-        } else {
-            db.execute_ddl(sql)
-        };
-        r.map_err(|e| ServerError::SchemaLog {
-            message: format!("replaying schema change {} ({sql}): {e}", i + 1),
-            source: None,
-        })?;
-    }
-    Ok(())
-}
-
 /// Serves connections from `listener` until `shutdown` resolves; then stops accepting and
 /// returns (connections still open are closed when the runtime stops).
 pub async fn serve(db: Arc<Database>, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<()> {
@@ -157,7 +133,7 @@ pub async fn serve_with(
         session::Auth::scram(options.users)
     };
     let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
-    let backend = Arc::new(handler::Backend::new(db, cancels.clone(), metrics, options.schema_log));
+    let backend = Arc::new(handler::Backend::new(db, cancels.clone(), metrics));
     let handlers = Arc::new(handler::Handlers::new(backend, startup, cancels));
     let tls = options.tls.clone();
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));

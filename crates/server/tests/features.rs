@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::SinkExt;
 use permafrost_executor::{Config, Database};
-use permafrost_server::{SchemaLog, ServerOptions, User};
+use permafrost_server::{ServerOptions, User};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
@@ -259,48 +259,6 @@ async fn returning_if_exists_and_psql_catalog_lookups() {
     c.batch_execute("DROP TABLE IF EXISTS nothing_here; DROP TABLE accounts; DROP TABLE IF EXISTS accounts")
         .await
         .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_schema_log_brings_tables_and_procedures_back() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let (log, stmts) = SchemaLog::open(dir.path()).unwrap();
-        assert!(stmts.is_empty());
-        let options = ServerOptions {
-            schema_log: Some(Arc::new(log)),
-            ..Default::default()
-        };
-        let s = server_with(database(), options).await;
-        let c = connect(s.port, "").await.unwrap();
-        c.batch_execute(ACCOUNTS).await.unwrap();
-        c.batch_execute(
-            "CREATE INDEX accounts_owner ON accounts (owner);
-             CREATE TABLE gone (a INT);
-             DROP TABLE gone;
-             CREATE PROCEDURE owner_of(a BIGINT) PARTITION ON a AS $$ SELECT owner FROM accounts WHERE id = $1 $$",
-        )
-        .await
-        .unwrap();
-        // A statement that fails is not logged.
-        assert!(c.batch_execute("CREATE TABLE accounts (x INT)").await.is_err());
-    }
-    let (_log, stmts) = SchemaLog::open(dir.path()).unwrap();
-    assert_eq!(stmts.len(), 5, "{stmts:?}");
-    tokio::task::spawn_blocking(move || {
-        let db = database();
-        permafrost_server::replay_schema(&db, &stmts).unwrap();
-        let catalog = db.catalog();
-        let t = catalog.table("accounts").expect("table is back");
-        assert_eq!(t.indexes.len(), 2);
-        assert!(catalog.table("gone").is_none());
-        db.execute_sql("INSERT INTO accounts VALUES (7, 'g', 1)", vec![])
-            .unwrap();
-        let rows = db.call("owner_of", vec![permafrost_executor::Value::Int(7)]).unwrap();
-        assert_eq!(rows.len(), 1);
-    })
-    .await
-    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,9 @@
 //! The schema kept with the data: every schema change that took effect (CREATE/DROP
-//! TABLE/INDEX, CREATE/DROP PROCEDURE), in order, in `DATA_DIR/schema.log`; replayed at
-//! start so a server comes back with its tables, indexes and procedures. The format is in
-//! docs/format.md ("Schema log").
+//! TABLE/INDEX, CREATE/DROP PROCEDURE), in order, in `DATA_DIR/schema.log`. The database
+//! appends to it when a schema change takes effect (`Database::push_history`, where the
+//! executor records every schema change besides the command log's own order), and
+//! datadir.rs replays it at open when the command log holds no schema (a database that ran
+//! without a command log). The format is in docs/format.md ("Schema log").
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -10,7 +12,7 @@ use std::sync::Mutex;
 
 use permafrost_durability::codec::DecodeError;
 
-use crate::error::{Result, ServerError};
+use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"PFSCHEMA";
 const VERSION: u32 = 1;
@@ -24,20 +26,17 @@ pub struct SchemaLog {
     file: Mutex<File>,
 }
 
-fn io(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> ServerError {
+fn io(path: &Path, what: &str) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.display().to_string();
     let what = what.to_string();
-    move |source| ServerError::SchemaLog {
-        message: format!("{what} {path}"),
-        source: Some(source),
+    move |source| Error::Log {
+        message: format!("schema log: {what} {path}: {source}"),
+        sqlstate: "58030",
     }
 }
 
-fn corrupt(path: &Path, m: String) -> ServerError {
-    ServerError::SchemaLog {
-        message: format!("{}: {m}", path.display()),
-        source: None,
-    }
+fn corrupt(path: &Path, m: String) -> Error {
+    Error::Recovery(format!("schema log {}: {m}", path.display()))
 }
 
 /// Encodes one record.

@@ -1,0 +1,281 @@
+//! A database's data directory: its layout, its lock, and opening a database in it with
+//! recovery ([`open`]).
+//!
+//! The layout, under the directory given as `data_dir`: `permafrost.lock`; `schema.log`
+//! (schema_log.rs); `commandlog/` (the command log's segments); `snapshots/`; and the block
+//! files in `anticache/anticache/` (the layout since the first release: existing data
+//! directories depend on it).
+//!
+//! The data directory belongs to one server at a time. The database holds an exclusive POSIX record lock (`fcntl(F_SETLK)`) on
+//! `DATA_DIR/permafrost.lock` (which names its process id) for as long as it runs (a lock of
+//! the process: the snapshot writer it forks does not inherit it, so the lock never outlives
+//! the server), so a second server on the same directory stops at
+//! start with a clear error instead of writing over the first one's log, snapshots and
+//! block files. A lock cannot stop the other accident: the directory removed (or replaced)
+//! under a running server, which then keeps writing snapshots and log segments by path into
+//! whatever directory now has that name, possibly one a new server uses. So a watchdog
+//! thread checks every second that the lock file at the path is still the file locked; if
+//! it is not, the server stops at once (what is durable stays durable; nothing more is
+//! written there).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::LogMode;
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::recovery::RecoveryReport;
+use crate::schema_log::SchemaLog;
+use crate::settings::DbSettings;
+
+const LOCK_FILE: &str = "permafrost.lock";
+
+/// The held lock (released when the process ends).
+pub struct DataDirLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl DataDirLock {
+    /// Locks `dir` (which exists) for this process, or says which process has it.
+    pub fn acquire(dir: &Path) -> Result<DataDirLock> {
+        let config = |message: String| Error::Config {
+            setting: "data_dir",
+            message,
+        };
+        let path = dir.join(LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| config(format!("cannot open {}: {e}", path.display())))?;
+        // SAFETY: a zeroed flock struct is valid; fcntl on a descriptor we own.
+        let mut lk: libc::flock = unsafe { std::mem::zeroed() };
+        lk.l_type = libc::F_WRLCK as libc::c_short;
+        lk.l_whence = libc::SEEK_SET as libc::c_short;
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lk) } != 0 {
+            let e = std::io::Error::last_os_error();
+            let owner = std::fs::read_to_string(&path).unwrap_or_default();
+            let owner = owner.trim();
+            return Err(config(
+                if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EAGAIN)) {
+                    format!(
+                        "data directory {} is in use by another permafrost server{} (one server per data directory)",
+                        dir.display(),
+                        if owner.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (process {owner})")
+                        }
+                    )
+                } else {
+                    format!("cannot lock {}: {e}", path.display())
+                },
+            ));
+        }
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .and_then(|()| file.sync_all())
+            .map_err(|e| config(format!("cannot write {}: {e}", path.display())))?;
+        Ok(DataDirLock { file, path })
+    }
+
+    /// Whether the lock file at the path is still the one this process locked.
+    pub fn still_ours(&self) -> bool {
+        let (Ok(held), Ok(now)) = (self.file.metadata(), std::fs::metadata(&self.path)) else {
+            return false;
+        };
+        held.dev() == now.dev() && held.ino() == now.ino()
+    }
+
+    /// Starts the watchdog (a server's): every `every`, if the lock file was removed or
+    /// replaced, prints why and ends the process with status 70. It watches a second
+    /// descriptor of the locked file, so the lock stays with the database.
+    pub fn watch(&self, every: Duration) -> Result<()> {
+        let copy = DataDirLock {
+            file: self
+                .file
+                .try_clone()
+                .map_err(|e| Error::Internal(format!("cannot watch the lock file: {e}")))?,
+            path: self.path.clone(),
+        };
+        std::thread::Builder::new()
+            .name("datadir-watch".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    if !copy.still_ours() {
+                        eprintln!(
+                            "fatal: {} was removed or replaced while this server ran: the data directory is no \
+                         longer this server's; stopping at once so as to write nothing more into it",
+                            copy.path.display()
+                        );
+                        std::process::exit(70);
+                    }
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| Error::Internal(format!("cannot start the data directory watchdog: {e}")))
+    }
+}
+
+/// The data directory's layout.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub root: PathBuf,
+}
+
+impl Layout {
+    /// The anti-cache's directory (`DbSettings::data_dir`).
+    pub fn anticache(&self) -> PathBuf {
+        self.root.join("anticache")
+    }
+
+    /// The block files.
+    pub fn blocks(&self) -> PathBuf {
+        self.anticache().join("anticache")
+    }
+
+    pub fn command_log(&self) -> PathBuf {
+        self.root.join("commandlog")
+    }
+
+    pub fn snapshots(&self) -> PathBuf {
+        self.root.join("snapshots")
+    }
+}
+
+/// Opens the database in data directory `root` (created if missing) with `settings`: locks
+/// the directory, lays it out, opens the schema log, recovers (the newest snapshot, then
+/// the command log after it; with the command log off, the schema from the schema log
+/// alone) and attaches the schema log, so that every schema change from then on is
+/// recorded there. `progress` hears how far the log's replay got. Returns the database,
+/// which holds the lock until it is dropped, and what recovery did.
+pub fn open(
+    settings: &DbSettings,
+    root: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Database, RecoveryReport)> {
+    std::fs::create_dir_all(root).map_err(|e| Error::Config {
+        setting: "data_dir",
+        message: format!("cannot create {}: {e}", root.display()),
+    })?;
+    let lock = DataDirLock::acquire(root)?;
+    let layout = Layout {
+        root: root.to_path_buf(),
+    };
+    let mut settings = settings.clone();
+    settings.data_dir = Some(layout.anticache());
+    settings.log_dir = Some(layout.command_log());
+    let logged = settings.command_log != LogMode::Off;
+    if logged {
+        settings.snapshot_dir = Some(layout.snapshots());
+    }
+    let db = settings.open_in(Some(&layout.blocks()))?;
+    let (schema_log, statements) = SchemaLog::open(root)?;
+    let report = if logged {
+        let mut report = db.recover(Vec::new(), progress)?;
+        if report.records == 0 && report.snapshot.is_none() {
+            // A database that ran without a command log: its schema comes from the schema
+            // log (and goes into the command log from now on).
+            db.replay_schema(&statements)?;
+            report.schema_log_changes = statements.len() as u64;
+        }
+        report
+    } else {
+        let mut report = RecoveryReport::default();
+        let has_log = std::fs::read_dir(layout.command_log())
+            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "log")))
+            .unwrap_or(false);
+        if has_log {
+            report.warnings.push(format!(
+                "command_log is off, so the command log in {} is not replayed: the rows it holds are not loaded \
+                 (start with --command-log sync to recover them)",
+                layout.command_log().display()
+            ));
+        }
+        db.replay_schema(&statements)?;
+        report.schema_log_changes = statements.len() as u64;
+        report
+    };
+    db.attach_data_dir(lock, schema_log);
+    Ok((db, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_or_replaced_lock_file_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = DataDirLock::acquire(dir.path()).unwrap();
+        assert!(lock.still_ours());
+        // A second server being refused is checked in crates/cli/tests/restart.rs (record
+        // locks are per process).
+        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        assert!(!lock.still_ours());
+        std::fs::write(dir.path().join(LOCK_FILE), "1\n").unwrap();
+        assert!(!lock.still_ours(), "a new file at the same path is not ours");
+    }
+
+    fn settings(log: LogMode) -> DbSettings {
+        DbSettings {
+            partitions: Some(2),
+            anticache: false,
+            command_log: log,
+            ..DbSettings::default()
+        }
+    }
+
+    #[test]
+    fn schema_changes_come_back_from_the_schema_log_without_a_command_log() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (db, report) = open(&settings(LogMode::Off), dir.path(), &mut |_, _| {}).unwrap();
+            assert_eq!(report.schema_log_changes, 0);
+            db.execute_sql(
+                "CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner TEXT) WITH (partition_by = 'id')",
+                vec![],
+            )
+            .unwrap();
+            db.execute_sql("CREATE INDEX accounts_owner ON accounts (owner)", vec![])
+                .unwrap();
+            db.execute_sql("CREATE TABLE gone (a INT)", vec![]).unwrap();
+            db.execute_sql("DROP TABLE gone", vec![]).unwrap();
+            db.create_procedure(
+                "CREATE PROCEDURE owner_of(a BIGINT) PARTITION ON a AS $$ SELECT owner FROM accounts WHERE id = $1 $$",
+            )
+            .unwrap();
+            // A change that fails is not recorded.
+            assert!(db.execute_sql("CREATE TABLE accounts (x INT)", vec![]).is_err());
+        }
+        let (db, report) = open(&settings(LogMode::Off), dir.path(), &mut |_, _| {}).unwrap();
+        assert_eq!(report.schema_log_changes, 5);
+        let catalog = db.catalog();
+        assert_eq!(catalog.table("accounts").expect("the table is back").indexes.len(), 2);
+        assert!(catalog.table("gone").is_none());
+        db.execute_sql("INSERT INTO accounts VALUES (7, 'g')", vec![]).unwrap();
+        assert_eq!(db.call("owner_of", vec![crate::Value::Int(7)]).unwrap().len(), 1);
+        drop(db);
+        // With the command log on, the schema comes from the schema log once (the log holds
+        // nothing yet), then from the log; the schema log keeps every change either way.
+        {
+            let (db, report) = open(&settings(LogMode::Sync), dir.path(), &mut |_, _| {}).unwrap();
+            assert_eq!(report.schema_log_changes, 5);
+            db.execute_sql("CREATE TABLE later (a INT)", vec![]).unwrap();
+        }
+        let (db, report) = open(&settings(LogMode::Sync), dir.path(), &mut |_, _| {}).unwrap();
+        assert_eq!(report.schema_log_changes, 0, "{report:?}");
+        assert!(db.catalog().table("later").is_some());
+        drop(db);
+        let (db, _) = open(&settings(LogMode::Off), dir.path(), &mut |_, _| {}).unwrap();
+        assert!(db.catalog().table("later").is_some() && db.catalog().table("accounts").is_some());
+    }
+}
