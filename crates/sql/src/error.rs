@@ -111,3 +111,9 @@ impl SqlError {
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T> {
     Err(SqlError::Unsupported(what.into()))
 }
+
+impl From<permafrost_types::ValueError> for SqlError {
+    fn from(e: permafrost_types::ValueError) -> SqlError {
+        SqlError::Storage(e.into())
+    }
+}

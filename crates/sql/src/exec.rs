@@ -21,10 +21,8 @@ use std::sync::Arc;
 
 use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{
-    ColumnDefault, DataType, PartitionStore, Row, Savepoint, StorageError, Table, TableId, TableSchema, TupleRef,
-    Value, ValueRef,
-};
+use permafrost_storage::{ColumnDefault, PartitionStore, Row, Savepoint, Table, TableId, TableSchema, TupleRef};
+use permafrost_types::{DataType, Value, ValueError, ValueRef};
 use std::collections::{HashMap, HashSet};
 
 use crate::bind::AggFunc;
@@ -699,10 +697,10 @@ fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     value.ok_or_else(|| SqlError::Unsupported("a transaction that holds no partition".into()))
 }
 
-fn column_context(e: StorageError, column: &str) -> SqlError {
+fn column_context(e: ValueError, column: &str) -> SqlError {
     match e {
-        StorageError::TypeMismatch(m) => SqlError::Type(format!("column \"{column}\": {m}")),
-        other => SqlError::Storage(other),
+        ValueError::TypeMismatch(m) => SqlError::Type(format!("column \"{column}\": {m}")),
+        other => other.into(),
     }
 }
 

@@ -10,8 +10,8 @@
 
 use std::cmp::Ordering;
 
-use permafrost_storage::types::{sql_compare, total_compare};
-use permafrost_storage::{DataType, Decimal, StorageError, Value, ValueRef};
+use permafrost_storage::StorageError;
+use permafrost_types::{DataType, Decimal, Value, ValueError, ValueRef, sql_compare, total_compare};
 
 use crate::error::{Result, SqlError};
 
@@ -543,7 +543,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
 }
 
 fn overflow(ty: &str) -> SqlError {
-    SqlError::Storage(StorageError::NumericOutOfRange {
+    SqlError::from(ValueError::NumericOutOfRange {
         ty: ty.into(),
         detail: "integer overflow".into(),
     })
@@ -774,7 +774,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     if let Some(l) = len
                         && l < 0
                     {
-                        return Err(SqlError::Storage(StorageError::NumericOutOfRange {
+                        return Err(SqlError::from(ValueError::NumericOutOfRange {
                             ty: "substring".into(),
                             detail: "negative substring length not allowed".into(),
                         }));

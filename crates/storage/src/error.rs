@@ -17,23 +17,9 @@ pub enum StorageError {
     #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
     NotNullViolation { table: String, column: String },
 
-    #[error("value too long for type {ty} (got {len} characters)")]
-    StringTooLong { ty: String, len: usize },
-
-    #[error("value out of range for type {ty}: {detail}")]
-    NumericOutOfRange { ty: String, detail: String },
-
-    #[error("invalid input syntax for type {ty}: \"{input}\"")]
-    InvalidText { ty: String, input: String },
-
-    #[error("invalid input syntax for type timestamp: \"{input}\"")]
-    InvalidDatetime { input: String },
-
-    #[error("date/time field value out of range: \"{input}\" (timestamps run from 4714-11-24 BC to 294246-12-31)")]
-    DatetimeOutOfRange { input: String },
-
-    #[error("type mismatch: {0}")]
-    TypeMismatch(String),
+    /// A value that does not fit its type, or text that does not read as one.
+    #[error(transparent)]
+    Value(#[from] permafrost_types::ValueError),
 
     #[error("division by zero")]
     DivisionByZero,
@@ -77,12 +63,7 @@ impl StorageError {
         match self {
             StorageError::UniqueViolation { .. } => "23505",
             StorageError::NotNullViolation { .. } => "23502",
-            StorageError::StringTooLong { .. } => "22001",
-            StorageError::NumericOutOfRange { .. } => "22003",
-            StorageError::InvalidText { .. } => "22P02",
-            StorageError::InvalidDatetime { .. } => "22007",
-            StorageError::DatetimeOutOfRange { .. } => "22008",
-            StorageError::TypeMismatch(_) => "42804",
+            StorageError::Value(e) => e.sqlstate(),
             StorageError::DivisionByZero => "22012",
             StorageError::SequenceExhausted { .. } => "2200H",
             StorageError::MemoryLimit { .. } => "53200",

@@ -21,7 +21,7 @@
 use crate::error::{Result, StorageError};
 use crate::heap::HEADER_SIZE;
 use crate::schema::TableSchema;
-use crate::types::{DataType, ValueRef};
+use crate::types::{DataType, ValueError, ValueRef};
 use crate::varheap::{VarHandle, VarHeap};
 
 /// Declared VARCHAR lengths up to this many bytes are reserved inline.
@@ -253,10 +253,11 @@ impl TupleLayout {
             (Repr::Text { cap }, ValueRef::Text(s)) => self.write_var(slot, o, cap as usize, s.as_bytes(), var)?,
             (Repr::Bytes { cap }, ValueRef::Bytes(b)) => self.write_var(slot, o, cap as usize, b, var)?,
             (repr, v) => {
-                return Err(StorageError::TypeMismatch(format!(
+                return Err(ValueError::TypeMismatch(format!(
                     "cannot store a {} value in a {repr:?} column",
                     v.kind_name()
-                )));
+                ))
+                .into());
             }
         }
         Ok(())
@@ -267,7 +268,7 @@ impl TupleLayout {
             slot[o..o + 2].copy_from_slice(&(data.len() as u16).to_le_bytes());
             slot[o + 2..o + 2 + data.len()].copy_from_slice(data);
         } else {
-            let len = u32::try_from(data.len()).map_err(|_| StorageError::NumericOutOfRange {
+            let len = u32::try_from(data.len()).map_err(|_| ValueError::NumericOutOfRange {
                 ty: "text".into(),
                 detail: "value larger than 4 GiB".into(),
             })?;
@@ -393,10 +394,11 @@ impl TupleLayout {
 }
 
 fn range_err(ty: &str, i: i64) -> StorageError {
-    StorageError::NumericOutOfRange {
+    ValueError::NumericOutOfRange {
         ty: ty.into(),
         detail: i.to_string(),
     }
+    .into()
 }
 
 #[cfg(test)]

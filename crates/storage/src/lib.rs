@@ -24,16 +24,19 @@ pub mod schema;
 pub mod store;
 pub mod table;
 pub mod tombstone;
-pub mod types;
+/// The values and types ([`permafrost_types`]), under their former path.
+pub mod types {
+    pub use permafrost_types::*;
+}
 pub mod varheap;
 
 pub use access::{AccessTracker, LruChain};
 pub use error::{Result, StorageError};
 pub use index::{IndexKey, KeyBound, TupleRef};
 pub use memory::MemoryUsage;
-pub use rust_decimal::Decimal;
+pub use permafrost_types::Decimal;
+pub use permafrost_types::{DataType, Value, ValueError, ValueRef};
 pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
 pub use store::{PartitionStore, Savepoint};
 pub use table::{DetachedRow, Row, Table};
 pub use tombstone::Tombstone;
-pub use types::{DataType, Value, ValueRef};

@@ -7,14 +7,55 @@
 //! All integer types share the `Int(i64)` representation; the column type bounds what can be
 //! stored. Timestamps are microseconds since the Unix epoch, without time zone, as in
 //! PostgreSQL's `timestamp`.
+//!
+//! This crate is the values' semantics as SQL has them (comparison, hashing, coercion to a
+//! column's type, text forms in and out); the storage crate stores them and the SQL crate
+//! computes with them, both through this one definition.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use rust_decimal::Decimal;
+pub use rust_decimal::Decimal;
 
-use crate::error::{Result, StorageError};
+/// A value that does not fit a type, or text that does not read as one. Each maps to
+/// PostgreSQL's SQLSTATE ([`ValueError::sqlstate`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("value too long for type {ty} (got {len} characters)")]
+    StringTooLong { ty: String, len: usize },
+
+    #[error("value out of range for type {ty}: {detail}")]
+    NumericOutOfRange { ty: String, detail: String },
+
+    #[error("invalid input syntax for type {ty}: \"{input}\"")]
+    InvalidText { ty: String, input: String },
+
+    #[error("invalid input syntax for type timestamp: \"{input}\"")]
+    InvalidDatetime { input: String },
+
+    #[error("date/time field value out of range: \"{input}\" (timestamps run from 4714-11-24 BC to 294246-12-31)")]
+    DatetimeOutOfRange { input: String },
+
+    #[error("type mismatch: {0}")]
+    TypeMismatch(String),
+}
+
+impl ValueError {
+    /// PostgreSQL's SQLSTATE for it.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            ValueError::StringTooLong { .. } => "22001",
+            ValueError::NumericOutOfRange { .. } => "22003",
+            ValueError::InvalidText { .. } => "22P02",
+            ValueError::InvalidDatetime { .. } => "22007",
+            ValueError::DatetimeOutOfRange { .. } => "22008",
+            ValueError::TypeMismatch(_) => "42804",
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, ValueError>;
 
 /// Largest precision a `NUMERIC(p, s)` column accepts (what a 96-bit mantissa holds).
 pub const MAX_DECIMAL_PRECISION: u8 = 28;
@@ -279,7 +320,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-pub(crate) fn decimal_to_f64(d: Decimal) -> f64 {
+pub fn decimal_to_f64(d: Decimal) -> f64 {
     use rust_decimal::prelude::ToPrimitive;
     d.to_f64().unwrap_or(f64::NAN)
 }
@@ -620,15 +661,15 @@ pub fn parse_timestamp(input: &str) -> std::result::Result<i64, TimestampError> 
 // ---------------------------------------------------------------------------------------
 // Coercion to column types.
 
-fn out_of_range(ty: &DataType, detail: impl fmt::Display) -> StorageError {
-    StorageError::NumericOutOfRange {
+fn out_of_range(ty: &DataType, detail: impl fmt::Display) -> ValueError {
+    ValueError::NumericOutOfRange {
         ty: ty.sql_name(),
         detail: detail.to_string(),
     }
 }
 
-fn invalid_text(ty: &DataType, input: &str) -> StorageError {
-    StorageError::InvalidText {
+fn invalid_text(ty: &DataType, input: &str) -> ValueError {
+    ValueError::InvalidText {
         ty: ty.sql_name(),
         input: input.chars().take(64).collect(),
     }
@@ -708,7 +749,7 @@ fn check_text_len(ty: &DataType, s: &str) -> Result<()> {
         if s.len() > *n as usize {
             let chars = s.chars().count();
             if chars > *n as usize {
-                return Err(StorageError::StringTooLong {
+                return Err(ValueError::StringTooLong {
                     ty: ty.sql_name(),
                     len: chars,
                 });
@@ -745,7 +786,7 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
             Value::Text(s.into())
         }
         (v, ty) => {
-            return Err(StorageError::TypeMismatch(format!(
+            return Err(ValueError::TypeMismatch(format!(
                 "cannot convert {} value {} to {}",
                 v.as_ref().kind_name(),
                 v,
@@ -792,10 +833,10 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
             _ => return Err(invalid_text(ty, input)),
         }),
         T::Timestamp => Value::Timestamp(parse_timestamp(t).map_err(|e| match e {
-            TimestampError::Syntax => StorageError::InvalidDatetime {
+            TimestampError::Syntax => ValueError::InvalidDatetime {
                 input: input.chars().take(64).collect(),
             },
-            TimestampError::OutOfRange => StorageError::DatetimeOutOfRange {
+            TimestampError::OutOfRange => ValueError::DatetimeOutOfRange {
                 input: input.chars().take(64).collect(),
             },
         })?),
