@@ -30,6 +30,7 @@ pub mod merge;
 mod scan;
 pub mod store;
 
+use permafrost_io::Fs;
 use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
@@ -270,17 +271,20 @@ impl AntiCache {
     pub fn new(
         partition: u32,
         cfg: AntiCacheConfig,
+        fs: &dyn Fs,
         io: Arc<BlockIo>,
         read_done: ReadDone,
         write_done: WriteDone,
     ) -> Result<AntiCache> {
-        AntiCache::open_file(partition, cfg, false, io, read_done, write_done)
+        AntiCache::open_file(partition, cfg, fs, false, io, read_done, write_done)
     }
 
-    /// The partition's block file, truncated or (`keep`) as it is, under a fresh directory.
+    /// The partition's block file (opened through `fs`), truncated or (`keep`) as it is,
+    /// under a fresh directory.
     fn open_file(
         partition: u32,
         cfg: AntiCacheConfig,
+        fs: &dyn Fs,
         keep: bool,
         io: Arc<BlockIo>,
         read_done: ReadDone,
@@ -288,12 +292,11 @@ impl AntiCache {
     ) -> Result<AntiCache> {
         cfg.validate()?;
         let path = cfg.dir.join(format!("partition-{partition}.blocks"));
-        let store = if keep {
-            let file = file::DiskFile::open(&path).map_err(|e| AntiCacheError::io("open", &path, &e))?;
-            BlockStore::with_file(Arc::new(file), cfg.block_size)
-        } else {
-            BlockStore::create(&path, cfg.block_size)?
-        };
+        let what = if keep { "open" } else { "create" };
+        let file = fs
+            .block_file(&path, keep)
+            .map_err(|e| AntiCacheError::io(what, &path, &e))?;
+        let store = BlockStore::with_file(file, cfg.block_size);
         Ok(AntiCache::with_store(cfg, store, io, read_done, write_done))
     }
 
@@ -338,11 +341,12 @@ impl AntiCache {
     pub fn open_existing(
         partition: u32,
         cfg: AntiCacheConfig,
+        fs: &dyn Fs,
         io: Arc<BlockIo>,
         read_done: ReadDone,
         write_done: WriteDone,
     ) -> Result<AntiCache> {
-        AntiCache::open_file(partition, cfg, true, io, read_done, write_done)
+        AntiCache::open_file(partition, cfg, fs, true, io, read_done, write_done)
     }
 
     /// The directory (whole, or as a difference from snapshot `base`'s, which must have

@@ -26,14 +26,13 @@
 //! earlier one ([`BlockStore::delta_since`]): blocks never change once written, so which
 //! blocks were added and removed is all that changes.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use permafrost_storage::alloc::{BigVec, big_vec};
 
 use crate::buf::AlignedBuf;
 use crate::error::{AntiCacheError, Result};
-use crate::file::{BlockFile, DiskFile};
+use crate::file::BlockFile;
 
 /// What the directory knows about a block (8 bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,13 +126,8 @@ pub struct DirectoryDelta {
 }
 
 impl BlockStore {
-    /// Creates an empty store in file `path` (an existing file is truncated).
-    pub fn create(path: &Path, block_size: usize) -> Result<BlockStore> {
-        let file = DiskFile::create(path).map_err(|e| AntiCacheError::io("create", path, &e))?;
-        Ok(BlockStore::with_file(Arc::new(file), block_size))
-    }
-
-    /// A store over any [`BlockFile`] (tests use an in-memory one).
+    /// An empty store over a block file (opened through the I/O seam's `Fs::block_file`;
+    /// tests use an in-memory one).
     pub fn with_file(file: Arc<dyn BlockFile>, block_size: usize) -> BlockStore {
         let align = file.alignment().max(1);
         let slot_size = block_size.div_ceil(align) * align;

@@ -368,8 +368,10 @@ fn corrupted_block_is_an_error() {
 /// from the write buffers, nothing is lost, and evictions pause.
 #[test]
 fn a_full_disk_loses_nothing() {
-    use permafrost_anticache::file::FaultyFile;
-    let file = Arc::new(FaultyFile::new(MemFile::default()));
+    use permafrost_io::{FaultyFs, Fs};
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let file = fs.block_file(&dir.path().join("blocks"), false).unwrap();
     let mut store = PartitionStore::new(0);
     store
         .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
@@ -383,7 +385,7 @@ fn a_full_disk_loses_nothing() {
             .unwrap();
     }
     store.commit();
-    file.set_write_errno(libc::ENOSPC);
+    fs.set_space(0);
     let before = ac.block_store().stats.write_calls;
     let s = ac.evict(&mut store, 1 << 20, 0).unwrap();
     assert_eq!(s.tuples, 50);

@@ -23,7 +23,7 @@ use std::path::Path;
 use permafrost_executor::settings::{ENGINE_SETTINGS, Setting, Toml};
 use serde::Deserialize;
 
-use crate::settings::SERVER_SETTINGS;
+use crate::server_settings::SERVER_SETTINGS;
 
 /// A user who logs in with SCRAM-SHA-256.
 #[derive(Debug, Clone, Deserialize)]

@@ -9,6 +9,7 @@ mod allocator;
 mod bench_cmd;
 mod config;
 mod serve;
+mod server_settings;
 mod settings;
 
 use bench_cmd::*;

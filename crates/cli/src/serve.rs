@@ -138,8 +138,7 @@ fn open_data_dir(server: &ServerSettings, engine: &DbSettings) -> Result<(Arc<Da
     })
     .map_err(|e| format!("cannot open the database in {}: {e}", data_dir.display()))?;
     if let Some(lock) = db.data_dir_lock() {
-        lock.watch(std::time::Duration::from_secs(1))
-            .map_err(|e| e.to_string())?;
+        datadir::watch(lock, std::time::Duration::from_secs(1)).map_err(|e| e.to_string())?;
     }
     if engine.command_log == LogMode::Off {
         for w in &report.warnings {

@@ -4,94 +4,12 @@
 //! flag, else its environment variable, else the config file, else its default.
 
 use std::marker::PhantomData;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command, FromArgMatches};
-use permafrost_executor::declare_settings;
-use permafrost_executor::settings::{DbSettings, ENGINE_SETTINGS, Kind, Setting, Sources, Toml, kind};
+use permafrost_executor::settings::{DbSettings, ENGINE_SETTINGS, Setting, Sources};
 
 use crate::config::FileConfig;
-
-/// An address: `127.0.0.1:5433`.
-pub(crate) struct Addr;
-
-impl Kind for Addr {
-    type Value = SocketAddr;
-    const VALUE_NAME: &'static str = "ADDR";
-    const TOML: &'static [Toml] = &[Toml::String];
-    fn parse(text: &str) -> Result<SocketAddr, String> {
-        text.parse()
-            .map_err(|e| format!("\"{text}\" is not an address like 127.0.0.1:5433 ({e})"))
-    }
-    fn show(value: &SocketAddr) -> String {
-        value.to_string()
-    }
-}
-
-/// An address, or `off`: `None`.
-pub(crate) struct AddrOrOff;
-
-impl Kind for AddrOrOff {
-    type Value = Option<SocketAddr>;
-    const VALUE_NAME: &'static str = "ADDR|off";
-    const TOML: &'static [Toml] = &[Toml::String];
-    fn parse(text: &str) -> Result<Option<SocketAddr>, String> {
-        match text {
-            "off" => Ok(None),
-            a => Addr::parse(a).map(Some),
-        }
-    }
-    fn show(value: &Option<SocketAddr>) -> String {
-        value.as_ref().map_or_else(|| "off".into(), Addr::show)
-    }
-}
-
-fn max_connections_in_range(n: &usize) -> Result<(), String> {
-    if (1..=1_000_000).contains(n) {
-        Ok(())
-    } else {
-        Err(format!("{n} (allowed: 1 to 1000000)"))
-    }
-}
-
-fn authentication_timeout_in_range(d: &Duration) -> Result<(), String> {
-    if (Duration::from_secs(1)..=Duration::from_secs(600)).contains(d) {
-        Ok(())
-    } else {
-        Err(format!("{} (allowed: 1s to 10m)", kind::Duration::show(d)))
-    }
-}
-
-declare_settings! {
-    /// `permafrost serve`'s own settings (the engine's are [`DbSettings`]).
-    #[derive(Debug, Clone)]
-    pub(crate) struct ServerSettings {}
-
-    /// The server's settings, in the order the help lists them (before the engine's).
-    pub(crate) static SERVER_SETTINGS {
-        /// Address to listen on (other interfaces only when asked, e.g. 0.0.0.0:5433).
-        listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 5433)) => Addr;
-        /// Directory of the database's files.
-        data_dir: PathBuf = PathBuf::from("./permafrost-data") => kind::Path;
-        /// Address of the Prometheus endpoint (GET /metrics), or "off".
-        metrics_listen: Option<SocketAddr> = Some(SocketAddr::from(([127, 0, 0, 1], 9187))) => AddrOrOff;
-        /// TLS certificate chain (PEM); with --tls-key, clients may ask for TLS.
-        tls_cert: Option<PathBuf> = None => kind::Path, unset "none (no TLS)";
-        /// TLS private key (PEM).
-        tls_key: Option<PathBuf> = None => kind::Path, unset "none (no TLS)";
-        /// Without [[users]]: trust clients on other machines too (not only this one's).
-        trust_remote: bool = false => kind::Boolean, sources Sources::FileOnly;
-        /// Client connections served at once (1 to 1000000); one more is refused with
-        /// SQLSTATE 53300.
-        max_connections: usize = permafrost_server::DEFAULT_MAX_CONNECTIONS => kind::Number<usize>,
-            check max_connections_in_range;
-        /// How long a new connection has to log in before it is closed (1s to 10m).
-        authentication_timeout: Duration = permafrost_server::DEFAULT_AUTHENTICATION_TIMEOUT => kind::Duration,
-            check authentication_timeout_in_range;
-    }
-}
+pub(crate) use crate::server_settings::{SERVER_SETTINGS, ServerSettings};
 
 /// A group of settings as one command takes them: their table and their defaults there.
 pub(crate) trait Profile: 'static {

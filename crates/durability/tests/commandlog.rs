@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use permafrost_durability::fault::FaultyFs;
 use permafrost_durability::format::{
     FORMAT_VERSION, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record,
     preallocated_segment_header, segment_file_name, segment_header,
 };
 use permafrost_durability::{
-    CommandLog, Decimal, LogConfig, LogError, LogFs, LogMode, LogReader, Request, TxnRecord, Value, decode_record,
+    CommandLog, Decimal, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, Value, decode_record,
     encode_record,
 };
+use permafrost_io::{FaultyFs, Fs};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------
@@ -1182,7 +1182,7 @@ proptest! {
 /// The fault-injecting file system is usable by other crates' tests through the trait.
 #[test]
 fn faulty_fs_is_a_log_fs() {
-    fn takes(_: Arc<dyn LogFs>) {}
+    fn takes(_: Arc<dyn Fs>) {}
     takes(Arc::new(FaultyFs::new()));
 }
 
@@ -1569,7 +1569,7 @@ fn writes_into_a_preallocated_segment_fill_their_last_page_with_zeros_and_append
 
 /// Records of many sizes (so that batches end anywhere inside a page), appended from two
 /// threads into 1 MiB segments through `fs`; returns them by LSN.
-fn varied_records_through(fs: Arc<dyn LogFs>, dir: &Path, n: i64) -> Vec<TxnRecord> {
+fn varied_records_through(fs: Arc<dyn Fs>, dir: &Path, n: i64) -> Vec<TxnRecord> {
     let log = Arc::new(CommandLog::open_with(small_segments(dir), fs).unwrap());
     let written = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|s| {

@@ -19,7 +19,6 @@ use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 
 use crate::config::Config;
 use crate::counters::{DatabaseStats, PartitionStats};
-use crate::datadir::DataDirLock;
 use crate::error::{Error, Result};
 use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{submit, submit_statement};
@@ -43,7 +42,7 @@ pub(crate) struct Inner {
     /// The data directory's lock and schema log, once the database is opened in one
     /// (datadir.rs): held until the database is dropped; every schema change from then on
     /// is appended to the schema log.
-    data_dir: std::sync::OnceLock<(DataDirLock, SchemaLog)>,
+    data_dir: std::sync::OnceLock<(permafrost_io::DirLock, SchemaLog)>,
 }
 
 impl Drop for Inner {
@@ -140,12 +139,12 @@ impl Database {
     /// Opens an empty database with `config`. With the anti-cache on, each partition gets
     /// a fresh block file in the anti-cache directory.
     pub fn open(config: Config) -> Result<Database> {
-        Database::open_with_log_fs(config, Arc::new(permafrost_durability::RealFs))
+        Database::open_with_fs(config, Arc::new(permafrost_io::RealFs))
     }
 
-    /// [`Database::open`] with the command log's file I/O done through `fs` (tests inject
-    /// faults with [`permafrost_durability::fault::FaultyFs`]).
-    pub fn open_with_log_fs(config: Config, fs: Arc<dyn permafrost_durability::LogFs>) -> Result<Database> {
+    /// [`Database::open`] with the file I/O of the command log and the block files done
+    /// through `fs` (tests inject faults with [`permafrost_io::FaultyFs`]).
+    pub fn open_with_fs(config: Config, fs: Arc<dyn permafrost_io::Fs>) -> Result<Database> {
         let (db, parts) = Database::open_parts(config, fs)?;
         let mut threads = Vec::with_capacity(parts.len());
         for (i, (part, rx)) in parts.into_iter().enumerate() {
@@ -163,12 +162,9 @@ impl Database {
     }
 
     /// Opens a database whose partitions are returned, with their queues, instead of
-    /// started: [`Database::open_with_log_fs`] gives each a thread, the step harness
+    /// started: [`Database::open_with_fs`] gives each a thread, the step harness
     /// (stepper.rs) runs their messages one at a time.
-    pub(crate) fn open_parts(
-        config: Config,
-        fs: Arc<dyn permafrost_durability::LogFs>,
-    ) -> Result<(Database, Vec<Unstarted>)> {
+    pub(crate) fn open_parts(config: Config, fs: Arc<dyn permafrost_io::Fs>) -> Result<(Database, Vec<Unstarted>)> {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
@@ -198,7 +194,7 @@ impl Database {
                     } else {
                         AntiCache::new
                     };
-                    Some(open(i as u32, cfg.clone(), io.clone(), read_done, write_done)?)
+                    Some(open(i as u32, cfg.clone(), &*fs, io.clone(), read_done, write_done)?)
                 }
                 _ => None,
             });
@@ -435,12 +431,12 @@ impl Database {
     }
 
     /// Keeps the data directory's lock and schema log with the database (datadir.rs).
-    pub(crate) fn attach_data_dir(&self, lock: DataDirLock, log: SchemaLog) {
+    pub(crate) fn attach_data_dir(&self, lock: permafrost_io::DirLock, log: SchemaLog) {
         let _ = self.inner.data_dir.set((lock, log));
     }
 
     /// The data directory's lock, if the database was opened in one.
-    pub fn data_dir_lock(&self) -> Option<&DataDirLock> {
+    pub fn data_dir_lock(&self) -> Option<&permafrost_io::DirLock> {
         self.inner.data_dir.get().map(|(l, _)| l)
     }
 

@@ -307,7 +307,7 @@ pub mod kind {
         const VALUE_NAME: &'static str = "SIZE";
         const TOML: &'static [Toml] = &[Toml::Integer, Toml::String];
         fn parse(text: &str) -> Result<u64, String> {
-            crate::parse_size(text)
+            crate::config::parse_size(text)
         }
         fn show(value: &u64) -> String {
             for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {

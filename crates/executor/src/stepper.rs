@@ -232,8 +232,7 @@ impl Harness {
             .snapshots(SnapshotConfig::new(dir.path().join("snapshots")))
             .build()
             .expect("configuration");
-        let (db, parts) =
-            Database::open_parts(config, Arc::new(permafrost_durability::RealFs)).expect("database opens");
+        let (db, parts) = Database::open_parts(config, Arc::new(permafrost_io::RealFs)).expect("database opens");
         let (parts, queues): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
         let workers: Vec<Worker> = parts.into_iter().map(Worker::start).collect();
         let first: Vec<Report> = workers.iter().map(|w| w.done.recv().expect("worker starts")).collect();

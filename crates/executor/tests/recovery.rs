@@ -294,8 +294,8 @@ fn sync_writes_are_answered_only_once_their_records_are_durable() {
 #[test]
 fn a_failed_log_fails_the_answers_that_wait_for_it_then_refuses_writes_and_answers_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = permafrost_durability::fault::FaultyFs::new();
-    let db = Database::open_with_log_fs(config(dir.path(), false, 64 << 20), std::sync::Arc::new(fs.clone())).unwrap();
+    let fs = permafrost_io::FaultyFs::new();
+    let db = Database::open_with_fs(config(dir.path(), false, 64 << 20), std::sync::Arc::new(fs.clone())).unwrap();
     db.execute_sql("CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT)", vec![])
         .unwrap();
     let put = db

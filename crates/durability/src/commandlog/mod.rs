@@ -6,21 +6,19 @@
 //!   batching, `fdatasync` and rotation on the writer thread) and calls each record's
 //!   `done` callback when it is durable (sync mode) or at once (async, off).
 //! - [`LogReader`] reads the records back for recovery, checking every byte.
-//! - [`LogFs`] is the file I/O the writer performs, with [`fault::FaultyFs`] for tests
-//!   (torn writes, failed `fdatasync`, a full disk, a simulated power loss).
+//! - The writer's file I/O goes through the I/O seam (`permafrost_io::Fs`), with
+//!   `permafrost_io::FaultyFs` for tests (torn writes, failed `fdatasync`, a full disk, a
+//!   simulated power loss).
 
 mod config;
 mod error;
-pub mod fault;
 pub mod format;
-mod io;
 mod reader;
 mod record;
 mod writer;
 
 pub use config::{LogConfig, LogMode};
 pub use error::LogError;
-pub use io::{LogFile, LogFs, RealFs};
 pub use reader::LogReader;
 pub use record::{Request, TxnRecord, decode_record, encode_call, encode_record};
 pub use writer::{Chunk, CommandLog, DoneFn, LogStats, SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, sync_bucket_le};

@@ -32,7 +32,7 @@ impl Pending {
 pub(super) struct Writer {
     pub(super) shared: Arc<Shared>,
     pub(super) rx: Receiver<Msg>,
-    pub(super) file: Box<dyn LogFile>,
+    pub(super) file: Box<dyn FsFile>,
     /// Length of the segment being written.
     pub(super) offset: u64,
     /// The segment's bytes before this offset were dropped from the page cache.
@@ -62,7 +62,7 @@ pub(super) struct Writer {
     /// The callbacks of the batch being acknowledged (kept for its allocation).
     pub(super) dones: Vec<Done>,
     /// The next segment's file, being preallocated (or ready) on a helper thread.
-    pub(super) spare: Option<JoinHandle<io::Result<Box<dyn LogFile>>>>,
+    pub(super) spare: Option<JoinHandle<io::Result<Box<dyn FsFile>>>>,
 }
 
 impl Writer {
@@ -404,7 +404,7 @@ impl Writer {
 pub(super) fn start_aligned(buf: &mut Vec<u8>, reserve: usize, tail: &[u8]) -> usize {
     buf.clear();
     // The gap is less than an alignment.
-    buf.reserve(DIRECT_ALIGN + tail.len() + reserve);
+    buf.reserve(ALIGN + tail.len() + reserve);
     let gap = align_gap(buf.as_ptr());
     buf.resize(gap, 0);
     buf.extend_from_slice(tail);

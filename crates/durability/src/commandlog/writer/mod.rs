@@ -9,7 +9,7 @@
 //! journal on every sync, which doubled the writer's time per group commit (measured:
 //! 65 KiB write + `fdatasync` 39.5 µs of CPU and 103 µs of wall time into a preallocated
 //! file, 79 and 208 µs appending). The helper writes its zeros around the page cache where
-//! the file system allows ([`LogFile::write_zeros`]), a quarter MiB at a time, so that they
+//! the file system allows ([`FsFile::write_zeros`]), a quarter MiB at a time, so that they
 //! neither cost the CPUs a copy nor queue up in front of the group commits' writes.
 //!
 //! The group commits' writes into a preallocated segment go around the page cache too
@@ -19,9 +19,7 @@
 //! copies the batch into page-cache pages nor has them written back by `fdatasync`, which
 //! only has the device's cache to flush.
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::io::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,8 +35,8 @@ use super::format::{
     MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
     preallocated_segment_header, segment_file_name, segment_header,
 };
-use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs, align_gap};
 use super::reader::scan_tail;
+use permafrost_io::{ALIGN, DirLock, Fs, FsFile, LockError, RealFs, align_gap};
 
 mod group_commit;
 mod segments;
@@ -64,7 +62,7 @@ const SPARE_BUFFER_BYTES: usize = 1 << 20;
 /// partition's chunk of a busy pass does not grow through a series of reallocations.
 const FIRST_CHUNK_BYTES: usize = 256 << 10;
 /// Written and synced bytes of the segment are dropped from the page cache once this many
-/// have gathered (whole pages only; see [`LogFile::drop_cached`]).
+/// have gathered (whole pages only; see [`FsFile::drop_cached`]).
 const DROP_CACHED_BYTES: u64 = 256 << 10;
 /// Page size assumed for dropping cached pages (a larger real page only means that the
 /// last partial one of a range stays cached).
@@ -171,7 +169,7 @@ impl Counters {
 
 struct Shared {
     cfg: LogConfig,
-    fs: Arc<dyn LogFs>,
+    fs: Arc<dyn Fs>,
     queue: Mutex<Queue>,
     last_lsn: AtomicU64,
     failed: AtomicBool,
@@ -242,7 +240,7 @@ pub struct CommandLog {
     shared: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
     torn_tail: Option<(PathBuf, u64)>,
-    _lock: Option<File>,
+    _lock: Option<permafrost_io::DirLock>,
 }
 
 impl CommandLog {
@@ -255,8 +253,8 @@ impl CommandLog {
     }
 
     /// [`CommandLog::open`] doing its file I/O through `fs` (tests inject faults with
-    /// [`super::fault::FaultyFs`]).
-    pub fn open_with(cfg: LogConfig, fs: Arc<dyn LogFs>) -> Result<CommandLog> {
+    /// [`permafrost_io::FaultyFs`]).
+    pub fn open_with(cfg: LogConfig, fs: Arc<dyn Fs>) -> Result<CommandLog> {
         cfg.validate()?;
         let (tx, rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
         let mut shared = Shared {
@@ -672,16 +670,16 @@ mod tests {
             let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
             let mut buf = vec![0xEE; 10];
             let gap = start_aligned(&mut buf, data.len() + PAGE as usize, &tail);
-            assert!(gap < DIRECT_ALIGN);
+            assert!(gap < ALIGN);
             assert_eq!(align_gap(buf[gap..].as_ptr()), 0, "tail of {tail_len}");
             let p = buf.as_ptr();
             buf.extend_from_slice(&data);
             let end = buf.len() - gap;
-            buf.resize(buf.len() + (DIRECT_ALIGN - end % DIRECT_ALIGN) % DIRECT_ALIGN, 0);
+            buf.resize(buf.len() + (ALIGN - end % ALIGN) % ALIGN, 0);
             assert_eq!(buf.as_ptr(), p, "the records and padding fit the reservation");
             assert_eq!(&buf[gap..gap + tail_len], &tail[..]);
             assert_eq!(&buf[gap + tail_len..gap + tail_len + data.len()], &data[..]);
-            assert_eq!((buf.len() - gap) % DIRECT_ALIGN, 0);
+            assert_eq!((buf.len() - gap) % ALIGN, 0);
         }
     }
 }

@@ -3,29 +3,19 @@
 
 use super::*;
 
-/// Takes an exclusive `flock` on the directory's lock file: one writer per log.
-pub(super) fn lock_dir(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK_FILE);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(LogError::io(
+/// Takes the directory's lock (`permafrost_io::DirLock`): one writer per log.
+pub(super) fn lock_dir(dir: &Path) -> Result<DirLock> {
+    DirLock::acquire(&dir.join(LOCK_FILE)).map_err(|e| match e {
+        LockError::Busy { .. } => LogError::io(
             format!("the command log in {} is in use by another writer", dir.display()),
-            e,
-        ));
-    }
-    Ok(f)
+            std::io::Error::from_raw_os_error(libc::EWOULDBLOCK),
+        ),
+        LockError::Io { what, source } => LogError::io(what, source),
+    })
 }
 
 /// Removes segments that were being created when the process stopped (`*.log.tmp`).
-pub(super) fn remove_temporary_files(fs: &dyn LogFs, dir: &Path) -> Result<()> {
+pub(super) fn remove_temporary_files(fs: &dyn Fs, dir: &Path) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
     for entry in entries {
         let entry = entry.map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
@@ -39,7 +29,7 @@ pub(super) fn remove_temporary_files(fs: &dyn LogFs, dir: &Path) -> Result<()> {
 }
 
 /// Creates the (version 1) segment starting at `first_lsn`, empty but for its header.
-pub(super) fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn LogFile>, PathBuf)> {
+pub(super) fn create_segment(fs: &dyn Fs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn FsFile>, PathBuf)> {
     let tmp = dir.join(format!("{}.tmp", segment_file_name(first_lsn)));
     let file = fs
         .create(&tmp)
@@ -52,13 +42,13 @@ pub(super) fn create_segment(fs: &dyn LogFs, dir: &Path, first_lsn: u64) -> Resu
 /// synced, so that a segment file always has a complete header. On failure `tmp` is
 /// removed.
 pub(super) fn start_segment(
-    fs: &dyn LogFs,
+    fs: &dyn Fs,
     dir: &Path,
-    mut file: Box<dyn LogFile>,
+    mut file: Box<dyn FsFile>,
     tmp: &Path,
     header: [u8; SEGMENT_HEADER_LEN],
     first_lsn: u64,
-) -> Result<(Box<dyn LogFile>, PathBuf)> {
+) -> Result<(Box<dyn FsFile>, PathBuf)> {
     let path = dir.join(segment_file_name(first_lsn));
     let ctx = |what: &str| format!("cannot {what} {}", tmp.display());
     let written = file
@@ -80,7 +70,7 @@ pub(super) fn start_segment(
 
 /// Starts preallocating the next segment on a helper thread (None if no thread could be
 /// started: the next segment is then created empty).
-pub(super) fn start_preallocation(sh: &Arc<Shared>) -> Option<JoinHandle<io::Result<Box<dyn LogFile>>>> {
+pub(super) fn start_preallocation(sh: &Arc<Shared>) -> Option<JoinHandle<io::Result<Box<dyn FsFile>>>> {
     let (fs, dir, len) = (sh.fs.clone(), sh.cfg.dir.clone(), sh.cfg.segment_bytes);
     std::thread::Builder::new()
         .name("permafrost-log-prealloc".into())
@@ -96,7 +86,7 @@ pub(super) fn start_preallocation(sh: &Arc<Shared>) -> Option<JoinHandle<io::Res
 }
 
 /// Writes `path` full of zeros, `len` bytes, and syncs it (a leftover is replaced).
-pub(super) fn preallocate(fs: &dyn LogFs, path: &Path, len: u64) -> io::Result<Box<dyn LogFile>> {
+pub(super) fn preallocate(fs: &dyn Fs, path: &Path, len: u64) -> io::Result<Box<dyn FsFile>> {
     match fs.remove(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}

@@ -1,15 +1,26 @@
-//! The file operations the log writer performs, behind two small traits so that tests can
-//! inject faults (torn writes, failed `fdatasync`, a full disk): see [`super::fault`].
-//! Reading ([`super::LogReader`], the tail scan at open) uses `std::fs` directly.
+//! The files Permafrost writes, behind small traits so that tests can keep files in memory
+//! and inject faults (fault.rs): the file system ([`Fs`]: creating, opening, renaming,
+//! removing files, syncing directories, opening block files), a command-log segment
+//! ([`FsFile`]), and a block file ([`BlockFile`]: positioned vectored I/O, its descriptor
+//! for io_uring, its direct-I/O alignment). [`RealFs`] is the real file system.
+//!
+//! Block files ([`DiskFile`]) are opened with `O_DIRECT` so that evicted data does not sit
+//! in the OS page cache (it would then still occupy memory, only outside the budget); file
+//! systems without direct I/O (tmpfs) fall back to buffered I/O. Segment files are written
+//! through the page cache, and preallocated around it ([`FsFile::write_zeros`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::aligned::{ALIGN, align_gap};
+use crate::direct;
 
 /// One open segment file.
-pub trait LogFile: Send {
+pub trait FsFile: Send {
     /// Writes all of `buf` at `offset` (a short write is an error).
     fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// `fdatasync`: the file's data and size are durable when this returns Ok.
@@ -26,7 +37,7 @@ pub trait LogFile: Send {
     }
     /// Makes the file's later writes go around the page cache (`O_DIRECT`) or through it
     /// again; returns whether the file is direct now. Direct writes need their buffer's
-    /// address, their offset and their length to be multiples of [`DIRECT_ALIGN`] (else
+    /// address, their offset and their length to be multiples of [`ALIGN`] (else
     /// they fail with `EINVAL`). The default takes no direct writes (fault-injecting files
     /// in tests stay buffered).
     fn set_direct(&mut self, on: bool) -> bool {
@@ -50,37 +61,38 @@ fn write_zeros_from(from: u64, len: u64, mut write: impl FnMut(&[u8], u64) -> io
 /// Bytes per write when a file is filled with zeros. Written around the page cache (see
 /// [`RealFile::write_zeros`]), each such write holds the device for about 0.1 ms on a
 /// 2 GB/s disk, the longest a group commit's write waits behind one.
-pub(crate) const ZERO_PIECE: usize = 256 << 10;
-/// Alignment of the buffer, offsets and lengths of writes that bypass the page cache
-/// (a multiple of any logical block size in use).
-pub(crate) const DIRECT_ALIGN: usize = 4096;
-
-/// Bytes from `p` to the next address aligned for direct I/O (0 if `p` is aligned).
-pub(crate) fn align_gap(p: *const u8) -> usize {
-    (DIRECT_ALIGN - p.addr() % DIRECT_ALIGN) % DIRECT_ALIGN
-}
-
-/// Creating, opening, renaming and removing segment files.
-pub trait LogFs: Send + Sync {
+pub const ZERO_PIECE: usize = 256 << 10;
+/// Creating, opening, renaming and removing files.
+pub trait Fs: Send + Sync {
     /// Creates `path`, which must not exist, for writing.
-    fn create(&self, path: &Path) -> io::Result<Box<dyn LogFile>>;
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens an existing file for writing.
-    fn open(&self, path: &Path) -> io::Result<Box<dyn LogFile>>;
+    fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (created, renamed, removed files) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Opens `path` for blocks, created if missing (with its directory): as it is if
+    /// `keep` (the blocks a snapshot refers to), else truncated.
+    fn block_file(&self, path: &Path, keep: bool) -> io::Result<Arc<dyn BlockFile>> {
+        Ok(Arc::new(if keep {
+            DiskFile::open(path)?
+        } else {
+            DiskFile::create(path)?
+        }))
+    }
 }
 
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
 
-struct RealFile(File);
+/// A segment file of the real file system.
+pub struct RealFile(File);
 
-impl LogFile for RealFile {
+impl FsFile for RealFile {
     fn set_direct(&mut self, on: bool) -> bool {
-        if self.fcntl_direct(on) { on } else { !on }
+        if direct::set_direct(&self.0, on) { on } else { !on }
     }
 
     fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
@@ -96,12 +108,7 @@ impl LogFile for RealFile {
     }
 
     fn drop_cached(&mut self, offset: u64, len: u64) {
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-            return;
-        };
-        // SAFETY: advice on a descriptor we own; no memory is passed. Its result does not
-        // matter (the pages stay cached if the kernel declines).
-        unsafe { libc::posix_fadvise(self.0.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED) };
+        direct::drop_cached(&self.0, offset, len)
     }
 
     /// Writes the zeros around the page cache (`O_DIRECT`) where the file system allows,
@@ -118,38 +125,21 @@ impl LogFile for RealFile {
 }
 
 impl RealFile {
-    /// Sets or clears `O_DIRECT` on the descriptor; false if the file system refuses it.
-    fn fcntl_direct(&self, on: bool) -> bool {
-        let fd = self.0.as_raw_fd();
-        // SAFETY: fcntl on a descriptor we own; no memory is passed.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 {
-            return false;
-        }
-        let flags = if on {
-            flags | libc::O_DIRECT
-        } else {
-            flags & !libc::O_DIRECT
-        };
-        // SAFETY: as above.
-        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) == 0 }
-    }
-
-    /// Writes zeros over `[0, len)` rounded down to [`DIRECT_ALIGN`] with `O_DIRECT`, one
+    /// Writes zeros over `[0, len)` rounded down to [`ALIGN`] with `O_DIRECT`, one
     /// [`ZERO_PIECE`] per write; returns how many bytes it wrote (0 if the file system does
     /// not take direct writes: the caller writes them through the page cache).
     fn write_zeros_direct(&mut self, len: u64) -> io::Result<u64> {
-        let aligned = len / DIRECT_ALIGN as u64 * DIRECT_ALIGN as u64;
+        let aligned = len / ALIGN as u64 * ALIGN as u64;
         if aligned == 0 {
             return Ok(0);
         }
         // A piece of zeros at an aligned address inside a larger buffer.
-        let buf = vec![0u8; ZERO_PIECE + DIRECT_ALIGN];
+        let buf = vec![0u8; ZERO_PIECE + ALIGN];
         let skip = align_gap(buf.as_ptr());
         let Some(zeros) = buf.get(skip..skip + ZERO_PIECE) else {
             return Ok(0);
         };
-        if !self.fcntl_direct(true) {
+        if !direct::set_direct(&self.0, true) {
             return Ok(0);
         }
         let mut at = 0;
@@ -166,20 +156,20 @@ impl RealFile {
                 }
             }
         }
-        if !self.fcntl_direct(false) {
+        if !direct::set_direct(&self.0, false) {
             return Err(io::Error::other("cannot clear O_DIRECT after writing zeros"));
         }
         result.map(|()| at)
     }
 }
 
-impl LogFs for RealFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+impl Fs for RealFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let f = OpenOptions::new().write(true).create_new(true).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
 
-    fn open(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let f = OpenOptions::new().write(true).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
@@ -197,14 +187,164 @@ impl LogFs for RealFs {
     }
 }
 
+/// Positioned I/O on one file.
+pub trait BlockFile: Send + Sync {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes the buffers back to back starting at `offset`.
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()>;
+    fn sync(&self) -> io::Result<()>;
+    /// The descriptor, for asynchronous reads through io_uring (None: read with `read_at`).
+    fn raw_fd(&self) -> Option<RawFd>;
+    fn path(&self) -> &Path;
+    /// Alignment that offsets, lengths and buffers of I/O must respect.
+    fn alignment(&self) -> usize;
+    fn direct(&self) -> bool;
+}
+
+/// A block file on disk.
+pub struct DiskFile {
+    file: File,
+    path: PathBuf,
+    direct: bool,
+    alignment: usize,
+}
+
+impl DiskFile {
+    /// Creates (or truncates) `path` for blocks.
+    pub fn create(path: &Path) -> io::Result<DiskFile> {
+        DiskFile::open_with(path, true)
+    }
+
+    /// Opens `path` for blocks, keeping what it holds (created if missing): the blocks a
+    /// snapshot refers to.
+    pub fn open(path: &Path) -> io::Result<DiskFile> {
+        DiskFile::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, truncate: bool) -> io::Result<DiskFile> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let (file, direct) = direct::open_direct(path, truncate)?;
+        let alignment = if direct {
+            direct::dio_alignment(&file).unwrap_or(ALIGN)
+        } else {
+            1
+        };
+        Ok(DiskFile {
+            file,
+            path: path.to_path_buf(),
+            direct,
+            alignment,
+        })
+    }
+}
+
+impl BlockFile for DiskFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        direct::pwritev_all(&self.file, bufs, offset)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn raw_fd(&self) -> Option<RawFd> {
+        Some(self.file.as_raw_fd())
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    fn direct(&self) -> bool {
+        self.direct
+    }
+}
+
+/// Blocks kept in memory (tests).
+pub struct MemFile {
+    data: Mutex<Vec<u8>>,
+    path: PathBuf,
+}
+
+impl Default for MemFile {
+    fn default() -> Self {
+        MemFile {
+            data: Mutex::new(Vec::new()),
+            path: PathBuf::from("<memory>"),
+        }
+    }
+}
+
+impl MemFile {
+    /// Changes one stored byte (corruption tests).
+    pub fn flip_byte(&self, offset: u64) {
+        let mut d = self.data.lock().expect("not poisoned");
+        if let Some(b) = d.get_mut(offset as usize) {
+            *b ^= 0x5A;
+        }
+    }
+}
+
+impl BlockFile for MemFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let d = self.data.lock().map_err(|_| io::Error::other("poisoned"))?;
+        let src = d
+            .get(offset as usize..offset as usize + buf.len())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past end"))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let mut d = self.data.lock().map_err(|_| io::Error::other("poisoned"))?;
+        let mut at = offset as usize;
+        for b in bufs {
+            if d.len() < at + b.len() {
+                d.resize(at + b.len(), 0);
+            }
+            d[at..at + b.len()].copy_from_slice(b);
+            at += b.len();
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn raw_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn alignment(&self) -> usize {
+        512
+    }
+
+    fn direct(&self) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn is_direct(f: &RealFile) -> bool {
-        // SAFETY: fcntl on a descriptor we own.
-        let flags = unsafe { libc::fcntl(f.0.as_raw_fd(), libc::F_GETFL) };
-        flags & libc::O_DIRECT != 0
+        direct::is_direct(&f.0)
     }
 
     #[test]

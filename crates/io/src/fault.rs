@@ -1,7 +1,9 @@
-//! A [`LogFs`] over the real file system that injects faults, for tests (here and in the
-//! crates that use the log): a torn write (a prefix is written, then the call fails), failed
-//! `fdatasync`, a full disk (`ENOSPC` once a byte budget is spent, after writing what fits),
-//! and a simulated power loss that throws away every byte not yet synced.
+//! A [`Fs`] over the real file system that injects faults, for tests of the command log
+//! and of the anti-cache's block files alike: a torn write (a prefix is written, then the
+//! call fails), failed `fdatasync`, a full disk (`ENOSPC` once a byte budget is spent, after
+//! writing what fits: segment and block writes draw on the same budget), failed block
+//! writes and reads ([`FaultyFs::fail_block_writes`], [`FaultyFs::fail_block_reads`]), and
+//! a simulated power loss that throws away every byte of a segment not yet synced.
 //!
 //! It also keeps, per file, how many bytes were written and how long a prefix of them is
 //! synced, so that a test can check that nothing is acknowledged before it is durable. A
@@ -20,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::io::{DIRECT_ALIGN, LogFile, LogFs, RealFs};
+use crate::aligned::ALIGN;
+use crate::fs::{BlockFile, Fs, FsFile, RealFs};
+use std::os::unix::io::RawFd;
 
 #[derive(Debug, Default, Clone)]
 struct FileState {
@@ -54,6 +58,10 @@ struct State {
     /// anyway (a file system that takes the flag but not the writes).
     direct: bool,
     direct_refuses_writes: bool,
+    /// Block writes fail with this errno (0: they succeed).
+    block_write_errno: i32,
+    /// Block reads fail with EIO.
+    block_reads_fail: bool,
 }
 
 #[derive(Debug)]
@@ -99,6 +107,8 @@ impl FaultyFs {
                     frozen: false,
                     direct: false,
                     direct_refuses_writes: false,
+                    block_write_errno: 0,
+                    block_reads_fail: false,
                 }),
                 writes: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
@@ -133,7 +143,7 @@ impl FaultyFs {
         self.state().syncs_before_failure = None;
     }
 
-    /// Files may be made direct ([`LogFile::set_direct`]) from now on; `refuse_writes`:
+    /// Files may be made direct ([`FsFile::set_direct`]) from now on; `refuse_writes`:
     /// their direct writes then fail with `EINVAL` all the same.
     pub fn take_direct_writes(&self, refuse_writes: bool) {
         let mut s = self.state();
@@ -149,6 +159,16 @@ impl FaultyFs {
     /// Writes to files made direct refused for their alignment (a writer bug).
     pub fn misaligned_writes(&self) -> u64 {
         self.shared.misaligned_writes.load(Ordering::SeqCst)
+    }
+
+    /// Makes every block write fail with `errno` (0: they succeed again).
+    pub fn fail_block_writes(&self, errno: i32) {
+        self.state().block_write_errno = errno;
+    }
+
+    /// Makes every block read fail with EIO (or succeed again).
+    pub fn fail_block_reads(&self, fail: bool) {
+        self.state().block_reads_fail = fail;
     }
 
     /// Only `bytes` more bytes fit on the "disk": a write past them writes what fits and
@@ -231,7 +251,7 @@ impl FaultyFs {
         self.shared.failed_syncs.load(Ordering::SeqCst)
     }
 
-    /// Bytes given to [`LogFile::drop_cached`], and how many of them were not synced then.
+    /// Bytes given to [`FsFile::drop_cached`], and how many of them were not synced then.
     pub fn dropped_from_cache(&self) -> (u64, u64) {
         (
             self.shared.dropped.load(Ordering::SeqCst),
@@ -240,7 +260,7 @@ impl FaultyFs {
     }
 
     /// Starts tracking a file (of `len` durable bytes) opened at `path`.
-    fn track(&self, s: &mut State, inner: Box<dyn LogFile>, path: &Path, len: u64) -> Box<dyn LogFile> {
+    fn track(&self, s: &mut State, inner: Box<dyn FsFile>, path: &Path, len: u64) -> Box<dyn FsFile> {
         for f in s.files.iter_mut() {
             if f.path.as_deref() == Some(path) {
                 f.path = None;
@@ -264,7 +284,7 @@ impl FaultyFs {
 }
 
 struct FaultyFile {
-    inner: Box<dyn LogFile>,
+    inner: Box<dyn FsFile>,
     /// Index in `State::files`.
     id: usize,
     fs: FaultyFs,
@@ -289,15 +309,15 @@ fn repeated_prefix(path: Option<&Path>, new: &[u8], offset: u64) -> usize {
     old[..got].iter().zip(new).take_while(|(a, b)| a == b).count()
 }
 
-impl LogFile for FaultyFile {
+impl FsFile for FaultyFile {
     fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut s = self.fs.state();
         if s.frozen {
             return Err(eio());
         }
         if self.direct {
-            let aligned = |n: usize| n.is_multiple_of(DIRECT_ALIGN);
-            if !aligned(buf.as_ptr().addr()) || !aligned(buf.len()) || !(offset as usize).is_multiple_of(DIRECT_ALIGN) {
+            let aligned = |n: usize| n.is_multiple_of(ALIGN);
+            if !aligned(buf.as_ptr().addr()) || !aligned(buf.len()) || !(offset as usize).is_multiple_of(ALIGN) {
                 self.fs.shared.misaligned_writes.fetch_add(1, Ordering::SeqCst);
                 return Err(io::Error::from_raw_os_error(libc::EINVAL));
             }
@@ -393,8 +413,8 @@ impl LogFile for FaultyFile {
     }
 }
 
-impl LogFs for FaultyFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+impl Fs for FaultyFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let mut s = self.state();
         if s.frozen {
             return Err(eio());
@@ -403,7 +423,7 @@ impl LogFs for FaultyFs {
         Ok(self.track(&mut s, inner, path, 0))
     }
 
-    fn open(&self, path: &Path) -> io::Result<Box<dyn LogFile>> {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let mut s = self.state();
         if s.frozen {
             return Err(eio());
@@ -451,5 +471,78 @@ impl LogFs for FaultyFs {
             return Err(eio());
         }
         RealFs.sync_dir(dir)
+    }
+
+    fn block_file(&self, path: &Path, keep: bool) -> io::Result<Arc<dyn BlockFile>> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        let inner = RealFs.block_file(path, keep)?;
+        Ok(Arc::new(FaultyBlockFile {
+            inner,
+            fs: self.clone(),
+        }))
+    }
+}
+
+/// A block file of a [`FaultyFs`]: its writes draw on the disk's space and fail as told,
+/// its reads fail as told. It gives no descriptor, so block I/O takes the blocking path,
+/// where the faults are injected.
+struct FaultyBlockFile {
+    inner: Arc<dyn BlockFile>,
+    fs: FaultyFs,
+}
+
+impl BlockFile for FaultyBlockFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let s = self.fs.state();
+        if s.frozen || s.block_reads_fail {
+            return Err(eio());
+        }
+        drop(s);
+        self.inner.read_at(buf, offset)
+    }
+
+    fn write_at(&self, bufs: &[&[u8]], offset: u64) -> io::Result<()> {
+        let mut s = self.fs.state();
+        if s.frozen {
+            return Err(eio());
+        }
+        if s.block_write_errno != 0 {
+            return Err(io::Error::from_raw_os_error(s.block_write_errno));
+        }
+        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        if total > s.space {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        if s.space != u64::MAX {
+            s.space -= total;
+        }
+        drop(s);
+        self.fs.shared.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.write_at(bufs, offset)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        if self.fs.state().frozen {
+            return Err(eio());
+        }
+        self.inner.sync()
+    }
+
+    fn raw_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn alignment(&self) -> usize {
+        self.inner.alignment()
+    }
+
+    fn direct(&self) -> bool {
+        self.inner.direct()
     }
 }

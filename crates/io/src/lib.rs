@@ -1,0 +1,23 @@
+//! The one I/O seam for files: every file Permafrost writes goes through this crate.
+//!
+//! - [`aligned`]: buffers aligned for direct I/O ([`AlignedBuf`]) and the alignment every
+//!   direct write respects ([`ALIGN`]);
+//! - [`direct`]: opening files around the page cache, the device's alignment, vectored
+//!   positioned writes, page-cache advice;
+//! - [`fs`]: the file system ([`Fs`]) and the files the command log ([`FsFile`]) and the
+//!   anti-cache ([`BlockFile`]) write, real ([`RealFs`]) and in memory ([`MemFile`]);
+//! - [`fault`]: a file system that injects faults into both ([`FaultyFs`]), for tests;
+//! - [`lock`]: the lock that gives a directory to one process ([`DirLock`]).
+//!
+//! Every `unsafe` block of these is listed in UNSAFE.md.
+
+pub mod aligned;
+pub mod direct;
+pub mod fault;
+pub mod fs;
+pub mod lock;
+
+pub use aligned::{ALIGN, AlignedBuf, align_gap};
+pub use fault::FaultyFs;
+pub use fs::{BlockFile, DiskFile, Fs, FsFile, MemFile, RealFs};
+pub use lock::{DirLock, LockError};
