@@ -175,6 +175,47 @@ pub struct CpuReport {
     pub us_per_txn: f64,
 }
 
+/// CPU time and context switches of a server process so far (its `permafrost_process_*`
+/// figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerUsage {
+    pub cpu_seconds: f64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+/// What the server process spent during the measured run, per transaction: the figures an
+/// ordinary client's statement costs the server (CPU time, and context switches, each a
+/// thread going to sleep or being woken).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ServerCpuReport {
+    pub cpu_seconds: f64,
+    /// CPU seconds per second of the run (1.0 = one core busy).
+    pub cores: f64,
+    pub us_per_txn: f64,
+    pub context_switches_per_txn: f64,
+    pub voluntary_per_txn: f64,
+    pub involuntary_per_txn: f64,
+}
+
+impl ServerCpuReport {
+    /// Between two readings, over `committed` transactions in `seconds`.
+    pub fn between(a: &ServerUsage, b: &ServerUsage, committed: u64, seconds: f64) -> ServerCpuReport {
+        let n = committed.max(1) as f64;
+        let cpu = (b.cpu_seconds - a.cpu_seconds).max(0.0);
+        let vol = b.voluntary_switches.saturating_sub(a.voluntary_switches) as f64;
+        let invol = b.involuntary_switches.saturating_sub(a.involuntary_switches) as f64;
+        ServerCpuReport {
+            cpu_seconds: cpu,
+            cores: cpu / seconds.max(1e-9),
+            us_per_txn: cpu * 1e6 / n,
+            context_switches_per_txn: (vol + invol) / n,
+            voluntary_per_txn: vol / n,
+            involuntary_per_txn: invol / n,
+        }
+    }
+}
+
 /// A command log's counters so far (from `Database::log_stats`, or the server's
 /// `permafrost_commandlog_*` figures).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -278,6 +319,8 @@ pub struct Report {
     pub timeseries: Vec<Sample>,
     /// CPU used by the benchmark process while measuring.
     pub process_cpu: CpuReport,
+    /// CPU and context switches of the server process while measuring (server targets).
+    pub server_cpu: Option<ServerCpuReport>,
     pub command_log: Option<CommandLogReport>,
     pub settings: serde_json::Value,
     /// Errors seen (first few), for diagnosis.
@@ -287,6 +330,12 @@ pub struct Report {
 impl Report {
     pub fn summary(&self) -> String {
         let mut s = self.main_summary();
+        if let Some(c) = &self.server_cpu {
+            s.push_str(&format!(
+                "\nserver process: {:.2} cores, {:.1} us CPU and {:.2} context switches ({:.2} voluntary) per transaction",
+                c.cores, c.us_per_txn, c.context_switches_per_txn, c.voluntary_per_txn
+            ));
+        }
         if let Some(c) = &self.command_log {
             s.push_str(&format!(
                 "\ncommand log: {:.0} records/s, {:.0} group commits/s of {:.0} records ({:.1} KiB; {:.0} bytes per record), {:.0} us in fdatasync per group commit",

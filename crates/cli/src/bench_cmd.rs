@@ -221,8 +221,10 @@ pub(crate) struct CommonArgs {
     /// Client threads driving the load. Default: one per partition (embedded), 2 (server).
     #[arg(long)]
     pub(crate) clients: Option<usize>,
-    /// Server targets: connections in all, spread evenly over the client threads, each
-    /// client's --in-flight operations pipelined over its connections. Default: 8 per client.
+    /// Server targets: connections in all, spread evenly over the client threads; each
+    /// operation goes to the client's least busy connection, so with --in-flight no more
+    /// than a client's connections each has one statement at a time (as ordinary clients
+    /// do), and with more they pipeline. Default: 8 per client.
     #[arg(long)]
     pub(crate) connections: Option<usize>,
     /// Operations each client keeps in flight.

@@ -182,6 +182,8 @@ impl YcsbTarget for Embedded {
                 buffer_bytes: mem.buffer_bytes + s.anticache_bytes,
                 ..MemoryReport::default()
             },
+            // The engine runs in the benchmark's process: `process_cpu` is its cost.
+            server: None,
             log: self.db.log_stats().map(|l| LogCounters {
                 records: l.records,
                 bytes: l.bytes,

@@ -22,8 +22,8 @@ use serde::Serialize;
 use crate::BenchError;
 pub use crate::report::LogCounters;
 use crate::report::{
-    AnticacheReport, CommandLogReport, CpuReport, LoadReport, MemoryReport, Report, Sample, peak_rss_bytes,
-    process_cpu_seconds, rss_bytes,
+    AnticacheReport, CommandLogReport, CpuReport, LoadReport, MemoryReport, Report, Sample, ServerCpuReport,
+    ServerUsage, peak_rss_bytes, process_cpu_seconds, rss_bytes,
 };
 
 pub const FIELDS: usize = 10;
@@ -180,6 +180,8 @@ pub struct TargetStats {
     pub memory: MemoryReport,
     /// The command log's counters, when the target has one.
     pub log: Option<LogCounters>,
+    /// The server process's CPU time and context switches (server targets).
+    pub server: Option<ServerUsage>,
 }
 
 /// A system YCSB runs against.
@@ -294,6 +296,9 @@ struct Measured {
     cpu_end: (f64, f64),
     /// The command log's counters when the measured phase began.
     log_start: Option<LogCounters>,
+    /// The server process's usage when the measured phase began and ended.
+    server_start: Option<ServerUsage>,
+    server_end: Option<ServerUsage>,
 }
 
 /// Runs the clients through the warm-up and the measured phase, sampling every second, and
@@ -310,6 +315,8 @@ fn measure(target: &dyn YcsbTarget, opts: &YcsbOptions) -> Result<(Vec<ClientRes
         cpu_start: (0.0, 0.0),
         cpu_end: (0.0, 0.0),
         log_start: None,
+        server_start: None,
+        server_end: None,
     };
     let results: Vec<ClientResult> = std::thread::scope(|scope| -> Result<Vec<ClientResult>, BenchError> {
         let mut handles = Vec::new();
@@ -326,6 +333,7 @@ fn measure(target: &dyn YcsbTarget, opts: &YcsbOptions) -> Result<(Vec<ClientRes
         }
         sample_run(target, opts, &phase, &done, &failed_hard, &mut measured);
         measured.cpu_end = process_cpu_seconds();
+        measured.server_end = target.stats().server;
         phase.store(STOP, Ordering::Relaxed);
         handles
             .into_iter()
@@ -372,7 +380,9 @@ fn sample_run(
         if warming && now >= start + warmup {
             phase.store(MEASURE, Ordering::Relaxed);
             m.cpu_start = process_cpu_seconds();
-            m.log_start = target.stats().log;
+            let s = target.stats();
+            m.log_start = s.log;
+            m.server_start = s.server;
             if now < next && now < start + total {
                 continue;
             }
@@ -457,6 +467,10 @@ fn report(
         system_seconds: system,
         cores: (user + system) / opts.duration,
         us_per_txn: (user + system) * 1e6 / report.committed.max(1) as f64,
+    };
+    report.server_cpu = match (m.server_start, m.server_end) {
+        (Some(a), Some(b)) => Some(ServerCpuReport::between(&a, &b, report.committed, opts.duration)),
+        _ => None,
     };
     let mut settings = serde_json::to_value(opts).expect("serializable");
     if let (Some(s), serde_json::Value::Object(extra)) = (settings.as_object_mut(), target.settings()) {

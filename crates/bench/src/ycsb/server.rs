@@ -26,7 +26,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
 use crate::BenchError;
-use crate::report::{AnticacheReport, MemoryReport};
+use crate::report::{AnticacheReport, MemoryReport, ServerUsage};
 
 /// Rows per multi-row INSERT while loading.
 const LOAD_ROWS_PER_INSERT: u64 = 200;
@@ -121,6 +121,15 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
         restarts_evicted: engine.restarts_evicted,
         resident: (resident > 0).then(|| (resident, get("permafrost_process_peak_resident_bytes", ""))),
         anticache: AnticacheReport::from_stats(&engine, memory("tombstone")),
+        server: figures
+            .iter()
+            .any(|(n, _, _)| n == "permafrost_process_cpu_seconds_total")
+            .then(|| ServerUsage {
+                cpu_seconds: value("permafrost_process_cpu_seconds_total", "mode=\"user\"")
+                    + value("permafrost_process_cpu_seconds_total", "mode=\"system\""),
+                voluntary_switches: get("permafrost_process_context_switches_total", "kind=\"voluntary\""),
+                involuntary_switches: get("permafrost_process_context_switches_total", "kind=\"involuntary\""),
+            }),
         memory: MemoryReport {
             limit_bytes: get("permafrost_memory_limit_bytes", ""),
             tuple_bytes: memory("tuple"),
@@ -223,8 +232,9 @@ impl YcsbTarget for Server {
         Ok(Box::new(ServerClient {
             pending: FuturesUnordered::new(),
             run: run_op,
+            busy: vec![0; conns.len()],
             conns,
-            next: 0,
+            conn_of: Vec::new(),
             field_len: opts.field_len(),
             batch: (opts.in_flight / BATCH_DIVISOR).max(1),
             last_batch: usize::MAX,
@@ -264,7 +274,7 @@ impl YcsbTarget for Server {
         serde_json::json!({
             "target": format!("server={}", self.addr),
             "connections": self.connections,
-            "protocol": "postgres extended query, prepared statements, pipelined",
+            "protocol": "postgres extended query, prepared statements; each operation to the least busy connection (one at a time per connection when in_flight <= connections per client, else pipelined)",
             "client_runtime": "tokio current-thread runtime per client thread",
             "load_rows_per_insert": LOAD_ROWS_PER_INSERT,
             "load_connections": LOAD_CONNECTIONS,
@@ -510,8 +520,12 @@ struct ServerClient<F> {
     pending: FuturesUnordered<F>,
     run: RunOp<F>,
     conns: Vec<Conn>,
-    /// The connection the next operation goes to.
-    next: usize,
+    /// Statements in flight per connection, and the connection of each token in flight:
+    /// an operation goes to the least busy connection, so with as many operations in
+    /// flight as connections each connection has one at a time, as an ordinary client
+    /// (libpq, a driver, a pool) does; with more, the connections pipeline.
+    busy: Vec<u32>,
+    conn_of: Vec<usize>,
     field_len: usize,
     /// Completions `wait` aims to hand back at once, and how many the last call did.
     batch: usize,
@@ -522,11 +536,13 @@ struct ServerClient<F> {
 
 impl<F: Future<Output = Done> + Send> YcsbClient for ServerClient<F> {
     fn submit(&mut self, token: u64, op: Op) -> Result<(), BenchError> {
-        let c = &self.conns[self.next];
-        self.next += 1;
-        if self.next == self.conns.len() {
-            self.next = 0;
+        let i = (0..self.busy.len()).min_by_key(|&i| self.busy[i]).unwrap_or(0);
+        self.busy[i] += 1;
+        if self.conn_of.len() <= token as usize {
+            self.conn_of.resize(token as usize + 1, 0);
         }
+        self.conn_of[token as usize] = i;
+        let c = &self.conns[i];
         let (stmt, value) = match op {
             Op::Read { .. } => (c.read.clone(), String::new()),
             Op::Update { key, field, version } => {
@@ -553,18 +569,24 @@ impl<F: Future<Output = Done> + Send> YcsbClient for ServerClient<F> {
             std::thread::sleep(BATCH_SLEEP);
         }
         let pending = &mut self.pending;
+        let (busy, conn_of) = (&mut self.busy, &self.conn_of);
         let mut fatal = None;
         let before = out.len();
         // Until at least one completes, then everything that has completed, in one go.
         self.rt.block_on(std::future::poll_fn(|cx| {
             loop {
                 match pending.poll_next_unpin(cx) {
-                    Poll::Ready(Some((token, r))) => match r {
-                        Ok(o) => out.push((token, o)),
-                        Err(e) => {
-                            fatal.get_or_insert(e);
+                    Poll::Ready(Some((token, r))) => {
+                        if let Some(b) = conn_of.get(token as usize).and_then(|&c| busy.get_mut(c)) {
+                            *b = b.saturating_sub(1);
                         }
-                    },
+                        match r {
+                            Ok(o) => out.push((token, o)),
+                            Err(e) => {
+                                fatal.get_or_insert(e);
+                            }
+                        }
+                    }
                     Poll::Ready(None) => return Poll::Ready(()),
                     Poll::Pending => {
                         return if out.len() > before || fatal.is_some() {
@@ -620,6 +642,28 @@ mod tests {
         assert_eq!(s.memory.limit_bytes, 1024);
         assert_eq!(s.memory.tombstone_bytes, 60);
         assert_eq!(s.memory.buffer_bytes, 50);
+        assert_eq!(s.server, None, "an older server without process figures");
+        let mut figures = figures;
+        figures.extend([
+            f("permafrost_process_cpu_seconds_total", "mode=\"user\"", 2.0),
+            f("permafrost_process_cpu_seconds_total", "mode=\"system\"", 0.5),
+            f("permafrost_process_context_switches_total", "kind=\"voluntary\"", 900.0),
+            f(
+                "permafrost_process_context_switches_total",
+                "kind=\"involuntary\"",
+                100.0,
+            ),
+        ]);
+        let a = stats_from(&figures).server.expect("process figures");
+        assert_eq!(a.cpu_seconds, 2.5);
+        assert_eq!((a.voluntary_switches, a.involuntary_switches), (900, 100));
+        let b = ServerUsage {
+            cpu_seconds: 4.5,
+            voluntary_switches: 2900,
+            involuntary_switches: 100,
+        };
+        let r = crate::report::ServerCpuReport::between(&a, &b, 1000, 2.0);
+        assert_eq!((r.cores, r.us_per_txn, r.context_switches_per_txn), (1.0, 2000.0, 2.0));
     }
 
     #[test]

@@ -195,6 +195,24 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "Peak resident memory of the server process since it started (VmHWM).",
     ),
     m(
+        "permafrost_process_cpu_seconds_total",
+        Counter,
+        "mode",
+        "CPU time of the server process since it started, all threads: mode=\"user\" or \"system\".",
+    ),
+    m(
+        "permafrost_process_context_switches_total",
+        Counter,
+        "kind",
+        "Context switches of the server process's threads since it started: kind=\"voluntary\" (it waited) or \"involuntary\" (preempted).",
+    ),
+    m(
+        "permafrost_process_id",
+        Gauge,
+        "",
+        "The server's process id (for tools such as perf).",
+    ),
+    m(
         "permafrost_partitions",
         Gauge,
         "",

@@ -139,6 +139,14 @@ pub(crate) fn engine_rows(
     let (rss, peak) = process_resident();
     r.one("permafrost_process_resident_bytes", rss);
     r.one("permafrost_process_peak_resident_bytes", peak);
+    let u = process_usage();
+    let cpu = "permafrost_process_cpu_seconds_total";
+    r.add(cpu, &[("mode", "user")], u.user_seconds);
+    r.add(cpu, &[("mode", "system")], u.system_seconds);
+    let switches = "permafrost_process_context_switches_total";
+    r.add(switches, &[("kind", "voluntary")], u.voluntary_switches as f64);
+    r.add(switches, &[("kind", "involuntary")], u.involuntary_switches as f64);
+    r.one("permafrost_process_id", u64::from(std::process::id()));
     type Figure = fn(&TableStats) -> u64;
     let per_table: [(&str, Figure); 8] = [
         ("permafrost_table_hot_tuples", |t| t.hot_tuples),
@@ -191,6 +199,31 @@ pub(crate) fn engine_rows(
         );
     }
     r.0
+}
+
+/// CPU time and context switches of this process, all its threads (those that ended
+/// included), from `getrusage(RUSAGE_SELF)`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ProcessUsage {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+pub(crate) fn process_usage() -> ProcessUsage {
+    // SAFETY: getrusage writes only the struct it is given, which is valid zeroed.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return ProcessUsage::default();
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ProcessUsage {
+        user_seconds: secs(ru.ru_utime),
+        system_seconds: secs(ru.ru_stime),
+        voluntary_switches: ru.ru_nvcsw as u64,
+        involuntary_switches: ru.ru_nivcsw as u64,
+    }
 }
 
 /// Resident and peak resident bytes of this process (VmRSS, VmHWM); zeros where /proc
