@@ -116,6 +116,9 @@ engine_counters! {
     /// Multi-partition transactions this partition coordinated.
     mp_coordinated: Counter "permafrost_multi_partition_transactions_total" [""] * 1.0,
         "Multi-partition transactions coordinated (DDL included).";
+    /// Short single-partition calls run on their caller's thread (partition/cell.rs).
+    inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
+        "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
     /// Transactions waiting for evicted data now.
     parked: Gauge "permafrost_transactions_parked" [""] * 1.0,
         "Transactions waiting for evicted data to be fetched.";

@@ -20,8 +20,9 @@ use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
 use crate::config::Config;
 use crate::counters::{DatabaseStats, PartitionStats};
 use crate::error::{Error, Result};
-use crate::partition::msg::{Invocation, MpWork, Msg};
-use crate::partition::router::{submit, submit_statement};
+use crate::partition::cell::PartitionCell;
+use crate::partition::msg::{InlineRunner, Invocation, MpWork, Msg};
+use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::partition::state::Partition;
 use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
 use crate::reply::{Completion, Reply, Sink, StopFlag};
@@ -147,14 +148,18 @@ impl Database {
     pub fn open_with_fs(config: Config, fs: Arc<dyn permafrost_io::Fs>) -> Result<Database> {
         let (db, parts) = Database::open_parts(config, fs)?;
         let mut threads = Vec::with_capacity(parts.len());
+        let mut runners: Vec<Arc<dyn InlineRunner>> = Vec::with_capacity(parts.len());
         for (i, (part, rx)) in parts.into_iter().enumerate() {
+            let cell = Arc::new(PartitionCell::new(part));
+            runners.push(cell.clone());
             let t = std::thread::Builder::new()
                 .name(format!("partition-{i}"))
                 .stack_size(permafrost_sql::limits::EXECUTION_STACK)
-                .spawn(move || part.run(rx))
+                .spawn(move || crate::partition::run::run(cell, rx))
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
+        let _ = db.shared().inline.set(runners);
         if let Ok(mut t) = db.inner.threads.lock() {
             *t = threads;
         }
@@ -210,6 +215,7 @@ impl Database {
         let shared = Arc::new(Shared {
             scan_holds,
             statement_pool,
+            inline: std::sync::OnceLock::new(),
             log,
             config,
             senders,
@@ -544,7 +550,7 @@ impl Database {
     }
 
     fn submit(&self, h: &ProcHandle, params: Vec<Value>, reply: Reply) -> Result<()> {
-        submit(self.shared(), &h.proc, params, reply, None).map(|_| ())
+        submit(self.shared(), &h.proc, params, reply, Dispatch::Queue).map(|_| ())
     }
 
     /// Calls a procedure and waits for its result.
@@ -584,8 +590,35 @@ impl Database {
         params: Vec<Value>,
         stop: StopFlag,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        self.call_stoppable_with(h, params, stop, Dispatch::Queue)
+    }
+
+    /// [`Database::call_handle_stoppable`] where `here` says the caller has no call of its
+    /// own in flight (an ordinary client's connection): a short single-partition call
+    /// (every statement a point access) then runs on the calling thread when its partition
+    /// is free, instead of being handed to the partition's thread and back
+    /// (partition/cell.rs). The future is then ready at once, or in sync mode once its
+    /// group commit is durable.
+    pub fn call_handle_here(
+        &self,
+        h: &ProcHandle,
+        params: Vec<Value>,
+        stop: StopFlag,
+        here: bool,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let dispatch = if here { Dispatch::Inline } else { Dispatch::Queue };
+        self.call_stoppable_with(h, params, stop, dispatch)
+    }
+
+    fn call_stoppable_with(
+        &self,
+        h: &ProcHandle,
+        params: Vec<Value>,
+        stop: StopFlag,
+        dispatch: Dispatch<'_>,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let submitted = self.submit(h, params, Reply::Stoppable(tx, stop));
+        let submitted = submit(self.shared(), &h.proc, params, Reply::Stoppable(tx, stop), dispatch).map(|_| ());
         async move {
             submitted?;
             rx.await.unwrap_or(Err(Error::Shutdown))
@@ -683,7 +716,33 @@ impl Database {
         params: Vec<Value>,
         stop: StopFlag,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let submitted = self.submit_ad_hoc_with(stmt, params, Some(stop));
+        self.execute_stoppable_with(stmt, params, stop, false)
+    }
+
+    /// [`Database::execute_ad_hoc_stoppable`] where `here` says the caller has no
+    /// statement of its own in flight (an ordinary client's connection): a point statement
+    /// (a read or write by exact key, a few rows of VALUES) at a single partition then runs
+    /// on the calling thread when its partition is free, instead of being handed to the
+    /// partition's thread and back (partition/cell.rs). The future is then ready at once,
+    /// or in sync mode once its group commit is durable.
+    pub fn execute_ad_hoc_here(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        stop: StopFlag,
+        here: bool,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        self.execute_stoppable_with(stmt, params, stop, here)
+    }
+
+    fn execute_stoppable_with(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        stop: StopFlag,
+        inline: bool,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let submitted = self.submit_ad_hoc_with(stmt, params, Some(stop), inline);
         async move {
             match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
@@ -693,7 +752,7 @@ impl Database {
     }
 
     fn submit_ad_hoc(&self, stmt: &AdHoc, params: Vec<Value>) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
-        self.submit_ad_hoc_with(stmt, params, None)
+        self.submit_ad_hoc_with(stmt, params, None, false)
     }
 
     fn submit_ad_hoc_with(
@@ -701,6 +760,7 @@ impl Database {
         stmt: &AdHoc,
         params: Vec<Value>,
         stop: Option<StopFlag>,
+        inline: bool,
     ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         let current = self.catalog();
         let proc = if Arc::ptr_eq(&current, &stmt.catalog) {
@@ -713,7 +773,7 @@ impl Database {
             Some(stop) => Reply::Stoppable(tx, stop),
             None => Reply::Oneshot(tx),
         };
-        submit_statement(self.shared(), proc, params, reply)?;
+        submit_statement(self.shared(), proc, params, reply, inline)?;
         Ok(rx)
     }
 
@@ -880,7 +940,13 @@ impl Session {
             sink: self.sink.clone(),
             token,
         };
-        let routed = submit(self.db.shared(), &h.proc, params, reply, Some(&mut self.buffers))?;
+        let routed = submit(
+            self.db.shared(),
+            &h.proc,
+            params,
+            reply,
+            Dispatch::Buffer(&mut self.buffers),
+        )?;
         self.in_flight += 1;
         if let Some(p) = routed
             && self.buffers[p as usize].len() >= self.batch

@@ -253,6 +253,12 @@ impl Procedure {
     }
 
     /// A one-statement procedure running an ad hoc statement, already planned.
+    /// Whether a call is short enough to run on its caller's thread: every statement is a
+    /// point access ([`Prepared::is_point`]).
+    pub(crate) fn is_short(&self) -> bool {
+        !self.statements.is_empty() && self.statements.iter().all(Prepared::is_point)
+    }
+
     pub(crate) fn ad_hoc(prepared: Prepared) -> Procedure {
         Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p))
     }

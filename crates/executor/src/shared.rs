@@ -9,7 +9,7 @@ use permafrost_storage::{AccessTracker, LruChain};
 
 use crate::config::Config;
 use crate::counters::PartitionStats;
-use crate::partition::msg::Msg;
+use crate::partition::msg::{InlineRunner, Invocation, Msg};
 use crate::procedure::SchemaState;
 
 /// State shared by the database handle and all partition executors.
@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     /// The memory running statements hold together ([`permafrost_sql::workmem`]); the
     /// partitions count it in the budget.
     pub statement_pool: Arc<permafrost_sql::workmem::MemoryPool>,
+    /// Per partition, what runs a short call on its caller's thread (partition/cell.rs);
+    /// unset when the partitions have no threads of their own (the step harness).
+    pub inline: std::sync::OnceLock<Vec<Arc<dyn InlineRunner>>>,
 }
 
 impl Shared {
@@ -39,6 +42,21 @@ impl Shared {
         usize::try_from(memory_limit / 2)
             .unwrap_or(usize::MAX)
             .max(crate::partition::txn::work_mem(memory_limit))
+    }
+
+    /// Runs `inv` at partition `p` on this thread if the partition is free and nothing is
+    /// queued there (which would go first); else gives it back, to be queued. Not with the
+    /// synchronous retrieval policy, whose block reads would block the caller's thread.
+    pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
+        let synchronous = self
+            .config
+            .anticache
+            .as_ref()
+            .is_some_and(|a| a.retrieval == permafrost_anticache::Retrieval::Synchronous);
+        match self.inline.get().and_then(|r| r.get(p as usize)) {
+            Some(r) if !synchronous && self.senders[p as usize].is_empty() => r.try_run(inv),
+            _ => Err(inv),
+        }
     }
 
     /// Each partition's share of the memory budget.

@@ -112,12 +112,15 @@ impl Backend {
 
     /// Submits a DML statement or a procedure call ([`Command::pipelines`]) to its
     /// partition(s) now and returns its result to come, for the connection's pipeline.
+    /// `here`: the connection has nothing else in flight, so a short statement may run on
+    /// this thread when its partition is free (`Database::execute_ad_hoc_here`).
     fn submit(
         &self,
         cmd: &Command,
         params: Vec<Value>,
         format: &Format,
         cancel: Option<CancelToken>,
+        here: bool,
     ) -> PgWireResult<PendingResult> {
         let started = Instant::now();
         let metrics = self.metrics.clone();
@@ -126,7 +129,7 @@ impl Backend {
         let fut: PendingResult = match cmd {
             Command::Dml(d) => {
                 let stop = StopFlag::new();
-                let fut = self.db.execute_ad_hoc_stoppable(&d.stmt, params, stop.clone());
+                let fut = self.db.execute_ad_hoc_here(&d.stmt, params, stop.clone(), here);
                 let d = d.clone();
                 Box::pin(async move {
                     // As in `run_inner`.
@@ -149,7 +152,7 @@ impl Backend {
                 let args = c.bind_args(&params)?;
                 // Stopped as a DML statement is (a cancel, the timeout, a client gone).
                 let stop = StopFlag::new();
-                let fut = self.db.call_handle_stoppable(h, args, stop.clone());
+                let fut = self.db.call_handle_here(h, args, stop.clone(), here);
                 let c = c.clone();
                 Box::pin(async move {
                     let rows = match &cancel {
@@ -247,7 +250,8 @@ impl Backend {
                 let args = c.bind_args(&params)?;
                 match &c.target {
                     CallTarget::Procedure(h) => {
-                        let (rows, _) = stoppable(|stop| self.db.call_handle_stoppable(h, args, stop), cancel).await?;
+                        // Nothing else of this connection is in flight.
+                        let (rows, _) = stoppable(|stop| self.db.call_handle_here(h, args, stop, true), cancel).await?;
                         respond(rows, &c.columns, None, format, None)
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
@@ -273,7 +277,8 @@ impl Backend {
         params: Vec<Value>,
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<(Rows, (StopFlag, Option<(CancelToken, Instant)>))> {
-        stoppable(|stop| self.db.execute_ad_hoc_stoppable(stmt, params, stop), cancel).await
+        // Nothing else of this connection is in flight: a point statement may run here.
+        stoppable(|stop| self.db.execute_ad_hoc_here(stmt, params, stop, true), cancel).await
     }
 
     async fn stats_response(&self, format: &Format) -> PgWireResult<Response> {
@@ -543,7 +548,8 @@ impl ExtendedQueryHandler for Backend {
         let params = decode_params(&portal, cmd)?;
         let cancel = self.cancel_token(client);
         if cmd.pipelines() {
-            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel)?);
+            let here = pipeline.is_empty();
+            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, here)?);
         } else {
             {
                 // Runs now: what is queued goes first.

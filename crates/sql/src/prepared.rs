@@ -119,6 +119,21 @@ impl Prepared {
         &self.plan
     }
 
+    /// Whether the statement touches a few rows found by exact key: every relation it reads
+    /// or changes is reached by equality on a unique index, or it inserts a few rows of
+    /// VALUES. Such a statement takes microseconds, so the executor may run it on the
+    /// caller's thread when its partition is idle.
+    pub fn is_point(&self) -> bool {
+        use crate::plan::{Access, RelPlan};
+        let point = |r: &RelPlan| matches!(&r.access, Access::IndexEq { index, .. } if r.schema.indexes.get(*index).is_some_and(|i| i.unique));
+        match &self.plan {
+            Plan::Select(s) => !s.rels.is_empty() && s.rels.iter().all(point),
+            Plan::Insert(i) => matches!(&i.source, InsertSource::Values(rows) if rows.len() <= 16),
+            Plan::Update(u) => point(&u.target),
+            Plan::Delete(d) => point(&d.target),
+        }
+    }
+
     /// The tables the statement reads or writes.
     pub fn tables(&self) -> Vec<TableId> {
         let mut v: Vec<TableId> = match &self.plan {

@@ -25,11 +25,12 @@
 //! multi-partition coordinator and participants; router.rs which partitions a call or a
 //! statement runs at and how it is queued.
 
+pub(crate) mod cell;
 mod mp;
 pub(crate) mod msg;
 mod parking;
 mod retrieval;
 pub(crate) mod router;
-mod run;
+pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod txn;

@@ -70,6 +70,12 @@ pub(crate) type Restore = Box<dyn FnOnce(&mut PartitionStore, Option<&mut AntiCa
 /// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
 pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
 
+/// Runs a short call inside a partition on the caller's thread when the partition is free
+/// (cell.rs); gives the call back when it is not.
+pub(crate) trait InlineRunner: Send + Sync {
+    fn try_run(&self, inv: Invocation) -> std::result::Result<(), Invocation>;
+}
+
 /// One call of a single-partition procedure.
 pub(crate) struct Invocation {
     pub proc: Arc<Procedure>,

@@ -52,14 +52,25 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
     }
 }
 
-/// Routes a call and queues it (in `buffers` if given, else straight to the partition);
-/// returns the partition of a single-partition call.
+/// How a call is handed to its partition.
+pub(crate) enum Dispatch<'a> {
+    /// Queued straight to the partition.
+    Queue,
+    /// Buffered per partition (a session's batches).
+    Buffer(&'a mut [Vec<Invocation>]),
+    /// Run on this thread if it is short and its partition is free (the caller has no
+    /// call of its own in flight), else queued.
+    Inline,
+}
+
+/// Routes a call and hands it over as `dispatch` says; returns the partition of a
+/// single-partition call.
 pub(crate) fn submit(
     shared: &Shared,
     proc: &Arc<Procedure>,
     params: Vec<Value>,
     reply: Reply,
-    buffers: Option<&mut [Vec<Invocation>]>,
+    dispatch: Dispatch<'_>,
 ) -> Result<Option<u32>> {
     let params = proc.coerce(params)?;
     match route(proc, &params, shared.config.partitions)? {
@@ -71,12 +82,20 @@ pub(crate) fn submit(
                 restarts: 0,
                 replay: None,
             };
-            match buffers {
-                Some(b) => b[p as usize].push(inv),
-                None => shared.senders[p as usize]
-                    .send(Msg::Batch(vec![inv]))
-                    .map_err(|_| Error::Shutdown)?,
-            }
+            let inv = match dispatch {
+                Dispatch::Buffer(b) => {
+                    b[p as usize].push(inv);
+                    return Ok(Some(p));
+                }
+                Dispatch::Inline if proc.is_short() => match shared.try_inline(p, inv) {
+                    Ok(()) => return Ok(Some(p)),
+                    Err(inv) => inv,
+                },
+                Dispatch::Inline | Dispatch::Queue => inv,
+            };
+            shared.senders[p as usize]
+                .send(Msg::Batch(vec![inv]))
+                .map_err(|_| Error::Shutdown)?;
             Ok(Some(p))
         }
         None => {
@@ -98,7 +117,16 @@ pub(crate) fn submit(
 /// Queues an ad hoc statement (a one-statement procedure) where its plan routes it: the
 /// partition its key pins, any partition (it reads only replicated tables, or inserts rows
 /// keyed by the table's sequence), or all of them.
-pub(crate) fn submit_statement(shared: &Shared, proc: Arc<Procedure>, params: Vec<Value>, reply: Reply) -> Result<()> {
+///
+/// With `inline` (the caller has no statement of its own in flight), a short statement runs
+/// on this thread when its partition is free ([`Shared::try_inline`]).
+pub(crate) fn submit_statement(
+    shared: &Shared,
+    proc: Arc<Procedure>,
+    params: Vec<Value>,
+    reply: Reply,
+    inline: bool,
+) -> Result<()> {
     let single = match proc.statements[0].route(&params, shared.config.partitions) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),
@@ -106,12 +134,20 @@ pub(crate) fn submit_statement(shared: &Shared, proc: Arc<Procedure>, params: Ve
     };
     match single {
         Some(p) => {
+            let short = inline && proc.is_short();
             let inv = Invocation {
                 proc,
                 params,
                 reply,
                 restarts: 0,
                 replay: None,
+            };
+            let inv = match short {
+                true => match shared.try_inline(p, inv) {
+                    Ok(()) => return Ok(()),
+                    Err(inv) => inv,
+                },
+                false => inv,
             };
             shared.senders[p as usize]
                 .send(Msg::Batch(vec![inv]))

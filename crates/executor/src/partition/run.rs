@@ -10,6 +10,7 @@ use crossbeam_channel::Receiver;
 use permafrost_sql::{Rows, SqlError};
 use permafrost_storage::PartitionStore;
 
+use super::cell::PartitionCell;
 use super::msg::{Answer, Invocation, LogWhat, Msg, Replayed};
 use super::parking::Waiter;
 use super::state::Partition;
@@ -29,59 +30,83 @@ const DURABLE_POLL: usize = 64;
 /// with early appends).
 const EARLY_APPEND: u64 = 128;
 
+/// The partition thread's loop: for each pass over its queue it takes the partition's
+/// token (cell.rs), waiting for a caller running a short call inline to finish. Returns when
+/// told to shut down, and then drops the partition.
+pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>) {
+    // Replayed calls held back (recovery): retried now and then, messages or not.
+    let mut stalled = false;
+    loop {
+        let msg = if !stalled {
+            match rx.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+                Ok(m) => m,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    let Some(mut p) = cell.lock() else { break };
+                    p.tick();
+                    p.check_memory(true);
+                    p.retry_stalled();
+                    p.flush_log();
+                    p.outbox.flush();
+                    stalled = !p.replay_stall.is_empty();
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        let Some(mut p) = cell.lock() else { break };
+        let go_on = p.pass(msg, &rx);
+        stalled = !p.replay_stall.is_empty();
+        if !go_on {
+            break;
+        }
+    }
+    if let Some(mut p) = cell.lock() {
+        p.flush_log();
+        p.outbox.flush();
+    }
+    drop(cell.take());
+}
+
 impl Partition {
-    /// The executor loop; returns when told to shut down.
-    pub(crate) fn run(mut self, rx: Receiver<Msg>) {
-        loop {
-            let msg = if self.replay_stall.is_empty() {
-                match rx.recv() {
-                    Ok(m) => m,
-                    Err(_) => break,
-                }
-            } else {
-                // Retry the held replay now and then, messages or not.
-                match rx.recv_timeout(std::time::Duration::from_millis(1)) {
-                    Ok(m) => m,
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                        self.tick();
-                        self.check_memory(true);
-                        self.retry_stalled();
-                        self.flush_log();
-                        self.outbox.flush();
-                        continue;
+    /// One pass: `first`, then what else is queued (up to 1,024 messages, to batch
+    /// completions), then the end of the pass. False once told to shut down.
+    fn pass(&mut self, first: Msg, rx: &Receiver<Msg>) -> bool {
+        if !self.handle(first) {
+            return false;
+        }
+        let mut go_on = true;
+        for i in 0..1024 {
+            match rx.try_recv() {
+                Ok(m) => {
+                    if !self.handle(m) {
+                        go_on = false;
+                        break;
                     }
-                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
                 }
-            };
-            if !self.handle(msg) {
-                break;
+                Err(_) => break,
             }
-            // Drain what else is queued before flushing, to batch completions.
-            let mut stop = false;
-            for i in 0..1024 {
-                match rx.try_recv() {
-                    Ok(m) => {
-                        if !self.handle(m) {
-                            stop = true;
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-                if self.log_chunk.len() >= EARLY_APPEND {
-                    self.flush_log();
-                }
-                if i % DURABLE_POLL == DURABLE_POLL - 1 && self.release_if_durable() {
-                    self.outbox.flush();
-                }
+            if self.log_chunk.len() >= EARLY_APPEND {
+                self.flush_log();
             }
-            self.end_pass(false);
-            if stop {
-                break;
+            if i % DURABLE_POLL == DURABLE_POLL - 1 && self.release_if_durable() {
+                self.outbox.flush();
             }
         }
-        self.flush_log();
-        self.outbox.flush();
+        self.end_pass(false);
+        go_on
+    }
+
+    /// Runs a short call on its caller's thread (cell.rs), as one pass: it answers through
+    /// its reply (at once, or in sync mode from the log writer once durable).
+    pub(crate) fn run_inline(&mut self, inv: Invocation) {
+        self.stats.inline_calls.fetch_add(1, Ordering::Relaxed);
+        self.handle(Msg::Batch(vec![inv]));
+        self.end_pass(false);
     }
 
     /// The end of a pass over the queue: the pass's commits go to the log, the answers

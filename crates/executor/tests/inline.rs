@@ -1,0 +1,113 @@
+//! Short calls run on their caller's thread when their partition is free
+//! (partition/cell.rs): under concurrency with the partition threads' own work (queued
+//! calls, multi-partition transactions, eviction rounds), one thread at a time is inside a
+//! partition (the cell checks it on every entry and would panic, failing the calls), every
+//! transaction is atomic, and the partition threads are not starved.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use permafrost_executor::{AntiCacheConfig, Config, Database, ProcedureDef, StopFlag, Value};
+
+const ACCOUNTS: i64 = 400;
+const START: i64 = 1000;
+
+fn open(dir: &std::path::Path) -> Database {
+    let mut ac = AntiCacheConfig::new(dir);
+    ac.eviction_size = 64 << 10;
+    let config = Config::builder()
+        .partitions(2)
+        .memory_limit(64 << 20)
+        .anticache(ac)
+        .build()
+        .unwrap();
+    let db = Database::open(config).unwrap();
+    db.execute_ddl(
+        "CREATE TABLE acct (id BIGINT NOT NULL, grp BIGINT NOT NULL, bal BIGINT NOT NULL, pad VARCHAR(400) NOT NULL,
+           PRIMARY KEY (grp, id)) WITH (partition_by = 'grp')",
+    )
+    .unwrap();
+    // Moves one unit between two accounts of one group (one partition): two point updates.
+    db.register(
+        ProcedureDef::new("Move")
+            .partition_param(0)
+            .statement("UPDATE acct SET bal = bal - 1 WHERE grp = ? AND id = ?")
+            .statement("UPDATE acct SET bal = bal + 1 WHERE grp = ? AND id = ?")
+            .body(|ctx, p| {
+                ctx.execute(0, &[p[0].clone(), p[1].clone()])?;
+                ctx.execute(1, &[p[0].clone(), p[2].clone()])
+            }),
+    )
+    .unwrap();
+    for id in 0..ACCOUNTS {
+        db.execute_sql(
+            "INSERT INTO acct VALUES ($1, $2, $3, $4)",
+            vec![
+                Value::Int(id),
+                Value::Int(id % 20),
+                Value::Int(START),
+                Value::from("x".repeat(300).as_str()),
+            ],
+        )
+        .unwrap();
+    }
+    db
+}
+
+#[test]
+fn inline_and_queued_work_never_share_a_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(dir.path()));
+    let mv = db.procedure("Move").unwrap();
+    let read =
+        db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "SELECT bal FROM acct WHERE grp = $1 AND id = $2").unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let moves = Arc::new(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (db, mv, read, stop, moves) = (db.clone(), mv.clone(), read.clone(), stop.clone(), moves.clone());
+            s.spawn(move || {
+                let mut x = t * 7919 + 1;
+                while !stop.load(Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let grp = (x >> 33) as i64 % 20;
+                    let a = grp + 20 * ((x >> 40) as i64 % (ACCOUNTS / 20));
+                    let b = grp + 20 * ((x >> 50) as i64 % (ACCOUNTS / 20));
+                    // Half of the calls may run here, half are queued.
+                    let here = x & 1 == 0;
+                    let args = vec![Value::Int(grp), Value::Int(a), Value::Int(b)];
+                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), here)).unwrap();
+                    moves.fetch_add(1, Ordering::Relaxed);
+                    let rows = common::block_on(db.execute_ad_hoc_here(
+                        &read,
+                        vec![Value::Int(grp), Value::Int(a)],
+                        StopFlag::new(),
+                        true,
+                    ))
+                    .unwrap();
+                    assert_eq!(rows.len(), 1);
+                }
+            });
+        }
+        // Multi-partition reads of the total, and eviction rounds, on the partition threads
+        // meanwhile.
+        for round in 0..30 {
+            let rows = db.execute_sql("SELECT sum(bal) FROM acct", vec![]).unwrap();
+            let total = rows.iter().next().unwrap().values().next().unwrap().to_string();
+            assert_eq!(total, (ACCOUNTS * START).to_string(), "round {round}");
+            if round % 5 == 0 {
+                db.evict_now(256 << 10).unwrap();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let st = db.stats_now().unwrap();
+    assert!(moves.load(Ordering::Relaxed) > 100, "the callers made progress");
+    assert!(st.inline_calls > 0, "some calls ran on their caller's thread: {st:?}");
+    assert!(st.mp_coordinated >= 30, "the partition threads were not starved");
+    let rows = db.execute_sql("SELECT sum(bal), count(*) FROM acct", vec![]).unwrap();
+    let v: Vec<String> = rows.iter().next().unwrap().values().map(|v| v.to_string()).collect();
+    assert_eq!(v, vec![(ACCOUNTS * START).to_string(), ACCOUNTS.to_string()]);
+}
