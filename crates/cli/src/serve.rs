@@ -119,6 +119,12 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
         metrics: None,
         max_connections: server.max_connections,
         authentication_timeout: server.authentication_timeout,
+        // An ordinary client's statement runs where its connection is read, with no
+        // wake-up between threads; one thread per core by default (measured on 2 cores:
+        // two beat one, and beat a multi-threaded runtime; ARCHITECTURE.md).
+        io_threads: server
+            .io_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
     };
     Ok(Serve {
         server,
@@ -185,7 +191,10 @@ fn serve_clients(serve: Serve, db: Arc<Database>, report: &RecoveryReport) -> Re
         engine,
         mut options,
     } = serve;
+    // Accepting, the metrics endpoint and the signals; connections run on the connection
+    // threads (`io_threads` below).
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .thread_name("permafrost-net")
         .thread_stack_size(permafrost_executor::limits::EXECUTION_STACK)

@@ -51,6 +51,14 @@ fn max_connections_in_range(n: &usize) -> Result<(), String> {
     }
 }
 
+fn io_threads_in_range(n: &usize) -> Result<(), String> {
+    if (1..=1024).contains(n) {
+        Ok(())
+    } else {
+        Err(format!("{n} (allowed: 1 to 1024)"))
+    }
+}
+
 fn authentication_timeout_in_range(d: &Duration) -> Result<(), String> {
     if (Duration::from_secs(1)..=Duration::from_secs(600)).contains(d) {
         Ok(())
@@ -82,6 +90,10 @@ declare_settings! {
         /// SQLSTATE 53300.
         max_connections: usize = permafrost_server::DEFAULT_MAX_CONNECTIONS => kind::Number<usize>,
             check max_connections_in_range;
+        /// Connection threads (1 to 1024): each owns the connections dealt to it and runs
+        /// their short statements itself.
+        io_threads: Option<usize> = None => kind::Number<usize>, unset "the number of CPU cores",
+            check io_threads_in_range;
         /// How long a new connection has to log in before it is closed (1s to 10m).
         authentication_timeout: Duration = permafrost_server::DEFAULT_AUTHENTICATION_TIMEOUT => kind::Duration,
             check authentication_timeout_in_range;

@@ -20,6 +20,8 @@ pub enum ServerError {
     Tls(String),
     #[error("metrics endpoint: {0}")]
     Metrics(String),
+    #[error("connection threads: {0}")]
+    Threads(String),
 }
 
 /// An error for the client, with its SQLSTATE.
