@@ -257,11 +257,14 @@ fn print_banner(
     if let Some(a) = server.metrics_listen {
         eprintln!("metrics at http://{a}/metrics");
     }
+    let layout = datadir::Layout {
+        root: data_dir.to_path_buf(),
+    };
     if report.schema_log_changes > 0 {
         eprintln!(
             "schema: {} change(s) replayed from {}",
             report.schema_log_changes,
-            data_dir.join("schema.log").display()
+            layout.schema_log().display()
         );
     }
     match engine.command_log {
@@ -276,7 +279,7 @@ fn print_banner(
             } else {
                 "async (commits may be lost in a crash)"
             },
-            data_dir.join("commandlog").display()
+            layout.command_log().display()
         ),
     }
 }

@@ -99,6 +99,10 @@ impl Layout {
     pub fn snapshots(&self) -> PathBuf {
         self.root.join("snapshots")
     }
+
+    pub fn schema_log(&self) -> PathBuf {
+        self.root.join(crate::schema_log::FILE)
+    }
 }
 
 /// Opens the database in data directory `root` (created if missing) with `settings`: locks

@@ -172,6 +172,9 @@ pub struct Procedure {
     pub(crate) partitioning: Partitioning,
     pub(crate) statements: Vec<Prepared>,
     pub(crate) def: ProcedureDef,
+    /// Whether a call is short enough to run on its caller's thread (partition/cell.rs):
+    /// every statement is a point access ([`Prepared::is_point`]). Decided when planned.
+    pub(crate) short: bool,
 }
 
 impl fmt::Debug for Procedure {
@@ -181,6 +184,12 @@ impl fmt::Debug for Procedure {
             .field("partitioning", &self.partitioning)
             .finish()
     }
+}
+
+/// Whether statements make a call short enough to run on its caller's thread: each is a
+/// point access ([`Prepared::is_point`]).
+fn is_short(statements: &[Prepared]) -> bool {
+    !statements.is_empty() && statements.iter().all(Prepared::is_point)
 }
 
 impl Procedure {
@@ -247,18 +256,13 @@ impl Procedure {
             adhoc: false,
             name,
             partitioning,
+            short: is_short(&statements),
             statements,
             def,
         })
     }
 
     /// A one-statement procedure running an ad hoc statement, already planned.
-    /// Whether a call is short enough to run on its caller's thread: every statement is a
-    /// point access ([`Prepared::is_point`]).
-    pub(crate) fn is_short(&self) -> bool {
-        !self.statements.is_empty() && self.statements.iter().all(Prepared::is_point)
-    }
-
     pub(crate) fn ad_hoc(prepared: Prepared) -> Procedure {
         Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p))
     }
@@ -276,13 +280,16 @@ impl Procedure {
     /// every row, and replay rebuilds this procedure from the mark.
     pub(crate) fn bulk_insert(prepared: Prepared) -> Procedure {
         let width = prepared.param_types().len().max(1);
-        Procedure::ad_hoc_with(prepared, move |ctx, p| {
+        let mut p = Procedure::ad_hoc_with(prepared, move |ctx, p| {
             let mut n = 0;
             for row in p.chunks(width) {
                 n += ctx.execute(0, row)?.affected;
             }
             Ok(Rows::affected(n))
-        })
+        });
+        // Its one-row statement runs once per row given: never short.
+        p.short = false;
+        p
     }
 
     /// An ad hoc procedure over one planned statement, multi-partition unless its
@@ -295,11 +302,13 @@ impl Procedure {
             .multi_partition()
             .statement(prepared.sql.clone())
             .body(body);
+        let statements = vec![prepared];
         Procedure {
             adhoc: true,
             name: AD_HOC.into(),
             partitioning: Partitioning::Multi,
-            statements: vec![prepared],
+            short: is_short(&statements),
+            statements,
             def,
         }
     }
@@ -308,6 +317,7 @@ impl Procedure {
     pub(crate) fn replan(&self, catalog: &Catalog) -> Result<Procedure> {
         let mut p = Procedure::prepare(self.def.clone(), catalog)?;
         p.adhoc = self.adhoc;
+        p.short &= self.short;
         Ok(p)
     }
 

@@ -14,6 +14,8 @@ use permafrost_durability::codec::DecodeError;
 
 use crate::error::{Error, Result};
 
+/// The schema log's file name in the data directory.
+pub const FILE: &str = "schema.log";
 const MAGIC: &[u8; 8] = b"PFSCHEMA";
 const VERSION: u32 = 1;
 const HEADER: usize = 12;
@@ -97,7 +99,7 @@ pub fn decode(mut bytes: &[u8]) -> std::result::Result<(Vec<String>, usize), Dec
 impl SchemaLog {
     /// Opens (or creates) the log in `dir`; returns it with the statements to replay.
     pub fn open(dir: &Path) -> Result<(SchemaLog, Vec<String>)> {
-        let path = dir.join("schema.log");
+        let path = dir.join(FILE);
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -88,7 +88,7 @@ pub trait Fs: Send + Sync {
 pub struct RealFs;
 
 /// A segment file of the real file system.
-pub struct RealFile(File);
+struct RealFile(File);
 
 impl FsFile for RealFile {
     fn set_direct(&mut self, on: bool) -> bool {

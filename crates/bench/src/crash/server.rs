@@ -38,10 +38,16 @@ pub(super) struct Sample {
     pub(super) segments: u64,
 }
 
-/// The log's segment files and their bytes.
+/// The server's data directory layout.
+fn layout(dir: &Path) -> permafrost_executor::datadir::Layout {
+    permafrost_executor::datadir::Layout {
+        root: dir.to_path_buf(),
+    }
+}
+
 /// Whether a snapshot is being written: a `.tmp` snapshot file changed in the last 200 ms.
 pub(super) fn snapshot_tmp_fresh(dir: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(dir.join("snapshots")) else {
+    let Ok(rd) = std::fs::read_dir(layout(dir).snapshots()) else {
         return false;
     };
     rd.flatten().any(|e| {
@@ -52,9 +58,10 @@ pub(super) fn snapshot_tmp_fresh(dir: &Path) -> bool {
     })
 }
 
+/// The log's segment files and their bytes.
 pub(super) fn log_files(dir: &Path) -> (u64, u64) {
     let (mut n, mut bytes) = (0, 0);
-    if let Ok(rd) = std::fs::read_dir(dir.join("commandlog")) {
+    if let Ok(rd) = std::fs::read_dir(layout(dir).command_log()) {
         for e in rd.flatten() {
             if e.file_name().to_str().is_some_and(|n| n.ends_with(".log")) {
                 n += 1;

@@ -87,7 +87,7 @@ pub(crate) fn submit(
                     b[p as usize].push(inv);
                     return Ok(Some(p));
                 }
-                Dispatch::Inline if proc.is_short() => match shared.try_inline(p, inv) {
+                Dispatch::Inline if proc.short => match shared.try_inline(p, inv) {
                     Ok(()) => return Ok(Some(p)),
                     Err(inv) => inv,
                 },
@@ -134,7 +134,7 @@ pub(crate) fn submit_statement(
     };
     match single {
         Some(p) => {
-            let short = inline && proc.is_short();
+            let short = inline && proc.short;
             let inv = Invocation {
                 proc,
                 params,
