@@ -36,9 +36,10 @@ use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::server::{MaybeTls, PgWireMessageServerCodec, negotiate_tls, process_error, process_message};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
+use tokio_util::codec::{Framed, FramedParts};
 
 use crate::command::Command;
+use crate::cork::Corked;
 use crate::handler::Handlers;
 use crate::outputs::Pipeline;
 use crate::wire_check;
@@ -80,9 +81,10 @@ pub async fn process_socket(
             negotiate_tls::<Command>(tcp, tls).await
         } => s?,
     };
-    let Some(mut socket) = socket else {
+    let Some(socket) = socket else {
         return Ok(());
     };
+    let mut socket = corked(socket);
     socket.session_extensions().insert(peer);
     let (backend, startup, cancel) = handlers.parts();
     let pipeline = Pipeline::of(&socket);
@@ -92,6 +94,9 @@ pub async fn process_socket(
             PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
         );
         let msg = if starting {
+            // The start-up exchange reads inside the framed reader: what was answered so
+            // far goes out first.
+            flush_out(&mut socket).await?;
             tokio::select! {
                 _ = &mut startup_timeout => None,
                 m = socket.next() => m,
@@ -172,10 +177,30 @@ pub async fn process_socket(
             if !pipeline.is_empty() {
                 io_result(pipeline.drain(&mut socket).await)?;
             }
-            socket.flush().await.map_err(io::Error::other)?;
+            flush_out(&mut socket).await?;
         }
     }
+    // A last error (a FATAL one, say) is still held.
+    let _ = flush_out(&mut socket).await;
     Ok(())
+}
+
+/// The socket with its output held between round trips ([`Corked`]).
+fn corked(socket: Framed<MaybeTls, PgWireMessageServerCodec<Command>>) -> Socket {
+    let old = socket.into_parts();
+    let mut parts = FramedParts::new(Corked::new(old.io), old.codec);
+    parts.read_buf = old.read_buf;
+    parts.write_buf = old.write_buf;
+    Framed::from_parts(parts)
+}
+
+/// Writes out everything the connection has answered: the only place where a connection's
+/// output leaves (see [`crate::cork`]), called before any read that may wait.
+async fn flush_out(socket: &mut Socket) -> io::Result<()> {
+    socket.get_mut().open(true);
+    let r = socket.flush().await;
+    socket.get_mut().open(false);
+    r.map_err(io::Error::other)
 }
 
 /// Checks the length of a new connection's first packet (an SSL request, a startup packet
@@ -252,7 +277,7 @@ async fn read_packet(tcp: &mut TcpStream) -> io::Result<Option<i32>> {
 const MAX_STARTUP_PACKET: i32 = 10_000;
 
 /// A logged-in connection's socket.
-type Socket = Framed<MaybeTls, PgWireMessageServerCodec<Command>>;
+type Socket = Framed<Corked<MaybeTls>, PgWireMessageServerCodec<Command>>;
 
 /// Reads until the read buffer starts with a whole message, or with a header whose length
 /// no message can have (left to [`wire_check`]), so that the message is checked as bytes
@@ -272,6 +297,8 @@ async fn fill_message(socket: &mut Socket) -> io::Result<bool> {
         if buf.len() >= need {
             return Ok(true);
         }
+        // Nothing answered may wait while the connection waits for the client.
+        flush_out(socket).await?;
         // The buffer is taken out while the stream reads into it (both belong to the
         // framed reader) and always put back.
         let mut buf = std::mem::take(socket.read_buffer_mut());

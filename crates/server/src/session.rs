@@ -334,6 +334,9 @@ impl CancelToken {
         tokio::pin!(f);
         let timeout = self.statement_timeout();
         let reason = tokio::select! {
+            // The statement first: one that is done at once (a short call run inline) sets
+            // no timers, whose registration wakes the connection's thread a second time.
+            biased;
             r = &mut f => return Ok(r),
             _ = self.notify.notified() => "user request",
             _ = self.client_gone() => "the client going away",
