@@ -111,3 +111,53 @@ fn inline_and_queued_work_never_share_a_partition() {
     let v: Vec<String> = rows.iter().next().unwrap().values().map(|v| v.to_string()).collect();
     assert_eq!(v, vec![(ACCOUNTS * START).to_string(), ACCOUNTS.to_string()]);
 }
+
+/// Fairness: callers that keep one partition's token busy with inline calls, back to back
+/// and never waiting in between, do not keep the partition thread from its own work:
+/// multi-partition transactions and eviction rounds still complete (they would hang if
+/// the callers could take the token whenever it is free).
+#[test]
+fn callers_hammering_one_partition_do_not_starve_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(dir.path()));
+    let mv = db.procedure("Move").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let moves = Arc::new(AtomicU64::new(0));
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        // Two callers on the same group (one partition), always asking to run here.
+        for t in 0..2i64 {
+            let (db, mv, stop, moves) = (db.clone(), mv.clone(), stop.clone(), moves.clone());
+            s.spawn(move || {
+                let mut i = 0i64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (a, b) = (3 + 20 * ((i + t) % 20), 3 + 20 * ((i + t + 7) % 20));
+                    let args = vec![Value::Int(3), Value::Int(a), Value::Int(b)];
+                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), true)).unwrap();
+                    moves.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            });
+        }
+        let (db2, done) = (db.clone(), done.clone());
+        s.spawn(move || {
+            for round in 0..20 {
+                let rows = db2.execute_sql("SELECT sum(bal) FROM acct", vec![]).unwrap();
+                let total = rows.iter().next().unwrap().values().next().unwrap().to_string();
+                assert_eq!(total, (ACCOUNTS * START).to_string(), "round {round}");
+                if round % 4 == 0 {
+                    db2.evict_now(128 << 10).unwrap();
+                }
+            }
+            done.send(()).unwrap();
+        });
+        // A liveness bound, not a speed figure: twenty reads and five eviction rounds take
+        // well under a second when the partition thread gets its turns.
+        let r = finished.recv_timeout(std::time::Duration::from_secs(120));
+        stop.store(true, Ordering::Relaxed);
+        r.expect("the multi-partition reads and eviction rounds completed while callers hammered one partition");
+    });
+    let st = db.stats_now().unwrap();
+    assert!(moves.load(Ordering::Relaxed) > 20, "the callers made progress");
+    assert!(st.inline_calls > 0, "the callers ran inline: {st:?}");
+}

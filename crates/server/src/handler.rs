@@ -30,6 +30,7 @@ use crate::copy::{self};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
 use crate::outputs::{PendingResult, Pipeline, write_response};
+use crate::plancache::{Lookup, PlanCache};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::session::{CancelToken, Cancels, Startup};
 use crate::types::decode_param;
@@ -71,6 +72,8 @@ pub struct Backend {
     parser: Arc<Parser>,
     cancels: Arc<Cancels>,
     metrics: Arc<ServerMetrics>,
+    /// Plans of simple-protocol statements by shape.
+    plans: PlanCache,
 }
 
 impl Backend {
@@ -80,6 +83,7 @@ impl Backend {
             db,
             cancels,
             metrics,
+            plans: PlanCache::new(),
         }
     }
 
@@ -352,14 +356,31 @@ impl SimpleQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let cancel = self.cancel_token(client);
+        // One statement whose shape's plan is cached runs without parsing or planning.
+        let mut learn = match self.plans.lookup(&self.db, query) {
+            Lookup::Hit(cmd, params) => {
+                self.metrics.plan_cache_lookup(true);
+                let r = self.run(&cmd, params, &Format::UnifiedText, cancel.as_ref()).await;
+                return Ok(vec![r.unwrap_or_else(|e| Response::Error(Box::new(e.into())))]);
+            }
+            Lookup::Learn(shape) => Some(shape),
+            Lookup::Plan => None,
+        };
         let texts = match permafrost_sql::script::split(query) {
             Ok(s) => s,
             Err(e) => return Ok(vec![Response::Error(Box::new(sql_error(e).into()))]),
         };
-        let cancel = self.cancel_token(client);
+        if texts.len() == 1 {
+            self.metrics.plan_cache_lookup(false);
+        }
         let mut out = Vec::with_capacity(texts.len());
         for (i, sql) in texts.iter().enumerate() {
-            let r = match classify_text(&self.db, sql) {
+            let classified = classify_text(&self.db, sql);
+            if let (Some(shape), Ok(cmd), 1) = (learn.take(), &classified, texts.len()) {
+                self.plans.learn(&self.db, &shape, cmd);
+            }
+            let r = match classified {
                 Ok(Command::Copy(c)) if i + 1 == texts.len() => {
                     // The rows follow as CopyData messages.
                     copy::begin(client, c.clone());

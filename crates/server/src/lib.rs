@@ -19,6 +19,7 @@ pub mod metrics;
 mod outputs;
 pub mod pgcatalog;
 pub mod pipeline;
+pub mod plancache;
 mod respond;
 pub mod session;
 pub mod session_settings;

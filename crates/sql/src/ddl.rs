@@ -118,9 +118,25 @@ fn table_options(opts: &ast::CreateTableOptions) -> Result<TableOptions> {
                     }
                 }
             }
+            // PostgreSQL's page fill factor. Tuples live in memory and are updated in
+            // place, with no page space held back for updates: that is fillfactor 100
+            // (what pgbench -i asks for), and only that is accepted.
+            "fillfactor" => match v.parse::<u32>() {
+                Ok(100) => {}
+                Ok(n) if (10..100).contains(&n) => {
+                    return unsupported(
+                        "fillfactor below 100 (tuples are updated in place in memory; no page space is held back)",
+                    );
+                }
+                _ => {
+                    return Err(SqlError::Definition(format!(
+                        "value {v} out of bounds for option \"fillfactor\" (10 to 100)"
+                    )));
+                }
+            },
             other => {
                 return Err(SqlError::Definition(format!(
-                    "unknown storage parameter \"{other}\" (known: partition_by, evictable, primary_key_index)"
+                    "unknown storage parameter \"{other}\" (known: partition_by, evictable, primary_key_index, fillfactor)"
                 )));
             }
         }

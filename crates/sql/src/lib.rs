@@ -26,6 +26,7 @@ pub mod plan;
 mod prepared;
 pub mod rows;
 pub mod script;
+pub mod shape;
 pub mod workmem;
 
 pub use catalog::{Catalog, DdlChange};

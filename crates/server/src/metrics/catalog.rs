@@ -274,6 +274,12 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "Client connections accepted since the server started.",
     ),
     m(
+        "permafrost_plan_cache_lookups_total",
+        Counter,
+        "outcome",
+        "Simple-protocol statements (one per query string) run from the plan cached for their shape (hit) or parsed and planned from their text (miss).",
+    ),
+    m(
         "permafrost_statements_total",
         Counter,
         "kind,outcome",

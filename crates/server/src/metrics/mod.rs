@@ -175,6 +175,8 @@ struct KindMetrics {
 pub struct ServerMetrics {
     connections_open: AtomicI64,
     connections_total: AtomicU64,
+    /// Simple-protocol statements run from a cached plan (0) or planned from their text (1).
+    plan_cache: [AtomicU64; 2],
     kinds: [KindMetrics; 5],
     errors: Mutex<HashMap<(StatementClass, [u8; 5]), u64>>,
     window_start: Mutex<Instant>,
@@ -231,6 +233,7 @@ impl ServerMetrics {
         ServerMetrics {
             connections_open: AtomicI64::new(0),
             connections_total: AtomicU64::new(0),
+            plan_cache: [AtomicU64::new(0), AtomicU64::new(0)],
             kinds: [kind(), kind(), kind(), kind(), kind()],
             errors: Mutex::new(HashMap::new()),
             window_start: Mutex::new(Instant::now()),
@@ -242,6 +245,12 @@ impl ServerMetrics {
     pub fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
         self.connections_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A simple-protocol statement of one statement ran from a cached plan (`hit`) or was
+    /// planned from its text.
+    pub fn plan_cache_lookup(&self, hit: bool) {
+        self.plan_cache[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// A client's connection ended.
@@ -325,6 +334,8 @@ impl ServerMetrics {
         ServerSnapshot {
             connections_open: self.connections_open.load(Ordering::Relaxed).max(0) as u64,
             connections_total: self.connections_total.load(Ordering::Relaxed),
+            plan_cache_hits: self.plan_cache[0].load(Ordering::Relaxed),
+            plan_cache_misses: self.plan_cache[1].load(Ordering::Relaxed),
             kinds,
             errors,
         }
@@ -361,6 +372,9 @@ pub struct KindSnapshot {
 pub struct ServerSnapshot {
     pub connections_open: u64,
     pub connections_total: u64,
+    /// Simple-protocol statements run from a cached plan, and planned from their text.
+    pub plan_cache_hits: u64,
+    pub plan_cache_misses: u64,
     /// One entry per [`StatementClass`], in [`StatementClass::ALL`] order.
     pub kinds: [KindSnapshot; 5],
     /// Failed statements by kind and SQLSTATE.

@@ -165,6 +165,16 @@ pub(crate) fn engine_rows(
     }
     r.one("permafrost_connections_open", s.connections_open);
     r.one("permafrost_connections_total", s.connections_total);
+    r.add(
+        "permafrost_plan_cache_lookups_total",
+        &[("outcome", "hit")],
+        s.plan_cache_hits as f64,
+    );
+    r.add(
+        "permafrost_plan_cache_lookups_total",
+        &[("outcome", "miss")],
+        s.plan_cache_misses as f64,
+    );
     for k in &s.kinds {
         let kind = k.kind.name();
         r.add(

@@ -1,0 +1,260 @@
+//! Plans of simple-protocol statements, cached by shape.
+//!
+//! `psql`, `pgbench -M simple` and many ORMs send their values as literals in the text of
+//! each statement, so no two texts are alike and a prepared statement does not help them.
+//! The cache keys a statement by its shape ([`permafrost_sql::shape`]: the text with each
+//! constant replaced by a marker `$n`, plus the kinds of the constants) and keeps the plan
+//! of the shape, a statement with parameters. A statement whose shape is cached is not
+//! parsed or planned: its constants are converted to the parameters' types and the plan
+//! runs with them, as a prepared statement's would.
+//!
+//! A shape's plan stands for a statement only when it is sure to mean the same
+//! ([`PlanCache::learn`], once per shape, after the statement itself was planned and run):
+//! - the statement is DML, a query or a CALL, and the shape plans to the same kind;
+//! - every marker's inferred type takes its constant as the literal would: an integer as
+//!   `smallint`, `integer` or `bigint`; a decimal number as `numeric`, `real` or `double
+//!   precision`; a string as `text`, `varchar` or `char` (other types keep the statement on
+//!   the uncached path);
+//! - the shape's result columns (names and types) and statement kind are the statement's.
+//!
+//! A constant that does not convert (`100000` for a `smallint`) sends the statement down
+//! the uncached path, which answers as PostgreSQL would. An entry holds the catalog it was
+//! planned against and is ignored once the schema changes (any DDL); a statement that
+//! touches the system catalogs is never cached (those are answered from the schema by
+//! text, `pgcatalog`). The cache holds at most [`MAX_ENTRIES`] shapes and starts over when
+//! full.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use permafrost_executor::{Database, Value};
+use permafrost_sql::catalog::Catalog;
+use permafrost_sql::shape::{ConstantKind, Shape};
+use pgwire::api::Type;
+use rust_decimal::Decimal;
+
+use crate::command::{Command, classify_text};
+
+/// Most shapes kept.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// What the cache knows of a shape.
+enum Entry {
+    /// The shape's plan, and the parameters' types.
+    Plan {
+        catalog: Arc<Catalog>,
+        command: Command,
+        types: Vec<Type>,
+    },
+    /// Statements of this shape are planned from their text.
+    Uncached { catalog: Arc<Catalog> },
+}
+
+impl Entry {
+    fn catalog(&self) -> &Arc<Catalog> {
+        match self {
+            Entry::Plan { catalog, .. } | Entry::Uncached { catalog } => catalog,
+        }
+    }
+}
+
+/// The server's plans of shapes (shared by its connections).
+#[derive(Default)]
+pub struct PlanCache {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+/// What [`PlanCache::lookup`] found.
+pub enum Lookup {
+    /// The plan, and the statement's constants as its parameters.
+    Hit(Command, Vec<Value>),
+    /// Plan the statement from its text, then [`PlanCache::learn`] its shape.
+    Learn(Shape),
+    /// Plan the statement from its text (not shaped, or a shape known not to be cached).
+    Plan,
+}
+
+impl PlanCache {
+    pub fn new() -> PlanCache {
+        PlanCache::default()
+    }
+
+    /// The cached plan of `sql`'s shape, with `sql`'s constants as parameters.
+    pub fn lookup(&self, db: &Database, sql: &str) -> Lookup {
+        if touches_system_catalogs(sql) {
+            return Lookup::Plan;
+        }
+        let Some(shape) = permafrost_sql::shape::shape(sql) else {
+            return Lookup::Plan;
+        };
+        let key = key(&shape);
+        let catalog = db.catalog();
+        let (command, types) = {
+            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            match entries.get(&key) {
+                Some(e) if !Arc::ptr_eq(e.catalog(), &catalog) => return Lookup::Learn(shape),
+                Some(Entry::Plan { command, types, .. }) => (command.clone(), types.clone()),
+                Some(Entry::Uncached { .. }) => return Lookup::Plan,
+                None => return Lookup::Learn(shape),
+            }
+        };
+        let params: Option<Vec<Value>> = shape
+            .constants
+            .iter()
+            .zip(&types)
+            .map(|(c, t)| convert(c.kind, &c.text, t))
+            .collect();
+        match params {
+            Some(params) => Lookup::Hit(command, params),
+            None => Lookup::Plan,
+        }
+    }
+
+    /// Plans `shape` and keeps its plan if it stands for `planned` (the statement of that
+    /// shape, planned from its text): see the module.
+    pub fn learn(&self, db: &Database, shape: &Shape, planned: &Command) {
+        let catalog = db.catalog();
+        let entry = match fits(db, shape, planned) {
+            Some((command, types)) => Entry::Plan {
+                catalog,
+                command,
+                types,
+            },
+            None => Entry::Uncached { catalog },
+        };
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(key(shape), entry);
+    }
+}
+
+/// The map's key: the shape's text and the kinds of its constants.
+fn key(shape: &Shape) -> String {
+    let mut k = String::with_capacity(shape.text.len() + 1 + shape.constants.len());
+    k.push_str(&shape.text);
+    k.push('\0');
+    k.extend(shape.kinds().map(|kind| match kind {
+        ConstantKind::Integer => 'i',
+        ConstantKind::Decimal => 'd',
+        ConstantKind::String => 's',
+    }));
+    k
+}
+
+/// The shape's plan and parameter types, if it stands for `planned`.
+fn fits(db: &Database, shape: &Shape, planned: &Command) -> Option<(Command, Vec<Type>)> {
+    let command = classify_text(db, &shape.text).ok()?;
+    match (planned, &command) {
+        (Command::Dml(a), Command::Dml(b)) if a.kind == b.kind && a.read_only == b.read_only => {}
+        (Command::Call(_), Command::Call(_)) => {}
+        _ => return None,
+    }
+    if planned.columns() != command.columns() {
+        return None;
+    }
+    let types = command.param_types();
+    if types.len() != shape.constants.len() {
+        return None;
+    }
+    if !shape.kinds().zip(&types).all(|(k, t)| takes(k, t)) {
+        return None;
+    }
+    Some((command, types))
+}
+
+/// Whether a parameter of type `t` takes a constant of kind `k` as the literal would be
+/// taken.
+fn takes(k: ConstantKind, t: &Type) -> bool {
+    match k {
+        ConstantKind::Integer => matches!(*t, Type::INT2 | Type::INT4 | Type::INT8),
+        ConstantKind::Decimal => matches!(*t, Type::NUMERIC | Type::FLOAT4 | Type::FLOAT8),
+        ConstantKind::String => matches!(*t, Type::TEXT | Type::VARCHAR | Type::BPCHAR),
+    }
+}
+
+/// A constant as a parameter of type `t`; `None` when it does not convert.
+fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
+    match k {
+        ConstantKind::Integer => {
+            let n = i64::from_str(text).ok()?;
+            let fits = match *t {
+                Type::INT2 => i16::try_from(n).is_ok(),
+                Type::INT4 => i32::try_from(n).is_ok(),
+                _ => true,
+            };
+            fits.then_some(Value::Int(n))
+        }
+        ConstantKind::Decimal => match *t {
+            Type::NUMERIC => {
+                let d = if text.contains(['e', 'E']) {
+                    Decimal::from_scientific(text).ok()?
+                } else {
+                    Decimal::from_str(text).ok()?
+                };
+                Some(Value::Decimal(d))
+            }
+            _ => f64::from_str(text).ok().filter(|f| f.is_finite()).map(Value::Double),
+        },
+        ConstantKind::String => Some(Value::text(text)),
+    }
+}
+
+/// Whether the text names the system catalogs (answered by text, never cached).
+fn touches_system_catalogs(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    ["pg_", "information_schema"].iter().any(|needle| {
+        b.windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(k: ConstantKind, text: &str, t: &Type) -> Option<i64> {
+        match convert(k, text, t) {
+            Some(Value::Int(n)) => Some(n),
+            None => None,
+            Some(other) => panic!("not an integer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn constants_convert_as_literals_would() {
+        use ConstantKind as K;
+        assert_eq!(int(K::Integer, "42", &Type::INT2), Some(42));
+        assert_eq!(int(K::Integer, "100000", &Type::INT2), None);
+        assert_eq!(int(K::Integer, "3000000000", &Type::INT4), None);
+        assert_eq!(int(K::Integer, "3000000000", &Type::INT8), Some(3_000_000_000));
+        assert_eq!(int(K::Integer, "99999999999999999999", &Type::INT8), None);
+        assert!(matches!(convert(K::Decimal, "1.50", &Type::NUMERIC),
+            Some(Value::Decimal(d)) if d == rust_decimal::Decimal::new(150, 2) && d.scale() == 2));
+        assert!(matches!(convert(K::Decimal, "2e3", &Type::NUMERIC),
+            Some(Value::Decimal(d)) if d == rust_decimal::Decimal::new(2000, 0)));
+        assert!(matches!(convert(K::Decimal, ".5", &Type::FLOAT8), Some(Value::Double(f)) if f == 0.5));
+        assert!(convert(K::Decimal, "1e999", &Type::FLOAT8).is_none());
+        assert!(matches!(convert(K::String, "it's", &Type::TEXT), Some(v) if v.as_str() == Some("it's")));
+    }
+
+    #[test]
+    fn kinds_take_only_their_types() {
+        assert!(takes(ConstantKind::Integer, &Type::INT8));
+        assert!(!takes(ConstantKind::Integer, &Type::NUMERIC));
+        assert!(!takes(ConstantKind::Integer, &Type::TEXT));
+        assert!(takes(ConstantKind::Decimal, &Type::FLOAT8));
+        assert!(!takes(ConstantKind::Decimal, &Type::INT4));
+        assert!(takes(ConstantKind::String, &Type::VARCHAR));
+        assert!(!takes(ConstantKind::String, &Type::TIMESTAMP));
+    }
+
+    #[test]
+    fn system_catalog_texts_are_not_cached() {
+        assert!(touches_system_catalogs("select * from PG_CATALOG.pg_type"));
+        assert!(touches_system_catalogs("select typname from pg_type where oid = 23"));
+        assert!(!touches_system_catalogs("select v from items where id = 1"));
+    }
+}

@@ -1,0 +1,169 @@
+//! Simple-protocol statements with literals run from plans cached by shape
+//! (`permafrost_server::plancache`): the answers are those of the uncached path, constants
+//! that do not fit the shape's parameter types and constants that shape the plan
+//! (`ORDER BY 1`) are honoured, and a schema change is seen.
+
+use std::sync::Arc;
+
+use permafrost_executor::{Config, Database};
+use permafrost_server::ServerOptions;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+async fn start() -> (Client, tokio::sync::oneshot::Sender<()>) {
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(permafrost_server::serve_with(
+        db,
+        listener,
+        ServerOptions::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    (client, stop)
+}
+
+async fn rows(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    msgs.iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn one(c: &Client, sql: &str) -> Vec<String> {
+    rows(c, sql)
+        .await
+        .into_iter()
+        .map(|r| {
+            r.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".into()))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+/// Statements run from a cached plan so far.
+async fn hits(c: &Client) -> f64 {
+    rows(c, "SHOW permafrost_stats")
+        .await
+        .into_iter()
+        .find(|r| {
+            r[0].as_deref() == Some("permafrost_plan_cache_lookups_total") && r[1].as_deref() == Some("outcome=\"hit\"")
+        })
+        .and_then(|r| r[2].as_deref().map(|v| v.parse().unwrap()))
+        .expect("the plan cache figure is listed")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn literal_statements_share_plans_and_answer_as_uncached() {
+    let (c, _stop) = start().await;
+    c.simple_query(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, s SMALLINT, name TEXT, price NUMERIC(10,2), f DOUBLE PRECISION)",
+    )
+    .await
+    .unwrap();
+    let before = hits(&c).await;
+    for i in 1..=20 {
+        c.simple_query(&format!(
+            "INSERT INTO t VALUES ({i}, {}, 'it''s #{i}; -- é', {i}.50, {i}.25)",
+            i * 10
+        ))
+        .await
+        .unwrap();
+    }
+    for i in 1..=20 {
+        assert_eq!(
+            one(&c, &format!("SELECT id, s, name, price, f FROM t WHERE id = {i}")).await,
+            vec![format!("{i}|{}|it's #{i}; -- é|{i}.50|{i}.25", i * 10)]
+        );
+    }
+    let after = hits(&c).await;
+    assert!(
+        after - before >= 36.0,
+        "inserts and selects of one shape run from its plan: {before} -> {after}"
+    );
+
+    // A constant that does not fit the shape's parameter type: the uncached path answers,
+    // as PostgreSQL does (no error: a smallint is never 100000).
+    assert_eq!(one(&c, "SELECT id FROM t WHERE s = 20").await, vec!["2"]);
+    assert!(one(&c, "SELECT id FROM t WHERE s = 100000").await.is_empty());
+    // Integer and decimal constants are different shapes.
+    assert_eq!(one(&c, "SELECT id FROM t WHERE price = 3.50").await, vec!["3"]);
+    assert_eq!(one(&c, "SELECT id FROM t WHERE price = 4.5").await, vec!["4"]);
+    assert!(one(&c, "SELECT id FROM t WHERE f = 5").await.is_empty());
+    assert_eq!(one(&c, "SELECT id FROM t WHERE f = 5.25").await, vec!["5"]);
+
+    // Constants that shape the plan are part of the shape: ORDER BY 2 is not ORDER BY 1.
+    for _ in 0..2 {
+        assert_eq!(
+            one(&c, "SELECT id, 10 - id FROM t WHERE id < 4 ORDER BY 1").await,
+            vec!["1|9", "2|8", "3|7"]
+        );
+        assert_eq!(
+            one(&c, "SELECT id, 10 - id FROM t WHERE id < 4 ORDER BY 2").await,
+            vec!["3|7", "2|8", "1|9"]
+        );
+    }
+    assert_eq!(
+        one(&c, "SELECT id FROM t WHERE id > 10 ORDER BY id LIMIT 2").await,
+        vec!["11", "12"]
+    );
+    assert_eq!(
+        one(&c, "SELECT id FROM t WHERE id > 10 ORDER BY id LIMIT 3").await,
+        vec!["11", "12", "13"]
+    );
+
+    // Arithmetic on constants keeps the constants' types.
+    assert_eq!(one(&c, "SELECT 7 / 2").await, vec!["3"]);
+    assert_eq!(one(&c, "SELECT 8 / 3").await, vec!["2"]);
+    assert_eq!(one(&c, "SELECT 7.0 / 2").await, one(&c, "SELECT 7.0 / 2").await);
+    assert_eq!(one(&c, "SELECT 'a' || 'b'").await, vec!["ab"]);
+    assert_eq!(one(&c, "SELECT 'c' || 'd'").await, vec!["cd"]);
+
+    // Updates and deletes with literals.
+    for i in 1..=5 {
+        c.simple_query(&format!("UPDATE t SET price = price + {i}.00, s = {i} WHERE id = {i}"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(one(&c, "SELECT price, s FROM t WHERE id = 5").await, vec!["10.50|5"]);
+    c.simple_query("DELETE FROM t WHERE id = 20").await.unwrap();
+    c.simple_query("DELETE FROM t WHERE id = 19").await.unwrap();
+    assert_eq!(one(&c, "SELECT count(*) FROM t").await, vec!["18"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_change_is_seen_by_cached_shapes() {
+    let (c, _stop) = start().await;
+    c.simple_query("CREATE TABLE u (id BIGINT PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+    c.simple_query("INSERT INTO u VALUES (1, 'x')").await.unwrap();
+    c.simple_query("INSERT INTO u VALUES (2, 'y')").await.unwrap();
+    assert_eq!(one(&c, "SELECT v FROM u WHERE id = 1").await, vec!["x"]);
+    assert_eq!(one(&c, "SELECT v FROM u WHERE id = 2").await, vec!["y"]);
+
+    c.simple_query("DROP TABLE u").await.unwrap();
+    c.simple_query("CREATE TABLE u (id BIGINT PRIMARY KEY, v BIGINT, w TEXT)")
+        .await
+        .unwrap();
+    c.simple_query("INSERT INTO u VALUES (1, 42, 'w')").await.unwrap();
+    assert_eq!(one(&c, "SELECT v FROM u WHERE id = 1").await, vec!["42"]);
+    assert_eq!(one(&c, "SELECT * FROM u WHERE id = 1").await, vec!["1|42|w"]);
+    // A text constant for a column that is now an integer: the uncached path's error.
+    let e = c
+        .simple_query("INSERT INTO u VALUES (2, 'not a number', 'w')")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().map(|s| s.code()), Some("22P02"), "{e}");
+}
