@@ -502,7 +502,9 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn never_panics_and_markers_count_constants(sql in "[ -~\\n\\t]{0,80}") {
+        fn never_panics_and_markers_count_constants(
+            sql in proptest::prop_oneof!["[ -~\\n\\t]{0,80}", "[-'\"$;()0-9a-eE.x/*_ \\n&]{0,60}", "\\PC{0,40}"]
+        ) {
             if let Some(sh) = shape(&sql) {
                 for n in 1..=sh.constants.len() {
                     let marker = format!("${n}");
