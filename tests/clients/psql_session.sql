@@ -71,8 +71,16 @@ CREATE PROCEDURE add_two(a BIGINT, b BIGINT) AS $$
 $$;
 CALL add_two(8, 1);
 SELECT count(*) AS eights FROM items WHERE id = 8;
--- explicit transactions are refused: statements commit on their own
+-- a transaction block: rolled back, then committed
 BEGIN;
+INSERT INTO items (id, name) VALUES (9, 'maybe');
+SELECT count(*) AS inside FROM items WHERE id = 9;
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM items WHERE id = 9;
+BEGIN;
+UPDATE items SET name = 'one' WHERE id = 1;
+COMMIT;
+SELECT name FROM items WHERE id = 1;
 SELECT 3 AS still_working;
 COPY sales FROM STDIN;
 5	lots

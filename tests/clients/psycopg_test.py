@@ -23,7 +23,8 @@ def check(fn):
 
 
 def connect(**kw):
-    # Every statement commits on its own (BEGIN is refused), so: autocommit.
+    # Most checks run each statement on its own; default_mode_transactions checks psycopg's
+    # default (autocommit off: a BEGIN before the first statement).
     return psycopg.connect(DSN, autocommit=True, **kw)
 
 
@@ -156,7 +157,7 @@ def errors_have_sqlstate_and_connection_goes_on(conn):
         (errors.SyntaxError, "SELEC 1", None, "42601"),
         (errors.UndefinedTable, "SELECT * FROM py_nope WHERE id = %s", (1,), "42P01"),
         (errors.UniqueViolation, "INSERT INTO py_items (id, name) VALUES (%s, %s)", (1, "dup"), "23505"),
-        (errors.FeatureNotSupported, "BEGIN", None, "0A000"),
+        (errors.FeatureNotSupported, "SAVEPOINT a", None, "0A000"),
         (errors.NotNullViolation, "INSERT INTO py_items (id) VALUES (%s)", (500,), "23502"),
     ]
     for cls, sql, params, code in cases:
@@ -179,18 +180,66 @@ def errors_have_sqlstate_and_connection_goes_on(conn):
 
 
 @check
-def non_autocommit_connection_is_refused_at_begin(conn):
-    # psycopg's default (autocommit off) opens a transaction with BEGIN, which the server
-    # refuses with 0A000; the connection is still usable in autocommit mode afterwards.
+def default_mode_transactions(conn):
+    # psycopg's default: autocommit off, a BEGIN before the first statement.
+    TS = psycopg.pq.TransactionStatus
     with psycopg.connect(DSN) as c:
+        c.execute("INSERT INTO py_items (id, name, qty) VALUES (%s, %s, %s)", (300, "tx", 5))
+        assert c.info.transaction_status == TS.INTRANS
+        assert c.execute("SELECT qty FROM py_items WHERE id = %s", (300,)).fetchone() == (5,)
+        # Not visible to another connection before COMMIT.
+        assert conn.execute("SELECT count(*) FROM py_items WHERE id = 300").fetchone() == (0,)
+        c.commit()
+        assert c.info.transaction_status == TS.IDLE
+        assert conn.execute("SELECT qty FROM py_items WHERE id = 300").fetchone() == (5,)
+        c.execute("UPDATE py_items SET qty = 0 WHERE id = %s", (300,))
+        c.rollback()
+        assert conn.execute("SELECT qty FROM py_items WHERE id = 300").fetchone() == (5,)
+        # An error aborts the transaction until rollback.
+        try:
+            c.execute("SELECT 1 / 0")
+            raise AssertionError("division by zero accepted")
+        except errors.DivisionByZero:
+            pass
+        assert c.info.transaction_status == TS.INERROR
         try:
             c.execute("SELECT 1")
-            raise AssertionError("BEGIN was accepted")
-        except errors.FeatureNotSupported as e:
-            assert e.sqlstate == "0A000"
+            raise AssertionError("a statement ran in an aborted transaction")
+        except errors.InFailedSqlTransaction:
+            pass
         c.rollback()
-        c.autocommit = True
-        assert c.execute("SELECT 2").fetchone() == (2,)
+        # The transaction() context: committed on exit, rolled back on an exception.
+        with c.transaction():
+            c.execute("UPDATE py_items SET qty = qty + 1 WHERE id = %s", (300,))
+        try:
+            with c.transaction():
+                c.execute("UPDATE py_items SET qty = 100 WHERE id = %s", (300,))
+                raise KeyError("abandon")
+        except KeyError:
+            pass
+        c.rollback()
+    assert conn.execute("SELECT qty FROM py_items WHERE id = 300").fetchone() == (6,)
+    # Write skew: two transactions each read both rows and write one; the second to
+    # commit fails with 40001 and changes nothing.
+    a, b = psycopg.connect(DSN), psycopg.connect(DSN)
+    try:
+        both = "SELECT sum(qty)::bigint FROM py_items WHERE id IN (300, 301)"
+        conn.execute("INSERT INTO py_items (id, name, qty) VALUES (301, 'tx', 5)")
+        assert a.execute(both).fetchone() == (11,)
+        assert b.execute(both).fetchone() == (11,)
+        a.execute("UPDATE py_items SET qty = 0 WHERE id = 300")
+        b.execute("UPDATE py_items SET qty = 0 WHERE id = 301")
+        a.commit()
+        try:
+            b.commit()
+            raise AssertionError("write skew committed")
+        except errors.SerializationFailure as e:
+            assert e.sqlstate == "40001"
+    finally:
+        a.close()
+        b.close()
+    assert conn.execute("SELECT qty FROM py_items WHERE id = 301").fetchone() == (5,)
+    conn.execute("DELETE FROM py_items WHERE id IN (300, 301)")
 
 
 @check

@@ -90,8 +90,8 @@ impl Drop for Owner {
 #[derive(Clone, Debug)]
 pub struct AdHoc {
     /// The catalog it was planned against.
-    catalog: Arc<Catalog>,
-    proc: Arc<Procedure>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) proc: Arc<Procedure>,
 }
 
 impl AdHoc {

@@ -17,6 +17,7 @@ mod counters;
 mod database;
 pub mod datadir;
 pub mod error;
+mod interactive;
 mod partition;
 pub mod procedure;
 mod recovery;
@@ -37,6 +38,7 @@ pub use config::{
 pub use counters::{COUNTERS, CounterInfo, CounterKind, DatabaseStats, PartitionStats};
 pub use database::{AdHoc, Database, ProcHandle, Session};
 pub use error::{Error, Result};
+pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, TxnStatement};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::{DataType, Decimal, MemoryUsage, Value, ValueRef};
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};

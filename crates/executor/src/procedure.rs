@@ -170,11 +170,13 @@ pub struct Procedure {
     pub(crate) adhoc: bool,
     pub(crate) name: String,
     pub(crate) partitioning: Partitioning,
-    pub(crate) statements: Vec<Prepared>,
+    pub(crate) statements: Vec<Arc<Prepared>>,
     pub(crate) def: ProcedureDef,
     /// Whether a call is short enough to run on its caller's thread (partition/cell.rs):
     /// every statement is a point access ([`Prepared::is_point`]). Decided when planned.
     pub(crate) short: bool,
+    /// An interactive transaction's probe or commit (interactive.rs).
+    pub(crate) interactive: Option<Arc<crate::interactive::Interactive>>,
 }
 
 impl fmt::Debug for Procedure {
@@ -188,8 +190,8 @@ impl fmt::Debug for Procedure {
 
 /// Whether statements make a call short enough to run on its caller's thread: each is a
 /// point access ([`Prepared::is_point`]).
-fn is_short(statements: &[Prepared]) -> bool {
-    !statements.is_empty() && statements.iter().all(Prepared::is_point)
+fn is_short(statements: &[Arc<Prepared>]) -> bool {
+    !statements.is_empty() && statements.iter().all(|p| p.is_point())
 }
 
 impl Procedure {
@@ -198,6 +200,9 @@ impl Procedure {
     /// What the command log names this by: (whether it is an ad hoc statement, its SQL
     /// text or the procedure's name).
     pub(crate) fn log_text(&self) -> (bool, &str) {
+        if let Some(i) = &self.interactive {
+            return (true, &i.log_text);
+        }
         match self.statements.first() {
             Some(s) if self.adhoc => (true, &s.sql),
             _ => (false, &self.name),
@@ -242,7 +247,7 @@ impl Procedure {
                     ),
                 });
             }
-            statements.push(p);
+            statements.push(Arc::new(p));
         }
         if let (Some(sig), Partitioning::Single { param }) = (&def.signature, partitioning)
             && param >= sig.len()
@@ -259,6 +264,7 @@ impl Procedure {
             short: is_short(&statements),
             statements,
             def,
+            interactive: None,
         })
     }
 
@@ -270,7 +276,10 @@ impl Procedure {
     /// Whether its scans may leave evicted tuples to be read afterwards (scan.rs): an ad
     /// hoc query, which is one read-only statement whose rows go straight to the caller.
     pub(crate) fn defers_scans(&self) -> bool {
-        self.adhoc && self.statements.len() == 1 && self.statements[0].kind() == permafrost_sql::StatementKind::Select
+        self.adhoc
+            && self.interactive.is_none()
+            && self.statements.len() == 1
+            && self.statements[0].kind() == permafrost_sql::StatementKind::Select
     }
 
     /// Inserts many rows as one transaction: `prepared` is a one-row INSERT whose text
@@ -302,7 +311,7 @@ impl Procedure {
             .multi_partition()
             .statement(prepared.sql.clone())
             .body(body);
-        let statements = vec![prepared];
+        let statements = vec![Arc::new(prepared)];
         Procedure {
             adhoc: true,
             name: AD_HOC.into(),
@@ -310,11 +319,46 @@ impl Procedure {
             short: is_short(&statements),
             statements,
             def,
+            interactive: None,
         }
+    }
+
+    /// An interactive transaction's probe or commit over its planned statements (routed
+    /// by the caller; `def` holds the body).
+    pub(crate) fn interactive(
+        statements: Vec<Arc<Prepared>>,
+        def: ProcedureDef,
+        spec: crate::interactive::Interactive,
+    ) -> Procedure {
+        Procedure {
+            adhoc: true,
+            name: AD_HOC.into(),
+            partitioning: Partitioning::Multi,
+            short: is_short(&statements),
+            statements,
+            def,
+            interactive: Some(Arc::new(spec)),
+        }
+    }
+
+    /// Whether a successful run is undone rather than committed (an interactive probe).
+    pub(crate) fn is_probe(&self) -> bool {
+        self.interactive.as_ref().is_some_and(|i| i.probe)
+    }
+
+    /// `now()` for its statements, when fixed (an interactive transaction's start).
+    pub(crate) fn fixed_now(&self) -> Option<i64> {
+        self.interactive.as_ref().map(|i| i.now)
     }
 
     /// Plans this procedure again against `catalog` (after a schema change).
     pub(crate) fn replan(&self, catalog: &Catalog) -> Result<Procedure> {
+        if self.interactive.is_some() {
+            // Its client was shown results of the old plans.
+            return Err(Error::Sql(SqlError::SerializationFailure(
+                "the schema changed during the transaction; retry the transaction".into(),
+            )));
+        }
         let mut p = Procedure::prepare(self.def.clone(), catalog)?;
         p.adhoc = self.adhoc;
         p.short &= self.short;
@@ -360,7 +404,7 @@ impl Procedure {
 /// What a running procedure sees of its transaction.
 pub struct ProcContext<'e, 'a, 'b> {
     pub(crate) env: &'e mut Env<'a, 'b>,
-    pub(crate) statements: &'e [Prepared],
+    pub(crate) statements: &'e [Arc<Prepared>],
     pub(crate) txn_id: u64,
     pub(crate) rng: u64,
 }

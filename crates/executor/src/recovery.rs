@@ -355,6 +355,14 @@ impl<'a> Replayer<'a> {
         if let Some(p) = self.plans.get(sql) {
             return Ok(p.clone());
         }
+        if sql.starts_with(crate::interactive::INTERACTIVE_MARK) {
+            let p = Arc::new(
+                crate::interactive::replayed(sql, &self.db.catalog())
+                    .map_err(|e| Error::Recovery(format!("record {lsn}: {e}")))?,
+            );
+            self.plans.insert(sql.to_string(), p.clone());
+            return Ok(p);
+        }
         let prepared = permafrost_sql::limits::with_stack_for(sql, || {
             let stmt = permafrost_sql::parse::parse_statement(sql)?;
             permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)

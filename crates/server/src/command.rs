@@ -154,8 +154,12 @@ pub enum Command {
     Show(String),
     /// `SELECT version()`.
     Version,
-    /// COMMIT/ROLLBACK outside a transaction: nothing to do, as in PostgreSQL.
-    EndTransaction(&'static str),
+    /// `BEGIN` / `START TRANSACTION`: opens an interactive transaction (crate::txn).
+    Begin { read_only: bool },
+    /// `COMMIT` / `END`.
+    Commit,
+    /// `ROLLBACK` / `ABORT`.
+    Rollback,
     /// `CHECKPOINT`: take a snapshot now and answer once it is durable.
     Checkpoint,
 }
@@ -259,6 +263,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         return Ok(Command::Catalog(lookup));
     }
     let words = first_words(sql, 3);
+    let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => {
             return match crate::session_settings::statement_timeout_setting(sql) {
@@ -272,18 +277,23 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             if name.eq_ignore_ascii_case("permafrost_stats") {
                 return Ok(Command::Stats);
             }
+            // `SHOW TRANSACTION ISOLATION LEVEL` is `SHOW transaction_isolation`.
+            if words[1..] == ["TRANSACTION", "ISOLATION"] {
+                return Ok(Command::Show("transaction_isolation".into()));
+            }
             return Ok(Command::Show(name.to_string()));
         }
-        "BEGIN" | "START" => {
+        "BEGIN" | "START" => return crate::txn::parse_begin(sql),
+        "COMMIT" | "END" => return crate::txn::parse_end(sql, Command::Commit),
+        "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
+        "ROLLBACK" | "ABORT" => return crate::txn::parse_end(sql, Command::Rollback),
+        "SAVEPOINT" | "RELEASE" => return Err(crate::txn::no_savepoints()),
+        "PREPARE" if words.get(1).is_some_and(|w| w == "TRANSACTION") => {
             return Err(client_error(
                 "0A000",
-                "interactive transactions (BEGIN ... COMMIT) are not supported: every statement commits \
-                 on its own; put statements that must commit together in a procedure (CREATE PROCEDURE)",
+                "prepared transactions (two-phase commit) are not supported",
             ));
         }
-        "COMMIT" | "END" => return Ok(Command::EndTransaction("COMMIT")),
-        "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
-        "ROLLBACK" | "ABORT" => return Ok(Command::EndTransaction("ROLLBACK")),
         _ => {}
     }
     let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();

@@ -12,11 +12,14 @@ use futures::{Sink, SinkExt};
 use permafrost_executor::{AdHoc, Database, Rows, StopFlag, Value};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler, send_describe_response};
+use pgwire::api::query::{
+    ExtendedQueryHandler, SimpleQueryHandler, send_describe_response, send_execution_response, send_query_response,
+    send_ready_for_query,
+};
 use pgwire::api::results::{DescribePortalResponse, DescribeResponse, Response, Tag};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers};
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::ParameterDescription;
@@ -24,6 +27,8 @@ use pgwire::messages::extendedquery::{
     Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::CommandComplete;
+use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
+use pgwire::messages::simplequery::Query;
 
 use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_text, show_value, stats_columns};
 use crate::copy::{self};
@@ -33,7 +38,19 @@ use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::plancache::{Lookup, PlanCache};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::session::{CancelToken, Cancels, Startup};
+use crate::txn;
 use crate::types::decode_param;
+
+/// Sends a warning (a NoticeResponse of severity WARNING) to the client.
+async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let info = ErrorInfo::new("WARNING".to_owned(), code.to_owned(), message.to_owned());
+    client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+    Ok(())
+}
 
 /// How a statement ended, for the metrics.
 fn outcome_of<T>(r: &PgWireResult<T>) -> Outcome {
@@ -111,6 +128,170 @@ impl Backend {
         let started = Instant::now();
         let r = self.run_inner(cmd, params, format, cancel).await;
         self.metrics.record(cmd.class(), started.elapsed(), outcome_of(&r));
+        r
+    }
+
+    /// Runs a statement as the connection's transaction state says: on its own outside a
+    /// transaction block, as a probe inside one (crate::txn), or as the block's BEGIN,
+    /// COMMIT or ROLLBACK. Warnings go to `client` as notices.
+    async fn run_in_session<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cell = txn::of(client);
+        match cmd {
+            Command::Begin { read_only } => {
+                let opened = {
+                    let mut st = txn::lock(&cell);
+                    match &*st {
+                        txn::State::Idle => {
+                            *st = txn::State::Open(txn::Open::new(*read_only));
+                            true
+                        }
+                        txn::State::Open(_) => false,
+                        txn::State::Failed => return Err(txn::aborted()),
+                    }
+                };
+                if opened {
+                    return Ok(Response::TransactionStart(Tag::new("BEGIN")));
+                }
+                warn(client, "25001", "there is already a transaction in progress").await?;
+                Ok(Response::Execution(Tag::new("BEGIN")))
+            }
+            Command::Commit => {
+                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
+                match taken {
+                    txn::State::Idle => {
+                        warn(client, "25P01", "there is no transaction in progress").await?;
+                        Ok(Response::TransactionEnd(Tag::new("COMMIT")))
+                    }
+                    txn::State::Failed => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    txn::State::Open(open) => {
+                        let started = Instant::now();
+                        let stop = StopFlag::new();
+                        let fut = self.db.commit_interactive(&open.statements, open.now, stop.clone());
+                        let r = match cancel {
+                            Some(c) => c.run_stoppable(&stop, fut).await,
+                            None => Ok(fut.await),
+                        }
+                        .and_then(|r| r.map_err(db_error))
+                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
+                        let class = if !open.wrote {
+                            StatementClass::Query
+                        } else {
+                            StatementClass::Write
+                        };
+                        self.metrics.record(class, started.elapsed(), outcome_of(&r));
+                        r
+                    }
+                }
+            }
+            Command::Rollback => {
+                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
+                if matches!(taken, txn::State::Idle) {
+                    warn(client, "25P01", "there is no transaction in progress").await?;
+                }
+                Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+            }
+            _ => {
+                let inside = match &*txn::lock(&cell) {
+                    txn::State::Idle => false,
+                    txn::State::Open(_) => true,
+                    txn::State::Failed => return Err(txn::aborted()),
+                };
+                if !inside {
+                    return self.run(cmd, params, format, cancel).await;
+                }
+                let r = match cmd {
+                    Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
+                    Command::Set
+                    | Command::SetStatementTimeout(_)
+                    | Command::Show(_)
+                    | Command::Version
+                    | Command::Catalog(_)
+                    | Command::Stats => self.run(cmd, params, format, cancel).await,
+                    _ => Err(client_error(
+                        "0A000",
+                        "only queries, INSERT, UPDATE, DELETE, SET and SHOW may run inside a transaction block \
+                         (schema changes, CALL, COPY and CHECKPOINT run outside BEGIN ... COMMIT)",
+                    )),
+                };
+                if r.is_err() {
+                    *txn::lock(&cell) = txn::State::Failed;
+                }
+                r
+            }
+        }
+    }
+
+    /// Runs a DML statement inside the connection's open transaction: a probe over the
+    /// committed state and the transaction's earlier statements, remembered with what it
+    /// showed for the commit to check.
+    async fn probe(
+        &self,
+        d: &Arc<crate::command::DmlCommand>,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response> {
+        let (before, now, read_only, n) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.statements.clone(), o.now, o.read_only, o.statements.len()),
+            _ => return Err(txn::aborted()),
+        };
+        if read_only && !d.read_only {
+            return Err(client_error(
+                "25006",
+                "cannot execute a write in a read-only transaction",
+            ));
+        }
+        if n >= permafrost_executor::MAX_TXN_STATEMENTS {
+            return Err(client_error(
+                "54000",
+                format!(
+                    "a transaction block may run at most {} statements; commit in smaller transactions",
+                    permafrost_executor::MAX_TXN_STATEMENTS
+                ),
+            ));
+        }
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        // Nothing else of this connection is in flight: a short probe may run here.
+        let fut = self.db.probe(&before, &d.stmt, params.clone(), now, stop.clone(), true);
+        let rows = match cancel {
+            Some(c) => c.run_stoppable(&stop, fut).await,
+            None => Ok(fut.await),
+        }
+        .and_then(|r| r.map_err(db_error));
+        let r = rows.and_then(|rows| {
+            let step = permafrost_executor::TxnStatement {
+                stmt: d.stmt.clone(),
+                params,
+                digest: rows.digest(),
+            };
+            if let txn::State::Open(o) = &mut *txn::lock(cell) {
+                o.wrote |= !d.read_only;
+                o.statements.push(step);
+            }
+            respond(rows, &d.columns, Some(d.kind), format, None)
+        });
+        self.metrics.record(
+            if d.read_only {
+                StatementClass::Query
+            } else {
+                StatementClass::Write
+            },
+            started.elapsed(),
+            outcome_of(&r),
+        );
         r
     }
 
@@ -205,7 +386,10 @@ impl Backend {
                     format,
                 )
             }
-            Command::EndTransaction(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Begin { .. } | Command::Commit | Command::Rollback => Err(client_error(
+                "XX000",
+                "internal error: a transaction statement outside the transaction handling",
+            )),
             Command::Checkpoint => {
                 let db = self.db.clone();
                 tokio::task::spawn_blocking(move || db.snapshot())
@@ -350,6 +534,60 @@ impl Backend {
 
 #[async_trait]
 impl SimpleQueryHandler for Backend {
+    /// As the library's, but ReadyForQuery tells the connection's transaction state
+    /// (crate::txn) rather than what the responses suggest: a COMMIT that fails leaves no
+    /// transaction open (I), an error inside a block aborts it (E).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                .await?;
+        } else {
+            for r in SimpleQueryHandler::do_query(self, client, &query.query).await? {
+                match r {
+                    Response::EmptyQuery => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                            .await?;
+                    }
+                    Response::Query(results) => send_query_response(client, results, true).await?,
+                    Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+                        send_execution_response(client, tag).await?
+                    }
+                    Response::Error(e) => {
+                        client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
+                    }
+                    Response::CopyIn(result) => {
+                        pgwire::api::copy::send_copy_in_response(client, result).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                    Response::CopyOut(result) => pgwire::api::copy::send_copy_out_response(client, result).await?,
+                    Response::CopyBoth(result) => {
+                        pgwire::api::copy::send_copy_both_response(client, result).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                }
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            let status = txn::status(&txn::of(client));
+            client.set_transaction_status(status);
+            send_ready_for_query(client, status).await?;
+        }
+        Ok(())
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -361,7 +599,9 @@ impl SimpleQueryHandler for Backend {
         let mut learn = match self.plans.lookup(&self.db, query) {
             Lookup::Hit(cmd, params) => {
                 self.metrics.plan_cache_lookup(true);
-                let r = self.run(&cmd, params, &Format::UnifiedText, cancel.as_ref()).await;
+                let r = self
+                    .run_in_session(client, &cmd, params, &Format::UnifiedText, cancel.as_ref())
+                    .await;
                 return Ok(vec![r.unwrap_or_else(|e| Response::Error(Box::new(e.into())))]);
             }
             Lookup::Learn(shape) => Some(shape),
@@ -390,8 +630,24 @@ impl SimpleQueryHandler for Backend {
                     "0A000",
                     "COPY FROM STDIN must be the last statement of a query string",
                 )),
-                Ok(cmd) => self.run(&cmd, Vec::new(), &Format::UnifiedText, cancel.as_ref()).await,
-                Err(e) => Err(e),
+                Ok(cmd) => {
+                    self.run_in_session(client, &cmd, Vec::new(), &Format::UnifiedText, cancel.as_ref())
+                        .await
+                }
+                Err(e) => {
+                    // An error inside a transaction block aborts it; in an aborted block
+                    // every statement is refused as such.
+                    let cell = txn::of(client);
+                    let mut st = txn::lock(&cell);
+                    match *st {
+                        txn::State::Open(_) => {
+                            *st = txn::State::Failed;
+                            Err(e)
+                        }
+                        txn::State::Failed => Err(txn::aborted()),
+                        txn::State::Idle => Err(e),
+                    }
+                }
             };
             match r {
                 Ok(resp) => out.push(resp),
@@ -532,6 +788,16 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        // ReadyForQuery tells the transaction state: an error in this group (reported by
+        // the connection loop, which marks the status E) aborts an open block.
+        let cell = txn::of(client);
+        {
+            let mut st = txn::lock(&cell);
+            if client.transaction_status() == TransactionStatus::Error && matches!(*st, txn::State::Open(_)) {
+                *st = txn::State::Failed;
+            }
+        }
+        client.set_transaction_status(txn::status(&cell));
         Pipeline::of(client).sync(client).await
     }
 
@@ -568,7 +834,7 @@ impl ExtendedQueryHandler for Backend {
         let cmd = &portal.statement.statement;
         let params = decode_params(&portal, cmd)?;
         let cancel = self.cancel_token(client);
-        if cmd.pipelines() {
+        if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
             let here = pipeline.is_empty();
             pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, here)?);
         } else {
@@ -578,7 +844,7 @@ impl ExtendedQueryHandler for Backend {
                     pipeline.drain(client).await?;
                 }
                 let resp = self
-                    .run(cmd, params, &portal.result_column_format, cancel.as_ref())
+                    .run_in_session(client, cmd, params, &portal.result_column_format, cancel.as_ref())
                     .await?;
                 write_response(client, resp).await?;
             }
@@ -601,7 +867,7 @@ impl ExtendedQueryHandler for Backend {
         let cancel = self.cancel_token(client);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,
         // whose binary form is the same bytes.
-        self.run(cmd, params, &portal.result_column_format, cancel.as_ref())
+        self.run_in_session(client, cmd, params, &portal.result_column_format, cancel.as_ref())
             .await
     }
 }

@@ -23,6 +23,7 @@ pub mod plancache;
 mod respond;
 pub mod session;
 pub mod session_settings;
+mod txn;
 pub mod types;
 mod wire_check;
 

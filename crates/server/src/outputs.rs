@@ -169,7 +169,7 @@ where
                 .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
                 .await?;
         }
-        Response::Execution(tag) => {
+        Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
             client
                 .feed(PgWireBackendMessage::CommandComplete(CommandComplete::from(tag)))
                 .await?;

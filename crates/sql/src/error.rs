@@ -47,6 +47,9 @@ pub enum SqlError {
     WrongPartition { row: u32, held: Vec<u32> },
     #[error("table \"{0}\" changed since the statement was planned")]
     SchemaChanged(String),
+    /// An interactive transaction's statement no longer gives what its client was shown.
+    #[error("could not serialize access: {0}")]
+    SerializationFailure(String),
     #[error(
         "canceling statement: nobody waits for its result any more (a cancel request, a statement timeout or a client that went away)"
     )]
@@ -93,6 +96,7 @@ impl SqlError {
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } => "22023",
             SqlError::SchemaChanged(_) => "0A000",
+            SqlError::SerializationFailure(_) => "40001",
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",

@@ -209,6 +209,23 @@ impl Rows {
         r.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// A fingerprint of what a client is shown of this result: its rows (as a multiset:
+    /// the order of rows that no ORDER BY fixes does not count), their number and the
+    /// number of rows changed. Equal results have equal fingerprints; different ones almost
+    /// surely differ. Computed in memory only (never stored: the hash may change between
+    /// releases).
+    pub fn digest(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let rows = self.iter().fold(0u64, |acc, r| {
+            let mut h = std::hash::DefaultHasher::new();
+            r.data.hash(&mut h);
+            acc.wrapping_add(h.finish())
+        });
+        let mut h = std::hash::DefaultHasher::new();
+        (rows, self.len(), self.affected, self.columns.len()).hash(&mut h);
+        h.finish()
+    }
+
     /// Bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity() + self.starts.capacity() * 4

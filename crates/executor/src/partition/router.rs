@@ -133,26 +133,7 @@ pub(crate) fn submit_statement(
         Route::All => None,
     };
     match single {
-        Some(p) => {
-            let short = inline && proc.short;
-            let inv = Invocation {
-                proc,
-                params,
-                reply,
-                restarts: 0,
-                replay: None,
-            };
-            let inv = match short {
-                true => match shared.try_inline(p, inv) {
-                    Ok(()) => return Ok(()),
-                    Err(inv) => inv,
-                },
-                false => inv,
-            };
-            shared.senders[p as usize]
-                .send(Msg::Batch(vec![inv]))
-                .map_err(|_| Error::Shutdown)
-        }
+        Some(p) => submit_invocation(shared, proc, params, reply, p, inline),
         None => {
             let work = MpWork::Call {
                 proc,
@@ -163,6 +144,36 @@ pub(crate) fn submit_statement(
             shared.submit_mp(work, shared.all_partitions(), reply)
         }
     }
+}
+
+/// Hands a call to partition `p`: run on this thread when `inline` allows it, the call
+/// is short and the partition is free ([`Shared::try_inline`]), else queued.
+pub(crate) fn submit_invocation(
+    shared: &Shared,
+    proc: Arc<Procedure>,
+    params: Vec<Value>,
+    reply: Reply,
+    p: u32,
+    inline: bool,
+) -> Result<()> {
+    let short = inline && proc.short;
+    let inv = Invocation {
+        proc,
+        params,
+        reply,
+        restarts: 0,
+        replay: None,
+    };
+    let inv = match short {
+        true => match shared.try_inline(p, inv) {
+            Ok(()) => return Ok(()),
+            Err(inv) => inv,
+        },
+        false => inv,
+    };
+    shared.senders[p as usize]
+        .send(Msg::Batch(vec![inv]))
+        .map_err(|_| Error::Shutdown)
 }
 
 impl Shared {

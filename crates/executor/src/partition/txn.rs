@@ -111,7 +111,7 @@ fn run_body(
         stores,
         total_partitions: info.total_partitions,
         sampled: info.sampled,
-        now: info.now,
+        now: proc.fixed_now().unwrap_or(info.now),
         evicted,
         interrupted,
         work_mem: info.work_mem,
@@ -159,6 +159,11 @@ pub(crate) fn run_txn(
             // One read-only statement: nothing to commit.
             finish(stores, true);
             Outcome::Deferred(rows, deferred.expect("checked"))
+        }
+        Ok(Ok(rows)) if proc.is_probe() => {
+            // What the statement gives inside its interactive transaction; undone.
+            finish(stores, false);
+            Outcome::Done(Ok(rows), false)
         }
         Ok(Ok(rows)) => {
             let wrote = stores.iter().any(|s| s.has_changes());

@@ -1,0 +1,298 @@
+//! Interactive transactions (BEGIN ... COMMIT from a client) without holding a partition
+//! while the client thinks.
+//!
+//! A client's transaction is a list of statements with their parameters. While it is open,
+//! each new statement runs as a *probe* ([`Database::probe`]): one short transaction, in
+//! the serial order like any other, that runs the transaction's earlier statements, checks
+//! that each still gives what the client was shown, then runs the new statement over that
+//! state, answers its result and undoes everything. The client sees its own earlier writes
+//! over the latest committed state, every answer inside the block is of one serial point
+//! (or the statement fails with 40001 at once), and no partition waits for the client. At COMMIT ([`Database::commit_interactive`]) one transaction
+//! runs all the statements again, in order, and checks that each gives what the client was
+//! shown ([`Rows::digest`]: the rows, their number, the rows changed); if all do it commits
+//! and is logged like any other, else it changes nothing and fails with 40001
+//! (`SqlError::SerializationFailure`), and the client retries. The commit is what the
+//! command log records ([`INTERACTIVE_MARK`]), so replay runs the same statements at the
+//! same point of the order, with the same `now()`, and reaches the same state.
+//!
+//! Serializability: the commit runs every statement, reads included, at one point of the
+//! serial order, and commits only if every result equals what the client saw; the client
+//! thus saw exactly what a serial execution at that point shows. Two transactions that
+//! each read both rows and write one (write skew) cannot both commit: the second's reads
+//! differ once the first has committed.
+//!
+//! A probe that reaches evicted tuples is a pre-pass like any transaction's: the tuples are
+//! fetched and it runs again, so the client sees only latency; the commit likewise.
+
+use std::sync::Arc;
+
+use permafrost_sql::{Prepared, Route, Rows, SqlError};
+use permafrost_storage::Value;
+use serde::{Deserialize, Serialize};
+
+use crate::database::{AdHoc, Database};
+use crate::error::{Error, Result};
+use crate::partition::msg::MpWork;
+use crate::partition::router::submit_invocation;
+use crate::procedure::{ProcError, Procedure, ProcedureDef};
+use crate::reply::{Reply, StopFlag};
+
+/// The start of a committed interactive transaction's text in the command log: a comment,
+/// then the JSON of [`Logged`] (docs/format.md, "Interactive transactions").
+pub(crate) const INTERACTIVE_MARK: &str = "/* permafrost: interactive transaction */ ";
+
+/// Most statements one interactive transaction may run.
+pub const MAX_STATEMENTS: usize = 10_000;
+
+/// What the command log records of a committed interactive transaction, besides the
+/// parameters of its statements one after the other.
+#[derive(Serialize, Deserialize)]
+struct Logged {
+    /// `now()` inside the transaction (its start), in microseconds since the epoch.
+    now: i64,
+    /// The statements' texts, in order.
+    statements: Vec<String>,
+}
+
+/// One statement of an interactive transaction.
+#[derive(Clone)]
+pub struct TxnStatement {
+    pub stmt: AdHoc,
+    pub params: Vec<Value>,
+    /// The fingerprint of the result the client was shown ([`Rows::digest`]).
+    pub digest: u64,
+}
+
+/// How an interactive procedure's statements are checked and ended.
+pub(crate) struct Interactive {
+    /// Roll back whatever happens (a probe): nothing is committed or logged.
+    pub probe: bool,
+    /// `now()` of every statement.
+    pub now: i64,
+    /// What the command log records (a commit's).
+    pub log_text: Arc<str>,
+}
+
+impl Interactive {
+    /// The procedure that runs `statements` (with their parameters one after the other in
+    /// the call) in order; each statement with an expected fingerprint must give it.
+    /// Earlier statements' failures and changed results are serialization failures; the
+    /// last statement's own error is returned as it is in a probe.
+    fn procedure(statements: Vec<Arc<Prepared>>, expected: Vec<Option<u64>>, spec: Interactive) -> Procedure {
+        let counts: Vec<usize> = statements.iter().map(|p| p.param_types().len()).collect();
+        let n = statements.len();
+        let probe = spec.probe;
+        let mut def = ProcedureDef::new(crate::procedure::AD_HOC).multi_partition();
+        for s in &statements {
+            def = def.statement(s.sql.clone());
+        }
+        let def = def.body(move |ctx, params| {
+            let mut at = 0;
+            let mut last = Rows::default();
+            for (i, &k) in counts.iter().enumerate() {
+                let p = params.get(at..at + k).ok_or_else(|| {
+                    ProcError::Sql(SqlError::ParamCount {
+                        expected: at + k,
+                        got: params.len(),
+                    })
+                })?;
+                at += k;
+                let own = probe && i + 1 == n;
+                let rows = match ctx.execute(i, p) {
+                    Ok(rows) => rows,
+                    Err(e) if own || ctx.is_prepass() => return Err(e),
+                    Err(ProcError::Sql(e)) if !matters(&e) => return Err(ProcError::Sql(e)),
+                    Err(e) => {
+                        return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
+                            "statement {} of the transaction now fails ({e}); retry the transaction",
+                            i + 1
+                        ))));
+                    }
+                };
+                if let Some(Some(d)) = expected.get(i)
+                    && rows.digest() != *d
+                    && !ctx.is_prepass()
+                {
+                    return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
+                        "statement {} of the transaction now gives another result than it showed, since a \
+                         concurrent transaction changed what it read; retry the transaction",
+                        i + 1
+                    ))));
+                }
+                last = rows;
+            }
+            Ok(last)
+        });
+        Procedure::interactive(statements, def, spec)
+    }
+}
+
+/// Whether an earlier statement's error means the transaction's view changed (a
+/// serialization failure), rather than the server refusing work (memory, a cancel, ...).
+fn matters(e: &SqlError) -> bool {
+    !matches!(
+        e,
+        SqlError::Cancelled | SqlError::StatementMemory { .. } | SqlError::OutOfWorkMem(_) | SqlError::SchemaChanged(_)
+    )
+}
+
+impl Database {
+    /// Runs `stmt` with `params` after the transaction's earlier statements `before` (each
+    /// checked against what it showed: 40001 if one no longer gives it), over the committed
+    /// state, and undoes everything: what `stmt` gives inside the transaction.
+    /// `here`: the caller has nothing else in flight (a short probe may run on its thread).
+    pub fn probe(
+        &self,
+        before: &[TxnStatement],
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        now: i64,
+        stop: StopFlag,
+        here: bool,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        let mut all: Vec<(&AdHoc, Vec<Value>, Option<u64>)> = before
+            .iter()
+            .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
+            .collect();
+        all.push((stmt, params, None));
+        let submitted = self.submit_interactive(all, now, true, stop, here);
+        async move {
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    /// Commits an interactive transaction: runs `statements` again at one point of the
+    /// serial order and applies them if each gives what its client was shown, else fails
+    /// with 40001 and applies nothing.
+    pub fn commit_interactive(
+        &self,
+        statements: &[TxnStatement],
+        now: i64,
+        stop: StopFlag,
+    ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
+        let all = statements
+            .iter()
+            .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
+            .collect();
+        let submitted = if statements.is_empty() {
+            Err(Error::Internal("nothing to commit".into()))
+        } else {
+            self.submit_interactive(all, now, false, stop, false)
+        };
+        let empty = statements.is_empty();
+        async move {
+            if empty {
+                return Ok(());
+            }
+            match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    fn submit_interactive(
+        &self,
+        statements: Vec<(&AdHoc, Vec<Value>, Option<u64>)>,
+        now: i64,
+        probe: bool,
+        stop: StopFlag,
+        here: bool,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
+        if statements.len() > MAX_STATEMENTS {
+            return Err(Error::Sql(SqlError::Unsupported(format!(
+                "a transaction of more than {MAX_STATEMENTS} statements; commit in smaller transactions"
+            ))));
+        }
+        let catalog = self.catalog();
+        let partitions = self.shared().config.partitions;
+        let mut prepared = Vec::with_capacity(statements.len());
+        let mut expected = Vec::with_capacity(statements.len());
+        let mut params = Vec::new();
+        // Where it runs: the one partition every statement's key pins, else all of them.
+        let mut single: Option<Option<u32>> = Some(None);
+        for (stmt, p, digest) in statements {
+            if !Arc::ptr_eq(&catalog, &stmt.catalog) {
+                return Err(Error::Sql(SqlError::SerializationFailure(
+                    "the schema changed during the transaction; retry the transaction".into(),
+                )));
+            }
+            let s = &stmt.proc.statements[0];
+            single = match (single, s.route(&p, partitions)) {
+                (Some(None), Route::Single(q)) => Some(Some(q)),
+                (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
+                (Some(x), Route::Any) => Some(x),
+                _ => None,
+            };
+            prepared.push(s.clone());
+            expected.push(digest);
+            params.extend(p);
+        }
+        let log_text: Arc<str> = if probe {
+            Arc::from("")
+        } else {
+            let logged = Logged {
+                now,
+                statements: prepared.iter().map(|p| p.sql.clone()).collect(),
+            };
+            let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
+            format!("{INTERACTIVE_MARK}{json}").into()
+        };
+        let proc = Arc::new(Interactive::procedure(
+            prepared,
+            expected,
+            Interactive { probe, now, log_text },
+        ));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let reply = Reply::Stoppable(tx, stop);
+        let shared = self.shared();
+        match single {
+            Some(p) => {
+                let p = p.unwrap_or_else(|| shared.any_partition());
+                submit_invocation(shared, proc, params, reply, p, here)?;
+            }
+            None => shared.submit_mp(
+                MpWork::Call {
+                    proc,
+                    params,
+                    restarts: 0,
+                    replay: None,
+                },
+                shared.all_partitions(),
+                reply,
+            )?,
+        }
+        Ok(rx)
+    }
+}
+
+/// The procedure a logged interactive transaction replays: its statements, planned
+/// against `catalog`, with its `now()`; no results are checked (they were, when it
+/// committed).
+pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<Procedure> {
+    let json = sql
+        .strip_prefix(INTERACTIVE_MARK)
+        .ok_or_else(|| Error::Internal("not an interactive transaction".into()))?;
+    let logged: Logged =
+        serde_json::from_str(json).map_err(|e| Error::Recovery(format!("interactive transaction record: {e}")))?;
+    let mut prepared = Vec::with_capacity(logged.statements.len());
+    for s in &logged.statements {
+        prepared.push(Arc::new(permafrost_sql::limits::with_stack_for(s, || {
+            let stmt = permafrost_sql::parse::parse_statement(s)?;
+            permafrost_sql::prepare_statement(catalog, &stmt, s)
+        })?));
+    }
+    let expected = vec![None; prepared.len()];
+    Ok(Interactive::procedure(
+        prepared,
+        expected,
+        Interactive {
+            probe: false,
+            now: logged.now,
+            log_text: sql.into(),
+        },
+    ))
+}

@@ -1,0 +1,245 @@
+//! Interactive transactions (interactive.rs): probes see the transaction's own writes and
+//! change nothing; a commit applies the statements when every result is what was shown,
+//! else fails with 40001 and applies nothing (write skew is refused); concurrent transfers
+//! keep the total; a committed transaction is replayed from the command log, with its
+//! `now()`.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use permafrost_executor::{AdHoc, Config, Database, LogConfig, Rows, StopFlag, TxnStatement, Value};
+
+fn config(dir: &Path) -> Config {
+    Config::builder()
+        .partitions(2)
+        .command_log(LogConfig::new(dir.join("log")))
+        .build()
+        .unwrap()
+}
+
+fn stmt(db: &Database, sql: &str) -> AdHoc {
+    db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap())
+}
+
+/// A client's open transaction, as the server keeps it.
+struct Txn<'a> {
+    db: &'a Database,
+    now: i64,
+    all: Vec<TxnStatement>,
+}
+
+impl<'a> Txn<'a> {
+    fn begin(db: &'a Database) -> Txn<'a> {
+        Txn {
+            db,
+            now: 1_700_000_000_000_000,
+            all: Vec::new(),
+        }
+    }
+
+    fn run(&mut self, sql: &str, params: Vec<Value>) -> permafrost_executor::Result<Rows> {
+        let s = stmt(self.db, sql);
+        let rows = common::block_on(
+            self.db
+                .probe(&self.all, &s, params.clone(), self.now, StopFlag::new(), true),
+        )?;
+        let step = TxnStatement {
+            stmt: s.clone(),
+            params,
+            digest: rows.digest(),
+        };
+        self.all.push(step);
+        Ok(rows)
+    }
+
+    fn commit(self) -> permafrost_executor::Result<()> {
+        common::block_on(self.db.commit_interactive(&self.all, self.now, StopFlag::new()))
+    }
+}
+
+fn int(rows: &Rows) -> i64 {
+    match &rows.to_values()[0][0] {
+        Value::Int(n) => *n,
+        // sum(bigint) is numeric.
+        Value::Decimal(d) => d.to_string().parse().unwrap(),
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+fn setup(db: &Database) {
+    db.execute_ddl("CREATE TABLE acct (id BIGINT PRIMARY KEY, bal BIGINT NOT NULL, at TIMESTAMP)")
+        .unwrap();
+    for id in 0..10i64 {
+        db.execute_sql("INSERT INTO acct (id, bal) VALUES ($1, 100)", vec![Value::Int(id)])
+            .unwrap();
+    }
+}
+
+fn total(db: &Database) -> i64 {
+    int(&db.execute_sql("SELECT sum(bal) FROM acct", vec![]).unwrap())
+}
+
+#[test]
+fn probes_see_their_own_writes_and_change_nothing_until_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    let mut t = Txn::begin(&db);
+    t.run("UPDATE acct SET bal = bal - 30 WHERE id = $1", vec![Value::Int(1)])
+        .unwrap();
+    t.run("UPDATE acct SET bal = bal + 30 WHERE id = $1", vec![Value::Int(6)])
+        .unwrap();
+    assert_eq!(int(&t.run("SELECT bal FROM acct WHERE id = 1", vec![]).unwrap()), 70);
+    assert_eq!(int(&t.run("SELECT sum(bal) FROM acct", vec![]).unwrap()), 1000);
+    let e = t.run("SELECT 1 / 0", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "22012", "a statement's own error is its own: {e}");
+    t.all.pop();
+    // Nothing is applied yet.
+    assert_eq!(
+        int(&db.execute_sql("SELECT bal FROM acct WHERE id = 1", vec![]).unwrap()),
+        100
+    );
+    t.commit().unwrap();
+    assert_eq!(
+        int(&db.execute_sql("SELECT bal FROM acct WHERE id = 1", vec![]).unwrap()),
+        70
+    );
+    assert_eq!(
+        int(&db.execute_sql("SELECT bal FROM acct WHERE id = 6", vec![]).unwrap()),
+        130
+    );
+    assert_eq!(total(&db), 1000);
+}
+
+#[test]
+fn write_skew_is_refused_with_40001() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    // Each reads both rows (two on-call doctors) and takes one off if the other stays.
+    let mut a = Txn::begin(&db);
+    let mut b = Txn::begin(&db);
+    let both = "SELECT sum(bal) FROM acct WHERE id IN (2, 3)";
+    assert_eq!(int(&a.run(both, vec![]).unwrap()), 200);
+    assert_eq!(int(&b.run(both, vec![]).unwrap()), 200);
+    a.run("UPDATE acct SET bal = 0 WHERE id = 2", vec![]).unwrap();
+    b.run("UPDATE acct SET bal = 0 WHERE id = 3", vec![]).unwrap();
+    a.commit().unwrap();
+    let e = b.commit().unwrap_err();
+    assert_eq!(e.sqlstate(), "40001", "{e}");
+    assert_eq!(
+        int(&db.execute_sql(both, vec![]).unwrap()),
+        100,
+        "only the first applied"
+    );
+    // A transaction whose earlier write no longer holds fails early, at its next statement.
+    let mut c = Txn::begin(&db);
+    c.run("UPDATE acct SET bal = bal + 1 WHERE id = 4 AND bal = 100", vec![])
+        .unwrap();
+    db.execute_sql("UPDATE acct SET bal = 5 WHERE id = 4", vec![]).unwrap();
+    let e = c.run("SELECT 1", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "40001", "{e}");
+}
+
+#[test]
+fn concurrent_transfers_keep_the_total_and_every_read_is_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::open(config(dir.path())).unwrap());
+    setup(&db);
+    let committed = std::sync::atomic::AtomicU64::new(0);
+    let conflicts = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (db, committed, conflicts) = (db.clone(), &committed, &conflicts);
+            s.spawn(move || {
+                let mut x = t * 7919 + 13;
+                for _ in 0..60 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let (from, to) = ((x >> 33) as i64 % 10, (x >> 45) as i64 % 10);
+                    let mut tx = Txn::begin(&db);
+                    // Read, compute in the client, write absolute values: without the
+                    // commit's check, concurrent transfers would lose updates.
+                    let read = |tx: &mut Txn, id: i64| {
+                        tx.run("SELECT bal FROM acct WHERE id = $1", vec![Value::Int(id)])
+                            .map(|r| int(&r))
+                    };
+                    let (Ok(a), Ok(b)) = (read(&mut tx, from), read(&mut tx, to)) else {
+                        conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        continue;
+                    };
+                    if a >= 7 && from != to {
+                        let set = "UPDATE acct SET bal = $1 WHERE id = $2";
+                        if tx.run(set, vec![Value::Int(a - 7), Value::Int(from)]).is_err()
+                            || tx.run(set, vec![Value::Int(b + 7), Value::Int(to)]).is_err()
+                        {
+                            conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                    }
+                    // Every read inside a transaction sees a consistent total.
+                    let sum = match tx.run("SELECT sum(bal) FROM acct", vec![]) {
+                        Ok(r) => int(&r),
+                        Err(e) => {
+                            assert_eq!(e.sqlstate(), "40001", "{e}");
+                            conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                    assert_eq!(sum, 1000);
+                    match tx.commit() {
+                        Ok(()) => committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                        Err(e) => {
+                            assert_eq!(e.sqlstate(), "40001", "{e}");
+                            conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        }
+                    };
+                }
+            });
+        }
+    });
+    assert_eq!(total(&db), 1000);
+    assert!(committed.into_inner() > 0, "some transfers committed");
+    let _ = conflicts.into_inner();
+    assert!(int(&db.execute_sql("SELECT min(bal) FROM acct", vec![]).unwrap()) >= 0);
+}
+
+#[test]
+fn a_committed_transaction_is_replayed_with_its_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let db = Database::open(config(dir.path())).unwrap();
+        setup(&db);
+        let mut t = Txn::begin(&db);
+        t.run("UPDATE acct SET bal = bal - 5, at = now() WHERE id = 1", vec![])
+            .unwrap();
+        t.run(
+            "UPDATE acct SET bal = bal + $1, at = now() WHERE id = $2",
+            vec![Value::Int(5), Value::Int(8)],
+        )
+        .unwrap();
+        t.run("INSERT INTO acct VALUES (42, 0, now())", vec![]).unwrap();
+        t.commit().unwrap();
+        // A rolled-back one (never committed) and a probe leave nothing in the log.
+        let mut r = Txn::begin(&db);
+        r.run("DELETE FROM acct", vec![]).unwrap();
+        drop(r);
+        db.execute_sql("SELECT * FROM acct ORDER BY id", vec![])
+            .unwrap()
+            .to_values()
+    };
+    let db = Database::open(config(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    let after = db
+        .execute_sql("SELECT * FROM acct ORDER BY id", vec![])
+        .unwrap()
+        .to_values();
+    assert_eq!(before, after);
+    assert_eq!(after.len(), 11);
+    assert!(
+        matches!(after[10][2], Value::Timestamp(t) if t == 1_700_000_000_000_000),
+        "{:?}",
+        after[10]
+    );
+}

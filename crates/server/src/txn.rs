@@ -1,0 +1,215 @@
+//! A connection's interactive transaction: BEGIN ... COMMIT from a client.
+//!
+//! The connection keeps the statements of its open transaction ([`State::Open`]); each
+//! runs at once as a probe at its partition(s) over the committed state plus the
+//! transaction's earlier statements, and COMMIT runs them all again at one point of the serial
+//! order, applying them only if each still gives what the client was shown
+//! (`permafrost_executor`'s interactive.rs explains why this is serializable). No
+//! partition waits for a client in between.
+//!
+//! As in PostgreSQL: an error inside the transaction aborts it ([`State::Failed`]: later
+//! statements fail with 25P02 until ROLLBACK, and COMMIT answers ROLLBACK); BEGIN inside a
+//! transaction and COMMIT or ROLLBACK outside one are warnings; ReadyForQuery says I, T or
+//! E. Every isolation level is accepted and runs serializable (`SHOW transaction_isolation`
+//! says so); READ ONLY refuses writes (25006). Not yet: savepoints (0A000), schema changes,
+//! COPY and CALL inside a transaction (0A000, the transaction aborts), and statements of a
+//! multi-statement query string or of an extended-protocol group outside BEGIN still
+//! commit one by one.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use permafrost_executor::TxnStatement;
+use pgwire::api::ClientInfo;
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+
+use crate::command::Command;
+use crate::error::client_error;
+
+/// Where a connection stands.
+pub(crate) enum State {
+    /// No transaction block: each statement commits on its own.
+    Idle,
+    Open(Open),
+    /// A statement failed inside the block: only ROLLBACK (or COMMIT, which rolls back)
+    /// is accepted.
+    Failed,
+}
+
+/// An open transaction block.
+pub(crate) struct Open {
+    /// `now()` inside it (its start), microseconds since the epoch.
+    pub now: i64,
+    pub read_only: bool,
+    /// Every statement run so far, with what its client was shown (what a probe runs
+    /// and checks before its own statement, so that every answer inside the block is of
+    /// one serial point).
+    pub statements: Vec<TxnStatement>,
+    /// Whether one of them writes.
+    pub wrote: bool,
+}
+
+impl Open {
+    pub(crate) fn new(read_only: bool) -> Open {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        Open {
+            now,
+            read_only,
+            statements: Vec::new(),
+            wrote: false,
+        }
+    }
+}
+
+/// A connection's transaction state.
+pub(crate) type Cell = Mutex<State>;
+
+/// The transaction state of `client`'s connection.
+pub(crate) fn of<C: ClientInfo>(client: &C) -> Arc<Cell> {
+    client
+        .session_extensions()
+        .get_or_insert_with(|| Mutex::new(State::Idle))
+}
+
+pub(crate) fn lock(cell: &Cell) -> MutexGuard<'_, State> {
+    cell.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What ReadyForQuery says of the connection.
+pub(crate) fn status(cell: &Cell) -> TransactionStatus {
+    match &*lock(cell) {
+        State::Idle => TransactionStatus::Idle,
+        State::Open(_) => TransactionStatus::Transaction,
+        State::Failed => TransactionStatus::Error,
+    }
+}
+
+/// 25P02, for a statement after an error inside a transaction block.
+pub(crate) fn aborted() -> PgWireError {
+    client_error(
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+pub(crate) fn no_savepoints() -> PgWireError {
+    client_error(
+        "0A000",
+        "savepoints are not supported yet: a transaction block commits or rolls back whole",
+    )
+}
+
+/// The words of a transaction statement, upper case, without `;` and commas.
+fn words(sql: &str) -> Vec<String> {
+    sql.trim()
+        .trim_end_matches(';')
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_uppercase)
+        .collect()
+}
+
+fn syntax(sql: &str) -> PgWireError {
+    client_error(
+        "42601",
+        format!("syntax error in transaction statement: {}", sql.trim()),
+    )
+}
+
+/// `BEGIN [WORK | TRANSACTION] [mode, ...]` or `START TRANSACTION [mode, ...]`, where a
+/// mode is `ISOLATION LEVEL {SERIALIZABLE | REPEATABLE READ | READ COMMITTED | READ
+/// UNCOMMITTED}`, `READ WRITE`, `READ ONLY` or `[NOT] DEFERRABLE`.
+pub(crate) fn parse_begin(sql: &str) -> PgWireResult<Command> {
+    let w = words(sql);
+    let mut i = match (w.first().map(String::as_str), w.get(1).map(String::as_str)) {
+        (Some("BEGIN"), Some("WORK" | "TRANSACTION")) => 2,
+        (Some("BEGIN"), _) => 1,
+        (Some("START"), Some("TRANSACTION")) => 2,
+        _ => return Err(syntax(sql)),
+    };
+    let mut read_only = false;
+    let at = |i: usize| w.get(i).map(String::as_str);
+    while i < w.len() {
+        match (at(i), at(i + 1), at(i + 2), at(i + 3)) {
+            (Some("ISOLATION"), Some("LEVEL"), Some("SERIALIZABLE"), _) => i += 3,
+            (Some("ISOLATION"), Some("LEVEL"), Some("REPEATABLE"), Some("READ")) => i += 4,
+            (Some("ISOLATION"), Some("LEVEL"), Some("READ"), Some("COMMITTED" | "UNCOMMITTED")) => i += 4,
+            (Some("READ"), Some("WRITE"), ..) => {
+                read_only = false;
+                i += 2;
+            }
+            (Some("READ"), Some("ONLY"), ..) => {
+                read_only = true;
+                i += 2;
+            }
+            (Some("DEFERRABLE"), ..) => i += 1,
+            (Some("NOT"), Some("DEFERRABLE"), ..) => i += 2,
+            _ => return Err(syntax(sql)),
+        }
+    }
+    Ok(Command::Begin { read_only })
+}
+
+/// `COMMIT | END | ROLLBACK | ABORT [WORK | TRANSACTION]`; `ROLLBACK TO SAVEPOINT` and
+/// `AND CHAIN` are not supported.
+pub(crate) fn parse_end(sql: &str, cmd: Command) -> PgWireResult<Command> {
+    let w = words(sql);
+    let rest: Vec<&str> = w.iter().skip(1).map(String::as_str).collect();
+    match rest.as_slice() {
+        [] | ["WORK" | "TRANSACTION"] => Ok(cmd),
+        ["WORK" | "TRANSACTION", "AND", "NO", "CHAIN"] | ["AND", "NO", "CHAIN"] => Ok(cmd),
+        ["TO", ..] => Err(no_savepoints()),
+        [.., "AND", "CHAIN"] => Err(client_error("0A000", "AND CHAIN is not supported")),
+        ["PREPARED", ..] => Err(client_error(
+            "0A000",
+            "prepared transactions (two-phase commit) are not supported",
+        )),
+        _ => Err(syntax(sql)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begin(sql: &str) -> Option<bool> {
+        match parse_begin(sql) {
+            Ok(Command::Begin { read_only }) => Some(read_only),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn transaction_statements_are_read_as_postgresql_writes_them() {
+        assert_eq!(begin("BEGIN"), Some(false));
+        assert_eq!(begin("begin transaction;"), Some(false));
+        assert_eq!(
+            begin("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
+            Some(true)
+        );
+        assert_eq!(
+            begin("BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE NOT DEFERRABLE"),
+            Some(false)
+        );
+        assert_eq!(begin("BEGIN ISOLATION LEVEL READ COMMITTED"), Some(false));
+        assert_eq!(begin("BEGIN ISOLATION"), None);
+        assert_eq!(begin("BEGIN SOMETHING"), None);
+        assert_eq!(begin("START"), None);
+        assert!(matches!(parse_end("COMMIT", Command::Commit), Ok(Command::Commit)));
+        assert!(matches!(
+            parse_end("end transaction;", Command::Commit),
+            Ok(Command::Commit)
+        ));
+        assert!(matches!(
+            parse_end("ROLLBACK WORK", Command::Rollback),
+            Ok(Command::Rollback)
+        ));
+        assert!(parse_end("ROLLBACK TO SAVEPOINT a", Command::Rollback).is_err());
+        assert!(parse_end("COMMIT AND CHAIN", Command::Commit).is_err());
+        assert!(parse_end("COMMIT PREPARED 'x'", Command::Commit).is_err());
+        assert!(parse_end("COMMIT NOW", Command::Commit).is_err());
+    }
+}

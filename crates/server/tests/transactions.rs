@@ -1,0 +1,240 @@
+//! Interactive transactions through a real client (tokio-postgres, which sends BEGIN and
+//! COMMIT as simple queries and the statements in between through the extended protocol):
+//! commit and rollback, an error aborting the block (25P02, COMMIT answers ROLLBACK), the
+//! warnings, write skew refused with 40001, and concurrent transfers that keep the total.
+
+use std::sync::Arc;
+
+use permafrost_executor::{Config, Database};
+use permafrost_server::ServerOptions;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+struct Server {
+    port: u16,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn start() -> Server {
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(permafrost_server::serve_with(
+        db,
+        listener,
+        ServerOptions::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    Server { port, _stop: stop }
+}
+
+/// A client, and the notices the server sent it.
+async fn connect(port: u16) -> (Client, Arc<std::sync::Mutex<Vec<String>>>) {
+    let (client, mut conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
+        .await
+        .unwrap();
+    let notices = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = notices.clone();
+    tokio::spawn(async move {
+        let mut stream = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
+        while let Some(Ok(m)) = futures::StreamExt::next(&mut stream).await {
+            if let tokio_postgres::AsyncMessage::Notice(n) = m {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", n.code().code(), n.message()));
+            }
+        }
+    });
+    (client, notices)
+}
+
+async fn tags(c: &Client, sql: &str) -> Vec<String> {
+    c.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn balance(c: &Client, id: i64) -> i64 {
+    c.query_one("SELECT bal FROM acct WHERE id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+async fn setup(c: &Client) {
+    c.batch_execute("CREATE TABLE acct (id BIGINT PRIMARY KEY, bal BIGINT NOT NULL)")
+        .await
+        .unwrap();
+    for id in 0..8i64 {
+        c.execute("INSERT INTO acct VALUES ($1, 100)", &[&id]).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_commit_roll_back_and_abort_as_in_postgresql() {
+    let s = start().await;
+    let (mut c, notices) = connect(s.port).await;
+    setup(&c).await;
+
+    let t = c.transaction().await.unwrap();
+    t.execute("UPDATE acct SET bal = bal - 10 WHERE id = $1", &[&1i64])
+        .await
+        .unwrap();
+    t.execute("UPDATE acct SET bal = bal + 10 WHERE id = $1", &[&2i64])
+        .await
+        .unwrap();
+    let own: i64 = t
+        .query_one("SELECT bal FROM acct WHERE id = $1", &[&1i64])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(own, 90, "the block sees its own writes");
+    t.commit().await.unwrap();
+    assert_eq!((balance(&c, 1).await, balance(&c, 2).await), (90, 110));
+
+    let t = c.transaction().await.unwrap();
+    t.execute("DELETE FROM acct WHERE id = $1", &[&3i64]).await.unwrap();
+    let n: i64 = t.query_one("SELECT count(*) FROM acct", &[]).await.unwrap().get(0);
+    assert_eq!(n, 7);
+    t.rollback().await.unwrap();
+    let n: i64 = c.query_one("SELECT count(*) FROM acct", &[]).await.unwrap().get(0);
+    assert_eq!(n, 8, "a rolled-back block leaves nothing behind");
+
+    // An error aborts the block: later statements fail with 25P02, COMMIT rolls back.
+    assert_eq!(tags(&c, "BEGIN").await, vec!["0"]);
+    c.execute("UPDATE acct SET bal = 0 WHERE id = $1", &[&4i64])
+        .await
+        .unwrap();
+    let e = c.simple_query("SELECT 1 / 0").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "22012");
+    let e = c.query("SELECT bal FROM acct", &[]).await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "25P02");
+    c.simple_query("COMMIT").await.unwrap();
+    assert_eq!(balance(&c, 4).await, 100, "the aborted block's update was not applied");
+
+    // A multi-statement query string with its own BEGIN and COMMIT.
+    c.simple_query(
+        "BEGIN; UPDATE acct SET bal = bal + 1 WHERE id = 5; UPDATE acct SET bal = bal - 1 WHERE id = 6; COMMIT",
+    )
+    .await
+    .unwrap();
+    assert_eq!((balance(&c, 5).await, balance(&c, 6).await), (101, 99));
+
+    // Warnings, as PostgreSQL gives them.
+    notices.lock().unwrap().clear();
+    c.simple_query("COMMIT").await.unwrap();
+    c.simple_query("BEGIN").await.unwrap();
+    c.simple_query("BEGIN").await.unwrap();
+    c.simple_query("ROLLBACK").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(
+        *notices.lock().unwrap(),
+        vec![
+            "25P01 there is no transaction in progress",
+            "25001 there is already a transaction in progress"
+        ]
+    );
+
+    // Not yet supported inside a block: refused, and the block aborts.
+    c.simple_query("BEGIN").await.unwrap();
+    let e = c.simple_query("CREATE TABLE t2 (a INT PRIMARY KEY)").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "0A000");
+    let e = c.simple_query("SAVEPOINT a").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "25P02");
+    c.simple_query("ROLLBACK").await.unwrap();
+    let e = c.simple_query("BEGIN; SAVEPOINT a").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "0A000");
+    c.simple_query("ROLLBACK").await.unwrap();
+    let rows = c.query("SHOW transaction_isolation", &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, String>(0), "serializable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_skew_is_refused_and_concurrent_transfers_keep_the_total() {
+    let s = start().await;
+    let (mut a, _) = connect(s.port).await;
+    let (mut b, _) = connect(s.port).await;
+    setup(&a).await;
+
+    let both = "SELECT sum(bal)::BIGINT FROM acct WHERE id IN (2, 3)";
+    let ta = a.transaction().await.unwrap();
+    let tb = b.transaction().await.unwrap();
+    let sa: i64 = ta.query_one(both, &[]).await.unwrap().get(0);
+    let sb: i64 = tb.query_one(both, &[]).await.unwrap().get(0);
+    assert_eq!((sa, sb), (200, 200));
+    ta.execute("UPDATE acct SET bal = 0 WHERE id = 2", &[]).await.unwrap();
+    tb.execute("UPDATE acct SET bal = 0 WHERE id = 3", &[]).await.unwrap();
+    ta.commit().await.unwrap();
+    let e = tb.commit().await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "40001", "{e}");
+    let left: i64 = a.query_one(both, &[]).await.unwrap().get(0);
+    assert_eq!(left, 100);
+    // After a failed COMMIT the connection is out of the block.
+    b.simple_query("SELECT 1").await.unwrap();
+    let t = b.transaction().await.unwrap();
+    t.rollback().await.unwrap();
+
+    // Transfers that read, compute in the client and write absolute values.
+    let mut tasks = Vec::new();
+    for w in 0..4i64 {
+        let port = s.port;
+        tasks.push(tokio::spawn(async move {
+            let (mut c, _) = connect(port).await;
+            let mut committed = 0;
+            for i in 0..25i64 {
+                let (from, to) = ((w + i) % 8, (w * 3 + i * 5 + 1) % 8);
+                if from == to {
+                    continue;
+                }
+                let t = c.transaction().await.unwrap();
+                let r = async {
+                    let x: i64 = t
+                        .query_one("SELECT bal FROM acct WHERE id = $1", &[&from])
+                        .await?
+                        .get(0);
+                    let y: i64 = t.query_one("SELECT bal FROM acct WHERE id = $1", &[&to]).await?.get(0);
+                    t.execute("UPDATE acct SET bal = $1 WHERE id = $2", &[&(x - 3), &from])
+                        .await?;
+                    t.execute("UPDATE acct SET bal = $1 WHERE id = $2", &[&(y + 3), &to])
+                        .await?;
+                    let sum: i64 = t.query_one("SELECT sum(bal)::BIGINT FROM acct", &[]).await?.get(0);
+                    Ok::<i64, tokio_postgres::Error>(sum)
+                }
+                .await;
+                match r {
+                    Ok(sum) => {
+                        assert_eq!(sum, 700, "a read inside the block sees one serial point");
+                        match t.commit().await {
+                            Ok(()) => committed += 1,
+                            Err(e) => assert_eq!(e.code().unwrap().code(), "40001", "{e}"),
+                        }
+                    }
+                    Err(e) => {
+                        assert_eq!(e.code().unwrap().code(), "40001", "{e}");
+                        t.rollback().await.unwrap();
+                    }
+                }
+            }
+            committed
+        }));
+    }
+    let mut committed = 0;
+    for t in tasks {
+        committed += t.await.unwrap();
+    }
+    assert!(committed > 0);
+    let total: i64 = a
+        .query_one("SELECT sum(bal)::BIGINT FROM acct", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 700, "the total is kept");
+}
