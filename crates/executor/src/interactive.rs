@@ -3,11 +3,14 @@
 //!
 //! A client's transaction is a list of statements with their parameters. While it is open,
 //! each new statement runs as a *probe* ([`Database::probe`]): one short transaction, in
-//! the serial order like any other, that runs the transaction's earlier statements, checks
-//! that each still gives what the client was shown, then runs the new statement over that
-//! state, answers its result and undoes everything. The client sees its own earlier writes
-//! over the latest committed state, every answer inside the block is of one serial point
-//! (or the statement fails with 40001 at once), and no partition waits for the client. At COMMIT ([`Database::commit_interactive`]) one transaction
+//! the serial order like any other, that runs the transaction's earlier writes (checking
+//! that each still gives what the client was shown: 40001 at once if not), then the new
+//! statement, answers its result and undoes everything. The client sees its own earlier
+//! writes over the latest committed state, and no partition waits for it. Reads inside a
+//! block are not re-checked until COMMIT, so two reads of a block that will fail may come
+//! from different serial points (a block that commits read one point, see below); re-running
+//! every earlier statement in each probe would give every read one point too, at a cost
+//! quadratic in the block's length. At COMMIT ([`Database::commit_interactive`]) one transaction
 //! runs all the statements again, in order, and checks that each gives what the client was
 //! shown ([`Rows::digest`]: the rows, their number, the rows changed); if all do it commits
 //! and is logged like any other, else it changes nothing and fails with 40001
@@ -137,7 +140,7 @@ fn matters(e: &SqlError) -> bool {
 }
 
 impl Database {
-    /// Runs `stmt` with `params` after the transaction's earlier statements `before` (each
+    /// Runs `stmt` with `params` after the transaction's earlier writes `before` (each
     /// checked against what it showed: 40001 if one no longer gives it), over the committed
     /// state, and undoes everything: what `stmt` gives inside the transaction.
     /// `here`: the caller has nothing else in flight (a short probe may run on its thread).

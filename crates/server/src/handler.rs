@@ -184,7 +184,7 @@ impl Backend {
                         }
                         .and_then(|r| r.map_err(db_error))
                         .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
-                        let class = if !open.wrote {
+                        let class = if open.writes.is_empty() {
                             StatementClass::Query
                         } else {
                             StatementClass::Write
@@ -233,7 +233,7 @@ impl Backend {
     }
 
     /// Runs a DML statement inside the connection's open transaction: a probe over the
-    /// committed state and the transaction's earlier statements, remembered with what it
+    /// committed state and the transaction's earlier writes, remembered with what it
     /// showed for the commit to check.
     async fn probe(
         &self,
@@ -244,7 +244,7 @@ impl Backend {
         cell: &txn::Cell,
     ) -> PgWireResult<Response> {
         let (before, now, read_only, n) = match &*txn::lock(cell) {
-            txn::State::Open(o) => (o.statements.clone(), o.now, o.read_only, o.statements.len()),
+            txn::State::Open(o) => (o.writes.clone(), o.now, o.read_only, o.statements.len()),
             _ => return Err(txn::aborted()),
         };
         if read_only && !d.read_only {
@@ -278,7 +278,9 @@ impl Backend {
                 digest: rows.digest(),
             };
             if let txn::State::Open(o) = &mut *txn::lock(cell) {
-                o.wrote |= !d.read_only;
+                if !d.read_only {
+                    o.writes.push(step.clone());
+                }
                 o.statements.push(step);
             }
             respond(rows, &d.columns, Some(d.kind), format, None)

@@ -2,7 +2,7 @@
 //!
 //! The connection keeps the statements of its open transaction ([`State::Open`]); each
 //! runs at once as a probe at its partition(s) over the committed state plus the
-//! transaction's earlier statements, and COMMIT runs them all again at one point of the serial
+//! transaction's earlier writes, and COMMIT runs them all again at one point of the serial
 //! order, applying them only if each still gives what the client was shown
 //! (`permafrost_executor`'s interactive.rs explains why this is serializable). No
 //! partition waits for a client in between.
@@ -42,12 +42,11 @@ pub(crate) struct Open {
     /// `now()` inside it (its start), microseconds since the epoch.
     pub now: i64,
     pub read_only: bool,
-    /// Every statement run so far, with what its client was shown (what a probe runs
-    /// and checks before its own statement, so that every answer inside the block is of
-    /// one serial point).
+    /// Every statement run so far, with what its client was shown (what COMMIT runs and
+    /// checks).
     pub statements: Vec<TxnStatement>,
-    /// Whether one of them writes.
-    pub wrote: bool,
+    /// Those that write (what a probe runs before its own statement).
+    pub writes: Vec<TxnStatement>,
 }
 
 impl Open {
@@ -59,7 +58,7 @@ impl Open {
             now,
             read_only,
             statements: Vec::new(),
-            wrote: false,
+            writes: Vec::new(),
         }
     }
 }

@@ -210,13 +210,13 @@ async fn write_skew_is_refused_and_concurrent_transfers_keep_the_total() {
                 }
                 .await;
                 match r {
-                    Ok(sum) => {
-                        assert_eq!(sum, 700, "a read inside the block sees one serial point");
-                        match t.commit().await {
-                            Ok(()) => committed += 1,
-                            Err(e) => assert_eq!(e.code().unwrap().code(), "40001", "{e}"),
+                    Ok(sum) => match t.commit().await {
+                        Ok(()) => {
+                            assert_eq!(sum, 700, "a block that commits read one serial point");
+                            committed += 1
                         }
-                    }
+                        Err(e) => assert_eq!(e.code().unwrap().code(), "40001", "{e}"),
+                    },
                     Err(e) => {
                         assert_eq!(e.code().unwrap().code(), "40001", "{e}");
                         t.rollback().await.unwrap();
