@@ -126,7 +126,7 @@ impl Interactive {
             }
             Ok(last)
         });
-        Procedure::interactive(statements, def, spec)
+        Procedure::ad_hoc_over(statements, def, Some(spec))
     }
 }
 

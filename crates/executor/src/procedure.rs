@@ -311,24 +311,15 @@ impl Procedure {
             .multi_partition()
             .statement(prepared.sql.clone())
             .body(body);
-        let statements = vec![Arc::new(prepared)];
-        Procedure {
-            adhoc: true,
-            name: AD_HOC.into(),
-            partitioning: Partitioning::Multi,
-            short: is_short(&statements),
-            statements,
-            def,
-            interactive: None,
-        }
+        Procedure::ad_hoc_over(vec![Arc::new(prepared)], def, None)
     }
 
-    /// An interactive transaction's probe or commit over its planned statements (routed
-    /// by the caller; `def` holds the body).
-    pub(crate) fn interactive(
+    /// An ad hoc procedure over planned statements (routed by the caller; `def` holds the
+    /// body): an interactive transaction's probe or commit when `spec` says so.
+    pub(crate) fn ad_hoc_over(
         statements: Vec<Arc<Prepared>>,
         def: ProcedureDef,
-        spec: crate::interactive::Interactive,
+        spec: Option<crate::interactive::Interactive>,
     ) -> Procedure {
         Procedure {
             adhoc: true,
@@ -337,7 +328,7 @@ impl Procedure {
             short: is_short(&statements),
             statements,
             def,
-            interactive: Some(Arc::new(spec)),
+            interactive: spec.map(Arc::new),
         }
     }
 

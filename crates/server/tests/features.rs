@@ -2,45 +2,22 @@
 //! RETURNING, catalog lookups, the schema log, SCRAM logins, the SSL request, cancel
 //! requests and many connections at once.
 
-use std::sync::Arc;
+mod common;
+
+use common::{code, database, server_over as server_with};
+
 use std::time::Duration;
 
 use futures::SinkExt;
-use permafrost_executor::{Config, Database};
 use permafrost_server::{ServerOptions, User};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
-
-struct Server {
-    port: u16,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn server_with(db: Arc<Database>, options: ServerOptions) -> Server {
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve_with(db, listener, options, async {
-        let _ = stopped.await;
-    }));
-    Server { port, _stop: stop }
-}
-
-fn database() -> Arc<Database> {
-    Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap())
-}
 
 async fn connect(port: u16, extra: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
     let (client, conn) =
         tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test {extra}"), NoTls).await?;
     tokio::spawn(conn);
     Ok(client)
-}
-
-fn code(e: &tokio_postgres::Error) -> String {
-    e.code()
-        .map(|c| c.code().to_string())
-        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
 
 fn simple_rows(msgs: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {

@@ -2,6 +2,10 @@
 //! enough to overflow a stack, malformed protocol messages, invalid text, integer
 //! overflow, more connections than allowed. After each, the server goes on serving.
 
+mod common;
+
+use common::{Server, code, connect, server, server_over};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,45 +15,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_postgres::NoTls;
 
-struct Server {
-    port: u16,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
 async fn server_with(options: ServerOptions) -> Server {
     server_of(Config::builder().partitions(2).build().unwrap(), options).await
 }
 
 async fn server_of(config: Config, options: ServerOptions) -> Server {
     server_over(Arc::new(Database::open(config).unwrap()), options).await
-}
-
-async fn server_over(db: Arc<Database>, options: ServerOptions) -> Server {
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve_with(db, listener, options, async {
-        let _ = stopped.await;
-    }));
-    Server { port, _stop: stop }
-}
-
-async fn server() -> Server {
-    server_with(ServerOptions::default()).await
-}
-
-async fn connect(port: u16) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-}
-
-fn code(e: &tokio_postgres::Error) -> String {
-    e.code()
-        .map(|c| c.code().to_string())
-        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
 
 /// The server answers a fresh connection's `SELECT 1` within a second.

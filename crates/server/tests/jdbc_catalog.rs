@@ -3,10 +3,10 @@
 //! (captured from its trace log), the answers are checked row by row, through the
 //! extended protocol (typed, binary results) and the simple one (text).
 
-use std::sync::Arc;
+mod common;
 
-use permafrost_executor::{Config, Database};
-use permafrost_server::ServerOptions;
+use common::{Server, server};
+
 use tokio_postgres::{Client, NoTls, Row, SimpleQueryMessage};
 
 /// getTables(null, null, "j_%", {"TABLE"})
@@ -311,27 +311,6 @@ const GET_SCHEMAS_NO_MATCH: &str = concat!(
     r"replace((pg_catalog.current_schemas(true))[1], 'pg_temp_', 'pg_toast_temp_'))  AND ",
     r"nspname LIKE 'x%' ORDER BY TABLE_SCHEM",
 );
-
-struct Server {
-    port: u16,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn server() -> Server {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve_with(
-        db,
-        listener,
-        ServerOptions::default(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    Server { port, _stop: stop }
-}
 
 /// A server with the tables the lookups are checked against.
 async fn setup() -> (Server, Client) {

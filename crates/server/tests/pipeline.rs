@@ -2,32 +2,15 @@
 //! order, statements at one partition run in the order sent, and an error skips the rest
 //! of its Sync group (and only that).
 
-use std::sync::Arc;
+mod common;
+
+use common::connect;
+
 use std::time::Duration;
 
 use futures::future::join_all;
-use permafrost_executor::{Config, Database};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_postgres::{Client, NoTls, Row, SimpleQueryMessage, Statement};
-
-async fn server() -> (u16, tokio::sync::oneshot::Sender<()>) {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve(db, listener, async {
-        let _ = stopped.await;
-    }));
-    (port, stop)
-}
-
-async fn connect(port: u16) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-}
+use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
 type Steps = (i64, Result<u64, Option<String>>, Vec<Row>, u64, Vec<Row>);
 
@@ -43,7 +26,8 @@ async fn steps(c: &Client, insert: &Statement, read: &Statement, update: &Statem
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_statements_answer_in_order_and_see_earlier_writes() {
-    let (port, _stop) = server().await;
+    let server = common::server().await;
+    let port = server.port;
     let c = connect(port).await;
     c.batch_execute("CREATE TABLE kv (k BIGINT PRIMARY KEY, v TEXT NOT NULL)")
         .await
@@ -177,7 +161,8 @@ async fn read_until_ready(sock: &mut tokio::net::TcpStream, readies: usize) -> (
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_skips_the_rest_of_its_sync_group_only() {
-    let (port, _stop) = server().await;
+    let server = common::server().await;
+    let port = server.port;
     let c = connect(port).await;
     c.batch_execute("CREATE TABLE t (a BIGINT PRIMARY KEY); INSERT INTO t VALUES (1)")
         .await

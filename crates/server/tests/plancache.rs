@@ -3,31 +3,11 @@
 //! that do not fit the shape's parameter types and constants that shape the plan
 //! (`ORDER BY 1`) are honoured, and a schema change is seen.
 
-use std::sync::Arc;
+mod common;
 
-use permafrost_executor::{Config, Database};
-use permafrost_server::ServerOptions;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use common::start;
 
-async fn start() -> (Client, tokio::sync::oneshot::Sender<()>) {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve_with(
-        db,
-        listener,
-        ServerOptions::default(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    (client, stop)
-}
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 async fn rows(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     let msgs = c.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));

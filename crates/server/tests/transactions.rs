@@ -3,32 +3,11 @@
 //! commit and rollback, an error aborting the block (25P02, COMMIT answers ROLLBACK), the
 //! warnings, write skew refused with 40001, and concurrent transfers that keep the total.
 
+mod common;
+
 use std::sync::Arc;
 
-use permafrost_executor::{Config, Database};
-use permafrost_server::ServerOptions;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-struct Server {
-    port: u16,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn start() -> Server {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve_with(
-        db,
-        listener,
-        ServerOptions::default(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    Server { port, _stop: stop }
-}
 
 /// A client, and the notices the server sent it.
 async fn connect(port: u16) -> (Client, Arc<std::sync::Mutex<Vec<String>>>) {
@@ -80,7 +59,7 @@ async fn setup(c: &Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocks_commit_roll_back_and_abort_as_in_postgresql() {
-    let s = start().await;
+    let s = common::server().await;
     let (mut c, notices) = connect(s.port).await;
     setup(&c).await;
 
@@ -159,7 +138,7 @@ async fn blocks_commit_roll_back_and_abort_as_in_postgresql() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_skew_is_refused_and_concurrent_transfers_keep_the_total() {
-    let s = start().await;
+    let s = common::server().await;
     let (mut a, _) = connect(s.port).await;
     let (mut b, _) = connect(s.port).await;
     setup(&a).await;

@@ -1,30 +1,13 @@
 //! Real clients over TCP: tokio-postgres through the simple and the extended protocol.
 
+mod common;
+
+use common::{code, start};
+
 use std::sync::Arc;
 
 use permafrost_executor::{Config, Database};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
-
-async fn start() -> (tokio_postgres::Client, tokio::sync::oneshot::Sender<()>) {
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
-    let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(permafrost_server::serve(db, listener, async {
-        let _ = stopped.await;
-    }));
-    let (client, conn) = tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    (client, stop)
-}
-
-fn code(e: &tokio_postgres::Error) -> String {
-    e.code()
-        .map(|c| c.code().to_string())
-        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ddl_dml_and_queries_with_typed_parameters() {
