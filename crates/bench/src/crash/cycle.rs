@@ -339,6 +339,16 @@ impl<'a> CycleRun<'a> {
                 tasks.push(tokio::spawn(w.run()));
             }
         }
+        for k in 0..BLOCK_CONNECTIONS {
+            let client = self.connect().await.map_err(|m| format!("before the workload: {m}"))?;
+            let w = BlockWorker {
+                client,
+                ctr: ctr.clone(),
+                accounts: opts.accounts,
+                rng: SmallRng::seed_from_u64(mix(seed ^ 0xB10C ^ k as u64)),
+            };
+            tasks.push(tokio::spawn(w.run()));
+        }
         Ok((admin, tasks))
     }
 
@@ -685,6 +695,7 @@ async fn drain(tasks: &mut [JoinHandle<()>], it: &mut IterationReport) {
 fn record_counters(it: &mut IterationReport, ctr: &Counters) {
     it.events_acknowledged = ctr.inserts.load(Ordering::SeqCst);
     it.transfers_acknowledged = ctr.transfers.load(Ordering::SeqCst);
+    it.block_transfers_acknowledged = ctr.blocks.load(Ordering::SeqCst);
     it.reads_verified = ctr.reads.load(Ordering::SeqCst);
     it.retries_53200 = ctr.retries_53200.load(Ordering::SeqCst);
     it.retries_40001 = ctr.retries_40001.load(Ordering::SeqCst);

@@ -10,7 +10,9 @@
 //!   every event found after an earlier restart; an event never acknowledged may or may
 //!   not be there (counted), but one found missing after a restart never comes back;
 //! - the accounts are all there and their balances add up to the initial total:
-//!   transfers are multi-partition procedures of two UPDATEs, so half of one would show;
+//!   transfers are multi-partition procedures of two UPDATEs, or BEGIN ... COMMIT blocks
+//!   of a read and two UPDATEs on connections of their own (interactive transactions,
+//!   replayed from the log as one record), so half of one would show;
 //! - reads during the workload return the account's own padding.
 //!
 //! The workload of an iteration runs on the database the previous iterations left; the
@@ -69,6 +71,8 @@ const INITIAL_BALANCE: i64 = 1_000;
 const LOAD_ROWS: u64 = 100;
 /// Connections loading the accounts.
 const LOAD_CONNECTIONS: usize = 4;
+/// Connections that run transfers as BEGIN ... COMMIT blocks, one block at a time each.
+const BLOCK_CONNECTIONS: usize = 2;
 /// Accounts per verification query (a range of keys: one statement over the whole table
 /// would need all of it in memory at once).
 const ACCOUNT_RANGE: u64 = 1_000;
@@ -303,6 +307,8 @@ pub struct AckCounts {
     pub acknowledged_event_checks: u64,
     /// Transfers acknowledged (their effect is checked through the balance sum).
     pub transfers_acknowledged: u64,
+    /// Of those, transfers committed as BEGIN ... COMMIT blocks.
+    pub block_transfers_acknowledged: u64,
     /// Balance-sum and account-count checks (one per restart).
     pub balance_checks: u64,
     /// Reads of an account during the workload whose padding was checked.
@@ -400,6 +406,7 @@ pub struct IterationReport {
     pub cold_tuples_at_kill: u64,
     pub events_acknowledged: u64,
     pub transfers_acknowledged: u64,
+    pub block_transfers_acknowledged: u64,
     pub reads_verified: u64,
     pub retries_53200: u64,
     pub retries_40001: u64,
@@ -450,12 +457,14 @@ impl CrashReport {
             k.transfer_in_flight
         );
         s += &format!(
-            "acknowledged: {} event inserts ({} checks of them after restarts), {} transfers ({} balance-sum checks), \
+            "acknowledged: {} event inserts ({} checks of them after restarts), {} transfers ({} of them BEGIN ... \
+             COMMIT blocks; {} balance-sum checks), \
              {} reads verified; not acknowledged at the kill: {} present, {} absent after the restart; retries: {} \
              (53200), {} (40001)\n",
             a.events_acknowledged,
             a.acknowledged_event_checks,
             a.transfers_acknowledged,
+            a.block_transfers_acknowledged,
             a.balance_checks,
             a.reads_verified,
             a.unacknowledged_present,
@@ -809,6 +818,7 @@ fn add_up(report: &mut CrashReport, it: &IterationReport) {
     a.events_acknowledged += it.events_acknowledged;
     a.acknowledged_event_checks += it.acknowledged_events_checked;
     a.transfers_acknowledged += it.transfers_acknowledged;
+    a.block_transfers_acknowledged += it.block_transfers_acknowledged;
     a.balance_checks += u64::from(it.accounts > 0);
     a.reads_verified += it.reads_verified;
     a.unacknowledged_present += it.unacknowledged_present;

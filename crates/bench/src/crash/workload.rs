@@ -1,5 +1,6 @@
-//! The workload the harness runs against the server: transfers between accounts,
-//! event inserts and reads, each acknowledged change remembered for the checks.
+//! The workload the harness runs against the server: transfers between accounts (as a
+//! procedure call, and as BEGIN ... COMMIT blocks on connections of their own), event
+//! inserts and reads, each acknowledged change remembered for the checks.
 
 use super::*;
 
@@ -67,6 +68,8 @@ impl Events {
 pub(super) struct Counters {
     pub(super) stop: AtomicBool,
     pub(super) transfers: AtomicU64,
+    /// Of the transfers, those committed as BEGIN ... COMMIT blocks.
+    pub(super) blocks: AtomicU64,
     pub(super) inserts: AtomicU64,
     /// Event inserts begun (for the rate).
     pub(super) inserts_started: AtomicU64,
@@ -134,6 +137,76 @@ pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> 
         insert: c.prepare("INSERT INTO events (id, payload) VALUES ($1, $2)").await?,
         read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
     })
+}
+
+/// A transfer as a client without procedures writes it, on a connection of its own:
+/// BEGIN, read the source's balance, two UPDATEs, COMMIT; the whole block again on 40001.
+pub(super) struct BlockWorker {
+    pub(super) client: Client,
+    pub(super) ctr: Arc<Counters>,
+    pub(super) accounts: u64,
+    pub(super) rng: SmallRng,
+}
+
+impl BlockWorker {
+    pub(super) async fn run(mut self) {
+        let ctr = &*self.ctr;
+        while !ctr.stop.load(Ordering::Relaxed) {
+            let src = self.rng.random_range(0..self.accounts) as i64;
+            let mut dst = self.rng.random_range(0..self.accounts - 1) as i64;
+            if dst >= src {
+                dst += 1;
+            }
+            let amount = self.rng.random_range(1..=100i64);
+            let since = Instant::now();
+            let r = loop {
+                match transfer_block(&mut self.client, ctr, src, dst, amount).await {
+                    Err(e) if e.code().map(|c| c.code()) == Some("40001") && since.elapsed() < RETRY_STALL => {
+                        ctr.retries_40001.fetch_add(1, Ordering::Relaxed);
+                    }
+                    r => break r,
+                }
+            };
+            match r {
+                Ok(true) => {
+                    ctr.transfers.fetch_add(1, Ordering::Relaxed);
+                    ctr.blocks.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(false) => ctr.problem(format!("account {src} is missing (read in a block)")),
+                Err(e) if e.as_db_error().is_some() => ctr.problem(describe(&e)),
+                // The connection is gone: the server was killed.
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// One transfer block; whether the source account was there.
+async fn transfer_block(
+    client: &mut Client,
+    ctr: &Counters,
+    src: i64,
+    dst: i64,
+    amount: i64,
+) -> Result<bool, tokio_postgres::Error> {
+    let t = client.transaction().await?;
+    let row = t
+        .query_opt("SELECT balance FROM accounts WHERE id = $1", &[&src])
+        .await?;
+    t.execute(
+        "UPDATE accounts SET balance = balance - $1 WHERE id = $2",
+        &[&amount, &src],
+    )
+    .await?;
+    t.execute(
+        "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
+        &[&amount, &dst],
+    )
+    .await?;
+    ctr.in_flight[0].fetch_add(1, Ordering::SeqCst);
+    let committed = t.commit().await;
+    ctr.in_flight[0].fetch_sub(1, Ordering::SeqCst);
+    committed.map(|()| row.is_some())
 }
 
 /// One of the workload's tasks: a statement at a time, many tasks per connection.
