@@ -146,12 +146,17 @@ pub enum Command {
     Catalog(pgcatalog::Lookup),
     /// The server's figures (`SHOW permafrost_stats`, `SELECT * FROM permafrost_stats`).
     Stats,
-    /// SET: accepted (session settings do not change the engine's behaviour).
-    Set,
-    /// `SET statement_timeout` (milliseconds; 0: none), kept per connection.
-    SetStatementTimeout(u64),
+    /// SET or RESET of a session setting (crate::session_settings).
+    Set(crate::session_settings::SetStatement),
     /// SHOW a setting.
     Show(String),
+    /// `SHOW ALL`.
+    ShowAll,
+    /// `DISCARD ALL` (true) or `DISCARD PLANS | SEQUENCES | TEMP` (false: nothing of
+    /// theirs is kept per session here).
+    Discard(bool),
+    /// `DEALLOCATE [PREPARE] name` (None: ALL).
+    Deallocate(Option<String>),
     /// `SELECT version()`.
     Version,
     /// `BEGIN` / `START TRANSACTION`: opens an interactive transaction (crate::txn).
@@ -199,7 +204,12 @@ impl Command {
             Command::Dml(d) => d.columns.clone(),
             Command::Call(c) => c.columns.clone(),
             Command::Version => vec![("version".into(), Type::TEXT)],
-            Command::Show(name) => vec![(name.clone(), Type::TEXT)],
+            Command::Show(name) => vec![(name.to_ascii_lowercase(), Type::TEXT)],
+            Command::ShowAll => vec![
+                ("name".into(), Type::TEXT),
+                ("setting".into(), Type::TEXT),
+                ("description".into(), Type::TEXT),
+            ],
             Command::Stats => stats_columns(),
             Command::Catalog(l) => l.columns(),
             _ => Vec::new(),
@@ -219,28 +229,6 @@ pub(crate) fn ddl_tag(sql: &str) -> String {
         Some("DROP") => format!("DROP {}", w.get(1).map_or("TABLE", |s| s.as_str())),
         _ => "OK".into(),
     }
-}
-
-/// The settings `SHOW` answers.
-pub(crate) fn show_value(name: &str) -> Option<String> {
-    Some(
-        match name.to_ascii_lowercase().as_str() {
-            "server_version" => PG_VERSION,
-            "server_version_num" => "160006",
-            "server_encoding" | "client_encoding" => "UTF8",
-            "datestyle" => "ISO, MDY",
-            "timezone" => "UTC",
-            "standard_conforming_strings" | "integer_datetimes" => "on",
-            "transaction_isolation" | "default_transaction_isolation" => "serializable",
-            "transaction_read_only" | "default_transaction_read_only" => "off",
-            "max_identifier_length" => "63",
-            "search_path" => "public",
-            "lc_collate" | "lc_ctype" => "C",
-            "max_connections" => "10000",
-            _ => return None,
-        }
-        .to_string(),
-    )
 }
 
 /// Classifies the text of one statement.
@@ -265,17 +253,33 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
     let words = first_words(sql, 3);
     let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
     match words.first().map(String::as_str).unwrap_or("") {
-        "SET" | "RESET" => {
-            return match crate::session_settings::statement_timeout_setting(sql) {
-                Some(ms) => ms.map(Command::SetStatementTimeout),
-                None => Ok(Command::Set),
+        "SET" | "RESET" => return crate::session_settings::parse(sql).map(Command::Set),
+        "DISCARD" => {
+            return match words.get(1).map(String::as_str) {
+                Some("ALL") if words.len() == 2 => Ok(Command::Discard(true)),
+                Some("PLANS" | "SEQUENCES" | "TEMP" | "TEMPORARY") if words.len() == 2 => Ok(Command::Discard(false)),
+                _ => Err(client_error("42601", format!("syntax error: {}", sql.trim()))),
             };
         }
-        "DISCARD" | "DEALLOCATE" => return Ok(Command::Set),
+        "DEALLOCATE" => {
+            let rest: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().skip(1).collect();
+            let rest = match rest.as_slice() {
+                [p, rest @ ..] if p.eq_ignore_ascii_case("prepare") => rest,
+                all => all,
+            };
+            return match rest {
+                [a] if a.eq_ignore_ascii_case("all") => Ok(Command::Deallocate(None)),
+                [name] => Ok(Command::Deallocate(Some(name.trim_matches('"').to_string()))),
+                _ => Err(client_error("42601", format!("syntax error: {}", sql.trim()))),
+            };
+        }
         "SHOW" => {
             let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
             if name.eq_ignore_ascii_case("permafrost_stats") {
                 return Ok(Command::Stats);
+            }
+            if name.eq_ignore_ascii_case("all") {
+                return Ok(Command::ShowAll);
             }
             // `SHOW TRANSACTION ISOLATION LEVEL` is `SHOW transaction_isolation`.
             if words[1..] == ["TRANSACTION", "ISOLATION"] {

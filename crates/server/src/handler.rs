@@ -3,6 +3,7 @@
 //! ([`Backend`]); results become messages in respond.rs; the connection loop that calls
 //! these handlers is pipeline.rs.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,8 +30,9 @@ use pgwire::messages::extendedquery::{
 use pgwire::messages::response::CommandComplete;
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
 
-use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_text, show_value, stats_columns};
+use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_text, stats_columns};
 use crate::copy::{self};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
@@ -38,8 +40,59 @@ use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::plancache::{Lookup, PlanCache};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::session::{CancelToken, Cancels, Startup};
+use crate::session_settings::{self as settings, SetStatement};
 use crate::txn;
 use crate::types::decode_param;
+
+/// The names of a connection's named prepared statements, and those that SQL DEALLOCATE
+/// (or DISCARD ALL) dropped. A dropped statement leaves the library's store when the
+/// connection next refers to its name (Parse, Bind or Describe), where the store can be
+/// reached: a Bind or Describe then fails with 26000 as for any unknown statement, and a
+/// Parse may use the name again.
+#[derive(Default)]
+struct PreparedNames(std::sync::Mutex<(HashSet<String>, HashSet<String>)>);
+
+impl PreparedNames {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashSet<String>, HashSet<String>)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn add(&self, name: &str) {
+        let mut g = self.lock();
+        g.1.remove(name);
+        g.0.insert(name.to_string());
+    }
+
+    /// Drops `name`; false if no such statement was prepared.
+    fn deallocate(&self, name: &str) -> bool {
+        let mut g = self.lock();
+        if !g.0.remove(name) {
+            return false;
+        }
+        g.1.insert(name.to_string());
+        true
+    }
+
+    fn drop_all(&self) {
+        let mut g = self.lock();
+        let live: Vec<String> = g.0.drain().collect();
+        g.1.extend(live);
+    }
+
+    /// Whether `name` was dropped (and is gone from the store once this returns true and
+    /// the caller removes it).
+    fn take_dropped(&self, name: &str) -> bool {
+        self.lock().1.remove(name)
+    }
+}
+
+fn no_statement(name: &str) -> PgWireError {
+    client_error("26000", format!("prepared statement \"{name}\" does not exist"))
+}
+
+fn prepared_names<C: ClientInfo>(client: &C) -> Arc<PreparedNames> {
+    client.session_extensions().get_or_insert_with(PreparedNames::default)
+}
 
 /// Sends a warning (a NoticeResponse of severity WARNING) to the client.
 async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
@@ -207,17 +260,28 @@ impl Backend {
                     txn::State::Open(_) => true,
                     txn::State::Failed => return Err(txn::aborted()),
                 };
+                if matches!(
+                    cmd,
+                    Command::Set(_)
+                        | Command::Show(_)
+                        | Command::ShowAll
+                        | Command::Discard(_)
+                        | Command::Deallocate(_)
+                ) {
+                    let r = self.session_statement(client, cmd, format, cancel, &cell).await;
+                    if r.is_err() && inside {
+                        *txn::lock(&cell) = txn::State::Failed;
+                    }
+                    return r;
+                }
                 if !inside {
                     return self.run(cmd, params, format, cancel).await;
                 }
                 let r = match cmd {
                     Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
-                    Command::Set
-                    | Command::SetStatementTimeout(_)
-                    | Command::Show(_)
-                    | Command::Version
-                    | Command::Catalog(_)
-                    | Command::Stats => self.run(cmd, params, format, cancel).await,
+                    Command::Version | Command::Catalog(_) | Command::Stats => {
+                        self.run(cmd, params, format, cancel).await
+                    }
                     _ => Err(client_error(
                         "0A000",
                         "only queries, INSERT, UPDATE, DELETE, SET and SHOW may run inside a transaction block \
@@ -229,6 +293,153 @@ impl Backend {
                 }
                 r
             }
+        }
+    }
+
+    /// SET, RESET, SHOW, DISCARD and DEALLOCATE: the connection's settings
+    /// (crate::session_settings) and prepared statements.
+    async fn session_statement<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let timeout = |value: &str| {
+            if let Some(c) = cancel {
+                c.set_statement_timeout(value.parse().unwrap_or(0));
+            }
+        };
+        match cmd {
+            Command::Set(SetStatement::Assign { name, value }) => {
+                let s = settings::setting(name).expect("checked when parsed");
+                let before = session.get(s);
+                let now = session.set(s, value.clone());
+                if s.name == "statement_timeout" {
+                    timeout(&now);
+                }
+                if s.reported && now != before {
+                    client
+                        .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                            s.spelled.to_string(),
+                            now,
+                        )))
+                        .await?;
+                }
+                Ok(Response::Execution(Tag::new(if value.is_some() {
+                    "SET"
+                } else {
+                    "RESET"
+                })))
+            }
+            Command::Set(SetStatement::ResetAll) | Command::Discard(true) => {
+                if matches!(cmd, Command::Discard(true)) {
+                    if !matches!(*txn::lock(cell), txn::State::Idle) {
+                        return Err(client_error(
+                            "25001",
+                            "DISCARD ALL cannot run inside a transaction block",
+                        ));
+                    }
+                    prepared_names(client).drop_all();
+                }
+                for name in session.reset_all() {
+                    let s = settings::setting(name).expect("a setting");
+                    if s.name == "statement_timeout" {
+                        timeout("0");
+                    }
+                    if s.reported {
+                        client
+                            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                                s.spelled.to_string(),
+                                s.default.to_string(),
+                            )))
+                            .await?;
+                    }
+                }
+                Ok(Response::Execution(Tag::new(if matches!(cmd, Command::Discard(_)) {
+                    "DISCARD ALL"
+                } else {
+                    "RESET"
+                })))
+            }
+            Command::Set(SetStatement::Transaction { session: true, .. }) => Ok(Response::Execution(Tag::new("SET"))),
+            Command::Set(SetStatement::Transaction { read_only, .. }) => {
+                let in_block = match &mut *txn::lock(cell) {
+                    txn::State::Open(o) => {
+                        if *read_only && o.wrote() {
+                            return Err(client_error(
+                                "25001",
+                                "transaction read-write mode must be set before any query",
+                            ));
+                        }
+                        o.read_only |= *read_only;
+                        true
+                    }
+                    _ => false,
+                };
+                if !in_block {
+                    warn(
+                        client,
+                        "25P01",
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    )
+                    .await?;
+                }
+                Ok(Response::Execution(Tag::new("SET")))
+            }
+            Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
+            Command::Deallocate(None) => {
+                prepared_names(client).drop_all();
+                Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
+            }
+            Command::Deallocate(Some(name)) => {
+                if !prepared_names(client).deallocate(name) {
+                    return Err(no_statement(name));
+                }
+                Ok(Response::Execution(Tag::new("DEALLOCATE")))
+            }
+            Command::Show(name) => {
+                let n = name.to_ascii_lowercase();
+                let v = match n.as_str() {
+                    "transaction_isolation" => "serializable".to_string(),
+                    "transaction_read_only" => match &*txn::lock(cell) {
+                        txn::State::Open(o) if o.read_only => "on".into(),
+                        _ => "off".into(),
+                    },
+                    _ => match (settings::read_only_parameter(&n), settings::setting(&n)) {
+                        (Some(v), _) => v.to_string(),
+                        (None, Some(s)) => settings::shown(s, &session.get(s)),
+                        (None, None) => {
+                            return Err(client_error(
+                                "42704",
+                                format!("unrecognized configuration parameter \"{name}\""),
+                            ));
+                        }
+                    },
+                };
+                text_rows(&cmd.columns(), vec![vec![Some(v)]], format)
+            }
+            Command::ShowAll => {
+                let mut rows: Vec<Vec<Option<String>>> = settings::SETTINGS
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            Some(s.spelled.to_string()),
+                            Some(settings::shown(s, &session.get(s))),
+                            Some(s.description.to_string()),
+                        ]
+                    })
+                    .collect();
+                rows.sort();
+                text_rows(&cmd.columns(), rows, format)
+            }
+            _ => Err(client_error("XX000", "internal error: not a session statement")),
         }
     }
 
@@ -371,26 +582,16 @@ impl Backend {
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<Response> {
         match cmd {
-            Command::Set => Ok(Response::Execution(Tag::new("SET"))),
-            Command::SetStatementTimeout(ms) => {
-                if let Some(c) = cancel {
-                    c.set_statement_timeout(*ms);
-                }
-                Ok(Response::Execution(Tag::new("SET")))
-            }
-            Command::Show(name) if name.eq_ignore_ascii_case("statement_timeout") => {
-                let ms = cancel
-                    .and_then(|c| c.statement_timeout())
-                    .map_or(0, |t| t.as_millis() as u64);
-                text_rows(
-                    &cmd.columns(),
-                    vec![vec![Some(crate::session_settings::show_statement_timeout(ms))]],
-                    format,
-                )
-            }
-            Command::Begin { .. } | Command::Commit | Command::Rollback => Err(client_error(
+            Command::Begin { .. }
+            | Command::Commit
+            | Command::Rollback
+            | Command::Set(_)
+            | Command::Show(_)
+            | Command::ShowAll
+            | Command::Discard(_)
+            | Command::Deallocate(_) => Err(client_error(
                 "XX000",
-                "internal error: a transaction statement outside the transaction handling",
+                "internal error: a session statement outside the session handling",
             )),
             Command::Checkpoint => {
                 let db = self.db.clone();
@@ -409,13 +610,6 @@ impl Backend {
                 ))]],
                 format,
             ),
-            Command::Show(name) => match show_value(name) {
-                Some(v) => text_rows(&cmd.columns(), vec![vec![Some(v)]], format),
-                None => Err(client_error(
-                    "42704",
-                    format!("unrecognized configuration parameter \"{name}\""),
-                )),
-            },
             Command::Stats => self.stats_response(format).await,
             Command::Catalog(lookup) => text_rows(&lookup.columns(), lookup.answer(&self.db), format),
             Command::Ddl { sql, tag } => {
@@ -697,6 +891,10 @@ impl ExtendedQueryHandler for Backend {
     {
         if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
             let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+            if prepared_names(client).take_dropped(name) {
+                client.portal_store().rm_statement(name);
+                return Err(no_statement(name));
+            }
             if let Some(pgwire::api::store::Entry::Value(stmt)) = client.portal_store().get_statement(name) {
                 let described = self.do_describe_statement(client, &stmt).await?;
                 if described.fields.is_empty() {
@@ -724,6 +922,9 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let name = message.name.clone().unwrap_or_default();
+        if !name.is_empty() && prepared_names(client).take_dropped(&name) {
+            client.portal_store().rm_statement(&name);
+        }
         if !name.is_empty() && client.portal_store().get_statement(&name).is_some() {
             return Err(client_error(
                 "42P05",
@@ -731,6 +932,9 @@ impl ExtendedQueryHandler for Backend {
             ));
         }
         let parser = self.query_parser();
+        if !name.is_empty() {
+            prepared_names(client).add(&name);
+        }
         match pgwire::api::stmt::StoredStatement::parse(client, &message, parser).await? {
             Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
             None => client.portal_store().put_empty_statement(if name.is_empty() {
@@ -755,6 +959,10 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let statement_name = message.statement_name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        if prepared_names(client).take_dropped(statement_name) {
+            client.portal_store().rm_statement(statement_name);
+            return Err(no_statement(statement_name));
+        }
         match client.portal_store().get_statement(statement_name) {
             Some(pgwire::api::store::Entry::Value(statement)) => {
                 let portal = Portal::try_new(&message, statement)?;

@@ -1,60 +1,329 @@
-//! The session settings the server reads from SQL: `SET statement_timeout` and how
-//! `SHOW statement_timeout` prints it, as PostgreSQL reads and prints them.
+//! Session settings: what SET, RESET, SHOW and DISCARD do, as PostgreSQL reads and prints
+//! them. Every setting a client may SET is in [`SETTINGS`]; a value either takes effect
+//! or is refused with a clear error, never accepted and ignored:
+//! - `statement_timeout` stops statements (crate::session);
+//! - `application_name` is kept and reported (ParameterStatus), as PostgreSQL does;
+//! - settings whose only values the server can honour are accepted with those values and
+//!   refused (0A000) with others: `client_encoding` UTF8, `DateStyle` ISO, `TimeZone` UTC
+//!   (timestamps are stored and shown in UTC), `extra_float_digits` 1 to 3 (floats are
+//!   printed shortest-exact), `standard_conforming_strings` on, `IntervalStyle` postgres,
+//!   `bytea_output` hex, `search_path` when it includes `public` (the only schema),
+//!   `default_transaction_read_only` off, `idle_in_transaction_session_timeout` 0;
+//! - `default_transaction_isolation` and `transaction_isolation` take every level: every
+//!   transaction runs serializable, which every level allows;
+//! - `lock_timeout` is kept: nothing ever waits for a lock here, so every value holds.
+//!
+//! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704; `SET
+//! LOCAL` is not supported (0A000).
 
-use pgwire::error::PgWireResult;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use pgwire::api::ClientInfo;
+use pgwire::error::{PgWireError, PgWireResult};
+
+use crate::command::PG_VERSION;
 use crate::error::client_error;
 
-/// Reads `SET [SESSION | LOCAL] statement_timeout { TO | = } value` and `RESET
-/// statement_timeout`: `None` when the statement sets something else, else the timeout in
-/// milliseconds (0: none) or the error for a bad value (22023, as PostgreSQL). A value is
-/// milliseconds, or a number with a unit (`us`, `ms`, `s`, `min`, `h`, `d`), quoted or not,
-/// or DEFAULT.
-pub fn statement_timeout_setting(sql: &str) -> Option<PgWireResult<u64>> {
-    let words: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().collect();
-    let mut w = words.iter().map(|s| s.to_ascii_lowercase());
-    let first = w.next()?;
-    let mut name = w.next()?;
-    if first == "set" && (name == "session" || name == "local") {
-        name = w.next()?;
+/// A parsed SET or RESET.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetStatement {
+    /// `SET name TO value`, `RESET name` (`value` None: back to the default).
+    Assign { name: &'static str, value: Option<String> },
+    /// `RESET ALL`.
+    ResetAll,
+    /// `SET TRANSACTION ...` (`session`: `SET SESSION CHARACTERISTICS AS TRANSACTION`):
+    /// whether it asks for READ ONLY.
+    Transaction { session: bool, read_only: bool },
+}
+
+/// A setting a client may change.
+pub struct Setting {
+    /// Its name, lower case.
+    pub name: &'static str,
+    /// How PostgreSQL spells it in ParameterStatus and SHOW ALL.
+    pub spelled: &'static str,
+    pub default: &'static str,
+    /// Checks a value; returns it as SHOW prints it.
+    check: fn(&str) -> PgWireResult<String>,
+    /// Reported to the client (ParameterStatus) when it changes.
+    pub reported: bool,
+    pub description: &'static str,
+}
+
+/// Every setting a client may SET.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "application_name",
+        spelled: "application_name",
+        default: "",
+        check: application_name,
+        reported: true,
+        description: "The client's name for itself.",
+    },
+    Setting {
+        name: "statement_timeout",
+        spelled: "statement_timeout",
+        default: "0",
+        check: timeout_value,
+        reported: false,
+        description: "Statements running longer are cancelled (57014); 0: no limit.",
+    },
+    Setting {
+        name: "lock_timeout",
+        spelled: "lock_timeout",
+        default: "0",
+        check: timeout_value,
+        reported: false,
+        description: "Kept; nothing ever waits for a lock here.",
+    },
+    Setting {
+        name: "idle_in_transaction_session_timeout",
+        spelled: "idle_in_transaction_session_timeout",
+        default: "0",
+        check: |v| only(v, "idle_in_transaction_session_timeout", &["0"], "0"),
+        reported: false,
+        description: "Only 0 (no limit) is supported.",
+    },
+    Setting {
+        name: "client_encoding",
+        spelled: "client_encoding",
+        default: "UTF8",
+        check: |v| only(v, "client_encoding", &["utf8", "utf-8", "unicode"], "UTF8"),
+        reported: true,
+        description: "Only UTF8.",
+    },
+    Setting {
+        name: "datestyle",
+        spelled: "DateStyle",
+        default: "ISO, MDY",
+        check: |v| only(v, "DateStyle", &["iso", "iso, mdy", "mdy, iso"], "ISO, MDY"),
+        reported: true,
+        description: "Only ISO output (ISO, MDY).",
+    },
+    Setting {
+        name: "timezone",
+        spelled: "TimeZone",
+        default: "UTC",
+        check: |v| {
+            only(
+                v,
+                "TimeZone",
+                &[
+                    "utc", "gmt", "etc/utc", "etc/gmt", "z", "zulu", "0", "+0", "+00", "+00:00", "utc0", "local",
+                    "default",
+                ],
+                "UTC",
+            )
+        },
+        reported: true,
+        description: "Only UTC: timestamps are stored and shown in UTC.",
+    },
+    Setting {
+        name: "extra_float_digits",
+        spelled: "extra_float_digits",
+        default: "1",
+        check: extra_float_digits,
+        reported: false,
+        description: "1 to 3: floating-point values are printed shortest-exact.",
+    },
+    Setting {
+        name: "standard_conforming_strings",
+        spelled: "standard_conforming_strings",
+        default: "on",
+        check: |v| only(v, "standard_conforming_strings", &["on", "true", "yes", "1"], "on"),
+        reported: true,
+        description: "Only on: backslashes in '...' are ordinary characters.",
+    },
+    Setting {
+        name: "intervalstyle",
+        spelled: "IntervalStyle",
+        default: "postgres",
+        check: |v| only(v, "IntervalStyle", &["postgres"], "postgres"),
+        reported: true,
+        description: "Only postgres.",
+    },
+    Setting {
+        name: "bytea_output",
+        spelled: "bytea_output",
+        default: "hex",
+        check: |v| only(v, "bytea_output", &["hex"], "hex"),
+        reported: false,
+        description: "Only hex.",
+    },
+    Setting {
+        name: "search_path",
+        spelled: "search_path",
+        default: "\"$user\", public",
+        check: search_path,
+        reported: false,
+        description: "Must include public, the only schema.",
+    },
+    Setting {
+        name: "default_transaction_isolation",
+        spelled: "default_transaction_isolation",
+        default: "serializable",
+        check: isolation,
+        reported: false,
+        description: "Every level is accepted; transactions run serializable.",
+    },
+    Setting {
+        name: "transaction_isolation",
+        spelled: "transaction_isolation",
+        default: "serializable",
+        check: |v| isolation(v).map(|_| "serializable".into()),
+        reported: false,
+        description: "Transactions run serializable, which every level allows.",
+    },
+    Setting {
+        name: "default_transaction_read_only",
+        spelled: "default_transaction_read_only",
+        default: "off",
+        check: |v| only(v, "default_transaction_read_only", &["off", "false", "no", "0"], "off"),
+        reported: false,
+        description: "Only off.",
+    },
+];
+
+/// Parameters a client may read but not set (55P02), with their values.
+pub fn read_only_parameter(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "server_version" => PG_VERSION,
+        "server_version_num" => "160006",
+        "server_encoding" => "UTF8",
+        "integer_datetimes" => "on",
+        "max_identifier_length" => "63",
+        "lc_collate" | "lc_ctype" => "C",
+        "max_connections" => "10000",
+        "is_superuser" => "on",
+        "block_size" => "8192",
+        _ => return None,
+    })
+}
+
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// A connection's settings that differ from their defaults.
+#[derive(Default)]
+pub struct SessionSettings {
+    values: Mutex<HashMap<&'static str, String>>,
+}
+
+impl SessionSettings {
+    fn lock(&self) -> MutexGuard<'_, HashMap<&'static str, String>> {
+        self.values.lock().unwrap_or_else(|p| p.into_inner())
     }
-    let rest: Vec<String> = match name.clone().split_once('=') {
-        Some((n, v)) => {
-            name = n.to_string();
-            std::iter::once(format!("={v}")).chain(w).collect()
+
+    /// The value of a setting as SHOW prints it.
+    pub fn get(&self, s: &Setting) -> String {
+        self.lock()
+            .get(s.name)
+            .cloned()
+            .unwrap_or_else(|| s.default.to_string())
+    }
+
+    /// Sets a setting (None: back to its default); returns the value now in effect.
+    pub fn set(&self, s: &'static Setting, value: Option<String>) -> String {
+        let mut m = self.lock();
+        match value {
+            Some(v) if v != s.default => {
+                m.insert(s.name, v.clone());
+                v
+            }
+            _ => {
+                m.remove(s.name);
+                s.default.to_string()
+            }
         }
-        None => w.collect(),
-    };
-    if name != "statement_timeout" {
-        return None;
     }
-    if first == "reset" {
-        return Some(Ok(0));
+
+    /// Every setting back to its default; returns those that changed.
+    pub fn reset_all(&self) -> Vec<&'static str> {
+        self.lock().drain().map(|(k, _)| k).collect()
     }
-    let value = rest.join(" ");
-    let value = value
-        .strip_prefix('=')
-        .or_else(|| value.strip_prefix("to "))
-        .unwrap_or(&value)
-        .trim()
-        .trim_matches('\'')
-        .trim();
-    if value == "default" {
-        return Some(Ok(0));
+}
+
+/// The settings of `client`'s connection.
+pub fn of<C: ClientInfo>(client: &C) -> Arc<SessionSettings> {
+    client.session_extensions().get_or_insert_with(SessionSettings::default)
+}
+
+fn invalid(name: &str, v: &str) -> PgWireError {
+    client_error("22023", format!("invalid value for parameter \"{name}\": \"{v}\""))
+}
+
+fn unsupported(name: &str, v: &str, accepted: &str) -> PgWireError {
+    client_error(
+        "0A000",
+        format!("value \"{v}\" of parameter \"{name}\" is not supported (accepted: {accepted})"),
+    )
+}
+
+/// Accepts one of `allowed` (case-insensitive, blanks ignored), shown as `shown`.
+fn only(v: &str, name: &str, allowed: &[&str], shown: &str) -> PgWireResult<String> {
+    let norm: String = v.to_ascii_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    let norm = norm.replace(" ,", ",").replace(",", ", ").replace(",  ", ", ");
+    if allowed.iter().any(|a| *a == norm) {
+        Ok(shown.to_string())
+    } else {
+        Err(unsupported(name, v, shown))
     }
-    let bad = || {
-        client_error(
-            "22023",
-            format!("invalid value for parameter \"statement_timeout\": \"{value}\""),
-        )
-    };
+}
+
+fn application_name(v: &str) -> PgWireResult<String> {
+    // As PostgreSQL: at most 63 bytes (NAMEDATALEN - 1), cut at a character boundary.
+    let mut end = v.len().min(63);
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    Ok(v[..end].to_string())
+}
+
+fn timeout_value(v: &str) -> PgWireResult<String> {
+    timeout_ms(v)
+        .map(|ms| ms.to_string())
+        .ok_or_else(|| invalid("statement_timeout", v))
+}
+
+fn extra_float_digits(v: &str) -> PgWireResult<String> {
+    match v.trim().parse::<i32>() {
+        Ok(n @ 1..=3) => Ok(n.to_string()),
+        Ok(n @ -15..=0) => Err(unsupported("extra_float_digits", &n.to_string(), "1 to 3")),
+        _ => Err(invalid("extra_float_digits", v)),
+    }
+}
+
+fn search_path(v: &str) -> PgWireResult<String> {
+    let has_public = v
+        .split(',')
+        .map(|s| s.trim().trim_matches('"').to_ascii_lowercase())
+        .any(|s| s == "public");
+    if has_public {
+        Ok(v.to_string())
+    } else {
+        Err(unsupported("search_path", v, "a list that includes public"))
+    }
+}
+
+fn isolation(v: &str) -> PgWireResult<String> {
+    let norm = v.to_ascii_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    match norm.as_str() {
+        "serializable" | "repeatable read" | "read committed" | "read uncommitted" => Ok(norm),
+        _ => Err(invalid("default_transaction_isolation", v)),
+    }
+}
+
+/// Milliseconds from a timeout value: milliseconds, or a number with a unit (`us`, `ms`,
+/// `s`, `min`, `h`, `d`).
+pub fn timeout_ms(value: &str) -> Option<u64> {
+    let value = value.trim();
     let split = value
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(value.len());
     let (num, unit) = value.split_at(split);
-    let Ok(n) = num.parse::<f64>() else {
-        return Some(Err(bad()));
-    };
+    let n = num.parse::<f64>().ok()?;
     let ms = match unit.trim() {
         "" | "ms" => n,
         "us" => n / 1000.0,
@@ -62,16 +331,13 @@ pub fn statement_timeout_setting(sql: &str) -> Option<PgWireResult<u64>> {
         "min" => n * 60e3,
         "h" => n * 3600e3,
         "d" => n * 86400e3,
-        _ => return Some(Err(bad())),
+        _ => return None,
     };
-    if !(0.0..=i32::MAX as f64).contains(&ms) {
-        return Some(Err(bad()));
-    }
-    Some(Ok(ms.round() as u64))
+    (0.0..=i32::MAX as f64).contains(&ms).then(|| ms.round() as u64)
 }
 
-/// `statement_timeout` as SHOW prints it (PostgreSQL's units).
-pub fn show_statement_timeout(ms: u64) -> String {
+/// A timeout in milliseconds as SHOW prints it (PostgreSQL's units).
+pub fn show_timeout(ms: u64) -> String {
     match ms {
         0 => "0".into(),
         ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
@@ -82,27 +348,238 @@ pub fn show_statement_timeout(ms: u64) -> String {
     }
 }
 
+/// The value of a setting as SHOW prints it, from what [`Setting`]'s check returned.
+pub fn shown(s: &Setting, value: &str) -> String {
+    match s.name {
+        "statement_timeout" | "lock_timeout" => show_timeout(value.parse().unwrap_or(0)),
+        _ => value.to_string(),
+    }
+}
+
+/// The words of a SET value: quoted strings unquoted (`''` read as `'`), identifiers and
+/// numbers as they are, joined with `, ` when a list.
+fn value_text(rest: &str) -> Option<String> {
+    let mut items = Vec::new();
+    let mut cur = String::new();
+    let mut chars = rest.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => loop {
+                match chars.next()? {
+                    '\'' if chars.peek() == Some(&'\'') => {
+                        chars.next();
+                        cur.push('\'');
+                    }
+                    '\'' => break,
+                    x => cur.push(x),
+                }
+            },
+            ',' => items.push(std::mem::take(&mut cur).trim().to_string()),
+            x => cur.push(x),
+        }
+    }
+    items.push(cur.trim().to_string());
+    if items.iter().any(String::is_empty) {
+        return None;
+    }
+    Some(items.join(", "))
+}
+
+fn syntax(sql: &str) -> PgWireError {
+    client_error("42601", format!("syntax error in SET or RESET: {}", sql.trim()))
+}
+
+/// Reads a SET or RESET statement and checks its value.
+pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let lower = text.to_ascii_lowercase();
+    let mut words = lower.split_whitespace();
+    let first = words.next().unwrap_or("");
+    if first == "reset" {
+        let name = words.next().ok_or_else(|| syntax(sql))?;
+        if words.next().is_some() {
+            return Err(syntax(sql));
+        }
+        if name == "all" {
+            return Ok(SetStatement::ResetAll);
+        }
+        return assign(name, None);
+    }
+    // SET [SESSION | LOCAL] ...
+    let mut rest = text[3..].trim_start();
+    let mut rest_lower = lower[3..].trim_start().to_string();
+    if rest_lower.starts_with("local ") {
+        return Err(client_error("0A000", "SET LOCAL is not supported"));
+    }
+    let session = rest_lower.starts_with("session ");
+    if session {
+        rest = rest[8..].trim_start();
+        rest_lower = rest_lower[8..].trim_start().to_string();
+    }
+    if let Some(chars) = rest_lower.strip_prefix("characteristics as transaction") {
+        return transaction(chars, true, sql);
+    }
+    if let Some(modes) = rest_lower.strip_prefix("transaction ") {
+        return transaction(modes, false, sql);
+    }
+    let (name, value) = if let Some(v) = rest_lower.strip_prefix("time zone") {
+        ("timezone".to_string(), rest[rest.len() - v.len()..].to_string())
+    } else if let Some(v) = rest_lower.strip_prefix("names ") {
+        ("client_encoding".to_string(), rest[rest.len() - v.len()..].to_string())
+    } else if let Some(v) = rest_lower.strip_prefix("schema ") {
+        (
+            "search_path".to_string(),
+            format!("{}, public", rest[rest.len() - v.len()..].trim()),
+        )
+    } else {
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '=')
+            .ok_or_else(|| syntax(sql))?;
+        let name = rest_lower[..end].to_string();
+        let after = rest[end..].trim_start();
+        let after_lower = after.to_ascii_lowercase();
+        let v = if let Some(v) = after.strip_prefix('=') {
+            v
+        } else if after_lower.starts_with("to ") || after_lower.starts_with("to'") {
+            &after[2..]
+        } else {
+            return Err(syntax(sql));
+        };
+        (name, v.to_string())
+    };
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("default") {
+        return assign(&name, None);
+    }
+    let v = value_text(value).ok_or_else(|| syntax(sql))?;
+    assign(&name, Some(v))
+}
+
+fn assign(name: &str, value: Option<String>) -> PgWireResult<SetStatement> {
+    let name = name.trim_matches('"').to_ascii_lowercase();
+    if read_only_parameter(&name).is_some() {
+        return Err(client_error("55P02", format!("parameter \"{name}\" cannot be changed")));
+    }
+    let s = setting(&name)
+        .ok_or_else(|| client_error("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
+    let value = value.map(|v| (s.check)(&v)).transpose()?;
+    Ok(SetStatement::Assign { name: s.name, value })
+}
+
+/// `SET TRANSACTION` modes: isolation levels (all run serializable), READ WRITE, READ
+/// ONLY, [NOT] DEFERRABLE.
+fn transaction(modes: &str, session: bool, sql: &str) -> PgWireResult<SetStatement> {
+    let w: Vec<&str> = modes
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut i = 0;
+    let mut read_only = false;
+    while i < w.len() {
+        match &w[i..] {
+            ["isolation", "level", "serializable", ..] => i += 3,
+            ["isolation", "level", "repeatable", "read", ..] => i += 4,
+            ["isolation", "level", "read", "committed" | "uncommitted", ..] => i += 4,
+            ["read", "write", ..] => i += 2,
+            ["read", "only", ..] => {
+                read_only = true;
+                i += 2;
+            }
+            ["deferrable", ..] => i += 1,
+            ["not", "deferrable", ..] => i += 2,
+            _ => return Err(syntax(sql)),
+        }
+    }
+    if session && read_only {
+        return Err(client_error("0A000", "read-only sessions are not supported"));
+    }
+    Ok(SetStatement::Transaction { session, read_only })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn set(sql: &str) -> Result<(&'static str, Option<String>), String> {
+        match parse(sql) {
+            Ok(SetStatement::Assign { name, value }) => Ok((name, value)),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(e) => Err(match e {
+                PgWireError::UserError(i) => i.code,
+                e => e.to_string(),
+            }),
+        }
+    }
+
     #[test]
-    fn statement_timeout_settings_are_read_as_postgresql_reads_them() {
-        let v = |s: &str| statement_timeout_setting(s).map(|r| r.map_err(|e| e.to_string()));
-        assert_eq!(v("SET statement_timeout = 5000"), Some(Ok(5000)));
-        assert_eq!(v("set statement_timeout to '5s'"), Some(Ok(5000)));
-        assert_eq!(v("SET SESSION statement_timeout='1min';"), Some(Ok(60_000)));
-        assert_eq!(v("SET statement_timeout TO 0"), Some(Ok(0)));
-        assert_eq!(v("SET statement_timeout = DEFAULT"), Some(Ok(0)));
-        assert_eq!(v("RESET statement_timeout"), Some(Ok(0)));
-        assert_eq!(v("SET statement_timeout = '250ms'"), Some(Ok(250)));
-        assert!(matches!(v("SET statement_timeout = 'soon'"), Some(Err(_))));
-        assert!(matches!(v("SET statement_timeout = '-5'"), Some(Err(_))));
-        assert_eq!(v("SET search_path = public"), None);
-        assert_eq!(v("RESET ALL"), None);
-        assert_eq!(show_statement_timeout(0), "0");
-        assert_eq!(show_statement_timeout(5000), "5s");
-        assert_eq!(show_statement_timeout(60_000), "1min");
-        assert_eq!(show_statement_timeout(250), "250ms");
+    fn settings_are_read_as_postgresql_reads_them() {
+        assert_eq!(
+            set("SET statement_timeout = 5000"),
+            Ok(("statement_timeout", Some("5000".into())))
+        );
+        assert_eq!(
+            set("set statement_timeout to '5s'"),
+            Ok(("statement_timeout", Some("5000".into())))
+        );
+        assert_eq!(
+            set("SET SESSION statement_timeout='1min';"),
+            Ok(("statement_timeout", Some("60000".into())))
+        );
+        assert_eq!(set("SET statement_timeout = DEFAULT"), Ok(("statement_timeout", None)));
+        assert_eq!(set("RESET statement_timeout"), Ok(("statement_timeout", None)));
+        assert_eq!(set("SET statement_timeout = 'soon'"), Err("22023".into()));
+        assert_eq!(
+            set("SET application_name = 'my app'"),
+            Ok(("application_name", Some("my app".into())))
+        );
+        assert_eq!(
+            set("SET application_name TO 'it''s'"),
+            Ok(("application_name", Some("it's".into())))
+        );
+        assert_eq!(set("SET TIME ZONE 'UTC'"), Ok(("timezone", Some("UTC".into()))));
+        assert_eq!(set("SET TimeZone TO 'Etc/UTC'"), Ok(("timezone", Some("UTC".into()))));
+        assert_eq!(set("SET TIME ZONE 'Europe/Berlin'"), Err("0A000".into()));
+        assert_eq!(
+            set("SET datestyle = ISO, MDY"),
+            Ok(("datestyle", Some("ISO, MDY".into())))
+        );
+        assert_eq!(set("SET DateStyle = 'German'"), Err("0A000".into()));
+        assert_eq!(
+            set("SET extra_float_digits = 3"),
+            Ok(("extra_float_digits", Some("3".into())))
+        );
+        assert_eq!(set("SET extra_float_digits = 0"), Err("0A000".into()));
+        assert_eq!(
+            set("SET client_encoding = 'UTF8'"),
+            Ok(("client_encoding", Some("UTF8".into())))
+        );
+        assert_eq!(set("SET NAMES 'LATIN1'"), Err("0A000".into()));
+        assert_eq!(
+            set("SET search_path TO myapp, public"),
+            Ok(("search_path", Some("myapp, public".into())))
+        );
+        assert_eq!(set("SET search_path = myapp"), Err("0A000".into()));
+        assert_eq!(set("SET server_version = '9'"), Err("55P02".into()));
+        assert_eq!(set("SET no_such_thing = 1"), Err("42704".into()));
+        assert_eq!(set("SET LOCAL statement_timeout = 1"), Err("0A000".into()));
+        assert_eq!(set("SET statement_timeout 5"), Err("42601".into()));
+        assert_eq!(parse("RESET ALL").ok(), Some(SetStatement::ResetAll));
+        assert_eq!(
+            parse("SET TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY").ok(),
+            Some(SetStatement::Transaction {
+                session: false,
+                read_only: true
+            })
+        );
+        assert_eq!(
+            parse("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE").ok(),
+            Some(SetStatement::Transaction {
+                session: true,
+                read_only: false
+            })
+        );
+        assert_eq!(show_timeout(5000), "5s");
+        assert_eq!(show_timeout(250), "250ms");
+        assert_eq!(show_timeout(60_000), "1min");
     }
 }

@@ -50,6 +50,11 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// Whether a statement of the block has written.
+    pub(crate) fn wrote(&self) -> bool {
+        !self.writes.is_empty()
+    }
+
     pub(crate) fn new(read_only: bool) -> Open {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -151,3 +151,59 @@ async fn garbage_on_the_wire_ends_that_connection_only() {
     let v: String = c.query_one("SELECT version()", &[]).await.unwrap().get(0);
     assert!(v.contains("Permafrost"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_settings_take_effect_or_are_refused() {
+    let (c, _s) = start().await;
+    let show = |name: &'static str| {
+        let c = &c;
+        async move {
+            let m = c.simple_query(&format!("SHOW {name}")).await.unwrap();
+            match &m[1] {
+                SimpleQueryMessage::Row(r) => r.get(0).unwrap().to_string(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    c.simple_query("SET application_name = 'billing'").await.unwrap();
+    assert_eq!(show("application_name").await, "billing");
+    c.simple_query("SET statement_timeout TO '2s'").await.unwrap();
+    assert_eq!(show("statement_timeout").await, "2s");
+    c.simple_query("SET TIME ZONE 'UTC'; SET extra_float_digits = 3; SET search_path = app, public")
+        .await
+        .unwrap();
+    assert_eq!(show("TimeZone").await, "UTC");
+    assert_eq!(show("search_path").await, "app, public");
+    c.simple_query("RESET application_name").await.unwrap();
+    assert_eq!(show("application_name").await, "");
+    c.simple_query("RESET ALL").await.unwrap();
+    assert_eq!(show("statement_timeout").await, "0");
+    assert_eq!(show("search_path").await, "\"$user\", public");
+    // Values the server cannot honour, unknown and read-only parameters.
+    for (sql, want) in [
+        ("SET TIME ZONE 'Europe/Paris'", "0A000"),
+        ("SET extra_float_digits = 0", "0A000"),
+        ("SET client_encoding = 'LATIN1'", "0A000"),
+        ("SET search_path = app", "0A000"),
+        ("SET no_such_parameter = 1", "42704"),
+        ("SET server_version = '1'", "55P02"),
+        ("SHOW no_such_parameter", "42704"),
+    ] {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql}: {e}");
+    }
+    // SQL DEALLOCATE drops a prepared statement of the connection.
+    let st = c.prepare("SELECT $1::BIGINT + 1").await.unwrap();
+    let one: i64 = c.query_one(&st, &[&1i64]).await.unwrap().get(0);
+    assert_eq!(one, 2);
+    c.simple_query("DEALLOCATE ALL").await.unwrap();
+    let e = c.query_one(&st, &[&1i64]).await.unwrap_err();
+    assert_eq!(code(&e), "26000", "{e}");
+    let e = c.simple_query("DEALLOCATE nope").await.unwrap_err();
+    assert_eq!(code(&e), "26000");
+    let st = c.prepare("SELECT 2").await.unwrap();
+    c.simple_query("DISCARD ALL").await.unwrap();
+    assert_eq!(code(&c.query(&st, &[]).await.unwrap_err()), "26000");
+    let rows = c.simple_query("SHOW ALL").await.unwrap();
+    assert!(rows.iter().filter(|m| matches!(m, SimpleQueryMessage::Row(_))).count() >= 10);
+}
