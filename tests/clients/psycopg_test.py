@@ -157,7 +157,7 @@ def errors_have_sqlstate_and_connection_goes_on(conn):
         (errors.SyntaxError, "SELEC 1", None, "42601"),
         (errors.UndefinedTable, "SELECT * FROM py_nope WHERE id = %s", (1,), "42P01"),
         (errors.UniqueViolation, "INSERT INTO py_items (id, name) VALUES (%s, %s)", (1, "dup"), "23505"),
-        (errors.FeatureNotSupported, "SAVEPOINT a", None, "0A000"),
+        (errors.NoActiveSqlTransaction, "SAVEPOINT a", None, "25P01"),
         (errors.NotNullViolation, "INSERT INTO py_items (id) VALUES (%s)", (500,), "23502"),
     ]
     for cls, sql, params, code in cases:
@@ -208,9 +208,17 @@ def default_mode_transactions(conn):
         except errors.InFailedSqlTransaction:
             pass
         c.rollback()
-        # The transaction() context: committed on exit, rolled back on an exception.
+        # The transaction() context: committed on exit, rolled back on an exception;
+        # nested, a savepoint.
         with c.transaction():
             c.execute("UPDATE py_items SET qty = qty + 1 WHERE id = %s", (300,))
+            try:
+                with c.transaction():
+                    c.execute("UPDATE py_items SET qty = 50 WHERE id = %s", (300,))
+                    c.execute("SELECT 1 / 0")
+            except errors.DivisionByZero:
+                pass
+            assert c.execute("SELECT qty FROM py_items WHERE id = 300").fetchone() == (6,)
         try:
             with c.transaction():
                 c.execute("UPDATE py_items SET qty = 100 WHERE id = %s", (300,))

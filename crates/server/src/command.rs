@@ -165,6 +165,8 @@ pub enum Command {
     Commit,
     /// `ROLLBACK` / `ABORT`.
     Rollback,
+    /// `SAVEPOINT`, `ROLLBACK TO SAVEPOINT`, `RELEASE SAVEPOINT`.
+    Savepoint(crate::txn::Savepoint),
     /// `CHECKPOINT`: take a snapshot now and answer once it is durable.
     Checkpoint,
 }
@@ -247,6 +249,12 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
         return Ok(Command::DropProcedure(sql.to_string()));
     }
+    let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();
+    match compact.trim_end_matches(';') {
+        "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
+        "select*frompermafrost_stats" => return Ok(Command::Stats),
+        _ => {}
+    }
     if let Some(lookup) = pgcatalog::recognize(sql) {
         return Ok(Command::Catalog(lookup));
     }
@@ -291,19 +299,13 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         "COMMIT" | "END" => return crate::txn::parse_end(sql, Command::Commit),
         "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
         "ROLLBACK" | "ABORT" => return crate::txn::parse_end(sql, Command::Rollback),
-        "SAVEPOINT" | "RELEASE" => return Err(crate::txn::no_savepoints()),
+        "SAVEPOINT" | "RELEASE" => return crate::txn::parse_savepoint(sql).map(Command::Savepoint),
         "PREPARE" if words.get(1).is_some_and(|w| w == "TRANSACTION") => {
             return Err(client_error(
                 "0A000",
                 "prepared transactions (two-phase commit) are not supported",
             ));
         }
-        _ => {}
-    }
-    let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();
-    match compact.trim_end_matches(';') {
-        "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
-        "select*frompermafrost_stats" => return Ok(Command::Stats),
         _ => {}
     }
     if names_stats_view(sql) {

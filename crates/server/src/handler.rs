@@ -210,7 +210,7 @@ impl Backend {
                             true
                         }
                         txn::State::Open(_) => false,
-                        txn::State::Failed => return Err(txn::aborted()),
+                        txn::State::Failed(_) => return Err(txn::aborted()),
                     }
                 };
                 if opened {
@@ -226,7 +226,7 @@ impl Backend {
                         warn(client, "25P01", "there is no transaction in progress").await?;
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
-                    txn::State::Failed => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
                     txn::State::Open(open) => {
                         let started = Instant::now();
                         let stop = StopFlag::new();
@@ -247,6 +247,10 @@ impl Backend {
                     }
                 }
             }
+            Command::Savepoint(sp) => {
+                let r = txn::savepoint(&mut txn::lock(&cell), sp);
+                r.map(|tag| Response::Execution(Tag::new(tag)))
+            }
             Command::Rollback => {
                 let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
                 if matches!(taken, txn::State::Idle) {
@@ -258,7 +262,7 @@ impl Backend {
                 let inside = match &*txn::lock(&cell) {
                     txn::State::Idle => false,
                     txn::State::Open(_) => true,
-                    txn::State::Failed => return Err(txn::aborted()),
+                    txn::State::Failed(_) => return Err(txn::aborted()),
                 };
                 if matches!(
                     cmd,
@@ -270,7 +274,7 @@ impl Backend {
                 ) {
                     let r = self.session_statement(client, cmd, format, cancel, &cell).await;
                     if r.is_err() && inside {
-                        *txn::lock(&cell) = txn::State::Failed;
+                        txn::fail(&mut txn::lock(&cell));
                     }
                     return r;
                 }
@@ -289,7 +293,7 @@ impl Backend {
                     )),
                 };
                 if r.is_err() {
-                    *txn::lock(&cell) = txn::State::Failed;
+                    txn::fail(&mut txn::lock(&cell));
                 }
                 r
             }
@@ -585,6 +589,7 @@ impl Backend {
             Command::Begin { .. }
             | Command::Commit
             | Command::Rollback
+            | Command::Savepoint(_)
             | Command::Set(_)
             | Command::Show(_)
             | Command::ShowAll
@@ -837,10 +842,10 @@ impl SimpleQueryHandler for Backend {
                     let mut st = txn::lock(&cell);
                     match *st {
                         txn::State::Open(_) => {
-                            *st = txn::State::Failed;
+                            txn::fail(&mut st);
                             Err(e)
                         }
-                        txn::State::Failed => Err(txn::aborted()),
+                        txn::State::Failed(_) => Err(txn::aborted()),
                         txn::State::Idle => Err(e),
                     }
                 }
@@ -1003,8 +1008,8 @@ impl ExtendedQueryHandler for Backend {
         let cell = txn::of(client);
         {
             let mut st = txn::lock(&cell);
-            if client.transaction_status() == TransactionStatus::Error && matches!(*st, txn::State::Open(_)) {
-                *st = txn::State::Failed;
+            if client.transaction_status() == TransactionStatus::Error {
+                txn::fail(&mut st);
             }
         }
         client.set_transaction_status(txn::status(&cell));

@@ -11,10 +11,11 @@
 //! statements fail with 25P02 until ROLLBACK, and COMMIT answers ROLLBACK); BEGIN inside a
 //! transaction and COMMIT or ROLLBACK outside one are warnings; ReadyForQuery says I, T or
 //! E. Every isolation level is accepted and runs serializable (`SHOW transaction_isolation`
-//! says so); READ ONLY refuses writes (25006). Not yet: savepoints (0A000), schema changes,
-//! COPY and CALL inside a transaction (0A000, the transaction aborts), and statements of a
-//! multi-statement query string or of an extended-protocol group outside BEGIN still
-//! commit one by one.
+//! says so); READ ONLY refuses writes (25006). Savepoints mark a length of the block's list:
+//! ROLLBACK TO SAVEPOINT cuts the list back to it (and leaves an aborted block open again),
+//! RELEASE forgets the mark. Not yet: schema changes, COPY and CALL inside a transaction
+//! (0A000, the transaction aborts), and statements of a multi-statement query string or of
+//! an extended-protocol group outside BEGIN still commit one by one.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,8 +34,8 @@ pub(crate) enum State {
     Idle,
     Open(Open),
     /// A statement failed inside the block: only ROLLBACK (or COMMIT, which rolls back)
-    /// is accepted.
-    Failed,
+    /// or ROLLBACK TO a savepoint is accepted.
+    Failed(Open),
 }
 
 /// An open transaction block.
@@ -47,6 +48,8 @@ pub(crate) struct Open {
     pub statements: Vec<TxnStatement>,
     /// Those that write (what a probe runs before its own statement).
     pub writes: Vec<TxnStatement>,
+    /// Savepoints, oldest first: name, and the lengths of `statements` and `writes` then.
+    pub savepoints: Vec<(String, usize, usize)>,
 }
 
 impl Open {
@@ -64,6 +67,7 @@ impl Open {
             read_only,
             statements: Vec::new(),
             writes: Vec::new(),
+            savepoints: Vec::new(),
         }
     }
 }
@@ -87,7 +91,108 @@ pub(crate) fn status(cell: &Cell) -> TransactionStatus {
     match &*lock(cell) {
         State::Idle => TransactionStatus::Idle,
         State::Open(_) => TransactionStatus::Transaction,
-        State::Failed => TransactionStatus::Error,
+        State::Failed(_) => TransactionStatus::Error,
+    }
+}
+
+/// An open block aborts (an error inside it); any other state stays.
+pub(crate) fn fail(st: &mut State) {
+    if matches!(st, State::Open(_))
+        && let State::Open(o) = std::mem::replace(st, State::Idle)
+    {
+        *st = State::Failed(o);
+    }
+}
+
+/// What a savepoint statement does to the block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Savepoint {
+    Set(String),
+    RollbackTo(String),
+    Release(String),
+}
+
+/// Applies a savepoint statement; the command tag, or the error (which aborts the block,
+/// as in PostgreSQL).
+pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static str> {
+    let missing = |name: &str| client_error("3B001", format!("savepoint \"{name}\" does not exist"));
+    match (std::mem::replace(st, State::Idle), sp) {
+        (State::Idle, _) => {
+            let what = match sp {
+                Savepoint::Set(_) => "SAVEPOINT",
+                Savepoint::RollbackTo(_) => "ROLLBACK TO SAVEPOINT",
+                Savepoint::Release(_) => "RELEASE SAVEPOINT",
+            };
+            Err(client_error(
+                "25P01",
+                format!("{what} can only be used in transaction blocks"),
+            ))
+        }
+        (State::Open(mut o), Savepoint::Set(name)) => {
+            o.savepoints.push((name.clone(), o.statements.len(), o.writes.len()));
+            *st = State::Open(o);
+            Ok("SAVEPOINT")
+        }
+        (State::Open(mut o) | State::Failed(mut o), Savepoint::RollbackTo(name)) => {
+            match o.savepoints.iter().rposition(|(n, ..)| n == name) {
+                Some(i) => {
+                    let (_, stmts, writes) = o.savepoints[i];
+                    // The savepoint stays; later ones go.
+                    o.savepoints.truncate(i + 1);
+                    o.statements.truncate(stmts);
+                    o.writes.truncate(writes);
+                    *st = State::Open(o);
+                    Ok("ROLLBACK")
+                }
+                None => {
+                    *st = State::Failed(o);
+                    Err(missing(name))
+                }
+            }
+        }
+        (State::Open(mut o), Savepoint::Release(name)) => match o.savepoints.iter().rposition(|(n, ..)| n == name) {
+            Some(i) => {
+                o.savepoints.truncate(i);
+                *st = State::Open(o);
+                Ok("RELEASE")
+            }
+            None => {
+                *st = State::Failed(o);
+                Err(missing(name))
+            }
+        },
+        (failed @ State::Failed(_), _) => {
+            *st = failed;
+            Err(aborted())
+        }
+    }
+}
+
+/// Reads `SAVEPOINT name`, `RELEASE [SAVEPOINT] name` and `ROLLBACK [WORK | TRANSACTION]
+/// TO [SAVEPOINT] name`.
+pub(crate) fn parse_savepoint(sql: &str) -> PgWireResult<Savepoint> {
+    let raw: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().collect();
+    let up: Vec<String> = raw.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let up: Vec<&str> = up.iter().map(String::as_str).collect();
+    let name = |i: usize| -> PgWireResult<String> {
+        match raw.get(i) {
+            Some(n) if i + 1 == raw.len() => Ok(n.trim_matches('"').to_string()),
+            _ => Err(syntax(sql)),
+        }
+    };
+    match up.as_slice() {
+        ["SAVEPOINT", _] => Ok(Savepoint::Set(name(1)?)),
+        ["RELEASE", "SAVEPOINT", _] => Ok(Savepoint::Release(name(2)?)),
+        ["RELEASE", _] => Ok(Savepoint::Release(name(1)?)),
+        ["ROLLBACK" | "ABORT", rest @ ..] => {
+            let skip = usize::from(matches!(rest.first(), Some(&"WORK" | &"TRANSACTION")));
+            match &rest[skip..] {
+                ["TO", "SAVEPOINT", _] => Ok(Savepoint::RollbackTo(name(skip + 3)?)),
+                ["TO", _] => Ok(Savepoint::RollbackTo(name(skip + 2)?)),
+                _ => Err(syntax(sql)),
+            }
+        }
+        _ => Err(syntax(sql)),
     }
 }
 
@@ -96,13 +201,6 @@ pub(crate) fn aborted() -> PgWireError {
     client_error(
         "25P02",
         "current transaction is aborted, commands ignored until end of transaction block",
-    )
-}
-
-pub(crate) fn no_savepoints() -> PgWireError {
-    client_error(
-        "0A000",
-        "savepoints are not supported yet: a transaction block commits or rolls back whole",
     )
 }
 
@@ -165,7 +263,7 @@ pub(crate) fn parse_end(sql: &str, cmd: Command) -> PgWireResult<Command> {
     match rest.as_slice() {
         [] | ["WORK" | "TRANSACTION"] => Ok(cmd),
         ["WORK" | "TRANSACTION", "AND", "NO", "CHAIN"] | ["AND", "NO", "CHAIN"] => Ok(cmd),
-        ["TO", ..] => Err(no_savepoints()),
+        ["TO", ..] | ["WORK" | "TRANSACTION", "TO", ..] => parse_savepoint(sql).map(Command::Savepoint),
         [.., "AND", "CHAIN"] => Err(client_error("0A000", "AND CHAIN is not supported")),
         ["PREPARED", ..] => Err(client_error(
             "0A000",
@@ -211,7 +309,25 @@ mod tests {
             parse_end("ROLLBACK WORK", Command::Rollback),
             Ok(Command::Rollback)
         ));
-        assert!(parse_end("ROLLBACK TO SAVEPOINT a", Command::Rollback).is_err());
+        assert!(matches!(
+            parse_end("ROLLBACK TO SAVEPOINT a", Command::Rollback),
+            Ok(Command::Savepoint(Savepoint::RollbackTo(n))) if n == "a"
+        ));
+        assert_eq!(
+            parse_savepoint("SAVEPOINT _pg3_1").ok(),
+            Some(Savepoint::Set("_pg3_1".into()))
+        );
+        assert_eq!(
+            parse_savepoint("RELEASE SAVEPOINT s").ok(),
+            Some(Savepoint::Release("s".into()))
+        );
+        assert_eq!(parse_savepoint("release s;").ok(), Some(Savepoint::Release("s".into())));
+        assert_eq!(
+            parse_savepoint("ROLLBACK WORK TO s").ok(),
+            Some(Savepoint::RollbackTo("s".into()))
+        );
+        assert!(parse_savepoint("SAVEPOINT").is_err());
+        assert!(parse_savepoint("SAVEPOINT a b").is_err());
         assert!(parse_end("COMMIT AND CHAIN", Command::Commit).is_err());
         assert!(parse_end("COMMIT PREPARED 'x'", Command::Commit).is_err());
         assert!(parse_end("COMMIT NOW", Command::Commit).is_err());

@@ -129,9 +129,28 @@ async fn blocks_commit_roll_back_and_abort_as_in_postgresql() {
     let e = c.simple_query("SAVEPOINT a").await.unwrap_err();
     assert_eq!(e.code().unwrap().code(), "25P02");
     c.simple_query("ROLLBACK").await.unwrap();
-    let e = c.simple_query("BEGIN; SAVEPOINT a").await.unwrap_err();
-    assert_eq!(e.code().unwrap().code(), "0A000");
+
+    // Savepoints: ROLLBACK TO undoes what came after, and recovers an aborted block.
+    c.simple_query("BEGIN; UPDATE acct SET bal = 1 WHERE id = 0; SAVEPOINT s1; UPDATE acct SET bal = 2 WHERE id = 7")
+        .await
+        .unwrap();
+    c.simple_query("SAVEPOINT s2").await.unwrap();
+    let e = c.simple_query("SELECT 1 / 0").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "22012");
+    c.simple_query("ROLLBACK TO SAVEPOINT s2").await.unwrap();
+    assert_eq!(balance(&c, 7).await, 2, "the block goes on after ROLLBACK TO");
+    c.simple_query("ROLLBACK TO s1").await.unwrap();
+    assert_eq!(balance(&c, 7).await, 100, "undone back to s1");
+    c.simple_query("RELEASE SAVEPOINT s1").await.unwrap();
+    let e = c.simple_query("ROLLBACK TO s2").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "3B001");
     c.simple_query("ROLLBACK").await.unwrap();
+    c.simple_query("BEGIN; UPDATE acct SET bal = 1 WHERE id = 0; SAVEPOINT s; UPDATE acct SET bal = 2 WHERE id = 7; ROLLBACK TO s; COMMIT")
+        .await
+        .unwrap();
+    assert_eq!((balance(&c, 0).await, balance(&c, 7).await), (1, 100));
+    let e = c.simple_query("SAVEPOINT outside").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "25P01");
     let rows = c.query("SHOW transaction_isolation", &[]).await.unwrap();
     assert_eq!(rows[0].get::<_, String>(0), "serializable");
 }

@@ -97,7 +97,7 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         ("SELECT * FROM missing", "42P01"),
         ("SELECT nope FROM t", "42703"),
         ("INSERT INTO t VALUES (1, 'again')", "23505"),
-        ("SAVEPOINT a", "0A000"),
+        ("SAVEPOINT a", "25P01"),
         ("SHOW no_such_setting", "42704"),
         ("SELECT name FROM permafrost_stats WHERE name = 'x'", "0A000"),
         ("SELECT v FROM t WHERE v = 'permafrost_stats' AND nope = 1", "42703"),

@@ -690,6 +690,11 @@ impl<'c> Binder<'c> {
                 arity(0, 0)?;
                 return Ok((Expr::Now, Some(DataType::Timestamp)));
             }
+            // The only schema: what drivers and ORMs ask for when they connect.
+            "current_schema" => {
+                arity(0, 0)?;
+                return Ok((Expr::Const(Value::from("public")), Some(DataType::Varchar(None))));
+            }
             "abs" => (Func::Abs, first),
             "lower" => (Func::Lower, Some(DataType::Varchar(None))),
             "upper" => (Func::Upper, Some(DataType::Varchar(None))),

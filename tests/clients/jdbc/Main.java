@@ -189,7 +189,7 @@ public class Main {
                 {"42601", "SELEC 1"},
                 {"42P01", "SELECT * FROM j_nope"},
                 {"23505", "INSERT INTO j_items (id, name) VALUES (1, 'dup')"},
-                {"0A000", "SAVEPOINT a"},
+                {"25P01", "SAVEPOINT a"},
                 {"23502", "INSERT INTO j_items (id) VALUES (999)"},
             };
             for (String[] k : cases) {
