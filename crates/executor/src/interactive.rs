@@ -81,7 +81,16 @@ impl Interactive {
     /// the call) in order; each statement with an expected fingerprint must give it.
     /// Earlier statements' failures and changed results are serialization failures; the
     /// last statement's own error is returned as it is in a probe.
-    fn procedure(statements: Vec<Arc<Prepared>>, expected: Vec<Option<u64>>, spec: Interactive) -> Procedure {
+    ///
+    /// With `collect`, every statement's result is kept there (the statements before a
+    /// failing one too) and every error is the statement's own: a block of statements
+    /// run as one transaction ([`Database::run_block`]).
+    fn procedure(
+        statements: Vec<Arc<Prepared>>,
+        expected: Vec<Option<u64>>,
+        spec: Interactive,
+        collect: Option<Collected>,
+    ) -> Procedure {
         let counts: Vec<usize> = statements.iter().map(|p| p.param_types().len()).collect();
         let n = statements.len();
         let probe = spec.probe;
@@ -92,6 +101,10 @@ impl Interactive {
         let def = def.body(move |ctx, params| {
             let mut at = 0;
             let mut last = Rows::default();
+            if let Some(c) = &collect {
+                // A run after a pre-pass starts again.
+                lock(c).clear();
+            }
             for (i, &k) in counts.iter().enumerate() {
                 let p = params.get(at..at + k).ok_or_else(|| {
                     ProcError::Sql(SqlError::ParamCount {
@@ -100,7 +113,7 @@ impl Interactive {
                     })
                 })?;
                 at += k;
-                let own = probe && i + 1 == n;
+                let own = (probe && i + 1 == n) || collect.is_some();
                 let rows = match ctx.execute(i, p) {
                     Ok(rows) => rows,
                     Err(e) if own || ctx.is_prepass() => return Err(e),
@@ -122,12 +135,22 @@ impl Interactive {
                         i + 1
                     ))));
                 }
-                last = rows;
+                match &collect {
+                    Some(c) => lock(c).push(rows),
+                    None => last = rows,
+                }
             }
             Ok(last)
         });
         Procedure::ad_hoc_over(statements, def, Some(spec))
     }
+}
+
+/// Where [`Database::run_block`] keeps each statement's result.
+type Collected = Arc<std::sync::Mutex<Vec<Rows>>>;
+
+fn lock(c: &Collected) -> std::sync::MutexGuard<'_, Vec<Rows>> {
+    c.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether an earlier statement's error means the transaction's view changed (a
@@ -158,7 +181,7 @@ impl Database {
             .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
             .collect();
         all.push((stmt, params, None));
-        let submitted = self.submit_interactive(all, now, true, stop, here);
+        let submitted = self.submit_interactive(all, now, true, stop, here, None);
         async move {
             match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
@@ -183,7 +206,7 @@ impl Database {
         let submitted = if statements.is_empty() {
             Err(Error::Internal("nothing to commit".into()))
         } else {
-            self.submit_interactive(all, now, false, stop, false)
+            self.submit_interactive(all, now, false, stop, false, None)
         };
         let empty = statements.is_empty();
         async move {
@@ -197,6 +220,29 @@ impl Database {
         }
     }
 
+    /// Runs `statements` in order as one transaction (what PostgreSQL does with the
+    /// statements of one query string): every statement's result, and how it ended. When
+    /// a statement fails, the results of those before it come with its error, and nothing
+    /// is applied. Logged like a committed interactive transaction.
+    pub fn run_block(
+        &self,
+        statements: Vec<(AdHoc, Vec<Value>)>,
+        now: i64,
+        stop: StopFlag,
+    ) -> impl Future<Output = (Vec<Rows>, Result<()>)> + Send + 'static + use<> {
+        let collect: Collected = Arc::default();
+        let all = statements.iter().map(|(s, p)| (s, p.clone(), None)).collect();
+        let submitted = self.submit_interactive(all, now, false, stop, false, Some(collect.clone()));
+        async move {
+            let r = match submitted {
+                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
+                Err(e) => Err(e),
+            };
+            let rows = std::mem::take(&mut *lock(&collect));
+            (rows, r)
+        }
+    }
+
     fn submit_interactive(
         &self,
         statements: Vec<(&AdHoc, Vec<Value>, Option<u64>)>,
@@ -204,6 +250,7 @@ impl Database {
         probe: bool,
         stop: StopFlag,
         here: bool,
+        collect: Option<Collected>,
     ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         if statements.len() > MAX_STATEMENTS {
             return Err(Error::Sql(SqlError::Unsupported(format!(
@@ -248,6 +295,7 @@ impl Database {
             prepared,
             expected,
             Interactive { probe, now, log_text },
+            collect,
         ));
         let (tx, rx) = tokio::sync::oneshot::channel();
         let reply = Reply::Stoppable(tx, stop);
@@ -297,5 +345,6 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             now: logged.now,
             log_text: sql.into(),
         },
+        None,
     ))
 }

@@ -447,6 +447,53 @@ impl Backend {
         }
     }
 
+    /// A query string of several DML statements and queries, outside a block: one
+    /// transaction, as PostgreSQL's implicit one (all applied, or none). `None` when a
+    /// statement is of another kind (or does not plan): then they run one by one.
+    async fn implicit_block(&self, texts: &[String], cancel: Option<&CancelToken>) -> Option<Vec<Response>> {
+        let mut dmls = Vec::with_capacity(texts.len());
+        for t in texts {
+            match classify_text(&self.db, t) {
+                Ok(Command::Dml(d)) => dmls.push(d),
+                _ => return None,
+            }
+        }
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        let statements = dmls.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
+        let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
+        let fut = async move { Ok::<_, permafrost_executor::Error>(fut.await) };
+        let (rows, r) = match cancel {
+            Some(c) => match c.run_stoppable(&stop, fut).await {
+                Ok(Ok(done)) => done,
+                Ok(Err(e)) => (Vec::new(), Err(e)),
+                Err(e) => return Some(vec![Response::Error(Box::new(e.into()))]),
+            },
+            None => fut.await.unwrap_or_else(|e| (Vec::new(), Err(e))),
+        };
+        let mut out = Vec::with_capacity(dmls.len());
+        for (rows, d) in rows.into_iter().zip(&dmls) {
+            match respond(rows, &d.columns, Some(d.kind), &Format::UnifiedText, None) {
+                Ok(resp) => out.push(resp),
+                Err(e) => {
+                    out.push(Response::Error(Box::new(e.into())));
+                    return Some(out);
+                }
+            }
+        }
+        let r = r.map_err(db_error);
+        let class = if dmls.iter().all(|d| d.read_only) {
+            StatementClass::Query
+        } else {
+            StatementClass::Write
+        };
+        self.metrics.record(class, started.elapsed(), outcome_of(&r));
+        if let Err(e) = r {
+            out.push(Response::Error(Box::new(e.into())));
+        }
+        Some(out)
+    }
+
     /// Runs a DML statement inside the connection's open transaction: a probe over the
     /// committed state and the transaction's earlier writes, remembered with what it
     /// showed for the commit to check.
@@ -814,6 +861,12 @@ impl SimpleQueryHandler for Backend {
         };
         if texts.len() == 1 {
             self.metrics.plan_cache_lookup(false);
+        }
+        if texts.len() > 1
+            && matches!(*txn::lock(&txn::of(client)), txn::State::Idle)
+            && let Some(out) = self.implicit_block(&texts, cancel.as_ref()).await
+        {
+            return Ok(out);
         }
         let mut out = Vec::with_capacity(texts.len());
         for (i, sql) in texts.iter().enumerate() {

@@ -13,9 +13,11 @@
 //! E. Every isolation level is accepted and runs serializable (`SHOW transaction_isolation`
 //! says so); READ ONLY refuses writes (25006). Savepoints mark a length of the block's list:
 //! ROLLBACK TO SAVEPOINT cuts the list back to it (and leaves an aborted block open again),
-//! RELEASE forgets the mark. Not yet: schema changes, COPY and CALL inside a transaction
-//! (0A000, the transaction aborts), and statements of a multi-statement query string or of
-//! an extended-protocol group outside BEGIN still commit one by one.
+//! RELEASE forgets the mark. A query string of several queries, INSERTs, UPDATEs and
+//! DELETEs outside a block runs as one transaction, as PostgreSQL's implicit transaction
+//! (`Database::run_block`); one with other statements runs them one by one. Not yet: schema
+//! changes, COPY and CALL inside a transaction (0A000, the transaction aborts), and the
+//! statements of an extended-protocol group up to Sync commit one by one.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -59,17 +61,21 @@ impl Open {
     }
 
     pub(crate) fn new(read_only: bool) -> Open {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
         Open {
-            now,
+            now: now_micros(),
             read_only,
             statements: Vec::new(),
             writes: Vec::new(),
             savepoints: Vec::new(),
         }
     }
+}
+
+/// The time a transaction starts (its `now()`), microseconds since the epoch.
+pub(crate) fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
 /// A connection's transaction state.

@@ -108,12 +108,27 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         let e = c.query(sql, &[]).await.unwrap_err();
         assert_eq!(code(&e), want, "{sql} (extended): {e}");
     }
-    // A string with an error stops at it; what came before took effect.
+    // A string of statements is one transaction, as in PostgreSQL: an error stops it and
+    // nothing of it is applied; without one, all of it is.
     let e = c
         .simple_query("INSERT INTO t VALUES (2, 'b'); INSERT INTO t VALUES (2, 'dup'); INSERT INTO t VALUES (3, 'c')")
         .await
         .unwrap_err();
     assert_eq!(code(&e), "23505");
+    let n: i64 = c.query_one("SELECT COUNT(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n, 1);
+    let msgs = c
+        .simple_query("INSERT INTO t VALUES (2, 'b'); SELECT count(*) FROM t; UPDATE t SET v = 'x' WHERE id = 1")
+        .await
+        .unwrap();
+    let tags: Vec<u64> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tags, vec![1, 1, 1], "each statement answers: {msgs:?}");
     let n: i64 = c.query_one("SELECT COUNT(*) FROM t", &[]).await.unwrap().get(0);
     assert_eq!(n, 2);
     // The connection still works, and so does a new statement after the errors.
