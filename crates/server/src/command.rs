@@ -157,6 +157,10 @@ pub enum Command {
     Discard(bool),
     /// `DEALLOCATE [PREPARE] name` (None: ALL).
     Deallocate(Option<String>),
+    /// A statement that releases what this server never holds, with its command tag:
+    /// `CLOSE ALL` (there are no cursors), `UNLISTEN` (nothing listens). Poolers and
+    /// drivers send them to clean a connection.
+    Release(&'static str),
     /// `SELECT version()`.
     Version,
     /// `BEGIN` / `START TRANSACTION`: opens an interactive transaction (crate::txn).
@@ -262,6 +266,21 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
     let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => return crate::session_settings::parse(sql).map(Command::Set),
+        "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::Release("CLOSE CURSOR ALL")),
+        "CLOSE" if words.len() == 2 => {
+            let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
+            return Err(client_error("34000", format!("cursor \"{name}\" does not exist")));
+        }
+        "UNLISTEN" if words.len() == 2 => return Ok(Command::Release("UNLISTEN")),
+        "LISTEN" | "NOTIFY" => {
+            return Err(client_error("0A000", "LISTEN and NOTIFY are not supported"));
+        }
+        "DECLARE" | "FETCH" | "MOVE" => {
+            return Err(client_error(
+                "0A000",
+                "cursors (DECLARE, FETCH, MOVE) are not supported yet",
+            ));
+        }
         "DISCARD" => {
             return match words.get(1).map(String::as_str) {
                 Some("ALL") if words.len() == 2 => Ok(Command::Discard(true)),

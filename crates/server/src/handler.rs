@@ -271,6 +271,7 @@ impl Backend {
                         | Command::ShowAll
                         | Command::Discard(_)
                         | Command::Deallocate(_)
+                        | Command::Release(_)
                 ) {
                     let r = self.session_statement(client, cmd, format, cancel, &cell).await;
                     if r.is_err() && inside {
@@ -398,6 +399,7 @@ impl Backend {
                 Ok(Response::Execution(Tag::new("SET")))
             }
             Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
+            Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::Deallocate(None) => {
                 prepared_names(client).drop_all();
                 Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
@@ -641,7 +643,8 @@ impl Backend {
             | Command::Show(_)
             | Command::ShowAll
             | Command::Discard(_)
-            | Command::Deallocate(_) => Err(client_error(
+            | Command::Deallocate(_)
+            | Command::Release(_) => Err(client_error(
                 "XX000",
                 "internal error: a session statement outside the session handling",
             )),

@@ -219,6 +219,12 @@ async fn session_settings_take_effect_or_are_refused() {
     let st = c.prepare("SELECT 2").await.unwrap();
     c.simple_query("DISCARD ALL").await.unwrap();
     assert_eq!(code(&c.query(&st, &[]).await.unwrap_err()), "26000");
+    // What poolers send to clean a connection (asyncpg's reset, PgBouncer's DISCARD ALL).
+    c.simple_query("SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL;")
+        .await
+        .unwrap();
+    assert_eq!(code(&c.simple_query("CLOSE nope").await.unwrap_err()), "34000");
+    assert_eq!(code(&c.simple_query("LISTEN news").await.unwrap_err()), "0A000");
     let rows = c.simple_query("SHOW ALL").await.unwrap();
     assert!(rows.iter().filter(|m| matches!(m, SimpleQueryMessage::Row(_))).count() >= 10);
 }
