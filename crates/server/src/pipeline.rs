@@ -102,7 +102,23 @@ pub async fn process_socket(
                 m = socket.next() => m,
             }
         } else {
-            if !fill_message(&mut socket).await? {
+            let filled = match idle_in_transaction_limit(&socket) {
+                Some(limit) => match tokio::time::timeout(limit, fill_message(&mut socket)).await {
+                    Ok(r) => r?,
+                    Err(_) => {
+                        // As PostgreSQL: the session ends, and its open block with it.
+                        let info = ErrorInfo::new(
+                            "FATAL".to_owned(),
+                            "25P03".to_owned(),
+                            "terminating connection due to idle-in-transaction timeout".to_owned(),
+                        );
+                        let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                        break;
+                    }
+                },
+                None => fill_message(&mut socket).await?,
+            };
+            if !filled {
                 break;
             }
             if let Err(v) = wire_check::check_message(socket.read_buffer()) {
@@ -183,6 +199,19 @@ pub async fn process_socket(
     // A last error (a FATAL one, say) is still held.
     let _ = flush_out(&mut socket).await;
     Ok(())
+}
+
+/// How long the connection may wait for its client while a transaction block is open
+/// (`idle_in_transaction_session_timeout`), if it is open and the setting is not 0.
+fn idle_in_transaction_limit(socket: &Socket) -> Option<Duration> {
+    if matches!(*crate::txn::lock(&crate::txn::of(socket)), crate::txn::State::Idle) {
+        return None;
+    }
+    let s = crate::session_settings::setting("idle_in_transaction_session_timeout")?;
+    match crate::session_settings::of(socket).get(s).parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+        _ => None,
+    }
 }
 
 /// The socket with its output held between round trips ([`Corked`]).

@@ -8,7 +8,8 @@
 //!   (timestamps are stored and shown in UTC), `extra_float_digits` 1 to 3 (floats are
 //!   printed shortest-exact), `standard_conforming_strings` on, `IntervalStyle` postgres,
 //!   `bytea_output` hex, `search_path` when it includes `public` (the only schema),
-//!   `default_transaction_read_only` off, `idle_in_transaction_session_timeout` 0;
+//!   `default_transaction_read_only` off;
+//! - `idle_in_transaction_session_timeout` ends a session left idle inside a block (25P03);
 //! - `default_transaction_isolation` and `transaction_isolation` take every level: every
 //!   transaction runs serializable, which every level allows;
 //! - `lock_timeout` is kept: nothing ever waits for a lock here, so every value holds.
@@ -81,9 +82,9 @@ pub const SETTINGS: &[Setting] = &[
         name: "idle_in_transaction_session_timeout",
         spelled: "idle_in_transaction_session_timeout",
         default: "0",
-        check: |v| only(v, "idle_in_transaction_session_timeout", &["0"], "0"),
+        check: timeout_value,
         reported: false,
-        description: "Only 0 (no limit) is supported.",
+        description: "A session idle this long inside a transaction block is ended (25P03); 0: never.",
     },
     Setting {
         name: "client_encoding",
@@ -351,7 +352,9 @@ pub fn show_timeout(ms: u64) -> String {
 /// The value of a setting as SHOW prints it, from what [`Setting`]'s check returned.
 pub fn shown(s: &Setting, value: &str) -> String {
     match s.name {
-        "statement_timeout" | "lock_timeout" => show_timeout(value.parse().unwrap_or(0)),
+        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+            show_timeout(value.parse().unwrap_or(0))
+        }
         _ => value.to_string(),
     }
 }

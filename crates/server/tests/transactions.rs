@@ -236,3 +236,25 @@ async fn write_skew_is_refused_and_concurrent_transfers_keep_the_total() {
         .get(0);
     assert_eq!(total, 700, "the total is kept");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_idle_inside_a_block_past_its_limit_is_ended() {
+    let s = common::server().await;
+    let (c, _) = connect(s.port).await;
+    c.simple_query("SET idle_in_transaction_session_timeout = '200ms'")
+        .await
+        .unwrap();
+    // Idle outside a block: nothing happens.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    c.simple_query("SELECT 1").await.unwrap();
+    c.simple_query("BEGIN").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let e = c.simple_query("SELECT 1").await.unwrap_err();
+    assert!(
+        e.code().is_some_and(|c| c.code() == "25P03") || c.is_closed(),
+        "the session was ended: {e}"
+    );
+    // The server goes on serving others.
+    let (d, _) = connect(s.port).await;
+    d.simple_query("SELECT 1").await.unwrap();
+}
