@@ -97,5 +97,8 @@ declare_settings! {
         /// How long a new connection has to log in before it is closed (1s to 10m).
         authentication_timeout: Duration = permafrost_server::DEFAULT_AUTHENTICATION_TIMEOUT => kind::Duration,
             check authentication_timeout_in_range;
+        /// Log every error a client is answered with (its SQLSTATE, message, connection and
+        /// statement) to standard error, as PostgreSQL's log_min_error_statement = error.
+        log_client_errors: bool = true => kind::OnOff;
     }
 }

@@ -197,6 +197,15 @@ impl Command {
         }
     }
 
+    /// The statement's text, when it is kept (queries and DML).
+    pub(crate) fn sql(&self) -> Option<&str> {
+        match self {
+            Command::Dml(d) => Some(&d.stmt.prepared().sql),
+            Command::Ddl { sql, .. } | Command::CreateProcedure(sql) | Command::DropProcedure(sql) => Some(sql),
+            _ => None,
+        }
+    }
+
     pub(crate) fn param_types(&self) -> Vec<Type> {
         match self {
             Command::Dml(d) => d.params.clone(),

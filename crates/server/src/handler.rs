@@ -34,7 +34,7 @@ use pgwire::messages::startup::ParameterStatus;
 
 use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_text, stats_columns};
 use crate::copy::{self};
-use crate::error::{client_error, db_error, sql_error};
+use crate::error::{ClientTag, client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
 use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::plancache::{Lookup, PlanCache};
@@ -144,6 +144,8 @@ pub struct Backend {
     metrics: Arc<ServerMetrics>,
     /// Plans of simple-protocol statements by shape.
     plans: PlanCache,
+    /// Log the errors clients are answered with (`ServerOptions::log_client_errors`).
+    log_errors: bool,
 }
 
 impl Backend {
@@ -154,7 +156,19 @@ impl Backend {
             cancels,
             metrics,
             plans: PlanCache::new(),
+            log_errors: false,
         }
+    }
+
+    /// Logs the errors clients are answered with.
+    pub fn with_error_log(mut self, on: bool) -> Backend {
+        self.log_errors = on;
+        self
+    }
+
+    /// Whether errors are logged.
+    pub(crate) fn logs_errors(&self) -> bool {
+        self.log_errors
     }
 
     /// Runs a schema change off the I/O threads (it waits for every partition); the
@@ -572,6 +586,7 @@ impl Backend {
         format: &Format,
         cancel: Option<CancelToken>,
         here: bool,
+        who: Option<ClientTag>,
     ) -> PgWireResult<PendingResult> {
         let started = Instant::now();
         let metrics = self.metrics.clone();
@@ -593,6 +608,9 @@ impl Backend {
                         .map_err(db_error)
                         .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format, Some((stop, watch))));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
+                    if let (Err(e), Some(who)) = (&r, who) {
+                        crate::error::log_client_error(who, Some(&d.stmt.prepared().sql), e);
+                    }
                     r
                 })
             }
@@ -816,6 +834,9 @@ impl SimpleQueryHandler for Backend {
                         send_execution_response(client, tag).await?
                     }
                     Response::Error(e) => {
+                        if self.log_errors {
+                            crate::error::log_error_info(ClientTag::of(client), Some(&query.query), &e);
+                        }
                         client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
                     }
                     Response::CopyIn(result) => {
@@ -1107,7 +1128,8 @@ impl ExtendedQueryHandler for Backend {
         let cancel = self.cancel_token(client);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
             let here = pipeline.is_empty();
-            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, here)?);
+            let who = self.log_errors.then(|| ClientTag::of(client));
+            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, here, who)?);
         } else {
             {
                 // Runs now: what is queued goes first.

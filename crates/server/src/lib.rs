@@ -70,6 +70,9 @@ pub struct ServerOptions {
     /// writes stay on one thread, with no wake-ups between threads. 0: connections run on
     /// the caller's runtime.
     pub io_threads: usize,
+    /// Log each error a client is answered with to standard error (error.rs,
+    /// `log_client_error`).
+    pub log_client_errors: bool,
 }
 
 impl Default for ServerOptions {
@@ -82,6 +85,7 @@ impl Default for ServerOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             authentication_timeout: DEFAULT_AUTHENTICATION_TIMEOUT,
             io_threads: 0,
+            log_client_errors: false,
         }
     }
 }
@@ -143,7 +147,8 @@ pub async fn serve_with(
         session::Auth::scram(options.users)
     };
     let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
-    let backend = Arc::new(handler::Backend::new(db, cancels.clone(), metrics));
+    let backend =
+        Arc::new(handler::Backend::new(db, cancels.clone(), metrics).with_error_log(options.log_client_errors));
     let handlers = Arc::new(handler::Handlers::new(backend, startup, cancels));
     let tls = options.tls.clone();
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));

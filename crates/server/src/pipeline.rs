@@ -40,6 +40,7 @@ use tokio_util::codec::{Framed, FramedParts};
 
 use crate::command::Command;
 use crate::cork::Corked;
+use crate::error::ClientTag;
 use crate::handler::Handlers;
 use crate::outputs::Pipeline;
 use crate::wire_check;
@@ -156,6 +157,12 @@ pub async fn process_socket(
             _ => msg.is_extended_query(),
         };
         let is_cancel = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
+        // What the message runs, for the log if it fails (only when errors are logged).
+        let about = if backend.logs_errors() {
+            About::of(&msg)
+        } else {
+            About::Nothing
+        };
         if !may_queue(&msg) && !pipeline.is_empty() {
             io_result(pipeline.drain(&mut socket).await)?;
         }
@@ -180,6 +187,10 @@ pub async fn process_socket(
             if !failed_group || fatal {
                 // (Within a group that already failed, this message would have been
                 // skipped: its error is not reported.)
+                if backend.logs_errors() {
+                    let text = about.text(&socket);
+                    crate::error::log_client_error(ClientTag::of(&socket), text.as_deref(), &e);
+                }
                 process_error(&mut socket, e, is_extended).await?;
             }
             if fatal {
@@ -199,6 +210,49 @@ pub async fn process_socket(
     // A last error (a FATAL one, say) is still held.
     let _ = flush_out(&mut socket).await;
     Ok(())
+}
+
+/// What a frontend message runs, to name the statement of an error in the log.
+enum About {
+    Text(String),
+    Statement(String),
+    Portal(String),
+    Nothing,
+}
+
+impl About {
+    fn of(msg: &PgWireFrontendMessage) -> About {
+        match msg {
+            PgWireFrontendMessage::Parse(p) => About::Text(p.query.clone()),
+            PgWireFrontendMessage::Bind(b) => About::Statement(b.statement_name.clone().unwrap_or_default()),
+            PgWireFrontendMessage::Execute(e) => About::Portal(e.name.clone().unwrap_or_default()),
+            PgWireFrontendMessage::Describe(d) if d.target_type == b'S' => {
+                About::Statement(d.name.clone().unwrap_or_default())
+            }
+            PgWireFrontendMessage::Describe(d) => About::Portal(d.name.clone().unwrap_or_default()),
+            _ => About::Nothing,
+        }
+    }
+
+    /// The statement's text, when the connection still has it.
+    fn text(&self, socket: &Socket) -> Option<String> {
+        use pgwire::api::ClientPortalStore;
+        use pgwire::api::store::{Entry, PortalStore};
+        let store = socket.portal_store();
+        let of = |c: &Command| c.sql().map(str::to_string);
+        match self {
+            About::Text(t) => Some(t.clone()),
+            About::Statement(n) => match store.get_statement(n) {
+                Some(Entry::Value(s)) => of(&s.statement),
+                _ => None,
+            },
+            About::Portal(n) => match store.get_portal(n) {
+                Some(Entry::Value(p)) => of(&p.statement.statement),
+                _ => None,
+            },
+            About::Nothing => None,
+        }
+    }
 }
 
 /// How long the connection may wait for its client while a transaction block is open
