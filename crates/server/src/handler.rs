@@ -94,6 +94,36 @@ fn prepared_names<C: ClientInfo>(client: &C) -> Arc<PreparedNames> {
     client.session_extensions().get_or_insert_with(PreparedNames::default)
 }
 
+/// Runs a statement's future, stopped by a cancel request, the statement timeout or the
+/// client going away.
+async fn run_with(
+    cancel: Option<&CancelToken>,
+    stop: &StopFlag,
+    fut: impl Future<Output = permafrost_executor::Result<Rows>>,
+) -> PgWireResult<Rows> {
+    match cancel {
+        Some(c) => c.run_stoppable(stop, fut).await,
+        None => Ok(fut.await),
+    }
+    .and_then(|r| r.map_err(db_error))
+}
+
+/// Whether a statement's text may read the clock (`now()` and its kin), whose value inside
+/// a transaction block is the block's start.
+fn mentions_clock(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    [
+        "now",
+        "current_",
+        "localtime",
+        "transaction_timestamp",
+        "statement_timestamp",
+        "clock_timestamp",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// Sends a warning (a NoticeResponse of severity WARNING) to the client.
 async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
 where
@@ -541,14 +571,28 @@ impl Backend {
             ));
         }
         let started = Instant::now();
-        let stop = StopFlag::new();
-        // Nothing else of this connection is in flight: a short probe may run here.
-        let fut = self.db.probe(&before, &d.stmt, params.clone(), now, stop.clone(), true);
-        let rows = match cancel {
-            Some(c) => c.run_stoppable(&stop, fut).await,
-            None => Ok(fut.await),
+        // A query before the block's first write sees the committed state only: it runs as
+        // an ordinary statement (its plan cached, no procedure to build) unless its result
+        // depends on the block's clock, or its evicted rest would come afterwards (the
+        // digest must cover every row): then it runs as a probe.
+        let mut rows = None;
+        if before.is_empty() && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
+            let stop = StopFlag::new();
+            let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
+            match run_with(cancel, &stop, fut).await {
+                Ok(r) if r.has_rest() => {}
+                other => rows = Some(other),
+            }
         }
-        .and_then(|r| r.map_err(db_error));
+        let rows = match rows {
+            Some(r) => r,
+            None => {
+                let stop = StopFlag::new();
+                // Nothing else of this connection is in flight: a short probe may run here.
+                let fut = self.db.probe(&before, &d.stmt, params.clone(), now, stop.clone(), true);
+                run_with(cancel, &stop, fut).await
+            }
+        };
         let r = rows.and_then(|rows| {
             let step = permafrost_executor::TxnStatement {
                 stmt: d.stmt.clone(),
