@@ -54,17 +54,24 @@ run() {  # run NAME CGROUP driver-args...
         "$name" "$TEST" "$THREADS" "$tps" "$p95" "$(awk -v d=$((c1 - c0)) -v n="$n" 'BEGIN { printf "%.1f", d / 1000 / n }')"
 }
 
+ready() {  # ready PORT: waits until a server answers there
+    for _ in $(seq 60); do
+        psql -h 127.0.0.1 -p "$1" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && return
+        sleep 0.5
+    done
+}
+
+pg_args() {  # pg_args PORT: sysbench's pgsql driver options
+    echo "--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$1 --pgsql-user=postgres --pgsql-db=postgres"
+}
+
 for sys in $SYSTEMS; do
     case $sys in
     permafrost)
         sh -c "echo \$\$ > $CG/sbcpu-pf/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55671 \
             --metrics-listen off ${PFEXTRA:-}" >"$W/pf.log" 2>&1 &
-        for _ in $(seq 60); do
-            psql -h 127.0.0.1 -p 55671 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break
-            sleep 0.5
-        done
-        run permafrost sbcpu-pf --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55671 \
-            --pgsql-user=postgres --pgsql-db=postgres
+        ready 55671
+        run permafrost sbcpu-pf $(pg_args 55671)
         pkill -f "listen 127.0.0.1:55671"
         sleep 1
         ;;
@@ -72,12 +79,8 @@ for sys in $SYSTEMS; do
         su postgres -c "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null 2>&1
         sh -c "echo \$\$ > $CG/sbcpu-pg/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55672 -k $W \
             -c listen_addresses=127.0.0.1 -c shared_buffers=1024MB -c max_connections=300\"" >"$W/pg.log" 2>&1 &
-        for _ in $(seq 60); do
-            psql -h 127.0.0.1 -p 55672 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break
-            sleep 0.5
-        done
-        run postgres sbcpu-pg --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55672 \
-            --pgsql-user=postgres --pgsql-db=postgres
+        ready 55672
+        run postgres sbcpu-pg $(pg_args 55672)
         su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1
         ;;
     esac
