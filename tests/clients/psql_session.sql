@@ -70,6 +70,9 @@ CREATE PROCEDURE add_two(a BIGINT, b BIGINT) AS $$
   INSERT INTO items (id, name) VALUES ($2, 'y')
 $$;
 CALL add_two(8, 1);
+\dn
+\l
+\df
 SELECT count(*) AS eights FROM items WHERE id = 8;
 -- a transaction block: rolled back, then committed
 BEGIN;

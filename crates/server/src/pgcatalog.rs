@@ -50,6 +50,12 @@ pub enum Lookup {
     },
     /// pgjdbc `getSchemas`: `public` when it matches the LIKE pattern.
     JdbcSchemas { schema: Option<String> },
+    /// psql `\dn [PATTERN]`: the schemas (`public`, the only one).
+    PsqlSchemas { pattern: Option<String> },
+    /// psql `\l`: the databases (this server's one).
+    PsqlDatabases,
+    /// psql `\df [PATTERN]`: the functions and procedures (the SQL-defined procedures).
+    PsqlFunctions { pattern: Option<String> },
     /// Another lookup psql makes for `\d NAME` whose answer here is always empty
     /// (policies, statistics objects, publications, inheritance, partitions ...).
     Empty { columns: usize },
@@ -237,6 +243,23 @@ pub fn recognize(sql: &str) -> Option<Lookup> {
             indexes: kinds.contains("'i'"),
         });
     }
+    let pattern = || {
+        let i = lower.find("operator(pg_catalog.~) '")? + "operator(pg_catalog.~) '".len();
+        let rest = &sql[i..];
+        Some(rest[..rest.find('\'')?].to_string())
+    };
+    if lower.contains("from pg_catalog.pg_namespace n") && lower.contains("as \"owner\"") {
+        return Some(Lookup::PsqlSchemas { pattern: pattern() });
+    }
+    if lower.contains("from pg_catalog.pg_database d") && lower.contains("as \"name\"") {
+        return Some(Lookup::PsqlDatabases);
+    }
+    if lower.contains("from pg_catalog.pg_proc p")
+        && lower.contains("pg_get_function_arguments")
+        && lower.contains("as \"type\"")
+    {
+        return Some(Lookup::PsqlFunctions { pattern: pattern() });
+    }
     if lower.contains("operator(pg_catalog.~)")
         && lower.contains("c.relname")
         && lower.contains("from pg_catalog.pg_class c")
@@ -401,6 +424,27 @@ impl Lookup {
                 text("pk_name"),
             ],
             Lookup::JdbcSchemas { .. } => vec![text("table_schem"), text("table_catalog")],
+            Lookup::PsqlSchemas { .. } => vec![text("Name"), text("Owner")],
+            Lookup::PsqlDatabases => [
+                "Name",
+                "Owner",
+                "Encoding",
+                "Collate",
+                "Ctype",
+                "ICU Locale",
+                "Locale Provider",
+                "Access privileges",
+            ]
+            .into_iter()
+            .map(text)
+            .collect(),
+            Lookup::PsqlFunctions { .. } => vec![
+                text("Schema"),
+                text("Name"),
+                text("Result data type"),
+                text("Argument data types"),
+                text("Type"),
+            ],
             Lookup::RelationInfo { columns, .. }
             | Lookup::Columns { columns, .. }
             | Lookup::Indexes { columns, .. }
@@ -440,9 +484,51 @@ impl Lookup {
                     Vec::new()
                 }
             }
+            Lookup::PsqlSchemas { pattern } => {
+                if pattern.as_deref().is_none_or(|p| matches(p, "public")) {
+                    vec![vec![t("public"), t("permafrost")]]
+                } else {
+                    Vec::new()
+                }
+            }
+            Lookup::PsqlDatabases => vec![vec![
+                t("permafrost"),
+                t("permafrost"),
+                t("UTF8"),
+                t("C"),
+                t("C"),
+                None,
+                t("libc"),
+                None,
+            ]],
+            Lookup::PsqlFunctions { pattern } => psql_functions(db, pattern.as_deref()),
             Lookup::Empty { .. } => Vec::new(),
         }
     }
+}
+
+/// psql `\df`: the SQL-defined procedures (the only routines a client can define here),
+/// with their argument lists, sorted by name.
+fn psql_functions(db: &Database, pattern: Option<&str>) -> Vec<Vec<Option<String>>> {
+    let mut rows = Vec::new();
+    for name in db.procedure_names() {
+        if pattern.is_some_and(|p| !matches(p, &name)) {
+            continue;
+        }
+        let Ok(h) = db.procedure(&name) else { continue };
+        let Some(sig) = h.signature() else {
+            // A procedure registered in Rust: no SQL signature to show.
+            continue;
+        };
+        let args = sig
+            .iter()
+            .map(|(n, ty)| format!("IN {n} {}", ty.sql_name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        rows.push(vec![t("public"), t(name), None, t(args), t("proc")]);
+    }
+    rows.sort();
+    rows
 }
 
 /// psql `\dt` / `\d`: schema, name, type and owner of every table (and of every index when
