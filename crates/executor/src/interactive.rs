@@ -66,6 +66,13 @@ pub struct TxnStatement {
     pub digest: u64,
 }
 
+impl TxnStatement {
+    /// Whether it may change data (what a probe runs before its own statement).
+    pub fn writes(&self) -> bool {
+        !self.stmt.prepared().is_read_only()
+    }
+}
+
 /// How an interactive procedure's statements are checked and ended.
 pub(crate) struct Interactive {
     /// Roll back whatever happens (a probe): nothing is committed or logged.
@@ -169,7 +176,7 @@ impl Database {
     /// `here`: the caller has nothing else in flight (a short probe may run on its thread).
     pub fn probe(
         &self,
-        before: &[TxnStatement],
+        before: &[&TxnStatement],
         stmt: &AdHoc,
         params: Vec<Value>,
         now: i64,
@@ -199,23 +206,19 @@ impl Database {
         now: i64,
         stop: StopFlag,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
-        let all = statements
-            .iter()
-            .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
-            .collect();
-        let submitted = if statements.is_empty() {
-            Err(Error::Internal("nothing to commit".into()))
-        } else {
+        // A block that ran nothing commits nothing.
+        let submitted = (!statements.is_empty()).then(|| {
+            let all = statements
+                .iter()
+                .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
+                .collect();
             self.submit_interactive(all, now, false, stop, false, None)
-        };
-        let empty = statements.is_empty();
+        });
         async move {
-            if empty {
-                return Ok(());
-            }
             match submitted {
-                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
-                Err(e) => Err(e),
+                None => Ok(()),
+                Some(Ok(rx)) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
+                Some(Err(e)) => Err(e),
             }
         }
     }

@@ -28,7 +28,6 @@ struct Txn<'a> {
     db: &'a Database,
     now: i64,
     all: Vec<TxnStatement>,
-    writes: Vec<TxnStatement>,
 }
 
 impl<'a> Txn<'a> {
@@ -37,24 +36,22 @@ impl<'a> Txn<'a> {
             db,
             now: 1_700_000_000_000_000,
             all: Vec::new(),
-            writes: Vec::new(),
         }
     }
 
     fn run(&mut self, sql: &str, params: Vec<Value>) -> permafrost_executor::Result<Rows> {
         let s = stmt(self.db, sql);
+        // As the server does: the block's earlier writes, then the new statement.
+        let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
         let rows = common::block_on(
             self.db
-                .probe(&self.all, &s, params.clone(), self.now, StopFlag::new(), true),
+                .probe(&before, &s, params.clone(), self.now, StopFlag::new(), true),
         )?;
         let step = TxnStatement {
             stmt: s.clone(),
             params,
             digest: rows.digest(),
         };
-        if !s.prepared().is_read_only() {
-            self.writes.push(step.clone());
-        }
         self.all.push(step);
         Ok(rows)
     }

@@ -281,7 +281,7 @@ impl Backend {
                         }
                         .and_then(|r| r.map_err(db_error))
                         .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
-                        let class = if open.writes.is_empty() {
+                        let class = if !open.wrote() {
                             StatementClass::Query
                         } else {
                             StatementClass::Write
@@ -551,8 +551,8 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &txn::Cell,
     ) -> PgWireResult<Response> {
-        let (before, now, read_only, n) = match &*txn::lock(cell) {
-            txn::State::Open(o) => (o.writes.clone(), o.now, o.read_only, o.statements.len()),
+        let (wrote, now, read_only, n) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.wrote(), o.now, o.read_only, o.statements.len()),
             _ => return Err(txn::aborted()),
         };
         if read_only && !d.read_only {
@@ -576,7 +576,7 @@ impl Backend {
         // depends on the block's clock, or its evicted rest would come afterwards (the
         // digest must cover every row): then it runs as a probe.
         let mut rows = None;
-        if before.is_empty() && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
+        if !wrote && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
             let stop = StopFlag::new();
             let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
             match run_with(cancel, &stop, fut).await {
@@ -588,8 +588,19 @@ impl Backend {
             Some(r) => r,
             None => {
                 let stop = StopFlag::new();
-                // Nothing else of this connection is in flight: a short probe may run here.
-                let fut = self.db.probe(&before, &d.stmt, params.clone(), now, stop.clone(), true);
+                // Submitted while the block is locked (its statements are read in place);
+                // nothing else of this connection is in flight: a short probe may run here.
+                let fut = match &*txn::lock(cell) {
+                    txn::State::Open(o) => self.db.probe(
+                        &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
+                        &d.stmt,
+                        params.clone(),
+                        now,
+                        stop.clone(),
+                        true,
+                    ),
+                    _ => return Err(txn::aborted()),
+                };
                 run_with(cancel, &stop, fut).await
             }
         };
@@ -600,9 +611,6 @@ impl Backend {
                 digest: rows.digest(),
             };
             if let txn::State::Open(o) = &mut *txn::lock(cell) {
-                if !d.read_only {
-                    o.writes.push(step.clone());
-                }
                 o.statements.push(step);
             }
             respond(rows, &d.columns, Some(d.kind), format, None)

@@ -46,18 +46,16 @@ pub(crate) struct Open {
     pub now: i64,
     pub read_only: bool,
     /// Every statement run so far, with what its client was shown (what COMMIT runs and
-    /// checks).
+    /// checks; a probe runs those that write, [`TxnStatement::writes`]).
     pub statements: Vec<TxnStatement>,
-    /// Those that write (what a probe runs before its own statement).
-    pub writes: Vec<TxnStatement>,
-    /// Savepoints, oldest first: name, and the lengths of `statements` and `writes` then.
-    pub savepoints: Vec<(String, usize, usize)>,
+    /// Savepoints, oldest first: name, and the length of `statements` then.
+    pub savepoints: Vec<(String, usize)>,
 }
 
 impl Open {
     /// Whether a statement of the block has written.
     pub(crate) fn wrote(&self) -> bool {
-        !self.writes.is_empty()
+        self.statements.iter().any(TxnStatement::writes)
     }
 
     pub(crate) fn new(read_only: bool) -> Open {
@@ -65,7 +63,6 @@ impl Open {
             now: now_micros(),
             read_only,
             statements: Vec::new(),
-            writes: Vec::new(),
             savepoints: Vec::new(),
         }
     }
@@ -135,18 +132,17 @@ pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static
             ))
         }
         (State::Open(mut o), Savepoint::Set(name)) => {
-            o.savepoints.push((name.clone(), o.statements.len(), o.writes.len()));
+            o.savepoints.push((name.clone(), o.statements.len()));
             *st = State::Open(o);
             Ok("SAVEPOINT")
         }
         (State::Open(mut o) | State::Failed(mut o), Savepoint::RollbackTo(name)) => {
             match o.savepoints.iter().rposition(|(n, ..)| n == name) {
                 Some(i) => {
-                    let (_, stmts, writes) = o.savepoints[i];
+                    let (_, len) = o.savepoints[i];
                     // The savepoint stays; later ones go.
                     o.savepoints.truncate(i + 1);
-                    o.statements.truncate(stmts);
-                    o.writes.truncate(writes);
+                    o.statements.truncate(len);
                     *st = State::Open(o);
                     Ok("ROLLBACK")
                 }
