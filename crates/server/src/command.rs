@@ -197,6 +197,20 @@ impl Command {
         }
     }
 
+    /// Whether it reads or changes only the connection's own state (settings, prepared
+    /// statements): answered by the server, inside a transaction block too.
+    pub(crate) fn is_session_statement(&self) -> bool {
+        matches!(
+            self,
+            Command::Set(_)
+                | Command::Show(_)
+                | Command::ShowAll
+                | Command::Discard(_)
+                | Command::Deallocate(_)
+                | Command::Release(_)
+        )
+    }
+
     /// The statement's text, when it is kept (queries and DML).
     pub(crate) fn sql(&self) -> Option<&str> {
         match self {

@@ -228,6 +228,43 @@ impl Backend {
         r
     }
 
+    /// Parse, as the library's but a named statement that exists already is an error
+    /// (42P05), as in PostgreSQL, instead of being replaced: the unnamed one is replaced.
+    async fn parse_statement<C>(&self, client: &mut C, message: &Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Command>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().unwrap_or_default();
+        if !name.is_empty() && prepared_names(client).take_dropped(&name) {
+            client.portal_store().rm_statement(&name);
+        }
+        if !name.is_empty() && client.portal_store().get_statement(&name).is_some() {
+            return Err(client_error(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let parser = self.parser.clone();
+        match pgwire::api::stmt::StoredStatement::parse(client, message, parser).await? {
+            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            None => client.portal_store().put_empty_statement(if name.is_empty() {
+                pgwire::api::DEFAULT_NAME
+            } else {
+                &name
+            }),
+        }
+        if !name.is_empty() {
+            prepared_names(client).add(&name);
+        }
+        client
+            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     /// Runs a statement as the connection's transaction state says: on its own outside a
     /// transaction block, as a probe inside one (crate::txn), or as the block's BEGIN,
     /// COMMIT or ROLLBACK. Warnings go to `client` as notices.
@@ -308,15 +345,7 @@ impl Backend {
                     txn::State::Open(_) => true,
                     txn::State::Failed(_) => return Err(txn::aborted()),
                 };
-                if matches!(
-                    cmd,
-                    Command::Set(_)
-                        | Command::Show(_)
-                        | Command::ShowAll
-                        | Command::Discard(_)
-                        | Command::Deallocate(_)
-                        | Command::Release(_)
-                ) {
+                if cmd.is_session_statement() {
                     let r = self.session_statement(client, cmd, format, cancel, &cell).await;
                     if r.is_err() && inside {
                         txn::fail(&mut txn::lock(&cell));
@@ -709,6 +738,7 @@ impl Backend {
             | Command::Commit
             | Command::Rollback
             | Command::Savepoint(_)
+            // (Command::is_session_statement: listed here for the match to be exhaustive.)
             | Command::Set(_)
             | Command::Show(_)
             | Command::ShowAll
@@ -1055,32 +1085,15 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let name = message.name.clone().unwrap_or_default();
-        if !name.is_empty() && prepared_names(client).take_dropped(&name) {
-            client.portal_store().rm_statement(&name);
+        let r = self.parse_statement(client, &message).await;
+        if let Err(e) = &r
+            && self.log_errors
+        {
+            // Logged here, where the text is at hand (the connection loop does not log a
+            // Parse's error again).
+            crate::error::log_client_error(ClientTag::of(client), Some(&message.query), e);
         }
-        if !name.is_empty() && client.portal_store().get_statement(&name).is_some() {
-            return Err(client_error(
-                "42P05",
-                format!("prepared statement \"{name}\" already exists"),
-            ));
-        }
-        let parser = self.query_parser();
-        if !name.is_empty() {
-            prepared_names(client).add(&name);
-        }
-        match pgwire::api::stmt::StoredStatement::parse(client, &message, parser).await? {
-            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
-            None => client.portal_store().put_empty_statement(if name.is_empty() {
-                pgwire::api::DEFAULT_NAME
-            } else {
-                &name
-            }),
-        }
-        client
-            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
-            .await?;
-        Ok(())
+        r
     }
 
     /// As the library's, but the BindComplete waits in the output buffer (or, behind

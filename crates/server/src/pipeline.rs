@@ -187,7 +187,7 @@ pub async fn process_socket(
             if !failed_group || fatal {
                 // (Within a group that already failed, this message would have been
                 // skipped: its error is not reported.)
-                if backend.logs_errors() {
+                if backend.logs_errors() && !matches!(about, About::Logged) {
                     let text = about.text(&socket);
                     crate::error::log_client_error(ClientTag::of(&socket), text.as_deref(), &e);
                 }
@@ -212,9 +212,10 @@ pub async fn process_socket(
     Ok(())
 }
 
-/// What a frontend message runs, to name the statement of an error in the log.
+/// What a frontend message runs, to name the statement of an error in the log. A Parse's
+/// error is logged where it is made (`Backend::on_parse`, with the text at hand).
 enum About {
-    Text(String),
+    Logged,
     Statement(String),
     Portal(String),
     Nothing,
@@ -223,7 +224,7 @@ enum About {
 impl About {
     fn of(msg: &PgWireFrontendMessage) -> About {
         match msg {
-            PgWireFrontendMessage::Parse(p) => About::Text(p.query.clone()),
+            PgWireFrontendMessage::Parse(_) => About::Logged,
             PgWireFrontendMessage::Bind(b) => About::Statement(b.statement_name.clone().unwrap_or_default()),
             PgWireFrontendMessage::Execute(e) => About::Portal(e.name.clone().unwrap_or_default()),
             PgWireFrontendMessage::Describe(d) if d.target_type == b'S' => {
@@ -241,7 +242,6 @@ impl About {
         let store = socket.portal_store();
         let of = |c: &Command| c.sql().map(str::to_string);
         match self {
-            About::Text(t) => Some(t.clone()),
             About::Statement(n) => match store.get_statement(n) {
                 Some(Entry::Value(s)) => of(&s.statement),
                 _ => None,
@@ -250,7 +250,7 @@ impl About {
                 Some(Entry::Value(p)) => of(&p.statement.statement),
                 _ => None,
             },
-            About::Nothing => None,
+            About::Logged | About::Nothing => None,
         }
     }
 }

@@ -264,8 +264,13 @@ fn unsupported(name: &str, v: &str, accepted: &str) -> PgWireError {
 
 /// Accepts one of `allowed` (case-insensitive, blanks ignored), shown as `shown`.
 fn only(v: &str, name: &str, allowed: &[&str], shown: &str) -> PgWireResult<String> {
-    let norm: String = v.to_ascii_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
-    let norm = norm.replace(" ,", ",").replace(",", ", ").replace(",  ", ", ");
+    // Case and blanks aside: `ISO,MDY` is `iso, mdy`.
+    let norm = v
+        .to_ascii_lowercase()
+        .split(',')
+        .map(|part| part.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(", ");
     if allowed.iter().any(|a| *a == norm) {
         Ok(shown.to_string())
     } else {
