@@ -101,54 +101,54 @@ impl Interactive {
         let counts: Vec<usize> = statements.iter().map(|p| p.param_types().len()).collect();
         let n = statements.len();
         let probe = spec.probe;
-        let mut def = ProcedureDef::new(crate::procedure::AD_HOC).multi_partition();
-        for s in &statements {
-            def = def.statement(s.sql.clone());
-        }
-        let def = def.body(move |ctx, params| {
-            let mut at = 0;
-            let mut last = Rows::default();
-            if let Some(c) = &collect {
-                // A run after a pre-pass starts again.
-                lock(c).clear();
-            }
-            for (i, &k) in counts.iter().enumerate() {
-                let p = params.get(at..at + k).ok_or_else(|| {
-                    ProcError::Sql(SqlError::ParamCount {
-                        expected: at + k,
-                        got: params.len(),
-                    })
-                })?;
-                at += k;
-                let own = (probe && i + 1 == n) || collect.is_some();
-                let rows = match ctx.execute(i, p) {
-                    Ok(rows) => rows,
-                    Err(e) if own || ctx.is_prepass() => return Err(e),
-                    Err(ProcError::Sql(e)) if !matters(&e) => return Err(ProcError::Sql(e)),
-                    Err(e) => {
+        // The definition holds only the body: its statements come planned, and an
+        // interactive procedure is never planned again (`Procedure::replan` refuses).
+        let def = ProcedureDef::new(crate::procedure::AD_HOC)
+            .multi_partition()
+            .body(move |ctx, params| {
+                let mut at = 0;
+                let mut last = Rows::default();
+                if let Some(c) = &collect {
+                    // A run after a pre-pass starts again.
+                    lock(c).clear();
+                }
+                for (i, &k) in counts.iter().enumerate() {
+                    let p = params.get(at..at + k).ok_or_else(|| {
+                        ProcError::Sql(SqlError::ParamCount {
+                            expected: at + k,
+                            got: params.len(),
+                        })
+                    })?;
+                    at += k;
+                    let own = (probe && i + 1 == n) || collect.is_some();
+                    let rows = match ctx.execute(i, p) {
+                        Ok(rows) => rows,
+                        Err(e) if own || ctx.is_prepass() => return Err(e),
+                        Err(ProcError::Sql(e)) if !matters(&e) => return Err(ProcError::Sql(e)),
+                        Err(e) => {
+                            return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
+                                "statement {} of the transaction now fails ({e}); retry the transaction",
+                                i + 1
+                            ))));
+                        }
+                    };
+                    if let Some(Some(d)) = expected.get(i)
+                        && rows.digest() != *d
+                        && !ctx.is_prepass()
+                    {
                         return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
-                            "statement {} of the transaction now fails ({e}); retry the transaction",
+                            "statement {} of the transaction now gives another result than it showed, since a \
+                         concurrent transaction changed what it read; retry the transaction",
                             i + 1
                         ))));
                     }
-                };
-                if let Some(Some(d)) = expected.get(i)
-                    && rows.digest() != *d
-                    && !ctx.is_prepass()
-                {
-                    return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
-                        "statement {} of the transaction now gives another result than it showed, since a \
-                         concurrent transaction changed what it read; retry the transaction",
-                        i + 1
-                    ))));
+                    match &collect {
+                        Some(c) => lock(c).push(rows),
+                        None => last = rows,
+                    }
                 }
-                match &collect {
-                    Some(c) => lock(c).push(rows),
-                    None => last = rows,
-                }
-            }
-            Ok(last)
-        });
+                Ok(last)
+            });
         Procedure::ad_hoc_over(statements, def, Some(spec))
     }
 }
