@@ -73,6 +73,9 @@ CALL add_two(8, 1);
 \dn
 \l
 \df
+\du
+\di
+\d+ items
 SELECT count(*) AS eights FROM items WHERE id = 8;
 -- a transaction block: rolled back, then committed
 BEGIN;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the real-client tests (psql, psycopg 3, pgjdbc) against ONE `permafrost serve`.
-# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg,
+# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, pgjdbc) against ONE
+# `permafrost serve`.
+# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, psycopg2 and SQLAlchemy,
 # javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
 # which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
 set -uo pipefail
@@ -80,6 +81,10 @@ result psql "$status"
 echo "== psycopg: psycopg_test.py"
 timeout 300 python3 psycopg_test.py "$PORT"
 result psycopg $?
+
+echo "== sqlalchemy: sqlalchemy_test.py (SQLAlchemy 2 over psycopg 3 and psycopg2; psycopg2)"
+timeout 300 python3 sqlalchemy_test.py "$PORT"
+result sqlalchemy $?
 
 echo "== jdbc: jdbc/Main.java with $(basename "$PGJDBC_JAR")"
 if [ ! -f "$PGJDBC_JAR" ]; then

@@ -334,6 +334,99 @@ impl Database {
         permafrost_sql::limits::with_stack_for(sql, || self.apply_ddl(sql, log))
     }
 
+    /// Checks that `texts` (schema changes, in order) would apply to the current schema,
+    /// without applying them.
+    pub fn check_ddl(&self, texts: &[String]) -> Result<()> {
+        let joined = texts.join(";\n");
+        permafrost_sql::limits::with_stack_for(&joined, || {
+            let stmts = Self::parse_ddl(texts)?;
+            let state = self.shared().schema.load_full();
+            let mut catalog = (*state.catalog).clone();
+            for (_, stmt) in &stmts {
+                for c in &permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+                    catalog = catalog.apply(c)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Applies the schema changes `texts` as one: all of them, or none (a transaction
+    /// block's CREATE, DROP and ALTER statements at its COMMIT). One record in the command
+    /// log holds them all.
+    pub fn execute_ddl_atomic(&self, texts: &[String]) -> Result<()> {
+        let joined = texts.join(";\n");
+        permafrost_sql::limits::with_stack_for(&joined, || {
+            let stmts = Self::parse_ddl(texts)?;
+            let _guard = self
+                .inner
+                .ddl
+                .lock()
+                .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+            let state = self.shared().schema.load_full();
+            let mut catalog = (*state.catalog).clone();
+            let mut changes = Vec::new();
+            for (_, stmt) in &stmts {
+                for c in permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+                    catalog = catalog.apply(&c)?;
+                    changes.push(c);
+                }
+            }
+            if changes.is_empty() {
+                return Ok(());
+            }
+            self.install_schema(&state, changes, Arc::new(catalog), joined.clone(), true)?;
+            for (text, _) in &stmts {
+                self.push_history(text)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
+        let mut stmts = Vec::new();
+        for t in texts {
+            for text in permafrost_sql::script::split(t)? {
+                for stmt in permafrost_sql::parse::parse_statements(&text)? {
+                    stmts.push((text.clone(), stmt));
+                }
+            }
+        }
+        Ok(stmts)
+    }
+
+    /// Installs a schema (`catalog`, reached by `changes`) at every partition, with the
+    /// procedures that still plan against it; `log`: the command log records `sql`.
+    fn install_schema(
+        &self,
+        state: &SchemaState,
+        changes: Vec<permafrost_sql::DdlChange>,
+        catalog: Arc<permafrost_sql::Catalog>,
+        sql: String,
+        log: bool,
+    ) -> Result<()> {
+        // Procedures whose statements no longer plan (a table they use was dropped) are
+        // unregistered with the schema change.
+        let procs = state
+            .procs
+            .iter()
+            .filter_map(|(name, p)| {
+                Procedure::prepare(p.def.clone(), &catalog)
+                    .ok()
+                    .map(|p| (name.clone(), Arc::new(p)))
+            })
+            .collect();
+        let next = Arc::new(SchemaState { catalog, procs });
+        let work = MpWork::Ddl {
+            changes,
+            next,
+            sql,
+            log,
+        };
+        self.run_mp_work(work, self.shared().all_partitions())?;
+        Ok(())
+    }
+
     fn apply_ddl(&self, sql: &str, log: bool) -> Result<()> {
         let texts = permafrost_sql::script::split(sql)?;
         let mut stmts = Vec::with_capacity(texts.len());
@@ -357,26 +450,7 @@ impl Database {
             for c in &changes {
                 catalog = catalog.apply(c)?;
             }
-            let catalog = Arc::new(catalog);
-            // Procedures whose statements no longer plan (a table they use was dropped) are
-            // unregistered with the schema change.
-            let procs = state
-                .procs
-                .iter()
-                .filter_map(|(name, p)| {
-                    Procedure::prepare(p.def.clone(), &catalog)
-                        .ok()
-                        .map(|p| (name.clone(), Arc::new(p)))
-                })
-                .collect();
-            let next = Arc::new(SchemaState { catalog, procs });
-            let work = MpWork::Ddl {
-                changes,
-                next,
-                sql: text.clone(),
-                log,
-            };
-            self.run_mp_work(work, self.shared().all_partitions())?;
+            self.install_schema(&state, changes, Arc::new(catalog), text.clone(), log)?;
             self.push_history(text)?;
         }
         Ok(())

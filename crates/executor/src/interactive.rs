@@ -305,7 +305,14 @@ impl Database {
         let shared = self.shared();
         match single {
             Some(p) => {
-                let p = p.unwrap_or_else(|| shared.any_partition());
+                // Statements that may run anywhere (an INSERT whose key its table's sequence
+                // draws) run at one partition for the whole transaction, picked by its
+                // start time: each probe and the commit then draw the same keys, which
+                // depend on the partition that draws them.
+                let p = p.unwrap_or_else(|| {
+                    let spread = (now as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+                    (spread % u64::from(partitions.max(1))) as u32
+                });
                 submit_invocation(shared, proc, params, reply, p, here)?;
             }
             None => shared.submit_mp(

@@ -18,7 +18,6 @@ use sqlparser::ast::{self, Statement};
 use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::StatementClass;
-use crate::pgcatalog;
 use crate::types::pg_type;
 
 /// The PostgreSQL version clients are told they talk to (the protocol and catalog
@@ -142,8 +141,8 @@ pub enum Command {
     Copy(Arc<CopyCommand>),
     /// `COPY {table [(columns)] | (query)} TO STDOUT [WITH (...)]`.
     CopyOut(Arc<copy::CopyOut>),
-    /// A lookup in the system catalogs, answered from the schema.
-    Catalog(pgcatalog::Lookup),
+    /// A query on the system catalogs as relations (crate::syscat).
+    System(Arc<crate::syscat::SystemQuery>),
     /// The server's figures (`SHOW permafrost_stats`, `SELECT * FROM permafrost_stats`).
     Stats,
     /// SET or RESET of a session setting (crate::session_settings).
@@ -224,6 +223,9 @@ impl Command {
         match self {
             Command::Dml(d) => d.params.clone(),
             Command::Call(c) => c.params.clone(),
+            // Text unless the client says otherwise: the catalog's engine compares values
+            // of any type.
+            Command::System(q) => vec![Type::TEXT; q.params],
             _ => Vec::new(),
         }
     }
@@ -240,7 +242,7 @@ impl Command {
                 ("description".into(), Type::TEXT),
             ],
             Command::Stats => stats_columns(),
-            Command::Catalog(l) => l.columns(),
+            Command::System(q) => q.columns.clone(),
             _ => Vec::new(),
         }
     }
@@ -281,9 +283,6 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
         "select*frompermafrost_stats" => return Ok(Command::Stats),
         _ => {}
-    }
-    if let Some(lookup) = pgcatalog::recognize(sql) {
-        return Ok(Command::Catalog(lookup));
     }
     let words = first_words(sql, 3);
     let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
@@ -359,7 +358,24 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         ));
     }
     let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
+    if crate::syscat::reads_catalog(&stmt, &db.catalog())? {
+        return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
+    }
+    // A catalog function or reg-type cast without any relation (`SELECT
+    // current_database()`, `SELECT 'x'::regclass`): the catalog's engine has them.
+    if crate::syscat::reads_no_relation(&stmt) && crate::syscat::calls_catalog_functions(&stmt) {
+        return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
+    }
     classify(db, &stmt, sql)
+}
+
+/// What `version()` answers.
+pub(crate) fn version_text() -> String {
+    format!(
+        "PostgreSQL {PG_VERSION} (Permafrost {}) on {}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
 }
 
 /// Whether `sql` names `permafrost_stats` outside string literals (a statement other than

@@ -44,7 +44,7 @@ pub fn sql_text(sql: &str) {
         for s in stmts {
             let _ = permafrost_sql::script::parse_create_procedure(&s);
             let _ = permafrost_sql::script::parse_drop_procedure(&s);
-            let _ = crate::pgcatalog::recognize(&s);
+            crate::syscat::fuzz_translate(&s);
         }
     }
 }

@@ -32,7 +32,7 @@ use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 
-use crate::command::{Builtin, CallTarget, Command, PG_VERSION, Parser, classify_text, stats_columns};
+use crate::command::{Builtin, CallTarget, Command, Parser, classify_text, stats_columns};
 use crate::copy::{self};
 use crate::error::{ClientTag, client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
@@ -312,12 +312,21 @@ impl Backend {
                         let started = Instant::now();
                         let stop = StopFlag::new();
                         let fut = self.db.commit_interactive(&open.statements, open.now, stop.clone());
-                        let r = match cancel {
+                        let mut r = match cancel {
                             Some(c) => c.run_stoppable(&stop, fut).await,
                             None => Ok(fut.await),
                         }
                         .and_then(|r| r.map_err(db_error))
                         .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
+                        // The block's schema changes, once what it read still holds (it
+                        // wrote nothing: writes and schema changes do not share a block).
+                        if r.is_ok() && !open.ddl.is_empty() {
+                            let texts = open.ddl.clone();
+                            r = self
+                                .schema_change("", move |db, _| db.execute_ddl_atomic(&texts))
+                                .await
+                                .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
+                        }
                         let class = if !open.wrote() {
                             StatementClass::Query
                         } else {
@@ -339,6 +348,16 @@ impl Backend {
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
+            Command::System(q) => {
+                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
+                    return Err(txn::aborted());
+                }
+                let r = self.system_query(client, q.clone(), params, format, cancel).await;
+                if r.is_err() {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r
+            }
             _ => {
                 let inside = match &*txn::lock(&cell) {
                     txn::State::Idle => false,
@@ -356,14 +375,18 @@ impl Backend {
                     return self.run(cmd, params, format, cancel).await;
                 }
                 let r = match cmd {
+                    Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
+                    Command::Dml(_) if block_changed_schema(&cell) => Err(client_error(
+                        "0A000",
+                        "tables cannot be read or written after a schema change in the same transaction block \
+                         (the change applies at COMMIT): COMMIT first",
+                    )),
                     Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
-                    Command::Version | Command::Catalog(_) | Command::Stats => {
-                        self.run(cmd, params, format, cancel).await
-                    }
+                    Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
                     _ => Err(client_error(
                         "0A000",
-                        "only queries, INSERT, UPDATE, DELETE, SET and SHOW may run inside a transaction block \
-                         (schema changes, CALL, COPY and CHECKPOINT run outside BEGIN ... COMMIT)",
+                        "only queries, INSERT, UPDATE, DELETE, schema changes, SET and SHOW may run inside a \
+                         transaction block (CALL, COPY, CREATE PROCEDURE and CHECKPOINT run outside BEGIN ... COMMIT)",
                     )),
                 };
                 if r.is_err() {
@@ -372,6 +395,89 @@ impl Backend {
                 r
             }
         }
+    }
+
+    /// A schema change inside a transaction block: checked now against the schema as the
+    /// block's earlier changes leave it, applied at COMMIT with them (crate::txn).
+    async fn block_ddl(&self, sql: &str, tag: &str, cell: &txn::Cell) -> PgWireResult<Response> {
+        let texts = {
+            let st = txn::lock(cell);
+            let txn::State::Open(o) = &*st else {
+                return Err(txn::aborted());
+            };
+            if o.read_only {
+                return Err(client_error(
+                    "25006",
+                    "cannot change the schema in a read-only transaction",
+                ));
+            }
+            if o.wrote() {
+                return Err(client_error(
+                    "0A000",
+                    "a schema change cannot follow writes in the same transaction block: COMMIT the writes first",
+                ));
+            }
+            let mut texts = o.ddl.clone();
+            texts.push(sql.to_string());
+            texts
+        };
+        self.schema_change("", move |db, _| db.check_ddl(&texts)).await?;
+        if let txn::State::Open(o) = &mut *txn::lock(cell) {
+            o.ddl.push(sql.to_string());
+        }
+        Ok(Response::Execution(Tag::new(tag)))
+    }
+
+    /// A query on the system catalogs (crate::syscat), on a blocking thread: it stops on a
+    /// cancel request or at the statement timeout.
+    async fn system_query<C>(
+        &self,
+        client: &mut C,
+        q: Arc<crate::syscat::SystemQuery>,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let meta = client.metadata();
+        let user = meta.get("user").cloned().unwrap_or_default();
+        let info = crate::syscat::SessionInfo {
+            database: meta.get("database").cloned().unwrap_or_else(|| user.clone()),
+            user,
+            pid: client.pid_and_secret_key().0,
+            settings: settings::SETTINGS
+                .iter()
+                .map(|s| {
+                    (
+                        s.spelled.to_string(),
+                        settings::shown(s, &session.get(s)),
+                        s.description.to_string(),
+                    )
+                })
+                .collect(),
+        };
+        let flag = StopFlag::new();
+        let db = self.db.clone();
+        let (query, stop) = (q.clone(), flag.clone());
+        let mut work =
+            tokio::task::spawn_blocking(move || crate::syscat::run(&db, &query, &params, &info, move || stop.is_set()));
+        let started = std::time::Instant::now();
+        let joined = match cancel {
+            None => (&mut work).await,
+            Some(c) => tokio::select! {
+                r = &mut work => r,
+                _ = c.stopped(started) => {
+                    flag.set();
+                    work.await
+                }
+            },
+        };
+        let rows = joined.map_err(|e| client_error("XX000", format!("internal error: {e}")))??;
+        crate::syscat::respond(&q, rows, format)
     }
 
     /// SET, RESET, SHOW, DISCARD and DEALLOCATE: the connection's settings
@@ -734,6 +840,10 @@ impl Backend {
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<Response> {
         match cmd {
+            Command::System(_) => Err(client_error(
+                "XX000",
+                "internal error: a catalog query outside the session handling",
+            )),
             Command::Begin { .. }
             | Command::Commit
             | Command::Rollback
@@ -756,17 +866,8 @@ impl Backend {
                     .map_err(db_error)?;
                 Ok(Response::Execution(Tag::new("CHECKPOINT")))
             }
-            Command::Version => text_rows(
-                &cmd.columns(),
-                vec![vec![Some(format!(
-                    "PostgreSQL {PG_VERSION} (Permafrost {}) on {}",
-                    env!("CARGO_PKG_VERSION"),
-                    std::env::consts::ARCH
-                ))]],
-                format,
-            ),
+            Command::Version => text_rows(&cmd.columns(), vec![vec![Some(crate::command::version_text())]], format),
             Command::Stats => self.stats_response(format).await,
-            Command::Catalog(lookup) => text_rows(&lookup.columns(), lookup.answer(&self.db), format),
             Command::Ddl { sql, tag } => {
                 self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;
                 Ok(Response::Execution(Tag::new(tag)))
@@ -1321,4 +1422,9 @@ impl PgWireServerHandlers for Handlers {
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
         self.cancels.clone()
     }
+}
+
+/// Whether the connection's open block has a schema change waiting for COMMIT.
+fn block_changed_schema(cell: &txn::Cell) -> bool {
+    matches!(&*txn::lock(cell), txn::State::Open(o) if !o.ddl.is_empty())
 }

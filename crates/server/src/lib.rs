@@ -6,7 +6,7 @@
 //! The protocol itself (start-up, simple and extended query, framing, TLS) is the pgwire
 //! crate's; this crate decides what each statement does ([`handler`]), who may connect
 //! ([`session`]), how values are typed on the wire ([`types`]), bulk loads ([`copy`]), the
-//! catalog lookups clients make ([`pgcatalog`]) and the figures it reports ([`metrics`]).
+//! system catalogs clients read ([`syscat`]) and the figures it reports ([`metrics`]).
 
 pub mod command;
 pub mod copy;
@@ -17,12 +17,12 @@ pub mod handler;
 mod io;
 pub mod metrics;
 mod outputs;
-pub mod pgcatalog;
 pub mod pipeline;
 pub mod plancache;
 mod respond;
 pub mod session;
 pub mod session_settings;
+pub mod syscat;
 mod txn;
 pub mod types;
 mod wire_check;

@@ -20,8 +20,7 @@
 //! A constant that does not convert (`100000` for a `smallint`) sends the statement down
 //! the uncached path, which answers as PostgreSQL would. An entry holds the catalog it was
 //! planned against and is ignored once the schema changes (any DDL); a statement that
-//! touches the system catalogs is never cached (those are answered from the schema by
-//! text, `pgcatalog`). The cache holds at most [`MAX_ENTRIES`] shapes and starts over when
+//! touches the system catalogs is never cached (those are answered apart, crate::syscat). The cache holds at most [`MAX_ENTRIES`] shapes and starts over when
 //! full.
 
 use std::collections::HashMap;

@@ -11,6 +11,7 @@ use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response, Tag};
 use pgwire::error::PgWireResult;
+use pgwire::types::format::FormatOptions;
 
 use crate::command::{columns_of, fields};
 use crate::copy;
@@ -32,7 +33,13 @@ pub(crate) fn text_rows(
         for (i, (v, (_, ty))) in row.into_iter().zip(columns).enumerate() {
             match format.format_for(i) {
                 FieldFormat::Binary => encode_text(&mut enc, v, ty)?,
-                FieldFormat::Text => enc.encode_field(&v)?,
+                // As it is: the library would quote a string in an array-typed column.
+                FieldFormat::Text => enc.encode_field_with_type_and_format(
+                    &v,
+                    &Type::TEXT,
+                    FieldFormat::Text,
+                    &FormatOptions::default(),
+                )?,
             }
         }
         out.push(Ok(enc.take_row()));

@@ -15,9 +15,15 @@
 //! ROLLBACK TO SAVEPOINT cuts the list back to it (and leaves an aborted block open again),
 //! RELEASE forgets the mark. A query string of several queries, INSERTs, UPDATEs and
 //! DELETEs outside a block runs as one transaction, as PostgreSQL's implicit transaction
-//! (`Database::run_block`); one with other statements runs them one by one. Not yet: schema
-//! changes, COPY and CALL inside a transaction (0A000, the transaction aborts), and the
-//! statements of an extended-protocol group up to Sync commit one by one.
+//! (`Database::run_block`); one with other statements runs them one by one.
+//!
+//! Schema changes inside a block are checked when they run (against the schema as the
+//! block's earlier changes leave it) and applied together at COMMIT, all or none
+//! (`Database::execute_ddl_atomic`); until then the block may not read or write user
+//! tables (0A000: the rows would be those of the schema before the change), and a block
+//! that has written may not change the schema. Not yet: COPY and CALL inside a transaction
+//! (0A000, the transaction aborts), and the statements of an extended-protocol group up to
+//! Sync commit one by one.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -48,8 +54,11 @@ pub(crate) struct Open {
     /// Every statement run so far, with what its client was shown (what COMMIT runs and
     /// checks; a probe runs those that write, [`TxnStatement::writes`]).
     pub statements: Vec<TxnStatement>,
-    /// Savepoints, oldest first: name, and the length of `statements` then.
-    pub savepoints: Vec<(String, usize)>,
+    /// Schema changes (CREATE, DROP, ALTER), checked when they ran and applied together
+    /// at COMMIT (`Database::execute_ddl_atomic`).
+    pub ddl: Vec<String>,
+    /// Savepoints, oldest first: name, and the lengths of `statements` and `ddl` then.
+    pub savepoints: Vec<(String, usize, usize)>,
 }
 
 impl Open {
@@ -63,6 +72,7 @@ impl Open {
             now: now_micros(),
             read_only,
             statements: Vec::new(),
+            ddl: Vec::new(),
             savepoints: Vec::new(),
         }
     }
@@ -132,17 +142,18 @@ pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static
             ))
         }
         (State::Open(mut o), Savepoint::Set(name)) => {
-            o.savepoints.push((name.clone(), o.statements.len()));
+            o.savepoints.push((name.clone(), o.statements.len(), o.ddl.len()));
             *st = State::Open(o);
             Ok("SAVEPOINT")
         }
         (State::Open(mut o) | State::Failed(mut o), Savepoint::RollbackTo(name)) => {
             match o.savepoints.iter().rposition(|(n, ..)| n == name) {
                 Some(i) => {
-                    let (_, len) = o.savepoints[i];
+                    let (_, len, ddl) = o.savepoints[i];
                     // The savepoint stays; later ones go.
                     o.savepoints.truncate(i + 1);
                     o.statements.truncate(len);
+                    o.ddl.truncate(ddl);
                     *st = State::Open(o);
                     Ok("ROLLBACK")
                 }

@@ -208,7 +208,8 @@ async fn returning_if_exists_and_psql_catalog_lookups() {
             Some("public".into()),
             Some("accounts".into()),
             Some("table".into()),
-            Some("permafrost".into())
+            // The session's role owns everything (the test connects as "test").
+            Some("test".into())
         ]]
     );
     let found = simple_rows(

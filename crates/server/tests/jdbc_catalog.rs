@@ -483,7 +483,7 @@ async fn get_columns_answers_pgjdbcs_inner_query() {
     assert!(col(r, "nspname").iter().all(|n| *n == Some("public")));
     assert!(col(r, "relname").iter().all(|n| *n == Some("j_items")));
     // int8, text, numeric, int4, timestamp, bool, bytea
-    let oids: Vec<i32> = r.iter().map(|r| r.get("atttypid")).collect();
+    let oids: Vec<u32> = r.iter().map(|r| r.get("atttypid")).collect();
     assert_eq!(oids, [20, 25, 1700, 23, 1114, 16, 17]);
     // numeric(10,2): (10 << 16 | 2) + 4
     let typmods: Vec<i32> = r.iter().map(|r| r.get("atttypmod")).collect();
@@ -496,11 +496,12 @@ async fn get_columns_answers_pgjdbcs_inner_query() {
     assert_eq!(attnum, [1, 2, 3, 4, 5, 6, 7]);
     assert!(
         r.iter()
-            .all(|r| r.get::<_, i32>("typtypmod") == -1 && r.get::<_, i32>("typbasetype") == 0)
+            .all(|r| r.get::<_, i32>("typtypmod") == -1 && r.get::<_, u32>("typbasetype") == 0)
     );
-    assert!(col(r, "typtype").iter().all(|t| *t == Some("b")));
+    // typtype is a "char" (one byte).
+    assert!(r.iter().all(|r| r.get::<_, i8>("typtype") == b'b' as i8));
     assert!(col(r, "adsrc").iter().all(Option::is_none));
-    assert!(col(r, "attidentity").iter().all(Option::is_none));
+    assert!(r.iter().all(|r| r.get::<_, Option<i8>>("attidentity").is_none()));
     // The same as text, as pgjdbc reads it.
     assert_eq!(
         text_rows(&c, GET_COLUMNS).await[2],
@@ -558,7 +559,7 @@ async fn get_columns_answers_pgjdbcs_inner_query() {
             Some("'-3'::integer")
         ]
     );
-    let oids: Vec<i32> = r.iter().map(|r| r.get("atttypid")).collect();
+    let oids: Vec<u32> = r.iter().map(|r| r.get("atttypid")).collect();
     assert_eq!(oids, [23, 1043, 21, 701, 1700, 1114, 16, 23]);
     let typmods: Vec<i32> = r.iter().map(|r| r.get("atttypmod")).collect();
     assert_eq!(typmods, [-1, 24, -1, -1, -1, -1, -1, -1]);
@@ -604,11 +605,18 @@ async fn get_primary_keys_lists_key_columns_in_key_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_schemas_lists_public() {
+async fn get_schemas_lists_the_schemas() {
     let (_s, c) = setup().await;
     let r = rows(&c, GET_SCHEMAS).await;
     assert_eq!(names(&r), ["table_schem", "table_catalog"]);
-    assert_eq!(text_rows(&c, GET_SCHEMAS).await, [[s("public"), None]]);
+    assert_eq!(
+        text_rows(&c, GET_SCHEMAS).await,
+        [
+            [s("information_schema"), None],
+            [s("pg_catalog"), None],
+            [s("public"), None]
+        ]
+    );
     assert_eq!(text_rows(&c, GET_SCHEMAS_PATTERN).await, [[s("public"), None]]);
     assert!(text_rows(&c, GET_SCHEMAS_NO_MATCH).await.is_empty());
 }

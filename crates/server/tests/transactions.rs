@@ -124,7 +124,16 @@ async fn blocks_commit_roll_back_and_abort_as_in_postgresql() {
 
     // Not yet supported inside a block: refused, and the block aborts.
     c.simple_query("BEGIN").await.unwrap();
-    let e = c.simple_query("CREATE TABLE t2 (a INT PRIMARY KEY)").await.unwrap_err();
+    let e = c.simple_query("CALL nothing_here()").await.unwrap_err();
+    assert!(["0A000", "42883"].contains(&e.code().unwrap().code()), "{e}");
+    let e = c.simple_query("SAVEPOINT a").await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "25P02");
+    c.simple_query("ROLLBACK").await.unwrap();
+    c.simple_query("BEGIN").await.unwrap();
+    let e = c
+        .simple_query("CREATE PROCEDURE p2() AS $$ SELECT 1 $$")
+        .await
+        .unwrap_err();
     assert_eq!(e.code().unwrap().code(), "0A000");
     let e = c.simple_query("SAVEPOINT a").await.unwrap_err();
     assert_eq!(e.code().unwrap().code(), "25P02");

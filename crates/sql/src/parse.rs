@@ -4,7 +4,7 @@
 //! `?` placeholders are numbered left to right and rewritten to `$n` before parsing, since
 //! the PostgreSQL dialect reads `?` as a JSON operator.
 
-use sqlparser::ast::Statement;
+pub use sqlparser::ast::Statement;
 use sqlparser::dialect::{GenericDialect, PostgreSqlDialect};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};

@@ -793,6 +793,132 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
     Ok((out, cols))
 }
 
+/// `SELECT e1, e2 ... FROM (VALUES (...), ...) AS a(c1, c2 ...) [ORDER BY ck]` as the
+/// VALUES list it stands for: each row with the `ei` computed over it, in the order asked
+/// (rows sorted by a numbered column). SQLAlchemy sends its multi-row INSERT ... RETURNING
+/// so, to match the returned keys with its objects by that order. `None` for any other
+/// query (or one whose expressions read anything but the list's columns).
+fn inline_values_select(q: &ast::Query) -> Option<ast::Query> {
+    use sqlparser::ast::{Expr, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    if q.limit_clause.is_some()
+        || q.with.is_some()
+        || s.selection.is_some()
+        || s.having.is_some()
+        || s.distinct.is_some()
+        || s.from.len() != 1
+        || !s.from[0].joins.is_empty()
+        || !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+    {
+        return None;
+    }
+    let TableFactor::Derived {
+        lateral: false,
+        subquery,
+        alias: Some(alias),
+        ..
+    } = &s.from[0].relation
+    else {
+        return None;
+    };
+    let SetExpr::Values(values) = subquery.body.as_ref() else {
+        return None;
+    };
+    let names: Vec<String> = alias
+        .columns
+        .iter()
+        .map(|c| c.name.value.to_ascii_lowercase())
+        .collect();
+    if names.is_empty() || values.rows.iter().any(|r| r.content.len() != names.len()) {
+        return None;
+    }
+    // The rows in the order asked: by a column of the list whose values are numbers.
+    let mut rows: Vec<&Vec<Expr>> = values.rows.iter().map(|r| &r.content).collect();
+    if let Some(order) = &q.order_by {
+        let ast::OrderByKind::Expressions(keys) = &order.kind else {
+            return None;
+        };
+        let [key] = keys.as_slice() else { return None };
+        if !matches!(key.options.sort, None | Some(ast::OrderBySort::Asc)) || key.options.nulls_first.is_some() {
+            return None;
+        }
+        let Expr::Identifier(col) = &key.expr else { return None };
+        let k = names.iter().position(|n| n.eq_ignore_ascii_case(&col.value))?;
+        let mut numbered = Vec::with_capacity(rows.len());
+        for r in rows {
+            let Expr::Value(v) = &r[k] else { return None };
+            let ast::Value::Number(n, _) = &v.value else {
+                return None;
+            };
+            numbered.push((n.parse::<i64>().ok()?, r));
+        }
+        numbered.sort_by_key(|(n, _)| *n);
+        rows = numbered.into_iter().map(|(_, r)| r).collect();
+    }
+    struct Substitute<'a> {
+        alias: String,
+        names: &'a [String],
+        row: &'a [Expr],
+        foreign: bool,
+    }
+    impl VisitorMut for Substitute<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            let col = match e {
+                Expr::Identifier(i) => Some(i.value.to_ascii_lowercase()),
+                Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(&self.alias) => {
+                    Some(p[1].value.to_ascii_lowercase())
+                }
+                Expr::CompoundIdentifier(_) => {
+                    self.foreign = true;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(c) = col {
+                match self.names.iter().position(|n| *n == c) {
+                    Some(k) => *e = Expr::Nested(Box::new(self.row[k].clone())),
+                    None => self.foreign = true,
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut out_rows = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut sub = Substitute {
+            alias: alias.name.value.clone(),
+            names: &names,
+            row: r,
+            foreign: false,
+        };
+        let mut row = Vec::with_capacity(s.projection.len());
+        for item in &s.projection {
+            let mut e = match item {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+                _ => return None,
+            };
+            let _ = e.visit(&mut sub);
+            row.push(e);
+        }
+        if sub.foreign {
+            return None;
+        }
+        out_rows.push(ast::Parens::with_empty_span(row));
+    }
+    let mut out = q.clone();
+    out.order_by = None;
+    out.body = Box::new(SetExpr::Values(ast::Values {
+        explicit_row: values.explicit_row,
+        value_keyword: values.value_keyword,
+        rows: out_rows,
+    }));
+    Some(out)
+}
+
 pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
     if ins.or.is_some() || ins.ignore || ins.on.is_some() || ins.replace_into || ins.partitioned.is_some() {
         return unsupported("INSERT ... ON CONFLICT / OR REPLACE / IGNORE");
@@ -827,7 +953,11 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
     for (pos, &c) in named.iter().enumerate() {
         targets[c] = Some(pos);
     }
-    let source = match ins.source.as_deref() {
+    let inlined = match ins.source.as_deref() {
+        Some(q) => inline_values_select(q),
+        None => None,
+    };
+    let source = match inlined.as_ref().or(ins.source.as_deref()) {
         None => return unsupported("INSERT ... DEFAULT VALUES"),
         Some(q) => match q.body.as_ref() {
             SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {

@@ -1,0 +1,536 @@
+//! PostgreSQL's catalog functions, defined on the engine that answers catalog queries
+//! (as `pf_<name>`, the names `super::translate` gives them): lookups by object
+//! (`pg_get_indexdef`, `format_type`, `'name'::regclass` ...), the session's values
+//! (`current_user`, `current_setting` ...) and the string and array helpers SQLite lacks.
+//! Arrays are JSON arrays here, as in `super::relations`.
+
+use std::sync::Arc;
+
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Error};
+
+use super::SessionInfo;
+use super::relations::{self, Objects, ROLE_OID};
+
+/// An error a function raises, with its SQLSTATE: the message SQLite carries is
+/// `SQLSTATE <code>: <message>` (read back by `super::error_of`).
+#[derive(Debug)]
+struct PgError(&'static str, String);
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SQLSTATE {}: {}", self.0, self.1)
+    }
+}
+
+impl std::error::Error for PgError {}
+
+fn raise<T>(code: &'static str, msg: String) -> rusqlite::Result<T> {
+    Err(Error::UserFunctionError(Box::new(PgError(code, msg))))
+}
+
+fn text(ctx: &Context<'_>, i: usize) -> Option<String> {
+    match ctx.get_raw(i) {
+        ValueRef::Null => None,
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+    }
+}
+
+fn int(ctx: &Context<'_>, i: usize) -> Option<i64> {
+    match ctx.get_raw(i) {
+        ValueRef::Integer(n) => Some(n),
+        ValueRef::Real(f) => Some(f as i64),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An object name as written in a reg-type literal: quotes dropped, a `public.` or
+/// `pg_catalog.` schema dropped, unquoted names folded to lower case.
+fn object_name(s: &str) -> String {
+    let s = s.trim();
+    let s = s
+        .strip_prefix("public.")
+        .or_else(|| s.strip_prefix("pg_catalog."))
+        .unwrap_or(s);
+    if let Some(q) = s.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        q.replace("\"\"", "\"")
+    } else {
+        s.to_ascii_lowercase()
+    }
+}
+
+/// The oid of a type named as PostgreSQL reads type names.
+fn type_by_name(name: &str) -> Option<i64> {
+    let n = object_name(name);
+    let (base, array) = match n.strip_suffix("[]") {
+        Some(b) => (b.trim().to_string(), true),
+        None => (n, false),
+    };
+    let base = match base.split('(').next().unwrap_or("").trim() {
+        "integer" | "int" => "int4",
+        "bigint" => "int8",
+        "smallint" => "int2",
+        "boolean" => "bool",
+        "real" => "float4",
+        "double precision" | "float" => "float8",
+        "character varying" => "varchar",
+        "character" => "bpchar",
+        "decimal" => "numeric",
+        "timestamp without time zone" => "timestamp",
+        other => other,
+    }
+    .to_string();
+    let types = relations::types();
+    let t = types.iter().find(|t| t.name == base)?;
+    if array {
+        (t.array != 0).then_some(t.array)
+    } else {
+        Some(t.oid)
+    }
+}
+
+/// A JSON array held in a value, as its elements (None: not an array).
+fn array(ctx: &Context<'_>, i: usize) -> Option<Vec<serde_json::Value>> {
+    match serde_json::from_str(&text(ctx, i)?) {
+        Ok(serde_json::Value::Array(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn element_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Compiles a PostgreSQL regular expression (the subset Rust's regex shares with it).
+fn regex(pattern: &str, icase: bool) -> rusqlite::Result<regex::Regex> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(icase)
+        .build()
+        .or_else(|e| raise("2201B", format!("invalid regular expression: {e}")))
+}
+
+fn quote_ident(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+/// Defines every function on `conn`.
+pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
+    let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regclass", 1, det, move |ctx| {
+        if let ValueRef::Integer(n) = ctx.get_raw(0) {
+            return Ok(Some(n));
+        }
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        match o.relation_oids.get(&object_name(&name)) {
+            Some(&oid) => Ok(Some(oid)),
+            None => raise("42P01", format!("relation \"{name}\" does not exist")),
+        }
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regclass_name", 1, det, move |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Integer(n) => Some(o.relation_names.get(&n).cloned().unwrap_or_else(|| n.to_string())),
+            ValueRef::Null => None,
+            _ => {
+                let name = text(ctx, 0).unwrap_or_default();
+                match o.relation_oids.get(&object_name(&name)) {
+                    Some(oid) => o.relation_names.get(oid).cloned(),
+                    None => return raise("42P01", format!("relation \"{name}\" does not exist")),
+                }
+            }
+        })
+    })?;
+    conn.create_scalar_function("pf_regtype", 1, det, |ctx| {
+        if let ValueRef::Integer(n) = ctx.get_raw(0) {
+            return Ok(Some(n));
+        }
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        match type_by_name(&name) {
+            Some(oid) => Ok(Some(oid)),
+            None => raise("42704", format!("type \"{name}\" does not exist")),
+        }
+    })?;
+    conn.create_scalar_function("pf_regtype_name", 1, det, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Integer(n) => Some(relations::format_type(n, -1).unwrap_or_else(|| n.to_string())),
+            ValueRef::Null => None,
+            _ => {
+                let name = text(ctx, 0).unwrap_or_default();
+                match type_by_name(&name) {
+                    Some(oid) => relations::format_type(oid, -1),
+                    None => return raise("42704", format!("type \"{name}\" does not exist")),
+                }
+            }
+        })
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regproc", 1, det, move |ctx| {
+        if let ValueRef::Integer(n) = ctx.get_raw(0) {
+            return Ok(Some(n));
+        }
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        let wanted = object_name(name.split('(').next().unwrap_or(""));
+        match o.procedures.iter().find(|(_, n)| **n == wanted) {
+            Some((&oid, _)) => Ok(Some(oid)),
+            None => raise("42883", format!("function \"{name}\" does not exist")),
+        }
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regproc_name", 1, det, move |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Integer(n) => Some(o.procedures.get(&n).cloned().unwrap_or_else(|| n.to_string())),
+            _ => text(ctx, 0),
+        })
+    })?;
+    conn.create_scalar_function("pf_regnamespace", 1, det, |ctx| {
+        if let ValueRef::Integer(n) = ctx.get_raw(0) {
+            return Ok(Some(n));
+        }
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        match object_name(&name).as_str() {
+            "pg_catalog" => Ok(Some(relations::NS_PG_CATALOG)),
+            "public" => Ok(Some(relations::NS_PUBLIC)),
+            "information_schema" => Ok(Some(relations::NS_INFORMATION_SCHEMA)),
+            _ => raise("3F000", format!("schema \"{name}\" does not exist")),
+        }
+    })?;
+    conn.create_scalar_function("pf_regnamespace_name", 1, det, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Integer(relations::NS_PG_CATALOG) => Some("pg_catalog".to_string()),
+            ValueRef::Integer(relations::NS_PUBLIC) => Some("public".to_string()),
+            ValueRef::Integer(relations::NS_INFORMATION_SCHEMA) => Some("information_schema".to_string()),
+            ValueRef::Integer(n) => Some(n.to_string()),
+            _ => text(ctx, 0),
+        })
+    })?;
+    let user = session.user.clone();
+    conn.create_scalar_function("pf_regrole", 1, det, move |ctx| {
+        if let ValueRef::Integer(n) = ctx.get_raw(0) {
+            return Ok(Some(n));
+        }
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        if object_name(&name) == user {
+            Ok(Some(ROLE_OID))
+        } else {
+            raise("42704", format!("role \"{name}\" does not exist"))
+        }
+    })?;
+    // to_regclass('name') and the like: the oid, or NULL when there is no such object.
+    let o = objects.clone();
+    conn.create_scalar_function("pf_to_regclass", 1, det, move |ctx| {
+        Ok(text(ctx, 0).and_then(|n| o.relation_oids.get(&object_name(&n)).copied()))
+    })?;
+    conn.create_scalar_function("pf_to_regtype", 1, det, |ctx| {
+        Ok(text(ctx, 0).and_then(|n| type_by_name(&n)))
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_to_regproc", 1, det, move |ctx| {
+        let wanted = object_name(&text(ctx, 0).unwrap_or_default());
+        Ok(o.procedures.iter().find(|(_, n)| **n == wanted).map(|(&oid, _)| oid))
+    })?;
+    conn.create_scalar_function("pf_to_regnamespace", 1, det, |ctx| {
+        Ok(match object_name(&text(ctx, 0).unwrap_or_default()).as_str() {
+            "pg_catalog" => Some(relations::NS_PG_CATALOG),
+            "public" => Some(relations::NS_PUBLIC),
+            "information_schema" => Some(relations::NS_INFORMATION_SCHEMA),
+            _ => None,
+        })
+    })?;
+    conn.create_scalar_function("pf_bool", 1, det, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Null => None,
+            ValueRef::Integer(n) => Some(n != 0),
+            _ => {
+                let t = text(ctx, 0).unwrap_or_default().trim().to_ascii_lowercase();
+                match t.as_str() {
+                    "t" | "true" | "y" | "yes" | "on" | "1" => Some(true),
+                    "f" | "false" | "n" | "no" | "off" | "0" => Some(false),
+                    _ => return raise("22P02", format!("invalid input syntax for type boolean: \"{t}\"")),
+                }
+            }
+        })
+    })?;
+    conn.create_scalar_function("pf_regex", 3, det, |ctx| {
+        let (Some(s), Some(p)) = (text(ctx, 0), text(ctx, 1)) else {
+            return Ok(None);
+        };
+        Ok(Some(regex(&p, int(ctx, 2) == Some(1))?.is_match(&s)))
+    })?;
+    conn.create_scalar_function("pf_regexp_replace", -1, det, |ctx| {
+        let (Some(s), Some(p), Some(r)) = (text(ctx, 0), text(ctx, 1), text(ctx, 2)) else {
+            return Ok(None);
+        };
+        let flags = if ctx.len() > 3 {
+            text(ctx, 3).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let re = regex(&p, flags.contains('i'))?;
+        // PostgreSQL writes back-references as \1.
+        let mut rep = String::new();
+        let mut chars = r.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek()) {
+                ('\\', Some(d)) if d.is_ascii_digit() => {
+                    rep.push_str(&format!("${{{d}}}"));
+                    chars.next();
+                }
+                ('$', _) => rep.push_str("$$"),
+                _ => rep.push(c),
+            }
+        }
+        Ok(Some(if flags.contains('g') {
+            re.replace_all(&s, rep.as_str()).into_owned()
+        } else {
+            re.replace(&s, rep.as_str()).into_owned()
+        }))
+    })?;
+    conn.create_scalar_function("pf_format_type", 2, det, |ctx| {
+        let Some(oid) = int(ctx, 0) else { return Ok(None) };
+        Ok(Some(
+            relations::format_type(oid, int(ctx, 1).unwrap_or(-1)).unwrap_or_else(|| "???".into()),
+        ))
+    })?;
+    conn.create_scalar_function("pf_pg_get_expr", -1, det, |ctx| Ok(text(ctx, 0)))?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_get_indexdef", -1, det, move |ctx| {
+        let Some((def, cols)) = int(ctx, 0).and_then(|oid| o.indexes.get(&oid)) else {
+            return Ok(None);
+        };
+        let col = if ctx.len() > 1 { int(ctx, 1).unwrap_or(0) } else { 0 };
+        Ok(match col {
+            0 => Some(def.clone()),
+            n => usize::try_from(n - 1).ok().and_then(|k| cols.get(k).cloned()),
+        })
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_get_constraintdef", -1, det, move |ctx| {
+        Ok(int(ctx, 0).and_then(|oid| o.constraints.get(&oid).cloned()))
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_get_serial_sequence", 2, det, move |ctx| {
+        let (Some(t), Some(c)) = (text(ctx, 0), text(ctx, 1)) else {
+            return Ok(None);
+        };
+        let table = object_name(&t);
+        if !o.relation_oids.contains_key(&table) {
+            return raise("42P01", format!("relation \"{t}\" does not exist"));
+        }
+        Ok(o.serial.get(&(table, c.to_ascii_lowercase())).cloned())
+    })?;
+    let user = session.user.clone();
+    conn.create_scalar_function("pf_pg_get_userbyid", 1, det, move |ctx| {
+        Ok(int(ctx, 0).map(|oid| {
+            if oid == ROLE_OID {
+                user.clone()
+            } else {
+                format!("unknown (OID={oid})")
+            }
+        }))
+    })?;
+    for name in [
+        "pf_pg_get_viewdef",
+        "pf_pg_get_triggerdef",
+        "pf_pg_get_ruledef",
+        "pf_pg_get_partkeydef",
+        "pf_pg_get_statisticsobjdef",
+        "pf_pg_get_statisticsobjdef_columns",
+        "pf_pg_get_policy_expr",
+        "pf_obj_description",
+        "pf_col_description",
+        "pf_shobj_description",
+    ] {
+        // Nothing here has a view definition, trigger, rule, partition key or comment.
+        conn.create_scalar_function(name, -1, det, |_| Ok(None::<String>))?;
+    }
+    conn.create_scalar_function("pf_pg_get_function_result", 1, det, |_| Ok(None::<String>))?;
+    for name in ["pf_pg_get_function_arguments", "pf_pg_get_function_identity_arguments"] {
+        let o = objects.clone();
+        conn.create_scalar_function(name, 1, det, move |ctx| {
+            Ok(int(ctx, 0).and_then(|oid| o.procedure_args.get(&oid).cloned()))
+        })?;
+    }
+    for name in [
+        "pf_pg_table_is_visible",
+        "pf_pg_type_is_visible",
+        "pf_pg_function_is_visible",
+        "pf_pg_collation_is_visible",
+    ] {
+        // One schema besides the catalog's, and both are on every search path.
+        conn.create_scalar_function(name, 1, det, |ctx| Ok(int(ctx, 0).map(|_| true)))?;
+    }
+    for name in [
+        "pf_has_table_privilege",
+        "pf_has_schema_privilege",
+        "pf_has_database_privilege",
+        "pf_has_column_privilege",
+        "pf_has_function_privilege",
+        "pf_has_sequence_privilege",
+        "pf_pg_has_role",
+        "pf_pg_relation_is_publishable",
+    ] {
+        // Every role may do everything (there is one role: the session's).
+        conn.create_scalar_function(name, -1, det, |_| Ok(true))?;
+    }
+    conn.create_scalar_function("pf_pg_is_in_recovery", 0, det, |_| Ok(false))?;
+    conn.create_scalar_function("pf_pg_encoding_to_char", 1, det, |ctx| {
+        Ok(int(ctx, 0).map(|e| if e == 6 { "UTF8" } else { "" }))
+    })?;
+    conn.create_scalar_function("pf_pg_tablespace_location", 1, det, |_| Ok(""))?;
+    conn.create_scalar_function("pf_current_schema", 0, det, |_| Ok("public"))?;
+    conn.create_scalar_function("pf_current_schemas", 1, det, |ctx| {
+        Ok(if int(ctx, 0).unwrap_or(0) != 0 {
+            "[\"pg_catalog\",\"public\"]"
+        } else {
+            "[\"public\"]"
+        })
+    })?;
+    for name in ["pf_current_database", "pf_current_catalog"] {
+        let db = session.database.clone();
+        conn.create_scalar_function(name, 0, det, move |_| Ok(db.clone()))?;
+    }
+    for name in ["pf_current_user", "pf_current_role", "pf_session_user", "pf_user"] {
+        let user = session.user.clone();
+        conn.create_scalar_function(name, 0, det, move |_| Ok(user.clone()))?;
+    }
+    let version = crate::command::version_text();
+    conn.create_scalar_function("pf_version", 0, det, move |_| Ok(version.clone()))?;
+    let pid = session.pid;
+    conn.create_scalar_function("pf_pg_backend_pid", 0, det, move |_| Ok(pid))?;
+    let settings = session.settings.clone();
+    conn.create_scalar_function("pf_current_setting", -1, det, move |ctx| {
+        let Some(name) = text(ctx, 0) else { return Ok(None) };
+        let missing_ok = ctx.len() > 1 && int(ctx, 1).unwrap_or(0) != 0;
+        let lower = name.to_ascii_lowercase();
+        if let Some((_, v, _)) = settings.iter().find(|(n, _, _)| n.to_ascii_lowercase() == lower) {
+            return Ok(Some(v.clone()));
+        }
+        if let Some(v) = crate::session_settings::read_only_parameter(&lower) {
+            return Ok(Some(v.to_string()));
+        }
+        if missing_ok {
+            return Ok(None);
+        }
+        raise("42704", format!("unrecognized configuration parameter \"{name}\""))
+    })?;
+    conn.create_scalar_function(
+        "pf_quote_ident",
+        1,
+        det,
+        |ctx| Ok(text(ctx, 0).map(|s| quote_ident(&s))),
+    )?;
+    conn.create_scalar_function("pf_quote_literal", 1, det, |ctx| {
+        Ok(text(ctx, 0).map(|s| format!("'{}'", s.replace('\'', "''"))))
+    })?;
+    conn.create_scalar_function("pf_array_to_string", -1, det, |ctx| {
+        let Some(items) = array(ctx, 0) else { return Ok(None) };
+        let sep = text(ctx, 1).unwrap_or_default();
+        let null = if ctx.len() > 2 { text(ctx, 2) } else { None };
+        let parts: Vec<String> = items
+            .iter()
+            .filter_map(|v| element_text(v).or_else(|| null.clone()))
+            .collect();
+        Ok(Some(parts.join(&sep)))
+    })?;
+    conn.create_scalar_function("pf_array_upper", 2, det, |ctx| {
+        Ok(array(ctx, 0).and_then(|a| (!a.is_empty()).then_some(a.len() as i64)))
+    })?;
+    conn.create_scalar_function("pf_array_lower", 2, det, |ctx| {
+        Ok(array(ctx, 0).and_then(|a| (!a.is_empty()).then_some(1i64)))
+    })?;
+    conn.create_scalar_function("pf_split_part", 3, det, |ctx| {
+        let (Some(s), Some(d), Some(n)) = (text(ctx, 0), text(ctx, 1), int(ctx, 2)) else {
+            return Ok(None);
+        };
+        let parts: Vec<&str> = if d.is_empty() {
+            vec![s.as_str()]
+        } else {
+            s.split(d.as_str()).collect()
+        };
+        let k = if n > 0 { n - 1 } else { parts.len() as i64 + n };
+        Ok(Some(
+            usize::try_from(k)
+                .ok()
+                .and_then(|k| parts.get(k))
+                .map_or("", |p| p)
+                .to_string(),
+        ))
+    })?;
+    conn.create_scalar_function("pf_starts_with", 2, det, |ctx| {
+        Ok(match (text(ctx, 0), text(ctx, 1)) {
+            (Some(s), Some(p)) => Some(s.starts_with(&p)),
+            _ => None,
+        })
+    })?;
+    conn.create_scalar_function("pf_left", 2, det, |ctx| {
+        let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
+            return Ok(None);
+        };
+        let len = s.chars().count() as i64;
+        let take = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+        Ok(Some(s.chars().take(take as usize).collect::<String>()))
+    })?;
+    conn.create_scalar_function("pf_right", 2, det, |ctx| {
+        let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
+            return Ok(None);
+        };
+        let len = s.chars().count() as i64;
+        let take = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+        Ok(Some(s.chars().skip((len - take) as usize).collect::<String>()))
+    })?;
+    for (name, left) in [("pf_lpad", true), ("pf_rpad", false)] {
+        conn.create_scalar_function(name, -1, det, move |ctx| {
+            let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
+                return Ok(None);
+            };
+            let fill: Vec<char> = if ctx.len() > 2 {
+                text(ctx, 2).unwrap_or_default()
+            } else {
+                " ".into()
+            }
+            .chars()
+            .collect();
+            let n = n.max(0) as usize;
+            let chars: Vec<char> = s.chars().collect();
+            if chars.len() >= n || fill.is_empty() {
+                return Ok(Some(chars.into_iter().take(n).collect::<String>()));
+            }
+            let pad: String = fill.iter().cycle().take(n - chars.len()).collect();
+            Ok(Some(if left { format!("{pad}{s}") } else { format!("{s}{pad}") }))
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_types_are_read_as_postgresql_reads_them() {
+        assert_eq!(object_name("public.\"Items\""), "Items");
+        assert_eq!(object_name("pg_catalog.PG_CLASS"), "pg_class");
+        assert_eq!(type_by_name("integer"), Some(23));
+        assert_eq!(type_by_name("character varying(20)"), Some(1043));
+        assert_eq!(type_by_name("text[]"), Some(1009));
+        assert_eq!(type_by_name("hstore"), None);
+        assert_eq!(quote_ident("users"), "users");
+        assert_eq!(quote_ident("Users"), "\"Users\"");
+    }
+}

@@ -1,0 +1,1282 @@
+//! The system catalog relations and their rows, built from Permafrost's own schema: the
+//! `pg_catalog` tables and `information_schema` views that drivers, ORMs and psql read.
+//!
+//! Each relation is declared once here, with its columns and their PostgreSQL types; the
+//! rows say what exists: the user's tables, their columns, indexes, keys and defaults, the
+//! SQL-defined procedures, the session's settings, its role and database. Relations of
+//! things Permafrost does not have (triggers, policies, inheritance, publications ...)
+//! exist and are empty, which is the truth.
+//!
+//! Object ids: a table is 16384 plus its table id (PostgreSQL's first user oid); its
+//! indexes, constraints, defaults and sequences take ids in ranges of their own, a
+//! thousand per table.
+
+use std::collections::HashMap;
+
+use permafrost_storage::{ColumnDefault, DataType, IndexKind, TableSchema, ValueRef};
+use rusqlite::types::Value as V;
+
+use super::SessionInfo;
+use super::pg_columns::PG_COLUMNS;
+
+/// Oid of the first table.
+pub const TABLE_OID_BASE: i64 = 16384;
+const INDEX_OID_BASE: i64 = 2_000_000_000;
+const CONSTRAINT_OID_BASE: i64 = 2_400_000_000;
+const ATTRDEF_OID_BASE: i64 = 2_800_000_000;
+const SEQUENCE_OID_BASE: i64 = 3_200_000_000;
+const PROC_OID_BASE: i64 = 3_600_000_000;
+/// Objects per table in each of the ranges above.
+const PER_TABLE: i64 = 1000;
+
+pub const NS_PG_CATALOG: i64 = 11;
+pub const NS_PUBLIC: i64 = 2200;
+pub const NS_INFORMATION_SCHEMA: i64 = 13_000;
+/// The role of every session (PostgreSQL's bootstrap superuser id).
+pub const ROLE_OID: i64 = 10;
+pub const DATABASE_OID: i64 = 16_383;
+const AM_HEAP: i64 = 2;
+const AM_BTREE: i64 = 403;
+const AM_HASH: i64 = 405;
+/// Relation ids PostgreSQL gives pg_class and pg_constraint (`'pg_class'::regclass`).
+const PG_CLASS_OID: i64 = 1259;
+const PG_CONSTRAINT_OID: i64 = 2606;
+
+/// A built-in type: oid, name, length, category, array type (0: none), element type (0:
+/// none).
+pub struct BuiltinType {
+    pub oid: i64,
+    pub name: &'static str,
+    pub len: i64,
+    pub category: &'static str,
+    pub array: i64,
+    pub elem: i64,
+}
+
+const fn ty(oid: i64, name: &'static str, len: i64, category: &'static str, array: i64) -> BuiltinType {
+    BuiltinType {
+        oid,
+        name,
+        len,
+        category,
+        array,
+        elem: 0,
+    }
+}
+
+/// The types this server's values, parameters and catalog columns have, with their array
+/// types (added by [`types`]).
+const SCALAR_TYPES: &[BuiltinType] = &[
+    ty(16, "bool", 1, "B", 1000),
+    ty(17, "bytea", -1, "U", 1001),
+    ty(18, "char", 1, "Z", 1002),
+    ty(19, "name", 64, "S", 1003),
+    ty(20, "int8", 8, "N", 1016),
+    ty(21, "int2", 2, "N", 1005),
+    ty(22, "int2vector", -1, "A", 1006),
+    ty(23, "int4", 4, "N", 1007),
+    ty(24, "regproc", 4, "N", 1008),
+    ty(25, "text", -1, "S", 1009),
+    ty(26, "oid", 4, "N", 1028),
+    ty(30, "oidvector", -1, "A", 1013),
+    ty(194, "pg_node_tree", -1, "Z", 0),
+    ty(700, "float4", 4, "N", 1021),
+    ty(701, "float8", 8, "N", 1022),
+    ty(705, "unknown", -2, "X", 0),
+    ty(1042, "bpchar", -1, "S", 1014),
+    ty(1043, "varchar", -1, "S", 1015),
+    ty(1114, "timestamp", 8, "D", 1115),
+    ty(1700, "numeric", -1, "N", 1231),
+    ty(2205, "regclass", 4, "N", 2210),
+    ty(2206, "regtype", 4, "N", 2211),
+    ty(2249, "record", -1, "P", 2287),
+    ty(2278, "void", 4, "P", 0),
+];
+
+/// Every type in pg_type: the scalar types and their arrays (`_name`).
+pub fn types() -> Vec<BuiltinType> {
+    let mut v: Vec<BuiltinType> = SCALAR_TYPES
+        .iter()
+        .map(|t| BuiltinType {
+            oid: t.oid,
+            name: t.name,
+            len: t.len,
+            category: t.category,
+            array: t.array,
+            elem: t.elem,
+        })
+        .collect();
+    for t in SCALAR_TYPES.iter().filter(|t| t.array != 0) {
+        let name: &'static str = match t.name {
+            "bool" => "_bool",
+            "bytea" => "_bytea",
+            "char" => "_char",
+            "name" => "_name",
+            "int8" => "_int8",
+            "int2" => "_int2",
+            "int2vector" => "_int2vector",
+            "int4" => "_int4",
+            "regproc" => "_regproc",
+            "text" => "_text",
+            "oid" => "_oid",
+            "oidvector" => "_oidvector",
+            "float4" => "_float4",
+            "float8" => "_float8",
+            "bpchar" => "_bpchar",
+            "varchar" => "_varchar",
+            "timestamp" => "_timestamp",
+            "numeric" => "_numeric",
+            "regclass" => "_regclass",
+            "regtype" => "_regtype",
+            "record" => "_record",
+            _ => continue,
+        };
+        v.push(BuiltinType {
+            oid: t.array,
+            name,
+            len: -1,
+            category: "A",
+            array: 0,
+            elem: t.oid,
+        });
+    }
+    v
+}
+
+/// The type oid of a column of this engine type.
+pub fn type_oid(ty: &DataType) -> i64 {
+    match ty {
+        DataType::SmallInt => 21,
+        DataType::Integer => 23,
+        DataType::BigInt => 20,
+        DataType::Double => 701,
+        DataType::Decimal { .. } => 1700,
+        DataType::Varchar(Some(_)) => 1043,
+        DataType::Varchar(None) => 25,
+        DataType::Timestamp => 1114,
+        DataType::Boolean => 16,
+        DataType::Bytea => 17,
+    }
+}
+
+/// `atttypmod`: a NUMERIC's precision and scale, a VARCHAR's length (plus 4, as
+/// PostgreSQL stores them); -1 for none.
+pub fn typmod(ty: &DataType) -> i64 {
+    match *ty {
+        DataType::Decimal { precision, scale } if precision > 0 => {
+            ((i64::from(precision) << 16) | i64::from(scale)) + 4
+        }
+        DataType::Varchar(Some(n)) => i64::from(n) + 4,
+        _ => -1,
+    }
+}
+
+fn attlen(ty: &DataType) -> i64 {
+    match ty {
+        DataType::SmallInt => 2,
+        DataType::Integer => 4,
+        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Boolean => 1,
+        DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea => -1,
+    }
+}
+
+/// `attstorage`: plain for a fixed-size type, extended for a variable-size one.
+fn storage(ty: &DataType) -> &'static str {
+    if attlen(ty) > 0 { "p" } else { "x" }
+}
+
+/// `format_type(oid, typmod)`: a type's name as PostgreSQL prints it in `\d` and DDL.
+pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
+    let named = |s: &str| Some(s.to_string());
+    match oid {
+        16 => named("boolean"),
+        17 => named("bytea"),
+        18 => named("\"char\""),
+        19 => named("name"),
+        20 => named("bigint"),
+        21 => named("smallint"),
+        22 => named("int2vector"),
+        23 => named("integer"),
+        24 => named("regproc"),
+        25 => named("text"),
+        26 => named("oid"),
+        30 => named("oidvector"),
+        194 => named("pg_node_tree"),
+        700 => named("real"),
+        701 => named("double precision"),
+        705 => named("unknown"),
+        1042 if typmod > 4 => Some(format!("character({})", typmod - 4)),
+        1042 => named("character"),
+        1043 if typmod > 4 => Some(format!("character varying({})", typmod - 4)),
+        1043 => named("character varying"),
+        1114 => named("timestamp without time zone"),
+        1700 if typmod >= 4 => {
+            let m = typmod - 4;
+            Some(format!("numeric({},{})", m >> 16, m & 0xffff))
+        }
+        1700 => named("numeric"),
+        2205 => named("regclass"),
+        2206 => named("regtype"),
+        2249 => named("record"),
+        2278 => named("void"),
+        _ => {
+            let t = types().into_iter().find(|t| t.oid == oid)?;
+            if t.elem != 0 {
+                Some(format!("{}[]", format_type(t.elem, typmod)?))
+            } else {
+                Some(t.name.to_string())
+            }
+        }
+    }
+}
+
+/// One relation: where it lives, its columns (name and PostgreSQL type name, `_x` for an
+/// array of `x`) and its rows.
+pub struct Relation {
+    pub schema: &'static str,
+    pub name: &'static str,
+    pub columns: Vec<(&'static str, &'static str)>,
+    pub rows: Vec<Vec<V>>,
+}
+
+/// What the catalog functions (`pg_get_indexdef`, `format_type` ...) read, by object.
+#[derive(Default)]
+pub struct Objects {
+    /// Relations by name (tables, indexes, sequences, and the catalog's own) to oid.
+    pub relation_oids: HashMap<String, i64>,
+    /// Relation names by oid.
+    pub relation_names: HashMap<i64, String>,
+    /// `pg_get_indexdef(oid)` and the key column names.
+    pub indexes: HashMap<i64, (String, Vec<String>)>,
+    /// `pg_get_constraintdef(oid)`.
+    pub constraints: HashMap<i64, String>,
+    /// `pg_get_serial_sequence(table, column)`: the sequence's qualified name.
+    pub serial: HashMap<(String, String), String>,
+    /// Procedure names by oid.
+    pub procedures: HashMap<i64, String>,
+    /// `pg_get_function_arguments(oid)`: a procedure's arguments (`IN a integer, IN b text`).
+    pub procedure_args: HashMap<i64, String>,
+}
+
+fn i(v: i64) -> V {
+    V::Integer(v)
+}
+
+fn b(v: bool) -> V {
+    V::Integer(i64::from(v))
+}
+
+fn s(v: impl Into<String>) -> V {
+    V::Text(v.into())
+}
+
+/// A JSON array of numbers: how arrays and vectors are held here.
+fn nums(v: &[i64]) -> V {
+    s(serde_json::to_string(v).unwrap_or_else(|_| "[]".into()))
+}
+
+fn strs(v: &[String]) -> V {
+    s(serde_json::to_string(v).unwrap_or_else(|_| "[]".into()))
+}
+
+const NULL: V = V::Null;
+
+fn index_oid(t: &TableSchema, i: usize) -> i64 {
+    INDEX_OID_BASE + i64::from(t.id) * PER_TABLE + i as i64
+}
+
+fn table_oid(t: &TableSchema) -> i64 {
+    TABLE_OID_BASE + i64::from(t.id)
+}
+
+fn sequence_name(t: &TableSchema, col: usize) -> String {
+    format!("{}_{}_seq", t.name, t.columns[col].name)
+}
+
+/// A column default as `pg_get_expr` prints it.
+fn default_expr(t: &TableSchema, col: usize) -> Option<String> {
+    let c = &t.columns[col];
+    let v = match c.default.as_ref()? {
+        ColumnDefault::Sequence => return Some(format!("nextval('{}'::regclass)", sequence_name(t, col))),
+        ColumnDefault::CurrentTimestamp => return Some("CURRENT_TIMESTAMP".into()),
+        ColumnDefault::Value(v) => v.as_ref(),
+    };
+    let cast = match c.ty {
+        DataType::Varchar(Some(_)) => "character varying".to_string(),
+        DataType::Decimal { .. } => "numeric".to_string(),
+        ref ty => ty.sql_name(),
+    };
+    Some(match v {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Bool(b) => if b { "true" } else { "false" }.into(),
+        ValueRef::Int(i) if i >= 0 => i.to_string(),
+        ValueRef::Decimal(d) if d.is_sign_positive() => d.to_string(),
+        v => format!("'{}'::{cast}", v.to_string().replace('\'', "''")),
+    })
+}
+
+fn index_def(t: &TableSchema, i: usize) -> String {
+    let ix = &t.indexes[i];
+    let cols: Vec<&str> = ix.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
+    format!(
+        "CREATE {}INDEX {} ON public.{} USING {} ({})",
+        if ix.unique { "UNIQUE " } else { "" },
+        ix.name,
+        t.name,
+        am_name(ix.kind),
+        cols.join(", ")
+    )
+}
+
+fn am_name(k: IndexKind) -> &'static str {
+    match k {
+        IndexKind::Hash => "hash",
+        IndexKind::Ordered => "btree",
+    }
+}
+
+/// The operator class of an index column: the default one of its type and access method.
+fn opclass_oid(k: IndexKind, type_oid: i64) -> i64 {
+    match k {
+        IndexKind::Ordered => 10_000 + type_oid,
+        IndexKind::Hash => 15_000 + type_oid,
+    }
+}
+
+fn am_oid(k: IndexKind) -> i64 {
+    match k {
+        IndexKind::Hash => AM_HASH,
+        IndexKind::Ordered => AM_BTREE,
+    }
+}
+
+/// The PostgreSQL name of a type for information_schema's `data_type`.
+fn info_data_type(ty: &DataType) -> &'static str {
+    match ty {
+        DataType::SmallInt => "smallint",
+        DataType::Integer => "integer",
+        DataType::BigInt => "bigint",
+        DataType::Double => "double precision",
+        DataType::Decimal { .. } => "numeric",
+        DataType::Varchar(Some(_)) => "character varying",
+        DataType::Varchar(None) => "text",
+        DataType::Timestamp => "timestamp without time zone",
+        DataType::Boolean => "boolean",
+        DataType::Bytea => "bytea",
+    }
+}
+
+fn udt_name(ty: &DataType) -> &'static str {
+    match ty {
+        DataType::SmallInt => "int2",
+        DataType::Integer => "int4",
+        DataType::BigInt => "int8",
+        DataType::Double => "float8",
+        DataType::Decimal { .. } => "numeric",
+        DataType::Varchar(Some(_)) => "varchar",
+        DataType::Varchar(None) => "text",
+        DataType::Timestamp => "timestamp",
+        DataType::Boolean => "bool",
+        DataType::Bytea => "bytea",
+    }
+}
+
+/// The procedures defined in SQL: name and argument (name, type) list.
+pub type Procedures = Vec<(String, Vec<(String, DataType)>)>;
+
+/// Every relation of the system catalog with its rows, and the objects by id.
+pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &SessionInfo) -> (Vec<Relation>, Objects) {
+    let mut objects = Objects::default();
+    let rel = |name: &'static str, columns: &'static [(&'static str, &'static str)]| Relation {
+        schema: "pg_catalog",
+        name,
+        columns: columns.to_vec(),
+        rows: Vec::new(),
+    };
+    let info = |name: &'static str, columns: &'static [(&'static str, &'static str)]| Relation {
+        schema: "information_schema",
+        name,
+        columns: columns.to_vec(),
+        rows: Vec::new(),
+    };
+    let mut namespace = rel("pg_namespace", PG_NAMESPACE);
+    for (oid, name) in [
+        (NS_PG_CATALOG, "pg_catalog"),
+        (NS_PUBLIC, "public"),
+        (NS_INFORMATION_SCHEMA, "information_schema"),
+    ] {
+        namespace.rows.push(vec![i(oid), s(name), i(ROLE_OID), NULL]);
+    }
+    let mut class = rel("pg_class", PG_CLASS);
+    let mut attribute = rel("pg_attribute", PG_ATTRIBUTE);
+    let mut index = rel("pg_index", PG_INDEX);
+    let mut constraint = rel("pg_constraint", PG_CONSTRAINT);
+    let mut attrdef = rel("pg_attrdef", PG_ATTRDEF);
+    let mut sequence = rel("pg_sequence", PG_SEQUENCE);
+    let mut info_tables = info("tables", INFO_TABLES);
+    let mut info_columns = info("columns", INFO_COLUMNS);
+    let mut info_constraints = info("table_constraints", INFO_TABLE_CONSTRAINTS);
+    let mut info_keys = info("key_column_usage", INFO_KEY_COLUMN_USAGE);
+    let db = session.database.as_str();
+    let class_row = |oid: i64, name: &str, kind: &str, am: i64, natts: usize, has_index: bool, options: V| {
+        vec![
+            i(oid),
+            s(name),
+            i(NS_PUBLIC),
+            i(0),
+            i(0),
+            i(ROLE_OID),
+            i(am),
+            i(oid),
+            i(0),
+            i(0),
+            V::Real(-1.0),
+            i(0),
+            i(0),
+            b(has_index),
+            b(false),
+            s("p"),
+            s(kind),
+            i(natts as i64),
+            i(0),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            b(true),
+            s("d"),
+            b(false),
+            i(0),
+            NULL,
+            options,
+            NULL,
+        ]
+    };
+    for t in tables {
+        let oid = table_oid(t);
+        objects.relation_oids.insert(t.name.clone(), oid);
+        objects.relation_names.insert(oid, t.name.clone());
+        // The partition column and evictability are the table's storage options.
+        let options = strs(&[
+            format!(
+                "partition_by={}",
+                t.partition_column.map_or("none", |c| t.columns[c].name.as_str())
+            ),
+            format!("evictable={}", t.evictable),
+        ]);
+        class.rows.push(class_row(
+            oid,
+            &t.name,
+            "r",
+            AM_HEAP,
+            t.columns.len(),
+            !t.indexes.is_empty(),
+            options,
+        ));
+        info_tables.rows.push(vec![
+            s(db),
+            s("public"),
+            s(t.name.clone()),
+            s("BASE TABLE"),
+            NULL,
+            NULL,
+            NULL,
+            NULL,
+            NULL,
+            s("YES"),
+            s("NO"),
+            NULL,
+        ]);
+        for (n, c) in t.columns.iter().enumerate() {
+            let num = n as i64 + 1;
+            let default = default_expr(t, n);
+            attribute.rows.push(vec![
+                i(oid),
+                s(c.name.clone()),
+                i(type_oid(&c.ty)),
+                i(attlen(&c.ty)),
+                i(num),
+                i(0),
+                i(typmod(&c.ty)),
+                b(attlen(&c.ty) > 0),
+                b(!c.nullable),
+                b(default.is_some()),
+                s(""),
+                s(""),
+                b(false),
+                b(true),
+                i(0),
+                i(if matches!(c.ty, DataType::Varchar(_)) { 100 } else { 0 }),
+                NULL,
+                s(storage(&c.ty)),
+            ]);
+            if let Some(d) = &default {
+                attrdef.rows.push(vec![
+                    i(ATTRDEF_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64),
+                    i(oid),
+                    i(num),
+                    s(d.clone()),
+                ]);
+            }
+            if c.default == Some(ColumnDefault::Sequence) {
+                let seq_oid = SEQUENCE_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64;
+                let name = sequence_name(t, n);
+                objects.relation_oids.insert(name.clone(), seq_oid);
+                objects.relation_names.insert(seq_oid, name.clone());
+                objects
+                    .serial
+                    .insert((t.name.clone(), c.name.clone()), format!("public.{name}"));
+                class.rows.push(class_row(seq_oid, &name, "S", 0, 3, false, NULL));
+                sequence
+                    .rows
+                    .push(vec![i(seq_oid), i(20), i(1), i(1), i(i64::MAX), i(1), i(1), b(false)]);
+            }
+            let (precision, radix, scale) = match c.ty {
+                DataType::SmallInt => (i(16), i(2), i(0)),
+                DataType::Integer => (i(32), i(2), i(0)),
+                DataType::BigInt => (i(64), i(2), i(0)),
+                DataType::Double => (i(53), i(2), NULL),
+                DataType::Decimal { precision, scale } if precision > 0 => {
+                    (i(precision.into()), i(10), i(scale.into()))
+                }
+                DataType::Decimal { .. } => (NULL, i(10), NULL),
+                _ => (NULL, NULL, NULL),
+            };
+            let length = match c.ty {
+                DataType::Varchar(Some(n)) => i(n.into()),
+                _ => NULL,
+            };
+            info_columns.rows.push(vec![
+                s(db),
+                s("public"),
+                s(t.name.clone()),
+                s(c.name.clone()),
+                i(num),
+                default.clone().map_or(NULL, s),
+                s(if c.nullable { "YES" } else { "NO" }),
+                s(info_data_type(&c.ty)),
+                length,
+                precision,
+                radix,
+                scale,
+                if c.ty == DataType::Timestamp { i(6) } else { NULL },
+                s(db),
+                s("pg_catalog"),
+                s(udt_name(&c.ty)),
+                s("NO"),
+                NULL,
+                s("NEVER"),
+                NULL,
+                s("YES"),
+            ]);
+        }
+        for (n, ix) in t.indexes.iter().enumerate() {
+            let ioid = index_oid(t, n);
+            let cols: Vec<String> = ix.columns.iter().map(|&c| t.columns[c].name.clone()).collect();
+            objects.relation_oids.insert(ix.name.clone(), ioid);
+            objects.relation_names.insert(ioid, ix.name.clone());
+            objects.indexes.insert(ioid, (index_def(t, n), cols.clone()));
+            class.rows.push(class_row(
+                ioid,
+                &ix.name,
+                "i",
+                am_oid(ix.kind),
+                ix.columns.len(),
+                false,
+                NULL,
+            ));
+            for (k, &c) in ix.columns.iter().enumerate() {
+                let col = &t.columns[c];
+                attribute.rows.push(vec![
+                    i(ioid),
+                    s(col.name.clone()),
+                    i(type_oid(&col.ty)),
+                    i(attlen(&col.ty)),
+                    i(k as i64 + 1),
+                    i(0),
+                    i(typmod(&col.ty)),
+                    b(attlen(&col.ty) > 0),
+                    b(false),
+                    b(false),
+                    s(""),
+                    s(""),
+                    b(false),
+                    b(true),
+                    i(0),
+                    i(0),
+                    NULL,
+                    s(storage(&col.ty)),
+                ]);
+            }
+            let keys: Vec<i64> = ix.columns.iter().map(|&c| c as i64 + 1).collect();
+            let zeros = vec![0; keys.len()];
+            let classes: Vec<i64> = ix
+                .columns
+                .iter()
+                .map(|&c| opclass_oid(ix.kind, type_oid(&t.columns[c].ty)))
+                .collect();
+            index.rows.push(vec![
+                i(ioid),
+                i(oid),
+                i(keys.len() as i64),
+                i(keys.len() as i64),
+                b(ix.unique),
+                b(false),
+                b(ix.primary),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(false),
+                b(true),
+                b(true),
+                b(false),
+                nums(&keys),
+                nums(&zeros),
+                nums(&classes),
+                nums(&zeros),
+                NULL,
+                NULL,
+            ]);
+            if ix.primary || ix.unique {
+                let coid = CONSTRAINT_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64;
+                let (kind, word, info) = if ix.primary {
+                    ("p", "PRIMARY KEY", "PRIMARY KEY")
+                } else {
+                    ("u", "UNIQUE", "UNIQUE")
+                };
+                objects
+                    .constraints
+                    .insert(coid, format!("{word} ({})", cols.join(", ")));
+                constraint.rows.push(vec![
+                    i(coid),
+                    s(ix.name.clone()),
+                    i(NS_PUBLIC),
+                    s(kind),
+                    b(false),
+                    b(false),
+                    b(true),
+                    i(oid),
+                    i(0),
+                    i(ioid),
+                    i(0),
+                    i(0),
+                    s(" "),
+                    s(" "),
+                    s(" "),
+                    b(true),
+                    i(0),
+                    b(true),
+                    nums(&keys),
+                    NULL,
+                    NULL,
+                ]);
+                info_constraints.rows.push(vec![
+                    s(db),
+                    s("public"),
+                    s(ix.name.clone()),
+                    s(db),
+                    s("public"),
+                    s(t.name.clone()),
+                    s(info),
+                    s("NO"),
+                    s("NO"),
+                    s("YES"),
+                    s("YES"),
+                ]);
+                for (k, c) in cols.iter().enumerate() {
+                    info_keys.rows.push(vec![
+                        s(db),
+                        s("public"),
+                        s(ix.name.clone()),
+                        s(db),
+                        s("public"),
+                        s(t.name.clone()),
+                        s(c.clone()),
+                        i(k as i64 + 1),
+                        NULL,
+                    ]);
+                }
+            }
+        }
+    }
+    let mut proc = rel("pg_proc", PG_PROC);
+    for (k, (name, args)) in procedures.iter().enumerate() {
+        let oid = PROC_OID_BASE + k as i64;
+        objects.procedures.insert(oid, name.clone());
+        let shown: Vec<String> = args.iter().map(|(n, t)| format!("IN {n} {}", t.sql_name())).collect();
+        objects.procedure_args.insert(oid, shown.join(", "));
+        let types: Vec<i64> = args.iter().map(|(_, t)| type_oid(t)).collect();
+        let names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
+        proc.rows.push(vec![
+            i(oid),
+            s(name.clone()),
+            i(NS_PUBLIC),
+            i(ROLE_OID),
+            s("p"),
+            i(args.len() as i64),
+            i(0),
+            i(2278),
+            nums(&types),
+            strs(&names),
+            b(false),
+        ]);
+    }
+    let mut ty_rel = rel("pg_type", PG_TYPE);
+    for t in types() {
+        ty_rel.rows.push(vec![
+            i(t.oid),
+            s(t.name),
+            i(NS_PG_CATALOG),
+            i(ROLE_OID),
+            i(t.len),
+            b(t.len > 0 && t.len <= 8),
+            s(if t.category == "P" { "p" } else { "b" }),
+            s(t.category),
+            b(false),
+            b(true),
+            s(","),
+            i(0),
+            i(t.elem),
+            i(t.array),
+            i(0),
+            i(0),
+            b(false),
+            i(0),
+            i(-1),
+            i(0),
+            i(if matches!(t.name, "text" | "varchar" | "bpchar" | "name") {
+                100
+            } else {
+                0
+            }),
+            NULL,
+        ]);
+    }
+    let mut database = rel("pg_database", PG_DATABASE);
+    database.rows.push(vec![
+        i(DATABASE_OID),
+        s(db),
+        i(ROLE_OID),
+        i(6),
+        s("c"),
+        b(false),
+        b(true),
+        i(-1),
+        s("C"),
+        s("C"),
+        NULL,
+    ]);
+    let mut roles = rel("pg_roles", PG_ROLES);
+    roles.rows.push(vec![
+        i(ROLE_OID),
+        s(session.user.clone()),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(true),
+        b(false),
+        i(-1),
+        s("********"),
+        NULL,
+        b(false),
+        NULL,
+    ]);
+    let mut settings = rel("pg_settings", PG_SETTINGS);
+    for (name, value, description) in &session.settings {
+        settings.rows.push(vec![
+            s(name.clone()),
+            s(value.clone()),
+            NULL,
+            s(description.clone()),
+            s("user"),
+            s("string"),
+        ]);
+    }
+    let mut am = rel("pg_am", PG_AM);
+    for (oid, name, kind) in [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HASH, "hash", "i")] {
+        am.rows.push(vec![i(oid), s(name), s(kind)]);
+    }
+    let mut collation = rel("pg_collation", PG_COLLATION);
+    for (oid, name) in [(100, "default"), (950, "C"), (951, "POSIX")] {
+        collation
+            .rows
+            .push(vec![i(oid), s(name), i(NS_PG_CATALOG), s("c"), i(6), s("C"), s("C")]);
+    }
+    let mut opclass = rel("pg_opclass", PG_OPCLASS);
+    for kind in [IndexKind::Ordered, IndexKind::Hash] {
+        for t in [16, 17, 20, 21, 23, 25, 701, 1043, 1114, 1700] {
+            let name = types().into_iter().find(|x| x.oid == t).map_or("", |x| x.name);
+            opclass.rows.push(vec![
+                i(opclass_oid(kind, t)),
+                i(am_oid(kind)),
+                s(format!("{name}_ops")),
+                i(NS_PG_CATALOG),
+                i(ROLE_OID),
+                i(t),
+                b(true),
+                i(0),
+            ]);
+        }
+    }
+    let mut tablespace = rel("pg_tablespace", PG_TABLESPACE);
+    tablespace.rows.push(vec![i(1663), s("pg_default"), i(ROLE_OID)]);
+    let mut schemata = info("schemata", INFO_SCHEMATA);
+    for ns in ["pg_catalog", "public", "information_schema"] {
+        schemata
+            .rows
+            .push(vec![s(db), s(ns), s(session.user.clone()), NULL, NULL, NULL, NULL]);
+    }
+    // The catalog's own relations, so that `'pg_class'::regclass` names them.
+    for (oid, name) in [(PG_CLASS_OID, "pg_class"), (PG_CONSTRAINT_OID, "pg_constraint")] {
+        objects.relation_oids.insert(name.to_string(), oid);
+        objects.relation_names.insert(oid, name.to_string());
+    }
+    let mut out = vec![
+        namespace,
+        class,
+        attribute,
+        index,
+        constraint,
+        attrdef,
+        sequence,
+        proc,
+        ty_rel,
+        database,
+        roles,
+        settings,
+        am,
+        collation,
+        opclass,
+        tablespace,
+        info_tables,
+        info_columns,
+        info_constraints,
+        info_keys,
+        schemata,
+    ];
+    // Every column PostgreSQL declares: those not filled above are NULL.
+    for (schema, name, columns) in PG_COLUMNS {
+        if VIEWS.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let r = match out.iter_mut().position(|r| r.schema == *schema && r.name == *name) {
+            Some(k) => &mut out[k],
+            None => {
+                out.push(Relation {
+                    schema,
+                    name,
+                    columns: Vec::new(),
+                    rows: Vec::new(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        for c in columns.iter() {
+            if !r.columns.iter().any(|(n, _)| n == &c.0) {
+                r.columns.push(*c);
+                for row in &mut r.rows {
+                    row.push(NULL);
+                }
+            }
+        }
+    }
+    (out, objects)
+}
+
+type Cols = &'static [(&'static str, &'static str)];
+
+/// Catalog views, defined over the relations above (their columns are typed as
+/// [`PG_COLUMNS`] says).
+pub const VIEWS: &[(&str, &str)] = &[
+    (
+        "pg_tables",
+        "SELECT n.nspname AS schemaname, c.relname AS tablename, pf_pg_get_userbyid(c.relowner) AS tableowner, \
+         NULL AS tablespace, c.relhasindex AS hasindexes, c.relhasrules AS hasrules, \
+         c.relhastriggers AS hastriggers, c.relrowsecurity AS rowsecurity \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r'",
+    ),
+    (
+        "pg_indexes",
+        "SELECT n.nspname AS schemaname, c.relname AS tablename, i.relname AS indexname, NULL AS tablespace, \
+         pf_pg_get_indexdef(i.oid) AS indexdef \
+         FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid = x.indrelid \
+         JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+    ),
+    (
+        "pg_user",
+        "SELECT rolname AS usename, oid AS usesysid, rolcreatedb AS usecreatedb, rolsuper AS usesuper, \
+         rolreplication AS userepl, rolbypassrls AS usebypassrls, '********' AS passwd, rolvaliduntil AS valuntil, \
+         rolconfig AS useconfig FROM pg_catalog.pg_roles",
+    ),
+    (
+        "pg_sequences",
+        "SELECT n.nspname AS schemaname, c.relname AS sequencename, pf_pg_get_userbyid(c.relowner) AS sequenceowner, \
+         s.seqtypid AS data_type, s.seqstart AS start_value, s.seqmin AS min_value, s.seqmax AS max_value, \
+         s.seqincrement AS increment_by, s.seqcycle AS cycle, s.seqcache AS cache_size, NULL AS last_value \
+         FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+    ),
+];
+
+const PG_NAMESPACE: Cols = &[
+    ("oid", "oid"),
+    ("nspname", "name"),
+    ("nspowner", "oid"),
+    ("nspacl", "_text"),
+];
+
+const PG_CLASS: Cols = &[
+    ("oid", "oid"),
+    ("relname", "name"),
+    ("relnamespace", "oid"),
+    ("reltype", "oid"),
+    ("reloftype", "oid"),
+    ("relowner", "oid"),
+    ("relam", "oid"),
+    ("relfilenode", "oid"),
+    ("reltablespace", "oid"),
+    ("relpages", "int4"),
+    ("reltuples", "float4"),
+    ("relallvisible", "int4"),
+    ("reltoastrelid", "oid"),
+    ("relhasindex", "bool"),
+    ("relisshared", "bool"),
+    ("relpersistence", "char"),
+    ("relkind", "char"),
+    ("relnatts", "int2"),
+    ("relchecks", "int2"),
+    ("relhasrules", "bool"),
+    ("relhastriggers", "bool"),
+    ("relhassubclass", "bool"),
+    ("relrowsecurity", "bool"),
+    ("relforcerowsecurity", "bool"),
+    ("relispopulated", "bool"),
+    ("relreplident", "char"),
+    ("relispartition", "bool"),
+    ("relrewrite", "oid"),
+    ("relacl", "_text"),
+    ("reloptions", "_text"),
+    ("relpartbound", "pg_node_tree"),
+];
+
+const PG_ATTRIBUTE: Cols = &[
+    ("attrelid", "oid"),
+    ("attname", "name"),
+    ("atttypid", "oid"),
+    ("attlen", "int2"),
+    ("attnum", "int2"),
+    ("attndims", "int4"),
+    ("atttypmod", "int4"),
+    ("attbyval", "bool"),
+    ("attnotnull", "bool"),
+    ("atthasdef", "bool"),
+    ("attidentity", "char"),
+    ("attgenerated", "char"),
+    ("attisdropped", "bool"),
+    ("attislocal", "bool"),
+    ("attinhcount", "int4"),
+    ("attcollation", "oid"),
+    ("attoptions", "_text"),
+    ("attstorage", "char"),
+];
+
+const PG_INDEX: Cols = &[
+    ("indexrelid", "oid"),
+    ("indrelid", "oid"),
+    ("indnatts", "int2"),
+    ("indnkeyatts", "int2"),
+    ("indisunique", "bool"),
+    ("indnullsnotdistinct", "bool"),
+    ("indisprimary", "bool"),
+    ("indisexclusion", "bool"),
+    ("indimmediate", "bool"),
+    ("indisclustered", "bool"),
+    ("indisvalid", "bool"),
+    ("indcheckxmin", "bool"),
+    ("indisready", "bool"),
+    ("indislive", "bool"),
+    ("indisreplident", "bool"),
+    ("indkey", "int2vector"),
+    ("indcollation", "oidvector"),
+    ("indclass", "oidvector"),
+    ("indoption", "int2vector"),
+    ("indexprs", "pg_node_tree"),
+    ("indpred", "pg_node_tree"),
+];
+
+const PG_CONSTRAINT: Cols = &[
+    ("oid", "oid"),
+    ("conname", "name"),
+    ("connamespace", "oid"),
+    ("contype", "char"),
+    ("condeferrable", "bool"),
+    ("condeferred", "bool"),
+    ("convalidated", "bool"),
+    ("conrelid", "oid"),
+    ("contypid", "oid"),
+    ("conindid", "oid"),
+    ("conparentid", "oid"),
+    ("confrelid", "oid"),
+    ("confupdtype", "char"),
+    ("confdeltype", "char"),
+    ("confmatchtype", "char"),
+    ("conislocal", "bool"),
+    ("coninhcount", "int4"),
+    ("connoinherit", "bool"),
+    ("conkey", "_int2"),
+    ("confkey", "_int2"),
+    ("conbin", "pg_node_tree"),
+];
+
+const PG_ATTRDEF: Cols = &[
+    ("oid", "oid"),
+    ("adrelid", "oid"),
+    ("adnum", "int2"),
+    ("adbin", "pg_node_tree"),
+];
+
+const PG_SEQUENCE: Cols = &[
+    ("seqrelid", "oid"),
+    ("seqtypid", "oid"),
+    ("seqstart", "int8"),
+    ("seqincrement", "int8"),
+    ("seqmax", "int8"),
+    ("seqmin", "int8"),
+    ("seqcache", "int8"),
+    ("seqcycle", "bool"),
+];
+
+const PG_PROC: Cols = &[
+    ("oid", "oid"),
+    ("proname", "name"),
+    ("pronamespace", "oid"),
+    ("proowner", "oid"),
+    ("prokind", "char"),
+    ("pronargs", "int2"),
+    ("pronargdefaults", "int2"),
+    ("prorettype", "oid"),
+    ("proargtypes", "oidvector"),
+    ("proargnames", "_text"),
+    ("proretset", "bool"),
+];
+
+const PG_TYPE: Cols = &[
+    ("oid", "oid"),
+    ("typname", "name"),
+    ("typnamespace", "oid"),
+    ("typowner", "oid"),
+    ("typlen", "int2"),
+    ("typbyval", "bool"),
+    ("typtype", "char"),
+    ("typcategory", "char"),
+    ("typispreferred", "bool"),
+    ("typisdefined", "bool"),
+    ("typdelim", "char"),
+    ("typrelid", "oid"),
+    ("typelem", "oid"),
+    ("typarray", "oid"),
+    ("typinput", "regproc"),
+    ("typoutput", "regproc"),
+    ("typnotnull", "bool"),
+    ("typbasetype", "oid"),
+    ("typtypmod", "int4"),
+    ("typndims", "int4"),
+    ("typcollation", "oid"),
+    ("typdefault", "text"),
+];
+
+const PG_DATABASE: Cols = &[
+    ("oid", "oid"),
+    ("datname", "name"),
+    ("datdba", "oid"),
+    ("encoding", "int4"),
+    ("datlocprovider", "char"),
+    ("datistemplate", "bool"),
+    ("datallowconn", "bool"),
+    ("datconnlimit", "int4"),
+    ("datcollate", "text"),
+    ("datctype", "text"),
+    ("datacl", "_text"),
+];
+
+const PG_ROLES: Cols = &[
+    ("oid", "oid"),
+    ("rolname", "name"),
+    ("rolsuper", "bool"),
+    ("rolinherit", "bool"),
+    ("rolcreaterole", "bool"),
+    ("rolcreatedb", "bool"),
+    ("rolcanlogin", "bool"),
+    ("rolreplication", "bool"),
+    ("rolconnlimit", "int4"),
+    ("rolpassword", "text"),
+    ("rolvaliduntil", "timestamp"),
+    ("rolbypassrls", "bool"),
+    ("rolconfig", "_text"),
+];
+
+const PG_SETTINGS: Cols = &[
+    ("name", "text"),
+    ("setting", "text"),
+    ("unit", "text"),
+    ("short_desc", "text"),
+    ("context", "text"),
+    ("vartype", "text"),
+];
+
+const PG_AM: Cols = &[("oid", "oid"), ("amname", "name"), ("amtype", "char")];
+
+const PG_COLLATION: Cols = &[
+    ("oid", "oid"),
+    ("collname", "name"),
+    ("collnamespace", "oid"),
+    ("collprovider", "char"),
+    ("collencoding", "int4"),
+    ("collcollate", "text"),
+    ("collctype", "text"),
+];
+
+const PG_OPCLASS: Cols = &[
+    ("oid", "oid"),
+    ("opcmethod", "oid"),
+    ("opcname", "name"),
+    ("opcnamespace", "oid"),
+    ("opcowner", "oid"),
+    ("opcintype", "oid"),
+    ("opcdefault", "bool"),
+    ("opckeytype", "oid"),
+];
+
+const PG_TABLESPACE: Cols = &[("oid", "oid"), ("spcname", "name"), ("spcowner", "oid")];
+
+const INFO_TABLES: Cols = &[
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("table_type", "text"),
+    ("self_referencing_column_name", "name"),
+    ("reference_generation", "text"),
+    ("user_defined_type_catalog", "name"),
+    ("user_defined_type_schema", "name"),
+    ("user_defined_type_name", "name"),
+    ("is_insertable_into", "text"),
+    ("is_typed", "text"),
+    ("commit_action", "text"),
+];
+
+const INFO_COLUMNS: Cols = &[
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("column_name", "name"),
+    ("ordinal_position", "int4"),
+    ("column_default", "text"),
+    ("is_nullable", "text"),
+    ("data_type", "text"),
+    ("character_maximum_length", "int4"),
+    ("numeric_precision", "int4"),
+    ("numeric_precision_radix", "int4"),
+    ("numeric_scale", "int4"),
+    ("datetime_precision", "int4"),
+    ("udt_catalog", "name"),
+    ("udt_schema", "name"),
+    ("udt_name", "name"),
+    ("is_identity", "text"),
+    ("identity_generation", "text"),
+    ("is_generated", "text"),
+    ("generation_expression", "text"),
+    ("is_updatable", "text"),
+];
+
+const INFO_TABLE_CONSTRAINTS: Cols = &[
+    ("constraint_catalog", "name"),
+    ("constraint_schema", "name"),
+    ("constraint_name", "name"),
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("constraint_type", "text"),
+    ("is_deferrable", "text"),
+    ("initially_deferred", "text"),
+    ("enforced", "text"),
+    ("nulls_distinct", "text"),
+];
+
+const INFO_KEY_COLUMN_USAGE: Cols = &[
+    ("constraint_catalog", "name"),
+    ("constraint_schema", "name"),
+    ("constraint_name", "name"),
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("column_name", "name"),
+    ("ordinal_position", "int4"),
+    ("position_in_unique_constraint", "int4"),
+];
+
+const INFO_SCHEMATA: Cols = &[
+    ("catalog_name", "name"),
+    ("schema_name", "name"),
+    ("schema_owner", "name"),
+    ("default_character_set_catalog", "name"),
+    ("default_character_set_schema", "name"),
+    ("default_character_set_name", "name"),
+    ("sql_path", "text"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_has_its_relations_columns() {
+        let mut t = TableSchema {
+            id: 1,
+            name: "items".into(),
+            columns: vec![
+                permafrost_storage::Column::new("id", DataType::BigInt),
+                permafrost_storage::Column::new("name", DataType::Varchar(Some(30))),
+            ],
+            indexes: vec![],
+            partition_column: Some(0),
+            evictable: true,
+        };
+        t.columns[0].default = Some(ColumnDefault::Sequence);
+        t.columns[0].nullable = false;
+        t.indexes.push(permafrost_storage::IndexDef {
+            name: "items_pkey".into(),
+            columns: vec![0],
+            unique: true,
+            kind: IndexKind::Ordered,
+            primary: true,
+        });
+        let session = SessionInfo {
+            user: "u".into(),
+            database: "d".into(),
+            pid: 1,
+            settings: vec![("TimeZone".into(), "UTC".into(), "zone".into())],
+        };
+        let procs = vec![("p".to_string(), vec![("a".to_string(), DataType::Integer)])];
+        let (rels, objects) = build(&[&t], &procs, &session);
+        for r in &rels {
+            for row in &r.rows {
+                assert_eq!(row.len(), r.columns.len(), "{}.{}", r.schema, r.name);
+            }
+            for (i, (c, _)) in r.columns.iter().enumerate() {
+                assert!(!r.columns[..i].iter().any(|(d, _)| d == c), "{}.{} twice", r.name, c);
+            }
+        }
+        assert_eq!(
+            objects.serial[&("items".to_string(), "id".to_string())],
+            "public.items_id_seq"
+        );
+        assert_eq!(objects.constraints.values().next().unwrap(), "PRIMARY KEY (id)");
+        assert_eq!(format_type(1043, 34).as_deref(), Some("character varying(30)"));
+        assert_eq!(format_type(1700, (10 << 16 | 2) + 4).as_deref(), Some("numeric(10,2)"));
+        assert_eq!(format_type(1009, -1).as_deref(), Some("text[]"));
+    }
+}

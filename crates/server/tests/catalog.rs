@@ -1,0 +1,259 @@
+//! The system catalogs as relations (crate::syscat), read as drivers and ORMs read them:
+//! joins, outer joins, correlated subqueries, set-returning functions, reg-type casts and
+//! parameters; the session functions; and schema changes inside a transaction block,
+//! applied at COMMIT all together or not at all.
+
+mod common;
+
+use common::{code, start};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+const SCHEMA: &str =
+    "CREATE TABLE users (id SERIAL PRIMARY KEY, name VARCHAR(30) NOT NULL, score NUMERIC(10,2) DEFAULT 0);
+                      CREATE INDEX users_name ON users (name);";
+
+/// Every row of a simple query, as text.
+async fn rows(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    c.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn texts(rows: &[Vec<Option<String>>]) -> Vec<Vec<&str>> {
+    rows.iter()
+        .map(|r| r.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drivers_catalog_queries_see_the_schema() {
+    let (c, _s) = start().await;
+    c.batch_execute(SCHEMA).await.unwrap();
+
+    // psycopg's TypeInfo.fetch: a type by name, with a parameter (extended protocol).
+    let r = c
+        .query(
+            "SELECT typname AS name, oid, typarray AS array_oid, oid::regtype::text AS regtype, typdelim AS delimiter \
+             FROM pg_type t WHERE t.oid = to_regtype($1) ORDER BY t.oid",
+            &[&"integer"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].get::<_, &str>("name"), "int4");
+    assert_eq!(r[0].get::<_, u32>("oid"), 23);
+    assert_eq!(r[0].get::<_, u32>("array_oid"), 1007);
+    assert_eq!(r[0].get::<_, &str>("regtype"), "integer");
+    let none = c
+        .query("SELECT oid FROM pg_type t WHERE t.oid = to_regtype($1)", &[&"hstore"])
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    let e = c.simple_query("SELECT 'hstore'::regtype").await.unwrap_err();
+    assert_eq!(code(&e), "42704", "{e}");
+
+    // SQLAlchemy's has_table: a join, ANY(ARRAY[...]) and pg_table_is_visible.
+    let has = "SELECT pg_catalog.pg_class.relname FROM pg_catalog.pg_class JOIN pg_catalog.pg_namespace ON \
+               pg_catalog.pg_namespace.oid = pg_catalog.pg_class.relnamespace WHERE pg_catalog.pg_class.relname = '{}' \
+               AND pg_catalog.pg_class.relkind = ANY (ARRAY['r', 'p', 'f', 'v', 'm']) AND \
+               pg_catalog.pg_table_is_visible(pg_catalog.pg_class.oid) AND pg_catalog.pg_namespace.nspname != 'pg_catalog'";
+    assert_eq!(rows(&c, &has.replace("{}", "users")).await.len(), 1);
+    assert_eq!(
+        rows(&c, &has.replace("{}", "users_name")).await.len(),
+        0,
+        "an index is no table"
+    );
+    assert_eq!(rows(&c, &has.replace("{}", "nope")).await.len(), 0);
+
+    // Columns with their types, defaults (a correlated subquery) and NOT NULL.
+    let cols = rows(
+        &c,
+        "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), \
+         (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) FROM pg_catalog.pg_attrdef d \
+          WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef), a.attnotnull \
+         FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'users'::regclass AND a.attnum > 0 \
+         AND NOT a.attisdropped ORDER BY a.attnum",
+    )
+    .await;
+    assert_eq!(
+        texts(&cols),
+        vec![
+            vec!["id", "integer", "nextval('users_id_seq'::regclass)", "t"],
+            vec!["name", "character varying(30)", "NULL", "t"],
+            vec!["score", "numeric(10,2)", "0.00", "f"],
+        ]
+    );
+
+    // Indexes: unnest and generate_subscripts in a select list, pg_get_indexdef.
+    let keys = rows(
+        &c,
+        "SELECT i.relname, unnest(x.indkey) AS attnum, generate_subscripts(x.indkey, 1) AS ord, \
+         pg_get_indexdef(x.indexrelid), x.indisprimary FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid \
+         WHERE x.indrelid = 'users'::regclass ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        texts(&keys),
+        vec![
+            vec![
+                "users_name",
+                "2",
+                "1",
+                "CREATE INDEX users_name ON public.users USING btree (name)",
+                "f"
+            ],
+            vec![
+                "users_pkey",
+                "1",
+                "1",
+                "CREATE UNIQUE INDEX users_pkey ON public.users USING btree (id)",
+                "t"
+            ],
+        ]
+    );
+    // An array aggregate comes back as a PostgreSQL array.
+    let r = c
+        .query(
+            "SELECT array_agg(attname::text ORDER BY attnum) AS cols FROM pg_attribute \
+             WHERE attrelid = 'users'::regclass AND attnum > 0",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r[0].get::<_, Vec<String>>("cols"), vec!["id", "name", "score"]);
+
+    // information_schema and the catalog views.
+    let info = rows(
+        &c,
+        "SELECT column_name, data_type, is_nullable, character_maximum_length FROM information_schema.columns \
+         WHERE table_name = 'users' ORDER BY ordinal_position",
+    )
+    .await;
+    assert_eq!(
+        texts(&info),
+        vec![
+            vec!["id", "integer", "NO", "NULL"],
+            vec!["name", "character varying", "NO", "30"],
+            vec!["score", "numeric", "YES", "NULL"],
+        ]
+    );
+    let keys = rows(
+        &c,
+        "SELECT tc.constraint_type, k.column_name FROM information_schema.table_constraints tc \
+         JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name \
+         WHERE tc.table_name = 'users' ORDER BY 1",
+    )
+    .await;
+    assert_eq!(texts(&keys), vec![vec!["PRIMARY KEY", "id"]]);
+    assert_eq!(
+        texts(
+            &rows(
+                &c,
+                "SELECT tablename, hasindexes FROM pg_tables WHERE schemaname = 'public'"
+            )
+            .await
+        ),
+        vec![vec!["users", "t"]]
+    );
+    assert_eq!(
+        texts(&rows(&c, "SELECT sequencename FROM pg_sequences").await),
+        vec![vec!["users_id_seq"]]
+    );
+    // Relations of what does not exist here are empty, not missing.
+    assert!(rows(&c, "SELECT * FROM pg_trigger").await.is_empty());
+    assert!(rows(&c, "SELECT polname FROM pg_catalog.pg_policy").await.is_empty());
+    // A catalog and a user table in one query: refused, not answered wrongly.
+    let e = c
+        .simple_query("SELECT * FROM users JOIN pg_class ON relname = name")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    // An unknown catalog relation or function is an error.
+    let e = c.simple_query("SELECT * FROM pg_catalog.pg_nothing").await.unwrap_err();
+    assert_eq!(code(&e), "42P01", "{e}");
+    let e = c.simple_query("SELECT pg_nothing(1) FROM pg_class").await.unwrap_err();
+    assert_eq!(code(&e), "42883", "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_functions_answer_for_the_session() {
+    let (c, _s) = start().await;
+    let r = rows(
+        &c,
+        "SELECT current_database(), current_user, current_schema(), pg_backend_pid() > 0, \
+         current_setting('TimeZone'), pg_catalog.current_setting('server_version_num')",
+    )
+    .await;
+    assert_eq!(texts(&r), vec![vec!["test", "test", "public", "t", "UTC", "160006"]]);
+    c.batch_execute("SET application_name = 'cat'").await.unwrap();
+    let r = rows(&c, "SELECT setting FROM pg_settings WHERE name = 'application_name'").await;
+    assert_eq!(texts(&r), vec![vec!["cat"]]);
+    let e = c.simple_query("SELECT current_setting('no_such')").await.unwrap_err();
+    assert_eq!(code(&e), "42704", "{e}");
+    let r = rows(&c, "SELECT current_setting('no_such', true) IS NULL").await;
+    assert_eq!(texts(&r), vec![vec!["t"]]);
+    // psql's \du reads pg_roles.
+    let r = rows(&c, "SELECT r.rolname, r.rolsuper FROM pg_catalog.pg_roles r ORDER BY 1").await;
+    assert_eq!(texts(&r), vec![vec!["test", "t"]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_changes_in_a_block_apply_at_commit_all_or_none() {
+    let (c, _s) = start().await;
+    // Rolled back: nothing of it exists.
+    c.batch_execute("BEGIN; CREATE TABLE a (id BIGINT PRIMARY KEY); CREATE INDEX a_id ON a (id); ROLLBACK")
+        .await
+        .unwrap();
+    assert!(
+        rows(&c, "SELECT relname FROM pg_class WHERE relname LIKE 'a%'")
+            .await
+            .is_empty()
+    );
+    // Committed: all of it.
+    c.batch_execute("BEGIN; CREATE TABLE a (id BIGINT PRIMARY KEY); CREATE TABLE b (id BIGINT PRIMARY KEY); COMMIT")
+        .await
+        .unwrap();
+    c.batch_execute("INSERT INTO a VALUES (1); INSERT INTO b VALUES (1)")
+        .await
+        .unwrap();
+    // A change that cannot apply fails when it runs, and the block aborts.
+    c.batch_execute("BEGIN").await.unwrap();
+    let e = c
+        .batch_execute("CREATE TABLE a (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42P07", "{e}");
+    let e = c.batch_execute("SELECT 1").await.unwrap_err();
+    assert_eq!(code(&e), "25P02", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    // Until COMMIT, the block's tables may not be read or written: their rows would be
+    // those before the change.
+    c.batch_execute("BEGIN; DROP TABLE b").await.unwrap();
+    let e = c.batch_execute("SELECT * FROM b").await.unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(rows(&c, "SELECT id FROM b").await.len(), 1);
+    // A block that has written may not change the schema.
+    c.batch_execute("BEGIN; INSERT INTO a VALUES (2)").await.unwrap();
+    let e = c
+        .batch_execute("CREATE TABLE c (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    // A savepoint rolled back to takes the changes after it.
+    c.batch_execute(
+        "BEGIN; CREATE TABLE c (id BIGINT PRIMARY KEY); SAVEPOINT s; CREATE TABLE d (id BIGINT PRIMARY KEY); \
+         ROLLBACK TO SAVEPOINT s; COMMIT",
+    )
+    .await
+    .unwrap();
+    let names = rows(&c, "SELECT relname FROM pg_class WHERE relkind = 'r' ORDER BY 1").await;
+    assert_eq!(texts(&names), vec![vec!["a"], vec!["b"], vec!["c"]]);
+}

@@ -1,0 +1,165 @@
+"""SQLAlchemy 2 (a default engine) and psycopg2 (its default, non-autocommit mode)
+against a running `permafrost serve`.
+
+Usage: python3 sqlalchemy_test.py PORT
+
+SQLAlchemy is run over both of its PostgreSQL drivers, psycopg 3 and psycopg2: connect
+(which reads pg_type and settings), create_all (which asks the catalog whether each table
+exists, then creates them inside one transaction), ORM sessions with a relationship, commit
+and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), and
+drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
+declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
+status is the number of failures.
+"""
+
+import sys
+import traceback
+
+import psycopg2
+from sqlalchemy import Index, String, create_engine, inspect, select, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+PORT = int(sys.argv[1])
+FAILED = 0
+
+
+def check(name):
+    def run(fn):
+        global FAILED
+        try:
+            fn()
+            print(f"ok   {name}")
+        except Exception:  # noqa: BLE001 - every failure is reported
+            FAILED += 1
+            print(f"FAIL {name}")
+            traceback.print_exc()
+        return fn
+
+    return run
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Author(Base):
+    __tablename__ = "sa_authors"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(40))
+    books: Mapped[list["Book"]] = relationship(
+        back_populates="author", primaryjoin="Author.id == foreign(Book.author_id)", order_by="Book.id"
+    )
+
+
+class Book(Base):
+    __tablename__ = "sa_books"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str]
+    author_id: Mapped[int]
+    author: Mapped[Author] = relationship(
+        back_populates="books", primaryjoin="Author.id == foreign(Book.author_id)"
+    )
+    __table_args__ = (Index("sa_books_title", "title"),)
+
+
+def orm_round_trip(url):
+    engine = create_engine(url)
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    # create_all again finds the tables (the catalog answers) and creates nothing.
+    Base.metadata.create_all(engine)
+
+    with Session(engine) as s:
+        a = Author(name="Le Guin", books=[Book(title="The Dispossessed"), Book(title="Lathe of Heaven")])
+        s.add(a)
+        s.commit()
+        author_id = a.id
+    with Session(engine) as s:
+        s.add(Author(name="never", books=[Book(title="never")]))
+        s.flush()
+        s.rollback()
+    with Session(engine) as s:
+        authors = s.scalars(select(Author)).all()
+        assert [x.name for x in authors] == ["Le Guin"], authors
+        assert authors[0].id == author_id
+        assert [b.title for b in authors[0].books] == ["The Dispossessed", "Lathe of Heaven"]
+        assert s.scalar(select(Book).where(Book.title == "never")) is None, "a rolled-back row is visible"
+        # An error inside the session's transaction, then rollback: the session goes on.
+        try:
+            s.execute(text("SELECT * FROM sa_nope"))
+            raise AssertionError("no error")
+        except Exception as e:  # noqa: BLE001
+            assert "sa_nope" in str(e), e
+        s.rollback()
+        assert s.scalar(select(Author.name)) == "Le Guin"
+
+    i = inspect(engine)
+    assert {"sa_authors", "sa_books"} <= set(i.get_table_names()), i.get_table_names()
+    cols = i.get_columns("sa_books")
+    assert [c["name"] for c in cols] == ["id", "title", "author_id"], cols
+    # An unbounded VARCHAR is TEXT here.
+    assert str(cols[1]["type"]) == "TEXT" and not cols[1]["nullable"], cols[1]
+    assert cols[0]["autoincrement"] is True, cols[0]
+    name = i.get_columns("sa_authors")[1]
+    assert str(name["type"]) == "VARCHAR(40)", name
+    assert i.get_pk_constraint("sa_books")["constrained_columns"] == ["id"]
+    idx = i.get_indexes("sa_books")
+    assert [(x["name"], x["column_names"], x["unique"]) for x in idx] == [("sa_books_title", ["title"], False)], idx
+    assert i.get_foreign_keys("sa_books") == []
+    assert i.has_table("sa_authors") and not i.has_table("sa_nope")
+
+    Base.metadata.drop_all(engine)
+    assert not inspect(engine).has_table("sa_authors")
+    engine.dispose()
+
+
+@check("SQLAlchemy 2 over psycopg 3: create_all, session, relationship, rollback, inspector, drop_all")
+def _sqlalchemy_psycopg():
+    orm_round_trip(f"postgresql+psycopg://permafrost@127.0.0.1:{PORT}/permafrost")
+
+
+@check("SQLAlchemy 2 over psycopg2: the same")
+def _sqlalchemy_psycopg2():
+    orm_round_trip(f"postgresql+psycopg2://permafrost@127.0.0.1:{PORT}/permafrost")
+
+
+@check("psycopg2 default mode: commit keeps, rollback leaves nothing, savepoints")
+def _psycopg2():
+    conn = psycopg2.connect(host="127.0.0.1", port=PORT, user="permafrost", dbname="permafrost")
+    assert not conn.autocommit
+    cur = conn.cursor()
+    cur.execute("DROP TABLE IF EXISTS p2_items")
+    cur.execute("CREATE TABLE p2_items (id BIGINT PRIMARY KEY, name TEXT)")
+    conn.commit()
+    cur.execute("INSERT INTO p2_items VALUES (%s, %s)", (1, "kept"))
+    conn.commit()
+    cur.execute("INSERT INTO p2_items VALUES (%s, %s)", (2, "gone"))
+    cur.execute("SELECT count(*) FROM p2_items")
+    assert cur.fetchone() == (2,), "the transaction sees its own insert"
+    conn.rollback()
+    cur.execute("SAVEPOINT a")
+    cur.execute("INSERT INTO p2_items VALUES (3, 'undone')")
+    cur.execute("ROLLBACK TO SAVEPOINT a")
+    cur.execute("INSERT INTO p2_items VALUES (4, 'kept too')")
+    conn.commit()
+    cur.execute("SELECT id, name FROM p2_items ORDER BY id")
+    assert cur.fetchall() == [(1, "kept"), (4, "kept too")]
+    conn.rollback()
+    try:
+        cur.execute("SELECT 1/0")
+        raise AssertionError("no error")
+    except psycopg2.errors.DivisionByZero:
+        pass
+    try:
+        cur.execute("SELECT 1")
+        raise AssertionError("no error")
+    except psycopg2.errors.InFailedSqlTransaction:
+        pass
+    conn.rollback()
+    cur.execute("DROP TABLE p2_items")
+    conn.commit()
+    conn.close()
+
+
+print(f"sqlalchemy/psycopg2: {3 - FAILED} passed, {FAILED} failed")
+sys.exit(FAILED)
