@@ -88,6 +88,16 @@ UPDATE items SET name = 'one' WHERE id = 1;
 COMMIT;
 SELECT name FROM items WHERE id = 1;
 SELECT 3 AS still_working;
+-- SQL-level prepared statements
+PREPARE pick (bigint) AS SELECT id, name FROM items WHERE id = $1;
+EXECUTE pick(1);
+EXECUTE pick('2');
+EXECUTE pick(1, 2);
+PREPARE pick AS SELECT 1;
+DEALLOCATE pick;
+EXECUTE pick(1);
+SELECT set_config('application_name', 'psql session', false);
+SHOW application_name;
 COPY sales FROM STDIN;
 5	lots
 \.

@@ -124,6 +124,9 @@ impl CallCommand {
     }
 }
 
+/// An argument of EXECUTE: a constant, as it is written (None: NULL).
+pub type ExecuteArg = Option<(permafrost_sql::shape::ConstantKind, String)>;
+
 /// What one statement is, decided when it is parsed.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -147,6 +150,8 @@ pub enum Command {
     Stats,
     /// SET or RESET of a session setting (crate::session_settings).
     Set(crate::session_settings::SetStatement),
+    /// `SELECT set_config('name', 'value', false)`: SET, answered with the value in effect.
+    SetConfig(crate::session_settings::SetStatement),
     /// SHOW a setting.
     Show(String),
     /// `SHOW ALL`.
@@ -156,6 +161,15 @@ pub enum Command {
     Discard(bool),
     /// `DEALLOCATE [PREPARE] name` (None: ALL).
     Deallocate(Option<String>),
+    /// `PREPARE name [(types)] AS statement`: the statement, planned now, kept by name for
+    /// the session (with the parameter types declared, else inferred).
+    Prepare {
+        name: String,
+        cmd: Arc<Command>,
+        types: Vec<Type>,
+    },
+    /// `EXECUTE name [(constants)]`: runs a statement PREPAREd by name.
+    Execute { name: String, args: Vec<ExecuteArg> },
     /// A statement that releases what this server never holds, with its command tag:
     /// `CLOSE ALL` (there are no cursors), `UNLISTEN` (nothing listens). Poolers and
     /// drivers send them to clean a connection.
@@ -202,6 +216,8 @@ impl Command {
         matches!(
             self,
             Command::Set(_)
+                | Command::SetConfig(_)
+                | Command::Prepare { .. }
                 | Command::Show(_)
                 | Command::ShowAll
                 | Command::Discard(_)
@@ -223,9 +239,8 @@ impl Command {
         match self {
             Command::Dml(d) => d.params.clone(),
             Command::Call(c) => c.params.clone(),
-            // Text unless the client says otherwise: the catalog's engine compares values
-            // of any type.
-            Command::System(q) => vec![Type::TEXT; q.params],
+            // As the text compares them, else text (crate::syscat).
+            Command::System(q) => q.params.clone(),
             _ => Vec::new(),
         }
     }
@@ -235,6 +250,7 @@ impl Command {
             Command::Dml(d) => d.columns.clone(),
             Command::Call(c) => c.columns.clone(),
             Command::Version => vec![("version".into(), Type::TEXT)],
+            Command::SetConfig(_) => vec![("set_config".into(), Type::TEXT)],
             Command::Show(name) => vec![(name.to_ascii_lowercase(), Type::TEXT)],
             Command::ShowAll => vec![
                 ("name".into(), Type::TEXT),
@@ -361,12 +377,197 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
     if crate::syscat::reads_catalog(&stmt, &db.catalog())? {
         return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
+    if let Some(set) = set_config_call(&stmt)? {
+        return Ok(Command::SetConfig(set));
+    }
+    match &stmt {
+        Statement::Prepare {
+            name,
+            data_types,
+            statement,
+        } => return prepare(db, name, data_types, statement),
+        Statement::Execute {
+            name: Some(name),
+            parameters,
+            immediate: false,
+            into,
+            using,
+            ..
+        } if into.is_empty() && using.is_empty() => {
+            let args = parameters.iter().map(execute_arg).collect::<PgWireResult<Vec<_>>>()?;
+            return Ok(Command::Execute {
+                name: name.to_string().trim_matches('"').to_string(),
+                args,
+            });
+        }
+        _ => {}
+    }
     // A catalog function or reg-type cast without any relation (`SELECT
     // current_database()`, `SELECT 'x'::regclass`): the catalog's engine has them.
     if crate::syscat::reads_no_relation(&stmt) && crate::syscat::calls_catalog_functions(&stmt) {
         return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
     classify(db, &stmt, sql)
+}
+
+/// `PREPARE name [(types)] AS statement`: the statement planned (a query, INSERT, UPDATE,
+/// DELETE or CALL), with its parameter types.
+fn prepare(db: &Database, name: &ast::Ident, declared: &[ast::DataType], stmt: &Statement) -> PgWireResult<Command> {
+    let text = stmt.to_string();
+    let cmd = classify(db, stmt, &text)?;
+    if !matches!(cmd, Command::Dml(_) | Command::Call(_)) {
+        return Err(client_error(
+            "0A000",
+            "PREPARE takes a query, INSERT, UPDATE, DELETE or CALL",
+        ));
+    }
+    let mut types = cmd.param_types();
+    for (i, t) in declared.iter().enumerate() {
+        let ty = pg_type(Some(&permafrost_sql::bind::map_type(t).map_err(sql_error)?));
+        match types.get_mut(i) {
+            Some(slot) => *slot = ty,
+            None => types.push(ty),
+        }
+    }
+    Ok(Command::Prepare {
+        name: name.value.clone(),
+        cmd: Arc::new(cmd),
+        types,
+    })
+}
+
+/// An argument of EXECUTE: a constant (a number, a string, NULL, a negative number).
+fn execute_arg(e: &ast::Expr) -> PgWireResult<ExecuteArg> {
+    use permafrost_sql::shape::ConstantKind;
+    use sqlparser::ast::{Expr, UnaryOperator, Value};
+    let (negative, inner) = match e {
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => (true, &**expr),
+        other => (false, other),
+    };
+    let Expr::Value(v) = inner else {
+        return Err(client_error(
+            "0A000",
+            format!("EXECUTE takes constants as arguments, not {e}"),
+        ));
+    };
+    let sign = if negative { "-" } else { "" };
+    Ok(match &v.value {
+        Value::Null if !negative => None,
+        Value::Number(n, _) if n.contains(['.', 'e', 'E']) => Some((ConstantKind::Decimal, format!("{sign}{n}"))),
+        Value::Number(n, _) => Some((ConstantKind::Integer, format!("{sign}{n}"))),
+        Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) if !negative => {
+            Some((ConstantKind::String, s.clone()))
+        }
+        Value::Boolean(b) if !negative => Some((ConstantKind::String, b.to_string())),
+        _ => {
+            return Err(client_error(
+                "0A000",
+                format!("EXECUTE takes constants as arguments, not {e}"),
+            ));
+        }
+    })
+}
+
+/// The value of an EXECUTE argument for a parameter of type `ty` (a string is read as a
+/// literal of that type, as PostgreSQL reads it).
+pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResult<Value> {
+    use permafrost_sql::shape::ConstantKind;
+    let Some((kind, text)) = arg else {
+        return Ok(Value::Null);
+    };
+    let bad = || {
+        client_error(
+            "22P02",
+            format!(
+                "invalid input syntax for type {} in EXECUTE argument {}: \"{text}\"",
+                ty.name(),
+                i + 1
+            ),
+        )
+    };
+    let v = match (kind, ty) {
+        (ConstantKind::String, &Type::INT2 | &Type::INT4 | &Type::INT8) => {
+            crate::plancache::convert(ConstantKind::Integer, text.trim(), ty)
+        }
+        (ConstantKind::String, &Type::FLOAT4 | &Type::FLOAT8 | &Type::NUMERIC) => {
+            crate::plancache::convert(ConstantKind::Decimal, text.trim(), ty)
+        }
+        (ConstantKind::Integer, &Type::FLOAT4 | &Type::FLOAT8 | &Type::NUMERIC) => {
+            crate::plancache::convert(ConstantKind::Decimal, text, ty)
+        }
+        (ConstantKind::String, &Type::BOOL) => match text.trim().to_ascii_lowercase().as_str() {
+            "t" | "true" | "y" | "yes" | "on" | "1" => Some(Value::Bool(true)),
+            "f" | "false" | "n" | "no" | "off" | "0" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        (ConstantKind::String, &Type::TIMESTAMP) => permafrost_storage::types::parse_timestamp(text)
+            .ok()
+            .map(Value::Timestamp),
+        (k, t) => crate::plancache::convert(*k, text, t),
+    };
+    v.ok_or_else(bad)
+}
+
+/// `SELECT [pg_catalog.]set_config('name', 'value', is_local)` alone, with constant
+/// arguments: the assignment it makes. Local assignments (to the transaction) are refused,
+/// as `SET LOCAL` is.
+fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_settings::SetStatement>> {
+    use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Value};
+    let Statement::Query(q) = stmt else { return Ok(None) };
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return Ok(None);
+    };
+    let [item] = s.projection.as_slice() else {
+        return Ok(None);
+    };
+    let (SelectItem::UnnamedExpr(Expr::Function(f))
+    | SelectItem::ExprWithAlias {
+        expr: Expr::Function(f),
+        ..
+    }) = item
+    else {
+        return Ok(None);
+    };
+    let name_is = |n: &str| f.name.0.last().is_some_and(|p| p.to_string().eq_ignore_ascii_case(n));
+    if !s.from.is_empty() || !name_is("set_config") {
+        return Ok(None);
+    }
+    let FunctionArguments::List(l) = &f.args else {
+        return Ok(None);
+    };
+    let args: Vec<Option<&Value>> = l
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => Some(&v.value),
+            _ => None,
+        })
+        .collect();
+    let text = |v: Option<&Value>| match v {
+        Some(Value::SingleQuotedString(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match args.as_slice() {
+        [n, v, Some(Value::Boolean(local))] => {
+            let (Some(name), Some(value)) = (text(*n), text(*v)) else {
+                return Err(client_error("0A000", "set_config() takes constant arguments here"));
+            };
+            if *local {
+                return Err(client_error(
+                    "0A000",
+                    "set_config(..., true) (local to the transaction) is not supported",
+                ));
+            }
+            crate::session_settings::assign(&name, Some(value)).map(Some)
+        }
+        _ => Err(client_error(
+            "0A000",
+            "set_config() takes three constant arguments here: name, value, is_local",
+        )),
+    }
 }
 
 /// What `version()` answers.

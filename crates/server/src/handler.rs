@@ -84,6 +84,11 @@ impl PreparedNames {
     fn take_dropped(&self, name: &str) -> bool {
         self.lock().1.remove(name)
     }
+
+    /// Whether `name` is a live statement prepared through the protocol.
+    fn has(&self, name: &str) -> bool {
+        self.lock().0.contains(name)
+    }
 }
 
 fn no_statement(name: &str) -> PgWireError {
@@ -92,6 +97,24 @@ fn no_statement(name: &str) -> PgWireError {
 
 fn prepared_names<C: ClientInfo>(client: &C) -> Arc<PreparedNames> {
     client.session_extensions().get_or_insert_with(PreparedNames::default)
+}
+
+/// The statements a connection PREPAREd in SQL, by name: the statement and its parameter
+/// types. (Statements prepared through the protocol are pgwire's, [`PreparedNames`].)
+#[derive(Default)]
+struct SqlPrepared(std::sync::Mutex<std::collections::HashMap<String, SqlStatement>>);
+
+/// A statement PREPAREd in SQL and its parameter types.
+type SqlStatement = (Arc<Command>, Vec<pgwire::api::Type>);
+
+impl SqlPrepared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SqlStatement>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn sql_prepared<C: ClientInfo>(client: &C) -> Arc<SqlPrepared> {
+    client.session_extensions().get_or_insert_with(SqlPrepared::default)
 }
 
 /// Runs a statement's future, stopped by a cancel request, the statement timeout or the
@@ -348,6 +371,39 @@ impl Backend {
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
+            Command::Execute { name, args } => {
+                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
+                    return Err(txn::aborted());
+                }
+                let found = sql_prepared(client).lock().get(name).cloned();
+                let r = match found {
+                    None => Err(no_statement(name)),
+                    Some((_, types)) if types.len() != args.len() => Err(client_error(
+                        "42601",
+                        format!(
+                            "wrong number of parameters for prepared statement \"{name}\": {} expected, {} given",
+                            types.len(),
+                            args.len()
+                        ),
+                    )),
+                    Some((inner, types)) => {
+                        match args
+                            .iter()
+                            .zip(&types)
+                            .enumerate()
+                            .map(|(i, (a, t))| crate::command::execute_value(a, t, i))
+                            .collect::<PgWireResult<Vec<_>>>()
+                        {
+                            Ok(params) => Box::pin(self.run_in_session(client, &inner, params, format, cancel)).await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                };
+                if r.is_err() {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r
+            }
             Command::System(q) => {
                 if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
                     return Err(txn::aborted());
@@ -501,7 +557,8 @@ impl Backend {
             }
         };
         match cmd {
-            Command::Set(SetStatement::Assign { name, value }) => {
+            Command::Set(SetStatement::Assign { name, value })
+            | Command::SetConfig(SetStatement::Assign { name, value }) => {
                 let s = settings::setting(name).expect("checked when parsed");
                 let before = session.get(s);
                 let now = session.set(s, value.clone());
@@ -512,9 +569,13 @@ impl Backend {
                     client
                         .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
                             s.spelled.to_string(),
-                            now,
+                            now.clone(),
                         )))
                         .await?;
+                }
+                if matches!(cmd, Command::SetConfig(_)) {
+                    // set_config() answers the value now in effect, as SHOW prints it.
+                    return text_rows(&cmd.columns(), vec![vec![Some(settings::shown(s, &now))]], format);
                 }
                 Ok(Response::Execution(Tag::new(if value.is_some() {
                     "SET"
@@ -531,6 +592,7 @@ impl Backend {
                         ));
                     }
                     prepared_names(client).drop_all();
+                    sql_prepared(client).lock().clear();
                 }
                 for name in session.reset_all() {
                     let s = settings::setting(name).expect("a setting");
@@ -581,13 +643,26 @@ impl Backend {
             Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::Deallocate(None) => {
                 prepared_names(client).drop_all();
+                sql_prepared(client).lock().clear();
                 Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
             }
             Command::Deallocate(Some(name)) => {
-                if !prepared_names(client).deallocate(name) {
+                if sql_prepared(client).lock().remove(name).is_none() && !prepared_names(client).deallocate(name) {
                     return Err(no_statement(name));
                 }
                 Ok(Response::Execution(Tag::new("DEALLOCATE")))
+            }
+            Command::Prepare { name, cmd, types } => {
+                if prepared_names(client).has(name) || sql_prepared(client).lock().contains_key(name) {
+                    return Err(client_error(
+                        "42P05",
+                        format!("prepared statement \"{name}\" already exists"),
+                    ));
+                }
+                sql_prepared(client)
+                    .lock()
+                    .insert(name.clone(), (cmd.clone(), types.clone()));
+                Ok(Response::Execution(Tag::new("PREPARE")))
             }
             Command::Show(name) => {
                 let n = name.to_ascii_lowercase();
@@ -850,6 +925,9 @@ impl Backend {
             | Command::Savepoint(_)
             // (Command::is_session_statement: listed here for the match to be exhaustive.)
             | Command::Set(_)
+            | Command::SetConfig(_)
+            | Command::Prepare { .. }
+            | Command::Execute { .. }
             | Command::Show(_)
             | Command::ShowAll
             | Command::Discard(_)

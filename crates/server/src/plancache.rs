@@ -175,7 +175,7 @@ fn takes(k: ConstantKind, t: &Type) -> bool {
 }
 
 /// A constant as a parameter of type `t`; `None` when it does not convert.
-fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
+pub(crate) fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
     match k {
         ConstantKind::Integer => {
             let n = i64::from_str(text).ok()?;

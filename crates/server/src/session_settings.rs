@@ -463,7 +463,7 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
     assign(&name, Some(v))
 }
 
-fn assign(name: &str, value: Option<String>) -> PgWireResult<SetStatement> {
+pub(crate) fn assign(name: &str, value: Option<String>) -> PgWireResult<SetStatement> {
     let name = name.trim_matches('"').to_ascii_lowercase();
     if read_only_parameter(&name).is_some() {
         return Err(client_error("55P02", format!("parameter \"{name}\" cannot be changed")));

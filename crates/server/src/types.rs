@@ -105,6 +105,8 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         Type::INT8 => portal.parameter::<i64>(i, &ty)?.map(Value::Int),
         Type::INT4 => portal.parameter::<i32>(i, &ty)?.map(|v| Value::Int(v.into())),
         Type::INT2 => portal.parameter::<i16>(i, &ty)?.map(|v| Value::Int(v.into())),
+        // Catalog queries compare oids (crate::syscat).
+        Type::OID => portal.parameter::<u32>(i, &ty)?.map(|v| Value::Int(v.into())),
         Type::FLOAT8 => portal.parameter::<f64>(i, &ty)?.map(Value::Double),
         Type::FLOAT4 => portal.parameter::<f32>(i, &ty)?.map(|v| Value::Double(v.into())),
         Type::NUMERIC => portal.parameter::<Decimal>(i, &ty)?.map(Value::Decimal),

@@ -198,6 +198,27 @@ async fn session_functions_answer_for_the_session() {
     assert_eq!(code(&e), "42704", "{e}");
     let r = rows(&c, "SELECT current_setting('no_such', true) IS NULL").await;
     assert_eq!(texts(&r), vec![vec!["t"]]);
+    // set_config() is SET, answered with the value in effect.
+    let r = rows(
+        &c,
+        "SELECT pg_catalog.set_config('application_name', 'via set_config', false)",
+    )
+    .await;
+    assert_eq!(texts(&r), vec![vec!["via set_config"]]);
+    assert_eq!(
+        texts(&rows(&c, "SHOW application_name").await),
+        vec![vec!["via set_config"]]
+    );
+    let e = c
+        .simple_query("SELECT set_config('statement_timeout', '1s', true)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    let e = c
+        .simple_query("SELECT set_config('no_such', 'x', false)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42704", "{e}");
     // psql's \du reads pg_roles.
     let r = rows(&c, "SELECT r.rolname, r.rolsuper FROM pg_catalog.pg_roles r ORDER BY 1").await;
     assert_eq!(texts(&r), vec![vec!["test", "t"]]);

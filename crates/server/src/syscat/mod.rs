@@ -58,8 +58,8 @@ pub struct SystemQuery {
     pub columns: Vec<(String, Type)>,
     /// The PostgreSQL type names of the columns (how values are written).
     types: Vec<&'static str>,
-    /// Its parameters (`$1` ...), in order of number.
-    pub params: usize,
+    /// Its parameters' types (`$1` ...): what the text compares them with, else text.
+    pub params: Vec<Type>,
 }
 
 /// The `&'static` spelling of a PostgreSQL type name this module knows.
@@ -333,7 +333,7 @@ pub fn prepare(db: &Database, stmt: &Statement) -> PgWireResult<SystemQuery> {
         columns.push((name, wire_type(ty)));
         types.push(ty);
     }
-    let params = (1..=st.parameter_count())
+    let count = (1..=st.parameter_count())
         .map(|i| {
             st.parameter_name(i)
                 .and_then(|n| n.trim_start_matches('$').parse::<usize>().ok())
@@ -341,6 +341,9 @@ pub fn prepare(db: &Database, stmt: &Statement) -> PgWireResult<SystemQuery> {
         })
         .max()
         .unwrap_or(0);
+    let params = (0..count)
+        .map(|i| tr.params.get(i).copied().flatten().map_or(Type::TEXT, wire_type))
+        .collect();
     Ok(SystemQuery {
         sql: tr.sql,
         columns,
@@ -369,7 +372,17 @@ pub fn run(
         let v = params
             .get(n - 1)
             .ok_or_else(|| client_error("08P01", format!("parameter ${n} was not bound")))?;
-        st.raw_bind_parameter(i, sqlite_value(v)).map_err(error_of)?;
+        let array = q.params.get(n - 1).is_some_and(|t| t.name().starts_with('_'));
+        let v = match (array, v) {
+            (true, Value::Text(t)) => V::Text(array_json(t.as_ref()).ok_or_else(|| {
+                client_error(
+                    "22P02",
+                    format!("malformed array literal: \"{}\" (parameter ${n})", t.as_ref()),
+                )
+            })?),
+            _ => sqlite_value(v),
+        };
+        st.raw_bind_parameter(i, v).map_err(error_of)?;
     }
     let mut rows = st.raw_query();
     let mut out = Vec::new();
@@ -558,6 +571,52 @@ fn pg_text(v: ValueRef<'_>, ty: &str) -> Option<String> {
     }
 }
 
+/// The JSON array of PostgreSQL's text form of a one-dimensional array (`{a,"b c",NULL}`).
+fn array_json(text: &str) -> Option<String> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut items: Vec<serde_json::Value> = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut item = String::new();
+        if chars.next_if_eq(&'"').is_some() {
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => item.push(chars.next()?),
+                    c => item.push(c),
+                }
+            }
+            items.push(serde_json::Value::String(item));
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                if c == '{' || c == '"' {
+                    return None;
+                }
+                item.push(c);
+            }
+            let item = item.trim();
+            if item.eq_ignore_ascii_case("null") {
+                items.push(serde_json::Value::Null);
+            } else if let Ok(n) = item.parse::<i64>() {
+                items.push(serde_json::Value::from(n));
+            } else {
+                items.push(serde_json::Value::String(item.to_string()));
+            }
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        match chars.next() {
+            None => break,
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+    serde_json::to_string(&items).ok()
+}
+
 /// PostgreSQL's text form of an array: `{a,"b c",NULL}`.
 fn array_literal(items: &[serde_json::Value]) -> String {
     let parts: Vec<String> = items
@@ -592,5 +651,11 @@ mod tests {
         assert_eq!(pg_text(ValueRef::Text(b"[1,2]"), "int2vector").as_deref(), Some("1 2"));
         assert_eq!(pg_text(ValueRef::Integer(1), "bool").as_deref(), Some("t"));
         assert_eq!(declared("\"int2__INT\""), Some("int2"));
+        assert_eq!(
+            array_json(r#"{int4, "a \"b\"",NULL,7}"#).as_deref(),
+            Some(r#"["int4","a \"b\"",null,7]"#)
+        );
+        assert_eq!(array_json("{}").as_deref(), Some("[]"));
+        assert_eq!(array_json("{a").as_deref(), None);
     }
 }

@@ -35,6 +35,9 @@ pub struct Unsupported(pub String);
 /// PostgreSQL type its expression says (None: read from the engine).
 pub struct Translated {
     pub sql: String,
+    /// The PostgreSQL type each parameter (`$1` ...) is compared with or cast to, where
+    /// the text says.
+    pub params: Vec<Option<&'static str>>,
     /// None when the select list has a wildcard (the engine names the columns).
     pub columns: Option<Vec<(String, Option<&'static str>)>>,
 }
@@ -397,6 +400,73 @@ fn select_columns(s: &Select) -> Option<Vec<(String, Option<&'static str>)>> {
     Some(out)
 }
 
+/// The types of a query's parameters, from what they are compared with (`oid = $1`,
+/// `relname IN ($1, $2)`, `x = ANY ($1)`: an array of x's type) or cast to (`$1::oid`).
+fn param_types(q: &Query) -> Vec<Option<&'static str>> {
+    struct Params(Vec<Option<&'static str>>);
+    impl Params {
+        fn set(&mut self, e: &Expr, ty: Option<&'static str>) {
+            let Expr::Value(v) = e else { return };
+            let Value::Placeholder(p) = &v.value else { return };
+            let Some(n) = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) else {
+                return;
+            };
+            if n == 0 || n > 65_535 {
+                return;
+            }
+            if self.0.len() < n {
+                self.0.resize(n, None);
+            }
+            if self.0[n - 1].is_none() {
+                self.0[n - 1] = ty;
+            }
+        }
+    }
+    impl sqlparser::ast::Visitor for Params {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let none = Vec::new();
+            match e {
+                Expr::Cast { expr, data_type, .. } => {
+                    self.set(expr, crate::syscat::static_type_name(&type_name(data_type)));
+                }
+                Expr::BinaryOp {
+                    left,
+                    op:
+                        BinaryOperator::Eq
+                        | BinaryOperator::NotEq
+                        | BinaryOperator::Lt
+                        | BinaryOperator::LtEq
+                        | BinaryOperator::Gt
+                        | BinaryOperator::GtEq,
+                    right,
+                } => {
+                    self.set(right, hint(left, &none));
+                    self.set(left, hint(right, &none));
+                }
+                Expr::InList { expr, list, .. } => {
+                    let t = hint(expr, &none);
+                    for x in list {
+                        self.set(x, t);
+                    }
+                }
+                Expr::AnyOp { left, right, .. } | Expr::AllOp { left, right, .. } => {
+                    let t = hint(left, &none).and_then(|t| crate::syscat::static_type_name(&format!("_{t}")));
+                    self.set(right, t);
+                }
+                Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+                    self.set(pattern, hint(expr, &none).or(Some("text")));
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut p = Params(Vec::new());
+    let _ = sqlparser::ast::Visit::visit(q, &mut p);
+    p.0
+}
+
 /// Translates one query on the system catalogs.
 pub fn translate(stmt: &Statement) -> Result<Translated, Unsupported> {
     let Statement::Query(q) = stmt else {
@@ -404,6 +474,7 @@ pub fn translate(stmt: &Statement) -> Result<Translated, Unsupported> {
     };
     let mut q = (**q).clone();
     let columns = outer_select(&q).and_then(select_columns);
+    let params = param_types(&q);
     // Reg-type casts in the outer select list show names, as PostgreSQL prints them.
     if let Some(s) = outer_select_mut(&mut q) {
         for item in &mut s.projection {
@@ -428,6 +499,7 @@ pub fn translate(stmt: &Statement) -> Result<Translated, Unsupported> {
     Ok(Translated {
         sql: q.to_string(),
         columns,
+        params,
     })
 }
 
