@@ -265,6 +265,25 @@ def prepared_statements_and_pipeline(conn):
 
 
 @check
+def executemany_is_one_implicit_transaction(conn):
+    # executemany sends its statements as one extended-protocol group (one Sync): as in
+    # PostgreSQL, that is one implicit transaction, applied whole or not at all.
+    conn.execute("DROP TABLE IF EXISTS py_em")
+    conn.execute("CREATE TABLE py_em (id BIGINT PRIMARY KEY, v TEXT)")
+    try:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO py_em VALUES (%s, %s)", [(1, "a"), (2, "b"), (1, "dup"), (3, "c")])
+        raise AssertionError("no error")
+    except errors.UniqueViolation:
+        pass
+    assert conn.execute("SELECT count(*) FROM py_em").fetchone() == (0,), "a failed group left rows behind"
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO py_em VALUES (%s, %s)", [(1, "a"), (2, "b"), (3, "c")])
+    assert conn.execute("SELECT count(*) FROM py_em").fetchone() == (3,)
+    conn.execute("DROP TABLE py_em")
+
+
+@check
 def many_connections_see_the_same_data(conn):
     others = [connect() for _ in range(4)]
     try:

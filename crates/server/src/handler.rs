@@ -308,9 +308,16 @@ impl Backend {
             Command::Begin { read_only } => {
                 let opened = {
                     let mut st = txn::lock(&cell);
-                    match &*st {
+                    match &mut *st {
                         txn::State::Idle => {
                             *st = txn::State::Open(txn::Open::new(*read_only));
+                            true
+                        }
+                        // BEGIN inside an extended-protocol group's implicit block: the
+                        // block becomes the client's.
+                        txn::State::Open(o) if o.implicit => {
+                            o.implicit = false;
+                            o.read_only = *read_only;
                             true
                         }
                         txn::State::Open(_) => false,
@@ -331,33 +338,10 @@ impl Backend {
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
                     txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
-                    txn::State::Open(open) => {
-                        let started = Instant::now();
-                        let stop = StopFlag::new();
-                        let fut = self.db.commit_interactive(&open.statements, open.now, stop.clone());
-                        let mut r = match cancel {
-                            Some(c) => c.run_stoppable(&stop, fut).await,
-                            None => Ok(fut.await),
-                        }
-                        .and_then(|r| r.map_err(db_error))
-                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
-                        // The block's schema changes, once what it read still holds (it
-                        // wrote nothing: writes and schema changes do not share a block).
-                        if r.is_ok() && !open.ddl.is_empty() {
-                            let texts = open.ddl.clone();
-                            r = self
-                                .schema_change("", move |db, _| db.execute_ddl_atomic(&texts))
-                                .await
-                                .map(|()| Response::TransactionEnd(Tag::new("COMMIT")));
-                        }
-                        let class = if !open.wrote() {
-                            StatementClass::Query
-                        } else {
-                            StatementClass::Write
-                        };
-                        self.metrics.record(class, started.elapsed(), outcome_of(&r));
-                        r
-                    }
+                    txn::State::Open(open) => self
+                        .commit_block(open, cancel)
+                        .await
+                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT"))),
                 }
             }
             Command::Savepoint(sp) => {
@@ -451,6 +435,32 @@ impl Backend {
                 r
             }
         }
+    }
+
+    /// Commits an open block: its statements at one point of the serial order, each
+    /// checked against what its client was shown, then its schema changes.
+    async fn commit_block(&self, open: txn::Open, cancel: Option<&CancelToken>) -> PgWireResult<()> {
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        let fut = self.db.commit_interactive(&open.statements, open.now, stop.clone());
+        let mut r = match cancel {
+            Some(c) => c.run_stoppable(&stop, fut).await,
+            None => Ok(fut.await),
+        }
+        .and_then(|r| r.map_err(db_error));
+        // The block's schema changes, once what it read still holds (it wrote nothing:
+        // writes and schema changes do not share a block).
+        if r.is_ok() && !open.ddl.is_empty() {
+            let texts = open.ddl.clone();
+            r = self.schema_change("", move |db, _| db.execute_ddl_atomic(&texts)).await;
+        }
+        let class = if !open.wrote() {
+            StatementClass::Query
+        } else {
+            StatementClass::Write
+        };
+        self.metrics.record(class, started.elapsed(), outcome_of(&r));
+        r
     }
 
     /// A schema change inside a transaction block: checked now against the schema as the
@@ -1327,10 +1337,39 @@ impl ExtendedQueryHandler for Backend {
         // ReadyForQuery tells the transaction state: an error in this group (reported by
         // the connection loop, which marks the status E) aborts an open block.
         let cell = txn::of(client);
-        {
+        let implicit = {
             let mut st = txn::lock(&cell);
             if client.transaction_status() == TransactionStatus::Error {
                 txn::fail(&mut st);
+            }
+            match &*st {
+                txn::State::Open(o) | txn::State::Failed(o) if o.implicit => {
+                    Some(std::mem::replace(&mut *st, txn::State::Idle))
+                }
+                _ => None,
+            }
+        };
+        // The group's implicit block ends here: committed, or (after an error, already
+        // reported) rolled back.
+        if let Some(txn::State::Open(open)) = implicit {
+            let pipeline = Pipeline::of(client);
+            if !pipeline.is_empty() {
+                pipeline.drain(client).await?;
+            }
+            let cancel = self.cancel_token(client);
+            if let Err(e) = self.commit_block(open, cancel.as_ref()).await {
+                if self.log_errors {
+                    crate::error::log_client_error(
+                        ClientTag::of(client),
+                        Some("(the Sync of an implicit transaction)"),
+                        &e,
+                    );
+                }
+                if let PgWireError::UserError(info) = e {
+                    client.feed(PgWireBackendMessage::ErrorResponse((*info).into())).await?;
+                } else {
+                    return Err(e);
+                }
             }
         }
         client.set_transaction_status(txn::status(&cell));
@@ -1370,6 +1409,7 @@ impl ExtendedQueryHandler for Backend {
         let cmd = &portal.statement.statement;
         let params = decode_params(&portal, cmd)?;
         let cancel = self.cancel_token(client);
+        open_implicit_block(client, cmd);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
             let here = pipeline.is_empty();
             let who = self.log_errors.then(|| ClientTag::of(client));
@@ -1402,6 +1442,7 @@ impl ExtendedQueryHandler for Backend {
         }
         let params = decode_params(portal, cmd)?;
         let cancel = self.cancel_token(client);
+        open_implicit_block(client, cmd);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,
         // whose binary form is the same bytes.
         self.run_in_session(client, cmd, params, &portal.result_column_format, cancel.as_ref())
@@ -1505,4 +1546,16 @@ impl PgWireServerHandlers for Handlers {
 /// Whether the connection's open block has a schema change waiting for COMMIT.
 fn block_changed_schema(cell: &txn::Cell) -> bool {
     matches!(&*txn::lock(cell), txn::State::Open(o) if !o.ddl.is_empty())
+}
+
+/// A statement of an extended-protocol group that goes on past it, outside a block: the
+/// group is one implicit transaction, committed at its Sync (crate::txn).
+fn open_implicit_block<C: ClientInfo>(client: &C, cmd: &Command) {
+    if matches!(cmd, Command::Dml(_)) && txn::group_goes_on(client).get() {
+        let cell = txn::of(client);
+        let mut st = txn::lock(&cell);
+        if matches!(*st, txn::State::Idle) {
+            *st = txn::State::Open(txn::Open::implicit());
+        }
+    }
 }

@@ -166,6 +166,10 @@ pub async fn process_socket(
         if !may_queue(&msg) && !pipeline.is_empty() {
             io_result(pipeline.drain(&mut socket).await)?;
         }
+        if matches!(msg, PgWireFrontendMessage::Execute(_)) {
+            let goes_on = crate::txn::another_execute_before_sync(socket.read_buffer());
+            crate::txn::group_goes_on(&socket).set(goes_on);
+        }
         let r = process_message(
             msg,
             &mut socket,

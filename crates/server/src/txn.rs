@@ -15,15 +15,17 @@
 //! ROLLBACK TO SAVEPOINT cuts the list back to it (and leaves an aborted block open again),
 //! RELEASE forgets the mark. A query string of several queries, INSERTs, UPDATEs and
 //! DELETEs outside a block runs as one transaction, as PostgreSQL's implicit transaction
-//! (`Database::run_block`); one with other statements runs them one by one.
+//! (`Database::run_block`); one with other statements runs them one by one. An
+//! extended-protocol group of several statements up to one Sync, outside a block, is an
+//! implicit block ([`Open::implicit`]): its statements run as a block's, and it commits at
+//! the Sync (an error there is reported before ReadyForQuery).
 //!
 //! Schema changes inside a block are checked when they run (against the schema as the
 //! block's earlier changes leave it) and applied together at COMMIT, all or none
 //! (`Database::execute_ddl_atomic`); until then the block may not read or write user
 //! tables (0A000: the rows would be those of the schema before the change), and a block
 //! that has written may not change the schema. Not yet: COPY and CALL inside a transaction
-//! (0A000, the transaction aborts), and the statements of an extended-protocol group up to
-//! Sync commit one by one.
+//! (0A000, the transaction aborts).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -59,6 +61,9 @@ pub(crate) struct Open {
     pub ddl: Vec<String>,
     /// Savepoints, oldest first: name, and the lengths of `statements` and `ddl` then.
     pub savepoints: Vec<(String, usize, usize)>,
+    /// Opened by an extended-protocol group of several statements outside BEGIN: it
+    /// commits at the group's Sync (PostgreSQL's implicit transaction).
+    pub implicit: bool,
 }
 
 impl Open {
@@ -74,8 +79,56 @@ impl Open {
             statements: Vec::new(),
             ddl: Vec::new(),
             savepoints: Vec::new(),
+            implicit: false,
         }
     }
+
+    /// The implicit transaction of an extended-protocol group.
+    pub(crate) fn implicit() -> Open {
+        Open {
+            implicit: true,
+            ..Open::new(false)
+        }
+    }
+}
+
+/// Whether more of the connection's extended-protocol group is coming after the Execute
+/// being run (set by the connection loop, which sees the read buffer: another Execute
+/// before the next Sync, or no Sync yet).
+#[derive(Default)]
+pub(crate) struct GroupGoesOn(std::sync::atomic::AtomicBool);
+
+impl GroupGoesOn {
+    pub(crate) fn set(&self, on: bool) {
+        self.0.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+pub(crate) fn group_goes_on<C: ClientInfo>(client: &C) -> Arc<GroupGoesOn> {
+    client.session_extensions().get_or_insert_with(GroupGoesOn::default)
+}
+
+/// Whether, in the bytes after an Execute, another Execute comes before a Sync (or no Sync
+/// has arrived yet: the group may go on).
+pub(crate) fn another_execute_before_sync(buf: &[u8]) -> bool {
+    let mut i = 0;
+    while i + 5 <= buf.len() {
+        match buf[i] {
+            b'S' => return false,
+            b'E' => return true,
+            _ => {}
+        }
+        let len = u32::from_be_bytes([buf[i + 1], buf[i + 2], buf[i + 3], buf[i + 4]]) as usize;
+        if len < 4 {
+            return false;
+        }
+        i += 1 + len;
+    }
+    true
 }
 
 /// The time a transaction starts (its `now()`), microseconds since the epoch.
@@ -288,6 +341,28 @@ pub(crate) fn parse_end(sql: &str, cmd: Command) -> PgWireResult<Command> {
 
 #[cfg(test)]
 mod tests {
+
+    fn msg(kind: u8, body: usize) -> Vec<u8> {
+        let mut m = vec![kind];
+        m.extend_from_slice(&u32::try_from(body + 4).unwrap().to_be_bytes());
+        m.extend(std::iter::repeat_n(0u8, body));
+        m
+    }
+
+    #[test]
+    fn a_group_goes_on_while_another_execute_comes_before_sync() {
+        let group = |msgs: &[Vec<u8>]| another_execute_before_sync(&msgs.concat());
+        // Bind, Execute, ... Sync: the group goes on.
+        assert!(group(&[msg(b'B', 10), msg(b'E', 5), msg(b'S', 0)]));
+        // Sync next: the statement is the group's last.
+        assert!(!group(&[msg(b'S', 0), msg(b'B', 10), msg(b'E', 5)]));
+        assert!(!group(&[msg(b'D', 6), msg(b'S', 0)]));
+        // Nothing more has arrived: it may go on.
+        assert!(group(&[]));
+        assert!(group(&[msg(b'B', 10)]));
+        // A broken length stops the scan.
+        assert!(!group(&[vec![b'B', 0, 0, 0, 1]]));
+    }
     use super::*;
 
     fn begin(sql: &str) -> Option<bool> {

@@ -144,9 +144,9 @@ public class Main {
                 expectEq("[10, 10]", Arrays.toString(st.executeBatch()));
             }
             expectEq(40L, count(c, "id >= 100 AND id < 150"));
-            // A failing batch: BatchUpdateException with the SQLSTATE. (Whether the rows
-            // before the failure stay is not checked: pgjdbc sends the batch with one Sync,
-            // PostgreSQL rolls all of it back, permafrost commits each statement.)
+            // A failing batch: BatchUpdateException with the SQLSTATE, and nothing of it
+            // stays: pgjdbc sends the batch as one group up to one Sync, which is one
+            // implicit transaction (as in PostgreSQL).
             try (PreparedStatement ps = c.prepareStatement("INSERT INTO j_items (id, name) VALUES (?, 'x')")) {
                 for (long id : new long[] {200, 1, 201}) {
                     ps.setLong(1, id);
@@ -158,6 +158,7 @@ public class Main {
                 expectEq("23505", e.getSQLState());
             }
             expectEq(0L, count(c, "id = 201"));
+            expectEq(0L, count(c, "id = 200"));
         });
         CHECKS.put("procedure", c -> {
             try (Statement st = c.createStatement()) {
