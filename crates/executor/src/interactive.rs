@@ -183,8 +183,20 @@ impl Database {
         stop: StopFlag,
         here: bool,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        // A statement whose key pins one partition sees only that partition: earlier
+        // writes pinned to another one cannot change what it gives, and are left out (they
+        // are checked at COMMIT), so the probe stays at one partition.
+        let partitions = self.shared().config.partitions;
+        let pinned = match stmt.prepared().route(&params, partitions) {
+            Route::Single(p) => Some(p),
+            _ => None,
+        };
+        let elsewhere = |s: &TxnStatement| {
+            pinned.is_some_and(|p| matches!(s.stmt.prepared().route(&s.params, partitions), Route::Single(q) if q != p))
+        };
         let mut all: Vec<(&AdHoc, Vec<Value>, Option<u64>)> = before
             .iter()
+            .filter(|s| !elsewhere(s))
             .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
             .collect();
         all.push((stmt, params, None));
