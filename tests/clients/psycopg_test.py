@@ -284,6 +284,27 @@ def executemany_is_one_implicit_transaction(conn):
 
 
 @check
+def server_side_cursor(conn):
+    # A named cursor is DECLARE ... CURSOR, read with FETCH FORWARD n (psycopg's default
+    # mode: inside the transaction it opens).
+    with psycopg.connect(DSN) as c:
+        c.execute("DROP TABLE IF EXISTS py_cur")
+        c.execute("CREATE TABLE py_cur (id BIGINT PRIMARY KEY, v TEXT)")
+        c.commit()  # (a block's schema change applies at its COMMIT)
+        c.execute("INSERT INTO py_cur VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
+        c.commit()
+        with c.cursor(name="py_big") as cur:
+            cur.itersize = 2
+            cur.execute("SELECT id, v FROM py_cur WHERE id >= %s ORDER BY id", (2,))
+            assert cur.fetchone() == (2, "b")
+            assert cur.fetchmany(2) == [(3, "c"), (4, "d")]
+            assert cur.fetchall() == [(5, "e")]
+        c.commit()
+        c.execute("DROP TABLE py_cur")
+        c.commit()
+
+
+@check
 def many_connections_see_the_same_data(conn):
     others = [connect() for _ in range(4)]
     try:

@@ -124,6 +124,101 @@ impl CallCommand {
     }
 }
 
+/// A cursor's name as written: folded to lower case unless quoted.
+fn cursor_name(s: &str) -> String {
+    match s.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None => s.to_ascii_lowercase(),
+    }
+}
+
+fn ident_name(i: &ast::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_ascii_lowercase()
+    }
+}
+
+/// `DECLARE name ... CURSOR ... FOR query`.
+fn declare(db: &Database, stmts: &[ast::Declare]) -> PgWireResult<Command> {
+    let [d] = stmts else {
+        return Err(client_error("42601", "DECLARE declares one cursor"));
+    };
+    let (Some(query), [name]) = (&d.for_query, d.names.as_slice()) else {
+        return Err(client_error(
+            "0A000",
+            "DECLARE is supported for cursors: DECLARE name CURSOR FOR query",
+        ));
+    };
+    if d.scroll == Some(true) {
+        return Err(client_error(
+            "0A000",
+            "SCROLL cursors are not supported (cursors move forward only)",
+        ));
+    }
+    let stmt = Statement::Query(query.clone());
+    let text = stmt.to_string();
+    let cmd = classify(db, &stmt, &text)?;
+    if !matches!(&cmd, Command::Dml(d) if d.read_only) {
+        return Err(client_error("0A000", "a cursor reads a query (SELECT)"));
+    }
+    Ok(Command::Declare {
+        name: ident_name(name),
+        query: Arc::new(cmd),
+        hold: d.hold == Some(true),
+    })
+}
+
+/// How many rows a FETCH takes (None: all); backward directions are refused.
+fn fetch_count(direction: &ast::FetchDirection) -> PgWireResult<Option<u64>> {
+    use sqlparser::ast::FetchDirection as D;
+    let number = |v: &ast::ValueWithSpan| match &v.value {
+        ast::Value::Number(n, _) => n
+            .parse::<u64>()
+            .map_err(|_| client_error("0A000", format!("FETCH {n}: only forward counts are supported"))),
+        other => Err(client_error("42601", format!("FETCH count {other}"))),
+    };
+    match direction {
+        D::Next => Ok(Some(1)),
+        D::Count { limit } => number(limit).map(Some),
+        D::Forward { limit: Some(l) } => number(l).map(Some),
+        D::Forward { limit: None } => Ok(Some(1)),
+        D::All | D::ForwardAll => Ok(None),
+        other => Err(client_error(
+            "0A000",
+            format!("FETCH {other}: cursors move forward only (FETCH [FORWARD] n, NEXT, ALL)"),
+        )),
+    }
+}
+
+/// `MOVE [FORWARD] [n | ALL | NEXT] [FROM | IN] name`.
+fn parse_move(sql: &str) -> PgWireResult<Command> {
+    let words: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().skip(1).collect();
+    let bad = || client_error("42601", format!("syntax error: {}", sql.trim()));
+    let (name, rest) = words.split_last().ok_or_else(bad)?;
+    let mut rest: Vec<String> = rest.iter().map(|w| w.to_ascii_uppercase()).collect();
+    if matches!(rest.last().map(String::as_str), Some("FROM" | "IN")) {
+        rest.pop();
+    }
+    let count = match rest.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] | ["NEXT"] | ["FORWARD"] => Some(1),
+        ["ALL"] | ["FORWARD", "ALL"] => None,
+        [n] | ["FORWARD", n] => Some(n.parse::<u64>().map_err(|_| {
+            client_error(
+                "0A000",
+                format!("MOVE {n}: cursors move forward only (MOVE [FORWARD] n, NEXT, ALL)"),
+            )
+        })?),
+        _ => return Err(bad()),
+    };
+    Ok(Command::Fetch {
+        name: cursor_name(name),
+        count,
+        moving: true,
+    })
+}
+
 /// An argument of EXECUTE: a constant, as it is written (None: NULL).
 pub type ExecuteArg = Option<(permafrost_sql::shape::ConstantKind, String)>;
 
@@ -171,9 +266,23 @@ pub enum Command {
     /// `EXECUTE name [(constants)]`: runs a statement PREPAREd by name.
     Execute { name: String, args: Vec<ExecuteArg> },
     /// A statement that releases what this server never holds, with its command tag:
-    /// `CLOSE ALL` (there are no cursors), `UNLISTEN` (nothing listens). Poolers and
-    /// drivers send them to clean a connection.
+    /// `UNLISTEN` (nothing listens). Poolers and drivers send it to clean a connection.
     Release(&'static str),
+    /// `DECLARE name [BINARY] [NO SCROLL] CURSOR [WITH[OUT] HOLD] FOR query`: the query runs
+    /// now (inside the block, as its statements do) and its rows wait for FETCH.
+    Declare {
+        name: String,
+        query: Arc<Command>,
+        hold: bool,
+    },
+    /// `FETCH` / `MOVE [FORWARD] [n | ALL | NEXT] [FROM | IN] name` (`count` None: all).
+    Fetch {
+        name: String,
+        count: Option<u64>,
+        moving: bool,
+    },
+    /// `CLOSE name` / `CLOSE ALL` (None).
+    CloseCursor(Option<String>),
     /// `SELECT version()`.
     Version,
     /// `BEGIN` / `START TRANSACTION`: opens an interactive transaction (crate::txn).
@@ -218,6 +327,7 @@ impl Command {
             Command::Set(_)
                 | Command::SetConfig(_)
                 | Command::Prepare { .. }
+                | Command::CloseCursor(_)
                 | Command::Show(_)
                 | Command::ShowAll
                 | Command::Discard(_)
@@ -241,6 +351,7 @@ impl Command {
             Command::Call(c) => c.params.clone(),
             // As the text compares them, else text (crate::syscat).
             Command::System(q) => q.params.clone(),
+            Command::Declare { query, .. } => query.param_types(),
             _ => Vec::new(),
         }
     }
@@ -304,21 +415,17 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
     let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => return crate::session_settings::parse(sql).map(Command::Set),
-        "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::Release("CLOSE CURSOR ALL")),
+        "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::CloseCursor(None)),
         "CLOSE" if words.len() == 2 => {
             let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
-            return Err(client_error("34000", format!("cursor \"{name}\" does not exist")));
+            return Ok(Command::CloseCursor(Some(cursor_name(name))));
         }
+        "MOVE" => return parse_move(sql),
         "UNLISTEN" if words.len() == 2 => return Ok(Command::Release("UNLISTEN")),
         "LISTEN" | "NOTIFY" => {
             return Err(client_error("0A000", "LISTEN and NOTIFY are not supported"));
         }
-        "DECLARE" | "FETCH" | "MOVE" => {
-            return Err(client_error(
-                "0A000",
-                "cursors (DECLARE, FETCH, MOVE) are not supported yet",
-            ));
-        }
+
         "DISCARD" => {
             return match words.get(1).map(String::as_str) {
                 Some("ALL") if words.len() == 2 => Ok(Command::Discard(true)),
@@ -381,6 +488,19 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         return Ok(Command::SetConfig(set));
     }
     match &stmt {
+        Statement::Declare { stmts } => return declare(db, stmts),
+        Statement::Fetch {
+            name,
+            direction,
+            into: None,
+            ..
+        } => {
+            return Ok(Command::Fetch {
+                name: ident_name(name),
+                count: fetch_count(direction)?,
+                moving: false,
+            });
+        }
         Statement::Prepare {
             name,
             data_types,
@@ -738,14 +858,16 @@ pub struct Parser {
 impl QueryParser for Parser {
     type Statement = Command;
 
-    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Command>>
+    async fn parse_sql<C>(&self, client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Command>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         let texts = permafrost_sql::script::split(sql).map_err(sql_error)?;
         match texts.as_slice() {
             [] => Ok(None),
-            [one] => classify_text(&self.db, one).map(Some),
+            [one] => classify_text(&self.db, one)
+                .map(Some)
+                .map_err(|e| crate::txn::explain_pending_ddl(&crate::txn::of(client), e)),
             _ => Err(client_error(
                 "42601",
                 "cannot insert multiple commands into a prepared statement",

@@ -25,7 +25,8 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::CommandComplete;
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
@@ -115,6 +116,47 @@ impl SqlPrepared {
 
 fn sql_prepared<C: ClientInfo>(client: &C) -> Arc<SqlPrepared> {
     client.session_extensions().get_or_insert_with(SqlPrepared::default)
+}
+
+/// A cursor: its query's rows (as sent, in text), waiting for FETCH.
+struct Cursor {
+    schema: Arc<Vec<pgwire::api::results::FieldInfo>>,
+    rows: std::collections::VecDeque<pgwire::messages::data::DataRow>,
+    /// WITH HOLD: it outlives its block.
+    hold: bool,
+    /// The block it was declared in (`txn::Open::id`); 0 outside one.
+    block: u64,
+}
+
+/// A connection's cursors by name.
+#[derive(Default)]
+struct Cursors(std::sync::Mutex<std::collections::HashMap<String, Cursor>>);
+
+impl Cursors {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Cursor>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops the cursors of blocks that have ended (those without HOLD).
+    fn prune(&self, current: Option<u64>) {
+        self.lock().retain(|_, c| c.hold || Some(c.block) == current);
+    }
+}
+
+fn cursors<C: ClientInfo>(client: &C) -> Arc<Cursors> {
+    client.session_extensions().get_or_insert_with(Cursors::default)
+}
+
+/// The block the connection is in, if any.
+fn current_block(cell: &txn::Cell) -> Option<u64> {
+    match &*txn::lock(cell) {
+        txn::State::Open(o) | txn::State::Failed(o) => Some(o.id),
+        txn::State::Idle => None,
+    }
+}
+
+fn no_cursor(name: &str) -> PgWireError {
+    client_error("34000", format!("cursor \"{name}\" does not exist"))
 }
 
 /// Runs a statement's future, stopped by a cancel request, the statement timeout or the
@@ -354,6 +396,75 @@ impl Backend {
                     warn(client, "25P01", "there is no transaction in progress").await?;
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+            }
+            Command::Declare { name, query, hold } => {
+                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
+                    return Err(txn::aborted());
+                }
+                let block = current_block(&cell);
+                let all = cursors(client);
+                all.prune(block);
+                let r = async {
+                    if block.is_none() && !*hold {
+                        return Err(client_error(
+                            "25P01",
+                            "DECLARE CURSOR can only be used in transaction blocks",
+                        ));
+                    }
+                    if all.lock().contains_key(name) {
+                        return Err(client_error("42P03", format!("cursor \"{name}\" already exists")));
+                    }
+                    let resp =
+                        Box::pin(self.run_in_session(client, query, params, &Format::UnifiedText, cancel)).await?;
+                    let Response::Query(mut q) = resp else {
+                        return Err(client_error("XX000", "internal error: a cursor's query gave no rows"));
+                    };
+                    let mut rows = std::collections::VecDeque::new();
+                    while let Some(row) = futures::StreamExt::next(&mut q.data_rows).await {
+                        rows.push_back(row?);
+                    }
+                    all.lock().insert(
+                        name.clone(),
+                        Cursor {
+                            schema: q.row_schema.clone(),
+                            rows,
+                            hold: *hold,
+                            block: block.unwrap_or(0),
+                        },
+                    );
+                    Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
+                }
+                .await;
+                if r.is_err() {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r
+            }
+            Command::Fetch { name, count, moving } => {
+                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
+                    return Err(txn::aborted());
+                }
+                let all = cursors(client);
+                all.prune(current_block(&cell));
+                let taken = {
+                    let mut map = all.lock();
+                    map.get_mut(name).map(|c| {
+                        let n = count.map_or(c.rows.len(), |n| (n as usize).min(c.rows.len()));
+                        (c.schema.clone(), c.rows.drain(..n).collect::<Vec<_>>())
+                    })
+                };
+                let Some((schema, rows)) = taken else {
+                    txn::fail(&mut txn::lock(&cell));
+                    return Err(no_cursor(name));
+                };
+                if *moving {
+                    return Ok(Response::Execution(Tag::new("MOVE").with_rows(rows.len())));
+                }
+                // (The library appends the row count: FETCH n.)
+                let mut q =
+                    pgwire::api::results::QueryResponse::new(schema, futures::stream::iter(rows.into_iter().map(Ok)));
+                q.set_command_tag("FETCH");
+                Ok(Response::Query(q))
             }
             Command::Execute { name, args } => {
                 if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
@@ -603,6 +714,7 @@ impl Backend {
                     }
                     prepared_names(client).drop_all();
                     sql_prepared(client).lock().clear();
+                    cursors(client).lock().clear();
                 }
                 for name in session.reset_all() {
                     let s = settings::setting(name).expect("a setting");
@@ -651,6 +763,18 @@ impl Backend {
             }
             Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
             Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::CloseCursor(None) => {
+                cursors(client).lock().clear();
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
+            }
+            Command::CloseCursor(Some(name)) => {
+                let all = cursors(client);
+                all.prune(current_block(cell));
+                if all.lock().remove(name).is_none() {
+                    return Err(no_cursor(name));
+                }
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
             Command::Deallocate(None) => {
                 prepared_names(client).drop_all();
                 sql_prepared(client).lock().clear();
@@ -938,6 +1062,9 @@ impl Backend {
             | Command::SetConfig(_)
             | Command::Prepare { .. }
             | Command::Execute { .. }
+            | Command::Declare { .. }
+            | Command::Fetch { .. }
+            | Command::CloseCursor(_)
             | Command::Show(_)
             | Command::ShowAll
             | Command::Discard(_)
@@ -1187,6 +1314,7 @@ impl SimpleQueryHandler for Backend {
                     // An error inside a transaction block aborts it; in an aborted block
                     // every statement is refused as such.
                     let cell = txn::of(client);
+                    let e = txn::explain_pending_ddl(&cell, e);
                     let mut st = txn::lock(&cell);
                     match *st {
                         txn::State::Open(_) => {
@@ -1260,6 +1388,24 @@ impl ExtendedQueryHandler for Backend {
                     return send_describe_response(client, &DescribePortalResponse::no_data()).await;
                 }
                 return send_describe_response(client, &described).await;
+            }
+        }
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
+            // A FETCH's rows are its cursor's; a DECLAREd cursor is a portal by its name
+            // (psycopg describes its server-side cursors so).
+            let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+            let cursor = match client.portal_store().get_portal(name) {
+                Some(pgwire::api::store::Entry::Value(p)) => match &p.statement.statement {
+                    Command::Fetch {
+                        name, moving: false, ..
+                    } => Some(name.clone()),
+                    _ => None,
+                },
+                _ => Some(name.to_string()),
+            };
+            let schema = cursor.and_then(|c| cursors(client).lock().get(&c).map(|c| c.schema.clone()));
+            if let Some(schema) = schema {
+                return send_describe_response(client, &DescribePortalResponse::new((*schema).clone())).await;
             }
         }
         self._on_describe(client, message).await

@@ -50,6 +50,8 @@ pub(crate) enum State {
 
 /// An open transaction block.
 pub(crate) struct Open {
+    /// Which block of the server it is (cursors declared in it live as long as it does).
+    pub id: u64,
     /// `now()` inside it (its start), microseconds since the epoch.
     pub now: i64,
     pub read_only: bool,
@@ -73,7 +75,9 @@ impl Open {
     }
 
     pub(crate) fn new(read_only: bool) -> Open {
+        static BLOCKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Open {
+            id: BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             now: now_micros(),
             read_only,
             statements: Vec::new(),
@@ -110,6 +114,23 @@ impl GroupGoesOn {
 
 pub(crate) fn group_goes_on<C: ClientInfo>(client: &C) -> Arc<GroupGoesOn> {
     client.session_extensions().get_or_insert_with(GroupGoesOn::default)
+}
+
+/// An error planning a statement inside a block whose schema changes wait for COMMIT:
+/// a relation that does not exist yet is named as such (it may be one the block creates).
+pub(crate) fn explain_pending_ddl(cell: &Cell, e: PgWireError) -> PgWireError {
+    let pending = matches!(&*lock(cell), State::Open(o) if !o.ddl.is_empty());
+    match &e {
+        PgWireError::UserError(info) if pending && info.code == "42P01" => client_error(
+            "0A000",
+            format!(
+                "{}: this transaction block's schema changes apply at its COMMIT, and until then \
+                 its statements see the schema before them (COMMIT the schema change first)",
+                info.message
+            ),
+        ),
+        _ => e,
+    }
 }
 
 /// Whether, in the bytes after an Execute, another Execute comes before a Sync (or no Sync

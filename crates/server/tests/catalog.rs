@@ -260,6 +260,14 @@ async fn schema_changes_in_a_block_apply_at_commit_all_or_none() {
     assert_eq!(code(&e), "0A000", "{e}");
     c.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(rows(&c, "SELECT id FROM b").await.len(), 1);
+    // A table the block creates cannot be used before COMMIT, and the error says why.
+    c.batch_execute("BEGIN; CREATE TABLE e (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
+    let e = c.batch_execute("INSERT INTO e VALUES (1)").await.unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    assert!(e.as_db_error().unwrap().message().contains("COMMIT"), "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
     // A block that has written may not change the schema.
     c.batch_execute("BEGIN; INSERT INTO a VALUES (2)").await.unwrap();
     let e = c
