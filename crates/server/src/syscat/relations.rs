@@ -240,6 +240,44 @@ pub struct Relation {
     pub rows: Vec<Vec<V>>,
 }
 
+impl Relation {
+    /// An empty relation with the columns PostgreSQL declares for it ([`PG_COLUMNS`]).
+    fn new(schema: &'static str, name: &'static str) -> Relation {
+        Relation {
+            schema,
+            name,
+            columns: columns_of(schema, name).to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row given as (column, value) pairs; the columns not given are NULL.
+    fn push(&mut self, values: Vec<(&'static str, V)>) {
+        debug_assert!(
+            values.iter().all(|(n, _)| self.columns.iter().any(|(c, _)| c == n)),
+            "a column {}.{} does not have: {:?}",
+            self.schema,
+            self.name,
+            values.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        );
+        let row = self
+            .columns
+            .iter()
+            .map(|(c, _)| values.iter().find(|(n, _)| n == c).map_or(NULL, |(_, v)| v.clone()))
+            .collect();
+        self.rows.push(row);
+    }
+}
+
+/// The columns of a catalog relation, as PostgreSQL declares them (none for one it does
+/// not have).
+fn columns_of(schema: &str, name: &str) -> &'static [(&'static str, &'static str)] {
+    PG_COLUMNS
+        .iter()
+        .find(|(s, n, _)| *s == schema && *n == name)
+        .map_or(&[], |(_, _, c)| c)
+}
+
 /// What the catalog functions (`pg_get_indexdef`, `format_type` ...) read, by object.
 #[derive(Default)]
 pub struct Objects {
@@ -388,70 +426,65 @@ pub type Procedures = Vec<(String, Vec<(String, DataType)>)>;
 /// Every relation of the system catalog with its rows, and the objects by id.
 pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &SessionInfo) -> (Vec<Relation>, Objects) {
     let mut objects = Objects::default();
-    let rel = |name: &'static str, columns: &'static [(&'static str, &'static str)]| Relation {
-        schema: "pg_catalog",
-        name,
-        columns: columns.to_vec(),
-        rows: Vec::new(),
-    };
-    let info = |name: &'static str, columns: &'static [(&'static str, &'static str)]| Relation {
-        schema: "information_schema",
-        name,
-        columns: columns.to_vec(),
-        rows: Vec::new(),
-    };
-    let mut namespace = rel("pg_namespace", PG_NAMESPACE);
+    let rel = |name: &'static str| Relation::new("pg_catalog", name);
+    let info = |name: &'static str| Relation::new("information_schema", name);
+    let mut namespace = rel("pg_namespace");
     for (oid, name) in [
         (NS_PG_CATALOG, "pg_catalog"),
         (NS_PUBLIC, "public"),
         (NS_INFORMATION_SCHEMA, "information_schema"),
     ] {
-        namespace.rows.push(vec![i(oid), s(name), i(ROLE_OID), NULL]);
+        namespace.push(vec![
+            ("oid", i(oid)),
+            ("nspname", s(name)),
+            ("nspowner", i(ROLE_OID)),
+            ("nspacl", NULL),
+        ]);
     }
-    let mut class = rel("pg_class", PG_CLASS);
-    let mut attribute = rel("pg_attribute", PG_ATTRIBUTE);
-    let mut index = rel("pg_index", PG_INDEX);
-    let mut constraint = rel("pg_constraint", PG_CONSTRAINT);
-    let mut attrdef = rel("pg_attrdef", PG_ATTRDEF);
-    let mut sequence = rel("pg_sequence", PG_SEQUENCE);
-    let mut info_tables = info("tables", INFO_TABLES);
-    let mut info_columns = info("columns", INFO_COLUMNS);
-    let mut info_constraints = info("table_constraints", INFO_TABLE_CONSTRAINTS);
-    let mut info_keys = info("key_column_usage", INFO_KEY_COLUMN_USAGE);
+    let mut class = rel("pg_class");
+    let mut attribute = rel("pg_attribute");
+    let mut index = rel("pg_index");
+    let mut constraint = rel("pg_constraint");
+    let mut attrdef = rel("pg_attrdef");
+    let mut sequence = rel("pg_sequence");
+    let mut info_tables = info("tables");
+    let mut info_columns = info("columns");
+    let mut info_constraints = info("table_constraints");
+    let mut info_keys = info("key_column_usage");
     let db = session.database.as_str();
     let class_row = |oid: i64, name: &str, kind: &str, am: i64, natts: usize, has_index: bool, options: V| {
         vec![
-            i(oid),
-            s(name),
-            i(NS_PUBLIC),
-            i(0),
-            i(0),
-            i(ROLE_OID),
-            i(am),
-            i(oid),
-            i(0),
-            i(0),
-            V::Real(-1.0),
-            i(0),
-            i(0),
-            b(has_index),
-            b(false),
-            s("p"),
-            s(kind),
-            i(natts as i64),
-            i(0),
-            b(false),
-            b(false),
-            b(false),
-            b(false),
-            b(false),
-            b(true),
-            s("d"),
-            b(false),
-            i(0),
-            NULL,
-            options,
-            NULL,
+            ("oid", i(oid)),
+            ("relname", s(name)),
+            ("relnamespace", i(NS_PUBLIC)),
+            ("reltype", i(0)),
+            ("reloftype", i(0)),
+            ("relowner", i(ROLE_OID)),
+            ("relam", i(am)),
+            ("relfilenode", i(oid)),
+            ("reltablespace", i(0)),
+            ("relpages", i(0)),
+            ("reltuples", V::Real(-1.0)),
+            ("relallvisible", i(0)),
+            ("reltoastrelid", i(0)),
+            ("relhasindex", b(has_index)),
+            ("relisshared", b(false)),
+            ("relpersistence", s("p")),
+            ("relkind", s(kind)),
+            ("relnatts", i(natts as i64)),
+            ("relchecks", i(0)),
+            ("relhasrules", b(false)),
+            ("relhastriggers", b(false)),
+            ("relhassubclass", b(false)),
+            ("relrowsecurity", b(false)),
+            ("relforcerowsecurity", b(false)),
+            ("relispopulated", b(true)),
+            ("relreplident", s("d")),
+            ("relispartition", b(false)),
+            ("relrewrite", i(0)),
+            ("relacl", NULL),
+            ("reloptions", options),
+            ("relpartbound", NULL),
         ]
     };
     for t in tables {
@@ -466,7 +499,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
             ),
             format!("evictable={}", t.evictable),
         ]);
-        class.rows.push(class_row(
+        class.push(class_row(
             oid,
             &t.name,
             "r",
@@ -475,49 +508,52 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
             !t.indexes.is_empty(),
             options,
         ));
-        info_tables.rows.push(vec![
-            s(db),
-            s("public"),
-            s(t.name.clone()),
-            s("BASE TABLE"),
-            NULL,
-            NULL,
-            NULL,
-            NULL,
-            NULL,
-            s("YES"),
-            s("NO"),
-            NULL,
+        info_tables.push(vec![
+            ("table_catalog", s(db)),
+            ("table_schema", s("public")),
+            ("table_name", s(t.name.clone())),
+            ("table_type", s("BASE TABLE")),
+            ("self_referencing_column_name", NULL),
+            ("reference_generation", NULL),
+            ("user_defined_type_catalog", NULL),
+            ("user_defined_type_schema", NULL),
+            ("user_defined_type_name", NULL),
+            ("is_insertable_into", s("YES")),
+            ("is_typed", s("NO")),
+            ("commit_action", NULL),
         ]);
         for (n, c) in t.columns.iter().enumerate() {
             let num = n as i64 + 1;
             let default = default_expr(t, n);
-            attribute.rows.push(vec![
-                i(oid),
-                s(c.name.clone()),
-                i(type_oid(&c.ty)),
-                i(attlen(&c.ty)),
-                i(num),
-                i(0),
-                i(typmod(&c.ty)),
-                b(attlen(&c.ty) > 0),
-                b(!c.nullable),
-                b(default.is_some()),
-                s(""),
-                s(""),
-                b(false),
-                b(true),
-                i(0),
-                i(if matches!(c.ty, DataType::Varchar(_)) { 100 } else { 0 }),
-                NULL,
-                s(storage(&c.ty)),
+            attribute.push(vec![
+                ("attrelid", i(oid)),
+                ("attname", s(c.name.clone())),
+                ("atttypid", i(type_oid(&c.ty))),
+                ("attlen", i(attlen(&c.ty))),
+                ("attnum", i(num)),
+                ("attndims", i(0)),
+                ("atttypmod", i(typmod(&c.ty))),
+                ("attbyval", b(attlen(&c.ty) > 0)),
+                ("attnotnull", b(!c.nullable)),
+                ("atthasdef", b(default.is_some())),
+                ("attidentity", s("")),
+                ("attgenerated", s("")),
+                ("attisdropped", b(false)),
+                ("attislocal", b(true)),
+                ("attinhcount", i(0)),
+                (
+                    "attcollation",
+                    i(if matches!(c.ty, DataType::Varchar(_)) { 100 } else { 0 }),
+                ),
+                ("attoptions", NULL),
+                ("attstorage", s(storage(&c.ty))),
             ]);
             if let Some(d) = &default {
-                attrdef.rows.push(vec![
-                    i(ATTRDEF_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64),
-                    i(oid),
-                    i(num),
-                    s(d.clone()),
+                attrdef.push(vec![
+                    ("oid", i(ATTRDEF_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64)),
+                    ("adrelid", i(oid)),
+                    ("adnum", i(num)),
+                    ("adbin", s(d.clone())),
                 ]);
             }
             if c.default == Some(ColumnDefault::Sequence) {
@@ -528,10 +564,17 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
                 objects
                     .serial
                     .insert((t.name.clone(), c.name.clone()), format!("public.{name}"));
-                class.rows.push(class_row(seq_oid, &name, "S", 0, 3, false, NULL));
-                sequence
-                    .rows
-                    .push(vec![i(seq_oid), i(20), i(1), i(1), i(i64::MAX), i(1), i(1), b(false)]);
+                class.push(class_row(seq_oid, &name, "S", 0, 3, false, NULL));
+                sequence.push(vec![
+                    ("seqrelid", i(seq_oid)),
+                    ("seqtypid", i(20)),
+                    ("seqstart", i(1)),
+                    ("seqincrement", i(1)),
+                    ("seqmax", i(i64::MAX)),
+                    ("seqmin", i(1)),
+                    ("seqcache", i(1)),
+                    ("seqcycle", b(false)),
+                ]);
             }
             let (precision, radix, scale) = match c.ty {
                 DataType::SmallInt => (i(16), i(2), i(0)),
@@ -548,28 +591,31 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
                 DataType::Varchar(Some(n)) => i(n.into()),
                 _ => NULL,
             };
-            info_columns.rows.push(vec![
-                s(db),
-                s("public"),
-                s(t.name.clone()),
-                s(c.name.clone()),
-                i(num),
-                default.clone().map_or(NULL, s),
-                s(if c.nullable { "YES" } else { "NO" }),
-                s(info_data_type(&c.ty)),
-                length,
-                precision,
-                radix,
-                scale,
-                if c.ty == DataType::Timestamp { i(6) } else { NULL },
-                s(db),
-                s("pg_catalog"),
-                s(udt_name(&c.ty)),
-                s("NO"),
-                NULL,
-                s("NEVER"),
-                NULL,
-                s("YES"),
+            info_columns.push(vec![
+                ("table_catalog", s(db)),
+                ("table_schema", s("public")),
+                ("table_name", s(t.name.clone())),
+                ("column_name", s(c.name.clone())),
+                ("ordinal_position", i(num)),
+                ("column_default", default.clone().map_or(NULL, s)),
+                ("is_nullable", s(if c.nullable { "YES" } else { "NO" })),
+                ("data_type", s(info_data_type(&c.ty))),
+                ("character_maximum_length", length),
+                ("numeric_precision", precision),
+                ("numeric_precision_radix", radix),
+                ("numeric_scale", scale),
+                (
+                    "datetime_precision",
+                    if c.ty == DataType::Timestamp { i(6) } else { NULL },
+                ),
+                ("udt_catalog", s(db)),
+                ("udt_schema", s("pg_catalog")),
+                ("udt_name", s(udt_name(&c.ty))),
+                ("is_identity", s("NO")),
+                ("identity_generation", NULL),
+                ("is_generated", s("NEVER")),
+                ("generation_expression", NULL),
+                ("is_updatable", s("YES")),
             ]);
         }
         for (n, ix) in t.indexes.iter().enumerate() {
@@ -578,7 +624,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
             objects.relation_oids.insert(ix.name.clone(), ioid);
             objects.relation_names.insert(ioid, ix.name.clone());
             objects.indexes.insert(ioid, (index_def(t, n), cols.clone()));
-            class.rows.push(class_row(
+            class.push(class_row(
                 ioid,
                 &ix.name,
                 "i",
@@ -589,25 +635,25 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
             ));
             for (k, &c) in ix.columns.iter().enumerate() {
                 let col = &t.columns[c];
-                attribute.rows.push(vec![
-                    i(ioid),
-                    s(col.name.clone()),
-                    i(type_oid(&col.ty)),
-                    i(attlen(&col.ty)),
-                    i(k as i64 + 1),
-                    i(0),
-                    i(typmod(&col.ty)),
-                    b(attlen(&col.ty) > 0),
-                    b(false),
-                    b(false),
-                    s(""),
-                    s(""),
-                    b(false),
-                    b(true),
-                    i(0),
-                    i(0),
-                    NULL,
-                    s(storage(&col.ty)),
+                attribute.push(vec![
+                    ("attrelid", i(ioid)),
+                    ("attname", s(col.name.clone())),
+                    ("atttypid", i(type_oid(&col.ty))),
+                    ("attlen", i(attlen(&col.ty))),
+                    ("attnum", i(k as i64 + 1)),
+                    ("attndims", i(0)),
+                    ("atttypmod", i(typmod(&col.ty))),
+                    ("attbyval", b(attlen(&col.ty) > 0)),
+                    ("attnotnull", b(false)),
+                    ("atthasdef", b(false)),
+                    ("attidentity", s("")),
+                    ("attgenerated", s("")),
+                    ("attisdropped", b(false)),
+                    ("attislocal", b(true)),
+                    ("attinhcount", i(0)),
+                    ("attcollation", i(0)),
+                    ("attoptions", NULL),
+                    ("attstorage", s(storage(&col.ty))),
                 ]);
             }
             let keys: Vec<i64> = ix.columns.iter().map(|&c| c as i64 + 1).collect();
@@ -617,28 +663,28 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
                 .iter()
                 .map(|&c| opclass_oid(ix.kind, type_oid(&t.columns[c].ty)))
                 .collect();
-            index.rows.push(vec![
-                i(ioid),
-                i(oid),
-                i(keys.len() as i64),
-                i(keys.len() as i64),
-                b(ix.unique),
-                b(false),
-                b(ix.primary),
-                b(false),
-                b(true),
-                b(false),
-                b(true),
-                b(false),
-                b(true),
-                b(true),
-                b(false),
-                nums(&keys),
-                nums(&zeros),
-                nums(&classes),
-                nums(&zeros),
-                NULL,
-                NULL,
+            index.push(vec![
+                ("indexrelid", i(ioid)),
+                ("indrelid", i(oid)),
+                ("indnatts", i(keys.len() as i64)),
+                ("indnkeyatts", i(keys.len() as i64)),
+                ("indisunique", b(ix.unique)),
+                ("indnullsnotdistinct", b(false)),
+                ("indisprimary", b(ix.primary)),
+                ("indisexclusion", b(false)),
+                ("indimmediate", b(true)),
+                ("indisclustered", b(false)),
+                ("indisvalid", b(true)),
+                ("indcheckxmin", b(false)),
+                ("indisready", b(true)),
+                ("indislive", b(true)),
+                ("indisreplident", b(false)),
+                ("indkey", nums(&keys)),
+                ("indcollation", nums(&zeros)),
+                ("indclass", nums(&classes)),
+                ("indoption", nums(&zeros)),
+                ("indexprs", NULL),
+                ("indpred", NULL),
             ]);
             if ix.primary || ix.unique {
                 let coid = CONSTRAINT_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64;
@@ -650,59 +696,59 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
                 objects
                     .constraints
                     .insert(coid, format!("{word} ({})", cols.join(", ")));
-                constraint.rows.push(vec![
-                    i(coid),
-                    s(ix.name.clone()),
-                    i(NS_PUBLIC),
-                    s(kind),
-                    b(false),
-                    b(false),
-                    b(true),
-                    i(oid),
-                    i(0),
-                    i(ioid),
-                    i(0),
-                    i(0),
-                    s(" "),
-                    s(" "),
-                    s(" "),
-                    b(true),
-                    i(0),
-                    b(true),
-                    nums(&keys),
-                    NULL,
-                    NULL,
+                constraint.push(vec![
+                    ("oid", i(coid)),
+                    ("conname", s(ix.name.clone())),
+                    ("connamespace", i(NS_PUBLIC)),
+                    ("contype", s(kind)),
+                    ("condeferrable", b(false)),
+                    ("condeferred", b(false)),
+                    ("convalidated", b(true)),
+                    ("conrelid", i(oid)),
+                    ("contypid", i(0)),
+                    ("conindid", i(ioid)),
+                    ("conparentid", i(0)),
+                    ("confrelid", i(0)),
+                    ("confupdtype", s(" ")),
+                    ("confdeltype", s(" ")),
+                    ("confmatchtype", s(" ")),
+                    ("conislocal", b(true)),
+                    ("coninhcount", i(0)),
+                    ("connoinherit", b(true)),
+                    ("conkey", nums(&keys)),
+                    ("confkey", NULL),
+                    ("conbin", NULL),
                 ]);
-                info_constraints.rows.push(vec![
-                    s(db),
-                    s("public"),
-                    s(ix.name.clone()),
-                    s(db),
-                    s("public"),
-                    s(t.name.clone()),
-                    s(info),
-                    s("NO"),
-                    s("NO"),
-                    s("YES"),
-                    s("YES"),
+                info_constraints.push(vec![
+                    ("constraint_catalog", s(db)),
+                    ("constraint_schema", s("public")),
+                    ("constraint_name", s(ix.name.clone())),
+                    ("table_catalog", s(db)),
+                    ("table_schema", s("public")),
+                    ("table_name", s(t.name.clone())),
+                    ("constraint_type", s(info)),
+                    ("is_deferrable", s("NO")),
+                    ("initially_deferred", s("NO")),
+                    ("enforced", s("YES")),
+                    ("nulls_distinct", s("YES")),
                 ]);
                 for (k, c) in cols.iter().enumerate() {
-                    info_keys.rows.push(vec![
-                        s(db),
-                        s("public"),
-                        s(ix.name.clone()),
-                        s(db),
-                        s("public"),
-                        s(t.name.clone()),
-                        s(c.clone()),
-                        i(k as i64 + 1),
-                        NULL,
+                    info_keys.push(vec![
+                        ("constraint_catalog", s(db)),
+                        ("constraint_schema", s("public")),
+                        ("constraint_name", s(ix.name.clone())),
+                        ("table_catalog", s(db)),
+                        ("table_schema", s("public")),
+                        ("table_name", s(t.name.clone())),
+                        ("column_name", s(c.clone())),
+                        ("ordinal_position", i(k as i64 + 1)),
+                        ("position_in_unique_constraint", NULL),
                     ]);
                 }
             }
         }
     }
-    let mut proc = rel("pg_proc", PG_PROC);
+    let mut proc = rel("pg_proc");
     for (k, (name, args)) in procedures.iter().enumerate() {
         let oid = PROC_OID_BASE + k as i64;
         objects.procedures.insert(oid, name.clone());
@@ -710,125 +756,144 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         objects.procedure_args.insert(oid, shown.join(", "));
         let types: Vec<i64> = args.iter().map(|(_, t)| type_oid(t)).collect();
         let names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
-        proc.rows.push(vec![
-            i(oid),
-            s(name.clone()),
-            i(NS_PUBLIC),
-            i(ROLE_OID),
-            s("p"),
-            i(args.len() as i64),
-            i(0),
-            i(2278),
-            nums(&types),
-            strs(&names),
-            b(false),
+        proc.push(vec![
+            ("oid", i(oid)),
+            ("proname", s(name.clone())),
+            ("pronamespace", i(NS_PUBLIC)),
+            ("proowner", i(ROLE_OID)),
+            ("prokind", s("p")),
+            ("pronargs", i(args.len() as i64)),
+            ("pronargdefaults", i(0)),
+            ("prorettype", i(2278)),
+            ("proargtypes", nums(&types)),
+            ("proargnames", strs(&names)),
+            ("proretset", b(false)),
         ]);
     }
-    let mut ty_rel = rel("pg_type", PG_TYPE);
+    let mut ty_rel = rel("pg_type");
     for t in types() {
-        ty_rel.rows.push(vec![
-            i(t.oid),
-            s(t.name),
-            i(NS_PG_CATALOG),
-            i(ROLE_OID),
-            i(t.len),
-            b(t.len > 0 && t.len <= 8),
-            s(if t.category == "P" { "p" } else { "b" }),
-            s(t.category),
-            b(false),
-            b(true),
-            s(","),
-            i(0),
-            i(t.elem),
-            i(t.array),
-            i(0),
-            i(0),
-            b(false),
-            i(0),
-            i(-1),
-            i(0),
-            i(if matches!(t.name, "text" | "varchar" | "bpchar" | "name") {
-                100
-            } else {
-                0
-            }),
-            NULL,
+        ty_rel.push(vec![
+            ("oid", i(t.oid)),
+            ("typname", s(t.name)),
+            ("typnamespace", i(NS_PG_CATALOG)),
+            ("typowner", i(ROLE_OID)),
+            ("typlen", i(t.len)),
+            ("typbyval", b(t.len > 0 && t.len <= 8)),
+            ("typtype", s(if t.category == "P" { "p" } else { "b" })),
+            ("typcategory", s(t.category)),
+            ("typispreferred", b(false)),
+            ("typisdefined", b(true)),
+            ("typdelim", s(",")),
+            ("typrelid", i(0)),
+            ("typelem", i(t.elem)),
+            ("typarray", i(t.array)),
+            ("typinput", i(0)),
+            ("typoutput", i(0)),
+            ("typnotnull", b(false)),
+            ("typbasetype", i(0)),
+            ("typtypmod", i(-1)),
+            ("typndims", i(0)),
+            (
+                "typcollation",
+                i(if matches!(t.name, "text" | "varchar" | "bpchar" | "name") {
+                    100
+                } else {
+                    0
+                }),
+            ),
+            ("typdefault", NULL),
         ]);
     }
-    let mut database = rel("pg_database", PG_DATABASE);
-    database.rows.push(vec![
-        i(DATABASE_OID),
-        s(db),
-        i(ROLE_OID),
-        i(6),
-        s("c"),
-        b(false),
-        b(true),
-        i(-1),
-        s("C"),
-        s("C"),
-        NULL,
+    let mut database = rel("pg_database");
+    database.push(vec![
+        ("oid", i(DATABASE_OID)),
+        ("datname", s(db)),
+        ("datdba", i(ROLE_OID)),
+        ("encoding", i(6)),
+        ("datlocprovider", s("c")),
+        ("datistemplate", b(false)),
+        ("datallowconn", b(true)),
+        ("datconnlimit", i(-1)),
+        ("datcollate", s("C")),
+        ("datctype", s("C")),
+        ("datacl", NULL),
     ]);
-    let mut roles = rel("pg_roles", PG_ROLES);
-    roles.rows.push(vec![
-        i(ROLE_OID),
-        s(session.user.clone()),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(false),
-        i(-1),
-        s("********"),
-        NULL,
-        b(false),
-        NULL,
+    let mut roles = rel("pg_roles");
+    roles.push(vec![
+        ("oid", i(ROLE_OID)),
+        ("rolname", s(session.user.clone())),
+        ("rolsuper", b(true)),
+        ("rolinherit", b(true)),
+        ("rolcreaterole", b(true)),
+        ("rolcreatedb", b(true)),
+        ("rolcanlogin", b(true)),
+        ("rolreplication", b(false)),
+        ("rolconnlimit", i(-1)),
+        ("rolpassword", s("********")),
+        ("rolvaliduntil", NULL),
+        ("rolbypassrls", b(false)),
+        ("rolconfig", NULL),
     ]);
-    let mut settings = rel("pg_settings", PG_SETTINGS);
+    let mut settings = rel("pg_settings");
     for (name, value, description) in &session.settings {
-        settings.rows.push(vec![
-            s(name.clone()),
-            s(value.clone()),
-            NULL,
-            s(description.clone()),
-            s("user"),
-            s("string"),
+        settings.push(vec![
+            ("name", s(name.clone())),
+            ("setting", s(value.clone())),
+            ("unit", NULL),
+            ("short_desc", s(description.clone())),
+            ("context", s("user")),
+            ("vartype", s("string")),
         ]);
     }
-    let mut am = rel("pg_am", PG_AM);
+    let mut am = rel("pg_am");
     for (oid, name, kind) in [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HASH, "hash", "i")] {
-        am.rows.push(vec![i(oid), s(name), s(kind)]);
+        am.push(vec![("oid", i(oid)), ("amname", s(name)), ("amtype", s(kind))]);
     }
-    let mut collation = rel("pg_collation", PG_COLLATION);
+    let mut collation = rel("pg_collation");
     for (oid, name) in [(100, "default"), (950, "C"), (951, "POSIX")] {
-        collation
-            .rows
-            .push(vec![i(oid), s(name), i(NS_PG_CATALOG), s("c"), i(6), s("C"), s("C")]);
+        collation.push(vec![
+            ("oid", i(oid)),
+            ("collname", s(name)),
+            ("collnamespace", i(NS_PG_CATALOG)),
+            ("collprovider", s("c")),
+            ("collencoding", i(6)),
+            ("collcollate", s("C")),
+            ("collctype", s("C")),
+        ]);
     }
-    let mut opclass = rel("pg_opclass", PG_OPCLASS);
+    let mut opclass = rel("pg_opclass");
     for kind in [IndexKind::Ordered, IndexKind::Hash] {
         for t in [16, 17, 20, 21, 23, 25, 701, 1043, 1114, 1700] {
             let name = types().into_iter().find(|x| x.oid == t).map_or("", |x| x.name);
-            opclass.rows.push(vec![
-                i(opclass_oid(kind, t)),
-                i(am_oid(kind)),
-                s(format!("{name}_ops")),
-                i(NS_PG_CATALOG),
-                i(ROLE_OID),
-                i(t),
-                b(true),
-                i(0),
+            opclass.push(vec![
+                ("oid", i(opclass_oid(kind, t))),
+                ("opcmethod", i(am_oid(kind))),
+                ("opcname", s(format!("{name}_ops"))),
+                ("opcnamespace", i(NS_PG_CATALOG)),
+                ("opcowner", i(ROLE_OID)),
+                ("opcintype", i(t)),
+                ("opcdefault", b(true)),
+                ("opckeytype", i(0)),
             ]);
         }
     }
-    let mut tablespace = rel("pg_tablespace", PG_TABLESPACE);
-    tablespace.rows.push(vec![i(1663), s("pg_default"), i(ROLE_OID)]);
-    let mut schemata = info("schemata", INFO_SCHEMATA);
+    let mut tablespace = rel("pg_tablespace");
+    tablespace.push(vec![
+        ("oid", i(1663)),
+        ("spcname", s("pg_default")),
+        ("spcowner", i(ROLE_OID)),
+    ]);
+    let mut schemata = info("schemata");
     for ns in ["pg_catalog", "public", "information_schema"] {
-        schemata
-            .rows
-            .push(vec![s(db), s(ns), s(session.user.clone()), NULL, NULL, NULL, NULL]);
+        schemata.push(vec![
+            ("catalog_name", s(db)),
+            ("schema_name", s(ns)),
+            ("schema_owner", s(session.user.clone())),
+            ("default_character_set_catalog", NULL),
+            ("default_character_set_schema", NULL),
+            ("default_character_set_name", NULL),
+            ("sql_path", NULL),
+        ]);
     }
     // The catalog's own relations, so that `'pg_class'::regclass` names them.
     for (oid, name) in [(PG_CLASS_OID, "pg_class"), (PG_CONSTRAINT_OID, "pg_constraint")] {
@@ -858,36 +923,14 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         info_keys,
         schemata,
     ];
-    // Every column PostgreSQL declares: those not filled above are NULL.
-    for (schema, name, columns) in PG_COLUMNS {
-        if VIEWS.iter().any(|(n, _)| n == name) {
-            continue;
-        }
-        let r = match out.iter_mut().position(|r| r.schema == *schema && r.name == *name) {
-            Some(k) => &mut out[k],
-            None => {
-                out.push(Relation {
-                    schema,
-                    name,
-                    columns: Vec::new(),
-                    rows: Vec::new(),
-                });
-                out.last_mut().expect("just pushed")
-            }
-        };
-        for c in columns.iter() {
-            if !r.columns.iter().any(|(n, _)| n == &c.0) {
-                r.columns.push(*c);
-                for row in &mut r.rows {
-                    row.push(NULL);
-                }
-            }
+    // The relations of what does not exist here: empty.
+    for (schema, name, _) in PG_COLUMNS {
+        if !VIEWS.iter().any(|(n, _)| n == name) && !out.iter().any(|r| r.schema == *schema && r.name == *name) {
+            out.push(Relation::new(schema, name));
         }
     }
     (out, objects)
 }
-
-type Cols = &'static [(&'static str, &'static str)];
 
 /// Catalog views, defined over the relations above (their columns are typed as
 /// [`PG_COLUMNS`] says).
@@ -920,312 +963,6 @@ pub const VIEWS: &[(&str, &str)] = &[
          FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid \
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
     ),
-];
-
-const PG_NAMESPACE: Cols = &[
-    ("oid", "oid"),
-    ("nspname", "name"),
-    ("nspowner", "oid"),
-    ("nspacl", "_text"),
-];
-
-const PG_CLASS: Cols = &[
-    ("oid", "oid"),
-    ("relname", "name"),
-    ("relnamespace", "oid"),
-    ("reltype", "oid"),
-    ("reloftype", "oid"),
-    ("relowner", "oid"),
-    ("relam", "oid"),
-    ("relfilenode", "oid"),
-    ("reltablespace", "oid"),
-    ("relpages", "int4"),
-    ("reltuples", "float4"),
-    ("relallvisible", "int4"),
-    ("reltoastrelid", "oid"),
-    ("relhasindex", "bool"),
-    ("relisshared", "bool"),
-    ("relpersistence", "char"),
-    ("relkind", "char"),
-    ("relnatts", "int2"),
-    ("relchecks", "int2"),
-    ("relhasrules", "bool"),
-    ("relhastriggers", "bool"),
-    ("relhassubclass", "bool"),
-    ("relrowsecurity", "bool"),
-    ("relforcerowsecurity", "bool"),
-    ("relispopulated", "bool"),
-    ("relreplident", "char"),
-    ("relispartition", "bool"),
-    ("relrewrite", "oid"),
-    ("relacl", "_text"),
-    ("reloptions", "_text"),
-    ("relpartbound", "pg_node_tree"),
-];
-
-const PG_ATTRIBUTE: Cols = &[
-    ("attrelid", "oid"),
-    ("attname", "name"),
-    ("atttypid", "oid"),
-    ("attlen", "int2"),
-    ("attnum", "int2"),
-    ("attndims", "int4"),
-    ("atttypmod", "int4"),
-    ("attbyval", "bool"),
-    ("attnotnull", "bool"),
-    ("atthasdef", "bool"),
-    ("attidentity", "char"),
-    ("attgenerated", "char"),
-    ("attisdropped", "bool"),
-    ("attislocal", "bool"),
-    ("attinhcount", "int4"),
-    ("attcollation", "oid"),
-    ("attoptions", "_text"),
-    ("attstorage", "char"),
-];
-
-const PG_INDEX: Cols = &[
-    ("indexrelid", "oid"),
-    ("indrelid", "oid"),
-    ("indnatts", "int2"),
-    ("indnkeyatts", "int2"),
-    ("indisunique", "bool"),
-    ("indnullsnotdistinct", "bool"),
-    ("indisprimary", "bool"),
-    ("indisexclusion", "bool"),
-    ("indimmediate", "bool"),
-    ("indisclustered", "bool"),
-    ("indisvalid", "bool"),
-    ("indcheckxmin", "bool"),
-    ("indisready", "bool"),
-    ("indislive", "bool"),
-    ("indisreplident", "bool"),
-    ("indkey", "int2vector"),
-    ("indcollation", "oidvector"),
-    ("indclass", "oidvector"),
-    ("indoption", "int2vector"),
-    ("indexprs", "pg_node_tree"),
-    ("indpred", "pg_node_tree"),
-];
-
-const PG_CONSTRAINT: Cols = &[
-    ("oid", "oid"),
-    ("conname", "name"),
-    ("connamespace", "oid"),
-    ("contype", "char"),
-    ("condeferrable", "bool"),
-    ("condeferred", "bool"),
-    ("convalidated", "bool"),
-    ("conrelid", "oid"),
-    ("contypid", "oid"),
-    ("conindid", "oid"),
-    ("conparentid", "oid"),
-    ("confrelid", "oid"),
-    ("confupdtype", "char"),
-    ("confdeltype", "char"),
-    ("confmatchtype", "char"),
-    ("conislocal", "bool"),
-    ("coninhcount", "int4"),
-    ("connoinherit", "bool"),
-    ("conkey", "_int2"),
-    ("confkey", "_int2"),
-    ("conbin", "pg_node_tree"),
-];
-
-const PG_ATTRDEF: Cols = &[
-    ("oid", "oid"),
-    ("adrelid", "oid"),
-    ("adnum", "int2"),
-    ("adbin", "pg_node_tree"),
-];
-
-const PG_SEQUENCE: Cols = &[
-    ("seqrelid", "oid"),
-    ("seqtypid", "oid"),
-    ("seqstart", "int8"),
-    ("seqincrement", "int8"),
-    ("seqmax", "int8"),
-    ("seqmin", "int8"),
-    ("seqcache", "int8"),
-    ("seqcycle", "bool"),
-];
-
-const PG_PROC: Cols = &[
-    ("oid", "oid"),
-    ("proname", "name"),
-    ("pronamespace", "oid"),
-    ("proowner", "oid"),
-    ("prokind", "char"),
-    ("pronargs", "int2"),
-    ("pronargdefaults", "int2"),
-    ("prorettype", "oid"),
-    ("proargtypes", "oidvector"),
-    ("proargnames", "_text"),
-    ("proretset", "bool"),
-];
-
-const PG_TYPE: Cols = &[
-    ("oid", "oid"),
-    ("typname", "name"),
-    ("typnamespace", "oid"),
-    ("typowner", "oid"),
-    ("typlen", "int2"),
-    ("typbyval", "bool"),
-    ("typtype", "char"),
-    ("typcategory", "char"),
-    ("typispreferred", "bool"),
-    ("typisdefined", "bool"),
-    ("typdelim", "char"),
-    ("typrelid", "oid"),
-    ("typelem", "oid"),
-    ("typarray", "oid"),
-    ("typinput", "regproc"),
-    ("typoutput", "regproc"),
-    ("typnotnull", "bool"),
-    ("typbasetype", "oid"),
-    ("typtypmod", "int4"),
-    ("typndims", "int4"),
-    ("typcollation", "oid"),
-    ("typdefault", "text"),
-];
-
-const PG_DATABASE: Cols = &[
-    ("oid", "oid"),
-    ("datname", "name"),
-    ("datdba", "oid"),
-    ("encoding", "int4"),
-    ("datlocprovider", "char"),
-    ("datistemplate", "bool"),
-    ("datallowconn", "bool"),
-    ("datconnlimit", "int4"),
-    ("datcollate", "text"),
-    ("datctype", "text"),
-    ("datacl", "_text"),
-];
-
-const PG_ROLES: Cols = &[
-    ("oid", "oid"),
-    ("rolname", "name"),
-    ("rolsuper", "bool"),
-    ("rolinherit", "bool"),
-    ("rolcreaterole", "bool"),
-    ("rolcreatedb", "bool"),
-    ("rolcanlogin", "bool"),
-    ("rolreplication", "bool"),
-    ("rolconnlimit", "int4"),
-    ("rolpassword", "text"),
-    ("rolvaliduntil", "timestamp"),
-    ("rolbypassrls", "bool"),
-    ("rolconfig", "_text"),
-];
-
-const PG_SETTINGS: Cols = &[
-    ("name", "text"),
-    ("setting", "text"),
-    ("unit", "text"),
-    ("short_desc", "text"),
-    ("context", "text"),
-    ("vartype", "text"),
-];
-
-const PG_AM: Cols = &[("oid", "oid"), ("amname", "name"), ("amtype", "char")];
-
-const PG_COLLATION: Cols = &[
-    ("oid", "oid"),
-    ("collname", "name"),
-    ("collnamespace", "oid"),
-    ("collprovider", "char"),
-    ("collencoding", "int4"),
-    ("collcollate", "text"),
-    ("collctype", "text"),
-];
-
-const PG_OPCLASS: Cols = &[
-    ("oid", "oid"),
-    ("opcmethod", "oid"),
-    ("opcname", "name"),
-    ("opcnamespace", "oid"),
-    ("opcowner", "oid"),
-    ("opcintype", "oid"),
-    ("opcdefault", "bool"),
-    ("opckeytype", "oid"),
-];
-
-const PG_TABLESPACE: Cols = &[("oid", "oid"), ("spcname", "name"), ("spcowner", "oid")];
-
-const INFO_TABLES: Cols = &[
-    ("table_catalog", "name"),
-    ("table_schema", "name"),
-    ("table_name", "name"),
-    ("table_type", "text"),
-    ("self_referencing_column_name", "name"),
-    ("reference_generation", "text"),
-    ("user_defined_type_catalog", "name"),
-    ("user_defined_type_schema", "name"),
-    ("user_defined_type_name", "name"),
-    ("is_insertable_into", "text"),
-    ("is_typed", "text"),
-    ("commit_action", "text"),
-];
-
-const INFO_COLUMNS: Cols = &[
-    ("table_catalog", "name"),
-    ("table_schema", "name"),
-    ("table_name", "name"),
-    ("column_name", "name"),
-    ("ordinal_position", "int4"),
-    ("column_default", "text"),
-    ("is_nullable", "text"),
-    ("data_type", "text"),
-    ("character_maximum_length", "int4"),
-    ("numeric_precision", "int4"),
-    ("numeric_precision_radix", "int4"),
-    ("numeric_scale", "int4"),
-    ("datetime_precision", "int4"),
-    ("udt_catalog", "name"),
-    ("udt_schema", "name"),
-    ("udt_name", "name"),
-    ("is_identity", "text"),
-    ("identity_generation", "text"),
-    ("is_generated", "text"),
-    ("generation_expression", "text"),
-    ("is_updatable", "text"),
-];
-
-const INFO_TABLE_CONSTRAINTS: Cols = &[
-    ("constraint_catalog", "name"),
-    ("constraint_schema", "name"),
-    ("constraint_name", "name"),
-    ("table_catalog", "name"),
-    ("table_schema", "name"),
-    ("table_name", "name"),
-    ("constraint_type", "text"),
-    ("is_deferrable", "text"),
-    ("initially_deferred", "text"),
-    ("enforced", "text"),
-    ("nulls_distinct", "text"),
-];
-
-const INFO_KEY_COLUMN_USAGE: Cols = &[
-    ("constraint_catalog", "name"),
-    ("constraint_schema", "name"),
-    ("constraint_name", "name"),
-    ("table_catalog", "name"),
-    ("table_schema", "name"),
-    ("table_name", "name"),
-    ("column_name", "name"),
-    ("ordinal_position", "int4"),
-    ("position_in_unique_constraint", "int4"),
-];
-
-const INFO_SCHEMATA: Cols = &[
-    ("catalog_name", "name"),
-    ("schema_name", "name"),
-    ("schema_owner", "name"),
-    ("default_character_set_catalog", "name"),
-    ("default_character_set_schema", "name"),
-    ("default_character_set_name", "name"),
-    ("sql_path", "text"),
 ];
 
 #[cfg(test)]
