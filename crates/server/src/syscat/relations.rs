@@ -1,8 +1,8 @@
 //! The system catalog relations and their rows, built from Permafrost's own schema: the
 //! `pg_catalog` tables and `information_schema` views that drivers, ORMs and psql read.
 //!
-//! Each relation is declared once here, with its columns and their PostgreSQL types; the
-//! rows say what exists: the user's tables, their columns, indexes, keys and defaults, the
+//! Each relation has the columns PostgreSQL declares for it (`super::pg_columns`); its
+//! rows, given here by column name, say what exists: the user's tables, their columns, indexes, keys and defaults, the
 //! SQL-defined procedures, the session's settings, its role and database. Relations of
 //! things Permafrost does not have (triggers, policies, inheritance, publications ...)
 //! exist and are empty, which is the truth.
@@ -389,35 +389,15 @@ fn am_oid(k: IndexKind) -> i64 {
     }
 }
 
-/// The PostgreSQL name of a type for information_schema's `data_type`.
-fn info_data_type(ty: &DataType) -> &'static str {
-    match ty {
-        DataType::SmallInt => "smallint",
-        DataType::Integer => "integer",
-        DataType::BigInt => "bigint",
-        DataType::Double => "double precision",
-        DataType::Decimal { .. } => "numeric",
-        DataType::Varchar(Some(_)) => "character varying",
-        DataType::Varchar(None) => "text",
-        DataType::Timestamp => "timestamp without time zone",
-        DataType::Boolean => "boolean",
-        DataType::Bytea => "bytea",
-    }
+/// information_schema's `data_type` of a column type: its name without modifiers.
+fn info_data_type(ty: &DataType) -> String {
+    format_type(type_oid(ty), -1).unwrap_or_default()
 }
 
+/// information_schema's `udt_name`: the name in pg_type.
 fn udt_name(ty: &DataType) -> &'static str {
-    match ty {
-        DataType::SmallInt => "int2",
-        DataType::Integer => "int4",
-        DataType::BigInt => "int8",
-        DataType::Double => "float8",
-        DataType::Decimal { .. } => "numeric",
-        DataType::Varchar(Some(_)) => "varchar",
-        DataType::Varchar(None) => "text",
-        DataType::Timestamp => "timestamp",
-        DataType::Boolean => "bool",
-        DataType::Bytea => "bytea",
-    }
+    let oid = type_oid(ty);
+    types().into_iter().find(|t| t.oid == oid).map_or("", |t| t.name)
 }
 
 /// The procedures defined in SQL: name and argument (name, type) list.
