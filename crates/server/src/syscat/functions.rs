@@ -411,6 +411,14 @@ pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) 
     }
     let version = crate::command::version_text();
     conn.create_scalar_function("pf_version", 0, det, move |_| Ok(version.clone()))?;
+    define_session(conn, session)?;
+    define_strings(conn)
+}
+
+/// Defines the functions that answer for one session's connection: its backend pid and
+/// settings (defined again for each query of a cached catalog database).
+pub fn define_session(conn: &Connection, session: &SessionInfo) -> rusqlite::Result<()> {
+    let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     let pid = session.pid;
     conn.create_scalar_function("pf_pg_backend_pid", 0, det, move |_| Ok(pid))?;
     let settings = session.settings.clone();
@@ -429,6 +437,12 @@ pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) 
         }
         raise("42704", format!("unrecognized configuration parameter \"{name}\""))
     })?;
+    Ok(())
+}
+
+/// The string and array helpers.
+fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
+    let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function(
         "pf_quote_ident",
         1,

@@ -13,8 +13,8 @@
 //! `information_schema.x`, or an unqualified `pg_x` that is not a user table), or when it
 //! reads no relation at all and calls a catalog function the engine's SQL lacks
 //! (`current_database()`, `pg_backend_pid()` ...). A query that names both a catalog and a
-//! user table is refused (0A000). The catalog database is built for each query (it is
-//! small: a few rows per table, column and index); a query may not run longer than the
+//! user table is refused (0A000). A catalog database is kept for the next query of the same
+//! schema, procedures and role ([`checkout`]); a query may not run longer than the
 //! session's `statement_timeout`, and a cancel request stops it.
 
 mod functions;
@@ -253,9 +253,23 @@ fn error_of(e: rusqlite::Error) -> PgWireError {
 }
 
 /// The catalog's tables and procedures as the relations need them.
-fn build_db(db: &Database, session: &SessionInfo) -> PgWireResult<(Connection, Arc<relations::Objects>)> {
+/// A catalog database, kept for the next query of the same schema, procedures and role.
+struct Built {
+    catalog: Arc<Catalog>,
+    procedures: relations::Procedures,
+    user: String,
+    database: String,
+    conn: Connection,
+}
+
+/// Catalog databases kept between queries (their connections use them one at a time).
+static BUILT: std::sync::Mutex<Vec<Built>> = std::sync::Mutex::new(Vec::new());
+const KEPT: usize = 8;
+
+/// A catalog database for `session`'s query: a kept one if the schema is unchanged (with
+/// the session's settings and pid set again), else a new one.
+fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
     let catalog = db.catalog();
-    let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
     let procedures: relations::Procedures = db
         .procedure_names()
         .into_iter()
@@ -264,7 +278,66 @@ fn build_db(db: &Database, session: &SessionInfo) -> PgWireResult<(Connection, A
             Some((n, sig))
         })
         .collect();
-    let (rels, objects) = relations::build(&tables, &procedures, session);
+    let kept = {
+        let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+        built
+            .iter()
+            .position(|b| {
+                Arc::ptr_eq(&b.catalog, &catalog)
+                    && b.procedures == procedures
+                    && b.user == session.user
+                    && b.database == session.database
+            })
+            .map(|i| built.swap_remove(i))
+    };
+    if let Some(b) = kept {
+        let refresh = || -> rusqlite::Result<()> {
+            b.conn.execute_batch("DELETE FROM pg_catalog.pg_settings")?;
+            insert_rows(&b.conn, &relations::settings(session))?;
+            functions::define_session(&b.conn, session)
+        };
+        refresh().map_err(error_of)?;
+        return Ok(b);
+    }
+    let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
+    let conn = build_db(&tables, &procedures, session)?;
+    Ok(Built {
+        catalog: catalog.clone(),
+        procedures,
+        user: session.user.clone(),
+        database: session.database.clone(),
+        conn,
+    })
+}
+
+/// Keeps a catalog database for the next query (the oldest goes past [`KEPT`]).
+fn checkin(b: Built) {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    built.push(b);
+    if built.len() > KEPT {
+        built.remove(0);
+    }
+}
+
+fn insert_rows(conn: &Connection, r: &relations::Relation) -> rusqlite::Result<()> {
+    if r.rows.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; r.columns.len()].join(", ");
+    let mut ins = conn.prepare(&format!("INSERT INTO {}.{} VALUES ({marks})", r.schema, r.name))?;
+    for row in &r.rows {
+        ins.execute(rusqlite::params_from_iter(row.iter()))?;
+    }
+    Ok(())
+}
+
+/// A new catalog database of `tables` and `procedures` for `session`.
+fn build_db(
+    tables: &[&permafrost_storage::TableSchema],
+    procedures: &relations::Procedures,
+    session: &SessionInfo,
+) -> PgWireResult<Connection> {
+    let (rels, objects) = relations::build(tables, procedures, session);
     let conn = Connection::open_in_memory().map_err(error_of)?;
     let setup = || -> rusqlite::Result<()> {
         conn.execute_batch(
@@ -280,14 +353,7 @@ fn build_db(db: &Database, session: &SessionInfo) -> PgWireResult<(Connection, A
                 .map(|(n, t)| format!("\"{n}\" \"{t}__{}\"", affinity(t)))
                 .collect();
             conn.execute_batch(&format!("CREATE TABLE {}.{} ({})", r.schema, r.name, cols.join(", ")))?;
-            if r.rows.is_empty() {
-                continue;
-            }
-            let marks = vec!["?"; r.columns.len()].join(", ");
-            let mut ins = conn.prepare(&format!("INSERT INTO {}.{} VALUES ({marks})", r.schema, r.name))?;
-            for row in &r.rows {
-                ins.execute(rusqlite::params_from_iter(row.iter()))?;
-            }
+            insert_rows(&conn, r)?;
         }
         for (name, select) in relations::VIEWS {
             conn.execute_batch(&format!("CREATE VIEW pg_catalog.{name} AS {select}"))?;
@@ -298,7 +364,7 @@ fn build_db(db: &Database, session: &SessionInfo) -> PgWireResult<(Connection, A
     let objects = Arc::new(objects);
     functions::define(&conn, &objects, session).map_err(error_of)?;
     rusqlite::vtab::series::load_module(&conn).map_err(error_of)?;
-    Ok((conn, objects))
+    Ok(conn)
 }
 
 fn affinity(pg: &str) -> &'static str {
@@ -318,7 +384,25 @@ fn declared(decl: &str) -> Option<&'static str> {
 /// Plans a catalog query: its translation, its columns and their types.
 pub fn prepare(db: &Database, stmt: &Statement) -> PgWireResult<SystemQuery> {
     let tr = translate::translate(stmt).map_err(|e| client_error("0A000", e.0))?;
-    let (conn, _) = build_db(db, &SessionInfo::default())?;
+    let built = checkout(db, &SessionInfo::default())?;
+    let described = describe(&built.conn, &tr);
+    checkin(built);
+    let (columns, types, count) = described?;
+    let params = (0..count)
+        .map(|i| tr.params.get(i).copied().flatten().map_or(Type::TEXT, wire_type))
+        .collect();
+    Ok(SystemQuery {
+        sql: tr.sql,
+        columns,
+        types,
+        params,
+    })
+}
+
+/// The columns of a translated query (named and typed) and its number of parameters.
+type Described = (Vec<(String, Type)>, Vec<&'static str>, usize);
+
+fn describe(conn: &Connection, tr: &translate::Translated) -> PgWireResult<Described> {
     let st = conn.prepare(&tr.sql).map_err(error_of)?;
     let mut columns = Vec::new();
     let mut types = Vec::new();
@@ -341,15 +425,7 @@ pub fn prepare(db: &Database, stmt: &Statement) -> PgWireResult<SystemQuery> {
         })
         .max()
         .unwrap_or(0);
-    let params = (0..count)
-        .map(|i| tr.params.get(i).copied().flatten().map_or(Type::TEXT, wire_type))
-        .collect();
-    Ok(SystemQuery {
-        sql: tr.sql,
-        columns,
-        types,
-        params,
-    })
+    Ok((columns, types, count))
 }
 
 /// Runs a catalog query with its parameters: its rows. It stops (57014) once
@@ -361,7 +437,20 @@ pub fn run(
     session: &SessionInfo,
     stopped: impl Fn() -> bool + Send + 'static,
 ) -> PgWireResult<Vec<Vec<V>>> {
-    let (mut conn, _) = build_db(db, session)?;
+    let mut built = checkout(db, session)?;
+    let r = query(&mut built.conn, q, params, stopped);
+    // (A query stopped half-way leaves the database as it was: it only reads.)
+    let _ = built.conn.progress_handler(0, None::<fn() -> bool>);
+    checkin(built);
+    r
+}
+
+fn query(
+    conn: &mut Connection,
+    q: &SystemQuery,
+    params: &[Value],
+    stopped: impl Fn() -> bool + Send + 'static,
+) -> PgWireResult<Vec<Vec<V>>> {
     conn.progress_handler(10_000, Some(stopped)).map_err(error_of)?;
     let mut st = conn.prepare(&q.sql).map_err(error_of)?;
     for i in 1..=st.parameter_count() {

@@ -400,6 +400,22 @@ fn udt_name(ty: &DataType) -> &'static str {
     types().into_iter().find(|t| t.oid == oid).map_or("", |t| t.name)
 }
 
+/// `pg_settings`: the session's settings.
+pub fn settings(session: &SessionInfo) -> Relation {
+    let mut settings = Relation::new("pg_catalog", "pg_settings");
+    for (name, value, description) in &session.settings {
+        settings.push(vec![
+            ("name", s(name.clone())),
+            ("setting", s(value.clone())),
+            ("unit", NULL),
+            ("short_desc", s(description.clone())),
+            ("context", s("user")),
+            ("vartype", s("string")),
+        ]);
+    }
+    settings
+}
+
 /// The procedures defined in SQL: name and argument (name, type) list.
 pub type Procedures = Vec<(String, Vec<(String, DataType)>)>;
 
@@ -814,17 +830,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         ("rolbypassrls", b(false)),
         ("rolconfig", NULL),
     ]);
-    let mut settings = rel("pg_settings");
-    for (name, value, description) in &session.settings {
-        settings.push(vec![
-            ("name", s(name.clone())),
-            ("setting", s(value.clone())),
-            ("unit", NULL),
-            ("short_desc", s(description.clone())),
-            ("context", s("user")),
-            ("vartype", s("string")),
-        ]);
-    }
+    let settings = settings(session);
     let mut am = rel("pg_am");
     for (oid, name, kind) in [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HASH, "hash", "i")] {
         am.push(vec![("oid", i(oid)), ("amname", s(name)), ("amtype", s(kind))]);
