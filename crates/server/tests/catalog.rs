@@ -179,6 +179,25 @@ async fn drivers_catalog_queries_see_the_schema() {
     assert_eq!(code(&e), "42P01", "{e}");
     let e = c.simple_query("SELECT pg_nothing(1) FROM pg_class").await.unwrap_err();
     assert_eq!(code(&e), "42883", "{e}");
+    // A parameter numbered 0, or never bound: an error, and the server goes on.
+    let e = c
+        .simple_query("SELECT relname FROM pg_class WHERE oid = $0")
+        .await
+        .unwrap_err();
+    assert!(e.code().is_some(), "{e}");
+    let e = c
+        .simple_query("SELECT relname FROM pg_class WHERE oid = $1")
+        .await
+        .unwrap_err();
+    assert!(e.code().is_some(), "{e}");
+    // A result too large to hold is refused, not built whole.
+    let big = c
+        .simple_query(
+            "SELECT a.typname, b.typname, c.typname, d.typname FROM pg_type a, pg_type b, pg_type c, pg_type d",
+        )
+        .await;
+    assert_eq!(big.err().map(|e| code(&e)).as_deref(), Some("54000"));
+    assert_eq!(rows(&c, "SELECT 1 AS still_serving").await.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

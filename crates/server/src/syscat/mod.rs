@@ -262,6 +262,9 @@ struct Built {
     conn: Connection,
 }
 
+/// The most a catalog query's rows may take (they are held whole before they are sent).
+const MAX_RESULT_BYTES: usize = 64 << 20;
+
 /// Catalog databases kept between queries (their connections use them one at a time).
 static BUILT: std::sync::Mutex<Vec<Built>> = std::sync::Mutex::new(Vec::new());
 const KEPT: usize = 8;
@@ -458,8 +461,9 @@ fn query(
             .parameter_name(i)
             .and_then(|n| n.trim_start_matches('$').parse::<usize>().ok())
             .unwrap_or(i);
-        let v = params
-            .get(n - 1)
+        let v = n
+            .checked_sub(1)
+            .and_then(|k| params.get(k))
             .ok_or_else(|| client_error("08P01", format!("parameter ${n} was not bound")))?;
         let array = q.params.get(n - 1).is_some_and(|t| t.name().starts_with('_'));
         let v = match (array, v) {
@@ -475,10 +479,27 @@ fn query(
     }
     let mut rows = st.raw_query();
     let mut out = Vec::new();
+    let mut bytes = 0usize;
     while let Some(row) = rows.next().map_err(error_of)? {
         let mut r = Vec::with_capacity(q.types.len());
         for k in 0..q.types.len() {
-            r.push(owned(row.get_ref(k).map_err(error_of)?));
+            let v = owned(row.get_ref(k).map_err(error_of)?);
+            bytes += 16
+                + match &v {
+                    V::Text(t) => t.len(),
+                    V::Blob(b) => b.len(),
+                    _ => 0,
+                };
+            r.push(v);
+        }
+        if bytes > MAX_RESULT_BYTES {
+            return Err(client_error(
+                "54000",
+                format!(
+                    "a catalog query's result may hold at most {} MiB",
+                    MAX_RESULT_BYTES >> 20
+                ),
+            ));
         }
         out.push(r);
     }
