@@ -111,6 +111,13 @@ COMMIT;
 FETCH ALL FROM held;
 CLOSE held;
 CLOSE held;
+-- TRUNCATE: all of each table's rows, in one transaction (rolled back here)
+BEGIN;
+TRUNCATE items, sales;
+SELECT count(*) AS inside FROM items;
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM items;
+TRUNCATE items RESTART IDENTITY;
 SELECT set_config('application_name', 'psql session', false);
 SHOW application_name;
 COPY sales FROM STDIN;

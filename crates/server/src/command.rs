@@ -140,6 +140,33 @@ fn ident_name(i: &ast::Ident) -> String {
     }
 }
 
+/// `TRUNCATE`: a `DELETE FROM` of each table. There are no foreign keys, so CASCADE and
+/// RESTRICT truncate the same tables; RESTART IDENTITY is refused (sequences are not reset).
+fn truncate(db: &Database, t: &ast::Truncate) -> PgWireResult<Command> {
+    if matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)) {
+        return Err(client_error(
+            "0A000",
+            "TRUNCATE ... RESTART IDENTITY is not supported (sequences continue)",
+        ));
+    }
+    if t.partitions.is_some() || t.on_cluster.is_some() {
+        return Err(client_error("0A000", format!("not supported: {t}")));
+    }
+    let mut deletes = Vec::with_capacity(t.table_names.len());
+    for target in &t.table_names {
+        match classify_text(db, &format!("DELETE FROM {}", target.name))? {
+            Command::Dml(d) => deletes.push(d),
+            _ => {
+                return Err(client_error(
+                    "XX000",
+                    "internal error: TRUNCATE of something not a table",
+                ));
+            }
+        }
+    }
+    Ok(Command::Truncate(deletes))
+}
+
 /// `DECLARE name ... CURSOR ... FOR query`.
 fn declare(db: &Database, stmts: &[ast::Declare]) -> PgWireResult<Command> {
     let [d] = stmts else {
@@ -283,6 +310,9 @@ pub enum Command {
     },
     /// `CLOSE name` / `CLOSE ALL` (None).
     CloseCursor(Option<String>),
+    /// `TRUNCATE [TABLE] t1, t2 [CONTINUE IDENTITY] [CASCADE | RESTRICT]`: the rows of each
+    /// table deleted, in one transaction (a `DELETE FROM` each; sequences continue).
+    Truncate(Vec<Arc<DmlCommand>>),
     /// `SELECT version()`.
     Version,
     /// `BEGIN` / `START TRANSACTION`: opens an interactive transaction (crate::txn).
@@ -488,6 +518,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         return Ok(Command::SetConfig(set));
     }
     match &stmt {
+        Statement::Truncate(t) => return truncate(db, t),
         Statement::Declare { stmts } => return declare(db, stmts),
         Statement::Fetch {
             name,

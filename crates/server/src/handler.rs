@@ -397,6 +397,38 @@ impl Backend {
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
+            Command::Truncate(deletes) => {
+                let open = match &*txn::lock(&cell) {
+                    txn::State::Failed(_) => return Err(txn::aborted()),
+                    txn::State::Open(_) => true,
+                    txn::State::Idle => false,
+                };
+                let r = if open {
+                    // Inside a block: each DELETE as the block's statement.
+                    let mut r = Ok(());
+                    for d in deletes {
+                        if let Err(e) = self.probe(d, Vec::new(), format, cancel, &cell).await {
+                            r = Err(e);
+                            break;
+                        }
+                    }
+                    r
+                } else {
+                    // Outside: all of them as one transaction.
+                    let stop = StopFlag::new();
+                    let statements = deletes.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
+                    let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
+                    let fut = async move { fut.await.1 };
+                    match cancel {
+                        Some(c) => c.run_stoppable(&stop, fut).await.and_then(|r| r.map_err(db_error)),
+                        None => fut.await.map_err(db_error),
+                    }
+                };
+                if r.is_err() && open {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r.map(|()| Response::Execution(Tag::new("TRUNCATE TABLE")))
+            }
             Command::Declare { name, query, hold } => {
                 if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
                     return Err(txn::aborted());
@@ -1063,6 +1095,7 @@ impl Backend {
             | Command::Prepare { .. }
             | Command::Execute { .. }
             | Command::Declare { .. }
+            | Command::Truncate(_)
             | Command::Fetch { .. }
             | Command::CloseCursor(_)
             | Command::Show(_)
