@@ -179,6 +179,9 @@ async fn drivers_catalog_queries_see_the_schema() {
     assert_eq!(code(&e), "42P01", "{e}");
     let e = c.simple_query("SELECT pg_nothing(1) FROM pg_class").await.unwrap_err();
     assert_eq!(code(&e), "42883", "{e}");
+    // A function the catalogs' engine has but PostgreSQL does not: as PostgreSQL answers.
+    let e = c.simple_query("SELECT hex(relname) FROM pg_class").await.unwrap_err();
+    assert_eq!(code(&e), "42883", "{e}");
     // A parameter numbered 0, or never bound: an error, and the server goes on.
     let e = c
         .simple_query("SELECT relname FROM pg_class WHERE oid = $0")

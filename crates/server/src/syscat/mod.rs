@@ -386,7 +386,10 @@ fn declared(decl: &str) -> Option<&'static str> {
 
 /// Plans a catalog query: its translation, its columns and their types.
 pub fn prepare(db: &Database, stmt: &Statement) -> PgWireResult<SystemQuery> {
-    let tr = translate::translate(stmt).map_err(|e| client_error("0A000", e.0))?;
+    let tr = translate::translate(stmt).map_err(|e| match e.0.strip_prefix("SQLSTATE 42883: ") {
+        Some(m) => client_error("42883", m.to_string()),
+        None => client_error("0A000", e.0),
+    })?;
     let built = checkout(db, &SessionInfo::default())?;
     let described = describe(&built.conn, &tr);
     checkin(built);

@@ -644,7 +644,7 @@ impl Rewriter {
                 Some(parse_expr(&format!("(SELECT json_group_array(_elem) FROM ({q}))"))?)
             }
             Expr::Function(f) => {
-                function(f);
+                function(f)?;
                 None
             }
             Expr::Position { expr, r#in } => Some(parse_expr(&format!("instr({in}, {expr})", r#in = r#in))?),
@@ -887,18 +887,60 @@ fn any(left: &Expr, op: &BinaryOperator, right: &Expr, all: bool) -> Result<Expr
     parse_expr(&sql)
 }
 
-/// Renames a function to what the engine calls it.
-fn function(f: &mut ast::Function) {
+/// PostgreSQL's functions that SQLite has too, with the same meaning (and the
+/// set-returning ones a select list's rewrite turns into joins).
+const SHARED: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "coalesce",
+    "nullif",
+    "lower",
+    "upper",
+    "length",
+    "substr",
+    "replace",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "abs",
+    "round",
+    "concat",
+    "concat_ws",
+    "row_number",
+    "rank",
+    "dense_rank",
+    "lag",
+    "lead",
+    "first_value",
+    "last_value",
+    "nth_value",
+    "ntile",
+    "percent_rank",
+    "cume_dist",
+    "unnest",
+    "generate_subscripts",
+    "_pg_expandarray",
+];
+
+/// Renames a function to what the engine calls it; one PostgreSQL does not have (or that
+/// is not defined here) is 42883, even where SQLite has one of that name.
+fn function(f: &mut ast::Function) -> Result<(), Unsupported> {
     let name = last_name(&f.name);
     let to = if let Some((_, to)) = RENAMED.iter().find(|(n, _)| *n == name) {
         (*to).to_string()
     } else if FUNCTIONS.iter().any(|(n, _)| *n == name) {
         format!("pf_{name}")
-    } else {
+    } else if SHARED.contains(&name.as_str()) || name.starts_with("pf_") {
+        // (`pf_`: one of this module's, put in by an earlier rewrite.)
         if f.name.0.len() > 1 {
             f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]);
         }
-        return;
+        return Ok(());
+    } else {
+        return Err(Unsupported(format!("SQLSTATE 42883: function {name} does not exist")));
     };
     // `array_length(a, 1)`: SQLite's json_array_length takes the array alone.
     if name == "array_length"
@@ -914,6 +956,7 @@ fn function(f: &mut ast::Function) {
             clauses: Vec::new(),
         });
     }
+    Ok(())
 }
 
 #[cfg(test)]
