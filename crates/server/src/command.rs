@@ -132,14 +132,6 @@ fn cursor_name(s: &str) -> String {
     }
 }
 
-fn ident_name(i: &ast::Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_ascii_lowercase()
-    }
-}
-
 /// `TRUNCATE`: a `DELETE FROM` of each table. There are no foreign keys, so CASCADE and
 /// RESTRICT truncate the same tables; RESTART IDENTITY is refused (sequences are not reset).
 fn truncate(db: &Database, t: &ast::Truncate) -> PgWireResult<Command> {
@@ -191,7 +183,7 @@ fn declare(db: &Database, stmts: &[ast::Declare]) -> PgWireResult<Command> {
         return Err(client_error("0A000", "a cursor reads a query (SELECT)"));
     }
     Ok(Command::Declare {
-        name: ident_name(name),
+        name: permafrost_sql::bind::ident(name),
         query: Arc::new(cmd),
         hold: d.hold == Some(true),
     })
@@ -511,7 +503,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         ));
     }
     let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
-    if crate::syscat::reads_catalog(&stmt, &db.catalog())? {
+    if crate::syscat::answers(&stmt, &db.catalog())? {
         return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
     if let Some(set) = set_config_call(&stmt)? {
@@ -527,7 +519,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             ..
         } => {
             return Ok(Command::Fetch {
-                name: ident_name(name),
+                name: permafrost_sql::bind::ident(name),
                 count: fetch_count(direction)?,
                 moving: false,
             });
@@ -552,11 +544,6 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             });
         }
         _ => {}
-    }
-    // A catalog function or reg-type cast without any relation (`SELECT
-    // current_database()`, `SELECT 'x'::regclass`): the catalog's engine has them.
-    if crate::syscat::reads_no_relation(&stmt) && crate::syscat::calls_catalog_functions(&stmt) {
-        return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
     classify(db, &stmt, sql)
 }

@@ -397,145 +397,16 @@ impl Backend {
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
-            Command::Truncate(deletes) => {
-                let open = match &*txn::lock(&cell) {
-                    txn::State::Failed(_) => return Err(txn::aborted()),
-                    txn::State::Open(_) => true,
-                    txn::State::Idle => false,
-                };
-                let r = if open {
-                    // Inside a block: each DELETE as the block's statement.
-                    let mut r = Ok(());
-                    for d in deletes {
-                        if let Err(e) = self.probe(d, Vec::new(), format, cancel, &cell).await {
-                            r = Err(e);
-                            break;
-                        }
-                    }
-                    r
-                } else {
-                    // Outside: all of them as one transaction.
-                    let stop = StopFlag::new();
-                    let statements = deletes.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
-                    let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
-                    let fut = async move { fut.await.1 };
-                    match cancel {
-                        Some(c) => c.run_stoppable(&stop, fut).await.and_then(|r| r.map_err(db_error)),
-                        None => fut.await.map_err(db_error),
-                    }
-                };
-                if r.is_err() && open {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r.map(|()| Response::Execution(Tag::new("TRUNCATE TABLE")))
-            }
-            Command::Declare { name, query, hold } => {
+            // Statements that run inside a block or outside one; an error aborts the block.
+            Command::Truncate(_)
+            | Command::Declare { .. }
+            | Command::Fetch { .. }
+            | Command::Execute { .. }
+            | Command::System(_) => {
                 if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
                     return Err(txn::aborted());
                 }
-                let block = current_block(&cell);
-                let all = cursors(client);
-                all.prune(block);
-                let r = async {
-                    if block.is_none() && !*hold {
-                        return Err(client_error(
-                            "25P01",
-                            "DECLARE CURSOR can only be used in transaction blocks",
-                        ));
-                    }
-                    if all.lock().contains_key(name) {
-                        return Err(client_error("42P03", format!("cursor \"{name}\" already exists")));
-                    }
-                    let resp =
-                        Box::pin(self.run_in_session(client, query, params, &Format::UnifiedText, cancel)).await?;
-                    let Response::Query(mut q) = resp else {
-                        return Err(client_error("XX000", "internal error: a cursor's query gave no rows"));
-                    };
-                    let mut rows = std::collections::VecDeque::new();
-                    while let Some(row) = futures::StreamExt::next(&mut q.data_rows).await {
-                        rows.push_back(row?);
-                    }
-                    all.lock().insert(
-                        name.clone(),
-                        Cursor {
-                            schema: q.row_schema.clone(),
-                            rows,
-                            hold: *hold,
-                            block: block.unwrap_or(0),
-                        },
-                    );
-                    Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
-                }
-                .await;
-                if r.is_err() {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r
-            }
-            Command::Fetch { name, count, moving } => {
-                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
-                    return Err(txn::aborted());
-                }
-                let all = cursors(client);
-                all.prune(current_block(&cell));
-                let taken = {
-                    let mut map = all.lock();
-                    map.get_mut(name).map(|c| {
-                        let n = count.map_or(c.rows.len(), |n| (n as usize).min(c.rows.len()));
-                        (c.schema.clone(), c.rows.drain(..n).collect::<Vec<_>>())
-                    })
-                };
-                let Some((schema, rows)) = taken else {
-                    txn::fail(&mut txn::lock(&cell));
-                    return Err(no_cursor(name));
-                };
-                if *moving {
-                    return Ok(Response::Execution(Tag::new("MOVE").with_rows(rows.len())));
-                }
-                // (The library appends the row count: FETCH n.)
-                let mut q =
-                    pgwire::api::results::QueryResponse::new(schema, futures::stream::iter(rows.into_iter().map(Ok)));
-                q.set_command_tag("FETCH");
-                Ok(Response::Query(q))
-            }
-            Command::Execute { name, args } => {
-                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
-                    return Err(txn::aborted());
-                }
-                let found = sql_prepared(client).lock().get(name).cloned();
-                let r = match found {
-                    None => Err(no_statement(name)),
-                    Some((_, types)) if types.len() != args.len() => Err(client_error(
-                        "42601",
-                        format!(
-                            "wrong number of parameters for prepared statement \"{name}\": {} expected, {} given",
-                            types.len(),
-                            args.len()
-                        ),
-                    )),
-                    Some((inner, types)) => {
-                        match args
-                            .iter()
-                            .zip(&types)
-                            .enumerate()
-                            .map(|(i, (a, t))| crate::command::execute_value(a, t, i))
-                            .collect::<PgWireResult<Vec<_>>>()
-                        {
-                            Ok(params) => Box::pin(self.run_in_session(client, &inner, params, format, cancel)).await,
-                            Err(e) => Err(e),
-                        }
-                    }
-                };
-                if r.is_err() {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r
-            }
-            Command::System(q) => {
-                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
-                    return Err(txn::aborted());
-                }
-                let r = self.system_query(client, q.clone(), params, format, cancel).await;
+                let r = Box::pin(self.in_or_out_of_block(client, cmd, params, format, cancel, &cell)).await;
                 if r.is_err() {
                     txn::fail(&mut txn::lock(&cell));
                 }
@@ -604,6 +475,122 @@ impl Backend {
         };
         self.metrics.record(class, started.elapsed(), outcome_of(&r));
         r
+    }
+
+    /// TRUNCATE, cursors, EXECUTE and catalog queries (`run_in_session` aborts the block
+    /// when one fails).
+    async fn in_or_out_of_block<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match cmd {
+            Command::Truncate(deletes) => {
+                if matches!(*txn::lock(cell), txn::State::Open(_)) {
+                    // Inside a block: each DELETE as the block's statement.
+                    for d in deletes {
+                        self.probe(d, Vec::new(), format, cancel, cell).await?;
+                    }
+                } else {
+                    // Outside: all of them as one transaction.
+                    let stop = StopFlag::new();
+                    let statements = deletes.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
+                    let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
+                    let fut = async move { fut.await.1 };
+                    match cancel {
+                        Some(c) => c.run_stoppable(&stop, fut).await?.map_err(db_error)?,
+                        None => fut.await.map_err(db_error)?,
+                    }
+                }
+                Ok(Response::Execution(Tag::new("TRUNCATE TABLE")))
+            }
+            Command::Declare { name, query, hold } => {
+                let block = current_block(cell);
+                let all = cursors(client);
+                all.prune(block);
+                if block.is_none() && !*hold {
+                    return Err(client_error(
+                        "25P01",
+                        "DECLARE CURSOR can only be used in transaction blocks",
+                    ));
+                }
+                if all.lock().contains_key(name) {
+                    return Err(client_error("42P03", format!("cursor \"{name}\" already exists")));
+                }
+                let resp = self
+                    .run_in_session(client, query, params, &Format::UnifiedText, cancel)
+                    .await?;
+                let Response::Query(mut q) = resp else {
+                    return Err(client_error("XX000", "internal error: a cursor's query gave no rows"));
+                };
+                let mut rows = std::collections::VecDeque::new();
+                while let Some(row) = futures::StreamExt::next(&mut q.data_rows).await {
+                    rows.push_back(row?);
+                }
+                all.lock().insert(
+                    name.clone(),
+                    Cursor {
+                        schema: q.row_schema.clone(),
+                        rows,
+                        hold: *hold,
+                        block: block.unwrap_or(0),
+                    },
+                );
+                Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
+            }
+            Command::Fetch { name, count, moving } => {
+                let all = cursors(client);
+                all.prune(current_block(cell));
+                let (schema, rows) = {
+                    let mut map = all.lock();
+                    let c = map.get_mut(name).ok_or_else(|| no_cursor(name))?;
+                    let n = count.map_or(c.rows.len(), |n| (n as usize).min(c.rows.len()));
+                    (c.schema.clone(), c.rows.drain(..n).collect::<Vec<_>>())
+                };
+                if *moving {
+                    return Ok(Response::Execution(Tag::new("MOVE").with_rows(rows.len())));
+                }
+                // (The library appends the row count: FETCH n.)
+                let mut q =
+                    pgwire::api::results::QueryResponse::new(schema, futures::stream::iter(rows.into_iter().map(Ok)));
+                q.set_command_tag("FETCH");
+                Ok(Response::Query(q))
+            }
+            Command::Execute { name, args } => {
+                let (inner, types) = sql_prepared(client)
+                    .lock()
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| no_statement(name))?;
+                if types.len() != args.len() {
+                    return Err(client_error(
+                        "42601",
+                        format!(
+                            "wrong number of parameters for prepared statement \"{name}\": {} expected, {} given",
+                            types.len(),
+                            args.len()
+                        ),
+                    ));
+                }
+                let params = args
+                    .iter()
+                    .zip(&types)
+                    .enumerate()
+                    .map(|(i, (a, t))| crate::command::execute_value(a, t, i))
+                    .collect::<PgWireResult<Vec<_>>>()?;
+                self.run_in_session(client, &inner, params, format, cancel).await
+            }
+            Command::System(q) => self.system_query(client, q.clone(), params, format, cancel).await,
+            _ => Err(client_error("XX000", "internal error: not a statement of this kind")),
+        }
     }
 
     /// A schema change inside a transaction block: checked now against the schema as the
@@ -1730,7 +1717,8 @@ fn block_changed_schema(cell: &txn::Cell) -> bool {
 /// A statement of an extended-protocol group that goes on past it, outside a block: the
 /// group is one implicit transaction, committed at its Sync (crate::txn).
 fn open_implicit_block<C: ClientInfo>(client: &C, cmd: &Command) {
-    if matches!(cmd, Command::Dml(_)) && txn::group_goes_on(client).get() {
+    // (The mark is this Execute's: taken whatever the statement.)
+    if txn::group_goes_on(client).take() && matches!(cmd, Command::Dml(_)) {
         let cell = txn::of(client);
         let mut st = txn::lock(&cell);
         if matches!(*st, txn::State::Idle) {

@@ -166,9 +166,12 @@ pub async fn process_socket(
         if !may_queue(&msg) && !pipeline.is_empty() {
             io_result(pipeline.drain(&mut socket).await)?;
         }
-        if matches!(msg, PgWireFrontendMessage::Execute(_)) {
-            let goes_on = crate::txn::another_execute_before_sync(socket.read_buffer());
-            crate::txn::group_goes_on(&socket).set(goes_on);
+        // (Marked only when it goes on: for a group of one statement, the common case,
+        // nothing is written. The Execute takes the mark.)
+        if matches!(msg, PgWireFrontendMessage::Execute(_))
+            && crate::txn::another_execute_before_sync(socket.read_buffer())
+        {
+            crate::txn::group_goes_on(&socket).set(true);
         }
         let r = process_message(
             msg,

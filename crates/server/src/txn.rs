@@ -107,8 +107,9 @@ impl GroupGoesOn {
         self.0.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    pub(crate) fn get(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    /// Whether it was marked, and the mark cleared.
+    pub(crate) fn take(&self) -> bool {
+        self.0.swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 }
 

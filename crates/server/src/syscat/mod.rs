@@ -22,9 +22,8 @@ mod pg_columns;
 pub mod relations;
 mod translate;
 
-use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use permafrost_executor::{Database, Value};
 use permafrost_sql::Catalog;
@@ -64,12 +63,7 @@ pub struct SystemQuery {
 
 /// The `&'static` spelling of a PostgreSQL type name this module knows.
 pub(crate) fn static_type_name(name: &str) -> Option<&'static str> {
-    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    NAMES
-        .get_or_init(|| relations::types().into_iter().map(|t| t.name).collect())
-        .iter()
-        .copied()
-        .find(|n| *n == name)
+    relations::types().iter().map(|t| t.name).find(|n| *n == name)
 }
 
 /// The wire type of a PostgreSQL type name.
@@ -82,44 +76,23 @@ fn wire_type(name: &str) -> Type {
         .unwrap_or(Type::TEXT)
 }
 
-/// Every catalog relation by (schema, name).
-fn relation_names() -> &'static HashSet<(&'static str, &'static str)> {
-    static NAMES: OnceLock<HashSet<(&'static str, &'static str)>> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        let (rels, _) = relations::build(&[], &Vec::new(), &SessionInfo::default());
-        let mut names: HashSet<_> = rels.iter().map(|r| (r.schema, r.name)).collect();
-        names.extend(relations::VIEWS.iter().map(|(n, _)| ("pg_catalog", *n)));
-        names
-    })
-}
-
 /// The type of the catalog columns named `name` (the first relation's, where several
 /// have one).
 pub(crate) fn column_type(name: &str) -> Option<&'static str> {
-    static TYPES: OnceLock<std::collections::HashMap<&'static str, &'static str>> = OnceLock::new();
     let lower = name.to_ascii_lowercase();
-    TYPES
-        .get_or_init(|| {
-            let (rels, _) = relations::build(&[], &Vec::new(), &SessionInfo::default());
-            let mut m = std::collections::HashMap::new();
-            for r in &rels {
-                for (c, t) in &r.columns {
-                    m.entry(*c).or_insert(*t);
-                }
-            }
-            for (_, _, columns) in pg_columns::PG_COLUMNS {
-                for (c, t) in columns.iter() {
-                    m.entry(*c).or_insert(*t);
-                }
-            }
-            m
-        })
-        .get(lower.as_str())
-        .and_then(|t| static_type_name(t))
+    pg_columns::PG_COLUMNS
+        .iter()
+        .flat_map(|(_, _, columns)| columns.iter())
+        .find(|(c, _)| *c == lower)
+        .and_then(|(_, t)| static_type_name(t))
 }
 
-fn is_catalog_relation(schema: &str, name: &str) -> bool {
-    relation_names().contains(&(schema, name))
+/// Whether `pg_catalog.name` is a catalog relation (every relation of [`pg_columns`] is,
+/// views included).
+fn is_catalog_relation(name: &str) -> bool {
+    pg_columns::PG_COLUMNS
+        .iter()
+        .any(|(s, n, _)| *s == "pg_catalog" && *n == name)
 }
 
 /// The relations a statement names, as (schema, name) lower-cased.
@@ -155,20 +128,26 @@ fn names_catalog(schema: Option<&str>, name: &str, catalog: &Catalog) -> Option<
     match schema {
         Some("pg_catalog" | "information_schema") => Some(true),
         Some("public") | None if catalog.table(name).is_some() => Some(false),
-        None if is_catalog_relation("pg_catalog", name) => Some(true),
+        None if is_catalog_relation(name) => Some(true),
         _ => None,
     }
 }
 
-/// Whether `stmt` is a query on the system catalogs; 0A000 when it joins them with user
+/// Whether `stmt` is the catalogs' to answer: a query that names a catalog relation, or
+/// that reads no relation and calls a catalog function or casts to a reg type (`SELECT
+/// current_database()`, `SELECT 'x'::regclass`). 0A000 when it joins catalogs with user
 /// tables.
-pub fn reads_catalog(stmt: &Statement, catalog: &Catalog) -> PgWireResult<bool> {
+pub fn answers(stmt: &Statement, catalog: &Catalog) -> PgWireResult<bool> {
     if !matches!(stmt, Statement::Query(_)) {
         return Ok(false);
     }
+    let relations = relations_of(stmt);
+    if relations.is_empty() {
+        return Ok(calls_catalog_functions(stmt));
+    }
     let mut system = false;
     let mut user = false;
-    for (schema, name) in relations_of(stmt) {
+    for (schema, name) in relations {
         match names_catalog(schema.as_deref(), &name, catalog) {
             Some(true) => system = true,
             Some(false) => user = true,
@@ -184,12 +163,6 @@ pub fn reads_catalog(stmt: &Statement, catalog: &Catalog) -> PgWireResult<bool> 
     Ok(system)
 }
 
-/// Whether `stmt` is a query that reads no relation (`SELECT current_database()`): one the
-/// catalog engine may answer when the engine's SQL lacks a function it calls.
-pub fn reads_no_relation(stmt: &Statement) -> bool {
-    matches!(stmt, Statement::Query(_)) && relations_of(stmt).is_empty()
-}
-
 /// Translates `sql` if it parses (the fuzz target's entry: translation never panics).
 pub fn fuzz_translate(sql: &str) {
     if let Ok(stmt) = permafrost_sql::parse::parse_statement(sql) {
@@ -199,7 +172,7 @@ pub fn fuzz_translate(sql: &str) {
 
 /// Whether `stmt` calls one of PostgreSQL's catalog functions the catalog's engine
 /// defines (`current_database()`, `pg_backend_pid()` ...) or casts to a reg type.
-pub fn calls_catalog_functions(stmt: &Statement) -> bool {
+fn calls_catalog_functions(stmt: &Statement) -> bool {
     struct Calls(bool);
     impl Visitor for Calls {
         type Break = ();

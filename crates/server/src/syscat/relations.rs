@@ -44,6 +44,7 @@ const PG_CONSTRAINT_OID: i64 = 2606;
 
 /// A built-in type: oid, name, length, category, array type (0: none), element type (0:
 /// none).
+#[derive(Clone, Copy)]
 pub struct BuiltinType {
     pub oid: i64,
     pub name: &'static str,
@@ -94,53 +95,24 @@ const SCALAR_TYPES: &[BuiltinType] = &[
 ];
 
 /// Every type in pg_type: the scalar types and their arrays (`_name`).
-pub fn types() -> Vec<BuiltinType> {
-    let mut v: Vec<BuiltinType> = SCALAR_TYPES
-        .iter()
-        .map(|t| BuiltinType {
-            oid: t.oid,
-            name: t.name,
-            len: t.len,
-            category: t.category,
-            array: t.array,
-            elem: t.elem,
-        })
-        .collect();
-    for t in SCALAR_TYPES.iter().filter(|t| t.array != 0) {
-        let name: &'static str = match t.name {
-            "bool" => "_bool",
-            "bytea" => "_bytea",
-            "char" => "_char",
-            "name" => "_name",
-            "int8" => "_int8",
-            "int2" => "_int2",
-            "int2vector" => "_int2vector",
-            "int4" => "_int4",
-            "regproc" => "_regproc",
-            "text" => "_text",
-            "oid" => "_oid",
-            "oidvector" => "_oidvector",
-            "float4" => "_float4",
-            "float8" => "_float8",
-            "bpchar" => "_bpchar",
-            "varchar" => "_varchar",
-            "timestamp" => "_timestamp",
-            "numeric" => "_numeric",
-            "regclass" => "_regclass",
-            "regtype" => "_regtype",
-            "record" => "_record",
-            _ => continue,
-        };
-        v.push(BuiltinType {
-            oid: t.array,
-            name,
-            len: -1,
-            category: "A",
-            array: 0,
-            elem: t.oid,
-        });
-    }
-    v
+pub fn types() -> &'static [BuiltinType] {
+    static ALL: std::sync::OnceLock<Vec<BuiltinType>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v = SCALAR_TYPES.to_vec();
+        for t in SCALAR_TYPES.iter().filter(|t| t.array != 0) {
+            // (Made once, for the process's life.)
+            let name: &'static str = Box::leak(format!("_{}", t.name).into_boxed_str());
+            v.push(BuiltinType {
+                oid: t.array,
+                name,
+                len: -1,
+                category: "A",
+                array: 0,
+                elem: t.oid,
+            });
+        }
+        v
+    })
 }
 
 /// The type oid of a column of this engine type.
@@ -221,7 +193,7 @@ pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
         2249 => named("record"),
         2278 => named("void"),
         _ => {
-            let t = types().into_iter().find(|t| t.oid == oid)?;
+            let t = types().iter().find(|t| t.oid == oid)?;
             if t.elem != 0 {
                 Some(format!("{}[]", format_type(t.elem, typmod)?))
             } else {
@@ -397,7 +369,7 @@ fn info_data_type(ty: &DataType) -> String {
 /// information_schema's `udt_name`: the name in pg_type.
 fn udt_name(ty: &DataType) -> &'static str {
     let oid = type_oid(ty);
-    types().into_iter().find(|t| t.oid == oid).map_or("", |t| t.name)
+    types().iter().find(|t| t.oid == oid).map_or("", |t| t.name)
 }
 
 /// `pg_settings`: the session's settings.
@@ -850,7 +822,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
     let mut opclass = rel("pg_opclass");
     for kind in [IndexKind::Ordered, IndexKind::Hash] {
         for t in [16, 17, 20, 21, 23, 25, 701, 1043, 1114, 1700] {
-            let name = types().into_iter().find(|x| x.oid == t).map_or("", |x| x.name);
+            let name = types().iter().find(|x| x.oid == t).map_or("", |x| x.name);
             opclass.push(vec![
                 ("oid", i(opclass_oid(kind, t))),
                 ("opcmethod", i(am_oid(kind))),

@@ -352,20 +352,11 @@ fn first_item(q: &Query) -> Option<&Expr> {
     }
 }
 
-/// An identifier as PostgreSQL reads it: folded to lower case unless quoted.
-fn ident_name(i: &Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_ascii_lowercase()
-    }
-}
-
 /// The name PostgreSQL gives an unaliased select-list expression.
 fn column_name(e: &Expr) -> String {
     match e {
-        Expr::Identifier(i) => ident_name(i),
-        Expr::CompoundIdentifier(parts) => parts.last().map_or("?column?".into(), ident_name),
+        Expr::Identifier(i) => permafrost_sql::bind::ident(i),
+        Expr::CompoundIdentifier(parts) => parts.last().map_or("?column?".into(), permafrost_sql::bind::ident),
         Expr::Function(f) => last_name(&f.name),
         Expr::Cast { expr, data_type, .. } => match &**expr {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Function(_) | Expr::Cast { .. } => {
@@ -389,7 +380,9 @@ fn select_columns(s: &Select) -> Option<Vec<(String, Option<&'static str>)>> {
     for item in &s.projection {
         match item {
             SelectItem::UnnamedExpr(e) => out.push((column_name(e), hint(e, &scope))),
-            SelectItem::ExprWithAlias { expr, alias } => out.push((ident_name(alias), hint(expr, &scope))),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                out.push((permafrost_sql::bind::ident(alias), hint(expr, &scope)))
+            }
             SelectItem::Wildcard(_) if s.from.len() == 1 && s.from[0].joins.is_empty() => match &s.from[0].relation {
                 ast::TableFactor::Derived { subquery, .. } => out.extend(select_columns(outer_select(subquery)?)?),
                 _ => return None,
