@@ -372,6 +372,39 @@ fn udt_name(ty: &DataType) -> &'static str {
     types().iter().find(|t| t.oid == oid).map_or("", |t| t.name)
 }
 
+/// A `pg_attribute` row: column `c` of relation `rel` (a table or an index) at `num`.
+fn attribute_row(
+    rel: i64,
+    c: &permafrost_storage::Column,
+    num: i64,
+    not_null: bool,
+    has_default: bool,
+) -> Vec<(&'static str, V)> {
+    vec![
+        ("attrelid", i(rel)),
+        ("attname", s(c.name.clone())),
+        ("atttypid", i(type_oid(&c.ty))),
+        ("attlen", i(attlen(&c.ty))),
+        ("attnum", i(num)),
+        ("attndims", i(0)),
+        ("atttypmod", i(typmod(&c.ty))),
+        ("attbyval", b(attlen(&c.ty) > 0)),
+        ("attnotnull", b(not_null)),
+        ("atthasdef", b(has_default)),
+        ("attidentity", s("")),
+        ("attgenerated", s("")),
+        ("attisdropped", b(false)),
+        ("attislocal", b(true)),
+        ("attinhcount", i(0)),
+        // The default collation for text, none for other types.
+        (
+            "attcollation",
+            i(if matches!(c.ty, DataType::Varchar(_)) { 100 } else { 0 }),
+        ),
+        ("attstorage", s(storage(&c.ty))),
+    ]
+}
+
 /// `pg_settings`: the session's settings.
 pub fn settings(session: &SessionInfo) -> Relation {
     let mut settings = Relation::new("pg_catalog", "pg_settings");
@@ -493,29 +526,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         for (n, c) in t.columns.iter().enumerate() {
             let num = n as i64 + 1;
             let default = default_expr(t, n);
-            attribute.push(vec![
-                ("attrelid", i(oid)),
-                ("attname", s(c.name.clone())),
-                ("atttypid", i(type_oid(&c.ty))),
-                ("attlen", i(attlen(&c.ty))),
-                ("attnum", i(num)),
-                ("attndims", i(0)),
-                ("atttypmod", i(typmod(&c.ty))),
-                ("attbyval", b(attlen(&c.ty) > 0)),
-                ("attnotnull", b(!c.nullable)),
-                ("atthasdef", b(default.is_some())),
-                ("attidentity", s("")),
-                ("attgenerated", s("")),
-                ("attisdropped", b(false)),
-                ("attislocal", b(true)),
-                ("attinhcount", i(0)),
-                (
-                    "attcollation",
-                    i(if matches!(c.ty, DataType::Varchar(_)) { 100 } else { 0 }),
-                ),
-                ("attoptions", NULL),
-                ("attstorage", s(storage(&c.ty))),
-            ]);
+            attribute.push(attribute_row(oid, c, num, !c.nullable, default.is_some()));
             if let Some(d) = &default {
                 attrdef.push(vec![
                     ("oid", i(ATTRDEF_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64)),
@@ -603,26 +614,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
             ));
             for (k, &c) in ix.columns.iter().enumerate() {
                 let col = &t.columns[c];
-                attribute.push(vec![
-                    ("attrelid", i(ioid)),
-                    ("attname", s(col.name.clone())),
-                    ("atttypid", i(type_oid(&col.ty))),
-                    ("attlen", i(attlen(&col.ty))),
-                    ("attnum", i(k as i64 + 1)),
-                    ("attndims", i(0)),
-                    ("atttypmod", i(typmod(&col.ty))),
-                    ("attbyval", b(attlen(&col.ty) > 0)),
-                    ("attnotnull", b(false)),
-                    ("atthasdef", b(false)),
-                    ("attidentity", s("")),
-                    ("attgenerated", s("")),
-                    ("attisdropped", b(false)),
-                    ("attislocal", b(true)),
-                    ("attinhcount", i(0)),
-                    ("attcollation", i(0)),
-                    ("attoptions", NULL),
-                    ("attstorage", s(storage(&col.ty))),
-                ]);
+                attribute.push(attribute_row(ioid, col, k as i64 + 1, false, false));
             }
             let keys: Vec<i64> = ix.columns.iter().map(|&c| c as i64 + 1).collect();
             let zeros = vec![0; keys.len()];
