@@ -376,13 +376,12 @@ impl Database {
                 return Ok(());
             }
             self.install_schema(&state, changes, Arc::new(catalog), joined.clone(), true)?;
-            for (text, _) in &stmts {
-                self.push_history(text)?;
-            }
-            Ok(())
+            // One record of the schema log too, so that a crash keeps all or none.
+            self.push_history(&joined)
         })
     }
 
+    /// The statements of schema-change texts, each with its own text.
     fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
         let mut stmts = Vec::new();
         for t in texts {
@@ -428,13 +427,7 @@ impl Database {
     }
 
     fn apply_ddl(&self, sql: &str, log: bool) -> Result<()> {
-        let texts = permafrost_sql::script::split(sql)?;
-        let mut stmts = Vec::with_capacity(texts.len());
-        for text in &texts {
-            for stmt in permafrost_sql::parse::parse_statements(text)? {
-                stmts.push((text.clone(), stmt));
-            }
-        }
+        let stmts = Self::parse_ddl(&[sql.to_string()])?;
         let _guard = self
             .inner
             .ddl

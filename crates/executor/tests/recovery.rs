@@ -359,3 +359,37 @@ fn a_failed_log_fails_the_answers_that_wait_for_it_then_refuses_writes_and_answe
     let refused = db.call_handle(&get, vec![Value::Int(300)]).unwrap().to_values();
     assert!(refused.is_empty(), "a refused write took no effect: {refused:?}");
 }
+
+#[test]
+fn a_blocks_schema_changes_are_one_record_and_replay_together() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path(), false, 256 << 20)).unwrap();
+        let block = [
+            "CREATE TABLE a (id BIGINT PRIMARY KEY, v TEXT)".to_string(),
+            "CREATE INDEX a_v ON a (v)".to_string(),
+            "CREATE TABLE b (id BIGINT PRIMARY KEY)".to_string(),
+        ];
+        db.check_ddl(&block).unwrap();
+        db.execute_ddl_atomic(&block).unwrap();
+        db.execute_sql("INSERT INTO a VALUES (1, 'x')", vec![]).unwrap();
+        // A change that cannot apply applies nothing of its block.
+        let bad = [
+            "CREATE TABLE c (id BIGINT PRIMARY KEY)".to_string(),
+            "CREATE TABLE a (id BIGINT PRIMARY KEY)".to_string(),
+        ];
+        assert!(db.check_ddl(&bad).is_err());
+        assert!(db.execute_ddl_atomic(&bad).is_err());
+        assert!(db.execute_sql("SELECT * FROM c", vec![]).is_err());
+    }
+    let db = Database::open(config(dir.path(), false, 256 << 20)).unwrap();
+    let report = db.recover(vec![], &mut |_, _| {}).unwrap();
+    // The block's three changes are one record; then the insert.
+    assert_eq!(report.records, 2, "{report:?}");
+    assert_eq!(
+        dump(&db, "SELECT v FROM a WHERE v = 'x'"),
+        vec![vec![Value::Text("x".into())]]
+    );
+    assert!(dump(&db, "SELECT * FROM b").is_empty());
+    assert!(db.execute_sql("SELECT * FROM c", vec![]).is_err());
+}
