@@ -9,6 +9,7 @@
 //! | `memory_limit` | half of physical memory | >= 16 MiB |
 //! | `lru_sample_rate` | 0.01 (1.0 with the CLOCK policy) | 0.0 ..= 1.0 |
 //! | `max_restarts` | 16 | 1 ..= 1000 |
+//! | `read_slice` | 50 ms | 1 ms ..= 1 h, or off |
 //! | `anticache` | off | see [`permafrost_anticache::AntiCacheConfig`] |
 //! | `command_log` | off | see [`permafrost_durability::LogConfig`] |
 
@@ -37,7 +38,14 @@ pub struct Config {
     /// Snapshots: where they go and when they are taken. Recovery starts from the newest
     /// one and replays the command log after it. Needs the command log.
     pub snapshots: Option<SnapshotConfig>,
+    /// How long a read-only statement runs on its partitions before it moves off them to a
+    /// forked copy-on-write image (forked.rs), so that one long query does not keep its
+    /// partitions from serving other transactions. `None`: it runs to its end in place.
+    pub read_slice: Option<std::time::Duration>,
 }
+
+/// The default [`Config::read_slice`].
+pub const DEFAULT_READ_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Snapshot settings (see `crate::snapshot`).
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +79,7 @@ pub struct ConfigBuilder {
     anticache: Option<AntiCacheConfig>,
     command_log: Option<LogConfig>,
     snapshots: Option<SnapshotConfig>,
+    read_slice: Option<Option<std::time::Duration>>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -120,6 +129,12 @@ impl ConfigBuilder {
     /// Takes snapshots (periodically and with [`Database::snapshot`](crate::Database::snapshot)).
     pub fn snapshots(mut self, s: SnapshotConfig) -> Self {
         self.snapshots = Some(s);
+        self
+    }
+
+    /// [`Config::read_slice`]: `None` turns moving long reads off.
+    pub fn read_slice(mut self, slice: Option<std::time::Duration>) -> Self {
+        self.read_slice = Some(slice);
         self
     }
 
@@ -193,6 +208,15 @@ impl ConfigBuilder {
                 });
             }
         }
+        let read_slice = self.read_slice.unwrap_or(Some(DEFAULT_READ_SLICE));
+        if let Some(s) = read_slice
+            && !(std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600)).contains(&s)
+        {
+            return Err(Error::Config {
+                setting: "read_slice",
+                message: format!("must be between 1ms and 1h (or off), got {s:?}"),
+            });
+        }
         Ok(Config {
             partitions,
             memory_limit,
@@ -201,6 +225,7 @@ impl ConfigBuilder {
             anticache: self.anticache,
             command_log,
             snapshots: self.snapshots,
+            read_slice,
         })
     }
 }

@@ -119,6 +119,9 @@ engine_counters! {
     /// Short single-partition calls run on their caller's thread (partition/cell.rs).
     inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
         "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
+    /// Long reads moved off their partitions to a forked reader (forked.rs).
+    reads_moved: Counter "permafrost_reads_moved_total" [""] * 1.0,
+        "Read-only statements that ran past read_slice and finished in a forked copy-on-write reader, off their partitions.";
     /// Transactions waiting for evicted data now.
     parked: Gauge "permafrost_transactions_parked" [""] * 1.0,
         "Transactions waiting for evicted data to be fetched.";

@@ -215,6 +215,7 @@ impl Database {
         let shared = Arc::new(Shared {
             scan_holds,
             statement_pool,
+            forked_reads: Default::default(),
             inline: std::sync::OnceLock::new(),
             log,
             config,
@@ -911,6 +912,12 @@ impl Database {
     /// COPY buffers draws from it too.
     pub fn statement_pool(&self) -> &Arc<permafrost_sql::workmem::MemoryPool> {
         &self.shared().statement_pool
+    }
+
+    /// Long reads running now in forked readers, off their partitions (forked.rs): a reader
+    /// is counted until its process has been reaped.
+    pub fn forked_reads(&self) -> usize {
+        self.shared().forked_reads.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A pipelining session for many calls in flight from one thread.

@@ -12,11 +12,13 @@
 //! See [`partition`] for the executor and how multi-partition transactions are ordered,
 //! [`procedure`] for writing procedures.
 
+mod child;
 pub mod config;
 mod counters;
 mod database;
 pub mod datadir;
 pub mod error;
+mod forked;
 mod interactive;
 mod partition;
 pub mod procedure;

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     /// Per partition, what runs a short call on its caller's thread (partition/cell.rs);
     /// unset when the partitions have no threads of their own (the step harness).
     pub inline: std::sync::OnceLock<Vec<Arc<dyn InlineRunner>>>,
+    /// Forked readers running now (forked.rs), at most [`crate::forked::MAX_FORKED_READS`].
+    pub forked_reads: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {

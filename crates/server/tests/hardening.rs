@@ -393,6 +393,121 @@ async fn a_cancelled_long_query_stops_and_frees_its_partitions_at_once() {
     }
 }
 
+/// Reads moved off their partitions so far (`permafrost_reads_moved_total`).
+async fn reads_moved(c: &tokio_postgres::Client) -> u64 {
+    let rows = c.simple_query("SHOW permafrost_stats").await.unwrap();
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("permafrost_reads_moved_total") => {
+                r.get(2).map(|v| v.parse::<f64>().unwrap() as u64)
+            }
+            _ => None,
+        })
+        .expect("the figure is listed")
+}
+
+/// Waits until `reads_moved` passes `n` (a statement is known to have moved).
+async fn moved_past(c: &tokio_postgres::Client, n: u64) {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while reads_moved(c).await <= n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the long read moved off its partitions");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
+    let db = common::database();
+    let s = server_over(db.clone(), ServerOptions::default()).await;
+    let c = connect(s.port).await;
+    big_table(&c).await;
+
+    // A multi-partition join of minutes: past its read slice (50 ms) it moves to a forked
+    // reader, and its partitions serve the other clients while it runs.
+    let long = connect(s.port).await;
+    let token = long.cancel_token();
+    let before = reads_moved(&c).await;
+    let running = tokio::spawn(async move {
+        long.query_one(
+            "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
+            &[],
+        )
+        .await
+    });
+    moved_past(&c, before).await;
+    let other = connect(s.port).await;
+    let served = tokio::time::timeout(Duration::from_secs(20), async {
+        let g: i64 = other
+            .query_one("SELECT g FROM big WHERE id = 5", &[])
+            .await
+            .unwrap()
+            .get(0);
+        other.execute("UPDATE big SET g = 6 WHERE id = 5", &[]).await.unwrap();
+        let n: i64 = other.query_one("SELECT count(*) FROM big", &[]).await.unwrap().get(0);
+        (g, n)
+    })
+    .await
+    .expect("other clients are served while the long read runs");
+    assert_eq!(served, (5, 4_000));
+    assert!(!running.is_finished(), "the long read is still running");
+    assert_eq!(db.forked_reads(), 1);
+
+    // A cancel kills the reader: 57014, and its process is reaped.
+    token.cancel_query(NoTls).await.unwrap();
+    let e = running.await.unwrap().unwrap_err();
+    assert_eq!(code(&e), "57014", "{e}");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while db.forked_reads() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the cancelled reader is reaped");
+
+    // A moved read answers the state at the point where it moved: a write that the
+    // partitions ran after that is not in its result, in either protocol.
+    for simple in [false, true] {
+        let reader = connect(s.port).await;
+        let before = reads_moved(&c).await;
+        let sql = "SELECT count(*), sum(a.g) FROM big a JOIN big b ON a.g <> b.g + 100";
+        let running = tokio::spawn(async move {
+            if simple {
+                let m = reader.simple_query(sql).await.unwrap();
+                match &m[1] {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => {
+                        (r.get(0).unwrap().parse::<i64>().unwrap(), r.get(1).unwrap().to_string())
+                    }
+                    other => panic!("{other:?}"),
+                }
+            } else {
+                let r = reader.query_one(sql, &[]).await.unwrap();
+                (r.get::<_, i64>(0), r.get::<_, rust_decimal::Decimal>(1).to_string())
+            }
+        });
+        moved_past(&c, before).await;
+        let g: i64 = c
+            .query_one("SELECT sum(g) FROM big", &[])
+            .await
+            .unwrap()
+            .get::<_, rust_decimal::Decimal>(0)
+            .try_into()
+            .unwrap();
+        c.execute("INSERT INTO big VALUES ($1, 3)", &[&(10_000 + simple as i64)])
+            .await
+            .unwrap();
+        let (n, sum) = running.await.unwrap();
+        let rows: i64 = c.query_one("SELECT count(*) FROM big", &[]).await.unwrap().get(0);
+        assert_eq!(
+            (n, sum),
+            ((rows - 1) * (rows - 1), ((rows - 1) * g).to_string()),
+            "simple: {simple}"
+        );
+    }
+    assert!(reads_moved(&c).await >= before + 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_that_needs_more_than_its_working_memory_gets_54000() {
     // 64 MiB of budget: a statement may hold 16 MiB.

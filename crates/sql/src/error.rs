@@ -74,7 +74,24 @@ pub enum SqlError {
     StatementMemory { held: usize, limit: usize },
     #[error("{0}")]
     Storage(#[from] StorageError),
+    /// A read-only statement ran past its read slice ([`crate::exec::Env::deadline`]): the
+    /// executor moves it off its partitions and runs it again there. Never reaches a client.
+    #[error("the statement ran past its read slice")]
+    SliceOver,
+    /// An error raised where the statement ran elsewhere (a forked reader), with the
+    /// SQLSTATE it had there.
+    #[error("{message}")]
+    Relayed { sqlstate: &'static str, message: String },
 }
+
+/// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
+/// what [`SqlError::relayed`] maps a relayed code back to.
+const SQLSTATES: &[&str] = &[
+    "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22012", "2201W", "22021", "22023", "22P02",
+    "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42723", "42803", "42804", "42883",
+    "42P01", "42P07", "42P16", "42P18", "53100", "53200", "54000", "54001", "57014", "57P01", "P0001", "XX000",
+    "XX001",
+];
 
 impl SqlError {
     pub fn sqlstate(&self) -> &'static str {
@@ -104,7 +121,16 @@ impl SqlError {
             SqlError::TooLong(_) => "54000",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
+            SqlError::SliceOver => "XX000",
+            SqlError::Relayed { sqlstate, .. } => sqlstate,
         }
+    }
+
+    /// The error `message` with SQLSTATE `code`, raised elsewhere (a forked reader) and
+    /// carried here as text; a code none of this crate's errors has becomes XX000.
+    pub fn relayed(code: &str, message: String) -> SqlError {
+        let sqlstate = SQLSTATES.iter().find(|&&c| c == code).copied().unwrap_or("XX000");
+        SqlError::Relayed { sqlstate, message }
     }
 
     pub fn is_retryable(&self) -> bool {

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::time::Instant;
 
 use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
 use permafrost_storage::partitioning::partition_of;
@@ -73,6 +74,11 @@ pub struct Env<'a, 'b> {
     /// The memory all running statements draw from past their first step
     /// ([`crate::workmem`]); `None`: no shared limit.
     pub pool: Option<&'a Arc<MemoryPool>>,
+    /// The end of a read-only statement's read slice: looked at with
+    /// [`Env::interrupted`], and once passed the statement stops with
+    /// [`SqlError::SliceOver`] (the executor then runs it elsewhere, off its partitions).
+    /// `None`: it runs to its end.
+    pub deadline: Option<Instant>,
 }
 
 mod deferred;
@@ -204,6 +210,8 @@ struct Walker<'w, 's> {
     total: u32,
     copies: Copies,
     interrupted: &'w dyn Fn() -> bool,
+    /// [`Env::deadline`].
+    deadline: Option<Instant>,
     /// Tuples visited since the last look at `interrupted`.
     visits: u32,
     /// Whether scans pass over evicted tuples without recording them (a [`Deferred`] scan
@@ -264,6 +272,10 @@ impl<'w, 's> Walker<'w, 's> {
                         this.visits = 0;
                         if (this.interrupted)() {
                             st.err = Some(SqlError::Cancelled);
+                            return ControlFlow::Break(());
+                        }
+                        if this.deadline.is_some_and(|d| Instant::now() >= d) {
+                            st.err = Some(SqlError::SliceOver);
                             return ControlFlow::Break(());
                         }
                     }
@@ -526,6 +538,7 @@ fn select(
         total: env.total_partitions,
         copies: Copies::One,
         interrupted: env.interrupted,
+        deadline: env.deadline,
         visits: 0,
         skip_evicted: defer,
         visited_locals: 0,
@@ -573,6 +586,7 @@ fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies
         total: env.total_partitions,
         copies,
         interrupted: env.interrupted,
+        deadline: env.deadline,
         visits: 0,
         skip_evicted: false,
         visited_locals: 0,

@@ -226,6 +226,27 @@ impl Rows {
         h.finish()
     }
 
+    /// Row `i` in the buffer's encoding (see the module docs), for [`Rows::push_encoded_row`]
+    /// of another result.
+    pub fn encoded_row(&self, i: usize) -> &[u8] {
+        let start = self.starts[i] as usize;
+        let end = self.starts.get(i + 1).map_or(self.data.len(), |&e| e as usize);
+        &self.data[start..end]
+    }
+
+    /// Appends a row given in the buffer's encoding ([`Rows::encoded_row`]) by a source this
+    /// process does not trust blindly (a forked reader's pipe): checked first, value by
+    /// value (known tags, lengths within the bytes, UTF-8 text, a numeric's flags, one value
+    /// per column). False, and nothing appended, if it is not a well-formed row.
+    pub fn push_encoded_row(&mut self, bytes: &[u8]) -> bool {
+        if !well_formed(bytes, self.columns.len()) {
+            return false;
+        }
+        self.begin_row();
+        self.data.extend_from_slice(bytes);
+        true
+    }
+
     /// Bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity() + self.starts.capacity() * 4
@@ -276,6 +297,45 @@ impl<'a> RowRef<'a> {
     pub fn get_str(&self, col: usize) -> Option<&'a str> {
         self.get(col).as_str()
     }
+}
+
+/// Whether `d` is exactly `ncols` values in the buffer's encoding ([`decode`] reads them
+/// without checks).
+fn well_formed(mut d: &[u8], ncols: usize) -> bool {
+    for _ in 0..ncols {
+        let Some((&tag, p)) = d.split_first() else {
+            return false;
+        };
+        let len = match tag {
+            T_NULL => 0,
+            T_BOOL => 1,
+            T_INT | T_DOUBLE | T_TIMESTAMP => 8,
+            T_DECIMAL => {
+                // rust_decimal's layout: flags (scale in bits 16..24, at most 28; the sign
+                // in bit 31; nothing else), then the 96-bit mantissa.
+                let Some(flags) = p.get(..4) else { return false };
+                let flags = u32::from_le_bytes(flags.try_into().expect("4 bytes"));
+                if flags & !0x80ff_0000 != 0 || (flags >> 16) & 0xff > 28 {
+                    return false;
+                }
+                16
+            }
+            T_TEXT | T_BYTES => {
+                let Some(n) = p.get(..4) else { return false };
+                let n = u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize;
+                match p.get(4..).and_then(|b| b.get(..n)) {
+                    Some(body) if tag == T_BYTES || std::str::from_utf8(body).is_ok() => 4 + n,
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        match p.get(len..) {
+            Some(rest) => d = rest,
+            None => return false,
+        }
+    }
+    d.is_empty()
 }
 
 fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
@@ -342,5 +402,48 @@ mod tests {
         assert_eq!(r.row(1).get_str(1), Some("héllo"));
         r.pop_row();
         assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn encoded_rows_are_checked_before_they_are_taken() {
+        let cols: Arc<[ColumnInfo]> = (0..3)
+            .map(|i| ColumnInfo {
+                name: format!("c{i}"),
+                ty: None,
+            })
+            .collect();
+        let mut r = Rows::empty(cols.clone());
+        r.push_row([
+            ValueRef::Int(7),
+            ValueRef::Text("héllo"),
+            ValueRef::Decimal(Decimal::new(-314, 2)),
+        ]);
+        let good = r.encoded_row(0).to_vec();
+        let mut copy = Rows::empty(cols);
+        assert!(copy.push_encoded_row(&good));
+        assert_eq!(copy.to_values(), r.to_values());
+        // Every truncation, every extension and every single-byte change that breaks the
+        // encoding is refused without a panic, and leaves the rows as they were.
+        for n in 0..good.len() {
+            assert!(!copy.push_encoded_row(&good[..n]), "truncated to {n}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(!copy.push_encoded_row(&longer));
+        for i in 0..good.len() {
+            for b in [0u8, 0x80, 0xff, 9] {
+                let mut bad = good.clone();
+                bad[i] = b;
+                let _ = copy.push_encoded_row(&bad);
+            }
+        }
+        let mut bad_utf8 = good.clone();
+        let at = good.iter().position(|&b| b == b'h').unwrap();
+        bad_utf8[at + 1] = 0xff;
+        assert!(!copy.push_encoded_row(&bad_utf8));
+        for row in copy.iter() {
+            assert_eq!(row.len(), 3);
+            let _ = row.values().count();
+        }
     }
 }

@@ -160,11 +160,27 @@ impl Partition {
         };
         let outcome = self.run_work(t, &mut held, &info, barrier_started);
         // A scan that left its evicted tuples for later holds their blocks before the
-        // participants get their stores back (scan.rs).
+        // participants get their stores back (scan.rs); a read past its slice moves off
+        // them (forked.rs).
         let outcome = match (outcome, &t.work) {
             (Outcome::Deferred(rows, deferred), MpWork::Call { proc, .. }) => {
                 let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
                 Outcome::Done(self.with_scan(proc, rows, deferred, stop), false)
+            }
+            (Outcome::SliceOver, MpWork::Call { proc, params, .. }) => {
+                let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
+                let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
+                let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
+                let r = super::run::moved_or_run(
+                    &self.shared,
+                    (proc, params),
+                    &mut refs,
+                    &mut self.evicted,
+                    &info,
+                    (stop, &interrupted),
+                    &self.stats,
+                );
+                Outcome::Done(r, false)
             }
             (o, _) => o,
         };
@@ -200,7 +216,7 @@ impl Partition {
         };
         match outcome {
             // Deferred scans were answered above.
-            None | Some(Outcome::Done(..)) | Some(Outcome::Deferred(..)) => {}
+            None | Some(Outcome::Done(..)) | Some(Outcome::Deferred(..)) | Some(Outcome::SliceOver) => {}
             Some(Outcome::SchemaChanged) => {
                 self.stats.restarts_schema.fetch_add(1, Ordering::Relaxed);
                 let reply = t.take_reply();

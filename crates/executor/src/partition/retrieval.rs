@@ -116,6 +116,7 @@ impl Partition {
                 work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
                 writes_refused: None,
                 defer_scans: false,
+                read_slice: None,
             };
             dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));

@@ -285,6 +285,11 @@ impl Partition {
                 _ => None,
             },
             defer_scans: self.ac.is_some() && replay.is_none() && reply.is_some_and(Reply::takes_rest),
+            read_slice: self
+                .shared
+                .config
+                .read_slice
+                .filter(|_| replay.is_none() && reply.is_some_and(Reply::takes_rest)),
         }
     }
 
@@ -500,8 +505,18 @@ impl Partition {
                 let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
                 self.need_data(Waiter::Single(inv), refs);
             }
-            Outcome::Deferred(rows, deferred) => {
-                let r = self.with_scan(&inv.proc, rows, deferred, inv.reply.stop_flag());
+            o @ (Outcome::SliceOver | Outcome::Deferred(..)) => {
+                // A read whose rest comes after it: read from blocks, or moved off.
+                let r = match o {
+                    Outcome::Deferred(rows, deferred) => {
+                        self.with_scan(&inv.proc, rows, deferred, inv.reply.stop_flag())
+                    }
+                    _ => {
+                        let reply = &inv.reply;
+                        let interrupted = || reply.is_closed();
+                        self.move_off(&inv.proc, &inv.params, &info, reply.stop_flag(), &interrupted)
+                    }
+                };
                 self.record(&r);
                 let done = Answer {
                     wrote: false,
@@ -528,6 +543,30 @@ impl Partition {
         let scan = crate::scan::BlockScan::start(self.shared.clone(), proc.clone(), deferred, stop)?;
         rows.set_rest(Box::new(scan));
         Ok(rows)
+    }
+
+    /// Moves a read that ran past its slice off this partition (forked.rs), or, when all
+    /// forked readers' turns are taken, runs it again here to its end. Called while the
+    /// statement still holds the partition.
+    fn move_off(
+        &mut self,
+        proc: &Arc<Procedure>,
+        params: &[permafrost_storage::Value],
+        info: &TxnInfo,
+        stop: Option<crate::reply::StopFlag>,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<Rows> {
+        let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
+        let mut stores = [store];
+        moved_or_run(
+            &self.shared,
+            (proc, params),
+            &mut stores,
+            &mut self.evicted,
+            info,
+            (stop, interrupted),
+            &self.stats,
+        )
     }
 
     /// Runs the replayed calls held back, in order, until one is refused again.
@@ -559,5 +598,40 @@ impl Partition {
             .get(&proc.name)
             .cloned()
             .ok_or_else(|| Error::UnknownProcedure(proc.name.clone()))
+    }
+}
+
+/// A read that ran past its slice, holding `stores`: moved to a forked reader if a turn is
+/// free (forked.rs), else run again in place to its end (no slice, so it cannot stop for
+/// that reason again; `interrupted` stops it as it stopped the first run).
+pub(crate) fn moved_or_run(
+    shared: &Arc<crate::shared::Shared>,
+    (proc, params): (&Arc<Procedure>, &[permafrost_storage::Value]),
+    stores: &mut [&mut PartitionStore],
+    evicted: &mut Vec<permafrost_sql::EvictedRef>,
+    info: &TxnInfo,
+    (stop, interrupted): (Option<crate::reply::StopFlag>, &dyn Fn() -> bool),
+    stats: &crate::counters::PartitionStats,
+) -> Result<Rows> {
+    if crate::forked::take_turn(shared) {
+        stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+        return crate::forked::move_off(shared.clone(), proc, params, stores, info, stop);
+    }
+    let info = TxnInfo {
+        read_slice: None,
+        ..info.clone()
+    };
+    match run_txn(
+        proc,
+        params,
+        stores,
+        evicted,
+        &info,
+        interrupted,
+        &shared.statement_pool,
+    ) {
+        Outcome::Done(r, _) => r,
+        // Not without a slice; and the statement's tables had no evicted tuples.
+        _ => Err(Error::Internal("a long read run in place stopped unexpectedly".into())),
     }
 }

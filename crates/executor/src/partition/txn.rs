@@ -24,9 +24,14 @@ pub(crate) enum Outcome {
     /// A read-only statement answered the rows of the tuples in memory; its evicted tuples
     /// are read afterwards, without bringing them back (scan.rs).
     Deferred(Rows, Box<Deferred>),
+    /// A read-only statement ran past its read slice and stopped, changing nothing; the
+    /// caller moves it off the partitions it still holds (forked.rs) and gives the turn
+    /// it took back if that fails.
+    SliceOver,
 }
 
 /// What a transaction runs with besides its stores.
+#[derive(Clone)]
 pub(crate) struct TxnInfo {
     pub total_partitions: u32,
     pub sampled: bool,
@@ -43,6 +48,10 @@ pub(crate) struct TxnInfo {
     /// Whether a scan may leave its evicted tuples to be read afterwards
     /// ([`permafrost_sql::Env::defer_scans`]).
     pub defer_scans: bool,
+    /// The read slice of a statement that may move off its partitions when it runs past
+    /// it ([`crate::Config::read_slice`], forked.rs); `None` for callers that cannot take a
+    /// moved read's streamed result (replay, batched sessions).
+    pub read_slice: Option<std::time::Duration>,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -93,8 +102,9 @@ pub(crate) fn dry_run(
 
 /// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
 /// `evicted`; commits nothing. Its statements' memory past their first step comes from
-/// `pool`.
-fn run_body(
+/// `pool`. A statement that may move off its partitions ([`crate::forked::may_move`]) gets
+/// its read slice.
+pub(crate) fn run_body(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
@@ -107,6 +117,10 @@ fn run_body(
     Option<Box<Deferred>>,
 ) {
     evicted.clear();
+    let deadline = match info.read_slice {
+        Some(slice) if crate::forked::may_move(proc, stores) => Some(std::time::Instant::now() + slice),
+        _ => None,
+    };
     let mut env = Env {
         stores,
         total_partitions: info.total_partitions,
@@ -118,6 +132,7 @@ fn run_body(
         defer_scans: info.defer_scans && proc.defers_scans(),
         deferred: None,
         pool,
+        deadline,
     };
     let mut ctx = ProcContext {
         env: &mut env,
@@ -173,6 +188,10 @@ pub(crate) fn run_txn(
             }
             finish(stores, true);
             Outcome::Done(Ok(rows), wrote)
+        }
+        Ok(Err(ProcError::Sql(SqlError::SliceOver))) => {
+            finish(stores, false);
+            Outcome::SliceOver
         }
         Ok(Err(ProcError::Sql(SqlError::SchemaChanged(_)))) => {
             finish(stores, false);

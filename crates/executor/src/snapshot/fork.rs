@@ -1,6 +1,6 @@
 //! The snapshot writer process: forked by the coordinator while it holds every store
-//! (the pause), it writes the snapshot from its copy-on-write image and reports through a
-//! pipe; the parent waits for it.
+//! (the pause, crate::child), it writes the snapshot from its copy-on-write image and
+//! reports through a pipe; the parent waits for it.
 
 use std::time::Instant;
 
@@ -9,6 +9,7 @@ use permafrost_storage::PartitionStore;
 
 use super::job::{Forked, SnapJob};
 use super::write::write_snapshot;
+use crate::child::{Side, fork_with_pipe};
 use crate::error::{Error, Result};
 
 /// Runs in the coordinator while it holds every store: forks the writer process.
@@ -41,103 +42,44 @@ pub(crate) fn fork_writer(
     let live = images.iter().map(|(_, i)| i.live as u64).sum();
     std::fs::create_dir_all(&job.dir)
         .map_err(|e| Error::Internal(format!("cannot create snapshot directory {}: {e}", job.dir.display())))?;
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 fills the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::Internal(format!(
-            "cannot create a pipe for the snapshot writer: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
     // SAFETY: the child only reads memory that no thread was changing at the fork (every
     // partition is stopped at the barrier; the stores are held here), writes files and
     // exits with _exit, running no destructor and touching no lock another thread may
-    // have held.
-    let parent = unsafe { libc::getpid() };
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: in the child: process-wide calls (death signal, parent id, priority) and
-        // closing descriptors of this process only.
-        unsafe {
-            // The writer dies with the server: a snapshot finished by an orphan after a
-            // new server started on the same directory would name blocks that server
-            // may have reused.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() != parent {
-                libc::_exit(3);
+    // have held. It dies with the server: a snapshot finished by an orphan after a new
+    // server started on the same directory would name blocks that server may have reused.
+    let (pid, err_fd) = match unsafe { fork_with_pipe("the snapshot writer")? } {
+        Side::Child(fd) => {
+            // SAFETY: a process-wide call of the child. Lower priority: the partitions
+            // come first.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                write_snapshot(&job.dir, &header, &job.history, stores, &images)
+            }));
+            let (code, msg) = match r {
+                Ok(Ok(())) => (0, String::new()),
+                Ok(Err(e)) => (1, e.to_string()),
+                Err(_) => (2, "the snapshot writer panicked".to_string()),
+            };
+            // SAFETY: writing a local buffer to our own pipe, then leaving without running
+            // destructors (the child must not touch state it shares with the parent's
+            // threads).
+            unsafe {
+                if !msg.is_empty() {
+                    libc::write(fd, msg.as_ptr() as *const libc::c_void, msg.len());
+                }
+                libc::_exit(code);
             }
-            libc::close(fds[0]);
-            close_inherited(fds[1]);
-            // Lower priority: the partitions come first.
-            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
         }
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            write_snapshot(&job.dir, &header, &job.history, stores, &images)
-        }));
-        let (code, msg) = match r {
-            Ok(Ok(())) => (0, String::new()),
-            Ok(Err(e)) => (1, e.to_string()),
-            Err(_) => (2, "the snapshot writer panicked".to_string()),
-        };
-        // SAFETY: writing a local buffer to our own pipe, then leaving without running
-        // destructors (the child must not touch state it shares with the parent's threads).
-        unsafe {
-            if !msg.is_empty() {
-                libc::write(fds[1], msg.as_ptr() as *const libc::c_void, msg.len());
-            }
-            libc::_exit(code);
-        }
-    }
-    // SAFETY: the pipe's write end is the child's; the parent closes its copy (and both
-    // ends when the fork failed).
-    unsafe { libc::close(fds[1]) };
-    if pid < 0 {
-        // SAFETY: as above.
-        unsafe { libc::close(fds[0]) };
-        return Err(Error::Internal(format!(
-            "cannot fork the snapshot writer: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
+        Side::Parent { pid, read } => (pid, read),
+    };
     Ok(Forked {
         pid,
         cut_lsn,
         listed,
         live,
-        err_fd: fds[0],
+        err_fd,
         pause: barrier_started.elapsed(),
     })
-}
-
-/// In the writer process: closes every descriptor inherited from the server except stdio
-/// and `keep` (the error pipe). The writer opens what it writes by path; what it must not
-/// do is keep the server's descriptors alive while it runs: a command-log lock file (its
-/// `flock` belongs to the open file, which the copy shares, so a database closed and
-/// reopened meanwhile would find its log still locked), client sockets the server has
-/// closed (the client would not see the connection end), listening sockets.
-///
-/// # Safety
-/// Only in the child right after `fork`: it closes descriptors that other threads of a
-/// live process could be using.
-pub(super) unsafe fn close_inherited(keep: libc::c_int) {
-    let keep = keep.max(2) as libc::c_uint;
-    for (lo, hi) in [(3, keep - 1), (keep + 1, libc::c_uint::MAX)] {
-        if lo > hi {
-            continue;
-        }
-        // SAFETY: closing descriptors of this (child) process only.
-        let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0) };
-        if r != 0 {
-            // Kernels before 5.9: one by one, up to the descriptor limit.
-            // SAFETY: a read-only query of a limit.
-            let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
-            let max = if max > 0 { max as libc::c_uint } else { 1 << 16 };
-            for fd in lo..=hi.min(max) {
-                // SAFETY: as above.
-                unsafe { libc::close(fd as libc::c_int) };
-            }
-        }
-    }
 }
 
 /// Waits for the writer process; returns its error message on failure.
