@@ -7,7 +7,7 @@ Each check runs on its own; a failing one is reported and the others go on. Prin
 import datetime
 import sys
 import traceback
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import psycopg
 from psycopg import errors
@@ -84,6 +84,47 @@ def all_types_text_and_binary(conn):
     # Binary parameters too (%b).
     (name,) = conn.execute("SELECT t FROM py_types WHERE id = %b AND b = %b", (1, b"\x00\x01\xff")).fetchone()
     assert name == "héllo\tworld", name
+
+
+@check
+def numeric_of_any_precision_text_and_binary(conn):
+    with localcontext() as ctx:
+        # Python's own arithmetic keeps 28 digits unless told otherwise.
+        ctx.prec = 1100
+        numeric_checks(conn)
+
+
+def numeric_checks(conn):
+    conn.execute("DROP TABLE IF EXISTS py_num")
+    conn.execute("CREATE TABLE py_num (id BIGINT PRIMARY KEY, v NUMERIC(60, 20), w NUMERIC(1000, 0))")
+    try:
+        values = [
+            Decimal("123456789012345678901234567890.12345678901234567890"),
+            Decimal("-0.00000000000000000001"),
+            Decimal("0.50"),
+            Decimal(0),
+        ]
+        for i, v in enumerate(values):
+            w = Decimal(10) ** 999 - 1 if i == 0 else Decimal(-i)
+            # Text parameters, then binary ones (%b).
+            q = "INSERT INTO py_num VALUES (%s, %s, %s)" if i % 2 else "INSERT INTO py_num VALUES (%b, %b, %b)"
+            conn.execute(q, (i, v, w))
+        for binary in (False, True):
+            with conn.cursor(binary=binary) as cur:
+                cur.execute("SELECT v, w, v * 2, v / 3 FROM py_num ORDER BY id")
+                rows = cur.fetchall()
+                assert [r[0] for r in rows] == values, (binary, rows)
+                assert rows[0][1] == Decimal(10) ** 999 - 1, binary
+                assert rows[0][2] == values[0] * 2, (binary, rows[0][2])
+                # PostgreSQL's quotient scale: 20 digits after the point here.
+                assert rows[0][3] == Decimal("41152263004115226300411522630.04115226300411522630"), (binary, rows[0][3])
+                assert str(rows[2][0]) == "0.50000000000000000000", (binary, rows[2][0])
+        (n,) = conn.execute("SELECT count(*) FROM py_num WHERE v > %s", (Decimal("-1e-30"),)).fetchone()
+        assert n == 3, n
+        e = expect_error(conn, errors.NumericValueOutOfRange, "INSERT INTO py_num VALUES (9, %s, 0)", (Decimal("1e40"),))
+        assert e.sqlstate == "22003", e.sqlstate
+    finally:
+        conn.execute("DROP TABLE py_num")
 
 
 @check

@@ -52,7 +52,7 @@ pub fn snapshot_file(data: &[u8]) {
 mod tests {
     use super::*;
     use crate::commandlog::{Request, TxnRecord};
-    use permafrost_storage::{Decimal, Value};
+    use permafrost_storage::{Numeric, Value};
     use proptest::prelude::*;
 
     fn valid_record() -> Vec<u8> {
@@ -65,7 +65,7 @@ mod tests {
                 params: vec![
                     Value::Int(7),
                     Value::Text("é".into()),
-                    Value::Decimal(Decimal::new(150, 2)),
+                    Value::Decimal(Numeric::new(150, 2)),
                     Value::Null,
                     Value::Bool(true),
                 ],

@@ -14,4 +14,4 @@ pub mod fuzzing;
 pub mod snapshot;
 
 pub use commandlog::*;
-pub use permafrost_storage::{Decimal, Value};
+pub use permafrost_storage::{Numeric, Value};

@@ -12,7 +12,7 @@ use permafrost_durability::format::{
     preallocated_segment_header, segment_file_name, segment_header,
 };
 use permafrost_durability::{
-    CommandLog, Decimal, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, Value, decode_record,
+    CommandLog, LogConfig, LogError, LogMode, LogReader, Numeric, Request, TxnRecord, Value, decode_record,
     encode_record,
 };
 use permafrost_io::{FaultyFs, Fs};
@@ -977,8 +977,8 @@ fn value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::Int),
         any::<u64>().prop_map(|b| Value::Double(f64::from_bits(b))),
-        (any::<u32>(), any::<u32>(), any::<u32>(), any::<bool>(), 0u32..=28)
-            .prop_map(|(lo, mid, hi, neg, scale)| Value::Decimal(Decimal::from_parts(lo, mid, hi, neg, scale))),
+        (any::<i64>(), 0u32..=28).prop_map(|(m, scale)| Value::Decimal(Numeric::new(m, scale))),
+        "-?[0-9]{29,90}(\\.[0-9]{1,40})?".prop_map(|s| Value::Decimal(s.parse().unwrap())),
         any::<i64>().prop_map(Value::Timestamp),
         ".{0,24}".prop_map(|s: String| Value::Text(s.into_boxed_str())),
         proptest::collection::vec(any::<u8>(), 0..48).prop_map(|v| Value::Bytes(v.into_boxed_slice())),

@@ -27,11 +27,10 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use permafrost_executor::{Database, Value};
+use permafrost_executor::{Database, Numeric, Value};
 use permafrost_sql::catalog::Catalog;
 use permafrost_sql::shape::{ConstantKind, Shape};
 use pgwire::api::Type;
-use rust_decimal::Decimal;
 
 use crate::command::{Command, classify_text};
 
@@ -187,14 +186,7 @@ pub(crate) fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
             fits.then_some(Value::Int(n))
         }
         ConstantKind::Decimal => match *t {
-            Type::NUMERIC => {
-                let d = if text.contains(['e', 'E']) {
-                    Decimal::from_scientific(text).ok()?
-                } else {
-                    Decimal::from_str(text).ok()?
-                };
-                Some(Value::Decimal(d))
-            }
+            Type::NUMERIC => Some(Value::Decimal(Numeric::parse(text).ok()?)),
             _ => f64::from_str(text).ok().filter(|f| f.is_finite()).map(Value::Double),
         },
         ConstantKind::String => Some(Value::text(text)),
@@ -231,9 +223,9 @@ mod tests {
         assert_eq!(int(K::Integer, "3000000000", &Type::INT8), Some(3_000_000_000));
         assert_eq!(int(K::Integer, "99999999999999999999", &Type::INT8), None);
         assert!(matches!(convert(K::Decimal, "1.50", &Type::NUMERIC),
-            Some(Value::Decimal(d)) if d == rust_decimal::Decimal::new(150, 2) && d.scale() == 2));
+            Some(Value::Decimal(d)) if d == Numeric::new(150, 2) && d.as_ref().scale() == 2));
         assert!(matches!(convert(K::Decimal, "2e3", &Type::NUMERIC),
-            Some(Value::Decimal(d)) if d == rust_decimal::Decimal::new(2000, 0)));
+            Some(Value::Decimal(d)) if d == Numeric::new(2000, 0)));
         assert!(matches!(convert(K::Decimal, ".5", &Type::FLOAT8), Some(Value::Double(f)) if f == 0.5));
         assert!(convert(K::Decimal, "1e999", &Type::FLOAT8).is_none());
         assert!(matches!(convert(K::String, "it's", &Type::TEXT), Some(v) if v.as_str() == Some("it's")));

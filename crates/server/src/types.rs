@@ -2,7 +2,7 @@
 //! formats.
 
 use chrono::{DateTime, NaiveDateTime};
-use permafrost_executor::{DataType, Decimal, Value, ValueRef};
+use permafrost_executor::{DataType, Numeric, NumericRef, Value, ValueRef};
 use permafrost_storage::types::{double_text, timestamp_text};
 use pgwire::api::Type;
 use pgwire::api::portal::Portal;
@@ -58,7 +58,7 @@ pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type, text: bool) 
             Type::INT4 => enc.encode_field(&(i32::try_from(i).map_err(|_| mismatch("large integer"))?)),
             Type::INT2 => enc.encode_field(&(i16::try_from(i).map_err(|_| mismatch("large integer"))?)),
             Type::FLOAT8 => enc.encode_field(&(i as f64)),
-            Type::NUMERIC => enc.encode_field(&Decimal::from(i)),
+            Type::NUMERIC => enc.encode_field(&PgNumeric(Numeric::from(i).as_ref())),
             _ if is_text(ty) => enc.encode_field(&i.to_string()),
             _ => Err(mismatch("integer")),
         },
@@ -68,7 +68,7 @@ pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type, text: bool) 
             _ => Err(mismatch("double precision")),
         },
         ValueRef::Decimal(d) => match *ty {
-            Type::NUMERIC => enc.encode_field(&d),
+            Type::NUMERIC => enc.encode_field(&PgNumeric(d)),
             _ if is_text(ty) => enc.encode_field(&d.to_string()),
             _ => Err(mismatch("numeric")),
         },
@@ -109,7 +109,28 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         Type::OID => portal.parameter::<u32>(i, &ty)?.map(|v| Value::Int(v.into())),
         Type::FLOAT8 => portal.parameter::<f64>(i, &ty)?.map(Value::Double),
         Type::FLOAT4 => portal.parameter::<f32>(i, &ty)?.map(|v| Value::Double(v.into())),
-        Type::NUMERIC => portal.parameter::<Decimal>(i, &ty)?.map(Value::Decimal),
+        Type::NUMERIC => match portal.parameters.get(i) {
+            None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+            Some(None) => None,
+            Some(Some(bytes)) => {
+                let parsed = if portal.parameter_format.is_text(i) {
+                    let s = std::str::from_utf8(bytes)
+                        .map_err(|_| client_error("22021", format!("parameter ${} is not valid UTF-8", i + 1)))?;
+                    Numeric::parse(s).map_err(|e| (e, s.to_string()))
+                } else {
+                    Numeric::from_pg_binary(bytes).map_err(|e| (e, "(binary)".to_string()))
+                };
+                let n = parsed.map_err(|(e, text)| {
+                    let e = permafrost_storage::types::numeric_error(
+                        &DataType::Decimal { precision: 0, scale: 0 },
+                        e,
+                        &text,
+                    );
+                    client_error(e.sqlstate(), format!("{e} (parameter ${})", i + 1))
+                })?;
+                Some(Value::Decimal(n))
+            }
+        },
         Type::BOOL => portal.parameter::<bool>(i, &ty)?.map(Value::Bool),
         // In text format as PostgreSQL reads it (years past 9999, BC); in binary the
         // library's decoder.
@@ -164,4 +185,39 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         }
     };
     Ok(v.unwrap_or(Value::Null))
+}
+
+/// A numeric as PostgreSQL sends it: its text, or its base-10000 binary form
+/// ([`NumericRef::to_pg_binary`]); any precision.
+#[derive(Debug)]
+struct PgNumeric<'a>(NumericRef<'a>);
+
+impl postgres_types::ToSql for PgNumeric<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres_types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0.to_pg_binary());
+        Ok(postgres_types::IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+
+    postgres_types::to_sql_checked!();
+}
+
+impl pgwire::types::ToSqlText for PgNumeric<'_> {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut bytes::BytesMut,
+        _format_options: &FormatOptions,
+    ) -> Result<postgres_types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use std::fmt::Write;
+        write!(out, "{}", self.0)?;
+        Ok(postgres_types::IsNull::No)
+    }
 }

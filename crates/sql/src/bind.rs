@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{DataType, Decimal, TableSchema, Value};
+use permafrost_storage::{DataType, Numeric, TableSchema, Value};
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
     ObjectName, UnaryOperator,
@@ -77,8 +77,8 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             )));
         }
         Ok(DataType::Decimal {
-            precision: p as u8,
-            scale: s as u8,
+            precision: p as u16,
+            scale: s as u16,
         })
     };
     Ok(match t {
@@ -423,10 +423,13 @@ impl<'c> Binder<'c> {
             // bigint.
             UnaryOperator::Minus => match x {
                 Expr::Const(Value::Int(i)) => integer_literal(-i),
-                Expr::Const(Value::Decimal(d)) => match i64::try_from(-d) {
-                    Ok(i) if (-d).fract().is_zero() && !d.to_string().contains('.') => integer_literal(i),
-                    _ => (Expr::Const(Value::Decimal(-d)), t),
-                },
+                Expr::Const(Value::Decimal(d)) => {
+                    let negated = d.as_ref().negate();
+                    match negated.as_ref().to_i64_exact() {
+                        Some(i) if d.as_ref().scale() == 0 => integer_literal(i),
+                        _ => (Expr::Const(Value::Decimal(negated)), t),
+                    }
+                }
                 Expr::Const(Value::Double(d)) => (Expr::Const(Value::Double(-d)), t),
                 x => (Expr::Neg(x.boxed()), t),
             },
@@ -859,17 +862,13 @@ fn number_literal(s: &str) -> Result<Typed> {
     if let Ok(i) = s.parse::<i64>() {
         return Ok(integer_literal(i));
     }
-    if !s.contains(['e', 'E'])
-        && let Ok(d) = s.parse::<Decimal>()
-    {
-        return Ok((
-            Expr::Const(Value::Decimal(d)),
-            Some(DataType::Decimal { precision: 0, scale: 0 }),
-        ));
-    }
-    match s.parse::<f64>() {
-        Ok(d) => Ok((Expr::Const(Value::Double(d)), Some(DataType::Double))),
-        Err(_) => Err(SqlError::Syntax(format!("bad number {s}"))),
+    // Any other number (a point, an exponent, too long for a bigint) is a numeric, as in
+    // PostgreSQL: `1e30` is 1000000000000000000000000000000.
+    let ty = DataType::Decimal { precision: 0, scale: 0 };
+    match Numeric::parse(s) {
+        Ok(d) => Ok((Expr::Const(Value::Decimal(d)), Some(ty))),
+        Err(permafrost_storage::types::NumericError::Syntax) => Err(SqlError::Syntax(format!("bad number {s}"))),
+        Err(e) => Err(permafrost_storage::types::numeric_error(&ty, e, s).into()),
     }
 }
 

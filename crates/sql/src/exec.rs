@@ -373,14 +373,7 @@ fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Value>> {
         (ValueRef::Double(d), t) if t.is_integer() => {
             (d.fract() == 0.0 && d.abs() < 9.2e18).then_some(Cow::Owned(Value::Int(d as i64)))
         }
-        (ValueRef::Decimal(d), t) if t.is_integer() => {
-            use rust_decimal::prelude::ToPrimitive;
-            if d.fract().is_zero() {
-                d.to_i64().map(|i| Cow::Owned(Value::Int(i)))
-            } else {
-                None
-            }
-        }
+        (ValueRef::Decimal(d), t) if t.is_integer() => d.to_i64_exact().map(|i| Cow::Owned(Value::Int(i))),
         (ValueRef::Int(i), DataType::Double) => owned(Value::Double(i as f64)),
         (ValueRef::Double(_), DataType::Double) => owned(v.to_owned()),
         (ValueRef::Int(_) | ValueRef::Decimal(_) | ValueRef::Double(_), DataType::Decimal { .. }) => {

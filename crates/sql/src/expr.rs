@@ -10,8 +10,7 @@
 
 use std::cmp::Ordering;
 
-use permafrost_storage::StorageError;
-use permafrost_types::{DataType, Decimal, Value, ValueError, ValueRef, sql_compare, total_compare};
+use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare, total_compare};
 
 use crate::error::{Result, SqlError};
 
@@ -454,7 +453,7 @@ fn negate(x: ValueRef<'_>) -> Result<Value> {
         ValueRef::Null => Value::Null,
         ValueRef::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
         ValueRef::Double(d) => Value::Double(-d),
-        ValueRef::Decimal(d) => Value::Decimal(-d),
+        ValueRef::Decimal(d) => Value::Decimal(d.negate()),
         other => {
             return Err(SqlError::Type(format!(
                 "operator does not exist: - {}",
@@ -562,13 +561,13 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
                 ArithOp::Mul => x.checked_mul(y),
                 ArithOp::Div => {
                     if y == 0 {
-                        return Err(StorageError::DivisionByZero.into());
+                        return Err(ValueError::DivisionByZero.into());
                     }
                     x.checked_div(y)
                 }
                 ArithOp::Mod => {
                     if y == 0 {
-                        return Err(StorageError::DivisionByZero.into());
+                        return Err(ValueError::DivisionByZero.into());
                     }
                     x.checked_rem(y)
                 }
@@ -580,7 +579,7 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
                 return Err(type_err(op, a, b));
             };
             if matches!(op, ArithOp::Div | ArithOp::Mod) && y == 0.0 {
-                return Err(StorageError::DivisionByZero.into());
+                return Err(ValueError::DivisionByZero.into());
             }
             Value::Double(match op {
                 ArithOp::Add => x + y,
@@ -591,11 +590,8 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
             })
         }
         (V::Decimal(_) | V::Int(_), V::Decimal(_) | V::Int(_)) => {
-            let x = to_decimal(a);
-            let y = to_decimal(b);
-            if matches!(op, ArithOp::Div | ArithOp::Mod) && y.is_zero() {
-                return Err(StorageError::DivisionByZero.into());
-            }
+            let (x, y) = (to_numeric(a), to_numeric(b));
+            let (x, y) = (x.as_ref(), y.as_ref());
             let r = match op {
                 ArithOp::Add => x.checked_add(y),
                 ArithOp::Sub => x.checked_sub(y),
@@ -603,7 +599,7 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
                 ArithOp::Div => x.checked_div(y),
                 ArithOp::Mod => x.checked_rem(y),
             };
-            Value::Decimal(r.ok_or_else(|| overflow("numeric"))?)
+            Value::Decimal(r.map_err(numeric_err)?)
         }
         (V::Timestamp(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
             // timestamp +/- microseconds
@@ -621,12 +617,18 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
     })
 }
 
-fn to_decimal(v: ValueRef<'_>) -> Decimal {
+/// An integer or numeric operand as a numeric (the caller matched those two kinds).
+fn to_numeric(v: ValueRef<'_>) -> Numeric {
     match v {
-        ValueRef::Int(i) => Decimal::from(i),
-        ValueRef::Decimal(d) => d,
-        _ => Decimal::ZERO,
+        ValueRef::Int(i) => Numeric::from(i),
+        ValueRef::Decimal(d) => d.to_owned(),
+        _ => Numeric::ZERO,
     }
+}
+
+/// The error of a numeric operation (22003 past PostgreSQL's limits, 22012).
+fn numeric_err(e: NumericError) -> SqlError {
+    permafrost_types::numeric_error(&DataType::Decimal { precision: 0, scale: 0 }, e, "").into()
 }
 
 fn type_err(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> SqlError {
@@ -762,7 +764,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             match (f, v) {
                 (Func::Abs, Value::Int(i)) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),
                 (Func::Abs, Value::Double(d)) => Value::Double(d.abs()),
-                (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.abs()),
+                (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.as_ref().abs()),
                 (Func::Lower, Value::Text(s)) => Value::from(s.to_lowercase()),
                 (Func::Upper, Value::Text(s)) => Value::from(s.to_uppercase()),
                 (Func::Trim, Value::Text(s)) => Value::from(s.trim()),
@@ -801,10 +803,11 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                             let m = 10f64.powi(digits as i32);
                             Value::Double((d * m).round() / m)
                         }
-                        Value::Decimal(d) => Value::Decimal(d.round_dp_with_strategy(
-                            digits.clamp(0, 28) as u32,
-                            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-                        )),
+                        Value::Decimal(d) => Value::Decimal(
+                            d.as_ref()
+                                .round(digits.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+                                .map_err(numeric_err)?,
+                        ),
                         other => {
                             return Err(SqlError::Type(format!(
                                 "function round({}) does not exist",
@@ -814,10 +817,10 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     }
                 }
                 (Func::Floor, Value::Double(d)) => Value::Double(d.floor()),
-                (Func::Floor, Value::Decimal(d)) => Value::Decimal(d.floor()),
+                (Func::Floor, Value::Decimal(d)) => Value::Decimal(d.as_ref().floor().map_err(numeric_err)?),
                 (Func::Floor, v @ Value::Int(_)) => v,
                 (Func::Ceil, Value::Double(d)) => Value::Double(d.ceil()),
-                (Func::Ceil, Value::Decimal(d)) => Value::Decimal(d.ceil()),
+                (Func::Ceil, Value::Decimal(d)) => Value::Decimal(d.as_ref().ceil().map_err(numeric_err)?),
                 (Func::Ceil, v @ Value::Int(_)) => v,
                 (f, v) => {
                     return Err(SqlError::Type(format!(
@@ -874,8 +877,26 @@ mod tests {
                 .sqlstate(),
             "22003"
         );
-        let d = arith(ArithOp::Mul, ValueRef::Decimal(Decimal::new(150, 2)), ValueRef::Int(2)).unwrap();
+        let d = arith(
+            ArithOp::Mul,
+            ValueRef::Decimal(Numeric::new(150, 2).as_ref()),
+            ValueRef::Int(2),
+        )
+        .unwrap();
         assert_eq!(d.to_string(), "3.00");
+        // Past 28 digits, exactly; division at PostgreSQL's scale; 22012.
+        let big: Numeric = "12345678901234567890123456789".parse().unwrap();
+        let d = arith(ArithOp::Mul, ValueRef::Decimal(big.as_ref()), ValueRef::Int(1000)).unwrap();
+        assert_eq!(d.to_string(), "12345678901234567890123456789000");
+        let q = arith(
+            ArithOp::Div,
+            ValueRef::Decimal(Numeric::new(1, 0).as_ref()),
+            ValueRef::Int(3),
+        )
+        .unwrap();
+        assert_eq!(q.to_string(), "0.33333333333333333333");
+        let e = arith(ArithOp::Div, ValueRef::Decimal(big.as_ref()), ValueRef::Int(0)).unwrap_err();
+        assert_eq!(e.sqlstate(), "22012");
     }
 
     #[test]

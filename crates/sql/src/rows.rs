@@ -6,13 +6,14 @@
 //! The buffer is an in-process representation only (it never goes to disk or the wire).
 //!
 //! Each value is a tag byte followed by its payload: nothing for NULL, 1 byte for a
-//! boolean, 8 bytes for integers, doubles and timestamps, 16 for a numeric, and a u32
-//! length plus the bytes for text and bytea.
+//! boolean, 8 bytes for integers, doubles and timestamps, 16 for a numeric of the small
+//! form, and a u32 length plus the bytes for text, bytea and a numeric of the big form
+//! (its encoding, `permafrost_types::numeric`).
 
 use std::fmt;
 use std::sync::Arc;
 
-use permafrost_storage::{DataType, Decimal, Value, ValueRef};
+use permafrost_storage::{DataType, NumericRef, Value, ValueRef};
 
 use crate::error::Result;
 
@@ -32,6 +33,7 @@ const T_DECIMAL: u8 = 4;
 const T_TIMESTAMP: u8 = 5;
 const T_TEXT: u8 = 6;
 const T_BYTES: u8 = 7;
+const T_NUMERIC: u8 = 8;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
 /// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
@@ -137,10 +139,20 @@ impl Rows {
                 d.push(T_DOUBLE);
                 d.extend_from_slice(&x.to_le_bytes());
             }
-            ValueRef::Decimal(x) => {
-                d.push(T_DECIMAL);
-                d.extend_from_slice(&x.serialize());
-            }
+            ValueRef::Decimal(x) => match x.small_bytes() {
+                Some(b) => {
+                    d.push(T_DECIMAL);
+                    d.extend_from_slice(&b);
+                }
+                None => {
+                    d.push(T_NUMERIC);
+                    let at = d.len();
+                    d.extend_from_slice(&[0; 4]);
+                    x.encode(d);
+                    let len = (d.len() - at - 4) as u32;
+                    d[at..at + 4].copy_from_slice(&len.to_le_bytes());
+                }
+            },
             ValueRef::Timestamp(t) => {
                 d.push(T_TIMESTAMP);
                 d.extend_from_slice(&t.to_le_bytes());
@@ -310,21 +322,20 @@ fn well_formed(mut d: &[u8], ncols: usize) -> bool {
             T_NULL => 0,
             T_BOOL => 1,
             T_INT | T_DOUBLE | T_TIMESTAMP => 8,
-            T_DECIMAL => {
-                // rust_decimal's layout: flags (scale in bits 16..24, at most 28; the sign
-                // in bit 31; nothing else), then the 96-bit mantissa.
-                let Some(flags) = p.get(..4) else { return false };
-                let flags = u32::from_le_bytes(flags.try_into().expect("4 bytes"));
-                if flags & !0x80ff_0000 != 0 || (flags >> 16) & 0xff > 28 {
-                    return false;
-                }
-                16
-            }
-            T_TEXT | T_BYTES => {
+            T_DECIMAL => match p.get(..16) {
+                Some(b) if NumericRef::from_small_bytes(b.try_into().expect("16 bytes")).is_some() => 16,
+                _ => return false,
+            },
+            T_TEXT | T_BYTES | T_NUMERIC => {
                 let Some(n) = p.get(..4) else { return false };
                 let n = u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize;
+                let ok = |body: &[u8]| match tag {
+                    T_TEXT => std::str::from_utf8(body).is_ok(),
+                    T_NUMERIC => NumericRef::from_encoded(body).is_some_and(|v| v.small().is_none()),
+                    _ => true,
+                };
                 match p.get(4..).and_then(|b| b.get(..n)) {
-                    Some(body) if tag == T_BYTES || std::str::from_utf8(body).is_ok() => 4 + n,
+                    Some(body) if ok(body) => 4 + n,
                     _ => return false,
                 }
             }
@@ -344,7 +355,18 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
         T_BOOL => (ValueRef::Bool(p[0] != 0), 2),
         T_INT => (ValueRef::Int(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
         T_DOUBLE => (ValueRef::Double(f64::from_le_bytes(p[..8].try_into().unwrap())), 9),
-        T_DECIMAL => (ValueRef::Decimal(Decimal::deserialize(p[..16].try_into().unwrap())), 17),
+        T_DECIMAL => (
+            NumericRef::from_small_bytes(p[..16].try_into().unwrap()).map_or(ValueRef::Null, ValueRef::Decimal),
+            17,
+        ),
+        T_NUMERIC => {
+            let len = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
+            // Written by `push` from a value's encoding (or checked by `well_formed`).
+            (
+                NumericRef::from_encoded(&p[4..4 + len]).map_or(ValueRef::Null, ValueRef::Decimal),
+                5 + len,
+            )
+        }
         T_TIMESTAMP => (ValueRef::Timestamp(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
         T_TEXT | T_BYTES => {
             let len = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
@@ -378,7 +400,7 @@ mod tests {
 
     #[test]
     fn values_round_trip() {
-        let cols: Arc<[ColumnInfo]> = (0..8)
+        let cols: Arc<[ColumnInfo]> = (0..9)
             .map(|i| ColumnInfo {
                 name: format!("c{i}"),
                 ty: None,
@@ -390,7 +412,8 @@ mod tests {
             Value::Bool(true),
             Value::Int(-3),
             Value::Double(1.5),
-            Value::Decimal(Decimal::new(314, 2)),
+            Value::Decimal(permafrost_storage::Numeric::new(314, 2)),
+            Value::Decimal(format!("{}.5", "7".repeat(60)).parse().unwrap()),
             Value::Timestamp(99),
             Value::text("héllo"),
             Value::bytes(vec![0u8, 1, 2]),
@@ -406,17 +429,19 @@ mod tests {
 
     #[test]
     fn encoded_rows_are_checked_before_they_are_taken() {
-        let cols: Arc<[ColumnInfo]> = (0..3)
+        let cols: Arc<[ColumnInfo]> = (0..4)
             .map(|i| ColumnInfo {
                 name: format!("c{i}"),
                 ty: None,
             })
             .collect();
         let mut r = Rows::empty(cols.clone());
+        let big: permafrost_storage::Numeric = format!("-{}.25", "3".repeat(40)).parse().unwrap();
         r.push_row([
             ValueRef::Int(7),
             ValueRef::Text("héllo"),
-            ValueRef::Decimal(Decimal::new(-314, 2)),
+            ValueRef::Decimal(permafrost_storage::Numeric::new(-314, 2).as_ref()),
+            ValueRef::Decimal(big.as_ref()),
         ]);
         let good = r.encoded_row(0).to_vec();
         let mut copy = Rows::empty(cols);
@@ -442,7 +467,7 @@ mod tests {
         bad_utf8[at + 1] = 0xff;
         assert!(!copy.push_encoded_row(&bad_utf8));
         for row in copy.iter() {
-            assert_eq!(row.len(), 3);
+            assert_eq!(row.len(), 4);
             let _ = row.values().count();
         }
     }

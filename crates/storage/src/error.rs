@@ -21,9 +21,6 @@ pub enum StorageError {
     #[error(transparent)]
     Value(#[from] permafrost_types::ValueError),
 
-    #[error("division by zero")]
-    DivisionByZero,
-
     #[error("the sequence of table \"{table}\" reached its maximum value")]
     SequenceExhausted { table: String },
 
@@ -64,7 +61,6 @@ impl StorageError {
             StorageError::UniqueViolation { .. } => "23505",
             StorageError::NotNullViolation { .. } => "23502",
             StorageError::Value(e) => e.sqlstate(),
-            StorageError::DivisionByZero => "22012",
             StorageError::SequenceExhausted { .. } => "2200H",
             StorageError::MemoryLimit { .. } => "53200",
             StorageError::RowTooBig { .. } => "54000",

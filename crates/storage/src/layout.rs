@@ -5,10 +5,17 @@
 //! ```
 //!
 //! Fixed-width columns are stored little-endian at fixed offsets (SMALLINT 2 bytes, INTEGER 4,
-//! BIGINT 8, DOUBLE PRECISION 8, TIMESTAMP 8, BOOLEAN 1, NUMERIC 16 in rust_decimal's
-//! serialized form). A NULL column has its bit set in the bitmap; its bytes are unused.
+//! BIGINT 8, DOUBLE PRECISION 8, TIMESTAMP 8, BOOLEAN 1, NUMERIC(p, s) with p up to 28: 16 in
+//! rust_decimal's serialized form). A NULL column has its bit set in the bitmap; its bytes
+//! are unused.
 //!
-//! A variable-length column (VARCHAR, TEXT, BYTEA) reserves `2 + max(cap, 12)` bytes, where
+//! An unconstrained NUMERIC column has the same 16 bytes, which hold a value of the small
+//! form as above; a larger value goes out of line: the first word is then [`SPILLED`]
+//! (a flags word rust_decimal never writes), followed by a u32 length and a u64
+//! [`VarHandle`] of its encoding.
+//!
+//! A variable-length column (VARCHAR, TEXT, BYTEA, and NUMERIC(p, s) with p above 28 in the
+//! numeric encoding of `permafrost_types::numeric`) reserves `2 + max(cap, 12)` bytes, where
 //! `cap` is the declared length of a `VARCHAR(n)` with `n <= 256` and 0 otherwise. The first
 //! two bytes say where the value is:
 //!
@@ -21,7 +28,8 @@
 use crate::error::{Result, StorageError};
 use crate::heap::HEADER_SIZE;
 use crate::schema::TableSchema;
-use crate::types::{DataType, ValueError, ValueRef};
+use crate::types::numeric::MAX_SMALL_PRECISION;
+use crate::types::{DataType, NumericRef, ValueError, ValueRef};
 use crate::varheap::{VarHandle, VarHeap};
 
 /// Declared VARCHAR lengths up to this many bytes are reserved inline.
@@ -30,6 +38,8 @@ pub const INLINE_VARCHAR_MAX: u32 = 256;
 /// reference needs anyway).
 const MIN_INLINE: usize = 12;
 const OUT_OF_LINE: u16 = 0xFFFF;
+/// The first word of an unconstrained NUMERIC column whose value is out of line.
+pub const SPILLED: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Repr {
@@ -40,8 +50,18 @@ pub enum Repr {
     Decimal,
     Timestamp,
     Bool,
-    Text { cap: u16 },
-    Bytes { cap: u16 },
+    Text {
+        cap: u16,
+    },
+    Bytes {
+        cap: u16,
+    },
+    /// `NUMERIC(p, s)` with p above 28: the numeric encoding, variable-length.
+    Numeric {
+        cap: u16,
+    },
+    /// Unconstrained `NUMERIC`: 16 bytes, a small value or a spilled big one.
+    AnyNumeric,
 }
 
 impl Repr {
@@ -51,6 +71,12 @@ impl Repr {
             DataType::Integer => Repr::I32,
             DataType::BigInt => Repr::I64,
             DataType::Double => Repr::F64,
+            DataType::Decimal { precision, .. } if *precision > MAX_SMALL_PRECISION => Repr::Numeric {
+                // The encoding of a value of that many digits: 3 bytes, then ~0.415 per digit.
+                cap: (3 + (*precision as usize * 415).div_ceil(1000)).clamp(MIN_INLINE, INLINE_VARCHAR_MAX as usize)
+                    as u16,
+            },
+            DataType::Decimal { precision: 0, .. } => Repr::AnyNumeric,
             DataType::Decimal { .. } => Repr::Decimal,
             DataType::Timestamp => Repr::Timestamp,
             DataType::Boolean => Repr::Bool,
@@ -64,14 +90,26 @@ impl Repr {
             Repr::I16 => 2,
             Repr::I32 => 4,
             Repr::I64 | Repr::F64 | Repr::Timestamp => 8,
-            Repr::Decimal => 16,
+            Repr::Decimal | Repr::AnyNumeric => 16,
             Repr::Bool => 1,
-            Repr::Text { cap } | Repr::Bytes { cap } => 2 + cap as usize,
+            Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
         }
     }
 
     fn is_var(self) -> bool {
-        matches!(self, Repr::Text { .. } | Repr::Bytes { .. })
+        matches!(
+            self,
+            Repr::Text { .. } | Repr::Bytes { .. } | Repr::Numeric { .. } | Repr::AnyNumeric
+        )
+    }
+
+    /// Where the length (u32) and the handle (u64) of an out-of-line value sit, from the
+    /// column's offset.
+    fn spill_offsets(self) -> (usize, usize) {
+        match self {
+            Repr::AnyNumeric => (4, 8),
+            _ => (2, 6),
+        }
     }
 }
 
@@ -159,7 +197,22 @@ impl TupleLayout {
             Repr::I64 => ValueRef::Int(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::F64 => ValueRef::Double(f64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Timestamp => ValueRef::Timestamp(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
-            Repr::Decimal => ValueRef::Decimal(rust_decimal::Decimal::deserialize(slot[o..o + 16].try_into().unwrap())),
+            Repr::Decimal => ValueRef::Decimal(NumericRef::small_value(rust_decimal::Decimal::deserialize(
+                slot[o..o + 16].try_into().unwrap(),
+            ))),
+            Repr::AnyNumeric => match self.spilled(slot, col) {
+                Some((len, h)) => {
+                    NumericRef::from_encoded(var.get(h, len).unwrap_or(&[])).map_or(ValueRef::Null, ValueRef::Decimal)
+                }
+                None => ValueRef::Decimal(NumericRef::small_value(rust_decimal::Decimal::deserialize(
+                    slot[o..o + 16].try_into().unwrap(),
+                ))),
+            },
+            // Written by `write` from a value's encoding, and checked when restored from
+            // disk; a dangling handle (a storage bug) reads as NULL rather than crash.
+            Repr::Numeric { .. } => {
+                NumericRef::from_encoded(self.var_bytes(slot, o, var)).map_or(ValueRef::Null, ValueRef::Decimal)
+            }
             Repr::Bool => ValueRef::Bool(slot[o] != 0),
             Repr::Text { .. } => {
                 let bytes = self.var_bytes(slot, o, var);
@@ -170,6 +223,28 @@ impl TupleLayout {
             }
             Repr::Bytes { .. } => ValueRef::Bytes(self.var_bytes(slot, o, var)),
         }
+    }
+
+    /// The length and handle of column `col`'s value when it is out of line.
+    #[inline]
+    fn spilled(&self, slot: &[u8], col: usize) -> Option<(usize, VarHandle)> {
+        let ColumnLayout { offset: o, repr } = self.columns[col];
+        if !repr.is_var() || self.is_null(slot, col) {
+            return None;
+        }
+        let out = match repr {
+            Repr::AnyNumeric => u32::from_le_bytes(slot[o..o + 4].try_into().unwrap()) == SPILLED,
+            _ => u16::from_le_bytes([slot[o], slot[o + 1]]) == OUT_OF_LINE,
+        };
+        if !out {
+            return None;
+        }
+        let (l, h) = repr.spill_offsets();
+        let len = u32::from_le_bytes(slot[o + l..o + l + 4].try_into().unwrap()) as usize;
+        Some((
+            len,
+            VarHandle(u64::from_le_bytes(slot[o + h..o + h + 8].try_into().unwrap())),
+        ))
     }
 
     #[inline]
@@ -204,12 +279,7 @@ impl TupleLayout {
     /// The out-of-line handle of column `col`, if its value lives out of line.
     #[inline]
     pub fn out_of_line(&self, slot: &[u8], col: usize) -> Option<VarHandle> {
-        let ColumnLayout { offset: o, repr } = self.columns[col];
-        if !repr.is_var() || self.is_null(slot, col) {
-            return None;
-        }
-        let tag = u16::from_le_bytes([slot[o], slot[o + 1]]);
-        (tag == OUT_OF_LINE).then(|| VarHandle(u64::from_le_bytes(slot[o + 6..o + 14].try_into().unwrap())))
+        self.spilled(slot, col).map(|(_, h)| h)
     }
 
     /// Calls `f` with every out-of-line handle of the tuple.
@@ -248,7 +318,28 @@ impl TupleLayout {
             (Repr::I64, ValueRef::Int(i)) => slot[o..o + 8].copy_from_slice(&i.to_le_bytes()),
             (Repr::F64, ValueRef::Double(d)) => slot[o..o + 8].copy_from_slice(&d.to_le_bytes()),
             (Repr::Timestamp, ValueRef::Timestamp(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
-            (Repr::Decimal, ValueRef::Decimal(d)) => slot[o..o + 16].copy_from_slice(&d.serialize()),
+            (Repr::AnyNumeric, ValueRef::Decimal(d)) => match d.small_bytes() {
+                Some(b) => slot[o..o + 16].copy_from_slice(&b),
+                None => {
+                    let mut enc = Vec::with_capacity(32);
+                    d.encode(&mut enc);
+                    let len = u32::try_from(enc.len()).map_err(|_| range_err("numeric", 0))?;
+                    let h = var.alloc(&enc)?;
+                    slot[o..o + 4].copy_from_slice(&SPILLED.to_le_bytes());
+                    slot[o + 4..o + 8].copy_from_slice(&len.to_le_bytes());
+                    slot[o + 8..o + 16].copy_from_slice(&h.0.to_le_bytes());
+                }
+            },
+            (Repr::Decimal, ValueRef::Decimal(d)) => match d.small() {
+                Some(d) => slot[o..o + 16].copy_from_slice(&d.serialize()),
+                // The value was brought to the column's precision (at most 28) first.
+                None => return Err(range_err("numeric", 0)),
+            },
+            (Repr::Numeric { cap }, ValueRef::Decimal(d)) => {
+                let mut enc = Vec::with_capacity(32);
+                d.encode(&mut enc);
+                self.write_var(slot, o, cap as usize, &enc, var)?
+            }
             (Repr::Bool, ValueRef::Bool(b)) => slot[o] = b as u8,
             (Repr::Text { cap }, ValueRef::Text(s)) => self.write_var(slot, o, cap as usize, s.as_bytes(), var)?,
             (Repr::Bytes { cap }, ValueRef::Bytes(b)) => self.write_var(slot, o, cap as usize, b, var)?,
@@ -291,8 +382,8 @@ impl TupleLayout {
     pub fn serialize(&self, slot: &[u8], var: &VarHeap, out: &mut Vec<u8>) {
         out.extend_from_slice(&slot[HEADER_SIZE..self.slot_size]);
         for &c in &self.var_columns {
-            if self.out_of_line(slot, c).is_some() {
-                let bytes = self.var_bytes(slot, self.columns[c].offset, var);
+            if let Some((len, h)) = self.spilled(slot, c) {
+                let bytes = var.get(h, len).unwrap_or(&[]);
                 out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                 out.extend_from_slice(bytes);
             }
@@ -335,41 +426,55 @@ impl TupleLayout {
                 continue;
             }
             let o = cl.offset;
+            // What is wrong with a value's bytes of this column, if anything.
+            let problem = |b: &[u8], spilled: bool| -> Option<&'static str> {
+                match cl.repr {
+                    Repr::Text { .. } if std::str::from_utf8(b).is_err() => Some("text is not UTF-8"),
+                    Repr::Numeric { .. } if NumericRef::from_encoded(b).is_none() => Some("bad numeric"),
+                    // Only a value the 16 bytes cannot hold is spilled.
+                    Repr::AnyNumeric if spilled && NumericRef::from_encoded(b).is_none_or(|v| v.small().is_some()) => {
+                        Some("bad numeric")
+                    }
+                    _ => None,
+                }
+            };
+            let any_spilled = cl.repr == Repr::AnyNumeric
+                && u32::from_le_bytes(slot[o..o + 4].try_into().expect("4 bytes")) == SPILLED;
             match cl.repr {
                 Repr::Bool if slot[o] > 1 => return Err(corrupt("bad boolean")),
-                Repr::Decimal => {
-                    let flags = u32::from_le_bytes(slot[o..o + 4].try_into().expect("4 bytes"));
-                    if flags & 0x7F00_FFFF != 0 || (flags >> 16) & 0xFF > 28 {
-                        return Err(corrupt("bad numeric"));
+                Repr::Decimal if !small_ok(&slot[o..o + 16]) => return Err(corrupt("bad numeric")),
+                Repr::AnyNumeric if !any_spilled && !small_ok(&slot[o..o + 16]) => return Err(corrupt("bad numeric")),
+                Repr::AnyNumeric if !any_spilled => {}
+                Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap }
+                    if u16::from_le_bytes([slot[o], slot[o + 1]]) != OUT_OF_LINE =>
+                {
+                    let tag = u16::from_le_bytes([slot[o], slot[o + 1]]) as usize;
+                    let inline = slot
+                        .get(o + 2..o + 2 + tag)
+                        .filter(|_| tag <= cap as usize)
+                        .ok_or_else(|| corrupt("inline value longer than its column"))?;
+                    if let Some(p) = problem(inline, false) {
+                        return Err(corrupt(p));
                     }
                 }
-                Repr::Text { cap } | Repr::Bytes { cap } => {
-                    let tag = u16::from_le_bytes([slot[o], slot[o + 1]]);
-                    let is_text = matches!(cl.repr, Repr::Text { .. });
-                    if tag == OUT_OF_LINE {
-                        if rest.len() < 4 {
-                            return Err(corrupt("missing out-of-line value"));
-                        }
-                        let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
-                        let body = rest
-                            .get(4..4 + len)
-                            .ok_or_else(|| corrupt("truncated out-of-line value"))?;
-                        if is_text && std::str::from_utf8(body).is_err() {
-                            return Err(corrupt("text is not UTF-8"));
-                        }
-                        let h = var.alloc(body)?;
-                        allocated.push(h);
-                        slot[o + 2..o + 6].copy_from_slice(&(len as u32).to_le_bytes());
-                        slot[o + 6..o + 14].copy_from_slice(&h.0.to_le_bytes());
-                        rest = &rest[4 + len..];
-                    } else {
-                        if tag as usize > cap as usize {
-                            return Err(corrupt("inline value longer than its column"));
-                        }
-                        if is_text && std::str::from_utf8(&slot[o + 2..o + 2 + tag as usize]).is_err() {
-                            return Err(corrupt("text is not UTF-8"));
-                        }
+                // Out of line: the next value after the data region.
+                r if r.is_var() => {
+                    if rest.len() < 4 {
+                        return Err(corrupt("missing out-of-line value"));
                     }
+                    let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+                    let body = rest
+                        .get(4..4 + len)
+                        .ok_or_else(|| corrupt("truncated out-of-line value"))?;
+                    if let Some(p) = problem(body, true) {
+                        return Err(corrupt(p));
+                    }
+                    let h = var.alloc(body)?;
+                    allocated.push(h);
+                    let (lo, ho) = r.spill_offsets();
+                    slot[o + lo..o + lo + 4].copy_from_slice(&(len as u32).to_le_bytes());
+                    slot[o + ho..o + ho + 8].copy_from_slice(&h.0.to_le_bytes());
+                    rest = &rest[4 + len..];
                 }
                 _ => {}
             }
@@ -382,15 +487,17 @@ impl TupleLayout {
 
     /// Bytes of out-of-line data the tuple references (for block sizing and accounting).
     pub fn out_of_line_len(&self, slot: &[u8]) -> usize {
-        let mut n = 0;
-        for &c in &self.var_columns {
-            let o = self.columns[c].offset;
-            if !self.is_null(slot, c) && u16::from_le_bytes([slot[o], slot[o + 1]]) == OUT_OF_LINE {
-                n += u32::from_le_bytes(slot[o + 2..o + 6].try_into().unwrap()) as usize;
-            }
-        }
-        n
+        self.var_columns
+            .iter()
+            .filter_map(|&c| self.spilled(slot, c))
+            .map(|(len, _)| len)
+            .sum()
     }
+}
+
+/// Whether 16 bytes are a numeric's small form.
+fn small_ok(b: &[u8]) -> bool {
+    NumericRef::from_small_bytes(b.try_into().expect("16 bytes")).is_some()
 }
 
 fn range_err(ty: &str, i: i64) -> StorageError {
@@ -427,6 +534,21 @@ mod tests {
                 Column::new("g", DataType::Bytea),
                 Column::new("h", DataType::Timestamp),
                 Column::new("i", DataType::Double),
+                Column::new(
+                    "j",
+                    DataType::Decimal {
+                        precision: 1000,
+                        scale: 10,
+                    },
+                ),
+                Column::new(
+                    "k",
+                    DataType::Decimal {
+                        precision: 40,
+                        scale: 2,
+                    },
+                ),
+                Column::new("l", DataType::Decimal { precision: 0, scale: 0 }),
             ],
             indexes: vec![],
             partition_column: None,
@@ -446,11 +568,14 @@ mod tests {
             Value::Int(i64::MIN),
             Value::text("short"),
             Value::text(long.as_str()),
-            Value::Decimal(rust_decimal::Decimal::new(12345, 2)),
+            Value::Decimal(crate::types::Numeric::new(12345, 2)),
             Value::Bool(true),
             Value::bytes(vec![1u8; 40]),
             Value::Timestamp(1_700_000_000_000_000),
             Value::Double(2.5),
+            Value::Decimal(format!("-{}.0123456789", "9".repeat(900)).parse().unwrap()),
+            Value::Decimal("12345678901234567890123456789012.25".parse().unwrap()),
+            Value::Decimal("-0.1".parse().unwrap()),
         ];
         for (i, v) in vals.iter().enumerate() {
             l.write(&mut slot, i, v.as_ref(), &mut var).unwrap();
@@ -461,7 +586,57 @@ mod tests {
         assert!(l.out_of_line(&slot, 2).is_none());
         assert!(l.out_of_line(&slot, 3).is_some());
         assert!(l.out_of_line(&slot, 6).is_some());
-        assert_eq!(l.out_of_line_len(&slot), 1040);
+        assert!(l.out_of_line(&slot, 9).is_some());
+        assert!(l.out_of_line(&slot, 10).is_none());
+        let mut big = Vec::new();
+        let ValueRef::Decimal(n) = vals[9].as_ref() else {
+            unreachable!()
+        };
+        n.encode(&mut big);
+        assert_eq!(l.out_of_line_len(&slot), 1040 + big.len());
+        // Through a block and back: the same values.
+        let mut bytes = Vec::new();
+        l.serialize(&slot, &var, &mut bytes);
+        let mut back = vec![0u8; l.slot_size()];
+        l.deserialize_into(&bytes, &mut back, &mut var).unwrap();
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(l.read(&back, i, &var).to_owned(), *v, "column {i} after a block");
+        }
+        // A numeric whose encoding is broken (a sign byte of 7) is refused.
+        let mut broken = bytes.clone();
+        broken[l.columns[10].offset + 2 - HEADER_SIZE] = 7;
+        assert!(l.deserialize_into(&broken, &mut back, &mut var).is_err());
+        // An unconstrained NUMERIC column holds a value past 28 digits out of line, and
+        // a small one in its 16 bytes again afterwards.
+        let big = Value::Decimal("-1e40".parse().unwrap());
+        l.write(&mut slot, 11, big.as_ref(), &mut var).unwrap();
+        assert!(l.out_of_line(&slot, 11).is_some());
+        assert_eq!(l.read(&slot, 11, &var).to_owned(), big);
+        let mut bytes = Vec::new();
+        l.serialize(&slot, &var, &mut bytes);
+        l.deserialize_into(&bytes, &mut back, &mut var).unwrap();
+        assert_eq!(l.read(&back, 11, &var).to_owned(), big);
+        // A spilled value that would fit the 16 bytes is not one the writer makes: the
+        // last out-of-line value (column 11's) replaced by the encoding of 5 is refused.
+        let mut spilled = Vec::new();
+        let ValueRef::Decimal(d) = big.as_ref() else {
+            unreachable!()
+        };
+        d.encode(&mut spilled);
+        let mut five = Vec::new();
+        crate::types::Numeric::new(5, 0).as_ref().encode(&mut five);
+        let mut forged = bytes[..bytes.len() - 4 - spilled.len()].to_vec();
+        forged.extend_from_slice(&(five.len() as u32).to_le_bytes());
+        forged.extend_from_slice(&five);
+        assert!(l.deserialize_into(&forged, &mut back, &mut var).is_err());
+        l.write(
+            &mut slot,
+            11,
+            ValueRef::Decimal(crate::types::Numeric::new(7, 1).as_ref()),
+            &mut var,
+        )
+        .unwrap();
+        assert!(l.out_of_line(&slot, 11).is_none());
         l.write(&mut slot, 3, ValueRef::Null, &mut var).unwrap();
         assert!(l.read(&slot, 3, &var).is_null());
         assert_eq!(l.read_int(&slot, 1), Some(i64::MIN));

@@ -16,7 +16,9 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-pub use rust_decimal::Decimal;
+pub mod numeric;
+
+pub use numeric::{Numeric, NumericError, NumericRef};
 
 /// A value that does not fit a type, or text that does not read as one. Each maps to
 /// PostgreSQL's SQLSTATE ([`ValueError::sqlstate`]).
@@ -39,6 +41,9 @@ pub enum ValueError {
 
     #[error("type mismatch: {0}")]
     TypeMismatch(String),
+
+    #[error("division by zero")]
+    DivisionByZero,
 }
 
 impl ValueError {
@@ -51,14 +56,15 @@ impl ValueError {
             ValueError::InvalidDatetime { .. } => "22007",
             ValueError::DatetimeOutOfRange { .. } => "22008",
             ValueError::TypeMismatch(_) => "42804",
+            ValueError::DivisionByZero => "22012",
         }
     }
 }
 
 type Result<T> = std::result::Result<T, ValueError>;
 
-/// Largest precision a `NUMERIC(p, s)` column accepts (what a 96-bit mantissa holds).
-pub const MAX_DECIMAL_PRECISION: u8 = 28;
+/// Largest precision a `NUMERIC(p, s)` column accepts (PostgreSQL's).
+pub const MAX_DECIMAL_PRECISION: u16 = numeric::MAX_PRECISION;
 
 /// A column or expression type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,8 +75,8 @@ pub enum DataType {
     Double,
     /// `NUMERIC(precision, scale)`; precision 0 means unconstrained (`NUMERIC`).
     Decimal {
-        precision: u8,
-        scale: u8,
+        precision: u16,
+        scale: u16,
     },
     /// `VARCHAR(n)` with `Some(n)` (a limit in characters), `TEXT` with `None`.
     Varchar(Option<u32>),
@@ -127,7 +133,7 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Double(f64),
-    Decimal(Decimal),
+    Decimal(Numeric),
     /// Microseconds since 1970-01-01 00:00:00.
     Timestamp(i64),
     Text(Box<str>),
@@ -142,7 +148,7 @@ pub enum ValueRef<'a> {
     Bool(bool),
     Int(i64),
     Double(f64),
-    Decimal(Decimal),
+    Decimal(NumericRef<'a>),
     Timestamp(i64),
     Text(&'a str),
     Bytes(&'a [u8]),
@@ -167,7 +173,7 @@ impl Value {
             Value::Bool(b) => ValueRef::Bool(*b),
             Value::Int(i) => ValueRef::Int(*i),
             Value::Double(d) => ValueRef::Double(*d),
-            Value::Decimal(d) => ValueRef::Decimal(*d),
+            Value::Decimal(d) => ValueRef::Decimal(d.as_ref()),
             Value::Timestamp(t) => ValueRef::Timestamp(*t),
             Value::Text(s) => ValueRef::Text(s),
             Value::Bytes(b) => ValueRef::Bytes(b),
@@ -219,7 +225,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Bool(b) => Value::Bool(b),
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Double(d) => Value::Double(d),
-            ValueRef::Decimal(d) => Value::Decimal(d),
+            ValueRef::Decimal(d) => Value::Decimal(d.to_owned()),
             ValueRef::Timestamp(t) => Value::Timestamp(t),
             ValueRef::Text(s) => Value::Text(s.into()),
             ValueRef::Bytes(b) => Value::Bytes(b.into()),
@@ -237,7 +243,7 @@ impl<'a> ValueRef<'a> {
         match *self {
             ValueRef::Int(i) => Some(i as f64),
             ValueRef::Double(d) => Some(d),
-            ValueRef::Decimal(d) => Some(decimal_to_f64(d)),
+            ValueRef::Decimal(d) => Some(d.to_f64()),
             _ => None,
         }
     }
@@ -304,8 +310,8 @@ impl From<String> for Value {
         Value::Text(v.into_boxed_str())
     }
 }
-impl From<Decimal> for Value {
-    fn from(v: Decimal) -> Value {
+impl From<Numeric> for Value {
+    fn from(v: Numeric) -> Value {
         Value::Decimal(v)
     }
 }
@@ -320,11 +326,6 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-pub fn decimal_to_f64(d: Decimal) -> f64 {
-    use rust_decimal::prelude::ToPrimitive;
-    d.to_f64().unwrap_or(f64::NAN)
-}
-
 /// Compares two values the way SQL comparison operators do: `None` when either side is NULL
 /// or the kinds cannot be compared. Numbers of different kinds compare by numeric value.
 pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
@@ -333,13 +334,13 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
         (Null, _) | (_, Null) => None,
         (Int(x), Int(y)) => Some(x.cmp(&y)),
         (Double(x), Double(y)) => Some(x.total_cmp(&y)),
-        (Decimal(x), Decimal(y)) => Some(x.cmp(&y)),
-        (Int(x), Decimal(y)) => Some(rust_decimal::Decimal::from(x).cmp(&y)),
-        (Decimal(x), Int(y)) => Some(x.cmp(&rust_decimal::Decimal::from(y))),
+        (Decimal(x), Decimal(y)) => Some(x.compare(y)),
+        (Int(x), Decimal(y)) => Some(Numeric::from(x).as_ref().compare(y)),
+        (Decimal(x), Int(y)) => Some(x.compare(Numeric::from(y).as_ref())),
         (Int(x), Double(y)) => Some((x as f64).total_cmp(&y)),
         (Double(x), Int(y)) => Some(x.total_cmp(&(y as f64))),
-        (Double(x), Decimal(y)) => Some(x.total_cmp(&decimal_to_f64(y))),
-        (Decimal(x), Double(y)) => Some(decimal_to_f64(x).total_cmp(&y)),
+        (Double(x), Decimal(y)) => Some(x.total_cmp(&y.to_f64())),
+        (Decimal(x), Double(y)) => Some(x.to_f64().total_cmp(&y)),
         (Bool(x), Bool(y)) => Some(x.cmp(&y)),
         (Timestamp(x), Timestamp(y)) => Some(x.cmp(&y)),
         (Text(x), Text(y)) => Some(x.cmp(y)),
@@ -407,11 +408,7 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
             let as_int = (d.fract() == 0.0 && d.abs() < 9.0e18).then_some(d as i64);
             hash_number(d, as_int, state)
         }
-        ValueRef::Decimal(d) => {
-            use rust_decimal::prelude::ToPrimitive;
-            let as_int = if d.fract().is_zero() { d.to_i64() } else { None };
-            hash_number(decimal_to_f64(d), as_int, state)
-        }
+        ValueRef::Decimal(d) => hash_number(d.to_f64(), d.to_i64_exact(), state),
         ValueRef::Timestamp(t) => (3u8, t).hash(state),
         ValueRef::Text(s) => (4u8, s).hash(state),
         ValueRef::Bytes(b) => (5u8, b).hash(state),
@@ -694,53 +691,49 @@ fn double_to_int(ty: &DataType, d: f64) -> Result<i64> {
     check_int_range(ty, r as i64)
 }
 
-fn decimal_to_int(ty: &DataType, d: Decimal) -> Result<i64> {
-    use rust_decimal::prelude::ToPrimitive;
-    let r = d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    let i = r.to_i64().ok_or_else(|| out_of_range(ty, d))?;
+fn decimal_to_int(ty: &DataType, d: NumericRef<'_>) -> Result<i64> {
+    let i = d.round_to_i64().ok_or_else(|| out_of_range(ty, d))?;
     check_int_range(ty, i)
 }
 
-/// Brings a decimal to a column's scale and checks its precision.
-pub fn fit_decimal(ty: &DataType, d: Decimal) -> Result<Decimal> {
+/// The error of a numeric operation, for a value of type `ty`.
+pub fn numeric_error(ty: &DataType, e: NumericError, input: impl fmt::Display) -> ValueError {
+    match e {
+        NumericError::Syntax => ValueError::InvalidText {
+            ty: ty.sql_name(),
+            input: input.to_string(),
+        },
+        NumericError::DivisionByZero => ValueError::DivisionByZero,
+        NumericError::Overflow => ValueError::NumericOutOfRange {
+            ty: ty.sql_name(),
+            detail: "value overflows numeric format".into(),
+        },
+    }
+}
+
+/// Brings a numeric to a column's scale and checks its precision (`NUMERIC(p, s)`); an
+/// unconstrained `NUMERIC` takes it as it is.
+pub fn fit_decimal(ty: &DataType, d: NumericRef<'_>) -> Result<Numeric> {
     let DataType::Decimal { precision, scale } = *ty else {
-        return Ok(d);
+        return Ok(d.to_owned());
     };
     if precision == 0 {
-        return Ok(d.normalize());
+        return Ok(d.to_owned());
     }
-    let mut r = d.round_dp_with_strategy(scale as u32, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    r.rescale(scale as u32);
-    // Digits left of the point must fit in precision - scale.
-    let int_digits = {
-        let mut t = r.trunc().abs();
-        let mut n = 0u32;
-        let ten = Decimal::from(10);
-        while !t.is_zero() {
-            t = (t / ten).trunc();
-            n += 1;
-        }
-        n
-    };
-    if int_digits > (precision - scale) as u32 {
-        return Err(out_of_range(
+    d.fit(precision as u32, scale as u32).map_err(|e| match e {
+        NumericError::Overflow => out_of_range(
             ty,
             format!(
                 "a field with precision {precision}, scale {scale} must round to an absolute value less than 10^{}",
                 precision - scale
             ),
-        ));
-    }
-    Ok(r)
+        ),
+        other => numeric_error(ty, other, d),
+    })
 }
 
-fn double_to_decimal(ty: &DataType, d: f64) -> Result<Decimal> {
-    if !d.is_finite() {
-        return Err(out_of_range(ty, d));
-    }
-    Decimal::from_f64_retain(d)
-        .map(|x| x.normalize())
-        .ok_or_else(|| out_of_range(ty, d))
+fn double_to_decimal(ty: &DataType, d: f64) -> Result<Numeric> {
+    Numeric::from_f64(d).map_err(|_| out_of_range(ty, d))
 }
 
 fn check_text_len(ty: &DataType, s: &str) -> Result<()> {
@@ -765,13 +758,13 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
         (Value::Null, _) => Value::Null,
         (Value::Int(i), T::SmallInt | T::Integer | T::BigInt) => Value::Int(check_int_range(ty, i)?),
         (Value::Double(d), T::SmallInt | T::Integer | T::BigInt) => Value::Int(double_to_int(ty, d)?),
-        (Value::Decimal(d), T::SmallInt | T::Integer | T::BigInt) => Value::Int(decimal_to_int(ty, d)?),
+        (Value::Decimal(d), T::SmallInt | T::Integer | T::BigInt) => Value::Int(decimal_to_int(ty, d.as_ref())?),
         (Value::Int(i), T::Double) => Value::Double(i as f64),
         (v @ Value::Double(_), T::Double) => v,
-        (Value::Decimal(d), T::Double) => Value::Double(decimal_to_f64(d)),
-        (Value::Int(i), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, Decimal::from(i))?),
-        (Value::Double(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, double_to_decimal(ty, d)?)?),
-        (Value::Decimal(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, d)?),
+        (Value::Decimal(d), T::Double) => Value::Double(d.as_ref().to_f64()),
+        (Value::Int(i), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, Numeric::from(i).as_ref())?),
+        (Value::Double(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, double_to_decimal(ty, d)?.as_ref())?),
+        (Value::Decimal(d), T::Decimal { .. }) => Value::Decimal(fit_decimal(ty, d.as_ref())?),
         (Value::Text(s), T::Varchar(_)) => {
             check_text_len(ty, &s)?;
             Value::Text(s)
@@ -817,11 +810,8 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
             _ => t.parse().map_err(|_| invalid_text(ty, input))?,
         }),
         T::Decimal { .. } => {
-            let d = t
-                .parse::<Decimal>()
-                .or_else(|_| Decimal::from_scientific(t))
-                .map_err(|_| invalid_text(ty, input))?;
-            Value::Decimal(fit_decimal(ty, d)?)
+            let d = Numeric::parse(t).map_err(|e| numeric_error(ty, e, input))?;
+            Value::Decimal(fit_decimal(ty, d.as_ref())?)
         }
         T::Varchar(_) => {
             check_text_len(ty, input)?;
@@ -993,7 +983,7 @@ mod tests {
         let mut s = HashSet::new();
         s.insert(Value::Int(1));
         assert!(s.contains(&Value::Double(1.0)));
-        assert!(s.contains(&Value::Decimal(Decimal::new(100, 2))));
+        assert!(s.contains(&Value::Decimal(Numeric::new(100, 2))));
         assert_eq!(total_compare(ValueRef::Null, ValueRef::Int(1)), Ordering::Greater);
     }
 }

@@ -17,7 +17,7 @@
 //!
 //! Integers are little-endian. [`decode_record`] checks every byte and never panics.
 
-use permafrost_storage::{Decimal, Value};
+use permafrost_storage::{NumericRef, Value};
 
 use crate::codec::{DecodeError, Decoder};
 
@@ -61,10 +61,8 @@ const TAG_DECIMAL: u8 = 4;
 const TAG_TIMESTAMP: u8 = 5;
 const TAG_TEXT: u8 = 6;
 const TAG_BYTES: u8 = 7;
-
-/// Bits of a serialized decimal's flags word that must be zero (bits 0-15 and 24-30).
-const DECIMAL_UNUSED_FLAGS: u32 = 0x7F00_FFFF;
-const DECIMAL_MAX_SCALE: u32 = 28;
+/// A NUMERIC that does not fit tag 4's 16 bytes, in the numeric encoding.
+const TAG_NUMERIC: u8 = 8;
 
 /// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
@@ -154,10 +152,18 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
             out.push(TAG_DOUBLE);
             out.extend_from_slice(&d.to_bits().to_le_bytes());
         }
-        Value::Decimal(d) => {
-            out.push(TAG_DECIMAL);
-            out.extend_from_slice(&d.serialize());
-        }
+        Value::Decimal(d) => match d.as_ref().small_bytes() {
+            Some(b) => {
+                out.push(TAG_DECIMAL);
+                out.extend_from_slice(&b);
+            }
+            None => {
+                out.push(TAG_NUMERIC);
+                let mut enc = Vec::new();
+                d.as_ref().encode(&mut enc);
+                put_bytes(&enc, out);
+            }
+        },
         Value::Timestamp(t) => {
             out.push(TAG_TIMESTAMP);
             out.extend_from_slice(&t.to_le_bytes());
@@ -194,15 +200,21 @@ fn value(c: &mut Decoder<'_>) -> Result<Value, DecodeError> {
         TAG_DOUBLE => Value::Double(f64::from_bits(c.u64("double")?)),
         TAG_DECIMAL => {
             let b = c.bytes16("numeric")?;
-            let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            if flags & DECIMAL_UNUSED_FLAGS != 0 || (flags >> 16) & 0xFF > DECIMAL_MAX_SCALE {
-                return Err(DecodeError::Invalid {
-                    what: "numeric",
-                    at: at + 1,
-                    problem: format!("has bad flags {flags:#010x}"),
-                });
-            }
-            Value::Decimal(Decimal::deserialize(b))
+            let n = NumericRef::from_small_bytes(b).ok_or_else(|| DecodeError::Invalid {
+                what: "numeric",
+                at: at + 1,
+                problem: format!("has bad flags {:#010x}", u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            })?;
+            Value::Decimal(n.to_owned())
+        }
+        TAG_NUMERIC => {
+            let b = c.bytes("numeric")?;
+            let n = NumericRef::from_encoded(b).ok_or_else(|| DecodeError::Invalid {
+                what: "numeric",
+                at: at + 1,
+                problem: "is not a numeric encoding".into(),
+            })?;
+            Value::Decimal(n.to_owned())
         }
         TAG_TIMESTAMP => Value::Timestamp(c.i64("timestamp")?),
         TAG_TEXT => Value::Text(c.string("text")?.into_boxed_str()),
@@ -294,7 +306,7 @@ mod tests {
                     Value::Bool(true),
                     Value::Int(-7),
                     Value::Double(1.5),
-                    Value::Decimal(Decimal::new(-12345, 2)),
+                    Value::Decimal(permafrost_storage::Numeric::new(-12345, 2)),
                     Value::Timestamp(5),
                     Value::text("héllo"),
                     Value::bytes(vec![0u8, 255]),
@@ -410,7 +422,7 @@ mod tests {
         let mut rec = sample();
         rec.request = Request::AdHoc {
             sql: "SELECT ?".into(),
-            params: vec![Value::Decimal(Decimal::new(1, 0))],
+            params: vec![Value::Decimal(permafrost_storage::Numeric::new(1, 0))],
         };
         let mut dec = Vec::new();
         encode_record(&rec, &mut dec);

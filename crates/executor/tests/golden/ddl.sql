@@ -18,7 +18,7 @@ CREATE TABLE bad3 (a INT PRIMARY KEY, b INT UNIQUE);
 CREATE TABLE bad4 (a INT, a INT);
 CREATE TABLE bad5 (a INT) WITH (partition_by = 'zzz');
 CREATE TABLE bad6 (a INT) WITH (colour = 'blue');
-CREATE TABLE bad7 (a NUMERIC(40, 2));
+CREATE TABLE bad7 (a NUMERIC(1001, 2));
 CREATE TABLE bad8 (a INT PRIMARY KEY) WITH (evictable = 'maybe');
 CREATE TABLE bad9 (a INT CHECK (a > 0));
 CREATE TABLE bad10 (a INT PRIMARY KEY, b VARCHAR(3) DEFAULT 'toolong');

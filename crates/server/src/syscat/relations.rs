@@ -321,7 +321,7 @@ fn default_expr(t: &TableSchema, col: usize) -> Option<String> {
         ValueRef::Null => "NULL".into(),
         ValueRef::Bool(b) => if b { "true" } else { "false" }.into(),
         ValueRef::Int(i) if i >= 0 => i.to_string(),
-        ValueRef::Decimal(d) if d.is_sign_positive() => d.to_string(),
+        ValueRef::Decimal(d) if !d.is_negative() => d.to_string(),
         v => format!("'{}'::{cast}", v.to_string().replace('\'', "''")),
     })
 }

@@ -288,7 +288,7 @@ impl AggTable {
             // A sum typed numeric over integers adds as numeric.
             let v = match (&v, call.func, call.ty) {
                 (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => {
-                    Value::Decimal(permafrost_storage::Decimal::from(*i))
+                    Value::Decimal(permafrost_storage::Numeric::from(*i))
                 }
                 _ => v,
             };

@@ -20,6 +20,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
+use crate::types::numeric::MAX_SMALL_PRECISION;
 use crate::types::{DataType, ValueRef};
 
 const INLINE: usize = 22;
@@ -182,11 +183,38 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
             let enc = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
             out.extend_from_slice(&enc.to_be_bytes());
         }
-        (ValueRef::Decimal(d), DataType::Decimal { scale, .. }) => {
-            let mut d = d;
+        (ValueRef::Decimal(d), DataType::Decimal { precision, scale }) if *precision <= MAX_SMALL_PRECISION => {
+            // A value too large for the column matches nothing in it.
+            let Some(mut d) = d.small() else { return false };
             d.rescale(*scale as u32);
             let m = d.mantissa() as u128 ^ (1u128 << 127);
             out.extend_from_slice(&m.to_be_bytes());
+        }
+        (ValueRef::Decimal(d), DataType::Decimal { scale, .. }) => {
+            // The mantissa at the column's scale, any length: a marker that orders the
+            // signs, the magnitude's length (so longer is larger), then its bytes, both
+            // inverted for negatives.
+            let Ok(d) = d.round(*scale as i32) else { return false };
+            let mut enc = Vec::new();
+            d.as_ref().encode(&mut enc);
+            let negative = enc[0] == 1;
+            let mag: Vec<u8> = enc[3..].iter().rev().copied().collect();
+            let Ok(len) = u16::try_from(mag.len()) else {
+                return false;
+            };
+            match (mag.is_empty(), negative) {
+                (true, _) => out.push(0x80),
+                (false, false) => {
+                    out.push(0x81);
+                    out.extend_from_slice(&len.to_be_bytes());
+                    out.extend_from_slice(&mag);
+                }
+                (false, true) => {
+                    out.push(0x7F);
+                    out.extend_from_slice(&(u16::MAX - len).to_be_bytes());
+                    out.extend(mag.iter().map(|b| !b));
+                }
+            }
         }
         (ValueRef::Bool(b), DataType::Boolean) => out.push(b as u8),
         (ValueRef::Text(s), DataType::Varchar(_)) => escape_bytes(out, s.as_bytes()),
@@ -227,8 +255,8 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Numeric;
     use proptest::prelude::*;
-    use rust_decimal::Decimal;
 
     fn enc(v: ValueRef<'_>, ty: DataType) -> Vec<u8> {
         let mut out = Vec::new();
@@ -250,8 +278,23 @@ mod tests {
         #[test]
         fn decimals_keep_order(a in -1_000_000i64..1_000_000, b in -1_000_000i64..1_000_000) {
             let ty = DataType::Decimal { precision: 12, scale: 2 };
-            let (x, y) = (Decimal::new(a, 2), Decimal::new(b, 2));
-            prop_assert_eq!(x.cmp(&y), enc(ValueRef::Decimal(x), ty).cmp(&enc(ValueRef::Decimal(y), ty)));
+            let (x, y) = (Numeric::new(a, 2), Numeric::new(b, 2));
+            prop_assert_eq!(x.as_ref().compare(y.as_ref()), enc(ValueRef::Decimal(x.as_ref()), ty).cmp(&enc(ValueRef::Decimal(y.as_ref()), ty)));
+        }
+
+        /// NUMERIC(p, s) past 28 digits: any lengths, both signs, and as a key's first
+        /// column, followed by another (the encoding ends where it says).
+        #[test]
+        fn big_decimals_keep_order(a in "-?[0-9]{1,50}(\\.[0-9]{1,10})?", b in "-?[0-9]{1,50}(\\.[0-9]{1,10})?", t1: i64, t2: i64) {
+            let ty = DataType::Decimal { precision: 60, scale: 10 };
+            let (x, y) = (a.parse::<Numeric>().unwrap(), b.parse::<Numeric>().unwrap());
+            let key = |n: &Numeric, t: i64| {
+                let mut k = enc(ValueRef::Decimal(n.as_ref()), ty);
+                k.extend(enc(ValueRef::Int(t), DataType::BigInt));
+                k
+            };
+            let order = x.as_ref().compare(y.as_ref()).then(t1.cmp(&t2));
+            prop_assert_eq!(order, key(&x, t1).cmp(&key(&y, t2)));
         }
 
         #[test]
