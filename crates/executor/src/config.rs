@@ -38,9 +38,10 @@ pub struct Config {
     /// Snapshots: where they go and when they are taken. Recovery starts from the newest
     /// one and replays the command log after it. Needs the command log.
     pub snapshots: Option<SnapshotConfig>,
-    /// How long a read-only statement runs on its partitions before it moves off them to a
-    /// forked copy-on-write image (forked.rs), so that one long query does not keep its
-    /// partitions from serving other transactions. `None`: it runs to its end in place.
+    /// How long an ad hoc statement runs on its partitions before it moves off them to a
+    /// forked copy-on-write image (forked.rs), so that one long query or write does not
+    /// keep its partitions from serving other transactions. `None`: it runs to its end in
+    /// place.
     pub read_slice: Option<std::time::Duration>,
 }
 

@@ -119,9 +119,13 @@ engine_counters! {
     /// Short single-partition calls run on their caller's thread (partition/cell.rs).
     inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
         "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
-    /// Long reads moved off their partitions to a forked reader (forked.rs).
-    reads_moved: Counter "permafrost_reads_moved_total" [""] * 1.0,
-        "Read-only statements that ran past read_slice and finished in a forked copy-on-write reader, off their partitions.";
+    /// Long statements moved off their partitions to a forked image (forked.rs).
+    reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
+        "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";
+    writes_moved: Counter "permafrost_statements_moved_total" ["kind=\"write\""] * 1.0, "";
+    /// Moved writes whose tables changed meanwhile, run again in place.
+    moved_writes_run_again: Counter "permafrost_moved_writes_run_again_total" [""] * 1.0,
+        "Moved writes whose tables changed at their partitions while they ran off them: run again in place instead of applying their changes.";
     /// Transactions waiting for evicted data now.
     parked: Gauge "permafrost_transactions_parked" [""] * 1.0,
         "Transactions waiting for evicted data to be fetched.";

@@ -215,7 +215,7 @@ impl Database {
         let shared = Arc::new(Shared {
             scan_holds,
             statement_pool,
-            forked_reads: Default::default(),
+            moved_running: Default::default(),
             inline: std::sync::OnceLock::new(),
             log,
             config,
@@ -914,10 +914,10 @@ impl Database {
         &self.shared().statement_pool
     }
 
-    /// Long reads running now in forked readers, off their partitions (forked.rs): a reader
-    /// is counted until its process has been reaped.
-    pub fn forked_reads(&self) -> usize {
-        self.shared().forked_reads.load(std::sync::atomic::Ordering::Acquire)
+    /// Long statements running now moved off their partitions, in forked images
+    /// (forked.rs): each is counted until its process has been reaped.
+    pub fn moved_running(&self) -> usize {
+        self.shared().moved_running.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A pipelining session for many calls in flight from one thread.

@@ -1,42 +1,59 @@
-//! Long reads moved off their partitions: a forked reader.
+//! Long statements moved off their partitions, into a forked copy-on-write image.
 //!
-//! A partition runs one transaction at a time, so a query that runs for seconds (a big
-//! join, an aggregate over a large table) would keep every other client of its partitions
-//! waiting that long. A read-only statement (one ad hoc SELECT outside a transaction block,
-//! whose caller takes a streamed result) therefore gets a *read slice*
-//! ([`Config::read_slice`](crate::Config::read_slice), 50 ms by default): the statement
-//! looks at its deadline every [`permafrost_sql::exec::INTERRUPT_EVERY`] tuples, and once
-//! it is past, it stops ([`SqlError::SliceOver`]; it changed nothing). Then, still holding
-//! its partitions, the executor forks the process. The child is a copy-on-write image of
-//! the partitions as they are at that point of the serial order; it runs the statement
-//! again from the start over that image, to its end, and writes the rows to a pipe. The
-//! parent releases the partitions at once and answers with an empty result whose rest
-//! ([`ForkedRead`], a [`MoreRows`]) reads the pipe, so the rows stream to the client while
-//! the partitions serve others. The read is serializable: it reads one committed state, at
-//! the point where it was moved (HyPer's virtual-memory snapshots, Kemper and Neumann 2011,
-//! used for one query).
+//! A partition runs one transaction at a time, so a statement that runs for seconds (a big
+//! join, an aggregate over a large table, an UPDATE of every row) would keep every other
+//! client of its partitions waiting that long. An ad hoc statement outside a transaction
+//! block therefore gets a *slice* ([`Config::read_slice`](crate::Config::read_slice),
+//! 50 ms by default): the statement looks at its deadline every
+//! [`permafrost_sql::exec::INTERRUPT_EVERY`] tuples (or rows it writes), and once it is
+//! past, it stops ([`SqlError::SliceOver`]) and is rolled back. Then, still holding its
+//! partitions, the executor forks the process. The child is a copy-on-write image of the
+//! partitions as they are at that point of the serial order; it runs the statement again
+//! from the start over that image, to its end, and writes what it did to a pipe. The
+//! parent releases the partitions at once.
 //!
-//! Which statements move (decided before the statement runs, `TxnInfo::read_slice`):
-//! - only ad hoc single-statement SELECTs outside blocks, never a write, a procedure, a
-//!   replayed call or an interactive transaction's statement (they must change, or be
-//!   checked against, the live partitions);
-//! - only when none of the tables the statement reads has evicted tuples at its partitions
+//! - **A read** ([`move_off`]) is answered at once with an empty result whose rest
+//!   ([`ForkedRead`], a [`MoreRows`]) reads the child's rows from the pipe, so they stream
+//!   to the client while the partitions serve others. It reads one committed state, at the
+//!   point where it moved: serializable (HyPer's virtual-memory snapshots, Kemper and
+//!   Neumann 2011, used for one query).
+//! - **A write** ([`move_write`]): the child sends its changes (each insert, update, delete
+//!   and sequence step, `PartitionStore::changes`) and its result; a thread of its own
+//!   waits for them, then submits the statement again to the same partitions, as a
+//!   procedure ([`applying`]) that applies those changes if no table the statement uses
+//!   changed at those partitions since the fork (`Table::generation`): the statement reads
+//!   nothing else, so running it there and then would make the same changes. If one did
+//!   change, it runs the statement there, to its end, as usual. Either way the command log
+//!   records the statement, with the timestamp and seed it first ran with
+//!   (`Procedure::fixed`), so replay makes the same rows. The answer waits for that step.
+//!
+//! Which statements move (decided before the statement runs, `TxnInfo::read_slice` and
+//! [`may_move`]):
+//! - only plain ad hoc statements (`Procedure::movable`) outside blocks, whose caller
+//!   waits on a one-shot answer; never a procedure, a COPY, a replayed call or an
+//!   interactive transaction's statement (they must change, or be checked against, the
+//!   live partitions as they go);
+//! - only when none of the tables the statement uses has evicted tuples at its partitions
 //!   (the image cannot fetch blocks; a scan over evicted data streams anyway, scan.rs);
+//! - not a write once the command log has failed;
 //! - only calls that run on a partition thread (never short calls run inline by a
 //!   connection thread), so the thread that forked outlives the child, which dies with it
 //!   (`PR_SET_PDEATHSIG`);
-//! - at most [`MAX_FORKED_READS`] at once; past that a long read runs to its end in place.
+//! - at most [`MAX_MOVED`] at once; past that a long read runs to its end in place, and a
+//!   long write is queued again to run to its end.
 //!
 //! The child shares nothing with the parent's threads: it runs the statement on its one
 //! thread with the memory limit of one statement (`work_mem`, 54000 past it), writes
 //! frames and leaves with `_exit`. Its memory is the pages the parent changes while it
 //! runs (copy-on-write), as for the snapshot writer. A cancel, a statement timeout or a
-//! client that goes away kills it (`SIGKILL`), and the parent reaps it.
+//! client that goes away kills it (`SIGKILL`), and the parent reaps it. A write's changes
+//! are held until they apply, up to `work_mem` bytes; past that it runs again in place.
 //!
 //! The pipe carries frames (docs/format.md, "Forked reader frames"): a tag byte, a u32
 //! length, the payload. Rows: each row's length and its values in the result buffer's
-//! encoding, checked before use ([`Rows::push_encoded_row`]); End; Error: its SQLSTATE and
-//! message. Anything else, or the pipe ending before End, is an error for the client.
+//! encoding, checked before use ([`Rows::push_encoded_row`]); Changes; End; Error: its
+//! SQLSTATE and message. Anything else, or the pipe ending before End, is an error for the
+//! client.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -46,13 +63,15 @@ use permafrost_sql::{MoreRows, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Value};
 
 use crate::child::{Side, fork_with_pipe};
+use crate::partition::msg::Replayed;
 use crate::partition::txn::{TxnInfo, run_body};
 use crate::procedure::{ProcError, Procedure};
 use crate::reply::StopFlag;
 use crate::shared::Shared;
+use permafrost_storage::TableId;
 
-/// Forked readers that may run at once.
-pub(crate) const MAX_FORKED_READS: usize = 4;
+/// Statements that may run moved off their partitions at once.
+pub(crate) const MAX_MOVED: usize = 4;
 
 /// Bytes of rows a frame holds at most (the last row may take it past this).
 const FRAME_BYTES: usize = 256 << 10;
@@ -64,14 +83,18 @@ const MAX_FRAME: usize = FRAME_BYTES + u32::MAX as usize;
 const FRAME_ROWS: u8 = 1;
 const FRAME_END: u8 = 2;
 const FRAME_ERROR: u8 = 3;
+const FRAME_CHANGES: u8 = 4;
 
 /// How often a reader waiting for its child looks whether it was asked to stop.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Whether a statement about to run may be moved off its partitions when it runs past its
 /// slice: see the module docs. `stores` are the partitions the transaction holds.
-pub(crate) fn may_move(proc: &Procedure, stores: &[&mut PartitionStore]) -> bool {
-    if !proc.defers_scans() || proc.short {
+pub(crate) fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) -> bool {
+    if !proc.movable || proc.short {
+        return false;
+    }
+    if !proc.statements[0].is_read_only() && info.writes_refused.is_some() {
         return false;
     }
     let tables = proc.statements[0].tables();
@@ -82,12 +105,12 @@ pub(crate) fn may_move(proc: &Procedure, stores: &[&mut PartitionStore]) -> bool
     })
 }
 
-/// Takes one of the [`MAX_FORKED_READS`] turns; false if all are taken.
+/// Takes one of the [`MAX_MOVED`] turns; false if all are taken.
 pub(crate) fn take_turn(shared: &Shared) -> bool {
     shared
-        .forked_reads
+        .moved_running
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < MAX_FORKED_READS).then_some(n + 1)
+            (n < MAX_MOVED).then_some(n + 1)
         })
         .is_ok()
 }
@@ -107,6 +130,28 @@ pub(crate) fn move_off(
 ) -> crate::error::Result<Rows> {
     let turn = Turn(shared);
     let columns = proc.statements[0].columns().clone();
+    let (pid, pipe) = fork_child(proc, params, stores, info)?;
+    let mut rows = Rows::empty(columns.clone());
+    rows.set_rest(Box::new(ForkedRead {
+        pid: Some(pid),
+        pipe,
+        columns,
+        stop,
+        done: false,
+        affected: 0,
+        _turn: turn,
+    }));
+    Ok(rows)
+}
+
+/// Forks the child that runs the statement over its image of `stores` and writes what it
+/// did to the pipe whose read end is returned.
+fn fork_child(
+    proc: &Procedure,
+    params: &[Value],
+    stores: &mut [&mut PartitionStore],
+    info: &TxnInfo,
+) -> crate::error::Result<(libc::pid_t, std::fs::File)> {
     // SAFETY: the child reads only the stores this thread holds (no other thread can
     // change them until it releases them) and the statement's own plan and parameters; it
     // takes no lock another thread may hold, writes only its pipe and leaves with _exit,
@@ -121,16 +166,232 @@ pub(crate) fn move_off(
     };
     // SAFETY: the read end is ours alone from here.
     let pipe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read) };
-    let mut rows = Rows::empty(columns.clone());
-    rows.set_rest(Box::new(ForkedRead {
+    Ok((pid, pipe))
+}
+
+/// Moves a write that ran past its slice (and was rolled back) off its partitions: its
+/// child runs it over the image and sends its changes and result; a thread of its own
+/// waits for them and then submits the statement again to `parts` as a procedure that
+/// applies those changes if no table the statement uses changed at its partitions since
+/// the fork ([`applying`]), and otherwise runs it there as usual. The answer goes to
+/// `reply` from that procedure. With every turn taken, the statement is submitted again
+/// at once, to run to its end in place. Call while holding `stores`, before anything else
+/// runs at them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn move_write(
+    shared: &Arc<Shared>,
+    proc: &Arc<Procedure>,
+    params: Vec<Value>,
+    stores: &mut [&mut PartitionStore],
+    info: &TxnInfo,
+    parts: Vec<u32>,
+    reply: crate::reply::Reply,
+    stats: &crate::counters::PartitionStats,
+) {
+    let fixed = Replayed {
+        now: proc.fixed_now().unwrap_or(info.now),
+        seed: info.seed,
+    };
+    let in_place = |shared: &Arc<Shared>, params: Vec<Value>, reply| {
+        let again = Arc::new(proc.pinned(fixed, |ctx, p| ctx.execute(0, p)));
+        resubmit(shared, again, params, parts.clone(), reply);
+    };
+    if !take_turn(shared) {
+        in_place(shared, params, reply);
+        return;
+    }
+    let turn = Turn(shared.clone());
+    let tables = proc.statements[0].tables();
+    let generations: Vec<(u32, TableId, u64)> = stores
+        .iter()
+        .flat_map(|s| {
+            let p = s.partition();
+            tables
+                .iter()
+                .filter_map(move |&t| s.table(t).map(|tb| (p, t, tb.generation())))
+        })
+        .collect();
+    let (pid, pipe) = match fork_child(proc, &params, stores, info) {
+        Ok(x) => x,
+        Err(e) => {
+            crate::reply::Outbox::send_now(reply, Err(e));
+            return;
+        }
+    };
+    stats.writes_moved.fetch_add(1, Ordering::Relaxed);
+    let reader = ForkedRead {
         pid: Some(pid),
         pipe,
-        columns,
-        stop,
+        columns: proc.statements[0].columns().clone(),
+        stop: None,
         done: false,
+        affected: 0,
         _turn: turn,
-    }));
-    Ok(rows)
+    };
+    let job = MovedWrite {
+        shared: shared.clone(),
+        proc: proc.clone(),
+        params,
+        parts,
+        reply,
+        fixed,
+        generations,
+        limit: info.work_mem,
+    };
+    let spawned = std::thread::Builder::new()
+        .name("permafrost-moved".into())
+        .spawn(move || job.finish(reader));
+    if let Err(e) = spawned {
+        // The job (and its reply) went with the closure: the caller learns the statement
+        // had no answer.
+        eprintln!("permafrost: cannot start a thread for a moved write: {e}");
+    }
+}
+
+/// A moved write waiting for its child ([`move_write`]).
+struct MovedWrite {
+    shared: Arc<Shared>,
+    proc: Arc<Procedure>,
+    params: Vec<Value>,
+    parts: Vec<u32>,
+    reply: crate::reply::Reply,
+    fixed: Replayed,
+    generations: Vec<(u32, TableId, u64)>,
+    /// The bytes of changes it may hold (`work_mem`): past them it runs again in place.
+    limit: usize,
+}
+
+impl MovedWrite {
+    /// Reads the child's changes and result, then submits what applies them.
+    fn finish(self, mut reader: ForkedRead) {
+        let MovedWrite {
+            shared,
+            proc,
+            params,
+            parts,
+            reply,
+            fixed,
+            generations,
+            limit,
+        } = self;
+        let mut changes: Vec<(u32, Vec<permafrost_storage::Change>)> = Vec::new();
+        let mut rows = Rows::empty(reader.columns.clone());
+        let mut held = 0usize;
+        let outcome: Result<bool, SqlError> = (|| loop {
+            let (tag, payload) = reader.read_frame(&|| reply.is_closed())?;
+            if tag == FRAME_CHANGES {
+                held += payload.len();
+                if held > limit {
+                    // Too much to hold here: run it again in place instead.
+                    reader.reap(true);
+                    return Ok(false);
+                }
+                let Some(c) = read_changes(&payload) else {
+                    return Err(reader.broken("a change is malformed"));
+                };
+                changes.push(c);
+                continue;
+            }
+            match reader.result_frame(tag, &payload)? {
+                Some(more) => rows.append(&more),
+                None => return Ok(true),
+            }
+        })();
+        rows.affected = reader.affected;
+        drop(reader);
+        let pinned = match outcome {
+            Err(e) => {
+                crate::reply::Outbox::send_now(reply, Err(crate::error::Error::Sql(e)));
+                return;
+            }
+            Ok(false) => proc.pinned(fixed, |ctx, p| ctx.execute(0, p)),
+            Ok(true) => {
+                let moved = Arc::new(Moved {
+                    generations,
+                    changes,
+                    rows,
+                });
+                let stats = shared.stats.clone();
+                proc.pinned(fixed, move |ctx, p| applying(ctx, p, &moved, &stats))
+            }
+        };
+        resubmit(&shared, Arc::new(pinned), params, parts, reply);
+    }
+}
+
+/// What a moved write's child did, and what it found ([`applying`]).
+struct Moved {
+    /// (partition, table, generation) of every table the statement uses, at the fork.
+    generations: Vec<(u32, TableId, u64)>,
+    /// Its changes, per partition.
+    changes: Vec<(u32, Vec<permafrost_storage::Change>)>,
+    /// Its result (a row count, RETURNING rows).
+    rows: Rows,
+}
+
+/// The body that applies a moved write: its changes, if none of the tables it uses changed
+/// at its partitions since the fork (then running it now gives the same changes and
+/// result: it reads nothing else), else the statement itself, run here to its end.
+fn applying(
+    ctx: &mut crate::procedure::ProcContext<'_, '_, '_>,
+    params: &[Value],
+    moved: &Moved,
+    stats: &[Arc<crate::counters::PartitionStats>],
+) -> Result<Rows, ProcError> {
+    let Moved {
+        generations,
+        changes,
+        rows,
+    } = moved;
+    let stores = &mut *ctx.env.stores;
+    let unchanged = generations.iter().all(|&(p, t, g)| {
+        stores
+            .iter()
+            .find(|s| s.partition() == p)
+            .and_then(|s| s.table(t))
+            .is_some_and(|tb| tb.generation() == g)
+    });
+    if !unchanged {
+        if let Some(s) = stats.get(stores.first().map_or(0, |s| s.partition()) as usize) {
+            s.moved_writes_run_again.fetch_add(1, Ordering::Relaxed);
+        }
+        return ctx.execute(0, params);
+    }
+    for (p, list) in changes {
+        let Some(s) = stores.iter_mut().find(|s| s.partition() == *p) else {
+            return Err(ProcError::Sql(SqlError::relayed(
+                "XX000",
+                format!("a moved write changed partition {p}, which it does not hold"),
+            )));
+        };
+        s.apply(list).map_err(|e| ProcError::Sql(SqlError::Storage(e)))?;
+    }
+    Ok(rows.clone())
+}
+
+/// Submits a statement again to the partitions it ran at: one, or several in the
+/// multi-partition order.
+fn resubmit(
+    shared: &Arc<Shared>,
+    proc: Arc<Procedure>,
+    params: Vec<Value>,
+    parts: Vec<u32>,
+    reply: crate::reply::Reply,
+) {
+    let r = match parts[..] {
+        [p] => crate::partition::router::submit_invocation(shared, proc, params, reply, p, false),
+        _ => {
+            let work = crate::partition::msg::MpWork::Call {
+                proc,
+                params,
+                restarts: 0,
+                replay: None,
+            };
+            shared.submit_mp(work, parts, reply)
+        }
+    };
+    // Fails only when shutting down; the reply goes with the queue then.
+    let _ = r;
 }
 
 /// In the child: runs the statement to its end over the image and writes its result to
@@ -166,6 +427,15 @@ fn run_child(
         Err(_) => Err(("XX000", "the forked reader panicked".to_string())),
     };
     let ok = match result {
+        Ok(rows) if !proc.statements[0].is_read_only() => match write_changes(fd, stores) {
+            Ok(true) => write_rows(fd, &rows),
+            Ok(false) => false,
+            Err(e) => {
+                let mut payload = e.sqlstate().as_bytes().to_vec();
+                payload.extend_from_slice(e.to_string().as_bytes());
+                write_frame(fd, FRAME_ERROR, &payload)
+            }
+        },
         Ok(rows) => write_rows(fd, &rows),
         Err((code, message)) => {
             let mut payload = code.as_bytes().to_vec();
@@ -174,6 +444,152 @@ fn run_child(
         }
     };
     if ok { 0 } else { 1 }
+}
+
+/// Writes each store's changes (a write's) as Changes frames: the partition (u32 LE), then
+/// changes, each a kind (1 insert, 2 update, 3 delete, 4 sequence), the table (u32 LE), and
+/// for an update or delete its target (0 and a slot, or 1 and the transaction's insert
+/// number: u8, u32 LE), for an insert or update the column count (u16 LE) and the row (u32
+/// LE length and the values in the result buffer's encoding), for a sequence its last value
+/// (i64 LE). `Ok(false)`: the reader went away.
+fn write_changes(fd: libc::c_int, stores: &[&mut PartitionStore]) -> Result<bool, permafrost_storage::StorageError> {
+    use permafrost_storage::{Change, Target};
+    for s in stores {
+        let changes = s.changes()?;
+        let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
+        frame.extend_from_slice(&s.partition().to_le_bytes());
+        let row = |frame: &mut Vec<u8>, values: &[Value]| {
+            let cols: Arc<[permafrost_sql::ColumnInfo]> = (0..values.len())
+                .map(|_| permafrost_sql::ColumnInfo {
+                    name: String::new(),
+                    ty: None,
+                })
+                .collect();
+            let mut r = Rows::empty(cols);
+            r.push_row(values.iter().map(Value::as_ref));
+            let bytes = r.encoded_row(0);
+            frame.extend_from_slice(&(values.len() as u16).to_le_bytes());
+            frame.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            frame.extend_from_slice(bytes);
+        };
+        let target = |frame: &mut Vec<u8>, t: &Target| {
+            let (k, n) = match *t {
+                Target::Slot(n) => (0u8, n),
+                Target::Inserted(n) => (1u8, n),
+            };
+            frame.push(k);
+            frame.extend_from_slice(&n.to_le_bytes());
+        };
+        for c in &changes {
+            match c {
+                Change::Insert { table, values } => {
+                    frame.push(1);
+                    frame.extend_from_slice(&table.to_le_bytes());
+                    row(&mut frame, values);
+                }
+                Change::Update {
+                    table,
+                    target: t,
+                    values,
+                } => {
+                    frame.push(2);
+                    frame.extend_from_slice(&table.to_le_bytes());
+                    target(&mut frame, t);
+                    row(&mut frame, values);
+                }
+                Change::Delete { table, target: t } => {
+                    frame.push(3);
+                    frame.extend_from_slice(&table.to_le_bytes());
+                    target(&mut frame, t);
+                }
+                Change::Sequence { table, last } => {
+                    frame.push(4);
+                    frame.extend_from_slice(&table.to_le_bytes());
+                    frame.extend_from_slice(&last.to_le_bytes());
+                }
+            }
+            if frame.len() >= FRAME_BYTES {
+                if !write_frame(fd, FRAME_CHANGES, &frame) {
+                    return Ok(false);
+                }
+                frame.clear();
+                frame.extend_from_slice(&s.partition().to_le_bytes());
+            }
+        }
+        if frame.len() > 4 && !write_frame(fd, FRAME_CHANGES, &frame) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Reads the changes of one Changes frame ([`write_changes`]); `None` if it is malformed.
+fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
+    use permafrost_storage::{Change, Target};
+    struct Cursor<'a>(&'a [u8]);
+    impl<'a> Cursor<'a> {
+        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
+            self.0 = b;
+            Some(a)
+        }
+        fn u32(&mut self) -> Option<u32> {
+            Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        }
+        fn target(&mut self) -> Option<Target> {
+            let k = self.take(1)?[0];
+            let n = self.u32()?;
+            match k {
+                0 => Some(Target::Slot(n)),
+                1 => Some(Target::Inserted(n)),
+                _ => None,
+            }
+        }
+        fn row(&mut self) -> Option<Vec<Value>> {
+            let ncols = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
+            let len = self.u32()? as usize;
+            let bytes = self.take(len)?;
+            let cols: Arc<[permafrost_sql::ColumnInfo]> = (0..ncols)
+                .map(|_| permafrost_sql::ColumnInfo {
+                    name: String::new(),
+                    ty: None,
+                })
+                .collect();
+            let mut r = Rows::empty(cols);
+            if !r.push_encoded_row(bytes) {
+                return None;
+            }
+            Some(r.row(0).values().map(|v| v.to_owned()).collect())
+        }
+    }
+    let mut c = Cursor(p);
+    let partition = c.u32()?;
+    let mut out = Vec::new();
+    while !c.0.is_empty() {
+        let kind = c.take(1)?[0];
+        let table = c.u32()?;
+        out.push(match kind {
+            1 => Change::Insert {
+                table,
+                values: c.row()?,
+            },
+            2 => Change::Update {
+                table,
+                target: c.target()?,
+                values: c.row()?,
+            },
+            3 => Change::Delete {
+                table,
+                target: c.target()?,
+            },
+            4 => Change::Sequence {
+                table,
+                last: i64::from_le_bytes(c.take(8)?.try_into().ok()?),
+            },
+            _ => return None,
+        });
+    }
+    Some((partition, out))
 }
 
 /// Writes `rows` as Rows frames, then End.
@@ -227,7 +643,7 @@ struct Turn(Arc<Shared>);
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        self.0.forked_reads.fetch_sub(1, Ordering::AcqRel);
+        self.0.moved_running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -239,17 +655,19 @@ pub(crate) struct ForkedRead {
     columns: Arc<[permafrost_sql::ColumnInfo]>,
     stop: Option<StopFlag>,
     done: bool,
+    /// The statement's row count, from End.
+    affected: u64,
     _turn: Turn,
 }
 
 impl ForkedRead {
     /// Reads exactly `buf.len()` bytes; `Ok(false)` at the end of the pipe before any.
-    fn read_exact(&mut self, buf: &mut [u8]) -> Result<bool, SqlError> {
+    fn read_exact(&mut self, buf: &mut [u8], stopped: &dyn Fn() -> bool) -> Result<bool, SqlError> {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         let mut got = 0;
         while got < buf.len() {
-            if self.stop.as_ref().is_some_and(StopFlag::is_set) {
+            if stopped() {
                 return Err(SqlError::Cancelled);
             }
             let mut pfd = libc::pollfd {
@@ -309,9 +727,11 @@ impl ForkedRead {
         }
     }
 
-    fn next_frame(&mut self) -> Result<Option<Rows>, SqlError> {
+    /// The next frame's tag and payload; the child's end (after End or Error) is reaped.
+    /// `stopped` is asked while it waits: then 57014.
+    fn read_frame(&mut self, stopped: &dyn Fn() -> bool) -> Result<(u8, Vec<u8>), SqlError> {
         let mut head = [0u8; 5];
-        if !self.read_exact(&mut head)? {
+        if !self.read_exact(&mut head, stopped)? {
             let status = self.reap(false);
             return Err(SqlError::relayed(
                 "XX000",
@@ -323,13 +743,19 @@ impl ForkedRead {
             return Err(self.broken("a frame is too long"));
         }
         let mut payload = vec![0u8; len];
-        if !self.read_exact(&mut payload)? {
+        if !self.read_exact(&mut payload, stopped)? {
             return Err(self.broken("its output ends in the middle of a frame"));
         }
-        match head[0] {
+        Ok((head[0], payload))
+    }
+
+    /// What a Rows, End or Error frame says: rows, the end (with the row count), or the
+    /// child's error; anything else is an error.
+    fn result_frame(&mut self, tag: u8, payload: &[u8]) -> Result<Option<Rows>, SqlError> {
+        match tag {
             FRAME_ROWS => {
-                let mut rows = Rows::with_capacity(self.columns.clone(), len);
-                let mut p = &payload[..];
+                let mut rows = Rows::with_capacity(self.columns.clone(), payload.len());
+                let mut p = payload;
                 while !p.is_empty() {
                     let row = p
                         .get(..4)
@@ -342,8 +768,9 @@ impl ForkedRead {
                 }
                 Ok(Some(rows))
             }
-            FRAME_END if len == 8 => {
+            FRAME_END if payload.len() == 8 => {
                 self.done = true;
+                self.affected = u64::from_le_bytes(payload.try_into().expect("8 bytes"));
                 let status = self.reap(false);
                 if !status.is_empty() {
                     return Err(SqlError::relayed(
@@ -353,7 +780,7 @@ impl ForkedRead {
                 }
                 Ok(None)
             }
-            FRAME_ERROR if len >= 5 => {
+            FRAME_ERROR if payload.len() >= 5 => {
                 self.done = true;
                 self.reap(false);
                 let code = String::from_utf8_lossy(&payload[..5]).into_owned();
@@ -362,6 +789,13 @@ impl ForkedRead {
             }
             _ => Err(self.broken("a frame has an unknown tag")),
         }
+    }
+
+    fn next_frame(&mut self) -> Result<Option<Rows>, SqlError> {
+        let stop = self.stop.clone();
+        let stopped = move || stop.as_ref().is_some_and(StopFlag::is_set);
+        let (tag, payload) = self.read_frame(&stopped)?;
+        self.result_frame(tag, &payload)
     }
 }
 

@@ -177,6 +177,12 @@ pub struct Procedure {
     pub(crate) short: bool,
     /// An interactive transaction's probe or commit (interactive.rs).
     pub(crate) interactive: Option<Arc<crate::interactive::Interactive>>,
+    /// A plain ad hoc statement (one statement, run as it is): one that may move off its
+    /// partitions when it runs past its read slice (forked.rs).
+    pub(crate) movable: bool,
+    /// The timestamp and seed it runs with, when they are fixed: a statement moved off
+    /// its partitions applies (or runs again) with those it first ran with (forked.rs).
+    pub(crate) fixed: Option<crate::partition::msg::Replayed>,
 }
 
 impl fmt::Debug for Procedure {
@@ -265,12 +271,31 @@ impl Procedure {
             statements,
             def,
             interactive: None,
+            movable: false,
+            fixed: None,
         })
     }
 
     /// A one-statement procedure running an ad hoc statement, already planned.
     pub(crate) fn ad_hoc(prepared: Prepared) -> Procedure {
-        Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p))
+        let mut p = Procedure::ad_hoc_with(prepared, |ctx, p| ctx.execute(0, p));
+        p.movable = true;
+        p
+    }
+
+    /// This ad hoc statement as a procedure with another body, that does not move off its
+    /// partitions and runs with `fixed`'s timestamp and seed (forked.rs: what applies a
+    /// moved statement's changes, or runs it again in place). Logged as the statement.
+    pub(crate) fn pinned<F>(&self, fixed: crate::partition::msg::Replayed, body: F) -> Procedure
+    where
+        F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync + 'static,
+    {
+        let def = self.def.clone().body(body);
+        let mut p = Procedure::ad_hoc_over(self.statements.clone(), def, None);
+        p.partitioning = self.partitioning;
+        p.short = false;
+        p.fixed = Some(fixed);
+        p
     }
 
     /// Whether its scans may leave evicted tuples to be read afterwards (scan.rs): an ad
@@ -329,6 +354,8 @@ impl Procedure {
             statements,
             def,
             interactive: spec.map(Arc::new),
+            movable: false,
+            fixed: None,
         }
     }
 
@@ -339,7 +366,7 @@ impl Procedure {
 
     /// `now()` for its statements, when fixed (an interactive transaction's start).
     pub(crate) fn fixed_now(&self) -> Option<i64> {
-        self.interactive.as_ref().map(|i| i.now)
+        self.interactive.as_ref().map(|i| i.now).or(self.fixed.map(|f| f.now))
     }
 
     /// Plans this procedure again against `catalog` (after a schema change).
@@ -353,6 +380,8 @@ impl Procedure {
         let mut p = Procedure::prepare(self.def.clone(), catalog)?;
         p.adhoc = self.adhoc;
         p.short &= self.short;
+        p.movable = self.movable;
+        p.fixed = self.fixed;
         Ok(p)
     }
 

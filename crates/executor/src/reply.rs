@@ -111,6 +111,13 @@ impl Outbox {
         }
     }
 
+    /// Answers `reply` now, from any thread.
+    pub(crate) fn send_now(reply: Reply, result: Result<Rows>) {
+        let mut o = Outbox::default();
+        o.send(reply, result);
+        o.flush();
+    }
+
     pub(crate) fn send(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
             Reply::Oneshot(tx) | Reply::Stoppable(tx, _) => {

@@ -628,10 +628,11 @@ declare_settings! {
         /// Restarts allowed per transaction for evicted data.
         max_restarts: Option<u32> = None => kind::Number<u32>,
             unset engine_default().map_or_else(|| "the engine's".into(), |c| c.max_restarts.to_string());
-        /// How long a read-only statement (one SELECT, outside BEGIN) may hold its
-        /// partitions before it moves off them and finishes in a forked copy-on-write image
-        /// of them, so one long query does not keep other clients waiting (e.g. 50ms, 1s);
-        /// off: it runs to its end where it started.
+        /// How long a statement (one SELECT, INSERT, UPDATE or DELETE, outside BEGIN) may
+        /// hold its partitions before it moves off them and finishes in a forked
+        /// copy-on-write image of them (a write's changes are applied afterwards), so one
+        /// long statement does not keep other clients waiting (e.g. 50ms, 1s); off: it runs
+        /// to its end where it started.
         read_slice: Option<Duration> = Some(crate::config::DEFAULT_READ_SLICE) => kind::DurationOrOff;
         /// Command log: sync (a commit is acknowledged once its record is on disk), async
         /// (written in the background) or off.

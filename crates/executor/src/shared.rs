@@ -33,8 +33,9 @@ pub(crate) struct Shared {
     /// Per partition, what runs a short call on its caller's thread (partition/cell.rs);
     /// unset when the partitions have no threads of their own (the step harness).
     pub inline: std::sync::OnceLock<Vec<Arc<dyn InlineRunner>>>,
-    /// Forked readers running now (forked.rs), at most [`crate::forked::MAX_FORKED_READS`].
-    pub forked_reads: std::sync::atomic::AtomicUsize,
+    /// Statements running now moved off their partitions (forked.rs), at most
+    /// [`crate::forked::MAX_MOVED`].
+    pub moved_running: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {

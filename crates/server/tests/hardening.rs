@@ -393,28 +393,33 @@ async fn a_cancelled_long_query_stops_and_frees_its_partitions_at_once() {
     }
 }
 
-/// Reads moved off their partitions so far (`permafrost_reads_moved_total`).
-async fn reads_moved(c: &tokio_postgres::Client) -> u64 {
+/// A `permafrost_stats` figure: the value of `metric` with `labels`.
+async fn figure(c: &tokio_postgres::Client, metric: &str, labels: &str) -> u64 {
     let rows = c.simple_query("SHOW permafrost_stats").await.unwrap();
     rows.iter()
         .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("permafrost_reads_moved_total") => {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some(metric) && r.get(1) == Some(labels) => {
                 r.get(2).map(|v| v.parse::<f64>().unwrap() as u64)
             }
             _ => None,
         })
-        .expect("the figure is listed")
+        .unwrap_or_else(|| panic!("{metric}{{{labels}}} is listed"))
 }
 
-/// Waits until `reads_moved` passes `n` (a statement is known to have moved).
-async fn moved_past(c: &tokio_postgres::Client, n: u64) {
+/// Statements of `kind` (read, write) moved off their partitions so far.
+async fn moved(c: &tokio_postgres::Client, kind: &str) -> u64 {
+    figure(c, "permafrost_statements_moved_total", &format!("kind=\"{kind}\"")).await
+}
+
+/// Waits until more than `n` statements of `kind` have moved (one is known to have).
+async fn moved_past(c: &tokio_postgres::Client, kind: &str, n: u64) {
     tokio::time::timeout(Duration::from_secs(60), async {
-        while reads_moved(c).await <= n {
+        while moved(c, kind).await <= n {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("the long read moved off its partitions");
+    .expect("the long statement moved off its partitions");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -428,7 +433,7 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
     // reader, and its partitions serve the other clients while it runs.
     let long = connect(s.port).await;
     let token = long.cancel_token();
-    let before = reads_moved(&c).await;
+    let before = moved(&c, "read").await;
     let running = tokio::spawn(async move {
         long.query_one(
             "SELECT count(*) FROM big a JOIN big b ON a.g <> b.g + 100 JOIN big c ON c.g <> a.g + 100",
@@ -436,7 +441,7 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
         )
         .await
     });
-    moved_past(&c, before).await;
+    moved_past(&c, "read", before).await;
     let other = connect(s.port).await;
     let served = tokio::time::timeout(Duration::from_secs(20), async {
         let g: i64 = other
@@ -452,14 +457,14 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
     .expect("other clients are served while the long read runs");
     assert_eq!(served, (5, 4_000));
     assert!(!running.is_finished(), "the long read is still running");
-    assert_eq!(db.forked_reads(), 1);
+    assert_eq!(db.moved_running(), 1);
 
     // A cancel kills the reader: 57014, and its process is reaped.
     token.cancel_query(NoTls).await.unwrap();
     let e = running.await.unwrap().unwrap_err();
     assert_eq!(code(&e), "57014", "{e}");
     tokio::time::timeout(Duration::from_secs(10), async {
-        while db.forked_reads() > 0 {
+        while db.moved_running() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -470,7 +475,7 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
     // partitions ran after that is not in its result, in either protocol.
     for simple in [false, true] {
         let reader = connect(s.port).await;
-        let before = reads_moved(&c).await;
+        let before = moved(&c, "read").await;
         let sql = "SELECT count(*), sum(a.g) FROM big a JOIN big b ON a.g <> b.g + 100";
         let running = tokio::spawn(async move {
             if simple {
@@ -486,7 +491,7 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
                 (r.get::<_, i64>(0), r.get::<_, rust_decimal::Decimal>(1).to_string())
             }
         });
-        moved_past(&c, before).await;
+        moved_past(&c, "read", before).await;
         let g: i64 = c
             .query_one("SELECT sum(g) FROM big", &[])
             .await
@@ -505,7 +510,76 @@ async fn a_long_read_moves_off_its_partitions_which_serve_others_meanwhile() {
             "simple: {simple}"
         );
     }
-    assert!(reads_moved(&c).await >= before + 3);
+    assert!(moved(&c, "read").await >= before + 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_write_moves_off_its_partitions_and_applies_whole_or_runs_again() {
+    let db = common::database();
+    let s = server_over(db.clone(), ServerOptions::default()).await;
+    let c = connect(s.port).await;
+    big_table(&c).await;
+    c.batch_execute("CREATE TABLE copy (id BIGINT PRIMARY KEY, g BIGINT); CREATE TABLE other (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
+    // 400,000 rows from a join: past its slice it finishes in a forked image, while the
+    // partitions serve the others; none of its rows shows before all of them do.
+    let writes_before = moved(&c, "write").await;
+    let w = connect(s.port).await;
+    let writer = tokio::spawn(async move {
+        w.execute(
+            "INSERT INTO copy SELECT a.id * 10000 + b.id, a.g FROM big a JOIN big b ON a.g <> b.g + 100 WHERE b.id < 100",
+            &[],
+        )
+        .await
+    });
+    moved_past(&c, "write", writes_before).await;
+    let other = connect(s.port).await;
+    let (g, n) = tokio::time::timeout(Duration::from_secs(20), async {
+        let g: i64 = other
+            .query_one("SELECT g FROM big WHERE id = 5", &[])
+            .await
+            .unwrap()
+            .get(0);
+        other.execute("INSERT INTO other VALUES (1)", &[]).await.unwrap();
+        let n: i64 = other.query_one("SELECT count(*) FROM copy", &[]).await.unwrap().get(0);
+        (g, n)
+    })
+    .await
+    .expect("other clients are served while the long write runs");
+    assert_eq!(g, 5);
+    assert!(
+        n == 0 || n == 400_000,
+        "a moved write shows whole or not at all, not {n} rows"
+    );
+    assert_eq!(writer.await.unwrap().unwrap(), 400_000);
+    assert_eq!(count(&c, "copy").await, 400_000);
+
+    // A moved UPDATE whose table another client changes meanwhile runs again in place,
+    // after that change: the serial order holds.
+    let again_before = figure(&c, "permafrost_moved_writes_run_again_total", "").await;
+    let writes_before = moved(&c, "write").await;
+    let w = connect(s.port).await;
+    let writer = tokio::spawn(async move { w.execute("UPDATE copy SET g = g + 1", &[]).await });
+    moved_past(&c, "write", writes_before).await;
+    other
+        .execute("UPDATE copy SET g = 1000 WHERE id = 50001", &[])
+        .await
+        .unwrap();
+    assert_eq!(writer.await.unwrap().unwrap(), 400_000);
+    let g: i64 = c
+        .query_one("SELECT g FROM copy WHERE id = 50001", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(g, 1001, "the long update ran after the short one");
+    assert!(figure(&c, "permafrost_moved_writes_run_again_total", "").await > again_before);
+    let total: rust_decimal::Decimal = c.query_one("SELECT sum(g) FROM copy", &[]).await.unwrap().get(0);
+    // Every other row went up by one: sum(g) was 100 × sum(big.g), plus 400,000, plus
+    // row 50001's jump from 5 + 1 to 1000 + 1.
+    let base: i64 = (0..4000i64).map(|i| i % 7).sum::<i64>() * 100;
+    assert_eq!(total, rust_decimal::Decimal::from(base + 400_000 + 995));
+    assert_eq!(db.moved_running(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

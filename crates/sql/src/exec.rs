@@ -632,7 +632,8 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let schema = &p.schema;
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
-    for src in source_rows {
+    for (i, src) in source_rows.into_iter().enumerate() {
+        look(env, i)?;
         let mut row = Vec::with_capacity(schema.columns.len());
         for (c, col) in schema.columns.iter().enumerate() {
             let v = match p.targets[c] {
@@ -704,6 +705,21 @@ fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     value.ok_or_else(|| SqlError::Unsupported("a transaction that holds no partition".into()))
 }
 
+/// In a write's loop over its rows, every [`INTERRUPT_EVERY`] rows: whether to stop, as
+/// the walker looks while it visits tuples (cancelled: 57014; past its slice).
+fn look(env: &Env<'_, '_>, i: usize) -> Result<()> {
+    if i % INTERRUPT_EVERY as usize != INTERRUPT_EVERY as usize - 1 {
+        return Ok(());
+    }
+    if (env.interrupted)() {
+        return Err(SqlError::Cancelled);
+    }
+    if env.deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(SqlError::SliceOver);
+    }
+    Ok(())
+}
+
 fn column_context(e: ValueError, column: &str) -> SqlError {
     match e {
         ValueError::TypeMismatch(m) => SqlError::Type(format!("column \"{column}\": {m}")),
@@ -721,7 +737,8 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let targets = single_level_targets(&p.target, env, cx, copies)?;
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
-    for (li, slot) in targets {
+    for (i, (li, slot)) in targets.into_iter().enumerate() {
+        look(env, i)?;
         let changes = {
             let table = env.stores[li].table(schema.id).expect("target table");
             let mut b = Bindings::new();
@@ -772,7 +789,8 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let targets = single_level_targets(&p.target, env, cx, copies)?;
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
-    for (li, slot) in targets {
+    for (i, (li, slot)) in targets.into_iter().enumerate() {
+        look(env, i)?;
         let first_copy = !replicated || li == 0;
         if first_copy {
             let table = env.stores[li].table(schema.id).expect("target table");

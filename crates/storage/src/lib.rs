@@ -37,6 +37,6 @@ pub use memory::MemoryUsage;
 pub use permafrost_types::{DataType, Value, ValueError, ValueRef};
 pub use permafrost_types::{Numeric, NumericRef};
 pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
-pub use store::{PartitionStore, Savepoint};
+pub use store::{Change, PartitionStore, Savepoint, Target};
 pub use table::{DetachedRow, Row, Table};
 pub use tombstone::Tombstone;

@@ -43,6 +43,42 @@ enum UndoRecord {
     },
 }
 
+/// One change of the running transaction, in a form another copy of the partition in the
+/// same state can apply ([`PartitionStore::changes`], [`PartitionStore::apply`]): what a
+/// statement run in a forked image of the partition sends back (the executor's forked.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A tuple inserted with these values (all columns).
+    Insert {
+        table: TableId,
+        values: Vec<Value>,
+    },
+    /// The tuple at `target` took these values (all columns).
+    Update {
+        table: TableId,
+        target: Target,
+        values: Vec<Value>,
+    },
+    Delete {
+        table: TableId,
+        target: Target,
+    },
+    /// The table's sequence's last value handed out.
+    Sequence {
+        table: TableId,
+        last: i64,
+    },
+}
+
+/// The tuple a [`Change`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The tuple in this slot before the transaction.
+    Slot(u32),
+    /// The tuple of the transaction's `n`th insert (counting from 0).
+    Inserted(u32),
+}
+
 /// A position in the undo log to roll back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Savepoint {
@@ -271,6 +307,111 @@ impl PartitionStore {
         t.set_sequence(v);
         self.records.push(UndoRecord::Sequence { table, previous });
         Ok(v)
+    }
+
+    /// The running transaction's changes, in the order it made them, each with the values
+    /// it gave (read from the undo images of later changes to the same tuple, or from the
+    /// tuple now). Applied in order to a copy of the partition as it was when the
+    /// transaction began, they make the same tuples ([`PartitionStore::apply`]).
+    pub fn changes(&self) -> Result<Vec<Change>> {
+        use std::collections::HashMap;
+        // After-image sources, found walking back: the undo image of the next update of the
+        // same tuple, else the tuple as it is now; for a sequence, the next record's
+        // previous value, else its value now.
+        let mut later_image: HashMap<(TableId, u32), usize> = HashMap::new();
+        let mut later_seq: HashMap<TableId, i64> = HashMap::new();
+        let mut after: Vec<(Option<usize>, Option<i64>)> = vec![(None, None); self.records.len()];
+        for (i, rec) in self.records.iter().enumerate().rev() {
+            match *rec {
+                UndoRecord::Insert { table, slot } | UndoRecord::Delete { table, slot } => {
+                    after[i].0 = later_image.get(&(table, slot)).copied();
+                }
+                UndoRecord::Update { table, slot, image } => {
+                    after[i].0 = later_image.insert((table, slot), image);
+                }
+                UndoRecord::Sequence { table, previous } => {
+                    after[i].1 = later_seq.insert(table, previous);
+                }
+            }
+        }
+        let mut inserted: HashMap<(TableId, u32), u32> = HashMap::new();
+        let mut out = Vec::with_capacity(self.records.len());
+        for (i, rec) in self.records.iter().enumerate() {
+            let table_of = |t: TableId| {
+                self.table(t)
+                    .ok_or_else(|| StorageError::Internal(format!("no table {t}")))
+            };
+            let values = |t: &Table, slot: u32| -> Vec<Value> {
+                match after[i].0 {
+                    Some(image) => t
+                        .image_row(&self.images[image..image + t.heap().slot_size()])
+                        .to_values(),
+                    None => t.row(slot).to_values(),
+                }
+            };
+            let target = |table: TableId, slot: u32| match inserted.get(&(table, slot)) {
+                Some(&n) => Target::Inserted(n),
+                None => Target::Slot(slot),
+            };
+            out.push(match *rec {
+                UndoRecord::Insert { table, slot } => {
+                    let n = inserted.len() as u32;
+                    inserted.insert((table, slot), n);
+                    Change::Insert {
+                        table,
+                        values: values(table_of(table)?, slot),
+                    }
+                }
+                UndoRecord::Update { table, slot, .. } => Change::Update {
+                    table,
+                    target: target(table, slot),
+                    values: values(table_of(table)?, slot),
+                },
+                UndoRecord::Delete { table, slot } => Change::Delete {
+                    table,
+                    target: target(table, slot),
+                },
+                UndoRecord::Sequence { table, .. } => Change::Sequence {
+                    table,
+                    last: after[i].1.unwrap_or(table_of(table)?.sequence()),
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Makes `changes` ([`PartitionStore::changes`] of a copy of this partition in the state
+    /// this one is in) in the running transaction, in order, each undone on rollback.
+    pub fn apply(&mut self, changes: &[Change]) -> Result<()> {
+        let mut inserted = Vec::new();
+        let resolve = |inserted: &[u32], t: Target| match t {
+            Target::Slot(s) => Ok(s),
+            Target::Inserted(n) => inserted
+                .get(n as usize)
+                .copied()
+                .ok_or_else(|| StorageError::Internal(format!("a change names insert {n}, which is not there"))),
+        };
+        for c in changes {
+            match c {
+                Change::Insert { table, values } => inserted.push(self.insert(*table, values)?),
+                Change::Update { table, target, values } => {
+                    let slot = resolve(&inserted, *target)?;
+                    let all: Vec<(usize, Value)> = values.iter().cloned().enumerate().collect();
+                    self.update(*table, slot, &all)?;
+                }
+                Change::Delete { table, target } => self.delete(*table, resolve(&inserted, *target)?)?,
+                Change::Sequence { table, last } => {
+                    let t = self.get_mut(*table)?;
+                    let previous = t.sequence();
+                    t.set_sequence(*last);
+                    self.records.push(UndoRecord::Sequence {
+                        table: *table,
+                        previous,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reverses every change of the running transaction.

@@ -123,6 +123,10 @@ pub struct Table {
     tracker: Option<Box<dyn AccessTracker>>,
     /// The last value the table's sequence handed out at this partition (0: none yet).
     sequence: i64,
+    /// Counts every change to the table's tuples or to where they are (writes and their
+    /// undoing, eviction, merges, compaction): equal counts mean the table was left as it
+    /// was (what a statement moved off its partitions checks before its changes apply).
+    generation: u64,
     pub stats: TableStats,
 }
 
@@ -134,8 +138,14 @@ impl Table {
         self.sequence
     }
 
+    /// See the field: changes whenever the table's tuples or their places change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Sets the sequence's last value (rollback, recovery).
     pub fn set_sequence(&mut self, v: i64) {
+        self.generation += 1;
         self.sequence = v;
     }
 
@@ -164,6 +174,7 @@ impl Table {
             tombstones: Tombstones::new(),
             tracker,
             sequence: 0,
+            generation: 0,
             stats: TableStats::default(),
         }
     }
@@ -220,6 +231,16 @@ impl Table {
     }
 
     #[inline]
+    /// A tuple's values as they were in `image` (a copy of its slot's bytes taken while
+    /// the values it references out of line are still alive: an undo image).
+    pub fn image_row<'a>(&'a self, image: &'a [u8]) -> Row<'a> {
+        Row {
+            layout: &self.layout,
+            bytes: image,
+            var: &self.var,
+        }
+    }
+
     pub fn row(&self, slot: u32) -> Row<'_> {
         Row {
             layout: &self.layout,
@@ -300,6 +321,7 @@ impl Table {
     /// Inserts a tuple. `values` holds one value per column, already converted to the
     /// column types with defaults applied.
     pub fn insert(&mut self, values: &[Value]) -> Result<u32> {
+        self.generation += 1;
         if values.len() != self.schema.columns.len() {
             return Err(StorageError::Internal(format!(
                 "insert into \"{}\" with {} values for {} columns",
@@ -363,6 +385,7 @@ impl Table {
     /// image); if writing fails part-way the tuple is put back from it and the error
     /// returned, with the table unchanged.
     pub fn update(&mut self, slot: u32, changes: &[(usize, Value)], image: &[u8]) -> Result<()> {
+        self.generation += 1;
         for (c, v) in changes {
             self.check_not_null(*c, v)?;
         }
@@ -423,6 +446,7 @@ impl Table {
     /// Puts back a tuple's bytes from an undo image taken before an update: index entries
     /// return to the image's keys, out-of-line values written since are freed.
     pub fn restore(&mut self, slot: u32, image: &[u8]) {
+        self.generation += 1;
         for i in 0..self.indexes.len() {
             let cur = self.key_of_slot(i, slot);
             let old = self.key_of_bytes(i, image);
@@ -481,6 +505,7 @@ impl Table {
     /// Hides a tuple deleted by the running transaction: its index entries go, it leaves
     /// the tracker, and its memory stays until [`Table::free_tuple`] at commit.
     pub fn mark_deleted(&mut self, slot: u32) {
+        self.generation += 1;
         self.unindex(slot);
         if let Some(t) = self.tracker.as_mut() {
             t.on_remove(&mut self.heap, slot);
@@ -492,6 +517,7 @@ impl Table {
 
     /// Reverses [`Table::mark_deleted`] (abort).
     pub fn unmark_deleted(&mut self, slot: u32) {
+        self.generation += 1;
         let f = self.heap.flags(slot);
         self.heap.set_flags(slot, f & !FLAG_DELETED);
         for i in 0..self.indexes.len() {
@@ -506,6 +532,7 @@ impl Table {
 
     /// Removes an inserted tuple entirely (abort of its insert).
     pub fn remove_inserted(&mut self, slot: u32) {
+        self.generation += 1;
         self.unindex(slot);
         if let Some(t) = self.tracker.as_mut() {
             t.on_remove(&mut self.heap, slot);
@@ -523,6 +550,7 @@ impl Table {
 
     /// Gives a tuple's memory back (out-of-line values and slot).
     pub fn free_tuple(&mut self, slot: u32) {
+        self.generation += 1;
         if self.layout.has_var_columns() {
             for h in self.handles(self.heap.bytes(slot)) {
                 self.var.free(h);
@@ -621,6 +649,7 @@ impl Table {
     /// Loads a tuple from its serialized form (a snapshot) at the hot end of the tracker.
     /// The bytes are validated and the unique indexes checked; on error nothing changes.
     pub fn load_tuple(&mut self, data: &[u8]) -> Result<u32> {
+        self.generation += 1;
         let slot = self.heap.alloc().map_err(|e| self.name_table_full(e))?;
         let bytes = self.heap.bytes_mut(slot);
         if let Err(e) = self.layout.deserialize_into(data, bytes, &mut self.var) {
@@ -722,6 +751,7 @@ impl Table {
     /// tombstone `id` gets the location, every index entry is re-pointed to it, and the
     /// tuple's memory is freed.
     pub fn evict_to(&mut self, slot: u32, id: u32, at: Tombstone) {
+        self.generation += 1;
         self.tombstones.set(id, at);
         for i in 0..self.indexes.len() {
             if let Some(k) = self.key_of_slot(i, slot) {
@@ -741,6 +771,7 @@ impl Table {
     /// at the cold end. Fails with `Corrupt`, changing nothing, if the bytes are not a valid
     /// tuple of this table or do not match the tombstone's index entries.
     pub fn unevict(&mut self, tombstone: u32, data: &[u8], hot: bool) -> Result<u32> {
+        self.generation += 1;
         if self.tombstones.get(tombstone).is_none() {
             return Err(StorageError::Internal(format!(
                 "tombstone {tombstone} of table \"{}\" is not live",
@@ -789,6 +820,7 @@ impl Table {
     /// chunks can go); unmaps the string heap's chunks that hold nothing
     /// ([`VarHeap::trim`]). Must run between transactions. Returns the bytes released.
     pub fn compact(&mut self) -> usize {
+        self.generation += 1;
         let strings = self.var.trim();
         let per = self.heap.per_chunk() as usize;
         let keep = (self.heap.live() as usize).div_ceil(per).max(1);

@@ -150,13 +150,13 @@ impl Partition {
         self.outbox.flush();
         let barrier_started = std::time::Instant::now();
         let mut held = self.gather_stores(t);
-        let replay = match &t.work {
-            MpWork::Call { replay, .. } => *replay,
-            MpWork::Ddl { .. } | MpWork::Snapshot(_) => None,
+        let (replay, fixed) = match &t.work {
+            MpWork::Call { replay, proc, .. } => (*replay, proc.fixed),
+            MpWork::Ddl { .. } | MpWork::Snapshot(_) => (None, None),
         };
         let info = {
             let reply = t.reply.lock().ok();
-            self.txn_info(replay, reply.as_ref().and_then(|r| r.as_ref()))
+            self.txn_info(replay, fixed, reply.as_ref().and_then(|r| r.as_ref()))
         };
         let outcome = self.run_work(t, &mut held, &info, barrier_started);
         // A scan that left its evicted tuples for later holds their blocks before the
@@ -166,6 +166,21 @@ impl Partition {
             (Outcome::Deferred(rows, deferred), MpWork::Call { proc, .. }) => {
                 let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
                 Outcome::Done(self.with_scan(proc, rows, deferred, stop), false)
+            }
+            (Outcome::SliceOver, MpWork::Call { proc, params, .. }) if !proc.statements[0].is_read_only() => {
+                let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
+                crate::forked::move_write(
+                    &self.shared,
+                    proc,
+                    params.clone(),
+                    &mut refs,
+                    &info,
+                    t.parts.clone(),
+                    t.take_reply(),
+                    &self.stats,
+                );
+                // Answered later, by what applies its changes.
+                Outcome::SliceOver
             }
             (Outcome::SliceOver, MpWork::Call { proc, params, .. }) => {
                 let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));

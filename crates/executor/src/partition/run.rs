@@ -266,10 +266,16 @@ impl Partition {
     }
 
     /// Timestamp, id, random seed and sampling decision for the next transaction (a
-    /// replayed one gets back the timestamp and seed it first ran with).
-    pub(crate) fn txn_info(&mut self, replay: Option<Replayed>, reply: Option<&Reply>) -> TxnInfo {
+    /// replayed one gets back the timestamp and seed it first ran with, and so does a
+    /// procedure whose are `fixed`: a statement moved off its partitions, forked.rs).
+    pub(crate) fn txn_info(
+        &mut self,
+        replay: Option<Replayed>,
+        fixed: Option<Replayed>,
+        reply: Option<&Reply>,
+    ) -> TxnInfo {
         let txn_id = self.next_txn_id();
-        let (now, seed) = match replay {
+        let (now, seed) = match replay.or(fixed) {
             Some(r) => (r.now, r.seed),
             None => (self.clock(), txn_id),
         };
@@ -449,7 +455,7 @@ impl Partition {
     }
 
     pub(crate) fn run_single(&mut self, mut inv: Invocation) {
-        let info = self.txn_info(inv.replay, Some(&inv.reply));
+        let info = self.txn_info(inv.replay, inv.proc.fixed, Some(&inv.reply));
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         let outcome = {
@@ -504,6 +510,21 @@ impl Partition {
             Outcome::NeedsData => {
                 let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
                 self.need_data(Waiter::Single(inv), refs);
+            }
+            Outcome::SliceOver if !inv.proc.statements[0].is_read_only() => {
+                // A write past its slice: it finishes off the partition (forked.rs) and
+                // is answered by what applies its changes later.
+                let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
+                crate::forked::move_write(
+                    &self.shared,
+                    &inv.proc,
+                    inv.params,
+                    &mut [store],
+                    &info,
+                    vec![self.id],
+                    inv.reply,
+                    &self.stats,
+                );
             }
             o @ (Outcome::SliceOver | Outcome::Deferred(..)) => {
                 // A read whose rest comes after it: read from blocks, or moved off.

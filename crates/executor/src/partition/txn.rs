@@ -118,7 +118,7 @@ pub(crate) fn run_body(
 ) {
     evicted.clear();
     let deadline = match info.read_slice {
-        Some(slice) if crate::forked::may_move(proc, stores) => Some(std::time::Instant::now() + slice),
+        Some(slice) if crate::forked::may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
         _ => None,
     };
     let mut env = Env {
