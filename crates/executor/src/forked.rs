@@ -277,18 +277,21 @@ impl MovedWrite {
         let mut changes: Vec<(u32, Vec<permafrost_storage::Change>)> = Vec::new();
         let mut rows = Rows::empty(reader.columns.clone());
         let mut held = 0usize;
+        let mut reservation = permafrost_sql::workmem::Reservation::default();
         let outcome: Result<bool, SqlError> = (|| loop {
             let (tag, payload) = reader.read_frame(&|| reply.is_closed())?;
             if tag == FRAME_CHANGES {
-                held += payload.len();
-                if held > limit {
-                    // Too much to hold here: run it again in place instead.
-                    reader.reap(true);
-                    return Ok(false);
-                }
                 let Some(c) = read_changes(&payload) else {
                     return Err(reader.broken("a change is malformed"));
                 };
+                // The changes are held until they apply: within one statement's memory
+                // and drawn from the pool running statements share; past either, the
+                // statement runs again in place instead.
+                held += c.1.iter().map(change_size).sum::<usize>();
+                if held > limit || reservation.cover(held, Some(&shared.statement_pool)).is_err() {
+                    reader.reap(true);
+                    return Ok(false);
+                }
                 changes.push(c);
                 continue;
             }
@@ -310,6 +313,7 @@ impl MovedWrite {
                     generations,
                     changes,
                     rows,
+                    _memory: reservation,
                 });
                 let stats = shared.stats.clone();
                 proc.pinned(fixed, move |ctx, p| applying(ctx, p, &moved, &stats))
@@ -317,6 +321,18 @@ impl MovedWrite {
         };
         resubmit(&shared, Arc::new(pinned), params, parts, reply);
     }
+}
+
+/// About the bytes a change holds.
+fn change_size(c: &permafrost_storage::Change) -> usize {
+    use permafrost_storage::Change;
+    std::mem::size_of::<Change>()
+        + match c {
+            Change::Insert { values, .. } | Change::Update { values, .. } => {
+                values.iter().map(permafrost_sql::exec::value_size).sum()
+            }
+            _ => 0,
+        }
 }
 
 /// What a moved write's child did, and what it found ([`applying`]).
@@ -327,6 +343,8 @@ struct Moved {
     changes: Vec<(u32, Vec<permafrost_storage::Change>)>,
     /// Its result (a row count, RETURNING rows).
     rows: Rows,
+    /// What the changes hold of the statements' memory pool, until they are dropped.
+    _memory: permafrost_sql::workmem::Reservation,
 }
 
 /// The body that applies a moved write: its changes, if none of the tables it uses changed
@@ -342,6 +360,7 @@ fn applying(
         generations,
         changes,
         rows,
+        ..
     } = moved;
     let stores = &mut *ctx.env.stores;
     let unchanged = generations.iter().all(|&(p, t, g)| {
