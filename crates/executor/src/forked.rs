@@ -76,9 +76,10 @@ pub(crate) const MAX_MOVED: usize = 4;
 /// Bytes of rows a frame holds at most (the last row may take it past this).
 const FRAME_BYTES: usize = 256 << 10;
 
-/// The largest frame the parent accepts: a full frame plus one row of the largest size a
-/// result holds (the result buffer addresses rows with 32-bit offsets).
-const MAX_FRAME: usize = FRAME_BYTES + u32::MAX as usize;
+/// The largest frame the parent accepts: a full frame plus one row of up to 1 GiB (a row
+/// holds at most `permafrost_storage::table::MAX_ROW_BYTES` of stored values, 60 MiB; a
+/// computed one is bounded by the statement's memory).
+const MAX_FRAME: usize = FRAME_BYTES + (1 << 30);
 
 const FRAME_ROWS: u8 = 1;
 const FRAME_END: u8 = 2;
