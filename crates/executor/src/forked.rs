@@ -64,7 +64,7 @@ use permafrost_storage::{PartitionStore, Value};
 
 use crate::child::{Side, fork_with_pipe};
 use crate::partition::msg::Replayed;
-use crate::partition::txn::{TxnInfo, run_body};
+use crate::partition::txn::{Outcome, TxnInfo, run_body, run_txn};
 use crate::procedure::{ProcError, Procedure};
 use crate::reply::StopFlag;
 use crate::shared::Shared;
@@ -114,6 +114,43 @@ pub(crate) fn take_turn(shared: &Shared) -> bool {
             (n < MAX_MOVED).then_some(n + 1)
         })
         .is_ok()
+}
+
+/// A read that ran past its slice, holding `stores`: moved to a forked reader if a turn is
+/// free (forked.rs), else run again in place to its end (no slice, so it cannot stop for
+/// that reason again; `interrupted` stops it as it stopped the first run).
+pub(crate) fn move_read(
+    shared: &Arc<crate::shared::Shared>,
+    (proc, params): (&Arc<Procedure>, &[permafrost_storage::Value]),
+    stores: &mut [&mut PartitionStore],
+    evicted: &mut Vec<permafrost_sql::EvictedRef>,
+    info: &TxnInfo,
+    (stop, interrupted): (Option<crate::reply::StopFlag>, &dyn Fn() -> bool),
+    stats: &crate::counters::PartitionStats,
+) -> crate::error::Result<Rows> {
+    if take_turn(shared) {
+        stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+        return move_off(shared.clone(), proc, params, stores, info, stop);
+    }
+    let info = TxnInfo {
+        read_slice: None,
+        ..info.clone()
+    };
+    match run_txn(
+        proc,
+        params,
+        stores,
+        evicted,
+        &info,
+        interrupted,
+        &shared.statement_pool,
+    ) {
+        Outcome::Done(r, _) => r,
+        // Not without a slice; and the statement's tables had no evicted tuples.
+        _ => Err(crate::error::Error::Internal(
+            "a long read run in place stopped unexpectedly".into(),
+        )),
+    }
 }
 
 /// Moves a read-only statement that ran past its slice off its partitions: forks the

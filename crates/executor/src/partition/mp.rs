@@ -186,7 +186,7 @@ impl Partition {
                 let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
                 let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
                 let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
-                let r = super::run::moved_or_run(
+                let r = crate::forked::move_read(
                     &self.shared,
                     (proc, params),
                     &mut refs,

@@ -566,9 +566,9 @@ impl Partition {
         Ok(rows)
     }
 
-    /// Moves a read that ran past its slice off this partition (forked.rs), or, when all
-    /// forked readers' turns are taken, runs it again here to its end. Called while the
-    /// statement still holds the partition.
+    /// Moves a read that ran past its slice off this partition, or runs it again here to
+    /// its end ([`crate::forked::move_read`]). Called while the statement still holds the
+    /// partition.
     fn move_off(
         &mut self,
         proc: &Arc<Procedure>,
@@ -579,7 +579,7 @@ impl Partition {
     ) -> Result<Rows> {
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
-        moved_or_run(
+        crate::forked::move_read(
             &self.shared,
             (proc, params),
             &mut stores,
@@ -619,40 +619,5 @@ impl Partition {
             .get(&proc.name)
             .cloned()
             .ok_or_else(|| Error::UnknownProcedure(proc.name.clone()))
-    }
-}
-
-/// A read that ran past its slice, holding `stores`: moved to a forked reader if a turn is
-/// free (forked.rs), else run again in place to its end (no slice, so it cannot stop for
-/// that reason again; `interrupted` stops it as it stopped the first run).
-pub(crate) fn moved_or_run(
-    shared: &Arc<crate::shared::Shared>,
-    (proc, params): (&Arc<Procedure>, &[permafrost_storage::Value]),
-    stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<permafrost_sql::EvictedRef>,
-    info: &TxnInfo,
-    (stop, interrupted): (Option<crate::reply::StopFlag>, &dyn Fn() -> bool),
-    stats: &crate::counters::PartitionStats,
-) -> Result<Rows> {
-    if crate::forked::take_turn(shared) {
-        stats.reads_moved.fetch_add(1, Ordering::Relaxed);
-        return crate::forked::move_off(shared.clone(), proc, params, stores, info, stop);
-    }
-    let info = TxnInfo {
-        read_slice: None,
-        ..info.clone()
-    };
-    match run_txn(
-        proc,
-        params,
-        stores,
-        evicted,
-        &info,
-        interrupted,
-        &shared.statement_pool,
-    ) {
-        Outcome::Done(r, _) => r,
-        // Not without a slice; and the statement's tables had no evicted tuples.
-        _ => Err(Error::Internal("a long read run in place stopped unexpectedly".into())),
     }
 }
