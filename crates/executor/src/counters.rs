@@ -123,9 +123,10 @@ engine_counters! {
     reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
         "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";
     writes_moved: Counter "permafrost_statements_moved_total" ["kind=\"write\""] * 1.0, "";
-    /// Moved writes whose tables changed meanwhile, run again in place.
-    moved_writes_run_again: Counter "permafrost_moved_writes_run_again_total" [""] * 1.0,
-        "Moved writes whose tables changed at their partitions while they ran off them: run again in place instead of applying their changes.";
+    /// Moved writes run again in place (forked.rs).
+    moved_writes_run_again: Counter "permafrost_moved_writes_run_again_total" ["reason=\"changed\""] * 1.0,
+        "Moved writes run again in place instead of applying their changes: reason=\"changed\" (a table they use changed at their partitions meanwhile), \"resources\" (their image ran out of the memory it may use, or their changes of what they may hold).";
+    moved_writes_resources: Counter "permafrost_moved_writes_run_again_total" ["reason=\"resources\""] * 1.0, "";
     /// Transactions waiting for evicted data now.
     parked: Gauge "permafrost_transactions_parked" [""] * 1.0,
         "Transactions waiting for evicted data to be fetched.";

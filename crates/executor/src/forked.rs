@@ -45,7 +45,9 @@
 //! The child shares nothing with the parent's threads: it runs the statement on its one
 //! thread with the memory limit of one statement (`work_mem`, 54000 past it), writes
 //! frames and leaves with `_exit`. Its memory is the pages the parent changes while it
-//! runs (copy-on-write), as for the snapshot writer. A cancel, a statement timeout or a
+//! runs (copy-on-write), as for the snapshot writer, and what it builds, which may map at
+//! most `work_mem` plus 64 MiB beyond the image (`limit_memory`): a child that runs out
+//! of that dies or fails alone, never the server, and a write then runs again in place. A cancel, a statement timeout or a
 //! client that goes away kills it (`SIGKILL`), and the parent reaps it. A write's changes
 //! are held until they apply, up to `work_mem` bytes; past that it runs again in place.
 //!
@@ -177,6 +179,8 @@ pub(crate) fn move_off(
         stop,
         done: false,
         affected: 0,
+        died: None,
+        limit: info.work_mem,
         _turn: turn,
     }));
     Ok(rows)
@@ -264,6 +268,8 @@ pub(crate) fn move_write(
         stop: None,
         done: false,
         affected: 0,
+        died: None,
+        limit: info.work_mem,
         _turn: turn,
     };
     let job = MovedWrite {
@@ -339,13 +345,30 @@ impl MovedWrite {
             }
         })();
         rows.affected = reader.affected;
+        let died = reader.died.is_some();
         drop(reader);
+        let resources = || {
+            if let Some(s) = shared.stats.get(parts[0] as usize) {
+                s.moved_writes_resources.fetch_add(1, Ordering::Relaxed);
+            }
+        };
         let pinned = match outcome {
+            // A child that died without its result, or failed for want of resources (the
+            // memory it may map, `limit_memory`, or another internal failure): run it in
+            // place instead, as if it had not moved. Its other errors (a duplicate key, an
+            // overflow, 54000 past `work_mem` ...) are the statement's own: answered.
+            Err(e) if died || e.sqlstate() == "XX000" || e.sqlstate().starts_with("53") => {
+                resources();
+                proc.pinned(fixed, |ctx, p| ctx.execute(0, p))
+            }
             Err(e) => {
                 crate::reply::Outbox::send_now(reply, Err(crate::error::Error::Sql(e)));
                 return;
             }
-            Ok(false) => proc.pinned(fixed, |ctx, p| ctx.execute(0, p)),
+            Ok(false) => {
+                resources();
+                proc.pinned(fixed, |ctx, p| ctx.execute(0, p))
+            }
             Ok(true) => {
                 let moved = Arc::new(Moved {
                     generations,
@@ -460,6 +483,7 @@ fn run_child(
     info: &TxnInfo,
     fd: libc::c_int,
 ) -> libc::c_int {
+    limit_memory(info.work_mem);
     let mut evicted = Vec::new();
     let info = TxnInfo {
         read_slice: None,
@@ -649,6 +673,28 @@ fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
     Some((partition, out))
 }
 
+/// In the child: lets it map at most `work_mem` (and 64 MiB for its frames) beyond what
+/// the image has mapped, so that a statement that needs more dies alone (its allocation
+/// fails: it aborts) instead of growing until the kernel kills some process, perhaps the
+/// server. The parent then runs a write again in place, and answers a read with 54000.
+fn limit_memory(work_mem: usize) {
+    let mapped = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
+    // SAFETY: a read-only query of the page size.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let (Some(pages), true) = (mapped, page > 0) else {
+        return;
+    };
+    let cap = pages * page as u64 + work_mem as u64 + (64 << 20);
+    let lim = libc::rlimit {
+        rlim_cur: cap,
+        rlim_max: cap,
+    };
+    // SAFETY: sets this (child) process's own limit from a valid struct.
+    unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) };
+}
+
 /// Writes `rows` as Rows frames, then End.
 fn write_rows(fd: libc::c_int, rows: &Rows) -> bool {
     let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
@@ -714,6 +760,12 @@ pub(crate) struct ForkedRead {
     done: bool,
     /// The statement's row count, from End.
     affected: u64,
+    /// The child ended without its result, not killed by us; `Some(signal)` if a signal
+    /// ended it (SIGABRT: it ran out of the memory it may map, `limit_memory`).
+    died: Option<Option<i32>>,
+    /// The memory one statement may hold (`work_mem`), for the error of a child that
+    /// ran out of it.
+    limit: usize,
     _turn: Turn,
 }
 
@@ -775,6 +827,10 @@ impl ForkedRead {
                 break;
             }
         }
+        let failed = libc::WIFSIGNALED(status) || (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0);
+        if !kill && failed {
+            self.died = Some(libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)));
+        }
         if libc::WIFSIGNALED(status) && !kill {
             format!(" (killed by signal {})", libc::WTERMSIG(status))
         } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
@@ -790,6 +846,10 @@ impl ForkedRead {
         let mut head = [0u8; 5];
         if !self.read_exact(&mut head, stopped)? {
             let status = self.reap(false);
+            self.died.get_or_insert(None);
+            if self.died == Some(Some(libc::SIGABRT)) {
+                return Err(SqlError::OutOfWorkMem(self.limit));
+            }
             return Err(SqlError::relayed(
                 "XX000",
                 format!("the forked reader of a long query ended without its result{status}"),

@@ -435,3 +435,47 @@ fn moved_writes_replay_to_the_same_state() {
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(dump(&db, summary), before);
 }
+
+/// A moved write whose image runs out of the memory it may use (`work_mem` beyond what
+/// the image maps) runs again in place and does what it would have done there; the log
+/// and replay are as for any statement.
+#[test]
+fn a_moved_write_that_outgrows_its_image_runs_again_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // 512 MiB: a statement may hold 128 MiB, so the image may map 192 MiB more.
+    let with_slice = |dir: &Path| {
+        let mut c = config(dir, false, 512 << 20);
+        c.read_slice = Some(std::time::Duration::from_millis(1));
+        c
+    };
+    let summary = "SELECT count(*), sum(a), min(length(t)), max(length(t)) FROM dst";
+    let before = {
+        let db = Database::open(with_slice(dir.path())).unwrap();
+        // Each row's default text is 2 KB: 100,000 rows are 200 MB of new tuples, more
+        // than the image may map; their source rows are small.
+        db.execute_ddl(&format!(
+            "CREATE TABLE src (id BIGINT PRIMARY KEY, g BIGINT);
+             CREATE TABLE dst (id BIGINT PRIMARY KEY, a BIGINT, t TEXT DEFAULT '{}')",
+            "z".repeat(2000)
+        ))
+        .unwrap();
+        let values: Vec<String> = (0..2000).map(|i| format!("({i}, {})", i % 40)).collect();
+        db.execute_sql(&format!("INSERT INTO src VALUES {}", values.join(", ")), vec![])
+            .unwrap();
+        let n = db
+            .execute_sql(
+                "INSERT INTO dst (id, a) SELECT x.id * 10000 + y.id, x.g FROM src x JOIN src y ON x.g = y.g",
+                vec![],
+            )
+            .unwrap()
+            .affected;
+        assert_eq!(n, 100_000);
+        let s = db.stats();
+        assert!(s.writes_moved >= 1 && s.moved_writes_resources >= 1, "{s:?}");
+        dump(&db, summary)
+    };
+    assert_eq!(before[0][0], Value::Int(100_000));
+    let db = Database::open(with_slice(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(dump(&db, summary), before);
+}
