@@ -394,6 +394,23 @@ fn a_blocks_schema_changes_are_one_record_and_replay_together() {
     assert!(db.execute_sql("SELECT * FROM c", vec![]).is_err());
 }
 
+/// A logged database of `memory` bytes whose statements move off their partitions after
+/// a millisecond.
+fn sliced(dir: &Path, memory: u64) -> Config {
+    let mut c = config(dir, false, memory);
+    c.read_slice = Some(std::time::Duration::from_millis(1));
+    c
+}
+
+/// Creates `src` (2,000 rows in 40 groups of `g`) and the table `dst` defines.
+fn with_src(db: &Database, dst: &str) {
+    db.execute_ddl(&format!("CREATE TABLE src (id BIGINT PRIMARY KEY, g BIGINT); {dst}"))
+        .unwrap();
+    let values: Vec<String> = (0..2000).map(|i| format!("({i}, {})", i % 40)).collect();
+    db.execute_sql(&format!("INSERT INTO src VALUES {}", values.join(", ")), vec![])
+        .unwrap();
+}
+
 /// Writes that run past their read slice finish off their partitions and are applied
 /// afterwards (forked.rs); the log records them as the statements they are, with the
 /// timestamp they ran with, so a replay makes the same rows (sequence values and `now()`
@@ -401,22 +418,13 @@ fn a_blocks_schema_changes_are_one_record_and_replay_together() {
 #[test]
 fn moved_writes_replay_to_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
-    let with_slice = |dir: &Path| {
-        let mut c = config(dir, false, 256 << 20);
-        c.read_slice = Some(std::time::Duration::from_millis(1));
-        c
-    };
     let summary = "SELECT count(*), sum(a), min(at), max(at), max(id), sum(id) FROM dst";
     let before = {
-        let db = Database::open(with_slice(dir.path())).unwrap();
-        db.execute_ddl(
-            "CREATE TABLE src (id BIGINT PRIMARY KEY, g BIGINT);
-             CREATE TABLE dst (id BIGSERIAL PRIMARY KEY, a BIGINT, at TIMESTAMP)",
-        )
-        .unwrap();
-        let values: Vec<String> = (0..2000).map(|i| format!("({i}, {})", i % 40)).collect();
-        db.execute_sql(&format!("INSERT INTO src VALUES {}", values.join(", ")), vec![])
-            .unwrap();
+        let db = Database::open(sliced(dir.path(), 256 << 20)).unwrap();
+        with_src(
+            &db,
+            "CREATE TABLE dst (id BIGSERIAL PRIMARY KEY, a BIGINT, at TIMESTAMP)",
+        );
         let n = db
             .execute_sql(
                 "INSERT INTO dst (a, at) SELECT x.id * 10000 + y.id, now() FROM src x JOIN src y ON x.g = y.g",
@@ -431,7 +439,7 @@ fn moved_writes_replay_to_the_same_state() {
         assert!(db.stats().writes_moved >= 3, "{:?}", db.stats());
         dump(&db, summary)
     };
-    let db = Database::open(with_slice(dir.path())).unwrap();
+    let db = Database::open(sliced(dir.path(), 256 << 20)).unwrap();
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(dump(&db, summary), before);
 }
@@ -443,25 +451,18 @@ fn moved_writes_replay_to_the_same_state() {
 fn a_moved_write_that_outgrows_its_image_runs_again_in_place() {
     let dir = tempfile::tempdir().unwrap();
     // 512 MiB: a statement may hold 128 MiB, so the image may map 192 MiB more.
-    let with_slice = |dir: &Path| {
-        let mut c = config(dir, false, 512 << 20);
-        c.read_slice = Some(std::time::Duration::from_millis(1));
-        c
-    };
     let summary = "SELECT count(*), sum(a), min(length(t)), max(length(t)) FROM dst";
     let before = {
-        let db = Database::open(with_slice(dir.path())).unwrap();
+        let db = Database::open(sliced(dir.path(), 512 << 20)).unwrap();
         // Each row's default text is 2 KB: 100,000 rows are 200 MB of new tuples, more
         // than the image may map; their source rows are small.
-        db.execute_ddl(&format!(
-            "CREATE TABLE src (id BIGINT PRIMARY KEY, g BIGINT);
-             CREATE TABLE dst (id BIGINT PRIMARY KEY, a BIGINT, t TEXT DEFAULT '{}')",
-            "z".repeat(2000)
-        ))
-        .unwrap();
-        let values: Vec<String> = (0..2000).map(|i| format!("({i}, {})", i % 40)).collect();
-        db.execute_sql(&format!("INSERT INTO src VALUES {}", values.join(", ")), vec![])
-            .unwrap();
+        with_src(
+            &db,
+            &format!(
+                "CREATE TABLE dst (id BIGINT PRIMARY KEY, a BIGINT, t TEXT DEFAULT '{}')",
+                "z".repeat(2000)
+            ),
+        );
         let n = db
             .execute_sql(
                 "INSERT INTO dst (id, a) SELECT x.id * 10000 + y.id, x.g FROM src x JOIN src y ON x.g = y.g",
@@ -475,7 +476,7 @@ fn a_moved_write_that_outgrows_its_image_runs_again_in_place() {
         dump(&db, summary)
     };
     assert_eq!(before[0][0], Value::Int(100_000));
-    let db = Database::open(with_slice(dir.path())).unwrap();
+    let db = Database::open(sliced(dir.path(), 512 << 20)).unwrap();
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(dump(&db, summary), before);
 }
