@@ -234,12 +234,8 @@ pub(crate) fn move_write(
         now: proc.fixed_now().unwrap_or(info.now),
         seed: info.seed,
     };
-    let in_place = |shared: &Arc<Shared>, params: Vec<Value>, reply| {
-        let again = Arc::new(proc.pinned(fixed, |ctx, p| ctx.execute(0, p)));
-        resubmit(shared, again, params, parts.clone(), reply);
-    };
     if !take_turn(shared) {
-        in_place(shared, params, reply);
+        resubmit(shared, Arc::new(in_place(proc, fixed)), params, parts, reply);
         return;
     }
     let turn = Turn(shared.clone());
@@ -290,6 +286,12 @@ pub(crate) fn move_write(
         // had no answer.
         eprintln!("permafrost: cannot start a thread for a moved write: {e}");
     }
+}
+
+/// The statement as a procedure that runs it in place, to its end, with `fixed`'s
+/// timestamp and seed (a moved write that cannot apply what its child did).
+fn in_place(proc: &Procedure, fixed: Replayed) -> Procedure {
+    proc.pinned(fixed, |ctx, p| ctx.execute(0, p))
 }
 
 /// A moved write waiting for its child ([`move_write`]).
@@ -359,7 +361,7 @@ impl MovedWrite {
             // overflow, 54000 past `work_mem` ...) are the statement's own: answered.
             Err(e) if died || e.sqlstate() == "XX000" || e.sqlstate().starts_with("53") => {
                 resources();
-                proc.pinned(fixed, |ctx, p| ctx.execute(0, p))
+                in_place(&proc, fixed)
             }
             Err(e) => {
                 crate::reply::Outbox::send_now(reply, Err(crate::error::Error::Sql(e)));
@@ -367,7 +369,7 @@ impl MovedWrite {
             }
             Ok(false) => {
                 resources();
-                proc.pinned(fixed, |ctx, p| ctx.execute(0, p))
+                in_place(&proc, fixed)
             }
             Ok(true) => {
                 let moved = Arc::new(Moved {
@@ -507,22 +509,19 @@ fn run_child(
         Ok(Err(ProcError::Abort(m))) => Err(("P0001", m)),
         Err(_) => Err(("XX000", "the forked reader panicked".to_string())),
     };
+    let error = |code: &str, message: &str| {
+        let mut payload = code.as_bytes().to_vec();
+        payload.extend_from_slice(message.as_bytes());
+        write_frame(fd, FRAME_ERROR, &payload)
+    };
     let ok = match result {
         Ok(rows) if !proc.statements[0].is_read_only() => match write_changes(fd, stores) {
             Ok(true) => write_rows(fd, &rows),
             Ok(false) => false,
-            Err(e) => {
-                let mut payload = e.sqlstate().as_bytes().to_vec();
-                payload.extend_from_slice(e.to_string().as_bytes());
-                write_frame(fd, FRAME_ERROR, &payload)
-            }
+            Err(e) => error(e.sqlstate(), &e.to_string()),
         },
         Ok(rows) => write_rows(fd, &rows),
-        Err((code, message)) => {
-            let mut payload = code.as_bytes().to_vec();
-            payload.extend_from_slice(message.as_bytes());
-            write_frame(fd, FRAME_ERROR, &payload)
-        }
+        Err((code, message)) => error(code, &message),
     };
     if ok { 0 } else { 1 }
 }
@@ -540,18 +539,12 @@ fn write_changes(fd: libc::c_int, stores: &[&mut PartitionStore]) -> Result<bool
         let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
         frame.extend_from_slice(&s.partition().to_le_bytes());
         let row = |frame: &mut Vec<u8>, values: &[Value]| {
-            let cols: Arc<[permafrost_sql::ColumnInfo]> = (0..values.len())
-                .map(|_| permafrost_sql::ColumnInfo {
-                    name: String::new(),
-                    ty: None,
-                })
-                .collect();
-            let mut r = Rows::empty(cols);
-            r.push_row(values.iter().map(Value::as_ref));
-            let bytes = r.encoded_row(0);
             frame.extend_from_slice(&(values.len() as u16).to_le_bytes());
-            frame.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            frame.extend_from_slice(bytes);
+            let at = frame.len();
+            frame.extend_from_slice(&[0; 4]);
+            permafrost_sql::encode_row(values.iter().map(Value::as_ref), frame);
+            let len = (frame.len() - at - 4) as u32;
+            frame[at..at + 4].copy_from_slice(&len.to_le_bytes());
         };
         let target = |frame: &mut Vec<u8>, t: &Target| {
             let (k, n) = match *t {
@@ -606,66 +599,40 @@ fn write_changes(fd: libc::c_int, stores: &[&mut PartitionStore]) -> Result<bool
 
 /// Reads the changes of one Changes frame ([`write_changes`]); `None` if it is malformed.
 fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
+    use permafrost_durability::codec::Decoder;
     use permafrost_storage::{Change, Target};
-    struct Cursor<'a>(&'a [u8]);
-    impl<'a> Cursor<'a> {
-        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-            let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
-            self.0 = b;
-            Some(a)
-        }
-        fn u32(&mut self) -> Option<u32> {
-            Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-        }
-        fn target(&mut self) -> Option<Target> {
-            let k = self.take(1)?[0];
-            let n = self.u32()?;
-            match k {
-                0 => Some(Target::Slot(n)),
-                1 => Some(Target::Inserted(n)),
-                _ => None,
-            }
-        }
-        fn row(&mut self) -> Option<Vec<Value>> {
-            let ncols = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
-            let len = self.u32()? as usize;
-            let bytes = self.take(len)?;
-            let cols: Arc<[permafrost_sql::ColumnInfo]> = (0..ncols)
-                .map(|_| permafrost_sql::ColumnInfo {
-                    name: String::new(),
-                    ty: None,
-                })
-                .collect();
-            let mut r = Rows::empty(cols);
-            if !r.push_encoded_row(bytes) {
-                return None;
-            }
-            Some(r.row(0).values().map(|v| v.to_owned()).collect())
-        }
-    }
-    let mut c = Cursor(p);
-    let partition = c.u32()?;
+    let target = |c: &mut Decoder<'_>| match (c.u8("target").ok()?, c.u32("target").ok()?) {
+        (0, n) => Some(Target::Slot(n)),
+        (1, n) => Some(Target::Inserted(n)),
+        _ => None,
+    };
+    let row = |c: &mut Decoder<'_>| {
+        let ncols = c.u16("column count").ok()? as usize;
+        permafrost_sql::decode_row(c.bytes("row").ok()?, ncols)
+    };
+    let mut c = Decoder::new(p);
+    let partition = c.u32("partition").ok()?;
     let mut out = Vec::new();
-    while !c.0.is_empty() {
-        let kind = c.take(1)?[0];
-        let table = c.u32()?;
+    while !c.is_done() {
+        let kind = c.u8("change").ok()?;
+        let table = c.u32("table").ok()?;
         out.push(match kind {
             1 => Change::Insert {
                 table,
-                values: c.row()?,
+                values: row(&mut c)?,
             },
             2 => Change::Update {
                 table,
-                target: c.target()?,
-                values: c.row()?,
+                target: target(&mut c)?,
+                values: row(&mut c)?,
             },
             3 => Change::Delete {
                 table,
-                target: c.target()?,
+                target: target(&mut c)?,
             },
             4 => Change::Sequence {
                 table,
-                last: i64::from_le_bytes(c.take(8)?.try_into().ok()?),
+                last: c.i64("sequence").ok()?,
             },
             _ => return None,
         });

@@ -301,10 +301,7 @@ impl Procedure {
     /// Whether its scans may leave evicted tuples to be read afterwards (scan.rs): an ad
     /// hoc query, which is one read-only statement whose rows go straight to the caller.
     pub(crate) fn defers_scans(&self) -> bool {
-        self.adhoc
-            && self.interactive.is_none()
-            && self.statements.len() == 1
-            && self.statements[0].kind() == permafrost_sql::StatementKind::Select
+        self.movable && self.statements[0].kind() == permafrost_sql::StatementKind::Select
     }
 
     /// Inserts many rows as one transaction: `prepared` is a one-row INSERT whose text

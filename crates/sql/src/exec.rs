@@ -270,12 +270,8 @@ impl<'w, 's> Walker<'w, 's> {
                     this.visits += 1;
                     if this.visits == INTERRUPT_EVERY {
                         this.visits = 0;
-                        if (this.interrupted)() {
-                            st.err = Some(SqlError::Cancelled);
-                            return ControlFlow::Break(());
-                        }
-                        if this.deadline.is_some_and(|d| Instant::now() >= d) {
-                            st.err = Some(SqlError::SliceOver);
+                        if let Err(e) = stop_now(this.interrupted, this.deadline) {
+                            st.err = Some(e);
                             return ControlFlow::Break(());
                         }
                     }
@@ -705,19 +701,24 @@ fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     value.ok_or_else(|| SqlError::Unsupported("a transaction that holds no partition".into()))
 }
 
+/// Whether a statement is to stop now: cancelled (57014), or past its slice.
+fn stop_now(interrupted: &dyn Fn() -> bool, deadline: Option<Instant>) -> Result<()> {
+    if interrupted() {
+        return Err(SqlError::Cancelled);
+    }
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(SqlError::SliceOver);
+    }
+    Ok(())
+}
+
 /// In a write's loop over its rows, every [`INTERRUPT_EVERY`] rows: whether to stop, as
-/// the walker looks while it visits tuples (cancelled: 57014; past its slice).
+/// the walker looks every as many tuples it visits ([`stop_now`]).
 fn look(env: &Env<'_, '_>, i: usize) -> Result<()> {
     if i % INTERRUPT_EVERY as usize != INTERRUPT_EVERY as usize - 1 {
         return Ok(());
     }
-    if (env.interrupted)() {
-        return Err(SqlError::Cancelled);
-    }
-    if env.deadline.is_some_and(|d| Instant::now() >= d) {
-        return Err(SqlError::SliceOver);
-    }
-    Ok(())
+    stop_now(env.interrupted, env.deadline)
 }
 
 fn column_context(e: ValueError, column: &str) -> SqlError {

@@ -127,47 +127,7 @@ impl Rows {
 
     #[inline]
     pub fn push(&mut self, v: ValueRef<'_>) {
-        let d = &mut self.data;
-        match v {
-            ValueRef::Null => d.push(T_NULL),
-            ValueRef::Bool(b) => d.extend_from_slice(&[T_BOOL, b as u8]),
-            ValueRef::Int(i) => {
-                d.push(T_INT);
-                d.extend_from_slice(&i.to_le_bytes());
-            }
-            ValueRef::Double(x) => {
-                d.push(T_DOUBLE);
-                d.extend_from_slice(&x.to_le_bytes());
-            }
-            ValueRef::Decimal(x) => match x.small_bytes() {
-                Some(b) => {
-                    d.push(T_DECIMAL);
-                    d.extend_from_slice(&b);
-                }
-                None => {
-                    d.push(T_NUMERIC);
-                    let at = d.len();
-                    d.extend_from_slice(&[0; 4]);
-                    x.encode(d);
-                    let len = (d.len() - at - 4) as u32;
-                    d[at..at + 4].copy_from_slice(&len.to_le_bytes());
-                }
-            },
-            ValueRef::Timestamp(t) => {
-                d.push(T_TIMESTAMP);
-                d.extend_from_slice(&t.to_le_bytes());
-            }
-            ValueRef::Text(s) => {
-                d.push(T_TEXT);
-                d.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                d.extend_from_slice(s.as_bytes());
-            }
-            ValueRef::Bytes(b) => {
-                d.push(T_BYTES);
-                d.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                d.extend_from_slice(b);
-            }
-        }
+        encode_value(&mut self.data, v);
     }
 
     /// Appends a whole row.
@@ -311,6 +271,74 @@ impl<'a> RowRef<'a> {
     }
 }
 
+/// Appends one value in the buffer's encoding (see the module docs).
+#[inline]
+fn encode_value(d: &mut Vec<u8>, v: ValueRef<'_>) {
+    match v {
+        ValueRef::Null => d.push(T_NULL),
+        ValueRef::Bool(b) => d.extend_from_slice(&[T_BOOL, b as u8]),
+        ValueRef::Int(i) => {
+            d.push(T_INT);
+            d.extend_from_slice(&i.to_le_bytes());
+        }
+        ValueRef::Double(x) => {
+            d.push(T_DOUBLE);
+            d.extend_from_slice(&x.to_le_bytes());
+        }
+        ValueRef::Decimal(x) => match x.small_bytes() {
+            Some(b) => {
+                d.push(T_DECIMAL);
+                d.extend_from_slice(&b);
+            }
+            None => {
+                d.push(T_NUMERIC);
+                let at = d.len();
+                d.extend_from_slice(&[0; 4]);
+                x.encode(d);
+                let len = (d.len() - at - 4) as u32;
+                d[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            }
+        },
+        ValueRef::Timestamp(t) => {
+            d.push(T_TIMESTAMP);
+            d.extend_from_slice(&t.to_le_bytes());
+        }
+        ValueRef::Text(s) => {
+            d.push(T_TEXT);
+            d.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            d.extend_from_slice(s.as_bytes());
+        }
+        ValueRef::Bytes(b) => {
+            d.push(T_BYTES);
+            d.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            d.extend_from_slice(b);
+        }
+    }
+}
+
+/// Appends `values` as one row in the buffer's encoding: what [`Rows::encoded_row`] gives
+/// and [`decode_row`] reads back (a forked statement's changes travel so).
+pub fn encode_row<'a>(values: impl IntoIterator<Item = ValueRef<'a>>, out: &mut Vec<u8>) {
+    for v in values {
+        encode_value(out, v);
+    }
+}
+
+/// The values of a row in the buffer's encoding, checked first (`None` unless it is exactly
+/// `ncols` well-formed values).
+pub fn decode_row(mut bytes: &[u8], ncols: usize) -> Option<Vec<Value>> {
+    if !well_formed(bytes, ncols) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(ncols);
+    while !bytes.is_empty() {
+        let (v, n) = decode(bytes);
+        out.push(v.to_owned());
+        bytes = &bytes[n..];
+    }
+    Some(out)
+}
+
 /// Whether `d` is exactly `ncols` values in the buffer's encoding ([`decode`] reads them
 /// without checks).
 fn well_formed(mut d: &[u8], ncols: usize) -> bool {
@@ -444,6 +472,13 @@ mod tests {
             ValueRef::Decimal(big.as_ref()),
         ]);
         let good = r.encoded_row(0).to_vec();
+        // The same bytes as `encode_row` writes, and `decode_row` reads them back.
+        let mut direct = Vec::new();
+        encode_row(r.row(0).values(), &mut direct);
+        assert_eq!(direct, good);
+        assert_eq!(decode_row(&good, 4), Some(r.to_values().remove(0)));
+        assert_eq!(decode_row(&good, 3), None);
+        assert_eq!(decode_row(&good[..good.len() - 1], 4), None);
         let mut copy = Rows::empty(cols);
         assert!(copy.push_encoded_row(&good));
         assert_eq!(copy.to_values(), r.to_values());
