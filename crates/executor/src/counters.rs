@@ -119,6 +119,9 @@ engine_counters! {
     /// Short single-partition calls run on their caller's thread (partition/cell.rs).
     inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
         "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
+    /// Multi-partition transactions run on their caller's thread (partition/cell.rs).
+    inline_mp: Counter "permafrost_multi_partition_transactions_inline_total" [""] * 1.0,
+        "Multi-partition ad hoc statements and interactive transactions (probes, commits) run on the caller's thread while all their partitions were free, instead of on the partitions' threads (included in permafrost_multi_partition_transactions_total).";
     /// Long statements moved off their partitions to a forked image (forked.rs).
     reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
         "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";

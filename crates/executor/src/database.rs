@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::counters::{DatabaseStats, PartitionStats};
 use crate::error::{Error, Result};
 use crate::partition::cell::PartitionCell;
-use crate::partition::msg::{InlineRunner, Invocation, MpWork, Msg};
+use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::partition::state::Partition;
 use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
@@ -148,10 +148,10 @@ impl Database {
     pub fn open_with_fs(config: Config, fs: Arc<dyn permafrost_io::Fs>) -> Result<Database> {
         let (db, parts) = Database::open_parts(config, fs)?;
         let mut threads = Vec::with_capacity(parts.len());
-        let mut runners: Vec<Arc<dyn InlineRunner>> = Vec::with_capacity(parts.len());
+        let mut cells = Vec::with_capacity(parts.len());
         for (i, (part, rx)) in parts.into_iter().enumerate() {
             let cell = Arc::new(PartitionCell::new(part));
-            runners.push(cell.clone());
+            cells.push(cell.clone());
             let t = std::thread::Builder::new()
                 .name(format!("partition-{i}"))
                 .stack_size(permafrost_sql::limits::EXECUTION_STACK)
@@ -159,7 +159,7 @@ impl Database {
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
-        let _ = db.shared().inline.set(runners);
+        let _ = db.shared().inline.set(cells);
         if let Ok(mut t) = db.inner.threads.lock() {
             *t = threads;
         }

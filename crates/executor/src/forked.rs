@@ -136,6 +136,7 @@ pub(crate) fn move_read(
     }
     let info = TxnInfo {
         read_slice: None,
+        inline_slice: None,
         ..info.clone()
     };
     match run_txn(
@@ -489,6 +490,7 @@ fn run_child(
     let mut evicted = Vec::new();
     let info = TxnInfo {
         read_slice: None,
+        inline_slice: None,
         sampled: false,
         defer_scans: false,
         ..info.clone()

@@ -161,11 +161,16 @@ fn lock(c: &Collected) -> std::sync::MutexGuard<'_, Vec<Rows>> {
 }
 
 /// Whether an earlier statement's error means the transaction's view changed (a
-/// serialization failure), rather than the server refusing work (memory, a cancel, ...).
+/// serialization failure), rather than the server refusing work (memory, a cancel, a stop
+/// past its slice, ...).
 fn matters(e: &SqlError) -> bool {
     !matches!(
         e,
-        SqlError::Cancelled | SqlError::StatementMemory { .. } | SqlError::OutOfWorkMem(_) | SqlError::SchemaChanged(_)
+        SqlError::Cancelled
+            | SqlError::StatementMemory { .. }
+            | SqlError::OutOfWorkMem(_)
+            | SqlError::SchemaChanged(_)
+            | SqlError::SliceOver
     )
 }
 
@@ -211,12 +216,14 @@ impl Database {
 
     /// Commits an interactive transaction: runs `statements` again at one point of the
     /// serial order and applies them if each gives what its client was shown, else fails
-    /// with 40001 and applies nothing.
+    /// with 40001 and applies nothing. `here`: the caller has nothing else in flight (the
+    /// commit may run on its thread when its partitions are free).
     pub fn commit_interactive(
         &self,
         statements: &[TxnStatement],
         now: i64,
         stop: StopFlag,
+        here: bool,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         // A block that ran nothing commits nothing.
         let submitted = (!statements.is_empty()).then(|| {
@@ -224,7 +231,7 @@ impl Database {
                 .iter()
                 .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
                 .collect();
-            self.submit_interactive(all, now, false, stop, false, None)
+            self.submit_interactive(all, now, false, stop, here, None)
         });
         async move {
             match submitted {
@@ -327,7 +334,7 @@ impl Database {
                 });
                 submit_invocation(shared, proc, params, reply, p, here)?;
             }
-            None => shared.submit_mp(
+            None => shared.submit_mp_here(
                 MpWork::Call {
                     proc,
                     params,
@@ -336,6 +343,7 @@ impl Database {
                 },
                 shared.all_partitions(),
                 reply,
+                here,
             )?,
         }
         Ok(rx)

@@ -9,7 +9,8 @@ use permafrost_storage::{AccessTracker, LruChain};
 
 use crate::config::Config;
 use crate::counters::PartitionStats;
-use crate::partition::msg::{InlineRunner, Invocation, Msg};
+use crate::partition::cell::PartitionCell;
+use crate::partition::msg::{Invocation, Msg};
 use crate::procedure::SchemaState;
 
 /// State shared by the database handle and all partition executors.
@@ -30,9 +31,10 @@ pub(crate) struct Shared {
     /// The memory running statements hold together ([`permafrost_sql::workmem`]); the
     /// partitions count it in the budget.
     pub statement_pool: Arc<permafrost_sql::workmem::MemoryPool>,
-    /// Per partition, what runs a short call on its caller's thread (partition/cell.rs);
-    /// unset when the partitions have no threads of their own (the step harness).
-    pub inline: std::sync::OnceLock<Vec<Arc<dyn InlineRunner>>>,
+    /// Per partition, its ownership token, which a caller takes to run a short call on its
+    /// own thread (partition/cell.rs); unset when the partitions have no threads of their
+    /// own (the step harness).
+    pub inline: std::sync::OnceLock<Vec<Arc<PartitionCell>>>,
     /// Statements running now moved off their partitions (forked.rs), at most
     /// [`crate::forked::MAX_MOVED`].
     pub moved_running: std::sync::atomic::AtomicUsize,
@@ -51,15 +53,22 @@ impl Shared {
     /// queued there (which would go first); else gives it back, to be queued. Not with the
     /// synchronous retrieval policy, whose block reads would block the caller's thread.
     pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
+        match self.cells().and_then(|c| c.get(p as usize)) {
+            Some(c) if self.senders[p as usize].is_empty() => c.try_run(inv),
+            _ => Err(inv),
+        }
+    }
+
+    /// The partitions' tokens, when calls may run on their callers' threads: the
+    /// partitions have threads of their own, and block reads do not block the thread that
+    /// runs a transaction (not with the synchronous retrieval policy).
+    pub(crate) fn cells(&self) -> Option<&[Arc<PartitionCell>]> {
         let synchronous = self
             .config
             .anticache
             .as_ref()
             .is_some_and(|a| a.retrieval == permafrost_anticache::Retrieval::Synchronous);
-        match self.inline.get().and_then(|r| r.get(p as usize)) {
-            Some(r) if !synchronous && self.senders[p as usize].is_empty() => r.try_run(inv),
-            _ => Err(inv),
-        }
+        self.inline.get().filter(|_| !synchronous).map(Vec::as_slice)
     }
 
     /// Each partition's share of the memory budget.

@@ -161,3 +161,139 @@ fn callers_hammering_one_partition_do_not_starve_its_thread() {
     assert!(moves.load(Ordering::Relaxed) > 20, "the callers made progress");
     assert!(st.inline_calls > 0, "the callers ran inline: {st:?}");
 }
+
+/// Multi-partition statements of callers with nothing else in flight run on their own
+/// threads when every partition is free (cell.rs, `run_mp`): under concurrency with queued
+/// calls, queued multi-partition reads and eviction rounds, one thread at a time is inside
+/// each partition, every transfer across partitions is atomic (the total never changes in
+/// any read), and some ran inline.
+#[test]
+fn multi_partition_statements_run_inline_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(dir.path()));
+    let mv = db.procedure("Move").unwrap();
+    let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    // Accounts `a` and `b` are in groups a % 20 and b % 20: mostly two partitions.
+    let transfer = prep("UPDATE acct SET bal = bal + CASE WHEN id = $1 THEN -1 ELSE 1 END WHERE id IN ($1, $2)");
+    let total = prep("SELECT sum(bal), count(*) FROM acct");
+    let stop = Arc::new(AtomicBool::new(false));
+    let transfers = Arc::new(AtomicU64::new(0));
+    let expected = vec![(ACCOUNTS * START).to_string(), ACCOUNTS.to_string()];
+    let read_total = |db: &Database, here: bool| -> Vec<String> {
+        let mut rows = common::block_on(db.execute_ad_hoc_here(&total, vec![], StopFlag::new(), here)).unwrap();
+        // A scan that reached evicted tuples answers their part afterwards.
+        let mut all: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| r.values().map(|v| v.to_string()).collect())
+            .collect();
+        if let Some(mut rest) = rows.take_rest() {
+            while let Some(more) = rest.next_rows().unwrap() {
+                all.extend(more.iter().map(|r| r.values().map(|v| v.to_string()).collect()));
+            }
+        }
+        assert_eq!(all.len(), 1, "one row of totals");
+        all.remove(0)
+    };
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (db, mv, transfer, stop, transfers) = (
+                db.clone(),
+                mv.clone(),
+                transfer.clone(),
+                stop.clone(),
+                transfers.clone(),
+            );
+            let (read_total, expected) = (&read_total, &expected);
+            s.spawn(move || {
+                let mut x = t * 7919 + 3;
+                while !stop.load(Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let a = (x >> 33) as i64 % ACCOUNTS;
+                    let b = (a + 1 + (x >> 45) as i64 % (ACCOUNTS - 1)) % ACCOUNTS;
+                    let rows = common::block_on(db.execute_ad_hoc_here(
+                        &transfer,
+                        vec![Value::Int(a), Value::Int(b)],
+                        StopFlag::new(),
+                        true,
+                    ))
+                    .unwrap();
+                    assert_eq!(rows.affected, 2);
+                    transfers.fetch_add(1, Ordering::Relaxed);
+                    // A queued single-partition call between them, and a total read here.
+                    let grp = a % 20;
+                    let args = vec![Value::Int(grp), Value::Int(a), Value::Int(grp + 20 * ((b / 20) % 20))];
+                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), false)).unwrap();
+                    assert_eq!(&read_total(&db, true), expected);
+                }
+            });
+        }
+        // Queued multi-partition reads and eviction rounds meanwhile.
+        for round in 0..30 {
+            assert_eq!(read_total(&db, false), expected, "round {round}");
+            if round % 5 == 0 {
+                db.evict_now(256 << 10).unwrap();
+            }
+        }
+        // Let the callers run a while after the last queued read.
+        while transfers.load(Ordering::Relaxed) < 300 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let st = db.stats_now().unwrap();
+    assert!(
+        st.inline_mp > 0,
+        "some multi-partition statements ran on their caller's thread: {st:?}"
+    );
+    assert_eq!(read_total(&db, true), expected);
+}
+
+/// A multi-partition statement asked to run on its caller's thread that runs past the
+/// inline slice stops, is rolled back and is queued: it still gives its whole answer (and
+/// a write applies once), and it does not count as run inline.
+#[test]
+fn a_long_multi_partition_statement_leaves_the_callers_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.execute_ddl("CREATE TABLE big (id BIGINT NOT NULL, grp BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (grp, id)) WITH (partition_by = 'grp')")
+        .unwrap();
+    let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    let here = |sql: &str| common::block_on(db.execute_ad_hoc_here(&prep(sql), vec![], StopFlag::new(), true)).unwrap();
+    let before = db.stats_now().unwrap();
+    // Each visits 160,000 combinations or rows at least: far longer than a millisecond.
+    let rows = here("SELECT count(*) FROM acct a, acct b WHERE a.bal + b.bal > a.id");
+    assert_eq!(first_value(rows), (ACCOUNTS * ACCOUNTS).to_string());
+    let rows = here("INSERT INTO big SELECT a.id * 1000 + b.id, a.grp, 1 FROM acct a, acct b");
+    assert_eq!(rows.affected, (ACCOUNTS * ACCOUNTS) as u64);
+    let rows = here("UPDATE big SET v = v + 1");
+    assert_eq!(rows.affected, (ACCOUNTS * ACCOUNTS) as u64);
+    let after = db.stats_now().unwrap();
+    assert_eq!(after.inline_mp, before.inline_mp, "none ran inline to its end");
+    assert!(
+        after.mp_coordinated >= before.mp_coordinated + 3,
+        "each was queued: {after:?}"
+    );
+    let rows = db.execute_sql("SELECT sum(v), count(*) FROM big", vec![]).unwrap();
+    let v: Vec<String> = rows.iter().next().unwrap().values().map(|v| v.to_string()).collect();
+    assert_eq!(
+        v,
+        vec![(2 * ACCOUNTS * ACCOUNTS).to_string(), (ACCOUNTS * ACCOUNTS).to_string()]
+    );
+}
+
+/// The first value of a result, its rest (rows of evicted tuples read afterwards) included.
+fn first_value(mut rows: permafrost_executor::Rows) -> String {
+    let mut all: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.values().map(|v| v.to_string()).collect::<Vec<_>>())
+        .collect();
+    if let Some(mut rest) = rows.take_rest() {
+        while let Some(more) = rest.next_rows().unwrap() {
+            all.extend(
+                more.iter()
+                    .flat_map(|r| r.values().map(|v| v.to_string()).collect::<Vec<_>>()),
+            );
+        }
+    }
+    all.into_iter().next().expect("a row")
+}

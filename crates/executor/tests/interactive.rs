@@ -57,7 +57,7 @@ impl<'a> Txn<'a> {
     }
 
     fn commit(self) -> permafrost_executor::Result<()> {
-        common::block_on(self.db.commit_interactive(&self.all, self.now, StopFlag::new()))
+        common::block_on(self.db.commit_interactive(&self.all, self.now, StopFlag::new(), true))
     }
 }
 

@@ -456,7 +456,11 @@ impl Backend {
     async fn commit_block(&self, open: txn::Open, cancel: Option<&CancelToken>) -> PgWireResult<()> {
         let started = Instant::now();
         let stop = StopFlag::new();
-        let fut = self.db.commit_interactive(&open.statements, open.now, stop.clone());
+        // Nothing else of this connection is in flight (a pipeline is drained before a
+        // COMMIT or a Sync that ends a block): the commit may run on this thread.
+        let fut = self
+            .db
+            .commit_interactive(&open.statements, open.now, stop.clone(), true);
         let mut r = match cancel {
             Some(c) => c.run_stoppable(&stop, fut).await,
             None => Ok(fut.await),

@@ -21,8 +21,17 @@
 //!   and few partitions such collisions are common, and a queued call costs a wake-up of
 //!   the partition thread and then one of the caller's thread. It never spins on the
 //!   partition thread's pass, nor once the partition thread wants the token.
-//! - Multi-partition transactions, snapshots (whose writer process must be forked by a
-//!   thread that outlives it) and everything else that is not a short call stay on the
+//! - A multi-partition ad hoc statement or interactive transaction (a probe, a COMMIT) of
+//!   such a caller runs on its thread too when every partition it involves is free and has
+//!   nothing queued ([`run_mp`]): the caller takes their tokens in ascending order, without
+//!   waiting for one while it holds another (no cycle of waits), and runs it as their
+//!   coordinator would, holding them all. That makes it atomic with respect to every other
+//!   transaction, which holds its partitions' tokens too, as queued multi-partition
+//!   transactions do. It may hold them for [`INLINE_SLICE`]; past that it stops, is rolled
+//!   back and is queued as usual, so a long one never holds up the caller's thread (and
+//!   the connections it serves) for long.
+//! - Snapshots (whose writer process must be forked by a thread that outlives it), schema
+//!   changes, stored procedures' multi-partition calls and everything else stay on the
 //!   partition thread.
 
 use std::ops::{Deref, DerefMut};
@@ -30,7 +39,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::msg::{InlineRunner, Invocation};
+use std::sync::Arc;
+
+use super::msg::{Invocation, MpTxn, MpWork};
 use super::state::Partition;
 
 /// How long a caller waits, spinning, for another caller's short call to release the
@@ -38,6 +49,12 @@ use super::state::Partition;
 /// queueing costs two thread wake-ups (the partition thread's, then the caller's), each
 /// tens of microseconds on a virtual machine.
 pub(crate) const SPIN_FOR: Duration = Duration::from_micros(10);
+
+/// How long a multi-partition transaction run on its caller's thread may hold its
+/// partitions: past it, it stops, is rolled back and is queued ([`run_mp`]). A range read
+/// of a hundred rows or the COMMIT of a block of twenty statements takes tens to a few
+/// hundred microseconds.
+pub(crate) const INLINE_SLICE: Duration = Duration::from_millis(1);
 
 /// A partition and its ownership token.
 pub(crate) struct PartitionCell {
@@ -118,8 +135,10 @@ impl PartitionCell {
     }
 }
 
-impl InlineRunner for PartitionCell {
-    fn try_run(&self, inv: Invocation) -> Result<(), Invocation> {
+impl PartitionCell {
+    /// Runs a short call inside the partition on the caller's thread when the partition is
+    /// free; gives the call back when it is not.
+    pub(crate) fn try_run(&self, inv: Invocation) -> Result<(), Invocation> {
         let Some(mut p) = self.try_inline() else {
             return Err(inv);
         };
@@ -129,6 +148,39 @@ impl InlineRunner for PartitionCell {
         }
         p.run_inline(inv);
         Ok(())
+    }
+}
+
+/// Runs a multi-partition transaction on the caller's thread when every partition it
+/// involves is free and has nothing queued (`queued`), holding them all; gives it back, to
+/// be queued, when one is not, or when it ran past [`INLINE_SLICE`] (then nothing of it
+/// took effect). Only ad hoc statements and interactive transactions, whose bodies let a
+/// stop past the slice through, run here.
+pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], queued: &dyn Fn(u32) -> bool, t: MpTxn) -> Result<(), MpTxn> {
+    let eligible = match &t.work {
+        MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
+        MpWork::Ddl { .. } | MpWork::Snapshot(_) => false,
+    };
+    if !eligible || t.parts.iter().any(|&p| queued(p)) {
+        return Err(t);
+    }
+    let mut held = Vec::with_capacity(t.parts.len());
+    for &p in &t.parts {
+        let Some(h) = cells.get(p as usize).and_then(|c| c.try_inline()) else {
+            return Err(t);
+        };
+        if !h.replay_stall.is_empty() {
+            // Recovery's replayed calls go first, in order.
+            return Err(t);
+        }
+        held.push(h);
+    }
+    let Some((coordinator, others)) = held.split_first_mut() else {
+        return Err(t);
+    };
+    match coordinator.coordinate_inline(others, &t) {
+        true => Ok(()),
+        false => Err(t),
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId};
 
+use super::cell::{Held, INLINE_SLICE};
 use super::msg::{Answer, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
 use super::state::Partition;
 use super::txn::{Outcome, TxnInfo, run_txn};
@@ -150,15 +151,89 @@ impl Partition {
         self.outbox.flush();
         let barrier_started = std::time::Instant::now();
         let mut held = self.gather_stores(t);
+        let outcome = self.run_held(t, &mut held, barrier_started, None);
+        for (p, s) in held {
+            if p == self.id {
+                self.store = Some(s);
+            } else {
+                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
+                let _ = t.returns[idx].0.send(s);
+            }
+        }
+        self.after_schema_change();
+        self.after_coordinating(t, outcome);
+    }
+
+    /// Coordinates `t` on a caller's thread that holds this partition and `others`, the
+    /// rest of its partitions in ascending order (cell.rs, `run_mp`): their stores are
+    /// taken from them instead of handed over. False when it ran past `INLINE_SLICE`:
+    /// then it was rolled back, nothing was answered, and it is to be queued.
+    pub(crate) fn coordinate_inline(&mut self, others: &mut [Held<'_>], t: &MpTxn) -> bool {
+        self.tick();
+        // What each partition committed before goes to the log before this transaction
+        // (a pass ends with its chunk appended, so these are empty).
+        for o in others.iter_mut() {
+            o.flush_log();
+            o.outbox.flush();
+        }
+        self.flush_log();
+        self.outbox.flush();
+        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(1 + others.len());
+        held.push((self.id, self.store.take().expect("store is home between transactions")));
+        for o in others.iter_mut() {
+            held.push((o.id, o.store.take().expect("store is home between transactions")));
+        }
+        let outcome = self.run_held(t, &mut held, std::time::Instant::now(), Some(INLINE_SLICE));
+        for (p, s) in held {
+            match others.iter_mut().find(|o| o.id == p) {
+                Some(o) => o.store = Some(s),
+                None => self.store = Some(s),
+            }
+        }
+        if matches!(outcome, Some(Outcome::SliceOver)) {
+            return false;
+        }
+        self.stats.inline_mp.fetch_add(1, Ordering::Relaxed);
+        self.after_coordinating(t, outcome);
+        for o in others.iter_mut() {
+            o.after_message();
+            o.publish(false);
+        }
+        self.after_message();
+        self.end_pass(false);
+        true
+    }
+
+    /// Runs `t` over the stores `held` and answers it (and logs it) when it is done, before
+    /// the stores go back, so that the log holds this transaction after what each
+    /// partition committed before it and before what they commit after. What is left to
+    /// do once the stores are back comes out (`None`: nothing). With `inline_slice` (run
+    /// on a caller's thread) it stops past that slice, and `SliceOver` comes out
+    /// unanswered.
+    fn run_held(
+        &mut self,
+        t: &MpTxn,
+        held: &mut [(u32, Box<PartitionStore>)],
+        barrier_started: std::time::Instant,
+        inline_slice: Option<std::time::Duration>,
+    ) -> Option<Outcome> {
         let (replay, fixed) = match &t.work {
             MpWork::Call { replay, proc, .. } => (*replay, proc.fixed),
             MpWork::Ddl { .. } | MpWork::Snapshot(_) => (None, None),
         };
-        let info = {
+        let mut info = {
             let reply = t.reply.lock().ok();
             self.txn_info(replay, fixed, reply.as_ref().and_then(|r| r.as_ref()))
         };
-        let outcome = self.run_work(t, &mut held, &info, barrier_started);
+        if inline_slice.is_some() {
+            // Never moved off a caller's thread: queued, it may move from its partitions'.
+            info.read_slice = None;
+            info.inline_slice = inline_slice;
+        }
+        let outcome = self.run_work(t, held, &info, barrier_started);
+        if inline_slice.is_some() && matches!(outcome, Outcome::SliceOver) {
+            return Some(Outcome::SliceOver);
+        }
         // A scan that left its evicted tuples for later holds their blocks before the
         // participants get their stores back (scan.rs); a read past its slice moves off
         // them (forked.rs).
@@ -199,25 +274,18 @@ impl Partition {
             }
             (o, _) => o,
         };
-        // Answered (and logged) before the participants get their stores back, so that the
-        // log holds this transaction after what each of them committed before it and
-        // before what they commit after.
-        let outcome = match outcome {
+        match outcome {
             Outcome::Done(r, wrote) => {
                 self.answer_mp(t, r, wrote, &info);
                 None
             }
             other => Some(other),
-        };
-        for (p, s) in held {
-            if p == self.id {
-                self.store = Some(s);
-            } else {
-                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
-                let _ = t.returns[idx].0.send(s);
-            }
         }
-        self.after_schema_change();
+    }
+
+    /// What a coordinated transaction leaves to do once its stores are back: run again
+    /// after a schema change, or fetch the evicted data it reached and run again.
+    fn after_coordinating(&mut self, t: &MpTxn, outcome: Option<Outcome>) {
         self.stats.mp_coordinated.fetch_add(1, Ordering::Relaxed);
         let MpWork::Call {
             proc,

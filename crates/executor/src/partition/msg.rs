@@ -70,12 +70,6 @@ pub(crate) type Restore = Box<dyn FnOnce(&mut PartitionStore, Option<&mut AntiCa
 /// A read of a partition's store and anti-cache between transactions ([`Msg::Observe`]).
 pub(crate) type Observer = Box<dyn FnOnce(&PartitionStore, Option<&AntiCache>) + Send>;
 
-/// Runs a short call inside a partition on the caller's thread when the partition is free
-/// (cell.rs); gives the call back when it is not.
-pub(crate) trait InlineRunner: Send + Sync {
-    fn try_run(&self, inv: Invocation) -> std::result::Result<(), Invocation>;
-}
-
 /// One call of a single-partition procedure.
 pub(crate) struct Invocation {
     pub proc: Arc<Procedure>,
@@ -140,6 +134,8 @@ type Channel<T> = (Sender<T>, Receiver<T>);
 
 /// A multi-partition transaction, shared by the partitions it involves.
 pub(crate) struct MpTxn {
+    /// Its place in the global multi-partition order, given when it is queued
+    /// (`Shared::enqueue_mp`); 0 for one run on its caller's thread (cell.rs).
     pub ts: u64,
     pub work: MpWork,
     /// Partitions involved, ascending; the first coordinates.
@@ -150,10 +146,10 @@ pub(crate) struct MpTxn {
 }
 
 impl MpTxn {
-    pub(crate) fn new(ts: u64, work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
+    pub(crate) fn new(work: MpWork, parts: Vec<u32>, reply: Reply) -> MpTxn {
         let n = parts.len();
         MpTxn {
-            ts,
+            ts: 0,
             work,
             returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
             parts,

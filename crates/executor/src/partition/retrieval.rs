@@ -117,6 +117,7 @@ impl Partition {
                 writes_refused: None,
                 defer_scans: false,
                 read_slice: None,
+                inline_slice: None,
             };
             dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));

@@ -9,6 +9,7 @@ use permafrost_sql::Route;
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{DataType, Value, ValueRef};
 
+use super::cell::run_mp;
 use super::msg::{Invocation, MpTxn, MpWork, Msg};
 use crate::error::{Error, Result};
 use crate::procedure::{Partitioning, Procedure};
@@ -119,7 +120,8 @@ pub(crate) fn submit(
 /// keyed by the table's sequence), or all of them.
 ///
 /// With `inline` (the caller has no statement of its own in flight), a short statement runs
-/// on this thread when its partition is free ([`Shared::try_inline`]).
+/// on this thread when its partition is free ([`Shared::try_inline`]), and a statement over
+/// all partitions when they all are ([`Shared::submit_mp_here`]).
 pub(crate) fn submit_statement(
     shared: &Shared,
     proc: Arc<Procedure>,
@@ -141,7 +143,7 @@ pub(crate) fn submit_statement(
                 restarts: 0,
                 replay: None,
             };
-            shared.submit_mp(work, shared.all_partitions(), reply)
+            shared.submit_mp_here(work, shared.all_partitions(), reply, inline)
         }
     }
 }
@@ -180,13 +182,34 @@ impl Shared {
     /// Enqueues a multi-partition transaction at every partition in `parts`, in the global
     /// multi-partition order.
     pub(crate) fn submit_mp(&self, work: MpWork, parts: Vec<u32>, reply: Reply) -> Result<()> {
+        self.enqueue_mp(MpTxn::new(work, parts, reply))
+    }
+
+    /// [`Shared::submit_mp`], but with `here` (the caller has nothing of its own in
+    /// flight) an ad hoc statement or interactive transaction runs on this thread when
+    /// every partition it involves is free (`cell::run_mp`).
+    pub(crate) fn submit_mp_here(&self, work: MpWork, parts: Vec<u32>, reply: Reply, here: bool) -> Result<()> {
+        let t = MpTxn::new(work, parts, reply);
+        let t = match self.cells() {
+            Some(cells) if here => match run_mp(cells, &|p| !self.senders[p as usize].is_empty(), t) {
+                Ok(()) => return Ok(()),
+                Err(t) => t,
+            },
+            _ => t,
+        };
+        self.enqueue_mp(t)
+    }
+
+    /// Gives `t` its place in the global multi-partition order and enqueues it at each of
+    /// its partitions, under the `mp_order` lock.
+    fn enqueue_mp(&self, mut t: MpTxn) -> Result<()> {
         let mut next = self
             .mp_order
             .lock()
             .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
-        let ts = *next;
+        t.ts = *next;
         *next += 1;
-        let t = Arc::new(MpTxn::new(ts, work, parts, reply));
+        let t = Arc::new(t);
         for &p in &t.parts {
             self.senders[p as usize]
                 .send(Msg::Mp(t.clone()))

@@ -205,6 +205,13 @@ impl Partition {
             }
             Msg::Shutdown => return false,
         }
+        self.after_message();
+        true
+    }
+
+    /// After each message (and each transaction run on a caller's thread), the memory
+    /// check: eviction when over budget, the write gate.
+    pub(crate) fn after_message(&mut self) {
         if self.store.is_some() {
             // A closed write gate is measured again at once when the message freed memory
             // (a delete), so that a write right after it is not refused for room that is
@@ -212,7 +219,6 @@ impl Partition {
             let freed = self.memory_freed_since_gate_closed();
             self.check_memory(freed);
         }
-        true
     }
 
     pub(crate) fn publish(&mut self, force: bool) {
@@ -233,7 +239,7 @@ impl Partition {
     }
 
     /// Reads the wall clock; done once per message rather than per transaction.
-    fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         self.wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as i64)
@@ -296,6 +302,7 @@ impl Partition {
                 .config
                 .read_slice
                 .filter(|_| replay.is_none() && reply.is_some_and(Reply::takes_rest)),
+            inline_slice: None,
         }
     }
 

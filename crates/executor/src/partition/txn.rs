@@ -52,6 +52,10 @@ pub(crate) struct TxnInfo {
     /// it ([`crate::Config::read_slice`], forked.rs); `None` for callers that cannot take a
     /// moved read's streamed result (replay, batched sessions).
     pub read_slice: Option<std::time::Duration>,
+    /// How long a transaction run on its caller's thread may hold its partitions
+    /// (`cell::INLINE_SLICE`): past it, any statement stops with `SqlError::SliceOver`, and
+    /// the transaction is rolled back and queued instead.
+    pub inline_slice: Option<std::time::Duration>,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -119,7 +123,7 @@ pub(crate) fn run_body(
     evicted.clear();
     let deadline = match info.read_slice {
         Some(slice) if crate::forked::may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
-        _ => None,
+        _ => info.inline_slice.map(|slice| std::time::Instant::now() + slice),
     };
     let mut env = Env {
         stores,
