@@ -152,36 +152,33 @@ impl PartitionCell {
 }
 
 /// Runs a multi-partition transaction on the caller's thread when every partition it
-/// involves is free and has nothing queued (`queued`), holding them all; gives it back, to
-/// be queued, when one is not, or when it ran past [`INLINE_SLICE`] (then nothing of it
-/// took effect). Only ad hoc statements and interactive transactions, whose bodies let a
-/// stop past the slice through, run here.
-pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], queued: &dyn Fn(u32) -> bool, t: MpTxn) -> Result<(), MpTxn> {
+/// involves is free and has nothing queued (`queued`), holding them all. False, to be
+/// queued, when one is not, or when it ran past [`INLINE_SLICE`] (then nothing of it took
+/// effect). Only ad hoc statements and interactive transactions, whose bodies let a stop
+/// past the slice through, run here.
+pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], queued: &dyn Fn(u32) -> bool, t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
         MpWork::Ddl { .. } | MpWork::Snapshot(_) => false,
     };
     if !eligible || t.parts.iter().any(|&p| queued(p)) {
-        return Err(t);
+        return false;
     }
     let mut held = Vec::with_capacity(t.parts.len());
     for &p in &t.parts {
         let Some(h) = cells.get(p as usize).and_then(|c| c.try_inline()) else {
-            return Err(t);
+            return false;
         };
         if !h.replay_stall.is_empty() {
             // Recovery's replayed calls go first, in order.
-            return Err(t);
+            return false;
         }
         held.push(h);
     }
     let Some((coordinator, others)) = held.split_first_mut() else {
-        return Err(t);
+        return false;
     };
-    match coordinator.coordinate_inline(others, &t) {
-        true => Ok(()),
-        false => Err(t),
-    }
+    coordinator.coordinate_inline(others, t)
 }
 
 impl Drop for Held<'_> {

@@ -190,13 +190,11 @@ impl Shared {
     /// every partition it involves is free (`cell::run_mp`).
     pub(crate) fn submit_mp_here(&self, work: MpWork, parts: Vec<u32>, reply: Reply, here: bool) -> Result<()> {
         let t = MpTxn::new(work, parts, reply);
-        let t = match self.cells() {
-            Some(cells) if here => match run_mp(cells, &|p| !self.senders[p as usize].is_empty(), t) {
-                Ok(()) => return Ok(()),
-                Err(t) => t,
-            },
-            _ => t,
-        };
+        if let Some(cells) = self.cells().filter(|_| here)
+            && run_mp(cells, &|p| !self.senders[p as usize].is_empty(), &t)
+        {
+            return Ok(());
+        }
         self.enqueue_mp(t)
     }
 
