@@ -163,10 +163,10 @@ fn callers_hammering_one_partition_do_not_starve_its_thread() {
 }
 
 /// Multi-partition statements of callers with nothing else in flight run on their own
-/// threads when every partition is free (cell.rs, `run_mp`): under concurrency with queued
-/// calls, queued multi-partition reads and eviction rounds, one thread at a time is inside
-/// each partition, every transfer across partitions is atomic (the total never changes in
-/// any read), and some ran inline.
+/// threads when every partition is free and no other is queued (cell.rs, `run_mp`): under
+/// concurrency with queued calls, queued multi-partition reads and eviction rounds, one
+/// thread at a time is inside each partition and every transfer across partitions is
+/// atomic (the total never changes in any read); a caller alone runs them on its thread.
 #[test]
 fn multi_partition_statements_run_inline_atomically() {
     let dir = tempfile::tempdir().unwrap();
@@ -240,12 +240,18 @@ fn multi_partition_statements_run_inline_atomically() {
         }
         stop.store(true, Ordering::Relaxed);
     });
-    let st = db.stats_now().unwrap();
-    assert!(
-        st.inline_mp > 0,
-        "some multi-partition statements ran on their caller's thread: {st:?}"
-    );
-    assert_eq!(read_total(&db, true), expected);
+    // Alone, and a while after the partition threads last took several together from
+    // their queues, a caller's multi-partition statements run on its thread.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let before = db.stats_now().unwrap();
+    for a in 0..10 {
+        let args = vec![Value::Int(a), Value::Int(a + 1)];
+        let rows = common::block_on(db.execute_ad_hoc_here(&transfer, args, StopFlag::new(), true)).unwrap();
+        assert_eq!(rows.affected, 2);
+        assert_eq!(read_total(&db, true), expected);
+    }
+    let after = db.stats_now().unwrap();
+    assert_eq!(after.inline_mp, before.inline_mp + 20, "{after:?}");
 }
 
 /// A multi-partition statement asked to run on its caller's thread that runs past the

@@ -56,6 +56,17 @@ pub(crate) const SPIN_FOR: Duration = Duration::from_micros(10);
 /// hundred microseconds.
 pub(crate) const INLINE_SLICE: Duration = Duration::from_millis(1);
 
+/// How long after a partition thread last coordinated several multi-partition
+/// transactions in one pass (they were queued together) callers keep queueing theirs
+/// instead of running them on their own threads ([`run_mp`]).
+pub(crate) const BATCHING_FOR: Duration = Duration::from_millis(1);
+
+/// Microseconds since the first call (a clock the partitions and callers share).
+pub(crate) fn now_micros() -> u64 {
+    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    BASE.get_or_init(Instant::now).elapsed().as_micros() as u64
+}
+
 /// A partition and its ownership token.
 pub(crate) struct PartitionCell {
     part: Mutex<Option<Partition>>,
@@ -152,18 +163,35 @@ impl PartitionCell {
 }
 
 /// Runs a multi-partition transaction on the caller's thread when every partition it
-/// involves is free and has nothing queued (`queued`), holding them all. False, to be
-/// queued, when one is not, or when it ran past [`INLINE_SLICE`] (then nothing of it took
-/// effect). Only ad hoc statements and interactive transactions, whose bodies let a stop
+/// involves is free and no other multi-partition transaction is queued or running
+/// (`running` counts them), holding them all. False, to be queued, when that is not so, or
+/// when it ran past [`INLINE_SLICE`] (then nothing of it took effect). Only ad hoc statements and interactive transactions, whose bodies let a stop
 /// past the slice through, run here.
-pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], queued: &dyn Fn(u32) -> bool, t: &MpTxn) -> bool {
+pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], running: &AtomicUsize, batching: Option<u64>, t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
         MpWork::Ddl { .. } | MpWork::Snapshot(_) => false,
     };
-    if !eligible || t.parts.iter().any(|&p| queued(p)) {
+    if !eligible {
         return false;
     }
+    // Only when no other multi-partition transaction is queued or running: under
+    // concurrency the partition threads run them back to back, handing their stores to
+    // each other while both are awake, and callers taking turns at every partition's token
+    // would only break that up.
+    if batching.is_some_and(|at| now_micros().saturating_sub(at) < BATCHING_FOR.as_micros() as u64) {
+        return false;
+    }
+    if running.fetch_add(1, Ordering::AcqRel) != 0 {
+        running.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    let ran = run_mp_held(cells, t);
+    running.fetch_sub(1, Ordering::AcqRel);
+    ran
+}
+
+fn run_mp_held(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
     let mut held = Vec::with_capacity(t.parts.len());
     for &p in &t.parts {
         let Some(h) = cells.get(p as usize).and_then(|c| c.try_inline()) else {

@@ -150,6 +150,7 @@ impl Partition {
         self.flush_log();
         self.outbox.flush();
         let barrier_started = std::time::Instant::now();
+        self.coordinated_in_pass += 1;
         let mut held = self.gather_stores(t);
         let outcome = self.run_held(t, &mut held, barrier_started, None);
         for (p, s) in held {
@@ -161,6 +162,7 @@ impl Partition {
             }
         }
         self.after_schema_change();
+        self.shared.mp_running.fetch_sub(1, Ordering::AcqRel);
         self.after_coordinating(t, outcome);
     }
 

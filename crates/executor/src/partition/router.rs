@@ -191,11 +191,20 @@ impl Shared {
     pub(crate) fn submit_mp_here(&self, work: MpWork, parts: Vec<u32>, reply: Reply, here: bool) -> Result<()> {
         let t = MpTxn::new(work, parts, reply);
         if let Some(cells) = self.cells().filter(|_| here)
-            && run_mp(cells, &|p| !self.senders[p as usize].is_empty(), &t)
+            && run_mp(cells, &self.mp_running, self.batched_at(), &t)
         {
             return Ok(());
         }
         self.enqueue_mp(t)
+    }
+
+    /// When a partition thread last coordinated several multi-partition transactions in
+    /// one pass, if ever.
+    fn batched_at(&self) -> Option<u64> {
+        match self.mp_batched_at.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
+        }
     }
 
     /// Gives `t` its place in the global multi-partition order and enqueues it at each of
@@ -207,6 +216,8 @@ impl Shared {
             .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
         t.ts = *next;
         *next += 1;
+        // Until its coordinator is done with it (`Partition::coordinate`).
+        self.mp_running.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let t = Arc::new(t);
         for &p in &t.parts {
             self.senders[p as usize]

@@ -98,6 +98,11 @@ impl Partition {
             }
         }
         self.end_pass(false);
+        if std::mem::take(&mut self.coordinated_in_pass) >= 2 {
+            // Queued together: callers keep queueing theirs (cell.rs, `run_mp`).
+            let now = super::cell::now_micros().max(1);
+            self.shared.mp_batched_at.store(now, Ordering::Relaxed);
+        }
         go_on
     }
 
