@@ -119,6 +119,10 @@ engine_counters! {
     /// Short single-partition calls run on their caller's thread (partition/cell.rs).
     inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
         "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
+    /// Participants of multi-partition transactions that took part without their thread
+    /// (partition/fence.rs).
+    mp_idle_participants: Counter "permafrost_multi_partition_idle_participants_total" [""] * 1.0,
+        "Partitions that took part in a queued multi-partition transaction without their thread: they had handled everything sent to them, so the coordinator took their token instead of waking them.";
     /// Multi-partition transactions run on their caller's thread (partition/cell.rs).
     inline_mp: Counter "permafrost_multi_partition_transactions_inline_total" [""] * 1.0,
         "Multi-partition ad hoc statements and interactive transactions (probes, commits) run on the caller's thread while all their partitions were free, instead of on the partitions' threads (included in permafrost_multi_partition_transactions_total).";

@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::counters::{DatabaseStats, PartitionStats};
 use crate::error::{Error, Result};
 use crate::partition::cell::PartitionCell;
+use crate::partition::fence::QueueState;
 use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::partition::state::Partition;
@@ -152,10 +153,11 @@ impl Database {
         for (i, (part, rx)) in parts.into_iter().enumerate() {
             let cell = Arc::new(PartitionCell::new(part));
             cells.push(cell.clone());
+            let shared = db.inner.shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("partition-{i}"))
                 .stack_size(permafrost_sql::limits::EXECUTION_STACK)
-                .spawn(move || crate::partition::run::run(cell, rx))
+                .spawn(move || crate::partition::run::run(cell, rx, shared, i as u32))
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
@@ -220,6 +222,7 @@ impl Database {
             log,
             config,
             senders,
+            queues: (0..n).map(|_| Arc::new(QueueState::default())).collect(),
             stats: (0..n).map(|_| Arc::new(PartitionStats::default())).collect(),
             schema: ArcSwap::from_pointee(SchemaState {
                 catalog: Arc::new(Catalog::new()),
@@ -1035,8 +1038,9 @@ impl Session {
     fn flush_partition(&mut self, p: usize) -> Result<()> {
         let batch = std::mem::take(&mut self.buffers[p]);
         if !batch.is_empty() {
-            self.db.shared().senders[p]
-                .send(Msg::Batch(batch))
+            self.db
+                .shared()
+                .send(p as u32, Msg::Batch(batch))
                 .map_err(|_| Error::Shutdown)?;
         }
         Ok(())

@@ -380,9 +380,7 @@ impl<'a> Replayer<'a> {
     fn send(&mut self, p: u32) -> Result<()> {
         let b = std::mem::take(&mut self.batches[p as usize]);
         if !b.is_empty() {
-            self.db.shared().senders[p as usize]
-                .send(Msg::Batch(b))
-                .map_err(|_| Error::Shutdown)?;
+            self.db.shared().send(p, Msg::Batch(b)).map_err(|_| Error::Shutdown)?;
         }
         Ok(())
     }

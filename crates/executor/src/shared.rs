@@ -10,13 +10,18 @@ use permafrost_storage::{AccessTracker, LruChain};
 use crate::config::Config;
 use crate::counters::PartitionStats;
 use crate::partition::cell::PartitionCell;
+use crate::partition::fence::QueueState;
 use crate::partition::msg::{Invocation, Msg};
 use crate::procedure::SchemaState;
 
 /// State shared by the database handle and all partition executors.
 pub(crate) struct Shared {
     pub config: Config,
+    /// The partitions' queues. Calls and multi-partition transactions go through
+    /// [`Shared::send`], which counts them for fences (partition/fence.rs).
     pub senders: Vec<Sender<Msg>>,
+    /// Per partition, what was sent to its queue and handled, and its fences.
+    pub queues: Vec<Arc<QueueState>>,
     pub stats: Vec<Arc<PartitionStats>>,
     pub schema: ArcSwap<SchemaState>,
     /// The next multi-partition timestamp; held while enqueueing one.
@@ -76,6 +81,23 @@ impl Shared {
             .as_ref()
             .is_some_and(|a| a.retrieval == permafrost_anticache::Retrieval::Synchronous);
         self.inline.get().filter(|_| !synchronous).map(Vec::as_slice)
+    }
+
+    /// Sends `msg` to partition `p`'s queue, counting calls and multi-partition
+    /// transactions for fences (partition/fence.rs). Gives the message back when the
+    /// partition has shut down.
+    pub(crate) fn send(&self, p: u32, msg: Msg) -> std::result::Result<(), Msg> {
+        let counted = msg.counts();
+        if counted {
+            self.queues[p as usize].sending();
+        }
+        self.senders[p as usize].send(msg).map_err(|e| {
+            if counted {
+                // Never to be handled.
+                self.queues[p as usize].handled();
+            }
+            e.into_inner()
+        })
     }
 
     /// Each partition's share of the memory budget.

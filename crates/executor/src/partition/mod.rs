@@ -22,10 +22,12 @@
 //! The folder: this file is the loop, the commit gate and the durable waits; msg.rs the
 //! messages; txn.rs one transaction (run, commit or roll back, the pre-pass); retrieval.rs
 //! evicted data (parking, fetch and merge, restarts) and the memory checks; mp.rs the
-//! multi-partition coordinator and participants; router.rs which partitions a call or a
-//! statement runs at and how it is queued.
+//! multi-partition coordinator and participants; fence.rs how an idle participant takes
+//! part without its thread; cell.rs the ownership token; router.rs which partitions a call
+//! or a statement runs at and how it is queued.
 
 pub(crate) mod cell;
+pub(crate) mod fence;
 mod mp;
 pub(crate) mod msg;
 mod parking;

@@ -11,6 +11,10 @@
 //! no deadlock, and the transactions are serializable in timestamp order (single-partition
 //! ones at a partition are ordered around them by the queue).
 //!
+//! A participant that had handled everything sent to it when the transaction was queued
+//! is *fenced* instead (fence.rs): the coordinator takes its token and store itself, and
+//! its thread is not woken.
+//!
 //! If the transaction reached evicted tuples, the coordinator rolls it back, returns the
 //! stores and asks every partition whose tuples it needs to fetch them ([`MpFetch`]); the
 //! last partition to finish resubmits the transaction (DeBrabant et al. 2013 §3.5).
@@ -151,16 +155,44 @@ impl Partition {
         self.outbox.flush();
         let barrier_started = std::time::Instant::now();
         self.coordinated_in_pass += 1;
-        let mut held = self.gather_stores(t);
+        // Fenced participants (fence.rs): their tokens, taken here, in ascending order.
+        let shared = self.shared.clone();
+        let cells = shared.inline.get().map(Vec::as_slice).unwrap_or(&[]);
+        let mut fenced: Vec<Held<'_>> = Vec::new();
+        for (i, &p) in t.parts.iter().enumerate() {
+            if t.fenced[i] {
+                let mut h = cells.get(p as usize).and_then(|c| c.lock()).unwrap_or_else(|| {
+                    panic!(
+                        "fenced participant {p} of multi-partition transaction {} vanished",
+                        t.ts
+                    )
+                });
+                h.flush_log();
+                h.outbox.flush();
+                fenced.push(h);
+            }
+        }
+        self.stats
+            .mp_idle_participants
+            .fetch_add(fenced.len() as u64, Ordering::Relaxed);
+        let mut held = self.gather_stores(t, &mut fenced);
         let outcome = self.run_held(t, &mut held, barrier_started, None);
         for (p, s) in held {
             if p == self.id {
                 self.store = Some(s);
+            } else if let Some(h) = fenced.iter_mut().find(|h| h.id == p) {
+                h.store = Some(s);
             } else {
                 let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
                 let _ = t.returns[idx].0.send(s);
             }
         }
+        for mut h in fenced {
+            h.after_message();
+            h.publish(false);
+        }
+        // Their tokens are back: their threads may go on.
+        t.lift_fences();
         self.after_schema_change();
         self.shared.mp_running.fetch_sub(1, Ordering::AcqRel);
         self.after_coordinating(t, outcome);
@@ -338,11 +370,15 @@ impl Partition {
         }
     }
 
-    /// The coordinator's first step: its own store and every participant's, by partition.
-    fn gather_stores(&mut self, t: &MpTxn) -> Vec<(u32, Box<PartitionStore>)> {
+    /// The coordinator's first step: its own store, the fenced participants' (their tokens
+    /// held) and every other participant's (handed over), by partition.
+    fn gather_stores(&mut self, t: &MpTxn, fenced: &mut [Held<'_>]) -> Vec<(u32, Box<PartitionStore>)> {
         let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
         held.push((self.id, self.store.take().expect("store is home between transactions")));
-        for _ in 1..t.parts.len() {
+        for h in fenced.iter_mut() {
+            held.push((h.id, h.store.take().expect("store is home between transactions")));
+        }
+        for _ in 1 + fenced.len()..t.parts.len() {
             match t.handoff.1.recv() {
                 Ok(x) => held.push(x),
                 Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),

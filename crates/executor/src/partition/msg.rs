@@ -17,6 +17,8 @@ use crate::procedure::{Procedure, SchemaState};
 use crate::reply::Reply;
 use crate::snapshot::job::SnapJob;
 
+use super::fence::QueueState;
+
 /// A message to a partition executor.
 pub(crate) enum Msg {
     Batch(Vec<Invocation>),
@@ -62,6 +64,14 @@ pub(crate) enum Msg {
     /// reused once no scan runs.
     ScansEnded,
     Shutdown,
+}
+
+impl Msg {
+    /// Whether it carries a caller's order: a call or a multi-partition transaction
+    /// (counted for fences, fence.rs).
+    pub(crate) fn counts(&self) -> bool {
+        matches!(self, Msg::Batch(_) | Msg::Mp(_))
+    }
 }
 
 /// A part of a snapshot for one partition to load ([`Msg::Restore`]).
@@ -141,6 +151,12 @@ pub(crate) struct MpTxn {
     /// Partitions involved, ascending; the first coordinates.
     pub parts: Vec<u32>,
     pub reply: Mutex<Option<Reply>>,
+    /// Per partition (as `parts`): fenced, so the coordinator takes its token instead of
+    /// its thread handing the store over (fence.rs); set when it is queued.
+    pub(super) fenced: Vec<bool>,
+    /// The fences to lift once it has run, or when it is dropped without running (a
+    /// shutdown): no partition waits for a transaction that will never come.
+    pub(super) fences: Mutex<Vec<Arc<QueueState>>>,
     pub(super) handoff: Channel<(u32, Box<PartitionStore>)>,
     pub(super) returns: Vec<Channel<Box<PartitionStore>>>,
 }
@@ -152,9 +168,22 @@ impl MpTxn {
             ts: 0,
             work,
             returns: (0..n).map(|_| crossbeam_channel::bounded(1)).collect(),
+            fenced: vec![false; n],
+            fences: Mutex::new(Vec::new()),
             parts,
             reply: Mutex::new(Some(reply)),
             handoff: crossbeam_channel::bounded(n),
+        }
+    }
+
+    /// Lifts its fences (fence.rs): it ran, or never will.
+    pub(super) fn lift_fences(&self) {
+        let fences = match self.fences.lock() {
+            Ok(mut f) => std::mem::take(&mut *f),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        };
+        for f in fences {
+            f.lift();
         }
     }
 
@@ -165,6 +194,12 @@ impl MpTxn {
             .ok()
             .flatten()
             .unwrap_or(Reply::None)
+    }
+}
+
+impl Drop for MpTxn {
+    fn drop(&mut self) {
+        self.lift_fences();
     }
 }
 

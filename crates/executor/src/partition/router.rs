@@ -94,9 +94,7 @@ pub(crate) fn submit(
                 },
                 Dispatch::Inline | Dispatch::Queue => inv,
             };
-            shared.senders[p as usize]
-                .send(Msg::Batch(vec![inv]))
-                .map_err(|_| Error::Shutdown)?;
+            shared.send(p, Msg::Batch(vec![inv])).map_err(|_| Error::Shutdown)?;
             Ok(Some(p))
         }
         None => {
@@ -173,9 +171,7 @@ pub(crate) fn submit_invocation(
         },
         false => inv,
     };
-    shared.senders[p as usize]
-        .send(Msg::Batch(vec![inv]))
-        .map_err(|_| Error::Shutdown)
+    shared.send(p, Msg::Batch(vec![inv])).map_err(|_| Error::Shutdown)
 }
 
 impl Shared {
@@ -218,11 +214,27 @@ impl Shared {
         *next += 1;
         // Until its coordinator is done with it (`Partition::coordinate`).
         self.mp_running.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        // Participants that have handled all they were sent take part without their
+        // threads (fence.rs); not when replaying the log, whose calls keep their queues'
+        // order through held-back replays.
+        let fenceable = matches!(&t.work, MpWork::Call { replay: None, .. }) && self.inline.get().is_some();
+        if fenceable {
+            let mut fences = Vec::new();
+            for i in 1..t.parts.len() {
+                let queue = &self.queues[t.parts[i] as usize];
+                t.fenced[i] = queue.fence();
+                if t.fenced[i] {
+                    fences.push(queue.clone());
+                }
+            }
+            // Lifted by its coordinator, or when it is dropped unrun.
+            t.fences = std::sync::Mutex::new(fences);
+        }
         let t = Arc::new(t);
-        for &p in &t.parts {
-            self.senders[p as usize]
-                .send(Msg::Mp(t.clone()))
-                .map_err(|_| Error::Shutdown)?;
+        for (i, &p) in t.parts.iter().enumerate() {
+            if !t.fenced[i] {
+                self.send(p, Msg::Mp(t.clone())).map_err(|_| Error::Shutdown)?;
+            }
         }
         Ok(())
     }

@@ -11,6 +11,7 @@ use permafrost_sql::{Rows, SqlError};
 use permafrost_storage::PartitionStore;
 
 use super::cell::PartitionCell;
+use super::fence::QueueState;
 use super::msg::{Answer, Invocation, LogWhat, Msg, Replayed};
 use super::parking::Waiter;
 use super::state::Partition;
@@ -18,6 +19,7 @@ use super::txn::{Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
 use crate::procedure::Procedure;
 use crate::reply::Reply;
+use crate::shared::Shared;
 
 /// Within a pass over its queue, a partition looks for log records that became durable
 /// every this many messages ([`Partition::release_if_durable`]).
@@ -33,19 +35,23 @@ const EARLY_APPEND: u64 = 128;
 /// The partition thread's loop: for each pass over its queue it takes the partition's
 /// token (cell.rs), waiting for a caller running a short call inline to finish. Returns when
 /// told to shut down, and then drops the partition.
-pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>) {
+pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>, shared: Arc<Shared>, id: u32) {
+    let queue = &shared.queues[id as usize];
     // Replayed calls held back (recovery): retried now and then, messages or not.
     let mut stalled = false;
+    // A message a pass stopped at because a fence went up (fence.rs).
+    let mut next = None;
     loop {
-        let msg = if !stalled {
-            match rx.recv() {
+        let msg = match next.take() {
+            Some(m) => m,
+            None if !stalled => match rx.recv() {
                 Ok(m) => m,
                 Err(_) => break,
-            }
-        } else {
-            match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+            },
+            None => match rx.recv_timeout(std::time::Duration::from_millis(1)) {
                 Ok(m) => m,
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    queue.wait();
                     let Some(mut p) = cell.lock() else { break };
                     p.tick();
                     p.check_memory(true);
@@ -56,10 +62,14 @@ pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>) {
                     continue;
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-            }
+            },
         };
+        // A multi-partition transaction this partition takes part in without its thread
+        // goes first: the message waits, without the token (fence.rs).
+        queue.wait();
         let Some(mut p) = cell.lock() else { break };
-        let go_on = p.pass(msg, &rx);
+        let (go_on, stopped_at) = p.pass(msg, &rx, queue);
+        next = stopped_at;
         stalled = !p.replay_stall.is_empty();
         if !go_on {
             break;
@@ -74,16 +84,22 @@ pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>) {
 
 impl Partition {
     /// One pass: `first`, then what else is queued (up to 1,024 messages, to batch
-    /// completions), then the end of the pass. False once told to shut down.
-    fn pass(&mut self, first: Msg, rx: &Receiver<Msg>) -> bool {
-        if !self.handle(first) {
-            return false;
+    /// completions), then the end of the pass. False once told to shut down; the message
+    /// it stopped at when a fence went up (fence.rs), not handled yet.
+    fn pass(&mut self, first: Msg, rx: &Receiver<Msg>, queue: &QueueState) -> (bool, Option<Msg>) {
+        if !self.handle_counted(first, queue) {
+            return (false, None);
         }
         let mut go_on = true;
+        let mut stopped_at = None;
         for i in 0..1024 {
             match rx.try_recv() {
+                Ok(m) if queue.fenced() => {
+                    stopped_at = Some(m);
+                    break;
+                }
                 Ok(m) => {
-                    if !self.handle(m) {
+                    if !self.handle_counted(m, queue) {
                         go_on = false;
                         break;
                     }
@@ -102,6 +118,17 @@ impl Partition {
             // Queued together: callers keep queueing theirs (cell.rs, `run_mp`).
             let now = super::cell::now_micros().max(1);
             self.shared.mp_batched_at.store(now, Ordering::Relaxed);
+        }
+        (go_on, stopped_at)
+    }
+
+    /// Handles a message from the queue, counting it as handled if it carries a caller's
+    /// order (fence.rs).
+    fn handle_counted(&mut self, msg: Msg, queue: &QueueState) -> bool {
+        let counted = msg.counts();
+        let go_on = self.handle(msg);
+        if counted {
+            queue.handled();
         }
         go_on
     }
@@ -511,7 +538,7 @@ impl Partition {
                         inv.restarts += 1;
                         // Behind whatever is queued (the schema change may still be on its
                         // way to this partition).
-                        let _ = self.shared.senders[self.id as usize].send(Msg::Batch(vec![inv]));
+                        let _ = self.shared.send(self.id, Msg::Batch(vec![inv]));
                     }
                     Err(e) => {
                         self.record(&Err(e.clone()));
