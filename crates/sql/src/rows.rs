@@ -187,18 +187,14 @@ impl Rows {
     /// surely differ. Computed in memory only (never stored: the hash may change between
     /// releases).
     pub fn digest(&self) -> u64 {
-        use std::hash::{BuildHasher, Hash, Hasher};
+        use std::hash::BuildHasher;
         // One seed for the process, drawn at random: a client cannot aim for collisions.
         static SEED: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
         let state = SEED.get_or_init(foldhash::quality::RandomState::default);
-        let rows = self.iter().fold(0u64, |acc, r| {
-            let mut h = state.build_hasher();
-            r.data.hash(&mut h);
-            acc.wrapping_add(h.finish())
-        });
-        let mut h = state.build_hasher();
-        (rows, self.len(), self.affected, self.columns.len()).hash(&mut h);
-        h.finish()
+        let rows = self
+            .iter()
+            .fold(0u64, |acc, r| acc.wrapping_add(state.hash_one(r.data)));
+        state.hash_one((rows, self.len(), self.affected, self.columns.len()))
     }
 
     /// Row `i` in the buffer's encoding (see the module docs), for [`Rows::push_encoded_row`]
