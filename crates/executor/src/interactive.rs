@@ -55,6 +55,11 @@ struct Logged {
     now: i64,
     /// The statements' texts, in order.
     statements: Vec<String>,
+    /// The partition whose sequences gave its new keys (`Interactive::sequence_home`);
+    /// absent in records written before it was kept (their keys came from the first
+    /// partition held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    home: Option<u32>,
 }
 
 /// One statement of an interactive transaction.
@@ -81,6 +86,10 @@ pub(crate) struct Interactive {
     pub now: i64,
     /// What the command log records (a commit's).
     pub log_text: Arc<str>,
+    /// The partition whose sequences give the transaction's new keys, whichever
+    /// partitions a probe or the commit holds (picked by its start time), so that the keys
+    /// its client was shown are the keys its commit inserts.
+    pub sequence_home: Option<u32>,
 }
 
 impl Interactive {
@@ -153,6 +162,14 @@ impl Interactive {
     }
 }
 
+/// The partition an interactive transaction's new keys come from, by its start time
+/// (`now`): the same for each of its probes and its commit
+/// ([`Interactive::sequence_home`]), and spread over the partitions.
+fn home_partition(now: i64, partitions: u32) -> u32 {
+    let spread = (now as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    (spread % u64::from(partitions.max(1))) as u32
+}
+
 /// Where [`Database::run_block`] keeps each statement's result.
 type Collected = Arc<std::sync::Mutex<Vec<Rows>>>;
 
@@ -196,8 +213,15 @@ impl Database {
             Route::Single(p) => Some(p),
             _ => None,
         };
+        // An INSERT whose key a sequence draws runs at the block's home partition (its row
+        // is there).
+        let home = home_partition(now, partitions);
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| matches!(s.stmt.prepared().route(&s.params, partitions), Route::Single(q) if q != p))
+            pinned.is_some_and(|p| match s.stmt.prepared().route(&s.params, partitions) {
+                Route::Single(q) => q != p,
+                Route::Any => home != p,
+                Route::All => false,
+            })
         };
         let mut all: Vec<(&AdHoc, Vec<Value>, Option<u64>)> = before
             .iter()
@@ -303,12 +327,14 @@ impl Database {
             expected.push(digest);
             params.extend(p);
         }
+        let home = home_partition(now, partitions);
         let log_text: Arc<str> = if probe {
             Arc::from("")
         } else {
             let logged = Logged {
                 now,
                 statements: prepared.iter().map(|p| p.sql.clone()).collect(),
+                home: Some(home),
             };
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
             format!("{INTERACTIVE_MARK}{json}").into()
@@ -316,7 +342,12 @@ impl Database {
         let proc = Arc::new(Interactive::procedure(
             prepared,
             expected,
-            Interactive { probe, now, log_text },
+            Interactive {
+                probe,
+                now,
+                log_text,
+                sequence_home: Some(home),
+            },
             collect,
         ));
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -325,13 +356,10 @@ impl Database {
         match single {
             Some(p) => {
                 // Statements that may run anywhere (an INSERT whose key its table's sequence
-                // draws) run at one partition for the whole transaction, picked by its
-                // start time: each probe and the commit then draw the same keys, which
-                // depend on the partition that draws them.
-                let p = p.unwrap_or_else(|| {
-                    let spread = (now as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-                    (spread % u64::from(partitions.max(1))) as u32
-                });
+                // draws) run at the block's home partition: each probe and the commit then
+                // draw the same keys, which depend on the partition that draws them (and a
+                // probe or commit over all partitions draws them there too).
+                let p = p.unwrap_or(home);
                 submit_invocation(shared, proc, params, reply, p, here)?;
             }
             None => shared.submit_mp_here(
@@ -374,6 +402,7 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             probe: false,
             now: logged.now,
             log_text: sql.into(),
+            sequence_home: logged.home,
         },
         None,
     ))

@@ -79,6 +79,10 @@ pub struct Env<'a, 'b> {
     /// [`SqlError::SliceOver`] (the executor then runs it elsewhere, off its partitions).
     /// `None`: it runs to its end.
     pub deadline: Option<Instant>,
+    /// The partition whose sequences give a partitioned table's new keys when the
+    /// transaction holds several (an interactive transaction's, so that its probes and its
+    /// commit draw the same keys); `None`: the first partition held.
+    pub sequence_home: Option<u32>,
 }
 
 mod deferred;
@@ -676,15 +680,20 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
 }
 
 /// The next value of a table's sequence. A partitioned table's values come from the
-/// first partition the transaction holds, among the values that hash to it (so each
-/// value belongs to one partition, and partitions never hand out the same one); a
-/// replicated table's copies advance together.
+/// transaction's sequence home if it holds it, else from the first partition it holds,
+/// among the values that hash to that partition (so each value belongs to one partition,
+/// and partitions never hand out the same one); a replicated table's copies advance
+/// together.
 fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     if schema.partition_column.is_some() {
-        let home = env.stores[0].partition();
+        let at = env
+            .sequence_home
+            .and_then(|h| env.stores.iter().position(|s| s.partition() == h))
+            .unwrap_or(0);
+        let home = env.stores[at].partition();
         let total = env.total_partitions;
         let owns = move |v: i64| partition_of(ValueRef::Int(v), &DataType::BigInt, total) == home;
-        return Ok(env.stores[0].next_sequence(schema.id, owns)?);
+        return Ok(env.stores[at].next_sequence(schema.id, owns)?);
     }
     require_all(env, schema)?;
     let mut value = None;

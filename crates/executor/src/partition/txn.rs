@@ -137,6 +137,7 @@ pub(crate) fn run_body(
         deferred: None,
         pool,
         deadline,
+        sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
     };
     let mut ctx = ProcContext {
         env: &mut env,
