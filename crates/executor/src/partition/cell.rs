@@ -22,8 +22,8 @@
 //!   the partition thread and then one of the caller's thread. It never spins on the
 //!   partition thread's pass, nor once the partition thread wants the token.
 //! - A multi-partition ad hoc statement or interactive transaction (a probe, a COMMIT) of
-//!   such a caller runs on its thread too when every partition it involves is free and has
-//!   nothing queued ([`run_mp`]): the caller takes their tokens in ascending order, without
+//!   such a caller runs on its thread too when every partition it involves is free and no
+//!   other multi-partition transaction is queued or running ([`run_mp`]): the caller takes their tokens in ascending order, without
 //!   waiting for one while it holds another (no cycle of waits), and runs it as their
 //!   coordinator would, holding them all. That makes it atomic with respect to every other
 //!   transaction, which holds its partitions' tokens too, as queued multi-partition
@@ -165,8 +165,9 @@ impl PartitionCell {
 /// Runs a multi-partition transaction on the caller's thread when every partition it
 /// involves is free and no other multi-partition transaction is queued or running
 /// (`running` counts them), holding them all. False, to be queued, when that is not so, or
-/// when it ran past [`INLINE_SLICE`] (then nothing of it took effect). Only ad hoc statements and interactive transactions, whose bodies let a stop
-/// past the slice through, run here.
+/// when it ran past [`INLINE_SLICE`] (then nothing of it took effect). Only ad hoc
+/// statements and interactive transactions, whose bodies let a stop past the slice
+/// through, run here.
 pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], running: &AtomicUsize, batching: Option<u64>, t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
@@ -175,10 +176,10 @@ pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], running: &AtomicUsize, batchi
     if !eligible {
         return false;
     }
-    // Only when no other multi-partition transaction is queued or running: under
-    // concurrency the partition threads run them back to back, handing their stores to
-    // each other while both are awake, and callers taking turns at every partition's token
-    // would only break that up.
+    // Only when no other multi-partition transaction is queued or running, and the
+    // partition threads have not been taking several at once lately (`batching`): under
+    // concurrency they run them back to back, and callers taking turns at every
+    // partition's token would only break that up.
     if batching.is_some_and(|at| now_micros().saturating_sub(at) < BATCHING_FOR.as_micros() as u64) {
         return false;
     }

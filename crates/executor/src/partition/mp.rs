@@ -151,8 +151,6 @@ impl Partition {
     }
 
     pub(crate) fn coordinate(&mut self, t: &MpTxn) {
-        self.flush_log();
-        self.outbox.flush();
         let barrier_started = std::time::Instant::now();
         self.coordinated_in_pass += 1;
         // Fenced participants (fence.rs): their tokens, taken here, in ascending order.
@@ -161,36 +159,24 @@ impl Partition {
         let mut fenced: Vec<Held<'_>> = Vec::new();
         for (i, &p) in t.parts.iter().enumerate() {
             if t.fenced[i] {
-                let mut h = cells.get(p as usize).and_then(|c| c.lock()).unwrap_or_else(|| {
+                let h = cells.get(p as usize).and_then(|c| c.lock()).unwrap_or_else(|| {
                     panic!(
                         "fenced participant {p} of multi-partition transaction {} vanished",
                         t.ts
                     )
                 });
-                h.flush_log();
-                h.outbox.flush();
                 fenced.push(h);
             }
         }
         self.stats
             .mp_idle_participants
             .fetch_add(fenced.len() as u64, Ordering::Relaxed);
-        let mut held = self.gather_stores(t, &mut fenced);
+        let mut held = self.take_stores(&mut fenced);
+        self.gather_stores(t, &mut held);
         let outcome = self.run_held(t, &mut held, barrier_started, None);
-        for (p, s) in held {
-            if p == self.id {
-                self.store = Some(s);
-            } else if let Some(h) = fenced.iter_mut().find(|h| h.id == p) {
-                h.store = Some(s);
-            } else {
-                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
-                let _ = t.returns[idx].0.send(s);
-            }
-        }
-        for mut h in fenced {
-            h.after_message();
-            h.publish(false);
-        }
+        self.put_stores_back(t, held, &mut fenced);
+        done_with(&mut fenced);
+        drop(fenced);
         // Their tokens are back: their threads may go on.
         t.lift_fences();
         self.after_schema_change();
@@ -204,38 +190,50 @@ impl Partition {
     /// then it was rolled back, nothing was answered, and it is to be queued.
     pub(crate) fn coordinate_inline(&mut self, others: &mut [Held<'_>], t: &MpTxn) -> bool {
         self.tick();
-        // What each partition committed before goes to the log before this transaction
-        // (a pass ends with its chunk appended, so these are empty).
-        for o in others.iter_mut() {
-            o.flush_log();
-            o.outbox.flush();
-        }
-        self.flush_log();
-        self.outbox.flush();
-        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(1 + others.len());
-        held.push((self.id, self.store.take().expect("store is home between transactions")));
-        for o in others.iter_mut() {
-            held.push((o.id, o.store.take().expect("store is home between transactions")));
-        }
+        let mut held = self.take_stores(others);
         let outcome = self.run_held(t, &mut held, std::time::Instant::now(), Some(INLINE_SLICE));
-        for (p, s) in held {
-            match others.iter_mut().find(|o| o.id == p) {
-                Some(o) => o.store = Some(s),
-                None => self.store = Some(s),
-            }
-        }
+        self.put_stores_back(t, held, others);
         if matches!(outcome, Some(Outcome::SliceOver)) {
             return false;
         }
         self.stats.inline_mp.fetch_add(1, Ordering::Relaxed);
         self.after_coordinating(t, outcome);
-        for o in others.iter_mut() {
-            o.after_message();
-            o.publish(false);
-        }
+        done_with(others);
         self.after_message();
         self.end_pass(false);
         true
+    }
+
+    /// The coordinator's first step: its own store and those of the partitions it holds
+    /// the tokens of (`others`), by partition. What each committed before goes to the log
+    /// ahead of this transaction (a pass ends with its chunk appended, so theirs are
+    /// empty).
+    fn take_stores(&mut self, others: &mut [Held<'_>]) -> Vec<(u32, Box<PartitionStore>)> {
+        self.flush_log();
+        self.outbox.flush();
+        let mut held = Vec::with_capacity(1 + others.len());
+        held.push((self.id, self.store.take().expect("store is home between transactions")));
+        for o in others.iter_mut() {
+            o.flush_log();
+            o.outbox.flush();
+            held.push((o.id, o.store.take().expect("store is home between transactions")));
+        }
+        held
+    }
+
+    /// Gives every store back: to this partition, to the partitions whose tokens it holds
+    /// (`others`), or through its channel to a participant that handed it over.
+    fn put_stores_back(&mut self, t: &MpTxn, held: Vec<(u32, Box<PartitionStore>)>, others: &mut [Held<'_>]) {
+        for (p, s) in held {
+            if p == self.id {
+                self.store = Some(s);
+            } else if let Some(o) = others.iter_mut().find(|o| o.id == p) {
+                o.store = Some(s);
+            } else {
+                let idx = t.parts.iter().position(|&q| q == p).expect("known participant");
+                let _ = t.returns[idx].0.send(s);
+            }
+        }
     }
 
     /// Runs `t` over the stores `held` and answers it (and logs it) when it is done, before
@@ -370,22 +368,16 @@ impl Partition {
         }
     }
 
-    /// The coordinator's first step: its own store, the fenced participants' (their tokens
-    /// held) and every other participant's (handed over), by partition.
-    fn gather_stores(&mut self, t: &MpTxn, fenced: &mut [Held<'_>]) -> Vec<(u32, Box<PartitionStore>)> {
-        let mut held: Vec<(u32, Box<PartitionStore>)> = Vec::with_capacity(t.parts.len());
-        held.push((self.id, self.store.take().expect("store is home between transactions")));
-        for h in fenced.iter_mut() {
-            held.push((h.id, h.store.take().expect("store is home between transactions")));
-        }
-        for _ in 1 + fenced.len()..t.parts.len() {
+    /// The stores the participants hand over (those not fenced), added to `held`, which
+    /// then goes by partition.
+    fn gather_stores(&mut self, t: &MpTxn, held: &mut Vec<(u32, Box<PartitionStore>)>) {
+        for _ in held.len()..t.parts.len() {
             match t.handoff.1.recv() {
                 Ok(x) => held.push(x),
                 Err(_) => panic!("participant of multi-partition transaction {} vanished", t.ts),
             }
         }
         held.sort_by_key(|(p, _)| *p);
-        held
     }
 
     /// Runs the transaction's work over every store held.
@@ -491,5 +483,14 @@ impl Partition {
                 ticket: ticket.clone(),
             });
         }
+    }
+}
+
+/// After a transaction ran over partitions whose tokens the coordinator held: their
+/// memory checks and counters, as after a message of their own.
+fn done_with(others: &mut [Held<'_>]) {
+    for o in others.iter_mut() {
+        o.after_message();
+        o.publish(false);
     }
 }
