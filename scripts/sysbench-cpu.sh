@@ -8,7 +8,8 @@
 # Needs root (cgroups), sysbench, PostgreSQL (Debian packages) and a release build.
 # Usage: scripts/sysbench-cpu.sh [TEST] [THREADS] [SECS]
 #   (defaults: oltp_point_select 4 10; env: ROWS=100000, SYSTEMS="permafrost postgres",
-#    PFEXTRA: more `permafrost serve` flags, e.g. "--io-threads 1")
+#    PFEXTRA: more `permafrost serve` flags, e.g. "--io-threads 1"; SKIP_TRX=off: with
+#    BEGIN…COMMIT, as oltp_read_write is judged)
 set -u
 cd "$(dirname "$0")/.."
 TEST=${1:-oltp_point_select}
@@ -40,7 +41,7 @@ run() {  # run NAME CGROUP driver-args...
     sysbench oltp_point_select "$@" $common prepare >/dev/null 2>&1
     local c0 c1 out
     c0=$(cat "$CG/$cg/cpuacct.usage")
-    out=$(sysbench "$TEST" "$@" $common --threads="$THREADS" --time="$SECS" --skip_trx=on run 2>&1)
+    out=$(sysbench "$TEST" "$@" $common --threads="$THREADS" --time="$SECS" --skip_trx="${SKIP_TRX:-on}" run 2>&1)
     c1=$(cat "$CG/$cg/cpuacct.usage")
     local tps n p95
     tps=$(echo "$out" | sed -n 's/.*transactions:.*(\([0-9.]*\) per sec.*/\1/p')

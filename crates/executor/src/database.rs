@@ -229,8 +229,6 @@ impl Database {
                 procs: HashMap::new(),
             }),
             mp_order: Mutex::new(1),
-            mp_running: std::sync::atomic::AtomicUsize::new(0),
-            mp_batched_at: std::sync::atomic::AtomicU64::new(0),
             any_turn: std::sync::atomic::AtomicU32::new(0),
         });
         let parts: Vec<Unstarted> = receivers

@@ -26,13 +26,6 @@ pub(crate) struct Shared {
     pub schema: ArcSwap<SchemaState>,
     /// The next multi-partition timestamp; held while enqueueing one.
     pub mp_order: Mutex<u64>,
-    /// Multi-partition transactions queued or running now (one runs on its caller's
-    /// thread only when there is no other: partition/cell.rs, `run_mp`).
-    pub mp_running: std::sync::atomic::AtomicUsize,
-    /// When a partition thread last coordinated several multi-partition transactions in
-    /// one pass (`cell::now_micros`; 0: never): they are being queued together, so callers
-    /// queue theirs too (`run_mp`).
-    pub mp_batched_at: std::sync::atomic::AtomicU64,
     /// Turns of the partitions at running statements that any partition can run.
     pub any_turn: std::sync::atomic::AtomicU32,
     /// The command log, when one is configured.

@@ -163,7 +163,8 @@ fn callers_hammering_one_partition_do_not_starve_its_thread() {
 }
 
 /// Multi-partition statements of callers with nothing else in flight run on their own
-/// threads when every partition is free and no other is queued (cell.rs, `run_mp`): under
+/// threads when every partition is free (cell.rs, `run_mp`), also while others are queued
+/// or running (three callers race for the tokens here): under
 /// concurrency with queued calls, queued multi-partition reads and eviction rounds, one
 /// thread at a time is inside each partition and every transfer across partitions is
 /// atomic (the total never changes in any read); a caller alone runs them on its thread.
@@ -240,9 +241,7 @@ fn multi_partition_statements_run_inline_atomically() {
         }
         stop.store(true, Ordering::Relaxed);
     });
-    // Alone, and a while after the partition threads last took several together from
-    // their queues, a caller's multi-partition statements run on its thread.
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Alone, a caller's multi-partition statements run on its thread.
     let before = db.stats_now().unwrap();
     for a in 0..10 {
         let args = vec![Value::Int(a), Value::Int(a + 1)];
@@ -302,4 +301,75 @@ fn first_value(mut rows: permafrost_executor::Rows) -> String {
         }
     }
     all.into_iter().next().expect("a row")
+}
+
+/// A single-partition statement that is not a point access (a range over one group, an
+/// UPDATE of a whole group) runs on its caller's thread too when its partition is free;
+/// one that runs past the inline slice stops, is rolled back and is queued, and still gives
+/// its whole answer.
+#[test]
+fn single_partition_statements_run_inline_within_the_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    let here = |sql: &str| common::block_on(db.execute_ad_hoc_here(&prep(sql), vec![], StopFlag::new(), true)).unwrap();
+    let per_group = ACCOUNTS / 20;
+
+    let before = db.stats_now().unwrap();
+    let rows = here("UPDATE acct SET bal = bal + 1 WHERE grp = 3");
+    assert_eq!(rows.affected, per_group as u64);
+    let rows = here("SELECT sum(bal) FROM acct WHERE grp = 3");
+    assert_eq!(first_value(rows), (per_group * (START + 1)).to_string());
+    let after = db.stats_now().unwrap();
+    assert_eq!(
+        after.inline_calls,
+        before.inline_calls + 2,
+        "both ran inline: {after:?}"
+    );
+    assert_eq!(after.inline_mp, before.inline_mp, "neither is multi-partition");
+
+    // 20^4 = 160,000 combinations within one group: far longer than a millisecond.
+    let before = db.stats_now().unwrap();
+    let rows = here(
+        "SELECT count(*) FROM acct a, acct b, acct c, acct d
+         WHERE a.grp = 3 AND b.grp = 3 AND c.grp = 3 AND d.grp = 3 AND a.bal + b.bal + c.bal + d.bal > a.id",
+    );
+    assert_eq!(first_value(rows), (per_group.pow(4)).to_string());
+    let after = db.stats_now().unwrap();
+    assert_eq!(
+        after.inline_calls, before.inline_calls,
+        "it did not run inline to its end"
+    );
+    assert_eq!(after.inline_mp, before.inline_mp, "it is not multi-partition");
+
+    // The update applied once.
+    let rows = db.execute_sql("SELECT sum(bal) FROM acct", vec![]).unwrap();
+    assert_eq!(first_value(rows), (ACCOUNTS * START + per_group).to_string());
+}
+
+/// With one partition, a statement over "all partitions" is a single-partition call: it
+/// runs on its caller's thread, not as a multi-partition transaction.
+#[test]
+fn with_one_partition_a_statement_over_all_partitions_is_single_partition() {
+    let db = Database::open(Config::builder().partitions(1).build().unwrap()).unwrap();
+    db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)")
+        .unwrap();
+    for id in 0..50i64 {
+        db.execute_sql("INSERT INTO t VALUES ($1, $1)", vec![Value::Int(id)])
+            .unwrap();
+    }
+    let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    let before = db.stats_now().unwrap();
+    let rows = common::block_on(db.execute_ad_hoc_here(
+        &prep("SELECT sum(v) FROM t WHERE id BETWEEN 10 AND 19"),
+        vec![],
+        StopFlag::new(),
+        true,
+    ))
+    .unwrap();
+    assert_eq!(first_value(rows), "145");
+    let after = db.stats_now().unwrap();
+    assert_eq!(after.inline_calls, before.inline_calls + 1, "{after:?}");
+    assert_eq!(after.inline_mp, before.inline_mp, "{after:?}");
+    assert_eq!(after.mp_coordinated, before.mp_coordinated, "{after:?}");
 }

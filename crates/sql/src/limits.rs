@@ -44,6 +44,14 @@ const BIND_STACK: usize = 64 << 20;
 /// trees [`MAX_EXPR_DEPTH`] deep, with room to spare.
 pub const EXECUTION_STACK: usize = 64 << 20;
 
+/// Runs `f`, which executes statements, with an execution stack: at once on a thread that
+/// has half of [`EXECUTION_STACK`] left (the engine's threads and the server's connection
+/// threads are made with it), else on a stack of that size mapped for the call (a caller's
+/// thread of an embedding program or a test's runtime running a statement inline).
+pub fn on_execution_stack<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(EXECUTION_STACK / 2, EXECUTION_STACK, f)
+}
+
 /// Refuses a statement text longer than [`MAX_STATEMENT_BYTES`].
 pub fn check_length(sql: &str) -> Result<()> {
     if sql.len() > MAX_STATEMENT_BYTES {

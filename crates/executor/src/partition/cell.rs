@@ -7,6 +7,8 @@
 //! thread and release it ("run where it arrived"): no message to the partition thread, no
 //! wake-up of it, and the answer is ready when the call returns (in sync mode, once the
 //! group commit is durable, from the log writer). Otherwise the call is queued as before.
+//! An ad hoc statement or interactive probe or COMMIT at one partition that is not short
+//! runs here too, for at most [`INLINE_SLICE`]: past it, it is rolled back and queued.
 //!
 //! Order and fairness:
 //! - A caller runs inline only when the partition's queue is empty (so nothing sent
@@ -55,17 +57,6 @@ pub(crate) const SPIN_FOR: Duration = Duration::from_micros(10);
 /// of a hundred rows or the COMMIT of a block of twenty statements takes tens to a few
 /// hundred microseconds.
 pub(crate) const INLINE_SLICE: Duration = Duration::from_millis(1);
-
-/// How long after a partition thread last coordinated several multi-partition
-/// transactions in one pass (they were queued together) callers keep queueing theirs
-/// instead of running them on their own threads ([`run_mp`]).
-pub(crate) const BATCHING_FOR: Duration = Duration::from_millis(1);
-
-/// Microseconds since the first call (a clock the partitions and callers share).
-pub(crate) fn now_micros() -> u64 {
-    static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    BASE.get_or_init(Instant::now).elapsed().as_micros() as u64
-}
 
 /// A partition and its ownership token.
 pub(crate) struct PartitionCell {
@@ -147,8 +138,9 @@ impl PartitionCell {
 }
 
 impl PartitionCell {
-    /// Runs a short call inside the partition on the caller's thread when the partition is
-    /// free; gives the call back when it is not.
+    /// Runs a call inside the partition on the caller's thread when the partition is free;
+    /// gives the call back when it is not, or when a call that is not short ran past
+    /// [`INLINE_SLICE`] (then nothing of it took effect).
     pub(crate) fn try_run(&self, inv: Invocation) -> Result<(), Invocation> {
         let Some(mut p) = self.try_inline() else {
             return Err(inv);
@@ -157,39 +149,29 @@ impl PartitionCell {
             // Recovery's replayed calls go first, in order.
             return Err(inv);
         }
-        p.run_inline(inv);
-        Ok(())
+        permafrost_sql::limits::on_execution_stack(|| p.run_inline(inv))
     }
 }
 
 /// Runs a multi-partition transaction on the caller's thread when every partition it
-/// involves is free and no other multi-partition transaction is queued or running
-/// (`running` counts them), holding them all. False, to be queued, when that is not so, or
-/// when it ran past [`INLINE_SLICE`] (then nothing of it took effect). Only ad hoc
-/// statements and interactive transactions, whose bodies let a stop past the slice
-/// through, run here.
-pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], running: &AtomicUsize, batching: Option<u64>, t: &MpTxn) -> bool {
+/// involves is free, holding them all. False, to be queued, when one is not, or when it
+/// ran past [`INLINE_SLICE`] (then nothing of it took effect). Only ad hoc statements and
+/// interactive transactions, whose bodies let a stop past the slice through, run here.
+///
+/// Other multi-partition transactions queued or running do not keep it from running
+/// here: those queued come after it at every partition (it holds all its partitions'
+/// tokens at once), and a participant that has handed its store to a coordinator keeps
+/// its token until the store is back. (Until the fences of fence.rs, it ran only when no
+/// other one was queued or running, and not while the partition threads ran several in
+/// one pass; with fences that gate cost more than it saved: pgbench's 21-row range sums at
+/// 4 and 16 clients went from 46 K and 62-63 K to 53 K and 68-69 K/s without it,
+/// ARCHITECTURE.md.)
+pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
         MpWork::Ddl { .. } | MpWork::Snapshot(_) => false,
     };
-    if !eligible {
-        return false;
-    }
-    // Only when no other multi-partition transaction is queued or running, and the
-    // partition threads have not been taking several at once lately (`batching`): under
-    // concurrency they run them back to back, and callers taking turns at every
-    // partition's token would only break that up.
-    if batching.is_some_and(|at| now_micros().saturating_sub(at) < BATCHING_FOR.as_micros() as u64) {
-        return false;
-    }
-    if running.fetch_add(1, Ordering::AcqRel) != 0 {
-        running.fetch_sub(1, Ordering::AcqRel);
-        return false;
-    }
-    let ran = run_mp_held(cells, t);
-    running.fetch_sub(1, Ordering::AcqRel);
-    ran
+    eligible && run_mp_held(cells, t)
 }
 
 fn run_mp_held(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
@@ -207,7 +189,7 @@ fn run_mp_held(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
     let Some((coordinator, others)) = held.split_first_mut() else {
         return false;
     };
-    coordinator.coordinate_inline(others, t)
+    permafrost_sql::limits::on_execution_stack(|| coordinator.coordinate_inline(others, t))
 }
 
 impl Drop for Held<'_> {

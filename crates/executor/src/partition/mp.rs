@@ -152,7 +152,6 @@ impl Partition {
 
     pub(crate) fn coordinate(&mut self, t: &MpTxn) {
         let barrier_started = std::time::Instant::now();
-        self.coordinated_in_pass += 1;
         // Fenced participants (fence.rs): their tokens, taken here, in ascending order.
         let shared = self.shared.clone();
         let cells = shared.inline.get().map(Vec::as_slice).unwrap_or(&[]);
@@ -180,7 +179,6 @@ impl Partition {
         // Their tokens are back: their threads may go on.
         t.lift_fences();
         self.after_schema_change();
-        self.shared.mp_running.fetch_sub(1, Ordering::AcqRel);
         self.after_coordinating(t, outcome);
     }
 

@@ -130,6 +130,8 @@ pub(crate) fn submit_statement(
     let single = match proc.statements[0].route(&params, shared.config.partitions) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),
+        // With one partition, "all of them" is that one.
+        Route::All if shared.config.partitions == 1 => Some(0),
         Route::All => None,
     };
     match single {
@@ -146,8 +148,10 @@ pub(crate) fn submit_statement(
     }
 }
 
-/// Hands a call to partition `p`: run on this thread when `inline` allows it, the call
-/// is short and the partition is free ([`Shared::try_inline`]), else queued.
+/// Hands a call to partition `p`: run on this thread when `inline` allows it and the
+/// partition is free ([`Shared::try_inline`]), else queued. Besides short calls, ad hoc
+/// statements and interactive transactions' probes and commits may run here: they stop
+/// past `INLINE_SLICE` and are then queued (cell.rs).
 pub(crate) fn submit_invocation(
     shared: &Shared,
     proc: Arc<Procedure>,
@@ -156,7 +160,7 @@ pub(crate) fn submit_invocation(
     p: u32,
     inline: bool,
 ) -> Result<()> {
-    let short = inline && proc.short;
+    let here = inline && (proc.short || proc.adhoc);
     let inv = Invocation {
         proc,
         params,
@@ -164,7 +168,7 @@ pub(crate) fn submit_invocation(
         restarts: 0,
         replay: None,
     };
-    let inv = match short {
+    let inv = match here {
         true => match shared.try_inline(p, inv) {
             Ok(()) => return Ok(()),
             Err(inv) => inv,
@@ -187,20 +191,11 @@ impl Shared {
     pub(crate) fn submit_mp_here(&self, work: MpWork, parts: Vec<u32>, reply: Reply, here: bool) -> Result<()> {
         let t = MpTxn::new(work, parts, reply);
         if let Some(cells) = self.cells().filter(|_| here)
-            && run_mp(cells, &self.mp_running, self.batched_at(), &t)
+            && run_mp(cells, &t)
         {
             return Ok(());
         }
         self.enqueue_mp(t)
-    }
-
-    /// When a partition thread last coordinated several multi-partition transactions in
-    /// one pass, if ever.
-    fn batched_at(&self) -> Option<u64> {
-        match self.mp_batched_at.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => None,
-            at => Some(at),
-        }
     }
 
     /// Gives `t` its place in the global multi-partition order and enqueues it at each of
@@ -212,8 +207,6 @@ impl Shared {
             .map_err(|_| Error::Internal("mp order lock poisoned".into()))?;
         t.ts = *next;
         *next += 1;
-        // Until its coordinator is done with it (`Partition::coordinate`).
-        self.mp_running.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // Participants that have handled all they were sent take part without their
         // threads (fence.rs); not when replaying the log, whose calls keep their queues'
         // order through held-back replays.

@@ -114,11 +114,6 @@ impl Partition {
             }
         }
         self.end_pass(false);
-        if std::mem::take(&mut self.coordinated_in_pass) >= 2 {
-            // Queued together: callers keep queueing theirs (cell.rs, `run_mp`).
-            let now = super::cell::now_micros().max(1);
-            self.shared.mp_batched_at.store(now, Ordering::Relaxed);
-        }
         (go_on, stopped_at)
     }
 
@@ -133,12 +128,23 @@ impl Partition {
         go_on
     }
 
-    /// Runs a short call on its caller's thread (cell.rs), as one pass: it answers through
-    /// its reply (at once, or in sync mode from the log writer once durable).
-    pub(crate) fn run_inline(&mut self, inv: Invocation) {
-        self.stats.inline_calls.fetch_add(1, Ordering::Relaxed);
-        self.handle(Msg::Batch(vec![inv]));
+    /// Runs a call on its caller's thread (cell.rs), as one pass: it answers through its
+    /// reply (at once, or in sync mode from the log writer once durable). A call that is
+    /// not short runs for at most `INLINE_SLICE`: past it (or when its read leaves evicted
+    /// tuples for later) it is rolled back and given back, to be queued.
+    pub(crate) fn run_inline(&mut self, inv: Invocation) -> Result<(), Invocation> {
+        self.tick();
+        let slice = (!inv.proc.short).then_some(super::cell::INLINE_SLICE);
+        let back = self.run_one(inv, slice);
+        self.retry_stalled();
         self.end_pass(false);
+        match back {
+            None => {
+                self.stats.inline_calls.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Some(inv) => Err(inv),
+        }
     }
 
     /// The end of a pass over the queue: the pass's commits go to the log, the answers
@@ -493,8 +499,21 @@ impl Partition {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn run_single(&mut self, mut inv: Invocation) {
-        let info = self.txn_info(inv.replay, inv.proc.fixed, Some(&inv.reply));
+    pub(crate) fn run_single(&mut self, inv: Invocation) {
+        let back = self.run_one(inv, None);
+        debug_assert!(back.is_none(), "only a sliced run gives its call back");
+    }
+
+    /// Runs a single-partition call. With `slice` (it runs on its caller's thread), it
+    /// stops past that slice instead of moving off the partition, and a read that would
+    /// leave evicted tuples for later does not start that scan here: either way it is
+    /// rolled back (nothing took effect) and given back, to be queued.
+    fn run_one(&mut self, mut inv: Invocation, slice: Option<std::time::Duration>) -> Option<Invocation> {
+        let mut info = self.txn_info(inv.replay, inv.proc.fixed, Some(&inv.reply));
+        if slice.is_some() {
+            info.read_slice = None;
+            info.inline_slice = slice;
+        }
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         let outcome = {
@@ -550,6 +569,7 @@ impl Partition {
                 let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
                 self.need_data(Waiter::Single(inv), refs);
             }
+            Outcome::SliceOver | Outcome::Deferred(..) if slice.is_some() => return Some(inv),
             Outcome::SliceOver if !inv.proc.statements[0].is_read_only() => {
                 // A write past its slice: it finishes off the partition (forked.rs) and
                 // is answered by what applies its changes later.
@@ -588,6 +608,7 @@ impl Partition {
                 self.answer(done, inv.reply, r);
             }
         }
+        None
     }
 
     /// The answer of a scan that left its evicted tuples for later: the rows of the tuples

@@ -78,8 +78,6 @@ pub(crate) struct Partition {
     /// The highest LSN a log barrier was asked for (answers of read-only transactions
     /// waiting for other partitions' records).
     pub(super) barrier_lsn: u64,
-    /// Multi-partition transactions coordinated in the current pass over the queue.
-    pub(super) coordinated_in_pass: u32,
 }
 
 impl Partition {
@@ -121,7 +119,6 @@ impl Partition {
             log_chunk: permafrost_durability::Chunk::new(),
             log_replies: Held::default(),
             barrier_lsn: 0,
-            coordinated_in_pass: 0,
         }
     }
 }
