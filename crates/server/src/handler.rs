@@ -1321,11 +1321,11 @@ impl SimpleQueryHandler for Backend {
                 self.plans.learn(&self.db, &shape, cmd);
             }
             let r = match classified {
-                Ok(Command::Copy(c)) if i + 1 == texts.len() => {
+                Ok(Command::Copy(c)) if i + 1 == texts.len() => copy_may_start(client).map(|()| {
                     // The rows follow as CopyData messages.
                     copy::begin(client, c.clone());
-                    Ok(Response::CopyIn(c.response()))
-                }
+                    Response::CopyIn(c.response())
+                }),
                 Ok(Command::Copy(_)) => Err(client_error(
                     "0A000",
                     "COPY FROM STDIN must be the last statement of a query string",
@@ -1607,6 +1607,7 @@ impl ExtendedQueryHandler for Backend {
     {
         let cmd = &portal.statement.statement;
         if let Command::Copy(c) = cmd {
+            copy_may_start(client)?;
             copy::begin(client, c.clone());
             return Ok(Response::CopyIn(c.response()));
         }
@@ -1617,6 +1618,27 @@ impl ExtendedQueryHandler for Backend {
         // whose binary form is the same bytes.
         self.run_in_session(client, cmd, params, &portal.result_column_format, cancel.as_ref())
             .await
+    }
+}
+
+/// COPY FROM STDIN starts only outside a transaction block: its rows are applied as one
+/// transaction of their own at CopyDone, so inside a block they would apply before (and
+/// whatever) its COMMIT. There it fails with 0A000 and the block aborts; in an aborted
+/// block, 25P02.
+fn copy_may_start<C: ClientInfo>(client: &C) -> PgWireResult<()> {
+    let cell = txn::of(client);
+    let mut st = txn::lock(&cell);
+    match &*st {
+        txn::State::Idle => Ok(()),
+        txn::State::Failed(_) => Err(txn::aborted()),
+        txn::State::Open(_) => {
+            txn::fail(&mut st);
+            Err(client_error(
+                "0A000",
+                "COPY FROM STDIN cannot run inside a transaction block yet (it would apply on its own, \
+                 before COMMIT): run it outside BEGIN ... COMMIT",
+            ))
+        }
     }
 }
 

@@ -152,6 +152,18 @@ pub async fn process_socket(
         if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
             break;
         }
+        // As PostgreSQL: CopyData, CopyDone and CopyFail outside a COPY are ignored (a
+        // client whose COPY was refused before it started may still send them:
+        // tokio-postgres sends CopyFail when its sink is dropped).
+        if matches!(
+            msg,
+            PgWireFrontendMessage::CopyData(_)
+                | PgWireFrontendMessage::CopyDone(_)
+                | PgWireFrontendMessage::CopyFail(_)
+        ) && !matches!(socket.state(), PgWireConnectionState::CopyInProgress(_))
+        {
+            continue;
+        }
         let is_extended = match socket.state() {
             PgWireConnectionState::CopyInProgress(extended) => extended,
             _ => msg.is_extended_query(),

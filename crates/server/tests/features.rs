@@ -166,6 +166,38 @@ async fn copy_from_stdin_loads_text_and_csv_and_reports_bad_lines() {
     assert!(n >= 1001, "{n}");
 }
 
+/// COPY FROM STDIN inside a transaction block is refused (0A000) and aborts the block:
+/// its rows would apply on their own, before COMMIT, and stay after a ROLLBACK. pgbench -i
+/// sends `COPY ... WITH (FREEZE ON)` inside BEGIN ... COMMIT: the option is read (rows are
+/// visible to every transaction once the COPY commits, as frozen rows are), the block is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_inside_a_transaction_block_is_refused_and_applies_nothing() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(ACCOUNTS).await.unwrap();
+    for sql in ["COPY accounts FROM STDIN", "copy accounts from stdin with (freeze on)"] {
+        c.batch_execute("BEGIN").await.unwrap();
+        c.batch_execute("INSERT INTO accounts (id, owner, balance) VALUES (1, 'a', 1)")
+            .await
+            .unwrap();
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), "0A000", "{e}");
+        let e = c.simple_query("SELECT 1").await.unwrap_err();
+        assert_eq!(code(&e), "25P02", "the block is aborted");
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), "25P02");
+        c.batch_execute("COMMIT").await.unwrap();
+    }
+    let n: i64 = c.query_one("SELECT count(*) FROM accounts", &[]).await.unwrap().get(0);
+    assert_eq!(n, 0, "nothing of the blocks applied");
+    // Outside a block, with FREEZE ON, it loads.
+    let sink = c.copy_in("COPY accounts FROM STDIN WITH (FREEZE ON)").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"7\tb\t2.5\n")).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn returning_if_exists_and_psql_catalog_lookups() {
     let s = server_with(database(), ServerOptions::default()).await;

@@ -18,6 +18,7 @@ use crate::error::{Result, SqlError};
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     crate::limits::check_length(sql)?;
     let text = rewrite_question_marks(sql)?;
+    let text = rewrite_copy_booleans(text)?;
     Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(MAX_NESTING)
         .try_with_sql(&text)
@@ -66,9 +67,95 @@ fn rewrite_question_marks(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     Ok(out.into())
 }
 
+/// PostgreSQL writes a COPY option's boolean as TRUE or FALSE, ON or OFF, 1 or 0
+/// (`COPY t FROM STDIN WITH (FREEZE ON)`, what pgbench -i sends); sqlparser reads only
+/// TRUE and FALSE after FREEZE and HEADER, so the others are spelled that way first.
+fn rewrite_copy_booleans(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::Cow<'_, str>> {
+    let is_copy = sql
+        .trim_start()
+        .get(..4)
+        .is_some_and(|w| w.eq_ignore_ascii_case("copy"));
+    if !is_copy {
+        return Ok(sql);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, &sql)
+        .tokenize()
+        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let option = |t: &Token| {
+        matches!(t, Token::Word(w) if w.quote_style.is_none()
+            && (w.value.eq_ignore_ascii_case("freeze") || w.value.eq_ignore_ascii_case("header")))
+    };
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut after_option = false;
+    for t in &tokens {
+        let spelled = match t {
+            Token::Word(w) if after_option && w.quote_style.is_none() && w.value.eq_ignore_ascii_case("on") => {
+                Some("TRUE")
+            }
+            Token::Word(w) if after_option && w.quote_style.is_none() && w.value.eq_ignore_ascii_case("off") => {
+                Some("FALSE")
+            }
+            Token::Number(n, _) if after_option && n == "1" => Some("TRUE"),
+            Token::Number(n, _) if after_option && n == "0" => Some("FALSE"),
+            _ => None,
+        };
+        match spelled {
+            Some(s) => out.push_str(s),
+            None => out.push_str(&t.to_string()),
+        }
+        if !matches!(t, Token::Whitespace(_)) {
+            after_option = option(t);
+        }
+    }
+    Ok(out.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_booleans_are_read_in_every_spelling() {
+        use sqlparser::ast::CopyOption;
+        let options = |sql: &str| match parse_statement(sql).unwrap() {
+            Statement::Copy { options, .. } => options,
+            other => panic!("not a COPY: {other}"),
+        };
+        assert_eq!(
+            options("copy pgbench_accounts from stdin with (freeze on)"),
+            vec![CopyOption::Freeze(true)]
+        );
+        assert_eq!(
+            options("COPY t FROM STDIN (FREEZE OFF)"),
+            vec![CopyOption::Freeze(false)]
+        );
+        assert_eq!(
+            options("COPY t FROM STDIN (FORMAT csv, HEADER 1, FREEZE 0)"),
+            vec![
+                CopyOption::Format("csv".into()),
+                CopyOption::Header(true),
+                CopyOption::Freeze(false)
+            ]
+        );
+        assert_eq!(
+            options("COPY t FROM STDIN (HEADER false)"),
+            vec![CopyOption::Header(false)]
+        );
+        assert_eq!(options("COPY t FROM STDIN (FREEZE)"), vec![CopyOption::Freeze(true)]);
+        // Only an option's value is respelled: columns named "header" and "on" stay.
+        match parse_statement("COPY t (header, \"on\") FROM STDIN (HEADER on)").unwrap() {
+            Statement::Copy {
+                source: sqlparser::ast::CopySource::Table { columns, .. },
+                options,
+                ..
+            } => {
+                let names: Vec<&str> = columns.iter().map(|c| c.value.as_str()).collect();
+                assert_eq!(names, ["header", "on"]);
+                assert_eq!(options, vec![CopyOption::Header(true)]);
+            }
+            other => panic!("not a COPY of a table: {other}"),
+        }
+    }
 
     #[test]
     fn question_marks_become_numbered_parameters() {
