@@ -317,12 +317,7 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            let route = match s.route(&p, partitions) {
-                // With one partition, "all of them" is that one.
-                Route::All if partitions == 1 => Route::Single(0),
-                r => r,
-            };
-            single = match (single, route) {
+            single = match (single, s.route(&p, partitions)) {
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
                 (Some(x), Route::Any) => Some(x),

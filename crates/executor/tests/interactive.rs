@@ -61,6 +61,13 @@ impl<'a> Txn<'a> {
     }
 }
 
+/// What `sql` reads from the database in `dir` reopened and recovered from its log.
+fn recovered_rows(dir: &Path, sql: &str) -> Vec<Vec<Value>> {
+    let db = Database::open(config(dir)).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    db.execute_sql(sql, vec![]).unwrap().to_values()
+}
+
 fn int(rows: &Rows) -> i64 {
     match &rows.to_values()[0][0] {
         Value::Int(n) => *n,
@@ -233,12 +240,7 @@ fn a_committed_transaction_is_replayed_with_its_clock() {
             .unwrap()
             .to_values()
     };
-    let db = Database::open(config(dir.path())).unwrap();
-    db.recover(vec![], &mut |_, _| {}).unwrap();
-    let after = db
-        .execute_sql("SELECT * FROM acct ORDER BY id", vec![])
-        .unwrap()
-        .to_values();
+    let after = recovered_rows(dir.path(), "SELECT * FROM acct ORDER BY id");
     assert_eq!(before, after);
     assert_eq!(after.len(), 11);
     assert!(
@@ -347,11 +349,5 @@ fn keys_a_sequence_gave_probes_are_the_keys_a_multi_partition_commit_inserts() {
             .to_values()
     };
     assert_eq!(before.len(), 32);
-    let db = Database::open(config(dir.path())).unwrap();
-    db.recover(vec![], &mut |_, _| {}).unwrap();
-    let after = db
-        .execute_sql("SELECT * FROM items ORDER BY id", vec![])
-        .unwrap()
-        .to_values();
-    assert_eq!(before, after);
+    assert_eq!(before, recovered_rows(dir.path(), "SELECT * FROM items ORDER BY id"));
 }

@@ -153,8 +153,16 @@ impl Prepared {
         v
     }
 
-    /// Where the statement must run with these parameters among `partitions`.
+    /// Where the statement must run with these parameters among `partitions`. With one
+    /// partition, a statement over all of them runs at that one.
     pub fn route(&self, params: &[Value], partitions: u32) -> Route {
+        match self.route_among(params, partitions) {
+            Route::All if partitions == 1 => Route::Single(0),
+            r => r,
+        }
+    }
+
+    fn route_among(&self, params: &[Value], partitions: u32) -> Route {
         let params = match coerce_params(params, &self.param_types) {
             Ok(p) => p,
             Err(_) => return Route::All,

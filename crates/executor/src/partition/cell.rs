@@ -11,9 +11,12 @@
 //! runs here too, for at most [`INLINE_SLICE`]: past it, it is rolled back and queued.
 //!
 //! Order and fairness:
-//! - A caller runs inline only when the partition's queue is empty (so nothing sent
-//!   earlier is overtaken) and when it has no statement of its own in flight (the server
-//!   passes that: a pipelining connection's statements stay in order in the queue).
+//! - A caller runs inline only when it has no statement of its own in flight (the server
+//!   passes that: a pipelining connection's statements stay in order in the queue), and a
+//!   single-partition call only when the partition's queue is empty (so nothing sent
+//!   earlier is overtaken). A multi-partition one does not look at the queues: what they
+//!   hold is other callers' work, concurrent with it, and the partition threads keep their
+//!   turn through the rule below.
 //! - When the partition thread wants the token (it has taken a message off its queue), it
 //!   says so ([`PartitionCell::lock`]) and callers queue instead of running inline until it
 //!   has had its turn, so a caller hammering one partition cannot starve the queue:
@@ -24,8 +27,8 @@
 //!   the partition thread and then one of the caller's thread. It never spins on the
 //!   partition thread's pass, nor once the partition thread wants the token.
 //! - A multi-partition ad hoc statement or interactive transaction (a probe, a COMMIT) of
-//!   such a caller runs on its thread too when every partition it involves is free and no
-//!   other multi-partition transaction is queued or running ([`run_mp`]): the caller takes their tokens in ascending order, without
+//!   such a caller runs on its thread too when every partition it involves is free
+//!   ([`run_mp`]): the caller takes their tokens in ascending order, without
 //!   waiting for one while it holds another (no cycle of waits), and runs it as their
 //!   coordinator would, holding them all. That makes it atomic with respect to every other
 //!   transaction, which holds its partitions' tokens too, as queued multi-partition
@@ -161,20 +164,16 @@ impl PartitionCell {
 /// Other multi-partition transactions queued or running do not keep it from running
 /// here: those queued come after it at every partition (it holds all its partitions'
 /// tokens at once), and a participant that has handed its store to a coordinator keeps
-/// its token until the store is back. (Until the fences of fence.rs, it ran only when no
-/// other one was queued or running, and not while the partition threads ran several in
-/// one pass; with fences that gate cost more than it saved: pgbench's 21-row range sums at
-/// 4 and 16 clients went from 46 K and 62-63 K to 53 K and 68-69 K/s without it,
-/// ARCHITECTURE.md.)
+/// its token until the store is back. (A gate that kept it queued while others were, from
+/// before fences, is gone: ARCHITECTURE.md has the figures.)
 pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
         MpWork::Ddl { .. } | MpWork::Snapshot(_) => false,
     };
-    eligible && run_mp_held(cells, t)
-}
-
-fn run_mp_held(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
+    if !eligible {
+        return false;
+    }
     let mut held = Vec::with_capacity(t.parts.len());
     for &p in &t.parts {
         let Some(h) = cells.get(p as usize).and_then(|c| c.try_inline()) else {

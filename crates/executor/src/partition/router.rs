@@ -130,8 +130,6 @@ pub(crate) fn submit_statement(
     let single = match proc.statements[0].route(&params, shared.config.partitions) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),
-        // With one partition, "all of them" is that one.
-        Route::All if shared.config.partitions == 1 => Some(0),
         Route::All => None,
     };
     match single {

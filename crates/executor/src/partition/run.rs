@@ -135,8 +135,8 @@ impl Partition {
     pub(crate) fn run_inline(&mut self, inv: Invocation) -> Result<(), Invocation> {
         self.tick();
         let slice = (!inv.proc.short).then_some(super::cell::INLINE_SLICE);
+        // (No replayed calls are held back here: the caller does not run inline then.)
         let back = self.run_one(inv, slice);
-        self.retry_stalled();
         self.end_pass(false);
         match back {
             None => {
