@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, pgjdbc) against ONE
+# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, pgjdbc, pgbench) against ONE
 # `permafrost serve`.
 # Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, psycopg2 and SQLAlchemy,
-# javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
+# pgbench, javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
 # which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -96,6 +96,31 @@ else
         timeout 300 java -cp "$PGJDBC_JAR:$WORK/jdbc" Main "$PORT"
     result jdbc $?
 fi
+
+echo "== pgbench: pgbench -i, then its TPC-B script from 4 clients; the four sums agree"
+pgbench_test() {
+    local conn=(-h 127.0.0.1 -p "$PORT" -U permafrost)
+    pgbench --version >/dev/null 2>&1 || { echo "pgbench is missing (Debian: postgresql)"; return 1; }
+    timeout 120 pgbench "${conn[@]}" -i -s 1 permafrost || return 1
+    timeout 300 pgbench "${conn[@]}" -n -c 4 -j 2 -t 100 --max-tries 20 permafrost >"$WORK/pgbench.out" 2>&1
+    local status=$?
+    cat "$WORK/pgbench.out"
+    [ "$status" = 0 ] || return 1
+    local processed failed sums
+    processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
+    failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
+    [ "$processed" = 400 ] && [ "$failed" = 0 ] || { echo "pgbench: $processed processed, $failed failed"; return 1; }
+    sums=$(for q in "sum(abalance) FROM pgbench_accounts" "sum(tbalance) FROM pgbench_tellers" \
+        "sum(bbalance) FROM pgbench_branches" "sum(delta) FROM pgbench_history" "count(*) FROM pgbench_history" \
+        "count(*) FROM pgbench_accounts"; do
+        PGCONNECT_TIMEOUT=10 psql -X -At "${conn[@]}" -d permafrost -c "SELECT $q" || echo error
+    done | tr '\n' ' ')
+    echo "sums of abalance, tbalance, bbalance, delta; history rows; accounts: $sums"
+    read -r a t b d h n <<<"$sums"
+    [ "$a" = "$t" ] && [ "$t" = "$b" ] && [ "$b" = "$d" ] && [ "$h" = 400 ] && [ "$n" = 100000 ]
+}
+pgbench_test
+result pgbench $?
 
 if ! alive || ! (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     echo "the server died or stopped accepting connections during the tests"

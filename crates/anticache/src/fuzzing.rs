@@ -34,6 +34,7 @@ fn layout() -> TupleLayout {
         columns,
         indexes: Vec::new(),
         partition_column: None,
+        partition_declared: false,
         evictable: true,
     })
 }

@@ -41,6 +41,7 @@ fn schema() -> TableSchema {
             },
         ],
         partition_column: Some(0),
+        partition_declared: false,
         evictable: true,
     }
 }

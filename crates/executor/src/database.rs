@@ -874,6 +874,31 @@ impl Database {
         columns: &[String],
         rows: Vec<Value>,
     ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
+        if columns.is_empty() || !rows.len().is_multiple_of(columns.len()) {
+            return Err(Error::Internal(format!(
+                "{} values are not rows of {} columns",
+                rows.len(),
+                columns.len()
+            )));
+        }
+        let stmt = self.bulk_insert(table, columns)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let work = MpWork::Call {
+            proc: stmt.proc,
+            params: rows,
+            restarts: 0,
+            replay: None,
+        };
+        self.shared()
+            .submit_mp(work, self.shared().all_partitions(), Reply::Oneshot(tx))?;
+        Ok(rx)
+    }
+
+    /// The bulk insert of rows of `columns` into `table` (what COPY FROM runs): a one-row
+    /// INSERT whose parameters are the rows one after the other, run over all partitions
+    /// as one transaction ([`Database::insert_rows`], or a statement of an interactive
+    /// transaction, [`TxnStatement`](crate::TxnStatement)).
+    pub fn bulk_insert(&self, table: &str, columns: &[String]) -> Result<AdHoc> {
         let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
         let cols: Vec<String> = columns.iter().map(|c| quote(c)).collect();
         let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
@@ -884,25 +909,12 @@ impl Database {
             cols.join(", "),
             params.join(", ")
         );
-        if columns.is_empty() || !rows.len().is_multiple_of(columns.len()) {
-            return Err(Error::Internal(format!(
-                "{} values are not rows of {} columns",
-                rows.len(),
-                columns.len()
-            )));
-        }
-        let prepared = permafrost_sql::prepare(&self.catalog(), &sql)?;
-        let proc = Arc::new(Procedure::bulk_insert(prepared));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let work = MpWork::Call {
-            proc,
-            params: rows,
-            restarts: 0,
-            replay: None,
-        };
-        self.shared()
-            .submit_mp(work, self.shared().all_partitions(), Reply::Oneshot(tx))?;
-        Ok(rx)
+        let catalog = self.catalog();
+        let prepared = permafrost_sql::prepare(&catalog, &sql)?;
+        Ok(AdHoc {
+            catalog,
+            proc: Arc::new(Procedure::bulk_insert(prepared)),
+        })
     }
 
     /// The memory one statement may hold for its result and intermediate rows (a quarter

@@ -44,6 +44,17 @@ use crate::reply::{Reply, StopFlag};
 /// then the JSON of [`Logged`] (docs/format.md, "Interactive transactions").
 pub(crate) const INTERACTIVE_MARK: &str = "/* permafrost: interactive transaction */ ";
 
+/// The start of a committed interactive transaction's text whose JSON says how many
+/// parameters each statement takes ([`Logged::counts`]: it holds a COPY's rows). Another
+/// mark, so that a reader that knows only [`INTERACTIVE_MARK`] stops at it with an error
+/// rather than splitting the parameters wrongly.
+pub(crate) const COUNTED_MARK: &str = "/* permafrost: interactive transaction, counted */ ";
+
+/// Whether a logged statement text is a committed interactive transaction.
+pub(crate) fn is_logged(sql: &str) -> bool {
+    sql.starts_with(INTERACTIVE_MARK) || sql.starts_with(COUNTED_MARK)
+}
+
 /// Most statements one interactive transaction may run.
 pub const MAX_STATEMENTS: usize = 10_000;
 
@@ -60,6 +71,11 @@ struct Logged {
     /// partition held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     home: Option<u32>,
+    /// How many of the record's parameters each statement takes, when a statement is a
+    /// bulk insert (a COPY inside the block: its parameters are its rows); absent
+    /// otherwise, and then each statement takes as many as its text uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counts: Option<Vec<usize>>,
 }
 
 /// One statement of an interactive transaction.
@@ -75,6 +91,21 @@ impl TxnStatement {
     /// Whether it may change data (what a probe runs before its own statement).
     pub fn writes(&self) -> bool {
         !self.stmt.prepared().is_read_only()
+    }
+
+    /// The partitions it runs at.
+    fn route(&self, partitions: u32) -> Route {
+        route(self.stmt.prepared(), &self.params, partitions)
+    }
+}
+
+/// The partitions statement `p` with `params` runs at: a bulk insert (a COPY's rows) at
+/// every partition, any other as its plan routes it.
+fn route(p: &Prepared, params: &[Value], partitions: u32) -> Route {
+    match crate::procedure::bulk_width(p) {
+        Some(_) if partitions <= 1 => Route::Single(0),
+        Some(_) => Route::All,
+        None => p.route(params, partitions),
     }
 }
 
@@ -94,7 +125,8 @@ pub(crate) struct Interactive {
 
 impl Interactive {
     /// The procedure that runs `statements` (with their parameters one after the other in
-    /// the call) in order; each statement with an expected fingerprint must give it.
+    /// the call, `counts[i]` of them for statement `i`) in order; each statement with an
+    /// expected fingerprint must give it. A bulk insert runs once per row of its parameters.
     /// Earlier statements' failures and changed results are serialization failures; the
     /// last statement's own error is returned as it is in a probe.
     ///
@@ -103,11 +135,13 @@ impl Interactive {
     /// run as one transaction ([`Database::run_block`]).
     fn procedure(
         statements: Vec<Arc<Prepared>>,
+        counts: Vec<usize>,
         expected: Vec<Option<u64>>,
         spec: Interactive,
         collect: Option<Collected>,
     ) -> Procedure {
-        let counts: Vec<usize> = statements.iter().map(|p| p.param_types().len()).collect();
+        let bulk: Vec<Option<usize>> = statements.iter().map(|p| crate::procedure::bulk_width(p)).collect();
+        let any_bulk = bulk.iter().any(Option::is_some);
         let n = statements.len();
         let probe = spec.probe;
         // The definition holds only the body: its statements come planned, and an
@@ -130,7 +164,11 @@ impl Interactive {
                     })?;
                     at += k;
                     let own = (probe && i + 1 == n) || collect.is_some();
-                    let rows = match ctx.execute(i, p) {
+                    let run = match bulk[i] {
+                        Some(width) => crate::procedure::run_bulk(ctx, i, width, p),
+                        None => ctx.execute(i, p),
+                    };
+                    let rows = match run {
                         Ok(rows) => rows,
                         Err(e) if own || ctx.is_prepass() => return Err(e),
                         Err(ProcError::Sql(e)) if !matters(&e) => return Err(ProcError::Sql(e)),
@@ -158,7 +196,10 @@ impl Interactive {
                 }
                 Ok(last)
             });
-        Procedure::ad_hoc_over(statements, def, Some(spec))
+        let mut p = Procedure::ad_hoc_over(statements, def, Some(spec));
+        // A bulk insert runs its one-row statement once per row given: never short.
+        p.short &= !any_bulk;
+        p
     }
 }
 
@@ -209,7 +250,7 @@ impl Database {
         // writes pinned to another one cannot change what it gives, and are left out (they
         // are checked at COMMIT), so the probe stays at one partition.
         let partitions = self.shared().config.partitions;
-        let pinned = match stmt.prepared().route(&params, partitions) {
+        let pinned = match route(stmt.prepared(), &params, partitions) {
             Route::Single(p) => Some(p),
             _ => None,
         };
@@ -217,7 +258,7 @@ impl Database {
         // is there).
         let home = home_partition(now, partitions);
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| match s.stmt.prepared().route(&s.params, partitions) {
+            pinned.is_some_and(|p| match s.route(partitions) {
                 Route::Single(q) => q != p,
                 Route::Any => home != p,
                 Route::All => false,
@@ -307,6 +348,7 @@ impl Database {
         let partitions = self.shared().config.partitions;
         let mut prepared = Vec::with_capacity(statements.len());
         let mut expected = Vec::with_capacity(statements.len());
+        let mut counts = Vec::with_capacity(statements.len());
         let mut params = Vec::new();
         // Where it runs: the one partition every statement's key pins, else all of them.
         let mut single: Option<Option<u32>> = Some(None);
@@ -317,7 +359,7 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            single = match (single, s.route(&p, partitions)) {
+            single = match (single, route(s, &p, partitions)) {
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
                 (Some(x), Route::Any) => Some(x),
@@ -325,6 +367,7 @@ impl Database {
             };
             prepared.push(s.clone());
             expected.push(digest);
+            counts.push(p.len());
             params.extend(p);
         }
         let home = home_partition(now, partitions);
@@ -335,12 +378,22 @@ impl Database {
                 now,
                 statements: prepared.iter().map(|p| p.sql.clone()).collect(),
                 home: Some(home),
+                counts: prepared
+                    .iter()
+                    .any(|p| crate::procedure::bulk_width(p).is_some())
+                    .then(|| counts.clone()),
             };
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
-            format!("{INTERACTIVE_MARK}{json}").into()
+            let mark = if logged.counts.is_some() {
+                COUNTED_MARK
+            } else {
+                INTERACTIVE_MARK
+            };
+            format!("{mark}{json}").into()
         };
         let proc = Arc::new(Interactive::procedure(
             prepared,
+            counts,
             expected,
             Interactive {
                 probe,
@@ -384,6 +437,7 @@ impl Database {
 pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<Procedure> {
     let json = sql
         .strip_prefix(INTERACTIVE_MARK)
+        .or_else(|| sql.strip_prefix(COUNTED_MARK))
         .ok_or_else(|| Error::Internal("not an interactive transaction".into()))?;
     let logged: Logged =
         serde_json::from_str(json).map_err(|e| Error::Recovery(format!("interactive transaction record: {e}")))?;
@@ -394,9 +448,21 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             permafrost_sql::prepare_statement(catalog, &stmt, s)
         })?));
     }
+    let counts = match logged.counts {
+        Some(c) if c.len() == prepared.len() => c,
+        Some(c) => {
+            return Err(Error::Recovery(format!(
+                "interactive transaction record: {} parameter counts for {} statements",
+                c.len(),
+                prepared.len()
+            )));
+        }
+        None => prepared.iter().map(|p| p.param_types().len()).collect(),
+    };
     let expected = vec![None; prepared.len()];
     Ok(Interactive::procedure(
         prepared,
+        counts,
         expected,
         Interactive {
             probe: false,

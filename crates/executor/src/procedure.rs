@@ -311,13 +311,7 @@ impl Procedure {
     /// every row, and replay rebuilds this procedure from the mark.
     pub(crate) fn bulk_insert(prepared: Prepared) -> Procedure {
         let width = prepared.param_types().len().max(1);
-        let mut p = Procedure::ad_hoc_with(prepared, move |ctx, p| {
-            let mut n = 0;
-            for row in p.chunks(width) {
-                n += ctx.execute(0, row)?.affected;
-            }
-            Ok(Rows::affected(n))
-        });
+        let mut p = Procedure::ad_hoc_with(prepared, move |ctx, p| run_bulk(ctx, 0, width, p));
         // Its one-row statement runs once per row given: never short.
         p.short = false;
         p
@@ -479,6 +473,27 @@ impl ProcContext<'_, '_, '_> {
 /// The start of a bulk insert's statement text ([`Procedure::bulk_insert`]): a comment,
 /// so the text is an ordinary one-row INSERT to the parser.
 pub(crate) const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";
+
+/// The number of parameters of one row, when `p` is a bulk insert (its text starts with
+/// [`BULK_MARK`]): its parameters are then rows of that many values, one after the other.
+pub(crate) fn bulk_width(p: &Prepared) -> Option<usize> {
+    p.sql.starts_with(BULK_MARK).then(|| p.param_types().len().max(1))
+}
+
+/// Runs the bulk insert `stmt` (of row width `width`) once per row of `params`: the rows
+/// it inserted.
+pub(crate) fn run_bulk(
+    ctx: &mut ProcContext<'_, '_, '_>,
+    stmt: usize,
+    width: usize,
+    params: &[Value],
+) -> Result<Rows, ProcError> {
+    let mut n = 0;
+    for row in params.chunks(width) {
+        n += ctx.execute(stmt, row)?.affected;
+    }
+    Ok(Rows::affected(n))
+}
 
 /// Catalog and procedures, published together so that they always agree.
 pub(crate) struct SchemaState {

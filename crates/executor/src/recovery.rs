@@ -355,7 +355,7 @@ impl<'a> Replayer<'a> {
         if let Some(p) = self.plans.get(sql) {
             return Ok(p.clone());
         }
-        if sql.starts_with(crate::interactive::INTERACTIVE_MARK) {
+        if crate::interactive::is_logged(sql) {
             let p = Arc::new(
                 crate::interactive::replayed(sql, &self.db.catalog())
                     .map_err(|e| Error::Recovery(format!("record {lsn}: {e}")))?,

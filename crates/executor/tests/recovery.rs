@@ -480,3 +480,86 @@ fn a_moved_write_that_outgrows_its_image_runs_again_in_place() {
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(dump(&db, summary), before);
 }
+
+/// `ALTER TABLE ... ADD PRIMARY KEY` on a table replicated because it had no key
+/// partitions it by the key (each partition keeps only its rows: the tuples held over all
+/// partitions fall from two copies of each row to one), a table replicated by choice stays
+/// so, a NULL or repeated key refuses the change and leaves the table as it was, and
+/// recovery, from the log alone or from a snapshot and the log, reaches the same rows.
+#[test]
+fn a_primary_key_added_later_partitions_the_table_and_recovery_agrees() {
+    let hot = |db: &Database, name: &str| {
+        let t = db.table_stats().unwrap().into_iter().find(|t| t.name == name).unwrap();
+        (t.replicated, t.hot_tuples)
+    };
+    let config = |dir: &Path| {
+        let mut snaps = permafrost_executor::SnapshotConfig::new(dir.join("snapshots"));
+        // Only on demand.
+        snaps.interval = None;
+        snaps.log_bytes = 0;
+        Config::builder()
+            .partitions(2)
+            .command_log(LogConfig::new(dir.join("log")))
+            .snapshots(snaps)
+            .build()
+            .unwrap()
+    };
+    for snapshot in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let before = {
+            let db = Database::open(config(dir.path())).unwrap();
+            db.execute_ddl(
+                "CREATE TABLE t (id INT NOT NULL, v INT);
+                 CREATE TABLE r (id INT, v INT) WITH (partition_by = 'none');
+                 CREATE TABLE d (id INT, v INT)",
+            )
+            .unwrap();
+            for id in 0..100i64 {
+                for table in ["t", "r"] {
+                    db.execute_sql(
+                        &format!("INSERT INTO {table} VALUES ($1, $2)"),
+                        vec![Value::Int(id), Value::Int(id * 3)],
+                    )
+                    .unwrap();
+                }
+            }
+            db.execute_sql("INSERT INTO d VALUES (1, 1), (1, 2), (NULL, 3)", vec![])
+                .unwrap();
+            assert_eq!(hot(&db, "t"), (true, 200));
+            db.execute_ddl("ALTER TABLE t ADD PRIMARY KEY (id)").unwrap();
+            assert_eq!(hot(&db, "t"), (false, 100), "one copy of each row, at its partition");
+            db.execute_ddl("ALTER TABLE r ADD CONSTRAINT r_key PRIMARY KEY (id)")
+                .unwrap();
+            assert_eq!(hot(&db, "r"), (true, 200), "replicated by choice: it stays so");
+            let e = db.execute_ddl("ALTER TABLE d ADD PRIMARY KEY (id)").unwrap_err();
+            assert_eq!(e.sqlstate(), "23502", "{e}");
+            db.execute_sql("DELETE FROM d WHERE id IS NULL", vec![]).unwrap();
+            let e = db.execute_ddl("ALTER TABLE d ADD PRIMARY KEY (id)").unwrap_err();
+            assert_eq!(e.sqlstate(), "23505", "{e}");
+            assert_eq!(hot(&db, "d"), (true, 4), "a refused key changes nothing");
+            let e = db.execute_ddl("ALTER TABLE t ADD PRIMARY KEY (v)").unwrap_err();
+            assert_eq!(e.sqlstate(), "42P16", "{e}");
+            assert!(db.execute_ddl("ALTER TABLE nope ADD PRIMARY KEY (id)").is_err());
+            db.execute_ddl("ALTER TABLE IF EXISTS nope ADD PRIMARY KEY (id)")
+                .unwrap();
+            // The key's index answers, and the table takes rows at their partitions.
+            let e = db.execute_sql("INSERT INTO t VALUES (5, 0)", vec![]).unwrap_err();
+            assert_eq!(e.sqlstate(), "23505", "{e}");
+            if snapshot {
+                db.snapshot().unwrap();
+            }
+            for id in 100..120i64 {
+                db.execute_sql("INSERT INTO t VALUES ($1, 1)", vec![Value::Int(id)])
+                    .unwrap();
+            }
+            assert_eq!(hot(&db, "t"), (false, 120));
+            ["t", "r", "d"].map(|t| dump(&db, &format!("SELECT * FROM {t} ORDER BY id, v")))
+        };
+        let db = Database::open(config(dir.path())).unwrap();
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        let after = ["t", "r", "d"].map(|t| dump(&db, &format!("SELECT * FROM {t} ORDER BY id, v")));
+        assert_eq!(before, after, "snapshot: {snapshot}");
+        assert_eq!(hot(&db, "t"), (false, 120), "snapshot: {snapshot}");
+        assert_eq!(hot(&db, "r"), (true, 200), "snapshot: {snapshot}");
+    }
+}

@@ -284,6 +284,9 @@ pub enum Command {
     },
     /// `EXECUTE name [(constants)]`: runs a statement PREPAREd by name.
     Execute { name: String, args: Vec<ExecuteArg> },
+    /// `VACUUM` (true) or `ANALYZE` (false) of tables that exist: nothing else to do here
+    /// ([`maintenance`]).
+    Maintenance(bool),
     /// A statement that releases what this server never holds, with its command tag:
     /// `UNLISTEN` (nothing listens). Poolers and drivers send it to clean a connection.
     Release(&'static str),
@@ -342,7 +345,8 @@ impl Command {
     }
 
     /// Whether it reads or changes only the connection's own state (settings, prepared
-    /// statements): answered by the server, inside a transaction block too.
+    /// statements), or nothing (VACUUM, ANALYZE): answered by the server, inside a
+    /// transaction block too.
     pub(crate) fn is_session_statement(&self) -> bool {
         matches!(
             self,
@@ -355,6 +359,7 @@ impl Command {
                 | Command::Discard(_)
                 | Command::Deallocate(_)
                 | Command::Release(_)
+                | Command::Maintenance(_)
         )
     }
 
@@ -407,6 +412,7 @@ pub(crate) fn ddl_tag(sql: &str) -> String {
         Some("CREATE") if w.iter().any(|x| x == "INDEX") => "CREATE INDEX".into(),
         Some("CREATE") => "CREATE TABLE".into(),
         Some("DROP") => format!("DROP {}", w.get(1).map_or("TABLE", |s| s.as_str())),
+        Some("ALTER") => "ALTER TABLE".into(),
         _ => "OK".into(),
     }
 }
@@ -482,6 +488,9 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             return Ok(Command::Show(name.to_string()));
         }
         "BEGIN" | "START" => return crate::txn::parse_begin(sql),
+        w if leading_word(w).is_some_and(|k| matches!(k, "VACUUM" | "ANALYZE" | "ANALYSE")) => {
+            return maintenance(db, sql);
+        }
         "COMMIT" | "END" => return crate::txn::parse_end(sql, Command::Commit),
         "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
         "ROLLBACK" | "ABORT" => return crate::txn::parse_end(sql, Command::Rollback),
@@ -546,6 +555,84 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         _ => {}
     }
     classify(db, &stmt, sql)
+}
+
+/// The letters a first word starts with (`VACUUM(ANALYZE)` starts with VACUUM).
+fn leading_word(w: &str) -> Option<&str> {
+    let end = w.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(w.len());
+    (end > 0).then(|| &w[..end])
+}
+
+/// `VACUUM [(options)] [FULL] [FREEZE] [VERBOSE] [ANALYZE] [table [(columns)] [, ...]]` and
+/// `ANALYZE [(options)] [VERBOSE] [table [(columns)] [, ...]]`. The tables and columns named
+/// must exist (42P01, 42703); there is nothing else to do: a deleted or updated row's old
+/// version is gone when its transaction commits (no dead versions wait to be reclaimed), and
+/// plans use the indexes and no statistics. VACUUM inside a transaction block is 25001, as
+/// in PostgreSQL ([`Backend::session_statement`](crate::handler)).
+fn maintenance(db: &Database, sql: &str) -> PgWireResult<Command> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::parser::Parser;
+    use sqlparser::tokenizer::Token;
+    let syntax = || client_error("42601", format!("syntax error: {}", sql.trim()));
+    let body = sql.trim().trim_end_matches(';').trim_end();
+    let word = leading_word(body).ok_or_else(syntax)?;
+    let vacuum = word.eq_ignore_ascii_case("vacuum");
+    let mut rest = body[word.len()..].trim_start();
+    if let Some(inner) = rest.strip_prefix('(') {
+        let close = inner.find(')').ok_or_else(syntax)?;
+        rest = inner[close + 1..].trim_start();
+    }
+    loop {
+        let w = leading_word(rest).unwrap_or("");
+        let flag = w.to_ascii_uppercase();
+        let known = if vacuum {
+            matches!(flag.as_str(), "FULL" | "FREEZE" | "VERBOSE" | "ANALYZE" | "ANALYSE")
+        } else {
+            flag == "VERBOSE"
+        };
+        if !known || rest[w.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.') {
+            break;
+        }
+        rest = rest[w.len()..].trim_start();
+    }
+    let catalog = db.catalog();
+    if !rest.is_empty() {
+        let dialect = PostgreSqlDialect {};
+        let mut p = Parser::new(&dialect)
+            .try_with_sql(rest)
+            .map_err(|e| client_error("42601", format!("syntax error: {e}")))?;
+        loop {
+            let name = p
+                .parse_object_name(false)
+                .map_err(|e| client_error("42601", format!("syntax error: {e}")))?;
+            let name = permafrost_sql::bind::object_name(&name).map_err(sql_error)?;
+            let table = catalog
+                .table(&name)
+                .ok_or_else(|| client_error("42P01", format!("relation \"{name}\" does not exist")))?;
+            if p.consume_token(&Token::LParen) {
+                let columns = p
+                    .parse_comma_separated(Parser::parse_identifier)
+                    .and_then(|c| p.expect_token(&Token::RParen).map(|_| c))
+                    .map_err(|e| client_error("42601", format!("syntax error: {e}")))?;
+                for c in columns {
+                    let c = permafrost_sql::bind::ident(&c);
+                    if table.column_index(&c).is_none() {
+                        return Err(client_error(
+                            "42703",
+                            format!("column \"{c}\" of relation \"{name}\" does not exist"),
+                        ));
+                    }
+                }
+            }
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        if p.peek_token().token != Token::EOF {
+            return Err(syntax());
+        }
+    }
+    Ok(Command::Maintenance(vacuum))
 }
 
 /// `PREPARE name [(types)] AS statement`: the statement planned (a query, INSERT, UPDATE,

@@ -526,8 +526,17 @@ pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgW
     Ok(())
 }
 
-/// Ends the COPY: reads what is left, inserts every row; returns the number loaded.
-pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64> {
+/// The rows of a COPY that ended well ([`finish`]), not yet applied.
+pub struct Loaded {
+    pub table: String,
+    /// The columns each row gives values of, in order.
+    pub columns: Vec<String>,
+    /// The values, row after row.
+    pub rows: Vec<Value>,
+}
+
+/// Ends the COPY: reads what is left; the rows read, or the error of the first bad one.
+pub fn finish<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<Loaded> {
     let mut st = take(client)?;
     if st.error.is_none() && !st.done && !st.partial.is_empty() {
         let mut rest = std::mem::take(&mut st.partial);
@@ -548,16 +557,35 @@ pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64>
             other => other,
         });
     }
-    if st.rows.is_empty() {
+    let t = &st.cmd.table;
+    Ok(Loaded {
+        table: t.name.clone(),
+        columns: st.cmd.columns.iter().map(|&c| t.columns[c].name.clone()).collect(),
+        rows: st.rows,
+    })
+}
+
+/// The error of a COPY whose rows could not be applied: nothing was loaded.
+pub fn not_loaded(table: &str, e: PgWireError) -> PgWireError {
+    match e {
+        PgWireError::UserError(mut info) => {
+            info.message = format!("COPY {table}: {} (nothing was loaded)", info.message);
+            PgWireError::UserError(info)
+        }
+        other => other,
+    }
+}
+
+/// Ends a COPY outside a transaction block: reads what is left and inserts every row as
+/// one transaction; returns the number loaded.
+pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64> {
+    let loaded = finish(db, client)?;
+    if loaded.rows.is_empty() {
         return Ok(0);
     }
-    let t = &st.cmd.table;
-    let columns: Vec<String> = st.cmd.columns.iter().map(|&c| t.columns[c].name.clone()).collect();
-    db.insert_rows(&t.name, &columns, st.rows).await.map_err(|e| {
-        let mut info: pgwire::error::ErrorInfo = db_error(e).into();
-        info.message = format!("COPY {}: {} (nothing was loaded)", t.name, info.message);
-        PgWireError::UserError(Box::new(info))
-    })
+    db.insert_rows(&loaded.table, &loaded.columns, loaded.rows)
+        .await
+        .map_err(|e| not_loaded(&loaded.table, db_error(e)))
 }
 
 impl CopyState {

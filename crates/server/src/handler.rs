@@ -439,8 +439,9 @@ impl Backend {
                     Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
                     _ => Err(client_error(
                         "0A000",
-                        "only queries, INSERT, UPDATE, DELETE, schema changes, SET and SHOW may run inside a \
-                         transaction block (CALL, COPY, CREATE PROCEDURE and CHECKPOINT run outside BEGIN ... COMMIT)",
+                        "only queries, INSERT, UPDATE, DELETE, COPY FROM STDIN, schema changes, SET and SHOW may run \
+                         inside a transaction block (CALL, COPY TO, CREATE PROCEDURE and CHECKPOINT run outside \
+                         BEGIN ... COMMIT)",
                     )),
                 };
                 if r.is_err() {
@@ -786,6 +787,14 @@ impl Backend {
             }
             Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
             Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Maintenance(true) if matches!(*txn::lock(cell), txn::State::Open(_)) => {
+                Err(client_error("25001", "VACUUM cannot run inside a transaction block"))
+            }
+            Command::Maintenance(vacuum) => Ok(Response::Execution(Tag::new(if *vacuum {
+                "VACUUM"
+            } else {
+                "ANALYZE"
+            }))),
             Command::CloseCursor(None) => {
                 cursors(client).lock().clear();
                 Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
@@ -1093,7 +1102,8 @@ impl Backend {
             | Command::ShowAll
             | Command::Discard(_)
             | Command::Deallocate(_)
-            | Command::Release(_) => Err(client_error(
+            | Command::Release(_)
+            | Command::Maintenance(_) => Err(client_error(
                 "XX000",
                 "internal error: a session statement outside the session handling",
             )),
@@ -1621,24 +1631,78 @@ impl ExtendedQueryHandler for Backend {
     }
 }
 
-/// COPY FROM STDIN starts only outside a transaction block: its rows are applied as one
-/// transaction of their own at CopyDone, so inside a block they would apply before (and
-/// whatever) its COMMIT. There it fails with 0A000 and the block aborts; in an aborted
-/// block, 25P02.
+/// Whether COPY FROM STDIN may start: outside a transaction block (its rows are applied as
+/// one transaction at CopyDone), or inside an open one that may write and has no schema
+/// change waiting (its rows are then a statement of the block, [`Backend::copy_in_block`]).
+/// In an aborted block, 25P02; a refusal inside a block aborts it.
 fn copy_may_start<C: ClientInfo>(client: &C) -> PgWireResult<()> {
     let cell = txn::of(client);
     let mut st = txn::lock(&cell);
-    match &*st {
-        txn::State::Idle => Ok(()),
-        txn::State::Failed(_) => Err(txn::aborted()),
-        txn::State::Open(_) => {
-            txn::fail(&mut st);
-            Err(client_error(
-                "0A000",
-                "COPY FROM STDIN cannot run inside a transaction block yet (it would apply on its own, \
-                 before COMMIT): run it outside BEGIN ... COMMIT",
-            ))
+    let refused = match &*st {
+        txn::State::Idle => return Ok(()),
+        txn::State::Failed(_) => return Err(txn::aborted()),
+        txn::State::Open(o) if o.read_only => {
+            client_error("25006", "cannot execute COPY FROM in a read-only transaction")
         }
+        txn::State::Open(o) if !o.ddl.is_empty() => client_error(
+            "0A000",
+            "tables cannot be read or written after a schema change in the same transaction block \
+             (the change applies at COMMIT): COMMIT first",
+        ),
+        txn::State::Open(o) if o.statements.len() >= permafrost_executor::MAX_TXN_STATEMENTS => client_error(
+            "54000",
+            format!(
+                "a transaction block may run at most {} statements; commit in smaller transactions",
+                permafrost_executor::MAX_TXN_STATEMENTS
+            ),
+        ),
+        txn::State::Open(_) => return Ok(()),
+    };
+    txn::fail(&mut st);
+    Err(refused)
+}
+
+impl Backend {
+    /// Ends a COPY FROM STDIN inside the connection's open block: its rows become a
+    /// statement of the block (a bulk insert), run at once as a probe over the committed
+    /// state and the block's earlier writes, and again at COMMIT with the rest, so they
+    /// are stored with the block or not at all. Returns the number of rows.
+    async fn copy_in_block<C: ClientInfo>(&self, client: &C, cancel: Option<&CancelToken>) -> PgWireResult<u64> {
+        let cell = txn::of(client);
+        let loaded = copy::finish(&self.db, client)?;
+        if loaded.rows.is_empty() {
+            return Ok(0);
+        }
+        let stmt = self
+            .db
+            .bulk_insert(&loaded.table, &loaded.columns)
+            .map_err(|e| copy::not_loaded(&loaded.table, db_error(e)))?;
+        let stop = StopFlag::new();
+        // Submitted while the block is locked (its statements are read in place); nothing
+        // else of this connection is in flight.
+        let fut = match &*txn::lock(&cell) {
+            txn::State::Open(o) => self.db.probe(
+                &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
+                &stmt,
+                loaded.rows.clone(),
+                o.now,
+                stop.clone(),
+                true,
+            ),
+            _ => return Err(txn::aborted()),
+        };
+        let rows = run_with(cancel, &stop, fut)
+            .await
+            .map_err(|e| copy::not_loaded(&loaded.table, e))?;
+        let n = rows.affected;
+        if let txn::State::Open(o) = &mut *txn::lock(&cell) {
+            o.statements.push(permafrost_executor::TxnStatement {
+                stmt,
+                params: loaded.rows,
+                digest: rows.digest(),
+            });
+        }
+        Ok(n)
     }
 }
 
@@ -1660,7 +1724,19 @@ impl CopyHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let started = Instant::now();
-        let r = copy::done(&self.db, client).await;
+        let cell = txn::of(client);
+        let in_block = matches!(*txn::lock(&cell), txn::State::Open(_));
+        let r = if in_block {
+            let cancel = self.cancel_token(client);
+            let r = self.copy_in_block(client, cancel.as_ref()).await;
+            if r.is_err() {
+                txn::fail(&mut txn::lock(&cell));
+            }
+            client.set_transaction_status(txn::status(&cell));
+            r
+        } else {
+            copy::done(&self.db, client).await
+        };
         let outcome = match &r {
             Ok(_) => Outcome::Ok,
             Err(PgWireError::UserError(e)) => Outcome::error(e.code.clone()),
@@ -1685,6 +1761,10 @@ impl CopyHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         copy::abandon(client);
+        // Inside a block the COPY's failure aborts it, as any statement's.
+        let cell = txn::of(client);
+        txn::fail(&mut txn::lock(&cell));
+        client.set_transaction_status(txn::status(&cell));
         client_error("57014", format!("COPY from stdin failed: {}", fail.message))
     }
 }

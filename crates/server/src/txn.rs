@@ -24,8 +24,9 @@
 //! block's earlier changes leave it) and applied together at COMMIT, all or none
 //! (`Database::execute_ddl_atomic`); until then the block may not read or write user
 //! tables (0A000: the rows would be those of the schema before the change), and a block
-//! that has written may not change the schema. Not yet: COPY and CALL inside a transaction
-//! (0A000, the transaction aborts).
+//! that has written may not change the schema. COPY FROM STDIN inside a block is one of its
+//! statements, a bulk insert of its rows (`Backend::copy_in_block`). Not yet: CALL inside a
+//! transaction (0A000, the transaction aborts).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -172,30 +172,137 @@ async fn copy_from_stdin_loads_text_and_csv_and_reports_bad_lines() {
 /// visible to every transaction once the COPY commits, as frozen rows are), the block is
 /// refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn copy_inside_a_transaction_block_is_refused_and_applies_nothing() {
+async fn copy_inside_a_transaction_block_commits_or_rolls_back_with_it() {
+    async fn count(c: &tokio_postgres::Client) -> Result<i64, tokio_postgres::Error> {
+        c.query_one("SELECT count(*) FROM accounts", &[])
+            .await
+            .map(|r| r.get(0))
+    }
+    async fn copy(c: &tokio_postgres::Client, sql: &str, data: &'static [u8]) -> Result<u64, tokio_postgres::Error> {
+        let sink = c.copy_in(sql).await?;
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from_static(data)).await?;
+        sink.finish().await
+    }
     let s = server_with(database(), ServerOptions::default()).await;
     let c = connect(s.port, "").await.unwrap();
     c.batch_execute(ACCOUNTS).await.unwrap();
-    for sql in ["COPY accounts FROM STDIN", "copy accounts from stdin with (freeze on)"] {
+    // pgbench -i's shape: BEGIN, TRUNCATE, INSERTs, COPY ... WITH (FREEZE ON), COMMIT.
+    c.batch_execute("INSERT INTO accounts (id, owner) VALUES (100, 'old')")
+        .await
+        .unwrap();
+    c.batch_execute("BEGIN; TRUNCATE accounts; INSERT INTO accounts (id, owner, balance) VALUES (1, 'a', 1)")
+        .await
+        .unwrap();
+    let n = copy(&c, "copy accounts from stdin with (freeze on)", b"2\tb\t2\n3\tc\t3\n")
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(count(&c).await.unwrap(), 3, "the block sees its own rows");
+    let other = connect(s.port, "").await.unwrap();
+    assert_eq!(count(&other).await.unwrap(), 1, "nobody else does before COMMIT");
+    c.batch_execute("UPDATE accounts SET balance = balance + 10 WHERE id = 3")
+        .await
+        .unwrap();
+    c.batch_execute("COMMIT").await.unwrap();
+    let rows = other
+        .query("SELECT id, balance::text FROM accounts ORDER BY id", &[])
+        .await
+        .unwrap();
+    let got: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(got, vec![(1, "1.00".into()), (2, "2.00".into()), (3, "13.00".into())]);
+    // Rolled back: nothing of it stays.
+    c.batch_execute("BEGIN").await.unwrap();
+    copy(&c, "COPY accounts FROM STDIN", b"7\tg\t7\n").await.unwrap();
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c).await.unwrap(), 3);
+    // A bad row, or a key the block holds, fails the COPY and aborts the block.
+    for data in [&b"8\th\tnot a number\n"[..], &b"9\ti\t1\n1\tdup\t1\n"[..]] {
         c.batch_execute("BEGIN").await.unwrap();
-        c.batch_execute("INSERT INTO accounts (id, owner, balance) VALUES (1, 'a', 1)")
-            .await
-            .unwrap();
-        let e = c.simple_query(sql).await.unwrap_err();
-        assert_eq!(code(&e), "0A000", "{e}");
+        let e = copy(&c, "COPY accounts FROM STDIN", data).await.unwrap_err();
+        assert!(matches!(code(&e).as_str(), "22P02" | "23505"), "{e}");
         let e = c.simple_query("SELECT 1").await.unwrap_err();
         assert_eq!(code(&e), "25P02", "the block is aborted");
-        let e = c.simple_query(sql).await.unwrap_err();
-        assert_eq!(code(&e), "25P02");
         c.batch_execute("COMMIT").await.unwrap();
     }
-    let n: i64 = c.query_one("SELECT count(*) FROM accounts", &[]).await.unwrap().get(0);
-    assert_eq!(n, 0, "nothing of the blocks applied");
-    // Outside a block, with FREEZE ON, it loads.
-    let sink = c.copy_in("COPY accounts FROM STDIN WITH (FREEZE ON)").await.unwrap();
-    futures::pin_mut!(sink);
-    sink.send(bytes::Bytes::from_static(b"7\tb\t2.5\n")).await.unwrap();
-    assert_eq!(sink.finish().await.unwrap(), 1);
+    assert_eq!(count(&c).await.unwrap(), 3, "nothing of the failed blocks applied");
+    // A read-only block refuses it, and so does an aborted one.
+    c.batch_execute("BEGIN READ ONLY").await.unwrap();
+    let e = c.simple_query("COPY accounts FROM STDIN").await.unwrap_err();
+    assert_eq!(code(&e), "25006", "{e}");
+    let e = c.simple_query("COPY accounts FROM STDIN").await.unwrap_err();
+    assert_eq!(code(&e), "25P02", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+}
+
+/// pgbench -i's other steps: VACUUM and ANALYZE of tables that exist, and ALTER TABLE ...
+/// ADD PRIMARY KEY, which partitions a table created without a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vacuum_analyze_and_a_primary_key_added_later() {
+    async fn partition_by(c: &tokio_postgres::Client) -> String {
+        c.query_one("SELECT reloptions::text FROM pg_class WHERE relname = 'b'", &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute("CREATE TABLE hist (tid INT NOT NULL, delta INT); CREATE TABLE b (bid INT NOT NULL, bal INT)")
+        .await
+        .unwrap();
+    c.batch_execute("INSERT INTO b VALUES (1, 0), (2, 0), (3, 0)")
+        .await
+        .unwrap();
+    for sql in [
+        "VACUUM",
+        "vacuum analyze b",
+        "VACUUM (ANALYZE, VERBOSE) b (bid, bal), hist",
+        "VACUUM FULL FREEZE public.b",
+        "ANALYZE",
+        "analyze verbose hist(delta);",
+    ] {
+        let tag = c.simple_query(sql).await.unwrap();
+        assert!(
+            matches!(tag.last(), Some(tokio_postgres::SimpleQueryMessage::CommandComplete(0))),
+            "{sql}"
+        );
+    }
+    for (sql, want) in [
+        ("VACUUM nope", "42P01"),
+        ("ANALYZE b (nope)", "42703"),
+        ("VACUUM b c", "42601"),
+        ("ALTER TABLE b ADD COLUMN x INT", "0A000"),
+        ("ALTER TABLE b ADD CONSTRAINT k CHECK (bal > 0)", "0A000"),
+        ("ALTER TABLE nope ADD PRIMARY KEY (bid)", "42P01"),
+    ] {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql}: {e}");
+    }
+    c.batch_execute("BEGIN").await.unwrap();
+    c.batch_execute("ANALYZE b").await.unwrap();
+    let e = c.simple_query("VACUUM b").await.unwrap_err();
+    assert_eq!(code(&e), "25001", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+
+    assert!(partition_by(&c).await.contains("partition_by=none"));
+    let done = c.simple_query("ALTER TABLE b ADD PRIMARY KEY (bid)").await.unwrap();
+    assert!(matches!(
+        done.last(),
+        Some(tokio_postgres::SimpleQueryMessage::CommandComplete(_))
+    ));
+    assert!(partition_by(&c).await.contains("partition_by=bid"));
+    let n: i64 = c.query_one("SELECT count(*) FROM b", &[]).await.unwrap().get(0);
+    assert_eq!(n, 3, "every row once");
+    let e = c.simple_query("INSERT INTO b VALUES (2, 5)").await.unwrap_err();
+    assert_eq!(code(&e), "23505", "{e}");
+    let e = c.simple_query("ALTER TABLE b ADD PRIMARY KEY (bid)").await.unwrap_err();
+    assert_eq!(code(&e), "42P16", "{e}");
+    let key: String = c
+        .query_one("SELECT indexname FROM pg_indexes WHERE tablename = 'b'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(key, "b_pkey");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,11 @@ pub enum DdlChange {
     CreateTable(Arc<TableSchema>),
     /// The table's schema with the new index appended (its position is the last).
     CreateIndex(Arc<TableSchema>),
+    /// The table's schema with a primary key appended as its last index (ALTER TABLE ...
+    /// ADD PRIMARY KEY): the key's columns NOT NULL, and a table that was replicated by
+    /// default partitioned by the key's first column (each partition then keeps only the
+    /// rows of its keys).
+    AddPrimaryKey(Arc<TableSchema>),
     DropTable(TableId),
     /// The table's schema with index `dropped` removed.
     DropIndex {
@@ -70,7 +75,7 @@ impl Catalog {
                 next.next_id = next.next_id.max(s.id + 1);
                 next.tables.insert(s.name.clone(), s.clone());
             }
-            DdlChange::CreateIndex(s) | DdlChange::DropIndex { schema: s, .. } => {
+            DdlChange::CreateIndex(s) | DdlChange::AddPrimaryKey(s) | DdlChange::DropIndex { schema: s, .. } => {
                 let slot = next
                     .tables
                     .get_mut(&s.name)

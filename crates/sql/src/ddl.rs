@@ -1,4 +1,5 @@
-//! DDL: CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX.
+//! DDL: CREATE TABLE, CREATE INDEX, DROP TABLE, DROP INDEX, and ALTER TABLE ... ADD
+//! PRIMARY KEY / UNIQUE.
 //!
 //! Partitioning and evictability are PostgreSQL-style storage parameters:
 //!
@@ -14,7 +15,10 @@
 //! | `primary_key_index` | `'ordered'` (B-tree) / `'hash'` | `'ordered'` |
 //!
 //! So plain PostgreSQL DDL works unchanged: tables are partitioned by their primary key and
-//! may be evicted. Indexes from `CREATE INDEX` are ordered unless `USING hash` is given.
+//! may be evicted. A table created without a primary key and without `partition_by` is
+//! replicated until `ALTER TABLE ... ADD PRIMARY KEY` gives it one: it is then partitioned
+//! by the key's first column, as if it had been created with the key (each partition keeps
+//! the rows of its own keys; pgbench's `-i` creates its tables this way). Indexes from `CREATE INDEX` are ordered unless `USING hash` is given.
 //! Foreign keys and CHECK constraints are refused rather than silently ignored.
 
 use std::sync::Arc;
@@ -32,7 +36,7 @@ use crate::plan::{bind_constant, eval_constant};
 pub fn is_ddl(stmt: &Statement) -> bool {
     matches!(
         stmt,
-        Statement::CreateTable(_) | Statement::CreateIndex(_) | Statement::Drop { .. }
+        Statement::CreateTable(_) | Statement::CreateIndex(_) | Statement::Drop { .. } | Statement::AlterTable(_)
     )
 }
 
@@ -42,6 +46,7 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
     match stmt {
         Statement::CreateTable(ct) => Ok(create_table(catalog, ct)?.into_iter().collect()),
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
+        Statement::AlterTable(at) => alter_table(catalog, at),
         Statement::Drop {
             object_type,
             if_exists,
@@ -301,6 +306,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         columns,
         indexes,
         partition_column,
+        partition_declared: opts.partition_by.is_some(),
         evictable: opts.evictable,
     };
     schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
@@ -333,6 +339,114 @@ fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnD
         .coerce_to(&col.ty)
         .map_err(|err| SqlError::Definition(format!("DEFAULT for column \"{}\": {err}", col.name)))?;
     Ok(ColumnDefault::Value(v))
+}
+
+/// `ALTER TABLE [IF EXISTS] [ONLY] name ADD [CONSTRAINT c] PRIMARY KEY (columns)` or
+/// `... UNIQUE (columns)`, one or more; anything else is refused.
+fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>> {
+    if at.table_type.is_some() || at.on_cluster.is_some() || at.location.is_some() {
+        return unsupported(format!("statement {at}"));
+    }
+    let table = object_name(&at.name)?;
+    let Some(mut schema) = catalog.table(&table).map(|t| (**t).clone()) else {
+        return if at.if_exists {
+            Ok(Vec::new())
+        } else {
+            Err(SqlError::UnknownTable(table))
+        };
+    };
+    let mut changes = Vec::new();
+    for op in &at.operations {
+        let ast::AlterTableOperation::AddConstraint {
+            constraint,
+            not_valid: false,
+        } = op
+        else {
+            return unsupported(format!(
+                "ALTER TABLE ... {op} (only ADD PRIMARY KEY and ADD UNIQUE are)"
+            ));
+        };
+        let change = match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                if pk.index_type.is_some()
+                    || !pk.include.is_empty()
+                    || !pk.index_options.is_empty()
+                    || pk.characteristics.is_some()
+                {
+                    return unsupported(format!("constraint {pk}"));
+                }
+                add_primary_key(&schema, pk)?
+            }
+            TableConstraint::Unique(u) => {
+                let columns = index_columns(&schema.columns, &u.columns)?;
+                let name = match &u.name {
+                    Some(n) => ident(n),
+                    None => {
+                        let names: Vec<&str> = columns.iter().map(|&c| schema.columns[c].name.as_str()).collect();
+                        format!("{table}_{}_key", names.join("_"))
+                    }
+                };
+                if catalog.index_owner(&name).is_some() || schema.index_by_name(&name).is_some() {
+                    return Err(SqlError::DuplicateTable(name));
+                }
+                let mut next = schema.clone();
+                next.indexes.push(IndexDef {
+                    name,
+                    columns,
+                    unique: true,
+                    kind: IndexKind::Ordered,
+                    primary: false,
+                });
+                next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
+                DdlChange::CreateIndex(Arc::new(next))
+            }
+            TableConstraint::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+            TableConstraint::Check(_) => return unsupported("CHECK constraints"),
+            other => return unsupported(format!("constraint {other}")),
+        };
+        schema = match &change {
+            DdlChange::CreateIndex(s) | DdlChange::AddPrimaryKey(s) => (**s).clone(),
+            _ => unreachable!("ALTER TABLE plans index changes only"),
+        };
+        changes.push(change);
+    }
+    Ok(changes)
+}
+
+/// The table's schema with the primary key `pk`: its columns become NOT NULL, its index
+/// is the last, and a table replicated only because it had no key is partitioned by the
+/// key's first column.
+fn add_primary_key(schema: &TableSchema, pk: &ast::PrimaryKeyConstraint) -> Result<DdlChange> {
+    if schema.indexes.iter().any(|i| i.primary) {
+        return Err(SqlError::Definition(format!(
+            "multiple primary keys for table \"{}\" are not allowed",
+            schema.name
+        )));
+    }
+    let columns = index_columns(&schema.columns, &pk.columns)?;
+    let name = match pk.name.as_ref().or(pk.index_name.as_ref()) {
+        Some(n) => ident(n),
+        None => format!("{}_pkey", schema.name),
+    };
+    if schema.index_by_name(&name).is_some() {
+        return Err(SqlError::DuplicateTable(name));
+    }
+    let mut next = schema.clone();
+    for &c in &columns {
+        next.columns[c].nullable = false;
+    }
+    if next.partition_column.is_none() && !next.partition_declared {
+        next.partition_column = Some(columns[0]);
+    }
+    next.indexes.push(IndexDef {
+        name,
+        columns,
+        unique: true,
+        kind: IndexKind::Ordered,
+        primary: true,
+    });
+    next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
+    Ok(DdlChange::AddPrimaryKey(Arc::new(next)))
 }
 
 fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlChange>> {

@@ -552,6 +552,7 @@ mod tests {
             ],
             indexes: vec![],
             partition_column: None,
+            partition_declared: false,
             evictable: false,
         }
     }

@@ -82,6 +82,10 @@ pub struct TableSchema {
     /// The column whose value picks the partition of a row; `None` for a replicated table
     /// (a full copy at every partition; writes to it are multi-partition transactions).
     pub partition_column: Option<usize>,
+    /// Whether the partitioning was declared (`partition_by`) rather than derived from
+    /// the primary key: ADD PRIMARY KEY then keeps it (a table replicated by default
+    /// becomes partitioned by its new key).
+    pub partition_declared: bool,
     /// Whether cold tuples of this table may be evicted to the anti-cache. Tables that are not
     /// evictable keep no LRU chain.
     pub evictable: bool,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::access::AccessTracker;
 use crate::error::{Result, StorageError};
 use crate::memory::MemoryUsage;
+use crate::partitioning::partition_of;
 use crate::schema::{TableId, TableSchema};
 use crate::table::Table;
 use crate::types::Value;
@@ -149,6 +150,42 @@ impl PartitionStore {
             return Err(StorageError::Internal("index created inside a transaction".into()));
         }
         self.get_mut(schema.id)?.add_index(schema)
+    }
+
+    /// Checks that [`PartitionStore::add_primary_key`] would succeed, changing nothing.
+    pub fn check_primary_key(&self, schema: &TableSchema) -> Result<()> {
+        self.table(schema.id)
+            .ok_or_else(|| StorageError::Schema(format!("table id {} does not exist", schema.id)))?
+            .check_primary_key(schema)
+    }
+
+    /// Gives the table of `schema` the primary key that is `schema`'s last index (see
+    /// [`Table::add_primary_key`]). When `schema` partitions a table that was replicated,
+    /// the rows whose key belongs to another of the `partitions` partitions are removed
+    /// here first. Call [`PartitionStore::check_primary_key`] at every partition before:
+    /// once rows are removed, this does not fail for the key's sake.
+    pub fn add_primary_key(&mut self, schema: Arc<TableSchema>, partitions: u32) -> Result<()> {
+        if self.has_changes() {
+            return Err(StorageError::Internal("primary key added inside a transaction".into()));
+        }
+        let here = self.partition;
+        let t = self
+            .table(schema.id)
+            .ok_or_else(|| StorageError::Schema(format!("table id {} does not exist", schema.id)))?;
+        if let (None, Some(c)) = (t.schema().partition_column, schema.partition_column) {
+            let ty = schema.columns[c].ty;
+            let mut elsewhere = Vec::new();
+            for slot in 0..t.heap().high_water() {
+                if t.is_visible(slot) && partition_of(t.value(slot, c), &ty, partitions) != here {
+                    elsewhere.push(slot);
+                }
+            }
+            for slot in elsewhere {
+                self.delete(schema.id, slot)?;
+            }
+            self.commit();
+        }
+        self.get_mut(schema.id)?.add_primary_key(schema)
     }
 
     /// Drops index `dropped` of the table of `schema`.

@@ -563,11 +563,83 @@ impl Table {
     /// builds that index from the tuples in memory. Fails, changing nothing, if a unique
     /// index would be violated or if tuples are evicted (their keys are on disk).
     pub fn add_index(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        if schema.columns != self.schema.columns {
+            return Err(StorageError::Internal(
+                "add_index: schema does not extend the table's".into(),
+            ));
+        }
+        let (index, enc) = self.build_last_index(&schema)?;
+        self.indexes.push(index);
+        self.encoders.push(enc);
+        self.schema = schema;
+        Ok(())
+    }
+
+    /// Checks that [`Table::add_primary_key`] would succeed, changing nothing.
+    pub fn check_primary_key(&self, schema: &TableSchema) -> Result<()> {
+        self.primary_key_columns(schema)?;
+        self.build_last_index(schema).map(|_| ())
+    }
+
+    /// Switches to `schema`, which must be this table's schema with a primary key appended
+    /// as its last index and the key's columns NOT NULL (its partitioning may differ: the
+    /// caller keeps only the rows that belong here), and builds the key's index. Fails,
+    /// changing nothing, if a key is NULL or repeated, or if tuples are evicted.
+    pub fn add_primary_key(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        self.primary_key_columns(&schema)?;
+        let (index, enc) = self.build_last_index(&schema)?;
+        self.indexes.push(index);
+        self.encoders.push(enc);
+        self.schema = schema;
+        Ok(())
+    }
+
+    /// Checks that `schema` is this table's with a primary key appended (its columns NOT
+    /// NULL) and that no tuple in memory holds NULL in them.
+    fn primary_key_columns(&self, schema: &TableSchema) -> Result<()> {
+        let Some(def) = schema.indexes.last().filter(|d| d.primary) else {
+            return Err(StorageError::Internal(
+                "add_primary_key: the last index is not a primary key".into(),
+            ));
+        };
+        let same_columns = schema.columns.len() == self.schema.columns.len()
+            && schema
+                .columns
+                .iter()
+                .zip(&self.schema.columns)
+                .enumerate()
+                .all(|(i, (new, old))| {
+                    new.name == old.name
+                        && new.ty == old.ty
+                        && new.default == old.default
+                        && (new.nullable == old.nullable || def.columns.contains(&i) && !new.nullable)
+                });
+        if !same_columns {
+            return Err(StorageError::Internal(
+                "add_primary_key: schema does not extend the table's".into(),
+            ));
+        }
+        for &c in &def.columns {
+            if !self.schema.columns[c].nullable {
+                continue;
+            }
+            for slot in 0..self.heap.high_water() {
+                if self.heap.is_live(slot) && self.layout.read(self.heap.bytes(slot), c, &self.var).is_null() {
+                    return Err(StorageError::NotNullViolation {
+                        table: schema.name.clone(),
+                        column: schema.columns[c].name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The last index of `schema` (this table's indexes and one more), built from the
+    /// tuples in memory; fails if it is unique and a key repeats, or if tuples are evicted.
+    fn build_last_index(&self, schema: &TableSchema) -> Result<(IndexStore, KeyEncoder)> {
         let n = self.schema.indexes.len();
-        if schema.indexes.len() != n + 1
-            || schema.indexes[..n] != self.schema.indexes[..]
-            || schema.columns != self.schema.columns
-        {
+        if schema.indexes.len() != n + 1 || schema.indexes[..n] != self.schema.indexes[..] {
             return Err(StorageError::Internal(
                 "add_index: schema does not extend the table's".into(),
             ));
@@ -597,10 +669,7 @@ impl Table {
                 index.insert(k, TupleRef::slot(slot));
             }
         }
-        self.indexes.push(index);
-        self.encoders.push(enc);
-        self.schema = schema;
-        Ok(())
+        Ok((index, enc))
     }
 
     /// Switches to `schema`, which is this table's schema without index `dropped`.

@@ -36,6 +36,7 @@ fn schema() -> TableSchema {
             },
         ],
         partition_column: Some(0),
+        partition_declared: false,
         evictable: true,
     }
 }

@@ -49,6 +49,7 @@ fn schema() -> TableSchema {
         ],
         // Replicated: a unique index on a partitioned table must contain the partition column.
         partition_column: None,
+        partition_declared: false,
         evictable: true,
     }
 }

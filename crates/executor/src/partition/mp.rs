@@ -70,14 +70,26 @@ impl MpFetch {
     }
 }
 
-/// Applies schema changes to every store, all or nothing. New evictable tables get a
-/// tracker from `tracker`.
+/// Applies schema changes to every store (the database's `partitions`), all or nothing.
+/// New evictable tables get a tracker from `tracker`.
 fn apply_ddl(
     stores: &mut [&mut PartitionStore],
     changes: &[DdlChange],
     tracker: &dyn Fn() -> Box<dyn AccessTracker>,
+    partitions: u32,
 ) -> Result<()> {
     for change in changes {
+        if let DdlChange::AddPrimaryKey(schema) = change {
+            // Checked everywhere first: adding it may remove rows (a replicated table
+            // becoming partitioned), which could not be undone.
+            for s in stores.iter() {
+                s.check_primary_key(schema)?;
+            }
+            for s in stores.iter_mut() {
+                s.add_primary_key(schema.clone(), partitions)?;
+            }
+            continue;
+        }
         let mut done = 0;
         let mut failure = None;
         for s in stores.iter_mut() {
@@ -86,6 +98,7 @@ fn apply_ddl(
                 DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
+                DdlChange::AddPrimaryKey(_) => unreachable!("applied above"),
             };
             if let Err(e) = r {
                 failure = Some(e);
@@ -398,7 +411,7 @@ impl Partition {
             }
             MpWork::Ddl { changes, next, .. } => {
                 let shared = self.shared.clone();
-                let r = apply_ddl(&mut refs, changes, &|| shared.tracker());
+                let r = apply_ddl(&mut refs, changes, &|| shared.tracker(), shared.config.partitions);
                 if r.is_ok() {
                     // Published while every partition is still held, so no transaction
                     // can run between the change and its plans.

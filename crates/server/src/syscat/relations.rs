@@ -930,6 +930,7 @@ mod tests {
             ],
             indexes: vec![],
             partition_column: Some(0),
+            partition_declared: false,
             evictable: true,
         };
         t.columns[0].default = Some(ColumnDefault::Sequence);
