@@ -1673,6 +1673,25 @@ impl Backend {
         if loaded.rows.is_empty() {
             return Ok(0);
         }
+        // The block keeps every statement's parameters until it ends (and each later probe
+        // runs them again): with a COPY's rows they may hold at most what one statement may.
+        let size = |values: &[Value]| values.iter().map(permafrost_sql::exec::value_size).sum::<usize>();
+        let held = match &*txn::lock(&cell) {
+            txn::State::Open(o) => o.statements.iter().map(|s| size(&s.params)).sum::<usize>(),
+            _ => return Err(txn::aborted()),
+        };
+        let limit = self.db.statement_memory();
+        if held + size(&loaded.rows) > limit {
+            return Err(client_error(
+                "54000",
+                format!(
+                    "COPY {}: this transaction block would hold more than the {limit} bytes of rows one statement \
+                     may (a quarter of memory_limit, at least 16 MiB); nothing was loaded: commit in smaller \
+                     transactions",
+                    loaded.table
+                ),
+            ));
+        }
         let stmt = self
             .db
             .bulk_insert(&loaded.table, &loaded.columns)

@@ -178,13 +178,22 @@ async fn copy_inside_a_transaction_block_commits_or_rolls_back_with_it() {
             .await
             .map(|r| r.get(0))
     }
-    async fn copy(c: &tokio_postgres::Client, sql: &str, data: &'static [u8]) -> Result<u64, tokio_postgres::Error> {
+    async fn copy(c: &tokio_postgres::Client, sql: &str, data: &[u8]) -> Result<u64, tokio_postgres::Error> {
         let sink = c.copy_in(sql).await?;
         futures::pin_mut!(sink);
-        sink.send(bytes::Bytes::from_static(data)).await?;
+        sink.send(bytes::Bytes::copy_from_slice(data)).await?;
         sink.finish().await
     }
-    let s = server_with(database(), ServerOptions::default()).await;
+    // 64 MiB: what one statement may hold is 16 MiB.
+    let db = permafrost_executor::Database::open(
+        permafrost_executor::Config::builder()
+            .partitions(2)
+            .memory_limit(64 << 20)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let s = server_with(std::sync::Arc::new(db), ServerOptions::default()).await;
     let c = connect(s.port, "").await.unwrap();
     c.batch_execute(ACCOUNTS).await.unwrap();
     // pgbench -i's shape: BEGIN, TRUNCATE, INSERTs, COPY ... WITH (FREEZE ON), COMMIT.
@@ -226,6 +235,20 @@ async fn copy_inside_a_transaction_block_commits_or_rolls_back_with_it() {
         c.batch_execute("COMMIT").await.unwrap();
     }
     assert_eq!(count(&c).await.unwrap(), 3, "nothing of the failed blocks applied");
+    // The rows a block keeps are bounded like one statement's (16 MiB with this database's
+    // memory limit): one COPY of 10 MB loads, a second one is refused and aborts the block.
+    let big = |from: usize| -> Vec<u8> {
+        let rows: String = (from..from + 10_000)
+            .map(|i| format!("{i}\t{}\t0\n", "x".repeat(1_000)))
+            .collect();
+        rows.into_bytes()
+    };
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy(&c, "COPY accounts FROM STDIN", &big(1_000)).await.unwrap(), 10_000);
+    let e = copy(&c, "COPY accounts FROM STDIN", &big(20_000)).await.unwrap_err();
+    assert_eq!(code(&e), "54000", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&c).await.unwrap(), 3);
     // A read-only block refuses it, and so does an aborted one.
     c.batch_execute("BEGIN READ ONLY").await.unwrap();
     let e = c.simple_query("COPY accounts FROM STDIN").await.unwrap_err();

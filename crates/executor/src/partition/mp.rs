@@ -81,14 +81,10 @@ fn apply_ddl(
     for change in changes {
         if let DdlChange::AddPrimaryKey(schema) = change {
             // Checked everywhere first: adding it may remove rows (a replicated table
-            // becoming partitioned), which could not be undone.
+            // becoming partitioned), which could not be undone; then it does not fail.
             for s in stores.iter() {
                 s.check_primary_key(schema)?;
             }
-            for s in stores.iter_mut() {
-                s.add_primary_key(schema.clone(), partitions)?;
-            }
-            continue;
         }
         let mut done = 0;
         let mut failure = None;
@@ -98,7 +94,7 @@ fn apply_ddl(
                 DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
-                DdlChange::AddPrimaryKey(_) => unreachable!("applied above"),
+                DdlChange::AddPrimaryKey(schema) => s.add_primary_key(schema.clone(), partitions),
             };
             if let Err(e) = r {
                 failure = Some(e);
