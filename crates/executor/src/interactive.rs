@@ -93,18 +93,21 @@ impl TxnStatement {
         !self.stmt.prepared().is_read_only()
     }
 
-    /// The partitions it runs at.
-    fn route(&self, partitions: u32) -> Route {
-        route(self.stmt.prepared(), &self.params, partitions)
+    /// The partitions it runs at in a probe.
+    fn probe_route(&self, partitions: u32) -> Route {
+        route(self.stmt.prepared(), &self.params, partitions, true)
     }
 }
 
 /// The partitions statement `p` with `params` runs at: a bulk insert (a COPY's rows) at
-/// every partition, any other as its plan routes it.
-fn route(p: &Prepared, params: &[Value], partitions: u32) -> Route {
+/// every partition, any other as its plan routes it. In a probe (`undone`: its changes are
+/// undone), a write to a replicated table needs one partition only
+/// (`Prepared::route_undone`).
+fn route(p: &Prepared, params: &[Value], partitions: u32, undone: bool) -> Route {
     match crate::procedure::bulk_width(p) {
         Some(_) if partitions <= 1 => Route::Single(0),
         Some(_) => Route::All,
+        None if undone => p.route_undone(params, partitions),
         None => p.route(params, partitions),
     }
 }
@@ -250,15 +253,17 @@ impl Database {
         // writes pinned to another one cannot change what it gives, and are left out (they
         // are checked at COMMIT), so the probe stays at one partition.
         let partitions = self.shared().config.partitions;
-        let pinned = match route(stmt.prepared(), &params, partitions) {
-            Route::Single(p) => Some(p),
-            _ => None,
-        };
         // An INSERT whose key a sequence draws runs at the block's home partition (its row
-        // is there).
+        // is there), and so does a statement that reads and writes replicated tables only:
+        // writes pinned elsewhere cannot change what it gives either.
         let home = home_partition(now, partitions);
+        let pinned = match route(stmt.prepared(), &params, partitions, true) {
+            Route::Single(p) => Some(p),
+            Route::Any => Some(home),
+            Route::All => None,
+        };
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| match s.route(partitions) {
+            pinned.is_some_and(|p| match s.probe_route(partitions) {
                 Route::Single(q) => q != p,
                 Route::Any => home != p,
                 Route::All => false,
@@ -359,7 +364,7 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            single = match (single, route(s, &p, partitions)) {
+            single = match (single, route(s, &p, partitions, probe)) {
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
                 (Some(x), Route::Any) => Some(x),

@@ -305,6 +305,49 @@ fn a_copy_inside_a_block_commits_with_it_and_is_replayed() {
     assert_eq!(before, after);
 }
 
+/// A probe that writes a replicated table runs at one partition (every copy gives the same
+/// result, and the probe is undone), leaving out earlier writes pinned to another one: a
+/// pgbench TPC-B block (three updates at their partitions, an insert into its replicated
+/// history) probes without a multi-partition transaction. Its commit writes every copy.
+#[test]
+fn probes_of_replicated_writes_run_at_one_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    db.execute_ddl("CREATE TABLE hist (id BIGINT, delta BIGINT)").unwrap();
+    let before = db.stats_now().unwrap();
+    let mut t = Txn::begin(&db);
+    for id in [1, 2, 3, 4] {
+        t.run("UPDATE acct SET bal = bal - 1 WHERE id = $1", vec![Value::Int(id)])
+            .unwrap();
+    }
+    let r = t.run("INSERT INTO hist VALUES (1, -4)", vec![]).unwrap();
+    assert_eq!(r.affected, 1);
+    let r = t.run("UPDATE hist SET delta = delta * 2 WHERE id = 1", vec![]).unwrap();
+    assert_eq!(r.affected, 1, "one row, counted once");
+    let r = t.run("SELECT sum(delta) FROM hist", vec![]).unwrap();
+    assert_eq!(int(&r), -8, "the block sees its own rows");
+    let mid = db.stats_now().unwrap();
+    assert_eq!(
+        mid.mp_coordinated, before.mp_coordinated,
+        "no probe held two partitions: {mid:?}"
+    );
+    t.commit().unwrap();
+    assert_eq!(total(&db), 996);
+    let copies = db
+        .table_stats()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "hist")
+        .unwrap();
+    assert_eq!(
+        (copies.replicated, copies.hot_tuples),
+        (true, 2),
+        "a copy at each partition"
+    );
+    assert_eq!(int(&db.execute_sql("SELECT sum(delta) FROM hist", vec![]).unwrap()), -8);
+}
+
 /// A block over evicted tuples: its probes and its commit fetch them and run again, so
 /// the client sees only latency, never 40001 for that reason; multi-partition included.
 #[test]

@@ -83,6 +83,10 @@ pub struct Env<'a, 'b> {
     /// transaction holds several (an interactive transaction's, so that its probes and its
     /// commit draw the same keys); `None`: the first partition held.
     pub sequence_home: Option<u32>,
+    /// Whether the transaction's changes are all undone whatever happens (an interactive
+    /// transaction's probe): it may write a replicated table at fewer than all partitions,
+    /// since each copy it writes gives what every copy would.
+    pub undone: bool,
 }
 
 mod deferred;
@@ -606,7 +610,7 @@ fn returning_row(exprs: &[Expr], rows: &mut Rows, table: &Table, slot: u32, cx: 
 }
 
 fn require_all(env: &Env<'_, '_>, schema: &TableSchema) -> Result<()> {
-    if env.holds_all() {
+    if env.holds_all() || env.undone {
         Ok(())
     } else {
         Err(SqlError::Unsupported(format!(

@@ -156,13 +156,23 @@ impl Prepared {
     /// Where the statement must run with these parameters among `partitions`. With one
     /// partition, a statement over all of them runs at that one.
     pub fn route(&self, params: &[Value], partitions: u32) -> Route {
-        match self.route_among(params, partitions) {
+        match self.route_among(params, partitions, false) {
             Route::All if partitions == 1 => Route::Single(0),
             r => r,
         }
     }
 
-    fn route_among(&self, params: &[Value], partitions: u32) -> Route {
+    /// Where a run whose changes are all undone (an interactive transaction's probe) may
+    /// run: as [`Prepared::route`], except that a write to a replicated table needs only one
+    /// partition, since every partition holds the same rows and gives the same result.
+    pub fn route_undone(&self, params: &[Value], partitions: u32) -> Route {
+        match self.route_among(params, partitions, true) {
+            Route::All if partitions == 1 => Route::Single(0),
+            r => r,
+        }
+    }
+
+    fn route_among(&self, params: &[Value], partitions: u32, undone: bool) -> Route {
         let params = match coerce_params(params, &self.param_types) {
             Ok(p) => p,
             Err(_) => return Route::All,
@@ -183,7 +193,7 @@ impl Prepared {
             PartitionPick::All => Some(Route::All),
         };
         let combine = |routes: Vec<Route>, writes_replicated: bool| -> Route {
-            if writes_replicated {
+            if writes_replicated && !undone {
                 return Route::All;
             }
             let mut single = None;
@@ -211,11 +221,12 @@ impl Prepared {
                 d.target.schema.is_replicated(),
             ),
             Plan::Insert(i) => {
-                let Some(pc) = i.schema.partition_column else {
-                    return Route::All;
-                };
                 let InsertSource::Values(rows) = &i.source else {
                     return Route::All;
+                };
+                let Some(pc) = i.schema.partition_column else {
+                    // Into a replicated table: its VALUES read no table.
+                    return if undone { Route::Any } else { Route::All };
                 };
                 let Some(pos) = i.targets[pc] else {
                     // A partition key from the table's sequence is drawn at whichever

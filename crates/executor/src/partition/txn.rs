@@ -138,6 +138,7 @@ pub(crate) fn run_body(
         pool,
         deadline,
         sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
+        undone: proc.is_probe(),
     };
     let mut ctx = ProcContext {
         env: &mut env,
