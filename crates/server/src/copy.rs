@@ -24,12 +24,16 @@ use pgwire::api::results::CopyResponse;
 use pgwire::error::{PgWireError, PgWireResult};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
 
+use crate::copy_binary as binary;
 use crate::error::{client_error, db_error, sql_error};
 
 /// How the rows are written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CopyFormat {
     pub csv: bool,
+    /// PostgreSQL's binary COPY format (FROM STDIN only): a signature, then each row as a
+    /// field count and each field's length and bytes in its type's binary form.
+    pub binary: bool,
     pub delimiter: u8,
     /// The text that means NULL (`\N` in text format, an unquoted empty field in CSV).
     pub null: String,
@@ -93,6 +97,9 @@ pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
             return Err(unsupported(
                 "COPY to files or programs on the server (use COPY ... TO STDOUT, psql's \\copy)",
             ));
+        }
+        if format.binary {
+            return Err(unsupported("COPY TO in binary format (text and csv are)"));
         }
         return plan_out(db, source, format).map(CopyPlan::Out);
     }
@@ -164,6 +171,7 @@ fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireRes
 fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> PgWireResult<CopyFormat> {
     let mut f = CopyFormat {
         csv: false,
+        binary: false,
         delimiter: b'\t',
         null: "\\N".into(),
         header: false,
@@ -181,9 +189,15 @@ fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> P
     for o in options {
         match o {
             CopyOption::Format(id) => match id.value.to_lowercase().as_str() {
-                "text" => f.csv = false,
-                "csv" => f.csv = true,
-                other => return Err(unsupported(format!("COPY format \"{other}\" (text and csv are)"))),
+                "text" => (f.csv, f.binary) = (false, false),
+                "csv" => (f.csv, f.binary) = (true, false),
+                "binary" => (f.csv, f.binary) = (false, true),
+                other => {
+                    return Err(client_error(
+                        "22023",
+                        format!("COPY format \"{other}\" not recognized (text, csv and binary are)"),
+                    ));
+                }
             },
             CopyOption::Delimiter(c) => delimiter = Some(byte(*c, "delimiter")?),
             CopyOption::Null(s) => null = Some(s.clone()),
@@ -211,8 +225,15 @@ fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> P
             CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(*c, "delimiter")?),
             CopyLegacyOption::Null(s) => null = Some(s.clone()),
             CopyLegacyOption::Header => f.header = true,
+            CopyLegacyOption::Binary => f.binary = true,
             other => return Err(unsupported(format!("COPY option {other}"))),
         }
+    }
+    if f.binary && (f.csv || f.header || delimiter.is_some() || null.is_some()) {
+        return Err(client_error(
+            "42601",
+            "COPY in binary format takes no CSV, HEADER, DELIMITER or NULL option",
+        ));
     }
     if f.header && !f.csv {
         return Err(unsupported("COPY HEADER in text format (it is a CSV option)"));
@@ -300,9 +321,9 @@ fn write_field(line: &mut Vec<u8>, field: &[u8], f: &CopyFormat) {
 }
 
 impl CopyCommand {
-    /// The CopyInResponse: text format, one column per copied column.
+    /// The CopyInResponse: text or binary format, one column per copied column.
     pub fn response(&self) -> CopyResponse {
-        CopyResponse::new(0, self.columns.len(), stream::empty())
+        CopyResponse::new(i8::from(self.format.binary), self.columns.len(), stream::empty())
     }
 }
 
@@ -467,7 +488,8 @@ type Slot = Mutex<Option<CopyState>>;
 
 /// Starts a COPY on a connection (its rows arrive next).
 pub fn begin<C: ClientInfo>(client: &C, cmd: Arc<CopyCommand>) {
-    let header_pending = cmd.format.header;
+    // A CSV header line, or the binary format's signature and header.
+    let header_pending = cmd.format.header || cmd.format.binary;
     let slot = client
         .session_extensions()
         .get_or_insert_with(|| -> Slot { Mutex::new(None) });
@@ -510,7 +532,14 @@ pub fn abandon<C: ClientInfo>(client: &C) {
 /// Takes rows from a CopyData message.
 pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgWireResult<()> {
     let mut st = take(client)?;
-    if st.error.is_none() && !st.done {
+    if st.error.is_none() && !st.done && st.cmd.format.binary {
+        st.partial.extend_from_slice(bytes);
+        if let Err(e) = st.read_binary(db) {
+            st.error = Some(e);
+            st.rows = Vec::new();
+            st.partial = Vec::new();
+        }
+    } else if st.error.is_none() && !st.done {
         st.partial.extend_from_slice(bytes);
         let n = complete_prefix(&st.partial, &st.cmd.format);
         if n > 0 {
@@ -538,7 +567,13 @@ pub struct Loaded {
 /// Ends the COPY: reads what is left; the rows read, or the error of the first bad one.
 pub fn finish<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<Loaded> {
     let mut st = take(client)?;
-    if st.error.is_none() && !st.done && !st.partial.is_empty() {
+    if st.error.is_none() && st.cmd.format.binary && (!st.partial.is_empty() || !st.binary_started()) {
+        // What is left is not a whole row (or not even the signature).
+        st.error = Some(client_error(
+            "22P04",
+            "unexpected end of binary COPY data: a row (or the signature) is cut short",
+        ));
+    } else if st.error.is_none() && !st.done && !st.partial.is_empty() {
         let mut rest = std::mem::take(&mut st.partial);
         rest.push(b'\n');
         if let Err(e) = st.read(db, &rest) {
@@ -650,18 +685,76 @@ impl CopyState {
                 self.bytes += permafrost_sql::exec::value_size(&v);
                 self.rows.push(v);
             }
-            self.reservation
-                .cover(self.bytes, Some(db.statement_pool()))
-                .map_err(sql_error)?;
-            if self.bytes > limit {
-                return Err(client_error(
-                    "54000",
-                    format!(
-                        "this COPY holds more than the {limit} bytes one statement may (a quarter of memory_limit, at \
-                         least 16 MiB): a COPY is applied as one transaction, so load the data in several COPYs"
-                    ),
-                ));
+            self.row_taken(db, limit)?;
+        }
+        Ok(())
+    }
+
+    /// Accounts for the memory of the rows taken so far: 54000 past what one statement may
+    /// hold, 53200 past what running statements may hold together.
+    fn row_taken(&mut self, db: &Database, limit: usize) -> PgWireResult<()> {
+        self.reservation
+            .cover(self.bytes, Some(db.statement_pool()))
+            .map_err(sql_error)?;
+        if self.bytes > limit {
+            return Err(client_error(
+                "54000",
+                format!(
+                    "this COPY holds more than the {limit} bytes one statement may (a quarter of memory_limit, at \
+                     least 16 MiB): a COPY is applied as one transaction, so load the data in several COPYs"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the binary format's signature and header have been read.
+    fn binary_started(&self) -> bool {
+        !self.header_pending
+    }
+
+    /// Reads the whole rows at the front of `partial` in binary format (the header first),
+    /// leaving an incomplete one there for the next CopyData.
+    fn read_binary(&mut self, db: &Database) -> PgWireResult<()> {
+        let limit = db.statement_memory();
+        let bad = |m: String| client_error("22P04", format!("bad binary COPY data: {m}"));
+        let mut at = 0;
+        if self.header_pending {
+            match binary::header(&self.partial).map_err(bad)? {
+                None => return Ok(()),
+                Some(n) => {
+                    at = n;
+                    self.header_pending = false;
+                }
             }
+        }
+        while !self.done {
+            let Some((n, fields)) = binary::row(&self.partial[at..], self.cmd.columns.len()).map_err(bad)? else {
+                break;
+            };
+            at += n;
+            let Some(fields) = fields else {
+                // The trailer: nothing may follow it.
+                self.done = true;
+                break;
+            };
+            self.line += 1;
+            for (field, &c) in fields.into_iter().zip(&self.cmd.columns) {
+                let col = &self.cmd.table.columns[c];
+                let v = match field {
+                    None => Value::Null,
+                    Some(bytes) => binary::value(bytes, &col.ty)
+                        .and_then(|v| v.coerce_to(&col.ty).map_err(|e| (e.sqlstate(), e.to_string())))
+                        .map_err(|(code, e)| client_error(code, format!("column \"{}\": {e}", col.name)))?,
+                };
+                self.bytes += permafrost_sql::exec::value_size(&v);
+                self.rows.push(v);
+            }
+            self.row_taken(db, limit)?;
+        }
+        self.partial.drain(..at);
+        if self.done && !self.partial.is_empty() {
+            return Err(bad("data after the trailer".into()));
         }
         Ok(())
     }
@@ -692,6 +785,7 @@ mod tests {
     fn text() -> CopyFormat {
         CopyFormat {
             csv: false,
+            binary: false,
             delimiter: b'\t',
             null: "\\N".into(),
             header: false,

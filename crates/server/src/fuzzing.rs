@@ -49,10 +49,11 @@ pub fn sql_text(sql: &str) {
     }
 }
 
-/// COPY rows in both formats, and the schema log's records.
+/// COPY rows in the three formats, and the schema log's records.
 pub fn copy_and_log(data: &[u8]) {
     let text = CopyFormat {
         csv: false,
+        binary: false,
         delimiter: b'\t',
         null: "\\N".into(),
         header: false,
@@ -69,6 +70,7 @@ pub fn copy_and_log(data: &[u8]) {
         let _ = parse_text_line(line, &text);
         let _ = parse_csv_record(line, &csv);
     }
+    crate::copy_binary::fuzz(data);
     schema_log(data);
 }
 

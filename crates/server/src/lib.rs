@@ -10,6 +10,7 @@
 
 pub mod command;
 pub mod copy;
+mod copy_binary;
 mod cork;
 pub mod error;
 pub mod fuzzing;

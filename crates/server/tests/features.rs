@@ -258,6 +258,99 @@ async fn copy_inside_a_transaction_block_commits_or_rolls_back_with_it() {
     c.batch_execute("ROLLBACK").await.unwrap();
 }
 
+/// COPY FROM STDIN in binary format, as tokio-postgres's `BinaryCopyInWriter` (and pgx's
+/// `CopyFrom`, asyncpg's `copy_records_to_table`) send it: every engine type, NULLs, inside
+/// a block too; bad data fails the COPY and stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_copy_from_stdin_loads_every_type() {
+    use tokio_postgres::binary_copy::BinaryCopyInWriter;
+    use tokio_postgres::types::{ToSql, Type};
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, small SMALLINT, name TEXT, price NUMERIC(10,2), ok BOOLEAN, \
+         raw BYTEA, f DOUBLE PRECISION)",
+    )
+    .await
+    .unwrap();
+    let types = [
+        Type::INT8,
+        Type::INT4,
+        Type::INT2,
+        Type::TEXT,
+        Type::NUMERIC,
+        Type::BOOL,
+        Type::BYTEA,
+        Type::FLOAT8,
+    ];
+    for (block, from) in [(false, 0i64), (true, 1_000)] {
+        if block {
+            c.batch_execute("BEGIN").await.unwrap();
+        }
+        let sink = c.copy_in("COPY t FROM STDIN (FORMAT binary)").await.unwrap();
+        let w = BinaryCopyInWriter::new(sink, &types);
+        futures::pin_mut!(w);
+        for id in from..from + 1_000 {
+            let n = (id % 7 != 0).then_some(id as i32 * 3);
+            let price = rust_decimal::Decimal::new(id * 101, 2);
+            let name = format!("name {id} é");
+            let raw = vec![0u8, 1, id as u8];
+            let row: [&(dyn ToSql + Sync); 8] = [
+                &id,
+                &n,
+                &(id as i16),
+                &name,
+                &price,
+                &(id % 2 == 0),
+                &raw,
+                &(id as f64 / 4.0),
+            ];
+            w.as_mut().write(&row).await.unwrap();
+        }
+        assert_eq!(w.finish().await.unwrap(), 1_000);
+        if block {
+            c.batch_execute("COMMIT").await.unwrap();
+        }
+    }
+    let row = c
+        .query_one(
+            "SELECT count(*), count(n), max(name), sum(price)::text, sum(small) FROM t",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 2_000);
+    assert_eq!(row.get::<_, i64>(1), 2_000 - 286, "NULLs stay NULL");
+    assert_eq!(row.get::<_, String>(2), "name 999 é");
+    assert_eq!(row.get::<_, String>(3), "2018990.00");
+    assert_eq!(row.get::<_, i64>(4), 1_999_000);
+    let one = c
+        .query_one("SELECT raw, f, ok FROM t WHERE id = 1234", &[])
+        .await
+        .unwrap();
+    assert_eq!(one.get::<_, Vec<u8>>(0), vec![0, 1, 1234u64 as u8]);
+    assert_eq!(one.get::<_, f64>(1), 308.5);
+    assert!(one.get::<_, bool>(2));
+    // Bad data: a row of the wrong width, a bad signature, a row cut short.
+    let mut header = b"PGCOPY\n\xff\r\n\0".to_vec();
+    header.extend_from_slice(&[0; 8]);
+    let mut wide = header.clone();
+    wide.extend_from_slice(&9i16.to_be_bytes());
+    let mut cut = header.clone();
+    cut.extend_from_slice(&1i16.to_be_bytes());
+    for (data, want) in [(wide, "22P04"), (b"PGCOPY\n\x00".to_vec(), "22P04"), (cut, "22P04")] {
+        let sink = c.copy_in("COPY t (id) FROM STDIN WITH (FORMAT BINARY)").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from(data)).await.unwrap();
+        let e = sink.finish().await.unwrap_err();
+        assert_eq!(code(&e), want, "{e}");
+    }
+    let n: i64 = c.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n, 2_000, "nothing of the bad COPYs was stored");
+    let e = c.simple_query("COPY t TO STDOUT (FORMAT binary)").await.unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+}
+
 /// pgbench -i's other steps: VACUUM and ANALYZE of tables that exist, and ALTER TABLE ...
 /// ADD PRIMARY KEY, which partitions a table created without a key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

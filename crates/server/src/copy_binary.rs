@@ -1,0 +1,239 @@
+//! PostgreSQL's binary COPY format, as `COPY ... FROM STDIN (FORMAT binary)` receives it
+//! (pgx's `CopyFrom`, asyncpg's `copy_records_to_table`, psycopg's binary copy): an 11-byte
+//! signature, a 32-bit flags word and a header extension, then each row as a 16-bit field
+//! count and each field as a 32-bit length (-1: NULL) and that many bytes in its type's
+//! binary form, and a trailer: a field count of -1. Every integer is big-endian. These
+//! readers never panic on bad bytes: they answer an error, or `None` when the bytes so far
+//! end inside a header or a row (the rest comes in the next CopyData).
+
+use permafrost_storage::{DataType, Numeric, Value};
+
+/// The signature that starts binary COPY data.
+const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
+/// Flags bit 16: every row carries an OID (tables WITH OIDS, gone since PostgreSQL 12).
+const WITH_OIDS: u32 = 1 << 16;
+/// Microseconds from 1970-01-01 (the engine's epoch) to 2000-01-01 (PostgreSQL's).
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+fn be_i16(b: &[u8]) -> Option<i16> {
+    Some(i16::from_be_bytes(b.get(..2)?.try_into().ok()?))
+}
+
+fn be_i32(b: &[u8]) -> Option<i32> {
+    Some(i32::from_be_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// The length of the signature and header at the front of `buf`, once all of it is there.
+pub fn header(buf: &[u8]) -> Result<Option<usize>, String> {
+    let n = buf.len().min(SIGNATURE.len());
+    if buf[..n] != SIGNATURE[..n] {
+        return Err("it does not start with the binary COPY signature".into());
+    }
+    let (Some(flags), Some(ext)) = (buf.get(11..).and_then(be_i32), buf.get(15..).and_then(be_i32)) else {
+        return Ok(None);
+    };
+    let flags = flags as u32;
+    if flags & WITH_OIDS != 0 {
+        return Err("rows with OIDs are not supported".into());
+    }
+    if flags & 0xFFFF_0000 & !WITH_OIDS != 0 {
+        return Err(format!("unknown critical flags {flags:#x} in the header"));
+    }
+    let ext = usize::try_from(ext).map_err(|_| format!("a header extension of length {ext}"))?;
+    let end = 19usize.checked_add(ext).ok_or("a header extension too long")?;
+    Ok((buf.len() >= end).then_some(end))
+}
+
+/// One row of `columns` fields at the front of `buf`, once all of it is there: its length
+/// and its fields (`None` for NULL), or no fields for the trailer.
+#[allow(clippy::type_complexity)]
+pub fn row(buf: &[u8], columns: usize) -> Result<Option<(usize, Option<Vec<Option<&[u8]>>>)>, String> {
+    let Some(count) = be_i16(buf) else {
+        return Ok(None);
+    };
+    if count == -1 {
+        return Ok(Some((2, None)));
+    }
+    if usize::try_from(count).ok() != Some(columns) {
+        return Err(format!("a row of {count} fields where {columns} columns are copied"));
+    }
+    let mut at = 2;
+    let mut fields = Vec::with_capacity(columns);
+    for _ in 0..columns {
+        let Some(len) = buf.get(at..).and_then(be_i32) else {
+            return Ok(None);
+        };
+        at += 4;
+        if len == -1 {
+            fields.push(None);
+            continue;
+        }
+        let len = usize::try_from(len).map_err(|_| format!("a field of length {len}"))?;
+        let Some(bytes) = buf.get(at..at.saturating_add(len)) else {
+            return Ok(None);
+        };
+        at += len;
+        fields.push(Some(bytes));
+    }
+    Ok(Some((at, Some(fields))))
+}
+
+/// A field's bytes in the binary form of a column of type `ty` (integers and floats of any
+/// width the client chose), as an engine value, or the SQLSTATE and message of why not.
+pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
+    let size = |what: &str| ("22P03", format!("{} bytes are not a binary {what}", b.len()));
+    Ok(match ty {
+        DataType::SmallInt | DataType::Integer | DataType::BigInt => match b.len() {
+            2 => Value::Int(be_i16(b).ok_or_else(|| size("integer"))?.into()),
+            4 => Value::Int(be_i32(b).ok_or_else(|| size("integer"))?.into()),
+            8 => Value::Int(i64::from_be_bytes(b.try_into().map_err(|_| size("integer"))?)),
+            _ => return Err(size("integer")),
+        },
+        DataType::Double => match b.len() {
+            4 => Value::Double(f32::from_be_bytes(b.try_into().map_err(|_| size("float"))?).into()),
+            8 => Value::Double(f64::from_be_bytes(b.try_into().map_err(|_| size("float"))?)),
+            _ => return Err(size("float")),
+        },
+        DataType::Decimal { .. } => Value::Decimal(Numeric::from_pg_binary(b).map_err(|e| {
+            let e = permafrost_storage::types::numeric_error(ty, e, "(binary)");
+            (e.sqlstate(), e.to_string())
+        })?),
+        DataType::Boolean => match b {
+            [0] => Value::Bool(false),
+            [1] => Value::Bool(true),
+            _ => return Err(("22P03", "a binary boolean is one byte, 0 or 1".into())),
+        },
+        DataType::Timestamp => {
+            let us = i64::from_be_bytes(b.try_into().map_err(|_| size("timestamp"))?);
+            if us == i64::MAX || us == i64::MIN {
+                return Err(("22008", "timestamp infinity is not supported".into()));
+            }
+            let us = us
+                .checked_add(PG_EPOCH_MICROS)
+                .ok_or_else(|| ("22008", "timestamp out of range".to_string()))?;
+            Value::Timestamp(us)
+        }
+        DataType::Bytea => Value::bytes(b.to_vec()),
+        DataType::Varchar(_) => {
+            // Text never holds a NUL byte or invalid UTF-8.
+            crate::wire_check::text(b).map_err(|v| ("22021", v.message))?;
+            Value::text(std::str::from_utf8(b).map_err(|_| ("22021", "text that is not UTF-8".to_string()))?)
+        }
+    })
+}
+
+/// Reads `data` as binary COPY data (after a signature, and as it is) with one to three
+/// columns, each field as every type: for the fuzz targets.
+pub(crate) fn fuzz(data: &[u8]) {
+    let _ = header(data);
+    let mut signed = SIGNATURE.to_vec();
+    signed.extend_from_slice(&[0; 8]);
+    signed.extend_from_slice(data);
+    let _ = header(&signed);
+    let types = [
+        DataType::Integer,
+        DataType::Double,
+        DataType::Decimal {
+            precision: 10,
+            scale: 2,
+        },
+        DataType::Boolean,
+        DataType::Timestamp,
+        DataType::Bytea,
+        DataType::Varchar(Some(3)),
+    ];
+    for columns in 1..=3 {
+        let mut at = 0;
+        while let Ok(Some((n, Some(fields)))) = row(&data[at..], columns) {
+            for f in fields.into_iter().flatten() {
+                for t in &types {
+                    let _ = value(f, t);
+                }
+            }
+            at += n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(rows: &[Vec<Option<Vec<u8>>>]) -> Vec<u8> {
+        let mut out = SIGNATURE.to_vec();
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        for r in rows {
+            out.extend_from_slice(&(r.len() as i16).to_be_bytes());
+            for f in r {
+                match f {
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Some(b) => {
+                        out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                        out.extend_from_slice(b);
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&(-1i16).to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn rows_are_read_whole_or_waited_for() {
+        let bytes = data(&[
+            vec![Some(7i64.to_be_bytes().to_vec()), Some(b"seven".to_vec())],
+            vec![Some(8i32.to_be_bytes().to_vec()), None],
+        ]);
+        assert_eq!(header(&bytes[..5]), Ok(None));
+        assert_eq!(header(&bytes[..18]), Ok(None));
+        let at = header(&bytes).unwrap().unwrap();
+        assert_eq!(at, 19);
+        // Cut anywhere inside the first row: not yet.
+        let (n, _) = row(&bytes[at..], 2).unwrap().unwrap();
+        for cut in 0..n {
+            assert_eq!(row(&bytes[at..at + cut], 2), Ok(None), "cut at {cut}");
+        }
+        let (n1, f1) = row(&bytes[at..], 2).unwrap().unwrap();
+        let f1 = f1.unwrap();
+        assert_eq!(value(f1[0].unwrap(), &DataType::BigInt), Ok(Value::Int(7)));
+        assert_eq!(
+            value(f1[1].unwrap(), &DataType::Varchar(None)),
+            Ok(Value::text("seven"))
+        );
+        let (n2, f2) = row(&bytes[at + n1..], 2).unwrap().unwrap();
+        let f2 = f2.unwrap();
+        assert_eq!(value(f2[0].unwrap(), &DataType::Integer), Ok(Value::Int(8)));
+        assert_eq!(f2[1], None);
+        assert_eq!(row(&bytes[at + n1 + n2..], 2), Ok(Some((2, None))), "the trailer");
+    }
+
+    #[test]
+    fn bad_bytes_are_errors() {
+        assert!(header(b"PGCOPX\n").is_err());
+        let mut oids = SIGNATURE.to_vec();
+        oids.extend_from_slice(&(1i32 << 16).to_be_bytes());
+        oids.extend_from_slice(&0i32.to_be_bytes());
+        assert!(header(&oids).is_err());
+        let mut neg = SIGNATURE.to_vec();
+        neg.extend_from_slice(&0i32.to_be_bytes());
+        neg.extend_from_slice(&(-5i32).to_be_bytes());
+        assert!(header(&neg).is_err());
+        assert!(row(&3i16.to_be_bytes(), 2).is_err(), "wrong field count");
+        let mut r = 1i16.to_be_bytes().to_vec();
+        r.extend_from_slice(&(-7i32).to_be_bytes());
+        assert!(row(&r, 1).is_err(), "negative length");
+        assert_eq!(value(&[1, 2, 3], &DataType::Integer).unwrap_err().0, "22P03");
+        assert_eq!(value(&[2], &DataType::Boolean).unwrap_err().0, "22P03");
+        assert_eq!(value(&[0xff, 0xfe], &DataType::Varchar(None)).unwrap_err().0, "22021");
+        assert_eq!(value(b"a\0b", &DataType::Varchar(None)).unwrap_err().0, "22021");
+        assert_eq!(
+            value(&i64::MAX.to_be_bytes(), &DataType::Timestamp).unwrap_err().0,
+            "22008"
+        );
+        assert_eq!(
+            value(&0i64.to_be_bytes(), &DataType::Timestamp),
+            Ok(Value::Timestamp(PG_EPOCH_MICROS))
+        );
+    }
+}
