@@ -241,6 +241,15 @@ async fn session_functions_answer_for_the_session() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "42704", "{e}");
+    // pgbench asks where a schema is in the search path.
+    let r = rows(
+        &c,
+        "SELECT array_position(current_schemas(true), 'public'), \
+         pg_catalog.array_position(current_schemas(false), 'pg_catalog') IS NULL, \
+         array_position(current_schemas(true), 'public', 3) IS NULL",
+    )
+    .await;
+    assert_eq!(texts(&r), vec![vec!["2", "t", "t"]]);
     // psql's \du reads pg_roles.
     let r = rows(&c, "SELECT r.rolname, r.rolsuper FROM pg_catalog.pg_roles r ORDER BY 1").await;
     assert_eq!(texts(&r), vec![vec!["test", "t"]]);

@@ -468,6 +468,23 @@ fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function("pf_array_lower", 2, det, |ctx| {
         Ok(array(ctx, 0).and_then(|a| (!a.is_empty()).then_some(1i64)))
     })?;
+    // The first position (from 1, or from the third argument) of an element equal to the
+    // second argument; NULL when there is none. NULL is found by NULL, as in PostgreSQL.
+    conn.create_scalar_function("pf_array_position", -1, det, |ctx| {
+        let Some(items) = array(ctx, 0) else { return Ok(None) };
+        let wanted = text(ctx, 1);
+        let from = if ctx.len() > 2 {
+            int(ctx, 2).unwrap_or(1).max(1)
+        } else {
+            1
+        };
+        Ok(items
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(from - 1).unwrap_or(0))
+            .find(|(_, v)| element_text(v) == wanted)
+            .map(|(i, _)| i as i64 + 1))
+    })?;
     conn.create_scalar_function("pf_split_part", 3, det, |ctx| {
         let (Some(s), Some(d), Some(n)) = (text(ctx, 0), text(ctx, 1), int(ctx, 2)) else {
             return Ok(None);

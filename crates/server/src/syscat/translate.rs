@@ -98,6 +98,7 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("array_to_string", "text"),
     ("array_upper", "int4"),
     ("array_lower", "int4"),
+    ("array_position", "int4"),
     ("regexp_replace", "text"),
     ("split_part", "text"),
     ("starts_with", "bool"),
