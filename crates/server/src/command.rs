@@ -648,7 +648,16 @@ fn prepare(db: &Database, name: &ast::Ident, declared: &[ast::DataType], stmt: &
     }
     let mut types = cmd.param_types();
     for (i, t) in declared.iter().enumerate() {
-        let ty = pg_type(Some(&permafrost_sql::bind::map_type(t).map_err(sql_error)?));
+        let ty = match t {
+            // An array parameter (`x = ANY($1)`).
+            ast::DataType::Array(
+                ast::ArrayElemTypeDef::SquareBracket(e, _)
+                | ast::ArrayElemTypeDef::AngleBracket(e)
+                | ast::ArrayElemTypeDef::Parenthesis(e)
+                | ast::ArrayElemTypeDef::Qualified(e, _),
+            ) => crate::types::pg_array_type(Some(&permafrost_sql::bind::map_type(e).map_err(sql_error)?)),
+            t => pg_type(Some(&permafrost_sql::bind::map_type(t).map_err(sql_error)?)),
+        };
         match types.get_mut(i) {
             Some(slot) => *slot = ty,
             None => types.push(ty),
@@ -843,13 +852,27 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
     }
     let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(sql_error)?;
     let d = DmlCommand {
-        params: prepared.param_types().iter().map(|t| pg_type(t.as_ref())).collect(),
+        params: param_types(&prepared),
         columns: columns_of(prepared.columns()),
         kind: prepared.kind(),
         read_only: prepared.is_read_only(),
         stmt: db.ad_hoc(prepared),
     };
     Ok(Command::Dml(Arc::new(d)))
+}
+
+/// The PostgreSQL types of a statement's parameters: an array's for those compared with
+/// `= ANY(...)`.
+fn param_types(prepared: &permafrost_sql::Prepared) -> Vec<Type> {
+    prepared
+        .param_types()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match prepared.array_param(i) {
+            Some(elem) => crate::types::pg_array_type(elem.as_ref()),
+            None => pg_type(t.as_ref()),
+        })
+        .collect()
 }
 
 pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {

@@ -29,6 +29,103 @@ pub fn pg_type(ty: Option<&DataType>) -> Type {
     }
 }
 
+/// The PostgreSQL array type of elements of this engine type (an array parameter,
+/// `x = ANY($1)`).
+pub fn pg_array_type(elem: Option<&DataType>) -> Type {
+    match elem {
+        Some(DataType::SmallInt) => Type::INT2_ARRAY,
+        Some(DataType::Integer) => Type::INT4_ARRAY,
+        Some(DataType::BigInt) => Type::INT8_ARRAY,
+        Some(DataType::Double) => Type::FLOAT8_ARRAY,
+        Some(DataType::Decimal { .. }) => Type::NUMERIC_ARRAY,
+        Some(DataType::Varchar(Some(_))) => Type::VARCHAR_ARRAY,
+        Some(DataType::Varchar(None)) | None => Type::TEXT_ARRAY,
+        Some(DataType::Timestamp) => Type::TIMESTAMP_ARRAY,
+        Some(DataType::Boolean) => Type::BOOL_ARRAY,
+        Some(DataType::Bytea) => Type::BYTEA_ARRAY,
+    }
+}
+
+/// The engine type of the elements of array type `ty`, if it is one this server reads.
+pub fn array_element(ty: &Type) -> Option<DataType> {
+    Some(match *ty {
+        Type::INT2_ARRAY => DataType::SmallInt,
+        Type::INT4_ARRAY => DataType::Integer,
+        Type::INT8_ARRAY | Type::OID_ARRAY => DataType::BigInt,
+        Type::FLOAT4_ARRAY | Type::FLOAT8_ARRAY => DataType::Double,
+        Type::NUMERIC_ARRAY => DataType::Decimal { precision: 0, scale: 0 },
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::BPCHAR_ARRAY | Type::NAME_ARRAY => DataType::Varchar(None),
+        Type::TIMESTAMP_ARRAY => DataType::Timestamp,
+        Type::BOOL_ARRAY => DataType::Boolean,
+        Type::BYTEA_ARRAY => DataType::Bytea,
+        _ => return None,
+    })
+}
+
+/// The engine type of elements of a binary array whose header names `oid`.
+fn element_of_oid(oid: u32) -> Option<DataType> {
+    Some(match oid {
+        21 => DataType::SmallInt,
+        23 => DataType::Integer,
+        20 | 26 => DataType::BigInt,
+        700 | 701 => DataType::Double,
+        1700 => DataType::Decimal { precision: 0, scale: 0 },
+        25 | 1043 | 1042 | 19 => DataType::Varchar(None),
+        1114 => DataType::Timestamp,
+        16 => DataType::Boolean,
+        17 => DataType::Bytea,
+        _ => return None,
+    })
+}
+
+/// A binary array parameter (PostgreSQL's form: dimensions, flags, element type, each
+/// dimension's size and lower bound, then each element as a length and its binary form)
+/// as the text of its array literal, which is how the engine takes arrays.
+fn binary_array_literal(b: &[u8], param: usize) -> PgWireResult<String> {
+    let bad = |m: &str| client_error("22P03", format!("parameter ${}: bad binary array: {m}", param + 1));
+    let int = |at: usize| -> PgWireResult<i32> {
+        b.get(at..at + 4)
+            .and_then(|s| s.try_into().ok())
+            .map(i32::from_be_bytes)
+            .ok_or_else(|| bad("cut short"))
+    };
+    let ndim = usize::try_from(int(0)?).map_err(|_| bad("negative dimensions"))?;
+    if ndim > 6 {
+        return Err(bad("more than 6 dimensions"));
+    }
+    let oid = int(8)? as u32;
+    let elem = element_of_oid(oid)
+        .ok_or_else(|| client_error("0A000", format!("parameter ${}: arrays of type oid {oid}", param + 1)))?;
+    let mut count: usize = if ndim == 0 { 0 } else { 1 };
+    for d in 0..ndim {
+        let size = usize::try_from(int(12 + 8 * d)?).map_err(|_| bad("a negative dimension"))?;
+        count = count
+            .checked_mul(size)
+            .filter(|&c| c <= 1 << 24)
+            .ok_or_else(|| bad("too many elements"))?;
+    }
+    let mut at = 12 + 8 * ndim;
+    let mut items: Vec<Option<String>> = Vec::with_capacity(count.min(1 << 16));
+    for _ in 0..count {
+        let len = int(at)?;
+        at += 4;
+        if len == -1 {
+            items.push(None);
+            continue;
+        }
+        let len = usize::try_from(len).map_err(|_| bad("a negative length"))?;
+        let bytes = b.get(at..at.saturating_add(len)).ok_or_else(|| bad("cut short"))?;
+        at += len;
+        let v = crate::copy_binary::value(bytes, &elem)
+            .map_err(|(code, m)| client_error(code, format!("parameter ${}: {m}", param + 1)))?;
+        items.push(Some(v.as_ref().to_string()));
+    }
+    if at != b.len() {
+        return Err(bad("bytes after the last element"));
+    }
+    Ok(permafrost_sql::array::literal(items.iter().map(|i| i.as_deref())))
+}
+
 fn micros_to_datetime(us: i64) -> PgWireResult<NaiveDateTime> {
     DateTime::from_timestamp_micros(us)
         .map(|d| d.naive_utc())
@@ -159,6 +256,12 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
             .parameter::<NaiveDateTime>(i, &ty)?
             .map(|t| Value::Timestamp(t.and_utc().timestamp_micros())),
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
+        // An array (`x = ANY($1)`): the text of its literal, read where it is compared.
+        ref t if array_element(t).is_some() && !portal.parameter_format.is_text(i) => match portal.parameters.get(i) {
+            None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+            Some(None) => None,
+            Some(Some(bytes)) => Some(Value::text(binary_array_literal(bytes, i)?)),
+        },
         _ => {
             // Text and anything else: the raw text of a text-format parameter as it is
             // (the library's String decoder would treat it as a SQL literal).
@@ -219,5 +322,56 @@ impl pgwire::types::ToSqlText for PgNumeric<'_> {
         use std::fmt::Write;
         write!(out, "{}", self.0)?;
         Ok(postgres_types::IsNull::No)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary int8 array of `items` (PostgreSQL's form), one dimension.
+    fn int8_array(items: &[Option<i64>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [1i32, 1, 20, items.len() as i32, 1] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        for i in items {
+            match i {
+                None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(v) => {
+                    b.extend_from_slice(&8i32.to_be_bytes());
+                    b.extend_from_slice(&v.to_be_bytes());
+                }
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn binary_arrays_become_literals_and_bad_bytes_errors() {
+        let b = int8_array(&[Some(1), None, Some(-3)]);
+        assert_eq!(binary_array_literal(&b, 0).unwrap(), r#"{"1",NULL,"-3"}"#);
+        // No dimensions: empty.
+        let mut empty = Vec::new();
+        for v in [0i32, 0, 20] {
+            empty.extend_from_slice(&v.to_be_bytes());
+        }
+        assert_eq!(binary_array_literal(&empty, 0).unwrap(), "{}");
+        // Cut anywhere, or with a byte more: an error, never a panic.
+        for cut in 0..b.len() {
+            assert!(binary_array_literal(&b[..cut], 0).is_err(), "cut at {cut}");
+        }
+        let mut longer = b.clone();
+        longer.push(0);
+        assert!(binary_array_literal(&longer, 0).is_err());
+        // Absurd sizes and unknown element types.
+        let mut huge = Vec::new();
+        for v in [2i32, 0, 20, i32::MAX, 1, i32::MAX, 1] {
+            huge.extend_from_slice(&v.to_be_bytes());
+        }
+        assert!(binary_array_literal(&huge, 0).is_err());
+        let mut odd = b.clone();
+        odd[8..12].copy_from_slice(&600i32.to_be_bytes());
+        assert!(binary_array_literal(&odd, 0).is_err());
     }
 }

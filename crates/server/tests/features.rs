@@ -351,6 +351,57 @@ async fn binary_copy_from_stdin_loads_every_type() {
     assert_eq!(code(&e), "0A000", "{e}");
 }
 
+/// `x = ANY($1)` with an array parameter, as drivers send lists (tokio-postgres and pgx in
+/// binary, node-postgres and psql in text): the parameter is described as an array of
+/// the column's type, and NULL elements and quoted text read as PostgreSQL reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_parameters_with_any_and_all() {
+    let s = server_with(database(), ServerOptions::default()).await;
+    let c = connect(s.port, "").await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, n INT); \
+         INSERT INTO t VALUES (1, 'one', 10), (2, 'two \"2\"', 20), (3, NULL, 30), (4, 'four', NULL)",
+    )
+    .await
+    .unwrap();
+    let by_id = c
+        .prepare("SELECT id FROM t WHERE id = ANY($1) ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(by_id.params(), &[tokio_postgres::types::Type::INT8_ARRAY]);
+    let ids = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>();
+    assert_eq!(ids(c.query(&by_id, &[&vec![3i64, 1, 99]]).await.unwrap()), vec![1, 3]);
+    assert_eq!(
+        ids(c.query(&by_id, &[&Vec::<i64>::new()]).await.unwrap()),
+        Vec::<i64>::new()
+    );
+    let names: Vec<Option<&str>> = vec![Some("two \"2\""), None, Some("four")];
+    let rows = c
+        .query("SELECT id FROM t WHERE name = ANY($1) ORDER BY id", &[&names])
+        .await
+        .unwrap();
+    assert_eq!(ids(rows), vec![2, 4]);
+    let rows = c
+        .query("SELECT id FROM t WHERE n <> ALL($1) ORDER BY id", &[&vec![10i32, 30]])
+        .await
+        .unwrap();
+    assert_eq!(ids(rows), vec![2]);
+    // In text, as node-postgres and psql send it; a malformed one is 22P02.
+    let rows = c
+        .simple_query("SELECT id FROM t WHERE id = ANY('{2,4}') ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(
+        simple_rows(&rows),
+        vec![vec![Some("2".to_string())], vec![Some("4".to_string())]]
+    );
+    let e = c
+        .simple_query("SELECT id FROM t WHERE id = ANY('{2,')")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "22P02", "{e}");
+}
+
 /// pgbench -i's other steps: VACUUM and ANALYZE of tables that exist, and ALTER TABLE ...
 /// ADD PRIMARY KEY, which partitions a table created without a key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

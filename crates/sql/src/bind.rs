@@ -143,6 +143,10 @@ pub struct AggCall {
 pub struct Binder<'c> {
     pub catalog: &'c Catalog,
     pub params: Vec<Option<DataType>>,
+    /// The parameters that are arrays (`x = ANY($1)`), with their elements' type. Their
+    /// entry in `params` stays empty: the value is the array literal's text, read where it
+    /// is compared.
+    pub array_params: Vec<(usize, Option<DataType>)>,
     pub rels: Vec<Rel>,
     /// Aggregates found so far; `None` where aggregates are not allowed.
     pub aggs: Option<Vec<AggCall>>,
@@ -157,6 +161,7 @@ impl<'c> Binder<'c> {
         Binder {
             catalog,
             params: Vec::new(),
+            array_params: Vec::new(),
             rels: Vec::new(),
             aggs: None,
             depth: Depth::default(),
@@ -339,6 +344,20 @@ impl<'c> Binder<'c> {
                 self.is_distinct(a, b, matches!(e, A::IsNotDistinctFrom(..)))?
             }
             A::InList { expr, list, negated } => self.in_list(expr, list, *negated)?,
+            A::AnyOp {
+                left,
+                compare_op: BinaryOperator::Eq,
+                right,
+                ..
+            } => self.any_op(left, right, false)?,
+            A::AllOp {
+                left,
+                compare_op: BinaryOperator::NotEq,
+                right,
+            } => self.any_op(left, right, true)?,
+            A::AnyOp { compare_op, .. } | A::AllOp { compare_op, .. } => {
+                return unsupported(format!("{compare_op} with ANY or ALL (= ANY and <> ALL are supported)"));
+            }
             A::Between {
                 expr,
                 negated,
@@ -496,6 +515,65 @@ impl<'c> Binder<'c> {
                 list: items,
                 negated,
             },
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `x = ANY(array)` (`negated`: `x <> ALL(array)`). `ARRAY[a, b]` is an IN list;
+    /// any other array is a literal's text (a parameter, a string constant, either cast to
+    /// an array type), its elements read as the type of `x`.
+    fn any_op(&mut self, left: &ast::Expr, right: &ast::Expr, negated: bool) -> Result<Typed> {
+        let mut right = right;
+        while let ast::Expr::Nested(inner) = right {
+            right = inner;
+        }
+        let (inner, cast_elem) = match right {
+            ast::Expr::Cast {
+                expr,
+                data_type: ast::DataType::Array(def),
+                format: None,
+                ..
+            } => {
+                let elem = match def {
+                    ast::ArrayElemTypeDef::SquareBracket(t, _)
+                    | ast::ArrayElemTypeDef::AngleBracket(t)
+                    | ast::ArrayElemTypeDef::Parenthesis(t)
+                    | ast::ArrayElemTypeDef::Qualified(t, _) => Some(map_type(t)?),
+                    ast::ArrayElemTypeDef::None => None,
+                };
+                (&**expr, elem)
+            }
+            other => (other, None),
+        };
+        if let ast::Expr::Array(arr) = inner {
+            return self.in_list(left, &arr.elem, negated);
+        }
+        let (x, xt) = self.expr(left)?;
+        let (a, at) = self.expr(inner)?;
+        if cast_elem.is_some() {
+            self.infer(&x, cast_elem);
+        }
+        let elem = xt.or(self.param_type(&x)).or(cast_elem);
+        match &a {
+            Expr::Param(i) => {
+                if self.params[*i].is_some() {
+                    return Err(SqlError::Type(format!(
+                        "parameter ${} is used both as an array and as a value",
+                        i + 1
+                    )));
+                }
+                self.array_params.retain(|(p, _)| p != i);
+                self.array_params.push((*i, elem));
+            }
+            _ if matches!(at, None | Some(DataType::Varchar(_))) => {}
+            _ => {
+                return Err(SqlError::Type(
+                    "op ANY/ALL (array) requires an array on its right side".into(),
+                ));
+            }
+        }
+        Ok((
+            Expr::Func(Func::AnyEq { elem, negated }, vec![x, a]),
             Some(DataType::Boolean),
         ))
     }
@@ -725,7 +803,7 @@ impl<'c> Binder<'c> {
                 arity(1, 1)?
             }
             Func::Substring => arity(2, 3)?,
-            Func::NullIf => arity(2, 2)?,
+            Func::NullIf | Func::AnyEq { .. } => arity(2, 2)?,
             Func::Round => arity(1, 2)?,
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => arity(1, usize::MAX)?,
         }

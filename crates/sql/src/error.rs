@@ -30,6 +30,9 @@ pub enum SqlError {
     UnknownFunction(String),
     #[error("{0}")]
     Type(String),
+    /// Text that does not read as a value of its type (an array literal).
+    #[error("{0}")]
+    InvalidText(String),
     #[error("{0}")]
     Grouping(String),
     #[error("could not determine data type of parameter ${0}")]
@@ -106,6 +109,7 @@ impl SqlError {
             SqlError::AmbiguousColumn(_) => "42702",
             SqlError::UnknownFunction(_) => "42883",
             SqlError::Type(_) => "42804",
+            SqlError::InvalidText(_) => "22P02",
             SqlError::Grouping(_) => "42803",
             SqlError::UnknownParamType(_) => "42P18",
             SqlError::ParamCount { .. } => "08P01",

@@ -72,6 +72,13 @@ pub enum Func {
     Greatest,
     Least,
     Trim,
+    /// `x = ANY(array)` (`negated`: `x <> ALL(array)`), the array the text of a PostgreSQL
+    /// array literal (crate::array: how array parameters and constants arrive), its
+    /// elements read as `elem` (the type of `x`).
+    AnyEq {
+        elem: Option<DataType>,
+        negated: bool,
+    },
 }
 
 /// A bound expression.
@@ -707,6 +714,54 @@ pub fn like(s: &str, p: &str) -> bool {
 fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
     let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
     Ok(match f {
+        Func::AnyEq { elem, negated } => {
+            let x = args[0].eval(src, cx)?;
+            let a = args[1].eval(src, cx)?;
+            let text = match a.as_ref() {
+                ValueRef::Null => return Ok(Value::Null),
+                ValueRef::Text(t) => t,
+                other => {
+                    return Err(SqlError::InvalidText(format!(
+                        "malformed array literal: \"{other}\" (ANY and ALL take an array)"
+                    )));
+                }
+            };
+            let items = crate::array::elements(text)?;
+            if x.is_null() {
+                return Ok(if items.is_empty() {
+                    Value::Bool(negated)
+                } else {
+                    Value::Null
+                });
+            }
+            let mut saw_null = false;
+            let mut found = false;
+            for item in items {
+                let Some(t) = item else {
+                    saw_null = true;
+                    continue;
+                };
+                let v = match elem {
+                    Some(ty) => Value::text(t).coerce_to(&ty)?,
+                    None => Value::text(t),
+                };
+                match compare(x.as_ref(), v.as_ref())? {
+                    Some(Ordering::Equal) => {
+                        found = true;
+                        break;
+                    }
+                    None => saw_null = true,
+                    _ => {}
+                }
+            }
+            if found {
+                Value::Bool(!negated)
+            } else if saw_null {
+                Value::Null
+            } else {
+                Value::Bool(negated)
+            }
+        }
         Func::Coalesce => {
             for a in args {
                 let v = a.eval(src, cx)?;

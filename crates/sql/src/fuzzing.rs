@@ -30,6 +30,8 @@ pub fn catalog() -> Catalog {
 /// Splits, parses, binds and plans `data` (as text) against `catalog`; DDL is planned too.
 pub fn sql_front_end(catalog: &Catalog, data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
+    // Array literals (what array parameters are) are read from any text.
+    let _ = crate::array::elements(text);
     let Ok(statements) = crate::script::split(text) else {
         return;
     };

@@ -149,6 +149,8 @@ pub enum Plan {
 pub struct Planned {
     pub plan: Plan,
     pub params: Vec<Option<DataType>>,
+    /// The parameters that are arrays, with their elements' type (`Binder::array_params`).
+    pub array_params: Vec<(usize, Option<DataType>)>,
     pub columns: Vec<ColumnInfo>,
 }
 
@@ -161,6 +163,7 @@ pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
     Ok(Planned {
         plan: Plan::Select(plan),
         params: b.params,
+        array_params: b.array_params,
         columns,
     })
 }
@@ -1006,6 +1009,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             returning: ret,
         }),
         params: b.params,
+        array_params: b.array_params,
         columns,
     })
 }
@@ -1063,6 +1067,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
             returning: ret,
         }),
         params: b.params,
+        array_params: b.array_params,
         columns,
     })
 }
@@ -1084,6 +1089,7 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
     Ok(Planned {
         plan: Plan::Delete(DeletePlan { target, returning: ret }),
         params: b.params,
+        array_params: b.array_params,
         columns,
     })
 }

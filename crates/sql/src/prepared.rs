@@ -43,6 +43,9 @@ pub struct Prepared {
     pub sql: String,
     plan: Plan,
     param_types: Vec<Option<DataType>>,
+    /// The parameters that are arrays (`x = ANY($1)`), with their elements' type; their
+    /// entries in `param_types` are empty (the value is the array literal's text).
+    array_params: Vec<(usize, Option<DataType>)>,
     columns: Arc<[ColumnInfo]>,
     kind: StatementKind,
 }
@@ -87,6 +90,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         sql: sql.to_string(),
         plan: planned.plan,
         param_types: planned.params,
+        array_params: planned.array_params,
         columns: planned.columns.into(),
         kind,
     })
@@ -108,6 +112,11 @@ impl Prepared {
     /// The inferred type of each parameter (`None` where nothing constrains it).
     pub fn param_types(&self) -> &[Option<DataType>] {
         &self.param_types
+    }
+
+    /// Whether parameter `i` is an array (`x = ANY($1)`): `Some` with its elements' type.
+    pub fn array_param(&self, i: usize) -> Option<Option<DataType>> {
+        self.array_params.iter().find(|(p, _)| *p == i).map(|(_, t)| *t)
     }
 
     /// The result columns (empty for DML without RETURNING).
