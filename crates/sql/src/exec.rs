@@ -334,6 +334,14 @@ impl<'w, 's> Walker<'w, 's> {
                         let _ = table.index_store(*index).lookup(&key, |r| visit(r, self, b, &mut st));
                     }
                 }
+                Access::IndexAny { index, array } => {
+                    for key in any_keys(table, *index, array, b, self.cx)? {
+                        let _ = table.index_store(*index).lookup(&key, |r| visit(r, self, b, &mut st));
+                        if st.err.is_some() || st.flow.is_break() {
+                            break;
+                        }
+                    }
+                }
                 Access::IndexRange {
                     index,
                     prefix,
@@ -396,6 +404,33 @@ fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Value>> {
 
 fn index_types(table: &Table, index: usize) -> Vec<DataType> {
     table.encoder(index).types().to_vec()
+}
+
+/// The distinct keys of one-column index `index` that the elements of `array` (an array
+/// literal's text) give, in key order; NULL elements and a NULL array give none.
+fn any_keys(table: &Table, index: usize, array: &Expr, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Vec<IndexKey>> {
+    let enc = table.encoder(index);
+    let ty = enc.types()[0];
+    let a = array.eval(b, cx)?;
+    let text = match a.as_ref() {
+        ValueRef::Null => return Ok(Vec::new()),
+        ValueRef::Text(t) => t,
+        other => {
+            return Err(SqlError::InvalidText(format!(
+                "malformed array literal: \"{other}\" (ANY and ALL take an array)"
+            )));
+        }
+    };
+    let mut keys = Vec::new();
+    for item in crate::array::elements(text)?.into_iter().flatten() {
+        let v = Value::text(item).coerce_to(&ty)?;
+        if let Some(k) = key_value(v.as_ref(), &ty).and_then(|k| enc.encode([Value::as_ref(&k)])) {
+            keys.push(k);
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(keys)
 }
 
 fn build_key(

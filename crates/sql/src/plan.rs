@@ -22,7 +22,7 @@ pub use crate::bind::MAX_RELS;
 use crate::bind::{AggCall, Binder, Typed, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
-use crate::expr::{CmpOp, Expr};
+use crate::expr::{CmpOp, Expr, Func};
 use crate::rows::ColumnInfo;
 
 /// How a relation's tuples are found.
@@ -33,6 +33,12 @@ pub enum Access {
     IndexEq {
         index: usize,
         keys: Vec<Expr>,
+    },
+    /// `col = ANY(array)` on the column of a one-column index: a lookup per distinct
+    /// element of the array (evaluated before the relation is read).
+    IndexAny {
+        index: usize,
+        array: Expr,
     },
     /// Equalities on a prefix of an ordered index plus an optional range on the next column.
     IndexRange {
@@ -597,9 +603,28 @@ fn sargs(rel: usize, conjuncts: &[Expr], known: u64) -> Vec<Sarg> {
     out
 }
 
-/// The best access path for `schema` given the usable predicates, with its cost and the
-/// number of rows it is expected to produce.
-fn choose_access(schema: &TableSchema, sargs: &[Sarg]) -> (Access, f64, f64) {
+/// The `col = ANY(array)` predicates usable to reach relation `rel`: the column and the
+/// array, computable before.
+fn any_sargs(rel: usize, conjuncts: &[Expr], known: u64) -> Vec<(usize, Expr)> {
+    conjuncts
+        .iter()
+        .filter_map(|c| match c {
+            Expr::Func(Func::AnyEq { negated: false, .. }, args) => match args.as_slice() {
+                [Expr::Column { rel: r, col }, v]
+                    if *r == rel && v.rels() & !known == 0 && v.rels() & (1 << rel) == 0 =>
+                {
+                    Some((*col, v.clone()))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The best access path for `schema` given the usable predicates (`anys`: `col =
+/// ANY(array)`), with its cost and the number of rows it is expected to produce.
+fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -> (Access, f64, f64) {
     let eq = |col: usize| {
         sargs
             .iter()
@@ -650,6 +675,23 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg]) -> (Access, f64, f64) {
             best = (access, cost, rows);
         }
     }
+    for (i, ix) in schema.indexes.iter().enumerate() {
+        let [col] = ix.columns.as_slice() else { continue };
+        let Some((_, array)) = anys.iter().find(|(c, _)| c == col) else {
+            continue;
+        };
+        let (cost, rows) = if ix.unique { (3.0, 10.0) } else { (12.0, 40.0) };
+        if cost < best.1 {
+            best = (
+                Access::IndexAny {
+                    index: i,
+                    array: array.clone(),
+                },
+                cost,
+                rows,
+            );
+        }
+    }
     best
 }
 
@@ -671,7 +713,11 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
         let mut cost = 0.0;
         let mut fanout = 1.0;
         for &r in &order {
-            let (_, c, rows) = choose_access(&b.rels[r].schema, &sargs(r, &conjuncts, known));
+            let (_, c, rows) = choose_access(
+                &b.rels[r].schema,
+                &sargs(r, &conjuncts, known),
+                &any_sargs(r, &conjuncts, known),
+            );
             cost += c * fanout;
             fanout *= rows;
             known |= 1 << r;
@@ -686,7 +732,7 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
     for &r in &order {
         let schema = b.rels[r].schema.clone();
         let sg = sargs(r, &conjuncts, known);
-        let (access, _, _) = choose_access(&schema, &sg);
+        let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, &conjuncts, known));
         known |= 1 << r;
         let implied = implied_by(&access, &schema, r);
         let filters = conjuncts
@@ -1116,5 +1162,56 @@ trait ExactColumn {
 impl ExactColumn for TableSchema {
     fn column_index_exact(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::new();
+        for sql in [
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, grp INT)",
+            "CREATE INDEX t_grp ON t (grp)",
+        ] {
+            let stmt = crate::parse::parse_statement(sql).unwrap();
+            for change in crate::ddl::plan_ddl(&c, &stmt).unwrap() {
+                c = c.apply(&change).unwrap();
+            }
+        }
+        c
+    }
+
+    fn access(sql: &str) -> Access {
+        let c = catalog();
+        let ast::Statement::Query(q) = crate::parse::parse_statement(sql).unwrap() else {
+            panic!("not a query")
+        };
+        let Plan::Select(s) = plan_query(&c, &q).unwrap().plan else {
+            panic!("not a select")
+        };
+        s.rels[0].access.clone()
+    }
+
+    #[test]
+    fn any_of_an_array_probes_a_one_column_index() {
+        for sql in [
+            "SELECT * FROM t WHERE id = ANY($1)",
+            "SELECT * FROM t WHERE id = ANY('{1,2}') AND name = 'x'",
+        ] {
+            assert!(matches!(access(sql), Access::IndexAny { index: 0, .. }), "{sql}");
+        }
+        assert!(matches!(
+            access("SELECT * FROM t WHERE grp = ANY($1)"),
+            Access::IndexAny { index: 1, .. }
+        ));
+        // An equality is better; no index on the column, or <> ALL: a scan.
+        assert!(matches!(
+            access("SELECT * FROM t WHERE id = 3 AND grp = ANY($1)"),
+            Access::IndexEq { index: 0, .. }
+        ));
+        assert!(matches!(access("SELECT * FROM t WHERE name = ANY($1)"), Access::Scan));
+        assert!(matches!(access("SELECT * FROM t WHERE id <> ALL($1)"), Access::Scan));
     }
 }

@@ -18,6 +18,11 @@ SELECT id, name FROM a WHERE id = ANY($1);
 -- params: '{4}'
 UPDATE a SET price = 5 WHERE id = ANY($1);
 DELETE FROM a WHERE id <> ALL('{1,2,3,4}');
+-- Through an index (a lookup per distinct element): repeated elements find a row once.
+CREATE INDEX a_name ON a (name);
+SELECT id FROM a WHERE name = ANY('{one,one,four,NULL,five}') ORDER BY id;
+SELECT x.id, y.name FROM a x JOIN a y ON y.id = x.id WHERE x.id = ANY('{2,2,1,7}') ORDER BY x.id;
+SELECT count(*) FROM a WHERE id = ANY('{}');
 SELECT id FROM a WHERE id = ANY('{1,x}');
 SELECT id FROM a WHERE id = ANY('1,2');
 SELECT id FROM a WHERE id = ANY('{1,');
