@@ -927,8 +927,8 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &txn::Cell,
     ) -> PgWireResult<Response> {
-        let (wrote, now, read_only, n) = match &*txn::lock(cell) {
-            txn::State::Open(o) => (o.wrote(), o.now, o.read_only, o.statements.len()),
+        let (wrote, read_only, n) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.wrote(), o.read_only, o.statements.len()),
             _ => return Err(txn::aborted()),
         };
         if read_only && !d.read_only {
@@ -962,33 +962,10 @@ impl Backend {
         }
         let rows = match rows {
             Some(r) => r,
-            None => {
-                let stop = StopFlag::new();
-                // Submitted while the block is locked (its statements are read in place);
-                // nothing else of this connection is in flight: a short probe may run here.
-                let fut = match &*txn::lock(cell) {
-                    txn::State::Open(o) => self.db.probe(
-                        &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
-                        &d.stmt,
-                        params.clone(),
-                        now,
-                        stop.clone(),
-                        true,
-                    ),
-                    _ => return Err(txn::aborted()),
-                };
-                run_with(cancel, &stop, fut).await
-            }
+            None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
         };
         let r = rows.and_then(|rows| {
-            let step = permafrost_executor::TxnStatement {
-                stmt: d.stmt.clone(),
-                params,
-                digest: rows.digest(),
-            };
-            if let txn::State::Open(o) = &mut *txn::lock(cell) {
-                o.statements.push(step);
-            }
+            keep_in_block(cell, d.stmt.clone(), params, &rows);
             respond(rows, &d.columns, Some(d.kind), format, None)
         });
         self.metrics.record(
@@ -1001,6 +978,33 @@ impl Backend {
             outcome_of(&r),
         );
         r
+    }
+
+    /// Runs `stmt` with `params` as a probe of the connection's open block: over the
+    /// committed state and the block's earlier writes, undone (crate::txn); what it gives
+    /// inside the block.
+    async fn probe_block(
+        &self,
+        stmt: &permafrost_executor::AdHoc,
+        params: Vec<Value>,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Rows> {
+        let stop = StopFlag::new();
+        // Submitted while the block is locked (its statements are read in place); nothing
+        // else of this connection is in flight: a short probe may run here.
+        let fut = match &*txn::lock(cell) {
+            txn::State::Open(o) => self.db.probe(
+                &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
+                stmt,
+                params,
+                o.now,
+                stop.clone(),
+                true,
+            ),
+            _ => return Err(txn::aborted()),
+        };
+        run_with(cancel, &stop, fut).await
     }
 
     /// Submits a DML statement or a procedure call ([`Command::pipelines`]) to its
@@ -1696,32 +1700,12 @@ impl Backend {
             .db
             .bulk_insert(&loaded.table, &loaded.columns)
             .map_err(|e| copy::not_loaded(&loaded.table, db_error(e)))?;
-        let stop = StopFlag::new();
-        // Submitted while the block is locked (its statements are read in place); nothing
-        // else of this connection is in flight.
-        let fut = match &*txn::lock(&cell) {
-            txn::State::Open(o) => self.db.probe(
-                &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
-                &stmt,
-                loaded.rows.clone(),
-                o.now,
-                stop.clone(),
-                true,
-            ),
-            _ => return Err(txn::aborted()),
-        };
-        let rows = run_with(cancel, &stop, fut)
+        let rows = self
+            .probe_block(&stmt, loaded.rows.clone(), cancel, &cell)
             .await
             .map_err(|e| copy::not_loaded(&loaded.table, e))?;
-        let n = rows.affected;
-        if let txn::State::Open(o) = &mut *txn::lock(&cell) {
-            o.statements.push(permafrost_executor::TxnStatement {
-                stmt,
-                params: loaded.rows,
-                digest: rows.digest(),
-            });
-        }
-        Ok(n)
+        keep_in_block(&cell, stmt, loaded.rows, &rows);
+        Ok(rows.affected)
     }
 }
 
@@ -1831,6 +1815,18 @@ impl PgWireServerHandlers for Handlers {
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
         self.cancels.clone()
+    }
+}
+
+/// Adds a statement that ran in the connection's open block, with the fingerprint of what
+/// it showed, to the block's list (what COMMIT runs and checks again).
+fn keep_in_block(cell: &txn::Cell, stmt: permafrost_executor::AdHoc, params: Vec<Value>, rows: &Rows) {
+    if let txn::State::Open(o) = &mut *txn::lock(cell) {
+        o.statements.push(permafrost_executor::TxnStatement {
+            stmt,
+            params,
+            digest: rows.digest(),
+        });
     }
 }
 

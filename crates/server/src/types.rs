@@ -12,38 +12,33 @@ use pgwire::types::format::FormatOptions;
 
 use crate::error::client_error;
 
+/// The PostgreSQL type of this engine type, and the type of arrays of it (`None`:
+/// unknown, text).
+fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
+    match ty {
+        Some(DataType::SmallInt) => (Type::INT2, Type::INT2_ARRAY),
+        Some(DataType::Integer) => (Type::INT4, Type::INT4_ARRAY),
+        Some(DataType::BigInt) => (Type::INT8, Type::INT8_ARRAY),
+        Some(DataType::Double) => (Type::FLOAT8, Type::FLOAT8_ARRAY),
+        Some(DataType::Decimal { .. }) => (Type::NUMERIC, Type::NUMERIC_ARRAY),
+        Some(DataType::Varchar(Some(_))) => (Type::VARCHAR, Type::VARCHAR_ARRAY),
+        Some(DataType::Varchar(None)) | None => (Type::TEXT, Type::TEXT_ARRAY),
+        Some(DataType::Timestamp) => (Type::TIMESTAMP, Type::TIMESTAMP_ARRAY),
+        Some(DataType::Boolean) => (Type::BOOL, Type::BOOL_ARRAY),
+        Some(DataType::Bytea) => (Type::BYTEA, Type::BYTEA_ARRAY),
+    }
+}
+
 /// The PostgreSQL type a column of this engine type is sent as (`None`: unknown, sent
 /// as text).
 pub fn pg_type(ty: Option<&DataType>) -> Type {
-    match ty {
-        Some(DataType::SmallInt) => Type::INT2,
-        Some(DataType::Integer) => Type::INT4,
-        Some(DataType::BigInt) => Type::INT8,
-        Some(DataType::Double) => Type::FLOAT8,
-        Some(DataType::Decimal { .. }) => Type::NUMERIC,
-        Some(DataType::Varchar(Some(_))) => Type::VARCHAR,
-        Some(DataType::Varchar(None)) | None => Type::TEXT,
-        Some(DataType::Timestamp) => Type::TIMESTAMP,
-        Some(DataType::Boolean) => Type::BOOL,
-        Some(DataType::Bytea) => Type::BYTEA,
-    }
+    pg_types(ty).0
 }
 
 /// The PostgreSQL array type of elements of this engine type (an array parameter,
 /// `x = ANY($1)`).
 pub fn pg_array_type(elem: Option<&DataType>) -> Type {
-    match elem {
-        Some(DataType::SmallInt) => Type::INT2_ARRAY,
-        Some(DataType::Integer) => Type::INT4_ARRAY,
-        Some(DataType::BigInt) => Type::INT8_ARRAY,
-        Some(DataType::Double) => Type::FLOAT8_ARRAY,
-        Some(DataType::Decimal { .. }) => Type::NUMERIC_ARRAY,
-        Some(DataType::Varchar(Some(_))) => Type::VARCHAR_ARRAY,
-        Some(DataType::Varchar(None)) | None => Type::TEXT_ARRAY,
-        Some(DataType::Timestamp) => Type::TIMESTAMP_ARRAY,
-        Some(DataType::Boolean) => Type::BOOL_ARRAY,
-        Some(DataType::Bytea) => Type::BYTEA_ARRAY,
-    }
+    pg_types(elem).1
 }
 
 /// The engine type of the elements of array type `ty`, if it is one this server reads.

@@ -123,6 +123,18 @@ pub fn elements(text: &str) -> Result<Vec<Option<String>>> {
     Err(malformed(text, "no closing \"}\""))
 }
 
+/// The elements of an array value (`None` for a NULL array): the engine carries an array
+/// as its literal's text, so anything else is not an array (22P02).
+pub fn elements_of(v: permafrost_types::ValueRef<'_>) -> Result<Option<Vec<Option<String>>>> {
+    match v {
+        permafrost_types::ValueRef::Null => Ok(None),
+        permafrost_types::ValueRef::Text(t) => elements(t).map(Some),
+        other => Err(SqlError::InvalidText(format!(
+            "malformed array literal: \"{other}\" (ANY and ALL take an array)"
+        ))),
+    }
+}
+
 /// An array literal of `items` (NULL for `None`), each element quoted: what a binary array
 /// parameter is turned into.
 pub fn literal<'a>(items: impl IntoIterator<Item = Option<&'a str>>) -> String {

@@ -18,7 +18,8 @@
 //! may be evicted. A table created without a primary key and without `partition_by` is
 //! replicated until `ALTER TABLE ... ADD PRIMARY KEY` gives it one: it is then partitioned
 //! by the key's first column, as if it had been created with the key (each partition keeps
-//! the rows of its own keys; pgbench's `-i` creates its tables this way). Indexes from `CREATE INDEX` are ordered unless `USING hash` is given.
+//! the rows of its own keys; pgbench's `-i` creates its tables this way). Indexes from
+//! `CREATE INDEX` are ordered unless `USING hash` is given.
 //! Foreign keys and CHECK constraints are refused rather than silently ignored.
 
 use std::sync::Arc;
@@ -366,7 +367,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 "ALTER TABLE ... {op} (only ADD PRIMARY KEY and ADD UNIQUE are)"
             ));
         };
-        let change = match constraint {
+        let next = match constraint {
             TableConstraint::PrimaryKey(pk) => {
                 if pk.index_type.is_some()
                     || !pk.include.is_empty()
@@ -375,7 +376,9 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 {
                     return unsupported(format!("constraint {pk}"));
                 }
-                add_primary_key(&schema, pk)?
+                let next = with_primary_key(catalog, &schema, pk)?;
+                changes.push(DdlChange::AddPrimaryKey(next.clone()));
+                next
             }
             TableConstraint::Unique(u) => {
                 let columns = index_columns(&schema.columns, &u.columns)?;
@@ -386,37 +389,48 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                         format!("{table}_{}_key", names.join("_"))
                     }
                 };
-                if catalog.index_owner(&name).is_some() || schema.index_by_name(&name).is_some() {
-                    return Err(SqlError::DuplicateTable(name));
-                }
-                let mut next = schema.clone();
-                next.indexes.push(IndexDef {
-                    name,
-                    columns,
-                    unique: true,
-                    kind: IndexKind::Ordered,
-                    primary: false,
-                });
-                next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
-                DdlChange::CreateIndex(Arc::new(next))
+                let next = with_index(
+                    catalog,
+                    schema.clone(),
+                    IndexDef {
+                        name,
+                        columns,
+                        unique: true,
+                        kind: IndexKind::Ordered,
+                        primary: false,
+                    },
+                )?;
+                changes.push(DdlChange::CreateIndex(next.clone()));
+                next
             }
             TableConstraint::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
             TableConstraint::Check(_) => return unsupported("CHECK constraints"),
             other => return unsupported(format!("constraint {other}")),
         };
-        schema = match &change {
-            DdlChange::CreateIndex(s) | DdlChange::AddPrimaryKey(s) => (**s).clone(),
-            _ => unreachable!("ALTER TABLE plans index changes only"),
-        };
-        changes.push(change);
+        schema = (*next).clone();
     }
     Ok(changes)
+}
+
+/// `schema` with index `def` appended as its last, checked: its name must be free in the
+/// catalog and in `schema` (42P07).
+fn with_index(catalog: &Catalog, mut schema: TableSchema, def: IndexDef) -> Result<Arc<TableSchema>> {
+    if catalog.index_owner(&def.name).is_some() || schema.index_by_name(&def.name).is_some() {
+        return Err(SqlError::DuplicateTable(def.name));
+    }
+    schema.indexes.push(def);
+    schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
+    Ok(Arc::new(schema))
 }
 
 /// The table's schema with the primary key `pk`: its columns become NOT NULL, its index
 /// is the last, and a table replicated only because it had no key is partitioned by the
 /// key's first column.
-fn add_primary_key(schema: &TableSchema, pk: &ast::PrimaryKeyConstraint) -> Result<DdlChange> {
+fn with_primary_key(
+    catalog: &Catalog,
+    schema: &TableSchema,
+    pk: &ast::PrimaryKeyConstraint,
+) -> Result<Arc<TableSchema>> {
     if schema.indexes.iter().any(|i| i.primary) {
         return Err(SqlError::Definition(format!(
             "multiple primary keys for table \"{}\" are not allowed",
@@ -428,9 +442,6 @@ fn add_primary_key(schema: &TableSchema, pk: &ast::PrimaryKeyConstraint) -> Resu
         Some(n) => ident(n),
         None => format!("{}_pkey", schema.name),
     };
-    if schema.index_by_name(&name).is_some() {
-        return Err(SqlError::DuplicateTable(name));
-    }
     let mut next = schema.clone();
     for &c in &columns {
         next.columns[c].nullable = false;
@@ -438,15 +449,17 @@ fn add_primary_key(schema: &TableSchema, pk: &ast::PrimaryKeyConstraint) -> Resu
     if next.partition_column.is_none() && !next.partition_declared {
         next.partition_column = Some(columns[0]);
     }
-    next.indexes.push(IndexDef {
-        name,
-        columns,
-        unique: true,
-        kind: IndexKind::Ordered,
-        primary: true,
-    });
-    next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
-    Ok(DdlChange::AddPrimaryKey(Arc::new(next)))
+    with_index(
+        catalog,
+        next,
+        IndexDef {
+            name,
+            columns,
+            unique: true,
+            kind: IndexKind::Ordered,
+            primary: true,
+        },
+    )
 }
 
 fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlChange>> {
@@ -477,16 +490,18 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
             Err(SqlError::DuplicateTable(name))
         };
     }
-    let mut next = (**schema).clone();
-    next.indexes.push(IndexDef {
+    let def = IndexDef {
         name,
         columns,
         unique: ci.unique,
         kind,
         primary: false,
-    });
-    next.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
-    Ok(Some(DdlChange::CreateIndex(Arc::new(next))))
+    };
+    Ok(Some(DdlChange::CreateIndex(with_index(
+        catalog,
+        (**schema).clone(),
+        def,
+    )?)))
 }
 
 fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::ObjectName]) -> Result<Vec<DdlChange>> {

@@ -411,18 +411,11 @@ fn index_types(table: &Table, index: usize) -> Vec<DataType> {
 fn any_keys(table: &Table, index: usize, array: &Expr, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Vec<IndexKey>> {
     let enc = table.encoder(index);
     let ty = enc.types()[0];
-    let a = array.eval(b, cx)?;
-    let text = match a.as_ref() {
-        ValueRef::Null => return Ok(Vec::new()),
-        ValueRef::Text(t) => t,
-        other => {
-            return Err(SqlError::InvalidText(format!(
-                "malformed array literal: \"{other}\" (ANY and ALL take an array)"
-            )));
-        }
+    let Some(items) = crate::array::elements_of(array.eval(b, cx)?.as_ref())? else {
+        return Ok(Vec::new());
     };
     let mut keys = Vec::new();
-    for item in crate::array::elements(text)?.into_iter().flatten() {
+    for item in items.into_iter().flatten() {
         let v = Value::text(item).coerce_to(&ty)?;
         if let Some(k) = key_value(v.as_ref(), &ty).and_then(|k| enc.encode([Value::as_ref(&k)])) {
             keys.push(k);

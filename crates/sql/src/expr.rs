@@ -401,26 +401,25 @@ fn eval_in_list<'a>(
     if x.is_null() {
         return Ok(bool_datum(None));
     }
+    Ok(bool_datum(among(
+        x.as_ref(),
+        list.iter().map(|e| e.eval(src, cx)),
+        negated,
+    )?))
+}
+
+/// Whether `x` (not NULL) equals one of `items` (`negated`: none of them), as SQL answers
+/// `IN` and `= ANY`: unknown (`None`) when none equals it and some item compares as NULL.
+fn among<'a>(x: ValueRef<'_>, items: impl Iterator<Item = Result<Datum<'a>>>, negated: bool) -> Result<Option<bool>> {
     let mut saw_null = false;
-    let mut found = false;
-    for e in list {
-        let y = e.eval(src, cx)?;
-        match compare(x.as_ref(), y.as_ref())? {
-            Some(Ordering::Equal) => {
-                found = true;
-                break;
-            }
+    for y in items {
+        match compare(x, y?.as_ref())? {
+            Some(Ordering::Equal) => return Ok(Some(!negated)),
             None => saw_null = true,
             _ => {}
         }
     }
-    Ok(bool_datum(if found {
-        Some(!negated)
-    } else if saw_null {
-        None
-    } else {
-        Some(negated)
-    }))
+    Ok(if saw_null { None } else { Some(negated) })
 }
 
 /// Evaluates `expr [NOT] LIKE pattern` (`case_insensitive`: ILIKE) over text; NULL when
@@ -716,17 +715,9 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
     Ok(match f {
         Func::AnyEq { elem, negated } => {
             let x = args[0].eval(src, cx)?;
-            let a = args[1].eval(src, cx)?;
-            let text = match a.as_ref() {
-                ValueRef::Null => return Ok(Value::Null),
-                ValueRef::Text(t) => t,
-                other => {
-                    return Err(SqlError::InvalidText(format!(
-                        "malformed array literal: \"{other}\" (ANY and ALL take an array)"
-                    )));
-                }
+            let Some(items) = crate::array::elements_of(args[1].eval(src, cx)?.as_ref())? else {
+                return Ok(Value::Null);
             };
-            let items = crate::array::elements(text)?;
             if x.is_null() {
                 return Ok(if items.is_empty() {
                     Value::Bool(negated)
@@ -734,33 +725,14 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     Value::Null
                 });
             }
-            let mut saw_null = false;
-            let mut found = false;
-            for item in items {
-                let Some(t) = item else {
-                    saw_null = true;
-                    continue;
-                };
-                let v = match elem {
-                    Some(ty) => Value::text(t).coerce_to(&ty)?,
-                    None => Value::text(t),
-                };
-                match compare(x.as_ref(), v.as_ref())? {
-                    Some(Ordering::Equal) => {
-                        found = true;
-                        break;
-                    }
-                    None => saw_null = true,
-                    _ => {}
-                }
-            }
-            if found {
-                Value::Bool(!negated)
-            } else if saw_null {
-                Value::Null
-            } else {
-                Value::Bool(negated)
-            }
+            let values = items.into_iter().map(|item| {
+                Ok(Datum::Owned(match (item, elem) {
+                    (None, _) => Value::Null,
+                    (Some(t), Some(ty)) => Value::text(t).coerce_to(&ty)?,
+                    (Some(t), None) => Value::text(t),
+                }))
+            });
+            among(x.as_ref(), values, negated)?.map_or(Value::Null, Value::Bool)
         }
         Func::Coalesce => {
             for a in args {

@@ -753,8 +753,17 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
 }
 
 /// The equality predicates an exact-key index lookup already guarantees for every tuple it
-/// returns (the lookup converts the value exactly to the column type or returns nothing).
+/// returns (the lookup converts the value exactly to the column type or returns nothing;
+/// `col = ANY(array)` reads each element as the column's type, as its lookups do).
 fn implied_by(access: &Access, schema: &TableSchema, rel: usize) -> Vec<Expr> {
+    if let Access::IndexAny { index, array } = access {
+        let col = schema.indexes[*index].columns[0];
+        let elem = Some(schema.columns[col].ty);
+        return vec![Expr::Func(
+            Func::AnyEq { elem, negated: false },
+            vec![Expr::Column { rel, col }, array.clone()],
+        )];
+    }
     let Access::IndexEq { index, keys } = access else {
         return vec![];
     };
@@ -1184,6 +1193,10 @@ mod tests {
     }
 
     fn access(sql: &str) -> Access {
+        rel(sql).access
+    }
+
+    fn rel(sql: &str) -> RelPlan {
         let c = catalog();
         let ast::Statement::Query(q) = crate::parse::parse_statement(sql).unwrap() else {
             panic!("not a query")
@@ -1191,7 +1204,7 @@ mod tests {
         let Plan::Select(s) = plan_query(&c, &q).unwrap().plan else {
             panic!("not a select")
         };
-        s.rels[0].access.clone()
+        s.rels[0].clone()
     }
 
     #[test]
@@ -1206,6 +1219,12 @@ mod tests {
             access("SELECT * FROM t WHERE grp = ANY($1)"),
             Access::IndexAny { index: 1, .. }
         ));
+        // The lookups guarantee the ANY: it is not tested again on each row they find.
+        assert!(rel("SELECT * FROM t WHERE id = ANY($1)").filters.is_empty());
+        assert_eq!(
+            rel("SELECT * FROM t WHERE id = ANY($1) AND name = 'x'").filters.len(),
+            1
+        );
         // An equality is better; no index on the column, or <> ALL: a scan.
         assert!(matches!(
             access("SELECT * FROM t WHERE id = 3 AND grp = ANY($1)"),

@@ -19,7 +19,14 @@ use crate::error::{Result, StorageError};
 use crate::memory::MemoryUsage;
 use crate::partitioning::partition_of;
 use crate::schema::{TableId, TableSchema};
-use crate::table::Table;
+use crate::table::{BuiltIndex, Table};
+
+/// A primary key ready to be added at one partition ([`PartitionStore::prepare_primary_key`]).
+pub struct PrimaryKeyBuild {
+    index: BuiltIndex,
+    /// The rows whose key belongs to another partition, in slot order.
+    elsewhere: Vec<u32>,
+}
 use crate::types::Value;
 
 #[derive(Debug, Clone, Copy)]
@@ -152,40 +159,41 @@ impl PartitionStore {
         self.get_mut(schema.id)?.add_index(schema)
     }
 
-    /// Checks that [`PartitionStore::add_primary_key`] would succeed, changing nothing.
-    pub fn check_primary_key(&self, schema: &TableSchema) -> Result<()> {
-        self.table(schema.id)
-            .ok_or_else(|| StorageError::Schema(format!("table id {} does not exist", schema.id)))?
-            .check_primary_key(schema)
-    }
-
-    /// Gives the table of `schema` the primary key that is `schema`'s last index (see
-    /// [`Table::add_primary_key`]). When `schema` partitions a table that was replicated,
-    /// the rows whose key belongs to another of the `partitions` partitions are removed
-    /// here first. Call [`PartitionStore::check_primary_key`] at every partition before:
-    /// once rows are removed, this does not fail for the key's sake.
-    pub fn add_primary_key(&mut self, schema: Arc<TableSchema>, partitions: u32) -> Result<()> {
-        if self.has_changes() {
-            return Err(StorageError::Internal("primary key added inside a transaction".into()));
-        }
-        let here = self.partition;
+    /// Prepares the primary key that is `schema`'s last index, changing nothing: when
+    /// `schema` partitions a table that was replicated, the rows whose key belongs to
+    /// another of the `partitions` partitions are left out of the index and listed to be
+    /// removed. Fails if a key that stays here is NULL or repeated (a repeated key is at the
+    /// partition of its key, so checking every partition checks every key).
+    pub fn prepare_primary_key(&self, schema: &TableSchema, partitions: u32) -> Result<PrimaryKeyBuild> {
         let t = self
             .table(schema.id)
             .ok_or_else(|| StorageError::Schema(format!("table id {} does not exist", schema.id)))?;
+        let mut elsewhere = Vec::new();
         if let (None, Some(c)) = (t.schema().partition_column, schema.partition_column) {
             let ty = schema.columns[c].ty;
-            let mut elsewhere = Vec::new();
             for slot in 0..t.heap().high_water() {
-                if t.is_visible(slot) && partition_of(t.value(slot, c), &ty, partitions) != here {
+                if t.is_visible(slot) && partition_of(t.value(slot, c), &ty, partitions) != self.partition {
                     elsewhere.push(slot);
                 }
             }
-            for slot in elsewhere {
-                self.delete(schema.id, slot)?;
-            }
-            self.commit();
         }
-        self.get_mut(schema.id)?.add_primary_key(schema)
+        let index = t.build_primary_key(schema, &|slot| elsewhere.binary_search(&slot).is_err())?;
+        Ok(PrimaryKeyBuild { index, elsewhere })
+    }
+
+    /// Gives the table of `schema` the primary key [`PartitionStore::prepare_primary_key`]
+    /// prepared: removes the rows it listed, then installs the index. Prepare at every
+    /// partition first; this does not fail for the key's sake.
+    pub fn add_primary_key(&mut self, schema: Arc<TableSchema>, build: PrimaryKeyBuild) -> Result<()> {
+        if self.has_changes() {
+            return Err(StorageError::Internal("primary key added inside a transaction".into()));
+        }
+        for slot in build.elsewhere {
+            self.delete(schema.id, slot)?;
+        }
+        self.commit();
+        self.get_mut(schema.id)?.install_index(schema, build.index);
+        Ok(())
     }
 
     /// Drops index `dropped` of the table of `schema`.

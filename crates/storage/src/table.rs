@@ -21,6 +21,13 @@ use crate::layout::TupleLayout;
 use crate::memory::MemoryUsage;
 use crate::schema::TableSchema;
 use crate::tombstone::{Tombstone, Tombstones};
+
+/// An index built over a table's tuples, not yet part of it ([`Table::build_primary_key`],
+/// [`Table::install_index`]).
+pub struct BuiltIndex {
+    index: IndexStore,
+    encoder: KeyEncoder,
+}
 use crate::types::{Value, ValueRef};
 use crate::varheap::{VarHandle, VarHeap};
 
@@ -568,35 +575,16 @@ impl Table {
                 "add_index: schema does not extend the table's".into(),
             ));
         }
-        let (index, enc) = self.build_last_index(&schema)?;
-        self.indexes.push(index);
-        self.encoders.push(enc);
-        self.schema = schema;
+        let built = self.build_last_index(&schema, &|_| true)?;
+        self.install_index(schema, built);
         Ok(())
     }
 
-    /// Checks that [`Table::add_primary_key`] would succeed, changing nothing.
-    pub fn check_primary_key(&self, schema: &TableSchema) -> Result<()> {
-        self.primary_key_columns(schema)?;
-        self.build_last_index(schema).map(|_| ())
-    }
-
-    /// Switches to `schema`, which must be this table's schema with a primary key appended
-    /// as its last index and the key's columns NOT NULL (its partitioning may differ: the
-    /// caller keeps only the rows that belong here), and builds the key's index. Fails,
-    /// changing nothing, if a key is NULL or repeated, or if tuples are evicted.
-    pub fn add_primary_key(&mut self, schema: Arc<TableSchema>) -> Result<()> {
-        self.primary_key_columns(&schema)?;
-        let (index, enc) = self.build_last_index(&schema)?;
-        self.indexes.push(index);
-        self.encoders.push(enc);
-        self.schema = schema;
-        Ok(())
-    }
-
-    /// Checks that `schema` is this table's with a primary key appended (its columns NOT
-    /// NULL) and that no tuple in memory holds NULL in them.
-    fn primary_key_columns(&self, schema: &TableSchema) -> Result<()> {
+    /// The index of the primary key that is `schema`'s last index, built over the tuples
+    /// in memory that `keep` keeps, changing nothing: `schema` must be this table's with
+    /// the key appended and its columns NOT NULL (its partitioning may differ). Fails if a
+    /// kept tuple's key is NULL or repeated, or if tuples are evicted.
+    pub fn build_primary_key(&self, schema: &TableSchema, keep: &dyn Fn(u32) -> bool) -> Result<BuiltIndex> {
         let Some(def) = schema.indexes.last().filter(|d| d.primary) else {
             return Err(StorageError::Internal(
                 "add_primary_key: the last index is not a primary key".into(),
@@ -624,7 +612,10 @@ impl Table {
                 continue;
             }
             for slot in 0..self.heap.high_water() {
-                if self.heap.is_live(slot) && self.layout.read(self.heap.bytes(slot), c, &self.var).is_null() {
+                if self.heap.is_live(slot)
+                    && keep(slot)
+                    && self.layout.read(self.heap.bytes(slot), c, &self.var).is_null()
+                {
                     return Err(StorageError::NotNullViolation {
                         table: schema.name.clone(),
                         column: schema.columns[c].name.clone(),
@@ -632,12 +623,21 @@ impl Table {
                 }
             }
         }
-        Ok(())
+        self.build_last_index(schema, keep)
+    }
+
+    /// Switches to `schema` with its last index `built` ([`Table::build_primary_key`]
+    /// over the tuples this table still holds).
+    pub fn install_index(&mut self, schema: Arc<TableSchema>, built: BuiltIndex) {
+        self.indexes.push(built.index);
+        self.encoders.push(built.encoder);
+        self.schema = schema;
     }
 
     /// The last index of `schema` (this table's indexes and one more), built from the
-    /// tuples in memory; fails if it is unique and a key repeats, or if tuples are evicted.
-    fn build_last_index(&self, schema: &TableSchema) -> Result<(IndexStore, KeyEncoder)> {
+    /// tuples in memory that `keep` keeps; fails if it is unique and a key repeats, or if
+    /// tuples are evicted.
+    fn build_last_index(&self, schema: &TableSchema, keep: &dyn Fn(u32) -> bool) -> Result<BuiltIndex> {
         let n = self.schema.indexes.len();
         if schema.indexes.len() != n + 1 || schema.indexes[..n] != self.schema.indexes[..] {
             return Err(StorageError::Internal(
@@ -655,7 +655,7 @@ impl Table {
         let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
         let mut index = IndexStore::new(def.kind, enc.kind());
         for slot in 0..self.heap.high_water() {
-            if !self.heap.is_live(slot) {
+            if !self.heap.is_live(slot) || !keep(slot) {
                 continue;
             }
             let bytes = self.heap.bytes(slot);
@@ -669,7 +669,7 @@ impl Table {
                 index.insert(k, TupleRef::slot(slot));
             }
         }
-        Ok((index, enc))
+        Ok(BuiltIndex { index, encoder: enc })
     }
 
     /// Switches to `schema`, which is this table's schema without index `dropped`.

@@ -79,13 +79,17 @@ fn apply_ddl(
     partitions: u32,
 ) -> Result<()> {
     for change in changes {
-        if let DdlChange::AddPrimaryKey(schema) = change {
-            // Checked everywhere first: adding it may remove rows (a replicated table
-            // becoming partitioned), which could not be undone; then it does not fail.
-            for s in stores.iter() {
-                s.check_primary_key(schema)?;
-            }
+        // A primary key is prepared everywhere first: adding it may remove rows (a
+        // replicated table becoming partitioned), which could not be undone; then it does
+        // not fail.
+        let mut keys = match change {
+            DdlChange::AddPrimaryKey(schema) => stores
+                .iter()
+                .map(|s| s.prepare_primary_key(schema, partitions))
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
         }
+        .into_iter();
         let mut done = 0;
         let mut failure = None;
         for s in stores.iter_mut() {
@@ -94,7 +98,12 @@ fn apply_ddl(
                 DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
-                DdlChange::AddPrimaryKey(schema) => s.add_primary_key(schema.clone(), partitions),
+                DdlChange::AddPrimaryKey(schema) => match keys.next() {
+                    Some(key) => s.add_primary_key(schema.clone(), key),
+                    None => Err(permafrost_storage::StorageError::Internal(
+                        "a primary key prepared for fewer partitions".into(),
+                    )),
+                },
             };
             if let Err(e) = r {
                 failure = Some(e);
