@@ -129,10 +129,13 @@ pub fn elements_of(v: permafrost_types::ValueRef<'_>) -> Result<Option<Vec<Optio
     match v {
         permafrost_types::ValueRef::Null => Ok(None),
         permafrost_types::ValueRef::Text(t) => elements(t).map(Some),
-        other => Err(SqlError::InvalidText(format!(
-            "malformed array literal: \"{other}\" (ANY and ALL take an array)"
-        ))),
+        other => Err(not_an_array(other)),
     }
+}
+
+/// The error for a value that is not an array where one is compared (22P02).
+pub fn not_an_array(v: permafrost_types::ValueRef<'_>) -> SqlError {
+    SqlError::InvalidText(format!("malformed array literal: \"{v}\" (ANY and ALL take an array)"))
 }
 
 /// An array literal of `items` (NULL for `None`), each element quoted: what a binary array

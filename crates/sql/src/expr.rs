@@ -237,6 +237,8 @@ pub struct Cx<'a> {
     pub now: i64,
     pub groups: &'a [Value],
     pub aggs: &'a [Value],
+    /// Arrays read by `= ANY` in this execution ([`ArrayCache`]).
+    pub arrays: ArrayCache,
 }
 
 impl<'a> Cx<'a> {
@@ -246,7 +248,51 @@ impl<'a> Cx<'a> {
             now,
             groups: &[],
             aggs: &[],
+            arrays: ArrayCache::default(),
         }
+    }
+}
+
+/// The arrays `= ANY(array)` read during one execution, with their elements converted to
+/// the compared type: an array is the same for every row it is compared with (a parameter
+/// or a constant, mostly), and reading its text once per row made a scan quadratic in
+/// practice. Keyed by the text itself; a few entries (a statement compares few arrays).
+#[derive(Default)]
+pub struct ArrayCache(std::cell::RefCell<Vec<CachedArray>>);
+
+struct CachedArray {
+    text: Box<str>,
+    elem: Option<DataType>,
+    values: std::rc::Rc<[Value]>,
+}
+
+/// Most arrays an [`ArrayCache`] keeps.
+const CACHED_ARRAYS: usize = 4;
+
+impl ArrayCache {
+    /// The elements of array literal `text` as values of `elem` (NULL elements as NULL).
+    fn values(&self, text: &str, elem: Option<DataType>) -> Result<std::rc::Rc<[Value]>> {
+        if let Some(c) = self.0.borrow().iter().find(|c| c.elem == elem && *c.text == *text) {
+            return Ok(c.values.clone());
+        }
+        let values: std::rc::Rc<[Value]> = crate::array::elements(text)?
+            .into_iter()
+            .map(|item| match (item, elem) {
+                (None, _) => Ok(Value::Null),
+                (Some(t), Some(ty)) => Ok(Value::text(t).coerce_to(&ty)?),
+                (Some(t), None) => Ok(Value::text(t)),
+            })
+            .collect::<Result<_>>()?;
+        let mut cache = self.0.borrow_mut();
+        if cache.len() == CACHED_ARRAYS {
+            cache.remove(0);
+        }
+        cache.push(CachedArray {
+            text: text.into(),
+            elem,
+            values: values.clone(),
+        });
+        Ok(values)
     }
 }
 
@@ -715,24 +761,20 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
     Ok(match f {
         Func::AnyEq { elem, negated } => {
             let x = args[0].eval(src, cx)?;
-            let Some(items) = crate::array::elements_of(args[1].eval(src, cx)?.as_ref())? else {
-                return Ok(Value::Null);
+            let values = match args[1].eval(src, cx)?.as_ref() {
+                ValueRef::Null => return Ok(Value::Null),
+                ValueRef::Text(t) => cx.arrays.values(t, elem)?,
+                other => return Err(crate::array::not_an_array(other)),
             };
             if x.is_null() {
-                return Ok(if items.is_empty() {
+                return Ok(if values.is_empty() {
                     Value::Bool(negated)
                 } else {
                     Value::Null
                 });
             }
-            let values = items.into_iter().map(|item| {
-                Ok(Datum::Owned(match (item, elem) {
-                    (None, _) => Value::Null,
-                    (Some(t), Some(ty)) => Value::text(t).coerce_to(&ty)?,
-                    (Some(t), None) => Value::text(t),
-                }))
-            });
-            among(x.as_ref(), values, negated)?.map_or(Value::Null, Value::Bool)
+            let items = values.iter().map(|v| Ok(Datum::Ref(v.as_ref())));
+            among(x.as_ref(), items, negated)?.map_or(Value::Null, Value::Bool)
         }
         Func::Coalesce => {
             for a in args {

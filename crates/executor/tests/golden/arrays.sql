@@ -23,6 +23,8 @@ CREATE INDEX a_name ON a (name);
 SELECT id FROM a WHERE name = ANY('{one,one,four,NULL,five}') ORDER BY id;
 SELECT x.id, y.name FROM a x JOIN a y ON y.id = x.id WHERE x.id = ANY('{2,2,1,7}') ORDER BY x.id;
 SELECT count(*) FROM a WHERE id = ANY('{}');
+-- One text read as two types, and more arrays in one statement than are kept read once.
+SELECT id FROM a WHERE name = ANY('{1,2}') OR id + 0 = ANY('{1,2}') OR id + 0 = ANY('{3}') OR price = ANY('{9}') OR price = ANY('{8}') OR price = ANY('{5}') ORDER BY id;
 SELECT id FROM a WHERE id = ANY('{1,x}');
 SELECT id FROM a WHERE id = ANY('1,2');
 SELECT id FROM a WHERE id = ANY('{1,');

@@ -367,6 +367,7 @@ pub(super) fn finish_agg(
             now: cx.now,
             groups: key,
             aggs: &finals,
+            arrays: Default::default(),
         };
         if let Some(h) = &agg.having
             && !h.test(&NoColumns, &pcx)?
