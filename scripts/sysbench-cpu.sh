@@ -9,7 +9,10 @@
 # Usage: scripts/sysbench-cpu.sh [TEST] [THREADS] [SECS]
 #   (defaults: oltp_point_select 4 10; env: ROWS=100000, SYSTEMS="permafrost postgres",
 #    PFEXTRA: more `permafrost serve` flags, e.g. "--io-threads 1"; SKIP_TRX=off: with
-#    BEGIN…COMMIT, as oltp_read_write is judged)
+#    BEGIN…COMMIT, as oltp_read_write is judged). SYSTEMS may include `floor`:
+#    `permafrost bench wire-floor`, a server that answers every query with a canned row
+#    from a blocking thread per connection and does no work, the ceiling of this machine
+#    for any server (point selects only: its answers are not what other tests expect)
 set -u
 cd "$(dirname "$0")/.."
 TEST=${1:-oltp_point_select}
@@ -28,11 +31,12 @@ cleanup() {
     pkill -f "listen 127.0.0.1:55671" 2>/dev/null
     su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1
     sleep 1
-    rmdir "$CG/sbcpu-pf" "$CG/sbcpu-pg" 2>/dev/null
+    pkill -f "wire-floor --listen 127.0.0.1:55673" 2>/dev/null
+    rmdir "$CG/sbcpu-pf" "$CG/sbcpu-pg" "$CG/sbcpu-fl" 2>/dev/null
     rm -rf "$W"
 }
 trap cleanup EXIT
-mkdir -p "$CG/sbcpu-pf" "$CG/sbcpu-pg"
+mkdir -p "$CG/sbcpu-pf" "$CG/sbcpu-pg" "$CG/sbcpu-fl"
 common="--tables=1 --table-size=$ROWS --rand-type=uniform --create_secondary=off"
 
 run() {  # run NAME CGROUP driver-args...
@@ -74,6 +78,13 @@ for sys in $SYSTEMS; do
         ready 55671
         run permafrost sbcpu-pf $(pg_args 55671)
         pkill -f "listen 127.0.0.1:55671"
+        sleep 1
+        ;;
+    floor)
+        sh -c "echo \$\$ > $CG/sbcpu-fl/tasks; exec $BIN bench wire-floor --listen 127.0.0.1:55673" >"$W/fl.log" 2>&1 &
+        ready 55673
+        run floor sbcpu-fl $(pg_args 55673)
+        pkill -f "wire-floor --listen 127.0.0.1:55673"
         sleep 1
         ;;
     postgres)

@@ -12,6 +12,7 @@ pub mod plot;
 pub mod recovery;
 pub mod report;
 pub mod setup;
+pub mod wire_floor;
 pub mod ycsb;
 
 use thiserror::Error;

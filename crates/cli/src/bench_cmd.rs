@@ -26,6 +26,21 @@ pub(crate) enum Workload {
     /// Restart cost: loads YCSB records, takes a snapshot, runs updates after it, closes
     /// the database and times its recovery (snapshot load, then log replay).
     Recovery(RecoveryArgs),
+    /// A PostgreSQL-protocol server that does no work: every query gets one canned row,
+    /// from a blocking thread per connection. What a client reaches against it is the
+    /// most any server can reach on this machine (`scripts/sysbench-cpu.sh`, system
+    /// `floor`). Loopback addresses only; runs until stopped.
+    WireFloor(WireFloorArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WireFloorArgs {
+    #[arg(long, default_value = "127.0.0.1:55690")]
+    pub(crate) listen: std::net::SocketAddr,
+}
+
+pub(crate) fn run_wire_floor(a: WireFloorArgs) -> Result<(), String> {
+    permafrost_bench::wire_floor::serve(a.listen).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]

@@ -60,6 +60,9 @@ fn main() -> ExitCode {
         Command::Bench {
             workload: Workload::Recovery(a),
         } => run_recovery(a),
+        Command::Bench {
+            workload: Workload::WireFloor(a),
+        } => run_wire_floor(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
