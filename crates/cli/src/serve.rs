@@ -125,6 +125,7 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
         io_threads: server
             .io_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        idle_poll: server.idle_poll,
         log_client_errors: server.log_client_errors,
     };
     Ok(Serve {

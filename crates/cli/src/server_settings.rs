@@ -59,6 +59,18 @@ fn io_threads_in_range(n: &usize) -> Result<(), String> {
     }
 }
 
+fn idle_poll_in_range(d: &Duration) -> Result<(), String> {
+    if *d <= MAX_IDLE_POLL {
+        Ok(())
+    } else {
+        Err(format!("{} (allowed: 0 to 1ms)", kind::Duration::show(d)))
+    }
+}
+
+/// The longest `idle_poll`: past it a thread would spend more watching than a sleep and
+/// a wake-up cost.
+const MAX_IDLE_POLL: Duration = Duration::from_millis(1);
+
 fn authentication_timeout_in_range(d: &Duration) -> Result<(), String> {
     if (Duration::from_secs(1)..=Duration::from_secs(600)).contains(d) {
         Ok(())
@@ -94,6 +106,13 @@ declare_settings! {
         /// their short statements itself.
         io_threads: Option<usize> = None => kind::Number<usize>, unset "the number of CPU cores",
             check io_threads_in_range;
+        /// How long a connection thread that has run out of work watches its connections
+        /// before it sleeps (0 to 1ms; 0: it sleeps at once). A client that answers within
+        /// it finds the thread awake, which spares both sides a wake-up; the cost is up to
+        /// this much CPU time each time the thread runs out of work, and the thread stops
+        /// watching while it is preempted (other threads want its CPU).
+        idle_poll: Duration = Duration::from_micros(50) => kind::Duration,
+            check idle_poll_in_range;
         /// How long a new connection has to log in before it is closed (1s to 10m).
         authentication_timeout: Duration = permafrost_server::DEFAULT_AUTHENTICATION_TIMEOUT => kind::Duration,
             check authentication_timeout_in_range;

@@ -71,6 +71,9 @@ pub struct ServerOptions {
     /// writes stay on one thread, with no wake-ups between threads. 0: connections run on
     /// the caller's runtime.
     pub io_threads: usize,
+    /// How long a connection thread watches its connections for work before it sleeps
+    /// (io.rs, `IdlePoll`); zero: it sleeps at once.
+    pub idle_poll: std::time::Duration,
     /// Log each error a client is answered with to standard error (error.rs,
     /// `log_client_error`).
     pub log_client_errors: bool,
@@ -86,6 +89,7 @@ impl Default for ServerOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             authentication_timeout: DEFAULT_AUTHENTICATION_TIMEOUT,
             io_threads: 0,
+            idle_poll: std::time::Duration::ZERO,
             log_client_errors: false,
         }
     }
@@ -155,7 +159,7 @@ pub async fn serve_with(
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let io = match options.io_threads {
         0 => None,
-        n => Some(io::IoThreads::start(n)?),
+        n => Some(io::IoThreads::start(n, options.idle_poll)?),
     };
     tokio::pin!(shutdown);
     loop {
@@ -186,7 +190,8 @@ pub async fn serve_with(
                         };
                         // Moved to its thread's runtime (registered with its reactor there).
                         let Ok(socket) = socket.into_std() else { continue };
-                        io.spawn(async move {
+                        let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+                        io.spawn(fd, async move {
                             let Ok(socket) = tokio::net::TcpStream::from_std(socket) else { return };
                             let _ = pipeline::process_socket(socket, tls, h, timeout).await;
                             drop(slot);
