@@ -38,7 +38,11 @@ pub fn serve(listen: SocketAddr) -> Result<(), BenchError> {
     let listener = TcpListener::bind(listen)?;
     eprintln!("wire floor listening on {}", listener.local_addr()?);
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
+        let Ok(stream) = stream else {
+            // Out of descriptors and the like: wait a little rather than spin.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        };
         std::thread::Builder::new().name("wire-floor".into()).spawn(move || {
             let _ = Connection::new(stream).and_then(Connection::run);
         })?;

@@ -234,6 +234,20 @@ mod tests {
             long.before_sleep();
             assert!(t.elapsed() < Duration::from_secs(30), "bytes to read end the watch");
         });
+        // A task woken from another thread (a partition's answer) ends it too.
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let handle = rt.handle().clone();
+        rt.block_on(async {
+            let long = IdlePoll::new(Duration::from_secs(30)).unwrap();
+            let waker = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                handle.spawn(async {});
+            });
+            let t = Instant::now();
+            long.before_sleep();
+            assert!(t.elapsed() < Duration::from_secs(30), "a remote wake-up ends the watch");
+            waker.join().unwrap();
+        });
         let off = IdlePoll::new(Duration::ZERO).unwrap();
         off.watch(server.as_raw_fd());
         let t = Instant::now();
