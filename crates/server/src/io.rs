@@ -101,7 +101,7 @@ impl IoThreads {
 /// the same machine, say) wait for it, watching takes their time, and the scheduler shows
 /// it by preempting this thread. So every [`ADAPT_EVERY`] sleeps the thread counts how
 /// often it was preempted (`getrusage`, involuntary context switches) and watches over the
-/// next ones only if that happened less than [`PREEMPTED_AT_MOST`] times.
+/// next ones only if that happened at most [`PREEMPTED_AT_MOST`] times.
 pub(crate) struct IdlePoll {
     epoll: OwnedFd,
     window: Duration,
