@@ -69,7 +69,12 @@ impl Reply {
 /// whether the statement had committed before it looked (then the answer is its result)
 /// or stopped (57014).
 #[derive(Clone, Debug, Default)]
-pub struct StopFlag(Arc<std::sync::atomic::AtomicBool>);
+pub struct StopFlag(Arc<std::sync::atomic::AtomicU8>);
+
+/// [`StopFlag`]'s bits: the caller asked the statement to stop; the statement ended and
+/// its answer waits only for the command log.
+const STOP: u8 = 1;
+const AWAITING_LOG: u8 = 2;
 
 impl StopFlag {
     pub fn new() -> StopFlag {
@@ -78,11 +83,22 @@ impl StopFlag {
 
     /// Asks the statement to stop.
     pub fn set(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_or(STOP, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn is_set(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.load(std::sync::atomic::Ordering::Relaxed) & STOP != 0
+    }
+
+    /// Whether the statement has ended and its answer waits only for its command-log
+    /// record to be durable (sync mode): asking it to stop would change nothing, so a
+    /// caller need not watch for reasons to (the server's cancel watch arms timers).
+    pub fn is_awaiting_log(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire) & AWAITING_LOG != 0
+    }
+
+    fn awaiting_log(&self) {
+        self.0.fetch_or(AWAITING_LOG, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -191,7 +207,11 @@ impl Held {
 
     pub(crate) fn hold(&mut self, reply: Reply, result: Result<Rows>) {
         match reply {
-            Reply::Oneshot(tx) | Reply::Stoppable(tx, _) => self.oneshots.push((tx, result)),
+            Reply::Oneshot(tx) => self.oneshots.push((tx, result)),
+            Reply::Stoppable(tx, stop) => {
+                stop.awaiting_log();
+                self.oneshots.push((tx, result));
+            }
             batch => self.batches.send(batch, result),
         }
     }

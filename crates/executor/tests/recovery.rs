@@ -3,6 +3,8 @@
 //! from its clock and random numbers, evicted data included — and a torn record at the
 //! end of the log is dropped.
 
+mod common;
+
 use std::path::Path;
 
 use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, ProcedureDef, Value};
@@ -562,4 +564,26 @@ fn a_primary_key_added_later_partitions_the_table_and_recovery_agrees() {
         assert_eq!(hot(&db, "t"), (false, 120), "snapshot: {snapshot}");
         assert_eq!(hot(&db, "r"), (true, 200), "snapshot: {snapshot}");
     }
+}
+
+/// A statement that wrote, answered once its record is durable (sync mode), says so on its
+/// stop flag: the server then arms no cancel watch while it waits, since stopping it would
+/// change nothing. A read answered at once does not.
+#[test]
+fn a_write_waiting_for_its_group_commit_is_marked_on_its_stop_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path(), false, 64 << 20)).unwrap();
+    db.execute_ddl("CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT)")
+        .unwrap();
+    let write = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO kv VALUES (1, 10)").unwrap());
+    let stop = permafrost_executor::StopFlag::new();
+    common::block_on(db.execute_ad_hoc_stoppable(&write, vec![], stop.clone())).unwrap();
+    assert!(stop.is_awaiting_log());
+    assert!(!stop.is_set());
+
+    let read = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "SELECT v FROM kv WHERE k = 1").unwrap());
+    let stop = permafrost_executor::StopFlag::new();
+    let rows = common::block_on(db.execute_ad_hoc_stoppable(&read, vec![], stop.clone())).unwrap();
+    assert_eq!(rows.to_values(), vec![vec![Value::Int(10)]]);
+    assert!(!stop.is_awaiting_log());
 }

@@ -113,6 +113,31 @@ pub(crate) struct IdlePoll {
     preempted: AtomicU64,
 }
 
+thread_local! {
+    /// Statements of this thread's connections that wait for their group commit
+    /// ([`AwaitingLog`]): while one does, the thread sleeps without watching, since the
+    /// log's sync takes longer than a window and its answer is a wake-up anyway.
+    static AWAITING_LOG: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a statement that waits for its group commit on this thread while it lives. A
+/// connection thread's tasks never move to another thread; on a multi-threaded runtime
+/// (`io_threads` 0, no watching) the count may be off, and nothing reads it there.
+pub(crate) struct AwaitingLog(());
+
+impl AwaitingLog {
+    pub(crate) fn new() -> AwaitingLog {
+        AWAITING_LOG.with(|n| n.set(n.get() + 1));
+        AwaitingLog(())
+    }
+}
+
+impl Drop for AwaitingLog {
+    fn drop(&mut self) {
+        AWAITING_LOG.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
 /// Sleeps between two counts of preemptions.
 const ADAPT_EVERY: u32 = 64;
 /// Preemptions over [`ADAPT_EVERY`] sleeps past which the thread stops watching.
@@ -158,7 +183,7 @@ impl IdlePoll {
     /// thread, or the window has passed. The runtime then looks for its events without
     /// sleeping when one came.
     fn before_sleep(&self) {
-        if self.window.is_zero() || !self.adapt() {
+        if self.window.is_zero() || !self.adapt() || AWAITING_LOG.with(|n| n.get()) > 0 {
             return;
         }
         let Ok(handle) = Handle::try_current() else { return };

@@ -332,6 +332,17 @@ impl CancelToken {
         f: impl Future<Output = Result<T, permafrost_executor::Error>>,
     ) -> PgWireResult<Result<T, permafrost_executor::Error>> {
         tokio::pin!(f);
+        // A statement run inline has ended by its first poll; one that wrote may then wait
+        // only for its group commit, which nothing can stop: no watch is armed for it
+        // (arming the first timer of an idle runtime writes its eventfd).
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(f.as_mut().poll(cx))).await;
+        if let std::task::Poll::Ready(r) = first {
+            return Ok(r);
+        }
+        if stop.is_awaiting_log() {
+            let _waiting = crate::io::AwaitingLog::new();
+            return Ok(f.await);
+        }
         let timeout = self.statement_timeout();
         let reason = tokio::select! {
             // The statement first: one that is done at once (a short call run inline) sets
