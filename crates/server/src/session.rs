@@ -345,8 +345,8 @@ impl CancelToken {
         }
         let timeout = self.statement_timeout();
         let reason = tokio::select! {
-            // The statement first: one that is done at once (a short call run inline) sets
-            // no timers, whose registration wakes the connection's thread a second time.
+            // The statement first: when it ends as a reason to stop comes, its result wins.
+            // (One done at once returned above, before any timer was armed.)
             biased;
             r = &mut f => return Ok(r),
             _ = self.notify.notified() => "user request",
