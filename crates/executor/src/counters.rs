@@ -126,6 +126,11 @@ engine_counters! {
     /// Multi-partition transactions run on their caller's thread (partition/cell.rs).
     inline_mp: Counter "permafrost_multi_partition_transactions_inline_total" [""] * 1.0,
         "Multi-partition ad hoc statements and interactive transactions (probes, commits) run on the caller's thread while all their partitions were free, instead of on the partitions' threads (included in permafrost_multi_partition_transactions_total).";
+    /// Checks of an interactive COMMIT's queries against this partition's recent writes
+    /// (interactive.rs, `permafrost_storage::RecentWrites`).
+    commit_reads_unchanged: Counter "permafrost_commit_read_checks_total" ["result=\"unchanged\""] * 1.0,
+        "Checks of an interactive transaction's queries at its COMMIT against a partition's recent commits: result=\"unchanged\" (nothing the query read changed there since it ran), \"changed\" (something did, or it cannot be told; the COMMIT runs the query again unless another partition already said so).";
+    commit_reads_changed: Counter "permafrost_commit_read_checks_total" ["result=\"changed\""] * 1.0, "";
     /// Long statements moved off their partitions to a forked image (forked.rs).
     reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
         "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";

@@ -230,6 +230,7 @@ impl Database {
             }),
             mp_order: Mutex::new(1),
             any_turn: std::sync::atomic::AtomicU32::new(0),
+            write_clock: Arc::default(),
         });
         let parts: Vec<Unstarted> = receivers
             .into_iter()
@@ -306,6 +307,12 @@ impl Database {
     /// The command log's figures, when there is one.
     pub fn log_stats(&self) -> Option<permafrost_durability::LogStats> {
         self.shared().log.as_ref().map(|l| l.stats())
+    }
+
+    /// The write clock now ([`Shared::write_clock`]): what an interactive transaction
+    /// notes before it submits a read ([`crate::TxnStatement::seen`]).
+    pub fn write_clock(&self) -> u64 {
+        self.shared().write_clock.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub(crate) fn shared(&self) -> &Shared {

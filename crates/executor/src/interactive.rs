@@ -85,6 +85,10 @@ pub struct TxnStatement {
     pub params: Vec<Value>,
     /// The fingerprint of the result the client was shown ([`Rows::digest`]).
     pub digest: u64,
+    /// The write clock ([`Database::write_clock`]) read before the statement was
+    /// submitted, if it was: the COMMIT does not run again a query whose rows no commit
+    /// stamped later changed ([`Prepared::read_range`], `ProcContext::unchanged_since`).
+    pub seen: Option<u64>,
 }
 
 impl TxnStatement {
@@ -139,7 +143,7 @@ impl Interactive {
     fn procedure(
         statements: Vec<Arc<Prepared>>,
         counts: Vec<usize>,
-        expected: Vec<Option<u64>>,
+        expected: Vec<Expected>,
         spec: Interactive,
         collect: Option<Collected>,
     ) -> Procedure {
@@ -166,6 +170,15 @@ impl Interactive {
                         })
                     })?;
                     at += k;
+                    let expect = expected.get(i).copied().unwrap_or_default();
+                    if !probe
+                        && let (Some(_), Some(seen)) = (expect.digest, expect.seen)
+                        && ctx.unchanged_since(i, p, seen)
+                    {
+                        // A query whose rows nothing committed since changed gives what
+                        // it showed: not run again.
+                        continue;
+                    }
                     let own = (probe && i + 1 == n) || collect.is_some();
                     let run = match bulk[i] {
                         Some(width) => crate::procedure::run_bulk(ctx, i, width, p),
@@ -182,8 +195,8 @@ impl Interactive {
                             ))));
                         }
                     };
-                    if let Some(Some(d)) = expected.get(i)
-                        && rows.digest() != *d
+                    if let Some(d) = expect.digest
+                        && rows.digest() != d
                         && !ctx.is_prepass()
                     {
                         return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
@@ -204,6 +217,15 @@ impl Interactive {
         p.short &= !any_bulk;
         p
     }
+}
+
+/// What a statement of an interactive procedure must give: the fingerprint of what its
+/// client was shown, if it was ([`TxnStatement::digest`]), and the write clock before it
+/// ran, if known ([`TxnStatement::seen`]).
+#[derive(Clone, Copy, Default)]
+struct Expected {
+    digest: Option<u64>,
+    seen: Option<u64>,
 }
 
 /// The partition an interactive transaction's new keys come from, by its start time
@@ -269,12 +291,20 @@ impl Database {
                 Route::All => false,
             })
         };
-        let mut all: Vec<(&AdHoc, Vec<Value>, Option<u64>)> = before
+        let mut all: Vec<(&AdHoc, Vec<Value>, Expected)> = before
             .iter()
             .filter(|s| !elsewhere(s))
-            .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
+            .map(|s| {
+                let expect = Expected {
+                    digest: Some(s.digest),
+                    seen: None,
+                };
+                (&s.stmt, s.params.clone(), expect)
+            })
             .collect();
-        all.push((stmt, params, None));
+        all.push((stmt, params, Expected::default()));
+        // Answered without waiting for the log: the COMMIT does.
+        stop.mark_in_block();
         let submitted = self.submit_interactive(all, now, true, stop, here, None);
         async move {
             match submitted {
@@ -299,7 +329,13 @@ impl Database {
         let submitted = (!statements.is_empty()).then(|| {
             let all = statements
                 .iter()
-                .map(|s| (&s.stmt, s.params.clone(), Some(s.digest)))
+                .map(|s| {
+                    let expect = Expected {
+                        digest: Some(s.digest),
+                        seen: s.seen,
+                    };
+                    (&s.stmt, s.params.clone(), expect)
+                })
                 .collect();
             self.submit_interactive(all, now, false, stop, here, None)
         });
@@ -323,7 +359,10 @@ impl Database {
         stop: StopFlag,
     ) -> impl Future<Output = (Vec<Rows>, Result<()>)> + Send + 'static + use<> {
         let collect: Collected = Arc::default();
-        let all = statements.iter().map(|(s, p)| (s, p.clone(), None)).collect();
+        let all = statements
+            .iter()
+            .map(|(s, p)| (s, p.clone(), Expected::default()))
+            .collect();
         let submitted = self.submit_interactive(all, now, false, stop, false, Some(collect.clone()));
         async move {
             let r = match submitted {
@@ -337,7 +376,7 @@ impl Database {
 
     fn submit_interactive(
         &self,
-        statements: Vec<(&AdHoc, Vec<Value>, Option<u64>)>,
+        statements: Vec<(&AdHoc, Vec<Value>, Expected)>,
         now: i64,
         probe: bool,
         stop: StopFlag,
@@ -464,7 +503,7 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
         }
         None => prepared.iter().map(|p| p.param_types().len()).collect(),
     };
-    let expected = vec![None; prepared.len()];
+    let expected = vec![Expected::default(); prepared.len()];
     Ok(Interactive::procedure(
         prepared,
         counts,

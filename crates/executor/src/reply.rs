@@ -54,6 +54,12 @@ impl Reply {
         matches!(self, Reply::Oneshot(_) | Reply::Stoppable(..))
     }
 
+    /// Whether the caller's interactive transaction checks this answer again at COMMIT
+    /// ([`StopFlag::in_block`]): a read answers at once, without waiting for the log.
+    pub(crate) fn is_in_block(&self) -> bool {
+        matches!(self, Reply::Stoppable(_, stop) if stop.is_in_block())
+    }
+
     /// The caller's stop flag, if it may ask the statement to stop.
     pub(crate) fn stop_flag(&self) -> Option<StopFlag> {
         match self {
@@ -72,13 +78,36 @@ impl Reply {
 pub struct StopFlag(Arc<std::sync::atomic::AtomicU8>);
 
 /// [`StopFlag`]'s bits: the caller asked the statement to stop; the statement ended and
-/// its answer waits only for the command log.
+/// its answer waits only for the command log; the caller's interactive transaction checks
+/// this answer again at its COMMIT ([`StopFlag::in_block`]).
 const STOP: u8 = 1;
 const AWAITING_LOG: u8 = 2;
+const IN_BLOCK: u8 = 4;
 
 impl StopFlag {
     pub fn new() -> StopFlag {
         StopFlag::default()
+    }
+
+    /// The flag of a statement inside an interactive transaction (a probe, or a query
+    /// before the block's first write): what it shows is checked again by the block's
+    /// COMMIT, which is answered only once the command log has made everything it read
+    /// durable. So this answer need not wait for the log in sync mode, as a read outside
+    /// a block does: a client may see, inside an open block, a commit that a crash would
+    /// take back, but then its block never commits (ARCHITECTURE.md, "An interactive
+    /// transaction").
+    pub fn in_block() -> StopFlag {
+        StopFlag(Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)))
+    }
+
+    /// Marks the statement as one of an interactive transaction ([`StopFlag::in_block`]).
+    pub(crate) fn mark_in_block(&self) {
+        self.0.fetch_or(IN_BLOCK, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the statement belongs to an interactive transaction ([`StopFlag::in_block`]).
+    pub fn is_in_block(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) & IN_BLOCK != 0
     }
 
     /// Asks the statement to stop.

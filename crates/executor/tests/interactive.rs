@@ -43,6 +43,7 @@ impl<'a> Txn<'a> {
         let s = stmt(self.db, sql);
         // As the server does: the block's earlier writes, then the new statement.
         let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
+        let seen = self.db.write_clock();
         let rows = common::block_on(
             self.db
                 .probe(&before, &s, params.clone(), self.now, StopFlag::new(), true),
@@ -51,6 +52,7 @@ impl<'a> Txn<'a> {
             stmt: s.clone(),
             params,
             digest: rows.digest(),
+            seen: Some(seen),
         };
         self.all.push(step);
         Ok(rows)
@@ -69,6 +71,7 @@ impl<'a> Txn<'a> {
             stmt: s,
             params: rows,
             digest: rows_back.digest(),
+            seen: None,
         });
         Ok(rows_back)
     }
@@ -448,4 +451,147 @@ fn keys_a_sequence_gave_probes_are_the_keys_a_multi_partition_commit_inserts() {
     };
     assert_eq!(before.len(), 32);
     assert_eq!(before, recovered_rows(dir.path(), "SELECT * FROM items ORDER BY id"));
+}
+
+/// How many reads COMMITs found unchanged and changed (`permafrost_commit_read_checks_total`).
+fn read_checks(db: &Database) -> (u64, u64) {
+    let s = db.stats_now().unwrap();
+    (s.commit_reads_unchanged, s.commit_reads_changed)
+}
+
+#[test]
+fn a_commit_does_not_run_again_reads_whose_rows_nothing_changed_and_checks_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    let range = "SELECT sum(bal) FROM acct WHERE id BETWEEN $1 AND $2";
+    let point = "SELECT bal FROM acct WHERE id = $1";
+
+    // Concurrent commits outside what the block read: the reads are not run again (both
+    // partitions hold rows of the range, and each is asked), and the block commits.
+    let mut t = Txn::begin(&db);
+    assert_eq!(int(&t.run(range, vec![Value::Int(0), Value::Int(4)]).unwrap()), 500);
+    assert_eq!(int(&t.run(point, vec![Value::Int(7)]).unwrap()), 100);
+    db.execute_sql("UPDATE acct SET bal = 1 WHERE id = 8", vec![]).unwrap();
+    db.execute_sql("DELETE FROM acct WHERE id = 9", vec![]).unwrap();
+    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 5", vec![]).unwrap();
+    let before = read_checks(&db);
+    t.commit().unwrap();
+    let after = read_checks(&db);
+    assert!(
+        after.0 >= before.0 + 2,
+        "two reads found unchanged: {before:?} -> {after:?}"
+    );
+    assert_eq!(after.1, before.1, "none found changed");
+    assert_eq!(int(&db.execute_sql(point, vec![Value::Int(5)]).unwrap()), 101);
+
+    // A commit that changed a row of the range after the read: the read runs again, gives
+    // another sum, and the block fails with 40001, applying nothing.
+    let mut t = Txn::begin(&db);
+    assert_eq!(int(&t.run(range, vec![Value::Int(0), Value::Int(4)]).unwrap()), 500);
+    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 6", vec![]).unwrap();
+    db.execute_sql("UPDATE acct SET bal = 99 WHERE id = 4", vec![]).unwrap();
+    let before = read_checks(&db);
+    let e = t.commit().unwrap_err();
+    assert_eq!(e.sqlstate(), "40001", "{e}");
+    assert!(read_checks(&db).1 > before.1, "the read was found changed");
+    assert_eq!(int(&db.execute_sql(point, vec![Value::Int(6)]).unwrap()), 100);
+
+    // A row inserted into the range (a phantom) counts as a change too; so does one
+    // deleted from it.
+    for change in [
+        "INSERT INTO acct (id, bal) VALUES (9, 0)",
+        "DELETE FROM acct WHERE id = 3",
+    ] {
+        let mut t = Txn::begin(&db);
+        let shown = t
+            .run("SELECT count(*) FROM acct WHERE id BETWEEN 3 AND 9", vec![])
+            .unwrap();
+        t.run("UPDATE acct SET bal = bal + 1 WHERE id = 0", vec![]).unwrap();
+        db.execute_sql(change, vec![]).unwrap();
+        let e = t.commit().unwrap_err();
+        assert_eq!(e.sqlstate(), "40001", "{change}: {e} (shown {:?})", shown.to_values());
+    }
+
+    // A change that leaves what the read gave as it was: found changed, run again, and the
+    // same result commits.
+    let mut t = Txn::begin(&db);
+    let shown = int(&t.run(point, vec![Value::Int(1)]).unwrap());
+    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 0", vec![]).unwrap();
+    db.execute_sql("UPDATE acct SET at = now() WHERE id = 1", vec![])
+        .unwrap();
+    t.commit().unwrap();
+    assert_eq!(int(&db.execute_sql(point, vec![Value::Int(1)]).unwrap()), shown);
+}
+
+/// Runs `f` on another thread and gives its result if it ends within `wait`.
+fn within<T: Send + 'static>(wait: std::time::Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(wait).ok()
+}
+
+/// Inside a block a statement is answered without waiting for the command log to make
+/// what it saw durable; its COMMIT waits, as a read outside a block does.
+#[test]
+fn statements_inside_a_block_do_not_wait_for_the_log_and_its_commit_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = permafrost_io::FaultyFs::new();
+    let db = Arc::new(Database::open_with_fs(config(dir.path()), Arc::new(fs.clone())).unwrap());
+    setup(&db);
+    fs.hold_syncs(true);
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || db.execute_sql("UPDATE acct SET bal = 7 WHERE id = 1", vec![]))
+    };
+    // The block sees the write while it is not durable (the log cannot sync).
+    let block = {
+        let db = db.clone();
+        within(std::time::Duration::from_secs(10), move || {
+            let mut t = Txn::begin(&db);
+            loop {
+                let bal = int(&t
+                    .run("SELECT bal FROM acct WHERE id = $1", vec![Value::Int(1)])
+                    .unwrap());
+                if bal == 7 {
+                    break;
+                }
+                t.all.pop();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            t.all
+        })
+    }
+    .expect("a statement inside a block waited for the log to sync what it saw");
+    // Outside a block, the same read waits for the write to be durable; so does the
+    // block's COMMIT.
+    let short = std::time::Duration::from_millis(300);
+    let read = {
+        let db = db.clone();
+        within(short, move || {
+            db.execute_sql("SELECT bal FROM acct WHERE id = 1", vec![])
+        })
+    };
+    assert!(
+        read.is_none(),
+        "a read outside a block was answered before what it saw was durable"
+    );
+    let commit = {
+        let db = db.clone();
+        within(short, move || {
+            common::block_on(db.commit_interactive(&block, 1_700_000_000_000_000, StopFlag::new(), true))
+        })
+    };
+    assert!(
+        commit.is_none(),
+        "a COMMIT was answered before what it read was durable"
+    );
+    fs.hold_syncs(false);
+    writer.join().unwrap().unwrap();
+    assert_eq!(
+        int(&db.execute_sql("SELECT bal FROM acct WHERE id = 1", vec![]).unwrap()),
+        7
+    );
 }

@@ -62,11 +62,15 @@ struct State {
     block_write_errno: i32,
     /// Block reads fail with EIO.
     block_reads_fail: bool,
+    /// `sync_data` waits until this is cleared ([`FaultyFs::hold_syncs`]).
+    syncs_held: bool,
 }
 
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
+    /// Wakes syncs waiting while they are held.
+    released: std::sync::Condvar,
     writes: AtomicU64,
     syncs: AtomicU64,
     failed_syncs: AtomicU64,
@@ -109,7 +113,9 @@ impl FaultyFs {
                     direct_refuses_writes: false,
                     block_write_errno: 0,
                     block_reads_fail: false,
+                    syncs_held: false,
                 }),
+                released: std::sync::Condvar::new(),
                 writes: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
                 failed_syncs: AtomicU64::new(0),
@@ -141,6 +147,15 @@ impl FaultyFs {
     /// Syncs succeed again.
     pub fn heal_syncs(&self) {
         self.state().syncs_before_failure = None;
+    }
+
+    /// While `held`, every `sync_data` waits (the log's group commit stalls, as on a slow
+    /// disk); cleared, the waiting syncs go on.
+    pub fn hold_syncs(&self, held: bool) {
+        self.state().syncs_held = held;
+        if !held {
+            self.shared.released.notify_all();
+        }
     }
 
     /// Files may be made direct ([`FsFile::set_direct`]) from now on; `refuse_writes`:
@@ -363,6 +378,9 @@ impl FsFile for FaultyFile {
 
     fn sync_data(&mut self) -> io::Result<()> {
         let mut s = self.fs.state();
+        while s.syncs_held {
+            s = self.fs.shared.released.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
         if s.frozen {
             return Err(eio());
         }

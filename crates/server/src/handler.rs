@@ -947,13 +947,16 @@ impl Backend {
             ));
         }
         let started = Instant::now();
+        // Read before the statement is submitted: COMMIT need not run a query again whose
+        // rows no later commit changed (`TxnStatement::seen`).
+        let seen = self.db.write_clock();
         // A query before the block's first write sees the committed state only: it runs as
         // an ordinary statement (its plan cached, no procedure to build) unless its result
         // depends on the block's clock, or its evicted rest would come afterwards (the
         // digest must cover every row): then it runs as a probe.
         let mut rows = None;
         if !wrote && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
-            let stop = StopFlag::new();
+            let stop = StopFlag::in_block();
             let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
             match run_with(cancel, &stop, fut).await {
                 Ok(r) if r.has_rest() => {}
@@ -965,7 +968,7 @@ impl Backend {
             None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
         };
         let r = rows.and_then(|rows| {
-            keep_in_block(cell, d.stmt.clone(), params, &rows);
+            keep_in_block(cell, d.stmt.clone(), params, &rows, Some(seen));
             respond(rows, &d.columns, Some(d.kind), format, None)
         });
         self.metrics.record(
@@ -990,7 +993,7 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &txn::Cell,
     ) -> PgWireResult<Rows> {
-        let stop = StopFlag::new();
+        let stop = StopFlag::in_block();
         // Submitted while the block is locked (its statements are read in place); nothing
         // else of this connection is in flight: a short probe may run here.
         let fut = match &*txn::lock(cell) {
@@ -1704,7 +1707,7 @@ impl Backend {
             .probe_block(&stmt, loaded.rows.clone(), cancel, &cell)
             .await
             .map_err(|e| copy::not_loaded(&loaded.table, e))?;
-        keep_in_block(&cell, stmt, loaded.rows, &rows);
+        keep_in_block(&cell, stmt, loaded.rows, &rows, None);
         Ok(rows.affected)
     }
 }
@@ -1820,12 +1823,19 @@ impl PgWireServerHandlers for Handlers {
 
 /// Adds a statement that ran in the connection's open block, with the fingerprint of what
 /// it showed, to the block's list (what COMMIT runs and checks again).
-fn keep_in_block(cell: &txn::Cell, stmt: permafrost_executor::AdHoc, params: Vec<Value>, rows: &Rows) {
+fn keep_in_block(
+    cell: &txn::Cell,
+    stmt: permafrost_executor::AdHoc,
+    params: Vec<Value>,
+    rows: &Rows,
+    seen: Option<u64>,
+) {
     if let txn::State::Open(o) = &mut *txn::lock(cell) {
         o.statements.push(permafrost_executor::TxnStatement {
             stmt,
             params,
             digest: rows.digest(),
+            seen,
         });
     }
 }

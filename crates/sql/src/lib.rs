@@ -33,5 +33,5 @@ pub mod workmem;
 pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
 pub use exec::{Deferred, DeferredPart, Env, EvictedRef};
-pub use prepared::{Prepared, Route, StatementKind, prepare, prepare_statement};
+pub use prepared::{Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
 pub use rows::{ColumnInfo, MoreRows, RowRef, Rows, decode_row, encode_row};

@@ -7,13 +7,13 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{DataType, TableId, Value};
+use permafrost_storage::{DataType, TableId, TableSchema, Value};
 use sqlparser::ast::Statement;
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr};
-use crate::plan::{InsertSource, PartitionPick, Plan};
+use crate::plan::{Access, InsertSource, PartitionPick, Plan};
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
 
@@ -162,6 +162,67 @@ impl Prepared {
         v
     }
 
+    /// What a query reads, when it is one table's rows whose partition-column value lies
+    /// in a range these parameters give (through an index led by that column): its result
+    /// is then a function of those rows alone, and stays the same while none of them
+    /// changes (`permafrost_storage::RecentWrites`). `None` for anything else: writes,
+    /// joins, scans, other indexes, bounds that cannot be computed here.
+    pub fn read_range(&self, params: &[Value]) -> Option<ReadRange> {
+        let Plan::Select(s) = &self.plan else { return None };
+        let [rel] = s.rels.as_slice() else { return None };
+        let schema = &rel.schema;
+        let pc = schema.partition_column?;
+        let ty = schema.columns[pc].ty;
+        if !(ty.is_integer() || matches!(ty, DataType::Varchar(_))) {
+            return None;
+        }
+        let params = coerce_params(params, &self.param_types).ok()?;
+        let cx = Cx::new(&params, 0);
+        let value = |e: &Expr| -> Option<Value> {
+            if !e.is_row_independent() {
+                return None;
+            }
+            let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
+            (!v.is_null()).then_some(v)
+        };
+        let leads = |index: usize| {
+            schema
+                .indexes
+                .get(index)
+                .is_some_and(|i| i.columns.first() == Some(&pc))
+        };
+        let (lo, hi) = match &rel.access {
+            Access::IndexEq { index, keys } if leads(*index) => {
+                let v = value(keys.first()?)?;
+                (Some(v.clone()), Some(v))
+            }
+            Access::IndexRange {
+                index,
+                prefix,
+                lower,
+                upper,
+            } if leads(*index) => match prefix.first() {
+                Some(e) => {
+                    let v = value(e)?;
+                    (Some(v.clone()), Some(v))
+                }
+                None => {
+                    let bound = |b: &Option<(Expr, bool)>| match b {
+                        Some((e, _)) => value(e).map(Some),
+                        None => Some(None),
+                    };
+                    (bound(lower)?, bound(upper)?)
+                }
+            },
+            _ => return None,
+        };
+        Some(ReadRange {
+            schema: schema.clone(),
+            lo,
+            hi,
+        })
+    }
+
     /// Where the statement must run with these parameters among `partitions`. With one
     /// partition, a statement over all of them runs at that one.
     pub fn route(&self, params: &[Value], partitions: u32) -> Route {
@@ -255,6 +316,15 @@ impl Prepared {
             }
         }
     }
+}
+
+/// The rows a query reads ([`Prepared::read_range`]): those of the table of `schema` whose
+/// partition-column value lies between `lo` and `hi` (inclusive; `None`: unbounded).
+#[derive(Debug, Clone)]
+pub struct ReadRange {
+    pub schema: Arc<TableSchema>,
+    pub lo: Option<Value>,
+    pub hi: Option<Value>,
 }
 
 /// Converts parameters to the types inferred for them where the kinds differ.

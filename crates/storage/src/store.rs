@@ -18,6 +18,7 @@ use crate::access::AccessTracker;
 use crate::error::{Result, StorageError};
 use crate::memory::MemoryUsage;
 use crate::partitioning::partition_of;
+use crate::recent::RecentWrites;
 use crate::schema::{TableId, TableSchema};
 use crate::table::{BuiltIndex, Table};
 
@@ -103,6 +104,8 @@ pub struct PartitionStore {
     tables: Vec<Option<Table>>,
     records: Vec<UndoRecord>,
     images: Vec<u8>,
+    /// What committed transactions changed lately, when remembered ([`RecentWrites`]).
+    recent: Option<RecentWrites>,
 }
 
 impl PartitionStore {
@@ -113,7 +116,38 @@ impl PartitionStore {
             tables: Vec::new(),
             records: Vec::new(),
             images: Vec::new(),
+            recent: None,
         }
+    }
+
+    /// From now on, remembers what each committed transaction changed, stamped by
+    /// `clock` (shared by every partition): [`PartitionStore::unchanged_since`].
+    pub fn remember_writes(&mut self, clock: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        self.recent = Some(RecentWrites::new(clock));
+    }
+
+    /// Forgets what committed transactions changed (after changes made otherwise, such
+    /// as loading a snapshot): reads started before now count as changed.
+    pub fn forget_writes(&mut self) {
+        if let Some(r) = &mut self.recent {
+            r.forget();
+        }
+    }
+
+    /// Whether no transaction that committed at this partition after the write clock said
+    /// `seen` changed a row of `table` whose partition-column value lies between `lo` and
+    /// `hi` (inclusive, `None` unbounded); `false` when this cannot be told
+    /// ([`RecentWrites::unchanged_since`]).
+    pub fn unchanged_since(&mut self, seen: u64, table: TableId, lo: Option<&Value>, hi: Option<&Value>) -> bool {
+        self.recent
+            .as_mut()
+            .is_some_and(|r| r.unchanged_since(seen, table, lo, hi))
+    }
+
+    /// [`RecentWrites::checks`]: (unchanged, changed or not known); zeros when not
+    /// remembered.
+    pub fn unchanged_checks(&self) -> (u64, u64) {
+        self.recent.as_ref().map_or((0, 0), RecentWrites::checks)
     }
 
     pub fn partition(&self) -> u32 {
@@ -307,6 +341,7 @@ impl PartitionStore {
 
     /// Makes the running transaction's changes permanent.
     pub fn commit(&mut self) {
+        self.remember_changed_rows();
         for i in 0..self.records.len() {
             match self.records[i] {
                 UndoRecord::Insert { .. } | UndoRecord::Sequence { .. } => {}
@@ -325,6 +360,40 @@ impl PartitionStore {
             }
         }
         self.clear_log();
+    }
+
+    /// Notes the partition-column value of every row the committing transaction changed
+    /// ([`RecentWrites`]), before deleted tuples and old images are freed.
+    fn remember_changed_rows(&mut self) {
+        let Some(recent) = &mut self.recent else { return };
+        let mut stamp = None;
+        for rec in &self.records {
+            let (table, slot, image) = match *rec {
+                UndoRecord::Sequence { .. } => continue,
+                UndoRecord::Insert { table, slot } | UndoRecord::Delete { table, slot } => (table, slot, None),
+                UndoRecord::Update { table, slot, image } => (table, slot, Some(image)),
+            };
+            let stamp = *stamp.get_or_insert_with(|| recent.stamp());
+            let Some(t) = self.tables.get(table as usize).and_then(Option::as_ref) else {
+                recent.push(stamp, table, None);
+                continue;
+            };
+            let Some(pc) = t.schema().partition_column else {
+                recent.push(stamp, table, None);
+                continue;
+            };
+            let now = t.value(slot, pc).to_owned();
+            if let Some(image) = image {
+                let before = t
+                    .image_row(&self.images[image..image + t.heap().slot_size()])
+                    .get(pc)
+                    .to_owned();
+                if before != now {
+                    recent.push(stamp, table, Some(before));
+                }
+            }
+            recent.push(stamp, table, Some(now));
+        }
     }
 
     /// The next value of `table`'s sequence (SERIAL, BIGSERIAL, identity columns) at this
@@ -513,7 +582,9 @@ impl PartitionStore {
         for t in self.tables() {
             m += t.memory_usage();
         }
-        m.buffer_bytes += (self.images.capacity() + self.records.capacity() * std::mem::size_of::<UndoRecord>()) as u64;
+        m.buffer_bytes += (self.images.capacity()
+            + self.records.capacity() * std::mem::size_of::<UndoRecord>()
+            + self.recent.as_ref().map_or(0, RecentWrites::memory)) as u64;
         m
     }
 }

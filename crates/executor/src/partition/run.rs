@@ -267,6 +267,9 @@ impl Partition {
                 self.stats.set_memory(&s.memory_usage(), ac_bytes, dir_bytes);
                 let evicted: usize = s.tables().map(|t| t.evicted_tuples()).sum();
                 self.stats.evicted_now.store(evicted as u64, Ordering::Relaxed);
+                let (unchanged, changed) = s.unchanged_checks();
+                self.stats.commit_reads_unchanged.store(unchanged, Ordering::Relaxed);
+                self.stats.commit_reads_changed.store(changed, Ordering::Relaxed);
             }
             if let Some(ac) = &self.ac {
                 self.stats.set_anticache(&ac.stats());
@@ -383,10 +386,11 @@ impl Partition {
                     self.outbox.send(reply, r);
                 }
             }
-            (Some(log), _) if log.mode() == permafrost_durability::LogMode::Sync => {
+            (Some(log), _) if log.mode() == permafrost_durability::LogMode::Sync && !reply.is_in_block() => {
                 // It wrote nothing, but it may have seen writes not durable yet: it is
                 // answered once they are, so that no client sees a change that a crash
-                // could still take back.
+                // could still take back. (A statement inside an interactive transaction is
+                // not held: its block's COMMIT is, `StopFlag::in_block`.)
                 if !self.log_chunk.is_empty() {
                     // Behind this partition's commits of this pass.
                     self.log_replies.hold(reply, r);

@@ -97,7 +97,11 @@ impl Partition {
         });
         Partition {
             id,
-            store: Some(Box::new(PartitionStore::new(id))),
+            store: Some(Box::new({
+                let mut store = PartitionStore::new(id);
+                store.remember_writes(shared.write_clock.clone());
+                store
+            })),
             shared,
             stats,
             outbox: Outbox::default(),
