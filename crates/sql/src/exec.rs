@@ -273,6 +273,8 @@ impl<'w, 's> Walker<'w, 's> {
                 err: None,
                 flow: ControlFlow::Continue(()),
             };
+            // Filters an exact index range guarantees are not checked again (`RelPlan::bounds`).
+            let first_filter = std::cell::Cell::new(0);
             let mut visit =
                 |r: TupleRef, this: &mut Self, b: &mut Bindings<'s>, st: &mut LevelState| -> ControlFlow<()> {
                     this.visits += 1;
@@ -299,7 +301,7 @@ impl<'w, 's> Walker<'w, 's> {
                     }
                     b.bind(rp.rel, table, slot, li);
                     let res = (|| -> Result<ControlFlow<()>> {
-                        for f in &rp.filters {
+                        for f in &rp.filters[first_filter.get()..] {
                             if !f.test(b, this.cx)? {
                                 return Ok(ControlFlow::Continue(()));
                             }
@@ -348,7 +350,10 @@ impl<'w, 's> Walker<'w, 's> {
                     lower,
                     upper,
                 } => {
-                    if let Some((lo, hi)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
+                    if let Some((lo, hi, exact)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
+                        if exact {
+                            first_filter.set(rp.bounds);
+                        }
                         let _ = table
                             .index_store(*index)
                             .range(&lo, &hi, false, |r| visit(r, self, b, &mut st));
@@ -463,7 +468,7 @@ fn build_range(
     upper: &Option<(Expr, bool)>,
     b: &dyn ColumnSource,
     cx: &Cx<'_>,
-) -> Result<Option<(KeyBound, KeyBound)>> {
+) -> Result<Option<(KeyBound, KeyBound, bool)>> {
     let enc = table.encoder(index);
     let types = index_types(table, index);
     let mut pvals = Vec::with_capacity(prefix.len());
@@ -489,7 +494,13 @@ fn build_range(
             Some((v, false)) => enc.encode([v.as_ref()]).map_or(KeyBound::Unbounded, KeyBound::Excluded),
             None => KeyBound::Unbounded,
         };
-        return Ok(Some((conv(lo), conv(hi))));
+        // Exact when every bound the plan has was converted: then every key in the range
+        // meets the predicates the bounds came from (`RelPlan::bounds`).
+        let (lo, hi) = (conv(lo), conv(hi));
+        let exact = prefix.is_empty()
+            && (lower.is_none() || !matches!(lo, KeyBound::Unbounded))
+            && (upper.is_none() || !matches!(hi, KeyBound::Unbounded));
+        return Ok(Some((lo, hi, exact)));
     }
     let Some(p) = enc.encode_prefix(pvals.iter().map(Value::as_ref)) else {
         return Ok(None);
@@ -507,7 +518,7 @@ fn build_range(
             .filter(|_| !p.is_empty())
             .map_or(KeyBound::Unbounded, |s| KeyBound::Excluded(bytes(s))),
     };
-    Ok(Some((lo, hi)))
+    Ok(Some((lo, hi, false)))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -67,6 +67,10 @@ pub struct RelPlan {
     pub access: Access,
     /// Predicates checked once this relation (and all earlier ones) is bound.
     pub filters: Vec<Expr>,
+    /// How many of `filters`, at their start, are the predicates an `IndexRange`
+    /// access's bounds came from: a range the executor builds exactly (integer keys,
+    /// every bound converted) guarantees them, so they are not checked again.
+    pub bounds: usize,
     pub pick: PartitionPick,
 }
 
@@ -735,21 +739,48 @@ fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec
         let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, &conjuncts, known));
         known |= 1 << r;
         let implied = implied_by(&access, &schema, r);
-        let filters = conjuncts
+        let mut filters: Vec<Expr> = conjuncts
             .iter()
             .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0 && !implied.contains(c))
             .cloned()
             .collect();
+        // The range's bounds first (`RelPlan::bounds`).
+        let is_bound = |c: &Expr| range_bound_of(&access, &schema, r, known, c);
+        filters.sort_by_key(|c| !is_bound(c));
+        let bounds = filters.iter().take_while(|c| is_bound(c)).count();
         let pick = partition_pick(&schema, &sg);
         rels.push(RelPlan {
             rel: r,
             schema,
             access,
             filters,
+            bounds,
             pick,
         });
     }
     Ok((rels, pre_filters))
+}
+
+/// Whether conjunct `c` is one an `IndexRange` access of relation `rel` took a bound
+/// from: a comparison of the range's column with that bound's value, the right way.
+fn range_bound_of(access: &Access, schema: &TableSchema, rel: usize, known: u64, c: &Expr) -> bool {
+    let Access::IndexRange {
+        index,
+        prefix,
+        lower,
+        upper,
+    } = access
+    else {
+        return false;
+    };
+    let next = schema.indexes[*index].columns[prefix.len()];
+    sargs(rel, std::slice::from_ref(c), known).iter().any(|s| {
+        let from = |b: &Option<(Expr, bool)>, ops: [CmpOp; 2]| {
+            b.as_ref()
+                .is_some_and(|(v, incl)| *v == s.value && s.op == ops[usize::from(*incl)])
+        };
+        s.col == next && (from(lower, [CmpOp::Gt, CmpOp::GtEq]) || from(upper, [CmpOp::Lt, CmpOp::LtEq]))
+    })
 }
 
 /// The equality predicates an exact-key index lookup already guarantees for every tuple it
@@ -1205,6 +1236,32 @@ mod tests {
             panic!("not a select")
         };
         s.rels[0].clone()
+    }
+
+    #[test]
+    fn a_range_access_puts_the_predicates_of_its_bounds_first() {
+        let r = rel("SELECT * FROM t WHERE name = 'x' AND id <= $2 AND grp > 1 AND $1 < id");
+        assert!(
+            matches!(r.access, Access::IndexRange { index: 0, .. }),
+            "{:?}",
+            r.access
+        );
+        assert_eq!(r.bounds, 2, "{:?}", r.filters);
+        assert_eq!(r.filters.len(), 4);
+        for f in &r.filters[..2] {
+            assert!(
+                matches!(f, Expr::Cmp(_, a, b) if matches!(**a, Expr::Column { col: 0, .. }) || matches!(**b, Expr::Column { col: 0, .. })),
+                "{f:?}"
+            );
+        }
+        let r = rel("SELECT * FROM t WHERE id BETWEEN 1 AND 5");
+        assert_eq!((r.bounds, r.filters.len()), (2, 2));
+        // A second predicate on the column that gave no bound is checked as any filter.
+        let r = rel("SELECT * FROM t WHERE id > 1 AND id > 0 AND id < 9");
+        assert_eq!((r.bounds, r.filters.len()), (2, 3));
+        // Other accesses have none.
+        assert_eq!(rel("SELECT * FROM t WHERE id = 3 AND name = 'x'").bounds, 0);
+        assert_eq!(rel("SELECT * FROM t WHERE name = 'x'").bounds, 0);
     }
 
     #[test]

@@ -218,6 +218,13 @@ impl Rows {
         true
     }
 
+    /// Appends a row in the buffer's encoding taken from another result of the same
+    /// columns ([`Rows::encoded_row`]), which this process wrote: not checked again.
+    pub(crate) fn push_encoded_unchecked(&mut self, bytes: &[u8]) {
+        self.begin_row();
+        self.data.extend_from_slice(bytes);
+    }
+
     /// Bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity() + self.starts.capacity() * 4

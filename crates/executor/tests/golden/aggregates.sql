@@ -22,3 +22,19 @@ SELECT qty FROM sales HAVING qty > 1;
 SELECT SUM(region) FROM sales;
 SELECT COUNT(SUM(qty)) FROM sales;
 SELECT AVG(*) FROM sales;
+-- Sums of bigint are numeric: past bigint's range, to zero, over NULL only.
+CREATE TABLE big (id BIGINT PRIMARY KEY, v BIGINT);
+INSERT INTO big VALUES (1, 9223372036854775807), (2, 9223372036854775807), (3, -5), (4, 5), (5, NULL), (6, -9223372036854775808);
+SELECT SUM(v) FROM big;
+SELECT SUM(v) FROM big WHERE id BETWEEN 1 AND 2;
+SELECT SUM(v) FROM big WHERE id BETWEEN 3 AND 5;
+SELECT SUM(v) FROM big WHERE id = 5;
+SELECT SUM(v), AVG(v), COUNT(v) FROM big WHERE id IN (3, 4);
+SELECT SUM(v) FROM big WHERE id IN (1, 6);
+-- DISTINCT with ORDER BY over its columns, with OFFSET and LIMIT.
+SELECT DISTINCT region FROM sales ORDER BY region;
+SELECT DISTINCT region, product FROM sales ORDER BY product, region;
+SELECT DISTINCT region FROM sales ORDER BY region DESC LIMIT 2 OFFSET 1;
+SELECT DISTINCT product FROM sales ORDER BY product OFFSET 1;
+SELECT DISTINCT region, product FROM sales ORDER BY region;
+SELECT region FROM sales ORDER BY region, id DESC;

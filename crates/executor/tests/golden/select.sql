@@ -67,3 +67,17 @@ SELECT SUM(id) FROM t WHERE SUM(id) > 1;
 SELECT id FROM t WHERE name LIKE 1;
 SELECT id FROM t WHERE id = 1 UNION SELECT 2;
 SELEKT 1;
+-- Ranges over the integer key: exact bounds need no second check; others are checked.
+SELECT id FROM t WHERE id BETWEEN 2 AND 4 ORDER BY id;
+SELECT id FROM t WHERE id > 2 AND id < 5 ORDER BY id;
+SELECT id FROM t WHERE id > 2.5 AND id <= 4.5 ORDER BY id;
+SELECT id FROM t WHERE id >= 6 ORDER BY id;
+SELECT id FROM t WHERE 3 < id AND 5 >= id ORDER BY id;
+SELECT id FROM t WHERE id BETWEEN 2 AND 6 AND grp = 3 ORDER BY id;
+SELECT id FROM t WHERE id >= 99999999999999999999 ORDER BY id;
+-- params: 2, NULL
+SELECT id FROM t WHERE id >= $1 AND id <= $2;
+-- params: 3, 5
+SELECT id FROM t WHERE id BETWEEN $1 AND $2 ORDER BY id;
+-- params: 3, 1
+SELECT id FROM t WHERE id BETWEEN $1 AND $2 + $1 ORDER BY id;

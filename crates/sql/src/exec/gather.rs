@@ -18,7 +18,9 @@ pub(super) enum Gather {
     },
     /// Output rows with their sort keys, sorted at the end.
     Sorted {
-        collected: Vec<(Vec<Value>, Vec<Value>)>,
+        collected: Collected,
+        /// Per sort key, where its value is kept.
+        slots: Vec<SortSlot>,
         limit: Option<u64>,
         offset: u64,
         mem: WorkMem,
@@ -58,7 +60,8 @@ impl Gather {
             }
         } else {
             Gather::Sorted {
-                collected: Vec::new(),
+                collected: Collected::new(columns.clone()),
+                slots: sort_slots(p),
                 limit,
                 offset,
                 mem,
@@ -116,20 +119,29 @@ impl Gather {
                     ControlFlow::Continue(())
                 })
             }
-            Gather::Sorted { collected, mem, .. } => {
-                let out = p
-                    .output
-                    .iter()
-                    .map(|e| Ok(e.eval(b, cx)?.into_value()))
-                    .collect::<Result<Vec<_>>>()?;
+            Gather::Sorted {
+                collected, slots, mem, ..
+            } => {
+                let before = collected.out.data_len();
+                collected.out.begin_row();
+                for e in &p.output {
+                    match e {
+                        Expr::Column { rel, col } => collected.out.push(b.column(*rel, *col)),
+                        e => collected.out.push(e.eval(b, cx)?.as_ref()),
+                    }
+                }
+                // A key that is an output column is not kept twice.
                 let keys = p
                     .order
                     .iter()
-                    .map(|k| Ok(k.expr.eval(b, cx)?.into_value()))
+                    .zip(slots.iter())
+                    .filter(|(_, s)| matches!(s, SortSlot::Key(_)))
+                    .map(|(k, _)| Ok(k.expr.eval(b, cx)?.into_value()))
                     .collect::<Result<Vec<_>>>()?;
                 // Held twice at the end: here, and as the result rows.
-                mem.add(2 * (values_size(&keys) + values_size(&out)), pool)?;
-                collected.push((keys, out));
+                let row = collected.out.data_len() - before + 4;
+                mem.add(2 * (values_size(&keys) + row), pool)?;
+                collected.keys.push(keys);
                 Ok(ControlFlow::Continue(()))
             }
         }
@@ -156,10 +168,11 @@ impl Gather {
             }
             Gather::Sorted {
                 collected,
+                slots,
                 limit,
                 offset,
                 ..
-            } => Ok(emit_sorted(p, collected, Rows::empty(columns.clone()), limit, offset)),
+            } => Ok(emit_sorted(p, collected, &slots, limit, offset)),
             Gather::Agg {
                 table, limit, offset, ..
             } => finish_agg(
@@ -175,17 +188,79 @@ impl Gather {
     }
 }
 
+/// Where a sort key's value is kept for each gathered row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum SortSlot {
+    /// The row's output column at this position (`ORDER BY c` of `SELECT c`).
+    Output(usize),
+    /// The row's own list of sort keys, at this position.
+    Key(usize),
+}
+
+/// Per sort key of `p`, where its value is kept: in the output when it is an output
+/// column's expression, else in the row's list of keys.
+pub(super) fn sort_slots(p: &SelectPlan) -> Vec<SortSlot> {
+    let mut own = 0;
+    p.order
+        .iter()
+        .map(|k| match p.output.iter().position(|o| *o == k.expr) {
+            Some(j) => SortSlot::Output(j),
+            None => {
+                own += 1;
+                SortSlot::Key(own - 1)
+            }
+        })
+        .collect()
+}
+
+/// Output rows gathered to be sorted: the rows, encoded one after the other as a result
+/// is (no allocation per row or per value), and each row's sort keys that are not output
+/// columns ([`sort_slots`]; an empty list, which allocates nothing, when all are).
+pub(super) struct Collected {
+    out: Rows,
+    keys: Vec<Vec<Value>>,
+}
+
+impl Collected {
+    pub(super) fn new(columns: Arc<[ColumnInfo]>) -> Collected {
+        Collected {
+            out: Rows::empty(columns),
+            keys: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, keys: Vec<Value>, out: &[Value]) {
+        self.out.push_row(out.iter().map(Value::as_ref));
+        self.keys.push(keys);
+    }
+}
+
 pub(super) fn emit_sorted(
     p: &SelectPlan,
-    mut collected: Vec<(Vec<Value>, Vec<Value>)>,
-    mut rows: Rows,
+    collected: Collected,
+    slots: &[SortSlot],
     limit: Option<u64>,
     offset: u64,
 ) -> Rows {
+    let Collected { out, keys } = collected;
+    let width = out.columns().len();
+    // Every row's values, decoded once, side by side.
+    let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(out.len() * width);
+    for row in out.iter() {
+        values.extend(row.values());
+    }
+    let row = |i: usize| &values[i * width..(i + 1) * width];
+    let at = |i: usize, slot: SortSlot| -> ValueRef<'_> {
+        match slot {
+            SortSlot::Output(j) => values[i * width + j],
+            SortSlot::Key(j) => keys[i][j].as_ref(),
+        }
+    };
+    let mut order: Vec<usize> = (0..out.len()).collect();
     if !p.order.is_empty() {
-        collected.sort_by(|a, b| {
-            for (i, k) in p.order.iter().enumerate() {
-                let (x, y) = (a.0[i].as_ref(), b.0[i].as_ref());
+        order.sort_by(|&a, &b| {
+            for (k, &slot) in p.order.iter().zip(slots) {
+                let (x, y) = (at(a, slot), at(b, slot));
                 let o = match (x.is_null(), y.is_null()) {
                     (true, true) => Ordering::Equal,
                     (true, false) => {
@@ -214,20 +289,37 @@ pub(super) fn emit_sorted(
             Ordering::Equal
         });
     }
+    // When every output column is a sort key, equal rows are next to each other once
+    // sorted: DISTINCT compares each row with the one before instead of hashing them all
+    // (equal as `Value`s are: `total_compare`).
+    let adjacent = (0..width).all(|j| slots.contains(&SortSlot::Output(j)));
+    let same = |a: &[ValueRef<'_>], b: &[ValueRef<'_>]| {
+        a.iter()
+            .zip(b)
+            .all(|(x, y)| permafrost_storage::types::total_compare(*x, *y) == Ordering::Equal)
+    };
     let mut seen: HashSet<Vec<Value>> = HashSet::new();
+    let mut previous: Option<usize> = None;
     let mut skipped = 0u64;
-    for (_, out) in collected {
-        if p.distinct && !seen.insert(out.clone()) {
-            continue;
+    let mut rows = Rows::with_capacity(out.columns().clone(), out.data_len());
+    for i in order {
+        if p.distinct {
+            if adjacent {
+                if previous.is_some_and(|q| same(row(q), row(i))) {
+                    continue;
+                }
+                previous = Some(i);
+            } else if !seen.insert(row(i).iter().map(|v| v.to_owned()).collect()) {
+                continue;
+            }
         }
         if skipped < offset {
             skipped += 1;
-            continue;
-        }
-        if limit.is_some_and(|l| rows.len() as u64 >= l) {
+        } else if limit.is_some_and(|l| rows.len() as u64 >= l) {
             break;
+        } else {
+            rows.push_encoded_unchecked(out.encoded_row(i));
         }
-        rows.push_row(out.iter().map(Value::as_ref));
     }
     rows
 }
@@ -244,28 +336,51 @@ pub(super) struct Acc {
     value: Option<Value>,
     count: i64,
     distinct: Option<HashSet<Value>>,
+    /// Integers a numeric-typed SUM has added and not yet put into `value`
+    /// ([`Acc::settle`]).
+    int_sum: i64,
+}
+
+impl Acc {
+    /// Puts the integers added aside into `value` (before it is read).
+    fn settle(&mut self) -> Result<()> {
+        if self.int_sum != 0 || (self.value.is_none() && self.count > 0) {
+            let part = Value::Decimal(permafrost_storage::Numeric::from(self.int_sum));
+            self.value = Some(match self.value.take() {
+                None => part,
+                Some(x) => arith(crate::expr::ArithOp::Add, x.as_ref(), part.as_ref())?,
+            });
+            self.int_sum = 0;
+        }
+        Ok(())
+    }
 }
 
 impl AggTable {
     /// Adds a row to its group; returns about the bytes a new group took (`None` when the
     /// group existed).
     pub(super) fn add(&mut self, agg: &AggPlan, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Option<usize>> {
-        let key = agg
-            .groups
-            .iter()
-            .map(|g| Ok(g.eval(b, cx)?.into_value()))
-            .collect::<Result<Vec<_>>>()?;
         let mut new_group = None;
-        let gi = match self.index.get(&key) {
-            Some(&i) => i,
-            None => {
-                let i = self.keys.len();
-                // The key twice (index and list), the accumulators.
-                new_group = Some(2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>());
-                self.index.insert(key.clone(), i);
-                self.keys.push(key);
-                self.accs.push(new_accs(agg));
-                i
+        let gi = if agg.groups.is_empty() && !self.keys.is_empty() {
+            // One group, no key to look up.
+            0
+        } else {
+            let key = agg
+                .groups
+                .iter()
+                .map(|g| Ok(g.eval(b, cx)?.into_value()))
+                .collect::<Result<Vec<_>>>()?;
+            match self.index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let i = self.keys.len();
+                    // The key twice (index and list), the accumulators.
+                    new_group = Some(2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>());
+                    self.index.insert(key.clone(), i);
+                    self.keys.push(key);
+                    self.accs.push(new_accs(agg));
+                    i
+                }
             }
         };
         for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
@@ -285,11 +400,16 @@ impl AggTable {
                 continue;
             }
             acc.count += 1;
-            // A sum typed numeric over integers adds as numeric.
+            // A sum typed numeric over integers adds integers while they fit (numeric
+            // arithmetic per row cost more than the rest of a range sum), then as numeric.
             let v = match (&v, call.func, call.ty) {
-                (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => {
-                    Value::Decimal(permafrost_storage::Numeric::from(*i))
-                }
+                (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => match acc.int_sum.checked_add(*i) {
+                    Some(sum) => {
+                        acc.int_sum = sum;
+                        continue;
+                    }
+                    None => Value::Decimal(permafrost_storage::Numeric::from(*i)),
+                },
                 _ => v,
             };
             acc.value = Some(match (call.func, acc.value.take()) {
@@ -323,6 +443,7 @@ pub(super) fn new_accs(agg: &AggPlan) -> Vec<Acc> {
             value: None,
             count: 0,
             distinct: c.distinct.then(HashSet::new),
+            int_sum: 0,
         })
         .collect()
 }
@@ -340,7 +461,16 @@ pub(super) fn finish_agg(
         table.keys.push(vec![]);
         table.accs.push(new_accs(agg));
     }
-    let mut collected = Vec::with_capacity(table.keys.len());
+    let mut collected = Collected::new(columns.clone());
+    for (call, acc) in table
+        .accs
+        .iter_mut()
+        .flat_map(|accs| agg.aggs.iter().zip(accs.iter_mut()))
+    {
+        if call.func == AggFunc::Sum && matches!(call.ty, Some(DataType::Decimal { .. })) {
+            acc.settle()?;
+        }
+    }
     for (key, accs) in table.keys.iter().zip(&table.accs) {
         let finals: Vec<Value> = agg
             .aggs
@@ -384,9 +514,10 @@ pub(super) fn finish_agg(
             .iter()
             .map(|k| k.expr.eval_const(&pcx))
             .collect::<Result<Vec<_>>>()?;
-        collected.push((keys, out));
+        collected.push(keys, &out);
     }
-    Ok(emit_sorted(p, collected, Rows::empty(columns.clone()), limit, offset))
+    let slots: Vec<SortSlot> = (0..p.order.len()).map(SortSlot::Key).collect();
+    Ok(emit_sorted(p, collected, &slots, limit, offset))
 }
 
 pub(super) fn to_numeric(v: &Value) -> Value {
