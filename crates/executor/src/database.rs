@@ -319,6 +319,11 @@ impl Database {
         &self.inner.shared
     }
 
+    /// The shared state, to keep in a future that outlives this borrow.
+    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
+        self.inner.shared.clone()
+    }
+
     pub fn config(&self) -> &Config {
         &self.shared().config
     }

@@ -236,6 +236,17 @@ fn home_partition(now: i64, partitions: u32) -> u32 {
     (spread % u64::from(partitions.max(1))) as u32
 }
 
+/// A query run partition by partition ([`Database::read_in_parts`]): what its parts
+/// gathered, and whether one of them spoiled the run.
+struct Parts {
+    partial: Option<permafrost_sql::PartialSelect>,
+    spoiled: bool,
+}
+
+fn lock_parts(p: &std::sync::Mutex<Parts>) -> std::sync::MutexGuard<'_, Parts> {
+    p.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Where [`Database::run_block`] keeps each statement's result.
 type Collected = Arc<std::sync::Mutex<Vec<Rows>>>;
 
@@ -312,6 +323,93 @@ impl Database {
                 Err(e) => Err(e),
             }
         }
+    }
+
+    /// Runs query `stmt` with `params` inside an interactive transaction, one partition at
+    /// a time, when its plan reads one partitioned table at every partition
+    /// ([`Prepared::partial`]): each part holds one partition's token (inline when it is
+    /// free), never two at once, which a multi-partition read does and which makes it
+    /// collide with every other caller. The parts see the partitions at different points
+    /// of the serial order: that is allowed only because the block's COMMIT checks the
+    /// result again at one point (`TxnStatement::seen` must be read before this is
+    /// called). A part that reaches evicted tuples or is stopped past its slice spoils the
+    /// run, which then runs as one statement over all partitions (`execute_ad_hoc_here`).
+    /// `None` when the query is not one to run so.
+    pub fn read_in_parts(
+        &self,
+        stmt: &AdHoc,
+        params: Vec<Value>,
+        stop: StopFlag,
+    ) -> Option<impl Future<Output = Result<Rows>> + Send + 'static + use<>> {
+        let shared = self.shared_arc();
+        let partitions = shared.config.partitions;
+        let prepared = stmt.proc.statements[0].clone();
+        if partitions < 2
+            || !Arc::ptr_eq(&self.catalog(), &stmt.catalog)
+            || route(&prepared, &params, partitions, false) != Route::All
+        {
+            return None;
+        }
+        let work_mem = crate::partition::txn::work_mem(shared.config.memory_limit);
+        let partial = prepared.partial(&params, work_mem).ok()??;
+        stop.mark_in_block();
+        let state = Arc::new(std::sync::Mutex::new(Parts {
+            partial: Some(partial),
+            spoiled: false,
+        }));
+        let body_state = state.clone();
+        let def = ProcedureDef::new(crate::procedure::AD_HOC).body(move |ctx, _| {
+            let mut st = body_state.lock().unwrap_or_else(|p| p.into_inner());
+            let Parts { partial, spoiled } = &mut *st;
+            let Some(partial) = partial.as_mut().filter(|_| !*spoiled) else {
+                return Ok(Rows::default());
+            };
+            let r = ctx.execute_part(0, partial);
+            // Its rows are then missing, or counted twice if it runs again.
+            *spoiled |= r.is_err() || ctx.is_prepass();
+            r.map(|()| Rows::default())
+        });
+        let proc = Arc::new(Procedure::ad_hoc_over(vec![prepared.clone()], def, None));
+        let whole = stmt.proc.clone();
+        Some(async move {
+            for p in 0..partitions {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                submit_invocation(
+                    &shared,
+                    proc.clone(),
+                    Vec::new(),
+                    Reply::Stoppable(tx, stop.clone()),
+                    p,
+                    true,
+                )?;
+                match rx.await.unwrap_or(Err(Error::Shutdown)) {
+                    Err(e @ (Error::Sql(SqlError::Cancelled) | Error::Shutdown)) => return Err(e),
+                    // Any other error spoiled the run: the whole statement gives it again.
+                    _ if lock_parts(&state).spoiled => break,
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
+                }
+            }
+            let partial = {
+                let mut st = lock_parts(&state);
+                if st.spoiled { None } else { st.partial.take() }
+            };
+            match partial {
+                // (No part reads the clock: `now` is not needed to finish.)
+                Some(partial) => Ok(prepared.finish_part(partial, 0)?),
+                None => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    crate::partition::router::submit_statement(
+                        &shared,
+                        whole,
+                        params,
+                        Reply::Stoppable(tx, stop),
+                        true,
+                    )?;
+                    rx.await.unwrap_or(Err(Error::Shutdown))
+                }
+            }
+        })
     }
 
     /// Commits an interactive transaction: runs `statements` again at one point of the

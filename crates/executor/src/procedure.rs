@@ -447,6 +447,20 @@ impl ProcContext<'_, '_, '_> {
         })
     }
 
+    /// Runs the query `stmt` over the partitions held, adding what it finds to `part`
+    /// ([`Prepared::execute_part`]).
+    pub(crate) fn execute_part(
+        &mut self,
+        stmt: usize,
+        part: &mut permafrost_sql::PartialSelect,
+    ) -> Result<(), ProcError> {
+        let p = self
+            .statements
+            .get(stmt)
+            .ok_or_else(|| ProcError::Sql(SqlError::Unsupported(format!("statement {stmt} does not exist"))))?;
+        Ok(p.execute_part(part, self.env)?)
+    }
+
     /// An error that aborts the transaction with `message`.
     pub fn abort(&self, message: impl Into<String>) -> ProcError {
         ProcError::Abort(message.into())

@@ -595,3 +595,101 @@ fn statements_inside_a_block_do_not_wait_for_the_log_and_its_commit_does() {
         7
     );
 }
+
+/// A block's read of every partition run one partition at a time gives what the whole
+/// statement gives: rows, aggregates, order, DISTINCT, LIMIT and OFFSET; reads that pin a
+/// partition or join are not run so.
+#[test]
+fn reads_in_parts_give_what_the_whole_statement_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    db.execute_ddl("CREATE TABLE r (id BIGINT PRIMARY KEY, k BIGINT NOT NULL, c VARCHAR(20))")
+        .unwrap();
+    for id in 0..60i64 {
+        db.execute_sql(
+            "INSERT INTO r VALUES ($1, $2, $3)",
+            vec![
+                Value::Int(id),
+                Value::Int(id % 7),
+                Value::from(format!("c{}", id % 11).as_str()),
+            ],
+        )
+        .unwrap();
+    }
+    let range = vec![Value::Int(5), Value::Int(44)];
+    for sql in [
+        "SELECT c FROM r WHERE id BETWEEN $1 AND $2",
+        "SELECT sum(k) FROM r WHERE id BETWEEN $1 AND $2",
+        "SELECT c FROM r WHERE id BETWEEN $1 AND $2 ORDER BY c, id",
+        "SELECT DISTINCT c FROM r WHERE id BETWEEN $1 AND $2 ORDER BY c",
+        "SELECT id FROM r WHERE id BETWEEN $1 AND $2 ORDER BY id DESC LIMIT 5 OFFSET 3",
+        "SELECT k, count(*), min(c) FROM r WHERE id BETWEEN $1 AND $2 GROUP BY k ORDER BY k",
+        "SELECT count(*) FROM r WHERE id BETWEEN $1 AND $2 AND 1 = 0",
+        "SELECT id, c FROM r WHERE id > $1 AND id < $2 AND k = 3 ORDER BY id",
+    ] {
+        let s = stmt(&db, sql);
+        let parts = db
+            .read_in_parts(&s, range.clone(), StopFlag::new())
+            .unwrap_or_else(|| panic!("{sql} runs in parts"));
+        let got = common::block_on(parts).unwrap();
+        let want = db.execute_sql(sql, range.clone()).unwrap();
+        let (mut g, mut w) = (got.to_values(), want.to_values());
+        if !sql.contains("ORDER BY") {
+            g.sort();
+            w.sort();
+        }
+        assert_eq!(g, w, "{sql}");
+        assert!(!w.is_empty(), "{sql}");
+    }
+    for sql in [
+        "SELECT c FROM r WHERE id = $1 AND k < $2",
+        "SELECT a.c FROM r a JOIN r b ON a.id = b.k WHERE a.id BETWEEN $1 AND $2",
+        "UPDATE r SET k = 1 WHERE id BETWEEN $1 AND $2",
+    ] {
+        assert!(
+            db.read_in_parts(&stmt(&db, sql), range.clone(), StopFlag::new())
+                .is_none(),
+            "{sql}"
+        );
+    }
+}
+
+/// A read in parts that reaches evicted tuples runs again as one statement, with them.
+#[test]
+fn a_read_in_parts_over_evicted_tuples_runs_as_one_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ac = permafrost_executor::AntiCacheConfig::new(dir.path().join("blocks"));
+    ac.eviction_size = 256 << 10;
+    let config = Config::builder()
+        .partitions(2)
+        .memory_limit(16 << 20)
+        .lru_sample_rate(1.0)
+        .anticache(ac)
+        .command_log(LogConfig::new(dir.path().join("log")))
+        .build()
+        .unwrap();
+    let db = Database::open(config).unwrap();
+    db.execute_ddl("CREATE TABLE big (id BIGINT PRIMARY KEY, val BIGINT NOT NULL, pad VARCHAR(1000) NOT NULL)")
+        .unwrap();
+    for id in 0..400i64 {
+        db.execute_sql(
+            "INSERT INTO big VALUES ($1, $2, $3)",
+            vec![Value::Int(id), Value::Int(id), Value::from("x".repeat(900).as_str())],
+        )
+        .unwrap();
+    }
+    db.evict_now(64 << 20).unwrap();
+    db.evict_now(64 << 20).unwrap();
+    assert!(db.stats_now().unwrap().evicted_now > 100);
+    let sql = "SELECT sum(val), count(*) FROM big WHERE id BETWEEN $1 AND $2";
+    let s = stmt(&db, sql);
+    let got = common::block_on(
+        db.read_in_parts(&s, vec![Value::Int(0), Value::Int(399)], StopFlag::new())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        got.to_values(),
+        vec![vec![Value::Decimal((399 * 400 / 2).into()), Value::Int(400)]]
+    );
+}

@@ -957,8 +957,16 @@ impl Backend {
         let mut rows = None;
         if !wrote && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
             let stop = StopFlag::in_block();
-            let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
-            match run_with(cancel, &stop, fut).await {
+            // A read of every partition runs one partition at a time (the COMMIT checks
+            // it at one point), else as one statement.
+            let got = match self.db.read_in_parts(&d.stmt, params.clone(), stop.clone()) {
+                Some(fut) => run_with(cancel, &stop, fut).await,
+                None => {
+                    let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
+                    run_with(cancel, &stop, fut).await
+                }
+            };
+            match got {
                 Ok(r) if r.has_rest() => {}
                 other => rows = Some(other),
             }

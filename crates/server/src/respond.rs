@@ -17,7 +17,7 @@ use crate::command::{columns_of, fields};
 use crate::copy;
 use crate::error::client_error;
 use crate::session::CancelToken;
-use crate::types::encode;
+use crate::types::{RowWriter, encode};
 
 /// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
 /// formats the client asked for: a binary column gets the binary form of its type.
@@ -102,7 +102,7 @@ pub(crate) fn respond(
         .zip(schema.iter())
         .map(|(c, f)| (c.1.clone(), f.format() == FieldFormat::Text))
         .collect();
-    let mut enc = DataRowEncoder::new(schema.clone());
+    let mut enc = RowWriter::new(schema.clone());
     let out = encode_rows(&rows, &mut enc, &types)?.into_iter().map(Ok);
     let rest = rows.take_rest();
     let mut resp = match rest {
@@ -126,10 +126,12 @@ pub(crate) fn respond(
 /// The data rows of `rows`; `types`: each column's type and whether it is sent as text.
 pub(crate) fn encode_rows(
     rows: &Rows,
-    enc: &mut DataRowEncoder,
+    enc: &mut RowWriter,
     types: &[(Type, bool)],
 ) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
     let mut out = Vec::with_capacity(rows.len());
+    // Room for the result at once (integers as text grow; more is added if needed).
+    enc.reserve(rows.data_len() + rows.len() * (types.len() * 12 + 8));
     for row in rows.iter() {
         for (v, (ty, text)) in row.values().zip(types) {
             encode(enc, v, ty, *text)?;

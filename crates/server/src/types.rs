@@ -6,7 +6,7 @@ use permafrost_executor::{DataType, Numeric, NumericRef, Value, ValueRef};
 use permafrost_storage::types::{double_text, timestamp_text};
 use pgwire::api::Type;
 use pgwire::api::portal::Portal;
-use pgwire::api::results::{DataRowEncoder, FieldFormat};
+use pgwire::api::results::FieldFormat;
 use pgwire::error::PgWireResult;
 use pgwire::types::format::FormatOptions;
 
@@ -136,9 +136,9 @@ fn is_text(ty: &Type) -> bool {
 /// column, and otherwise refused (never sent as bytes of the wrong layout).
 /// `text`: the column is sent in text format, where timestamps and doubles are written
 /// as PostgreSQL writes them (`permafrost_storage::types::{timestamp_text, double_text}`).
-pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type, text: bool) -> PgWireResult<()> {
+pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> PgWireResult<()> {
     let mismatch = |what: &str| client_error("XX000", format!("internal error: a {what} value in a {ty} column"));
-    let as_text = |enc: &mut DataRowEncoder, s: String| {
+    let as_text = |enc: &mut RowWriter, s: String| {
         enc.encode_field_with_type_and_format(&s, ty, FieldFormat::Text, &FormatOptions::default())
     };
     match v {
@@ -183,6 +183,97 @@ pub fn encode(enc: &mut DataRowEncoder, v: ValueRef<'_>, ty: &Type, text: bool) 
             _ => Err(mismatch("bytea")),
         },
     }
+}
+
+/// Encodes data rows, as pgwire's `DataRowEncoder` does, into one buffer that can be given
+/// room for a whole result first ([`RowWriter::reserve`]): each row taken is a view of
+/// that buffer, so a result of a hundred rows costs one allocation rather than one per
+/// row, and a field's type and options are borrowed rather than cloned.
+pub struct RowWriter {
+    fields: std::sync::Arc<Vec<pgwire::api::results::FieldInfo>>,
+    buf: bytes::BytesMut,
+    col: usize,
+}
+
+impl RowWriter {
+    pub fn new(fields: std::sync::Arc<Vec<pgwire::api::results::FieldInfo>>) -> RowWriter {
+        RowWriter {
+            fields,
+            buf: bytes::BytesMut::new(),
+            col: 0,
+        }
+    }
+
+    /// Room for `bytes` more bytes of rows.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.buf.reserve(bytes);
+    }
+
+    /// Encodes the next field in its column's type and format.
+    pub fn encode_field<T>(&mut self, value: &T) -> PgWireResult<()>
+    where
+        T: postgres_types::ToSql + pgwire::types::ToSqlText + Sized,
+    {
+        let RowWriter { fields, buf, col } = self;
+        let f = fields.get(*col).ok_or_else(|| {
+            client_error(
+                "XX000",
+                format!("internal error: a row of more than {} fields", fields.len()),
+            )
+        })?;
+        put_field(buf, value, f.datatype(), f.format(), f.format_options())?;
+        *col += 1;
+        Ok(())
+    }
+
+    /// Encodes the next field in type `ty` and `format`, whatever its column's.
+    pub fn encode_field_with_type_and_format<T>(
+        &mut self,
+        value: &T,
+        ty: &Type,
+        format: FieldFormat,
+        options: &FormatOptions,
+    ) -> PgWireResult<()>
+    where
+        T: postgres_types::ToSql + pgwire::types::ToSqlText + Sized,
+    {
+        put_field(&mut self.buf, value, ty, format, options)?;
+        self.col += 1;
+        Ok(())
+    }
+
+    /// The row encoded so far; the next field starts a new row.
+    pub fn take_row(&mut self) -> pgwire::messages::data::DataRow {
+        let n = self.col as i16;
+        self.col = 0;
+        pgwire::messages::data::DataRow::new(self.buf.split(), n)
+    }
+}
+
+/// Appends one field of a data row to `buf`: its length (-1 for NULL), then its bytes.
+fn put_field<T>(
+    buf: &mut bytes::BytesMut,
+    value: &T,
+    ty: &Type,
+    format: FieldFormat,
+    options: &FormatOptions,
+) -> PgWireResult<()>
+where
+    T: postgres_types::ToSql + pgwire::types::ToSqlText + Sized,
+{
+    use bytes::BufMut;
+    let at = buf.len();
+    buf.put_i32(-1);
+    let null = if format == FieldFormat::Text {
+        value.to_sql_text(ty, buf, options)?
+    } else {
+        value.to_sql(ty, buf)?
+    };
+    if let postgres_types::IsNull::No = null {
+        let len = (buf.len() - at - 4) as i32;
+        buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    }
+    Ok(())
 }
 
 /// Reads parameter `i` of a bound portal as an engine value. The type is the one the

@@ -128,6 +128,104 @@ impl Prepared {
     }
 }
 
+/// A query run one partition at a time ([`Prepared::partial`]): what it has gathered from
+/// the partitions run so far. Unlike [`Prepared::execute`] over all of them at once, its
+/// parts see each partition at a different point of the serial order, so only a caller
+/// that checks the result again at one point (an interactive transaction's COMMIT) may
+/// use it.
+pub struct PartialSelect {
+    gather: Option<Gather>,
+    params: Vec<Value>,
+    limit: Option<u64>,
+    offset: u64,
+}
+
+impl Prepared {
+    /// The state to run this query partition by partition ([`PartialSelect`]), if it is a
+    /// SELECT of one partitioned relation that it reads at every partition (each part then
+    /// reads its own rows); `None` otherwise (joins, replicated tables, keyed reads,
+    /// writes). `work_mem`: as [`Env::work_mem`].
+    pub fn partial(&self, params: &[Value], work_mem: usize) -> Result<Option<PartialSelect>> {
+        let Plan::Select(p) = self.plan() else { return Ok(None) };
+        // One partitioned relation read at every partition: each part reads its own.
+        if p.rels.len() != 1 || p.rels[0].pick != PartitionPick::All {
+            return Ok(None);
+        }
+        let params = coerce_params(params, self.param_types())?.into_owned();
+        let cx = Cx::new(&params, 0);
+        let limit = limit_value(&p.limit, &cx, "LIMIT")?;
+        let offset = limit_value(&p.offset, &cx, "OFFSET")?.unwrap_or(0);
+        let mut gather = Some(Gather::new(p, self.columns(), work_mem, limit, offset));
+        for f in &p.pre_filters {
+            if !f.test(&NoColumns, &cx)? {
+                // Nothing to read: the result is what no rows give.
+                gather = None;
+                break;
+            }
+        }
+        Ok(Some(PartialSelect {
+            gather,
+            params,
+            limit,
+            offset,
+        }))
+    }
+
+    /// Runs the query over the partitions `env` holds, adding what it finds to `part`.
+    /// Evicted tuples it reaches are recorded in `env.evicted` as usual (their rows are
+    /// then missing from `part`: the caller starts again).
+    pub fn execute_part(&self, part: &mut PartialSelect, env: &mut Env<'_, '_>) -> Result<()> {
+        let Plan::Select(p) = self.plan() else {
+            return Err(SqlError::Unsupported(
+                "a partial run of a statement that is not a query".into(),
+            ));
+        };
+        let Some(gather) = part.gather.as_mut() else {
+            return Ok(());
+        };
+        if gather.is_full() {
+            return Ok(());
+        }
+        let cx = Cx::new(&part.params, env.now);
+        let mut touched = Vec::new();
+        let sampled = env.sampled;
+        let mut walker = Walker {
+            rels: &p.rels,
+            stores: &*env.stores,
+            cx: &cx,
+            evicted: &mut *env.evicted,
+            touched: sampled.then_some(&mut touched),
+            total: env.total_partitions,
+            copies: Copies::One,
+            interrupted: env.interrupted,
+            deadline: env.deadline,
+            visits: 0,
+            skip_evicted: false,
+            visited_locals: 0,
+        };
+        let mut b = Bindings::new();
+        let pool = env.pool;
+        let r = walker.walk(0, &mut b, &mut |b| gather.add(p, b, &cx, pool));
+        apply_touches(env, &touched);
+        r.map(|_| ())
+    }
+
+    /// The query's result once every partition has run its part.
+    pub fn finish_part(&self, part: PartialSelect, now: i64) -> Result<Rows> {
+        let Plan::Select(p) = self.plan() else {
+            return Err(SqlError::Unsupported(
+                "a partial run of a statement that is not a query".into(),
+            ));
+        };
+        let cx = Cx::new(&part.params, now);
+        let gather = match part.gather {
+            Some(g) => g,
+            None => Gather::new(p, self.columns(), usize::MAX, part.limit, part.offset),
+        };
+        gather.finish(p, self.columns(), &cx)
+    }
+}
+
 /// Executes a plan. `params` must already be coerced ([`coerce_params`]).
 pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
     let cx = Cx::new(params, env.now);

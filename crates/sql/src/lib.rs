@@ -32,6 +32,6 @@ pub mod workmem;
 
 pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
-pub use exec::{Deferred, DeferredPart, Env, EvictedRef};
+pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
 pub use prepared::{Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
 pub use rows::{ColumnInfo, MoreRows, RowRef, Rows, decode_row, encode_row};
