@@ -353,17 +353,17 @@ fn probes_of_replicated_writes_run_at_one_partition() {
 
 /// A block over evicted tuples: its probes and its commit fetch them and run again, so
 /// the client sees only latency, never 40001 for that reason; multi-partition included.
-#[test]
-fn blocks_over_evicted_data_fetch_it_and_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut ac = permafrost_executor::AntiCacheConfig::new(dir.path().join("blocks"));
+/// A database with the anti-cache whose table `big` has 400 rows of about 1 KiB (`val`
+/// of row `id` is `val(id)`), most of them evicted.
+fn evicted_big(dir: &Path, val: impl Fn(i64) -> i64) -> Database {
+    let mut ac = permafrost_executor::AntiCacheConfig::new(dir.join("blocks"));
     ac.eviction_size = 256 << 10;
     let config = Config::builder()
         .partitions(2)
         .memory_limit(16 << 20)
         .lru_sample_rate(1.0)
         .anticache(ac)
-        .command_log(LogConfig::new(dir.path().join("log")))
+        .command_log(LogConfig::new(dir.join("log")))
         .build()
         .unwrap();
     let db = Database::open(config).unwrap();
@@ -371,8 +371,12 @@ fn blocks_over_evicted_data_fetch_it_and_commit() {
         .unwrap();
     for id in 0..400i64 {
         db.execute_sql(
-            "INSERT INTO big VALUES ($1, 10, $2)",
-            vec![Value::Int(id), Value::from("x".repeat(900).as_str())],
+            "INSERT INTO big VALUES ($1, $2, $3)",
+            vec![
+                Value::Int(id),
+                Value::Int(val(id)),
+                Value::from("x".repeat(900).as_str()),
+            ],
         )
         .unwrap();
     }
@@ -380,6 +384,13 @@ fn blocks_over_evicted_data_fetch_it_and_commit() {
     db.evict_now(64 << 20).unwrap();
     let evicted = db.stats_now().unwrap().evicted_now;
     assert!(evicted > 100, "tuples were evicted: {evicted}");
+    db
+}
+
+#[test]
+fn blocks_over_evicted_data_fetch_it_and_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = evicted_big(dir.path(), |_| 10);
     let restarts = db.stats_now().unwrap().restarts_evicted;
     let mut t = Txn::begin(&db);
     assert_eq!(int(&t.run("SELECT val FROM big WHERE id = 3", vec![]).unwrap()), 10);
@@ -658,29 +669,7 @@ fn reads_in_parts_give_what_the_whole_statement_gives() {
 #[test]
 fn a_read_in_parts_over_evicted_tuples_runs_as_one_statement() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ac = permafrost_executor::AntiCacheConfig::new(dir.path().join("blocks"));
-    ac.eviction_size = 256 << 10;
-    let config = Config::builder()
-        .partitions(2)
-        .memory_limit(16 << 20)
-        .lru_sample_rate(1.0)
-        .anticache(ac)
-        .command_log(LogConfig::new(dir.path().join("log")))
-        .build()
-        .unwrap();
-    let db = Database::open(config).unwrap();
-    db.execute_ddl("CREATE TABLE big (id BIGINT PRIMARY KEY, val BIGINT NOT NULL, pad VARCHAR(1000) NOT NULL)")
-        .unwrap();
-    for id in 0..400i64 {
-        db.execute_sql(
-            "INSERT INTO big VALUES ($1, $2, $3)",
-            vec![Value::Int(id), Value::Int(id), Value::from("x".repeat(900).as_str())],
-        )
-        .unwrap();
-    }
-    db.evict_now(64 << 20).unwrap();
-    db.evict_now(64 << 20).unwrap();
-    assert!(db.stats_now().unwrap().evicted_now > 100);
+    let db = evicted_big(dir.path(), |id| id);
     let sql = "SELECT sum(val), count(*) FROM big WHERE id BETWEEN $1 AND $2";
     let s = stmt(&db, sql);
     let got = common::block_on(

@@ -189,22 +189,9 @@ impl Prepared {
         let cx = Cx::new(&part.params, env.now);
         let mut touched = Vec::new();
         let sampled = env.sampled;
-        let mut walker = Walker {
-            rels: &p.rels,
-            stores: &*env.stores,
-            cx: &cx,
-            evicted: &mut *env.evicted,
-            touched: sampled.then_some(&mut touched),
-            total: env.total_partitions,
-            copies: Copies::One,
-            interrupted: env.interrupted,
-            deadline: env.deadline,
-            visits: 0,
-            skip_evicted: false,
-            visited_locals: 0,
-        };
-        let mut b = Bindings::new();
         let pool = env.pool;
+        let mut walker = Walker::over(&p.rels, env, &cx, sampled.then_some(&mut touched), Copies::One, false);
+        let mut b = Bindings::new();
         let r = walker.walk(0, &mut b, &mut |b| gather.add(p, b, &cx, pool));
         apply_touches(env, &touched);
         r.map(|_| ())
@@ -325,6 +312,35 @@ struct Walker<'w, 's> {
     skip_evicted: bool,
     /// The held partitions (positions in `stores`, below 64) the outermost level visited.
     visited_locals: u64,
+}
+
+impl<'w> Walker<'w, 'w> {
+    /// A walk of `rels` over the partitions `env` holds: recording the tuples it visits
+    /// in `touched` (LRU sampling) when given, reading replicated relations from `copies`,
+    /// passing over evicted tuples without recording them when `skip_evicted`.
+    fn over(
+        rels: &'w [RelPlan],
+        env: &'w mut Env<'_, '_>,
+        cx: &'w Cx<'w>,
+        touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
+        copies: Copies,
+        skip_evicted: bool,
+    ) -> Walker<'w, 'w> {
+        Walker {
+            rels,
+            stores: &*env.stores,
+            cx,
+            evicted: &mut *env.evicted,
+            touched,
+            total: env.total_partitions,
+            copies,
+            interrupted: env.interrupted,
+            deadline: env.deadline,
+            visits: 0,
+            skip_evicted,
+            visited_locals: 0,
+        }
+    }
 }
 
 struct LevelState {
@@ -663,22 +679,9 @@ fn select(
     // A single-table scan may leave its evicted tuples for later ([`Deferred`]).
     let defer = env.defer_scans && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
-    let mut walker = Walker {
-        rels: &p.rels,
-        stores: &*env.stores,
-        cx,
-        evicted: &mut *env.evicted,
-        touched: sampled.then_some(touched),
-        total: env.total_partitions,
-        copies: Copies::One,
-        interrupted: env.interrupted,
-        deadline: env.deadline,
-        visits: 0,
-        skip_evicted: defer,
-        visited_locals: 0,
-    };
-    let mut b = Bindings::new();
     let pool = env.pool;
+    let mut walker = Walker::over(&p.rels, env, cx, sampled.then_some(touched), Copies::One, defer);
+    let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
     // A single-table read through an index that reached many evicted tuples leaves them
@@ -711,20 +714,7 @@ fn select(
 fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies: Copies) -> Result<Vec<(usize, u32)>> {
     let mut out = Vec::new();
     let rels = std::slice::from_ref(rp);
-    let mut walker = Walker {
-        rels,
-        stores: &*env.stores,
-        cx,
-        evicted: &mut *env.evicted,
-        touched: None,
-        total: env.total_partitions,
-        copies,
-        interrupted: env.interrupted,
-        deadline: env.deadline,
-        visits: 0,
-        skip_evicted: false,
-        visited_locals: 0,
-    };
+    let mut walker = Walker::over(rels, env, cx, None, copies, false);
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| {
         out.push((b.locals[rp.rel], b.slots[rp.rel]));
