@@ -124,6 +124,10 @@ pub(crate) struct Interactive {
     pub now: i64,
     /// What the command log records (a commit's).
     pub log_text: Arc<str>,
+    /// The parameters of the statements `log_text` lists, when it lists fewer than the
+    /// procedure runs (a commit logs its writes only: its queries change nothing, so
+    /// replay need not run them).
+    pub log_params: Option<Vec<Value>>,
     /// The partition whose sequences give the transaction's new keys, whichever
     /// partitions a probe or the commit holds (picked by its start time), so that the keys
     /// its client was shown are the keys its commit inserts.
@@ -513,18 +517,36 @@ impl Database {
             params.extend(p);
         }
         let home = home_partition(now, partitions);
+        let mut log_params = None;
         let log_text: Arc<str> = if probe {
             Arc::from("")
         } else {
+            // Only the statements that may write are logged: the queries were checked at
+            // commit and change nothing, so replay reaches the same state without them.
+            let mut logged_params = Vec::new();
+            let mut logged_counts = Vec::new();
+            let mut statements = Vec::new();
+            let mut at = 0;
+            for (p, &k) in prepared.iter().zip(&counts) {
+                if !p.is_read_only() {
+                    statements.push(p.sql.clone());
+                    logged_counts.push(k);
+                    logged_params.extend_from_slice(&params[at..at + k]);
+                }
+                at += k;
+            }
             let logged = Logged {
                 now,
-                statements: prepared.iter().map(|p| p.sql.clone()).collect(),
+                statements,
                 home: Some(home),
                 counts: prepared
                     .iter()
                     .any(|p| crate::procedure::bulk_width(p).is_some())
-                    .then(|| counts.clone()),
+                    .then_some(logged_counts),
             };
+            if logged_params.len() != params.len() {
+                log_params = Some(logged_params);
+            }
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
             let mark = if logged.counts.is_some() {
                 COUNTED_MARK
@@ -541,6 +563,7 @@ impl Database {
                 probe,
                 now,
                 log_text,
+                log_params,
                 sequence_home: Some(home),
             },
             collect,
@@ -610,6 +633,7 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             probe: false,
             now: logged.now,
             log_text: sql.into(),
+            log_params: None,
             sequence_home: logged.home,
         },
         None,

@@ -361,6 +361,7 @@ impl Partition {
                 let pushed = self.log_chunk.push_with(|out| match &what {
                     LogWhat::Call(proc, params) => {
                         let (ad_hoc, text) = proc.log_text();
+                        let params = proc.log_params().unwrap_or(params);
                         permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
                     }
                     LogWhat::Schema(sql) => permafrost_durability::encode_record(
