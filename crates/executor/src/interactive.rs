@@ -338,24 +338,30 @@ impl Database {
     /// result again at one point (`TxnStatement::seen` must be read before this is
     /// called). A part that reaches evicted tuples or is stopped past its slice spoils the
     /// run, which then runs as one statement over all partitions (`execute_ad_hoc_here`).
-    /// `None` when the query is not one to run so.
+    /// `None` when the query is not one to run so. Its `now()` would read 0 where it is
+    /// computed off the partitions: for queries that do not read the clock (the server
+    /// runs those as probes, with the block's clock).
     pub fn read_in_parts(
         &self,
         stmt: &AdHoc,
         params: Vec<Value>,
         stop: StopFlag,
     ) -> Option<impl Future<Output = Result<Rows>> + Send + 'static + use<>> {
-        let shared = self.shared_arc();
-        let partitions = shared.config.partitions;
-        let prepared = stmt.proc.statements[0].clone();
-        if partitions < 2
-            || !Arc::ptr_eq(&self.catalog(), &stmt.catalog)
-            || route(&prepared, &params, partitions, false) != Route::All
-        {
+        // (Cheapest refusals first: this is asked of every query in a block. A query that
+        // reads one partitioned table at every partition routes to all of them.)
+        let config = &self.shared().config;
+        let partitions = config.partitions;
+        if partitions < 2 {
             return None;
         }
-        let work_mem = crate::partition::txn::work_mem(shared.config.memory_limit);
-        let partial = prepared.partial(&params, work_mem).ok()??;
+        let prepared = &stmt.proc.statements[0];
+        let partial = prepared
+            .partial(&params, crate::partition::txn::work_mem(config.memory_limit))
+            .ok()??;
+        if !Arc::ptr_eq(&self.catalog(), &stmt.catalog) {
+            return None;
+        }
+        let (shared, prepared) = (self.shared_arc(), prepared.clone());
         stop.mark_in_block();
         let state = Arc::new(std::sync::Mutex::new(Parts {
             partial: Some(partial),
@@ -363,7 +369,7 @@ impl Database {
         }));
         let body_state = state.clone();
         let def = ProcedureDef::new(crate::procedure::AD_HOC).body(move |ctx, _| {
-            let mut st = body_state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut st = lock_parts(&body_state);
             let Parts { partial, spoiled } = &mut *st;
             let Some(partial) = partial.as_mut().filter(|_| !*spoiled) else {
                 return Ok(Rows::default());
@@ -523,17 +529,25 @@ impl Database {
         } else {
             // Only the statements that may write are logged: the queries were checked at
             // commit and change nothing, so replay reaches the same state without them.
-            let mut logged_params = Vec::new();
-            let mut logged_counts = Vec::new();
+            // Their parameters are copied only when some are left out (a block's COPY may
+            // hold many rows).
             let mut statements = Vec::new();
+            let mut logged_counts = Vec::new();
+            let queries = prepared.iter().any(|p| p.is_read_only());
+            let mut logged_params = Vec::new();
             let mut at = 0;
             for (p, &k) in prepared.iter().zip(&counts) {
                 if !p.is_read_only() {
                     statements.push(p.sql.clone());
                     logged_counts.push(k);
-                    logged_params.extend_from_slice(&params[at..at + k]);
+                    if queries {
+                        logged_params.extend_from_slice(&params[at..at + k]);
+                    }
                 }
                 at += k;
+            }
+            if queries {
+                log_params = Some(logged_params);
             }
             let logged = Logged {
                 now,
@@ -544,9 +558,6 @@ impl Database {
                     .any(|p| crate::procedure::bulk_width(p).is_some())
                     .then_some(logged_counts),
             };
-            if logged_params.len() != params.len() {
-                log_params = Some(logged_params);
-            }
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
             let mark = if logged.counts.is_some() {
                 COUNTED_MARK

@@ -201,16 +201,14 @@ fn is_short(statements: &[Arc<Prepared>]) -> bool {
 }
 
 impl Procedure {
-    /// What the command log records of a call with `params`: the procedure's name, or an
-    /// ad hoc statement's text.
-    /// What the command log names this by: (whether it is an ad hoc statement, its SQL
-    /// text or the procedure's name).
     /// The parameters its command-log record holds, when they are not the call's own (an
     /// interactive commit logs its writes only: `Interactive::log_params`).
     pub(crate) fn log_params(&self) -> Option<&[Value]> {
         self.interactive.as_ref().and_then(|i| i.log_params.as_deref())
     }
 
+    /// What the command log names this by: (whether it is an ad hoc statement, its SQL
+    /// text or the procedure's name).
     pub(crate) fn log_text(&self) -> (bool, &str) {
         if let Some(i) = &self.interactive {
             return (true, &i.log_text);

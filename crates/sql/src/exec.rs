@@ -134,17 +134,19 @@ impl Prepared {
 /// that checks the result again at one point (an interactive transaction's COMMIT) may
 /// use it.
 pub struct PartialSelect {
-    gather: Option<Gather>,
+    gather: Gather,
+    /// Whether there are rows to read ([`start_select`]).
+    reads: bool,
     params: Vec<Value>,
-    limit: Option<u64>,
-    offset: u64,
 }
 
 impl Prepared {
     /// The state to run this query partition by partition ([`PartialSelect`]), if it is a
     /// SELECT of one partitioned relation that it reads at every partition (each part then
     /// reads its own rows); `None` otherwise (joins, replicated tables, keyed reads,
-    /// writes). `work_mem`: as [`Env::work_mem`].
+    /// writes). `work_mem`: as [`Env::work_mem`]. What it evaluates before any partition
+    /// runs (LIMIT, OFFSET, predicates that read no relation) sees `now()` as 0: only for
+    /// queries that do not read the clock.
     pub fn partial(&self, params: &[Value], work_mem: usize) -> Result<Option<PartialSelect>> {
         let Plan::Select(p) = self.plan() else { return Ok(None) };
         // One partitioned relation read at every partition: each part reads its own.
@@ -152,23 +154,8 @@ impl Prepared {
             return Ok(None);
         }
         let params = coerce_params(params, self.param_types())?.into_owned();
-        let cx = Cx::new(&params, 0);
-        let limit = limit_value(&p.limit, &cx, "LIMIT")?;
-        let offset = limit_value(&p.offset, &cx, "OFFSET")?.unwrap_or(0);
-        let mut gather = Some(Gather::new(p, self.columns(), work_mem, limit, offset));
-        for f in &p.pre_filters {
-            if !f.test(&NoColumns, &cx)? {
-                // Nothing to read: the result is what no rows give.
-                gather = None;
-                break;
-            }
-        }
-        Ok(Some(PartialSelect {
-            gather,
-            params,
-            limit,
-            offset,
-        }))
+        let (gather, reads) = start_select(p, self.columns(), work_mem, &Cx::new(&params, 0))?;
+        Ok(Some(PartialSelect { gather, reads, params }))
     }
 
     /// Runs the query over the partitions `env` holds, adding what it finds to `part`.
@@ -180,10 +167,8 @@ impl Prepared {
                 "a partial run of a statement that is not a query".into(),
             ));
         };
-        let Some(gather) = part.gather.as_mut() else {
-            return Ok(());
-        };
-        if gather.is_full() {
+        let gather = &mut part.gather;
+        if !part.reads || gather.is_full() {
             return Ok(());
         }
         let cx = Cx::new(&part.params, env.now);
@@ -204,12 +189,7 @@ impl Prepared {
                 "a partial run of a statement that is not a query".into(),
             ));
         };
-        let cx = Cx::new(&part.params, now);
-        let gather = match part.gather {
-            Some(g) => g,
-            None => Gather::new(p, self.columns(), usize::MAX, part.limit, part.offset),
-        };
-        gather.finish(p, self.columns(), &cx)
+        part.gather.finish(p, self.columns(), &Cx::new(&part.params, now))
     }
 }
 
@@ -657,6 +637,20 @@ fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>>
     }
 }
 
+/// What a SELECT gathers into, with its LIMIT and OFFSET, and whether it has rows to read
+/// (false when a predicate that reads no relation is false).
+fn start_select(p: &SelectPlan, columns: &Arc<[ColumnInfo]>, work_mem: usize, cx: &Cx<'_>) -> Result<(Gather, bool)> {
+    let limit = limit_value(&p.limit, cx, "LIMIT")?;
+    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
+    let gather = Gather::new(p, columns, work_mem, limit, offset);
+    for f in &p.pre_filters {
+        if !f.test(&NoColumns, cx)? {
+            return Ok((gather, false));
+        }
+    }
+    Ok((gather, true))
+}
+
 fn select(
     p: &SelectPlan,
     columns: &Arc<[ColumnInfo]>,
@@ -664,16 +658,9 @@ fn select(
     cx: &Cx<'_>,
     touched: &mut Vec<(usize, TableId, u32)>,
 ) -> Result<Rows> {
-    let limit = limit_value(&p.limit, cx, "LIMIT")?;
-    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
-    let mut gather = Gather::new(p, columns, env.work_mem, limit, offset);
-    for f in &p.pre_filters {
-        if !f.test(&NoColumns, cx)? {
-            // An aggregate over no rows still yields one row.
-            return gather.finish(p, columns, cx);
-        }
-    }
-    if gather.is_full() {
+    let (mut gather, reads) = start_select(p, columns, env.work_mem, cx)?;
+    if !reads || gather.is_full() {
+        // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
     }
     // A single-table scan may leave its evicted tuples for later ([`Deferred`]).

@@ -178,13 +178,7 @@ impl Prepared {
         }
         let params = coerce_params(params, &self.param_types).ok()?;
         let cx = Cx::new(&params, 0);
-        let value = |e: &Expr| -> Option<Value> {
-            if !e.is_row_independent() {
-                return None;
-            }
-            let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
-            (!v.is_null()).then_some(v)
-        };
+        let value = |e: &Expr| key_constant(e, &cx, &ty).filter(|v| !v.is_null());
         let leads = |index: usize| {
             schema
                 .indexes
@@ -249,12 +243,8 @@ impl Prepared {
         };
         let cx = Cx::new(&params, 0);
         let key_partition = |schema: &permafrost_storage::TableSchema, e: &Expr| -> Option<u32> {
-            let pc = schema.partition_column?;
-            if !e.is_row_independent() {
-                return None;
-            }
-            let ty = schema.columns[pc].ty;
-            let v = e.eval_const(&cx).ok()?.coerce_to(&ty).ok()?;
+            let ty = schema.columns[schema.partition_column?].ty;
+            let v = key_constant(e, &cx, &ty)?;
             Some(partition_of(v.as_ref(), &ty, partitions))
         };
         let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick {
@@ -316,6 +306,15 @@ impl Prepared {
             }
         }
     }
+}
+
+/// The value of a key expression computed before any row is read (from constants and
+/// parameters), as type `ty`; `None` if it reads a row or does not convert.
+fn key_constant(e: &Expr, cx: &Cx<'_>, ty: &DataType) -> Option<Value> {
+    if !e.is_row_independent() {
+        return None;
+    }
+    e.eval_const(cx).ok()?.coerce_to(ty).ok()
 }
 
 /// The rows a query reads ([`Prepared::read_range`]): those of the table of `schema` whose

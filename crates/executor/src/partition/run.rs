@@ -218,7 +218,13 @@ impl Partition {
             Msg::Durable => self.release_durable(),
             Msg::Restore(f, ack) => {
                 let r = match self.store.as_deref_mut() {
-                    Some(s) => f(s, self.ac.as_mut()),
+                    Some(s) => {
+                        let r = f(s, self.ac.as_mut());
+                        // Rows loaded so were not stamped as changed: reads from before
+                        // count as changed.
+                        s.forget_writes();
+                        r
+                    }
                     None => Err(Error::Internal("store away during a restore".into())),
                 };
                 let _ = ack.send(r);
