@@ -127,10 +127,15 @@ engine_counters! {
     inline_mp: Counter "permafrost_multi_partition_transactions_inline_total" [""] * 1.0,
         "Multi-partition ad hoc statements and interactive transactions (probes, commits) run on the caller's thread while all their partitions were free, instead of on the partitions' threads (included in permafrost_multi_partition_transactions_total).";
     /// Checks of an interactive COMMIT's queries against this partition's recent writes
-    /// (interactive.rs, `permafrost_storage::RecentWrites`).
+    /// (interactive.rs, `permafrost_storage::Recent`).
     commit_reads_unchanged: Counter "permafrost_commit_read_checks_total" ["result=\"unchanged\""] * 1.0,
         "Checks of an interactive transaction's queries at its COMMIT against a partition's recent commits: result=\"unchanged\" (nothing the query read changed there since it ran), \"changed\" (something did, or it cannot be told; the COMMIT runs the query again unless another partition already said so).";
     commit_reads_changed: Counter "permafrost_commit_read_checks_total" ["result=\"changed\""] * 1.0, "";
+    /// Interactive COMMITs whose queries gave other results than they showed, which looked
+    /// for an earlier place of the serial order (interactive.rs).
+    commits_placed_earlier: Counter "permafrost_commits_placed_earlier_total" ["result=\"placed\""] * 1.0,
+        "Interactive transactions whose queries no longer gave what their client was shown at COMMIT, which looked for an earlier place of the serial order where they did: result=\"placed\" (committed there), \"refused\" (none was found: 40001). Counted at the first partition the COMMIT held.";
+    commits_refused_earlier: Counter "permafrost_commits_placed_earlier_total" ["result=\"refused\""] * 1.0, "";
     /// Long statements moved off their partitions to a forked image (forked.rs).
     reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
         "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";

@@ -195,6 +195,11 @@ fn fork_child(
     stores: &mut [&mut PartitionStore],
     info: &TxnInfo,
 ) -> crate::error::Result<(libc::pid_t, std::fs::File)> {
+    // The child reads these partitions as they are now: a reader whose reads are not
+    // described (`permafrost_storage::Recent`: no COMMIT takes a place before it).
+    for s in stores.iter_mut() {
+        s.mark_read();
+    }
     // SAFETY: the child reads only the stores this thread holds (no other thread can
     // change them until it releases them) and the statement's own plan and parameters; it
     // takes no lock another thread may hold, writes only its pipe and leaves with _exit,
@@ -495,7 +500,7 @@ fn run_child(
         defer_scans: false,
         ..info.clone()
     };
-    let (result, _) = run_body(
+    let (result, _, _) = run_body(
         proc,
         params,
         stores,

@@ -422,6 +422,9 @@ pub struct ProcContext<'e, 'a, 'b> {
     pub(crate) statements: &'e [Arc<Prepared>],
     pub(crate) txn_id: u64,
     pub(crate) rng: u64,
+    /// How its commit is noted among recent ones: an interactive transaction describes
+    /// what it read, and may take an earlier place (interactive.rs).
+    pub(crate) placement: permafrost_storage::Placement,
 }
 
 impl ProcContext<'_, '_, '_> {
@@ -438,7 +441,7 @@ impl ProcContext<'_, '_, '_> {
 
     /// Whether statement `stmt` with `params` is a query whose rows no transaction that
     /// committed after the write clock said `seen` changed, at any partition held
-    /// ([`Prepared::read_range`], [`permafrost_storage::RecentWrites`]): it would give
+    /// ([`Prepared::read_range`], [`permafrost_storage::Recent`]): it would give
     /// what it gave then. `false` when that cannot be told.
     pub(crate) fn unchanged_since(&mut self, stmt: usize, params: &[Value], seen: u64) -> bool {
         let Some(range) = self.statements.get(stmt).and_then(|p| p.read_range(params)) else {

@@ -44,7 +44,7 @@ pub(crate) struct Shared {
     /// [`crate::forked::MAX_MOVED`].
     pub moved_running: std::sync::atomic::AtomicUsize,
     /// Stamps the commits that change rows, at every partition
-    /// ([`permafrost_storage::RecentWrites`]): an interactive transaction notes it before
+    /// ([`permafrost_storage::Recent`]): an interactive transaction notes it before
     /// each read, and its COMMIT need not run again a read whose rows no later commit
     /// changed ([`crate::Database::write_clock`]).
     pub write_clock: Arc<std::sync::atomic::AtomicU64>,

@@ -53,6 +53,7 @@ impl<'a> Txn<'a> {
             params,
             digest: rows.digest(),
             seen: Some(seen),
+            done: Some(self.db.write_clock()),
         };
         self.all.push(step);
         Ok(rows)
@@ -72,6 +73,7 @@ impl<'a> Txn<'a> {
             params: rows,
             digest: rows_back.digest(),
             seen: None,
+            done: None,
         });
         Ok(rows_back)
     }
@@ -464,6 +466,13 @@ fn keys_a_sequence_gave_probes_are_the_keys_a_multi_partition_commit_inserts() {
     assert_eq!(before, recovered_rows(dir.path(), "SELECT * FROM items ORDER BY id"));
 }
 
+/// COMMITs that looked for an earlier place: placed there, refused
+/// (`permafrost_commits_placed_earlier_total`).
+fn placements(db: &Database) -> (u64, u64) {
+    let s = db.stats_now().unwrap();
+    (s.commits_placed_earlier, s.commits_refused_earlier)
+}
+
 /// How many reads COMMITs found unchanged and changed (`permafrost_commit_read_checks_total`).
 fn read_checks(db: &Database) -> (u64, u64) {
     let s = db.stats_now().unwrap();
@@ -496,20 +505,25 @@ fn a_commit_does_not_run_again_reads_whose_rows_nothing_changed_and_checks_the_o
     assert_eq!(after.1, before.1, "none found changed");
     assert_eq!(int(&db.execute_sql(point, vec![Value::Int(5)]).unwrap()), 101);
 
-    // A commit that changed a row of the range after the read: the read runs again, gives
-    // another sum, and the block fails with 40001, applying nothing.
+    // A commit that changed a row of the range after the read, and a row the block
+    // writes: the read runs again, gives another sum; no earlier place will do (the
+    // other commit wrote what this one writes), and the block fails with 40001, applying
+    // nothing.
     let mut t = Txn::begin(&db);
     assert_eq!(int(&t.run(range, vec![Value::Int(0), Value::Int(4)]).unwrap()), 500);
-    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 6", vec![]).unwrap();
+    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 4", vec![]).unwrap();
     db.execute_sql("UPDATE acct SET bal = 99 WHERE id = 4", vec![]).unwrap();
-    let before = read_checks(&db);
+    let (before, places) = (read_checks(&db), placements(&db));
     let e = t.commit().unwrap_err();
     assert_eq!(e.sqlstate(), "40001", "{e}");
     assert!(read_checks(&db).1 > before.1, "the read was found changed");
-    assert_eq!(int(&db.execute_sql(point, vec![Value::Int(6)]).unwrap()), 100);
+    assert_eq!(placements(&db), (places.0, places.1 + 1), "no earlier place");
+    assert_eq!(int(&db.execute_sql(point, vec![Value::Int(4)]).unwrap()), 99);
 
     // A row inserted into the range (a phantom) counts as a change too; so does one
-    // deleted from it.
+    // deleted from it. The block may commit just before that change (nothing that
+    // committed after it read or wrote row 0), else it fails: either way the change was
+    // found, and what it did holds.
     for change in [
         "INSERT INTO acct (id, bal) VALUES (9, 0)",
         "DELETE FROM acct WHERE id = 3",
@@ -519,9 +533,22 @@ fn a_commit_does_not_run_again_reads_whose_rows_nothing_changed_and_checks_the_o
             .run("SELECT count(*) FROM acct WHERE id BETWEEN 3 AND 9", vec![])
             .unwrap();
         t.run("UPDATE acct SET bal = bal + 1 WHERE id = 0", vec![]).unwrap();
+        let zero = int(&db.execute_sql(point, vec![Value::Int(0)]).unwrap());
         db.execute_sql(change, vec![]).unwrap();
-        let e = t.commit().unwrap_err();
-        assert_eq!(e.sqlstate(), "40001", "{change}: {e} (shown {:?})", shown.to_values());
+        let places = placements(&db);
+        let r = t.commit();
+        let now = placements(&db);
+        match r {
+            Ok(()) => {
+                assert_eq!(now, (places.0 + 1, places.1), "{change}: placed earlier");
+                assert_eq!(int(&db.execute_sql(point, vec![Value::Int(0)]).unwrap()), zero + 1);
+            }
+            Err(e) => {
+                assert_eq!(e.sqlstate(), "40001", "{change}: {e} (shown {:?})", shown.to_values());
+                assert_eq!(now, (places.0, places.1 + 1), "{change}: no earlier place");
+                assert_eq!(int(&db.execute_sql(point, vec![Value::Int(0)]).unwrap()), zero);
+            }
+        }
     }
 
     // A change that leaves what the read gave as it was: found changed, run again, and the
@@ -533,6 +560,64 @@ fn a_commit_does_not_run_again_reads_whose_rows_nothing_changed_and_checks_the_o
         .unwrap();
     t.commit().unwrap();
     assert_eq!(int(&db.execute_sql(point, vec![Value::Int(1)]).unwrap()), shown);
+}
+
+#[test]
+fn a_commit_whose_reads_changed_takes_the_place_before_the_change_when_nothing_after_it_touched_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    let point = "SELECT bal FROM acct WHERE id = $1";
+    let bal = |id: i64| int(&db.execute_sql(point, vec![Value::Int(id)]).unwrap());
+
+    // t1 read row 1, then t2 changed it and committed; t2 read and wrote row 1 only. t1
+    // commits just before t2: the order t1, t2 gives what both were shown.
+    let mut t1 = Txn::begin(&db);
+    assert_eq!(int(&t1.run(point, vec![Value::Int(1)]).unwrap()), 100);
+    t1.run("UPDATE acct SET bal = bal + 1 WHERE id = 2", vec![]).unwrap();
+    let mut t2 = Txn::begin(&db);
+    t2.run("UPDATE acct SET bal = 50 WHERE id = 1", vec![]).unwrap();
+    t2.commit().unwrap();
+    let places = placements(&db);
+    t1.commit().unwrap();
+    assert_eq!(placements(&db), (places.0 + 1, places.1));
+    assert_eq!((bal(1), bal(2)), (50, 101));
+
+    // Write skew between blocks: t4 read row 2, which t3 writes, and t3 read row 1, which
+    // t4 changed. Neither order gives what both were shown: t3 fails.
+    let mut t3 = Txn::begin(&db);
+    assert_eq!(int(&t3.run(point, vec![Value::Int(1)]).unwrap()), 50);
+    t3.run("UPDATE acct SET bal = bal + 1 WHERE id = 2", vec![]).unwrap();
+    let mut t4 = Txn::begin(&db);
+    assert_eq!(int(&t4.run(point, vec![Value::Int(2)]).unwrap()), 101);
+    t4.run("UPDATE acct SET bal = 40 WHERE id = 1", vec![]).unwrap();
+    t4.commit().unwrap();
+    let places = placements(&db);
+    assert_eq!(t3.commit().unwrap_err().sqlstate(), "40001");
+    assert_eq!(placements(&db), (places.0, places.1 + 1));
+    assert_eq!((bal(1), bal(2)), (40, 101));
+
+    // A statement outside a block read row 2 after t6 committed: the place before t6
+    // would come before that read, which did not see t5's change. t5 fails.
+    let mut t5 = Txn::begin(&db);
+    assert_eq!(int(&t5.run(point, vec![Value::Int(1)]).unwrap()), 40);
+    t5.run("UPDATE acct SET bal = bal + 1 WHERE id = 2", vec![]).unwrap();
+    let mut t6 = Txn::begin(&db);
+    t6.run("UPDATE acct SET bal = 30 WHERE id = 1", vec![]).unwrap();
+    t6.commit().unwrap();
+    assert_eq!(bal(2), 101);
+    let places = placements(&db);
+    assert_eq!(t5.commit().unwrap_err().sqlstate(), "40001");
+    assert_eq!(placements(&db), (places.0, places.1 + 1));
+    assert_eq!((bal(1), bal(2)), (30, 101));
+
+    // What was committed replays to the same rows.
+    let rows = db
+        .execute_sql("SELECT * FROM acct ORDER BY id", vec![])
+        .unwrap()
+        .to_values();
+    drop(db);
+    assert_eq!(rows, recovered_rows(dir.path(), "SELECT * FROM acct ORDER BY id"));
 }
 
 /// Runs `f` on another thread and gives its result if it ends within `wait`.

@@ -976,7 +976,9 @@ impl Backend {
             None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
         };
         let r = rows.and_then(|rows| {
-            keep_in_block(cell, d.stmt.clone(), params, &rows, Some(seen));
+            // And after it: what a COMMIT placed earlier knows of when it read.
+            let done = self.db.write_clock();
+            keep_in_block(cell, d.stmt.clone(), params, &rows, Some((seen, done)));
             respond(rows, &d.columns, Some(d.kind), format, None)
         });
         self.metrics.record(
@@ -1836,14 +1838,15 @@ fn keep_in_block(
     stmt: permafrost_executor::AdHoc,
     params: Vec<Value>,
     rows: &Rows,
-    seen: Option<u64>,
+    window: Option<(u64, u64)>,
 ) {
     if let txn::State::Open(o) = &mut *txn::lock(cell) {
         o.statements.push(permafrost_executor::TxnStatement {
             stmt,
             params,
             digest: rows.digest(),
-            seen,
+            seen: window.map(|w| w.0),
+            done: window.map(|w| w.1),
         });
     }
 }

@@ -13,7 +13,7 @@ use sqlparser::ast::Statement;
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr};
-use crate::plan::{Access, InsertSource, PartitionPick, Plan};
+use crate::plan::{Access, InsertSource, PartitionPick, Plan, RelPlan};
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
 
@@ -165,11 +165,36 @@ impl Prepared {
     /// What a query reads, when it is one table's rows whose partition-column value lies
     /// in a range these parameters give (through an index led by that column): its result
     /// is then a function of those rows alone, and stays the same while none of them
-    /// changes (`permafrost_storage::RecentWrites`). `None` for anything else: writes,
+    /// changes (`permafrost_storage::Recent`). `None` for anything else: writes,
     /// joins, scans, other indexes, bounds that cannot be computed here.
     pub fn read_range(&self, params: &[Value]) -> Option<ReadRange> {
         let Plan::Select(s) = &self.plan else { return None };
         let [rel] = s.rels.as_slice() else { return None };
+        self.range_of(rel, params)
+    }
+
+    /// The rows an UPDATE or DELETE picks, when it picks them among one range of its
+    /// table's partition-column values that these parameters give (through an index led
+    /// by that column), as [`Prepared::read_range`] for a query: what it does is then a
+    /// function of those rows alone (its expressions read nothing else, and the unique
+    /// indexes it checks all hold the partition column). `None` for anything else.
+    pub fn write_range(&self, params: &[Value]) -> Option<ReadRange> {
+        match &self.plan {
+            Plan::Update(u) => self.range_of(&u.target, params),
+            Plan::Delete(d) => self.range_of(&d.target, params),
+            _ => None,
+        }
+    }
+
+    /// Whether it is an INSERT of listed rows into a table with a partition column: it
+    /// reads nothing but the rows with the keys it inserts (its unique indexes all hold
+    /// the partition column).
+    pub fn inserts_keyed_rows(&self) -> bool {
+        matches!(&self.plan, Plan::Insert(i) if matches!(i.source, InsertSource::Values(_))
+            && i.schema.partition_column.is_some())
+    }
+
+    fn range_of(&self, rel: &RelPlan, params: &[Value]) -> Option<ReadRange> {
         let schema = &rel.schema;
         let pc = schema.partition_column?;
         let ty = schema.columns[pc].ty;

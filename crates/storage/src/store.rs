@@ -18,7 +18,7 @@ use crate::access::AccessTracker;
 use crate::error::{Result, StorageError};
 use crate::memory::MemoryUsage;
 use crate::partitioning::partition_of;
-use crate::recent::RecentWrites;
+use crate::recent::{KeyRange, Recent, Span};
 use crate::schema::{TableId, TableSchema};
 use crate::table::{BuiltIndex, Table};
 
@@ -95,6 +95,19 @@ pub struct Savepoint {
     images: usize,
 }
 
+/// How a committing transaction is noted among recent ones ([`Recent`]).
+#[derive(Debug, Default, Clone)]
+pub struct Placement {
+    /// Its stamp, taken once for all the partitions it holds
+    /// ([`PartitionStore::take_stamp`]); `None`: one is taken here if it changed rows.
+    pub stamp: Option<u64>,
+    /// The cut before which it commits, when it takes an earlier place than its stamp.
+    pub cut: Option<u64>,
+    /// The ranges of partition-column values it read, when they are known (interactive transactions); else its reads count as
+    /// reading anything at this partition.
+    pub reads: Option<Vec<KeyRange>>,
+}
+
 /// Tables and undo log of one partition.
 pub struct PartitionStore {
     partition: u32,
@@ -104,8 +117,8 @@ pub struct PartitionStore {
     tables: Vec<Option<Table>>,
     records: Vec<UndoRecord>,
     images: Vec<u8>,
-    /// What committed transactions changed lately, when remembered ([`RecentWrites`]).
-    recent: Option<RecentWrites>,
+    /// What committed transactions changed lately, when remembered ([`Recent`]).
+    recent: Option<Recent>,
 }
 
 impl PartitionStore {
@@ -123,7 +136,7 @@ impl PartitionStore {
     /// From now on, remembers what each committed transaction changed, stamped by
     /// `clock` (shared by every partition): [`PartitionStore::unchanged_since`].
     pub fn remember_writes(&mut self, clock: std::sync::Arc<std::sync::atomic::AtomicU64>) {
-        self.recent = Some(RecentWrites::new(clock));
+        self.recent = Some(Recent::new(clock));
     }
 
     /// Forgets what committed transactions changed (after changes made otherwise, such
@@ -137,17 +150,17 @@ impl PartitionStore {
     /// Whether no transaction that committed at this partition after the write clock said
     /// `seen` changed a row of `table` whose partition-column value lies between `lo` and
     /// `hi` (inclusive, `None` unbounded); `false` when this cannot be told
-    /// ([`RecentWrites::unchanged_since`]).
+    /// ([`Recent::unchanged_since`]).
     pub fn unchanged_since(&mut self, seen: u64, table: TableId, lo: Option<&Value>, hi: Option<&Value>) -> bool {
         self.recent
             .as_mut()
             .is_some_and(|r| r.unchanged_since(seen, table, lo, hi))
     }
 
-    /// [`RecentWrites::checks`]: (unchanged, changed or not known); zeros when not
+    /// [`Recent::checks`]: (unchanged, changed or not known); zeros when not
     /// remembered.
     pub fn unchanged_checks(&self) -> (u64, u64) {
-        self.recent.as_ref().map_or((0, 0), RecentWrites::checks)
+        self.recent.as_ref().map_or((0, 0), Recent::checks)
     }
 
     pub fn partition(&self) -> u32 {
@@ -339,9 +352,22 @@ impl PartitionStore {
         }
     }
 
-    /// Makes the running transaction's changes permanent.
+    /// Makes the running transaction's changes permanent (a transaction whose reads are
+    /// not described, at its own stamp: [`PartitionStore::commit_placed`]).
     pub fn commit(&mut self) {
-        self.remember_changed_rows();
+        self.commit_placed(&Placement::default());
+    }
+
+    /// A stamp for a transaction that changed rows, committing now: one for all the
+    /// partitions it holds ([`Placement::stamp`]); `None` when changes are not remembered.
+    pub fn take_stamp(&self) -> Option<u64> {
+        self.recent.as_ref().map(Recent::stamp)
+    }
+
+    /// Makes the running transaction's changes permanent, noting them and its reads as
+    /// `placement` says ([`Recent`]).
+    pub fn commit_placed(&mut self, placement: &Placement) {
+        self.remember(placement);
         for i in 0..self.records.len() {
             match self.records[i] {
                 UndoRecord::Insert { .. } | UndoRecord::Sequence { .. } => {}
@@ -363,23 +389,52 @@ impl PartitionStore {
     }
 
     /// Notes the partition-column value of every row the committing transaction changed
-    /// ([`RecentWrites`]), before deleted tuples and old images are freed.
-    fn remember_changed_rows(&mut self) {
-        let Some(recent) = &mut self.recent else { return };
-        let mut stamp = None;
+    /// ([`Recent`]), before deleted tuples and old images are freed, and what it read.
+    fn remember(&mut self, placement: &Placement) {
+        if self.recent.is_none() {
+            return;
+        }
+        let changed = self.changed_keys();
+        let recent = self.recent.as_mut().expect("checked");
+        let at = match placement.stamp {
+            Some(stamp) => stamp,
+            None if !changed.is_empty() => recent.stamp(),
+            None => recent.now(),
+        };
+        let span = Span {
+            from: placement.cut.map_or(at, |cut| (cut + 1).min(at)),
+            to: at,
+        };
+        for (table, key) in changed {
+            recent.push(span, table, key);
+        }
+        match &placement.reads {
+            Some(reads) => {
+                for r in reads {
+                    recent.push_read(at, r.clone());
+                }
+            }
+            None => recent.mark_opaque(at),
+        }
+    }
+
+    /// The partition-column value of every row the running transaction inserted, updated
+    /// or deleted (before and after an update that changed it), with its table; `None`
+    /// for a table without a partition column.
+    pub fn changed_keys(&self) -> Vec<(TableId, Option<Value>)> {
+        let mut out = Vec::new();
         for rec in &self.records {
             let (table, slot, image) = match *rec {
                 UndoRecord::Sequence { .. } => continue,
                 UndoRecord::Insert { table, slot } | UndoRecord::Delete { table, slot } => (table, slot, None),
                 UndoRecord::Update { table, slot, image } => (table, slot, Some(image)),
             };
-            let stamp = *stamp.get_or_insert_with(|| recent.stamp());
             let Some(t) = self.tables.get(table as usize).and_then(Option::as_ref) else {
-                recent.push(stamp, table, None);
+                out.push((table, None));
                 continue;
             };
             let Some(pc) = t.schema().partition_column else {
-                recent.push(stamp, table, None);
+                out.push((table, None));
                 continue;
             };
             let now = t.value(slot, pc).to_owned();
@@ -389,11 +444,38 @@ impl PartitionStore {
                     .get(pc)
                     .to_owned();
                 if before != now {
-                    recent.push(stamp, table, Some(before));
+                    out.push((table, Some(before)));
                 }
             }
-            recent.push(stamp, table, Some(now));
+            out.push((table, Some(now)));
         }
+        out
+    }
+
+    /// Notes that a reader whose reads are not described (one moved off the partition)
+    /// read it now.
+    pub fn mark_read(&mut self) {
+        if let Some(r) = &mut self.recent {
+            let now = r.now();
+            r.mark_opaque(now);
+        }
+    }
+
+    /// What transactions committed here lately changed and read, when remembered.
+    pub fn recent(&self) -> Option<&Recent> {
+        self.recent.as_ref()
+    }
+
+    /// [`Recent::count_place`], when remembered.
+    pub fn count_place(&mut self, placed: bool) {
+        if let Some(r) = &mut self.recent {
+            r.count_place(placed);
+        }
+    }
+
+    /// [`Recent::places`]: (placed, refused); zeros when not remembered.
+    pub fn places(&self) -> (u64, u64) {
+        self.recent.as_ref().map_or((0, 0), Recent::places)
     }
 
     /// The next value of `table`'s sequence (SERIAL, BIGSERIAL, identity columns) at this
@@ -584,7 +666,7 @@ impl PartitionStore {
         }
         m.buffer_bytes += (self.images.capacity()
             + self.records.capacity() * std::mem::size_of::<UndoRecord>()
-            + self.recent.as_ref().map_or(0, RecentWrites::memory)) as u64;
+            + self.recent.as_ref().map_or(0, Recent::memory)) as u64;
         m
     }
 }

@@ -71,7 +71,8 @@ impl MpFetch {
 }
 
 /// Applies schema changes to every store (the database's `partitions`), all or nothing.
-/// New evictable tables get a tracker from `tracker`.
+/// New evictable tables get a tracker from `tracker`. Each store then forgets its recent
+/// commits (`permafrost_storage::Recent::forget`).
 fn apply_ddl(
     stores: &mut [&mut PartitionStore],
     changes: &[DdlChange],
@@ -130,6 +131,11 @@ fn apply_ddl(
             }
             return Err(e.into());
         }
+    }
+    // What committed transactions read and changed was noted against the old schema:
+    // no COMMIT takes a place before this change.
+    for s in stores.iter_mut() {
+        s.forget_writes();
     }
     Ok(())
 }

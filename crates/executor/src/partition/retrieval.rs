@@ -118,6 +118,7 @@ impl Partition {
                 defer_scans: false,
                 read_slice: None,
                 inline_slice: None,
+                block_read: false,
             };
             dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));

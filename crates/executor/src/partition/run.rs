@@ -276,6 +276,9 @@ impl Partition {
                 let (unchanged, changed) = s.unchanged_checks();
                 self.stats.commit_reads_unchanged.store(unchanged, Ordering::Relaxed);
                 self.stats.commit_reads_changed.store(changed, Ordering::Relaxed);
+                let (placed, refused) = s.places();
+                self.stats.commits_placed_earlier.store(placed, Ordering::Relaxed);
+                self.stats.commits_refused_earlier.store(refused, Ordering::Relaxed);
             }
             if let Some(ac) = &self.ac {
                 self.stats.set_anticache(&ac.stats());
@@ -350,6 +353,7 @@ impl Partition {
                 .read_slice
                 .filter(|_| replay.is_none() && reply.is_some_and(Reply::takes_rest)),
             inline_slice: None,
+            block_read: reply.is_some_and(Reply::is_in_block),
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use permafrost_sql::workmem::MemoryPool;
 use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
-use permafrost_storage::{PartitionStore, Value};
+use permafrost_storage::{PartitionStore, Placement, Value};
 
 use crate::error::{Error, Result};
 use crate::procedure::{ProcContext, ProcError, Procedure};
@@ -56,6 +56,10 @@ pub(crate) struct TxnInfo {
     /// (`cell::INLINE_SLICE`): past it, any statement stops with `SqlError::SliceOver`, and
     /// the transaction is rolled back and queued instead.
     pub inline_slice: Option<std::time::Duration>,
+    /// A query of an open interactive transaction (`StopFlag::in_block`): its COMMIT checks
+    /// what it read, and notes it, so its own commit notes no read
+    /// (`permafrost_storage::Placement::reads`).
+    pub block_read: bool,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -107,7 +111,7 @@ pub(crate) fn dry_run(
 /// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
 /// `evicted`; commits nothing. Its statements' memory past their first step comes from
 /// `pool`. A statement that may move off its partitions ([`crate::forked::may_move`]) gets
-/// its read slice.
+/// its read slice. Also returns how its commit is to be noted ([`ProcContext::placement`]).
 pub(crate) fn run_body(
     proc: &Procedure,
     params: &[Value],
@@ -119,6 +123,7 @@ pub(crate) fn run_body(
 ) -> (
     std::thread::Result<std::result::Result<Rows, ProcError>>,
     Option<Box<Deferred>>,
+    Placement,
 ) {
     evicted.clear();
     let deadline = match info.read_slice {
@@ -145,9 +150,11 @@ pub(crate) fn run_body(
         statements: &proc.statements,
         txn_id: info.txn_id,
         rng: info.seed,
+        placement: Placement::default(),
     };
     let r = catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)));
-    (r, env.deferred.take())
+    let placement = std::mem::take(&mut ctx.placement);
+    (r, env.deferred.take(), placement)
 }
 
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
@@ -165,10 +172,21 @@ pub(crate) fn run_txn(
     interrupted: &dyn Fn() -> bool,
     pool: &Arc<MemoryPool>,
 ) -> Outcome {
-    let (result, deferred) = run_body(proc, params, stores, evicted, info, interrupted, Some(pool));
-    let finish = |stores: &mut [&mut PartitionStore], commit: bool| {
+    let (result, deferred, mut placement) = run_body(proc, params, stores, evicted, info, interrupted, Some(pool));
+    let mut finish = |stores: &mut [&mut PartitionStore], commit: bool| {
+        if commit && stores.iter().any(|s| s.has_changes()) {
+            // One stamp for every partition it holds: stamp order is a serial order
+            // (permafrost_storage::recent).
+            placement.stamp = stores.first().and_then(|s| s.take_stamp());
+        } else if commit && info.block_read && placement.reads.is_none() {
+            placement.reads = Some(Vec::new());
+        }
         for s in stores.iter_mut() {
-            if commit { s.commit() } else { s.rollback() }
+            if commit {
+                s.commit_placed(&placement)
+            } else {
+                s.rollback()
+            }
         }
     };
     if !evicted.is_empty() {
