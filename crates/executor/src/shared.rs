@@ -59,12 +59,13 @@ impl Shared {
             .max(crate::partition::txn::work_mem(memory_limit))
     }
 
-    /// Runs `inv` at partition `p` on this thread if the partition is free and nothing is
-    /// queued there (which would go first); else gives it back, to be queued. Not with the
-    /// synchronous retrieval policy, whose block reads would block the caller's thread.
+    /// Runs `inv` at partition `p` on this thread if the partition is free (whatever its
+    /// queue holds: other callers' work, partition/cell.rs); else gives it back, to be
+    /// queued. Not with the synchronous retrieval policy, whose block reads would block the
+    /// caller's thread.
     pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
         match self.cells().and_then(|c| c.get(p as usize)) {
-            Some(c) if self.senders[p as usize].is_empty() => c.try_run(inv),
+            Some(c) => c.try_run(inv),
             _ => Err(inv),
         }
     }
