@@ -620,6 +620,113 @@ fn a_commit_whose_reads_changed_takes_the_place_before_the_change_when_nothing_a
     assert_eq!(rows, recovered_rows(dir.path(), "SELECT * FROM acct ORDER BY id"));
 }
 
+/// Write skew under concurrency, with commits placed earlier: blocks read how many doctors
+/// of a group are on call and take one off call when at least two are; other blocks read a
+/// group and count their own visits in another table (their reads may change before
+/// COMMIT, and they may then commit at an earlier place); a checker puts a group back on
+/// call once one doctor is left, after reading the count in a block of its own. A block
+/// that commits saw one serial point, so the checker never reads 0. Without the check that
+/// nothing committed after the place read what the block writes (`Recent::read_after`),
+/// two blocks take the last two off.
+#[test]
+fn concurrent_blocks_placed_earlier_never_take_the_last_doctor_off_call() {
+    const GROUPS: i64 = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::open(config(dir.path())).unwrap());
+    db.execute_ddl("CREATE TABLE doc (id BIGINT PRIMARY KEY, on_call BOOLEAN NOT NULL)")
+        .unwrap();
+    db.execute_ddl("CREATE TABLE visits (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+        .unwrap();
+    for id in 0..GROUPS * 10 {
+        db.execute_sql("INSERT INTO doc (id, on_call) VALUES ($1, true)", vec![Value::Int(id)])
+            .unwrap();
+    }
+    for id in 0..4 {
+        db.execute_sql("INSERT INTO visits (id, n) VALUES ($1, 0)", vec![Value::Int(id)])
+            .unwrap();
+    }
+    let count = "SELECT count(*) FROM doc WHERE id BETWEEN $1 AND $2 AND on_call";
+    let group = |g: i64| vec![Value::Int(g * 10), Value::Int(g * 10 + 9)];
+    let places = placements(&db);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (resets, nobody) = (
+        std::sync::atomic::AtomicU64::new(0),
+        std::sync::atomic::AtomicU64::new(0),
+    );
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let db = db.clone();
+                s.spawn(move || {
+                    let mut x = t * 104_729 + 7;
+                    for i in 0..800 {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        let (g, d) = ((x >> 33) as i64 % GROUPS, (x >> 45) as i64 % 10);
+                        let mut tx = Txn::begin(&db);
+                        let Ok(n) = tx.run(count, group(g)).map(|r| int(&r)) else {
+                            continue;
+                        };
+                        let ok = if i % 3 != 0 {
+                            // Off call, if another stays on.
+                            let id = Value::Int(g * 10 + d);
+                            let on = tx.run("SELECT on_call FROM doc WHERE id = $1", vec![id.clone()]);
+                            match on.map(|r| r.to_values()[0][0].clone()) {
+                                Ok(Value::Bool(true)) if n >= 2 => {
+                                    tx.run("UPDATE doc SET on_call = false WHERE id = $1", vec![id]).is_ok()
+                                }
+                                Ok(_) => true,
+                                Err(_) => false,
+                            }
+                        } else {
+                            tx.run("UPDATE visits SET n = n + 1 WHERE id = $1", vec![Value::Int(t as i64)])
+                                .is_ok()
+                        };
+                        if ok && let Err(e) = tx.commit() {
+                            assert_eq!(e.sqlstate(), "40001", "{e}");
+                        }
+                    }
+                })
+            })
+            .collect();
+        let (db, done, resets, nobody) = (db.clone(), &done, &resets, &nobody);
+        s.spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                for g in 0..GROUPS {
+                    let mut tx = Txn::begin(&db);
+                    let Ok(n) = tx.run(count, group(g)).map(|r| int(&r)) else {
+                        continue;
+                    };
+                    if n > 1 {
+                        continue;
+                    }
+                    let all = "UPDATE doc SET on_call = true WHERE id BETWEEN $1 AND $2";
+                    if tx.run(all, group(g)).is_ok() && tx.commit().is_ok() {
+                        resets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if n == 0 {
+                            nobody.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        });
+        for w in workers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let now = placements(&db);
+    assert_eq!(nobody.into_inner(), 0, "a group had nobody on call ({now:?})");
+    assert!(resets.into_inner() > 0, "groups came down to one doctor");
+    assert!(now.0 > places.0, "some commits were placed earlier: {now:?}");
+    // What was committed replays to the same rows.
+    let rows = db
+        .execute_sql("SELECT * FROM doc ORDER BY id", vec![])
+        .unwrap()
+        .to_values();
+    drop(db);
+    assert_eq!(rows, recovered_rows(dir.path(), "SELECT * FROM doc ORDER BY id"));
+}
+
 /// Runs `f` on another thread and gives its result if it ends within `wait`.
 fn within<T: Send + 'static>(wait: std::time::Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     let (tx, rx) = std::sync::mpsc::channel();

@@ -327,7 +327,10 @@ impl<'a> NumericRef<'a> {
             FormRef::Small(d) => Numeric(Form::Small(-d)),
             FormRef::Big(b) => {
                 let mut v: Box<[u8]> = b.into();
-                v[0] ^= 1;
+                // Zero (no magnitude bytes) has no sign: there is no negative zero.
+                if v.len() > BIG_HEADER {
+                    v[0] ^= 1;
+                }
                 Numeric(Form::Big(v))
             }
         }
@@ -640,7 +643,11 @@ fn from_parts(m: BigInt, s: u32) -> Result<Numeric, NumericError> {
     let mut b = Vec::with_capacity(BIG_HEADER + mag.bits().div_ceil(8) as usize);
     b.push((sign == Sign::Minus) as u8);
     b.extend_from_slice(&(s as u16).to_le_bytes());
-    b.extend_from_slice(&mag.to_bytes_le());
+    // Zero has no magnitude bytes (`to_bytes_le` gives it one zero byte, which the
+    // encoding does not allow: `NumericRef::from_encoded`).
+    if !mag.is_zero() {
+        b.extend_from_slice(&mag.to_bytes_le());
+    }
     Ok(Numeric(Form::Big(b.into())))
 }
 
@@ -901,6 +908,23 @@ mod tests {
             (any::<i64>(), 0u32..12).prop_map(|(m, s)| Numeric::new(m, s)),
             ("-?[0-9]{1,60}(\\.[0-9]{1,40})?").prop_map(|s| n(&s)),
         ]
+    }
+
+    #[test]
+    fn zero_past_the_small_scale_has_one_encoding_and_no_sign() {
+        // Scale 29 is past the small form's: zero then takes the big form.
+        for text in ["0.00000000000000000000000000000", "-0.00000000000000000000000000000"] {
+            let z = n(text);
+            let product = n("0").as_ref().checked_mul(z.as_ref()).unwrap();
+            for v in [z.clone(), z.as_ref().negate(), product] {
+                assert_eq!(v.to_string(), "0.00000000000000000000000000000");
+                assert!(!v.as_ref().is_negative(), "{text}");
+                let mut enc = Vec::new();
+                v.as_ref().encode(&mut enc);
+                let back = NumericRef::from_encoded(&enc).expect("its own encoding reads back");
+                assert_eq!(back.compare(v.as_ref()), Ordering::Equal);
+            }
+        }
     }
 
     proptest! {
