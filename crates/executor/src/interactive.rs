@@ -216,6 +216,13 @@ impl Interactive {
                 // Queries that now give another result than they showed, while a COMMIT
                 // may still commit at an earlier place where they give it.
                 let mut later: Vec<usize> = Vec::new();
+                // A commit's statements with what they read, described once for the
+                // checks below and for what the commit notes (a probe needs none).
+                let runs = if probe {
+                    Vec::new()
+                } else {
+                    runs(ctx.statements, &counts, params, &expected)
+                };
                 if let Some(c) = &collect {
                     // A run after a pre-pass starts again.
                     lock(c).clear();
@@ -229,9 +236,16 @@ impl Interactive {
                     })?;
                     at += k;
                     let expect = expected.get(i).copied().unwrap_or_default();
-                    if !probe
-                        && let (Some(_), Some(seen)) = (expect.digest, expect.seen)
-                        && ctx.unchanged_since(i, p, seen)
+                    if let (
+                        Some(_),
+                        Some(seen),
+                        Some(Run {
+                            reads: Some(Some(range)),
+                            ..
+                        }),
+                    ) = (expect.digest, expect.seen, runs.get(i))
+                        && ctx.statements[i].is_read_only()
+                        && ctx.unchanged_since(range, seen)
                     {
                         // A query whose rows nothing committed since changed gives what
                         // it showed: not run again.
@@ -262,11 +276,7 @@ impl Interactive {
                             later.push(i);
                             continue;
                         }
-                        return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
-                            "statement {} of the transaction now gives another result than it showed, since a \
-                         concurrent transaction changed what it read; retry the transaction",
-                            i + 1
-                        ))));
+                        return Err(changed_result(i));
                     }
                     match &collect {
                         Some(c) => lock(c).push(rows),
@@ -274,22 +284,14 @@ impl Interactive {
                     }
                 }
                 if !probe && !ctx.is_prepass() {
-                    let runs = runs(&counts, params, &expected);
                     if let Some(&first) = later.first() {
                         let cut = earlier_place(ctx, &runs, &later);
                         if let Some(s) = ctx.env.stores.first_mut() {
                             s.count_place(cut.is_some());
                         }
-                        let Some(cut) = cut else {
-                            return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
-                                "statement {} of the transaction now gives another result than it showed, since a \
-                                 concurrent transaction changed what it read; retry the transaction",
-                                first + 1
-                            ))));
-                        };
-                        ctx.placement.cut = Some(cut);
+                        ctx.placement.cut = Some(cut.ok_or_else(|| changed_result(first))?);
                     }
-                    ctx.placement.reads = described_reads(ctx, &runs);
+                    ctx.placement.reads = described_reads(&runs);
                 }
                 Ok(last)
             });
@@ -318,25 +320,35 @@ impl Expected {
     }
 }
 
-/// One statement of a COMMIT: its parameters and what it must give.
-struct Run<'p> {
-    params: &'p [Value],
+/// The error of a COMMIT whose statement `i` no longer gives what it showed.
+fn changed_result(i: usize) -> ProcError {
+    ProcError::Sql(SqlError::SerializationFailure(format!(
+        "statement {} of the transaction now gives another result than it showed, since a concurrent \
+         transaction changed what it read; retry the transaction",
+        i + 1
+    )))
+}
+
+/// One statement of a COMMIT: what it must give, and what it reads ([`reads_of`]).
+struct Run {
     expect: Expected,
+    reads: Option<Option<permafrost_sql::ReadRange>>,
 }
 
 /// The statements of a COMMIT, with their parameters (`counts[i]` of them for statement
 /// `i`, one after the other in `params`).
-fn runs<'p>(counts: &[usize], params: &'p [Value], expected: &[Expected]) -> Vec<Run<'p>> {
+fn runs(statements: &[Arc<Prepared>], counts: &[usize], params: &[Value], expected: &[Expected]) -> Vec<Run> {
     let mut at = 0;
-    counts
+    statements
         .iter()
+        .zip(counts)
         .enumerate()
-        .map(|(i, &k)| {
+        .map(|(i, (s, &k))| {
             let p = params.get(at..at + k).unwrap_or_default();
             at += k;
             Run {
-                params: p,
                 expect: expected.get(i).copied().unwrap_or_default(),
+                reads: reads_of(s, p),
             }
         })
         .collect()
@@ -358,14 +370,14 @@ fn reads_of(p: &Prepared, params: &[Value]) -> Option<Option<permafrost_sql::Rea
 
 /// The ranges a committing interactive transaction read, to be noted at its partitions
 /// (`Placement::reads`); `None` when a statement's reads cannot be described.
-fn described_reads(ctx: &ProcContext<'_, '_, '_>, runs: &[Run<'_>]) -> Option<Vec<KeyRange>> {
+fn described_reads(runs: &[Run]) -> Option<Vec<KeyRange>> {
     let mut out = Vec::with_capacity(runs.len());
-    for (p, run) in ctx.statements.iter().zip(runs) {
-        if let Some(r) = reads_of(p, run.params)? {
+    for run in runs {
+        if let Some(r) = run.reads.as_ref()? {
             out.push(KeyRange {
                 table: r.schema.id,
-                lo: r.lo,
-                hi: r.hi,
+                lo: r.lo.clone(),
+                hi: r.hi.clone(),
             });
         }
     }
@@ -376,14 +388,14 @@ fn described_reads(ctx: &ProcContext<'_, '_, '_>, runs: &[Run<'_>]) -> Option<Ve
 /// they showed may still commit, if there is one: its cut, the stamp after which it
 /// commits ("Committing at an earlier place" in this module's documentation). Called
 /// after every statement ran again (or was found unchanged), holding the changes.
-fn earlier_place(ctx: &mut ProcContext<'_, '_, '_>, runs: &[Run<'_>], later: &[usize]) -> Option<u64> {
+fn earlier_place(ctx: &mut ProcContext<'_, '_, '_>, runs: &[Run], later: &[usize]) -> Option<u64> {
     let statements = ctx.statements;
     let stores = &ctx.env.stores;
     // Every statement's reads, described, on the tables the partitions hold.
     let mut reads = Vec::with_capacity(runs.len());
-    for (p, run) in statements.iter().zip(runs) {
-        let range = reads_of(p, run.params)?;
-        if let Some(r) = &range
+    for run in runs {
+        let range = run.reads.as_ref()?;
+        if let Some(r) = range
             && !stores
                 .iter()
                 .all(|s| s.table(r.schema.id).is_some_and(|t| Arc::ptr_eq(t.schema(), &r.schema)))

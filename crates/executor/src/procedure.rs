@@ -439,14 +439,11 @@ impl ProcContext<'_, '_, '_> {
         Ok(p.execute(self.env, params)?)
     }
 
-    /// Whether statement `stmt` with `params` is a query whose rows no transaction that
-    /// committed after the write clock said `seen` changed, at any partition held
-    /// ([`Prepared::read_range`], [`permafrost_storage::Recent`]): it would give
-    /// what it gave then. `false` when that cannot be told.
-    pub(crate) fn unchanged_since(&mut self, stmt: usize, params: &[Value], seen: u64) -> bool {
-        let Some(range) = self.statements.get(stmt).and_then(|p| p.read_range(params)) else {
-            return false;
-        };
+    /// Whether no transaction that committed after the write clock said `seen` changed,
+    /// at any partition held, the rows of `range` ([`Prepared::read_range`] of a query,
+    /// [`permafrost_storage::Recent`]): the query would give what it gave then. `false`
+    /// when that cannot be told.
+    pub(crate) fn unchanged_since(&mut self, range: &permafrost_sql::ReadRange, seen: u64) -> bool {
         let id = range.schema.id;
         self.env.stores.iter_mut().all(|s| {
             s.table(id).is_some_and(|t| Arc::ptr_eq(t.schema(), &range.schema))

@@ -391,23 +391,18 @@ impl PartitionStore {
     /// Notes the partition-column value of every row the committing transaction changed
     /// ([`Recent`]), before deleted tuples and old images are freed, and what it read.
     fn remember(&mut self, placement: &Placement) {
-        if self.recent.is_none() {
-            return;
-        }
-        let changed = self.changed_keys();
-        let recent = self.recent.as_mut().expect("checked");
+        // Out while the changes are read (no list of them is built).
+        let Some(mut recent) = self.recent.take() else { return };
         let at = match placement.stamp {
             Some(stamp) => stamp,
-            None if !changed.is_empty() => recent.stamp(),
+            None if self.has_changes() => recent.stamp(),
             None => recent.now(),
         };
         let span = Span {
             from: placement.cut.map_or(at, |cut| (cut + 1).min(at)),
             to: at,
         };
-        for (table, key) in changed {
-            recent.push(span, table, key);
-        }
+        self.each_changed_key(|table, key| recent.push(span, table, key));
         match &placement.reads {
             Some(reads) => {
                 for r in reads {
@@ -416,6 +411,7 @@ impl PartitionStore {
             }
             None => recent.mark_opaque(at),
         }
+        self.recent = Some(recent);
     }
 
     /// The partition-column value of every row the running transaction inserted, updated
@@ -423,6 +419,11 @@ impl PartitionStore {
     /// for a table without a partition column.
     pub fn changed_keys(&self) -> Vec<(TableId, Option<Value>)> {
         let mut out = Vec::new();
+        self.each_changed_key(|table, key| out.push((table, key)));
+        out
+    }
+
+    fn each_changed_key(&self, mut f: impl FnMut(TableId, Option<Value>)) {
         for rec in &self.records {
             let (table, slot, image) = match *rec {
                 UndoRecord::Sequence { .. } => continue,
@@ -430,11 +431,11 @@ impl PartitionStore {
                 UndoRecord::Update { table, slot, image } => (table, slot, Some(image)),
             };
             let Some(t) = self.tables.get(table as usize).and_then(Option::as_ref) else {
-                out.push((table, None));
+                f(table, None);
                 continue;
             };
             let Some(pc) = t.schema().partition_column else {
-                out.push((table, None));
+                f(table, None);
                 continue;
             };
             let now = t.value(slot, pc).to_owned();
@@ -444,12 +445,11 @@ impl PartitionStore {
                     .get(pc)
                     .to_owned();
                 if before != now {
-                    out.push((table, Some(before)));
+                    f(table, Some(before));
                 }
             }
-            out.push((table, Some(now)));
+            f(table, Some(now));
         }
-        out
     }
 
     /// Notes that a reader whose reads are not described (one moved off the partition)
