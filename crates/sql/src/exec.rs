@@ -448,9 +448,13 @@ impl<'w, 's> Walker<'w, 's> {
                         if exact {
                             first_filter.set(rp.bounds);
                         }
-                        let _ = table
-                            .index_store(*index)
-                            .range(&lo, &hi, false, |r| visit(r, self, b, &mut st));
+                        let _ = table.index_store(*index).range_ahead(
+                            &lo,
+                            &hi,
+                            false,
+                            |r| table.prefetch(r),
+                            |r| visit(r, self, b, &mut st),
+                        );
                     }
                 }
             }

@@ -237,6 +237,15 @@ impl Table {
         self.heap.is_visible(slot)
     }
 
+    /// Starts loading the tuple `r` points at into the CPU's caches (a hint: see
+    /// `Heap::prefetch`); a tombstone's is not.
+    #[inline]
+    pub fn prefetch(&self, r: TupleRef) {
+        if let Some(slot) = r.as_slot() {
+            self.heap.prefetch(slot);
+        }
+    }
+
     #[inline]
     /// A tuple's values as they were in `image` (a copy of its slot's bytes taken while
     /// the values it references out of line are still alive: an undo image).

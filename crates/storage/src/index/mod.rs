@@ -130,18 +130,32 @@ impl IndexStore {
         reverse: bool,
         f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        self.range_ahead(lo, hi, reverse, |_| {}, f)
+    }
+
+    /// [`IndexStore::range`], telling `ahead` of each entry a few entries before `f`
+    /// visits it ([`ordered::OrderedIndex::range_ahead`]): a range read prefetches the
+    /// tuples it is about to read.
+    pub fn range_ahead(
+        &self,
+        lo: &KeyBound,
+        hi: &KeyBound,
+        reverse: bool,
+        ahead: impl FnMut(TupleRef),
+        f: impl FnMut(TupleRef) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         match self {
             IndexStore::OrderedInt(ix) => {
                 let (Some(lo), Some(hi)) = (int_bound(lo), int_bound(hi)) else {
                     return ControlFlow::Continue(());
                 };
-                ix.range(lo, hi, reverse, f)
+                ix.range_ahead(lo, hi, reverse, ahead, f)
             }
             IndexStore::OrderedBytes(ix) => {
                 let (Some(lo), Some(hi)) = (bytes_bound(lo), bytes_bound(hi)) else {
                     return ControlFlow::Continue(());
                 };
-                ix.range(lo, hi, reverse, f)
+                ix.range_ahead(lo, hi, reverse, ahead, f)
             }
             _ => ControlFlow::Continue(()),
         }

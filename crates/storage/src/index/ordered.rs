@@ -66,6 +66,29 @@ fn upper<K: Clone>(b: Bound<&K>) -> Bound<(K, TupleRef)> {
     }
 }
 
+/// How many entries ahead of a range's visit [`OrderedIndex::range_ahead`] looks: enough
+/// for the fetches of a few tuples to overlap (a tuple of a few cache lines each; a core
+/// keeps about ten misses in flight).
+const LOOK_AHEAD: usize = 4;
+
+fn visit_ahead<'a, K: 'a>(
+    entries: impl Iterator<Item = &'a (K, TupleRef)> + Clone,
+    mut ahead: impl FnMut(TupleRef),
+    mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let mut lead = entries.clone();
+    for e in lead.by_ref().take(LOOK_AHEAD) {
+        ahead(e.1);
+    }
+    for e in entries {
+        if let Some(next) = lead.next() {
+            ahead(next.1);
+        }
+        f(e.1)?;
+    }
+    ControlFlow::Continue(())
+}
+
 impl<K: OrdKey> OrderedIndex<K> {
     pub fn new() -> Self {
         OrderedIndex {
@@ -116,7 +139,20 @@ impl<K: OrdKey> OrderedIndex<K> {
         lo: Bound<&K>,
         hi: Bound<&K>,
         reverse: bool,
-        mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
+        f: impl FnMut(TupleRef) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.range_ahead(lo, hi, reverse, |_| {}, f)
+    }
+
+    /// [`OrderedIndex::range`], telling `ahead` of each entry [`LOOK_AHEAD`] entries
+    /// before `f` visits it, so the caller can start fetching the tuple it will read.
+    pub fn range_ahead(
+        &self,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+        reverse: bool,
+        ahead: impl FnMut(TupleRef),
+        f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let (lo, hi) = (lower(lo), upper(hi));
         // BTreeSet::range panics on an inverted or empty-exclusive range; such a range
@@ -128,15 +164,10 @@ impl<K: OrdKey> OrderedIndex<K> {
         }
         let range = self.set.range((lo, hi));
         if reverse {
-            for e in range.rev() {
-                f(e.1)?;
-            }
+            visit_ahead(range.rev(), ahead, f)
         } else {
-            for e in range {
-                f(e.1)?;
-            }
+            visit_ahead(range, ahead, f)
         }
-        ControlFlow::Continue(())
     }
 
     pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
@@ -160,5 +191,64 @@ impl<K: OrdKey> OrderedIndex<K> {
         let internal = leaf + 12 * 8;
         let leaves = self.set.len().div_ceil(7);
         leaves * leaf + leaves.div_ceil(7) * internal + self.key_heap_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each visited entry was announced to `ahead` exactly [`LOOK_AHEAD`] entries before
+    /// its visit (or at the start), in both directions, and a visit that stops the range
+    /// stops the announcements too.
+    #[test]
+    fn entries_are_announced_a_fixed_distance_before_their_visit() {
+        let mut ix = OrderedIndex::<i64>::new();
+        for k in 0..20 {
+            ix.insert(k, TupleRef(k as u32));
+        }
+        for reverse in [false, true] {
+            let events = std::cell::RefCell::new(Vec::new());
+            let _ = ix.range_ahead(
+                Bound::Included(&3),
+                Bound::Excluded(&15),
+                reverse,
+                |r| events.borrow_mut().push(('a', r.0)),
+                |r| {
+                    events.borrow_mut().push(('v', r.0));
+                    ControlFlow::Continue(())
+                },
+            );
+            let events = events.into_inner();
+            let mut order: Vec<u32> = (3..15).collect();
+            if reverse {
+                order.reverse();
+            }
+            let announced: Vec<u32> = events.iter().filter(|e| e.0 == 'a').map(|e| e.1).collect();
+            let visited: Vec<u32> = events.iter().filter(|e| e.0 == 'v').map(|e| e.1).collect();
+            assert_eq!(announced, order);
+            assert_eq!(visited, order);
+            for (i, r) in order.iter().enumerate() {
+                let a = events.iter().position(|e| *e == ('a', *r)).unwrap();
+                let v = events.iter().position(|e| *e == ('v', *r)).unwrap();
+                let visits_between = events[a..v].iter().filter(|e| e.0 == 'v').count();
+                assert_eq!(visits_between, i.min(LOOK_AHEAD), "entry {r}, reverse {reverse}");
+            }
+        }
+        let mut announced = 0;
+        let _ = ix.range_ahead(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            false,
+            |_| announced += 1,
+            |r| {
+                if r.0 == 2 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        );
+        assert_eq!(announced, 3 + LOOK_AHEAD, "no more than the look-ahead past the stop");
     }
 }
