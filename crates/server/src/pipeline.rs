@@ -89,6 +89,8 @@ pub async fn process_socket(
     socket.session_extensions().insert(peer);
     let (backend, startup, cancel) = handlers.parts();
     let pipeline = Pipeline::of(&socket);
+    // (Neither is ever replaced in the connection's extensions.)
+    let (txn, settings) = (crate::txn::of(&socket), crate::session_settings::of(&socket));
     loop {
         let starting = matches!(
             socket.state(),
@@ -103,7 +105,7 @@ pub async fn process_socket(
                 m = socket.next() => m,
             }
         } else {
-            let filled = match idle_in_transaction_limit(&socket) {
+            let filled = match idle_in_transaction_limit(&txn, &settings) {
                 Some(limit) => match tokio::time::timeout(limit, fill_message(&mut socket)).await {
                     Ok(r) => r?,
                     Err(_) => {
@@ -276,15 +278,12 @@ impl About {
 
 /// How long the connection may wait for its client while a transaction block is open
 /// (`idle_in_transaction_session_timeout`), if it is open and the setting is not 0.
-fn idle_in_transaction_limit(socket: &Socket) -> Option<Duration> {
-    if matches!(*crate::txn::lock(&crate::txn::of(socket)), crate::txn::State::Idle) {
-        return None;
-    }
-    let s = crate::session_settings::setting("idle_in_transaction_session_timeout")?;
-    match crate::session_settings::of(socket).get(s).parse::<u64>() {
-        Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
-        _ => None,
-    }
+fn idle_in_transaction_limit(
+    txn: &crate::txn::Cell,
+    settings: &crate::session_settings::SessionSettings,
+) -> Option<Duration> {
+    let limit = settings.idle_in_transaction_timeout()?;
+    (!matches!(*crate::txn::lock(txn), crate::txn::State::Idle)).then_some(limit)
 }
 
 /// The socket with its output held between round trips ([`Corked`]).

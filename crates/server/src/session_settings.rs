@@ -18,6 +18,7 @@
 //! LOCAL` is not supported (0A000).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pgwire::api::ClientInfo;
@@ -79,7 +80,7 @@ pub const SETTINGS: &[Setting] = &[
         description: "Kept; nothing ever waits for a lock here.",
     },
     Setting {
-        name: "idle_in_transaction_session_timeout",
+        name: IDLE_IN_TRANSACTION,
         spelled: "idle_in_transaction_session_timeout",
         default: "0",
         check: timeout_value,
@@ -186,6 +187,9 @@ pub const SETTINGS: &[Setting] = &[
     },
 ];
 
+/// The setting [`SessionSettings::idle_in_transaction_timeout`] reads.
+const IDLE_IN_TRANSACTION: &str = "idle_in_transaction_session_timeout";
+
 /// Parameters a client may read but not set (55P02), with their values.
 pub fn read_only_parameter(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -210,6 +214,9 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
 #[derive(Default)]
 pub struct SessionSettings {
     values: Mutex<HashMap<&'static str, String>>,
+    /// `idle_in_transaction_session_timeout` in milliseconds (0: none), kept beside its
+    /// text: the connection reads it before each message it waits for inside a block.
+    idle_in_transaction_ms: AtomicU64,
 }
 
 impl SessionSettings {
@@ -228,7 +235,7 @@ impl SessionSettings {
     /// Sets a setting (None: back to its default); returns the value now in effect.
     pub fn set(&self, s: &'static Setting, value: Option<String>) -> String {
         let mut m = self.lock();
-        match value {
+        let now = match value {
             Some(v) if v != s.default => {
                 m.insert(s.name, v.clone());
                 v
@@ -237,12 +244,29 @@ impl SessionSettings {
                 m.remove(s.name);
                 s.default.to_string()
             }
+        };
+        if s.name == IDLE_IN_TRANSACTION {
+            // Stored as checked: whole milliseconds.
+            self.idle_in_transaction_ms
+                .store(now.parse().unwrap_or(0), Ordering::Relaxed);
         }
+        now
     }
 
     /// Every setting back to its default; returns those that changed.
     pub fn reset_all(&self) -> Vec<&'static str> {
-        self.lock().drain().map(|(k, _)| k).collect()
+        let mut m = self.lock();
+        self.idle_in_transaction_ms.store(0, Ordering::Relaxed);
+        m.drain().map(|(k, _)| k).collect()
+    }
+
+    /// How long a session may stay idle inside a transaction block
+    /// (`idle_in_transaction_session_timeout`); `None`: no limit.
+    pub fn idle_in_transaction_timeout(&self) -> Option<std::time::Duration> {
+        match self.idle_in_transaction_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(std::time::Duration::from_millis(ms)),
+        }
     }
 }
 

@@ -266,4 +266,21 @@ async fn a_session_idle_inside_a_block_past_its_limit_is_ended() {
     // The server goes on serving others.
     let (d, _) = connect(s.port).await;
     d.simple_query("SELECT 1").await.unwrap();
+    // A limit set, then reset (by name, and by RESET ALL), limits nothing.
+    for reset in [
+        "RESET idle_in_transaction_session_timeout",
+        "SET idle_in_transaction_session_timeout = 0",
+        "RESET ALL",
+    ] {
+        d.simple_query("SET idle_in_transaction_session_timeout = '200ms'")
+            .await
+            .unwrap();
+        d.simple_query(reset).await.unwrap();
+        d.simple_query("BEGIN").await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        d.simple_query("SELECT 1")
+            .await
+            .unwrap_or_else(|e| panic!("after {reset}: {e}"));
+        d.simple_query("COMMIT").await.unwrap();
+    }
 }
