@@ -32,6 +32,9 @@ pub struct DmlCommand {
     pub(crate) columns: Vec<(String, Type)>,
     pub(crate) kind: StatementKind,
     pub(crate) read_only: bool,
+    /// Its text may read the clock (`now()` and its kin), whose value inside a transaction
+    /// block is the block's start ([`mentions_clock`]; found once, when it is prepared).
+    pub(crate) reads_clock: bool,
 }
 
 /// One argument of a CALL: a constant or a parameter of the statement.
@@ -856,9 +859,26 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
         columns: columns_of(prepared.columns()),
         kind: prepared.kind(),
         read_only: prepared.is_read_only(),
+        reads_clock: mentions_clock(&prepared.sql),
         stmt: db.ad_hoc(prepared),
     };
     Ok(Command::Dml(Arc::new(d)))
+}
+
+/// Whether a statement's text may read the clock (`now()` and its kin), whose value inside
+/// a transaction block is the block's start.
+fn mentions_clock(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    [
+        "now",
+        "current_",
+        "localtime",
+        "transaction_timestamp",
+        "statement_timestamp",
+        "clock_timestamp",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// The PostgreSQL types of a statement's parameters: an array's for those compared with

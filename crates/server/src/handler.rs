@@ -173,22 +173,6 @@ async fn run_with(
     .and_then(|r| r.map_err(db_error))
 }
 
-/// Whether a statement's text may read the clock (`now()` and its kin), whose value inside
-/// a transaction block is the block's start.
-fn mentions_clock(sql: &str) -> bool {
-    let lower = sql.to_ascii_lowercase();
-    [
-        "now",
-        "current_",
-        "localtime",
-        "transaction_timestamp",
-        "statement_timestamp",
-        "clock_timestamp",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
-}
-
 /// Sends a warning (a NoticeResponse of severity WARNING) to the client.
 async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
 where
@@ -955,7 +939,7 @@ impl Backend {
         // depends on the block's clock, or its evicted rest would come afterwards (the
         // digest must cover every row): then it runs as a probe.
         let mut rows = None;
-        if !wrote && d.read_only && !mentions_clock(&d.stmt.prepared().sql) {
+        if !wrote && d.read_only && !d.reads_clock {
             let stop = StopFlag::in_block();
             // A read of every partition runs one partition at a time (the COMMIT checks
             // it at one point), else as one statement.

@@ -284,3 +284,42 @@ async fn a_session_idle_inside_a_block_past_its_limit_is_ended() {
         d.simple_query("COMMIT").await.unwrap();
     }
 }
+
+/// Inside a block, `now()` and its kin read the block's start, in queries before the
+/// block's first write as after it, over both protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clock_inside_a_block_is_its_start() {
+    let s = common::server().await;
+    let (c, _) = connect(s.port).await;
+    let simple = |sql: &'static str| {
+        let c = &c;
+        async move {
+            let messages = c.simple_query(sql).await.unwrap();
+            let row = messages.iter().find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap().to_owned()),
+                _ => None,
+            });
+            row.unwrap_or_else(|| panic!("{sql}: no row"))
+        }
+    };
+    c.simple_query("CREATE TABLE ticks (id BIGINT PRIMARY KEY, at TIMESTAMP)")
+        .await
+        .unwrap();
+    c.simple_query("BEGIN").await.unwrap();
+    let start = simple("SELECT now()").await;
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    assert_eq!(simple("SELECT now()").await, start);
+    assert_eq!(simple("SELECT CURRENT_TIMESTAMP").await, start);
+    let extended: std::time::SystemTime = c.query_one("SELECT now()", &[]).await.unwrap().get(0);
+    c.execute("INSERT INTO ticks VALUES (1, now())", &[]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    let after: std::time::SystemTime = c.query_one("SELECT now()", &[]).await.unwrap().get(0);
+    assert_eq!(after, extended, "after the block's first write too");
+    c.simple_query("COMMIT").await.unwrap();
+    assert_eq!(simple("SELECT at FROM ticks WHERE id = 1").await, start);
+    assert_ne!(
+        simple("SELECT now()").await,
+        start,
+        "a later statement reads a later clock"
+    );
+}
