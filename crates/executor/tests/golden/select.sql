@@ -20,6 +20,11 @@ SELECT id FROM t WHERE id > 2.5 AND id <= 4 ORDER BY id;
 SELECT id FROM t WHERE id NOT BETWEEN 2 AND 6 ORDER BY id;
 -- A composite secondary index: prefix, prefix plus range.
 SELECT id, name FROM t WHERE grp = 3 ORDER BY name;
+-- One text key: every value text (compared as text directly), or one NULL among them.
+SELECT name FROM t WHERE name IS NOT NULL ORDER BY name DESC;
+SELECT DISTINCT name FROM t WHERE grp <> 2 ORDER BY name;
+SELECT name FROM t ORDER BY name DESC;
+SELECT name FROM t ORDER BY name;
 SELECT id FROM t WHERE grp = 3 AND name > 'eta' ORDER BY id;
 SELECT id FROM t WHERE grp = 2 AND name <= 'gamma' ORDER BY id;
 -- Scans with filters.

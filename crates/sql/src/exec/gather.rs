@@ -257,7 +257,24 @@ pub(super) fn emit_sorted(
         }
     };
     let mut order: Vec<usize> = (0..out.len()).collect();
-    if !p.order.is_empty() {
+    // One key whose every value is text (`ORDER BY c`): compared as the general order
+    // below compares two texts, without going through it for each comparison.
+    let texts: Option<Vec<&str>> = match (&p.order[..], slots) {
+        ([_], [slot]) => (0..out.len())
+            .map(|i| match at(i, *slot) {
+                ValueRef::Text(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    };
+    if let Some(texts) = texts {
+        let desc = p.order[0].desc;
+        order.sort_by(|&a, &b| {
+            let o = texts[a].cmp(texts[b]);
+            if desc { o.reverse() } else { o }
+        });
+    } else if !p.order.is_empty() {
         order.sort_by(|&a, &b| {
             for (k, &slot) in p.order.iter().zip(slots) {
                 let (x, y) = (at(a, slot), at(b, slot));
