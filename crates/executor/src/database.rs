@@ -151,7 +151,7 @@ impl Database {
         let mut threads = Vec::with_capacity(parts.len());
         let mut cells = Vec::with_capacity(parts.len());
         for (i, (part, rx)) in parts.into_iter().enumerate() {
-            let cell = Arc::new(PartitionCell::new(part));
+            let cell = Arc::new(PartitionCell::new(part, db.inner.shared.queues[i].clone()));
             cells.push(cell.clone());
             let shared = db.inner.shared.clone();
             let t = std::thread::Builder::new()

@@ -53,6 +53,13 @@ impl QueueState {
         self.handled.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Calls and multi-partition transactions sent and not yet handled (the one being
+    /// handled included).
+    pub(crate) fn pending(&self) -> u64 {
+        let handled = self.handled.load(Ordering::SeqCst);
+        self.sent.load(Ordering::SeqCst).saturating_sub(handled)
+    }
+
     /// Fences the partition for a multi-partition transaction if every call and
     /// transaction sent to it has been handled; false (nothing registered) otherwise.
     pub(crate) fn fence(&self) -> bool {
