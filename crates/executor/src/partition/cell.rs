@@ -133,8 +133,8 @@ impl PartitionCell {
     }
 
     /// A caller's try: the partition, if its thread does not want it and no one holds it,
-    /// or another caller holds it for a short call, or its thread for the last message of
-    /// a pass, that ends within [`SPIN_FOR`].
+    /// or another caller holds it for a short call that ends within [`SPIN_FOR`], or its
+    /// thread for the last message of a pass that ends within [`SPIN_FOR_PASS`].
     pub(crate) fn try_inline(&self) -> Option<Held<'_>> {
         let mut since = None;
         loop {
