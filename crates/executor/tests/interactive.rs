@@ -90,6 +90,14 @@ fn recovered_rows(dir: &Path, sql: &str) -> Vec<Vec<Value>> {
     db.execute_sql(sql, vec![]).unwrap().to_values()
 }
 
+/// Checks that what `db` committed replays from its log to the same rows of `sql` (`db`,
+/// the last handle of the database, is closed first).
+fn assert_replays_to_same_rows(db: impl std::borrow::Borrow<Database>, dir: &Path, sql: &str) {
+    let rows = db.borrow().execute_sql(sql, vec![]).unwrap().to_values();
+    drop(db);
+    assert_eq!(rows, recovered_rows(dir, sql), "replayed rows of {sql}");
+}
+
 fn int(rows: &Rows) -> i64 {
     match &rows.to_values()[0][0] {
         Value::Int(n) => *n,
@@ -612,12 +620,7 @@ fn a_commit_whose_reads_changed_takes_the_place_before_the_change_when_nothing_a
     assert_eq!((bal(1), bal(2)), (30, 101));
 
     // What was committed replays to the same rows.
-    let rows = db
-        .execute_sql("SELECT * FROM acct ORDER BY id", vec![])
-        .unwrap()
-        .to_values();
-    drop(db);
-    assert_eq!(rows, recovered_rows(dir.path(), "SELECT * FROM acct ORDER BY id"));
+    assert_replays_to_same_rows(db, dir.path(), "SELECT * FROM acct ORDER BY id");
 }
 
 /// Write skew under concurrency, with commits placed earlier: blocks read how many doctors
@@ -719,12 +722,7 @@ fn concurrent_blocks_placed_earlier_never_take_the_last_doctor_off_call() {
     assert!(resets.into_inner() > 0, "groups came down to one doctor");
     assert!(now.0 > places.0, "some commits were placed earlier: {now:?}");
     // What was committed replays to the same rows.
-    let rows = db
-        .execute_sql("SELECT * FROM doc ORDER BY id", vec![])
-        .unwrap()
-        .to_values();
-    drop(db);
-    assert_eq!(rows, recovered_rows(dir.path(), "SELECT * FROM doc ORDER BY id"));
+    assert_replays_to_same_rows(db, dir.path(), "SELECT * FROM doc ORDER BY id");
 }
 
 /// Runs `f` on another thread and gives its result if it ends within `wait`.

@@ -146,17 +146,16 @@ impl PartitionCell {
                 Err(std::sync::TryLockError::Poisoned(p)) => return self.enter_inline(p.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
-            if !self.inline_holder.load(Ordering::Acquire) && self.queue.pending() > 1 {
+            let limit = if self.inline_holder.load(Ordering::Acquire) {
+                SPIN_FOR
+            } else if self.queue.pending() > 1 {
                 // The partition thread's pass has more to handle after its current
                 // message: join it.
                 return None;
-            }
-            let start = *since.get_or_insert_with(Instant::now);
-            let limit = if self.inline_holder.load(Ordering::Acquire) {
-                SPIN_FOR
             } else {
                 SPIN_FOR_PASS
             };
+            let start = *since.get_or_insert_with(Instant::now);
             if start.elapsed() >= limit {
                 return None;
             }
