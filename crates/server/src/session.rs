@@ -132,16 +132,22 @@ impl Auth {
     }
 }
 
-/// The start-up handler: authentication, then cancel and connection bookkeeping.
+/// The start-up handler: authentication, then cancel and connection bookkeeping. A clone
+/// shares everything ([`crate::handler::Handlers::parts`]).
+#[derive(Clone)]
 pub struct Startup {
-    auth: Auth,
+    auth: Arc<Auth>,
     cancels: Arc<Cancels>,
     metrics: Arc<ServerMetrics>,
 }
 
 impl Startup {
     pub fn new(auth: Auth, cancels: Arc<Cancels>, metrics: Arc<ServerMetrics>) -> Startup {
-        Startup { auth, cancels, metrics }
+        Startup {
+            auth: Arc::new(auth),
+            cancels,
+            metrics,
+        }
     }
 
     /// Registers a connection that has just logged in.
@@ -160,7 +166,7 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        match &self.auth {
+        match &*self.auth {
             Auth::Trust { remote } => {
                 if let PgWireFrontendMessage::Startup(startup) = &message {
                     let peer = client.socket_addr().ip();
@@ -280,6 +286,17 @@ impl Cancels {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A connection's own handle on the server's [`Cancels`], as the cancel handler its loop
+/// passes with every message ([`crate::handler::Handlers::parts`]).
+pub(crate) struct CancelsOf(pub(crate) Arc<Cancels>);
+
+#[async_trait]
+impl CancelHandler for CancelsOf {
+    async fn on_cancel_request(&self, req: CancelRequest) {
+        self.0.on_cancel_request(req).await
     }
 }
 
