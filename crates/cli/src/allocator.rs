@@ -1,51 +1,52 @@
-//! How the process's allocator gives memory back (part of keeping resident memory within
-//! the budget, invariant 6).
+//! The process's allocator: jemalloc, set to give freed pages back at once (part of
+//! keeping resident memory within the budget, invariant 6).
 //!
 //! The engine's own data lives in chunks it maps itself (heaps, indexes, blocks), so the
 //! allocator only holds what comes and goes: statements, result buffers, COPY batches,
-//! log records. glibc's defaults keep much of that after it is freed: one arena per thread
-//! that allocated (up to eight per core), each holding its freed memory, and a threshold
-//! for mapping large buffers that rises with every large buffer freed, so that a COPY
-//! batch of 10 MB, once freed, stays in the heap; and free pages inside a heap stay
-//! resident until `malloc_trim` gives them back, which a background thread does every
-//! [`TRIM_EVERY`]. Measured with a 32 MiB budget and 400,000 rows of 1 KB loaded by COPY
-//! (engine memory 28 MB, nearly all of it the index entries and tombstones of evicted
-//! rows): 139 MB resident with glibc's defaults, 66 MB with the settings below, 46 MB
-//! after a trim; an empty server is 12 MB.
+//! log records. What it costs shows in both directions, measured on 2 cores
+//! (docs/results/sysbench.md, fourteenth session):
+//!
+//! - Speed: on sysbench `oltp_read_write` at 16 threads the server spent 9 to 11 % less
+//!   CPU per transaction than with glibc's malloc (457 and 462 µs against 503 and 485 in
+//!   interleaved rounds; glibc's `_int_malloc`, `_int_free`, `malloc_consolidate` and the
+//!   arena locks were about 5 % of the server's samples).
+//! - Memory: with a 32 MiB budget and 400,000 rows of 1 KB loaded by 40 COPYs, resident
+//!   memory at its peak / after the load / 8 s later was 106 / 53 / 51 MB, against 113 /
+//!   74 / 50 MB with glibc tuned for it (one arena per core, a fixed mmap threshold and a
+//!   thread calling `malloc_trim` every 5 s); an empty server holds 20 MB with either.
+//!   jemalloc's own defaults keep freed pages for seconds (148 / 98 / 78 MB), and
+//!   mimalloc kept more still (185 / 164 / 95 MB; 122 / 68 / 66 MB when told to purge at
+//!   once, which cost its speed): hence [`malloc_conf`].
+//!
+//! `_RJEM_MALLOC_CONF` in the environment overrides [`malloc_conf`] (jemalloc's option syntax,
+//! e.g. `dirty_decay_ms:1000` to trade memory for fewer `madvise` calls).
 
-/// Arenas at most (per core, at least two): fewer arenas hold less freed memory.
-const ARENAS_PER_CORE: usize = 1;
-/// Allocations from this size up are mapped on their own and unmapped when freed (fixed:
-/// glibc otherwise raises it as large buffers are freed).
-const MMAP_THRESHOLD: i32 = 256 << 10;
-/// Free memory at the top of a heap beyond which it is given back.
-const TRIM_THRESHOLD: i32 = 1 << 20;
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// How often free heap pages are given back.
-const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// jemalloc's options, read at start-up from its `malloc_conf` (a C string; the crate's
+/// build prefixes jemalloc's symbols with `_rjem_`): dirty and muzzy pages go back to the
+/// system as soon as they are free, so freed batches do not stay resident.
+#[allow(non_upper_case_globals)]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static malloc_conf: &[u8; 34] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
 
-/// Applies the settings above and starts the trimming thread; call first thing, before
-/// other threads start.
-pub fn tune() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let arenas = i32::try_from((cores * ARENAS_PER_CORE).max(2)).unwrap_or(i32::MAX);
-        // SAFETY: mallopt only changes allocator parameters; called before any other
-        // thread exists. A refused parameter (return value 0) leaves the default.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, arenas);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+#[cfg(test)]
+mod tests {
+    /// jemalloc took [`super::malloc_conf`]: a wrong symbol name would leave its defaults
+    /// (freed pages kept for ten seconds) without a word.
+    #[test]
+    fn freed_pages_go_back_at_once() {
+        for name in [c"opt.dirty_decay_ms", c"opt.muzzy_decay_ms"] {
+            let mut ms: isize = -2;
+            let mut len = std::mem::size_of::<isize>();
+            // SAFETY: `ms` has room for the option's value (a C ssize_t) and `len` says
+            // so; nothing is written to jemalloc.
+            let r = unsafe {
+                tikv_jemalloc_sys::mallctl(name.as_ptr(), (&raw mut ms).cast(), &mut len, std::ptr::null_mut(), 0)
+            };
+            assert_eq!(r, 0, "{name:?}");
+            assert_eq!(ms, 0, "{name:?}");
         }
-        let _ = std::thread::Builder::new().name("malloc-trim".into()).spawn(|| {
-            loop {
-                std::thread::sleep(TRIM_EVERY);
-                // SAFETY: malloc_trim is thread-safe (it locks each arena in turn).
-                unsafe {
-                    libc::malloc_trim(0);
-                }
-            }
-        });
     }
 }

@@ -41,7 +41,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    allocator::tune();
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Serve(a) => run_serve(*a),
