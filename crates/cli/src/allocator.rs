@@ -11,9 +11,10 @@
 //!   interleaved rounds; glibc's `_int_malloc`, `_int_free`, `malloc_consolidate` and the
 //!   arena locks were about 5 % of the server's samples).
 //! - Memory: with a 32 MiB budget and 400,000 rows of 1 KB loaded by 40 COPYs, resident
-//!   memory at its peak / after the load / 8 s later was 106 / 53 / 51 MB, against 113 /
-//!   74 / 50 MB with glibc tuned for it (one arena per core, a fixed mmap threshold and a
-//!   thread calling `malloc_trim` every 5 s); an empty server holds 20 MB with either.
+//!   memory at its peak / after the load / 8 s later was 106 / 59 / 51 MB, against 111 /
+//!   71 / 47 MB with glibc tuned for it (one arena per core, a fixed mmap threshold and a
+//!   thread calling `malloc_trim` every 5 s); an empty server holds 20 MB (16 MB with
+//!   glibc). Under the anti-cache (YCSB, 64 MiB budget) the peak growth was the same.
 //!   jemalloc's own defaults keep freed pages for seconds (148 / 98 / 78 MB), and
 //!   mimalloc kept more still (185 / 164 / 95 MB; 122 / 68 / 66 MB when told to purge at
 //!   once, which cost its speed): hence [`malloc_conf`].
