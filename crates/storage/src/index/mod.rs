@@ -77,6 +77,24 @@ macro_rules! dispatch {
     };
 }
 
+/// Runs `$body` on an ordered index with `lo` and `hi` as bounds of its key type; a hash
+/// index, or a bound of the other key type, visits nothing.
+macro_rules! ordered_range {
+    ($self:expr, $lo:expr, $hi:expr, |$ix:ident, $l:ident, $h:ident| $body:expr) => {
+        match $self {
+            IndexStore::OrderedInt($ix) => match (int_bound($lo), int_bound($hi)) {
+                (Some($l), Some($h)) => $body,
+                _ => ControlFlow::Continue(()),
+            },
+            IndexStore::OrderedBytes($ix) => match (bytes_bound($lo), bytes_bound($hi)) {
+                (Some($l), Some($h)) => $body,
+                _ => ControlFlow::Continue(()),
+            },
+            _ => ControlFlow::Continue(()),
+        }
+    };
+}
+
 impl IndexStore {
     pub fn new(kind: IndexKind, key: KeyKind) -> IndexStore {
         match (kind, key) {
@@ -130,7 +148,7 @@ impl IndexStore {
         reverse: bool,
         f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        self.range_ahead(lo, hi, reverse, |_| {}, f)
+        ordered_range!(self, lo, hi, |ix, lo, hi| ix.range(lo, hi, reverse, f))
     }
 
     /// [`IndexStore::range`], telling `ahead` of each entry a few entries before `f`
@@ -144,21 +162,7 @@ impl IndexStore {
         ahead: impl FnMut(TupleRef),
         f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        match self {
-            IndexStore::OrderedInt(ix) => {
-                let (Some(lo), Some(hi)) = (int_bound(lo), int_bound(hi)) else {
-                    return ControlFlow::Continue(());
-                };
-                ix.range_ahead(lo, hi, reverse, ahead, f)
-            }
-            IndexStore::OrderedBytes(ix) => {
-                let (Some(lo), Some(hi)) = (bytes_bound(lo), bytes_bound(hi)) else {
-                    return ControlFlow::Continue(());
-                };
-                ix.range_ahead(lo, hi, reverse, ahead, f)
-            }
-            _ => ControlFlow::Continue(()),
-        }
+        ordered_range!(self, lo, hi, |ix, lo, hi| ix.range_ahead(lo, hi, reverse, ahead, f))
     }
 
     /// Every entry (for consistency checks and tests).

@@ -139,9 +139,16 @@ impl<K: OrdKey> OrderedIndex<K> {
         lo: Bound<&K>,
         hi: Bound<&K>,
         reverse: bool,
-        f: impl FnMut(TupleRef) -> ControlFlow<()>,
+        mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        self.range_ahead(lo, hi, reverse, |_| {}, f)
+        let Some(range) = self.entries(lo, hi) else {
+            return ControlFlow::Continue(());
+        };
+        if reverse {
+            range.rev().try_for_each(|e| f(e.1))
+        } else {
+            range.into_iter().try_for_each(|e| f(e.1))
+        }
     }
 
     /// [`OrderedIndex::range`], telling `ahead` of each entry [`LOOK_AHEAD`] entries
@@ -154,20 +161,26 @@ impl<K: OrdKey> OrderedIndex<K> {
         ahead: impl FnMut(TupleRef),
         f: impl FnMut(TupleRef) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let (lo, hi) = (lower(lo), upper(hi));
-        // BTreeSet::range panics on an inverted or empty-exclusive range; such a range
-        // selects nothing.
-        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) = (&lo, &hi)
-            && (a > b || (a == b && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))
-        {
+        let Some(range) = self.entries(lo, hi) else {
             return ControlFlow::Continue(());
-        }
-        let range = self.set.range((lo, hi));
+        };
         if reverse {
             visit_ahead(range.rev(), ahead, f)
         } else {
             visit_ahead(range, ahead, f)
         }
+    }
+
+    /// The entries between the bounds; `None` for an inverted or empty-exclusive range
+    /// (which selects nothing, and on which `BTreeSet::range` would panic).
+    fn entries(&self, lo: Bound<&K>, hi: Bound<&K>) -> Option<std::collections::btree_set::Range<'_, (K, TupleRef)>> {
+        let (lo, hi) = (lower(lo), upper(hi));
+        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) = (&lo, &hi)
+            && (a > b || (a == b && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))
+        {
+            return None;
+        }
+        Some(self.set.range((lo, hi)))
     }
 
     pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
@@ -197,6 +210,62 @@ impl<K: OrdKey> OrderedIndex<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `range` (plain iteration) and `range_ahead` visit the same entries in the same
+    /// order, for every kind of bound, inverted and empty ranges included.
+    #[test]
+    fn range_and_range_ahead_visit_the_same_entries() {
+        let mut ix = OrderedIndex::<i64>::new();
+        for k in 0..30 {
+            ix.insert(k / 2, TupleRef(k as u32));
+        }
+        let bounds = |k: i64| [Bound::Included(k), Bound::Excluded(k), Bound::Unbounded];
+        for lo in [-1, 0, 3, 7, 14, 20].into_iter().flat_map(bounds) {
+            for hi in [-1, 0, 3, 7, 14, 20].into_iter().flat_map(bounds) {
+                for reverse in [false, true] {
+                    let (lo, hi) = (lo.as_ref(), hi.as_ref());
+                    let mut plain = Vec::new();
+                    let _ = ix.range(lo, hi, reverse, |r| {
+                        plain.push(r.0);
+                        ControlFlow::Continue(())
+                    });
+                    let mut ahead = Vec::new();
+                    let _ = ix.range_ahead(
+                        lo,
+                        hi,
+                        reverse,
+                        |_| {},
+                        |r| {
+                            ahead.push(r.0);
+                            ControlFlow::Continue(())
+                        },
+                    );
+                    assert_eq!(plain, ahead, "{lo:?}..{hi:?} reverse {reverse}");
+                    let expect: Vec<u32> = {
+                        let mut v: Vec<u32> = (0..30u32)
+                            .filter(|&r| {
+                                let k = i64::from(r) / 2;
+                                (match lo {
+                                    Bound::Included(&l) => k >= l,
+                                    Bound::Excluded(&l) => k > l,
+                                    Bound::Unbounded => true,
+                                }) && (match hi {
+                                    Bound::Included(&h) => k <= h,
+                                    Bound::Excluded(&h) => k < h,
+                                    Bound::Unbounded => true,
+                                })
+                            })
+                            .collect();
+                        if reverse {
+                            v.reverse();
+                        }
+                        v
+                    };
+                    assert_eq!(plain, expect, "{lo:?}..{hi:?} reverse {reverse}");
+                }
+            }
+        }
+    }
 
     /// Each visited entry was announced to `ahead` exactly [`LOOK_AHEAD`] entries before
     /// its visit (or at the start), in both directions, and a visit that stops the range
