@@ -141,10 +141,22 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
 fn open_data_dir(server: &ServerSettings, engine: &DbSettings) -> Result<(Arc<Database>, RecoveryReport), String> {
     let data_dir = &server.data_dir;
     let started = std::time::Instant::now();
-    let (db, report) = datadir::open(engine, data_dir, &mut |done, of| {
+    let options = datadir::OpenOptions {
+        trim_damaged_log: server.recovery_trim_damaged_log,
+    };
+    let (db, report) = datadir::open_with(engine, data_dir, options, &mut |done, of| {
         eprintln!("recovery: log replayed through LSN {done} of {of}")
     })
-    .map_err(|e| format!("cannot open the database in {}: {e}", data_dir.display()))?;
+    .map_err(|e| {
+        let hint = if e.sqlstate() == "XX001" {
+            " (the command log holds damage to records that were durable: restore the data directory from a \
+             copy, or start once with --recovery-trim-damaged-log on to drop them, which the recovery report \
+             then lists)"
+        } else {
+            ""
+        };
+        format!("cannot open the database in {}: {e}{hint}", data_dir.display())
+    })?;
     if let Some(lock) = db.data_dir_lock() {
         datadir::watch(lock, std::time::Duration::from_secs(1)).map_err(|e| e.to_string())?;
     }
@@ -176,6 +188,21 @@ fn print_recovery(report: &RecoveryReport, seconds: f64) {
     }
     if let Some(t) = &report.torn_tail {
         eprintln!("recovery: dropped a torn record at the end of the log ({t}): it was never acknowledged");
+    }
+    if let Some(t) = &report.trimmed {
+        let lost = match (t.last_lsn, t.records) {
+            (Some(last), Some(n)) => format!("LSN {} to {last} ({n} records)", t.first_lsn),
+            _ => format!("the records from LSN {} on (how many is unknown)", t.first_lsn),
+        };
+        eprintln!(
+            "recovery: WARNING: the damaged command log was trimmed as asked (--recovery-trim-damaged-log): {lost} \
+             were dropped, cutting {} at offset {} ({} bytes, {} later segment files moved out); they are kept in {}",
+            t.file,
+            t.offset,
+            t.bytes,
+            t.removed_segments.len(),
+            t.kept_in
+        );
     }
     if report.records > 0 {
         eprintln!(

@@ -119,5 +119,13 @@ declare_settings! {
         /// Log every error a client is answered with (its SQLSTATE, message, connection and
         /// statement) to standard error, as PostgreSQL's log_min_error_statement = error.
         log_client_errors: bool = true => kind::OnOff;
+        /// Start even if the command log is damaged where a crash does not explain it
+        /// (records that were durable, and so acknowledged, would be lost): cut the log at
+        /// the damage, keep the dropped files and bytes in the log directory's
+        /// trimmed-<LSN>-<time> directory, and report what was lost (file, offset, first and
+        /// last LSN, records) on stderr and in the recovery report. Off: such a log refuses
+        /// the start (SQLSTATE XX001, naming the file and offset). Give it for the one start
+        /// that needs it, not in a config file kept for every start.
+        recovery_trim_damaged_log: bool = false => kind::OnOff;
     }
 }

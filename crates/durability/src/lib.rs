@@ -5,7 +5,7 @@
 //! parameters, partitions, timestamp and random seed), never row images, written with
 //! group commit. Recovery replays it on top of the newest [`snapshot`].
 //!
-//! The on-disk formats are specified in docs/format.md ("Command log, version 1",
+//! The on-disk formats are specified in docs/format.md ("Command log, version 4",
 //! "Snapshot, version 1").
 
 pub mod codec;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use permafrost_durability::format::{
-    FORMAT_VERSION, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record,
-    preallocated_segment_header, segment_file_name, segment_header,
+    FORMAT_VERSION, LEGACY_RECORD_HEADER_LEN, LEGACY_SEGMENT_HEADER_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN,
+    SEGMENT_HEADER_LEN, frame_legacy_record, frame_record, legacy_segment_header, segment_file_name, segment_header,
 };
 use permafrost_durability::{
     CommandLog, LogConfig, LogError, LogMode, LogReader, Numeric, Request, TxnRecord, Value, decode_record,
@@ -150,6 +150,11 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
 
 fn record_len(rec: &TxnRecord) -> u64 {
     (RECORD_HEADER_LEN + enc(rec).len()) as u64
+}
+
+/// A record's length in a segment of versions 1 and 2.
+fn legacy_record_len(rec: &TxnRecord) -> u64 {
+    (LEGACY_RECORD_HEADER_LEN + enc(rec).len()) as u64
 }
 
 // ---------------------------------------------------------------------------------------
@@ -710,7 +715,7 @@ fn power_loss_case(keep_unsynced: u64, preallocated: bool, direct: bool) {
         assert_eq!(fs.direct_writes() > 0, direct, "{} direct writes", fs.direct_writes());
         if preallocated {
             let last = segments(dir.path()).pop().unwrap();
-            assert_eq!(segment_version(&last), 2, "the records went to a preallocated segment");
+            assert_eq!(segment_version(&last), 4, "the records went to a preallocated segment");
         }
         let (back, _torn) = read_all(dir.path(), 0);
         for (lsn, t, i) in &acked {
@@ -785,7 +790,8 @@ fn a_torn_tail_ends_reading_and_is_truncated_by_open() {
         assert_eq!(back.len(), complete, "{what}");
         assert_eq!(torn, Some((seg.clone(), torn_at)), "{what}");
         let log = CommandLog::open(sync_cfg(dir.path())).unwrap();
-        assert_eq!(log.truncated_tail(), Some(&(seg.clone(), torn_at)), "{what}");
+        let cut = log.truncated_tail().map(|t| (t.file.clone(), t.offset));
+        assert_eq!(cut, Some((seg.clone(), torn_at)), "{what}");
         assert_eq!(log.last_lsn(), complete as u64, "{what}");
         let (lsn, r) = append_wait(&log, &call(5, 5));
         r.unwrap();
@@ -817,7 +823,7 @@ fn corruption_in_the_middle_is_an_error_naming_file_and_offset() {
             assert_eq!(file, &seg);
             assert_eq!(*offset, third as u64);
             assert!(
-                detail.contains("checksum") && detail.contains("valid record follows"),
+                detail.contains("checksum") && detail.contains("was durable"),
                 "{detail}"
             );
         }
@@ -856,13 +862,13 @@ fn bad_segment_headers_unknown_versions_and_misnamed_segments_are_errors() {
     let mut version = bytes.clone();
     let mut h = segment_header(1);
     h[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
-    let c = crc32c::crc32c(&h[..20]);
-    h[20..24].copy_from_slice(&c.to_le_bytes());
+    let c = crc32c::crc32c(&h[..28]);
+    h[28..32].copy_from_slice(&c.to_le_bytes());
     version[..SEGMENT_HEADER_LEN].copy_from_slice(&h);
     cases.push((
         "version",
         version,
-        "states format version 3; this build reads versions 1 to 2",
+        "states format version 5; this build reads versions 1 to 4",
     ));
     cases.push(("short", bytes[..10].to_vec(), "shorter than a segment header"));
     for (what, b, expect) in cases {
@@ -1071,20 +1077,28 @@ proptest! {
     }
 }
 
-/// Two segments (LSNs 1..=12 and 13..=25) built with the format's own helpers.
-fn two_segments() -> (Vec<u8>, Vec<u8>, Vec<TxnRecord>) {
+/// Two segments (LSNs 1..=12 and 13..=25) built with the format's own helpers: of this
+/// build's version 3 (each record written and synced alone), or of the old version 1.
+fn two_segments(legacy: bool) -> (Vec<u8>, Vec<u8>, Vec<TxnRecord>) {
     let recs: Vec<TxnRecord> = (0..25)
         .map(|i| if i % 3 == 0 { big(i, 40) } else { call(i % 4, i) })
         .collect();
-    let mut a = segment_header(1).to_vec();
-    for (i, r) in recs[..12].iter().enumerate() {
-        frame_record(i as u64 + 1, &enc(r), &mut a);
-    }
-    let mut b = segment_header(13).to_vec();
-    for (i, r) in recs[12..].iter().enumerate() {
-        frame_record(i as u64 + 13, &enc(r), &mut b);
-    }
-    (a, b, recs)
+    let segment = |first: u64, recs: &[TxnRecord]| {
+        let mut s = if legacy {
+            legacy_segment_header(first, 1).to_vec()
+        } else {
+            segment_header(first).to_vec()
+        };
+        for (lsn, r) in (first..).zip(recs) {
+            if legacy {
+                frame_legacy_record(lsn, &enc(r), &mut s);
+            } else {
+                frame_record(lsn, lsn - 1, &enc(r), &mut s);
+            }
+        }
+        s
+    };
+    (segment(1, &recs[..12]), segment(13, &recs[12..]), recs)
 }
 
 #[derive(Debug, Clone)]
@@ -1129,9 +1143,10 @@ proptest! {
     #[test]
     fn reading_a_damaged_log_never_panics_or_lies(
         in_last in any::<bool>(),
+        legacy in any::<bool>(),
         mutations in proptest::collection::vec(mutation(), 1..4),
     ) {
-        let (mut a, mut b, recs) = two_segments();
+        let (mut a, mut b, recs) = two_segments(legacy);
         let target = if in_last { &mut b } else { &mut a };
         for m in &mutations {
             mutate(target, m);
@@ -1300,7 +1315,7 @@ fn segment_version(path: &Path) -> u32 {
 fn until_a_preallocated_segment_is_written(log: &CommandLog, dir: &Path) {
     for i in 0..400 {
         append_wait(log, &big(i, 100_000)).1.unwrap();
-        if segments(dir).last().is_some_and(|p| segment_version(p) == 2) {
+        if segments(dir).last().is_some_and(|p| segment_version(p) == 4) {
             return;
         }
     }
@@ -1322,17 +1337,17 @@ fn segments_after_the_first_are_preallocated_and_read_back_with_the_first() {
     // On a loaded machine the helper may not have the next segment ready when the writer
     // rotates (it then starts an ordinary one): go on until the last one is preallocated.
     for _ in 0..400 {
-        if segments(dir.path()).last().is_some_and(|p| segment_version(p) == 2) {
+        if segments(dir.path()).last().is_some_and(|p| segment_version(p) == 4) {
             break;
         }
         append_wait(&log, &big(n as i64, 100_000)).1.unwrap();
         n += 1;
     }
     let segs = segments(dir.path());
-    assert_eq!(segment_version(&segs[0]), 1, "the first segment is appended to");
+    assert_eq!(segment_version(&segs[0]), 3, "the first segment is appended to");
     let last = segs.last().unwrap();
-    assert_eq!(segment_version(last), 2);
-    assert!(segs.iter().filter(|p| segment_version(p) == 2).count() >= 2, "{segs:?}");
+    assert_eq!(segment_version(last), 4);
+    assert!(segs.iter().filter(|p| segment_version(p) == 4).count() >= 2, "{segs:?}");
     for p in &segs[1..] {
         let len = std::fs::metadata(p).unwrap().len();
         assert!(len >= 1 << 20, "{p:?} has {len} bytes");
@@ -1374,17 +1389,18 @@ fn preallocation_can_be_turned_off() {
     }
     assert!(log.segments().len() >= 3);
     drop(log);
-    assert!(segments(dir.path()).iter().all(|p| segment_version(p) == 1));
+    assert!(segments(dir.path()).iter().all(|p| segment_version(p) == 3));
 }
 
-/// A preallocated segment (version 2) of `len` bytes holding `recs` as records 1, 2, ...,
-/// and where each record starts.
+/// A preallocated segment of the old version 2 (which earlier builds wrote, and this one
+/// reads with version 2's rules) of `len` bytes holding `recs` as records 1, 2, ..., and
+/// where each record starts.
 fn preallocated_segment(recs: &[TxnRecord], len: usize) -> (Vec<u8>, Vec<usize>) {
-    let mut b = preallocated_segment_header(1).to_vec();
+    let mut b = legacy_segment_header(1, 2).to_vec();
     let mut starts = Vec::new();
     for (i, r) in recs.iter().enumerate() {
         starts.push(b.len());
-        frame_record(i as u64 + 1, &enc(r), &mut b);
+        frame_legacy_record(i as u64 + 1, &enc(r), &mut b);
     }
     assert!(b.len() <= len);
     b.resize(len, 0);
@@ -1407,11 +1423,11 @@ fn a_preallocated_segment_ends_at_its_zeros_and_a_torn_write_in_it_may_keep_any_
     assert_eq!((back.len(), torn), (10, None));
     // The same zeros in a version 1 segment are a torn tail.
     let mut v1 = clean.clone();
-    v1[..SEGMENT_HEADER_LEN].copy_from_slice(&segment_header(1));
+    v1[..LEGACY_SEGMENT_HEADER_LEN].copy_from_slice(&legacy_segment_header(1, 1));
     let d1 = write(&v1);
     let (back, torn) = read_all(d1.path(), 0);
     assert_eq!(back.len(), 10);
-    assert_eq!(torn.unwrap().1, starts[9] as u64 + record_len(&recs[9]));
+    assert_eq!(torn.unwrap().1, starts[9] as u64 + legacy_record_len(&recs[9]));
 
     // The last write held records 7 to 10; a crash kept its later pages, not the one in
     // the middle of record 7: a torn tail at record 7, however valid 8 to 10 are.
@@ -1442,13 +1458,13 @@ fn a_preallocated_segment_ends_at_its_zeros_and_a_torn_write_in_it_may_keep_any_
 fn damage_followed_by_valid_records_further_than_one_write_can_reach_is_corruption() {
     // 60 records of 100 KB: 6 MB, more than MAX_UNSYNCED_SPAN after the second.
     let recs: Vec<TxnRecord> = (0..60).map(|i| big(i, 100_000)).collect();
-    let total: u64 = recs.iter().map(record_len).sum::<u64>() + SEGMENT_HEADER_LEN as u64;
-    assert!(total > MAX_UNSYNCED_SPAN + 2 * record_len(&recs[0]));
+    let total: u64 = recs.iter().map(legacy_record_len).sum::<u64>() + LEGACY_SEGMENT_HEADER_LEN as u64;
+    assert!(total > MAX_UNSYNCED_SPAN + 2 * legacy_record_len(&recs[0]));
     let (clean, starts) = preallocated_segment(&recs, total as usize + 4096);
     let dir = tempfile::tempdir().unwrap();
     let seg = dir.path().join(segment_file_name(1));
     let mut bytes = clean.clone();
-    bytes[starts[1] + RECORD_HEADER_LEN + 10] ^= 1;
+    bytes[starts[1] + LEGACY_RECORD_HEADER_LEN + 10] ^= 1;
     std::fs::write(&seg, &bytes).unwrap();
     let (n, e) = read_err(dir.path(), 0);
     assert_eq!(n, 1);
@@ -1463,7 +1479,7 @@ fn damage_followed_by_valid_records_further_than_one_write_can_reach_is_corrupti
     );
     // Damage within one write's reach of the end is taken for a torn write.
     let mut bytes = clean;
-    bytes[starts[57] + RECORD_HEADER_LEN + 10] ^= 1;
+    bytes[starts[57] + LEGACY_RECORD_HEADER_LEN + 10] ^= 1;
     std::fs::write(&seg, &bytes).unwrap();
     let (back, torn) = read_all(dir.path(), 0);
     assert_eq!(back.len(), 57);
@@ -1610,7 +1626,7 @@ fn direct_writes_keep_every_record_of_every_size() {
     assert_eq!(fs.misaligned_writes(), 0, "every direct write is aligned");
     assert!(fs.direct_writes() > 100, "{} direct writes", fs.direct_writes());
     assert!(
-        segments(dir.path()).iter().filter(|p| segment_version(p) == 2).count() >= 2,
+        segments(dir.path()).iter().filter(|p| segment_version(p) == 4).count() >= 2,
         "rotated into preallocated segments"
     );
     assert_reads_back(dir.path(), &written);
@@ -1623,7 +1639,7 @@ fn a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cache() {
     fs.take_direct_writes(true);
     let written = varied_records_through(Arc::new(fs.clone()), dir.path(), 300);
     assert_eq!(fs.direct_writes(), 0);
-    assert!(segments(dir.path()).iter().any(|p| segment_version(p) == 2));
+    assert!(segments(dir.path()).iter().any(|p| segment_version(p) == 4));
     assert_reads_back(dir.path(), &written);
 }
 
@@ -1666,7 +1682,7 @@ fn the_real_file_system_writes_preallocated_segments_around_the_page_cache() {
     // record acknowledged after that comes from a batch written once it had.
     append_wait(&log, &call(1, 1)).1.unwrap();
     let last = segments(&logdir).pop().unwrap();
-    assert_eq!(segment_version(&last), 2);
+    assert_eq!(segment_version(&last), 4);
     let flags = open_flags(&last);
     assert_eq!(flags.len(), 1, "the writer holds the segment open once: {flags:?}");
     assert_eq!(

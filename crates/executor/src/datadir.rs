@@ -105,15 +105,38 @@ impl Layout {
     }
 }
 
+/// What the operator allows recovery to do beyond the safe default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Damage to durable command-log records refuses the start (SQLSTATE XX001, naming the
+    /// file and offset): starting would lose acknowledged transactions. With this set, the
+    /// log is trimmed at the damage instead (`permafrost_durability::trim_damaged_log`:
+    /// the dropped bytes are kept aside) and the report says what was lost
+    /// ([`RecoveryReport::trimmed`]). Off by default; the server's
+    /// `--recovery-trim-damaged-log`.
+    pub trim_damaged_log: bool,
+}
+
 /// Opens the database in data directory `root` (created if missing) with `settings`: locks
 /// the directory, lays it out, opens the schema log, recovers (the newest snapshot, then
 /// the command log after it; with the command log off, the schema from the schema log
 /// alone) and attaches the schema log, so that every schema change from then on is
 /// recorded there. `progress` hears how far the log's replay got. Returns the database,
-/// which holds the lock until it is dropped, and what recovery did.
+/// which holds the lock until it is dropped, and what recovery did. A damaged command log
+/// refuses the start ([`open_with`] can trim it).
 pub fn open(
     settings: &DbSettings,
     root: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Database, RecoveryReport)> {
+    open_with(settings, root, OpenOptions::default(), progress)
+}
+
+/// [`open`] with what the operator allows recovery to do ([`OpenOptions`]).
+pub fn open_with(
+    settings: &DbSettings,
+    root: &Path,
+    options: OpenOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(Database, RecoveryReport)> {
     std::fs::create_dir_all(root).map_err(|e| Error::Config {
@@ -131,10 +154,17 @@ pub fn open(
     if logged {
         settings.snapshot_dir = Some(layout.snapshots());
     }
+    // Before the log is opened for writing (which refuses damage it does not cut off).
+    let trimmed = if logged && options.trim_damaged_log {
+        permafrost_durability::trim_damaged_log(&layout.command_log(), &permafrost_io::RealFs)?
+    } else {
+        None
+    };
     let db = settings.open_in(Some(&layout.blocks()))?;
     let (schema_log, statements) = SchemaLog::open(root)?;
     let report = if logged {
         let mut report = db.recover(Vec::new(), progress)?;
+        report.trimmed = trimmed.as_ref().map(Into::into);
         if report.records == 0 && report.snapshot.is_none() {
             // A database that ran without a command log: its schema comes from the schema
             // log (and goes into the command log from now on).
@@ -183,6 +213,65 @@ mod tests {
         assert!(!lock.still_ours());
         std::fs::write(dir.path().join(LOCK_FILE), "1\n").unwrap();
         assert!(!lock.still_ours(), "a new file at the same path is not ours");
+    }
+
+    /// A log whose durable records are damaged refuses the start, naming the file and
+    /// offset; with the operator's trim it starts with the records before the damage and
+    /// the report says what was dropped.
+    #[test]
+    fn a_damaged_log_refuses_the_start_unless_the_operator_trims_it() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (db, _) = open(&settings(LogMode::Sync), dir.path(), &mut |_, _| {}).unwrap();
+            db.execute_sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)", vec![])
+                .unwrap();
+            for i in 0..300i64 {
+                db.execute_sql(
+                    "INSERT INTO t VALUES ($1, $2)",
+                    vec![crate::Value::Int(i), crate::Value::Int(i)],
+                )
+                .unwrap();
+            }
+        }
+        let seg = std::fs::read_dir(dir.path().join("commandlog"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .max()
+            .unwrap();
+        let mut bytes = std::fs::read(&seg).unwrap();
+        let at = bytes.len() / 4 / 4096 * 4096;
+        bytes[at..at + 4096].fill(0);
+        std::fs::write(&seg, &bytes).unwrap();
+
+        let e = open(&settings(LogMode::Sync), dir.path(), &mut |_, _| {})
+            .err()
+            .expect("refused");
+        assert_eq!(e.sqlstate(), "XX001", "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&seg.display().to_string()) && msg.contains("offset"),
+            "{msg}"
+        );
+
+        let trim = OpenOptions { trim_damaged_log: true };
+        let (db, report) = open_with(&settings(LogMode::Sync), dir.path(), trim, &mut |_, _| {}).unwrap();
+        let t = report.trimmed.clone().expect("the trim is reported");
+        assert_eq!(t.file, seg.display().to_string());
+        assert!(t.offset <= at as u64 && t.first_lsn > 1, "{t:?}");
+        let last = t.last_lsn.expect("records after the damage were found");
+        assert_eq!(t.records, Some(last - t.first_lsn + 1));
+        assert_eq!(report.records, t.first_lsn - 1, "replayed up to the damage");
+        let line = report.to_line();
+        assert!(
+            line.contains("\"trimmed\":{") && line.contains("\"version\":2"),
+            "{line}"
+        );
+        db.execute_sql("INSERT INTO t VALUES (1000, 1)", vec![]).unwrap();
+        drop(db);
+        // The log now reads cleanly: the next start needs no trim.
+        let (_, report) = open(&settings(LogMode::Sync), dir.path(), &mut |_, _| {}).unwrap();
+        assert!(report.trimmed.is_none() && report.torn.is_none(), "{report:?}");
     }
 
     fn settings(log: LogMode) -> DbSettings {

@@ -40,11 +40,18 @@ const WINDOW: usize = 16 * 1024;
 /// give up restarting for evicted data) before recovery gives up.
 const MEMORY_STALL: Duration = Duration::from_secs(60);
 
+/// The recovery report's version (docs/format.md, "Recovery report"): 2 added `version`,
+/// `torn` and `trimmed`; a report without `version` is of version 1.
+pub const RECOVERY_REPORT_VERSION: u32 = 2;
+
 /// What a recovery did. `permafrost serve` writes it to stderr as one JSON line
 /// ([`RecoveryReport::to_line`]) for tools to read ([`RecoveryReport::from_lines`]), next
 /// to its prose for people.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RecoveryReport {
+    /// The report's format version ([`RECOVERY_REPORT_VERSION`]; 1 when absent).
+    #[serde(default = "version_1")]
+    pub version: u32,
     /// Log records replayed.
     pub records: u64,
     /// Of which schema changes.
@@ -53,6 +60,14 @@ pub struct RecoveryReport {
     /// A torn record at the end of the log (a crash in the middle of a write), dropped:
     /// its transaction was never acknowledged.
     pub torn_tail: Option<String>,
+    /// The same torn tail, field by field.
+    #[serde(default)]
+    pub torn: Option<TornReport>,
+    /// Damage to durable records that the operator had trimmed off the log
+    /// (`recovery_trim_damaged_log`): what was lost. Without that option such damage
+    /// refuses the start.
+    #[serde(default)]
+    pub trimmed: Option<TrimReport>,
     /// The snapshot recovery started from, if any.
     pub snapshot: Option<crate::snapshot::load::LoadReport>,
     /// Snapshots passed over (torn, corrupt), one message each.
@@ -61,6 +76,93 @@ pub struct RecoveryReport {
     /// log, or runs without one).
     #[serde(default)]
     pub schema_log_changes: u64,
+}
+
+fn version_1() -> u32 {
+    1
+}
+
+impl Default for RecoveryReport {
+    fn default() -> Self {
+        RecoveryReport {
+            version: RECOVERY_REPORT_VERSION,
+            records: 0,
+            schema_changes: 0,
+            seconds: 0.0,
+            torn_tail: None,
+            torn: None,
+            trimmed: None,
+            snapshot: None,
+            warnings: Vec::new(),
+            schema_log_changes: 0,
+        }
+    }
+}
+
+/// A torn tail the command log dropped when it opened: the last write, never synced, so
+/// never acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TornReport {
+    pub file: String,
+    /// Where the torn record started.
+    pub offset: u64,
+    /// Bytes dropped from there.
+    pub bytes: u64,
+    /// The LSN the torn record would have had (LSNs continue from it).
+    pub lsn: u64,
+    /// Valid records of the same unsynced write found after it, dropped with it.
+    pub later_records: u64,
+}
+
+impl From<&permafrost_durability::TornTail> for TornReport {
+    fn from(t: &permafrost_durability::TornTail) -> TornReport {
+        TornReport {
+            file: t.file.display().to_string(),
+            offset: t.offset,
+            bytes: t.bytes,
+            lsn: t.lsn,
+            later_records: t.later_records,
+        }
+    }
+}
+
+/// What the operator's trim of a damaged log dropped
+/// ([`permafrost_durability::trim_damaged_log`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TrimReport {
+    /// The segment the damage is in, and where in it.
+    pub file: String,
+    pub offset: u64,
+    /// Bytes dropped from that file.
+    pub bytes: u64,
+    /// The first LSN dropped (the damaged record's).
+    pub first_lsn: u64,
+    /// The last LSN dropped, and how many records that is, when a valid record was found
+    /// after the damage (None: unknown, e.g. a file cut short).
+    pub last_lsn: Option<u64>,
+    pub records: Option<u64>,
+    /// Later segment files moved out of the log.
+    pub removed_segments: Vec<String>,
+    /// Where the dropped files and bytes were kept.
+    pub kept_in: String,
+    /// The damage, as the refusal described it.
+    pub reason: String,
+}
+
+impl From<&permafrost_durability::Trimmed> for TrimReport {
+    fn from(t: &permafrost_durability::Trimmed) -> TrimReport {
+        TrimReport {
+            file: t.file.display().to_string(),
+            offset: t.offset,
+            bytes: t.bytes,
+            first_lsn: t.first_lsn,
+            last_lsn: t.last_lsn,
+            records: t.records,
+            removed_segments: t.removed_segments.iter().map(|p| p.display().to_string()).collect(),
+            kept_in: t.kept_in.display().to_string(),
+            reason: t.reason.clone(),
+        }
+    }
 }
 
 impl RecoveryReport {
@@ -136,13 +238,22 @@ impl Database {
             && through > cut
         {
             // Opening the log for appending cut a torn tail off already.
-            report.torn_tail = self
-                .shared()
-                .log
-                .as_ref()
-                .and_then(|l| l.truncated_tail())
-                .map(|(f, off)| format!("{} at byte {off}", f.display()));
-            let reader = LogReader::open(&cfg.dir, cut)?;
+            let log = self.shared().log.clone();
+            if let Some(t) = log.as_ref().and_then(|l| l.truncated_tail()) {
+                report.torn_tail = Some(format!(
+                    "{} at byte {}, {} bytes (record {})",
+                    t.file.display(),
+                    t.offset,
+                    t.bytes,
+                    t.lsn
+                ));
+                report.torn = Some(t.into());
+            }
+            // Read through the file system the log was written through.
+            let reader = match &log {
+                Some(l) => LogReader::open_with(&cfg.dir, cut, l.fs())?,
+                None => LogReader::open(&cfg.dir, cut)?,
+            };
             for item in reader {
                 let (lsn, rec) = item?;
                 if lsn > through {
@@ -434,5 +545,43 @@ fn describe(p: &Procedure) -> String {
     match p.statements.first() {
         Some(s) if p.adhoc => s.sql.clone(),
         _ => format!("CALL {}", p.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_line_round_trips_and_an_old_report_reads_as_version_1() {
+        let report = RecoveryReport {
+            records: 7,
+            torn: Some(TornReport {
+                file: "a.log".into(),
+                offset: 40,
+                bytes: 100,
+                lsn: 8,
+                later_records: 2,
+            }),
+            trimmed: Some(TrimReport {
+                file: "b.log".into(),
+                offset: 4096,
+                bytes: 8192,
+                first_lsn: 100,
+                last_lsn: Some(180),
+                records: Some(81),
+                removed_segments: vec!["c.log".into()],
+                kept_in: "trimmed-100-1".into(),
+                reason: "record checksum mismatch".into(),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(report.version, RECOVERY_REPORT_VERSION);
+        let line = format!("recovery: x\n{}\n", report.to_line());
+        assert_eq!(RecoveryReport::from_lines(&line), Some(report));
+        let old = "recovery report: {\"records\":3,\"schema_changes\":0,\"seconds\":0.1,\"torn_tail\":null,\
+                   \"snapshot\":null,\"warnings\":[]}";
+        let r = RecoveryReport::from_lines(old).expect("an old report reads");
+        assert_eq!((r.version, r.records, r.trimmed), (1, 3, None));
     }
 }

@@ -13,6 +13,10 @@
 //! write repeats (the same values the file holds there) are not lost: a sector written with
 //! the bytes it has reads back the same whether or not the write reached it.
 //!
+//! Segment reads go through it too ([`Fs::open_read`]): they fail with EIO after a power
+//! loss, or while [`FaultyFs::fail_segment_reads`] says so, and otherwise read the real
+//! file (which a test may have damaged).
+//!
 //! Files can also take direct writes ([`FaultyFs::take_direct_writes`]): the file then
 //! refuses, as `O_DIRECT` does, a write whose buffer address, offset or length is not a
 //! multiple of 4096 (`EINVAL`), and counts them ([`FaultyFs::misaligned_writes`]).
@@ -23,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::aligned::ALIGN;
-use crate::fs::{BlockFile, Fs, FsFile, RealFs};
+use crate::fs::{BlockFile, Fs, FsFile, FsRead, RealFs};
 use std::os::unix::io::RawFd;
 
 #[derive(Debug, Default, Clone)]
@@ -62,6 +66,8 @@ struct State {
     block_write_errno: i32,
     /// Block reads fail with EIO.
     block_reads_fail: bool,
+    /// Segment reads ([`Fs::open_read`]) fail with EIO.
+    segment_reads_fail: bool,
     /// `sync_data` waits until this is cleared ([`FaultyFs::hold_syncs`]).
     syncs_held: bool,
 }
@@ -113,6 +119,7 @@ impl FaultyFs {
                     direct_refuses_writes: false,
                     block_write_errno: 0,
                     block_reads_fail: false,
+                    segment_reads_fail: false,
                     syncs_held: false,
                 }),
                 released: std::sync::Condvar::new(),
@@ -184,6 +191,12 @@ impl FaultyFs {
     /// Makes every block read fail with EIO (or succeed again).
     pub fn fail_block_reads(&self, fail: bool) {
         self.state().block_reads_fail = fail;
+    }
+
+    /// Makes every read of a segment opened with [`Fs::open_read`] fail with EIO (or
+    /// succeed again).
+    pub fn fail_segment_reads(&self, fail: bool) {
+        self.state().segment_reads_fail = fail;
     }
 
     /// Only `bytes` more bytes fit on the "disk": a write past them writes what fits and
@@ -451,6 +464,18 @@ impl Fs for FaultyFs {
         Ok(self.track(&mut s, inner, path, len))
     }
 
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn FsRead>> {
+        let s = self.state();
+        if s.frozen || s.segment_reads_fail {
+            return Err(eio());
+        }
+        drop(s);
+        Ok(Box::new(FaultyRead {
+            inner: RealFs.open_read(path)?,
+            fs: self.clone(),
+        }))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.state();
         if s.frozen {
@@ -500,6 +525,30 @@ impl Fs for FaultyFs {
             inner,
             fs: self.clone(),
         }))
+    }
+}
+
+/// A segment opened for reading through a [`FaultyFs`]: its reads fail as told.
+struct FaultyRead {
+    inner: Box<dyn FsRead>,
+    fs: FaultyFs,
+}
+
+impl FsRead for FaultyRead {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let s = self.fs.state();
+        if s.frozen || s.segment_reads_fail {
+            return Err(eio());
+        }
+        drop(s);
+        self.inner.read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        if self.fs.state().frozen {
+            return Err(eio());
+        }
+        self.inner.len()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The files Permafrost writes, behind small traits so that tests can keep files in memory
 //! and inject faults (fault.rs): the file system ([`Fs`]: creating, opening, renaming,
 //! removing files, syncing directories, opening block files), a command-log segment
-//! ([`FsFile`]), and a block file ([`BlockFile`]: positioned vectored I/O, its descriptor
+//! written ([`FsFile`]) or read back ([`FsRead`]: recovery reads the log through the same
+//! seam that wrote it, so that a test's file system sees both), and a block file ([`BlockFile`]: positioned vectored I/O, its descriptor
 //! for io_uring, its direct-I/O alignment). [`RealFs`] is the real file system.
 //!
 //! Block files ([`DiskFile`]) are opened with `O_DIRECT` so that evicted data does not sit
@@ -58,6 +59,37 @@ fn write_zeros_from(from: u64, len: u64, mut write: impl FnMut(&[u8], u64) -> io
     Ok(())
 }
 
+/// One segment file opened for reading (recovery, and the writer finding where the
+/// records it continues after end). Positioned reads only: the reader buffers.
+pub trait FsRead: Send {
+    /// Fills `buf` from `offset` (reading past the end is an error, `UnexpectedEof`).
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// The file's length now.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        self.len().map(|n| n == 0)
+    }
+}
+
+/// A file of the real file system opened for reading.
+struct RealRead(File);
+
+impl FsRead for RealRead {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+}
+
+/// Opens `path` of the real file system for reading.
+pub fn open_real_read(path: &Path) -> io::Result<Box<dyn FsRead>> {
+    Ok(Box::new(RealRead(File::open(path)?)))
+}
+
 /// Bytes per write when a file is filled with zeros. Written around the page cache (see
 /// [`RealFile::write_zeros`]), each such write holds the device for about 0.1 ms on a
 /// 2 GB/s disk, the longest a group commit's write waits behind one.
@@ -68,6 +100,10 @@ pub trait Fs: Send + Sync {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens an existing file for writing.
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Opens an existing file for reading (the real file system's unless overridden).
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn FsRead>> {
+        open_real_read(path)
+    }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (created, renamed, removed files) durable.

@@ -4,8 +4,9 @@
 //!   direct write respects ([`ALIGN`]);
 //! - [`direct`]: opening files around the page cache, the device's alignment, vectored
 //!   positioned writes, page-cache advice;
-//! - [`fs`]: the file system ([`Fs`]) and the files the command log ([`FsFile`]) and the
-//!   anti-cache ([`BlockFile`]) write, real ([`RealFs`]) and in memory ([`MemFile`]);
+//! - [`fs`]: the file system ([`Fs`]), the command log's segments written ([`FsFile`]) and
+//!   read back ([`FsRead`]), and the anti-cache's block files ([`BlockFile`]), real
+//!   ([`RealFs`]) and in memory ([`MemFile`]);
 //! - [`fault`]: a file system that injects faults into both ([`FaultyFs`]), for tests;
 //! - [`lock`]: the lock that gives a directory to one process ([`DirLock`]).
 //!
@@ -19,5 +20,5 @@ pub mod lock;
 
 pub use aligned::{ALIGN, AlignedBuf, align_gap};
 pub use fault::FaultyFs;
-pub use fs::{BlockFile, DiskFile, Fs, FsFile, MemFile, RealFs};
+pub use fs::{BlockFile, DiskFile, Fs, FsFile, FsRead, MemFile, RealFs, open_real_read};
 pub use lock::{DirLock, LockError};

@@ -1,5 +1,5 @@
 //! The body of a command log record: what a committed transaction was asked to do
-//! (docs/format.md, "Command log, version 1", "Record body").
+//! (docs/format.md, "Command log, version 4", "Record body").
 //!
 //! ```text
 //! u8    request kind: 1 procedure call, 2 ad hoc statement, 3 schema change

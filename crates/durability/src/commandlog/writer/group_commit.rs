@@ -261,14 +261,18 @@ impl Writer {
         self.begin_piece(reserve);
         // Where in the segment the piece's first record goes.
         let mut at = self.offset;
+        // Every record before the piece is synced: its records say so (what tells damage
+        // to them from a torn write of this piece, reader.rs).
+        let mut durable = self.next_lsn - 1;
         for p in batch {
             for (lsn, body) in (p.first_lsn()..).zip(p.bodies()) {
                 if self.piece_len() >= MAX_UNSYNCED_SPAN {
                     self.write_piece(at)?;
                     at += self.piece_len();
+                    durable = lsn - 1;
                     self.begin_piece(reserve);
                 }
-                frame_record(lsn, body, &mut self.buf);
+                frame_record(lsn, durable, body, &mut self.buf);
             }
         }
         self.write_piece(at)?;
@@ -370,7 +374,7 @@ impl Writer {
             }
         };
         let dir = &sh.cfg.dir;
-        let header = preallocated_segment_header(self.next_lsn);
+        let header = preallocated_segment_header(self.next_lsn, sh.cfg.segment_bytes);
         // A preallocated file that cannot be started is removed, and an empty one tried.
         let started =
             spare.and_then(|f| start_segment(&*sh.fs, dir, f, &dir.join(SPARE_FILE), header, self.next_lsn).ok());

@@ -35,13 +35,14 @@ use super::format::{
     MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
     preallocated_segment_header, segment_file_name, segment_header,
 };
-use super::reader::scan_tail;
+use super::reader::{TornTail, scan_tail};
 use permafrost_io::{ALIGN, DirLock, Fs, FsFile, LockError, RealFs, align_gap};
 
 mod group_commit;
 mod segments;
 
 use group_commit::*;
+pub(crate) use segments::zero_range;
 use segments::*;
 
 /// A record's completion callback.
@@ -239,7 +240,7 @@ pub struct LogStats {
 pub struct CommandLog {
     shared: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
-    torn_tail: Option<(PathBuf, u64)>,
+    torn_tail: Option<TornTail>,
     _lock: Option<permafrost_io::DirLock>,
 }
 
@@ -297,17 +298,40 @@ impl CommandLog {
                 (file, SEGMENT_HEADER_LEN as u64, 1, false)
             }
             Some((name_lsn, path)) => {
-                let tail = scan_tail(path, *name_lsn)?;
+                let tail = scan_tail(&*fs, path, *name_lsn)?;
                 let mut file = fs
                     .open(path)
                     .map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
-                if let Some(at) = tail.torn {
-                    file.set_len(at)
-                        .and_then(|()| file.sync_data())
-                        .map_err(|e| LogError::io(format!("cannot truncate the torn tail of {}", path.display()), e))?;
-                    torn_tail = Some((path.clone(), at));
+                if let Some(t) = &tail.torn {
+                    drop_torn_tail(&mut *file, tail.layout.preallocated && tail.layout.durable_lsns, t)?;
+                    eprintln!(
+                        "permafrost: command log: dropped a torn tail of {} bytes at offset {} of {} (record {} and \
+                         {} valid record(s) of the same unsynced write after it: never acknowledged)",
+                        t.bytes,
+                        t.offset,
+                        t.file.display(),
+                        t.lsn,
+                        t.later_records
+                    );
+                    torn_tail = Some(t.clone());
                 }
-                (file, tail.valid_len, tail.next_lsn, tail.preallocated)
+                // The records there are durable before the next write's records say so
+                // (a restarted process may find them in the page cache only).
+                file.sync_data()
+                    .map_err(|e| LogError::io(format!("cannot sync {}", path.display()), e))?;
+                if tail.layout.durable_lsns {
+                    (file, tail.valid_len, tail.next_lsn, tail.layout.preallocated)
+                } else {
+                    // A segment of an earlier build (version 1 or 2): new records go to a
+                    // new segment of this build's format, which replaces an empty one.
+                    let (file, new) = create_segment(&*fs, dir, tail.next_lsn)?;
+                    if tail.next_lsn == *name_lsn {
+                        segments.pop();
+                    }
+                    segments.push((tail.next_lsn, new));
+                    shared.counters.syncs.store(1, Ordering::Relaxed);
+                    (file, SEGMENT_HEADER_LEN as u64, tail.next_lsn, false)
+                }
             }
         };
         let last = next_lsn - 1;
@@ -354,9 +378,15 @@ impl CommandLog {
         self.shared.cfg.mode
     }
 
-    /// Where `open` cut off a torn tail (file, offset), if it did.
-    pub fn truncated_tail(&self) -> Option<&(PathBuf, u64)> {
+    /// The torn tail `open` cut off (file, offset, bytes, LSN), if it did.
+    pub fn truncated_tail(&self) -> Option<&TornTail> {
         self.torn_tail.as_ref()
+    }
+
+    /// The file system the log is written through (recovery reads it through the same:
+    /// [`super::LogReader::open_with`]).
+    pub fn fs(&self) -> Arc<dyn Fs> {
+        self.shared.fs.clone()
     }
 
     /// Queues an encoded record body ([`super::encode_record`]); returns its LSN (assigned in

@@ -28,7 +28,8 @@ pub(super) fn remove_temporary_files(fs: &dyn Fs, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Creates the (version 1) segment starting at `first_lsn`, empty but for its header.
+/// Creates the (version 3, appended) segment starting at `first_lsn`, empty but for its
+/// header (replacing a file of that name: an empty segment of an earlier build).
 pub(super) fn create_segment(fs: &dyn Fs, dir: &Path, first_lsn: u64) -> Result<(Box<dyn FsFile>, PathBuf)> {
     let tmp = dir.join(format!("{}.tmp", segment_file_name(first_lsn)));
     let file = fs
@@ -96,4 +97,29 @@ pub(super) fn preallocate(fs: &dyn Fs, path: &Path, len: u64) -> io::Result<Box<
     file.sync_data()?;
     file.drop_cached(0, len);
     Ok(file)
+}
+
+/// Cuts a torn tail off the last segment before the writer continues there, and syncs:
+/// an appended segment is truncated at it; a preallocated one (`zero`) gets its zeros
+/// back instead, so that it keeps the length its header states and the blocks it has.
+pub(super) fn drop_torn_tail(file: &mut dyn FsFile, zero: bool, t: &TornTail) -> Result<()> {
+    let ctx = |e| LogError::io(format!("cannot cut the torn tail off {}", t.file.display()), e);
+    if zero {
+        zero_range(file, t.offset, t.offset + t.bytes).map_err(ctx)?;
+    } else {
+        file.set_len(t.offset).map_err(ctx)?;
+    }
+    file.sync_data().map_err(ctx)
+}
+
+/// Writes zeros over `[from, to)` (not synced).
+pub(crate) fn zero_range(file: &mut dyn FsFile, from: u64, to: u64) -> io::Result<()> {
+    let zeros = vec![0u8; (to.saturating_sub(from)).min(1 << 20) as usize];
+    let mut at = from;
+    while at < to {
+        let n = ((to - at) as usize).min(zeros.len());
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
