@@ -82,9 +82,16 @@ pub async fn process_socket(
             negotiate_tls::<Command>(tcp, tls).await
         } => s?,
     };
-    let Some(socket) = socket else {
+    let Some(mut socket) = socket else {
         return Ok(());
     };
+    let checked = tokio::select! {
+        _ = &mut startup_timeout => return Ok(()),
+        ok = startup_packet_ok(&mut socket) => ok?,
+    };
+    if !checked {
+        return Ok(());
+    }
     let mut socket = corked(socket);
     socket.session_extensions().insert(peer);
     let (backend, startup, cancel) = handlers.parts();
@@ -355,6 +362,43 @@ pub(crate) async fn refuse(mut tcp: TcpStream, sqlstate: &'static str, message: 
         let _ = tcp.shutdown().await;
     })
     .await;
+}
+
+/// Reads the start-up packet (after TLS, if any) into the read buffer and checks its layout
+/// as bytes before pgwire decodes it ([`wire_check::check_startup`]); a bad one is answered
+/// as PostgreSQL does (08P01, FATAL) and the connection closed: false. Done before the
+/// socket is corked: the framed reader rebuilt from its parts then decodes what the buffer
+/// holds before it reads again.
+async fn startup_packet_ok(socket: &mut Framed<MaybeTls, PgWireMessageServerCodec<Command>>) -> io::Result<bool> {
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let buf = socket.read_buffer();
+        if buf.len() >= 4 {
+            let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+            if !(8..=MAX_STARTUP_PACKET).contains(&len) {
+                // pgwire refuses it.
+                return Ok(true);
+            }
+            if buf.len() >= len as usize {
+                let Err(v) = wire_check::check_startup(&buf[..len as usize]) else {
+                    return Ok(true);
+                };
+                let mut reply = BytesMut::new();
+                wire_check::encode_fatal(&mut reply, v.sqlstate, &v.message);
+                let io = socket.get_mut();
+                let _ = io.write_all(&reply).await;
+                let _ = io.flush().await;
+                return Ok(false);
+            }
+        }
+        let mut buf = std::mem::take(socket.read_buffer_mut());
+        buf.reserve(1 << 10);
+        let read = socket.get_mut().read_buf(&mut buf).await;
+        *socket.read_buffer_mut() = buf;
+        if read? == 0 {
+            return Ok(false);
+        }
+    }
 }
 
 /// The request code of an SSL request (the protocol's 1234.5679).

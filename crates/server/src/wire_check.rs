@@ -18,6 +18,10 @@
 //!   names, parameters sent in text format): 22021, "invalid byte sequence for encoding
 //!   "UTF8"", an error of the statement.
 //!
+//! The start-up packet is checked the same way before pgwire decodes it
+//! ([`check_startup`]): pgwire takes a name without a value, or a packet without its
+//! terminator, as a name with an empty value; PostgreSQL refuses both (08P01).
+//!
 //! Binary-format parameters are checked where their type is known (a text value sent in
 //! binary must be UTF-8 without NUL too: `handler::decode_params`).
 
@@ -92,6 +96,47 @@ pub(crate) fn check_len(buf: &[u8]) -> Result<usize, Violation> {
         return Err(Violation::format(format!("invalid message length {len}")));
     }
     Ok(1 + len as usize)
+}
+
+/// Checks the layout of a start-up packet (length, protocol version, then name and value
+/// strings and a terminating NUL), as PostgreSQL's `ProcessStartupPacket` does for
+/// protocol 3: the pairs are read up to the terminator, a name whose value is missing
+/// ends them, and unless that leaves exactly the last byte, the packet is refused (08P01,
+/// fatal). Other packets of the start-up phase (a cancel, SSL or GSS request: another
+/// major version) and lengths pgwire refuses itself pass.
+pub(crate) fn check_startup(packet: &[u8]) -> Result<(), Violation> {
+    if packet.len() < 8 || u16::from_be_bytes([packet[4], packet[5]]) != 3 {
+        return Ok(());
+    }
+    let len = i32::from_be_bytes([packet[0], packet[1], packet[2], packet[3]]);
+    let Some(body) = usize::try_from(len).ok().and_then(|l| packet.get(8..l)) else {
+        return Ok(());
+    };
+    // A string's end: its NUL, or the end of the body (PostgreSQL reads the packet into
+    // a buffer with a NUL after it).
+    let end = |from: usize| {
+        body[from..]
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(body.len(), |p| from + p)
+    };
+    let mut offset = 0;
+    while offset < body.len() {
+        if body[offset] == 0 {
+            break;
+        }
+        let value = end(offset) + 1;
+        if value >= body.len() {
+            break;
+        }
+        offset = end(value) + 1;
+    }
+    if offset + 1 != body.len() {
+        return Err(Violation::format(
+            "invalid startup packet layout: expected terminator as last byte",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks one whole message (type byte, length, body) of a logged-in connection.
@@ -330,6 +375,41 @@ mod tests {
 
     fn state(r: Result<(), Violation>) -> Option<(&'static str, bool)> {
         r.err().map(|v| (v.sqlstate, v.fatal))
+    }
+
+    fn startup(pairs: &[u8]) -> Vec<u8> {
+        let mut p = ((pairs.len() + 8) as i32).to_be_bytes().to_vec();
+        p.extend_from_slice(&196_608_i32.to_be_bytes());
+        p.extend_from_slice(pairs);
+        p
+    }
+
+    #[test]
+    fn startup_packets_must_end_with_their_terminator() {
+        let bad = Some(("08P01", true));
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0\0"))), None);
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0database\0db\0\0"))), None);
+        assert_eq!(
+            state(check_startup(&startup(b"user\0\0\0"))),
+            None,
+            "an empty value is a value"
+        );
+        // A name and no value: its NUL is taken as the value's, and no terminator is left.
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0key\0\0"))), bad);
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0key\0"))), bad);
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0"))), bad, "no terminator");
+        assert_eq!(state(check_startup(&startup(b"user\0bob\0\0junk"))), bad);
+        assert_eq!(state(check_startup(&startup(b""))), bad);
+        let e = check_startup(&startup(b"user\0bob\0key\0\0")).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid startup packet layout: expected terminator as last byte"
+        );
+        // A cancel request is another packet.
+        let mut cancel = 16_i32.to_be_bytes().to_vec();
+        cancel.extend_from_slice(&80_877_102_i32.to_be_bytes());
+        cancel.extend_from_slice(&[0; 8]);
+        assert_eq!(state(check_startup(&cancel)), None);
     }
 
     #[test]

@@ -14,8 +14,23 @@ pub enum SqlError {
     UnknownTable(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
     MissingFromEntry(String),
+    /// A negative LIMIT (2201W).
     #[error("{0}")]
     InvalidLimit(String),
+    /// A negative OFFSET (2201X, as PostgreSQL).
+    #[error("OFFSET must not be negative")]
+    NegativeOffset,
+    #[error("negative substring length not allowed")]
+    NegativeSubstringLength,
+    /// A value past PostgreSQL's limit of 1 GB ([`crate::value_budget::MAX_VALUE_BYTES`]).
+    #[error("requested length too large")]
+    ValueTooLarge,
+    /// A value larger than what is left of the statement's `work_mem`.
+    #[error(
+        "requested length too large: a value of {len} bytes is more than this statement may hold (its {limit} \
+         bytes, a quarter of memory_limit, at least 16 MiB)"
+    )]
+    ValueOverWorkMem { len: usize, limit: usize },
     #[error("{0}")]
     DependentObjects(String),
     #[error("relation \"{0}\" already exists")]
@@ -90,10 +105,10 @@ pub enum SqlError {
 /// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
-    "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22012", "2201W", "22021", "22023", "22P02",
-    "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42723", "42803", "42804", "42883",
-    "42P01", "42P07", "42P16", "42P18", "53100", "53200", "54000", "54001", "57014", "57P01", "P0001", "XX000",
-    "XX001",
+    "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
+    "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42723", "42803",
+    "42804", "42883", "42P01", "42P07", "42P16", "42P18", "53100", "53200", "54000", "54001", "57014", "57P01",
+    "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -102,6 +117,9 @@ impl SqlError {
             SqlError::Syntax(_) => "42601",
             SqlError::UnknownTable(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
+            SqlError::NegativeOffset => "2201X",
+            SqlError::NegativeSubstringLength => "22011",
+            SqlError::ValueTooLarge | SqlError::ValueOverWorkMem { .. } => "54000",
             SqlError::DependentObjects(_) => "2BP01",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::UnknownIndex(_) => "42704",

@@ -92,6 +92,7 @@ pub struct Env<'a, 'b> {
 mod deferred;
 mod gather;
 
+use crate::value_budget::ValueBudget;
 pub use crate::workmem::value_size;
 use crate::workmem::{MemoryPool, WorkMem, values_size};
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
@@ -171,7 +172,7 @@ impl Prepared {
         if !part.reads || gather.is_full() {
             return Ok(());
         }
-        let cx = Cx::new(&part.params, env.now);
+        let cx = Cx::new(&part.params, env.now).with_budget(gather.budget(env.pool.map(|p| &**p)));
         let mut touched = Vec::new();
         let sampled = env.sampled;
         let pool = env.pool;
@@ -189,13 +190,15 @@ impl Prepared {
                 "a partial run of a statement that is not a query".into(),
             ));
         };
-        part.gather.finish(p, self.columns(), &Cx::new(&part.params, now))
+        let cx = Cx::new(&part.params, now).with_budget(part.gather.budget(None));
+        part.gather.finish(p, self.columns(), &cx)
     }
 }
 
 /// Executes a plan. `params` must already be coerced ([`coerce_params`]).
 pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
-    let cx = Cx::new(params, env.now);
+    let budget = ValueBudget::new(env.work_mem, env.pool.map(|p| &**p));
+    let cx = Cx::new(params, env.now).with_budget(budget);
     match plan {
         Plan::Select(p) => {
             let mut touched = Vec::new();
@@ -633,6 +636,7 @@ fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>>
     match v {
         Value::Null => Ok(None),
         Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
+        Value::Int(_) if what == "OFFSET" => Err(SqlError::NegativeOffset),
         Value::Int(_) => Err(SqlError::InvalidLimit(format!("{what} must not be negative"))),
         other => Err(SqlError::Type(format!(
             "argument of {what} must be an integer, not {}",

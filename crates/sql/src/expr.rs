@@ -13,6 +13,10 @@ use std::cmp::Ordering;
 use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare, total_compare};
 
 use crate::error::{Result, SqlError};
+use crate::value_budget::ValueBudget;
+
+mod text;
+pub use text::like;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -239,9 +243,14 @@ pub struct Cx<'a> {
     pub aggs: &'a [Value],
     /// Arrays read by `= ANY` in this execution ([`ArrayCache`]).
     pub arrays: ArrayCache,
+    /// What a value built by a function or operator may take ([`crate::value_budget`]).
+    pub budget: ValueBudget<'a>,
 }
 
 impl<'a> Cx<'a> {
+    /// A context whose values are held to the least budget a statement has
+    /// ([`ValueBudget::default`]); a statement's execution sets its own
+    /// ([`Cx::with_budget`]).
     pub fn new(params: &'a [Value], now: i64) -> Cx<'a> {
         Cx {
             params,
@@ -249,7 +258,13 @@ impl<'a> Cx<'a> {
             groups: &[],
             aggs: &[],
             arrays: ArrayCache::default(),
+            budget: ValueBudget::default(),
         }
+    }
+
+    /// This context with the statement's budget for the values it builds.
+    pub fn with_budget(self, budget: ValueBudget<'a>) -> Cx<'a> {
+        Cx { budget, ..self }
     }
 }
 
@@ -403,11 +418,7 @@ impl Expr {
             }
             Expr::Concat(a, b) => {
                 let (x, y) = (a.eval(src, cx)?, b.eval(src, cx)?);
-                if x.is_null() || y.is_null() {
-                    Datum::Ref(ValueRef::Null)
-                } else {
-                    Datum::Owned(Value::from(format!("{}{}", x.as_ref(), y.as_ref())))
-                }
+                Datum::Owned(text::concat_pair(x.as_ref(), y.as_ref(), &cx.budget)?)
             }
             Expr::Case {
                 operand,
@@ -709,53 +720,6 @@ pub fn cast(v: Value, ty: &DataType) -> Result<Value> {
     Ok(v.coerce_to(ty)?)
 }
 
-/// SQL LIKE with `%` and `_`; a backslash escapes the next pattern character.
-pub fn like(s: &str, p: &str) -> bool {
-    let s: Vec<char> = s.chars().collect();
-    let p: Vec<char> = p.chars().collect();
-    // Iterative matcher with backtracking to the last `%`.
-    let (mut si, mut pi) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() {
-            match p[pi] {
-                '%' => {
-                    star = Some((pi, si));
-                    pi += 1;
-                    continue;
-                }
-                '_' => {
-                    si += 1;
-                    pi += 1;
-                    continue;
-                }
-                '\\' if pi + 1 < p.len() && p[pi + 1] == s[si] => {
-                    si += 1;
-                    pi += 2;
-                    continue;
-                }
-                // An escaped character that does not match.
-                '\\' if pi + 1 < p.len() => {}
-                c if c == s[si] => {
-                    si += 1;
-                    pi += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match star {
-            Some((sp, ss)) => {
-                pi = sp + 1;
-                si = ss + 1;
-                star = Some((sp, ss + 1));
-            }
-            None => return false,
-        }
-    }
-    p[pi..].iter().all(|&c| c == '%')
-}
-
 fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
     let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
     Ok(match f {
@@ -816,14 +780,8 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             best.unwrap_or(Value::Null)
         }
         Func::Concat => {
-            let mut s = String::new();
-            for a in args {
-                let v = a.eval(src, cx)?;
-                if !v.is_null() {
-                    s.push_str(&v.as_ref().to_string());
-                }
-            }
-            Value::from(s)
+            let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
+            text::concat_all(&values, &cx.budget)?
         }
         _ => {
             let v = arg(0)?;
@@ -834,31 +792,15 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 (Func::Abs, Value::Int(i)) => Value::Int(i.checked_abs().ok_or_else(|| overflow("bigint"))?),
                 (Func::Abs, Value::Double(d)) => Value::Double(d.abs()),
                 (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.as_ref().abs()),
-                (Func::Lower, Value::Text(s)) => Value::from(s.to_lowercase()),
-                (Func::Upper, Value::Text(s)) => Value::from(s.to_uppercase()),
-                (Func::Trim, Value::Text(s)) => Value::from(s.trim()),
+                (Func::Lower, Value::Text(s)) => text::change_case(&s, false, &cx.budget)?,
+                (Func::Upper, Value::Text(s)) => text::change_case(&s, true, &cx.budget)?,
+                (Func::Trim, Value::Text(s)) => text::trim(&s, &cx.budget)?,
                 (Func::Length, Value::Text(s)) => Value::Int(s.chars().count() as i64),
                 (Func::Length, Value::Bytes(b)) => Value::Int(b.len() as i64),
                 (Func::Substring, Value::Text(s)) => {
                     let start = arg(1)?.as_i64().unwrap_or(1);
                     let len = if args.len() > 2 { arg(2)?.as_i64() } else { None };
-                    if let Some(l) = len
-                        && l < 0
-                    {
-                        return Err(SqlError::from(ValueError::NumericOutOfRange {
-                            ty: "substring".into(),
-                            detail: "negative substring length not allowed".into(),
-                        }));
-                    }
-                    // PostgreSQL counts from 1 and lets the window start before the string.
-                    let end = len.map(|l| start.saturating_add(l));
-                    let from = start.max(1) as usize - 1;
-                    let chars = s.chars().skip(from);
-                    let out: String = match end {
-                        Some(e) => chars.take((e.max(1) as usize).saturating_sub(from + 1)).collect(),
-                        None => chars.collect(),
-                    };
-                    Value::from(out)
+                    text::substring(&s, start, len, &cx.budget)?
                 }
                 (Func::Round, v) => {
                     let digits = if args.len() > 1 {
@@ -966,17 +908,6 @@ mod tests {
         assert_eq!(q.to_string(), "0.33333333333333333333");
         let e = arith(ArithOp::Div, ValueRef::Decimal(big.as_ref()), ValueRef::Int(0)).unwrap_err();
         assert_eq!(e.sqlstate(), "22012");
-    }
-
-    #[test]
-    fn like_patterns() {
-        assert!(like("hello", "h%o"));
-        assert!(like("hello", "_ello"));
-        assert!(!like("hello", "h%x"));
-        assert!(like("50%", "50\\%"));
-        assert!(!like("505", "50\\%"));
-        assert!(like("", "%"));
-        assert!(like("abcabc", "%bc%c"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod prepared;
 pub mod rows;
 pub mod script;
 pub mod shape;
+pub mod value_budget;
 pub mod workmem;
 
 pub use catalog::{Catalog, DdlChange};

@@ -7,6 +7,9 @@
 //! at once: a statement that would take the pool past its limit fails with 53200. A
 //! statement that holds little (under [`POOL_STEP`]) never touches the pool, so point
 //! reads pay nothing for it.
+//!
+//! A value a function builds is checked against the same two limits before it is
+//! allocated ([`crate::value_budget`]), since it exists before its row is counted here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +44,12 @@ impl MemoryPool {
 
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Whether `n` more bytes would fit now (nothing is taken: a value being built is
+    /// checked, [`crate::value_budget`]).
+    pub(crate) fn has_room(&self, n: usize) -> bool {
+        self.used().checked_add(n).is_some_and(|t| t <= self.limit)
     }
 
     /// Takes `n` bytes; `false` (nothing taken) if that would pass the limit.
@@ -132,6 +141,16 @@ impl WorkMem {
     pub(crate) fn holds(&mut self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> Result<()> {
         self.used = bytes;
         self.check(pool)
+    }
+
+    /// The statement's limit (`work_mem`).
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The bytes the statement holds now.
+    pub(crate) fn used(&self) -> usize {
+        self.used
     }
 
     fn check(&mut self, pool: Option<&Arc<MemoryPool>>) -> Result<()> {

@@ -3,6 +3,12 @@
 //! (`pg_get_indexdef`, `format_type`, `'name'::regclass` ...), the session's values
 //! (`current_user`, `current_setting` ...) and the string and array helpers SQLite lacks.
 //! Arrays are JSON arrays here, as in `super::relations`.
+//!
+//! A function that builds a value builds it under its query's budget
+//! (`super::limits::QueryBudget::build`), which refuses it before it is allocated (54000,
+//! "requested length too large", past 1 GB or the statement's `work_mem`; 53200 past the
+//! statement pool): the only way a function here makes a value of a length its caller
+//! chose. (Reading an argument copies a value SQLite already holds, within its limit.)
 
 use std::sync::Arc;
 
@@ -11,20 +17,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error};
 
 use super::SessionInfo;
+use super::limits::{PgError, QueryBudget};
 use super::relations::{self, Objects, ROLE_OID};
-
-/// An error a function raises, with its SQLSTATE: the message SQLite carries is
-/// `SQLSTATE <code>: <message>` (read back by `super::error_of`).
-#[derive(Debug)]
-struct PgError(&'static str, String);
-
-impl std::fmt::Display for PgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SQLSTATE {}: {}", self.0, self.1)
-    }
-}
-
-impl std::error::Error for PgError {}
 
 fn raise<T>(code: &'static str, msg: String) -> rusqlite::Result<T> {
     Err(Error::UserFunctionError(Box::new(PgError(code, msg))))
@@ -128,8 +122,13 @@ fn quote_ident(s: &str) -> String {
     }
 }
 
-/// Defines every function on `conn`.
-pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
+/// Defines every function on `conn`, those that build values under `budget`.
+pub fn define(
+    conn: &Connection,
+    objects: &Arc<Objects>,
+    session: &SessionInfo,
+    budget: &Arc<QueryBudget>,
+) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     let o = objects.clone();
     conn.create_scalar_function("pf_regclass", 1, det, move |ctx| {
@@ -272,7 +271,8 @@ pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) 
         };
         Ok(Some(regex(&p, int(ctx, 2) == Some(1))?.is_match(&s)))
     })?;
-    conn.create_scalar_function("pf_regexp_replace", -1, det, |ctx| {
+    let b = budget.clone();
+    conn.create_scalar_function("pf_regexp_replace", -1, det, move |ctx| {
         let (Some(s), Some(p), Some(r)) = (text(ctx, 0), text(ctx, 1), text(ctx, 2)) else {
             return Ok(None);
         };
@@ -282,24 +282,27 @@ pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) 
             String::new()
         };
         let re = regex(&p, flags.contains('i'))?;
-        // PostgreSQL writes back-references as \1.
-        let mut rep = String::new();
-        let mut chars = r.chars().peekable();
-        while let Some(c) = chars.next() {
-            match (c, chars.peek()) {
-                ('\\', Some(d)) if d.is_ascii_digit() => {
-                    rep.push_str(&format!("${{{d}}}"));
-                    chars.next();
+        let pieces = replacement(&r);
+        b.build(|b| {
+            let mut out = b.text(s.len())?;
+            let mut last = 0;
+            for caps in re.captures_iter(&s) {
+                let Some(m) = caps.get(0) else { continue };
+                out.push_str(&s[last..m.start()])?;
+                for piece in &pieces {
+                    match piece {
+                        Piece::Text(t) => out.push_str(t)?,
+                        Piece::Group(g) => out.push_str(caps.get(*g).map_or("", |c| c.as_str()))?,
+                    }
                 }
-                ('$', _) => rep.push_str("$$"),
-                _ => rep.push(c),
+                last = m.end();
+                if !flags.contains('g') {
+                    break;
+                }
             }
-        }
-        Ok(Some(if flags.contains('g') {
-            re.replace_all(&s, rep.as_str()).into_owned()
-        } else {
-            re.replace(&s, rep.as_str()).into_owned()
-        }))
+            out.push_str(&s[last..])?;
+            Ok(Some(out.finish()))
+        })
     })?;
     conn.create_scalar_function("pf_format_type", 2, det, |ctx| {
         let Some(oid) = int(ctx, 0) else { return Ok(None) };
@@ -412,7 +415,7 @@ pub fn define(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) 
     let version = crate::command::version_text();
     conn.create_scalar_function("pf_version", 0, det, move |_| Ok(version.clone()))?;
     define_session(conn, session)?;
-    define_strings(conn)
+    define_strings(conn, budget)
 }
 
 /// Defines the functions that answer for one session's connection: its backend pid and
@@ -440,27 +443,36 @@ pub fn define_session(conn: &Connection, session: &SessionInfo) -> rusqlite::Res
     Ok(())
 }
 
-/// The string and array helpers.
-fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
+/// The string and array helpers (those that build values, under `budget`).
+fn define_strings(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    conn.create_scalar_function(
-        "pf_quote_ident",
-        1,
-        det,
-        |ctx| Ok(text(ctx, 0).map(|s| quote_ident(&s))),
-    )?;
-    conn.create_scalar_function("pf_quote_literal", 1, det, |ctx| {
-        Ok(text(ctx, 0).map(|s| format!("'{}'", s.replace('\'', "''"))))
+    let b = budget.clone();
+    conn.create_scalar_function("pf_quote_ident", 1, det, move |ctx| {
+        let Some(s) = text(ctx, 0) else { return Ok(None) };
+        b.build(|b| b.check(s.len().saturating_mul(2).saturating_add(2)))?;
+        Ok(Some(quote_ident(&s)))
     })?;
-    conn.create_scalar_function("pf_array_to_string", -1, det, |ctx| {
+    let b = budget.clone();
+    conn.create_scalar_function("pf_quote_literal", 1, det, move |ctx| {
+        let Some(s) = text(ctx, 0) else { return Ok(None) };
+        b.build(|b| b.check(s.len().saturating_mul(2).saturating_add(2)))?;
+        Ok(Some(format!("'{}'", s.replace('\'', "''"))))
+    })?;
+    let b = budget.clone();
+    conn.create_scalar_function("pf_array_to_string", -1, det, move |ctx| {
         let Some(items) = array(ctx, 0) else { return Ok(None) };
         let sep = text(ctx, 1).unwrap_or_default();
         let null = if ctx.len() > 2 { text(ctx, 2) } else { None };
-        let parts: Vec<String> = items
-            .iter()
-            .filter_map(|v| element_text(v).or_else(|| null.clone()))
-            .collect();
-        Ok(Some(parts.join(&sep)))
+        b.build(|b| {
+            let mut out = b.text(0)?;
+            for part in items.iter().filter_map(|v| element_text(v).or_else(|| null.clone())) {
+                if !out.is_empty() {
+                    out.push_str(&sep)?;
+                }
+                out.push_str(&part)?;
+            }
+            Ok(Some(out.finish()))
+        })
     })?;
     conn.create_scalar_function("pf_array_upper", 2, det, |ctx| {
         Ok(array(ctx, 0).and_then(|a| (!a.is_empty()).then_some(a.len() as i64)))
@@ -485,7 +497,8 @@ fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
             .find(|(_, v)| element_text(v) == wanted)
             .map(|(i, _)| i as i64 + 1))
     })?;
-    conn.create_scalar_function("pf_split_part", 3, det, |ctx| {
+    let b = budget.clone();
+    conn.create_scalar_function("pf_split_part", 3, det, move |ctx| {
         let (Some(s), Some(d), Some(n)) = (text(ctx, 0), text(ctx, 1), int(ctx, 2)) else {
             return Ok(None);
         };
@@ -495,13 +508,8 @@ fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
             s.split(d.as_str()).collect()
         };
         let k = if n > 0 { n - 1 } else { parts.len() as i64 + n };
-        Ok(Some(
-            usize::try_from(k)
-                .ok()
-                .and_then(|k| parts.get(k))
-                .map_or("", |p| p)
-                .to_string(),
-        ))
+        let part = usize::try_from(k).ok().and_then(|k| parts.get(k)).map_or("", |p| p);
+        b.build(|b| b.copy(part)).map(Some)
     })?;
     conn.create_scalar_function("pf_starts_with", 2, det, |ctx| {
         Ok(match (text(ctx, 0), text(ctx, 1)) {
@@ -509,44 +517,84 @@ fn define_strings(conn: &Connection) -> rusqlite::Result<()> {
             _ => None,
         })
     })?;
-    conn.create_scalar_function("pf_left", 2, det, |ctx| {
-        let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
-            return Ok(None);
-        };
-        let len = s.chars().count() as i64;
-        let take = if n >= 0 { n.min(len) } else { (len + n).max(0) };
-        Ok(Some(s.chars().take(take as usize).collect::<String>()))
-    })?;
-    conn.create_scalar_function("pf_right", 2, det, |ctx| {
-        let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
-            return Ok(None);
-        };
-        let len = s.chars().count() as i64;
-        let take = if n >= 0 { n.min(len) } else { (len + n).max(0) };
-        Ok(Some(s.chars().skip((len - take) as usize).collect::<String>()))
-    })?;
+    for (name, left) in [("pf_left", true), ("pf_right", false)] {
+        let b = budget.clone();
+        conn.create_scalar_function(name, 2, det, move |ctx| {
+            let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
+                return Ok(None);
+            };
+            let len = s.chars().count() as i64;
+            let take = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+            // The byte where the kept characters start or end.
+            let at = |chars: i64| s.char_indices().nth(chars as usize).map_or(s.len(), |(i, _)| i);
+            let part = if left { &s[..at(take)] } else { &s[at(len - take)..] };
+            b.build(|b| b.copy(part)).map(Some)
+        })?;
+    }
     for (name, left) in [("pf_lpad", true), ("pf_rpad", false)] {
+        let b = budget.clone();
         conn.create_scalar_function(name, -1, det, move |ctx| {
             let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
                 return Ok(None);
             };
-            let fill: Vec<char> = if ctx.len() > 2 {
-                text(ctx, 2).unwrap_or_default()
+            let fill = if ctx.len() > 2 {
+                match text(ctx, 2) {
+                    Some(f) => f,
+                    None => return Ok(None),
+                }
             } else {
                 " ".into()
-            }
-            .chars()
-            .collect();
-            let n = n.max(0) as usize;
-            let chars: Vec<char> = s.chars().collect();
-            if chars.len() >= n || fill.is_empty() {
-                return Ok(Some(chars.into_iter().take(n).collect::<String>()));
-            }
-            let pad: String = fill.iter().cycle().take(n - chars.len()).collect();
-            Ok(Some(if left { format!("{pad}{s}") } else { format!("{s}{pad}") }))
+            };
+            b.build(|b| b.pad(&s, n, &fill, left)).map(Some)
         })?;
     }
+    let b = budget.clone();
+    conn.create_scalar_function("pf_repeat", 2, det, move |ctx| {
+        let (Some(s), Some(n)) = (text(ctx, 0), int(ctx, 1)) else {
+            return Ok(None);
+        };
+        b.build(|b| b.repeat(&s, n)).map(Some)
+    })?;
     Ok(())
+}
+
+/// A piece of a `regexp_replace` replacement: text, or a group of the match (`\1` to
+/// `\9`; `\&` is the whole match; `\\` a backslash), as PostgreSQL reads it.
+enum Piece {
+    Text(String),
+    Group(usize),
+}
+
+fn replacement(r: &str) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let mut chars = r.chars().peekable();
+    while let Some(c) = chars.next() {
+        let group = match (c, chars.peek()) {
+            ('\\', Some(d)) if d.is_ascii_digit() => d.to_digit(10).map(|d| d as usize),
+            ('\\', Some('&')) => Some(0),
+            ('\\', Some('\\')) => {
+                chars.next();
+                lit.push('\\');
+                continue;
+            }
+            _ => None,
+        };
+        match group {
+            Some(g) => {
+                chars.next();
+                if !lit.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut lit)));
+                }
+                pieces.push(Piece::Group(g));
+            }
+            None => lit.push(c),
+        }
+    }
+    if !lit.is_empty() {
+        pieces.push(Piece::Text(lit));
+    }
+    pieces
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@
 //! session's `statement_timeout`, and a cancel request stops it.
 
 mod functions;
+mod limits;
+mod names;
 mod pg_columns;
 pub mod relations;
 mod translate;
@@ -180,7 +182,7 @@ fn calls_catalog_functions(stmt: &Statement) -> bool {
             use sqlparser::ast::Expr;
             let found = match e {
                 Expr::Function(f) => match f.name.0.last() {
-                    Some(ObjectNamePart::Identifier(i)) => translate::is_catalog_function(&i.value),
+                    Some(ObjectNamePart::Identifier(i)) => names::is_catalog_function(&i.value),
                     _ => false,
                 },
                 Expr::Cast { data_type, .. } => data_type.to_string().to_ascii_lowercase().contains("reg"),
@@ -207,10 +209,16 @@ fn error_of(e: rusqlite::Error) -> PgWireError {
     {
         return client_error(code, m.to_string());
     }
-    if let rusqlite::Error::SqliteFailure(f, _) = &e
-        && f.code == rusqlite::ErrorCode::OperationInterrupted
-    {
-        return client_error("57014", "canceling statement due to user request or statement timeout");
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        match f.code {
+            rusqlite::ErrorCode::OperationInterrupted => {
+                return client_error("57014", "canceling statement due to user request or statement timeout");
+            }
+            // A value past the query's SQLITE_LIMIT_LENGTH (`limits`): as PostgreSQL
+            // answers a value past its limit.
+            rusqlite::ErrorCode::TooBig => return client_error("54000", "requested length too large"),
+            _ => {}
+        }
     }
     if let Some(f) = msg.strip_prefix("no such function: ") {
         let name = f.split_whitespace().next().unwrap_or(f).trim_start_matches("pf_");
@@ -233,6 +241,8 @@ struct Built {
     user: String,
     database: String,
     conn: Connection,
+    /// The budget of the query it runs ([`limits`]), which its functions build under.
+    budget: Arc<limits::QueryBudget>,
 }
 
 /// The most a catalog query's rows may take (they are held whole before they are sent).
@@ -276,13 +286,15 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
         return Ok(b);
     }
     let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
-    let conn = build_db(&tables, &procedures, session)?;
+    let budget = Arc::new(limits::QueryBudget::default());
+    let conn = build_db(&tables, &procedures, session, &budget)?;
     Ok(Built {
         catalog: catalog.clone(),
         procedures,
         user: session.user.clone(),
         database: session.database.clone(),
         conn,
+        budget,
     })
 }
 
@@ -312,6 +324,7 @@ fn build_db(
     tables: &[&permafrost_storage::TableSchema],
     procedures: &relations::Procedures,
     session: &SessionInfo,
+    budget: &Arc<limits::QueryBudget>,
 ) -> PgWireResult<Connection> {
     let (rels, objects) = relations::build(tables, procedures, session);
     let conn = Connection::open_in_memory().map_err(error_of)?;
@@ -338,7 +351,8 @@ fn build_db(
     };
     setup().map_err(error_of)?;
     let objects = Arc::new(objects);
-    functions::define(&conn, &objects, session).map_err(error_of)?;
+    functions::define(&conn, &objects, session, budget).map_err(error_of)?;
+    limits::define_array_agg(&conn, budget).map_err(error_of)?;
     rusqlite::vtab::series::load_module(&conn).map_err(error_of)?;
     Ok(conn)
 }
@@ -417,7 +431,11 @@ pub fn run(
     stopped: impl Fn() -> bool + Send + 'static,
 ) -> PgWireResult<Vec<Vec<V>>> {
     let mut built = checkout(db, session)?;
-    let r = query(&mut built.conn, q, params, stopped);
+    built
+        .budget
+        .set(&built.conn, db.statement_memory(), db.statement_pool().clone())
+        .map_err(error_of)?;
+    let r = query(&mut built.conn, &built.budget, q, params, stopped);
     // (A query stopped half-way leaves the database as it was: it only reads.)
     let _ = built.conn.progress_handler(0, None::<fn() -> bool>);
     checkin(built);
@@ -426,6 +444,7 @@ pub fn run(
 
 fn query(
     conn: &mut Connection,
+    budget: &limits::QueryBudget,
     q: &SystemQuery,
     params: &[Value],
     stopped: impl Fn() -> bool + Send + 'static,
@@ -456,6 +475,11 @@ fn query(
     let mut rows = st.raw_query();
     let mut out = Vec::new();
     let mut bytes = 0usize;
+    // The rows are held whole before they are sent: they count against the statement's
+    // memory and draw from the pool, as the engine's results do.
+    let limit = MAX_RESULT_BYTES.min(budget.work_mem());
+    let mut reservation = permafrost_sql::workmem::Reservation::default();
+    let pool = budget.pool();
     while let Some(row) = rows.next().map_err(error_of)? {
         let mut r = Vec::with_capacity(q.types.len());
         for k in 0..q.types.len() {
@@ -468,15 +492,16 @@ fn query(
                 };
             r.push(v);
         }
-        if bytes > MAX_RESULT_BYTES {
+        if bytes > limit {
             return Err(client_error(
                 "54000",
-                format!(
-                    "a catalog query's result may hold at most {} MiB",
-                    MAX_RESULT_BYTES >> 20
-                ),
+                format!("a catalog query's result may hold at most {limit} bytes (its statement's memory)"),
             ));
         }
+        reservation
+            .cover(bytes, pool.as_ref())
+            .map_err(|e| client_error(e.sqlstate(), e.to_string()))?;
+        budget.set_held(bytes);
         out.push(r);
     }
     Ok(out)

@@ -131,7 +131,7 @@ impl Deferred {
                 "a deferred scan of a statement that is not a query".into(),
             ));
         };
-        let cx = Cx::new(&self.params, self.now);
+        let cx = Cx::new(&self.params, self.now).with_budget(self.gather.budget(self.pool.as_deref()));
         let src = DetachedSource {
             rel: p.rels[0].rel,
             row,
@@ -169,7 +169,7 @@ impl Deferred {
                 "a deferred scan of a statement that is not a query".into(),
             ));
         };
-        let cx = Cx::new(&self.params, self.now);
+        let cx = Cx::new(&self.params, self.now).with_budget(self.gather.budget(self.pool.as_deref()));
         self.gather.finish(p, columns, &cx)
     }
 }

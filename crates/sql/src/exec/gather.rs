@@ -69,6 +69,17 @@ impl Gather {
         }
     }
 
+    /// The budget of the values the statement's expressions build: its `work_mem`, less
+    /// what it holds, and room in `pool` ([`crate::value_budget`]).
+    pub(super) fn budget<'p>(&self, pool: Option<&'p MemoryPool>) -> ValueBudget<'p> {
+        let mem = match self {
+            Gather::Stream { mem, .. } | Gather::Sorted { mem, .. } | Gather::Agg { mem, .. } => mem,
+        };
+        let b = ValueBudget::new(mem.limit(), pool);
+        b.set_held(mem.used());
+        b
+    }
+
     /// Whether no further row can change the result (a streamed LIMIT reached).
     pub(super) fn is_full(&self) -> bool {
         matches!(self, Gather::Stream { emitted, limit: Some(l), .. } if emitted >= l)
@@ -86,6 +97,7 @@ impl Gather {
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 if let Some(new_group) = table.add(agg, b, cx)? {
                     mem.add(new_group, pool)?;
+                    cx.budget.set_held(mem.used());
                 }
                 Ok(ControlFlow::Continue(()))
             }
@@ -108,11 +120,16 @@ impl Gather {
                 for e in &p.output {
                     match e {
                         Expr::Column { rel, col } => rows.push(b.column(*rel, *col)),
-                        e => rows.push(e.eval(b, cx)?.as_ref()),
+                        e => {
+                            rows.push(e.eval(b, cx)?.as_ref());
+                            // What the row holds so far counts against its next value.
+                            cx.budget.set_held(rows.data_len() + rows.len() * 4);
+                        }
                     }
                 }
                 *emitted += 1;
                 mem.holds(rows.data_len() + rows.len() * 4, pool)?;
+                cx.budget.set_held(mem.used());
                 Ok(if limit.is_some_and(|l| *emitted >= l) {
                     ControlFlow::Break(())
                 } else {
@@ -127,7 +144,11 @@ impl Gather {
                 for e in &p.output {
                     match e {
                         Expr::Column { rel, col } => collected.out.push(b.column(*rel, *col)),
-                        e => collected.out.push(e.eval(b, cx)?.as_ref()),
+                        e => {
+                            collected.out.push(e.eval(b, cx)?.as_ref());
+                            // Held twice at the end (see below).
+                            cx.budget.set_held(mem.used() + 2 * (collected.out.data_len() - before));
+                        }
                     }
                 }
                 // A key that is an output column is not kept twice.
@@ -141,6 +162,7 @@ impl Gather {
                 // Held twice at the end: here, and as the result rows.
                 let row = collected.out.data_len() - before + 4;
                 mem.add(2 * (values_size(&keys) + row), pool)?;
+                cx.budget.set_held(mem.used());
                 collected.keys.push(keys);
                 Ok(ControlFlow::Continue(()))
             }
@@ -515,6 +537,7 @@ pub(super) fn finish_agg(
             groups: key,
             aggs: &finals,
             arrays: Default::default(),
+            budget: cx.budget.clone(),
         };
         if let Some(h) = &agg.having
             && !h.test(&NoColumns, &pcx)?
