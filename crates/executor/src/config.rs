@@ -10,6 +10,7 @@
 //! | `lru_sample_rate` | 0.01 (1.0 with the CLOCK policy) | 0.0 ..= 1.0 |
 //! | `max_restarts` | 16 | 1 ..= 1000 |
 //! | `read_slice` | 50 ms | 1 ms ..= 1 h, or off |
+//! | `memory_wait_timeout` | 10 s | 0 ..= 1 h |
 //! | `anticache` | off | see [`permafrost_anticache::AntiCacheConfig`] |
 //! | `command_log` | off | see [`permafrost_durability::LogConfig`] |
 
@@ -43,10 +44,18 @@ pub struct Config {
     /// keep its partitions from serving other transactions. `None`: it runs to its end in
     /// place.
     pub read_slice: Option<std::time::Duration>,
+    /// How long a write refused by the memory budget waits for eviction to make room
+    /// (partition/pacing.rs): it is run again once room is there, and fails with 53200 only
+    /// when the budget's gate has stayed closed this long, or at once when eviction cannot
+    /// free anything. Zero: it fails at once.
+    pub memory_wait: std::time::Duration,
 }
 
 /// The default [`Config::read_slice`].
 pub const DEFAULT_READ_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The default [`Config::memory_wait`].
+pub const DEFAULT_MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Snapshot settings (see `crate::snapshot`).
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +90,7 @@ pub struct ConfigBuilder {
     command_log: Option<LogConfig>,
     snapshots: Option<SnapshotConfig>,
     read_slice: Option<Option<std::time::Duration>>,
+    memory_wait: Option<std::time::Duration>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -136,6 +146,12 @@ impl ConfigBuilder {
     /// [`Config::read_slice`]: `None` turns moving long reads off.
     pub fn read_slice(mut self, slice: Option<std::time::Duration>) -> Self {
         self.read_slice = Some(slice);
+        self
+    }
+
+    /// [`Config::memory_wait`].
+    pub fn memory_wait(mut self, wait: std::time::Duration) -> Self {
+        self.memory_wait = Some(wait);
         self
     }
 
@@ -218,6 +234,13 @@ impl ConfigBuilder {
                 message: format!("must be between 1ms and 1h (or off), got {s:?}"),
             });
         }
+        let memory_wait = self.memory_wait.unwrap_or(DEFAULT_MEMORY_WAIT);
+        if memory_wait > std::time::Duration::from_secs(3600) {
+            return Err(Error::Config {
+                setting: "memory_wait_timeout",
+                message: format!("must be between 0 and 1h, got {memory_wait:?}"),
+            });
+        }
         Ok(Config {
             partitions,
             memory_limit,
@@ -227,6 +250,7 @@ impl ConfigBuilder {
             command_log,
             snapshots: self.snapshots,
             read_slice,
+            memory_wait,
         })
     }
 }

@@ -113,6 +113,13 @@ engine_counters! {
     restarts_evicted: Counter "permafrost_transaction_restarts_total" ["reason=\"evicted\""] * 1.0,
         "Transactions restarted: reason=\"evicted\" after the evicted data they touched was fetched and merged, reason=\"schema\" after a schema change.";
     restarts_schema: Counter "permafrost_transaction_restarts_total" ["reason=\"schema\""] * 1.0, "";
+    /// Writes the memory budget refused that were held until eviction made room, each
+    /// time one was held (partition/pacing.rs).
+    write_waits: Counter "permafrost_write_waits_total" [""] * 1.0,
+        "Writes refused by the memory budget's gate that waited for eviction to make room instead of failing (each time one was held).";
+    /// How long writes were held for room, in all.
+    write_wait_nanos: Counter "permafrost_write_wait_seconds_total" [""] * 1e-9,
+        "Time writes spent held until eviction made room, summed over writes.";
     /// Multi-partition transactions this partition coordinated.
     mp_coordinated: Counter "permafrost_multi_partition_transactions_total" [""] * 1.0,
         "Multi-partition transactions coordinated (DDL included).";

@@ -214,6 +214,7 @@ impl Database {
         let scan_holds = caches.iter().map(|c| c.as_ref().map(AntiCache::scan_hold)).collect();
         let statement_pool =
             permafrost_sql::workmem::MemoryPool::new(Shared::statement_pool_limit(config.memory_limit));
+        let gates = crate::partition::pacing::Gates::new(config.partitions);
         let shared = Arc::new(Shared {
             scan_holds,
             statement_pool,
@@ -231,6 +232,7 @@ impl Database {
             mp_order: Mutex::new(1),
             any_turn: std::sync::atomic::AtomicU32::new(0),
             write_clock: Arc::default(),
+            gates,
         });
         let parts: Vec<Unstarted> = receivers
             .into_iter()

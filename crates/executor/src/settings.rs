@@ -634,6 +634,11 @@ declare_settings! {
         /// long statement does not keep other clients waiting (e.g. 50ms, 1s); off: it runs
         /// to its end where it started.
         read_slice: Option<Duration> = Some(crate::config::DEFAULT_READ_SLICE) => kind::DurationOrOff;
+        /// How long a write the memory budget refuses waits for eviction to make room before
+        /// it fails with 53200 (e.g. 10s, 500ms; 0: it fails at once). It waits only while
+        /// eviction can free memory: with nothing evictable left it fails at once.
+        memory_wait as memory_wait_timeout: Duration = crate::config::DEFAULT_MEMORY_WAIT => kind::Duration,
+            check |d: &Duration| if *d <= Duration::from_secs(3600) { Ok(()) } else { Err("must be at most 1h".to_string()) };
         /// Command log: sync (a commit is acknowledged once its record is on disk), async
         /// (written in the background) or off.
         #[serde(serialize_with = "ser_log")]
@@ -757,6 +762,7 @@ impl DbSettings {
             b = b.max_restarts(n);
         }
         b = b.read_slice(self.read_slice);
+        b = b.memory_wait(self.memory_wait);
         if let Some(p) = self.partitions {
             b = b.partitions(p);
         }

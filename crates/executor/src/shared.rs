@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     /// each read, and its COMMIT need not run again a read whose rows no later commit
     /// changed ([`crate::Database::write_clock`]).
     pub write_clock: Arc<std::sync::atomic::AtomicU64>,
+    /// Each partition's write gate, for pacing writes to eviction (partition/pacing.rs).
+    pub gates: crate::partition::pacing::Gates,
 }
 
 impl Shared {

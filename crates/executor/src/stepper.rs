@@ -166,7 +166,7 @@ impl Worker {
         let (tx, done) = crossbeam_channel::unbounded();
         let report = |p: &Partition| Report {
             counters: counters(p),
-            busy: p.ac.as_ref().is_some_and(|a| a.busy()),
+            busy: p.ac.as_ref().is_some_and(|a| a.busy()) || p.has_paced(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("step-partition-{}", part.id))
@@ -175,6 +175,7 @@ impl Worker {
                 let _ = tx.send(report(&part));
                 for msg in rx {
                     part.handle(msg);
+                    part.retry_paced();
                     part.end_pass(true);
                     let _ = tx.send(report(&part));
                 }

@@ -30,6 +30,7 @@ pub(crate) mod cell;
 pub(crate) mod fence;
 mod mp;
 pub(crate) mod msg;
+pub(crate) mod pacing;
 mod parking;
 mod retrieval;
 pub(crate) mod router;

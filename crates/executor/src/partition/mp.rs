@@ -328,12 +328,31 @@ impl Partition {
             }
             (o, _) => o,
         };
-        match outcome {
-            Outcome::Done(r, wrote) => {
+        match (outcome, &t.work) {
+            (
+                Outcome::Done(Err(e), _),
+                MpWork::Call {
+                    proc,
+                    params,
+                    restarts,
+                    replay: None,
+                },
+            ) if self.shared.pace(&e, &t.parts) => {
+                self.pace_mp(MpRetry {
+                    proc: proc.clone(),
+                    params: params.clone(),
+                    restarts: *restarts,
+                    replay: None,
+                    parts: t.parts.clone(),
+                    reply: t.take_reply(),
+                });
+                None
+            }
+            (Outcome::Done(r, wrote), _) => {
                 self.answer_mp(t, r, wrote, &info);
                 None
             }
-            other => Some(other),
+            (other, _) => Some(other),
         }
     }
 

@@ -13,7 +13,8 @@
 //! (at most every `eviction_check_interval`). Past `eviction_threshold` of its share of
 //! `memory_limit` it runs an eviction round; if that cannot bring it under the full share
 //! (nothing evictable left, a full disk), it closes the write gate: inserts and updates fail
-//! with an error naming the budget until memory is available again.
+//! with an error naming the budget until memory is available again. A write the gate
+//! refuses waits for room while eviction can make it (pacing.rs).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -263,7 +264,10 @@ impl Partition {
             used,
             limit: share,
         });
+        let closed = gate.is_some();
         store.set_write_gate(gate);
+        let can_free = closed && self.eviction_can_free();
+        self.shared.gates.set(self.id, closed, can_free);
     }
 
     /// Frees the blocks of tables a schema change dropped.

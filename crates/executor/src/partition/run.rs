@@ -37,7 +37,8 @@ const EARLY_APPEND: u64 = 128;
 /// told to shut down, and then drops the partition.
 pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>, shared: Arc<Shared>, id: u32) {
     let queue = &shared.queues[id as usize];
-    // Replayed calls held back (recovery): retried now and then, messages or not.
+    // Replayed calls held back (recovery), or writes held for room (pacing.rs): retried
+    // now and then, messages or not.
     let mut stalled = false;
     // A message a pass stopped at because a fence went up (fence.rs).
     let mut next = None;
@@ -56,9 +57,10 @@ pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>, shared: Arc<Share
                     p.tick();
                     p.check_memory(true);
                     p.retry_stalled();
+                    p.retry_paced();
                     p.flush_log();
                     p.outbox.flush();
-                    stalled = !p.replay_stall.is_empty();
+                    stalled = !p.replay_stall.is_empty() || p.has_paced();
                     continue;
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
@@ -70,7 +72,11 @@ pub(crate) fn run(cell: Arc<PartitionCell>, rx: Receiver<Msg>, shared: Arc<Share
         let Some(mut p) = cell.lock() else { break };
         let (go_on, stopped_at) = p.pass(msg, &rx, queue);
         next = stopped_at;
-        stalled = !p.replay_stall.is_empty();
+        if p.has_paced() {
+            p.retry_paced();
+            p.end_pass(false);
+        }
+        stalled = !p.replay_stall.is_empty() || p.has_paced();
         if !go_on {
             break;
         }
@@ -551,6 +557,13 @@ impl Partition {
                 // until eviction makes room.
                 let _ = e;
                 self.replay_stall.push_front(inv);
+            }
+            Outcome::Done(Err(e), _) if inv.replay.is_none() && self.shared.pace(&e, &[self.id]) => {
+                if slice.is_some() {
+                    // On a caller's thread: queued, it is held by the partition's thread.
+                    return Some(inv);
+                }
+                self.pace_call(inv);
             }
             Outcome::Done(r, wrote) => {
                 self.record(&r);

@@ -64,6 +64,8 @@ pub(crate) struct Partition {
     /// Replayed calls held back behind one the memory budget refused, in log order
     /// (recovery: see `crate::recovery`).
     pub(crate) replay_stall: std::collections::VecDeque<Invocation>,
+    /// Writes the memory budget refused, held until eviction makes room (pacing.rs).
+    pub(crate) paced: super::pacing::Paced,
     /// Answers of read-only transactions that wait for records appended before them (by
     /// this partition in an earlier pass, or by others) to be durable (sync mode), by the
     /// LSN they wait for. Answers that wait for this partition's own pass go with its
@@ -118,6 +120,7 @@ impl Partition {
             last_now: 0,
             last_publish: Instant::now(),
             replay_stall: std::collections::VecDeque::new(),
+            paced: Default::default(),
             durable_wait: std::collections::VecDeque::new(),
             durable_signal,
             log_chunk: permafrost_durability::Chunk::new(),

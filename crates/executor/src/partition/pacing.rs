@@ -1,0 +1,204 @@
+//! Pacing writes to eviction: a write the memory budget refuses waits for room instead of
+//! failing, as long as eviction can make that room.
+//!
+//! A partition closes its *write gate* when what it holds passes its share of
+//! `memory_limit` (retrieval.rs, `check_memory`): inserts and updates then fail with the
+//! budget's error (53200). Past the eviction threshold the partition evicts, but eviction
+//! is not instant: its blocks are written asynchronously, and their buffers count in the
+//! budget until the writes are done. A client that writes faster than the disk takes the
+//! blocks (a COPY of many batches) would meet the closed gate now and then and be refused
+//! for room that eviction was about to free — a second later the same batch goes through.
+//!
+//! So a write refused by the gate is held instead of answered (*paced*), when eviction can
+//! free memory at every partition whose gate is closed (the anti-cache is on, has not failed,
+//! and has evictable tuples in memory or blocks being written: [`Gates`]). A paced
+//! single-partition call waits at its partition and runs again once the gate opens; a paced
+//! multi-partition transaction is submitted again after [`RETRY_STEP`]. Nothing of a
+//! refused write took effect (the gate refuses at its first insert or update, and the
+//! transaction is rolled back), so running it again is the same as running it later.
+//!
+//! The wait is bounded: once a gate has stayed closed for `memory_wait_timeout`
+//! ([`crate::Config::memory_wait`]) the writes it refuses fail with 53200, as they do at
+//! once when eviction can free nothing (every table in memory is non-evictable, or the
+//! disk failed). Counters: `write_waits` (each time a write was held) and
+//! `write_wait_nanos` (how long writes were held, in all).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use permafrost_sql::SqlError;
+use permafrost_storage::StorageError;
+
+use super::msg::{Invocation, MpRetry, MpWork};
+use super::state::Partition;
+use crate::error::Error;
+use crate::shared::Shared;
+
+/// How long a paced write waits, at least, before it runs again (a partition's memory check
+/// runs at most every `eviction_check_interval`, 1 ms by default).
+pub(crate) const RETRY_STEP: Duration = Duration::from_millis(1);
+
+/// Each partition's write gate as the other threads see it: since when it has been closed,
+/// and whether eviction can free memory there. Written by the partition's memory check.
+pub(crate) struct Gates {
+    /// Per partition: microseconds since `epoch` when its gate closed; 0 while it is open.
+    closed_since: Vec<AtomicU64>,
+    /// Per partition: eviction can free memory (see the module documentation).
+    can_free: Vec<AtomicBool>,
+    epoch: Instant,
+}
+
+impl Gates {
+    pub(crate) fn new(partitions: u32) -> Gates {
+        Gates {
+            closed_since: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
+            can_free: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Publishes partition `p`'s gate after a memory check.
+    pub(crate) fn set(&self, p: u32, closed: bool, can_free: bool) {
+        let Some(since) = self.closed_since.get(p as usize) else {
+            return;
+        };
+        if closed {
+            // The first check that found it closed stamps it (at least 1: 0 means open).
+            let now = (self.epoch.elapsed().as_micros() as u64).max(1);
+            let _ = since.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire);
+        } else {
+            since.store(0, Ordering::Release);
+        }
+        self.can_free[p as usize].store(can_free, Ordering::Release);
+    }
+
+    /// Whether a write at `parts` refused by the budget may wait: some gate among them is
+    /// closed, and every closed one can still be opened by eviction and has been closed for
+    /// less than `limit`.
+    fn may_wait(&self, parts: &[u32], limit: Duration) -> bool {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        let mut closed = false;
+        for &p in parts {
+            let since = match self.closed_since.get(p as usize) {
+                Some(s) => s.load(Ordering::Acquire),
+                None => return false,
+            };
+            if since == 0 {
+                continue;
+            }
+            closed = true;
+            let waited = Duration::from_micros(now.saturating_sub(since));
+            if !self.can_free[p as usize].load(Ordering::Acquire) || waited >= limit {
+                return false;
+            }
+        }
+        closed
+    }
+}
+
+/// Whether `e` is the write gate's refusal (the only source of
+/// [`StorageError::MemoryLimit`]).
+fn is_gate_refusal(e: &Error) -> bool {
+    matches!(e, Error::Sql(SqlError::Storage(StorageError::MemoryLimit { .. })))
+}
+
+impl Shared {
+    /// Whether a write at `parts` that failed with `e` should wait for eviction and run
+    /// again rather than fail.
+    pub(crate) fn pace(&self, e: &Error, parts: &[u32]) -> bool {
+        !self.config.memory_wait.is_zero()
+            && self.config.anticache.is_some()
+            && is_gate_refusal(e)
+            && self.gates.may_wait(parts, self.config.memory_wait)
+    }
+}
+
+/// The writes a partition holds until there is room (single-partition calls, and
+/// multi-partition transactions it coordinated), each with when it was held.
+#[derive(Default)]
+pub(crate) struct Paced {
+    calls: VecDeque<(Instant, Invocation)>,
+    mp: Vec<(Instant, MpRetry)>,
+}
+
+impl Paced {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.mp.is_empty()
+    }
+}
+
+impl Partition {
+    /// Whether eviction can free memory here now: see the module documentation.
+    pub(crate) fn eviction_can_free(&self) -> bool {
+        let (Some(ac), Some(store)) = (self.ac.as_ref(), self.store.as_deref()) else {
+            return false;
+        };
+        ac.write_error().is_none()
+            && (ac.pending_write_bytes() > 0 || store.tables().any(|t| t.schema().evictable && t.live_tuples() > 0))
+    }
+
+    /// Holds a single-partition call the budget refused.
+    pub(crate) fn pace_call(&mut self, inv: Invocation) {
+        self.stats.write_waits.fetch_add(1, Ordering::Relaxed);
+        self.paced.calls.push_back((Instant::now(), inv));
+    }
+
+    /// Holds a multi-partition transaction the budget refused, to be submitted again.
+    pub(super) fn pace_mp(&mut self, retry: MpRetry) {
+        self.stats.write_waits.fetch_add(1, Ordering::Relaxed);
+        self.paced.mp.push((Instant::now(), retry));
+        // Coordinated on a caller's thread, the partition's own thread must learn that it
+        // holds a write: an empty batch wakes it, and it then retries on its timer.
+        let _ = self.shared.send(self.id, super::msg::Msg::Batch(Vec::new()));
+    }
+
+    /// Whether writes are held here (the partition's loop then wakes every [`RETRY_STEP`]).
+    pub(crate) fn has_paced(&self) -> bool {
+        !self.paced.is_empty()
+    }
+
+    /// Runs again the held calls once the gate is open (or once they may wait no longer:
+    /// they then fail with the budget's error), and submits again the held
+    /// multi-partition transactions that waited [`RETRY_STEP`].
+    pub(crate) fn retry_paced(&mut self) {
+        if self.paced.is_empty() {
+            return;
+        }
+        let gate_open = self.store.as_deref().is_some_and(|s| s.write_gate().is_none());
+        if !self.paced.calls.is_empty() {
+            let give_up = !gate_open
+                && !self.shared.gates.may_wait(&[self.id], self.shared.config.memory_wait)
+                && self.shared.config.anticache.is_some();
+            if gate_open || give_up {
+                let calls = std::mem::take(&mut self.paced.calls);
+                for (held, inv) in calls {
+                    self.stats
+                        .write_wait_nanos
+                        .fetch_add(held.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    // Held again if the gate closes before it (its place kept: behind the
+                    // calls held before it).
+                    self.run_single(inv);
+                }
+            }
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.paced.mp)
+            .into_iter()
+            .partition(|(held, _)| held.elapsed() >= RETRY_STEP);
+        self.paced.mp = later;
+        for (held, r) in due {
+            self.stats
+                .write_wait_nanos
+                .fetch_add(held.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let work = MpWork::Call {
+                proc: r.proc,
+                params: r.params,
+                restarts: r.restarts,
+                replay: r.replay,
+            };
+            if let Err(e) = self.shared.submit_mp(work, r.parts, r.reply) {
+                self.record(&Err(e));
+            }
+        }
+    }
+}
