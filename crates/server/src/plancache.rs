@@ -18,10 +18,13 @@
 //! - the shape's result columns (names and types) and statement kind are the statement's.
 //!
 //! A constant that does not convert (`100000` for a `smallint`) sends the statement down
-//! the uncached path, which answers as PostgreSQL would. An entry holds the catalog it was
-//! planned against and is ignored once the schema changes (any DDL); a statement that
-//! touches the system catalogs is never cached (those are answered apart, crate::syscat). The cache holds at most [`MAX_ENTRIES`] shapes and starts over when
-//! full.
+//! the uncached path, which answers as PostgreSQL would. The cache holds the entries of one
+//! catalog, the one they were planned against, and starts over when the schema changes
+//! (any DDL): an entry holding a catalog of its own would keep every version of the schema
+//! alive, so that creating tables one after another took memory quadratic in their number
+//! (2,000 empty tables: 155 MB). A statement that touches the system catalogs is never
+//! cached (those are answered apart, crate::syscat). The cache holds at most
+//! [`MAX_ENTRIES`] shapes and starts over when full.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -40,27 +43,33 @@ pub const MAX_ENTRIES: usize = 4096;
 /// What the cache knows of a shape.
 enum Entry {
     /// The shape's plan, and the parameters' types.
-    Plan {
-        catalog: Arc<Catalog>,
-        command: Command,
-        types: Vec<Type>,
-    },
+    Plan { command: Command, types: Vec<Type> },
     /// Statements of this shape are planned from their text.
-    Uncached { catalog: Arc<Catalog> },
-}
-
-impl Entry {
-    fn catalog(&self) -> &Arc<Catalog> {
-        match self {
-            Entry::Plan { catalog, .. } | Entry::Uncached { catalog } => catalog,
-        }
-    }
+    Uncached,
 }
 
 /// The server's plans of shapes (shared by its connections).
 #[derive(Default)]
 pub struct PlanCache {
-    entries: Mutex<HashMap<String, Entry>>,
+    inner: Mutex<Entries>,
+}
+
+/// The entries, all planned against `catalog`.
+#[derive(Default)]
+struct Entries {
+    catalog: Option<Arc<Catalog>>,
+    map: HashMap<String, Entry>,
+}
+
+impl Entries {
+    /// The entries of `catalog`: none are left of another one.
+    fn of(&mut self, catalog: &Arc<Catalog>) -> &mut HashMap<String, Entry> {
+        if !self.catalog.as_ref().is_some_and(|c| Arc::ptr_eq(c, catalog)) {
+            self.map = HashMap::new();
+            self.catalog = Some(catalog.clone());
+        }
+        &mut self.map
+    }
 }
 
 /// What [`PlanCache::lookup`] found.
@@ -89,11 +98,10 @@ impl PlanCache {
         let key = key(&shape);
         let catalog = db.catalog();
         let (command, types) = {
-            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            match entries.get(&key) {
-                Some(e) if !Arc::ptr_eq(e.catalog(), &catalog) => return Lookup::Learn(shape),
-                Some(Entry::Plan { command, types, .. }) => (command.clone(), types.clone()),
-                Some(Entry::Uncached { .. }) => return Lookup::Plan,
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            match inner.of(&catalog).get(&key) {
+                Some(Entry::Plan { command, types }) => (command.clone(), types.clone()),
+                Some(Entry::Uncached) => return Lookup::Plan,
                 None => return Lookup::Learn(shape),
             }
         };
@@ -114,14 +122,11 @@ impl PlanCache {
     pub fn learn(&self, db: &Database, shape: &Shape, planned: &Command) {
         let catalog = db.catalog();
         let entry = match fits(db, shape, planned) {
-            Some((command, types)) => Entry::Plan {
-                catalog,
-                command,
-                types,
-            },
-            None => Entry::Uncached { catalog },
+            Some((command, types)) => Entry::Plan { command, types },
+            None => Entry::Uncached,
         };
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = inner.of(&catalog);
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }
