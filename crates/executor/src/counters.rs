@@ -190,6 +190,7 @@ engine_counters! {
     index_bytes: Gauge "" [""] * 1.0, "";
     tombstone_bytes: Gauge "" [""] * 1.0, "";
     buffer_bytes: Gauge "" [""] * 1.0, "";
+    schema_bytes: Gauge "" [""] * 1.0, "";
     /// Everything the anti-cache holds: block directory, free-space map, I/O buffers.
     anticache_bytes: Gauge "" [""] * 1.0, "";
 }
@@ -219,6 +220,7 @@ impl PartitionStats {
         self.index_bytes.store(m.index_bytes, Relaxed);
         self.tombstone_bytes.store(m.tombstone_bytes, Relaxed);
         self.buffer_bytes.store(m.buffer_bytes, Relaxed);
+        self.schema_bytes.store(m.schema_bytes, Relaxed);
         self.anticache_bytes.store(anticache_bytes, Relaxed);
         self.directory_bytes.store(directory_bytes, Relaxed);
     }
@@ -243,6 +245,7 @@ impl PartitionStats {
             index_bytes: self.index_bytes.load(Relaxed),
             tombstone_bytes: self.tombstone_bytes.load(Relaxed),
             buffer_bytes: self.buffer_bytes.load(Relaxed),
+            schema_bytes: self.schema_bytes.load(Relaxed),
         }
     }
 }

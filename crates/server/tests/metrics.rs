@@ -257,7 +257,7 @@ async fn metrics_endpoint_serves_every_figure_in_exposition_format() {
     assert!(get("permafrost_block_file_bytes") > 0.0);
     assert_eq!(get("permafrost_memory_limit_bytes"), (64u64 << 20) as f64);
     assert_eq!(get("permafrost_partitions"), 2.0);
-    for c in ["tuple", "string", "index", "tombstone", "buffer", "anticache"] {
+    for c in ["tuple", "string", "index", "tombstone", "buffer", "schema", "anticache"] {
         get(&format!("permafrost_memory_bytes{{component=\"{c}\"}}"));
     }
     assert!(get("permafrost_memory_bytes{component=\"index\"}") > 0.0);

@@ -25,19 +25,33 @@ pub struct MemoryUsage {
     pub tombstone_bytes: u64,
     /// Transaction buffers (undo log).
     pub buffer_bytes: u64,
+    /// What the schema takes: each table's fixed structures at this partition, and the
+    /// partition's share of what the database keeps per table elsewhere (the catalog, the
+    /// plans, the system catalogs' copy): [`crate::schema::TableSchema::memory_bytes`].
+    pub schema_bytes: u64,
 }
 
 impl MemoryUsage {
     /// Everything taken from the OS.
     pub fn total(&self) -> u64 {
-        self.tuple_bytes + self.string_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
+        self.tuple_bytes
+            + self.string_bytes
+            + self.index_bytes
+            + self.tombstone_bytes
+            + self.buffer_bytes
+            + self.schema_bytes
     }
 
     /// What live data occupies: like [`MemoryUsage::total`] but counting only the used
     /// part of tuple and string storage (free slots are reused before memory grows). This
     /// is what eviction keeps under its threshold.
     pub fn live(&self) -> u64 {
-        self.tuple_used_bytes + self.string_used_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
+        self.tuple_used_bytes
+            + self.string_used_bytes
+            + self.index_bytes
+            + self.tombstone_bytes
+            + self.buffer_bytes
+            + self.schema_bytes
     }
 }
 
@@ -50,5 +64,6 @@ impl AddAssign for MemoryUsage {
         self.index_bytes += o.index_bytes;
         self.tombstone_bytes += o.tombstone_bytes;
         self.buffer_bytes += o.buffer_bytes;
+        self.schema_bytes += o.schema_bytes;
     }
 }

@@ -91,7 +91,39 @@ pub struct TableSchema {
     pub evictable: bool,
 }
 
+/// Memory a table takes at each partition however few rows it holds: the table's own
+/// structures (heap and index roots, layout, tracker, counters) and the allocator's rounding
+/// of them. Measured: `permafrost serve` grew by 6.3, 8.7 and 13.8 KB per empty table of two
+/// columns and a primary key with 1, 2 and 4 partitions (2,000 tables created one after
+/// another), about 2.5 KB per table at each partition and 3.8 KB once.
+pub const TABLE_BYTES_PER_PARTITION: u64 = 2560;
+/// Memory the database keeps once per table beyond its partitions (its catalog entry, the
+/// schema log's and the system catalogs' copies, plans), besides its names: see
+/// [`TABLE_BYTES_PER_PARTITION`].
+pub const TABLE_BYTES_ONCE: u64 = 3072;
+/// The same, per column and per index (their definitions and names' copies).
+pub const COLUMN_BYTES: u64 = 192;
+pub const INDEX_BYTES: u64 = 256;
+
 impl TableSchema {
+    /// What the database keeps once for this table (its definitions and their copies),
+    /// estimated from its shape: [`TABLE_BYTES_ONCE`] and the like, plus its names. Each
+    /// partition counts its share of it, and [`TABLE_BYTES_PER_PARTITION`] of its own, in its
+    /// memory budget ([`crate::MemoryUsage::schema_bytes`]).
+    pub fn memory_bytes(&self) -> u64 {
+        let columns: u64 = self
+            .columns
+            .iter()
+            .map(|c| COLUMN_BYTES + 2 * c.name.len() as u64)
+            .sum();
+        let indexes: u64 = self
+            .indexes
+            .iter()
+            .map(|i| INDEX_BYTES + 2 * i.name.len() as u64 + 8 * i.columns.len() as u64)
+            .sum();
+        TABLE_BYTES_ONCE + 2 * self.name.len() as u64 + columns + indexes
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }

@@ -119,6 +119,9 @@ pub struct PartitionStore {
     images: Vec<u8>,
     /// What committed transactions changed lately, when remembered ([`Recent`]).
     recent: Option<Recent>,
+    /// The partitions of the database, among which what it keeps once per table is
+    /// counted ([`PartitionStore::set_partitions`]).
+    partitions: u32,
 }
 
 impl PartitionStore {
@@ -130,7 +133,14 @@ impl PartitionStore {
             records: Vec::new(),
             images: Vec::new(),
             recent: None,
+            partitions: 1,
         }
+    }
+
+    /// The database has `n` partitions: each counts a share of what the database keeps
+    /// once per table ([`crate::MemoryUsage::schema_bytes`]).
+    pub fn set_partitions(&mut self, n: u32) {
+        self.partitions = n.max(1);
     }
 
     /// From now on, remembers what each committed transaction changed, stamped by
@@ -663,6 +673,7 @@ impl PartitionStore {
         let mut m = MemoryUsage::default();
         for t in self.tables() {
             m += t.memory_usage();
+            m.schema_bytes += crate::schema::TABLE_BYTES_PER_PARTITION + t.schema_bytes() / u64::from(self.partitions);
         }
         m.buffer_bytes += (self.images.capacity()
             + self.records.capacity() * std::mem::size_of::<UndoRecord>()

@@ -121,6 +121,8 @@ impl DetachedRow {
 
 pub struct Table {
     schema: Arc<TableSchema>,
+    /// `schema.memory_bytes()`, kept with the schema (the memory check reads it often).
+    schema_bytes: u64,
     layout: TupleLayout,
     heap: Heap,
     var: VarHeap,
@@ -172,6 +174,7 @@ impl Table {
             .collect();
         let tracker = if schema.evictable { tracker } else { None };
         Table {
+            schema_bytes: schema.memory_bytes(),
             schema,
             layout,
             heap,
@@ -188,6 +191,11 @@ impl Table {
 
     pub fn schema(&self) -> &Arc<TableSchema> {
         &self.schema
+    }
+
+    /// What the database keeps once for this table's schema ([`TableSchema::memory_bytes`]).
+    pub fn schema_bytes(&self) -> u64 {
+        self.schema_bytes
     }
 
     pub fn layout(&self) -> &TupleLayout {
@@ -640,6 +648,7 @@ impl Table {
     pub fn install_index(&mut self, schema: Arc<TableSchema>, built: BuiltIndex) {
         self.indexes.push(built.index);
         self.encoders.push(built.encoder);
+        self.schema_bytes = schema.memory_bytes();
         self.schema = schema;
     }
 
@@ -690,6 +699,7 @@ impl Table {
         }
         self.indexes.remove(dropped);
         self.encoders.remove(dropped);
+        self.schema_bytes = schema.memory_bytes();
         self.schema = schema;
         Ok(())
     }
@@ -940,6 +950,7 @@ impl Table {
             index_bytes: self.indexes.iter().map(|i| i.memory_bytes() as u64).sum(),
             tombstone_bytes: self.tombstones.memory_bytes() as u64,
             buffer_bytes: 0,
+            schema_bytes: 0,
         }
     }
 

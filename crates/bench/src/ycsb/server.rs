@@ -137,7 +137,7 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
             string_bytes: memory("string"),
             index_bytes: memory("index"),
             tombstone_bytes: memory("tombstone"),
-            buffer_bytes: memory("buffer") + memory("anticache"),
+            buffer_bytes: memory("buffer") + memory("anticache") + memory("schema"),
             ..MemoryReport::default()
         },
         log: figures

@@ -439,6 +439,12 @@ impl Partition {
             MpWork::Ddl { .. } if info.writes_refused.is_some() => {
                 Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)
             }
+            MpWork::Ddl { changes, .. }
+                if changes.iter().any(takes_memory)
+                    && let Some(e) = self.shared.refuse_schema_growth(&t.parts, &refs) =>
+            {
+                Outcome::Done(Err(e), false)
+            }
             MpWork::Ddl { changes, next, .. } => {
                 let shared = self.shared.clone();
                 let r = apply_ddl(&mut refs, changes, &|| shared.tracker(), shared.config.partitions);
@@ -525,6 +531,15 @@ impl Partition {
             });
         }
     }
+}
+
+/// Whether a schema change adds structures that take memory at every partition (a new
+/// table, index or key), which the budget may refuse.
+fn takes_memory(c: &DdlChange) -> bool {
+    matches!(
+        c,
+        DdlChange::CreateTable(_) | DdlChange::CreateIndex(_) | DdlChange::AddPrimaryKey(_)
+    )
 }
 
 /// After a transaction ran over partitions whose tokens the coordinator held: their

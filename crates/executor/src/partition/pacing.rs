@@ -22,13 +22,19 @@
 //! once when eviction can free nothing (every table in memory is non-evictable, or the
 //! disk failed). Counters: `write_waits` (each time a write was held) and
 //! `write_wait_nanos` (how long writes were held, in all).
+//!
+//! Schema changes take memory too (each table's structures at every partition, its catalog
+//! entry: `permafrost_storage::MemoryUsage::schema_bytes`). One that adds a table, an index
+//! or a key is refused with the budget's error when a gate among its partitions is closed
+//! and eviction cannot open it ([`Shared::refuse_schema_growth`]); while eviction can, it
+//! goes ahead (it is small, and eviction makes its room after it).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use permafrost_sql::SqlError;
-use permafrost_storage::StorageError;
+use permafrost_storage::{PartitionStore, StorageError};
 
 use super::msg::{Invocation, MpRetry, MpWork};
 use super::state::Partition;
@@ -73,6 +79,22 @@ impl Gates {
         self.can_free[p as usize].store(can_free, Ordering::Release);
     }
 
+    /// Whether a schema change that takes memory (a new table or index) is refused at
+    /// `parts`: a gate among them is closed and eviction cannot open it (nothing evictable,
+    /// a failed disk), or it has stayed closed for `limit`.
+    fn refuse_growth(&self, parts: &[u32], limit: Duration) -> bool {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        parts.iter().any(|&p| {
+            let since = self
+                .closed_since
+                .get(p as usize)
+                .map_or(0, |s| s.load(Ordering::Acquire));
+            since != 0
+                && (!self.can_free[p as usize].load(Ordering::Acquire)
+                    || (!limit.is_zero() && Duration::from_micros(now.saturating_sub(since)) >= limit))
+        })
+    }
+
     /// Whether a write at `parts` refused by the budget may wait: some gate among them is
     /// closed, and every closed one can still be opened by eviction and has been closed for
     /// less than `limit`.
@@ -104,6 +126,25 @@ fn is_gate_refusal(e: &Error) -> bool {
 }
 
 impl Shared {
+    /// The budget's error for a schema change at `parts` that would take memory the budget
+    /// has not got (see [`Gates::refuse_growth`]): the closed gate's error, from `stores`.
+    pub(crate) fn refuse_schema_growth(&self, parts: &[u32], stores: &[&mut PartitionStore]) -> Option<Error> {
+        if !self.gates.refuse_growth(parts, self.config.memory_wait) {
+            return None;
+        }
+        stores.iter().find_map(|s| match s.write_gate() {
+            Some(StorageError::MemoryLimit {
+                needed, used, limit, ..
+            }) => Some(Error::from(StorageError::MemoryLimit {
+                what: "a schema change (a new table or index)".into(),
+                needed: *needed,
+                used: *used,
+                limit: *limit,
+            })),
+            _ => None,
+        })
+    }
+
     /// Whether a write at `parts` that failed with `e` should wait for eviction and run
     /// again rather than fail.
     pub(crate) fn pace(&self, e: &Error, parts: &[u32]) -> bool {

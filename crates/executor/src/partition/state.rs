@@ -101,6 +101,7 @@ impl Partition {
             id,
             store: Some(Box::new({
                 let mut store = PartitionStore::new(id);
+                store.set_partitions(shared.config.partitions);
                 store.remember_writes(shared.write_clock.clone());
                 store
             })),

@@ -174,7 +174,7 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "permafrost_memory_bytes",
         Gauge,
         "component",
-        "Memory taken, by component: tuple, string (out-of-line values), index, tombstone, buffer (undo log), anticache (block directory, free-space map, I/O buffers). The sum is everything the engine holds.",
+        "Memory taken, by component: tuple, string (out-of-line values), index, tombstone, buffer (undo log), schema (tables' fixed structures and the catalog's share, estimated per table), anticache (block directory, free-space map, I/O buffers). The sum is everything the engine holds.",
     ),
     m(
         "permafrost_memory_used_bytes",

@@ -130,6 +130,7 @@ pub(crate) fn engine_rows(
         r.add(taken, &[("component", "index")], mem.index_bytes as f64);
         r.add(taken, &[("component", "tombstone")], mem.tombstone_bytes as f64);
         r.add(taken, &[("component", "buffer")], mem.buffer_bytes as f64);
+        r.add(taken, &[("component", "schema")], mem.schema_bytes as f64);
         r.add(taken, &[("component", "anticache")], st.anticache_bytes as f64);
         let used = "permafrost_memory_used_bytes";
         r.add(used, &[("component", "tuple")], mem.tuple_used_bytes as f64);

@@ -1,0 +1,148 @@
+//! The memory budget from a client's side, against `permafrost serve` in a child process
+//! (its resident memory is read from /proc, never this test process's): tables are
+//! accounted, and refused with 53200 before the process passes its bound; a COPY stream of
+//! ten times the budget is paced to eviction and completes without a refusal.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::SinkExt;
+use tokio_postgres::{Client, NoTls};
+
+const BUDGET: u64 = 16 << 20;
+
+/// What the process may hold: the budget plus the documented overhead (README, "Memory
+/// budget": at most 48 MiB plus a tenth of the budget).
+const BOUND: u64 = BUDGET + (48 << 20) + BUDGET / 10;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    /// Peak resident memory so far (VmHWM), in bytes.
+    fn peak(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .expect("VmHWM");
+        kb * 1024
+    }
+}
+
+fn start(dir: &Path) -> (Server, u16) {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(env!("CARGO_BIN_EXE_permafrost"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-listen",
+            "off",
+        ])
+        .args(["--partitions", "2", "--memory-limit", &BUDGET.to_string()])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the permafrost binary starts");
+    (Server(child), port)
+}
+
+async fn connect(port: u16) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls).await {
+            Ok((client, conn)) => {
+                tokio::spawn(conn);
+                return client;
+            }
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("the server did not come up: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_are_refused_with_53200_before_the_process_passes_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, port) = start(dir.path());
+    let c = connect(port).await;
+    let mut created = 0;
+    let refused = loop {
+        assert!(created < 20_000, "20,000 tables accepted in a {BUDGET}-byte budget");
+        match c
+            .batch_execute(&format!("CREATE TABLE t{created} (id BIGINT PRIMARY KEY, v TEXT)"))
+            .await
+        {
+            Ok(()) => created += 1,
+            Err(e) => break e,
+        }
+    };
+    let code = refused.code().map(|s| s.code().to_string());
+    assert_eq!(code.as_deref(), Some("53200"), "{refused:?}");
+    assert!(created > 100, "refused after {created} tables");
+    let peak = server.peak();
+    assert!(peak <= BOUND, "{created} tables: peak {peak} bytes, bound {BOUND}");
+    // The memory report shows the schema's share, and the server keeps serving.
+    let schema: f64 = c
+        .simple_query("SHOW permafrost_stats")
+        .await
+        .unwrap()
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r)
+                if r.get(0) == Some("permafrost_memory_bytes") && r.get(1).is_some_and(|l| l.contains("schema")) =>
+            {
+                r.get(2).and_then(|v| v.parse().ok())
+            }
+            _ => None,
+        })
+        .expect("a schema component");
+    assert!(schema > created as f64 * 4096.0, "schema {schema} for {created} tables");
+    c.batch_execute("DROP TABLE t0").await.unwrap();
+    c.batch_execute("CREATE TABLE again (id BIGINT PRIMARY KEY)")
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_of_ten_times_the_budget_completes_without_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port) = start(dir.path());
+    let c = connect(port).await;
+    c.batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)")
+        .await
+        .unwrap();
+    let pad = "x".repeat(1000);
+    const ROWS: u64 = 10_000;
+    let batches = 10 * BUDGET / (ROWS * 1000) + 1;
+    for b in 0..batches {
+        let mut data = String::with_capacity((ROWS * 1020) as usize);
+        for i in b * ROWS..(b + 1) * ROWS {
+            data.push_str(&format!("{i}\t{pad}\n"));
+        }
+        let sink = c.copy_in("COPY t FROM STDIN").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from(data)).await.unwrap();
+        let n = sink
+            .finish()
+            .await
+            .unwrap_or_else(|e| panic!("batch {b} of {batches}: {e:?}"));
+        assert_eq!(n, ROWS);
+    }
+    let n: i64 = c.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n as u64, batches * ROWS);
+}
