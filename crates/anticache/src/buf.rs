@@ -39,6 +39,13 @@ impl BufPool {
         }
     }
 
+    /// Gives every idle buffer back to the system; the bytes freed.
+    pub fn release_idle(&mut self) -> usize {
+        let freed = self.memory_bytes();
+        self.free = Vec::new();
+        freed
+    }
+
     /// Bytes of idle buffers held.
     pub fn memory_bytes(&self) -> usize {
         self.free.len() * mapped_size(self.size)

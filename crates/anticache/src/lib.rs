@@ -541,6 +541,12 @@ impl AntiCache {
             + self.held.capacity() * std::mem::size_of::<(u64, u32, u16)>()) as u64
     }
 
+    /// Gives the idle block buffers back to the system (the partition is over its budget:
+    /// steady traffic would reuse them, but the budget comes first); the bytes freed.
+    pub fn release_idle_buffers(&mut self) -> u64 {
+        self.pool.release_idle() as u64
+    }
+
     /// Whether reads or writes are outstanding or blocks wait to be merged.
     pub fn busy(&self) -> bool {
         !self.in_flight.is_empty() || !self.writing.is_empty() || !self.staged.is_empty()

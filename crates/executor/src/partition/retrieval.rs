@@ -255,6 +255,13 @@ impl Partition {
                 .compact_nanos
                 .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
+        if used > share
+            && let Some(ac) = self.ac.as_mut()
+        {
+            // Idle block buffers are kept for the next rounds' I/O, not at the budget's
+            // expense.
+            used = used.saturating_sub(ac.release_idle_buffers());
+        }
         let gate = (used > share).then(|| StorageError::MemoryLimit {
             what: match &failure {
                 Some(f) => format!("a write at partition {} (eviction failed: {f})", self.id),
