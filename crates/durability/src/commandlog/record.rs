@@ -116,11 +116,32 @@ pub fn encode_call(
     out: &mut Vec<u8>,
 ) {
     debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
+    let len = 25 + 4 * partitions.len() + 8 + text.len() + params.iter().map(value_len).sum::<usize>();
+    if len > EXACT_RESERVE {
+        // A large record (a COPY's rows) is written into room of its own size: growing
+        // into it by doubling would take up to twice its size, and copy it as often.
+        out.reserve_exact(len);
+    }
     out.push(if ad_hoc { KIND_AD_HOC } else { KIND_CALL });
     out.extend_from_slice(&now.to_le_bytes());
     out.extend_from_slice(&seed.to_le_bytes());
     put_partitions(partitions, out);
     put_call(text, params, out);
+}
+
+/// Records longer than this get room of their exact size before they are encoded.
+const EXACT_RESERVE: usize = 1 << 20;
+
+/// The bytes [`put_value`] writes for `v` (for a numeric not of the small form, about).
+fn value_len(v: &Value) -> usize {
+    match v {
+        Value::Null => 1,
+        Value::Bool(_) => 2,
+        Value::Int(_) | Value::Double(_) | Value::Timestamp(_) => 9,
+        Value::Decimal(_) => 21,
+        Value::Text(s) => 5 + s.len(),
+        Value::Bytes(b) => 5 + b.len(),
+    }
 }
 
 fn len32(n: usize) -> u32 {

@@ -27,6 +27,11 @@ impl Pending {
         let chunk = self.chunked.then(|| Chunk::bodies(&self.body));
         single.into_iter().chain(chunk.into_iter().flatten())
     }
+
+    /// The length of its largest record, framed.
+    fn largest(&self) -> usize {
+        self.bodies().map(|b| b.len() + RECORD_HEADER_LEN).max().unwrap_or(0)
+    }
 }
 
 pub(super) struct Writer {
@@ -257,6 +262,7 @@ impl Writer {
             .iter()
             .map(|p| p.body.len() + p.count as usize * RECORD_HEADER_LEN)
             .sum::<usize>()
+            .min(MAX_UNSYNCED_SPAN as usize + batch.iter().map(|p| p.largest()).max().unwrap_or(0))
             + PAGE as usize;
         self.begin_piece(reserve);
         // Where in the segment the piece's first record goes.
@@ -276,10 +282,17 @@ impl Writer {
             }
         }
         self.write_piece(at)?;
-        Ok(at + self.piece_len())
+        let end = at + self.piece_len();
+        if self.buf.capacity() > KEPT_BUFFER_BYTES {
+            // One large record (a COPY batch) made it that large: not kept for the small
+            // batches that follow, whose memory nobody counts.
+            self.buf = Vec::new();
+        }
+        Ok(end)
     }
 
-    /// Empties `buf` for the next piece, with room for `reserve` bytes of records and
+    /// Empties `buf` for the next piece, with room for `reserve` bytes of records (at most
+    /// what one piece holds: [`MAX_UNSYNCED_SPAN`] and the record that passes it) and
     /// padding; for a direct segment it starts with an alignment gap and [`Writer::tail`].
     pub(super) fn begin_piece(&mut self, reserve: usize) {
         if self.direct {

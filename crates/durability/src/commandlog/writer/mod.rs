@@ -59,6 +59,9 @@ const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
 /// allocator a free on another thread than the one that allocated.
 const SPARE_BUFFERS: usize = 16;
 const SPARE_BUFFER_BYTES: usize = 1 << 20;
+/// The writer keeps its framing buffer between batches up to this size: past it (a batch
+/// with a record of many megabytes, such as a COPY's) it is given back.
+const KEPT_BUFFER_BYTES: usize = 8 << 20;
 /// A new chunk buffer (none to spare yet) starts with room for this many bytes, so that a
 /// partition's chunk of a busy pass does not grow through a series of reallocations.
 const FIRST_CHUNK_BYTES: usize = 256 << 10;
