@@ -42,6 +42,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    allocator::start_purger();
     let r = match cli.command {
         Command::Serve(a) => run_serve(*a),
         Command::Bench {
