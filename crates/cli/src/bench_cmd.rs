@@ -280,8 +280,35 @@ pub(crate) struct YcsbArgs {
     /// Zipfian constant s of the key distribution (0 = uniform).
     #[arg(long, default_value_t = 0.99)]
     pub(crate) skew: f64,
+    /// A report an earlier run wrote with --json (e.g. docs/results/embedded-ycsb.json):
+    /// its throughput is printed next to this run's, with the ratio, and a warning when
+    /// this run is less than 80 % of it (the machine is noisy: compare interleaved runs).
+    #[arg(long)]
+    pub(crate) baseline: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) common: CommonArgs,
+}
+
+/// This run's throughput next to the one recorded in `path` (a `--json` report).
+fn against_baseline(path: &Path, tps: f64) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--baseline {}: {e}", path.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--baseline {}: not a JSON report: {e}", path.display()))?;
+    let recorded = json
+        .get("throughput_tps")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| format!("--baseline {}: no throughput_tps in it", path.display()))?;
+    let ratio = tps / recorded;
+    let mut line = format!(
+        "against the recorded run ({}): {tps:.0} txn/s now, {recorded:.0} recorded ({ratio:.2}x)",
+        path.display()
+    );
+    if ratio < 0.8 {
+        line.push_str(
+            "\nwarning: less than 80 % of the recorded figure; run both builds in interleaved rounds before trusting it",
+        );
+    }
+    Ok(line)
 }
 
 impl CommonArgs {
@@ -344,6 +371,9 @@ pub(crate) fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
         }
     };
     println!("{}", report.summary());
+    if let Some(path) = &args.baseline {
+        println!("{}", against_baseline(path, report.throughput_tps)?);
+    }
     write_json(c.json.as_deref(), &report)?;
     if report.verify_errors > 0 {
         return Err(format!("{} reads failed verification", report.verify_errors));
