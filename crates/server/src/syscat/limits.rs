@@ -145,7 +145,11 @@ impl Aggregate<String, (Option<String>, SubType)> for ArrayAgg {
 
     fn finalize(&self, _: &mut Context<'_>, acc: Option<String>) -> rusqlite::Result<(Option<String>, SubType)> {
         Ok(match acc {
-            None => (None, None),
+            // No rows: an empty array, as `json_group_array` gave and as PostgreSQL's
+            // `ARRAY(subquery)` gives (psql's `\du` shows it as `{}`); PostgreSQL's
+            // `array_agg` would give NULL.
+            None => (Some("[]".to_string()), Some(JSON_SUBTYPE)),
+            Some(a) if a.is_empty() => (Some("[]".to_string()), Some(JSON_SUBTYPE)),
             Some(mut a) => {
                 self.0.build(|b| b.append(&mut a, "]"))?;
                 (Some(a), Some(JSON_SUBTYPE))
