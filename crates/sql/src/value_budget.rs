@@ -86,8 +86,13 @@ impl<'p> ValueBudget<'p> {
         if len > MAX_VALUE_BYTES {
             return Err(SqlError::ValueTooLarge);
         }
-        if self.held.get().saturating_add(len) > self.limit {
+        if len > self.limit {
             return Err(SqlError::ValueOverWorkMem { len, limit: self.limit });
+        }
+        if self.held.get().saturating_add(len) > self.limit {
+            // The value alone would fit: what the statement holds already does not leave
+            // room for it, as for a row it gathers.
+            return Err(SqlError::OutOfWorkMem(self.limit));
         }
         // (A value smaller than the step a statement holds without the pool never
         // touches it, as rows do not.)
@@ -285,6 +290,13 @@ mod tests {
         // What the statement holds counts.
         b.set_held(1 << 19);
         assert_eq!(code(b.repeat("x", (1 << 19) + 1)), "54000");
+        // A value that would fit alone is refused for what is held, not as too large.
+        let e = b.check((1 << 19) + 1).unwrap_err();
+        assert!(matches!(e, SqlError::OutOfWorkMem(_)), "{e}");
+        assert!(matches!(
+            b.check((1 << 20) + 1).unwrap_err(),
+            SqlError::ValueOverWorkMem { .. }
+        ));
         let pool = MemoryPool::new(2 * POOL_STEP);
         let b = ValueBudget::new(usize::MAX, Some(&pool));
         b.repeat("x", 3 * POOL_STEP as i64).unwrap();
