@@ -1,0 +1,107 @@
+//! A table's upkeep between transactions: giving memory back after eviction
+//! ([`Table::compact`]), what it holds ([`Table::memory_usage`]), and the check of the
+//! invariants listed in the module documentation of `table` ([`Table::check_consistency`]).
+
+use super::*;
+
+impl Table {
+    /// Gives memory back after eviction has emptied many slots: moves the tuples of the
+    /// heap's last chunks into free slots below (re-pointing their index entries and
+    /// tracker links) and unmaps the chunks that become empty (unless fewer than two whole
+    /// chunks can go); unmaps the string heap's chunks that hold nothing
+    /// ([`VarHeap::trim`]). Must run between transactions. Returns the bytes released.
+    pub fn compact(&mut self) -> usize {
+        self.generation += 1;
+        let strings = self.var.trim();
+        let per = self.heap.per_chunk() as usize;
+        let keep = (self.heap.live() as usize).div_ceil(per).max(1);
+        if self.heap.chunk_count() < keep + 2 {
+            return strings;
+        }
+        let new_end = (keep * per) as u32;
+        let mut free = self.heap.free_below(new_end);
+        let movers: Vec<u32> = (new_end..self.heap.high_water())
+            .filter(|&s| self.heap.is_live(s))
+            .collect();
+        let mut scratch = Vec::new();
+        for s in movers {
+            let t = free.pop().expect("the live tuples fit below the new end");
+            self.heap.move_slot(s, t, &mut scratch);
+            if let Some(tr) = self.tracker.as_mut() {
+                tr.on_move(&mut self.heap, s, t);
+            }
+            for i in 0..self.indexes.len() {
+                if let Some(k) = self.key_of_slot(i, t) {
+                    let ok = self.indexes[i].replace(&k, TupleRef::slot(s), TupleRef::slot(t));
+                    debug_assert!(ok, "index entry of a moved tuple is missing");
+                }
+            }
+        }
+        let before = self.heap.reserved_bytes();
+        self.heap.truncate(keep, free);
+        strings + before.saturating_sub(self.heap.reserved_bytes())
+    }
+
+    // -----------------------------------------------------------------------------------
+
+    pub fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            tuple_bytes: self.heap.reserved_bytes() as u64,
+            tuple_used_bytes: self.heap.used_bytes() as u64,
+            string_bytes: self.var.reserved_bytes() as u64,
+            string_used_bytes: self.var.used_bytes() as u64,
+            index_bytes: self.indexes.iter().map(|i| i.memory_bytes() as u64).sum(),
+            tombstone_bytes: self.tombstones.memory_bytes() as u64,
+            buffer_bytes: 0,
+            schema_bytes: 0,
+        }
+    }
+
+    /// Checks the invariants listed in the module docs; returns a description of the first
+    /// violation.
+    pub fn check_consistency(&self) -> std::result::Result<(), String> {
+        let mut visible = 0usize;
+        for slot in 0..self.heap.high_water() {
+            if !self.heap.is_visible(slot) {
+                continue;
+            }
+            visible += 1;
+            for i in 0..self.indexes.len() {
+                if let Some(k) = self.key_of_slot(i, slot) {
+                    let mut found = 0;
+                    let _ = self.indexes[i].lookup(&k, |r| {
+                        if r == TupleRef::slot(slot) {
+                            found += 1;
+                        }
+                        ControlFlow::Continue(())
+                    });
+                    if found != 1 {
+                        return Err(format!("slot {slot} has {found} entries in index {i}"));
+                    }
+                }
+            }
+        }
+        for (i, ix) in self.indexes.iter().enumerate() {
+            let mut err = None;
+            ix.for_each(|_, r| {
+                let ok = match (r.as_slot(), r.as_tombstone()) {
+                    (Some(s), _) => self.heap.is_visible(s),
+                    (_, Some(t)) => self.tombstones.get(t).is_some(),
+                    _ => false,
+                };
+                if !ok && err.is_none() {
+                    err = Some(format!("index {i} has a dangling entry {r:?}"));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        if let Some(t) = &self.tracker
+            && t.len() != visible
+        {
+            return Err(format!("tracker holds {} tuples, {} are visible", t.len(), visible));
+        }
+        Ok(())
+    }
+}
