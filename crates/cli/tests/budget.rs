@@ -3,13 +3,12 @@
 //! accounted, and refused with 53200 before the process passes its bound; a COPY stream of
 //! ten times the budget is paced to eviction and completes without a refusal.
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::Path;
+
+use common::{Server, connect, free_port};
 use futures::SinkExt;
-use tokio_postgres::{Client, NoTls};
 
 const BUDGET: u64 = 16 << 20;
 
@@ -17,62 +16,9 @@ const BUDGET: u64 = 16 << 20;
 /// budget": at most 48 MiB plus a tenth of the budget).
 const BOUND: u64 = BUDGET + (48 << 20) + BUDGET / 10;
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Server {
-    /// Peak resident memory so far (VmHWM), in bytes.
-    fn peak(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.id())).unwrap();
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .expect("VmHWM");
-        kb * 1024
-    }
-}
-
 fn start(dir: &Path) -> (Server, u16) {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_permafrost"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--metrics-listen",
-            "off",
-        ])
-        .args(["--partitions", "2", "--memory-limit", &BUDGET.to_string()])
-        .arg("--data-dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the permafrost binary starts");
-    (Server(child), port)
-}
-
-async fn connect(port: u16) -> Client {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls).await {
-            Ok((client, conn)) => {
-                tokio::spawn(conn);
-                return client;
-            }
-            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
-            Err(e) => panic!("the server did not come up: {e}"),
-        }
-    }
+    let port = free_port();
+    (Server::start(dir, port, &["--memory-limit", &BUDGET.to_string()]), port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,62 +3,19 @@
 //! mode, replayed at start; with a snapshot taken by CHECKPOINT, the snapshot and the log
 //! after it).
 
-use std::net::TcpListener;
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tokio_postgres::{Client, NoTls};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Server, connect, free_port};
+use tokio_postgres::Client;
 
 fn start_with(dir: &Path, port: u16, extra: &[&str]) -> Server {
-    let child = Command::new(env!("CARGO_BIN_EXE_permafrost"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--metrics-listen",
-            "off",
-        ])
-        .args(["--partitions", "2", "--memory-limit", "16MiB", "--command-log", "sync"])
-        .args(extra)
-        .arg("--data-dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the permafrost binary starts");
-    Server(child)
-}
-
-async fn connect(port: u16) -> Client {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), NoTls).await {
-            Ok((client, conn)) => {
-                tokio::spawn(conn);
-                return client;
-            }
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("the server did not come up: {e}"),
-        }
-    }
+    let mut args = vec!["--memory-limit", "16MiB", "--command-log", "sync"];
+    args.extend_from_slice(extra);
+    Server::start(dir, port, &args)
 }
 
 async fn checksum(c: &Client) -> (i64, i64) {

@@ -79,44 +79,47 @@ impl Gates {
         self.can_free[p as usize].store(can_free, Ordering::Release);
     }
 
+    /// Partition `p`'s gate as of now: open, closed but openable by eviction, or closed for
+    /// good (eviction cannot free anything there, or it has stayed closed for `limit`; a
+    /// zero `limit` bounds nothing).
+    fn gate(&self, p: u32, limit: Duration) -> Gate {
+        let since = self
+            .closed_since
+            .get(p as usize)
+            .map_or(0, |s| s.load(Ordering::Acquire));
+        if since == 0 {
+            return Gate::Open;
+        }
+        let waited = Duration::from_micros((self.epoch.elapsed().as_micros() as u64).saturating_sub(since));
+        if !self.can_free[p as usize].load(Ordering::Acquire) || (!limit.is_zero() && waited >= limit) {
+            Gate::Stuck
+        } else {
+            Gate::Openable
+        }
+    }
+
     /// Whether a schema change that takes memory (a new table or index) is refused at
-    /// `parts`: a gate among them is closed and eviction cannot open it (nothing evictable,
-    /// a failed disk), or it has stayed closed for `limit`.
+    /// `parts`: a gate among them is closed for good.
     fn refuse_growth(&self, parts: &[u32], limit: Duration) -> bool {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        parts.iter().any(|&p| {
-            let since = self
-                .closed_since
-                .get(p as usize)
-                .map_or(0, |s| s.load(Ordering::Acquire));
-            since != 0
-                && (!self.can_free[p as usize].load(Ordering::Acquire)
-                    || (!limit.is_zero() && Duration::from_micros(now.saturating_sub(since)) >= limit))
-        })
+        parts.iter().any(|&p| self.gate(p, limit) == Gate::Stuck)
     }
 
     /// Whether a write at `parts` refused by the budget may wait: some gate among them is
-    /// closed, and every closed one can still be opened by eviction and has been closed for
-    /// less than `limit`.
+    /// closed, and none is closed for good.
     fn may_wait(&self, parts: &[u32], limit: Duration) -> bool {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        let mut closed = false;
-        for &p in parts {
-            let since = match self.closed_since.get(p as usize) {
-                Some(s) => s.load(Ordering::Acquire),
-                None => return false,
-            };
-            if since == 0 {
-                continue;
-            }
-            closed = true;
-            let waited = Duration::from_micros(now.saturating_sub(since));
-            if !self.can_free[p as usize].load(Ordering::Acquire) || waited >= limit {
-                return false;
-            }
-        }
-        closed
+        let gates = || parts.iter().map(|&p| self.gate(p, limit));
+        gates().any(|g| g == Gate::Openable) && gates().all(|g| g != Gate::Stuck)
     }
+}
+
+/// A partition's write gate, as [`Gates::gate`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Open,
+    /// Closed, and eviction can open it.
+    Openable,
+    /// Closed, and eviction cannot open it (or it has stayed closed too long).
+    Stuck,
 }
 
 /// Whether `e` is the write gate's refusal (the only source of
@@ -208,9 +211,8 @@ impl Partition {
         }
         let gate_open = self.store.as_deref().is_some_and(|s| s.write_gate().is_none());
         if !self.paced.calls.is_empty() {
-            let give_up = !gate_open
-                && !self.shared.gates.may_wait(&[self.id], self.shared.config.memory_wait)
-                && self.shared.config.anticache.is_some();
+            // Past waiting, they run once more and fail with the budget's error.
+            let give_up = !gate_open && !self.shared.gates.may_wait(&[self.id], self.shared.config.memory_wait);
             if gate_open || give_up {
                 let calls = std::mem::take(&mut self.paced.calls);
                 for (held, inv) in calls {
