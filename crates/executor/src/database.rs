@@ -899,7 +899,7 @@ impl Database {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work = MpWork::Call {
             proc: stmt.proc,
-            params: rows,
+            params: rows.into(),
             restarts: 0,
             replay: None,
         };

@@ -229,7 +229,7 @@ fn fork_child(
 pub(crate) fn move_write(
     shared: &Arc<Shared>,
     proc: &Arc<Procedure>,
-    params: Vec<Value>,
+    params: Arc<[Value]>,
     stores: &mut [&mut PartitionStore],
     info: &TxnInfo,
     parts: Vec<u32>,
@@ -304,7 +304,7 @@ fn in_place(proc: &Procedure, fixed: Replayed) -> Procedure {
 struct MovedWrite {
     shared: Arc<Shared>,
     proc: Arc<Procedure>,
-    params: Vec<Value>,
+    params: Arc<[Value]>,
     parts: Vec<u32>,
     reply: crate::reply::Reply,
     fixed: Replayed,
@@ -462,12 +462,12 @@ fn applying(
 fn resubmit(
     shared: &Arc<Shared>,
     proc: Arc<Procedure>,
-    params: Vec<Value>,
+    params: Arc<[Value]>,
     parts: Vec<u32>,
     reply: crate::reply::Reply,
 ) {
     let r = match parts[..] {
-        [p] => crate::partition::router::submit_invocation(shared, proc, params, reply, p, false),
+        [p] => crate::partition::router::submit_invocation(shared, proc, params.to_vec(), reply, p, false),
         _ => {
             let work = crate::partition::msg::MpWork::Call {
                 proc,

@@ -817,7 +817,7 @@ impl Database {
             None => shared.submit_mp_here(
                 MpWork::Call {
                     proc,
-                    params,
+                    params: params.into(),
                     restarts: 0,
                     replay: None,
                 },

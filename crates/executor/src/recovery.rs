@@ -390,6 +390,7 @@ impl<'a> Replayer<'a> {
         replay: Option<Replayed>,
     ) -> Result<()> {
         let started = Instant::now();
+        let params: Arc<[permafrost_storage::Value]> = params.into();
         loop {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let work = MpWork::Call {

@@ -249,15 +249,21 @@ pub fn record_crc_start(len: u32, lsn: u64) -> u32 {
 /// highest LSN synced before the write that carries the record starts (less than `lsn`).
 pub fn frame_record(lsn: u64, durable: u64, body: &[u8], out: &mut Vec<u8>) {
     let len = u32::try_from(body.len()).expect("record body longer than MAX_BODY_LEN");
+    put_header(len, record_crc(len, lsn, durable, body), lsn, durable, out);
+    out.extend_from_slice(body);
+}
+
+/// Appends a record header of versions 3 and 4 whose checksum `crc` was computed over its
+/// body already (as [`record_crc`] computes it).
+pub fn put_header(len: u32, crc: u32, lsn: u64, durable: u64, out: &mut Vec<u8>) {
     debug_assert!(
         durable < lsn,
         "record {lsn} cannot have been durable before it was written"
     );
     out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&record_crc(len, lsn, durable, body).to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&lsn.to_le_bytes());
     out.extend_from_slice(&durable.to_le_bytes());
-    out.extend_from_slice(body);
 }
 
 /// Appends one framed record of versions 1 and 2 (length, checksum, LSN, body), as earlier

@@ -25,6 +25,6 @@ mod writer;
 pub use config::{LogConfig, LogMode};
 pub use error::LogError;
 pub use reader::{LogReader, TornTail};
-pub use record::{Request, TxnRecord, decode_record, encode_call, encode_record};
+pub use record::{Request, StreamedCall, TxnRecord, decode_record, encode_call, encode_record};
 pub use trim::{Trimmed, trim_damaged_log};
 pub use writer::{Chunk, CommandLog, DoneFn, LogStats, SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, sync_bucket_le};

@@ -17,6 +17,8 @@
 //!
 //! Integers are little-endian. [`decode_record`] checks every byte and never panics.
 
+use std::sync::Arc;
+
 use permafrost_storage::{NumericRef, Value};
 
 use crate::codec::{DecodeError, Decoder};
@@ -127,6 +129,82 @@ pub fn encode_call(
     out.extend_from_slice(&seed.to_le_bytes());
     put_partitions(partitions, out);
     put_call(text, params, out);
+}
+
+/// A call record that is never held encoded: the log writer encodes it piece by piece as
+/// it writes it ([`crate::Chunk::push_call`]). Its parameters are shared with the
+/// transaction that ran it, so a COPY batch (whose rows are its parameters) is not held a
+/// second time as its record. Its bytes are those [`encode_call`] writes.
+#[derive(Debug)]
+pub struct StreamedCall {
+    /// The body before the parameters' values: kind, timestamp, seed, partitions, text
+    /// and parameter count.
+    head: Vec<u8>,
+    params: Arc<[Value]>,
+    /// The body's length.
+    len: usize,
+}
+
+impl StreamedCall {
+    /// The record of a call (a procedure, or an ad hoc statement if `ad_hoc`); as
+    /// [`encode_call`]: `partitions` ascending without duplicates.
+    pub fn new(ad_hoc: bool, text: &str, params: Arc<[Value]>, partitions: &[u32], now: i64, seed: u64) -> Self {
+        debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
+        let mut head = Vec::with_capacity(29 + 4 * partitions.len() + text.len());
+        head.push(if ad_hoc { KIND_AD_HOC } else { KIND_CALL });
+        head.extend_from_slice(&now.to_le_bytes());
+        head.extend_from_slice(&seed.to_le_bytes());
+        put_partitions(partitions, &mut head);
+        put_bytes(text.as_bytes(), &mut head);
+        head.extend_from_slice(&len32(params.len()).to_le_bytes());
+        let len = head.len() + params.iter().map(exact_value_len).sum::<usize>();
+        StreamedCall { head, params, len }
+    }
+
+    /// The body's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f` with the body's bytes, in order, in pieces of about `piece` bytes (a
+    /// value longer than that is in one piece); stops at `f`'s first error.
+    pub fn for_each_piece<E>(&self, piece: usize, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        f(&self.head)?;
+        let mut buf = Vec::with_capacity(piece.min(1 << 20) + 64);
+        for v in self.params.iter() {
+            put_value(v, &mut buf);
+            if buf.len() >= piece {
+                f(&buf)?;
+                buf.clear();
+            }
+        }
+        if buf.is_empty() { Ok(()) } else { f(&buf) }
+    }
+
+    /// Appends the body to `out` (a small one goes into a chunk like any other).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.len);
+        out.extend_from_slice(&self.head);
+        for v in self.params.iter() {
+            put_value(v, out);
+        }
+    }
+}
+
+/// The bytes [`put_value`] writes for `v`, exactly.
+fn exact_value_len(v: &Value) -> usize {
+    match v {
+        Value::Decimal(_) => {
+            let mut b = Vec::new();
+            put_value(v, &mut b);
+            b.len()
+        }
+        v => value_len(v),
+    }
 }
 
 /// Records longer than this get room of their exact size before they are encoded.

@@ -497,7 +497,7 @@ impl Partition {
         let request = match &t.work {
             MpWork::Call {
                 proc, params, replay, ..
-            } => (logging && wrote && replay.is_none()).then(|| LogWhat::Call(proc.clone(), params.clone())),
+            } => (logging && wrote && replay.is_none()).then(|| LogWhat::SharedCall(proc.clone(), params.clone())),
             MpWork::Ddl { sql, log, .. } => (logging && *log).then(|| LogWhat::Schema(sql.clone())),
             MpWork::Snapshot(_) => None,
         };

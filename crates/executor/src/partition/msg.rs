@@ -108,6 +108,9 @@ pub(crate) struct Answer {
 /// chunk, without building a `TxnRecord`).
 pub(crate) enum LogWhat {
     Call(Arc<Procedure>, Vec<Value>),
+    /// A multi-partition call: its parameters shared with the transaction, not copied
+    /// (a COPY batch's rows are its parameters).
+    SharedCall(Arc<Procedure>, Arc<[Value]>),
     Schema(String),
 }
 
@@ -122,7 +125,8 @@ pub(crate) struct Replayed {
 pub(crate) enum MpWork {
     Call {
         proc: Arc<Procedure>,
-        params: Vec<Value>,
+        /// Shared by its retries and its log record (a COPY batch's rows are not copied).
+        params: Arc<[Value]>,
         restarts: u32,
         /// Set for a command-log record being replayed.
         replay: Option<Replayed>,
@@ -212,7 +216,7 @@ pub(crate) struct MpFetch {
 
 pub(super) struct MpRetry {
     pub(super) proc: Arc<Procedure>,
-    pub(super) params: Vec<Value>,
+    pub(super) params: Arc<[Value]>,
     pub(super) restarts: u32,
     pub(super) replay: Option<Replayed>,
     pub(super) parts: Vec<u32>,

@@ -101,7 +101,7 @@ pub(crate) fn submit(
             shared.submit_mp(
                 MpWork::Call {
                     proc: proc.clone(),
-                    params,
+                    params: params.into(),
                     restarts: 0,
                     replay: None,
                 },
@@ -137,7 +137,7 @@ pub(crate) fn submit_statement(
         None => {
             let work = MpWork::Call {
                 proc,
-                params,
+                params: params.into(),
                 restarts: 0,
                 replay: None,
             };

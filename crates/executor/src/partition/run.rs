@@ -368,28 +368,40 @@ impl Partition {
     /// directly otherwise. Called before the partitions it held run anything else, so the
     /// log's order is the commit order.
     pub(crate) fn answer(&mut self, done: Answer, reply: Reply, r: Result<Rows>) {
+        if self.log_chunk.is_sealed() {
+            // It ends with a record the writer encodes (below): what follows goes after it.
+            self.flush_log();
+        }
         match (&self.shared.log, done.log) {
             (Some(log), Some(what)) if r.is_ok() && done.wrote => {
                 // Appended with the pass's other records (`flush_log`).
                 let own = [self.id];
                 let parts: &[u32] = done.partitions.as_deref().unwrap_or(&own);
                 let (now, seed) = (done.info_now, done.info_seed);
-                let pushed = self.log_chunk.push_with(|out| match &what {
-                    LogWhat::Call(proc, params) => {
+                let pushed = match &what {
+                    // A multi-partition call's parameters (a COPY batch's rows) are shared
+                    // with the record, which the writer encodes as it writes it if it is
+                    // large: a COPY batch is not held twice.
+                    LogWhat::SharedCall(proc, params) if proc.log_params().is_none() => {
                         let (ad_hoc, text) = proc.log_text();
-                        let params = proc.log_params().unwrap_or(params);
-                        permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
+                        let call =
+                            permafrost_durability::StreamedCall::new(ad_hoc, text, params.clone(), parts, now, seed);
+                        self.log_chunk.push_call(call)
                     }
-                    LogWhat::Schema(sql) => permafrost_durability::encode_record(
-                        &permafrost_durability::TxnRecord {
-                            partitions: parts.to_vec(),
-                            now,
-                            seed,
-                            request: permafrost_durability::Request::Schema { sql: sql.clone() },
-                        },
-                        out,
-                    ),
-                });
+                    what => self.log_chunk.push_with(|out| match what {
+                        LogWhat::Call(proc, params) => encode_call(proc, params, parts, (now, seed), out),
+                        LogWhat::SharedCall(proc, params) => encode_call(proc, params, parts, (now, seed), out),
+                        LogWhat::Schema(sql) => permafrost_durability::encode_record(
+                            &permafrost_durability::TxnRecord {
+                                partitions: parts.to_vec(),
+                                now,
+                                seed,
+                                request: permafrost_durability::Request::Schema { sql: sql.clone() },
+                            },
+                            out,
+                        ),
+                    }),
+                };
                 if let Err(e) = pushed {
                     // Too large to log (over 4 GiB): it took effect but cannot be made
                     // durable; its caller hears so.
@@ -605,7 +617,7 @@ impl Partition {
                 crate::forked::move_write(
                     &self.shared,
                     &inv.proc,
-                    inv.params,
+                    inv.params.into(),
                     &mut [store],
                     &info,
                     vec![self.id],
@@ -708,4 +720,18 @@ impl Partition {
             .cloned()
             .ok_or_else(|| Error::UnknownProcedure(proc.name.clone()))
     }
+}
+
+/// Encodes a call's command-log record into `out`: the procedure's name (or an ad hoc
+/// statement's text) and its parameters, or what it logs instead of them.
+fn encode_call(
+    proc: &Procedure,
+    params: &[permafrost_storage::Value],
+    parts: &[u32],
+    (now, seed): (i64, u64),
+    out: &mut Vec<u8>,
+) {
+    let (ad_hoc, text) = proc.log_text();
+    let params = proc.log_params().unwrap_or(params);
+    permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
 }

@@ -12,6 +12,8 @@ pub(super) struct Pending {
     /// Records in `body`, and whether it is a chunk.
     pub(super) count: u64,
     pub(super) chunked: bool,
+    /// A chunk's last record, encoded as it is written (then not in `body`).
+    pub(super) streamed: Option<StreamedCall>,
     pub(super) done: Option<Done>,
 }
 
@@ -139,6 +141,7 @@ impl Writer {
                     body,
                     count: 1,
                     chunked: false,
+                    streamed: None,
                     done,
                 });
                 *bytes < BATCH_BYTES
@@ -147,14 +150,16 @@ impl Writer {
                 last_lsn,
                 count,
                 bytes: chunk,
+                streamed,
                 done,
             } => {
-                *bytes += chunk.len() + count as usize * RECORD_HEADER_LEN;
+                *bytes += chunk.len() + count as usize * RECORD_HEADER_LEN + streamed.as_ref().map_or(0, |c| c.len());
                 batch.push(Pending {
                     lsn: last_lsn,
                     body: chunk,
                     count,
                     chunked: true,
+                    streamed,
                     done,
                 });
                 *bytes < BATCH_BYTES
@@ -258,9 +263,17 @@ impl Writer {
     pub(super) fn write_records(&mut self, batch: &[Pending]) -> Result<u64> {
         // At least the batch's framed records (a chunk's body holds a 4-byte length per
         // record), and a page of padding: a direct piece's buffer never moves.
+        // Bodies past a window are written through one (`write_large`), not framed here.
         let reserve = batch
             .iter()
-            .map(|p| p.body.len() + p.count as usize * RECORD_HEADER_LEN)
+            .flat_map(|p| p.bodies())
+            .map(|b| {
+                if b.len() > WINDOW_BYTES {
+                    0
+                } else {
+                    b.len() + RECORD_HEADER_LEN
+                }
+            })
             .sum::<usize>()
             .min(MAX_UNSYNCED_SPAN as usize + batch.iter().map(|p| p.largest()).max().unwrap_or(0))
             + PAGE as usize;
@@ -271,13 +284,31 @@ impl Writer {
         // to them from a torn write of this piece, reader.rs).
         let mut durable = self.next_lsn - 1;
         for p in batch {
-            for (lsn, body) in (p.first_lsn()..).zip(p.bodies()) {
+            let large = p.streamed.as_ref().map(|c| (p.lsn, Large::Streamed(c)));
+            let records = (p.first_lsn()..).zip(p.bodies()).map(|(lsn, b)| (lsn, Large::Bytes(b)));
+            for (lsn, body) in records.chain(large) {
+                if body.len() > WINDOW_BYTES || matches!(body, Large::Streamed(_)) {
+                    // The records before it are written and synced first: it is written
+                    // in several writes, and what they say of it is that every record
+                    // before it is durable.
+                    if self.piece_len() > 0 {
+                        self.write_piece(at)?;
+                        at += self.piece_len();
+                    }
+                    at = self.write_large(lsn, lsn - 1, body, at)?;
+                    durable = lsn;
+                    self.begin_piece(reserve);
+                    continue;
+                }
                 if self.piece_len() >= MAX_UNSYNCED_SPAN {
                     self.write_piece(at)?;
                     at += self.piece_len();
                     durable = lsn - 1;
                     self.begin_piece(reserve);
                 }
+                let Large::Bytes(body) = body else {
+                    unreachable!("a streamed record is written through the window")
+                };
                 frame_record(lsn, durable, body, &mut self.buf);
             }
         }
@@ -289,6 +320,70 @@ impl Writer {
             self.buf = Vec::new();
         }
         Ok(end)
+    }
+
+    /// Writes one record whose body is longer than a window at `at`, in windows of
+    /// [`WINDOW_BYTES`] (the framing buffer never holds more, where a copy of the whole
+    /// body would double a COPY batch's memory for the moment of its write), then syncs
+    /// it; returns where it ends. Direct segments: every write but the last is of whole
+    /// pages, and what is left of a page goes with the next.
+    pub(super) fn write_large(&mut self, lsn: u64, durable: u64, body: Large<'_>, at: u64) -> Result<u64> {
+        let len = u32::try_from(body.len()).map_err(|_| LogError::Failed("a record longer than 4GiB".into()))?;
+        let end = at + (RECORD_HEADER_LEN + body.len()) as u64;
+        let mut crc = crc32c::crc32c_append(record_crc_start(len, lsn), &durable.to_le_bytes());
+        body.for_each_piece(|b| {
+            crc = crc32c::crc32c_append(crc, b);
+            Ok(())
+        })?;
+        self.begin_piece(WINDOW_BYTES + RECORD_HEADER_LEN + 2 * PAGE as usize);
+        put_header(len, crc, lsn, durable, &mut self.buf);
+        // Where in the segment the bytes of `buf` from `self.lead` on go.
+        let mut pos = at;
+        body.for_each_piece(|part| {
+            self.buf.extend_from_slice(part);
+            if self.buf.len() - self.lead >= WINDOW_BYTES / 2 {
+                pos = self.spill(pos)?;
+            }
+            Ok(())
+        })?;
+        self.write_piece(pos)?;
+        debug_assert_eq!(pos + self.piece_len(), end, "the record's bytes, all written");
+        Ok(end)
+    }
+
+    /// Writes what `buf` holds of a large record from `self.lead` on, which goes at `pos`,
+    /// without syncing it (a direct segment: its whole pages, with the tail before them),
+    /// and keeps the rest at the start of the piece; returns where the rest goes.
+    fn spill(&mut self, pos: u64) -> Result<u64> {
+        let (from, start) = if self.direct {
+            (self.gap, pos - self.tail.len() as u64)
+        } else {
+            (self.lead, pos)
+        };
+        let mut n = self.buf.len() - from;
+        if self.direct {
+            n -= n % PAGE as usize;
+        }
+        let bytes = &self.buf[from..from + n];
+        let w = match self.file.write_all_at(bytes, start) {
+            Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                // As in `write_piece`: on through the page cache.
+                self.direct = self.file.set_direct(false);
+                self.file.write_all_at(bytes, start)
+            }
+            w => w,
+        };
+        w.map_err(|e| {
+            let path = lock(&self.shared.segments)
+                .last()
+                .map_or_else(String::new, |s| s.1.display().to_string());
+            LogError::io(format!("cannot write to {path}"), e)
+        })?;
+        self.buf.copy_within(from + n.., from);
+        self.buf.truncate(self.buf.len() - n);
+        self.tail.clear();
+        self.lead = from;
+        Ok(start + n as u64)
     }
 
     /// Empties `buf` for the next piece, with room for `reserve` bytes of records (at most
@@ -433,3 +528,28 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<CommandLog>();
 };
+
+/// A record written through the window ([`Writer::write_large`]): a body longer than the
+/// window, or a call the writer encodes ([`StreamedCall`]).
+#[derive(Clone, Copy)]
+pub(super) enum Large<'a> {
+    Bytes(&'a [u8]),
+    Streamed(&'a StreamedCall),
+}
+
+impl Large<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Large::Bytes(b) => b.len(),
+            Large::Streamed(c) => c.len(),
+        }
+    }
+
+    /// Calls `f` with the body's bytes in order, in pieces of at most about half a window.
+    fn for_each_piece(&self, f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        match self {
+            Large::Bytes(b) => b.chunks(WINDOW_BYTES / 2).try_for_each(f),
+            Large::Streamed(c) => c.for_each_piece(WINDOW_BYTES / 2, f),
+        }
+    }
+}

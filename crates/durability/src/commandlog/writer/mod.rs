@@ -33,9 +33,10 @@ use super::config::{LogConfig, LogMode};
 use super::error::{LogError, Result};
 use super::format::{
     MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
-    preallocated_segment_header, segment_file_name, segment_header,
+    preallocated_segment_header, put_header, record_crc_start, segment_file_name, segment_header,
 };
 use super::reader::{TornTail, scan_tail};
+use super::record::StreamedCall;
 use permafrost_io::{ALIGN, DirLock, Fs, FsFile, LockError, RealFs, align_gap};
 
 mod group_commit;
@@ -62,6 +63,10 @@ const SPARE_BUFFER_BYTES: usize = 1 << 20;
 /// The writer keeps its framing buffer between batches up to this size: past it (a batch
 /// with a record of many megabytes, such as a COPY's) it is given back.
 const KEPT_BUFFER_BYTES: usize = 8 << 20;
+/// A record body longer than this (a COPY batch's) is not copied whole into the framing
+/// buffer: it is written through a window of this many bytes, one write per window, and
+/// synced once at its end (`Writer::write_large`).
+const WINDOW_BYTES: usize = 1 << 20;
 /// A new chunk buffer (none to spare yet) starts with room for this many bytes, so that a
 /// partition's chunk of a busy pass does not grow through a series of reallocations.
 const FIRST_CHUNK_BYTES: usize = 256 << 10;
@@ -120,6 +125,8 @@ enum Msg {
         last_lsn: u64,
         count: u64,
         bytes: Vec<u8>,
+        /// The chunk's last record, encoded as it is written.
+        streamed: Option<StreamedCall>,
         done: Option<Done>,
     },
     /// Reply once everything queued before is durable (or failed).
@@ -426,6 +433,7 @@ impl CommandLog {
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(FIRST_CHUNK_BYTES)),
             count: 0,
+            streamed: None,
         }
     }
 
@@ -445,6 +453,7 @@ impl CommandLog {
             last_lsn,
             count,
             bytes: chunk.bytes,
+            streamed: chunk.streamed,
             done,
         })
     }
@@ -612,6 +621,10 @@ impl Drop for CommandLog {
     }
 }
 
+fn sealed() -> LogError {
+    LogError::Failed("internal: a record appended to a sealed command log chunk".into())
+}
+
 fn writer_gone() -> LogError {
     LogError::Failed("the command log writer has stopped".into())
 }
@@ -619,10 +632,14 @@ fn writer_gone() -> LogError {
 /// Record bodies gathered for one [`CommandLog::append_chunk`], each behind its length
 /// (u32, little-endian) in one buffer: one allocation for many records, built on the
 /// appending thread.
+///
+/// A chunk may end with one large call record that is not encoded here
+/// ([`Chunk::push_call`]); it is then *sealed*: it takes no more records.
 #[derive(Debug, Default)]
 pub struct Chunk {
     bytes: Vec<u8>,
     count: u64,
+    streamed: Option<StreamedCall>,
 }
 
 impl Chunk {
@@ -630,8 +647,12 @@ impl Chunk {
         Chunk::default()
     }
 
-    /// Adds a record whose body `encode` writes (e.g. [`crate::encode_record`]).
+    /// Adds a record whose body `encode` writes (e.g. [`crate::encode_record`]). A sealed
+    /// chunk refuses it.
     pub fn push_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
+        if self.is_sealed() {
+            return Err(sealed());
+        }
         let at = self.bytes.len();
         self.bytes.extend_from_slice(&[0; 4]);
         encode(&mut self.bytes);
@@ -649,6 +670,32 @@ impl Chunk {
                 )))
             }
         }
+    }
+
+    /// Adds a call record: encoded here if it is small, else kept as it is, to be encoded
+    /// by the writer as it writes it (through its window: [`WINDOW_BYTES`]), and the
+    /// chunk is sealed. A sealed chunk refuses it.
+    pub fn push_call(&mut self, call: StreamedCall) -> Result<()> {
+        if self.is_sealed() {
+            return Err(sealed());
+        }
+        if call.len() <= WINDOW_BYTES {
+            return self.push_with(|out| call.encode_into(out));
+        }
+        if call.len() > MAX_BODY_LEN {
+            return Err(LogError::Failed(format!(
+                "a record of {} bytes is larger than the 4GiB a record may hold",
+                call.len()
+            )));
+        }
+        self.streamed = Some(call);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Whether the chunk ends with a record the writer encodes, and takes no more.
+    pub fn is_sealed(&self) -> bool {
+        self.streamed.is_some()
     }
 
     /// Bytes the chunk's buffer holds without growing.
