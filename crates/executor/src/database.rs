@@ -943,6 +943,17 @@ impl Database {
         &self.shared().statement_pool
     }
 
+    /// Has every partition check the memory budget now, counting the statement pool as it
+    /// is: to be called when memory held off the partitions changed by much (a COPY's
+    /// rows taken from the pool as they arrive, and given back before they are inserted),
+    /// so that eviction makes room for them ahead and a write gate closed for them opens
+    /// again before the next write meets it.
+    pub fn check_memory(&self) {
+        for p in 0..self.partitions() {
+            let _ = self.shared().send(p, crate::partition::msg::Msg::CheckMemory);
+        }
+    }
+
     /// Long statements running now moved off their partitions, in forked images
     /// (forked.rs): each is counted until its process has been reaped.
     pub fn moved_running(&self) -> usize {

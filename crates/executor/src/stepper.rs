@@ -107,6 +107,7 @@ fn describe(p: usize, m: &Msg) -> String {
         }
         Msg::ScanRead { blocks, .. } => format!("scan read {blocks:?}"),
         Msg::ScansEnded => "scans ended".into(),
+        Msg::CheckMemory => "check memory".into(),
         Msg::Shutdown => "shutdown".into(),
     }
 }

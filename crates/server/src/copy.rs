@@ -11,7 +11,12 @@
 //! constraint violation, a CopyFail or a client that goes away before CopyDone stores
 //! nothing. What a COPY may hold is bounded by the memory one statement may hold
 //! (`Database::statement_memory`: a quarter of `memory_limit`, at least 16 MiB); a larger
-//! load is refused with 54000 and must be split into several COPYs.
+//! load is refused with 54000 and must be split into several COPYs. The rows are taken
+//! from the statement pool as they arrive, and the partitions are told to count it again
+//! every megabyte (`Database::check_memory`): they evict ahead to make room for the rows,
+//! so that the batch is stored into room already made instead of past the budget. The
+//! pool is given back just before the insert, and the partitions told again, so that a
+//! write gate closed for the rows does not refuse their own insert.
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -525,9 +530,15 @@ fn put<C: ClientInfo>(client: &C, st: CopyState) {
 }
 
 /// Drops a COPY in progress and the rows it read (CopyFail): nothing was applied.
-pub fn abandon<C: ClientInfo>(client: &C) {
-    let _ = take(client);
+pub fn abandon<C: ClientInfo>(db: &Database, client: &C) {
+    if let Ok(st) = take(client) {
+        st.release(db);
+    }
 }
+
+/// The partitions check the budget whenever a COPY has taken this many more bytes from the
+/// statement pool ([`Database::check_memory`]).
+const CHECK_STEP: usize = 1 << 20;
 
 /// Takes rows from a CopyData message.
 pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgWireResult<()> {
@@ -540,15 +551,28 @@ pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgW
             st.partial = Vec::new();
         }
     } else if st.error.is_none() && !st.done {
-        st.partial.extend_from_slice(bytes);
-        let n = complete_prefix(&st.partial, &st.cmd.format);
-        if n > 0 {
-            let chunk: Vec<u8> = st.partial.drain(..n).collect();
-            if let Err(e) = st.read(db, &chunk) {
-                st.error = Some(e);
-                // Nothing will be applied: give the rows' memory back now.
-                st.rows = Vec::new();
+        // The whole records are read where they lie (a client may send a whole batch in
+        // one message: it is not copied); only an incomplete one is kept for the next.
+        let read = if st.partial.is_empty() {
+            let n = complete_prefix(bytes, &st.cmd.format);
+            st.partial.extend_from_slice(&bytes[n..]);
+            st.read(db, &bytes[..n])
+        } else {
+            st.partial.extend_from_slice(bytes);
+            match complete_prefix(&st.partial, &st.cmd.format) {
+                0 => Ok(()),
+                n => {
+                    let joined = std::mem::take(&mut st.partial);
+                    st.partial = joined[n..].to_vec();
+                    st.read(db, &joined[..n])
+                }
             }
+        };
+        if let Err(e) = read {
+            st.error = Some(e);
+            // Nothing will be applied: give the rows' memory back now.
+            st.rows = Vec::new();
+            st.partial = Vec::new();
         }
     }
     put(client, st);
@@ -580,24 +604,25 @@ pub fn finish<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<Loaded> 
             st.error = Some(e);
         }
     }
-    if let Some(e) = st.error {
+    if let Some(e) = st.error.take() {
+        let (table, line) = (st.cmd.table.name.clone(), st.line);
+        st.release(db);
         return Err(match e {
             PgWireError::UserError(mut info) => {
-                info.message = format!(
-                    "COPY {}, line {}: {} (nothing was loaded)",
-                    st.cmd.table.name, st.line, info.message
-                );
+                info.message = format!("COPY {}, line {}: {} (nothing was loaded)", table, line, info.message);
                 PgWireError::UserError(info)
             }
             other => other,
         });
     }
     let t = &st.cmd.table;
-    Ok(Loaded {
+    let loaded = Loaded {
         table: t.name.clone(),
         columns: st.cmd.columns.iter().map(|&c| t.columns[c].name.clone()).collect(),
-        rows: st.rows,
-    })
+        rows: std::mem::take(&mut st.rows),
+    };
+    st.release(db);
+    Ok(loaded)
 }
 
 /// The error of a COPY whose rows could not be applied: nothing was loaded.
@@ -624,6 +649,18 @@ pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64>
 }
 
 impl CopyState {
+    /// Gives back what the COPY took from the statement pool (its rows are applied now, or
+    /// dropped) and has the partitions count the pool again at once: they evicted to make
+    /// room for the rows as they arrived, and the write gate they closed for them must not
+    /// refuse the rows' own insert.
+    fn release(self, db: &Database) {
+        let held = self.reservation.taken() > 0;
+        drop(self);
+        if held {
+            db.check_memory();
+        }
+    }
+
     /// Reads whole records from `chunk` into the buckets.
     fn read(&mut self, db: &Database, chunk: &[u8]) -> PgWireResult<()> {
         let f = self.cmd.format.clone();
@@ -693,9 +730,14 @@ impl CopyState {
     /// Accounts for the memory of the rows taken so far: 54000 past what one statement may
     /// hold, 53200 past what running statements may hold together.
     fn row_taken(&mut self, db: &Database, limit: usize) -> PgWireResult<()> {
+        let before = self.reservation.taken();
         self.reservation
             .cover(self.bytes, Some(db.statement_pool()))
             .map_err(sql_error)?;
+        if self.reservation.taken() / CHECK_STEP > before / CHECK_STEP {
+            // The partitions evict ahead to make room for the rows (they count the pool).
+            db.check_memory();
+        }
         if self.bytes > limit {
             return Err(client_error(
                 "54000",

@@ -1763,7 +1763,7 @@ impl CopyHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        copy::abandon(client);
+        copy::abandon(&self.db, client);
         // Inside a block the COPY's failure aborts it, as any statement's.
         let cell = txn::of(client);
         txn::fail(&mut txn::lock(&cell));

@@ -104,6 +104,13 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// The bytes taken from the pool.
+    pub fn taken(&self) -> usize {
+        self.taken
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         if let Some(p) = &self.pool {

@@ -63,6 +63,9 @@ pub(crate) enum Msg {
     /// A scan that read blocks without merging them ended: slots freed meanwhile may be
     /// reused once no scan runs.
     ScansEnded,
+    /// Memory held off the partitions changed (the statement pool: a COPY's rows taken or
+    /// given back): check the budget now, evicting ahead or opening the write gate.
+    CheckMemory,
     Shutdown,
 }
 

@@ -11,7 +11,9 @@
 //!
 //! So a write refused by the gate is held instead of answered (*paced*), when eviction can
 //! free memory at every partition whose gate is closed (the anti-cache is on, has not failed,
-//! and has evictable tuples in memory or blocks being written: [`Gates`]). A paced
+//! and has evictable tuples in memory or blocks being written: [`Gates`]), or the gate is
+//! closed only for what running statements hold (a COPY's rows as they arrive), which they
+//! give back when they end. A paced
 //! single-partition call waits at its partition and runs again once the gate opens; a paced
 //! multi-partition transaction is submitted again after [`RETRY_STEP`]. Nothing of a
 //! refused write took effect (the gate refuses at its first insert or update, and the
@@ -50,7 +52,8 @@ pub(crate) const RETRY_STEP: Duration = Duration::from_millis(1);
 pub(crate) struct Gates {
     /// Per partition: microseconds since `epoch` when its gate closed; 0 while it is open.
     closed_since: Vec<AtomicU64>,
-    /// Per partition: eviction can free memory (see the module documentation).
+    /// Per partition: eviction can free memory, or statements will (see the module
+    /// documentation).
     can_free: Vec<AtomicBool>,
     epoch: Instant,
 }

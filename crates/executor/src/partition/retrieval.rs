@@ -273,7 +273,11 @@ impl Partition {
         });
         let closed = gate.is_some();
         store.set_write_gate(gate);
-        let can_free = closed && self.eviction_can_free();
+        // Closed only for what running statements hold (a COPY's rows being read), it opens
+        // when they give it back: writes wait for that as they wait for eviction (the COPY's
+        // own insert among them, should it meet the gate before this partition has counted
+        // again: a coordinator may hold this store before it has).
+        let can_free = closed && (self.eviction_can_free() || used.saturating_sub(statements) <= share);
         self.shared.gates.set(self.id, closed, can_free);
     }
 
