@@ -80,10 +80,10 @@ fn last_segment(dir: &Path) -> std::path::PathBuf {
     v.pop().expect("a segment")
 }
 
-/// Small, large, small, large, small records in one batch round trip; each large one is
-/// written in several writes of at most the window and the batch takes three syncs (the
-/// records before each large one, each large one, the rest), not one per window.
-fn round_trip(preallocated: bool, direct: bool) {
+/// A log in 1 MiB segments over a fault-injecting file system, whose last segment is a
+/// preallocated one if `preallocated` (written around the page cache if `direct`), and
+/// the number of records written to get there.
+fn open_log(preallocated: bool, direct: bool) -> (tempfile::TempDir, FaultyFs, CommandLog, u64) {
     let dir = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new();
     if direct {
@@ -92,15 +92,20 @@ fn round_trip(preallocated: bool, direct: bool) {
     let log = CommandLog::open_with(config(dir.path(), 1 << 20), Arc::new(fs.clone())).unwrap();
     let mut n = 0;
     if preallocated {
-        for i in 0..400 {
-            append_all(&log, &[record(i, 100_000)]).1.unwrap();
+        while segment_version(&last_segment(dir.path())) != 4 {
+            append_all(&log, &[record(n as i64, 100_000)]).1.unwrap();
             n += 1;
-            if segment_version(&last_segment(dir.path())) == 4 {
-                break;
-            }
+            assert!(n < 400, "no preallocated segment after 400 records of 100 KB");
         }
-        assert_eq!(segment_version(&last_segment(dir.path())), 4, "no preallocated segment");
     }
+    (dir, fs, log, n)
+}
+
+/// Small, large, small, large, small records in one batch round trip; each large one is
+/// written in several writes of at most the window and the batch takes three syncs (the
+/// records before each large one, each large one, the rest), not one per window.
+fn round_trip(preallocated: bool, direct: bool) {
+    let (dir, fs, log, n) = open_log(preallocated, direct);
     let recs = vec![
         record(1000, 10),
         record(1001, 3 << 20),
@@ -232,20 +237,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
     assert_eq!(pieces, whole);
 
     for (preallocated, direct) in [(false, false), (true, true)] {
-        let dir = tempfile::tempdir().unwrap();
-        let fs = FaultyFs::new();
-        if direct {
-            fs.take_direct_writes(false);
-        }
-        let log = CommandLog::open_with(config(dir.path(), 1 << 20), Arc::new(fs.clone())).unwrap();
-        let mut n = 0;
-        if preallocated {
-            while segment_version(&last_segment(dir.path())) != 4 {
-                append_all(&log, &[record(n as i64, 100_000)]).1.unwrap();
-                n += 1;
-                assert!(n < 400, "no preallocated segment");
-            }
-        }
+        let (dir, fs, log, n) = open_log(preallocated, direct);
         let mut chunk = log.chunk();
         chunk
             .push_with(|out| permafrost_durability::encode_record(&record(5, 10), out))
