@@ -192,11 +192,22 @@ fn a_write_torn_inside_a_large_record_loses_only_it() {
     assert!(same(&back[2].1, &record(3, 30)));
 }
 
+/// The call the streamed-call test records: an ad hoc INSERT with `params`.
+fn streamed(params: &Arc<[Value]>) -> permafrost_durability::StreamedCall {
+    permafrost_durability::StreamedCall::new(
+        true,
+        "INSERT INTO t VALUES ($1, $2, $3, $4)",
+        params.clone(),
+        &[0, 1, 2],
+        42,
+        7,
+    )
+}
+
 /// A large call pushed as a [`StreamedCall`] (encoded by the writer as it writes it) is
 /// the same bytes as the one encoded whole, and ends its chunk: the chunk takes no more.
 #[test]
 fn a_streamed_call_reads_back_as_the_call_it_records() {
-    use permafrost_durability::StreamedCall;
     let params: Vec<Value> = (0..3000)
         .flat_map(|i| {
             [
@@ -208,14 +219,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         })
         .collect();
     let params: Arc<[Value]> = params.into();
-    let call = StreamedCall::new(
-        true,
-        "INSERT INTO t VALUES ($1, $2, $3, $4)",
-        params.clone(),
-        &[0, 1, 2],
-        42,
-        7,
-    );
+    let call = streamed(&params);
     let mut whole = Vec::new();
     permafrost_durability::encode_call(
         true,
@@ -242,15 +246,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         chunk
             .push_with(|out| permafrost_durability::encode_record(&record(5, 10), out))
             .unwrap();
-        let call = StreamedCall::new(
-            true,
-            "INSERT INTO t VALUES ($1, $2, $3, $4)",
-            params.clone(),
-            &[0, 1, 2],
-            42,
-            7,
-        );
-        chunk.push_call(call).unwrap();
+        chunk.push_call(streamed(&params)).unwrap();
         assert!(chunk.is_sealed());
         assert!(
             chunk.push_with(|out| out.push(1)).is_err(),
