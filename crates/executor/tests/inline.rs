@@ -373,3 +373,39 @@ fn with_one_partition_a_statement_over_all_partitions_is_single_partition() {
     assert_eq!(after.inline_mp, before.inline_mp, "{after:?}");
     assert_eq!(after.mp_coordinated, before.mp_coordinated, "{after:?}");
 }
+
+/// Writes that run on their caller's thread are held to the memory budget as queued ones
+/// are: the memory check runs after each (it did not, so that single-row INSERTs from one
+/// connection filled memory past the budget until a message reached the partition's
+/// thread). Only published figures are read, which send the partitions nothing.
+#[test]
+fn inline_writes_are_held_to_the_memory_budget() {
+    const BUDGET: u64 = 16 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ac = AntiCacheConfig::new(dir.path());
+    ac.eviction_size = 1 << 20;
+    let config = Config::builder()
+        .partitions(2)
+        .memory_limit(BUDGET)
+        .anticache(ac)
+        .build()
+        .unwrap();
+    let db = Database::open(config).unwrap();
+    db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    let insert = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO t VALUES ($1, $2)").unwrap());
+    let pad = "y".repeat(1000);
+    // 40 MB of rows, one statement at a time, as one connection sends them.
+    for i in 0..40_000i64 {
+        let params = vec![Value::Int(i), Value::text(pad.as_str())];
+        common::block_on(db.execute_ad_hoc_here(&insert, params, StopFlag::new(), true)).unwrap();
+    }
+    let st = db.stats();
+    assert!(st.inline_calls > 30_000, "most ran on this thread: {st:?}");
+    assert!(st.evicted_tuples > 10_000, "eviction kept up: {st:?}");
+    let held = st.tuple_bytes + st.string_bytes;
+    assert!(
+        held <= BUDGET,
+        "{held} bytes of tuples held against a budget of {BUDGET}: {st:?}"
+    );
+}

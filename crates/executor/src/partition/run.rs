@@ -143,6 +143,10 @@ impl Partition {
         let slice = (!inv.proc.short).then_some(super::cell::INLINE_SLICE);
         // (No replayed calls are held back here: the caller does not run inline then.)
         let back = self.run_one(inv, slice);
+        // The memory check, as after a message: without it, writes run on callers' threads
+        // (single-row INSERTs from one connection) filled memory past the budget unchecked
+        // until a message reached the partition's thread.
+        self.after_message();
         self.end_pass(false);
         match back {
             None => {

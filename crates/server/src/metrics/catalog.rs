@@ -177,6 +177,18 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "Memory taken, by component: tuple, string (out-of-line values), index, tombstone, buffer (undo log), schema (tables' fixed structures and the catalog's share, estimated per table), anticache (block directory, free-space map, I/O buffers). The sum is everything the engine holds.",
     ),
     m(
+        "permafrost_statement_memory_bytes",
+        Gauge,
+        "",
+        "Memory running statements hold together (results, sort buffers, groups, COPY rows being read), taken from their pool; the partitions count it in the budget and evict to make room for it.",
+    ),
+    m(
+        "permafrost_statement_memory_limit_bytes",
+        Gauge,
+        "",
+        "What running statements may hold together: half of memory_limit, at least one statement's working memory (past it they fail with 53200).",
+    ),
+    m(
         "permafrost_memory_used_bytes",
         Gauge,
         "component",

@@ -123,6 +123,11 @@ pub(crate) fn engine_rows(
         r.add("permafrost_snapshot_last_duration_seconds", &[], l.seconds);
     }
     r.one("permafrost_memory_limit_bytes", db.config().memory_limit);
+    r.one("permafrost_statement_memory_bytes", db.statement_pool().used() as u64);
+    r.one(
+        "permafrost_statement_memory_limit_bytes",
+        db.statement_pool().limit() as u64,
+    );
     if let Some(mem) = memory {
         let taken = "permafrost_memory_bytes";
         r.add(taken, &[("component", "tuple")], mem.tuple_bytes as f64);
