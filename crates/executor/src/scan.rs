@@ -40,7 +40,9 @@ use crate::procedure::Procedure;
 use crate::reply::StopFlag;
 use crate::shared::Shared;
 
-/// Bytes of block reads a scan keeps in flight (its transient buffer), at least two blocks.
+/// Bytes of block reads a scan keeps in flight (its transient buffer), at least two blocks,
+/// taken from the statement pool; when the pool has not that much room, a scan keeps what
+/// a statement holds without taking any ([`permafrost_sql::workmem::POOL_STEP`]).
 const READ_AHEAD_BYTES: usize = 2 * permafrost_anticache::SCAN_READ_BYTES;
 
 /// How often a scan waiting for a block looks whether it was asked to stop.
@@ -62,6 +64,8 @@ pub(crate) struct BlockScan {
     asked: VecDeque<(usize, usize)>,
     /// Blocks kept in flight.
     read_ahead: usize,
+    /// Their bytes, taken from the statement pool (given back when the scan ends).
+    _read_ahead_memory: permafrost_sql::workmem::Reservation,
     /// Blocks read and not yet used, by (part, block id).
     arrived: HashMap<(usize, u32), io::Result<BlockBytes>>,
     tx: Sender<ReadResult>,
@@ -97,8 +101,15 @@ impl BlockScan {
             .anticache
             .as_ref()
             .map_or(READ_AHEAD_BYTES, |a| a.block_size);
+        // Sixteen scans reading at once kept 32 MiB of blocks in flight that nothing counted.
+        let mut memory = permafrost_sql::workmem::Reservation::default();
+        let ahead = match memory.cover(READ_AHEAD_BYTES, Some(&shared.statement_pool)) {
+            Ok(()) => READ_AHEAD_BYTES,
+            Err(_) => permafrost_sql::workmem::POOL_STEP,
+        };
         Ok(BlockScan {
-            read_ahead: (READ_AHEAD_BYTES / block_size.max(1)).max(2),
+            read_ahead: (ahead / block_size.max(1)).max(2),
+            _read_ahead_memory: memory,
             proc,
             deferred: Some(deferred),
             shared,

@@ -92,6 +92,12 @@ impl Rows {
         self.data.len()
     }
 
+    /// The bytes the rows' buffers take, room to grow included (what a statement holding
+    /// them counts against its memory).
+    pub fn held_bytes(&self) -> usize {
+        self.data.capacity() + self.starts.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// A result that only reports a count of changed rows.
     pub fn affected(n: u64) -> Rows {
         Rows {

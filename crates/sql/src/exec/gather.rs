@@ -128,7 +128,7 @@ impl Gather {
                     }
                 }
                 *emitted += 1;
-                mem.holds(rows.data_len() + rows.len() * 4, pool)?;
+                mem.holds(rows.held_bytes(), pool)?;
                 cx.budget.set_held(mem.used());
                 Ok(if limit.is_some_and(|l| *emitted >= l) {
                     ControlFlow::Break(())
@@ -146,7 +146,6 @@ impl Gather {
                         Expr::Column { rel, col } => collected.out.push(b.column(*rel, *col)),
                         e => {
                             collected.out.push(e.eval(b, cx)?.as_ref());
-                            // Held twice at the end (see below).
                             cx.budget.set_held(mem.used() + 2 * (collected.out.data_len() - before));
                         }
                     }
@@ -159,11 +158,10 @@ impl Gather {
                     .filter(|(_, s)| matches!(s, SortSlot::Key(_)))
                     .map(|(k, _)| Ok(k.expr.eval(b, cx)?.into_value()))
                     .collect::<Result<Vec<_>>>()?;
-                // Held twice at the end: here, and as the result rows.
-                let row = collected.out.data_len() - before + 4;
-                mem.add(2 * (values_size(&keys) + row), pool)?;
-                cx.budget.set_held(mem.used());
+                collected.key_bytes += values_size(&keys);
                 collected.keys.push(keys);
+                mem.holds(collected.held_bytes(), pool)?;
+                cx.budget.set_held(mem.used());
                 Ok(ControlFlow::Continue(()))
             }
         }
@@ -241,6 +239,8 @@ pub(super) fn sort_slots(p: &SelectPlan) -> Vec<SortSlot> {
 pub(super) struct Collected {
     out: Rows,
     keys: Vec<Vec<Value>>,
+    /// What the values of `keys` hold ([`values_size`]).
+    key_bytes: usize,
 }
 
 impl Collected {
@@ -248,11 +248,27 @@ impl Collected {
         Collected {
             out: Rows::empty(columns),
             keys: Vec::new(),
+            key_bytes: 0,
         }
+    }
+
+    /// The bytes the gathered rows take, and what sorting them will take besides: the
+    /// buffers as they are (room to grow included), the keys, and at the end the sorted
+    /// result (the rows once more), each row's values side by side and the order.
+    fn held_bytes(&self) -> usize {
+        let rows = self.out.len();
+        let width = self.out.columns().len();
+        self.out.held_bytes()
+            + self.keys.capacity() * std::mem::size_of::<Vec<Value>>()
+            + self.key_bytes
+            + self.out.data_len()
+            + rows * (std::mem::size_of::<u32>() + std::mem::size_of::<usize>())
+            + rows * width * std::mem::size_of::<ValueRef<'_>>()
     }
 
     fn push(&mut self, keys: Vec<Value>, out: &[Value]) {
         self.out.push_row(out.iter().map(Value::as_ref));
+        self.key_bytes += values_size(&keys);
         self.keys.push(keys);
     }
 }
@@ -264,7 +280,7 @@ pub(super) fn emit_sorted(
     limit: Option<u64>,
     offset: u64,
 ) -> Rows {
-    let Collected { out, keys } = collected;
+    let Collected { out, keys, .. } = collected;
     let width = out.columns().len();
     // Every row's values, decoded once, side by side.
     let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(out.len() * width);
