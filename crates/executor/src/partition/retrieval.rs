@@ -214,10 +214,12 @@ impl Partition {
             .as_ref()
             .map(|c| c.eviction_check_interval)
             .unwrap_or_default();
-        if !force && self.last_check.elapsed() < interval {
+        // As of the current message or call (`tick`); a clock that went back checks.
+        let since = self.wall - self.last_check;
+        if !force && (0..interval.as_micros() as i64).contains(&since) {
             return;
         }
-        self.last_check = Instant::now();
+        self.last_check = self.wall;
         let share = self.shared.memory_share();
         let now = self.wall;
         let statements = self.statements_share();

@@ -53,7 +53,9 @@ pub(crate) struct Partition {
     /// Free string-heap memory left after the last compaction (what trimming could not
     /// give back): compaction runs again once the slack has grown past it.
     pub(crate) string_slack: u64,
-    pub(crate) last_check: Instant,
+    /// When the memory was last checked ([`Partition::wall`] microseconds: no clock is
+    /// read for it, the check following every call).
+    pub(crate) last_check: i64,
     pub(crate) last_catalog: Arc<Catalog>,
     pub(crate) wall: i64,
     pub(super) rng: u64,
@@ -112,7 +114,7 @@ impl Partition {
             ac,
             parking: Parking::default(),
             string_slack: 0,
-            last_check: Instant::now(),
+            last_check: 0,
             last_catalog,
             wall: 0,
             rng: 0x2545_F491_4F6C_DD1D ^ (id as u64 + 1),
