@@ -18,6 +18,9 @@ use permafrost_durability::{
 use permafrost_io::{FaultyFs, Fs};
 use proptest::prelude::*;
 
+mod common;
+use common::append_chunk_wait;
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 
@@ -85,18 +88,6 @@ fn append_wait(log: &CommandLog, rec: &TxnRecord) -> (u64, Result<(), LogError>)
         }),
     );
     (lsn, rx.recv().expect("done is called"))
-}
-
-/// Appends a chunk and waits for its callback; returns the last LSN and the result.
-fn append_chunk_wait(log: &CommandLog, chunk: permafrost_durability::Chunk) -> (u64, Result<(), LogError>) {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let last = log.append_chunk(
-        chunk,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    (last, rx.recv().expect("done is called"))
 }
 
 /// Appends; returns the LSN and whether `done` had run (and with what) when append returned.

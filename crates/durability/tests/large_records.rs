@@ -10,6 +10,9 @@ use std::sync::Arc;
 use permafrost_durability::{Chunk, CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, Value};
 use permafrost_io::FaultyFs;
 
+mod common;
+use common::append_chunk_wait;
+
 fn record(seq: i64, bytes: usize) -> TxnRecord {
     TxnRecord {
         partitions: vec![0, 1],
@@ -41,14 +44,7 @@ fn append_all(log: &CommandLog, recs: &[TxnRecord]) -> (u64, Result<(), LogError
             .push_with(|out| permafrost_durability::encode_record(r, out))
             .unwrap();
     }
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let last = log.append_chunk(
-        chunk,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    (last, rx.recv().expect("done is called"))
+    append_chunk_wait(log, chunk)
 }
 
 fn same(a: &TxnRecord, b: &TxnRecord) -> bool {
@@ -165,21 +161,9 @@ fn a_write_torn_inside_a_large_record_loses_only_it() {
     let log = CommandLog::open_with(config(dir.path(), 64 << 20), Arc::new(fs.clone())).unwrap();
     append_all(&log, &[record(0, 10), record(1, 20)]).1.unwrap();
     // The large record's first write (its header and first window) is torn.
-    let big = record(2, 3 << 20);
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let mut chunk = Chunk::new();
-    chunk
-        .push_with(|out| permafrost_durability::encode_record(&big, out))
-        .unwrap();
     let writes = fs.writes();
     fs.tear_next_write(1000);
-    log.append_chunk(
-        chunk,
-        Box::new(move |r| {
-            let _ = tx.send(r);
-        }),
-    );
-    let e = rx.recv().unwrap().unwrap_err();
+    let e = append_all(&log, &[record(2, 3 << 20)]).1.unwrap_err();
     assert_eq!(e.sqlstate(), "58030", "{e}");
     assert_eq!(fs.writes(), writes, "the torn write was the first of the record");
     drop(log);
@@ -252,14 +236,8 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
             chunk.push_with(|out| out.push(1)).is_err(),
             "a sealed chunk takes no more"
         );
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let last = log.append_chunk(
-            chunk,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        );
-        rx.recv().unwrap().unwrap();
+        let (last, r) = append_chunk_wait(&log, chunk);
+        r.unwrap();
         assert_eq!(last, n + 2);
         append_all(&log, &[record(6, 10)]).1.unwrap();
         drop(log);

@@ -4,7 +4,8 @@
 //! registration change the published schema state; calls are routed to the partition of
 //! their partition parameter (or to all partitions for multi-partition procedures) and
 //! answered synchronously ([`Database::call`]), as futures ([`Database::call_async`]) or in
-//! batches through a pipelining [`Session`].
+//! batches through a pipelining [`Session`](crate::Session) (session.rs). Looking into a
+//! running database (memory, counters, a closure at a partition) is in inspect.rs.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,18 +16,18 @@ use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
 use permafrost_sql::{Catalog, Rows, SqlError};
-use permafrost_storage::{DataType, MemoryUsage, PartitionStore, Value};
+use permafrost_storage::{DataType, Value};
 
 use crate::config::Config;
-use crate::counters::{DatabaseStats, PartitionStats};
+use crate::counters::PartitionStats;
 use crate::error::{Error, Result};
 use crate::partition::cell::PartitionCell;
 use crate::partition::fence::QueueState;
-use crate::partition::msg::{Invocation, MpWork, Msg};
+use crate::partition::msg::{MpWork, Msg};
 use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::partition::state::Partition;
 use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
-use crate::reply::{Completion, Reply, Sink, StopFlag};
+use crate::reply::{Reply, StopFlag};
 use crate::schema_log::SchemaLog;
 use crate::shared::Shared;
 use crate::snapshot::job::{Periodic, Snapshots};
@@ -929,202 +930,5 @@ impl Database {
             catalog,
             proc: Arc::new(Procedure::bulk_insert(prepared)),
         })
-    }
-
-    /// The memory one statement may hold for its result and intermediate rows (a quarter
-    /// of `memory_limit`, at least 16 MiB); what a COPY may buffer before it is applied.
-    pub fn statement_memory(&self) -> usize {
-        crate::partition::txn::work_mem(self.shared().config.memory_limit)
-    }
-
-    /// The memory running statements hold together ([`permafrost_sql::workmem`]): what a
-    /// COPY buffers draws from it too.
-    pub fn statement_pool(&self) -> &Arc<permafrost_sql::workmem::MemoryPool> {
-        &self.shared().statement_pool
-    }
-
-    /// Has every partition check the memory budget now, counting the statement pool as it
-    /// is: to be called when memory held off the partitions changed by much (a COPY's
-    /// rows taken from the pool as they arrive, and given back before they are inserted),
-    /// so that eviction makes room for them ahead and a write gate closed for them opens
-    /// again before the next write meets it.
-    pub fn check_memory(&self) {
-        for p in 0..self.partitions() {
-            let _ = self.shared().send(p, crate::partition::msg::Msg::CheckMemory);
-        }
-    }
-
-    /// Long statements running now moved off their partitions, in forked images
-    /// (forked.rs): each is counted until its process has been reaped.
-    pub fn moved_running(&self) -> usize {
-        self.shared().moved_running.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// A pipelining session for many calls in flight from one thread.
-    pub fn session(&self) -> Session {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let n = self.partitions() as usize;
-        Session {
-            db: self.clone(),
-            sink: Arc::new(Sink { tx }),
-            rx,
-            buffers: (0..n).map(|_| Vec::new()).collect(),
-            in_flight: 0,
-            batch: 64,
-        }
-    }
-
-    /// Runs `f` on partition `p`'s store between transactions and returns its result
-    /// (statistics, consistency checks, tests).
-    pub fn with_partition<R: Send + 'static>(
-        &self,
-        p: u32,
-        f: impl FnOnce(&mut PartitionStore) -> R + Send + 'static,
-    ) -> Result<R> {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let sender = self
-            .shared()
-            .senders
-            .get(p as usize)
-            .ok_or_else(|| Error::Internal(format!("no partition {p}")))?;
-        sender
-            .send(Msg::Inspect(Box::new(move |s| {
-                let _ = tx.send(f(s));
-            })))
-            .map_err(|_| Error::Shutdown)?;
-        rx.recv().map_err(|_| Error::Shutdown)
-    }
-
-    /// Memory accounted at every partition, measured now.
-    pub fn memory_usage(&self) -> Result<MemoryUsage> {
-        let mut total = MemoryUsage::default();
-        for p in 0..self.partitions() {
-            total += self.with_partition(p, |s| s.memory_usage())?;
-        }
-        Ok(total)
-    }
-
-    /// Runs an eviction round of about `bytes` at every partition now, whatever the memory
-    /// use; returns the number of tuples evicted. Fails if the anti-cache is off.
-    pub fn evict_now(&self, bytes: u64) -> Result<u64> {
-        let mut total = 0;
-        for s in &self.shared().senders {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            s.send(Msg::Evict(bytes, tx)).map_err(|_| Error::Shutdown)?;
-            total += rx.recv().map_err(|_| Error::Shutdown)??;
-        }
-        Ok(total)
-    }
-
-    /// Like [`Database::stats`], but asks every partition to publish first, so the figures
-    /// include everything done before the call.
-    pub fn stats_now(&self) -> Result<DatabaseStats> {
-        for s in &self.shared().senders {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            s.send(Msg::Publish(tx)).map_err(|_| Error::Shutdown)?;
-            rx.recv().map_err(|_| Error::Shutdown)?;
-        }
-        Ok(self.stats())
-    }
-
-    /// Counters summed over partitions (published after each pass over a partition's queue).
-    pub fn stats(&self) -> DatabaseStats {
-        let mut d = DatabaseStats::default();
-        for s in &self.shared().stats {
-            d.add(s);
-        }
-        d
-    }
-}
-
-/// Pipelined calls from one thread: submit many, flush, collect completions by token.
-pub struct Session {
-    db: Database,
-    sink: Arc<Sink>,
-    rx: Receiver<Vec<Completion>>,
-    buffers: Vec<Vec<Invocation>>,
-    in_flight: usize,
-    batch: usize,
-}
-
-impl Session {
-    /// Queues a call. It is sent when its partition's buffer fills or at [`Session::flush`].
-    pub fn submit(&mut self, h: &ProcHandle, params: Vec<Value>, token: u64) -> Result<()> {
-        let reply = Reply::Batch {
-            sink: self.sink.clone(),
-            token,
-        };
-        let routed = submit(
-            self.db.shared(),
-            &h.proc,
-            params,
-            reply,
-            Dispatch::Buffer(&mut self.buffers),
-        )?;
-        self.in_flight += 1;
-        if let Some(p) = routed
-            && self.buffers[p as usize].len() >= self.batch
-        {
-            self.flush_partition(p as usize)?;
-        }
-        Ok(())
-    }
-
-    fn flush_partition(&mut self, p: usize) -> Result<()> {
-        let batch = std::mem::take(&mut self.buffers[p]);
-        if !batch.is_empty() {
-            self.db
-                .shared()
-                .send(p as u32, Msg::Batch(batch))
-                .map_err(|_| Error::Shutdown)?;
-        }
-        Ok(())
-    }
-
-    /// Sends every queued call.
-    pub fn flush(&mut self) -> Result<()> {
-        for p in 0..self.buffers.len() {
-            self.flush_partition(p)?;
-        }
-        Ok(())
-    }
-
-    /// Sets how many calls per partition are buffered before they are sent (default 64).
-    pub fn set_batch(&mut self, n: usize) {
-        self.batch = n.max(1);
-    }
-
-    /// Calls submitted and not yet collected.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight
-    }
-
-    /// Flushes, then waits for at least one completion and appends all available ones to
-    /// `out`. Returns how many were appended (0 only if nothing is in flight).
-    pub fn wait(&mut self, out: &mut Vec<Completion>) -> Result<usize> {
-        self.flush()?;
-        if self.in_flight == 0 {
-            return Ok(0);
-        }
-        let first = self.rx.recv().map_err(|_| Error::Shutdown)?;
-        let mut n = first.len();
-        out.extend(first);
-        while let Ok(more) = self.rx.try_recv() {
-            n += more.len();
-            out.extend(more);
-        }
-        self.in_flight -= n;
-        Ok(n)
-    }
-
-    /// Appends completions that are already available, without waiting.
-    pub fn poll(&mut self, out: &mut Vec<Completion>) -> usize {
-        let mut n = 0;
-        while let Ok(more) = self.rx.try_recv() {
-            n += more.len();
-            out.extend(more);
-        }
-        self.in_flight -= n;
-        n
     }
 }

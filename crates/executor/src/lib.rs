@@ -19,6 +19,7 @@ mod database;
 pub mod datadir;
 pub mod error;
 mod forked;
+mod inspect;
 mod interactive;
 mod partition;
 pub mod procedure;
@@ -26,6 +27,7 @@ mod recovery;
 mod reply;
 mod scan;
 pub mod schema_log;
+mod session;
 pub mod settings;
 mod shared;
 mod snapshot;
@@ -38,7 +40,7 @@ pub use config::{
     SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, SnapshotConfig, parse_size, sync_bucket_le,
 };
 pub use counters::{COUNTERS, CounterInfo, CounterKind, DatabaseStats, PartitionStats};
-pub use database::{AdHoc, Database, ProcHandle, Session};
+pub use database::{AdHoc, Database, ProcHandle};
 pub use error::{Error, Result};
 pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, TxnStatement};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
@@ -46,5 +48,6 @@ pub use permafrost_storage::{DataType, MemoryUsage, Numeric, NumericRef, Value, 
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::{Completion, StopFlag};
+pub use session::Session;
 pub use snapshot::{LoadReport, SnapshotInfo};
 pub use stats::TableStats;

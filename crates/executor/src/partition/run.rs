@@ -257,11 +257,7 @@ impl Partition {
                     ac.scans_ended();
                 }
             }
-            Msg::CheckMemory => {
-                if self.store.is_some() {
-                    self.check_memory(true);
-                }
-            }
+            Msg::CheckMemory => self.check_memory(true),
             Msg::Shutdown => return false,
         }
         self.after_message();

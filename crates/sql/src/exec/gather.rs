@@ -146,6 +146,7 @@ impl Gather {
                         Expr::Column { rel, col } => collected.out.push(b.column(*rel, *col)),
                         e => {
                             collected.out.push(e.eval(b, cx)?.as_ref());
+                            // The row so far, held again in the sorted result.
                             cx.budget.set_held(mem.used() + 2 * (collected.out.data_len() - before));
                         }
                     }
