@@ -286,7 +286,7 @@ pub(crate) fn complete(mut rows: Rows, limit: usize) -> Result<Rows> {
     };
     while let Some(more) = rest.next_rows()? {
         rows.append(&more);
-        if rows.memory_bytes() > limit {
+        if rows.held_bytes() > limit {
             return Err(SqlError::OutOfWorkMem(limit).into());
         }
     }

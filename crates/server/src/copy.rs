@@ -257,7 +257,17 @@ fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> P
 /// engine's, `ValueRef`'s `Display`: `t`/`f`, `1e+20`, `2020-01-02 03:04:05.25`, `\x..`),
 /// escaped for text format or quoted for CSV; NULL as the format's NULL text.
 pub fn copy_lines(rows: &permafrost_executor::Rows, f: &CopyFormat) -> Vec<pgwire::messages::copy::CopyData> {
-    rows.iter()
+    copy_lines_of(rows, 0..rows.len(), f)
+}
+
+/// The lines of the rows of `rows` in `range`.
+pub fn copy_lines_of(
+    rows: &permafrost_executor::Rows,
+    range: std::ops::Range<usize>,
+    f: &CopyFormat,
+) -> Vec<pgwire::messages::copy::CopyData> {
+    range
+        .map(|i| rows.row(i))
         .map(|row| {
             let mut line = Vec::new();
             for (i, v) in row.values().enumerate() {
@@ -534,6 +544,22 @@ pub fn abandon<C: ClientInfo>(db: &Database, client: &C) {
     if let Ok(st) = take(client) {
         st.release(db);
     }
+}
+
+/// Fails a COPY in progress with `e` (a CopyData it could not take,
+/// `crate::message_memory`): the rows read so far are dropped and their memory given back
+/// now; the error is reported at CopyDone, and nothing is loaded.
+pub fn fail<C: ClientInfo>(db: &Database, client: &C, e: PgWireError) {
+    let Ok(mut st) = take(client) else { return };
+    if st.error.is_none() {
+        st.error = Some(e);
+    }
+    st.rows = Vec::new();
+    st.partial = Vec::new();
+    if std::mem::take(&mut st.reservation).taken() > 0 {
+        db.check_memory();
+    }
+    put(client, st);
 }
 
 /// The partitions check the budget whenever a COPY has taken this many more bytes from the

@@ -3,7 +3,6 @@
 //! ([`Backend`]); results become messages in respond.rs; the connection loop that calls
 //! these handlers is pipeline.rs.
 
-use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,8 +24,8 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL,
-    TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync,
+    TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::CommandComplete;
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
@@ -39,84 +38,12 @@ use crate::error::{ClientTag, client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
 use crate::outputs::{PendingResult, Pipeline, write_response};
 use crate::plancache::{Lookup, PlanCache};
+use crate::prepared::{no_statement, prepared_names, sql_prepared, statement_memory, statement_size};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::session::{CancelToken, Cancels, CancelsOf, Startup};
 use crate::session_settings::{self as settings, SetStatement};
 use crate::txn;
 use crate::types::decode_param;
-
-/// The names of a connection's named prepared statements, and those that SQL DEALLOCATE
-/// (or DISCARD ALL) dropped. A dropped statement leaves the library's store when the
-/// connection next refers to its name (Parse, Bind or Describe), where the store can be
-/// reached: a Bind or Describe then fails with 26000 as for any unknown statement, and a
-/// Parse may use the name again.
-#[derive(Default)]
-struct PreparedNames(std::sync::Mutex<(HashSet<String>, HashSet<String>)>);
-
-impl PreparedNames {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (HashSet<String>, HashSet<String>)> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn add(&self, name: &str) {
-        let mut g = self.lock();
-        g.1.remove(name);
-        g.0.insert(name.to_string());
-    }
-
-    /// Drops `name`; false if no such statement was prepared.
-    fn deallocate(&self, name: &str) -> bool {
-        let mut g = self.lock();
-        if !g.0.remove(name) {
-            return false;
-        }
-        g.1.insert(name.to_string());
-        true
-    }
-
-    fn drop_all(&self) {
-        let mut g = self.lock();
-        let live: Vec<String> = g.0.drain().collect();
-        g.1.extend(live);
-    }
-
-    /// Whether `name` was dropped (and is gone from the store once this returns true and
-    /// the caller removes it).
-    fn take_dropped(&self, name: &str) -> bool {
-        self.lock().1.remove(name)
-    }
-
-    /// Whether `name` is a live statement prepared through the protocol.
-    fn has(&self, name: &str) -> bool {
-        self.lock().0.contains(name)
-    }
-}
-
-fn no_statement(name: &str) -> PgWireError {
-    client_error("26000", format!("prepared statement \"{name}\" does not exist"))
-}
-
-fn prepared_names<C: ClientInfo>(client: &C) -> Arc<PreparedNames> {
-    client.session_extensions().get_or_insert_with(PreparedNames::default)
-}
-
-/// The statements a connection PREPAREd in SQL, by name: the statement and its parameter
-/// types. (Statements prepared through the protocol are pgwire's, [`PreparedNames`].)
-#[derive(Default)]
-struct SqlPrepared(std::sync::Mutex<std::collections::HashMap<String, SqlStatement>>);
-
-/// A statement PREPAREd in SQL and its parameter types.
-type SqlStatement = (Arc<Command>, Vec<pgwire::api::Type>);
-
-impl SqlPrepared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SqlStatement>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-fn sql_prepared<C: ClientInfo>(client: &C) -> Arc<SqlPrepared> {
-    client.session_extensions().get_or_insert_with(SqlPrepared::default)
-}
 
 /// A cursor: its query's rows (as sent, in text), waiting for FETCH.
 struct Cursor {
@@ -249,6 +176,10 @@ impl Backend {
     }
 
     /// Whether errors are logged.
+    pub(crate) fn db(&self) -> &Arc<Database> {
+        &self.db
+    }
+
     pub(crate) fn logs_errors(&self) -> bool {
         self.log_errors
     }
@@ -301,7 +232,11 @@ impl Backend {
         }
         let parser = self.parser.clone();
         match pgwire::api::stmt::StoredStatement::parse(client, message, parser).await? {
-            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            Some(stmt) => {
+                // Counted while it is kept (crate::prepared); refused when there is no room.
+                statement_memory(client).charge(self.db.statement_pool(), &name, statement_size(&message.query))?;
+                client.portal_store().put_statement(Arc::new(stmt))
+            }
             None => client.portal_store().put_empty_statement(if name.is_empty() {
                 pgwire::api::DEFAULT_NAME
             } else {
@@ -723,6 +658,7 @@ impl Backend {
                             "DISCARD ALL cannot run inside a transaction block",
                         ));
                     }
+                    statement_memory(client).forget_named(self.db.statement_pool());
                     prepared_names(client).drop_all();
                     sql_prepared(client).lock().clear();
                     cursors(client).lock().clear();
@@ -795,6 +731,7 @@ impl Backend {
                 Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
             }
             Command::Deallocate(None) => {
+                statement_memory(client).forget_named(self.db.statement_pool());
                 prepared_names(client).drop_all();
                 sql_prepared(client).lock().clear();
                 Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
@@ -803,6 +740,7 @@ impl Backend {
                 if sql_prepared(client).lock().remove(name).is_none() && !prepared_names(client).deallocate(name) {
                     return Err(no_statement(name));
                 }
+                statement_memory(client).forget(self.db.statement_pool(), name);
                 Ok(Response::Execution(Tag::new("DEALLOCATE")))
             }
             Command::Prepare { name, cmd, types } => {
@@ -812,6 +750,11 @@ impl Backend {
                         format!("prepared statement \"{name}\" already exists"),
                     ));
                 }
+                statement_memory(client).charge(
+                    self.db.statement_pool(),
+                    name,
+                    statement_size(cmd.sql().unwrap_or_default()),
+                )?;
                 sql_prepared(client)
                     .lock()
                     .insert(name.clone(), (cmd.clone(), types.clone()));
@@ -882,7 +825,14 @@ impl Backend {
         };
         let mut out = Vec::with_capacity(dmls.len());
         for (rows, d) in rows.into_iter().zip(&dmls) {
-            match respond(rows, &d.columns, Some(d.kind), &Format::UnifiedText, None) {
+            match respond(
+                rows,
+                &d.columns,
+                Some(d.kind),
+                &Format::UnifiedText,
+                None,
+                self.db.statement_pool(),
+            ) {
                 Ok(resp) => out.push(resp),
                 Err(e) => {
                     out.push(Response::Error(Box::new(e.into())));
@@ -966,7 +916,7 @@ impl Backend {
             // And after it: what a COMMIT placed earlier knows of when it read.
             let done = self.db.write_clock();
             keep_in_block(cell, d.stmt.clone(), params, &rows, Some((seen, done)));
-            respond(rows, &d.columns, Some(d.kind), format, None)
+            respond(rows, &d.columns, Some(d.kind), format, None, self.db.statement_pool())
         });
         self.metrics.record(
             if d.read_only {
@@ -1024,6 +974,7 @@ impl Backend {
         let metrics = self.metrics.clone();
         let class = cmd.class();
         let format = format.clone();
+        let pool = self.db.statement_pool().clone();
         let fut: PendingResult = match cmd {
             Command::Dml(d) => {
                 let stop = StopFlag::new();
@@ -1038,7 +989,7 @@ impl Backend {
                     let watch = cancel.map(|c| (c, started));
                     let r = rows
                         .map_err(db_error)
-                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format, Some((stop, watch))));
+                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format, Some((stop, watch)), &pool));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     if let (Err(e), Some(who)) = (&r, who) {
                         crate::error::log_client_error(who, Some(&d.stmt.prepared().sql), e);
@@ -1062,7 +1013,7 @@ impl Backend {
                     };
                     let r = rows
                         .map_err(db_error)
-                        .and_then(|rows| respond(rows, &c.columns, None, &format, None));
+                        .and_then(|rows| respond(rows, &c.columns, None, &format, None, &pool));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     r
                 })
@@ -1137,7 +1088,7 @@ impl Backend {
             }
             Command::Dml(d) => {
                 let (rows, stop) = self.run_stoppable(&d.stmt, params, cancel).await?;
-                respond(rows, &d.columns, Some(d.kind), format, Some(stop))
+                respond(rows, &d.columns, Some(d.kind), format, Some(stop), self.db.statement_pool())
             }
             Command::Call(c) => {
                 let args = c.bind_args(&params)?;
@@ -1145,14 +1096,14 @@ impl Backend {
                     CallTarget::Procedure(h) => {
                         // Nothing else of this connection is in flight.
                         let (rows, _) = stoppable(|stop| self.db.call_handle_here(h, args, stop, true), cancel).await?;
-                        respond(rows, &c.columns, None, format, None)
+                        respond(rows, &c.columns, None, format, None, self.db.statement_pool())
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }
             }
             Command::CopyOut(c) => {
                 let (rows, stop) = self.run_stoppable(&c.stmt, params, cancel).await?;
-                respond_copy_out(rows, c, stop)
+                respond_copy_out(rows, c, stop, self.db.statement_pool())
             }
             Command::Copy(_) => Err(client_error(
                 "0A000",
@@ -1467,6 +1418,31 @@ impl ExtendedQueryHandler for Backend {
             crate::error::log_client_error(ClientTag::of(client), Some(&message.query), e);
         }
         r
+    }
+
+    /// As the library's, and a statement closed gives back its memory and its name
+    /// (crate::prepared).
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                client.portal_store().rm_statement(name);
+                prepared_names(client).closed(name);
+                statement_memory(client).forget(self.db.statement_pool(), name);
+            }
+            TARGET_TYPE_BYTE_PORTAL => client.portal_store().rm_portal(name),
+            _ => {}
+        }
+        client
+            .send(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
     }
 
     /// As the library's, but the BindComplete waits in the output buffer (or, behind

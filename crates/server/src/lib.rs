@@ -16,10 +16,12 @@ pub mod error;
 pub mod fuzzing;
 pub mod handler;
 mod io;
+mod message_memory;
 pub mod metrics;
 mod outputs;
 pub mod pipeline;
 pub mod plancache;
+mod prepared;
 mod respond;
 pub mod session;
 pub mod session_settings;
@@ -152,6 +154,7 @@ pub async fn serve_with(
         session::Auth::scram(options.users)
     };
     let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
+    let pool = db.statement_pool().clone();
     let backend =
         Arc::new(handler::Backend::new(db, cancels.clone(), metrics).with_error_log(options.log_client_errors));
     let handlers = Arc::new(handler::Handlers::new(backend, startup, cancels));
@@ -180,10 +183,10 @@ pub async fn serve_with(
                         let h = handlers.clone();
                         let tls = tls.clone();
                         let timeout = options.authentication_timeout;
+                        let pool = pool.clone();
                         let Some(io) = &io else {
                             tokio::spawn(async move {
-                                // A connection's protocol errors end that connection only.
-                                let _ = pipeline::process_socket(socket, tls, h, timeout).await;
+                                serve_connection(socket, tls, h, timeout, &pool).await;
                                 drop(slot);
                             });
                             continue;
@@ -193,7 +196,7 @@ pub async fn serve_with(
                         let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
                         io.spawn(fd, async move {
                             let Ok(socket) = tokio::net::TcpStream::from_std(socket) else { return };
-                            let _ = pipeline::process_socket(socket, tls, h, timeout).await;
+                            serve_connection(socket, tls, h, timeout, &pool).await;
                             drop(slot);
                         });
                     }
@@ -203,6 +206,29 @@ pub async fn serve_with(
             }
         }
     }
+}
+
+/// Serves one connection once it has its memory ([`message_memory::admit_connection`]);
+/// refuses it with 53300 when there is none.
+async fn serve_connection(
+    socket: tokio::net::TcpStream,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
+    handlers: Arc<handler::Handlers>,
+    timeout: std::time::Duration,
+    pool: &Arc<permafrost_sql::workmem::MemoryPool>,
+) {
+    let Some(_held) = message_memory::admit_connection(pool).await else {
+        let message = format!(
+            "sorry, too many clients already: running statements and connections hold {} of the {} bytes they \
+             may hold together (part of memory_limit)",
+            pool.used(),
+            pool.limit()
+        );
+        pipeline::refuse(socket, "53300", message).await;
+        return;
+    };
+    // A connection's protocol errors end that connection only.
+    let _ = pipeline::process_socket(socket, tls, handlers, timeout).await;
 }
 
 /// One of the `max_connections` a server serves at once, given back when dropped.

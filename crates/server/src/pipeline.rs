@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use futures::{SinkExt, StreamExt};
+use permafrost_executor::Database;
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -42,6 +43,7 @@ use crate::command::Command;
 use crate::cork::Corked;
 use crate::error::ClientTag;
 use crate::handler::Handlers;
+use crate::message_memory::{self, MessageMemory};
 use crate::outputs::Pipeline;
 use crate::wire_check;
 
@@ -95,6 +97,8 @@ pub async fn process_socket(
     let mut socket = corked(socket);
     socket.session_extensions().insert(peer);
     let (backend, startup, cancel) = handlers.parts();
+    let db = &backend.db().clone();
+    let mut memory = MessageMemory::default();
     let pipeline = Pipeline::of(&socket);
     // (Neither is ever replaced in the connection's extensions.)
     let (txn, settings) = (crate::txn::of(&socket), crate::session_settings::of(&socket));
@@ -113,7 +117,7 @@ pub async fn process_socket(
             }
         } else {
             let filled = match idle_in_transaction_limit(&txn, &settings) {
-                Some(limit) => match tokio::time::timeout(limit, fill_message(&mut socket)).await {
+                Some(limit) => match tokio::time::timeout(limit, fill_message(&mut socket, &mut memory, db)).await {
                     Ok(r) => r?,
                     Err(_) => {
                         // As PostgreSQL: the session ends, and its open block with it.
@@ -126,10 +130,38 @@ pub async fn process_socket(
                         break;
                     }
                 },
-                None => fill_message(&mut socket).await?,
+                None => fill_message(&mut socket, &mut memory, db).await?,
             };
-            if !filled {
-                break;
+            match filled {
+                Fill::Whole => {}
+                Fill::Gone => break,
+                Fill::Refused { kind, total, error: e } => {
+                    // Refused before it was read (message_memory): its bytes are skipped.
+                    if !skip_message(&mut socket, total).await? {
+                        break;
+                    }
+                    if !pipeline.is_empty() {
+                        io_result(pipeline.drain(&mut socket).await)?;
+                    }
+                    let copying = match socket.state() {
+                        PgWireConnectionState::CopyInProgress(extended) => Some(extended),
+                        _ => None,
+                    };
+                    if copying.is_some() && kind == b'd' {
+                        // The COPY fails; its error is the answer to CopyDone.
+                        crate::copy::fail(db, &socket, e);
+                        continue;
+                    }
+                    if copying.is_some() {
+                        crate::copy::abandon(db, &socket);
+                    }
+                    crate::txn::fail(&mut crate::txn::lock(&txn));
+                    if backend.logs_errors() {
+                        crate::error::log_client_error(ClientTag::of(&socket), None, &e);
+                    }
+                    process_error(&mut socket, e, copying.unwrap_or_else(|| is_extended_type(Some(kind)))).await?;
+                    continue;
+                }
             }
             if let Err(v) = wire_check::check_message(socket.read_buffer()) {
                 // Refused as bytes: pgwire never decodes it.
@@ -424,23 +456,50 @@ const MAX_STARTUP_PACKET: i32 = 10_000;
 /// A logged-in connection's socket.
 type Socket = Framed<Corked<MaybeTls>, PgWireMessageServerCodec<Command>>;
 
-/// Reads until the read buffer starts with a whole message, or with a header whose length
-/// no message can have (left to [`wire_check`]), so that the message is checked as bytes
-/// before pgwire decodes it. False when the client has gone.
+/// What [`fill_message`] found.
+enum Fill {
+    /// The read buffer starts with a whole message, or with a header whose length no
+    /// message can have (left to [`wire_check`]).
+    Whole,
+    /// The client has gone.
+    Gone,
+    /// The message cannot be given its memory ([`message_memory`]): nothing of it beyond
+    /// its header was read.
+    Refused { kind: u8, total: usize, error: PgWireError },
+}
+
+/// Reads until the read buffer starts with a whole message, so that the message is checked
+/// as bytes before pgwire decodes it. A message longer than a few hundred KiB takes its
+/// memory from the statement pool before it is read ([`message_memory`]); what the
+/// previous message took is given back first.
 ///
 /// The framed reader decodes what its buffer holds before reading again as long as its
 /// last poll returned a message, which every poll after the start-up does: the loop polls
 /// it only when a whole message is buffered (tokio-util's `FramedImpl::poll_next`).
-async fn fill_message(socket: &mut Socket) -> io::Result<bool> {
+async fn fill_message(socket: &mut Socket, memory: &mut MessageMemory, db: &Database) -> io::Result<Fill> {
+    memory.release();
+    message_memory::shrink(socket.read_buffer_mut());
+    let mut admitted = false;
     loop {
         let buf = socket.read_buffer();
         let need = match wire_check::declared_len(buf) {
-            Some(len) if len < 4 || len as usize > wire_check::MAX_MESSAGE_LEN => return Ok(true),
+            Some(len) if len < 4 || len as usize > wire_check::MAX_MESSAGE_LEN => return Ok(Fill::Whole),
             Some(len) => 1 + len as usize,
             None => 5,
         };
         if buf.len() >= need {
-            return Ok(true);
+            return Ok(Fill::Whole);
+        }
+        if need > 5 && !admitted {
+            admitted = true;
+            let kind = buf[0];
+            if let Err(error) = memory.admit(db, kind, need).await {
+                return Ok(Fill::Refused {
+                    kind,
+                    total: need,
+                    error,
+                });
+            }
         }
         // Nothing answered may wait while the connection waits for the client.
         flush_out(socket).await?;
@@ -451,9 +510,29 @@ async fn fill_message(socket: &mut Socket) -> io::Result<bool> {
         let read = socket.get_mut().read_buf(&mut buf).await;
         *socket.read_buffer_mut() = buf;
         if read? == 0 {
-            return Ok(false);
+            return Ok(Fill::Gone);
         }
     }
+}
+
+/// Drops the `total` bytes of the message at the start of the read buffer, reading what
+/// has not arrived in pieces (never past the message). False when the client has gone.
+async fn skip_message(socket: &mut Socket, total: usize) -> io::Result<bool> {
+    let buf = socket.read_buffer_mut();
+    let buffered = buf.len().min(total);
+    buf.advance(buffered);
+    let mut left = total - buffered;
+    let mut scratch = vec![0u8; left.min(64 << 10)];
+    while left > 0 {
+        flush_out(socket).await?;
+        let n = left.min(scratch.len());
+        let read = socket.get_mut().read(&mut scratch[..n]).await?;
+        if read == 0 {
+            return Ok(false);
+        }
+        left -= read;
+    }
+    Ok(true)
 }
 
 /// Whether a message of this type belongs to the extended query protocol (after an error

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use futures::{StreamExt, stream};
 use permafrost_executor::{Rows, StatementKind, StopFlag};
+use permafrost_sql::workmem::{MemoryPool, Reservation};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response, Tag};
@@ -77,6 +78,7 @@ pub(crate) fn respond(
     kind: Option<StatementKind>,
     format: &Format,
     stop: Option<(StopFlag, Option<(CancelToken, Instant)>)>,
+    pool: &Arc<MemoryPool>,
 ) -> PgWireResult<Response> {
     if described.is_empty() && rows.columns().is_empty() {
         let n = rows.affected as usize;
@@ -103,14 +105,22 @@ pub(crate) fn respond(
         .map(|(c, f)| (c.1.clone(), f.format() == FieldFormat::Text))
         .collect();
     let mut enc = RowWriter::new(schema.clone());
-    let out = encode_rows(&rows, &mut enc, &types)?.into_iter().map(Ok);
     let rest = rows.take_rest();
+    let first = if rows.data_len() <= EAGER_BYTES {
+        stream::iter(encode_rows(&rows, &mut enc, &types)?.into_iter().map(Ok)).boxed()
+    } else {
+        let (mut lazy, types) = (RowWriter::new(schema.clone()), types.clone());
+        lazily(rows, pool, move |rows, range| {
+            encode_range(rows, range, &mut lazy, &types)
+        })
+        .boxed()
+    };
     let mut resp = match rest {
-        None => QueryResponse::new(schema, stream::iter(out).boxed()),
+        None => QueryResponse::new(schema, first),
         Some(rest) => {
             let (flag, cancel) = stop.unwrap_or_default();
             let more = stream_rest(rest, move |rows| encode_rows(rows, &mut enc, &types), flag, cancel);
-            QueryResponse::new(schema, stream::iter(out).chain(more).boxed())
+            QueryResponse::new(schema, first.chain(more).boxed())
         }
     };
     match kind {
@@ -129,16 +139,67 @@ pub(crate) fn encode_rows(
     enc: &mut RowWriter,
     types: &[(Type, bool)],
 ) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
-    let mut out = Vec::with_capacity(rows.len());
-    // Room for the result at once (integers as text grow; more is added if needed).
-    enc.reserve(rows.data_len() + rows.len() * (types.len() * 12 + 8));
-    for row in rows.iter() {
-        for (v, (ty, text)) in row.values().zip(types) {
+    encode_range(rows, 0..rows.len(), enc, types)
+}
+
+/// The data rows of `rows` in `range`.
+fn encode_range(
+    rows: &Rows,
+    range: std::ops::Range<usize>,
+    enc: &mut RowWriter,
+    types: &[(Type, bool)],
+) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
+    let mut out = Vec::with_capacity(range.len());
+    // Room for the rows at once (integers as text grow; more is added if needed).
+    let data = match (range.start < rows.len(), range.end < rows.len()) {
+        (false, _) => 0,
+        (true, true) => rows.row_offset(range.end) - rows.row_offset(range.start),
+        (true, false) => rows.data_len() - rows.row_offset(range.start),
+    };
+    enc.reserve(data + range.len() * (types.len() * 12 + 8));
+    for i in range {
+        for (v, (ty, text)) in rows.row(i).values().zip(types) {
             encode(enc, v, ty, *text)?;
         }
         out.push(enc.take_row());
     }
     Ok(out)
+}
+
+/// A result up to this many bytes is encoded whole when it is answered (one allocation);
+/// a larger one batch by batch as the socket takes it ([`lazily`]).
+const EAGER_BYTES: usize = 64 << 10;
+
+/// Rows encoded per batch of a large result.
+const LAZY_BATCH_BYTES: usize = 64 << 10;
+
+/// The messages of a large result, made a batch at a time by `encode` as the socket takes
+/// them, so that the result is not held twice (as rows and as messages). Until the last is
+/// taken, the rows count in the statement pool ([`Reservation::hold`]): the statement
+/// that made them has ended and given its memory back, but a slow client keeps them.
+fn lazily<T: Send + 'static>(
+    rows: Rows,
+    pool: &Arc<MemoryPool>,
+    mut encode: impl FnMut(&Rows, std::ops::Range<usize>) -> PgWireResult<Vec<T>> + Send + 'static,
+) -> impl futures::Stream<Item = PgWireResult<T>> + Send + 'static {
+    let held = Reservation::hold(pool, rows.held_bytes());
+    stream::unfold((rows, 0, held), move |(rows, at, held)| {
+        let next = (at < rows.len()).then(|| {
+            let mut end = at + 1;
+            let start = rows.row_offset(at);
+            while end < rows.len() && rows.row_offset(end) - start < LAZY_BATCH_BYTES {
+                end += 1;
+            }
+            let items: Vec<_> = match encode(&rows, at..end) {
+                Ok(out) => out.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            // (The rows and what they hold of the pool are dropped after the last batch.)
+            (stream::iter(items), (rows, end, held))
+        });
+        futures::future::ready(next)
+    })
+    .flatten()
 }
 
 /// Batches of encoded rows a streamed result keeps ready ahead of the socket.
@@ -195,17 +256,30 @@ pub(crate) fn respond_copy_out(
     mut rows: Rows,
     c: &copy::CopyOut,
     stop: (StopFlag, Option<(CancelToken, Instant)>),
+    pool: &Arc<MemoryPool>,
 ) -> PgWireResult<Response> {
-    let mut first = Vec::new();
+    let mut header = Vec::new();
     if c.format.header {
         let names: Vec<String> = c.columns.iter().map(|c| c.0.clone()).collect();
-        first.push(copy::header_line(&names, &c.format));
+        header.push(copy::header_line(&names, &c.format));
     }
-    first.extend(copy::copy_lines(&rows, &c.format));
     let ncols = c.columns.len();
-    let first = stream::iter(first.into_iter().map(Ok));
-    let data = match rows.take_rest() {
-        None => first.boxed(),
+    let rest = rows.take_rest();
+    let header = stream::iter(header.into_iter().map(Ok));
+    let first = if rows.data_len() <= EAGER_BYTES {
+        header
+            .chain(stream::iter(copy::copy_lines(&rows, &c.format).into_iter().map(Ok)))
+            .boxed()
+    } else {
+        let format = c.format.clone();
+        header
+            .chain(lazily(rows, pool, move |rows, range| {
+                Ok(copy::copy_lines_of(rows, range, &format))
+            }))
+            .boxed()
+    };
+    let data = match rest {
+        None => first,
         Some(rest) => {
             let format = c.format.clone();
             let more = stream_rest(rest, move |rows| Ok(copy::copy_lines(rows, &format)), stop.0, stop.1);

@@ -153,6 +153,11 @@ impl Rows {
         }
     }
 
+    /// Where row `i`'s values start in the encoded data (`i < len()`).
+    pub fn row_offset(&self, i: usize) -> usize {
+        self.starts[i] as usize
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = RowRef<'_>> {
         (0..self.len()).map(move |i| self.row(i))
     }
@@ -229,11 +234,6 @@ impl Rows {
     pub(crate) fn push_encoded_unchecked(&mut self, bytes: &[u8]) {
         self.begin_row();
         self.data.extend_from_slice(bytes);
-    }
-
-    /// Bytes held.
-    pub fn memory_bytes(&self) -> usize {
-        self.data.capacity() + self.starts.capacity() * 4
     }
 }
 

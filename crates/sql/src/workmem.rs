@@ -105,6 +105,44 @@ impl Reservation {
 }
 
 impl Reservation {
+    /// Counts `bytes` that are held already (a result on its way to its client) in `pool`,
+    /// past its limit if need be: the memory exists, so the partitions must count it (and
+    /// evict for it) and other statements find that much less room until it is dropped.
+    /// Like [`Reservation::cover`], the first step is not counted.
+    pub fn hold(pool: &Arc<MemoryPool>, bytes: usize) -> Reservation {
+        let taken = bytes.saturating_sub(POOL_STEP).div_ceil(POOL_STEP) * POOL_STEP;
+        if taken == 0 {
+            return Reservation::default();
+        }
+        pool.used.fetch_add(taken, Ordering::AcqRel);
+        Reservation {
+            pool: Some(pool.clone()),
+            taken,
+        }
+    }
+
+    /// Makes the reservation hold exactly `bytes` of `pool` (no step is free): more is
+    /// taken, or what is over given back. An error (53200, nothing changed) if the pool
+    /// cannot give that much. For memory held long and in small pieces (prepared
+    /// statements), where steps would count too much or too little.
+    pub fn set_exact(&mut self, bytes: usize, pool: &Arc<MemoryPool>) -> Result<()> {
+        if self.pool.is_none() {
+            self.pool = Some(pool.clone());
+        }
+        if bytes > self.taken {
+            if !pool.try_take(bytes - self.taken) {
+                return Err(SqlError::StatementMemory {
+                    held: pool.used(),
+                    limit: pool.limit(),
+                });
+            }
+        } else {
+            pool.give(self.taken - bytes);
+        }
+        self.taken = bytes;
+        Ok(())
+    }
+
     /// The bytes taken from the pool.
     pub fn taken(&self) -> usize {
         self.taken
@@ -212,5 +250,26 @@ mod tests {
         // Its own limit still comes first: 54000.
         let mut d = WorkMem::new(POOL_STEP);
         assert_eq!(d.add(POOL_STEP + 1, Some(&pool)).unwrap_err().sqlstate(), "54000");
+    }
+
+    #[test]
+    fn memory_already_held_is_counted_past_the_limit_until_dropped() {
+        let pool = MemoryPool::new(4 * POOL_STEP);
+        let mut a = WorkMem::new(usize::MAX);
+        a.holds(4 * POOL_STEP, Some(&pool)).unwrap();
+        assert_eq!(pool.used(), 3 * POOL_STEP);
+        // A result of 3 steps and a bit: 3 steps counted (the first is not), the pool is
+        // past its limit.
+        let held = Reservation::hold(&pool, 3 * POOL_STEP + 1);
+        assert_eq!(held.taken(), 3 * POOL_STEP);
+        assert_eq!(pool.used(), 6 * POOL_STEP);
+        // Nothing else fits until it is dropped.
+        let mut b = WorkMem::new(usize::MAX);
+        assert_eq!(b.holds(2 * POOL_STEP, Some(&pool)).unwrap_err().sqlstate(), "53200");
+        drop((held, a));
+        assert_eq!(pool.used(), 0);
+        b.holds(2 * POOL_STEP, Some(&pool)).unwrap();
+        // A small result counts nothing.
+        assert_eq!(Reservation::hold(&pool, POOL_STEP).taken(), 0);
     }
 }
