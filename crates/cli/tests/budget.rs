@@ -347,3 +347,32 @@ async fn connections_are_refused_with_53300_before_the_process_passes_its_bound(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portals_kept_open_count_their_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, port) = start(dir.path());
+    let mut c = connect(port).await;
+    let big = "p".repeat(1 << 20);
+    let tx = c.transaction().await.unwrap();
+    let stmt = tx.prepare("SELECT length($1::text)").await.unwrap();
+    let mut portals = Vec::new();
+    let refused = loop {
+        assert!(
+            portals.len() < 1000,
+            "1,000 portals of 1 MB kept in a {BUDGET}-byte budget"
+        );
+        match tx.bind(&stmt, &[&big]).await {
+            Ok(p) => portals.push(p),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(code(&refused), "53200", "{refused:?}");
+    assert!(portals.len() >= 4, "refused after {} portals", portals.len());
+    let peak = server.peak();
+    assert!(
+        peak <= BOUND,
+        "{} portals: peak {peak} bytes, bound {BOUND}",
+        portals.len()
+    );
+}

@@ -1420,8 +1420,8 @@ impl ExtendedQueryHandler for Backend {
         r
     }
 
-    /// As the library's, and a statement closed gives back its memory and its name
-    /// (crate::prepared).
+    /// As the library's, and a statement or portal closed gives back its memory (and a
+    /// statement its name: crate::prepared).
     async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -1436,7 +1436,10 @@ impl ExtendedQueryHandler for Backend {
                 prepared_names(client).closed(name);
                 statement_memory(client).forget(self.db.statement_pool(), name);
             }
-            TARGET_TYPE_BYTE_PORTAL => client.portal_store().rm_portal(name),
+            TARGET_TYPE_BYTE_PORTAL => {
+                client.portal_store().rm_portal(name);
+                statement_memory(client).charge_portal(self.db.statement_pool(), name, 0)?;
+            }
             _ => {}
         }
         client
@@ -1462,6 +1465,9 @@ impl ExtendedQueryHandler for Backend {
         match client.portal_store().get_statement(statement_name) {
             Some(pgwire::api::store::Entry::Value(statement)) => {
                 let portal = Portal::try_new(&message, statement)?;
+                // Its parameters are counted while it is kept (crate::prepared).
+                let bytes = message.parameters.iter().flatten().map(|p| p.len()).sum();
+                statement_memory(client).charge_portal(self.db.statement_pool(), &portal.name, bytes)?;
                 client.portal_store().put_portal(Arc::new(portal));
             }
             Some(pgwire::api::store::Entry::Empty) => {

@@ -8,9 +8,11 @@
 //! the memory budget, at [`statement_size`]. A Parse or PREPARE that finds no room is
 //! refused with 53200 (nothing is prepared); Close, DEALLOCATE, DISCARD ALL and the end of
 //! the connection give the memory back, and a Parse of the unnamed statement replaces
-//! what the previous one held.
+//! what the previous one held. A portal's parameters are counted the same way while it is
+//! kept (from [`PORTAL_COUNTED`] bytes): a Bind without room is refused with 53200.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use permafrost_sql::workmem::{MemoryPool, Reservation};
@@ -107,21 +109,31 @@ pub(crate) fn statement_size(sql: &str) -> usize {
     2048 + 12 * sql.len()
 }
 
-/// The memory a connection's prepared statements hold, by name (the unnamed statement
-/// under ""), counted in the statement pool.
+/// The memory a connection's prepared statements and portals hold, by name (the unnamed
+/// ones under ""), counted in the statement pool.
 #[derive(Default)]
-pub(crate) struct StatementMemory(Mutex<Held>);
+pub(crate) struct StatementMemory {
+    held: Mutex<Held>,
+    /// Portals counted now (read without the lock).
+    portals_counted: AtomicUsize,
+}
 
 #[derive(Default)]
 struct Held {
     sizes: HashMap<String, usize>,
+    /// Portals holding parameters of [`PORTAL_COUNTED`] bytes or more, by name.
+    portals: HashMap<String, usize>,
     total: usize,
     counted: Reservation,
 }
 
+/// Portals whose parameters hold less are not counted (the Bind of a point query costs no
+/// lock here).
+pub(crate) const PORTAL_COUNTED: usize = 4 << 10;
+
 impl StatementMemory {
     fn lock(&self) -> MutexGuard<'_, Held> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts statement `name` at `bytes`, in place of what a statement of that name held
@@ -149,6 +161,38 @@ impl StatementMemory {
         Ok(())
     }
 
+    /// Counts portal `name`'s parameters (`bytes`; 0 when it is closed), in place of what
+    /// a portal of that name held before; 53200 (nothing changed) when the pool has no
+    /// room for them.
+    pub(crate) fn charge_portal(&self, pool: &Arc<MemoryPool>, name: &str, bytes: usize) -> PgWireResult<()> {
+        if bytes < PORTAL_COUNTED && self.portals_counted.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let mut g = self.lock();
+        let before = g.portals.get(name).copied().unwrap_or(0);
+        let bytes = if bytes < PORTAL_COUNTED { 0 } else { bytes };
+        let total = g.total - before + bytes;
+        if g.counted.set_exact(total, pool).is_err() {
+            return Err(client_error(
+                "53200",
+                format!(
+                    "out of memory: a portal's {bytes} bytes of parameters do not fit: running statements hold {} \
+                     of the {} bytes they may hold together (part of memory_limit); retry when others have finished",
+                    pool.used(),
+                    pool.limit()
+                ),
+            ));
+        }
+        g.total = total;
+        if bytes == 0 {
+            g.portals.remove(name);
+        } else {
+            g.portals.insert(name.to_string(), bytes);
+        }
+        self.portals_counted.store(g.portals.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Statement `name` is gone: what it held goes back to the pool.
     pub(crate) fn forget(&self, pool: &Arc<MemoryPool>, name: &str) {
         let mut g = self.lock();
@@ -163,7 +207,7 @@ impl StatementMemory {
     pub(crate) fn forget_named(&self, pool: &Arc<MemoryPool>) {
         let mut g = self.lock();
         g.sizes.retain(|name, _| name.is_empty());
-        g.total = g.sizes.values().sum();
+        g.total = g.sizes.values().sum::<usize>() + g.portals.values().sum::<usize>();
         let total = g.total;
         let _ = g.counted.set_exact(total, pool);
     }
@@ -195,6 +239,17 @@ mod tests {
         assert_eq!(pool.used(), 10_000);
         m.charge(&pool, "b", 70_000).unwrap();
         m.forget_named(&pool);
+        assert_eq!(pool.used(), 10_000);
+        // Portals: small parameters are not counted; large ones until closed or replaced.
+        m.charge_portal(&pool, "", 100).unwrap();
+        assert_eq!(pool.used(), 10_000);
+        m.charge_portal(&pool, "p", 50_000).unwrap();
+        m.charge_portal(&pool, "", 20_000).unwrap();
+        assert_eq!(pool.used(), 80_000);
+        assert!(m.charge_portal(&pool, "q", 30_000).is_err());
+        m.charge_portal(&pool, "", 100).unwrap();
+        assert_eq!(pool.used(), 60_000);
+        m.charge_portal(&pool, "p", 0).unwrap();
         assert_eq!(pool.used(), 10_000);
         drop(m);
         assert_eq!(pool.used(), 0);

@@ -292,19 +292,22 @@ async fn a_server_limited_to_16_mib_refuses_huge_values_and_stays_within_its_bud
     for (sql, want) in TOO_LARGE {
         assert_eq!(&answer(&c, sql).await, want, "{sql}");
     }
-    // The engine's own `||` and concat over a value the client sent: 54000 once the
-    // result passes the statement's memory (16 MiB here).
+    // The engine's own `||` and concat over a value the client sent: refused once the
+    // result passes the statement's memory (16 MiB here: 54000), or what the statement
+    // pool has left (53200) — the parameter's Bind holds three times its size of the pool
+    // while the statement runs (crate::message_memory), 15 MB of its 16 MiB here.
     let five = "x".repeat(5 << 20);
     let chain = "SELECT length($1::text || $1 || $1 || $1)";
     let e = c.query_one(chain, &[&five]).await.unwrap_err();
-    assert_eq!(code(&e), "54000", "{e}");
+    assert!(["54000", "53200"].contains(&code(&e).as_str()), "{e}");
     let e = c
         .query_one("SELECT length(concat($1::text, $1, $1, $1))", &[&five])
         .await
         .unwrap_err();
-    assert_eq!(code(&e), "54000", "{e}");
-    let r = c.query_one("SELECT length($1::text || $1)", &[&five]).await.unwrap();
-    assert_eq!(r.get::<_, i32>(0), 10 << 20);
+    assert!(["54000", "53200"].contains(&code(&e).as_str()), "{e}");
+    let two = "x".repeat(2 << 20);
+    let r = c.query_one("SELECT length($1::text || $1)", &[&two]).await.unwrap();
+    assert_eq!(r.get::<_, i32>(0), 4 << 20);
     let peak = server.status("VmHWM");
     let bound = BUDGET + (48 << 20) + BUDGET / 10;
     eprintln!(
