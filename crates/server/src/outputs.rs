@@ -1,5 +1,5 @@
 //! The outputs of one connection that wait for its statements in flight ([`Pipeline`]):
-//! the connection loop (pipeline.rs) and the extended-query handlers (handler.rs) queue
+//! the connection loop (pipeline.rs) and the extended-query handlers (handler/extended.rs) queue
 //! results and messages here, and they leave in the order of the messages that caused them.
 
 use std::collections::VecDeque;

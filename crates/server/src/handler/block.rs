@@ -1,0 +1,293 @@
+//! The transaction block (BEGIN ... COMMIT): a statement inside it runs at once as a probe
+//! over the committed state and the block's earlier writes, and again with all of them at
+//! COMMIT (crate::txn); an extended-protocol group that goes on past a statement is an
+//! implicit block; DDL in a block waits for COMMIT.
+
+use super::*;
+
+impl Backend {
+    /// Commits an open block: its statements at one point of the serial order, each
+    /// checked against what its client was shown, then its schema changes.
+    pub(super) async fn commit_block(&self, open: txn::Open, cancel: Option<&CancelToken>) -> PgWireResult<()> {
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        // Nothing else of this connection is in flight (a pipeline is drained before a
+        // COMMIT or a Sync that ends a block): the commit may run on this thread.
+        let fut = self
+            .db
+            .commit_interactive(&open.statements, open.now, stop.clone(), true);
+        let mut r = match cancel {
+            Some(c) => c.run_stoppable(&stop, fut).await,
+            None => Ok(fut.await),
+        }
+        .and_then(|r| r.map_err(db_error));
+        // The block's schema changes, once what it read still holds (it wrote nothing:
+        // writes and schema changes do not share a block).
+        if r.is_ok() && !open.ddl.is_empty() {
+            let texts = open.ddl.clone();
+            r = self.schema_change("", move |db, _| db.execute_ddl_atomic(&texts)).await;
+        }
+        let class = if !open.wrote() {
+            StatementClass::Query
+        } else {
+            StatementClass::Write
+        };
+        self.metrics.record(class, started.elapsed(), outcome_of(&r));
+        r
+    }
+
+    /// TRUNCATE: inside a block each of its DELETEs as a statement of the block; outside,
+    /// all of them as one transaction.
+    pub(super) async fn truncate(
+        &self,
+        deletes: &[Arc<crate::command::DmlCommand>],
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response> {
+        if matches!(*txn::lock(cell), txn::State::Open(_)) {
+            // Inside a block: each DELETE as the block's statement.
+            for d in deletes {
+                self.probe(d, Vec::new(), format, cancel, cell).await?;
+            }
+        } else {
+            // Outside: all of them as one transaction.
+            let stop = StopFlag::new();
+            let statements = deletes.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
+            let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
+            let fut = async move { fut.await.1 };
+            match cancel {
+                Some(c) => c.run_stoppable(&stop, fut).await?.map_err(db_error)?,
+                None => fut.await.map_err(db_error)?,
+            }
+        }
+        Ok(Response::Execution(Tag::new("TRUNCATE TABLE")))
+    }
+
+    /// A schema change inside a transaction block: checked now against the schema as the
+    /// block's earlier changes leave it, applied at COMMIT with them (crate::txn).
+    pub(super) async fn block_ddl(&self, sql: &str, tag: &str, cell: &txn::Cell) -> PgWireResult<Response> {
+        let texts = {
+            let st = txn::lock(cell);
+            let txn::State::Open(o) = &*st else {
+                return Err(txn::aborted());
+            };
+            if o.read_only {
+                return Err(client_error(
+                    "25006",
+                    "cannot change the schema in a read-only transaction",
+                ));
+            }
+            if o.wrote() {
+                return Err(client_error(
+                    "0A000",
+                    "a schema change cannot follow writes in the same transaction block: COMMIT the writes first",
+                ));
+            }
+            let mut texts = o.ddl.clone();
+            texts.push(sql.to_string());
+            texts
+        };
+        self.schema_change("", move |db, _| db.check_ddl(&texts)).await?;
+        if let txn::State::Open(o) = &mut *txn::lock(cell) {
+            o.ddl.push(sql.to_string());
+        }
+        Ok(Response::Execution(Tag::new(tag)))
+    }
+
+    /// A query string of several DML statements and queries, outside a block: one
+    /// transaction, as PostgreSQL's implicit one (all applied, or none). `None` when a
+    /// statement is of another kind (or does not plan): then they run one by one.
+    pub(super) async fn implicit_block(&self, texts: &[String], cancel: Option<&CancelToken>) -> Option<Vec<Response>> {
+        let mut dmls = Vec::with_capacity(texts.len());
+        for t in texts {
+            match classify_text(&self.db, t) {
+                Ok(Command::Dml(d)) => dmls.push(d),
+                _ => return None,
+            }
+        }
+        let started = Instant::now();
+        let stop = StopFlag::new();
+        let statements = dmls.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
+        let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
+        let fut = async move { Ok::<_, permafrost_executor::Error>(fut.await) };
+        let (rows, r) = match cancel {
+            Some(c) => match c.run_stoppable(&stop, fut).await {
+                Ok(Ok(done)) => done,
+                Ok(Err(e)) => (Vec::new(), Err(e)),
+                Err(e) => return Some(vec![Response::Error(Box::new(e.into()))]),
+            },
+            None => fut.await.unwrap_or_else(|e| (Vec::new(), Err(e))),
+        };
+        let mut out = Vec::with_capacity(dmls.len());
+        for (rows, d) in rows.into_iter().zip(&dmls) {
+            match respond(
+                rows,
+                &d.columns,
+                Some(d.kind),
+                &Format::UnifiedText,
+                None,
+                self.db.statement_pool(),
+            ) {
+                Ok(resp) => out.push(resp),
+                Err(e) => {
+                    out.push(Response::Error(Box::new(e.into())));
+                    return Some(out);
+                }
+            }
+        }
+        let r = r.map_err(db_error);
+        let class = if dmls.iter().all(|d| d.read_only) {
+            StatementClass::Query
+        } else {
+            StatementClass::Write
+        };
+        self.metrics.record(class, started.elapsed(), outcome_of(&r));
+        if let Err(e) = r {
+            out.push(Response::Error(Box::new(e.into())));
+        }
+        Some(out)
+    }
+
+    /// Runs a DML statement inside the connection's open transaction: a probe over the
+    /// committed state and the transaction's earlier writes, remembered with what it
+    /// showed for the commit to check.
+    pub(super) async fn probe(
+        &self,
+        d: &Arc<crate::command::DmlCommand>,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response> {
+        let (wrote, read_only, n) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.wrote(), o.read_only, o.statements.len()),
+            _ => return Err(txn::aborted()),
+        };
+        if read_only && !d.read_only {
+            return Err(client_error(
+                "25006",
+                "cannot execute a write in a read-only transaction",
+            ));
+        }
+        if n >= permafrost_executor::MAX_TXN_STATEMENTS {
+            return Err(client_error(
+                "54000",
+                format!(
+                    "a transaction block may run at most {} statements; commit in smaller transactions",
+                    permafrost_executor::MAX_TXN_STATEMENTS
+                ),
+            ));
+        }
+        let started = Instant::now();
+        // Read before the statement is submitted: COMMIT need not run a query again whose
+        // rows no later commit changed (`TxnStatement::seen`).
+        let seen = self.db.write_clock();
+        // A query before the block's first write sees the committed state only: it runs as
+        // an ordinary statement (its plan cached, no procedure to build) unless its result
+        // depends on the block's clock, or its evicted rest would come afterwards (the
+        // digest must cover every row): then it runs as a probe.
+        let mut rows = None;
+        if !wrote && d.read_only && !d.reads_clock {
+            let stop = StopFlag::in_block();
+            // A read of every partition runs one partition at a time (the COMMIT checks
+            // it at one point), else as one statement.
+            let got = match self.db.read_in_parts(&d.stmt, params.clone(), stop.clone()) {
+                Some(fut) => run_with(cancel, &stop, fut).await,
+                None => {
+                    let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
+                    run_with(cancel, &stop, fut).await
+                }
+            };
+            match got {
+                Ok(r) if r.has_rest() => {}
+                other => rows = Some(other),
+            }
+        }
+        let rows = match rows {
+            Some(r) => r,
+            None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
+        };
+        let r = rows.and_then(|rows| {
+            // And after it: what a COMMIT placed earlier knows of when it read.
+            let done = self.db.write_clock();
+            keep_in_block(cell, d.stmt.clone(), params, &rows, Some((seen, done)));
+            respond(rows, &d.columns, Some(d.kind), format, None, self.db.statement_pool())
+        });
+        self.metrics.record(
+            if d.read_only {
+                StatementClass::Query
+            } else {
+                StatementClass::Write
+            },
+            started.elapsed(),
+            outcome_of(&r),
+        );
+        r
+    }
+
+    /// Runs `stmt` with `params` as a probe of the connection's open block: over the
+    /// committed state and the block's earlier writes, undone (crate::txn); what it gives
+    /// inside the block.
+    pub(super) async fn probe_block(
+        &self,
+        stmt: &permafrost_executor::AdHoc,
+        params: Vec<Value>,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Rows> {
+        let stop = StopFlag::in_block();
+        // Submitted while the block is locked (its statements are read in place); nothing
+        // else of this connection is in flight: a short probe may run here.
+        let fut = match &*txn::lock(cell) {
+            txn::State::Open(o) => self.db.probe(
+                &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
+                stmt,
+                params,
+                o.now,
+                stop.clone(),
+                true,
+            ),
+            _ => return Err(txn::aborted()),
+        };
+        run_with(cancel, &stop, fut).await
+    }
+}
+
+/// Adds a statement that ran in the connection's open block, with the fingerprint of what
+/// it showed, to the block's list (what COMMIT runs and checks again).
+pub(super) fn keep_in_block(
+    cell: &txn::Cell,
+    stmt: permafrost_executor::AdHoc,
+    params: Vec<Value>,
+    rows: &Rows,
+    window: Option<(u64, u64)>,
+) {
+    if let txn::State::Open(o) = &mut *txn::lock(cell) {
+        o.statements.push(permafrost_executor::TxnStatement {
+            stmt,
+            params,
+            digest: rows.digest(),
+            seen: window.map(|w| w.0),
+            done: window.map(|w| w.1),
+        });
+    }
+}
+
+/// Whether the connection's open block has a schema change waiting for COMMIT.
+pub(super) fn block_changed_schema(cell: &txn::Cell) -> bool {
+    matches!(&*txn::lock(cell), txn::State::Open(o) if !o.ddl.is_empty())
+}
+
+/// A statement of an extended-protocol group that goes on past it, outside a block: the
+/// group is one implicit transaction, committed at its Sync (crate::txn).
+pub(super) fn open_implicit_block<C: ClientInfo>(client: &C, cmd: &Command) {
+    // (The mark is this Execute's: taken whatever the statement.)
+    if txn::group_goes_on(client).take() && matches!(cmd, Command::Dml(_)) {
+        let cell = txn::of(client);
+        let mut st = txn::lock(&cell);
+        if matches!(*st, txn::State::Idle) {
+            *st = txn::State::Open(txn::Open::implicit());
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Where a statement runs: the one place a [`Command`] is routed to the session, the
+//! transaction block or the engine, for both query protocols.
+
+use super::*;
+
+impl Backend {
+    /// Runs a statement as the connection's transaction state says: on its own outside a
+    /// transaction block, as a probe inside one (crate::txn), or as the block's BEGIN,
+    /// COMMIT or ROLLBACK. Warnings go to `client` as notices.
+    pub(super) async fn run_in_session<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cell = txn::of(client);
+        match cmd {
+            Command::Begin { read_only } => {
+                let opened = {
+                    let mut st = txn::lock(&cell);
+                    match &mut *st {
+                        txn::State::Idle => {
+                            *st = txn::State::Open(txn::Open::new(*read_only));
+                            true
+                        }
+                        // BEGIN inside an extended-protocol group's implicit block: the
+                        // block becomes the client's.
+                        txn::State::Open(o) if o.implicit => {
+                            o.implicit = false;
+                            o.read_only = *read_only;
+                            true
+                        }
+                        txn::State::Open(_) => false,
+                        txn::State::Failed(_) => return Err(txn::aborted()),
+                    }
+                };
+                if opened {
+                    return Ok(Response::TransactionStart(Tag::new("BEGIN")));
+                }
+                warn(client, "25001", "there is already a transaction in progress").await?;
+                Ok(Response::Execution(Tag::new("BEGIN")))
+            }
+            Command::Commit => {
+                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
+                match taken {
+                    txn::State::Idle => {
+                        warn(client, "25P01", "there is no transaction in progress").await?;
+                        Ok(Response::TransactionEnd(Tag::new("COMMIT")))
+                    }
+                    txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    txn::State::Open(open) => self
+                        .commit_block(open, cancel)
+                        .await
+                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT"))),
+                }
+            }
+            Command::Savepoint(sp) => {
+                let r = txn::savepoint(&mut txn::lock(&cell), sp);
+                r.map(|tag| Response::Execution(Tag::new(tag)))
+            }
+            Command::Rollback => {
+                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
+                if matches!(taken, txn::State::Idle) {
+                    warn(client, "25P01", "there is no transaction in progress").await?;
+                }
+                Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+            }
+            // Statements that run inside a block or outside one; an error aborts the block.
+            Command::Truncate(_)
+            | Command::Declare { .. }
+            | Command::Fetch { .. }
+            | Command::Execute { .. }
+            | Command::System(_) => {
+                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
+                    return Err(txn::aborted());
+                }
+                let r = Box::pin(self.in_or_out_of_block(client, cmd, params, format, cancel, &cell)).await;
+                if r.is_err() {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r
+            }
+            _ => {
+                let inside = match &*txn::lock(&cell) {
+                    txn::State::Idle => false,
+                    txn::State::Open(_) => true,
+                    txn::State::Failed(_) => return Err(txn::aborted()),
+                };
+                if cmd.is_session_statement() {
+                    let r = self.session_statement(client, cmd, format, cancel, &cell).await;
+                    if r.is_err() && inside {
+                        txn::fail(&mut txn::lock(&cell));
+                    }
+                    return r;
+                }
+                if !inside {
+                    return self.run(cmd, params, format, cancel).await;
+                }
+                let r = match cmd {
+                    Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
+                    Command::Dml(_) if block_changed_schema(&cell) => Err(client_error(
+                        "0A000",
+                        "tables cannot be read or written after a schema change in the same transaction block \
+                         (the change applies at COMMIT): COMMIT first",
+                    )),
+                    Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
+                    Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
+                    _ => Err(client_error(
+                        "0A000",
+                        "only queries, INSERT, UPDATE, DELETE, COPY FROM STDIN, schema changes, SET and SHOW may run \
+                         inside a transaction block (CALL, COPY TO, CREATE PROCEDURE and CHECKPOINT run outside \
+                         BEGIN ... COMMIT)",
+                    )),
+                };
+                if r.is_err() {
+                    txn::fail(&mut txn::lock(&cell));
+                }
+                r
+            }
+        }
+    }
+
+    /// TRUNCATE, cursors, EXECUTE and catalog queries (`run_in_session` aborts the block
+    /// when one fails).
+    pub(super) async fn in_or_out_of_block<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match cmd {
+            Command::Truncate(deletes) => self.truncate(deletes, format, cancel, cell).await,
+            Command::Declare { name, query, hold } => {
+                self.declare(client, name, query, *hold, params, cancel, cell).await
+            }
+            Command::Fetch { name, count, moving } => fetch(client, name, *count, *moving, cell),
+            Command::Execute { name, args } => {
+                let (inner, types) = sql_prepared(client)
+                    .lock()
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| no_statement(name))?;
+                if types.len() != args.len() {
+                    return Err(client_error(
+                        "42601",
+                        format!(
+                            "wrong number of parameters for prepared statement \"{name}\": {} expected, {} given",
+                            types.len(),
+                            args.len()
+                        ),
+                    ));
+                }
+                let params = args
+                    .iter()
+                    .zip(&types)
+                    .enumerate()
+                    .map(|(i, (a, t))| crate::command::execute_value(a, t, i))
+                    .collect::<PgWireResult<Vec<_>>>()?;
+                self.run_in_session(client, &inner, params, format, cancel).await
+            }
+            Command::System(q) => self.system_query(client, q.clone(), params, format, cancel).await,
+            _ => Err(client_error("XX000", "internal error: not a statement of this kind")),
+        }
+    }
+}

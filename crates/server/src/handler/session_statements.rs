@@ -1,0 +1,313 @@
+//! Statements answered by the session without the engine: SET, SHOW, DISCARD,
+//! DEALLOCATE, PREPARE and EXECUTE, cursors, the system catalogs, the server's figures and
+//! the built-in procedures.
+
+use super::*;
+
+impl Backend {
+    /// SET, RESET, SHOW, DISCARD and DEALLOCATE: the connection's settings
+    /// (crate::session_settings) and prepared statements.
+    pub(super) async fn session_statement<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let timeout = |value: &str| {
+            if let Some(c) = cancel {
+                c.set_statement_timeout(value.parse().unwrap_or(0));
+            }
+        };
+        match cmd {
+            Command::Set(SetStatement::Assign { name, value })
+            | Command::SetConfig(SetStatement::Assign { name, value }) => {
+                let s = settings::setting(name).expect("checked when parsed");
+                let before = session.get(s);
+                let now = session.set(s, value.clone());
+                if s.name == "statement_timeout" {
+                    timeout(&now);
+                }
+                if s.reported && now != before {
+                    client
+                        .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                            s.spelled.to_string(),
+                            now.clone(),
+                        )))
+                        .await?;
+                }
+                if matches!(cmd, Command::SetConfig(_)) {
+                    // set_config() answers the value now in effect, as SHOW prints it.
+                    return text_rows(&cmd.columns(), vec![vec![Some(settings::shown(s, &now))]], format);
+                }
+                Ok(Response::Execution(Tag::new(if value.is_some() {
+                    "SET"
+                } else {
+                    "RESET"
+                })))
+            }
+            Command::Set(SetStatement::ResetAll) | Command::Discard(true) => {
+                if matches!(cmd, Command::Discard(true)) {
+                    if !matches!(*txn::lock(cell), txn::State::Idle) {
+                        return Err(client_error(
+                            "25001",
+                            "DISCARD ALL cannot run inside a transaction block",
+                        ));
+                    }
+                    statement_memory(client).forget_named(self.db.statement_pool());
+                    prepared_names(client).drop_all();
+                    sql_prepared(client).lock().clear();
+                    cursors(client).lock().clear();
+                }
+                for name in session.reset_all() {
+                    let s = settings::setting(name).expect("a setting");
+                    if s.name == "statement_timeout" {
+                        timeout("0");
+                    }
+                    if s.reported {
+                        client
+                            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                                s.spelled.to_string(),
+                                s.default.to_string(),
+                            )))
+                            .await?;
+                    }
+                }
+                Ok(Response::Execution(Tag::new(if matches!(cmd, Command::Discard(_)) {
+                    "DISCARD ALL"
+                } else {
+                    "RESET"
+                })))
+            }
+            Command::Set(SetStatement::Transaction { session: true, .. }) => Ok(Response::Execution(Tag::new("SET"))),
+            Command::Set(SetStatement::Transaction { read_only, .. }) => {
+                let in_block = match &mut *txn::lock(cell) {
+                    txn::State::Open(o) => {
+                        if *read_only && o.wrote() {
+                            return Err(client_error(
+                                "25001",
+                                "transaction read-write mode must be set before any query",
+                            ));
+                        }
+                        o.read_only |= *read_only;
+                        true
+                    }
+                    _ => false,
+                };
+                if !in_block {
+                    warn(
+                        client,
+                        "25P01",
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    )
+                    .await?;
+                }
+                Ok(Response::Execution(Tag::new("SET")))
+            }
+            Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
+            Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Maintenance(true) if matches!(*txn::lock(cell), txn::State::Open(_)) => {
+                Err(client_error("25001", "VACUUM cannot run inside a transaction block"))
+            }
+            Command::Maintenance(vacuum) => Ok(Response::Execution(Tag::new(if *vacuum {
+                "VACUUM"
+            } else {
+                "ANALYZE"
+            }))),
+            Command::CloseCursor(None) => {
+                cursors(client).lock().clear();
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
+            }
+            Command::CloseCursor(Some(name)) => {
+                let all = cursors(client);
+                all.prune(current_block(cell));
+                if all.lock().remove(name).is_none() {
+                    return Err(no_cursor(name));
+                }
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
+            Command::Deallocate(None) => {
+                statement_memory(client).forget_named(self.db.statement_pool());
+                prepared_names(client).drop_all();
+                sql_prepared(client).lock().clear();
+                Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
+            }
+            Command::Deallocate(Some(name)) => {
+                if sql_prepared(client).lock().remove(name).is_none() && !prepared_names(client).deallocate(name) {
+                    return Err(no_statement(name));
+                }
+                statement_memory(client).forget(self.db.statement_pool(), name);
+                Ok(Response::Execution(Tag::new("DEALLOCATE")))
+            }
+            Command::Prepare { name, cmd, types } => {
+                if prepared_names(client).has(name) || sql_prepared(client).lock().contains_key(name) {
+                    return Err(client_error(
+                        "42P05",
+                        format!("prepared statement \"{name}\" already exists"),
+                    ));
+                }
+                statement_memory(client).charge(
+                    self.db.statement_pool(),
+                    name,
+                    statement_size(cmd.sql().unwrap_or_default()),
+                )?;
+                sql_prepared(client)
+                    .lock()
+                    .insert(name.clone(), (cmd.clone(), types.clone()));
+                Ok(Response::Execution(Tag::new("PREPARE")))
+            }
+            Command::Show(name) => {
+                let n = name.to_ascii_lowercase();
+                let v = match n.as_str() {
+                    "transaction_isolation" => "serializable".to_string(),
+                    "transaction_read_only" => match &*txn::lock(cell) {
+                        txn::State::Open(o) if o.read_only => "on".into(),
+                        _ => "off".into(),
+                    },
+                    _ => match (settings::read_only_parameter(&n), settings::setting(&n)) {
+                        (Some(v), _) => v.to_string(),
+                        (None, Some(s)) => settings::shown(s, &session.get(s)),
+                        (None, None) => {
+                            return Err(client_error(
+                                "42704",
+                                format!("unrecognized configuration parameter \"{name}\""),
+                            ));
+                        }
+                    },
+                };
+                text_rows(&cmd.columns(), vec![vec![Some(v)]], format)
+            }
+            Command::ShowAll => {
+                let mut rows: Vec<Vec<Option<String>>> = settings::SETTINGS
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            Some(s.spelled.to_string()),
+                            Some(settings::shown(s, &session.get(s))),
+                            Some(s.description.to_string()),
+                        ]
+                    })
+                    .collect();
+                rows.sort();
+                text_rows(&cmd.columns(), rows, format)
+            }
+            _ => Err(client_error("XX000", "internal error: not a session statement")),
+        }
+    }
+
+    /// A query on the system catalogs (crate::syscat), on a blocking thread: it stops on a
+    /// cancel request or at the statement timeout.
+    pub(super) async fn system_query<C>(
+        &self,
+        client: &mut C,
+        q: Arc<crate::syscat::SystemQuery>,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let meta = client.metadata();
+        let user = meta.get("user").cloned().unwrap_or_default();
+        let info = crate::syscat::SessionInfo {
+            database: meta.get("database").cloned().unwrap_or_else(|| user.clone()),
+            user,
+            pid: client.pid_and_secret_key().0,
+            settings: settings::SETTINGS
+                .iter()
+                .map(|s| {
+                    (
+                        s.spelled.to_string(),
+                        settings::shown(s, &session.get(s)),
+                        s.description.to_string(),
+                    )
+                })
+                .collect(),
+        };
+        let flag = StopFlag::new();
+        let db = self.db.clone();
+        let (query, stop) = (q.clone(), flag.clone());
+        let mut work =
+            tokio::task::spawn_blocking(move || crate::syscat::run(&db, &query, &params, &info, move || stop.is_set()));
+        let started = std::time::Instant::now();
+        let joined = match cancel {
+            None => (&mut work).await,
+            Some(c) => tokio::select! {
+                r = &mut work => r,
+                _ = c.stopped(started) => {
+                    flag.set();
+                    work.await
+                }
+            },
+        };
+        let rows = joined.map_err(|e| client_error("XX000", format!("internal error: {e}")))??;
+        crate::syscat::respond(&q, rows, format)
+    }
+
+    pub(super) async fn stats_response(&self, format: &Format) -> PgWireResult<Response> {
+        let db = self.db.clone();
+        let m = self.metrics.clone();
+        let rows = tokio::task::spawn_blocking(move || crate::metrics::rows(&db, &m))
+            .await
+            .map_err(|e| client_error("XX000", format!("internal error: {e}")))?;
+        text_rows(
+            &stats_columns(),
+            rows.into_iter()
+                .map(|r| vec![Some(r.name), Some(r.labels), Some(r.value.to_string())])
+                .collect(),
+            format,
+        )
+    }
+
+    pub(super) async fn builtin(&self, b: Builtin, args: Vec<Value>, format: &Format) -> PgWireResult<Response> {
+        match b {
+            Builtin::Stats => self.stats_response(format).await,
+            Builtin::Evict => {
+                let bytes = match args.first() {
+                    Some(Value::Int(n)) if *n > 0 => *n as u64,
+                    _ => {
+                        return Err(client_error(
+                            "22023",
+                            "permafrost.evict(bytes) needs a positive byte count",
+                        ));
+                    }
+                };
+                let db = self.db.clone();
+                let n = tokio::task::spawn_blocking(move || db.evict_now(bytes))
+                    .await
+                    .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
+                    .map_err(db_error)?;
+                text_rows(&b.columns(), vec![vec![Some(n.to_string())]], format)
+            }
+            Builtin::Procedures => {
+                let mut rows = Vec::new();
+                for name in self.db.procedure_names() {
+                    let Ok(h) = self.db.procedure(&name) else { continue };
+                    let args = h.signature().map(|s| {
+                        s.iter()
+                            .map(|(n, t)| format!("{n} {}", t.sql_name()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    });
+                    let part = match h.partitioning() {
+                        permafrost_executor::Partitioning::Single { param } => {
+                            format!("single (argument {})", param + 1)
+                        }
+                        permafrost_executor::Partitioning::Multi => "multi".into(),
+                    };
+                    rows.push(vec![Some(name), args, Some(part), h.source().map(str::to_string)]);
+                }
+                text_rows(&b.columns(), rows, format)
+            }
+        }
+    }
+}

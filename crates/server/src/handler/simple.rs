@@ -1,0 +1,149 @@
+//! The simple query protocol (Query): a statement whose shape's plan is cached runs
+//! without parsing; otherwise the text is split into statements, each classified and run
+//! in turn ([`Backend::run_in_session`]).
+
+use super::*;
+
+#[async_trait]
+impl SimpleQueryHandler for Backend {
+    /// As the library's, but ReadyForQuery tells the connection's transaction state
+    /// (crate::txn) rather than what the responses suggest: a COMMIT that fails leaves no
+    /// transaction open (I), an error inside a block aborts it (E).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                .await?;
+        } else {
+            for r in SimpleQueryHandler::do_query(self, client, &query.query).await? {
+                match r {
+                    Response::EmptyQuery => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                            .await?;
+                    }
+                    Response::Query(results) => send_query_response(client, results, true).await?,
+                    Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+                        send_execution_response(client, tag).await?
+                    }
+                    Response::Error(e) => {
+                        if self.log_errors {
+                            crate::error::log_error_info(ClientTag::of(client), Some(&query.query), &e);
+                        }
+                        client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
+                    }
+                    Response::CopyIn(result) => {
+                        pgwire::api::copy::send_copy_in_response(client, result).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                    Response::CopyOut(result) => pgwire::api::copy::send_copy_out_response(client, result).await?,
+                    Response::CopyBoth(result) => {
+                        pgwire::api::copy::send_copy_both_response(client, result).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                }
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            let status = txn::status(&txn::of(client));
+            client.set_transaction_status(status);
+            send_ready_for_query(client, status).await?;
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cancel = self.cancel_token(client);
+        // One statement whose shape's plan is cached runs without parsing or planning.
+        let mut learn = match self.plans.lookup(&self.db, query) {
+            Lookup::Hit(cmd, params) => {
+                self.metrics.plan_cache_lookup(true);
+                let r = self
+                    .run_in_session(client, &cmd, params, &Format::UnifiedText, cancel.as_ref())
+                    .await;
+                return Ok(vec![r.unwrap_or_else(|e| Response::Error(Box::new(e.into())))]);
+            }
+            Lookup::Learn(shape) => Some(shape),
+            Lookup::Plan => None,
+        };
+        let texts = match permafrost_sql::script::split(query) {
+            Ok(s) => s,
+            Err(e) => return Ok(vec![Response::Error(Box::new(sql_error(e).into()))]),
+        };
+        if texts.len() == 1 {
+            self.metrics.plan_cache_lookup(false);
+        }
+        if texts.len() > 1
+            && matches!(*txn::lock(&txn::of(client)), txn::State::Idle)
+            && let Some(out) = self.implicit_block(&texts, cancel.as_ref()).await
+        {
+            return Ok(out);
+        }
+        let mut out = Vec::with_capacity(texts.len());
+        for (i, sql) in texts.iter().enumerate() {
+            let classified = classify_text(&self.db, sql);
+            if let (Some(shape), Ok(cmd), 1) = (learn.take(), &classified, texts.len()) {
+                self.plans.learn(&self.db, &shape, cmd);
+            }
+            let r = match classified {
+                Ok(Command::Copy(c)) if i + 1 == texts.len() => copy_may_start(client).map(|()| {
+                    // The rows follow as CopyData messages.
+                    copy::begin(client, c.clone());
+                    Response::CopyIn(c.response())
+                }),
+                Ok(Command::Copy(_)) => Err(client_error(
+                    "0A000",
+                    "COPY FROM STDIN must be the last statement of a query string",
+                )),
+                Ok(cmd) => {
+                    self.run_in_session(client, &cmd, Vec::new(), &Format::UnifiedText, cancel.as_ref())
+                        .await
+                }
+                Err(e) => {
+                    // An error inside a transaction block aborts it; in an aborted block
+                    // every statement is refused as such.
+                    let cell = txn::of(client);
+                    let e = txn::explain_pending_ddl(&cell, e);
+                    let mut st = txn::lock(&cell);
+                    match *st {
+                        txn::State::Open(_) => {
+                            txn::fail(&mut st);
+                            Err(e)
+                        }
+                        txn::State::Failed(_) => Err(txn::aborted()),
+                        txn::State::Idle => Err(e),
+                    }
+                }
+            };
+            match r {
+                Ok(resp) => out.push(resp),
+                Err(e) => {
+                    // As PostgreSQL: the statements before the error took effect, the
+                    // rest of the string is skipped.
+                    out.push(Response::Error(Box::new(e.into())));
+                    break;
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Response::EmptyQuery);
+        }
+        Ok(out)
+    }
+}
