@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use permafrost_executor::{AdHoc, ColumnInfo, Database, ProcHandle, StatementKind, Value};
+use permafrost_executor::{AdHoc, Database, Numeric, ProcHandle, StatementKind, Value};
+use permafrost_sql::shape::ConstantKind;
 use pgwire::api::portal::Format;
 use pgwire::api::results::FieldInfo;
 use pgwire::api::stmt::QueryParser;
@@ -18,11 +19,7 @@ use sqlparser::ast::{self, Statement};
 use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::StatementClass;
-use crate::types::pg_type;
-
-/// The PostgreSQL version clients are told they talk to (the protocol and catalog
-/// behaviour they may rely on).
-pub const PG_VERSION: &str = "16.6";
+use crate::types::{columns_of, fields, pg_type};
 
 /// A DML statement or query, planned.
 #[derive(Debug)]
@@ -490,13 +487,15 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             }
             return Ok(Command::Show(name.to_string()));
         }
-        "BEGIN" | "START" => return crate::txn::parse_begin(sql),
+        "BEGIN" | "START" => return crate::txn::parse_begin(sql).map(|read_only| Command::Begin { read_only }),
         w if leading_word(w).is_some_and(|k| matches!(k, "VACUUM" | "ANALYZE" | "ANALYSE")) => {
             return maintenance(db, sql);
         }
-        "COMMIT" | "END" => return crate::txn::parse_end(sql, Command::Commit),
+        "COMMIT" | "END" => return crate::txn::parse_end(sql).map(|sp| sp.map_or(Command::Commit, Command::Savepoint)),
         "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
-        "ROLLBACK" | "ABORT" => return crate::txn::parse_end(sql, Command::Rollback),
+        "ROLLBACK" | "ABORT" => {
+            return crate::txn::parse_end(sql).map(|sp| sp.map_or(Command::Rollback, Command::Savepoint));
+        }
         "SAVEPOINT" | "RELEASE" => return crate::txn::parse_savepoint(sql).map(Command::Savepoint),
         "PREPARE" if words.get(1).is_some_and(|w| w == "TRANSACTION") => {
             return Err(client_error(
@@ -727,13 +726,13 @@ pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResu
     };
     let v = match (kind, ty) {
         (ConstantKind::String, &Type::INT2 | &Type::INT4 | &Type::INT8) => {
-            crate::plancache::convert(ConstantKind::Integer, text.trim(), ty)
+            convert(ConstantKind::Integer, text.trim(), ty)
         }
         (ConstantKind::String, &Type::FLOAT4 | &Type::FLOAT8 | &Type::NUMERIC) => {
-            crate::plancache::convert(ConstantKind::Decimal, text.trim(), ty)
+            convert(ConstantKind::Decimal, text.trim(), ty)
         }
         (ConstantKind::Integer, &Type::FLOAT4 | &Type::FLOAT8 | &Type::NUMERIC) => {
-            crate::plancache::convert(ConstantKind::Decimal, text, ty)
+            convert(ConstantKind::Decimal, text, ty)
         }
         (ConstantKind::String, &Type::BOOL) => match text.trim().to_ascii_lowercase().as_str() {
             "t" | "true" | "y" | "yes" | "on" | "1" => Some(Value::Bool(true)),
@@ -743,7 +742,7 @@ pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResu
         (ConstantKind::String, &Type::TIMESTAMP) => permafrost_storage::types::parse_timestamp(text)
             .ok()
             .map(Value::Timestamp),
-        (k, t) => crate::plancache::convert(*k, text, t),
+        (k, t) => convert(*k, text, t),
     };
     v.ok_or_else(bad)
 }
@@ -805,15 +804,6 @@ fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_setti
             "set_config() takes three constant arguments here: name, value, is_local",
         )),
     }
-}
-
-/// What `version()` answers.
-pub(crate) fn version_text() -> String {
-    format!(
-        "PostgreSQL {PG_VERSION} (Permafrost {}) on {}",
-        env!("CARGO_PKG_VERSION"),
-        std::env::consts::ARCH
-    )
 }
 
 /// Whether `sql` names `permafrost_stats` outside string literals (a statement other than
@@ -893,18 +883,6 @@ fn param_types(prepared: &permafrost_sql::Prepared) -> Vec<Type> {
             None => pg_type(t.as_ref()),
         })
         .collect()
-}
-
-pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
-        .collect()
-}
-
-pub(crate) fn columns_of(cols: &[ColumnInfo]) -> Vec<(String, Type)> {
-    cols.iter().map(|c| (c.name.clone(), pg_type(c.ty.as_ref()))).collect()
 }
 
 pub(crate) fn call(db: &Database, f: &ast::Function) -> PgWireResult<CallCommand> {
@@ -1029,5 +1007,25 @@ impl QueryParser for Parser {
 
     fn get_result_schema(&self, stmt: &Command, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
         Ok(fields(&stmt.columns(), format.unwrap_or(&Format::UnifiedText)))
+    }
+}
+
+/// A constant as a parameter of type `t`; `None` when it does not convert.
+pub(crate) fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
+    match k {
+        ConstantKind::Integer => {
+            let n = text.parse::<i64>().ok()?;
+            let fits = match *t {
+                Type::INT2 => i16::try_from(n).is_ok(),
+                Type::INT4 => i32::try_from(n).is_ok(),
+                _ => true,
+            };
+            fits.then_some(Value::Int(n))
+        }
+        ConstantKind::Decimal => match *t {
+            Type::NUMERIC => Some(Value::Decimal(Numeric::parse(text).ok()?)),
+            _ => text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::Double),
+        },
+        ConstantKind::String => Some(Value::text(text)),
     }
 }

@@ -40,10 +40,10 @@ use pgwire::tokio::TlsAcceptor;
 use pgwire::tokio::tokio_rustls::rustls;
 use tokio::net::TcpListener;
 
-pub use command::PG_VERSION;
 pub use error::{Result, ServerError};
 pub use metrics::ServerMetrics;
 pub use session::User;
+pub use session_settings::PG_VERSION;
 
 /// Connections served at once unless configured otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;

@@ -27,15 +27,14 @@
 //! [`MAX_ENTRIES`] shapes and starts over when full.
 
 use std::collections::HashMap;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use permafrost_executor::{Database, Numeric, Value};
+use permafrost_executor::{Database, Value};
 use permafrost_sql::catalog::Catalog;
 use permafrost_sql::shape::{ConstantKind, Shape};
 use pgwire::api::Type;
 
-use crate::command::{Command, classify_text};
+use crate::command::{Command, classify_text, convert};
 
 /// Most shapes kept.
 pub const MAX_ENTRIES: usize = 4096;
@@ -177,26 +176,6 @@ fn takes(k: ConstantKind, t: &Type) -> bool {
         ConstantKind::String => {
             matches!(*t, Type::TEXT | Type::VARCHAR | Type::BPCHAR) || crate::types::array_element(t).is_some()
         }
-    }
-}
-
-/// A constant as a parameter of type `t`; `None` when it does not convert.
-pub(crate) fn convert(k: ConstantKind, text: &str, t: &Type) -> Option<Value> {
-    match k {
-        ConstantKind::Integer => {
-            let n = i64::from_str(text).ok()?;
-            let fits = match *t {
-                Type::INT2 => i16::try_from(n).is_ok(),
-                Type::INT4 => i32::try_from(n).is_ok(),
-                _ => true,
-            };
-            fits.then_some(Value::Int(n))
-        }
-        ConstantKind::Decimal => match *t {
-            Type::NUMERIC => Some(Value::Decimal(Numeric::parse(text).ok()?)),
-            _ => f64::from_str(text).ok().filter(|f| f.is_finite()).map(Value::Double),
-        },
-        ConstantKind::String => Some(Value::text(text)),
     }
 }
 

@@ -14,11 +14,11 @@ use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response,
 use pgwire::error::PgWireResult;
 use pgwire::types::format::FormatOptions;
 
-use crate::command::{columns_of, fields};
 use crate::copy;
 use crate::error::client_error;
 use crate::session::CancelToken;
 use crate::types::{RowWriter, encode};
+use crate::types::{columns_of, fields};
 
 /// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
 /// formats the client asked for: a binary column gets the binary form of its type.

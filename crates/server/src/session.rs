@@ -25,9 +25,9 @@ use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::Notify;
 
-use crate::command::PG_VERSION;
 use crate::error::client_error;
 use crate::metrics::ServerMetrics;
+use crate::session_settings::PG_VERSION;
 
 /// Iterations of the SCRAM key derivation (PostgreSQL's default).
 pub const SCRAM_ITERATIONS: usize = 4096;

@@ -24,8 +24,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
 
-use crate::command::PG_VERSION;
 use crate::error::client_error;
+
+/// The PostgreSQL version clients are told they talk to (the protocol and catalog
+/// behaviour they may rely on).
+pub const PG_VERSION: &str = "16.6";
+
+/// What `version()` answers.
+pub(crate) fn version_text() -> String {
+    format!(
+        "PostgreSQL {PG_VERSION} (Permafrost {}) on {}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
+}
 
 /// A parsed SET or RESET.
 #[derive(Debug, Clone, PartialEq)]

@@ -36,7 +36,6 @@ use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::TransactionStatus;
 
-use crate::command::Command;
 use crate::error::client_error;
 
 /// Where a connection stands.
@@ -312,8 +311,9 @@ fn syntax(sql: &str) -> PgWireError {
 
 /// `BEGIN [WORK | TRANSACTION] [mode, ...]` or `START TRANSACTION [mode, ...]`, where a
 /// mode is `ISOLATION LEVEL {SERIALIZABLE | REPEATABLE READ | READ COMMITTED | READ
-/// UNCOMMITTED}`, `READ WRITE`, `READ ONLY` or `[NOT] DEFERRABLE`.
-pub(crate) fn parse_begin(sql: &str) -> PgWireResult<Command> {
+/// UNCOMMITTED}`, `READ WRITE`, `READ ONLY` or `[NOT] DEFERRABLE`: whether the block is
+/// read-only.
+pub(crate) fn parse_begin(sql: &str) -> PgWireResult<bool> {
     let w = words(sql);
     let mut i = match (w.first().map(String::as_str), w.get(1).map(String::as_str)) {
         (Some("BEGIN"), Some("WORK" | "TRANSACTION")) => 2,
@@ -341,18 +341,19 @@ pub(crate) fn parse_begin(sql: &str) -> PgWireResult<Command> {
             _ => return Err(syntax(sql)),
         }
     }
-    Ok(Command::Begin { read_only })
+    Ok(read_only)
 }
 
-/// `COMMIT | END | ROLLBACK | ABORT [WORK | TRANSACTION]`; `ROLLBACK TO SAVEPOINT` and
-/// `AND CHAIN` are not supported.
-pub(crate) fn parse_end(sql: &str, cmd: Command) -> PgWireResult<Command> {
+/// `COMMIT | END | ROLLBACK | ABORT [WORK | TRANSACTION]`: None; `ROLLBACK [WORK |
+/// TRANSACTION] TO [SAVEPOINT] name`: that savepoint statement. `AND CHAIN` and two-phase
+/// commit are not supported.
+pub(crate) fn parse_end(sql: &str) -> PgWireResult<Option<Savepoint>> {
     let w = words(sql);
     let rest: Vec<&str> = w.iter().skip(1).map(String::as_str).collect();
     match rest.as_slice() {
-        [] | ["WORK" | "TRANSACTION"] => Ok(cmd),
-        ["WORK" | "TRANSACTION", "AND", "NO", "CHAIN"] | ["AND", "NO", "CHAIN"] => Ok(cmd),
-        ["TO", ..] | ["WORK" | "TRANSACTION", "TO", ..] => parse_savepoint(sql).map(Command::Savepoint),
+        [] | ["WORK" | "TRANSACTION"] => Ok(None),
+        ["WORK" | "TRANSACTION", "AND", "NO", "CHAIN"] | ["AND", "NO", "CHAIN"] => Ok(None),
+        ["TO", ..] | ["WORK" | "TRANSACTION", "TO", ..] => parse_savepoint(sql).map(Some),
         [.., "AND", "CHAIN"] => Err(client_error("0A000", "AND CHAIN is not supported")),
         ["PREPARED", ..] => Err(client_error(
             "0A000",
@@ -389,10 +390,7 @@ mod tests {
     use super::*;
 
     fn begin(sql: &str) -> Option<bool> {
-        match parse_begin(sql) {
-            Ok(Command::Begin { read_only }) => Some(read_only),
-            _ => None,
-        }
+        parse_begin(sql).ok()
     }
 
     #[test]
@@ -411,19 +409,13 @@ mod tests {
         assert_eq!(begin("BEGIN ISOLATION"), None);
         assert_eq!(begin("BEGIN SOMETHING"), None);
         assert_eq!(begin("START"), None);
-        assert!(matches!(parse_end("COMMIT", Command::Commit), Ok(Command::Commit)));
-        assert!(matches!(
-            parse_end("end transaction;", Command::Commit),
-            Ok(Command::Commit)
-        ));
-        assert!(matches!(
-            parse_end("ROLLBACK WORK", Command::Rollback),
-            Ok(Command::Rollback)
-        ));
-        assert!(matches!(
-            parse_end("ROLLBACK TO SAVEPOINT a", Command::Rollback),
-            Ok(Command::Savepoint(Savepoint::RollbackTo(n))) if n == "a"
-        ));
+        assert_eq!(parse_end("COMMIT").ok(), Some(None));
+        assert_eq!(parse_end("end transaction;").ok(), Some(None));
+        assert_eq!(parse_end("ROLLBACK WORK").ok(), Some(None));
+        assert_eq!(
+            parse_end("ROLLBACK TO SAVEPOINT a").ok(),
+            Some(Some(Savepoint::RollbackTo("a".into())))
+        );
         assert_eq!(
             parse_savepoint("SAVEPOINT _pg3_1").ok(),
             Some(Savepoint::Set("_pg3_1".into()))
@@ -439,8 +431,8 @@ mod tests {
         );
         assert!(parse_savepoint("SAVEPOINT").is_err());
         assert!(parse_savepoint("SAVEPOINT a b").is_err());
-        assert!(parse_end("COMMIT AND CHAIN", Command::Commit).is_err());
-        assert!(parse_end("COMMIT PREPARED 'x'", Command::Commit).is_err());
-        assert!(parse_end("COMMIT NOW", Command::Commit).is_err());
+        assert!(parse_end("COMMIT AND CHAIN").is_err());
+        assert!(parse_end("COMMIT PREPARED 'x'").is_err());
+        assert!(parse_end("COMMIT NOW").is_err());
     }
 }

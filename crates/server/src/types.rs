@@ -2,11 +2,11 @@
 //! formats.
 
 use chrono::{DateTime, NaiveDateTime};
-use permafrost_executor::{DataType, Numeric, NumericRef, Value, ValueRef};
+use permafrost_executor::{ColumnInfo, DataType, Numeric, NumericRef, Value, ValueRef};
 use permafrost_storage::types::{double_text, timestamp_text};
 use pgwire::api::Type;
-use pgwire::api::portal::Portal;
-use pgwire::api::results::FieldFormat;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::error::PgWireResult;
 use pgwire::types::format::FormatOptions;
 
@@ -409,6 +409,18 @@ impl pgwire::types::ToSqlText for PgNumeric<'_> {
         write!(out, "{}", self.0)?;
         Ok(postgres_types::IsNull::No)
     }
+}
+
+pub(crate) fn fields(columns: &[(String, Type)], format: &Format) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty))| FieldInfo::new(name.clone(), None, None, ty.clone(), format.format_for(i)))
+        .collect()
+}
+
+pub(crate) fn columns_of(cols: &[ColumnInfo]) -> Vec<(String, Type)> {
+    cols.iter().map(|c| (c.name.clone(), pg_type(c.ty.as_ref()))).collect()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! COMMIT (crate::txn); an extended-protocol group that goes on past a statement is an
 //! implicit block; DDL in a block waits for COMMIT.
 
+use super::engine::run_with;
 use super::*;
 
 impl Backend {

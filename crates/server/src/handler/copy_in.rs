@@ -1,6 +1,7 @@
 //! COPY FROM STDIN: when it may start, its rows as they arrive (crate::copy), and its end
 //! outside a block (one transaction) or inside one (a statement of the block).
 
+use super::block::keep_in_block;
 use super::*;
 
 /// Whether COPY FROM STDIN may start: outside a transaction block (its rows are applied as

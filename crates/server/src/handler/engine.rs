@@ -145,7 +145,7 @@ impl Backend {
                     .map_err(db_error)?;
                 Ok(Response::Execution(Tag::new("CHECKPOINT")))
             }
-            Command::Version => text_rows(&cmd.columns(), vec![vec![Some(crate::command::version_text())]], format),
+            Command::Version => text_rows(&cmd.columns(), vec![vec![Some(crate::session_settings::version_text())]], format),
             Command::Stats => self.stats_response(format).await,
             Command::Ddl { sql, tag } => {
                 self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;

@@ -1,5 +1,8 @@
 //! The extended query protocol: Parse, Bind, Describe, Execute, Close and Sync.
 
+use super::block::open_implicit_block;
+use super::copy_in::copy_may_start;
+use super::cursor::cursors;
 use super::*;
 
 impl Backend {

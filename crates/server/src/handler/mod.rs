@@ -66,11 +66,6 @@ mod route;
 mod session_statements;
 mod simple;
 
-use block::{block_changed_schema, keep_in_block, open_implicit_block};
-use copy_in::copy_may_start;
-use cursor::{current_block, cursors, fetch, no_cursor};
-use engine::run_with;
-
 /// Sends a warning (a NoticeResponse of severity WARNING) to the client.
 pub(super) async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
 where

@@ -1,6 +1,8 @@
 //! Where a statement runs: the one place a [`Command`] is routed to the session, the
 //! transaction block or the engine, for both query protocols.
 
+use super::block::block_changed_schema;
+use super::cursor::fetch;
 use super::*;
 
 impl Backend {

@@ -2,6 +2,7 @@
 //! DEALLOCATE, PREPARE and EXECUTE, cursors, the system catalogs, the server's figures and
 //! the built-in procedures.
 
+use super::cursor::{current_block, cursors, no_cursor};
 use super::*;
 
 impl Backend {

@@ -2,6 +2,7 @@
 //! without parsing; otherwise the text is split into statements, each classified and run
 //! in turn ([`Backend::run_in_session`]).
 
+use super::copy_in::copy_may_start;
 use super::*;
 
 #[async_trait]

@@ -412,7 +412,7 @@ pub fn define(
         let user = session.user.clone();
         conn.create_scalar_function(name, 0, det, move |_| Ok(user.clone()))?;
     }
-    let version = crate::command::version_text();
+    let version = crate::session_settings::version_text();
     conn.create_scalar_function("pf_version", 0, det, move |_| Ok(version.clone()))?;
     define_session(conn, session)?;
     define_strings(conn, budget)
