@@ -34,7 +34,8 @@ use permafrost_sql::catalog::Catalog;
 use permafrost_sql::shape::{ConstantKind, Shape};
 use pgwire::api::Type;
 
-use crate::command::{Command, classify_text, convert};
+use crate::command::Command;
+use crate::command::classify::{classify_text, convert};
 
 /// Most shapes kept.
 pub const MAX_ENTRIES: usize = 4096;
@@ -191,6 +192,7 @@ fn touches_system_catalogs(sql: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use permafrost_executor::Numeric;
 
     fn int(k: ConstantKind, text: &str, t: &Type) -> Option<i64> {
         match convert(k, text, t) {

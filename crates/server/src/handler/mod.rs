@@ -1,5 +1,5 @@
 //! The protocol handlers: what a client's statement does. Both query protocols share one
-//! classification of statements ([`Command`], command.rs) and one way of running them
+//! classification of statements ([`Command`], command/) and one way of running them
 //! ([`Backend`]); results become messages in respond.rs; the connection loop that calls
 //! these handlers is pipeline.rs.
 //!
@@ -44,7 +44,8 @@ use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 
-use crate::command::{Builtin, CallTarget, Command, Parser, classify_text, stats_columns};
+use crate::command::classify::{Parser, classify_text};
+use crate::command::{Builtin, CallTarget, Command, stats_columns};
 use crate::copy::{self};
 use crate::error::{ClientTag, client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};

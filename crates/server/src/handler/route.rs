@@ -169,7 +169,7 @@ impl Backend {
                     .iter()
                     .zip(&types)
                     .enumerate()
-                    .map(|(i, (a, t))| crate::command::execute_value(a, t, i))
+                    .map(|(i, (a, t))| crate::command::classify::execute_value(a, t, i))
                     .collect::<PgWireResult<Vec<_>>>()?;
                 self.run_in_session(client, &inner, params, format, cancel).await
             }
