@@ -7,18 +7,22 @@
 //! - [`fs`]: the file system ([`Fs`]), the command log's segments written ([`FsFile`]) and
 //!   read back ([`FsRead`]), and the anti-cache's block files ([`BlockFile`]), real
 //!   ([`RealFs`]) and in memory ([`MemFile`]);
+//! - [`buffered`]: files written and read front to back through those traits
+//!   ([`SeqWriter`], [`SeqReader`]);
 //! - [`fault`]: a file system that injects faults into both ([`FaultyFs`]), for tests;
 //! - [`lock`]: the lock that gives a directory to one process ([`DirLock`]).
 //!
 //! Every `unsafe` block of these is listed in UNSAFE.md.
 
 pub mod aligned;
+pub mod buffered;
 pub mod direct;
 pub mod fault;
 pub mod fs;
 pub mod lock;
 
 pub use aligned::{ALIGN, AlignedBuf, align_gap};
+pub use buffered::{SeqReader, SeqWriter};
 pub use fault::FaultyFs;
-pub use fs::{BlockFile, DiskFile, Fs, FsFile, FsRead, MemFile, RealFs, open_real_read};
+pub use fs::{BlockFile, DiskFile, Fs, FsFile, FsRead, MemFile, RealFs, copy_file, open_real_read};
 pub use lock::{DirLock, LockError};
