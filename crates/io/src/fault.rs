@@ -688,3 +688,31 @@ impl BlockFile for FaultyBlockFile {
         self.inner.direct()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flipped_write_lands_whole_with_one_byte_changed_and_a_disarmed_fault_takes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let fs = FaultyFs::new();
+        let mut f = fs.create(&path).unwrap();
+        fs.flip_next_write(3);
+        f.write_all_at(b"abcdef", 0).unwrap();
+        f.write_all_at(b"gh", 6).unwrap();
+        let mut want = b"abcdefgh".to_vec();
+        want[3] ^= 0x5A;
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        // Past the end of a write: its last byte.
+        fs.flip_next_write(100);
+        f.write_all_at(b"xy", 8).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap()[8..], [b'x', b'y' ^ 0x5A]);
+        fs.flip_next_write(0);
+        fs.tear_next_write(1);
+        fs.disarm_next_write();
+        f.write_all_at(b"zz", 10).unwrap();
+        assert_eq!(&std::fs::read(&path).unwrap()[10..], b"zz");
+    }
+}

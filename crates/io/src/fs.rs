@@ -1,9 +1,11 @@
-//! The files Permafrost writes, behind small traits so that tests can keep files in memory
-//! and inject faults (fault.rs): the file system ([`Fs`]: creating, opening, renaming,
-//! removing files, syncing directories, opening block files), a command-log segment
-//! written ([`FsFile`]) or read back ([`FsRead`]: recovery reads the log through the same
-//! seam that wrote it, so that a test's file system sees both), and a block file ([`BlockFile`]: positioned vectored I/O, its descriptor
-//! for io_uring, its direct-I/O alignment). [`RealFs`] is the real file system.
+//! The files Permafrost writes and reads, behind small traits so that tests can keep files
+//! in memory and inject faults (fault.rs): the file system ([`Fs`]: creating, opening,
+//! renaming, removing and listing files, creating and syncing directories, opening block
+//! files), a file written ([`FsFile`]: command-log segments, snapshots, the schema log) or
+//! read back ([`FsRead`]: recovery reads every file through the same seam that wrote it,
+//! so that a test's file system sees both), and a block file ([`BlockFile`]: positioned
+//! vectored I/O, its descriptor for io_uring, its direct-I/O alignment). [`RealFs`] is the
+//! real file system.
 //!
 //! Block files ([`DiskFile`]) are opened with `O_DIRECT` so that evicted data does not sit
 //! in the OS page cache (it would then still occupy memory, only outside the budget); file
