@@ -402,13 +402,12 @@ impl AntiCache {
             )));
         }
         let need = file_slots as u64 * slot_size as u64;
-        if let Ok(m) = std::fs::metadata(file.path())
-            && m.len() < need
+        if let Ok(len) = file.len()
+            && len < need
         {
             return Err(corrupt(format!(
-                "block file {} holds {} bytes, the snapshot needs {need}",
+                "block file {} holds {len} bytes, the snapshot needs {need}",
                 file.path().display(),
-                m.len()
             )));
         }
         let mut store = BlockStore::restore(file.clone(), self.cfg.block_size, file_slots, blocks)?;

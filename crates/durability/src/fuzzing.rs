@@ -60,7 +60,7 @@ pub fn snapshot_file(data: &[u8]) {
     if std::fs::write(&path, data).is_err() {
         return;
     }
-    if let Ok((mut rd, _)) = crate::snapshot::SnapshotReader::open(&path) {
+    if let Ok((mut rd, _)) = crate::snapshot::SnapshotReader::open(&permafrost_io::RealFs, &path) {
         while let Ok(Some((k, body))) = rd.next_section() {
             let _ = crate::snapshot::decode_section(k, &body, rd.version());
         }
@@ -173,7 +173,7 @@ mod tests {
             created_micros: 0,
             base_epoch: 0,
         };
-        let mut w = SnapshotWriter::create(dir.path(), &h).unwrap();
+        let mut w = SnapshotWriter::create(&permafrost_io::RealFs, dir.path(), &h).unwrap();
         for (k, body) in valid_sections() {
             w.section(k, &body).unwrap();
         }
@@ -190,7 +190,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.pfsnap");
         std::fs::write(&p, &b).unwrap();
-        let (mut rd, _) = crate::snapshot::SnapshotReader::open(&p).unwrap();
+        let (mut rd, _) = crate::snapshot::SnapshotReader::open(&permafrost_io::RealFs, &p).unwrap();
         let mut n = 0;
         while let Some((k, body)) = rd.next_section().unwrap() {
             crate::snapshot::decode_section(k, &body, rd.version()).unwrap();

@@ -7,12 +7,15 @@
 //! only renamed files with a valid END are used, so a snapshot cut short by a crash is
 //! never loaded. Decoding never trusts a length it has not checked against the bytes.
 //!
+//! Every file operation goes through the file system it is given (`permafrost_io::Fs`), so
+//! that tests can tear, corrupt or fail a snapshot's writes and reads.
+//!
 //! This module knows the bytes; what goes in them (tables, tombstones, index entries of
 //! evicted tuples, the block directory) is put there by the executor.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+
+use permafrost_io::{Fs, SeqReader, SeqWriter};
 
 use permafrost_storage::IndexKey;
 
@@ -80,21 +83,22 @@ pub fn parse_file_name(name: &str) -> Option<u64> {
 
 /// The complete (renamed) snapshot files in `dir`, oldest first. A missing directory has
 /// none.
-pub fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(LogError::io(format!("cannot list snapshots in {}", dir.display()), e)),
-    };
-    let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| LogError::io(format!("cannot list snapshots in {}", dir.display()), e))?;
-        if let Some(epoch) = entry.file_name().to_str().and_then(parse_file_name) {
-            out.push((epoch, entry.path()));
-        }
-    }
+pub fn list(fs: &dyn Fs, dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out: Vec<(u64, PathBuf)> = list_dir(fs, dir)?
+        .into_iter()
+        .filter_map(|p| Some((p.file_name()?.to_str().and_then(parse_file_name)?, p)))
+        .collect();
     out.sort();
     Ok(out)
+}
+
+/// The entries of `dir` (none if it is missing).
+fn list_dir(fs: &dyn Fs, dir: &Path) -> Result<Vec<PathBuf>> {
+    match fs.list_dir(dir) {
+        Ok(v) => Ok(v),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(LogError::io(format!("cannot list snapshots in {}", dir.display()), e)),
+    }
 }
 
 /// The newest snapshot in `dir` that can be loaded, with its header: it reads back whole
@@ -102,9 +106,13 @@ pub fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
 /// block directories are differences needs the whole ones of its base). Unusable ones
 /// (torn, corrupt, of another version, missing their base) are passed over, each reported
 /// through `warn`.
-pub fn newest_valid(dir: &Path, warn: &mut dyn FnMut(String)) -> Result<Option<(SnapshotHeader, PathBuf)>> {
-    for (_, path) in list(dir)?.into_iter().rev() {
-        match validate(&path).and_then(|h| check_base(dir, &h).map(|()| h)) {
+pub fn newest_valid(
+    fs: &dyn Fs,
+    dir: &Path,
+    warn: &mut dyn FnMut(String),
+) -> Result<Option<(SnapshotHeader, PathBuf)>> {
+    for (_, path) in list(fs, dir)?.into_iter().rev() {
+        match validate(fs, &path).and_then(|h| check_base(fs, dir, &h).map(|()| h)) {
             Ok(h) => return Ok(Some((h, path))),
             Err(e) => warn(format!("skipping snapshot {}: {e}", path.display())),
         }
@@ -113,12 +121,12 @@ pub fn newest_valid(dir: &Path, warn: &mut dyn FnMut(String)) -> Result<Option<(
 }
 
 /// Checks that the base snapshot a snapshot names is there, whole, and itself has no base.
-fn check_base(dir: &Path, h: &SnapshotHeader) -> Result<()> {
+fn check_base(fs: &dyn Fs, dir: &Path, h: &SnapshotHeader) -> Result<()> {
     if h.base_epoch == 0 {
         return Ok(());
     }
     let path = base_path(dir, h);
-    let b = validate(&path).map_err(|e| LogError::Failed(format!("its base snapshot is unusable: {e}")))?;
+    let b = validate(fs, &path).map_err(|e| LogError::Failed(format!("its base snapshot is unusable: {e}")))?;
     if b.epoch != h.base_epoch || b.base_epoch != 0 || b.partitions != h.partitions {
         return Err(LogError::SnapshotCorrupt {
             file: path,
@@ -139,44 +147,42 @@ pub fn base_path(dir: &Path, h: &SnapshotHeader) -> PathBuf {
 }
 
 /// Reads a snapshot through, checking everything; returns its header.
-pub fn validate(path: &Path) -> Result<SnapshotHeader> {
-    let (mut r, h) = SnapshotReader::open(path)?;
+pub fn validate(fs: &dyn Fs, path: &Path) -> Result<SnapshotHeader> {
+    let (mut r, h) = SnapshotReader::open(fs, path)?;
     while r.next_section()?.is_some() {}
     Ok(h)
 }
 
 /// Removes the snapshots older than `epoch` but `keep` (the base `epoch` needs, if any),
 /// and unfinished (`.tmp`) ones older than `epoch`.
-pub fn remove_older(dir: &Path, epoch: u64, keep: Option<u64>) -> Result<()> {
-    for (e, path) in list(dir)? {
+pub fn remove_older(fs: &dyn Fs, dir: &Path, epoch: u64, keep: Option<u64>) -> Result<()> {
+    for (e, path) in list(fs, dir)? {
         if e < epoch && Some(e) != keep {
-            std::fs::remove_file(&path)
+            fs.remove(&path)
                 .map_err(|err| LogError::io(format!("cannot remove old snapshot {}", path.display()), err))?;
         }
     }
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for entry in rd.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(base) = name.strip_suffix(TMP)
-                && parse_file_name(base).is_some_and(|e| e < epoch)
-            {
-                let _ = std::fs::remove_file(entry.path());
-            }
+    for path in list_dir(fs, dir).unwrap_or_default() {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if let Some(base) = name.strip_suffix(TMP)
+            && parse_file_name(base).is_some_and(|e| e < epoch)
+        {
+            let _ = fs.remove(&path);
         }
     }
-    sync_dir(dir)
+    sync_dir(fs, dir)
 }
 
 /// Removes what a failed snapshot `epoch` left behind (its unfinished `.tmp` file), so a
 /// full disk does not stay fuller for it.
-pub fn remove_unfinished(dir: &Path, epoch: u64) {
-    let _ = std::fs::remove_file(dir.join(format!("{}{TMP}", file_name(epoch))));
+pub fn remove_unfinished(fs: &dyn Fs, dir: &Path, epoch: u64) {
+    let _ = fs.remove(&dir.join(format!("{}{TMP}", file_name(epoch))));
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+fn sync_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
         .map_err(|e| LogError::io(format!("cannot sync directory {}", dir.display()), e))
 }
 
@@ -203,8 +209,9 @@ fn section_crc(kind: u32, body: &[u8]) -> u32 {
 }
 
 /// Writes one snapshot file.
-pub struct SnapshotWriter {
-    out: BufWriter<File>,
+pub struct SnapshotWriter<'f> {
+    fs: &'f dyn Fs,
+    out: SeqWriter,
     tmp: PathBuf,
     path: PathBuf,
     dir: PathBuf,
@@ -213,21 +220,26 @@ pub struct SnapshotWriter {
     bytes: u64,
 }
 
-impl SnapshotWriter {
-    /// Starts `dir/<name>.tmp` for snapshot `header.epoch`.
-    pub fn create(dir: &Path, header: &SnapshotHeader) -> Result<SnapshotWriter> {
-        std::fs::create_dir_all(dir)
+impl<'f> SnapshotWriter<'f> {
+    /// Starts `dir/<name>.tmp` for snapshot `header.epoch` (replacing such a file a crash
+    /// left behind).
+    pub fn create(fs: &'f dyn Fs, dir: &Path, header: &SnapshotHeader) -> Result<SnapshotWriter<'f>> {
+        fs.create_dir_all(dir)
             .map_err(|e| LogError::io(format!("cannot create snapshot directory {}", dir.display()), e))?;
         let path = dir.join(file_name(header.epoch));
         let tmp = dir.join(format!("{}{TMP}", file_name(header.epoch)));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
+        match fs.remove(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(LogError::io(format!("cannot remove {}", tmp.display()), e));
+            }
+            _ => {}
+        }
+        let file = fs
+            .create(&tmp)
             .map_err(|e| LogError::io(format!("cannot create {}", tmp.display()), e))?;
         let mut w = SnapshotWriter {
-            out: BufWriter::with_capacity(1 << 20, file),
+            fs,
+            out: SeqWriter::new(file, 1 << 20),
             tmp,
             path,
             dir: dir.to_path_buf(),
@@ -278,22 +290,24 @@ impl SnapshotWriter {
         end.u64(self.sections);
         end.u32(self.chain);
         self.section(kind::END, &end.0)?;
-        let file = self
+        let mut file = self
             .out
             .into_inner()
-            .map_err(|e| LogError::io(format!("cannot write {}", self.tmp.display()), e.into_error()))?;
-        file.sync_all()
+            .map_err(|e| LogError::io(format!("cannot write {}", self.tmp.display()), e))?;
+        file.sync_data()
             .map_err(|e| LogError::io(format!("cannot sync {}", self.tmp.display()), e))?;
-        std::fs::rename(&self.tmp, &self.path)
+        drop(file);
+        self.fs
+            .rename(&self.tmp, &self.path)
             .map_err(|e| LogError::io(format!("cannot rename {}", self.tmp.display()), e))?;
-        sync_dir(&self.dir)?;
+        sync_dir(self.fs, &self.dir)?;
         Ok((self.path, self.bytes))
     }
 }
 
 /// Reads one snapshot file section by section, checking each.
 pub struct SnapshotReader {
-    r: BufReader<File>,
+    r: SeqReader,
     path: PathBuf,
     version: u32,
     offset: u64,
@@ -303,10 +317,13 @@ pub struct SnapshotReader {
 }
 
 impl SnapshotReader {
-    pub fn open(path: &Path) -> Result<(SnapshotReader, SnapshotHeader)> {
-        let file = File::open(path).map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
+    pub fn open(fs: &dyn Fs, path: &Path) -> Result<(SnapshotReader, SnapshotHeader)> {
+        let file = fs
+            .open_read(path)
+            .and_then(|f| SeqReader::new(f, 1 << 20))
+            .map_err(|e| LogError::io(format!("cannot open {}", path.display()), e))?;
         let mut r = SnapshotReader {
-            r: BufReader::with_capacity(1 << 20, file),
+            r: file,
             path: path.to_path_buf(),
             version: VERSION,
             offset: 0,
@@ -399,8 +416,7 @@ impl SnapshotReader {
             if count != self.sections || chain != self.chain {
                 return Err(self.corrupt(at, "the END section does not match the sections before it"));
             }
-            let mut rest = [0u8; 1];
-            if matches!(self.r.read(&mut rest), Ok(n) if n > 0) {
+            if self.r.remaining() > 0 {
                 return Err(self.corrupt(self.offset, "bytes after the END section"));
             }
             self.done = true;

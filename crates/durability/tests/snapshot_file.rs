@@ -2,6 +2,7 @@
 //! any byte changed is refused with an error (never a panic, never a wrong section).
 
 use permafrost_durability::snapshot::{self, Dec, Enc, SnapshotHeader, SnapshotReader, SnapshotWriter, kind};
+use permafrost_io::RealFs;
 use proptest::prelude::*;
 
 /// Sections as (kind, body).
@@ -40,7 +41,7 @@ fn sample_with(dir: &std::path::Path, h: &SnapshotHeader) -> (Vec<u8>, Sections)
         e.key(&permafrost_storage::IndexKey::Int(-5));
         sections.push((kind::EVICTED_KEYS, e.0));
     }
-    let mut w = SnapshotWriter::create(dir, h).unwrap();
+    let mut w = SnapshotWriter::create(&RealFs, dir, h).unwrap();
     for (k, b) in &sections {
         w.section(*k, b).unwrap();
     }
@@ -55,7 +56,7 @@ fn sample_with(dir: &std::path::Path, h: &SnapshotHeader) -> (Vec<u8>, Sections)
 }
 
 fn read_all(path: &std::path::Path) -> Result<(SnapshotHeader, Sections), String> {
-    let (mut r, h) = SnapshotReader::open(path).map_err(|e| e.to_string())?;
+    let (mut r, h) = SnapshotReader::open(&RealFs, path).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     while let Some(s) = r.next_section().map_err(|e| e.to_string())? {
         out.push(s);
@@ -78,11 +79,11 @@ fn a_snapshot_reads_back_and_its_sections_decode() {
     d.finish().unwrap();
     assert!(d.u8("u8").is_err(), "reading past the end is an error");
     // Listed, newest valid found, older removed.
-    assert_eq!(snapshot::list(dir.path()).unwrap().len(), 1);
-    let found = snapshot::newest_valid(dir.path(), &mut |w| panic!("{w}")).unwrap();
+    assert_eq!(snapshot::list(&RealFs, dir.path()).unwrap().len(), 1);
+    let found = snapshot::newest_valid(&RealFs, dir.path(), &mut |w| panic!("{w}")).unwrap();
     assert_eq!(found.unwrap().0.epoch, 7);
-    snapshot::remove_older(dir.path(), 8, None).unwrap();
-    assert!(snapshot::list(dir.path()).unwrap().is_empty());
+    snapshot::remove_older(&RealFs, dir.path(), 8, None).unwrap();
+    assert!(snapshot::list(&RealFs, dir.path()).unwrap().is_empty());
 }
 
 #[test]
@@ -97,13 +98,17 @@ fn a_snapshot_with_a_base_is_used_only_with_its_base() {
     sample_with(dir.path(), &with_base(5, 3));
     let newest = |dir: &std::path::Path| {
         let mut warnings = Vec::new();
-        let found = snapshot::newest_valid(dir, &mut |w| warnings.push(w)).unwrap();
+        let found = snapshot::newest_valid(&RealFs, dir, &mut |w| warnings.push(w)).unwrap();
         (found.map(|(h, _)| (h.epoch, h.base_epoch)), warnings)
     };
     assert_eq!(newest(dir.path()), (Some((5, 3)), vec![]));
     // Removing what 5 makes unnecessary keeps its base.
-    snapshot::remove_older(dir.path(), 5, Some(3)).unwrap();
-    let epochs: Vec<u64> = snapshot::list(dir.path()).unwrap().iter().map(|e| e.0).collect();
+    snapshot::remove_older(&RealFs, dir.path(), 5, Some(3)).unwrap();
+    let epochs: Vec<u64> = snapshot::list(&RealFs, dir.path())
+        .unwrap()
+        .iter()
+        .map(|e| e.0)
+        .collect();
     assert_eq!(epochs, [3, 5]);
     // A base that is damaged, or itself has a base, makes the snapshot unusable.
     let base = dir.path().join(snapshot::file_name(3));
@@ -134,7 +139,7 @@ fn a_file_cut_anywhere_is_refused() {
     for n in 0..bytes.len() {
         std::fs::write(&path, &bytes[..n]).unwrap();
         assert!(read_all(&path).is_err(), "cut at {n} of {}", bytes.len());
-        assert!(snapshot::validate(&path).is_err());
+        assert!(snapshot::validate(&RealFs, &path).is_err());
     }
     let mut longer = bytes.clone();
     longer.push(0);

@@ -145,8 +145,8 @@ impl Database {
         Database::open_with_fs(config, Arc::new(permafrost_io::RealFs))
     }
 
-    /// [`Database::open`] with the file I/O of the command log and the block files done
-    /// through `fs` (tests inject faults with [`permafrost_io::FaultyFs`]).
+    /// [`Database::open`] with the file I/O of the command log, the block files and the
+    /// snapshots done through `fs` (tests inject faults with [`permafrost_io::FaultyFs`]).
     pub fn open_with_fs(config: Config, fs: Arc<dyn permafrost_io::Fs>) -> Result<Database> {
         let (db, parts) = Database::open_parts(config, fs)?;
         let mut threads = Vec::with_capacity(parts.len());
@@ -181,7 +181,7 @@ impl Database {
             .as_ref()
             .map(|ac| Arc::new(BlockIo::start(ac.fetch_depth)));
         let keep_blocks = match &config.snapshots {
-            Some(s) => !permafrost_durability::snapshot::list(&s.dir)?.is_empty(),
+            Some(s) => !permafrost_durability::snapshot::list(&*fs, &s.dir)?.is_empty(),
             None => false,
         };
         let mut caches = Vec::with_capacity(n);
@@ -208,7 +208,10 @@ impl Database {
             });
         }
         let log = match &config.command_log {
-            Some(cfg) => Some(Arc::new(permafrost_durability::CommandLog::open_with(cfg.clone(), fs)?)),
+            Some(cfg) => Some(Arc::new(permafrost_durability::CommandLog::open_with(
+                cfg.clone(),
+                fs.clone(),
+            )?)),
             None => None,
         };
         let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());
@@ -222,6 +225,7 @@ impl Database {
             moved_running: Default::default(),
             inline: std::sync::OnceLock::new(),
             log,
+            fs,
             config,
             senders,
             queues: (0..n).map(|_| Arc::new(QueueState::default())).collect(),
@@ -267,7 +271,7 @@ impl Database {
             .config()
             .snapshots
             .as_ref()
-            .and_then(|s| permafrost_durability::snapshot::list(&s.dir).ok())
+            .and_then(|s| permafrost_durability::snapshot::list(&*db.shared().fs, &s.dir).ok())
             .and_then(|l| l.last().map(|(e, _)| e + 1))
             .unwrap_or(1);
         db.inner

@@ -18,9 +18,10 @@
 //! stays durable; nothing more is written there).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use permafrost_io::{DirLock, LockError};
+use permafrost_io::{DirLock, Fs, LockError};
 
 use crate::config::LogMode;
 use crate::database::Database;
@@ -139,7 +140,21 @@ pub fn open_with(
     options: OpenOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(Database, RecoveryReport)> {
-    std::fs::create_dir_all(root).map_err(|e| Error::Config {
+    open_with_fs(settings, root, options, Arc::new(permafrost_io::RealFs), progress)
+}
+
+/// [`open_with`] with every file of the data directory (the command log, snapshots, the
+/// schema log, the block files) read and written through `fs` (tests inject faults with
+/// [`permafrost_io::FaultyFs`]). The lock file is the real file system's: a lock is between
+/// processes.
+pub fn open_with_fs(
+    settings: &DbSettings,
+    root: &Path,
+    options: OpenOptions,
+    fs: Arc<dyn Fs>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Database, RecoveryReport)> {
+    fs.create_dir_all(root).map_err(|e| Error::Config {
         setting: "data_dir",
         message: format!("cannot create {}: {e}", root.display()),
     })?;
@@ -156,12 +171,12 @@ pub fn open_with(
     }
     // Before the log is opened for writing (which refuses damage it does not cut off).
     let trimmed = if logged && options.trim_damaged_log {
-        permafrost_durability::trim_damaged_log(&layout.command_log(), &permafrost_io::RealFs)?
+        permafrost_durability::trim_damaged_log(&layout.command_log(), &*fs)?
     } else {
         None
     };
-    let db = settings.open_in(Some(&layout.blocks()))?;
-    let (schema_log, statements) = SchemaLog::open(root)?;
+    let db = Database::open_with_fs(settings.config(Some(&layout.blocks()))?, fs.clone())?;
+    let (schema_log, statements) = SchemaLog::open(&*fs, root)?;
     let report = if logged {
         let mut report = db.recover(Vec::new(), progress)?;
         report.trimmed = trimmed.as_ref().map(Into::into);
@@ -174,8 +189,9 @@ pub fn open_with(
         report
     } else {
         let mut report = RecoveryReport::default();
-        let has_log = std::fs::read_dir(layout.command_log())
-            .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "log")))
+        let has_log = fs
+            .list_dir(&layout.command_log())
+            .map(|d| d.iter().any(|p| p.extension().is_some_and(|x| x == "log")))
             .unwrap_or(false);
         if has_log {
             report.warnings.push(format!(
@@ -188,6 +204,8 @@ pub fn open_with(
         report.schema_log_changes = statements.len() as u64;
         report
     };
+    let mut report = report;
+    report.warnings.extend(schema_log.dropped_tail().map(str::to_string));
     db.attach_data_dir(lock, schema_log);
     Ok((db, report))
 }

@@ -219,7 +219,9 @@ impl Database {
         let mut cut = 0;
         if let Some(scfg) = self.config().snapshots.clone() {
             let mut warnings = Vec::new();
-            let found = permafrost_durability::snapshot::newest_valid(&scfg.dir, &mut |w| warnings.push(w))?;
+            let found = permafrost_durability::snapshot::newest_valid(&*self.shared().fs, &scfg.dir, &mut |w| {
+                warnings.push(w)
+            })?;
             report.warnings = warnings;
             if let Some((h, path)) = found {
                 let load = crate::snapshot::load::load(self, &path, &h, &mut |sql| r.schema(0, sql))?;
@@ -251,9 +253,10 @@ impl Database {
             }
             // Read through the file system the log was written through.
             let reader = match &log {
-                Some(l) => LogReader::open_with(&cfg.dir, cut, l.fs())?,
-                None => LogReader::open(&cfg.dir, cut)?,
+                Some(l) => LogReader::open_with(&cfg.dir, cut, l.fs()),
+                None => LogReader::open(&cfg.dir, cut),
             };
+            let reader = reader.map_err(|e| name_passed_over(e, &report.warnings))?;
             for item in reader {
                 let (lsn, rec) = item?;
                 if lsn > through {
@@ -284,6 +287,25 @@ impl Database {
             .store(true, std::sync::atomic::Ordering::Release);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+}
+
+/// A log that does not reach back to where recovery must start: if snapshots were passed
+/// over (torn, corrupt), the one that covered the missing records is among them, and the
+/// refusal names them (the log alone names only its first segment).
+fn name_passed_over(e: permafrost_durability::LogError, passed_over: &[String]) -> permafrost_durability::LogError {
+    match e {
+        permafrost_durability::LogError::Corrupt { file, offset, detail } if !passed_over.is_empty() => {
+            permafrost_durability::LogError::Corrupt {
+                file,
+                offset,
+                detail: format!(
+                    "{detail}; the records are in a snapshot that cannot be loaded: {}",
+                    passed_over.join("; ")
+                ),
+            }
+        }
+        e => e,
     }
 }
 

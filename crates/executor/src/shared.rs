@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     pub any_turn: std::sync::atomic::AtomicU32,
     /// The command log, when one is configured.
     pub log: Option<Arc<permafrost_durability::CommandLog>>,
+    /// The file system every file of the database goes through: the command log, the
+    /// block files, snapshots, the schema log ([`crate::Database::open_with_fs`]).
+    pub fs: Arc<dyn permafrost_io::Fs>,
     /// Per partition, the scans reading its blocks without merging them (scan.rs); `None`
     /// without an anti-cache.
     pub scan_holds: Vec<Option<permafrost_anticache::ScanHold>>,

@@ -195,7 +195,7 @@ fn a_damaged_newest_snapshot_is_passed_over() {
     let mid = bad.len() / 2;
     bad[mid] ^= 0x40;
     std::fs::write(&fake, &bad).unwrap();
-    let err = permafrost_durability::snapshot::validate(&fake).unwrap_err();
+    let err = permafrost_durability::snapshot::validate(&permafrost_io::RealFs, &fake).unwrap_err();
     assert!(err.to_string().contains("is unusable"), "{err}");
 }
 
@@ -247,7 +247,7 @@ fn cold(db: &Database) -> (u64, u64, u64) {
 }
 
 fn snapshot_files(dir: &Path) -> Vec<u64> {
-    permafrost_durability::snapshot::list(&dir.join("snapshots"))
+    permafrost_durability::snapshot::list(&permafrost_io::RealFs, &dir.join("snapshots"))
         .unwrap()
         .into_iter()
         .map(|(e, _)| e)
@@ -325,10 +325,10 @@ fn later_snapshots_record_the_block_directory_as_differences() {
 /// holes.
 fn to_version_1(path: &Path) {
     use permafrost_durability::snapshot::{Dec, Enc, SnapshotReader, SnapshotWriter, kind};
-    let (mut r, h) = SnapshotReader::open(path).unwrap();
+    let (mut r, h) = SnapshotReader::open(&permafrost_io::RealFs, path).unwrap();
     assert_eq!((r.version(), h.base_epoch), (2, 0));
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = SnapshotWriter::create(tmp.path(), &h).unwrap();
+    let mut w = SnapshotWriter::create(&permafrost_io::RealFs, tmp.path(), &h).unwrap();
     while let Some((k, body)) = r.next_section().unwrap() {
         let body = match k {
             kind::PARTITION => body[..12].to_vec(),
@@ -376,7 +376,7 @@ fn a_version_1_snapshot_of_the_previous_build_is_loaded() {
     };
     to_version_1(&info.path);
     assert_eq!(
-        permafrost_durability::snapshot::SnapshotReader::open(&info.path)
+        permafrost_durability::snapshot::SnapshotReader::open(&permafrost_io::RealFs, &info.path)
             .unwrap()
             .0
             .version(),
@@ -391,7 +391,7 @@ fn a_version_1_snapshot_of_the_previous_build_is_loaded() {
     // The next snapshot is written in the current version, whole.
     let next = db.snapshot().unwrap();
     assert_eq!(next.base_epoch, 0);
-    let (r, _) = permafrost_durability::snapshot::SnapshotReader::open(&next.path).unwrap();
+    let (r, _) = permafrost_durability::snapshot::SnapshotReader::open(&permafrost_io::RealFs, &next.path).unwrap();
     assert_eq!(r.version(), permafrost_durability::snapshot::VERSION);
 }
 

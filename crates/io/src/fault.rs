@@ -13,9 +13,20 @@
 //! write repeats (the same values the file holds there) are not lost: a sector written with
 //! the bytes it has reads back the same whether or not the write reached it.
 //!
-//! Segment reads go through it too ([`Fs::open_read`]): they fail with EIO after a power
-//! loss, or while [`FaultyFs::fail_segment_reads`] says so, and otherwise read the real
-//! file (which a test may have damaged).
+//! Every file written through it can also take a flipped byte ([`FaultyFs::flip_next_write`]:
+//! the next write lands whole and succeeds, one of its bytes changed, as a faulty device or
+//! cable would leave it), so that a test can check that a reader refuses what it wrote.
+//!
+//! Reads go through it too ([`Fs::open_read`]: command-log segments, snapshots, the schema
+//! log): they fail with EIO after a power loss, or while [`FaultyFs::fail_segment_reads`]
+//! says so, and otherwise read the real file (which a test may have damaged). Listing,
+//! creating directories and asking a file's length fail with EIO after a power loss.
+//!
+//! A process forked while it uses a `FaultyFs` (the snapshot writer) gets a copy of its
+//! faults: a fault armed before the fork applies in both processes, and what the child
+//! does is not counted in the parent. The copy of its lock is taken if another thread held
+//! it at the fork (a write or sync under way): a test that forks keeps the other threads
+//! off this file system meanwhile (no log preallocation, no commit in flight).
 //!
 //! Files can also take direct writes ([`FaultyFs::take_direct_writes`]): the file then
 //! refuses, as `O_DIRECT` does, a write whose buffer address, offset or length is not a
@@ -51,6 +62,8 @@ struct State {
     files: Vec<FileState>,
     /// Keep this many bytes of the next write, then fail it with EIO.
     tear_next_write: Option<usize>,
+    /// Flip the byte at this index of the next write (which succeeds).
+    flip_next_write: Option<usize>,
     /// Syncs that still succeed before `sync_errno` applies (None: no sync failure planned).
     syncs_before_failure: Option<u64>,
     sync_errno: i32,
@@ -111,6 +124,7 @@ impl FaultyFs {
                 state: Mutex::new(State {
                     files: Vec::new(),
                     tear_next_write: None,
+                    flip_next_write: None,
                     syncs_before_failure: None,
                     sync_errno: libc::EIO,
                     space: u64::MAX,
@@ -141,6 +155,21 @@ impl FaultyFs {
     /// The next write keeps only its first `keep` bytes and then fails with EIO.
     pub fn tear_next_write(&self, keep: usize) {
         self.state().tear_next_write = Some(keep);
+    }
+
+    /// The next write lands whole and succeeds, but with its byte at index `at` (counted
+    /// from the start of the write, clamped to its last byte) changed: a corruption no
+    /// error reports.
+    pub fn flip_next_write(&self, at: usize) {
+        self.state().flip_next_write = Some(at);
+    }
+
+    /// Disarms a torn or flipped next write that no write has taken yet (a fault armed for
+    /// a forked process, which took it in its own copy).
+    pub fn disarm_next_write(&self) {
+        let mut s = self.state();
+        s.tear_next_write = None;
+        s.flip_next_write = None;
     }
 
     /// After `n` more successful `sync_data` calls, every later one fails with `errno`
@@ -193,8 +222,8 @@ impl FaultyFs {
         self.state().block_reads_fail = fail;
     }
 
-    /// Makes every read of a segment opened with [`Fs::open_read`] fail with EIO (or
-    /// succeed again).
+    /// Makes every read of a file opened with [`Fs::open_read`] (a segment, a snapshot, the
+    /// schema log) fail with EIO (or succeed again).
     pub fn fail_segment_reads(&self, fail: bool) {
         self.state().segment_reads_fail = fail;
     }
@@ -362,6 +391,17 @@ impl FsFile for FaultyFile {
         } else {
             (keep, err)
         };
+        let flipped;
+        let buf = match s.flip_next_write.take() {
+            Some(at) if !buf.is_empty() => {
+                let mut b = buf.to_vec();
+                let i = at.min(b.len() - 1);
+                b[i] ^= 0x5A;
+                flipped = b;
+                &flipped[..]
+            }
+            _ => buf,
+        };
         let repeated = repeated_prefix(s.files[self.id].path.as_deref(), &buf[..keep], offset);
         if keep > 0 {
             self.inner.write_all_at(&buf[..keep], offset)?;
@@ -516,6 +556,34 @@ impl Fs for FaultyFs {
         RealFs.sync_dir(dir)
     }
 
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        RealFs.create_dir_all(dir)
+    }
+
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        RealFs.create_dir(dir)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        RealFs.list_dir(dir)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        if self.state().frozen {
+            return Err(eio());
+        }
+        RealFs.file_len(path)
+    }
+
     fn block_file(&self, path: &Path, keep: bool) -> io::Result<Arc<dyn BlockFile>> {
         if self.state().frozen {
             return Err(eio());
@@ -605,11 +673,46 @@ impl BlockFile for FaultyBlockFile {
         self.inner.path()
     }
 
+    fn len(&self) -> io::Result<u64> {
+        if self.fs.state().frozen {
+            return Err(eio());
+        }
+        self.inner.len()
+    }
+
     fn alignment(&self) -> usize {
         self.inner.alignment()
     }
 
     fn direct(&self) -> bool {
         self.inner.direct()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flipped_write_lands_whole_with_one_byte_changed_and_a_disarmed_fault_takes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let fs = FaultyFs::new();
+        let mut f = fs.create(&path).unwrap();
+        fs.flip_next_write(3);
+        f.write_all_at(b"abcdef", 0).unwrap();
+        f.write_all_at(b"gh", 6).unwrap();
+        let mut want = b"abcdefgh".to_vec();
+        want[3] ^= 0x5A;
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        // Past the end of a write: its last byte.
+        fs.flip_next_write(100);
+        f.write_all_at(b"xy", 8).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap()[8..], [b'x', b'y' ^ 0x5A]);
+        fs.flip_next_write(0);
+        fs.tear_next_write(1);
+        fs.disarm_next_write();
+        f.write_all_at(b"zz", 10).unwrap();
+        assert_eq!(&std::fs::read(&path).unwrap()[10..], b"zz");
     }
 }

@@ -1,9 +1,11 @@
-//! The files Permafrost writes, behind small traits so that tests can keep files in memory
-//! and inject faults (fault.rs): the file system ([`Fs`]: creating, opening, renaming,
-//! removing files, syncing directories, opening block files), a command-log segment
-//! written ([`FsFile`]) or read back ([`FsRead`]: recovery reads the log through the same
-//! seam that wrote it, so that a test's file system sees both), and a block file ([`BlockFile`]: positioned vectored I/O, its descriptor
-//! for io_uring, its direct-I/O alignment). [`RealFs`] is the real file system.
+//! The files Permafrost writes and reads, behind small traits so that tests can keep files
+//! in memory and inject faults (fault.rs): the file system ([`Fs`]: creating, opening,
+//! renaming, removing and listing files, creating and syncing directories, opening block
+//! files), a file written ([`FsFile`]: command-log segments, snapshots, the schema log) or
+//! read back ([`FsRead`]: recovery reads every file through the same seam that wrote it,
+//! so that a test's file system sees both), and a block file ([`BlockFile`]: positioned
+//! vectored I/O, its descriptor for io_uring, its direct-I/O alignment). [`RealFs`] is the
+//! real file system.
 //!
 //! Block files ([`DiskFile`]) are opened with `O_DIRECT` so that evicted data does not sit
 //! in the OS page cache (it would then still occupy memory, only outside the budget); file
@@ -108,6 +110,22 @@ pub trait Fs: Send + Sync {
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (created, renamed, removed files) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Creates `dir` and its missing parents (the real file system's unless overridden).
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+    /// Creates `dir`, which must not exist, in an existing directory.
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir(dir)
+    }
+    /// The paths of the entries of `dir`, in no order (`NotFound` if it is missing).
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
+    }
+    /// The length of the file at `path`.
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
     /// Opens `path` for blocks, created if missing (with its directory): as it is if
     /// `keep` (the blocks a snapshot refers to), else truncated.
     fn block_file(&self, path: &Path, keep: bool) -> io::Result<Arc<dyn BlockFile>> {
@@ -223,6 +241,24 @@ impl Fs for RealFs {
     }
 }
 
+/// Copies the file `from` to `to` (which must not exist) through `fs`, [`ZERO_PIECE`]
+/// bytes at a time, and syncs the copy.
+pub fn copy_file(fs: &dyn Fs, from: &Path, to: &Path) -> io::Result<u64> {
+    let src = fs.open_read(from)?;
+    let len = src.len()?;
+    let mut dst = fs.create(to)?;
+    let mut buf = vec![0u8; ZERO_PIECE.min(len as usize)];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(ZERO_PIECE as u64) as usize;
+        src.read_exact_at(&mut buf[..n], at)?;
+        dst.write_all_at(&buf[..n], at)?;
+        at += n as u64;
+    }
+    dst.sync_data()?;
+    Ok(len)
+}
+
 /// Positioned I/O on one file.
 pub trait BlockFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
@@ -232,6 +268,12 @@ pub trait BlockFile: Send + Sync {
     /// The descriptor, for asynchronous reads through io_uring (None: read with `read_at`).
     fn raw_fd(&self) -> Option<RawFd>;
     fn path(&self) -> &Path;
+    /// The file's length now.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        self.len().map(|n| n == 0)
+    }
     /// Alignment that offsets, lengths and buffers of I/O must respect.
     fn alignment(&self) -> usize;
     fn direct(&self) -> bool;
@@ -295,6 +337,10 @@ impl BlockFile for DiskFile {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
     }
 
     fn alignment(&self) -> usize {
@@ -364,6 +410,11 @@ impl BlockFile for MemFile {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        let d = self.data.lock().map_err(|_| io::Error::other("poisoned"))?;
+        Ok(d.len() as u64)
     }
 
     fn alignment(&self) -> usize {

@@ -301,20 +301,16 @@ pub fn parse_record_header(layout: &Layout, h: &[u8]) -> Option<RecordHeader> {
 
 /// The segment files of `dir`, by first LSN (from their names), ascending. A missing
 /// directory has none.
-pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let entries = match std::fs::read_dir(dir) {
+pub fn list_segments(fs: &dyn permafrost_io::Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let entries = match fs.list_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        if let Some(lsn) = name.to_str().and_then(parse_segment_file_name) {
-            out.push((lsn, entry.path()));
-        }
-    }
+    let mut out: Vec<(u64, PathBuf)> = entries
+        .into_iter()
+        .filter_map(|p| Some((p.file_name()?.to_str().and_then(parse_segment_file_name)?, p)))
+        .collect();
     out.sort_unstable();
     Ok(out)
 }

@@ -61,7 +61,7 @@ struct Found {
 /// first segment that starts after what a snapshot covers) is left to recovery, which
 /// refuses it.
 pub fn trim_damaged_log(dir: &Path, fs: &dyn Fs) -> Result<Option<Trimmed>> {
-    let segments = list_segments(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+    let segments = list_segments(fs, dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
     let mut expected = 0u64;
     for (i, (name_lsn, path)) in segments.iter().enumerate() {
         let last = i + 1 == segments.len();
@@ -131,18 +131,19 @@ fn trim_at(dir: &Path, fs: &dyn Fs, segments: &[(u64, PathBuf)], f: Found) -> Re
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let kept_in = dir.join(format!("trimmed-{}-{secs}", f.first_lsn));
-    std::fs::create_dir(&kept_in).map_err(io(format!("cannot create {}", kept_in.display())))?;
+    fs.create_dir(&kept_in)
+        .map_err(io(format!("cannot create {}", kept_in.display())))?;
     let name = |p: &Path| kept_in.join(p.file_name().unwrap_or_default());
     let mut removed = Vec::new();
     let bytes;
     if f.offset == 0 {
         // The segment's header is bad, or it comes after a gap: all of it goes.
-        bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        bytes = fs.file_len(path).unwrap_or(0);
         fs.rename(path, &name(path))
             .map_err(io(format!("cannot move {} aside", path.display())))?;
         removed.push(path.clone());
     } else {
-        std::fs::copy(path, name(path)).map_err(io(format!("cannot copy {} aside", path.display())))?;
+        permafrost_io::copy_file(fs, path, &name(path)).map_err(io(format!("cannot copy {} aside", path.display())))?;
         let c = SegmentCursor::open(fs, path, segments[f.segment].0, true)?;
         let (preallocated, len) = (c.layout.preallocated && c.layout.durable_lsns, c.len);
         let end = if preallocated {

@@ -476,7 +476,14 @@ impl Partition {
         // Every partition has appended its commits before handing its store.
         let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());
         let stores: Vec<(u32, &PartitionStore)> = held.iter().map(|(p, s)| (*p, &**s)).collect();
-        let r = fork_writer(job, cut, self.shared.config.partitions, &stores, barrier_started);
+        let r = fork_writer(
+            &*self.shared.fs,
+            job,
+            cut,
+            self.shared.config.partitions,
+            &stores,
+            barrier_started,
+        );
         let out = match &r {
             Ok(_) => Ok(Rows::default()),
             Err(e) => Err(e.clone()),

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use permafrost_durability::snapshot::SnapshotHeader;
+use permafrost_io::Fs;
 use permafrost_storage::PartitionStore;
 
 use super::job::{Forked, SnapJob};
@@ -12,8 +13,10 @@ use super::write::write_snapshot;
 use crate::child::{Side, fork_with_pipe};
 use crate::error::{Error, Result};
 
-/// Runs in the coordinator while it holds every store: forks the writer process.
+/// Runs in the coordinator while it holds every store: forks the writer process, which
+/// writes through `fs`.
 pub(crate) fn fork_writer(
+    fs: &dyn Fs,
     job: &SnapJob,
     cut_lsn: u64,
     partitions: u32,
@@ -40,7 +43,7 @@ pub(crate) fn fork_writer(
         .map(|(_, i)| (i.directory.added.len() + i.directory.removed.len()) as u64)
         .sum();
     let live = images.iter().map(|(_, i)| i.live as u64).sum();
-    std::fs::create_dir_all(&job.dir)
+    fs.create_dir_all(&job.dir)
         .map_err(|e| Error::Internal(format!("cannot create snapshot directory {}: {e}", job.dir.display())))?;
     // SAFETY: the child only reads memory that no thread was changing at the fork (every
     // partition is stopped at the barrier; the stores are held here), writes files and
@@ -53,7 +56,7 @@ pub(crate) fn fork_writer(
             // come first.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                write_snapshot(&job.dir, &header, &job.history, stores, &images)
+                write_snapshot(fs, &job.dir, &header, &job.history, stores, &images)
             }));
             let (code, msg) = match r {
                 Ok(Ok(())) => (0, String::new()),

@@ -62,8 +62,12 @@ fn corrupt(file: &Path, offset: u64, detail: String) -> Error {
 
 /// The whole block directories of base snapshot `path` (which the caller has checked,
 /// [`fmt::newest_valid`]), by partition.
-fn read_base_directories(path: &Path, of: &SnapshotHeader) -> Result<Vec<Vec<(u32, BlockMeta)>>> {
-    let (mut rd, h) = fmt::SnapshotReader::open(path)?;
+fn read_base_directories(
+    fs: &dyn permafrost_io::Fs,
+    path: &Path,
+    of: &SnapshotHeader,
+) -> Result<Vec<Vec<(u32, BlockMeta)>>> {
+    let (mut rd, h) = fmt::SnapshotReader::open(fs, path)?;
     if h.epoch != of.base_epoch || h.base_epoch != 0 || h.partitions != of.partitions {
         return Err(corrupt(
             path,
@@ -397,10 +401,11 @@ pub(crate) fn load(
             header.partitions
         )));
     }
-    let (mut rd, _) = fmt::SnapshotReader::open(path)?;
+    let fs = &*db.shared().fs;
+    let (mut rd, _) = fmt::SnapshotReader::open(fs, path)?;
     let base_dirs = match header.base_epoch {
         0 => Vec::new(),
-        _ => read_base_directories(&base_path(path, header), header)?,
+        _ => read_base_directories(fs, &base_path(path, header), header)?,
     };
     let (ack_tx, ack_rx) = crossbeam_channel::unbounded::<Result<()>>();
     let mut loader = Loader {

@@ -69,7 +69,7 @@ impl Database {
         let r = wait_writer(&forked);
         if let Err(msg) = r {
             snaps.failed.fetch_add(1, Ordering::Relaxed);
-            fmt::remove_unfinished(&cfg.dir, epoch);
+            fmt::remove_unfinished(&*self.shared().fs, &cfg.dir, epoch);
             return Err(Error::Log {
                 message: format!("snapshot {epoch} failed: {msg}"),
                 sqlstate: "58030",
@@ -81,7 +81,7 @@ impl Database {
             log.sync()?;
         }
         let path = cfg.dir.join(fmt::file_name(epoch));
-        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let bytes = self.shared().fs.file_len(&path).unwrap_or(0);
         let whole = base.is_none();
         for tx in &self.shared().senders {
             let _ = tx.send(Msg::SnapshotDone { epoch, base: whole });
@@ -95,7 +95,7 @@ impl Database {
         if let Some(log) = &self.shared().log {
             log.truncate_through(forked.cut_lsn)?;
         }
-        fmt::remove_older(&cfg.dir, epoch, base)?;
+        fmt::remove_older(&*self.shared().fs, &cfg.dir, epoch, base)?;
         let info = SnapshotInfo {
             epoch,
             cut_lsn: forked.cut_lsn,

@@ -6,14 +6,15 @@ use std::path::Path;
 
 use permafrost_anticache::DirectoryImage;
 use permafrost_durability::snapshot::{Enc, SECTION_TARGET, SnapshotHeader, SnapshotWriter, kind};
+use permafrost_io::Fs;
 use permafrost_storage::PartitionStore;
 
 pub(super) type LogResult<T> = std::result::Result<T, permafrost_durability::LogError>;
 
 /// Items of one kind cut into sections of about [`SECTION_TARGET`] bytes, each section
 /// `prefix`, a u32 count and the items.
-pub(super) struct Counted<'w> {
-    w: &'w mut SnapshotWriter,
+pub(super) struct Counted<'w, 'f> {
+    w: &'w mut SnapshotWriter<'f>,
     kind: u32,
     prefix: Enc,
     body: Enc,
@@ -21,8 +22,8 @@ pub(super) struct Counted<'w> {
     res: LogResult<()>,
 }
 
-impl<'w> Counted<'w> {
-    fn new(w: &'w mut SnapshotWriter, kind: u32, prefix: Enc) -> Counted<'w> {
+impl<'w, 'f> Counted<'w, 'f> {
+    fn new(w: &'w mut SnapshotWriter<'f>, kind: u32, prefix: Enc) -> Counted<'w, 'f> {
         Counted {
             w,
             kind,
@@ -70,24 +71,28 @@ pub(super) fn part_table_prefix(p: u32, t: u32) -> Enc {
     e
 }
 
-/// The child's work: everything into one file.
+/// The child's work: everything into one file, through `fs`.
 pub(super) fn write_snapshot(
+    fs: &dyn Fs,
     dir: &Path,
     header: &SnapshotHeader,
     history: &[String],
     stores: &[(u32, &PartitionStore)],
     images: &[(u32, DirectoryImage)],
 ) -> LogResult<()> {
-    // Blocks the snapshot refers to must be on disk before it counts.
+    // Blocks the snapshot refers to must be on disk before it counts. The child closed the
+    // descriptors it inherited, so it opens each block file again (one kept in memory, in
+    // tests, has no file to open).
     for (_, img) in images {
-        if let Some(path) = &img.file_path
-            && let Ok(f) = std::fs::OpenOptions::new().write(true).open(path)
-        {
-            f.sync_data()
-                .map_err(|e| permafrost_durability::LogError::Failed(format!("cannot sync {}: {e}", path.display())))?;
-        }
+        let Some(path) = &img.file_path else { continue };
+        let synced = match fs.open(path) {
+            Ok(mut f) => f.sync_data(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        };
+        synced.map_err(|e| permafrost_durability::LogError::Failed(format!("cannot sync {}: {e}", path.display())))?;
     }
-    let mut w = SnapshotWriter::create(dir, header)?;
+    let mut w = SnapshotWriter::create(fs, dir, header)?;
     let mut e = Enc::default();
     e.u32(history.len() as u32);
     for h in history {

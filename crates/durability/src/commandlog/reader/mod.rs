@@ -448,7 +448,7 @@ impl LogReader {
     /// [`LogReader::open`] reading through `fs` (the one the log was written through:
     /// [`super::CommandLog::fs`]).
     pub fn open_with(dir: &Path, after_lsn: u64, fs: Arc<dyn Fs>) -> Result<LogReader> {
-        let mut segments = list_segments(dir).map_err(io_err(dir, "cannot list"))?;
+        let mut segments = list_segments(&*fs, dir).map_err(io_err(dir, "cannot list"))?;
         if let Some(&(first, ref path)) = segments.first()
             && first > after_lsn.saturating_add(1)
         {

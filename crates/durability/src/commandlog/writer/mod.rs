@@ -291,10 +291,12 @@ impl CommandLog {
             });
         }
         let dir = &cfg.dir;
-        std::fs::create_dir_all(dir).map_err(|e| LogError::io(format!("cannot create {}", dir.display()), e))?;
+        fs.create_dir_all(dir)
+            .map_err(|e| LogError::io(format!("cannot create {}", dir.display()), e))?;
         let lock_file = lock_dir(dir)?;
         remove_temporary_files(&*fs, dir)?;
-        let mut segments = list_segments(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+        let mut segments =
+            list_segments(&*fs, dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
         let mut torn_tail = None;
         let (file, offset, next_lsn, pad_pages) = match segments.last() {
             None => {

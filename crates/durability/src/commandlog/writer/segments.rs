@@ -16,11 +16,14 @@ pub(super) fn lock_dir(dir: &Path) -> Result<DirLock> {
 
 /// Removes segments that were being created when the process stopped (`*.log.tmp`).
 pub(super) fn remove_temporary_files(fs: &dyn Fs, dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
-        if entry.file_name().to_str().is_some_and(|n| n.ends_with(".log.tmp")) {
-            let p = entry.path();
+    let entries = fs
+        .list_dir(dir)
+        .map_err(|e| LogError::io(format!("cannot list {}", dir.display()), e))?;
+    for p in entries {
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".log.tmp"))
+        {
             fs.remove(&p)
                 .map_err(|e| LogError::io(format!("cannot remove {}", p.display()), e))?;
         }
