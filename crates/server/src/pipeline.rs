@@ -116,76 +116,18 @@ pub async fn process_socket(
                 m = socket.next() => m,
             }
         } else {
-            let filled = match idle_in_transaction_limit(&txn, &settings) {
-                Some(limit) => match tokio::time::timeout(limit, fill_message(&mut socket, &mut memory, db)).await {
-                    Ok(r) => r?,
-                    Err(_) => {
-                        // As PostgreSQL: the session ends, and its open block with it.
-                        let info = ErrorInfo::new(
-                            "FATAL".to_owned(),
-                            "25P03".to_owned(),
-                            "terminating connection due to idle-in-transaction timeout".to_owned(),
-                        );
-                        let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
-                        break;
-                    }
-                },
-                None => fill_message(&mut socket, &mut memory, db).await?,
+            let mut input = Input {
+                memory: &mut memory,
+                db,
+                logs_errors: backend.logs_errors(),
+                pipeline: &pipeline,
+                txn: &txn,
+                settings: &settings,
             };
-            match filled {
-                Fill::Whole => {}
-                Fill::Gone => break,
-                Fill::Refused { kind, total, error: e } => {
-                    // Refused before it was read (message_memory): its bytes are skipped.
-                    if !skip_message(&mut socket, total).await? {
-                        break;
-                    }
-                    if !pipeline.is_empty() {
-                        io_result(pipeline.drain(&mut socket).await)?;
-                    }
-                    let copying = match socket.state() {
-                        PgWireConnectionState::CopyInProgress(extended) => Some(extended),
-                        _ => None,
-                    };
-                    if copying.is_some() && kind == b'd' {
-                        // The COPY fails; its error is the answer to CopyDone.
-                        crate::copy::fail(db, &socket, e);
-                        continue;
-                    }
-                    if copying.is_some() {
-                        crate::copy::abandon(db, &socket);
-                    }
-                    crate::txn::fail(&mut crate::txn::lock(&txn));
-                    if backend.logs_errors() {
-                        crate::error::log_client_error(ClientTag::of(&socket), None, &e);
-                    }
-                    process_error(&mut socket, e, copying.unwrap_or_else(|| is_extended_type(Some(kind)))).await?;
-                    continue;
-                }
-            }
-            if let Err(v) = wire_check::check_message(socket.read_buffer()) {
-                // Refused as bytes: pgwire never decodes it.
-                let fatal = v.fatal;
-                let extended = match socket.state() {
-                    PgWireConnectionState::CopyInProgress(extended) => extended,
-                    _ => is_extended_type(socket.read_buffer().first().copied()),
-                };
-                if !fatal {
-                    let total = wire_check::check_len(socket.read_buffer()).unwrap_or(0);
-                    socket.read_buffer_mut().advance(total);
-                }
-                if !pipeline.is_empty() {
-                    io_result(pipeline.drain(&mut socket).await)?;
-                }
-                if fatal {
-                    // As PostgreSQL: the error, then the connection closes (no
-                    // ReadyForQuery).
-                    let info: ErrorInfo = v.into_error().into();
-                    let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
-                    break;
-                }
-                process_error(&mut socket, v.into_error(), extended).await?;
-                continue;
+            match read_checked(&mut socket, &mut input).await? {
+                Next::Decode => {}
+                Next::Answered => continue,
+                Next::End => break,
             }
             socket.next().await
         };
@@ -455,6 +397,105 @@ const MAX_STARTUP_PACKET: i32 = 10_000;
 
 /// A logged-in connection's socket.
 type Socket = Framed<Corked<MaybeTls>, PgWireMessageServerCodec<Command>>;
+
+/// What a logged-in connection's loop needs to read its next message.
+struct Input<'a> {
+    memory: &'a mut MessageMemory,
+    db: &'a Database,
+    logs_errors: bool,
+    pipeline: &'a Pipeline,
+    txn: &'a crate::txn::Cell,
+    settings: &'a crate::session_settings::SessionSettings,
+}
+
+/// What the loop does after [`read_checked`].
+enum Next {
+    /// A whole message is buffered and passed its checks: decode and run it.
+    Decode,
+    /// The message was refused and answered: read the next one.
+    Answered,
+    /// The connection ends.
+    End,
+}
+
+/// Reads a logged-in connection's next message whole and checks it before pgwire decodes
+/// it: the idle-in-transaction timeout while waiting, its memory before it is read
+/// ([`message_memory`]), its bytes ([`wire_check`]). A refused message is skipped and
+/// answered here, as PostgreSQL would.
+async fn read_checked(socket: &mut Socket, input: &mut Input<'_>) -> io::Result<Next> {
+    let filled = match idle_in_transaction_limit(input.txn, input.settings) {
+        Some(limit) => match tokio::time::timeout(limit, fill_message(socket, input.memory, input.db)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                // As PostgreSQL: the session ends, and its open block with it.
+                let info = ErrorInfo::new(
+                    "FATAL".to_owned(),
+                    "25P03".to_owned(),
+                    "terminating connection due to idle-in-transaction timeout".to_owned(),
+                );
+                let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                return Ok(Next::End);
+            }
+        },
+        None => fill_message(socket, input.memory, input.db).await?,
+    };
+    match filled {
+        Fill::Whole => {}
+        Fill::Gone => return Ok(Next::End),
+        Fill::Refused { kind, total, error: e } => {
+            // Refused before it was read (message_memory): its bytes are skipped.
+            if !skip_message(socket, total).await? {
+                return Ok(Next::End);
+            }
+            if !input.pipeline.is_empty() {
+                io_result(input.pipeline.drain(socket).await)?;
+            }
+            let copying = match socket.state() {
+                PgWireConnectionState::CopyInProgress(extended) => Some(extended),
+                _ => None,
+            };
+            if copying.is_some() && kind == b'd' {
+                // The COPY fails; its error is the answer to CopyDone.
+                crate::copy::fail(input.db, socket, e);
+                return Ok(Next::Answered);
+            }
+            if copying.is_some() {
+                crate::copy::abandon(input.db, socket);
+            }
+            crate::txn::fail(&mut crate::txn::lock(input.txn));
+            if input.logs_errors {
+                crate::error::log_client_error(ClientTag::of(socket), None, &e);
+            }
+            process_error(socket, e, copying.unwrap_or_else(|| is_extended_type(Some(kind)))).await?;
+            return Ok(Next::Answered);
+        }
+    }
+    if let Err(v) = wire_check::check_message(socket.read_buffer()) {
+        // Refused as bytes: pgwire never decodes it.
+        let fatal = v.fatal;
+        let extended = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => is_extended_type(socket.read_buffer().first().copied()),
+        };
+        if !fatal {
+            let total = wire_check::check_len(socket.read_buffer()).unwrap_or(0);
+            socket.read_buffer_mut().advance(total);
+        }
+        if !input.pipeline.is_empty() {
+            io_result(input.pipeline.drain(socket).await)?;
+        }
+        if fatal {
+            // As PostgreSQL: the error, then the connection closes (no
+            // ReadyForQuery).
+            let info: ErrorInfo = v.into_error().into();
+            let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+            return Ok(Next::End);
+        }
+        process_error(socket, v.into_error(), extended).await?;
+        return Ok(Next::Answered);
+    }
+    Ok(Next::Decode)
+}
 
 /// What [`fill_message`] found.
 enum Fill {

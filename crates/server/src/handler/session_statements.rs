@@ -6,9 +6,68 @@ use super::cursor::{current_block, cursors, no_cursor};
 use super::*;
 
 impl Backend {
-    /// SET, RESET, SHOW, DISCARD and DEALLOCATE: the connection's settings
-    /// (crate::session_settings) and prepared statements.
+    /// What the session answers alone: its settings (crate::session_settings), prepared
+    /// statements (crate::prepared), cursors, DISCARD, VACUUM and ANALYZE (nothing to do
+    /// here) and RELEASE.
     pub(super) async fn session_statement<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match cmd {
+            Command::Set(_) | Command::SetConfig(_) | Command::Show(_) | Command::ShowAll => {
+                self.setting_statement(client, cmd, format, cancel, cell).await
+            }
+            Command::Deallocate(_) | Command::Prepare { .. } => self.prepared_statement(client, cmd),
+            Command::Discard(true) => {
+                if !matches!(*txn::lock(cell), txn::State::Idle) {
+                    return Err(client_error(
+                        "25001",
+                        "DISCARD ALL cannot run inside a transaction block",
+                    ));
+                }
+                statement_memory(client).forget_named(self.db.statement_pool());
+                prepared_names(client).drop_all();
+                sql_prepared(client).lock().clear();
+                cursors(client).lock().clear();
+                self.reset_all(client, cancel).await?;
+                Ok(Response::Execution(Tag::new("DISCARD ALL")))
+            }
+            Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
+            Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Maintenance(true) if matches!(*txn::lock(cell), txn::State::Open(_)) => {
+                Err(client_error("25001", "VACUUM cannot run inside a transaction block"))
+            }
+            Command::Maintenance(vacuum) => Ok(Response::Execution(Tag::new(if *vacuum {
+                "VACUUM"
+            } else {
+                "ANALYZE"
+            }))),
+            Command::CloseCursor(None) => {
+                cursors(client).lock().clear();
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
+            }
+            Command::CloseCursor(Some(name)) => {
+                let all = cursors(client);
+                all.prune(current_block(cell));
+                if all.lock().remove(name).is_none() {
+                    return Err(no_cursor(name));
+                }
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
+            _ => Err(client_error("XX000", "internal error: not a session statement")),
+        }
+    }
+
+    /// SET, RESET, set_config(), SET TRANSACTION, SHOW and SHOW ALL.
+    async fn setting_statement<C>(
         &self,
         client: &mut C,
         cmd: &Command,
@@ -53,38 +112,9 @@ impl Backend {
                     "RESET"
                 })))
             }
-            Command::Set(SetStatement::ResetAll) | Command::Discard(true) => {
-                if matches!(cmd, Command::Discard(true)) {
-                    if !matches!(*txn::lock(cell), txn::State::Idle) {
-                        return Err(client_error(
-                            "25001",
-                            "DISCARD ALL cannot run inside a transaction block",
-                        ));
-                    }
-                    statement_memory(client).forget_named(self.db.statement_pool());
-                    prepared_names(client).drop_all();
-                    sql_prepared(client).lock().clear();
-                    cursors(client).lock().clear();
-                }
-                for name in session.reset_all() {
-                    let s = settings::setting(name).expect("a setting");
-                    if s.name == "statement_timeout" {
-                        timeout("0");
-                    }
-                    if s.reported {
-                        client
-                            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                                s.spelled.to_string(),
-                                s.default.to_string(),
-                            )))
-                            .await?;
-                    }
-                }
-                Ok(Response::Execution(Tag::new(if matches!(cmd, Command::Discard(_)) {
-                    "DISCARD ALL"
-                } else {
-                    "RESET"
-                })))
+            Command::Set(SetStatement::ResetAll) => {
+                self.reset_all(client, cancel).await?;
+                Ok(Response::Execution(Tag::new("RESET")))
             }
             Command::Set(SetStatement::Transaction { session: true, .. }) => Ok(Response::Execution(Tag::new("SET"))),
             Command::Set(SetStatement::Transaction { read_only, .. }) => {
@@ -110,58 +140,6 @@ impl Backend {
                     .await?;
                 }
                 Ok(Response::Execution(Tag::new("SET")))
-            }
-            Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
-            Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
-            Command::Maintenance(true) if matches!(*txn::lock(cell), txn::State::Open(_)) => {
-                Err(client_error("25001", "VACUUM cannot run inside a transaction block"))
-            }
-            Command::Maintenance(vacuum) => Ok(Response::Execution(Tag::new(if *vacuum {
-                "VACUUM"
-            } else {
-                "ANALYZE"
-            }))),
-            Command::CloseCursor(None) => {
-                cursors(client).lock().clear();
-                Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
-            }
-            Command::CloseCursor(Some(name)) => {
-                let all = cursors(client);
-                all.prune(current_block(cell));
-                if all.lock().remove(name).is_none() {
-                    return Err(no_cursor(name));
-                }
-                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
-            }
-            Command::Deallocate(None) => {
-                statement_memory(client).forget_named(self.db.statement_pool());
-                prepared_names(client).drop_all();
-                sql_prepared(client).lock().clear();
-                Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
-            }
-            Command::Deallocate(Some(name)) => {
-                if sql_prepared(client).lock().remove(name).is_none() && !prepared_names(client).deallocate(name) {
-                    return Err(no_statement(name));
-                }
-                statement_memory(client).forget(self.db.statement_pool(), name);
-                Ok(Response::Execution(Tag::new("DEALLOCATE")))
-            }
-            Command::Prepare { name, cmd, types } => {
-                if prepared_names(client).has(name) || sql_prepared(client).lock().contains_key(name) {
-                    return Err(client_error(
-                        "42P05",
-                        format!("prepared statement \"{name}\" already exists"),
-                    ));
-                }
-                statement_memory(client).charge(
-                    self.db.statement_pool(),
-                    name,
-                    statement_size(cmd.sql().unwrap_or_default()),
-                )?;
-                sql_prepared(client)
-                    .lock()
-                    .insert(name.clone(), (cmd.clone(), types.clone()));
-                Ok(Response::Execution(Tag::new("PREPARE")))
             }
             Command::Show(name) => {
                 let n = name.to_ascii_lowercase();
@@ -198,7 +176,76 @@ impl Backend {
                 rows.sort();
                 text_rows(&cmd.columns(), rows, format)
             }
-            _ => Err(client_error("XX000", "internal error: not a session statement")),
+            _ => Err(client_error("XX000", "internal error: not a setting statement")),
+        }
+    }
+
+    /// RESET ALL: every setting back to its default, reported to the client as it changes.
+    async fn reset_all<C>(&self, client: &mut C, cancel: Option<&CancelToken>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let timeout = |value: &str| {
+            if let Some(c) = cancel {
+                c.set_statement_timeout(value.parse().unwrap_or(0));
+            }
+        };
+        for name in session.reset_all() {
+            let s = settings::setting(name).expect("a setting");
+            if s.name == "statement_timeout" {
+                timeout("0");
+            }
+            if s.reported {
+                client
+                    .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                        s.spelled.to_string(),
+                        s.default.to_string(),
+                    )))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// PREPARE and DEALLOCATE (crate::prepared).
+    fn prepared_statement<C: ClientInfo>(&self, client: &C, cmd: &Command) -> PgWireResult<Response> {
+        match cmd {
+            Command::Deallocate(None) => {
+                statement_memory(client).forget_named(self.db.statement_pool());
+                prepared_names(client).drop_all();
+                sql_prepared(client).lock().clear();
+                Ok(Response::Execution(Tag::new("DEALLOCATE ALL")))
+            }
+            Command::Deallocate(Some(name)) => {
+                if sql_prepared(client).lock().remove(name).is_none() && !prepared_names(client).deallocate(name) {
+                    return Err(no_statement(name));
+                }
+                statement_memory(client).forget(self.db.statement_pool(), name);
+                Ok(Response::Execution(Tag::new("DEALLOCATE")))
+            }
+            Command::Prepare { name, cmd, types } => {
+                if prepared_names(client).has(name) || sql_prepared(client).lock().contains_key(name) {
+                    return Err(client_error(
+                        "42P05",
+                        format!("prepared statement \"{name}\" already exists"),
+                    ));
+                }
+                statement_memory(client).charge(
+                    self.db.statement_pool(),
+                    name,
+                    statement_size(cmd.sql().unwrap_or_default()),
+                )?;
+                sql_prepared(client)
+                    .lock()
+                    .insert(name.clone(), (cmd.clone(), types.clone()));
+                Ok(Response::Execution(Tag::new("PREPARE")))
+            }
+            _ => Err(client_error(
+                "XX000",
+                "internal error: not a prepared-statement statement",
+            )),
         }
     }
 
