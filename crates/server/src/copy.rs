@@ -163,7 +163,7 @@ fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireRes
     let columns = prepared
         .columns()
         .iter()
-        .map(|c| (c.name.clone(), crate::types::pg_type(c.ty.as_ref())))
+        .map(|c| (c.name.clone(), crate::pg_types::pg_type(c.ty.as_ref())))
         .collect();
     Ok(CopyOut {
         stmt: db.ad_hoc(prepared),

@@ -9,25 +9,25 @@
 //! system catalogs clients read ([`syscat`]) and the figures it reports ([`metrics`]).
 
 pub mod command;
+pub mod connection;
 pub mod copy;
 mod copy_binary;
 mod cork;
 pub mod error;
 pub mod fuzzing;
 pub mod handler;
-mod io;
 mod message_memory;
 pub mod metrics;
-mod outputs;
-pub mod pipeline;
+pub mod pg_types;
+mod pipeline;
 pub mod plancache;
 mod prepared;
 mod respond;
 pub mod session;
 pub mod session_settings;
 pub mod syscat;
+mod threads;
 mod txn;
-pub mod types;
 mod wire_check;
 
 use std::future::Future;
@@ -69,12 +69,12 @@ pub struct ServerOptions {
     /// How long a new connection has to log in before it is closed.
     pub authentication_timeout: std::time::Duration,
     /// Threads that each own the connections given to them, one single-threaded runtime
-    /// each (io.rs): a connection's reads, its statements (run inline when short) and its
+    /// each (threads.rs): a connection's reads, its statements (run inline when short) and its
     /// writes stay on one thread, with no wake-ups between threads. 0: connections run on
     /// the caller's runtime.
     pub io_threads: usize,
     /// How long a connection thread watches its connections for work before it sleeps
-    /// (io.rs, `IdlePoll`); zero: it sleeps at once.
+    /// (threads.rs, `IdlePoll`); zero: it sleeps at once.
     pub idle_poll: std::time::Duration,
     /// Log each error a client is answered with to standard error (error.rs,
     /// `log_client_error`).
@@ -162,7 +162,7 @@ pub async fn serve_with(
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let io = match options.io_threads {
         0 => None,
-        n => Some(io::IoThreads::start(n, options.idle_poll)?),
+        n => Some(threads::IoThreads::start(n, options.idle_poll)?),
     };
     tokio::pin!(shutdown);
     loop {
@@ -173,7 +173,7 @@ pub async fn serve_with(
                     Ok((socket, _peer)) => {
                         let _ = socket.set_nodelay(true);
                         let Some(slot) = ConnectionSlot::take(&open, options.max_connections) else {
-                            tokio::spawn(pipeline::refuse(
+                            tokio::spawn(connection::refuse(
                                 socket,
                                 "53300",
                                 "sorry, too many clients already".into(),
@@ -224,11 +224,11 @@ async fn serve_connection(
             pool.used(),
             pool.limit()
         );
-        pipeline::refuse(socket, "53300", message).await;
+        connection::refuse(socket, "53300", message).await;
         return;
     };
     // A connection's protocol errors end that connection only.
-    let _ = pipeline::process_socket(socket, tls, handlers, timeout).await;
+    let _ = connection::process_socket(socket, tls, handlers, timeout).await;
 }
 
 /// One of the `max_connections` a server serves at once, given back when dropped.

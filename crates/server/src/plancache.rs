@@ -175,7 +175,7 @@ fn takes(k: ConstantKind, t: &Type) -> bool {
         ConstantKind::Integer => matches!(*t, Type::INT2 | Type::INT4 | Type::INT8),
         ConstantKind::Decimal => matches!(*t, Type::NUMERIC | Type::FLOAT4 | Type::FLOAT8),
         ConstantKind::String => {
-            matches!(*t, Type::TEXT | Type::VARCHAR | Type::BPCHAR) || crate::types::array_element(t).is_some()
+            matches!(*t, Type::TEXT | Type::VARCHAR | Type::BPCHAR) || crate::pg_types::array_element(t).is_some()
         }
     }
 }

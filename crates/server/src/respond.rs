@@ -16,9 +16,9 @@ use pgwire::types::format::FormatOptions;
 
 use crate::copy;
 use crate::error::client_error;
+use crate::pg_types::{RowWriter, encode};
+use crate::pg_types::{columns_of, fields};
 use crate::session::CancelToken;
-use crate::types::{RowWriter, encode};
-use crate::types::{columns_of, fields};
 
 /// A response of rows given as text (SHOW, catalog lookups, built-in procedures), in the
 /// formats the client asked for: a binary column gets the binary form of its type.

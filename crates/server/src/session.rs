@@ -357,7 +357,7 @@ impl CancelToken {
             return Ok(r);
         }
         if stop.is_awaiting_log() {
-            let _waiting = crate::io::AwaitingLog::new();
+            let _waiting = crate::threads::AwaitingLog::new();
             return Ok(f.await);
         }
         let timeout = self.statement_timeout();

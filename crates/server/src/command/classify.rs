@@ -373,7 +373,7 @@ fn prepare(db: &Database, name: &ast::Ident, declared: &[ast::DataType], stmt: &
                 | ast::ArrayElemTypeDef::AngleBracket(e)
                 | ast::ArrayElemTypeDef::Parenthesis(e)
                 | ast::ArrayElemTypeDef::Qualified(e, _),
-            ) => crate::types::pg_array_type(Some(&permafrost_sql::bind::map_type(e).map_err(sql_error)?)),
+            ) => crate::pg_types::pg_array_type(Some(&permafrost_sql::bind::map_type(e).map_err(sql_error)?)),
             t => pg_type(Some(&permafrost_sql::bind::map_type(t).map_err(sql_error)?)),
         };
         match types.get_mut(i) {
@@ -595,7 +595,7 @@ fn param_types(prepared: &permafrost_sql::Prepared) -> Vec<Type> {
         .iter()
         .enumerate()
         .map(|(i, t)| match prepared.array_param(i) {
-            Some(elem) => crate::types::pg_array_type(elem.as_ref()),
+            Some(elem) => crate::pg_types::pg_array_type(elem.as_ref()),
             None => pg_type(t.as_ref()),
         })
         .collect()

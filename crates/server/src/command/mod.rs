@@ -19,7 +19,7 @@ use sqlparser::ast::{self, Statement};
 use crate::copy::{self, CopyCommand};
 use crate::error::{client_error, db_error, sql_error};
 use crate::metrics::StatementClass;
-use crate::types::{columns_of, fields, pg_type};
+use crate::pg_types::{columns_of, fields, pg_type};
 
 pub(crate) mod classify;
 

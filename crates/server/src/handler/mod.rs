@@ -1,7 +1,7 @@
 //! The protocol handlers: what a client's statement does. Both query protocols share one
 //! classification of statements ([`Command`], command/) and one way of running them
 //! ([`Backend`]); results become messages in respond.rs; the connection loop that calls
-//! these handlers is pipeline.rs.
+//! these handlers is connection.rs.
 //!
 //! A statement's path through this folder, in order:
 //! - `simple.rs` (Query) or `extended.rs` (Parse, Bind, Describe, Execute, Close, Sync)
@@ -49,14 +49,14 @@ use crate::command::{Builtin, CallTarget, Command, stats_columns};
 use crate::copy::{self};
 use crate::error::{ClientTag, client_error, db_error, sql_error};
 use crate::metrics::{Outcome, ServerMetrics, StatementClass};
-use crate::outputs::{PendingResult, Pipeline, write_response};
+use crate::pg_types::decode_param;
+use crate::pipeline::{PendingResult, Pipeline, write_response};
 use crate::plancache::{Lookup, PlanCache};
 use crate::prepared::{no_statement, prepared_names, sql_prepared, statement_memory, statement_size};
 use crate::respond::{respond, respond_copy_out, text_rows};
 use crate::session::{CancelToken, Cancels, CancelsOf, Startup};
 use crate::session_settings::{self as settings, SetStatement};
 use crate::txn;
-use crate::types::decode_param;
 
 mod block;
 mod copy_in;
@@ -152,7 +152,7 @@ impl Handlers {
 }
 
 impl Handlers {
-    /// The handlers for one connection's loop ([`crate::pipeline`]): copies of its own,
+    /// The handlers for one connection's loop ([`crate::connection`]): copies of its own,
     /// sharing the server's state. pgwire's `process_message` takes its handlers by value,
     /// so the loop clones them for every message (five reference counts up and down); the
     /// counts of the connection's own copies stay in its thread's cache, where those of

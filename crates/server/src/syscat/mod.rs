@@ -520,7 +520,7 @@ fn owned(v: ValueRef<'_>) -> V {
 /// The response of a catalog query's rows, each column in the format the client asked
 /// for.
 pub fn respond(q: &SystemQuery, rows: Vec<Vec<V>>, format: &Format) -> PgWireResult<Response> {
-    let schema = Arc::new(crate::types::fields(&q.columns, format));
+    let schema = Arc::new(crate::pg_types::fields(&q.columns, format));
     let mut enc = DataRowEncoder::new(schema.clone());
     let opts = FormatOptions::default();
     let mut out = Vec::with_capacity(rows.len());
