@@ -16,9 +16,8 @@ use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error};
 
-use super::SessionInfo;
 use super::limits::{PgError, QueryBudget};
-use super::relations::{self, Objects, ROLE_OID};
+use super::relations::{self, Objects, ROLE_OID, SessionInfo};
 
 fn raise<T>(code: &'static str, msg: String) -> rusqlite::Result<T> {
     Err(Error::UserFunctionError(Box::new(PgError(code, msg))))

@@ -17,11 +17,15 @@
 //! schema, procedures and role ([`checkout`]); a query may not run longer than the
 //! session's `statement_timeout`, and a cancel request stops it.
 
+mod catalog;
 mod functions;
 mod limits;
 mod names;
 mod pg_columns;
 pub mod relations;
+
+pub use relations::SessionInfo;
+mod tables;
 mod translate;
 
 use std::ops::ControlFlow;
@@ -40,16 +44,6 @@ use sqlparser::ast::{ObjectName, ObjectNamePart, Statement, Visit, Visitor};
 
 use crate::error::client_error;
 
-/// What a catalog query may read of its session.
-#[derive(Debug, Clone, Default)]
-pub struct SessionInfo {
-    pub user: String,
-    pub database: String,
-    pub pid: i32,
-    /// The settings as SHOW ALL prints them: name, value, description.
-    pub settings: Vec<(String, String, String)>,
-}
-
 /// A planned catalog query.
 #[derive(Debug)]
 pub struct SystemQuery {
@@ -63,11 +57,6 @@ pub struct SystemQuery {
     pub params: Vec<Type>,
 }
 
-/// The `&'static` spelling of a PostgreSQL type name this module knows.
-pub(crate) fn static_type_name(name: &str) -> Option<&'static str> {
-    relations::types().iter().map(|t| t.name).find(|n| *n == name)
-}
-
 /// The wire type of a PostgreSQL type name.
 fn wire_type(name: &str) -> Type {
     relations::types()
@@ -76,17 +65,6 @@ fn wire_type(name: &str) -> Type {
         .and_then(|t| u32::try_from(t.oid).ok())
         .and_then(Type::from_oid)
         .unwrap_or(Type::TEXT)
-}
-
-/// The type of the catalog columns named `name` (the first relation's, where several
-/// have one).
-pub(crate) fn column_type(name: &str) -> Option<&'static str> {
-    let lower = name.to_ascii_lowercase();
-    pg_columns::PG_COLUMNS
-        .iter()
-        .flat_map(|(_, _, columns)| columns.iter())
-        .find(|(c, _)| *c == lower)
-        .and_then(|(_, t)| static_type_name(t))
 }
 
 /// Whether `pg_catalog.name` is a catalog relation (every relation of [`pg_columns`] is,
@@ -326,7 +304,7 @@ fn build_db(
     session: &SessionInfo,
     budget: &Arc<limits::QueryBudget>,
 ) -> PgWireResult<Connection> {
-    let (rels, objects) = relations::build(tables, procedures, session);
+    let (rels, objects) = catalog::build(tables, procedures, session);
     let conn = Connection::open_in_memory().map_err(error_of)?;
     let setup = || -> rusqlite::Result<()> {
         conn.execute_batch(
@@ -368,7 +346,7 @@ fn affinity(pg: &str) -> &'static str {
 /// The PostgreSQL type a column's declared type names (`int2__INT` is int2).
 fn declared(decl: &str) -> Option<&'static str> {
     let (t, _) = decl.trim_matches('"').split_once("__")?;
-    static_type_name(t)
+    relations::static_type_name(t)
 }
 
 /// Plans a catalog query: its translation, its columns and their types.

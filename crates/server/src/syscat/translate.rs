@@ -133,7 +133,7 @@ fn derived_hint(q: &Query, col: &str) -> Option<&'static str> {
 }
 
 fn hint(e: &Expr, scope: &Scope<'_>) -> Option<&'static str> {
-    let fixed = |s: &str| -> Option<&'static str> { crate::syscat::static_type_name(s) };
+    let fixed = |s: &str| -> Option<&'static str> { super::relations::static_type_name(s) };
     match e {
         Expr::Cast { data_type, .. } => fixed(&type_name(data_type)),
         Expr::Nested(e) => hint(e, scope),
@@ -231,7 +231,7 @@ fn hint(e: &Expr, scope: &Scope<'_>) -> Option<&'static str> {
         Expr::Identifier(i) => scope
             .iter()
             .find_map(|(_, q)| derived_hint(q, &i.value))
-            .or_else(|| crate::syscat::column_type(&i.value)),
+            .or_else(|| super::relations::column_type(&i.value)),
         Expr::CompoundIdentifier(parts) => {
             let col = parts.last()?;
             let from = match parts.as_slice() {
@@ -241,7 +241,7 @@ fn hint(e: &Expr, scope: &Scope<'_>) -> Option<&'static str> {
                     .find_map(|(_, q)| derived_hint(q, &col.value)),
                 _ => None,
             };
-            from.or_else(|| crate::syscat::column_type(&col.value))
+            from.or_else(|| super::relations::column_type(&col.value))
         }
         _ => None,
     }
@@ -333,7 +333,7 @@ fn param_types(q: &Query) -> Vec<Option<&'static str>> {
             let none = Vec::new();
             match e {
                 Expr::Cast { expr, data_type, .. } => {
-                    self.set(expr, crate::syscat::static_type_name(&type_name(data_type)));
+                    self.set(expr, super::relations::static_type_name(&type_name(data_type)));
                 }
                 Expr::BinaryOp {
                     left,
@@ -356,7 +356,7 @@ fn param_types(q: &Query) -> Vec<Option<&'static str>> {
                     }
                 }
                 Expr::AnyOp { left, right, .. } | Expr::AllOp { left, right, .. } => {
-                    let t = hint(left, &none).and_then(|t| crate::syscat::static_type_name(&format!("_{t}")));
+                    let t = hint(left, &none).and_then(|t| super::relations::static_type_name(&format!("_{t}")));
                     self.set(right, t);
                 }
                 Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
