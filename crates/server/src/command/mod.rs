@@ -23,6 +23,22 @@ use crate::pg_types::{columns_of, fields, pg_type};
 
 pub(crate) mod classify;
 
+/// Where a statement runs ([`Command::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// BEGIN, COMMIT, ROLLBACK and savepoints: they open, end or change the block.
+    Block,
+    /// Inside a block or outside one alike (TRUNCATE, cursors, EXECUTE, catalog queries);
+    /// an error aborts the block.
+    Either,
+    /// Answered by the session alone (its settings, prepared statements, cursors; VACUUM
+    /// and ANALYZE have nothing to do), inside a block too.
+    Session,
+    /// The engine: outside a block on its own, inside one as the block's statement (where
+    /// a block allows it).
+    Engine,
+}
+
 /// A DML statement or query, planned.
 #[derive(Debug)]
 pub struct DmlCommand {
@@ -232,23 +248,37 @@ impl Command {
         }
     }
 
-    /// Whether it reads or changes only the connection's own state (settings, prepared
-    /// statements), or nothing (VACUUM, ANALYZE): answered by the server, inside a
-    /// transaction block too.
-    pub(crate) fn is_session_statement(&self) -> bool {
-        matches!(
-            self,
+    /// Where it runs (handler/route.rs follows this): the one list of every variant's
+    /// route.
+    pub(crate) fn route(&self) -> Route {
+        match self {
+            Command::Begin { .. } | Command::Commit | Command::Rollback | Command::Savepoint(_) => Route::Block,
+            Command::Truncate(_)
+            | Command::Declare { .. }
+            | Command::Fetch { .. }
+            | Command::Execute { .. }
+            | Command::System(_) => Route::Either,
             Command::Set(_)
-                | Command::SetConfig(_)
-                | Command::Prepare { .. }
-                | Command::CloseCursor(_)
-                | Command::Show(_)
-                | Command::ShowAll
-                | Command::Discard(_)
-                | Command::Deallocate(_)
-                | Command::Release(_)
-                | Command::Maintenance(_)
-        )
+            | Command::SetConfig(_)
+            | Command::Prepare { .. }
+            | Command::CloseCursor(_)
+            | Command::Show(_)
+            | Command::ShowAll
+            | Command::Discard(_)
+            | Command::Deallocate(_)
+            | Command::Release(_)
+            | Command::Maintenance(_) => Route::Session,
+            Command::Dml(_)
+            | Command::Ddl { .. }
+            | Command::CreateProcedure(_)
+            | Command::DropProcedure(_)
+            | Command::Call(_)
+            | Command::Copy(_)
+            | Command::CopyOut(_)
+            | Command::Stats
+            | Command::Version
+            | Command::Checkpoint => Route::Engine,
+        }
     }
 
     /// The statement's text, when it is kept (queries and DML).

@@ -111,32 +111,6 @@ impl Backend {
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<Response> {
         match cmd {
-            Command::System(_) => Err(client_error(
-                "XX000",
-                "internal error: a catalog query outside the session handling",
-            )),
-            Command::Begin { .. }
-            | Command::Commit
-            | Command::Rollback
-            | Command::Savepoint(_)
-            // (Command::is_session_statement: listed here for the match to be exhaustive.)
-            | Command::Set(_)
-            | Command::SetConfig(_)
-            | Command::Prepare { .. }
-            | Command::Execute { .. }
-            | Command::Declare { .. }
-            | Command::Truncate(_)
-            | Command::Fetch { .. }
-            | Command::CloseCursor(_)
-            | Command::Show(_)
-            | Command::ShowAll
-            | Command::Discard(_)
-            | Command::Deallocate(_)
-            | Command::Release(_)
-            | Command::Maintenance(_) => Err(client_error(
-                "XX000",
-                "internal error: a session statement outside the session handling",
-            )),
             Command::Checkpoint => {
                 let db = self.db.clone();
                 tokio::task::spawn_blocking(move || db.snapshot())
@@ -145,7 +119,11 @@ impl Backend {
                     .map_err(db_error)?;
                 Ok(Response::Execution(Tag::new("CHECKPOINT")))
             }
-            Command::Version => text_rows(&cmd.columns(), vec![vec![Some(crate::session_settings::version_text())]], format),
+            Command::Version => text_rows(
+                &cmd.columns(),
+                vec![vec![Some(crate::session_settings::version_text())]],
+                format,
+            ),
             Command::Stats => self.stats_response(format).await,
             Command::Ddl { sql, tag } => {
                 self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;
@@ -163,7 +141,14 @@ impl Backend {
             }
             Command::Dml(d) => {
                 let (rows, stop) = self.run_stoppable(&d.stmt, params, cancel).await?;
-                respond(rows, &d.columns, Some(d.kind), format, Some(stop), self.db.statement_pool())
+                respond(
+                    rows,
+                    &d.columns,
+                    Some(d.kind),
+                    format,
+                    Some(stop),
+                    self.db.statement_pool(),
+                )
             }
             Command::Call(c) => {
                 let args = c.bind_args(&params)?;
@@ -184,6 +169,8 @@ impl Backend {
                 "0A000",
                 "COPY FROM STDIN runs through the COPY sub-protocol (psql \\copy, psycopg copy(), CopyManager)",
             )),
+            // (Command::route sends every other statement elsewhere.)
+            _ => Err(client_error("XX000", "internal error: not a statement for the engine")),
         }
     }
 

@@ -4,6 +4,7 @@
 use super::block::block_changed_schema;
 use super::cursor::fetch;
 use super::*;
+use crate::command::Route;
 
 impl Backend {
     /// Runs a statement as the connection's transaction state says: on its own outside a
@@ -22,63 +23,9 @@ impl Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cell = txn::of(client);
-        match cmd {
-            Command::Begin { read_only } => {
-                let opened = {
-                    let mut st = txn::lock(&cell);
-                    match &mut *st {
-                        txn::State::Idle => {
-                            *st = txn::State::Open(txn::Open::new(*read_only));
-                            true
-                        }
-                        // BEGIN inside an extended-protocol group's implicit block: the
-                        // block becomes the client's.
-                        txn::State::Open(o) if o.implicit => {
-                            o.implicit = false;
-                            o.read_only = *read_only;
-                            true
-                        }
-                        txn::State::Open(_) => false,
-                        txn::State::Failed(_) => return Err(txn::aborted()),
-                    }
-                };
-                if opened {
-                    return Ok(Response::TransactionStart(Tag::new("BEGIN")));
-                }
-                warn(client, "25001", "there is already a transaction in progress").await?;
-                Ok(Response::Execution(Tag::new("BEGIN")))
-            }
-            Command::Commit => {
-                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
-                match taken {
-                    txn::State::Idle => {
-                        warn(client, "25P01", "there is no transaction in progress").await?;
-                        Ok(Response::TransactionEnd(Tag::new("COMMIT")))
-                    }
-                    txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
-                    txn::State::Open(open) => self
-                        .commit_block(open, cancel)
-                        .await
-                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT"))),
-                }
-            }
-            Command::Savepoint(sp) => {
-                let r = txn::savepoint(&mut txn::lock(&cell), sp);
-                r.map(|tag| Response::Execution(Tag::new(tag)))
-            }
-            Command::Rollback => {
-                let taken = std::mem::replace(&mut *txn::lock(&cell), txn::State::Idle);
-                if matches!(taken, txn::State::Idle) {
-                    warn(client, "25P01", "there is no transaction in progress").await?;
-                }
-                Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
-            }
-            // Statements that run inside a block or outside one; an error aborts the block.
-            Command::Truncate(_)
-            | Command::Declare { .. }
-            | Command::Fetch { .. }
-            | Command::Execute { .. }
-            | Command::System(_) => {
+        match cmd.route() {
+            Route::Block => self.block_statement(client, cmd, cancel, &cell).await,
+            Route::Either => {
                 if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
                     return Err(txn::aborted());
                 }
@@ -88,19 +35,24 @@ impl Backend {
                 }
                 r
             }
-            _ => {
+            Route::Session => {
                 let inside = match &*txn::lock(&cell) {
                     txn::State::Idle => false,
                     txn::State::Open(_) => true,
                     txn::State::Failed(_) => return Err(txn::aborted()),
                 };
-                if cmd.is_session_statement() {
-                    let r = self.session_statement(client, cmd, format, cancel, &cell).await;
-                    if r.is_err() && inside {
-                        txn::fail(&mut txn::lock(&cell));
-                    }
-                    return r;
+                let r = self.session_statement(client, cmd, format, cancel, &cell).await;
+                if r.is_err() && inside {
+                    txn::fail(&mut txn::lock(&cell));
                 }
+                r
+            }
+            Route::Engine => {
+                let inside = match &*txn::lock(&cell) {
+                    txn::State::Idle => false,
+                    txn::State::Open(_) => true,
+                    txn::State::Failed(_) => return Err(txn::aborted()),
+                };
                 if !inside {
                     return self.run(cmd, params, format, cancel).await;
                 }
@@ -125,6 +77,73 @@ impl Backend {
                 }
                 r
             }
+        }
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK and savepoints ([`Route::Block`]).
+    async fn block_statement<C>(
+        &self,
+        client: &mut C,
+        cmd: &Command,
+        cancel: Option<&CancelToken>,
+        cell: &txn::Cell,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match cmd {
+            Command::Begin { read_only } => {
+                let opened = {
+                    let mut st = txn::lock(cell);
+                    match &mut *st {
+                        txn::State::Idle => {
+                            *st = txn::State::Open(txn::Open::new(*read_only));
+                            true
+                        }
+                        // BEGIN inside an extended-protocol group's implicit block: the
+                        // block becomes the client's.
+                        txn::State::Open(o) if o.implicit => {
+                            o.implicit = false;
+                            o.read_only = *read_only;
+                            true
+                        }
+                        txn::State::Open(_) => false,
+                        txn::State::Failed(_) => return Err(txn::aborted()),
+                    }
+                };
+                if opened {
+                    return Ok(Response::TransactionStart(Tag::new("BEGIN")));
+                }
+                warn(client, "25001", "there is already a transaction in progress").await?;
+                Ok(Response::Execution(Tag::new("BEGIN")))
+            }
+            Command::Commit => {
+                let taken = std::mem::replace(&mut *txn::lock(cell), txn::State::Idle);
+                match taken {
+                    txn::State::Idle => {
+                        warn(client, "25P01", "there is no transaction in progress").await?;
+                        Ok(Response::TransactionEnd(Tag::new("COMMIT")))
+                    }
+                    txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    txn::State::Open(open) => self
+                        .commit_block(open, cancel)
+                        .await
+                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT"))),
+                }
+            }
+            Command::Savepoint(sp) => {
+                let r = txn::savepoint(&mut txn::lock(cell), sp);
+                r.map(|tag| Response::Execution(Tag::new(tag)))
+            }
+            Command::Rollback => {
+                let taken = std::mem::replace(&mut *txn::lock(cell), txn::State::Idle);
+                if matches!(taken, txn::State::Idle) {
+                    warn(client, "25P01", "there is no transaction in progress").await?;
+                }
+                Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+            }
+            _ => Err(client_error("XX000", "internal error: not a block statement")),
         }
     }
 
