@@ -128,6 +128,15 @@ pub fn define(
     session: &SessionInfo,
     budget: &Arc<QueryBudget>,
 ) -> rusqlite::Result<()> {
+    define_object_names(conn, objects, session)?;
+    define_conditions(conn, budget)?;
+    define_catalog_text(conn, objects, session)?;
+    define_session(conn, session)?;
+    define_strings(conn, budget)
+}
+
+/// The casts to and from object names: regclass, regtype, regproc, regnamespace, regrole.
+fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     let o = objects.clone();
     conn.create_scalar_function("pf_regclass", 1, det, move |ctx| {
@@ -250,6 +259,12 @@ pub fn define(
             _ => None,
         })
     })?;
+    Ok(())
+}
+
+/// Booleans read as PostgreSQL reads them, and regular expressions.
+fn define_conditions(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::Result<()> {
+    let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function("pf_bool", 1, det, |ctx| {
         Ok(match ctx.get_raw(0) {
             ValueRef::Null => None,
@@ -303,6 +318,13 @@ pub fn define(
             Ok(Some(out.finish()))
         })
     })?;
+    Ok(())
+}
+
+/// The catalog's text functions (format_type, pg_get_*) and the session's names, schemas and
+/// version.
+fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
+    let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function("pf_format_type", 2, det, |ctx| {
         let Some(oid) = int(ctx, 0) else { return Ok(None) };
         Ok(Some(
@@ -413,8 +435,7 @@ pub fn define(
     }
     let version = crate::session_settings::version_text();
     conn.create_scalar_function("pf_version", 0, det, move |_| Ok(version.clone()))?;
-    define_session(conn, session)?;
-    define_strings(conn, budget)
+    Ok(())
 }
 
 /// Defines the functions that answer for one session's connection: its backend pid and
