@@ -6,7 +6,7 @@
 //! group commit. Recovery replays it on top of the newest [`snapshot`].
 //!
 //! The on-disk formats are specified in docs/format.md ("Command log, version 4",
-//! "Snapshot, version 1").
+//! "Snapshot, version 2").
 
 pub mod codec;
 pub mod commandlog;

@@ -1,7 +1,7 @@
 //! Snapshot files: a consistent image of every partition at one point of the transaction
 //! order, from which recovery starts before replaying the command log after it.
 //!
-//! The format is specified in docs/format.md ("Snapshot, version 1"): a header, then
+//! The format is specified in docs/format.md ("Snapshot, version 2"): a header, then
 //! sections (kind, length, CRC-32C, body), then an END section that counts the sections
 //! and chains their checksums. A snapshot is written to `<name>.tmp`, synced, and renamed;
 //! only renamed files with a valid END are used, so a snapshot cut short by a crash is
