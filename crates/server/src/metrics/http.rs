@@ -1,6 +1,24 @@
 //! The HTTP endpoint: `GET /metrics` ([`serve_metrics`]).
 
-use super::*;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use permafrost_executor::Database;
+use tokio::net::TcpListener;
+
+use crate::error::Result;
+
+use super::prometheus::*;
+use super::record::*;
+use super::rows::*;
 
 pub(crate) type Body = Full<Bytes>;
 

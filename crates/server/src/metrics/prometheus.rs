@@ -1,6 +1,10 @@
 //! Rows in the Prometheus text exposition format 0.0.4 ([`render`]).
 
-use super::*;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::catalog::*;
+use super::rows::*;
 
 /// A sample value in the exposition format.
 pub(crate) fn format_value(v: f64) -> String {

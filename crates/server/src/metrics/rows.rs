@@ -2,7 +2,12 @@
 //! process's, read together ([`rows`], [`collect`]); what both the Prometheus endpoint and
 //! the `permafrost_stats` view show.
 
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use permafrost_executor::{Database, DatabaseStats, MemoryUsage, TableStats};
+
+use super::record::*;
 
 /// One figure: a sample of a metric family.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,17 @@
 
 use sqlparser::ast::{self, FunctionArguments, Ident, ObjectName, ObjectNamePart};
 
-use super::translate::{Unsupported, last_name};
+/// A translation that failed: the message says what is not supported.
+#[derive(Debug)]
+pub struct Unsupported(pub String);
+
+/// The last part of a name, lower-cased.
+pub(super) fn last_name(n: &ObjectName) -> String {
+    match n.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => i.value.to_ascii_lowercase(),
+        _ => String::new(),
+    }
+}
 
 /// Functions the engine defines as `pf_<name>`, and the PostgreSQL type of their result.
 pub(super) const FUNCTIONS: &[(&str, &str)] = &[

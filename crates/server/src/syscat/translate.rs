@@ -24,14 +24,10 @@ use sqlparser::ast::{
     self, BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart,
     Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
-
-use super::names::{FUNCTIONS, function};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-/// A translation that failed: the message says what is not supported.
-#[derive(Debug)]
-pub struct Unsupported(pub String);
+use super::names::{FUNCTIONS, Unsupported, function, last_name};
 
 /// A translated query: its SQLite text and, per output column, its name and the
 /// PostgreSQL type its expression says (None: read from the engine).
@@ -61,14 +57,6 @@ fn parse_query(sql: &str) -> Result<Query, Unsupported> {
         .and_then(|mut p| p.parse_query())
         .map(|q| *q)
         .map_err(|e| Unsupported(format!("internal error translating a catalog query: {e}")))
-}
-
-/// The last part of a name, lower-cased.
-pub(super) fn last_name(n: &ObjectName) -> String {
-    match n.0.last() {
-        Some(ObjectNamePart::Identifier(i)) => i.value.to_ascii_lowercase(),
-        _ => String::new(),
-    }
 }
 
 /// The PostgreSQL type name of a SQL type as written (`integer`, `character varying`,
