@@ -663,8 +663,8 @@ impl Crate {
         None
     }
 
-    /// Every edge between two files, with the first line that makes it.
-    fn edges(&self) -> BTreeMap<(usize, usize), usize> {
+    /// Every edge between two files, with the lines that make it.
+    fn edges(&self) -> BTreeMap<(usize, usize), BTreeSet<usize>> {
         let mut edges = BTreeMap::new();
         for (from, parsed) in self.parsed.iter().enumerate() {
             for p in &parsed.paths {
@@ -679,8 +679,7 @@ impl Crate {
                     // A private import of a module: its edges are where its paths are used.
                     continue;
                 }
-                let line = edges.entry((from, to)).or_insert(p.line);
-                *line = (*line).min(p.line);
+                edges.entry((from, to)).or_insert_with(BTreeSet::new).insert(p.line);
             }
         }
         edges
@@ -792,13 +791,17 @@ fn import_circles(files: &[(String, String)]) -> Vec<String> {
             .map(|&f| krate.files[f].as_str())
             .collect();
         text += &format!("  for instance {}\n", circle.join(" -> "));
-        for (&(from, to), &line) in edges.range((comp[0], 0)..) {
+        for (&(from, to), lines) in edges.range((comp[0], 0)..) {
             if set.contains(&from) && set.contains(&to) {
-                let src = krate.lines[from].get(line - 1).map_or("", |l| l.trim());
-                text += &format!(
-                    "  {} -> {}   ({}:{}: {})\n",
-                    krate.files[from], krate.files[to], krate.files[from], line, src
-                );
+                let (first, name) = (*lines.first().unwrap_or(&1), &krate.files[from]);
+                let src = krate.lines[from].get(first - 1).map_or("", |l| l.trim());
+                let more: Vec<String> = lines.iter().skip(1).map(usize::to_string).collect();
+                let more = if more.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [also lines {}]", more.join(", "))
+                };
+                text += &format!("  {name} -> {}   ({name}:{first}: {src}{more})\n", krate.files[to]);
             }
         }
         out.push(text);
