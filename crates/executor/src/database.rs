@@ -162,7 +162,7 @@ impl Database {
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
-        let _ = db.shared().inline.set(Box::new(cells));
+        db.shared().set_cells(cells);
         if let Ok(mut t) = db.inner.threads.lock() {
             *t = threads;
         }

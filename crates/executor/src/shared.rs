@@ -42,7 +42,8 @@ pub(crate) struct Shared {
     /// Per partition, its ownership token, which a caller takes to run a short call on its
     /// own thread (partition/cell.rs); unset when the partitions have no threads of their
     /// own (the step harness). A `Vec<Arc<PartitionCell>>`, which holds the partitions and
-    /// so their `Shared`: kept as `Any` here, and read through `Shared::cells` (cell.rs).
+    /// so their `Shared`: kept as `Any` here, set and read through `Shared::set_cells` and
+    /// `Shared::cells` (cell.rs).
     pub inline: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// Statements running now moved off their partitions (forked.rs), at most
     /// [`crate::forked::MAX_MOVED`].

@@ -228,6 +228,11 @@ pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
 }
 
 impl Shared {
+    /// Keeps the partitions' tokens (once: the partition threads start once).
+    pub(crate) fn set_cells(&self, cells: Vec<Arc<PartitionCell>>) {
+        let _ = self.inline.set(Box::new(cells));
+    }
+
     /// Every partition's token, whether calls may run on their callers' threads or not;
     /// none without partition threads (the step harness).
     pub(crate) fn all_cells(&self) -> &[Arc<PartitionCell>] {
