@@ -28,6 +28,7 @@ pub mod file;
 pub mod fuzzing;
 pub mod merge;
 mod scan;
+mod scan_read;
 pub mod store;
 
 use permafrost_io::Fs;

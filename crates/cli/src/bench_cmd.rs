@@ -1,10 +1,15 @@
 //! `permafrost bench ...`: the workloads' flags and running them.
 
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
 use permafrost_bench::setup::Open;
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
+use permafrost_executor::parse_size;
+use permafrost_executor::settings::DbSettings;
 
-use super::*;
 use crate::config::FileConfig;
+use crate::serve::parse_duration_arg;
 use crate::settings::{BenchEngine, Flags};
 
 #[derive(Subcommand)]

@@ -1,9 +1,8 @@
 //! The `permafrost` command.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 mod allocator;
 mod bench_cmd;
@@ -14,9 +13,6 @@ mod settings;
 
 use bench_cmd::*;
 use serve::*;
-
-use permafrost_executor::parse_size;
-use permafrost_executor::settings::DbSettings;
 
 #[derive(Parser)]
 #[command(

@@ -1,13 +1,15 @@
 //! `permafrost serve`: its flags (the server's settings and the engine's, from their
 //! tables in `settings`) and running the server on a data directory.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::Args;
 use permafrost_executor::datadir;
+use permafrost_executor::settings::DbSettings;
 use permafrost_executor::{Database, LogMode, RecoveryReport};
 use permafrost_server::ServerOptions;
 
-use super::*;
 use crate::config::FileConfig;
 use crate::settings::{Flags, ServeEngine, Server, ServerSettings};
 

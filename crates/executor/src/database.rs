@@ -162,7 +162,7 @@ impl Database {
                 .map_err(|e| Error::Internal(format!("cannot start partition thread: {e}")))?;
             threads.push(t);
         }
-        let _ = db.shared().inline.set(cells);
+        db.shared().set_cells(cells);
         if let Ok(mut t) = db.inner.threads.lock() {
             *t = threads;
         }
@@ -218,7 +218,7 @@ impl Database {
         let scan_holds = caches.iter().map(|c| c.as_ref().map(AntiCache::scan_hold)).collect();
         let statement_pool =
             permafrost_sql::workmem::MemoryPool::new(Shared::statement_pool_limit(config.memory_limit));
-        let gates = crate::partition::pacing::Gates::new(config.partitions);
+        let gates = crate::partition::gates::Gates::new(config.partitions);
         let shared = Arc::new(Shared {
             scan_holds,
             statement_pool,

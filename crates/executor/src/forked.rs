@@ -28,7 +28,7 @@
 //!   (`Procedure::fixed`), so replay makes the same rows. The answer waits for that step.
 //!
 //! Which statements move (decided before the statement runs, `TxnInfo::read_slice` and
-//! [`may_move`]):
+//! `may_move` in partition/txn.rs):
 //! - only plain ad hoc statements (`Procedure::movable`) outside blocks, whose caller
 //!   waits on a one-shot answer; never a procedure, a COPY, a replayed call or an
 //!   interactive transaction's statement (they must change, or be checked against, the
@@ -65,9 +65,8 @@ use permafrost_sql::{MoreRows, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Value};
 
 use crate::child::{Side, fork_with_pipe};
-use crate::partition::msg::Replayed;
 use crate::partition::txn::{Outcome, TxnInfo, run_body, run_txn};
-use crate::procedure::{ProcError, Procedure};
+use crate::procedure::{ProcError, Procedure, Replayed};
 use crate::reply::StopFlag;
 use crate::shared::Shared;
 use permafrost_storage::TableId;
@@ -90,23 +89,6 @@ const FRAME_CHANGES: u8 = 4;
 
 /// How often a reader waiting for its child looks whether it was asked to stop.
 const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// Whether a statement about to run may be moved off its partitions when it runs past its
-/// slice: see the module docs. `stores` are the partitions the transaction holds.
-pub(crate) fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) -> bool {
-    if !proc.movable || proc.short {
-        return false;
-    }
-    if !proc.statements[0].is_read_only() && info.writes_refused.is_some() {
-        return false;
-    }
-    let tables = proc.statements[0].tables();
-    stores.iter().all(|s| {
-        tables
-            .iter()
-            .all(|t| s.table(*t).is_none_or(|t| t.tombstones().is_empty()))
-    })
-}
 
 /// Takes one of the [`MAX_MOVED`] turns; false if all are taken.
 pub(crate) fn take_turn(shared: &Shared) -> bool {

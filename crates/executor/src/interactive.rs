@@ -84,7 +84,7 @@ use crate::database::{AdHoc, Database};
 use crate::error::{Error, Result};
 use crate::partition::msg::MpWork;
 use crate::partition::router::submit_invocation;
-use crate::procedure::{ProcContext, ProcError, Procedure, ProcedureDef};
+use crate::procedure::{Interactive, ProcContext, ProcError, Procedure, ProcedureDef};
 use crate::reply::{Reply, StopFlag};
 
 /// The start of a committed interactive transaction's text in the command log: a comment,
@@ -165,24 +165,6 @@ fn route(p: &Prepared, params: &[Value], partitions: u32, undone: bool) -> Route
         None if undone => p.route_undone(params, partitions),
         None => p.route(params, partitions),
     }
-}
-
-/// How an interactive procedure's statements are checked and ended.
-pub(crate) struct Interactive {
-    /// Roll back whatever happens (a probe): nothing is committed or logged.
-    pub probe: bool,
-    /// `now()` of every statement.
-    pub now: i64,
-    /// What the command log records (a commit's).
-    pub log_text: Arc<str>,
-    /// The parameters of the statements `log_text` lists, when it lists fewer than the
-    /// procedure runs (a commit logs its writes only: its queries change nothing, so
-    /// replay need not run them).
-    pub log_params: Option<Vec<Value>>,
-    /// The partition whose sequences give the transaction's new keys, whichever
-    /// partitions a probe or the commit holds (picked by its start time), so that the keys
-    /// its client was shown are the keys its commit inserts.
-    pub sequence_home: Option<u32>,
 }
 
 impl Interactive {

@@ -164,6 +164,31 @@ impl ProcedureDef {
     }
 }
 
+/// How an interactive procedure's statements are checked and ended.
+pub(crate) struct Interactive {
+    /// Roll back whatever happens (a probe): nothing is committed or logged.
+    pub probe: bool,
+    /// `now()` of every statement.
+    pub now: i64,
+    /// What the command log records (a commit's).
+    pub log_text: Arc<str>,
+    /// The parameters of the statements `log_text` lists, when it lists fewer than the
+    /// procedure runs (a commit logs its writes only: its queries change nothing, so
+    /// replay need not run them).
+    pub log_params: Option<Vec<Value>>,
+    /// The partition whose sequences give the transaction's new keys, whichever
+    /// partitions a probe or the commit holds (picked by its start time), so that the keys
+    /// its client was shown are the keys its commit inserts.
+    pub sequence_home: Option<u32>,
+}
+
+/// The transaction context a replayed record first ran with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replayed {
+    pub now: i64,
+    pub seed: u64,
+}
+
 /// A registered procedure with its statements planned.
 pub struct Procedure {
     /// An ad hoc statement run as a one-statement procedure (not in the registry).
@@ -176,13 +201,13 @@ pub struct Procedure {
     /// every statement is a point access ([`Prepared::is_point`]). Decided when planned.
     pub(crate) short: bool,
     /// An interactive transaction's probe or commit (interactive.rs).
-    pub(crate) interactive: Option<Arc<crate::interactive::Interactive>>,
+    pub(crate) interactive: Option<Arc<Interactive>>,
     /// A plain ad hoc statement (one statement, run as it is): one that may move off its
     /// partitions when it runs past its read slice (forked.rs).
     pub(crate) movable: bool,
     /// The timestamp and seed it runs with, when they are fixed: a statement moved off
     /// its partitions applies (or runs again) with those it first ran with (forked.rs).
-    pub(crate) fixed: Option<crate::partition::msg::Replayed>,
+    pub(crate) fixed: Option<Replayed>,
 }
 
 impl fmt::Debug for Procedure {
@@ -290,7 +315,7 @@ impl Procedure {
     /// This ad hoc statement as a procedure with another body, that does not move off its
     /// partitions and runs with `fixed`'s timestamp and seed (forked.rs: what applies a
     /// moved statement's changes, or runs it again in place). Logged as the statement.
-    pub(crate) fn pinned<F>(&self, fixed: crate::partition::msg::Replayed, body: F) -> Procedure
+    pub(crate) fn pinned<F>(&self, fixed: Replayed, body: F) -> Procedure
     where
         F: Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync + 'static,
     {
@@ -339,7 +364,7 @@ impl Procedure {
     pub(crate) fn ad_hoc_over(
         statements: Vec<Arc<Prepared>>,
         def: ProcedureDef,
-        spec: Option<crate::interactive::Interactive>,
+        spec: Option<Interactive>,
     ) -> Procedure {
         Procedure {
             adhoc: true,

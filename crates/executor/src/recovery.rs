@@ -28,8 +28,8 @@ use permafrost_durability::{LogReader, Request, TxnRecord};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::partition::msg::{Invocation, MpWork, Msg, Replayed};
-use crate::procedure::{Procedure, ProcedureDef};
+use crate::partition::msg::{Invocation, MpWork, Msg};
+use crate::procedure::{Procedure, ProcedureDef, Replayed};
 use crate::reply::{Completion, Reply, Sink};
 
 /// Replayed calls a partition receives in one message.

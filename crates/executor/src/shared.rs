@@ -9,9 +9,9 @@ use permafrost_storage::{AccessTracker, LruChain};
 
 use crate::config::Config;
 use crate::counters::PartitionStats;
-use crate::partition::cell::PartitionCell;
 use crate::partition::fence::QueueState;
-use crate::partition::msg::{Invocation, Msg};
+use crate::partition::gates::Gates;
+use crate::partition::msg::Msg;
 use crate::procedure::SchemaState;
 
 /// State shared by the database handle and all partition executors.
@@ -41,8 +41,10 @@ pub(crate) struct Shared {
     pub statement_pool: Arc<permafrost_sql::workmem::MemoryPool>,
     /// Per partition, its ownership token, which a caller takes to run a short call on its
     /// own thread (partition/cell.rs); unset when the partitions have no threads of their
-    /// own (the step harness).
-    pub inline: std::sync::OnceLock<Vec<Arc<PartitionCell>>>,
+    /// own (the step harness). A `Vec<Arc<PartitionCell>>`, which holds the partitions and
+    /// so their `Shared`: kept as `Any` here, set and read through `Shared::set_cells` and
+    /// `Shared::cells` (cell.rs).
+    pub inline: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// Statements running now moved off their partitions (forked.rs), at most
     /// [`crate::forked::MAX_MOVED`].
     pub moved_running: std::sync::atomic::AtomicUsize,
@@ -52,7 +54,7 @@ pub(crate) struct Shared {
     /// changed ([`crate::Database::write_clock`]).
     pub write_clock: Arc<std::sync::atomic::AtomicU64>,
     /// Each partition's write gate, for pacing writes to eviction (partition/pacing.rs).
-    pub gates: crate::partition::pacing::Gates,
+    pub gates: Gates,
 }
 
 impl Shared {
@@ -62,29 +64,6 @@ impl Shared {
         usize::try_from(memory_limit / 2)
             .unwrap_or(usize::MAX)
             .max(crate::partition::txn::work_mem(memory_limit))
-    }
-
-    /// Runs `inv` at partition `p` on this thread if the partition is free (whatever its
-    /// queue holds: other callers' work, partition/cell.rs); else gives it back, to be
-    /// queued. Not with the synchronous retrieval policy, whose block reads would block the
-    /// caller's thread.
-    pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
-        match self.cells().and_then(|c| c.get(p as usize)) {
-            Some(c) => c.try_run(inv),
-            _ => Err(inv),
-        }
-    }
-
-    /// The partitions' tokens, when calls may run on their callers' threads: the
-    /// partitions have threads of their own, and block reads do not block the thread that
-    /// runs a transaction (not with the synchronous retrieval policy).
-    pub(crate) fn cells(&self) -> Option<&[Arc<PartitionCell>]> {
-        let synchronous = self
-            .config
-            .anticache
-            .as_ref()
-            .is_some_and(|a| a.retrieval == permafrost_anticache::Retrieval::Synchronous);
-        self.inline.get().filter(|_| !synchronous).map(Vec::as_slice)
     }
 
     /// Sends `msg` to partition `p`'s queue, counting calls and multi-partition

@@ -24,14 +24,11 @@ use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{ColumnDefault, PartitionStore, Row, Savepoint, Table, TableId, TableSchema, TupleRef};
 use permafrost_types::{DataType, Value, ValueError, ValueRef};
-use std::collections::{HashMap, HashSet};
 
-use crate::bind::AggFunc;
 use crate::error::{Result, SqlError};
-use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
+use crate::expr::{ColumnSource, Cx, Expr, NoColumns, compare};
 use crate::plan::{
-    Access, AggPlan, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan,
-    UpdatePlan,
+    Access, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan, UpdatePlan,
 };
 use crate::prepared::Prepared;
 pub use crate::prepared::coerce_params;
@@ -93,10 +90,10 @@ mod deferred;
 mod gather;
 
 use crate::value_budget::ValueBudget;
+use crate::workmem::MemoryPool;
 pub use crate::workmem::value_size;
-use crate::workmem::{MemoryPool, WorkMem, values_size};
+use deferred::deferred_part;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
-use deferred::{deferred_parts, deferred_parts_of_refs};
 use gather::Gather;
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
@@ -470,6 +467,43 @@ impl<'w, 's> Walker<'w, 's> {
         }
         Ok(ControlFlow::Continue(()))
     }
+}
+
+/// The evicted tuples of the table `rp` scans at the held partitions `locals` visited:
+/// per partition, the blocks they are in and which entries of each block.
+fn deferred_parts(rp: &RelPlan, env: &Env<'_, '_>, locals: u64) -> Result<Vec<DeferredPart>> {
+    let mut parts = Vec::new();
+    for (li, store) in env.stores.iter().enumerate() {
+        if li >= 64 || locals & (1 << li) == 0 {
+            continue;
+        }
+        let table = checked_table(store, &rp.schema)?;
+        if let Some(part) = deferred_part(store, table, table.tombstones().iter().map(|(_, t)| t)) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
+}
+
+/// The evicted tuples a single-table read reached through an index (`env.evicted`), as
+/// [`deferred_parts`] gives them; empties `env.evicted`.
+fn deferred_parts_of_refs(rp: &RelPlan, env: &mut Env<'_, '_>) -> Result<Vec<DeferredPart>> {
+    let mut refs = std::mem::take(env.evicted);
+    refs.sort_unstable();
+    refs.dedup();
+    let mut parts = Vec::new();
+    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
+        let Some(li) = env.local_of(group[0].partition) else {
+            continue;
+        };
+        let store = &*env.stores[li];
+        let table = checked_table(store, &rp.schema)?;
+        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
+        if let Some(part) = deferred_part(store, table, tombs) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
 }
 
 /// The table a plan was made for, or `SchemaChanged` if the table was dropped or altered

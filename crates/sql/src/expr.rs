@@ -15,7 +15,9 @@ use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, Value
 use crate::error::{Result, SqlError};
 use crate::value_budget::ValueBudget;
 
+mod datum;
 mod text;
+pub use datum::Datum;
 pub use text::like;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,33 +310,6 @@ impl ArrayCache {
             values: values.clone(),
         });
         Ok(values)
-    }
-}
-
-/// A value that is borrowed when possible.
-pub enum Datum<'a> {
-    Ref(ValueRef<'a>),
-    Owned(Value),
-}
-
-impl Datum<'_> {
-    #[inline]
-    pub fn as_ref(&self) -> ValueRef<'_> {
-        match self {
-            Datum::Ref(v) => *v,
-            Datum::Owned(v) => v.as_ref(),
-        }
-    }
-
-    pub fn into_value(self) -> Value {
-        match self {
-            Datum::Ref(v) => v.to_owned(),
-            Datum::Owned(v) => v,
-        }
-    }
-
-    fn is_null(&self) -> bool {
-        self.as_ref().is_null()
     }
 }
 

@@ -1,10 +1,33 @@
 //! One data directory: its server, its events, its iterations (kill, restart, check).
 
-use std::process::ExitStatus;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use futures_util::stream::{self, StreamExt};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
 
-use super::*;
+use crate::BenchError;
+use crate::ycsb::server::describe;
+
+use super::report::{
+    ACCOUNT_RANGE, BLOCK_CONNECTIONS, CrashOptions, DRAIN, EVENT_RANGE, INITIAL_BALANCE, InFlight, IterationReport,
+    LOAD_CONNECTIONS, LOAD_ROWS, MAX_MESSAGES, Phases, SAMPLE_EVERY, VERIFY_DEPTH,
+};
+use super::server::{
+    Sample, Server, free_port, log_files, log_since, log_tail, parse_recovery, sample, snapshot_tmp_fresh,
+};
+use super::workload::{
+    ACKED, BlockWorker, Counters, EventRows, Events, FOUND, MISSING, Worker, account_pad, event_payload, initial_total,
+    iteration_seed, mix, prepare, retrying,
+};
 
 /// One data directory: its server, its events, its iterations.
 pub(super) struct CycleRun<'a> {

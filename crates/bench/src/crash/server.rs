@@ -1,7 +1,12 @@
 //! The server under test: its process, its port, samples of what it was doing before a
 //! kill, its stderr (and the recovery report in it).
 
-use super::*;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
 
 /// A `permafrost serve` process.
 pub(super) struct Server {

@@ -2,7 +2,19 @@
 //! procedure call, and as BEGIN ... COMMIT blocks on connections of their own), event
 //! inserts and reads, each acknowledged change remembered for the checks.
 
-use super::*;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use rand::rngs::SmallRng;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
+
+use crate::ycsb::server::describe;
+
+use super::report::{INITIAL_BALANCE, INSERT_PCT, MAX_MESSAGES, PAD_BYTES, PAYLOAD_BYTES, RETRY_STALL, TRANSFER_PCT};
 
 pub(super) fn initial_total(accounts: u64) -> i64 {
     accounts as i64 * INITIAL_BALANCE

@@ -74,13 +74,29 @@ impl TargetSpec {
             return Ok(TargetSpec::Embedded);
         }
         if let Some(addr) = s.strip_prefix("server=") {
-            server::parse_addr(addr)?;
+            parse_addr(addr)?;
             return Ok(TargetSpec::Server(addr.to_string()));
         }
         Err(BenchError::Options(format!(
             "invalid --target \"{s}\": expected embedded or server=HOST:PORT"
         )))
     }
+}
+
+/// Splits `HOST:PORT` (`[v6]:PORT` for an IPv6 address).
+pub fn parse_addr(s: &str) -> Result<(String, u16), BenchError> {
+    let bad = || {
+        BenchError::Options(format!(
+            "invalid --target server address \"{s}\": expected server=HOST:PORT"
+        ))
+    };
+    let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if host.is_empty() || port == 0 {
+        return Err(bad());
+    }
+    Ok((host.to_string(), port))
 }
 
 /// What to run.

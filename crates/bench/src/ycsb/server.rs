@@ -24,7 +24,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, values};
+use super::{
+    FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, embedded, parse_addr, values,
+};
 use crate::BenchError;
 use crate::report::{AnticacheReport, MemoryReport, ServerUsage};
 
@@ -41,22 +43,6 @@ const LOAD_STALL: Duration = Duration::from_secs(60);
 const BATCH_DIVISOR: usize = 16;
 /// ...for this long.
 const BATCH_SLEEP: Duration = Duration::from_micros(500);
-
-/// Splits `HOST:PORT` (`[v6]:PORT` for an IPv6 address).
-pub fn parse_addr(s: &str) -> Result<(String, u16), BenchError> {
-    let bad = || {
-        BenchError::Options(format!(
-            "invalid --target server address \"{s}\": expected server=HOST:PORT"
-        ))
-    };
-    let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    let port: u16 = port.parse().map_err(|_| bad())?;
-    if host.is_empty() || port == 0 {
-        return Err(bad());
-    }
-    Ok((host.to_string(), port))
-}
 
 /// A running Permafrost server.
 pub struct Server {

@@ -56,6 +56,7 @@ use std::sync::Arc;
 use super::fence::QueueState;
 use super::msg::{Invocation, MpTxn, MpWork};
 use super::state::Partition;
+use crate::shared::Shared;
 
 /// How long a caller waits, spinning, for another caller's short call to release the
 /// token before it queues its own call instead. A point read takes a few microseconds, a
@@ -224,6 +225,45 @@ pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
         return false;
     };
     permafrost_sql::limits::on_execution_stack(|| coordinator.coordinate_inline(others, t))
+}
+
+impl Shared {
+    /// Keeps the partitions' tokens (once: the partition threads start once).
+    pub(crate) fn set_cells(&self, cells: Vec<Arc<PartitionCell>>) {
+        let _ = self.inline.set(Box::new(cells));
+    }
+
+    /// Every partition's token, whether calls may run on their callers' threads or not;
+    /// none without partition threads (the step harness).
+    pub(crate) fn all_cells(&self) -> &[Arc<PartitionCell>] {
+        self.inline
+            .get()
+            .and_then(|c| c.downcast_ref::<Vec<Arc<PartitionCell>>>())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Runs `inv` at partition `p` on this thread if the partition is free (whatever its
+    /// queue holds: other callers' work, partition/cell.rs); else gives it back, to be
+    /// queued. Not with the synchronous retrieval policy, whose block reads would block the
+    /// caller's thread.
+    pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
+        match self.cells().and_then(|c| c.get(p as usize)) {
+            Some(c) => c.try_run(inv),
+            _ => Err(inv),
+        }
+    }
+
+    /// The partitions' tokens, when calls may run on their callers' threads: the
+    /// partitions have threads of their own, and block reads do not block the thread that
+    /// runs a transaction (not with the synchronous retrieval policy).
+    pub(crate) fn cells(&self) -> Option<&[Arc<PartitionCell>]> {
+        let synchronous = self
+            .config
+            .anticache
+            .as_ref()
+            .is_some_and(|a| a.retrieval == permafrost_anticache::Retrieval::Synchronous);
+        self.inline.get().filter(|_| !synchronous).map(|_| self.all_cells())
+    }
 }
 
 impl Drop for Held<'_> {

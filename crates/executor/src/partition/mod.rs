@@ -23,11 +23,13 @@
 //! messages; txn.rs one transaction (run, commit or roll back, the pre-pass); retrieval.rs
 //! evicted data (parking, fetch and merge, restarts) and the memory checks; mp.rs the
 //! multi-partition coordinator and participants; fence.rs how an idle participant takes
-//! part without its thread; cell.rs the ownership token; router.rs which partitions a call
+//! part without its thread; gates.rs and pacing.rs writes paced to eviction; cell.rs the
+//! ownership token; router.rs which partitions a call
 //! or a statement runs at and how it is queued.
 
 pub(crate) mod cell;
 pub(crate) mod fence;
+pub(crate) mod gates;
 mod mp;
 pub(crate) mod msg;
 pub(crate) mod pacing;

@@ -178,7 +178,7 @@ impl Partition {
         let barrier_started = std::time::Instant::now();
         // Fenced participants (fence.rs): their tokens, taken here, in ascending order.
         let shared = self.shared.clone();
-        let cells = shared.inline.get().map(Vec::as_slice).unwrap_or(&[]);
+        let cells = shared.all_cells();
         let mut fenced: Vec<Held<'_>> = Vec::new();
         for (i, &p) in t.parts.iter().enumerate() {
             if t.fenced[i] {

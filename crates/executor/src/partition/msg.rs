@@ -13,7 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use permafrost_sql::DdlChange;
 
 use crate::error::{Error, Result};
-use crate::procedure::{Procedure, SchemaState};
+use crate::procedure::{Procedure, Replayed, SchemaState};
 use crate::reply::Reply;
 use crate::snapshot::job::SnapJob;
 
@@ -115,13 +115,6 @@ pub(crate) enum LogWhat {
     /// (a COPY batch's rows are its parameters).
     SharedCall(Arc<Procedure>, Arc<[Value]>),
     Schema(String),
-}
-
-/// The transaction context a replayed record first ran with.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Replayed {
-    pub now: i64,
-    pub seed: u64,
 }
 
 /// What a multi-partition transaction does.

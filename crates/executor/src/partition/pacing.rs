@@ -11,7 +11,7 @@
 //!
 //! So a write refused by the gate is held instead of answered (*paced*), when eviction can
 //! free memory at every partition whose gate is closed (the anti-cache is on, has not failed,
-//! and has evictable tuples in memory or blocks being written: [`Gates`]), or the gate is
+//! and has evictable tuples in memory or blocks being written: `Gates`, gates.rs), or the gate is
 //! closed only for what running statements hold (a COPY's rows as they arrive), which they
 //! give back when they end. A paced
 //! single-partition call waits at its partition and runs again once the gate opens; a paced
@@ -31,8 +31,7 @@
 //! and eviction cannot open it ([`Shared::refuse_schema_growth`]); while eviction can, it
 //! goes ahead (it is small, and eviction makes its room after it).
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use permafrost_sql::SqlError;
@@ -47,84 +46,6 @@ use crate::shared::Shared;
 /// runs at most every `eviction_check_interval`, 1 ms by default).
 pub(crate) const RETRY_STEP: Duration = Duration::from_millis(1);
 
-/// Each partition's write gate as the other threads see it: since when it has been closed,
-/// and whether eviction can free memory there. Written by the partition's memory check.
-pub(crate) struct Gates {
-    /// Per partition: microseconds since `epoch` when its gate closed; 0 while it is open.
-    closed_since: Vec<AtomicU64>,
-    /// Per partition: eviction can free memory, or statements will (see the module
-    /// documentation).
-    can_free: Vec<AtomicBool>,
-    epoch: Instant,
-}
-
-impl Gates {
-    pub(crate) fn new(partitions: u32) -> Gates {
-        Gates {
-            closed_since: (0..partitions).map(|_| AtomicU64::new(0)).collect(),
-            can_free: (0..partitions).map(|_| AtomicBool::new(false)).collect(),
-            epoch: Instant::now(),
-        }
-    }
-
-    /// Publishes partition `p`'s gate after a memory check.
-    pub(crate) fn set(&self, p: u32, closed: bool, can_free: bool) {
-        let Some(since) = self.closed_since.get(p as usize) else {
-            return;
-        };
-        if closed {
-            // The first check that found it closed stamps it (at least 1: 0 means open).
-            let now = (self.epoch.elapsed().as_micros() as u64).max(1);
-            let _ = since.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire);
-        } else {
-            since.store(0, Ordering::Release);
-        }
-        self.can_free[p as usize].store(can_free, Ordering::Release);
-    }
-
-    /// Partition `p`'s gate as of now: open, closed but openable by eviction, or closed for
-    /// good (eviction cannot free anything there, or it has stayed closed for `limit`; a
-    /// zero `limit` bounds nothing).
-    fn gate(&self, p: u32, limit: Duration) -> Gate {
-        let since = self
-            .closed_since
-            .get(p as usize)
-            .map_or(0, |s| s.load(Ordering::Acquire));
-        if since == 0 {
-            return Gate::Open;
-        }
-        let waited = Duration::from_micros((self.epoch.elapsed().as_micros() as u64).saturating_sub(since));
-        if !self.can_free[p as usize].load(Ordering::Acquire) || (!limit.is_zero() && waited >= limit) {
-            Gate::Stuck
-        } else {
-            Gate::Openable
-        }
-    }
-
-    /// Whether a schema change that takes memory (a new table or index) is refused at
-    /// `parts`: a gate among them is closed for good.
-    fn refuse_growth(&self, parts: &[u32], limit: Duration) -> bool {
-        parts.iter().any(|&p| self.gate(p, limit) == Gate::Stuck)
-    }
-
-    /// Whether a write at `parts` refused by the budget may wait: some gate among them is
-    /// closed, and none is closed for good.
-    fn may_wait(&self, parts: &[u32], limit: Duration) -> bool {
-        let gates = || parts.iter().map(|&p| self.gate(p, limit));
-        gates().any(|g| g == Gate::Openable) && gates().all(|g| g != Gate::Stuck)
-    }
-}
-
-/// A partition's write gate, as [`Gates::gate`] finds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    Open,
-    /// Closed, and eviction can open it.
-    Openable,
-    /// Closed, and eviction cannot open it (or it has stayed closed too long).
-    Stuck,
-}
-
 /// Whether `e` is the write gate's refusal (the only source of
 /// [`StorageError::MemoryLimit`]).
 fn is_gate_refusal(e: &Error) -> bool {
@@ -133,7 +54,7 @@ fn is_gate_refusal(e: &Error) -> bool {
 
 impl Shared {
     /// The budget's error for a schema change at `parts` that would take memory the budget
-    /// has not got (see [`Gates::refuse_growth`]): the closed gate's error, from `stores`.
+    /// has not got (see `Gates::refuse_growth`, gates.rs): the closed gate's error, from `stores`.
     pub(crate) fn refuse_schema_growth(&self, parts: &[u32], stores: &[&mut PartitionStore]) -> Option<Error> {
         if !self.gates.refuse_growth(parts, self.config.memory_wait) {
             return None;
@@ -158,20 +79,6 @@ impl Shared {
             && self.config.anticache.is_some()
             && is_gate_refusal(e)
             && self.gates.may_wait(parts, self.config.memory_wait)
-    }
-}
-
-/// The writes a partition holds until there is room (single-partition calls, and
-/// multi-partition transactions it coordinated), each with when it was held.
-#[derive(Default)]
-pub(crate) struct Paced {
-    calls: VecDeque<(Instant, Invocation)>,
-    mp: Vec<(Instant, MpRetry)>,
-}
-
-impl Paced {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.mp.is_empty()
     }
 }
 

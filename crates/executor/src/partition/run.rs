@@ -12,12 +12,12 @@ use permafrost_storage::PartitionStore;
 
 use super::cell::PartitionCell;
 use super::fence::QueueState;
-use super::msg::{Answer, Invocation, LogWhat, Msg, Replayed};
+use super::msg::{Answer, Invocation, LogWhat, Msg};
 use super::parking::Waiter;
 use super::state::Partition;
 use super::txn::{Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
-use crate::procedure::Procedure;
+use crate::procedure::{Procedure, Replayed};
 use crate::reply::Reply;
 use crate::shared::Shared;
 

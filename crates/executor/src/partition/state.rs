@@ -10,6 +10,7 @@ use permafrost_anticache::AntiCache;
 use permafrost_sql::{Catalog, EvictedRef, Rows};
 use permafrost_storage::PartitionStore;
 
+use super::gates::Paced;
 use super::msg::{Invocation, Msg};
 use super::parking::Parking;
 use crate::counters::PartitionStats;
@@ -67,7 +68,7 @@ pub(crate) struct Partition {
     /// (recovery: see `crate::recovery`).
     pub(crate) replay_stall: std::collections::VecDeque<Invocation>,
     /// Writes the memory budget refused, held until eviction makes room (pacing.rs).
-    pub(crate) paced: super::pacing::Paced,
+    pub(crate) paced: Paced,
     /// Answers of read-only transactions that wait for records appended before them (by
     /// this partition in an earlier pass, or by others) to be durable (sync mode), by the
     /// LSN they wait for. Answers that wait for this partition's own pass go with its

@@ -108,9 +108,26 @@ pub(crate) fn dry_run(
     }
 }
 
+/// Whether a statement about to run may be moved off its partitions when it runs past its
+/// slice: see forked.rs's module docs. `stores` are the partitions the transaction holds.
+fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) -> bool {
+    if !proc.movable || proc.short {
+        return false;
+    }
+    if !proc.statements[0].is_read_only() && info.writes_refused.is_some() {
+        return false;
+    }
+    let tables = proc.statements[0].tables();
+    stores.iter().all(|s| {
+        tables
+            .iter()
+            .all(|t| s.table(*t).is_none_or(|t| t.tombstones().is_empty()))
+    })
+}
+
 /// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
 /// `evicted`; commits nothing. Its statements' memory past their first step comes from
-/// `pool`. A statement that may move off its partitions ([`crate::forked::may_move`]) gets
+/// `pool`. A statement that may move off its partitions ([`may_move`]) gets
 /// its read slice. Also returns how its commit is to be noted ([`ProcContext::placement`]).
 pub(crate) fn run_body(
     proc: &Procedure,
@@ -127,7 +144,7 @@ pub(crate) fn run_body(
 ) {
     evicted.clear();
     let deadline = match info.read_slice {
-        Some(slice) if crate::forked::may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
+        Some(slice) if may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
         _ => info.inline_slice.map(|slice| std::time::Instant::now() + slice),
     };
     let mut env = Env {

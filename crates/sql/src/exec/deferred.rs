@@ -1,45 +1,20 @@
 //! Scans that leave their evicted tuples to be read afterwards, from their blocks, without
 //! bringing them back into memory ([`Deferred`]; the executor's scan.rs reads the blocks).
 
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use permafrost_storage::{PartitionStore, Row, Table, TableId};
+use permafrost_types::{Value, ValueRef};
+
+use crate::error::{Result, SqlError};
+use crate::expr::{ColumnSource, Cx};
+use crate::plan::Plan;
+use crate::prepared::Prepared;
+use crate::rows::Rows;
+use crate::workmem::MemoryPool;
+
 use super::gather::Gather;
-use super::*;
-
-/// The evicted tuples of the table `rp` scans at the held partitions `locals` visited:
-/// per partition, the blocks they are in and which entries of each block.
-pub(super) fn deferred_parts(rp: &RelPlan, env: &Env<'_, '_>, locals: u64) -> Result<Vec<DeferredPart>> {
-    let mut parts = Vec::new();
-    for (li, store) in env.stores.iter().enumerate() {
-        if li >= 64 || locals & (1 << li) == 0 {
-            continue;
-        }
-        let table = checked_table(store, &rp.schema)?;
-        if let Some(part) = deferred_part(store, table, table.tombstones().iter().map(|(_, t)| t)) {
-            parts.push(part);
-        }
-    }
-    Ok(parts)
-}
-
-/// The evicted tuples a single-table read reached through an index (`env.evicted`), as
-/// [`deferred_parts`] gives them; empties `env.evicted`.
-pub(super) fn deferred_parts_of_refs(rp: &RelPlan, env: &mut Env<'_, '_>) -> Result<Vec<DeferredPart>> {
-    let mut refs = std::mem::take(env.evicted);
-    refs.sort_unstable();
-    refs.dedup();
-    let mut parts = Vec::new();
-    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
-        let Some(li) = env.local_of(group[0].partition) else {
-            continue;
-        };
-        let store = &*env.stores[li];
-        let table = checked_table(store, &rp.schema)?;
-        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
-        if let Some(part) = deferred_part(store, table, tombs) {
-            parts.push(part);
-        }
-    }
-    Ok(parts)
-}
 
 pub(super) fn deferred_part(
     store: &PartitionStore,

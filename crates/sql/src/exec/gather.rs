@@ -1,7 +1,20 @@
 //! What a SELECT gathers from the rows it visits: the result as it streams, the rows to
 //! sort, or the groups of an aggregate ([`Gather`]), and how it finishes them.
 
-use super::*;
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use permafrost_types::{DataType, Value, ValueRef};
+
+use crate::bind::AggFunc;
+use crate::error::Result;
+use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
+use crate::plan::{AggPlan, SelectPlan};
+use crate::rows::{ColumnInfo, Rows};
+use crate::value_budget::ValueBudget;
+use crate::workmem::{MemoryPool, WorkMem, values_size};
 
 /// What a SELECT gathers from the rows it visits.
 pub(super) enum Gather {

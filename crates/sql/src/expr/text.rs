@@ -9,7 +9,7 @@
 
 use permafrost_types::{Value, ValueRef};
 
-use super::Datum;
+use super::datum::Datum;
 use crate::error::{Result, SqlError};
 use crate::value_budget::ValueBudget;
 

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 
 use hashbrown::HashTable;
 
-use super::TupleRef;
+use super::entry::TupleRef;
 use crate::alloc::MapAlloc;
 
 /// Key types a hash index can hold.

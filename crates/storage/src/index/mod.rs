@@ -1,53 +1,19 @@
 //! Indexes. All of them stay in memory (an invariant of anti-caching); each entry resolves to an
 //! in-memory tuple or, once the tuple is evicted, to its tombstone.
 
+mod entry;
 mod hash;
 mod key;
 mod ordered;
 
 use std::ops::{Bound, ControlFlow};
 
+pub use entry::TupleRef;
 pub use hash::HashIndex;
 pub use key::{IndexKey, KeyBuf, KeyEncoder, KeyKind, encode_value, prefix_successor};
 pub use ordered::OrderedIndex;
 
 use crate::schema::IndexKind;
-
-/// What an index entry points at: a tuple slot, or the tombstone of an evicted tuple. The
-/// top bit tells them apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TupleRef(pub u32);
-
-const EVICTED_BIT: u32 = 1 << 31;
-
-impl TupleRef {
-    #[inline]
-    pub fn slot(slot: u32) -> TupleRef {
-        debug_assert!(slot & EVICTED_BIT == 0);
-        TupleRef(slot)
-    }
-
-    #[inline]
-    pub fn tombstone(id: u32) -> TupleRef {
-        debug_assert!(id & EVICTED_BIT == 0);
-        TupleRef(id | EVICTED_BIT)
-    }
-
-    #[inline]
-    pub fn as_slot(self) -> Option<u32> {
-        (self.0 & EVICTED_BIT == 0).then_some(self.0)
-    }
-
-    #[inline]
-    pub fn as_tombstone(self) -> Option<u32> {
-        (self.0 & EVICTED_BIT != 0).then_some(self.0 & !EVICTED_BIT)
-    }
-
-    #[inline]
-    pub fn is_evicted(self) -> bool {
-        self.0 & EVICTED_BIT != 0
-    }
-}
 
 /// A bound of an index range, in the index's key representation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::ops::{Bound, ControlFlow};
 
-use super::TupleRef;
+use super::entry::TupleRef;
 
 pub trait OrdKey: Ord + Clone {
     fn heap_bytes(&self) -> usize;

@@ -2,7 +2,28 @@
 //! aligned), syncs once per batch (the group commit) and completes the callbacks of what
 //! became durable.
 
-use super::*;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+
+use crate::commandlog::error::{LogError, Result};
+use crate::commandlog::format::{
+    MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, preallocated_segment_header, put_header,
+    record_crc_start,
+};
+use crate::commandlog::record::StreamedCall;
+use permafrost_io::{ALIGN, FsFile, align_gap};
+
+use super::chunk::Chunk;
+use super::segments::{create_segment, start_preallocation, start_segment};
+use super::shared::{
+    BATCH_BYTES, DROP_CACHED_BYTES, Done, KEEP_BUFFER, KEPT_BUFFER_BYTES, Msg, PAGE, SPARE_BUFFER_BYTES, SPARE_BUFFERS,
+    SPARE_FILE, Shared, WINDOW_BYTES, lock,
+};
 
 pub(super) struct Pending {
     /// The LSN of the (last) record.
@@ -522,12 +543,6 @@ pub(super) fn start_aligned(buf: &mut Vec<u8>, reserve: usize, tail: &[u8]) -> u
     buf.extend_from_slice(tail);
     gap
 }
-
-// The log is shared between the partition threads.
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<CommandLog>();
-};
 
 /// A record written through the window ([`Writer::write_large`]): a body longer than the
 /// window, or a call the writer encodes ([`StreamedCall`]).

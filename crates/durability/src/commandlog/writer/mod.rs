@@ -19,202 +19,28 @@
 //! copies the batch into page-cache pages nor has them written back by `fdatasync`, which
 //! only has the device's cache to flush.
 
-use std::io;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
-
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use super::config::{LogConfig, LogMode};
 use super::error::{LogError, Result};
-use super::format::{
-    MAX_BODY_LEN, MAX_UNSYNCED_SPAN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, frame_record, list_segments,
-    preallocated_segment_header, put_header, record_crc_start, segment_file_name, segment_header,
-};
+use super::format::{MAX_BODY_LEN, SEGMENT_HEADER_LEN, list_segments};
 use super::reader::{TornTail, scan_tail};
-use super::record::StreamedCall;
-use permafrost_io::{ALIGN, DirLock, Fs, FsFile, LockError, RealFs, align_gap};
+use permafrost_io::{Fs, RealFs};
 
+mod chunk;
 mod group_commit;
 mod segments;
+mod shared;
 
+pub use chunk::Chunk;
 use group_commit::*;
 pub(crate) use segments::zero_range;
 use segments::*;
-
-/// A record's completion callback.
-pub type DoneFn = Box<dyn FnOnce(Result<(), LogError>) + Send>;
-
-/// Records queued and not yet taken by the writer, at most (appends block beyond).
-const QUEUE_CAPACITY: usize = 1 << 16;
-/// A batch ends once it holds this many bytes (or one record, if larger).
-const BATCH_BYTES: usize = 4 << 20;
-/// The writer keeps a batch buffer up to this size between batches.
-const KEEP_BUFFER: usize = 2 * BATCH_BYTES;
-/// Chunk buffers the writer hands back for reuse ([`CommandLog::chunk`]), at most, and the
-/// largest it keeps: reused buffers spare the appending threads a buffer's growth and the
-/// allocator a free on another thread than the one that allocated.
-const SPARE_BUFFERS: usize = 16;
-const SPARE_BUFFER_BYTES: usize = 1 << 20;
-/// The writer keeps its framing buffer between batches up to this size: past it (a batch
-/// with a record of many megabytes, such as a COPY's) it is given back.
-const KEPT_BUFFER_BYTES: usize = 8 << 20;
-/// A record body longer than this (a COPY batch's) is not copied whole into the framing
-/// buffer: it is written through a window of this many bytes, one write per window, and
-/// synced once at its end (`Writer::write_large`).
-const WINDOW_BYTES: usize = 1 << 20;
-/// A new chunk buffer (none to spare yet) starts with room for this many bytes, so that a
-/// partition's chunk of a busy pass does not grow through a series of reallocations.
-const FIRST_CHUNK_BYTES: usize = 256 << 10;
-/// Written and synced bytes of the segment are dropped from the page cache once this many
-/// have gathered (whole pages only; see [`FsFile::drop_cached`]).
-const DROP_CACHED_BYTES: u64 = 256 << 10;
-/// Page size assumed for dropping cached pages (a larger real page only means that the
-/// last partial one of a range stays cached).
-const PAGE: u64 = 4096;
-/// Name of the file whose lock keeps a second writer out of the directory.
-const LOCK_FILE: &str = "command-log.lock";
-/// The next segment while it is being preallocated, and until the writer starts it (a
-/// `*.log.tmp`, so a crash leaves nothing that [`CommandLog::open`] does not remove).
-const SPARE_FILE: &str = "preallocated.log.tmp";
-
-/// A `done` callback that is called exactly once: with a result, or with an error if it is
-/// dropped uncalled (the writer stopped). A panic inside it is caught and reported.
-struct Done(Option<DoneFn>);
-
-impl Done {
-    fn call(mut self, r: Result<()>) {
-        if let Some(f) = self.0.take() {
-            run_callback(f, r);
-        }
-    }
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            run_callback(
-                f,
-                Err(LogError::Failed(
-                    "the command log stopped before the record was written".into(),
-                )),
-            );
-        }
-    }
-}
-
-fn run_callback(f: DoneFn, r: Result<()>) {
-    if catch_unwind(AssertUnwindSafe(|| f(r))).is_err() {
-        eprintln!("permafrost: a command log completion callback panicked");
-    }
-}
-
-enum Msg {
-    Record {
-        lsn: u64,
-        body: Vec<u8>,
-        /// Sync mode: called once the record is durable.
-        done: Option<Done>,
-    },
-    /// Several records in one buffer ([`Chunk`]); `last_lsn` is the last one's.
-    Chunk {
-        last_lsn: u64,
-        count: u64,
-        bytes: Vec<u8>,
-        /// The chunk's last record, encoded as it is written.
-        streamed: Option<StreamedCall>,
-        done: Option<Done>,
-    },
-    /// Reply once everything queued before is durable (or failed).
-    Flush(Sender<Result<()>>),
-    /// Call back once everything queued before is durable (or failed), without cutting the
-    /// group commit short.
-    Barrier(Done),
-    Stop,
-}
-
-struct Queue {
-    last_lsn: u64,
-    tx: Option<Sender<Msg>>,
-}
-
-/// Upper bounds (seconds) of the buckets of [`LogStats::sync_buckets`]; a last bucket
-/// takes the longer ones.
-pub const SYNC_BUCKET_BOUNDS: [f64; 12] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
-];
-/// Buckets of [`LogStats::sync_buckets`].
-pub const SYNC_BUCKETS: usize = SYNC_BUCKET_BOUNDS.len() + 1;
-
-/// The upper bound of bucket `i` as a Prometheus `le` label value (`+Inf` for the last).
-pub fn sync_bucket_le(i: usize) -> String {
-    SYNC_BUCKET_BOUNDS
-        .get(i)
-        .map_or_else(|| "+Inf".to_owned(), |b| b.to_string())
-}
-
-#[derive(Default)]
-struct Counters {
-    records: AtomicU64,
-    bytes: AtomicU64,
-    batches: AtomicU64,
-    syncs: AtomicU64,
-    sync_nanos: AtomicU64,
-    sync_buckets: [AtomicU64; SYNC_BUCKETS],
-    durable_lsn: AtomicU64,
-}
-
-impl Counters {
-    /// Counts a timed sync (a group commit's `fdatasync`, or the start of a segment).
-    fn timed_sync(&self, took: std::time::Duration) {
-        self.sync_nanos.fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        let secs = took.as_secs_f64();
-        let i = SYNC_BUCKET_BOUNDS.partition_point(|&b| b < secs);
-        self.sync_buckets[i].fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-struct Shared {
-    cfg: LogConfig,
-    fs: Arc<dyn Fs>,
-    queue: Mutex<Queue>,
-    last_lsn: AtomicU64,
-    failed: AtomicBool,
-    failure: Mutex<Option<LogError>>,
-    /// Segment files by first LSN, ascending; the last is the one being written.
-    segments: Mutex<Vec<(u64, PathBuf)>>,
-    counters: Counters,
-    /// Emptied chunk buffers, the most recently used last: the next chunk takes the one
-    /// most likely still in the caches.
-    spare: Mutex<Vec<Vec<u8>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves consistent data (plain fields).
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    /// The error that failed the log, if it failed.
-    fn failure(&self) -> Option<LogError> {
-        if !self.failed.load(Ordering::Acquire) {
-            return None;
-        }
-        lock(&self.failure).as_ref().map(LogError::duplicate)
-    }
-
-    fn fail(&self, e: &LogError) {
-        let mut f = lock(&self.failure);
-        if f.is_none() {
-            *f = Some(e.duplicate());
-        }
-        self.failed.store(true, Ordering::Release);
-    }
-}
+use shared::*;
+pub use shared::{DoneFn, SYNC_BUCKET_BOUNDS, SYNC_BUCKETS, sync_bucket_le};
 
 /// What the log has done since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -623,113 +449,20 @@ impl Drop for CommandLog {
     }
 }
 
-fn sealed() -> LogError {
-    LogError::Failed("internal: a record appended to a sealed command log chunk".into())
-}
-
 fn writer_gone() -> LogError {
     LogError::Failed("the command log writer has stopped".into())
 }
 
-/// Record bodies gathered for one [`CommandLog::append_chunk`], each behind its length
-/// (u32, little-endian) in one buffer: one allocation for many records, built on the
-/// appending thread.
-///
-/// A chunk may end with one large call record that is not encoded here
-/// ([`Chunk::push_call`]); it is then *sealed*: it takes no more records.
-#[derive(Debug, Default)]
-pub struct Chunk {
-    bytes: Vec<u8>,
-    count: u64,
-    streamed: Option<StreamedCall>,
-}
-
-impl Chunk {
-    pub fn new() -> Chunk {
-        Chunk::default()
-    }
-
-    /// Adds a record whose body `encode` writes (e.g. [`crate::encode_record`]). A sealed
-    /// chunk refuses it.
-    pub fn push_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
-        if self.is_sealed() {
-            return Err(sealed());
-        }
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(&[0; 4]);
-        encode(&mut self.bytes);
-        let len = self.bytes.len() - at - 4;
-        match u32::try_from(len) {
-            Ok(l) if len <= MAX_BODY_LEN => {
-                self.bytes[at..at + 4].copy_from_slice(&l.to_le_bytes());
-                self.count += 1;
-                Ok(())
-            }
-            _ => {
-                self.bytes.truncate(at);
-                Err(LogError::Failed(format!(
-                    "a record of {len} bytes is larger than the 4GiB a record may hold"
-                )))
-            }
-        }
-    }
-
-    /// Adds a call record: encoded here if it is small, else kept as it is, to be encoded
-    /// by the writer as it writes it (through its window: [`WINDOW_BYTES`]), and the
-    /// chunk is sealed. A sealed chunk refuses it.
-    pub fn push_call(&mut self, call: StreamedCall) -> Result<()> {
-        if self.is_sealed() {
-            return Err(sealed());
-        }
-        if call.len() <= WINDOW_BYTES {
-            return self.push_with(|out| call.encode_into(out));
-        }
-        if call.len() > MAX_BODY_LEN {
-            return Err(LogError::Failed(format!(
-                "a record of {} bytes is larger than the 4GiB a record may hold",
-                call.len()
-            )));
-        }
-        self.streamed = Some(call);
-        self.count += 1;
-        Ok(())
-    }
-
-    /// Whether the chunk ends with a record the writer encodes, and takes no more.
-    pub fn is_sealed(&self) -> bool {
-        self.streamed.is_some()
-    }
-
-    /// Bytes the chunk's buffer holds without growing.
-    pub fn capacity(&self) -> usize {
-        self.bytes.capacity()
-    }
-
-    /// Records in the chunk.
-    pub fn len(&self) -> u64 {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The bodies of a chunk's bytes (built by `push_with`, so well formed).
-    fn bodies(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-        let mut rest = bytes;
-        std::iter::from_fn(move || {
-            let (len, tail) = rest.split_first_chunk::<4>()?;
-            let len = u32::from_le_bytes(*len) as usize;
-            let (body, tail) = tail.split_at_checked(len)?;
-            rest = tail;
-            Some(body)
-        })
-    }
-}
+// The log is shared between the partition threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<CommandLog>();
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use permafrost_io::{ALIGN, align_gap};
     use std::time::Duration;
 
     #[test]

@@ -1,7 +1,17 @@
 //! The log's files: the directory lock, segments (created, started, preallocated in the
 //! background) and leftover temporary files.
 
-use super::*;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::commandlog::error::{LogError, Result};
+use crate::commandlog::format::{SEGMENT_HEADER_LEN, segment_file_name, segment_header};
+use crate::commandlog::reader::TornTail;
+use permafrost_io::{DirLock, Fs, FsFile, LockError};
+
+use super::shared::{LOCK_FILE, SPARE_FILE, Shared};
 
 /// Takes the directory's lock (`permafrost_io::DirLock`): one writer per log.
 pub(super) fn lock_dir(dir: &Path) -> Result<DirLock> {
