@@ -1,0 +1,280 @@
+//! Access paths and join order: the predicates that an index can answer (sargs), the
+//! cheapest access to each relation, and the cheapest order of up to five relations.
+
+use permafrost_storage::{IndexKind, TableSchema};
+
+use super::tree::*;
+use crate::bind::Binder;
+use crate::error::Result;
+use crate::expr::{CmpOp, Expr, Func};
+/// A predicate usable to reach relation `rel`: `col op value`, `value` computable before.
+struct Sarg {
+    col: usize,
+    op: CmpOp,
+    value: Expr,
+}
+
+fn sargs(rel: usize, conjuncts: &[Expr], known: u64) -> Vec<Sarg> {
+    let mut out = Vec::new();
+    for c in conjuncts {
+        if let Expr::Cmp(op, a, b) = c {
+            if *op == CmpOp::NotEq {
+                continue;
+            }
+            let usable = |v: &Expr| v.rels() & !known == 0 && v.rels() & (1 << rel) == 0;
+            match (a.as_ref(), b.as_ref()) {
+                (Expr::Column { rel: r, col }, v) if *r == rel && usable(v) => out.push(Sarg {
+                    col: *col,
+                    op: *op,
+                    value: v.clone(),
+                }),
+                (v, Expr::Column { rel: r, col }) if *r == rel && usable(v) => out.push(Sarg {
+                    col: *col,
+                    op: op.flip(),
+                    value: v.clone(),
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The `col = ANY(array)` predicates usable to reach relation `rel`: the column and the
+/// array, computable before.
+fn any_sargs(rel: usize, conjuncts: &[Expr], known: u64) -> Vec<(usize, Expr)> {
+    conjuncts
+        .iter()
+        .filter_map(|c| match c {
+            Expr::Func(Func::AnyEq { negated: false, .. }, args) => match args.as_slice() {
+                [Expr::Column { rel: r, col }, v]
+                    if *r == rel && v.rels() & !known == 0 && v.rels() & (1 << rel) == 0 =>
+                {
+                    Some((*col, v.clone()))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The best access path for `schema` given the usable predicates (`anys`: `col =
+/// ANY(array)`), with its cost and the number of rows it is expected to produce.
+fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -> (Access, f64, f64) {
+    let eq = |col: usize| {
+        sargs
+            .iter()
+            .find(|s| s.col == col && s.op == CmpOp::Eq)
+            .map(|s| s.value.clone())
+    };
+    let mut best = (Access::Scan, 1000.0, 1000.0);
+    for (i, ix) in schema.indexes.iter().enumerate() {
+        let prefix: Vec<Expr> = ix.columns.iter().map_while(|&c| eq(c)).collect();
+        let (cost, rows, access) = if prefix.len() == ix.columns.len() {
+            let (cost, rows) = if ix.unique { (1.0, 1.0) } else { (4.0, 10.0) };
+            let cost = if ix.kind == IndexKind::Ordered {
+                cost * 1.2
+            } else {
+                cost
+            };
+            (cost, rows, Access::IndexEq { index: i, keys: prefix })
+        } else if ix.kind == IndexKind::Ordered {
+            let next = ix.columns[prefix.len()];
+            let bound = |ops: [CmpOp; 2]| {
+                sargs
+                    .iter()
+                    .find(|s| s.col == next && ops.contains(&s.op))
+                    .map(|s| (s.value.clone(), s.op == ops[1]))
+            };
+            let lower = bound([CmpOp::Gt, CmpOp::GtEq]);
+            let upper = bound([CmpOp::Lt, CmpOp::LtEq]);
+            if prefix.is_empty() && lower.is_none() && upper.is_none() {
+                continue;
+            }
+            let ranged = lower.is_some() as u8 + upper.is_some() as u8;
+            let cost = 20.0 - 2.0 * prefix.len() as f64 - ranged as f64;
+            let rows = 100.0 / (1.0 + prefix.len() as f64 + ranged as f64);
+            (
+                cost,
+                rows,
+                Access::IndexRange {
+                    index: i,
+                    prefix,
+                    lower,
+                    upper,
+                },
+            )
+        } else {
+            continue;
+        };
+        if cost < best.1 {
+            best = (access, cost, rows);
+        }
+    }
+    for (i, ix) in schema.indexes.iter().enumerate() {
+        let [col] = ix.columns.as_slice() else { continue };
+        let Some((_, array)) = anys.iter().find(|(c, _)| c == col) else {
+            continue;
+        };
+        let (cost, rows) = if ix.unique { (3.0, 10.0) } else { (12.0, 40.0) };
+        if cost < best.1 {
+            best = (
+                Access::IndexAny {
+                    index: i,
+                    array: array.clone(),
+                },
+                cost,
+                rows,
+            );
+        }
+    }
+    best
+}
+
+pub(super) fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
+    let n = b.rels.len();
+    let pre_filters: Vec<Expr> = conjuncts.iter().filter(|c| c.rels() == 0).cloned().collect();
+    let conjuncts: Vec<Expr> = conjuncts.into_iter().filter(|c| c.rels() != 0).collect();
+    if n == 0 {
+        return Ok((vec![], pre_filters));
+    }
+    let orders: Vec<Vec<usize>> = if n <= 5 {
+        permutations(n)
+    } else {
+        vec![(0..n).collect()]
+    };
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    for order in orders {
+        let mut known = 0u64;
+        let mut cost = 0.0;
+        let mut fanout = 1.0;
+        for &r in &order {
+            let (_, c, rows) = choose_access(
+                &b.rels[r].schema,
+                &sargs(r, &conjuncts, known),
+                &any_sargs(r, &conjuncts, known),
+            );
+            cost += c * fanout;
+            fanout *= rows;
+            known |= 1 << r;
+        }
+        if best.as_ref().is_none_or(|(bc, _)| cost < *bc) {
+            best = Some((cost, order));
+        }
+    }
+    let order = best.expect("at least one order").1;
+    let mut known = 0u64;
+    let mut rels = Vec::with_capacity(n);
+    for &r in &order {
+        let schema = b.rels[r].schema.clone();
+        let sg = sargs(r, &conjuncts, known);
+        let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, &conjuncts, known));
+        known |= 1 << r;
+        let implied = implied_by(&access, &schema, r);
+        let mut filters: Vec<Expr> = conjuncts
+            .iter()
+            .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0 && !implied.contains(c))
+            .cloned()
+            .collect();
+        // The range's bounds first (`RelPlan::bounds`).
+        let is_bound = |c: &Expr| range_bound_of(&access, &schema, r, known, c);
+        filters.sort_by_key(|c| !is_bound(c));
+        let bounds = filters.iter().take_while(|c| is_bound(c)).count();
+        let pick = partition_pick(&schema, &sg);
+        rels.push(RelPlan {
+            rel: r,
+            schema,
+            access,
+            filters,
+            bounds,
+            pick,
+        });
+    }
+    Ok((rels, pre_filters))
+}
+
+/// Whether conjunct `c` is one an `IndexRange` access of relation `rel` took a bound
+/// from: a comparison of the range's column with that bound's value, the right way.
+fn range_bound_of(access: &Access, schema: &TableSchema, rel: usize, known: u64, c: &Expr) -> bool {
+    let Access::IndexRange {
+        index,
+        prefix,
+        lower,
+        upper,
+    } = access
+    else {
+        return false;
+    };
+    let next = schema.indexes[*index].columns[prefix.len()];
+    sargs(rel, std::slice::from_ref(c), known).iter().any(|s| {
+        let from = |b: &Option<(Expr, bool)>, ops: [CmpOp; 2]| {
+            b.as_ref()
+                .is_some_and(|(v, incl)| *v == s.value && s.op == ops[usize::from(*incl)])
+        };
+        s.col == next && (from(lower, [CmpOp::Gt, CmpOp::GtEq]) || from(upper, [CmpOp::Lt, CmpOp::LtEq]))
+    })
+}
+
+/// The equality predicates an exact-key index lookup already guarantees for every tuple it
+/// returns (the lookup converts the value exactly to the column type or returns nothing;
+/// `col = ANY(array)` reads each element as the column's type, as its lookups do).
+fn implied_by(access: &Access, schema: &TableSchema, rel: usize) -> Vec<Expr> {
+    if let Access::IndexAny { index, array } = access {
+        let col = schema.indexes[*index].columns[0];
+        let elem = Some(schema.columns[col].ty);
+        return vec![Expr::Func(
+            Func::AnyEq { elem, negated: false },
+            vec![Expr::Column { rel, col }, array.clone()],
+        )];
+    }
+    let Access::IndexEq { index, keys } = access else {
+        return vec![];
+    };
+    schema.indexes[*index]
+        .columns
+        .iter()
+        .zip(keys)
+        .flat_map(|(&col, k)| {
+            let c = Expr::Column { rel, col };
+            [
+                Expr::Cmp(CmpOp::Eq, c.clone().boxed(), k.clone().boxed()),
+                Expr::Cmp(CmpOp::Eq, k.clone().boxed(), c.boxed()),
+            ]
+        })
+        .collect()
+}
+
+fn partition_pick(schema: &TableSchema, sargs: &[Sarg]) -> PartitionPick {
+    match schema.partition_column {
+        None => PartitionPick::Replicated,
+        Some(pc) => match sargs.iter().find(|s| s.col == pc && s.op == CmpOp::Eq) {
+            Some(s) => PartitionPick::Key(s.value.clone()),
+            None => PartitionPick::All,
+        },
+    }
+}
+
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    fn go(cur: &mut Vec<usize>, used: &mut [bool], out: &mut Vec<Vec<usize>>) {
+        if cur.len() == used.len() {
+            out.push(cur.clone());
+            return;
+        }
+        for i in 0..used.len() {
+            if !used[i] {
+                used[i] = true;
+                cur.push(i);
+                go(cur, used, out);
+                cur.pop();
+                used[i] = false;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(&mut Vec::new(), &mut vec![false; n], &mut out);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// INSERT, UPDATE, DELETE

@@ -1,0 +1,419 @@
+//! SELECT: the bound query's relations, filters, groups, output and order into a
+//! [`SelectPlan`].
+
+use permafrost_storage::DataType;
+use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
+
+use super::access::*;
+use super::tree::*;
+use crate::bind::{AggCall, Binder, ident};
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::Expr;
+use crate::rows::ColumnInfo;
+pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
+    let mut b = Binder::new(catalog);
+    let (plan, columns) = select(&mut b, q)?;
+    Ok(Planned {
+        plan: Plan::Select(plan),
+        params: b.params,
+        array_params: b.array_params,
+        columns,
+    })
+}
+
+/// Plans a query: its clauses are bound in the order of their steps below (FROM and WHERE,
+/// GROUP BY, the select list, HAVING, ORDER BY), then aggregation, DISTINCT, LIMIT and the
+/// join order are planned.
+pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
+    let s = plain_select(q)?;
+    let conjuncts = from_and_where(b, s)?;
+    let groups = group_by(b, &s.group_by)?;
+    // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
+    b.aggs = Some(Vec::new());
+    let (mut output, columns) = projection(b, &s.projection)?;
+    let having = match &s.having {
+        Some(h) => Some(b.expr(h)?.0),
+        None => None,
+    };
+    let mut order = order_by(b, q, &output, &columns)?;
+    let aggs = b.aggs.take().unwrap_or_default();
+    let distinct = match &s.distinct {
+        None => false,
+        Some(ast::Distinct::Distinct) => true,
+        Some(_) => return unsupported("DISTINCT ON"),
+    };
+    let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
+    if distinct {
+        for k in &order {
+            if !output.contains(&k.expr) {
+                return Err(SqlError::Grouping(
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                ));
+            }
+        }
+    }
+    let (limit, offset) = limit_offset(b, q)?;
+    let (rels, pre_filters) = plan_joins(b, conjuncts)?;
+    let size_hint = std::sync::atomic::AtomicUsize::new(64);
+    Ok((
+        SelectPlan {
+            size_hint,
+            rels,
+            pre_filters,
+            output,
+            agg,
+            order,
+            limit,
+            offset,
+            distinct,
+        },
+        columns,
+    ))
+}
+
+/// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
+/// FETCH, locking clause or dialect-specific SELECT form).
+fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
+    if q.with.is_some() {
+        return unsupported("WITH");
+    }
+    if q.fetch.is_some() || !q.locks.is_empty() {
+        return unsupported("FETCH / FOR UPDATE");
+    }
+    let s = match q.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::Values(_) => return unsupported("VALUES as a query"),
+        _ => return unsupported("UNION / INTERSECT / EXCEPT"),
+    };
+    if s.top.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() || s.qualify.is_some() || s.into.is_some()
+    {
+        return unsupported("this SELECT form");
+    }
+    Ok(s)
+}
+
+/// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
+/// the conjuncts of the join conditions and the WHERE clause.
+fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<Vec<Expr>> {
+    let mut conjuncts = Vec::new();
+    let mut on_clauses = Vec::new();
+    for twj in &s.from {
+        add_factor(b, &twj.relation)?;
+        for j in &twj.joins {
+            add_factor(b, &j.relation)?;
+            match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
+                    JoinConstraint::On(e) => on_clauses.push(e.clone()),
+                    JoinConstraint::None => {}
+                    _ => return unsupported("JOIN ... USING / NATURAL"),
+                },
+                JoinOperator::CrossJoin(JoinConstraint::None) => {}
+                _ => return unsupported("outer and other non-inner joins"),
+            }
+        }
+    }
+    for e in &on_clauses {
+        b.expr(e)?.0.conjuncts(&mut conjuncts);
+    }
+    if let Some(w) = &s.selection {
+        let (e, _) = b.expr(w)?;
+        e.conjuncts(&mut conjuncts);
+    }
+    Ok(conjuncts)
+}
+
+/// Binds the GROUP BY expressions (plain lists only).
+fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr) -> Result<Vec<Expr>> {
+    let mut groups = Vec::new();
+    match group_by {
+        GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+            for e in exprs {
+                groups.push(group_expr(b, e)?);
+            }
+        }
+        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
+            return unsupported("GROUP BY ALL / ROLLUP / CUBE");
+        }
+    }
+    Ok(groups)
+}
+
+/// Binds the select list: the output expressions and their result columns, with `*` and
+/// `t.*` expanded to the relations' columns.
+fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
+    let mut output: Vec<Expr> = Vec::new();
+    let mut columns: Vec<ColumnInfo> = Vec::new();
+    for item in items {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let (x, t) = b.expr(e)?;
+                columns.push(ColumnInfo {
+                    name: column_name(e),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let (x, t) = b.expr(expr)?;
+                columns.push(ColumnInfo {
+                    name: ident(alias),
+                    ty: t,
+                });
+                output.push(x);
+            }
+            SelectItem::Wildcard(_) => {
+                if b.rels.is_empty() {
+                    return Err(SqlError::Syntax(
+                        "SELECT * with no tables specified is not valid".into(),
+                    ));
+                }
+                for ri in 0..b.rels.len() {
+                    all_columns(b, ri, &mut output, &mut columns);
+                }
+            }
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let name = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
+                    _ => return unsupported("this wildcard form"),
+                };
+                let ri = b
+                    .rels
+                    .iter()
+                    .position(|r| r.alias == name)
+                    .ok_or(SqlError::UnknownTable(name))?;
+                all_columns(b, ri, &mut output, &mut columns);
+            }
+            _ => return unsupported("this select item"),
+        }
+    }
+    Ok((output, columns))
+}
+
+/// Appends every column of relation `ri` to the output, as `rel.*` selects them.
+fn all_columns(b: &Binder<'_>, ri: usize, output: &mut Vec<Expr>, columns: &mut Vec<ColumnInfo>) {
+    for (ci, c) in b.rels[ri].schema.columns.iter().enumerate() {
+        output.push(Expr::Column { rel: ri, col: ci });
+        columns.push(ColumnInfo {
+            name: c.name.clone(),
+            ty: Some(c.ty),
+        });
+    }
+}
+
+/// Binds the ORDER BY keys: output names and positions first, then expressions.
+fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[ColumnInfo]) -> Result<Vec<SortKey>> {
+    let mut order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(items) = &ob.kind else {
+            return unsupported("ORDER BY ALL");
+        };
+        for item in items {
+            let expr = order_expr(b, &item.expr, output, columns)?;
+            let desc = match item.options.sort {
+                None | Some(ast::OrderBySort::Asc) => false,
+                Some(ast::OrderBySort::Desc) => true,
+                Some(_) => return unsupported("ORDER BY ... USING"),
+            };
+            // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending, by default.
+            let nulls_first = item.options.nulls_first.unwrap_or(desc);
+            order.push(SortKey {
+                expr,
+                desc,
+                nulls_first,
+            });
+        }
+    }
+    Ok(order)
+}
+
+/// The aggregation of a query with aggregates or GROUP BY (`None` without either, where
+/// HAVING is refused). The output and ORDER BY expressions are rewritten to read the
+/// groups and aggregate results.
+fn aggregation(
+    groups: Vec<Expr>,
+    aggs: Vec<AggCall>,
+    having: Option<Expr>,
+    output: &mut [Expr],
+    order: &mut [SortKey],
+) -> Result<Option<AggPlan>> {
+    if aggs.is_empty() && groups.is_empty() {
+        if having.is_some() {
+            return Err(SqlError::Grouping("HAVING needs GROUP BY or an aggregate".into()));
+        }
+        return Ok(None);
+    }
+    for e in output.iter_mut().chain(order.iter_mut().map(|k| &mut k.expr)) {
+        *e = to_post_agg(e, &groups)?;
+    }
+    let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
+    Ok(Some(AggPlan { groups, aggs, having }))
+}
+
+pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
+    match f {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            with_hints,
+            version: None,
+            partitions,
+            ..
+        } if with_hints.is_empty() && partitions.is_empty() => {
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return unsupported("column aliases in FROM");
+            }
+            let schema = b.table(name)?;
+            b.add_rel(schema, alias.as_ref().map(|a| &a.name))
+        }
+        TableFactor::Derived { .. } => unsupported("subqueries in FROM"),
+        _ => unsupported("this FROM item"),
+    }
+}
+
+fn group_expr(b: &mut Binder<'_>, e: &ast::Expr) -> Result<Expr> {
+    let saved = b.aggs.take();
+    let r = b.expr(e).map(|t| t.0);
+    b.aggs = saved;
+    r
+}
+
+fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[ColumnInfo]) -> Result<Expr> {
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(n, _) = &v.value
+    {
+        let pos: usize = n
+            .parse()
+            .map_err(|_| SqlError::Syntax(format!("bad ORDER BY position {n}")))?;
+        return output
+            .get(pos.wrapping_sub(1))
+            .cloned()
+            .ok_or_else(|| SqlError::Syntax(format!("ORDER BY position {pos} is not in select list")));
+    }
+    if let ast::Expr::Identifier(i) = e {
+        let name = ident(i);
+        let hits: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name == name)
+            .map(|(i, _)| i)
+            .collect();
+        if let [one] = hits.as_slice() {
+            return Ok(output[*one].clone());
+        }
+    }
+    Ok(b.expr(e)?.0)
+}
+
+/// The name PostgreSQL gives an unaliased output column.
+pub(super) fn column_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => ident(i),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        ast::Expr::Function(f) => crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => column_name(expr),
+        ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Case { .. } => "case".into(),
+        _ => "?column?".into(),
+    }
+}
+
+/// Rewrites an expression of an aggregate query to read group keys and aggregate results.
+fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
+    if let Some(i) = groups.iter().position(|g| g == e) {
+        return Ok(Expr::Group(i));
+    }
+    let r = |x: &Expr| to_post_agg(x, groups);
+    let rb = |x: &Expr| to_post_agg(x, groups).map(Box::new);
+    Ok(match e {
+        Expr::Column { .. } => {
+            return Err(SqlError::Grouping(
+                "column must appear in the GROUP BY clause or be used in an aggregate function".into(),
+            ));
+        }
+        Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Agg(_) | Expr::Group(_) => e.clone(),
+        Expr::Not(x) => Expr::Not(rb(x)?),
+        Expr::Neg(x) => Expr::Neg(rb(x)?),
+        Expr::Cast(x, t) => Expr::Cast(rb(x)?, *t),
+        Expr::And(a, b) => Expr::And(rb(a)?, rb(b)?),
+        Expr::Or(a, b) => Expr::Or(rb(a)?, rb(b)?),
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, rb(a)?, rb(b)?),
+        Expr::Arith(op, a, b) => Expr::Arith(*op, rb(a)?, rb(b)?),
+        Expr::Concat(a, b) => Expr::Concat(rb(a)?, rb(b)?),
+        Expr::IsNull { expr, negated } => Expr::IsNull {
+            expr: rb(expr)?,
+            negated: *negated,
+        },
+        Expr::IsDistinct { left, right, negated } => Expr::IsDistinct {
+            left: rb(left)?,
+            right: rb(right)?,
+            negated: *negated,
+        },
+        Expr::InList { expr, list, negated } => Expr::InList {
+            expr: rb(expr)?,
+            list: list.iter().map(r).collect::<Result<_>>()?,
+            negated: *negated,
+        },
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => Expr::Like {
+            expr: rb(expr)?,
+            pattern: rb(pattern)?,
+            negated: *negated,
+            case_insensitive: *case_insensitive,
+        },
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => Expr::Case {
+            operand: operand.as_deref().map(rb).transpose()?,
+            whens: whens.iter().map(|(w, t)| Ok((r(w)?, r(t)?))).collect::<Result<_>>()?,
+            otherwise: otherwise.as_deref().map(rb).transpose()?,
+        },
+        Expr::Func(f, args) => Expr::Func(*f, args.iter().map(r).collect::<Result<_>>()?),
+    })
+}
+
+fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
+    let mut bind = |e: &ast::Expr| -> Result<Expr> {
+        let saved = b.aggs.take();
+        let r = b.expr(e);
+        b.aggs = saved;
+        let (x, _) = r?;
+        if !x.is_row_independent() {
+            return Err(SqlError::Syntax(
+                "LIMIT and OFFSET must be constants or parameters".into(),
+            ));
+        }
+        b.infer(&x, Some(DataType::BigInt));
+        Ok(x)
+    };
+    Ok(match &q.limit_clause {
+        None => (None, None),
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return unsupported("LIMIT BY");
+            }
+            (
+                limit.as_ref().map(&mut bind).transpose()?,
+                offset.as_ref().map(|o| bind(&o.value)).transpose()?,
+            )
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(bind(limit)?), Some(bind(offset)?)),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Access paths and join order

@@ -1,0 +1,152 @@
+//! What a plan is: the access path to each relation, the join order, and the plans of
+//! SELECT, INSERT, UPDATE and DELETE that the executor runs.
+
+use std::sync::Arc;
+
+use permafrost_storage::{DataType, TableSchema};
+
+use crate::bind::AggCall;
+use crate::expr::Expr;
+use crate::rows::ColumnInfo;
+
+/// How a relation's tuples are found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    Scan,
+    /// Equality on all columns of index `index`.
+    IndexEq {
+        index: usize,
+        keys: Vec<Expr>,
+    },
+    /// `col = ANY(array)` on the column of a one-column index: a lookup per distinct
+    /// element of the array (evaluated before the relation is read).
+    IndexAny {
+        index: usize,
+        array: Expr,
+    },
+    /// Equalities on a prefix of an ordered index plus an optional range on the next column.
+    IndexRange {
+        index: usize,
+        prefix: Vec<Expr>,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// Which partitions' copies of a relation a statement reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartitionPick {
+    /// Every partition the transaction holds.
+    All,
+    /// Only the partition of this value of the partition column.
+    Key(Expr),
+    /// A replicated table: one copy is enough to read.
+    Replicated,
+}
+
+#[derive(Debug, Clone)]
+pub struct RelPlan {
+    pub rel: usize,
+    pub schema: Arc<TableSchema>,
+    pub access: Access,
+    /// Predicates checked once this relation (and all earlier ones) is bound.
+    pub filters: Vec<Expr>,
+    /// How many of `filters`, at their start, are the predicates an `IndexRange`
+    /// access's bounds came from: a range the executor builds exactly (integer keys,
+    /// every bound converted) guarantees them, so they are not checked again.
+    pub bounds: usize,
+    pub pick: PartitionPick,
+}
+
+#[derive(Debug, Clone)]
+pub struct AggPlan {
+    pub groups: Vec<Expr>,
+    pub aggs: Vec<AggCall>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Debug)]
+pub struct SelectPlan {
+    /// The largest result produced so far, in bytes: the next result buffer starts this
+    /// big, so a point read does not regrow its buffer value by value.
+    pub size_hint: std::sync::atomic::AtomicUsize,
+    pub rels: Vec<RelPlan>,
+    /// Predicates that read no relation, checked once.
+    pub pre_filters: Vec<Expr>,
+    pub output: Vec<Expr>,
+    pub agg: Option<AggPlan>,
+    pub order: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub distinct: bool,
+}
+
+impl SelectPlan {
+    /// Initial capacity for a result buffer.
+    pub fn size_hint(&self) -> usize {
+        self.size_hint.load(std::sync::atomic::Ordering::Relaxed).min(1 << 20)
+    }
+
+    /// Remembers a result size (written only when it grows, so partitions sharing the plan
+    /// rarely write the same cache line).
+    pub fn note_size(&self, bytes: usize) {
+        if bytes > self.size_hint.load(std::sync::atomic::Ordering::Relaxed) {
+            self.size_hint.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    Select(Box<SelectPlan>),
+}
+
+#[derive(Debug)]
+pub struct InsertPlan {
+    pub schema: Arc<TableSchema>,
+    /// For each table column, the position in the source rows, or `None` for the default.
+    pub targets: Vec<Option<usize>>,
+    pub source: InsertSource,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpdatePlan {
+    pub target: RelPlan,
+    pub assignments: Vec<(usize, Expr)>,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeletePlan {
+    pub target: RelPlan,
+    pub returning: Vec<Expr>,
+}
+
+#[derive(Debug)]
+pub enum Plan {
+    Select(SelectPlan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+/// The result of planning one statement.
+pub struct Planned {
+    pub plan: Plan,
+    pub params: Vec<Option<DataType>>,
+    /// The parameters that are arrays, with their elements' type (`Binder::array_params`).
+    pub array_params: Vec<(usize, Option<DataType>)>,
+    pub columns: Vec<ColumnInfo>,
+}
+
+// ---------------------------------------------------------------------------------------
+// SELECT

@@ -1,0 +1,356 @@
+//! INSERT, UPDATE and DELETE (and their RETURNING) into plans.
+
+use permafrost_storage::TableSchema;
+use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, TableFactor};
+
+use super::access::*;
+use super::select::*;
+use super::tree::*;
+use crate::bind::{Binder, ident};
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::Expr;
+use crate::rows::ColumnInfo;
+fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
+    let mut out = Vec::new();
+    let mut cols = Vec::new();
+    for item in items.iter().flatten() {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let (x, t) = b.expr(e)?;
+                out.push(x);
+                cols.push(ColumnInfo {
+                    name: column_name(e),
+                    ty: t,
+                });
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let (x, t) = b.expr(expr)?;
+                out.push(x);
+                cols.push(ColumnInfo {
+                    name: ident(alias),
+                    ty: t,
+                });
+            }
+            SelectItem::Wildcard(_) => {
+                for (ci, c) in b.rels[0].schema.columns.iter().enumerate() {
+                    out.push(Expr::Column { rel: 0, col: ci });
+                    cols.push(ColumnInfo {
+                        name: c.name.clone(),
+                        ty: Some(c.ty),
+                    });
+                }
+            }
+            _ => return unsupported("this RETURNING item"),
+        }
+    }
+    Ok((out, cols))
+}
+
+/// `SELECT e1, e2 ... FROM (VALUES (...), ...) AS a(c1, c2 ...) [ORDER BY ck]` as the
+/// VALUES list it stands for: each row with the `ei` computed over it, in the order asked
+/// (rows sorted by a numbered column). SQLAlchemy sends its multi-row INSERT ... RETURNING
+/// so, to match the returned keys with its objects by that order. `None` for any other
+/// query (or one whose expressions read anything but the list's columns).
+fn inline_values_select(q: &ast::Query) -> Option<ast::Query> {
+    use sqlparser::ast::{Expr, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    if q.limit_clause.is_some()
+        || q.with.is_some()
+        || s.selection.is_some()
+        || s.having.is_some()
+        || s.distinct.is_some()
+        || s.from.len() != 1
+        || !s.from[0].joins.is_empty()
+        || !matches!(&s.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+    {
+        return None;
+    }
+    let TableFactor::Derived {
+        lateral: false,
+        subquery,
+        alias: Some(alias),
+        ..
+    } = &s.from[0].relation
+    else {
+        return None;
+    };
+    let SetExpr::Values(values) = subquery.body.as_ref() else {
+        return None;
+    };
+    let names: Vec<String> = alias
+        .columns
+        .iter()
+        .map(|c| c.name.value.to_ascii_lowercase())
+        .collect();
+    if names.is_empty() || values.rows.iter().any(|r| r.content.len() != names.len()) {
+        return None;
+    }
+    // The rows in the order asked: by a column of the list whose values are numbers.
+    let mut rows: Vec<&Vec<Expr>> = values.rows.iter().map(|r| &r.content).collect();
+    if let Some(order) = &q.order_by {
+        let ast::OrderByKind::Expressions(keys) = &order.kind else {
+            return None;
+        };
+        let [key] = keys.as_slice() else { return None };
+        if !matches!(key.options.sort, None | Some(ast::OrderBySort::Asc)) || key.options.nulls_first.is_some() {
+            return None;
+        }
+        let Expr::Identifier(col) = &key.expr else { return None };
+        let k = names.iter().position(|n| n.eq_ignore_ascii_case(&col.value))?;
+        let mut numbered = Vec::with_capacity(rows.len());
+        for r in rows {
+            let Expr::Value(v) = &r[k] else { return None };
+            let ast::Value::Number(n, _) = &v.value else {
+                return None;
+            };
+            numbered.push((n.parse::<i64>().ok()?, r));
+        }
+        numbered.sort_by_key(|(n, _)| *n);
+        rows = numbered.into_iter().map(|(_, r)| r).collect();
+    }
+    struct Substitute<'a> {
+        alias: String,
+        names: &'a [String],
+        row: &'a [Expr],
+        foreign: bool,
+    }
+    impl VisitorMut for Substitute<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            let col = match e {
+                Expr::Identifier(i) => Some(i.value.to_ascii_lowercase()),
+                Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(&self.alias) => {
+                    Some(p[1].value.to_ascii_lowercase())
+                }
+                Expr::CompoundIdentifier(_) => {
+                    self.foreign = true;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(c) = col {
+                match self.names.iter().position(|n| *n == c) {
+                    Some(k) => *e = Expr::Nested(Box::new(self.row[k].clone())),
+                    None => self.foreign = true,
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut out_rows = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut sub = Substitute {
+            alias: alias.name.value.clone(),
+            names: &names,
+            row: r,
+            foreign: false,
+        };
+        let mut row = Vec::with_capacity(s.projection.len());
+        for item in &s.projection {
+            let mut e = match item {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+                _ => return None,
+            };
+            let _ = e.visit(&mut sub);
+            row.push(e);
+        }
+        if sub.foreign {
+            return None;
+        }
+        out_rows.push(ast::Parens::with_empty_span(row));
+    }
+    let mut out = q.clone();
+    out.order_by = None;
+    out.body = Box::new(SetExpr::Values(ast::Values {
+        explicit_row: values.explicit_row,
+        value_keyword: values.value_keyword,
+        rows: out_rows,
+    }));
+    Some(out)
+}
+
+pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
+    if ins.or.is_some() || ins.ignore || ins.on.is_some() || ins.replace_into || ins.partitioned.is_some() {
+        return unsupported("INSERT ... ON CONFLICT / OR REPLACE / IGNORE");
+    }
+    if !ins.assignments.is_empty() {
+        return unsupported("INSERT ... SET");
+    }
+    let mut b = Binder::new(catalog);
+    let name = match &ins.table {
+        ast::TableObject::TableName(n) => n.clone(),
+        _ => return unsupported("INSERT into a table function"),
+    };
+    let schema = b.table(&name)?;
+    // Column list: all columns in order by default.
+    let named: Vec<usize> = if ins.columns.is_empty() {
+        (0..schema.columns.len()).collect()
+    } else {
+        let mut v = Vec::new();
+        for c in &ins.columns {
+            let n = crate::bind::object_name(c)?;
+            let i = schema
+                .column_index_exact(&n)
+                .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+            if v.contains(&i) {
+                return Err(SqlError::Syntax(format!("column \"{n}\" specified more than once")));
+            }
+            v.push(i);
+        }
+        v
+    };
+    let mut targets = vec![None; schema.columns.len()];
+    for (pos, &c) in named.iter().enumerate() {
+        targets[c] = Some(pos);
+    }
+    let inlined = match ins.source.as_deref() {
+        Some(q) => inline_values_select(q),
+        None => None,
+    };
+    let source = match inlined.as_ref().or(ins.source.as_deref()) {
+        None => return unsupported("INSERT ... DEFAULT VALUES"),
+        Some(q) => match q.body.as_ref() {
+            SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {
+                let mut rows = Vec::with_capacity(values.rows.len());
+                for row in &values.rows {
+                    if row.len() > named.len() {
+                        return Err(SqlError::Syntax(
+                            "INSERT has more expressions than target columns".into(),
+                        ));
+                    }
+                    if row.len() < named.len() {
+                        return Err(SqlError::Syntax(
+                            "INSERT has more target columns than expressions".into(),
+                        ));
+                    }
+                    let mut out = Vec::with_capacity(row.len());
+                    for (pos, e) in row.iter().enumerate() {
+                        let (x, _) = b.expr(e)?;
+                        b.infer(&x, Some(schema.columns[named[pos]].ty));
+                        out.push(x);
+                    }
+                    rows.push(out);
+                }
+                InsertSource::Values(rows)
+            }
+            _ => {
+                let (plan, cols) = select(&mut b, q)?;
+                if cols.len() != named.len() {
+                    return Err(SqlError::Syntax(
+                        "INSERT's SELECT returns a different number of columns".into(),
+                    ));
+                }
+                b.rels.clear();
+                InsertSource::Select(Box::new(plan))
+            }
+        },
+    };
+    b.rels.clear();
+    b.add_rel(schema.clone(), None)?;
+    let (ret, columns) = returning(&mut b, &ins.returning)?;
+    Ok(Planned {
+        plan: Plan::Insert(InsertPlan {
+            schema,
+            targets,
+            source,
+            returning: ret,
+        }),
+        params: b.params,
+        array_params: b.array_params,
+        columns,
+    })
+}
+
+fn single_target(b: &mut Binder<'_>, t: &ast::TableWithJoins) -> Result<()> {
+    if !t.joins.is_empty() {
+        return unsupported("UPDATE/DELETE with joins");
+    }
+    add_factor(b, &t.relation)?;
+    Ok(())
+}
+
+fn target_plan(b: &mut Binder<'_>, selection: &Option<ast::Expr>) -> Result<RelPlan> {
+    let mut conjuncts = Vec::new();
+    if let Some(w) = selection {
+        b.expr(w)?.0.conjuncts(&mut conjuncts);
+    }
+    let (mut rels, pre) = plan_joins(b, conjuncts)?;
+    let mut target = rels.pop().expect("one relation");
+    // Predicates on no column (e.g. `WHERE $1`) are checked per row too.
+    target.filters.extend(pre);
+    Ok(target)
+}
+
+pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
+    if u.from.is_some() || u.or.is_some() {
+        return unsupported("UPDATE ... FROM");
+    }
+    let mut b = Binder::new(catalog);
+    single_target(&mut b, &u.table)?;
+    let schema = b.rels[0].schema.clone();
+    let mut assignments: Vec<(usize, Expr)> = Vec::new();
+    for a in &u.assignments {
+        let cols = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => vec![n.clone()],
+            ast::AssignmentTarget::Tuple(_) => return unsupported("UPDATE with a column tuple"),
+        };
+        let n = crate::bind::object_name(&cols[0])?;
+        let c = schema
+            .column_index_exact(&n)
+            .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+        if assignments.iter().any(|(x, _)| *x == c) {
+            return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
+        }
+        let (x, _) = b.expr(&a.value)?;
+        b.infer(&x, Some(schema.columns[c].ty));
+        assignments.push((c, x));
+    }
+    let target = target_plan(&mut b, &u.selection)?;
+    let (ret, columns) = returning(&mut b, &u.returning)?;
+    Ok(Planned {
+        plan: Plan::Update(UpdatePlan {
+            target,
+            assignments,
+            returning: ret,
+        }),
+        params: b.params,
+        array_params: b.array_params,
+        columns,
+    })
+}
+
+pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
+    if d.using.is_some() || !d.order_by.is_empty() || d.limit.is_some() || !d.tables.is_empty() {
+        return unsupported("DELETE ... USING / ORDER BY / LIMIT");
+    }
+    let mut b = Binder::new(catalog);
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    match from.as_slice() {
+        [t] => single_target(&mut b, t)?,
+        _ => return unsupported("DELETE from several tables"),
+    }
+    let target = target_plan(&mut b, &d.selection)?;
+    let (ret, columns) = returning(&mut b, &d.returning)?;
+    Ok(Planned {
+        plan: Plan::Delete(DeletePlan { target, returning: ret }),
+        params: b.params,
+        array_params: b.array_params,
+        columns,
+    })
+}
+
+trait ExactColumn {
+    fn column_index_exact(&self, name: &str) -> Option<usize>;
+}
+
+impl ExactColumn for TableSchema {
+    fn column_index_exact(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
