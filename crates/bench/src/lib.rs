@@ -5,7 +5,6 @@
 //! later the server and the peer systems — through one trait, so every system runs the
 //! same client code, data and distribution.
 
-pub mod crash;
 pub mod device;
 pub mod experiment;
 pub mod plot;

@@ -445,7 +445,7 @@ pub(crate) fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
 }
 
 pub(crate) fn run_crash(a: CrashArgs) -> Result<(), String> {
-    use permafrost_bench::crash;
+    use permafrost_crash as crash;
     let binary = match a.binary {
         Some(b) => b,
         None => std::env::current_exe().map_err(|e| format!("cannot find this binary (give --binary): {e}"))?,

@@ -167,7 +167,7 @@ async fn connect(config: &tokio_postgres::Config, addr: &str) -> Result<Client, 
 
 /// An error with the server's SQLSTATE and message when it has them (tokio-postgres
 /// displays a server error as just "db error").
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+pub fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(d) => format!("{} ({})", d.message(), d.code().code()),
         None => {

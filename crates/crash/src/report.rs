@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::BenchError;
+use permafrost_bench::BenchError;
 
 /// Bytes of padding per account (the accounts outgrow a small memory budget).
 pub(super) const PAD_BYTES: usize = 900;

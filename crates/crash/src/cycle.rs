@@ -14,17 +14,17 @@ use tokio::task::JoinHandle;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
-use crate::BenchError;
-use crate::ycsb::server::describe;
+use permafrost_bench::BenchError;
+use permafrost_bench::ycsb::server::describe;
 
-use super::report::{
+use crate::report::{
     ACCOUNT_RANGE, BLOCK_CONNECTIONS, CrashOptions, DRAIN, EVENT_RANGE, INITIAL_BALANCE, InFlight, IterationReport,
     LOAD_CONNECTIONS, LOAD_ROWS, MAX_MESSAGES, Phases, SAMPLE_EVERY, VERIFY_DEPTH,
 };
-use super::server::{
+use crate::server::{
     Sample, Server, free_port, log_files, log_since, log_tail, parse_recovery, sample, snapshot_tmp_fresh,
 };
-use super::workload::{
+use crate::workload::{
     ACKED, BlockWorker, Counters, EventRows, Events, FOUND, MISSING, Worker, account_pad, event_payload, initial_total,
     iteration_seed, mix, prepare, retrying,
 };

@@ -12,9 +12,9 @@ use rand::rngs::SmallRng;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
-use crate::ycsb::server::describe;
+use permafrost_bench::ycsb::server::describe;
 
-use super::report::{INITIAL_BALANCE, INSERT_PCT, MAX_MESSAGES, PAD_BYTES, PAYLOAD_BYTES, RETRY_STALL, TRANSFER_PCT};
+use crate::report::{INITIAL_BALANCE, INSERT_PCT, MAX_MESSAGES, PAD_BYTES, PAYLOAD_BYTES, RETRY_STALL, TRANSFER_PCT};
 
 pub(super) fn initial_total(accounts: u64) -> i64 {
     accounts as i64 * INITIAL_BALANCE

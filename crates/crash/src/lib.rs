@@ -37,7 +37,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::BenchError;
+use permafrost_bench::BenchError;
 
 mod cycle;
 mod report;
