@@ -23,61 +23,43 @@ impl Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cell = txn::of(client);
-        match cmd.route() {
-            Route::Block => self.block_statement(client, cmd, cancel, &cell).await,
-            Route::Either => {
-                if matches!(*txn::lock(&cell), txn::State::Failed(_)) {
-                    return Err(txn::aborted());
-                }
-                let r = Box::pin(self.in_or_out_of_block(client, cmd, params, format, cancel, &cell)).await;
-                if r.is_err() {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r
-            }
-            Route::Session => {
-                let inside = match &*txn::lock(&cell) {
-                    txn::State::Idle => false,
-                    txn::State::Open(_) => true,
-                    txn::State::Failed(_) => return Err(txn::aborted()),
-                };
-                let r = self.session_statement(client, cmd, format, cancel, &cell).await;
-                if r.is_err() && inside {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r
-            }
-            Route::Engine => {
-                let inside = match &*txn::lock(&cell) {
-                    txn::State::Idle => false,
-                    txn::State::Open(_) => true,
-                    txn::State::Failed(_) => return Err(txn::aborted()),
-                };
-                if !inside {
-                    return self.run(cmd, params, format, cancel).await;
-                }
-                let r = match cmd {
-                    Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
-                    Command::Dml(_) if block_changed_schema(&cell) => Err(client_error(
-                        "0A000",
-                        "tables cannot be read or written after a schema change in the same transaction block \
-                         (the change applies at COMMIT): COMMIT first",
-                    )),
-                    Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
-                    Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
-                    _ => Err(client_error(
-                        "0A000",
-                        "only queries, INSERT, UPDATE, DELETE, COPY FROM STDIN, schema changes, SET and SHOW may run \
-                         inside a transaction block (CALL, COPY TO, CREATE PROCEDURE and CHECKPOINT run outside \
-                         BEGIN ... COMMIT)",
-                    )),
-                };
-                if r.is_err() {
-                    txn::fail(&mut txn::lock(&cell));
-                }
-                r
-            }
+        let route = cmd.route();
+        if route == Route::Block {
+            return self.block_statement(client, cmd, cancel, &cell).await;
         }
+        // In an aborted block every other statement is refused as such.
+        let inside = match &*txn::lock(&cell) {
+            txn::State::Idle => false,
+            txn::State::Open(_) => true,
+            txn::State::Failed(_) => return Err(txn::aborted()),
+        };
+        let r = match route {
+            Route::Either => Box::pin(self.in_or_out_of_block(client, cmd, params, format, cancel, &cell)).await,
+            Route::Session => self.session_statement(client, cmd, format, cancel, &cell).await,
+            Route::Engine if !inside => return self.run(cmd, params, format, cancel).await,
+            Route::Block => Err(client_error("XX000", "internal error: a block statement routed twice")),
+            Route::Engine => match cmd {
+                Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
+                Command::Dml(_) if block_changed_schema(&cell) => Err(client_error(
+                    "0A000",
+                    "tables cannot be read or written after a schema change in the same transaction block \
+                     (the change applies at COMMIT): COMMIT first",
+                )),
+                Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
+                Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
+                _ => Err(client_error(
+                    "0A000",
+                    "only queries, INSERT, UPDATE, DELETE, COPY FROM STDIN, schema changes, SET and SHOW may run \
+                     inside a transaction block (CALL, COPY TO, CREATE PROCEDURE and CHECKPOINT run outside \
+                     BEGIN ... COMMIT)",
+                )),
+            },
+        };
+        // An error inside a block aborts it (outside one there is nothing to abort).
+        if r.is_err() {
+            txn::fail(&mut txn::lock(&cell));
+        }
+        r
     }
 
     /// BEGIN, COMMIT, ROLLBACK and savepoints ([`Route::Block`]).

@@ -80,11 +80,6 @@ impl Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let session = settings::of(client);
-        let timeout = |value: &str| {
-            if let Some(c) = cancel {
-                c.set_statement_timeout(value.parse().unwrap_or(0));
-            }
-        };
         match cmd {
             Command::Set(SetStatement::Assign { name, value })
             | Command::SetConfig(SetStatement::Assign { name, value }) => {
@@ -92,7 +87,7 @@ impl Backend {
                 let before = session.get(s);
                 let now = session.set(s, value.clone());
                 if s.name == "statement_timeout" {
-                    timeout(&now);
+                    statement_timeout(cancel, &now);
                 }
                 if s.reported && now != before {
                     client
@@ -187,15 +182,10 @@ impl Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let session = settings::of(client);
-        let timeout = |value: &str| {
-            if let Some(c) = cancel {
-                c.set_statement_timeout(value.parse().unwrap_or(0));
-            }
-        };
         for name in session.reset_all() {
             let s = settings::setting(name).expect("a setting");
             if s.name == "statement_timeout" {
-                timeout("0");
+                statement_timeout(cancel, "0");
             }
             if s.reported {
                 client
@@ -357,5 +347,13 @@ impl Backend {
                 text_rows(&b.columns(), rows, format)
             }
         }
+    }
+}
+
+/// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):
+/// its cancel token enforces it.
+fn statement_timeout(cancel: Option<&CancelToken>, value: &str) {
+    if let Some(c) = cancel {
+        c.set_statement_timeout(value.parse().unwrap_or(0));
     }
 }
