@@ -1,22 +1,21 @@
-//! The embedded database API.
+//! The embedded database: [`Database::open`] starts one executor thread per partition,
+//! and the handle keeps what they share.
 //!
-//! [`Database::open`] starts one executor thread per partition. DDL and procedure
-//! registration change the published schema state; calls are routed to the partition of
-//! their partition parameter (or to all partitions for multi-partition procedures) and
-//! answered synchronously ([`Database::call`]), as futures ([`Database::call_async`]) or in
-//! batches through a pipelining [`Session`](crate::Session) (session.rs). Looking into a
-//! running database (memory, counters, a closure at a partition) is in inspect.rs.
+//! What a database does is in files of their own: requests and their answers
+//! ([`Database::submit`], request.rs), the registry of tables and procedures (DDL and
+//! registration, registry.rs), interactive transactions (interactive.rs), pipelining
+//! sessions (session.rs), looking into a running database (memory, counters, a closure at
+//! a partition: inspect.rs), snapshots (snapshot/) and recovery (recovery.rs).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
-use permafrost_sql::{Catalog, Rows, SqlError};
-use permafrost_storage::{DataType, Value};
+use permafrost_sql::{Catalog, Rows};
+use permafrost_storage::DataType;
 
 use crate::config::Config;
 use crate::counters::PartitionStats;
@@ -24,10 +23,9 @@ use crate::error::{Error, Result};
 use crate::partition::cell::PartitionCell;
 use crate::partition::fence::QueueState;
 use crate::partition::msg::{MpWork, Msg};
-use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::partition::state::Partition;
-use crate::procedure::{Partitioning, Procedure, ProcedureDef, SchemaState};
-use crate::reply::{Reply, StopFlag};
+use crate::procedure::{Partitioning, Procedure, SchemaState};
+use crate::reply::Reply;
 use crate::schema_log::SchemaLog;
 use crate::shared::Shared;
 use crate::snapshot::job::{Periodic, Snapshots};
@@ -36,16 +34,16 @@ pub(crate) struct Inner {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Serializes schema changes and registrations (never held by partition threads).
-    ddl: Mutex<()>,
+    pub(crate) ddl: Mutex<()>,
     /// The last command-log record present at open: what [`Database::recover`] replays.
     recover_through: u64,
     /// The schema statements that built the current schema, in order (snapshots hold it).
-    history: Mutex<Vec<String>>,
+    pub(crate) history: Mutex<Vec<String>>,
     pub(crate) snapshots: Snapshots,
     /// The data directory's lock and schema log, once the database is opened in one
     /// (datadir.rs): held until the database is dropped; every schema change from then on
     /// is appended to the schema log.
-    data_dir: std::sync::OnceLock<(permafrost_io::DirLock, SchemaLog)>,
+    pub(crate) data_dir: std::sync::OnceLock<(permafrost_io::DirLock, SchemaLog)>,
 }
 
 impl Drop for Inner {
@@ -88,7 +86,7 @@ impl Drop for Owner {
 }
 
 /// An ad hoc statement planned once, for running it many times
-/// ([`Database::execute_ad_hoc`]).
+/// ([`Request::statement`](crate::Request::statement)).
 #[derive(Clone, Debug)]
 pub struct AdHoc {
     /// The catalog it was planned against.
@@ -344,430 +342,13 @@ impl Database {
         self.shared().schema.load().catalog.clone()
     }
 
-    /// Runs DDL (one or more `;`-separated CREATE/DROP TABLE/INDEX statements). Each
-    /// statement is applied at every partition at one point of the transaction order,
-    /// all or nothing; registered procedures are re-planned against the new schema.
-    pub fn execute_ddl(&self, sql: &str) -> Result<()> {
-        self.execute_ddl_logged(sql, true)
-    }
-
-    /// [`Database::execute_ddl`]; `log`: whether the command log records the statements
-    /// (not when they are replayed from it).
-    pub(crate) fn execute_ddl_logged(&self, sql: &str, log: bool) -> Result<()> {
-        permafrost_sql::limits::with_stack_for(sql, || self.apply_ddl(sql, log))
-    }
-
-    /// Checks that `texts` (schema changes, in order) would apply to the current schema,
-    /// without applying them.
-    pub fn check_ddl(&self, texts: &[String]) -> Result<()> {
-        let joined = texts.join(";\n");
-        permafrost_sql::limits::with_stack_for(&joined, || {
-            let stmts = Self::parse_ddl(texts)?;
-            let state = self.shared().schema.load_full();
-            let mut catalog = (*state.catalog).clone();
-            for (_, stmt) in &stmts {
-                for c in &permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
-                    catalog = catalog.apply(c)?;
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// Applies the schema changes `texts` as one: all of them, or none (a transaction
-    /// block's CREATE, DROP and ALTER statements at its COMMIT). One record in the command
-    /// log holds them all.
-    pub fn execute_ddl_atomic(&self, texts: &[String]) -> Result<()> {
-        let joined = texts.join(";\n");
-        permafrost_sql::limits::with_stack_for(&joined, || {
-            let stmts = Self::parse_ddl(texts)?;
-            let _guard = self
-                .inner
-                .ddl
-                .lock()
-                .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
-            let state = self.shared().schema.load_full();
-            let mut catalog = (*state.catalog).clone();
-            let mut changes = Vec::new();
-            for (_, stmt) in &stmts {
-                for c in permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
-                    catalog = catalog.apply(&c)?;
-                    changes.push(c);
-                }
-            }
-            if changes.is_empty() {
-                return Ok(());
-            }
-            self.install_schema(&state, changes, Arc::new(catalog), joined.clone(), true)?;
-            // One record of the schema log too, so that a crash keeps all or none.
-            self.push_history(&joined)
-        })
-    }
-
-    /// The statements of schema-change texts, each with its own text.
-    fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
-        let mut stmts = Vec::new();
-        for t in texts {
-            for text in permafrost_sql::script::split(t)? {
-                for stmt in permafrost_sql::parse::parse_statements(&text)? {
-                    stmts.push((text.clone(), stmt));
-                }
-            }
-        }
-        Ok(stmts)
-    }
-
-    /// Installs a schema (`catalog`, reached by `changes`) at every partition, with the
-    /// procedures that still plan against it; `log`: the command log records `sql`.
-    fn install_schema(
-        &self,
-        state: &SchemaState,
-        changes: Vec<permafrost_sql::DdlChange>,
-        catalog: Arc<permafrost_sql::Catalog>,
-        sql: String,
-        log: bool,
-    ) -> Result<()> {
-        // Procedures whose statements no longer plan (a table they use was dropped) are
-        // unregistered with the schema change.
-        let procs = state
-            .procs
-            .iter()
-            .filter_map(|(name, p)| {
-                Procedure::prepare(p.def.clone(), &catalog)
-                    .ok()
-                    .map(|p| (name.clone(), Arc::new(p)))
-            })
-            .collect();
-        let next = Arc::new(SchemaState { catalog, procs });
-        let work = MpWork::Ddl {
-            changes,
-            next,
-            sql,
-            log,
-        };
-        self.run_mp_work(work, self.shared().all_partitions())?;
-        Ok(())
-    }
-
-    fn apply_ddl(&self, sql: &str, log: bool) -> Result<()> {
-        let stmts = Self::parse_ddl(&[sql.to_string()])?;
-        let _guard = self
-            .inner
-            .ddl
-            .lock()
-            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
-        for (text, stmt) in &stmts {
-            let state = self.shared().schema.load_full();
-            let changes = permafrost_sql::ddl::plan_ddl(&state.catalog, stmt)?;
-            if changes.is_empty() {
-                continue;
-            }
-            let mut catalog = (*state.catalog).clone();
-            for c in &changes {
-                catalog = catalog.apply(c)?;
-            }
-            self.install_schema(&state, changes, Arc::new(catalog), text.clone(), log)?;
-            self.push_history(text)?;
-        }
-        Ok(())
-    }
-
     pub(crate) fn run_mp_work(&self, work: MpWork, parts: Vec<u32>) -> Result<Rows> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.shared().submit_mp(work, parts, Reply::Oneshot(tx))?;
         rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
     }
 
-    /// Registers a procedure, planning its statements against the current schema.
-    pub fn register(&self, def: ProcedureDef) -> Result<ProcHandle> {
-        self.register_inner(def, false)
-    }
-
-    /// Runs `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$` (see
-    /// [`permafrost_sql::script`]): registers a SQL-defined procedure.
-    pub fn create_procedure(&self, sql: &str) -> Result<ProcHandle> {
-        self.create_procedure_logged(sql, true)
-    }
-
-    pub(crate) fn create_procedure_logged(&self, sql: &str, log: bool) -> Result<ProcHandle> {
-        let src = permafrost_sql::script::parse_create_procedure(sql)?;
-        let replace = src.or_replace;
-        // Under the schema lock from registration to the log record, so that a snapshot
-        // holds the procedure exactly when its record is before the snapshot's cut.
-        let _guard = self.lock_ddl()?;
-        let h = self.register_locked(ProcedureDef::from_sql(src, sql), replace)?;
-        if log {
-            self.log_schema(sql)?;
-        }
-        self.push_history(sql)?;
-        Ok(h)
-    }
-
-    pub(crate) fn lock_ddl(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
-        self.inner
-            .ddl
-            .lock()
-            .map_err(|_| Error::Internal("ddl lock poisoned".into()))
-    }
-
-    /// Remembers a schema statement that took effect (snapshots save the list; called under
-    /// the schema lock) and, once the database has a data directory, appends it to the
-    /// schema log. Fails if the change took effect but could not be recorded there.
-    pub(crate) fn push_history(&self, sql: &str) -> Result<()> {
-        if let Ok(mut h) = self.inner.history.lock() {
-            h.push(sql.to_string());
-        }
-        match self.inner.data_dir.get() {
-            Some((_, log)) => log.append(sql).map_err(|e| Error::Log {
-                message: format!("the schema change took effect but could not be recorded: {e}"),
-                sqlstate: "58030",
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Keeps the data directory's lock and schema log with the database (datadir.rs).
-    pub(crate) fn attach_data_dir(&self, lock: permafrost_io::DirLock, log: SchemaLog) {
-        let _ = self.inner.data_dir.set((lock, log));
-    }
-
-    /// The data directory's lock, if the database was opened in one.
-    pub fn data_dir_lock(&self) -> Option<&permafrost_io::DirLock> {
-        self.inner.data_dir.get().map(|(l, _)| l)
-    }
-
-    /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
-    pub fn drop_procedure(&self, sql: &str) -> Result<bool> {
-        self.drop_procedure_logged(sql, true)
-    }
-
-    pub(crate) fn drop_procedure_logged(&self, sql: &str, log: bool) -> Result<bool> {
-        let (name, if_exists) = permafrost_sql::script::parse_drop_procedure(sql)?;
-        let _guard = self.lock_ddl()?;
-        match self.unregister_locked(&name) {
-            Ok(()) => {
-                if log {
-                    self.log_schema(sql)?;
-                }
-                self.push_history(sql)?;
-                Ok(true)
-            }
-            Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Records a procedure definition or removal in the command log and waits until it is
-    /// durable (sync mode).
-    fn log_schema(&self, sql: &str) -> Result<()> {
-        let Some(log) = &self.shared().log else { return Ok(()) };
-        let mut body = Vec::new();
-        permafrost_durability::encode_record(
-            &permafrost_durability::TxnRecord {
-                partitions: self.shared().all_partitions(),
-                now: 0,
-                seed: 0,
-                request: permafrost_durability::Request::Schema { sql: sql.to_string() },
-            },
-            &mut body,
-        );
-        let (tx, rx) = std::sync::mpsc::channel();
-        log.append(
-            body,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        );
-        rx.recv().map_err(|_| Error::Shutdown)?.map_err(Error::from)
-    }
-
-    fn register_inner(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
-        let _guard = self.lock_ddl()?;
-        self.register_locked(def, replace)
-    }
-
-    fn register_locked(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
-        let state = self.shared().schema.load_full();
-        if state.procs.contains_key(&def.name) && !replace {
-            return Err(Error::DuplicateProcedure(def.name));
-        }
-        let proc = Arc::new(Procedure::prepare(def, &state.catalog)?);
-        let mut procs = state.procs.clone();
-        procs.insert(proc.name.clone(), proc.clone());
-        self.shared().schema.store(Arc::new(SchemaState {
-            catalog: state.catalog.clone(),
-            procs,
-        }));
-        Ok(ProcHandle { proc })
-    }
-
-    /// Removes a procedure. Calls already submitted still run.
-    pub fn unregister(&self, name: &str) -> Result<()> {
-        let _guard = self.lock_ddl()?;
-        self.unregister_locked(name)
-    }
-
-    fn unregister_locked(&self, name: &str) -> Result<()> {
-        let state = self.shared().schema.load_full();
-        if !state.procs.contains_key(name) {
-            return Err(Error::UnknownProcedure(name.into()));
-        }
-        let mut procs = state.procs.clone();
-        procs.remove(name);
-        self.shared().schema.store(Arc::new(SchemaState {
-            catalog: state.catalog.clone(),
-            procs,
-        }));
-        Ok(())
-    }
-
-    /// Looks a procedure up for repeated calls.
-    pub fn procedure(&self, name: &str) -> Result<ProcHandle> {
-        self.shared()
-            .schema
-            .load()
-            .procs
-            .get(name)
-            .map(|p| ProcHandle { proc: p.clone() })
-            .ok_or_else(|| Error::UnknownProcedure(name.into()))
-    }
-
-    /// Names of the registered procedures.
-    pub fn procedure_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.shared().schema.load().procs.keys().cloned().collect();
-        v.sort();
-        v
-    }
-
-    fn submit(&self, h: &ProcHandle, params: Vec<Value>, reply: Reply) -> Result<()> {
-        submit(self.shared(), &h.proc, params, reply, Dispatch::Queue).map(|_| ())
-    }
-
-    /// Calls a procedure and waits for its result.
-    pub fn call(&self, name: &str, params: Vec<Value>) -> Result<Rows> {
-        let h = self.procedure(name)?;
-        self.call_handle(&h, params)
-    }
-
-    /// Calls a procedure through a handle and waits for its result.
-    pub fn call_handle(&self, h: &ProcHandle, params: Vec<Value>) -> Result<Rows> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(h, params, Reply::Oneshot(tx))?;
-        rx.blocking_recv().unwrap_or(Err(Error::Shutdown))
-    }
-
-    /// Calls a procedure through a handle; the future resolves to its result.
-    pub fn call_handle_async(
-        &self,
-        h: &ProcHandle,
-        params: Vec<Value>,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let submitted = self.submit(h, params, Reply::Oneshot(tx));
-        async move {
-            submitted?;
-            rx.await.unwrap_or(Err(Error::Shutdown))
-        }
-    }
-
-    /// [`Database::call_handle_async`] for a caller that may ask the call to stop (`stop`:
-    /// a cancel request, a statement timeout, a client gone): its statements stop at their
-    /// next look, the transaction rolls back and the future resolves to 57014; a call that
-    /// committed first resolves to its result.
-    pub fn call_handle_stoppable(
-        &self,
-        h: &ProcHandle,
-        params: Vec<Value>,
-        stop: StopFlag,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        self.call_stoppable_with(h, params, stop, Dispatch::Queue)
-    }
-
-    /// [`Database::call_handle_stoppable`] where `here` says the caller has no call of its
-    /// own in flight (an ordinary client's connection): a short single-partition call
-    /// (every statement a point access) then runs on the calling thread when its partition
-    /// is free, instead of being handed to the partition's thread and back
-    /// (partition/cell.rs). The future is then ready at once, or in sync mode once its
-    /// group commit is durable.
-    pub fn call_handle_here(
-        &self,
-        h: &ProcHandle,
-        params: Vec<Value>,
-        stop: StopFlag,
-        here: bool,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let dispatch = if here { Dispatch::Inline } else { Dispatch::Queue };
-        self.call_stoppable_with(h, params, stop, dispatch)
-    }
-
-    fn call_stoppable_with(
-        &self,
-        h: &ProcHandle,
-        params: Vec<Value>,
-        stop: StopFlag,
-        dispatch: Dispatch<'_>,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let submitted = submit(self.shared(), &h.proc, params, Reply::Stoppable(tx, stop), dispatch).map(|_| ());
-        async move {
-            submitted?;
-            rx.await.unwrap_or(Err(Error::Shutdown))
-        }
-    }
-
-    /// Calls a procedure; the future resolves to its result. Many calls may be in flight.
-    pub fn call_async(&self, name: &str, params: Vec<Value>) -> impl Future<Output = Result<Rows>> + Send + 'static {
-        let submitted = self.procedure(name).and_then(|h| {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            self.submit(&h, params, Reply::Oneshot(tx)).map(|_| rx)
-        });
-        async move {
-            match submitted {
-                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
-                Err(e) => Err(e),
-            }
-        }
-    }
-
-    /// Runs one SQL statement as its own transaction and waits for the result. DDL is
-    /// applied as by [`Database::execute_ddl`]. Other statements run at the one partition
-    /// their parameters pin (a single-partition transaction) or else at all partitions.
-    pub fn execute_sql(&self, sql: &str, params: Vec<Value>) -> Result<Rows> {
-        let prepared = permafrost_sql::limits::with_stack_for(sql, || -> Result<_> {
-            let stmts = permafrost_sql::parse::parse_statements(sql)?;
-            let stmt = match stmts.as_slice() {
-                [one] => one,
-                [] => return Err(SqlError::Syntax("empty statement".into()).into()),
-                _ => return Err(SqlError::Syntax("execute one statement at a time".into()).into()),
-            };
-            if permafrost_sql::ddl::is_ddl(stmt) {
-                return Ok(None);
-            }
-            Ok(Some(permafrost_sql::prepare_statement(&self.catalog(), stmt, sql)?))
-        })?;
-        let Some(prepared) = prepared else {
-            self.execute_ddl(sql)?;
-            return Ok(Rows::default());
-        };
-        let rx = self.submit_ad_hoc(&self.ad_hoc(prepared), params)?;
-        crate::scan::complete(
-            rx.blocking_recv().unwrap_or(Err(Error::Shutdown))?,
-            self.statement_memory(),
-        )
-    }
-
-    /// Runs a planned DML or query statement as its own transaction; the future resolves
-    /// to its result. The partition thread is never blocked on the caller; many may be in
-    /// flight.
-    pub fn execute_prepared(
-        &self,
-        prepared: permafrost_sql::Prepared,
-        params: Vec<Value>,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static {
-        self.execute_ad_hoc(&self.ad_hoc(prepared), params)
-    }
-
-    /// Wraps a planned statement for running many times ([`Database::execute_ad_hoc`]).
+    /// Wraps a planned statement for running many times ([`Request::statement`](crate::Request::statement)).
     pub fn ad_hoc(&self, prepared: permafrost_sql::Prepared) -> AdHoc {
         AdHoc {
             catalog: self.catalog(),
@@ -775,147 +356,9 @@ impl Database {
         }
     }
 
-    /// Runs an ad hoc statement planned once (the server's prepared statements): like
-    /// [`Database::execute_prepared`] without planning or allocating the plan again. A plan
-    /// made before a schema change is planned again against the current catalog.
-    pub fn execute_ad_hoc(
-        &self,
-        stmt: &AdHoc,
-        params: Vec<Value>,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let submitted = self.submit_ad_hoc(stmt, params);
-        let limit = self.statement_memory();
-        async move {
-            match submitted {
-                // A scan's evicted rest is read here (this waits for block reads).
-                Ok(rx) => crate::scan::complete(rx.await.unwrap_or(Err(Error::Shutdown))?, limit),
-                Err(e) => Err(e),
-            }
-        }
-    }
-
-    /// [`Database::execute_ad_hoc`] for a caller that may ask the statement to stop
-    /// (`stop`): it then stops at its next look, rolls back, and the future resolves to
-    /// 57014; a statement that committed first resolves to its result. The result of a
-    /// scan over evicted data may go on after its rows: the caller reads the rest with
-    /// [`Rows::take_rest`] (a [`permafrost_sql::MoreRows`], which blocks while it reads
-    /// blocks; `stop` stops it too).
-    pub fn execute_ad_hoc_stoppable(
-        &self,
-        stmt: &AdHoc,
-        params: Vec<Value>,
-        stop: StopFlag,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        self.execute_stoppable_with(stmt, params, stop, false)
-    }
-
-    /// [`Database::execute_ad_hoc_stoppable`] where `here` says the caller has no
-    /// statement of its own in flight (an ordinary client's connection): a point statement
-    /// (a read or write by exact key, a few rows of VALUES) at a single partition then runs
-    /// on the calling thread when its partition is free, instead of being handed to the
-    /// partition's thread and back (partition/cell.rs). The future is then ready at once,
-    /// or in sync mode once its group commit is durable.
-    pub fn execute_ad_hoc_here(
-        &self,
-        stmt: &AdHoc,
-        params: Vec<Value>,
-        stop: StopFlag,
-        here: bool,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        self.execute_stoppable_with(stmt, params, stop, here)
-    }
-
-    fn execute_stoppable_with(
-        &self,
-        stmt: &AdHoc,
-        params: Vec<Value>,
-        stop: StopFlag,
-        inline: bool,
-    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
-        let submitted = self.submit_ad_hoc_with(stmt, params, Some(stop), inline);
-        async move {
-            match submitted {
-                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
-                Err(e) => Err(e),
-            }
-        }
-    }
-
-    fn submit_ad_hoc(&self, stmt: &AdHoc, params: Vec<Value>) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
-        self.submit_ad_hoc_with(stmt, params, None, false)
-    }
-
-    fn submit_ad_hoc_with(
-        &self,
-        stmt: &AdHoc,
-        params: Vec<Value>,
-        stop: Option<StopFlag>,
-        inline: bool,
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
-        let current = self.catalog();
-        let proc = if Arc::ptr_eq(&current, &stmt.catalog) {
-            stmt.proc.clone()
-        } else {
-            Arc::new(stmt.proc.replan(&current)?)
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let reply = match stop {
-            Some(stop) => Reply::Stoppable(tx, stop),
-            None => Reply::Oneshot(tx),
-        };
-        submit_statement(self.shared(), proc, params, reply, inline)?;
-        Ok(rx)
-    }
-
-    /// Inserts rows into `table` as one transaction over all partitions: every row is
-    /// stored, or (on any error: a constraint, the memory budget, a shutdown) none is.
-    /// `rows` holds the values of `columns` for each row, one row after the other; columns
-    /// left out get their defaults. The future resolves to the number of rows inserted.
-    /// This is what COPY FROM runs.
-    pub fn insert_rows(
-        &self,
-        table: &str,
-        columns: &[String],
-        rows: Vec<Value>,
-    ) -> impl Future<Output = Result<u64>> + Send + 'static + use<> {
-        let submitted = self.submit_rows(table, columns, rows);
-        async move {
-            match submitted {
-                Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|r| r.affected),
-                Err(e) => Err(e),
-            }
-        }
-    }
-
-    fn submit_rows(
-        &self,
-        table: &str,
-        columns: &[String],
-        rows: Vec<Value>,
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
-        if columns.is_empty() || !rows.len().is_multiple_of(columns.len()) {
-            return Err(Error::Internal(format!(
-                "{} values are not rows of {} columns",
-                rows.len(),
-                columns.len()
-            )));
-        }
-        let stmt = self.bulk_insert(table, columns)?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let work = MpWork::Call {
-            proc: stmt.proc,
-            params: rows.into(),
-            restarts: 0,
-            replay: None,
-        };
-        self.shared()
-            .submit_mp(work, self.shared().all_partitions(), Reply::Oneshot(tx))?;
-        Ok(rx)
-    }
-
     /// The bulk insert of rows of `columns` into `table` (what COPY FROM runs): a one-row
     /// INSERT whose parameters are the rows one after the other, run over all partitions
-    /// as one transaction ([`Database::insert_rows`], or a statement of an interactive
+    /// as one transaction ([`Request::rows`](crate::Request::rows), or a statement of an interactive
     /// transaction, [`TxnStatement`](crate::TxnStatement)).
     pub fn bulk_insert(&self, table: &str, columns: &[String]) -> Result<AdHoc> {
         let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));

@@ -541,7 +541,7 @@ impl Database {
     /// of the serial order: that is allowed only because the block's COMMIT checks the
     /// result again at one point (`TxnStatement::seen` must be read before this is
     /// called). A part that reaches evicted tuples or is stopped past its slice spoils the
-    /// run, which then runs as one statement over all partitions (`execute_ad_hoc_here`).
+    /// run, which then runs as one statement over all partitions (`Request::statement` at `Place::Here`).
     /// `None` when the query is not one to run so. Its `now()` would read 0 where it is
     /// computed off the partitions: for queries that do not read the clock (the server
     /// runs those as probes, with the block's clock).

@@ -1,8 +1,8 @@
 //! Permafrost execution: partitions, transactions, stored procedures and the embedded API.
 //!
 //! ```text
-//! Database::call / call_async / Session::submit
-//!   -> route by the procedure's partition parameter (or all partitions)
+//! Database::submit(Request) / Session::submit
+//!   -> route by the partition parameter (or all partitions)
 //!   -> partition queue -> partition executor thread (one per partition, owns its data)
 //!        runs the procedure body; its statements execute against the partition's store
 //!        commit, or roll back through the undo log
@@ -24,7 +24,9 @@ mod interactive;
 mod partition;
 pub mod procedure;
 mod recovery;
+mod registry;
 mod reply;
+mod request;
 mod scan;
 pub mod schema_log;
 mod session;
@@ -48,6 +50,7 @@ pub use permafrost_storage::{DataType, MemoryUsage, Numeric, NumericRef, Value, 
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::{Completion, StopFlag};
+pub use request::{Pending, Place, Request};
 pub use session::Session;
 pub use snapshot::{LoadReport, SnapshotInfo};
 pub use stats::TableStats;

@@ -30,6 +30,7 @@ use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::partition::msg::{Invocation, MpWork, Msg};
 use crate::procedure::{Procedure, ProcedureDef, Replayed};
+use crate::registry::Record;
 use crate::reply::{Completion, Reply, Sink};
 
 /// Replayed calls a partition receives in one message.
@@ -199,14 +200,8 @@ impl Database {
     /// in order: tables, indexes and SQL procedures come back.
     pub fn replay_schema(&self, statements: &[String]) -> Result<()> {
         for (i, sql) in statements.iter().enumerate() {
-            let r = if permafrost_sql::script::is_create_procedure(sql) {
-                self.create_procedure(sql).map(|_| ())
-            } else if permafrost_sql::script::is_drop_procedure(sql) {
-                self.drop_procedure(sql).map(|_| ())
-            } else {
-                self.execute_ddl(sql)
-            };
-            r.map_err(|e| Error::Recovery(format!("replaying schema change {} ({sql}): {e}", i + 1)))?;
+            self.apply_schema_statement(sql, Record::Logged)
+                .map_err(|e| Error::Recovery(format!("replaying schema change {} ({sql}): {e}", i + 1)))?;
         }
         Ok(())
     }
@@ -440,17 +435,14 @@ impl<'a> Replayer<'a> {
     fn schema(&mut self, lsn: u64, sql: &str) -> Result<()> {
         self.flush()?;
         self.collect(0)?;
-        let r = if permafrost_sql::script::is_create_procedure(sql) {
-            self.db.create_procedure_logged(sql, false).map(|_| ())
-        } else if permafrost_sql::script::is_drop_procedure(sql) {
+        if permafrost_sql::script::is_drop_procedure(sql) {
+            // Calls logged before the drop still replay with it.
             let name = permafrost_sql::script::parse_drop_procedure(sql)?.0;
             if let Ok(h) = self.db.procedure(&name) {
                 self.dropped.insert(name, h.proc.clone());
             }
-            self.db.drop_procedure_logged(sql, false).map(|_| ())
-        } else {
-            self.db.execute_ddl_logged(sql, false)
-        };
+        }
+        let r = self.db.apply_schema_statement(sql, Record::Replayed);
         self.plans.clear();
         self.last_proc = None;
         r.map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use permafrost_executor::{
-    AntiCacheConfig, Completion, Config, Database, Error, MergePolicy, ProcedureDef, Retrieval, Value,
+    AntiCacheConfig, Completion, Config, Database, Error, MergePolicy, ProcedureDef, Request, Retrieval, Value,
 };
 
 const PAD: usize = 900;
@@ -492,8 +492,14 @@ fn scans_stream_evicted_data_without_merging_and_read_one_state() {
     let old_sum = sum(&model);
     let stmt =
         db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "SELECT SUM(val)::bigint, COUNT(*) FROM items").unwrap());
-    let mut first =
-        common::block_on(db.execute_ad_hoc_stoppable(&stmt, vec![], permafrost_executor::StopFlag::new())).unwrap();
+    let mut first = common::block_on(
+        db.submit(
+            Request::statement(&stmt, vec![])
+                .stop(permafrost_executor::StopFlag::new())
+                .streamed(),
+        ),
+    )
+    .unwrap();
     let mut rest = first.take_rest().expect("the scan reached evicted data");
     for id in (0..24_000).step_by(53) {
         db.call("Bump", vec![Value::Int(id), Value::Int(1000)]).unwrap();
@@ -518,7 +524,8 @@ fn scans_stream_evicted_data_without_merging_and_read_one_state() {
     // A stop flag stops the rest with 57014.
     let stop = permafrost_executor::StopFlag::new();
     let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "SELECT id FROM items").unwrap());
-    let mut first = common::block_on(db.execute_ad_hoc_stoppable(&stmt, vec![], stop.clone())).unwrap();
+    let mut first =
+        common::block_on(db.submit(Request::statement(&stmt, vec![]).stop(stop.clone()).streamed())).unwrap();
     let mut rest = first.take_rest().expect("the scan reached evicted data");
     stop.set();
     let e = loop {
@@ -561,7 +568,7 @@ fn running_statements_share_one_memory_pool() {
     // The second sorts a quarter of it (about 14 MB held): alone it fits.
     let sql = "SELECT id, pad FROM items WHERE grp < 2 ORDER BY id DESC";
     let stop = permafrost_executor::StopFlag::new();
-    let mut first = common::block_on(db.execute_ad_hoc_stoppable(&stmt, vec![], stop)).unwrap();
+    let mut first = common::block_on(db.submit(Request::statement(&stmt, vec![]).stop(stop).streamed())).unwrap();
     let rest = first.take_rest().expect("the scan reached evicted data");
     let held = pool.used();
     assert!(held > 4 << 20, "the first scan holds {held} bytes of the pool");

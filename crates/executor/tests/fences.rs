@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use permafrost_executor::{Config, Database, StopFlag, Value};
+use permafrost_executor::{Config, Database, Request, StopFlag, Value};
 
 const ACCOUNTS: i64 = 200;
 
@@ -89,7 +89,7 @@ fn a_fenced_transaction_never_overtakes_what_was_sent_before_it() {
                     let pending: Vec<_> = (0..8)
                         .map(|j| {
                             let id = 20 + (i * 8 + j) % (ACCOUNTS - 20);
-                            db.execute_ad_hoc(&bump, vec![Value::Int(id % 20), Value::Int(id)])
+                            db.submit(Request::statement(&bump, vec![Value::Int(id % 20), Value::Int(id)]))
                         })
                         .collect();
                     for f in pending {
@@ -108,8 +108,15 @@ fn a_fenced_transaction_never_overtakes_what_was_sent_before_it() {
             for round in 1..=3000i64 {
                 // Accounts 0..20 are one per group, so both partitions in turn.
                 let id = round % 20;
-                let w = db2.execute_ad_hoc(&write, vec![Value::Int(id), Value::Int(id), Value::Int(round)]);
-                let r = db2.execute_ad_hoc_here(&read, vec![Value::Int(id)], StopFlag::new(), false);
+                let w = db2.submit(Request::statement(
+                    &write,
+                    vec![Value::Int(id), Value::Int(id), Value::Int(round)],
+                ));
+                let r = db2.submit(
+                    Request::statement(&read, vec![Value::Int(id)])
+                        .stop(StopFlag::new())
+                        .streamed(),
+                );
                 let seen = value(common::block_on(r).unwrap());
                 if seen != round.to_string() {
                     stop2.store(true, Ordering::Relaxed);
@@ -118,8 +125,8 @@ fn a_fenced_transaction_never_overtakes_what_was_sent_before_it() {
                 assert_eq!(common::block_on(w).unwrap().affected, 1);
                 // And the other way round: a multi-partition write, then a
                 // single-partition read of its row sent before the write is done.
-                let w = db2.execute_ad_hoc(&write_any, vec![Value::Int(id), Value::Int(-round)]);
-                let r = db2.execute_ad_hoc(&read_one, vec![Value::Int(id), Value::Int(id)]);
+                let w = db2.submit(Request::statement(&write_any, vec![Value::Int(id), Value::Int(-round)]));
+                let r = db2.submit(Request::statement(&read_one, vec![Value::Int(id), Value::Int(id)]));
                 let seen = value(common::block_on(r).unwrap());
                 if seen != (-round).to_string() {
                     stop2.store(true, Ordering::Relaxed);

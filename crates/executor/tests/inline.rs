@@ -9,7 +9,14 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, ProcedureDef, StopFlag, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, Place, ProcedureDef, Request, StopFlag, Value};
+
+/// `request` as an ordinary client's connection sends it: stoppable, its rows streamed,
+/// and (when `here`) free to run on the calling thread.
+fn at(request: Request, here: bool) -> Request {
+    let place = if here { Place::Here } else { Place::Partition };
+    request.stop(StopFlag::new()).place(place).streamed()
+}
 
 const ACCOUNTS: i64 = 400;
 const START: i64 = 1000;
@@ -78,14 +85,12 @@ fn inline_and_queued_work_never_share_a_partition() {
                     // Half of the calls may run here, half are queued.
                     let here = x & 1 == 0;
                     let args = vec![Value::Int(grp), Value::Int(a), Value::Int(b)];
-                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), here)).unwrap();
+                    common::block_on(db.submit(at(Request::call(&mv, args), here))).unwrap();
                     moves.fetch_add(1, Ordering::Relaxed);
-                    let rows = common::block_on(db.execute_ad_hoc_here(
-                        &read,
-                        vec![Value::Int(grp), Value::Int(a)],
-                        StopFlag::new(),
+                    let rows = common::block_on(db.submit(at(
+                        Request::statement(&read, vec![Value::Int(grp), Value::Int(a)]),
                         true,
-                    ))
+                    )))
                     .unwrap();
                     assert_eq!(rows.len(), 1);
                 }
@@ -133,7 +138,7 @@ fn callers_hammering_one_partition_do_not_starve_its_thread() {
                 while !stop.load(Ordering::Relaxed) {
                     let (a, b) = (3 + 20 * ((i + t) % 20), 3 + 20 * ((i + t + 7) % 20));
                     let args = vec![Value::Int(3), Value::Int(a), Value::Int(b)];
-                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), true)).unwrap();
+                    common::block_on(db.submit(at(Request::call(&mv, args), true))).unwrap();
                     moves.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
@@ -181,7 +186,7 @@ fn multi_partition_statements_run_inline_atomically() {
     let transfers = Arc::new(AtomicU64::new(0));
     let expected = vec![(ACCOUNTS * START).to_string(), ACCOUNTS.to_string()];
     let read_total = |db: &Database, here: bool| -> Vec<String> {
-        let mut rows = common::block_on(db.execute_ad_hoc_here(&total, vec![], StopFlag::new(), here)).unwrap();
+        let mut rows = common::block_on(db.submit(at(Request::statement(&total, vec![]), here))).unwrap();
         // A scan that reached evicted tuples answers their part afterwards.
         let mut all: Vec<Vec<String>> = rows
             .iter()
@@ -211,19 +216,17 @@ fn multi_partition_statements_run_inline_atomically() {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     let a = (x >> 33) as i64 % ACCOUNTS;
                     let b = (a + 1 + (x >> 45) as i64 % (ACCOUNTS - 1)) % ACCOUNTS;
-                    let rows = common::block_on(db.execute_ad_hoc_here(
-                        &transfer,
-                        vec![Value::Int(a), Value::Int(b)],
-                        StopFlag::new(),
+                    let rows = common::block_on(db.submit(at(
+                        Request::statement(&transfer, vec![Value::Int(a), Value::Int(b)]),
                         true,
-                    ))
+                    )))
                     .unwrap();
                     assert_eq!(rows.affected, 2);
                     transfers.fetch_add(1, Ordering::Relaxed);
                     // A queued single-partition call between them, and a total read here.
                     let grp = a % 20;
                     let args = vec![Value::Int(grp), Value::Int(a), Value::Int(grp + 20 * ((b / 20) % 20))];
-                    common::block_on(db.call_handle_here(&mv, args, StopFlag::new(), false)).unwrap();
+                    common::block_on(db.submit(at(Request::call(&mv, args), false))).unwrap();
                     assert_eq!(&read_total(&db, true), expected);
                 }
             });
@@ -245,7 +248,7 @@ fn multi_partition_statements_run_inline_atomically() {
     let before = db.stats_now().unwrap();
     for a in 0..10 {
         let args = vec![Value::Int(a), Value::Int(a + 1)];
-        let rows = common::block_on(db.execute_ad_hoc_here(&transfer, args, StopFlag::new(), true)).unwrap();
+        let rows = common::block_on(db.submit(at(Request::statement(&transfer, args), true))).unwrap();
         assert_eq!(rows.affected, 2);
         assert_eq!(read_total(&db, true), expected);
     }
@@ -263,7 +266,7 @@ fn a_long_multi_partition_statement_leaves_the_callers_thread() {
     db.execute_ddl("CREATE TABLE big (id BIGINT NOT NULL, grp BIGINT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (grp, id)) WITH (partition_by = 'grp')")
         .unwrap();
     let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
-    let here = |sql: &str| common::block_on(db.execute_ad_hoc_here(&prep(sql), vec![], StopFlag::new(), true)).unwrap();
+    let here = |sql: &str| common::block_on(db.submit(at(Request::statement(&prep(sql), vec![]), true))).unwrap();
     let before = db.stats_now().unwrap();
     // Each visits 160,000 combinations or rows at least: far longer than a millisecond.
     let rows = here("SELECT count(*) FROM acct a, acct b WHERE a.bal + b.bal > a.id");
@@ -312,7 +315,7 @@ fn single_partition_statements_run_inline_within_the_slice() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
-    let here = |sql: &str| common::block_on(db.execute_ad_hoc_here(&prep(sql), vec![], StopFlag::new(), true)).unwrap();
+    let here = |sql: &str| common::block_on(db.submit(at(Request::statement(&prep(sql), vec![]), true))).unwrap();
     let per_group = ACCOUNTS / 20;
 
     let before = db.stats_now().unwrap();
@@ -360,12 +363,10 @@ fn with_one_partition_a_statement_over_all_partitions_is_single_partition() {
     }
     let prep = |sql: &str| db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
     let before = db.stats_now().unwrap();
-    let rows = common::block_on(db.execute_ad_hoc_here(
-        &prep("SELECT sum(v) FROM t WHERE id BETWEEN 10 AND 19"),
-        vec![],
-        StopFlag::new(),
+    let rows = common::block_on(db.submit(at(
+        Request::statement(&prep("SELECT sum(v) FROM t WHERE id BETWEEN 10 AND 19"), vec![]),
         true,
-    ))
+    )))
     .unwrap();
     assert_eq!(first_value(rows), "145");
     let after = db.stats_now().unwrap();
@@ -398,7 +399,7 @@ fn inline_writes_are_held_to_the_memory_budget() {
     // 40 MB of rows, one statement at a time, as one connection sends them.
     for i in 0..40_000i64 {
         let params = vec![Value::Int(i), Value::text(pad.as_str())];
-        common::block_on(db.execute_ad_hoc_here(&insert, params, StopFlag::new(), true)).unwrap();
+        common::block_on(db.submit(at(Request::statement(&insert, params), true))).unwrap();
     }
     let st = db.stats();
     assert!(st.inline_calls > 30_000, "most ran on this thread: {st:?}");

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, Request, Value};
 
 const ROWS: usize = 4_000;
 const BATCHES: usize = 40;
@@ -42,7 +42,7 @@ fn load(db: &Database) -> Vec<String> {
             rows.push(Value::Int((b * ROWS + i) as i64));
             rows.push(Value::Text(pad.clone().into()));
         }
-        if let Err(e) = common::block_on(db.insert_rows("t", &cols, rows)) {
+        if let Err(e) = common::block_on(db.submit(Request::rows("t", &cols, rows))) {
             failed.push(e.sqlstate().to_string());
         }
     }

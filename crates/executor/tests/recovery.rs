@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, ProcedureDef, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, ProcedureDef, Request, Value};
 
 fn config(dir: &Path, anticache: bool, memory: u64) -> Config {
     config_with(dir, anticache, memory, LogMode::Sync)
@@ -342,7 +342,10 @@ fn a_failed_log_fails_the_answers_that_wait_for_it_then_refuses_writes_and_answe
     assert!(fs.failed_syncs() >= 1);
     // From now on writes are refused at once, before they take effect; reads are answered
     // (what was acknowledged is there).
-    let e = db.call_handle(&put, vec![Value::Int(300), Value::Int(3)]).unwrap_err();
+    let e = db
+        .submit(Request::call(&put, vec![Value::Int(300), Value::Int(3)]))
+        .wait()
+        .unwrap_err();
     assert_eq!(e.sqlstate(), "58030", "{e}");
     assert!(e.to_string().contains("refuses writes until it is restarted"), "{e}");
     let e = db
@@ -355,10 +358,18 @@ fn a_failed_log_fails_the_answers_that_wait_for_it_then_refuses_writes_and_answe
         "reads are answered after the log failed"
     );
     for k in [0, 99] {
-        let r = db.call_handle(&get, vec![Value::Int(k)]).unwrap().to_values();
+        let r = db
+            .submit(Request::call(&get, vec![Value::Int(k)]))
+            .wait()
+            .unwrap()
+            .to_values();
         assert_eq!(r, vec![vec![Value::Int(1)]]);
     }
-    let refused = db.call_handle(&get, vec![Value::Int(300)]).unwrap().to_values();
+    let refused = db
+        .submit(Request::call(&get, vec![Value::Int(300)]))
+        .wait()
+        .unwrap()
+        .to_values();
     assert!(refused.is_empty(), "a refused write took no effect: {refused:?}");
 }
 
@@ -577,13 +588,13 @@ fn a_write_waiting_for_its_group_commit_is_marked_on_its_stop_flag() {
         .unwrap();
     let write = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO kv VALUES (1, 10)").unwrap());
     let stop = permafrost_executor::StopFlag::new();
-    common::block_on(db.execute_ad_hoc_stoppable(&write, vec![], stop.clone())).unwrap();
+    common::block_on(db.submit(Request::statement(&write, vec![]).stop(stop.clone()).streamed())).unwrap();
     assert!(stop.is_awaiting_log());
     assert!(!stop.is_set());
 
     let read = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "SELECT v FROM kv WHERE k = 1").unwrap());
     let stop = permafrost_executor::StopFlag::new();
-    let rows = common::block_on(db.execute_ad_hoc_stoppable(&read, vec![], stop.clone())).unwrap();
+    let rows = common::block_on(db.submit(Request::statement(&read, vec![]).stop(stop.clone()).streamed())).unwrap();
     assert_eq!(rows.to_values(), vec![vec![Value::Int(10)]]);
     assert!(!stop.is_awaiting_log());
 }

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, SnapshotConfig, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, Request, SnapshotConfig, Value};
 
 fn config(dir: &Path, memory: u64) -> Config {
     let mut log = LogConfig::new(dir.join("log"));
@@ -542,18 +542,24 @@ fn a_bulk_insert_is_all_or_nothing_and_replays_from_the_log() {
         db.execute_sql("CREATE TABLE b (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)", vec![])
             .unwrap();
         assert_eq!(
-            common::block_on(db.insert_rows("b", &cols, rows(0, 3_000))).unwrap(),
+            common::block_on(db.submit(Request::rows("b", &cols, rows(0, 3_000))))
+                .map(|r| r.affected)
+                .unwrap(),
             3_000
         );
         // Row 2,500 repeats a key: none of the 1,000 rows stays.
         let mut bad = rows(2_000, 2_500);
         bad.extend(rows(10, 11));
         bad.extend(rows(2_500, 3_000));
-        let e = common::block_on(db.insert_rows("b", &cols, bad)).unwrap_err();
+        let e = common::block_on(db.submit(Request::rows("b", &cols, bad)))
+            .map(|r| r.affected)
+            .unwrap_err();
         assert_eq!(e.sqlstate(), "23505", "{e}");
         let mut null = rows(5_000, 5_500);
         null.extend([Value::Int(9_999), Value::Null]);
-        let e = common::block_on(db.insert_rows("b", &cols, null)).unwrap_err();
+        let e = common::block_on(db.submit(Request::rows("b", &cols, null)))
+            .map(|r| r.affected)
+            .unwrap_err();
         assert_eq!(e.sqlstate(), "23502", "{e}");
     }
     let db = Database::open(config(dir.path(), 1 << 30)).unwrap();

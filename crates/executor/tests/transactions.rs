@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use permafrost_executor::{Config, Database, Error, ProcedureDef, Value};
+use permafrost_executor::{Config, Database, Error, ProcedureDef, Request, Value};
 use rand::{Rng, SeedableRng};
 
 const ACCOUNTS: i64 = 200;
@@ -200,12 +200,16 @@ fn concurrent_cross_partition_transfers_keep_the_total() {
         let transfers = transfers.clone();
         workers.push(std::thread::spawn(move || {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(w);
+            let transfer = db.procedure("Transfer").unwrap();
             let mut pending = vec![];
             for _ in 0..400 {
                 let from = rng.random_range(0..ACCOUNTS);
                 let to = rng.random_range(0..ACCOUNTS);
                 let amount = rng.random_range(1..50);
-                pending.push(db.call_async("Transfer", vec![Value::Int(from), Value::Int(to), Value::Int(amount)]));
+                pending.push(db.submit(Request::call(
+                    &transfer,
+                    vec![Value::Int(from), Value::Int(to), Value::Int(amount)],
+                )));
                 if pending.len() == 16 {
                     for f in pending.drain(..) {
                         match common::block_on(f) {

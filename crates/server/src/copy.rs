@@ -7,7 +7,7 @@
 //!
 //! Rows are parsed and converted to the column types as the CopyData messages arrive and
 //! kept until CopyDone; then all of them are inserted as one transaction over every
-//! partition (`Database::insert_rows`). A COPY is atomic, as in PostgreSQL: a bad line, a
+//! partition (`Request::rows`). A COPY is atomic, as in PostgreSQL: a bad line, a
 //! constraint violation, a CopyFail or a client that goes away before CopyDone stores
 //! nothing. What a COPY may hold is bounded by the memory one statement may hold
 //! (`Database::statement_memory`: a quarter of `memory_limit`, at least 16 MiB); a larger
@@ -22,7 +22,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use futures::stream;
-use permafrost_executor::{AdHoc, Database, Value};
+use permafrost_executor::{AdHoc, Database, Request, Value};
 use permafrost_storage::{DataType, TableSchema};
 use pgwire::api::ClientInfo;
 use pgwire::api::results::CopyResponse;
@@ -669,8 +669,9 @@ pub async fn done<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<u64>
     if loaded.rows.is_empty() {
         return Ok(0);
     }
-    db.insert_rows(&loaded.table, &loaded.columns, loaded.rows)
+    db.submit(Request::rows(&loaded.table, &loaded.columns, loaded.rows))
         .await
+        .map(|r| r.affected)
         .map_err(|e| not_loaded(&loaded.table, db_error(e)))
 }
 

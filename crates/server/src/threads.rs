@@ -1,7 +1,7 @@
 //! Connection threads, one per core (`ServerOptions::io_threads`): each runs a
 //! single-threaded tokio runtime that owns the connections handed to it. A connection's
 //! reads, its statements (a point statement runs inline on this thread when its partition
-//! is free: `Database::execute_ad_hoc_here`) and its writes stay on one thread, so an
+//! is free: `Place::Here`, crates/executor/src/request.rs) and its writes stay on one thread, so an
 //! ordinary client's statement costs no wake-up between threads (a multi-threaded runtime
 //! moves tasks between its workers and wakes them through an eventfd). Accepted sockets
 //! are dealt out in turn.

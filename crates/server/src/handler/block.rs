@@ -196,7 +196,10 @@ impl Backend {
             let got = match self.db.read_in_parts(&d.stmt, params.clone(), stop.clone()) {
                 Some(fut) => run_with(cancel, &stop, fut).await,
                 None => {
-                    let fut = self.db.execute_ad_hoc_here(&d.stmt, params.clone(), stop.clone(), true);
+                    let fut = self.db.submit(super::engine::here(
+                        Request::statement(&d.stmt, params.clone()),
+                        stop.clone(),
+                    ));
                     run_with(cancel, &stop, fut).await
                 }
             };

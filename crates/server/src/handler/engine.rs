@@ -34,15 +34,15 @@ impl Backend {
 
     /// Submits a DML statement or a procedure call ([`Command::pipelines`]) to its
     /// partition(s) now and returns its result to come, for the connection's pipeline.
-    /// `here`: the connection has nothing else in flight, so a short statement may run on
-    /// this thread when its partition is free (`Database::execute_ad_hoc_here`).
+    /// `place`: [`Place::Here`] when the connection has nothing else in flight, so that a
+    /// short statement may run on this thread when its partition is free.
     pub(super) fn submit(
         &self,
         cmd: &Command,
         params: Vec<Value>,
         format: &Format,
         cancel: Option<CancelToken>,
-        here: bool,
+        place: Place,
         who: Option<ClientTag>,
     ) -> PgWireResult<PendingResult> {
         let started = Instant::now();
@@ -53,7 +53,12 @@ impl Backend {
         let fut: PendingResult = match cmd {
             Command::Dml(d) => {
                 let stop = StopFlag::new();
-                let fut = self.db.execute_ad_hoc_here(&d.stmt, params, stop.clone(), here);
+                let fut = self.db.submit(
+                    Request::statement(&d.stmt, params)
+                        .stop(stop.clone())
+                        .place(place)
+                        .streamed(),
+                );
                 let d = d.clone();
                 Box::pin(async move {
                     // As in `run_inner`.
@@ -79,7 +84,9 @@ impl Backend {
                 let args = c.bind_args(&params)?;
                 // Stopped as a DML statement is (a cancel, the timeout, a client gone).
                 let stop = StopFlag::new();
-                let fut = self.db.call_handle_here(h, args, stop.clone(), here);
+                let fut = self
+                    .db
+                    .submit(Request::call(h, args).stop(stop.clone()).place(place).streamed());
                 let c = c.clone();
                 Box::pin(async move {
                     let rows = match &cancel {
@@ -155,7 +162,8 @@ impl Backend {
                 match &c.target {
                     CallTarget::Procedure(h) => {
                         // Nothing else of this connection is in flight.
-                        let (rows, _) = stoppable(|stop| self.db.call_handle_here(h, args, stop, true), cancel).await?;
+                        let (rows, _) =
+                            stoppable(|stop| self.db.submit(here(Request::call(h, args), stop)), cancel).await?;
                         respond(rows, &c.columns, None, format, None, self.db.statement_pool())
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
@@ -184,7 +192,11 @@ impl Backend {
         cancel: Option<&CancelToken>,
     ) -> PgWireResult<(Rows, (StopFlag, Option<(CancelToken, Instant)>))> {
         // Nothing else of this connection is in flight: a point statement may run here.
-        stoppable(|stop| self.db.execute_ad_hoc_here(stmt, params, stop, true), cancel).await
+        stoppable(
+            |stop| self.db.submit(here(Request::statement(stmt, params), stop)),
+            cancel,
+        )
+        .await
     }
 }
 
@@ -200,6 +212,12 @@ pub(super) async fn run_with(
         None => Ok(fut.await),
     }
     .and_then(|r| r.map_err(db_error))
+}
+
+/// A request of a connection that has nothing else in flight (so it may run on this
+/// thread), stopped by `stop`, its rows streamed to the client.
+pub(super) fn here(request: Request, stop: StopFlag) -> Request {
+    request.stop(stop).place(Place::Here).streamed()
 }
 
 /// Runs what `start` submits with a stop flag that a cancel request, the statement

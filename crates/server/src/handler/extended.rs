@@ -293,9 +293,14 @@ impl ExtendedQueryHandler for Backend {
         let cancel = self.cancel_token(client);
         open_implicit_block(client, cmd);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
-            let here = pipeline.is_empty();
+            // Alone in flight, a short statement may run on this thread.
+            let place = if pipeline.is_empty() {
+                Place::Here
+            } else {
+                Place::Partition
+            };
             let who = self.log_errors.then(|| ClientTag::of(client));
-            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, here, who)?);
+            pipeline.push_result(self.submit(cmd, params, &portal.result_column_format, cancel, place, who)?);
         } else {
             {
                 // Runs now: what is queued goes first.

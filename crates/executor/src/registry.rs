@@ -1,0 +1,329 @@
+//! The registry: the schema (tables and indexes, changed by DDL) and the procedures, both
+//! published together as one [`SchemaState`] that every partition and caller reads.
+//!
+//! Changes are serialized by the database's schema lock. A DDL statement is applied at
+//! every partition at one point of the transaction order (a multi-partition message,
+//! `MpWork::Ddl`), with the registered procedures re-planned against the new schema; a
+//! procedure's registration publishes a new state at once. Each change taking effect is
+//! recorded in the command log (unless it is being replayed from there), in the history
+//! that snapshots save, and in the data directory's schema log.
+
+use std::sync::Arc;
+
+use crate::database::{Database, ProcHandle};
+use crate::error::{Error, Result};
+use crate::partition::msg::MpWork;
+use crate::procedure::{Procedure, ProcedureDef, SchemaState};
+use crate::schema_log::SchemaLog;
+
+/// Whether the command log records a schema change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// It does: a change asked for now (by a caller, or replayed from the schema log of a
+    /// data directory, whose command log starts after it).
+    Logged,
+    /// It does not: the change is replayed from the command log, which holds it already.
+    Replayed,
+}
+
+impl Database {
+    /// Applies one schema statement of any kind (CREATE or DROP of a table, index or
+    /// procedure), its command-log record as `record` says: what the schema log's and the
+    /// command log's replays run.
+    pub(crate) fn apply_schema_statement(&self, sql: &str, record: Record) -> Result<()> {
+        if permafrost_sql::script::is_create_procedure(sql) {
+            self.create_procedure_as(sql, record).map(|_| ())
+        } else if permafrost_sql::script::is_drop_procedure(sql) {
+            self.drop_procedure_as(sql, record).map(|_| ())
+        } else {
+            self.apply_ddl(sql, record)
+        }
+    }
+
+    /// Runs DDL (one or more `;`-separated CREATE/DROP TABLE/INDEX statements). Each
+    /// statement is applied at every partition at one point of the transaction order,
+    /// all or nothing; registered procedures are re-planned against the new schema.
+    pub fn execute_ddl(&self, sql: &str) -> Result<()> {
+        self.apply_ddl(sql, Record::Logged)
+    }
+
+    /// Checks that `texts` (schema changes, in order) would apply to the current schema,
+    /// without applying them.
+    pub fn check_ddl(&self, texts: &[String]) -> Result<()> {
+        let joined = texts.join(";\n");
+        permafrost_sql::limits::with_stack_for(&joined, || {
+            let stmts = Self::parse_ddl(texts)?;
+            let state = self.shared().schema.load_full();
+            let mut catalog = (*state.catalog).clone();
+            for (_, stmt) in &stmts {
+                for c in &permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+                    catalog = catalog.apply(c)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Applies the schema changes `texts` as one: all of them, or none (a transaction
+    /// block's CREATE, DROP and ALTER statements at its COMMIT). One record in the command
+    /// log holds them all.
+    pub fn execute_ddl_atomic(&self, texts: &[String]) -> Result<()> {
+        let joined = texts.join(";\n");
+        permafrost_sql::limits::with_stack_for(&joined, || {
+            let stmts = Self::parse_ddl(texts)?;
+            let _guard = self
+                .inner()
+                .ddl
+                .lock()
+                .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+            let state = self.shared().schema.load_full();
+            let mut catalog = (*state.catalog).clone();
+            let mut changes = Vec::new();
+            for (_, stmt) in &stmts {
+                for c in permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+                    catalog = catalog.apply(&c)?;
+                    changes.push(c);
+                }
+            }
+            if changes.is_empty() {
+                return Ok(());
+            }
+            self.install_schema(&state, changes, Arc::new(catalog), joined.clone(), Record::Logged)?;
+            // One record of the schema log too, so that a crash keeps all or none.
+            self.push_history(&joined)
+        })
+    }
+
+    /// The statements of schema-change texts, each with its own text.
+    fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
+        let mut stmts = Vec::new();
+        for t in texts {
+            for text in permafrost_sql::script::split(t)? {
+                for stmt in permafrost_sql::parse::parse_statements(&text)? {
+                    stmts.push((text.clone(), stmt));
+                }
+            }
+        }
+        Ok(stmts)
+    }
+
+    /// Installs a schema (`catalog`, reached by `changes`) at every partition, with the
+    /// procedures that still plan against it; the command log records `sql` as `record` says.
+    fn install_schema(
+        &self,
+        state: &SchemaState,
+        changes: Vec<permafrost_sql::DdlChange>,
+        catalog: Arc<permafrost_sql::Catalog>,
+        sql: String,
+        record: Record,
+    ) -> Result<()> {
+        // Procedures whose statements no longer plan (a table they use was dropped) are
+        // unregistered with the schema change.
+        let procs = state
+            .procs
+            .iter()
+            .filter_map(|(name, p)| {
+                Procedure::prepare(p.def.clone(), &catalog)
+                    .ok()
+                    .map(|p| (name.clone(), Arc::new(p)))
+            })
+            .collect();
+        let next = Arc::new(SchemaState { catalog, procs });
+        let work = MpWork::Ddl {
+            changes,
+            next,
+            sql,
+            log: record == Record::Logged,
+        };
+        self.run_mp_work(work, self.shared().all_partitions())?;
+        Ok(())
+    }
+
+    fn apply_ddl(&self, sql: &str, record: Record) -> Result<()> {
+        permafrost_sql::limits::with_stack_for(sql, || self.apply_ddl_statements(sql, record))
+    }
+
+    fn apply_ddl_statements(&self, sql: &str, record: Record) -> Result<()> {
+        let stmts = Self::parse_ddl(&[sql.to_string()])?;
+        let _guard = self
+            .inner()
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
+        for (text, stmt) in &stmts {
+            let state = self.shared().schema.load_full();
+            let changes = permafrost_sql::ddl::plan_ddl(&state.catalog, stmt)?;
+            if changes.is_empty() {
+                continue;
+            }
+            let mut catalog = (*state.catalog).clone();
+            for c in &changes {
+                catalog = catalog.apply(c)?;
+            }
+            self.install_schema(&state, changes, Arc::new(catalog), text.clone(), record)?;
+            self.push_history(text)?;
+        }
+        Ok(())
+    }
+
+    /// Registers a procedure, planning its statements against the current schema.
+    pub fn register(&self, def: ProcedureDef) -> Result<ProcHandle> {
+        self.register_inner(def, false)
+    }
+
+    /// Runs `CREATE [OR REPLACE] PROCEDURE ... AS $$ ... $$` (see
+    /// [`permafrost_sql::script`]): registers a SQL-defined procedure.
+    pub fn create_procedure(&self, sql: &str) -> Result<ProcHandle> {
+        self.create_procedure_as(sql, Record::Logged)
+    }
+
+    fn create_procedure_as(&self, sql: &str, record: Record) -> Result<ProcHandle> {
+        let src = permafrost_sql::script::parse_create_procedure(sql)?;
+        let replace = src.or_replace;
+        // Under the schema lock from registration to the log record, so that a snapshot
+        // holds the procedure exactly when its record is before the snapshot's cut.
+        let _guard = self.lock_ddl()?;
+        let h = self.register_locked(ProcedureDef::from_sql(src, sql), replace)?;
+        if record == Record::Logged {
+            self.log_schema(sql)?;
+        }
+        self.push_history(sql)?;
+        Ok(h)
+    }
+
+    pub(crate) fn lock_ddl(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
+        self.inner()
+            .ddl
+            .lock()
+            .map_err(|_| Error::Internal("ddl lock poisoned".into()))
+    }
+
+    /// Remembers a schema statement that took effect (snapshots save the list; called under
+    /// the schema lock) and, once the database has a data directory, appends it to the
+    /// schema log. Fails if the change took effect but could not be recorded there.
+    pub(crate) fn push_history(&self, sql: &str) -> Result<()> {
+        if let Ok(mut h) = self.inner().history.lock() {
+            h.push(sql.to_string());
+        }
+        match self.inner().data_dir.get() {
+            Some((_, log)) => log.append(sql).map_err(|e| Error::Log {
+                message: format!("the schema change took effect but could not be recorded: {e}"),
+                sqlstate: "58030",
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Keeps the data directory's lock and schema log with the database (datadir.rs).
+    pub(crate) fn attach_data_dir(&self, lock: permafrost_io::DirLock, log: SchemaLog) {
+        let _ = self.inner().data_dir.set((lock, log));
+    }
+
+    /// The data directory's lock, if the database was opened in one.
+    pub fn data_dir_lock(&self) -> Option<&permafrost_io::DirLock> {
+        self.inner().data_dir.get().map(|(l, _)| l)
+    }
+
+    /// Runs `DROP PROCEDURE [IF EXISTS] name`; returns whether one was dropped.
+    pub fn drop_procedure(&self, sql: &str) -> Result<bool> {
+        self.drop_procedure_as(sql, Record::Logged)
+    }
+
+    fn drop_procedure_as(&self, sql: &str, record: Record) -> Result<bool> {
+        let (name, if_exists) = permafrost_sql::script::parse_drop_procedure(sql)?;
+        let _guard = self.lock_ddl()?;
+        match self.unregister_locked(&name) {
+            Ok(()) => {
+                if record == Record::Logged {
+                    self.log_schema(sql)?;
+                }
+                self.push_history(sql)?;
+                Ok(true)
+            }
+            Err(Error::UnknownProcedure(_)) if if_exists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records a procedure definition or removal in the command log and waits until it is
+    /// durable (sync mode).
+    fn log_schema(&self, sql: &str) -> Result<()> {
+        let Some(log) = &self.shared().log else { return Ok(()) };
+        let mut body = Vec::new();
+        permafrost_durability::encode_record(
+            &permafrost_durability::TxnRecord {
+                partitions: self.shared().all_partitions(),
+                now: 0,
+                seed: 0,
+                request: permafrost_durability::Request::Schema { sql: sql.to_string() },
+            },
+            &mut body,
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        log.append(
+            body,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().map_err(|_| Error::Shutdown)?.map_err(Error::from)
+    }
+
+    fn register_inner(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
+        let _guard = self.lock_ddl()?;
+        self.register_locked(def, replace)
+    }
+
+    fn register_locked(&self, def: ProcedureDef, replace: bool) -> Result<ProcHandle> {
+        let state = self.shared().schema.load_full();
+        if state.procs.contains_key(&def.name) && !replace {
+            return Err(Error::DuplicateProcedure(def.name));
+        }
+        let proc = Arc::new(Procedure::prepare(def, &state.catalog)?);
+        let mut procs = state.procs.clone();
+        procs.insert(proc.name.clone(), proc.clone());
+        self.shared().schema.store(Arc::new(SchemaState {
+            catalog: state.catalog.clone(),
+            procs,
+        }));
+        Ok(ProcHandle { proc })
+    }
+
+    /// Removes a procedure. Calls already submitted still run.
+    pub fn unregister(&self, name: &str) -> Result<()> {
+        let _guard = self.lock_ddl()?;
+        self.unregister_locked(name)
+    }
+
+    fn unregister_locked(&self, name: &str) -> Result<()> {
+        let state = self.shared().schema.load_full();
+        if !state.procs.contains_key(name) {
+            return Err(Error::UnknownProcedure(name.into()));
+        }
+        let mut procs = state.procs.clone();
+        procs.remove(name);
+        self.shared().schema.store(Arc::new(SchemaState {
+            catalog: state.catalog.clone(),
+            procs,
+        }));
+        Ok(())
+    }
+
+    /// Looks a procedure up for repeated calls.
+    pub fn procedure(&self, name: &str) -> Result<ProcHandle> {
+        self.shared()
+            .schema
+            .load()
+            .procs
+            .get(name)
+            .map(|p| ProcHandle { proc: p.clone() })
+            .ok_or_else(|| Error::UnknownProcedure(name.into()))
+    }
+
+    /// Names of the registered procedures.
+    pub fn procedure_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.shared().schema.load().procs.keys().cloned().collect();
+        v.sort();
+        v
+    }
+}
