@@ -3,7 +3,8 @@
 //! test suite): any input is an error or a value, never a panic.
 
 use permafrost_storage::layout::TupleLayout;
-use permafrost_storage::{Column, DataType, DetachedRow, TableSchema};
+use permafrost_storage::{Column, DetachedRow, TableSchema};
+use permafrost_types::DataType;
 
 use crate::block::BlockReader;
 

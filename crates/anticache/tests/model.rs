@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use permafrost_anticache::file::MemFile;
 use permafrost_anticache::{AntiCache, AntiCacheConfig, BlockIo, BlockStore, MergePolicy, Need, Retrieval};
-use permafrost_storage::{
-    Column, DataType, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema, TupleRef, Value,
-};
+use permafrost_storage::{Column, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema, TupleRef};
+use permafrost_types::{DataType, Value};
 use proptest::prelude::*;
 
 fn schema() -> TableSchema {
@@ -200,7 +199,7 @@ impl Harness {
                 // A range through the ordered index, fetching what is evicted.
                 let t = self.store.table(0).unwrap();
                 let enc = t.encoder(1);
-                let key = enc.encode([permafrost_storage::ValueRef::Int(g as i64)]).unwrap();
+                let key = enc.encode([permafrost_types::ValueRef::Int(g as i64)]).unwrap();
                 let mut tombs = vec![];
                 let _ = t.index_store(1).lookup(&key, |r| {
                     if let Some(tb) = r.as_tombstone() {

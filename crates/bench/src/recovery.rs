@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use permafrost_executor::{Completion, Database, LogMode, Value};
+use permafrost_executor::{Completion, Database, LogMode};
+use permafrost_types::Value;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;

@@ -72,7 +72,7 @@ pub fn snapshot_file(data: &[u8]) {
 mod tests {
     use super::*;
     use crate::commandlog::{Request, TxnRecord};
-    use permafrost_storage::{Numeric, Value};
+    use permafrost_types::{Numeric, Value};
     use proptest::prelude::*;
 
     fn valid_record() -> Vec<u8> {

@@ -14,4 +14,3 @@ pub mod fuzzing;
 pub mod snapshot;
 
 pub use commandlog::*;
-pub use permafrost_storage::{Numeric, Value};

@@ -12,10 +12,10 @@ use permafrost_durability::format::{
     SEGMENT_HEADER_LEN, frame_legacy_record, frame_record, legacy_segment_header, segment_file_name, segment_header,
 };
 use permafrost_durability::{
-    CommandLog, LogConfig, LogError, LogMode, LogReader, Numeric, Request, TxnRecord, Value, decode_record,
-    encode_record,
+    CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, decode_record, encode_record,
 };
 use permafrost_io::{FaultyFs, Fs};
+use permafrost_types::{Numeric, Value};
 use proptest::prelude::*;
 
 mod common;

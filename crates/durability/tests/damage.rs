@@ -15,9 +15,10 @@ use permafrost_durability::format::{
     segment_file_name,
 };
 use permafrost_durability::{
-    CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, Value, encode_record, trim_damaged_log,
+    CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, encode_record, trim_damaged_log,
 };
 use permafrost_io::{FaultyFs, Fs, RealFs};
+use permafrost_types::Value;
 
 fn rec(i: i64) -> TxnRecord {
     TxnRecord {

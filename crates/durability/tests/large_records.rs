@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use permafrost_durability::{Chunk, CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord, Value};
+use permafrost_durability::{Chunk, CommandLog, LogConfig, LogError, LogMode, LogReader, Request, TxnRecord};
 use permafrost_io::FaultyFs;
+use permafrost_types::Value;
 
 mod common;
 use common::append_chunk_wait;

@@ -15,7 +15,7 @@ use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
 use permafrost_sql::{Catalog, Rows};
-use permafrost_storage::DataType;
+use permafrost_types::DataType;
 
 use crate::config::Config;
 use crate::counters::PartitionStats;

@@ -62,7 +62,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use permafrost_sql::{MoreRows, Rows, SqlError};
-use permafrost_storage::{PartitionStore, Value};
+use permafrost_storage::PartitionStore;
+use permafrost_types::Value;
 
 use crate::child::{Side, fork_with_pipe};
 use crate::partition::txn::{Outcome, TxnInfo, run_body, run_txn};
@@ -105,7 +106,7 @@ pub(crate) fn take_turn(shared: &Shared) -> bool {
 /// that reason again; `interrupted` stops it as it stopped the first run).
 pub(crate) fn move_read(
     shared: &Arc<crate::shared::Shared>,
-    (proc, params): (&Arc<Procedure>, &[permafrost_storage::Value]),
+    (proc, params): (&Arc<Procedure>, &[permafrost_types::Value]),
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<permafrost_sql::EvictedRef>,
     info: &TxnInfo,

@@ -77,7 +77,8 @@
 use std::sync::Arc;
 
 use permafrost_sql::{Prepared, Route, Rows, SqlError};
-use permafrost_storage::{KeyRange, Value};
+use permafrost_storage::KeyRange;
+use permafrost_types::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::database::{AdHoc, Database};

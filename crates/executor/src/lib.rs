@@ -46,7 +46,7 @@ pub use database::{AdHoc, Database, ProcHandle};
 pub use error::{Error, Result};
 pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, TxnStatement};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
-pub use permafrost_storage::{DataType, MemoryUsage, Numeric, NumericRef, Value, ValueRef};
+pub use permafrost_storage::MemoryUsage;
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::{Completion, StopFlag};

@@ -38,7 +38,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use permafrost_sql::{Catalog, Env, Prepared, Rows, SqlError};
-use permafrost_storage::{DataType, Value};
+use permafrost_types::{DataType, Value};
 
 use crate::error::{Error, Result};
 

@@ -402,12 +402,12 @@ impl<'a> Replayer<'a> {
         lsn: u64,
         what: &str,
         proc: Arc<Procedure>,
-        params: Vec<permafrost_storage::Value>,
+        params: Vec<permafrost_types::Value>,
         parts: Vec<u32>,
         replay: Option<Replayed>,
     ) -> Result<()> {
         let started = Instant::now();
-        let params: Arc<[permafrost_storage::Value]> = params.into();
+        let params: Arc<[permafrost_types::Value]> = params.into();
         loop {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let work = MpWork::Call {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use permafrost_sql::{Rows, SqlError};
-use permafrost_storage::Value;
+use permafrost_types::Value;
 
 use crate::database::{AdHoc, Database, ProcHandle};
 use crate::error::{Error, Result};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
-use permafrost_storage::Value;
+use permafrost_types::Value;
 
 use crate::database::{Database, ProcHandle};
 use crate::error::{Error, Result};

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use permafrost_sql::Rows;
-use permafrost_storage::Value;
+use permafrost_types::Value;
 
 use crate::config::{AntiCacheConfig, Config, LogConfig, LogMode, SnapshotConfig};
 use crate::counters::DatabaseStats;

@@ -8,8 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use permafrost_executor::{
-    AntiCacheConfig, Completion, Config, Database, Error, MergePolicy, ProcedureDef, Request, Retrieval, Value,
+    AntiCacheConfig, Completion, Config, Database, Error, MergePolicy, ProcedureDef, Request, Retrieval,
 };
+use permafrost_types::Value;
 
 const PAD: usize = 900;
 

@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use permafrost_executor::{Config, Database, Request, StopFlag, Value};
+use permafrost_executor::{Config, Database, Request, StopFlag};
+use permafrost_types::Value;
 
 const ACCOUNTS: i64 = 200;
 

@@ -15,7 +15,8 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use permafrost_executor::{Config, Database, Value};
+use permafrost_executor::{Config, Database};
+use permafrost_types::Value;
 
 fn parse_params(list: &str) -> Vec<Value> {
     list.split(',')

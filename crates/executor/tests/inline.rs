@@ -9,7 +9,8 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, Place, ProcedureDef, Request, StopFlag, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, Place, ProcedureDef, Request, StopFlag};
+use permafrost_types::Value;
 
 /// `request` as an ordinary client's connection sends it: stoppable, its rows streamed,
 /// and (when `here`) free to run on the calling thread.

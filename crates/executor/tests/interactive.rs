@@ -9,7 +9,8 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use permafrost_executor::{AdHoc, Config, Database, LogConfig, Rows, StopFlag, TxnStatement, Value};
+use permafrost_executor::{AdHoc, Config, Database, LogConfig, Rows, StopFlag, TxnStatement};
+use permafrost_types::Value;
 
 fn config(dir: &Path) -> Config {
     Config::builder()

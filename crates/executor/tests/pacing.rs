@@ -6,7 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, Request, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, Request};
+use permafrost_types::Value;
 
 const ROWS: usize = 4_000;
 const BATCHES: usize = 40;

@@ -7,7 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, ProcedureDef, Request, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, ProcedureDef, Request};
+use permafrost_types::Value;
 
 fn config(dir: &Path, anticache: bool, memory: u64) -> Config {
     config_with(dir, anticache, memory, LogMode::Sync)

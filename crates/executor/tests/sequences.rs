@@ -4,9 +4,10 @@
 
 use std::collections::HashSet;
 
-use permafrost_executor::{Config, Database, ProcedureDef, Value};
+use permafrost_executor::{Config, Database, ProcedureDef};
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{DataType, ValueRef};
+use permafrost_types::Value;
+use permafrost_types::{DataType, ValueRef};
 
 fn db(partitions: u32) -> Database {
     Database::open(Config::builder().partitions(partitions).build().unwrap()).unwrap()

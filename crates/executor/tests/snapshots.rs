@@ -7,7 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, Request, SnapshotConfig, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, Request, SnapshotConfig};
+use permafrost_types::Value;
 
 fn config(dir: &Path, memory: u64) -> Config {
     let mut log = LogConfig::new(dir.join("log"));

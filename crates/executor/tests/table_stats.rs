@@ -1,7 +1,8 @@
 //! Per-table hot and cold figures (`Database::table_stats`): they agree with the database
 //! totals and move the right way when tuples are evicted and brought back.
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, MergePolicy, ProcedureDef, TableStats, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database, MergePolicy, ProcedureDef, TableStats};
+use permafrost_types::Value;
 
 const ROWS: i64 = 2_000;
 

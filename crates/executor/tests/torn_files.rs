@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use permafrost_executor::datadir::{self, OpenOptions};
 use permafrost_executor::settings::DbSettings;
-use permafrost_executor::{Config, Database, LogConfig, LogMode, SnapshotConfig, Value};
+use permafrost_executor::{Config, Database, LogConfig, LogMode, SnapshotConfig};
 use permafrost_io::FaultyFs;
+use permafrost_types::Value;
 
 fn config(dir: &Path) -> Config {
     let mut log = LogConfig::new(dir.join("log"));

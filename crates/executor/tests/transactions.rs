@@ -7,7 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use permafrost_executor::{Config, Database, Error, ProcedureDef, Request, Value};
+use permafrost_executor::{Config, Database, Error, ProcedureDef, Request};
+use permafrost_types::Value;
 use rand::{Rng, SeedableRng};
 
 const ACCOUNTS: i64 = 200;
@@ -173,8 +174,8 @@ fn single_partition_insert_of_a_row_of_another_partition_is_refused() {
     // Find two ids on different partitions.
     let part = |id: i64| {
         permafrost_storage::partitioning::partition_of(
-            permafrost_storage::ValueRef::Int(id),
-            &permafrost_storage::DataType::BigInt,
+            permafrost_types::ValueRef::Int(id),
+            &permafrost_types::DataType::BigInt,
             4,
         )
     };

@@ -22,8 +22,10 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use futures::stream;
-use permafrost_executor::{AdHoc, Database, Request, Value};
-use permafrost_storage::{DataType, TableSchema};
+use permafrost_executor::{AdHoc, Database, Request};
+use permafrost_storage::TableSchema;
+use permafrost_types::DataType;
+use permafrost_types::Value;
 use pgwire::api::ClientInfo;
 use pgwire::api::results::CopyResponse;
 use pgwire::error::{PgWireError, PgWireResult};
@@ -275,7 +277,7 @@ pub fn copy_lines_of(
                     line.push(f.delimiter);
                 }
                 match v {
-                    permafrost_executor::ValueRef::Null => line.extend_from_slice(f.null.as_bytes()),
+                    permafrost_types::ValueRef::Null => line.extend_from_slice(f.null.as_bytes()),
                     v => write_field(&mut line, v.to_string().as_bytes(), f),
                 }
             }

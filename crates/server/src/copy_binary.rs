@@ -6,7 +6,7 @@
 //! readers never panic on bad bytes: they answer an error, or `None` when the bytes so far
 //! end inside a header or a row (the rest comes in the next CopyData).
 
-use permafrost_storage::{DataType, Numeric, Value};
+use permafrost_types::{DataType, Numeric, Value};
 
 /// The signature that starts binary COPY data.
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
@@ -95,7 +95,7 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
             _ => return Err(size("float")),
         },
         DataType::Decimal { .. } => Value::Decimal(Numeric::from_pg_binary(b).map_err(|e| {
-            let e = permafrost_storage::types::numeric_error(ty, e, "(binary)");
+            let e = permafrost_types::numeric_error(ty, e, "(binary)");
             (e.sqlstate(), e.to_string())
         })?),
         DataType::Boolean => match b {

@@ -2,8 +2,9 @@
 //! formats.
 
 use chrono::{DateTime, NaiveDateTime};
-use permafrost_executor::{ColumnInfo, DataType, Numeric, NumericRef, Value, ValueRef};
-use permafrost_storage::types::{double_text, timestamp_text};
+use permafrost_executor::ColumnInfo;
+use permafrost_types::{DataType, Numeric, NumericRef, Value, ValueRef};
+use permafrost_types::{double_text, timestamp_text};
 use pgwire::api::Type;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -135,7 +136,7 @@ fn is_text(ty: &Type) -> bool {
 /// not match the column's type is converted when that is exact, sent as text in a text
 /// column, and otherwise refused (never sent as bytes of the wrong layout).
 /// `text`: the column is sent in text format, where timestamps and doubles are written
-/// as PostgreSQL writes them (`permafrost_storage::types::{timestamp_text, double_text}`).
+/// as PostgreSQL writes them (`permafrost_types::{timestamp_text, double_text}`).
 pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> PgWireResult<()> {
     let mismatch = |what: &str| client_error("XX000", format!("internal error: a {what} value in a {ty} column"));
     let as_text = |enc: &mut RowWriter, s: String| {
@@ -304,11 +305,7 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
                     Numeric::from_pg_binary(bytes).map_err(|e| (e, "(binary)".to_string()))
                 };
                 let n = parsed.map_err(|(e, text)| {
-                    let e = permafrost_storage::types::numeric_error(
-                        &DataType::Decimal { precision: 0, scale: 0 },
-                        e,
-                        &text,
-                    );
+                    let e = permafrost_types::numeric_error(&DataType::Decimal { precision: 0, scale: 0 }, e, &text);
                     client_error(e.sqlstate(), format!("{e} (parameter ${})", i + 1))
                 })?;
                 Some(Value::Decimal(n))
@@ -321,19 +318,15 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
             Some(Some(bytes)) => {
                 let s = std::str::from_utf8(bytes)
                     .map_err(|_| client_error("22021", format!("parameter ${} is not valid UTF-8", i + 1)))?;
-                Some(Value::Timestamp(
-                    permafrost_storage::types::parse_timestamp(s).map_err(|e| {
-                        let (code, what) = match e {
-                            permafrost_storage::types::TimestampError::Syntax => {
-                                ("22007", "invalid input syntax for type timestamp")
-                            }
-                            permafrost_storage::types::TimestampError::OutOfRange => {
-                                ("22008", "date/time field value out of range")
-                            }
-                        };
-                        client_error(code, format!("{what}: \"{s}\" (parameter ${})", i + 1))
-                    })?,
-                ))
+                Some(Value::Timestamp(permafrost_types::parse_timestamp(s).map_err(|e| {
+                    let (code, what) = match e {
+                        permafrost_types::TimestampError::Syntax => {
+                            ("22007", "invalid input syntax for type timestamp")
+                        }
+                        permafrost_types::TimestampError::OutOfRange => ("22008", "date/time field value out of range"),
+                    };
+                    client_error(code, format!("{what}: \"{s}\" (parameter ${})", i + 1))
+                })?))
             }
             Some(None) => None,
             None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),

@@ -29,9 +29,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use permafrost_executor::{Database, Value};
+use permafrost_executor::Database;
 use permafrost_sql::catalog::Catalog;
 use permafrost_sql::shape::{ConstantKind, Shape};
+use permafrost_types::Value;
 use pgwire::api::Type;
 
 use crate::command::Command;
@@ -192,7 +193,7 @@ fn touches_system_catalogs(sql: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use permafrost_executor::Numeric;
+    use permafrost_types::Numeric;
 
     fn int(k: ConstantKind, text: &str, t: &Type) -> Option<i64> {
         match convert(k, text, t) {

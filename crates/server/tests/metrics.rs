@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, Value};
+use permafrost_executor::{AntiCacheConfig, Config, Database};
 use permafrost_server::metrics::{self, Outcome, ServerMetrics, StatementClass};
+use permafrost_types::Value;
 
 const ROWS: i64 = 1_000;
 

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{DataType, Numeric, TableSchema, Value};
+use permafrost_storage::TableSchema;
+use permafrost_types::{DataType, Numeric, Value};
 use sqlparser::ast::{
     self, BinaryOperator, CastKind, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
     ObjectName, UnaryOperator,
@@ -70,7 +71,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
                 u64::try_from(s).map_err(|_| SqlError::Definition("NUMERIC scale must be >= 0".into()))?,
             ),
         };
-        let max = permafrost_storage::types::MAX_DECIMAL_PRECISION as u64;
+        let max = permafrost_types::MAX_DECIMAL_PRECISION as u64;
         if p > max || s > p.max(if p == 0 { max } else { p }) {
             return Err(SqlError::Definition(format!(
                 "NUMERIC precision must be between 1 and {max} and scale between 0 and the precision (got {p}, {s})"
@@ -945,8 +946,8 @@ fn number_literal(s: &str) -> Result<Typed> {
     let ty = DataType::Decimal { precision: 0, scale: 0 };
     match Numeric::parse(s) {
         Ok(d) => Ok((Expr::Const(Value::Decimal(d)), Some(ty))),
-        Err(permafrost_storage::types::NumericError::Syntax) => Err(SqlError::Syntax(format!("bad number {s}"))),
-        Err(e) => Err(permafrost_storage::types::numeric_error(&ty, e, s).into()),
+        Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("bad number {s}"))),
+        Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
     }
 }
 

@@ -24,7 +24,8 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{Column, ColumnDefault, DataType, IndexDef, IndexKind, TableSchema, Value};
+use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema};
+use permafrost_types::{DataType, Value};
 use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, SqlOption, Statement, TableConstraint};
 
 use crate::bind::{ident, map_type, object_name};

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{DataType, TableId, TableSchema, Value};
+use permafrost_storage::{TableId, TableSchema};
+use permafrost_types::{DataType, Value};
 use sqlparser::ast::Statement;
 
 use crate::catalog::Catalog;

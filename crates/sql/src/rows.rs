@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use permafrost_storage::{DataType, NumericRef, Value, ValueRef};
+use permafrost_types::{DataType, NumericRef, Value, ValueRef};
 
 use crate::error::Result;
 
@@ -452,7 +452,7 @@ mod tests {
             Value::Bool(true),
             Value::Int(-3),
             Value::Double(1.5),
-            Value::Decimal(permafrost_storage::Numeric::new(314, 2)),
+            Value::Decimal(permafrost_types::Numeric::new(314, 2)),
             Value::Decimal(format!("{}.5", "7".repeat(60)).parse().unwrap()),
             Value::Timestamp(99),
             Value::text("héllo"),
@@ -476,11 +476,11 @@ mod tests {
             })
             .collect();
         let mut r = Rows::empty(cols.clone());
-        let big: permafrost_storage::Numeric = format!("-{}.25", "3".repeat(40)).parse().unwrap();
+        let big: permafrost_types::Numeric = format!("-{}.25", "3".repeat(40)).parse().unwrap();
         r.push_row([
             ValueRef::Int(7),
             ValueRef::Text("héllo"),
-            ValueRef::Decimal(permafrost_storage::Numeric::new(-314, 2).as_ref()),
+            ValueRef::Decimal(permafrost_types::Numeric::new(-314, 2).as_ref()),
             ValueRef::Decimal(big.as_ref()),
         ]);
         let good = r.encoded_row(0).to_vec();

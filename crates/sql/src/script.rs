@@ -25,7 +25,7 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::bind::map_type;
 use crate::error::{Result, SqlError};
-use permafrost_storage::DataType;
+use permafrost_types::DataType;
 
 fn tokens(sql: &str) -> Result<Vec<Token>> {
     Tokenizer::new(&PostgreSqlDialect {}, sql)

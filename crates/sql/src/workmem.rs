@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use permafrost_storage::Value;
+use permafrost_types::Value;
 
 use crate::error::{Result, SqlError};
 

@@ -28,9 +28,9 @@
 use crate::error::{Result, StorageError};
 use crate::heap::HEADER_SIZE;
 use crate::schema::TableSchema;
-use crate::types::numeric::MAX_SMALL_PRECISION;
-use crate::types::{DataType, NumericRef, ValueError, ValueRef};
 use crate::varheap::{VarHandle, VarHeap};
+use permafrost_types::numeric::MAX_SMALL_PRECISION;
+use permafrost_types::{DataType, NumericRef, ValueError, ValueRef};
 
 /// Declared VARCHAR lengths up to this many bytes are reserved inline.
 pub const INLINE_VARCHAR_MAX: u32 = 256;
@@ -512,7 +512,7 @@ fn range_err(ty: &str, i: i64) -> StorageError {
 mod tests {
     use super::*;
     use crate::schema::Column;
-    use crate::types::Value;
+    use permafrost_types::Value;
 
     fn schema() -> TableSchema {
         TableSchema {
@@ -569,7 +569,7 @@ mod tests {
             Value::Int(i64::MIN),
             Value::text("short"),
             Value::text(long.as_str()),
-            Value::Decimal(crate::types::Numeric::new(12345, 2)),
+            Value::Decimal(permafrost_types::Numeric::new(12345, 2)),
             Value::Bool(true),
             Value::bytes(vec![1u8; 40]),
             Value::Timestamp(1_700_000_000_000_000),
@@ -625,7 +625,7 @@ mod tests {
         };
         d.encode(&mut spilled);
         let mut five = Vec::new();
-        crate::types::Numeric::new(5, 0).as_ref().encode(&mut five);
+        permafrost_types::Numeric::new(5, 0).as_ref().encode(&mut five);
         let mut forged = bytes[..bytes.len() - 4 - spilled.len()].to_vec();
         forged.extend_from_slice(&(five.len() as u32).to_le_bytes());
         forged.extend_from_slice(&five);
@@ -633,7 +633,7 @@ mod tests {
         l.write(
             &mut slot,
             11,
-            ValueRef::Decimal(crate::types::Numeric::new(7, 1).as_ref()),
+            ValueRef::Decimal(permafrost_types::Numeric::new(7, 1).as_ref()),
             &mut var,
         )
         .unwrap();

@@ -25,18 +25,12 @@ pub mod schema;
 pub mod store;
 pub mod table;
 pub mod tombstone;
-/// The values and types ([`permafrost_types`]), under their former path.
-pub mod types {
-    pub use permafrost_types::*;
-}
 pub mod varheap;
 
 pub use access::{AccessTracker, LruChain};
 pub use error::{Result, StorageError};
 pub use index::{IndexKey, KeyBound, TupleRef};
 pub use memory::MemoryUsage;
-pub use permafrost_types::{DataType, Value, ValueError, ValueRef};
-pub use permafrost_types::{Numeric, NumericRef};
 pub use recent::{KeyRange, Recent, Span, Unknown};
 pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
 pub use store::{Change, PartitionStore, Placement, Savepoint, Target};

@@ -9,7 +9,7 @@
 //! * every other type: `fmix64(fnv1a64(bytes))` over the value's index-key encoding.
 
 use crate::index::encode_value;
-use crate::types::{DataType, ValueRef};
+use permafrost_types::{DataType, ValueRef};
 
 /// MurmurHash3's 64-bit finalizer.
 #[inline]

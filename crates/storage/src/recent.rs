@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::schema::TableId;
-use crate::types::{Value, sql_compare};
+use permafrost_types::{Value, sql_compare};
 
 /// Changes, and reads, one partition remembers: past this many of each, the oldest are
 /// forgotten (a read started before them is then run again at its COMMIT, and no COMMIT

@@ -1,7 +1,7 @@
 //! Table and index definitions, as the catalog hands them to storage.
 
 use crate::error::{Result, StorageError};
-use crate::types::{DataType, Value};
+use permafrost_types::{DataType, Value};
 
 /// Most columns a table may have (as in PostgreSQL).
 pub const MAX_COLUMNS: usize = 1600;

@@ -28,7 +28,7 @@ pub struct PrimaryKeyBuild {
     /// The rows whose key belongs to another partition, in slot order.
     elsewhere: Vec<u32>,
 }
-use crate::types::Value;
+use permafrost_types::Value;
 
 #[derive(Debug, Clone, Copy)]
 enum UndoRecord {

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use permafrost_storage::{
-    Column, DataType, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema, Value,
-};
+use permafrost_storage::{Column, IndexDef, IndexKey, IndexKind, LruChain, PartitionStore, TableSchema};
+use permafrost_types::{DataType, Value};
 
 fn schema() -> TableSchema {
     TableSchema {

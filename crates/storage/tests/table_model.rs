@@ -10,8 +10,9 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use permafrost_storage::{
-    Column, DataType, IndexDef, IndexKey, IndexKind, KeyBound, LruChain, PartitionStore, TableSchema, TupleRef, Value,
+    Column, IndexDef, IndexKey, IndexKind, KeyBound, LruChain, PartitionStore, TableSchema, TupleRef,
 };
+use permafrost_types::{DataType, Value};
 use proptest::prelude::*;
 
 fn schema() -> TableSchema {
@@ -243,7 +244,7 @@ fn check(store: &PartitionStore, model: &BTreeMap<i64, Row>) -> Result<(), TestC
         prop_assert!(find(store, *id).is_some());
         if let Some(name) = &row.1 {
             let enc = t.encoder(2);
-            let key = enc.encode([permafrost_storage::ValueRef::Text(name)]).unwrap();
+            let key = enc.encode([permafrost_types::ValueRef::Text(name)]).unwrap();
             prop_assert_eq!(lookup(store, 2, key).len(), 1);
         }
     }

@@ -1,7 +1,8 @@
 //! YCSB against an embedded Permafrost database: calls go through a pipelining
 //! [`Session`] straight to the partition executors, in this process.
 
-use permafrost_executor::{Completion, Database, Error, ProcHandle, ProcedureDef, Session, Value};
+use permafrost_executor::{Completion, Database, Error, ProcHandle, ProcedureDef, Session};
+use permafrost_types::Value;
 
 use super::{FIELDS, LogCounters, Op, Outcome, TargetStats, YcsbClient, YcsbOptions, YcsbTarget, values};
 use crate::BenchError;

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{NumericRef, Value};
+use permafrost_types::{NumericRef, Value};
 
 use crate::codec::{DecodeError, Decoder};
 
@@ -405,7 +405,7 @@ mod tests {
                     Value::Bool(true),
                     Value::Int(-7),
                     Value::Double(1.5),
-                    Value::Decimal(permafrost_storage::Numeric::new(-12345, 2)),
+                    Value::Decimal(permafrost_types::Numeric::new(-12345, 2)),
                     Value::Timestamp(5),
                     Value::text("héllo"),
                     Value::bytes(vec![0u8, 255]),
@@ -521,7 +521,7 @@ mod tests {
         let mut rec = sample();
         rec.request = Request::AdHoc {
             sql: "SELECT ?".into(),
-            params: vec![Value::Decimal(permafrost_storage::Numeric::new(1, 0))],
+            params: vec![Value::Decimal(permafrost_types::Numeric::new(1, 0))],
         };
         let mut dec = Vec::new();
         encode_record(&rec, &mut dec);

@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use permafrost_anticache::{AlignedBuf, AntiCache};
-use permafrost_storage::{PartitionStore, TableId, Value};
+use permafrost_storage::{PartitionStore, TableId};
+use permafrost_types::Value;
 
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_sql::DdlChange;

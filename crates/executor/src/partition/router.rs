@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use permafrost_sql::Route;
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{DataType, Value, ValueRef};
+use permafrost_types::{DataType, Value, ValueRef};
 
 use super::cell::run_mp;
 use super::msg::{Invocation, MpTxn, MpWork, Msg};

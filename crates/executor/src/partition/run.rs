@@ -677,7 +677,7 @@ impl Partition {
     fn move_off(
         &mut self,
         proc: &Arc<Procedure>,
-        params: &[permafrost_storage::Value],
+        params: &[permafrost_types::Value],
         info: &TxnInfo,
         stop: Option<crate::reply::StopFlag>,
         interrupted: &dyn Fn() -> bool,
@@ -731,7 +731,7 @@ impl Partition {
 /// statement's text) and its parameters, or what it logs instead of them.
 fn encode_call(
     proc: &Procedure,
-    params: &[permafrost_storage::Value],
+    params: &[permafrost_types::Value],
     parts: &[u32],
     (now, seed): (i64, u64),
     out: &mut Vec<u8>,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use permafrost_sql::workmem::MemoryPool;
 use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
-use permafrost_storage::{PartitionStore, Placement, Value};
+use permafrost_storage::{PartitionStore, Placement};
+use permafrost_types::Value;
 
 use crate::error::{Error, Result};
 use crate::procedure::{ProcContext, ProcError, Procedure};

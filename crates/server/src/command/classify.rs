@@ -455,9 +455,7 @@ pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResu
             "f" | "false" | "n" | "no" | "off" | "0" => Some(Value::Bool(false)),
             _ => None,
         },
-        (ConstantKind::String, &Type::TIMESTAMP) => permafrost_storage::types::parse_timestamp(text)
-            .ok()
-            .map(Value::Timestamp),
+        (ConstantKind::String, &Type::TIMESTAMP) => permafrost_types::parse_timestamp(text).ok().map(Value::Timestamp),
         (k, t) => convert(*k, text, t),
     };
     v.ok_or_else(bad)

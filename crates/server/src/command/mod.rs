@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use permafrost_executor::{AdHoc, Database, Numeric, ProcHandle, StatementKind, Value};
+use permafrost_executor::{AdHoc, Database, ProcHandle, StatementKind};
 use permafrost_sql::shape::ConstantKind;
+use permafrost_types::{Numeric, Value};
 use pgwire::api::portal::Format;
 use pgwire::api::results::FieldInfo;
 use pgwire::api::stmt::QueryParser;

@@ -21,7 +21,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use permafrost_executor::{AdHoc, Database, Place, Request, Rows, StopFlag, Value};
+use permafrost_executor::{AdHoc, Database, Place, Request, Rows, StopFlag};
+use permafrost_types::Value;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{

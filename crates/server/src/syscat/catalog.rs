@@ -238,7 +238,8 @@ fn access_methods_and_schemata(db: &str, session: &SessionInfo) -> [Relation; 5]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use permafrost_storage::{ColumnDefault, DataType};
+    use permafrost_storage::ColumnDefault;
+    use permafrost_types::DataType;
 
     #[test]
     fn every_row_has_its_relations_columns() {

@@ -31,8 +31,9 @@ mod translate;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use permafrost_executor::{Database, Value};
+use permafrost_executor::Database;
 use permafrost_sql::Catalog;
+use permafrost_types::Value;
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response};

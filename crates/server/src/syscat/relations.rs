@@ -16,7 +16,8 @@
 
 use std::collections::HashMap;
 
-use permafrost_storage::{ColumnDefault, DataType, IndexKind, TableSchema, ValueRef};
+use permafrost_storage::{ColumnDefault, IndexKind, TableSchema};
+use permafrost_types::{DataType, ValueRef};
 use rusqlite::types::Value as V;
 
 use super::pg_columns::PG_COLUMNS;

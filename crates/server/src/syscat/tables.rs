@@ -1,7 +1,8 @@
 //! The relations that describe the tables: a row per table, column, index and
 //! constraint.
 
-use permafrost_storage::{ColumnDefault, DataType, TableSchema};
+use permafrost_storage::{ColumnDefault, TableSchema};
+use permafrost_types::DataType;
 use rusqlite::types::Value as V;
 
 use super::relations::*;

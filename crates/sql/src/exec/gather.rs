@@ -347,7 +347,7 @@ pub(super) fn emit_sorted(
                         }
                     }
                     (false, false) => {
-                        let o = permafrost_storage::types::total_compare(x, y);
+                        let o = permafrost_types::total_compare(x, y);
                         if k.desc { o.reverse() } else { o }
                     }
                 };
@@ -365,7 +365,7 @@ pub(super) fn emit_sorted(
     let same = |a: &[ValueRef<'_>], b: &[ValueRef<'_>]| {
         a.iter()
             .zip(b)
-            .all(|(x, y)| permafrost_storage::types::total_compare(*x, *y) == Ordering::Equal)
+            .all(|(x, y)| permafrost_types::total_compare(*x, *y) == Ordering::Equal)
     };
     let mut seen: HashSet<Vec<Value>> = HashSet::new();
     let mut previous: Option<usize> = None;
@@ -414,7 +414,7 @@ impl Acc {
     /// Puts the integers added aside into `value` (before it is read).
     fn settle(&mut self) -> Result<()> {
         if self.int_sum != 0 || (self.value.is_none() && self.count > 0) {
-            let part = Value::Decimal(permafrost_storage::Numeric::from(self.int_sum));
+            let part = Value::Decimal(permafrost_types::Numeric::from(self.int_sum));
             self.value = Some(match self.value.take() {
                 None => part,
                 Some(x) => arith(crate::expr::ArithOp::Add, x.as_ref(), part.as_ref())?,
@@ -477,7 +477,7 @@ impl AggTable {
                         acc.int_sum = sum;
                         continue;
                     }
-                    None => Value::Decimal(permafrost_storage::Numeric::from(*i)),
+                    None => Value::Decimal(permafrost_types::Numeric::from(*i)),
                 },
                 _ => v,
             };

@@ -13,7 +13,7 @@
 //! to five relations are costed with a simple model (lookups cost little and return few
 //! rows, ranges return more, scans the most) and the cheapest is kept.
 
-use permafrost_storage::Value;
+use permafrost_types::Value;
 use sqlparser::ast::{self};
 
 pub use crate::bind::MAX_RELS;

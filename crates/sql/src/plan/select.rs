@@ -1,7 +1,7 @@
 //! SELECT: the bound query's relations, filters, groups, output and order into a
 //! [`SelectPlan`].
 
-use permafrost_storage::DataType;
+use permafrost_types::DataType;
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
 
 use super::access::*;

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{DataType, TableSchema};
+use permafrost_storage::TableSchema;
+use permafrost_types::DataType;
 
 use crate::bind::AggCall;
 use crate::expr::Expr;

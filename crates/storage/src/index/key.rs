@@ -20,8 +20,8 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
-use crate::types::numeric::MAX_SMALL_PRECISION;
-use crate::types::{DataType, ValueRef};
+use permafrost_types::numeric::MAX_SMALL_PRECISION;
+use permafrost_types::{DataType, ValueRef};
 
 const INLINE: usize = 22;
 
@@ -255,7 +255,7 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Numeric;
+    use permafrost_types::Numeric;
     use proptest::prelude::*;
 
     fn enc(v: ValueRef<'_>, ty: DataType) -> Vec<u8> {

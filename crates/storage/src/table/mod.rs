@@ -28,8 +28,8 @@ pub struct BuiltIndex {
     index: IndexStore,
     encoder: KeyEncoder,
 }
-use crate::types::{Value, ValueRef};
 use crate::varheap::{VarHandle, VarHeap};
+use permafrost_types::{Value, ValueRef};
 
 mod upkeep;
 
