@@ -8,7 +8,7 @@ use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
 use permafrost_executor::parse_size;
 use permafrost_executor::settings::DbSettings;
 
-use crate::config::FileConfig;
+use crate::config_file::ConfigFile;
 use crate::serve::parse_duration_arg;
 use crate::settings::{BenchEngine, Flags};
 
@@ -331,7 +331,7 @@ impl CommonArgs {
                 ));
             }
         }
-        let mut settings = self.engine.resolve(&FileConfig::default())?;
+        let mut settings = self.engine.resolve(&ConfigFile::default())?;
         settings.data_dir = self.data_dir.clone();
         Ok(settings)
     }

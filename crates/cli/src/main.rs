@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod allocator;
 mod bench_cmd;
-mod config;
+mod config_file;
 mod serve;
 mod server_settings;
 mod settings;

@@ -10,7 +10,7 @@ use permafrost_executor::settings::DbSettings;
 use permafrost_executor::{Database, LogMode, RecoveryReport};
 use permafrost_server::ServerOptions;
 
-use crate::config::FileConfig;
+use crate::config_file::ConfigFile;
 use crate::settings::{Flags, ServeEngine, Server, ServerSettings};
 
 #[derive(Args, Debug)]
@@ -92,8 +92,8 @@ pub(crate) fn run_serve(args: ServeArgs) -> Result<(), String> {
 /// server's options: TLS loaded, users.
 fn resolve(args: &ServeArgs) -> Result<Serve, String> {
     let file = match &args.config {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
+        Some(p) => ConfigFile::load(p)?,
+        None => ConfigFile::default(),
     };
     let server = args.server.resolve(&file)?;
     let engine = args.engine.resolve(&file)?;

@@ -1,6 +1,6 @@
 //! `permafrost serve`'s own settings ([`ServerSettings`]: where it listens, TLS, connection
 //! limits), declared once each as the engine's are in `permafrost_executor::settings`; the
-//! command line (settings.rs) and the config file (config.rs) read them from the table.
+//! command line (settings.rs) and the configuration file (config_file.rs) read them from the table.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

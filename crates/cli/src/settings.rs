@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use permafrost_executor::settings::{DbSettings, ENGINE_SETTINGS, Setting, Sources};
 
-use crate::config::FileConfig;
+use crate::config_file::ConfigFile;
 pub(crate) use crate::server_settings::{SERVER_SETTINGS, ServerSettings};
 
 /// A group of settings as one command takes them: their table and their defaults there.
@@ -84,7 +84,7 @@ impl<P: Profile> Flags<P> {
 
     /// The settings: each from its flag or environment variable, else from `file`, else
     /// the profile's default.
-    pub(crate) fn resolve(&self, file: &FileConfig) -> Result<P::Settings, String> {
+    pub(crate) fn resolve(&self, file: &ConfigFile) -> Result<P::Settings, String> {
         let mut settings = P::base();
         for (setting, given) in P::table().iter().zip(&self.given) {
             if let Some(text) = given.as_deref().or_else(|| file.get(setting.name)) {
@@ -224,7 +224,7 @@ mod tests {
             }
         }
         let args = args.unwrap();
-        let file = FileConfig::load(args.config.as_ref().unwrap()).unwrap();
+        let file = ConfigFile::load(args.config.as_ref().unwrap()).unwrap();
         let engine = args.engine.resolve(&file).unwrap();
         assert_eq!(engine.eviction_threshold, Some(0.7), "flag over environment and file");
         assert_eq!(engine.max_restarts, Some(6), "environment over file");
@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(server.data_dir, dir.path().join("data"), "relative to the file");
         assert_eq!(server.metrics_listen.unwrap().to_string(), "127.0.0.1:9187");
         // Without the file, the environment's and the defaults.
-        let engine = args.engine.resolve(&FileConfig::default()).unwrap();
+        let engine = args.engine.resolve(&ConfigFile::default()).unwrap();
         assert_eq!((engine.max_restarts, engine.lru_sample_rate), (Some(6), None));
         // The benchmarks take the same flags, with their own default for the command log.
         let crate::Command::Bench {

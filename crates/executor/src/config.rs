@@ -1,4 +1,12 @@
-//! Database settings.
+//! The engine's configuration ([`Config`]): the checked values a database runs with.
+//!
+//! Words used the same way in every crate: a *setting* is a value a user gives, by name
+//! (a flag, an environment variable, a key of the configuration file: settings.rs declares
+//! the engine's, the command line's server_settings.rs the server's); the *configuration*
+//! is what the settings become once read and checked, the [`Config`] the engine is opened
+//! with ([`DbSettings::config`](crate::settings::DbSettings::config), or a program's own
+//! [`Config::builder`]). The configuration file (the command line's config_file.rs) is
+//! one source of settings.
 //!
 //! Every setting has a default and a valid range, stated here and in the README; bad values
 //! are rejected when the database opens, with an error naming the setting.
@@ -19,7 +27,8 @@ pub use permafrost_durability::{LogConfig, LogMode, LogStats, SYNC_BUCKET_BOUNDS
 
 use crate::error::{Error, Result};
 
-/// Validated database settings. Build with [`Config::builder`].
+/// The checked configuration a database runs with. Build with [`Config::builder`], or from
+/// settings with [`DbSettings::config`](crate::settings::DbSettings::config).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Number of partitions, each with its own executor thread.

@@ -28,7 +28,7 @@ use crate::server_settings::SERVER_SETTINGS;
 /// A user who logs in with SCRAM-SHA-256.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UserConfig {
+pub struct User {
     pub name: String,
     pub password: String,
 }
@@ -36,25 +36,25 @@ pub struct UserConfig {
 /// The file's contents: each setting's value as text (checked by the setting's parser),
 /// and the users.
 #[derive(Debug, Default)]
-pub struct FileConfig {
+pub struct ConfigFile {
     values: BTreeMap<String, String>,
-    pub users: Vec<UserConfig>,
+    pub users: Vec<User>,
 }
 
-impl FileConfig {
+impl ConfigFile {
     /// Reads and checks a configuration file; relative paths in it are taken relative to
     /// the file's directory.
-    pub fn load(path: &Path) -> Result<FileConfig, String> {
+    pub fn load(path: &Path) -> Result<ConfigFile, String> {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        FileConfig::read(&text, Some(base)).map_err(|e| format!("config file {}: {e}", path.display()))
+        ConfigFile::read(&text, Some(base)).map_err(|e| format!("config file {}: {e}", path.display()))
     }
 
     /// Reads and checks a configuration file's text (relative paths as they are).
     #[cfg(test)]
-    pub fn parse(text: &str) -> Result<FileConfig, String> {
-        FileConfig::read(text, None)
+    pub fn parse(text: &str) -> Result<ConfigFile, String> {
+        ConfigFile::read(text, None)
     }
 
     /// The text of the setting `name` (a config file key), if the file gives it.
@@ -62,9 +62,9 @@ impl FileConfig {
         self.values.get(name).map(String::as_str)
     }
 
-    fn read(text: &str, base: Option<&Path>) -> Result<FileConfig, String> {
+    fn read(text: &str, base: Option<&Path>) -> Result<ConfigFile, String> {
         let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut c = FileConfig::default();
+        let mut c = ConfigFile::default();
         for (key, value) in table {
             if key == "users" {
                 c.users = users(value)?;
@@ -153,8 +153,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-fn users(value: toml::Value) -> Result<Vec<UserConfig>, String> {
-    let users: Vec<UserConfig> = value.try_into().map_err(|e| format!("users: {e}"))?;
+fn users(value: toml::Value) -> Result<Vec<User>, String> {
+    let users: Vec<User> = value.try_into().map_err(|e| format!("users: {e}"))?;
     let mut seen = std::collections::HashSet::new();
     for u in &users {
         if u.name.is_empty() {
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_full_file_parses() {
-        let c = FileConfig::parse(
+        let c = ConfigFile::parse(
             r#"
             listen = "0.0.0.0:6000"
             memory_limit = "2GiB"
@@ -212,29 +212,29 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_setting() {
-        let e = FileConfig::parse("memroy_limit = \"1GiB\"").unwrap_err();
+        let e = ConfigFile::parse("memroy_limit = \"1GiB\"").unwrap_err();
         assert!(
             e.contains("memroy_limit") && e.contains("did you mean `memory_limit`"),
             "{e}"
         );
-        let e = FileConfig::parse("verbosity = 3").unwrap_err();
+        let e = ConfigFile::parse("verbosity = 3").unwrap_err();
         assert!(e.contains("verbosity") && e.contains("max_connections"), "{e}");
-        let e = FileConfig::parse("partitions = \"two\"").unwrap_err();
+        let e = ConfigFile::parse("partitions = \"two\"").unwrap_err();
         assert!(e.contains("partitions") && e.contains("expected an integer"), "{e}");
-        let e = FileConfig::parse("memory_limit = \"lots\"").unwrap_err();
+        let e = ConfigFile::parse("memory_limit = \"lots\"").unwrap_err();
         assert!(
             e.contains("invalid setting memory_limit") && e.contains("not a size"),
             "{e}"
         );
-        let e = FileConfig::parse("max_connections = 0").unwrap_err();
+        let e = ConfigFile::parse("max_connections = 0").unwrap_err();
         assert!(e.contains("max_connections: 0 (allowed: 1 to 1000000)"), "{e}");
-        let e = FileConfig::parse("trust_remote = \"yes\"").unwrap_err();
+        let e = ConfigFile::parse("trust_remote = \"yes\"").unwrap_err();
         assert!(e.contains("trust_remote"), "{e}");
-        let e = FileConfig::parse("command_log = [\"sync\"]").unwrap_err();
+        let e = ConfigFile::parse("command_log = [\"sync\"]").unwrap_err();
         assert!(e.contains("command_log") && e.contains("array"), "{e}");
-        let e = FileConfig::parse("[[users]]\nname = \"a\"\npassword = \"\"").unwrap_err();
+        let e = ConfigFile::parse("[[users]]\nname = \"a\"\npassword = \"\"").unwrap_err();
         assert!(e.contains("password"), "{e}");
-        let e = FileConfig::parse("[[users]]\nname = \"a\"\npasswd = \"x\"").unwrap_err();
+        let e = ConfigFile::parse("[[users]]\nname = \"a\"\npasswd = \"x\"").unwrap_err();
         assert!(e.contains("users") && e.contains("passwd"), "{e}");
     }
 
@@ -243,10 +243,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("permafrost.toml");
         std::fs::write(&path, "data_dir = \"data\"\ntls_cert = \"/etc/cert.pem\"\n").unwrap();
-        let c = FileConfig::load(&path).unwrap();
+        let c = ConfigFile::load(&path).unwrap();
         assert_eq!(c.get("data_dir"), Some(dir.path().join("data").to_str().unwrap()));
         assert_eq!(c.get("tls_cert"), Some("/etc/cert.pem"));
-        let e = FileConfig::load(&dir.path().join("absent.toml")).unwrap_err();
+        let e = ConfigFile::load(&dir.path().join("absent.toml")).unwrap_err();
         assert!(e.contains("cannot read config file"), "{e}");
     }
 }
