@@ -329,7 +329,12 @@ mod tests {
         assert_eq!(catalog.table("accounts").expect("the table is back").indexes.len(), 2);
         assert!(catalog.table("gone").is_none());
         db.execute_sql("INSERT INTO accounts VALUES (7, 'g')", vec![]).unwrap();
-        assert_eq!(db.call("owner_of", vec![permafrost_types::Value::Int(7)]).unwrap().len(), 1);
+        assert_eq!(
+            db.call("owner_of", vec![permafrost_types::Value::Int(7)])
+                .unwrap()
+                .len(),
+            1
+        );
         drop(db);
         // With the command log on, the schema comes from the schema log once (the log holds
         // nothing yet), then from the log; the schema log keeps every change either way.

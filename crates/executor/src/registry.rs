@@ -98,7 +98,7 @@ impl Database {
     fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
         let mut stmts = Vec::new();
         for t in texts {
-            for text in permafrost_sql::script::split(t)? {
+            for text in permafrost_sql::scan::scan(t)?.texts() {
                 for stmt in permafrost_sql::parse::parse_statements(&text)? {
                     stmts.push((text.clone(), stmt));
                 }

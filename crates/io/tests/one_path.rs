@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 fn public_names(lib: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for line in lib.lines() {
-        let Some(rest) = line.strip_prefix("pub ") else { continue };
+        let Some(rest) = line.strip_prefix("pub ") else {
+            continue;
+        };
         let mut words = rest.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '{' || c == ','));
         match words.next() {
             Some("use") => {
@@ -139,7 +141,10 @@ fn every_crate_names_the_values_as_permafrost_types() {
     let lib = std::fs::read_to_string(crates.join("types/src/lib.rs")).unwrap();
     let names = public_names(&lib);
     for must in ["Value", "ValueRef", "DataType", "Numeric", "NumericRef", "ValueError"] {
-        assert!(names.contains(must), "{must} not found among the public names of crates/types");
+        assert!(
+            names.contains(must),
+            "{must} not found among the public names of crates/types"
+        );
     }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(crates).unwrap().flatten() {
@@ -148,7 +153,11 @@ fn every_crate_names_the_values_as_permafrost_types() {
         }
     }
     files.sort();
-    assert!(files.len() > 100, "found only {} source files under crates/", files.len());
+    assert!(
+        files.len() > 100,
+        "found only {} source files under crates/",
+        files.len()
+    );
     let mut report = String::new();
     for f in &files {
         let source = std::fs::read_to_string(f).unwrap();
@@ -167,7 +176,9 @@ mod checker {
     use super::*;
 
     fn names() -> BTreeSet<String> {
-        public_names("pub mod numeric;\npub use numeric::{Numeric, NumericRef};\npub enum Value {\npub fn total_compare(a: u8) {}\n")
+        public_names(
+            "pub mod numeric;\npub use numeric::{Numeric, NumericRef};\npub enum Value {\npub fn total_compare(a: u8) {}\n",
+        )
     }
 
     #[test]

@@ -38,10 +38,10 @@ pub fn frontend_messages(data: &[u8]) {
     }
 }
 
-/// The statement splitter and the parsers of statements sqlparser does not read.
+/// The scanner and the parsers of statements sqlparser does not read.
 pub fn sql_text(sql: &str) {
-    if let Ok(stmts) = permafrost_sql::script::split(sql) {
-        for s in stmts {
+    if let Ok(scan) = permafrost_sql::scan::scan(sql) {
+        for s in scan.texts() {
             let _ = permafrost_sql::script::parse_create_procedure(&s);
             let _ = permafrost_sql::script::parse_drop_procedure(&s);
             crate::syscat::fuzz_translate(&s);

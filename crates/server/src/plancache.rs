@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use permafrost_executor::Database;
 use permafrost_sql::catalog::Catalog;
+use permafrost_sql::scan::Scan;
 use permafrost_sql::shape::{ConstantKind, Shape};
 use permafrost_types::Value;
 use pgwire::api::Type;
@@ -88,22 +89,24 @@ impl PlanCache {
         PlanCache::default()
     }
 
-    /// The cached plan of `sql`'s shape, with `sql`'s constants as parameters.
-    pub fn lookup(&self, db: &Database, sql: &str) -> Lookup {
-        if touches_system_catalogs(sql) {
+    /// The cached plan of a scanned query string's shape, with its constants as parameters.
+    /// A statement that names a system catalog is not cached (their contents change with
+    /// the session: see the module).
+    pub fn lookup(&self, db: &Database, scan: &Scan) -> Lookup {
+        if scan.names_system_catalogs() {
             return Lookup::Plan;
         }
-        let Some(shape) = permafrost_sql::shape::shape(sql) else {
+        let Some(shape) = &scan.shape else {
             return Lookup::Plan;
         };
-        let key = key(&shape);
+        let key = key(shape);
         let catalog = db.catalog();
         let (command, types) = {
             let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             match inner.of(&catalog).get(&key) {
                 Some(Entry::Plan { command, types }) => (command.clone(), types.clone()),
                 Some(Entry::Uncached) => return Lookup::Plan,
-                None => return Lookup::Learn(shape),
+                None => return Lookup::Learn(shape.clone()),
             }
         };
         let params: Option<Vec<Value>> = shape
@@ -181,15 +184,6 @@ fn takes(k: ConstantKind, t: &Type) -> bool {
     }
 }
 
-/// Whether the text names the system catalogs (answered by text, never cached).
-fn touches_system_catalogs(sql: &str) -> bool {
-    let b = sql.as_bytes();
-    ["pg_", "information_schema"].iter().any(|needle| {
-        b.windows(needle.len())
-            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,8 +227,9 @@ mod tests {
 
     #[test]
     fn system_catalog_texts_are_not_cached() {
-        assert!(touches_system_catalogs("select * from PG_CATALOG.pg_type"));
-        assert!(touches_system_catalogs("select typname from pg_type where oid = 23"));
-        assert!(!touches_system_catalogs("select v from items where id = 1"));
+        let names = |sql: &str| permafrost_sql::scan::scan(sql).unwrap().names_system_catalogs();
+        assert!(names("select * from PG_CATALOG.pg_type"));
+        assert!(names("select typname from pg_type where oid = 23"));
+        assert!(!names("select v from items where id = 1"));
     }
 }

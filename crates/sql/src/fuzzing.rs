@@ -32,7 +32,7 @@ pub fn sql_front_end(catalog: &Catalog, data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     // Array literals (what array parameters are) are read from any text.
     let _ = crate::array::elements(text);
-    let Ok(statements) = crate::script::split(text) else {
+    let Ok(statements) = crate::scan::scan(text).map(crate::scan::Scan::texts) else {
         return;
     };
     for sql in statements {

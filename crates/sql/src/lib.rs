@@ -26,6 +26,7 @@ pub mod parse;
 pub mod plan;
 mod prepared;
 pub mod rows;
+pub mod scan;
 pub mod script;
 pub mod shape;
 pub mod value_budget;

@@ -1,9 +1,5 @@
-//! Query strings as clients send them: splitting a string into statements, and the
-//! statements sqlparser does not read (`CREATE PROCEDURE ... AS $$ ... $$`, `DROP
-//! PROCEDURE`).
-//!
-//! Splitting works on sqlparser's tokens, so a `;` inside a quoted string, a dollar-quoted
-//! body or a comment does not end a statement.
+//! The statements sqlparser does not read: `CREATE PROCEDURE ... AS $$ ... $$` and `DROP
+//! PROCEDURE`. (A query string is cut into statements by scan.rs.)
 //!
 //! A SQL-defined procedure:
 //!
@@ -35,89 +31,6 @@ fn tokens(sql: &str) -> Result<Vec<Token>> {
 
 fn is_blank(t: &Token) -> bool {
     matches!(t, Token::Whitespace(_))
-}
-
-/// Splits a query string into the texts of its statements (without the `;`), dropping
-/// empty ones and comments standing alone.
-pub fn split(sql: &str) -> Result<Vec<String>> {
-    if !sql.contains(';') {
-        let t = sql.trim();
-        return Ok(if t.is_empty() || only_comments(sql)? {
-            Vec::new()
-        } else {
-            vec![t.to_string()]
-        });
-    }
-    // Statements are cut out of the text itself (between the `;` tokens), so that they
-    // keep their exact spelling: `'it''s'`, `E'\n'`, dollar quotes, comments.
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
-        .tokenize_with_location()
-        .map_err(|e| SqlError::Syntax(e.to_string()))?;
-    let mut at = TextCursor::new(sql);
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut substantive = false;
-    for t in tokens {
-        match t.token {
-            Token::SemiColon => {
-                let end = at.offset(t.span.start);
-                if substantive {
-                    out.push(sql[start..end].trim().to_string());
-                }
-                start = at.offset(t.span.end);
-                substantive = false;
-            }
-            Token::EOF => {}
-            other => {
-                if !is_blank(&other) {
-                    substantive = true;
-                }
-            }
-        }
-    }
-    if substantive {
-        out.push(sql[start..].trim().to_string());
-    }
-    Ok(out)
-}
-
-/// Turns the tokenizer's locations (1-based line and column, in characters) into byte
-/// offsets, moving forward only.
-struct TextCursor<'a> {
-    text: &'a str,
-    byte: usize,
-    line: u64,
-    column: u64,
-}
-
-impl<'a> TextCursor<'a> {
-    fn new(text: &'a str) -> TextCursor<'a> {
-        TextCursor {
-            text,
-            byte: 0,
-            line: 1,
-            column: 1,
-        }
-    }
-
-    fn offset(&mut self, loc: sqlparser::tokenizer::Location) -> usize {
-        let mut chars = self.text[self.byte..].chars();
-        while (self.line, self.column) < (loc.line, loc.column) {
-            let Some(c) = chars.next() else { break };
-            self.byte += c.len_utf8();
-            if c == '\n' {
-                self.line += 1;
-                self.column = 1;
-            } else {
-                self.column += 1;
-            }
-        }
-        self.byte
-    }
-}
-
-fn only_comments(sql: &str) -> Result<bool> {
-    Ok(tokens(sql)?.iter().all(|t| is_blank(t) || *t == Token::EOF))
 }
 
 /// A procedure as `CREATE PROCEDURE` defines it.
@@ -206,23 +119,19 @@ impl Cursor {
     }
 }
 
-fn starts_with_words(sql: &str, words: &[&str]) -> bool {
-    let mut it = sql.split_whitespace();
-    words.iter().all(|w| {
-        it.next()
-            .is_some_and(|x| x.trim_end_matches('(').eq_ignore_ascii_case(w))
-    })
+/// The first statement of `sql`, scanned.
+fn first_statement(sql: &str) -> Option<crate::scan::StatementText> {
+    crate::scan::scan(sql).ok()?.statements.into_iter().next()
 }
 
 /// Whether `sql` is a `CREATE [OR REPLACE] PROCEDURE` statement.
 pub fn is_create_procedure(sql: &str) -> bool {
-    starts_with_words(sql, &["CREATE", "PROCEDURE"])
-        || starts_with_words(sql, &["CREATE", "OR", "REPLACE", "PROCEDURE"])
+    first_statement(sql).is_some_and(|s| s.is_create_procedure())
 }
 
 /// Whether `sql` is a `DROP PROCEDURE` statement.
 pub fn is_drop_procedure(sql: &str) -> bool {
-    starts_with_words(sql, &["DROP", "PROCEDURE"])
+    first_statement(sql).is_some_and(|s| s.is_drop_procedure())
 }
 
 /// Parses a `CREATE PROCEDURE` statement (see the module documentation).
@@ -328,7 +237,7 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
     if let Some(t) = c.peek() {
         return Err(SqlError::Syntax(format!("unexpected \"{t}\" after the procedure body")));
     }
-    let body = split(body.as_deref().unwrap_or(""))?;
+    let body = crate::scan::scan(body.as_deref().unwrap_or(""))?.texts();
     if body.is_empty() {
         return Err(SqlError::Definition(format!("procedure {name} has no statements")));
     }
@@ -385,15 +294,13 @@ pub fn parse_drop_procedure(sql: &str) -> Result<(String, bool)> {
     Ok((name, if_exists))
 }
 
-/// Whether a token list is just whitespace (used by callers that need to tell an empty
-/// query from a statement).
-pub fn is_empty_query(sql: &str) -> Result<bool> {
-    Ok(sql.trim().is_empty() || only_comments(sql)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn split(sql: &str) -> Result<Vec<String>> {
+        crate::scan::scan(sql).map(crate::scan::Scan::texts)
+    }
 
     #[test]
     fn split_respects_quotes_comments_and_bodies() {

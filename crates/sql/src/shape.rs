@@ -5,7 +5,8 @@
 //! parameters (`permafrost_server`'s plan cache), so such a statement is parsed and planned
 //! once, not on every call.
 //!
-//! [`shape`] scans the text once, without parsing it. It replaces each plain constant —
+//! The shape is written while the text is scanned (scan.rs, [`crate::scan::scan`]), in
+//! the same pass that finds its statements, without parsing it. It replaces each plain constant —
 //! an integer, a decimal number, a `'...'` string — with a parameter marker `$1`, `$2`, ...
 //! in order, so the shape is itself a statement to prepare, and it returns the constants.
 //! It keeps the text of constants whose value may change the plan rather than feed it:
@@ -110,241 +111,187 @@ const AFTER_BY_LIST: &[&str] = &[
     "returning",
 ];
 
-/// The shape of `sql`; `None` when it is not shaped (see the module).
+/// The shape of `sql`; `None` when it is not shaped (see the module). The same as the
+/// [`Scan::shape`](crate::scan::Scan::shape) of [`scan`](crate::scan::scan), which a
+/// caller that needs the statements too takes instead.
 pub fn shape(sql: &str) -> Option<Shape> {
-    if sql.len() > MAX_SHAPED_LEN {
-        return None;
-    }
-    let b = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut constants = Vec::new();
-    // The last word seen (lower case).
-    let mut word = String::new();
-    // Paren depth, and the depth of the ORDER BY / GROUP BY list being read.
-    let mut depth = 0usize;
-    let mut by_list: Option<usize> = None;
-    // The next number is a LIMIT's, OFFSET's or FETCH's count.
-    let mut count_next = false;
-    // The last token was an operand (a name, a constant, `)`): a `-` now is a binary minus;
-    // otherwise a `-` before a number is the number's sign and part of the constant.
-    let mut operand = false;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b'\'' => {
-                let (end, text) = string_literal(sql, i)?;
-                let typed = TYPED_LITERAL_WORDS.contains(&word.as_str());
-                if typed || by_list.is_some() {
-                    out.push_str(&sql[i..end]);
-                } else {
-                    push_constant(&mut out, &mut constants, ConstantKind::String, text)?;
-                }
-                i = end;
-                word.clear();
-                count_next = false;
-                operand = true;
-            }
-            b'"' => {
-                let end = quoted_identifier(b, i)?;
-                out.push_str(&sql[i..end]);
-                i = end;
-                word.clear();
-                operand = true;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                let end = b[i..].iter().position(|&x| x == b'\n').map_or(b.len(), |p| i + p);
-                out.push_str(&sql[i..end]);
-                i = end;
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = block_comment(b, i)?;
-                out.push_str(&sql[i..end]);
-                i = end;
-            }
-            b'$' => return None,
-            b';' => {
-                // Only a trailing `;` (and blanks or comments after it) is accepted.
-                if !only_blanks_and_comments(&b[i + 1..]) {
-                    return None;
-                }
-                break;
-            }
-            b'0'..=b'9' | b'.' | b'-' if starts_number(b, i, operand) => {
-                let (end, kind) = number(b, if c == b'-' { i + 1 } else { i })?;
-                if by_list.is_some() || count_next {
-                    out.push_str(&sql[i..end]);
-                } else {
-                    push_constant(&mut out, &mut constants, kind, sql[i..end].to_string())?;
-                }
-                count_next = false;
-                word.clear();
-                operand = true;
-                i = end;
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80) {
-                    i += 1;
-                }
-                let w = &sql[start..i];
-                // A prefixed string (E'...', B'...', X'...', N'...', U&'...') is not shaped.
-                if b.get(i) == Some(&b'\'') || (b.get(i) == Some(&b'&') && w.eq_ignore_ascii_case("u")) {
-                    return None;
-                }
-                out.push_str(w);
-                let prev_word = std::mem::replace(&mut word, w.to_ascii_lowercase());
-                if word == "by" && (prev_word == "order" || prev_word == "group") {
-                    by_list = Some(depth);
-                } else if by_list == Some(depth) && AFTER_BY_LIST.contains(&word.as_str()) {
-                    by_list = None;
-                }
-                count_next = matches!(word.as_str(), "limit" | "offset" | "first" | "next");
-                operand = !BEFORE_OPERAND.contains(&word.as_str());
-            }
-            b'(' => {
-                depth += 1;
-                out.push('(');
-                i += 1;
-                word.clear();
-                operand = false;
-            }
-            b')' => {
-                if by_list == Some(depth) {
-                    by_list = None;
-                }
-                depth = depth.saturating_sub(1);
-                out.push(')');
-                i += 1;
-                word.clear();
-                operand = true;
-            }
-            _ => {
-                let ch = sql[i..].chars().next()?;
-                out.push(ch);
-                i += ch.len_utf8();
-                if !ch.is_whitespace() {
-                    word.clear();
-                    count_next = count_next && ch == '(';
-                    operand = ch == ']';
-                }
-            }
+    crate::scan::scan(sql).ok()?.shape
+}
+
+/// Writes a shape from the tokens of a text as the scanner (scan.rs) reads them, in the
+/// same pass; gives up (for good) at the first thing it does not shape.
+pub(crate) struct ShapeWriter {
+    out: String,
+    constants: Vec<Constant>,
+    /// The last word seen (lower case).
+    word: String,
+    /// Paren depth, and the depth of the ORDER BY / GROUP BY list being read.
+    depth: usize,
+    by_list: Option<usize>,
+    /// The next number is a LIMIT's, OFFSET's or FETCH's count.
+    count_next: bool,
+    /// The last token was an operand (a name, a constant, `)`): a `-` now is a binary
+    /// minus; otherwise a `-` before a number is the number's sign and part of the constant.
+    operand: bool,
+    /// Given up: the text is not shaped.
+    given_up: bool,
+    /// The statement's `;` was read: what follows (blanks and comments) is not written.
+    ended: bool,
+}
+
+impl ShapeWriter {
+    /// A writer for a text of `len` bytes; one longer than [`MAX_SHAPED_LEN`] is not shaped.
+    pub(crate) fn new(len: usize) -> ShapeWriter {
+        ShapeWriter {
+            out: String::with_capacity(len.min(MAX_SHAPED_LEN) + 8),
+            constants: Vec::new(),
+            word: String::new(),
+            depth: 0,
+            by_list: None,
+            count_next: false,
+            operand: false,
+            given_up: len > MAX_SHAPED_LEN,
+            ended: false,
         }
     }
-    let text = out.trim_end().to_string();
-    if text.is_empty() {
-        return None;
-    }
-    Some(Shape { text, constants })
-}
 
-/// Whether a number starts at `i`: a digit, a point before a digit, or a sign before either
-/// where no operand precedes it.
-fn starts_number(b: &[u8], i: usize, operand: bool) -> bool {
-    let digit_at = |j: usize| b.get(j).is_some_and(u8::is_ascii_digit);
-    let unsigned_at = |j: usize| digit_at(j) || (b.get(j) == Some(&b'.') && digit_at(j + 1));
-    match b[i] {
-        b'-' => !operand && unsigned_at(i + 1),
-        _ => unsigned_at(i),
+    /// Whether tokens are still written.
+    pub(crate) fn writing(&self) -> bool {
+        !self.given_up && !self.ended
     }
-}
 
-fn push_constant(out: &mut String, constants: &mut Vec<Constant>, kind: ConstantKind, text: String) -> Option<()> {
-    if constants.len() == MAX_CONSTANTS {
-        return None;
+    /// Whether a `-` now is a number's sign (no operand before it).
+    pub(crate) fn sign_allowed(&self) -> bool {
+        self.writing() && !self.operand
     }
-    constants.push(Constant { kind, text });
-    write!(out, "${}", constants.len()).ok()
-}
 
-/// A standard string starting at `start`: its end and its contents.
-fn string_literal(sql: &str, start: usize) -> Option<(usize, String)> {
-    let b = sql.as_bytes();
-    let mut text = String::new();
-    let mut i = start + 1;
-    let mut from = i;
-    loop {
-        let q = b[i..].iter().position(|&x| x == b'\'')? + i;
-        text.push_str(&sql[from..q]);
-        if b.get(q + 1) == Some(&b'\'') {
-            text.push('\'');
-            i = q + 2;
-            from = i;
+    pub(crate) fn give_up(&mut self) {
+        self.given_up = true;
+    }
+
+    /// A standard string `raw` (quotes included) whose contents are `contents()`;
+    /// `continued`: another string follows it after a newline (one constant in SQL).
+    pub(crate) fn string(&mut self, raw: &str, contents: impl FnOnce() -> String, continued: bool) {
+        if !self.writing() {
+            return;
+        }
+        if continued {
+            return self.give_up();
+        }
+        let typed = TYPED_LITERAL_WORDS.contains(&self.word.as_str());
+        if typed || self.by_list.is_some() {
+            self.out.push_str(raw);
         } else {
-            let end = q + 1;
-            // 'a' 'b' (strings continued across a newline) are one constant in SQL: not shaped.
-            let rest = &b[end..];
-            let blank = rest.iter().take_while(|x| x.is_ascii_whitespace()).count();
-            if rest[..blank].contains(&b'\n') && rest.get(blank) == Some(&b'\'') {
-                return None;
-            }
-            return Some((end, text));
+            self.constant(ConstantKind::String, contents());
+        }
+        self.word.clear();
+        self.count_next = false;
+        self.operand = true;
+    }
+
+    pub(crate) fn quoted_identifier(&mut self, raw: &str) {
+        if self.writing() {
+            self.out.push_str(raw);
+            self.word.clear();
+            self.operand = true;
         }
     }
-}
 
-fn quoted_identifier(b: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    loop {
-        let q = b[i..].iter().position(|&x| x == b'"')? + i;
-        if b.get(q + 1) == Some(&b'"') {
-            i = q + 2;
+    pub(crate) fn comment(&mut self, raw: &str) {
+        if self.writing() {
+            self.out.push_str(raw);
+        }
+    }
+
+    /// A number (with its sign, when [`ShapeWriter::sign_allowed`] let it have one).
+    pub(crate) fn number(&mut self, raw: &str, kind: ConstantKind) {
+        if !self.writing() {
+            return;
+        }
+        if self.by_list.is_some() || self.count_next {
+            self.out.push_str(raw);
         } else {
-            return Some(q + 1);
+            self.constant(kind, raw.to_string());
         }
+        self.count_next = false;
+        self.word.clear();
+        self.operand = true;
     }
-}
 
-/// A (nesting) block comment starting at `start`: its end.
-fn block_comment(b: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i + 1 < b.len() {
-        match (b[i], b[i + 1]) {
-            (b'/', b'*') => {
-                depth += 1;
-                i += 2;
+    pub(crate) fn word(&mut self, w: &str) {
+        if !self.writing() {
+            return;
+        }
+        self.out.push_str(w);
+        let prev_word = std::mem::replace(&mut self.word, w.to_ascii_lowercase());
+        if self.word == "by" && (prev_word == "order" || prev_word == "group") {
+            self.by_list = Some(self.depth);
+        } else if self.by_list == Some(self.depth) && AFTER_BY_LIST.contains(&self.word.as_str()) {
+            self.by_list = None;
+        }
+        self.count_next = matches!(self.word.as_str(), "limit" | "offset" | "first" | "next");
+        self.operand = !BEFORE_OPERAND.contains(&self.word.as_str());
+    }
+
+    /// Any other character (`(`, `)`, an operator, a blank).
+    pub(crate) fn other(&mut self, ch: char) {
+        if !self.writing() {
+            return;
+        }
+        self.out.push(ch);
+        match ch {
+            '(' => {
+                self.depth += 1;
+                self.word.clear();
+                self.operand = false;
             }
-            (b'*', b'/') => {
-                depth -= 1;
-                i += 2;
-                if depth == 0 {
-                    return Some(i);
+            ')' => {
+                if self.by_list == Some(self.depth) {
+                    self.by_list = None;
                 }
+                self.depth = self.depth.saturating_sub(1);
+                self.word.clear();
+                self.operand = true;
             }
-            _ => i += 1,
+            c if !c.is_whitespace() => {
+                self.word.clear();
+                self.count_next = self.count_next && c == '(';
+                self.operand = c == ']';
+            }
+            _ => {}
         }
     }
-    None
-}
 
-fn only_blanks_and_comments(mut b: &[u8]) -> bool {
-    loop {
-        let blank = b.iter().take_while(|x| x.is_ascii_whitespace()).count();
-        b = &b[blank..];
-        if b.is_empty() {
-            return true;
+    /// The statement's `;`: only blanks and comments may follow.
+    pub(crate) fn end(&mut self) {
+        self.ended = true;
+    }
+
+    fn constant(&mut self, kind: ConstantKind, text: String) {
+        if self.constants.len() == MAX_CONSTANTS {
+            return self.give_up();
         }
-        if b.starts_with(b"--") {
-            match b.iter().position(|&x| x == b'\n') {
-                Some(p) => b = &b[p..],
-                None => return true,
-            }
-        } else if b.starts_with(b"/*") {
-            match block_comment(b, 0) {
-                Some(end) => b = &b[end..],
-                None => return false,
-            }
-        } else {
-            return false;
+        self.constants.push(Constant { kind, text });
+        let _ = write!(self.out, "${}", self.constants.len());
+    }
+
+    /// The shape, if the text was shaped.
+    pub(crate) fn finish(self) -> Option<Shape> {
+        if self.given_up {
+            return None;
         }
+        let text = self.out.trim_end().to_string();
+        (!text.is_empty()).then_some(Shape {
+            text,
+            constants: self.constants,
+        })
     }
 }
 
 /// A number starting at `start` (a digit, or a point before a digit): its end and kind.
 /// `None` for forms left to the parser: other bases, `_` separators, a letter right after
 /// the number (`1abc`).
-fn number(b: &[u8], start: usize) -> Option<(usize, ConstantKind)> {
+pub(crate) fn number(b: &[u8], start: usize) -> Option<(usize, ConstantKind)> {
     let digits = |i: usize| b[i..].iter().take_while(|x| x.is_ascii_digit()).count();
     let mut i = start + digits(start);
     let mut kind = ConstantKind::Integer;

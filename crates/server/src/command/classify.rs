@@ -118,52 +118,59 @@ fn parse_move(sql: &str) -> PgWireResult<Command> {
     })
 }
 
-pub(crate) fn first_words(sql: &str, n: usize) -> Vec<String> {
-    sql.split_whitespace().take(n).map(|w| w.to_ascii_uppercase()).collect()
-}
-
-pub(crate) fn ddl_tag(sql: &str) -> String {
-    let w = first_words(sql, 4);
-    match w.first().map(String::as_str) {
-        Some("CREATE") if w.iter().any(|x| x == "INDEX") => "CREATE INDEX".into(),
-        Some("CREATE") => "CREATE TABLE".into(),
-        Some("DROP") => format!("DROP {}", w.get(1).map_or("TABLE", |s| s.as_str())),
-        Some("ALTER") => "ALTER TABLE".into(),
+/// The command tag of a DDL statement.
+fn ddl_tag(stmt: &Statement) -> String {
+    match stmt {
+        Statement::CreateIndex(_) => "CREATE INDEX".into(),
+        Statement::CreateTable(_) => "CREATE TABLE".into(),
+        Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
+        Statement::AlterTable(_) => "ALTER TABLE".into(),
         _ => "OK".into(),
     }
 }
 
-/// Classifies the text of one statement.
+/// Classifies the text of one statement, scanning it first: for texts the server makes
+/// (a shape, a TRUNCATE's DELETE); a client's text is scanned once where it arrives and
+/// its statements classified with [`classify_statement`].
 pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
-    // A long statement may nest deeply: its whole front end runs on a stack sized for it.
-    permafrost_sql::limits::with_stack_for(sql, || classify_on_stack(db, sql))
+    let scan = permafrost_sql::scan::scan(sql).map_err(sql_error)?;
+    match scan.statements.as_slice() {
+        [one] => classify_statement(db, one),
+        [] => Err(client_error("42601", "syntax error: no statement")),
+        _ => Err(client_error(
+            "42601",
+            "cannot insert multiple commands into a prepared statement",
+        )),
+    }
 }
 
-pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Command> {
-    if permafrost_sql::script::is_create_procedure(sql) {
+/// Classifies one statement of a scanned query string.
+pub fn classify_statement(db: &Database, st: &StatementText) -> PgWireResult<Command> {
+    // A long statement may nest deeply: its whole front end runs on a stack sized for it.
+    permafrost_sql::limits::with_stack_for(&st.text, || classify_on_stack(db, st))
+}
+
+fn classify_on_stack(db: &Database, st: &StatementText) -> PgWireResult<Command> {
+    let sql = st.text.as_str();
+    if st.is_create_procedure() {
         // Checked now so that a bad definition fails at Parse, not later.
         permafrost_sql::script::parse_create_procedure(sql).map_err(sql_error)?;
         return Ok(Command::CreateProcedure(sql.to_string()));
     }
-    if permafrost_sql::script::is_drop_procedure(sql) {
+    if st.is_drop_procedure() {
         permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
         return Ok(Command::DropProcedure(sql.to_string()));
     }
-    let compact: String = sql.split_whitespace().collect::<String>().to_ascii_lowercase();
-    match compact.trim_end_matches(';') {
-        "selectversion()" | "selectpg_catalog.version()" => return Ok(Command::Version),
-        "select*frompermafrost_stats" => return Ok(Command::Stats),
+    match st.compact.as_deref() {
+        Some("selectversion()" | "selectpg_catalog.version()") => return Ok(Command::Version),
+        Some("select*frompermafrost_stats") => return Ok(Command::Stats),
         _ => {}
     }
-    let words = first_words(sql, 3);
-    let words: Vec<String> = words.into_iter().map(|w| w.trim_end_matches(';').to_string()).collect();
+    let words = &st.words;
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => return crate::session_settings::parse(sql).map(Command::Set),
         "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::CloseCursor(None)),
-        "CLOSE" if words.len() == 2 => {
-            let name = sql.split_whitespace().nth(1).unwrap_or("").trim_end_matches(';');
-            return Ok(Command::CloseCursor(Some(cursor_name(name))));
-        }
+        "CLOSE" if words.len() == 2 => return Ok(Command::CloseCursor(Some(cursor_name(&words[1])))),
         "MOVE" => return parse_move(sql),
         "UNLISTEN" if words.len() == 2 => return Ok(Command::Release("UNLISTEN")),
         "LISTEN" | "NOTIFY" => {
@@ -198,7 +205,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
                 return Ok(Command::ShowAll);
             }
             // `SHOW TRANSACTION ISOLATION LEVEL` is `SHOW transaction_isolation`.
-            if words[1..] == ["TRANSACTION", "ISOLATION"] {
+            if st.starts_with(&["SHOW", "TRANSACTION", "ISOLATION"]) {
                 return Ok(Command::Show("transaction_isolation".into()));
             }
             return Ok(Command::Show(name.to_string()));
@@ -208,7 +215,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
             return maintenance(db, sql);
         }
         "COMMIT" | "END" => return crate::txn::parse_end(sql).map(|sp| sp.map_or(Command::Commit, Command::Savepoint)),
-        "CHECKPOINT" | "CHECKPOINT;" if words.len() == 1 => return Ok(Command::Checkpoint),
+        "CHECKPOINT" if words.len() == 1 => return Ok(Command::Checkpoint),
         "ROLLBACK" | "ABORT" => {
             return crate::txn::parse_end(sql).map(|sp| sp.map_or(Command::Rollback, Command::Savepoint));
         }
@@ -221,7 +228,7 @@ pub(crate) fn classify_on_stack(db: &Database, sql: &str) -> PgWireResult<Comman
         }
         _ => {}
     }
-    if names_stats_view(sql) {
+    if st.names_stats_view {
         // Not a table: the name is the server's figures, read whole.
         return Err(client_error(
             "0A000",
@@ -520,31 +527,12 @@ fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_setti
     }
 }
 
-/// Whether `sql` names `permafrost_stats` outside string literals (a statement other than
-/// the two that read it).
-pub(crate) fn names_stats_view(sql: &str) -> bool {
-    let mut outside = String::with_capacity(sql.len());
-    let mut in_literal = false;
-    for c in sql.chars() {
-        if c == '\'' {
-            // '' inside a literal toggles twice: still inside.
-            in_literal = !in_literal;
-            outside.push(' ');
-        } else if !in_literal {
-            outside.push(c);
-        }
-    }
-    outside
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .any(|w| w.eq_ignore_ascii_case("permafrost_stats"))
-}
-
 /// Classifies one parsed statement (`sql` is its text).
 pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command> {
     if permafrost_sql::ddl::is_ddl(stmt) {
         return Ok(Command::Ddl {
             sql: sql.to_string(),
-            tag: ddl_tag(sql),
+            tag: ddl_tag(stmt),
         });
     }
     match stmt {
@@ -702,10 +690,10 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let texts = permafrost_sql::script::split(sql).map_err(sql_error)?;
-        match texts.as_slice() {
+        let scan = permafrost_sql::scan::scan(sql).map_err(sql_error)?;
+        match scan.statements.as_slice() {
             [] => Ok(None),
-            [one] => classify_text(&self.db, one)
+            [one] => classify_statement(&self.db, one)
                 .map(Some)
                 .map_err(|e| crate::txn::explain_pending_ddl(&crate::txn::of(client), e)),
             _ => Err(client_error(

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use permafrost_executor::{AdHoc, Database, ProcHandle, StatementKind};
+use permafrost_sql::scan::StatementText;
 use permafrost_sql::shape::ConstantKind;
 use permafrost_types::{Numeric, Value};
 use pgwire::api::portal::Format;

@@ -99,10 +99,14 @@ impl Backend {
     /// A query string of several DML statements and queries, outside a block: one
     /// transaction, as PostgreSQL's implicit one (all applied, or none). `None` when a
     /// statement is of another kind (or does not plan): then they run one by one.
-    pub(super) async fn implicit_block(&self, texts: &[String], cancel: Option<&CancelToken>) -> Option<Vec<Response>> {
+    pub(super) async fn implicit_block(
+        &self,
+        texts: &[StatementText],
+        cancel: Option<&CancelToken>,
+    ) -> Option<Vec<Response>> {
         let mut dmls = Vec::with_capacity(texts.len());
         for t in texts {
-            match classify_text(&self.db, t) {
+            match classify_statement(&self.db, t) {
                 Ok(Command::Dml(d)) => dmls.push(d),
                 _ => return None,
             }

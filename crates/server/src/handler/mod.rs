@@ -22,6 +22,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
 use permafrost_executor::{AdHoc, Database, Place, Request, Rows, StopFlag};
+use permafrost_sql::scan::StatementText;
 use permafrost_types::Value;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
@@ -45,7 +46,7 @@ use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 
-use crate::command::classify::{Parser, classify_text};
+use crate::command::classify::{Parser, classify_statement};
 use crate::command::{Builtin, CallTarget, Command, stats_columns};
 use crate::copy::{self};
 use crate::error::{ClientTag, client_error, db_error, sql_error};

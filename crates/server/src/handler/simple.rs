@@ -1,6 +1,7 @@
-//! The simple query protocol (Query): a statement whose shape's plan is cached runs
-//! without parsing; otherwise the text is split into statements, each classified and run
-//! in turn ([`Backend::run_in_session`]).
+//! The simple query protocol (Query): the text is scanned once (its statements, their
+//! first words and its shape: permafrost_sql::scan); a statement whose shape's plan is
+//! cached runs without parsing; otherwise each statement is classified and run in turn
+//! ([`Backend::run_in_session`]). A text of blanks and comments is an empty query.
 
 use super::copy_in::copy_may_start;
 use super::*;
@@ -21,37 +22,31 @@ impl SimpleQueryHandler for Backend {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
-            client
-                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
-                .await?;
-        } else {
-            for r in SimpleQueryHandler::do_query(self, client, &query.query).await? {
-                match r {
-                    Response::EmptyQuery => {
-                        client
-                            .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
-                            .await?;
+        for r in SimpleQueryHandler::do_query(self, client, &query.query).await? {
+            match r {
+                Response::EmptyQuery => {
+                    client
+                        .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                        .await?;
+                }
+                Response::Query(results) => send_query_response(client, results, true).await?,
+                Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+                    send_execution_response(client, tag).await?
+                }
+                Response::Error(e) => {
+                    if self.log_errors {
+                        crate::error::log_error_info(ClientTag::of(client), Some(&query.query), &e);
                     }
-                    Response::Query(results) => send_query_response(client, results, true).await?,
-                    Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
-                        send_execution_response(client, tag).await?
-                    }
-                    Response::Error(e) => {
-                        if self.log_errors {
-                            crate::error::log_error_info(ClientTag::of(client), Some(&query.query), &e);
-                        }
-                        client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
-                    }
-                    Response::CopyIn(result) => {
-                        pgwire::api::copy::send_copy_in_response(client, result).await?;
-                        client.set_state(PgWireConnectionState::CopyInProgress(false));
-                    }
-                    Response::CopyOut(result) => pgwire::api::copy::send_copy_out_response(client, result).await?,
-                    Response::CopyBoth(result) => {
-                        pgwire::api::copy::send_copy_both_response(client, result).await?;
-                        client.set_state(PgWireConnectionState::CopyInProgress(false));
-                    }
+                    client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?;
+                }
+                Response::CopyIn(result) => {
+                    pgwire::api::copy::send_copy_in_response(client, result).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+                Response::CopyOut(result) => pgwire::api::copy::send_copy_out_response(client, result).await?,
+                Response::CopyBoth(result) => {
+                    pgwire::api::copy::send_copy_both_response(client, result).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
                 }
             }
         }
@@ -71,8 +66,14 @@ impl SimpleQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cancel = self.cancel_token(client);
+        // The text is read once, here: its statements, what they start with and name, and
+        // its shape (permafrost_sql::scan).
+        let scan = match permafrost_sql::scan::scan(query) {
+            Ok(scan) => scan,
+            Err(e) => return Ok(vec![Response::Error(Box::new(refused(client, sql_error(e)).into()))]),
+        };
         // One statement whose shape's plan is cached runs without parsing or planning.
-        let mut learn = match self.plans.lookup(&self.db, query) {
+        let mut learn = match self.plans.lookup(&self.db, &scan) {
             Lookup::Hit(cmd, params) => {
                 self.metrics.plan_cache_lookup(true);
                 let r = self
@@ -83,10 +84,7 @@ impl SimpleQueryHandler for Backend {
             Lookup::Learn(shape) => Some(shape),
             Lookup::Plan => None,
         };
-        let texts = match permafrost_sql::script::split(query) {
-            Ok(s) => s,
-            Err(e) => return Ok(vec![Response::Error(Box::new(sql_error(e).into()))]),
-        };
+        let texts = scan.statements;
         if texts.len() == 1 {
             self.metrics.plan_cache_lookup(false);
         }
@@ -97,8 +95,8 @@ impl SimpleQueryHandler for Backend {
             return Ok(out);
         }
         let mut out = Vec::with_capacity(texts.len());
-        for (i, sql) in texts.iter().enumerate() {
-            let classified = classify_text(&self.db, sql);
+        for (i, st) in texts.iter().enumerate() {
+            let classified = classify_statement(&self.db, st);
             if let (Some(shape), Ok(cmd), 1) = (learn.take(), &classified, texts.len()) {
                 self.plans.learn(&self.db, &shape, cmd);
             }
@@ -116,21 +114,7 @@ impl SimpleQueryHandler for Backend {
                     self.run_in_session(client, &cmd, Vec::new(), &Format::UnifiedText, cancel.as_ref())
                         .await
                 }
-                Err(e) => {
-                    // An error inside a transaction block aborts it; in an aborted block
-                    // every statement is refused as such.
-                    let cell = txn::of(client);
-                    let e = txn::explain_pending_ddl(&cell, e);
-                    let mut st = txn::lock(&cell);
-                    match *st {
-                        txn::State::Open(_) => {
-                            txn::fail(&mut st);
-                            Err(e)
-                        }
-                        txn::State::Failed(_) => Err(txn::aborted()),
-                        txn::State::Idle => Err(e),
-                    }
-                }
+                Err(e) => Err(refused(client, e)),
             };
             match r {
                 Ok(resp) => out.push(resp),
@@ -146,5 +130,21 @@ impl SimpleQueryHandler for Backend {
             out.push(Response::EmptyQuery);
         }
         Ok(out)
+    }
+}
+
+/// The error of a statement that could not be read or planned: inside a transaction block
+/// it aborts the block, and in an aborted block every statement is refused as such.
+fn refused<C: ClientInfo>(client: &C, e: PgWireError) -> PgWireError {
+    let cell = txn::of(client);
+    let e = txn::explain_pending_ddl(&cell, e);
+    let mut st = txn::lock(&cell);
+    match *st {
+        txn::State::Open(_) => {
+            txn::fail(&mut st);
+            e
+        }
+        txn::State::Failed(_) => txn::aborted(),
+        txn::State::Idle => e,
     }
 }
