@@ -123,7 +123,7 @@ fn resolve(args: &ServeArgs) -> Result<Serve, String> {
         authentication_timeout: server.authentication_timeout,
         // An ordinary client's statement runs where its connection is read, with no
         // wake-up between threads; one thread per core by default (measured on 2 cores:
-        // two beat one, and beat a multi-threaded runtime; ARCHITECTURE.md).
+        // two beat one, and beat a multi-threaded runtime; docs/results/architecture-history.md).
         io_threads: server
             .io_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),

@@ -94,8 +94,8 @@ impl StopFlag {
     /// COMMIT, which is answered only once the command log has made everything it read
     /// durable. So this answer need not wait for the log in sync mode, as a read outside
     /// a block does: a client may see, inside an open block, a commit that a crash would
-    /// take back, but then its block never commits (ARCHITECTURE.md, "An interactive
-    /// transaction").
+    /// take back, but then its block never commits (docs/architecture/interactive.md, "An interactive
+    /// transaction (BEGIN ... COMMIT)").
     pub fn in_block() -> StopFlag {
         StopFlag(Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)))
     }

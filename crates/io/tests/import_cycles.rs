@@ -1,5 +1,6 @@
 //! No import circles: within each crate of the workspace (every `crates/*/src`), the files
-//! import each other one way only, the order ARCHITECTURE.md's import tables give.
+//! import each other one way only, the order the import tables of docs/architecture/crates.md
+//! give.
 //!
 //! The test reads the sources (it lives here, in the crate with no product dependencies, so
 //! that it builds in seconds) and draws an edge from file `a` to file `b` when `a` names
@@ -854,7 +855,7 @@ fn no_import_circles_in_any_crate() {
     }
     assert!(
         report.is_empty(),
-        "import circles (see ARCHITECTURE.md, \"imports one way\"):\n\n{report}"
+        "import circles (see docs/architecture/crates.md, \"Inside the crates: one file per role, imports one way\"):\n\n{report}"
     );
 }
 

@@ -201,7 +201,7 @@ impl PartitionCell {
 /// here: those queued come after it at every partition (it holds all its partitions'
 /// tokens at once), and a participant that has handed its store to a coordinator keeps
 /// its token until the store is back. (A gate that kept it queued while others were, from
-/// before fences, is gone: ARCHITECTURE.md has the figures.)
+/// before fences, is gone: docs/results/architecture-history.md has the figures.)
 pub(crate) fn run_mp(cells: &[Arc<PartitionCell>], t: &MpTxn) -> bool {
     let eligible = match &t.work {
         MpWork::Call { proc, replay, .. } => proc.adhoc && replay.is_none(),
