@@ -111,13 +111,6 @@ const AFTER_BY_LIST: &[&str] = &[
     "returning",
 ];
 
-/// The shape of `sql`; `None` when it is not shaped (see the module). The same as the
-/// [`Scan::shape`](crate::scan::Scan::shape) of [`scan`](crate::scan::scan), which a
-/// caller that needs the statements too takes instead.
-pub fn shape(sql: &str) -> Option<Shape> {
-    crate::scan::scan(sql).ok()?.shape
-}
-
 /// Writes a shape from the tokens of a text as the scanner (scan.rs) reads them, in the
 /// same pass; gives up (for good) at the first thing it does not shape.
 pub(crate) struct ShapeWriter {
@@ -321,6 +314,11 @@ pub(crate) fn number(b: &[u8], start: usize) -> Option<(usize, ConstantKind)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shape of `sql`, as the scanner writes it.
+    fn shape(sql: &str) -> Option<Shape> {
+        crate::scan::scan(sql).ok()?.shape
+    }
 
     fn s(sql: &str) -> (String, Vec<(ConstantKind, String)>) {
         let sh = shape(sql).unwrap_or_else(|| panic!("not shaped: {sql}"));
