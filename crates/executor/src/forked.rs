@@ -66,6 +66,7 @@ use permafrost_storage::PartitionStore;
 use permafrost_types::Value;
 
 use crate::child::{Side, fork_with_pipe};
+use crate::partition::router::Place;
 use crate::partition::txn::{Outcome, TxnInfo, run_body, run_txn};
 use crate::procedure::{ProcError, Procedure, Replayed};
 use crate::reply::StopFlag;
@@ -450,7 +451,7 @@ fn resubmit(
     reply: crate::reply::Reply,
 ) {
     let r = match parts[..] {
-        [p] => crate::partition::router::submit_invocation(shared, proc, params.to_vec(), reply, p, false),
+        [p] => crate::partition::router::submit_invocation(shared, proc, params.to_vec(), reply, p, Place::Partition),
         _ => {
             let work = crate::partition::msg::MpWork::Call {
                 proc,

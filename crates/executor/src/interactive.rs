@@ -84,7 +84,7 @@ use serde::{Deserialize, Serialize};
 use crate::database::{AdHoc, Database};
 use crate::error::{Error, Result};
 use crate::partition::msg::MpWork;
-use crate::partition::router::submit_invocation;
+use crate::partition::router::{Place, submit_invocation};
 use crate::procedure::{Interactive, ProcContext, ProcError, Procedure, ProcedureDef};
 use crate::reply::{Reply, StopFlag};
 
@@ -480,7 +480,8 @@ impl Database {
     /// Runs `stmt` with `params` after the transaction's earlier writes `before` (each
     /// checked against what it showed: 40001 if one no longer gives it), over the committed
     /// state, and undoes everything: what `stmt` gives inside the transaction.
-    /// `here`: the caller has nothing else in flight (a short probe may run on its thread).
+    /// At [`Place::Here`] (the caller has nothing else in flight) a short probe may run on
+    /// the caller's thread.
     pub fn probe(
         &self,
         before: &[&TxnStatement],
@@ -488,7 +489,7 @@ impl Database {
         params: Vec<Value>,
         now: i64,
         stop: StopFlag,
-        here: bool,
+        place: Place,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
         // A statement whose key pins one partition sees only that partition: earlier
         // writes pinned to another one cannot change what it gives, and are left out (they
@@ -525,7 +526,7 @@ impl Database {
         all.push((stmt, params, Expected::default()));
         // Answered without waiting for the log: the COMMIT does.
         stop.mark_in_block();
-        let submitted = self.submit_interactive(all, now, true, stop, here, None);
+        let submitted = self.submit_interactive(all, now, true, stop, place, None);
         async move {
             match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
@@ -595,7 +596,7 @@ impl Database {
                     Vec::new(),
                     Reply::Stoppable(tx, stop.clone()),
                     p,
-                    true,
+                    Place::Here,
                 )?;
                 match rx.await.unwrap_or(Err(Error::Shutdown)) {
                     Err(e @ (Error::Sql(SqlError::Cancelled) | Error::Shutdown)) => return Err(e),
@@ -619,7 +620,7 @@ impl Database {
                         whole,
                         params,
                         Reply::Stoppable(tx, stop),
-                        true,
+                        Place::Here,
                     )?;
                     rx.await.unwrap_or(Err(Error::Shutdown))
                 }
@@ -629,14 +630,14 @@ impl Database {
 
     /// Commits an interactive transaction: runs `statements` again at one point of the
     /// serial order and applies them if each gives what its client was shown, else fails
-    /// with 40001 and applies nothing. `here`: the caller has nothing else in flight (the
-    /// commit may run on its thread when its partitions are free).
+    /// with 40001 and applies nothing. At [`Place::Here`] (the caller has nothing else in
+    /// flight) the commit may run on its thread when its partitions are free.
     pub fn commit_interactive(
         &self,
         statements: &[TxnStatement],
         now: i64,
         stop: StopFlag,
-        here: bool,
+        place: Place,
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         // A block that ran nothing commits nothing.
         let submitted = (!statements.is_empty()).then(|| {
@@ -651,7 +652,7 @@ impl Database {
                     (&s.stmt, s.params.clone(), expect)
                 })
                 .collect();
-            self.submit_interactive(all, now, false, stop, here, None)
+            self.submit_interactive(all, now, false, stop, place, None)
         });
         async move {
             match submitted {
@@ -677,7 +678,7 @@ impl Database {
             .iter()
             .map(|(s, p)| (s, p.clone(), Expected::default()))
             .collect();
-        let submitted = self.submit_interactive(all, now, false, stop, false, Some(collect.clone()));
+        let submitted = self.submit_interactive(all, now, false, stop, Place::Partition, Some(collect.clone()));
         async move {
             let r = match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
@@ -694,7 +695,7 @@ impl Database {
         now: i64,
         probe: bool,
         stop: StopFlag,
-        here: bool,
+        place: Place,
         collect: Option<Collected>,
     ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         if statements.len() > MAX_STATEMENTS {
@@ -795,9 +796,9 @@ impl Database {
                 // draw the same keys, which depend on the partition that draws them (and a
                 // probe or commit over all partitions draws them there too).
                 let p = p.unwrap_or(home);
-                submit_invocation(shared, proc, params, reply, p, here)?;
+                submit_invocation(shared, proc, params, reply, p, place)?;
             }
-            None => shared.submit_mp_here(
+            None => shared.submit_mp_at(
                 MpWork::Call {
                     proc,
                     params: params.into(),
@@ -806,7 +807,7 @@ impl Database {
                 },
                 shared.all_partitions(),
                 reply,
-                here,
+                place,
             )?,
         }
         Ok(rx)

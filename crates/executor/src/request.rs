@@ -26,6 +26,7 @@ use permafrost_types::Value;
 use crate::database::{AdHoc, Database, ProcHandle};
 use crate::error::{Error, Result};
 use crate::partition::msg::MpWork;
+pub use crate::partition::router::Place;
 use crate::partition::router::{Dispatch, submit, submit_statement};
 use crate::procedure::Procedure;
 use crate::reply::{Reply, StopFlag};
@@ -50,21 +51,6 @@ enum Work {
     /// Rows inserted into a table as one transaction over all partitions (COPY FROM): the
     /// parameters are the rows' values, one row after the other.
     Rows { table: String, columns: Vec<String> },
-}
-
-/// Where a request may run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Place {
-    /// Handed to its partition's thread (and the answer handed back).
-    #[default]
-    Partition,
-    /// On the calling thread when it is short and single-partition (a procedure whose
-    /// every statement is a point access; a statement by exact key or a few rows of
-    /// VALUES) and its partition is free, else as [`Place::Partition`]
-    /// (partition/cell.rs). For a caller with nothing else of its own in flight (an
-    /// ordinary client's connection): its [`Pending`] is then ready at once, or in sync
-    /// mode once its group commit is durable.
-    Here,
 }
 
 impl Request {
@@ -189,16 +175,19 @@ impl Database {
             Some(stop) => Reply::Stoppable(tx, stop),
             None => Reply::Oneshot(tx),
         };
-        let here = request.place == Place::Here;
+        let place = request.place;
         let shared = self.shared();
         let submitted = match request.work {
             Work::Call(proc) => {
-                let dispatch = if here { Dispatch::Inline } else { Dispatch::Queue };
+                let dispatch = match place {
+                    Place::Here => Dispatch::Inline,
+                    Place::Partition => Dispatch::Queue,
+                };
                 submit(shared, &proc, request.params, reply, dispatch).map(|_| ())
             }
             Work::Statement(stmt) => self
                 .current_plan(&stmt)
-                .and_then(|proc| submit_statement(shared, proc, request.params, reply, here)),
+                .and_then(|proc| submit_statement(shared, proc, request.params, reply, place)),
             Work::Rows { table, columns } => self.insert_rows(&table, &columns, request.params, reply),
         };
         Pending {

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use permafrost_executor::{AdHoc, Config, Database, LogConfig, Rows, StopFlag, TxnStatement};
+use permafrost_executor::{AdHoc, Config, Database, LogConfig, Place, Rows, StopFlag, TxnStatement};
 use permafrost_types::Value;
 
 fn config(dir: &Path) -> Config {
@@ -45,10 +45,11 @@ impl<'a> Txn<'a> {
         // As the server does: the block's earlier writes, then the new statement.
         let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
         let seen = self.db.write_clock();
-        let rows = common::block_on(
-            self.db
-                .probe(&before, &s, params.clone(), self.now, StopFlag::new(), true),
-        )?;
+        let rows =
+            common::block_on(
+                self.db
+                    .probe(&before, &s, params.clone(), self.now, StopFlag::new(), Place::Here),
+            )?;
         let step = TxnStatement {
             stmt: s.clone(),
             params,
@@ -65,10 +66,11 @@ impl<'a> Txn<'a> {
         let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         let s = self.db.bulk_insert(table, &columns)?;
         let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
-        let rows_back = common::block_on(
-            self.db
-                .probe(&before, &s, rows.clone(), self.now, StopFlag::new(), true),
-        )?;
+        let rows_back =
+            common::block_on(
+                self.db
+                    .probe(&before, &s, rows.clone(), self.now, StopFlag::new(), Place::Here),
+            )?;
         self.all.push(TxnStatement {
             stmt: s,
             params: rows,
@@ -80,7 +82,10 @@ impl<'a> Txn<'a> {
     }
 
     fn commit(self) -> permafrost_executor::Result<()> {
-        common::block_on(self.db.commit_interactive(&self.all, self.now, StopFlag::new(), true))
+        common::block_on(
+            self.db
+                .commit_interactive(&self.all, self.now, StopFlag::new(), Place::Here),
+        )
     }
 }
 
@@ -783,7 +788,7 @@ fn statements_inside_a_block_do_not_wait_for_the_log_and_its_commit_does() {
     let commit = {
         let db = db.clone();
         within(short, move || {
-            common::block_on(db.commit_interactive(&block, 1_700_000_000_000_000, StopFlag::new(), true))
+            common::block_on(db.commit_interactive(&block, 1_700_000_000_000_000, StopFlag::new(), Place::Here))
         })
     };
     assert!(

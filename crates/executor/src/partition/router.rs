@@ -113,19 +113,34 @@ pub(crate) fn submit(
     }
 }
 
+/// Where a request may run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Place {
+    /// Handed to its partition's thread (and the answer handed back).
+    #[default]
+    Partition,
+    /// On the calling thread when it is short and single-partition (a procedure whose
+    /// every statement is a point access; a statement by exact key or a few rows of
+    /// VALUES) and its partition is free, else as [`Place::Partition`]
+    /// (partition/cell.rs). For a caller with nothing else of its own in flight (an
+    /// ordinary client's connection): its [`Pending`] is then ready at once, or in sync
+    /// mode once its group commit is durable.
+    Here,
+}
+
 /// Queues an ad hoc statement (a one-statement procedure) where its plan routes it: the
 /// partition its key pins, any partition (it reads only replicated tables, or inserts rows
 /// keyed by the table's sequence), or all of them.
 ///
-/// With `inline` (the caller has no statement of its own in flight), a short statement runs
-/// on this thread when its partition is free ([`Shared::try_inline`]), and a statement over
-/// all partitions when they all are ([`Shared::submit_mp_here`]).
+/// At [`Place::Here`] (the caller has no statement of its own in flight), a short statement
+/// runs on this thread when its partition is free ([`Shared::try_inline`]), and a statement
+/// over all partitions when they all are ([`Shared::submit_mp_at`]).
 pub(crate) fn submit_statement(
     shared: &Shared,
     proc: Arc<Procedure>,
     params: Vec<Value>,
     reply: Reply,
-    inline: bool,
+    place: Place,
 ) -> Result<()> {
     let single = match proc.statements[0].route(&params, shared.config.partitions) {
         Route::Single(p) => Some(p),
@@ -133,7 +148,7 @@ pub(crate) fn submit_statement(
         Route::All => None,
     };
     match single {
-        Some(p) => submit_invocation(shared, proc, params, reply, p, inline),
+        Some(p) => submit_invocation(shared, proc, params, reply, p, place),
         None => {
             let work = MpWork::Call {
                 proc,
@@ -141,12 +156,12 @@ pub(crate) fn submit_statement(
                 restarts: 0,
                 replay: None,
             };
-            shared.submit_mp_here(work, shared.all_partitions(), reply, inline)
+            shared.submit_mp_at(work, shared.all_partitions(), reply, place)
         }
     }
 }
 
-/// Hands a call to partition `p`: run on this thread when `inline` allows it and the
+/// Hands a call to partition `p`: run on this thread when `place` allows it and the
 /// partition is free ([`Shared::try_inline`]), else queued. Besides short calls, ad hoc
 /// statements and interactive transactions' probes and commits may run here: they stop
 /// past `INLINE_SLICE` and are then queued (cell.rs).
@@ -156,9 +171,9 @@ pub(crate) fn submit_invocation(
     params: Vec<Value>,
     reply: Reply,
     p: u32,
-    inline: bool,
+    place: Place,
 ) -> Result<()> {
-    let here = inline && (proc.short || proc.adhoc);
+    let here = place == Place::Here && (proc.short || proc.adhoc);
     let inv = Invocation {
         proc,
         params,
@@ -183,12 +198,12 @@ impl Shared {
         self.enqueue_mp(MpTxn::new(work, parts, reply))
     }
 
-    /// [`Shared::submit_mp`], but with `here` (the caller has nothing of its own in
+    /// [`Shared::submit_mp`], but at [`Place::Here`] (the caller has nothing of its own in
     /// flight) an ad hoc statement or interactive transaction runs on this thread when
     /// every partition it involves is free (`cell::run_mp`).
-    pub(crate) fn submit_mp_here(&self, work: MpWork, parts: Vec<u32>, reply: Reply, here: bool) -> Result<()> {
+    pub(crate) fn submit_mp_at(&self, work: MpWork, parts: Vec<u32>, reply: Reply, place: Place) -> Result<()> {
         let t = MpTxn::new(work, parts, reply);
-        if let Some(cells) = self.cells().filter(|_| here)
+        if let Some(cells) = self.cells().filter(|_| place == Place::Here)
             && run_mp(cells, &t)
         {
             return Ok(());

@@ -16,7 +16,7 @@ impl Backend {
         // COMMIT or a Sync that ends a block): the commit may run on this thread.
         let fut = self
             .db
-            .commit_interactive(&open.statements, open.now, stop.clone(), true);
+            .commit_interactive(&open.statements, open.now, stop.clone(), Place::Here);
         let mut r = match cancel {
             Some(c) => c.run_stoppable(&stop, fut).await,
             None => Ok(fut.await),
@@ -254,7 +254,7 @@ impl Backend {
                 params,
                 o.now,
                 stop.clone(),
-                true,
+                Place::Here,
             ),
             _ => return Err(txn::aborted()),
         };
