@@ -10,6 +10,9 @@ pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 pub enum SqlError {
     #[error("syntax error: {0}")]
     Syntax(String),
+    /// A quote, dollar quote or comment left open (scan.rs), in PostgreSQL's words.
+    #[error("{0}")]
+    Unterminated(String),
     #[error("relation \"{0}\" does not exist")]
     UnknownTable(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
@@ -37,6 +40,11 @@ pub enum SqlError {
     DuplicateTable(String),
     #[error("index \"{0}\" does not exist")]
     UnknownIndex(String),
+    #[error("constraint \"{name}\" for table \"{table}\" does not exist")]
+    UnknownConstraint { name: String, table: String },
+    /// `ON CONFLICT (columns)` names columns no unique index covers exactly.
+    #[error("there is no unique or exclusion constraint matching the ON CONFLICT specification")]
+    NoConflictConstraint,
     #[error("column \"{0}\" does not exist")]
     UnknownColumn(String),
     #[error("column reference \"{0}\" is ambiguous")]
@@ -107,14 +115,14 @@ pub enum SqlError {
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
     "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42723", "42803",
-    "42804", "42883", "42P01", "42P07", "42P16", "42P18", "53100", "53200", "54000", "54001", "57014", "57P01",
-    "P0001", "XX000", "XX001",
+    "42804", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200", "54000", "54001", "57014",
+    "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
-            SqlError::Syntax(_) => "42601",
+            SqlError::Syntax(_) | SqlError::Unterminated(_) => "42601",
             SqlError::UnknownTable(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
@@ -122,7 +130,8 @@ impl SqlError {
             SqlError::ValueTooLarge | SqlError::ValueOverWorkMem { .. } => "54000",
             SqlError::DependentObjects(_) => "2BP01",
             SqlError::DuplicateTable(_) => "42P07",
-            SqlError::UnknownIndex(_) => "42704",
+            SqlError::UnknownIndex(_) | SqlError::UnknownConstraint { .. } => "42704",
+            SqlError::NoConflictConstraint => "42P10",
             SqlError::UnknownColumn(_) => "42703",
             SqlError::AmbiguousColumn(_) => "42702",
             SqlError::UnknownFunction(_) => "42883",

@@ -22,7 +22,9 @@ use std::time::Instant;
 
 use permafrost_storage::index::{IndexKey, KeyBound, KeyKind, prefix_successor};
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{ColumnDefault, PartitionStore, Row, Savepoint, Table, TableId, TableSchema, TupleRef};
+use permafrost_storage::{
+    ColumnDefault, PartitionStore, Row, Savepoint, StorageError, Table, TableId, TableSchema, TupleRef,
+};
 use permafrost_types::{DataType, Value, ValueError, ValueRef};
 
 use crate::error::{Result, SqlError};
@@ -825,15 +827,27 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 (0..env.stores.len()).collect()
             }
         };
+        let mut skipped = false;
         for (i, li) in targets.into_iter().enumerate() {
             checked_table(env.stores[li], schema)?;
-            let slot = env.stores[li].insert(schema.id, &row)?;
+            let slot = match env.stores[li].insert(schema.id, &row) {
+                Ok(slot) => slot,
+                // ON CONFLICT DO NOTHING: the row is left out. (A replicated table's copies
+                // hold the same keys: the first copy's conflict is every copy's.)
+                Err(StorageError::UniqueViolation { index, .. })
+                    if i == 0 && p.skip_conflicts.as_ref().is_some_and(|s| s.skips(&index)) =>
+                {
+                    skipped = true;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            };
             if i == 0 {
                 let table = env.stores[li].table(schema.id).expect("just inserted");
                 returning_row(&p.returning, &mut out, table, slot, cx)?;
             }
         }
-        n += 1;
+        n += u64::from(!skipped);
     }
     out.affected = n;
     Ok(out)

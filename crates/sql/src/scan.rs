@@ -25,16 +25,16 @@ pub const FIRST_WORDS: usize = 4;
 /// The most tokens a statement may have for [`StatementText::compact`].
 pub const COMPACT_TOKENS: usize = 6;
 
-/// A query string, scanned.
+/// A query string, scanned: it borrows the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scan {
+pub struct Scan<'a> {
     /// The statements, in order (none for a text of blanks, comments and `;`).
-    pub statements: Vec<StatementText>,
+    pub statements: Vec<StatementText<'a>>,
     /// The shape of a text that is one statement, when it is shaped (shape.rs).
     pub shape: Option<Shape>,
 }
 
-impl Scan {
+impl Scan<'_> {
     /// Whether any statement names a system catalog.
     pub fn names_system_catalogs(&self) -> bool {
         self.statements.iter().any(|s| s.names_system_catalogs)
@@ -42,31 +42,76 @@ impl Scan {
 
     /// The statements' texts.
     pub fn texts(self) -> Vec<String> {
-        self.statements.into_iter().map(|s| s.text).collect()
+        self.statements.into_iter().map(|s| s.text.to_string()).collect()
     }
 }
 
-/// One statement of a query string.
+/// One statement of a query string: where its first tokens are, not copies of them (a
+/// statement whose plan is cached by shape needs none of them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatementText {
+pub struct StatementText<'a> {
     /// Its text, without the `;` and trimmed.
-    pub text: String,
-    /// Its first [`FIRST_WORDS`] tokens (blanks and comments skipped): a word upper-cased,
-    /// anything else (a quoted name, a string, a number, a sign) as written.
-    pub words: Vec<String>,
-    /// Its tokens run together in lower case, when it has at most [`COMPACT_TOKENS`]:
-    /// `SELECT version()` is `selectversion()`.
-    pub compact: Option<String>,
+    pub text: &'a str,
+    /// Its first [`COMPACT_TOKENS`] tokens (blanks and comments skipped), in the whole
+    /// query string.
+    first: [Token; COMPACT_TOKENS],
+    /// How many tokens it has (counted up to one past [`COMPACT_TOKENS`]).
+    tokens: usize,
+    /// The whole query string.
+    sql: &'a str,
     /// It names `permafrost_stats` (a word or a quoted name, in any case).
     pub names_stats_view: bool,
     /// It names something whose name holds `pg_` or `information_schema` (in any case).
     pub names_system_catalogs: bool,
 }
 
-impl StatementText {
+/// A token's place in the query string, and whether it is a word.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Token {
+    start: usize,
+    end: usize,
+    word: bool,
+}
+
+impl StatementText<'_> {
+    fn token(&self, i: usize) -> Option<&str> {
+        let t = self.first[..self.tokens.min(COMPACT_TOKENS)].get(i)?;
+        Some(&self.sql[t.start..t.end])
+    }
+
+    /// Its first [`FIRST_WORDS`] tokens: a word upper-cased, anything else (a quoted
+    /// name, a string, a number, a sign) as written.
+    pub fn words(&self) -> Vec<String> {
+        (0..FIRST_WORDS.min(self.tokens))
+            .filter_map(|i| {
+                let t = self.token(i)?;
+                Some(if self.first[i].word {
+                    t.to_ascii_uppercase()
+                } else {
+                    t.to_string()
+                })
+            })
+            .collect()
+    }
+
     /// Whether its first words are `words` (upper case).
     pub fn starts_with(&self, words: &[&str]) -> bool {
-        words.len() <= self.words.len() && self.words.iter().zip(words).all(|(a, b)| a == b)
+        words.len() <= FIRST_WORDS
+            && words
+                .iter()
+                .enumerate()
+                .all(|(i, w)| self.first[i].word && self.token(i).is_some_and(|t| t.eq_ignore_ascii_case(w)))
+    }
+
+    /// Its tokens run together in lower case, when it has at most [`COMPACT_TOKENS`]:
+    /// `SELECT version()` is `selectversion()`.
+    pub fn compact(&self) -> Option<String> {
+        (self.tokens <= COMPACT_TOKENS).then(|| {
+            (0..self.tokens)
+                .filter_map(|i| self.token(i))
+                .flat_map(|t| t.chars().map(|c| c.to_ascii_lowercase()))
+                .collect()
+        })
     }
 
     /// Whether it is a `CREATE [OR REPLACE] PROCEDURE` statement (script.rs).
@@ -84,8 +129,7 @@ impl StatementText {
 struct Open {
     start: usize,
     tokens: usize,
-    words: Vec<String>,
-    compact: String,
+    first: [Token; COMPACT_TOKENS],
     stats: bool,
     catalogs: bool,
 }
@@ -104,24 +148,22 @@ impl Open {
         Open {
             start,
             tokens: 0,
-            words: Vec::new(),
-            compact: String::new(),
+            first: [Token::default(); COMPACT_TOKENS],
             stats: false,
             catalogs: false,
         }
     }
 
-    fn token(&mut self, raw: &str, kind: Kind) {
-        self.tokens += 1;
-        if self.words.len() < FIRST_WORDS {
-            self.words.push(match kind {
-                Kind::Word => raw.to_ascii_uppercase(),
-                _ => raw.to_string(),
-            });
+    /// A token `raw` starting at byte `at`.
+    fn token(&mut self, at: usize, raw: &str, kind: Kind) {
+        if self.tokens < COMPACT_TOKENS {
+            self.first[self.tokens] = Token {
+                start: at,
+                end: at + raw.len(),
+                word: kind == Kind::Word,
+            };
         }
-        if self.tokens <= COMPACT_TOKENS {
-            self.compact.extend(raw.chars().map(|c| c.to_ascii_lowercase()));
-        }
+        self.tokens = (self.tokens + 1).min(COMPACT_TOKENS + 1);
         if kind != Kind::Other {
             let name = match kind {
                 // `"name"` or `U&"name"`.
@@ -134,14 +176,15 @@ impl Open {
     }
 
     /// Ends the statement at byte `end` (its `;`, or the end of the text).
-    fn close(self, sql: &str, end: usize, out: &mut Vec<StatementText>) {
+    fn close<'a>(self, sql: &'a str, end: usize, out: &mut Vec<StatementText<'a>>) {
         if self.tokens == 0 {
             return;
         }
         out.push(StatementText {
-            text: sql[self.start..end].trim().to_string(),
-            words: self.words,
-            compact: (self.tokens <= COMPACT_TOKENS).then_some(self.compact),
+            text: sql[self.start..end].trim(),
+            first: self.first,
+            tokens: self.tokens,
+            sql,
             names_stats_view: self.stats,
             names_system_catalogs: self.catalogs,
         });
@@ -156,7 +199,7 @@ fn contains_ignore_case(hay: &str, needle: &str) -> bool {
 
 fn unterminated(what: &str, sql: &str, at: usize) -> SqlError {
     let near: String = sql[at..].chars().take(20).collect();
-    SqlError::Syntax(format!("unterminated {what} at or near \"{near}\""))
+    SqlError::Unterminated(format!("unterminated {what} at or near \"{near}\""))
 }
 
 fn is_word_start(c: u8) -> bool {
@@ -168,7 +211,7 @@ fn is_word_byte(c: u8) -> bool {
 }
 
 /// Scans `sql` (see the module).
-pub fn scan(sql: &str) -> Result<Scan> {
+pub fn scan(sql: &str) -> Result<Scan<'_>> {
     let b = sql.as_bytes();
     let mut shape = ShapeWriter::new(sql.len());
     let mut statements = Vec::new();
@@ -181,13 +224,13 @@ pub fn scan(sql: &str) -> Result<Scan> {
                 let end = string_end(b, i + 1, false).ok_or_else(|| unterminated("quoted string", sql, i))?;
                 let raw = &sql[i..end];
                 shape.string(raw, || raw[1..raw.len() - 1].replace("''", "'"), continued(b, end));
-                open.token(raw, Kind::Other);
+                open.token(i, raw, Kind::Other);
                 i = end;
             }
             b'"' => {
                 let end = quoted_end(b, i + 1).ok_or_else(|| unterminated("quoted identifier", sql, i))?;
                 shape.quoted_identifier(&sql[i..end]);
-                open.token(&sql[i..end], Kind::Quoted);
+                open.token(i, &sql[i..end], Kind::Quoted);
                 i = end;
             }
             b'-' if b.get(i + 1) == Some(&b'-') => {
@@ -228,7 +271,7 @@ pub fn scan(sql: &str) -> Result<Scan> {
                                 .count()
                     }
                 };
-                open.token(&sql[i..end], Kind::Other);
+                open.token(i, &sql[i..end], Kind::Other);
                 i = end;
             }
             c if is_word_start(c) => {
@@ -241,19 +284,19 @@ pub fn scan(sql: &str) -> Result<Scan> {
                     // E'...', B'...', X'...', N'...', U&'...', U&"...": not shaped.
                     shape.give_up();
                     let kind = if b[end - 1] == b'"' { Kind::Quoted } else { Kind::Other };
-                    open.token(&sql[i..end], kind);
+                    open.token(i, &sql[i..end], kind);
                     i = end;
                     continue;
                 }
                 shape.word(w);
-                open.token(w, Kind::Word);
+                open.token(i, w, Kind::Word);
                 i = end;
             }
             _ => {
                 let ch = sql[i..].chars().next().unwrap_or(' ');
                 shape.other(ch);
                 if !ch.is_whitespace() {
-                    open.token(&sql[i..i + ch.len_utf8()], Kind::Other);
+                    open.token(i, &sql[i..i + ch.len_utf8()], Kind::Other);
                 }
                 i += ch.len_utf8();
             }
@@ -358,7 +401,7 @@ fn dollar(sql: &str, i: usize, open: &mut Open) -> Result<usize> {
     let after = i + 1;
     if b.get(after).is_some_and(u8::is_ascii_digit) {
         let end = after + b[after..].iter().take_while(|x| x.is_ascii_digit()).count();
-        open.token(&sql[i..end], Kind::Other);
+        open.token(i, &sql[i..end], Kind::Other);
         return Ok(end);
     }
     let tag_end = after
@@ -367,7 +410,7 @@ fn dollar(sql: &str, i: usize, open: &mut Open) -> Result<usize> {
             .take_while(|&&x| x.is_ascii_alphanumeric() || x == b'_' || x >= 0x80)
             .count();
     if b.get(tag_end) != Some(&b'$') {
-        open.token("$", Kind::Other);
+        open.token(i, "$", Kind::Other);
         return Ok(after);
     }
     let tag = &sql[i..=tag_end];
@@ -376,7 +419,7 @@ fn dollar(sql: &str, i: usize, open: &mut Open) -> Result<usize> {
         .find(tag)
         .ok_or_else(|| unterminated("dollar-quoted string", sql, i))?;
     let end = body + close + tag.len();
-    open.token(&sql[i..end], Kind::Other);
+    open.token(i, &sql[i..end], Kind::Other);
     Ok(end)
 }
 
@@ -422,7 +465,7 @@ mod tests {
         ] {
             let e = scan(sql).unwrap_err();
             assert!(
-                matches!(&e, SqlError::Syntax(m) if m.starts_with("unterminated")),
+                matches!(&e, SqlError::Unterminated(m) if m.starts_with("unterminated")),
                 "{sql}: {e:?}"
             );
         }
@@ -436,12 +479,12 @@ mod tests {
             "set search_path = x; /* c */ Create or Replace PROCEDURE p(); select version ( ); VACUUM(ANALYZE) t, u",
         )
         .unwrap();
-        let words: Vec<&[String]> = s.statements.iter().map(|t| t.words.as_slice()).collect();
+        let words: Vec<Vec<String>> = s.statements.iter().map(|t| t.words()).collect();
         assert_eq!(words[0], ["SET", "SEARCH_PATH", "=", "X"]);
         assert!(s.statements[1].starts_with(&["CREATE", "OR", "REPLACE", "PROCEDURE"]));
-        assert_eq!(s.statements[2].compact.as_deref(), Some("selectversion()"));
+        assert_eq!(s.statements[2].compact().as_deref(), Some("selectversion()"));
         assert_eq!(words[3], ["VACUUM", "(", "ANALYZE", ")"]);
-        assert_eq!(s.statements[3].compact, None);
+        assert_eq!(s.statements[3].compact(), None);
         let s = scan("SELECT * FROM \"PERMAFROST_STATS\"; select typname from PG_type; SELECT 'pg_x'").unwrap();
         let flags: Vec<(bool, bool)> = s
             .statements
@@ -466,7 +509,7 @@ mod tests {
         ) {
             if let Ok(s) = scan(&sql) {
                 for t in &s.statements {
-                    proptest::prop_assert!(sql.contains(t.text.as_str()));
+                    proptest::prop_assert!(sql.contains(t.text));
                     proptest::prop_assert!(!t.text.is_empty());
                 }
             }

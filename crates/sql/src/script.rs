@@ -120,7 +120,7 @@ impl Cursor {
 }
 
 /// The first statement of `sql`, scanned.
-fn first_statement(sql: &str) -> Option<crate::scan::StatementText> {
+fn first_statement(sql: &str) -> Option<crate::scan::StatementText<'_>> {
     crate::scan::scan(sql).ok()?.statements.into_iter().next()
 }
 

@@ -145,13 +145,13 @@ pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
 }
 
 /// Classifies one statement of a scanned query string.
-pub fn classify_statement(db: &Database, st: &StatementText) -> PgWireResult<Command> {
+pub fn classify_statement(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
     // A long statement may nest deeply: its whole front end runs on a stack sized for it.
-    permafrost_sql::limits::with_stack_for(&st.text, || classify_on_stack(db, st))
+    permafrost_sql::limits::with_stack_for(st.text, || classify_on_stack(db, st))
 }
 
-fn classify_on_stack(db: &Database, st: &StatementText) -> PgWireResult<Command> {
-    let sql = st.text.as_str();
+fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
+    let sql = st.text;
     if st.is_create_procedure() {
         // Checked now so that a bad definition fails at Parse, not later.
         permafrost_sql::script::parse_create_procedure(sql).map_err(sql_error)?;
@@ -161,12 +161,12 @@ fn classify_on_stack(db: &Database, st: &StatementText) -> PgWireResult<Command>
         permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
         return Ok(Command::DropProcedure(sql.to_string()));
     }
-    match st.compact.as_deref() {
+    match st.compact().as_deref() {
         Some("selectversion()" | "selectpg_catalog.version()") => return Ok(Command::Version),
         Some("select*frompermafrost_stats") => return Ok(Command::Stats),
         _ => {}
     }
-    let words = &st.words;
+    let words = st.words();
     match words.first().map(String::as_str).unwrap_or("") {
         "SET" | "RESET" => return crate::session_settings::parse(sql).map(Command::Set),
         "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::CloseCursor(None)),

@@ -101,7 +101,7 @@ impl Backend {
     /// statement is of another kind (or does not plan): then they run one by one.
     pub(super) async fn implicit_block(
         &self,
-        texts: &[StatementText],
+        texts: &[StatementText<'_>],
         cancel: Option<&CancelToken>,
     ) -> Option<Vec<Response>> {
         let mut dmls = Vec::with_capacity(texts.len());

@@ -117,6 +117,24 @@ pub struct InsertPlan {
     pub targets: Vec<Option<usize>>,
     pub source: InsertSource,
     pub returning: Vec<Expr>,
+    /// `ON CONFLICT [target] DO NOTHING`: the rows it skips.
+    pub skip_conflicts: Option<SkipConflicts>,
+}
+
+/// Which rows `INSERT ... ON CONFLICT [target] DO NOTHING` skips: a row whose key one of
+/// these unique indexes already holds (an earlier row of the same statement's included) is
+/// not inserted, counted or returned; a conflict on another index is still an error (23505).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkipConflicts {
+    /// The indexes by name, or every unique index of the table (`None`: no target given).
+    pub indexes: Option<Vec<String>>,
+}
+
+impl SkipConflicts {
+    /// Whether a conflict on index `name` is skipped.
+    pub fn skips(&self, name: &str) -> bool {
+        self.indexes.as_ref().is_none_or(|v| v.iter().any(|n| n == name))
+    }
 }
 
 #[derive(Debug, Clone)]

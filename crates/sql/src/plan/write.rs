@@ -173,9 +173,58 @@ fn inline_values_select(q: &ast::Query) -> Option<ast::Query> {
     Some(out)
 }
 
+/// What `ON CONFLICT [target] DO NOTHING` skips on `schema` (see [`SkipConflicts`]): the
+/// target is the columns of a unique index (in any order: 42P10 when none has exactly
+/// those) or a unique index by name (`ON CONSTRAINT`: 42704 when there is none).
+fn on_conflict(schema: &TableSchema, on: &ast::OnInsert) -> Result<SkipConflicts> {
+    let ast::OnInsert::OnConflict(c) = on else {
+        return unsupported("INSERT ... ON DUPLICATE KEY UPDATE (use ON CONFLICT)");
+    };
+    if let ast::OnConflictAction::DoUpdate(_) = &c.action {
+        return unsupported("INSERT ... ON CONFLICT DO UPDATE (ON CONFLICT DO NOTHING is supported)");
+    }
+    let indexes = match &c.conflict_target {
+        None => None,
+        Some(ast::ConflictTarget::Columns(cols)) => {
+            let mut want = Vec::with_capacity(cols.len());
+            for c in cols {
+                let n = ident(c);
+                want.push(schema.column_index_exact(&n).ok_or(SqlError::UnknownColumn(n))?);
+            }
+            want.sort_unstable();
+            want.dedup();
+            let names: Vec<String> = schema
+                .indexes
+                .iter()
+                .filter(|ix| {
+                    let mut cols = ix.columns.clone();
+                    cols.sort_unstable();
+                    ix.unique && cols == want
+                })
+                .map(|ix| ix.name.clone())
+                .collect();
+            if names.is_empty() {
+                return Err(SqlError::NoConflictConstraint);
+            }
+            Some(names)
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let n = crate::bind::object_name(name)?;
+            if !schema.indexes.iter().any(|ix| ix.unique && ix.name == n) {
+                return Err(SqlError::UnknownConstraint {
+                    name: n,
+                    table: schema.name.clone(),
+                });
+            }
+            Some(vec![n])
+        }
+    };
+    Ok(SkipConflicts { indexes })
+}
+
 pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
-    if ins.or.is_some() || ins.ignore || ins.on.is_some() || ins.replace_into || ins.partitioned.is_some() {
-        return unsupported("INSERT ... ON CONFLICT / OR REPLACE / IGNORE");
+    if ins.or.is_some() || ins.ignore || ins.replace_into || ins.partitioned.is_some() {
+        return unsupported("INSERT OR REPLACE / INSERT IGNORE / INSERT ... PARTITION");
     }
     if !ins.assignments.is_empty() {
         return unsupported("INSERT ... SET");
@@ -186,6 +235,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         _ => return unsupported("INSERT into a table function"),
     };
     let schema = b.table(&name)?;
+    let skip_conflicts = ins.on.as_ref().map(|on| on_conflict(&schema, on)).transpose()?;
     // Column list: all columns in order by default.
     let named: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
@@ -258,6 +308,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             targets,
             source,
             returning: ret,
+            skip_conflicts,
         }),
         params: b.params,
         array_params: b.array_params,
