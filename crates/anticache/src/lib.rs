@@ -26,6 +26,7 @@ pub mod error;
 pub mod evict;
 pub mod file;
 pub mod fuzzing;
+mod index_read;
 pub mod merge;
 mod scan;
 mod scan_read;

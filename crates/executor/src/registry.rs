@@ -9,12 +9,20 @@
 //! that snapshots save, and in the data directory's schema log.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use permafrost_sql::SqlError;
+use permafrost_storage::StorageError;
 
 use crate::database::{Database, ProcHandle};
 use crate::error::{Error, Result};
-use crate::partition::msg::MpWork;
+use crate::partition::msg::{EvictedKeys, MpWork, Msg};
 use crate::procedure::{Procedure, ProcedureDef, SchemaState};
 use crate::schema_log::SchemaLog;
+
+/// How many times an index over evicted tuples is read and built before its failure
+/// (tuples evicted while it was built, each time) reaches the caller.
+const INDEX_BUILD_ATTEMPTS: u32 = 5;
 
 /// Whether the command log records a schema change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,14 +137,75 @@ impl Database {
             })
             .collect();
         let next = Arc::new(SchemaState { catalog, procs });
-        let work = MpWork::Ddl {
-            changes,
-            next,
-            sql,
-            log: record == Record::Logged,
+        // An index over a table part of which is on disk is built with the keys of the
+        // evicted tuples, read first at each partition while it goes on serving; tuples
+        // evicted between that read and the change make it fail, and it is read again.
+        let mut attempt = 1;
+        loop {
+            let work = MpWork::Ddl {
+                changes: changes.clone(),
+                next: next.clone(),
+                sql: sql.clone(),
+                log: record == Record::Logged,
+                evicted: self.evicted_keys(&changes, attempt > 1)?,
+            };
+            match self.run_mp_work(work, self.shared().all_partitions()) {
+                Err(Error::Sql(SqlError::Storage(StorageError::EvictedDuringBuild { .. })))
+                    if attempt < INDEX_BUILD_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                r => return r.map(|_| ()),
+            }
+        }
+    }
+
+    /// The keys of the evicted tuples of the table of the first index `changes` create,
+    /// read at every partition (at once); `None` without the anti-cache or such an index.
+    /// While no partition has published an evicted tuple, none is read (`reread`: read
+    /// anyway, the last build having met some).
+    fn evicted_keys(&self, changes: &[permafrost_sql::DdlChange], reread: bool) -> Result<Option<Arc<EvictedKeys>>> {
+        let index = changes.iter().find_map(|c| match c {
+            permafrost_sql::DdlChange::CreateIndex(schema) => Some(schema),
+            _ => None,
+        });
+        let (Some(schema), Some(_)) = (index, &self.config().anticache) else {
+            return Ok(None);
         };
-        self.run_mp_work(work, self.shared().all_partitions())?;
-        Ok(())
+        let Some(def) = schema.indexes.last() else {
+            return Ok(None);
+        };
+        let shared = self.shared();
+        let none_evicted = shared.stats.iter().all(|s| s.evicted_now.load(Ordering::Relaxed) == 0);
+        if none_evicted && !reread {
+            return Ok(Some(Arc::new(EvictedKeys {
+                table: schema.id,
+                index: def.name.clone(),
+                by_partition: vec![Vec::new(); shared.senders.len()],
+                _held: Vec::new(),
+            })));
+        }
+        let mut answers = Vec::with_capacity(self.partitions() as usize);
+        for sender in &shared.senders {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            sender
+                .send(Msg::EvictedKeys(schema.clone(), tx))
+                .map_err(|_| Error::Shutdown)?;
+            answers.push(rx);
+        }
+        let mut by_partition = Vec::with_capacity(answers.len());
+        let mut held = Vec::with_capacity(answers.len());
+        for rx in answers {
+            let (keys, reservation) = rx.recv().map_err(|_| Error::Shutdown)??;
+            by_partition.push(keys);
+            held.push(reservation);
+        }
+        Ok(Some(Arc::new(EvictedKeys {
+            table: schema.id,
+            index: def.name.clone(),
+            by_partition,
+            _held: held,
+        })))
     }
 
     fn apply_ddl(&self, sql: &str, record: Record) -> Result<()> {

@@ -42,6 +42,11 @@ pub enum StorageError {
     #[error("{0}")]
     Schema(String),
 
+    /// An index built over evicted tuples met tuples evicted after their keys were read
+    /// (the executor reads them again and retries).
+    #[error("table \"{table}\" evicted tuples while index \"{index}\" was being built; try again")]
+    EvictedDuringBuild { table: String, index: String },
+
     #[error("data corrupted: {0}")]
     Corrupt(String),
 
@@ -66,6 +71,7 @@ impl StorageError {
             StorageError::RowTooBig { .. } => "54000",
             StorageError::TableFull { .. } => "54000",
             StorageError::Schema(_) => "42P16",
+            StorageError::EvictedDuringBuild { .. } => "40001",
             StorageError::Corrupt(_) => "XX001",
             StorageError::Internal(_) => "XX000",
         }

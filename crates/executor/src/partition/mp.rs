@@ -27,7 +27,7 @@ use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId};
 
 use super::cell::{Held, INLINE_SLICE};
-use super::msg::{Answer, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
+use super::msg::{Answer, EvictedKeys, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
 use super::state::Partition;
 use super::txn::{Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
@@ -71,11 +71,13 @@ impl MpFetch {
 }
 
 /// Applies schema changes to every store (the database's `partitions`), all or nothing.
-/// New evictable tables get a tracker from `tracker`. Each store then forgets its recent
-/// commits (`permafrost_storage::Recent::forget`).
+/// An index is built with each partition's keys of the evicted tuples, `evicted` (by
+/// partition), when they were read. New evictable tables get a tracker from `tracker`.
+/// Each store then forgets its recent commits (`permafrost_storage::Recent::forget`).
 fn apply_ddl(
     stores: &mut [&mut PartitionStore],
     changes: &[DdlChange],
+    evicted: Option<&EvictedKeys>,
     tracker: &dyn Fn() -> Box<dyn AccessTracker>,
     partitions: u32,
 ) -> Result<()> {
@@ -96,7 +98,10 @@ fn apply_ddl(
         for s in stores.iter_mut() {
             let r = match change {
                 DdlChange::CreateTable(schema) => s.create_table(schema.clone(), schema.evictable.then(tracker)),
-                DdlChange::CreateIndex(schema) => s.add_index(schema.clone()),
+                DdlChange::CreateIndex(schema) => {
+                    let keys = evicted.and_then(|e| e.of(schema, s.partition()));
+                    s.add_index(schema.clone(), keys)
+                }
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
                 DdlChange::AddPrimaryKey(schema) => match keys.next() {
@@ -445,9 +450,17 @@ impl Partition {
             {
                 Outcome::Done(Err(e), false)
             }
-            MpWork::Ddl { changes, next, .. } => {
+            MpWork::Ddl {
+                changes, next, evicted, ..
+            } => {
                 let shared = self.shared.clone();
-                let r = apply_ddl(&mut refs, changes, &|| shared.tracker(), shared.config.partitions);
+                let r = apply_ddl(
+                    &mut refs,
+                    changes,
+                    evicted.as_deref(),
+                    &|| shared.tracker(),
+                    shared.config.partitions,
+                );
                 if r.is_ok() {
                     // Published while every partition is still held, so no transaction
                     // can run between the change and its plans.

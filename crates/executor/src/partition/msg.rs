@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use permafrost_anticache::{AlignedBuf, AntiCache};
-use permafrost_storage::{PartitionStore, TableId};
+use permafrost_storage::{EvictedKey, PartitionStore, TableId, TableSchema};
 use permafrost_types::Value;
 
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_sql::DdlChange;
+use permafrost_sql::workmem::Reservation;
 
 use crate::error::{Error, Result};
 use crate::procedure::{Procedure, Replayed, SchemaState};
@@ -38,6 +39,14 @@ pub(crate) enum Msg {
         ticket: Arc<MpFetch>,
     },
     Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
+    /// Read the keys that the last index of the schema gives the evicted tuples of its
+    /// table, from their blocks, between transactions (an index built over a table part of
+    /// which is on disk: registry.rs).
+    /// The keys are counted in the statement pool until the index is built.
+    EvictedKeys(
+        Arc<TableSchema>,
+        crossbeam_channel::Sender<Result<(Vec<EvictedKey>, Reservation)>>,
+    ),
     /// Read the store and the anti-cache between transactions (statistics, stats.rs).
     Observe(Observer),
     /// Evict about this many bytes now (an administrative command), then acknowledge.
@@ -136,9 +145,32 @@ pub(crate) enum MpWork {
         next: Arc<SchemaState>,
         sql: String,
         log: bool,
+        /// For a `CreateIndex`: each partition's keys of the table's evicted tuples, read
+        /// before ([`Msg::EvictedKeys`]); `None` without the anti-cache.
+        evicted: Option<Arc<EvictedKeys>>,
     },
     /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
     Snapshot(Arc<SnapJob>),
+}
+
+/// The keys an index being created gives the evicted tuples of its table, by partition
+/// ([`MpWork::Ddl`]).
+#[derive(Debug)]
+pub(crate) struct EvictedKeys {
+    pub(crate) table: TableId,
+    /// The index's name.
+    pub(crate) index: String,
+    pub(crate) by_partition: Vec<Vec<EvictedKey>>,
+    /// What the keys take, counted in the statement pool while they are held.
+    pub(crate) _held: Vec<Reservation>,
+}
+
+impl EvictedKeys {
+    /// Partition `p`'s keys, if these are the keys of `schema`'s last index.
+    pub(crate) fn of(&self, schema: &TableSchema, p: u32) -> Option<&[EvictedKey]> {
+        let same = schema.id == self.table && schema.indexes.last().is_some_and(|d| d.name == self.index);
+        same.then(|| self.by_partition.get(p as usize).map(Vec::as_slice))?
+    }
 }
 
 type Channel<T> = (Sender<T>, Receiver<T>);

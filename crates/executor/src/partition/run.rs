@@ -7,8 +7,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::Receiver;
+use permafrost_anticache::AntiCache;
+use permafrost_sql::workmem::{MemoryPool, Reservation};
 use permafrost_sql::{Rows, SqlError};
-use permafrost_storage::PartitionStore;
+use permafrost_storage::index::KeyEncoder;
+use permafrost_storage::{EvictedKey, IndexKey, PartitionStore, TableSchema};
 
 use super::cell::PartitionCell;
 use super::fence::QueueState;
@@ -208,6 +211,13 @@ impl Partition {
                 if let Some(s) = self.store.as_deref_mut() {
                     f(s);
                 }
+            }
+            Msg::EvictedKeys(schema, reply) => {
+                let r = match (self.ac.as_mut(), self.store.as_deref()) {
+                    (Some(ac), Some(store)) => evicted_keys(ac, store, &schema, &self.shared.statement_pool),
+                    _ => Ok((Vec::new(), Reservation::default())),
+                };
+                let _ = reply.send(r);
             }
             Msg::Observe(f) => {
                 if let Some(s) = self.store.as_deref() {
@@ -739,4 +749,32 @@ fn encode_call(
     let (ad_hoc, text) = proc.log_text();
     let params = proc.log_params().unwrap_or(params);
     permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
+}
+
+/// The keys that `schema`'s last index gives the evicted tuples of its table at this
+/// partition ([`Msg::EvictedKeys`]), counted in the statement pool `pool` (53200 when it
+/// cannot hold them).
+fn evicted_keys(
+    ac: &mut AntiCache,
+    store: &PartitionStore,
+    schema: &TableSchema,
+    pool: &Arc<MemoryPool>,
+) -> Result<(Vec<EvictedKey>, Reservation)> {
+    let mut held = Reservation::default();
+    let (Some(table), Some(def)) = (store.table(schema.id), schema.indexes.last()) else {
+        return Ok((Vec::new(), held));
+    };
+    held.set_exact(table.evicted_tuples() * std::mem::size_of::<EvictedKey>(), pool)?;
+    let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
+    let keys = ac.evicted_keys(table, &def.columns, &enc)?;
+    // Keys longer than a word live outside the list.
+    let outside: usize = keys
+        .iter()
+        .map(|k| match &k.key {
+            Some(IndexKey::Bytes(b)) => b.heap_bytes(),
+            _ => 0,
+        })
+        .sum();
+    held.set_exact(keys.len() * std::mem::size_of::<EvictedKey>() + outside, pool)?;
+    Ok((keys, held))
 }

@@ -121,6 +121,17 @@ impl DetachedRow {
     }
 }
 
+/// The key an index being built gives an evicted tuple, read from the tuple's block
+/// before the build ([`Table::add_index`]); `key` is `None` for a NULL key (not indexed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictedKey {
+    pub tombstone: u32,
+    /// Where the tuple was when its key was read: a tombstone id given to another tuple
+    /// since then no longer matches.
+    pub at: Tombstone,
+    pub key: Option<IndexKey>,
+}
+
 pub struct Table {
     schema: Arc<TableSchema>,
     /// `schema.memory_bytes()`, kept with the schema (the memory check reads it often).
@@ -586,15 +597,17 @@ impl Table {
     }
 
     /// Switches to `schema`, which must be this table's schema with one index appended, and
-    /// builds that index from the tuples in memory. Fails, changing nothing, if a unique
-    /// index would be violated or if tuples are evicted (their keys are on disk).
-    pub fn add_index(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+    /// builds that index from the tuples in memory and, for the evicted ones, the keys
+    /// `evicted` read from their blocks. Fails, changing nothing, if a unique index would
+    /// be violated, if tuples are evicted and their keys were not read (42P16), or if some
+    /// were evicted after the keys were read ([`StorageError::EvictedDuringBuild`]).
+    pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<&[EvictedKey]>) -> Result<()> {
         if schema.columns != self.schema.columns {
             return Err(StorageError::Internal(
                 "add_index: schema does not extend the table's".into(),
             ));
         }
-        let built = self.build_last_index(&schema, &|_| true)?;
+        let built = self.build_last_index(&schema, &|_| true, evicted)?;
         self.install_index(schema, built);
         Ok(())
     }
@@ -642,7 +655,7 @@ impl Table {
                 }
             }
         }
-        self.build_last_index(schema, keep)
+        self.build_last_index(schema, keep, None)
     }
 
     /// Switches to `schema` with its last index `built` ([`Table::build_primary_key`]
@@ -655,25 +668,52 @@ impl Table {
     }
 
     /// The last index of `schema` (this table's indexes and one more), built from the
-    /// tuples in memory that `keep` keeps; fails if it is unique and a key repeats, or if
-    /// tuples are evicted.
-    fn build_last_index(&self, schema: &TableSchema, keep: &dyn Fn(u32) -> bool) -> Result<BuiltIndex> {
+    /// tuples in memory that `keep` keeps and the keys `evicted` of the evicted ones; fails
+    /// if it is unique and a key repeats, or if evicted tuples have no key there.
+    fn build_last_index(
+        &self,
+        schema: &TableSchema,
+        keep: &dyn Fn(u32) -> bool,
+        evicted: Option<&[EvictedKey]>,
+    ) -> Result<BuiltIndex> {
         let n = self.schema.indexes.len();
         if schema.indexes.len() != n + 1 || schema.indexes[..n] != self.schema.indexes[..] {
             return Err(StorageError::Internal(
                 "add_index: schema does not extend the table's".into(),
             ));
         }
-        if !self.tombstones.is_empty() {
-            return Err(StorageError::Schema(format!(
-                "table \"{}\" has {} evicted tuples at partition; an index can only be built over tuples in memory",
-                self.schema.name,
-                self.tombstones.len()
-            )));
-        }
         let def = &schema.indexes[n];
+        // The evicted tuples' keys, where they are still the tuples' (one merged back since
+        // is in memory now, and read from there).
+        let evicted: Vec<&EvictedKey> = match evicted {
+            None if !self.tombstones.is_empty() => {
+                return Err(StorageError::Schema(format!(
+                    "table \"{}\" has {} evicted tuples at partition; this index can only be built over tuples in memory",
+                    self.schema.name,
+                    self.tombstones.len()
+                )));
+            }
+            None => Vec::new(),
+            Some(keys) => keys.iter().filter(|e| self.tombstone_is(e.tombstone, e.at)).collect(),
+        };
+        if evicted.len() != self.tombstones.len() {
+            return Err(StorageError::EvictedDuringBuild {
+                table: schema.name.clone(),
+                index: def.name.clone(),
+            });
+        }
         let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
         let mut index = IndexStore::new(def.kind, enc.kind());
+        for e in evicted {
+            let Some(k) = &e.key else { continue };
+            if def.unique && index.has_other(k, None) {
+                return Err(StorageError::UniqueViolation {
+                    table: schema.name.clone(),
+                    index: def.name.clone(),
+                });
+            }
+            index.insert(k.clone(), TupleRef::tombstone(e.tombstone));
+        }
         for slot in 0..self.heap.high_water() {
             if !self.heap.is_live(slot) || !keep(slot) {
                 continue;

@@ -1,0 +1,98 @@
+//! The keys of a table's evicted tuples, for an index built over the table
+//! (`CREATE INDEX` on a table part of which is on disk): its live tombstones are grouped by
+//! block, each block is read once, in file order, on this thread, and each tuple is decoded
+//! only to read its key. Nothing is merged back: the index points at the tombstones, as
+//! the table's other indexes do.
+
+use std::collections::BTreeSet;
+
+use permafrost_storage::index::KeyEncoder;
+use permafrost_storage::{DetachedRow, EvictedKey, Table, Tombstone};
+
+use crate::AntiCache;
+use crate::block::BlockReader;
+use crate::buf::AlignedBuf;
+use crate::error::{AntiCacheError, Result};
+
+impl AntiCache {
+    /// The key `enc` makes of `columns` for every evicted tuple of `table` (its blocks are
+    /// read here: call between transactions).
+    pub fn evicted_keys(&mut self, table: &Table, columns: &[usize], enc: &KeyEncoder) -> Result<Vec<EvictedKey>> {
+        let blocks: BTreeSet<u32> = table.tombstones().iter().map(|(_, t)| t.block).collect();
+        let mut out = Vec::with_capacity(table.evicted_tuples());
+        let mut row = DetachedRow::new(table.layout().clone());
+        let id = table.schema().id;
+        for block in blocks {
+            let buf = self.read_block(block)?;
+            let r = keys_of_block(&buf, block, id, table, columns, enc, &mut row, &mut out);
+            self.pool.give(buf);
+            r?;
+        }
+        Ok(out)
+    }
+
+    /// Block `b`'s bytes, read on this thread: from its write buffer while it is being
+    /// written, else from the file.
+    fn read_block(&mut self, b: u32) -> Result<AlignedBuf> {
+        if let Some(w) = self.writing.get(&b) {
+            let mut copy = self.pool.take(w.len());
+            copy.copy_from_slice(w);
+            return Ok(copy);
+        }
+        let (off, len) = self.store.location(b).ok_or_else(|| AntiCacheError::Corrupt {
+            block: b,
+            what: "a tombstone names a block the directory does not hold".into(),
+        })?;
+        let mut buf = self.pool.take(len);
+        if buf.len() != len {
+            buf = AlignedBuf::new(len);
+        }
+        let file = self.store.file().clone();
+        match file.read_at(&mut buf, off) {
+            Ok(()) => {
+                self.store.note_read(len);
+                Ok(buf)
+            }
+            Err(e) => {
+                self.pool.give(buf);
+                Err(AntiCacheError::io("read", file.path(), &e))
+            }
+        }
+    }
+}
+
+/// Appends to `out` the keys of the tuples of `block` (its bytes `buf`) that are still
+/// evicted there.
+#[allow(clippy::too_many_arguments)]
+fn keys_of_block(
+    buf: &[u8],
+    block: u32,
+    table_id: u32,
+    table: &Table,
+    columns: &[usize],
+    enc: &KeyEncoder,
+    row: &mut DetachedRow,
+    out: &mut Vec<EvictedKey>,
+) -> Result<()> {
+    let reader = BlockReader::open(buf, block)?;
+    if reader.header.table != table_id {
+        return Err(AntiCacheError::Corrupt {
+            block,
+            what: format!(
+                "holds table {} where table {table_id} was expected",
+                reader.header.table
+            ),
+        });
+    }
+    for e in reader.entries() {
+        let (offset, tombstone, bytes) = e?;
+        let at = Tombstone { block, offset };
+        if !table.tombstone_is(tombstone, at) {
+            continue;
+        }
+        let r = row.load(bytes).map_err(AntiCacheError::Storage)?;
+        let key = enc.encode(columns.iter().map(|&c| r.get(c)));
+        out.push(EvictedKey { tombstone, at, key });
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! CREATE INDEX on a table part of which is on disk: the evicted tuples' keys are read from
+//! their blocks (nothing is merged back), the index points at their tombstones, queries
+//! through it find evicted rows, a unique index refuses a key repeated among evicted tuples
+//! (23505, nothing built) and then enforces itself against them, and the index comes back after a restart from a snapshot and
+//! the command log.
+
+use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, SnapshotConfig};
+use permafrost_types::Value;
+
+const ROWS: i64 = 6_000;
+
+/// 16 MiB with the anti-cache; `durable`: with a command log and snapshots (on demand).
+fn config(dir: &std::path::Path, durable: bool) -> Config {
+    let mut ac = AntiCacheConfig::new(dir.join("blocks"));
+    ac.eviction_size = 256 << 10;
+    let mut b = Config::builder()
+        .partitions(2)
+        .memory_limit(16 << 20)
+        .lru_sample_rate(1.0)
+        .anticache(ac);
+    if durable {
+        let mut log = LogConfig::new(dir.join("log"));
+        log.mode = LogMode::Async;
+        let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
+        snaps.interval = None;
+        snaps.log_bytes = 0;
+        b = b.command_log(log).snapshots(snaps);
+    }
+    b.build().unwrap()
+}
+
+/// A database whose table `t` (id, grp, code, pad) has most of its rows on disk.
+fn loaded(config: Config) -> Database {
+    let db = Database::open(config).unwrap();
+    db.execute_ddl(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, code BIGINT, pad VARCHAR(2000) NOT NULL)
+           WITH (partition_by = 'id')",
+    )
+    .unwrap();
+    let pad = "p".repeat(1_500);
+    for id in 0..ROWS {
+        let params = vec![
+            Value::Int(id),
+            Value::Int(id % 10),
+            Value::Int(id),
+            Value::from(pad.as_str()),
+        ];
+        insert(&db, "INSERT INTO t VALUES ($1, $2, $3, $4)", params);
+    }
+    db.evict_now(64 << 20).unwrap();
+    db
+}
+
+/// Runs an INSERT, waiting while the memory budget refuses it (eviction catches up).
+fn insert(db: &Database, sql: &str, params: Vec<Value>) {
+    loop {
+        match db.execute_sql(sql, params.clone()) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+}
+
+/// How many tuples of `table` are on disk, at both partitions.
+fn on_disk(db: &Database, table: &'static str) -> usize {
+    (0..2)
+        .map(|p| {
+            db.with_partition(p, move |s| {
+                s.tables()
+                    .filter(|t| t.schema().name == table)
+                    .map(|t| t.evicted_tuples())
+                    .sum::<usize>()
+            })
+            .unwrap()
+        })
+        .sum()
+}
+
+fn count(db: &Database, sql: &str) -> i64 {
+    db.execute_sql(sql, vec![]).unwrap().row(0).get_i64(0).unwrap()
+}
+
+#[test]
+fn an_index_is_built_over_evicted_tuples_without_merging_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = loaded(config(dir.path(), false));
+    let evicted = db.stats_now().unwrap().evicted_now;
+    assert!(evicted > ROWS as u64 / 2, "only {evicted} of {ROWS} rows evicted");
+    let merged_before = db.stats_now().unwrap().unevicted_tuples;
+
+    db.execute_ddl("CREATE INDEX t_grp ON t (grp)").unwrap();
+    let st = db.stats_now().unwrap();
+    assert_eq!(
+        st.unevicted_tuples, merged_before,
+        "building the index merged tuples back"
+    );
+    assert!(st.evicted_now > ROWS as u64 / 2, "{st:?}");
+    // Every table passes its consistency check (each index holds every tuple once).
+    for p in 0..2 {
+        db.with_partition(p, |s| {
+            for t in s.tables() {
+                t.check_consistency().unwrap();
+            }
+        })
+        .unwrap();
+    }
+    // The index finds evicted rows.
+    assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 3"), ROWS / 10);
+    assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 7 AND id < 1000"), 100);
+
+    // A unique index over a key repeated among the tuples (on disk or not) is refused,
+    // and built once the repeat is gone. (A partitioned table's unique index includes its
+    // partition column: `u` is partitioned by its code.)
+    db.execute_ddl("CREATE TABLE u (code BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL) WITH (partition_by = 'code')")
+        .unwrap();
+    let pad = "q".repeat(1_500);
+    // (A quarter of t's size: the DELETE below reads all of it back, within the budget.)
+    for i in 0..ROWS / 4 {
+        let code = if i == ROWS / 4 - 1 { 0 } else { i };
+        insert(
+            &db,
+            "INSERT INTO u VALUES ($1, $2)",
+            vec![Value::Int(code), Value::from(pad.as_str())],
+        );
+    }
+    db.evict_now(64 << 20).unwrap();
+    db.evict_now(64 << 20).unwrap();
+    assert!(
+        on_disk(&db, "u") > ROWS as usize / 8,
+        "u: {} evicted",
+        on_disk(&db, "u")
+    );
+    let e = db.execute_ddl("CREATE UNIQUE INDEX u_code ON u (code)").unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+    assert_eq!(
+        db.execute_sql(
+            "DELETE FROM u WHERE code = 0 AND pad = $1",
+            vec![Value::from(pad.as_str())]
+        )
+        .unwrap()
+        .affected,
+        2
+    );
+    db.evict_now(64 << 20).unwrap();
+    assert!(
+        on_disk(&db, "u") > ROWS as usize / 8,
+        "u: {} evicted",
+        on_disk(&db, "u")
+    );
+    db.execute_ddl("CREATE UNIQUE INDEX u_code ON u (code)").unwrap();
+    let e = db.execute_sql("INSERT INTO u VALUES (17, 'x')", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+    assert_eq!(count(&db, "SELECT count(*) FROM u WHERE code = 1234"), 1);
+}
+
+#[test]
+fn the_index_comes_back_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = loaded(config(dir.path(), true));
+        db.snapshot().unwrap();
+        db.execute_ddl("CREATE INDEX t_grp ON t (grp)").unwrap();
+        db.execute_sql("UPDATE t SET grp = 99 WHERE id = 42", vec![]).unwrap();
+    }
+    let db = Database::open(config(dir.path(), true)).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 3"), ROWS / 10);
+    assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 99"), 1);
+}
