@@ -1,23 +1,20 @@
 //! CREATE INDEX on a table part of which is on disk: the evicted tuples' keys are read from
 //! their blocks (nothing is merged back), the index points at their tombstones, queries
 //! through it find evicted rows, a unique index refuses a key repeated among evicted tuples
-//! (23505, nothing built) and then enforces itself against them, and the index comes back after a restart from a snapshot and
-//! the command log.
+//! (23505, nothing built) and then enforces itself against them, and the index comes back
+//! after a restart from a snapshot and the command log.
 
-use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, SnapshotConfig};
+mod common;
+
+use common::retry as insert;
+use permafrost_executor::{Config, Database, LogConfig, LogMode, SnapshotConfig};
 use permafrost_types::Value;
 
 const ROWS: i64 = 6_000;
 
 /// 16 MiB with the anti-cache; `durable`: with a command log and snapshots (on demand).
 fn config(dir: &std::path::Path, durable: bool) -> Config {
-    let mut ac = AntiCacheConfig::new(dir.join("blocks"));
-    ac.eviction_size = 256 << 10;
-    let mut b = Config::builder()
-        .partitions(2)
-        .memory_limit(16 << 20)
-        .lru_sample_rate(1.0)
-        .anticache(ac);
+    let mut b = common::evicting(&dir.join("blocks"));
     if durable {
         let mut log = LogConfig::new(dir.join("log"));
         log.mode = LogMode::Async;
@@ -49,17 +46,6 @@ fn loaded(config: Config) -> Database {
     }
     db.evict_now(64 << 20).unwrap();
     db
-}
-
-/// Runs an INSERT, waiting while the memory budget refuses it (eviction catches up).
-fn insert(db: &Database, sql: &str, params: Vec<Value>) {
-    loop {
-        match db.execute_sql(sql, params.clone()) {
-            Ok(_) => return,
-            Err(e) if e.is_retryable() => std::thread::sleep(std::time::Duration::from_millis(5)),
-            Err(e) => panic!("{sql}: {e}"),
-        }
-    }
 }
 
 /// How many tuples of `table` are on disk, at both partitions.

@@ -4,7 +4,9 @@
 //! 42P10, an unknown constraint 42704; DO UPDATE is refused (0A000). Against evicted tuples
 //! the conflict is found in the index, without fetching them.
 
-use permafrost_executor::{AntiCacheConfig, Config, Database};
+mod common;
+
+use permafrost_executor::{Config, Database};
 use permafrost_types::Value;
 
 fn db(partitions: u32) -> Database {
@@ -178,16 +180,7 @@ fn a_target_skips_its_own_conflicts_only() {
 #[test]
 fn a_conflict_with_an_evicted_tuple_is_found_without_fetching_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ac = AntiCacheConfig::new(dir.path());
-    ac.eviction_size = 256 << 10;
-    let config = Config::builder()
-        .partitions(2)
-        .memory_limit(16 << 20)
-        .lru_sample_rate(1.0)
-        .anticache(ac)
-        .build()
-        .unwrap();
-    let db = Database::open(config).unwrap();
+    let db = Database::open(common::evicting(dir.path()).build().unwrap()).unwrap();
     db.execute_ddl("CREATE TABLE kv (k BIGINT PRIMARY KEY, pad VARCHAR(1000) NOT NULL) WITH (partition_by = 'k')")
         .unwrap();
     let pad = "p".repeat(900);

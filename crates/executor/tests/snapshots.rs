@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::retry;
 use std::path::Path;
 
 use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, Request, SnapshotConfig};
@@ -27,16 +28,6 @@ fn config(dir: &Path, memory: u64) -> Config {
         .lru_sample_rate(1.0)
         .build()
         .unwrap()
-}
-
-fn retry(db: &Database, sql: &str, params: Vec<Value>) {
-    loop {
-        match db.execute_sql(sql, params.clone()) {
-            Ok(_) => return,
-            Err(e) if e.is_retryable() => std::thread::sleep(std::time::Duration::from_millis(2)),
-            Err(e) => panic!("{sql}: {e}"),
-        }
-    }
 }
 
 fn checksum(db: &Database, rows: i64) -> Vec<Vec<Value>> {

@@ -21,3 +21,28 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         }
     }
 }
+
+/// A small database that evicts early: two partitions, 16 MiB, every access tracked, and
+/// the anti-cache in `dir` with 256 KiB blocks (add settings to the builder).
+#[allow(dead_code)]
+pub fn evicting(dir: &std::path::Path) -> permafrost_executor::ConfigBuilder {
+    let mut ac = permafrost_executor::AntiCacheConfig::new(dir);
+    ac.eviction_size = 256 << 10;
+    permafrost_executor::Config::builder()
+        .partitions(2)
+        .memory_limit(16 << 20)
+        .lru_sample_rate(1.0)
+        .anticache(ac)
+}
+
+/// Runs `sql`, waiting while the memory budget refuses it (eviction catches up).
+#[allow(dead_code)]
+pub fn retry(db: &permafrost_executor::Database, sql: &str, params: Vec<permafrost_types::Value>) {
+    loop {
+        match db.execute_sql(sql, params.clone()) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() => std::thread::sleep(std::time::Duration::from_millis(2)),
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+}
