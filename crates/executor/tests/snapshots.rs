@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::retry;
 use std::path::Path;
 
+use common::retry;
 use permafrost_executor::{AntiCacheConfig, Config, Database, LogConfig, LogMode, Request, SnapshotConfig};
 use permafrost_types::Value;
 
