@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 /// Runs a future to completion on this thread (the futures here are plain channel waits).
+#[allow(dead_code)]
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     use std::task::{Context, Poll, Wake, Waker};
     struct ThreadWaker(std::thread::Thread);
