@@ -186,7 +186,7 @@ impl Database {
                 submit(shared, &proc, request.params, reply, dispatch).map(|_| ())
             }
             Work::Statement(stmt) => self
-                .current_plan(&stmt)
+                .current_plan(stmt)
                 .and_then(|proc| submit_statement(shared, proc, request.params, reply, place)),
             Work::Rows { table, columns } => self.insert_rows(&table, &columns, request.params, reply),
         };
@@ -229,14 +229,14 @@ impl Database {
         self.submit(Request::statement(&self.ad_hoc(prepared), params)).wait()
     }
 
-    /// The plan of an ad hoc statement against the current catalog: its own, or planned
-    /// again after a schema change.
-    fn current_plan(&self, stmt: &AdHoc) -> Result<Arc<Procedure>> {
-        let current = self.catalog();
-        if Arc::ptr_eq(&current, &stmt.catalog) {
-            Ok(stmt.proc.clone())
+    /// The plan of an ad hoc statement against the current catalog: its own (moved out,
+    /// no reference count touched), or planned again after a schema change.
+    fn current_plan(&self, stmt: AdHoc) -> Result<Arc<Procedure>> {
+        let state = self.shared().schema.load();
+        if Arc::ptr_eq(&state.catalog, &stmt.catalog) {
+            Ok(stmt.proc)
         } else {
-            Ok(Arc::new(stmt.proc.replan(&current)?))
+            Ok(Arc::new(stmt.proc.replan(&state.catalog)?))
         }
     }
 
