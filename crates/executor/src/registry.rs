@@ -39,12 +39,15 @@ impl Database {
     /// procedure), its command-log record as `record` says: what the schema log's and the
     /// command log's replays run.
     pub(crate) fn apply_schema_statement(&self, sql: &str, record: Record) -> Result<()> {
-        if permafrost_sql::script::is_create_procedure(sql) {
-            self.create_procedure_as(sql, record).map(|_| ())
-        } else if permafrost_sql::script::is_drop_procedure(sql) {
-            self.drop_procedure_as(sql, record).map(|_| ())
-        } else {
-            self.apply_ddl(sql, record)
+        // Scanned once for both questions (a text that does not scan is the DDL path's to
+        // refuse).
+        let first = permafrost_sql::scan::scan(sql)
+            .ok()
+            .and_then(|s| s.statements.into_iter().next());
+        match first {
+            Some(st) if st.is_create_procedure() => self.create_procedure_as(sql, record).map(|_| ()),
+            Some(st) if st.is_drop_procedure() => self.drop_procedure_as(sql, record).map(|_| ()),
+            _ => self.apply_ddl(sql, record),
         }
     }
 
