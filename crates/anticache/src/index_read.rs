@@ -1,13 +1,13 @@
 //! The keys of a table's evicted tuples, for an index built over the table
 //! (`CREATE INDEX` on a table part of which is on disk): its live tombstones are grouped by
 //! block, each block is read once, in file order, on this thread, and each tuple is decoded
-//! only to read its key. Nothing is merged back: the index points at the tombstones, as
+//! only to read its key, handed to the caller at once (nothing is collected here). Nothing is merged back: the index points at the tombstones, as
 //! the table's other indexes do.
 
 use std::collections::BTreeSet;
 
-use permafrost_storage::index::KeyEncoder;
-use permafrost_storage::{DetachedRow, EvictedKey, Table, Tombstone};
+use permafrost_storage::index::{IndexKey, KeyEncoder};
+use permafrost_storage::{DetachedRow, Table, Tombstone};
 
 use crate::AntiCache;
 use crate::block::BlockReader;
@@ -15,20 +15,26 @@ use crate::buf::AlignedBuf;
 use crate::error::{AntiCacheError, Result};
 
 impl AntiCache {
-    /// The key `enc` makes of `columns` for every evicted tuple of `table` (its blocks are
-    /// read here: call between transactions).
-    pub fn evicted_keys(&mut self, table: &Table, columns: &[usize], enc: &KeyEncoder) -> Result<Vec<EvictedKey>> {
+    /// Calls `f` with the tombstone and the key `enc` makes of `columns` of every evicted
+    /// tuple of `table`, block by block in file order (the blocks are read here: call
+    /// between transactions); stops at the first error `f` returns.
+    pub fn evicted_keys<E: From<AntiCacheError>>(
+        &mut self,
+        table: &Table,
+        columns: &[usize],
+        enc: &KeyEncoder,
+        mut f: impl FnMut(u32, Option<IndexKey>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
         let blocks: BTreeSet<u32> = table.tombstones().iter().map(|(_, t)| t.block).collect();
-        let mut out = Vec::with_capacity(table.evicted_tuples());
         let mut row = DetachedRow::new(table.layout().clone());
         let id = table.schema().id;
         for block in blocks {
             let buf = self.read_block(block)?;
-            let r = keys_of_block(&buf, block, id, table, columns, enc, &mut row, &mut out);
+            let r = keys_of_block(&buf, block, id, table, columns, enc, &mut row, &mut f);
             self.pool.give(buf);
             r?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Block `b`'s bytes, read on this thread: from its write buffer while it is being
@@ -61,10 +67,10 @@ impl AntiCache {
     }
 }
 
-/// Appends to `out` the keys of the tuples of `block` (its bytes `buf`) that are still
-/// evicted there.
+/// Calls `f` with the tombstone and key of each tuple of `block` (its bytes `buf`) that is
+/// still evicted there.
 #[allow(clippy::too_many_arguments)]
-fn keys_of_block(
+fn keys_of_block<E: From<AntiCacheError>>(
     buf: &[u8],
     block: u32,
     table_id: u32,
@@ -72,8 +78,8 @@ fn keys_of_block(
     columns: &[usize],
     enc: &KeyEncoder,
     row: &mut DetachedRow,
-    out: &mut Vec<EvictedKey>,
-) -> Result<()> {
+    f: &mut impl FnMut(u32, Option<IndexKey>) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
     let reader = BlockReader::open(buf, block)?;
     if reader.header.table != table_id {
         return Err(AntiCacheError::Corrupt {
@@ -82,7 +88,8 @@ fn keys_of_block(
                 "holds table {} where table {table_id} was expected",
                 reader.header.table
             ),
-        });
+        }
+        .into());
     }
     for e in reader.entries() {
         let (offset, tombstone, bytes) = e?;
@@ -91,8 +98,7 @@ fn keys_of_block(
             continue;
         }
         let r = row.load(bytes).map_err(AntiCacheError::Storage)?;
-        let key = enc.encode(columns.iter().map(|&c| r.get(c)));
-        out.push(EvictedKey { tombstone, at, key });
+        f(tombstone, enc.encode(columns.iter().map(|&c| r.get(c))))?;
     }
     Ok(())
 }

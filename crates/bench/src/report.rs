@@ -121,7 +121,10 @@ pub struct MemoryReport {
     /// Of which holding live tuples (the rest are free slots, reused first).
     pub tuple_used_bytes: u64,
     pub string_bytes: u64,
+    /// Indexes' dynamic stages (entries of tuples in memory).
     pub index_bytes: u64,
+    /// Indexes' compact stages (entries of evicted tuples).
+    pub compact_index_bytes: u64,
     pub tombstone_bytes: u64,
     pub buffer_bytes: u64,
     /// Everything the engine accounts, measured right after the load.
@@ -137,7 +140,12 @@ pub struct MemoryReport {
 impl MemoryReport {
     /// Bytes the engine accounts for (tuples, strings, indexes, tombstones, buffers).
     pub fn accounted(&self) -> u64 {
-        self.tuple_bytes + self.string_bytes + self.index_bytes + self.tombstone_bytes + self.buffer_bytes
+        self.tuple_bytes
+            + self.string_bytes
+            + self.index_bytes
+            + self.compact_index_bytes
+            + self.tombstone_bytes
+            + self.buffer_bytes
     }
 }
 

@@ -188,6 +188,7 @@ engine_counters! {
     tuple_used_bytes: Gauge "" [""] * 1.0, "";
     string_bytes: Gauge "" [""] * 1.0, "";
     index_bytes: Gauge "" [""] * 1.0, "";
+    compact_index_bytes: Gauge "" [""] * 1.0, "";
     tombstone_bytes: Gauge "" [""] * 1.0, "";
     buffer_bytes: Gauge "" [""] * 1.0, "";
     schema_bytes: Gauge "" [""] * 1.0, "";
@@ -218,6 +219,7 @@ impl PartitionStats {
         self.tuple_used_bytes.store(m.tuple_used_bytes, Relaxed);
         self.string_bytes.store(m.string_bytes, Relaxed);
         self.index_bytes.store(m.index_bytes, Relaxed);
+        self.compact_index_bytes.store(m.compact_index_bytes, Relaxed);
         self.tombstone_bytes.store(m.tombstone_bytes, Relaxed);
         self.buffer_bytes.store(m.buffer_bytes, Relaxed);
         self.schema_bytes.store(m.schema_bytes, Relaxed);
@@ -243,6 +245,7 @@ impl PartitionStats {
             string_bytes: self.string_bytes.load(Relaxed),
             string_used_bytes: 0,
             index_bytes: self.index_bytes.load(Relaxed),
+            compact_index_bytes: self.compact_index_bytes.load(Relaxed),
             tombstone_bytes: self.tombstone_bytes.load(Relaxed),
             buffer_bytes: self.buffer_bytes.load(Relaxed),
             schema_bytes: self.schema_bytes.load(Relaxed),

@@ -8,8 +8,8 @@
 //! recorded in the command log (unless it is being replayed from there), in the history
 //! that snapshots save, and in the data directory's schema log.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use permafrost_sql::SqlError;
 use permafrost_storage::StorageError;
@@ -184,7 +184,7 @@ impl Database {
             return Ok(Some(Arc::new(EvictedKeys {
                 table: schema.id,
                 index: def.name.clone(),
-                by_partition: vec![Vec::new(); shared.senders.len()],
+                by_partition: (0..shared.senders.len()).map(|_| Mutex::new(None)).collect(),
                 _held: Vec::new(),
             })));
         }
@@ -199,9 +199,9 @@ impl Database {
         let mut by_partition = Vec::with_capacity(answers.len());
         let mut held = Vec::with_capacity(answers.len());
         for rx in answers {
-            let (keys, reservation) = rx.recv().map_err(|_| Error::Shutdown)??;
-            by_partition.push(keys);
-            held.push(reservation);
+            let (entries, reservation) = rx.recv().map_err(|_| Error::Shutdown)??.unzip();
+            by_partition.push(Mutex::new(entries));
+            held.extend(reservation);
         }
         Ok(Some(Arc::new(EvictedKeys {
             table: schema.id,

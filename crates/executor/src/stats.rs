@@ -37,9 +37,11 @@ pub struct TableStats {
     pub tuple_bytes: u64,
     /// Bytes of their out-of-line values (long strings and byte arrays).
     pub string_bytes: u64,
-    /// Bytes of the table's indexes. Indexes stay in memory whole, so this covers the keys
-    /// of evicted tuples too.
+    /// Bytes of the dynamic stage of the table's indexes: the entries of tuples in memory.
     pub index_bytes: u64,
+    /// Bytes of the compact stage of the table's indexes: the entries of evicted tuples
+    /// (indexes stay in memory whole; these entries are the compact part).
+    pub compact_index_bytes: u64,
     /// Bytes of the tombstones of evicted tuples (the Evicted Table).
     pub tombstone_bytes: u64,
     /// Tuples evicted to the anti-cache (live tombstones).
@@ -62,9 +64,10 @@ impl TableStats {
         self.tuple_bytes + self.string_bytes
     }
 
-    /// Everything the table holds in memory: tuples, out-of-line values, indexes, tombstones.
+    /// Everything the table holds in memory: tuples, out-of-line values, both stages of its
+    /// indexes, tombstones.
     pub fn memory_bytes(&self) -> u64 {
-        self.hot_bytes() + self.index_bytes + self.tombstone_bytes
+        self.hot_bytes() + self.index_bytes + self.compact_index_bytes + self.tombstone_bytes
     }
 
     fn add(&mut self, o: &TableStats) {
@@ -72,6 +75,7 @@ impl TableStats {
         self.tuple_bytes += o.tuple_bytes;
         self.string_bytes += o.string_bytes;
         self.index_bytes += o.index_bytes;
+        self.compact_index_bytes += o.compact_index_bytes;
         self.tombstone_bytes += o.tombstone_bytes;
         self.cold_tuples += o.cold_tuples;
         self.cold_blocks += o.cold_blocks;
@@ -100,6 +104,7 @@ fn partition_tables(store: &PartitionStore, ac: Option<&AntiCache>) -> Vec<Table
                 tuple_bytes: m.tuple_used_bytes,
                 string_bytes: m.string_used_bytes,
                 index_bytes: m.index_bytes,
+                compact_index_bytes: m.compact_index_bytes,
                 tombstone_bytes: m.tombstone_bytes,
                 cold_tuples: t.evicted_tuples() as u64,
                 cold_blocks: blocks.blocks,

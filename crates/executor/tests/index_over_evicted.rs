@@ -91,6 +91,14 @@ fn an_index_is_built_over_evicted_tuples_without_merging_them() {
         })
         .unwrap();
     }
+    // The evicted tuples' entries sit in the indexes' compact stages: a few bytes per
+    // entry of an integer key, two indexes here (a B-tree or hash entry takes 24 to 34).
+    let t = db.table_stats().unwrap().into_iter().find(|t| t.name == "t").unwrap();
+    let per_tuple = t.compact_index_bytes as f64 / t.cold_tuples as f64;
+    assert!(
+        per_tuple > 2.0 && per_tuple < 2.0 * 10.0,
+        "{per_tuple} bytes per evicted tuple: {t:?}"
+    );
     // The index finds evicted rows.
     assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 3"), ROWS / 10);
     assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 7 AND id < 1000"), 100);

@@ -34,5 +34,5 @@ pub use memory::MemoryUsage;
 pub use recent::{KeyRange, Recent, Span, Unknown};
 pub use schema::{Column, ColumnDefault, IndexDef, IndexKind, TableId, TableSchema};
 pub use store::{Change, PartitionStore, Placement, Savepoint, Target};
-pub use table::{DetachedRow, EvictedKey, Row, Table};
+pub use table::{DetachedRow, EvictedEntries, Row, Table};
 pub use tombstone::Tombstone;

@@ -19,8 +19,10 @@ pub struct MemoryUsage {
     pub string_bytes: u64,
     /// Out-of-line value slots holding live values.
     pub string_used_bytes: u64,
-    /// Index structures, keys included.
+    /// Indexes' dynamic stages (the entries of tuples in memory), keys included.
     pub index_bytes: u64,
+    /// Indexes' compact stages (the entries of evicted tuples), keys included.
+    pub compact_index_bytes: u64,
     /// Tombstones of evicted tuples.
     pub tombstone_bytes: u64,
     /// Transaction buffers (undo log).
@@ -37,6 +39,7 @@ impl MemoryUsage {
         self.tuple_bytes
             + self.string_bytes
             + self.index_bytes
+            + self.compact_index_bytes
             + self.tombstone_bytes
             + self.buffer_bytes
             + self.schema_bytes
@@ -49,6 +52,7 @@ impl MemoryUsage {
         self.tuple_used_bytes
             + self.string_used_bytes
             + self.index_bytes
+            + self.compact_index_bytes
             + self.tombstone_bytes
             + self.buffer_bytes
             + self.schema_bytes
@@ -62,6 +66,7 @@ impl AddAssign for MemoryUsage {
         self.string_bytes += o.string_bytes;
         self.string_used_bytes += o.string_used_bytes;
         self.index_bytes += o.index_bytes;
+        self.compact_index_bytes += o.compact_index_bytes;
         self.tombstone_bytes += o.tombstone_bytes;
         self.buffer_bytes += o.buffer_bytes;
         self.schema_bytes += o.schema_bytes;

@@ -20,7 +20,7 @@ use crate::memory::MemoryUsage;
 use crate::partitioning::partition_of;
 use crate::recent::{KeyRange, Recent, Span};
 use crate::schema::{TableId, TableSchema};
-use crate::table::{BuiltIndex, EvictedKey, Table};
+use crate::table::{BuiltIndex, EvictedEntries, Table};
 
 /// A primary key ready to be added at one partition ([`PartitionStore::prepare_primary_key`]).
 pub struct PrimaryKeyBuild {
@@ -210,7 +210,7 @@ impl PartitionStore {
 
     /// Adds the last index of `schema` to its table (see [`Table::add_index`]), with the
     /// keys of its evicted tuples when they were read.
-    pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<&[EvictedKey]>) -> Result<()> {
+    pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<EvictedEntries>) -> Result<()> {
         if self.has_changes() {
             return Err(StorageError::Internal("index created inside a transaction".into()));
         }

@@ -1,7 +1,8 @@
 //! The Evicted Table (DeBrabant et al. 2013 §3.1): one small record per evicted tuple saying
 //! where the tuple is on disk. Index entries of an evicted tuple point at its tombstone.
 //!
-//! A tombstone is 8 bytes: the block id and the tuple's position in that block. Freed
+//! A tombstone is 6 bytes: the block id (4) and the tuple's position in that block (2: a
+//! block holds at most 65,535 tuples), kept in two arrays so nothing pads them. Freed
 //! tombstones are reused; the free list costs 4 bytes per free entry.
 
 /// Where an evicted tuple lives.
@@ -20,9 +21,14 @@ const PENDING: u32 = u32::MAX - 1;
 /// The tombstones of one table at one partition.
 #[derive(Debug)]
 pub struct Tombstones {
-    entries: BigVec<Tombstone>,
+    /// Each id's block, or [`FREE`] or [`PENDING`].
+    blocks: BigVec<u32>,
+    /// Each id's position in its block.
+    offsets: BigVec<u16>,
     free: BigVec<u32>,
     live: usize,
+    /// Counts changes: equal counts mean the same tombstones ([`Tombstones::changes`]).
+    changes: u64,
 }
 
 impl Default for Tombstones {
@@ -34,35 +40,47 @@ impl Default for Tombstones {
 impl Tombstones {
     pub fn new() -> Tombstones {
         Tombstones {
-            entries: big_vec(),
+            blocks: big_vec(),
+            offsets: big_vec(),
             free: big_vec(),
             live: 0,
+            changes: 0,
         }
     }
 
     /// Records an evicted tuple and returns its tombstone id.
     pub fn add(&mut self, t: Tombstone) -> u32 {
         debug_assert!(t.block != FREE);
+        debug_assert!(t.offset <= u32::from(u16::MAX));
         self.live += 1;
+        self.changes += 1;
         match self.free.pop() {
             Some(id) => {
-                self.entries[id as usize] = t;
+                self.blocks[id as usize] = t.block;
+                self.offsets[id as usize] = t.offset as u16;
                 id
             }
             None => {
                 // Grow by an eighth at a time: doubling would leave up to half the
-                // vector unused, and tombstones are the anti-cache's per-tuple cost.
-                if self.entries.len() == self.entries.capacity() {
-                    self.entries.reserve_exact((self.entries.len() / 8).max(1024));
+                // vectors unused, and tombstones are the anti-cache's per-tuple cost.
+                if self.blocks.len() == self.blocks.capacity() {
+                    let more = (self.blocks.len() / 8).max(1024);
+                    self.blocks.reserve_exact(more);
+                    self.offsets.reserve_exact(more);
                 }
-                self.entries.push(t);
-                (self.entries.len() - 1) as u32
+                self.blocks.push(t.block);
+                self.offsets.push(t.offset as u16);
+                (self.blocks.len() - 1) as u32
             }
         }
     }
 
     pub fn get(&self, id: u32) -> Option<Tombstone> {
-        self.entries.get(id as usize).copied().filter(|t| t.block < PENDING)
+        let block = *self.blocks.get(id as usize)?;
+        (block < PENDING).then(|| Tombstone {
+            block,
+            offset: u32::from(self.offsets[id as usize]),
+        })
     }
 
     /// Reserves an id for a tuple about to be evicted; [`Tombstones::set`] fills it once
@@ -76,20 +94,26 @@ impl Tombstones {
 
     /// Fills a reserved id.
     pub fn set(&mut self, id: u32, t: Tombstone) {
-        debug_assert!(t.block < PENDING);
-        if let Some(e) = self.entries.get_mut(id as usize) {
-            *e = t;
+        debug_assert!(t.block < PENDING && t.offset <= u32::from(u16::MAX));
+        self.changes += 1;
+        if let Some(b) = self.blocks.get_mut(id as usize) {
+            *b = t.block;
+            self.offsets[id as usize] = t.offset as u16;
         }
     }
 
     /// Forgets a tombstone (its tuple is back in memory or deleted).
     pub fn remove(&mut self, id: u32) -> Option<Tombstone> {
-        let e = self.entries.get_mut(id as usize)?;
-        if e.block == FREE {
+        let b = self.blocks.get_mut(id as usize)?;
+        if *b == FREE {
             return None;
         }
-        let t = *e;
-        e.block = FREE;
+        let t = Tombstone {
+            block: *b,
+            offset: u32::from(self.offsets[id as usize]),
+        };
+        *b = FREE;
+        self.changes += 1;
         self.free.push(id);
         self.live -= 1;
         Some(t)
@@ -97,11 +121,20 @@ impl Tombstones {
 
     /// Live tombstones as `(id, tombstone)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, Tombstone)> + '_ {
-        self.entries
+        self.blocks
             .iter()
+            .zip(self.offsets.iter())
             .enumerate()
-            .filter(|(_, t)| t.block < PENDING)
-            .map(|(i, t)| (i as u32, *t))
+            .filter(|(_, (b, _))| **b < PENDING)
+            .map(|(i, (b, o))| {
+                (
+                    i as u32,
+                    Tombstone {
+                        block: *b,
+                        offset: u32::from(*o),
+                    },
+                )
+            })
     }
 
     pub fn len(&self) -> usize {
@@ -113,38 +146,50 @@ impl Tombstones {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<Tombstone>() + self.free.capacity() * 4
+        self.blocks.capacity() * 4 + self.offsets.capacity() * 2 + self.free.capacity() * 4
+    }
+
+    /// How many times the tombstones changed: while it stays the same, so does every
+    /// tombstone (what was read from them is still true).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Number of ids handed out so far (live or free): ids are below this.
     pub fn id_bound(&self) -> u32 {
-        self.entries.len() as u32
+        self.blocks.len() as u32
     }
 
     /// Replaces the contents with `entries`, indexed by id, where `None` is a free id
     /// (loading a snapshot: ids are kept, so index entries loaded with them stay valid).
     pub fn restore(&mut self, entries: impl ExactSizeIterator<Item = Option<Tombstone>>) {
-        let mut all = big_vec();
-        all.reserve_exact(entries.len());
+        let (mut blocks, mut offsets) = (big_vec(), big_vec());
+        blocks.reserve_exact(entries.len());
+        offsets.reserve_exact(entries.len());
         let mut free = big_vec();
         let mut live = 0;
         for (id, e) in entries.enumerate() {
             match e {
                 Some(t) if t.block < PENDING => {
-                    all.push(t);
+                    debug_assert!(t.offset <= u32::from(u16::MAX), "the loader checks offsets");
+                    blocks.push(t.block);
+                    offsets.push(t.offset as u16);
                     live += 1;
                 }
                 _ => {
-                    all.push(Tombstone { block: FREE, offset: 0 });
+                    blocks.push(FREE);
+                    offsets.push(0);
                     free.push(id as u32);
                 }
             }
         }
         // Lowest free ids are reused first.
         free.reverse();
-        self.entries = all;
+        self.blocks = blocks;
+        self.offsets = offsets;
         self.free = free;
         self.live = live;
+        self.changes += 1;
     }
 }
 

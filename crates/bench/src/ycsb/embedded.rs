@@ -179,6 +179,7 @@ impl YcsbTarget for Embedded {
                 tuple_used_bytes: mem.tuple_used_bytes,
                 string_bytes: mem.string_bytes,
                 index_bytes: mem.index_bytes,
+                compact_index_bytes: mem.compact_index_bytes,
                 tombstone_bytes: mem.tombstone_bytes,
                 buffer_bytes: mem.buffer_bytes + s.anticache_bytes,
                 ..MemoryReport::default()

@@ -122,6 +122,7 @@ fn stats_from(figures: &[(String, String, f64)]) -> TargetStats {
             tuple_used_bytes: get("permafrost_memory_used_bytes", "component=\"tuple\""),
             string_bytes: memory("string"),
             index_bytes: memory("index"),
+            compact_index_bytes: memory("index_compact"),
             tombstone_bytes: memory("tombstone"),
             buffer_bytes: memory("buffer") + memory("anticache") + memory("schema"),
             ..MemoryReport::default()

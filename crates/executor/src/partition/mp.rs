@@ -99,8 +99,8 @@ fn apply_ddl(
             let r = match change {
                 DdlChange::CreateTable(schema) => s.create_table(schema.clone(), schema.evictable.then(tracker)),
                 DdlChange::CreateIndex(schema) => {
-                    let keys = evicted.and_then(|e| e.of(schema, s.partition()));
-                    s.add_index(schema.clone(), keys)
+                    let entries = evicted.and_then(|e| e.take(schema, s.partition()));
+                    s.add_index(schema.clone(), entries)
                 }
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),

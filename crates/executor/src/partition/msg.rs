@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use permafrost_anticache::{AlignedBuf, AntiCache};
-use permafrost_storage::{EvictedKey, PartitionStore, TableId, TableSchema};
+use permafrost_storage::{EvictedEntries, PartitionStore, TableId, TableSchema};
 use permafrost_types::Value;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -39,13 +39,13 @@ pub(crate) enum Msg {
         ticket: Arc<MpFetch>,
     },
     Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),
-    /// Read the keys that the last index of the schema gives the evicted tuples of its
+    /// Build the entries that the last index of the schema gives the evicted tuples of its
     /// table, from their blocks, between transactions (an index built over a table part of
-    /// which is on disk: registry.rs).
-    /// The keys are counted in the statement pool until the index is built.
+    /// which is on disk: registry.rs); `None` when the partition has no such table.
+    /// The entries are counted in the statement pool until the index is built.
     EvictedKeys(
         Arc<TableSchema>,
-        crossbeam_channel::Sender<Result<(Vec<EvictedKey>, Reservation)>>,
+        crossbeam_channel::Sender<Result<Option<(EvictedEntries, Reservation)>>>,
     ),
     /// Read the store and the anti-cache between transactions (statistics, stats.rs).
     Observe(Observer),
@@ -145,31 +145,38 @@ pub(crate) enum MpWork {
         next: Arc<SchemaState>,
         sql: String,
         log: bool,
-        /// For a `CreateIndex`: each partition's keys of the table's evicted tuples, read
-        /// before ([`Msg::EvictedKeys`]); `None` without the anti-cache.
+        /// For a `CreateIndex`: each partition's entries for the table's evicted tuples,
+        /// read before ([`Msg::EvictedKeys`]); `None` without the anti-cache.
         evicted: Option<Arc<EvictedKeys>>,
     },
     /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
     Snapshot(Arc<SnapJob>),
 }
 
-/// The keys an index being created gives the evicted tuples of its table, by partition
-/// ([`MpWork::Ddl`]).
-#[derive(Debug)]
+/// The entries an index being created gives the evicted tuples of its table, by
+/// partition ([`MpWork::Ddl`]); each partition takes its own into the index it builds.
 pub(crate) struct EvictedKeys {
     pub(crate) table: TableId,
     /// The index's name.
     pub(crate) index: String,
-    pub(crate) by_partition: Vec<Vec<EvictedKey>>,
-    /// What the keys take, counted in the statement pool while they are held.
+    /// `None` where nothing was read (nothing was evicted, or no such table).
+    pub(crate) by_partition: Vec<Mutex<Option<EvictedEntries>>>,
+    /// What the entries take, counted in the statement pool while they are held.
     pub(crate) _held: Vec<Reservation>,
 }
 
 impl EvictedKeys {
-    /// Partition `p`'s keys, if these are the keys of `schema`'s last index.
-    pub(crate) fn of(&self, schema: &TableSchema, p: u32) -> Option<&[EvictedKey]> {
+    /// Takes partition `p`'s entries, if these are the entries of `schema`'s last index.
+    pub(crate) fn take(&self, schema: &TableSchema, p: u32) -> Option<EvictedEntries> {
         let same = schema.id == self.table && schema.indexes.last().is_some_and(|d| d.name == self.index);
-        same.then(|| self.by_partition.get(p as usize).map(Vec::as_slice))?
+        if !same {
+            return None;
+        }
+        self.by_partition
+            .get(p as usize)?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 

@@ -11,7 +11,7 @@ use permafrost_anticache::AntiCache;
 use permafrost_sql::workmem::{MemoryPool, Reservation};
 use permafrost_sql::{Rows, SqlError};
 use permafrost_storage::index::KeyEncoder;
-use permafrost_storage::{EvictedKey, IndexKey, PartitionStore, TableSchema};
+use permafrost_storage::{EvictedEntries, PartitionStore, TableSchema};
 
 use super::cell::PartitionCell;
 use super::fence::QueueState;
@@ -214,8 +214,8 @@ impl Partition {
             }
             Msg::EvictedKeys(schema, reply) => {
                 let r = match (self.ac.as_mut(), self.store.as_deref()) {
-                    (Some(ac), Some(store)) => evicted_keys(ac, store, &schema, &self.shared.statement_pool),
-                    _ => Ok((Vec::new(), Reservation::default())),
+                    (Some(ac), Some(store)) => evicted_entries(ac, store, &schema, &self.shared.statement_pool),
+                    _ => Ok(None),
                 };
                 let _ = reply.send(r);
             }
@@ -751,30 +751,33 @@ fn encode_call(
     permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
 }
 
-/// The keys that `schema`'s last index gives the evicted tuples of its table at this
-/// partition ([`Msg::EvictedKeys`]), counted in the statement pool `pool` (53200 when it
-/// cannot hold them).
-fn evicted_keys(
+/// How many entries an index build adds between two looks at the statement pool.
+const POOL_CHECK_EVERY: usize = 4096;
+
+/// The entries that `schema`'s last index gives the evicted tuples of its table at this
+/// partition ([`Msg::EvictedKeys`]), counted in the statement pool `pool` as they are
+/// built (53200 when it cannot hold them); `None` without the table.
+fn evicted_entries(
     ac: &mut AntiCache,
     store: &PartitionStore,
     schema: &TableSchema,
     pool: &Arc<MemoryPool>,
-) -> Result<(Vec<EvictedKey>, Reservation)> {
+) -> Result<Option<(EvictedEntries, Reservation)>> {
     let mut held = Reservation::default();
     let (Some(table), Some(def)) = (store.table(schema.id), schema.indexes.last()) else {
-        return Ok((Vec::new(), held));
+        return Ok(None);
     };
-    held.set_exact(table.evicted_tuples() * std::mem::size_of::<EvictedKey>(), pool)?;
+    let mut entries = table.evicted_entries(schema)?;
     let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
-    let keys = ac.evicted_keys(table, &def.columns, &enc)?;
-    // Keys longer than a word live outside the list.
-    let outside: usize = keys
-        .iter()
-        .map(|k| match &k.key {
-            Some(IndexKey::Bytes(b)) => b.heap_bytes(),
-            _ => 0,
-        })
-        .sum();
-    held.set_exact(keys.len() * std::mem::size_of::<EvictedKey>() + outside, pool)?;
-    Ok((keys, held))
+    let mut added = 0usize;
+    ac.evicted_keys(table, &def.columns, &enc, |tombstone, key| -> Result<()> {
+        entries.add(tombstone, key)?;
+        added += 1;
+        if added.is_multiple_of(POOL_CHECK_EVERY) {
+            held.set_exact(entries.memory_bytes(), pool)?;
+        }
+        Ok(())
+    })?;
+    held.set_exact(entries.memory_bytes(), pool)?;
+    Ok(Some((entries, held)))
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 use permafrost_anticache::BlockMeta;
+use permafrost_anticache::store::MAX_TUPLES_PER_BLOCK;
 use permafrost_durability::snapshot::{self as fmt, BlockEntry, Section, SnapshotHeader, decode_section, kind};
 use permafrost_storage::{PartitionStore, Tombstone};
 
@@ -264,6 +265,12 @@ impl Loader<'_> {
                 indexes,
             } => self.table(at, p, t, name, sequence, bound, indexes as usize)?,
             Section::Tombstones { p, t, from, entries } => {
+                if let Some((_, offset)) = entries.iter().flatten().find(|(_, o)| *o > MAX_TUPLES_PER_BLOCK) {
+                    return Err(self.bad(
+                        at,
+                        format!("a tombstone names entry {offset} of a block, past the most a block holds"),
+                    ));
+                }
                 let Some((_, _, tombs)) = self
                     .tombs
                     .as_mut()

@@ -174,7 +174,7 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "permafrost_memory_bytes",
         Gauge,
         "component",
-        "Memory taken, by component: tuple, string (out-of-line values), index, tombstone, buffer (undo log), schema (tables' fixed structures and the catalog's share, estimated per table), anticache (block directory, free-space map, I/O buffers). The sum is everything the engine holds.",
+        "Memory taken, by component: tuple, string (out-of-line values), index (the entries of tuples in memory), index_compact (the compact stage holding the entries of evicted tuples), tombstone (the evicted-tuple directory), buffer (undo log), schema (tables' fixed structures and the catalog's share, estimated per table), anticache (block directory, free-space map, I/O buffers). The sum is everything the engine holds.",
     ),
     m(
         "permafrost_statement_memory_bytes",
@@ -246,7 +246,13 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "permafrost_table_index_bytes",
         Gauge,
         "table",
-        "Bytes of the table's indexes (always in memory, covering evicted tuples too).",
+        "Bytes of the dynamic stage of the table's indexes: the entries of its tuples in memory.",
+    ),
+    m(
+        "permafrost_table_compact_index_bytes",
+        Gauge,
+        "table",
+        "Bytes of the compact stage of the table's indexes: the entries of its evicted tuples (indexes stay in memory whole).",
     ),
     m(
         "permafrost_table_tombstone_bytes",

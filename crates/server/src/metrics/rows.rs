@@ -138,6 +138,7 @@ pub(crate) fn engine_rows(
         r.add(taken, &[("component", "tuple")], mem.tuple_bytes as f64);
         r.add(taken, &[("component", "string")], mem.string_bytes as f64);
         r.add(taken, &[("component", "index")], mem.index_bytes as f64);
+        r.add(taken, &[("component", "index_compact")], mem.compact_index_bytes as f64);
         r.add(taken, &[("component", "tombstone")], mem.tombstone_bytes as f64);
         r.add(taken, &[("component", "buffer")], mem.buffer_bytes as f64);
         r.add(taken, &[("component", "schema")], mem.schema_bytes as f64);
@@ -159,10 +160,11 @@ pub(crate) fn engine_rows(
     r.add(switches, &[("kind", "involuntary")], u.involuntary_switches as f64);
     r.one("permafrost_process_id", u64::from(std::process::id()));
     type Figure = fn(&TableStats) -> u64;
-    let per_table: [(&str, Figure); 8] = [
+    let per_table: [(&str, Figure); 9] = [
         ("permafrost_table_hot_tuples", |t| t.hot_tuples),
         ("permafrost_table_hot_bytes", |t| t.hot_bytes()),
         ("permafrost_table_index_bytes", |t| t.index_bytes),
+        ("permafrost_table_compact_index_bytes", |t| t.compact_index_bytes),
         ("permafrost_table_tombstone_bytes", |t| t.tombstone_bytes),
         ("permafrost_table_cold_tuples", |t| t.cold_tuples),
         ("permafrost_table_cold_bytes", |t| t.cold_bytes),

@@ -33,6 +33,10 @@ impl HashKey for super::KeyBuf {
 /// growing index is a sixteenth of the index.
 const SHARDS: usize = 16;
 
+/// A shard's table shrinks when a quarter full only above this capacity (small tables are
+/// not worth the rehash).
+const SHRINK_ABOVE: usize = 1024;
+
 pub struct HashIndex<K> {
     shards: Vec<HashTable<(K, TupleRef), MapAlloc>>,
     hasher: foldhash::fast::RandomState,
@@ -75,10 +79,18 @@ impl<K: HashKey> HashIndex<K> {
 
     pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
         let h = self.hash(key);
-        match self.shards[Self::shard(h)].find_entry(h, |e| e.0 == *key && e.1 == r) {
+        let shard = Self::shard(h);
+        match self.shards[shard].find_entry(h, |e| e.0 == *key && e.1 == r) {
             Ok(entry) => {
                 let ((k, _), _) = entry.remove();
                 self.key_heap_bytes -= k.heap_bytes();
+                // Entries leave in bulk when their tuples are evicted (they move to the
+                // compact stage): give the table's memory back once it is mostly empty.
+                let table = &mut self.shards[shard];
+                if table.len() * 4 < table.capacity() && table.capacity() > SHRINK_ABOVE {
+                    let hasher = &self.hasher;
+                    table.shrink_to(table.len() * 2, |e| hasher.hash_one(&e.0));
+                }
                 true
             }
             Err(_) => false,
@@ -135,5 +147,39 @@ impl<K: HashKey> HashIndex<K> {
     /// Bytes allocated: the tables' buckets and control bytes plus out-of-line key bytes.
     pub fn memory_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.allocation_size()).sum::<usize>() + self.key_heap_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries leaving in bulk (their tuples evicted) give the table's memory back, and
+    /// those that stay are still found.
+    #[test]
+    fn a_mostly_emptied_index_gives_memory_back() {
+        let mut ix = HashIndex::<i64>::new();
+        for k in 0..200_000 {
+            ix.insert(k, TupleRef::slot(k as u32));
+        }
+        let full = ix.memory_bytes();
+        for k in 0..200_000 {
+            if k % 20 != 0 {
+                assert!(ix.remove(&k, TupleRef::slot(k as u32)));
+            }
+        }
+        assert!(
+            ix.memory_bytes() < full / 4,
+            "{} of {full} bytes kept",
+            ix.memory_bytes()
+        );
+        for k in (0..200_000).step_by(20) {
+            let mut found = Vec::new();
+            let _ = ix.lookup(&k, |r| {
+                found.push(r);
+                ControlFlow::Continue(())
+            });
+            assert_eq!(found, vec![TupleRef::slot(k as u32)]);
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! Indexes. All of them stay in memory (an invariant of anti-caching); each entry resolves to an
-//! in-memory tuple or, once the tuple is evicted, to its tombstone.
+//! in-memory tuple or, once the tuple is evicted, to its tombstone. An index keeps the entries
+//! of evicted tuples in a compact stage of their own ([`staged`], [`cold`]).
 
+mod cold;
+mod columns;
 mod entry;
 mod hash;
 mod key;
 mod ordered;
+mod staged;
 
 use std::ops::{Bound, ControlFlow};
 
@@ -12,6 +16,7 @@ pub use entry::TupleRef;
 pub use hash::HashIndex;
 pub use key::{IndexKey, KeyBuf, KeyEncoder, KeyKind, encode_value, prefix_successor};
 pub use ordered::OrderedIndex;
+pub use staged::Staged;
 
 use crate::schema::IndexKind;
 
@@ -25,10 +30,10 @@ pub enum KeyBound {
 
 /// One index of one table at one partition.
 pub enum IndexStore {
-    HashInt(HashIndex<i64>),
-    HashBytes(HashIndex<KeyBuf>),
-    OrderedInt(OrderedIndex<i64>),
-    OrderedBytes(OrderedIndex<KeyBuf>),
+    HashInt(Staged<HashIndex<i64>, i64>),
+    HashBytes(Staged<HashIndex<KeyBuf>, KeyBuf>),
+    OrderedInt(Staged<OrderedIndex<i64>, i64>),
+    OrderedBytes(Staged<OrderedIndex<KeyBuf>, KeyBuf>),
 }
 
 macro_rules! dispatch {
@@ -64,10 +69,10 @@ macro_rules! ordered_range {
 impl IndexStore {
     pub fn new(kind: IndexKind, key: KeyKind) -> IndexStore {
         match (kind, key) {
-            (IndexKind::Hash, KeyKind::Int) => IndexStore::HashInt(HashIndex::new()),
-            (IndexKind::Hash, KeyKind::Bytes) => IndexStore::HashBytes(HashIndex::new()),
-            (IndexKind::Ordered, KeyKind::Int) => IndexStore::OrderedInt(OrderedIndex::new()),
-            (IndexKind::Ordered, KeyKind::Bytes) => IndexStore::OrderedBytes(OrderedIndex::new()),
+            (IndexKind::Hash, KeyKind::Int) => IndexStore::HashInt(Staged::default()),
+            (IndexKind::Hash, KeyKind::Bytes) => IndexStore::HashBytes(Staged::default()),
+            (IndexKind::Ordered, KeyKind::Int) => IndexStore::OrderedInt(Staged::default()),
+            (IndexKind::Ordered, KeyKind::Bytes) => IndexStore::OrderedBytes(Staged::default()),
         }
     }
 
@@ -154,13 +159,28 @@ impl IndexStore {
         self.len() == 0
     }
 
-    pub fn memory_bytes(&self) -> usize {
+    /// Bytes of the dynamic stage: the entries of tuples in memory.
+    pub fn hot_bytes(&self) -> usize {
         match self {
-            IndexStore::HashInt(ix) => ix.memory_bytes(),
-            IndexStore::HashBytes(ix) => ix.memory_bytes(),
-            IndexStore::OrderedInt(ix) => ix.memory_bytes(),
-            IndexStore::OrderedBytes(ix) => ix.memory_bytes(),
+            IndexStore::HashInt(ix) => ix.hot_bytes(),
+            IndexStore::HashBytes(ix) => ix.hot_bytes(),
+            IndexStore::OrderedInt(ix) => ix.hot_bytes(),
+            IndexStore::OrderedBytes(ix) => ix.hot_bytes(),
         }
+    }
+
+    /// Bytes of the compact stage: the entries of evicted tuples ([`staged`]).
+    pub fn cold_bytes(&self) -> usize {
+        match self {
+            IndexStore::HashInt(ix) => ix.cold_bytes(),
+            IndexStore::HashBytes(ix) => ix.cold_bytes(),
+            IndexStore::OrderedInt(ix) => ix.cold_bytes(),
+            IndexStore::OrderedBytes(ix) => ix.cold_bytes(),
+        }
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.hot_bytes() + self.cold_bytes()
     }
 }
 
@@ -211,6 +231,14 @@ mod tests {
         let mut ix = IndexStore::new(kind, key_kind);
         // model: set of (key, ref)
         let mut model: BTreeMap<(i64, u32), ()> = BTreeMap::new();
+        // Odd references are tombstones (entries of evicted tuples, in the compact stage),
+        // so operations move entries between the stages.
+        let tr = |r: u32| if r % 2 == 1 { TupleRef::tombstone(r) } else { TupleRef::slot(r) }.0;
+        let ops = ops.into_iter().map(|op| match op {
+            Op::Insert(k, r) => Op::Insert(k, tr(r)),
+            Op::Remove(k, r) => Op::Remove(k, tr(r)),
+            Op::Replace(k, a, b) => Op::Replace(k, tr(a), tr(b)),
+        });
         for op in ops {
             match op {
                 Op::Insert(k, r) => {
@@ -247,18 +275,37 @@ mod tests {
         }
         if ix.is_ordered() {
             let (lo, hi) = (10, 30);
-            let mut got = vec![];
-            let _ = ix.range(&KeyBound::Included(mk(lo)), &KeyBound::Excluded(mk(hi)), false, |r| {
-                got.push(r.0);
-                ControlFlow::Continue(())
-            });
             let want: Vec<u32> = model
                 .keys()
                 .filter(|(k, _)| (lo..hi).contains(k))
                 .map(|(_, r)| *r)
                 .collect();
-            prop_assert_eq!(got, want);
+            for reverse in [false, true] {
+                let (mut got, mut ahead) = (vec![], vec![]);
+                let _ = ix.range(&KeyBound::Included(mk(lo)), &KeyBound::Excluded(mk(hi)), reverse, |r| {
+                    got.push(r.0);
+                    ControlFlow::Continue(())
+                });
+                let _ = ix.range_ahead(
+                    &KeyBound::Included(mk(lo)),
+                    &KeyBound::Excluded(mk(hi)),
+                    reverse,
+                    |r| ahead.push(r.0),
+                    |_| ControlFlow::Continue(()),
+                );
+                if reverse {
+                    got.reverse();
+                    ahead.reverse();
+                }
+                prop_assert_eq!(&got, &want);
+                prop_assert_eq!(&ahead, &want);
+            }
         }
+        let mut every = vec![];
+        ix.for_each(|k, r| every.push((k, r.0)));
+        every.sort();
+        let want: Vec<(IndexKey, u32)> = model.keys().map(|(k, r)| (mk(*k), *r)).collect();
+        prop_assert_eq!(every, want);
         Ok(())
     }
 

@@ -71,20 +71,20 @@ fn upper<K: Clone>(b: Bound<&K>) -> Bound<(K, TupleRef)> {
 /// keeps about ten misses in flight).
 const LOOK_AHEAD: usize = 4;
 
-fn visit_ahead<'a, K: 'a>(
-    entries: impl Iterator<Item = &'a (K, TupleRef)> + Clone,
+pub(super) fn visit_ahead(
+    entries: impl Iterator<Item = TupleRef> + Clone,
     mut ahead: impl FnMut(TupleRef),
     mut f: impl FnMut(TupleRef) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let mut lead = entries.clone();
-    for e in lead.by_ref().take(LOOK_AHEAD) {
-        ahead(e.1);
+    for r in lead.by_ref().take(LOOK_AHEAD) {
+        ahead(r);
     }
-    for e in entries {
+    for r in entries {
         if let Some(next) = lead.next() {
-            ahead(next.1);
+            ahead(next);
         }
-        f(e.1)?;
+        f(r)?;
     }
     ControlFlow::Continue(())
 }
@@ -165,15 +165,19 @@ impl<K: OrdKey> OrderedIndex<K> {
             return ControlFlow::Continue(());
         };
         if reverse {
-            visit_ahead(range.rev(), ahead, f)
+            visit_ahead(range.rev().map(|e| e.1), ahead, f)
         } else {
-            visit_ahead(range, ahead, f)
+            visit_ahead(range.map(|e| e.1), ahead, f)
         }
     }
 
     /// The entries between the bounds; `None` for an inverted or empty-exclusive range
     /// (which selects nothing, and on which `BTreeSet::range` would panic).
-    fn entries(&self, lo: Bound<&K>, hi: Bound<&K>) -> Option<std::collections::btree_set::Range<'_, (K, TupleRef)>> {
+    pub(super) fn entries(
+        &self,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+    ) -> Option<std::collections::btree_set::Range<'_, (K, TupleRef)>> {
         let (lo, hi) = (lower(lo), upper(hi));
         if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) = (&lo, &hi)
             && (a > b || (a == b && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))

@@ -31,7 +31,10 @@ pub struct BuiltIndex {
 use crate::varheap::{VarHandle, VarHeap};
 use permafrost_types::{Value, ValueRef};
 
+mod evicted_index;
 mod upkeep;
+
+pub use evicted_index::EvictedEntries;
 
 /// Counters kept per table and partition.
 #[derive(Debug, Default, Clone, Copy)]
@@ -119,17 +122,6 @@ impl DetachedRow {
             var: &self.var,
         })
     }
-}
-
-/// The key an index being built gives an evicted tuple, read from the tuple's block
-/// before the build ([`Table::add_index`]); `key` is `None` for a NULL key (not indexed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvictedKey {
-    pub tombstone: u32,
-    /// Where the tuple was when its key was read: a tombstone id given to another tuple
-    /// since then no longer matches.
-    pub at: Tombstone,
-    pub key: Option<IndexKey>,
 }
 
 pub struct Table {
@@ -596,12 +588,20 @@ impl Table {
         self.heap.free(slot);
     }
 
+    /// Starts the entries the last index of `schema` (this table's schema with one index
+    /// appended) gives the evicted tuples; the caller reads their keys from the blocks,
+    /// adding each ([`EvictedEntries::add`]) before the tombstones change.
+    pub fn evicted_entries(&self, schema: &TableSchema) -> Result<EvictedEntries> {
+        EvictedEntries::new(schema, self.tombstones.changes())
+    }
+
     /// Switches to `schema`, which must be this table's schema with one index appended, and
-    /// builds that index from the tuples in memory and, for the evicted ones, the keys
-    /// `evicted` read from their blocks. Fails, changing nothing, if a unique index would
-    /// be violated, if tuples are evicted and their keys were not read (42P16), or if some
-    /// were evicted after the keys were read ([`StorageError::EvictedDuringBuild`]).
-    pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<&[EvictedKey]>) -> Result<()> {
+    /// builds that index from the tuples in memory and, for the evicted ones, the entries
+    /// `evicted` read from their blocks ([`Table::evicted_entries`]). Fails, changing
+    /// nothing, if a unique index would be violated, or if the evicted tuples are not
+    /// those the entries were read from (none read while some are evicted, or some evicted
+    /// or merged back since): [`StorageError::EvictedDuringBuild`].
+    pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<EvictedEntries>) -> Result<()> {
         if schema.columns != self.schema.columns {
             return Err(StorageError::Internal(
                 "add_index: schema does not extend the table's".into(),
@@ -668,13 +668,14 @@ impl Table {
     }
 
     /// The last index of `schema` (this table's indexes and one more), built from the
-    /// tuples in memory that `keep` keeps and the keys `evicted` of the evicted ones; fails
-    /// if it is unique and a key repeats, or if evicted tuples have no key there.
+    /// tuples in memory that `keep` keeps and the entries `evicted` of the evicted ones;
+    /// fails if it is unique and a key repeats, or if `evicted` are not the entries of the
+    /// tuples evicted now.
     fn build_last_index(
         &self,
         schema: &TableSchema,
         keep: &dyn Fn(u32) -> bool,
-        evicted: Option<&[EvictedKey]>,
+        evicted: Option<EvictedEntries>,
     ) -> Result<BuiltIndex> {
         let n = self.schema.indexes.len();
         if schema.indexes.len() != n + 1 || schema.indexes[..n] != self.schema.indexes[..] {
@@ -683,37 +684,18 @@ impl Table {
             ));
         }
         let def = &schema.indexes[n];
-        // The evicted tuples' keys, where they are still the tuples' (one merged back since
-        // is in memory now, and read from there).
-        let evicted: Vec<&EvictedKey> = match evicted {
-            None if !self.tombstones.is_empty() => {
-                return Err(StorageError::Schema(format!(
-                    "table \"{}\" has {} evicted tuples at partition; this index can only be built over tuples in memory",
-                    self.schema.name,
-                    self.tombstones.len()
-                )));
-            }
-            None => Vec::new(),
-            Some(keys) => keys.iter().filter(|e| self.tombstone_is(e.tombstone, e.at)).collect(),
+        let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
+        let current = match evicted {
+            Some(e) => e.into_index_if_current(self.tombstones.changes(), self.tombstones.len()),
+            None if self.tombstones.is_empty() => Some(IndexStore::new(def.kind, enc.kind())),
+            None => None,
         };
-        if evicted.len() != self.tombstones.len() {
+        let Some(mut index) = current else {
             return Err(StorageError::EvictedDuringBuild {
                 table: schema.name.clone(),
                 index: def.name.clone(),
             });
-        }
-        let enc = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect());
-        let mut index = IndexStore::new(def.kind, enc.kind());
-        for e in evicted {
-            let Some(k) = &e.key else { continue };
-            if def.unique && index.has_other(k, None) {
-                return Err(StorageError::UniqueViolation {
-                    table: schema.name.clone(),
-                    index: def.name.clone(),
-                });
-            }
-            index.insert(k.clone(), TupleRef::tombstone(e.tombstone));
-        }
+        };
         for slot in 0..self.heap.high_water() {
             if !self.heap.is_live(slot) || !keep(slot) {
                 continue;

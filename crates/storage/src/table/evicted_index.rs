@@ -1,0 +1,71 @@
+//! The entries an index being created gives a table's evicted tuples
+//! ([`EvictedEntries`]): read from their blocks before the index is added, straight into
+//! the index's compact stage, so a build over a table mostly on disk takes about what the
+//! index will take, not a list of keys besides.
+
+use crate::error::{Result, StorageError};
+use crate::index::{IndexKey, IndexStore, KeyEncoder, TupleRef};
+use crate::schema::TableSchema;
+
+/// An index under construction holding only the entries of a table's evicted tuples,
+/// and what it was read from ([`super::Table::add_index`] completes it with the tuples in
+/// memory).
+pub struct EvictedEntries {
+    index: IndexStore,
+    /// Evicted tuples read (a tuple whose key is NULL has no entry).
+    read: usize,
+    /// The table's [`crate::tombstone::Tombstones::changes`] when the reading began.
+    changes: u64,
+    table: String,
+    name: String,
+    unique: bool,
+}
+
+impl EvictedEntries {
+    /// Adds the entry of the evicted tuple under `tombstone` whose key is `key`; fails
+    /// with a unique violation if the index is unique and the key is already there.
+    pub fn add(&mut self, tombstone: u32, key: Option<IndexKey>) -> Result<()> {
+        self.read += 1;
+        let Some(k) = key else { return Ok(()) };
+        if self.unique && self.index.has_other(&k, None) {
+            return Err(StorageError::UniqueViolation {
+                table: self.table.clone(),
+                index: self.name.clone(),
+            });
+        }
+        self.index.insert(k, TupleRef::tombstone(tombstone));
+        Ok(())
+    }
+
+    /// What the entries take.
+    pub fn memory_bytes(&self) -> usize {
+        self.index.memory_bytes()
+    }
+}
+
+impl EvictedEntries {
+    /// No entries yet for the last index of `schema`, read while the table's tombstones
+    /// have changed `changes` times.
+    pub(super) fn new(schema: &TableSchema, changes: u64) -> Result<EvictedEntries> {
+        let Some(def) = schema.indexes.last() else {
+            return Err(StorageError::Internal(
+                "evicted_entries: the schema has no index".into(),
+            ));
+        };
+        let kind = KeyEncoder::new(def.columns.iter().map(|&c| schema.columns[c].ty).collect()).kind();
+        Ok(EvictedEntries {
+            index: IndexStore::new(def.kind, kind),
+            read: 0,
+            changes,
+            table: schema.name.clone(),
+            name: def.name.clone(),
+            unique: def.unique,
+        })
+    }
+
+    /// The index, if these are the entries of exactly the tuples evicted now: the
+    /// tombstones changed `changes` times and `evicted` are live.
+    pub(super) fn into_index_if_current(self, changes: u64, evicted: usize) -> Option<IndexStore> {
+        (self.changes == changes && self.read == evicted).then_some(self.index)
+    }
+}
