@@ -180,7 +180,21 @@ impl<K: ColdKey> Cold<K> {
 
     /// Adds `(k, id)` (a tuple evicted under tombstone `id`); it must not be present.
     pub fn insert(&mut self, k: &K, id: u32) {
-        let mut c = match self.chunk_for(k, id) {
+        self.len += 1;
+        let key = self.chunk_for(k, id);
+        if let Some(c) = key.as_ref().and_then(|key| self.chunks.get_mut(key)) {
+            let at = c.position(k, id);
+            // Not a new first entry and no split: the chunk changes where it is.
+            if at > 0 && c.len() < CHUNK {
+                let before = c.bytes();
+                c.keys.insert(at, k);
+                c.ids.insert(at, u64::from(id));
+                let after = c.bytes();
+                self.bytes = self.bytes - before + after;
+                return;
+            }
+        }
+        let mut c = match key {
             Some(key) => self.take(&key),
             None => Chunk {
                 keys: K::Column::default(),
@@ -191,7 +205,6 @@ impl<K: ColdKey> Cold<K> {
         debug_assert!(at == c.len() || c.cmp_entry(at, k, id) != Ordering::Equal);
         c.keys.insert(at, k);
         c.ids.insert(at, u64::from(id));
-        self.len += 1;
         self.put(c);
     }
 
@@ -200,10 +213,22 @@ impl<K: ColdKey> Cold<K> {
         let Some(key) = self.chunk_for(k, id) else {
             return false;
         };
-        let c = &self.chunks[&key];
+        let Some(c) = self.chunks.get_mut(&key) else {
+            return false;
+        };
         let at = c.position(k, id);
         if at == c.len() || c.cmp_entry(at, k, id) != Ordering::Equal {
             return false;
+        }
+        // Not the first entry and the chunk stays over a quarter full: it changes where it is.
+        if at > 0 && c.len() > CHUNK / 4 {
+            let before = c.bytes();
+            c.keys.remove(at);
+            c.ids.remove(at);
+            let after = c.bytes();
+            self.bytes = self.bytes - before + after;
+            self.len -= 1;
+            return true;
         }
         let mut c = self.take(&key);
         c.keys.remove(at);

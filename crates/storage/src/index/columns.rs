@@ -99,11 +99,7 @@ impl Packed {
         if !self.fits(v) || self.width == 0 {
             let mut vals: Vec<u64> = self.values().collect();
             vals.insert(i, v);
-            let spare = self.data.capacity();
             *self = Packed::from_values(&vals);
-            // Keep the growth pattern: a re-coded chunk is usually still growing.
-            self.data
-                .reserve_exact(spare.saturating_sub(self.data.len()).min(self.data.len() / 4));
             return;
         }
         let w = self.width as usize;

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 
 use hashbrown::HashTable;
 
-use super::entry::TupleRef;
+use super::entry::{HotStage, TupleRef};
 use crate::alloc::MapAlloc;
 
 /// Key types a hash index can hold.
@@ -70,14 +70,20 @@ impl<K: HashKey> HashIndex<K> {
         ((h >> 40) as usize) & (SHARDS - 1)
     }
 
-    pub fn insert(&mut self, key: K, r: TupleRef) {
+    pub fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.is_empty())
+    }
+}
+
+impl<K: HashKey> HotStage<K> for HashIndex<K> {
+    fn insert(&mut self, key: K, r: TupleRef) {
         let h = self.hash(&key);
         self.key_heap_bytes += key.heap_bytes();
         let hasher = &self.hasher;
         self.shards[Self::shard(h)].insert_unique(h, (key, r), |e| hasher.hash_one(&e.0));
     }
 
-    pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
+    fn remove(&mut self, key: &K, r: TupleRef) -> bool {
         let h = self.hash(key);
         let shard = Self::shard(h);
         match self.shards[shard].find_entry(h, |e| e.0 == *key && e.1 == r) {
@@ -97,7 +103,7 @@ impl<K: HashKey> HashIndex<K> {
         }
     }
 
-    pub fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
+    fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
         let h = self.hash(key);
         match self.shards[Self::shard(h)].find_mut(h, |e| e.0 == *key && e.1 == old) {
             Some(e) => {
@@ -109,7 +115,7 @@ impl<K: HashKey> HashIndex<K> {
     }
 
     /// Whether the key has an entry other than `except`.
-    pub fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
+    fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
         let h = self.hash(key);
         self.shards[Self::shard(h)]
             .iter_hash(h)
@@ -117,7 +123,7 @@ impl<K: HashKey> HashIndex<K> {
     }
 
     #[inline]
-    pub fn lookup(&self, key: &K, mut f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
+    fn lookup(&self, key: &K, mut f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
         let h = self.hash(key);
         for e in self.shards[Self::shard(h)].iter_hash(h) {
             if e.0 == *key {
@@ -128,7 +134,7 @@ impl<K: HashKey> HashIndex<K> {
     }
 
     /// Every entry, in no particular order.
-    pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
+    fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
         for shard in &self.shards {
             for e in shard.iter() {
                 f(&e.0, e.1)
@@ -136,16 +142,12 @@ impl<K: HashKey> HashIndex<K> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.shards.iter().map(|s| s.len()).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.is_empty())
-    }
-
     /// Bytes allocated: the tables' buckets and control bytes plus out-of-line key bytes.
-    pub fn memory_bytes(&self) -> usize {
+    fn memory_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.allocation_size()).sum::<usize>() + self.key_heap_bytes
     }
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::ops::{Bound, ControlFlow};
 
-use super::entry::TupleRef;
+use super::entry::{HotStage, TupleRef};
 
 pub trait OrdKey: Ord + Clone {
     fn heap_bytes(&self) -> usize;
@@ -97,42 +97,6 @@ impl<K: OrdKey> OrderedIndex<K> {
         }
     }
 
-    pub fn insert(&mut self, key: K, r: TupleRef) {
-        let heap = key.heap_bytes();
-        if self.set.insert((key, r)) {
-            self.key_heap_bytes += heap;
-        }
-    }
-
-    pub fn remove(&mut self, key: &K, r: TupleRef) -> bool {
-        // The probe clones the key; byte keys are short and usually inline.
-        if self.set.remove(&(key.clone(), r)) {
-            self.key_heap_bytes -= key.heap_bytes();
-            true
-        } else {
-            false
-        }
-    }
-
-    pub fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
-        if self.set.remove(&(key.clone(), old)) {
-            self.set.insert((key.clone(), new));
-            true
-        } else {
-            false
-        }
-    }
-
-    pub fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
-        self.set
-            .range((lower(Bound::Included(key)), upper(Bound::Included(key))))
-            .any(|e| Some(e.1) != except)
-    }
-
-    pub fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
-        self.range(Bound::Included(key), Bound::Included(key), false, f)
-    }
-
     /// Visits entries with keys between the bounds, ascending or descending.
     pub fn range(
         &self,
@@ -187,22 +151,60 @@ impl<K: OrdKey> OrderedIndex<K> {
         Some(self.set.range((lo, hi)))
     }
 
-    pub fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+}
+
+impl<K: OrdKey> HotStage<K> for OrderedIndex<K> {
+    fn insert(&mut self, key: K, r: TupleRef) {
+        let heap = key.heap_bytes();
+        if self.set.insert((key, r)) {
+            self.key_heap_bytes += heap;
+        }
+    }
+
+    fn remove(&mut self, key: &K, r: TupleRef) -> bool {
+        // The probe clones the key; byte keys are short and usually inline.
+        if self.set.remove(&(key.clone(), r)) {
+            self.key_heap_bytes -= key.heap_bytes();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
+        if self.set.remove(&(key.clone(), old)) {
+            self.set.insert((key.clone(), new));
+            true
+        } else {
+            false
+        }
+    }
+
+    fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
+        self.set
+            .range((lower(Bound::Included(key)), upper(Bound::Included(key))))
+            .any(|e| Some(e.1) != except)
+    }
+
+    fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
+        self.range(Bound::Included(key), Bound::Included(key), false, f)
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
         for e in &self.set {
             f(&e.0, e.1)
         }
     }
 
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.set.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
-    }
-
     /// Estimated bytes: leaves of 11 entries two-thirds full, one internal node per ~7 leaves.
-    pub fn memory_bytes(&self) -> usize {
+    fn memory_bytes(&self) -> usize {
         let entry = std::mem::size_of::<(K, TupleRef)>();
         let leaf = 16 + 11 * entry;
         let internal = leaf + 12 * 8;

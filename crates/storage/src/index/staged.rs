@@ -1,5 +1,5 @@
 //! An index as two stages: the entries of tuples in memory in a dynamic stage (a hash table
-//! or a B-tree, [`HashIndex`], [`OrderedIndex`]), the entries of evicted
+//! or a B-tree, [`super::HashIndex`], [`OrderedIndex`]), the entries of evicted
 //! tuples in the compact stage ([`Cold`]). The reference tells which: an entry pointing at a
 //! tombstone lives in the compact stage, any other in the dynamic one, so eviction (slot to
 //! tombstone) moves an entry down and a merge (tombstone to slot) moves it back up.
@@ -14,75 +14,8 @@ use std::iter::Peekable;
 use std::ops::{Bound, ControlFlow};
 
 use super::cold::{Cold, ColdKey, Entry};
-use super::entry::TupleRef;
-use super::hash::{HashIndex, HashKey};
+use super::entry::{HotStage, TupleRef};
 use super::ordered::{OrdKey, OrderedIndex, visit_ahead};
-
-/// What the dynamic stage of an index does (both kinds of index).
-pub trait HotStage<K> {
-    fn insert(&mut self, key: K, r: TupleRef);
-    fn remove(&mut self, key: &K, r: TupleRef) -> bool;
-    fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool;
-    fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool;
-    fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()>;
-    fn for_each(&self, f: impl FnMut(&K, TupleRef));
-    fn len(&self) -> usize;
-    fn memory_bytes(&self) -> usize;
-}
-
-impl<K: OrdKey> HotStage<K> for OrderedIndex<K> {
-    fn insert(&mut self, key: K, r: TupleRef) {
-        OrderedIndex::insert(self, key, r)
-    }
-    fn remove(&mut self, key: &K, r: TupleRef) -> bool {
-        OrderedIndex::remove(self, key, r)
-    }
-    fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
-        OrderedIndex::replace(self, key, old, new)
-    }
-    fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
-        OrderedIndex::has_other(self, key, except)
-    }
-    fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
-        OrderedIndex::lookup(self, key, f)
-    }
-    fn for_each(&self, f: impl FnMut(&K, TupleRef)) {
-        OrderedIndex::for_each(self, f)
-    }
-    fn len(&self) -> usize {
-        OrderedIndex::len(self)
-    }
-    fn memory_bytes(&self) -> usize {
-        OrderedIndex::memory_bytes(self)
-    }
-}
-
-impl<K: HashKey> HotStage<K> for HashIndex<K> {
-    fn insert(&mut self, key: K, r: TupleRef) {
-        HashIndex::insert(self, key, r)
-    }
-    fn remove(&mut self, key: &K, r: TupleRef) -> bool {
-        HashIndex::remove(self, key, r)
-    }
-    fn replace(&mut self, key: &K, old: TupleRef, new: TupleRef) -> bool {
-        HashIndex::replace(self, key, old, new)
-    }
-    fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
-        HashIndex::has_other(self, key, except)
-    }
-    fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
-        HashIndex::lookup(self, key, f)
-    }
-    fn for_each(&self, f: impl FnMut(&K, TupleRef)) {
-        HashIndex::for_each(self, f)
-    }
-    fn len(&self) -> usize {
-        HashIndex::len(self)
-    }
-    fn memory_bytes(&self) -> usize {
-        HashIndex::memory_bytes(self)
-    }
-}
 
 /// One index: a dynamic stage `H` and the compact stage.
 pub struct Staged<H, K: ColdKey> {
