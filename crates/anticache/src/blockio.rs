@@ -70,6 +70,12 @@ pub struct BlockIo {
 impl BlockIo {
     /// Starts the I/O threads. `depth` bounds the operations in flight through io_uring.
     pub fn start(depth: u32) -> BlockIo {
+        BlockIo::start_with_stack(depth, 2 << 20)
+    }
+
+    /// [`BlockIo::start`] with threads of `stack` bytes of stack: the completion callbacks
+    /// run on them, and the executor's may run transactions there.
+    pub fn start_with_stack(depth: u32, stack: usize) -> BlockIo {
         let mut threads = Vec::new();
         let (pool_tx, pool_rx) = crossbeam_channel::unbounded::<Job>();
         let pool_size = 4;
@@ -78,6 +84,7 @@ impl BlockIo {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("blockio-pool-{i}"))
+                    .stack_size(stack)
                     .spawn(move || pool_loop(rx))
                     .expect("spawn block I/O thread"),
             );
@@ -90,6 +97,7 @@ impl BlockIo {
             threads.push(
                 std::thread::Builder::new()
                     .name("blockio-uring".into())
+                    .stack_size(stack)
                     .spawn(move || uring_loop(ring, depth as usize, rx, fallback))
                     .expect("spawn block I/O thread"),
             );

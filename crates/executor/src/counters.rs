@@ -126,6 +126,11 @@ engine_counters! {
     /// Short single-partition calls run on their caller's thread (partition/cell.rs).
     inline_calls: Counter "permafrost_transactions_inline_total" [""] * 1.0,
         "Short single-partition calls run on the caller's thread while their partition was free, instead of on the partition's thread.";
+    /// Block reads whose completion was handled (the block merged, the calls that waited
+    /// for it restarted) on the block I/O thread, the partition being free (partition/cell.rs).
+    fetched_on_io_thread: Counter "permafrost_fetched_blocks_total" ["handled_on=\"io_thread\""] * 1.0,
+        "Blocks read back for transactions that needed evicted data, by where the read's completion was handled: handled_on=\"io_thread\" (the block I/O thread merged it and restarted the calls waiting for it, their partition being free), \"partition_thread\" (queued to the partition's thread).";
+    fetched_on_partition_thread: Counter "permafrost_fetched_blocks_total" ["handled_on=\"partition_thread\""] * 1.0, "";
     /// Participants of multi-partition transactions that took part without their thread
     /// (partition/fence.rs).
     mp_idle_participants: Counter "permafrost_multi_partition_idle_participants_total" [""] * 1.0,

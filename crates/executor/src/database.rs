@@ -174,21 +174,37 @@ impl Database {
         let n = config.partitions as usize;
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
             (0..n).map(|_| crossbeam_channel::unbounded()).unzip();
-        let block_io = config
-            .anticache
-            .as_ref()
-            .map(|ac| Arc::new(BlockIo::start(ac.fetch_depth)));
+        let block_io = config.anticache.as_ref().map(|ac| {
+            Arc::new(BlockIo::start_with_stack(
+                ac.fetch_depth,
+                permafrost_sql::limits::EXECUTION_STACK,
+            ))
+        });
         let keep_blocks = match &config.snapshots {
             Some(s) => !permafrost_durability::snapshot::list(&*fs, &s.dir)?.is_empty(),
             None => false,
         };
+        // The database, for the block reads' completions: set once it exists.
+        let landing: Arc<std::sync::OnceLock<std::sync::Weak<Shared>>> = Arc::default();
         let mut caches = Vec::with_capacity(n);
         for (i, sender) in senders.iter().enumerate() {
             caches.push(match (&config.anticache, &block_io) {
                 (Some(cfg), Some(io)) => {
                     let tx = sender.clone();
+                    let here = landing.clone();
                     let read_done: ReadDone = Arc::new(move |block, result| {
-                        let _ = tx.send(Msg::Fetched { block, result });
+                        // Merged on the thread the read completed on when the partition
+                        // is free (partition/cell.rs), else queued.
+                        let msg = Msg::Fetched { block, result };
+                        let shared = here.get().and_then(std::sync::Weak::upgrade);
+                        let msg = match shared.as_ref().and_then(|s| s.cells()).and_then(|c| c.get(i)) {
+                            Some(cell) => match cell.try_handle(msg) {
+                                Ok(()) => return,
+                                Err(m) => m,
+                            },
+                            None => msg,
+                        };
+                        let _ = tx.send(msg);
                     });
                     let tx = sender.clone();
                     let write_done: WriteDone = Arc::new(move |blocks, result| {
@@ -237,6 +253,7 @@ impl Database {
             write_clock: Arc::default(),
             gates,
         });
+        let _ = landing.set(Arc::downgrade(&shared));
         let parts: Vec<Unstarted> = receivers
             .into_iter()
             .enumerate()

@@ -134,6 +134,15 @@ fn exercise(retrieval: Retrieval, merge: MergePolicy) {
     }
     let st = db.stats_now().unwrap();
     assert!(st.restarts_evicted > 0 && st.unevicted_tuples > 0, "{st:?}");
+    match retrieval {
+        // The partition is idle while this thread waits for its answer: the reads'
+        // completions are handled on the block I/O thread.
+        Retrieval::AbortRestart => assert!(st.fetched_on_io_thread > 0, "{st:?}"),
+        // The partition reads the blocks itself.
+        Retrieval::Synchronous => {
+            assert_eq!(st.fetched_on_io_thread + st.fetched_on_partition_thread, 0, "{st:?}")
+        }
+    }
 
     // A range through the ordered index, across both partitions.
     let r = db

@@ -429,7 +429,13 @@ impl<'w, 's> Walker<'w, 's> {
                 }
                 Access::IndexEq { index, keys } => {
                     if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
-                        let _ = table.index_store(*index).lookup(&key, |r| visit(r, self, b, &mut st));
+                        // A unique index holds one entry per key (a key with a NULL is
+                        // none): once found in memory, its compact stage is not searched.
+                        let unique = table.schema().indexes[*index].unique;
+                        let _ = table.index_store(*index).lookup(&key, |r| {
+                            let c = visit(r, self, b, &mut st);
+                            if unique { ControlFlow::Break(()) } else { c }
+                        });
                     }
                 }
                 Access::IndexAny { index, array } => {

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use super::fence::QueueState;
-use super::msg::{Invocation, MpTxn, MpWork};
+use super::msg::{Invocation, MpTxn, MpWork, Msg};
 use super::state::Partition;
 use crate::shared::Shared;
 
@@ -168,6 +168,34 @@ impl PartitionCell {
         let held = self.enter(guard)?;
         self.inline_holder.store(true, Ordering::Release);
         Some(held)
+    }
+
+    /// Handles a message about a block read (its completion) on the thread it completed
+    /// on, the block I/O thread, when the partition is free: nobody holds it, its thread
+    /// does not want it, no fence is up and no replayed call is held back. Gives the
+    /// message back otherwise, to be queued. No spinning: that thread has other
+    /// completions to reap.
+    ///
+    /// The merge and the restarts of the calls that waited for the block then cost no
+    /// wake-up of the partition's thread (a futex wake and two context switches per miss,
+    /// on a virtual machine as much as the merge itself): see docs/results/miss-path.md.
+    pub(crate) fn try_handle(&self, msg: Msg) -> Result<(), Msg> {
+        if self.wanted.load(Ordering::Acquire) || self.queue.fenced() {
+            return Err(msg);
+        }
+        let guard = match self.part.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(msg),
+        };
+        let Some(mut p) = self.enter(guard) else {
+            return Err(msg);
+        };
+        if !p.replay_stall.is_empty() {
+            return Err(msg);
+        }
+        permafrost_sql::limits::on_execution_stack(|| p.handle_on_io_thread(msg));
+        Ok(())
     }
 
     /// Takes the partition out (shutdown): later tries find nothing.

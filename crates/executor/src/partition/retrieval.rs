@@ -23,6 +23,7 @@ use std::time::Instant;
 use permafrost_anticache::{AntiCache, Need, Retrieval};
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
+use super::msg::Msg;
 use super::parking::Waiter;
 use super::state::Partition;
 use super::txn::{TxnInfo, dry_run};
@@ -177,7 +178,24 @@ impl Partition {
                     None => {
                         inv.restarts += 1;
                         self.stats.restarts_evicted.fetch_add(1, Ordering::Relaxed);
-                        return self.run_single(inv);
+                        if !self.on_io_thread {
+                            return self.run_single(inv);
+                        }
+                        // On the block I/O thread: a short call runs here, for at most a
+                        // slice; anything else (or a short call past its slice, or one
+                        // held for room) goes to the partition's queue.
+                        let back = if inv.proc.short {
+                            self.run_one(inv, Some(super::cell::INLINE_SLICE))
+                        } else {
+                            Some(inv)
+                        };
+                        if let Some(inv) = back
+                            && let Err(Msg::Batch(mut invs)) = self.shared.send(self.id, Msg::Batch(vec![inv]))
+                            && let Some(inv) = invs.pop()
+                        {
+                            self.outbox.send(inv.reply, Err(Error::Shutdown));
+                        }
+                        return;
                     }
                 };
                 self.record(&r);

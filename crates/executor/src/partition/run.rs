@@ -160,6 +160,17 @@ impl Partition {
         }
     }
 
+    /// Handles a block read's completion on the block I/O thread (cell.rs,
+    /// `PartitionCell::try_handle`), as one pass: the calls it restarts run there only if
+    /// short (retrieval.rs).
+    pub(crate) fn handle_on_io_thread(&mut self, msg: Msg) {
+        self.on_io_thread = true;
+        self.handle(msg);
+        self.on_io_thread = false;
+        self.after_message();
+        self.end_pass(false);
+    }
+
     /// The end of a pass over the queue: the pass's commits go to the log, the answers
     /// that may leave are sent, and the counters are published (at most every millisecond
     /// unless `force`).
@@ -194,6 +205,12 @@ impl Partition {
                 }
             }
             Msg::Fetched { block, result } => {
+                let c = if self.on_io_thread {
+                    &self.stats.fetched_on_io_thread
+                } else {
+                    &self.stats.fetched_on_partition_thread
+                };
+                c.fetch_add(1, Ordering::Relaxed);
                 if let Some(ac) = self.ac.as_mut() {
                     ac.on_fetched(block, result);
                 }
@@ -556,7 +573,7 @@ impl Partition {
     /// stops past that slice instead of moving off the partition, and a read that would
     /// leave evicted tuples for later does not start that scan here: either way it is
     /// rolled back (nothing took effect) and given back, to be queued.
-    fn run_one(&mut self, mut inv: Invocation, slice: Option<std::time::Duration>) -> Option<Invocation> {
+    pub(super) fn run_one(&mut self, mut inv: Invocation, slice: Option<std::time::Duration>) -> Option<Invocation> {
         let mut info = self.txn_info(inv.replay, inv.proc.fixed, Some(&inv.reply));
         if slice.is_some() {
             info.read_slice = None;

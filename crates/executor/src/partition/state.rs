@@ -83,6 +83,12 @@ pub(crate) struct Partition {
     /// The highest LSN a log barrier was asked for (answers of read-only transactions
     /// waiting for other partitions' records).
     pub(super) barrier_lsn: u64,
+    /// The thread running the partition now is the block I/O thread, handling a read
+    /// that completed while the partition was free (cell.rs, [`PartitionCell::try_handle`]):
+    /// the calls it restarts run there only if short, and for at most a slice.
+    ///
+    /// [`PartitionCell::try_handle`]: super::cell::PartitionCell::try_handle
+    pub(crate) on_io_thread: bool,
 }
 
 impl Partition {
@@ -130,6 +136,7 @@ impl Partition {
             log_chunk: permafrost_durability::Chunk::new(),
             log_replies: Held::default(),
             barrier_lsn: 0,
+            on_io_thread: false,
         }
     }
 }
