@@ -144,6 +144,23 @@ fn exercise(retrieval: Retrieval, merge: MergePolicy) {
         }
     }
 
+    // An IN list through the unique primary key, some of its rows in memory (just read
+    // back) and some evicted: each key's one entry is found in either stage.
+    let ids = [0i64, 97, 194, 5, 6, 23_999, 30_000];
+    let r = db
+        .execute_sql(
+            "SELECT id, val FROM items WHERE id IN ($1, $2, $3, $4, $5, $6, $7) ORDER BY id",
+            ids.iter().map(|&i| Value::Int(i)).collect(),
+        )
+        .unwrap();
+    let got: Vec<(i64, i64)> = r
+        .iter()
+        .map(|row| (row.get_i64(0).unwrap(), row.get_i64(1).unwrap()))
+        .collect();
+    let mut want: Vec<(i64, i64)> = ids.iter().filter_map(|i| model.get(i).map(|v| (*i, v.1))).collect();
+    want.sort();
+    assert_eq!(got, want);
+
     // A range through the ordered index, across both partitions.
     let r = db
         .execute_sql(

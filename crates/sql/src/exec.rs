@@ -429,18 +429,18 @@ impl<'w, 's> Walker<'w, 's> {
                 }
                 Access::IndexEq { index, keys } => {
                     if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
-                        // A unique index holds one entry per key (a key with a NULL is
-                        // none): once found in memory, its compact stage is not searched.
                         let unique = table.schema().indexes[*index].unique;
-                        let _ = table.index_store(*index).lookup(&key, |r| {
-                            let c = visit(r, self, b, &mut st);
-                            if unique { ControlFlow::Break(()) } else { c }
-                        });
+                        let _ = table
+                            .index_store(*index)
+                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
                     }
                 }
                 Access::IndexAny { index, array } => {
+                    let unique = table.schema().indexes[*index].unique;
                     for key in any_keys(table, *index, array, b, self.cx)? {
-                        let _ = table.index_store(*index).lookup(&key, |r| visit(r, self, b, &mut st));
+                        let _ = table
+                            .index_store(*index)
+                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
                         if st.err.is_some() || st.flow.is_break() {
                             break;
                         }
@@ -572,6 +572,13 @@ fn any_keys(table: &Table, index: usize, array: &Expr, b: &dyn ColumnSource, cx:
     keys.sort_unstable();
     keys.dedup();
     Ok(keys)
+}
+
+/// An equality lookup's answer to the index after visiting an entry: a unique index holds
+/// one entry per key (a key with a NULL is none), so once one is found, in memory, the
+/// index's compact stage is not searched for another.
+fn first_if(unique: bool, visited: ControlFlow<()>) -> ControlFlow<()> {
+    if unique { ControlFlow::Break(()) } else { visited }
 }
 
 fn build_key(

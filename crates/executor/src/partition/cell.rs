@@ -142,10 +142,8 @@ impl PartitionCell {
             if self.wanted.load(Ordering::Acquire) {
                 return None;
             }
-            match self.part.try_lock() {
-                Ok(guard) => return self.enter_inline(guard),
-                Err(std::sync::TryLockError::Poisoned(p)) => return self.enter_inline(p.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => {}
+            if let Some(guard) = self.try_lock_now() {
+                return self.enter_inline(guard);
             }
             let limit = if self.inline_holder.load(Ordering::Acquire) {
                 SPIN_FOR
@@ -161,6 +159,16 @@ impl PartitionCell {
                 return None;
             }
             std::hint::spin_loop();
+        }
+    }
+
+    /// The token's lock if it is free now (a poisoned lock is taken too: the partition's
+    /// state is kept consistent by its transactions' undo, not by the lock).
+    fn try_lock_now(&self) -> Option<MutexGuard<'_, Option<Partition>>> {
+        match self.part.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }
 
@@ -183,12 +191,7 @@ impl PartitionCell {
         if self.wanted.load(Ordering::Acquire) || self.queue.fenced() {
             return Err(msg);
         }
-        let guard = match self.part.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Err(msg),
-        };
-        let Some(mut p) = self.enter(guard) else {
+        let Some(mut p) = self.try_lock_now().and_then(|g| self.enter(g)) else {
             return Err(msg);
         };
         if !p.replay_stall.is_empty() {

@@ -189,11 +189,9 @@ impl Partition {
                         } else {
                             Some(inv)
                         };
-                        if let Some(inv) = back
-                            && let Err(Msg::Batch(mut invs)) = self.shared.send(self.id, Msg::Batch(vec![inv]))
-                            && let Some(inv) = invs.pop()
-                        {
-                            self.outbox.send(inv.reply, Err(Error::Shutdown));
+                        if let Some(inv) = back {
+                            // Fails only when shutting down, and the reply goes with the queue.
+                            let _ = self.shared.send(self.id, Msg::Batch(vec![inv]));
                         }
                         return;
                     }
