@@ -16,14 +16,15 @@ use crate::error::{AntiCacheError, Result};
 
 impl AntiCache {
     /// Calls `f` with the tombstone and the key `enc` makes of `columns` of every evicted
-    /// tuple of `table`, block by block in file order (the blocks are read here: call
-    /// between transactions); stops at the first error `f` returns.
+    /// tuple of `table` (`Err(column)` naming a NULL one of them, or `Err(usize::MAX)` for
+    /// a value the key cannot hold), block by block in file order (the blocks are read
+    /// here: call between transactions); stops at the first error `f` returns.
     pub fn evicted_keys<E: From<AntiCacheError>>(
         &mut self,
         table: &Table,
         columns: &[usize],
         enc: &KeyEncoder,
-        mut f: impl FnMut(u32, Option<IndexKey>) -> std::result::Result<(), E>,
+        mut f: impl FnMut(u32, std::result::Result<IndexKey, usize>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         let blocks: BTreeSet<u32> = table.tombstones().iter().map(|(_, t)| t.block).collect();
         let mut row = DetachedRow::new(table.layout().clone());
@@ -78,7 +79,7 @@ fn keys_of_block<E: From<AntiCacheError>>(
     columns: &[usize],
     enc: &KeyEncoder,
     row: &mut DetachedRow,
-    f: &mut impl FnMut(u32, Option<IndexKey>) -> std::result::Result<(), E>,
+    f: &mut impl FnMut(u32, std::result::Result<IndexKey, usize>) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
     let reader = BlockReader::open(buf, block)?;
     if reader.header.table != table_id {
@@ -98,7 +99,14 @@ fn keys_of_block<E: From<AntiCacheError>>(
             continue;
         }
         let r = row.load(bytes).map_err(AntiCacheError::Storage)?;
-        f(tombstone, enc.encode(columns.iter().map(|&c| r.get(c))))?;
+        let key = enc.encode(columns.iter().map(|&c| r.get(c))).ok_or_else(|| {
+            columns
+                .iter()
+                .copied()
+                .find(|&c| r.get(c).is_null())
+                .unwrap_or(usize::MAX)
+        });
+        f(tombstone, key)?;
     }
     Ok(())
 }

@@ -163,13 +163,21 @@ impl Database {
         }
     }
 
-    /// The keys of the evicted tuples of the table of the first index `changes` create,
-    /// read at every partition (at once); `None` without the anti-cache or such an index.
-    /// While no partition has published an evicted tuple, none is read (`reread`: read
-    /// anyway, the last build having met some).
+    /// The keys of the evicted tuples of the table of the first index or primary key
+    /// `changes` create, read at every partition (at once); `None` without the anti-cache
+    /// or such an index. While no partition has published an evicted tuple, none is read
+    /// (`reread`: read anyway, the last build having met some). A primary key that
+    /// partitions a replicated table is not read for: it is refused over evicted tuples.
     fn evicted_keys(&self, changes: &[permafrost_sql::DdlChange], reread: bool) -> Result<Option<Arc<EvictedKeys>>> {
+        let catalog = self.shared().schema.load_full().catalog.clone();
         let index = changes.iter().find_map(|c| match c {
             permafrost_sql::DdlChange::CreateIndex(schema) => Some(schema),
+            permafrost_sql::DdlChange::AddPrimaryKey(schema) => {
+                let replicated = catalog
+                    .table(&schema.name)
+                    .is_some_and(|t| t.partition_column.is_none());
+                (!replicated || schema.partition_column.is_none()).then_some(schema)
+            }
             _ => None,
         });
         let (Some(schema), Some(_)) = (index, &self.config().anticache) else {

@@ -2,7 +2,8 @@
 //! their blocks (nothing is merged back), the index points at their tombstones, queries
 //! through it find evicted rows, a unique index refuses a key repeated among evicted tuples
 //! (23505, nothing built) and then enforces itself against them, and the index comes back
-//! after a restart from a snapshot and the command log.
+//! after a restart from a snapshot and the command log. ALTER TABLE ... ADD PRIMARY KEY
+//! reads them the same way, refusing a NULL or repeated key among them.
 
 mod common;
 
@@ -148,17 +149,125 @@ fn an_index_is_built_over_evicted_tuples_without_merging_them() {
     assert_eq!(count(&db, "SELECT count(*) FROM u WHERE code = 1234"), 1);
 }
 
+/// A table `name` (id, code, pad) partitioned by id with no primary key, `rows` rows most
+/// of them on disk; `code` is NULL for row `null_at`, and row `repeat_at` repeats row 0.
+fn keyless(db: &Database, name: &str, rows: i64, null_at: Option<i64>, repeat_at: Option<i64>) {
+    db.execute_ddl(&format!(
+        "CREATE TABLE {name} (id BIGINT NOT NULL, code BIGINT, pad VARCHAR(2000) NOT NULL) WITH (partition_by = 'id')"
+    ))
+    .unwrap();
+    let pad = "k".repeat(1_500);
+    for id in 0..rows {
+        let (key, code) = match (Some(id) == null_at, Some(id) == repeat_at) {
+            (true, _) => (id, Value::Null),
+            (_, true) => (0, Value::Int(0)),
+            _ => (id, Value::Int(id)),
+        };
+        let params = vec![Value::Int(key), code, Value::from(pad.as_str())];
+        insert(db, &format!("INSERT INTO {name} VALUES ($1, $2, $3)"), params);
+    }
+    db.evict_now(64 << 20).unwrap();
+    db.evict_now(64 << 20).unwrap();
+}
+
+#[test]
+fn a_primary_key_is_added_over_evicted_tuples() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path(), false)).unwrap();
+    let rows = ROWS / 2;
+    // The NULL and the repeat are among the first rows inserted, the coldest: on disk.
+    keyless(&db, "n", rows, Some(3), None);
+    keyless(&db, "r", rows, None, Some(5));
+    keyless(&db, "k", rows, None, None);
+    for t in ["n", "r", "k"] {
+        assert!(on_disk(&db, t) > rows as usize / 4, "{t}: {} evicted", on_disk(&db, t));
+    }
+    let merged_before = db.stats_now().unwrap().unevicted_tuples;
+
+    let e = db.execute_ddl("ALTER TABLE n ADD PRIMARY KEY (id, code)").unwrap_err();
+    assert_eq!(e.sqlstate(), "23502", "{e}");
+    assert!(e.to_string().contains("\"code\""), "{e}");
+    let e = db.execute_ddl("ALTER TABLE r ADD PRIMARY KEY (id)").unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+    db.execute_ddl("ALTER TABLE k ADD PRIMARY KEY (id)").unwrap();
+    assert_eq!(
+        db.stats_now().unwrap().unevicted_tuples,
+        merged_before,
+        "adding the keys merged tuples back"
+    );
+    assert!(on_disk(&db, "k") > rows as usize / 4);
+    for p in 0..2 {
+        db.with_partition(p, |s| {
+            for t in s.tables() {
+                t.check_consistency().unwrap();
+            }
+        })
+        .unwrap();
+    }
+    // The key is enforced against evicted rows and finds them.
+    let e = db.execute_sql("INSERT INTO k VALUES (2, 2, 'x')", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+    assert_eq!(count(&db, "SELECT count(*) FROM k WHERE id = 2"), 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM k"), rows);
+    // The columns of the key became NOT NULL; n and r have no key yet, and get one once
+    // the NULL and the repeat are gone.
+    let e = db
+        .execute_sql("INSERT INTO k VALUES (NULL, 1, 'x')", vec![])
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "23502", "{e}");
+    db.execute_ddl("ALTER TABLE n ADD PRIMARY KEY (id)").unwrap();
+    assert_eq!(
+        db.execute_sql("DELETE FROM r WHERE id = 0 AND code = 0", vec![])
+            .unwrap()
+            .affected,
+        2
+    );
+    db.evict_now(64 << 20).unwrap();
+    db.execute_ddl("ALTER TABLE r ADD PRIMARY KEY (id)").unwrap();
+    let e = db.execute_sql("INSERT INTO r VALUES (7, 7, 'x')", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+}
+
+#[test]
+fn a_primary_key_that_would_partition_an_evicted_replicated_table_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path(), false)).unwrap();
+    db.execute_ddl("CREATE TABLE rep (id BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL)")
+        .unwrap();
+    let pad = "r".repeat(1_500);
+    for id in 0..ROWS / 2 {
+        insert(
+            &db,
+            "INSERT INTO rep VALUES ($1, $2)",
+            vec![Value::Int(id), Value::from(pad.as_str())],
+        );
+    }
+    db.evict_now(64 << 20).unwrap();
+    assert!(on_disk(&db, "rep") > 0);
+    let e = db.execute_ddl("ALTER TABLE rep ADD PRIMARY KEY (id)").unwrap_err();
+    assert_eq!(e.sqlstate(), "0A000", "{e}");
+    assert!(e.to_string().contains("\"rep\""), "{e}");
+    // Nothing changed: still replicated, every row at each partition.
+    assert_eq!(count(&db, "SELECT count(*) FROM rep"), ROWS / 2);
+}
+
 #[test]
 fn the_index_comes_back_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = loaded(config(dir.path(), true));
         db.snapshot().unwrap();
+        keyless(&db, "k", ROWS / 4, None, None);
         db.execute_ddl("CREATE INDEX t_grp ON t (grp)").unwrap();
+        db.execute_ddl("ALTER TABLE k ADD PRIMARY KEY (id)").unwrap();
         db.execute_sql("UPDATE t SET grp = 99 WHERE id = 42", vec![]).unwrap();
     }
     let db = Database::open(config(dir.path(), true)).unwrap();
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 3"), ROWS / 10);
     assert_eq!(count(&db, "SELECT count(*) FROM t WHERE grp = 99"), 1);
+    // The key added after the snapshot, over evicted rows, is replayed and enforced.
+    let e = db.execute_sql("INSERT INTO k VALUES (3, 3, 'x')", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "{e}");
+    assert_eq!(count(&db, "SELECT count(*) FROM k WHERE id = 3"), 1);
 }

@@ -47,6 +47,15 @@ pub enum StorageError {
     #[error("table \"{table}\" evicted tuples while index \"{index}\" was being built; try again")]
     EvictedDuringBuild { table: String, index: String },
 
+    /// A primary key added to a replicated table partitions it, which removes from each
+    /// partition the rows of the others; evicted rows cannot be removed unread.
+    #[error(
+        "cannot add a primary key that partitions replicated table \"{table}\": {evicted} of its \
+         tuples are evicted at a partition (declare the key in CREATE TABLE, or add it before \
+         the table outgrows memory)"
+    )]
+    EvictedRowsWouldMove { table: String, evicted: usize },
+
     #[error("data corrupted: {0}")]
     Corrupt(String),
 
@@ -72,6 +81,7 @@ impl StorageError {
             StorageError::TableFull { .. } => "54000",
             StorageError::Schema(_) => "42P16",
             StorageError::EvictedDuringBuild { .. } => "40001",
+            StorageError::EvictedRowsWouldMove { .. } => "0A000",
             StorageError::Corrupt(_) => "XX001",
             StorageError::Internal(_) => "XX000",
         }

@@ -222,12 +222,28 @@ impl PartitionStore {
     /// another of the `partitions` partitions are left out of the index and listed to be
     /// removed. Fails if a key that stays here is NULL or repeated (a repeated key is at the
     /// partition of its key, so checking every partition checks every key).
-    pub fn prepare_primary_key(&self, schema: &TableSchema, partitions: u32) -> Result<PrimaryKeyBuild> {
+    ///
+    /// `evicted` are the key's entries for the table's evicted tuples, read from their
+    /// blocks ([`Table::evicted_entries`]); a table that has evicted tuples and is
+    /// partitioned by the key is refused ([`StorageError::EvictedRowsWouldMove`]): its
+    /// evicted rows of other partitions could not be removed.
+    pub fn prepare_primary_key(
+        &self,
+        schema: &TableSchema,
+        partitions: u32,
+        evicted: Option<EvictedEntries>,
+    ) -> Result<PrimaryKeyBuild> {
         let t = self
             .table(schema.id)
             .ok_or_else(|| StorageError::Schema(format!("table id {} does not exist", schema.id)))?;
         let mut elsewhere = Vec::new();
         if let (None, Some(c)) = (t.schema().partition_column, schema.partition_column) {
+            if t.evicted_tuples() > 0 {
+                return Err(StorageError::EvictedRowsWouldMove {
+                    table: schema.name.clone(),
+                    evicted: t.evicted_tuples(),
+                });
+            }
             let ty = schema.columns[c].ty;
             for slot in 0..t.heap().high_water() {
                 if t.is_visible(slot) && partition_of(t.value(slot, c), &ty, partitions) != self.partition {
@@ -235,7 +251,7 @@ impl PartitionStore {
                 }
             }
         }
-        let index = t.build_primary_key(schema, &|slot| elsewhere.binary_search(&slot).is_err())?;
+        let index = t.build_primary_key(schema, &|slot| elsewhere.binary_search(&slot).is_err(), evicted)?;
         Ok(PrimaryKeyBuild { index, elsewhere })
     }
 

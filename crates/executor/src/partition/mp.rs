@@ -71,8 +71,8 @@ impl MpFetch {
 }
 
 /// Applies schema changes to every store (the database's `partitions`), all or nothing.
-/// An index is built with each partition's keys of the evicted tuples, `evicted` (by
-/// partition), when they were read. New evictable tables get a tracker from `tracker`.
+/// An index or primary key is built with each partition's keys of the evicted tuples,
+/// `evicted` (by partition), when they were read. New evictable tables get a tracker from `tracker`.
 /// Each store then forgets its recent commits (`permafrost_storage::Recent::forget`).
 fn apply_ddl(
     stores: &mut [&mut PartitionStore],
@@ -88,7 +88,10 @@ fn apply_ddl(
         let mut keys = match change {
             DdlChange::AddPrimaryKey(schema) => stores
                 .iter()
-                .map(|s| s.prepare_primary_key(schema, partitions))
+                .map(|s| {
+                    let entries = evicted.and_then(|e| e.take(schema, s.partition()));
+                    s.prepare_primary_key(schema, partitions, entries)
+                })
                 .collect::<std::result::Result<Vec<_>, _>>()?,
             _ => Vec::new(),
         }

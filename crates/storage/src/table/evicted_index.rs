@@ -12,21 +12,36 @@ use crate::schema::TableSchema;
 /// memory).
 pub struct EvictedEntries {
     index: IndexStore,
-    /// Evicted tuples read (a tuple whose key is NULL has no entry).
+    /// Evicted tuples read (a tuple whose key is NULL has no entry, unless the index is a
+    /// primary key, which refuses it).
     read: usize,
     /// The table's [`crate::tombstone::Tombstones::changes`] when the reading began.
     changes: u64,
     table: String,
     name: String,
     unique: bool,
+    /// For a primary key, the names of the table's columns (a NULL in a key column is
+    /// refused, naming it); `None` for any other index (NULL keys get no entry).
+    primary: Option<Vec<String>>,
 }
 
 impl EvictedEntries {
-    /// Adds the entry of the evicted tuple under `tombstone` whose key is `key`; fails
-    /// with a unique violation if the index is unique and the key is already there.
-    pub fn add(&mut self, tombstone: u32, key: Option<IndexKey>) -> Result<()> {
+    /// Adds the entry of the evicted tuple under `tombstone` whose key is `key`, or
+    /// `Err(column)` when the key's column `column` (of the table) is NULL; fails with a
+    /// unique violation if the index is unique and the key is already there, and with a
+    /// not-null violation for a NULL in a primary key.
+    pub fn add(&mut self, tombstone: u32, key: std::result::Result<IndexKey, usize>) -> Result<()> {
         self.read += 1;
-        let Some(k) = key else { return Ok(()) };
+        let k = match (key, &self.primary) {
+            (Ok(k), _) => k,
+            (Err(_), None) => return Ok(()),
+            (Err(c), Some(names)) => {
+                return Err(StorageError::NotNullViolation {
+                    table: self.table.clone(),
+                    column: names.get(c).cloned().unwrap_or_default(),
+                });
+            }
+        };
         if self.unique && self.index.has_other(&k, None) {
             return Err(StorageError::UniqueViolation {
                 table: self.table.clone(),
@@ -60,6 +75,9 @@ impl EvictedEntries {
             table: schema.name.clone(),
             name: def.name.clone(),
             unique: def.unique,
+            primary: def
+                .primary
+                .then(|| schema.columns.iter().map(|c| c.name.clone()).collect()),
         })
     }
 

@@ -614,9 +614,16 @@ impl Table {
 
     /// The index of the primary key that is `schema`'s last index, built over the tuples
     /// in memory that `keep` keeps, changing nothing: `schema` must be this table's with
-    /// the key appended and its columns NOT NULL (its partitioning may differ). Fails if a
-    /// kept tuple's key is NULL or repeated, or if tuples are evicted.
-    pub fn build_primary_key(&self, schema: &TableSchema, keep: &dyn Fn(u32) -> bool) -> Result<BuiltIndex> {
+    /// the key appended and its columns NOT NULL (its partitioning may differ), and
+    /// `evicted` the key's entries for the evicted tuples (read from their blocks, NULLs
+    /// refused there). Fails if a kept tuple's key is NULL or repeated, or if `evicted` are
+    /// not the entries of the tuples evicted now ([`StorageError::EvictedDuringBuild`]).
+    pub fn build_primary_key(
+        &self,
+        schema: &TableSchema,
+        keep: &dyn Fn(u32) -> bool,
+        evicted: Option<EvictedEntries>,
+    ) -> Result<BuiltIndex> {
         let Some(def) = schema.indexes.last().filter(|d| d.primary) else {
             return Err(StorageError::Internal(
                 "add_primary_key: the last index is not a primary key".into(),
@@ -655,7 +662,7 @@ impl Table {
                 }
             }
         }
-        self.build_last_index(schema, keep, None)
+        self.build_last_index(schema, keep, evicted)
     }
 
     /// Switches to `schema` with its last index `built` ([`Table::build_primary_key`]
