@@ -78,6 +78,22 @@ else
 fi
 result psql "$status"
 
+# Golden SQL files: each one's expected output is PostgreSQL 15's own (sql/regen.sh).
+for sql in sql/*.sql; do
+    name=$(basename "$sql" .sql)
+    echo "== golden SQL: $sql, output compared with PostgreSQL 15's (sql/$name.out)"
+    (cd sql && LC_ALL=C.UTF-8 PGCLIENTENCODING=UTF8 PGUSER=permafrost PGDATABASE=permafrost PGCONNECT_TIMEOUT=10 \
+        timeout 120 psql -X -a -v ON_ERROR_STOP=0 -h 127.0.0.1 -p "$PORT" -f "$name.sql") >"$WORK/$name.out" 2>&1
+    status=$?
+    if [ "$status" = 0 ]; then
+        diff -u "sql/$name.out" "$WORK/$name.out"
+        status=$?
+    else
+        cat "$WORK/$name.out"
+    fi
+    result "golden $name" "$status"
+done
+
 echo "== psycopg: psycopg_test.py"
 timeout 300 python3 psycopg_test.py "$PORT"
 result psycopg $?

@@ -16,8 +16,11 @@ use sqlparser::ast::{
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
+use crate::expr::{AggCall, AggFunc};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
+use crate::plan::tree::{InitPlan, SetTree, SubqueryKind};
+use crate::rows::ColumnInfo;
 
 /// Most relations one statement may join: the binder refuses more, and the planner and the
 /// executor size their per-relation arrays by it (re-exported as `plan::MAX_RELS`).
@@ -122,25 +125,6 @@ pub struct Rel {
     pub schema: Arc<TableSchema>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AggFunc {
-    Count,
-    Sum,
-    Min,
-    Max,
-    Avg,
-}
-
-/// One aggregate call of a query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AggCall {
-    pub func: AggFunc,
-    /// `None` for `COUNT(*)`.
-    pub arg: Option<Expr>,
-    pub distinct: bool,
-    pub ty: Option<DataType>,
-}
-
 pub struct Binder<'c> {
     pub catalog: &'c Catalog,
     pub params: Vec<Option<DataType>>,
@@ -153,7 +137,17 @@ pub struct Binder<'c> {
     pub aggs: Option<Vec<AggCall>>,
     /// How deep the expression being bound nests ([`crate::limits::MAX_EXPR_DEPTH`]).
     depth: Depth,
+    /// The subqueries met so far in this statement's expressions (at this level; a
+    /// subquery's own are its plan's), numbered as `Expr::Subquery` reads them.
+    pub init: Vec<Arc<InitPlan>>,
+    /// Plans a subquery with a binder of its own (the planner sets it: this file comes
+    /// before the planner's); `None` where subqueries are not planned.
+    pub plan_subquery: Option<SubqueryPlanner>,
 }
+
+/// Plans a subquery (a SELECT or a set operation of them) with `sub`, a binder whose
+/// parameters are its statement's.
+pub type SubqueryPlanner = fn(sub: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)>;
 
 pub type Typed = (Expr, Option<DataType>);
 
@@ -166,7 +160,82 @@ impl<'c> Binder<'c> {
             rels: Vec::new(),
             aggs: None,
             depth: Depth::default(),
+            init: Vec::new(),
+            plan_subquery: None,
         }
+    }
+
+    /// Binds a subquery read as `kind`: `test` is `x [NOT] IN`'s left side and negation.
+    /// It is planned at once with a binder of its own sharing the parameters; one that
+    /// names a column of this query (a correlated subquery) is refused.
+    fn subquery(&mut self, q: &ast::Query, kind: SubqueryKind, test: Option<(&ast::Expr, bool)>) -> Result<Typed> {
+        let Some(planner) = self.plan_subquery else {
+            return unsupported("a subquery here");
+        };
+        let tested = match test {
+            Some((x, negated)) => Some((self.expr(x)?, negated)),
+            None => None,
+        };
+        let planned = self.in_own_scope(|sub| planner(sub, q));
+        let (query, columns) = match planned {
+            Err(SqlError::UnknownColumn(name) | SqlError::MissingFromEntry(name)) if self.names_column(&name) => {
+                return unsupported(format!(
+                    "correlated subqueries (this one reads \"{name}\" of the query around it); \
+                     write it as a join or with the outer value as a parameter"
+                ));
+            }
+            r => r?,
+        };
+        if kind != SubqueryKind::Exists && columns.len() != 1 {
+            return Err(SqlError::SubqueryColumns(if kind == SubqueryKind::In {
+                "subquery has too many columns"
+            } else {
+                "subquery must return only one column"
+            }));
+        }
+        let n = self.init.len();
+        let ty = columns.first().and_then(|c| c.ty);
+        self.init.push(Arc::new(InitPlan { kind, query }));
+        Ok(match (kind, tested) {
+            (SubqueryKind::Scalar, _) => (Expr::Subquery(n), ty),
+            (SubqueryKind::Exists, _) => (Expr::Exists(n), Some(DataType::Boolean)),
+            (SubqueryKind::In, Some(((x, _), negated))) => {
+                self.infer(&x, ty);
+                (
+                    Expr::InSubquery {
+                        expr: x.boxed(),
+                        sub: n,
+                        negated,
+                    },
+                    Some(DataType::Boolean),
+                )
+            }
+            (SubqueryKind::In, None) => return unsupported("IN (subquery) without its left side"),
+        })
+    }
+
+    /// Runs `f` with a binder of a scope of its own (no relations, aggregates or
+    /// subqueries of this one) that shares this statement's parameters: a subquery's, or
+    /// a side's of a set operation.
+    pub fn in_own_scope<T>(&mut self, f: impl FnOnce(&mut Binder<'c>) -> Result<T>) -> Result<T> {
+        let mut sub = Binder::new(self.catalog);
+        sub.plan_subquery = self.plan_subquery;
+        sub.depth = self.depth.clone();
+        sub.params = std::mem::take(&mut self.params);
+        sub.array_params = std::mem::take(&mut self.array_params);
+        let r = f(&mut sub);
+        self.params = std::mem::take(&mut sub.params);
+        self.array_params = std::mem::take(&mut sub.array_params);
+        r
+    }
+
+    /// Whether `name` (as an unknown column or FROM entry was reported) names a relation
+    /// of this query or a column of one.
+    fn names_column(&self, name: &str) -> bool {
+        let col = name.rsplit('.').next().unwrap_or(name);
+        self.rels
+            .iter()
+            .any(|r| r.alias == name || r.schema.columns.iter().any(|c| c.name == col))
     }
 
     pub fn table(&self, name: &ObjectName) -> Result<Arc<TableSchema>> {
@@ -345,6 +414,16 @@ impl<'c> Binder<'c> {
                 self.is_distinct(a, b, matches!(e, A::IsNotDistinctFrom(..)))?
             }
             A::InList { expr, list, negated } => self.in_list(expr, list, *negated)?,
+            A::Subquery(q) => self.subquery(q, SubqueryKind::Scalar, None)?,
+            A::Exists { subquery, negated } => {
+                let (e, t) = self.subquery(subquery, SubqueryKind::Exists, None)?;
+                if *negated { (Expr::Not(e.boxed()), t) } else { (e, t) }
+            }
+            A::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self.subquery(subquery, SubqueryKind::In, Some((expr, *negated)))?,
             A::AnyOp {
                 left,
                 compare_op: BinaryOperator::Eq,

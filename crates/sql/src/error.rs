@@ -98,6 +98,12 @@ pub enum SqlError {
          memory_limit); retry when others have finished"
     )]
     StatementMemory { held: usize, limit: usize },
+    /// A subquery with more columns than where it stands takes (42601).
+    #[error("{0}")]
+    SubqueryColumns(&'static str),
+    /// A scalar subquery gave more than one row (21000).
+    #[error("more than one row returned by a subquery used as an expression")]
+    SubqueryRows,
     #[error("{0}")]
     Storage(#[from] StorageError),
     /// A read-only statement ran past its read slice ([`crate::exec::Env::deadline`]): the
@@ -149,6 +155,8 @@ impl SqlError {
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",
             SqlError::OutOfWorkMem(_) => "54000",
+            SqlError::SubqueryRows => "21000",
+            SqlError::SubqueryColumns(_) => "42601",
             SqlError::TooLong(_) => "54000",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),

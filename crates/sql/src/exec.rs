@@ -30,7 +30,8 @@ use permafrost_types::{DataType, Value, ValueError, ValueRef};
 use crate::error::{Result, SqlError};
 use crate::expr::{ColumnSource, Cx, Expr, NoColumns, compare};
 use crate::plan::{
-    Access, DeletePlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan, UpdatePlan,
+    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan,
+    UpdatePlan,
 };
 use crate::prepared::Prepared;
 pub use crate::prepared::coerce_params;
@@ -90,13 +91,14 @@ pub struct Env<'a, 'b> {
 
 mod deferred;
 mod gather;
+mod subquery;
 
 use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;
 pub use crate::workmem::value_size;
 use deferred::deferred_part;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
-use gather::Gather;
+use gather::{Gather, limit_value};
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
 pub const INTERRUPT_EVERY: u32 = 1024;
@@ -149,8 +151,9 @@ impl Prepared {
     /// queries that do not read the clock.
     pub fn partial(&self, params: &[Value], work_mem: usize) -> Result<Option<PartialSelect>> {
         let Plan::Select(p) = self.plan() else { return Ok(None) };
-        // One partitioned relation read at every partition: each part reads its own.
-        if p.rels.len() != 1 || p.rels[0].pick != PartitionPick::All {
+        // One partitioned relation read at every partition: each part reads its own
+        // (and no subquery, which would read every partition at once).
+        if p.rels.len() != 1 || p.rels[0].pick != PartitionPick::All || !p.init.is_empty() {
             return Ok(None);
         }
         let params = coerce_params(params, self.param_types())?.into_owned();
@@ -205,10 +208,44 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
             apply_touches(env, &touched);
             r
         }
-        Plan::Insert(p) => atomically(env, |env| insert(p, columns, env, &cx)),
-        Plan::Update(p) => atomically(env, |env| update(p, columns, env, &cx)),
-        Plan::Delete(p) => atomically(env, |env| delete(p, columns, env, &cx)),
+        Plan::Compound(p) => {
+            let mut touched = Vec::new();
+            let work_mem = env.work_mem;
+            let r = subquery::compound(p, env, &cx, work_mem, &mut |p, c, env, cx| {
+                select_whole(p, c, env, cx, &mut touched)
+            });
+            apply_touches(env, &touched);
+            r
+        }
+        Plan::Insert(p) => atomically(env, |env| {
+            write_with_init(&p.init, env, &cx, |env, cx| insert(p, columns, env, cx))
+        }),
+        Plan::Update(p) => atomically(env, |env| {
+            write_with_init(&p.init, env, &cx, |env, cx| update(p, columns, env, cx))
+        }),
+        Plan::Delete(p) => atomically(env, |env| {
+            write_with_init(&p.init, env, &cx, |env, cx| delete(p, columns, env, cx))
+        }),
     }
+}
+
+/// Runs `f`, a write, with the values of the subqueries `init` of its plan in its context.
+fn write_with_init(
+    init: &[Arc<InitPlan>],
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    f: impl FnOnce(&mut Env<'_, '_>, &Cx<'_>) -> Result<Rows>,
+) -> Result<Rows> {
+    if init.is_empty() {
+        return f(env, cx);
+    }
+    let mut touched = Vec::new();
+    let work_mem = env.work_mem;
+    let subs = subquery::run_init(init, env, cx, work_mem, &mut |p, c, env, cx| {
+        select_whole(p, c, env, cx, &mut touched)
+    });
+    apply_touches(env, &touched);
+    f(env, &cx.with_subs(&subs?))
 }
 
 fn atomically(env: &mut Env<'_, '_>, f: impl FnOnce(&mut Env<'_, '_>) -> Result<Rows>) -> Result<Rows> {
@@ -674,26 +711,6 @@ fn build_range(
 // ---------------------------------------------------------------------------------------
 // SELECT
 
-fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>> {
-    let Some(e) = e else { return Ok(None) };
-    let v = match e.eval_const(cx)? {
-        // A numeric or double argument is cast to bigint, as PostgreSQL does (rounded;
-        // 22003 past its range).
-        v @ (Value::Decimal(_) | Value::Double(_)) => v.coerce_to(&DataType::BigInt)?,
-        v => v,
-    };
-    match v {
-        Value::Null => Ok(None),
-        Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
-        Value::Int(_) if what == "OFFSET" => Err(SqlError::NegativeOffset),
-        Value::Int(_) => Err(SqlError::InvalidLimit(format!("{what} must not be negative"))),
-        other => Err(SqlError::Type(format!(
-            "argument of {what} must be an integer, not {}",
-            other.as_ref().kind_name()
-        ))),
-    }
-}
-
 /// What a SELECT gathers into, with its LIMIT and OFFSET, and whether it has rows to read
 /// (false when a predicate that reads no relation is false).
 fn start_select(p: &SelectPlan, columns: &Arc<[ColumnInfo]>, work_mem: usize, cx: &Cx<'_>) -> Result<(Gather, bool)> {
@@ -715,13 +732,48 @@ fn select(
     cx: &Cx<'_>,
     touched: &mut Vec<(usize, TableId, u32)>,
 ) -> Result<Rows> {
+    if p.init.is_empty() {
+        return select_rows(p, columns, env, cx, touched);
+    }
+    let work_mem = env.work_mem;
+    let subs = subquery::run_init(&p.init, env, cx, work_mem, &mut |p, c, env, cx| {
+        select_whole(p, c, env, cx, touched)
+    })?;
+    select_rows(p, columns, env, &cx.with_subs(&subs), touched)
+}
+
+/// A SELECT run whole, none of its scans' evicted tuples left for later (a subquery, a side
+/// of a set operation: what holds its rows does not read them afterwards).
+fn select_whole(
+    p: &SelectPlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+) -> Result<Rows> {
+    let defer = std::mem::replace(&mut env.defer_scans, false);
+    let r = select(p, columns, env, cx, touched);
+    env.defer_scans = defer;
+    r
+}
+
+/// [`select`] once its subqueries have run.
+fn select_rows(
+    p: &SelectPlan,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+) -> Result<Rows> {
     let (mut gather, reads) = start_select(p, columns, env.work_mem, cx)?;
     if !reads || gather.is_full() {
         // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
     }
-    // A single-table scan may leave its evicted tuples for later ([`Deferred`]).
-    let defer = env.defer_scans && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
+    // A single-table scan may leave its evicted tuples for later ([`Deferred`]), unless
+    // it reads subqueries (the later part does not hold their values).
+    let later = env.defer_scans && p.init.is_empty();
+    let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
     let pool = env.pool;
     let mut walker = Walker::over(&p.rels, env, cx, sampled.then_some(touched), Copies::One, defer);
@@ -730,7 +782,7 @@ fn select(
     let visited = walker.visited_locals;
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.
-    let many = env.defer_scans && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;
+    let many = later && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;
     if (defer || many) && !gather.is_full() {
         let parts = if defer {
             deferred_parts(&p.rels[0], env, visited)?

@@ -87,6 +87,25 @@ pub enum Func {
     },
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate call of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// `None` for `COUNT(*)`.
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub ty: Option<DataType>,
+}
+
 /// A bound expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
@@ -138,6 +157,17 @@ pub enum Expr {
     Group(usize),
     /// After aggregation: the `n`-th aggregate result.
     Agg(usize),
+    /// The value of the `n`-th subquery of the plan holding this expression (its
+    /// `InitPlan`, run before the plan reads a row; NULL when it had no row).
+    Subquery(usize),
+    /// Whether the `n`-th subquery had a row.
+    Exists(usize),
+    /// `expr [NOT] IN (subquery n)`.
+    InSubquery {
+        expr: Box<Expr>,
+        sub: usize,
+        negated: bool,
+    },
 }
 
 impl Expr {
@@ -184,7 +214,15 @@ impl Expr {
                 }
             }
             Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
-            Expr::Column { .. } | Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Group(_) | Expr::Agg(_) => {}
+            Expr::InSubquery { expr, .. } => expr.walk(f),
+            Expr::Column { .. }
+            | Expr::Param(_)
+            | Expr::Const(_)
+            | Expr::Now
+            | Expr::Group(_)
+            | Expr::Agg(_)
+            | Expr::Subquery(_)
+            | Expr::Exists(_) => {}
         }
     }
 
@@ -203,7 +241,16 @@ impl Expr {
     pub fn is_row_independent(&self) -> bool {
         let mut ok = true;
         self.walk(&mut |e| {
-            if matches!(e, Expr::Column { .. } | Expr::Group(_) | Expr::Agg(_)) {
+            // (A subquery's value is known once its statement runs, not before.)
+            if matches!(
+                e,
+                Expr::Column { .. }
+                    | Expr::Group(_)
+                    | Expr::Agg(_)
+                    | Expr::Subquery(_)
+                    | Expr::Exists(_)
+                    | Expr::InSubquery { .. }
+            ) {
                 ok = false;
             }
         });
@@ -247,6 +294,9 @@ pub struct Cx<'a> {
     pub arrays: ArrayCache,
     /// What a value built by a function or operator may take ([`crate::value_budget`]).
     pub budget: ValueBudget<'a>,
+    /// The values of the statement's subqueries, by number (`Expr::Subquery`): a row's
+    /// first column each.
+    pub subs: &'a [Vec<Value>],
 }
 
 impl<'a> Cx<'a> {
@@ -261,6 +311,21 @@ impl<'a> Cx<'a> {
             aggs: &[],
             arrays: ArrayCache::default(),
             budget: ValueBudget::default(),
+            subs: &[],
+        }
+    }
+
+    /// This context with the values `subs` of its plan's subqueries (and none of the
+    /// groups or aggregates of another plan).
+    pub fn with_subs<'s>(&'s self, subs: &'s [Vec<Value>]) -> Cx<'s> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups: &[],
+            aggs: &[],
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs,
         }
     }
 
@@ -405,6 +470,29 @@ impl Expr {
                 Datum::Owned(cast(v, ty)?)
             }
             Expr::Func(f, args) => Datum::Owned(call(*f, args, src, cx)?),
+            Expr::Subquery(n) => Datum::Ref(
+                cx.subs
+                    .get(*n)
+                    .and_then(|v| v.first())
+                    .map_or(ValueRef::Null, Value::as_ref),
+            ),
+            Expr::Exists(n) => bool_datum(Some(cx.subs.get(*n).is_some_and(|v| !v.is_empty()))),
+            Expr::InSubquery { expr, sub, negated } => {
+                let set = cx.subs.get(*sub).map_or(&[][..], Vec::as_slice);
+                // Nothing is IN an empty set, NULL included.
+                if set.is_empty() {
+                    return Ok(bool_datum(Some(*negated)));
+                }
+                let x = expr.eval(src, cx)?;
+                if x.is_null() {
+                    return Ok(bool_datum(None));
+                }
+                bool_datum(among(
+                    x.as_ref(),
+                    set.iter().map(|v| Ok(Datum::Ref(v.as_ref()))),
+                    *negated,
+                )?)
+            }
         })
     }
 

@@ -75,7 +75,7 @@ fn stack_for(len: usize) -> usize {
 }
 
 /// Counts nesting while binding: [`MAX_EXPR_DEPTH`] levels at most.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Depth(usize);
 
 impl Depth {

@@ -14,7 +14,7 @@ use sqlparser::ast::Statement;
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr};
-use crate::plan::{Access, InsertSource, PartitionPick, Plan, RelPlan};
+use crate::plan::{Access, InitPlan, InsertSource, PartitionPick, Plan, RelPlan};
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
 
@@ -136,11 +136,15 @@ impl Prepared {
     pub fn is_point(&self) -> bool {
         use crate::plan::{Access, RelPlan};
         let point = |r: &RelPlan| matches!(&r.access, Access::IndexEq { index, .. } if r.schema.indexes.get(*index).is_some_and(|i| i.unique));
+        if !self.subquery_rels().is_empty() {
+            return false;
+        }
         match &self.plan {
             Plan::Select(s) => !s.rels.is_empty() && s.rels.iter().all(point),
             Plan::Insert(i) => matches!(&i.source, InsertSource::Values(rows) if rows.len() <= 16),
             Plan::Update(u) => point(&u.target),
             Plan::Delete(d) => point(&d.target),
+            Plan::Compound(_) => false,
         }
     }
 
@@ -157,7 +161,9 @@ impl Prepared {
             }
             Plan::Update(u) => vec![u.target.schema.id],
             Plan::Delete(d) => vec![d.target.schema.id],
+            Plan::Compound(_) => Vec::new(),
         };
+        v.extend(self.subquery_rels().iter().map(|r| r.schema.id));
         v.sort_unstable();
         v.dedup();
         v
@@ -170,6 +176,9 @@ impl Prepared {
     /// joins, scans, other indexes, bounds that cannot be computed here.
     pub fn read_range(&self, params: &[Value]) -> Option<ReadRange> {
         let Plan::Select(s) = &self.plan else { return None };
+        if !s.init.is_empty() {
+            return None;
+        }
         let [rel] = s.rels.as_slice() else { return None };
         self.range_of(rel, params)
     }
@@ -180,6 +189,9 @@ impl Prepared {
     /// function of those rows alone (its expressions read nothing else, and the unique
     /// indexes it checks all hold the partition column). `None` for anything else.
     pub fn write_range(&self, params: &[Value]) -> Option<ReadRange> {
+        if !self.plan.init().is_empty() {
+            return None;
+        }
         match &self.plan {
             Plan::Update(u) => self.range_of(&u.target, params),
             Plan::Delete(d) => self.range_of(&d.target, params),
@@ -293,11 +305,30 @@ impl Prepared {
             }
             single.map_or(Route::Any, Route::Single)
         };
+        // The relations its subqueries read are read where they are, as the statement's.
+        let subqueries = self.subquery_rels();
+        if !subqueries.is_empty() {
+            let mut routes: Vec<Route> = subqueries
+                .iter()
+                .filter_map(|r| pick_route(&r.schema, &r.pick))
+                .collect();
+            let (own, writes_replicated): (Vec<&RelPlan>, bool) = match &self.plan {
+                Plan::Select(s) => (s.rels.iter().collect(), false),
+                Plan::Update(u) => (vec![&u.target], u.target.schema.is_replicated()),
+                Plan::Delete(d) => (vec![&d.target], d.target.schema.is_replicated()),
+                Plan::Compound(_) => (Vec::new(), false),
+                Plan::Insert(_) => return Route::All,
+            };
+            routes.extend(own.iter().filter_map(|r| pick_route(&r.schema, &r.pick)));
+            return combine(routes, writes_replicated);
+        }
         match &self.plan {
             Plan::Select(s) => combine(
                 s.rels.iter().filter_map(|r| pick_route(&r.schema, &r.pick)).collect(),
                 false,
             ),
+            // (Sides that read no relation.)
+            Plan::Compound(_) => combine(Vec::new(), false),
             Plan::Update(u) => combine(
                 pick_route(&u.target.schema, &u.target.pick).into_iter().collect(),
                 u.target.schema.is_replicated(),
@@ -331,6 +362,36 @@ impl Prepared {
                 )
             }
         }
+    }
+}
+
+impl Prepared {
+    /// The relations the statement's subqueries read, theirs included, at any depth (an
+    /// INSERT's SELECT's too), and every relation of a set operation's sides.
+    fn subquery_rels(&self) -> Vec<&RelPlan> {
+        fn add<'p>(init: &'p [Arc<InitPlan>], out: &mut Vec<&'p RelPlan>) {
+            for ip in init {
+                ip.query.for_each_select(&mut |s| {
+                    out.extend(s.rels.iter());
+                    add(&s.init, out);
+                });
+            }
+        }
+        let mut out = Vec::new();
+        add(self.plan.init(), &mut out);
+        match &self.plan {
+            Plan::Insert(i) => {
+                if let InsertSource::Select(s) = &i.source {
+                    add(&s.init, &mut out);
+                }
+            }
+            Plan::Compound(c) => c.tree.for_each_select(&mut |s| {
+                out.extend(s.rels.iter());
+                add(&s.init, &mut out);
+            }),
+            _ => {}
+        }
+        out
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use permafrost_types::{DataType, Value, ValueRef};
 
-use crate::bind::AggFunc;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
+use crate::expr::AggFunc;
 use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
 use crate::plan::{AggPlan, SelectPlan};
 use crate::rows::{ColumnInfo, Rows};
@@ -568,6 +568,7 @@ pub(super) fn finish_agg(
             aggs: &finals,
             arrays: Default::default(),
             budget: cx.budget.clone(),
+            subs: cx.subs,
         };
         if let Some(h) = &agg.having
             && !h.test(&NoColumns, &pcx)?
@@ -594,5 +595,26 @@ pub(super) fn to_numeric(v: &Value) -> Value {
     match v {
         Value::Int(i) => Value::Decimal((*i).into()),
         other => other.clone(),
+    }
+}
+
+/// The value of a LIMIT or OFFSET (`what`), if any.
+pub(super) fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<Option<u64>> {
+    let Some(e) = e else { return Ok(None) };
+    let v = match e.eval_const(cx)? {
+        // A numeric or double argument is cast to bigint, as PostgreSQL does (rounded;
+        // 22003 past its range).
+        v @ (Value::Decimal(_) | Value::Double(_)) => v.coerce_to(&DataType::BigInt)?,
+        v => v,
+    };
+    match v {
+        Value::Null => Ok(None),
+        Value::Int(i) if i >= 0 => Ok(Some(i as u64)),
+        Value::Int(_) if what == "OFFSET" => Err(SqlError::NegativeOffset),
+        Value::Int(_) => Err(SqlError::InvalidLimit(format!("{what} must not be negative"))),
+        other => Err(SqlError::Type(format!(
+            "argument of {what} must be an integer, not {}",
+            other.as_ref().kind_name()
+        ))),
     }
 }

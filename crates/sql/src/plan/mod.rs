@@ -24,7 +24,7 @@ use crate::expr::Expr;
 
 mod access;
 mod select;
-mod tree;
+pub(crate) mod tree;
 mod write;
 
 pub use select::plan_query;

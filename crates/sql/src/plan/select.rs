@@ -1,18 +1,32 @@
 //! SELECT: the bound query's relations, filters, groups, output and order into a
 //! [`SelectPlan`].
 
+use std::sync::Arc;
+
 use permafrost_types::DataType;
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
 
 use super::access::*;
 use super::tree::*;
-use crate::bind::{AggCall, Binder, ident};
+use crate::bind::{Binder, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
+use crate::expr::AggCall;
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
     let mut b = Binder::new(catalog);
+    b.plan_subquery = Some(subquery);
+    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
+        let plan = compound(&mut b, q)?;
+        let columns = plan.columns.to_vec();
+        return Ok(Planned {
+            plan: Plan::Compound(plan),
+            params: b.params,
+            array_params: b.array_params,
+            columns,
+        });
+    }
     let (plan, columns) = select(&mut b, q)?;
     Ok(Planned {
         plan: Plan::Select(plan),
@@ -39,9 +53,9 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     let mut order = order_by(b, q, &output, &columns)?;
     let aggs = b.aggs.take().unwrap_or_default();
     let distinct = match &s.distinct {
-        None => false,
+        None | Some(ast::Distinct::All) => false,
         Some(ast::Distinct::Distinct) => true,
-        Some(_) => return unsupported("DISTINCT ON"),
+        Some(ast::Distinct::On(_)) => return unsupported("DISTINCT ON"),
     };
     let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
     if distinct {
@@ -67,9 +81,217 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             limit,
             offset,
             distinct,
+            init: std::mem::take(&mut b.init),
         },
         columns,
     ))
+}
+
+/// Plans a subquery: a SELECT, or a set operation of them.
+pub(super) fn subquery(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)> {
+    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
+        let c = compound(b, q)?;
+        let columns = c.columns.to_vec();
+        return Ok((SetTree::Compound(Box::new(c)), columns));
+    }
+    let (plan, columns) = select(b, q)?;
+    Ok((
+        SetTree::Select {
+            plan: Box::new(plan),
+            columns: columns.clone().into(),
+        },
+        columns,
+    ))
+}
+
+/// Plans a query whose body is a set operation (UNION, INTERSECT, EXCEPT): each side in a
+/// scope of its own, the result's column types resolved over the sides, ORDER BY naming
+/// result columns (by name or number), then LIMIT and OFFSET.
+fn compound(b: &mut Binder<'_>, q: &ast::Query) -> Result<CompoundPlan> {
+    if q.with.is_some() {
+        return unsupported("WITH");
+    }
+    if q.fetch.is_some() || !q.locks.is_empty() {
+        return unsupported("FETCH / FOR UPDATE");
+    }
+    let tree = set_tree(b, q, &q.body)?;
+    let columns: Arc<[ColumnInfo]> = result_columns(&tree)?.into();
+    let mut order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(items) = &ob.kind else {
+            return unsupported("ORDER BY ALL");
+        };
+        for item in items {
+            let at = match &item.expr {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => match n.parse::<usize>() {
+                        Ok(i) if (1..=columns.len()).contains(&i) => i - 1,
+                        _ => {
+                            return Err(SqlError::Syntax(format!("ORDER BY position {n} is not in select list")));
+                        }
+                    },
+                    _ => return unsupported("ORDER BY a constant"),
+                },
+                ast::Expr::Identifier(i) => {
+                    let name = ident(i);
+                    columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                        SqlError::Unsupported(format!(
+                            "ORDER BY \"{name}\" of a UNION, INTERSECT or EXCEPT result: order by one of its \
+                             columns, by name or number"
+                        ))
+                    })?
+                }
+                other => {
+                    return unsupported(format!(
+                        "ORDER BY {other} of a UNION, INTERSECT or EXCEPT result (order by one of its columns, by \
+                         name or number)"
+                    ));
+                }
+            };
+            let desc = match item.options.sort {
+                None | Some(ast::OrderBySort::Asc) => false,
+                Some(ast::OrderBySort::Desc) => true,
+                Some(_) => return unsupported("ORDER BY ... USING"),
+            };
+            order.push((at, desc, item.options.nulls_first.unwrap_or(desc)));
+        }
+    }
+    let (limit, offset) = limit_offset(b, q)?;
+    Ok(CompoundPlan {
+        tree,
+        columns,
+        order,
+        limit,
+        offset,
+    })
+}
+
+/// One side of a set operation of query `outer`.
+fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTree> {
+    Ok(match e {
+        SetExpr::SetOperation {
+            left,
+            op,
+            set_quantifier,
+            right,
+        } => {
+            let op = match op {
+                ast::SetOperator::Union => SetOp::Union,
+                ast::SetOperator::Intersect => SetOp::Intersect,
+                ast::SetOperator::Except | ast::SetOperator::Minus => SetOp::Except,
+            };
+            let all = match set_quantifier {
+                ast::SetQuantifier::All => true,
+                ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                other => return unsupported(format!("set operations {other}")),
+            };
+            let left = set_tree(b, outer, left)?;
+            let right = set_tree(b, outer, right)?;
+            if width(&left) != width(&right) {
+                let name = match op {
+                    SetOp::Union => "UNION",
+                    SetOp::Intersect => "INTERSECT",
+                    SetOp::Except => "EXCEPT",
+                };
+                return Err(SqlError::Syntax(format!(
+                    "each {name} query must have the same number of columns"
+                )));
+            }
+            SetTree::Op {
+                op,
+                all,
+                left: Box::new(left),
+                right: Box::new(right),
+            }
+        }
+        SetExpr::Select(_) => {
+            // The side as a query of its own, without the whole's ORDER BY and LIMIT.
+            let mut side = outer.clone();
+            *side.body = e.clone();
+            side.with = None;
+            side.order_by = None;
+            side.limit_clause = None;
+            let (plan, columns) = b.in_own_scope(|sub| select(sub, &side))?;
+            SetTree::Select {
+                plan: Box::new(plan),
+                columns: columns.into(),
+            }
+        }
+        SetExpr::Query(q) if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) => {
+            SetTree::Compound(Box::new(b.in_own_scope(|sub| compound(sub, q))?))
+        }
+        SetExpr::Query(q) => {
+            let (plan, columns) = b.in_own_scope(|sub| select(sub, q))?;
+            SetTree::Select {
+                plan: Box::new(plan),
+                columns: columns.into(),
+            }
+        }
+        SetExpr::Values(_) => return unsupported("VALUES as a query"),
+        _ => return unsupported("this form of query in UNION / INTERSECT / EXCEPT"),
+    })
+}
+
+/// How many columns a side gives.
+fn width(t: &SetTree) -> usize {
+    match t {
+        SetTree::Select { columns, .. } => columns.len(),
+        SetTree::Compound(c) => c.columns.len(),
+        SetTree::Op { left, .. } => width(left),
+    }
+}
+
+/// The result columns of a set operation: named as the first side's, each typed as the
+/// sides' types resolve (as PostgreSQL's UNION does: integers widen, then numeric, then
+/// double precision; texts of different lengths are text).
+fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
+    Ok(match t {
+        SetTree::Select { columns, .. } => columns.to_vec(),
+        SetTree::Compound(c) => c.columns.to_vec(),
+        SetTree::Op { left, right, .. } => {
+            let (mut l, r) = (result_columns(left)?, result_columns(right)?);
+            for (a, b) in l.iter_mut().zip(r) {
+                a.ty = match (a.ty, b.ty) {
+                    (None, t) | (t, None) => t,
+                    (Some(x), Some(y)) => Some(common_type(x, y)?),
+                };
+            }
+            l
+        }
+    })
+}
+
+fn common_type(x: DataType, y: DataType) -> Result<DataType> {
+    use DataType as T;
+    let rank = |t: &DataType| match t {
+        T::SmallInt => Some(0),
+        T::Integer => Some(1),
+        T::BigInt => Some(2),
+        T::Decimal { .. } => Some(3),
+        T::Double => Some(4),
+        _ => None,
+    };
+    Ok(match (x, y) {
+        _ if x == y => x,
+        (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
+        (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
+        _ => match (rank(&x), rank(&y)) {
+            (Some(a), Some(b)) => {
+                if a >= b {
+                    x
+                } else {
+                    y
+                }
+            }
+            _ => {
+                return Err(SqlError::Type(format!(
+                    "UNION types {} and {} cannot be matched",
+                    x.sql_name(),
+                    y.sql_name()
+                )));
+            }
+        },
+    })
 }
 
 /// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
@@ -318,6 +540,16 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Trim { .. } => "btrim".into(),
         ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { negated: false, .. } => "exists".into(),
+        // A scalar subquery is named as its one column is.
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.as_slice() {
+                [SelectItem::ExprWithAlias { alias, .. }] => ident(alias),
+                [SelectItem::UnnamedExpr(e)] => column_name(e),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         _ => "?column?".into(),
     }
 }
@@ -335,7 +567,18 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
                 "column must appear in the GROUP BY clause or be used in an aggregate function".into(),
             ));
         }
-        Expr::Param(_) | Expr::Const(_) | Expr::Now | Expr::Agg(_) | Expr::Group(_) => e.clone(),
+        Expr::Param(_)
+        | Expr::Const(_)
+        | Expr::Now
+        | Expr::Agg(_)
+        | Expr::Group(_)
+        | Expr::Subquery(_)
+        | Expr::Exists(_) => e.clone(),
+        Expr::InSubquery { expr, sub, negated } => Expr::InSubquery {
+            expr: rb(expr)?,
+            sub: *sub,
+            negated: *negated,
+        },
         Expr::Not(x) => Expr::Not(rb(x)?),
         Expr::Neg(x) => Expr::Neg(rb(x)?),
         Expr::Cast(x, t) => Expr::Cast(rb(x)?, *t),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use permafrost_storage::TableSchema;
 use permafrost_types::DataType;
 
-use crate::bind::AggCall;
+use crate::expr::AggCall;
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 
@@ -73,6 +73,28 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// How a subquery in an expression is read (`Expr::Subquery`, `Expr::Exists`,
+/// `Expr::InSubquery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubqueryKind {
+    /// `(SELECT x ...)`: its one value, NULL without a row; more than one row is an error.
+    Scalar,
+    /// `EXISTS (SELECT ...)`: whether it has a row.
+    Exists,
+    /// `x IN (SELECT y ...)`: the values of its one column.
+    In,
+}
+
+/// A subquery that reads nothing of the row being looked at (PostgreSQL's InitPlan): run
+/// once, before its statement reads a row, its values then read by the statement's
+/// expressions by number (`Expr::Subquery(n)` is `init[n]` of the plan holding it).
+#[derive(Debug)]
+pub struct InitPlan {
+    pub kind: SubqueryKind,
+    /// A SELECT, or a set operation of them.
+    pub query: SetTree,
+}
+
 #[derive(Debug)]
 pub struct SelectPlan {
     /// The largest result produced so far, in bytes: the next result buffer starts this
@@ -87,6 +109,8 @@ pub struct SelectPlan {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub distinct: bool,
+    /// The subqueries its expressions read, run first ([`InitPlan`]).
+    pub init: Vec<Arc<InitPlan>>,
 }
 
 impl SelectPlan {
@@ -119,6 +143,8 @@ pub struct InsertPlan {
     pub returning: Vec<Expr>,
     /// `ON CONFLICT [target] DO NOTHING`: the rows it skips.
     pub skip_conflicts: Option<SkipConflicts>,
+    /// The subqueries its VALUES and RETURNING read, run first ([`InitPlan`]).
+    pub init: Vec<Arc<InitPlan>>,
 }
 
 /// Which rows `INSERT ... ON CONFLICT [target] DO NOTHING` skips: a row whose key one of
@@ -142,12 +168,69 @@ pub struct UpdatePlan {
     pub target: RelPlan,
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Vec<Expr>,
+    /// The subqueries its expressions read, run first ([`InitPlan`]).
+    pub init: Vec<Arc<InitPlan>>,
 }
 
 #[derive(Debug, Clone)]
 pub struct DeletePlan {
     pub target: RelPlan,
     pub returning: Vec<Expr>,
+    /// The subqueries its expressions read, run first ([`InitPlan`]).
+    pub init: Vec<Arc<InitPlan>>,
+}
+
+/// A set operation of queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Union,
+    Intersect,
+    Except,
+}
+
+/// One side of a set operation.
+#[derive(Debug)]
+pub enum SetTree {
+    Select {
+        plan: Box<SelectPlan>,
+        columns: Arc<[ColumnInfo]>,
+    },
+    /// A parenthesized query with its own ORDER BY or LIMIT.
+    Compound(Box<CompoundPlan>),
+    Op {
+        op: SetOp,
+        /// `ALL`: duplicates kept (UNION ALL) or counted (INTERSECT ALL, EXCEPT ALL).
+        all: bool,
+        left: Box<SetTree>,
+        right: Box<SetTree>,
+    },
+}
+
+/// A query combining queries with UNION, INTERSECT and EXCEPT (`[ALL]`): its rows are the
+/// sides' rows, each cast to the column types the sides resolve to (`columns`), then
+/// ordered by result columns and cut by LIMIT and OFFSET.
+#[derive(Debug)]
+pub struct CompoundPlan {
+    pub tree: SetTree,
+    pub columns: Arc<[ColumnInfo]>,
+    /// Result column, descending, NULLs first.
+    pub order: Vec<(usize, bool, bool)>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+}
+
+impl SetTree {
+    /// Calls `f` with each SELECT of the tree, nested ones included.
+    pub fn for_each_select<'p>(&'p self, f: &mut impl FnMut(&'p SelectPlan)) {
+        match self {
+            SetTree::Select { plan, .. } => f(plan),
+            SetTree::Compound(c) => c.tree.for_each_select(f),
+            SetTree::Op { left, right, .. } => {
+                left.for_each_select(f);
+                right.for_each_select(f);
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -156,6 +239,21 @@ pub enum Plan {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    Compound(CompoundPlan),
+}
+
+impl Plan {
+    /// The subqueries the statement reads at its top level ([`InitPlan`]; an INSERT's
+    /// SELECT holds its own).
+    pub fn init(&self) -> &[Arc<InitPlan>] {
+        match self {
+            Plan::Select(p) => &p.init,
+            Plan::Insert(p) => &p.init,
+            Plan::Update(p) => &p.init,
+            Plan::Delete(p) => &p.init,
+            Plan::Compound(_) => &[],
+        }
+    }
 }
 
 /// The result of planning one statement.

@@ -230,6 +230,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         return unsupported("INSERT ... SET");
     }
     let mut b = Binder::new(catalog);
+    b.plan_subquery = Some(super::select::subquery);
     let name = match &ins.table {
         ast::TableObject::TableName(n) => n.clone(),
         _ => return unsupported("INSERT into a table function"),
@@ -309,6 +310,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             source,
             returning: ret,
             skip_conflicts,
+            init: std::mem::take(&mut b.init),
         }),
         params: b.params,
         array_params: b.array_params,
@@ -341,6 +343,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
         return unsupported("UPDATE ... FROM");
     }
     let mut b = Binder::new(catalog);
+    b.plan_subquery = Some(super::select::subquery);
     single_target(&mut b, &u.table)?;
     let schema = b.rels[0].schema.clone();
     let mut assignments: Vec<(usize, Expr)> = Vec::new();
@@ -367,6 +370,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
             target,
             assignments,
             returning: ret,
+            init: std::mem::take(&mut b.init),
         }),
         params: b.params,
         array_params: b.array_params,
@@ -379,6 +383,7 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
         return unsupported("DELETE ... USING / ORDER BY / LIMIT");
     }
     let mut b = Binder::new(catalog);
+    b.plan_subquery = Some(super::select::subquery);
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
     };
@@ -389,7 +394,11 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
     let target = target_plan(&mut b, &d.selection)?;
     let (ret, columns) = returning(&mut b, &d.returning)?;
     Ok(Planned {
-        plan: Plan::Delete(DeletePlan { target, returning: ret }),
+        plan: Plan::Delete(DeletePlan {
+            target,
+            returning: ret,
+            init: std::mem::take(&mut b.init),
+        }),
         params: b.params,
         array_params: b.array_params,
         columns,

@@ -1,0 +1,209 @@
+//! Queries inside a statement: the subqueries its expressions read ([`InitPlan`]s, run
+//! once before it reads a row) and the sides of a set operation (UNION, INTERSECT,
+//! EXCEPT). Both run their SELECTs whole through `run`, which `exec.rs` gives (this file
+//! comes before it and does not know its environment, `E`).
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use permafrost_types::{Value, total_compare};
+
+use crate::error::{Result, SqlError};
+use crate::expr::{Cx, cast};
+use crate::plan::{CompoundPlan, InitPlan, SelectPlan, SetOp, SetTree, SubqueryKind};
+use crate::rows::{ColumnInfo, Rows, encode_row};
+use crate::workmem::values_size;
+
+use super::gather::limit_value;
+
+/// Runs one SELECT whole over the environment `E`.
+pub(super) type RunSelect<'r, E> = dyn FnMut(&SelectPlan, &Arc<[ColumnInfo]>, &mut E, &Cx<'_>) -> Result<Rows> + 'r;
+
+/// Runs a plan's subqueries before it reads a row, giving each one's values (a row's first
+/// column each: a scalar subquery's one row, an EXISTS's first, all of an IN's). A
+/// pre-pass that reached evicted tuples is rolled back and run again whatever it answered,
+/// so a subquery that missed some of its rows then does no harm.
+pub(super) fn run_init<E>(
+    init: &[Arc<InitPlan>],
+    env: &mut E,
+    cx: &Cx<'_>,
+    work_mem: usize,
+    run: &mut RunSelect<'_, E>,
+) -> Result<Vec<Vec<Value>>> {
+    init.iter()
+        .map(|ip| {
+            let rows = match &ip.query {
+                SetTree::Select { plan, columns } => run(plan, columns, env, cx)?,
+                SetTree::Compound(c) => compound(c, env, cx, work_mem, run)?,
+                SetTree::Op { .. } => return Err(SqlError::Unsupported("a bare set operation as a subquery".into())),
+            };
+            Ok(match ip.kind {
+                SubqueryKind::Scalar if rows.len() > 1 => return Err(SqlError::SubqueryRows),
+                SubqueryKind::Exists => rows.iter().take(1).map(|_| Value::Bool(true)).collect(),
+                SubqueryKind::Scalar | SubqueryKind::In => rows.iter().map(|r| r.get(0).to_owned()).collect(),
+            })
+        })
+        .collect()
+}
+
+/// Runs a set operation: its sides' rows cast to the result's column types, combined,
+/// ordered, and cut by LIMIT and OFFSET. What it holds counts against `work_mem` (54000
+/// past it).
+pub(super) fn compound<E>(
+    p: &CompoundPlan,
+    env: &mut E,
+    cx: &Cx<'_>,
+    work_mem: usize,
+    run: &mut RunSelect<'_, E>,
+) -> Result<Rows> {
+    let mut rows = side(&p.tree, &p.columns, env, cx, work_mem, run)?;
+    if !p.order.is_empty() {
+        rows.sort_by(|a, b| {
+            for &(i, desc, nulls_first) in &p.order {
+                let (x, y) = (&a[i], &b[i]);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) if nulls_first => Ordering::Less,
+                    (true, false) => Ordering::Greater,
+                    (false, true) if nulls_first => Ordering::Greater,
+                    (false, true) => Ordering::Less,
+                    (false, false) => {
+                        let o = total_compare(x.as_ref(), y.as_ref());
+                        if desc { o.reverse() } else { o }
+                    }
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
+    let limit = limit_value(&p.limit, cx, "LIMIT")?;
+    let kept = rows
+        .into_iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX)));
+    let mut out = Rows::empty(p.columns.clone());
+    for r in kept {
+        out.push_row(r.iter().map(Value::as_ref));
+    }
+    Ok(out)
+}
+
+/// The rows of one side, cast to `columns`' types.
+fn side<E>(
+    t: &SetTree,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut E,
+    cx: &Cx<'_>,
+    work_mem: usize,
+    run: &mut RunSelect<'_, E>,
+) -> Result<Vec<Vec<Value>>> {
+    let rows = match t {
+        SetTree::Select { plan, columns: own } => run(plan, own, env, cx)?.to_values(),
+        SetTree::Compound(c) => compound(c, env, cx, work_mem, run)?.to_values(),
+        SetTree::Op { op, all, left, right } => {
+            let l = side(left, columns, env, cx, work_mem, run)?;
+            let r = side(right, columns, env, cx, work_mem, run)?;
+            return combine(*op, *all, l, r, work_mem);
+        }
+    };
+    let mut held = 0;
+    rows.into_iter()
+        .map(|r| {
+            let r = r
+                .into_iter()
+                .zip(columns.iter())
+                .map(|(v, c)| match &c.ty {
+                    Some(ty) if !v.is_null() => cast(v, ty),
+                    _ => Ok(v),
+                })
+                .collect::<Result<Vec<Value>>>()?;
+            held += values_size(&r);
+            if held > work_mem {
+                return Err(SqlError::OutOfWorkMem(work_mem));
+            }
+            Ok(r)
+        })
+        .collect()
+}
+
+/// `left op right`: UNION appends (then keeps each row once unless `all`); INTERSECT keeps
+/// the left rows the right has, EXCEPT those it has not (with `all`, as many times as the
+/// left has them less, or at most, the right's count). Rows compare by their encoding,
+/// their values being of the same types.
+fn combine(
+    op: SetOp,
+    all: bool,
+    left: Vec<Vec<Value>>,
+    right: Vec<Vec<Value>>,
+    work_mem: usize,
+) -> Result<Vec<Vec<Value>>> {
+    let key = |r: &[Value]| {
+        let mut k = Vec::new();
+        encode_row(r.iter().map(Value::as_ref), &mut k);
+        k
+    };
+    let mut out = Vec::new();
+    match op {
+        SetOp::Union if all => {
+            out = left;
+            out.extend(right);
+        }
+        SetOp::Union => {
+            let mut seen = HashSet::new();
+            let mut held = 0;
+            for r in left.into_iter().chain(right) {
+                let k = key(&r);
+                held += k.len();
+                if held > work_mem {
+                    return Err(SqlError::OutOfWorkMem(work_mem));
+                }
+                if seen.insert(k) {
+                    out.push(r);
+                }
+            }
+        }
+        SetOp::Intersect | SetOp::Except => {
+            let mut counts: HashMap<Vec<u8>, usize> = HashMap::new();
+            let mut held = 0;
+            for r in &right {
+                let k = key(r);
+                held += k.len();
+                if held > work_mem {
+                    return Err(SqlError::OutOfWorkMem(work_mem));
+                }
+                *counts.entry(k).or_default() += 1;
+            }
+            let mut emitted = HashSet::new();
+            for r in left {
+                let k = key(&r);
+                let keep = match (op, all) {
+                    (SetOp::Intersect, true) => match counts.get_mut(&k) {
+                        Some(n) if *n > 0 => {
+                            *n -= 1;
+                            true
+                        }
+                        _ => false,
+                    },
+                    (SetOp::Except, true) => match counts.get_mut(&k) {
+                        Some(n) if *n > 0 => {
+                            *n -= 1;
+                            false
+                        }
+                        _ => true,
+                    },
+                    (SetOp::Intersect, false) => counts.contains_key(&k) && emitted.insert(k),
+                    (SetOp::Except | SetOp::Union, _) => !counts.contains_key(&k) && emitted.insert(k),
+                };
+                if keep {
+                    out.push(r);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
