@@ -2,12 +2,13 @@
 //! scan that reaches evicted tuples makes its statement's pre-pass fetch them and run
 //! again, so the answer is the one over every row (never one over the rows in memory); the
 //! statement reads the partitions its subqueries read; a correlated subquery is refused
-//! with 0A000, naming what it reads.
+//! with 0A000, naming what it reads; views come back after a restart, from a snapshot and
+//! from the log after it.
 
 mod common;
 
 use common::retry as insert;
-use permafrost_executor::Database;
+use permafrost_executor::{Database, LogConfig, LogMode, SnapshotConfig};
 use permafrost_types::Value;
 
 const ROWS: i64 = 4_000;
@@ -124,4 +125,51 @@ fn a_correlated_subquery_is_refused_with_what_it_reads() {
         .execute_sql("SELECT (SELECT nope FROM t) FROM small", vec![])
         .unwrap_err();
     assert_eq!(e.sqlstate(), "42703", "{e}");
+}
+
+#[test]
+fn views_come_back_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |dir: &std::path::Path| {
+        let mut log = LogConfig::new(dir.join("log"));
+        log.mode = LogMode::Async;
+        let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
+        snaps.interval = None;
+        snaps.log_bytes = 0;
+        common::evicting(&dir.join("blocks"))
+            .command_log(log)
+            .snapshots(snaps)
+            .build()
+            .unwrap()
+    };
+    {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.execute_ddl("CREATE TABLE v_t (id BIGINT PRIMARY KEY, grp BIGINT)")
+            .unwrap();
+        for id in 0..10 {
+            insert(
+                &db,
+                "INSERT INTO v_t VALUES ($1, $2)",
+                vec![Value::Int(id), Value::Int(id % 3)],
+            );
+        }
+        db.execute_ddl("CREATE VIEW v_before (g, n) AS SELECT grp, count(*) FROM v_t GROUP BY grp")
+            .unwrap();
+        db.snapshot().unwrap();
+        db.execute_ddl("CREATE VIEW v_after AS SELECT id FROM v_t WHERE id IN (SELECT g FROM v_before)")
+            .unwrap();
+        db.execute_ddl("CREATE VIEW v_dropped AS SELECT 1").unwrap();
+        db.execute_ddl("DROP VIEW v_dropped").unwrap();
+    }
+    let db = Database::open(config(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(one(&db, "SELECT max(n) FROM v_before"), Value::Int(4));
+    assert_eq!(one(&db, "SELECT count(*) FROM v_after"), Value::Int(3));
+    let e = db.execute_sql("SELECT * FROM v_dropped", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "42P01", "{e}");
+    // A view is read, never written; a table a view reads is not dropped.
+    let e = db.execute_sql("INSERT INTO v_after VALUES (1)", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "0A000", "{e}");
+    let e = db.execute_ddl("DROP TABLE v_t").unwrap_err();
+    assert_eq!(e.sqlstate(), "2BP01", "{e}");
 }

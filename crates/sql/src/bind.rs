@@ -143,6 +143,8 @@ pub struct Binder<'c> {
     /// Plans a subquery with a binder of its own (the planner sets it: this file comes
     /// before the planner's); `None` where subqueries are not planned.
     pub plan_subquery: Option<SubqueryPlanner>,
+    /// A subquery in FROM, the query's only relation (its rows are `rels[0]`'s).
+    pub from_query: Option<SetTree>,
 }
 
 /// Plans a subquery (a SELECT or a set operation of them) with `sub`, a binder whose
@@ -162,6 +164,7 @@ impl<'c> Binder<'c> {
             depth: Depth::default(),
             init: Vec::new(),
             plan_subquery: None,
+            from_query: None,
         }
     }
 
@@ -238,8 +241,12 @@ impl<'c> Binder<'c> {
             .any(|r| r.alias == name || r.schema.columns.iter().any(|c| c.name == col))
     }
 
+    /// The table `name` names (a view is no table: it is read in FROM, never written).
     pub fn table(&self, name: &ObjectName) -> Result<Arc<TableSchema>> {
         let n = object_name(name)?;
+        if self.catalog.view(&n).is_some() {
+            return unsupported(format!("writing to view \"{n}\" (views are read-only here)"));
+        }
         self.catalog.table(&n).cloned().ok_or(SqlError::UnknownTable(n))
     }
 

@@ -28,11 +28,30 @@ pub enum DdlChange {
         schema: Arc<TableSchema>,
         dropped: usize,
     },
+    /// A view (`replace`: `CREATE OR REPLACE VIEW`). Views live in the catalog only: the
+    /// partitions hold nothing of them.
+    CreateView {
+        view: Arc<View>,
+        replace: bool,
+    },
+    DropView(String),
+}
+
+/// A view: a named query, read as a subquery in FROM wherever it is named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub name: String,
+    /// Its query, as written.
+    pub query: Arc<sqlparser::ast::Query>,
+    /// The names `CREATE VIEW v (a, b)` gives its first columns (the query's own names
+    /// past them).
+    pub columns: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     tables: BTreeMap<String, Arc<TableSchema>>,
+    views: BTreeMap<String, Arc<View>>,
     next_id: TableId,
 }
 
@@ -44,6 +63,15 @@ impl Catalog {
     /// Looks a table up by its (already case-folded) name.
     pub fn table(&self, name: &str) -> Option<&Arc<TableSchema>> {
         self.tables.get(name)
+    }
+
+    pub fn views(&self) -> impl Iterator<Item = &Arc<View>> {
+        self.views.values()
+    }
+
+    /// Looks a view up by its (already case-folded) name.
+    pub fn view(&self, name: &str) -> Option<&Arc<View>> {
+        self.views.get(name)
     }
 
     pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableSchema>> {
@@ -69,7 +97,7 @@ impl Catalog {
         let mut next = self.clone();
         match change {
             DdlChange::CreateTable(s) => {
-                if next.tables.contains_key(&s.name) {
+                if next.tables.contains_key(&s.name) || next.views.contains_key(&s.name) {
                     return Err(SqlError::DuplicateTable(s.name.clone()));
                 }
                 next.next_id = next.next_id.max(s.id + 1);
@@ -88,6 +116,17 @@ impl Catalog {
                     .map(|t| t.name.clone())
                     .ok_or_else(|| SqlError::UnknownTable(id.to_string()))?;
                 next.tables.remove(&name);
+            }
+            DdlChange::CreateView { view, replace } => {
+                if next.tables.contains_key(&view.name) || (!replace && next.views.contains_key(&view.name)) {
+                    return Err(SqlError::DuplicateTable(view.name.clone()));
+                }
+                next.views.insert(view.name.clone(), view.clone());
+            }
+            DdlChange::DropView(name) => {
+                if next.views.remove(name).is_none() {
+                    return Err(SqlError::UnknownTable(name.clone()));
+                }
             }
         }
         Ok(next)

@@ -38,7 +38,11 @@ use crate::plan::{bind_constant, eval_constant};
 pub fn is_ddl(stmt: &Statement) -> bool {
     matches!(
         stmt,
-        Statement::CreateTable(_) | Statement::CreateIndex(_) | Statement::Drop { .. } | Statement::AlterTable(_)
+        Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::CreateView(_)
+            | Statement::Drop { .. }
+            | Statement::AlterTable(_)
     )
 }
 
@@ -49,6 +53,7 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::CreateTable(ct) => Ok(create_table(catalog, ct)?.into_iter().collect()),
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
         Statement::AlterTable(at) => alter_table(catalog, at),
+        Statement::CreateView(cv) => create_view(catalog, cv),
         Statement::Drop {
             object_type,
             if_exists,
@@ -511,7 +516,10 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
         let name = object_name(n)?;
         match ty {
             ObjectType::Table => match catalog.table(&name) {
-                Some(t) => changes.push(DdlChange::DropTable(t.id)),
+                Some(t) => {
+                    refuse_if_viewed(catalog, "table", &name)?;
+                    changes.push(DdlChange::DropTable(t.id))
+                }
                 None if if_exists => {}
                 None => return Err(SqlError::UnknownTable(name)),
             },
@@ -533,8 +541,74 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                 None if if_exists => {}
                 None => return Err(SqlError::UnknownIndex(name)),
             },
+            ObjectType::View => match catalog.view(&name) {
+                Some(_) => {
+                    refuse_if_viewed(catalog, "view", &name)?;
+                    changes.push(DdlChange::DropView(name))
+                }
+                None if if_exists => {}
+                None => return Err(SqlError::UnknownView(name)),
+            },
             other => return unsupported(format!("DROP {other}")),
         }
     }
     Ok(changes)
+}
+
+/// Refuses to drop relation `name` (a `kind`) while a view reads it (2BP01, as
+/// PostgreSQL without CASCADE).
+fn refuse_if_viewed(catalog: &Catalog, kind: &str, name: &str) -> Result<()> {
+    for v in catalog.views() {
+        let mut reads = false;
+        let _ = ast::visit_relations(&*v.query, |r| {
+            if object_name(r).is_ok_and(|n| n == name) {
+                reads = true;
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        if reads && v.name != name {
+            return Err(SqlError::DependentObjects(format!(
+                "cannot drop {kind} {name} because other objects depend on it (view {} depends on {kind} {name}); drop the view first",
+                v.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `CREATE [OR REPLACE] VIEW name [(columns)] AS query`: the query is planned now (its
+/// tables and columns must exist, it takes no parameters) and kept as written.
+fn create_view(catalog: &Catalog, cv: &ast::CreateView) -> Result<Vec<DdlChange>> {
+    if cv.materialized
+        || cv.temporary
+        || cv.or_alter
+        || cv.secure
+        || cv.to.is_some()
+        || cv.params.is_some()
+        || !cv.cluster_by.is_empty()
+        || !matches!(cv.options, ast::CreateTableOptions::None)
+    {
+        return unsupported("this form of CREATE VIEW (materialized, temporary or with options)");
+    }
+    let name = object_name(&cv.name)?;
+    if cv.if_not_exists && catalog.view(&name).is_some() {
+        return Ok(Vec::new());
+    }
+    let planned = crate::plan::plan_query(catalog, &cv.query)?;
+    if !planned.params.is_empty() {
+        return Err(SqlError::Syntax("a view's query cannot take parameters".into()));
+    }
+    if cv.columns.len() > planned.columns.len() {
+        return Err(SqlError::SubqueryColumns(
+            "CREATE VIEW specifies more column names than columns",
+        ));
+    }
+    Ok(vec![DdlChange::CreateView {
+        view: Arc::new(crate::catalog::View {
+            name,
+            query: Arc::new((*cv.query).clone()),
+            columns: cv.columns.iter().map(|c| ident(&c.name)).collect(),
+        }),
+        replace: cv.or_replace,
+    }])
 }

@@ -15,6 +15,8 @@ pub enum SqlError {
     Unterminated(String),
     #[error("relation \"{0}\" does not exist")]
     UnknownTable(String),
+    #[error("view \"{0}\" does not exist")]
+    UnknownView(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
     MissingFromEntry(String),
     /// A negative LIMIT (2201W).
@@ -98,6 +100,9 @@ pub enum SqlError {
          memory_limit); retry when others have finished"
     )]
     StatementMemory { held: usize, limit: usize },
+    /// More column aliases than a relation has columns (42P10).
+    #[error("{0}")]
+    ColumnAliases(String),
     /// A subquery with more columns than where it stands takes (42601).
     #[error("{0}")]
     SubqueryColumns(&'static str),
@@ -129,7 +134,7 @@ impl SqlError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             SqlError::Syntax(_) | SqlError::Unterminated(_) => "42601",
-            SqlError::UnknownTable(_) | SqlError::MissingFromEntry(_) => "42P01",
+            SqlError::UnknownTable(_) | SqlError::UnknownView(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
             SqlError::NegativeSubstringLength => "22011",
@@ -157,6 +162,7 @@ impl SqlError {
             SqlError::OutOfWorkMem(_) => "54000",
             SqlError::SubqueryRows => "21000",
             SqlError::SubqueryColumns(_) => "42601",
+            SqlError::ColumnAliases(_) => "42P10",
             SqlError::TooLong(_) => "54000",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),

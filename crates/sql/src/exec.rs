@@ -770,6 +770,26 @@ fn select_rows(
         // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
     }
+    if let Some(q) = &p.from_query {
+        // A subquery in FROM: its rows, checked against the relation's filters.
+        let work_mem = env.work_mem;
+        let rows = subquery::run_query(q, env, cx, work_mem, &mut |p, c, env, cx| {
+            select_whole(p, c, env, cx, touched)
+        })?;
+        let pool = env.pool;
+        'rows: for row in rows.iter() {
+            let src = subquery::RowSource(row);
+            for f in &p.rels[0].filters {
+                if !f.test(&src, cx)? {
+                    continue 'rows;
+                }
+            }
+            if gather.add(p, &src, cx, pool)?.is_break() {
+                break;
+            }
+        }
+        return gather.finish(p, columns, cx);
+    }
     // A single-table scan may leave its evicted tuples for later ([`Deferred`]), unless
     // it reads subqueries (the later part does not hold their values).
     let later = env.defer_scans && p.init.is_empty();

@@ -14,7 +14,7 @@ use sqlparser::ast::Statement;
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr};
-use crate::plan::{Access, InitPlan, InsertSource, PartitionPick, Plan, RelPlan};
+use crate::plan::{Access, DERIVED_TABLE, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, SetTree};
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
 
@@ -151,11 +151,16 @@ impl Prepared {
     /// The tables the statement reads or writes.
     pub fn tables(&self) -> Vec<TableId> {
         let mut v: Vec<TableId> = match &self.plan {
-            Plan::Select(s) => s.rels.iter().map(|r| r.schema.id).collect(),
+            Plan::Select(s) => s
+                .rels
+                .iter()
+                .map(|r| r.schema.id)
+                .filter(|&id| id != DERIVED_TABLE)
+                .collect(),
             Plan::Insert(i) => {
                 let mut v = vec![i.schema.id];
                 if let InsertSource::Select(s) = &i.source {
-                    v.extend(s.rels.iter().map(|r| r.schema.id));
+                    v.extend(s.rels.iter().map(|r| r.schema.id).filter(|&id| id != DERIVED_TABLE));
                 }
                 v
             }
@@ -366,30 +371,43 @@ impl Prepared {
 }
 
 impl Prepared {
-    /// The relations the statement's subqueries read, theirs included, at any depth (an
-    /// INSERT's SELECT's too), and every relation of a set operation's sides.
+    /// The relations the statement's subqueries read (in expressions and in FROM), theirs
+    /// included, at any depth (an INSERT's SELECT's too), and every relation of a set
+    /// operation's sides; never a subquery in FROM's own relation.
     fn subquery_rels(&self) -> Vec<&RelPlan> {
-        fn add<'p>(init: &'p [Arc<InitPlan>], out: &mut Vec<&'p RelPlan>) {
-            for ip in init {
-                ip.query.for_each_select(&mut |s| {
-                    out.extend(s.rels.iter());
-                    add(&s.init, out);
-                });
+        /// The relations of the queries `tree` holds, theirs included.
+        fn all<'p>(tree: &'p SetTree, out: &mut Vec<&'p RelPlan>) {
+            tree.for_each_select(&mut |s| {
+                out.extend(s.rels.iter().filter(|r| r.schema.id != DERIVED_TABLE));
+                nested(s, out);
+            });
+        }
+        /// The relations of the subqueries of `s`.
+        fn nested<'p>(s: &'p SelectPlan, out: &mut Vec<&'p RelPlan>) {
+            for ip in &s.init {
+                all(&ip.query, out);
+            }
+            if let Some(q) = &s.from_query {
+                all(q, out);
             }
         }
         let mut out = Vec::new();
-        add(self.plan.init(), &mut out);
+        for ip in self.plan.init() {
+            all(&ip.query, &mut out);
+        }
         match &self.plan {
-            Plan::Insert(i) => {
-                if let InsertSource::Select(s) = &i.source {
-                    add(&s.init, &mut out);
+            Plan::Select(s) => {
+                if let Some(q) = &s.from_query {
+                    all(q, &mut out);
                 }
             }
-            Plan::Compound(c) => c.tree.for_each_select(&mut |s| {
-                out.extend(s.rels.iter());
-                add(&s.init, &mut out);
-            }),
-            _ => {}
+            Plan::Insert(i) => {
+                if let InsertSource::Select(s) = &i.source {
+                    nested(s, &mut out);
+                }
+            }
+            Plan::Compound(c) => all(&c.tree, &mut out),
+            Plan::Update(_) | Plan::Delete(_) => {}
         }
         out
     }

@@ -113,6 +113,8 @@ fn apply_ddl(
                         "a primary key prepared for fewer partitions".into(),
                     )),
                 },
+                // Views live in the catalog only.
+                DdlChange::CreateView { .. } | DdlChange::DropView(_) => Ok(()),
             };
             if let Err(e) = r {
                 failure = Some(e);

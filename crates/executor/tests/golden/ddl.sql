@@ -41,4 +41,4 @@ DROP TABLE defaults;
 DROP TABLE IF EXISTS defaults;
 SELECT * FROM defaults;
 -- Unsupported statements are refused, not ignored.
-CREATE VIEW v AS SELECT 1;
+CREATE MATERIALIZED VIEW v AS SELECT 1;

@@ -123,6 +123,7 @@ fn ddl_tag(stmt: &Statement) -> String {
     match stmt {
         Statement::CreateIndex(_) => "CREATE INDEX".into(),
         Statement::CreateTable(_) => "CREATE TABLE".into(),
+        Statement::CreateView(_) => "CREATE VIEW".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         Statement::AlterTable(_) => "ALTER TABLE".into(),
         _ => "OK".into(),

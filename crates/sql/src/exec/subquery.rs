@@ -7,12 +7,12 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use permafrost_types::{Value, total_compare};
+use permafrost_types::{Value, ValueRef, total_compare};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{Cx, cast};
+use crate::expr::{ColumnSource, Cx, cast};
 use crate::plan::{CompoundPlan, InitPlan, SelectPlan, SetOp, SetTree, SubqueryKind};
-use crate::rows::{ColumnInfo, Rows, encode_row};
+use crate::rows::{ColumnInfo, RowRef, Rows, encode_row};
 use crate::workmem::values_size;
 
 use super::gather::limit_value;
@@ -33,11 +33,7 @@ pub(super) fn run_init<E>(
 ) -> Result<Vec<Vec<Value>>> {
     init.iter()
         .map(|ip| {
-            let rows = match &ip.query {
-                SetTree::Select { plan, columns } => run(plan, columns, env, cx)?,
-                SetTree::Compound(c) => compound(c, env, cx, work_mem, run)?,
-                SetTree::Op { .. } => return Err(SqlError::Unsupported("a bare set operation as a subquery".into())),
-            };
+            let rows = run_query(&ip.query, env, cx, work_mem, run)?;
             Ok(match ip.kind {
                 SubqueryKind::Scalar if rows.len() > 1 => return Err(SqlError::SubqueryRows),
                 SubqueryKind::Exists => rows.iter().take(1).map(|_| Value::Bool(true)).collect(),
@@ -45,6 +41,30 @@ pub(super) fn run_init<E>(
             })
         })
         .collect()
+}
+
+/// Runs a subquery: a SELECT, or a set operation of them.
+pub(super) fn run_query<E>(
+    q: &SetTree,
+    env: &mut E,
+    cx: &Cx<'_>,
+    work_mem: usize,
+    run: &mut RunSelect<'_, E>,
+) -> Result<Rows> {
+    match q {
+        SetTree::Select { plan, columns } => run(plan, columns, env, cx),
+        SetTree::Compound(c) => compound(c, env, cx, work_mem, run),
+        SetTree::Op { .. } => Err(SqlError::Unsupported("a bare set operation as a subquery".into())),
+    }
+}
+
+/// One row of a subquery in FROM, read as its relation's columns.
+pub(super) struct RowSource<'r>(pub(super) RowRef<'r>);
+
+impl ColumnSource for RowSource<'_> {
+    fn column(&self, _rel: usize, col: usize) -> ValueRef<'_> {
+        self.0.get(col)
+    }
 }
 
 /// Runs a set operation: its sides' rows cast to the result's column types, combined,

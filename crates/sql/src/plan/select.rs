@@ -82,6 +82,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             offset,
             distinct,
             init: std::mem::take(&mut b.init),
+            from_query: b.from_query.take().map(Box::new),
         },
         columns,
     ))
@@ -486,10 +487,31 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
                 return unsupported("column aliases in FROM");
             }
+            if b.from_query.is_some() {
+                return unsupported("a subquery in FROM beside other relations (so far it must be the only one)");
+            }
+            let n = crate::bind::object_name(name)?;
+            if let Some(view) = b.catalog.view(&n).cloned() {
+                // A view is its query, in FROM.
+                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
+                return derived(b, &view.query, alias, &view.columns);
+            }
             let schema = b.table(name)?;
             b.add_rel(schema, alias.as_ref().map(|a| &a.name))
         }
-        TableFactor::Derived { .. } => unsupported("subqueries in FROM"),
+        TableFactor::Derived {
+            lateral: false,
+            subquery: q,
+            alias,
+            sample: None,
+        } => {
+            let Some(alias) = alias else {
+                return Err(SqlError::SubqueryColumns("subquery in FROM must have an alias"));
+            };
+            let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
+            derived(b, q, ident(&alias.name), &names)
+        }
+        TableFactor::Derived { lateral: true, .. } => unsupported("LATERAL subqueries"),
         _ => unsupported("this FROM item"),
     }
 }
@@ -526,6 +548,31 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
         }
     }
     Ok(b.expr(e)?.0)
+}
+
+/// Adds query `q` (a subquery in FROM, or a view's) as the query's only relation, named
+/// `alias`, its first columns named `names`.
+fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: &[String]) -> Result<usize> {
+    if !b.rels.is_empty() {
+        return unsupported("a subquery or view in FROM beside other relations (so far it must be the only one)");
+    }
+    let Some(planner) = b.plan_subquery else {
+        return unsupported("a subquery in FROM here");
+    };
+    let (tree, mut columns) = b.in_own_scope(|sub| planner(sub, q))?;
+    if names.len() > columns.len() {
+        return Err(SqlError::ColumnAliases(format!(
+            "table \"{alias}\" has {} columns available but {} columns specified",
+            columns.len(),
+            names.len()
+        )));
+    }
+    for (c, n) in columns.iter_mut().zip(names) {
+        c.name = n.clone();
+    }
+    b.from_query = Some(tree);
+    let ident = ast::Ident::with_quote('"', alias.clone());
+    b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))
 }
 
 /// The name PostgreSQL gives an unaliased output column.

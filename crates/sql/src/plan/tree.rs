@@ -111,6 +111,29 @@ pub struct SelectPlan {
     pub distinct: bool,
     /// The subqueries its expressions read, run first ([`InitPlan`]).
     pub init: Vec<Arc<InitPlan>>,
+    /// A subquery in FROM, its only relation (`rels[0]`, whose schema is
+    /// [`derived_schema`]'s): its rows are read instead of a table's.
+    pub from_query: Option<Box<SetTree>>,
+}
+
+/// The table id of a subquery in FROM's relation: no table of the catalog.
+pub const DERIVED_TABLE: permafrost_storage::TableId = permafrost_storage::TableId::MAX;
+
+/// The schema of a subquery in FROM named `alias`, of result columns `columns`: no
+/// index, no partitioning (its rows are wherever its subquery read them).
+pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
+    TableSchema {
+        id: DERIVED_TABLE,
+        name: alias,
+        columns: columns
+            .iter()
+            .map(|c| permafrost_storage::Column::new(c.name.clone(), c.ty.unwrap_or(DataType::Varchar(None))))
+            .collect(),
+        indexes: Vec::new(),
+        partition_column: None,
+        partition_declared: false,
+        evictable: false,
+    }
 }
 
 impl SelectPlan {

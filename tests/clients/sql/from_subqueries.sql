@@ -1,0 +1,23 @@
+-- A subquery in FROM, the query's only relation (SQLAlchemy's Query.count(), paginating
+-- wrappers): filters, aggregates, ORDER BY, LIMIT over its rows; column aliases; set
+-- operations and subqueries inside it. Expected output: PostgreSQL 15's (regen.sh).
+\set VERBOSITY sqlstate
+\set SHOW_CONTEXT never
+CREATE TABLE fs_t (id int PRIMARY KEY, grp int, name text);
+INSERT INTO fs_t VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 2, NULL), (4, 3, 'd'), (5, 3, 'e');
+
+SELECT count(*) AS count_1 FROM (SELECT fs_t.id AS fs_t_id, fs_t.name AS fs_t_name FROM fs_t) AS anon_1;
+SELECT anon_1.fs_t_id, anon_1.fs_t_name FROM (SELECT fs_t.id AS fs_t_id, fs_t.name AS fs_t_name FROM fs_t WHERE grp > 1) AS anon_1 ORDER BY anon_1.fs_t_id;
+SELECT * FROM (SELECT grp, count(*) AS n FROM fs_t GROUP BY grp) AS g WHERE n > 1 ORDER BY grp;
+SELECT max(n), min(grp) FROM (SELECT grp, count(*) AS n FROM fs_t GROUP BY grp) AS g;
+SELECT s.x + 1 AS y FROM (SELECT id * 10 FROM fs_t) AS s (x) ORDER BY y DESC LIMIT 2;
+SELECT * FROM (SELECT id FROM fs_t WHERE grp = 1 UNION ALL SELECT id FROM fs_t WHERE grp = 3) AS u ORDER BY id;
+SELECT count(*) FROM (SELECT DISTINCT grp FROM fs_t) AS d;
+SELECT name FROM (SELECT name, id FROM fs_t ORDER BY id DESC LIMIT 3) AS last3 ORDER BY name NULLS FIRST;
+SELECT * FROM (SELECT id FROM fs_t WHERE grp IN (SELECT grp FROM fs_t WHERE name = 'd')) AS s ORDER BY id;
+SELECT count(*) FROM (SELECT * FROM (SELECT id, grp FROM fs_t WHERE id > 1) AS inner1 WHERE grp < 3) AS outer1;
+SELECT * FROM (SELECT 1 AS one, 'x' AS two) AS c;
+SELECT * FROM (SELECT id FROM fs_t) AS s (a, b);
+SELECT q.nope FROM (SELECT id FROM fs_t) AS q;
+
+DROP TABLE fs_t;

@@ -1,0 +1,32 @@
+-- Views: CREATE [OR REPLACE] VIEW (with column names), read as a subquery in FROM with
+-- filters, aggregates and ORDER BY, views of views, DROP VIEW [IF EXISTS], a table a
+-- view reads cannot be dropped. Expected output: PostgreSQL 15's (regen.sh). (DROP VIEW IF
+-- EXISTS of a missing view answers without PostgreSQL's NOTICE, as DROP TABLE IF EXISTS.)
+\set VERBOSITY sqlstate
+\set SHOW_CONTEXT never
+CREATE TABLE vw_t (id int PRIMARY KEY, grp int, name text);
+INSERT INTO vw_t VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 2, NULL), (4, 3, 'd');
+CREATE VIEW vw_named AS SELECT id, name FROM vw_t WHERE name IS NOT NULL;
+SELECT * FROM vw_named ORDER BY id;
+SELECT count(*) FROM vw_named WHERE id > 1;
+SELECT v.name FROM vw_named AS v WHERE v.id = 4;
+CREATE VIEW vw_groups (g, n) AS SELECT grp, count(*) FROM vw_t GROUP BY grp;
+SELECT * FROM vw_groups ORDER BY g;
+SELECT max(n) FROM vw_groups;
+CREATE VIEW vw_of_view AS SELECT g FROM vw_groups WHERE n > 1;
+SELECT * FROM vw_of_view;
+INSERT INTO vw_t VALUES (5, 1, 'e');
+SELECT * FROM vw_of_view;
+SELECT * FROM vw_groups ORDER BY g;
+CREATE VIEW vw_named AS SELECT 1;
+CREATE OR REPLACE VIEW vw_named AS SELECT id, name FROM vw_t WHERE id < 3;
+SELECT * FROM vw_named ORDER BY id;
+CREATE VIEW vw_bad AS SELECT nope FROM vw_t;
+CREATE TABLE vw_named (x int);
+DROP TABLE vw_t;
+DROP VIEW vw_groups;
+DROP VIEW vw_of_view;
+DROP VIEW vw_groups;
+DROP VIEW nope_view;
+DROP VIEW vw_named;
+DROP TABLE vw_t;
