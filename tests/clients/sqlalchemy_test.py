@@ -6,8 +6,8 @@ Usage: python3 sqlalchemy_test.py PORT
 SQLAlchemy is run over both of its PostgreSQL drivers, psycopg 3 and psycopg2: connect
 (which reads pg_type and settings), create_all (which asks the catalog whether each table
 exists, then creates them inside one transaction), ORM sessions with a relationship, commit
-and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), and
-drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
+and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), queries
+with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
 declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
 status is the number of failures.
 """
@@ -16,7 +16,7 @@ import sys
 import traceback
 
 import psycopg2
-from sqlalchemy import Index, String, create_engine, inspect, select, text
+from sqlalchemy import Index, String, create_engine, exists, func, inspect, select, text, union
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 PORT = int(sys.argv[1])
@@ -107,6 +107,20 @@ def orm_round_trip(url):
     assert [(x["name"], x["column_names"], x["unique"]) for x in idx] == [("sa_books_title", ["title"], False)], idx
     assert i.get_foreign_keys("sa_books") == []
     assert i.has_table("sa_authors") and not i.has_table("sa_nope")
+
+    with Session(engine) as s:
+        s.add_all([Author(name="Butler"), Author(name="Jemisin")])
+        s.commit()
+        # Query.count() wraps the query as a subquery in FROM.
+        assert s.query(Author).filter(Author.name != "Butler").count() == 2
+        # IN (subquery), a scalar subquery, EXISTS, UNION.
+        with_books = select(Book.author_id)
+        assert [a.name for a in s.scalars(select(Author).where(Author.id.in_(with_books)))] == ["Le Guin"]
+        most = select(func.max(Author.id)).scalar_subquery()
+        assert s.scalar(select(Author.name).where(Author.id == most)) == "Jemisin"
+        assert s.scalar(select(exists().where(Book.title == "Lathe of Heaven"))) is True
+        names = union(select(Author.name).where(Author.name < "C"), select(Book.title).where(Book.id == 1))
+        assert sorted(s.scalars(names)) == ["Butler", "The Dispossessed"]
 
     Base.metadata.drop_all(engine)
     assert not inspect(engine).has_table("sa_authors")
