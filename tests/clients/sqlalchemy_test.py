@@ -117,10 +117,11 @@ def orm_round_trip(url):
         with_books = select(Book.author_id)
         assert [a.name for a in s.scalars(select(Author).where(Author.id.in_(with_books)))] == ["Le Guin"]
         most = select(func.max(Author.id)).scalar_subquery()
-        assert s.scalar(select(Author.name).where(Author.id == most)) == "Jemisin"
+        newest = max(s.scalars(select(Author)).all(), key=lambda a: a.id).name
+        assert s.scalar(select(Author.name).where(Author.id == most)) == newest
         assert s.scalar(select(exists().where(Book.title == "Lathe of Heaven"))) is True
-        names = union(select(Author.name).where(Author.name < "C"), select(Book.title).where(Book.id == 1))
-        assert sorted(s.scalars(names)) == ["Butler", "The Dispossessed"]
+        names = union(select(Author.name).where(Author.name < "C"), select(Book.title).where(Book.title < "M"))
+        assert sorted(s.scalars(names)) == ["Butler", "Lathe of Heaven"]
 
     Base.metadata.drop_all(engine)
     assert not inspect(engine).has_table("sa_authors")
