@@ -7,7 +7,8 @@ SQLAlchemy is run over both of its PostgreSQL drivers, psycopg 3 and psycopg2: c
 (which reads pg_type and settings), create_all (which asks the catalog whether each table
 exists, then creates them inside one transaction), ORM sessions with a relationship, commit
 and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), queries
-with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
+with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, joinedload (LEFT
+OUTER JOIN), relationship .any() (a correlated EXISTS), a correlated scalar subquery, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
 declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
 status is the number of failures.
 """
@@ -17,7 +18,7 @@ import traceback
 
 import psycopg2
 from sqlalchemy import Index, String, create_engine, exists, func, inspect, select, text, union
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, joinedload, mapped_column, relationship
 
 PORT = int(sys.argv[1])
 FAILED = 0
@@ -122,6 +123,19 @@ def orm_round_trip(url):
         assert s.scalar(select(exists().where(Book.title == "Lathe of Heaven"))) is True
         names = union(select(Author.name).where(Author.name < "C"), select(Book.title).where(Book.title < "M"))
         assert sorted(s.scalars(names)) == ["Butler", "Lathe of Heaven"]
+    with Session(engine) as s:
+        # joinedload: one LEFT OUTER JOIN, authors without books kept.
+        loaded = s.scalars(select(Author).options(joinedload(Author.books)).order_by(Author.name)).unique().all()
+        assert [(a.name, len(a.books)) for a in loaded] == [("Butler", 0), ("Jemisin", 0), ("Le Guin", 2)], loaded
+        # relationship .any() / ~.any(): a correlated EXISTS.
+        has = s.scalars(select(Author.name).where(Author.books.any(Book.title.like("L%")))).all()
+        assert has == ["Le Guin"], has
+        lonely = sorted(s.scalars(select(Author.name).where(~Author.books.any())))
+        assert lonely == ["Butler", "Jemisin"], lonely
+        # A correlated scalar subquery in the select list.
+        n_books = select(func.count(Book.id)).where(Book.author_id == Author.id).correlate(Author).scalar_subquery()
+        counts = s.execute(select(Author.name, n_books).order_by(Author.name)).all()
+        assert [tuple(r) for r in counts] == [("Butler", 0), ("Jemisin", 0), ("Le Guin", 2)], counts
 
     Base.metadata.drop_all(engine)
     assert not inspect(engine).has_table("sa_authors")

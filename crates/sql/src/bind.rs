@@ -21,12 +21,14 @@ use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
 use crate::plan::tree::{InitPlan, SetTree, SubqueryKind};
 
+mod aggregate;
 mod subquery;
 use crate::rows::ColumnInfo;
 
-/// Most relations one statement may join: the binder refuses more, and the planner and the
-/// executor size their per-relation arrays by it (re-exported as `plan::MAX_RELS`).
-pub const MAX_RELS: usize = 8;
+/// Most relations one query may join (PostgreSQL has no such limit): the binder refuses
+/// more; the planner keeps sets of relations as bits of a `u64` (re-exported as
+/// `plan::MAX_RELS`).
+pub const MAX_RELS: usize = 64;
 
 /// Folds an identifier as PostgreSQL does.
 pub fn ident(i: &Ident) -> String {
@@ -147,6 +149,12 @@ pub struct Binder<'c> {
     pub plan_subquery: Option<SubqueryPlanner>,
     /// A subquery in FROM, the query's only relation (its rows are `rels[0]`'s).
     pub from_query: Option<SetTree>,
+    /// The relations of the queries around this one, outermost first: a column this
+    /// query does not have is looked for there, innermost first (a correlated subquery).
+    outer: Vec<Arc<[Rel]>>,
+    /// The values of the queries around this one that it reads, as (level in `outer`,
+    /// relation, column): `Expr::Outer(i)` reads the `i`-th (`bind/subquery.rs`).
+    outer_refs: Vec<(usize, usize, usize)>,
 }
 
 /// Plans a subquery (a SELECT or a set operation of them) with `sub`, a binder whose
@@ -167,6 +175,8 @@ impl<'c> Binder<'c> {
             init: Vec::new(),
             plan_subquery: None,
             from_query: None,
+            outer: Vec::new(),
+            outer_refs: Vec::new(),
         }
     }
 
@@ -194,7 +204,7 @@ impl<'c> Binder<'c> {
         Ok(self.rels.len() - 1)
     }
 
-    fn column(&self, parts: &[Ident]) -> Result<Typed> {
+    fn column(&mut self, parts: &[Ident]) -> Result<Typed> {
         let names: Vec<String> = parts.iter().map(ident).collect();
         let (qual, col) = match names.as_slice() {
             [c] => (None, c),
@@ -202,24 +212,29 @@ impl<'c> Binder<'c> {
             [s, t, c] if s == "public" => (Some(t.as_str()), c),
             _ => return Err(SqlError::UnknownColumn(names.join("."))),
         };
-        let mut found = None;
-        for (ri, rel) in self.rels.iter().enumerate() {
-            if qual.is_some_and(|q| q != rel.alias) {
-                continue;
+        let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.alias == q);
+        if let Some((rel, col)) = find_column(&self.rels, qual, col)? {
+            return Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty)));
+        }
+        if qual.is_some_and(|q| known(&self.rels, q)) {
+            return Err(SqlError::UnknownColumn(names.join(".")));
+        }
+        // A column of a query around this one: read as a value this subquery runs with.
+        for level in (0..self.outer.len()).rev() {
+            let found = find_column(&self.outer[level], qual, col)?;
+            if found.is_none() && qual.is_some_and(|q| known(&self.outer[level], q)) {
+                return Err(SqlError::UnknownColumn(names.join(".")));
             }
-            if let Some(ci) = rel.schema.columns.iter().position(|c| &c.name == col) {
-                if found.is_some() {
-                    return Err(SqlError::AmbiguousColumn(col.clone()));
-                }
-                found = Some((ri, ci));
+            if let Some((rel, c)) = found {
+                let ty = self.outer[level][rel].schema.columns[c].ty;
+                return Ok((Expr::Outer(self.outer_ref((level, rel, c))), Some(ty)));
             }
         }
-        match found {
-            Some((rel, col)) => Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty))),
-            None => match qual {
-                Some(q) if !self.rels.iter().any(|r| r.alias == q) => Err(SqlError::MissingFromEntry(q.to_string())),
-                _ => Err(SqlError::UnknownColumn(names.join("."))),
-            },
+        match qual {
+            Some(q) if !known(&self.rels, q) && !self.outer.iter().any(|o| known(o, q)) => {
+                Err(SqlError::MissingFromEntry(q.to_string()))
+            }
+            _ => Err(SqlError::UnknownColumn(names.join("."))),
         }
     }
 
@@ -830,76 +845,24 @@ impl<'c> Binder<'c> {
         }
         Ok((Expr::Func(func, bound), ty))
     }
+}
 
-    fn aggregate(
-        &mut self,
-        func: AggFunc,
-        name: &str,
-        args: &[&ast::Expr],
-        distinct: bool,
-        star: bool,
-    ) -> Result<Typed> {
-        let Some(mut aggs) = self.aggs.take() else {
-            return Err(SqlError::Grouping(format!(
-                "aggregate functions are not allowed here ({name})"
-            )));
-        };
-        let result = (|| {
-            let (arg, at) = match (star, args) {
-                (true, []) if func == AggFunc::Count => (None, None),
-                (false, [a]) => {
-                    let (x, t) = self.expr(a)?;
-                    (Some(x), t)
-                }
-                _ => {
-                    return Err(SqlError::UnknownFunction(format!("{name} with these arguments")));
-                }
-            };
-            let ty = match func {
-                AggFunc::Count => Some(DataType::BigInt),
-                AggFunc::Min | AggFunc::Max => at,
-                // As PostgreSQL: the sum of bigints is a numeric (it does not overflow),
-                // of smaller integers a bigint.
-                AggFunc::Sum => match at {
-                    Some(DataType::BigInt) => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) if t.is_integer() => Some(DataType::BigInt),
-                    Some(DataType::Double) => Some(DataType::Double),
-                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
-                    None => None,
-                },
-                AggFunc::Avg => match at {
-                    Some(DataType::Double) => Some(DataType::Double),
-                    Some(t) if t.is_numeric() => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
-                    None => None,
-                },
-            };
-            Ok(AggCall {
-                func,
-                arg,
-                distinct,
-                ty,
-            })
-        })();
-        let call = match result {
-            Ok(c) => c,
-            Err(e) => {
-                self.aggs = Some(aggs);
-                return Err(e);
+/// The relation and column of `rels` that column `col` (qualified by `qual`) names, if one
+/// does; more than one is an error.
+fn find_column(rels: &[Rel], qual: Option<&str>, col: &str) -> Result<Option<(usize, usize)>> {
+    let mut found = None;
+    for (ri, rel) in rels.iter().enumerate() {
+        if qual.is_some_and(|q| q != rel.alias) {
+            continue;
+        }
+        if let Some(ci) = rel.schema.columns.iter().position(|c| c.name == col) {
+            if found.is_some() {
+                return Err(SqlError::AmbiguousColumn(col.to_string()));
             }
-        };
-        let ty = call.ty;
-        let idx = match aggs.iter().position(|a| *a == call) {
-            Some(i) => i,
-            None => {
-                aggs.push(call);
-                aggs.len() - 1
-            }
-        };
-        self.aggs = Some(aggs);
-        Ok((Expr::Agg(idx), ty))
+            found = Some((ri, ci));
+        }
     }
+    Ok(found)
 }
 
 /// A string literal next to a value of another known type is read as that type, when the

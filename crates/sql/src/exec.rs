@@ -20,28 +20,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{
-    ColumnDefault, PartitionStore, Row, Savepoint, StorageError, Table, TableId, TableSchema, TupleRef,
-};
+use permafrost_storage::{ColumnDefault, PartitionStore, Savepoint, StorageError, Table, TableId, TableSchema};
 use permafrost_types::{DataType, Value, ValueError, ValueRef};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{ColumnSource, Cx, Expr, NoColumns, compare};
+use crate::expr::{Cx, Expr, compare};
 use crate::plan::{
-    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, MAX_RELS, PartitionPick, Plan, RelPlan, SelectPlan,
-    UpdatePlan,
+    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, UpdatePlan,
 };
 use crate::prepared::Prepared;
 pub use crate::prepared::coerce_params;
 use crate::rows::{ColumnInfo, Rows};
-
-/// An evicted tuple a statement needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EvictedRef {
-    pub partition: u32,
-    pub table: TableId,
-    pub tombstone: u32,
-}
 
 /// What a statement runs against.
 pub struct Env<'a, 'b> {
@@ -87,21 +76,22 @@ pub struct Env<'a, 'b> {
     pub undone: bool,
 }
 
+mod correlated;
 mod deferred;
 mod gather;
 mod keys;
 mod subquery;
+mod walk;
 
 use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;
 pub use crate::workmem::value_size;
+use correlated::{PlanRunner, Reader};
 use deferred::deferred_part;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
-use gather::{Gather, limit_value};
-use keys::{any_keys, build_key, build_range, first_if, key_value};
-
-/// Tuples a statement visits between two looks at [`Env::interrupted`].
-pub const INTERRUPT_EVERY: u32 = 1024;
+use gather::{Gather, start_select};
+use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
+pub use walk::{EvictedRef, INTERRUPT_EVERY};
 
 /// For callers whose statements are never interrupted.
 pub fn never_interrupted() -> bool {
@@ -119,6 +109,19 @@ impl Env<'_, '_> {
 
     fn holds_all(&self) -> bool {
         self.stores.len() as u32 == self.total_partitions
+    }
+
+    /// What a walk reads ([`Reach`]), and the list of evicted tuples it records into.
+    fn reach(&mut self) -> (Reach<'_>, &mut Vec<EvictedRef>) {
+        (
+            Reach {
+                stores: &*self.stores,
+                total: self.total_partitions,
+                interrupted: self.interrupted,
+                deadline: self.deadline,
+            },
+            &mut *self.evicted,
+        )
     }
 }
 
@@ -178,7 +181,16 @@ impl Prepared {
         let mut touched = Vec::new();
         let sampled = env.sampled;
         let pool = env.pool;
-        let mut walker = Walker::over(&p.rels, env, &cx, sampled.then_some(&mut touched), Copies::One, false);
+        let (reach, evicted) = env.reach();
+        let mut walker = Walker::over(
+            &p.rels,
+            reach,
+            evicted,
+            &cx,
+            sampled.then_some(&mut touched),
+            Copies::One,
+            false,
+        );
         let mut b = Bindings::new();
         let r = walker.walk(0, &mut b, &mut |b| gather.add(p, b, &cx, pool));
         apply_touches(env, &touched);
@@ -269,251 +281,6 @@ fn apply_touches(env: &mut Env<'_, '_>, touched: &[(usize, TableId, u32)]) {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Walking relations
-
-/// The tuples bound at the current point of the nested loops.
-struct Bindings<'s> {
-    rows: [Option<Row<'s>>; MAX_RELS],
-    slots: [u32; MAX_RELS],
-    locals: [usize; MAX_RELS],
-}
-
-impl<'s> Bindings<'s> {
-    fn new() -> Self {
-        Bindings {
-            rows: [None; MAX_RELS],
-            slots: [0; MAX_RELS],
-            locals: [0; MAX_RELS],
-        }
-    }
-
-    #[inline]
-    fn bind(&mut self, rel: usize, table: &'s Table, slot: u32, local: usize) {
-        self.rows[rel] = Some(table.row(slot));
-        self.slots[rel] = slot;
-        self.locals[rel] = local;
-    }
-}
-
-impl ColumnSource for Bindings<'_> {
-    #[inline]
-    fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
-        match &self.rows[rel] {
-            Some(r) => r.get(col),
-            None => ValueRef::Null,
-        }
-    }
-}
-
-/// Whether a level reads one copy of a replicated table or every copy (writes).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Copies {
-    One,
-    All,
-}
-
-struct Walker<'w, 's> {
-    rels: &'w [RelPlan],
-    stores: &'s [&'s mut PartitionStore],
-    cx: &'w Cx<'w>,
-    evicted: &'w mut Vec<EvictedRef>,
-    touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
-    total: u32,
-    copies: Copies,
-    interrupted: &'w dyn Fn() -> bool,
-    /// [`Env::deadline`].
-    deadline: Option<Instant>,
-    /// Tuples visited since the last look at `interrupted`.
-    visits: u32,
-    /// Whether scans pass over evicted tuples without recording them (a [`Deferred`] scan
-    /// reads them afterwards).
-    skip_evicted: bool,
-    /// The held partitions (positions in `stores`, below 64) the outermost level visited.
-    visited_locals: u64,
-}
-
-impl<'w> Walker<'w, 'w> {
-    /// A walk of `rels` over the partitions `env` holds: recording the tuples it visits
-    /// in `touched` (LRU sampling) when given, reading replicated relations from `copies`,
-    /// passing over evicted tuples without recording them when `skip_evicted`.
-    fn over(
-        rels: &'w [RelPlan],
-        env: &'w mut Env<'_, '_>,
-        cx: &'w Cx<'w>,
-        touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
-        copies: Copies,
-        skip_evicted: bool,
-    ) -> Walker<'w, 'w> {
-        Walker {
-            rels,
-            stores: &*env.stores,
-            cx,
-            evicted: &mut *env.evicted,
-            touched,
-            total: env.total_partitions,
-            copies,
-            interrupted: env.interrupted,
-            deadline: env.deadline,
-            visits: 0,
-            skip_evicted,
-            visited_locals: 0,
-        }
-    }
-}
-
-struct LevelState {
-    err: Option<SqlError>,
-    flow: ControlFlow<()>,
-}
-
-type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
-
-impl<'w, 's> Walker<'w, 's> {
-    /// The held partitions (as positions in `stores`) a level visits.
-    fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<std::ops::Range<usize>> {
-        Ok(match &rp.pick {
-            PartitionPick::Replicated if self.copies == Copies::One => 0..1,
-            PartitionPick::Key(e) => {
-                let pc = rp.schema.partition_column.expect("keyed pick on a partitioned table");
-                let ty = rp.schema.columns[pc].ty;
-                let v = e.eval(b, self.cx)?;
-                let Some(kv) = key_value(v.as_ref(), &ty) else {
-                    return Ok(0..0);
-                };
-                let p = partition_of(Value::as_ref(&kv), &ty, self.total);
-                match self.stores.iter().position(|s| s.partition() == p) {
-                    Some(i) => i..i + 1,
-                    None => 0..0,
-                }
-            }
-            _ => 0..self.stores.len(),
-        })
-    }
-
-    fn walk(&mut self, level: usize, b: &mut Bindings<'s>, emit: &mut Emit<'_, 's>) -> Result<ControlFlow<()>> {
-        if level == self.rels.len() {
-            return emit(b);
-        }
-        let rp = &self.rels[level];
-        for li in self.locals(rp, b)? {
-            if level == 0 && li < 64 {
-                self.visited_locals |= 1 << li;
-            }
-            let store: &'s PartitionStore = self.stores[li];
-            let table = checked_table(store, &rp.schema)?;
-            let mut st = LevelState {
-                err: None,
-                flow: ControlFlow::Continue(()),
-            };
-            // Filters an exact index range guarantees are not checked again (`RelPlan::bounds`).
-            let first_filter = std::cell::Cell::new(0);
-            let mut visit =
-                |r: TupleRef, this: &mut Self, b: &mut Bindings<'s>, st: &mut LevelState| -> ControlFlow<()> {
-                    this.visits += 1;
-                    if this.visits == INTERRUPT_EVERY {
-                        this.visits = 0;
-                        if let Err(e) = stop_now(this.interrupted, this.deadline) {
-                            st.err = Some(e);
-                            return ControlFlow::Break(());
-                        }
-                    }
-                    let slot = match r.as_slot() {
-                        Some(s) => s,
-                        None => {
-                            this.evicted.push(EvictedRef {
-                                partition: store.partition(),
-                                table: rp.schema.id,
-                                tombstone: r.as_tombstone().expect("not a slot"),
-                            });
-                            return ControlFlow::Continue(());
-                        }
-                    };
-                    if !table.is_visible(slot) {
-                        return ControlFlow::Continue(());
-                    }
-                    b.bind(rp.rel, table, slot, li);
-                    let res = (|| -> Result<ControlFlow<()>> {
-                        for f in &rp.filters[first_filter.get()..] {
-                            if !f.test(b, this.cx)? {
-                                return Ok(ControlFlow::Continue(()));
-                            }
-                        }
-                        if let Some(t) = this.touched.as_deref_mut() {
-                            t.push((li, rp.schema.id, slot));
-                        }
-                        this.walk(level + 1, b, emit)
-                    })();
-                    match res {
-                        Ok(c) => {
-                            st.flow = c;
-                            c
-                        }
-                        Err(e) => {
-                            st.err = Some(e);
-                            ControlFlow::Break(())
-                        }
-                    }
-                };
-            match &rp.access {
-                Access::Scan => {
-                    let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
-                    if st.err.is_none() && st.flow.is_continue() && !self.skip_evicted {
-                        for (tomb, _) in table.tombstones().iter() {
-                            let _ = visit(TupleRef::tombstone(tomb), self, b, &mut st);
-                        }
-                    }
-                }
-                Access::IndexEq { index, keys } => {
-                    if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
-                        let unique = table.schema().indexes[*index].unique;
-                        let _ = table
-                            .index_store(*index)
-                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
-                    }
-                }
-                Access::IndexAny { index, array } => {
-                    let unique = table.schema().indexes[*index].unique;
-                    for key in any_keys(table, *index, array, b, self.cx)? {
-                        let _ = table
-                            .index_store(*index)
-                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
-                        if st.err.is_some() || st.flow.is_break() {
-                            break;
-                        }
-                    }
-                }
-                Access::IndexRange {
-                    index,
-                    prefix,
-                    lower,
-                    upper,
-                } => {
-                    if let Some((lo, hi, exact)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
-                        if exact {
-                            first_filter.set(rp.bounds);
-                        }
-                        let _ = table.index_store(*index).range_ahead(
-                            &lo,
-                            &hi,
-                            false,
-                            |r| table.prefetch(r),
-                            |r| visit(r, self, b, &mut st),
-                        );
-                    }
-                }
-            }
-            if let Some(e) = st.err {
-                return Err(e);
-            }
-            if st.flow.is_break() {
-                return Ok(st.flow);
-            }
-        }
-        Ok(ControlFlow::Continue(()))
-    }
-}
-
 /// The evicted tuples of the table `rp` scans at the held partitions `locals` visited:
 /// per partition, the blocks they are in and which entries of each block.
 fn deferred_parts(rp: &RelPlan, env: &Env<'_, '_>, locals: u64) -> Result<Vec<DeferredPart>> {
@@ -551,31 +318,8 @@ fn deferred_parts_of_refs(rp: &RelPlan, env: &mut Env<'_, '_>) -> Result<Vec<Def
     Ok(parts)
 }
 
-/// The table a plan was made for, or `SchemaChanged` if the table was dropped or altered
-/// since (the caller re-plans and retries).
-fn checked_table<'s>(store: &'s PartitionStore, schema: &Arc<TableSchema>) -> Result<&'s Table> {
-    match store.table(schema.id) {
-        Some(t) if Arc::ptr_eq(t.schema(), schema) => Ok(t),
-        _ => Err(SqlError::SchemaChanged(schema.name.clone())),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // SELECT
-
-/// What a SELECT gathers into, with its LIMIT and OFFSET, and whether it has rows to read
-/// (false when a predicate that reads no relation is false).
-fn start_select(p: &SelectPlan, columns: &Arc<[ColumnInfo]>, work_mem: usize, cx: &Cx<'_>) -> Result<(Gather, bool)> {
-    let limit = limit_value(&p.limit, cx, "LIMIT")?;
-    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
-    let gather = Gather::new(p, columns, work_mem, limit, offset);
-    for f in &p.pre_filters {
-        if !f.test(&NoColumns, cx)? {
-            return Ok((gather, false));
-        }
-    }
-    Ok((gather, true))
-}
 
 fn select(
     p: &SelectPlan,
@@ -591,7 +335,46 @@ fn select(
     let subs = subquery::run_init(&p.init, env, cx, work_mem, &mut |p, c, env, cx| {
         select_whole(p, c, env, cx, touched)
     })?;
-    select_rows(p, columns, env, &cx.with_subs(&subs), touched)
+    let cx = cx.with_subs(&subs);
+    if correlated(&p.init) {
+        return with_reader(env, touched, |r| {
+            let runner = PlanRunner::new(r, &p.init);
+            r.rows(p, columns, &cx.with_runner(&runner))
+        });
+    }
+    select_rows(p, columns, env, &cx, touched)
+}
+
+/// Whether some of a plan's subqueries are correlated (run per row, through a [`Reader`]).
+fn correlated(init: &[Arc<InitPlan>]) -> bool {
+    init.iter().any(|i| i.correlated)
+}
+
+/// Runs `f` with a [`Reader`] of the partitions `env` holds, then records in `env` the
+/// evicted tuples its walks met and in `touched` the tuples they visited.
+fn with_reader<T>(
+    env: &mut Env<'_, '_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+    f: impl FnOnce(&Reader<'_>) -> Result<T>,
+) -> Result<T> {
+    let reader = Reader {
+        reach: Reach {
+            stores: &*env.stores,
+            total: env.total_partitions,
+            interrupted: env.interrupted,
+            deadline: env.deadline,
+        },
+        sampled: env.sampled,
+        work_mem: env.work_mem,
+        pool: env.pool,
+        evicted: Default::default(),
+        touched: Default::default(),
+    };
+    let r = f(&reader);
+    let (evicted, seen) = (reader.evicted.into_inner(), reader.touched.into_inner());
+    env.evicted.extend(evicted);
+    touched.extend(seen);
+    r
 }
 
 /// A SELECT run whole, none of its scans' evicted tuples left for later (a subquery, a side
@@ -648,7 +431,16 @@ fn select_rows(
     let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
     let pool = env.pool;
-    let mut walker = Walker::over(&p.rels, env, cx, sampled.then_some(touched), Copies::One, defer);
+    let (reach, evicted) = env.reach();
+    let mut walker = Walker::over(
+        &p.rels,
+        reach,
+        evicted,
+        cx,
+        sampled.then_some(touched),
+        Copies::One,
+        defer,
+    );
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
@@ -682,10 +474,11 @@ fn select_rows(
 fn single_level_targets(rp: &RelPlan, env: &mut Env<'_, '_>, cx: &Cx<'_>, copies: Copies) -> Result<Vec<(usize, u32)>> {
     let mut out = Vec::new();
     let rels = std::slice::from_ref(rp);
-    let mut walker = Walker::over(rels, env, cx, None, copies, false);
+    let (reach, evicted) = env.reach();
+    let mut walker = Walker::over(rels, reach, evicted, cx, None, copies, false);
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| {
-        out.push((b.locals[rp.rel], b.slots[rp.rel]));
+        out.push(b.tuple(rp.rel));
         Ok(ControlFlow::Continue(()))
     })?;
     Ok(out)
@@ -821,17 +614,6 @@ fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     value.ok_or_else(|| SqlError::Unsupported("a transaction that holds no partition".into()))
 }
 
-/// Whether a statement is to stop now: cancelled (57014), or past its slice.
-fn stop_now(interrupted: &dyn Fn() -> bool, deadline: Option<Instant>) -> Result<()> {
-    if interrupted() {
-        return Err(SqlError::Cancelled);
-    }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Err(SqlError::SliceOver);
-    }
-    Ok(())
-}
-
 /// In a write's loop over its rows, every [`INTERRUPT_EVERY`] rows: whether to stop, as
 /// the walker looks every as many tuples it visits ([`stop_now`]).
 fn look(env: &Env<'_, '_>, i: usize) -> Result<()> {
@@ -855,38 +637,42 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         require_all(env, &schema)?;
     }
     let copies = if replicated { Copies::All } else { Copies::One };
-    let targets = single_level_targets(&p.target, env, cx, copies)?;
+    // With correlated subqueries, every target's new values are computed before the first
+    // write (the subqueries read the partitions while they are being evaluated).
+    let (targets, mut planned) = if correlated(&p.init) {
+        let mut touched = Vec::new();
+        let planned = with_reader(env, &mut touched, |r| {
+            let runner = PlanRunner::new(r, &p.init);
+            let cx = cx.with_runner(&runner);
+            r.targets(&p.target, &cx, copies)?
+                .into_iter()
+                .map(|(li, slot)| {
+                    let store = &*r.reach.stores[li];
+                    let table = checked_table(store, &schema)?;
+                    Ok((
+                        (li, slot),
+                        new_values(p, table, slot, store.partition(), r.reach.total, &cx)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        apply_touches(env, &touched);
+        let (targets, values): (Vec<_>, Vec<_>) = planned.into_iter().unzip();
+        (targets, Some(values))
+    } else {
+        (single_level_targets(&p.target, env, cx, copies)?, None)
+    };
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
     for (i, (li, slot)) in targets.into_iter().enumerate() {
         look(env, i)?;
-        let changes = {
-            let table = env.stores[li].table(schema.id).expect("target table");
-            let mut b = Bindings::new();
-            b.bind(0, table, slot, li);
-            let mut changes = Vec::with_capacity(p.assignments.len());
-            for (c, e) in &p.assignments {
-                let col = &schema.columns[*c];
-                let v = e
-                    .eval(&b, cx)?
-                    .into_value()
-                    .coerce_to(&col.ty)
-                    .map_err(|err| column_context(err, &col.name))?;
-                if Some(*c) == schema.partition_column {
-                    let old = table.value(slot, *c);
-                    if compare(old, v.as_ref())? != Some(Ordering::Equal) {
-                        let to = partition_of(v.as_ref(), &col.ty, env.total_partitions);
-                        if to != env.stores[li].partition() {
-                            return Err(SqlError::Unsupported(format!(
-                                "changing partition column \"{}\" moves the row to another partition; delete and insert it instead",
-                                col.name
-                            )));
-                        }
-                    }
-                }
-                changes.push((*c, v));
+        let changes = match planned.as_mut() {
+            Some(values) => std::mem::take(&mut values[i]),
+            None => {
+                let store = &*env.stores[li];
+                let table = store.table(schema.id).expect("target table");
+                new_values(p, table, slot, store.partition(), env.total_partitions, cx)?
             }
-            changes
         };
         env.stores[li].update(schema.id, slot, &changes)?;
         let first_copy = !replicated || li == 0;
@@ -900,6 +686,44 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     Ok(out)
 }
 
+/// The values an UPDATE's assignments give the tuple at `slot` of `table`, at the
+/// partition `partition` of `total`: each converted to its column's type; a new value of
+/// the partition column that would move the row to another partition is refused.
+fn new_values(
+    p: &UpdatePlan,
+    table: &Table,
+    slot: u32,
+    partition: u32,
+    total: u32,
+    cx: &Cx<'_>,
+) -> Result<Vec<(usize, Value)>> {
+    let schema = &p.target.schema;
+    let mut b = Bindings::new();
+    b.bind(0, table, slot, 0);
+    let mut changes = Vec::with_capacity(p.assignments.len());
+    for (c, e) in &p.assignments {
+        let col = &schema.columns[*c];
+        let v = e
+            .eval(&b, cx)?
+            .into_value()
+            .coerce_to(&col.ty)
+            .map_err(|err| column_context(err, &col.name))?;
+        if Some(*c) == schema.partition_column {
+            let old = table.value(slot, *c);
+            if compare(old, v.as_ref())? != Some(Ordering::Equal)
+                && partition_of(v.as_ref(), &col.ty, total) != partition
+            {
+                return Err(SqlError::Unsupported(format!(
+                    "changing partition column \"{}\" moves the row to another partition; delete and insert it instead",
+                    col.name
+                )));
+            }
+        }
+        changes.push((*c, v));
+    }
+    Ok(changes)
+}
+
 fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     let schema = p.target.schema.clone();
     let replicated = schema.partition_column.is_none();
@@ -907,7 +731,17 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         require_all(env, &schema)?;
     }
     let copies = if replicated { Copies::All } else { Copies::One };
-    let targets = single_level_targets(&p.target, env, cx, copies)?;
+    let targets = if correlated(&p.init) {
+        let mut touched = Vec::new();
+        let targets = with_reader(env, &mut touched, |r| {
+            let runner = PlanRunner::new(r, &p.init);
+            r.targets(&p.target, &cx.with_runner(&runner), copies)
+        })?;
+        apply_touches(env, &touched);
+        targets
+    } else {
+        single_level_targets(&p.target, env, cx, copies)?
+    };
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
     for (i, (li, slot)) in targets.into_iter().enumerate() {

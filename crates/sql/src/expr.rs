@@ -13,10 +13,11 @@ use std::cmp::Ordering;
 use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare, total_compare};
 
 use crate::error::{Result, SqlError};
-use crate::value_budget::ValueBudget;
 
+mod cx;
 mod datum;
 mod text;
+pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner};
 pub use datum::Datum;
 pub use text::like;
 
@@ -168,6 +169,31 @@ pub enum Expr {
         sub: usize,
         negated: bool,
     },
+    /// A correlated subquery (PostgreSQL's SubPlan): the `sub`-th subquery of the plan
+    /// holding this expression, run with the values `args` of the row being looked at
+    /// (read inside it as `Expr::Outer`) through [`Cx::runner`], and read as `kind` says;
+    /// `test` is `x [NOT] IN`'s left side and negation.
+    SubPlan {
+        sub: usize,
+        kind: SubqueryKind,
+        args: Vec<Expr>,
+        test: Option<(Box<Expr>, bool)>,
+    },
+    /// Inside a correlated subquery: the `n`-th value it is run with (its `SubPlan`'s
+    /// `args[n]`, a value of the query around it).
+    Outer(usize),
+}
+
+/// How a subquery in an expression is read (`Expr::Subquery`, `Expr::Exists`,
+/// `Expr::InSubquery`, `Expr::SubPlan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubqueryKind {
+    /// `(SELECT x ...)`: its one value, NULL without a row; more than one row is an error.
+    Scalar,
+    /// `EXISTS (SELECT ...)`: whether it has a row.
+    Exists,
+    /// `x IN (SELECT y ...)`: the values of its one column.
+    In,
 }
 
 impl Expr {
@@ -215,7 +241,14 @@ impl Expr {
             }
             Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
             Expr::InSubquery { expr, .. } => expr.walk(f),
+            Expr::SubPlan { args, test, .. } => {
+                args.iter().for_each(|e| e.walk(f));
+                if let Some((x, _)) = test {
+                    x.walk(f);
+                }
+            }
             Expr::Column { .. }
+            | Expr::Outer(_)
             | Expr::Param(_)
             | Expr::Const(_)
             | Expr::Now
@@ -250,6 +283,8 @@ impl Expr {
                     | Expr::Subquery(_)
                     | Expr::Exists(_)
                     | Expr::InSubquery { .. }
+                    | Expr::SubPlan { .. }
+                    | Expr::Outer(_)
             ) {
                 ok = false;
             }
@@ -269,113 +304,44 @@ impl Expr {
     }
 }
 
-/// Where column values come from during evaluation.
-pub trait ColumnSource {
-    fn column(&self, rel: usize, col: usize) -> ValueRef<'_>;
-}
-
-/// A source with no relations (VALUES lists, constant folding, post-aggregation).
-pub struct NoColumns;
-
-impl ColumnSource for NoColumns {
-    fn column(&self, _: usize, _: usize) -> ValueRef<'_> {
-        ValueRef::Null
-    }
-}
-
-/// What an evaluation can see besides columns.
-pub struct Cx<'a> {
-    pub params: &'a [Value],
-    /// Transaction timestamp, microseconds since the epoch.
-    pub now: i64,
-    pub groups: &'a [Value],
-    pub aggs: &'a [Value],
-    /// Arrays read by `= ANY` in this execution ([`ArrayCache`]).
-    pub arrays: ArrayCache,
-    /// What a value built by a function or operator may take ([`crate::value_budget`]).
-    pub budget: ValueBudget<'a>,
-    /// The values of the statement's subqueries, by number (`Expr::Subquery`): a row's
-    /// first column each.
-    pub subs: &'a [Vec<Value>],
-}
-
-impl<'a> Cx<'a> {
-    /// A context whose values are held to the least budget a statement has
-    /// ([`ValueBudget::default`]); a statement's execution sets its own
-    /// ([`Cx::with_budget`]).
-    pub fn new(params: &'a [Value], now: i64) -> Cx<'a> {
-        Cx {
-            params,
-            now,
-            groups: &[],
-            aggs: &[],
-            arrays: ArrayCache::default(),
-            budget: ValueBudget::default(),
-            subs: &[],
+/// A correlated subquery's value for the row being looked at: run through the context's
+/// runner with the row's values `args`, read as `kind` says.
+fn eval_subplan<'a>(
+    sub: usize,
+    kind: SubqueryKind,
+    args: &'a [Expr],
+    test: Option<&'a (Box<Expr>, bool)>,
+    src: &'a dyn ColumnSource,
+    cx: &'a Cx<'a>,
+) -> Result<Datum<'a>> {
+    let Some(runner) = cx.runner else {
+        return Err(SqlError::Unsupported("a correlated subquery here".into()));
+    };
+    let args = args
+        .iter()
+        .map(|a| Ok(a.eval(src, cx)?.into_value()))
+        .collect::<Result<Vec<Value>>>()?;
+    let values = runner.run(sub, args, cx)?;
+    Ok(match (kind, test) {
+        (SubqueryKind::Scalar, _) => Datum::Owned(values.first().cloned().unwrap_or(Value::Null)),
+        (SubqueryKind::Exists, _) => bool_datum(Some(!values.is_empty())),
+        (SubqueryKind::In, None) => bool_datum(None),
+        (SubqueryKind::In, Some((x, negated))) => {
+            // Nothing is IN an empty set, NULL included.
+            if values.is_empty() {
+                return Ok(bool_datum(Some(*negated)));
+            }
+            let x = x.eval(src, cx)?;
+            if x.is_null() {
+                return Ok(bool_datum(None));
+            }
+            bool_datum(among(
+                x.as_ref(),
+                values.iter().map(|v| Ok(Datum::Ref(v.as_ref()))),
+                *negated,
+            )?)
         }
-    }
-
-    /// This context with the values `subs` of its plan's subqueries (and none of the
-    /// groups or aggregates of another plan).
-    pub fn with_subs<'s>(&'s self, subs: &'s [Vec<Value>]) -> Cx<'s> {
-        Cx {
-            params: self.params,
-            now: self.now,
-            groups: &[],
-            aggs: &[],
-            arrays: ArrayCache::default(),
-            budget: self.budget.clone(),
-            subs,
-        }
-    }
-
-    /// This context with the statement's budget for the values it builds.
-    pub fn with_budget(self, budget: ValueBudget<'a>) -> Cx<'a> {
-        Cx { budget, ..self }
-    }
-}
-
-/// The arrays `= ANY(array)` read during one execution, with their elements converted to
-/// the compared type: an array is the same for every row it is compared with (a parameter
-/// or a constant, mostly), and reading its text once per row made a scan quadratic in
-/// practice. Keyed by the text itself; a few entries (a statement compares few arrays).
-#[derive(Default)]
-pub struct ArrayCache(std::cell::RefCell<Vec<CachedArray>>);
-
-struct CachedArray {
-    text: Box<str>,
-    elem: Option<DataType>,
-    values: std::rc::Rc<[Value]>,
-}
-
-/// Most arrays an [`ArrayCache`] keeps.
-const CACHED_ARRAYS: usize = 4;
-
-impl ArrayCache {
-    /// The elements of array literal `text` as values of `elem` (NULL elements as NULL).
-    fn values(&self, text: &str, elem: Option<DataType>) -> Result<std::rc::Rc<[Value]>> {
-        if let Some(c) = self.0.borrow().iter().find(|c| c.elem == elem && *c.text == *text) {
-            return Ok(c.values.clone());
-        }
-        let values: std::rc::Rc<[Value]> = crate::array::elements(text)?
-            .into_iter()
-            .map(|item| match (item, elem) {
-                (None, _) => Ok(Value::Null),
-                (Some(t), Some(ty)) => Ok(Value::text(t).coerce_to(&ty)?),
-                (Some(t), None) => Ok(Value::text(t)),
-            })
-            .collect::<Result<_>>()?;
-        let mut cache = self.0.borrow_mut();
-        if cache.len() == CACHED_ARRAYS {
-            cache.remove(0);
-        }
-        cache.push(CachedArray {
-            text: text.into(),
-            elem,
-            values: values.clone(),
-        });
-        Ok(values)
-    }
+    })
 }
 
 fn truth(v: ValueRef<'_>) -> Result<Option<bool>> {
@@ -493,6 +459,8 @@ impl Expr {
                     *negated,
                 )?)
             }
+            Expr::SubPlan { sub, kind, args, test } => eval_subplan(*sub, *kind, args, test.as_ref(), src, cx)?,
+            Expr::Outer(i) => Datum::Ref(cx.outer.get(*i).map_or(ValueRef::Null, Value::as_ref)),
         })
     }
 

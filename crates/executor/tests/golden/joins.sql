@@ -17,8 +17,9 @@ SELECT d.d_id, COUNT(*) FROM district d, order_line ol, stock s WHERE d.d_w_id =
 -- A cross join, and a join across warehouses (partitions).
 SELECT COUNT(*) FROM district, district x;
 SELECT a.s_w_id, b.s_w_id, a.s_i_id FROM stock a, stock b WHERE a.s_i_id = b.s_i_id AND a.s_w_id < b.s_w_id ORDER BY a.s_i_id;
+SELECT s_w_id, s_i_id, ol_o_id FROM stock LEFT JOIN order_line ON s_i_id = ol_i_id ORDER BY s_w_id, s_i_id, ol_o_id;
 -- Errors.
 SELECT s_w_id FROM stock, stock;
 SELECT ol_w_id FROM order_line a, order_line b;
-SELECT * FROM stock LEFT JOIN order_line ON s_i_id = ol_i_id;
+SELECT * FROM stock FULL JOIN order_line ON s_i_id = ol_i_id;
 SELECT x.s_w_id FROM stock;

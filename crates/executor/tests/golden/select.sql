@@ -70,7 +70,7 @@ SELECT * FROM nosuch;
 SELECT id FROM t WHERE grp = 'abc';
 SELECT SUM(id) FROM t WHERE SUM(id) > 1;
 SELECT id FROM t WHERE name LIKE 1;
-SELECT id FROM t WHERE EXISTS (SELECT 1 FROM t AS u WHERE u.id = t.id);
+SELECT id FROM t WHERE EXISTS (SELECT 1 FROM t AS u WHERE u.id = t.nope);
 SELEKT 1;
 -- Ranges over the integer key: exact bounds need no second check; others are checked.
 SELECT id FROM t WHERE id BETWEEN 2 AND 4 ORDER BY id;

@@ -561,15 +561,7 @@ pub(super) fn finish_agg(
                 })
             })
             .collect::<Result<_>>()?;
-        let pcx = Cx {
-            params: cx.params,
-            now: cx.now,
-            groups: key,
-            aggs: &finals,
-            arrays: Default::default(),
-            budget: cx.budget.clone(),
-            subs: cx.subs,
-        };
+        let pcx = cx.with_groups(key, &finals);
         if let Some(h) = &agg.having
             && !h.test(&NoColumns, &pcx)?
         {
@@ -617,4 +609,23 @@ pub(super) fn limit_value(e: &Option<Expr>, cx: &Cx<'_>, what: &str) -> Result<O
             other.as_ref().kind_name()
         ))),
     }
+}
+
+/// What a SELECT gathers into, with its LIMIT and OFFSET, and whether it has rows to read
+/// (false when a predicate that reads no relation is false).
+pub(super) fn start_select(
+    p: &SelectPlan,
+    columns: &Arc<[ColumnInfo]>,
+    work_mem: usize,
+    cx: &Cx<'_>,
+) -> Result<(Gather, bool)> {
+    let limit = limit_value(&p.limit, cx, "LIMIT")?;
+    let offset = limit_value(&p.offset, cx, "OFFSET")?.unwrap_or(0);
+    let gather = Gather::new(p, columns, work_mem, limit, offset);
+    for f in &p.pre_filters {
+        if !f.test(&NoColumns, cx)? {
+            return Ok((gather, false));
+        }
+    }
+    Ok((gather, true))
 }

@@ -20,10 +20,10 @@ use super::gather::limit_value;
 /// Runs one SELECT whole over the environment `E`.
 pub(super) type RunSelect<'r, E> = dyn FnMut(&SelectPlan, &Arc<[ColumnInfo]>, &mut E, &Cx<'_>) -> Result<Rows> + 'r;
 
-/// Runs a plan's subqueries before it reads a row, giving each one's values (a row's first
-/// column each: a scalar subquery's one row, an EXISTS's first, all of an IN's). A
-/// pre-pass that reached evicted tuples is rolled back and run again whatever it answered,
-/// so a subquery that missed some of its rows then does no harm.
+/// Runs a plan's uncorrelated subqueries before it reads a row, giving each one's values
+/// ([`values`]; none for a correlated one, run per row). A pre-pass that reached evicted
+/// tuples is rolled back and run again whatever it answered, so a subquery that missed
+/// some of its rows then does no harm.
 pub(super) fn run_init<E>(
     init: &[Arc<InitPlan>],
     env: &mut E,
@@ -33,14 +33,23 @@ pub(super) fn run_init<E>(
 ) -> Result<Vec<Vec<Value>>> {
     init.iter()
         .map(|ip| {
-            let rows = run_query(&ip.query, env, cx, work_mem, run)?;
-            Ok(match ip.kind {
-                SubqueryKind::Scalar if rows.len() > 1 => return Err(SqlError::SubqueryRows),
-                SubqueryKind::Exists => rows.iter().take(1).map(|_| Value::Bool(true)).collect(),
-                SubqueryKind::Scalar | SubqueryKind::In => rows.iter().map(|r| r.get(0).to_owned()).collect(),
-            })
+            if ip.correlated {
+                // (Run per row, `Expr::SubPlan`.)
+                return Ok(Vec::new());
+            }
+            values(ip.kind, &run_query(&ip.query, env, cx, work_mem, run)?)
         })
         .collect()
+}
+
+/// The values a subquery read as `kind` gives from its rows `rows`: a row's first column
+/// each (a scalar subquery's one row, an EXISTS's first as `true`, all of an IN's).
+pub(super) fn values(kind: SubqueryKind, rows: &Rows) -> Result<Vec<Value>> {
+    Ok(match kind {
+        SubqueryKind::Scalar if rows.len() > 1 => return Err(SqlError::SubqueryRows),
+        SubqueryKind::Exists => rows.iter().take(1).map(|_| Value::Bool(true)).collect(),
+        SubqueryKind::Scalar | SubqueryKind::In => rows.iter().map(|r| r.get(0).to_owned()).collect(),
+    })
 }
 
 /// Runs a subquery: a SELECT, or a set operation of them.

@@ -5,7 +5,7 @@ use permafrost_storage::{IndexKind, TableSchema};
 
 use super::tree::*;
 use crate::bind::Binder;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::expr::{CmpOp, Expr, Func};
 /// A predicate usable to reach relation `rel`: `col op value`, `value` computable before.
 struct Sarg {
@@ -132,17 +132,47 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -
     best
 }
 
-pub(super) fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
+/// A null-extended relation (the right side of a LEFT JOIN, the left of a RIGHT JOIN) and
+/// its ON conditions.
+pub(super) struct OuterJoin {
+    pub rel: usize,
+    pub on: Vec<Expr>,
+}
+
+pub(super) fn plan_joins(
+    b: &Binder<'_>,
+    conjuncts: Vec<Expr>,
+    outer: Vec<OuterJoin>,
+) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
     let n = b.rels.len();
     let pre_filters: Vec<Expr> = conjuncts.iter().filter(|c| c.rels() == 0).cloned().collect();
     let conjuncts: Vec<Expr> = conjuncts.into_iter().filter(|c| c.rels() != 0).collect();
     if n == 0 {
         return Ok((vec![], pre_filters));
     }
+    // A null-extended relation is reached through its ON conditions alone, after the
+    // relations they read.
+    let mut on: Vec<Option<Vec<Expr>>> = vec![None; n];
+    let mut deps = vec![0u64; n];
+    for oj in outer {
+        deps[oj.rel] = oj.on.iter().fold(0, |m, c| m | c.rels()) & !(1 << oj.rel);
+        on[oj.rel] = Some(oj.on);
+    }
+    let reach = |r: usize| on[r].as_deref().unwrap_or(&conjuncts);
     let orders: Vec<Vec<usize>> = if n <= 5 {
         permutations(n)
+            .into_iter()
+            .filter(|o| {
+                let mut known = 0u64;
+                o.iter().all(|&r| {
+                    let ok = deps[r] & !known == 0;
+                    known |= 1 << r;
+                    ok
+                })
+            })
+            .collect()
     } else {
-        vec![(0..n).collect()]
+        vec![greedy_order(b, &conjuncts, &deps, &reach)]
     };
     let mut best: Option<(f64, Vec<usize>)> = None;
     for order in orders {
@@ -152,8 +182,8 @@ pub(super) fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<Re
         for &r in &order {
             let (_, c, rows) = choose_access(
                 &b.rels[r].schema,
-                &sargs(r, &conjuncts, known),
-                &any_sargs(r, &conjuncts, known),
+                &sargs(r, reach(r), known),
+                &any_sargs(r, reach(r), known),
             );
             cost += c * fanout;
             fanout *= rows;
@@ -163,22 +193,26 @@ pub(super) fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<Re
             best = Some((cost, order));
         }
     }
-    let order = best.expect("at least one order").1;
+    let order = best
+        .ok_or_else(|| SqlError::Unsupported("these outer joins' order".into()))?
+        .1;
     let mut known = 0u64;
     let mut rels = Vec::with_capacity(n);
     for &r in &order {
         let schema = b.rels[r].schema.clone();
-        let sg = sargs(r, &conjuncts, known);
-        let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, &conjuncts, known));
+        let sg = sargs(r, reach(r), known);
+        let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, reach(r), known));
+        let before = known;
         known |= 1 << r;
         let implied = implied_by(&access, &schema, r);
-        let mut filters: Vec<Expr> = conjuncts
-            .iter()
-            .filter(|c| c.rels() & !known == 0 && c.rels() & (1 << r) != 0 && !implied.contains(c))
-            .cloned()
-            .collect();
+        let here = |c: &&Expr| c.rels() & !known == 0 && c.rels() & !before != 0 && !implied.contains(c);
+        let placed: Vec<Expr> = conjuncts.iter().filter(here).cloned().collect();
+        let (mut filters, after) = match &on[r] {
+            Some(on) => (on.iter().filter(|c| !implied.contains(c)).cloned().collect(), placed),
+            None => (placed, Vec::new()),
+        };
         // The range's bounds first (`RelPlan::bounds`).
-        let is_bound = |c: &Expr| range_bound_of(&access, &schema, r, known, c);
+        let is_bound = |c: &Expr| range_bound_of(&access, &schema, r, before | 1 << r, c);
         filters.sort_by_key(|c| !is_bound(c));
         let bounds = filters.iter().take_while(|c| is_bound(c)).count();
         let pick = partition_pick(&schema, &sg);
@@ -187,6 +221,8 @@ pub(super) fn plan_joins(b: &Binder<'_>, conjuncts: Vec<Expr>) -> Result<(Vec<Re
             schema,
             access,
             filters,
+            outer: on[r].is_some(),
+            after,
             bounds,
             pick,
         });
@@ -253,6 +289,48 @@ fn partition_pick(schema: &TableSchema, sargs: &[Sarg]) -> PartitionPick {
             None => PartitionPick::All,
         },
     }
+}
+
+/// A join order for more relations than every order can be costed for: at each step the
+/// relation that is cheapest to reach from those before it and gives the fewest rows once
+/// the predicates it completes are checked (each taken to keep a tenth), so that lookups
+/// and relations joined to those before come first and cross products last.
+fn greedy_order<'e>(
+    b: &Binder<'_>,
+    conjuncts: &[Expr],
+    deps: &[u64],
+    reach: &dyn Fn(usize) -> &'e [Expr],
+) -> Vec<usize> {
+    let n = b.rels.len();
+    let mut known = 0u64;
+    let mut order = Vec::with_capacity(n);
+    while order.len() < n {
+        let mut best: Option<(f64, usize)> = None;
+        for r in (0..n).filter(|&r| known & (1 << r) == 0 && deps[r] & !known == 0) {
+            let (_, cost, rows) = choose_access(
+                &b.rels[r].schema,
+                &sargs(r, reach(r), known),
+                &any_sargs(r, reach(r), known),
+            );
+            let with = known | 1 << r;
+            let checked = conjuncts
+                .iter()
+                .filter(|c| c.rels() & !with == 0 && c.rels() & (1 << r) != 0)
+                .count();
+            let score = cost + rows * 0.1f64.powi(checked.min(300) as i32);
+            if best.is_none_or(|(s, _)| score < s) {
+                best = Some((score, r));
+            }
+        }
+        let Some((_, r)) = best else {
+            // (Outer joins whose ON conditions read each other: FROM order.)
+            order.extend((0..n).filter(|&r| known & (1 << r) == 0));
+            break;
+        };
+        order.push(r);
+        known |= 1 << r;
+    }
+    order
 }
 
 fn permutations(n: usize) -> Vec<Vec<usize>> {

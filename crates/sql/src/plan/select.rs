@@ -41,7 +41,7 @@ pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
 /// join order are planned.
 pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
     let s = plain_select(q)?;
-    let conjuncts = from_and_where(b, s)?;
+    let (conjuncts, outer) = from_and_where(b, s)?;
     let groups = group_by(b, &s.group_by)?;
     // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
     b.aggs = Some(Vec::new());
@@ -68,7 +68,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         }
     }
     let (limit, offset) = limit_offset(b, q)?;
-    let (rels, pre_filters) = plan_joins(b, conjuncts)?;
+    let (rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
         SelectPlan {
@@ -318,32 +318,87 @@ fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
 
 /// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
 /// the conjuncts of the join conditions and the WHERE clause.
-fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<Vec<Expr>> {
+fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec<Expr>, Vec<OuterJoin>)> {
     let mut conjuncts = Vec::new();
     let mut on_clauses = Vec::new();
     for twj in &s.from {
-        add_factor(b, &twj.relation)?;
-        for j in &twj.joins {
-            add_factor(b, &j.relation)?;
-            match &j.join_operator {
-                JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
-                    JoinConstraint::On(e) => on_clauses.push(e.clone()),
-                    JoinConstraint::None => {}
-                    _ => return unsupported("JOIN ... USING / NATURAL"),
-                },
-                JoinOperator::CrossJoin(JoinConstraint::None) => {}
-                _ => return unsupported("outer and other non-inner joins"),
-            }
-        }
+        from_item(b, twj, &mut on_clauses)?;
     }
-    for e in &on_clauses {
-        b.expr(e)?.0.conjuncts(&mut conjuncts);
+    let mut outer: Vec<OuterJoin> = Vec::new();
+    for (null_extended, e) in &on_clauses {
+        let mut on = Vec::new();
+        b.expr(e)?.0.conjuncts(&mut on);
+        match null_extended {
+            None => conjuncts.extend(on),
+            Some(rel) => outer.push(OuterJoin { rel: *rel, on }),
+        }
     }
     if let Some(w) = &s.selection {
         let (e, _) = b.expr(w)?;
         e.conjuncts(&mut conjuncts);
     }
-    Ok(conjuncts)
+    Ok((conjuncts, outer))
+}
+
+/// Adds the relations of one FROM item (a relation and the joins after it) to the scope,
+/// and their ON conditions to `on_clauses`, each with the relation it null-extends (a
+/// LEFT JOIN's right side, a RIGHT JOIN's left side) or `None` (an inner join's, read as
+/// WHERE conditions). A parenthesized join without an alias, `(a CROSS JOIN b)`, joins its
+/// relations as if they were written in place.
+fn from_item(
+    b: &mut Binder<'_>,
+    twj: &ast::TableWithJoins,
+    on_clauses: &mut Vec<(Option<usize>, ast::Expr)>,
+) -> Result<()> {
+    let add = |b: &mut Binder<'_>,
+               f: &TableFactor,
+               on_clauses: &mut Vec<(Option<usize>, ast::Expr)>|
+     -> Result<Option<usize>> {
+        match f {
+            TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => from_item(b, table_with_joins, on_clauses).map(|_| None),
+            f => add_factor(b, f).map(Some),
+        }
+    };
+    let first = b.rels.len();
+    let left = add(b, &twj.relation, on_clauses)?;
+    for j in &twj.joins {
+        // The left side so far, when it is one relation.
+        let lone_left = left.filter(|_| b.rels.len() == first + 1);
+        let right = add(b, &j.relation, on_clauses)?;
+        let on = |c: &JoinConstraint, kind: &str| -> Result<ast::Expr> {
+            match c {
+                JoinConstraint::On(e) => Ok(e.clone()),
+                JoinConstraint::None => Err(SqlError::Syntax(format!("{kind} needs an ON condition"))),
+                _ => unsupported("JOIN ... USING / NATURAL"),
+            }
+        };
+        match &j.join_operator {
+            JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
+                JoinConstraint::On(e) => on_clauses.push((None, e.clone())),
+                JoinConstraint::None => {}
+                _ => return unsupported("JOIN ... USING / NATURAL"),
+            },
+            JoinOperator::CrossJoin(JoinConstraint::None) => {}
+            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => {
+                let Some(rel) = right else {
+                    return unsupported("a parenthesized join on the right of LEFT JOIN");
+                };
+                on_clauses.push((Some(rel), on(c, "LEFT JOIN")?));
+            }
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => {
+                let (Some(rel), Some(_)) = (lone_left, right) else {
+                    return unsupported("RIGHT JOIN after other joins (write it as a LEFT JOIN)");
+                };
+                on_clauses.push((Some(rel), on(c, "RIGHT JOIN")?));
+            }
+            JoinOperator::FullOuter(_) => return unsupported("FULL JOIN"),
+            _ => return unsupported("this kind of join"),
+        }
+    }
+    Ok(())
 }
 
 /// Binds the GROUP BY expressions (plain lists only).
@@ -620,7 +675,17 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
         | Expr::Agg(_)
         | Expr::Group(_)
         | Expr::Subquery(_)
-        | Expr::Exists(_) => e.clone(),
+        | Expr::Exists(_)
+        | Expr::Outer(_) => e.clone(),
+        Expr::SubPlan { sub, kind, args, test } => Expr::SubPlan {
+            sub: *sub,
+            kind: *kind,
+            args: args.iter().map(r).collect::<Result<_>>()?,
+            test: test
+                .as_ref()
+                .map(|(x, n)| Ok::<_, SqlError>((rb(x)?, *n)))
+                .transpose()?,
+        },
         Expr::InSubquery { expr, sub, negated } => Expr::InSubquery {
             expr: rb(expr)?,
             sub: *sub,

@@ -50,8 +50,16 @@ pub struct RelPlan {
     pub rel: usize,
     pub schema: Arc<TableSchema>,
     pub access: Access,
-    /// Predicates checked once this relation (and all earlier ones) is bound.
+    /// Predicates checked once this relation (and all earlier ones) is bound: for an
+    /// `outer` relation, its ON conditions.
     pub filters: Vec<Expr>,
+    /// Whether the relation is null-extended (the right side of a LEFT JOIN, the left of a
+    /// RIGHT JOIN): when none of its tuples passes `filters`, the walk goes on with none
+    /// bound (its columns read NULL).
+    pub outer: bool,
+    /// Of an `outer` relation, the predicates of the query (WHERE, inner joins' ON) checked
+    /// at its level, after its tuple is bound or it is null-extended.
+    pub after: Vec<Expr>,
     /// How many of `filters`, at their start, are the predicates an `IndexRange`
     /// access's bounds came from: a range the executor builds exactly (integer keys,
     /// every bound converted) guarantees them, so they are not checked again.
@@ -73,26 +81,20 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
-/// How a subquery in an expression is read (`Expr::Subquery`, `Expr::Exists`,
-/// `Expr::InSubquery`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubqueryKind {
-    /// `(SELECT x ...)`: its one value, NULL without a row; more than one row is an error.
-    Scalar,
-    /// `EXISTS (SELECT ...)`: whether it has a row.
-    Exists,
-    /// `x IN (SELECT y ...)`: the values of its one column.
-    In,
-}
+pub use crate::expr::SubqueryKind;
 
-/// A subquery that reads nothing of the row being looked at (PostgreSQL's InitPlan): run
-/// once, before its statement reads a row, its values then read by the statement's
-/// expressions by number (`Expr::Subquery(n)` is `init[n]` of the plan holding it).
+/// A subquery of a plan's expressions. One that reads nothing of the row being looked at
+/// (PostgreSQL's InitPlan) is run once, before its statement reads a row, its values then
+/// read by the statement's expressions by number (`Expr::Subquery(n)` is `init[n]` of the
+/// plan holding it). A correlated one (PostgreSQL's SubPlan, `Expr::SubPlan`) is run for
+/// each row it is evaluated on, with that row's values (`Expr::Outer` inside it).
 #[derive(Debug)]
 pub struct InitPlan {
     pub kind: SubqueryKind,
     /// A SELECT, or a set operation of them.
     pub query: SetTree,
+    /// Whether it reads values of the query around it (run per row, not first).
+    pub correlated: bool,
 }
 
 #[derive(Debug)]

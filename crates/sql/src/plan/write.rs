@@ -11,6 +11,17 @@ use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
+
+/// RETURNING is evaluated after the row is written, where no correlated subquery runs.
+fn refuse_correlated(e: &Expr) -> Result<()> {
+    let mut found = false;
+    e.walk(&mut |x| found |= matches!(x, Expr::SubPlan { .. }));
+    if found {
+        return unsupported("a correlated subquery in RETURNING (return the columns and query them afterwards)");
+    }
+    Ok(())
+}
+
 fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec<Expr>, Vec<ColumnInfo>)> {
     let mut out = Vec::new();
     let mut cols = Vec::new();
@@ -18,6 +29,7 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
         match item {
             SelectItem::UnnamedExpr(e) => {
                 let (x, t) = b.expr(e)?;
+                refuse_correlated(&x)?;
                 out.push(x);
                 cols.push(ColumnInfo {
                     name: column_name(e),
@@ -26,6 +38,7 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 let (x, t) = b.expr(expr)?;
+                refuse_correlated(&x)?;
                 out.push(x);
                 cols.push(ColumnInfo {
                     name: ident(alias),
@@ -331,7 +344,7 @@ fn target_plan(b: &mut Binder<'_>, selection: &Option<ast::Expr>) -> Result<RelP
     if let Some(w) = selection {
         b.expr(w)?.0.conjuncts(&mut conjuncts);
     }
-    let (mut rels, pre) = plan_joins(b, conjuncts)?;
+    let (mut rels, pre) = plan_joins(b, conjuncts, Vec::new())?;
     let mut target = rels.pop().expect("one relation");
     // Predicates on no column (e.g. `WHERE $1`) are checked per row too.
     target.filters.extend(pre);

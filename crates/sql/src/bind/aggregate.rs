@@ -1,0 +1,83 @@
+//! Aggregate calls met while binding (`count`, `sum`, `avg`, `min`, `max`): their argument,
+//! their result type as PostgreSQL gives it, and their place among the query's aggregates.
+
+use permafrost_types::DataType;
+use sqlparser::ast;
+
+use super::{Binder, Typed};
+use crate::error::{Result, SqlError};
+use crate::expr::{AggCall, AggFunc, Expr};
+
+impl Binder<'_> {
+    /// Binds an aggregate call of the select list, HAVING or ORDER BY: its argument and
+    /// result type, kept once among the query's aggregates (`Expr::Agg` reads it by number).
+    pub(super) fn aggregate(
+        &mut self,
+        func: AggFunc,
+        name: &str,
+        args: &[&ast::Expr],
+        distinct: bool,
+        star: bool,
+    ) -> Result<Typed> {
+        let Some(mut aggs) = self.aggs.take() else {
+            return Err(SqlError::Grouping(format!(
+                "aggregate functions are not allowed here ({name})"
+            )));
+        };
+        let result = (|| {
+            let (arg, at) = match (star, args) {
+                (true, []) if func == AggFunc::Count => (None, None),
+                (false, [a]) => {
+                    let (x, t) = self.expr(a)?;
+                    (Some(x), t)
+                }
+                _ => {
+                    return Err(SqlError::UnknownFunction(format!("{name} with these arguments")));
+                }
+            };
+            let ty = match func {
+                AggFunc::Count => Some(DataType::BigInt),
+                AggFunc::Min | AggFunc::Max => at,
+                // As PostgreSQL: the sum of bigints is a numeric (it does not overflow),
+                // of smaller integers a bigint.
+                AggFunc::Sum => match at {
+                    Some(DataType::BigInt) => Some(DataType::Decimal { precision: 0, scale: 0 }),
+                    Some(t) if t.is_integer() => Some(DataType::BigInt),
+                    Some(DataType::Double) => Some(DataType::Double),
+                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal { precision: 0, scale: 0 }),
+                    Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
+                    None => None,
+                },
+                AggFunc::Avg => match at {
+                    Some(DataType::Double) => Some(DataType::Double),
+                    Some(t) if t.is_numeric() => Some(DataType::Decimal { precision: 0, scale: 0 }),
+                    Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
+                    None => None,
+                },
+            };
+            Ok(AggCall {
+                func,
+                arg,
+                distinct,
+                ty,
+            })
+        })();
+        let call = match result {
+            Ok(c) => c,
+            Err(e) => {
+                self.aggs = Some(aggs);
+                return Err(e);
+            }
+        };
+        let ty = call.ty;
+        let idx = match aggs.iter().position(|a| *a == call) {
+            Some(i) => i,
+            None => {
+                aggs.push(call);
+                aggs.len() - 1
+            }
+        };
+        self.aggs = Some(aggs);
+        Ok((Expr::Agg(idx), ty))
+    }
+}

@@ -1,0 +1,374 @@
+//! Walking the relations of a plan: nested loops, innermost last, each level reaching
+//! its tuples through the access path the planner chose at the partitions its partition
+//! pick names, binding them ([`Bindings`]) for the filters and for what the walk emits.
+//! An evicted tuple met on the way is recorded (the pre-pass) and passed over.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema, TupleRef};
+use permafrost_types::{Value, ValueRef};
+
+use crate::error::{Result, SqlError};
+use crate::expr::{ColumnSource, Cx};
+use crate::plan::{Access, PartitionPick, RelPlan};
+
+use super::keys::{any_keys, build_key, build_range, first_if, key_value};
+
+/// Tuples a statement visits between two looks at [`Env::interrupted`].
+pub const INTERRUPT_EVERY: u32 = 1024;
+
+/// An evicted tuple a statement needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EvictedRef {
+    pub partition: u32,
+    pub table: TableId,
+    pub tombstone: u32,
+}
+
+/// Relations whose bindings [`Bindings`] holds inline; those past them (joins of more
+/// relations) are kept in a vector.
+const INLINE_RELS: usize = 8;
+
+/// The tuples bound at the current point of the nested loops: for each relation, its row,
+/// slot and held partition (position in the stores).
+pub(super) struct Bindings<'s> {
+    rows: [Option<Row<'s>>; INLINE_RELS],
+    slots: [u32; INLINE_RELS],
+    locals: [usize; INLINE_RELS],
+    more: Vec<(Option<Row<'s>>, u32, usize)>,
+}
+
+impl<'s> Bindings<'s> {
+    pub(super) fn new() -> Self {
+        Bindings {
+            rows: [None; INLINE_RELS],
+            slots: [0; INLINE_RELS],
+            locals: [0; INLINE_RELS],
+            more: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn bind(&mut self, rel: usize, table: &'s Table, slot: u32, local: usize) {
+        if rel < INLINE_RELS {
+            self.rows[rel] = Some(table.row(slot));
+            self.slots[rel] = slot;
+            self.locals[rel] = local;
+        } else {
+            let i = rel - INLINE_RELS;
+            if self.more.len() <= i {
+                self.more.resize(i + 1, (None, 0, 0));
+            }
+            self.more[i] = (Some(table.row(slot)), slot, local);
+        }
+    }
+
+    /// Binds no tuple of relation `rel` (a null-extended relation: its columns read NULL).
+    pub(super) fn unbind(&mut self, rel: usize) {
+        if rel < INLINE_RELS {
+            self.rows[rel] = None;
+        } else if let Some(m) = self.more.get_mut(rel - INLINE_RELS) {
+            m.0 = None;
+        }
+    }
+
+    /// Relation `rel`'s bound tuple: the position of its partition among the held ones,
+    /// and its slot.
+    pub(super) fn tuple(&self, rel: usize) -> (usize, u32) {
+        if rel < INLINE_RELS {
+            (self.locals[rel], self.slots[rel])
+        } else {
+            self.more.get(rel - INLINE_RELS).map_or((0, 0), |m| (m.2, m.1))
+        }
+    }
+}
+
+impl ColumnSource for Bindings<'_> {
+    #[inline]
+    fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
+        let row = if rel < INLINE_RELS {
+            &self.rows[rel]
+        } else {
+            match self.more.get(rel - INLINE_RELS) {
+                Some(m) => &m.0,
+                None => return ValueRef::Null,
+            }
+        };
+        match row {
+            Some(r) => r.get(col),
+            None => ValueRef::Null,
+        }
+    }
+}
+
+/// Whether a level reads one copy of a replicated table or every copy (writes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Copies {
+    One,
+    All,
+}
+
+pub(super) struct Walker<'w, 's> {
+    rels: &'w [RelPlan],
+    stores: &'s [&'s mut PartitionStore],
+    cx: &'w Cx<'w>,
+    evicted: &'w mut Vec<EvictedRef>,
+    touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
+    total: u32,
+    copies: Copies,
+    interrupted: &'w dyn Fn() -> bool,
+    /// `Env::deadline`.
+    deadline: Option<Instant>,
+    /// Tuples visited since the last look at `interrupted`.
+    visits: u32,
+    /// Whether scans pass over evicted tuples without recording them (a `Deferred` scan
+    /// reads them afterwards).
+    skip_evicted: bool,
+    /// The held partitions (positions in `stores`, below 64) the outermost level visited.
+    pub(super) visited_locals: u64,
+}
+
+/// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
+/// a walk only reads), how many the database has, and `Env::interrupted` and
+/// `Env::deadline`.
+#[derive(Clone, Copy)]
+pub(super) struct Reach<'s> {
+    pub(super) stores: &'s [&'s mut PartitionStore],
+    pub(super) total: u32,
+    pub(super) interrupted: &'s dyn Fn() -> bool,
+    pub(super) deadline: Option<Instant>,
+}
+
+impl<'w> Walker<'w, 'w> {
+    /// A walk of `rels` over the partitions `reach` gives: recording the evicted tuples it
+    /// meets in `evicted`, the tuples it visits in `touched` (LRU sampling) when given,
+    /// reading replicated relations from `copies`, passing over evicted tuples without
+    /// recording them when `skip_evicted`.
+    pub(super) fn over(
+        rels: &'w [RelPlan],
+        reach: Reach<'w>,
+        evicted: &'w mut Vec<EvictedRef>,
+        cx: &'w Cx<'w>,
+        touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
+        copies: Copies,
+        skip_evicted: bool,
+    ) -> Walker<'w, 'w> {
+        Walker {
+            rels,
+            stores: reach.stores,
+            cx,
+            evicted,
+            touched,
+            total: reach.total,
+            copies,
+            interrupted: reach.interrupted,
+            deadline: reach.deadline,
+            visits: 0,
+            skip_evicted,
+            visited_locals: 0,
+        }
+    }
+}
+
+pub(super) struct LevelState {
+    err: Option<SqlError>,
+    flow: ControlFlow<()>,
+    /// Whether a tuple passed the level's filters (for a null-extended relation).
+    matched: bool,
+}
+
+pub(super) type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
+
+impl<'w, 's> Walker<'w, 's> {
+    /// The held partitions (as positions in `stores`) a level visits.
+    fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<std::ops::Range<usize>> {
+        Ok(match &rp.pick {
+            PartitionPick::Replicated if self.copies == Copies::One => 0..1,
+            PartitionPick::Key(e) => {
+                let pc = rp.schema.partition_column.expect("keyed pick on a partitioned table");
+                let ty = rp.schema.columns[pc].ty;
+                let v = e.eval(b, self.cx)?;
+                let Some(kv) = key_value(v.as_ref(), &ty) else {
+                    return Ok(0..0);
+                };
+                let p = partition_of(Value::as_ref(&kv), &ty, self.total);
+                match self.stores.iter().position(|s| s.partition() == p) {
+                    Some(i) => i..i + 1,
+                    None => 0..0,
+                }
+            }
+            _ => 0..self.stores.len(),
+        })
+    }
+
+    pub(super) fn walk(
+        &mut self,
+        level: usize,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        if level == self.rels.len() {
+            return emit(b);
+        }
+        let rp = &self.rels[level];
+        let mut matched = false;
+        for li in self.locals(rp, b)? {
+            if level == 0 && li < 64 {
+                self.visited_locals |= 1 << li;
+            }
+            let store: &'s PartitionStore = self.stores[li];
+            let table = checked_table(store, &rp.schema)?;
+            let mut st = LevelState {
+                err: None,
+                flow: ControlFlow::Continue(()),
+                matched: false,
+            };
+            // Filters an exact index range guarantees are not checked again (`RelPlan::bounds`).
+            let first_filter = std::cell::Cell::new(0);
+            let mut visit =
+                |r: TupleRef, this: &mut Self, b: &mut Bindings<'s>, st: &mut LevelState| -> ControlFlow<()> {
+                    this.visits += 1;
+                    if this.visits == INTERRUPT_EVERY {
+                        this.visits = 0;
+                        if let Err(e) = stop_now(this.interrupted, this.deadline) {
+                            st.err = Some(e);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    let slot = match r.as_slot() {
+                        Some(s) => s,
+                        None => {
+                            this.evicted.push(EvictedRef {
+                                partition: store.partition(),
+                                table: rp.schema.id,
+                                tombstone: r.as_tombstone().expect("not a slot"),
+                            });
+                            return ControlFlow::Continue(());
+                        }
+                    };
+                    if !table.is_visible(slot) {
+                        return ControlFlow::Continue(());
+                    }
+                    b.bind(rp.rel, table, slot, li);
+                    let res = (|| -> Result<ControlFlow<()>> {
+                        for f in &rp.filters[first_filter.get()..] {
+                            if !f.test(b, this.cx)? {
+                                return Ok(ControlFlow::Continue(()));
+                            }
+                        }
+                        if let Some(t) = this.touched.as_deref_mut() {
+                            t.push((li, rp.schema.id, slot));
+                        }
+                        if rp.outer {
+                            st.matched = true;
+                            for f in &rp.after {
+                                if !f.test(b, this.cx)? {
+                                    return Ok(ControlFlow::Continue(()));
+                                }
+                            }
+                        }
+                        this.walk(level + 1, b, emit)
+                    })();
+                    match res {
+                        Ok(c) => {
+                            st.flow = c;
+                            c
+                        }
+                        Err(e) => {
+                            st.err = Some(e);
+                            ControlFlow::Break(())
+                        }
+                    }
+                };
+            match &rp.access {
+                Access::Scan => {
+                    let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
+                    if st.err.is_none() && st.flow.is_continue() && !self.skip_evicted {
+                        for (tomb, _) in table.tombstones().iter() {
+                            let _ = visit(TupleRef::tombstone(tomb), self, b, &mut st);
+                        }
+                    }
+                }
+                Access::IndexEq { index, keys } => {
+                    if let Some(key) = build_key(table, *index, keys, b, self.cx)? {
+                        let unique = table.schema().indexes[*index].unique;
+                        let _ = table
+                            .index_store(*index)
+                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
+                    }
+                }
+                Access::IndexAny { index, array } => {
+                    let unique = table.schema().indexes[*index].unique;
+                    for key in any_keys(table, *index, array, b, self.cx)? {
+                        let _ = table
+                            .index_store(*index)
+                            .lookup(&key, |r| first_if(unique, visit(r, self, b, &mut st)));
+                        if st.err.is_some() || st.flow.is_break() {
+                            break;
+                        }
+                    }
+                }
+                Access::IndexRange {
+                    index,
+                    prefix,
+                    lower,
+                    upper,
+                } => {
+                    if let Some((lo, hi, exact)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
+                        if exact {
+                            first_filter.set(rp.bounds);
+                        }
+                        let _ = table.index_store(*index).range_ahead(
+                            &lo,
+                            &hi,
+                            false,
+                            |r| table.prefetch(r),
+                            |r| visit(r, self, b, &mut st),
+                        );
+                    }
+                }
+            }
+            if let Some(e) = st.err {
+                return Err(e);
+            }
+            if st.flow.is_break() {
+                return Ok(st.flow);
+            }
+            matched |= st.matched;
+        }
+        if rp.outer && !matched {
+            // No tuple passed the ON conditions: the relation is null-extended.
+            b.unbind(rp.rel);
+            for f in &rp.after {
+                if !f.test(b, self.cx)? {
+                    return Ok(ControlFlow::Continue(()));
+                }
+            }
+            return self.walk(level + 1, b, emit);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+/// The table a plan was made for, or `SchemaChanged` if the table was dropped or altered
+/// since (the caller re-plans and retries).
+pub(super) fn checked_table<'s>(store: &'s PartitionStore, schema: &Arc<TableSchema>) -> Result<&'s Table> {
+    match store.table(schema.id) {
+        Some(t) if Arc::ptr_eq(t.schema(), schema) => Ok(t),
+        _ => Err(SqlError::SchemaChanged(schema.name.clone())),
+    }
+}
+
+/// Whether a statement is to stop now: cancelled (57014), or past its slice.
+pub(super) fn stop_now(interrupted: &dyn Fn() -> bool, deadline: Option<Instant>) -> Result<()> {
+    if interrupted() {
+        return Err(SqlError::Cancelled);
+    }
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(SqlError::SliceOver);
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! What an evaluation reads besides the expression: where column values come from
+//! ([`ColumnSource`]) and its context ([`Cx`]): parameters, the clock, group keys and
+//! aggregate results, subqueries' values and the runner of correlated ones, the arrays read
+//! so far, the budget for built values.
+
+use permafrost_types::{DataType, Value, ValueRef};
+
+use crate::error::Result;
+use crate::value_budget::ValueBudget;
+
+/// Runs the correlated subqueries of the plan whose expressions are evaluated (the
+/// executor's; `exec.rs`).
+pub trait SubRunner {
+    /// The values of subquery `sub` of the plan run with the outer values `args`: its rows'
+    /// first column (for an EXISTS, one `true` if it has a row). More than one row of a
+    /// scalar subquery is an error.
+    fn run(&self, sub: usize, args: Vec<Value>, cx: &Cx<'_>) -> Result<std::rc::Rc<[Value]>>;
+}
+
+/// Where column values come from during evaluation.
+pub trait ColumnSource {
+    fn column(&self, rel: usize, col: usize) -> ValueRef<'_>;
+}
+
+/// A source with no relations (VALUES lists, constant folding, post-aggregation).
+pub struct NoColumns;
+
+impl ColumnSource for NoColumns {
+    fn column(&self, _: usize, _: usize) -> ValueRef<'_> {
+        ValueRef::Null
+    }
+}
+
+/// What an evaluation can see besides columns.
+pub struct Cx<'a> {
+    pub params: &'a [Value],
+    /// Transaction timestamp, microseconds since the epoch.
+    pub now: i64,
+    pub groups: &'a [Value],
+    pub aggs: &'a [Value],
+    /// Arrays read by `= ANY` in this execution ([`ArrayCache`]).
+    pub arrays: ArrayCache,
+    /// What a value built by a function or operator may take ([`crate::value_budget`]).
+    pub budget: ValueBudget<'a>,
+    /// The values of the statement's subqueries, by number (`Expr::Subquery`): a row's
+    /// first column each.
+    pub subs: &'a [Vec<Value>],
+    /// Runs the plan's correlated subqueries (`Expr::SubPlan`); `None` where none runs.
+    pub runner: Option<&'a dyn SubRunner>,
+    /// Inside a correlated subquery: the values it runs with (`Expr::Outer`).
+    pub outer: &'a [Value],
+}
+
+impl<'a> Cx<'a> {
+    /// A context whose values are held to the least budget a statement has
+    /// ([`ValueBudget::default`]); a statement's execution sets its own
+    /// ([`Cx::with_budget`]).
+    pub fn new(params: &'a [Value], now: i64) -> Cx<'a> {
+        Cx {
+            params,
+            now,
+            groups: &[],
+            aggs: &[],
+            arrays: ArrayCache::default(),
+            budget: ValueBudget::default(),
+            subs: &[],
+            runner: None,
+            outer: &[],
+        }
+    }
+
+    /// This context with the values `subs` of its plan's subqueries (and none of the
+    /// groups, aggregates or correlated subqueries of another plan).
+    pub fn with_subs<'s>(&'s self, subs: &'s [Vec<Value>]) -> Cx<'s> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups: &[],
+            aggs: &[],
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs,
+            runner: None,
+            outer: self.outer,
+        }
+    }
+
+    /// This context with `runner` running its plan's correlated subqueries.
+    pub fn with_runner<'s>(&'s self, runner: &'s dyn SubRunner) -> Cx<'s> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups: self.groups,
+            aggs: self.aggs,
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs: self.subs,
+            runner: Some(runner),
+            outer: self.outer,
+        }
+    }
+
+    /// The context a correlated subquery runs in: this statement's parameters, clock and
+    /// budget, and the outer values `outer`.
+    pub fn for_subquery<'s>(&'s self, outer: &'s [Value]) -> Cx<'s> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups: &[],
+            aggs: &[],
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs: &[],
+            runner: None,
+            outer,
+        }
+    }
+
+    /// This context after aggregation, reading the group keys `groups` and aggregate
+    /// results `aggs`.
+    pub fn with_groups<'s>(&'s self, groups: &'s [Value], aggs: &'s [Value]) -> Cx<'s> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups,
+            aggs,
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs: self.subs,
+            runner: self.runner,
+            outer: self.outer,
+        }
+    }
+
+    /// This context with the statement's budget for the values it builds.
+    pub fn with_budget(self, budget: ValueBudget<'a>) -> Cx<'a> {
+        Cx { budget, ..self }
+    }
+}
+
+/// The arrays `= ANY(array)` read during one execution, with their elements converted to
+/// the compared type: an array is the same for every row it is compared with (a parameter
+/// or a constant, mostly), and reading its text once per row made a scan quadratic in
+/// practice. Keyed by the text itself; a few entries (a statement compares few arrays).
+#[derive(Default)]
+pub struct ArrayCache(std::cell::RefCell<Vec<CachedArray>>);
+
+struct CachedArray {
+    text: Box<str>,
+    elem: Option<DataType>,
+    values: std::rc::Rc<[Value]>,
+}
+
+/// Most arrays an [`ArrayCache`] keeps.
+const CACHED_ARRAYS: usize = 4;
+
+impl ArrayCache {
+    /// The elements of array literal `text` as values of `elem` (NULL elements as NULL).
+    pub(super) fn values(&self, text: &str, elem: Option<DataType>) -> Result<std::rc::Rc<[Value]>> {
+        if let Some(c) = self.0.borrow().iter().find(|c| c.elem == elem && *c.text == *text) {
+            return Ok(c.values.clone());
+        }
+        let values: std::rc::Rc<[Value]> = crate::array::elements(text)?
+            .into_iter()
+            .map(|item| match (item, elem) {
+                (None, _) => Ok(Value::Null),
+                (Some(t), Some(ty)) => Ok(Value::text(t).coerce_to(&ty)?),
+                (Some(t), None) => Ok(Value::text(t)),
+            })
+            .collect::<Result<_>>()?;
+        let mut cache = self.0.borrow_mut();
+        if cache.len() == CACHED_ARRAYS {
+            cache.remove(0);
+        }
+        cache.push(CachedArray {
+            text: text.into(),
+            elem,
+            values: values.clone(),
+        });
+        Ok(values)
+    }
+}

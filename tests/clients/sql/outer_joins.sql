@@ -1,0 +1,56 @@
+-- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), RIGHT JOIN of a
+-- relation, ON conditions against WHERE conditions (IS NULL anti-joins), aggregates
+-- over them, parenthesized joins. Expected output: PostgreSQL 15's
+-- (regen.sh). Errors print only their SQLSTATE.
+\set VERBOSITY sqlstate
+\set SHOW_CONTEXT never
+CREATE TABLE oj_author (id int PRIMARY KEY, name text);
+CREATE TABLE oj_book (id int PRIMARY KEY, author_id int, title text, year int);
+CREATE TABLE oj_review (id int PRIMARY KEY, book_id int, stars int);
+INSERT INTO oj_author VALUES (1, 'ann'), (2, 'bob'), (3, 'cy'), (4, NULL);
+INSERT INTO oj_book VALUES (10, 1, 'a1', 2001), (11, 1, 'a2', 2005), (12, 2, 'b1', 1999),
+    (13, NULL, 'orphan', 2010), (14, 9, 'lost', 2011);
+INSERT INTO oj_review VALUES (100, 10, 5), (101, 10, 3), (102, 12, 4), (103, 13, NULL);
+
+-- every author, with or without books
+SELECT a.id, a.name, b.title FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id ORDER BY a.id, b.title;
+SELECT a.id, b.title FROM oj_author a LEFT OUTER JOIN oj_book b ON b.author_id = a.id AND b.year > 2003 ORDER BY a.id;
+-- ON against WHERE: a condition on the right side in WHERE drops the null-extended rows
+SELECT a.id, b.title FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id WHERE b.year > 2003 ORDER BY a.id;
+-- anti-join: authors without books
+SELECT a.id FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id WHERE b.id IS NULL ORDER BY a.id;
+-- an ON condition on the left side only, constant ON conditions
+SELECT a.id, b.id AS book FROM oj_author a LEFT JOIN oj_book b ON a.id = 2 AND b.author_id = a.id ORDER BY a.id;
+SELECT a.id, b.id AS book FROM oj_author a LEFT JOIN oj_book b ON false ORDER BY a.id;
+SELECT count(*) FROM oj_author a LEFT JOIN oj_book b ON true;
+
+-- chains: book -> author, book -> reviews; inner join after an outer one
+SELECT b.title, a.name, r.stars FROM oj_book b LEFT JOIN oj_author a ON a.id = b.author_id
+    LEFT JOIN oj_review r ON r.book_id = b.id ORDER BY b.id, r.id;
+SELECT a.id, b.title, r.stars FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id
+    LEFT JOIN oj_review r ON r.book_id = b.id ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.title, r.stars FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id
+    JOIN oj_review r ON r.book_id = b.id ORDER BY a.id, b.id, r.id;
+SELECT b.title, r.stars FROM oj_review r JOIN oj_book b ON b.id = r.book_id
+    LEFT JOIN oj_author a ON a.id = b.author_id WHERE a.name IS NULL ORDER BY r.id;
+
+-- aggregates over an outer join: count(column) counts matches
+SELECT a.id, count(b.id) AS books, count(*) AS rows_, max(b.year) FROM oj_author a
+    LEFT JOIN oj_book b ON b.author_id = a.id GROUP BY a.id ORDER BY a.id;
+SELECT a.name, coalesce(sum(r.stars), 0) AS stars FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id
+    LEFT JOIN oj_review r ON r.book_id = b.id GROUP BY a.name ORDER BY a.name;
+
+-- RIGHT JOIN of one relation; a parenthesized join
+SELECT a.name, b.title FROM oj_author a RIGHT JOIN oj_book b ON b.author_id = a.id ORDER BY b.id;
+SELECT a.name, b.title FROM (oj_book b LEFT JOIN oj_author a ON a.id = b.author_id) ORDER BY b.id;
+-- a subquery reading the null-extended side
+SELECT a.id, (SELECT count(*) FROM oj_review r WHERE r.book_id = b.id) AS n FROM oj_author a
+    LEFT JOIN oj_book b ON b.author_id = a.id ORDER BY a.id, b.id;
+-- NULLs do not match NULLs
+SELECT b.id, r.id FROM oj_book b LEFT JOIN oj_review r ON r.stars = b.author_id ORDER BY b.id, r.id;
+
+-- a LEFT JOIN needs its ON condition (42601)
+SELECT * FROM oj_author a LEFT JOIN oj_book b;
+DROP TABLE oj_review;
+DROP TABLE oj_book;
+DROP TABLE oj_author;
