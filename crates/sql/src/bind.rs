@@ -19,7 +19,7 @@ use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{AggCall, AggFunc};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
-use crate::plan::tree::{InitPlan, SetTree, SubqueryKind};
+use crate::plan::tree::{DerivedRel, InitPlan, SetTree, SubqueryKind};
 
 mod aggregate;
 mod subquery;
@@ -122,6 +122,15 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
     })
 }
 
+/// A query of a WITH list (a common table expression): named in FROM, it is read as a
+/// subquery in FROM, its columns named `columns` first.
+#[derive(Debug)]
+pub struct Cte {
+    pub name: String,
+    pub query: ast::Query,
+    pub columns: Vec<String>,
+}
+
 /// A relation in the FROM list.
 #[derive(Debug, Clone)]
 pub struct Rel {
@@ -147,8 +156,10 @@ pub struct Binder<'c> {
     /// Plans a subquery with a binder of its own (the planner sets it: this file comes
     /// before the planner's); `None` where subqueries are not planned.
     pub plan_subquery: Option<SubqueryPlanner>,
-    /// A subquery in FROM, the query's only relation (its rows are `rels[0]`'s).
-    pub from_query: Option<SetTree>,
+    /// The subqueries in FROM (views and CTEs included) among `rels`.
+    pub derived: Vec<DerivedRel>,
+    /// The WITH queries this query may name in FROM, innermost last.
+    pub ctes: Vec<Arc<Cte>>,
     /// The relations of the queries around this one, outermost first: a column this
     /// query does not have is looked for there, innermost first (a correlated subquery).
     outer: Vec<Arc<[Rel]>>,
@@ -174,7 +185,8 @@ impl<'c> Binder<'c> {
             depth: Depth::default(),
             init: Vec::new(),
             plan_subquery: None,
-            from_query: None,
+            derived: Vec::new(),
+            ctes: Vec::new(),
             outer: Vec::new(),
             outer_refs: Vec::new(),
         }
@@ -193,7 +205,7 @@ impl<'c> Binder<'c> {
     pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
         let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
         if self.rels.iter().any(|r| r.alias == alias) {
-            return Err(SqlError::Syntax(format!(
+            return Err(SqlError::DuplicateAlias(format!(
                 "table name \"{alias}\" specified more than once"
             )));
         }

@@ -405,29 +405,21 @@ fn select_rows(
         // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
     }
-    if let Some(q) = &p.from_query {
-        // A subquery in FROM: its rows, checked against the relation's filters.
-        let work_mem = env.work_mem;
-        let rows = subquery::run_query(q, env, cx, work_mem, &mut |p, c, env, cx| {
-            select_whole(p, c, env, cx, touched)
-        })?;
-        let pool = env.pool;
-        'rows: for row in rows.iter() {
-            let src = subquery::RowSource(row);
-            for f in &p.rels[0].filters {
-                if !f.test(&src, cx)? {
-                    continue 'rows;
-                }
-            }
-            if gather.add(p, &src, cx, pool)?.is_break() {
-                break;
-            }
-        }
-        return gather.finish(p, columns, cx);
-    }
+    // The subqueries in FROM, run whole before the walk reads their rows.
+    let work_mem = env.work_mem;
+    let derived = p
+        .derived
+        .iter()
+        .map(|d| {
+            let rows = subquery::run_query(&d.query, env, cx, work_mem, &mut |p, c, env, cx| {
+                select_whole(p, c, env, cx, touched)
+            })?;
+            Ok((d.rel, rows))
+        })
+        .collect::<Result<Vec<_>>>()?;
     // A single-table scan may leave its evicted tuples for later ([`Deferred`]), unless
     // it reads subqueries (the later part does not hold their values).
-    let later = env.defer_scans && p.init.is_empty();
+    let later = env.defer_scans && p.init.is_empty() && p.derived.is_empty();
     let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
     let pool = env.pool;
@@ -440,7 +432,8 @@ fn select_rows(
         sampled.then_some(touched),
         Copies::One,
         defer,
-    );
+    )
+    .reading(&derived);
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;

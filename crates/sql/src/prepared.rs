@@ -387,8 +387,8 @@ impl Prepared {
             for ip in &s.init {
                 all(&ip.query, out);
             }
-            if let Some(q) = &s.from_query {
-                all(q, out);
+            for d in &s.derived {
+                all(&d.query, out);
             }
         }
         let mut out = Vec::new();
@@ -397,8 +397,8 @@ impl Prepared {
         }
         match &self.plan {
             Plan::Select(s) => {
-                if let Some(q) = &s.from_query {
-                    all(q, &mut out);
+                for d in &s.derived {
+                    all(&d.query, &mut out);
                 }
             }
             Plan::Insert(i) => {

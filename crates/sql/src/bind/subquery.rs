@@ -139,6 +139,7 @@ impl<'c> Binder<'c> {
         sub.params = std::mem::take(&mut self.params);
         sub.array_params = std::mem::take(&mut self.array_params);
         sub.outer = outer;
+        sub.ctes = self.ctes.clone();
         sub.outer_refs = std::mem::take(refs);
         let r = f(&mut sub);
         self.params = std::mem::take(&mut sub.params);

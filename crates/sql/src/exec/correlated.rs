@@ -19,7 +19,7 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::start_select;
-use super::subquery::{RowSource, run_init, run_query, values};
+use super::subquery::{run_init, run_query, values};
 use super::walk::{Bindings, Copies, EvictedRef, Reach, Walker};
 
 /// Reads for the correlated subqueries of a statement: the partitions its walk reads, and
@@ -53,22 +53,19 @@ impl<'s> Reader<'s> {
         if !reads || gather.is_full() {
             return gather.finish(p, columns, cx);
         }
-        if let Some(q) = &p.from_query {
-            let rows = run_query(q, &mut (), cx, self.work_mem, &mut |p, c, _, cx| self.select(p, c, cx))?;
-            'rows: for row in rows.iter() {
-                let src = RowSource(row);
-                for f in &p.rels[0].filters {
-                    if !f.test(&src, cx)? {
-                        continue 'rows;
-                    }
-                }
-                if gather.add(p, &src, cx, self.pool)?.is_break() {
-                    break;
-                }
-            }
-            return gather.finish(p, columns, cx);
-        }
-        self.walk(&p.rels, cx, Copies::One, &mut |b| gather.add(p, b, cx, self.pool))?;
+        let derived = p
+            .derived
+            .iter()
+            .map(|d| {
+                let rows = run_query(&d.query, &mut (), cx, self.work_mem, &mut |p, c, _, cx| {
+                    self.select(p, c, cx)
+                })?;
+                Ok((d.rel, rows))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.walk(&p.rels, &derived, cx, Copies::One, &mut |b| {
+            gather.add(p, b, cx, self.pool)
+        })?;
         gather.finish(p, columns, cx)
     }
 
@@ -76,17 +73,19 @@ impl<'s> Reader<'s> {
     /// `rp` that its filters accept: a write's targets, read from `copies`.
     pub(super) fn targets(&self, rp: &RelPlan, cx: &Cx<'_>, copies: Copies) -> Result<Vec<(usize, u32)>> {
         let mut out = Vec::new();
-        self.walk(std::slice::from_ref(rp), cx, copies, &mut |b| {
+        self.walk(std::slice::from_ref(rp), &[], cx, copies, &mut |b| {
             out.push(b.tuple(rp.rel));
             Ok(std::ops::ControlFlow::Continue(()))
         })?;
         Ok(out)
     }
 
-    /// Walks `rels`, emitting each binding; what the walk meets is kept in `self`.
+    /// Walks `rels` (the subqueries in FROM among them reading `derived`), emitting each
+    /// binding; what the walk meets is kept in `self`.
     fn walk(
         &self,
         rels: &[RelPlan],
+        derived: &[(usize, Rows)],
         cx: &Cx<'_>,
         copies: Copies,
         emit: &mut dyn FnMut(&Bindings<'_>) -> Result<std::ops::ControlFlow<()>>,
@@ -95,7 +94,7 @@ impl<'s> Reader<'s> {
         let mut touched = Vec::new();
         let r = {
             let touching = self.sampled.then_some(&mut touched);
-            let mut walker = Walker::over(rels, self.reach, &mut evicted, cx, touching, copies, false);
+            let mut walker = Walker::over(rels, self.reach, &mut evicted, cx, touching, copies, false).reading(derived);
             let mut b = Bindings::new();
             walker.walk(0, &mut b, &mut |b| emit(b))
         };

@@ -7,12 +7,12 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use permafrost_types::{Value, ValueRef, total_compare};
+use permafrost_types::{Value, total_compare};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{ColumnSource, Cx, cast};
+use crate::expr::{Cx, cast};
 use crate::plan::{CompoundPlan, InitPlan, SelectPlan, SetOp, SetTree, SubqueryKind};
-use crate::rows::{ColumnInfo, RowRef, Rows, encode_row};
+use crate::rows::{ColumnInfo, Rows, encode_row};
 use crate::workmem::values_size;
 
 use super::gather::limit_value;
@@ -64,15 +64,6 @@ pub(super) fn run_query<E>(
         SetTree::Select { plan, columns } => run(plan, columns, env, cx),
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run),
         SetTree::Op { .. } => Err(SqlError::Unsupported("a bare set operation as a subquery".into())),
-    }
-}
-
-/// One row of a subquery in FROM, read as its relation's columns.
-pub(super) struct RowSource<'r>(pub(super) RowRef<'r>);
-
-impl ColumnSource for RowSource<'_> {
-    fn column(&self, _rel: usize, col: usize) -> ValueRef<'_> {
-        self.0.get(col)
     }
 }
 

@@ -13,7 +13,8 @@ use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
 use crate::expr::{ColumnSource, Cx};
-use crate::plan::{Access, PartitionPick, RelPlan};
+use crate::plan::{Access, DERIVED_TABLE, PartitionPick, RelPlan};
+use crate::rows::{RowRef, Rows};
 
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
 
@@ -39,6 +40,8 @@ pub(super) struct Bindings<'s> {
     slots: [u32; INLINE_RELS],
     locals: [usize; INLINE_RELS],
     more: Vec<(Option<Row<'s>>, u32, usize)>,
+    /// By relation, the bound row of a subquery in FROM.
+    derived: Vec<Option<RowRef<'s>>>,
 }
 
 impl<'s> Bindings<'s> {
@@ -48,6 +51,24 @@ impl<'s> Bindings<'s> {
             slots: [0; INLINE_RELS],
             locals: [0; INLINE_RELS],
             more: Vec::new(),
+            derived: Vec::new(),
+        }
+    }
+
+    /// Binds row `row` of the subquery in FROM that relation `rel` reads.
+    fn bind_derived(&mut self, rel: usize, row: RowRef<'s>) {
+        if self.derived.len() <= rel {
+            self.derived.resize(rel + 1, None);
+        }
+        self.derived[rel] = Some(row);
+    }
+
+    /// A column of relation `rel`, a subquery in FROM (NULL when it has no row bound).
+    #[cold]
+    fn derived_column(&self, rel: usize, col: usize) -> ValueRef<'_> {
+        match self.derived.get(rel) {
+            Some(Some(r)) => r.get(col),
+            _ => ValueRef::Null,
         }
     }
 
@@ -68,6 +89,9 @@ impl<'s> Bindings<'s> {
 
     /// Binds no tuple of relation `rel` (a null-extended relation: its columns read NULL).
     pub(super) fn unbind(&mut self, rel: usize) {
+        if let Some(d) = self.derived.get_mut(rel) {
+            *d = None;
+        }
         if rel < INLINE_RELS {
             self.rows[rel] = None;
         } else if let Some(m) = self.more.get_mut(rel - INLINE_RELS) {
@@ -94,12 +118,12 @@ impl ColumnSource for Bindings<'_> {
         } else {
             match self.more.get(rel - INLINE_RELS) {
                 Some(m) => &m.0,
-                None => return ValueRef::Null,
+                None => return self.derived_column(rel, col),
             }
         };
         match row {
             Some(r) => r.get(col),
-            None => ValueRef::Null,
+            None => self.derived_column(rel, col),
         }
     }
 }
@@ -129,6 +153,8 @@ pub(super) struct Walker<'w, 's> {
     skip_evicted: bool,
     /// The held partitions (positions in `stores`, below 64) the outermost level visited.
     pub(super) visited_locals: u64,
+    /// The rows of the plan's subqueries in FROM, by relation ([`Walker::reading`]).
+    derived: &'s [(usize, Rows)],
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -169,7 +195,14 @@ impl<'w> Walker<'w, 'w> {
             visits: 0,
             skip_evicted,
             visited_locals: 0,
+            derived: &[],
         }
+    }
+
+    /// This walk, reading the rows `derived` (by relation) for the plan's subqueries in
+    /// FROM.
+    pub(super) fn reading(self, derived: &'w [(usize, Rows)]) -> Self {
+        Walker { derived, ..self }
     }
 }
 
@@ -183,6 +216,58 @@ pub(super) struct LevelState {
 pub(super) type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
 
 impl<'w, 's> Walker<'w, 's> {
+    /// A level reading a subquery in FROM: its rows, computed before the walk, each
+    /// checked against the level's filters (and null-extended as a table's would be).
+    fn walk_derived(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        let derived: &'s [(usize, Rows)] = self.derived;
+        let Some((_, rows)) = derived.iter().find(|(r, _)| *r == rp.rel) else {
+            return Err(SqlError::Unsupported(
+                "a subquery in FROM whose rows were not computed".into(),
+            ));
+        };
+        let mut matched = false;
+        'rows: for row in rows.iter() {
+            self.visits += 1;
+            if self.visits == INTERRUPT_EVERY {
+                self.visits = 0;
+                stop_now(self.interrupted, self.deadline)?;
+            }
+            b.bind_derived(rp.rel, row);
+            for f in &rp.filters {
+                if !f.test(b, self.cx)? {
+                    continue 'rows;
+                }
+            }
+            if rp.outer {
+                matched = true;
+                for f in &rp.after {
+                    if !f.test(b, self.cx)? {
+                        continue 'rows;
+                    }
+                }
+            }
+            if self.walk(level + 1, b, emit)?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        if rp.outer && !matched {
+            b.unbind(rp.rel);
+            for f in &rp.after {
+                if !f.test(b, self.cx)? {
+                    return Ok(ControlFlow::Continue(()));
+                }
+            }
+            return self.walk(level + 1, b, emit);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     /// The held partitions (as positions in `stores`) a level visits.
     fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<std::ops::Range<usize>> {
         Ok(match &rp.pick {
@@ -214,6 +299,9 @@ impl<'w, 's> Walker<'w, 's> {
             return emit(b);
         }
         let rp = &self.rels[level];
+        if rp.schema.id == DERIVED_TABLE {
+            return self.walk_derived(level, rp, b, emit);
+        }
         let mut matched = false;
         for li in self.locals(rp, b)? {
             if level == 0 && li < 64 {

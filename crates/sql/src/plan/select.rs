@@ -8,7 +8,7 @@ use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem
 
 use super::access::*;
 use super::tree::*;
-use crate::bind::{Binder, ident};
+use crate::bind::{Binder, Cte, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::AggCall;
@@ -17,21 +17,26 @@ use crate::rows::ColumnInfo;
 pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
     let mut b = Binder::new(catalog);
     b.plan_subquery = Some(subquery);
+    with_ctes(&mut b, q, plan_top)
+}
+
+/// [`plan_query`] once the query's WITH list is known.
+fn plan_top(b: &mut Binder<'_>, q: &ast::Query) -> Result<Planned> {
     if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
-        let plan = compound(&mut b, q)?;
+        let plan = compound(b, q)?;
         let columns = plan.columns.to_vec();
         return Ok(Planned {
             plan: Plan::Compound(plan),
-            params: b.params,
-            array_params: b.array_params,
+            params: std::mem::take(&mut b.params),
+            array_params: std::mem::take(&mut b.array_params),
             columns,
         });
     }
-    let (plan, columns) = select(&mut b, q)?;
+    let (plan, columns) = select(b, q)?;
     Ok(Planned {
         plan: Plan::Select(plan),
-        params: b.params,
-        array_params: b.array_params,
+        params: std::mem::take(&mut b.params),
+        array_params: std::mem::take(&mut b.array_params),
         columns,
     })
 }
@@ -82,7 +87,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             offset,
             distinct,
             init: std::mem::take(&mut b.init),
-            from_query: b.from_query.take().map(Box::new),
+            derived: std::mem::take(&mut b.derived),
         },
         columns,
     ))
@@ -90,6 +95,11 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
 
 /// Plans a subquery: a SELECT, or a set operation of them.
 pub(super) fn subquery(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)> {
+    with_ctes(b, q, subquery_body)
+}
+
+/// [`subquery`] once the query's WITH list is known.
+fn subquery_body(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)> {
     if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
         let c = compound(b, q)?;
         let columns = c.columns.to_vec();
@@ -218,15 +228,9 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
                 columns: columns.into(),
             }
         }
-        SetExpr::Query(q) if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) => {
-            SetTree::Compound(Box::new(b.in_own_scope(|sub| compound(sub, q))?))
-        }
         SetExpr::Query(q) => {
-            let (plan, columns) = b.in_own_scope(|sub| select(sub, q))?;
-            SetTree::Select {
-                plan: Box::new(plan),
-                columns: columns.into(),
-            }
+            let (tree, _) = b.in_own_scope(|sub| subquery(sub, q))?;
+            tree
         }
         SetExpr::Values(_) => return unsupported("VALUES as a query"),
         _ => return unsupported("this form of query in UNION / INTERSECT / EXCEPT"),
@@ -297,6 +301,46 @@ fn common_type(x: DataType, y: DataType) -> Result<DataType> {
 
 /// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
 /// FETCH, locking clause or dialect-specific SELECT form).
+/// Plans query `q` with `f`, the queries of its WITH list (common table expressions)
+/// named in FROM as subqueries are (each planned where it is named, seeing the ones
+/// before it; `f` is given `q` without its WITH list). WITH RECURSIVE is refused.
+fn with_ctes<'c, T>(
+    b: &mut Binder<'c>,
+    q: &ast::Query,
+    f: impl FnOnce(&mut Binder<'c>, &ast::Query) -> Result<T>,
+) -> Result<T> {
+    let Some(with) = &q.with else {
+        return f(b, q);
+    };
+    if with.recursive {
+        return unsupported("WITH RECURSIVE");
+    }
+    let before = b.ctes.len();
+    for cte in &with.cte_tables {
+        let name = ident(&cte.alias.name);
+        if cte.from.is_some() {
+            b.ctes.truncate(before);
+            return unsupported("WITH ... FROM");
+        }
+        if b.ctes[before..].iter().any(|c| c.name == name) {
+            b.ctes.truncate(before);
+            return Err(SqlError::DuplicateAlias(format!(
+                "WITH query name \"{name}\" specified more than once"
+            )));
+        }
+        b.ctes.push(Arc::new(Cte {
+            name,
+            query: (*cte.query).clone(),
+            columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+        }));
+    }
+    let mut inner = q.clone();
+    inner.with = None;
+    let r = f(b, &inner);
+    b.ctes.truncate(before);
+    r
+}
+
 fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
     if q.with.is_some() {
         return unsupported("WITH");
@@ -542,10 +586,18 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
                 return unsupported("column aliases in FROM");
             }
-            if b.from_query.is_some() {
-                return unsupported("a subquery in FROM beside other relations (so far it must be the only one)");
-            }
             let n = crate::bind::object_name(name)?;
+            if name.0.len() == 1
+                && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
+            {
+                // A WITH query, planned seeing only the ones before it.
+                let cte = b.ctes[i].clone();
+                let later = b.ctes.split_off(i);
+                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
+                let r = derived(b, &cte.query, alias, &cte.columns);
+                b.ctes.extend(later);
+                return r;
+            }
             if let Some(view) = b.catalog.view(&n).cloned() {
                 // A view is its query, in FROM.
                 let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
@@ -605,12 +657,9 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
     Ok(b.expr(e)?.0)
 }
 
-/// Adds query `q` (a subquery in FROM, or a view's) as the query's only relation, named
+/// Adds query `q` (a subquery in FROM, or a view's) as a relation of the query, named
 /// `alias`, its first columns named `names`.
 fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: &[String]) -> Result<usize> {
-    if !b.rels.is_empty() {
-        return unsupported("a subquery or view in FROM beside other relations (so far it must be the only one)");
-    }
     let Some(planner) = b.plan_subquery else {
         return unsupported("a subquery in FROM here");
     };
@@ -625,9 +674,10 @@ fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: &[String]) 
     for (c, n) in columns.iter_mut().zip(names) {
         c.name = n.clone();
     }
-    b.from_query = Some(tree);
     let ident = ast::Ident::with_quote('"', alias.clone());
-    b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))
+    let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
+    b.derived.push(DerivedRel { rel, query: tree });
+    Ok(rel)
 }
 
 /// The name PostgreSQL gives an unaliased output column.

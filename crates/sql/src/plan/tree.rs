@@ -113,16 +113,25 @@ pub struct SelectPlan {
     pub distinct: bool,
     /// The subqueries its expressions read, run first ([`InitPlan`]).
     pub init: Vec<Arc<InitPlan>>,
-    /// A subquery in FROM, its only relation (`rels[0]`, whose schema is
-    /// [`derived_schema`]'s): its rows are read instead of a table's.
-    pub from_query: Option<Box<SetTree>>,
+    /// The subqueries in FROM (views and CTEs included) among its relations: their rows,
+    /// computed before the walk, are read in place of a table's.
+    pub derived: Vec<DerivedRel>,
+}
+
+/// A subquery in FROM (or a view, or a CTE): relation `rel` of its query, whose schema
+/// is [`derived_schema`]'s, reads its rows.
+#[derive(Debug)]
+pub struct DerivedRel {
+    pub rel: usize,
+    pub query: SetTree,
 }
 
 /// The table id of a subquery in FROM's relation: no table of the catalog.
 pub const DERIVED_TABLE: permafrost_storage::TableId = permafrost_storage::TableId::MAX;
 
 /// The schema of a subquery in FROM named `alias`, of result columns `columns`: no
-/// index, no partitioning (its rows are wherever its subquery read them).
+/// index, no partitioning (its rows are wherever its subquery read them: the walk reads
+/// them once, as a replicated table's).
 pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
     TableSchema {
         id: DERIVED_TABLE,
