@@ -1,7 +1,8 @@
 //! Interactive transactions through a real client (tokio-postgres, which sends BEGIN and
 //! COMMIT as simple queries and the statements in between through the extended protocol):
 //! commit and rollback, an error aborting the block (25P02, COMMIT answers ROLLBACK), the
-//! warnings, write skew refused with 40001, and concurrent transfers that keep the total.
+//! warnings, write skew refused with 40001, concurrent transfers that keep the total, and
+//! what `SELECT ... FOR UPDATE` guarantees.
 
 mod common;
 
@@ -322,4 +323,47 @@ async fn the_clock_inside_a_block_is_its_start() {
         start,
         "a later statement reads a later clock"
     );
+}
+
+/// `SELECT ... FOR UPDATE` in a block locks nothing and makes no one wait; what it is for,
+/// that no change to the rows it read is lost between the read and the COMMIT, holds
+/// because the COMMIT runs it again: a concurrent change fails the COMMIT with 40001, and
+/// without one the block commits. SKIP LOCKED is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_update_keeps_a_concurrent_change_from_being_lost() {
+    let s = common::server().await;
+    let (mut a, _) = connect(s.port).await;
+    let (b, _) = connect(s.port).await;
+    setup(&a).await;
+
+    let read = "SELECT bal FROM acct WHERE id = $1 FOR UPDATE";
+    // A concurrent change between the read and the COMMIT: 40001, the change kept.
+    let t = a.transaction().await.unwrap();
+    let bal: i64 = t.query_one(read, &[&1i64]).await.unwrap().get(0);
+    b.execute("UPDATE acct SET bal = bal - 30 WHERE id = 1", &[])
+        .await
+        .unwrap();
+    t.execute("UPDATE acct SET bal = $1 WHERE id = 1", &[&(bal - 50)])
+        .await
+        .unwrap();
+    let e = t.commit().await.unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "40001", "{e}");
+    assert_eq!(balance(&b, 1).await, 70);
+    // None: the block commits.
+    let t = a.transaction().await.unwrap();
+    let bal: i64 = t.query_one(read, &[&1i64]).await.unwrap().get(0);
+    t.execute("UPDATE acct SET bal = $1 WHERE id = 1", &[&(bal - 50)])
+        .await
+        .unwrap();
+    t.commit().await.unwrap();
+    assert_eq!(balance(&b, 1).await, 20);
+    // FOR SHARE, NOWAIT and OF are taken; SKIP LOCKED is not.
+    b.query("SELECT a.id FROM acct a WHERE a.id < 3 FOR SHARE OF a NOWAIT", &[])
+        .await
+        .unwrap();
+    let e = b
+        .query("SELECT id FROM acct FOR UPDATE SKIP LOCKED", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "0A000", "{e}");
 }

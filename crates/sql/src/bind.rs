@@ -757,8 +757,11 @@ impl<'c> Binder<'c> {
 
     fn function(&mut self, f: &ast::Function) -> Result<Typed> {
         let name = object_name(&f.name)?;
-        if f.over.is_some() || !f.within_group.is_empty() || f.filter.is_some() {
-            return unsupported(format!("window or filtered aggregate {name}"));
+        if f.over.is_some() {
+            return unsupported(format!("window functions ({name} ... OVER)"));
+        }
+        if !f.within_group.is_empty() {
+            return unsupported(format!("WITHIN GROUP ({name})"));
         }
         let (args, distinct, star) = match &f.args {
             FunctionArguments::None => (vec![], false, false),
@@ -786,7 +789,12 @@ impl<'c> Binder<'c> {
             _ => None,
         };
         if let Some(func) = agg {
-            return self.aggregate(func, &name, &args, distinct, star);
+            return self.aggregate(func, &name, &args, distinct, star, f.filter.as_deref());
+        }
+        if f.filter.is_some() {
+            return Err(SqlError::WrongObjectType(format!(
+                "FILTER specified, but {name} is not an aggregate function"
+            )));
         }
         if star || distinct {
             return Err(SqlError::Syntax(format!(

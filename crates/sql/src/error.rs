@@ -13,6 +13,12 @@ pub enum SqlError {
     /// A name given twice where names must differ (a table alias in FROM, a WITH query).
     #[error("{0}")]
     DuplicateAlias(String),
+    /// An object used as what it is not (FILTER on a function that is no aggregate).
+    #[error("{0}")]
+    WrongObjectType(String),
+    /// A position or name in ORDER BY or GROUP BY that is no column of the select list.
+    #[error("{0}")]
+    InvalidColumnReference(String),
     /// A quote, dollar quote or comment left open (scan.rs), in PostgreSQL's words.
     #[error("{0}")]
     Unterminated(String),
@@ -129,8 +135,8 @@ pub enum SqlError {
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
     "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42712", "42723",
-    "42803", "42804", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200", "54000", "54001",
-    "57014", "57P01", "P0001", "XX000", "XX001",
+    "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200", "54000",
+    "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -138,6 +144,8 @@ impl SqlError {
         match self {
             SqlError::Syntax(_) | SqlError::Unterminated(_) => "42601",
             SqlError::DuplicateAlias(_) => "42712",
+            SqlError::InvalidColumnReference(_) => "42P10",
+            SqlError::WrongObjectType(_) => "42809",
             SqlError::UnknownTable(_) | SqlError::UnknownView(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",

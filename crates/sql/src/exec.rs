@@ -129,6 +129,13 @@ impl Prepared {
     /// Runs the statement.
     pub fn execute(&self, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
         let params = coerce_params(params, self.param_types())?;
+        if let Some(inner) = self.explained() {
+            let mut rows = Rows::empty(self.columns().clone());
+            for line in crate::explain::explain(inner, &params, env.total_partitions) {
+                rows.push_row(std::iter::once(permafrost_types::ValueRef::Text(&line)));
+            }
+            return Ok(rows);
+        }
         execute(self.plan(), self.columns(), env, &params)
     }
 }

@@ -104,6 +104,8 @@ pub struct AggCall {
     /// `None` for `COUNT(*)`.
     pub arg: Option<Expr>,
     pub distinct: bool,
+    /// `FILTER (WHERE ...)`: only the rows it accepts are aggregated.
+    pub filter: Option<Expr>,
     pub ty: Option<DataType>,
 }
 

@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod ddl;
 pub mod error;
 pub mod exec;
+mod explain;
 pub mod expr;
 pub mod fuzzing;
 pub mod limits;

@@ -49,6 +49,9 @@ pub struct Prepared {
     array_params: Vec<(usize, Option<DataType>)>,
     columns: Arc<[ColumnInfo]>,
     kind: StatementKind,
+    /// `EXPLAIN statement`: the statement shown (this one's plan reads nothing; running it
+    /// gives the statement's plan as text, `crate::explain`).
+    explain: Option<Box<Prepared>>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -71,6 +74,32 @@ pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
 /// Plans one already-parsed DML or query statement.
 pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Result<Prepared> {
     let (planned, kind) = match stmt {
+        Statement::Explain {
+            describe_alias: sqlparser::ast::DescribeAlias::Explain,
+            analyze,
+            query_plan: false,
+            estimate: false,
+            statement,
+            format,
+            options,
+            ..
+        } => {
+            explain_options(*analyze, format.is_some(), options.as_deref())?;
+            let inner = prepare_statement(catalog, statement, sql)?;
+            return Ok(Prepared {
+                sql: sql.to_string(),
+                plan: Plan::Select(SelectPlan::reading_nothing()),
+                param_types: inner.param_types.clone(),
+                array_params: inner.array_params.clone(),
+                columns: vec![ColumnInfo {
+                    name: "QUERY PLAN".into(),
+                    ty: Some(DataType::Varchar(None)),
+                }]
+                .into(),
+                kind: StatementKind::Select,
+                explain: Some(Box::new(inner)),
+            });
+        }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
         Statement::Insert(i) => (plan::plan_insert(catalog, i)?, StatementKind::Insert),
         Statement::Update(u) => (plan::plan_update(catalog, u)?, StatementKind::Update),
@@ -94,7 +123,41 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         array_params: planned.array_params,
         columns: planned.columns.into(),
         kind,
+        explain: None,
     })
+}
+
+/// The options of EXPLAIN that are taken: `VERBOSE` and `COSTS` (there are no costs to
+/// show either way), `FORMAT TEXT`. `ANALYZE` (running the statement) and the other
+/// options and formats are refused.
+fn explain_options(analyze: bool, format: bool, options: Option<&[sqlparser::ast::UtilityOption]>) -> Result<()> {
+    if analyze {
+        return Err(SqlError::Unsupported(
+            "EXPLAIN ANALYZE (EXPLAIN shows the plan without running it)".into(),
+        ));
+    }
+    if format {
+        return Err(SqlError::Unsupported(
+            "EXPLAIN FORMAT (the plan is shown as text)".into(),
+        ));
+    }
+    for o in options.unwrap_or_default() {
+        let name = o.name.value.to_lowercase();
+        let arg = o.arg.as_ref().map(|a| a.to_string().to_lowercase());
+        let on = !matches!(arg.as_deref(), Some("false" | "off" | "0"));
+        match name.as_str() {
+            "verbose" | "costs" => {}
+            "format" if arg.as_deref() == Some("text") => {}
+            "analyze" | "buffers" | "timing" | "summary" | "wal" | "settings" | "generic_plan" if !on => {}
+            other => {
+                return Err(SqlError::Unsupported(format!(
+                    "EXPLAIN option {other}{}",
+                    arg.map_or(String::new(), |a| format!(" {a}"))
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn first_words(s: &str) -> String {
@@ -127,6 +190,11 @@ impl Prepared {
 
     pub(crate) fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// For `EXPLAIN statement`, the statement it shows.
+    pub fn explained(&self) -> Option<&Prepared> {
+        self.explain.as_deref()
     }
 
     /// Whether the statement touches a few rows found by exact key: every relation it reads

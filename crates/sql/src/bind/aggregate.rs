@@ -18,6 +18,7 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         distinct: bool,
         star: bool,
+        filter: Option<&ast::Expr>,
     ) -> Result<Typed> {
         let Some(mut aggs) = self.aggs.take() else {
             return Err(SqlError::Grouping(format!(
@@ -25,6 +26,20 @@ impl Binder<'_> {
             )));
         };
         let result = (|| {
+            // (Its FILTER, like its argument, may hold no aggregate: `aggs` is taken.)
+            let filter = match filter {
+                Some(w) => {
+                    let (x, t) = self.expr(w)?;
+                    if t.is_some_and(|t| t != DataType::Boolean) {
+                        return Err(SqlError::Type(format!(
+                            "argument of FILTER must be type boolean, not type {}",
+                            t.unwrap_or(DataType::Boolean)
+                        )));
+                    }
+                    Some(x)
+                }
+                None => None,
+            };
             let (arg, at) = match (star, args) {
                 (true, []) if func == AggFunc::Count => (None, None),
                 (false, [a]) => {
@@ -56,6 +71,7 @@ impl Binder<'_> {
                 },
             };
             Ok(AggCall {
+                filter,
                 func,
                 arg,
                 distinct,

@@ -453,6 +453,11 @@ impl AggTable {
             }
         };
         for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
+            if let Some(f) = &call.filter
+                && !f.test(b, cx)?
+            {
+                continue;
+            }
             let v = match &call.arg {
                 None => {
                     acc.count += 1;

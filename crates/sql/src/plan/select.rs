@@ -47,7 +47,7 @@ fn plan_top(b: &mut Binder<'_>, q: &ast::Query) -> Result<Planned> {
 pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
     let s = plain_select(q)?;
     let (conjuncts, outer) = from_and_where(b, s)?;
-    let groups = group_by(b, &s.group_by)?;
+    let groups = group_by(b, &s.group_by, &s.projection)?;
     // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
     b.aggs = Some(Vec::new());
     let (mut output, columns) = projection(b, &s.projection)?;
@@ -73,6 +73,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         }
     }
     let (limit, offset) = limit_offset(b, q)?;
+    row_locks(b, q, agg.is_some(), distinct)?;
     let (rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
@@ -122,8 +123,11 @@ fn compound(b: &mut Binder<'_>, q: &ast::Query) -> Result<CompoundPlan> {
     if q.with.is_some() {
         return unsupported("WITH");
     }
-    if q.fetch.is_some() || !q.locks.is_empty() {
-        return unsupported("FETCH / FOR UPDATE");
+    if let Some(l) = q.locks.first() {
+        return unsupported(format!(
+            "FOR {} is not allowed with UNION/INTERSECT/EXCEPT",
+            l.lock_type
+        ));
     }
     let tree = set_tree(b, q, &q.body)?;
     let columns: Arc<[ColumnInfo]> = result_columns(&tree)?.into();
@@ -138,7 +142,9 @@ fn compound(b: &mut Binder<'_>, q: &ast::Query) -> Result<CompoundPlan> {
                     ast::Value::Number(n, _) => match n.parse::<usize>() {
                         Ok(i) if (1..=columns.len()).contains(&i) => i - 1,
                         _ => {
-                            return Err(SqlError::Syntax(format!("ORDER BY position {n} is not in select list")));
+                            return Err(SqlError::InvalidColumnReference(format!(
+                                "ORDER BY position {n} is not in select list"
+                            )));
                         }
                     },
                     _ => return unsupported("ORDER BY a constant"),
@@ -301,6 +307,38 @@ fn common_type(x: DataType, y: DataType) -> Result<DataType> {
 
 /// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
 /// FETCH, locking clause or dialect-specific SELECT form).
+/// `FOR UPDATE` / `FOR SHARE [OF table] [NOWAIT]`: checked, and taken as what they are here.
+/// No row is locked and nothing waits; inside a transaction block the COMMIT runs the
+/// query again at the block's place in the serial order and fails with 40001 if another
+/// transaction changed what it returned (docs/architecture/interactive.md), so no change
+/// to those rows is lost between the read and the commit, which is what the clause is for.
+/// `SKIP LOCKED` (which hands different rows to concurrent readers) is refused.
+fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> Result<()> {
+    for l in &q.locks {
+        let what = format!("FOR {}", l.lock_type);
+        if matches!(l.nonblock, Some(ast::NonBlock::SkipLocked)) {
+            return unsupported(format!(
+                "{what} SKIP LOCKED (rows are not locked here; a concurrent change fails the COMMIT with 40001)"
+            ));
+        }
+        if grouped {
+            return unsupported(format!(
+                "{what} is not allowed with GROUP BY clause or aggregate functions"
+            ));
+        }
+        if distinct {
+            return unsupported(format!("{what} is not allowed with DISTINCT clause"));
+        }
+        if let Some(of) = &l.of {
+            let n = crate::bind::object_name(of)?;
+            if !b.rels.iter().any(|r| r.alias == n) {
+                return Err(SqlError::MissingFromEntry(n));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Plans query `q` with `f`, the queries of its WITH list (common table expressions)
 /// named in FROM as subqueries are (each planned where it is named, seeing the ones
 /// before it; `f` is given `q` without its WITH list). WITH RECURSIVE is refused.
@@ -344,9 +382,6 @@ fn with_ctes<'c, T>(
 fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
     if q.with.is_some() {
         return unsupported("WITH");
-    }
-    if q.fetch.is_some() || !q.locks.is_empty() {
-        return unsupported("FETCH / FOR UPDATE");
     }
     let s = match q.body.as_ref() {
         SetExpr::Select(s) => s,
@@ -446,12 +481,12 @@ fn from_item(
 }
 
 /// Binds the GROUP BY expressions (plain lists only).
-fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr) -> Result<Vec<Expr>> {
+fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr, items: &[SelectItem]) -> Result<Vec<Expr>> {
     let mut groups = Vec::new();
     match group_by {
         GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
             for e in exprs {
-                groups.push(group_expr(b, e)?);
+                groups.push(group_key(b, e, items)?);
             }
         }
         GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
@@ -459,6 +494,40 @@ fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr) -> Result<Vec<Expr>> {
         }
     }
     Ok(groups)
+}
+
+/// One GROUP BY key: an expression over the input columns; a number, the select list's
+/// item at that position; a name no input column has, the select list's item of that
+/// name (an input column wins, as in PostgreSQL).
+fn group_key(b: &mut Binder<'_>, e: &ast::Expr, items: &[SelectItem]) -> Result<Expr> {
+    let item = |i: &SelectItem| match i {
+        SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(x.clone()),
+        _ => None,
+    };
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(n, _) = &v.value
+    {
+        let at = n
+            .parse::<usize>()
+            .ok()
+            .and_then(|p| items.get(p.wrapping_sub(1)))
+            .and_then(item)
+            .ok_or_else(|| SqlError::InvalidColumnReference(format!("GROUP BY position {n} is not in select list")))?;
+        return group_expr(b, &at);
+    }
+    match group_expr(b, e) {
+        Err(SqlError::UnknownColumn(name)) if matches!(e, ast::Expr::Identifier(_)) => {
+            let named = items.iter().find_map(|i| match i {
+                SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => Some(expr.clone()),
+                _ => None,
+            });
+            match named {
+                Some(x) => group_expr(b, &x),
+                None => Err(SqlError::UnknownColumn(name)),
+            }
+        }
+        r => r,
+    }
 }
 
 /// Binds the select list: the output expressions and their result columns, with `*` and
@@ -640,7 +709,7 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
         return output
             .get(pos.wrapping_sub(1))
             .cloned()
-            .ok_or_else(|| SqlError::Syntax(format!("ORDER BY position {pos} is not in select list")));
+            .ok_or_else(|| SqlError::InvalidColumnReference(format!("ORDER BY position {pos} is not in select list")));
     }
     if let ast::Expr::Identifier(i) = e {
         let name = ident(i);
@@ -801,7 +870,7 @@ fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Opt
         b.infer(&x, Some(DataType::BigInt));
         Ok(x)
     };
-    Ok(match &q.limit_clause {
+    let (limit, offset) = match &q.limit_clause {
         None => (None, None),
         Some(ast::LimitClause::LimitOffset {
             limit,
@@ -817,7 +886,22 @@ fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Opt
             )
         }
         Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(bind(limit)?), Some(bind(offset)?)),
-    })
+    };
+    // FETCH FIRST n ROWS ONLY: the standard's LIMIT (one row without n).
+    let Some(fetch) = &q.fetch else {
+        return Ok((limit, offset));
+    };
+    if fetch.with_ties || fetch.percent {
+        return unsupported("FETCH FIRST ... WITH TIES / PERCENT");
+    }
+    if limit.is_some() {
+        return Err(SqlError::Syntax("multiple LIMIT clauses not allowed".into()));
+    }
+    let n = match &fetch.quantity {
+        Some(e) => bind(e)?,
+        None => Expr::Const(permafrost_types::Value::Int(1)),
+    };
+    Ok((Some(n), offset))
 }
 
 // ---------------------------------------------------------------------------------------

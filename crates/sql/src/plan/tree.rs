@@ -148,6 +148,24 @@ pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
 }
 
 impl SelectPlan {
+    /// A query of no relation and no column (what EXPLAIN's own plan is: its rows are made
+    /// by `crate::explain`).
+    pub fn reading_nothing() -> SelectPlan {
+        SelectPlan {
+            size_hint: std::sync::atomic::AtomicUsize::new(64),
+            rels: Vec::new(),
+            pre_filters: Vec::new(),
+            output: Vec::new(),
+            agg: None,
+            order: Vec::new(),
+            limit: None,
+            offset: None,
+            distinct: false,
+            init: Vec::new(),
+            derived: Vec::new(),
+        }
+    }
+
     /// Initial capacity for a result buffer.
     pub fn size_hint(&self) -> usize {
         self.size_hint.load(std::sync::atomic::Ordering::Relaxed).min(1 << 20)

@@ -1,0 +1,22 @@
+-- EXPLAIN: access paths, join order, filters, subqueries and the partitions a statement
+-- runs at (two partitions; the key's partition depends on its value).
+CREATE TABLE district (d_w_id INTEGER, d_id INTEGER, d_next_o_id INTEGER, PRIMARY KEY (d_w_id, d_id));
+CREATE TABLE stock (s_w_id INTEGER, s_i_id INTEGER, s_quantity INTEGER, PRIMARY KEY (s_w_id, s_i_id));
+CREATE TABLE order_line (ol_w_id INTEGER, ol_d_id INTEGER, ol_o_id INTEGER, ol_number INTEGER, ol_i_id INTEGER, PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number));
+CREATE TABLE item (i_id INTEGER PRIMARY KEY, i_name TEXT);
+CREATE INDEX item_name ON item (i_name);
+EXPLAIN SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 2;
+-- params: 1, 1, 14, 10, 1, 15
+EXPLAIN SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = ? AND ol_d_id = ? AND ol_o_id < ? AND ol_o_id >= ? AND s_w_id = ? AND s_i_id = ol_i_id AND s_quantity < ?;
+EXPLAIN SELECT i_id FROM item WHERE i_name = 'x' OR i_id > 5 ORDER BY i_id DESC LIMIT 3 OFFSET 1;
+EXPLAIN SELECT i.i_name, count(s.s_i_id) FROM item i LEFT JOIN stock s ON s.s_i_id = i.i_id AND s.s_w_id = 1 GROUP BY i.i_name HAVING count(s.s_i_id) > 1;
+EXPLAIN SELECT i_id FROM item WHERE EXISTS (SELECT 1 FROM stock WHERE s_w_id = 1 AND s_i_id = i_id) AND i_id IN (SELECT ol_i_id FROM order_line);
+EXPLAIN WITH low AS (SELECT s_i_id FROM stock WHERE s_quantity < 10) SELECT i_name FROM item JOIN low ON low.s_i_id = item.i_id;
+EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
+EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
+EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;
+EXPLAIN (COSTS OFF, VERBOSE) DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 1 AND ol_o_id < 5;
+-- Refused: running the statement, other formats.
+EXPLAIN ANALYZE SELECT 1;
+EXPLAIN (FORMAT JSON) SELECT 1;
+EXPLAIN (BUFFERS) SELECT 1;

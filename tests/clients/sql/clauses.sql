@@ -1,0 +1,41 @@
+-- Clauses applications write: GROUP BY by position and by select-list name, aggregates
+-- with FILTER, FETCH FIRST, FOR UPDATE / FOR SHARE (checked; see the README for what they
+-- mean here). Expected output: PostgreSQL 15's (regen.sh). Errors print only their SQLSTATE.
+\set VERBOSITY sqlstate
+\set SHOW_CONTEXT never
+CREATE TABLE cl_sale (id int PRIMARY KEY, region text, amount int, paid boolean);
+INSERT INTO cl_sale VALUES (1, 'north', 10, true), (2, 'north', 20, false), (3, 'south', 5, true),
+    (4, 'south', NULL, true), (5, 'west', 7, false), (6, NULL, 3, true);
+
+-- GROUP BY a position, a select-list name, an expression's position
+SELECT region, count(*) FROM cl_sale GROUP BY 1 ORDER BY 1;
+SELECT region AS r, sum(amount) AS total FROM cl_sale GROUP BY r ORDER BY r;
+SELECT amount > 6 AS big, count(*) FROM cl_sale GROUP BY 1 ORDER BY 1;
+SELECT region, paid, count(*) FROM cl_sale GROUP BY 2, 1 ORDER BY 1, 2;
+-- an input column wins over a select-list name
+SELECT amount AS region, count(*) FROM cl_sale GROUP BY region, amount ORDER BY 1, 2;
+-- a position past the list (42P10), an aggregate's position (42803)
+SELECT region FROM cl_sale GROUP BY 3;
+SELECT count(*) FROM cl_sale GROUP BY 1;
+
+-- FILTER
+SELECT count(*) FILTER (WHERE paid) AS paid, count(*) FILTER (WHERE NOT paid) AS unpaid,
+       sum(amount) FILTER (WHERE region = 'north') AS north FROM cl_sale;
+SELECT region, count(amount) FILTER (WHERE amount > 6) FROM cl_sale GROUP BY region ORDER BY region;
+SELECT abs(amount) FILTER (WHERE paid) FROM cl_sale;
+
+-- FETCH FIRST
+SELECT id FROM cl_sale ORDER BY id FETCH FIRST 2 ROWS ONLY;
+SELECT id FROM cl_sale ORDER BY id OFFSET 1 ROWS FETCH NEXT 3 ROWS ONLY;
+SELECT id FROM cl_sale ORDER BY id DESC FETCH FIRST ROW ONLY;
+
+-- FOR UPDATE / FOR SHARE, in a block and out of one; not with aggregates
+BEGIN;
+SELECT id, amount FROM cl_sale WHERE id = 1 FOR UPDATE;
+UPDATE cl_sale SET amount = amount + 1 WHERE id = 1;
+SELECT s.id FROM cl_sale s WHERE s.region = 'south' ORDER BY s.id FOR SHARE OF s NOWAIT;
+COMMIT;
+SELECT amount FROM cl_sale WHERE id = 1 FOR UPDATE;
+SELECT count(*) FROM cl_sale FOR UPDATE;
+SELECT id FROM cl_sale FOR UPDATE OF nothing;
+DROP TABLE cl_sale;
