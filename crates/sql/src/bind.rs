@@ -160,6 +160,12 @@ pub struct Binder<'c> {
     pub derived: Vec<DerivedRel>,
     /// The WITH queries this query may name in FROM, innermost last.
     pub ctes: Vec<Arc<Cte>>,
+    /// The columns `SELECT *` shows, in order (relation, column): each FROM item's, a
+    /// `JOIN ... USING` column once, first (`plan/select.rs`, `from_item`).
+    pub star: Vec<(usize, usize)>,
+    /// The copies of `JOIN ... USING` columns that an unqualified name does not find (the
+    /// null-extended side's, or the right side's of an inner join).
+    pub hidden: Vec<(usize, usize)>,
     /// The relations of the queries around this one, outermost first: a column this
     /// query does not have is looked for there, innermost first (a correlated subquery).
     outer: Vec<Arc<[Rel]>>,
@@ -187,6 +193,8 @@ impl<'c> Binder<'c> {
             plan_subquery: None,
             derived: Vec::new(),
             ctes: Vec::new(),
+            star: Vec::new(),
+            hidden: Vec::new(),
             outer: Vec::new(),
             outer_refs: Vec::new(),
         }
@@ -225,7 +233,7 @@ impl<'c> Binder<'c> {
             _ => return Err(SqlError::UnknownColumn(names.join("."))),
         };
         let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.alias == q);
-        if let Some((rel, col)) = find_column(&self.rels, qual, col)? {
+        if let Some((rel, col)) = find_column(&self.rels, qual, col, &self.hidden)? {
             return Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty)));
         }
         if qual.is_some_and(|q| known(&self.rels, q)) {
@@ -233,7 +241,7 @@ impl<'c> Binder<'c> {
         }
         // A column of a query around this one: read as a value this subquery runs with.
         for level in (0..self.outer.len()).rev() {
-            let found = find_column(&self.outer[level], qual, col)?;
+            let found = find_column(&self.outer[level], qual, col, &[])?;
             if found.is_none() && qual.is_some_and(|q| known(&self.outer[level], q)) {
                 return Err(SqlError::UnknownColumn(names.join(".")));
             }
@@ -868,14 +876,22 @@ impl<'c> Binder<'c> {
 }
 
 /// The relation and column of `rels` that column `col` (qualified by `qual`) names, if one
-/// does; more than one is an error.
-fn find_column(rels: &[Rel], qual: Option<&str>, col: &str) -> Result<Option<(usize, usize)>> {
+/// does (unqualified, none of `hidden`); more than one is an error.
+fn find_column(
+    rels: &[Rel],
+    qual: Option<&str>,
+    col: &str,
+    hidden: &[(usize, usize)],
+) -> Result<Option<(usize, usize)>> {
     let mut found = None;
     for (ri, rel) in rels.iter().enumerate() {
         if qual.is_some_and(|q| q != rel.alias) {
             continue;
         }
         if let Some(ci) = rel.schema.columns.iter().position(|c| c.name == col) {
+            if qual.is_none() && hidden.contains(&(ri, ci)) {
+                continue;
+            }
             if found.is_some() {
                 return Err(SqlError::AmbiguousColumn(col.to_string()));
             }

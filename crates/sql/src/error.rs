@@ -13,6 +13,18 @@ pub enum SqlError {
     /// A name given twice where names must differ (a table alias in FROM, a WITH query).
     #[error("{0}")]
     DuplicateAlias(String),
+    /// A column of `JOIN ... USING` missing from a side (42703), in PostgreSQL's words.
+    #[error("{0}")]
+    UsingColumnMissing(String),
+    /// A column of `JOIN ... USING` found more than once on a side, or named twice (42702).
+    #[error("{0}")]
+    UsingColumnAmbiguous(String),
+    /// A column named twice where names must differ (`USING (a, a)`).
+    #[error("{0}")]
+    DuplicateColumn(String),
+    /// A function argument out of its domain (generate_series with a step of zero).
+    #[error("{0}")]
+    InvalidArgument(String),
     /// An object used as what it is not (FILTER on a function that is no aggregate).
     #[error("{0}")]
     WrongObjectType(String),
@@ -134,9 +146,9 @@ pub enum SqlError {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
-    "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42702", "42703", "42704", "42712", "42723",
-    "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200", "54000",
-    "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42712",
+    "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200",
+    "54000", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -146,6 +158,9 @@ impl SqlError {
             SqlError::DuplicateAlias(_) => "42712",
             SqlError::InvalidColumnReference(_) => "42P10",
             SqlError::WrongObjectType(_) => "42809",
+            SqlError::UsingColumnMissing(_) => "42703",
+            SqlError::UsingColumnAmbiguous(_) => "42702",
+            SqlError::DuplicateColumn(_) => "42701",
             SqlError::UnknownTable(_) | SqlError::UnknownView(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
@@ -165,7 +180,7 @@ impl SqlError {
             SqlError::ParamCount { .. } => "08P01",
             SqlError::Unsupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
-            SqlError::WrongPartition { .. } => "22023",
+            SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
             SqlError::TooDeep => "54001",

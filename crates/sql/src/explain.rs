@@ -89,6 +89,10 @@ impl Writer<'_> {
             d += 1;
             self.line(d, "Distinct");
         }
+        if s.distinct_on > 0 {
+            d += 1;
+            self.line(d, &format!("Distinct On  (first {} sort key(s))", s.distinct_on));
+        }
         if !s.order.is_empty() {
             d += 1;
             self.line(d, "Sort");
@@ -274,6 +278,8 @@ impl Writer<'_> {
                 self.tree(left, depth + 1, "Select");
                 self.tree(right, depth + 1, "Select");
             }
+            SetTree::Values { rows, .. } => self.line(depth, &format!("{title}: Values  ({} rows)", rows.len())),
+            SetTree::Series { .. } => self.line(depth, &format!("{title}: Function Scan on generate_series")),
         }
     }
 

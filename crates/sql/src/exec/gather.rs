@@ -371,7 +371,19 @@ pub(super) fn emit_sorted(
     let mut previous: Option<usize> = None;
     let mut skipped = 0u64;
     let mut rows = Rows::with_capacity(out.columns().clone(), out.data_len());
+    // DISTINCT ON: the first row of each run equal in the leading sort keys.
+    let on = &slots[..p.distinct_on.min(slots.len())];
+    let mut run: Option<usize> = None;
     for i in order {
+        if !on.is_empty() {
+            if run.is_some_and(|q| {
+                on.iter()
+                    .all(|&s| permafrost_types::total_compare(at(q, s), at(i, s)) == Ordering::Equal)
+            }) {
+                continue;
+            }
+            run = Some(i);
+        }
         if p.distinct {
             if adjacent {
                 if previous.is_some_and(|q| same(row(q), row(i))) {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use permafrost_types::{Value, total_compare};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{Cx, cast};
+use crate::expr::{ArithOp, Cx, Expr, arith, cast, compare};
 use crate::plan::{CompoundPlan, InitPlan, SelectPlan, SetOp, SetTree, SubqueryKind};
 use crate::rows::{ColumnInfo, Rows, encode_row};
-use crate::workmem::values_size;
+use crate::workmem::{value_size, values_size};
 
 use super::gather::limit_value;
 
@@ -63,6 +63,13 @@ pub(super) fn run_query<E>(
     match q {
         SetTree::Select { plan, columns } => run(plan, columns, env, cx),
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run),
+        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => {
+            let mut out = Rows::empty(columns.clone());
+            for r in side(q, columns, env, cx, work_mem, run)? {
+                out.push_row(r.iter().map(Value::as_ref));
+            }
+            Ok(out)
+        }
         SetTree::Op { .. } => Err(SqlError::Unsupported("a bare set operation as a subquery".into())),
     }
 }
@@ -123,6 +130,11 @@ fn side<E>(
     run: &mut RunSelect<'_, E>,
 ) -> Result<Vec<Vec<Value>>> {
     let rows = match t {
+        SetTree::Values { rows, .. } => rows
+            .iter()
+            .map(|r| r.iter().map(|e| e.eval_const(cx)).collect::<Result<Vec<Value>>>())
+            .collect::<Result<Vec<_>>>()?,
+        SetTree::Series { start, stop, step, .. } => series(start, stop, step.as_ref(), cx, work_mem)?,
         SetTree::Select { plan, columns: own } => run(plan, own, env, cx)?.to_values(),
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run)?.to_values(),
         SetTree::Op { op, all, left, right } => {
@@ -149,6 +161,54 @@ fn side<E>(
             Ok(r)
         })
         .collect()
+}
+
+/// The rows of `generate_series(start, stop, step)`: none if an argument is NULL, the
+/// values from `start` while not past `stop` (below it for a negative step); a step of
+/// zero is 22023. What they hold counts against `work_mem`.
+fn series(start: &Expr, stop: &Expr, step: Option<&Expr>, cx: &Cx<'_>, work_mem: usize) -> Result<Vec<Vec<Value>>> {
+    let (from, to) = (start.eval_const(cx)?, stop.eval_const(cx)?);
+    let by = match step {
+        Some(s) => s.eval_const(cx)?,
+        None => Value::Int(1),
+    };
+    if from.is_null() || to.is_null() || by.is_null() {
+        return Ok(Vec::new());
+    }
+    let zero = Value::Int(0);
+    let up = match compare(by.as_ref(), zero.as_ref())? {
+        Some(Ordering::Equal) => return Err(SqlError::InvalidArgument("step size cannot equal zero".into())),
+        o => o == Some(Ordering::Greater),
+    };
+    let mut out = Vec::new();
+    let mut held = 0;
+    let mut v = from;
+    loop {
+        let past = match compare(v.as_ref(), to.as_ref())? {
+            Some(Ordering::Greater) => up,
+            Some(Ordering::Less) => !up,
+            _ => false,
+        };
+        if past {
+            break;
+        }
+        held += value_size(&v);
+        if held > work_mem {
+            return Err(SqlError::OutOfWorkMem(work_mem));
+        }
+        let next = match arith(ArithOp::Add, v.as_ref(), by.as_ref()) {
+            Ok(n) => Some(n),
+            // (The last value before the type's end.)
+            Err(e) if e.sqlstate() == "22003" => None,
+            Err(e) => return Err(e),
+        };
+        out.push(vec![v]);
+        match next {
+            Some(n) => v = n,
+            None => break,
+        }
+    }
+    Ok(out)
 }
 
 /// `left op right`: UNION appends (then keeps each row once unless `all`); INTERSECT keeps

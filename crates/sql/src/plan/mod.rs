@@ -23,6 +23,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::Expr;
 
 mod access;
+mod from;
 mod select;
 pub(crate) mod tree;
 mod write;

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, TableFactor};
+use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr};
 
 use super::access::*;
+use super::from::*;
 use super::tree::*;
-use crate::bind::{Binder, Cte, ident};
+use crate::bind::{Binder, ident};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::AggCall;
@@ -22,7 +23,7 @@ pub fn plan_query(catalog: &Catalog, q: &ast::Query) -> Result<Planned> {
 
 /// [`plan_query`] once the query's WITH list is known.
 fn plan_top(b: &mut Binder<'_>, q: &ast::Query) -> Result<Planned> {
-    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
+    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. } | SetExpr::Values(_)) {
         let plan = compound(b, q)?;
         let columns = plan.columns.to_vec();
         return Ok(Planned {
@@ -56,12 +57,12 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         None => None,
     };
     let mut order = order_by(b, q, &output, &columns)?;
-    let aggs = b.aggs.take().unwrap_or_default();
-    let distinct = match &s.distinct {
-        None | Some(ast::Distinct::All) => false,
-        Some(ast::Distinct::Distinct) => true,
-        Some(ast::Distinct::On(_)) => return unsupported("DISTINCT ON"),
+    let (distinct, distinct_on) = match &s.distinct {
+        None | Some(ast::Distinct::All) => (false, 0),
+        Some(ast::Distinct::Distinct) => (true, 0),
+        Some(ast::Distinct::On(exprs)) => (false, distinct_on(b, exprs, &output, &columns, &mut order)?),
     };
+    let aggs = b.aggs.take().unwrap_or_default();
     let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
     if distinct {
         for k in &order {
@@ -73,7 +74,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         }
     }
     let (limit, offset) = limit_offset(b, q)?;
-    row_locks(b, q, agg.is_some(), distinct)?;
+    row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
     let (rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
@@ -87,6 +88,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             limit,
             offset,
             distinct,
+            distinct_on,
             init: std::mem::take(&mut b.init),
             derived: std::mem::take(&mut b.derived),
         },
@@ -101,7 +103,7 @@ pub(super) fn subquery(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, V
 
 /// [`subquery`] once the query's WITH list is known.
 fn subquery_body(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)> {
-    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. }) {
+    if matches!(q.body.as_ref(), SetExpr::SetOperation { .. } | SetExpr::Values(_)) {
         let c = compound(b, q)?;
         let columns = c.columns.to_vec();
         return Ok((SetTree::Compound(Box::new(c)), columns));
@@ -238,14 +240,14 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
             let (tree, _) = b.in_own_scope(|sub| subquery(sub, q))?;
             tree
         }
-        SetExpr::Values(_) => return unsupported("VALUES as a query"),
+        SetExpr::Values(v) => values(b, v)?,
         _ => return unsupported("this form of query in UNION / INTERSECT / EXCEPT"),
     })
 }
 
-/// How many columns a side gives.
 fn width(t: &SetTree) -> usize {
     match t {
+        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => columns.len(),
         SetTree::Select { columns, .. } => columns.len(),
         SetTree::Compound(c) => c.columns.len(),
         SetTree::Op { left, .. } => width(left),
@@ -257,6 +259,7 @@ fn width(t: &SetTree) -> usize {
 /// double precision; texts of different lengths are text).
 fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
     Ok(match t {
+        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => columns.to_vec(),
         SetTree::Select { columns, .. } => columns.to_vec(),
         SetTree::Compound(c) => c.columns.to_vec(),
         SetTree::Op { left, right, .. } => {
@@ -269,39 +272,6 @@ fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
             }
             l
         }
-    })
-}
-
-fn common_type(x: DataType, y: DataType) -> Result<DataType> {
-    use DataType as T;
-    let rank = |t: &DataType| match t {
-        T::SmallInt => Some(0),
-        T::Integer => Some(1),
-        T::BigInt => Some(2),
-        T::Decimal { .. } => Some(3),
-        T::Double => Some(4),
-        _ => None,
-    };
-    Ok(match (x, y) {
-        _ if x == y => x,
-        (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
-        (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
-        _ => match (rank(&x), rank(&y)) {
-            (Some(a), Some(b)) => {
-                if a >= b {
-                    x
-                } else {
-                    y
-                }
-            }
-            _ => {
-                return Err(SqlError::Type(format!(
-                    "UNION types {} and {} cannot be matched",
-                    x.sql_name(),
-                    y.sql_name()
-                )));
-            }
-        },
     })
 }
 
@@ -339,46 +309,6 @@ fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> R
     Ok(())
 }
 
-/// Plans query `q` with `f`, the queries of its WITH list (common table expressions)
-/// named in FROM as subqueries are (each planned where it is named, seeing the ones
-/// before it; `f` is given `q` without its WITH list). WITH RECURSIVE is refused.
-fn with_ctes<'c, T>(
-    b: &mut Binder<'c>,
-    q: &ast::Query,
-    f: impl FnOnce(&mut Binder<'c>, &ast::Query) -> Result<T>,
-) -> Result<T> {
-    let Some(with) = &q.with else {
-        return f(b, q);
-    };
-    if with.recursive {
-        return unsupported("WITH RECURSIVE");
-    }
-    let before = b.ctes.len();
-    for cte in &with.cte_tables {
-        let name = ident(&cte.alias.name);
-        if cte.from.is_some() {
-            b.ctes.truncate(before);
-            return unsupported("WITH ... FROM");
-        }
-        if b.ctes[before..].iter().any(|c| c.name == name) {
-            b.ctes.truncate(before);
-            return Err(SqlError::DuplicateAlias(format!(
-                "WITH query name \"{name}\" specified more than once"
-            )));
-        }
-        b.ctes.push(Arc::new(Cte {
-            name,
-            query: (*cte.query).clone(),
-            columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
-        }));
-    }
-    let mut inner = q.clone();
-    inner.with = None;
-    let r = f(b, &inner);
-    b.ctes.truncate(before);
-    r
-}
-
 fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
     if q.with.is_some() {
         return unsupported("WITH");
@@ -393,91 +323,6 @@ fn plain_select(q: &ast::Query) -> Result<&ast::Select> {
         return unsupported("this SELECT form");
     }
     Ok(s)
-}
-
-/// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
-/// the conjuncts of the join conditions and the WHERE clause.
-fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec<Expr>, Vec<OuterJoin>)> {
-    let mut conjuncts = Vec::new();
-    let mut on_clauses = Vec::new();
-    for twj in &s.from {
-        from_item(b, twj, &mut on_clauses)?;
-    }
-    let mut outer: Vec<OuterJoin> = Vec::new();
-    for (null_extended, e) in &on_clauses {
-        let mut on = Vec::new();
-        b.expr(e)?.0.conjuncts(&mut on);
-        match null_extended {
-            None => conjuncts.extend(on),
-            Some(rel) => outer.push(OuterJoin { rel: *rel, on }),
-        }
-    }
-    if let Some(w) = &s.selection {
-        let (e, _) = b.expr(w)?;
-        e.conjuncts(&mut conjuncts);
-    }
-    Ok((conjuncts, outer))
-}
-
-/// Adds the relations of one FROM item (a relation and the joins after it) to the scope,
-/// and their ON conditions to `on_clauses`, each with the relation it null-extends (a
-/// LEFT JOIN's right side, a RIGHT JOIN's left side) or `None` (an inner join's, read as
-/// WHERE conditions). A parenthesized join without an alias, `(a CROSS JOIN b)`, joins its
-/// relations as if they were written in place.
-fn from_item(
-    b: &mut Binder<'_>,
-    twj: &ast::TableWithJoins,
-    on_clauses: &mut Vec<(Option<usize>, ast::Expr)>,
-) -> Result<()> {
-    let add = |b: &mut Binder<'_>,
-               f: &TableFactor,
-               on_clauses: &mut Vec<(Option<usize>, ast::Expr)>|
-     -> Result<Option<usize>> {
-        match f {
-            TableFactor::NestedJoin {
-                table_with_joins,
-                alias: None,
-            } => from_item(b, table_with_joins, on_clauses).map(|_| None),
-            f => add_factor(b, f).map(Some),
-        }
-    };
-    let first = b.rels.len();
-    let left = add(b, &twj.relation, on_clauses)?;
-    for j in &twj.joins {
-        // The left side so far, when it is one relation.
-        let lone_left = left.filter(|_| b.rels.len() == first + 1);
-        let right = add(b, &j.relation, on_clauses)?;
-        let on = |c: &JoinConstraint, kind: &str| -> Result<ast::Expr> {
-            match c {
-                JoinConstraint::On(e) => Ok(e.clone()),
-                JoinConstraint::None => Err(SqlError::Syntax(format!("{kind} needs an ON condition"))),
-                _ => unsupported("JOIN ... USING / NATURAL"),
-            }
-        };
-        match &j.join_operator {
-            JoinOperator::Join(c) | JoinOperator::Inner(c) => match c {
-                JoinConstraint::On(e) => on_clauses.push((None, e.clone())),
-                JoinConstraint::None => {}
-                _ => return unsupported("JOIN ... USING / NATURAL"),
-            },
-            JoinOperator::CrossJoin(JoinConstraint::None) => {}
-            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => {
-                let Some(rel) = right else {
-                    return unsupported("a parenthesized join on the right of LEFT JOIN");
-                };
-                on_clauses.push((Some(rel), on(c, "LEFT JOIN")?));
-            }
-            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => {
-                let (Some(rel), Some(_)) = (lone_left, right) else {
-                    return unsupported("RIGHT JOIN after other joins (write it as a LEFT JOIN)");
-                };
-                on_clauses.push((Some(rel), on(c, "RIGHT JOIN")?));
-            }
-            JoinOperator::FullOuter(_) => return unsupported("FULL JOIN"),
-            _ => return unsupported("this kind of join"),
-        }
-    }
-    Ok(())
 }
 
 /// Binds the GROUP BY expressions (plain lists only).
@@ -559,8 +404,13 @@ fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Ve
                         "SELECT * with no tables specified is not valid".into(),
                     ));
                 }
-                for ri in 0..b.rels.len() {
-                    all_columns(b, ri, &mut output, &mut columns);
+                for &(rel, col) in &b.star {
+                    let c = &b.rels[rel].schema.columns[col];
+                    output.push(Expr::Column { rel, col });
+                    columns.push(ColumnInfo {
+                        name: c.name.clone(),
+                        ty: Some(c.ty),
+                    });
                 }
             }
             SelectItem::QualifiedWildcard(kind, _) => {
@@ -618,6 +468,42 @@ fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[Colu
     Ok(order)
 }
 
+/// `DISTINCT ON (exprs)`: the rows are sorted by the ORDER BY keys, which must begin with
+/// those expressions (in any order; they are the keys when there is no ORDER BY), and the
+/// first row of each run of equal values is kept. Gives how many leading sort keys those
+/// are (`SelectPlan::distinct_on`).
+fn distinct_on(
+    b: &mut Binder<'_>,
+    exprs: &[ast::Expr],
+    output: &[Expr],
+    columns: &[ColumnInfo],
+    order: &mut Vec<SortKey>,
+) -> Result<usize> {
+    let on = exprs
+        .iter()
+        .map(|e| order_expr(b, e, output, columns))
+        .collect::<Result<Vec<_>>>()?;
+    if order.is_empty() {
+        order.extend(on.iter().map(|e| SortKey {
+            expr: e.clone(),
+            desc: false,
+            nulls_first: false,
+        }));
+        return Ok(on.len());
+    }
+    let n = on.len();
+    let leading = order.get(..n).unwrap_or(order.as_slice());
+    if leading.len() < n
+        || !leading.iter().all(|k| on.contains(&k.expr))
+        || !on.iter().all(|e| leading.iter().any(|k| k.expr == *e))
+    {
+        return Err(SqlError::InvalidColumnReference(
+            "SELECT DISTINCT ON expressions must match initial ORDER BY expressions".into(),
+        ));
+    }
+    Ok(n)
+}
+
 /// The aggregation of a query with aggregates or GROUP BY (`None` without either, where
 /// HAVING is refused). The output and ORDER BY expressions are rewritten to read the
 /// groups and aggregate results.
@@ -639,57 +525,6 @@ fn aggregation(
     }
     let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
     Ok(Some(AggPlan { groups, aggs, having }))
-}
-
-pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
-    match f {
-        TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            with_hints,
-            version: None,
-            partitions,
-            ..
-        } if with_hints.is_empty() && partitions.is_empty() => {
-            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
-                return unsupported("column aliases in FROM");
-            }
-            let n = crate::bind::object_name(name)?;
-            if name.0.len() == 1
-                && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
-            {
-                // A WITH query, planned seeing only the ones before it.
-                let cte = b.ctes[i].clone();
-                let later = b.ctes.split_off(i);
-                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
-                let r = derived(b, &cte.query, alias, &cte.columns);
-                b.ctes.extend(later);
-                return r;
-            }
-            if let Some(view) = b.catalog.view(&n).cloned() {
-                // A view is its query, in FROM.
-                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
-                return derived(b, &view.query, alias, &view.columns);
-            }
-            let schema = b.table(name)?;
-            b.add_rel(schema, alias.as_ref().map(|a| &a.name))
-        }
-        TableFactor::Derived {
-            lateral: false,
-            subquery: q,
-            alias,
-            sample: None,
-        } => {
-            let Some(alias) = alias else {
-                return Err(SqlError::SubqueryColumns("subquery in FROM must have an alias"));
-            };
-            let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
-            derived(b, q, ident(&alias.name), &names)
-        }
-        TableFactor::Derived { lateral: true, .. } => unsupported("LATERAL subqueries"),
-        _ => unsupported("this FROM item"),
-    }
 }
 
 fn group_expr(b: &mut Binder<'_>, e: &ast::Expr) -> Result<Expr> {
@@ -724,29 +559,6 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
         }
     }
     Ok(b.expr(e)?.0)
-}
-
-/// Adds query `q` (a subquery in FROM, or a view's) as a relation of the query, named
-/// `alias`, its first columns named `names`.
-fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: &[String]) -> Result<usize> {
-    let Some(planner) = b.plan_subquery else {
-        return unsupported("a subquery in FROM here");
-    };
-    let (tree, mut columns) = b.in_own_scope(|sub| planner(sub, q))?;
-    if names.len() > columns.len() {
-        return Err(SqlError::ColumnAliases(format!(
-            "table \"{alias}\" has {} columns available but {} columns specified",
-            columns.len(),
-            names.len()
-        )));
-    }
-    for (c, n) in columns.iter_mut().zip(names) {
-        c.name = n.clone();
-    }
-    let ident = ast::Ident::with_quote('"', alias.clone());
-    let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
-    b.derived.push(DerivedRel { rel, query: tree });
-    Ok(rel)
 }
 
 /// The name PostgreSQL gives an unaliased output column.

@@ -111,6 +111,9 @@ pub struct SelectPlan {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub distinct: bool,
+    /// `DISTINCT ON`: of the rows equal in their first `distinct_on` sort keys, only the
+    /// first in sort order is kept (0: none).
+    pub distinct_on: usize,
     /// The subqueries its expressions read, run first ([`InitPlan`]).
     pub init: Vec<Arc<InitPlan>>,
     /// The subqueries in FROM (views and CTEs included) among its relations: their rows,
@@ -161,6 +164,7 @@ impl SelectPlan {
             limit: None,
             offset: None,
             distinct: false,
+            distinct_on: 0,
             init: Vec::new(),
             derived: Vec::new(),
         }
@@ -256,6 +260,20 @@ pub enum SetTree {
         left: Box<SetTree>,
         right: Box<SetTree>,
     },
+    /// `VALUES (...), (...)`: rows of expressions that read no relation, their columns
+    /// `column1`, `column2`, ... of the types the rows resolve to.
+    Values {
+        rows: Vec<Vec<Expr>>,
+        columns: Arc<[ColumnInfo]>,
+    },
+    /// `generate_series(start, stop [, step])` in FROM: the integers or numerics from
+    /// `start` to `stop` by `step` (1 by default), in one column.
+    Series {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+        columns: Arc<[ColumnInfo]>,
+    },
 }
 
 /// A query combining queries with UNION, INTERSECT and EXCEPT (`[ALL]`): its rows are the
@@ -281,6 +299,7 @@ impl SetTree {
                 left.for_each_select(f);
                 right.for_each_select(f);
             }
+            SetTree::Values { .. } | SetTree::Series { .. } => {}
         }
     }
 }

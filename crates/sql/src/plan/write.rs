@@ -4,6 +4,7 @@ use permafrost_storage::TableSchema;
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, TableFactor};
 
 use super::access::*;
+use super::from::add_factor;
 use super::select::*;
 use super::tree::*;
 use crate::bind::{Binder, ident};

@@ -1,0 +1,496 @@
+//! The FROM clause and the queries that stand as relations: tables, views, WITH queries,
+//! subqueries in FROM, VALUES, generate_series; joins (inner, outer, USING, NATURAL,
+//! parenthesized) and the columns `SELECT *` shows.
+
+use std::sync::Arc;
+
+use permafrost_types::DataType;
+use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
+
+use super::access::OuterJoin;
+use super::tree::*;
+use crate::bind::{Binder, Cte, ident};
+use crate::error::{Result, SqlError, unsupported};
+use crate::expr::Expr;
+use crate::rows::ColumnInfo;
+
+/// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
+/// the conjuncts of the join conditions and the WHERE clause.
+pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec<Expr>, Vec<OuterJoin>)> {
+    let mut conjuncts = Vec::new();
+    let mut on_clauses = Vec::new();
+    for twj in &s.from {
+        let cols = from_item(b, twj, &mut on_clauses)?;
+        b.star.extend(cols);
+    }
+    let mut outer: Vec<OuterJoin> = Vec::new();
+    for (null_extended, e) in &on_clauses {
+        let mut on = Vec::new();
+        b.expr(e)?.0.conjuncts(&mut on);
+        match null_extended {
+            None => conjuncts.extend(on),
+            Some(rel) => outer.push(OuterJoin { rel: *rel, on }),
+        }
+    }
+    if let Some(w) = &s.selection {
+        let (e, _) = b.expr(w)?;
+        e.conjuncts(&mut conjuncts);
+    }
+    Ok((conjuncts, outer))
+}
+
+/// Adds the relations of one FROM item (a relation and the joins after it) to the scope,
+/// and their ON conditions to `on_clauses`, each with the relation it null-extends (a
+/// LEFT JOIN's right side, a RIGHT JOIN's left side) or `None` (an inner join's, read as
+/// WHERE conditions). A parenthesized join without an alias, `(a CROSS JOIN b)`, joins its
+/// relations as if they were written in place. `JOIN ... USING (columns)` and `NATURAL
+/// JOIN` are joins on the equality of those columns, each shown once by `SELECT *` and
+/// found once by an unqualified name. Gives the item's columns as `SELECT *` shows them.
+pub(super) fn from_item(
+    b: &mut Binder<'_>,
+    twj: &ast::TableWithJoins,
+    on_clauses: &mut Vec<(Option<usize>, ast::Expr)>,
+) -> Result<Vec<(usize, usize)>> {
+    type Added = (Option<usize>, Vec<(usize, usize)>);
+    let add =
+        |b: &mut Binder<'_>, f: &TableFactor, on_clauses: &mut Vec<(Option<usize>, ast::Expr)>| -> Result<Added> {
+            match f {
+                TableFactor::NestedJoin {
+                    table_with_joins,
+                    alias: None,
+                } => Ok((None, from_item(b, table_with_joins, on_clauses)?)),
+                f => {
+                    let rel = add_factor(b, f)?;
+                    let cols = (0..b.rels[rel].schema.columns.len()).map(|c| (rel, c)).collect();
+                    Ok((Some(rel), cols))
+                }
+            }
+        };
+    let first = b.rels.len();
+    let (left, mut cols) = add(b, &twj.relation, on_clauses)?;
+    for j in &twj.joins {
+        // The left side so far, when it is one relation.
+        let lone_left = left.filter(|_| b.rels.len() == first + 1);
+        let (right, right_cols) = add(b, &j.relation, on_clauses)?;
+        let (constraint, null_extended) = match &j.join_operator {
+            JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, None),
+            JoinOperator::CrossJoin(c @ JoinConstraint::None) => (c, None),
+            JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => {
+                let Some(rel) = right else {
+                    return unsupported("a parenthesized join on the right of LEFT JOIN");
+                };
+                (c, Some(rel))
+            }
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => {
+                let (Some(rel), Some(_)) = (lone_left, right) else {
+                    return unsupported("RIGHT JOIN after other joins (write it as a LEFT JOIN)");
+                };
+                (c, Some(rel))
+            }
+            JoinOperator::FullOuter(_) => return unsupported("FULL JOIN"),
+            _ => return unsupported("this kind of join"),
+        };
+        let kind = match null_extended {
+            None => "JOIN",
+            Some(rel) if Some(rel) == right => "LEFT JOIN",
+            Some(_) => "RIGHT JOIN",
+        };
+        let names: Vec<String> = match constraint {
+            JoinConstraint::On(e) => {
+                on_clauses.push((null_extended, e.clone()));
+                cols.extend(right_cols);
+                continue;
+            }
+            JoinConstraint::None if null_extended.is_some() => {
+                return Err(SqlError::Syntax(format!("{kind} needs an ON condition")));
+            }
+            JoinConstraint::None => {
+                cols.extend(right_cols);
+                continue;
+            }
+            JoinConstraint::Using(names) => names.iter().map(crate::bind::object_name).collect::<Result<_>>()?,
+            JoinConstraint::Natural => {
+                let name = |&(r, c): &(usize, usize)| b.rels[r].schema.columns[c].name.clone();
+                let on_left: Vec<String> = cols.iter().map(name).collect();
+                let mut common: Vec<String> = Vec::new();
+                for n in right_cols.iter().map(name) {
+                    if on_left.contains(&n) && !common.contains(&n) {
+                        common.push(n);
+                    }
+                }
+                common
+            }
+        };
+        let (merged, rest_left, rest_right) = using_columns(b, &names, &cols, &right_cols)?;
+        for (l, r) in &merged {
+            let qualified = |&(rel, col): &(usize, usize)| {
+                ast::Expr::CompoundIdentifier(vec![
+                    ast::Ident::with_quote('"', b.rels[rel].alias.clone()),
+                    ast::Ident::with_quote('"', b.rels[rel].schema.columns[col].name.clone()),
+                ])
+            };
+            on_clauses.push((
+                null_extended,
+                ast::Expr::BinaryOp {
+                    left: Box::new(qualified(l)),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(qualified(r)),
+                },
+            ));
+        }
+        // The merged column is the side's that is never null-extended.
+        let right_wins = null_extended.is_some() && null_extended != right;
+        let mut shown = Vec::with_capacity(cols.len() + right_cols.len());
+        for &(l, r) in &merged {
+            let (keep, hide) = if right_wins { (r, l) } else { (l, r) };
+            shown.push(keep);
+            b.hidden.push(hide);
+        }
+        shown.extend(rest_left);
+        shown.extend(rest_right);
+        cols = shown;
+    }
+    Ok(cols)
+}
+
+/// For `JOIN ... USING (names)` between the columns `left` and `right` (as `SELECT *`
+/// shows them): each name's column on either side, and the other columns of each side.
+#[allow(clippy::type_complexity)]
+pub(super) fn using_columns(
+    b: &Binder<'_>,
+    names: &[String],
+    left: &[(usize, usize)],
+    right: &[(usize, usize)],
+) -> Result<(
+    Vec<((usize, usize), (usize, usize))>,
+    Vec<(usize, usize)>,
+    Vec<(usize, usize)>,
+)> {
+    let name = |&(r, c): &(usize, usize)| b.rels[r].schema.columns[c].name.as_str();
+    let one = |side: &[(usize, usize)], n: &str, which: &str| -> Result<(usize, usize)> {
+        let found: Vec<(usize, usize)> = side.iter().copied().filter(|x| name(x) == n).collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(SqlError::UsingColumnMissing(format!(
+                "column \"{n}\" specified in USING clause does not exist in {which} table"
+            ))),
+            _ => Err(SqlError::UsingColumnAmbiguous(format!(
+                "common column name \"{n}\" appears more than once in {which} table"
+            ))),
+        }
+    };
+    let mut merged = Vec::with_capacity(names.len());
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(SqlError::DuplicateColumn(format!(
+                "column name \"{n}\" appears more than once in USING clause"
+            )));
+        }
+        merged.push((one(left, n, "left")?, one(right, n, "right")?));
+    }
+    let rest_left = left
+        .iter()
+        .copied()
+        .filter(|x| !merged.iter().any(|(l, _)| l == x))
+        .collect();
+    let rest_right = right
+        .iter()
+        .copied()
+        .filter(|x| !merged.iter().any(|(_, r)| r == x))
+        .collect();
+    Ok((merged, rest_left, rest_right))
+}
+
+pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
+    match f {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            with_hints,
+            version: None,
+            partitions,
+            ..
+        } if with_hints.is_empty() && partitions.is_empty() => {
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return unsupported("column aliases in FROM");
+            }
+            let n = crate::bind::object_name(name)?;
+            if name.0.len() == 1
+                && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
+            {
+                // A WITH query, planned seeing only the ones before it.
+                let cte = b.ctes[i].clone();
+                let later = b.ctes.split_off(i);
+                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
+                let r = derived(b, &cte.query, alias, &cte.columns);
+                b.ctes.extend(later);
+                return r;
+            }
+            if let Some(view) = b.catalog.view(&n).cloned() {
+                // A view is its query, in FROM.
+                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
+                return derived(b, &view.query, alias, &view.columns);
+            }
+            let schema = b.table(name)?;
+            b.add_rel(schema, alias.as_ref().map(|a| &a.name))
+        }
+        TableFactor::Derived {
+            lateral: false,
+            subquery: q,
+            alias,
+            sample: None,
+        } => {
+            let Some(alias) = alias else {
+                return Err(SqlError::SubqueryColumns("subquery in FROM must have an alias"));
+            };
+            let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
+            derived(b, q, ident(&alias.name), &names)
+        }
+        TableFactor::Derived { lateral: true, .. } => unsupported("LATERAL subqueries"),
+        TableFactor::Table {
+            name,
+            alias,
+            args: Some(args),
+            with_hints,
+            version: None,
+            partitions,
+            ..
+        } if with_hints.is_empty() && partitions.is_empty() => {
+            let n = crate::bind::object_name(name)?;
+            if n != "generate_series" && n != "pg_catalog.generate_series" {
+                return unsupported(format!("function {n} in FROM (generate_series is the one taken)"));
+            }
+            let (tree, column) = series(b, &args.args)?;
+            let (alias, names) = match alias {
+                Some(a) => (
+                    ident(&a.name),
+                    a.columns.iter().map(|c| ident(&c.name)).collect::<Vec<_>>(),
+                ),
+                None => ("generate_series".to_string(), Vec::new()),
+            };
+            // A one-column function's column is named after its alias, as in PostgreSQL.
+            let names = if names.is_empty() { vec![alias.clone()] } else { names };
+            derived_tree(b, tree, vec![column], alias, &names)
+        }
+        _ => unsupported("this FROM item"),
+    }
+}
+
+/// Adds query `q` (a subquery in FROM, or a view's) as a relation of the query, named
+/// `alias`, its first columns named `names`.
+pub(super) fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: &[String]) -> Result<usize> {
+    let Some(planner) = b.plan_subquery else {
+        return unsupported("a subquery in FROM here");
+    };
+    let (tree, columns) = b.in_own_scope(|sub| planner(sub, q))?;
+    derived_tree(b, tree, columns, alias, names)
+}
+
+/// Adds the rows of `tree`, of result columns `columns`, as a relation of the query named
+/// `alias`, its first columns named `names`.
+pub(super) fn derived_tree(
+    b: &mut Binder<'_>,
+    tree: SetTree,
+    mut columns: Vec<ColumnInfo>,
+    alias: String,
+    names: &[String],
+) -> Result<usize> {
+    if names.len() > columns.len() {
+        return Err(SqlError::ColumnAliases(format!(
+            "table \"{alias}\" has {} columns available but {} columns specified",
+            columns.len(),
+            names.len()
+        )));
+    }
+    for (c, n) in columns.iter_mut().zip(names) {
+        c.name = n.clone();
+    }
+    let ident = ast::Ident::with_quote('"', alias.clone());
+    let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
+    b.derived.push(DerivedRel { rel, query: tree });
+    Ok(rel)
+}
+
+/// How many columns a side gives.
+/// `generate_series(start, stop [, step])`: its arguments, bound with no relation, and
+/// its column's type (bigint over integers, numeric if an argument is).
+pub(super) fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg]) -> Result<(SetTree, ColumnInfo)> {
+    let exprs: Vec<&ast::Expr> = args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+            _ => unsupported("this argument form of generate_series"),
+        })
+        .collect::<Result<_>>()?;
+    if !(2..=3).contains(&exprs.len()) {
+        return Err(SqlError::UnknownFunction(format!(
+            "generate_series with {} arguments",
+            exprs.len()
+        )));
+    }
+    let bound = b.in_own_scope(|sub| {
+        let r = exprs.iter().map(|e| sub.expr(e)).collect::<Result<Vec<_>>>()?;
+        if !sub.init.is_empty() {
+            return unsupported("a subquery in generate_series");
+        }
+        Ok(r)
+    })?;
+    let mut ty = DataType::Integer;
+    for (e, t) in &bound {
+        match t {
+            None => b.infer(e, Some(DataType::BigInt)),
+            Some(t) if t.is_integer() => ty = common_type(ty, *t)?,
+            Some(t @ DataType::Decimal { .. }) => ty = common_type(ty, *t)?,
+            Some(t) => {
+                return unsupported(format!(
+                    "generate_series over {} (integers and numerics are taken)",
+                    t.sql_name()
+                ));
+            }
+        }
+    }
+    let mut it = bound.into_iter().map(|(e, _)| e);
+    let (start, stop) = (it.next().expect("two"), it.next().expect("two"));
+    let column = ColumnInfo {
+        name: "generate_series".into(),
+        ty: Some(ty),
+    };
+    let tree = SetTree::Series {
+        start,
+        stop,
+        step: it.next(),
+        columns: vec![column.clone()].into(),
+    };
+    Ok((tree, column))
+}
+
+/// `VALUES (...), ...` as a query: each row's expressions bound with no relation (and no
+/// subquery), the columns' types resolved over the rows as UNION's are.
+pub(super) fn values(b: &mut Binder<'_>, v: &ast::Values) -> Result<SetTree> {
+    let mut rows = Vec::with_capacity(v.rows.len());
+    let mut types: Vec<Option<DataType>> = Vec::new();
+    // A quoted literal has no type of its own (PostgreSQL's "unknown"): it takes its
+    // column's, text when the column has no other.
+    let mut literal: Vec<bool> = Vec::new();
+    let unknown =
+        |e: &ast::Expr| matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
+    for (i, row) in v.rows.iter().enumerate() {
+        let bound = b.in_own_scope(|sub| {
+            let r = row.iter().map(|e| sub.expr(e)).collect::<Result<Vec<_>>>()?;
+            if !sub.init.is_empty() {
+                return unsupported("a subquery in VALUES");
+            }
+            Ok(r)
+        })?;
+        if i == 0 {
+            types = vec![None; bound.len()];
+            literal = vec![false; bound.len()];
+        } else if bound.len() != types.len() {
+            return Err(SqlError::Syntax("VALUES lists must all be the same length".into()));
+        }
+        for ((t, (_, bt)), (lit, e)) in types.iter_mut().zip(&bound).zip(literal.iter_mut().zip(row.iter())) {
+            if unknown(e) {
+                *lit = true;
+                continue;
+            }
+            *t = match (*t, *bt) {
+                (None, x) | (x, None) => x,
+                (Some(x), Some(y)) => Some(common_type(x, y).map_err(|_| {
+                    SqlError::Type(format!(
+                        "VALUES types {} and {} cannot be matched",
+                        x.sql_name(),
+                        y.sql_name()
+                    ))
+                })?),
+            };
+        }
+        rows.push(bound.into_iter().map(|(e, _)| e).collect());
+    }
+    let columns: Vec<ColumnInfo> = types
+        .into_iter()
+        .zip(literal)
+        .enumerate()
+        .map(|(i, (ty, lit))| ColumnInfo {
+            name: format!("column{}", i + 1),
+            ty: ty.or(lit.then_some(DataType::Varchar(None))),
+        })
+        .collect();
+    Ok(SetTree::Values {
+        rows,
+        columns: columns.into(),
+    })
+}
+
+pub(super) fn common_type(x: DataType, y: DataType) -> Result<DataType> {
+    use DataType as T;
+    let rank = |t: &DataType| match t {
+        T::SmallInt => Some(0),
+        T::Integer => Some(1),
+        T::BigInt => Some(2),
+        T::Decimal { .. } => Some(3),
+        T::Double => Some(4),
+        _ => None,
+    };
+    Ok(match (x, y) {
+        _ if x == y => x,
+        (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
+        (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
+        _ => match (rank(&x), rank(&y)) {
+            (Some(a), Some(b)) => {
+                if a >= b {
+                    x
+                } else {
+                    y
+                }
+            }
+            _ => {
+                return Err(SqlError::Type(format!(
+                    "UNION types {} and {} cannot be matched",
+                    x.sql_name(),
+                    y.sql_name()
+                )));
+            }
+        },
+    })
+}
+
+/// Plans query `q` with `f`, the queries of its WITH list (common table expressions)
+/// named in FROM as subqueries are (each planned where it is named, seeing the ones
+/// before it; `f` is given `q` without its WITH list). WITH RECURSIVE is refused.
+pub(super) fn with_ctes<'c, T>(
+    b: &mut Binder<'c>,
+    q: &ast::Query,
+    f: impl FnOnce(&mut Binder<'c>, &ast::Query) -> Result<T>,
+) -> Result<T> {
+    let Some(with) = &q.with else {
+        return f(b, q);
+    };
+    if with.recursive {
+        return unsupported("WITH RECURSIVE");
+    }
+    let before = b.ctes.len();
+    for cte in &with.cte_tables {
+        let name = ident(&cte.alias.name);
+        if cte.from.is_some() {
+            b.ctes.truncate(before);
+            return unsupported("WITH ... FROM");
+        }
+        if b.ctes[before..].iter().any(|c| c.name == name) {
+            b.ctes.truncate(before);
+            return Err(SqlError::DuplicateAlias(format!(
+                "WITH query name \"{name}\" specified more than once"
+            )));
+        }
+        b.ctes.push(Arc::new(Cte {
+            name,
+            query: (*cte.query).clone(),
+            columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+        }));
+    }
+    let mut inner = q.clone();
+    inner.with = None;
+    let r = f(b, &inner);
+    b.ctes.truncate(before);
+    r
+}
