@@ -129,6 +129,11 @@ pub struct Cte {
     pub name: String,
     pub query: ast::Query,
     pub columns: Vec<String>,
+    /// Of `WITH RECURSIVE`: it may read itself.
+    pub recursive: bool,
+    /// While its recursive step is planned: the slot and columns of the rows the step
+    /// reads as this name (`SetTree::Working`).
+    pub working: Option<(usize, Arc<[ColumnInfo]>)>,
 }
 
 /// A relation in the FROM list.

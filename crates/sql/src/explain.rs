@@ -280,6 +280,16 @@ impl Writer<'_> {
             }
             SetTree::Values { rows, .. } => self.line(depth, &format!("{title}: Values  ({} rows)", rows.len())),
             SetTree::Series { .. } => self.line(depth, &format!("{title}: Function Scan on generate_series")),
+            SetTree::Working { .. } => self.line(
+                depth,
+                &format!("{title}: WorkTable Scan  (the rows the last step added)"),
+            ),
+            SetTree::Recursive { base, step, all, .. } => {
+                let all = if *all { " All" } else { "" };
+                self.line(depth, &format!("{title}: Recursive Union{all}"));
+                self.tree(base, depth + 1, "Select");
+                self.tree(step, depth + 1, "Select  (run until it adds no row)");
+            }
         }
     }
 

@@ -63,7 +63,10 @@ pub(super) fn run_query<E>(
     match q {
         SetTree::Select { plan, columns } => run(plan, columns, env, cx),
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run),
-        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => {
+        SetTree::Values { columns, .. }
+        | SetTree::Series { columns, .. }
+        | SetTree::Recursive { columns, .. }
+        | SetTree::Working { columns, .. } => {
             let mut out = Rows::empty(columns.clone());
             for r in side(q, columns, env, cx, work_mem, run)? {
                 out.push_row(r.iter().map(Value::as_ref));
@@ -135,6 +138,17 @@ fn side<E>(
             .map(|r| r.iter().map(|e| e.eval_const(cx)).collect::<Result<Vec<Value>>>())
             .collect::<Result<Vec<_>>>()?,
         SetTree::Series { start, stop, step, .. } => series(start, stop, step.as_ref(), cx, work_mem)?,
+        SetTree::Working { slot, .. } => match cx.working.as_ref().and_then(|w| w.of(*slot)) {
+            Some(rows) => rows.as_ref().clone(),
+            None => return Err(SqlError::Unsupported("a recursive query's rows outside its run".into())),
+        },
+        SetTree::Recursive {
+            base,
+            step,
+            all,
+            slot,
+            columns: own,
+        } => recursive(base, step, *all, *slot, own, env, cx, work_mem, run)?,
         SetTree::Select { plan, columns: own } => run(plan, own, env, cx)?.to_values(),
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run)?.to_values(),
         SetTree::Op { op, all, left, right } => {
@@ -161,6 +175,52 @@ fn side<E>(
             Ok(r)
         })
         .collect()
+}
+
+/// A recursive WITH query's rows: `base`'s, then `step`'s run over the rows the last run
+/// added until it adds none (with `all` false, only rows not seen before count as added).
+/// What it holds counts against `work_mem`, which also ends a recursion that never stops
+/// (54000).
+#[allow(clippy::too_many_arguments)]
+fn recursive<E>(
+    base: &SetTree,
+    step: &SetTree,
+    all: bool,
+    slot: usize,
+    columns: &Arc<[ColumnInfo]>,
+    env: &mut E,
+    cx: &Cx<'_>,
+    work_mem: usize,
+    run: &mut RunSelect<'_, E>,
+) -> Result<Vec<Vec<Value>>> {
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut held = 0;
+    let mut keep = |rows: Vec<Vec<Value>>, held: &mut usize| -> Result<Vec<Vec<Value>>> {
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in rows {
+            if !all {
+                let mut k = Vec::new();
+                encode_row(r.iter().map(Value::as_ref), &mut k);
+                if !seen.insert(k) {
+                    continue;
+                }
+            }
+            *held += values_size(&r);
+            if *held > work_mem {
+                return Err(SqlError::OutOfWorkMem(work_mem));
+            }
+            kept.push(r);
+        }
+        Ok(kept)
+    };
+    let mut work = keep(side(base, columns, env, cx, work_mem, run)?, &mut held)?;
+    let mut out = work.clone();
+    while !work.is_empty() {
+        let wcx = cx.with_working(slot, std::mem::take(&mut work));
+        work = keep(side(step, columns, env, &wcx, work_mem, run)?, &mut held)?;
+        out.extend(work.iter().cloned());
+    }
+    Ok(out)
 }
 
 /// The rows of `generate_series(start, stop, step)`: none if an argument is NULL, the

@@ -49,6 +49,30 @@ pub struct Cx<'a> {
     pub runner: Option<&'a dyn SubRunner>,
     /// Inside a correlated subquery: the values it runs with (`Expr::Outer`).
     pub outer: &'a [Value],
+    /// Inside the step of a recursive WITH query: the rows its last run added, by slot.
+    pub working: Option<std::rc::Rc<WorkingRows>>,
+}
+
+/// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one
+/// per recursive query being run, innermost first.
+pub struct WorkingRows {
+    pub slot: usize,
+    pub rows: std::rc::Rc<Vec<Vec<Value>>>,
+    pub up: Option<std::rc::Rc<WorkingRows>>,
+}
+
+impl WorkingRows {
+    /// The rows of slot `slot`, if one of these runs is its.
+    pub fn of(&self, slot: usize) -> Option<&std::rc::Rc<Vec<Vec<Value>>>> {
+        let mut w = Some(self);
+        while let Some(x) = w {
+            if x.slot == slot {
+                return Some(&x.rows);
+            }
+            w = x.up.as_deref();
+        }
+        None
+    }
 }
 
 impl<'a> Cx<'a> {
@@ -66,6 +90,7 @@ impl<'a> Cx<'a> {
             subs: &[],
             runner: None,
             outer: &[],
+            working: None,
         }
     }
 
@@ -82,6 +107,7 @@ impl<'a> Cx<'a> {
             subs,
             runner: None,
             outer: self.outer,
+            working: self.working.clone(),
         }
     }
 
@@ -97,6 +123,7 @@ impl<'a> Cx<'a> {
             subs: self.subs,
             runner: Some(runner),
             outer: self.outer,
+            working: self.working.clone(),
         }
     }
 
@@ -113,6 +140,27 @@ impl<'a> Cx<'a> {
             subs: &[],
             runner: None,
             outer,
+            working: self.working.clone(),
+        }
+    }
+
+    /// This context with `rows` as the rows the recursive step of slot `slot` reads.
+    pub fn with_working(&self, slot: usize, rows: Vec<Vec<Value>>) -> Cx<'a> {
+        Cx {
+            params: self.params,
+            now: self.now,
+            groups: self.groups,
+            aggs: self.aggs,
+            arrays: ArrayCache::default(),
+            budget: self.budget.clone(),
+            subs: self.subs,
+            runner: self.runner,
+            outer: self.outer,
+            working: Some(std::rc::Rc::new(WorkingRows {
+                slot,
+                rows: std::rc::Rc::new(rows),
+                up: self.working.clone(),
+            })),
         }
     }
 
@@ -129,6 +177,7 @@ impl<'a> Cx<'a> {
             subs: self.subs,
             runner: self.runner,
             outer: self.outer,
+            working: self.working.clone(),
         }
     }
 

@@ -219,10 +219,25 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             if name.0.len() == 1
                 && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
             {
-                // A WITH query, planned seeing only the ones before it.
                 let cte = b.ctes[i].clone();
-                let later = b.ctes.split_off(i);
                 let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
+                if let Some((slot, columns)) = &cte.working {
+                    // A recursive step reading its own query's rows so far.
+                    let tree = SetTree::Working {
+                        slot: *slot,
+                        columns: columns.clone(),
+                    };
+                    return derived_tree(b, tree, columns.to_vec(), alias, &[]);
+                }
+                if cte.recursive {
+                    // Seeing the ones before it, and itself in its step.
+                    let later = b.ctes.split_off(i + 1);
+                    let r = recursive(b, &cte).and_then(|(tree, columns)| derived_tree(b, tree, columns, alias, &[]));
+                    b.ctes.extend(later);
+                    return r;
+                }
+                // A WITH query, planned seeing only the ones before it.
+                let later = b.ctes.split_off(i);
                 let r = derived(b, &cte.query, alias, &cte.columns);
                 b.ctes.extend(later);
                 return r;
@@ -313,6 +328,128 @@ pub(super) fn derived_tree(
 }
 
 /// How many columns a side gives.
+/// A query of `WITH RECURSIVE`: `base UNION [ALL] step`, the step reading the query's own
+/// name as the rows the last run added; one whose step does not read it, or that is no
+/// UNION, is planned as any WITH query.
+fn recursive(b: &mut Binder<'_>, cte: &Cte) -> Result<(SetTree, Vec<ColumnInfo>)> {
+    static SLOTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    let Some(planner) = b.plan_subquery else {
+        return unsupported("a WITH query here");
+    };
+    let q = &cte.query;
+    let ast::SetExpr::SetOperation {
+        op: ast::SetOperator::Union,
+        set_quantifier,
+        left,
+        right,
+    } = q.body.as_ref()
+    else {
+        let (tree, columns) = b.in_own_scope(|sub| planner(sub, q))?;
+        return Ok((tree, named(columns, &cte.columns, &cte.name)?));
+    };
+    if q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
+        return unsupported("ORDER BY / LIMIT in a recursive query");
+    }
+    let all = match set_quantifier {
+        ast::SetQuantifier::All => true,
+        ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+        other => return unsupported(format!("set operations {other}")),
+    };
+    let side = |e: &ast::SetExpr| {
+        let mut s = q.clone();
+        *s.body = e.clone();
+        s.with = None;
+        s
+    };
+    let (base, columns) = b.in_own_scope(|sub| planner(sub, &side(left)))?;
+    let columns = named(columns, &cte.columns, &cte.name)?;
+    let slot = SLOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let shared: Arc<[ColumnInfo]> = columns.clone().into();
+    b.ctes.push(Arc::new(Cte {
+        name: cte.name.clone(),
+        query: q.clone(),
+        columns: cte.columns.clone(),
+        recursive: false,
+        working: Some((slot, shared.clone())),
+    }));
+    let stepped = b.in_own_scope(|sub| planner(sub, &side(right)));
+    b.ctes.pop();
+    let (step, step_columns) = stepped?;
+    if step_columns.len() != columns.len() {
+        return Err(SqlError::Syntax(
+            "each UNION query must have the same number of columns".into(),
+        ));
+    }
+    let reads_itself = {
+        let mut found = false;
+        reads_working(&step, slot, &mut found);
+        found
+    };
+    let tree = if reads_itself {
+        SetTree::Recursive {
+            base: Box::new(base),
+            step: Box::new(step),
+            all,
+            slot,
+            columns: shared,
+        }
+    } else {
+        SetTree::Compound(Box::new(CompoundPlan {
+            tree: SetTree::Op {
+                op: SetOp::Union,
+                all,
+                left: Box::new(base),
+                right: Box::new(step),
+            },
+            columns: shared,
+            order: Vec::new(),
+            limit: None,
+            offset: None,
+        }))
+    };
+    Ok((tree, columns))
+}
+
+/// Whether `t` reads the working rows of `slot` anywhere (its subqueries included).
+fn reads_working(t: &SetTree, slot: usize, found: &mut bool) {
+    match t {
+        SetTree::Working { slot: s, .. } => *found |= *s == slot,
+        SetTree::Recursive { base, step, .. } => {
+            reads_working(base, slot, found);
+            reads_working(step, slot, found);
+        }
+        SetTree::Op { left, right, .. } => {
+            reads_working(left, slot, found);
+            reads_working(right, slot, found);
+        }
+        SetTree::Compound(c) => reads_working(&c.tree, slot, found),
+        SetTree::Select { plan, .. } => {
+            for d in &plan.derived {
+                reads_working(&d.query, slot, found);
+            }
+            for ip in &plan.init {
+                reads_working(&ip.query, slot, found);
+            }
+        }
+        SetTree::Values { .. } | SetTree::Series { .. } => {}
+    }
+}
+
+/// Result columns `columns`, the first renamed `names` (a WITH query's column list).
+fn named(mut columns: Vec<ColumnInfo>, names: &[String], alias: &str) -> Result<Vec<ColumnInfo>> {
+    if names.len() > columns.len() {
+        return Err(SqlError::ColumnAliases(format!(
+            "table \"{alias}\" has {} columns available but {} columns specified",
+            columns.len(),
+            names.len()
+        )));
+    }
+    for (c, n) in columns.iter_mut().zip(names) {
+        c.name = n.clone();
+    }
+    Ok(columns)
+}
+
 /// `generate_series(start, stop [, step])`: its arguments, bound with no relation, and
 /// its column's type (bigint over integers, numeric if an argument is).
 pub(super) fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg]) -> Result<(SetTree, ColumnInfo)> {
@@ -466,9 +603,6 @@ pub(super) fn with_ctes<'c, T>(
     let Some(with) = &q.with else {
         return f(b, q);
     };
-    if with.recursive {
-        return unsupported("WITH RECURSIVE");
-    }
     let before = b.ctes.len();
     for cte in &with.cte_tables {
         let name = ident(&cte.alias.name);
@@ -486,6 +620,8 @@ pub(super) fn with_ctes<'c, T>(
             name,
             query: (*cte.query).clone(),
             columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+            recursive: with.recursive,
+            working: None,
         }));
     }
     let mut inner = q.clone();

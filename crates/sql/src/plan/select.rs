@@ -247,7 +247,10 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
 
 fn width(t: &SetTree) -> usize {
     match t {
-        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => columns.len(),
+        SetTree::Values { columns, .. }
+        | SetTree::Series { columns, .. }
+        | SetTree::Recursive { columns, .. }
+        | SetTree::Working { columns, .. } => columns.len(),
         SetTree::Select { columns, .. } => columns.len(),
         SetTree::Compound(c) => c.columns.len(),
         SetTree::Op { left, .. } => width(left),
@@ -259,7 +262,10 @@ fn width(t: &SetTree) -> usize {
 /// double precision; texts of different lengths are text).
 fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
     Ok(match t {
-        SetTree::Values { columns, .. } | SetTree::Series { columns, .. } => columns.to_vec(),
+        SetTree::Values { columns, .. }
+        | SetTree::Series { columns, .. }
+        | SetTree::Recursive { columns, .. }
+        | SetTree::Working { columns, .. } => columns.to_vec(),
         SetTree::Select { columns, .. } => columns.to_vec(),
         SetTree::Compound(c) => c.columns.to_vec(),
         SetTree::Op { left, right, .. } => {

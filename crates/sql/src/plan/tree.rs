@@ -266,6 +266,18 @@ pub enum SetTree {
         rows: Vec<Vec<Expr>>,
         columns: Arc<[ColumnInfo]>,
     },
+    /// `WITH RECURSIVE name AS (base UNION [ALL] step)`: the rows of `base`, then of
+    /// `step` run again and again over the rows the last run added (its `Working(slot)`),
+    /// until a run adds none; UNION (not ALL) adds only rows not seen before.
+    Recursive {
+        base: Box<SetTree>,
+        step: Box<SetTree>,
+        all: bool,
+        slot: usize,
+        columns: Arc<[ColumnInfo]>,
+    },
+    /// Inside a recursive step: the rows its last run added (`Cx::working`).
+    Working { slot: usize, columns: Arc<[ColumnInfo]> },
     /// `generate_series(start, stop [, step])` in FROM: the integers or numerics from
     /// `start` to `stop` by `step` (1 by default), in one column.
     Series {
@@ -299,7 +311,11 @@ impl SetTree {
                 left.for_each_select(f);
                 right.for_each_select(f);
             }
-            SetTree::Values { .. } | SetTree::Series { .. } => {}
+            SetTree::Recursive { base, step, .. } => {
+                base.for_each_select(f);
+                step.for_each_select(f);
+            }
+            SetTree::Values { .. } | SetTree::Series { .. } | SetTree::Working { .. } => {}
         }
     }
 }
