@@ -2,7 +2,8 @@
 //! scan that reaches evicted tuples makes its statement's pre-pass fetch them and run
 //! again, so the answer is the one over every row (never one over the rows in memory); the
 //! statement reads the partitions its subqueries read; correlated subqueries, run per row,
-//! do the same; views come back after a restart, from a snapshot and from the log after it.
+//! and outer joins (LEFT, FULL) do the same; views come back after a restart, from a
+//! snapshot and from the log after it.
 
 mod common;
 
@@ -165,6 +166,30 @@ fn correlated_subqueries_over_evicted_tuples_answer_over_every_row() {
         )
         .unwrap_err();
     assert_eq!(e.sqlstate(), "42703", "{e}");
+}
+
+#[test]
+fn outer_joins_over_evicted_tuples_answer_over_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = loaded(dir.path());
+    // small's k 0..4 against t's ids, most of t on disk: ids 0..4 exist.
+    assert_eq!(
+        one(&db, "SELECT count(t.id) FROM small s LEFT JOIN t ON t.id = s.k * 1000"),
+        Value::Int(4)
+    );
+    // Every row of t once (its unmatched rows come from the end of the walk, evicted ones
+    // included), plus small's row 4 (id 4000 does not exist).
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM small s FULL JOIN t ON t.id = s.k * 1000"),
+        Value::Int(ROWS + 1)
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM small s FULL JOIN t ON t.id = s.k * 1000 WHERE s.k IS NULL"
+        ),
+        Value::Int(ROWS - 4)
+    );
 }
 
 #[test]

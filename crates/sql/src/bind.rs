@@ -171,6 +171,8 @@ pub struct Binder<'c> {
     /// The copies of `JOIN ... USING` columns that an unqualified name does not find (the
     /// null-extended side's, or the right side's of an inner join).
     pub hidden: Vec<(usize, usize)>,
+    /// The right side of the query's FULL JOIN, if it has one.
+    pub full_join: Option<usize>,
     /// The relations of the queries around this one, outermost first: a column this
     /// query does not have is looked for there, innermost first (a correlated subquery).
     outer: Vec<Arc<[Rel]>>,
@@ -200,6 +202,7 @@ impl<'c> Binder<'c> {
             ctes: Vec::new(),
             star: Vec::new(),
             hidden: Vec::new(),
+            full_join: None,
             outer: Vec::new(),
             outer_refs: Vec::new(),
         }

@@ -1,6 +1,6 @@
--- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), RIGHT JOIN of a
--- relation, ON conditions against WHERE conditions (IS NULL anti-joins), aggregates
--- over them, parenthesized joins. Expected output: PostgreSQL 15's
+-- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), FULL JOIN of two
+-- tables, RIGHT JOIN of a relation, ON conditions against WHERE conditions (IS NULL
+-- anti-joins), aggregates over them, parenthesized joins. Expected output: PostgreSQL 15's
 -- (regen.sh). Errors print only their SQLSTATE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
@@ -48,6 +48,16 @@ SELECT a.id, (SELECT count(*) FROM oj_review r WHERE r.book_id = b.id) AS n FROM
     LEFT JOIN oj_book b ON b.author_id = a.id ORDER BY a.id, b.id;
 -- NULLs do not match NULLs
 SELECT b.id, r.id FROM oj_book b LEFT JOIN oj_review r ON r.stars = b.author_id ORDER BY b.id, r.id;
+
+-- FULL JOIN of two tables: both sides' unmatched rows, WHERE after the join
+SELECT a.id, b.id AS book FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id ORDER BY a.id, b.id;
+SELECT a.id, b.id AS book FROM oj_author a FULL OUTER JOIN oj_book b ON b.author_id = a.id AND b.year > 2004
+    ORDER BY a.id, b.id;
+SELECT a.id, b.id AS book FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id WHERE a.id IS NULL OR b.id IS NULL
+    ORDER BY a.id, b.id;
+SELECT count(*), count(a.id), count(b.id) FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id;
+SELECT r.id, b.id AS book FROM oj_review r FULL JOIN oj_book b ON b.id = r.book_id WHERE coalesce(r.stars, 0) < 5
+    ORDER BY r.id, b.id;
 
 -- a LEFT JOIN needs its ON condition (42601)
 SELECT * FROM oj_author a LEFT JOIN oj_book b;

@@ -155,6 +155,9 @@ pub(super) struct Walker<'w, 's> {
     pub(super) visited_locals: u64,
     /// The rows of the plan's subqueries in FROM, by relation ([`Walker::reading`]).
     derived: &'s [(usize, Rows)],
+    /// The tuples (held partition, slot) of a FULL JOIN's right side that some row of its
+    /// left side matched ([`RelPlan::full`]).
+    full_matched: std::collections::HashSet<(usize, u32)>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -196,6 +199,7 @@ impl<'w> Walker<'w, 'w> {
             skip_evicted,
             visited_locals: 0,
             derived: &[],
+            full_matched: std::collections::HashSet::new(),
         }
     }
 
@@ -257,15 +261,28 @@ impl<'w, 's> Walker<'w, 's> {
             }
         }
         if rp.outer && !matched {
-            b.unbind(rp.rel);
-            for f in &rp.after {
-                if !f.test(b, self.cx)? {
-                    return Ok(ControlFlow::Continue(()));
-                }
-            }
-            return self.walk(level + 1, b, emit);
+            return self.null_extended(level, rp, b, emit);
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// A null-extended relation none of whose tuples passed its ON conditions: the walk
+    /// goes on with none bound (its columns read NULL), once the level's other predicates
+    /// hold.
+    fn null_extended(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        b.unbind(rp.rel);
+        for f in &rp.after {
+            if !f.test(b, self.cx)? {
+                return Ok(ControlFlow::Continue(()));
+            }
+        }
+        self.walk(level + 1, b, emit)
     }
 
     /// The held partitions (as positions in `stores`) a level visits.
@@ -352,6 +369,9 @@ impl<'w, 's> Walker<'w, 's> {
                         }
                         if rp.outer {
                             st.matched = true;
+                            if rp.full {
+                                this.full_matched.insert((li, slot));
+                            }
                             for f in &rp.after {
                                 if !f.test(b, this.cx)? {
                                     return Ok(ControlFlow::Continue(()));
@@ -428,14 +448,54 @@ impl<'w, 's> Walker<'w, 's> {
             matched |= st.matched;
         }
         if rp.outer && !matched {
-            // No tuple passed the ON conditions: the relation is null-extended.
-            b.unbind(rp.rel);
-            for f in &rp.after {
-                if !f.test(b, self.cx)? {
-                    return Ok(ControlFlow::Continue(()));
+            return self.null_extended(level, rp, b, emit);
+        }
+        if level == 0 && self.rels.get(1).is_some_and(|r| r.full) {
+            return self.unmatched(b, emit);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The end of a FULL JOIN's walk: the tuples of its right side (the second relation)
+    /// that no tuple of the left matched, each with the left null-extended, checked
+    /// against the query's predicates.
+    fn unmatched(&mut self, b: &mut Bindings<'s>, emit: &mut Emit<'_, 's>) -> Result<ControlFlow<()>> {
+        let (left, rp) = (&self.rels[0], &self.rels[1]);
+        b.unbind(left.rel);
+        let copies = if rp.pick == PartitionPick::Replicated && self.copies == Copies::One {
+            0..1
+        } else {
+            0..self.stores.len()
+        };
+        for li in copies {
+            let store: &'s PartitionStore = self.stores[li];
+            let table = checked_table(store, &rp.schema)?;
+            for (tomb, _) in table.tombstones().iter() {
+                self.evicted.push(EvictedRef {
+                    partition: store.partition(),
+                    table: rp.schema.id,
+                    tombstone: tomb,
+                });
+            }
+            let mut slots = Vec::new();
+            let _ = table.scan(|slot| {
+                if table.is_visible(slot) && !self.full_matched.contains(&(li, slot)) {
+                    slots.push(slot);
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            'slots: for slot in slots {
+                stop_now(self.interrupted, self.deadline)?;
+                b.bind(rp.rel, table, slot, li);
+                for f in &rp.after {
+                    if !f.test(b, self.cx)? {
+                        continue 'slots;
+                    }
+                }
+                if self.walk(2, b, emit)?.is_break() {
+                    return Ok(ControlFlow::Break(()));
                 }
             }
-            return self.walk(level + 1, b, emit);
         }
         Ok(ControlFlow::Continue(()))
     }

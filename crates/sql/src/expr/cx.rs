@@ -94,25 +94,8 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// This context with the values `subs` of its plan's subqueries (and none of the
-    /// groups, aggregates or correlated subqueries of another plan).
-    pub fn with_subs<'s>(&'s self, subs: &'s [Vec<Value>]) -> Cx<'s> {
-        Cx {
-            params: self.params,
-            now: self.now,
-            groups: &[],
-            aggs: &[],
-            arrays: ArrayCache::default(),
-            budget: self.budget.clone(),
-            subs,
-            runner: None,
-            outer: self.outer,
-            working: self.working.clone(),
-        }
-    }
-
-    /// This context with `runner` running its plan's correlated subqueries.
-    pub fn with_runner<'s>(&'s self, runner: &'s dyn SubRunner) -> Cx<'s> {
+    /// A copy of this context (the arrays read so far are not carried over).
+    fn copy(&self) -> Cx<'a> {
         Cx {
             params: self.params,
             now: self.now,
@@ -121,9 +104,29 @@ impl<'a> Cx<'a> {
             arrays: ArrayCache::default(),
             budget: self.budget.clone(),
             subs: self.subs,
-            runner: Some(runner),
+            runner: self.runner,
             outer: self.outer,
             working: self.working.clone(),
+        }
+    }
+
+    /// This context with the values `subs` of its plan's subqueries (and none of the
+    /// groups, aggregates or correlated subqueries of another plan).
+    pub fn with_subs<'s>(&'s self, subs: &'s [Vec<Value>]) -> Cx<'s> {
+        Cx {
+            groups: &[],
+            aggs: &[],
+            subs,
+            runner: None,
+            ..self.copy()
+        }
+    }
+
+    /// This context with `runner` running its plan's correlated subqueries.
+    pub fn with_runner<'s>(&'s self, runner: &'s dyn SubRunner) -> Cx<'s> {
+        Cx {
+            runner: Some(runner),
+            ..self.copy()
         }
     }
 
@@ -131,36 +134,24 @@ impl<'a> Cx<'a> {
     /// budget, and the outer values `outer`.
     pub fn for_subquery<'s>(&'s self, outer: &'s [Value]) -> Cx<'s> {
         Cx {
-            params: self.params,
-            now: self.now,
             groups: &[],
             aggs: &[],
-            arrays: ArrayCache::default(),
-            budget: self.budget.clone(),
             subs: &[],
             runner: None,
             outer,
-            working: self.working.clone(),
+            ..self.copy()
         }
     }
 
     /// This context with `rows` as the rows the recursive step of slot `slot` reads.
     pub fn with_working(&self, slot: usize, rows: Vec<Vec<Value>>) -> Cx<'a> {
         Cx {
-            params: self.params,
-            now: self.now,
-            groups: self.groups,
-            aggs: self.aggs,
-            arrays: ArrayCache::default(),
-            budget: self.budget.clone(),
-            subs: self.subs,
-            runner: self.runner,
-            outer: self.outer,
             working: Some(std::rc::Rc::new(WorkingRows {
                 slot,
                 rows: std::rc::Rc::new(rows),
                 up: self.working.clone(),
             })),
+            ..self.copy()
         }
     }
 
@@ -168,16 +159,9 @@ impl<'a> Cx<'a> {
     /// results `aggs`.
     pub fn with_groups<'s>(&'s self, groups: &'s [Value], aggs: &'s [Value]) -> Cx<'s> {
         Cx {
-            params: self.params,
-            now: self.now,
             groups,
             aggs,
-            arrays: ArrayCache::default(),
-            budget: self.budget.clone(),
-            subs: self.subs,
-            runner: self.runner,
-            outer: self.outer,
-            working: self.working.clone(),
+            ..self.copy()
         }
     }
 

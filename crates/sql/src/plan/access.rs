@@ -137,6 +137,8 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -
 pub(super) struct OuterJoin {
     pub rel: usize,
     pub on: Vec<Expr>,
+    /// A FULL JOIN's right side.
+    pub full: bool,
 }
 
 pub(super) fn plan_joins(
@@ -152,6 +154,9 @@ pub(super) fn plan_joins(
     }
     // A null-extended relation is reached through its ON conditions alone, after the
     // relations they read.
+    if let Some(full) = outer.iter().find(|o| o.full) {
+        return full_join(b, conjuncts, full, pre_filters);
+    }
     let mut on: Vec<Option<Vec<Expr>>> = vec![None; n];
     let mut deps = vec![0u64; n];
     for oj in outer {
@@ -222,6 +227,7 @@ pub(super) fn plan_joins(
             access,
             filters,
             outer: on[r].is_some(),
+            full: false,
             after,
             bounds,
             pick,
@@ -289,6 +295,58 @@ fn partition_pick(schema: &TableSchema, sargs: &[Sarg]) -> PartitionPick {
             None => PartitionPick::All,
         },
     }
+}
+
+/// `a FULL JOIN b ON ...`, the query's only relations: `a` scanned whole, `b` reached
+/// through the ON conditions alone and null-extended, every other predicate checked at
+/// `b`'s level (`after`), where the walk also emits, at its end, the tuples of `b` no
+/// tuple of `a` matched (`RelPlan::full`).
+fn full_join(
+    b: &Binder<'_>,
+    conjuncts: Vec<Expr>,
+    full: &OuterJoin,
+    pre_filters: Vec<Expr>,
+) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
+    let [x, y] = [0, 1];
+    if b.rels.len() != 2 || b.rels.iter().any(|r| r.schema.id == DERIVED_TABLE) {
+        return Err(SqlError::Unsupported(
+            "FULL JOIN beside other relations or of a subquery (it joins two tables here)".into(),
+        ));
+    }
+    let (first, second) = if full.rel == y { (x, y) } else { (y, x) };
+    let schema = b.rels[first].schema.clone();
+    let first_plan = RelPlan {
+        rel: first,
+        pick: partition_pick(&schema, &[]),
+        schema,
+        access: Access::Scan,
+        filters: Vec::new(),
+        outer: false,
+        full: false,
+        after: Vec::new(),
+        bounds: 0,
+    };
+    let schema = b.rels[second].schema.clone();
+    let known = 1u64 << first;
+    let sg = sargs(second, &full.on, known);
+    let (access, _, _) = choose_access(&schema, &sg, &any_sargs(second, &full.on, known));
+    let implied = implied_by(&access, &schema, second);
+    let mut filters: Vec<Expr> = full.on.iter().filter(|c| !implied.contains(c)).cloned().collect();
+    let is_bound = |c: &Expr| range_bound_of(&access, &schema, second, known | 1 << second, c);
+    filters.sort_by_key(|c| !is_bound(c));
+    let bounds = filters.iter().take_while(|c| is_bound(c)).count();
+    let second_plan = RelPlan {
+        rel: second,
+        pick: partition_pick(&schema, &sg),
+        schema,
+        access,
+        filters,
+        outer: true,
+        full: true,
+        after: conjuncts,
+        bounds,
+    };
+    Ok((vec![first_plan, second_plan], pre_filters))
 }
 
 /// A join order for more relations than every order can be costed for: at each step the

@@ -29,7 +29,11 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
         b.expr(e)?.0.conjuncts(&mut on);
         match null_extended {
             None => conjuncts.extend(on),
-            Some(rel) => outer.push(OuterJoin { rel: *rel, on }),
+            Some(rel) => outer.push(OuterJoin {
+                rel: *rel,
+                on,
+                full: b.full_join == Some(*rel),
+            }),
         }
     }
     if let Some(w) = &s.selection {
@@ -87,10 +91,20 @@ pub(super) fn from_item(
                 };
                 (c, Some(rel))
             }
-            JoinOperator::FullOuter(_) => return unsupported("FULL JOIN"),
+            JoinOperator::FullOuter(c) => {
+                let (Some(_), Some(rel)) = (lone_left, right) else {
+                    return unsupported("FULL JOIN of more than two relations");
+                };
+                if !matches!(c, JoinConstraint::On(_)) {
+                    return unsupported("FULL JOIN ... USING / NATURAL (write the ON condition)");
+                }
+                b.full_join = Some(rel);
+                (c, Some(rel))
+            }
             _ => return unsupported("this kind of join"),
         };
         let kind = match null_extended {
+            Some(rel) if b.full_join == Some(rel) => "FULL JOIN",
             None => "JOIN",
             Some(rel) if Some(rel) == right => "LEFT JOIN",
             Some(_) => "RIGHT JOIN",
@@ -307,20 +321,11 @@ pub(super) fn derived(b: &mut Binder<'_>, q: &ast::Query, alias: String, names: 
 pub(super) fn derived_tree(
     b: &mut Binder<'_>,
     tree: SetTree,
-    mut columns: Vec<ColumnInfo>,
+    columns: Vec<ColumnInfo>,
     alias: String,
     names: &[String],
 ) -> Result<usize> {
-    if names.len() > columns.len() {
-        return Err(SqlError::ColumnAliases(format!(
-            "table \"{alias}\" has {} columns available but {} columns specified",
-            columns.len(),
-            names.len()
-        )));
-    }
-    for (c, n) in columns.iter_mut().zip(names) {
-        c.name = n.clone();
-    }
+    let columns = named(columns, names, &alias)?;
     let ident = ast::Ident::with_quote('"', alias.clone());
     let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
     b.derived.push(DerivedRel { rel, query: tree });
@@ -435,7 +440,8 @@ fn reads_working(t: &SetTree, slot: usize, found: &mut bool) {
     }
 }
 
-/// Result columns `columns`, the first renamed `names` (a WITH query's column list).
+/// Result columns `columns`, the first renamed `names` (a column list given with the
+/// alias `alias`); more names than columns is 42P10.
 fn named(mut columns: Vec<ColumnInfo>, names: &[String], alias: &str) -> Result<Vec<ColumnInfo>> {
     if names.len() > columns.len() {
         return Err(SqlError::ColumnAliases(format!(

@@ -57,6 +57,10 @@ pub struct RelPlan {
     /// RIGHT JOIN): when none of its tuples passes `filters`, the walk goes on with none
     /// bound (its columns read NULL).
     pub outer: bool,
+    /// The right side of a FULL JOIN (of two relations, this one second): besides being
+    /// null-extended, its tuples no row of the first matched are emitted at the end with
+    /// the first null-extended.
+    pub full: bool,
     /// Of an `outer` relation, the predicates of the query (WHERE, inner joins' ON) checked
     /// at its level, after its tuple is bound or it is null-extended.
     pub after: Vec<Expr>,
