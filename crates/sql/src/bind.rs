@@ -23,6 +23,7 @@ use crate::plan::tree::{DerivedRel, InitPlan, SetTree, SubqueryKind};
 
 mod aggregate;
 mod subquery;
+mod window;
 use crate::rows::ColumnInfo;
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses
@@ -153,6 +154,8 @@ pub struct Binder<'c> {
     pub rels: Vec<Rel>,
     /// Aggregates found so far; `None` where aggregates are not allowed.
     pub aggs: Option<Vec<AggCall>>,
+    /// Window function calls found so far; `None` where they are not allowed.
+    pub windows: Option<Vec<crate::expr::WindowCall>>,
     /// How deep the expression being bound nests ([`crate::limits::MAX_EXPR_DEPTH`]).
     depth: Depth,
     /// The subqueries met so far in this statement's expressions (at this level; a
@@ -195,6 +198,7 @@ impl<'c> Binder<'c> {
             array_params: Vec::new(),
             rels: Vec::new(),
             aggs: None,
+            windows: None,
             depth: Depth::default(),
             init: Vec::new(),
             plan_subquery: None,
@@ -773,9 +777,6 @@ impl<'c> Binder<'c> {
 
     fn function(&mut self, f: &ast::Function) -> Result<Typed> {
         let name = object_name(&f.name)?;
-        if f.over.is_some() {
-            return unsupported(format!("window functions ({name} ... OVER)"));
-        }
         if !f.within_group.is_empty() {
             return unsupported(format!("WITHIN GROUP ({name})"));
         }
@@ -796,6 +797,12 @@ impl<'c> Binder<'c> {
                 (args, distinct, star)
             }
         };
+        if let Some(over) = &f.over {
+            if f.filter.is_some() {
+                return unsupported("FILTER in window functions");
+            }
+            return self.window(&name, over, &args, distinct, star);
+        }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),
             "sum" => Some(AggFunc::Sum),

@@ -19,6 +19,9 @@ pub enum SqlError {
     /// A column of `JOIN ... USING` found more than once on a side, or named twice (42702).
     #[error("{0}")]
     UsingColumnAmbiguous(String),
+    /// A window function where none may be (WHERE, GROUP BY, inside another).
+    #[error("{0}")]
+    WindowingError(String),
     /// A column named twice where names must differ (`USING (a, a)`).
     #[error("{0}")]
     DuplicateColumn(String),
@@ -147,8 +150,8 @@ pub enum SqlError {
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
     "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42712",
-    "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "53100", "53200",
-    "54000", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "42P20", "53100",
+    "53200", "54000", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -161,6 +164,7 @@ impl SqlError {
             SqlError::UsingColumnMissing(_) => "42703",
             SqlError::UsingColumnAmbiguous(_) => "42702",
             SqlError::DuplicateColumn(_) => "42701",
+            SqlError::WindowingError(_) => "42P20",
             SqlError::UnknownTable(_) | SqlError::UnknownView(_) | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",

@@ -82,6 +82,7 @@ mod gather;
 mod keys;
 mod subquery;
 mod walk;
+mod window;
 
 use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;

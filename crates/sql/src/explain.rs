@@ -103,6 +103,10 @@ impl Writer<'_> {
                 .collect();
             self.detail(d, &format!("Sort Key: {}", keys.join(", ")));
         }
+        if !s.windows.is_empty() {
+            d += 1;
+            self.line(d, &format!("WindowAgg  ({} window call(s))", s.windows.len()));
+        }
         if let Some(a) = &s.agg {
             d += 1;
             self.line(d, if a.groups.is_empty() { "Aggregate" } else { "Group" });
@@ -370,6 +374,7 @@ fn show(e: &Expr, rels: &[RelPlan]) -> String {
         Expr::Now => "now()".into(),
         Expr::Group(i) => format!("group.{}", i + 1),
         Expr::Agg(i) => format!("agg.{}", i + 1),
+        Expr::Window(i) => format!("window.{}", i + 1),
         Expr::Subquery(n) => format!("(InitPlan {})", n + 1),
         Expr::Exists(n) => format!("EXISTS(InitPlan {})", n + 1),
         Expr::InSubquery { expr, sub, negated } => {

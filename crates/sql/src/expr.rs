@@ -184,6 +184,37 @@ pub enum Expr {
     /// Inside a correlated subquery: the `n`-th value it is run with (its `SubPlan`'s
     /// `args[n]`, a value of the query around it).
     Outer(usize),
+    /// The value of the `n`-th window function call of the query for the row being
+    /// produced (`Cx::windows`).
+    Window(usize),
+}
+
+/// A window function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WinFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    /// `lag(x [, n [, default]])` / `lead(...)`: `x` of the row `n` before / after.
+    Lag,
+    Lead,
+    FirstValue,
+    /// An aggregate over the frame: the partition's rows up to the current row's last
+    /// peer with ORDER BY, the whole partition without.
+    Agg(AggFunc),
+}
+
+/// `func(args) OVER (PARTITION BY partition ORDER BY order)`, with the default frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    pub func: WinFunc,
+    /// `None` for `count(*)`, else the arguments.
+    pub args: Vec<Expr>,
+    pub star: bool,
+    pub partition: Vec<Expr>,
+    /// ORDER BY keys: expression, descending, NULLs first.
+    pub order: Vec<(Expr, bool, bool)>,
+    pub ty: Option<DataType>,
 }
 
 /// How a subquery in an expression is read (`Expr::Subquery`, `Expr::Exists`,
@@ -250,6 +281,7 @@ impl Expr {
                 }
             }
             Expr::Column { .. }
+            | Expr::Window(_)
             | Expr::Outer(_)
             | Expr::Param(_)
             | Expr::Const(_)
@@ -287,6 +319,7 @@ impl Expr {
                     | Expr::InSubquery { .. }
                     | Expr::SubPlan { .. }
                     | Expr::Outer(_)
+                    | Expr::Window(_)
             ) {
                 ok = false;
             }
@@ -463,6 +496,7 @@ impl Expr {
             }
             Expr::SubPlan { sub, kind, args, test } => eval_subplan(*sub, *kind, args, test.as_ref(), src, cx)?,
             Expr::Outer(i) => Datum::Ref(cx.outer.get(*i).map_or(ValueRef::Null, Value::as_ref)),
+            Expr::Window(i) => Datum::Ref(cx.windows.get(*i).map_or(ValueRef::Null, Value::as_ref)),
         })
     }
 

@@ -50,26 +50,7 @@ impl Binder<'_> {
                     return Err(SqlError::UnknownFunction(format!("{name} with these arguments")));
                 }
             };
-            let ty = match func {
-                AggFunc::Count => Some(DataType::BigInt),
-                AggFunc::Min | AggFunc::Max => at,
-                // As PostgreSQL: the sum of bigints is a numeric (it does not overflow),
-                // of smaller integers a bigint.
-                AggFunc::Sum => match at {
-                    Some(DataType::BigInt) => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) if t.is_integer() => Some(DataType::BigInt),
-                    Some(DataType::Double) => Some(DataType::Double),
-                    Some(DataType::Decimal { .. }) => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
-                    None => None,
-                },
-                AggFunc::Avg => match at {
-                    Some(DataType::Double) => Some(DataType::Double),
-                    Some(t) if t.is_numeric() => Some(DataType::Decimal { precision: 0, scale: 0 }),
-                    Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
-                    None => None,
-                },
-            };
+            let ty = aggregate_type(func, at)?;
             Ok(AggCall {
                 filter,
                 func,
@@ -96,4 +77,29 @@ impl Binder<'_> {
         self.aggs = Some(aggs);
         Ok((Expr::Agg(idx), ty))
     }
+}
+
+/// The result type of aggregate `func` over values of type `at`, as PostgreSQL gives it:
+/// the sum of bigints is a numeric (it does not overflow), of smaller integers a bigint;
+/// the average of integers or numerics a numeric.
+pub(super) fn aggregate_type(func: AggFunc, at: Option<DataType>) -> Result<Option<DataType>> {
+    Ok(match func {
+        AggFunc::Count => Some(DataType::BigInt),
+        AggFunc::Min | AggFunc::Max => at,
+        AggFunc::Sum => match at {
+            Some(DataType::BigInt) | Some(DataType::Decimal { .. }) => {
+                Some(DataType::Decimal { precision: 0, scale: 0 })
+            }
+            Some(t) if t.is_integer() => Some(DataType::BigInt),
+            Some(DataType::Double) => Some(DataType::Double),
+            Some(t) => return Err(SqlError::UnknownFunction(format!("sum({t})"))),
+            None => None,
+        },
+        AggFunc::Avg => match at {
+            Some(DataType::Double) => Some(DataType::Double),
+            Some(t) if t.is_numeric() => Some(DataType::Decimal { precision: 0, scale: 0 }),
+            Some(t) => return Err(SqlError::UnknownFunction(format!("avg({t})"))),
+            None => None,
+        },
+    })
 }

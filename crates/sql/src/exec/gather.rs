@@ -10,11 +10,13 @@ use permafrost_types::{DataType, Value, ValueRef};
 
 use crate::error::{Result, SqlError};
 use crate::expr::AggFunc;
-use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith, compare};
+use crate::expr::{ColumnSource, Cx, Expr, NoColumns, arith};
 use crate::plan::{AggPlan, SelectPlan};
 use crate::rows::{ColumnInfo, Rows};
 use crate::value_budget::ValueBudget;
 use crate::workmem::{MemoryPool, WorkMem, values_size};
+
+use super::window;
 
 /// What a SELECT gathers from the rows it visits.
 pub(super) enum Gather {
@@ -44,6 +46,14 @@ pub(super) enum Gather {
         offset: u64,
         mem: WorkMem,
     },
+    /// Rows kept as the columns they read (`SelectPlan::image`) until the query's window
+    /// calls are computed over all of them.
+    Windowed {
+        images: Vec<Vec<Value>>,
+        limit: Option<u64>,
+        offset: u64,
+        mem: WorkMem,
+    },
 }
 
 impl Gather {
@@ -55,7 +65,14 @@ impl Gather {
         offset: u64,
     ) -> Gather {
         let mem = WorkMem::new(work_mem);
-        if p.agg.is_some() {
+        if !p.windows.is_empty() && p.agg.is_none() {
+            Gather::Windowed {
+                images: Vec::new(),
+                limit,
+                offset,
+                mem,
+            }
+        } else if p.agg.is_some() {
             Gather::Agg {
                 table: AggTable::default(),
                 limit,
@@ -86,7 +103,10 @@ impl Gather {
     /// what it holds, and room in `pool` ([`crate::value_budget`]).
     pub(super) fn budget<'p>(&self, pool: Option<&'p MemoryPool>) -> ValueBudget<'p> {
         let mem = match self {
-            Gather::Stream { mem, .. } | Gather::Sorted { mem, .. } | Gather::Agg { mem, .. } => mem,
+            Gather::Stream { mem, .. }
+            | Gather::Sorted { mem, .. }
+            | Gather::Agg { mem, .. }
+            | Gather::Windowed { mem, .. } => mem,
         };
         let b = ValueBudget::new(mem.limit(), pool);
         b.set_held(mem.used());
@@ -106,6 +126,13 @@ impl Gather {
         pool: Option<&Arc<MemoryPool>>,
     ) -> Result<ControlFlow<()>> {
         match self {
+            Gather::Windowed { images, mem, .. } => {
+                let image: Vec<Value> = p.image.iter().map(|&(r, c)| b.column(r, c).to_owned()).collect();
+                mem.add(values_size(&image), pool)?;
+                cx.budget.set_held(mem.used());
+                images.push(image);
+                Ok(ControlFlow::Continue(()))
+            }
             Gather::Agg { table, mem, .. } => {
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 if let Some(new_group) = table.add(agg, b, cx)? {
@@ -207,6 +234,35 @@ impl Gather {
                 offset,
                 ..
             } => Ok(emit_sorted(p, collected, &slots, limit, offset)),
+            Gather::Windowed {
+                images, limit, offset, ..
+            } => {
+                let image = |i: usize| window::Image {
+                    cols: &p.image,
+                    values: &images[i],
+                };
+                let w = window::compute(&p.windows, images.len(), &|i, e| {
+                    Ok(e.eval(&image(i), cx)?.into_value())
+                })?;
+                let mut collected = Collected::new(columns.clone());
+                for (i, w) in w.iter().enumerate() {
+                    let src = image(i);
+                    let wcx = cx.with_windows(w);
+                    let out = p
+                        .output
+                        .iter()
+                        .map(|e| Ok(e.eval(&src, &wcx)?.into_value()))
+                        .collect::<Result<Vec<_>>>()?;
+                    let keys = p
+                        .order
+                        .iter()
+                        .map(|k| Ok(k.expr.eval(&src, &wcx)?.into_value()))
+                        .collect::<Result<Vec<_>>>()?;
+                    collected.push(keys, &out);
+                }
+                let slots: Vec<SortSlot> = (0..p.order.len()).map(SortSlot::Key).collect();
+                Ok(emit_sorted(p, collected, &slots, limit, offset))
+            }
             Gather::Agg {
                 table, limit, offset, ..
             } => finish_agg(
@@ -498,25 +554,7 @@ impl AggTable {
                 },
                 _ => v,
             };
-            acc.value = Some(match (call.func, acc.value.take()) {
-                (_, None) => v,
-                (AggFunc::Count, Some(x)) => x,
-                (AggFunc::Sum | AggFunc::Avg, Some(x)) => arith(crate::expr::ArithOp::Add, x.as_ref(), v.as_ref())?,
-                (AggFunc::Min, Some(x)) => {
-                    if compare(v.as_ref(), x.as_ref())? == Some(Ordering::Less) {
-                        v
-                    } else {
-                        x
-                    }
-                }
-                (AggFunc::Max, Some(x)) => {
-                    if compare(v.as_ref(), x.as_ref())? == Some(Ordering::Greater) {
-                        v
-                    } else {
-                        x
-                    }
-                }
-            });
+            acc.value = Some(window::fold(call.func, acc.value.take(), v)?);
         }
         Ok(new_group)
     }
@@ -557,6 +595,7 @@ pub(super) fn finish_agg(
             acc.settle()?;
         }
     }
+    let mut passing: Vec<(&Vec<Value>, Vec<Value>)> = Vec::new();
     for (key, accs) in table.keys.iter().zip(&table.accs) {
         let finals: Vec<Value> = agg
             .aggs
@@ -584,6 +623,11 @@ pub(super) fn finish_agg(
         {
             continue;
         }
+        if !p.windows.is_empty() {
+            // (Its window calls are computed over every group first.)
+            passing.push((key, finals));
+            continue;
+        }
         let out = p
             .output
             .iter()
@@ -595,6 +639,26 @@ pub(super) fn finish_agg(
             .map(|k| k.expr.eval_const(&pcx))
             .collect::<Result<Vec<_>>>()?;
         collected.push(keys, &out);
+    }
+    if !p.windows.is_empty() {
+        let w = window::compute(&p.windows, passing.len(), &|i, e| {
+            e.eval_const(&cx.with_groups(passing[i].0, &passing[i].1))
+        })?;
+        for ((key, finals), w) in passing.iter().zip(&w) {
+            let gcx = cx.with_groups(key, finals);
+            let wcx = gcx.with_windows(w);
+            let out = p
+                .output
+                .iter()
+                .map(|e| e.eval_const(&wcx))
+                .collect::<Result<Vec<_>>>()?;
+            let keys = p
+                .order
+                .iter()
+                .map(|k| k.expr.eval_const(&wcx))
+                .collect::<Result<Vec<_>>>()?;
+            collected.push(keys, &out);
+        }
     }
     let slots: Vec<SortSlot> = (0..p.order.len()).map(SortSlot::Key).collect();
     Ok(emit_sorted(p, collected, &slots, limit, offset))

@@ -51,6 +51,8 @@ pub struct Cx<'a> {
     pub outer: &'a [Value],
     /// Inside the step of a recursive WITH query: the rows its last run added, by slot.
     pub working: Option<std::rc::Rc<WorkingRows>>,
+    /// The values of the query's window function calls for the row being produced.
+    pub windows: &'a [Value],
 }
 
 /// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one
@@ -91,6 +93,7 @@ impl<'a> Cx<'a> {
             runner: None,
             outer: &[],
             working: None,
+            windows: &[],
         }
     }
 
@@ -107,7 +110,13 @@ impl<'a> Cx<'a> {
             runner: self.runner,
             outer: self.outer,
             working: self.working.clone(),
+            windows: self.windows,
         }
+    }
+
+    /// This context with `windows` as the values of the query's window calls.
+    pub fn with_windows<'s>(&'s self, windows: &'s [Value]) -> Cx<'s> {
+        Cx { windows, ..self.copy() }
     }
 
     /// This context with the values `subs` of its plan's subqueries (and none of the

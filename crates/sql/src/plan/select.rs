@@ -51,9 +51,16 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     let groups = group_by(b, &s.group_by, &s.projection)?;
     // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
     b.aggs = Some(Vec::new());
+    // The select list and ORDER BY may hold window function calls; they are collected.
+    b.windows = Some(Vec::new());
     let (mut output, columns) = projection(b, &s.projection)?;
     let having = match &s.having {
-        Some(h) => Some(b.expr(h)?.0),
+        Some(h) => {
+            let w = b.windows.take();
+            let r = b.expr(h);
+            b.windows = w;
+            Some(r?.0)
+        }
         None => None,
     };
     let mut order = order_by(b, q, &output, &columns)?;
@@ -63,7 +70,38 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         Some(ast::Distinct::On(exprs)) => (false, distinct_on(b, exprs, &output, &columns, &mut order)?),
     };
     let aggs = b.aggs.take().unwrap_or_default();
+    let mut windows = b.windows.take().unwrap_or_default();
     let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
+    if let Some(a) = &agg {
+        for w in &mut windows {
+            for e in w
+                .args
+                .iter_mut()
+                .chain(&mut w.partition)
+                .chain(w.order.iter_mut().map(|o| &mut o.0))
+            {
+                *e = to_post_agg(e, &a.groups)?;
+            }
+        }
+    }
+    // The columns a query with window calls keeps of each row until they are computed.
+    let mut image: Vec<(usize, usize)> = Vec::new();
+    if !windows.is_empty() && agg.is_none() {
+        let exprs = output.iter().chain(order.iter().map(|k| &k.expr)).chain(
+            windows
+                .iter()
+                .flat_map(|w| w.args.iter().chain(&w.partition).chain(w.order.iter().map(|o| &o.0))),
+        );
+        for e in exprs {
+            e.walk(&mut |x| {
+                if let Expr::Column { rel, col } = x
+                    && !image.contains(&(*rel, *col))
+                {
+                    image.push((*rel, *col));
+                }
+            });
+        }
+    }
     if distinct {
         for k in &order {
             if !output.contains(&k.expr) {
@@ -89,6 +127,8 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             offset,
             distinct,
             distinct_on,
+            windows,
+            image,
             init: std::mem::take(&mut b.init),
             derived: std::mem::take(&mut b.derived),
         },
@@ -613,6 +653,7 @@ fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
         | Expr::Group(_)
         | Expr::Subquery(_)
         | Expr::Exists(_)
+        | Expr::Window(_)
         | Expr::Outer(_) => e.clone(),
         Expr::SubPlan { sub, kind, args, test } => Expr::SubPlan {
             sub: *sub,

@@ -118,6 +118,12 @@ pub struct SelectPlan {
     /// `DISTINCT ON`: of the rows equal in their first `distinct_on` sort keys, only the
     /// first in sort order is kept (0: none).
     pub distinct_on: usize,
+    /// The window function calls of its select list and ORDER BY (`Expr::Window`),
+    /// computed over its rows after aggregation, before DISTINCT, ORDER BY and LIMIT.
+    pub windows: Vec<crate::expr::WindowCall>,
+    /// With window calls and no aggregation: the columns (relation, column) each row keeps
+    /// until they are computed.
+    pub image: Vec<(usize, usize)>,
     /// The subqueries its expressions read, run first ([`InitPlan`]).
     pub init: Vec<Arc<InitPlan>>,
     /// The subqueries in FROM (views and CTEs included) among its relations: their rows,
@@ -169,6 +175,8 @@ impl SelectPlan {
             offset: None,
             distinct: false,
             distinct_on: 0,
+            windows: Vec::new(),
+            image: Vec::new(),
             init: Vec::new(),
             derived: Vec::new(),
         }
