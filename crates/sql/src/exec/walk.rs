@@ -157,7 +157,8 @@ pub(super) struct Walker<'w, 's> {
     derived: &'s [(usize, Rows)],
     /// The tuples (held partition, slot) of a FULL JOIN's right side that some row of its
     /// left side matched ([`RelPlan::full`]).
-    full_matched: std::collections::HashSet<(usize, u32)>,
+    /// (Made at the first match: a walk without a FULL JOIN makes none.)
+    full_matched: Option<std::collections::HashSet<(usize, u32)>>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -199,7 +200,7 @@ impl<'w> Walker<'w, 'w> {
             skip_evicted,
             visited_locals: 0,
             derived: &[],
-            full_matched: std::collections::HashSet::new(),
+            full_matched: None,
         }
     }
 
@@ -370,7 +371,7 @@ impl<'w, 's> Walker<'w, 's> {
                         if rp.outer {
                             st.matched = true;
                             if rp.full {
-                                this.full_matched.insert((li, slot));
+                                this.full_matched.get_or_insert_default().insert((li, slot));
                             }
                             for f in &rp.after {
                                 if !f.test(b, this.cx)? {
@@ -479,7 +480,7 @@ impl<'w, 's> Walker<'w, 's> {
             }
             let mut slots = Vec::new();
             let _ = table.scan(|slot| {
-                if table.is_visible(slot) && !self.full_matched.contains(&(li, slot)) {
+                if table.is_visible(slot) && !self.full_matched.as_ref().is_some_and(|m| m.contains(&(li, slot))) {
                     slots.push(slot);
                 }
                 ControlFlow::<()>::Continue(())
