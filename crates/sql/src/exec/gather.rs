@@ -16,6 +16,7 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::value_budget::ValueBudget;
 use crate::workmem::{MemoryPool, WorkMem, values_size};
 
+use super::keys::sort_order;
 use super::window;
 
 /// What a SELECT gathers from the rows it visits.
@@ -246,19 +247,7 @@ impl Gather {
                 })?;
                 let mut collected = Collected::new(columns.clone());
                 for (i, w) in w.iter().enumerate() {
-                    let src = image(i);
-                    let wcx = cx.with_windows(w);
-                    let out = p
-                        .output
-                        .iter()
-                        .map(|e| Ok(e.eval(&src, &wcx)?.into_value()))
-                        .collect::<Result<Vec<_>>>()?;
-                    let keys = p
-                        .order
-                        .iter()
-                        .map(|k| Ok(k.expr.eval(&src, &wcx)?.into_value()))
-                        .collect::<Result<Vec<_>>>()?;
-                    collected.push(keys, &out);
+                    collected.push_row(p, &image(i), &cx.with_windows(w))?;
                 }
                 let slots: Vec<SortSlot> = (0..p.order.len()).map(SortSlot::Key).collect();
                 Ok(emit_sorted(p, collected, &slots, limit, offset))
@@ -336,6 +325,23 @@ impl Collected {
             + rows * width * std::mem::size_of::<ValueRef<'_>>()
     }
 
+    /// A finished row of `p` (grouped, or with its window calls computed): its output and
+    /// sort keys evaluated over `src` in `cx`.
+    fn push_row(&mut self, p: &SelectPlan, src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<()> {
+        let out = p
+            .output
+            .iter()
+            .map(|e| Ok(e.eval(src, cx)?.into_value()))
+            .collect::<Result<Vec<_>>>()?;
+        let keys = p
+            .order
+            .iter()
+            .map(|k| Ok(k.expr.eval(src, cx)?.into_value()))
+            .collect::<Result<Vec<_>>>()?;
+        self.push(keys, &out);
+        Ok(())
+    }
+
     fn push(&mut self, keys: Vec<Value>, out: &[Value]) {
         self.out.push_row(out.iter().map(Value::as_ref));
         self.key_bytes += values_size(&keys);
@@ -385,28 +391,7 @@ pub(super) fn emit_sorted(
     } else if !p.order.is_empty() {
         order.sort_by(|&a, &b| {
             for (k, &slot) in p.order.iter().zip(slots) {
-                let (x, y) = (at(a, slot), at(b, slot));
-                let o = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => {
-                        if k.nulls_first {
-                            Ordering::Less
-                        } else {
-                            Ordering::Greater
-                        }
-                    }
-                    (false, true) => {
-                        if k.nulls_first {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                    }
-                    (false, false) => {
-                        let o = permafrost_types::total_compare(x, y);
-                        if k.desc { o.reverse() } else { o }
-                    }
-                };
+                let o = sort_order(at(a, slot), at(b, slot), k.desc, k.nulls_first);
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -628,36 +613,14 @@ pub(super) fn finish_agg(
             passing.push((key, finals));
             continue;
         }
-        let out = p
-            .output
-            .iter()
-            .map(|e| e.eval_const(&pcx))
-            .collect::<Result<Vec<_>>>()?;
-        let keys = p
-            .order
-            .iter()
-            .map(|k| k.expr.eval_const(&pcx))
-            .collect::<Result<Vec<_>>>()?;
-        collected.push(keys, &out);
+        collected.push_row(p, &NoColumns, &pcx)?;
     }
     if !p.windows.is_empty() {
         let w = window::compute(&p.windows, passing.len(), &|i, e| {
             e.eval_const(&cx.with_groups(passing[i].0, &passing[i].1))
         })?;
         for ((key, finals), w) in passing.iter().zip(&w) {
-            let gcx = cx.with_groups(key, finals);
-            let wcx = gcx.with_windows(w);
-            let out = p
-                .output
-                .iter()
-                .map(|e| e.eval_const(&wcx))
-                .collect::<Result<Vec<_>>>()?;
-            let keys = p
-                .order
-                .iter()
-                .map(|k| k.expr.eval_const(&wcx))
-                .collect::<Result<Vec<_>>>()?;
-            collected.push(keys, &out);
+            collected.push_row(p, &NoColumns, &cx.with_groups(key, finals).with_windows(w))?;
         }
     }
     let slots: Vec<SortSlot> = (0..p.order.len()).map(SortSlot::Key).collect();

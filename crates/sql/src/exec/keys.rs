@@ -165,3 +165,19 @@ pub(super) fn build_range(
     };
     Ok(Some((lo, hi, false)))
 }
+
+/// Orders two values of a sort key as ORDER BY does: NULLs first or last (`nulls_first`),
+/// the others by `total_compare`, reversed when `desc`.
+pub(super) fn sort_order(x: ValueRef<'_>, y: ValueRef<'_>, desc: bool, nulls_first: bool) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) if nulls_first => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (false, true) if nulls_first => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => {
+            let o = permafrost_types::total_compare(x, y);
+            if desc { o.reverse() } else { o }
+        }
+    }
+}

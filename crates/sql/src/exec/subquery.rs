@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use permafrost_types::{Value, total_compare};
+use permafrost_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::expr::{ArithOp, Cx, Expr, arith, cast, compare};
@@ -16,6 +16,7 @@ use crate::rows::{ColumnInfo, Rows, encode_row};
 use crate::workmem::{value_size, values_size};
 
 use super::gather::limit_value;
+use super::keys::sort_order;
 
 /// Runs one SELECT whole over the environment `E`.
 pub(super) type RunSelect<'r, E> = dyn FnMut(&SelectPlan, &Arc<[ColumnInfo]>, &mut E, &Cx<'_>) -> Result<Rows> + 'r;
@@ -91,18 +92,7 @@ pub(super) fn compound<E>(
     if !p.order.is_empty() {
         rows.sort_by(|a, b| {
             for &(i, desc, nulls_first) in &p.order {
-                let (x, y) = (&a[i], &b[i]);
-                let o = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) if nulls_first => Ordering::Less,
-                    (true, false) => Ordering::Greater,
-                    (false, true) if nulls_first => Ordering::Greater,
-                    (false, true) => Ordering::Less,
-                    (false, false) => {
-                        let o = total_compare(x.as_ref(), y.as_ref());
-                        if desc { o.reverse() } else { o }
-                    }
-                };
+                let o = sort_order(a[i].as_ref(), b[i].as_ref(), desc, nulls_first);
                 if o != Ordering::Equal {
                     return o;
                 }

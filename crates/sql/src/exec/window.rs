@@ -12,6 +12,8 @@ use permafrost_types::{Value, ValueRef, total_compare};
 use crate::error::{Result, SqlError};
 use crate::expr::{AggFunc, ArithOp, ColumnSource, Expr, WinFunc, WindowCall, arith, compare};
 
+use super::keys::sort_order;
+
 /// The values of `windows` for `n` rows (`result[row][call]`); `eval(row, e)` evaluates
 /// expression `e` on a row.
 pub(super) fn compute(
@@ -27,31 +29,6 @@ pub(super) fn compute(
         }
     }
     Ok(out)
-}
-
-/// Orders two key values as ORDER BY does (`desc`, NULLs first or last).
-fn key_order(x: ValueRef<'_>, y: ValueRef<'_>, desc: bool, nulls_first: bool) -> Ordering {
-    match (x.is_null(), y.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => {
-            if nulls_first {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            }
-        }
-        (false, true) => {
-            if nulls_first {
-                Ordering::Greater
-            } else {
-                Ordering::Less
-            }
-        }
-        (false, false) => {
-            let o = total_compare(x, y);
-            if desc { o.reverse() } else { o }
-        }
-    }
 }
 
 fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -> Result<Vec<Value>> {
@@ -82,7 +59,7 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
             }
         }
         for ((x, y), (_, desc, nf)) in keys[a].iter().zip(&keys[b]).zip(&w.order) {
-            let o = key_order(x.as_ref(), y.as_ref(), *desc, *nf);
+            let o = sort_order(x.as_ref(), y.as_ref(), *desc, *nf);
             if o != Ordering::Equal {
                 return o;
             }
