@@ -58,6 +58,10 @@ pub struct Config {
     /// when the budget's gate has stayed closed this long, or at once when eviction cannot
     /// free anything. Zero: it fails at once.
     pub memory_wait: std::time::Duration,
+    /// Where a query's sort or result past its working memory spills (temporary files
+    /// without names, `permafrost_io::temp`): the data directory's `tmp` folder. `None` (a
+    /// database without a data directory): such a query fails with 54000.
+    pub temp_dir: Option<std::path::PathBuf>,
 }
 
 /// The default [`Config::read_slice`].
@@ -100,6 +104,7 @@ pub struct ConfigBuilder {
     snapshots: Option<SnapshotConfig>,
     read_slice: Option<Option<std::time::Duration>>,
     memory_wait: Option<std::time::Duration>,
+    temp_dir: Option<std::path::PathBuf>,
 }
 
 pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
@@ -161,6 +166,12 @@ impl ConfigBuilder {
     /// [`Config::memory_wait`].
     pub fn memory_wait(mut self, wait: std::time::Duration) -> Self {
         self.memory_wait = Some(wait);
+        self
+    }
+
+    /// [`Config::temp_dir`].
+    pub fn temp_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.temp_dir = Some(dir);
         self
     }
 
@@ -260,6 +271,7 @@ impl ConfigBuilder {
             snapshots: self.snapshots,
             read_slice,
             memory_wait,
+            temp_dir: self.temp_dir,
         })
     }
 }

@@ -350,6 +350,12 @@ impl Database {
         &self.shared().config
     }
 
+    /// Bytes statements have written to temporary files since the process started (their
+    /// sorts, groupings and results past `work_mem`).
+    pub fn temp_bytes_written(&self) -> u64 {
+        permafrost_io::temp_bytes_written()
+    }
+
     pub fn partitions(&self) -> u32 {
         self.shared().config.partitions
     }

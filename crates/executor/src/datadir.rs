@@ -104,6 +104,12 @@ impl Layout {
     pub fn schema_log(&self) -> PathBuf {
         self.root.join(crate::schema_log::FILE)
     }
+
+    /// Where queries spill what passes their working memory (nameless temporary files:
+    /// the folder stays empty).
+    pub fn temp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
 }
 
 /// What the operator allows recovery to do beyond the safe default.
@@ -175,7 +181,9 @@ pub fn open_with_fs(
     } else {
         None
     };
-    let db = Database::open_with_fs(settings.config(Some(&layout.blocks()))?, fs.clone())?;
+    let mut config = settings.config(Some(&layout.blocks()))?;
+    config.temp_dir = Some(layout.temp());
+    let db = Database::open_with_fs(config, fs.clone())?;
     let (schema_log, statements) = SchemaLog::open(&*fs, root)?;
     let report = if logged {
         let mut report = db.recover(Vec::new(), progress)?;

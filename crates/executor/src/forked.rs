@@ -656,15 +656,30 @@ fn limit_memory(work_mem: usize) {
 /// Writes `rows` as Rows frames, then End.
 fn write_rows(fd: libc::c_int, rows: &Rows) -> bool {
     let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
-    for i in 0..rows.len() {
-        let row = rows.encoded_row(i);
-        frame.extend_from_slice(&(row.len() as u32).to_le_bytes());
-        frame.extend_from_slice(row);
-        if frame.len() >= FRAME_BYTES {
-            if !write_frame(fd, FRAME_ROWS, &frame) {
-                return false;
+    let mut part = rows.clone();
+    // A result that spilled past its working memory follows its first rows (read from
+    // temporary files, batch by batch).
+    let mut rest = part.take_rest();
+    loop {
+        for i in 0..part.len() {
+            let row = part.encoded_row(i);
+            frame.extend_from_slice(&(row.len() as u32).to_le_bytes());
+            frame.extend_from_slice(row);
+            if frame.len() >= FRAME_BYTES {
+                if !write_frame(fd, FRAME_ROWS, &frame) {
+                    return false;
+                }
+                frame.clear();
             }
-            frame.clear();
+        }
+        match rest.as_mut().map(|r| r.next_rows()) {
+            None | Some(Ok(None)) => break,
+            Some(Ok(Some(more))) => part = more,
+            Some(Err(e)) => {
+                let mut payload = e.sqlstate().as_bytes().to_vec();
+                payload.extend_from_slice(e.to_string().as_bytes());
+                return write_frame(fd, FRAME_ERROR, &payload);
+            }
         }
     }
     if !frame.is_empty() && !write_frame(fd, FRAME_ROWS, &frame) {

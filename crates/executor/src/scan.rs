@@ -73,6 +73,9 @@ pub(crate) struct BlockScan {
     /// The decoder of the part being read.
     row: Option<(usize, DetachedRow)>,
     done: bool,
+    /// What follows the scan's last rows: a sorted result merged from the runs it spilled,
+    /// or rows it spilled in order (permafrost_sql's `exec/spill.rs`).
+    tail: Option<Box<dyn MoreRows>>,
 }
 
 impl BlockScan {
@@ -122,6 +125,7 @@ impl BlockScan {
             rx,
             row: None,
             done: false,
+            tail: None,
         })
     }
 
@@ -246,6 +250,9 @@ impl BlockScan {
 
 impl MoreRows for BlockScan {
     fn next_rows(&mut self) -> Result<Option<Rows>, SqlError> {
+        if let Some(tail) = &mut self.tail {
+            return tail.next_rows();
+        }
         while !self.done {
             let more = match self.step() {
                 Ok(m) => m,
@@ -259,10 +266,20 @@ impl MoreRows for BlockScan {
                 self.done = true;
                 self.leave();
                 let d = self.deferred.take().expect("present until the scan ends");
-                return d.finish(&self.proc.statements[0]).map(Some);
+                let mut rows = d.finish(&self.proc.statements[0])?;
+                self.tail = rows.take_rest();
+                return Ok(Some(rows));
             }
             let d = self.deferred.as_deref_mut().expect("present until the scan ends");
-            if let Some(rows) = d.take_rows()
+            let taken = match d.take_rows() {
+                Ok(t) => t,
+                Err(e) => {
+                    self.done = true;
+                    self.leave();
+                    return Err(e);
+                }
+            };
+            if let Some(rows) = taken
                 && !rows.is_empty()
             {
                 return Ok(Some(rows));

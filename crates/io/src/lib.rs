@@ -12,7 +12,9 @@
 //! - [`buffered`]: files written and read front to back through those traits
 //!   ([`SeqWriter`], [`SeqReader`]);
 //! - [`fault`]: a file system that injects faults into all of them ([`FaultyFs`]), for tests;
-//! - [`lock`]: the lock that gives a directory to one process ([`DirLock`]).
+//! - [`lock`]: the lock that gives a directory to one process ([`DirLock`]);
+//! - [`temp`]: nameless temporary files, where statements spill what passes their
+//!   working memory ([`TempFile`]).
 //!
 //! Every `unsafe` block of these is listed in UNSAFE.md.
 
@@ -22,9 +24,11 @@ pub mod direct;
 pub mod fault;
 pub mod fs;
 pub mod lock;
+pub mod temp;
 
 pub use aligned::{ALIGN, AlignedBuf, align_gap};
 pub use buffered::{SeqReader, SeqWriter};
 pub use fault::FaultyFs;
 pub use fs::{BlockFile, DiskFile, Fs, FsFile, FsRead, MemFile, RealFs, copy_file, open_real_read};
 pub use lock::{DirLock, LockError};
+pub use temp::{TempFile, temp_bytes_written};

@@ -135,6 +135,17 @@ pub enum SqlError {
     SubqueryRows,
     #[error("{0}")]
     Storage(#[from] StorageError),
+    /// A temporary file a statement spills to could not be written or read (53100 when
+    /// the disk is full, else 58030).
+    #[error("could not {what}: {message}")]
+    Spill {
+        what: String,
+        message: String,
+        disk_full: bool,
+    },
+    /// A spill file read back did not hold what was written (XX001).
+    #[error("a temporary file of this statement is damaged: {0}")]
+    SpillDamaged(String),
     /// A read-only statement ran past its read slice ([`crate::exec::Env::deadline`]): the
     /// executor moves it off its partitions and runs it again there. Never reaches a client.
     #[error("the statement ran past its read slice")]
@@ -151,7 +162,7 @@ const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
     "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42712",
     "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "42P20", "53100",
-    "53200", "54000", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -197,6 +208,9 @@ impl SqlError {
             SqlError::TooLong(_) => "54000",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
+            SqlError::Spill { disk_full: true, .. } => "53100",
+            SqlError::Spill { .. } => "58030",
+            SqlError::SpillDamaged(_) => "XX001",
             SqlError::SliceOver => "XX000",
             SqlError::Relayed { sqlstate, .. } => sqlstate,
         }

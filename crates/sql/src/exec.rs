@@ -50,8 +50,14 @@ pub struct Env<'a, 'b> {
     /// and its transaction is rolled back.
     pub interrupted: &'a dyn Fn() -> bool,
     /// The memory one statement may hold for its result and its intermediate rows (sorts,
-    /// DISTINCT, groups), in bytes; past it the statement fails with 54000.
+    /// DISTINCT, groups), in bytes; past it the statement fails with 54000, unless it may
+    /// spill (`spill`).
     pub work_mem: usize,
+    /// Where a query's result and sort past `work_mem` go instead of failing: temporary
+    /// files in this directory (`exec/spill.rs`), read back as the result's rest
+    /// ([`Rows::take_rest`]). Only for callers that read a rest: one ad hoc query
+    /// answered to its client. `None`: 54000 past `work_mem`.
+    pub spill: Option<Arc<std::path::Path>>,
     /// Whether a single-table scan that reaches evicted tuples may leave them to be read
     /// afterwards ([`Deferred`], set in `deferred`) instead of recording them in
     /// `evicted`: only for a transaction that is one read-only statement.
@@ -76,10 +82,13 @@ pub struct Env<'a, 'b> {
     pub undone: bool,
 }
 
+mod aggregate;
 mod correlated;
 mod deferred;
 mod gather;
 mod keys;
+mod sorter;
+mod spill;
 mod subquery;
 mod walk;
 mod window;
@@ -168,7 +177,7 @@ impl Prepared {
             return Ok(None);
         }
         let params = coerce_params(params, self.param_types())?.into_owned();
-        let (gather, reads) = start_select(p, self.columns(), work_mem, &Cx::new(&params, 0))?;
+        let (gather, reads) = start_select(p, self.columns(), work_mem, &Cx::new(&params, 0), None)?;
         Ok(Some(PartialSelect { gather, reads, params }))
     }
 
@@ -224,7 +233,8 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
     match plan {
         Plan::Select(p) => {
             let mut touched = Vec::new();
-            let r = select(p, columns, env, &cx, &mut touched);
+            let spill = env.spill.clone();
+            let r = select(p, columns, env, &cx, &mut touched, spill);
             apply_touches(env, &touched);
             r
         }
@@ -335,9 +345,10 @@ fn select(
     env: &mut Env<'_, '_>,
     cx: &Cx<'_>,
     touched: &mut Vec<(usize, TableId, u32)>,
+    spill: Option<Arc<std::path::Path>>,
 ) -> Result<Rows> {
     if p.init.is_empty() {
-        return select_rows(p, columns, env, cx, touched);
+        return select_rows(p, columns, env, cx, touched, spill);
     }
     let work_mem = env.work_mem;
     let subs = subquery::run_init(&p.init, env, cx, work_mem, &mut |p, c, env, cx| {
@@ -350,7 +361,7 @@ fn select(
             r.rows(p, columns, &cx.with_runner(&runner))
         });
     }
-    select_rows(p, columns, env, &cx, touched)
+    select_rows(p, columns, env, &cx, touched, spill)
 }
 
 /// Whether some of a plan's subqueries are correlated (run per row, through a [`Reader`]).
@@ -395,7 +406,7 @@ fn select_whole(
     touched: &mut Vec<(usize, TableId, u32)>,
 ) -> Result<Rows> {
     let defer = std::mem::replace(&mut env.defer_scans, false);
-    let r = select(p, columns, env, cx, touched);
+    let r = select(p, columns, env, cx, touched, None);
     env.defer_scans = defer;
     r
 }
@@ -407,8 +418,9 @@ fn select_rows(
     env: &mut Env<'_, '_>,
     cx: &Cx<'_>,
     touched: &mut Vec<(usize, TableId, u32)>,
+    spill: Option<Arc<std::path::Path>>,
 ) -> Result<Rows> {
-    let (mut gather, reads) = start_select(p, columns, env.work_mem, cx)?;
+    let (mut gather, reads) = start_select(p, columns, env.work_mem, cx, spill)?;
     if !reads || gather.is_full() {
         // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
@@ -518,7 +530,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         InsertSource::Select(sel) => {
             let cols: Arc<[ColumnInfo]> = Arc::from(vec![]);
             let mut touched = Vec::new();
-            let rows = select(sel, &cols, env, cx, &mut touched)?;
+            let rows = select(sel, &cols, env, cx, &mut touched, None)?;
             rows.to_values()
         }
     };

@@ -118,6 +118,7 @@ impl Partition {
                 work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
                 writes_refused: None,
                 defer_scans: false,
+                spill: None,
                 read_slice: None,
                 inline_slice: None,
                 block_read: false,

@@ -58,6 +58,10 @@ pub(crate) struct Partition {
     /// read for it, the check following every call).
     pub(crate) last_check: i64,
     pub(crate) last_catalog: Arc<Catalog>,
+    /// This partition's own copy of [`crate::Config::temp_dir`] (what its transactions'
+    /// queries spill to: [`crate::partition::txn::TxnInfo::spill`]), so that partitions do
+    /// not share a reference count.
+    pub(crate) spill_dir: Option<Arc<std::path::Path>>,
     pub(crate) wall: i64,
     pub(super) rng: u64,
     pub(super) sample_threshold: u64,
@@ -106,7 +110,9 @@ impl Partition {
             error: std::sync::Mutex::new(None),
             tx: shared.senders[id as usize].clone(),
         });
+        let spill_dir = shared.config.temp_dir.as_deref().map(Arc::from);
         Partition {
+            spill_dir,
             id,
             store: Some(Box::new({
                 let mut store = PartitionStore::new(id);

@@ -57,6 +57,10 @@ pub(crate) struct TxnInfo {
     /// (`cell::INLINE_SLICE`): past it, any statement stops with `SqlError::SliceOver`, and
     /// the transaction is rolled back and queued instead.
     pub inline_slice: Option<std::time::Duration>,
+    /// Where the transaction's query may spill past its working memory
+    /// ([`permafrost_sql::Env::spill`]; the partition's own copy of [`crate::Config::temp_dir`]):
+    /// `None` for callers that cannot take a result whose rest follows it, and in blocks.
+    pub spill: Option<Arc<std::path::Path>>,
     /// A query of an open interactive transaction (`StopFlag::in_block`): its COMMIT checks
     /// what it read, and notes it, so its own commit notes no read
     /// (`permafrost_storage::Placement::reads`).
@@ -156,6 +160,11 @@ pub(crate) fn run_body(
         evicted,
         interrupted,
         work_mem: info.work_mem,
+        spill: if proc.defers_scans() && !proc.is_probe() {
+            info.spill.clone()
+        } else {
+            None
+        },
         defer_scans: info.defer_scans && proc.defers_scans(),
         deferred: None,
         pool,

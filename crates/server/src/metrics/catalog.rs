@@ -183,6 +183,12 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "Memory running statements hold together (results, sort buffers, groups, COPY rows being read), taken from their pool; the partitions count it in the budget and evict to make room for it.",
     ),
     m(
+        "permafrost_temp_bytes_total",
+        Counter,
+        "",
+        "Bytes written to temporary files by statements whose sorts, groupings or results outgrew their working memory (PostgreSQL's pg_stat_database.temp_bytes).",
+    ),
+    m(
         "permafrost_statement_memory_limit_bytes",
         Gauge,
         "",

@@ -148,6 +148,7 @@ pub(crate) fn engine_rows(
         r.add(used, &[("component", "string")], mem.string_used_bytes as f64);
     }
     r.one("permafrost_partitions", db.partitions() as u64);
+    r.one("permafrost_temp_bytes_total", db.temp_bytes_written());
     let (rss, peak) = process_resident();
     r.one("permafrost_process_resident_bytes", rss);
     r.one("permafrost_process_peak_resident_bytes", peak);

@@ -49,7 +49,7 @@ impl<'s> Reader<'s> {
     /// [`Reader::select`] once `cx` holds the values of the plan's subqueries and runs its
     /// correlated ones.
     pub(super) fn rows(&self, p: &SelectPlan, columns: &Arc<[ColumnInfo]>, cx: &Cx<'_>) -> Result<Rows> {
-        let (mut gather, reads) = start_select(p, columns, self.work_mem, cx)?;
+        let (mut gather, reads) = start_select(p, columns, self.work_mem, cx, None)?;
         if !reads || gather.is_full() {
             return gather.finish(p, columns, cx);
         }

@@ -121,14 +121,8 @@ impl Deferred {
 
     /// The rows gathered since the last call, when they can be sent before the scan ends
     /// (no ORDER BY, DISTINCT or aggregate); `None` otherwise.
-    pub fn take_rows(&mut self) -> Option<Rows> {
-        match &mut self.gather {
-            Gather::Stream { rows, .. } => {
-                let fresh = Rows::empty(rows.columns().clone());
-                Some(std::mem::replace(rows, fresh))
-            }
-            _ => None,
-        }
+    pub fn take_rows(&mut self) -> Result<Option<Rows>> {
+        self.gather.take_rows()
     }
 
     /// Whether a LIMIT has been reached.

@@ -1,0 +1,190 @@
+//! Queries whose result or sort is larger than a statement's working memory (`work_mem`,
+//! 16 MiB here): they spill to temporary files in the data directory's `tmp` folder and
+//! their results stream (plain, sorted, DISTINCT, grouped), rows in memory or evicted, run in place or moved off to a forked
+//! image; a caller that reads results whole still gets 54000, and nothing is left in `tmp`.
+
+mod common;
+
+use common::retry as insert;
+use permafrost_executor::{Config, Database, Request, StopFlag};
+use permafrost_sql::Rows;
+use permafrost_types::Value;
+
+const ROWS: i64 = 12_000;
+/// Bytes of each row's `pad`: the table holds about 24 MB, past 16 MiB.
+const PAD: usize = 2_000;
+
+fn pad(grp: i64) -> String {
+    format!("{grp:04}").repeat(PAD / 4)
+}
+
+fn load(db: &Database) {
+    db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL)")
+        .unwrap();
+    for id in 0..ROWS {
+        let grp = id % 10;
+        insert(
+            db,
+            "INSERT INTO t VALUES ($1, $2, $3)",
+            vec![Value::Int(id), Value::Int(grp), Value::from(pad(grp).as_str())],
+        );
+    }
+}
+
+/// Every row of `sql`'s result, read as a client does: its first part, then its rest.
+fn streamed(db: &Database, sql: &str) -> Vec<Vec<Value>> {
+    let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    let mut first: Rows =
+        common::block_on(db.submit(Request::statement(&stmt, vec![]).stop(StopFlag::new()).streamed())).unwrap();
+    let mut out = first.to_values();
+    if let Some(mut rest) = first.take_rest() {
+        while let Some(more) = rest.next_rows().unwrap() {
+            out.extend(more.to_values());
+        }
+    }
+    out
+}
+
+fn ids(rows: &[Vec<Value>]) -> Vec<i64> {
+    rows.iter()
+        .map(|r| match r[0] {
+            Value::Int(i) => i,
+            ref v => panic!("not an id: {v:?}"),
+        })
+        .collect()
+}
+
+fn check(db: &Database, tmp: &std::path::Path) {
+    // A plain result larger than work_mem.
+    let all = streamed(db, "SELECT id, pad FROM t");
+    let mut got = ids(&all);
+    got.sort();
+    assert_eq!(got, (0..ROWS).collect::<Vec<_>>());
+    assert!(all.iter().all(|r| {
+        r[1] == Value::from(
+            pad(match r[0] {
+                Value::Int(i) => i % 10,
+                _ => unreachable!(),
+            })
+            .as_str(),
+        )
+    }));
+
+    // A sort larger than work_mem: runs on disk, merged.
+    let sorted = streamed(db, "SELECT id, pad FROM t ORDER BY grp DESC, id");
+    let mut want: Vec<i64> = (0..ROWS).collect();
+    want.sort_by_key(|&id| (-(id % 10), id));
+    assert_eq!(ids(&sorted), want);
+
+    // OFFSET and LIMIT over the merge.
+    let page = streamed(db, "SELECT id FROM t ORDER BY pad DESC, id LIMIT 3 OFFSET 100");
+    assert_eq!(ids(&page), want[100..103].to_vec());
+
+    // DISTINCT and DISTINCT ON over rows that spilled.
+    let distinct = streamed(db, "SELECT DISTINCT grp, pad FROM t ORDER BY grp");
+    assert_eq!(ids(&distinct), (0..10).collect::<Vec<_>>());
+    let on = streamed(db, "SELECT DISTINCT ON (grp) grp, id, pad FROM t ORDER BY grp, id DESC");
+    assert_eq!(
+        on.iter().map(|r| r[1].clone()).collect::<Vec<_>>(),
+        (0..10).map(|g| Value::Int(ROWS - 10 + g)).collect::<Vec<_>>()
+    );
+
+    // Groups past work_mem: partitioned on disk by their key, each partition aggregated by
+    // itself; the finished rows (past work_mem too) sorted in runs.
+    let groups = streamed(
+        db,
+        "SELECT id, pad, count(*), sum(id) FILTER (WHERE grp > 4) FROM t GROUP BY id, pad ORDER BY id DESC",
+    );
+    assert_eq!(ids(&groups), (0..ROWS).rev().collect::<Vec<_>>());
+    for r in &groups {
+        let Value::Int(id) = r[0] else { unreachable!() };
+        assert_eq!(r[2], Value::Int(1));
+        let sum = if id % 10 > 4 {
+            Value::Decimal(id.into())
+        } else {
+            Value::Null
+        };
+        assert_eq!(r[3], sum, "{id}");
+    }
+    let having = streamed(
+        db,
+        "SELECT id, count(*) FROM t GROUP BY id, pad HAVING id % 3 = 0 ORDER BY id LIMIT 5 OFFSET 2",
+    );
+    assert_eq!(ids(&having), vec![6, 9, 12, 15, 18]);
+
+    // A caller that takes results whole still has its limit.
+    let e = db.execute_sql("SELECT id, pad FROM t ORDER BY id", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "54000", "{e}");
+
+    // The spill files had no names, and are gone.
+    assert_eq!(std::fs::read_dir(tmp).map(|d| d.count()).unwrap_or(0), 0);
+}
+
+#[test]
+fn results_and_sorts_past_work_mem_spill_and_stream_over_evicted_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    let db = Database::open(
+        common::evicting(&dir.path().join("blocks"))
+            .temp_dir(tmp.clone())
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    load(&db);
+    db.evict_now(64 << 20).unwrap();
+    assert!(db.stats_now().unwrap().evicted_now > ROWS as u64 / 2);
+    check(&db, &tmp);
+}
+
+#[test]
+fn results_and_sorts_past_work_mem_spill_in_memory_in_place_and_moved_off() {
+    for slice in [None, Some(std::time::Duration::from_millis(1))] {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        let config = Config::builder()
+            .partitions(2)
+            .memory_limit(64 << 20)
+            .read_slice(slice)
+            .temp_dir(tmp.clone())
+            .build()
+            .unwrap();
+        let db = Database::open(config).unwrap();
+        load(&db);
+        check(&db, &tmp);
+        if slice.is_some() {
+            assert!(db.stats_now().unwrap().reads_moved > 0, "no read moved off");
+        }
+    }
+}
+
+#[test]
+fn without_a_temp_dir_past_work_mem_is_54000() {
+    let config = Config::builder().partitions(1).memory_limit(64 << 20).build().unwrap();
+    let db = Database::open(config).unwrap();
+    load(&db);
+    // (So the queries above did need to spill.)
+    for sql in [
+        "SELECT id, pad FROM t ORDER BY id",
+        "SELECT id, pad FROM t",
+        "SELECT id, count(*) FROM t GROUP BY id, pad HAVING id % 3 = 0",
+    ] {
+        let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+        // The error comes with the answer, or in its rest (a read moved off).
+        let code = match common::block_on(db.submit(Request::statement(&stmt, vec![]).stop(StopFlag::new()).streamed()))
+        {
+            Err(e) => e.sqlstate().to_string(),
+            Ok(mut first) => {
+                let mut rest = first.take_rest().expect("an error or a rest");
+                loop {
+                    match rest.next_rows() {
+                        Ok(Some(_)) => continue,
+                        Ok(None) => panic!("{sql}: complete without spilling"),
+                        Err(e) => break e.sqlstate().to_string(),
+                    }
+                }
+            }
+        };
+        assert_eq!(code, "54000", "{sql}");
+    }
+}

@@ -1,0 +1,370 @@
+//! The groups of an aggregate ([`AggTable`]: each group's key and accumulators) and how
+//! they are finished into rows ([`finish_agg`]). Past the statement's working memory, when
+//! it may spill, the table takes no new group: a row of a group it does not hold is written
+//! to one of [`AGG_PARTS`] partitions on disk by the hash of its group key ([`AggSpill`]:
+//! the key and each aggregate's input), and each partition is aggregated by itself after
+//! the groups in memory are finished (partitioned again, one level deeper, if it too is
+//! larger than the working memory). A group is whole in one place: in memory from its first
+//! row, or in one partition.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
+use std::path::Path;
+use std::sync::Arc;
+
+use permafrost_types::{DataType, Value, ValueRef};
+
+use crate::error::{Result, SqlError};
+use crate::expr::{AggCall, AggFunc, ColumnSource, Cx, NoColumns, arith};
+use crate::plan::{AggPlan, SelectPlan};
+use crate::rows::{ColumnInfo, Rows};
+use crate::workmem::{WorkMem, values_size};
+
+use super::sorter::Sorter;
+use super::spill::{SpillReader, SpillWriter};
+use super::window;
+
+/// Partitions a spilling aggregate writes the rows of groups it does not hold to.
+pub(super) const AGG_PARTS: usize = 16;
+/// How many times a partition may be partitioned again before the statement gives up
+/// (54000): each level divides the groups by [`AGG_PARTS`].
+const MAX_DEPTH: u32 = 6;
+
+#[derive(Default)]
+pub(super) struct AggTable {
+    index: HashMap<Vec<Value>, usize>,
+    keys: Vec<Vec<Value>>,
+    accs: Vec<Vec<Acc>>,
+}
+
+#[derive(Clone)]
+pub(super) struct Acc {
+    value: Option<Value>,
+    count: i64,
+    distinct: Option<HashSet<Value>>,
+    /// Integers a numeric-typed SUM has added and not yet put into `value`
+    /// ([`Acc::settle`]).
+    int_sum: i64,
+}
+
+impl Acc {
+    /// Puts the integers added aside into `value` (before it is read).
+    fn settle(&mut self) -> Result<()> {
+        if self.int_sum != 0 || (self.value.is_none() && self.count > 0) {
+            let part = Value::Decimal(permafrost_types::Numeric::from(self.int_sum));
+            self.value = Some(match self.value.take() {
+                None => part,
+                Some(x) => arith(crate::expr::ArithOp::Add, x.as_ref(), part.as_ref())?,
+            });
+            self.int_sum = 0;
+        }
+        Ok(())
+    }
+
+    /// Adds one input of `call` (`None`: `count(*)`, which has none).
+    fn add(&mut self, call: &AggCall, v: Option<Value>) -> Result<()> {
+        let Some(v) = v else {
+            self.count += 1;
+            return Ok(());
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(set) = &mut self.distinct
+            && !set.insert(v.clone())
+        {
+            return Ok(());
+        }
+        self.count += 1;
+        // A sum typed numeric over integers adds integers while they fit (numeric
+        // arithmetic per row cost more than the rest of a range sum), then as numeric.
+        let v = match (&v, call.func, call.ty) {
+            (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => match self.int_sum.checked_add(*i) {
+                Some(sum) => {
+                    self.int_sum = sum;
+                    return Ok(());
+                }
+                None => Value::Decimal(permafrost_types::Numeric::from(*i)),
+            },
+            _ => v,
+        };
+        self.value = Some(window::fold(call.func, self.value.take(), v)?);
+        Ok(())
+    }
+}
+
+/// What [`AggTable::add_unless_full`] did with a row.
+pub(super) enum Added {
+    /// Its group was there.
+    Existing,
+    /// It started a group, which took about this many bytes.
+    New(usize),
+    /// The table is full and holds no group with this key: the row is left to the caller.
+    Refused(Vec<Value>),
+}
+
+impl AggTable {
+    /// Adds a row to its group, or starts one unless `full`.
+    pub(super) fn add_unless_full(
+        &mut self,
+        agg: &AggPlan,
+        b: &dyn ColumnSource,
+        cx: &Cx<'_>,
+        full: bool,
+    ) -> Result<Added> {
+        let (gi, added) = if agg.groups.is_empty() && !self.keys.is_empty() {
+            // One group, no key to look up.
+            (0, Added::Existing)
+        } else {
+            let key = agg
+                .groups
+                .iter()
+                .map(|g| Ok(g.eval(b, cx)?.into_value()))
+                .collect::<Result<Vec<_>>>()?;
+            match self.group(agg, key, full) {
+                Ok(found) => found,
+                Err(key) => return Ok(Added::Refused(key)),
+            }
+        };
+        for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
+            if let Some(v) = input(call, b, cx)? {
+                acc.add(call, v)?;
+            }
+        }
+        Ok(added)
+    }
+
+    /// The group of `key`: found, or started unless `full` (then the key is given back).
+    fn group(&mut self, agg: &AggPlan, key: Vec<Value>, full: bool) -> std::result::Result<(usize, Added), Vec<Value>> {
+        if let Some(&i) = self.index.get(&key) {
+            return Ok((i, Added::Existing));
+        }
+        if full {
+            return Err(key);
+        }
+        let i = self.keys.len();
+        // The key twice (index and list), the accumulators.
+        let bytes = 2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>();
+        self.index.insert(key.clone(), i);
+        self.keys.push(key);
+        self.accs.push(new_accs(agg));
+        Ok((i, Added::New(bytes)))
+    }
+
+    /// Adds a spilled row: its group's key, then per aggregate whether its FILTER passed
+    /// and its input ([`AggSpill::push`]).
+    fn add_spilled(&mut self, agg: &AggPlan, mut rec: Vec<Value>, full: bool) -> Result<Added> {
+        let inputs = rec.split_off(agg.groups.len());
+        let (gi, added) = match self.group(agg, rec, full) {
+            Ok(found) => found,
+            Err(mut key) => {
+                key.extend(inputs);
+                return Ok(Added::Refused(key));
+            }
+        };
+        for ((call, acc), pair) in agg.aggs.iter().zip(self.accs[gi].iter_mut()).zip(inputs.chunks(2)) {
+            if pair[0] == Value::Bool(true) {
+                acc.add(call, call.arg.as_ref().map(|_| pair[1].clone()))?;
+            }
+        }
+        Ok(added)
+    }
+}
+
+/// The input of `call` for a row: `None` when its FILTER leaves the row out, else its
+/// argument's value (`None` inside for `count(*)`).
+fn input(call: &AggCall, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Option<Option<Value>>> {
+    if let Some(f) = &call.filter
+        && !f.test(b, cx)?
+    {
+        return Ok(None);
+    }
+    Ok(Some(match &call.arg {
+        None => None,
+        Some(e) => Some(e.eval(b, cx)?.into_value()),
+    }))
+}
+
+pub(super) fn new_accs(agg: &AggPlan) -> Vec<Acc> {
+    agg.aggs
+        .iter()
+        .map(|c| Acc {
+            value: None,
+            count: 0,
+            distinct: c.distinct.then(HashSet::new),
+            int_sum: 0,
+        })
+        .collect()
+}
+
+/// The rows of groups an aggregate past its working memory did not hold, partitioned on
+/// disk by their group key's hash.
+pub(super) struct AggSpill {
+    parts: Vec<SpillWriter>,
+    depth: u32,
+}
+
+impl AggSpill {
+    pub(super) fn create(dir: &Path, depth: u32) -> Result<AggSpill> {
+        if depth > MAX_DEPTH {
+            return Err(SqlError::Unsupported(
+                "an aggregate whose groups stay larger than work_mem after partitioning them six times".into(),
+            ));
+        }
+        Ok(AggSpill {
+            parts: (0..AGG_PARTS)
+                .map(|_| SpillWriter::create(dir))
+                .collect::<Result<_>>()?,
+            depth,
+        })
+    }
+
+    /// Writes a row of group `key` that the table refused: the key, then per aggregate
+    /// whether its FILTER passed and its input (NULL for none).
+    pub(super) fn push_row(&mut self, agg: &AggPlan, key: Vec<Value>, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<()> {
+        let mut rec = key;
+        for call in &agg.aggs {
+            let (pass, v) = match input(call, b, cx)? {
+                None => (false, Value::Null),
+                Some(v) => (true, v.unwrap_or(Value::Null)),
+            };
+            rec.push(Value::Bool(pass));
+            rec.push(v);
+        }
+        self.push(agg, rec)
+    }
+
+    /// Writes a record (a key and its inputs) to the partition of its key.
+    fn push(&mut self, agg: &AggPlan, rec: Vec<Value>) -> Result<()> {
+        let hash = foldhash::fast::FixedState::with_seed(u64::from(self.depth)).hash_one(&rec[..agg.groups.len()]);
+        let part = (hash % AGG_PARTS as u64) as usize;
+        self.parts[part].push(rec.iter().map(Value::as_ref))
+    }
+}
+
+/// What finishing an aggregate needs besides its table.
+pub(super) struct AggFinish<'a> {
+    pub(super) p: &'a SelectPlan,
+    pub(super) agg: &'a AggPlan,
+    pub(super) columns: &'a Arc<[ColumnInfo]>,
+    pub(super) cx: &'a Cx<'a>,
+    pub(super) limit: Option<u64>,
+    pub(super) offset: u64,
+    pub(super) work_mem: usize,
+    pub(super) spill: Option<Arc<Path>>,
+}
+
+/// The result of an aggregate: its groups in memory, then those of each spilled partition
+/// (aggregated one partition at a time), finished, sorted and cut by LIMIT and OFFSET.
+pub(super) fn finish_agg(f: &AggFinish<'_>, mut table: AggTable, spilled: Option<AggSpill>) -> Result<Rows> {
+    let (p, agg, cx) = (f.p, f.agg, f.cx);
+    if agg.groups.is_empty() && table.keys.is_empty() {
+        table.keys.push(vec![]);
+        table.accs.push(new_accs(agg));
+    }
+    if !p.windows.is_empty() {
+        return finish_windowed(f, table);
+    }
+    let mut sorter = Sorter::of_finished(p, f.columns, f.work_mem, f.spill.clone());
+    emit_groups(f, table, &mut |key, finals| {
+        sorter.push_row(p, &NoColumns, &cx.with_groups(key, finals), None)
+    })?;
+    let mut pending: Vec<AggSpill> = spilled.into_iter().collect();
+    while let Some(spill) = pending.pop() {
+        let dir = f.spill.as_deref().expect("an aggregate spills only with a directory");
+        for part in spill.parts {
+            let mut reader = SpillReader::new(part)?;
+            let mut table = AggTable::default();
+            let mut mem = WorkMem::new(f.work_mem);
+            let mut deeper: Option<AggSpill> = None;
+            while let Some(rec) = reader.next(agg.groups.len() + 2 * agg.aggs.len())? {
+                match table.add_spilled(agg, rec, deeper.is_some())? {
+                    Added::Existing => {}
+                    Added::New(bytes) => {
+                        if mem.add(bytes, None).is_err() {
+                            deeper = Some(AggSpill::create(dir, spill.depth + 1)?);
+                        }
+                    }
+                    Added::Refused(rec) => deeper.as_mut().expect("refused only when full").push(agg, rec)?,
+                }
+            }
+            emit_groups(f, table, &mut |key, finals| {
+                sorter.push_row(p, &NoColumns, &cx.with_groups(key, finals), None)
+            })?;
+            pending.extend(deeper);
+        }
+    }
+    sorter.finish(p, f.columns, f.limit, f.offset)
+}
+
+/// Takes a finished group: its key and its aggregates' final values.
+type GroupSink<'a> = dyn FnMut(&[Value], &[Value]) -> Result<()> + 'a;
+
+/// Each group of `table` that passes HAVING, with its aggregates' final values, to `out`.
+fn emit_groups(f: &AggFinish<'_>, mut table: AggTable, out: &mut GroupSink<'_>) -> Result<()> {
+    let agg = f.agg;
+    for (call, acc) in table
+        .accs
+        .iter_mut()
+        .flat_map(|accs| agg.aggs.iter().zip(accs.iter_mut()))
+    {
+        if call.func == AggFunc::Sum && matches!(call.ty, Some(DataType::Decimal { .. })) {
+            acc.settle()?;
+        }
+    }
+    for (key, accs) in table.keys.iter().zip(&table.accs) {
+        let finals: Vec<Value> = agg
+            .aggs
+            .iter()
+            .zip(accs)
+            .map(|(call, acc)| -> Result<Value> {
+                Ok(match call.func {
+                    AggFunc::Count => Value::Int(acc.count),
+                    AggFunc::Avg => match &acc.value {
+                        None => Value::Null,
+                        Some(Value::Double(d)) => Value::Double(d / acc.count as f64),
+                        Some(sum) => arith(
+                            crate::expr::ArithOp::Div,
+                            to_numeric(sum).as_ref(),
+                            ValueRef::Int(acc.count),
+                        )?,
+                    },
+                    _ => acc.value.clone().unwrap_or(Value::Null),
+                })
+            })
+            .collect::<Result<_>>()?;
+        if let Some(h) = &agg.having
+            && !h.test(&NoColumns, &f.cx.with_groups(key, &finals))?
+        {
+            continue;
+        }
+        out(key, &finals)?;
+    }
+    Ok(())
+}
+
+/// The groups of a query with window calls over them: every group is computed first (they
+/// are all in memory: such an aggregate does not spill), then its window values.
+fn finish_windowed(f: &AggFinish<'_>, table: AggTable) -> Result<Rows> {
+    let (p, cx) = (f.p, f.cx);
+    let mut passing: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+    emit_groups(f, table, &mut |key, finals| {
+        passing.push((key.to_vec(), finals.to_vec()));
+        Ok(())
+    })?;
+    let w = window::compute(&p.windows, passing.len(), &|i, e| {
+        e.eval_const(&cx.with_groups(&passing[i].0, &passing[i].1))
+    })?;
+    let mut sorter = Sorter::of_finished(p, f.columns, f.work_mem, f.spill.clone());
+    for ((key, finals), w) in passing.iter().zip(&w) {
+        sorter.push_row(p, &NoColumns, &cx.with_groups(key, finals).with_windows(w), None)?;
+    }
+    sorter.finish(p, f.columns, f.limit, f.offset)
+}
+
+pub(super) fn to_numeric(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Decimal((*i).into()),
+        other => other.clone(),
+    }
+}
