@@ -76,6 +76,7 @@
 
 use std::sync::Arc;
 
+use permafrost_anticache::AntiCacheError;
 use permafrost_sql::{Prepared, Route, Rows, SqlError};
 use permafrost_storage::KeyRange;
 use permafrost_types::Value;
@@ -657,7 +658,19 @@ impl Database {
         async move {
             match submitted {
                 None => Ok(()),
-                Some(Ok(rx)) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
+                Some(Ok(rx)) => match rx.await.unwrap_or(Err(Error::Shutdown)) {
+                    Ok(_) => Ok(()),
+                    // A query that read evicted rows where they lay (streamed) and whose
+                    // table changed since must run again, and cannot bring them all back.
+                    Err(Error::AntiCache(AntiCacheError::TooLarge { tuples, bytes, .. })) => {
+                        Err(Error::Sql(SqlError::SerializationFailure(format!(
+                            "a query of the transaction read a table that changed since, and running it \
+                             again at COMMIT would need {tuples} evicted tuples ({bytes} bytes) back in memory \
+                             at once; retry the transaction"
+                        ))))
+                    }
+                    Err(e) => Err(e),
+                },
                 Some(Err(e)) => Err(e),
             }
         }

@@ -758,6 +758,7 @@ async fn scans_of_a_table_larger_than_memory_stream_to_the_client() {
         .partitions(2)
         .memory_limit(16 << 20)
         .anticache(ac)
+        .temp_dir(dir.path().join("tmp"))
         .build()
         .unwrap();
     let db = Arc::new(Database::open(config).unwrap());
@@ -835,12 +836,37 @@ async fn scans_of_a_table_larger_than_memory_stream_to_the_client() {
         .collect();
     copied.sort_unstable();
     assert_eq!(copied, (0..24_000i64).map(|i| (i, i % 7)).collect::<Vec<_>>());
+    // Inside a block, before its first write: the same reads, a sort past work_mem (16 MiB
+    // here) spilled; the COMMIT checks them with one read set entry each, as nothing
+    // changed the table meanwhile, and does not read them again.
+    let mut c = c;
+    let t = c.transaction().await.unwrap();
+    let sorted = t
+        .query("SELECT id, pad FROM wide ORDER BY pad DESC", &[])
+        .await
+        .unwrap();
+    let ids: Vec<i64> = sorted.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, (0..24_000).rev().collect::<Vec<_>>());
+    let n = t
+        .query_one("SELECT count(*) FROM wide WHERE g <> 3", &[])
+        .await
+        .unwrap();
+    assert_eq!(n.get::<_, i64>(0), (0..24_000).filter(|i| i % 7 != 3).count() as i64);
+    t.commit().await.unwrap();
     let after = stats().await;
     assert_eq!(
         after.unevicted_tuples, before.unevicted_tuples,
         "a scan brought data back"
     );
     assert_eq!(after.evicted_now, before.evicted_now);
+    // A block whose big read changed before its COMMIT: reading it again would need the
+    // whole table back in memory, so the COMMIT fails with 40001 and the client retries.
+    let t = c.transaction().await.unwrap();
+    assert_eq!(t.query("SELECT id FROM wide", &[]).await.unwrap().len(), 24_000);
+    let other = connect(s.port).await;
+    other.batch_execute("UPDATE wide SET g = 8 WHERE id = 5").await.unwrap();
+    let e = t.commit().await.unwrap_err();
+    assert_eq!(code(&e), "40001", "{e}");
     still_serves(s.port).await;
 }
 

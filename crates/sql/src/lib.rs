@@ -37,4 +37,4 @@ pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
 pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
 pub use prepared::{Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
-pub use rows::{ColumnInfo, MoreRows, RowRef, Rows, decode_row, encode_row};
+pub use rows::{ColumnInfo, Digest, MoreRows, RowRef, Rows, decode_row, encode_row};

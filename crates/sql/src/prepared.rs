@@ -242,18 +242,30 @@ impl Prepared {
         v
     }
 
-    /// What a query reads, when it is one table's rows whose partition-column value lies
-    /// in a range these parameters give (through an index led by that column): its result
-    /// is then a function of those rows alone, and stays the same while none of them
-    /// changes (`permafrost_storage::Recent`). `None` for anything else: writes,
-    /// joins, scans, other indexes, bounds that cannot be computed here.
+    /// What a query reads, when it reads one table's rows and nothing else: its result is
+    /// then a function of those rows alone, and stays the same while none of them changes
+    /// (`permafrost_storage::Recent`). The rows whose partition-column value lies in a
+    /// range these parameters give, when it reads them through an index led by that
+    /// column; else (a scan, another index, bounds that cannot be computed here) all of
+    /// the table's rows, unbounded: a coarse read set, one entry however many rows it read.
+    /// `None` for anything else: writes, joins, subqueries, tables without a partition
+    /// column.
     pub fn read_range(&self, params: &[Value]) -> Option<ReadRange> {
         let Plan::Select(s) = &self.plan else { return None };
-        if !s.init.is_empty() {
+        if !s.init.is_empty() || !s.derived.is_empty() {
             return None;
         }
         let [rel] = s.rels.as_slice() else { return None };
-        self.range_of(rel, params)
+        if rel.schema.id == DERIVED_TABLE || rel.schema.partition_column.is_none() {
+            return None;
+        }
+        self.range_of(rel, params).or_else(|| {
+            Some(ReadRange {
+                schema: rel.schema.clone(),
+                lo: None,
+                hi: None,
+            })
+        })
     }
 
     /// The rows an UPDATE or DELETE picks, when it picks them among one range of its

@@ -11,6 +11,7 @@
 //! (its encoding, `permafrost_types::numeric`).
 
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use permafrost_types::{DataType, NumericRef, Value, ValueRef};
@@ -42,6 +43,47 @@ pub trait MoreRows: Send {
     /// The next rows, or `None` once the result is complete. May block (it waits for
     /// block reads).
     fn next_rows(&mut self) -> Result<Option<Rows>>;
+}
+
+/// [`Rows::digest`] of a result given in parts (its rows, then batches of its rest), one
+/// part at a time: equal to the digest of all the parts' rows as one result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Digest {
+    /// The sum of the rows' hashes (so that their order does not count).
+    sum: u64,
+    rows: usize,
+    /// The first part's count of rows changed, and its number of columns.
+    affected: u64,
+    columns: usize,
+    started: bool,
+}
+
+impl Digest {
+    /// Adds a part's rows (the first part's count of rows changed and columns).
+    pub fn add(&mut self, part: &Rows) {
+        let state = digest_state();
+        if !self.started {
+            self.started = true;
+            self.affected = part.affected;
+            self.columns = part.columns.len();
+        }
+        self.sum = part
+            .iter()
+            .fold(self.sum, |acc, r| acc.wrapping_add(state.hash_one(r.data)));
+        self.rows += part.len();
+    }
+
+    /// The fingerprint of the parts added so far.
+    pub fn finish(&self) -> u64 {
+        digest_state().hash_one((self.sum, self.rows, self.affected, self.columns))
+    }
+}
+
+/// The hasher of [`Digest`]: one seed for the process, drawn at random, so that a client
+/// cannot aim for collisions.
+fn digest_state() -> &'static foldhash::quality::RandomState {
+    static SEED: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
+    SEED.get_or_init(foldhash::quality::RandomState::default)
 }
 
 /// Where the rest of a result waits to be taken (shared by clones of the rows; taken once).
@@ -198,14 +240,9 @@ impl Rows {
     /// surely differ. Computed in memory only (never stored: the hash may change between
     /// releases).
     pub fn digest(&self) -> u64 {
-        use std::hash::BuildHasher;
-        // One seed for the process, drawn at random: a client cannot aim for collisions.
-        static SEED: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
-        let state = SEED.get_or_init(foldhash::quality::RandomState::default);
-        let rows = self
-            .iter()
-            .fold(0u64, |acc, r| acc.wrapping_add(state.hash_one(r.data)));
-        state.hash_one((rows, self.len(), self.affected, self.columns.len()))
+        let mut d = Digest::default();
+        d.add(self);
+        d.finish()
     }
 
     /// Row `i` in the buffer's encoding (see the module docs), for [`Rows::push_encoded_row`]
@@ -437,6 +474,32 @@ impl fmt::Debug for Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_in_parts_is_the_digest_of_the_whole() {
+        let cols: Arc<[ColumnInfo]> = Arc::from(vec![ColumnInfo {
+            name: "k".into(),
+            ty: None,
+        }]);
+        let part = |ks: &[i64]| {
+            let mut r = Rows::empty(cols.clone());
+            for k in ks {
+                r.push_row([ValueRef::Int(*k)]);
+            }
+            r
+        };
+        let whole = part(&[1, 2, 3, 4, 5]).digest();
+        let mut d = Digest::default();
+        for p in [part(&[4, 1]), part(&[]), part(&[5, 3, 2])] {
+            d.add(&p);
+        }
+        assert_eq!(d.finish(), whole, "the rows in another order and in parts");
+        d.add(&part(&[6]));
+        assert_ne!(d.finish(), whole, "one row more");
+        let mut short = Digest::default();
+        short.add(&part(&[1, 2, 3, 4]));
+        assert_ne!(short.finish(), whole, "one row less");
+    }
 
     #[test]
     fn values_round_trip() {

@@ -385,7 +385,7 @@ impl Partition {
                 _ => None,
             },
             defer_scans: self.ac.is_some() && replay.is_none() && reply.is_some_and(Reply::takes_rest),
-            spill: if replay.is_none() && reply.is_some_and(|r| r.takes_rest() && !r.is_in_block()) {
+            spill: if replay.is_none() && reply.is_some_and(Reply::takes_rest) {
                 self.spill_dir.clone()
             } else {
                 None

@@ -3,6 +3,8 @@
 //! COMMIT (crate::txn); an extended-protocol group that goes on past a statement is an
 //! implicit block; DDL in a block waits for COMMIT.
 
+use permafrost_sql::MoreRows;
+
 use super::engine::run_with;
 use super::*;
 
@@ -44,7 +46,7 @@ impl Backend {
         deletes: &[Arc<crate::command::DmlCommand>],
         format: &Format,
         cancel: Option<&CancelToken>,
-        cell: &txn::Cell,
+        cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
         if matches!(*txn::lock(cell), txn::State::Open(_)) {
             // Inside a block: each DELETE as the block's statement.
@@ -163,10 +165,10 @@ impl Backend {
         params: Vec<Value>,
         format: &Format,
         cancel: Option<&CancelToken>,
-        cell: &txn::Cell,
+        cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
-        let (wrote, read_only, n) = match &*txn::lock(cell) {
-            txn::State::Open(o) => (o.wrote(), o.read_only, o.statements.len()),
+        let (block, wrote, read_only, n) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.id, o.wrote(), o.read_only, o.statements.len()),
             _ => return Err(txn::aborted()),
         };
         if read_only && !d.read_only {
@@ -190,11 +192,15 @@ impl Backend {
         let seen = self.db.write_clock();
         // A query before the block's first write sees the committed state only: it runs as
         // an ordinary statement (its plan cached, no procedure to build) unless its result
-        // depends on the block's clock, or its evicted rest would come afterwards (the
-        // digest must cover every row): then it runs as a probe.
+        // depends on the block's clock: then it runs as a probe. Its evicted rows and
+        // what it spilled stream after it as outside a block; the fingerprint the COMMIT
+        // checks is completed as they pass ([`Fingerprinted`]).
         let mut rows = None;
+        let mut stop = None;
         if !wrote && d.read_only && !d.reads_clock {
-            let stop = StopFlag::in_block();
+            let flag = StopFlag::in_block();
+            stop = Some(flag.clone());
+            let stop = flag;
             // A read of every partition runs one partition at a time (the COMMIT checks
             // it at one point), else as one statement.
             let got = match self.db.read_in_parts(&d.stmt, params.clone(), stop.clone()) {
@@ -207,20 +213,31 @@ impl Backend {
                     run_with(cancel, &stop, fut).await
                 }
             };
-            match got {
-                Ok(r) if r.has_rest() => {}
-                other => rows = Some(other),
-            }
+            rows = Some(got);
         }
         let rows = match rows {
             Some(r) => r,
             None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
         };
-        let r = rows.and_then(|rows| {
+        let r = rows.and_then(|mut rows| {
             // And after it: what a COMMIT placed earlier knows of when it read.
             let done = self.db.write_clock();
+            let rest = rows.take_rest();
             keep_in_block(cell, d.stmt.clone(), params, &rows, Some((seen, done)));
-            respond(rows, &d.columns, Some(d.kind), format, None, self.db.statement_pool())
+            if let Some(rest) = rest {
+                let mut digest = permafrost_sql::Digest::default();
+                digest.add(&rows);
+                rows.set_rest(Box::new(Fingerprinted {
+                    rest,
+                    first: digest.finish(),
+                    digest,
+                    cell: cell.clone(),
+                    block,
+                    statement: n,
+                }));
+            }
+            let watch = stop.map(|s| (s, cancel.map(|c| (c.clone(), started))));
+            respond(rows, &d.columns, Some(d.kind), format, watch, self.db.statement_pool())
         });
         self.metrics.record(
             if d.read_only {
@@ -259,6 +276,48 @@ impl Backend {
             _ => return Err(txn::aborted()),
         };
         run_with(cancel, &stop, fut).await
+    }
+}
+
+/// The rest of a query's result inside a block, streamed after its first rows: each batch
+/// is added to the fingerprint of what the client is shown, which replaces the block's
+/// statement's ([`TxnStatement::digest`](permafrost_executor::TxnStatement)) once the
+/// rest has ended, so that the COMMIT checks every row. A rest that fails aborts the block,
+/// as an error inside it does; one the client stops reading leaves the fingerprint of its
+/// first rows, which the COMMIT finds changed if it runs the query again (40001).
+struct Fingerprinted {
+    rest: Box<dyn MoreRows>,
+    digest: permafrost_sql::Digest,
+    cell: Arc<txn::Cell>,
+    /// The block ([`txn::Open::id`]) and its statement that gave these rows.
+    block: u64,
+    statement: usize,
+    /// The fingerprint of the first rows, kept with the statement until the rest ends.
+    first: u64,
+}
+
+impl MoreRows for Fingerprinted {
+    fn next_rows(&mut self) -> permafrost_sql::Result<Option<Rows>> {
+        let got = self.rest.next_rows();
+        match &got {
+            Ok(Some(rows)) => self.digest.add(rows),
+            Ok(None) => {
+                if let txn::State::Open(o) = &mut *txn::lock(&self.cell)
+                    && o.id == self.block
+                    && let Some(s) = o.statements.get_mut(self.statement)
+                    && s.digest == self.first
+                {
+                    s.digest = self.digest.finish();
+                }
+            }
+            Err(_) => {
+                let mut st = txn::lock(&self.cell);
+                if matches!(&*st, txn::State::Open(o) if o.id == self.block) {
+                    txn::fail(&mut st);
+                }
+            }
+        }
+        got
     }
 }
 

@@ -138,7 +138,7 @@ impl Backend {
         params: Vec<Value>,
         format: &Format,
         cancel: Option<&CancelToken>,
-        cell: &txn::Cell,
+        cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
