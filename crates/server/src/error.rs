@@ -96,9 +96,37 @@ pub(crate) fn db_error(e: permafrost_executor::Error) -> PgWireError {
     client_error(e.sqlstate(), e.to_string())
 }
 
-/// A SQL error (parse, plan) for the client.
+/// A SQL error (parse, plan) for the client, with its DETAIL.
 pub(crate) fn sql_error(e: permafrost_sql::SqlError) -> PgWireError {
-    client_error(e.sqlstate(), e.to_string())
+    let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate().to_owned(), e.to_string());
+    info.detail = e.detail();
+    PgWireError::UserError(Box::new(info))
+}
+
+/// A SQL error raised over statement `text`, with its DETAIL and where in `text` it lies
+/// (PostgreSQL's error cursor: 1-based, in characters); [`at_statement`] makes the place
+/// one in the whole query string.
+pub(crate) fn sql_error_in(e: permafrost_sql::SqlError, text: &str) -> PgWireError {
+    let position = e
+        .offset_in(text)
+        .and_then(|at| text.get(..at))
+        .map(|before| before.chars().count() + 1);
+    let mut out = sql_error(e);
+    if let (PgWireError::UserError(info), Some(p)) = (&mut out, position) {
+        info.position = Some(p.to_string());
+    }
+    out
+}
+
+/// Makes the error cursor of an error over a statement ([`sql_error_in`]) one in the whole
+/// query string, `before` characters preceding the statement there.
+pub(crate) fn at_statement(mut e: PgWireError, before: usize) -> PgWireError {
+    if let PgWireError::UserError(info) = &mut e
+        && let Some(p) = info.position.as_deref().and_then(|p| p.parse::<usize>().ok())
+    {
+        info.position = Some((p + before).to_string());
+    }
+    e
 }
 
 #[cfg(test)]

@@ -108,6 +108,32 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         let e = c.query(sql, &[]).await.unwrap_err();
         assert_eq!(code(&e), want, "{sql} (extended): {e}");
     }
+    // Where the error lies, as PostgreSQL's error cursor (1-based, in characters of the
+    // whole query string), with its message and DETAIL.
+    let cursor = |e: &tokio_postgres::Error| {
+        let db = e.as_db_error().expect("a server error");
+        let at = match db.position() {
+            Some(tokio_postgres::error::ErrorPosition::Original(p)) => Some(*p),
+            _ => None,
+        };
+        (db.message().to_string(), at, db.detail().map(str::to_string))
+    };
+    let e = c.simple_query("SELEC 1").await.unwrap_err();
+    assert_eq!(
+        cursor(&e),
+        (
+            "syntax error at or near \"SELEC\"".into(),
+            Some(1),
+            Some("Expected an SQL statement here.".into())
+        )
+    );
+    let e = c.query("SELECT 1 +", &[]).await.unwrap_err();
+    assert_eq!(cursor(&e).0, "syntax error at end of input");
+    assert_eq!(cursor(&e).1, Some(11));
+    let e = c.simple_query("SELECT 1; SELECT 'é', nope FROM t").await.unwrap_err();
+    assert_eq!(cursor(&e).1, Some(23), "{e}");
+    let e = c.query("SELECT * FROM\n  missing", &[]).await.unwrap_err();
+    assert_eq!(cursor(&e).1, Some(17), "{e}");
     // A string of statements is one transaction, as in PostgreSQL: an error stops it and
     // nothing of it is applied; without one, all of it is.
     let e = c

@@ -10,6 +10,17 @@ pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 pub enum SqlError {
     #[error("syntax error: {0}")]
     Syntax(String),
+    /// Text the parser could not read, where it stopped, in PostgreSQL's words: the token
+    /// found there (`None` at the end of the text), what the parser expected, and the
+    /// place (1-based line and column; line 0 when the text parsed was rewritten and the
+    /// place is not known in the client's text).
+    #[error("syntax error {place}", place = syntax_place(near.as_deref()))]
+    SyntaxAt {
+        near: Option<String>,
+        expected: String,
+        line: u64,
+        column: u64,
+    },
     /// A name given twice where names must differ (a table alias in FROM, a WITH query).
     #[error("{0}")]
     DuplicateAlias(String),
@@ -168,7 +179,7 @@ const SQLSTATES: &[&str] = &[
 impl SqlError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
-            SqlError::Syntax(_) | SqlError::Unterminated(_) => "42601",
+            SqlError::Syntax(_) | SqlError::SyntaxAt { .. } | SqlError::Unterminated(_) => "42601",
             SqlError::DuplicateAlias(_) => "42712",
             SqlError::InvalidColumnReference(_) => "42P10",
             SqlError::WrongObjectType(_) => "42809",
@@ -223,9 +234,83 @@ impl SqlError {
         SqlError::Relayed { sqlstate, message }
     }
 
+    /// PostgreSQL's DETAIL for the error, where there is more to say than its message.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            SqlError::SyntaxAt { expected, .. } => Some(format!("Expected {expected} here.")),
+            _ => None,
+        }
+    }
+
+    /// Where in `text`, the statement it came from, the error lies (a byte offset):
+    /// PostgreSQL's error cursor. The place the parser stopped, or the first mention of the
+    /// name an error is about (a column, table or function that does not exist).
+    pub fn offset_in(&self, text: &str) -> Option<usize> {
+        match self {
+            SqlError::SyntaxAt { near: None, .. } => Some(text.len()),
+            SqlError::SyntaxAt { line, column, .. } if *line > 0 => {
+                let start = text
+                    .split_inclusive('\n')
+                    .take(*line as usize - 1)
+                    .map(str::len)
+                    .sum::<usize>();
+                let line_text = text.get(start..)?;
+                let skip = (*column as usize).saturating_sub(1);
+                Some(start + line_text.char_indices().nth(skip).map_or(line_text.len(), |(i, _)| i))
+            }
+            SqlError::UnknownColumn(name)
+            | SqlError::AmbiguousColumn(name)
+            | SqlError::UnknownTable(name)
+            | SqlError::MissingFromEntry(name) => find_name(text, name.rsplit('.').next()?),
+            SqlError::UnknownFunction(call) => find_name(text, call.split('(').next()?),
+            _ => None,
+        }
+    }
+
     pub fn is_retryable(&self) -> bool {
         matches!(self, SqlError::StatementMemory { .. }) || matches!(self, SqlError::Storage(e) if e.is_retryable())
     }
+}
+
+/// Where a syntax error lies, in PostgreSQL's words.
+fn syntax_place(near: Option<&str>) -> String {
+    match near {
+        Some(token) => format!("at or near \"{token}\""),
+        None => "at end of input".to_string(),
+    }
+}
+
+/// The byte offset of the first mention of `name` in `text` as a word of its own (in any
+/// case, quoted or not), outside string literals and comments.
+fn find_name(text: &str, name: &str) -> Option<usize> {
+    if name.is_empty() {
+        return None;
+    }
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if let Some(literal) = rest.strip_prefix('\'') {
+            // Past the literal ('' inside it included).
+            i += 1 + literal.find('\'').map_or(literal.len(), |e| e + 1);
+            continue;
+        }
+        if rest.starts_with("--") {
+            i += rest.find('\n').unwrap_or(rest.len());
+            continue;
+        }
+        let before_ok = i == 0 || !text[..i].chars().next_back().is_some_and(is_word);
+        if before_ok
+            && rest.len() >= name.len()
+            && rest.is_char_boundary(name.len())
+            && rest[..name.len()].eq_ignore_ascii_case(name)
+            && !rest[name.len()..].chars().next().is_some_and(is_word)
+        {
+            return Some(i);
+        }
+        i += rest.chars().next().map_or(1, char::len_utf8);
+    }
+    None
 }
 
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T> {
@@ -235,5 +320,44 @@ pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T> {
 impl From<permafrost_types::ValueError> for SqlError {
     fn from(e: permafrost_types::ValueError) -> SqlError {
         SqlError::Storage(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_point_where_postgresql_points() {
+        let near = |line, column| SqlError::SyntaxAt {
+            near: Some("x".into()),
+            expected: "an expression".into(),
+            line,
+            column,
+        };
+        assert_eq!(near(1, 1).offset_in("SELEC 1"), Some(0));
+        assert_eq!(near(2, 3).offset_in("select\n  é from t"), Some(9));
+        assert_eq!(near(0, 3).offset_in("select ?"), None, "a rewritten text");
+        let end = SqlError::SyntaxAt {
+            near: None,
+            expected: "an expression".into(),
+            line: 0,
+            column: 0,
+        };
+        assert_eq!(end.offset_in("select 1 +"), Some(10));
+        assert_eq!(end.to_string(), "syntax error at end of input");
+        assert_eq!(near(1, 1).to_string(), "syntax error at or near \"x\"");
+        assert_eq!(near(1, 1).detail().as_deref(), Some("Expected an expression here."));
+        let col = SqlError::UnknownColumn("nope".into());
+        assert_eq!(col.offset_in("select 'nope', nopes, -- nope\n t.NOPE from t"), Some(33));
+        assert_eq!(
+            SqlError::UnknownColumn("t.b".into()).offset_in("select a, t.b from t"),
+            Some(12)
+        );
+        assert_eq!(
+            SqlError::UnknownFunction("lpadd()".into()).offset_in("select lpadd('a')"),
+            Some(7)
+        );
+        assert_eq!(SqlError::UnknownTable("gone".into()).offset_in("select 1"), None);
     }
 }

@@ -19,14 +19,42 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     crate::limits::check_length(sql)?;
     let text = rewrite_question_marks(sql)?;
     let text = rewrite_copy_booleans(text)?;
+    let rewritten = text != sql;
     Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(MAX_NESTING)
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_statements())
         .map_err(|e| match e {
             ParserError::RecursionLimitExceeded => SqlError::TooDeep,
-            e => SqlError::Syntax(e.to_string()),
+            e => syntax_error(e, rewritten),
         })
+}
+
+/// A parser error as PostgreSQL words it, where sqlparser says what it found and where
+/// ("Expected: X, found: Y at Line: L, Column: C"); the place only if `sql` was parsed
+/// as the client wrote it (not `rewritten`).
+fn syntax_error(e: ParserError, rewritten: bool) -> SqlError {
+    let ParserError::ParserError(message) = &e else {
+        return SqlError::Syntax(e.to_string());
+    };
+    let parts = message.strip_prefix("Expected: ").and_then(|rest| {
+        let (expected, tail) = rest.split_once(", found: ")?;
+        // (No place is given at the end of the text.)
+        let Some((found, place)) = tail.rsplit_once(" at Line: ") else {
+            return Some((expected, tail, 0, 0));
+        };
+        let (line, column) = place.split_once(", Column: ")?;
+        Some((expected, found, line.parse::<u64>().ok()?, column.parse::<u64>().ok()?))
+    });
+    match parts {
+        Some((expected, found, line, column)) => SqlError::SyntaxAt {
+            near: (found != "EOF").then(|| found.to_string()),
+            expected: expected.to_string(),
+            line: if rewritten { 0 } else { line },
+            column,
+        },
+        None => SqlError::Syntax(e.to_string()),
+    }
 }
 
 /// How deeply parentheses, subqueries and prefix operators may nest (sqlparser counts

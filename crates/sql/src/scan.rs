@@ -74,6 +74,13 @@ struct Token {
 }
 
 impl StatementText<'_> {
+    /// How many characters of the whole query string precede its text (what turns a place
+    /// in it into one in the query string: PostgreSQL's error cursor).
+    pub fn chars_before(&self) -> usize {
+        let start = (self.text.as_ptr() as usize).saturating_sub(self.sql.as_ptr() as usize);
+        self.sql.get(..start).map_or(0, |b| b.chars().count())
+    }
+
     fn token(&self, i: usize) -> Option<&str> {
         let t = self.first[..self.tokens.min(COMPACT_TOKENS)].get(i)?;
         Some(&self.sql[t.start..t.end])

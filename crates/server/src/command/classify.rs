@@ -149,6 +149,7 @@ pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
 pub fn classify_statement(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
     // A long statement may nest deeply: its whole front end runs on a stack sized for it.
     permafrost_sql::limits::with_stack_for(st.text, || classify_on_stack(db, st))
+        .map_err(|e| crate::error::at_statement(e, st.chars_before()))
 }
 
 fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
@@ -237,7 +238,7 @@ fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Comm
              permafrost_stats or SHOW permafrost_stats (filter the rows in the client)",
         ));
     }
-    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(sql_error)?;
+    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(|e| sql_error_in(e, sql))?;
     if crate::syscat::answers(&stmt, &db.catalog())? {
         return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
@@ -546,7 +547,7 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
         }
         _ => {}
     }
-    let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(sql_error)?;
+    let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(|e| sql_error_in(e, sql))?;
     let d = DmlCommand {
         params: param_types(&prepared),
         columns: columns_of(prepared.columns()),

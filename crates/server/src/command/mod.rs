@@ -19,7 +19,7 @@ use pgwire::error::PgWireResult;
 use sqlparser::ast::{self, Statement};
 
 use crate::copy::{self, CopyCommand};
-use crate::error::{client_error, db_error, sql_error};
+use crate::error::{client_error, db_error, sql_error, sql_error_in};
 use crate::metrics::StatementClass;
 use crate::pg_types::{columns_of, fields, pg_type};
 
