@@ -76,6 +76,14 @@ impl Error {
         }
     }
 
+    /// PostgreSQL's DETAIL for the error, where there is more to say than its message.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Error::Sql(e) => e.detail(),
+            _ => None,
+        }
+    }
+
     /// Whether the same request may succeed if retried.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -214,3 +214,24 @@ fn a_conflict_with_an_evicted_tuple_is_found_without_fetching_it() {
     assert_eq!(rows(&db, "SELECT count(*) FROM kv"), ["4000"]);
     assert_eq!(rows(&db, "SELECT count(*) FROM kv WHERE pad = 'new'"), ["2000"]);
 }
+
+/// A repeated key names its columns and values in the error's DETAIL, as PostgreSQL's
+/// does, whichever statement repeats it.
+#[test]
+fn a_repeated_key_is_named_in_the_detail() {
+    let db = db(2);
+    affected(&db, "INSERT INTO users VALUES (1, 'a@x', 'A'), (2, 'b@x', 'B')");
+    let detail = |sql: &str| db.execute_sql(sql, vec![]).unwrap_err().detail();
+    assert_eq!(
+        detail("INSERT INTO users VALUES (3, 'a@x', 'C')").as_deref(),
+        Some("Key (email)=(a@x) already exists.")
+    );
+    assert_eq!(
+        detail("UPDATE users SET email = 'b@x' WHERE id = 1").as_deref(),
+        Some("Key (email)=(b@x) already exists.")
+    );
+    assert_eq!(
+        detail("INSERT INTO tags VALUES ('t', 1), ('t', 2)").as_deref(),
+        Some("Key (tag)=(t) already exists.")
+    );
+}

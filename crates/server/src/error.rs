@@ -93,7 +93,9 @@ pub(crate) fn client_error(sqlstate: &str, message: impl Into<String>) -> PgWire
 
 /// An engine error for the client: its own SQLSTATE and message.
 pub(crate) fn db_error(e: permafrost_executor::Error) -> PgWireError {
-    client_error(e.sqlstate(), e.to_string())
+    let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate().to_owned(), e.to_string());
+    info.detail = e.detail();
+    PgWireError::UserError(Box::new(info))
 }
 
 /// A SQL error (parse, plan) for the client, with its DETAIL.

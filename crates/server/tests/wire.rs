@@ -134,6 +134,12 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
     assert_eq!(cursor(&e).1, Some(23), "{e}");
     let e = c.query("SELECT * FROM\n  missing", &[]).await.unwrap_err();
     assert_eq!(cursor(&e).1, Some(17), "{e}");
+    // A repeated key names itself in DETAIL, as in PostgreSQL.
+    let e = c
+        .query("INSERT INTO t VALUES ($1, 'again')", &[&1i64])
+        .await
+        .unwrap_err();
+    assert_eq!(cursor(&e).2.as_deref(), Some("Key (id)=(1) already exists."), "{e:?}");
     // A string of statements is one transaction, as in PostgreSQL: an error stops it and
     // nothing of it is applied; without one, all of it is.
     let e = c

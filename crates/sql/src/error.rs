@@ -238,6 +238,7 @@ impl SqlError {
     pub fn detail(&self) -> Option<String> {
         match self {
             SqlError::SyntaxAt { expected, .. } => Some(format!("Expected {expected} here.")),
+            SqlError::Storage(e) => e.detail(),
             _ => None,
         }
     }

@@ -11,8 +11,10 @@ pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 /// Errors raised by tables, indexes and value conversion.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum StorageError {
+    /// `key`: the key's columns and values as PostgreSQL's DETAIL shows them,
+    /// `(a, b)=(1, x)` ([`key_text`]); empty when not known.
     #[error("duplicate key value violates unique constraint \"{index}\" on table \"{table}\"")]
-    UniqueViolation { table: String, index: String },
+    UniqueViolation { table: String, index: String, key: String },
 
     #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
     NotNullViolation { table: String, column: String },
@@ -87,9 +89,28 @@ impl StorageError {
         }
     }
 
+    /// PostgreSQL's DETAIL for the error, where there is more to say than its message.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            StorageError::UniqueViolation { key, .. } if !key.is_empty() => Some(format!("Key {key} already exists.")),
+            _ => None,
+        }
+    }
+
     /// Whether retrying the same request later may succeed (the budget may be freed by
     /// eviction in the meantime).
     pub fn is_retryable(&self) -> bool {
         matches!(self, StorageError::MemoryLimit { .. })
     }
+}
+
+/// A key as PostgreSQL's DETAIL shows it: its columns, then its values in text form,
+/// `(a, b)=(1, x)`.
+pub fn key_text<'c, 'v>(
+    columns: impl IntoIterator<Item = &'c str>,
+    values: impl IntoIterator<Item = permafrost_types::ValueRef<'v>>,
+) -> String {
+    let columns: Vec<&str> = columns.into_iter().collect();
+    let values: Vec<String> = values.into_iter().map(|v| v.to_string()).collect();
+    format!("({})=({})", columns.join(", "), values.join(", "))
 }

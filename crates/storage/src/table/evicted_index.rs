@@ -43,9 +43,11 @@ impl EvictedEntries {
             }
         };
         if self.unique && self.index.has_other(&k, None) {
+            // (Only the encoded key is known here.)
             return Err(StorageError::UniqueViolation {
                 table: self.table.clone(),
                 index: self.name.clone(),
+                key: String::new(),
             });
         }
         self.index.insert(k, TupleRef::tombstone(tombstone));

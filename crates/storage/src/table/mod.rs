@@ -340,10 +340,13 @@ impl Table {
         Ok(())
     }
 
-    fn unique_violation(&self, i: usize) -> StorageError {
+    /// A repeat of index `i`'s key, whose columns hold `values` (in the index's order).
+    fn unique_violation<'v>(&self, i: usize, values: impl Iterator<Item = ValueRef<'v>>) -> StorageError {
+        let ix = &self.schema.indexes[i];
         StorageError::UniqueViolation {
             table: self.schema.name.clone(),
-            index: self.schema.indexes[i].name.clone(),
+            index: ix.name.clone(),
+            key: crate::error::key_text(ix.columns.iter().map(|&c| self.schema.columns[c].name.as_str()), values),
         }
     }
 
@@ -370,7 +373,7 @@ impl Table {
                 && let Some(k) = &key
                 && self.indexes[i].has_other(k, None)
             {
-                return Err(self.unique_violation(i));
+                return Err(self.unique_violation(i, ix.columns.iter().map(|&c| values[c].as_ref())));
             }
             keys.push(key);
         }
@@ -450,7 +453,15 @@ impl Table {
                 && let Some(k) = &new
                 && self.indexes[i].has_other(k, Some(TupleRef::slot(slot)))
             {
-                return Err(self.unique_violation(i));
+                let bytes = self.heap.bytes(slot);
+                let values = ix
+                    .columns
+                    .iter()
+                    .map(|&c| match changes.iter().rev().find(|(cc, _)| *cc == c) {
+                        Some((_, v)) => v.as_ref(),
+                        None => self.layout.read(bytes, c, &self.var),
+                    });
+                return Err(self.unique_violation(i, values));
             }
             moves.push((i, old, new));
         }
@@ -710,9 +721,12 @@ impl Table {
             let bytes = self.heap.bytes(slot);
             if let Some(k) = enc.encode(def.columns.iter().map(|&c| self.layout.read(bytes, c, &self.var))) {
                 if def.unique && index.has_other(&k, None) {
+                    let columns = def.columns.iter().map(|&c| schema.columns[c].name.as_str());
+                    let values = def.columns.iter().map(|&c| self.layout.read(bytes, c, &self.var));
                     return Err(StorageError::UniqueViolation {
                         table: schema.name.clone(),
                         index: def.name.clone(),
+                        key: crate::error::key_text(columns, values),
                     });
                 }
                 index.insert(k, TupleRef::slot(slot));
