@@ -84,6 +84,14 @@ impl Error {
         }
     }
 
+    /// PostgreSQL's HINT for the error: what to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Sql(e) => e.hint(),
+            _ => None,
+        }
+    }
+
     /// Whether the same request may succeed if retried.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -95,6 +95,7 @@ pub(crate) fn client_error(sqlstate: &str, message: impl Into<String>) -> PgWire
 pub(crate) fn db_error(e: permafrost_executor::Error) -> PgWireError {
     let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate().to_owned(), e.to_string());
     info.detail = e.detail();
+    info.hint = e.hint();
     PgWireError::UserError(Box::new(info))
 }
 
@@ -102,6 +103,7 @@ pub(crate) fn db_error(e: permafrost_executor::Error) -> PgWireError {
 pub(crate) fn sql_error(e: permafrost_sql::SqlError) -> PgWireError {
     let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate().to_owned(), e.to_string());
     info.detail = e.detail();
+    info.hint = e.hint();
     PgWireError::UserError(Box::new(info))
 }
 

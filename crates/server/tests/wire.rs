@@ -134,6 +134,15 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
     assert_eq!(cursor(&e).1, Some(23), "{e}");
     let e = c.query("SELECT * FROM\n  missing", &[]).await.unwrap_err();
     assert_eq!(cursor(&e).1, Some(17), "{e}");
+    // A function no signature matches, named with its argument types, with HINT.
+    let e = c.simple_query("SELECT lpadd('x', 3)").await.unwrap_err();
+    let db = e.as_db_error().unwrap();
+    assert_eq!(db.message(), "function lpadd(unknown, integer) does not exist");
+    assert_eq!(
+        db.hint(),
+        Some("No function matches the given name and argument types. You might need to add explicit type casts.")
+    );
+    assert_eq!(cursor(&e).1, Some(8));
     // A repeated key names itself in DETAIL, as in PostgreSQL.
     let e = c
         .query("INSERT INTO t VALUES ($1, 'again')", &[&1i64])

@@ -826,15 +826,25 @@ impl<'c> Binder<'c> {
         }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
-        for a in args {
+        for &a in &args {
             let (x, t) = self.expr(a)?;
             bound.push(x);
             types.push(t);
         }
         let n = bound.len();
+        // As PostgreSQL names a function no signature matches: its argument types, a
+        // quoted literal's `unknown`.
+        let signature = || {
+            let shown: Vec<Option<DataType>> = args
+                .iter()
+                .zip(&types)
+                .map(|(a, t)| if is_quoted_literal(a) { None } else { *t })
+                .collect();
+            format!("{name}({})", argument_types(&shown))
+        };
         let arity = |lo: usize, hi: usize| -> Result<()> {
             if n < lo || n > hi {
-                Err(SqlError::UnknownFunction(format!("{name} with {n} arguments")))
+                Err(SqlError::UnknownFunction(signature()))
             } else {
                 Ok(())
             }
@@ -870,7 +880,7 @@ impl<'c> Binder<'c> {
             "concat" => (Func::Concat, Some(DataType::Varchar(None))),
             "greatest" => (Func::Greatest, types.iter().find_map(|t| *t)),
             "least" => (Func::Least, types.iter().find_map(|t| *t)),
-            _ => return Err(SqlError::UnknownFunction(format!("{name}()"))),
+            _ => return Err(SqlError::UnknownFunction(signature())),
         };
         match func {
             Func::Abs | Func::Lower | Func::Upper | Func::Length | Func::Floor | Func::Ceil | Func::Trim => {
@@ -888,6 +898,24 @@ impl<'c> Binder<'c> {
         }
         Ok((Expr::Func(func, bound), ty))
     }
+}
+
+/// Whether `e` is a quoted literal, whose type PostgreSQL leaves unknown until a function
+/// or operator takes it.
+fn is_quoted_literal(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)))
+}
+
+/// Argument types as PostgreSQL lists them where no function matches: each type's name
+/// without its modifiers, `unknown` for an untyped literal or parameter.
+fn argument_types(types: &[Option<DataType>]) -> String {
+    let name = |t: &Option<DataType>| match t {
+        None => "unknown".to_string(),
+        Some(DataType::Decimal { .. }) => "numeric".to_string(),
+        Some(DataType::Varchar(Some(_))) => "character varying".to_string(),
+        Some(t) => t.sql_name(),
+    };
+    types.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
 /// The relation and column of `rels` that column `col` (qualified by `qual`) names, if one

@@ -243,6 +243,17 @@ impl SqlError {
         }
     }
 
+    /// PostgreSQL's HINT for the error: what to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            SqlError::UnknownFunction(_) => Some(
+                "No function matches the given name and argument types. You might need to add explicit type casts."
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+
     /// Where in `text`, the statement it came from, the error lies (a byte offset):
     /// PostgreSQL's error cursor. The place the parser stopped, or the first mention of the
     /// name an error is about (a column, table or function that does not exist).
