@@ -29,7 +29,7 @@ const FRAME_BYTES: usize = 64 << 10;
 /// The largest frame a reader accepts (a record holds at most one row, below 1 GiB).
 const MAX_FRAME: u32 = 1 << 30;
 /// Bytes of rows a batch handed to the client holds (about).
-pub(super) const BATCH_BYTES: usize = 256 << 10;
+pub(super) const BATCH_BYTES: usize = 64 << 10;
 /// Runs merged at once: each holds a frame's buffer while merging; more runs than this are
 /// merged in passes first.
 const FAN_IN: usize = 64;
