@@ -239,6 +239,13 @@ impl BlockScan {
         Ok(!deferred.is_full())
     }
 
+    /// Ends the scan on error `e`, which is returned: nothing more is read.
+    fn end(&mut self, e: SqlError) -> SqlError {
+        self.done = true;
+        self.leave();
+        e
+    }
+
     /// Leaves the holds and tells the partitions (once).
     fn leave(&mut self) {
         for (partition, hold) in self.held.drain(..) {
@@ -256,11 +263,7 @@ impl MoreRows for BlockScan {
         while !self.done {
             let more = match self.step() {
                 Ok(m) => m,
-                Err(e) => {
-                    self.done = true;
-                    self.leave();
-                    return Err(e);
-                }
+                Err(e) => return Err(self.end(e)),
             };
             if !more {
                 self.done = true;
@@ -273,11 +276,7 @@ impl MoreRows for BlockScan {
             let d = self.deferred.as_deref_mut().expect("present until the scan ends");
             let taken = match d.take_rows() {
                 Ok(t) => t,
-                Err(e) => {
-                    self.done = true;
-                    self.leave();
-                    return Err(e);
-                }
+                Err(e) => return Err(self.end(e)),
             };
             if let Some(rows) = taken
                 && !rows.is_empty()
