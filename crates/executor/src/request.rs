@@ -214,8 +214,8 @@ impl Database {
             let stmts = permafrost_sql::parse::parse_statements(sql)?;
             let stmt = match stmts.as_slice() {
                 [one] => one,
-                [] => return Err(SqlError::Syntax("empty statement".into()).into()),
-                _ => return Err(SqlError::Syntax("execute one statement at a time".into()).into()),
+                [] => return Err(SqlError::Syntax("syntax error: empty statement".into()).into()),
+                _ => return Err(SqlError::Syntax("syntax error: execute one statement at a time".into()).into()),
             };
             if permafrost_sql::ddl::is_ddl(stmt) {
                 return Ok(None);

@@ -109,7 +109,7 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         assert_eq!(code(&e), want, "{sql} (extended): {e}");
     }
     // Where the error lies, as PostgreSQL's error cursor (1-based, in characters of the
-    // whole query string), with its message and DETAIL.
+    // whole query string), with its message and DETAIL (none for a syntax error).
     let cursor = |e: &tokio_postgres::Error| {
         let db = e.as_db_error().expect("a server error");
         let at = match db.position() {
@@ -119,14 +119,7 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
         (db.message().to_string(), at, db.detail().map(str::to_string))
     };
     let e = c.simple_query("SELEC 1").await.unwrap_err();
-    assert_eq!(
-        cursor(&e),
-        (
-            "syntax error at or near \"SELEC\"".into(),
-            Some(1),
-            Some("Expected an SQL statement here.".into())
-        )
-    );
+    assert_eq!(cursor(&e), ("syntax error at or near \"SELEC\"".into(), Some(1), None));
     let e = c.query("SELECT 1 +", &[]).await.unwrap_err();
     assert_eq!(cursor(&e).0, "syntax error at end of input");
     assert_eq!(cursor(&e).1, Some(11));

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use permafrost_storage::TableSchema;
 use permafrost_types::{DataType, Numeric, Value};
-use sqlparser::ast::{self, BinaryOperator, CastKind, Ident, ObjectName, UnaryOperator};
+use sqlparser::ast::{self, BinaryOperator, CastKind, Ident, ObjectName, Spanned, UnaryOperator};
 
 use crate::catalog::Catalog;
-use crate::error::{Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, unsupported};
 use crate::expr::AggCall;
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
@@ -46,7 +46,7 @@ pub fn object_name(n: &ObjectName) -> Result<String> {
             .map(|p| {
                 p.as_ident()
                     .map(ident)
-                    .ok_or_else(|| SqlError::Syntax(format!("bad name {n}")))
+                    .ok_or_else(|| SqlError::Syntax(format!("syntax error: bad name {n}")))
             })
             .collect::<Result<_>>()?;
     match parts.as_slice() {
@@ -115,7 +115,8 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             "int4" => DataType::Integer,
             "int8" => DataType::BigInt,
             "float8" => DataType::Double,
-            other => return unsupported(format!("type {other}")),
+            other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),
+            other => return Err(SqlError::UnknownType(other.to_string())),
         },
         other => return unsupported(format!("type {other}")),
     })
@@ -174,6 +175,10 @@ pub struct Binder<'c> {
     pub hidden: Vec<(usize, usize)>,
     /// The right side of the query's FULL JOIN, if it has one.
     pub full_join: Option<usize>,
+    /// The clause being bound, as PostgreSQL names it where it refuses an aggregate or
+    /// window call there ("WHERE", "GROUP BY", ...); `None` in the select list, HAVING and
+    /// ORDER BY, and inside an aggregate or window call (whose calls "cannot be nested").
+    pub clause: Option<&'static str>,
     /// The relations of the queries around this one, outermost first: a column this
     /// query does not have is looked for there, innermost first (a correlated subquery).
     outer: Vec<Arc<[Rel]>>,
@@ -205,6 +210,7 @@ impl<'c> Binder<'c> {
             star: Vec::new(),
             hidden: Vec::new(),
             full_join: None,
+            clause: None,
             outer: Vec::new(),
             outer_refs: Vec::new(),
         }
@@ -217,6 +223,23 @@ impl<'c> Binder<'c> {
             return unsupported(format!("writing to view \"{n}\" (views are read-only here)"));
         }
         self.catalog.table(&n).cloned().ok_or(SqlError::UnknownTable(n))
+    }
+
+    /// Binds `e` as part of `clause` ([`Binder::clause`]).
+    pub fn expr_in(&mut self, clause: &'static str, e: &ast::Expr) -> Result<Typed> {
+        let saved = self.clause.replace(clause);
+        let r = self.expr(e);
+        self.clause = saved;
+        r
+    }
+
+    /// What refusing an aggregate (`kind` "aggregate") or window call where the binder is
+    /// says, in PostgreSQL's words.
+    pub(crate) fn not_allowed(&self, kind: &str) -> String {
+        match self.clause {
+            Some(c) => format!("{kind} functions are not allowed in {c}"),
+            None => format!("{kind} function calls cannot be nested"),
+        }
     }
 
     /// Adds a relation to the scope and returns its number.
@@ -236,24 +259,28 @@ impl<'c> Binder<'c> {
 
     fn column(&mut self, parts: &[Ident]) -> Result<Typed> {
         let names: Vec<String> = parts.iter().map(ident).collect();
+        let unknown = |names: &[String]| match names {
+            [one] => SqlError::UnknownColumn(one.clone()),
+            _ => SqlError::UnknownQualifiedColumn(names.join(".")),
+        };
         let (qual, col) = match names.as_slice() {
             [c] => (None, c),
             [t, c] => (Some(t.as_str()), c),
             [s, t, c] if s == "public" => (Some(t.as_str()), c),
-            _ => return Err(SqlError::UnknownColumn(names.join("."))),
+            _ => return Err(unknown(&names)),
         };
         let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.alias == q);
         if let Some((rel, col)) = find_column(&self.rels, qual, col, &self.hidden)? {
             return Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty)));
         }
         if qual.is_some_and(|q| known(&self.rels, q)) {
-            return Err(SqlError::UnknownColumn(names.join(".")));
+            return Err(unknown(&names));
         }
         // A column of a query around this one: read as a value this subquery runs with.
         for level in (0..self.outer.len()).rev() {
             let found = find_column(&self.outer[level], qual, col, &[])?;
             if found.is_none() && qual.is_some_and(|q| known(&self.outer[level], q)) {
-                return Err(SqlError::UnknownColumn(names.join(".")));
+                return Err(unknown(&names));
             }
             if let Some((rel, c)) = found {
                 let ty = self.outer[level][rel].schema.columns[c].ty;
@@ -264,7 +291,7 @@ impl<'c> Binder<'c> {
             Some(q) if !known(&self.rels, q) && !self.outer.iter().any(|o| known(o, q)) => {
                 Err(SqlError::MissingFromEntry(q.to_string()))
             }
-            _ => Err(SqlError::UnknownColumn(names.join("."))),
+            _ => Err(unknown(&names)),
         }
     }
 
@@ -273,7 +300,7 @@ impl<'c> Binder<'c> {
             .strip_prefix('$')
             .and_then(|s| s.parse().ok())
             .filter(|&n: &usize| (1..=65535).contains(&n))
-            .ok_or_else(|| SqlError::Syntax(format!("bad parameter {name}")))?;
+            .ok_or_else(|| SqlError::Syntax(format!("syntax error: bad parameter {name}")))?;
         if self.params.len() < n {
             self.params.resize(n, None);
         }
@@ -298,8 +325,8 @@ impl<'c> Binder<'c> {
         }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
-        let (a, at) = literal_as(a, at, bt)?;
-        let (b, bt) = literal_as(b, bt, at)?;
+        let (a, at) = literal_as(a, at, bt).map_err(|e| e.at(l.span(), Point::Start))?;
+        let (b, bt) = literal_as(b, bt, at).map_err(|e| e.at(r.span(), Point::Start))?;
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
@@ -369,7 +396,14 @@ impl<'c> Binder<'c> {
     /// Binds an expression.
     pub fn expr(&mut self, e: &ast::Expr) -> Result<Typed> {
         self.depth.enter()?;
-        let r = self.expr_at(e);
+        // An error is placed at the innermost node it arose in (PostgreSQL's error cursor).
+        let r = self.expr_at(e).map_err(|err| {
+            if err.placeable() {
+                err.at(e.span(), Point::Start)
+            } else {
+                err
+            }
+        });
         self.depth.leave();
         r
     }
@@ -827,6 +861,49 @@ fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
     Ok((Expr::Const(Value::parse(&ty, &text)?), Some(ty)))
 }
 
+/// Names of PostgreSQL's own types that sqlparser reads as custom names: not supported
+/// here (0A000), where another name is a type that does not exist (42704).
+const POSTGRES_TYPES: &[&str] = &[
+    "bit",
+    "box",
+    "bpchar",
+    "cid",
+    "cidr",
+    "circle",
+    "daterange",
+    "float4",
+    "inet",
+    "int4range",
+    "int8range",
+    "jsonpath",
+    "line",
+    "lseg",
+    "macaddr",
+    "macaddr8",
+    "money",
+    "name",
+    "numrange",
+    "oid",
+    "path",
+    "pg_lsn",
+    "point",
+    "polygon",
+    "regclass",
+    "regproc",
+    "regtype",
+    "tid",
+    "timestamptz",
+    "timetz",
+    "tsquery",
+    "tsrange",
+    "tstzrange",
+    "tsvector",
+    "txid_snapshot",
+    "varbit",
+    "xid",
+    "xml",
+];
+
 /// An integer constant, typed as PostgreSQL types integer literals: `integer` when it fits,
 /// else `bigint`.
 fn integer_literal(i: i64) -> Typed {
@@ -859,7 +936,7 @@ fn number_literal(s: &str) -> Result<Typed> {
     let ty = DataType::Decimal { precision: 0, scale: 0 };
     match Numeric::parse(s) {
         Ok(d) => Ok((Expr::Const(Value::Decimal(d)), Some(ty))),
-        Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("bad number {s}"))),
+        Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("syntax error: bad number {s}"))),
         Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
     }
 }

@@ -316,7 +316,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         partition_declared: opts.partition_by.is_some(),
         evictable: opts.evictable,
     };
-    schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
+    schema.validate()?;
     Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
 }
 
@@ -425,7 +425,7 @@ fn with_index(catalog: &Catalog, mut schema: TableSchema, def: IndexDef) -> Resu
         return Err(SqlError::DuplicateTable(def.name));
     }
     schema.indexes.push(def);
-    schema.validate().map_err(|e| SqlError::Definition(e.to_string()))?;
+    schema.validate()?;
     Ok(Arc::new(schema))
 }
 
@@ -521,7 +521,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                     changes.push(DdlChange::DropTable(t.id))
                 }
                 None if if_exists => {}
-                None => return Err(SqlError::UnknownTable(name)),
+                None => return Err(SqlError::UnknownDropTable(name)),
             },
             ObjectType::Index => match catalog.index_owner(&name) {
                 Some((t, i)) => {

@@ -8,16 +8,19 @@ pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SqlError {
-    #[error("syntax error: {0}")]
+    /// A statement that breaks a rule of SQL's syntax (42601), in PostgreSQL's words: a
+    /// message of its own ("INSERT has more expressions than target columns"), or the
+    /// parser's beginning "syntax error: ".
+    #[error("{0}")]
     Syntax(String),
     /// Text the parser could not read, where it stopped, in PostgreSQL's words: the token
-    /// found there (`None` at the end of the text), what the parser expected, and the
-    /// place (1-based line and column; line 0 when the text parsed was rewritten and the
-    /// place is not known in the client's text).
+    /// found there (`None` at the end of the text, `;` at the end of a statement the
+    /// client ended with one: [`SqlError::before_semicolon`]), and the place (1-based line
+    /// and column; line 0 at the end, or when the text parsed was rewritten and the place
+    /// is not known in the client's text).
     #[error("syntax error {place}", place = syntax_place(near.as_deref()))]
     SyntaxAt {
         near: Option<String>,
-        expected: String,
         line: u64,
         column: u64,
     },
@@ -52,6 +55,9 @@ pub enum SqlError {
     UnknownTable(String),
     #[error("view \"{0}\" does not exist")]
     UnknownView(String),
+    /// DROP TABLE of a table that does not exist (PostgreSQL says "table" there).
+    #[error("table \"{0}\" does not exist")]
+    UnknownDropTable(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
     MissingFromEntry(String),
     /// A negative LIMIT (2201W).
@@ -84,24 +90,43 @@ pub enum SqlError {
     NoConflictConstraint,
     #[error("column \"{0}\" does not exist")]
     UnknownColumn(String),
+    /// A qualified column reference (`t.c`) the relation has no column for; PostgreSQL
+    /// writes it unquoted.
+    #[error("column {0} does not exist")]
+    UnknownQualifiedColumn(String),
+    /// A column an INSERT or UPDATE names that its table does not have.
+    #[error("column \"{column}\" of relation \"{table}\" does not exist")]
+    UnknownTargetColumn { column: String, table: String },
+    #[error("type \"{0}\" does not exist")]
+    UnknownType(String),
     #[error("column reference \"{0}\" is ambiguous")]
     AmbiguousColumn(String),
     #[error("function {0} does not exist")]
     UnknownFunction(String),
     #[error("{0}")]
     Type(String),
+    /// An operator no signature of matches its operands' types (42883): `text + integer`.
+    #[error("operator does not exist: {0}")]
+    NoOperator(String),
+    #[error("subquery in FROM must have an alias")]
+    SubqueryAlias,
     /// Text that does not read as a value of its type (an array literal).
     #[error("{0}")]
     InvalidText(String),
     #[error("{0}")]
     Grouping(String),
+    /// A column read outside an aggregate in a grouped query, neither grouped nor
+    /// functionally dependent on a grouped primary key (42803); the name is `alias.column`.
+    #[error("column \"{0}\" must appear in the GROUP BY clause or be used in an aggregate function")]
+    Ungrouped(String),
     #[error("could not determine data type of parameter ${0}")]
     UnknownParamType(usize),
     #[error("statement expects {expected} parameters, got {got}")]
     ParamCount { expected: usize, got: usize },
     #[error("not supported: {0}")]
     Unsupported(String),
-    #[error("invalid definition: {0}")]
+    /// A definition PostgreSQL refuses as invalid (42P16), in its words.
+    #[error("{0}")]
     Definition(String),
     #[error(
         "row belongs to partition {row} but the transaction runs at partition(s) {held:?}; \
@@ -146,6 +171,16 @@ pub enum SqlError {
     SubqueryRows,
     #[error("{0}")]
     Storage(#[from] StorageError),
+    /// An error at a place of the statement's text (PostgreSQL's error cursor): 1-based
+    /// line and column of the syntax tree's node it is about ([`SqlError::at`]), and
+    /// where from there.
+    #[error("{error}")]
+    At {
+        error: Box<SqlError>,
+        line: u64,
+        column: u64,
+        point: Point,
+    },
     /// A temporary file a statement spills to could not be written or read (53100 when
     /// the disk is full, else 58030).
     #[error("could not {what}: {message}")]
@@ -165,6 +200,17 @@ pub enum SqlError {
     /// SQLSTATE it had there.
     #[error("{message}")]
     Relayed { sqlstate: &'static str, message: String },
+}
+
+/// Where in the text an error placed at a node of the syntax tree points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// At the node's first character.
+    Start,
+    /// At the token after the node (an operator after its left operand).
+    After,
+    /// At the character before the node (the parenthesis opening a subquery).
+    Before,
 }
 
 /// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
@@ -187,7 +233,10 @@ impl SqlError {
             SqlError::UsingColumnAmbiguous(_) => "42702",
             SqlError::DuplicateColumn(_) => "42701",
             SqlError::WindowingError(_) => "42P20",
-            SqlError::UnknownTable(_) | SqlError::UnknownView(_) | SqlError::MissingFromEntry(_) => "42P01",
+            SqlError::UnknownTable(_)
+            | SqlError::UnknownView(_)
+            | SqlError::UnknownDropTable(_)
+            | SqlError::MissingFromEntry(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
             SqlError::NegativeSubstringLength => "22011",
@@ -196,12 +245,16 @@ impl SqlError {
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::UnknownIndex(_) | SqlError::UnknownConstraint { .. } => "42704",
             SqlError::NoConflictConstraint => "42P10",
-            SqlError::UnknownColumn(_) => "42703",
+            SqlError::UnknownColumn(_) | SqlError::UnknownQualifiedColumn(_) | SqlError::UnknownTargetColumn { .. } => {
+                "42703"
+            }
+            SqlError::UnknownType(_) => "42704",
             SqlError::AmbiguousColumn(_) => "42702",
-            SqlError::UnknownFunction(_) => "42883",
+            SqlError::UnknownFunction(_) | SqlError::NoOperator(_) => "42883",
+            SqlError::SubqueryAlias => "42601",
             SqlError::Type(_) => "42804",
             SqlError::InvalidText(_) => "22P02",
-            SqlError::Grouping(_) => "42803",
+            SqlError::Grouping(_) | SqlError::Ungrouped(_) => "42803",
             SqlError::UnknownParamType(_) => "42P18",
             SqlError::ParamCount { .. } => "08P01",
             SqlError::Unsupported(_) => "0A000",
@@ -219,6 +272,7 @@ impl SqlError {
             SqlError::TooLong(_) => "54000",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
+            SqlError::At { error, .. } => error.sqlstate(),
             SqlError::Spill { disk_full: true, .. } => "53100",
             SqlError::Spill { .. } => "58030",
             SqlError::SpillDamaged(_) => "XX001",
@@ -237,8 +291,8 @@ impl SqlError {
     /// PostgreSQL's DETAIL for the error, where there is more to say than its message.
     pub fn detail(&self) -> Option<String> {
         match self {
-            SqlError::SyntaxAt { expected, .. } => Some(format!("Expected {expected} here.")),
             SqlError::Storage(e) => e.detail(),
+            SqlError::At { error, .. } => error.detail(),
             _ => None,
         }
     }
@@ -250,6 +304,12 @@ impl SqlError {
                 "No function matches the given name and argument types. You might need to add explicit type casts."
                     .to_string(),
             ),
+            SqlError::NoOperator(_) => Some(
+                "No operator matches the given name and argument types. You might need to add explicit type casts."
+                    .to_string(),
+            ),
+            SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::At { error, .. } => error.hint(),
             _ => None,
         }
     }
@@ -260,28 +320,127 @@ impl SqlError {
     pub fn offset_in(&self, text: &str) -> Option<usize> {
         match self {
             SqlError::SyntaxAt { near: None, .. } => Some(text.len()),
-            SqlError::SyntaxAt { line, column, .. } if *line > 0 => {
-                let start = text
-                    .split_inclusive('\n')
-                    .take(*line as usize - 1)
-                    .map(str::len)
-                    .sum::<usize>();
-                let line_text = text.get(start..)?;
-                let skip = (*column as usize).saturating_sub(1);
-                Some(start + line_text.char_indices().nth(skip).map_or(line_text.len(), |(i, _)| i))
+            SqlError::SyntaxAt {
+                near: Some(t), line: 0, ..
+            } if t == ";" => Some(text.len()),
+            SqlError::SyntaxAt { line, column, .. } if *line > 0 => place_in(text, *line, *column),
+            SqlError::At {
+                line, column, point, ..
+            } => {
+                let at = place_in(text, *line, *column)?;
+                match point {
+                    Point::Start => Some(at),
+                    // The node ends at (line, column), inclusive.
+                    Point::After => text
+                        .get(at..)?
+                        .char_indices()
+                        .skip(1)
+                        .find(|(_, c)| !c.is_whitespace())
+                        .map(|(i, _)| at + i),
+                    Point::Before => text
+                        .get(..at)?
+                        .char_indices()
+                        .rev()
+                        .find(|(_, c)| !c.is_whitespace())
+                        .map(|(i, _)| i),
+                }
             }
             SqlError::UnknownColumn(name)
             | SqlError::AmbiguousColumn(name)
             | SqlError::UnknownTable(name)
-            | SqlError::MissingFromEntry(name) => find_name(text, name.rsplit('.').next()?),
+            | SqlError::MissingFromEntry(name)
+            | SqlError::Ungrouped(name) => find_name(text, name.rsplit('.').next()?),
+            SqlError::UnknownQualifiedColumn(name) => find_name(text, name.split('.').next()?),
+            SqlError::UnknownTargetColumn { column, .. } => find_name(text, column),
+            SqlError::UnknownType(name) => find_name(text, name),
             SqlError::UnknownFunction(call) => find_name(text, call.split('(').next()?),
             _ => None,
         }
     }
 
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, SqlError::StatementMemory { .. }) || matches!(self, SqlError::Storage(e) if e.is_retryable())
+    /// The error of a statement the client ended with `;` (which PostgreSQL's parser
+    /// reads as a token): a syntax error at the end of its text is one at or near ";".
+    pub fn before_semicolon(self) -> SqlError {
+        match self {
+            SqlError::SyntaxAt { near: None, .. } => SqlError::SyntaxAt {
+                near: Some(";".into()),
+                line: 0,
+                column: 0,
+            },
+            e => e,
+        }
     }
+
+    /// This error placed at `span` of the statement's text ([`Point`]), unless it has a
+    /// place already or the span is empty (a node sqlparser gives none).
+    pub fn at(self, span: sqlparser::tokenizer::Span, point: Point) -> SqlError {
+        let place = if point == Point::After { span.end } else { span.start };
+        if place.line == 0 || !self.placeable() {
+            return self;
+        }
+        SqlError::At {
+            error: Box::new(self),
+            line: place.line,
+            column: place.column,
+            point,
+        }
+    }
+
+    /// Whether [`SqlError::at`] would place the error: not one that finds its place in the
+    /// text itself ([`SqlError::offset_in`]) or has one already, nor one about the
+    /// statement as a whole (its size, its depth: finding a node's span of a tree too deep
+    /// would recurse as deep).
+    pub fn placeable(&self) -> bool {
+        !matches!(
+            self,
+            SqlError::SyntaxAt { .. }
+                | SqlError::At { .. }
+                | SqlError::UnknownColumn(_)
+                | SqlError::UnknownQualifiedColumn(_)
+                | SqlError::UnknownTargetColumn { .. }
+                | SqlError::AmbiguousColumn(_)
+                | SqlError::UnknownTable(_)
+                | SqlError::MissingFromEntry(_)
+                | SqlError::UnknownFunction(_)
+                | SqlError::UnknownType(_)
+                | SqlError::Ungrouped(_)
+                | SqlError::TooDeep
+                | SqlError::TooLong(_)
+                | SqlError::StatementMemory { .. }
+                | SqlError::OutOfWorkMem(_)
+                | SqlError::Cancelled
+        )
+    }
+
+    /// The error without its place ([`SqlError::At`]).
+    pub fn unplaced(&self) -> &SqlError {
+        match self {
+            SqlError::At { error, .. } => error.unplaced(),
+            e => e,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            SqlError::StatementMemory { .. } => true,
+            SqlError::Storage(e) => e.is_retryable(),
+            SqlError::At { error, .. } => error.is_retryable(),
+            _ => false,
+        }
+    }
+}
+
+/// The byte offset in `text` of 1-based `line` and `column` (in characters); the end of
+/// the line for a column past it.
+fn place_in(text: &str, line: u64, column: u64) -> Option<usize> {
+    let start = text
+        .split_inclusive('\n')
+        .take((line as usize).checked_sub(1)?)
+        .map(str::len)
+        .sum::<usize>();
+    let line_text = text.get(start..)?;
+    let skip = (column as usize).saturating_sub(1);
+    Some(start + line_text.char_indices().nth(skip).map_or(line_text.len(), |(i, _)| i))
 }
 
 /// Where a syntax error lies, in PostgreSQL's words.
@@ -325,6 +484,16 @@ fn find_name(text: &str, name: &str) -> Option<usize> {
     None
 }
 
+/// Part of a statement as a "not supported" message names it: its text, cut to 60
+/// characters.
+pub(crate) fn shown(x: &impl std::fmt::Display) -> String {
+    let text = x.to_string();
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T> {
     Err(SqlError::Unsupported(what.into()))
 }
@@ -343,7 +512,6 @@ mod tests {
     fn errors_point_where_postgresql_points() {
         let near = |line, column| SqlError::SyntaxAt {
             near: Some("x".into()),
-            expected: "an expression".into(),
             line,
             column,
         };
@@ -352,14 +520,20 @@ mod tests {
         assert_eq!(near(0, 3).offset_in("select ?"), None, "a rewritten text");
         let end = SqlError::SyntaxAt {
             near: None,
-            expected: "an expression".into(),
             line: 0,
             column: 0,
         };
         assert_eq!(end.offset_in("select 1 +"), Some(10));
         assert_eq!(end.to_string(), "syntax error at end of input");
+        let semicolon = end.before_semicolon();
+        assert_eq!(semicolon.to_string(), "syntax error at or near \";\"");
+        assert_eq!(semicolon.offset_in("select 1 +"), Some(10));
         assert_eq!(near(1, 1).to_string(), "syntax error at or near \"x\"");
-        assert_eq!(near(1, 1).detail().as_deref(), Some("Expected an expression here."));
+        assert_eq!(near(1, 1).detail(), None, "PostgreSQL gives none");
+        assert_eq!(
+            SqlError::UnknownQualifiedColumn("t.b".into()).offset_in("select a, t.b from t"),
+            Some(10)
+        );
         let col = SqlError::UnknownColumn("nope".into());
         assert_eq!(col.offset_in("select 'nope', nopes, -- nope\n t.NOPE from t"), Some(33));
         assert_eq!(

@@ -568,8 +568,8 @@ fn eval_like<'a>(
             bool_datum(Some(m != negated))
         }
         (a, b) => {
-            return Err(SqlError::Type(format!(
-                "operator does not exist: {} LIKE {}",
+            return Err(SqlError::NoOperator(format!(
+                "{} LIKE {}",
                 a.kind_name(),
                 b.kind_name()
             )));
@@ -585,10 +585,7 @@ fn negate(x: ValueRef<'_>) -> Result<Value> {
         ValueRef::Double(d) => Value::Double(-d),
         ValueRef::Decimal(d) => Value::Decimal(d.negate()),
         other => {
-            return Err(SqlError::Type(format!(
-                "operator does not exist: - {}",
-                other.kind_name()
-            )));
+            return Err(SqlError::NoOperator(format!("- {}", other.kind_name())));
         }
     })
 }
@@ -769,11 +766,7 @@ fn type_err(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> SqlError {
         ArithOp::Div => "/",
         ArithOp::Mod => "%",
     };
-    SqlError::Type(format!(
-        "operator does not exist: {} {sym} {}",
-        a.kind_name(),
-        b.kind_name()
-    ))
+    SqlError::NoOperator(format!("{} {sym} {}", a.kind_name(), b.kind_name()))
 }
 
 /// An explicit cast (`CAST(x AS t)`, `x::t`). Unlike assignment, casting to VARCHAR(n)

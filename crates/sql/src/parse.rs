@@ -35,25 +35,24 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
 /// as the client wrote it (not `rewritten`).
 fn syntax_error(e: ParserError, rewritten: bool) -> SqlError {
     let ParserError::ParserError(message) = &e else {
-        return SqlError::Syntax(e.to_string());
+        return SqlError::Syntax(format!("syntax error: {e}"));
     };
     let parts = message.strip_prefix("Expected: ").and_then(|rest| {
-        let (expected, tail) = rest.split_once(", found: ")?;
+        let (_expected, tail) = rest.split_once(", found: ")?;
         // (No place is given at the end of the text.)
         let Some((found, place)) = tail.rsplit_once(" at Line: ") else {
-            return Some((expected, tail, 0, 0));
+            return Some((tail, 0, 0));
         };
         let (line, column) = place.split_once(", Column: ")?;
-        Some((expected, found, line.parse::<u64>().ok()?, column.parse::<u64>().ok()?))
+        Some((found, line.parse::<u64>().ok()?, column.parse::<u64>().ok()?))
     });
     match parts {
-        Some((expected, found, line, column)) => SqlError::SyntaxAt {
+        Some((found, line, column)) => SqlError::SyntaxAt {
             near: (found != "EOF").then(|| found.to_string()),
-            expected: expected.to_string(),
             line: if rewritten { 0 } else { line },
             column,
         },
-        None => SqlError::Syntax(e.to_string()),
+        None => SqlError::Syntax(format!("syntax error: {e}")),
     }
 }
 
@@ -66,8 +65,10 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
     let mut v = parse_statements(sql)?;
     match v.len() {
         1 => Ok(v.pop().expect("one statement")),
-        0 => Err(SqlError::Syntax("empty statement".into())),
-        n => Err(SqlError::Syntax(format!("expected one statement, found {n}"))),
+        0 => Err(SqlError::Syntax("syntax error: empty statement".into())),
+        n => Err(SqlError::Syntax(format!(
+            "syntax error: expected one statement, found {n}"
+        ))),
     }
 }
 
@@ -77,7 +78,7 @@ fn rewrite_question_marks(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     }
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
-        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?;
     if !tokens.iter().any(|t| matches!(t, Token::Placeholder(p) if p == "?")) {
         return Ok(sql.into());
     }
@@ -108,7 +109,7 @@ fn rewrite_copy_booleans(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, &sql)
         .tokenize()
-        .map_err(|e| SqlError::Syntax(e.to_string()))?;
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?;
     let option = |t: &Token| {
         matches!(t, Token::Word(w) if w.quote_style.is_none()
             && (w.value.eq_ignore_ascii_case("freeze") || w.value.eq_ignore_ascii_case("header")))

@@ -576,6 +576,13 @@ mod deep_statements {
         assert_eq!(plan(&chain("SELECT ", "1", "+", 3_000)), Ok(()));
         assert_eq!(plan(&chain("SELECT ", "1", " + ", 10_000)), Err("54001"));
         assert_eq!(plan(&chain("SELECT ", "1", "+", 200_000)), Err("54001"));
+        // An error at the top of a long chain is placed at it (its span is the chain's).
+        let bad = format!("{} + 'x'", chain("SELECT ", "1", "+", 2_999));
+        assert_eq!(plan(&bad), Err("22P02"));
+        let bad = format!("{} WHERE count(*) > 1", chain("SELECT ", "1", "+", 2_999));
+        assert_eq!(plan(&bad), Err("42803"));
+        let bad = format!("{} IN (SELECT 1, 2)", chain("SELECT ", "1", "+", 2_999));
+        assert_eq!(plan(&bad), Err("42601"));
     }
 
     #[test]

@@ -81,6 +81,14 @@ impl StatementText<'_> {
         self.sql.get(..start).map_or(0, |b| b.chars().count())
     }
 
+    /// Whether the client ended it with `;` (blanks between).
+    pub fn ends_with_semicolon(&self) -> bool {
+        let end = (self.text.as_ptr() as usize + self.text.len()).saturating_sub(self.sql.as_ptr() as usize);
+        self.sql
+            .get(end..)
+            .is_some_and(|rest| rest.trim_start().starts_with(';'))
+    }
+
     fn token(&self, i: usize) -> Option<&str> {
         let t = self.first[..self.tokens.min(COMPACT_TOKENS)].get(i)?;
         Some(&self.sql[t.start..t.end])

@@ -26,7 +26,7 @@ use permafrost_types::DataType;
 fn tokens(sql: &str) -> Result<Vec<Token>> {
     Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize()
-        .map_err(|e| SqlError::Syntax(e.to_string()))
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))
 }
 
 fn is_blank(t: &Token) -> bool {
@@ -92,8 +92,10 @@ impl Cursor {
 
     fn unexpected(&self, wanted: &str) -> SqlError {
         match self.peek() {
-            Some(t) => SqlError::Syntax(format!("expected {wanted}, found \"{t}\"")),
-            None => SqlError::Syntax(format!("expected {wanted}, found the end of the statement")),
+            Some(t) => SqlError::Syntax(format!("syntax error: expected {wanted}, found \"{t}\"")),
+            None => SqlError::Syntax(format!(
+                "syntax error: expected {wanted}, found the end of the statement"
+            )),
         }
     }
 
@@ -190,7 +192,10 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
                 }
             }
             let ty = parse_type(&text).map_err(|e| match e {
-                SqlError::Syntax(m) => SqlError::Syntax(format!("type of argument \"{arg}\": {m}")),
+                SqlError::Syntax(m) => SqlError::Syntax(format!(
+                    "syntax error: type of argument \"{arg}\": {}",
+                    m.trim_start_matches("syntax error: ")
+                )),
                 other => other,
             })?;
             args.push((arg, ty));
@@ -235,7 +240,9 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
         }
     }
     if let Some(t) = c.peek() {
-        return Err(SqlError::Syntax(format!("unexpected \"{t}\" after the procedure body")));
+        return Err(SqlError::Syntax(format!(
+            "syntax error: unexpected \"{t}\" after the procedure body"
+        )));
     }
     let body = crate::scan::scan(body.as_deref().unwrap_or(""))?.texts();
     if body.is_empty() {
@@ -253,10 +260,15 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
 fn parse_type(text: &str) -> Result<DataType> {
     let mut p = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(text)
-        .map_err(|e| SqlError::Syntax(e.to_string()))?;
-    let t = p.parse_data_type().map_err(|e| SqlError::Syntax(e.to_string()))?;
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?;
+    let t = p
+        .parse_data_type()
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?;
     if p.peek_token().token != Token::EOF {
-        return Err(SqlError::Syntax(format!("unexpected text in type \"{}\"", text.trim())));
+        return Err(SqlError::Syntax(format!(
+            "syntax error: unexpected text in type \"{}\"",
+            text.trim()
+        )));
     }
     map_type(&t)
 }
@@ -289,7 +301,9 @@ pub fn parse_drop_procedure(sql: &str) -> Result<(String, bool)> {
         }
     }
     if let Some(t) = c.peek() {
-        return Err(SqlError::Syntax(format!("unexpected \"{t}\" in DROP PROCEDURE")));
+        return Err(SqlError::Syntax(format!(
+            "syntax error: unexpected \"{t}\" in DROP PROCEDURE"
+        )));
     }
     Ok((name, if_exists))
 }

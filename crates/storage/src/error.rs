@@ -13,11 +13,13 @@ pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 pub enum StorageError {
     /// `key`: the key's columns and values as PostgreSQL's DETAIL shows them,
     /// `(a, b)=(1, x)` ([`key_text`]); empty when not known.
-    #[error("duplicate key value violates unique constraint \"{index}\" on table \"{table}\"")]
+    #[error("duplicate key value violates unique constraint \"{index}\"")]
     UniqueViolation { table: String, index: String, key: String },
 
+    /// `row`: the row as it would have been, as PostgreSQL's DETAIL shows it
+    /// ([`row_text`]); empty when not known.
     #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
-    NotNullViolation { table: String, column: String },
+    NotNullViolation { table: String, column: String, row: String },
 
     /// A value that does not fit its type, or text that does not read as one.
     #[error(transparent)]
@@ -43,6 +45,10 @@ pub enum StorageError {
 
     #[error("{0}")]
     Schema(String),
+
+    /// A column named twice in a table's definition (42701).
+    #[error("column \"{0}\" specified more than once")]
+    DuplicateColumn(String),
 
     /// An index built over evicted tuples met tuples evicted after their keys were read
     /// (the executor reads them again and retries).
@@ -82,6 +88,7 @@ impl StorageError {
             StorageError::RowTooBig { .. } => "54000",
             StorageError::TableFull { .. } => "54000",
             StorageError::Schema(_) => "42P16",
+            StorageError::DuplicateColumn(_) => "42701",
             StorageError::EvictedDuringBuild { .. } => "40001",
             StorageError::EvictedRowsWouldMove { .. } => "0A000",
             StorageError::Corrupt(_) => "XX001",
@@ -93,6 +100,9 @@ impl StorageError {
     pub fn detail(&self) -> Option<String> {
         match self {
             StorageError::UniqueViolation { key, .. } if !key.is_empty() => Some(format!("Key {key} already exists.")),
+            StorageError::NotNullViolation { row, .. } if !row.is_empty() => {
+                Some(format!("Failing row contains {row}."))
+            }
             _ => None,
         }
     }
@@ -102,6 +112,25 @@ impl StorageError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, StorageError::MemoryLimit { .. })
     }
+}
+
+/// A row as PostgreSQL's DETAIL shows it: its values in text form, `null` for a NULL, each
+/// cut to 64 bytes (then `...`), `(1, null, x)`.
+pub fn row_text<'v>(values: impl IntoIterator<Item = permafrost_types::ValueRef<'v>>) -> String {
+    const SHOWN: usize = 64;
+    let shown = values.into_iter().map(|v| {
+        if v.is_null() {
+            return "null".to_string();
+        }
+        let mut t = v.to_string();
+        if t.len() > SHOWN {
+            let cut = (0..=SHOWN).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+            t.truncate(cut);
+            t.push_str("...");
+        }
+        t
+    });
+    format!("({})", shown.collect::<Vec<_>>().join(", "))
 }
 
 /// A key as PostgreSQL's DETAIL shows it: its columns, then its values in text form,

@@ -154,10 +154,7 @@ impl TableSchema {
         }
         for (i, c) in self.columns.iter().enumerate() {
             if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
-                return Err(StorageError::Schema(format!(
-                    "column \"{}\" specified more than once",
-                    c.name
-                )));
+                return Err(StorageError::DuplicateColumn(c.name.clone()));
             }
             if let DataType::Varchar(Some(0)) = c.ty {
                 return Err(StorageError::Schema(format!(

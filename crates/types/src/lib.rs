@@ -27,7 +27,9 @@ pub enum ValueError {
     #[error("value too long for type {ty} (got {len} characters)")]
     StringTooLong { ty: String, len: usize },
 
-    #[error("value out of range for type {ty}: {detail}")]
+    /// A number past its type's range: for the integer types in PostgreSQL's words
+    /// ("integer out of range"), else naming the type and the value or cause.
+    #[error("{}", out_of_range_text(ty, detail))]
     NumericOutOfRange { ty: String, detail: String },
 
     #[error("invalid input syntax for type {ty}: \"{input}\"")]
@@ -657,6 +659,13 @@ pub fn parse_timestamp(input: &str) -> std::result::Result<i64, TimestampError> 
 
 // ---------------------------------------------------------------------------------------
 // Coercion to column types.
+
+fn out_of_range_text(ty: &str, detail: &str) -> String {
+    match ty {
+        "smallint" | "integer" | "bigint" => format!("{ty} out of range"),
+        _ => format!("value out of range for type {ty}: {detail}"),
+    }
+}
 
 fn out_of_range(ty: &DataType, detail: impl fmt::Display) -> ValueError {
     ValueError::NumericOutOfRange {

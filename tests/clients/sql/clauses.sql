@@ -38,4 +38,23 @@ COMMIT;
 SELECT amount FROM cl_sale WHERE id = 1 FOR UPDATE;
 SELECT count(*) FROM cl_sale FOR UPDATE;
 SELECT id FROM cl_sale FOR UPDATE OF nothing;
+
+-- columns functionally dependent on a grouped primary key (TPC-C's consistency checks)
+CREATE TABLE cl_region (name text PRIMARY KEY, budget int);
+INSERT INTO cl_region VALUES ('north', 100), ('south', 5), ('west', 7);
+SELECT r.name, r.budget, sum(s.amount) FROM cl_region r, cl_sale s WHERE s.region = r.name
+    GROUP BY r.name ORDER BY r.name;
+SELECT count(*) FROM (SELECT name, budget, sum(amount) sm FROM cl_sale, cl_region
+    WHERE region = name GROUP BY name) t WHERE budget <> sm;
+SELECT r.name FROM cl_region r JOIN cl_sale s ON s.region = r.name GROUP BY r.name
+    HAVING r.budget > 6 ORDER BY r.budget DESC;
+-- a column of the other table is not dependent (42803)
+SELECT r.name, s.amount FROM cl_region r, cl_sale s WHERE s.region = r.name GROUP BY r.name;
+SELECT region, amount FROM cl_sale GROUP BY region;
+-- HAVING without GROUP BY makes one group
+SELECT count(*) FROM cl_sale HAVING count(*) > 3;
+SELECT 1 AS one FROM cl_sale HAVING min(id) > 3;
+SELECT 'x' AS x FROM cl_sale HAVING true;
+SELECT id FROM cl_sale HAVING true;
+DROP TABLE cl_region;
 DROP TABLE cl_sale;

@@ -238,7 +238,14 @@ fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Comm
              permafrost_stats or SHOW permafrost_stats (filter the rows in the client)",
         ));
     }
-    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(|e| sql_error_in(e, sql))?;
+    let stmt = permafrost_sql::parse::parse_statement(sql).map_err(|e| {
+        let e = if st.ends_with_semicolon() {
+            e.before_semicolon()
+        } else {
+            e
+        };
+        sql_error_in(e, sql)
+    })?;
     if crate::syscat::answers(&stmt, &db.catalog())? {
         return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }

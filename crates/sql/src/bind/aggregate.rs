@@ -21,10 +21,10 @@ impl Binder<'_> {
         filter: Option<&ast::Expr>,
     ) -> Result<Typed> {
         let Some(mut aggs) = self.aggs.take() else {
-            return Err(SqlError::Grouping(format!(
-                "aggregate functions are not allowed here ({name})"
-            )));
+            return Err(SqlError::Grouping(self.not_allowed("aggregate")));
         };
+        // Inside the call, another is nested, wherever the call stands.
+        let clause = self.clause.take();
         let result = (|| {
             // (Its FILTER, like its argument, may hold no aggregate: `aggs` is taken.)
             let filter = match filter {
@@ -47,7 +47,11 @@ impl Binder<'_> {
                     (Some(x), t)
                 }
                 _ => {
-                    return Err(SqlError::UnknownFunction(format!("{name} with these arguments")));
+                    let mut types = Vec::with_capacity(args.len());
+                    for a in args {
+                        types.push(self.expr(a)?.1);
+                    }
+                    return Err(SqlError::UnknownFunction(super::call::signature(name, args, &types)));
                 }
             };
             let ty = aggregate_type(func, at)?;
@@ -59,6 +63,7 @@ impl Binder<'_> {
                 ty,
             })
         })();
+        self.clause = clause;
         let call = match result {
             Ok(c) => c,
             Err(e) => {

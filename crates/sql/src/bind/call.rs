@@ -68,16 +68,7 @@ impl Binder<'_> {
             types.push(t);
         }
         let n = bound.len();
-        // As PostgreSQL names a function no signature matches: its argument types, a
-        // quoted literal's `unknown`.
-        let signature = || {
-            let shown: Vec<Option<DataType>> = args
-                .iter()
-                .zip(&types)
-                .map(|(a, t)| if is_quoted_literal(a) { None } else { *t })
-                .collect();
-            format!("{name}({})", argument_types(&shown))
-        };
+        let signature = || signature(&name, &args, &types);
         let arity = |lo: usize, hi: usize| -> Result<()> {
             if n < lo || n > hi {
                 Err(SqlError::UnknownFunction(signature()))
@@ -134,6 +125,17 @@ impl Binder<'_> {
         }
         Ok((Expr::Func(func, bound), ty))
     }
+}
+
+/// A function no signature matches, as PostgreSQL names it: its argument types, a quoted
+/// literal's `unknown`.
+pub(super) fn signature(name: &str, args: &[&ast::Expr], types: &[Option<DataType>]) -> String {
+    let shown: Vec<Option<DataType>> = args
+        .iter()
+        .zip(types)
+        .map(|(a, t)| if is_quoted_literal(a) { None } else { *t })
+        .collect();
+    format!("{name}({})", argument_types(&shown))
 }
 
 /// Whether `e` is a quoted literal, whose type PostgreSQL leaves unknown until a function

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast;
+use sqlparser::ast::{self, Spanned};
 
 use super::{Binder, Rel, Typed};
-use crate::error::{Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, unsupported};
 use crate::expr::Expr;
 use crate::plan::tree::{InitPlan, SubqueryKind};
 
@@ -41,7 +41,12 @@ impl<'c> Binder<'c> {
                 "subquery has too many columns"
             } else {
                 "subquery must return only one column"
-            }));
+            })
+            // PostgreSQL points at the IN, or at the parenthesis opening the subquery.
+            .at(
+                test.map_or(q.span(), |(x, _)| x.span()),
+                if test.is_some() { Point::After } else { Point::Before },
+            ));
         }
         // What it reads around it, as this query reads it: its own columns, or values of
         // the queries around this one (which make this one correlated too).

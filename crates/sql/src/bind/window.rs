@@ -20,9 +20,7 @@ impl Binder<'_> {
         star: bool,
     ) -> Result<Typed> {
         let Some(mut windows) = self.windows.take() else {
-            return Err(SqlError::WindowingError(format!(
-                "window functions are not allowed here ({name})"
-            )));
+            return Err(SqlError::WindowingError(self.not_allowed("window")));
         };
         let r = self.window_call(name, over, args, distinct, star);
         let r = r.map(|call| {
@@ -78,6 +76,7 @@ impl Binder<'_> {
         };
         // Nothing inside a window call is itself a window call.
         let saved = self.windows.take();
+        let clause = self.clause.take();
         let bound = (|| {
             let mut bound = Vec::with_capacity(args.len());
             for a in args {
@@ -96,6 +95,7 @@ impl Binder<'_> {
             Ok::<_, SqlError>((bound, partition, order))
         })();
         self.windows = saved;
+        self.clause = clause;
         let (bound, partition, order) = bound?;
         let arity_ok = match func {
             WinFunc::RowNumber | WinFunc::Rank | WinFunc::DenseRank => bound.is_empty() && !star,

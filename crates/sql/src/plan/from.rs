@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
+use sqlparser::ast::{self, JoinConstraint, JoinOperator, Spanned, TableFactor};
 
 use super::access::OuterJoin;
 use super::tree::*;
 use crate::bind::{Binder, Cte, ident};
-use crate::error::{Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 
@@ -26,7 +26,7 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
     let mut outer: Vec<OuterJoin> = Vec::new();
     for (null_extended, e) in &on_clauses {
         let mut on = Vec::new();
-        b.expr(e)?.0.conjuncts(&mut on);
+        b.expr_in("JOIN conditions", e)?.0.conjuncts(&mut on);
         match null_extended {
             None => conjuncts.extend(on),
             Some(rel) => outer.push(OuterJoin {
@@ -37,7 +37,7 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
         }
     }
     if let Some(w) = &s.selection {
-        let (e, _) = b.expr(w)?;
+        let (e, _) = b.expr_in("WHERE", w)?;
         e.conjuncts(&mut conjuncts);
     }
     Ok((conjuncts, outer))
@@ -101,7 +101,7 @@ pub(super) fn from_item(
                 b.full_join = Some(rel);
                 (c, Some(rel))
             }
-            _ => return unsupported("this kind of join"),
+            _ => return unsupported(format!("this kind of join: {}", shown(j).trim_start())),
         };
         let kind = match null_extended {
             Some(rel) if b.full_join == Some(rel) => "FULL JOIN",
@@ -271,7 +271,7 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             sample: None,
         } => {
             let Some(alias) = alias else {
-                return Err(SqlError::SubqueryColumns("subquery in FROM must have an alias"));
+                return Err(SqlError::SubqueryAlias.at(q.span(), Point::Before));
             };
             let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
             derived(b, q, ident(&alias.name), &names)
@@ -302,7 +302,7 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             let names = if names.is_empty() { vec![alias.clone()] } else { names };
             derived_tree(b, tree, vec![column], alias, &names)
         }
-        _ => unsupported("this FROM item"),
+        other => unsupported(format!("this FROM item: {}", shown(other))),
     }
 }
 
@@ -618,9 +618,10 @@ pub(super) fn with_ctes<'c, T>(
         }
         if b.ctes[before..].iter().any(|c| c.name == name) {
             b.ctes.truncate(before);
-            return Err(SqlError::DuplicateAlias(format!(
-                "WITH query name \"{name}\" specified more than once"
-            )));
+            return Err(
+                SqlError::DuplicateAlias(format!("WITH query name \"{name}\" specified more than once"))
+                    .at(cte.alias.name.span, Point::Start),
+            );
         }
         b.ctes.push(Arc::new(Cte {
             name,

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr};
+use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned};
 
 use super::access::*;
 use super::from::*;
 use super::tree::*;
-use crate::bind::{Binder, ident};
+use crate::bind::{Binder, Rel, ident};
 use crate::catalog::Catalog;
-use crate::error::{Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::AggCall;
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
@@ -57,7 +57,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     let having = match &s.having {
         Some(h) => {
             let w = b.windows.take();
-            let r = b.expr(h);
+            let r = b.expr_in("HAVING", h);
             b.windows = w;
             Some(r?.0)
         }
@@ -71,7 +71,20 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     };
     let aggs = b.aggs.take().unwrap_or_default();
     let mut windows = b.windows.take().unwrap_or_default();
-    let agg = aggregation(groups, aggs, having, &mut output, &mut order)?;
+    let mut groups = groups;
+    if !groups.is_empty() {
+        let reads = output
+            .iter()
+            .chain(order.iter().map(|k| &k.expr))
+            .chain(having.as_ref())
+            .chain(
+                windows
+                    .iter()
+                    .flat_map(|w| w.args.iter().chain(&w.partition).chain(w.order.iter().map(|o| &o.0))),
+            );
+        add_dependent_columns(&b.rels, &mut groups, reads);
+    }
+    let agg = aggregation(groups, aggs, having, &mut output, &mut order, &b.rels)?;
     if let Some(a) = &agg {
         for w in &mut windows {
             for e in w
@@ -80,7 +93,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
                 .chain(&mut w.partition)
                 .chain(w.order.iter_mut().map(|o| &mut o.0))
             {
-                *e = to_post_agg(e, &a.groups)?;
+                *e = to_post_agg(e, &a.groups, &b.rels)?;
             }
         }
     }
@@ -102,14 +115,14 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             });
         }
     }
-    if distinct {
-        for k in &order {
-            if !output.contains(&k.expr) {
-                return Err(SqlError::Grouping(
-                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
-                ));
-            }
-        }
+    if distinct && let Some(i) = order.iter().position(|k| !output.contains(&k.expr)) {
+        let err = SqlError::InvalidColumnReference(
+            "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+        );
+        return Err(match order_items(q).get(i) {
+            Some(item) => err.at(item.expr.span(), Point::Start),
+            None => err,
+        });
     }
     let (limit, offset) = limit_offset(b, q)?;
     row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
@@ -225,6 +238,15 @@ fn compound(b: &mut Binder<'_>, q: &ast::Query) -> Result<CompoundPlan> {
     })
 }
 
+/// Where PostgreSQL points at a side of a set operation: its first select item.
+fn first_item(side: &SetExpr) -> sqlparser::tokenizer::Span {
+    match side {
+        SetExpr::Select(s) => s.projection.first().map_or_else(|| side.span(), |i| i.span()),
+        SetExpr::SetOperation { left, .. } => first_item(left),
+        _ => side.span(),
+    }
+}
+
 /// One side of a set operation of query `outer`.
 fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTree> {
     Ok(match e {
@@ -244,6 +266,7 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
                 ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
                 other => return unsupported(format!("set operations {other}")),
             };
+            let right_at = first_item(right);
             let left = set_tree(b, outer, left)?;
             let right = set_tree(b, outer, right)?;
             if width(&left) != width(&right) {
@@ -252,9 +275,10 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
                     SetOp::Intersect => "INTERSECT",
                     SetOp::Except => "EXCEPT",
                 };
-                return Err(SqlError::Syntax(format!(
-                    "each {name} query must have the same number of columns"
-                )));
+                return Err(
+                    SqlError::Syntax(format!("each {name} query must have the same number of columns"))
+                        .at(right_at, Point::Start),
+                );
             }
             SetTree::Op {
                 op,
@@ -403,7 +427,10 @@ fn group_key(b: &mut Binder<'_>, e: &ast::Expr, items: &[SelectItem]) -> Result<
             .ok()
             .and_then(|p| items.get(p.wrapping_sub(1)))
             .and_then(item)
-            .ok_or_else(|| SqlError::InvalidColumnReference(format!("GROUP BY position {n} is not in select list")))?;
+            .ok_or_else(|| {
+                SqlError::InvalidColumnReference(format!("GROUP BY position {n} is not in select list"))
+                    .at(e.span(), Point::Start)
+            })?;
         return group_expr(b, &at);
     }
     match group_expr(b, e) {
@@ -462,7 +489,7 @@ fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Ve
             SelectItem::QualifiedWildcard(kind, _) => {
                 let name = match kind {
                     ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
-                    _ => return unsupported("this wildcard form"),
+                    _ => return unsupported(format!("this wildcard form: {}", shown(item))),
                 };
                 let ri = b
                     .rels
@@ -471,7 +498,7 @@ fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Ve
                     .ok_or(SqlError::UnknownTable(name))?;
                 all_columns(b, ri, &mut output, &mut columns);
             }
-            _ => return unsupported("this select item"),
+            other => return unsupported(format!("this select item: {}", shown(other))),
         }
     }
     Ok((output, columns))
@@ -489,6 +516,14 @@ fn all_columns(b: &Binder<'_>, ri: usize, output: &mut Vec<Expr>, columns: &mut 
 }
 
 /// Binds the ORDER BY keys: output names and positions first, then expressions.
+/// The ORDER BY items of `q` as written.
+fn order_items(q: &ast::Query) -> &[ast::OrderByExpr] {
+    match q.order_by.as_ref().map(|o| &o.kind) {
+        Some(ast::OrderByKind::Expressions(items)) => items,
+        _ => &[],
+    }
+}
+
 fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[ColumnInfo]) -> Result<Vec<SortKey>> {
     let mut order = Vec::new();
     if let Some(ob) = &q.order_by {
@@ -496,7 +531,7 @@ fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[Colu
             return unsupported("ORDER BY ALL");
         };
         for item in items {
-            let expr = order_expr(b, &item.expr, output, columns)?;
+            let expr = order_expr(b, &item.expr, output, columns).map_err(|e| e.at(item.expr.span(), Point::Start))?;
             let desc = match item.options.sort {
                 None | Some(ast::OrderBySort::Asc) => false,
                 Some(ast::OrderBySort::Desc) => true,
@@ -543,39 +578,69 @@ fn distinct_on(
         || !leading.iter().all(|k| on.contains(&k.expr))
         || !on.iter().all(|e| leading.iter().any(|k| k.expr == *e))
     {
-        return Err(SqlError::InvalidColumnReference(
+        let err = SqlError::InvalidColumnReference(
             "SELECT DISTINCT ON expressions must match initial ORDER BY expressions".into(),
-        ));
+        );
+        return Err(match exprs.first() {
+            Some(e) => err.at(e.span(), Point::Start),
+            None => err,
+        });
     }
     Ok(n)
 }
 
-/// The aggregation of a query with aggregates or GROUP BY (`None` without either, where
-/// HAVING is refused). The output and ORDER BY expressions are rewritten to read the
-/// groups and aggregate results.
+/// Makes the columns of a table whose primary key is grouped on group keys too: they are
+/// functionally dependent on it, so PostgreSQL lets the select list, HAVING and ORDER BY
+/// read them ungrouped (`GROUP BY w_id` then `SELECT w_ytd`). A key appended this way
+/// splits no group.
+fn add_dependent_columns<'e>(rels: &[Rel], groups: &mut Vec<Expr>, reads: impl Iterator<Item = &'e Expr>) {
+    let keyed = |groups: &[Expr], rel: usize| {
+        rels.get(rel).and_then(|r| r.schema.primary_key()).is_some_and(|pk| {
+            pk.columns
+                .iter()
+                .all(|&col| groups.contains(&Expr::Column { rel, col }))
+        })
+    };
+    let mut found = Vec::new();
+    for e in reads {
+        e.walk(&mut |x| {
+            if let Expr::Column { rel, .. } = x
+                && !groups.contains(x)
+                && !found.contains(x)
+                && keyed(groups, *rel)
+            {
+                found.push(x.clone());
+            }
+        });
+    }
+    groups.extend(found);
+}
+
+/// The aggregation of a query with aggregates, GROUP BY or HAVING (`None` without any).
+/// The output and ORDER BY expressions are rewritten to read the groups and aggregate
+/// results.
 fn aggregation(
     groups: Vec<Expr>,
     aggs: Vec<AggCall>,
     having: Option<Expr>,
     output: &mut [Expr],
     order: &mut [SortKey],
+    rels: &[Rel],
 ) -> Result<Option<AggPlan>> {
-    if aggs.is_empty() && groups.is_empty() {
-        if having.is_some() {
-            return Err(SqlError::Grouping("HAVING needs GROUP BY or an aggregate".into()));
-        }
+    // HAVING alone makes the query grouped, one group of all rows (as in PostgreSQL).
+    if aggs.is_empty() && groups.is_empty() && having.is_none() {
         return Ok(None);
     }
     for e in output.iter_mut().chain(order.iter_mut().map(|k| &mut k.expr)) {
-        *e = to_post_agg(e, &groups)?;
+        *e = to_post_agg(e, &groups, rels)?;
     }
-    let having = having.map(|h| to_post_agg(&h, &groups)).transpose()?;
+    let having = having.map(|h| to_post_agg(&h, &groups, rels)).transpose()?;
     Ok(Some(AggPlan { groups, aggs, having }))
 }
 
 fn group_expr(b: &mut Binder<'_>, e: &ast::Expr) -> Result<Expr> {
     let saved = b.aggs.take();
-    let r = b.expr(e).map(|t| t.0);
+    let r = b.expr_in("GROUP BY", e).map(|t| t.0);
     b.aggs = saved;
     r
 }
@@ -634,17 +699,19 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
 }
 
 /// Rewrites an expression of an aggregate query to read group keys and aggregate results.
-fn to_post_agg(e: &Expr, groups: &[Expr]) -> Result<Expr> {
+fn to_post_agg(e: &Expr, groups: &[Expr], rels: &[Rel]) -> Result<Expr> {
     if let Some(i) = groups.iter().position(|g| g == e) {
         return Ok(Expr::Group(i));
     }
-    let r = |x: &Expr| to_post_agg(x, groups);
-    let rb = |x: &Expr| to_post_agg(x, groups).map(Box::new);
+    let r = |x: &Expr| to_post_agg(x, groups, rels);
+    let rb = |x: &Expr| to_post_agg(x, groups, rels).map(Box::new);
     Ok(match e {
-        Expr::Column { .. } => {
-            return Err(SqlError::Grouping(
-                "column must appear in the GROUP BY clause or be used in an aggregate function".into(),
-            ));
+        Expr::Column { rel, col } => {
+            let name = rels
+                .get(*rel)
+                .and_then(|r| Some(format!("{}.{}", r.alias, r.schema.columns.get(*col)?.name)))
+                .unwrap_or_default();
+            return Err(SqlError::Ungrouped(name));
         }
         Expr::Param(_)
         | Expr::Const(_)

@@ -1,7 +1,7 @@
 //! INSERT, UPDATE and DELETE (and their RETURNING) into plans.
 
 use permafrost_storage::TableSchema;
-use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, TableFactor};
+use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
 
 use super::access::*;
 use super::from::add_factor;
@@ -9,7 +9,7 @@ use super::select::*;
 use super::tree::*;
 use crate::bind::{Binder, ident};
 use crate::catalog::Catalog;
-use crate::error::{Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 
@@ -251,8 +251,9 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
     };
     let schema = b.table(&name)?;
     let skip_conflicts = ins.on.as_ref().map(|on| on_conflict(&schema, on)).transpose()?;
-    // Column list: all columns in order by default.
-    let named: Vec<usize> = if ins.columns.is_empty() {
+    // Column list: all columns in order by default (as many as the rows give; the others
+    // take their defaults).
+    let mut named: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
         let mut v = Vec::new();
@@ -260,18 +261,19 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             let n = crate::bind::object_name(c)?;
             let i = schema
                 .column_index_exact(&n)
-                .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+                .ok_or_else(|| SqlError::UnknownTargetColumn {
+                    column: n.clone(),
+                    table: schema.name.clone(),
+                })?;
             if v.contains(&i) {
-                return Err(SqlError::Syntax(format!("column \"{n}\" specified more than once")));
+                return Err(SqlError::DuplicateColumn(format!(
+                    "column \"{n}\" specified more than once"
+                )));
             }
             v.push(i);
         }
         v
     };
-    let mut targets = vec![None; schema.columns.len()];
-    for (pos, &c) in named.iter().enumerate() {
-        targets[c] = Some(pos);
-    }
     let inlined = match ins.source.as_deref() {
         Some(q) => inline_values_select(q),
         None => None,
@@ -280,17 +282,28 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         None => return unsupported("INSERT ... DEFAULT VALUES"),
         Some(q) => match q.body.as_ref() {
             SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {
+                let width = values.rows.first().map_or(0, |r| r.len());
+                if let Some(other) = values.rows.iter().find(|r| r.len() != width) {
+                    let err = SqlError::Syntax("VALUES lists must all be the same length".into());
+                    return Err(match other.first() {
+                        Some(e) => err.at(e.span(), Point::Start),
+                        None => err,
+                    });
+                }
+                if ins.columns.is_empty() {
+                    named.truncate(width);
+                }
                 let mut rows = Vec::with_capacity(values.rows.len());
                 for row in &values.rows {
-                    if row.len() > named.len() {
-                        return Err(SqlError::Syntax(
-                            "INSERT has more expressions than target columns".into(),
-                        ));
+                    if let Some(extra) = row.get(named.len()) {
+                        return Err(more_expressions().at(extra.span(), Point::Start));
                     }
                     if row.len() < named.len() {
-                        return Err(SqlError::Syntax(
-                            "INSERT has more target columns than expressions".into(),
-                        ));
+                        let err = more_targets();
+                        return Err(match ins.columns.get(row.len()) {
+                            Some(c) => err.at(c.span(), Point::Start),
+                            None => err,
+                        });
                     }
                     let mut out = Vec::with_capacity(row.len());
                     for (pos, e) in row.iter().enumerate() {
@@ -304,16 +317,31 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             }
             _ => {
                 let (plan, cols) = select(&mut b, q)?;
-                if cols.len() != named.len() {
-                    return Err(SqlError::Syntax(
-                        "INSERT's SELECT returns a different number of columns".into(),
-                    ));
+                if ins.columns.is_empty() {
+                    named.truncate(cols.len());
+                }
+                if cols.len() > named.len() {
+                    let extra = match q.body.as_ref() {
+                        SetExpr::Select(s) => s.projection.get(named.len()).map(|i| i.span()),
+                        _ => None,
+                    };
+                    return Err(match extra {
+                        Some(at) => more_expressions().at(at, Point::Start),
+                        None => more_expressions(),
+                    });
+                }
+                if cols.len() < named.len() {
+                    return Err(more_targets());
                 }
                 b.rels.clear();
                 InsertSource::Select(Box::new(plan))
             }
         },
     };
+    let mut targets = vec![None; schema.columns.len()];
+    for (pos, &c) in named.iter().enumerate() {
+        targets[c] = Some(pos);
+    }
     b.rels.clear();
     b.add_rel(schema.clone(), None)?;
     let (ret, columns) = returning(&mut b, &ins.returning)?;
@@ -330,6 +358,14 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         array_params: b.array_params,
         columns,
     })
+}
+
+fn more_expressions() -> SqlError {
+    SqlError::Syntax("INSERT has more expressions than target columns".into())
+}
+
+fn more_targets() -> SqlError {
+    SqlError::Syntax("INSERT has more target columns than expressions".into())
 }
 
 fn single_target(b: &mut Binder<'_>, t: &ast::TableWithJoins) -> Result<()> {
@@ -369,7 +405,10 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
         let n = crate::bind::object_name(&cols[0])?;
         let c = schema
             .column_index_exact(&n)
-            .ok_or_else(|| SqlError::UnknownColumn(n.clone()))?;
+            .ok_or_else(|| SqlError::UnknownTargetColumn {
+                column: n.clone(),
+                table: schema.name.clone(),
+            })?;
         if assignments.iter().any(|(x, _)| *x == c) {
             return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
         }

@@ -39,6 +39,7 @@ impl EvictedEntries {
                 return Err(StorageError::NotNullViolation {
                     table: self.table.clone(),
                     column: names.get(c).cloned().unwrap_or_default(),
+                    row: String::new(),
                 });
             }
         };

@@ -329,12 +329,15 @@ impl Table {
         }
     }
 
-    fn check_not_null(&self, col: usize, v: &Value) -> Result<()> {
+    /// Fails if `v` is NULL and column `col` may not be; `row` gives the row as it would
+    /// have been, for the error's DETAIL.
+    fn check_not_null<'v>(&self, col: usize, v: &Value, row: impl FnOnce() -> Vec<ValueRef<'v>>) -> Result<()> {
         let c = &self.schema.columns[col];
         if v.is_null() && !c.nullable {
             return Err(StorageError::NotNullViolation {
                 table: self.schema.name.clone(),
                 column: c.name.clone(),
+                row: crate::error::row_text(row()),
             });
         }
         Ok(())
@@ -363,7 +366,7 @@ impl Table {
             )));
         }
         for (c, v) in values.iter().enumerate() {
-            self.check_not_null(c, v)?;
+            self.check_not_null(c, v, || values.iter().map(Value::as_ref).collect())?;
         }
         check_row_size(values.iter().map(|v| v.as_ref()))?;
         let mut keys = Vec::with_capacity(self.indexes.len());
@@ -418,18 +421,17 @@ impl Table {
     /// returned, with the table unchanged.
     pub fn update(&mut self, slot: u32, changes: &[(usize, Value)], image: &[u8]) -> Result<()> {
         self.generation += 1;
+        // The row as it will be.
+        let after = |c: usize| match changes.iter().rev().find(|(cc, _)| *cc == c) {
+            Some((_, v)) => v.as_ref(),
+            None => self.layout.read(self.heap.bytes(slot), c, &self.var),
+        };
         for (c, v) in changes {
-            self.check_not_null(*c, v)?;
+            self.check_not_null(*c, v, || (0..self.schema.columns.len()).map(after).collect())?;
         }
         if changes.iter().map(|(_, v)| var_len(v.as_ref())).sum::<usize>() > ROW_CHECK_ABOVE {
             // Large values come in: the whole row, as it will be, must stay in bounds.
-            let bytes = self.heap.bytes(slot);
-            check_row_size((0..self.schema.columns.len()).map(
-                |c| match changes.iter().rev().find(|(cc, _)| *cc == c) {
-                    Some((_, v)) => v.as_ref(),
-                    None => self.layout.read(bytes, c, &self.var),
-                },
-            ))?;
+            check_row_size((0..self.schema.columns.len()).map(after))?;
         }
         // Index keys that change, with unique checks before any write.
         let mut moves: Vec<(usize, Option<IndexKey>, Option<IndexKey>)> = Vec::new();
@@ -669,6 +671,7 @@ impl Table {
                     return Err(StorageError::NotNullViolation {
                         table: schema.name.clone(),
                         column: schema.columns[c].name.clone(),
+                        row: String::new(),
                     });
                 }
             }
