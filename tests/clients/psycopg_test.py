@@ -159,6 +159,39 @@ def aggregates_and_join(conn):
 
 
 @check
+def update_from_and_delete_using_with_parameters(conn):
+    conn.execute("CREATE TABLE py_price (item_id BIGINT PRIMARY KEY, bump INTEGER)")
+    try:
+        before = dict(conn.execute("SELECT id, qty FROM py_items WHERE id <= 3").fetchall())
+        conn.execute("INSERT INTO py_price VALUES (1, 5), (2, 7), (3, 9), (999, 1)")
+        cur = conn.execute(
+            "UPDATE py_items SET qty = qty + p.bump * %s FROM py_price p "
+            "WHERE p.item_id = py_items.id AND p.bump > %s RETURNING py_items.id, py_items.qty",
+            (2, 6),
+        )
+        rows = sorted(cur.fetchall())
+        assert rows == [(2, before[2] + 14), (3, before[3] + 18)], rows
+        # The same, undone in psycopg's default mode (a block).
+        with psycopg.connect(DSN) as block:
+            block.execute(
+                "UPDATE py_items SET qty = qty - p.bump * %s FROM py_price p "
+                "WHERE p.item_id = py_items.id AND p.bump > %s",
+                (2, 6),
+            )
+        after = dict(conn.execute("SELECT id, qty FROM py_items WHERE id <= 3").fetchall())
+        assert after == before, (after, before)
+        cur = conn.execute(
+            "DELETE FROM py_price USING py_items i WHERE i.id = py_price.item_id AND i.qty <= %s",
+            (before[2],),
+        )
+        assert cur.rowcount == sum(1 for q in before.values() if q <= before[2]), cur.rowcount
+        (left,) = conn.execute("SELECT count(*) FROM py_price").fetchone()
+        assert left == 4 - cur.rowcount, left
+    finally:
+        conn.execute("DROP TABLE py_price")
+
+
+@check
 def copy_from_stdin(conn):
     with conn.cursor() as cur:
         with cur.copy("COPY py_orders (item_id, amount) FROM STDIN") as copy:

@@ -24,6 +24,7 @@ use crate::expr::Expr;
 
 mod access;
 mod from;
+mod joined_write;
 mod select;
 pub(crate) mod tree;
 mod write;

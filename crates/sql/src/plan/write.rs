@@ -9,7 +9,7 @@ use super::select::*;
 use super::tree::*;
 use crate::bind::{Binder, ident};
 use crate::catalog::Catalog;
-use crate::error::{Point, Result, SqlError, unsupported};
+use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 
@@ -46,19 +46,30 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
                     ty: t,
                 });
             }
-            SelectItem::Wildcard(_) => {
-                for (ci, c) in b.rels[0].schema.columns.iter().enumerate() {
-                    out.push(Expr::Column { rel: 0, col: ci });
-                    cols.push(ColumnInfo {
-                        name: c.name.clone(),
-                        ty: Some(c.ty),
-                    });
+            SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                // `t.*`: the target's columns, named by its name or alias.
+                let name = crate::bind::object_name(n)?;
+                if b.rels[0].alias != name {
+                    return Err(SqlError::MissingFromEntry(name));
                 }
+                wildcard(b, &mut out, &mut cols);
             }
-            _ => return unsupported("this RETURNING item"),
+            SelectItem::Wildcard(_) => wildcard(b, &mut out, &mut cols),
+            other => return unsupported(format!("this RETURNING item: {}", shown(other))),
         }
     }
     Ok((out, cols))
+}
+
+/// The target's columns, as `RETURNING *` gives them.
+fn wildcard(b: &Binder<'_>, out: &mut Vec<Expr>, cols: &mut Vec<ColumnInfo>) {
+    for (ci, c) in b.rels[0].schema.columns.iter().enumerate() {
+        out.push(Expr::Column { rel: 0, col: ci });
+        cols.push(ColumnInfo {
+            name: c.name.clone(),
+            ty: Some(c.ty),
+        });
+    }
 }
 
 /// `SELECT e1, e2 ... FROM (VALUES (...), ...) AS a(c1, c2 ...) [ORDER BY ck]` as the
@@ -389,15 +400,34 @@ fn target_plan(b: &mut Binder<'_>, selection: &Option<ast::Expr>) -> Result<RelP
 }
 
 pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
-    if u.from.is_some() || u.or.is_some() {
-        return unsupported("UPDATE ... FROM");
+    if u.or.is_some() {
+        return unsupported("UPDATE OR ... (SQLite's conflict clauses)");
     }
+    let joined = match &u.from {
+        None => None,
+        Some(ast::UpdateTableFromKind::BeforeSet(others) | ast::UpdateTableFromKind::AfterSet(others)) => {
+            if !u.table.joins.is_empty() {
+                return unsupported("UPDATE/DELETE with joins");
+            }
+            let values: Vec<&ast::Expr> = u.assignments.iter().map(|a| &a.value).collect();
+            Some(super::joined_write::rewrite(
+                catalog,
+                &u.table.relation,
+                others,
+                u.selection.as_ref(),
+                &values,
+                u.returning.as_deref(),
+            )?)
+        }
+    };
+    let selection = joined.as_ref().map_or(&u.selection, |j| &j.selection);
     let mut b = Binder::new(catalog);
     b.plan_subquery = Some(super::select::subquery);
     single_target(&mut b, &u.table)?;
     let schema = b.rels[0].schema.clone();
     let mut assignments: Vec<(usize, Expr)> = Vec::new();
-    for a in &u.assignments {
+    for (i, a) in u.assignments.iter().enumerate() {
+        let value = joined.as_ref().map_or(&a.value, |j| &j.values[i]);
         let cols = match &a.target {
             ast::AssignmentTarget::ColumnName(n) => vec![n.clone()],
             ast::AssignmentTarget::Tuple(_) => return unsupported("UPDATE with a column tuple"),
@@ -412,11 +442,11 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
         if assignments.iter().any(|(x, _)| *x == c) {
             return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
         }
-        let (x, _) = b.expr(&a.value)?;
+        let (x, _) = b.expr(value)?;
         b.infer(&x, Some(schema.columns[c].ty));
         assignments.push((c, x));
     }
-    let target = target_plan(&mut b, &u.selection)?;
+    let target = target_plan(&mut b, selection)?;
     let (ret, columns) = returning(&mut b, &u.returning)?;
     Ok(Planned {
         plan: Plan::Update(UpdatePlan {
@@ -432,8 +462,8 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
 }
 
 pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
-    if d.using.is_some() || !d.order_by.is_empty() || d.limit.is_some() || !d.tables.is_empty() {
-        return unsupported("DELETE ... USING / ORDER BY / LIMIT");
+    if !d.order_by.is_empty() || d.limit.is_some() || !d.tables.is_empty() {
+        return unsupported("DELETE ... ORDER BY / LIMIT (MySQL's; use WHERE ... IN (SELECT ... LIMIT n))");
     }
     let mut b = Binder::new(catalog);
     b.plan_subquery = Some(super::select::subquery);
@@ -444,7 +474,19 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
         [t] => single_target(&mut b, t)?,
         _ => return unsupported("DELETE from several tables"),
     }
-    let target = target_plan(&mut b, &d.selection)?;
+    let joined = match (&d.using, from.as_slice()) {
+        (Some(others), [t]) => Some(super::joined_write::rewrite(
+            catalog,
+            &t.relation,
+            others,
+            d.selection.as_ref(),
+            &[],
+            d.returning.as_deref(),
+        )?),
+        _ => None,
+    };
+    let selection = joined.map_or_else(|| d.selection.clone(), |j| j.selection);
+    let target = target_plan(&mut b, &selection)?;
     let (ret, columns) = returning(&mut b, &d.returning)?;
     Ok(Planned {
         plan: Plan::Delete(DeletePlan {
