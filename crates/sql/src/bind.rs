@@ -330,6 +330,15 @@ impl<'c> Binder<'c> {
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
+        if let Some(sym) = arith_symbol(op)
+            && let (Some(x), Some(y)) = (at, bt)
+            && !arith_defined(x, y)
+        {
+            // As PostgreSQL, when the statement is planned (not when a row meets it), at
+            // the operator.
+            let names = format!("{} {sym} {}", call::type_name(Some(x)), call::type_name(Some(y)));
+            return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
+        }
         let (a, b) = (a.boxed(), b.boxed());
         Ok(match op {
             BinaryOperator::Eq => (Expr::Cmp(CmpOp::Eq, a, b), Some(DataType::Boolean)),
@@ -939,6 +948,25 @@ fn number_literal(s: &str) -> Result<Typed> {
         Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("syntax error: bad number {s}"))),
         Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
     }
+}
+
+/// The symbol of an arithmetic operator.
+fn arith_symbol(op: &BinaryOperator) -> Option<&'static str> {
+    Some(match op {
+        BinaryOperator::Plus => "+",
+        BinaryOperator::Minus => "-",
+        BinaryOperator::Multiply => "*",
+        BinaryOperator::Divide => "/",
+        BinaryOperator::Modulo => "%",
+        _ => return None,
+    })
+}
+
+/// Whether arithmetic is defined between values of types `a` and `b`: numbers of any kind
+/// together, and a timestamp with an integer (microseconds) or another timestamp.
+fn arith_defined(a: DataType, b: DataType) -> bool {
+    let number = |t: DataType| t.is_integer() || matches!(t, DataType::Double | DataType::Decimal { .. });
+    (number(a) && number(b)) || (a == DataType::Timestamp && (b == DataType::Timestamp || b.is_integer()))
 }
 
 fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<DataType> {

@@ -27,6 +27,10 @@ SELECT * FROM er_t t1 JOIN er_t t1 ON true;
 SELECT lpadd('a', 3);
 SELECT sum('a', 'b') FROM er_t;
 SELECT id + 'abc' FROM er_t;
+SELECT v + 1 FROM er_t;
+SELECT id
+     * (v || 'x') FROM er_t WHERE false;
+UPDATE er_t SET n = v - 1 WHERE false;
 SELECT 1 / 0;
 SELECT id FROM er_t WHERE id NOT IN (SELECT id, v FROM er_t);
 SELECT id, (SELECT id, v FROM er_t LIMIT 1) FROM er_t;
