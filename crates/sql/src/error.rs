@@ -66,6 +66,9 @@ pub enum SqlError {
     /// A negative OFFSET (2201X, as PostgreSQL).
     #[error("OFFSET must not be negative")]
     NegativeOffset,
+    /// `ntile` (22014) or `nth_value` (22016) given zero or less.
+    #[error("argument of {0} must be greater than zero")]
+    NotPositive(&'static str),
     #[error("negative substring length not allowed")]
     NegativeSubstringLength,
     /// A value past PostgreSQL's limit of 1 GB ([`crate::value_budget::MAX_VALUE_BYTES`]).
@@ -217,9 +220,9 @@ pub enum Point {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
-    "22023", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42712",
-    "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18", "42P20", "53100",
-    "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "22023", "22014", "22016", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703",
+    "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18",
+    "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -240,6 +243,8 @@ impl SqlError {
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
             SqlError::NegativeSubstringLength => "22011",
+            SqlError::NotPositive("ntile") => "22014",
+            SqlError::NotPositive(_) => "22016",
             SqlError::ValueTooLarge | SqlError::ValueOverWorkMem { .. } => "54000",
             SqlError::DependentObjects(_) => "2BP01",
             SqlError::DuplicateTable(_) => "42P07",

@@ -199,6 +199,17 @@ pub enum WinFunc {
     Lag,
     Lead,
     FirstValue,
+    /// `last_value(x)`: `x` of the frame's last row (the current row's last peer).
+    LastValue,
+    /// `nth_value(x, n)`: `x` of the frame's `n`-th row, NULL while the frame is shorter.
+    NthValue,
+    /// `ntile(n)`: the partition cut into `n` buckets as equal as can be, the first ones
+    /// a row larger; the bucket's number.
+    Ntile,
+    /// `percent_rank()`: (rank - 1) / (rows of the partition - 1), 0 for one row.
+    PercentRank,
+    /// `cume_dist()`: rows up to the current row's last peer / rows of the partition.
+    CumeDist,
     /// An aggregate over the frame: the partition's rows up to the current row's last
     /// peer with ORDER BY, the whole partition without.
     Agg(AggFunc),

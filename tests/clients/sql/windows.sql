@@ -28,6 +28,21 @@ SELECT dept, count(*), sum(count(*)) OVER () FROM wf_emp GROUP BY dept ORDER BY 
 -- ORDER BY a window call, LIMIT, DISTINCT
 SELECT id FROM wf_emp ORDER BY row_number() OVER (ORDER BY salary DESC NULLS LAST, id) LIMIT 3;
 SELECT DISTINCT dept, count(*) OVER (PARTITION BY dept) FROM wf_emp ORDER BY 1;
+-- last_value and nth_value over the default frame (up to the current row's last peer),
+-- ntile, percent_rank, cume_dist
+SELECT id, dept, salary, last_value(id) OVER (PARTITION BY dept ORDER BY salary, id),
+       nth_value(id, 2) OVER (PARTITION BY dept ORDER BY salary NULLS FIRST, id),
+       last_value(salary) OVER (PARTITION BY dept ORDER BY salary) AS last_peer_salary,
+       last_value(id) OVER (PARTITION BY dept) IS NOT NULL AS has_last
+    FROM wf_emp ORDER BY dept, salary, id;
+SELECT id, salary, ntile(3) OVER (ORDER BY id), ntile(10) OVER (ORDER BY id),
+       percent_rank() OVER (ORDER BY salary), cume_dist() OVER (ORDER BY salary)
+    FROM wf_emp ORDER BY id;
+SELECT dept, percent_rank() OVER (PARTITION BY dept ORDER BY id), cume_dist() OVER (PARTITION BY dept)
+    FROM wf_emp ORDER BY dept, id;
+SELECT id, ntile(NULL) OVER (ORDER BY id), nth_value(id, NULL) OVER (ORDER BY id) FROM wf_emp ORDER BY id LIMIT 2;
+SELECT ntile(0) OVER () FROM wf_emp;
+SELECT nth_value(id, 0) OVER () FROM wf_emp;
 -- refused: in WHERE (42P20), frames (0A000 here), an unknown window function (42883)
 SELECT id FROM wf_emp WHERE row_number() OVER () > 1;
 SELECT id, foo() OVER () FROM wf_emp;

@@ -65,6 +65,11 @@ impl Binder<'_> {
             "lag" => WinFunc::Lag,
             "lead" => WinFunc::Lead,
             "first_value" => WinFunc::FirstValue,
+            "last_value" => WinFunc::LastValue,
+            "nth_value" => WinFunc::NthValue,
+            "ntile" => WinFunc::Ntile,
+            "percent_rank" => WinFunc::PercentRank,
+            "cume_dist" => WinFunc::CumeDist,
             "count" => WinFunc::Agg(AggFunc::Count),
             "sum" => WinFunc::Agg(AggFunc::Sum),
             "avg" => WinFunc::Agg(AggFunc::Avg),
@@ -98,9 +103,13 @@ impl Binder<'_> {
         self.clause = clause;
         let (bound, partition, order) = bound?;
         let arity_ok = match func {
-            WinFunc::RowNumber | WinFunc::Rank | WinFunc::DenseRank => bound.is_empty() && !star,
+            WinFunc::RowNumber | WinFunc::Rank | WinFunc::DenseRank | WinFunc::PercentRank | WinFunc::CumeDist => {
+                bound.is_empty() && !star
+            }
             WinFunc::Lag | WinFunc::Lead => (1..=3).contains(&bound.len()),
-            WinFunc::FirstValue => bound.len() == 1,
+            WinFunc::FirstValue | WinFunc::LastValue => bound.len() == 1,
+            WinFunc::NthValue => bound.len() == 2,
+            WinFunc::Ntile => bound.len() == 1,
             WinFunc::Agg(AggFunc::Count) => (star && bound.is_empty()) || bound.len() == 1,
             WinFunc::Agg(_) => bound.len() == 1 && !star,
         };
@@ -110,7 +119,9 @@ impl Binder<'_> {
         let at = bound.first().and_then(|(_, t)| *t);
         let ty = match func {
             WinFunc::RowNumber | WinFunc::Rank | WinFunc::DenseRank => Some(DataType::BigInt),
-            WinFunc::Lag | WinFunc::Lead | WinFunc::FirstValue => at,
+            WinFunc::Ntile => Some(DataType::Integer),
+            WinFunc::PercentRank | WinFunc::CumeDist => Some(DataType::Double),
+            WinFunc::Lag | WinFunc::Lead | WinFunc::FirstValue | WinFunc::LastValue | WinFunc::NthValue => at,
             WinFunc::Agg(func) => super::aggregate::aggregate_type(func, at)?,
         };
         Ok(WindowCall {

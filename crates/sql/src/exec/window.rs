@@ -138,6 +138,49 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
                     out[row] = first.clone();
                 }
             }
+            WinFunc::LastValue | WinFunc::NthValue => {
+                let whole = w.order.is_empty();
+                for &(g0, g1) in &groups {
+                    // The default frame: up to the current row's last peer (all rows
+                    // without ORDER BY).
+                    let frame = if whole { part } else { &part[..g1] };
+                    for &row in &part[g0..g1] {
+                        out[row] = if w.func == WinFunc::LastValue {
+                            arg(frame[frame.len() - 1], 0)?
+                        } else {
+                            match positive(arg(row, 1)?, "nth_value")? {
+                                None => Value::Null,
+                                Some(k) => match frame.get(k - 1) {
+                                    Some(&r) => arg(r, 0)?,
+                                    None => Value::Null,
+                                },
+                            }
+                        };
+                    }
+                }
+            }
+            WinFunc::Ntile => {
+                let rows = part.len();
+                for (pos, &row) in part.iter().enumerate() {
+                    out[row] = match positive(arg(row, 0)?, "ntile")? {
+                        None => Value::Null,
+                        Some(buckets) => Value::Int(bucket(pos, rows, buckets) as i64),
+                    };
+                }
+            }
+            WinFunc::PercentRank | WinFunc::CumeDist => {
+                let rows = part.len() as f64;
+                for &(g0, g1) in &groups {
+                    let v = if w.func == WinFunc::PercentRank {
+                        if part.len() > 1 { g0 as f64 / (rows - 1.0) } else { 0.0 }
+                    } else {
+                        g1 as f64 / rows
+                    };
+                    for &row in &part[g0..g1] {
+                        out[row] = Value::Double(v);
+                    }
+                }
+            }
             WinFunc::Agg(func) => {
                 let mut acc = FrameAcc::default();
                 let whole = w.order.is_empty();
@@ -161,6 +204,32 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
         start = end;
     }
     Ok(out)
+}
+
+/// The argument of `nth_value` or `ntile` as a count from one: `None` for NULL; zero or
+/// less is PostgreSQL's error.
+fn positive(v: Value, func: &'static str) -> Result<Option<usize>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Int(k) if k > 0 => Ok(Some(usize::try_from(k).unwrap_or(usize::MAX))),
+        Value::Int(_) => Err(SqlError::NotPositive(func)),
+        other => Err(SqlError::Type(format!(
+            "the argument of {func} must be an integer, not {}",
+            other.as_ref().kind_name()
+        ))),
+    }
+}
+
+/// The bucket (from one) of the row at `pos` of `rows` cut into `buckets` as `ntile`
+/// cuts them: each `rows / buckets` rows, the first `rows % buckets` one more.
+fn bucket(pos: usize, rows: usize, buckets: usize) -> usize {
+    let (size, extra) = (rows / buckets, rows % buckets);
+    let big = extra * (size + 1);
+    if pos < big {
+        pos / (size + 1) + 1
+    } else {
+        extra + (pos - big) / size.max(1) + 1
+    }
 }
 
 /// Aggregate `func`'s value so far, `acc`, with one more (non-NULL) value `v`: for
