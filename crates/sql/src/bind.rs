@@ -336,7 +336,7 @@ impl<'c> Binder<'c> {
         {
             // As PostgreSQL, when the statement is planned (not when a row meets it), at
             // the operator.
-            let names = format!("{} {sym} {}", call::type_name(Some(x)), call::type_name(Some(y)));
+            let names = format!("{} {sym} {}", type_name(Some(x)), type_name(Some(y)));
             return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
         }
         let (a, b) = (a.boxed(), b.boxed());
@@ -947,6 +947,17 @@ fn number_literal(s: &str) -> Result<Typed> {
         Ok(d) => Ok((Expr::Const(Value::Decimal(d)), Some(ty))),
         Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("syntax error: bad number {s}"))),
         Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
+    }
+}
+
+/// A type as PostgreSQL names it where no function or operator matches: without its
+/// modifiers, `unknown` for an untyped literal or parameter.
+fn type_name(t: Option<DataType>) -> String {
+    match t {
+        None => "unknown".to_string(),
+        Some(DataType::Decimal { .. }) => "numeric".to_string(),
+        Some(DataType::Varchar(Some(_))) => "character varying".to_string(),
+        Some(t) => t.sql_name(),
     }
 }
 

@@ -45,6 +45,7 @@ UPDATE jw_item SET price = 1 FROM jw_gone WHERE id = 1;
 UPDATE jw_item SET price = c.nope FROM jw_change c WHERE c.item_id = jw_item.id;
 UPDATE jw_item SET price = 1 FROM jw_item WHERE true;
 DELETE FROM jw_item USING jw_nowhere WHERE true;
+UPDATE jw_item SET price = 1 FROM jw_gone g JOIN jw_change c ON c.nope = g.id WHERE true;
 DROP TABLE jw_gone;
 DROP TABLE jw_change;
 DROP TABLE jw_item;

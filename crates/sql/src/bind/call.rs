@@ -147,16 +147,9 @@ fn is_quoted_literal(e: &ast::Expr) -> bool {
 /// Argument types as PostgreSQL lists them where no function matches: each type's name
 /// without its modifiers, `unknown` for an untyped literal or parameter.
 fn argument_types(types: &[Option<DataType>]) -> String {
-    types.iter().map(|t| type_name(*t)).collect::<Vec<_>>().join(", ")
-}
-
-/// A type as PostgreSQL names it where no function or operator matches: without its
-/// modifiers, `unknown` for an untyped literal or parameter.
-pub(super) fn type_name(t: Option<DataType>) -> String {
-    match t {
-        None => "unknown".to_string(),
-        Some(DataType::Decimal { .. }) => "numeric".to_string(),
-        Some(DataType::Varchar(Some(_))) => "character varying".to_string(),
-        Some(t) => t.sql_name(),
-    }
+    types
+        .iter()
+        .map(|t| super::type_name(*t))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -105,7 +105,8 @@ pub(super) fn rewrite(
     })
 }
 
-/// A binder over the target and `others`, for resolving names.
+/// A binder over the target and `others`, for resolving names; the others' ON conditions
+/// are bound there too, so that a bad name in one is reported where the client wrote it.
 fn scope<'c>(catalog: &'c Catalog, target: &ast::TableFactor, others: &[ast::TableWithJoins]) -> Result<Binder<'c>> {
     let mut b = Binder::new(catalog);
     b.plan_subquery = Some(super::select::subquery);
@@ -113,6 +114,9 @@ fn scope<'c>(catalog: &'c Catalog, target: &ast::TableFactor, others: &[ast::Tab
     let mut on = Vec::new();
     for t in others {
         from_item(&mut b, t, &mut on)?;
+    }
+    for (_, e) in &on {
+        b.expr_in("JOIN conditions", e)?;
     }
     Ok(b)
 }
