@@ -417,14 +417,6 @@ impl SqlError {
         )
     }
 
-    /// The error without its place ([`SqlError::At`]).
-    pub fn unplaced(&self) -> &SqlError {
-        match self {
-            SqlError::At { error, .. } => error.unplaced(),
-            e => e,
-        }
-    }
-
     pub fn is_retryable(&self) -> bool {
         match self {
             SqlError::StatementMemory { .. } => true,

@@ -414,9 +414,9 @@ fn group_by(b: &mut Binder<'_>, group_by: &GroupByExpr, items: &[SelectItem]) ->
 /// One GROUP BY key: an expression over the input columns; a number, the select list's
 /// item at that position; a name no input column has, the select list's item of that
 /// name (an input column wins, as in PostgreSQL).
-fn group_key(b: &mut Binder<'_>, e: &ast::Expr, items: &[SelectItem]) -> Result<Expr> {
-    let item = |i: &SelectItem| match i {
-        SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(x.clone()),
+fn group_key<'a>(b: &mut Binder<'_>, e: &ast::Expr, items: &'a [SelectItem]) -> Result<Expr> {
+    let item = |i: &'a SelectItem| match i {
+        SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(x),
         _ => None,
     };
     if let ast::Expr::Value(v) = e
@@ -431,16 +431,16 @@ fn group_key(b: &mut Binder<'_>, e: &ast::Expr, items: &[SelectItem]) -> Result<
                 SqlError::InvalidColumnReference(format!("GROUP BY position {n} is not in select list"))
                     .at(e.span(), Point::Start)
             })?;
-        return group_expr(b, &at);
+        return group_expr(b, at);
     }
     match group_expr(b, e) {
         Err(SqlError::UnknownColumn(name)) if matches!(e, ast::Expr::Identifier(_)) => {
             let named = items.iter().find_map(|i| match i {
-                SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => Some(expr.clone()),
+                SelectItem::ExprWithAlias { expr, alias } if ident(alias) == name => Some(expr),
                 _ => None,
             });
             match named {
-                Some(x) => group_expr(b, &x),
+                Some(x) => group_expr(b, x),
                 None => Err(SqlError::UnknownColumn(name)),
             }
         }

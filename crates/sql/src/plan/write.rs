@@ -485,8 +485,8 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
         )?),
         _ => None,
     };
-    let selection = joined.map_or_else(|| d.selection.clone(), |j| j.selection);
-    let target = target_plan(&mut b, &selection)?;
+    let selection = joined.as_ref().map_or(&d.selection, |j| &j.selection);
+    let target = target_plan(&mut b, selection)?;
     let (ret, columns) = returning(&mut b, &d.returning)?;
     Ok(Planned {
         plan: Plan::Delete(DeletePlan {
