@@ -325,8 +325,8 @@ impl<'c> Binder<'c> {
         }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
-        let (a, at) = literal_as(a, at, bt).map_err(|e| e.at(l.span(), Point::Start))?;
-        let (b, bt) = literal_as(b, bt, at).map_err(|e| e.at(r.span(), Point::Start))?;
+        let (a, at) = literal_as(a, at, bt).map_err(|e| e.at(crate::error::start_of(l), Point::Start))?;
+        let (b, bt) = literal_as(b, bt, at).map_err(|e| e.at(crate::error::start_of(r), Point::Start))?;
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
@@ -408,7 +408,7 @@ impl<'c> Binder<'c> {
         // An error is placed at the innermost node it arose in (PostgreSQL's error cursor).
         let r = self.expr_at(e).map_err(|err| {
             if err.placeable() {
-                err.at(e.span(), Point::Start)
+                err.at(crate::error::start_of(e), Point::Start)
             } else {
                 err
             }

@@ -205,6 +205,54 @@ pub enum SqlError {
     Relayed { sqlstate: &'static str, message: String },
 }
 
+/// Where expression `e` begins in the statement's text, found without recursion (sqlparser's
+/// `Spanned::span` recurses through the whole subtree, which may be far deeper than the
+/// binder allows when an error is raised before the subtree is bound): down the leftmost
+/// operand to a name, literal or call. Empty (no place) for other nodes.
+pub fn start_of(e: &sqlparser::ast::Expr) -> sqlparser::tokenizer::Span {
+    use sqlparser::ast::Expr as A;
+    use sqlparser::tokenizer::Span;
+    let at = |s: Span| Span::new(s.start, s.start);
+    let mut e = e;
+    loop {
+        e = match e {
+            A::BinaryOp { left, .. } => left,
+            A::IsNull(x) | A::IsNotNull(x) | A::IsTrue(x) | A::IsNotTrue(x) | A::IsFalse(x) | A::IsNotFalse(x) => x,
+            A::IsDistinctFrom(x, _) | A::IsNotDistinctFrom(x, _) => x,
+            A::InList { expr, .. } | A::InSubquery { expr, .. } | A::Between { expr, .. } => expr,
+            A::Like { expr, .. } | A::ILike { expr, .. } => expr,
+            A::Cast {
+                kind: sqlparser::ast::CastKind::DoubleColon,
+                expr,
+                ..
+            } => expr,
+            A::Identifier(i) => return at(i.span),
+            A::CompoundIdentifier(parts) => return parts.first().map_or(Span::empty(), |i| at(i.span)),
+            A::Value(v) => return at(v.span),
+            A::Function(f) => {
+                return match f.name.0.first() {
+                    Some(sqlparser::ast::ObjectNamePart::Identifier(i)) => at(i.span),
+                    _ => Span::empty(),
+                };
+            }
+            _ => return Span::empty(),
+        };
+    }
+}
+
+/// Where a query begins in the statement's text (its SELECT), without recursion.
+pub fn query_start(q: &sqlparser::ast::Query) -> sqlparser::tokenizer::Span {
+    let mut body = q.body.as_ref();
+    loop {
+        body = match body {
+            sqlparser::ast::SetExpr::Select(s) => return s.select_token.0.span,
+            sqlparser::ast::SetExpr::SetOperation { left, .. } => left,
+            sqlparser::ast::SetExpr::Query(q) => q.body.as_ref(),
+            _ => return sqlparser::tokenizer::Span::empty(),
+        };
+    }
+}
+
 /// Where in the text an error placed at a node of the syntax tree points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {

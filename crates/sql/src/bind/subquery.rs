@@ -44,7 +44,7 @@ impl<'c> Binder<'c> {
             })
             // PostgreSQL points at the IN, or at the parenthesis opening the subquery.
             .at(
-                test.map_or(q.span(), |(x, _)| x.span()),
+                test.map_or(crate::error::query_start(q), |(x, _)| x.span()),
                 if test.is_some() { Point::After } else { Point::Before },
             ));
         }

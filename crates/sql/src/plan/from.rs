@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast::{self, JoinConstraint, JoinOperator, Spanned, TableFactor};
+use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
 use super::access::OuterJoin;
 use super::tree::*;
@@ -271,7 +271,7 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             sample: None,
         } => {
             let Some(alias) = alias else {
-                return Err(SqlError::SubqueryAlias.at(q.span(), Point::Before));
+                return Err(SqlError::SubqueryAlias.at(crate::error::query_start(q), Point::Before));
             };
             let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
             derived(b, q, ident(&alias.name), &names)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use permafrost_types::DataType;
-use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned};
+use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr};
 
 use super::access::*;
 use super::from::*;
@@ -120,7 +120,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
         );
         return Err(match order_items(q).get(i) {
-            Some(item) => err.at(item.expr.span(), Point::Start),
+            Some(item) => err.at(crate::error::start_of(&item.expr), Point::Start),
             None => err,
         });
     }
@@ -241,9 +241,20 @@ fn compound(b: &mut Binder<'_>, q: &ast::Query) -> Result<CompoundPlan> {
 /// Where PostgreSQL points at a side of a set operation: its first select item.
 fn first_item(side: &SetExpr) -> sqlparser::tokenizer::Span {
     match side {
-        SetExpr::Select(s) => s.projection.first().map_or_else(|| side.span(), |i| i.span()),
+        SetExpr::Select(s) => s
+            .projection
+            .first()
+            .map_or_else(sqlparser::tokenizer::Span::empty, item_start),
         SetExpr::SetOperation { left, .. } => first_item(left),
-        _ => side.span(),
+        _ => sqlparser::tokenizer::Span::empty(),
+    }
+}
+
+/// Where a select item begins ([`crate::error::start_of`]).
+pub(super) fn item_start(i: &SelectItem) -> sqlparser::tokenizer::Span {
+    match i {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => crate::error::start_of(e),
+        _ => sqlparser::tokenizer::Span::empty(),
     }
 }
 
@@ -429,7 +440,7 @@ fn group_key<'a>(b: &mut Binder<'_>, e: &ast::Expr, items: &'a [SelectItem]) -> 
             .and_then(item)
             .ok_or_else(|| {
                 SqlError::InvalidColumnReference(format!("GROUP BY position {n} is not in select list"))
-                    .at(e.span(), Point::Start)
+                    .at(crate::error::start_of(e), Point::Start)
             })?;
         return group_expr(b, at);
     }
@@ -531,7 +542,8 @@ fn order_by(b: &mut Binder<'_>, q: &ast::Query, output: &[Expr], columns: &[Colu
             return unsupported("ORDER BY ALL");
         };
         for item in items {
-            let expr = order_expr(b, &item.expr, output, columns).map_err(|e| e.at(item.expr.span(), Point::Start))?;
+            let expr = order_expr(b, &item.expr, output, columns)
+                .map_err(|e| e.at(crate::error::start_of(&item.expr), Point::Start))?;
             let desc = match item.options.sort {
                 None | Some(ast::OrderBySort::Asc) => false,
                 Some(ast::OrderBySort::Desc) => true,
@@ -582,7 +594,7 @@ fn distinct_on(
             "SELECT DISTINCT ON expressions must match initial ORDER BY expressions".into(),
         );
         return Err(match exprs.first() {
-            Some(e) => err.at(e.span(), Point::Start),
+            Some(e) => err.at(crate::error::start_of(e), Point::Start),
             None => err,
         });
     }

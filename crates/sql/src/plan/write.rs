@@ -297,7 +297,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                 if let Some(other) = values.rows.iter().find(|r| r.len() != width) {
                     let err = SqlError::Syntax("VALUES lists must all be the same length".into());
                     return Err(match other.first() {
-                        Some(e) => err.at(e.span(), Point::Start),
+                        Some(e) => err.at(crate::error::start_of(e), Point::Start),
                         None => err,
                     });
                 }
@@ -307,7 +307,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                 let mut rows = Vec::with_capacity(values.rows.len());
                 for row in &values.rows {
                     if let Some(extra) = row.get(named.len()) {
-                        return Err(more_expressions().at(extra.span(), Point::Start));
+                        return Err(more_expressions().at(crate::error::start_of(extra), Point::Start));
                     }
                     if row.len() < named.len() {
                         let err = more_targets();
@@ -333,7 +333,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                 }
                 if cols.len() > named.len() {
                     let extra = match q.body.as_ref() {
-                        SetExpr::Select(s) => s.projection.get(named.len()).map(|i| i.span()),
+                        SetExpr::Select(s) => s.projection.get(named.len()).map(super::select::item_start),
                         _ => None,
                     };
                     return Err(match extra {
