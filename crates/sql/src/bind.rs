@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use permafrost_storage::TableSchema;
-use permafrost_types::{DataType, Numeric, Value};
+use permafrost_types::{DataType, Value};
 use sqlparser::ast::{self, BinaryOperator, CastKind, Ident, ObjectName, Spanned, UnaryOperator};
 
 use crate::catalog::Catalog;
@@ -17,110 +17,20 @@ use crate::expr::AggCall;
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
 use crate::plan::tree::{DerivedRel, InitPlan, SetTree, SubqueryKind};
+use crate::rows::ColumnInfo;
 
 mod aggregate;
 mod call;
+mod literal;
 mod subquery;
 mod window;
-use crate::rows::ColumnInfo;
+pub use literal::{Typed, ident, map_type, object_name};
+use literal::{integer_literal, literal_as, number_literal, typed_string};
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses
 /// more; the planner keeps sets of relations as bits of a `u64` (re-exported as
 /// `plan::MAX_RELS`).
 pub const MAX_RELS: usize = 64;
-
-/// Folds an identifier as PostgreSQL does.
-pub fn ident(i: &Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
-    }
-}
-
-/// The last part of a (possibly schema-qualified) object name. `public.t` and `t` are the
-/// same table; other schemas do not exist.
-pub fn object_name(n: &ObjectName) -> Result<String> {
-    let parts: Vec<String> =
-        n.0.iter()
-            .map(|p| {
-                p.as_ident()
-                    .map(ident)
-                    .ok_or_else(|| SqlError::Syntax(format!("syntax error: bad name {n}")))
-            })
-            .collect::<Result<_>>()?;
-    match parts.as_slice() {
-        [name] => Ok(name.clone()),
-        [schema, name] if schema == "public" || schema == "pg_catalog" => Ok(name.clone()),
-        _ => Err(SqlError::UnknownTable(n.to_string())),
-    }
-}
-
-/// Maps a SQL type name to an engine type.
-pub fn map_type(t: &ast::DataType) -> Result<DataType> {
-    use ast::DataType as A;
-    let len = |l: &Option<ast::CharacterLength>| -> Result<Option<u32>> {
-        match l {
-            None => Ok(None),
-            Some(ast::CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length)
-                .map(Some)
-                .map_err(|_| SqlError::Definition(format!("length {length} too large"))),
-            Some(ast::CharacterLength::Max) => Ok(None),
-        }
-    };
-    let numeric = |info: &ast::ExactNumberInfo| -> Result<DataType> {
-        let (p, s) = match *info {
-            ast::ExactNumberInfo::None => (0, 0),
-            ast::ExactNumberInfo::Precision(p) => (p, 0),
-            ast::ExactNumberInfo::PrecisionAndScale(p, s) => (
-                p,
-                u64::try_from(s).map_err(|_| SqlError::Definition("NUMERIC scale must be >= 0".into()))?,
-            ),
-        };
-        let max = permafrost_types::MAX_DECIMAL_PRECISION as u64;
-        if p > max || s > p.max(if p == 0 { max } else { p }) {
-            return Err(SqlError::Definition(format!(
-                "NUMERIC precision must be between 1 and {max} and scale between 0 and the precision (got {p}, {s})"
-            )));
-        }
-        Ok(DataType::Decimal {
-            precision: p as u16,
-            scale: s as u16,
-        })
-    };
-    Ok(match t {
-        A::SmallInt(_) | A::Int2(_) => DataType::SmallInt,
-        A::Int(_) | A::Integer(_) | A::Int4(_) => DataType::Integer,
-        A::BigInt(_) | A::Int8(_) => DataType::BigInt,
-        A::Double(_) | A::DoublePrecision | A::Float8 | A::Float64 | A::Real | A::Float4 => DataType::Double,
-        A::Float(info) => match info {
-            ast::ExactNumberInfo::Precision(p) if *p <= 24 => DataType::Double,
-            _ => DataType::Double,
-        },
-        A::Numeric(i) | A::Decimal(i) | A::Dec(i) => numeric(i)?,
-        A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => DataType::Varchar(len(l)?),
-        // CHAR(n) is stored like VARCHAR(n): values are not blank-padded.
-        A::Char(l) | A::Character(l) => DataType::Varchar(Some(len(l)?.unwrap_or(1))),
-        A::Text | A::String(_) => DataType::Varchar(None),
-        A::Timestamp(_, tz) => {
-            if !matches!(tz, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) {
-                return unsupported("TIMESTAMP WITH TIME ZONE (use TIMESTAMP)");
-            }
-            DataType::Timestamp
-        }
-        A::Bool | A::Boolean => DataType::Boolean,
-        A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
-        A::Custom(name, _) => match object_name(name)?.as_str() {
-            "int2" => DataType::SmallInt,
-            "int4" => DataType::Integer,
-            "int8" => DataType::BigInt,
-            "float8" => DataType::Double,
-            other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),
-            other => return Err(SqlError::UnknownType(other.to_string())),
-        },
-        other => return unsupported(format!("type {other}")),
-    })
-}
 
 /// A query of a WITH list (a common table expression): named in FROM, it is read as a
 /// subquery in FROM, its columns named `columns` first.
@@ -154,7 +64,10 @@ pub struct Binder<'c> {
     /// Aggregates found so far; `None` where aggregates are not allowed.
     pub aggs: Option<Vec<AggCall>>,
     /// Window function calls found so far; `None` where they are not allowed.
-    pub windows: Option<Vec<crate::expr::WindowCall>>,
+    pub windows: Option<Vec<crate::expr::window::WindowCall>>,
+    /// The windows of the query's WINDOW clause, by name, each merged with the one it
+    /// is built on (`bind/window.rs`).
+    pub named_windows: Vec<(String, ast::WindowSpec)>,
     /// How deep the expression being bound nests ([`crate::limits::MAX_EXPR_DEPTH`]).
     depth: Depth,
     /// The subqueries met so far in this statement's expressions (at this level; a
@@ -191,8 +104,6 @@ pub struct Binder<'c> {
 /// parameters are its statement's.
 pub type SubqueryPlanner = fn(sub: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)>;
 
-pub type Typed = (Expr, Option<DataType>);
-
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog) -> Binder<'c> {
         Binder {
@@ -202,6 +113,7 @@ impl<'c> Binder<'c> {
             rels: Vec::new(),
             aggs: None,
             windows: None,
+            named_windows: Vec::new(),
             depth: Depth::default(),
             init: Vec::new(),
             plan_subquery: None,
@@ -843,87 +755,6 @@ fn find_column(
     Ok(found)
 }
 
-/// A string literal next to a value of another known type is read as that type, when the
-/// statement is planned (PostgreSQL's "unknown" literals): `grp = 'abc'` on an integer
-/// column is an error at once, whatever path would find the rows.
-fn literal_as(e: Expr, ty: Option<DataType>, other: Option<DataType>) -> Result<Typed> {
-    match (&e, other) {
-        (Expr::Const(Value::Text(s)), Some(t)) if !t.is_text() && ty.is_some_and(|x| x.is_text()) => {
-            let target = match t {
-                DataType::Decimal { .. } => DataType::Decimal { precision: 0, scale: 0 },
-                other => other,
-            };
-            Ok((Expr::Const(Value::parse(&target, s)?), Some(target)))
-        }
-        _ => Ok((e, ty)),
-    }
-}
-
-/// Binds a typed literal (`TIMESTAMP '2024-01-01 00:00:00'`, `BIGINT '7'`): the text parsed as
-/// the type.
-fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
-    let ty = map_type(&ts.data_type)?;
-    let text = match &ts.value.value {
-        ast::Value::SingleQuotedString(s) => s.clone(),
-        other => return unsupported(format!("typed literal {other}")),
-    };
-    Ok((Expr::Const(Value::parse(&ty, &text)?), Some(ty)))
-}
-
-/// Names of PostgreSQL's own types that sqlparser reads as custom names: not supported
-/// here (0A000), where another name is a type that does not exist (42704).
-const POSTGRES_TYPES: &[&str] = &[
-    "bit",
-    "box",
-    "bpchar",
-    "cid",
-    "cidr",
-    "circle",
-    "daterange",
-    "float4",
-    "inet",
-    "int4range",
-    "int8range",
-    "jsonpath",
-    "line",
-    "lseg",
-    "macaddr",
-    "macaddr8",
-    "money",
-    "name",
-    "numrange",
-    "oid",
-    "path",
-    "pg_lsn",
-    "point",
-    "polygon",
-    "regclass",
-    "regproc",
-    "regtype",
-    "tid",
-    "timestamptz",
-    "timetz",
-    "tsquery",
-    "tsrange",
-    "tstzrange",
-    "tsvector",
-    "txid_snapshot",
-    "varbit",
-    "xid",
-    "xml",
-];
-
-/// An integer constant, typed as PostgreSQL types integer literals: `integer` when it fits,
-/// else `bigint`.
-fn integer_literal(i: i64) -> Typed {
-    let ty = if i32::try_from(i).is_ok() {
-        DataType::Integer
-    } else {
-        DataType::BigInt
-    };
-    (Expr::Const(Value::Int(i)), Some(ty))
-}
-
 /// Integer arithmetic keeps the width of its operands (`integer + integer` is an integer):
 /// the engine computes in 64 bits, so a narrower result is checked against its type's
 /// range (22003 when it does not fit, as PostgreSQL's "integer out of range").
@@ -933,20 +764,6 @@ fn arith(op: ArithOp, a: Box<Expr>, b: Box<Expr>, at: Option<DataType>, bt: Opti
     match ty {
         Some(t @ (DataType::Integer | DataType::SmallInt)) => (Expr::Cast(e.boxed(), t), ty),
         _ => (e, ty),
-    }
-}
-
-fn number_literal(s: &str) -> Result<Typed> {
-    if let Ok(i) = s.parse::<i64>() {
-        return Ok(integer_literal(i));
-    }
-    // Any other number (a point, an exponent, too long for a bigint) is a numeric, as in
-    // PostgreSQL: `1e30` is 1000000000000000000000000000000.
-    let ty = DataType::Decimal { precision: 0, scale: 0 };
-    match Numeric::parse(s) {
-        Ok(d) => Ok((Expr::Const(Value::Decimal(d)), Some(ty))),
-        Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("syntax error: bad number {s}"))),
-        Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
     }
 }
 

@@ -36,6 +36,17 @@ pub enum SqlError {
     /// A window function where none may be (WHERE, GROUP BY, inside another).
     #[error("{0}")]
     WindowingError(String),
+    /// `OVER (w ...)` where window `w` has a frame (42P20); `in_over`: the HINT applies.
+    #[error("cannot copy window \"{name}\" because it has a frame clause")]
+    CopyFramedWindow { name: String, in_over: bool },
+    #[error("window \"{0}\" does not exist")]
+    UnknownWindow(String),
+    /// A RANGE frame offset over an ORDER BY key of a type it cannot be added to (0A000).
+    #[error("RANGE with offset PRECEDING/FOLLOWING is not supported for column type {column}{}", offset.as_ref().map(|o| format!(" and offset type {o}")).unwrap_or_default())]
+    RangeOffset { column: String, offset: Option<String> },
+    /// A frame offset that is NULL (22004) or negative (22013), in PostgreSQL's words.
+    #[error("{message}")]
+    FrameOffset { message: String, null: bool },
     /// A column named twice where names must differ (`USING (a, a)`).
     #[error("{0}")]
     DuplicateColumn(String),
@@ -262,6 +273,15 @@ pub enum Point {
     After,
     /// At the character before the node (the parenthesis opening a subquery).
     Before,
+    /// At the first parenthesis after the node's start (a named window's definition).
+    Paren,
+    /// The node is a window function's name: at what follows its OVER (the parenthesis
+    /// opening the window, or the window's name).
+    Over,
+    /// The node is a window function's name: at its frame's first bound.
+    FrameStart,
+    /// The node is a window function's name: at its frame's second bound (after AND).
+    FrameEnd,
 }
 
 /// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
@@ -283,7 +303,11 @@ impl SqlError {
             SqlError::UsingColumnMissing(_) => "42703",
             SqlError::UsingColumnAmbiguous(_) => "42702",
             SqlError::DuplicateColumn(_) => "42701",
-            SqlError::WindowingError(_) => "42P20",
+            SqlError::WindowingError(_) | SqlError::CopyFramedWindow { .. } => "42P20",
+            SqlError::UnknownWindow(_) => "42704",
+            SqlError::RangeOffset { .. } => "0A000",
+            SqlError::FrameOffset { null: true, .. } => "22004",
+            SqlError::FrameOffset { null: false, .. } => "22013",
             SqlError::UnknownTable(_)
             | SqlError::UnknownView(_)
             | SqlError::UnknownDropTable(_)
@@ -362,6 +386,12 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::RangeOffset { offset: Some(_), .. } => {
+                Some("Cast the offset value to an appropriate type.".to_string())
+            }
+            SqlError::CopyFramedWindow { in_over: true, .. } => {
+                Some("Omit the parentheses in this OVER clause.".to_string())
+            }
             SqlError::At { error, .. } => error.hint(),
             _ => None,
         }
@@ -396,6 +426,8 @@ impl SqlError {
                         .rev()
                         .find(|(_, c)| !c.is_whitespace())
                         .map(|(i, _)| i),
+                    Point::Paren => text.get(at..)?.find('(').map(|i| at + i),
+                    Point::Over | Point::FrameStart | Point::FrameEnd => over_place(text, at, *point),
                 }
             }
             SqlError::UnknownColumn(name)
@@ -486,6 +518,90 @@ fn place_in(text: &str, line: u64, column: u64) -> Option<usize> {
     let line_text = text.get(start..)?;
     let skip = (column as usize).saturating_sub(1);
     Some(start + line_text.char_indices().nth(skip).map_or(line_text.len(), |(i, _)| i))
+}
+
+/// Where in `text` part `point` of the window call whose name starts at byte `at` lies:
+/// past the name's argument list (and a FILTER clause), the OVER keyword, then the window;
+/// its frame's first bound follows ROWS, RANGE or GROUPS (and BETWEEN), the second AND.
+fn over_place(text: &str, at: usize, point: Point) -> Option<usize> {
+    let b = text.as_bytes();
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // Past the parenthesized group opening at `i` (quotes skipped).
+    let group_end = |mut i: usize| -> Option<usize> {
+        let mut depth = 0usize;
+        let mut quote = None;
+        while i < b.len() {
+            match (quote, b[i]) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, c @ (b'\'' | b'"')) => quote = Some(c),
+                (None, b'(') => depth += 1,
+                (None, b')') => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        None
+    };
+    let word_at = |i: usize, w: &str| {
+        text.get(i..i + w.len()).is_some_and(|t| t.eq_ignore_ascii_case(w))
+            && !b
+                .get(i + w.len())
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    };
+    let mut i = group_end(at + text.get(at..)?.find('(')?)?;
+    i = skip_ws(i);
+    if word_at(i, "filter") {
+        i = group_end(i + text.get(i..)?.find('(')?)?;
+        i = skip_ws(i);
+    }
+    if !word_at(i, "over") {
+        return None;
+    }
+    let open = skip_ws(i + 4);
+    if point == Point::Over {
+        return Some(open);
+    }
+    // The frame's words, at the window's own depth.
+    let (close, mut depth, mut j) = (group_end(open)?, 0usize, open + 1);
+    let mut start = None;
+    while j < close {
+        match b[j] {
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 && (j == 0 || !b[j - 1].is_ascii_alphanumeric()) => {
+                if start.is_none() && ["rows", "range", "groups"].iter().any(|w| word_at(j, w)) {
+                    let after = skip_ws(j + text[j..].find(|c: char| c.is_whitespace())?);
+                    start = Some(if word_at(after, "between") {
+                        skip_ws(after + 7)
+                    } else {
+                        after
+                    });
+                    if point == Point::FrameStart {
+                        return start;
+                    }
+                    j = start?;
+                    continue;
+                }
+                if start.is_some() && word_at(j, "and") {
+                    return Some(skip_ws(j + 3));
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    start
 }
 
 /// Where a syntax error lies, in PostgreSQL's words.

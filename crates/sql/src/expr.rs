@@ -17,6 +17,7 @@ use crate::error::{Result, SqlError};
 mod cx;
 mod datum;
 mod text;
+pub mod window;
 pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner};
 pub use datum::Datum;
 pub use text::like;
@@ -187,45 +188,6 @@ pub enum Expr {
     /// The value of the `n`-th window function call of the query for the row being
     /// produced (`Cx::windows`).
     Window(usize),
-}
-
-/// A window function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WinFunc {
-    RowNumber,
-    Rank,
-    DenseRank,
-    /// `lag(x [, n [, default]])` / `lead(...)`: `x` of the row `n` before / after.
-    Lag,
-    Lead,
-    FirstValue,
-    /// `last_value(x)`: `x` of the frame's last row (the current row's last peer).
-    LastValue,
-    /// `nth_value(x, n)`: `x` of the frame's `n`-th row, NULL while the frame is shorter.
-    NthValue,
-    /// `ntile(n)`: the partition cut into `n` buckets as equal as can be, the first ones
-    /// a row larger; the bucket's number.
-    Ntile,
-    /// `percent_rank()`: (rank - 1) / (rows of the partition - 1), 0 for one row.
-    PercentRank,
-    /// `cume_dist()`: rows up to the current row's last peer / rows of the partition.
-    CumeDist,
-    /// An aggregate over the frame: the partition's rows up to the current row's last
-    /// peer with ORDER BY, the whole partition without.
-    Agg(AggFunc),
-}
-
-/// `func(args) OVER (PARTITION BY partition ORDER BY order)`, with the default frame.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowCall {
-    pub func: WinFunc,
-    /// `None` for `count(*)`, else the arguments.
-    pub args: Vec<Expr>,
-    pub star: bool,
-    pub partition: Vec<Expr>,
-    /// ORDER BY keys: expression, descending, NULLs first.
-    pub order: Vec<(Expr, bool, bool)>,
-    pub ty: Option<DataType>,
 }
 
 /// How a subquery in an expression is read (`Expr::Subquery`, `Expr::Exists`,

@@ -43,7 +43,7 @@ SELECT dept, percent_rank() OVER (PARTITION BY dept ORDER BY id), cume_dist() OV
 SELECT id, ntile(NULL) OVER (ORDER BY id), nth_value(id, NULL) OVER (ORDER BY id) FROM wf_emp ORDER BY id LIMIT 2;
 SELECT ntile(0) OVER () FROM wf_emp;
 SELECT nth_value(id, 0) OVER () FROM wf_emp;
--- refused: in WHERE (42P20), frames (0A000 here), an unknown window function (42883)
+-- refused: in WHERE (42P20), an unknown window function (42883)
 SELECT id FROM wf_emp WHERE row_number() OVER () > 1;
 SELECT id, foo() OVER () FROM wf_emp;
 DROP TABLE wf_emp;

@@ -4,7 +4,7 @@
 //! its argument types as PostgreSQL names it.
 
 use permafrost_types::{DataType, Value};
-use sqlparser::ast::{self, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments};
+use sqlparser::ast::{self, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, Spanned};
 
 use super::{Binder, Typed, object_name};
 use crate::error::{Result, SqlError, unsupported};
@@ -37,7 +37,7 @@ impl Binder<'_> {
             if f.filter.is_some() {
                 return unsupported("FILTER in window functions");
             }
-            return self.window(&name, over, &args, distinct, star);
+            return self.window(&name, over, &args, distinct, star, f.name.span());
         }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),

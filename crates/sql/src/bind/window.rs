@@ -1,13 +1,18 @@
 //! Window function calls met while binding (`f(args) OVER (PARTITION BY ... ORDER BY ...)`):
 //! their function, arguments, partition and order, and result type; kept among the query's
-//! window calls (`Expr::Window` reads each by number). Only the default frame is taken.
+//! window calls (`Expr::Window` reads each by number). A window may be named in the
+//! query's WINDOW clause and built on (`OVER w`, `OVER (w ORDER BY ...)`), as PostgreSQL
+//! allows; frames are ROWS, RANGE or GROUPS between any two bounds (EXCLUDE, which the
+//! parser does not read, is refused as a syntax error).
 
 use permafrost_types::DataType;
-use sqlparser::ast;
+use sqlparser::ast::{self, Spanned};
+use sqlparser::tokenizer::Span;
 
 use super::{Binder, Typed};
-use crate::error::{Result, SqlError, unsupported};
-use crate::expr::{AggFunc, Expr, WinFunc, WindowCall};
+use crate::error::{Point, Result, SqlError, unsupported};
+use crate::expr::window::{Frame, FrameBound, FrameUnits, WinFunc, WindowCall};
+use crate::expr::{AggFunc, Expr};
 
 impl Binder<'_> {
     /// Binds `name(args) OVER (...)`.
@@ -18,11 +23,12 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         distinct: bool,
         star: bool,
+        at: Span,
     ) -> Result<Typed> {
         let Some(mut windows) = self.windows.take() else {
             return Err(SqlError::WindowingError(self.not_allowed("window")));
         };
-        let r = self.window_call(name, over, args, distinct, star);
+        let r = self.window_call(name, over, args, distinct, star, at);
         let r = r.map(|call| {
             let ty = call.ty;
             let i = match windows.iter().position(|w| *w == call) {
@@ -45,16 +51,13 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         distinct: bool,
         star: bool,
+        at: Span,
     ) -> Result<WindowCall> {
-        let ast::WindowType::WindowSpec(spec) = over else {
-            return unsupported("named windows (WINDOW w AS ...)");
+        let spec = match over {
+            ast::WindowType::WindowSpec(spec) => self.window_spec(spec, true),
+            ast::WindowType::NamedWindow(name) => self.named_window(name).cloned(),
         };
-        if spec.window_name.is_some() {
-            return unsupported("a window built on a named window");
-        }
-        if spec.window_frame.is_some() {
-            return unsupported("window frames (ROWS / RANGE / GROUPS ...; the default frame is taken)");
-        }
+        let spec = spec.map_err(|e| e.at(at, Point::Over))?;
         if distinct {
             return unsupported("DISTINCT in window functions");
         }
@@ -93,15 +96,22 @@ impl Binder<'_> {
                 .map(|e| Ok(self.expr(e)?.0))
                 .collect::<Result<Vec<_>>>()?;
             let mut order = Vec::with_capacity(spec.order_by.len());
+            let mut key_type = None;
             for o in &spec.order_by {
                 let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-                order.push((self.expr(&o.expr)?.0, desc, o.options.nulls_first.unwrap_or(desc)));
+                let (key, ty) = self.expr(&o.expr)?;
+                key_type = ty;
+                order.push((key, desc, o.options.nulls_first.unwrap_or(desc)));
             }
-            Ok::<_, SqlError>((bound, partition, order))
+            let frame = match &spec.window_frame {
+                None => Frame::default(),
+                Some(f) => self.frame(f, &order, key_type, at)?,
+            };
+            Ok::<_, SqlError>((bound, partition, order, frame))
         })();
         self.windows = saved;
         self.clause = clause;
-        let (bound, partition, order) = bound?;
+        let (bound, partition, order, frame) = bound?;
         let arity_ok = match func {
             WinFunc::RowNumber | WinFunc::Rank | WinFunc::DenseRank | WinFunc::PercentRank | WinFunc::CumeDist => {
                 bound.is_empty() && !star
@@ -130,7 +140,186 @@ impl Binder<'_> {
             star,
             partition,
             order,
+            frame,
             ty,
         })
+    }
+
+    /// The window of the query's WINDOW clause named `name`.
+    fn named_window(&self, name: &ast::Ident) -> Result<&ast::WindowSpec> {
+        let name = super::ident(name);
+        match self.named_windows.iter().find(|(n, _)| *n == name) {
+            Some((_, spec)) => Ok(spec),
+            None => Err(SqlError::UnknownWindow(name)),
+        }
+    }
+
+    /// `spec` with the named window it is built on (`(w ORDER BY x)`) merged in, under
+    /// PostgreSQL's rules: the new window adds ORDER BY only where the named one has none,
+    /// never PARTITION BY, and the named one has no frame. `in_over`: written in an OVER
+    /// clause (where the hint to drop the parentheses applies).
+    pub(crate) fn window_spec(&self, spec: &ast::WindowSpec, in_over: bool) -> Result<ast::WindowSpec> {
+        let Some(base) = &spec.window_name else {
+            return Ok(spec.clone());
+        };
+        let name = super::ident(base);
+        let of = self.named_window(base)?;
+        let refuse = |what: String| Err(SqlError::WindowingError(what));
+        if !spec.partition_by.is_empty() {
+            return refuse(format!("cannot override PARTITION BY clause of window \"{name}\""));
+        }
+        if !spec.order_by.is_empty() && !of.order_by.is_empty() {
+            return refuse(format!("cannot override ORDER BY clause of window \"{name}\""));
+        }
+        if of.window_frame.is_some() {
+            return Err(SqlError::CopyFramedWindow { name, in_over });
+        }
+        Ok(ast::WindowSpec {
+            window_name: None,
+            partition_by: of.partition_by.clone(),
+            order_by: if spec.order_by.is_empty() {
+                of.order_by.clone()
+            } else {
+                spec.order_by.clone()
+            },
+            window_frame: spec.window_frame.clone(),
+        })
+    }
+
+    /// Binds a frame clause over a window ordered by `order`, refusing what PostgreSQL
+    /// refuses (42P20) before any row is read.
+    fn frame(
+        &mut self,
+        f: &ast::WindowFrame,
+        order: &[(Expr, bool, bool)],
+        last_key: Option<DataType>,
+        at: Span,
+    ) -> Result<Frame> {
+        use ast::WindowFrameBound as B;
+        let refuse = |what: &str, point| Err(SqlError::WindowingError(what.to_string()).at(at, point));
+        let end = f.end_bound.clone().unwrap_or(B::CurrentRow);
+        match (&f.start_bound, &end) {
+            (B::Following(None), _) => return refuse("frame start cannot be UNBOUNDED FOLLOWING", Point::FrameStart),
+            (_, B::Preceding(None)) => return refuse("frame end cannot be UNBOUNDED PRECEDING", Point::FrameEnd),
+            (B::CurrentRow, B::Preceding(_)) => {
+                return refuse(
+                    "frame starting from current row cannot have preceding rows",
+                    Point::FrameEnd,
+                );
+            }
+            (B::Following(_), B::Preceding(_) | B::CurrentRow) => {
+                return refuse(
+                    "frame starting from following row cannot have preceding rows",
+                    Point::FrameEnd,
+                );
+            }
+            _ => {}
+        }
+        let (units, name) = match f.units {
+            ast::WindowFrameUnits::Rows => (FrameUnits::Rows, "ROWS"),
+            ast::WindowFrameUnits::Range => (FrameUnits::Range, "RANGE"),
+            ast::WindowFrameUnits::Groups => (FrameUnits::Groups, "GROUPS"),
+        };
+        let offsets = [&f.start_bound, &end]
+            .iter()
+            .any(|b| matches!(b, B::Preceding(Some(_)) | B::Following(Some(_))));
+        if units == FrameUnits::Range && offsets && order.len() != 1 {
+            return refuse(
+                "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+                Point::Over,
+            );
+        }
+        if units == FrameUnits::Groups && order.is_empty() {
+            return refuse("GROUPS mode requires an ORDER BY clause", Point::Over);
+        }
+        let key_type = match units {
+            FrameUnits::Range if offsets => Some(range_key_type(last_key).map_err(|e| {
+                let first = [&f.start_bound, &end].into_iter().find_map(|b| match b {
+                    B::Preceding(Some(e)) | B::Following(Some(e)) => Some(e.span()),
+                    _ => None,
+                });
+                e.at(first.unwrap_or(at), Point::Start)
+            })?),
+            _ => None,
+        };
+        let mut bound = |b: &B| -> Result<FrameBound> {
+            Ok(match b {
+                B::Preceding(None) => FrameBound::UnboundedPreceding,
+                B::Following(None) => FrameBound::UnboundedFollowing,
+                B::CurrentRow => FrameBound::CurrentRow,
+                B::Preceding(Some(e)) => FrameBound::Preceding(self.frame_offset(e, name, key_type.as_ref())?),
+                B::Following(Some(e)) => FrameBound::Following(self.frame_offset(e, name, key_type.as_ref())?),
+            })
+        };
+        Ok(Frame {
+            units,
+            start: bound(&f.start_bound)?,
+            end: bound(&end)?,
+        })
+    }
+
+    /// Binds a frame offset: an expression without columns, an integer for ROWS and
+    /// GROUPS, a number for RANGE (the key's type `key_type`).
+    fn frame_offset(&mut self, e: &ast::Expr, units: &str, key_type: Option<&DataType>) -> Result<Expr> {
+        let node = match e {
+            ast::Expr::Interval(iv) => iv.value.as_ref(),
+            e => e,
+        };
+        self.frame_offset_at(e, units, key_type)
+            .map_err(|err| err.at(crate::error::start_of(node), Point::Start))
+    }
+
+    fn frame_offset_at(&mut self, e: &ast::Expr, units: &str, key_type: Option<&DataType>) -> Result<Expr> {
+        // sqlparser reads a quoted offset (`'2' PRECEDING`) as an interval; PostgreSQL
+        // reads it as a literal of the offset's type.
+        if let ast::Expr::Interval(iv) = e
+            && iv.leading_field.is_none()
+            && let ast::Expr::Value(v) = iv.value.as_ref()
+            && let ast::Value::SingleQuotedString(text) = &v.value
+        {
+            let ty = key_type.cloned().unwrap_or(DataType::BigInt);
+            return Ok(Expr::Const(permafrost_types::Value::parse(&ty, text)?));
+        }
+        let (x, ty) = self.expr(e)?;
+        let mut columns = false;
+        x.walk(&mut |y| columns |= matches!(y, Expr::Column { .. } | Expr::Outer(_)));
+        if columns {
+            return Err(SqlError::InvalidColumnReference(format!(
+                "argument of {units} must not contain variables"
+            )));
+        }
+        let fits = match (key_type, ty) {
+            (_, None) => true,
+            (None, Some(t)) => t.is_integer(),
+            (Some(k), Some(t)) => match k {
+                DataType::Double => t.is_numeric(),
+                DataType::Decimal { .. } => t.is_numeric() && t != DataType::Double,
+                _ => t.is_integer(),
+            },
+        };
+        if !fits {
+            return Err(match key_type {
+                None => SqlError::Type(format!(
+                    "argument of {units} must be type bigint, not type {}",
+                    super::type_name(ty)
+                )),
+                Some(k) => SqlError::RangeOffset {
+                    column: super::type_name(Some(*k)),
+                    offset: Some(super::type_name(ty)),
+                },
+            });
+        }
+        Ok(x)
+    }
+}
+
+/// The type of a RANGE frame's ORDER BY key, which its offsets are added to: a number.
+fn range_key_type(ty: Option<DataType>) -> Result<DataType> {
+    match ty {
+        Some(t) if t.is_numeric() => Ok(t),
+        other => Err(SqlError::RangeOffset {
+            column: super::type_name(other),
+            offset: None,
+        }),
     }
 }

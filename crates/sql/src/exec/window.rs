@@ -1,16 +1,20 @@
 //! Window function calls over a query's rows (after WHERE, GROUP BY and HAVING, before
 //! DISTINCT, ORDER BY and LIMIT): for each call, the rows sorted by its partition and
 //! order keys, then each partition walked once. Ranking (`row_number`, `rank`,
-//! `dense_rank`), offsets (`lag`, `lead`, `first_value`) and aggregates over the default
-//! frame (with ORDER BY, the partition up to the current row's last peer; without, the
-//! whole partition).
+//! `dense_rank`, `ntile`, `percent_rank`, `cume_dist`) and offsets (`lag`, `lead`) read
+//! the partition; value functions (`first_value`, `last_value`, `nth_value`) and
+//! aggregates read each row's frame. A frame's ends only move forward from one row to the
+//! next, so an aggregate adds the rows entering it and takes out those leaving it (count,
+//! and sums and averages of exact numbers); where it cannot take a value out (`min`,
+//! `max`, floating-point sums) it starts again from the frame's new first row.
 
 use std::cmp::Ordering;
 
 use permafrost_types::{Value, ValueRef, total_compare};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{AggFunc, ArithOp, ColumnSource, Expr, WinFunc, WindowCall, arith, compare};
+use crate::expr::window::{FrameBound, FrameUnits, WinFunc, WindowCall};
+use crate::expr::{AggFunc, ArithOp, ColumnSource, Expr, arith, compare};
 
 use super::keys::sort_order;
 
@@ -132,33 +136,6 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
                     };
                 }
             }
-            WinFunc::FirstValue => {
-                let first = arg(part[0], 0)?;
-                for &row in part {
-                    out[row] = first.clone();
-                }
-            }
-            WinFunc::LastValue | WinFunc::NthValue => {
-                let whole = w.order.is_empty();
-                for &(g0, g1) in &groups {
-                    // The default frame: up to the current row's last peer (all rows
-                    // without ORDER BY).
-                    let frame = if whole { part } else { &part[..g1] };
-                    for &row in &part[g0..g1] {
-                        out[row] = if w.func == WinFunc::LastValue {
-                            arg(frame[frame.len() - 1], 0)?
-                        } else {
-                            match positive(arg(row, 1)?, "nth_value")? {
-                                None => Value::Null,
-                                Some(k) => match frame.get(k - 1) {
-                                    Some(&r) => arg(r, 0)?,
-                                    None => Value::Null,
-                                },
-                            }
-                        };
-                    }
-                }
-            }
             WinFunc::Ntile => {
                 let rows = part.len();
                 for (pos, &row) in part.iter().enumerate() {
@@ -181,29 +158,234 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
                     }
                 }
             }
-            WinFunc::Agg(func) => {
-                let mut acc = FrameAcc::default();
-                let whole = w.order.is_empty();
-                for &(g0, g1) in &groups {
-                    let upto = if whole { part.len() } else { g1 };
-                    // (Without ORDER BY every row's frame is the whole partition.)
-                    let from = if whole { 0 } else { g0 };
-                    if !whole || g0 == 0 {
-                        for &row in &part[from..upto] {
-                            let v = if w.star { Value::Bool(true) } else { arg(row, 0)? };
-                            acc.add(func, v)?;
-                        }
-                    }
-                    let v = acc.value(func, w.ty.as_ref())?;
-                    for &row in &part[g0..g1] {
-                        out[row] = v.clone();
-                    }
-                }
+            WinFunc::FirstValue | WinFunc::LastValue | WinFunc::NthValue | WinFunc::Agg(_) => {
+                framed(w, part, &groups, &keys, &arg, eval, &mut out)?;
             }
         }
         start = end;
     }
     Ok(out)
+}
+
+/// Value functions and aggregates over each row's frame, for the rows of one partition
+/// `part` (in window order) cut into peer groups `groups`.
+fn framed(
+    w: &WindowCall,
+    part: &[usize],
+    groups: &[(usize, usize)],
+    keys: &[Vec<Value>],
+    arg: &dyn Fn(usize, usize) -> Result<Value>,
+    eval: &dyn Fn(usize, &Expr) -> Result<Value>,
+    out: &mut [Value],
+) -> Result<()> {
+    let offset = |e: &Expr, start: bool| frame_offset(w, eval(part[0], e)?, start);
+    let bounds = frame_bounds(w, part, groups, keys, &offset)?;
+    match w.func {
+        WinFunc::FirstValue | WinFunc::LastValue | WinFunc::NthValue => {
+            for (pos, &(s, e)) in bounds.iter().enumerate() {
+                let row = part[pos];
+                let at = match w.func {
+                    WinFunc::FirstValue => (s < e).then_some(s),
+                    WinFunc::LastValue => (s < e).then(|| e - 1),
+                    _ => positive(arg(row, 1)?, "nth_value")?
+                        .map(|k| s.saturating_add(k - 1))
+                        .filter(|&i| i < e),
+                };
+                out[row] = match at {
+                    Some(i) => arg(part[i], 0)?,
+                    None => Value::Null,
+                };
+            }
+        }
+        WinFunc::Agg(func) => {
+            let values: Vec<Value> = part
+                .iter()
+                .map(|&r| if w.star { Ok(Value::Bool(true)) } else { arg(r, 0) })
+                .collect::<Result<_>>()?;
+            let mut acc = FrameAcc::default();
+            let (mut lo, mut hi) = (0, 0);
+            for (pos, &(s, e)) in bounds.iter().enumerate() {
+                let e = e.max(s);
+                if s > lo {
+                    if acc.removable(func) {
+                        for v in &values[lo..s.min(hi)] {
+                            acc.remove(func, v)?;
+                        }
+                        hi = hi.max(s);
+                    } else {
+                        acc = FrameAcc::default();
+                        hi = s;
+                    }
+                    lo = s;
+                }
+                for v in &values[hi..e.max(hi)] {
+                    acc.add(func, v.clone())?;
+                }
+                hi = hi.max(e);
+                out[part[pos]] = acc.value(func, w.ty.as_ref())?;
+            }
+        }
+        _ => unreachable!("framed is called for value functions and aggregates"),
+    }
+    Ok(())
+}
+
+/// A frame offset's value, checked as PostgreSQL checks it: not NULL (22004), not
+/// negative (22013). `start`: the frame's start offset, else its end's.
+fn frame_offset(w: &WindowCall, v: Value, start: bool) -> Result<Value> {
+    let which = if start { "starting" } else { "ending" };
+    if v.is_null() {
+        return Err(SqlError::FrameOffset {
+            message: format!("frame {which} offset must not be null"),
+            null: true,
+        });
+    }
+    let negative = match &v {
+        Value::Int(i) => *i < 0,
+        Value::Double(d) => *d < 0.0,
+        Value::Decimal(d) => d.as_ref().is_negative(),
+        _ => false,
+    };
+    if negative {
+        let message = match w.frame.units {
+            FrameUnits::Range => "invalid preceding or following size in window function".to_string(),
+            _ => format!("frame {which} offset must not be negative"),
+        };
+        return Err(SqlError::FrameOffset { message, null: false });
+    }
+    Ok(v)
+}
+
+/// Each row's frame, as the positions `[start, end)` in `part`; both ends only move
+/// forward from one row to the next. `offset(e, start)` evaluates an offset.
+fn frame_bounds(
+    w: &WindowCall,
+    part: &[usize],
+    groups: &[(usize, usize)],
+    keys: &[Vec<Value>],
+    offset: &dyn Fn(&Expr, bool) -> Result<Value>,
+) -> Result<Vec<(usize, usize)>> {
+    let n = part.len();
+    let count = |e: &Expr, start: bool| -> Result<usize> {
+        match offset(e, start)? {
+            Value::Int(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
+            other => Err(SqlError::Type(format!(
+                "a frame offset must be an integer, not {}",
+                other.as_ref().kind_name()
+            ))),
+        }
+    };
+    // The offsets, evaluated once for the partition.
+    let value = |b: &FrameBound, start: bool| -> Result<Option<Value>> {
+        match b {
+            FrameBound::Preceding(e) | FrameBound::Following(e) => Ok(Some(offset(e, start)?)),
+            _ => Ok(None),
+        }
+    };
+    let (start_by, end_by) = match w.frame.units {
+        FrameUnits::Range => (value(&w.frame.start, true)?, value(&w.frame.end, false)?),
+        _ => {
+            let c = |b: &FrameBound, start: bool| -> Result<Option<Value>> {
+                match b {
+                    FrameBound::Preceding(e) | FrameBound::Following(e) => {
+                        Ok(Some(Value::Int(count(e, start)? as i64)))
+                    }
+                    _ => Ok(None),
+                }
+            };
+            (c(&w.frame.start, true)?, c(&w.frame.end, false)?)
+        }
+    };
+    let steps = |v: &Option<Value>| match v {
+        Some(Value::Int(i)) => *i as usize,
+        _ => 0,
+    };
+    let mut group_of = vec![0; n];
+    for (g, &(g0, g1)) in groups.iter().enumerate() {
+        group_of[g0..g1].iter_mut().for_each(|x| *x = g);
+    }
+    let (desc, nulls_first) = w.order.first().map_or((false, false), |o| (o.1, o.2));
+    let mut out = Vec::with_capacity(n);
+    for pos in 0..n {
+        let g = group_of[pos];
+        let (g0, g1) = groups[g];
+        let end_of = |b: &FrameBound, by: &Option<Value>, is_start: bool| -> Result<usize> {
+            Ok(match (b, w.frame.units) {
+                (FrameBound::UnboundedPreceding, _) => 0,
+                (FrameBound::UnboundedFollowing, _) => n,
+                (FrameBound::CurrentRow, FrameUnits::Rows) => pos + usize::from(!is_start),
+                (FrameBound::CurrentRow, _) => {
+                    if is_start {
+                        g0
+                    } else {
+                        g1
+                    }
+                }
+                (FrameBound::Preceding(_), FrameUnits::Rows) => {
+                    (pos + usize::from(!is_start)).saturating_sub(steps(by))
+                }
+                (FrameBound::Following(_), FrameUnits::Rows) => pos
+                    .saturating_add(steps(by))
+                    .saturating_add(usize::from(!is_start))
+                    .min(n),
+                (FrameBound::Preceding(_), FrameUnits::Groups) => match g.checked_sub(steps(by)) {
+                    Some(h) if is_start => groups[h].0,
+                    Some(h) => groups[h].1,
+                    None => 0,
+                },
+                (FrameBound::Following(_), FrameUnits::Groups) => {
+                    match g.checked_add(steps(by)).and_then(|h| groups.get(h)) {
+                        Some(&(h0, h1)) => {
+                            if is_start {
+                                h0
+                            } else {
+                                h1
+                            }
+                        }
+                        None => n,
+                    }
+                }
+                (FrameBound::Preceding(_) | FrameBound::Following(_), FrameUnits::Range) => {
+                    let key = &keys[part[pos]][0];
+                    if key.is_null() {
+                        // A NULL key's frame ends at its peers (the other NULLs).
+                        if is_start { g0 } else { g1 }
+                    } else {
+                        let preceding = matches!(b, FrameBound::Preceding(_));
+                        // Toward the partition's start in window order: down when ascending.
+                        let op = if preceding != desc { ArithOp::Sub } else { ArithOp::Add };
+                        let by = by.as_ref().map_or(ValueRef::Null, Value::as_ref);
+                        let bound = arith(op, key.as_ref(), by).ok();
+                        let place =
+                            |r: &usize| range_place(keys[*r][0].as_ref(), bound.as_ref(), preceding, desc, nulls_first);
+                        if is_start {
+                            part.partition_point(|r| place(r) == Ordering::Less)
+                        } else {
+                            part.partition_point(|r| place(r) != Ordering::Greater)
+                        }
+                    }
+                }
+            })
+        };
+        let s = end_of(&w.frame.start, &start_by, true)?;
+        let e = end_of(&w.frame.end, &end_by, false)?;
+        out.push((s, e));
+    }
+    Ok(out)
+}
+
+/// Where a row's key `x` lies in window order against a RANGE frame's bound `bound` (the
+/// current key plus or minus the offset; `None` where that overflowed, so past every key,
+/// before them for `preceding`).
+fn range_place(x: ValueRef<'_>, bound: Option<&Value>, preceding: bool, desc: bool, nulls_first: bool) -> Ordering {
+    if x.is_null() {
+        return if nulls_first { Ordering::Less } else { Ordering::Greater };
+    }
+    match bound {
+        Some(b) => sort_order(x, b.as_ref(), desc, nulls_first),
+        None if preceding => Ordering::Greater,
+        None => Ordering::Less,
+    }
 }
 
 /// The argument of `nth_value` or `ntile` as a count from one: `None` for NULL; zero or
@@ -265,6 +447,35 @@ struct FrameAcc {
 }
 
 impl FrameAcc {
+    /// Whether a value can be taken out again: counts, and sums of exact numbers.
+    fn removable(&self, func: AggFunc) -> bool {
+        match func {
+            AggFunc::Count => true,
+            AggFunc::Sum | AggFunc::Avg => !matches!(self.value, Some(Value::Double(_))),
+            AggFunc::Min | AggFunc::Max => false,
+        }
+    }
+
+    /// Takes out a value `add` took in (`removable` said it can).
+    fn remove(&mut self, func: AggFunc, v: &Value) -> Result<()> {
+        if v.is_null() {
+            return Ok(());
+        }
+        self.count -= 1;
+        if self.count == 0 {
+            self.value = None;
+        } else if func != AggFunc::Count
+            && let Some(sum) = self.value.take()
+        {
+            let v = match v {
+                Value::Int(i) => Value::Decimal((*i).into()),
+                v => v.clone(),
+            };
+            self.value = Some(arith(ArithOp::Sub, sum.as_ref(), v.as_ref())?);
+        }
+        Ok(())
+    }
+
     fn add(&mut self, func: AggFunc, v: Value) -> Result<()> {
         if v.is_null() {
             return Ok(());

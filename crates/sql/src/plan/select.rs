@@ -42,6 +42,34 @@ fn plan_top(b: &mut Binder<'_>, q: &ast::Query) -> Result<Planned> {
     })
 }
 
+/// The windows of a WINDOW clause, in order, each merged with the earlier one it is built
+/// on.
+fn named_windows(b: &mut Binder<'_>, defs: &[ast::NamedWindowDefinition]) -> Result<Vec<(String, ast::WindowSpec)>> {
+    let mut named = std::mem::take(&mut b.named_windows);
+    named.clear();
+    for ast::NamedWindowDefinition(ast_name, def) in defs {
+        let name = ident(ast_name);
+        if named.iter().any(|(n, _)| *n == name) {
+            let e = SqlError::WindowingError(format!("window \"{name}\" is already defined"));
+            return Err(e.at(ast_name.span, Point::Paren));
+        }
+        let spec = match def {
+            ast::NamedWindowExpr::WindowSpec(spec) => spec.clone(),
+            ast::NamedWindowExpr::NamedWindow(base) => ast::WindowSpec {
+                window_name: Some(base.clone()),
+                partition_by: Vec::new(),
+                order_by: Vec::new(),
+                window_frame: None,
+            },
+        };
+        b.named_windows = named;
+        let merged = b.window_spec(&spec, false);
+        named = std::mem::take(&mut b.named_windows);
+        named.push((name, merged?));
+    }
+    Ok(named)
+}
+
 /// Plans a query: its clauses are bound in the order of their steps below (FROM and WHERE,
 /// GROUP BY, the select list, HAVING, ORDER BY), then aggregation, DISTINCT, LIMIT and the
 /// join order are planned.
@@ -53,6 +81,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     b.aggs = Some(Vec::new());
     // The select list and ORDER BY may hold window function calls; they are collected.
     b.windows = Some(Vec::new());
+    b.named_windows = named_windows(b, &s.named_window)?;
     let (mut output, columns) = projection(b, &s.projection)?;
     let having = match &s.having {
         Some(h) => {

@@ -120,7 +120,7 @@ pub struct SelectPlan {
     pub distinct_on: usize,
     /// The window function calls of its select list and ORDER BY (`Expr::Window`),
     /// computed over its rows after aggregation, before DISTINCT, ORDER BY and LIMIT.
-    pub windows: Vec<crate::expr::WindowCall>,
+    pub windows: Vec<crate::expr::window::WindowCall>,
     /// With window calls and no aggregation: the columns (relation, column) each row keeps
     /// until they are computed.
     pub image: Vec<(usize, usize)>,
