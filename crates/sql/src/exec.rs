@@ -80,6 +80,17 @@ pub struct Env<'a, 'b> {
     /// transaction's probe): it may write a replicated table at fewer than all partitions,
     /// since each copy it writes gives what every copy would.
     pub undone: bool,
+    /// For EXPLAIN ANALYZE: the query whose walk counts its rows, and the counts.
+    pub analyze: Option<Analyze>,
+}
+
+/// What EXPLAIN ANALYZE learns of the query it runs ([`Env::analyze`]).
+pub struct Analyze {
+    /// The address of the query's plan: its subqueries, run through the same code, count
+    /// nothing.
+    plan: usize,
+    /// By relation of its walk: how often the walk entered it, how many rows it gave.
+    levels: Vec<(u64, u64)>,
 }
 
 mod aggregate;
@@ -139,6 +150,9 @@ impl Prepared {
     /// Runs the statement.
     pub fn execute(&self, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
         let params = coerce_params(params, self.param_types())?;
+        if let (Some(inner), Some(opts)) = (self.explained(), self.analyzed()) {
+            return self.run_analyzed(inner, opts, env, &params);
+        }
         if let Some(inner) = self.explained() {
             let mut rows = Rows::empty(self.columns().clone());
             for line in crate::explain::explain(inner, &params, env.total_partitions) {
@@ -147,6 +161,35 @@ impl Prepared {
             return Ok(rows);
         }
         execute(self.plan(), self.columns(), env, &params)
+    }
+}
+
+impl Prepared {
+    /// Runs EXPLAIN ANALYZE: the query (this statement's plan is its own), whole — none
+    /// of its evicted tuples left for later, since what it gives is its plan — counting
+    /// its rows.
+    fn run_analyzed(
+        &self,
+        inner: &Prepared,
+        opts: crate::prepared::ExplainAnalyze,
+        env: &mut Env<'_, '_>,
+        params: &[Value],
+    ) -> Result<Rows> {
+        let started = std::time::Instant::now();
+        let plan = match self.plan() {
+            Plan::Select(s) => s as *const SelectPlan as usize,
+            _ => 0,
+        };
+        env.analyze = Some(Analyze {
+            plan,
+            levels: Vec::new(),
+        });
+        let defer = std::mem::replace(&mut env.defer_scans, false);
+        let r = execute(self.plan(), inner.columns(), env, params);
+        env.defer_scans = defer;
+        let levels = env.analyze.take().map(|a| a.levels).unwrap_or_default();
+        let lines = crate::explain::explain_analyzed(inner, params, env.total_partitions, levels);
+        Ok(crate::explain::Analyzed::new(lines, r?, started, opts.summary, self.columns().clone()).into_rows())
     }
 }
 
@@ -171,6 +214,9 @@ impl Prepared {
     /// queries that do not read the clock.
     pub fn partial(&self, params: &[Value], work_mem: usize) -> Result<Option<PartialSelect>> {
         let Plan::Select(p) = self.plan() else { return Ok(None) };
+        if self.explained().is_some() {
+            return Ok(None);
+        }
         // One partitioned relation read at every partition: each part reads its own
         // (and no subquery, which would read every partition at once).
         if p.rels.len() != 1 || p.rels[0].pick != PartitionPick::All || !p.init.is_empty() {
@@ -443,6 +489,10 @@ fn select_rows(
     let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let sampled = env.sampled;
     let pool = env.pool;
+    let counting = env
+        .analyze
+        .as_ref()
+        .is_some_and(|a| a.plan == p as *const SelectPlan as usize);
     let (reach, evicted) = env.reach();
     let mut walker = Walker::over(
         &p.rels,
@@ -453,10 +503,15 @@ fn select_rows(
         Copies::One,
         defer,
     )
-    .reading(&derived);
+    .reading(&derived)
+    .counting(counting);
     let mut b = Bindings::new();
     let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
+    let counts = walker.counts.take();
+    if let (Some(a), Some(counts)) = (env.analyze.as_mut(), counts) {
+        a.levels = counts;
+    }
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.
     let many = later && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;

@@ -5,7 +5,7 @@
 //! DISTINCT, LIMIT), its subqueries, and which partitions it runs at for the parameters
 //! given. There are no costs: the planner does not estimate them in rows or time.
 
-use permafrost_types::Value;
+use permafrost_types::{Value, ValueRef};
 
 use crate::expr::{AggFunc, ArithOp, CmpOp, Expr, Func, SubqueryKind};
 use crate::plan::{
@@ -13,16 +13,29 @@ use crate::plan::{
     SetTree,
 };
 use crate::prepared::{Prepared, Route};
+use crate::rows::{ColumnInfo, MoreRows, Rows};
 
 /// The lines of EXPLAIN for `p` run with `params` over a database of `partitions`.
 pub fn explain(p: &Prepared, params: &[Value], partitions: u32) -> Vec<String> {
+    explain_with(p, params, partitions, None)
+}
+
+/// The lines of EXPLAIN ANALYZE for query `p` once it ran: the plan, each relation of the
+/// query's walk with the rows it gave (`levels`: by relation, how often the walk entered
+/// it and how many rows passed its filters). [`Analyzed`] adds the result's rows and the
+/// time taken.
+pub fn explain_analyzed(p: &Prepared, params: &[Value], partitions: u32, levels: Vec<(u64, u64)>) -> Vec<String> {
+    explain_with(p, params, partitions, Some(levels))
+}
+
+fn explain_with(p: &Prepared, params: &[Value], partitions: u32, levels: Option<Vec<(u64, u64)>>) -> Vec<String> {
     let mut out = Vec::new();
     let at = match p.route(params, partitions) {
         Route::Single(n) => format!("partition {n} of {partitions}"),
         Route::Any => format!("any one of {partitions} partitions"),
         Route::All => format!("all {partitions} partitions"),
     };
-    let mut w = Writer { out: &mut out };
+    let mut w = Writer { out: &mut out, levels };
     match p.plan() {
         Plan::Select(s) => w.select(s, 0, &format!("Select  (runs at {at})")),
         Plan::Compound(c) => w.compound(c, 0, &format!("Set operation  (runs at {at})")),
@@ -39,12 +52,12 @@ pub fn explain(p: &Prepared, params: &[Value], partitions: u32) -> Vec<String> {
         }
         Plan::Update(u) => {
             w.line(0, &format!("Update on {}  (runs at {at})", u.target.schema.name));
-            w.rel(&u.target, std::slice::from_ref(&u.target), 1);
+            w.rel(&u.target, std::slice::from_ref(&u.target), 1, None);
             w.subqueries(&u.init, 1);
         }
         Plan::Delete(d) => {
             w.line(0, &format!("Delete on {}  (runs at {at})", d.target.schema.name));
-            w.rel(&d.target, std::slice::from_ref(&d.target), 1);
+            w.rel(&d.target, std::slice::from_ref(&d.target), 1, None);
             w.subqueries(&d.init, 1);
         }
     }
@@ -53,6 +66,9 @@ pub fn explain(p: &Prepared, params: &[Value], partitions: u32) -> Vec<String> {
 
 struct Writer<'o> {
     out: &'o mut Vec<String>,
+    /// EXPLAIN ANALYZE's counts for the outermost query's relations (taken by the first
+    /// query shown).
+    levels: Option<Vec<(u64, u64)>>,
 }
 
 impl Writer<'_> {
@@ -73,6 +89,8 @@ impl Writer<'_> {
 
     fn select(&mut self, s: &SelectPlan, depth: usize, title: &str) {
         let show = |e: &Expr| show(e, &s.rels);
+        let levels = self.levels.take();
+        let actual = |i: usize| levels.as_ref().and_then(|l| l.get(i).copied());
         self.line(depth, title);
         let mut d = depth;
         if s.limit.is_some() || s.offset.is_some() {
@@ -146,11 +164,11 @@ impl Writer<'_> {
         }
         match s.rels.len() {
             0 => self.line(d + 1, "Result  (one row, no relation)"),
-            1 => self.rel(&s.rels[0], &s.rels, d + 1),
+            1 => self.rel(&s.rels[0], &s.rels, d + 1, actual(0)),
             n => {
                 self.line(d + 1, &format!("Nested Loop  ({n} relations, outermost first)"));
-                for r in &s.rels {
-                    self.rel(r, &s.rels, d + 2);
+                for (i, r) in s.rels.iter().enumerate() {
+                    self.rel(r, &s.rels, d + 2, actual(i));
                 }
             }
         }
@@ -165,7 +183,9 @@ impl Writer<'_> {
         self.subqueries(&s.init, d + 1);
     }
 
-    fn rel(&mut self, r: &RelPlan, rels: &[RelPlan], depth: usize) {
+    /// A relation's step; `actual`: for EXPLAIN ANALYZE, how often it was entered and the
+    /// rows it gave.
+    fn rel(&mut self, r: &RelPlan, rels: &[RelPlan], depth: usize, actual: Option<(u64, u64)>) {
         let show = |e: &Expr| show(e, rels);
         let name = &r.schema.name;
         let join = if r.outer { "  (null-extended: left join)" } else { "" };
@@ -201,6 +221,15 @@ impl Writer<'_> {
                     )
                 }
             }
+        };
+        let title = match actual {
+            None => title,
+            Some((0, _)) => format!("{title}  (never executed)"),
+            // As PostgreSQL: the rows of one entry on average, rounded.
+            Some((loops, rows)) => format!(
+                "{title}  (actual rows={} loops={loops})",
+                (rows as f64 / loops as f64).round() as u64
+            ),
         };
         self.line(depth, &title);
         let col = |c: usize| r.schema.columns.get(c).map_or("?".to_string(), |c| c.name.clone());
@@ -428,5 +457,84 @@ fn show(e: &Expr, rels: &[RelPlan]) -> String {
             bin(expr, op, pattern)
         }
         Expr::Case { .. } => "CASE ... END".into(),
+    }
+}
+
+/// EXPLAIN ANALYZE's result: the plan's lines once the query's whole result is counted —
+/// at once, or, when the result has a rest (rows spilled past `work_mem`, read where the
+/// statement is answered, off its partitions), as that rest once it is read through.
+pub struct Analyzed {
+    lines: Vec<String>,
+    rows: u64,
+    rest: Option<Box<dyn MoreRows>>,
+    started: std::time::Instant,
+    summary: bool,
+    columns: std::sync::Arc<[ColumnInfo]>,
+}
+
+impl Analyzed {
+    /// `lines` (from [`explain_analyzed`]) for a query started at `started` that gave
+    /// `result` (its rows are counted, not kept); `columns`: EXPLAIN's one column.
+    pub fn new(
+        lines: Vec<String>,
+        mut result: Rows,
+        started: std::time::Instant,
+        summary: bool,
+        columns: std::sync::Arc<[ColumnInfo]>,
+    ) -> Analyzed {
+        Analyzed {
+            lines,
+            rows: result.len() as u64,
+            rest: result.take_rest(),
+            started,
+            summary,
+            columns,
+        }
+    }
+
+    /// The result: the lines, or none yet and the rest that gives them.
+    pub fn into_rows(self) -> Rows {
+        if self.rest.is_none() {
+            return self.finish();
+        }
+        let mut out = Rows::empty(self.columns.clone());
+        out.set_rest(Box::new(self));
+        out
+    }
+
+    fn finish(mut self) -> Rows {
+        if let Some(first) = self.lines.first_mut() {
+            first.push_str(&format!("  (actual rows={})", self.rows));
+        }
+        if self.summary {
+            let ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            self.lines.push(format!("Execution Time: {ms:.3} ms"));
+        }
+        let mut out = Rows::empty(self.columns.clone());
+        for line in &self.lines {
+            out.push_row(std::iter::once(ValueRef::Text(line)));
+        }
+        out
+    }
+}
+
+impl MoreRows for Analyzed {
+    fn next_rows(&mut self) -> crate::error::Result<Option<Rows>> {
+        let Some(rest) = self.rest.as_mut() else {
+            return Ok(None);
+        };
+        while let Some(part) = rest.next_rows()? {
+            self.rows += part.len() as u64;
+        }
+        self.rest = None;
+        let done = Analyzed {
+            lines: std::mem::take(&mut self.lines),
+            rows: self.rows,
+            rest: None,
+            started: self.started,
+            summary: self.summary,
+            columns: self.columns.clone(),
+        };
+        Ok(Some(done.finish()))
     }
 }

@@ -52,6 +52,17 @@ pub struct Prepared {
     /// `EXPLAIN statement`: the statement shown (this one's plan reads nothing; running it
     /// gives the statement's plan as text, `crate::explain`).
     explain: Option<Box<Prepared>>,
+    /// `EXPLAIN ANALYZE query`: this one's plan is the query's, planned again, so that it
+    /// runs where the query runs and reads what it reads; running it runs the query and
+    /// gives the plan with the rows each step gave and the time taken.
+    analyze: Option<ExplainAnalyze>,
+}
+
+/// The options of EXPLAIN ANALYZE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExplainAnalyze {
+    /// `SUMMARY` (on by default): the execution time, after the plan.
+    pub summary: bool,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -84,11 +95,22 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
             options,
             ..
         } => {
-            explain_options(*analyze, format.is_some(), options.as_deref())?;
+            let analyze = explain_options(*analyze, format.is_some(), options.as_deref())?;
             let inner = prepare_statement(catalog, statement, sql)?;
+            let plan = match analyze {
+                None => Plan::Select(SelectPlan::reading_nothing()),
+                Some(_) if inner.kind != StatementKind::Select || inner.explain.is_some() => {
+                    return Err(SqlError::Unsupported(
+                        "EXPLAIN ANALYZE of INSERT, UPDATE, DELETE or EXPLAIN (it would run the statement; \
+                         EXPLAIN without ANALYZE shows its plan)"
+                            .into(),
+                    ));
+                }
+                Some(_) => prepare_statement(catalog, statement, sql)?.plan,
+            };
             return Ok(Prepared {
                 sql: sql.to_string(),
-                plan: Plan::Select(SelectPlan::reading_nothing()),
+                plan,
                 param_types: inner.param_types.clone(),
                 array_params: inner.array_params.clone(),
                 columns: vec![ColumnInfo {
@@ -98,6 +120,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                 .into(),
                 kind: StatementKind::Select,
                 explain: Some(Box::new(inner)),
+                analyze,
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
@@ -124,18 +147,20 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         columns: planned.columns.into(),
         kind,
         explain: None,
+        analyze: None,
     })
 }
 
 /// The options of EXPLAIN that are taken: `VERBOSE` and `COSTS` (there are no costs to
-/// show either way), `FORMAT TEXT`. `ANALYZE` (running the statement) and the other
-/// options and formats are refused.
-fn explain_options(analyze: bool, format: bool, options: Option<&[sqlparser::ast::UtilityOption]>) -> Result<()> {
-    if analyze {
-        return Err(SqlError::Unsupported(
-            "EXPLAIN ANALYZE (EXPLAIN shows the plan without running it)".into(),
-        ));
-    }
+/// show either way), `FORMAT TEXT`, `ANALYZE` with `SUMMARY` and `TIMING` (each step's
+/// rows are counted, its time is not measured: the statement's is); the other options
+/// and formats are refused. `Some` for ANALYZE.
+fn explain_options(
+    analyze: bool,
+    format: bool,
+    options: Option<&[sqlparser::ast::UtilityOption]>,
+) -> Result<Option<ExplainAnalyze>> {
+    let (mut analyze, mut summary) = (analyze, None);
     if format {
         return Err(SqlError::Unsupported(
             "EXPLAIN FORMAT (the plan is shown as text)".into(),
@@ -146,9 +171,11 @@ fn explain_options(analyze: bool, format: bool, options: Option<&[sqlparser::ast
         let arg = o.arg.as_ref().map(|a| a.to_string().to_lowercase());
         let on = !matches!(arg.as_deref(), Some("false" | "off" | "0"));
         match name.as_str() {
-            "verbose" | "costs" => {}
+            "verbose" | "costs" | "timing" => {}
             "format" if arg.as_deref() == Some("text") => {}
-            "analyze" | "buffers" | "timing" | "summary" | "wal" | "settings" | "generic_plan" if !on => {}
+            "analyze" => analyze = on,
+            "summary" => summary = Some(on),
+            "buffers" | "wal" | "settings" | "generic_plan" if !on => {}
             other => {
                 return Err(SqlError::Unsupported(format!(
                     "EXPLAIN option {other}{}",
@@ -157,7 +184,9 @@ fn explain_options(analyze: bool, format: bool, options: Option<&[sqlparser::ast
             }
         }
     }
-    Ok(())
+    Ok(analyze.then(|| ExplainAnalyze {
+        summary: summary.unwrap_or(true),
+    }))
 }
 
 fn first_words(s: &str) -> String {
@@ -195,6 +224,11 @@ impl Prepared {
     /// For `EXPLAIN statement`, the statement it shows.
     pub fn explained(&self) -> Option<&Prepared> {
         self.explain.as_deref()
+    }
+
+    /// For `EXPLAIN ANALYZE query`, its options.
+    pub fn analyzed(&self) -> Option<ExplainAnalyze> {
+        self.analyze
     }
 
     /// Whether the statement touches a few rows found by exact key: every relation it reads

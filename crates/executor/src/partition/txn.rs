@@ -171,6 +171,7 @@ pub(crate) fn run_body(
         deadline,
         sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
         undone: proc.is_probe(),
+        analyze: None,
     };
     let mut ctx = ProcContext {
         env: &mut env,

@@ -16,7 +16,15 @@ EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
 EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
 EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;
 EXPLAIN (COSTS OFF, VERBOSE) DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 1 AND ol_o_id < 5;
--- Refused: running the statement, other formats.
-EXPLAIN ANALYZE SELECT 1;
+-- EXPLAIN ANALYZE runs a query and shows each relation's rows (on average per entry
+-- into it: `loops`) and the result's; without SUMMARY off it adds the time taken.
+INSERT INTO item VALUES (1, 'a'), (2, 'b'), (3, 'c'), (7, 'a');
+INSERT INTO stock VALUES (1, 1, 5), (1, 2, 50), (2, 3, 7), (1, 7, 1);
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_name FROM item WHERE i_id = 2;
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i.i_name, s.s_quantity FROM item i JOIN stock s ON s.s_i_id = i.i_id AND s.s_w_id = 1 WHERE i.i_name = 'a' ORDER BY 2;
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT count(*) FROM stock WHERE s_quantity < 10;
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_id FROM item WHERE i_id IN (SELECT s_i_id FROM stock WHERE s_w_id = 1) ORDER BY 1;
+-- Refused: running a write, other formats.
+EXPLAIN ANALYZE DELETE FROM item WHERE i_id = 1;
 EXPLAIN (FORMAT JSON) SELECT 1;
 EXPLAIN (BUFFERS) SELECT 1;

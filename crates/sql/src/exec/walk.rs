@@ -159,6 +159,9 @@ pub(super) struct Walker<'w, 's> {
     /// left side matched ([`RelPlan::full`]).
     /// (Made at the first match: a walk without a FULL JOIN makes none.)
     full_matched: Option<std::collections::HashSet<(usize, u32)>>,
+    /// For EXPLAIN ANALYZE, by level: how often the walk entered it and how many rows
+    /// passed its filters there ([`Walker::counting`]); `None`: nothing is counted.
+    pub(super) counts: Option<Vec<(u64, u64)>>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -201,7 +204,14 @@ impl<'w> Walker<'w, 'w> {
             visited_locals: 0,
             derived: &[],
             full_matched: None,
+            counts: None,
         }
+    }
+
+    /// This walk, counting the rows of each level (EXPLAIN ANALYZE).
+    pub(super) fn counting(self, on: bool) -> Self {
+        let counts = on.then(|| vec![(0, 0); self.rels.len()]);
+        Walker { counts, ..self }
     }
 
     /// This walk, reading the rows `derived` (by relation) for the plan's subqueries in
@@ -223,6 +233,14 @@ pub(super) type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()
 impl<'w, 's> Walker<'w, 's> {
     /// A level reading a subquery in FROM: its rows, computed before the walk, each
     /// checked against the level's filters (and null-extended as a table's would be).
+    /// Adds to the counts of `level` (EXPLAIN ANALYZE), when they are kept.
+    fn count(&mut self, level: usize, loops: u64, rows: u64) {
+        if let Some(c) = self.counts.as_mut().and_then(|c| c.get_mut(level)) {
+            c.0 += loops;
+            c.1 += rows;
+        }
+    }
+
     fn walk_derived(
         &mut self,
         level: usize,
@@ -237,6 +255,7 @@ impl<'w, 's> Walker<'w, 's> {
             ));
         };
         let mut matched = false;
+        self.count(level, 1, 0);
         'rows: for row in rows.iter() {
             self.visits += 1;
             if self.visits == INTERRUPT_EVERY {
@@ -249,6 +268,7 @@ impl<'w, 's> Walker<'w, 's> {
                     continue 'rows;
                 }
             }
+            self.count(level, 0, 1);
             if rp.outer {
                 matched = true;
                 for f in &rp.after {
@@ -321,6 +341,7 @@ impl<'w, 's> Walker<'w, 's> {
             return self.walk_derived(level, rp, b, emit);
         }
         let mut matched = false;
+        self.count(level, 1, 0);
         for li in self.locals(rp, b)? {
             if level == 0 && li < 64 {
                 self.visited_locals |= 1 << li;
@@ -368,6 +389,7 @@ impl<'w, 's> Walker<'w, 's> {
                         if let Some(t) = this.touched.as_deref_mut() {
                             t.push((li, rp.schema.id, slot));
                         }
+                        this.count(level, 0, 1);
                         if rp.outer {
                             st.matched = true;
                             if rp.full {
