@@ -98,6 +98,7 @@ mod correlated;
 mod deferred;
 mod gather;
 mod keys;
+mod setop;
 mod sorter;
 mod spill;
 mod subquery;
@@ -287,9 +288,26 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
         Plan::Compound(p) => {
             let mut touched = Vec::new();
             let work_mem = env.work_mem;
-            let r = subquery::compound(p, env, &cx, work_mem, &mut |p, c, env, cx| {
+            let mut r = subquery::compound(p, env, &cx, work_mem, &mut |p, c, env, cx| {
                 select_whole(p, c, env, cx, &mut touched)
             });
+            // Past the working memory, where the result may spill: again, on disk.
+            if let (Err(SqlError::OutOfWorkMem(_)), Some(dir)) = (&r, env.spill.clone()) {
+                touched.clear();
+                let mut also = Vec::new();
+                let defer = std::mem::replace(&mut env.defer_scans, false);
+                r = setop::spilled(
+                    p,
+                    env,
+                    &cx,
+                    work_mem,
+                    &dir,
+                    &mut |p, c, env, cx| select(p, c, env, cx, &mut touched, Some(dir.clone())),
+                    &mut |p, c, env, cx| select_whole(p, c, env, cx, &mut also),
+                );
+                env.defer_scans = defer;
+                touched.extend(also);
+            }
             apply_touches(env, &touched);
             r
         }

@@ -342,7 +342,7 @@ impl Ord for Head {
 }
 
 /// The records of several sorted runs, in one order.
-struct Merge {
+pub(super) struct Merge {
     file: Arc<TempFile>,
     readers: Vec<RunReader>,
     heap: BinaryHeap<Head>,
@@ -374,7 +374,7 @@ impl Merge {
         Ok(())
     }
 
-    fn next(&mut self) -> Result<Option<Vec<Value>>> {
+    pub(super) fn next(&mut self) -> Result<Option<Vec<Value>>> {
         let Some(head) = self.heap.pop() else {
             return Ok(None);
         };
@@ -385,7 +385,7 @@ impl Merge {
 
 /// Merges the runs of `w` into one order, in passes of at most [`FAN_IN`] runs (each pass
 /// writes a new file of fewer, longer runs), and returns the last merge.
-fn merge_runs(w: SpillWriter, spec: &Arc<SortSpec>, dir: &Path) -> Result<Merge> {
+pub(super) fn merge_runs(w: SpillWriter, spec: &Arc<SortSpec>, dir: &Path) -> Result<Merge> {
     let (mut file, mut runs) = w.into_runs()?;
     while runs.len() > FAN_IN {
         let mut next = SpillWriter::create(dir)?;

@@ -114,7 +114,7 @@ pub(super) fn compound<E>(
 }
 
 /// The rows of one side, cast to `columns`' types.
-fn side<E>(
+pub(super) fn side<E>(
     t: &SetTree,
     columns: &Arc<[ColumnInfo]>,
     env: &mut E,
