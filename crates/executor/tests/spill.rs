@@ -112,6 +112,14 @@ fn check(db: &Database, tmp: &std::path::Path) {
     );
     assert_eq!(ids(&having), vec![6, 9, 12, 15, 18]);
 
+    // A subquery in FROM pulled up into its query: its rows are not gathered first (a
+    // scan of evicted rows is read afterwards as any scan's).
+    let counted = streamed(
+        db,
+        "SELECT count(*), max(grp) FROM (SELECT id, grp, pad FROM t WHERE id >= 0) AS s",
+    );
+    assert_eq!(counted, vec![vec![Value::Int(ROWS), Value::Int(9)]]);
+
     // A caller that takes results whole still has its limit.
     let e = db.execute_sql("SELECT id, pad FROM t ORDER BY id", vec![]).unwrap_err();
     assert_eq!(e.sqlstate(), "54000", "{e}");

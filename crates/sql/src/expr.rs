@@ -266,6 +266,61 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on every sub-expression, then on this one (after its children: what `f`
+    /// puts in place of a node is not walked again).
+    pub fn walk_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Expr::Not(e) | Expr::Neg(e) | Expr::Cast(e, _) => e.walk_mut(f),
+            Expr::IsNull { expr, .. } | Expr::InSubquery { expr, .. } => expr.walk_mut(f),
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Cmp(_, a, b)
+            | Expr::Arith(_, a, b)
+            | Expr::Concat(a, b)
+            | Expr::IsDistinct { left: a, right: b, .. }
+            | Expr::Like {
+                expr: a, pattern: b, ..
+            } => {
+                a.walk_mut(f);
+                b.walk_mut(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.walk_mut(f);
+                list.iter_mut().for_each(|e| e.walk_mut(f));
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                operand.iter_mut().for_each(|o| o.walk_mut(f));
+                for (w, t) in whens {
+                    w.walk_mut(f);
+                    t.walk_mut(f);
+                }
+                otherwise.iter_mut().for_each(|o| o.walk_mut(f));
+            }
+            Expr::Func(_, args) => args.iter_mut().for_each(|e| e.walk_mut(f)),
+            Expr::SubPlan { args, test, .. } => {
+                args.iter_mut().for_each(|e| e.walk_mut(f));
+                if let Some((x, _)) = test {
+                    x.walk_mut(f);
+                }
+            }
+            Expr::Column { .. }
+            | Expr::Window(_)
+            | Expr::Outer(_)
+            | Expr::Param(_)
+            | Expr::Const(_)
+            | Expr::Now
+            | Expr::Group(_)
+            | Expr::Agg(_)
+            | Expr::Subquery(_)
+            | Expr::Exists(_) => {}
+        }
+        f(self);
+    }
+
     /// The relations this expression reads, as a bit set.
     pub fn rels(&self) -> u64 {
         let mut m = 0u64;

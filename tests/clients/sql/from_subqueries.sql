@@ -16,6 +16,15 @@ SELECT count(*) FROM (SELECT DISTINCT grp FROM fs_t) AS d;
 SELECT name FROM (SELECT name, id FROM fs_t ORDER BY id DESC LIMIT 3) AS last3 ORDER BY name NULLS FIRST;
 SELECT * FROM (SELECT id FROM fs_t WHERE grp IN (SELECT grp FROM fs_t WHERE name = 'd')) AS s ORDER BY id;
 SELECT count(*) FROM (SELECT * FROM (SELECT id, grp FROM fs_t WHERE id > 1) AS inner1 WHERE grp < 3) AS outer1;
+-- pulled up into the query (a SELECT of tables joined by inner joins): predicates of both,
+-- an index key taken from the inner join, expressions, ORDER BY inside an aggregated query
+SELECT s.k, s.n FROM (SELECT id * 2 AS k, upper(name) AS n FROM fs_t WHERE grp < 3) AS s WHERE s.k > 2 ORDER BY 1;
+SELECT count(*), sum(a.id + b.id) FROM (SELECT x.id, y.grp FROM fs_t x JOIN fs_t y ON y.id = x.id + 1 WHERE x.grp = 1) AS s
+    JOIN fs_t a ON true, fs_t b WHERE a.id = s.id AND b.id = s.grp;
+SELECT count(*), max(name) FROM (SELECT x.id, y.name FROM fs_t x JOIN fs_t y ON y.id = x.id + 1 WHERE x.grp = 1) AS s;
+SELECT grp, count(*) FROM (SELECT grp, name FROM fs_t ORDER BY id DESC) AS s WHERE name IS NOT NULL GROUP BY grp ORDER BY grp;
+SELECT * FROM (SELECT id, grp FROM fs_t WHERE id = 3) AS s WHERE grp = 2 AND id > 0;
+SELECT t FROM (SELECT name || '!' AS t, id FROM fs_t) AS s WHERE id IN (1, 4) ORDER BY t;
 SELECT * FROM (SELECT 1 AS one, 'x' AS two) AS c;
 SELECT * FROM (SELECT id FROM fs_t) AS s (a, b);
 SELECT q.nope FROM (SELECT id FROM fs_t) AS q;

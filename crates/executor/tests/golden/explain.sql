@@ -12,6 +12,10 @@ EXPLAIN SELECT i_id FROM item WHERE i_name = 'x' OR i_id > 5 ORDER BY i_id DESC 
 EXPLAIN SELECT i.i_name, count(s.s_i_id) FROM item i LEFT JOIN stock s ON s.s_i_id = i.i_id AND s.s_w_id = 1 GROUP BY i.i_name HAVING count(s.s_i_id) > 1;
 EXPLAIN SELECT i_id FROM item WHERE EXISTS (SELECT 1 FROM stock WHERE s_w_id = 1 AND s_i_id = i_id) AND i_id IN (SELECT ol_i_id FROM order_line);
 EXPLAIN WITH low AS (SELECT s_i_id FROM stock WHERE s_quantity < 10) SELECT i_name FROM item JOIN low ON low.s_i_id = item.i_id;
+-- A simple subquery in FROM is pulled up into its query (its table reached through the
+-- predicates of both); one with a LIMIT is not.
+EXPLAIN SELECT count(*) FROM (SELECT i_id, i_name FROM item WHERE i_id > 1) s WHERE i_name = 'a';
+EXPLAIN SELECT * FROM (SELECT i_id, i_name FROM item LIMIT 5) s WHERE i_name = 'a';
 EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
 EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
 EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;

@@ -261,7 +261,7 @@ fn range_bound_of(access: &Access, schema: &TableSchema, rel: usize, known: u64,
 /// The equality predicates an exact-key index lookup already guarantees for every tuple it
 /// returns (the lookup converts the value exactly to the column type or returns nothing;
 /// `col = ANY(array)` reads each element as the column's type, as its lookups do).
-fn implied_by(access: &Access, schema: &TableSchema, rel: usize) -> Vec<Expr> {
+pub(super) fn implied_by(access: &Access, schema: &TableSchema, rel: usize) -> Vec<Expr> {
     if let Access::IndexAny { index, array } = access {
         let col = schema.indexes[*index].columns[0];
         let elem = Some(schema.columns[col].ty);

@@ -25,6 +25,7 @@ use crate::expr::Expr;
 mod access;
 mod from;
 mod joined_write;
+mod pullup;
 mod select;
 pub(crate) mod tree;
 mod write;

@@ -155,6 +155,15 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     }
     let (limit, offset) = limit_offset(b, q)?;
     row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
+    let mut conjuncts = conjuncts;
+    let mut agg = agg;
+    let reads = super::pullup::Reads {
+        conjuncts: &mut conjuncts,
+        output: &mut output,
+        order: &mut order,
+        agg: &mut agg,
+    };
+    super::pullup::pull_up(b, q, &outer, !windows.is_empty(), reads);
     let (rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
