@@ -25,6 +25,12 @@ SELECT count(*), max(name) FROM (SELECT x.id, y.name FROM fs_t x JOIN fs_t y ON 
 SELECT grp, count(*) FROM (SELECT grp, name FROM fs_t ORDER BY id DESC) AS s WHERE name IS NOT NULL GROUP BY grp ORDER BY grp;
 SELECT * FROM (SELECT id, grp FROM fs_t WHERE id = 3) AS s WHERE grp = 2 AND id > 0;
 SELECT t FROM (SELECT name || '!' AS t, id FROM fs_t) AS s WHERE id IN (1, 4) ORDER BY t;
+-- beside other relations: joined to a table, to another subquery, one of two not simple
+SELECT f.id, s.n FROM fs_t f JOIN (SELECT id + 1 AS k, name AS n FROM fs_t WHERE grp < 3) AS s ON s.k = f.id ORDER BY 1;
+SELECT a.x, b.y FROM (SELECT id AS x FROM fs_t WHERE grp = 1) a, (SELECT id AS y, grp FROM fs_t) b WHERE b.grp = a.x ORDER BY 1, 2;
+SELECT a.x, b.n FROM (SELECT id AS x, grp FROM fs_t) a JOIN (SELECT grp, count(*) AS n FROM fs_t GROUP BY grp) b USING (grp) ORDER BY 1;
+WITH w AS (SELECT id, grp FROM fs_t WHERE id > 1) SELECT w.id, f.name FROM w JOIN fs_t f ON f.id = w.grp ORDER BY 1;
+SELECT count(*), sum(s.id) FROM fs_t f, (SELECT id FROM fs_t ORDER BY id) s WHERE s.id <= f.id;
 SELECT * FROM (SELECT 1 AS one, 'x' AS two) AS c;
 SELECT * FROM (SELECT id FROM fs_t) AS s (a, b);
 SELECT q.nope FROM (SELECT id FROM fs_t) AS q;

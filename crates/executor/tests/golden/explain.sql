@@ -16,6 +16,7 @@ EXPLAIN WITH low AS (SELECT s_i_id FROM stock WHERE s_quantity < 10) SELECT i_na
 -- predicates of both); one with a LIMIT is not.
 EXPLAIN SELECT count(*) FROM (SELECT i_id, i_name FROM item WHERE i_id > 1) s WHERE i_name = 'a';
 EXPLAIN SELECT * FROM (SELECT i_id, i_name FROM item LIMIT 5) s WHERE i_name = 'a';
+EXPLAIN WITH w AS (SELECT s_i_id, s_quantity FROM stock WHERE s_w_id = 1) SELECT i_name, w.s_quantity FROM item JOIN w ON w.s_i_id = item.i_id WHERE item.i_name = 'a';
 EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
 EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
 EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;

@@ -1,26 +1,27 @@
-//! Pulling a simple subquery in FROM up into its query, as PostgreSQL does: `SELECT
+//! Pulling simple subqueries in FROM up into their query, as PostgreSQL does: `SELECT
 //! count(*) FROM (SELECT a, b FROM t WHERE p) s WHERE q` is planned as `SELECT count(*)
 //! FROM t WHERE p AND q`, so that the subquery's rows are never gathered in memory (past
-//! the working memory they could not be), its table is reached through the best index
-//! both queries' predicates allow, and a scan of it may leave its evicted tuples to be read
-//! afterwards as any query's scan does. ORMs write such queries (SQLAlchemy's
-//! `Query.count()`, Django's `aggregate` over an annotated query).
+//! the working memory they could not be), its tables are joined with the query's and
+//! reached through the best index both queries' predicates allow, and a scan of one may
+//! leave its evicted tuples to be read afterwards as any query's scan does. ORMs write
+//! such queries (SQLAlchemy's `Query.count()`), and views and WITH queries are read as
+//! subqueries in FROM.
 //!
-//! Taken only where the answer cannot change: the query reads that one subquery and
-//! nothing else, with no window calls and no row locks; the subquery is a SELECT of
-//! tables joined by inner joins, with no aggregation, DISTINCT, LIMIT, OFFSET, window
-//! calls, subqueries of its own, or subquery in FROM — and no ORDER BY unless the query
-//! aggregates (its rows' order then does not count).
+//! Taken only where the answer cannot change: the query has no outer join, window calls
+//! or row locks; the subquery is a SELECT of tables joined by inner joins, with no
+//! aggregation, DISTINCT, LIMIT, OFFSET, window calls, subqueries of its own, or subquery
+//! in FROM — and no ORDER BY unless the query aggregates (its rows' order then does not
+//! count).
 
 use sqlparser::ast;
 
 use super::access::{OuterJoin, implied_by};
 use super::tree::*;
-use crate::bind::{Binder, Rel};
+use crate::bind::{Binder, MAX_RELS, Rel};
 use crate::expr::Expr;
 
-/// The expressions of a query bound over its one relation, a subquery in FROM, that
-/// reading the subquery's tables instead changes.
+/// The expressions of a query bound over its relations that reading a subquery's tables
+/// instead of it changes.
 pub(super) struct Reads<'a> {
     pub(super) conjuncts: &'a mut Vec<Expr>,
     pub(super) output: &'a mut Vec<Expr>,
@@ -28,80 +29,138 @@ pub(super) struct Reads<'a> {
     pub(super) agg: &'a mut Option<AggPlan>,
 }
 
-/// Pulls the query's subquery in FROM up into it when that is taken (see the module's
-/// text): its relations become the query's, its predicates join the query's conjuncts,
-/// and each read of its columns reads the expression the subquery gives there. Returns
-/// whether it did; the query is then planned over the subquery's tables.
-pub(super) fn pull_up(b: &mut Binder<'_>, q: &ast::Query, outer: &[OuterJoin], windows: bool, r: Reads<'_>) -> bool {
-    if b.rels.len() != 1 || b.derived.len() != 1 || !outer.is_empty() || windows || !q.locks.is_empty() {
-        return false;
+impl Reads<'_> {
+    /// Calls `f` on every expression of the query.
+    fn each(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        self.conjuncts.iter_mut().for_each(&mut *f);
+        self.output.iter_mut().for_each(&mut *f);
+        self.order.iter_mut().for_each(|k| f(&mut k.expr));
+        if let Some(a) = self.agg.as_mut() {
+            a.groups.iter_mut().for_each(&mut *f);
+            for c in &mut a.aggs {
+                c.arg.iter_mut().for_each(&mut *f);
+                c.filter.iter_mut().for_each(&mut *f);
+            }
+            a.having.iter_mut().for_each(&mut *f);
+        }
     }
-    let d = &b.derived[0];
+}
+
+/// Pulls each subquery in FROM that is taken (see the module's text) up into the query:
+/// its relations become the query's, its predicates join the query's conjuncts, and each
+/// read of its columns reads the expression the subquery gives there. Returns how many it
+/// pulled up; the query is then planned over their tables.
+pub(super) fn pull_up(
+    b: &mut Binder<'_>,
+    q: &ast::Query,
+    outer: &[OuterJoin],
+    windows: bool,
+    mut r: Reads<'_>,
+) -> usize {
+    if !outer.is_empty() || b.full_join.is_some() || windows || !q.locks.is_empty() {
+        return 0;
+    }
+    let mut pulled = 0;
+    while let Some(i) = b.derived.iter().position(|d| simple(d, r.agg.is_some())) {
+        let inner_rels = match &b.derived[i].query {
+            SetTree::Select { plan, .. } => plan.rels.len(),
+            _ => 0,
+        };
+        if b.rels.len() - 1 + inner_rels > MAX_RELS {
+            break;
+        }
+        let DerivedRel { rel: d, query } = b.derived.remove(i);
+        let SetTree::Select { plan: inner, .. } = query else {
+            unreachable!("only a SELECT is taken")
+        };
+        pull(b, d, *inner, &mut r);
+        pulled += 1;
+    }
+    pulled
+}
+
+/// Whether subquery `d` may be pulled up; `order_free`: its query aggregates its rows, so
+/// its ORDER BY does not count.
+fn simple(d: &DerivedRel, order_free: bool) -> bool {
     let SetTree::Select { plan: inner, .. } = &d.query else {
         return false;
     };
-    let simple = inner.agg.is_none()
+    let mut ix: Vec<usize> = inner.rels.iter().map(|rp| rp.rel).collect();
+    ix.sort_unstable();
+    inner.agg.is_none()
         && inner.windows.is_empty()
         && !inner.distinct
         && inner.distinct_on == 0
         && inner.limit.is_none()
         && inner.offset.is_none()
-        && (inner.order.is_empty() || r.agg.is_some())
+        && (inner.order.is_empty() || order_free)
         && inner.init.is_empty()
         && inner.derived.is_empty()
         && inner
             .rels
             .iter()
             .all(|rp| !rp.outer && !rp.full && rp.schema.id != DERIVED_TABLE)
-        && {
-            // Each of its relations planned, numbered from 0.
-            let mut ix: Vec<usize> = inner.rels.iter().map(|rp| rp.rel).collect();
-            ix.sort_unstable();
-            !ix.is_empty() && ix.iter().enumerate().all(|(i, &r)| i == r)
-        };
-    if !simple {
-        return false;
-    }
-    let SetTree::Select { plan: inner, .. } = b.derived.pop().expect("one subquery in FROM").query else {
-        unreachable!("checked above")
-    };
-    let inner = *inner;
-    let from = b.rels[0].alias.clone();
-    let output = inner.output;
-    let substitute = |e: &mut Expr| {
+        // Each of its relations planned, numbered from 0.
+        && !ix.is_empty()
+        && ix.iter().enumerate().all(|(i, &r)| i == r)
+}
+
+/// Puts subquery `inner`, relation `d` of the query, in its place: its relations after the
+/// query's (whose later ones then move down one, `d` gone).
+fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
+    let base = b.rels.len();
+    let from = b.rels[d].alias.clone();
+    // The subquery's expressions, in the query's numbering.
+    let shift = |e: &mut Expr, by: usize| {
         e.walk_mut(&mut |x| {
-            if let Expr::Column { rel: 0, col } = x {
+            if let Expr::Column { rel, .. } = x {
+                *rel += by;
+            }
+        })
+    };
+    let mut output = inner.output;
+    output.iter_mut().for_each(|e| shift(e, base));
+    r.each(&mut |e| {
+        e.walk_mut(&mut |x| {
+            if let Expr::Column { rel, col } = x
+                && *rel == d
+            {
                 *x = output[*col].clone();
             }
         })
-    };
-    r.conjuncts.iter_mut().for_each(substitute);
-    r.output.iter_mut().for_each(substitute);
-    r.order.iter_mut().for_each(|k| substitute(&mut k.expr));
-    if let Some(a) = r.agg.as_mut() {
-        a.groups.iter_mut().for_each(substitute);
-        for c in &mut a.aggs {
-            c.arg.iter_mut().for_each(substitute);
-            c.filter.iter_mut().for_each(substitute);
-        }
-        a.having.iter_mut().for_each(substitute);
-    }
-    // The subquery's relations, numbered as it numbered them, and its predicates.
+    });
     let mut rels = inner.rels;
     rels.sort_by_key(|rp| rp.rel);
-    b.rels = rels
-        .into_iter()
-        .map(|rp| {
-            // What its access path took from its predicates (an index key) is one too.
-            r.conjuncts
-                .extend(implied_by(&rp.access, &rp.schema, rp.rel).into_iter().step_by(2));
-            r.conjuncts.extend(rp.filters);
-            Rel {
-                alias: format!("{from}.{}", rp.schema.name),
-                schema: rp.schema,
+    for rp in rels {
+        // What its access path took from its predicates (an index key) is one too.
+        let implied = implied_by(&rp.access, &rp.schema, rp.rel).into_iter().step_by(2);
+        for mut c in implied.chain(rp.filters) {
+            shift(&mut c, base);
+            r.conjuncts.push(c);
+        }
+        b.rels.push(Rel {
+            alias: format!("{from}.{}", rp.schema.name),
+            schema: rp.schema,
+        });
+    }
+    for mut c in inner.pre_filters {
+        shift(&mut c, base);
+        r.conjuncts.push(c);
+    }
+    // Relation `d` leaves; the ones after it move down.
+    b.rels.remove(d);
+    r.each(&mut |e| {
+        e.walk_mut(&mut |x| {
+            if let Expr::Column { rel, .. } = x
+                && *rel > d
+            {
+                *rel -= 1;
             }
         })
-        .collect();
-    r.conjuncts.extend(inner.pre_filters);
-    true
+    });
+    for other in &mut b.derived {
+        if other.rel > d {
+            other.rel -= 1;
+        }
+    }
 }
