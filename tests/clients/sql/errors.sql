@@ -76,6 +76,19 @@ INSERT INTO er_t VALUES (5, 'e') RETURNING *;
 SELECT id FROM er_t LIMIT -1;
 SELECT id FROM er_t OFFSET -1;
 SELECT id FROM er_t ORDER BY 3;
+-- aggregates and window calls where PostgreSQL refuses them, by clause
+INSERT INTO er_t VALUES (1, sum(2));
+INSERT INTO er_t VALUES (1, row_number() OVER ());
+SELECT * FROM (VALUES (count(*))) AS x (a);
+UPDATE er_t SET n = max(n);
+UPDATE er_t SET v = 'x' WHERE sum(id) > 1;
+DELETE FROM er_t WHERE count(*) > 0;
+INSERT INTO er_t VALUES (1, 'x') RETURNING sum(id);
+SELECT 1 LIMIT sum(1);
+SELECT 1 OFFSET count(*);
+SELECT id FROM er_t LIMIT id;
+SELECT id FROM er_t OFFSET id + 1;
+SELECT 1 LIMIT row_number() OVER ();
 -- DDL
 CREATE TABLE er_t (id int);
 CREATE TABLE er_v (id int, id int);

@@ -31,6 +31,9 @@ SELECT a.x, b.y FROM (SELECT id AS x FROM fs_t WHERE grp = 1) a, (SELECT id AS y
 SELECT a.x, b.n FROM (SELECT id AS x, grp FROM fs_t) a JOIN (SELECT grp, count(*) AS n FROM fs_t GROUP BY grp) b USING (grp) ORDER BY 1;
 WITH w AS (SELECT id, grp FROM fs_t WHERE id > 1) SELECT w.id, f.name FROM w JOIN fs_t f ON f.id = w.grp ORDER BY 1;
 SELECT count(*), sum(s.id) FROM fs_t f, (SELECT id FROM fs_t ORDER BY id) s WHERE s.id <= f.id;
+-- a LEFT JOIN's left side is pulled up, its right side is not
+SELECT s.k, f.name FROM (SELECT id + 1 AS k FROM fs_t WHERE grp < 3) AS s LEFT JOIN fs_t f ON f.id = s.k ORDER BY 1;
+SELECT f.id, s.k FROM fs_t f LEFT JOIN (SELECT id + 1 AS k FROM fs_t WHERE grp < 3) AS s ON s.k = f.id ORDER BY 1;
 SELECT * FROM (SELECT 1 AS one, 'x' AS two) AS c;
 SELECT * FROM (SELECT id FROM fs_t) AS s (a, b);
 SELECT q.nope FROM (SELECT id FROM fs_t) AS q;

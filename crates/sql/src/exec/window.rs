@@ -266,38 +266,28 @@ fn frame_bounds(
     offset: &dyn Fn(&Expr, bool) -> Result<Value>,
 ) -> Result<Vec<(usize, usize)>> {
     let n = part.len();
-    let count = |e: &Expr, start: bool| -> Result<usize> {
-        match offset(e, start)? {
-            Value::Int(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
-            other => Err(SqlError::Type(format!(
-                "a frame offset must be an integer, not {}",
-                other.as_ref().kind_name()
-            ))),
-        }
-    };
-    // The offsets, evaluated once for the partition.
+    // The offsets, evaluated once for the partition: counts of rows or groups (integers),
+    // or for RANGE amounts added to the key.
     let value = |b: &FrameBound, start: bool| -> Result<Option<Value>> {
         match b {
             FrameBound::Preceding(e) | FrameBound::Following(e) => Ok(Some(offset(e, start)?)),
             _ => Ok(None),
         }
     };
-    let (start_by, end_by) = match w.frame.units {
-        FrameUnits::Range => (value(&w.frame.start, true)?, value(&w.frame.end, false)?),
-        _ => {
-            let c = |b: &FrameBound, start: bool| -> Result<Option<Value>> {
-                match b {
-                    FrameBound::Preceding(e) | FrameBound::Following(e) => {
-                        Ok(Some(Value::Int(count(e, start)? as i64)))
-                    }
-                    _ => Ok(None),
-                }
-            };
-            (c(&w.frame.start, true)?, c(&w.frame.end, false)?)
-        }
-    };
+    let (start_by, end_by) = (value(&w.frame.start, true)?, value(&w.frame.end, false)?);
+    if w.frame.units != FrameUnits::Range
+        && let Some(other) = [&start_by, &end_by]
+            .into_iter()
+            .flatten()
+            .find(|v| !matches!(v, Value::Int(_)))
+    {
+        return Err(SqlError::Type(format!(
+            "a frame offset must be an integer, not {}",
+            other.as_ref().kind_name()
+        )));
+    }
     let steps = |v: &Option<Value>| match v {
-        Some(Value::Int(i)) => *i as usize,
+        Some(Value::Int(i)) => usize::try_from(*i).unwrap_or(usize::MAX),
         _ => 0,
     };
     let mut group_of = vec![0; n];

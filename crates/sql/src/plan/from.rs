@@ -520,7 +520,10 @@ pub(super) fn values(b: &mut Binder<'_>, v: &ast::Values) -> Result<SetTree> {
         |e: &ast::Expr| matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
     for (i, row) in v.rows.iter().enumerate() {
         let bound = b.in_own_scope(|sub| {
-            let r = row.iter().map(|e| sub.expr(e)).collect::<Result<Vec<_>>>()?;
+            let r = row
+                .iter()
+                .map(|e| sub.expr_in("VALUES", e))
+                .collect::<Result<Vec<_>>>()?;
             if !sub.init.is_empty() {
                 return unsupported("a subquery in VALUES");
             }

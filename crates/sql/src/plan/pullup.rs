@@ -7,8 +7,9 @@
 //! such queries (SQLAlchemy's `Query.count()`), and views and WITH queries are read as
 //! subqueries in FROM.
 //!
-//! Taken only where the answer cannot change: the query has no outer join, window calls
-//! or row locks; the subquery is a SELECT of tables joined by inner joins, with no
+//! Taken only where the answer cannot change: the subquery is not null-extended by an outer
+//! join (a LEFT JOIN's left side may be one), the query has no FULL JOIN, window calls or
+//! row locks, and the subquery is a SELECT of tables joined by inner joins, with no
 //! aggregation, DISTINCT, LIMIT, OFFSET, window calls, subqueries of its own, or subquery
 //! in FROM — and no ORDER BY unless the query aggregates (its rows' order then does not
 //! count).
@@ -24,6 +25,8 @@ use crate::expr::Expr;
 /// instead of it changes.
 pub(super) struct Reads<'a> {
     pub(super) conjuncts: &'a mut Vec<Expr>,
+    /// The outer joins, with their ON conditions.
+    pub(super) outer: &'a mut Vec<OuterJoin>,
     pub(super) output: &'a mut Vec<Expr>,
     pub(super) order: &'a mut Vec<SortKey>,
     pub(super) agg: &'a mut Option<AggPlan>,
@@ -33,6 +36,7 @@ impl Reads<'_> {
     /// Calls `f` on every expression of the query.
     fn each(&mut self, f: &mut impl FnMut(&mut Expr)) {
         self.conjuncts.iter_mut().for_each(&mut *f);
+        self.outer.iter_mut().for_each(|o| o.on.iter_mut().for_each(&mut *f));
         self.output.iter_mut().for_each(&mut *f);
         self.order.iter_mut().for_each(|k| f(&mut k.expr));
         if let Some(a) = self.agg.as_mut() {
@@ -50,18 +54,18 @@ impl Reads<'_> {
 /// its relations become the query's, its predicates join the query's conjuncts, and each
 /// read of its columns reads the expression the subquery gives there. Returns how many it
 /// pulled up; the query is then planned over their tables.
-pub(super) fn pull_up(
-    b: &mut Binder<'_>,
-    q: &ast::Query,
-    outer: &[OuterJoin],
-    windows: bool,
-    mut r: Reads<'_>,
-) -> usize {
-    if !outer.is_empty() || b.full_join.is_some() || windows || !q.locks.is_empty() {
+pub(super) fn pull_up(b: &mut Binder<'_>, q: &ast::Query, windows: bool, mut r: Reads<'_>) -> usize {
+    if b.full_join.is_some() || windows || !q.locks.is_empty() {
         return 0;
     }
     let mut pulled = 0;
-    while let Some(i) = b.derived.iter().position(|d| simple(d, r.agg.is_some())) {
+    // (A subquery null-extended by an outer join stays: its predicates would then have to
+    // null-extend its rows, not remove them.)
+    while let Some(i) = b
+        .derived
+        .iter()
+        .position(|d| simple(d, r.agg.is_some()) && !r.outer.iter().any(|o| o.rel == d.rel))
+    {
         let inner_rels = match &b.derived[i].query {
             SetTree::Select { plan, .. } => plan.rels.len(),
             _ => 0,
@@ -158,9 +162,14 @@ fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
             }
         })
     });
-    for other in &mut b.derived {
-        if other.rel > d {
-            other.rel -= 1;
+    for other in b
+        .derived
+        .iter_mut()
+        .map(|x| &mut x.rel)
+        .chain(r.outer.iter_mut().map(|o| &mut o.rel))
+    {
+        if *other > d {
+            *other -= 1;
         }
     }
 }

@@ -155,15 +155,15 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     }
     let (limit, offset) = limit_offset(b, q)?;
     row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
-    let mut conjuncts = conjuncts;
-    let mut agg = agg;
+    let (mut conjuncts, mut outer, mut agg) = (conjuncts, outer, agg);
     let reads = super::pullup::Reads {
         conjuncts: &mut conjuncts,
+        outer: &mut outer,
         output: &mut output,
         order: &mut order,
         agg: &mut agg,
     };
-    super::pullup::pull_up(b, q, &outer, !windows.is_empty(), reads);
+    super::pullup::pull_up(b, q, !windows.is_empty(), reads);
     let (rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
     Ok((
@@ -833,15 +833,18 @@ fn to_post_agg(e: &Expr, groups: &[Expr], rels: &[Rel]) -> Result<Expr> {
 }
 
 fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
-    let mut bind = |e: &ast::Expr| -> Result<Expr> {
-        let saved = b.aggs.take();
-        let r = b.expr(e);
-        b.aggs = saved;
+    // As PostgreSQL: "aggregate functions are not allowed in LIMIT", "argument of OFFSET
+    // must not contain variables".
+    let mut bind_in = |clause: &'static str, e: &ast::Expr| -> Result<Expr> {
+        let saved = (b.aggs.take(), b.windows.take());
+        let r = b.expr_in(clause, e);
+        (b.aggs, b.windows) = saved;
         let (x, _) = r?;
         if !x.is_row_independent() {
-            return Err(SqlError::Syntax(
-                "LIMIT and OFFSET must be constants or parameters".into(),
-            ));
+            return Err(
+                SqlError::InvalidColumnReference(format!("argument of {clause} must not contain variables"))
+                    .at(crate::error::start_of(e), Point::Start),
+            );
         }
         b.infer(&x, Some(DataType::BigInt));
         Ok(x)
@@ -857,11 +860,13 @@ fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Opt
                 return unsupported("LIMIT BY");
             }
             (
-                limit.as_ref().map(&mut bind).transpose()?,
-                offset.as_ref().map(|o| bind(&o.value)).transpose()?,
+                limit.as_ref().map(|l| bind_in("LIMIT", l)).transpose()?,
+                offset.as_ref().map(|o| bind_in("OFFSET", &o.value)).transpose()?,
             )
         }
-        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(bind(limit)?), Some(bind(offset)?)),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+            (Some(bind_in("LIMIT", limit)?), Some(bind_in("OFFSET", offset)?))
+        }
     };
     // FETCH FIRST n ROWS ONLY: the standard's LIMIT (one row without n).
     let Some(fetch) = &q.fetch else {
@@ -874,7 +879,7 @@ fn limit_offset(b: &mut Binder<'_>, q: &ast::Query) -> Result<(Option<Expr>, Opt
         return Err(SqlError::Syntax("multiple LIMIT clauses not allowed".into()));
     }
     let n = match &fetch.quantity {
-        Some(e) => bind(e)?,
+        Some(e) => bind_in("LIMIT", e)?,
         None => Expr::Const(permafrost_types::Value::Int(1)),
     };
     Ok((Some(n), offset))

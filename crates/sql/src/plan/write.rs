@@ -29,7 +29,7 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
     for item in items.iter().flatten() {
         match item {
             SelectItem::UnnamedExpr(e) => {
-                let (x, t) = b.expr(e)?;
+                let (x, t) = b.expr_in("RETURNING", e)?;
                 refuse_correlated(&x)?;
                 out.push(x);
                 cols.push(ColumnInfo {
@@ -38,7 +38,7 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
                 });
             }
             SelectItem::ExprWithAlias { expr, alias } => {
-                let (x, t) = b.expr(expr)?;
+                let (x, t) = b.expr_in("RETURNING", expr)?;
                 refuse_correlated(&x)?;
                 out.push(x);
                 cols.push(ColumnInfo {
@@ -318,7 +318,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                     }
                     let mut out = Vec::with_capacity(row.len());
                     for (pos, e) in row.iter().enumerate() {
-                        let (x, _) = b.expr(e)?;
+                        let (x, _) = b.expr_in("VALUES", e)?;
                         b.infer(&x, Some(schema.columns[named[pos]].ty));
                         out.push(x);
                     }
@@ -390,7 +390,7 @@ fn single_target(b: &mut Binder<'_>, t: &ast::TableWithJoins) -> Result<()> {
 fn target_plan(b: &mut Binder<'_>, selection: &Option<ast::Expr>) -> Result<RelPlan> {
     let mut conjuncts = Vec::new();
     if let Some(w) = selection {
-        b.expr(w)?.0.conjuncts(&mut conjuncts);
+        b.expr_in("WHERE", w)?.0.conjuncts(&mut conjuncts);
     }
     let (mut rels, pre) = plan_joins(b, conjuncts, Vec::new())?;
     let mut target = rels.pop().expect("one relation");
@@ -442,7 +442,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
         if assignments.iter().any(|(x, _)| *x == c) {
             return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
         }
-        let (x, _) = b.expr(value)?;
+        let (x, _) = b.expr_in("UPDATE", value)?;
         b.infer(&x, Some(schema.columns[c].ty));
         assignments.push((c, x));
     }
