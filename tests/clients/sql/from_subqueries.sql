@@ -34,6 +34,8 @@ SELECT count(*), sum(s.id) FROM fs_t f, (SELECT id FROM fs_t ORDER BY id) s WHER
 -- a LEFT JOIN's left side is pulled up, its right side is not
 SELECT s.k, f.name FROM (SELECT id + 1 AS k FROM fs_t WHERE grp < 3) AS s LEFT JOIN fs_t f ON f.id = s.k ORDER BY 1;
 SELECT f.id, s.k FROM fs_t f LEFT JOIN (SELECT id + 1 AS k FROM fs_t WHERE grp < 3) AS s ON s.k = f.id ORDER BY 1;
+SELECT f.id, s.i, s.n FROM fs_t f LEFT JOIN (SELECT id AS i, name AS n FROM fs_t) AS s ON s.i = f.grp + 3 ORDER BY 1;
+SELECT count(*), count(s.n) FROM fs_t f LEFT JOIN (SELECT name AS n, grp FROM fs_t) AS s ON s.grp = f.id AND s.n > 'b';
 SELECT * FROM (SELECT 1 AS one, 'x' AS two) AS c;
 SELECT * FROM (SELECT id FROM fs_t) AS s (a, b);
 SELECT q.nope FROM (SELECT id FROM fs_t) AS q;

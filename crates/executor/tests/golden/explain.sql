@@ -17,6 +17,10 @@ EXPLAIN WITH low AS (SELECT s_i_id FROM stock WHERE s_quantity < 10) SELECT i_na
 EXPLAIN SELECT count(*) FROM (SELECT i_id, i_name FROM item WHERE i_id > 1) s WHERE i_name = 'a';
 EXPLAIN SELECT * FROM (SELECT i_id, i_name FROM item LIMIT 5) s WHERE i_name = 'a';
 EXPLAIN WITH w AS (SELECT s_i_id, s_quantity FROM stock WHERE s_w_id = 1) SELECT i_name, w.s_quantity FROM item JOIN w ON w.s_i_id = item.i_id WHERE item.i_name = 'a';
+-- Null-extended by a LEFT JOIN, a subquery is pulled up only when it reads one table's
+-- columns and nothing else.
+EXPLAIN SELECT i_id, s.q FROM item LEFT JOIN (SELECT s_w_id AS w, s_i_id AS i, s_quantity AS q FROM stock) s ON s.w = 1 AND s.i = item.i_id;
+EXPLAIN SELECT i_id, s.q FROM item LEFT JOIN (SELECT s_i_id AS i, s_quantity AS q FROM stock WHERE s_w_id = 1) s ON s.i = item.i_id;
 EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
 EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
 EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;

@@ -7,9 +7,9 @@
 //! such queries (SQLAlchemy's `Query.count()`), and views and WITH queries are read as
 //! subqueries in FROM.
 //!
-//! Taken only where the answer cannot change: the subquery is not null-extended by an outer
-//! join (a LEFT JOIN's left side may be one), the query has no FULL JOIN, window calls or
-//! row locks, and the subquery is a SELECT of tables joined by inner joins, with no
+//! Taken only where the answer cannot change: the query has no FULL JOIN, window calls or
+//! row locks; a subquery an outer join null-extends reads one table's columns and nothing
+//! else; and the subquery is a SELECT of tables joined by inner joins, with no
 //! aggregation, DISTINCT, LIMIT, OFFSET, window calls, subqueries of its own, or subquery
 //! in FROM — and no ORDER BY unless the query aggregates (its rows' order then does not
 //! count).
@@ -59,12 +59,14 @@ pub(super) fn pull_up(b: &mut Binder<'_>, q: &ast::Query, windows: bool, mut r: 
         return 0;
     }
     let mut pulled = 0;
-    // (A subquery null-extended by an outer join stays: its predicates would then have to
-    // null-extend its rows, not remove them.)
+    // A subquery an outer join null-extends is taken only as its one table's columns, with
+    // no predicate: null-extending the table then null-extends the subquery's rows (a
+    // predicate would have to null-extend rows rather than remove them, an expression could
+    // be non-NULL over a null-extended row).
     while let Some(i) = b
         .derived
         .iter()
-        .position(|d| simple(d, r.agg.is_some()) && !r.outer.iter().any(|o| o.rel == d.rel))
+        .position(|d| simple(d, r.agg.is_some()) && (!r.outer.iter().any(|o| o.rel == d.rel) || bare_columns(d)))
     {
         let inner_rels = match &b.derived[i].query {
             SetTree::Select { plan, .. } => plan.rels.len(),
@@ -109,11 +111,26 @@ fn simple(d: &DerivedRel, order_free: bool) -> bool {
         && ix.iter().enumerate().all(|(i, &r)| i == r)
 }
 
+/// Whether subquery `d` reads one table's columns and nothing else: no predicate, no
+/// expression.
+fn bare_columns(d: &DerivedRel) -> bool {
+    let SetTree::Select { plan: inner, .. } = &d.query else {
+        return false;
+    };
+    matches!(inner.rels.as_slice(), [rp] if rp.filters.is_empty() && matches!(rp.access, Access::Scan))
+        && inner.pre_filters.is_empty()
+        && inner.output.iter().all(|e| matches!(e, Expr::Column { rel: 0, .. }))
+}
+
 /// Puts subquery `inner`, relation `d` of the query, in its place: its relations after the
 /// query's (whose later ones then move down one, `d` gone).
 fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
     let base = b.rels.len();
     let from = b.rels[d].alias.clone();
+    // An outer join that null-extended the subquery null-extends its one table.
+    for o in r.outer.iter_mut().filter(|o| o.rel == d) {
+        o.rel = base;
+    }
     // The subquery's expressions, in the query's numbering.
     let shift = |e: &mut Expr, by: usize| {
         e.walk_mut(&mut |x| {
