@@ -337,12 +337,20 @@ fn set_tree(b: &mut Binder<'_>, outer: &ast::Query, e: &SetExpr) -> Result<SetTr
             }
         }
         SetExpr::Select(_) => {
-            // The side as a query of its own, without the whole's ORDER BY and LIMIT.
-            let mut side = outer.clone();
-            *side.body = e.clone();
-            side.with = None;
-            side.order_by = None;
-            side.limit_clause = None;
+            // The side as a query of its own, without the whole's WITH (bound already),
+            // ORDER BY, LIMIT and FETCH, and without a copy of the other sides.
+            let side = ast::Query {
+                with: None,
+                body: Box::new(e.clone()),
+                order_by: None,
+                limit_clause: None,
+                fetch: None,
+                locks: outer.locks.clone(),
+                for_clause: outer.for_clause.clone(),
+                settings: outer.settings.clone(),
+                format_clause: outer.format_clause.clone(),
+                pipe_operators: outer.pipe_operators.clone(),
+            };
             let (plan, columns) = b.in_own_scope(|sub| select(sub, &side))?;
             SetTree::Select {
                 plan: Box::new(plan),
