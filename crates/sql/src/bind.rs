@@ -242,9 +242,9 @@ impl<'c> Binder<'c> {
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
-        if let Some(sym) = arith_symbol(op)
+        if let Some((aop, sym)) = arith_of(op)
             && let (Some(x), Some(y)) = (at, bt)
-            && !arith_defined(x, y)
+            && arith_type(aop, at, bt).is_none()
         {
             // As PostgreSQL, when the statement is planned (not when a row meets it), at
             // the operator.
@@ -778,39 +778,36 @@ fn type_name(t: Option<DataType>) -> String {
     }
 }
 
-/// The symbol of an arithmetic operator.
-fn arith_symbol(op: &BinaryOperator) -> Option<&'static str> {
+/// The arithmetic operator `op` is, and its symbol.
+fn arith_of(op: &BinaryOperator) -> Option<(ArithOp, &'static str)> {
     Some(match op {
-        BinaryOperator::Plus => "+",
-        BinaryOperator::Minus => "-",
-        BinaryOperator::Multiply => "*",
-        BinaryOperator::Divide => "/",
-        BinaryOperator::Modulo => "%",
+        BinaryOperator::Plus => (ArithOp::Add, "+"),
+        BinaryOperator::Minus => (ArithOp::Sub, "-"),
+        BinaryOperator::Multiply => (ArithOp::Mul, "*"),
+        BinaryOperator::Divide => (ArithOp::Div, "/"),
+        BinaryOperator::Modulo => (ArithOp::Mod, "%"),
         _ => return None,
     })
 }
 
-/// Whether arithmetic is defined between values of types `a` and `b`: numbers of any kind
-/// together, and a timestamp with an integer (microseconds) or another timestamp.
-fn arith_defined(a: DataType, b: DataType) -> bool {
-    let number = |t: DataType| t.is_integer() || matches!(t, DataType::Double | DataType::Decimal { .. });
-    (number(a) && number(b)) || (a == DataType::Timestamp && (b == DataType::Timestamp || b.is_integer()))
-}
-
+/// The type of `a op b`, `None` where a type is not known (an untyped literal or
+/// parameter) or no operator takes the two: numbers of any kind together (the wider kind;
+/// integers keep the wider width), and a timestamp with an integer (microseconds) or
+/// another timestamp (their difference a `bigint`).
 fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<DataType> {
     use DataType as T;
     match (a?, b?) {
+        (T::Timestamp, T::Timestamp) if op == ArithOp::Sub => Some(T::BigInt),
+        (T::Timestamp, y) if y == T::Timestamp || y.is_integer() => Some(T::Timestamp),
+        (x, y) if !(x.is_numeric() && y.is_numeric()) => None,
         (T::Double, _) | (_, T::Double) => Some(T::Double),
         (T::Decimal { .. }, _) | (_, T::Decimal { .. }) => Some(T::Decimal { precision: 0, scale: 0 }),
-        (T::Timestamp, T::Timestamp) if op == ArithOp::Sub => Some(T::BigInt),
-        (T::Timestamp, _) => Some(T::Timestamp),
-        (x, y) if x.is_integer() && y.is_integer() => Some(if x == T::BigInt || y == T::BigInt {
+        (x, y) => Some(if x == T::BigInt || y == T::BigInt {
             T::BigInt
         } else if x == T::Integer || y == T::Integer {
             T::Integer
         } else {
             T::SmallInt
         }),
-        _ => None,
     }
 }
