@@ -151,8 +151,8 @@ impl Prepared {
     /// Runs the statement.
     pub fn execute(&self, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
         let params = coerce_params(params, self.param_types())?;
-        if let (Some(inner), Some(opts)) = (self.explained(), self.analyzed()) {
-            return self.run_analyzed(inner, opts, env, &params);
+        if let Some(a) = self.analyzed() {
+            return self.run_analyzed(a, env, &params);
         }
         if let Some(inner) = self.explained() {
             let mut rows = Rows::empty(self.columns().clone());
@@ -171,8 +171,7 @@ impl Prepared {
     /// its rows.
     fn run_analyzed(
         &self,
-        inner: &Prepared,
-        opts: crate::prepared::ExplainAnalyze,
+        a: &crate::prepared::ExplainAnalyze,
         env: &mut Env<'_, '_>,
         params: &[Value],
     ) -> Result<Rows> {
@@ -186,11 +185,11 @@ impl Prepared {
             levels: Vec::new(),
         });
         let defer = std::mem::replace(&mut env.defer_scans, false);
-        let r = execute(self.plan(), inner.columns(), env, params);
+        let r = execute(self.plan(), &a.columns, env, params);
         env.defer_scans = defer;
         let levels = env.analyze.take().map(|a| a.levels).unwrap_or_default();
-        let lines = crate::explain::explain_analyzed(inner, params, env.total_partitions, levels);
-        Ok(crate::explain::Analyzed::new(lines, r?, started, opts.summary, self.columns().clone()).into_rows())
+        let lines = crate::explain::explain_analyzed(self, params, env.total_partitions, levels);
+        Ok(crate::explain::Analyzed::new(lines, r?, started, a.summary, self.columns().clone()).into_rows())
     }
 }
 
@@ -215,7 +214,7 @@ impl Prepared {
     /// queries that do not read the clock.
     pub fn partial(&self, params: &[Value], work_mem: usize) -> Result<Option<PartialSelect>> {
         let Plan::Select(p) = self.plan() else { return Ok(None) };
-        if self.explained().is_some() {
+        if self.analyzed().is_some() {
             return Ok(None);
         }
         // One partitioned relation read at every partition: each part reads its own

@@ -493,7 +493,7 @@ impl Analyzed {
     }
 
     /// The result: the lines, or none yet and the rest that gives them.
-    pub fn into_rows(self) -> Rows {
+    pub fn into_rows(mut self) -> Rows {
         if self.rest.is_none() {
             return self.finish();
         }
@@ -502,7 +502,8 @@ impl Analyzed {
         out
     }
 
-    fn finish(mut self) -> Rows {
+    /// The lines, once every row is counted (given once: the lines are taken).
+    fn finish(&mut self) -> Rows {
         if let Some(first) = self.lines.first_mut() {
             first.push_str(&format!("  (actual rows={})", self.rows));
         }
@@ -511,8 +512,8 @@ impl Analyzed {
             self.lines.push(format!("Execution Time: {ms:.3} ms"));
         }
         let mut out = Rows::empty(self.columns.clone());
-        for line in &self.lines {
-            out.push_row(std::iter::once(ValueRef::Text(line)));
+        for line in std::mem::take(&mut self.lines) {
+            out.push_row(std::iter::once(ValueRef::Text(&line)));
         }
         out
     }
@@ -527,14 +528,6 @@ impl MoreRows for Analyzed {
             self.rows += part.len() as u64;
         }
         self.rest = None;
-        let done = Analyzed {
-            lines: std::mem::take(&mut self.lines),
-            rows: self.rows,
-            rest: None,
-            started: self.started,
-            summary: self.summary,
-            columns: self.columns.clone(),
-        };
-        Ok(Some(done.finish()))
+        Ok(Some(self.finish()))
     }
 }

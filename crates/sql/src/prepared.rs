@@ -52,17 +52,19 @@ pub struct Prepared {
     /// `EXPLAIN statement`: the statement shown (this one's plan reads nothing; running it
     /// gives the statement's plan as text, `crate::explain`).
     explain: Option<Box<Prepared>>,
-    /// `EXPLAIN ANALYZE query`: this one's plan is the query's, planned again, so that it
-    /// runs where the query runs and reads what it reads; running it runs the query and
-    /// gives the plan with the rows each step gave and the time taken.
+    /// `EXPLAIN ANALYZE query`: this one's plan, parameters and route are the query's, so
+    /// that it runs where the query runs and reads what it reads; running it runs the
+    /// query and gives the plan with the rows each step gave and the time taken.
     analyze: Option<ExplainAnalyze>,
 }
 
-/// The options of EXPLAIN ANALYZE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What EXPLAIN ANALYZE keeps besides the query's plan.
+#[derive(Debug, Clone)]
 pub struct ExplainAnalyze {
     /// `SUMMARY` (on by default): the execution time, after the plan.
     pub summary: bool,
+    /// The query's own result columns (the statement's is EXPLAIN's one).
+    pub columns: Arc<[ColumnInfo]>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -95,32 +97,44 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
             options,
             ..
         } => {
-            let analyze = explain_options(*analyze, format.is_some(), options.as_deref())?;
+            let summary = explain_options(*analyze, format.is_some(), options.as_deref())?;
             let inner = prepare_statement(catalog, statement, sql)?;
-            let plan = match analyze {
-                None => Plan::Select(SelectPlan::reading_nothing()),
-                Some(_) if inner.kind != StatementKind::Select || inner.explain.is_some() => {
-                    return Err(SqlError::Unsupported(
-                        "EXPLAIN ANALYZE of INSERT, UPDATE, DELETE or EXPLAIN (it would run the statement; \
-                         EXPLAIN without ANALYZE shows its plan)"
-                            .into(),
-                    ));
-                }
-                Some(_) => prepare_statement(catalog, statement, sql)?.plan,
+            let columns: Arc<[ColumnInfo]> = vec![ColumnInfo {
+                name: "QUERY PLAN".into(),
+                ty: Some(DataType::Varchar(None)),
+            }]
+            .into();
+            let Some(summary) = summary else {
+                return Ok(Prepared {
+                    sql: sql.to_string(),
+                    plan: Plan::Select(SelectPlan::reading_nothing()),
+                    param_types: inner.param_types.clone(),
+                    array_params: inner.array_params.clone(),
+                    columns,
+                    kind: StatementKind::Select,
+                    explain: Some(Box::new(inner)),
+                    analyze: None,
+                });
             };
+            if inner.kind != StatementKind::Select || inner.explain.is_some() || inner.analyze.is_some() {
+                return Err(SqlError::Unsupported(
+                    "EXPLAIN ANALYZE of INSERT, UPDATE, DELETE or EXPLAIN (it would run the statement; \
+                     EXPLAIN without ANALYZE shows its plan)"
+                        .into(),
+                ));
+            }
             return Ok(Prepared {
                 sql: sql.to_string(),
-                plan,
-                param_types: inner.param_types.clone(),
-                array_params: inner.array_params.clone(),
-                columns: vec![ColumnInfo {
-                    name: "QUERY PLAN".into(),
-                    ty: Some(DataType::Varchar(None)),
-                }]
-                .into(),
+                plan: inner.plan,
+                param_types: inner.param_types,
+                array_params: inner.array_params,
+                columns,
                 kind: StatementKind::Select,
-                explain: Some(Box::new(inner)),
-                analyze,
+                explain: None,
+                analyze: Some(ExplainAnalyze {
+                    summary,
+                    columns: inner.columns,
+                }),
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
@@ -154,12 +168,12 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
 /// The options of EXPLAIN that are taken: `VERBOSE` and `COSTS` (there are no costs to
 /// show either way), `FORMAT TEXT`, `ANALYZE` with `SUMMARY` and `TIMING` (each step's
 /// rows are counted, its time is not measured: the statement's is); the other options
-/// and formats are refused. `Some` for ANALYZE.
+/// and formats are refused. For ANALYZE, whether SUMMARY is on.
 fn explain_options(
     analyze: bool,
     format: bool,
     options: Option<&[sqlparser::ast::UtilityOption]>,
-) -> Result<Option<ExplainAnalyze>> {
+) -> Result<Option<bool>> {
     let (mut analyze, mut summary) = (analyze, None);
     if format {
         return Err(SqlError::Unsupported(
@@ -184,9 +198,7 @@ fn explain_options(
             }
         }
     }
-    Ok(analyze.then(|| ExplainAnalyze {
-        summary: summary.unwrap_or(true),
-    }))
+    Ok(analyze.then(|| summary.unwrap_or(true)))
 }
 
 fn first_words(s: &str) -> String {
@@ -226,9 +238,9 @@ impl Prepared {
         self.explain.as_deref()
     }
 
-    /// For `EXPLAIN ANALYZE query`, its options.
-    pub fn analyzed(&self) -> Option<ExplainAnalyze> {
-        self.analyze
+    /// For `EXPLAIN ANALYZE query`, what it keeps besides the query's plan.
+    pub fn analyzed(&self) -> Option<&ExplainAnalyze> {
+        self.analyze.as_ref()
     }
 
     /// Whether the statement touches a few rows found by exact key: every relation it reads

@@ -457,10 +457,7 @@ impl FrameAcc {
         } else if func != AggFunc::Count
             && let Some(sum) = self.value.take()
         {
-            let v = match v {
-                Value::Int(i) => Value::Decimal((*i).into()),
-                v => v.clone(),
-            };
+            // (An integer comes out of a numeric sum as a numeric.)
             self.value = Some(arith(ArithOp::Sub, sum.as_ref(), v.as_ref())?);
         }
         Ok(())
