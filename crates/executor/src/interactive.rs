@@ -41,7 +41,7 @@
 //! commits there when all of these hold, and fails with 40001 otherwise:
 //!
 //! 1. Every statement's reads are described by ranges of a partition column
-//!    (`Prepared::read_range`, `Prepared::write_range`, or an INSERT of listed rows, which
+//!    (`Prepared::read_ranges`, `Prepared::write_range`, or an INSERT of listed rows, which
 //!    reads only the keys it inserts), and every query knows the write clock before it was
 //!    submitted (`seen`) and after its result came back (`done`).
 //! 2. Each query gives at the cut what it showed: no change to what it read is stamped
@@ -136,7 +136,7 @@ pub struct TxnStatement {
     pub digest: u64,
     /// The write clock ([`Database::write_clock`]) read before the statement was
     /// submitted, if it was: the COMMIT does not run again a query whose rows no commit
-    /// stamped later changed ([`Prepared::read_range`], `ProcContext::unchanged_since`).
+    /// stamped later changed ([`Prepared::read_ranges`], `ProcContext::unchanged_since`).
     pub seen: Option<u64>,
     /// The write clock read after its result came back, if it was: with `seen`, what a
     /// COMMIT that takes an earlier place knows of when it read ("Committing at an
@@ -224,12 +224,12 @@ impl Interactive {
                         Some(_),
                         Some(seen),
                         Some(Run {
-                            reads: Some(Some(range)),
-                            ..
+                            reads: Some(ranges), ..
                         }),
                     ) = (expect.digest, expect.seen, runs.get(i))
                         && ctx.statements[i].is_read_only()
-                        && ctx.unchanged_since(range, seen)
+                        && !ranges.is_empty()
+                        && ranges.iter().all(|range| ctx.unchanged_since(range, seen))
                     {
                         // A query whose rows nothing committed since changed gives what
                         // it showed: not run again.
@@ -243,6 +243,16 @@ impl Interactive {
                     let rows = match run {
                         Ok(rows) => rows,
                         Err(e) if own || ctx.is_prepass() => return Err(e),
+                        // A query whose tables changed since it ran (spilled, past its
+                        // working memory) cannot spill here, holding the partitions: the
+                        // client retries, as for one that needs its evicted rows back.
+                        Err(ProcError::Sql(SqlError::OutOfWorkMem(_))) if expect.digest.is_some() => {
+                            return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
+                                "statement {} of the transaction read tables that changed since, and running \
+                                 it again at COMMIT needs more than its working memory; retry the transaction",
+                                i + 1
+                            ))));
+                        }
                         Err(ProcError::Sql(e)) if !matters(&e) => return Err(ProcError::Sql(e)),
                         Err(e) => {
                             return Err(ProcError::Sql(SqlError::SerializationFailure(format!(
@@ -316,7 +326,7 @@ fn changed_result(i: usize) -> ProcError {
 /// One statement of a COMMIT: what it must give, and what it reads ([`reads_of`]).
 struct Run {
     expect: Expected,
-    reads: Option<Option<permafrost_sql::ReadRange>>,
+    reads: Option<Vec<permafrost_sql::ReadRange>>,
 }
 
 /// The statements of a COMMIT, with their parameters (`counts[i]` of them for statement
@@ -339,16 +349,16 @@ fn runs(statements: &[Arc<Prepared>], counts: &[usize], params: &[Value], expect
 }
 
 /// What a statement of an interactive transaction reads, described by partition-column
-/// ranges ([`Prepared::read_range`], [`Prepared::write_range`]): `Some(None)` for an
-/// INSERT of listed rows (it reads only the keys it inserts, which its changes list),
-/// `None` when it cannot be described.
-fn reads_of(p: &Prepared, params: &[Value]) -> Option<Option<permafrost_sql::ReadRange>> {
+/// ranges ([`Prepared::read_ranges`], [`Prepared::write_range`]): none for an INSERT of
+/// listed rows (it reads only the keys it inserts, which its changes list), `None` when
+/// it cannot be described.
+fn reads_of(p: &Prepared, params: &[Value]) -> Option<Vec<permafrost_sql::ReadRange>> {
     if p.is_read_only() {
-        p.read_range(params).map(Some)
+        p.read_ranges(params)
     } else if p.inserts_keyed_rows() {
-        Some(None)
+        Some(Vec::new())
     } else {
-        p.write_range(params).map(Some)
+        p.write_range(params).map(|r| vec![r])
     }
 }
 
@@ -357,7 +367,7 @@ fn reads_of(p: &Prepared, params: &[Value]) -> Option<Option<permafrost_sql::Rea
 fn described_reads(runs: &[Run]) -> Option<Vec<KeyRange>> {
     let mut out = Vec::with_capacity(runs.len());
     for run in runs {
-        if let Some(r) = run.reads.as_ref()? {
+        for r in run.reads.as_ref()? {
             out.push(KeyRange {
                 table: r.schema.id,
                 lo: r.lo.clone(),
@@ -378,25 +388,26 @@ fn earlier_place(ctx: &mut ProcContext<'_, '_, '_>, runs: &[Run], later: &[usize
     // Every statement's reads, described, on the tables the partitions hold.
     let mut reads = Vec::with_capacity(runs.len());
     for run in runs {
-        let range = run.reads.as_ref()?;
-        if let Some(r) = range
-            && !stores
+        let ranges = run.reads.as_ref()?;
+        let held = |r: &permafrost_sql::ReadRange| {
+            stores
                 .iter()
                 .all(|s| s.table(r.schema.id).is_some_and(|t| Arc::ptr_eq(t.schema(), &r.schema)))
-        {
+        };
+        if !ranges.iter().all(held) {
             return None;
         }
-        reads.push(range);
+        reads.push(ranges);
     }
     let recent: Vec<&permafrost_storage::Recent> = stores.iter().map(|s| s.recent()).collect::<Option<_>>()?;
     // The cut: just before the first change a changed query did not see.
     let mut cut = u64::MAX;
     for &i in later {
-        let (Some(r), Some((seen, _))) = (reads.get(i)?, runs.get(i)?.expect.window()) else {
+        let (ranges, Some((seen, _))) = (reads.get(i)?, runs.get(i)?.expect.window()) else {
             return None;
         };
         let mut first = None;
-        for rc in &recent {
+        for (r, rc) in ranges.iter().flat_map(|r| recent.iter().map(move |rc| (r, rc))) {
             if let Some(f) = rc
                 .first_change_after(seen, r.schema.id, r.lo.as_ref(), r.hi.as_ref())
                 .ok()?
@@ -410,19 +421,23 @@ fn earlier_place(ctx: &mut ProcContext<'_, '_, '_>, runs: &[Run], later: &[usize
     // Each query gives at the cut what it showed: nothing it read changed between the cut
     // and when it ran. Each write gives there what it gives now: nothing it read changed
     // since the cut.
-    for (p, (range, run)) in statements.iter().zip(reads.iter().zip(runs)) {
-        let Some(r) = range else { continue };
+    for (p, (ranges, run)) in statements.iter().zip(reads.iter().zip(runs)) {
+        if ranges.is_empty() {
+            continue;
+        }
         let (after, upto) = if p.is_read_only() {
             let (seen, done) = run.expect.window()?;
             (seen.min(cut), done.max(cut))
         } else {
             (cut, u64::MAX)
         };
-        if recent
-            .iter()
-            .any(|rc| rc.changed_between(after, upto, r.schema.id, r.lo.as_ref(), r.hi.as_ref()))
-        {
-            return None;
+        for r in ranges.iter() {
+            if recent
+                .iter()
+                .any(|rc| rc.changed_between(after, upto, r.schema.id, r.lo.as_ref(), r.hi.as_ref()))
+            {
+                return None;
+            }
         }
     }
     // Nothing committed after the cut wrote or read a row this commit changes.

@@ -367,3 +367,66 @@ async fn for_update_keeps_a_concurrent_change_from_being_lost() {
         .unwrap_err();
     assert_eq!(e.code().unwrap().code(), "0A000", "{e}");
 }
+
+/// A read of several tables past its working memory inside a block (a join, spilled to
+/// disk): its COMMIT checks it with one read-set entry per table and does not run it again
+/// (holding the partitions, it could not spill). Once one of its tables changed, running
+/// it again at COMMIT would need more than its working memory: the COMMIT fails with 40001
+/// for the client to retry, and the retry commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_past_work_mem_in_a_block_commits_with_a_coarse_read_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = permafrost_executor::Config::builder()
+        .partitions(2)
+        .memory_limit(32 << 20)
+        .temp_dir(dir.path().join("tmp"))
+        .build()
+        .unwrap();
+    let db = Arc::new(permafrost_executor::Database::open(config).unwrap());
+    let s = common::server_over(db, permafrost_server::ServerOptions::default()).await;
+    let (mut c, _) = connect(s.port).await;
+    c.batch_execute(
+        "CREATE TABLE w (id BIGINT PRIMARY KEY, pad TEXT NOT NULL); \
+         CREATE TABLE tags (g INTEGER PRIMARY KEY, name TEXT NOT NULL); \
+         INSERT INTO tags SELECT g, 'tag' || g FROM generate_series(0, 7) g",
+    )
+    .await
+    .unwrap();
+    for batch in 0..10 {
+        let values: Vec<String> = (batch * 200..(batch + 1) * 200)
+            .map(|i| format!("({i}, '{}')", format!("{i:08}").repeat(128)))
+            .collect();
+        c.batch_execute(&format!("INSERT INTO w VALUES {}", values.join(", ")))
+            .await
+            .unwrap();
+    }
+    // 16,000 rows of 1 KB against 8 MiB of working memory.
+    let sql = "SELECT w.id, t.name, w.pad FROM w CROSS JOIN tags t ORDER BY w.pad DESC, t.g";
+    let check = |rows: &[tokio_postgres::Row]| {
+        assert_eq!(rows.len(), 16_000);
+        let first: (i64, String) = (rows[0].get(0), rows[0].get(1));
+        assert_eq!(first, (1999, "tag0".to_string()));
+        let last: (i64, String) = (rows[15_999].get(0), rows[15_999].get(1));
+        assert_eq!(last, (0, "tag7".to_string()));
+    };
+    let t = c.transaction().await.unwrap();
+    check(&t.query(sql, &[]).await.unwrap());
+    t.commit().await.unwrap();
+    // A table it read changed before the COMMIT.
+    let (other, _) = connect(s.port).await;
+    let t = c.transaction().await.unwrap();
+    check(&t.query(sql, &[]).await.unwrap());
+    other
+        .batch_execute("UPDATE tags SET name = 'x' WHERE g = 9")
+        .await
+        .unwrap();
+    other
+        .batch_execute("INSERT INTO tags VALUES (9, 'tag9'); DELETE FROM tags WHERE g = 9")
+        .await
+        .unwrap();
+    let e = t.commit().await.unwrap_err();
+    assert_eq!(common::code(&e), "40001", "{e}");
+    let t = c.transaction().await.unwrap();
+    check(&t.query(sql, &[]).await.unwrap());
+    t.commit().await.unwrap();
+}

@@ -314,6 +314,35 @@ impl Prepared {
         })
     }
 
+    /// What a query reads, described as [`Prepared::read_range`] does when it reads one
+    /// table; else, for a query of several tables (joins, subqueries, set operations),
+    /// all of the rows of each table it reads: a coarse read set, one entry per table,
+    /// its result being a function of those rows alone. `None` for writes.
+    pub fn read_ranges(&self, params: &[Value]) -> Option<Vec<ReadRange>> {
+        if !self.is_read_only() || !matches!(self.plan, Plan::Select(_) | Plan::Compound(_)) {
+            return None;
+        }
+        if let Some(r) = self.read_range(params) {
+            return Some(vec![r]);
+        }
+        let mut rels: Vec<&RelPlan> = match &self.plan {
+            Plan::Select(s) => s.rels.iter().filter(|r| r.schema.id != DERIVED_TABLE).collect(),
+            _ => Vec::new(),
+        };
+        rels.extend(self.subquery_rels());
+        rels.sort_unstable_by_key(|r| r.schema.id);
+        rels.dedup_by_key(|r| r.schema.id);
+        Some(
+            rels.into_iter()
+                .map(|r| ReadRange {
+                    schema: r.schema.clone(),
+                    lo: None,
+                    hi: None,
+                })
+                .collect(),
+        )
+    }
+
     /// The rows an UPDATE or DELETE picks, when it picks them among one range of its
     /// table's partition-column values that these parameters give (through an index led
     /// by that column), as [`Prepared::read_range`] for a query: what it does is then a
