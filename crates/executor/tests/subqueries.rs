@@ -14,24 +14,7 @@ use permafrost_types::Value;
 const ROWS: i64 = 4_000;
 
 fn loaded(dir: &std::path::Path) -> Database {
-    let db = Database::open(common::evicting(&dir.join("blocks")).build().unwrap()).unwrap();
-    db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL)")
-        .unwrap();
-    db.execute_ddl("CREATE TABLE small (k BIGINT PRIMARY KEY, grp BIGINT)")
-        .unwrap();
-    let pad = "s".repeat(1_500);
-    for id in 0..ROWS {
-        let params = vec![Value::Int(id), Value::Int(id % 10), Value::from(pad.as_str())];
-        insert(&db, "INSERT INTO t VALUES ($1, $2, $3)", params);
-    }
-    for k in 0..5 {
-        insert(
-            &db,
-            "INSERT INTO small VALUES ($1, $2)",
-            vec![Value::Int(k), Value::Int(k * 2)],
-        );
-    }
-    db.evict_now(64 << 20).unwrap();
+    let db = common::evicted_t_and_small(dir);
     assert!(db.stats_now().unwrap().evicted_now > ROWS as u64 / 2);
     db
 }

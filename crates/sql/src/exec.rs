@@ -97,6 +97,7 @@ mod aggregate;
 mod correlated;
 mod deferred;
 mod gather;
+mod hashjoin;
 mod keys;
 mod setop;
 mod sorter;
@@ -141,6 +142,7 @@ impl Env<'_, '_> {
                 total: self.total_partitions,
                 interrupted: self.interrupted,
                 deadline: self.deadline,
+                work_mem: self.work_mem,
             },
             &mut *self.evicted,
         )
@@ -445,12 +447,14 @@ fn with_reader<T>(
             total: env.total_partitions,
             interrupted: env.interrupted,
             deadline: env.deadline,
+            work_mem: env.work_mem,
         },
         sampled: env.sampled,
         work_mem: env.work_mem,
         pool: env.pool,
         evicted: Default::default(),
         touched: Default::default(),
+        hashes: Default::default(),
     };
     let r = f(&reader);
     let (evicted, seen) = (reader.evicted.into_inner(), reader.touched.into_inner());

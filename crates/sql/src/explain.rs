@@ -220,6 +220,14 @@ impl Writer<'_> {
                         r.schema.indexes[*index].name
                     )
                 }
+                Access::Hash { .. } => {
+                    // Its table holds the rows of every partition it reads.
+                    let where_ = match r.pick {
+                        PartitionPick::Replicated => where_,
+                        _ => "every partition",
+                    };
+                    format!("Hash Lookup on {name}  (its rows at {where_} hashed at the first entry){join}")
+                }
             }
         };
         let title = match actual {
@@ -269,10 +277,22 @@ impl Writer<'_> {
                 }
                 self.detail(depth, &format!("Index Cond: {}", conds.join(" AND ")));
             }
+            Access::Hash { cols, keys } => {
+                let conds: Vec<String> = cols
+                    .iter()
+                    .zip(keys)
+                    .map(|(&c, k)| format!("{} = {}", col(c), show(k)))
+                    .collect();
+                self.detail(depth, &format!("Hash Cond: {}", conds.join(" AND ")));
+            }
             Access::Scan => {}
         }
         let label = if r.outer { "Join Filter" } else { "Filter" };
-        for f in &r.filters[r.bounds.min(r.filters.len())..] {
+        let shown = match r.access {
+            Access::Hash { .. } => 0,
+            _ => r.bounds.min(r.filters.len()),
+        };
+        for f in &r.filters[shown..] {
             self.detail(depth, &format!("{label}: {}", show(f)));
         }
         for f in &r.after {

@@ -335,19 +335,30 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
     match (a, b) {
         (Null, _) | (_, Null) => None,
         (Int(x), Int(y)) => Some(x.cmp(&y)),
-        (Double(x), Double(y)) => Some(x.total_cmp(&y)),
+        (Double(x), Double(y)) => Some(float_compare(x, y)),
         (Decimal(x), Decimal(y)) => Some(x.compare(y)),
         (Int(x), Decimal(y)) => Some(Numeric::from(x).as_ref().compare(y)),
         (Decimal(x), Int(y)) => Some(x.compare(Numeric::from(y).as_ref())),
-        (Int(x), Double(y)) => Some((x as f64).total_cmp(&y)),
-        (Double(x), Int(y)) => Some(x.total_cmp(&(y as f64))),
-        (Double(x), Decimal(y)) => Some(x.total_cmp(&y.to_f64())),
-        (Decimal(x), Double(y)) => Some(x.to_f64().total_cmp(&y)),
+        (Int(x), Double(y)) => Some(float_compare(x as f64, y)),
+        (Double(x), Int(y)) => Some(float_compare(x, y as f64)),
+        (Double(x), Decimal(y)) => Some(float_compare(x, y.to_f64())),
+        (Decimal(x), Double(y)) => Some(float_compare(x.to_f64(), y)),
         (Bool(x), Bool(y)) => Some(x.cmp(&y)),
         (Timestamp(x), Timestamp(y)) => Some(x.cmp(&y)),
         (Text(x), Text(y)) => Some(x.cmp(y)),
         (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
         _ => None,
+    }
+}
+
+/// Compares two floats as PostgreSQL does: NaN equals NaN and is above every other
+/// value, and -0 equals 0.
+fn float_compare(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
     }
 }
 

@@ -47,3 +47,30 @@ pub fn retry(db: &permafrost_executor::Database, sql: &str, params: Vec<permafro
         }
     }
 }
+
+/// A database of [`evicting`] holding `t` (4,000 rows of about 1.5 KB: `id`, `grp` = id %
+/// 10, `pad`), most of it evicted, and `small` (`k` 0..5, `grp` = 2k) in memory.
+#[allow(dead_code)]
+pub fn evicted_t_and_small(dir: &std::path::Path) -> permafrost_executor::Database {
+    use permafrost_types::Value;
+    let db = permafrost_executor::Database::open(evicting(&dir.join("blocks")).build().unwrap()).unwrap();
+    db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL)")
+        .unwrap();
+    db.execute_ddl("CREATE TABLE small (k BIGINT PRIMARY KEY, grp BIGINT)")
+        .unwrap();
+    let pad = "s".repeat(1_500);
+    for id in 0..4_000 {
+        let params = vec![Value::Int(id), Value::Int(id % 10), Value::from(pad.as_str())];
+        retry(&db, "INSERT INTO t VALUES ($1, $2, $3)", params);
+    }
+    for k in 0..5 {
+        retry(
+            &db,
+            "INSERT INTO small VALUES ($1, $2)",
+            vec![Value::Int(k), Value::Int(k * 2)],
+        );
+    }
+    db.evict_now(64 << 20).unwrap();
+    assert!(db.stats_now().unwrap().evicted_now > 2_000);
+    db
+}

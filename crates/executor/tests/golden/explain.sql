@@ -37,3 +37,9 @@ EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_id FROM item WHERE i_id IN (SELECT s_i_i
 EXPLAIN ANALYZE DELETE FROM item WHERE i_id = 1;
 EXPLAIN (FORMAT JSON) SELECT 1;
 EXPLAIN (BUFFERS) SELECT 1;
+-- Joined by equalities no index answers: a hash join, its table holding only the rows
+-- that pass the predicates on it alone (LEFT JOIN: its ON conditions).
+EXPLAIN SELECT i_name, ol_o_id FROM item JOIN order_line ON ol_i_id = i_id + 0 AND ol_number > 2 WHERE i_name = 'a';
+EXPLAIN SELECT count(*) FROM item LEFT JOIN stock ON s_quantity = i_id AND s_quantity > 3;
+-- Entered once (after a unique lookup), a relation is scanned rather than hashed.
+EXPLAIN SELECT i_name FROM item JOIN order_line ON ol_i_id = i_id + 0 WHERE i_id = 4;

@@ -6,6 +6,7 @@
 //! subquery is run again only when its values differ from the last row's ([`PlanRunner`]).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::start_select;
+use super::hashjoin::Hashed;
 use super::subquery::{run_init, run_query, values};
 use super::walk::{Bindings, Copies, EvictedRef, Reach, Walker};
 
@@ -33,6 +35,10 @@ pub(super) struct Reader<'s> {
     pub(super) pool: Option<&'s Arc<MemoryPool>>,
     pub(super) evicted: RefCell<Vec<EvictedRef>>,
     pub(super) touched: RefCell<Vec<(usize, TableId, u32)>>,
+    /// The hash tables of the relations walked (by the address of their plans' relations):
+    /// a correlated subquery builds its tables once, not once per row. Nothing is written
+    /// while a reader exists, so they stay true.
+    pub(super) hashes: RefCell<HashMap<usize, Vec<Hashed>>>,
 }
 
 impl<'s> Reader<'s> {
@@ -92,11 +98,17 @@ impl<'s> Reader<'s> {
     ) -> Result<()> {
         let mut evicted = Vec::new();
         let mut touched = Vec::new();
+        let key = rels.as_ptr() as usize;
+        let hashed = self.hashes.borrow_mut().remove(&key).unwrap_or_default();
         let r = {
             let touching = self.sampled.then_some(&mut touched);
-            let mut walker = Walker::over(rels, self.reach, &mut evicted, cx, touching, copies, false).reading(derived);
+            let mut walker = Walker::over(rels, self.reach, &mut evicted, cx, touching, copies, false)
+                .reading(derived)
+                .hashing(hashed);
             let mut b = Bindings::new();
-            walker.walk(0, &mut b, &mut |b| emit(b))
+            let r = walker.walk(0, &mut b, &mut |b| emit(b));
+            self.hashes.borrow_mut().insert(key, walker.take_hashes());
+            r
         };
         self.evicted.borrow_mut().extend(evicted);
         self.touched.borrow_mut().extend(touched);

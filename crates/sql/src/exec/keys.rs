@@ -24,6 +24,8 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         }
         (ValueRef::Decimal(d), t) if t.is_integer() => d.to_i64_exact().map(|i| Cow::Owned(Value::Int(i))),
         (ValueRef::Int(i), DataType::Double) => owned(Value::Double(i as f64)),
+        // As `numeric = double precision` compares: the numeric as a double.
+        (ValueRef::Decimal(d), DataType::Double) => owned(Value::Double(d.to_f64())),
         (ValueRef::Double(_), DataType::Double) => owned(v.to_owned()),
         (ValueRef::Int(_) | ValueRef::Decimal(_) | ValueRef::Double(_), DataType::Decimal { .. }) => {
             let x = v.to_owned().coerce_to(ty).ok()?;

@@ -12,10 +12,11 @@ use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema, Tuple
 use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{ColumnSource, Cx};
+use crate::expr::{ColumnSource, Cx, Expr};
 use crate::plan::{Access, DERIVED_TABLE, PartitionPick, RelPlan};
 use crate::rows::{RowRef, Rows};
 
+use super::hashjoin::{self, Hashed};
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
@@ -162,6 +163,10 @@ pub(super) struct Walker<'w, 's> {
     /// For EXPLAIN ANALYZE, by level: how often the walk entered it and how many rows
     /// passed its filters there ([`Walker::counting`]); `None`: nothing is counted.
     pub(super) counts: Option<Vec<(u64, u64)>>,
+    /// `Env::work_mem`: the most a level's hash table may take.
+    work_mem: usize,
+    /// By level, the hash table of a relation reached by `Access::Hash` (hashjoin.rs).
+    hashed: Vec<Hashed>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -173,6 +178,8 @@ pub(super) struct Reach<'s> {
     pub(super) total: u32,
     pub(super) interrupted: &'s dyn Fn() -> bool,
     pub(super) deadline: Option<Instant>,
+    /// `Env::work_mem`.
+    pub(super) work_mem: usize,
 }
 
 impl<'w> Walker<'w, 'w> {
@@ -205,6 +212,8 @@ impl<'w> Walker<'w, 'w> {
             derived: &[],
             full_matched: None,
             counts: None,
+            work_mem: reach.work_mem,
+            hashed: Vec::new(),
         }
     }
 
@@ -212,6 +221,17 @@ impl<'w> Walker<'w, 'w> {
     pub(super) fn counting(self, on: bool) -> Self {
         let counts = on.then(|| vec![(0, 0); self.rels.len()]);
         Walker { counts, ..self }
+    }
+
+    /// This walk, with the hash tables by level an earlier walk of the same relations
+    /// built ([`Walker::take_hashes`]): a correlated subquery's walks share them.
+    pub(super) fn hashing(self, hashed: Vec<Hashed>) -> Self {
+        Walker { hashed, ..self }
+    }
+
+    /// The hash tables by level this walk built or was given.
+    pub(super) fn take_hashes(&mut self) -> Vec<Hashed> {
+        std::mem::take(&mut self.hashed)
     }
 
     /// This walk, reading the rows `derived` (by relation) for the plan's subqueries in
@@ -306,6 +326,157 @@ impl<'w, 's> Walker<'w, 's> {
         self.walk(level + 1, b, emit)
     }
 
+    /// The tuple `tuple` (held partition, slot) of level `level`, bound: the level's
+    /// filters from `first_filter` on checked, and the walk goes on to the next level.
+    /// Sets `matched` for a null-extended relation once its ON conditions hold.
+    fn bound(
+        &mut self,
+        level: usize,
+        (li, slot): (usize, u32),
+        first_filter: usize,
+        b: &mut Bindings<'s>,
+        matched: &mut bool,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        let rp = &self.rels[level];
+        for f in &rp.filters[first_filter..] {
+            if !f.test(b, self.cx)? {
+                return Ok(ControlFlow::Continue(()));
+            }
+        }
+        if let Some(t) = self.touched.as_deref_mut() {
+            t.push((li, rp.schema.id, slot));
+        }
+        self.count(level, 0, 1);
+        if rp.outer {
+            *matched = true;
+            if rp.full {
+                self.full_matched.get_or_insert_default().insert((li, slot));
+            }
+            for f in &rp.after {
+                if !f.test(b, self.cx)? {
+                    return Ok(ControlFlow::Continue(()));
+                }
+            }
+        }
+        self.walk(level + 1, b, emit)
+    }
+
+    /// Whether level `level` (relation `rp`, `Access::Hash` by columns `cols`) has its hash
+    /// table: built at its first entry; `false` when it would take more than `work_mem`
+    /// (the level scans instead).
+    fn hash_table(&mut self, level: usize, rp: &RelPlan, cols: &[usize]) -> Result<bool> {
+        if self.hashed.len() <= level {
+            self.hashed.resize_with(level + 1, || Hashed::Unbuilt);
+        }
+        if matches!(self.hashed[level], Hashed::Unbuilt) {
+            let locals = if rp.pick == PartitionPick::Replicated && self.copies == Copies::One {
+                0..1
+            } else {
+                0..self.stores.len()
+            };
+            let stores: &'s [&'s mut PartitionStore] = self.stores;
+            let tables = locals
+                .map(|li| Ok((li, checked_table(stores[li], &rp.schema)?)))
+                .collect::<Result<Vec<_>>>()?;
+            // The table holds the tuples that pass the predicates on the relation alone.
+            let own = &rp.filters[..rp.bounds.min(rp.filters.len())];
+            let mut b = Bindings::new();
+            let cx = self.cx;
+            let mut keep = |li: usize, table: &'s Table, slot: u32| -> Result<bool> {
+                b.bind(rp.rel, table, slot, li);
+                for f in own {
+                    if !f.test(&b, cx)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            };
+            let (interrupted, deadline) = (self.interrupted, self.deadline);
+            let mut visits = 0u32;
+            let mut tick = || {
+                visits += 1;
+                if visits == INTERRUPT_EVERY {
+                    visits = 0;
+                    stop_now(interrupted, deadline)?;
+                }
+                Ok(())
+            };
+            let types = cols.iter().map(|&c| rp.schema.columns[c].ty).collect();
+            self.hashed[level] = hashjoin::build(types, cols, &tables, self.work_mem, &mut keep, &mut tick)?;
+            // Its evicted tuples: the pre-pass brings them back, and the statement runs
+            // again.
+            if !self.skip_evicted && matches!(self.hashed[level], Hashed::Built(_)) {
+                for (li, table) in tables {
+                    for (tomb, _) in table.tombstones().iter() {
+                        self.evicted.push(EvictedRef {
+                            partition: stores[li].partition(),
+                            table: rp.schema.id,
+                            tombstone: tomb,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(matches!(self.hashed[level], Hashed::Built(_)))
+    }
+
+    /// A level reached through its hash table: the tuples whose key equals `keys` over
+    /// the tuples bound before, each checked against the level's filters.
+    fn walk_hashed(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        keys: &[Expr],
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        // Taken out while the level's tuples are walked (deeper levels have their own),
+        // and put back however the walk ends.
+        let Hashed::Built(table) = std::mem::replace(&mut self.hashed[level], Hashed::Unbuilt) else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let r = self.walk_matches(level, rp, &table, keys, b, emit);
+        self.hashed[level] = Hashed::Built(table);
+        r
+    }
+
+    fn walk_matches(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        hashed: &hashjoin::HashTable,
+        keys: &[Expr],
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        self.count(level, 1, 0);
+        let mut matched = false;
+        for &(li, slot) in hashed.matches(keys, b, self.cx)? {
+            let (li, stores) = (li as usize, self.stores);
+            let table = checked_table(stores[li], &rp.schema)?;
+            self.visits += 1;
+            if self.visits == INTERRUPT_EVERY {
+                self.visits = 0;
+                stop_now(self.interrupted, self.deadline)?;
+            }
+            if !table.is_visible(slot) {
+                continue;
+            }
+            b.bind(rp.rel, table, slot, li);
+            if self
+                .bound(level, (li, slot), rp.bounds, b, &mut matched, emit)?
+                .is_break()
+            {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        if rp.outer && !matched {
+            return self.null_extended(level, rp, b, emit);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     /// The held partitions (as positions in `stores`) a level visits.
     fn locals(&self, rp: &RelPlan, b: &Bindings<'s>) -> Result<std::ops::Range<usize>> {
         Ok(match &rp.pick {
@@ -339,6 +510,11 @@ impl<'w, 's> Walker<'w, 's> {
         let rp = &self.rels[level];
         if rp.schema.id == DERIVED_TABLE {
             return self.walk_derived(level, rp, b, emit);
+        }
+        if let Access::Hash { cols, keys } = &rp.access
+            && self.hash_table(level, rp, cols)?
+        {
+            return self.walk_hashed(level, rp, keys, b, emit);
         }
         let mut matched = false;
         self.count(level, 1, 0);
@@ -380,29 +556,7 @@ impl<'w, 's> Walker<'w, 's> {
                         return ControlFlow::Continue(());
                     }
                     b.bind(rp.rel, table, slot, li);
-                    let res = (|| -> Result<ControlFlow<()>> {
-                        for f in &rp.filters[first_filter.get()..] {
-                            if !f.test(b, this.cx)? {
-                                return Ok(ControlFlow::Continue(()));
-                            }
-                        }
-                        if let Some(t) = this.touched.as_deref_mut() {
-                            t.push((li, rp.schema.id, slot));
-                        }
-                        this.count(level, 0, 1);
-                        if rp.outer {
-                            st.matched = true;
-                            if rp.full {
-                                this.full_matched.get_or_insert_default().insert((li, slot));
-                            }
-                            for f in &rp.after {
-                                if !f.test(b, this.cx)? {
-                                    return Ok(ControlFlow::Continue(()));
-                                }
-                            }
-                        }
-                        this.walk(level + 1, b, emit)
-                    })();
+                    let res = this.bound(level, (li, slot), first_filter.get(), b, &mut st.matched, emit);
                     match res {
                         Ok(c) => {
                             st.flow = c;
@@ -415,7 +569,8 @@ impl<'w, 's> Walker<'w, 's> {
                     }
                 };
             match &rp.access {
-                Access::Scan => {
+                // (A relation too large to hash is scanned.)
+                Access::Scan | Access::Hash { .. } => {
                     let _ = table.scan(|slot| visit(TupleRef::slot(slot), self, b, &mut st));
                     if st.err.is_none() && st.flow.is_continue() && !self.skip_evicted {
                         for (tomb, _) in table.tombstones().iter() {

@@ -132,6 +132,53 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -
     best
 }
 
+/// The access to relation `r` (of `schema`) that its predicates `reach` allow once the
+/// relations `known` are bound, entered `fanout` times: its path, cost and rows
+/// ([`choose_access`], [`hashed`]), with the predicates it was chosen from.
+fn access_to(
+    schema: &TableSchema,
+    r: usize,
+    reach: &[Expr],
+    known: u64,
+    fanout: f64,
+) -> ((Access, f64, f64), Vec<Sarg>) {
+    let sg = sargs(r, reach, known);
+    let best = choose_access(schema, &sg, &any_sargs(r, reach, known));
+    (hashed(best, schema, &sg, fanout), sg)
+}
+
+/// A relation that no index reaches, entered once per row of those before it (`fanout`
+/// of them, expected): reached through a hash table of its rows by the columns its
+/// equalities name (`Access::Hash`), built at its first entry (a scan's cost, shared by
+/// the entries), then a lookup per entry. Scanned instead when entered once.
+fn hashed(best: (Access, f64, f64), schema: &TableSchema, sargs: &[Sarg], fanout: f64) -> (Access, f64, f64) {
+    if !matches!(best.0, Access::Scan) || fanout <= 1.0 || schema.id == DERIVED_TABLE {
+        return best;
+    }
+    let (mut cols, mut keys) = (Vec::new(), Vec::new());
+    for s in sargs.iter().filter(|s| s.op == CmpOp::Eq) {
+        if !cols.contains(&s.col) {
+            cols.push(s.col);
+            keys.push(s.value.clone());
+        }
+    }
+    if cols.is_empty() {
+        return best;
+    }
+    (Access::Hash { cols, keys }, 2.0 + best.1 / fanout, 10.0)
+}
+
+/// Whether `c` reads values of the query around this one (a correlated subquery's).
+fn reads_outer(c: &Expr) -> bool {
+    let mut found = false;
+    c.walk(&mut |e| found |= matches!(e, Expr::Outer(_)));
+    found
+}
+
+/// How many times a correlated subquery is taken to run, for its join order and access
+/// paths (it runs once per row of the query around it, the rows of a scan's guess).
+const PER_ROW: f64 = 1000.0;
+
 /// A null-extended relation (the right side of a LEFT JOIN, the left of a RIGHT JOIN) and
 /// its ON conditions.
 pub(super) struct OuterJoin {
@@ -179,17 +226,20 @@ pub(super) fn plan_joins(
     } else {
         vec![greedy_order(b, &conjuncts, &deps, &reach)]
     };
+    // A correlated subquery is entered once per row of the query around it (its walks
+    // share their hash tables, `Reader`).
+    let entries = if conjuncts.iter().any(reads_outer) {
+        PER_ROW
+    } else {
+        1.0
+    };
     let mut best: Option<(f64, Vec<usize>)> = None;
     for order in orders {
         let mut known = 0u64;
         let mut cost = 0.0;
-        let mut fanout = 1.0;
+        let mut fanout = entries;
         for &r in &order {
-            let (_, c, rows) = choose_access(
-                &b.rels[r].schema,
-                &sargs(r, reach(r), known),
-                &any_sargs(r, reach(r), known),
-            );
+            let (_, c, rows) = access_to(&b.rels[r].schema, r, reach(r), known, fanout).0;
             cost += c * fanout;
             fanout *= rows;
             known |= 1 << r;
@@ -202,11 +252,12 @@ pub(super) fn plan_joins(
         .ok_or_else(|| SqlError::Unsupported("these outer joins' order".into()))?
         .1;
     let mut known = 0u64;
+    let mut fanout = entries;
     let mut rels = Vec::with_capacity(n);
     for &r in &order {
         let schema = b.rels[r].schema.clone();
-        let sg = sargs(r, reach(r), known);
-        let (access, _, _) = choose_access(&schema, &sg, &any_sargs(r, reach(r), known));
+        let ((access, _, rows), sg) = access_to(&schema, r, reach(r), known, fanout);
+        fanout *= rows;
         let before = known;
         known |= 1 << r;
         let implied = implied_by(&access, &schema, r);
@@ -216,8 +267,13 @@ pub(super) fn plan_joins(
             Some(on) => (on.iter().filter(|c| !implied.contains(c)).cloned().collect(), placed),
             None => (placed, Vec::new()),
         };
-        // The range's bounds first (`RelPlan::bounds`).
-        let is_bound = |c: &Expr| range_bound_of(&access, &schema, r, before | 1 << r, c);
+        // The range's bounds first, or the predicates a hash table's rows are checked
+        // against as it is built (`RelPlan::bounds`).
+        let is_bound = |c: &Expr| match &access {
+            // (Not one that reads the query around: its walks share the table.)
+            Access::Hash { .. } => c.rels() == 1 << r && !reads_outer(c),
+            _ => range_bound_of(&access, &schema, r, before | 1 << r, c),
+        };
         filters.sort_by_key(|c| !is_bound(c));
         let bounds = filters.iter().take_while(|c| is_bound(c)).count();
         let pick = partition_pick(&schema, &sg);
@@ -361,32 +417,30 @@ fn greedy_order<'e>(
 ) -> Vec<usize> {
     let n = b.rels.len();
     let mut known = 0u64;
+    let mut fanout = 1.0;
     let mut order = Vec::with_capacity(n);
     while order.len() < n {
-        let mut best: Option<(f64, usize)> = None;
+        let mut best: Option<(f64, usize, f64)> = None;
         for r in (0..n).filter(|&r| known & (1 << r) == 0 && deps[r] & !known == 0) {
-            let (_, cost, rows) = choose_access(
-                &b.rels[r].schema,
-                &sargs(r, reach(r), known),
-                &any_sargs(r, reach(r), known),
-            );
+            let (_, cost, rows) = access_to(&b.rels[r].schema, r, reach(r), known, fanout).0;
             let with = known | 1 << r;
             let checked = conjuncts
                 .iter()
                 .filter(|c| c.rels() & !with == 0 && c.rels() & (1 << r) != 0)
                 .count();
             let score = cost + rows * 0.1f64.powi(checked.min(300) as i32);
-            if best.is_none_or(|(s, _)| score < s) {
-                best = Some((score, r));
+            if best.is_none_or(|(s, _, _)| score < s) {
+                best = Some((score, r, rows));
             }
         }
-        let Some((_, r)) = best else {
+        let Some((_, r, rows)) = best else {
             // (Outer joins whose ON conditions read each other: FROM order.)
             order.extend((0..n).filter(|&r| known & (1 << r) == 0));
             break;
         };
         order.push(r);
         known |= 1 << r;
+        fanout *= rows;
     }
     order
 }

@@ -32,6 +32,14 @@ pub enum Access {
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,
     },
+    /// Equalities `cols[i] = keys[i]` that no index answers, on a relation the walk enters
+    /// once per row of those before it: a hash join. At its first entry the walk builds a
+    /// hash table of the relation's rows by those columns, within `work_mem` (else it
+    /// scans the relation at each entry instead), and answers each entry from it.
+    Hash {
+        cols: Vec<usize>,
+        keys: Vec<Expr>,
+    },
 }
 
 /// Which partitions' copies of a relation a statement reads.
@@ -66,7 +74,9 @@ pub struct RelPlan {
     pub after: Vec<Expr>,
     /// How many of `filters`, at their start, are the predicates an `IndexRange`
     /// access's bounds came from: a range the executor builds exactly (integer keys,
-    /// every bound converted) guarantees them, so they are not checked again.
+    /// every bound converted) guarantees them, so they are not checked again. For
+    /// `Access::Hash`, the predicates that read this relation alone: its hash table holds
+    /// only the rows that pass them (a relation scanned instead checks them all).
     pub bounds: usize,
     pub pick: PartitionPick,
 }

@@ -1,0 +1,104 @@
+//! Hash joins: a relation joined by equalities that no index answers is hashed once per
+//! statement (`Access::Hash`) and gives what a nested loop over it gives, inner and outer
+//! joins alike, whether its table fits in `work_mem` (16 MiB here) or not (then it is
+//! scanned at each entry), and over evicted tuples (the pre-pass brings them back).
+
+mod common;
+
+use common::retry as insert;
+use permafrost_executor::{Config, Database};
+use permafrost_types::Value;
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::Null => 0,
+        // (A sum of bigints is numeric.)
+        v => v
+            .to_string()
+            .parse()
+            .unwrap_or_else(|_| panic!("not an integer: {v:?}")),
+    }
+}
+
+fn one_row(db: &Database, sql: &str) -> Vec<i64> {
+    let rows = db.execute_sql(sql, vec![]).unwrap();
+    assert_eq!(rows.len(), 1, "{sql}");
+    rows.to_values()[0].iter().map(int).collect()
+}
+
+fn plan(db: &Database, sql: &str) -> String {
+    let rows = db.execute_sql(&format!("EXPLAIN {sql}"), vec![]).unwrap();
+    rows.to_values()
+        .iter()
+        .map(|r| r[0].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `n` rows `(id, id % m, 's' || id % 7)` in table `name`.
+fn table(db: &Database, name: &str, n: i64, m: i64) -> Vec<(i64, i64, i64)> {
+    db.execute_ddl(&format!(
+        "CREATE TABLE {name} (id BIGINT PRIMARY KEY, a INTEGER, s TEXT)"
+    ))
+    .unwrap();
+    for from in (1..=n).step_by(50_000) {
+        let to = (from + 49_999).min(n);
+        insert(
+            db,
+            &format!("INSERT INTO {name} SELECT g, g % {m}, 's' || (g % 7) FROM generate_series({from}, {to}) g"),
+            vec![],
+        );
+    }
+    (1..=n).map(|g| (g, g % m, g % 7)).collect()
+}
+
+#[test]
+fn hash_joins_give_what_nested_loops_give_within_and_past_work_mem() {
+    let config = Config::builder().partitions(2).memory_limit(64 << 20).build().unwrap();
+    let db = Database::open(config).unwrap();
+    let l = table(&db, "l", 3_000, 37);
+    let few = table(&db, "few", 40, 37);
+    // About 1.6 MB of hash table; and past 16 MiB, scanned once per row of `few`.
+    let mid = table(&db, "mid", 20_000, 41);
+    let big = table(&db, "big", 260_000, 41);
+    for (outer, l, name, r) in [("l", &l, "mid", &mid), ("few", &few, "big", &big)] {
+        let inner =
+            format!("SELECT count(*), sum(l.id + r.id) FROM {outer} l JOIN {name} r ON r.a = l.a AND r.s = l.s");
+        assert!(
+            plan(&db, &inner).contains(&format!("Hash Lookup on {name}")),
+            "{}",
+            plan(&db, &inner)
+        );
+        let (mut count, mut sum) = (0, 0);
+        for x in l {
+            for y in r.iter().filter(|y| y.1 == x.1 && y.2 == x.2) {
+                count += 1;
+                sum += x.0 + y.0;
+            }
+        }
+        assert_eq!(one_row(&db, &inner), vec![count, sum], "{inner}");
+        // A LEFT JOIN whose ON conditions filter the hashed side alone too.
+        let outer = format!(
+            "SELECT count(*), count(r.id), sum(r.id) FROM {outer} l LEFT JOIN {name} r ON r.a = l.a AND r.id % 5 > 0"
+        );
+        let (mut count, mut matched, mut sum) = (0, 0, 0);
+        for x in l {
+            let found: Vec<i64> = r.iter().filter(|y| y.1 == x.1 && y.0 % 5 > 0).map(|y| y.0).collect();
+            count += found.len().max(1) as i64;
+            matched += found.len() as i64;
+            sum += found.iter().sum::<i64>();
+        }
+        assert_eq!(one_row(&db, &outer), vec![count, matched, sum], "{outer}");
+    }
+}
+
+#[test]
+fn a_hash_join_over_evicted_tuples_answers_over_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::evicted_t_and_small(dir.path());
+    let sql = "SELECT count(*), sum(t.id) FROM small JOIN t ON t.grp = small.grp";
+    assert!(plan(&db, sql).contains("Hash Lookup on t"), "{}", plan(&db, sql));
+    let ids: Vec<i64> = (0..4_000).filter(|id| (id % 10) % 2 == 0).collect();
+    assert_eq!(one_row(&db, sql), vec![ids.len() as i64, ids.iter().sum()]);
+}

@@ -1,0 +1,120 @@
+//! Hash joins: a relation that no index reaches by the equalities joining it to the
+//! relations before it (`Access::Hash`) is read once per walk into a hash table of its
+//! visible tuples by the columns those equalities name, and each entry of its level looks
+//! its key up there instead of scanning the relation again.
+//!
+//! Keys are encoded as an index encodes them (`KeyEncoder`): a value from the other side
+//! is converted exactly to the column's type first (`key_value`), so a tuple is found
+//! exactly when an index on those columns would find it. The table holds only the tuples
+//! that pass the level's predicates reading its relation alone (checked once, as it is
+//! built); the level's other filters, the join's equalities among them, are checked on
+//! each tuple found. A relation whose table would take more than `work_mem` is not
+//! hashed: its level scans it at each entry, checking every filter, as without the table.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use permafrost_storage::Table;
+use permafrost_storage::index::{IndexKey, KeyEncoder};
+use permafrost_types::{DataType, Value, ValueRef};
+
+use crate::error::Result;
+use crate::expr::{ColumnSource, Cx, Expr};
+
+use super::keys::key_value;
+
+/// A level's hash table, by the level.
+pub(super) enum Hashed {
+    /// The level was not entered yet.
+    Unbuilt,
+    /// The relation's visible tuples (held partition, slot) by key.
+    Built(HashTable),
+    /// Past `work_mem`: the level scans its relation instead.
+    Scanned,
+}
+
+pub(super) struct HashTable {
+    enc: KeyEncoder,
+    tuples: HashMap<IndexKey, Vec<(u32, u32)>>,
+}
+
+impl HashTable {
+    /// The tuples whose key equals `keys` evaluated over the tuples bound before: none if
+    /// one of them is NULL or cannot equal any value of its column's type.
+    pub(super) fn matches(&self, keys: &[Expr], b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<&[(u32, u32)]> {
+        let mut vals = Vec::with_capacity(keys.len());
+        for (e, ty) in keys.iter().zip(self.enc.types()) {
+            match key_value(e.eval(b, cx)?.as_ref(), ty) {
+                Some(k) => vals.push(k.into_owned()),
+                None => return Ok(&[]),
+            }
+        }
+        Ok(self
+            .enc
+            .encode(vals.iter().map(Value::as_ref))
+            .and_then(|k| self.tuples.get(&k))
+            .map_or(&[], Vec::as_slice))
+    }
+}
+
+/// What one tuple of the table takes besides its key's bytes on the heap, at most roughly:
+/// its key, the vector it lies in and its share of the map's spare room.
+const ENTRY_BYTES: usize = 80;
+
+/// Builds the hash table by columns `cols` (of types `types`) of the visible tuples of
+/// `tables` (each with its held partition) that `keep` keeps, calling `tick` for every
+/// tuple visited (to be stopped). [`Hashed::Scanned`] past `work_mem`.
+pub(super) fn build<'t>(
+    types: Vec<DataType>,
+    cols: &[usize],
+    tables: &[(usize, &'t Table)],
+    work_mem: usize,
+    keep: &mut dyn FnMut(usize, &'t Table, u32) -> Result<bool>,
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<Hashed> {
+    let enc = KeyEncoder::new(types);
+    let mut tuples: HashMap<IndexKey, Vec<(u32, u32)>> = HashMap::new();
+    let mut bytes = 0usize;
+    let mut vals: Vec<ValueRef<'_>> = Vec::with_capacity(cols.len());
+    for &(li, table) in tables {
+        let mut err = None;
+        let _ = table.scan(|slot| {
+            let r = (|| -> Result<bool> {
+                tick()?;
+                Ok(table.is_visible(slot) && keep(li, table, slot)?)
+            })();
+            match r {
+                Ok(true) => {}
+                Ok(false) => return ControlFlow::Continue(()),
+                Err(e) => {
+                    err = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+            let row = table.row(slot);
+            vals.clear();
+            vals.extend(cols.iter().map(|&c| row.get(c)));
+            // A NULL in the key equals nothing.
+            let Some(key) = enc.encode(vals.iter().copied()) else {
+                return ControlFlow::Continue(());
+            };
+            bytes += ENTRY_BYTES
+                + match &key {
+                    IndexKey::Int(_) => 0,
+                    IndexKey::Bytes(k) => k.heap_bytes(),
+                };
+            if bytes > work_mem {
+                return ControlFlow::Break(());
+            }
+            tuples.entry(key).or_default().push((li as u32, slot));
+            ControlFlow::Continue(())
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if bytes > work_mem {
+            return Ok(Hashed::Scanned);
+        }
+    }
+    Ok(Hashed::Built(HashTable { enc, tuples }))
+}
