@@ -1,7 +1,8 @@
 //! Hash joins: a relation joined by equalities that no index answers is hashed once per
 //! statement (`Access::Hash`) and gives what a nested loop over it gives, inner and outer
 //! joins alike, whether its table fits in `work_mem` (16 MiB here) or not (then it is
-//! scanned at each entry), and over evicted tuples (the pre-pass brings them back).
+//! scanned at each entry), of subqueries in FROM too, and over evicted tuples (the
+//! pre-pass brings them back).
 
 mod common;
 
@@ -91,6 +92,42 @@ fn hash_joins_give_what_nested_loops_give_within_and_past_work_mem() {
         }
         assert_eq!(one_row(&db, &outer), vec![count, matched, sum], "{outer}");
     }
+}
+
+#[test]
+fn subqueries_in_from_joined_by_equalities_are_hashed() {
+    let config = Config::builder().partitions(2).memory_limit(64 << 20).build().unwrap();
+    let db = Database::open(config).unwrap();
+    let l = table(&db, "l", 3_000, 37);
+    let mid = table(&db, "mid", 20_000, 41);
+    // Grouped, so not pulled up into the query: its rows are hashed by `a`.
+    let grouped =
+        "SELECT count(*), sum(l.id * g.n) FROM l JOIN (SELECT a, count(*) AS n FROM mid GROUP BY a) g ON g.a = l.a";
+    assert!(plan(&db, grouped).contains("its rows hashed"), "{}", plan(&db, grouped));
+    let per_a = |a: i64, f: &dyn Fn(&(i64, i64, i64)) -> bool| mid.iter().filter(|y| y.1 == a && f(y)).count() as i64;
+    let (mut count, mut sum) = (0, 0);
+    for x in &l {
+        let n = per_a(x.1, &|_| true);
+        if n > 0 {
+            count += 1;
+            sum += x.0 * n;
+        }
+    }
+    assert_eq!(one_row(&db, grouped), vec![count, sum], "{grouped}");
+    // Null-extended, with an ON condition on the subquery's rows alone.
+    let outer = "WITH g AS (SELECT a, count(*) AS n FROM mid WHERE id % 3 = 0 GROUP BY a) \
+                 SELECT count(*), count(g.n), sum(g.n) FROM l LEFT JOIN g ON g.a = l.a AND g.n > 162";
+    assert!(plan(&db, outer).contains("its rows hashed"), "{}", plan(&db, outer));
+    let (mut count, mut matched, mut sum) = (0, 0, 0);
+    for x in &l {
+        let n = per_a(x.1, &|y| y.0 % 3 == 0);
+        count += 1;
+        if n > 162 {
+            matched += 1;
+            sum += n;
+        }
+    }
+    assert_eq!(one_row(&db, outer), vec![count, matched, sum], "{outer}");
 }
 
 #[test]

@@ -190,7 +190,12 @@ impl Writer<'_> {
         let name = &r.schema.name;
         let join = if r.outer { "  (null-extended: left join)" } else { "" };
         let title = if r.schema.id == DERIVED_TABLE {
-            format!("Subquery Scan on {name}{join}")
+            let hashed = if matches!(r.access, Access::Hash { .. }) {
+                "  (its rows hashed at the first entry)"
+            } else {
+                ""
+            };
+            format!("Subquery Scan on {name}{hashed}{join}")
         } else {
             let where_ = match &r.pick {
                 PartitionPick::All => "every partition",

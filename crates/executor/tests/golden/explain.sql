@@ -43,3 +43,5 @@ EXPLAIN SELECT i_name, ol_o_id FROM item JOIN order_line ON ol_i_id = i_id + 0 A
 EXPLAIN SELECT count(*) FROM item LEFT JOIN stock ON s_quantity = i_id AND s_quantity > 3;
 -- Entered once (after a unique lookup), a relation is scanned rather than hashed.
 EXPLAIN SELECT i_name FROM item JOIN order_line ON ol_i_id = i_id + 0 WHERE i_id = 4;
+-- A subquery in FROM that is not pulled up (it groups) is hashed by its rows' values.
+EXPLAIN SELECT i_name, g.n FROM item JOIN (SELECT ol_i_id, count(*) AS n FROM order_line GROUP BY ol_i_id) g ON g.ol_i_id = i_id + 0;

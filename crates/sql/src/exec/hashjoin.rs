@@ -10,6 +10,8 @@
 //! built); the level's other filters, the join's equalities among them, are checked on
 //! each tuple found. A relation whose table would take more than `work_mem` is not
 //! hashed: its level scans it at each entry, checking every filter, as without the table.
+//! A subquery in FROM is hashed the same way, over the rows computed for it
+//! ([`RowsTable`], by values: its rows may hold any kind of number in a column).
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -20,6 +22,7 @@ use permafrost_types::{DataType, Value, ValueRef};
 
 use crate::error::Result;
 use crate::expr::{ColumnSource, Cx, Expr};
+use crate::rows::{RowRef, Rows};
 
 use super::keys::key_value;
 
@@ -118,3 +121,68 @@ pub(super) fn build<'t>(
     }
     Ok(Hashed::Built(HashTable { enc, tuples }))
 }
+
+/// The rows of a subquery in FROM by the values of some of their columns, for a level
+/// reached by `Access::Hash`: keyed as grouping keys values (`Value`'s equality: numbers
+/// of different kinds alike when numerically equal), which an equality that holds never
+/// tells apart; the level's filters are checked on each row found.
+pub(super) struct RowsTable {
+    rows: HashMap<Vec<Value>, Vec<u32>>,
+}
+
+impl RowsTable {
+    /// The table of the rows of `rows` that `keep` keeps by columns `cols`; `None` past
+    /// `work_mem`.
+    pub(super) fn build<'r>(
+        rows: &'r Rows,
+        cols: &[usize],
+        work_mem: usize,
+        keep: &mut dyn FnMut(RowRef<'r>) -> Result<bool>,
+    ) -> Result<Option<RowsTable>> {
+        let mut table: HashMap<Vec<Value>, Vec<u32>> = HashMap::new();
+        let mut bytes = 0usize;
+        'rows: for (i, row) in rows.iter().enumerate() {
+            if !keep(row)? {
+                continue;
+            }
+            let mut key = Vec::with_capacity(cols.len());
+            for &c in cols {
+                let v = row.get(c);
+                // A NULL in the key equals nothing.
+                if v.is_null() {
+                    continue 'rows;
+                }
+                bytes += VALUE_BYTES
+                    + match v {
+                        ValueRef::Text(s) => s.len(),
+                        ValueRef::Bytes(b) => b.len(),
+                        _ => 0,
+                    };
+                key.push(v.to_owned());
+            }
+            bytes += ENTRY_BYTES;
+            if bytes > work_mem {
+                return Ok(None);
+            }
+            table.entry(key).or_default().push(i as u32);
+        }
+        Ok(Some(RowsTable { rows: table }))
+    }
+
+    /// The rows whose key equals `keys` evaluated over the tuples bound before: none if
+    /// one of them is NULL.
+    pub(super) fn matches(&self, keys: &[Expr], b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<&[u32]> {
+        let mut vals = Vec::with_capacity(keys.len());
+        for e in keys {
+            let v = e.eval(b, cx)?;
+            if v.as_ref().is_null() {
+                return Ok(&[]);
+            }
+            vals.push(v.into_value());
+        }
+        Ok(self.rows.get(&vals).map_or(&[], Vec::as_slice))
+    }
+}
+
+/// What one value of a [`RowsTable`]'s key takes besides its text, roughly.
+const VALUE_BYTES: usize = 40;

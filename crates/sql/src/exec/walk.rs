@@ -167,6 +167,8 @@ pub(super) struct Walker<'w, 's> {
     work_mem: usize,
     /// By level, the hash table of a relation reached by `Access::Hash` (hashjoin.rs).
     hashed: Vec<Hashed>,
+    /// By level, the hash table of a subquery in FROM reached by `Access::Hash`.
+    rows_hashed: Vec<Option<hashjoin::RowsTable>>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -214,6 +216,7 @@ impl<'w> Walker<'w, 'w> {
             counts: None,
             work_mem: reach.work_mem,
             hashed: Vec::new(),
+            rows_hashed: Vec::new(),
         }
     }
 
@@ -274,16 +277,88 @@ impl<'w, 's> Walker<'w, 's> {
                 "a subquery in FROM whose rows were not computed".into(),
             ));
         };
+        // Reached through a hash table of its rows (this walk's own: a correlated
+        // subquery's rows in FROM may differ from one run to the next).
+        let table = match &rp.access {
+            Access::Hash { cols, .. } => self.rows_table(level, rp, rows, cols)?,
+            _ => None,
+        };
+        let r = self.walk_derived_rows(level, rp, rows, table.as_ref(), b, emit);
+        if let Some(t) = table {
+            self.rows_hashed[level] = Some(t);
+        }
+        r
+    }
+
+    /// The hash table of the rows `rows` of a subquery in FROM (level `level`) by columns
+    /// `cols`, taken out of the walk (put back by the caller); built at the level's first
+    /// entry; `None` past `work_mem` (the level reads every row).
+    fn rows_table(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        rows: &'s Rows,
+        cols: &[usize],
+    ) -> Result<Option<hashjoin::RowsTable>> {
+        if self.rows_hashed.len() <= level {
+            self.rows_hashed.resize_with(level + 1, || None);
+        }
+        if let Some(t) = self.rows_hashed[level].take() {
+            return Ok(Some(t));
+        }
+        if self.hashed.get(level).is_some_and(|h| matches!(h, Hashed::Scanned)) {
+            return Ok(None);
+        }
+        let own = &rp.filters[..rp.bounds.min(rp.filters.len())];
+        let mut b = Bindings::new();
+        let cx = self.cx;
+        let mut keep = |row: RowRef<'s>| -> Result<bool> {
+            b.bind_derived(rp.rel, row);
+            for f in own {
+                if !f.test(&b, cx)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        let t = hashjoin::RowsTable::build(rows, cols, self.work_mem, &mut keep)?;
+        if t.is_none() {
+            // Remembered, so that later entries do not try again.
+            if self.hashed.len() <= level {
+                self.hashed.resize_with(level + 1, || Hashed::Unbuilt);
+            }
+            self.hashed[level] = Hashed::Scanned;
+        }
+        Ok(t)
+    }
+
+    /// The rows of a subquery in FROM at level `level`: those of `table` whose key the
+    /// bound tuples give (past the filters it was built with), or all of them.
+    fn walk_derived_rows(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        rows: &'s Rows,
+        table: Option<&hashjoin::RowsTable>,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        let (picked, first) = match (table, &rp.access) {
+            (Some(t), Access::Hash { keys, .. }) => (Some(t.matches(keys, b, self.cx)?), rp.bounds),
+            _ => (None, 0),
+        };
+        let n = picked.map_or(rows.len(), <[u32]>::len);
         let mut matched = false;
         self.count(level, 1, 0);
-        'rows: for row in rows.iter() {
+        'rows: for i in 0..n {
+            let row = rows.row(picked.map_or(i, |p| p[i] as usize));
             self.visits += 1;
             if self.visits == INTERRUPT_EVERY {
                 self.visits = 0;
                 stop_now(self.interrupted, self.deadline)?;
             }
             b.bind_derived(rp.rel, row);
-            for f in &rp.filters {
+            for f in &rp.filters[first..] {
                 if !f.test(b, self.cx)? {
                     continue 'rows;
                 }
@@ -329,6 +404,7 @@ impl<'w, 's> Walker<'w, 's> {
     /// The tuple `tuple` (held partition, slot) of level `level`, bound: the level's
     /// filters from `first_filter` on checked, and the walk goes on to the next level.
     /// Sets `matched` for a null-extended relation once its ON conditions hold.
+    #[inline]
     fn bound(
         &mut self,
         level: usize,

@@ -144,15 +144,15 @@ fn access_to(
 ) -> ((Access, f64, f64), Vec<Sarg>) {
     let sg = sargs(r, reach, known);
     let best = choose_access(schema, &sg, &any_sargs(r, reach, known));
-    (hashed(best, schema, &sg, fanout), sg)
+    (hashed(best, &sg, fanout), sg)
 }
 
 /// A relation that no index reaches, entered once per row of those before it (`fanout`
 /// of them, expected): reached through a hash table of its rows by the columns its
 /// equalities name (`Access::Hash`), built at its first entry (a scan's cost, shared by
 /// the entries), then a lookup per entry. Scanned instead when entered once.
-fn hashed(best: (Access, f64, f64), schema: &TableSchema, sargs: &[Sarg], fanout: f64) -> (Access, f64, f64) {
-    if !matches!(best.0, Access::Scan) || fanout <= 1.0 || schema.id == DERIVED_TABLE {
+fn hashed(best: (Access, f64, f64), sargs: &[Sarg], fanout: f64) -> (Access, f64, f64) {
+    if !matches!(best.0, Access::Scan) || fanout <= 1.0 {
         return best;
     }
     let (mut cols, mut keys) = (Vec::new(), Vec::new());
