@@ -1,8 +1,8 @@
 //! Hash joins: a relation joined by equalities that no index answers is hashed once per
 //! statement (`Access::Hash`) and gives what a nested loop over it gives, inner and outer
 //! joins alike, whether its table fits in `work_mem` (16 MiB here) or not (then it is
-//! scanned at each entry), of subqueries in FROM too, and over evicted tuples (the
-//! pre-pass brings them back).
+//! hashed in passes, a key too large for a pass scanned in its pass), of subqueries in
+//! FROM too, and over evicted tuples (the pre-pass brings them back).
 
 mod common;
 
@@ -60,10 +60,16 @@ fn hash_joins_give_what_nested_loops_give_within_and_past_work_mem() {
     let db = Database::open(config).unwrap();
     let l = table(&db, "l", 3_000, 37);
     let few = table(&db, "few", 40, 37);
-    // About 1.6 MB of hash table; and past 16 MiB, scanned once per row of `few`.
+    // About 1.6 MB of hash table; past 16 MiB, hashed in passes of its keys; and one key
+    // past 16 MiB by itself (by `a` alone), scanned in its pass.
     let mid = table(&db, "mid", 20_000, 41);
     let big = table(&db, "big", 260_000, 41);
-    for (outer, l, name, r) in [("l", &l, "mid", &mid), ("few", &few, "big", &big)] {
+    let skewed = table(&db, "skewed", 230_000, 1);
+    for (outer, l, name, r) in [
+        ("l", &l, "mid", &mid),
+        ("few", &few, "big", &big),
+        ("few", &few, "skewed", &skewed),
+    ] {
         let inner =
             format!("SELECT count(*), sum(l.id + r.id) FROM {outer} l JOIN {name} r ON r.a = l.a AND r.s = l.s");
         assert!(
@@ -81,17 +87,28 @@ fn hash_joins_give_what_nested_loops_give_within_and_past_work_mem() {
         assert_eq!(one_row(&db, &inner), vec![count, sum], "{inner}");
         // A LEFT JOIN whose ON conditions filter the hashed side alone too.
         let outer = format!(
-            "SELECT count(*), count(r.id), sum(r.id) FROM {outer} l LEFT JOIN {name} r ON r.a = l.a AND r.id % 5 > 0"
+            "SELECT count(*), count(r.id), sum(r.id) FROM {outer} l LEFT JOIN {name} r ON r.a = l.a AND r.id % 50 > 0"
         );
         let (mut count, mut matched, mut sum) = (0, 0, 0);
         for x in l {
-            let found: Vec<i64> = r.iter().filter(|y| y.1 == x.1 && y.0 % 5 > 0).map(|y| y.0).collect();
+            let found: Vec<i64> = r.iter().filter(|y| y.1 == x.1 && y.0 % 50 > 0).map(|y| y.0).collect();
             count += found.len().max(1) as i64;
             matched += found.len() as i64;
             sum += found.iter().sum::<i64>();
         }
         assert_eq!(one_row(&db, &outer), vec![count, matched, sum], "{outer}");
     }
+    // Hashed in passes between two other relations: the one before read once per pass,
+    // the one after (a lookup) per row found.
+    let three = "SELECT count(*), sum(m.a) FROM few l JOIN big r ON r.a = l.a JOIN mid m ON m.id = r.id";
+    let (mut count, mut sum) = (0, 0);
+    for x in &few {
+        for y in big.iter().filter(|y| y.1 == x.1 && y.0 <= 20_000) {
+            count += 1;
+            sum += y.0 % 41;
+        }
+    }
+    assert_eq!(one_row(&db, three), vec![count, sum], "{three}");
 }
 
 #[test]

@@ -527,7 +527,7 @@ fn select_rows(
     .reading(&derived)
     .counting(counting);
     let mut b = Bindings::new();
-    let _ = walker.walk(0, &mut b, &mut |b| gather.add(p, b, cx, pool))?;
+    let _ = walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
     let counts = walker.counts.take();
     if let (Some(a), Some(counts)) = (env.analyze.as_mut(), counts) {

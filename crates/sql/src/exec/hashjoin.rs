@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 
 use permafrost_storage::Table;
 use permafrost_storage::index::{IndexKey, KeyEncoder};
-use permafrost_types::{DataType, Value, ValueRef};
+use permafrost_types::{Value, ValueRef};
 
 use crate::error::Result;
 use crate::expr::{ColumnSource, Cx, Expr};
@@ -32,8 +32,55 @@ pub(super) enum Hashed {
     Unbuilt,
     /// The relation's visible tuples (held partition, slot) by key.
     Built(HashTable),
-    /// Past `work_mem`: the level scans its relation instead.
-    Scanned,
+    /// Past `work_mem`: the level scans its relation instead. With the bytes the whole
+    /// table was estimated to need.
+    Scanned { needed: u64 },
+}
+
+/// A relation whose hash table does not fit in `work_mem`, hashed in passes: the walk runs
+/// `of` times, and in pass `pass` the level's table holds the tuples whose key falls in
+/// that pass ([`pass_of`]); an entry whose key falls in another pass is skipped there
+/// (its matches, having its key, are all in its own pass; one without a key, which
+/// matches nothing, is taken in pass 0). So each result row comes from exactly one pass,
+/// and a null-extended relation is extended in the pass of its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Passes {
+    pub(super) level: usize,
+    pub(super) of: u64,
+    pub(super) pass: u64,
+}
+
+/// The pass of `of` that key `key` falls in.
+pub(super) fn pass_of(key: &IndexKey, of: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // A fixed hasher: the same key falls in the same pass in every walk.
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish() % of.max(1)
+}
+
+/// How many passes a table estimated at `needed` bytes takes, each within half of
+/// `work_mem` (keys are not spread evenly), at most 4,096.
+pub(super) fn passes_for(needed: u64, work_mem: usize) -> u64 {
+    needed.div_ceil((work_mem as u64 / 2).max(1)).clamp(2, 4096)
+}
+
+/// The lookup key `keys` give over the tuples bound before, converted to the column types
+/// `enc` encodes: `None` if one of them is NULL or cannot equal any value of its column.
+pub(super) fn probe_key(
+    enc: &KeyEncoder,
+    keys: &[Expr],
+    b: &dyn ColumnSource,
+    cx: &Cx<'_>,
+) -> Result<Option<IndexKey>> {
+    let mut vals = Vec::with_capacity(keys.len());
+    for (e, ty) in keys.iter().zip(enc.types()) {
+        match key_value(e.eval(b, cx)?.as_ref(), ty) {
+            Some(k) => vals.push(k.into_owned()),
+            None => return Ok(None),
+        }
+    }
+    Ok(enc.encode(vals.iter().map(Value::as_ref)))
 }
 
 pub(super) struct HashTable {
@@ -42,21 +89,14 @@ pub(super) struct HashTable {
 }
 
 impl HashTable {
-    /// The tuples whose key equals `keys` evaluated over the tuples bound before: none if
-    /// one of them is NULL or cannot equal any value of its column's type.
-    pub(super) fn matches(&self, keys: &[Expr], b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<&[(u32, u32)]> {
-        let mut vals = Vec::with_capacity(keys.len());
-        for (e, ty) in keys.iter().zip(self.enc.types()) {
-            match key_value(e.eval(b, cx)?.as_ref(), ty) {
-                Some(k) => vals.push(k.into_owned()),
-                None => return Ok(&[]),
-            }
-        }
-        Ok(self
-            .enc
-            .encode(vals.iter().map(Value::as_ref))
-            .and_then(|k| self.tuples.get(&k))
-            .map_or(&[], Vec::as_slice))
+    /// The lookup key `keys` give over the tuples bound before ([`probe_key`]).
+    pub(super) fn key(&self, keys: &[Expr], b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Option<IndexKey>> {
+        probe_key(&self.enc, keys, b, cx)
+    }
+
+    /// The tuples whose key is `key`.
+    pub(super) fn matches(&self, key: &IndexKey) -> &[(u32, u32)] {
+        self.tuples.get(key).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -64,27 +104,34 @@ impl HashTable {
 /// its key, the vector it lies in and its share of the map's spare room.
 const ENTRY_BYTES: usize = 80;
 
-/// Builds the hash table by columns `cols` (of types `types`) of the visible tuples of
-/// `tables` (each with its held partition) that `keep` keeps, calling `tick` for every
-/// tuple visited (to be stopped). [`Hashed::Scanned`] past `work_mem`.
+/// Builds the hash table by columns `cols` (encoded by `enc`) of the visible tuples of
+/// `tables` (each with its held partition) that `keep` keeps and whose key falls in pass
+/// `pass` (`(pass, of)`; all of them when `None`), calling `tick` for every tuple visited
+/// (to be stopped). [`Hashed::Scanned`] past `work_mem`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn build<'t>(
-    types: Vec<DataType>,
+    enc: KeyEncoder,
     cols: &[usize],
     tables: &[(usize, &'t Table)],
     work_mem: usize,
+    pass: Option<(u64, u64)>,
     keep: &mut dyn FnMut(usize, &'t Table, u32) -> Result<bool>,
     tick: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Hashed> {
-    let enc = KeyEncoder::new(types);
     let mut tuples: HashMap<IndexKey, Vec<(u32, u32)>> = HashMap::new();
     let mut bytes = 0usize;
+    let mut visited = 0u64;
     let mut vals: Vec<ValueRef<'_>> = Vec::with_capacity(cols.len());
     for &(li, table) in tables {
         let mut err = None;
         let _ = table.scan(|slot| {
             let r = (|| -> Result<bool> {
                 tick()?;
-                Ok(table.is_visible(slot) && keep(li, table, slot)?)
+                if !table.is_visible(slot) {
+                    return Ok(false);
+                }
+                visited += 1;
+                keep(li, table, slot)
             })();
             match r {
                 Ok(true) => {}
@@ -101,6 +148,9 @@ pub(super) fn build<'t>(
             let Some(key) = enc.encode(vals.iter().copied()) else {
                 return ControlFlow::Continue(());
             };
+            if pass.is_some_and(|(pass, of)| pass_of(&key, of) != pass) {
+                return ControlFlow::Continue(());
+            }
             bytes += ENTRY_BYTES
                 + match &key {
                     IndexKey::Int(_) => 0,
@@ -116,7 +166,10 @@ pub(super) fn build<'t>(
             return Err(e);
         }
         if bytes > work_mem {
-            return Ok(Hashed::Scanned);
+            // What every visible tuple would take, at the rate of those visited.
+            let all: u64 = tables.iter().map(|(_, t)| u64::from(t.live_tuples())).sum();
+            let needed = (bytes as u64).saturating_mul(all.max(1)) / visited.max(1);
+            return Ok(Hashed::Scanned { needed });
         }
     }
     Ok(Hashed::Built(HashTable { enc, tuples }))

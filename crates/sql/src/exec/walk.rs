@@ -7,6 +7,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
+use permafrost_storage::index::KeyEncoder;
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema, TupleRef};
 use permafrost_types::{Value, ValueRef};
@@ -16,7 +17,7 @@ use crate::expr::{ColumnSource, Cx, Expr};
 use crate::plan::{Access, DERIVED_TABLE, PartitionPick, RelPlan};
 use crate::rows::{RowRef, Rows};
 
-use super::hashjoin::{self, Hashed};
+use super::hashjoin::{self, Hashed, Passes, pass_of, probe_key};
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
 
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
@@ -169,6 +170,13 @@ pub(super) struct Walker<'w, 's> {
     hashed: Vec<Hashed>,
     /// By level, the hash table of a subquery in FROM reached by `Access::Hash`.
     rows_hashed: Vec<Option<hashjoin::RowsTable>>,
+    /// Whether a hash table past `work_mem` may be built in passes ([`Walker::walk_all`]).
+    partitionable: bool,
+    /// A level whose table did not fit, and the passes it needs (set by its first entry,
+    /// which stops the walk: nothing was emitted before it).
+    overflow: Option<(usize, u64)>,
+    /// The pass being walked, and the encoder of its level's keys.
+    passes: Option<(Passes, KeyEncoder)>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -217,6 +225,9 @@ impl<'w> Walker<'w, 'w> {
             work_mem: reach.work_mem,
             hashed: Vec::new(),
             rows_hashed: Vec::new(),
+            partitionable: false,
+            overflow: None,
+            passes: None,
         }
     }
 
@@ -306,7 +317,11 @@ impl<'w, 's> Walker<'w, 's> {
         if let Some(t) = self.rows_hashed[level].take() {
             return Ok(Some(t));
         }
-        if self.hashed.get(level).is_some_and(|h| matches!(h, Hashed::Scanned)) {
+        if self
+            .hashed
+            .get(level)
+            .is_some_and(|h| matches!(h, Hashed::Scanned { .. }))
+        {
             return Ok(None);
         }
         let own = &rp.filters[..rp.bounds.min(rp.filters.len())];
@@ -327,7 +342,7 @@ impl<'w, 's> Walker<'w, 's> {
             if self.hashed.len() <= level {
                 self.hashed.resize_with(level + 1, || Hashed::Unbuilt);
             }
-            self.hashed[level] = Hashed::Scanned;
+            self.hashed[level] = Hashed::Scanned { needed: 0 };
         }
         Ok(t)
     }
@@ -478,11 +493,24 @@ impl<'w, 's> Walker<'w, 's> {
                 }
                 Ok(())
             };
-            let types = cols.iter().map(|&c| rp.schema.columns[c].ty).collect();
-            self.hashed[level] = hashjoin::build(types, cols, &tables, self.work_mem, &mut keep, &mut tick)?;
-            // Its evicted tuples: the pre-pass brings them back, and the statement runs
-            // again.
-            if !self.skip_evicted && matches!(self.hashed[level], Hashed::Built(_)) {
+            let enc = KeyEncoder::new(cols.iter().map(|&c| rp.schema.columns[c].ty).collect());
+            let pass = self
+                .passes
+                .as_ref()
+                .filter(|(p, _)| p.level == level)
+                .map(|(p, _)| (p.pass, p.of));
+            self.hashed[level] = hashjoin::build(enc, cols, &tables, self.work_mem, pass, &mut keep, &mut tick)?;
+            if let Hashed::Scanned { needed } = self.hashed[level]
+                && self.partitionable
+                && self.passes.is_none()
+                && self.overflow.is_none()
+            {
+                self.overflow = Some((level, hashjoin::passes_for(needed, self.work_mem)));
+            }
+            // Its evicted tuples (once): the pre-pass brings them back, and the statement
+            // runs again.
+            if !self.skip_evicted && pass.is_none_or(|(p, _)| p == 0) && matches!(self.hashed[level], Hashed::Built(_))
+            {
                 for (li, table) in tables {
                     for (tomb, _) in table.tombstones().iter() {
                         self.evicted.push(EvictedRef {
@@ -528,7 +556,11 @@ impl<'w, 's> Walker<'w, 's> {
     ) -> Result<ControlFlow<()>> {
         self.count(level, 1, 0);
         let mut matched = false;
-        for &(li, slot) in hashed.matches(keys, b, self.cx)? {
+        let found = match hashed.key(keys, b, self.cx)? {
+            Some(k) => hashed.matches(&k),
+            None => &[],
+        };
+        for &(li, slot) in found {
             let (li, stores) = (li as usize, self.stores);
             let table = checked_table(stores[li], &rp.schema)?;
             self.visits += 1;
@@ -574,6 +606,38 @@ impl<'w, 's> Walker<'w, 's> {
         })
     }
 
+    /// Walks every level from the first ([`Walker::walk`]); when a relation's hash table
+    /// does not fit in `work_mem`, once per pass of its keys instead ([`Passes`]): the
+    /// first walk stops at that relation's first entry, before anything was emitted.
+    /// (EXPLAIN ANALYZE's counts are those of the passes, added up.)
+    pub(super) fn walk_all(&mut self, b: &mut Bindings<'s>, emit: &mut Emit<'_, 's>) -> Result<ControlFlow<()>> {
+        self.partitionable = true;
+        let first = self.walk(0, b, emit)?;
+        let Some((level, of)) = self.overflow.take() else {
+            return Ok(first);
+        };
+        let Some(Access::Hash { cols, .. }) = self.rels.get(level).map(|r| &r.access) else {
+            return Ok(first);
+        };
+        if let Some(c) = self.counts.as_mut() {
+            c.iter_mut().for_each(|x| *x = (0, 0));
+        }
+        let schema = &self.rels[level].schema;
+        let enc = KeyEncoder::new(cols.iter().map(|&c| schema.columns[c].ty).collect());
+        let mut flow = ControlFlow::Continue(());
+        for pass in 0..of {
+            self.passes = Some((Passes { level, of, pass }, enc.clone()));
+            self.hashed[level] = Hashed::Unbuilt;
+            flow = self.walk(0, b, emit)?;
+            if flow.is_break() {
+                break;
+            }
+        }
+        self.passes = None;
+        self.hashed[level] = Hashed::Unbuilt;
+        Ok(flow)
+    }
+
     pub(super) fn walk(
         &mut self,
         level: usize,
@@ -587,10 +651,23 @@ impl<'w, 's> Walker<'w, 's> {
         if rp.schema.id == DERIVED_TABLE {
             return self.walk_derived(level, rp, b, emit);
         }
-        if let Access::Hash { cols, keys } = &rp.access
-            && self.hash_table(level, rp, cols)?
-        {
-            return self.walk_hashed(level, rp, keys, b, emit);
+        if let Access::Hash { cols, keys } = &rp.access {
+            // Hashed in passes: an entry whose key falls in another pass is taken there.
+            if let Some((p, enc)) = self.passes.as_ref().filter(|(p, _)| p.level == level) {
+                let here = match probe_key(enc, keys, b, self.cx)? {
+                    Some(k) => pass_of(&k, p.of) == p.pass,
+                    None => p.pass == 0,
+                };
+                if !here {
+                    return Ok(ControlFlow::Continue(()));
+                }
+            }
+            if self.hash_table(level, rp, cols)? {
+                return self.walk_hashed(level, rp, keys, b, emit);
+            }
+            if self.overflow.is_some() {
+                return Ok(ControlFlow::Break(()));
+            }
         }
         let mut matched = false;
         self.count(level, 1, 0);
