@@ -91,6 +91,9 @@ pub struct Analyze {
     plan: usize,
     /// By relation of its walk: how often the walk entered it, how many rows it gave.
     levels: Vec<(u64, u64)>,
+    /// By relation of its walk: how its hash table went, if it had one
+    /// (`Walker::hash_notes`).
+    hashes: Vec<Option<String>>,
 }
 
 mod aggregate;
@@ -185,12 +188,13 @@ impl Prepared {
         env.analyze = Some(Analyze {
             plan,
             levels: Vec::new(),
+            hashes: Vec::new(),
         });
         let defer = std::mem::replace(&mut env.defer_scans, false);
         let r = execute(self.plan(), &a.columns, env, params);
         env.defer_scans = defer;
-        let levels = env.analyze.take().map(|a| a.levels).unwrap_or_default();
-        let lines = crate::explain::explain_analyzed(self, params, env.total_partitions, levels);
+        let (levels, hashes) = env.analyze.take().map(|a| (a.levels, a.hashes)).unwrap_or_default();
+        let lines = crate::explain::explain_analyzed(self, params, env.total_partitions, levels, hashes);
         Ok(crate::explain::Analyzed::new(lines, r?, started, a.summary, self.columns().clone()).into_rows())
     }
 }
@@ -530,8 +534,10 @@ fn select_rows(
     let _ = walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))?;
     let visited = walker.visited_locals;
     let counts = walker.counts.take();
+    let hashes = walker.hash_notes.take();
     if let (Some(a), Some(counts)) = (env.analyze.as_mut(), counts) {
         a.levels = counts;
+        a.hashes = hashes.unwrap_or_default();
     }
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.

@@ -24,11 +24,21 @@ pub fn explain(p: &Prepared, params: &[Value], partitions: u32) -> Vec<String> {
 /// query's walk with the rows it gave (`levels`: by relation, how often the walk entered
 /// it and how many rows passed its filters). [`Analyzed`] adds the result's rows and the
 /// time taken.
-pub fn explain_analyzed(p: &Prepared, params: &[Value], partitions: u32, levels: Vec<(u64, u64)>) -> Vec<String> {
-    explain_with(p, params, partitions, Some(levels))
+/// `hashes`: by relation, how its hash table went, if it had one.
+pub fn explain_analyzed(
+    p: &Prepared,
+    params: &[Value],
+    partitions: u32,
+    levels: Vec<(u64, u64)>,
+    hashes: Vec<Option<String>>,
+) -> Vec<String> {
+    explain_with(p, params, partitions, Some((levels, hashes)))
 }
 
-fn explain_with(p: &Prepared, params: &[Value], partitions: u32, levels: Option<Vec<(u64, u64)>>) -> Vec<String> {
+/// `levels`: EXPLAIN ANALYZE's counts and hash notes, by relation of the outermost query.
+type Levels = (Vec<(u64, u64)>, Vec<Option<String>>);
+
+fn explain_with(p: &Prepared, params: &[Value], partitions: u32, levels: Option<Levels>) -> Vec<String> {
     let mut out = Vec::new();
     let at = match p.route(params, partitions) {
         Route::Single(n) => format!("partition {n} of {partitions}"),
@@ -66,9 +76,9 @@ fn explain_with(p: &Prepared, params: &[Value], partitions: u32, levels: Option<
 
 struct Writer<'o> {
     out: &'o mut Vec<String>,
-    /// EXPLAIN ANALYZE's counts for the outermost query's relations (taken by the first
-    /// query shown).
-    levels: Option<Vec<(u64, u64)>>,
+    /// EXPLAIN ANALYZE's counts and hash notes for the outermost query's relations
+    /// (taken by the first query shown).
+    levels: Option<Levels>,
 }
 
 impl Writer<'_> {
@@ -90,7 +100,11 @@ impl Writer<'_> {
     fn select(&mut self, s: &SelectPlan, depth: usize, title: &str) {
         let show = |e: &Expr| show(e, &s.rels);
         let levels = self.levels.take();
-        let actual = |i: usize| levels.as_ref().and_then(|l| l.get(i).copied());
+        let actual = |i: usize| {
+            levels
+                .as_ref()
+                .and_then(|(l, h)| Some((l.get(i).copied()?, h.get(i).cloned().flatten())))
+        };
         self.line(depth, title);
         let mut d = depth;
         if s.limit.is_some() || s.offset.is_some() {
@@ -185,7 +199,11 @@ impl Writer<'_> {
 
     /// A relation's step; `actual`: for EXPLAIN ANALYZE, how often it was entered and the
     /// rows it gave.
-    fn rel(&mut self, r: &RelPlan, rels: &[RelPlan], depth: usize, actual: Option<(u64, u64)>) {
+    /// `actual`: for EXPLAIN ANALYZE, how often the relation was entered, the rows it gave,
+    /// and how its hash table went.
+    fn rel(&mut self, r: &RelPlan, rels: &[RelPlan], depth: usize, actual: Option<((u64, u64), Option<String>)>) {
+        let hash = actual.as_ref().and_then(|(_, h)| h.clone());
+        let actual = actual.map(|(a, _)| a);
         let show = |e: &Expr| show(e, rels);
         let name = &r.schema.name;
         let join = if r.outer { "  (null-extended: left join)" } else { "" };
@@ -302,6 +320,9 @@ impl Writer<'_> {
         }
         for f in &r.after {
             self.detail(depth, &format!("Filter: {}", show(f)));
+        }
+        if let Some(h) = hash {
+            self.detail(depth, &h);
         }
     }
 

@@ -45,3 +45,5 @@ EXPLAIN SELECT count(*) FROM item LEFT JOIN stock ON s_quantity = i_id AND s_qua
 EXPLAIN SELECT i_name FROM item JOIN order_line ON ol_i_id = i_id + 0 WHERE i_id = 4;
 -- A subquery in FROM that is not pulled up (it groups) is hashed by its rows' values.
 EXPLAIN SELECT i_name, g.n FROM item JOIN (SELECT ol_i_id, count(*) AS n FROM order_line GROUP BY ol_i_id) g ON g.ol_i_id = i_id + 0;
+-- EXPLAIN ANALYZE tells how a hash table went: its rows (or its passes past work_mem).
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT count(*) FROM item LEFT JOIN stock ON s_quantity = i_id AND s_quantity > 3;

@@ -94,6 +94,11 @@ impl HashTable {
         probe_key(&self.enc, keys, b, cx)
     }
 
+    /// How many tuples it holds.
+    pub(super) fn len(&self) -> usize {
+        self.tuples.values().map(Vec::len).sum()
+    }
+
     /// The tuples whose key is `key`.
     pub(super) fn matches(&self, key: &IndexKey) -> &[(u32, u32)] {
         self.tuples.get(key).map_or(&[], Vec::as_slice)
@@ -220,6 +225,11 @@ impl RowsTable {
             table.entry(key).or_default().push(i as u32);
         }
         Ok(Some(RowsTable { rows: table }))
+    }
+
+    /// How many rows it holds.
+    pub(super) fn len(&self) -> usize {
+        self.rows.values().map(Vec::len).sum()
     }
 
     /// The rows whose key equals `keys` evaluated over the tuples bound before: none if

@@ -177,6 +177,9 @@ pub(super) struct Walker<'w, 's> {
     overflow: Option<(usize, u64)>,
     /// The pass being walked, and the encoder of its level's keys.
     passes: Option<(Passes, KeyEncoder)>,
+    /// For EXPLAIN ANALYZE (when counting), by level: how its hash table went, once
+    /// [`Walker::walk_all`] is over.
+    pub(super) hash_notes: Option<Vec<Option<String>>>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -228,6 +231,7 @@ impl<'w> Walker<'w, 'w> {
             partitionable: false,
             overflow: None,
             passes: None,
+            hash_notes: None,
         }
     }
 
@@ -614,6 +618,7 @@ impl<'w, 's> Walker<'w, 's> {
         self.partitionable = true;
         let first = self.walk(0, b, emit)?;
         let Some((level, of)) = self.overflow.take() else {
+            self.note_hashes(None);
             return Ok(first);
         };
         let Some(Access::Hash { cols, .. }) = self.rels.get(level).map(|r| &r.access) else {
@@ -634,8 +639,38 @@ impl<'w, 's> Walker<'w, 's> {
             }
         }
         self.passes = None;
+        self.note_hashes(Some((level, of)));
         self.hashed[level] = Hashed::Unbuilt;
         Ok(flow)
+    }
+
+    /// For EXPLAIN ANALYZE, how each level's hash table went (`hash_notes`); level
+    /// `passes.0` was hashed in `passes.1` passes.
+    fn note_hashes(&mut self, passes: Option<(usize, u64)>) {
+        if self.counts.is_none() {
+            return;
+        }
+        let notes = (0..self.rels.len())
+            .map(|level| {
+                if !matches!(self.rels[level].access, Access::Hash { .. }) {
+                    return None;
+                }
+                if let Some((at, of)) = passes
+                    && at == level
+                {
+                    return Some(format!("Hash: past work_mem, in {of} passes of its keys"));
+                }
+                if let Some(Some(t)) = self.rows_hashed.get(level) {
+                    return Some(format!("Hash: {} rows", t.len()));
+                }
+                match self.hashed.get(level) {
+                    Some(Hashed::Built(t)) => Some(format!("Hash: {} rows", t.len())),
+                    Some(Hashed::Scanned { .. }) => Some("Hash: past work_mem, scanned at each entry".into()),
+                    _ => None,
+                }
+            })
+            .collect();
+        self.hash_notes = Some(notes);
     }
 
     pub(super) fn walk(
