@@ -8,7 +8,7 @@ SQLAlchemy is run over both of its PostgreSQL drivers, psycopg 3 and psycopg2: c
 exists, then creates them inside one transaction), ORM sessions with a relationship, commit
 and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), queries
 with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, joinedload (LEFT
-OUTER JOIN), relationship .any() (a correlated EXISTS), a correlated scalar subquery, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
+OUTER JOIN, of a many-to-many relation too), relationship .any() (a correlated EXISTS), a correlated scalar subquery, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
 declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
 status is the number of failures.
 """
@@ -17,7 +17,7 @@ import sys
 import traceback
 
 import psycopg2
-from sqlalchemy import Index, String, create_engine, exists, func, inspect, select, text, union
+from sqlalchemy import Column, Index, Integer, String, Table, create_engine, exists, func, inspect, select, text, union
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, joinedload, mapped_column, relationship
 
 PORT = int(sys.argv[1])
@@ -52,6 +52,20 @@ class Author(Base):
     )
 
 
+book_tags = Table(
+    "sa_book_tags",
+    Base.metadata,
+    Column("book_id", Integer, primary_key=True),
+    Column("tag_id", Integer, primary_key=True),
+)
+
+
+class Tag(Base):
+    __tablename__ = "sa_tags"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(20))
+
+
 class Book(Base):
     __tablename__ = "sa_books"
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -59,6 +73,12 @@ class Book(Base):
     author_id: Mapped[int]
     author: Mapped[Author] = relationship(
         back_populates="books", primaryjoin="Author.id == foreign(Book.author_id)"
+    )
+    # Many-to-many through an association table.
+    tags: Mapped[list[Tag]] = relationship(
+        secondary=book_tags,
+        primaryjoin="Book.id == foreign(sa_book_tags.c.book_id)",
+        secondaryjoin="Tag.id == foreign(sa_book_tags.c.tag_id)",
     )
     __table_args__ = (Index("sa_books_title", "title"),)
 
@@ -127,6 +147,21 @@ def orm_round_trip(url):
         # joinedload: one LEFT OUTER JOIN, authors without books kept.
         loaded = s.scalars(select(Author).options(joinedload(Author.books)).order_by(Author.name)).unique().all()
         assert [(a.name, len(a.books)) for a in loaded] == [("Butler", 0), ("Jemisin", 0), ("Le Guin", 2)], loaded
+        # Many-to-many: the association table and the tags joined inside the LEFT OUTER
+        # JOIN, as one null-extended group (`LEFT OUTER JOIN (sa_book_tags JOIN sa_tags ON
+        # ...) ON ...`); a book without tags is kept.
+        first = s.scalar(select(Book).where(Book.title == "The Dispossessed"))
+        first.tags = [Tag(name="sf"), Tag(name="classic")]
+        s.commit()
+        loaded = s.scalars(
+            select(Author).options(joinedload(Author.books).joinedload(Book.tags)).order_by(Author.name)
+        ).unique().all()
+        shelf = [(a.name, [(b.title, sorted(t.name for t in b.tags)) for b in a.books]) for a in loaded]
+        assert shelf == [
+            ("Butler", []),
+            ("Jemisin", []),
+            ("Le Guin", [("The Dispossessed", ["classic", "sf"]), ("Lathe of Heaven", [])]),
+        ], shelf
         # relationship .any() / ~.any(): a correlated EXISTS.
         has = s.scalars(select(Author.name).where(Author.books.any(Book.title.like("L%")))).all()
         assert has == ["Le Guin"], has

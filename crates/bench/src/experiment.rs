@@ -774,7 +774,9 @@ mod tests {
         let p = Params {
             records: Some(2_000),
             warmup: 0.0,
-            duration: 0.3,
+            // (Long enough that a loaded machine still commits something in each run:
+            // 0.3 s once gave an asynchronous run nothing while a build ran beside it.)
+            duration: 1.0,
             partitions: Some(2),
             in_flight: 16,
             ..Params::default()

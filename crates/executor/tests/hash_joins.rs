@@ -1,8 +1,9 @@
 //! Hash joins: a relation joined by equalities that no index answers is hashed once per
 //! statement (`Access::Hash`) and gives what a nested loop over it gives, inner and outer
 //! joins alike, whether its table fits in `work_mem` (16 MiB here) or not (then it is
-//! hashed in passes, a key too large for a pass scanned in its pass), of subqueries in
-//! FROM too, and over evicted tuples (the pre-pass brings them back).
+//! hashed in passes, a key too large for a pass scanned in its pass; inside a
+//! null-extended group, scanned at each entry), of subqueries in FROM too, and over evicted
+//! tuples (the pre-pass brings them back).
 
 mod common;
 
@@ -109,6 +110,24 @@ fn hash_joins_give_what_nested_loops_give_within_and_past_work_mem() {
         }
     }
     assert_eq!(one_row(&db, three), vec![count, sum], "{three}");
+    // Inside a null-extended group (not its first level), a table past work_mem is not
+    // hashed in passes (whether the group matched cannot wait for another pass): it is
+    // scanned at each entry, and the group null-extended where nothing matched.
+    let group = "SELECT count(*), count(m.id), count(r.id) FROM few l \
+        LEFT JOIN (mid m JOIN big r ON r.a = m.id * 5) ON m.id = l.id WHERE l.id <= 10";
+    let shown = plan(&db, group);
+    assert!(
+        shown.contains("null-extended with the next relation") && shown.contains("Hash Lookup on big"),
+        "{shown}"
+    );
+    let (mut count, mut matched) = (0, 0);
+    for x in few.iter().filter(|x| x.0 <= 10) {
+        let found = big.iter().filter(|y| y.1 == x.0 * 5).count() as i64;
+        count += found.max(1);
+        matched += found;
+    }
+    assert!(matched > 0 && count > matched, "some rows of `few` match, some not");
+    assert_eq!(one_row(&db, group), vec![count, matched, matched], "{group}");
 }
 
 #[test]

@@ -71,6 +71,9 @@ pub enum SqlError {
     UnknownDropTable(String),
     #[error("missing FROM-clause entry for table \"{0}\"")]
     MissingFromEntry(String),
+    /// An ON condition reading a relation outside its join (42P01).
+    #[error("invalid reference to FROM-clause entry for table \"{0}\"")]
+    FromEntryHidden(String),
     /// A negative LIMIT (2201W).
     #[error("{0}")]
     InvalidLimit(String),
@@ -311,7 +314,8 @@ impl SqlError {
             SqlError::UnknownTable(_)
             | SqlError::UnknownView(_)
             | SqlError::UnknownDropTable(_)
-            | SqlError::MissingFromEntry(_) => "42P01",
+            | SqlError::MissingFromEntry(_)
+            | SqlError::FromEntryHidden(_) => "42P01",
             SqlError::InvalidLimit(_) => "2201W",
             SqlError::NegativeOffset => "2201X",
             SqlError::NegativeSubstringLength => "22011",
@@ -386,6 +390,9 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::FromEntryHidden(name) => Some(format!(
+                "There is an entry for table \"{name}\", but it cannot be referenced from this part of the query."
+            )),
             SqlError::RangeOffset { offset: Some(_), .. } => {
                 Some("Cast the offset value to an appropriate type.".to_string())
             }

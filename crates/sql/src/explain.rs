@@ -206,7 +206,16 @@ impl Writer<'_> {
         let actual = actual.map(|(a, _)| a);
         let show = |e: &Expr| show(e, rels);
         let name = &r.schema.name;
-        let join = if r.outer { "  (null-extended: left join)" } else { "" };
+        let level = rels.iter().position(|x| std::ptr::eq(x, r)).unwrap_or(0);
+        let join: String = r
+            .starts
+            .iter()
+            .map(|&(_, end)| match end - level {
+                0 => "  (null-extended: left join)".to_string(),
+                1 => "  (null-extended with the next relation: left join)".to_string(),
+                n => format!("  (null-extended with the next {n} relations: left join)"),
+            })
+            .collect();
         let title = if r.schema.id == DERIVED_TABLE {
             let hashed = if matches!(r.access, Access::Hash { .. }) {
                 "  (its rows hashed at the first entry)"
@@ -310,7 +319,11 @@ impl Writer<'_> {
             }
             Access::Scan => {}
         }
-        let label = if r.outer { "Join Filter" } else { "Filter" };
+        let label = if RelPlan::null_extended(rels, level) {
+            "Join Filter"
+        } else {
+            "Filter"
+        };
         let shown = match r.access {
             Access::Hash { .. } => 0,
             _ => r.bounds.min(r.filters.len()),
@@ -318,7 +331,7 @@ impl Writer<'_> {
         for f in &r.filters[shown..] {
             self.detail(depth, &format!("{label}: {}", show(f)));
         }
-        for f in &r.after {
+        for f in r.ends.iter().flat_map(|g| &g.after) {
             self.detail(depth, &format!("Filter: {}", show(f)));
         }
         if let Some(h) = hash {

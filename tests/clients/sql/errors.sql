@@ -56,6 +56,8 @@ SELECT * FROM er_t JOIN er_u USING (nope);
 SELECT * FROM er_t JOIN er_u USING (w);
 SELECT * FROM er_t JOIN er_u USING (id, id);
 SELECT * FROM er_t LEFT JOIN er_u ON er_t.id = er_x.t_id;
+SELECT * FROM er_t t LEFT JOIN (er_u u JOIN er_u w ON w.t_id = t.id) ON true;
+SELECT * FROM er_t t, er_u u LEFT JOIN er_u w ON w.t_id = t.id;
 -- writes
 INSERT INTO er_t VALUES (1, 'dup', 0);
 INSERT INTO er_t VALUES (3, 'c', 1, 'extra');

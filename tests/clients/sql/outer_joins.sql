@@ -1,6 +1,7 @@
 -- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), FULL JOIN of two
 -- tables, RIGHT JOIN of a relation, ON conditions against WHERE conditions (IS NULL
--- anti-joins), aggregates over them, parenthesized joins. Expected output: PostgreSQL 15's
+-- anti-joins), aggregates over them, parenthesized joins, joins null-extended as one
+-- (LEFT JOIN (b JOIN c), RIGHT JOIN after other joins). Expected output: PostgreSQL 15's
 -- (regen.sh). Errors print only their SQLSTATE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
@@ -58,6 +59,33 @@ SELECT a.id, b.id AS book FROM oj_author a FULL JOIN oj_book b ON b.author_id = 
 SELECT count(*), count(a.id), count(b.id) FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id;
 SELECT r.id, b.id AS book FROM oj_review r FULL JOIN oj_book b ON b.id = r.book_id WHERE coalesce(r.stars, 0) < 5
     ORDER BY r.id, b.id;
+
+-- a join null-extended as one: a LEFT JOIN's parenthesized right side (SQLAlchemy's
+-- joinedload of a many-to-many relation), a RIGHT JOIN after other joins, nested groups,
+-- WHERE conditions over a group's columns, a group first in the join order
+SELECT a.id, b.title, r.stars FROM oj_author a LEFT JOIN (oj_book b JOIN oj_review r ON r.book_id = b.id)
+    ON b.author_id = a.id ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.title, r.stars FROM oj_author a LEFT OUTER JOIN (oj_book b JOIN oj_review r ON r.book_id = b.id AND r.stars > 3)
+    ON b.author_id = a.id ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.title, r.id AS review FROM oj_author a LEFT JOIN (oj_book b LEFT JOIN oj_review r ON r.book_id = b.id)
+    ON b.author_id = a.id AND b.year < 2006 ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.title, r.id AS review FROM oj_author a LEFT JOIN (oj_book b LEFT JOIN oj_review r ON r.book_id = b.id)
+    ON b.author_id = a.id AND r.stars IS NULL ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.id AS book, r.id AS review FROM oj_author a LEFT JOIN (oj_book b JOIN oj_review r ON r.book_id = b.id)
+    ON b.author_id = a.id WHERE r.id IS NULL ORDER BY a.id;
+SELECT a.name, b.title, r.stars FROM oj_author a JOIN oj_book b ON b.author_id = a.id
+    RIGHT JOIN oj_review r ON r.book_id = b.id ORDER BY r.id;
+SELECT a.name, b.title, r.stars FROM oj_author a LEFT JOIN oj_book b ON b.author_id = a.id
+    RIGHT JOIN oj_review r ON r.book_id = b.id AND a.id IS NOT NULL ORDER BY r.id;
+SELECT r.id, b.title, a.name FROM oj_review r LEFT JOIN (oj_book b LEFT JOIN oj_author a ON a.id = b.author_id AND a.name > 'a')
+    ON b.id = r.book_id AND b.year > 2000 ORDER BY r.id;
+SELECT count(*), count(b.id), count(r.id) FROM oj_author a LEFT JOIN (oj_book b CROSS JOIN oj_review r)
+    ON b.author_id = a.id AND r.book_id = b.id;
+SELECT a.id, x.id, y.id FROM oj_author a LEFT JOIN (oj_author x JOIN oj_author y ON y.id = x.id + 1) ON true
+    WHERE a.id = 1 ORDER BY x.id;
+-- an ON condition may read only its join's sides (42P01)
+SELECT * FROM oj_author a LEFT JOIN (oj_book b JOIN oj_review r ON r.book_id = a.id) ON true;
+SELECT * FROM oj_author a, oj_book b LEFT JOIN oj_review r ON r.book_id = a.id;
 
 -- a LEFT JOIN needs its ON condition (42601)
 SELECT * FROM oj_author a LEFT JOIN oj_book b;

@@ -21,6 +21,11 @@ EXPLAIN WITH w AS (SELECT s_i_id, s_quantity FROM stock WHERE s_w_id = 1) SELECT
 -- columns and nothing else.
 EXPLAIN SELECT i_id, s.q FROM item LEFT JOIN (SELECT s_w_id AS w, s_i_id AS i, s_quantity AS q FROM stock) s ON s.w = 1 AND s.i = item.i_id;
 EXPLAIN SELECT i_id, s.q FROM item LEFT JOIN (SELECT s_i_id AS i, s_quantity AS q FROM stock WHERE s_w_id = 1) s ON s.i = item.i_id;
+-- A join null-extended as one (a LEFT JOIN's parenthesized right side, a RIGHT JOIN's left
+-- side after other joins): its relations' levels are consecutive; past the group, the WHERE
+-- conditions on its columns.
+EXPLAIN SELECT i_id, s_quantity, ol_o_id FROM item LEFT JOIN (stock JOIN order_line ON ol_i_id = s_i_id AND ol_number > 2) ON s_w_id = 1 AND s_i_id = i_id WHERE ol_o_id IS NULL;
+EXPLAIN SELECT i_id, s_quantity FROM stock JOIN order_line ON ol_i_id = s_i_id RIGHT JOIN item ON s_w_id = 1 AND s_i_id = i_id;
 EXPLAIN SELECT 1 UNION SELECT i_id FROM item;
 EXPLAIN INSERT INTO item VALUES (1, 'a'), (2, 'b');
 EXPLAIN UPDATE stock SET s_quantity = s_quantity - 1 WHERE s_w_id = 2 AND s_i_id = 100;

@@ -161,6 +161,9 @@ pub(super) struct Walker<'w, 's> {
     /// left side matched ([`RelPlan::full`]).
     /// (Made at the first match: a walk without a FULL JOIN makes none.)
     full_matched: Option<std::collections::HashSet<(usize, u32)>>,
+    /// The null-extended groups (by number, [`RelPlan::starts`]) a row passed since the
+    /// current entry of their first level.
+    matched: u64,
     /// For EXPLAIN ANALYZE, by level: how often the walk entered it and how many rows
     /// passed its filters there ([`Walker::counting`]); `None`: nothing is counted.
     pub(super) counts: Option<Vec<(u64, u64)>>,
@@ -224,6 +227,7 @@ impl<'w> Walker<'w, 'w> {
             visited_locals: 0,
             derived: &[],
             full_matched: None,
+            matched: 0,
             counts: None,
             work_mem: reach.work_mem,
             hashed: Vec::new(),
@@ -262,8 +266,6 @@ impl<'w> Walker<'w, 'w> {
 pub(super) struct LevelState {
     err: Option<SqlError>,
     flow: ControlFlow<()>,
-    /// Whether a tuple passed the level's filters (for a null-extended relation).
-    matched: bool,
 }
 
 pub(super) type Emit<'f, 's> = dyn FnMut(&Bindings<'s>) -> Result<ControlFlow<()>> + 'f;
@@ -367,7 +369,6 @@ impl<'w, 's> Walker<'w, 's> {
             _ => (None, 0),
         };
         let n = picked.map_or(rows.len(), <[u32]>::len);
-        let mut matched = false;
         self.count(level, 1, 0);
         'rows: for i in 0..n {
             let row = rows.row(picked.map_or(i, |p| p[i] as usize));
@@ -383,46 +384,71 @@ impl<'w, 's> Walker<'w, 's> {
                 }
             }
             self.count(level, 0, 1);
-            if rp.outer {
-                matched = true;
-                for f in &rp.after {
-                    if !f.test(b, self.cx)? {
-                        continue 'rows;
-                    }
-                }
-            }
-            if self.walk(level + 1, b, emit)?.is_break() {
+            if self.passed(level, 0, b, emit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
-        if rp.outer && !matched {
-            return self.null_extended(level, rp, b, emit);
-        }
-        Ok(ControlFlow::Continue(()))
+        self.left(level, b, emit)
     }
 
-    /// A null-extended relation none of whose tuples passed its ON conditions: the walk
-    /// goes on with none bound (its columns read NULL), once the level's other predicates
-    /// hold.
-    fn null_extended(
+    /// Past level `level` with its tuple bound (or groups ending there null-extended): the
+    /// groups ending there from the `from`th on are marked as matched, the predicates
+    /// checked after each hold, and the walk goes on to the next level.
+    #[inline]
+    fn passed(
         &mut self,
         level: usize,
-        rp: &RelPlan,
+        from: usize,
         b: &mut Bindings<'s>,
         emit: &mut Emit<'_, 's>,
     ) -> Result<ControlFlow<()>> {
-        b.unbind(rp.rel);
-        for f in &rp.after {
-            if !f.test(b, self.cx)? {
-                return Ok(ControlFlow::Continue(()));
+        let ends = &self.rels[level].ends;
+        if from < ends.len() {
+            for g in &ends[from..] {
+                self.matched |= 1 << g.id;
+                for f in &g.after {
+                    if !f.test(b, self.cx)? {
+                        return Ok(ControlFlow::Continue(()));
+                    }
+                }
             }
         }
         self.walk(level + 1, b, emit)
     }
 
+    /// The end of an entry of level `level`: each null-extended group starting there that
+    /// no row passed (innermost first) goes on with none of its relations bound (their
+    /// columns read NULL), once the predicates checked after it hold.
+    #[inline]
+    fn left(&mut self, level: usize, b: &mut Bindings<'s>, emit: &mut Emit<'_, 's>) -> Result<ControlFlow<()>> {
+        let starts = &self.rels[level].starts;
+        for &(id, end) in starts {
+            if self.matched & (1 << id) != 0 {
+                continue;
+            }
+            for rp in &self.rels[level..=end] {
+                b.unbind(rp.rel);
+            }
+            let ends = &self.rels[end].ends;
+            let Some(k) = ends.iter().position(|g| g.id == id) else {
+                return Err(SqlError::Unsupported("a null-extended group that does not end".into()));
+            };
+            let mut holds = true;
+            for f in &ends[k].after {
+                if !f.test(b, self.cx)? {
+                    holds = false;
+                    break;
+                }
+            }
+            if holds && self.passed(end, k + 1, b, emit)?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     /// The tuple `tuple` (held partition, slot) of level `level`, bound: the level's
-    /// filters from `first_filter` on checked, and the walk goes on to the next level.
-    /// Sets `matched` for a null-extended relation once its ON conditions hold.
+    /// filters from `first_filter` on checked, and the walk goes on past the level.
     #[inline]
     fn bound(
         &mut self,
@@ -430,7 +456,6 @@ impl<'w, 's> Walker<'w, 's> {
         (li, slot): (usize, u32),
         first_filter: usize,
         b: &mut Bindings<'s>,
-        matched: &mut bool,
         emit: &mut Emit<'_, 's>,
     ) -> Result<ControlFlow<()>> {
         let rp = &self.rels[level];
@@ -443,18 +468,10 @@ impl<'w, 's> Walker<'w, 's> {
             t.push((li, rp.schema.id, slot));
         }
         self.count(level, 0, 1);
-        if rp.outer {
-            *matched = true;
-            if rp.full {
-                self.full_matched.get_or_insert_default().insert((li, slot));
-            }
-            for f in &rp.after {
-                if !f.test(b, self.cx)? {
-                    return Ok(ControlFlow::Continue(()));
-                }
-            }
+        if rp.full {
+            self.full_matched.get_or_insert_default().insert((li, slot));
         }
-        self.walk(level + 1, b, emit)
+        self.passed(level, 0, b, emit)
     }
 
     /// Whether level `level` (relation `rp`, `Access::Hash` by columns `cols`) has its hash
@@ -504,8 +521,11 @@ impl<'w, 's> Walker<'w, 's> {
                 .filter(|(p, _)| p.level == level)
                 .map(|(p, _)| (p.pass, p.of));
             self.hashed[level] = hashjoin::build(enc, cols, &tables, self.work_mem, pass, &mut keep, &mut tick)?;
+            // (Not a level inside a null-extended group: whether the group matched
+            // cannot wait for other passes.)
             if let Hashed::Scanned { needed } = self.hashed[level]
                 && self.partitionable
+                && !RelPlan::inside_group(self.rels, level)
                 && self.passes.is_none()
                 && self.overflow.is_none()
             {
@@ -559,7 +579,6 @@ impl<'w, 's> Walker<'w, 's> {
         emit: &mut Emit<'_, 's>,
     ) -> Result<ControlFlow<()>> {
         self.count(level, 1, 0);
-        let mut matched = false;
         let found = match hashed.key(keys, b, self.cx)? {
             Some(k) => hashed.matches(&k),
             None => &[],
@@ -576,17 +595,11 @@ impl<'w, 's> Walker<'w, 's> {
                 continue;
             }
             b.bind(rp.rel, table, slot, li);
-            if self
-                .bound(level, (li, slot), rp.bounds, b, &mut matched, emit)?
-                .is_break()
-            {
+            if self.bound(level, (li, slot), rp.bounds, b, emit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
-        if rp.outer && !matched {
-            return self.null_extended(level, rp, b, emit);
-        }
-        Ok(ControlFlow::Continue(()))
+        self.left(level, b, emit)
     }
 
     /// The held partitions (as positions in `stores`) a level visits.
@@ -683,6 +696,9 @@ impl<'w, 's> Walker<'w, 's> {
             return emit(b);
         }
         let rp = &self.rels[level];
+        for &(id, _) in &rp.starts {
+            self.matched &= !(1 << id);
+        }
         if rp.schema.id == DERIVED_TABLE {
             return self.walk_derived(level, rp, b, emit);
         }
@@ -704,7 +720,6 @@ impl<'w, 's> Walker<'w, 's> {
                 return Ok(ControlFlow::Break(()));
             }
         }
-        let mut matched = false;
         self.count(level, 1, 0);
         for li in self.locals(rp, b)? {
             if level == 0 && li < 64 {
@@ -715,7 +730,6 @@ impl<'w, 's> Walker<'w, 's> {
             let mut st = LevelState {
                 err: None,
                 flow: ControlFlow::Continue(()),
-                matched: false,
             };
             // Filters an exact index range guarantees are not checked again (`RelPlan::bounds`).
             let first_filter = std::cell::Cell::new(0);
@@ -744,7 +758,7 @@ impl<'w, 's> Walker<'w, 's> {
                         return ControlFlow::Continue(());
                     }
                     b.bind(rp.rel, table, slot, li);
-                    let res = this.bound(level, (li, slot), first_filter.get(), b, &mut st.matched, emit);
+                    let res = this.bound(level, (li, slot), first_filter.get(), b, emit);
                     match res {
                         Ok(c) => {
                             st.flow = c;
@@ -811,10 +825,9 @@ impl<'w, 's> Walker<'w, 's> {
             if st.flow.is_break() {
                 return Ok(st.flow);
             }
-            matched |= st.matched;
         }
-        if rp.outer && !matched {
-            return self.null_extended(level, rp, b, emit);
+        if self.left(level, b, emit)?.is_break() {
+            return Ok(ControlFlow::Break(()));
         }
         if level == 0 && self.rels.get(1).is_some_and(|r| r.full) {
             return self.unmatched(b, emit);
@@ -853,7 +866,7 @@ impl<'w, 's> Walker<'w, 's> {
             'slots: for slot in slots {
                 stop_now(self.interrupted, self.deadline)?;
                 b.bind(rp.rel, table, slot, li);
-                for f in &rp.after {
+                for f in rp.ends.iter().flat_map(|g| &g.after) {
                     if !f.test(b, self.cx)? {
                         continue 'slots;
                     }

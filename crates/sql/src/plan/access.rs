@@ -179,19 +179,39 @@ fn reads_outer(c: &Expr) -> bool {
 /// paths (it runs once per row of the query around it, the rows of a scan's guess).
 const PER_ROW: f64 = 1000.0;
 
-/// A null-extended relation (the right side of a LEFT JOIN, the left of a RIGHT JOIN) and
-/// its ON conditions.
+/// A group of relations null-extended together (the right side of a LEFT JOIN, the left
+/// of a RIGHT JOIN: one relation or a join's) and its conditions: its ON conditions and
+/// those of the inner joins inside it.
 pub(super) struct OuterJoin {
-    pub rel: usize,
+    /// Its relations, as bits.
+    pub rels: u64,
     pub on: Vec<Expr>,
     /// A FULL JOIN's right side.
     pub full: bool,
 }
 
+/// The relations of the bits of `m`.
+fn rels_of(m: u64) -> impl Iterator<Item = usize> {
+    (0..64).filter(move |r| m & (1 << r) != 0)
+}
+
+/// Whether each of `groups` takes consecutive places of `order`.
+fn contiguous(order: &[usize], groups: &[OuterJoin]) -> bool {
+    groups.iter().all(|g| {
+        let n = g.rels.count_ones() as usize;
+        match order.iter().position(|&r| g.rels & (1 << r) != 0) {
+            Some(i) => order
+                .get(i..i + n)
+                .is_some_and(|run| run.iter().all(|&r| g.rels & (1 << r) != 0)),
+            None => true,
+        }
+    })
+}
+
 pub(super) fn plan_joins(
     b: &Binder<'_>,
     conjuncts: Vec<Expr>,
-    outer: Vec<OuterJoin>,
+    mut outer: Vec<OuterJoin>,
 ) -> Result<(Vec<RelPlan>, Vec<Expr>)> {
     let n = b.rels.len();
     let pre_filters: Vec<Expr> = conjuncts.iter().filter(|c| c.rels() == 0).cloned().collect();
@@ -199,32 +219,38 @@ pub(super) fn plan_joins(
     if n == 0 {
         return Ok((vec![], pre_filters));
     }
-    // A null-extended relation is reached through its ON conditions alone, after the
-    // relations they read.
     if let Some(full) = outer.iter().find(|o| o.full) {
         return full_join(b, conjuncts, full, pre_filters);
     }
-    let mut on: Vec<Option<Vec<Expr>>> = vec![None; n];
+    // Innermost first (a group inside another has fewer relations). A null-extended group
+    // is reached through its own conditions alone, after the relations they read outside
+    // it, its relations one after another.
+    outer.sort_by_key(|o| o.rels.count_ones());
+    let mut home: Vec<Option<usize>> = vec![None; n];
     let mut deps = vec![0u64; n];
-    for oj in outer {
-        deps[oj.rel] = oj.on.iter().fold(0, |m, c| m | c.rels()) & !(1 << oj.rel);
-        on[oj.rel] = Some(oj.on);
+    for (g, o) in outer.iter().enumerate() {
+        let needs = o.on.iter().fold(0, |m, c| m | c.rels()) & !o.rels;
+        for r in rels_of(o.rels) {
+            home[r].get_or_insert(g);
+            deps[r] |= needs;
+        }
     }
-    let reach = |r: usize| on[r].as_deref().unwrap_or(&conjuncts);
+    let reach = |r: usize| home[r].map_or(&conjuncts[..], |g| &outer[g].on[..]);
     let orders: Vec<Vec<usize>> = if n <= 5 {
         permutations(n)
             .into_iter()
             .filter(|o| {
                 let mut known = 0u64;
-                o.iter().all(|&r| {
-                    let ok = deps[r] & !known == 0;
-                    known |= 1 << r;
-                    ok
-                })
+                contiguous(o, &outer)
+                    && o.iter().all(|&r| {
+                        let ok = deps[r] & !known == 0;
+                        known |= 1 << r;
+                        ok
+                    })
             })
             .collect()
     } else {
-        vec![greedy_order(b, &conjuncts, &deps, &reach)]
+        vec![greedy_order(b, &conjuncts, &deps, &outer, &reach)]
     };
     // A correlated subquery is entered once per row of the query around it (its walks
     // share their hash tables, `Reader`).
@@ -251,22 +277,69 @@ pub(super) fn plan_joins(
     let order = best
         .ok_or_else(|| SqlError::Unsupported("these outer joins' order".into()))?
         .1;
+    let mut level_of = vec![0; n];
+    for (level, &r) in order.iter().enumerate() {
+        level_of[r] = level;
+    }
+    // Each group's first and last level.
+    let spans: Vec<(usize, usize)> = outer
+        .iter()
+        .map(|o| {
+            let levels: Vec<usize> = rels_of(o.rels).map(|r| level_of[r]).collect();
+            (
+                levels.iter().copied().min().unwrap_or(0),
+                levels.iter().copied().max().unwrap_or(0),
+            )
+        })
+        .collect();
     let mut known = 0u64;
     let mut fanout = entries;
-    let mut rels = Vec::with_capacity(n);
+    let mut accesses = Vec::with_capacity(n);
     for &r in &order {
         let schema = b.rels[r].schema.clone();
         let ((access, _, rows), sg) = access_to(&schema, r, reach(r), known, fanout);
         fanout *= rows;
-        let before = known;
-        known |= 1 << r;
         let implied = implied_by(&access, &schema, r);
-        let here = |c: &&Expr| c.rels() & !known == 0 && c.rels() & !before != 0 && !implied.contains(c);
-        let placed: Vec<Expr> = conjuncts.iter().filter(here).cloned().collect();
-        let (mut filters, after) = match &on[r] {
-            Some(on) => (on.iter().filter(|c| !implied.contains(c)).cloned().collect(), placed),
-            None => (placed, Vec::new()),
+        accesses.push((schema, access, sg, implied, known));
+        known |= 1 << r;
+    }
+    // Each condition is checked at the level that binds the last relation it reads (for a
+    // group's, not before the group's first): there as a filter, or, where that level is
+    // inside a group within the condition's own, once the walk is past that group.
+    let mut filters: Vec<Vec<Expr>> = vec![Vec::new(); n];
+    let mut afters: Vec<Vec<Expr>> = vec![Vec::new(); outer.len()];
+    let scoped = conjuncts
+        .into_iter()
+        .map(|c| (None, c))
+        .chain(
+            outer
+                .iter_mut()
+                .enumerate()
+                .flat_map(|(g, o)| std::mem::take(&mut o.on).into_iter().map(move |c| (Some(g), c))),
+        )
+        .collect::<Vec<_>>();
+    for (scope, c) in scoped {
+        let mut at = rels_of(c.rels()).map(|r| level_of[r]).max().unwrap_or(0);
+        if let Some(g) = scope {
+            at = at.max(spans[g].0);
+        }
+        let within = |t: &OuterJoin| match scope {
+            None => true,
+            Some(g) => t.rels != outer[g].rels && t.rels & !outer[g].rels == 0,
         };
+        let r = order[at];
+        let around = (0..outer.len())
+            .filter(|&t| outer[t].rels & (1 << r) != 0 && within(&outer[t]))
+            .max_by_key(|&t| outer[t].rels.count_ones());
+        match around {
+            Some(t) => afters[t].push(c),
+            None if accesses[at].3.contains(&c) => {}
+            None => filters[at].push(c),
+        }
+    }
+    let mut rels = Vec::with_capacity(n);
+    for (level, ((schema, access, sg, _, before), mut filters)) in accesses.into_iter().zip(filters).enumerate() {
+        let r = order[level];
         // The range's bounds first, or the predicates a hash table's rows are checked
         // against as it is built (`RelPlan::bounds`).
         let is_bound = |c: &Expr| match &access {
@@ -277,14 +350,26 @@ pub(super) fn plan_joins(
         filters.sort_by_key(|c| !is_bound(c));
         let bounds = filters.iter().take_while(|c| is_bound(c)).count();
         let pick = partition_pick(&schema, &sg);
+        let starts = (0..outer.len())
+            .filter(|&g| spans[g].0 == level)
+            .map(|g| (g, spans[g].1))
+            .collect();
+        let ends = (0..outer.len())
+            .filter(|&g| spans[g].1 == level)
+            .map(|g| GroupEnd {
+                id: g,
+                start: spans[g].0,
+                after: std::mem::take(&mut afters[g]),
+            })
+            .collect();
         rels.push(RelPlan {
             rel: r,
             schema,
             access,
             filters,
-            outer: on[r].is_some(),
+            starts,
+            ends,
             full: false,
-            after,
             bounds,
             pick,
         });
@@ -369,7 +454,7 @@ fn full_join(
             "FULL JOIN beside other relations or of a subquery (it joins two tables here)".into(),
         ));
     }
-    let (first, second) = if full.rel == y { (x, y) } else { (y, x) };
+    let (first, second) = if full.rels == 1 << y { (x, y) } else { (y, x) };
     let schema = b.rels[first].schema.clone();
     let first_plan = RelPlan {
         rel: first,
@@ -377,9 +462,9 @@ fn full_join(
         schema,
         access: Access::Scan,
         filters: Vec::new(),
-        outer: false,
+        starts: Vec::new(),
+        ends: Vec::new(),
         full: false,
-        after: Vec::new(),
         bounds: 0,
     };
     let schema = b.rels[second].schema.clone();
@@ -397,9 +482,13 @@ fn full_join(
         schema,
         access,
         filters,
-        outer: true,
+        starts: vec![(0, 1)],
+        ends: vec![GroupEnd {
+            id: 0,
+            start: 1,
+            after: conjuncts,
+        }],
         full: true,
-        after: conjuncts,
         bounds,
     };
     Ok((vec![first_plan, second_plan], pre_filters))
@@ -408,11 +497,13 @@ fn full_join(
 /// A join order for more relations than every order can be costed for: at each step the
 /// relation that is cheapest to reach from those before it and gives the fewest rows once
 /// the predicates it completes are checked (each taken to keep a tenth), so that lookups
-/// and relations joined to those before come first and cross products last.
+/// and relations joined to those before come first and cross products last. Once a
+/// null-extended group's first relation is taken, the rest of the group comes next.
 fn greedy_order<'e>(
     b: &Binder<'_>,
     conjuncts: &[Expr],
     deps: &[u64],
+    groups: &[OuterJoin],
     reach: &dyn Fn(usize) -> &'e [Expr],
 ) -> Vec<usize> {
     let n = b.rels.len();
@@ -420,8 +511,14 @@ fn greedy_order<'e>(
     let mut fanout = 1.0;
     let mut order = Vec::with_capacity(n);
     while order.len() < n {
+        // The rest of the innermost group begun, or any relation.
+        let open = groups
+            .iter()
+            .filter(|g| g.rels & known != 0 && g.rels & !known != 0)
+            .min_by_key(|g| g.rels.count_ones())
+            .map_or(u64::MAX, |g| g.rels);
         let mut best: Option<(f64, usize, f64)> = None;
-        for r in (0..n).filter(|&r| known & (1 << r) == 0 && deps[r] & !known == 0) {
+        for r in (0..n).filter(|&r| known & (1 << r) == 0 && open & (1 << r) != 0 && deps[r] & !known == 0) {
             let (_, cost, rows) = access_to(&b.rels[r].schema, r, reach(r), known, fanout).0;
             let with = known | 1 << r;
             let checked = conjuncts
@@ -435,8 +532,12 @@ fn greedy_order<'e>(
         }
         let Some((_, r, rows)) = best else {
             // (Outer joins whose ON conditions read each other: FROM order.)
-            order.extend((0..n).filter(|&r| known & (1 << r) == 0));
-            break;
+            let r = (0..n)
+                .find(|&r| known & (1 << r) == 0 && open & (1 << r) != 0)
+                .expect("a relation left");
+            order.push(r);
+            known |= 1 << r;
+            continue;
         };
         order.push(r);
         known |= 1 << r;

@@ -14,26 +14,56 @@ use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
 
-/// Adds the FROM relations (inner and cross joins only) to the binder's scope and returns
-/// the conjuncts of the join conditions and the WHERE clause.
+/// The ON conditions of a FROM clause as they are read, and the groups of relations its
+/// outer joins null-extend.
+#[derive(Default)]
+pub(super) struct Joins {
+    /// Each ON condition: the group it belongs to (`None`: an inner join's, read as a
+    /// WHERE condition), the relations it may read (its join's sides), and the condition.
+    pub(super) on: Vec<(Option<u64>, u64, ast::Expr)>,
+    /// The relations (as bits) of each group null-extended together: a LEFT JOIN's right
+    /// side, a RIGHT JOIN's left side (one relation, or a join's), a FULL JOIN's second
+    /// relation.
+    pub(super) groups: Vec<u64>,
+}
+
+/// Adds the FROM relations to the binder's scope and returns the conjuncts of the inner
+/// joins' conditions and the WHERE clause, and the groups outer joins null-extend, each
+/// with its conditions (its ON conditions and those of the inner joins inside it).
 pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec<Expr>, Vec<OuterJoin>)> {
     let mut conjuncts = Vec::new();
-    let mut on_clauses = Vec::new();
+    let mut joins = Joins::default();
     for twj in &s.from {
-        let cols = from_item(b, twj, &mut on_clauses)?;
+        let cols = from_item(b, twj, &mut joins)?;
         b.star.extend(cols);
     }
-    let mut outer: Vec<OuterJoin> = Vec::new();
-    for (null_extended, e) in &on_clauses {
+    let mut outer: Vec<OuterJoin> = joins
+        .groups
+        .iter()
+        .map(|&rels| OuterJoin {
+            rels,
+            on: Vec::new(),
+            full: b.full_join.is_some_and(|r| rels == 1 << r),
+        })
+        .collect();
+    for (group, visible, e) in &joins.on {
         let mut on = Vec::new();
-        b.expr_in("JOIN conditions", e)?.0.conjuncts(&mut on);
-        match null_extended {
+        let bound = b.expr_in("JOIN conditions", e)?.0;
+        if let Some(hidden) = (0..b.rels.len()).find(|&r| bound.rels() & !visible & (1 << r) != 0) {
+            let alias = b.rels[hidden].alias.clone();
+            let err = SqlError::FromEntryHidden(alias.clone());
+            return Err(match reference_to(e, &alias) {
+                Some(span) => err.at(span, Point::Start),
+                None => err,
+            });
+        }
+        bound.conjuncts(&mut on);
+        match group {
             None => conjuncts.extend(on),
-            Some(rel) => outer.push(OuterJoin {
-                rel: *rel,
-                on,
-                full: b.full_join == Some(*rel),
-            }),
+            Some(g) => match outer.iter_mut().find(|o| o.rels == *g) {
+                Some(o) => o.on.extend(on),
+                None => unreachable!("a group's conditions without the group"),
+            },
         }
     }
     if let Some(w) = &s.selection {
@@ -43,9 +73,32 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
     Ok((conjuncts, outer))
 }
 
+/// Where expression `e` first reads a column of `alias` by its name (`alias.column`).
+fn reference_to(e: &ast::Expr, alias: &str) -> Option<sqlparser::tokenizer::Span> {
+    use sqlparser::ast::Spanned;
+    let mut found = None;
+    let _ = ast::visit_expressions(e, |x| {
+        if let ast::Expr::CompoundIdentifier(parts) = x
+            && parts.len() == 2
+            && ident(&parts[0]) == alias
+        {
+            found = Some(x.span());
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
+}
+
+/// The relations `from..to` as bits.
+fn span(from: usize, to: usize) -> u64 {
+    (from..to).fold(0, |m, r| m | 1 << r)
+}
+
 /// Adds the relations of one FROM item (a relation and the joins after it) to the scope,
-/// and their ON conditions to `on_clauses`, each with the relation it null-extends (a
-/// LEFT JOIN's right side, a RIGHT JOIN's left side) or `None` (an inner join's, read as
+/// and their ON conditions to `joins`, with the group each belongs to: an outer join's to
+/// the group it null-extends (a LEFT JOIN's right side, a RIGHT JOIN's left side, each one
+/// relation or a join's), an inner join's to the group it is inside, or to none (read as
 /// WHERE conditions). A parenthesized join without an alias, `(a CROSS JOIN b)`, joins its
 /// relations as if they were written in place. `JOIN ... USING (columns)` and `NATURAL
 /// JOIN` are joins on the equality of those columns, each shown once by `SELECT *` and
@@ -53,43 +106,50 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
 pub(super) fn from_item(
     b: &mut Binder<'_>,
     twj: &ast::TableWithJoins,
-    on_clauses: &mut Vec<(Option<usize>, ast::Expr)>,
+    joins: &mut Joins,
 ) -> Result<Vec<(usize, usize)>> {
     type Added = (Option<usize>, Vec<(usize, usize)>);
-    let add =
-        |b: &mut Binder<'_>, f: &TableFactor, on_clauses: &mut Vec<(Option<usize>, ast::Expr)>| -> Result<Added> {
-            match f {
-                TableFactor::NestedJoin {
-                    table_with_joins,
-                    alias: None,
-                } => Ok((None, from_item(b, table_with_joins, on_clauses)?)),
-                f => {
-                    let rel = add_factor(b, f)?;
-                    let cols = (0..b.rels[rel].schema.columns.len()).map(|c| (rel, c)).collect();
-                    Ok((Some(rel), cols))
-                }
+    let add = |b: &mut Binder<'_>, f: &TableFactor, joins: &mut Joins| -> Result<Added> {
+        match f {
+            TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => Ok((None, from_item(b, table_with_joins, joins)?)),
+            f => {
+                let rel = add_factor(b, f)?;
+                let cols = (0..b.rels[rel].schema.columns.len()).map(|c| (rel, c)).collect();
+                Ok((Some(rel), cols))
             }
-        };
+        }
+    };
+    // The inner joins' conditions from `since` on, read from now on as group `g`'s.
+    let into_group = |joins: &mut Joins, since: usize, until: usize, g: u64| {
+        for (group, _, _) in &mut joins.on[since..until] {
+            if group.is_none() {
+                *group = Some(g);
+            }
+        }
+    };
     let first = b.rels.len();
-    let (left, mut cols) = add(b, &twj.relation, on_clauses)?;
+    let item_on = joins.on.len();
+    let (left, mut cols) = add(b, &twj.relation, joins)?;
     for j in &twj.joins {
         // The left side so far, when it is one relation.
         let lone_left = left.filter(|_| b.rels.len() == first + 1);
-        let (right, right_cols) = add(b, &j.relation, on_clauses)?;
+        let before_right = b.rels.len();
+        let right_on = joins.on.len();
+        let (right, right_cols) = add(b, &j.relation, joins)?;
+        let (left_rels, right_rels) = (span(first, before_right), span(before_right, b.rels.len()));
         let (constraint, null_extended) = match &j.join_operator {
             JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, None),
             JoinOperator::CrossJoin(c @ JoinConstraint::None) => (c, None),
             JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => {
-                let Some(rel) = right else {
-                    return unsupported("a parenthesized join on the right of LEFT JOIN");
-                };
-                (c, Some(rel))
+                into_group(joins, right_on, joins.on.len(), right_rels);
+                (c, Some(right_rels))
             }
             JoinOperator::Right(c) | JoinOperator::RightOuter(c) => {
-                let (Some(rel), Some(_)) = (lone_left, right) else {
-                    return unsupported("RIGHT JOIN after other joins (write it as a LEFT JOIN)");
-                };
-                (c, Some(rel))
+                into_group(joins, item_on, right_on, left_rels);
+                (c, Some(left_rels))
             }
             JoinOperator::FullOuter(c) => {
                 let (Some(_), Some(rel)) = (lone_left, right) else {
@@ -99,19 +159,23 @@ pub(super) fn from_item(
                     return unsupported("FULL JOIN ... USING / NATURAL (write the ON condition)");
                 }
                 b.full_join = Some(rel);
-                (c, Some(rel))
+                (c, Some(right_rels))
             }
             _ => return unsupported(format!("this kind of join: {}", shown(j).trim_start())),
         };
-        let kind = match null_extended {
-            Some(rel) if b.full_join == Some(rel) => "FULL JOIN",
-            None => "JOIN",
-            Some(rel) if Some(rel) == right => "LEFT JOIN",
-            Some(_) => "RIGHT JOIN",
+        if let Some(g) = null_extended {
+            joins.groups.push(g);
+        }
+        let kind = match &j.join_operator {
+            JoinOperator::FullOuter(_) => "FULL JOIN",
+            _ if null_extended.is_none() => "JOIN",
+            _ if null_extended == Some(right_rels) => "LEFT JOIN",
+            _ => "RIGHT JOIN",
         };
+        let visible = left_rels | right_rels;
         let names: Vec<String> = match constraint {
             JoinConstraint::On(e) => {
-                on_clauses.push((null_extended, e.clone()));
+                joins.on.push((null_extended, visible, e.clone()));
                 cols.extend(right_cols);
                 continue;
             }
@@ -143,8 +207,9 @@ pub(super) fn from_item(
                     ast::Ident::with_quote('"', b.rels[rel].schema.columns[col].name.clone()),
                 ])
             };
-            on_clauses.push((
+            joins.on.push((
                 null_extended,
+                visible,
                 ast::Expr::BinaryOp {
                     left: Box::new(qualified(l)),
                     op: ast::BinaryOperator::Eq,
@@ -153,7 +218,7 @@ pub(super) fn from_item(
             ));
         }
         // The merged column is the side's that is never null-extended.
-        let right_wins = null_extended.is_some() && null_extended != right;
+        let right_wins = null_extended == Some(left_rels);
         let mut shown = Vec::with_capacity(cols.len() + right_cols.len());
         for &(l, r) in &merged {
             let (keep, hide) = if right_wins { (r, l) } else { (l, r) };

@@ -111,11 +111,11 @@ fn scope<'c>(catalog: &'c Catalog, target: &ast::TableFactor, others: &[ast::Tab
     let mut b = Binder::new(catalog);
     b.plan_subquery = Some(super::select::subquery);
     add_factor(&mut b, target)?;
-    let mut on = Vec::new();
+    let mut joins = super::from::Joins::default();
     for t in others {
-        from_item(&mut b, t, &mut on)?;
+        from_item(&mut b, t, &mut joins)?;
     }
-    for (_, e) in &on {
+    for (_, _, e) in &joins.on {
         b.expr_in("JOIN conditions", e)?;
     }
     Ok(b)

@@ -8,8 +8,9 @@
 //! subqueries in FROM.
 //!
 //! Taken only where the answer cannot change: the query has no FULL JOIN, window calls or
-//! row locks; a subquery an outer join null-extends reads one table's columns and nothing
-//! else; and the subquery is a SELECT of tables joined by inner joins, with no
+//! row locks; a subquery an outer join null-extends gives its tables' columns as they are
+//! (its tables then join the null-extended group, its predicates the group's conditions);
+//! and the subquery is a SELECT of tables joined by inner joins, with no
 //! aggregation, DISTINCT, LIMIT, OFFSET, window calls, subqueries of its own, or subquery
 //! in FROM — and no ORDER BY unless the query aggregates (its rows' order then does not
 //! count).
@@ -59,15 +60,13 @@ pub(super) fn pull_up(b: &mut Binder<'_>, q: &ast::Query, windows: bool, mut r: 
         return 0;
     }
     let mut pulled = 0;
-    // A subquery an outer join null-extends is taken only as its one table's columns, with
-    // no predicate: null-extending the table then null-extends the subquery's rows (a
-    // predicate would have to null-extend rows rather than remove them, an expression could
-    // be non-NULL over a null-extended row).
-    while let Some(i) = b
-        .derived
-        .iter()
-        .position(|d| simple(d, r.agg.is_some()) && (!r.outer.iter().any(|o| o.rel == d.rel) || bare_columns(d)))
-    {
+    // A subquery an outer join null-extends is taken only when it gives its tables'
+    // columns as they are: its tables join the null-extended group, its predicates the
+    // group's conditions, and null-extending them null-extends the subquery's rows (an
+    // expression could be non-NULL over a null-extended row).
+    while let Some(i) = b.derived.iter().position(|d| {
+        simple(d, r.agg.is_some()) && (!r.outer.iter().any(|o| o.rels & (1 << d.rel) != 0) || bare_columns(d))
+    }) {
         let inner_rels = match &b.derived[i].query {
             SetTree::Select { plan, .. } => plan.rels.len(),
             _ => 0,
@@ -105,21 +104,18 @@ fn simple(d: &DerivedRel, order_free: bool) -> bool {
         && inner
             .rels
             .iter()
-            .all(|rp| !rp.outer && !rp.full && rp.schema.id != DERIVED_TABLE)
+            .all(|rp| rp.starts.is_empty() && !rp.full && rp.schema.id != DERIVED_TABLE)
         // Each of its relations planned, numbered from 0.
         && !ix.is_empty()
         && ix.iter().enumerate().all(|(i, &r)| i == r)
 }
 
-/// Whether subquery `d` reads one table's columns and nothing else: no predicate, no
-/// expression.
+/// Whether subquery `d` gives its tables' columns as they are, no other expression.
 fn bare_columns(d: &DerivedRel) -> bool {
     let SetTree::Select { plan: inner, .. } = &d.query else {
         return false;
     };
-    matches!(inner.rels.as_slice(), [rp] if rp.filters.is_empty() && matches!(rp.access, Access::Scan))
-        && inner.pre_filters.is_empty()
-        && inner.output.iter().all(|e| matches!(e, Expr::Column { rel: 0, .. }))
+    inner.output.iter().all(|e| matches!(e, Expr::Column { .. }))
 }
 
 /// Puts subquery `inner`, relation `d` of the query, in its place: its relations after the
@@ -127,10 +123,16 @@ fn bare_columns(d: &DerivedRel) -> bool {
 fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
     let base = b.rels.len();
     let from = b.rels[d].alias.clone();
-    // An outer join that null-extended the subquery null-extends its one table.
-    for o in r.outer.iter_mut().filter(|o| o.rel == d) {
-        o.rel = base;
+    // The innermost null-extended group it is in takes its predicates; every group it is
+    // in, its tables.
+    let home = (0..r.outer.len())
+        .filter(|&g| r.outer[g].rels & (1 << d) != 0)
+        .min_by_key(|&g| r.outer[g].rels.count_ones());
+    let tables = (base..base + inner.rels.len()).fold(0u64, |m, t| m | 1 << t);
+    for o in r.outer.iter_mut().filter(|o| o.rels & (1 << d) != 0) {
+        o.rels = o.rels & !(1 << d) | tables;
     }
+    let mut predicates = Vec::new();
     // The subquery's expressions, in the query's numbering.
     let shift = |e: &mut Expr, by: usize| {
         e.walk_mut(&mut |x| {
@@ -157,7 +159,7 @@ fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
         let implied = implied_by(&rp.access, &rp.schema, rp.rel).into_iter().step_by(2);
         for mut c in implied.chain(rp.filters) {
             shift(&mut c, base);
-            r.conjuncts.push(c);
+            predicates.push(c);
         }
         b.rels.push(Rel {
             alias: format!("{from}.{}", rp.schema.name),
@@ -166,7 +168,11 @@ fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
     }
     for mut c in inner.pre_filters {
         shift(&mut c, base);
-        r.conjuncts.push(c);
+        predicates.push(c);
+    }
+    match home {
+        Some(g) => r.outer[g].on.extend(predicates),
+        None => r.conjuncts.extend(predicates),
     }
     // Relation `d` leaves; the ones after it move down.
     b.rels.remove(d);
@@ -179,14 +185,14 @@ fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
             }
         })
     });
-    for other in b
-        .derived
-        .iter_mut()
-        .map(|x| &mut x.rel)
-        .chain(r.outer.iter_mut().map(|o| &mut o.rel))
-    {
+    for other in b.derived.iter_mut().map(|x| &mut x.rel) {
         if *other > d {
             *other -= 1;
         }
+    }
+    // (Bit `d` is clear: the relations above it move down one.)
+    for o in r.outer.iter_mut() {
+        let above = o.rels.checked_shr(d as u32 + 1).unwrap_or(0);
+        o.rels = o.rels & ((1 << d) - 1) | above << d;
     }
 }

@@ -53,25 +53,54 @@ pub enum PartitionPick {
     Replicated,
 }
 
+/// The end of a null-extended group of relations ([`RelPlan::starts`]).
+#[derive(Debug, Clone)]
+pub struct GroupEnd {
+    /// The group's number.
+    pub id: usize,
+    /// Its first level.
+    pub start: usize,
+    /// The predicates around the group (the query's, or the conditions of a group around
+    /// it) whose last relation is in the group: checked once the walk is past the group,
+    /// its rows bound or null-extended.
+    pub after: Vec<Expr>,
+}
+
+impl RelPlan {
+    /// Whether the relation is null-extended: in a group that starts here or earlier.
+    pub fn null_extended(rels: &[RelPlan], level: usize) -> bool {
+        !rels[level].starts.is_empty() || RelPlan::inside_group(rels, level)
+    }
+
+    /// Whether level `level` is in a null-extended group that starts before it.
+    pub fn inside_group(rels: &[RelPlan], level: usize) -> bool {
+        rels[..level]
+            .iter()
+            .any(|r| r.starts.iter().any(|&(_, end)| end >= level))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RelPlan {
     pub rel: usize,
     pub schema: Arc<TableSchema>,
     pub access: Access,
-    /// Predicates checked once this relation (and all earlier ones) is bound: for an
-    /// `outer` relation, its ON conditions.
+    /// Predicates checked once this relation (and all earlier ones) is bound: those of the
+    /// innermost null-extended group it is in (its ON conditions, and those of the inner
+    /// joins inside it), or the query's (WHERE, inner joins' ON).
     pub filters: Vec<Expr>,
-    /// Whether the relation is null-extended (the right side of a LEFT JOIN, the left of a
-    /// RIGHT JOIN): when none of its tuples passes `filters`, the walk goes on with none
-    /// bound (its columns read NULL).
-    pub outer: bool,
-    /// The right side of a FULL JOIN (of two relations, this one second): besides being
-    /// null-extended, its tuples no row of the first matched are emitted at the end with
-    /// the first null-extended.
+    /// The null-extended groups whose first level this is, innermost first: each one's
+    /// number (below 64) and last level. A group is the right side of a LEFT JOIN or the
+    /// left of a RIGHT JOIN (one relation or a join's), its levels consecutive: when for
+    /// the tuples bound before it no row of its relations passes its conditions, the walk
+    /// goes on past its last level with none of them bound (their columns read NULL).
+    pub starts: Vec<(usize, usize)>,
+    /// The null-extended groups whose last level this is, innermost first.
+    pub ends: Vec<GroupEnd>,
+    /// The right side of a FULL JOIN (of two relations, this one second, a group of its
+    /// own): besides being null-extended, its tuples no row of the first matched are
+    /// emitted at the end with the first null-extended.
     pub full: bool,
-    /// Of an `outer` relation, the predicates of the query (WHERE, inner joins' ON) checked
-    /// at its level, after its tuple is bound or it is null-extended.
-    pub after: Vec<Expr>,
     /// How many of `filters`, at their start, are the predicates an `IndexRange`
     /// access's bounds came from: a range the executor builds exactly (integer keys,
     /// every bound converted) guarantees them, so they are not checked again. For
