@@ -1,5 +1,6 @@
 -- FROM items and row forms beyond tables: VALUES as a query and in FROM, JOIN ... USING and
--- NATURAL JOIN (each shared column once in SELECT *), DISTINCT ON, generate_series.
+-- NATURAL JOIN (each shared column once in SELECT *), DISTINCT ON, generate_series, column
+-- aliases of a table.
 -- Expected output: PostgreSQL 15's (regen.sh). Errors print only their SQLSTATE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
@@ -42,5 +43,11 @@ SELECT sum(x) FROM generate_series(1, 100) AS x;
 SELECT count(*) FROM generate_series(1, 0) AS x;
 SELECT * FROM generate_series(1.0, 2.0, 0.5) AS x;
 SELECT * FROM generate_series(1, 5, 0);
+-- column aliases of a table: its first columns renamed, the rest as they are
+SELECT * FROM fi_a AS x (n, kk) ORDER BY n;
+SELECT x.n, name FROM fi_a x (n) WHERE x.n > 1 ORDER BY 1;
+SELECT x.n, y.bid FROM fi_a x (n) LEFT JOIN fi_b AS y (bid, n2) ON y.n2 = x.n ORDER BY 1, 2;
+SELECT x.id FROM fi_a x (n);
+SELECT * FROM fi_a x (a, b, c, d);
 DROP TABLE fi_b;
 DROP TABLE fi_a;

@@ -291,8 +291,14 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             partitions,
             ..
         } if with_hints.is_empty() && partitions.is_empty() => {
-            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
-                return unsupported("column aliases in FROM");
+            if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                // `t AS c(x, y)`: read as `(SELECT * FROM t) AS c(x, y)`, which is pulled
+                // up into the query as any simple subquery is.
+                let ast::Statement::Query(q) = crate::parse::parse_statement(&format!("SELECT * FROM {name}"))? else {
+                    return unsupported("column aliases of this FROM item");
+                };
+                let names: Vec<String> = a.columns.iter().map(|c| ident(&c.name)).collect();
+                return derived(b, &q, ident(&a.name), &names);
             }
             let n = crate::bind::object_name(name)?;
             if name.0.len() == 1
