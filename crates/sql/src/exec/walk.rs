@@ -402,18 +402,24 @@ impl<'w, 's> Walker<'w, 's> {
         b: &mut Bindings<'s>,
         emit: &mut Emit<'_, 's>,
     ) -> Result<ControlFlow<()>> {
-        let ends = &self.rels[level].ends;
-        if from < ends.len() {
-            for g in &ends[from..] {
-                self.matched |= 1 << g.id;
-                for f in &g.after {
-                    if !f.test(b, self.cx)? {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                }
+        for g in &self.rels[level].ends[from..] {
+            self.matched |= 1 << g.id;
+            if !self.all_hold(&g.after, b)? {
+                return Ok(ControlFlow::Continue(()));
             }
         }
         self.walk(level + 1, b, emit)
+    }
+
+    /// Whether every predicate of `preds` holds over the tuples bound.
+    #[inline]
+    fn all_hold(&self, preds: &[Expr], b: &Bindings<'s>) -> Result<bool> {
+        for f in preds {
+            if !f.test(b, self.cx)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The end of an entry of level `level`: each null-extended group starting there that
@@ -433,14 +439,7 @@ impl<'w, 's> Walker<'w, 's> {
             let Some(k) = ends.iter().position(|g| g.id == id) else {
                 return Err(SqlError::Unsupported("a null-extended group that does not end".into()));
             };
-            let mut holds = true;
-            for f in &ends[k].after {
-                if !f.test(b, self.cx)? {
-                    holds = false;
-                    break;
-                }
-            }
-            if holds && self.passed(end, k + 1, b, emit)?.is_break() {
+            if self.all_hold(&ends[k].after, b)? && self.passed(end, k + 1, b, emit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
