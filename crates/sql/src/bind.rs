@@ -16,7 +16,7 @@ use crate::error::{Point, Result, SqlError, unsupported};
 use crate::expr::AggCall;
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::limits::{Depth, balanced};
-use crate::plan::tree::{DerivedRel, InitPlan, SetTree, SubqueryKind};
+use crate::plan::tree::{DerivedRel, InitPlan, Lateral, SetTree, SubqueryKind};
 use crate::rows::ColumnInfo;
 
 mod aggregate;
@@ -78,6 +78,9 @@ pub struct Binder<'c> {
     pub plan_subquery: Option<SubqueryPlanner>,
     /// The subqueries in FROM (views and CTEs included) among `rels`.
     pub derived: Vec<DerivedRel>,
+    /// The LATERAL subqueries in FROM among `rels` (by relation): computed per entry of
+    /// their level from the tuples bound before it.
+    pub lateral: Vec<(usize, Arc<Lateral>)>,
     /// The WITH queries this query may name in FROM, innermost last.
     pub ctes: Vec<Arc<Cte>>,
     /// The columns `SELECT *` shows, in order (relation, column): each FROM item's, a
@@ -118,6 +121,7 @@ impl<'c> Binder<'c> {
             init: Vec::new(),
             plan_subquery: None,
             derived: Vec::new(),
+            lateral: Vec::new(),
             ctes: Vec::new(),
             star: Vec::new(),
             hidden: Vec::new(),

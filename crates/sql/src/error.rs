@@ -74,6 +74,10 @@ pub enum SqlError {
     /// An ON condition reading a relation outside its join (42P01).
     #[error("invalid reference to FROM-clause entry for table \"{0}\"")]
     FromEntryHidden(String),
+    /// A LATERAL item on the right of a RIGHT or FULL JOIN reading its left side, named
+    /// here (42P10, as PostgreSQL).
+    #[error("invalid reference to FROM-clause entry for table \"{0}\"")]
+    LateralJoinType(String),
     /// A negative LIMIT (2201W).
     #[error("{0}")]
     InvalidLimit(String),
@@ -301,7 +305,7 @@ impl SqlError {
         match self {
             SqlError::Syntax(_) | SqlError::SyntaxAt { .. } | SqlError::Unterminated(_) => "42601",
             SqlError::DuplicateAlias(_) => "42712",
-            SqlError::InvalidColumnReference(_) => "42P10",
+            SqlError::InvalidColumnReference(_) | SqlError::LateralJoinType(_) => "42P10",
             SqlError::WrongObjectType(_) => "42809",
             SqlError::UsingColumnMissing(_) => "42703",
             SqlError::UsingColumnAmbiguous(_) => "42702",
@@ -374,6 +378,9 @@ impl SqlError {
         match self {
             SqlError::Storage(e) => e.detail(),
             SqlError::At { error, .. } => error.detail(),
+            SqlError::LateralJoinType(_) => {
+                Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())
+            }
             _ => None,
         }
     }

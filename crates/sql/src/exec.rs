@@ -416,7 +416,8 @@ fn select(
     touched: &mut Vec<(usize, TableId, u32)>,
     spill: Option<Arc<std::path::Path>>,
 ) -> Result<Rows> {
-    if p.init.is_empty() {
+    let lateral = p.rels.iter().any(|r| r.lateral.is_some());
+    if p.init.is_empty() && !lateral {
         return select_rows(p, columns, env, cx, touched, spill);
     }
     let work_mem = env.work_mem;
@@ -424,7 +425,9 @@ fn select(
         select_whole(p, c, env, cx, touched)
     })?;
     let cx = cx.with_subs(&subs);
-    if correlated(&p.init) {
+    // (A LATERAL item of FROM is computed per entry of its level, as a correlated
+    // subquery is per row.)
+    if correlated(&p.init) || lateral {
         return with_reader(env, touched, |r| {
             let runner = PlanRunner::new(r, &p.init);
             r.rows(p, columns, &cx.with_runner(&runner))
@@ -459,6 +462,7 @@ fn with_reader<T>(
         evicted: Default::default(),
         touched: Default::default(),
         hashes: Default::default(),
+        laterals: Default::default(),
     };
     let r = f(&reader);
     let (evicted, seen) = (reader.evicted.into_inner(), reader.touched.into_inner());

@@ -194,6 +194,15 @@ impl Writer<'_> {
                 .map_or("?".to_string(), |r| r.schema.name.clone());
             self.tree(&dr.query, d + 1, &format!("Subquery in FROM {name}  (run first)"));
         }
+        for r in &s.rels {
+            if let Some(l) = &r.lateral {
+                let title = format!(
+                    "LATERAL item of FROM {}  (run at each entry of its level)",
+                    r.schema.name
+                );
+                self.tree(&l.query, d + 1, &title);
+            }
+        }
         self.subqueries(&s.init, d + 1);
     }
 
@@ -541,9 +550,15 @@ impl Analyzed {
         summary: bool,
         columns: std::sync::Arc<[ColumnInfo]>,
     ) -> Analyzed {
+        // (A write without RETURNING gives no rows: what it wrote is counted.)
+        let rows = if result.columns().is_empty() {
+            result.affected
+        } else {
+            result.len() as u64
+        };
         Analyzed {
             lines,
-            rows: result.len() as u64,
+            rows,
             rest: result.take_rest(),
             started,
             summary,
@@ -574,6 +589,7 @@ impl Analyzed {
         for line in std::mem::take(&mut self.lines) {
             out.push_row(std::iter::once(ValueRef::Text(&line)));
         }
+        out.varying = usize::from(self.summary);
         out
     }
 }

@@ -116,20 +116,18 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     analyze: None,
                 });
             };
-            if inner.kind != StatementKind::Select || inner.explain.is_some() || inner.analyze.is_some() {
-                return Err(SqlError::Unsupported(
-                    "EXPLAIN ANALYZE of INSERT, UPDATE, DELETE or EXPLAIN (it would run the statement; \
-                     EXPLAIN without ANALYZE shows its plan)"
-                        .into(),
-                ));
+            if inner.explain.is_some() || inner.analyze.is_some() {
+                return Err(SqlError::Unsupported("EXPLAIN ANALYZE of EXPLAIN".into()));
             }
+            // Of a write, it is that write (it runs, as in PostgreSQL), giving the plan's
+            // lines instead of its command tag.
             return Ok(Prepared {
                 sql: sql.to_string(),
                 plan: inner.plan,
                 param_types: inner.param_types,
                 array_params: inner.array_params,
                 columns,
-                kind: StatementKind::Select,
+                kind: inner.kind,
                 explain: None,
                 analyze: Some(ExplainAnalyze {
                     summary,
@@ -212,6 +210,16 @@ impl Prepared {
 
     pub fn is_read_only(&self) -> bool {
         self.kind == StatementKind::Select
+    }
+
+    /// What its result is answered as: its kind, but a query's for EXPLAIN ANALYZE of a
+    /// write (which gives rows, the plan's lines).
+    pub fn result_kind(&self) -> StatementKind {
+        if self.analyze.is_some() {
+            StatementKind::Select
+        } else {
+            self.kind
+        }
     }
 
     /// The inferred type of each parameter (`None` where nothing constrains it).
@@ -545,6 +553,9 @@ impl Prepared {
             for d in &s.derived {
                 all(&d.query, out);
             }
+            for l in s.rels.iter().filter_map(|r| r.lateral.as_ref()) {
+                all(&l.query, out);
+            }
         }
         let mut out = Vec::new();
         for ip in self.plan.init() {
@@ -554,6 +565,9 @@ impl Prepared {
             Plan::Select(s) => {
                 for d in &s.derived {
                     all(&d.query, &mut out);
+                }
+                for l in s.rels.iter().filter_map(|r| r.lateral.as_ref()) {
+                    all(&l.query, &mut out);
                 }
             }
             Plan::Insert(i) => {

@@ -38,8 +38,13 @@ EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_name FROM item WHERE i_id = 2;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i.i_name, s.s_quantity FROM item i JOIN stock s ON s.s_i_id = i.i_id AND s.s_w_id = 1 WHERE i.i_name = 'a' ORDER BY 2;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT count(*) FROM stock WHERE s_quantity < 10;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_id FROM item WHERE i_id IN (SELECT s_i_id FROM stock WHERE s_w_id = 1) ORDER BY 1;
--- Refused: running a write, other formats.
-EXPLAIN ANALYZE DELETE FROM item WHERE i_id = 1;
+-- A write's EXPLAIN ANALYZE runs it (as PostgreSQL), counting the rows it wrote.
+EXPLAIN (ANALYZE, SUMMARY OFF) UPDATE stock SET s_quantity = s_quantity + 1 WHERE s_w_id = 1 AND s_quantity < 10;
+SELECT s_i_id, s_quantity FROM stock WHERE s_w_id = 1 ORDER BY s_i_id;
+EXPLAIN (ANALYZE, SUMMARY OFF) INSERT INTO item VALUES (8, 'h'), (9, 'i');
+EXPLAIN (ANALYZE, SUMMARY OFF) DELETE FROM item WHERE i_id > 7 RETURNING i_id;
+-- Refused: EXPLAIN of EXPLAIN, other formats.
+EXPLAIN ANALYZE EXPLAIN SELECT 1;
 EXPLAIN (FORMAT JSON) SELECT 1;
 EXPLAIN (BUFFERS) SELECT 1;
 -- Joined by equalities no index answers: a hash join, its table holding only the rows
@@ -52,3 +57,7 @@ EXPLAIN SELECT i_name FROM item JOIN order_line ON ol_i_id = i_id + 0 WHERE i_id
 EXPLAIN SELECT i_name, g.n FROM item JOIN (SELECT ol_i_id, count(*) AS n FROM order_line GROUP BY ol_i_id) g ON g.ol_i_id = i_id + 0;
 -- EXPLAIN ANALYZE tells how a hash table went: its rows (or its passes past work_mem).
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT count(*) FROM item LEFT JOIN stock ON s_quantity = i_id AND s_quantity > 3;
+-- A LATERAL item is run at each entry of its level, after the relations it reads; its
+-- plan is shown apart, reading their values as outer.N. EXPLAIN ANALYZE counts its rows.
+EXPLAIN SELECT i_name, top.s_quantity FROM item CROSS JOIN LATERAL (SELECT s_quantity FROM stock WHERE s_i_id = i_id ORDER BY s_quantity DESC LIMIT 1) top;
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_id, g FROM item, generate_series(1, i_id) g WHERE i_name = 'a';

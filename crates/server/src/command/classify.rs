@@ -558,7 +558,7 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
     let d = DmlCommand {
         params: param_types(&prepared),
         columns: columns_of(prepared.columns()),
-        kind: prepared.kind(),
+        kind: prepared.result_kind(),
         read_only: prepared.is_read_only(),
         reads_clock: mentions_clock(&prepared.sql),
         stmt: db.ad_hoc(prepared),

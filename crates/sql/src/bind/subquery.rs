@@ -48,19 +48,7 @@ impl<'c> Binder<'c> {
                 if test.is_some() { Point::After } else { Point::Before },
             ));
         }
-        // What it reads around it, as this query reads it: its own columns, or values of
-        // the queries around this one (which make this one correlated too).
-        let here = self.outer.len();
-        let args: Vec<Expr> = refs
-            .into_iter()
-            .map(|(level, rel, col)| {
-                if level == here {
-                    Expr::Column { rel, col }
-                } else {
-                    Expr::Outer(self.outer_ref((level, rel, col)))
-                }
-            })
-            .collect();
+        let args = self.read_around(refs);
         let n = self.init.len();
         let ty = columns.first().and_then(|c| c.ty);
         let correlated = !args.is_empty();
@@ -104,6 +92,34 @@ impl<'c> Binder<'c> {
             ),
             (SubqueryKind::In, None) => return unsupported("IN (subquery) without its left side"),
         })
+    }
+
+    /// What a scope inside this query reads around it (`refs`: level, relation, column),
+    /// as this query reads it: its own columns, or values of the queries around this one
+    /// (which make this one correlated too).
+    fn read_around(&mut self, refs: Vec<(usize, usize, usize)>) -> Vec<Expr> {
+        let here = self.outer.len();
+        refs.into_iter()
+            .map(|(level, rel, col)| {
+                if level == here {
+                    Expr::Column { rel, col }
+                } else {
+                    Expr::Outer(self.outer_ref((level, rel, col)))
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `f` with a binder of a scope of its own that sees this query's relations so
+    /// far as a query around it (a LATERAL item of FROM, which reads the items before
+    /// it): with what `f` gives, the values it reads around it in this query's terms
+    /// (`Expr::Outer(i)` inside reads the `i`-th); none when it reads nothing around it.
+    pub fn in_lateral_scope<T>(&mut self, f: impl FnOnce(&mut Binder<'c>) -> Result<T>) -> Result<(T, Vec<Expr>)> {
+        let mut outer = self.outer.clone();
+        outer.push(Arc::from(self.rels.as_slice()));
+        let mut refs = Vec::new();
+        let r = self.in_scope(outer, &mut refs, f)?;
+        Ok((r, self.read_around(refs)))
     }
 
     /// The number `Expr::Outer` reads value `r` (level, relation, column) of a query

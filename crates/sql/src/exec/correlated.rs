@@ -15,14 +15,14 @@ use permafrost_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, SubRunner};
-use crate::plan::{InitPlan, RelPlan, SelectPlan};
+use crate::plan::{InitPlan, Lateral, RelPlan, SelectPlan};
 use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::start_select;
 use super::hashjoin::Hashed;
 use super::subquery::{run_init, run_query, values};
-use super::walk::{Bindings, Copies, EvictedRef, Reach, Walker};
+use super::walk::{Bindings, Copies, EvictedRef, LateralRows, Reach, Walker};
 
 /// Reads for the correlated subqueries of a statement: the partitions its walk reads, and
 /// what the subqueries' walks met (evicted tuples, tuples to touch), kept until the
@@ -39,6 +39,9 @@ pub(super) struct Reader<'s> {
     /// a correlated subquery builds its tables once, not once per row. Nothing is written
     /// while a reader exists, so they stay true.
     pub(super) hashes: RefCell<HashMap<usize, Vec<Hashed>>>,
+    /// The rows each LATERAL item of FROM (by the address of its plan) was last computed
+    /// with, and for which values: an entry with the same values reads them again.
+    pub(super) laterals: RefCell<HashMap<usize, LastRows>>,
 }
 
 impl<'s> Reader<'s> {
@@ -104,6 +107,7 @@ impl<'s> Reader<'s> {
             let touching = self.sampled.then_some(&mut touched);
             let mut walker = Walker::over(rels, self.reach, &mut evicted, cx, touching, copies, false)
                 .reading(derived)
+                .lateral(self)
                 .hashing(hashed);
             let mut b = Bindings::new();
             let r = walker.walk(0, &mut b, &mut |b| emit(b));
@@ -116,6 +120,24 @@ impl<'s> Reader<'s> {
     }
 }
 
+impl LateralRows for Reader<'_> {
+    fn rows(&self, lateral: &Lateral, args: Vec<Value>, cx: &Cx<'_>) -> Result<Rc<Rows>> {
+        let key = lateral as *const Lateral as usize;
+        if let Some((last, rows)) = self.laterals.borrow().get(&key)
+            && *last == args
+        {
+            return Ok(rows.clone());
+        }
+        let scx = cx.for_subquery(&args);
+        let rows = run_query(&lateral.query, &mut (), &scx, self.work_mem, &mut |p, c, _, cx| {
+            self.select(p, c, cx)
+        })?;
+        let rows = Rc::new(rows);
+        self.laterals.borrow_mut().insert(key, (args, rows.clone()));
+        Ok(rows)
+    }
+}
+
 /// Runs the correlated subqueries of one plan (`init`, those of its `InitPlan`s that are
 /// correlated) through a [`Reader`], remembering each one's last values and result.
 pub(super) struct PlanRunner<'r, 's> {
@@ -123,6 +145,9 @@ pub(super) struct PlanRunner<'r, 's> {
     init: &'r [Arc<InitPlan>],
     last: RefCell<Vec<Option<LastRun>>>,
 }
+
+/// The values a LATERAL item was last computed with, and its rows.
+pub(super) type LastRows = (Vec<Value>, Rc<Rows>);
 
 /// The values a subquery was last run with, and what it gave.
 type LastRun = (Vec<Value>, Rc<[Value]>);

@@ -127,7 +127,21 @@ pub(super) fn side<E>(
             .iter()
             .map(|r| r.iter().map(|e| e.eval_const(cx)).collect::<Result<Vec<Value>>>())
             .collect::<Result<Vec<_>>>()?,
-        SetTree::Series { start, stop, step, .. } => series(start, stop, step.as_ref(), cx, work_mem)?,
+        SetTree::Series {
+            start,
+            stop,
+            step,
+            ordinality,
+            ..
+        } => {
+            let mut rows = series(start, stop, step.as_ref(), cx, work_mem)?;
+            if *ordinality {
+                for (i, r) in rows.iter_mut().enumerate() {
+                    r.push(Value::Int(i as i64 + 1));
+                }
+            }
+            rows
+        }
         SetTree::Working { slot, .. } => match cx.working.as_ref().and_then(|w| w.of(*slot)) {
             Some(rows) => rows.as_ref().clone(),
             None => return Err(SqlError::Unsupported("a recursive query's rows outside its run".into())),

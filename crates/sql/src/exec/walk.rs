@@ -20,6 +20,15 @@ use crate::rows::{RowRef, Rows};
 use super::hashjoin::{self, Hashed, Passes, pass_of, probe_key};
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
 
+mod lateral;
+
+/// Computes the rows of a LATERAL item of FROM: its query run with `args` as the values
+/// it reads around it (`Expr::Outer`). The correlated subqueries' `Reader` does, through
+/// the same shared borrow of the partitions as the walk (`walk/lateral.rs`).
+pub(super) trait LateralRows {
+    fn rows(&self, lateral: &crate::plan::Lateral, args: Vec<Value>, cx: &Cx<'_>) -> Result<std::rc::Rc<Rows>>;
+}
+
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
 pub const INTERRUPT_EVERY: u32 = 1024;
 
@@ -44,6 +53,9 @@ pub(super) struct Bindings<'s> {
     more: Vec<(Option<Row<'s>>, u32, usize)>,
     /// By relation, the bound row of a subquery in FROM.
     derived: Vec<Option<RowRef<'s>>>,
+    /// By relation, the bound row of a LATERAL item of FROM: its rows of the current
+    /// entry of its level, and which one.
+    lateral: Vec<Option<(std::rc::Rc<Rows>, usize)>>,
 }
 
 impl<'s> Bindings<'s> {
@@ -54,6 +66,7 @@ impl<'s> Bindings<'s> {
             locals: [0; INLINE_RELS],
             more: Vec::new(),
             derived: Vec::new(),
+            lateral: Vec::new(),
         }
     }
 
@@ -65,11 +78,21 @@ impl<'s> Bindings<'s> {
         self.derived[rel] = Some(row);
     }
 
+    /// Binds row `i` of `rows`, the rows of the LATERAL item of FROM that relation `rel`
+    /// reads.
+    fn bind_lateral(&mut self, rel: usize, rows: &std::rc::Rc<Rows>, i: usize) {
+        if self.lateral.len() <= rel {
+            self.lateral.resize(rel + 1, None);
+        }
+        self.lateral[rel] = Some((rows.clone(), i));
+    }
+
     /// A column of relation `rel`, a subquery in FROM (NULL when it has no row bound).
     #[cold]
     fn derived_column(&self, rel: usize, col: usize) -> ValueRef<'_> {
-        match self.derived.get(rel) {
-            Some(Some(r)) => r.get(col),
+        match (self.derived.get(rel), self.lateral.get(rel)) {
+            (Some(Some(r)), _) => r.get(col),
+            (_, Some(Some((rows, i)))) => rows.row(*i).get(col),
             _ => ValueRef::Null,
         }
     }
@@ -93,6 +116,9 @@ impl<'s> Bindings<'s> {
     pub(super) fn unbind(&mut self, rel: usize) {
         if let Some(d) = self.derived.get_mut(rel) {
             *d = None;
+        }
+        if let Some(l) = self.lateral.get_mut(rel) {
+            *l = None;
         }
         if rel < INLINE_RELS {
             self.rows[rel] = None;
@@ -183,6 +209,8 @@ pub(super) struct Walker<'w, 's> {
     /// For EXPLAIN ANALYZE (when counting), by level: how its hash table went, once
     /// [`Walker::walk_all`] is over.
     pub(super) hash_notes: Option<Vec<Option<String>>>,
+    /// What computes the rows of the LATERAL items of FROM ([`Walker::lateral`]).
+    lateral: Option<&'w dyn LateralRows>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -236,6 +264,7 @@ impl<'w> Walker<'w, 'w> {
             overflow: None,
             passes: None,
             hash_notes: None,
+            lateral: None,
         }
     }
 
@@ -370,25 +399,35 @@ impl<'w, 's> Walker<'w, 's> {
         };
         let n = picked.map_or(rows.len(), <[u32]>::len);
         self.count(level, 1, 0);
-        'rows: for i in 0..n {
-            let row = rows.row(picked.map_or(i, |p| p[i] as usize));
-            self.visits += 1;
-            if self.visits == INTERRUPT_EVERY {
-                self.visits = 0;
-                stop_now(self.interrupted, self.deadline)?;
-            }
-            b.bind_derived(rp.rel, row);
-            for f in &rp.filters[first..] {
-                if !f.test(b, self.cx)? {
-                    continue 'rows;
-                }
-            }
-            self.count(level, 0, 1);
-            if self.passed(level, 0, b, emit)?.is_break() {
+        for i in 0..n {
+            b.bind_derived(rp.rel, rows.row(picked.map_or(i, |p| p[i] as usize)));
+            if self.row_bound(level, rp, first, b, emit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
         self.left(level, b, emit)
+    }
+
+    /// A result row bound at level `level` (a subquery in FROM's, a LATERAL item's): its
+    /// filters from `first` on checked, and the walk goes on past the level.
+    fn row_bound(
+        &mut self,
+        level: usize,
+        rp: &RelPlan,
+        first: usize,
+        b: &mut Bindings<'s>,
+        emit: &mut Emit<'_, 's>,
+    ) -> Result<ControlFlow<()>> {
+        self.visits += 1;
+        if self.visits == INTERRUPT_EVERY {
+            self.visits = 0;
+            stop_now(self.interrupted, self.deadline)?;
+        }
+        if !self.all_hold(&rp.filters[first..], b)? {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.count(level, 0, 1);
+        self.passed(level, 0, b, emit)
     }
 
     /// Past level `level` with its tuple bound (or groups ending there null-extended): the
@@ -699,6 +738,9 @@ impl<'w, 's> Walker<'w, 's> {
             self.matched &= !(1 << id);
         }
         if rp.schema.id == DERIVED_TABLE {
+            if let Some(l) = &rp.lateral {
+                return self.walk_lateral(level, rp, l, b, emit);
+            }
             return self.walk_derived(level, rp, b, emit);
         }
         if let Access::Hash { cols, keys } = &rp.access {

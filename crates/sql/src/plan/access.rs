@@ -235,6 +235,11 @@ pub(super) fn plan_joins(
             deps[r] |= needs;
         }
     }
+    // A LATERAL item comes after the relations it reads.
+    let lateral = |r: usize| b.lateral.iter().find(|(l, _)| *l == r).map(|(_, l)| l.clone());
+    for (r, l) in &b.lateral {
+        deps[*r] |= l.args.iter().fold(0, |m, a| m | a.rels());
+    }
     let reach = |r: usize| home[r].map_or(&conjuncts[..], |g| &outer[g].on[..]);
     let orders: Vec<Vec<usize>> = if n <= 5 {
         permutations(n)
@@ -297,7 +302,11 @@ pub(super) fn plan_joins(
     let mut accesses = Vec::with_capacity(n);
     for &r in &order {
         let schema = b.rels[r].schema.clone();
-        let ((access, _, rows), sg) = access_to(&schema, r, reach(r), known, fanout);
+        let ((mut access, _, rows), sg) = access_to(&schema, r, reach(r), known, fanout);
+        if b.lateral.iter().any(|(l, _)| *l == r) {
+            // (Its rows differ from one entry to the next: no hash table of them.)
+            access = Access::Scan;
+        }
         fanout *= rows;
         let implied = implied_by(&access, &schema, r);
         accesses.push((schema, access, sg, implied, known));
@@ -372,6 +381,7 @@ pub(super) fn plan_joins(
             full: false,
             bounds,
             pick,
+            lateral: lateral(r),
         });
     }
     Ok((rels, pre_filters))
@@ -466,6 +476,7 @@ fn full_join(
         ends: Vec::new(),
         full: false,
         bounds: 0,
+        lateral: None,
     };
     let schema = b.rels[second].schema.clone();
     let known = 1u64 << first;
@@ -490,6 +501,7 @@ fn full_join(
         }],
         full: true,
         bounds,
+        lateral: None,
     };
     Ok((vec![first_plan, second_plan], pre_filters))
 }

@@ -166,6 +166,21 @@ pub(super) fn from_item(
         if let Some(g) = null_extended {
             joins.groups.push(g);
         }
+        // A LATERAL item on the right may read the left side only where the left side is
+        // not null-extended.
+        if matches!(j.join_operator, JoinOperator::FullOuter(_)) || null_extended == Some(left_rels) {
+            let read = b
+                .lateral
+                .iter()
+                .filter(|(r, _)| right_rels & (1 << r) != 0)
+                .flat_map(|(_, l)| &l.args)
+                .fold(0u64, |m, a| m | a.rels())
+                & left_rels;
+            if read != 0 {
+                let name = b.rels[read.trailing_zeros() as usize].alias.clone();
+                return Err(SqlError::LateralJoinType(name));
+            }
+        }
         let kind = match &j.join_operator {
             JoinOperator::FullOuter(_) => "FULL JOIN",
             _ if null_extended.is_none() => "JOIN",
@@ -336,7 +351,7 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             b.add_rel(schema, alias.as_ref().map(|a| &a.name))
         }
         TableFactor::Derived {
-            lateral: false,
+            lateral,
             subquery: q,
             alias,
             sample: None,
@@ -345,9 +360,15 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
                 return Err(SqlError::SubqueryAlias.at(crate::error::query_start(q), Point::Before));
             };
             let names: Vec<String> = alias.columns.iter().map(|c| ident(&c.name)).collect();
-            derived(b, q, ident(&alias.name), &names)
+            if !*lateral {
+                return derived(b, q, ident(&alias.name), &names);
+            }
+            let Some(planner) = b.plan_subquery else {
+                return unsupported("a LATERAL subquery here");
+            };
+            let ((tree, columns), args) = b.in_lateral_scope(|sub| planner(sub, q))?;
+            lateral_tree(b, Lateral { query: tree, args }, columns, ident(&alias.name), &names)
         }
-        TableFactor::Derived { lateral: true, .. } => unsupported("LATERAL subqueries"),
         TableFactor::Table {
             name,
             alias,
@@ -355,24 +376,16 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             with_hints,
             version: None,
             partitions,
+            with_ordinality,
             ..
-        } if with_hints.is_empty() && partitions.is_empty() => {
-            let n = crate::bind::object_name(name)?;
-            if n != "generate_series" && n != "pg_catalog.generate_series" {
-                return unsupported(format!("function {n} in FROM (generate_series is the one taken)"));
-            }
-            let (tree, column) = series(b, &args.args)?;
-            let (alias, names) = match alias {
-                Some(a) => (
-                    ident(&a.name),
-                    a.columns.iter().map(|c| ident(&c.name)).collect::<Vec<_>>(),
-                ),
-                None => ("generate_series".to_string(), Vec::new()),
-            };
-            // A one-column function's column is named after its alias, as in PostgreSQL.
-            let names = if names.is_empty() { vec![alias.clone()] } else { names };
-            derived_tree(b, tree, vec![column], alias, &names)
-        }
+        } if with_hints.is_empty() && partitions.is_empty() => function(b, name, &args.args, *with_ordinality, alias),
+        TableFactor::Function {
+            name,
+            args,
+            with_ordinality,
+            alias,
+            ..
+        } => function(b, name, args, *with_ordinality, alias),
         other => unsupported(format!("this FROM item: {}", shown(other))),
     }
 }
@@ -400,6 +413,53 @@ pub(super) fn derived_tree(
     let ident = ast::Ident::with_quote('"', alias.clone());
     let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
     b.derived.push(DerivedRel { rel, query: tree });
+    Ok(rel)
+}
+
+/// A function call in FROM (`generate_series` is the one taken), which may read the FROM
+/// items before it (as PostgreSQL, with or without LATERAL); `WITH ORDINALITY` adds a
+/// column numbering its rows.
+fn function(
+    b: &mut Binder<'_>,
+    name: &ast::ObjectName,
+    args: &[ast::FunctionArg],
+    ordinality: bool,
+    alias: &Option<ast::TableAlias>,
+) -> Result<usize> {
+    let n = crate::bind::object_name(name)?;
+    if n != "generate_series" && n != "pg_catalog.generate_series" {
+        return unsupported(format!("function {n} in FROM (generate_series is the one taken)"));
+    }
+    let ((tree, columns), args) = b.in_lateral_scope(|sub| series(sub, args, ordinality))?;
+    let (alias, names) = match alias {
+        Some(a) => (
+            ident(&a.name),
+            a.columns.iter().map(|c| ident(&c.name)).collect::<Vec<_>>(),
+        ),
+        None => ("generate_series".to_string(), Vec::new()),
+    };
+    // A one-column function's column is named after its alias, as in PostgreSQL.
+    let names = if names.is_empty() { vec![alias.clone()] } else { names };
+    lateral_tree(b, Lateral { query: tree, args }, columns, alias, &names)
+}
+
+/// Adds the rows of a LATERAL item of FROM as a relation of the query named `alias`, its
+/// first columns named `names`: computed once, as any subquery in FROM, when it reads
+/// nothing around it; else per entry of its level.
+fn lateral_tree(
+    b: &mut Binder<'_>,
+    lateral: Lateral,
+    columns: Vec<ColumnInfo>,
+    alias: String,
+    names: &[String],
+) -> Result<usize> {
+    if lateral.args.is_empty() {
+        return derived_tree(b, lateral.query, columns, alias, names);
+    }
+    let columns = named(columns, names, &alias)?;
+    let ident = ast::Ident::with_quote('"', alias.clone());
+    let rel = b.add_rel(Arc::new(derived_schema(alias, &columns)), Some(&ident))?;
+    b.lateral.push((rel, Arc::new(lateral)));
     Ok(rel)
 }
 
@@ -506,6 +566,9 @@ fn reads_working(t: &SetTree, slot: usize, found: &mut bool) {
             for ip in &plan.init {
                 reads_working(&ip.query, slot, found);
             }
+            for l in plan.rels.iter().filter_map(|r| r.lateral.as_ref()) {
+                reads_working(&l.query, slot, found);
+            }
         }
         SetTree::Values { .. } | SetTree::Series { .. } => {}
     }
@@ -527,9 +590,10 @@ fn named(mut columns: Vec<ColumnInfo>, names: &[String], alias: &str) -> Result<
     Ok(columns)
 }
 
-/// `generate_series(start, stop [, step])`: its arguments, bound with no relation, and
-/// its column's type (bigint over integers, numeric if an argument is).
-pub(super) fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg]) -> Result<(SetTree, ColumnInfo)> {
+/// `generate_series(start, stop [, step])` planned by `b` (a scope of its own, that may
+/// read the FROM items before it): its rows, and its columns (bigint over integers,
+/// numeric if an argument is; with `ordinality`, a bigint numbering the rows).
+fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg], ordinality: bool) -> Result<(SetTree, Vec<ColumnInfo>)> {
     let exprs: Vec<&ast::Expr> = args
         .iter()
         .map(|a| match a {
@@ -543,13 +607,10 @@ pub(super) fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg]) -> Result<(S
             exprs.len()
         )));
     }
-    let bound = b.in_own_scope(|sub| {
-        let r = exprs.iter().map(|e| sub.expr(e)).collect::<Result<Vec<_>>>()?;
-        if !sub.init.is_empty() {
-            return unsupported("a subquery in generate_series");
-        }
-        Ok(r)
-    })?;
+    let bound = exprs.iter().map(|e| b.expr(e)).collect::<Result<Vec<_>>>()?;
+    if !b.init.is_empty() {
+        return unsupported("a subquery in generate_series");
+    }
     let mut ty = DataType::Integer;
     for (e, t) in &bound {
         match t {
@@ -566,17 +627,24 @@ pub(super) fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg]) -> Result<(S
     }
     let mut it = bound.into_iter().map(|(e, _)| e);
     let (start, stop) = (it.next().expect("two"), it.next().expect("two"));
-    let column = ColumnInfo {
+    let mut columns = vec![ColumnInfo {
         name: "generate_series".into(),
         ty: Some(ty),
-    };
+    }];
+    if ordinality {
+        columns.push(ColumnInfo {
+            name: "ordinality".into(),
+            ty: Some(DataType::BigInt),
+        });
+    }
     let tree = SetTree::Series {
         start,
         stop,
         step: it.next(),
-        columns: vec![column.clone()].into(),
+        ordinality,
+        columns: columns.clone().into(),
     };
-    Ok((tree, column))
+    Ok((tree, columns))
 }
 
 /// `VALUES (...), ...` as a query: each row's expressions bound with no relation (and no

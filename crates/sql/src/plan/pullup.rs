@@ -7,8 +7,8 @@
 //! such queries (SQLAlchemy's `Query.count()`), and views and WITH queries are read as
 //! subqueries in FROM.
 //!
-//! Taken only where the answer cannot change: the query has no FULL JOIN, window calls or
-//! row locks; a subquery an outer join null-extends gives its tables' columns as they are
+//! Taken only where the answer cannot change: the query has no FULL JOIN, window calls,
+//! row locks or LATERAL items (whose reads of the query would need renumbering); a subquery an outer join null-extends gives its tables' columns as they are
 //! (its tables then join the null-extended group, its predicates the group's conditions);
 //! and the subquery is a SELECT of tables joined by inner joins, with no
 //! aggregation, DISTINCT, LIMIT, OFFSET, window calls, subqueries of its own, or subquery
@@ -56,7 +56,7 @@ impl Reads<'_> {
 /// read of its columns reads the expression the subquery gives there. Returns how many it
 /// pulled up; the query is then planned over their tables.
 pub(super) fn pull_up(b: &mut Binder<'_>, q: &ast::Query, windows: bool, mut r: Reads<'_>) -> usize {
-    if b.full_join.is_some() || windows || !q.locks.is_empty() {
+    if b.full_join.is_some() || windows || !q.locks.is_empty() || !b.lateral.is_empty() {
         return 0;
     }
     let mut pulled = 0;

@@ -108,6 +108,18 @@ pub struct RelPlan {
     /// only the rows that pass them (a relation scanned instead checks them all).
     pub bounds: usize,
     pub pick: PartitionPick,
+    /// A LATERAL subquery in FROM (or a function call there reading earlier FROM items):
+    /// its rows are computed at each entry of the level, from the tuples bound before it.
+    pub lateral: Option<Arc<Lateral>>,
+}
+
+/// A subquery in FROM that reads the FROM items before it (`LATERAL`): `query`, whose
+/// `Expr::Outer(i)` reads the value of `args[i]` over the tuples bound before its level.
+/// Its relation's level comes after those of the relations `args` read.
+#[derive(Debug)]
+pub struct Lateral {
+    pub query: SetTree,
+    pub args: Vec<Expr>,
 }
 
 #[derive(Debug, Clone)]
@@ -335,6 +347,8 @@ pub enum SetTree {
         start: Expr,
         stop: Expr,
         step: Option<Expr>,
+        /// `WITH ORDINALITY`: a second column numbering the rows from 1.
+        ordinality: bool,
         columns: Arc<[ColumnInfo]>,
     },
 }
