@@ -103,6 +103,12 @@ pub struct Binder<'c> {
     outer_refs: Vec<(usize, usize, usize)>,
 }
 
+/// Whether `name` (lowercase) is a set-returning function: called in FROM, or once in a
+/// select list (`plan/srf.rs`), never where one value is needed.
+pub(crate) fn is_set_returning(name: &str) -> bool {
+    matches!(name, "generate_series" | "pg_catalog.generate_series")
+}
+
 /// Plans a subquery (a SELECT or a set operation of them) with `sub`, a binder whose
 /// parameters are its statement's.
 pub type SubqueryPlanner = fn(sub: &mut Binder<'_>, q: &ast::Query) -> Result<(SetTree, Vec<ColumnInfo>)>;

@@ -78,6 +78,10 @@ pub enum SqlError {
     /// here (42P10, as PostgreSQL).
     #[error("invalid reference to FROM-clause entry for table \"{0}\"")]
     LateralJoinType(String),
+    /// A set-returning function called where one row's value is needed (0A000, as
+    /// PostgreSQL), named by the clause it is in.
+    #[error("set-returning functions are not allowed in {0}")]
+    SetReturningHere(&'static str),
     /// A negative LIMIT (2201W).
     #[error("{0}")]
     InvalidLimit(String),
@@ -312,7 +316,7 @@ impl SqlError {
             SqlError::DuplicateColumn(_) => "42701",
             SqlError::WindowingError(_) | SqlError::CopyFramedWindow { .. } => "42P20",
             SqlError::UnknownWindow(_) => "42704",
-            SqlError::RangeOffset { .. } => "0A000",
+            SqlError::RangeOffset { .. } | SqlError::SetReturningHere(_) => "0A000",
             SqlError::FrameOffset { null: true, .. } => "22004",
             SqlError::FrameOffset { null: false, .. } => "22013",
             SqlError::UnknownTable(_)

@@ -1,6 +1,7 @@
 -- LATERAL items of FROM: subqueries and function calls reading the FROM items before
 -- them, computed per row of those (top-N per group, per-row expansion), inside and beside
--- outer joins, in subqueries and recursive queries; WITH ORDINALITY.
+-- outer joins, in subqueries and recursive queries; WITH ORDINALITY; a set-returning
+-- function in the select list.
 -- Expected output: PostgreSQL 15's (regen.sh). Errors print only their SQLSTATE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
@@ -56,6 +57,18 @@ SELECT * FROM generate_series(1, 3) WITH ORDINALITY AS g (x, n);
 SELECT * FROM generate_series(10, 30, 10) WITH ORDINALITY AS g;
 SELECT * FROM la_t, LATERAL generate_series(1, 2) WITH ORDINALITY AS g (a, o) ORDER BY 1, 4;
 SELECT la_t.id, g.* FROM la_t, generate_series(la_t.id, 3) WITH ORDINALITY g ORDER BY 1, 3;
+
+-- a set-returning function in the select list: a row per value, none when it gives none
+SELECT generate_series(1, 3);
+SELECT generate_series(1, 3) AS g ORDER BY g DESC;
+SELECT id, generate_series(1, a) FROM la_t ORDER BY 1, 2;
+SELECT id, generate_series(1, id) + 10 AS x, b FROM la_t WHERE id > 1 ORDER BY 1, 2;
+SELECT DISTINCT generate_series(1, id) FROM la_t ORDER BY 1;
+SELECT generate_series(1, 5, 2), 'x' AS k;
+SELECT sum(x) FROM (SELECT generate_series(1, id) x FROM la_t) s;
+SELECT id, (SELECT max(g) FROM generate_series(1, la_t.id) g) FROM la_t ORDER BY id;
+SELECT generate_series(3, 1);
+SELECT id FROM la_t WHERE generate_series(1, 2) > 1;
 
 -- errors
 SELECT * FROM LATERAL (SELECT la_t.a) s, la_t;

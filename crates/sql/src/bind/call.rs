@@ -107,6 +107,9 @@ impl Binder<'_> {
             "concat" => (Func::Concat, Some(DataType::Varchar(None))),
             "greatest" => (Func::Greatest, types.iter().find_map(|t| *t)),
             "least" => (Func::Least, types.iter().find_map(|t| *t)),
+            n if super::is_set_returning(n) => {
+                return Err(SqlError::SetReturningHere(self.clause.unwrap_or("this expression")));
+            }
             _ => return Err(SqlError::UnknownFunction(signature())),
         };
         match func {

@@ -427,7 +427,7 @@ fn function(
     alias: &Option<ast::TableAlias>,
 ) -> Result<usize> {
     let n = crate::bind::object_name(name)?;
-    if n != "generate_series" && n != "pg_catalog.generate_series" {
+    if !crate::bind::is_set_returning(&n) {
         return unsupported(format!("function {n} in FROM (generate_series is the one taken)"));
     }
     let ((tree, columns), args) = b.in_lateral_scope(|sub| series(sub, args, ordinality))?;

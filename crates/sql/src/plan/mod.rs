@@ -27,6 +27,7 @@ mod from;
 mod joined_write;
 mod pullup;
 mod select;
+mod srf;
 pub(crate) mod tree;
 mod write;
 

@@ -75,6 +75,9 @@ fn named_windows(b: &mut Binder<'_>, defs: &[ast::NamedWindowDefinition]) -> Res
 /// join order are planned.
 pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, Vec<ColumnInfo>)> {
     let s = plain_select(q)?;
+    // A set-returning function in the select list: read as one in FROM (`plan/srf.rs`).
+    let lifted = super::srf::lift(s)?;
+    let s = lifted.as_ref().unwrap_or(s);
     let (conjuncts, outer) = from_and_where(b, s)?;
     let groups = group_by(b, &s.group_by, &s.projection)?;
     // The select list, HAVING and ORDER BY may hold aggregates; they are collected.
@@ -93,6 +96,16 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         None => None,
     };
     let mut order = order_by(b, q, &output, &columns)?;
+    if lifted.is_some()
+        && (!groups.is_empty()
+            || having.is_some()
+            || b.aggs.as_ref().is_some_and(|a| !a.is_empty())
+            || b.windows.as_ref().is_some_and(|w| !w.is_empty()))
+    {
+        return unsupported(
+            "a set-returning function in the select list of a query that aggregates or calls window functions",
+        );
+    }
     let (distinct, distinct_on) = match &s.distinct {
         None | Some(ast::Distinct::All) => (false, 0),
         Some(ast::Distinct::Distinct) => (true, 0),
