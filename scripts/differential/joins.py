@@ -4,7 +4,8 @@ whose answers differ.
 
 The queries join two to six of four small tables (NULLs and duplicate keys included) with
 inner, LEFT, RIGHT and CROSS joins nested any way, tables or subqueries in FROM (`a LEFT JOIN (b JOIN c ON ...) ON ...`,
-`a JOIN b ON ... RIGHT JOIN c ON ...`), ON conditions over either side, WHERE conditions
+`a JOIN b ON ... RIGHT JOIN c ON ...`), LATERAL subqueries holding a join's condition
+(`a LEFT JOIN LATERAL (SELECT * FROM t WHERE p [ORDER BY ... LIMIT n]) t ON true`), ON conditions over either side, WHERE conditions
 that read null-extended columns (`IS NULL`, OR), and sometimes an aggregate over the join.
 Rows are compared as multisets; errors by SQLSTATE.
 
@@ -110,6 +111,15 @@ class Gen:
         kind = r.choices(["JOIN", "LEFT JOIN", "RIGHT JOIN", "CROSS JOIN"], [3, 4, 2, 1])[0]
         if kind == "CROSS JOIN":
             return f"{lt} CROSS JOIN {rt}", la + ra
+        words = rt.split()
+        if kind != "RIGHT JOIN" and len(words) == 2 and words[0] in TABLES and r.random() < 0.2:
+            # The same join with its condition inside a LATERAL subquery reading the left
+            # side (`a JOIN t ON p` is `a JOIN LATERAL (SELECT * FROM t WHERE p) t ON true`),
+            # sometimes cut to the first rows of each entry.
+            (b,) = ra
+            cut = f" ORDER BY {b}.id, {b}.x, {b}.y LIMIT {r.randint(1, 2)}" if r.random() < 0.3 else ""
+            sub = f"LATERAL (SELECT * FROM {rt} WHERE {self.cond(la, ra)}{cut}) {b}"
+            return f"{lt} {kind} {sub} ON true", la + ra
         return f"{lt} {kind} {rt} ON {self.cond(la, ra)}", la + ra
 
     def query(self):
