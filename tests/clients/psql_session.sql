@@ -94,6 +94,14 @@ EXECUTE pick(1);
 EXECUTE pick('2');
 EXECUTE pick(1, 2);
 PREPARE pick AS SELECT 1;
+-- EXPLAIN [ANALYZE] EXECUTE: the prepared statement's plan (a write's ANALYZE writes)
+EXPLAIN EXECUTE pick(1);
+PREPARE bump (bigint) AS UPDATE items SET stock = stock + 1 WHERE id = $1;
+EXPLAIN (ANALYZE, SUMMARY OFF) EXECUTE bump(3);
+SELECT stock FROM items WHERE id = 3;
+UPDATE items SET stock = stock - 1 WHERE id = 3;
+EXPLAIN EXECUTE nothing(1);
+DEALLOCATE bump;
 DEALLOCATE pick;
 EXECUTE pick(1);
 -- cursors: declared in a block (or WITH HOLD), read forward

@@ -284,7 +284,28 @@ fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Comm
             return Ok(Command::Execute {
                 name: name.to_string().trim_matches('"').to_string(),
                 args,
+                explain: None,
             });
+        }
+        Statement::Explain { statement, .. } => {
+            if let Statement::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                ..
+            } = statement.as_ref()
+                && into.is_empty()
+                && using.is_empty()
+            {
+                let args = parameters.iter().map(execute_arg).collect::<PgWireResult<Vec<_>>>()?;
+                return Ok(Command::Execute {
+                    name: name.to_string().trim_matches('"').to_string(),
+                    args,
+                    explain: Some(Box::new(stmt.clone())),
+                });
+            }
         }
         _ => {}
     }

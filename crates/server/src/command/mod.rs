@@ -188,8 +188,14 @@ pub enum Command {
         cmd: Arc<Command>,
         types: Vec<Type>,
     },
-    /// `EXECUTE name [(constants)]`: runs a statement PREPAREd by name.
-    Execute { name: String, args: Vec<ExecuteArg> },
+    /// `EXECUTE name [(constants)]`: runs a statement PREPAREd by name. Under `EXPLAIN
+    /// [ANALYZE] [(options)]` (`explain`, that statement with the EXECUTE in it), runs the
+    /// EXPLAIN of the prepared statement instead, with those values.
+    Execute {
+        name: String,
+        args: Vec<ExecuteArg>,
+        explain: Option<Box<sqlparser::ast::Statement>>,
+    },
     /// `VACUUM` (true) or `ANALYZE` (false) of tables that exist: nothing else to do here
     /// ([`maintenance`]).
     Maintenance(bool),

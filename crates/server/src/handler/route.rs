@@ -150,7 +150,7 @@ impl Backend {
                 self.declare(client, name, query, *hold, params, cancel, cell).await
             }
             Command::Fetch { name, count, moving } => fetch(client, name, *count, *moving, cell),
-            Command::Execute { name, args } => {
+            Command::Execute { name, args, explain } => {
                 let (inner, types) = sql_prepared(client)
                     .lock()
                     .get(name)
@@ -172,10 +172,32 @@ impl Backend {
                     .enumerate()
                     .map(|(i, (a, t))| crate::command::classify::execute_value(a, t, i))
                     .collect::<PgWireResult<Vec<_>>>()?;
+                if let Some(explain) = explain {
+                    let cmd = explained(&self.db, explain, &inner)?;
+                    return self.run_in_session(client, &cmd, params, format, cancel).await;
+                }
                 self.run_in_session(client, &inner, params, format, cancel).await
             }
             Command::System(q) => self.system_query(client, q.clone(), params, format, cancel).await,
             _ => Err(client_error("XX000", "internal error: not a statement of this kind")),
         }
     }
+}
+
+/// `EXPLAIN [ANALYZE] [(options)] EXECUTE name (...)` (`explain`): that EXPLAIN of the
+/// prepared statement `inner` (a query, INSERT, UPDATE or DELETE), planned from its text.
+fn explained(db: &Database, explain: &sqlparser::ast::Statement, inner: &Command) -> PgWireResult<Command> {
+    let Some(sql) = inner.sql() else {
+        return Err(client_error(
+            "0A000",
+            "EXPLAIN EXECUTE of a prepared CALL (EXPLAIN takes a query, INSERT, UPDATE or DELETE)",
+        ));
+    };
+    let body = permafrost_sql::parse::parse_statement(sql).map_err(crate::error::sql_error)?;
+    let mut stmt = explain.clone();
+    if let sqlparser::ast::Statement::Explain { statement, .. } = &mut stmt {
+        **statement = body;
+    }
+    let text = stmt.to_string();
+    crate::command::classify::classify(db, &stmt, &text)
 }
