@@ -9,7 +9,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, VisitMut, VisitorMut};
+use sqlparser::ast::{self, Visit, VisitMut, Visitor, VisitorMut};
 
 use crate::bind::is_set_returning;
 use crate::error::{Result, SqlError, unsupported};
@@ -20,6 +20,17 @@ const ALIAS: &str = "__select_list_srf";
 /// `s` with its select list's set-returning call made an item of FROM, or `None` when its
 /// select list has none.
 pub(super) fn lift(s: &ast::Select) -> Result<Option<ast::Select>> {
+    // (Looked for first: a query without one is not copied.)
+    let mut any = Any { depth: 0 };
+    let found = s.projection.iter().any(|item| match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            e.visit(&mut any).is_break()
+        }
+        _ => false,
+    });
+    if !found {
+        return Ok(None);
+    }
     let mut s = s.clone();
     let mut v = Calls {
         depth: 0,
@@ -64,6 +75,35 @@ pub(super) fn lift(s: &ast::Select) -> Result<Option<ast::Select>> {
     }
     s.from.push(item);
     Ok(Some(s))
+}
+
+/// Whether an expression holds a set-returning call (not inside its subqueries): the
+/// visit breaks at the first.
+struct Any {
+    depth: usize,
+}
+
+impl Visitor for Any {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _q: &ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _q: &ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+        match e {
+            ast::Expr::Function(f) if self.depth == 0 && is_set_returning(&f.name.to_string().to_lowercase()) => {
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        }
+    }
 }
 
 /// Finds the set-returning calls of an expression (not inside its subqueries), each
