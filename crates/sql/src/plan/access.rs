@@ -1,6 +1,8 @@
 //! Access paths and join order: the predicates that an index can answer (sargs), the
 //! cheapest access to each relation, and the cheapest order of up to five relations.
 
+use std::sync::Arc;
+
 use permafrost_storage::{IndexKind, TableSchema};
 
 use super::tree::*;
@@ -236,9 +238,10 @@ pub(super) fn plan_joins(
         }
     }
     // A LATERAL item comes after the relations it reads.
-    let lateral = |r: usize| b.lateral.iter().find(|(l, _)| *l == r).map(|(_, l)| l.clone());
+    let mut lateral: Vec<Option<Arc<Lateral>>> = vec![None; n];
     for (r, l) in &b.lateral {
         deps[*r] |= l.args.iter().fold(0, |m, a| m | a.rels());
+        lateral[*r] = Some(l.clone());
     }
     let reach = |r: usize| home[r].map_or(&conjuncts[..], |g| &outer[g].on[..]);
     let orders: Vec<Vec<usize>> = if n <= 5 {
@@ -303,7 +306,7 @@ pub(super) fn plan_joins(
     for &r in &order {
         let schema = b.rels[r].schema.clone();
         let ((mut access, _, rows), sg) = access_to(&schema, r, reach(r), known, fanout);
-        if b.lateral.iter().any(|(l, _)| *l == r) {
+        if lateral[r].is_some() {
             // (Its rows differ from one entry to the next: no hash table of them.)
             access = Access::Scan;
         }
@@ -381,7 +384,7 @@ pub(super) fn plan_joins(
             full: false,
             bounds,
             pick,
-            lateral: lateral(r),
+            lateral: lateral[r].take(),
         });
     }
     Ok((rels, pre_filters))
