@@ -108,11 +108,14 @@ class Gen:
             rt = f"({rt})"
         if k > 1 and r.random() < 0.3:
             lt = f"({lt})"
-        kind = r.choices(["JOIN", "LEFT JOIN", "RIGHT JOIN", "CROSS JOIN"], [3, 4, 2, 1])[0]
+        kind = r.choices(["JOIN", "LEFT JOIN", "RIGHT JOIN", "CROSS JOIN", "FULL JOIN"], [3, 4, 2, 1, 1])[0]
         if kind == "CROSS JOIN":
             return f"{lt} CROSS JOIN {rt}", la + ra
+        if kind == "FULL JOIN" and len(la) == 1 and len(ra) == 1 and r.random() < 0.3:
+            # Both sides have one `x` (and `id`, `y`), each shown once by an unqualified name.
+            return f"{lt} FULL JOIN {rt} USING ({r.choice(['x', 'x, y', 'id'])})", la + ra
         words = rt.split()
-        if kind != "RIGHT JOIN" and len(words) == 2 and words[0] in TABLES and r.random() < 0.2:
+        if kind in ("JOIN", "LEFT JOIN") and len(words) == 2 and words[0] in TABLES and r.random() < 0.2:
             # The same join with its condition inside a LATERAL subquery reading the left
             # side (`a JOIN t ON p` is `a JOIN LATERAL (SELECT * FROM t WHERE p) t ON true`),
             # sometimes cut to the first rows of each entry.

@@ -51,6 +51,27 @@ pub struct Cte {
 pub struct Rel {
     pub alias: String,
     pub schema: Arc<TableSchema>,
+    /// For the relation a FULL JOIN of more than two tables is read as (`plan/from.rs`,
+    /// `full_join`): by column, the name of the FROM item inside that qualifies it (`None`:
+    /// a `USING` column, found by its name alone), so that `a.x` still finds `a`'s column.
+    pub members: Option<Arc<[Option<String>]>>,
+}
+
+impl Rel {
+    /// Whether `name` qualifies columns of this relation: its alias, or a FROM item inside
+    /// it ([`Rel::members`]).
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.alias == name || self.member_columns(name).next().is_some()
+    }
+
+    /// The columns of FROM item `name` inside this relation ([`Rel::members`]).
+    pub fn member_columns<'a>(&'a self, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.members
+            .iter()
+            .flat_map(|m| m.iter().enumerate())
+            .filter(move |(_, m)| m.as_deref() == Some(name))
+            .map(|(c, _)| c)
+    }
 }
 
 pub struct Binder<'c> {
@@ -167,7 +188,7 @@ impl<'c> Binder<'c> {
     /// Adds a relation to the scope and returns its number.
     pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
         let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
-        if self.rels.iter().any(|r| r.alias == alias) {
+        if self.rels.iter().any(|r| r.answers_to(&alias)) {
             return Err(SqlError::DuplicateAlias(format!(
                 "table name \"{alias}\" specified more than once"
             )));
@@ -175,7 +196,11 @@ impl<'c> Binder<'c> {
         if self.rels.len() >= MAX_RELS {
             return unsupported(format!("more than {MAX_RELS} tables in one statement"));
         }
-        self.rels.push(Rel { alias, schema });
+        self.rels.push(Rel {
+            alias,
+            schema,
+            members: None,
+        });
         Ok(self.rels.len() - 1)
     }
 
@@ -191,7 +216,7 @@ impl<'c> Binder<'c> {
             [s, t, c] if s == "public" => (Some(t.as_str()), c),
             _ => return Err(unknown(&names)),
         };
-        let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.alias == q);
+        let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.answers_to(q));
         if let Some((rel, col)) = find_column(&self.rels, qual, col, &self.hidden)? {
             return Ok((Expr::Column { rel, col }, Some(self.rels[rel].schema.columns[col].ty)));
         }
@@ -749,6 +774,23 @@ fn find_column(
 ) -> Result<Option<(usize, usize)>> {
     let mut found = None;
     for (ri, rel) in rels.iter().enumerate() {
+        if let Some(members) = &rel.members {
+            // A FULL JOIN's relation: each column of that name its qualifier names.
+            for (ci, c) in rel.schema.columns.iter().enumerate() {
+                let named = match qual {
+                    None => !hidden.contains(&(ri, ci)),
+                    // (The relation's own name reaches its USING columns alone.)
+                    Some(q) => members[ci].as_deref().map_or(q == rel.alias, |m| m == q),
+                };
+                if named && c.name == col {
+                    if found.is_some() {
+                        return Err(SqlError::AmbiguousColumn(col.to_string()));
+                    }
+                    found = Some((ri, ci));
+                }
+            }
+            continue;
+        }
         if qual.is_some_and(|q| q != rel.alias) {
             continue;
         }

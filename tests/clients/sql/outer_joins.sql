@@ -1,7 +1,8 @@
--- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), FULL JOIN of two
--- tables, RIGHT JOIN of a relation, ON conditions against WHERE conditions (IS NULL
--- anti-joins), aggregates over them, parenthesized joins, joins null-extended as one
--- (LEFT JOIN (b JOIN c), RIGHT JOIN after other joins). Expected output: PostgreSQL 15's
+-- Outer joins: LEFT [OUTER] JOIN (chains of them, beside inner joins), FULL JOIN (of two
+-- tables, beside other relations, USING, NATURAL), RIGHT JOIN of a relation, ON
+-- conditions against WHERE conditions (IS NULL anti-joins), aggregates over them,
+-- parenthesized joins, joins null-extended as one (LEFT JOIN (b JOIN c), RIGHT JOIN after
+-- other joins). Expected output: PostgreSQL 15's
 -- (regen.sh). Errors print only their SQLSTATE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
@@ -59,6 +60,25 @@ SELECT a.id, b.id AS book FROM oj_author a FULL JOIN oj_book b ON b.author_id = 
 SELECT count(*), count(a.id), count(b.id) FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id;
 SELECT r.id, b.id AS book FROM oj_review r FULL JOIN oj_book b ON b.id = r.book_id WHERE coalesce(r.stars, 0) < 5
     ORDER BY r.id, b.id;
+-- FULL JOIN beside other relations, of a subquery or a join, USING and NATURAL (the
+-- shared column merged, each side's copy still found by its qualified name), a.*
+SELECT a.id, b.id AS book, r.id AS review FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id
+    LEFT JOIN oj_review r ON r.book_id = b.id ORDER BY a.id, b.id, r.id;
+SELECT a.id, b.id AS book, r.id AS review FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id
+    FULL JOIN oj_review r ON r.book_id = b.id ORDER BY a.id, b.id, r.id;
+SELECT a.id, x.id AS book, x.stars FROM oj_author a
+    FULL JOIN (SELECT b.id, b.author_id, max(r.stars) AS stars FROM oj_book b JOIN oj_review r ON r.book_id = b.id
+               GROUP BY b.id, b.author_id) x ON x.author_id = a.id ORDER BY a.id, x.id;
+SELECT a.id, b.id AS book, r.id AS review FROM oj_author a FULL JOIN (oj_book b JOIN oj_review r ON r.book_id = b.id)
+    ON b.author_id = a.id ORDER BY a.id, b.id, r.id;
+SELECT * FROM oj_book FULL JOIN oj_review USING (id) ORDER BY id;
+SELECT id, oj_book.id, oj_review.id, title FROM oj_book FULL JOIN oj_review USING (id) ORDER BY 1;
+SELECT * FROM (SELECT id AS author_id, name FROM oj_author) a NATURAL FULL JOIN oj_book ORDER BY author_id, id;
+SELECT a.*, b.title FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id ORDER BY a.id, b.id;
+SELECT count(*), count(a.id), count(b.id) FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id, oj_review r
+    WHERE r.book_id = b.id;
+SELECT id FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id;
+SELECT 1 FROM oj_author a FULL JOIN oj_book b ON b.author_id = a.id JOIN oj_book a ON true;
 
 -- a join null-extended as one: a LEFT JOIN's parenthesized right side (SQLAlchemy's
 -- joinedload of a many-to-many relation), a RIGHT JOIN after other joins, nested groups,

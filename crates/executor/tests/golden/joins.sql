@@ -21,5 +21,5 @@ SELECT s_w_id, s_i_id, ol_o_id FROM stock LEFT JOIN order_line ON s_i_id = ol_i_
 -- Errors.
 SELECT s_w_id FROM stock, stock;
 SELECT ol_w_id FROM order_line a, order_line b;
-SELECT * FROM stock FULL JOIN order_line ON s_i_id = ol_i_id, district;
+SELECT count(*), count(s_i_id), count(ol_i_id), count(d_id) FROM stock FULL JOIN order_line ON s_i_id = ol_i_id, district;
 SELECT x.s_w_id FROM stock;

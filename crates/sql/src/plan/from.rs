@@ -8,6 +8,7 @@ use permafrost_types::DataType;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
 use super::access::OuterJoin;
+use super::full_join::{FullJoin, SideColumn, plain_table, quoted, two_tables};
 use super::tree::*;
 use crate::bind::{Binder, Cte, ident};
 use crate::error::{Point, Result, SqlError, shown, unsupported};
@@ -25,6 +26,9 @@ pub(super) struct Joins {
     /// side, a RIGHT JOIN's left side (one relation, or a join's), a FULL JOIN's second
     /// relation.
     pub(super) groups: Vec<u64>,
+    /// Whether the FROM item read next is the query's only one (a FULL JOIN of two tables
+    /// there is planned directly); read once.
+    pub(super) alone: bool,
 }
 
 /// Adds the FROM relations to the binder's scope and returns the conjuncts of the inner
@@ -32,7 +36,10 @@ pub(super) struct Joins {
 /// with its conditions (its ON conditions and those of the inner joins inside it).
 pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec<Expr>, Vec<OuterJoin>)> {
     let mut conjuncts = Vec::new();
-    let mut joins = Joins::default();
+    let mut joins = Joins {
+        alone: s.from.len() == 1,
+        ..Joins::default()
+    };
     for twj in &s.from {
         let cols = from_item(b, twj, &mut joins)?;
         b.star.extend(cols);
@@ -90,6 +97,10 @@ fn reference_to(e: &ast::Expr, alias: &str) -> Option<sqlparser::tokenizer::Span
     found
 }
 
+/// A FROM item added to the scope: its relation when it is one, and the columns `SELECT *`
+/// shows of it.
+type Added = (Option<usize>, Vec<(usize, usize)>);
+
 /// The relations `from..to` as bits.
 fn span(from: usize, to: usize) -> u64 {
     (from..to).fold(0, |m, r| m | 1 << r)
@@ -108,7 +119,6 @@ pub(super) fn from_item(
     twj: &ast::TableWithJoins,
     joins: &mut Joins,
 ) -> Result<Vec<(usize, usize)>> {
-    type Added = (Option<usize>, Vec<(usize, usize)>);
     let add = |b: &mut Binder<'_>, f: &TableFactor, joins: &mut Joins| -> Result<Added> {
         match f {
             TableFactor::NestedJoin {
@@ -132,8 +142,18 @@ pub(super) fn from_item(
     };
     let first = b.rels.len();
     let item_on = joins.on.len();
-    let (left, mut cols) = add(b, &twj.relation, joins)?;
-    for j in &twj.joins {
+    let alone = std::mem::take(&mut joins.alone);
+    // A FULL JOIN other than the query's only two tables: everything up to the last one
+    // is one relation (`plan/full_join.rs`).
+    let last_full = twj
+        .joins
+        .iter()
+        .rposition(|j| matches!(j.join_operator, JoinOperator::FullOuter(_)));
+    let ((left, mut cols), rest) = match last_full {
+        Some(k) if !(alone && first == 0 && two_tables(b, twj)) => (lift_full_join(b, twj, k)?, &twj.joins[k + 1..]),
+        _ => (add(b, &twj.relation, joins)?, &twj.joins[..]),
+    };
+    for j in rest {
         // The left side so far, when it is one relation.
         let lone_left = left.filter(|_| b.rels.len() == first + 1);
         let before_right = b.rels.len();
@@ -169,17 +189,7 @@ pub(super) fn from_item(
         // A LATERAL item on the right may read the left side only where the left side is
         // not null-extended.
         if matches!(j.join_operator, JoinOperator::FullOuter(_)) || null_extended == Some(left_rels) {
-            let read = b
-                .lateral
-                .iter()
-                .filter(|(r, _)| right_rels & (1 << r) != 0)
-                .flat_map(|(_, l)| &l.args)
-                .fold(0u64, |m, a| m | a.rels())
-                & left_rels;
-            if read != 0 {
-                let name = b.rels[read.trailing_zeros() as usize].alias.clone();
-                return Err(SqlError::LateralJoinType(name));
-            }
+            lateral_not_reading(b, right_rels, left_rels)?;
         }
         let kind = match &j.join_operator {
             JoinOperator::FullOuter(_) => "FULL JOIN",
@@ -202,17 +212,7 @@ pub(super) fn from_item(
                 continue;
             }
             JoinConstraint::Using(names) => names.iter().map(crate::bind::object_name).collect::<Result<_>>()?,
-            JoinConstraint::Natural => {
-                let name = |&(r, c): &(usize, usize)| b.rels[r].schema.columns[c].name.clone();
-                let on_left: Vec<String> = cols.iter().map(name).collect();
-                let mut common: Vec<String> = Vec::new();
-                for n in right_cols.iter().map(name) {
-                    if on_left.contains(&n) && !common.contains(&n) {
-                        common.push(n);
-                    }
-                }
-                common
-            }
+            JoinConstraint::Natural => common_names(b, &cols, &right_cols),
         };
         let (merged, rest_left, rest_right) = using_columns(b, &names, &cols, &right_cols)?;
         for (l, r) in &merged {
@@ -245,6 +245,139 @@ pub(super) fn from_item(
         cols = shown;
     }
     Ok(cols)
+}
+
+/// The names of the columns `left` and `right` both have (as `SELECT *` shows them), in
+/// the right side's order: what `NATURAL JOIN` joins on.
+fn common_names(b: &Binder<'_>, left: &[(usize, usize)], right: &[(usize, usize)]) -> Vec<String> {
+    let name = |&(r, c): &(usize, usize)| b.rels[r].schema.columns[c].name.clone();
+    let on_left: Vec<String> = left.iter().map(name).collect();
+    let mut common: Vec<String> = Vec::new();
+    for n in right.iter().map(name) {
+        if on_left.contains(&n) && !common.contains(&n) {
+            common.push(n);
+        }
+    }
+    common
+}
+
+/// Refuses a LATERAL item among `right` (relations as bits) that reads one of `left`,
+/// which the join null-extends (42P10, as PostgreSQL).
+fn lateral_not_reading(b: &Binder<'_>, right: u64, left: u64) -> Result<()> {
+    let read = b
+        .lateral
+        .iter()
+        .filter(|(r, _)| right & (1 << r) != 0)
+        .flat_map(|(_, l)| &l.args)
+        .fold(0u64, |m, a| m | a.rels())
+        & left;
+    if read != 0 {
+        let name = b.rels[read.trailing_zeros() as usize].alias.clone();
+        return Err(SqlError::LateralJoinType(name));
+    }
+    Ok(())
+}
+
+/// FROM item `twj` up to its FULL JOIN `k` (the last one) as one relation of the query,
+/// the subquery `plan/full_join.rs` writes. The two sides are bound once here, in a
+/// scope of their own, to learn their columns. Gives the relation and the columns
+/// `SELECT *` shows.
+fn lift_full_join(b: &mut Binder<'_>, twj: &ast::TableWithJoins, k: usize) -> Result<Added> {
+    let left = ast::TableWithJoins {
+        relation: twj.relation.clone(),
+        joins: twj.joins[..k].to_vec(),
+    };
+    let j = &twj.joins[k];
+    let JoinOperator::FullOuter(constraint) = &j.join_operator else {
+        unreachable!("join {k} is a FULL JOIN")
+    };
+    let full = b.in_own_scope(|sub| {
+        let mut joins = Joins::default();
+        let left_star = from_item(sub, &left, &mut joins)?;
+        let nl = sub.rels.len();
+        let right_star = match &j.relation {
+            TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => from_item(sub, table_with_joins, &mut joins)?,
+            f => {
+                let r = add_factor(sub, f)?;
+                (0..sub.rels[r].schema.columns.len()).map(|c| (r, c)).collect()
+            }
+        };
+        lateral_not_reading(sub, span(nl, sub.rels.len()), span(0, nl))?;
+        let mut columns = Vec::new();
+        let mut offsets = Vec::with_capacity(sub.rels.len());
+        for (r, rel) in sub.rels.iter().enumerate() {
+            offsets.push(columns.len());
+            for (c, col) in rel.schema.columns.iter().enumerate() {
+                let member = match &rel.members {
+                    Some(m) => m[c].clone(),
+                    None => Some(rel.alias.clone()),
+                };
+                columns.push(SideColumn {
+                    rel: member.clone().unwrap_or_else(|| rel.alias.clone()),
+                    name: col.name.clone(),
+                    member,
+                    hidden: sub.hidden.contains(&(r, c)),
+                });
+            }
+        }
+        let index = |&(r, c): &(usize, usize)| offsets[r] + c;
+        let names = match constraint {
+            JoinConstraint::On(_) => None,
+            JoinConstraint::Using(names) => {
+                Some(names.iter().map(crate::bind::object_name).collect::<Result<Vec<_>>>()?)
+            }
+            JoinConstraint::Natural => Some(common_names(sub, &left_star, &right_star)),
+            _ => return Err(SqlError::Syntax("FULL JOIN needs an ON condition".into())),
+        };
+        let (merged, on) = match (names, constraint) {
+            (None, JoinConstraint::On(e)) => (Vec::new(), e.to_string()),
+            (Some(names), _) => {
+                let (pairs, _, _) = using_columns(sub, &names, &left_star, &right_star)?;
+                let merged: Vec<(usize, usize)> = pairs.iter().map(|(l, r)| (index(l), index(r))).collect();
+                let on: Vec<String> = merged
+                    .iter()
+                    .map(|&(l, r)| {
+                        let q = |i: usize| format!("{}.{}", quoted(&columns[i].rel), quoted(&columns[i].name));
+                        format!("{} = {}", q(l), q(r))
+                    })
+                    .collect();
+                (merged, if on.is_empty() { "TRUE".into() } else { on.join(" AND ") })
+            }
+            (None, _) => unreachable!("ON gives no names"),
+        };
+        Ok(FullJoin {
+            left: offsets.get(nl).copied().unwrap_or(columns.len()),
+            columns,
+            left_star: left_star.iter().map(index).collect(),
+            right_star: right_star.iter().map(index).collect(),
+            merged,
+            on,
+            left_sql: left.to_string(),
+            right_sql: j.relation.to_string(),
+        })
+    })?;
+    let relation = full.relation();
+    let mut inside: Vec<&str> = Vec::new();
+    for m in relation.members.iter().flatten() {
+        if !inside.contains(&m.as_str()) {
+            if b.rels.iter().any(|r| r.answers_to(m)) {
+                return Err(SqlError::DuplicateAlias(format!(
+                    "table name \"{m}\" specified more than once"
+                )));
+            }
+            inside.push(m);
+        }
+    }
+    let ast::Statement::Query(q) = crate::parse::parse_statement(&relation.sql)? else {
+        unreachable!("a FULL JOIN's relation is a query")
+    };
+    let rel = derived(b, &q, format!("full join of {}", inside.join(", ")), &relation.names)?;
+    b.rels[rel].members = Some(relation.members.into());
+    b.hidden.extend(relation.hidden.iter().map(|&c| (rel, c)));
+    Ok((Some(rel), relation.star.iter().map(|&c| (rel, c)).collect()))
 }
 
 /// For `JOIN ... USING (names)` between the columns `left` and `right` (as `SELECT *`
@@ -296,60 +429,10 @@ pub(super) fn using_columns(
 }
 
 pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
+    if let Some((name, alias)) = plain_table(f) {
+        return table(b, name, alias);
+    }
     match f {
-        TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            with_hints,
-            version: None,
-            partitions,
-            ..
-        } if with_hints.is_empty() && partitions.is_empty() => {
-            if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
-                // `t AS c(x, y)`: read as `(SELECT * FROM t) AS c(x, y)`, which is pulled
-                // up into the query as any simple subquery is.
-                let ast::Statement::Query(q) = crate::parse::parse_statement(&format!("SELECT * FROM {name}"))? else {
-                    return unsupported("column aliases of this FROM item");
-                };
-                let names: Vec<String> = a.columns.iter().map(|c| ident(&c.name)).collect();
-                return derived(b, &q, ident(&a.name), &names);
-            }
-            let n = crate::bind::object_name(name)?;
-            if name.0.len() == 1
-                && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
-            {
-                let cte = b.ctes[i].clone();
-                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
-                if let Some((slot, columns)) = &cte.working {
-                    // A recursive step reading its own query's rows so far.
-                    let tree = SetTree::Working {
-                        slot: *slot,
-                        columns: columns.clone(),
-                    };
-                    return derived_tree(b, tree, columns.to_vec(), alias, &[]);
-                }
-                if cte.recursive {
-                    // Seeing the ones before it, and itself in its step.
-                    let later = b.ctes.split_off(i + 1);
-                    let r = recursive(b, &cte).and_then(|(tree, columns)| derived_tree(b, tree, columns, alias, &[]));
-                    b.ctes.extend(later);
-                    return r;
-                }
-                // A WITH query, planned seeing only the ones before it.
-                let later = b.ctes.split_off(i);
-                let r = derived(b, &cte.query, alias, &cte.columns);
-                b.ctes.extend(later);
-                return r;
-            }
-            if let Some(view) = b.catalog.view(&n).cloned() {
-                // A view is its query, in FROM.
-                let alias = alias.as_ref().map_or(n, |a| ident(&a.name));
-                return derived(b, &view.query, alias, &view.columns);
-            }
-            let schema = b.table(name)?;
-            b.add_rel(schema, alias.as_ref().map(|a| &a.name))
-        }
         TableFactor::Derived {
             lateral,
             subquery: q,
@@ -388,6 +471,53 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
         } => function(b, name, args, *with_ordinality, alias),
         other => unsupported(format!("this FROM item: {}", shown(other))),
     }
+}
+
+/// A FROM item naming a table, a view or a WITH query.
+fn table(b: &mut Binder<'_>, name: &ast::ObjectName, alias: Option<&ast::TableAlias>) -> Result<usize> {
+    if let Some(a) = alias.filter(|a| !a.columns.is_empty()) {
+        // `t AS c(x, y)`: read as `(SELECT * FROM t) AS c(x, y)`, which is pulled
+        // up into the query as any simple subquery is.
+        let ast::Statement::Query(q) = crate::parse::parse_statement(&format!("SELECT * FROM {name}"))? else {
+            return unsupported("column aliases of this FROM item");
+        };
+        let names: Vec<String> = a.columns.iter().map(|c| ident(&c.name)).collect();
+        return derived(b, &q, ident(&a.name), &names);
+    }
+    let n = crate::bind::object_name(name)?;
+    if name.0.len() == 1
+        && let Some(i) = b.ctes.iter().rposition(|c| c.name == n)
+    {
+        let cte = b.ctes[i].clone();
+        let alias = alias.map_or(n, |a| ident(&a.name));
+        if let Some((slot, columns)) = &cte.working {
+            // A recursive step reading its own query's rows so far.
+            let tree = SetTree::Working {
+                slot: *slot,
+                columns: columns.clone(),
+            };
+            return derived_tree(b, tree, columns.to_vec(), alias, &[]);
+        }
+        if cte.recursive {
+            // Seeing the ones before it, and itself in its step.
+            let later = b.ctes.split_off(i + 1);
+            let r = recursive(b, &cte).and_then(|(tree, columns)| derived_tree(b, tree, columns, alias, &[]));
+            b.ctes.extend(later);
+            return r;
+        }
+        // A WITH query, planned seeing only the ones before it.
+        let later = b.ctes.split_off(i);
+        let r = derived(b, &cte.query, alias, &cte.columns);
+        b.ctes.extend(later);
+        return r;
+    }
+    if let Some(view) = b.catalog.view(&n).cloned() {
+        // A view is its query, in FROM.
+        let alias = alias.map_or(n, |a| ident(&a.name));
+        return derived(b, &view.query, alias, &view.columns);
+    }
+    let schema = b.table(name)?;
+    b.add_rel(schema, alias.map(|a| &a.name))
 }
 
 /// Adds query `q` (a subquery in FROM, or a view's) as a relation of the query, named

@@ -24,6 +24,7 @@ use crate::expr::Expr;
 
 mod access;
 mod from;
+mod full_join;
 mod joined_write;
 mod pullup;
 mod select;

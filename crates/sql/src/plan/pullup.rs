@@ -164,6 +164,7 @@ fn pull(b: &mut Binder<'_>, d: usize, inner: SelectPlan, r: &mut Reads<'_>) {
         b.rels.push(Rel {
             alias: format!("{from}.{}", rp.schema.name),
             schema: rp.schema,
+            members: None,
         });
     }
     for mut c in inner.pre_filters {

@@ -441,7 +441,7 @@ fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> R
         }
         if let Some(of) = &l.of {
             let n = crate::bind::object_name(of)?;
-            if !b.rels.iter().any(|r| r.alias == n) {
+            if !b.rels.iter().any(|r| r.answers_to(&n)) {
                 return Err(SqlError::MissingFromEntry(n));
             }
         }
@@ -564,9 +564,21 @@ fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Ve
                 let ri = b
                     .rels
                     .iter()
-                    .position(|r| r.alias == name)
-                    .ok_or(SqlError::UnknownTable(name))?;
-                all_columns(b, ri, &mut output, &mut columns);
+                    .position(|r| r.answers_to(&name))
+                    .ok_or(SqlError::UnknownTable(name.clone()))?;
+                if b.rels[ri].alias == name {
+                    all_columns(b, ri, &mut output, &mut columns);
+                } else {
+                    // A table inside a FULL JOIN's relation: its own columns.
+                    for ci in b.rels[ri].member_columns(&name) {
+                        let c = &b.rels[ri].schema.columns[ci];
+                        output.push(Expr::Column { rel: ri, col: ci });
+                        columns.push(ColumnInfo {
+                            name: c.name.clone(),
+                            ty: Some(c.ty),
+                        });
+                    }
+                }
             }
             other => return unsupported(format!("this select item: {}", shown(other))),
         }
