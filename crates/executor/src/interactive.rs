@@ -578,7 +578,11 @@ impl Database {
         }
         let prepared = &stmt.proc.statements[0];
         let partial = prepared
-            .partial(&params, crate::partition::txn::work_mem(config.memory_limit))
+            .partial(
+                &params,
+                stop.work_mem()
+                    .unwrap_or_else(|| crate::partition::txn::work_mem(config.memory_limit)),
+            )
             .ok()??;
         if !Arc::ptr_eq(&self.catalog(), &stmt.catalog) {
             return None;

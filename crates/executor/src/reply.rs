@@ -60,6 +60,14 @@ impl Reply {
         matches!(self, Reply::Stoppable(_, stop) if stop.is_in_block())
     }
 
+    /// The `work_mem` the caller set for the statement ([`StopFlag::with_work_mem`]).
+    pub(crate) fn work_mem(&self) -> Option<usize> {
+        match self {
+            Reply::Stoppable(_, stop) => stop.work_mem,
+            _ => None,
+        }
+    }
+
     /// The caller's stop flag, if it may ask the statement to stop.
     pub(crate) fn stop_flag(&self) -> Option<StopFlag> {
         match self {
@@ -73,9 +81,15 @@ impl Reply {
 /// timeout). The statement stops at its next look ([`permafrost_sql::Env::interrupted`])
 /// and its transaction rolls back; the caller still waits for the answer, so it learns
 /// whether the statement had committed before it looked (then the answer is its result)
-/// or stopped (57014).
+/// or stopped (57014). It also carries the caller's `work_mem` for the statement
+/// ([`StopFlag::with_work_mem`]).
 #[derive(Clone, Debug, Default)]
-pub struct StopFlag(Arc<std::sync::atomic::AtomicU8>);
+pub struct StopFlag {
+    bits: Arc<std::sync::atomic::AtomicU8>,
+    /// The memory the statement may hold for its intermediate rows, if the caller set it
+    /// (a session's `SET work_mem`); else the server's (`partition::txn::work_mem`).
+    work_mem: Option<usize>,
+}
 
 /// [`StopFlag`]'s bits: the caller asked the statement to stop; the statement ended and
 /// its answer waits only for the command log; the caller's interactive transaction checks
@@ -97,37 +111,53 @@ impl StopFlag {
     /// take back, but then its block never commits (docs/architecture/interactive.md, "An interactive
     /// transaction (BEGIN ... COMMIT)").
     pub fn in_block() -> StopFlag {
-        StopFlag(Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)))
+        StopFlag {
+            bits: Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)),
+            work_mem: None,
+        }
+    }
+
+    /// The flag of a statement that may hold `bytes` for its intermediate rows (sorts,
+    /// hash tables, groups) before it spills them or, where it cannot, fails with 54000;
+    /// `None`: the server's `work_mem`. Set before the flag is shared.
+    pub fn with_work_mem(mut self, bytes: Option<usize>) -> StopFlag {
+        self.work_mem = bytes;
+        self
+    }
+
+    /// The statement's `work_mem`, if its caller set one ([`StopFlag::with_work_mem`]).
+    pub fn work_mem(&self) -> Option<usize> {
+        self.work_mem
     }
 
     /// Marks the statement as one of an interactive transaction ([`StopFlag::in_block`]).
     pub(crate) fn mark_in_block(&self) {
-        self.0.fetch_or(IN_BLOCK, std::sync::atomic::Ordering::Relaxed);
+        self.bits.fetch_or(IN_BLOCK, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the statement belongs to an interactive transaction ([`StopFlag::in_block`]).
     pub fn is_in_block(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed) & IN_BLOCK != 0
+        self.bits.load(std::sync::atomic::Ordering::Relaxed) & IN_BLOCK != 0
     }
 
     /// Asks the statement to stop.
     pub fn set(&self) {
-        self.0.fetch_or(STOP, std::sync::atomic::Ordering::Relaxed);
+        self.bits.fetch_or(STOP, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn is_set(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed) & STOP != 0
+        self.bits.load(std::sync::atomic::Ordering::Relaxed) & STOP != 0
     }
 
     /// Whether the statement has ended and its answer waits only for its command-log
     /// record to be durable (sync mode): asking it to stop would change nothing, so a
     /// caller need not watch for reasons to (the server's cancel watch arms timers).
     pub fn is_awaiting_log(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Acquire) & AWAITING_LOG != 0
+        self.bits.load(std::sync::atomic::Ordering::Acquire) & AWAITING_LOG != 0
     }
 
     fn awaiting_log(&self) {
-        self.0.fetch_or(AWAITING_LOG, std::sync::atomic::Ordering::Release);
+        self.bits.fetch_or(AWAITING_LOG, std::sync::atomic::Ordering::Release);
     }
 }
 

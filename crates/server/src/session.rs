@@ -222,6 +222,8 @@ struct CancelEntry {
     notify: Arc<Notify>,
     /// The connection's `statement_timeout`, in milliseconds (0: none).
     timeout_ms: Arc<AtomicU64>,
+    /// The connection's `work_mem`, in bytes (0: the server's).
+    work_mem: Arc<AtomicU64>,
 }
 
 impl Drop for CancelEntry {
@@ -266,6 +268,7 @@ impl Cancels {
             pid,
             notify,
             timeout_ms: Arc::new(AtomicU64::new(0)),
+            work_mem: Arc::new(AtomicU64::new(0)),
         });
     }
 
@@ -275,6 +278,7 @@ impl Cancels {
         client.session_extensions().get::<CancelEntry>().map(|e| CancelToken {
             notify: e.notify.clone(),
             timeout_ms: e.timeout_ms.clone(),
+            work_mem: e.work_mem.clone(),
             peer,
         })
     }
@@ -335,7 +339,20 @@ const WATCH_CLIENT_EVERY: Duration = Duration::from_millis(200);
 pub struct CancelToken {
     notify: Arc<Notify>,
     timeout_ms: Arc<AtomicU64>,
+    work_mem: Arc<AtomicU64>,
     peer: Option<std::os::fd::RawFd>,
+}
+
+/// The flag a statement of the connection `cancel` belongs to (if any) is stopped with,
+/// carrying the connection's `work_mem`; `in_block` for a statement of an open
+/// transaction block ([`StopFlag::in_block`]).
+pub fn stop_flag(cancel: Option<&CancelToken>, in_block: bool) -> StopFlag {
+    let flag = if in_block {
+        StopFlag::in_block()
+    } else {
+        StopFlag::new()
+    };
+    flag.with_work_mem(cancel.and_then(CancelToken::work_mem))
 }
 
 impl CancelToken {
@@ -445,5 +462,18 @@ impl CancelToken {
 
     pub fn set_statement_timeout(&self, ms: u64) {
         self.timeout_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The connection's `work_mem` in bytes, if it SET one.
+    pub fn work_mem(&self) -> Option<usize> {
+        match self.work_mem.load(Ordering::Relaxed) {
+            0 => None,
+            bytes => usize::try_from(bytes).ok(),
+        }
+    }
+
+    /// Sets the connection's `work_mem` (0: back to the server's).
+    pub fn set_work_mem(&self, bytes: u64) {
+        self.work_mem.store(bytes, Ordering::Relaxed);
     }
 }

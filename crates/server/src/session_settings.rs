@@ -12,7 +12,10 @@
 //! - `idle_in_transaction_session_timeout` ends a session left idle inside a block (25P03);
 //! - `default_transaction_isolation` and `transaction_isolation` take every level: every
 //!   transaction runs serializable, which every level allows;
-//! - `lock_timeout` is kept: nothing ever waits for a lock here, so every value holds.
+//! - `lock_timeout` is kept: nothing ever waits for a lock here, so every value holds;
+//! - `work_mem` is what the session's statements may hold for sorts, hash tables and
+//!   groups before they spill (crate::session carries it to each statement); at most the
+//!   server's, a quarter of `memory_limit` (22023 above it), which is its default.
 //!
 //! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704; `SET
 //! LOCAL` is not supported (0A000).
@@ -82,6 +85,15 @@ pub const SETTINGS: &[Setting] = &[
         check: timeout_value,
         reported: false,
         description: "Statements running longer are cancelled (57014); 0: no limit.",
+    },
+    Setting {
+        name: "work_mem",
+        spelled: "work_mem",
+        default: "0",
+        check: work_mem,
+        reported: false,
+        description: "The memory a statement's sorts, hash tables and groups may hold before they spill to temporary \
+                      files; at most the server's (a quarter of memory_limit), which is the default.",
     },
     Setting {
         name: "lock_timeout",
@@ -329,6 +341,49 @@ fn timeout_value(v: &str) -> PgWireResult<String> {
         .ok_or_else(|| invalid("statement_timeout", v))
 }
 
+/// `work_mem` as kilobytes: a number (kB) or one with a unit (`B`, `kB`, `MB`, `GB`, `TB`),
+/// 64 kB to 2147483647 kB as in PostgreSQL; the server's own bound is checked where it is
+/// known (`handler/session_statements.rs`).
+fn work_mem(v: &str) -> PgWireResult<String> {
+    let t = v.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "kB" => 1.0,
+        "B" => 1.0 / 1024.0,
+        "MB" => 1024.0,
+        "GB" => 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            let mut info = pgwire::error::ErrorInfo::new(
+                "ERROR".into(),
+                "22023".into(),
+                format!("invalid value for parameter \"work_mem\": \"{v}\""),
+            );
+            info.hint = Some("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".".into());
+            return Err(PgWireError::UserError(Box::new(info)));
+        }
+    };
+    let kb = num.parse::<f64>().map_err(|_| invalid("work_mem", v))? * scale;
+    let kb = kb.round();
+    if !(64.0..=2_147_483_647.0).contains(&kb) {
+        return Err(client_error(
+            "22023",
+            format!("{kb} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"),
+        ));
+    }
+    Ok((kb as u64).to_string())
+}
+
+/// Kilobytes as PostgreSQL shows a memory setting: in the largest unit that divides them.
+pub fn show_memory(kb: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "TB"), (1 << 20, "GB"), (1 << 10, "MB")];
+    match UNITS.iter().find(|(n, _)| kb != 0 && kb.is_multiple_of(*n)) {
+        Some((n, unit)) => format!("{}{unit}", kb / n),
+        None => format!("{kb}kB"),
+    }
+}
+
 fn extra_float_digits(v: &str) -> PgWireResult<String> {
     match v.trim().parse::<i32>() {
         Ok(n @ 1..=3) => Ok(n.to_string()),
@@ -390,12 +445,17 @@ pub fn show_timeout(ms: u64) -> String {
     }
 }
 
-/// The value of a setting as SHOW prints it, from what [`Setting`]'s check returned.
-pub fn shown(s: &Setting, value: &str) -> String {
+/// The value of a setting as SHOW prints it, from what [`Setting`]'s check returned;
+/// `server_work_mem` (bytes) is what `work_mem` is when the session has not set it.
+pub fn shown(s: &Setting, value: &str, server_work_mem: usize) -> String {
     match s.name {
         "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
             show_timeout(value.parse().unwrap_or(0))
         }
+        "work_mem" => match value.parse().unwrap_or(0) {
+            0 => show_memory(server_work_mem as u64 / 1024),
+            kb => show_memory(kb),
+        },
         _ => value.to_string(),
     }
 }
@@ -572,6 +632,13 @@ mod tests {
         assert_eq!(set("SET statement_timeout = DEFAULT"), Ok(("statement_timeout", None)));
         assert_eq!(set("RESET statement_timeout"), Ok(("statement_timeout", None)));
         assert_eq!(set("SET statement_timeout = 'soon'"), Err("22023".into()));
+        assert_eq!(set("SET work_mem = '64MB'"), Ok(("work_mem", Some("65536".into()))));
+        assert_eq!(set("SET work_mem TO 4096"), Ok(("work_mem", Some("4096".into()))));
+        assert_eq!(set("SET work_mem = '131072B'"), Ok(("work_mem", Some("128".into()))));
+        assert_eq!(set("SET work_mem = '10'"), Err("22023".into()));
+        assert_eq!(set("SET work_mem = '4XB'"), Err("22023".into()));
+        assert_eq!(show_memory(65536), "64MB");
+        assert_eq!(show_memory(1536), "1536kB");
         assert_eq!(
             set("SET application_name = 'my app'"),
             Ok(("application_name", Some("my app".into())))

@@ -228,8 +228,36 @@ async fn session_settings_take_effect_or_are_refused() {
     c.simple_query("RESET ALL").await.unwrap();
     assert_eq!(show("statement_timeout").await, "0");
     assert_eq!(show("search_path").await, "\"$user\", public");
+    // work_mem: what a statement may hold before it spills, or where it cannot (a window's
+    // input), fails with 54000; at most the server's (a quarter of memory_limit).
+    let server_work_mem = show("work_mem").await;
+    c.simple_query("CREATE TABLE wm (id INT PRIMARY KEY, x INT)")
+        .await
+        .unwrap();
+    c.simple_query("INSERT INTO wm SELECT g, g % 7 FROM generate_series(1, 5000) g")
+        .await
+        .unwrap();
+    let window = "SELECT count(*) FROM (SELECT sum(x) OVER (ORDER BY id) FROM wm) q";
+    let sorted = "SELECT count(*) FROM (SELECT * FROM wm ORDER BY x, id DESC) q";
+    c.simple_query(window).await.unwrap();
+    c.simple_query("SET work_mem = '64kB'").await.unwrap();
+    assert_eq!(show("work_mem").await, "64kB");
+    assert_eq!(code(&c.simple_query(window).await.unwrap_err()), "54000");
+    let n: i64 = c.query_one(sorted, &[]).await.unwrap().get(0);
+    assert_eq!(n, 5000, "a sort past work_mem spills");
+    c.simple_query("BEGIN").await.unwrap();
+    assert_eq!(code(&c.simple_query(window).await.unwrap_err()), "54000");
+    c.simple_query("ROLLBACK").await.unwrap();
+    c.simple_query("SET work_mem = 2048").await.unwrap();
+    assert_eq!(show("work_mem").await, "2MB");
+    c.simple_query(window).await.unwrap();
+    c.simple_query("RESET work_mem").await.unwrap();
+    assert_eq!(show("work_mem").await, server_work_mem);
     // Values the server cannot honour, unknown and read-only parameters.
     for (sql, want) in [
+        ("SET work_mem = '10'", "22023"),
+        ("SET work_mem = '4XB'", "22023"),
+        ("SET work_mem = '1TB'", "22023"),
         ("SET TIME ZONE 'Europe/Paris'", "0A000"),
         ("SET extra_float_digits = 0", "0A000"),
         ("SET client_encoding = 'LATIN1'", "0A000"),

@@ -168,7 +168,7 @@ pub enum SqlError {
     )]
     Cancelled,
     #[error(
-        "out of memory for this statement: its result and intermediate rows need more than the {0} bytes one statement may hold (a quarter of memory_limit, at least 16 MiB); narrow it with WHERE or LIMIT"
+        "out of memory for this statement: its result and intermediate rows need more than the {0} bytes one statement may hold (work_mem: the session's SET work_mem, else a quarter of memory_limit, at least 16 MiB); narrow it with WHERE or LIMIT"
     )]
     OutOfWorkMem(usize),
     #[error("invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold a NUL byte)")]

@@ -379,7 +379,9 @@ impl Partition {
             txn_id,
             seed,
             sampled: self.sample(),
-            work_mem: crate::partition::txn::work_mem(self.shared.config.memory_limit),
+            work_mem: reply
+                .and_then(Reply::work_mem)
+                .unwrap_or_else(|| crate::partition::txn::work_mem(self.shared.config.memory_limit)),
             writes_refused: match (&self.shared.log, replay) {
                 (Some(log), None) => log.failure().map(crate::partition::txn::writes_refused),
                 _ => None,

@@ -13,7 +13,7 @@ impl Backend {
     /// checked against what its client was shown, then its schema changes.
     pub(super) async fn commit_block(&self, open: txn::Open, cancel: Option<&CancelToken>) -> PgWireResult<()> {
         let started = Instant::now();
-        let stop = StopFlag::new();
+        let stop = crate::session::stop_flag(cancel, false);
         // Nothing else of this connection is in flight (a pipeline is drained before a
         // COMMIT or a Sync that ends a block): the commit may run on this thread.
         let fut = self
@@ -55,7 +55,7 @@ impl Backend {
             }
         } else {
             // Outside: all of them as one transaction.
-            let stop = StopFlag::new();
+            let stop = crate::session::stop_flag(cancel, false);
             let statements = deletes.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
             let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
             let fut = async move { fut.await.1 };
@@ -114,7 +114,7 @@ impl Backend {
             }
         }
         let started = Instant::now();
-        let stop = StopFlag::new();
+        let stop = crate::session::stop_flag(cancel, false);
         let statements = dmls.iter().map(|d| (d.stmt.clone(), Vec::new())).collect();
         let fut = self.db.run_block(statements, txn::now_micros(), stop.clone());
         let fut = async move { Ok::<_, permafrost_executor::Error>(fut.await) };
@@ -198,7 +198,7 @@ impl Backend {
         let mut rows = None;
         let mut stop = None;
         if !wrote && d.read_only && !d.reads_clock {
-            let flag = StopFlag::in_block();
+            let flag = crate::session::stop_flag(cancel, true);
             stop = Some(flag.clone());
             let stop = flag;
             // A read of every partition runs one partition at a time (the COMMIT checks
@@ -261,7 +261,7 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &txn::Cell,
     ) -> PgWireResult<Rows> {
-        let stop = StopFlag::in_block();
+        let stop = crate::session::stop_flag(cancel, true);
         // Submitted while the block is locked (its statements are read in place); nothing
         // else of this connection is in flight: a short probe may run here.
         let fut = match &*txn::lock(cell) {

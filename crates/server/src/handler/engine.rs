@@ -52,7 +52,7 @@ impl Backend {
         let pool = self.db.statement_pool().clone();
         let fut: PendingResult = match cmd {
             Command::Dml(d) => {
-                let stop = StopFlag::new();
+                let stop = crate::session::stop_flag(cancel.as_ref(), false);
                 let fut = self.db.submit(
                     Request::statement(&d.stmt, params)
                         .stop(stop.clone())
@@ -83,7 +83,7 @@ impl Backend {
                 };
                 let args = c.bind_args(&params)?;
                 // Stopped as a DML statement is (a cancel, the timeout, a client gone).
-                let stop = StopFlag::new();
+                let stop = crate::session::stop_flag(cancel.as_ref(), false);
                 let fut = self
                     .db
                     .submit(Request::call(h, args).stop(stop.clone()).place(place).streamed());
@@ -232,7 +232,7 @@ where
     F: Future<Output = permafrost_executor::Result<Rows>>,
 {
     let started = Instant::now();
-    let stop = StopFlag::new();
+    let stop = crate::session::stop_flag(cancel, false);
     let fut = start(stop.clone());
     let rows = match cancel {
         Some(c) => c.run_stoppable(&stop, fut).await?,

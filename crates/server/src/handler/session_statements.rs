@@ -84,10 +84,17 @@ impl Backend {
             Command::Set(SetStatement::Assign { name, value })
             | Command::SetConfig(SetStatement::Assign { name, value }) => {
                 let s = settings::setting(name).expect("checked when parsed");
+                let server_work_mem = self.db.statement_memory();
+                if s.name == "work_mem" {
+                    work_mem_within(value.as_deref(), server_work_mem)?;
+                }
                 let before = session.get(s);
                 let now = session.set(s, value.clone());
                 if s.name == "statement_timeout" {
                     statement_timeout(cancel, &now);
+                }
+                if let (Some(c), "work_mem") = (cancel, s.name) {
+                    c.set_work_mem(now.parse::<u64>().unwrap_or(0) * 1024);
                 }
                 if s.reported && now != before {
                     client
@@ -99,7 +106,11 @@ impl Backend {
                 }
                 if matches!(cmd, Command::SetConfig(_)) {
                     // set_config() answers the value now in effect, as SHOW prints it.
-                    return text_rows(&cmd.columns(), vec![vec![Some(settings::shown(s, &now))]], format);
+                    return text_rows(
+                        &cmd.columns(),
+                        vec![vec![Some(settings::shown(s, &now, server_work_mem))]],
+                        format,
+                    );
                 }
                 Ok(Response::Execution(Tag::new(if value.is_some() {
                     "SET"
@@ -146,7 +157,7 @@ impl Backend {
                     },
                     _ => match (settings::read_only_parameter(&n), settings::setting(&n)) {
                         (Some(v), _) => v.to_string(),
-                        (None, Some(s)) => settings::shown(s, &session.get(s)),
+                        (None, Some(s)) => settings::shown(s, &session.get(s), self.db.statement_memory()),
                         (None, None) => {
                             return Err(client_error(
                                 "42704",
@@ -163,7 +174,7 @@ impl Backend {
                     .map(|s| {
                         vec![
                             Some(s.spelled.to_string()),
-                            Some(settings::shown(s, &session.get(s))),
+                            Some(settings::shown(s, &session.get(s), self.db.statement_memory())),
                             Some(s.description.to_string()),
                         ]
                     })
@@ -186,6 +197,9 @@ impl Backend {
             let s = settings::setting(name).expect("a setting");
             if s.name == "statement_timeout" {
                 statement_timeout(cancel, "0");
+            }
+            if let (Some(c), "work_mem") = (cancel, s.name) {
+                c.set_work_mem(0);
             }
             if s.reported {
                 client
@@ -265,7 +279,7 @@ impl Backend {
                 .map(|s| {
                     (
                         s.spelled.to_string(),
-                        settings::shown(s, &session.get(s)),
+                        settings::shown(s, &session.get(s), self.db.statement_memory()),
                         s.description.to_string(),
                     )
                 })
@@ -348,6 +362,27 @@ impl Backend {
             }
         }
     }
+}
+
+/// Refuses a `work_mem` (kilobytes, as SET checked it) above the server's (bytes): a
+/// statement may not hold more than a quarter of the memory budget.
+fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
+    let kb: u64 = kb.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let max = server as u64 / 1024;
+    if kb <= max {
+        return Ok(());
+    }
+    let mut info = pgwire::error::ErrorInfo::new(
+        "ERROR".into(),
+        "22023".into(),
+        format!("{kb} kB is outside the valid range for parameter \"work_mem\" here (64 .. {max})"),
+    );
+    info.detail = Some(format!(
+        "A statement may hold at most a quarter of the server's memory budget (memory_limit): {}.",
+        settings::show_memory(max)
+    ));
+    info.hint = Some("Start the server with a larger memory_limit to allow more.".into());
+    Err(PgWireError::UserError(Box::new(info)))
 }
 
 /// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):
