@@ -127,6 +127,13 @@ async fn errors_carry_sqlstates_and_the_connection_keeps_serving() {
     assert_eq!(cursor(&e).1, Some(23), "{e}");
     let e = c.query("SELECT * FROM\n  missing", &[]).await.unwrap_err();
     assert_eq!(cursor(&e).1, Some(17), "{e}");
+    // A LATERAL item a RIGHT JOIN null-extends reading the left side: at the reference.
+    let e = c
+        .simple_query("SELECT * FROM t RIGHT JOIN LATERAL (SELECT t.id AS k) z ON true")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42P10");
+    assert_eq!(cursor(&e).1, Some(44), "{e}");
     // A function no signature matches, named with its argument types, with HINT.
     let e = c.simple_query("SELECT lpadd('x', 3)").await.unwrap_err();
     let db = e.as_db_error().unwrap();

@@ -81,7 +81,7 @@ pub(super) fn from_and_where(b: &mut Binder<'_>, s: &ast::Select) -> Result<(Vec
 }
 
 /// Where expression `e` first reads a column of `alias` by its name (`alias.column`).
-fn reference_to(e: &ast::Expr, alias: &str) -> Option<sqlparser::tokenizer::Span> {
+fn reference_to(e: &impl ast::Visit, alias: &str) -> Option<sqlparser::tokenizer::Span> {
     use sqlparser::ast::Spanned;
     let mut found = None;
     let _ = ast::visit_expressions(e, |x| {
@@ -189,7 +189,7 @@ pub(super) fn from_item(
         // A LATERAL item on the right may read the left side only where the left side is
         // not null-extended.
         if matches!(j.join_operator, JoinOperator::FullOuter(_)) || null_extended == Some(left_rels) {
-            lateral_not_reading(b, right_rels, left_rels)?;
+            lateral_not_reading(b, right_rels, left_rels, &j.relation)?;
         }
         let kind = match &j.join_operator {
             JoinOperator::FullOuter(_) => "FULL JOIN",
@@ -263,7 +263,8 @@ fn common_names(b: &Binder<'_>, left: &[(usize, usize)], right: &[(usize, usize)
 
 /// Refuses a LATERAL item among `right` (relations as bits) that reads one of `left`,
 /// which the join null-extends (42P10, as PostgreSQL).
-fn lateral_not_reading(b: &Binder<'_>, right: u64, left: u64) -> Result<()> {
+/// (`written`: the right side as written, where the error points at the reference.)
+fn lateral_not_reading(b: &Binder<'_>, right: u64, left: u64, written: &TableFactor) -> Result<()> {
     let read = b
         .lateral
         .iter()
@@ -273,7 +274,12 @@ fn lateral_not_reading(b: &Binder<'_>, right: u64, left: u64) -> Result<()> {
         & left;
     if read != 0 {
         let name = b.rels[read.trailing_zeros() as usize].alias.clone();
-        return Err(SqlError::LateralJoinType(name));
+        let at = reference_to(written, &name);
+        let err = SqlError::LateralJoinType(name);
+        return Err(match at {
+            Some(span) => err.at(span, Point::Start),
+            None => err,
+        });
     }
     Ok(())
 }
@@ -305,7 +311,7 @@ fn lift_full_join(b: &mut Binder<'_>, twj: &ast::TableWithJoins, k: usize) -> Re
                 (0..sub.rels[r].schema.columns.len()).map(|c| (r, c)).collect()
             }
         };
-        lateral_not_reading(sub, span(nl, sub.rels.len()), span(0, nl))?;
+        lateral_not_reading(sub, span(nl, sub.rels.len()), span(0, nl), &j.relation)?;
         let mut columns = Vec::new();
         let mut offsets = Vec::with_capacity(sub.rels.len());
         for (r, rel) in sub.rels.iter().enumerate() {
