@@ -91,6 +91,19 @@ pub(crate) fn client_error(sqlstate: &str, message: impl Into<String>) -> PgWire
     )))
 }
 
+/// An error for the client with PostgreSQL's DETAIL and HINT.
+pub(crate) fn client_error_explained(
+    sqlstate: &str,
+    message: impl Into<String>,
+    detail: Option<String>,
+    hint: Option<String>,
+) -> PgWireError {
+    let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), sqlstate.to_owned(), message.into());
+    info.detail = detail;
+    info.hint = hint;
+    PgWireError::UserError(Box::new(info))
+}
+
 /// An engine error for the client: its own SQLSTATE and message.
 pub(crate) fn db_error(e: permafrost_executor::Error) -> PgWireError {
     let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate().to_owned(), e.to_string());

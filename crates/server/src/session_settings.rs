@@ -355,13 +355,12 @@ fn work_mem(v: &str) -> PgWireResult<String> {
         "GB" => 1024.0 * 1024.0,
         "TB" => 1024.0 * 1024.0 * 1024.0,
         _ => {
-            let mut info = pgwire::error::ErrorInfo::new(
-                "ERROR".into(),
-                "22023".into(),
+            return Err(crate::error::client_error_explained(
+                "22023",
                 format!("invalid value for parameter \"work_mem\": \"{v}\""),
-            );
-            info.hint = Some("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".".into());
-            return Err(PgWireError::UserError(Box::new(info)));
+                None,
+                Some("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".".into()),
+            ));
         }
     };
     let kb = num.parse::<f64>().map_err(|_| invalid("work_mem", v))? * scale;

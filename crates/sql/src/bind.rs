@@ -185,14 +185,20 @@ impl<'c> Binder<'c> {
         }
     }
 
-    /// Adds a relation to the scope and returns its number.
-    pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
-        let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
-        if self.rels.iter().any(|r| r.answers_to(&alias)) {
+    /// Refuses `alias` if a relation of the scope already answers to it (42712).
+    pub fn alias_unused(&self, alias: &str) -> Result<()> {
+        if self.rels.iter().any(|r| r.answers_to(alias)) {
             return Err(SqlError::DuplicateAlias(format!(
                 "table name \"{alias}\" specified more than once"
             )));
         }
+        Ok(())
+    }
+
+    /// Adds a relation to the scope and returns its number.
+    pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
+        let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
+        self.alias_unused(&alias)?;
         if self.rels.len() >= MAX_RELS {
             return unsupported(format!("more than {MAX_RELS} tables in one statement"));
         }

@@ -372,17 +372,15 @@ fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
     if kb <= max {
         return Ok(());
     }
-    let mut info = pgwire::error::ErrorInfo::new(
-        "ERROR".into(),
-        "22023".into(),
+    Err(crate::error::client_error_explained(
+        "22023",
         format!("{kb} kB is outside the valid range for parameter \"work_mem\" here (64 .. {max})"),
-    );
-    info.detail = Some(format!(
-        "A statement may hold at most a quarter of the server's memory budget (memory_limit): {}.",
-        settings::show_memory(max)
-    ));
-    info.hint = Some("Start the server with a larger memory_limit to allow more.".into());
-    Err(PgWireError::UserError(Box::new(info)))
+        Some(format!(
+            "A statement may hold at most a quarter of the server's memory budget (memory_limit): {}.",
+            settings::show_memory(max)
+        )),
+        Some("Start the server with a larger memory_limit to allow more.".into()),
+    ))
 }
 
 /// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):

@@ -331,28 +331,22 @@ fn lift_full_join(b: &mut Binder<'_>, twj: &ast::TableWithJoins, k: usize) -> Re
         }
         let index = |&(r, c): &(usize, usize)| offsets[r] + c;
         let names = match constraint {
-            JoinConstraint::On(_) => None,
-            JoinConstraint::Using(names) => {
-                Some(names.iter().map(crate::bind::object_name).collect::<Result<Vec<_>>>()?)
-            }
-            JoinConstraint::Natural => Some(common_names(sub, &left_star, &right_star)),
+            JoinConstraint::On(_) => Vec::new(),
+            JoinConstraint::Using(names) => names.iter().map(crate::bind::object_name).collect::<Result<_>>()?,
+            JoinConstraint::Natural => common_names(sub, &left_star, &right_star),
             _ => return Err(SqlError::Syntax("FULL JOIN needs an ON condition".into())),
         };
-        let (merged, on) = match (names, constraint) {
-            (None, JoinConstraint::On(e)) => (Vec::new(), e.to_string()),
-            (Some(names), _) => {
-                let (pairs, _, _) = using_columns(sub, &names, &left_star, &right_star)?;
-                let merged: Vec<(usize, usize)> = pairs.iter().map(|(l, r)| (index(l), index(r))).collect();
-                let on: Vec<String> = merged
-                    .iter()
-                    .map(|&(l, r)| {
-                        let q = |i: usize| format!("{}.{}", quoted(&columns[i].rel), quoted(&columns[i].name));
-                        format!("{} = {}", q(l), q(r))
-                    })
-                    .collect();
-                (merged, if on.is_empty() { "TRUE".into() } else { on.join(" AND ") })
-            }
-            (None, _) => unreachable!("ON gives no names"),
+        let (pairs, _, _) = using_columns(sub, &names, &left_star, &right_star)?;
+        let merged: Vec<(usize, usize)> = pairs.iter().map(|(l, r)| (index(l), index(r))).collect();
+        let q = |i: usize| format!("{}.{}", quoted(&columns[i].rel), quoted(&columns[i].name));
+        let on = match constraint {
+            JoinConstraint::On(e) => e.to_string(),
+            _ if merged.is_empty() => "TRUE".into(),
+            _ => merged
+                .iter()
+                .map(|&(l, r)| format!("{} = {}", q(l), q(r)))
+                .collect::<Vec<_>>()
+                .join(" AND "),
         };
         Ok(FullJoin {
             left: offsets.get(nl).copied().unwrap_or(columns.len()),
@@ -369,11 +363,7 @@ fn lift_full_join(b: &mut Binder<'_>, twj: &ast::TableWithJoins, k: usize) -> Re
     let mut inside: Vec<&str> = Vec::new();
     for m in relation.members.iter().flatten() {
         if !inside.contains(&m.as_str()) {
-            if b.rels.iter().any(|r| r.answers_to(m)) {
-                return Err(SqlError::DuplicateAlias(format!(
-                    "table name \"{m}\" specified more than once"
-                )));
-            }
+            b.alias_unused(m)?;
             inside.push(m);
         }
     }
