@@ -16,11 +16,12 @@ Needs psycopg 3 (`pip install 'psycopg[binary]'`). Both databases get the tables
 `dj4`, dropped and made again.
 """
 
-import argparse
 import random
 import sys
 
 import psycopg
+
+from common import answer, arguments
 
 TABLES = ["dj1", "dj2", "dj3", "dj4"]
 COLS = ["id", "x", "y"]
@@ -154,24 +155,8 @@ class Gen:
         return f"SELECT {cols} FROM {from_}{where}"
 
 
-def answer(conn, q):
-    try:
-        with conn.cursor() as cur:
-            cur.execute(q)
-            rows = cur.fetchall()
-        conn.commit()
-        return ("rows", sorted(rows, key=lambda row: tuple((v is None, v) for v in row)))
-    except psycopg.Error as e:
-        conn.rollback()
-        return ("error", e.sqlstate)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--permafrost", required=True, help="libpq connection string")
-    ap.add_argument("--postgres", required=True, help="libpq connection string")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--queries", type=int, default=1000)
+    ap = arguments(__doc__, 1000)
     ap.add_argument("--per-data", type=int, default=50, help="queries per random data set")
     args = ap.parse_args()
     rng = random.Random(args.seed)

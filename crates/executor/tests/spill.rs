@@ -1,6 +1,6 @@
 //! Queries whose result or sort is larger than a statement's working memory (`work_mem`,
 //! 16 MiB here): they spill to temporary files in the data directory's `tmp` folder and
-//! their results stream (plain, sorted, DISTINCT, grouped, set operations), rows in memory or evicted, run in place or moved off to a forked
+//! their results stream (plain, sorted, DISTINCT, grouped, set operations, window calls), rows in memory or evicted, run in place or moved off to a forked
 //! image; a caller that reads results whole still gets 54000, and nothing is left in `tmp`.
 
 mod common;
@@ -168,6 +168,124 @@ fn check_set_operations(db: &Database, tmp: &std::path::Path) {
     assert_eq!(std::fs::read_dir(tmp).map(|d| d.count()).unwrap_or(0), 0);
 }
 
+/// The SQLSTATE of `sql`'s error, which comes with the answer or in its rest (a read
+/// moved off); `None` when it completes.
+fn error_of(db: &Database, sql: &str) -> Option<String> {
+    let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+    match common::block_on(db.submit(Request::statement(&stmt, vec![]).stop(StopFlag::new()).streamed())) {
+        Err(e) => Some(e.sqlstate().to_string()),
+        Ok(mut first) => {
+            let mut rest = first.take_rest()?;
+            loop {
+                match rest.next_rows() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return None,
+                    Err(e) => return Some(e.sqlstate().to_string()),
+                }
+            }
+        }
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        v => panic!("not an integer: {v:?}"),
+    }
+}
+
+/// Window calls over rows past work_mem: sorted on disk per call, each partition walked
+/// streaming, through a file of its own, or in memory, as the call needs.
+fn check_windows(db: &Database, tmp: &std::path::Path) {
+    // Streaming calls, and a partition small enough to hold.
+    let rows = streamed(
+        db,
+        "SELECT id, row_number() OVER (ORDER BY id DESC), rank() OVER (PARTITION BY grp ORDER BY id), \
+         sum(id) OVER (PARTITION BY grp ORDER BY id), count(*) OVER (PARTITION BY grp), \
+         lag(id) OVER (PARTITION BY grp ORDER BY id), lead(id, 2) OVER (PARTITION BY grp ORDER BY id), \
+         pad FROM t ORDER BY id",
+    );
+    assert_eq!(ids(&rows), (0..ROWS).collect::<Vec<_>>());
+    for r in &rows {
+        let id = int(&r[0]);
+        let (grp, n) = (id % 10, id / 10 + 1);
+        assert_eq!(int(&r[1]), ROWS - id, "row_number of {id}");
+        assert_eq!(int(&r[2]), n, "rank of {id}");
+        assert_eq!(
+            r[3],
+            Value::Decimal((n * grp + 10 * n * (n - 1) / 2).into()),
+            "sum of {id}"
+        );
+        assert_eq!(int(&r[4]), ROWS / 10, "count of {id}");
+        assert_eq!(
+            r[5],
+            if id >= 10 { Value::Int(id - 10) } else { Value::Null },
+            "lag of {id}"
+        );
+        assert_eq!(
+            r[6],
+            if id + 20 < ROWS {
+                Value::Int(id + 20)
+            } else {
+                Value::Null
+            },
+            "lead of {id}"
+        );
+        assert_eq!(r[7], Value::from(pad(grp).as_str()));
+    }
+
+    // Calls over a whole partition larger than work_mem: its rows through a file.
+    let rows = streamed(
+        db,
+        "SELECT id, count(*) OVER (), percent_rank() OVER (ORDER BY grp), cume_dist() OVER (ORDER BY grp), \
+         ntile(4) OVER (ORDER BY id), max(id) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), \
+         first_value(id) OVER (ORDER BY id DESC), last_value(id) OVER (PARTITION BY grp), pad, \
+         lag(id) OVER (ORDER BY id), sum(id) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), \
+         count(*) OVER (ORDER BY id RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) \
+         FROM t ORDER BY id DESC LIMIT 50 OFFSET 1",
+    );
+    assert_eq!(ids(&rows), (ROWS - 51..ROWS - 1).rev().collect::<Vec<_>>());
+    let per_grp = ROWS / 10;
+    for r in &rows {
+        let id = int(&r[0]);
+        let grp = id % 10;
+        assert_eq!(int(&r[1]), ROWS);
+        assert_eq!(
+            r[2],
+            Value::Double((grp * per_grp) as f64 / (ROWS - 1) as f64),
+            "percent_rank of {id}"
+        );
+        assert_eq!(
+            r[3],
+            Value::Double(((grp + 1) * per_grp) as f64 / ROWS as f64),
+            "cume_dist of {id}"
+        );
+        assert_eq!(int(&r[4]), id / (ROWS / 4) + 1, "ntile of {id}");
+        assert_eq!(int(&r[5]), ROWS - 1);
+        assert_eq!(int(&r[6]), ROWS - 1);
+        // The last row of the group as the walk meets it: any of its rows (no ORDER BY).
+        assert_eq!(int(&r[7]) % 10, grp, "last_value of {id}");
+        assert_eq!(r[8], Value::from(pad(grp).as_str()));
+        // Calls that read a few rows around each: the rows walked in slices.
+        assert_eq!(int(&r[9]), id - 1, "lag of {id}");
+        let sum: i64 = (id - 2..=(id + 1).min(ROWS - 1)).sum();
+        assert_eq!(r[10], Value::Decimal(sum.into()), "moving sum of {id}");
+        assert_eq!(
+            int(&r[11]),
+            (id + 2).min(ROWS - 1) - (id - 3) + 1,
+            "range count of {id}"
+        );
+    }
+
+    // A call that reads each row of a partition larger than its share (an offset per
+    // row): 54000.
+    assert_eq!(
+        error_of(db, "SELECT id, lag(id, grp) OVER (ORDER BY id), pad FROM t").as_deref(),
+        Some("54000")
+    );
+    assert_eq!(std::fs::read_dir(tmp).map(|d| d.count()).unwrap_or(0), 0);
+}
+
 #[test]
 fn results_and_sorts_past_work_mem_spill_and_stream_over_evicted_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,6 +301,7 @@ fn results_and_sorts_past_work_mem_spill_and_stream_over_evicted_rows() {
     db.evict_now(64 << 20).unwrap();
     assert!(db.stats_now().unwrap().evicted_now > ROWS as u64 / 2);
     check(&db, &tmp);
+    check_windows(&db, &tmp);
 }
 
 #[test]
@@ -201,6 +320,7 @@ fn results_and_sorts_past_work_mem_spill_in_memory_in_place_and_moved_off() {
         load(&db);
         check(&db, &tmp);
         check_set_operations(&db, &tmp);
+        check_windows(&db, &tmp);
         if slice.is_some() {
             assert!(db.stats_now().unwrap().reads_moved > 0, "no read moved off");
         }
@@ -218,6 +338,7 @@ fn without_a_temp_dir_past_work_mem_is_54000() {
         "SELECT id, pad FROM t",
         "SELECT id, count(*) FROM t GROUP BY id, pad HAVING id % 3 = 0",
         "SELECT id, pad FROM t UNION SELECT id, pad FROM t",
+        "SELECT id, pad, row_number() OVER (ORDER BY id) FROM t",
     ] {
         let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
         // The error comes with the answer, or in its rest (a read moved off).

@@ -108,6 +108,7 @@ mod spill;
 mod subquery;
 mod walk;
 mod window;
+mod window_disk;
 
 use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;

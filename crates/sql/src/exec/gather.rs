@@ -20,6 +20,7 @@ use super::aggregate::{Added, AggFinish, AggSpill, AggTable, finish_agg};
 use super::sorter::{Sorter, sort_slots};
 use super::spill::SpillQueue;
 use super::window;
+use super::window_disk::WindowDisk;
 
 /// What a SELECT gathers from the rows it visits.
 pub(super) enum Gather {
@@ -62,8 +63,10 @@ pub(super) enum Gather {
         limit: Option<u64>,
         offset: u64,
         mem: WorkMem,
-        /// Where the finished rows' sort spills past `work_mem`.
+        /// Where the rows go past `work_mem` (and the finished rows' sort spills).
         spill: Option<Arc<Path>>,
+        /// Once past `work_mem`: the rows, sorted on disk for the window calls.
+        disk: Option<Box<WindowDisk>>,
     },
 }
 
@@ -84,6 +87,7 @@ impl Gather {
                 offset,
                 mem,
                 spill,
+                disk: None,
             }
         } else if p.agg.is_some() {
             Gather::Agg {
@@ -140,11 +144,31 @@ impl Gather {
         pool: Option<&Arc<MemoryPool>>,
     ) -> Result<ControlFlow<()>> {
         match self {
-            Gather::Windowed { images, mem, .. } => {
+            Gather::Windowed {
+                images,
+                mem,
+                spill,
+                disk,
+                ..
+            } => {
                 let image: Vec<Value> = p.image.iter().map(|&(r, c)| b.column(r, c).to_owned()).collect();
-                mem.add(values_size(&image), pool)?;
+                if let Some(d) = disk {
+                    d.push(p, image, cx)?;
+                    mem.holds(d.held(), pool)?;
+                } else if past_limit(mem, mem.used() + values_size(&image), pool, spill.is_some())? {
+                    // The rows so far, and the rest, go to disk sorted for the first call.
+                    let dir = spill.as_deref().expect("checked");
+                    let mut d = WindowDisk::create(p, dir, mem.limit())?;
+                    for image in images.drain(..).chain([image]) {
+                        d.push(p, image, cx)?;
+                    }
+                    *images = Vec::new();
+                    mem.holds(d.held(), pool)?;
+                    *disk = Some(Box::new(d));
+                } else {
+                    images.push(image);
+                }
                 cx.budget.set_held(mem.used());
-                images.push(image);
                 Ok(ControlFlow::Continue(()))
             }
             Gather::Agg {
@@ -281,11 +305,19 @@ impl Gather {
             }
             Gather::Sorted { sorter, limit, offset } => sorter.finish(p, columns, limit, offset),
             Gather::Windowed {
+                disk: Some(disk),
+                limit,
+                offset,
+                spill,
+                ..
+            } => disk.finish(p, columns, cx, spill.expect("spilled to it"), limit, offset),
+            Gather::Windowed {
                 images,
                 limit,
                 offset,
                 mem,
                 spill,
+                disk: None,
             } => {
                 let image = |i: usize| window::Image {
                     cols: &p.image,

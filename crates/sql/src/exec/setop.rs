@@ -21,10 +21,9 @@ use crate::error::{Result, SqlError};
 use crate::expr::{Cx, cast};
 use crate::plan::{CompoundPlan, SetOp, SetTree};
 use crate::rows::{ColumnInfo, MoreRows, Rows};
-use crate::workmem::values_size;
 
 use super::gather::limit_value;
-use super::spill::{BATCH_BYTES, Merge, SortSpec, SpillWriter, merge_runs};
+use super::spill::{BATCH_BYTES, Merge, SortRuns, SortSpec};
 use super::subquery::{RunSelect, side};
 
 /// One input of the operation: a tree whose rows come from side `tag` (0 the left, 1 the
@@ -104,13 +103,7 @@ impl<E> Disk<'_, '_, E> {
             // The row, then its side (compared last, so a group's left rows come first).
             width: s.columns.len() + 1,
         };
-        let mut runs = Runs {
-            writer: SpillWriter::create(self.dir)?,
-            spec,
-            buffer: Vec::new(),
-            held: 0,
-            limit: (self.work_mem / 2).max(1),
-        };
+        let mut runs = SortRuns::create(self.dir, spec, self.work_mem / 2)?;
         for src in &sources {
             let mut add = |row: Vec<Value>| -> Result<()> {
                 let row = row
@@ -170,9 +163,7 @@ impl<E> Disk<'_, '_, E> {
                 }
             }
         }
-        runs.end_run()?;
-        let spec = Arc::new(runs.spec);
-        let merge = merge_runs(runs.writer, &spec, self.dir)?;
+        let merge = runs.merge(self.dir)?;
         let mut out = Rows::empty(s.columns.clone());
         out.set_rest(Box::new(SetOpRest {
             merge,
@@ -210,40 +201,6 @@ fn flatten<'p>(t: &'p SetTree, all: bool, tag: i64, out: &mut Vec<Source<'p>>) {
             flatten(&c.tree, all, tag, out)
         }
         t => out.push(Source { tree: t, tag }),
-    }
-}
-
-/// Records gathered in memory and written as sorted runs.
-struct Runs {
-    writer: SpillWriter,
-    spec: SortSpec,
-    buffer: Vec<Vec<Value>>,
-    held: usize,
-    limit: usize,
-}
-
-impl Runs {
-    fn add(&mut self, rec: Vec<Value>) -> Result<()> {
-        self.held += values_size(&rec);
-        self.buffer.push(rec);
-        if self.held > self.limit {
-            self.end_run()?;
-        }
-        Ok(())
-    }
-
-    fn end_run(&mut self) -> Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let spec = &self.spec;
-        self.buffer.sort_by(|a, b| spec.compare(a, b));
-        for rec in self.buffer.drain(..) {
-            self.writer.push(rec.iter().map(Value::as_ref))?;
-        }
-        self.writer.end_run()?;
-        self.held = 0;
-        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
 use crate::rows::{ColumnInfo, MoreRows, Rows, decode_row, encode_row};
+use crate::workmem::values_size;
 
 use super::keys::sort_order;
 
@@ -399,6 +400,63 @@ pub(super) fn merge_runs(w: SpillWriter, spec: &Arc<SortSpec>, dir: &Path) -> Re
         (file, runs) = next.into_runs()?;
     }
     Merge::new(&file, &runs, spec.clone())
+}
+
+/// Records gathered in memory and written as sorted runs of about `limit` bytes each,
+/// merged into one order at the end (a set operation's sides, a window call's input).
+pub(super) struct SortRuns {
+    writer: SpillWriter,
+    spec: SortSpec,
+    buffer: Vec<Vec<Value>>,
+    held: usize,
+    limit: usize,
+}
+
+impl SortRuns {
+    pub(super) fn create(dir: &Path, spec: SortSpec, limit: usize) -> Result<SortRuns> {
+        Ok(SortRuns {
+            writer: SpillWriter::create(dir)?,
+            spec,
+            buffer: Vec::new(),
+            held: 0,
+            limit: limit.max(1),
+        })
+    }
+
+    pub(super) fn add(&mut self, rec: Vec<Value>) -> Result<()> {
+        self.held += values_size(&rec);
+        self.buffer.push(rec);
+        if self.held > self.limit {
+            self.end_run()?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of the records not yet written.
+    pub(super) fn held(&self) -> usize {
+        self.held
+    }
+
+    fn end_run(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let spec = &self.spec;
+        // Stable: equal records keep the order they came in.
+        self.buffer.sort_by(|a, b| spec.compare(a, b));
+        for rec in self.buffer.drain(..) {
+            self.writer.push(rec.iter().map(Value::as_ref))?;
+        }
+        self.writer.end_run()?;
+        self.held = 0;
+        Ok(())
+    }
+
+    /// Every record added, in one order (runs merged in passes in `dir` as needed).
+    pub(super) fn merge(mut self, dir: &Path) -> Result<Merge> {
+        self.end_run()?;
+        merge_runs(self.writer, &Arc::new(self.spec), dir)
+    }
 }
 
 /// What is done to a sorted result as it streams: DISTINCT, DISTINCT ON, OFFSET, LIMIT.

@@ -35,7 +35,21 @@ pub(super) fn compute(
     Ok(out)
 }
 
-fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -> Result<Vec<Value>> {
+/// A row's frame: the positions `[start, end)` in its partition.
+pub(super) type Frame = (usize, usize);
+
+/// The values of window call `w` for `n` rows, in row order.
+pub(super) fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -> Result<Vec<Value>> {
+    Ok(one_framed(w, n, eval)?.0)
+}
+
+/// [`one`], and for a call that reads a frame each row's frame, as positions `[start,
+/// end)` in its partition (`(0, 0)` for other calls).
+pub(super) fn one_framed(
+    w: &WindowCall,
+    n: usize,
+    eval: &dyn Fn(usize, &Expr) -> Result<Value>,
+) -> Result<(Vec<Value>, Vec<Frame>)> {
     let parts: Vec<Vec<Value>> = (0..n)
         .map(|i| w.partition.iter().map(|e| eval(i, e)).collect())
         .collect::<Result<_>>()?;
@@ -77,6 +91,7 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
         }
     };
     let mut out = vec![Value::Null; n];
+    let mut frames = Vec::new();
     let mut start = 0;
     while start < n {
         let mut end = start + 1;
@@ -159,16 +174,20 @@ fn one(w: &WindowCall, n: usize, eval: &dyn Fn(usize, &Expr) -> Result<Value>) -
                 }
             }
             WinFunc::FirstValue | WinFunc::LastValue | WinFunc::NthValue | WinFunc::Agg(_) => {
-                framed(w, part, &groups, &keys, &arg, eval, &mut out)?;
+                let bounds = framed(w, part, &groups, &keys, &arg, eval, &mut out)?;
+                frames.resize(n, (0, 0));
+                for (&row, b) in part.iter().zip(bounds) {
+                    frames[row] = b;
+                }
             }
         }
         start = end;
     }
-    Ok(out)
+    Ok((out, frames))
 }
 
 /// Value functions and aggregates over each row's frame, for the rows of one partition
-/// `part` (in window order) cut into peer groups `groups`.
+/// `part` (in window order) cut into peer groups `groups`; the frames read.
 fn framed(
     w: &WindowCall,
     part: &[usize],
@@ -177,7 +196,7 @@ fn framed(
     arg: &dyn Fn(usize, usize) -> Result<Value>,
     eval: &dyn Fn(usize, &Expr) -> Result<Value>,
     out: &mut [Value],
-) -> Result<()> {
+) -> Result<Vec<(usize, usize)>> {
     let offset = |e: &Expr, start: bool| frame_offset(w, eval(part[0], e)?, start);
     let bounds = frame_bounds(w, part, groups, keys, &offset)?;
     match w.func {
@@ -227,7 +246,7 @@ fn framed(
         }
         _ => unreachable!("framed is called for value functions and aggregates"),
     }
-    Ok(())
+    Ok(bounds)
 }
 
 /// A frame offset's value, checked as PostgreSQL checks it: not NULL (22004), not
@@ -380,7 +399,7 @@ fn range_place(x: ValueRef<'_>, bound: Option<&Value>, preceding: bool, desc: bo
 
 /// The argument of `nth_value` or `ntile` as a count from one: `None` for NULL; zero or
 /// less is PostgreSQL's error.
-fn positive(v: Value, func: &'static str) -> Result<Option<usize>> {
+pub(super) fn positive(v: Value, func: &'static str) -> Result<Option<usize>> {
     match v {
         Value::Null => Ok(None),
         Value::Int(k) if k > 0 => Ok(Some(usize::try_from(k).unwrap_or(usize::MAX))),
@@ -394,7 +413,7 @@ fn positive(v: Value, func: &'static str) -> Result<Option<usize>> {
 
 /// The bucket (from one) of the row at `pos` of `rows` cut into `buckets` as `ntile`
 /// cuts them: each `rows / buckets` rows, the first `rows % buckets` one more.
-fn bucket(pos: usize, rows: usize, buckets: usize) -> usize {
+pub(super) fn bucket(pos: usize, rows: usize, buckets: usize) -> usize {
     let (size, extra) = (rows / buckets, rows % buckets);
     let big = extra * (size + 1);
     if pos < big {
@@ -431,7 +450,7 @@ pub(super) fn fold(func: AggFunc, acc: Option<Value>, v: Value) -> Result<Value>
 
 /// An aggregate over a growing frame.
 #[derive(Default)]
-struct FrameAcc {
+pub(super) struct FrameAcc {
     count: i64,
     value: Option<Value>,
 }
@@ -463,7 +482,7 @@ impl FrameAcc {
         Ok(())
     }
 
-    fn add(&mut self, func: AggFunc, v: Value) -> Result<()> {
+    pub(super) fn add(&mut self, func: AggFunc, v: Value) -> Result<()> {
         if v.is_null() {
             return Ok(());
         }
@@ -477,7 +496,7 @@ impl FrameAcc {
         Ok(())
     }
 
-    fn value(&self, func: AggFunc, ty: Option<&permafrost_types::DataType>) -> Result<Value> {
+    pub(super) fn value(&self, func: AggFunc, ty: Option<&permafrost_types::DataType>) -> Result<Value> {
         Ok(match func {
             AggFunc::Count => Value::Int(self.count),
             AggFunc::Avg => match &self.value {
