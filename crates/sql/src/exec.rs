@@ -26,7 +26,8 @@ use permafrost_types::{DataType, Value, ValueError, ValueRef};
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr, compare};
 use crate::plan::{
-    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, UpdatePlan,
+    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, SetTree,
+    UpdatePlan,
 };
 use crate::prepared::Prepared;
 pub use crate::prepared::coerce_params;
@@ -295,7 +296,7 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
             let mut touched = Vec::new();
             let work_mem = env.work_mem;
             let mut r = subquery::compound(p, env, &cx, work_mem, &mut |p, c, env, cx| {
-                select_whole(p, c, env, cx, &mut touched)
+                select_all(p, c, env, cx, &mut touched, None)
             });
             // Past the working memory, where the result may spill: again, on disk.
             if let (Err(SqlError::OutOfWorkMem(_)), Some(dir)) = (&r, env.spill.clone()) {
@@ -309,7 +310,7 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
                     work_mem,
                     &dir,
                     &mut |p, c, env, cx| select(p, c, env, cx, &mut touched, Some(dir.clone())),
-                    &mut |p, c, env, cx| select_whole(p, c, env, cx, &mut also),
+                    &mut |p, c, env, cx| select_all(p, c, env, cx, &mut also, None),
                 );
                 env.defer_scans = defer;
                 touched.extend(also);
@@ -342,7 +343,7 @@ fn write_with_init(
     let mut touched = Vec::new();
     let work_mem = env.work_mem;
     let subs = subquery::run_init(init, env, cx, work_mem, &mut |p, c, env, cx| {
-        select_whole(p, c, env, cx, &mut touched)
+        select_all(p, c, env, cx, &mut touched, None)
     });
     apply_touches(env, &touched);
     f(env, &cx.with_subs(&subs?))
@@ -423,7 +424,7 @@ fn select(
     }
     let work_mem = env.work_mem;
     let subs = subquery::run_init(&p.init, env, cx, work_mem, &mut |p, c, env, cx| {
-        select_whole(p, c, env, cx, touched)
+        select_all(p, c, env, cx, touched, None)
     })?;
     let cx = cx.with_subs(&subs);
     // (A LATERAL item of FROM is computed per entry of its level, as a correlated
@@ -473,16 +474,18 @@ fn with_reader<T>(
 }
 
 /// A SELECT run whole, none of its scans' evicted tuples left for later (a subquery, a side
-/// of a set operation: what holds its rows does not read them afterwards).
-fn select_whole(
+/// of a set operation: what holds its rows does not read them afterwards); with `spill`,
+/// its rows past `work_mem` may come in its result's rest.
+fn select_all(
     p: &SelectPlan,
     columns: &Arc<[ColumnInfo]>,
     env: &mut Env<'_, '_>,
     cx: &Cx<'_>,
     touched: &mut Vec<(usize, TableId, u32)>,
+    spill: Option<Arc<std::path::Path>>,
 ) -> Result<Rows> {
     let defer = std::mem::replace(&mut env.defer_scans, false);
-    let r = select(p, columns, env, cx, touched, None);
+    let r = select(p, columns, env, cx, touched, spill);
     env.defer_scans = defer;
     r
 }
@@ -496,9 +499,28 @@ fn select_rows(
     touched: &mut Vec<(usize, TableId, u32)>,
     spill: Option<Arc<std::path::Path>>,
 ) -> Result<Rows> {
-    let (mut gather, reads) = start_select(p, columns, env.work_mem, cx, spill)?;
+    let (mut gather, reads) = start_select(p, columns, env.work_mem, cx, spill.clone())?;
     if !reads || gather.is_full() {
         // (An aggregate over no rows still yields one row.)
+        return gather.finish(p, columns, cx);
+    }
+    // A query of one subquery in FROM, which may spill: its rows are read as they come,
+    // a batch at a time, rather than held whole.
+    if let (Some(dir), [d], 1) = (&spill, &p.derived[..], p.rels.len())
+        && let SetTree::Select { plan, columns: c } = &d.query
+    {
+        let mut rows = select_all(plan, c, env, cx, touched, Some(dir.clone()))?;
+        let mut rest = rows.take_rest();
+        loop {
+            let batch = [(d.rel, rows)];
+            if walk_rows(p, env, cx, touched, &batch, false, &mut gather)?.1.is_break() {
+                break;
+            }
+            match rest.as_mut().map(|m| m.next_rows()).transpose()?.flatten() {
+                Some(more) => rows = more,
+                None => break,
+            }
+        }
         return gather.finish(p, columns, cx);
     }
     // The subqueries in FROM, run whole before the walk reads their rows.
@@ -508,7 +530,7 @@ fn select_rows(
         .iter()
         .map(|d| {
             let rows = subquery::run_query(&d.query, env, cx, work_mem, &mut |p, c, env, cx| {
-                select_whole(p, c, env, cx, touched)
+                select_all(p, c, env, cx, touched, None)
             })?;
             Ok((d.rel, rows))
         })
@@ -517,33 +539,7 @@ fn select_rows(
     // it reads subqueries (the later part does not hold their values).
     let later = env.defer_scans && p.init.is_empty() && p.derived.is_empty();
     let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
-    let sampled = env.sampled;
-    let pool = env.pool;
-    let counting = env
-        .analyze
-        .as_ref()
-        .is_some_and(|a| a.plan == p as *const SelectPlan as usize);
-    let (reach, evicted) = env.reach();
-    let mut walker = Walker::over(
-        &p.rels,
-        reach,
-        evicted,
-        cx,
-        sampled.then_some(touched),
-        Copies::One,
-        defer,
-    )
-    .reading(&derived)
-    .counting(counting);
-    let mut b = Bindings::new();
-    let _ = walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))?;
-    let visited = walker.visited_locals;
-    let counts = walker.counts.take();
-    let hashes = walker.hash_notes.take();
-    if let (Some(a), Some(counts)) = (env.analyze.as_mut(), counts) {
-        a.levels = counts;
-        a.hashes = hashes.unwrap_or_default();
-    }
+    let (visited, _) = walk_rows(p, env, cx, touched, &derived, defer, &mut gather)?;
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.
     let many = later && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;
@@ -566,6 +562,54 @@ fn select_rows(
         }
     }
     gather.finish(p, columns, cx)
+}
+
+/// Walks the relations of `p` (reading `derived` for its subqueries in FROM) into
+/// `gather`; `defer`: a single-table scan leaves the evicted tuples it meets for later.
+/// Gives the local partitions the walk visited (a bit each), and whether the gather took
+/// no more rows.
+fn walk_rows(
+    p: &SelectPlan,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+    derived: &[(usize, Rows)],
+    defer: bool,
+    gather: &mut Gather,
+) -> Result<(u64, ControlFlow<()>)> {
+    let sampled = env.sampled;
+    let pool = env.pool;
+    let counting = env
+        .analyze
+        .as_ref()
+        .is_some_and(|a| a.plan == p as *const SelectPlan as usize);
+    let (reach, evicted) = env.reach();
+    let mut walker = Walker::over(
+        &p.rels,
+        reach,
+        evicted,
+        cx,
+        sampled.then_some(touched),
+        Copies::One,
+        defer,
+    )
+    .reading(derived)
+    .counting(counting);
+    let mut b = Bindings::new();
+    let flow = walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))?;
+    let visited = (walker.visited_locals, flow);
+    let counts = walker.counts.take();
+    let hashes = walker.hash_notes.take();
+    if let (Some(a), Some(counts)) = (env.analyze.as_mut(), counts) {
+        // (Summed over the batches of a subquery read as it comes.)
+        a.levels.resize(counts.len().max(a.levels.len()), (0, 0));
+        for (l, c) in a.levels.iter_mut().zip(counts) {
+            l.0 += c.0;
+            l.1 += c.1;
+        }
+        a.hashes = hashes.unwrap_or_default();
+    }
+    Ok(visited)
 }
 
 // ---------------------------------------------------------------------------------------

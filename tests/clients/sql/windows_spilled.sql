@@ -1,6 +1,7 @@
 -- Window calls over more rows than work_mem holds (64 kB, PostgreSQL's least): Permafrost
 -- sorts the rows on disk for each call and walks each partition streaming, through a file
--- of its own, or a slice at a time (crates/sql/src/exec/window_disk.rs).
+-- of its own, or a slice at a time (crates/sql/src/exec/window_disk.rs). (Not every call
+-- fits this work_mem: a slice of rows or a partition held past a quarter of it is 54000.)
 CREATE TABLE ws (id INT PRIMARY KEY, g INT, x INT, pad TEXT);
 INSERT INTO ws SELECT i, i % 4, (i * 37) % 101, 'pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp' || i
   FROM generate_series(1, 3000) AS s(i);
@@ -32,6 +33,14 @@ SELECT id, lag(x) OVER (ORDER BY id) AS prev, lead(id, 3, -1) OVER (PARTITION BY
        nth_value(id, 2) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 3 FOLLOWING) AS second
   FROM ws ORDER BY id LIMIT 6 OFFSET 1500;
 SELECT g, id, lag(x) OVER (PARTITION BY g ORDER BY id) AS prev, x FROM ws ORDER BY g, id LIMIT 4 OFFSET 748;
+
+-- A query of one subquery in FROM that is not pulled up reads the subquery's rows as
+-- they come (top rows per group; a count over DISTINCT).
+SELECT * FROM (SELECT g, id, x, rank() OVER (PARTITION BY g ORDER BY x DESC, id) AS r FROM ws) AS t
+  WHERE r <= 2 ORDER BY g, r;
+SELECT g, count(*), sum(prev) FROM (SELECT g, lag(x) OVER (PARTITION BY g ORDER BY id) AS prev FROM ws) AS s
+  GROUP BY g ORDER BY g;
+SELECT count(*) FROM (SELECT DISTINCT pad FROM ws) AS d;
 
 RESET work_mem;
 DROP TABLE ws;
