@@ -287,7 +287,7 @@ fn check_windows(db: &Database, tmp: &std::path::Path) {
 }
 
 /// A query of one subquery in FROM that is not pulled up (window calls, DISTINCT,
-/// grouping, LIMIT): the subquery's rows past work_mem are read as they come. (Over
+/// grouping, LIMIT, a set operation): the subquery's rows past work_mem are read as they come. (Over
 /// evicted rows the subquery still brings its table's evicted tuples back first, as any
 /// subquery does: not checked here.)
 fn check_subquery_in_from(db: &Database, tmp: &std::path::Path) {
@@ -311,6 +311,12 @@ fn check_subquery_in_from(db: &Database, tmp: &std::path::Path) {
         "SELECT id FROM (SELECT id, pad FROM t ORDER BY pad DESC, id LIMIT 5000) AS d ORDER BY id DESC LIMIT 3",
     );
     assert_eq!(ids(&limited), vec![ROWS - 1, ROWS - 2, ROWS - 3]);
+    // A set operation in FROM: past work_mem it runs on disk too.
+    let union = streamed(
+        db,
+        "SELECT count(*), min(id) FROM (SELECT id, pad FROM t UNION SELECT id, pad FROM t WHERE id < 100) AS u",
+    );
+    assert_eq!(union, vec![vec![Value::Int(ROWS), Value::Int(0)]]);
 
     assert_eq!(std::fs::read_dir(tmp).map(|d| d.count()).unwrap_or(0), 0);
 }

@@ -70,6 +70,50 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
     }
 }
 
+/// The NOTICEs PostgreSQL gives for a DDL statement that leaves an object alone (`IF NOT
+/// EXISTS` on an existing one, `IF EXISTS` on a missing one), against `catalog` before the
+/// statement runs: each one's SQLSTATE and message.
+pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String)> {
+    let exists = |name: &str| format!("relation \"{name}\" already exists, skipping");
+    let mut out = Vec::new();
+    match stmt {
+        Statement::CreateTable(ct) if ct.if_not_exists => {
+            if let Ok(name) = object_name(&ct.name)
+                && catalog.table(&name).is_some()
+            {
+                out.push(("42P07", exists(&name)));
+            }
+        }
+        Statement::CreateIndex(ci) if ci.if_not_exists => {
+            if let Some(Ok(name)) = ci.name.as_ref().map(object_name)
+                && catalog.index_owner(&name).is_some()
+            {
+                out.push(("42P07", exists(&name)));
+            }
+        }
+        Statement::Drop {
+            object_type,
+            if_exists: true,
+            names,
+            ..
+        } => {
+            for name in names.iter().filter_map(|n| object_name(n).ok()) {
+                let (kind, missing) = match object_type {
+                    ObjectType::Table => ("table", catalog.table(&name).is_none()),
+                    ObjectType::Index => ("index", catalog.index_owner(&name).is_none()),
+                    ObjectType::View => ("view", catalog.view(&name).is_none()),
+                    _ => continue,
+                };
+                if missing {
+                    out.push(("00000", format!("{kind} \"{name}\" does not exist, skipping")));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 fn option_text(v: &ast::Expr) -> Result<String> {
     match v {
         ast::Expr::Value(v) => match &v.value {

@@ -26,8 +26,8 @@ use permafrost_types::{DataType, Value, ValueError, ValueRef};
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr, compare};
 use crate::plan::{
-    Access, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, SetTree,
-    UpdatePlan,
+    Access, CompoundPlan, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan,
+    SetTree, UpdatePlan,
 };
 use crate::prepared::Prepared;
 pub use crate::prepared::coerce_params;
@@ -294,27 +294,8 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
         }
         Plan::Compound(p) => {
             let mut touched = Vec::new();
-            let work_mem = env.work_mem;
-            let mut r = subquery::compound(p, env, &cx, work_mem, &mut |p, c, env, cx| {
-                select_all(p, c, env, cx, &mut touched, None)
-            });
-            // Past the working memory, where the result may spill: again, on disk.
-            if let (Err(SqlError::OutOfWorkMem(_)), Some(dir)) = (&r, env.spill.clone()) {
-                touched.clear();
-                let mut also = Vec::new();
-                let defer = std::mem::replace(&mut env.defer_scans, false);
-                r = setop::spilled(
-                    p,
-                    env,
-                    &cx,
-                    work_mem,
-                    &dir,
-                    &mut |p, c, env, cx| select(p, c, env, cx, &mut touched, Some(dir.clone())),
-                    &mut |p, c, env, cx| select_all(p, c, env, cx, &mut also, None),
-                );
-                env.defer_scans = defer;
-                touched.extend(also);
-            }
+            let spill = env.spill.clone();
+            let r = compound(p, env, &cx, &mut touched, spill);
             apply_touches(env, &touched);
             r
         }
@@ -328,6 +309,40 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
             write_with_init(&p.init, env, &cx, |env, cx| delete(p, columns, env, cx))
         }),
     }
+}
+
+/// Runs set operation `p` in memory and, past the working memory where its result may
+/// spill (`spill`), again on disk (exec/setop.rs), its rest then streaming the answer.
+fn compound(
+    p: &CompoundPlan,
+    env: &mut Env<'_, '_>,
+    cx: &Cx<'_>,
+    touched: &mut Vec<(usize, TableId, u32)>,
+    spill: Option<Arc<std::path::Path>>,
+) -> Result<Rows> {
+    let mut mine = Vec::new();
+    let work_mem = env.work_mem;
+    let mut r = subquery::compound(p, env, cx, work_mem, &mut |p, c, env, cx| {
+        select_all(p, c, env, cx, &mut mine, None)
+    });
+    if let (Err(SqlError::OutOfWorkMem(_)), Some(dir)) = (&r, spill) {
+        mine.clear();
+        let mut also = Vec::new();
+        let defer = std::mem::replace(&mut env.defer_scans, false);
+        r = setop::spilled(
+            p,
+            env,
+            cx,
+            work_mem,
+            &dir,
+            &mut |p, c, env, cx| select(p, c, env, cx, &mut mine, Some(dir.clone())),
+            &mut |p, c, env, cx| select_all(p, c, env, cx, &mut also, None),
+        );
+        env.defer_scans = defer;
+        mine.extend(also);
+    }
+    touched.extend(mine);
+    r
 }
 
 /// Runs `f`, a write, with the values of the subqueries `init` of its plan in its context.
@@ -504,12 +519,16 @@ fn select_rows(
         // (An aggregate over no rows still yields one row.)
         return gather.finish(p, columns, cx);
     }
-    // A query of one subquery in FROM, which may spill: its rows are read as they come,
-    // a batch at a time, rather than held whole.
+    // A query of one subquery in FROM (a SELECT or a set operation), which may spill: its
+    // rows are read as they come, a batch at a time, rather than held whole.
     if let (Some(dir), [d], 1) = (&spill, &p.derived[..], p.rels.len())
-        && let SetTree::Select { plan, columns: c } = &d.query
+        && matches!(d.query, SetTree::Select { .. } | SetTree::Compound(_))
     {
-        let mut rows = select_all(plan, c, env, cx, touched, Some(dir.clone()))?;
+        let mut rows = match &d.query {
+            SetTree::Select { plan, columns: c } => select_all(plan, c, env, cx, touched, Some(dir.clone()))?,
+            SetTree::Compound(c) => compound(c, env, cx, touched, Some(dir.clone()))?,
+            _ => unreachable!("matched above"),
+        };
         let mut rest = rows.take_rest();
         loop {
             let batch = [(d.rel, rows)];

@@ -33,3 +33,17 @@ SELECT v FROM so_a UNION SELECT t FROM so_b;
 
 DROP TABLE so_a;
 DROP TABLE so_b;
+
+-- Past work_mem (64 kB, PostgreSQL's least) a set operation runs on disk, as the statement
+-- itself or as the one subquery in its query's FROM.
+CREATE TABLE so_big (id INT PRIMARY KEY, g INT, x INT, pad TEXT);
+INSERT INTO so_big SELECT i, i % 4, (i * 37) % 101, 'pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp' || i
+  FROM generate_series(1, 3000) AS s(i);
+SET work_mem = '64kB';
+SELECT id, pad FROM so_big WHERE id < 2000 INTERSECT SELECT id, pad FROM so_big WHERE id > 1995 ORDER BY 1;
+SELECT count(*), min(pad) FROM (SELECT pad FROM so_big UNION SELECT pad FROM so_big WHERE id < 10) AS u;
+SELECT g, count(*) FROM (SELECT g, pad FROM so_big EXCEPT SELECT g, pad FROM so_big WHERE x > 50) AS u
+  GROUP BY g ORDER BY g;
+SELECT * FROM (SELECT id, pad FROM so_big UNION ALL SELECT id, pad FROM so_big ORDER BY 2 DESC LIMIT 3) AS u;
+RESET work_mem;
+DROP TABLE so_big;

@@ -1,7 +1,7 @@
 -- Views: CREATE [OR REPLACE] VIEW (with column names), read as a subquery in FROM with
 -- filters, aggregates and ORDER BY, views of views, DROP VIEW [IF EXISTS], a table a
--- view reads cannot be dropped. Expected output: PostgreSQL 15's (regen.sh). (DROP VIEW IF
--- EXISTS of a missing view answers without PostgreSQL's NOTICE, as DROP TABLE IF EXISTS.)
+-- view reads cannot be dropped. Expected output: PostgreSQL 15's (regen.sh). IF EXISTS of
+-- a missing object and IF NOT EXISTS of an existing one answer with PostgreSQL's NOTICE.
 \set VERBOSITY sqlstate
 \set SHOW_CONTEXT never
 CREATE TABLE vw_t (id int PRIMARY KEY, grp int, name text);
@@ -28,5 +28,13 @@ DROP VIEW vw_groups;
 DROP VIEW vw_of_view;
 DROP VIEW vw_groups;
 DROP VIEW nope_view;
+\set VERBOSITY default
+DROP VIEW IF EXISTS nope_view, vw_of_view;
+DROP TABLE IF EXISTS nope_table;
+CREATE TABLE IF NOT EXISTS vw_t (x int);
+CREATE INDEX IF NOT EXISTS vw_t_grp ON vw_t (grp);
+CREATE INDEX IF NOT EXISTS vw_t_grp ON vw_t (grp);
+DROP INDEX IF EXISTS vw_t_grp, nope_index;
+\set VERBOSITY sqlstate
 DROP VIEW vw_named;
 DROP TABLE vw_t;

@@ -75,7 +75,16 @@ where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let info = ErrorInfo::new("WARNING".to_owned(), code.to_owned(), message.to_owned());
+    send_notice(client, "WARNING", code, message).await
+}
+
+/// Sends a NoticeResponse of `severity` (WARNING, NOTICE) to the client.
+pub(super) async fn send_notice<C>(client: &mut C, severity: &str, code: &str, message: &str) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let info = ErrorInfo::new(severity.to_owned(), code.to_owned(), message.to_owned());
     client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     Ok(())
 }

@@ -36,7 +36,16 @@ impl Backend {
         let r = match route {
             Route::Either => Box::pin(self.in_or_out_of_block(client, cmd, params, format, cancel, &cell)).await,
             Route::Session => self.session_statement(client, cmd, format, cancel, &cell).await,
-            Route::Engine if !inside => return self.run(cmd, params, format, cancel).await,
+            Route::Engine if !inside => {
+                let skipped = self.ddl_skipped(cmd);
+                let r = self.run(cmd, params, format, cancel).await;
+                if r.is_ok() {
+                    for (code, message) in &skipped {
+                        send_notice(client, "NOTICE", code, message).await?;
+                    }
+                }
+                return r;
+            }
             Route::Block => Err(client_error("XX000", "internal error: a block statement routed twice")),
             Route::Engine => match cmd {
                 Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
@@ -60,6 +69,24 @@ impl Backend {
             txn::fail(&mut txn::lock(&cell));
         }
         r
+    }
+
+    /// PostgreSQL's NOTICEs for a schema change that leaves an object alone (`DROP TABLE
+    /// IF EXISTS` of a missing table, ...), against the schema before it runs. (Inside a
+    /// block, where the block's own earlier changes would count, none are sent.)
+    fn ddl_skipped(&self, cmd: &Command) -> Vec<(&'static str, String)> {
+        let Command::Ddl { sql, .. } = cmd else {
+            return Vec::new();
+        };
+        let catalog = self.db.catalog();
+        permafrost_sql::parse::parse_statements(sql)
+            .map(|stmts| {
+                stmts
+                    .iter()
+                    .flat_map(|s| permafrost_sql::ddl::skipped(&catalog, s))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// BEGIN, COMMIT, ROLLBACK and savepoints ([`Route::Block`]).
