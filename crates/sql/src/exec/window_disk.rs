@@ -410,8 +410,7 @@ impl Walk<'_> {
             _ => Value::Int(self.carry.rows as i64),
         };
         let width = nk + self.p.image.len() + self.k;
-        let fresh = Store::new(self.group.dir.clone(), self.limit);
-        let mut group = std::mem::replace(&mut self.group, fresh);
+        let mut group = self.group.take();
         while let Some(mut rec) = group.next(width)? {
             if w.func == WinFunc::CumeDist {
                 rec.extend([v.clone(), Value::Null]);
@@ -427,8 +426,7 @@ impl Walk<'_> {
     fn end_total(&mut self, nk: usize) -> Result<()> {
         let w = self.w;
         let width = nk + self.p.image.len() + self.k + 2;
-        let fresh = Store::new(self.store.dir.clone(), self.limit);
-        let mut store = std::mem::replace(&mut self.store, fresh);
+        let mut store = self.store.take();
         let n = self.carry.rows;
         while let Some(mut rec) = store.next(width)? {
             let b = rec.pop().expect("a partial");
@@ -543,6 +541,12 @@ impl Store {
             rows: Default::default(),
             bytes: 0,
         }
+    }
+
+    /// The records so far, leaving this store empty.
+    fn take(&mut self) -> Store {
+        let empty = Store::new(self.dir.clone(), self.limit);
+        std::mem::replace(self, empty)
     }
 
     fn push(&mut self, rec: Vec<Value>) -> Result<()> {
