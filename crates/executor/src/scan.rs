@@ -274,7 +274,7 @@ impl MoreRows for BlockScan {
                 return Ok(Some(rows));
             }
             let d = self.deferred.as_deref_mut().expect("present until the scan ends");
-            let taken = match d.take_rows() {
+            let taken = match d.take_rows(&self.proc.statements[0]) {
                 Ok(t) => t,
                 Err(e) => return Err(self.end(e)),
             };

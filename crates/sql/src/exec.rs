@@ -115,8 +115,8 @@ use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;
 pub use crate::workmem::value_size;
 use correlated::{PlanRunner, Reader};
-use deferred::deferred_part;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
+use deferred::{deferred_part, each_batch};
 use gather::{Gather, start_select};
 use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
 pub use walk::{EvictedRef, INTERRUPT_EVERY};
@@ -524,21 +524,26 @@ fn select_rows(
     if let (Some(dir), [d], 1) = (&spill, &p.derived[..], p.rels.len())
         && matches!(d.query, SetTree::Select { .. } | SetTree::Compound(_))
     {
-        let mut rows = match &d.query {
+        let rows = match &d.query {
+            // Its scan of one table may leave the evicted tuples for later as the
+            // statement's own would: what they give is walked into this query then.
+            SetTree::Select { plan, columns: c } if env.defer_scans && p.init.is_empty() && scan_alone(plan) => {
+                select(plan, c, env, cx, touched, Some(dir.clone()))?
+            }
             SetTree::Select { plan, columns: c } => select_all(plan, c, env, cx, touched, Some(dir.clone()))?,
             SetTree::Compound(c) => compound(c, env, cx, touched, Some(dir.clone()))?,
             _ => unreachable!("matched above"),
         };
-        let mut rest = rows.take_rest();
-        loop {
-            let batch = [(d.rel, rows)];
-            if walk_rows(p, env, cx, touched, &batch, false, &mut gather)?.1.is_break() {
-                break;
-            }
-            match rest.as_mut().map(|m| m.next_rows()).transpose()?.flatten() {
-                Some(more) => rows = more,
-                None => break,
-            }
+        each_batch(d.rel, rows, |batch| {
+            Ok(walk_rows(p, env, cx, touched, batch, false, &mut gather)?.1)
+        })?;
+        if let Some(mut later) = env.deferred.take()
+            && !gather.is_full()
+        {
+            let (first, gather) = gather.split(p, columns);
+            later.outer = Some(gather);
+            env.deferred = Some(later);
+            return Ok(first);
         }
         return gather.finish(p, columns, cx);
     }
@@ -562,6 +567,13 @@ fn select_rows(
     // A single-table read through an index that reached many evicted tuples leaves them
     // for later too, rather than bringing them all back.
     let many = later && p.rels.len() == 1 && env.evicted.len() > DEFER_INDEX_READS;
+    if many && gather.is_full() {
+        // A LIMIT without ORDER BY met by rows in memory: any rows the predicates accept
+        // answer it, so the evicted ones passed on the way are not needed. (Only for a
+        // read that is its own transaction: what a write reads must not depend on what is
+        // evicted, or its replay would pick other rows.)
+        env.evicted.clear();
+    }
     if (defer || many) && !gather.is_full() {
         let parts = if defer {
             deferred_parts(&p.rels[0], env, visited)?
@@ -572,6 +584,8 @@ fn select_rows(
             let (first, gather) = gather.split(p, columns);
             env.deferred = Some(Box::new(Deferred {
                 gather,
+                outer: None,
+                work_mem: env.work_mem,
                 parts,
                 params: cx.params.to_vec(),
                 now: cx.now,
@@ -581,6 +595,12 @@ fn select_rows(
         }
     }
     gather.finish(p, columns, cx)
+}
+
+/// Whether `p` is a query of one table and nothing else, whose scan may leave its evicted
+/// tuples for later ([`Deferred`]).
+fn scan_alone(p: &SelectPlan) -> bool {
+    p.rels.len() == 1 && p.init.is_empty() && p.derived.is_empty() && p.rels[0].lateral.is_none()
 }
 
 /// Walks the relations of `p` (reading `derived` for its subqueries in FROM) into

@@ -196,7 +196,8 @@ impl Open {
             return;
         }
         out.push(StatementText {
-            text: sql[self.start..end].trim(),
+            // (PostgreSQL's blanks only: other characters past ASCII are parts of words.)
+            text: sql[self.start..end].trim_matches(|c: char| c.is_ascii_whitespace()),
             first: self.first,
             tokens: self.tokens,
             sql,

@@ -217,6 +217,13 @@ pub(crate) fn run_txn(
             }
         }
     };
+    // A statement stopped at its slice met only part of what it reads: it runs again (in
+    // place, or moved off its partitions), and that run decides what it needs. (A read
+    // through an index that reached many evicted tuples leaves them for later only once
+    // it has met them all: fetching what the first part met would bring them back.)
+    if matches!(result, Ok(Err(ProcError::Sql(SqlError::SliceOver)))) {
+        evicted.clear();
+    }
     if !evicted.is_empty() {
         finish(stores, false);
         return Outcome::NeedsData;

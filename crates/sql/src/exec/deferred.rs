@@ -9,12 +9,13 @@ use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
 use crate::expr::{ColumnSource, Cx};
-use crate::plan::Plan;
+use crate::plan::{Plan, SelectPlan, SetTree};
 use crate::prepared::Prepared;
-use crate::rows::Rows;
+use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::Gather;
+use super::walk::{Bindings, Copies, Reach, Walker};
 
 pub(super) fn deferred_part(
     store: &PartitionStore,
@@ -55,6 +56,12 @@ pub const DEFER_INDEX_READS: usize = 1024;
 /// order).
 pub struct Deferred {
     pub(super) gather: Gather,
+    /// When the scan is that of the one subquery in the statement's FROM
+    /// (`SELECT ... FROM (SELECT ... FROM t) s`): the statement's own gather, which the
+    /// subquery's rows are walked into as they come ([`super::walk_detached`]).
+    pub(super) outer: Option<Gather>,
+    /// `Env::work_mem` of the statement.
+    pub(super) work_mem: usize,
     pub parts: Vec<DeferredPart>,
     pub(super) params: Vec<Value>,
     pub(super) now: i64,
@@ -101,11 +108,7 @@ impl Deferred {
     /// Feeds one evicted tuple of the scan (`plan` is the statement's). `Break` when the
     /// result is complete (a LIMIT reached): the remaining tuples need not be read.
     pub fn feed(&mut self, stmt: &Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
-        let Plan::Select(p) = stmt.plan() else {
-            return Err(SqlError::Unsupported(
-                "a deferred scan of a statement that is not a query".into(),
-            ));
-        };
+        let (p, _) = scanned(stmt, self.outer.is_some())?;
         let cx = Cx::new(&self.params, self.now).with_budget(self.gather.budget(self.pool.as_deref()));
         let src = DetachedSource {
             rel: p.rels[0].rel,
@@ -120,25 +123,106 @@ impl Deferred {
     }
 
     /// The rows gathered since the last call, when they can be sent before the scan ends
-    /// (no ORDER BY, DISTINCT or aggregate); `None` otherwise.
-    pub fn take_rows(&mut self) -> Result<Option<Rows>> {
-        self.gather.take_rows()
+    /// (no ORDER BY, DISTINCT or aggregate, in the subquery and in the query reading it);
+    /// `None` otherwise.
+    pub fn take_rows(&mut self, stmt: &Prepared) -> Result<Option<Rows>> {
+        let Some(outer) = &mut self.outer else {
+            return self.gather.take_rows();
+        };
+        if let Some(rows) = self.gather.take_rows()? {
+            let (p, _) = scanned(stmt, false)?;
+            let cx = Cx::new(&self.params, self.now).with_budget(outer.budget(self.pool.as_deref()));
+            walk_detached(p, &cx, rows, outer, self.pool.as_ref(), self.work_mem)?;
+        }
+        outer.take_rows()
     }
 
-    /// Whether a LIMIT has been reached.
+    /// Whether a LIMIT has been reached (the subquery's, or the query's reading it).
     pub fn is_full(&self) -> bool {
-        self.gather.is_full()
+        self.gather.is_full() || self.outer.as_ref().is_some_and(Gather::is_full)
     }
 
     /// The rest of the result once every tuple was fed.
     pub fn finish(self, stmt: &Prepared) -> Result<Rows> {
-        let columns = stmt.columns();
-        let Plan::Select(p) = stmt.plan() else {
-            return Err(SqlError::Unsupported(
-                "a deferred scan of a statement that is not a query".into(),
-            ));
+        let Deferred {
+            gather,
+            outer,
+            params,
+            now,
+            pool,
+            work_mem,
+            ..
+        } = self;
+        let (p, columns) = scanned(stmt, outer.is_some())?;
+        let cx = Cx::new(&params, now).with_budget(gather.budget(pool.as_deref()));
+        let rows = gather.finish(p, columns, &cx)?;
+        let Some(mut outer) = outer else {
+            return Ok(rows);
         };
-        let cx = Cx::new(&self.params, self.now).with_budget(self.gather.budget(self.pool.as_deref()));
-        self.gather.finish(p, columns, &cx)
+        let (p, columns) = scanned(stmt, false)?;
+        let cx = Cx::new(&params, now).with_budget(outer.budget(pool.as_deref()));
+        walk_detached(p, &cx, rows, &mut outer, pool.as_ref(), work_mem)?;
+        outer.finish(p, columns, &cx)
     }
+}
+
+/// The query of statement `stmt` whose scan was deferred, with its result's columns: the
+/// statement's own, or with `nested` the one subquery its FROM reads.
+fn scanned(stmt: &Prepared, nested: bool) -> Result<(&SelectPlan, &Arc<[ColumnInfo]>)> {
+    let unsupported = || SqlError::Unsupported("a deferred scan of a statement that is not a query".into());
+    let Plan::Select(p) = stmt.plan() else {
+        return Err(unsupported());
+    };
+    if !nested {
+        return Ok((p, stmt.columns()));
+    }
+    match p.derived.first().map(|d| &d.query) {
+        Some(SetTree::Select { plan, columns }) => Ok((plan, columns)),
+        _ => Err(unsupported()),
+    }
+}
+
+/// Calls `f` with `rows` of relation `rel`, then with each batch of the rest they carry,
+/// until `f` breaks or none is left.
+pub(super) fn each_batch(
+    rel: usize,
+    mut rows: Rows,
+    mut f: impl FnMut(&[(usize, Rows)]) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let mut rest = rows.take_rest();
+    loop {
+        if f(&[(rel, rows)])?.is_break() {
+            return Ok(());
+        }
+        match rest.as_mut().map(|m| m.next_rows()).transpose()?.flatten() {
+            Some(more) => rows = more,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Walks `rows` (and the rest they carry), the rows of the one subquery in `p`'s FROM, into
+/// `gather` outside any partition: a deferred scan's, once read from its blocks.
+fn walk_detached(
+    p: &SelectPlan,
+    cx: &Cx<'_>,
+    rows: Rows,
+    gather: &mut Gather,
+    pool: Option<&Arc<MemoryPool>>,
+    work_mem: usize,
+) -> Result<()> {
+    let rel = p.derived[0].rel;
+    each_batch(rel, rows, |batch| {
+        let reach = Reach {
+            stores: &[],
+            total: 1,
+            interrupted: &|| false,
+            deadline: None,
+            work_mem,
+        };
+        let mut evicted = Vec::new();
+        let mut walker = Walker::over(&p.rels, reach, &mut evicted, cx, None, Copies::One, false).reading(batch);
+        let mut b = Bindings::new();
+        walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))
+    })
 }
