@@ -20,7 +20,7 @@ use crate::plan::tree::{DerivedRel, InitPlan, Lateral, SetTree, SubqueryKind};
 use crate::rows::ColumnInfo;
 
 mod aggregate;
-mod call;
+pub mod call;
 mod literal;
 mod subquery;
 mod window;

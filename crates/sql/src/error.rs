@@ -178,6 +178,16 @@ pub enum SqlError {
         crate::caps::MAX_EXPR_DEPTH
     )]
     TooDeep,
+    /// A value past what a function can make (54000): `chr(0)`, a code past Unicode's.
+    #[error("{0}")]
+    ProgramLimit(String),
+    /// A math function's argument outside its domain or a result out of range, with
+    /// PostgreSQL's SQLSTATE (2201E, 2201F, 22003) and message.
+    #[error("{message}")]
+    Math {
+        sqlstate: &'static str,
+        message: &'static str,
+    },
     #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::caps::MAX_STATEMENT_BYTES)]
     TooLong(usize),
     #[error(
@@ -299,9 +309,10 @@ pub enum Point {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
-    "22023", "22014", "22016", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701", "42702", "42703",
-    "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10", "42P16", "42P18",
-    "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701",
+    "42702", "42703", "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10",
+    "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000",
+    "XX001",
 ];
 
 impl SqlError {
@@ -358,7 +369,8 @@ impl SqlError {
             SqlError::SubqueryRows => "21000",
             SqlError::SubqueryColumns(_) => "42601",
             SqlError::ColumnAliases(_) => "42P10",
-            SqlError::TooLong(_) => "54000",
+            SqlError::TooLong(_) | SqlError::ProgramLimit(_) => "54000",
+            SqlError::Math { sqlstate, .. } => sqlstate,
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
             SqlError::At { error, .. } => error.sqlstate(),

@@ -10,84 +10,24 @@
 
 use std::cmp::Ordering;
 
-use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare, total_compare};
+use permafrost_types::{DataType, Value, ValueRef, total_compare};
 
 use crate::error::{Result, SqlError};
 
 mod cx;
 mod datum;
+mod func;
+mod math;
+mod ops;
 mod text;
 pub mod window;
 pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner};
 pub use datum::Datum;
+pub use func::Func;
+pub use math::MathFunc;
+pub use ops::{ArithOp, CmpOp, arith, cast, compare};
+use ops::{numeric_err, overflow};
 pub use text::like;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    NotEq,
-    Lt,
-    LtEq,
-    Gt,
-    GtEq,
-}
-
-impl CmpOp {
-    pub fn flip(self) -> CmpOp {
-        match self {
-            CmpOp::Lt => CmpOp::Gt,
-            CmpOp::LtEq => CmpOp::GtEq,
-            CmpOp::Gt => CmpOp::Lt,
-            CmpOp::GtEq => CmpOp::LtEq,
-            o => o,
-        }
-    }
-
-    fn test(self, o: Ordering) -> bool {
-        match self {
-            CmpOp::Eq => o == Ordering::Equal,
-            CmpOp::NotEq => o != Ordering::Equal,
-            CmpOp::Lt => o == Ordering::Less,
-            CmpOp::LtEq => o != Ordering::Greater,
-            CmpOp::Gt => o == Ordering::Greater,
-            CmpOp::GtEq => o != Ordering::Less,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArithOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Func {
-    Abs,
-    Lower,
-    Upper,
-    Length,
-    Substring,
-    Coalesce,
-    NullIf,
-    Round,
-    Floor,
-    Ceil,
-    Concat,
-    Greatest,
-    Least,
-    Trim,
-    /// `x = ANY(array)` (`negated`: `x <> ALL(array)`), the array the text of a PostgreSQL
-    /// array literal (crate::array: how array parameters and constants arrive), its
-    /// elements read as `elem` (the type of `x`).
-    AnyEq {
-        elem: Option<DataType>,
-        negated: bool,
-    },
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {
@@ -647,167 +587,6 @@ fn eval_case<'a>(
     })
 }
 
-/// SQL comparison; errors for kinds that cannot be compared.
-pub fn compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Option<Ordering>> {
-    if a.is_null() || b.is_null() {
-        return Ok(None);
-    }
-    // A text parameter compared with a typed value is read as that type, as PostgreSQL does
-    // for untyped literals.
-    match (a, b) {
-        (ValueRef::Text(s), other) | (other, ValueRef::Text(s)) if !matches!(other, ValueRef::Text(_)) => {
-            let ty = kind_type(other);
-            let parsed = Value::parse(&ty, s)?;
-            let o = sql_compare(
-                if matches!(a, ValueRef::Text(_)) {
-                    parsed.as_ref()
-                } else {
-                    a
-                },
-                if matches!(b, ValueRef::Text(_)) {
-                    parsed.as_ref()
-                } else {
-                    b
-                },
-            );
-            return Ok(o);
-        }
-        _ => {}
-    }
-    match sql_compare(a, b) {
-        Some(o) => Ok(Some(o)),
-        None => Err(SqlError::Type(format!(
-            "cannot compare {} with {}",
-            a.kind_name(),
-            b.kind_name()
-        ))),
-    }
-}
-
-fn kind_type(v: ValueRef<'_>) -> DataType {
-    match v {
-        ValueRef::Bool(_) => DataType::Boolean,
-        ValueRef::Int(_) => DataType::BigInt,
-        ValueRef::Double(_) => DataType::Double,
-        ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
-        ValueRef::Timestamp(_) => DataType::Timestamp,
-        ValueRef::Bytes(_) => DataType::Bytea,
-        ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
-    }
-}
-
-fn overflow(ty: &str) -> SqlError {
-    SqlError::from(ValueError::NumericOutOfRange {
-        ty: ty.into(),
-        detail: "integer overflow".into(),
-    })
-}
-
-/// Arithmetic with PostgreSQL's type rules: integers stay integers (with overflow checks and
-/// truncating division), a numeric operand makes the result numeric, a double makes it double.
-pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
-    use ValueRef as V;
-    Ok(match (a, b) {
-        (V::Null, _) | (_, V::Null) => Value::Null,
-        (V::Int(x), V::Int(y)) => Value::Int(
-            match op {
-                ArithOp::Add => x.checked_add(y),
-                ArithOp::Sub => x.checked_sub(y),
-                ArithOp::Mul => x.checked_mul(y),
-                ArithOp::Div => {
-                    if y == 0 {
-                        return Err(ValueError::DivisionByZero.into());
-                    }
-                    x.checked_div(y)
-                }
-                ArithOp::Mod => {
-                    if y == 0 {
-                        return Err(ValueError::DivisionByZero.into());
-                    }
-                    x.checked_rem(y)
-                }
-            }
-            .ok_or_else(|| overflow("bigint"))?,
-        ),
-        (V::Double(_), _) | (_, V::Double(_)) => {
-            let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else {
-                return Err(type_err(op, a, b));
-            };
-            if matches!(op, ArithOp::Div | ArithOp::Mod) && y == 0.0 {
-                return Err(ValueError::DivisionByZero.into());
-            }
-            Value::Double(match op {
-                ArithOp::Add => x + y,
-                ArithOp::Sub => x - y,
-                ArithOp::Mul => x * y,
-                ArithOp::Div => x / y,
-                ArithOp::Mod => x % y,
-            })
-        }
-        (V::Decimal(_) | V::Int(_), V::Decimal(_) | V::Int(_)) => {
-            let (x, y) = (to_numeric(a), to_numeric(b));
-            let (x, y) = (x.as_ref(), y.as_ref());
-            let r = match op {
-                ArithOp::Add => x.checked_add(y),
-                ArithOp::Sub => x.checked_sub(y),
-                ArithOp::Mul => x.checked_mul(y),
-                ArithOp::Div => x.checked_div(y),
-                ArithOp::Mod => x.checked_rem(y),
-            };
-            Value::Decimal(r.map_err(numeric_err)?)
-        }
-        (V::Timestamp(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
-            // timestamp +/- microseconds
-            let r = if op == ArithOp::Add {
-                t.checked_add(i)
-            } else {
-                t.checked_sub(i)
-            };
-            Value::Timestamp(r.ok_or_else(|| overflow("timestamp"))?)
-        }
-        (V::Timestamp(x), V::Timestamp(y)) if op == ArithOp::Sub => {
-            Value::Int(x.checked_sub(y).ok_or_else(|| overflow("timestamp"))?)
-        }
-        _ => return Err(type_err(op, a, b)),
-    })
-}
-
-/// An integer or numeric operand as a numeric (the caller matched those two kinds).
-fn to_numeric(v: ValueRef<'_>) -> Numeric {
-    match v {
-        ValueRef::Int(i) => Numeric::from(i),
-        ValueRef::Decimal(d) => d.to_owned(),
-        _ => Numeric::ZERO,
-    }
-}
-
-/// The error of a numeric operation (22003 past PostgreSQL's limits, 22012).
-fn numeric_err(e: NumericError) -> SqlError {
-    permafrost_types::numeric_error(&DataType::Decimal { precision: 0, scale: 0 }, e, "").into()
-}
-
-fn type_err(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> SqlError {
-    let sym = match op {
-        ArithOp::Add => "+",
-        ArithOp::Sub => "-",
-        ArithOp::Mul => "*",
-        ArithOp::Div => "/",
-        ArithOp::Mod => "%",
-    };
-    SqlError::NoOperator(format!("{} {sym} {}", a.kind_name(), b.kind_name()))
-}
-
-/// An explicit cast (`CAST(x AS t)`, `x::t`). Unlike assignment, casting to VARCHAR(n)
-/// truncates, as in PostgreSQL.
-pub fn cast(v: Value, ty: &DataType) -> Result<Value> {
-    if let (DataType::Varchar(Some(n)), Value::Text(s)) = (ty, &v)
-        && s.chars().count() > *n as usize
-    {
-        return Ok(Value::from(s.chars().take(*n as usize).collect::<String>()));
-    }
-    Ok(v.coerce_to(ty)?)
-}
-
 fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
     let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
     Ok(match f {
@@ -871,6 +650,51 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             text::concat_all(&values, &cx.budget)?
         }
+        Func::ConcatWs => {
+            let sep = args[0].eval(src, cx)?;
+            if sep.is_null() {
+                return Ok(Value::Null);
+            }
+            let values = args[1..].iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
+            text::concat_ws(&sep.as_ref().to_string(), &values, &cx.budget)?
+        }
+        Func::Pi => Value::Double(std::f64::consts::PI),
+        Func::Mod => {
+            let (a, b) = (arg(0)?, arg(1)?);
+            if a.is_null() || b.is_null() {
+                return Ok(Value::Null);
+            }
+            arith(ArithOp::Mod, a.as_ref(), b.as_ref())?
+        }
+        Func::Trim
+        | Func::Ltrim
+        | Func::Rtrim
+        | Func::Left
+        | Func::Right
+        | Func::Lpad
+        | Func::Rpad
+        | Func::Repeat
+        | Func::Replace
+        | Func::Reverse
+        | Func::Initcap
+        | Func::Translate
+        | Func::SplitPart
+        | Func::Strpos
+        | Func::StartsWith
+        | Func::Chr
+        | Func::Ascii
+        | Func::ToHex { .. }
+        | Func::Md5
+        | Func::OctetLength
+        | Func::Math(_)
+        | Func::Sign
+        | Func::Trunc => {
+            let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
+            if values.iter().any(|v| v.is_null()) {
+                return Ok(Value::Null);
+            }
+            func::strict(f, &values, cx)?
+        }
         _ => {
             let v = arg(0)?;
             if v.is_null() {
@@ -882,7 +706,6 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 (Func::Abs, Value::Decimal(d)) => Value::Decimal(d.as_ref().abs()),
                 (Func::Lower, Value::Text(s)) => text::change_case(&s, false, &cx.budget)?,
                 (Func::Upper, Value::Text(s)) => text::change_case(&s, true, &cx.budget)?,
-                (Func::Trim, Value::Text(s)) => text::trim(&s, &cx.budget)?,
                 (Func::Length, Value::Text(s)) => Value::Int(s.chars().count() as i64),
                 (Func::Length, Value::Bytes(b)) => Value::Int(b.len() as i64),
                 (Func::Substring, Value::Text(s)) => {
@@ -935,6 +758,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use permafrost_types::Numeric;
 
     fn c(v: impl Into<Value>) -> Expr {
         Expr::Const(v.into())

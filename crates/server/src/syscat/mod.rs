@@ -152,7 +152,8 @@ pub fn fuzz_translate(sql: &str) {
 }
 
 /// Whether `stmt` calls one of PostgreSQL's catalog functions the catalog's engine
-/// defines (`current_database()`, `pg_backend_pid()` ...) or casts to a reg type.
+/// defines and the engine's SQL lacks (`current_database()`, `pg_backend_pid()` ...) or
+/// casts to a reg type.
 fn calls_catalog_functions(stmt: &Statement) -> bool {
     struct Calls(bool);
     impl Visitor for Calls {
@@ -161,7 +162,9 @@ fn calls_catalog_functions(stmt: &Statement) -> bool {
             use sqlparser::ast::Expr;
             let found = match e {
                 Expr::Function(f) => match f.name.0.last() {
-                    Some(ObjectNamePart::Identifier(i)) => names::is_catalog_function(&i.value),
+                    Some(ObjectNamePart::Identifier(i)) => {
+                        names::is_catalog_function(&i.value) && !permafrost_sql::bind::call::has_function(&i.value)
+                    }
                     _ => false,
                 },
                 Expr::Cast { data_type, .. } => data_type.to_string().to_ascii_lowercase().contains("reg"),

@@ -8,7 +8,7 @@ use sqlparser::ast::{self, DuplicateTreatment, FunctionArg, FunctionArgExpr, Fun
 
 use super::{Binder, Typed, object_name};
 use crate::error::{Result, SqlError, unsupported};
-use crate::expr::{AggFunc, Expr, Func};
+use crate::expr::{AggFunc, Expr, Func, MathFunc};
 
 impl Binder<'_> {
     pub(super) fn function(&mut self, f: &ast::Function) -> Result<Typed> {
@@ -93,10 +93,99 @@ impl Binder<'_> {
                 arity(0, 0)?;
                 return Ok((Expr::Const(Value::from("public")), Some(DataType::Varchar(None))));
             }
+            "pi" => {
+                arity(0, 0)?;
+                return Ok((Expr::Func(Func::Pi, vec![]), Some(DataType::Double)));
+            }
+            name if MathFunc::named(name).is_some() => {
+                let m = MathFunc::named(name).expect("checked");
+                arity(m.arity(), m.arity())?;
+                self.numeric_args(&bound, &types, &args, &signature, true)?;
+                (Func::Math(m), Some(DataType::Double))
+            }
+            "sign" | "trunc" => {
+                let f = if name == "sign" { Func::Sign } else { Func::Trunc };
+                arity(1, if f == Func::Trunc { 2 } else { 1 })?;
+                self.numeric_args(&bound, &types, &args, &signature, false)?;
+                // PostgreSQL's `trunc(x, n)` is numeric's only; of one argument, a
+                // double's unless it is numeric.
+                let numeric = matches!(first, Some(DataType::Decimal { .. })) || n == 2;
+                if n == 2 && matches!(first, Some(DataType::Double)) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                let ty = if numeric {
+                    DataType::Decimal { precision: 0, scale: 0 }
+                } else {
+                    DataType::Double
+                };
+                (f, Some(ty))
+            }
+            "mod" => {
+                arity(2, 2)?;
+                self.numeric_args(&bound, &types, &args, &signature, false)?;
+                if types.iter().any(|t| matches!(t, Some(DataType::Double))) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                let ty = match (types[0], types[1]) {
+                    (Some(d @ DataType::Decimal { .. }), _) | (_, Some(d @ DataType::Decimal { .. })) => Some(d),
+                    (Some(DataType::BigInt), _) | (_, Some(DataType::BigInt)) => Some(DataType::BigInt),
+                    (a, b) => a.or(b).or(Some(DataType::Integer)),
+                };
+                (Func::Mod, ty)
+            }
+            name if text_function(name).is_some() => {
+                let (f, kinds, ty) = text_function(name).expect("checked");
+                let required = kinds.bytes().filter(u8::is_ascii_uppercase).count();
+                arity(required, kinds.len())?;
+                let f = match f {
+                    Func::ToHex { .. } => Func::ToHex {
+                        bits32: !matches!(first, Some(DataType::BigInt)),
+                    },
+                    f => f,
+                };
+                for (i, (b, t)) in bound.iter().zip(&types).enumerate() {
+                    let kind = kinds.as_bytes()[i].to_ascii_lowercase();
+                    let want = if kind == b'i' {
+                        DataType::Integer
+                    } else {
+                        DataType::Varchar(None)
+                    };
+                    let fits = match (kind, t) {
+                        (_, None) => true,
+                        (b'i', Some(t)) => t.is_integer(),
+                        (b'b', Some(t)) => t.is_text() || *t == DataType::Bytea,
+                        (_, Some(t)) => t.is_text(),
+                    };
+                    if !fits && !is_quoted_literal(args[i]) {
+                        return Err(SqlError::UnknownFunction(signature()));
+                    }
+                    // A quoted literal read as an integer is read now, as PostgreSQL
+                    // does: bad text is 22P02 at its place in the statement.
+                    if kind == b'i'
+                        && let ast::Expr::Value(v) = args[i]
+                        && let ast::Value::SingleQuotedString(text) = &v.value
+                        && text.trim().parse::<i64>().is_err()
+                    {
+                        return Err(SqlError::InvalidText(format!(
+                            "invalid input syntax for type integer: \"{text}\""
+                        ))
+                        .at(args[i].span(), crate::error::Point::Start));
+                    }
+                    self.infer(b, Some(want));
+                }
+                (f, Some(ty))
+            }
+            "concat_ws" => {
+                arity(2, usize::MAX)?;
+                if first.is_some_and(|t| !t.is_text()) && !is_quoted_literal(args[0]) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                self.infer(&bound[0], Some(DataType::Varchar(None)));
+                (Func::ConcatWs, Some(DataType::Varchar(None)))
+            }
             "abs" => (Func::Abs, first),
             "lower" => (Func::Lower, Some(DataType::Varchar(None))),
             "upper" => (Func::Upper, Some(DataType::Varchar(None))),
-            "btrim" => (Func::Trim, Some(DataType::Varchar(None))),
             "length" | "char_length" | "character_length" => (Func::Length, Some(DataType::Integer)),
             "substr" | "substring" => (Func::Substring, Some(DataType::Varchar(None))),
             "coalesce" => (Func::Coalesce, types.iter().find_map(|t| *t)),
@@ -113,13 +202,13 @@ impl Binder<'_> {
             _ => return Err(SqlError::UnknownFunction(signature())),
         };
         match func {
-            Func::Abs | Func::Lower | Func::Upper | Func::Length | Func::Floor | Func::Ceil | Func::Trim => {
-                arity(1, 1)?
-            }
+            Func::Abs | Func::Lower | Func::Upper | Func::Length | Func::Floor | Func::Ceil => arity(1, 1)?,
             Func::Substring => arity(2, 3)?,
             Func::NullIf | Func::AnyEq { .. } => arity(2, 2)?,
             Func::Round => arity(1, 2)?,
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => arity(1, usize::MAX)?,
+            // (Checked above.)
+            _ => {}
         }
         if matches!(func, Func::Coalesce | Func::Greatest | Func::Least | Func::NullIf) {
             for b in &bound {
@@ -128,6 +217,105 @@ impl Binder<'_> {
         }
         Ok((Expr::Func(func, bound), ty))
     }
+}
+
+impl Binder<'_> {
+    /// Checks the arguments of a numeric function: numbers, or quoted literals and
+    /// parameters (which become doubles). With `doubles_only`, a `numeric` one is refused:
+    /// PostgreSQL computes the function in `numeric`, to digits of its own.
+    fn numeric_args(
+        &mut self,
+        bound: &[Expr],
+        types: &[Option<DataType>],
+        args: &[&ast::Expr],
+        signature: &dyn Fn() -> String,
+        doubles_only: bool,
+    ) -> Result<()> {
+        for ((b, t), a) in bound.iter().zip(types).zip(args) {
+            match t {
+                Some(DataType::Decimal { .. }) if doubles_only => {
+                    return Err(SqlError::Unsupported(format!(
+                        "{} (cast the argument to double precision: x::float8)",
+                        signature()
+                    )));
+                }
+                Some(t) if !t.is_numeric() && !is_quoted_literal(a) => {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                _ => self.infer(b, Some(DataType::Double)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the engine's SQL has a scalar function named `name` (the server sends a query
+/// of no relation that calls a function it lacks to the catalogs' engine instead).
+pub fn has_function(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    MathFunc::named(&name).is_some()
+        || text_function(&name).is_some()
+        || matches!(
+            name.as_str(),
+            "now"
+                | "current_timestamp"
+                | "localtimestamp"
+                | "transaction_timestamp"
+                | "pg_advisory_unlock_all"
+                | "current_schema"
+                | "pi"
+                | "sign"
+                | "trunc"
+                | "mod"
+                | "concat_ws"
+                | "abs"
+                | "lower"
+                | "upper"
+                | "length"
+                | "char_length"
+                | "character_length"
+                | "substr"
+                | "substring"
+                | "coalesce"
+                | "nullif"
+                | "round"
+                | "floor"
+                | "ceil"
+                | "ceiling"
+                | "concat"
+                | "greatest"
+                | "least"
+        )
+}
+
+/// A text function of PostgreSQL name `name`: the function, its arguments' kinds (`t`
+/// text, `i` integer, `b` text or bytea; upper case where required, lower
+/// where optional) and its result type.
+fn text_function(name: &str) -> Option<(Func, &'static str, DataType)> {
+    let text = DataType::Varchar(None);
+    Some(match name {
+        "btrim" | "trim" => (Func::Trim, "Tt", text),
+        "ltrim" => (Func::Ltrim, "Tt", text),
+        "rtrim" => (Func::Rtrim, "Tt", text),
+        "left" => (Func::Left, "TI", text),
+        "right" => (Func::Right, "TI", text),
+        "lpad" => (Func::Lpad, "TIt", text),
+        "rpad" => (Func::Rpad, "TIt", text),
+        "repeat" => (Func::Repeat, "TI", text),
+        "replace" => (Func::Replace, "TTT", text),
+        "reverse" => (Func::Reverse, "T", text),
+        "initcap" => (Func::Initcap, "T", text),
+        "translate" => (Func::Translate, "TTT", text),
+        "split_part" => (Func::SplitPart, "TTI", text),
+        "strpos" => (Func::Strpos, "TT", DataType::Integer),
+        "starts_with" => (Func::StartsWith, "TT", DataType::Boolean),
+        "chr" => (Func::Chr, "I", text),
+        "ascii" => (Func::Ascii, "T", DataType::Integer),
+        "to_hex" => (Func::ToHex { bits32: true }, "I", text),
+        "md5" => (Func::Md5, "B", text),
+        "octet_length" => (Func::OctetLength, "B", DataType::Integer),
+        _ => return None,
+    })
 }
 
 /// A function no signature matches, as PostgreSQL names it: its argument types, a quoted

@@ -1,5 +1,7 @@
-//! The text functions and operators of [`super::Expr`]: `||`, `concat`, `lower`, `upper`,
-//! `btrim`, `substr` and LIKE's matcher.
+//! The text functions and operators of [`super::Expr`]: `||`, `concat`, `concat_ws`,
+//! `lower`, `upper`, `initcap`, the trims and pads, `substr`, `left`, `right`, `replace`,
+//! `repeat`, `reverse`, `translate`, `split_part`, `strpos`, `chr`, `to_hex`, `md5` and
+//! LIKE's matcher, as PostgreSQL defines them (characters, not bytes, count).
 //!
 //! Each one that makes a new value builds it through the statement's
 //! [`ValueBudget`](crate::value_budget::ValueBudget), which refuses a value past 1 GB
@@ -71,11 +73,6 @@ pub(super) fn change_case(s: &str, upper: bool, budget: &ValueBudget<'_>) -> Res
     Ok(Value::from(b.finish()))
 }
 
-/// `btrim(s)`.
-pub(super) fn trim(s: &str, budget: &ValueBudget<'_>) -> Result<Value> {
-    Ok(Value::from(budget.copy(s.trim())?))
-}
-
 /// `substr(s, start [, len])` as PostgreSQL: characters counted from 1, a window that may
 /// start before the string; a negative length is 22011.
 pub(super) fn substring(s: &str, start: i64, len: Option<i64>, budget: &ValueBudget<'_>) -> Result<Value> {
@@ -97,6 +94,205 @@ pub(super) fn substring(s: &str, start: i64, len: Option<i64>, budget: &ValueBud
         None => (byte_at(from), s.len()),
     };
     Ok(Value::from(budget.copy(&s[a..b])?))
+}
+
+/// `concat_ws(sep, args...)`: the arguments as text, NULLs skipped, `sep` between them.
+pub(super) fn concat_ws(sep: &str, args: &[Datum<'_>], budget: &ValueBudget<'_>) -> Result<Value> {
+    let len = args.iter().fold(0usize, |n, a| {
+        n.saturating_add(text_len(a.as_ref())).saturating_add(sep.len())
+    });
+    let mut b = budget.text(len)?;
+    let mut first = true;
+    for a in args.iter().filter(|a| !a.is_null()) {
+        if !first {
+            b.push_str(sep)?;
+        }
+        first = false;
+        b.push_value(a.as_ref())?;
+    }
+    Ok(Value::from(b.finish()))
+}
+
+/// `btrim(s, chars)`, `ltrim`, `rtrim`: the characters of `chars` (a space when absent)
+/// taken off the start (`start`), the end (`end`) or both.
+pub(super) fn trim_chars(
+    s: &str,
+    chars: Option<&str>,
+    start: bool,
+    end: bool,
+    budget: &ValueBudget<'_>,
+) -> Result<Value> {
+    let set = |c: char| chars.map_or(c == ' ', |set| set.contains(c));
+    let mut t = s;
+    if start {
+        t = t.trim_start_matches(set);
+    }
+    if end {
+        t = t.trim_end_matches(set);
+    }
+    Ok(Value::from(budget.copy(t)?))
+}
+
+/// The byte offset of character `n` of `s` (its length past its end).
+fn char_offset(s: &str, n: usize) -> usize {
+    s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+}
+
+/// `left(s, n)` (`from_end`: `right(s, n)`): the first (last) `n` characters, or with a
+/// negative `n` all but the last (first) `-n`.
+pub(super) fn left_right(s: &str, n: i64, from_end: bool, budget: &ValueBudget<'_>) -> Result<Value> {
+    let len = s.chars().count() as i64;
+    let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+    let t = if from_end {
+        &s[char_offset(s, (len - keep) as usize)..]
+    } else {
+        &s[..char_offset(s, keep as usize)]
+    };
+    Ok(Value::from(budget.copy(t)?))
+}
+
+/// `lpad(s, n, fill)` (`right`: `rpad`): `s` cut or filled with `fill` repeated to `n`
+/// characters; `s` as it is when there is nothing to fill with.
+pub(super) fn pad(s: &str, n: i64, fill: &str, right: bool, budget: &ValueBudget<'_>) -> Result<Value> {
+    let n = n.max(0) as u64;
+    let len = s.chars().count() as u64;
+    if len >= n {
+        return Ok(Value::from(budget.copy(&s[..char_offset(s, n as usize)])?));
+    }
+    if fill.is_empty() {
+        return Ok(Value::from(budget.copy(s)?));
+    }
+    let missing = n - len;
+    let widest = fill.chars().map(char::len_utf8).max().unwrap_or(1) as u64;
+    let size = usize::try_from(missing.saturating_mul(widest)).unwrap_or(usize::MAX);
+    let mut b = budget.text(s.len().saturating_add(size))?;
+    if right {
+        b.push_str(s)?;
+    }
+    for c in fill.chars().cycle().take(missing as usize) {
+        b.push(c)?;
+    }
+    if !right {
+        b.push_str(s)?;
+    }
+    Ok(Value::from(b.finish()))
+}
+
+/// `repeat(s, n)`: `s` `n` times (none for `n` ≤ 0).
+pub(super) fn repeat(s: &str, n: i64, budget: &ValueBudget<'_>) -> Result<Value> {
+    let n = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+    budget.check(s.len().saturating_mul(n))?;
+    Ok(Value::from(s.repeat(n)))
+}
+
+/// `replace(s, from, to)`: every occurrence of `from` replaced (none when it is empty).
+pub(super) fn replace(s: &str, from: &str, to: &str, budget: &ValueBudget<'_>) -> Result<Value> {
+    if from.is_empty() {
+        return Ok(Value::from(budget.copy(s)?));
+    }
+    let hits = s.matches(from).count();
+    budget.check((s.len() - hits * from.len()).saturating_add(hits.saturating_mul(to.len())))?;
+    Ok(Value::from(s.replace(from, to)))
+}
+
+/// `reverse(s)`.
+pub(super) fn reverse(s: &str, budget: &ValueBudget<'_>) -> Result<Value> {
+    budget.check(s.len())?;
+    Ok(Value::from(s.chars().rev().collect::<String>()))
+}
+
+/// `initcap(s)`: each word's first letter upper case, the others lower; words are runs
+/// of letters and digits.
+pub(super) fn initcap(s: &str, budget: &ValueBudget<'_>) -> Result<Value> {
+    let mut b = budget.text(s.len())?;
+    let mut in_word = false;
+    for c in s.chars() {
+        if in_word {
+            for l in c.to_lowercase() {
+                b.push(l)?;
+            }
+        } else {
+            for u in c.to_uppercase() {
+                b.push(u)?;
+            }
+        }
+        in_word = c.is_alphanumeric();
+    }
+    Ok(Value::from(b.finish()))
+}
+
+/// `translate(s, from, to)`: each character of `s` found in `from` becomes the one at the
+/// same place in `to`, or goes when `to` is shorter.
+pub(super) fn translate(s: &str, from: &str, to: &str, budget: &ValueBudget<'_>) -> Result<Value> {
+    let to: Vec<char> = to.chars().collect();
+    let mut b = budget.text(s.len())?;
+    for c in s.chars() {
+        match from.chars().position(|f| f == c) {
+            Some(i) => {
+                if let Some(&t) = to.get(i) {
+                    b.push(t)?;
+                }
+            }
+            None => b.push(c)?,
+        }
+    }
+    Ok(Value::from(b.finish()))
+}
+
+/// `split_part(s, delimiter, n)`: field `n` of `s` split at `delimiter`, counted from the
+/// end when negative; empty past the last. Field 0 is 22023.
+pub(super) fn split_part(s: &str, delim: &str, n: i64, budget: &ValueBudget<'_>) -> Result<Value> {
+    if n == 0 {
+        return Err(SqlError::InvalidArgument("field position must not be zero".into()));
+    }
+    let field = if delim.is_empty() {
+        (n == 1 || n == -1).then_some(s)
+    } else if n > 0 {
+        s.split(delim).nth((n - 1) as usize)
+    } else {
+        s.rsplit(delim).nth((-(n + 1)) as usize)
+    };
+    Ok(Value::from(budget.copy(field.unwrap_or(""))?))
+}
+
+/// `strpos(s, sub)`: where `sub` first starts in `s`, in characters from 1; 0 when it does
+/// not occur.
+pub(super) fn strpos(s: &str, sub: &str) -> i64 {
+    s.find(sub).map_or(0, |at| s[..at].chars().count() as i64 + 1)
+}
+
+/// `chr(code)`: the character of that code point. 0 and codes past Unicode's are 54000,
+/// as PostgreSQL (UTF8) answers them.
+pub(super) fn chr(code: i64) -> Result<Value> {
+    if code == 0 {
+        return Err(SqlError::ProgramLimit("null character not permitted".into()));
+    }
+    let c = u32::try_from(code)
+        .ok()
+        .and_then(char::from_u32)
+        .ok_or_else(|| SqlError::ProgramLimit(format!("requested character too large for encoding: {code}")))?;
+    Ok(Value::from(c.to_string()))
+}
+
+/// `to_hex(n)`: `n` in hexadecimal, a negative one as its two's complement in 32 bits
+/// (an `integer`) or 64 (a `bigint`).
+pub(super) fn to_hex(n: i64, bits32: bool) -> Value {
+    Value::from(if bits32 {
+        format!("{:x}", n as i32)
+    } else {
+        format!("{n:x}")
+    })
+}
+
+/// `md5(s)`: the MD5 digest of the bytes of `s`, 32 lower-case hexadecimal digits.
+pub(super) fn md5(bytes: &[u8]) -> Value {
+    use md5::Digest;
+    let digest = md5::Md5::digest(bytes);
+    let mut out = String::with_capacity(32);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    Value::from(out)
 }
 
 /// SQL LIKE with `%` and `_`; a backslash escapes the next pattern character.
@@ -179,6 +375,37 @@ mod tests {
             (e.sqlstate(), e.to_string().as_str()),
             ("22011", "negative substring length not allowed")
         );
+    }
+
+    #[test]
+    fn text_functions_are_postgresql_s() {
+        let b = ValueBudget::default();
+        let t = |r: Result<Value>| r.unwrap().to_string();
+        assert_eq!(t(pad("hi", 5, "xy", false, &b)), "xyxhi");
+        assert_eq!(t(pad("hi", 5, " ", true, &b)), "hi   ");
+        assert_eq!(t(pad("héllo", 2, "x", false, &b)), "hé");
+        assert_eq!(t(pad("hi", 5, "", false, &b)), "hi");
+        assert_eq!(t(left_right("abcde", -2, false, &b)), "abc");
+        assert_eq!(t(left_right("abcde", -2, true, &b)), "cde");
+        assert_eq!(t(left_right("abc", 9, true, &b)), "abc");
+        assert_eq!(t(split_part("a,b,,c", ",", 3, &b)), "");
+        assert_eq!(t(split_part("a,b,,c", ",", -1, &b)), "c");
+        assert_eq!(t(split_part("a,b", ",", 7, &b)), "");
+        assert_eq!(split_part("a", ",", 0, &b).unwrap_err().sqlstate(), "22023");
+        assert_eq!(strpos("héllo", "l"), 3);
+        assert_eq!(strpos("abc", "x"), 0);
+        assert_eq!(t(translate("12345", "143", "ax", &b)), "a2x5");
+        assert_eq!(t(initcap("hi THERE o'neil 3rd", &b)), "Hi There O'Neil 3rd");
+        assert_eq!(to_hex(-1, true).to_string(), "ffffffff");
+        assert_eq!(to_hex(-1, false).to_string(), "ffffffffffffffff");
+        assert_eq!(md5(b"").to_string(), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(chr(0).unwrap_err().sqlstate(), "54000");
+        assert_eq!(chr(0x110000).unwrap_err().sqlstate(), "54000");
+        assert_eq!(t(replace("aaa", "a", "bb", &b)), "bbbbbb");
+        let small = ValueBudget::new(8, None);
+        assert_eq!(repeat("abc", 3, &small).unwrap_err().sqlstate(), "54000");
+        assert_eq!(replace("aaaa", "a", "bcd", &small).unwrap_err().sqlstate(), "54000");
+        assert_eq!(pad("x", 100, "y", true, &small).unwrap_err().sqlstate(), "54000");
     }
 
     #[test]

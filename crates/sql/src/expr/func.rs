@@ -1,0 +1,190 @@
+//! The scalar functions ([`Func`]), and the evaluation of those that are strict (NULL for
+//! any NULL argument) once their arguments are known: text functions (text.rs), math over
+//! doubles (math.rs), `sign`, `trunc`. expr.rs evaluates the arguments.
+
+use std::borrow::Cow;
+
+use permafrost_types::{DataType, Numeric, Value, ValueRef};
+
+use super::cx::Cx;
+use super::datum::Datum;
+use super::math::{self, MathFunc};
+use super::ops::{numeric_err, overflow};
+use super::text;
+use crate::error::{Result, SqlError};
+
+/// A scalar function (bind/call.rs binds calls to them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Substring,
+    Coalesce,
+    NullIf,
+    Round,
+    Floor,
+    Ceil,
+    Concat,
+    Greatest,
+    Least,
+    /// `btrim(s [, chars])`.
+    Trim,
+    /// `x = ANY(array)` (`negated`: `x <> ALL(array)`), the array the text of a PostgreSQL
+    /// array literal (crate::array: how array parameters and constants arrive), its
+    /// elements read as `elem` (the type of `x`).
+    AnyEq {
+        elem: Option<DataType>,
+        negated: bool,
+    },
+    ConcatWs,
+    Ltrim,
+    Rtrim,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Repeat,
+    Replace,
+    Reverse,
+    Initcap,
+    Translate,
+    SplitPart,
+    Strpos,
+    StartsWith,
+    Chr,
+    Ascii,
+    /// `to_hex(n)`, of an `integer` (`bits32`) or a `bigint`.
+    ToHex {
+        bits32: bool,
+    },
+    Md5,
+    OctetLength,
+    /// A function of doubles ([`MathFunc`]).
+    Math(MathFunc),
+    Pi,
+    Sign,
+    Trunc,
+    Mod,
+}
+
+/// A text argument as text: itself, or another value written as text.
+fn text_arg<'a>(v: ValueRef<'a>) -> Cow<'a, str> {
+    match v {
+        ValueRef::Text(t) => Cow::Borrowed(t),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+/// An integer argument (a quoted literal read as one, as PostgreSQL reads it).
+fn int_arg(v: ValueRef<'_>) -> Result<i64> {
+    match v {
+        ValueRef::Int(i) => Ok(i),
+        ValueRef::Text(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| SqlError::InvalidText(format!("invalid input syntax for type integer: \"{t}\""))),
+        ValueRef::Decimal(d) => d.round_to_i64().ok_or_else(|| overflow("integer")),
+        ValueRef::Double(d) if d.is_finite() && d.abs() < 9.2e18 => Ok(d.round() as i64),
+        other => Err(SqlError::Type(format!("{} is not an integer", other.kind_name()))),
+    }
+}
+
+/// A double argument.
+fn float_arg(v: ValueRef<'_>) -> Result<f64> {
+    match v {
+        ValueRef::Int(i) => Ok(i as f64),
+        ValueRef::Double(d) => Ok(d),
+        ValueRef::Decimal(d) => Ok(d.to_f64()),
+        ValueRef::Text(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| SqlError::InvalidText(format!("invalid input syntax for type double precision: \"{t}\""))),
+        other => Err(SqlError::Type(format!("{} is not a number", other.kind_name()))),
+    }
+}
+
+/// A strict function (NULL for any NULL argument) of arguments `v`, none NULL.
+pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
+    let b = &cx.budget;
+    let s = |i: usize| text_arg(v[i].as_ref());
+    let n = |i: usize| int_arg(v[i].as_ref());
+    let opt = |i: usize| v.get(i).map(|d| text_arg(d.as_ref()));
+    Ok(match f {
+        Func::Trim => text::trim_chars(&s(0), opt(1).as_deref(), true, true, b)?,
+        Func::Ltrim => text::trim_chars(&s(0), opt(1).as_deref(), true, false, b)?,
+        Func::Rtrim => text::trim_chars(&s(0), opt(1).as_deref(), false, true, b)?,
+        Func::Left => text::left_right(&s(0), n(1)?, false, b)?,
+        Func::Right => text::left_right(&s(0), n(1)?, true, b)?,
+        Func::Lpad | Func::Rpad => {
+            let fill = opt(2).unwrap_or(Cow::Borrowed(" "));
+            text::pad(&s(0), n(1)?, &fill, f == Func::Rpad, b)?
+        }
+        Func::Repeat => text::repeat(&s(0), n(1)?, b)?,
+        Func::Replace => text::replace(&s(0), &s(1), &s(2), b)?,
+        Func::Reverse => text::reverse(&s(0), b)?,
+        Func::Initcap => text::initcap(&s(0), b)?,
+        Func::Translate => text::translate(&s(0), &s(1), &s(2), b)?,
+        Func::SplitPart => text::split_part(&s(0), &s(1), n(2)?, b)?,
+        Func::Strpos => Value::Int(text::strpos(&s(0), &s(1))),
+        Func::StartsWith => Value::Bool(s(0).starts_with(&*s(1))),
+        Func::Chr => text::chr(n(0)?)?,
+        Func::Ascii => Value::Int(s(0).chars().next().map_or(0, |c| c as i64)),
+        Func::ToHex { bits32 } => text::to_hex(n(0)?, bits32),
+        Func::Md5 => match v[0].as_ref() {
+            ValueRef::Bytes(bytes) => text::md5(bytes),
+            other => text::md5(text_arg(other).as_bytes()),
+        },
+        Func::OctetLength => match v[0].as_ref() {
+            ValueRef::Bytes(bytes) => Value::Int(bytes.len() as i64),
+            other => Value::Int(text_arg(other).len() as i64),
+        },
+        Func::Math(m) => {
+            let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };
+            math::eval(m, float_arg(v[0].as_ref())?, y)?
+        }
+        Func::Sign => match v[0].as_ref() {
+            ValueRef::Decimal(d) => {
+                let sign = if d.is_zero() {
+                    0
+                } else if d.is_negative() {
+                    -1
+                } else {
+                    1
+                };
+                Value::Decimal(Numeric::new(sign, 0))
+            }
+            other => {
+                let x = float_arg(other)?;
+                Value::Double(if x == 0.0 || x.is_nan() { x } else { x.signum() })
+            }
+        },
+        Func::Trunc => match (v[0].as_ref(), v.get(1)) {
+            (ValueRef::Double(x), None) => Value::Double(x.trunc()),
+            (ValueRef::Int(i), None) => Value::Double(i as f64),
+            (x, digits) => {
+                let d = match x {
+                    ValueRef::Decimal(d) => d.to_owned(),
+                    ValueRef::Int(i) => Numeric::new(i, 0),
+                    other => return Err(SqlError::Type(format!("trunc({}) does not exist", other.kind_name()))),
+                };
+                let digits = match digits {
+                    Some(n) => int_arg(n.as_ref())?,
+                    None => 0,
+                };
+                let Ok(digits) = u32::try_from(digits) else {
+                    return Err(SqlError::Unsupported(
+                        "trunc(numeric, n) with a negative n (use round(x, n) or arithmetic)".into(),
+                    ));
+                };
+                Value::Decimal(d.as_ref().trunc(digits.min(1000)).map_err(numeric_err)?)
+            }
+        },
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "internal error: {other:?} is not a strict function of this module"
+            )));
+        }
+    })
+}

@@ -1,0 +1,212 @@
+//! The operators on values that expressions apply: comparison (`CmpOp`, [`compare`]),
+//! arithmetic with PostgreSQL's type rules (`ArithOp`, [`arith`]) and explicit casts
+//! ([`cast`]).
+
+use std::cmp::Ordering;
+
+use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare};
+
+use crate::error::{Result, SqlError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+impl CmpOp {
+    pub fn flip(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::LtEq => CmpOp::GtEq,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::GtEq => CmpOp::LtEq,
+            o => o,
+        }
+    }
+
+    pub(super) fn test(self, o: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::NotEq => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::LtEq => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::GtEq => o != Ordering::Less,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+/// SQL comparison; errors for kinds that cannot be compared.
+pub fn compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Option<Ordering>> {
+    if a.is_null() || b.is_null() {
+        return Ok(None);
+    }
+    // A text parameter compared with a typed value is read as that type, as PostgreSQL does
+    // for untyped literals.
+    match (a, b) {
+        (ValueRef::Text(s), other) | (other, ValueRef::Text(s)) if !matches!(other, ValueRef::Text(_)) => {
+            let ty = kind_type(other);
+            let parsed = Value::parse(&ty, s)?;
+            let o = sql_compare(
+                if matches!(a, ValueRef::Text(_)) {
+                    parsed.as_ref()
+                } else {
+                    a
+                },
+                if matches!(b, ValueRef::Text(_)) {
+                    parsed.as_ref()
+                } else {
+                    b
+                },
+            );
+            return Ok(o);
+        }
+        _ => {}
+    }
+    match sql_compare(a, b) {
+        Some(o) => Ok(Some(o)),
+        None => Err(SqlError::Type(format!(
+            "cannot compare {} with {}",
+            a.kind_name(),
+            b.kind_name()
+        ))),
+    }
+}
+
+fn kind_type(v: ValueRef<'_>) -> DataType {
+    match v {
+        ValueRef::Bool(_) => DataType::Boolean,
+        ValueRef::Int(_) => DataType::BigInt,
+        ValueRef::Double(_) => DataType::Double,
+        ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
+        ValueRef::Timestamp(_) => DataType::Timestamp,
+        ValueRef::Bytes(_) => DataType::Bytea,
+        ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
+    }
+}
+
+pub(super) fn overflow(ty: &str) -> SqlError {
+    SqlError::from(ValueError::NumericOutOfRange {
+        ty: ty.into(),
+        detail: "integer overflow".into(),
+    })
+}
+
+/// Arithmetic with PostgreSQL's type rules: integers stay integers (with overflow checks and
+/// truncating division), a numeric operand makes the result numeric, a double makes it double.
+pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
+    use ValueRef as V;
+    Ok(match (a, b) {
+        (V::Null, _) | (_, V::Null) => Value::Null,
+        (V::Int(x), V::Int(y)) => Value::Int(
+            match op {
+                ArithOp::Add => x.checked_add(y),
+                ArithOp::Sub => x.checked_sub(y),
+                ArithOp::Mul => x.checked_mul(y),
+                ArithOp::Div => {
+                    if y == 0 {
+                        return Err(ValueError::DivisionByZero.into());
+                    }
+                    x.checked_div(y)
+                }
+                ArithOp::Mod => {
+                    if y == 0 {
+                        return Err(ValueError::DivisionByZero.into());
+                    }
+                    x.checked_rem(y)
+                }
+            }
+            .ok_or_else(|| overflow("bigint"))?,
+        ),
+        (V::Double(_), _) | (_, V::Double(_)) => {
+            let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else {
+                return Err(type_err(op, a, b));
+            };
+            if matches!(op, ArithOp::Div | ArithOp::Mod) && y == 0.0 {
+                return Err(ValueError::DivisionByZero.into());
+            }
+            Value::Double(match op {
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                ArithOp::Mul => x * y,
+                ArithOp::Div => x / y,
+                ArithOp::Mod => x % y,
+            })
+        }
+        (V::Decimal(_) | V::Int(_), V::Decimal(_) | V::Int(_)) => {
+            let (x, y) = (to_numeric(a), to_numeric(b));
+            let (x, y) = (x.as_ref(), y.as_ref());
+            let r = match op {
+                ArithOp::Add => x.checked_add(y),
+                ArithOp::Sub => x.checked_sub(y),
+                ArithOp::Mul => x.checked_mul(y),
+                ArithOp::Div => x.checked_div(y),
+                ArithOp::Mod => x.checked_rem(y),
+            };
+            Value::Decimal(r.map_err(numeric_err)?)
+        }
+        (V::Timestamp(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+            // timestamp +/- microseconds
+            let r = if op == ArithOp::Add {
+                t.checked_add(i)
+            } else {
+                t.checked_sub(i)
+            };
+            Value::Timestamp(r.ok_or_else(|| overflow("timestamp"))?)
+        }
+        (V::Timestamp(x), V::Timestamp(y)) if op == ArithOp::Sub => {
+            Value::Int(x.checked_sub(y).ok_or_else(|| overflow("timestamp"))?)
+        }
+        _ => return Err(type_err(op, a, b)),
+    })
+}
+
+/// An integer or numeric operand as a numeric (the caller matched those two kinds).
+fn to_numeric(v: ValueRef<'_>) -> Numeric {
+    match v {
+        ValueRef::Int(i) => Numeric::from(i),
+        ValueRef::Decimal(d) => d.to_owned(),
+        _ => Numeric::ZERO,
+    }
+}
+
+/// The error of a numeric operation (22003 past PostgreSQL's limits, 22012).
+pub(super) fn numeric_err(e: NumericError) -> SqlError {
+    permafrost_types::numeric_error(&DataType::Decimal { precision: 0, scale: 0 }, e, "").into()
+}
+
+fn type_err(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> SqlError {
+    let sym = match op {
+        ArithOp::Add => "+",
+        ArithOp::Sub => "-",
+        ArithOp::Mul => "*",
+        ArithOp::Div => "/",
+        ArithOp::Mod => "%",
+    };
+    SqlError::NoOperator(format!("{} {sym} {}", a.kind_name(), b.kind_name()))
+}
+
+/// An explicit cast (`CAST(x AS t)`, `x::t`). Unlike assignment, casting to VARCHAR(n)
+/// truncates, as in PostgreSQL.
+pub fn cast(v: Value, ty: &DataType) -> Result<Value> {
+    if let (DataType::Varchar(Some(n)), Value::Text(s)) = (ty, &v)
+        && s.chars().count() > *n as usize
+    {
+        return Ok(Value::from(s.chars().take(*n as usize).collect::<String>()));
+    }
+    Ok(v.coerce_to(ty)?)
+}
