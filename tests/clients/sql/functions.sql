@@ -30,6 +30,11 @@ SELECT round(degrees(pi())), radians(180) = pi(), sin(0), cos(0), tan(0), asin(1
 SELECT sqrt(2), power(2, 0.5::float8), power(-8, 3), power(0, 0), exp(0), ln(1), log(1000), pi();
 SELECT mod(-7, 3), mod(7, -3), mod(7.5, 2), trunc(-2.7), trunc(2.7), sign(0.0), trunc(-0.5, 0);
 
+-- Parameters take the types PostgreSQL infers for them.
+PREPARE fp AS SELECT id, mod(id, $1), power($2, 2), lpad(s, $3, $4), split_part(s, ',', $5), sign($6) FROM ft ORDER BY id;
+EXECUTE fp(2, 1.5, 6, '.', 2, -3);
+DEALLOCATE fp;
+
 -- Errors, as PostgreSQL gives them.
 SELECT sqrt(x) FROM ft WHERE id = 2;
 SELECT ln(x) FROM ft WHERE id = 3;

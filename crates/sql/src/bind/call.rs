@@ -100,13 +100,18 @@ impl Binder<'_> {
             name if MathFunc::named(name).is_some() => {
                 let m = MathFunc::named(name).expect("checked");
                 arity(m.arity(), m.arity())?;
-                self.numeric_args(&bound, &types, &args, &signature, true)?;
+                self.numeric_args(&bound, &types, &args, &signature, true, &[DataType::Double; 2])?;
                 (Func::Math(m), Some(DataType::Double))
             }
             "sign" | "trunc" => {
                 let f = if name == "sign" { Func::Sign } else { Func::Trunc };
                 arity(1, if f == Func::Trunc { 2 } else { 1 })?;
-                self.numeric_args(&bound, &types, &args, &signature, false)?;
+                let want = if n == 2 {
+                    [DataType::Decimal { precision: 0, scale: 0 }, DataType::Integer]
+                } else {
+                    [DataType::Double; 2]
+                };
+                self.numeric_args(&bound, &types, &args, &signature, false, &want)?;
                 // PostgreSQL's `trunc(x, n)` is numeric's only; of one argument, a
                 // double's unless it is numeric.
                 let numeric = matches!(first, Some(DataType::Decimal { .. })) || n == 2;
@@ -122,7 +127,11 @@ impl Binder<'_> {
             }
             "mod" => {
                 arity(2, 2)?;
-                self.numeric_args(&bound, &types, &args, &signature, false)?;
+                // A parameter takes the other argument's type (PostgreSQL's mod(int, int)
+                // for mod(id, $1)).
+                let known = types.iter().flatten().copied().find(DataType::is_numeric);
+                let want = [known.unwrap_or(DataType::Integer); 2];
+                self.numeric_args(&bound, &types, &args, &signature, false, &want)?;
                 if types.iter().any(|t| matches!(t, Some(DataType::Double))) {
                     return Err(SqlError::UnknownFunction(signature()));
                 }
@@ -221,8 +230,9 @@ impl Binder<'_> {
 
 impl Binder<'_> {
     /// Checks the arguments of a numeric function: numbers, or quoted literals and
-    /// parameters (which become doubles). With `doubles_only`, a `numeric` one is refused:
-    /// PostgreSQL computes the function in `numeric`, to digits of its own.
+    /// parameters (a parameter at position `i` typed `want[i]`). With `doubles_only`, a
+    /// `numeric` one is refused: PostgreSQL computes the function in `numeric`, to digits
+    /// of its own.
     fn numeric_args(
         &mut self,
         bound: &[Expr],
@@ -230,8 +240,9 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         signature: &dyn Fn() -> String,
         doubles_only: bool,
+        want: &[DataType; 2],
     ) -> Result<()> {
-        for ((b, t), a) in bound.iter().zip(types).zip(args) {
+        for (i, ((b, t), a)) in bound.iter().zip(types).zip(args).enumerate() {
             match t {
                 Some(DataType::Decimal { .. }) if doubles_only => {
                     return Err(SqlError::Unsupported(format!(
@@ -242,7 +253,7 @@ impl Binder<'_> {
                 Some(t) if !t.is_numeric() && !is_quoted_literal(a) => {
                     return Err(SqlError::UnknownFunction(signature()));
                 }
-                _ => self.infer(b, Some(DataType::Double)),
+                _ => self.infer(b, Some(want[i.min(1)])),
             }
         }
         Ok(())
