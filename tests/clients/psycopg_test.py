@@ -87,6 +87,43 @@ def all_types_text_and_binary(conn):
 
 
 @check
+def dates_and_zoned_timestamps_text_and_binary(conn):
+    conn.execute("DROP TABLE IF EXISTS py_dates")
+    conn.execute("CREATE TABLE py_dates (id INT PRIMARY KEY, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ)")
+    utc = datetime.timezone.utc
+    plus2 = datetime.timezone(datetime.timedelta(hours=2))
+    rows = [
+        (1, datetime.date(2024, 2, 29), datetime.datetime(2024, 2, 29, 10, 0, 0, 250000),
+         datetime.datetime(2024, 2, 29, 10, 0, tzinfo=plus2)),
+        (2, datetime.date(1, 1, 1), datetime.datetime(1999, 12, 31, 23, 59, 59),
+         datetime.datetime(2000, 1, 1, tzinfo=utc)),
+        (3, None, None, None),
+    ]
+    try:
+        for binary in (False, True):
+            conn.execute("DELETE FROM py_dates")
+            with conn.cursor(binary=binary) as cur:
+                cur.executemany("INSERT INTO py_dates VALUES (%s, %s, %s, %s)", rows)
+                cur.execute("SELECT id, d, ts, tz FROM py_dates ORDER BY id")
+                got = cur.fetchall()
+                # A moment comes back the same, in UTC (the session's zone).
+                assert got == rows, (binary, got)
+                assert got[0][3].utcoffset() == datetime.timedelta(0), got[0][3]
+                cur.execute(
+                    "SELECT id FROM py_dates WHERE d = %s AND tz = %s",
+                    (datetime.date(2024, 2, 29), datetime.datetime(2024, 2, 29, 8, 0, tzinfo=utc)),
+                )
+                assert cur.fetchall() == [(1,)]
+                cur.execute("SELECT now(), current_date, date_trunc('day', tz), extract(year FROM d) FROM py_dates WHERE id = 1")
+                now, today, day, year = cur.fetchone()
+                assert now.tzinfo is not None and today == datetime.datetime.now(utc).date(), (now, today)
+                assert day == datetime.datetime(2024, 2, 29, tzinfo=utc) and year == 2024, (day, year)
+        expect_error(conn, errors.DatetimeFieldOverflow, "SELECT %s::date", ("2023-02-29",))
+    finally:
+        conn.execute("DROP TABLE IF EXISTS py_dates")
+
+
+@check
 def numeric_of_any_precision_text_and_binary(conn):
     with localcontext() as ctx:
         # Python's own arithmetic keeps 28 digits unless told otherwise.

@@ -977,6 +977,8 @@ fn value() -> impl Strategy<Value = Value> {
         (any::<i64>(), 0u32..=28).prop_map(|(m, scale)| Value::Decimal(Numeric::new(m, scale))),
         "-?[0-9]{29,90}(\\.[0-9]{1,40})?".prop_map(|s| Value::Decimal(s.parse().unwrap())),
         any::<i64>().prop_map(Value::Timestamp),
+        any::<i64>().prop_map(Value::TimestampTz),
+        any::<i32>().prop_map(Value::Date),
         ".{0,24}".prop_map(|s: String| Value::Text(s.into_boxed_str())),
         proptest::collection::vec(any::<u8>(), 0..48).prop_map(|v| Value::Bytes(v.into_boxed_slice())),
     ]

@@ -12,8 +12,6 @@ use permafrost_types::{DataType, Numeric, Value};
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
 /// Flags bit 16: every row carries an OID (tables WITH OIDS, gone since PostgreSQL 12).
 const WITH_OIDS: u32 = 1 << 16;
-/// Microseconds from 1970-01-01 (the engine's epoch) to 2000-01-01 (PostgreSQL's).
-const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 fn be_i16(b: &[u8]) -> Option<i16> {
     Some(i16::from_be_bytes(b.get(..2)?.try_into().ok()?))
@@ -103,16 +101,7 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
             [1] => Value::Bool(true),
             _ => return Err(("22P03", "a binary boolean is one byte, 0 or 1".into())),
         },
-        DataType::Timestamp => {
-            let us = i64::from_be_bytes(b.try_into().map_err(|_| size("timestamp"))?);
-            if us == i64::MAX || us == i64::MIN {
-                return Err(("22008", "timestamp infinity is not supported".into()));
-            }
-            let us = us
-                .checked_add(PG_EPOCH_MICROS)
-                .ok_or_else(|| ("22008", "timestamp out of range".to_string()))?;
-            Value::Timestamp(us)
-        }
+        DataType::Timestamp | DataType::TimestampTz | DataType::Date => crate::pg_datetime::from_binary(b, ty)?,
         DataType::Bytea => Value::bytes(b.to_vec()),
         DataType::Varchar(_) => {
             // Text never holds a NUL byte or invalid UTF-8.
@@ -139,6 +128,8 @@ pub(crate) fn fuzz(data: &[u8]) {
         },
         DataType::Boolean,
         DataType::Timestamp,
+        DataType::TimestampTz,
+        DataType::Date,
         DataType::Bytea,
         DataType::Varchar(Some(3)),
     ];
@@ -158,6 +149,7 @@ pub(crate) fn fuzz(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pg_datetime::PG_EPOCH_MICROS;
 
     fn data(rows: &[Vec<Option<Vec<u8>>>]) -> Vec<u8> {
         let mut out = SIGNATURE.to_vec();

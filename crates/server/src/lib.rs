@@ -18,6 +18,7 @@ pub mod fuzzing;
 pub mod handler;
 mod message_memory;
 pub mod metrics;
+mod pg_datetime;
 pub mod pg_types;
 mod pipeline;
 pub mod plancache;

@@ -1,10 +1,9 @@
 //! Mapping between the engine's types and values and PostgreSQL's, in text and binary
 //! formats.
 
-use chrono::{DateTime, NaiveDateTime};
 use permafrost_executor::ColumnInfo;
+use permafrost_types::double_text;
 use permafrost_types::{DataType, Numeric, NumericRef, Value, ValueRef};
-use permafrost_types::{double_text, timestamp_text};
 use pgwire::api::Type;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -12,6 +11,7 @@ use pgwire::error::PgWireResult;
 use pgwire::types::format::FormatOptions;
 
 use crate::error::client_error;
+use crate::pg_datetime::{self, PgDateTime, engine_type};
 
 /// The PostgreSQL type of this engine type, and the type of arrays of it (`None`:
 /// unknown, text).
@@ -25,6 +25,8 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Varchar(Some(_))) => (Type::VARCHAR, Type::VARCHAR_ARRAY),
         Some(DataType::Varchar(None)) | None => (Type::TEXT, Type::TEXT_ARRAY),
         Some(DataType::Timestamp) => (Type::TIMESTAMP, Type::TIMESTAMP_ARRAY),
+        Some(DataType::TimestampTz) => (Type::TIMESTAMPTZ, Type::TIMESTAMPTZ_ARRAY),
+        Some(DataType::Date) => (Type::DATE, Type::DATE_ARRAY),
         Some(DataType::Boolean) => (Type::BOOL, Type::BOOL_ARRAY),
         Some(DataType::Bytea) => (Type::BYTEA, Type::BYTEA_ARRAY),
     }
@@ -52,6 +54,8 @@ pub fn array_element(ty: &Type) -> Option<DataType> {
         Type::NUMERIC_ARRAY => DataType::Decimal { precision: 0, scale: 0 },
         Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::BPCHAR_ARRAY | Type::NAME_ARRAY => DataType::Varchar(None),
         Type::TIMESTAMP_ARRAY => DataType::Timestamp,
+        Type::TIMESTAMPTZ_ARRAY => DataType::TimestampTz,
+        Type::DATE_ARRAY => DataType::Date,
         Type::BOOL_ARRAY => DataType::Boolean,
         Type::BYTEA_ARRAY => DataType::Bytea,
         _ => return None,
@@ -68,6 +72,8 @@ fn element_of_oid(oid: u32) -> Option<DataType> {
         1700 => DataType::Decimal { precision: 0, scale: 0 },
         25 | 1043 | 1042 | 19 => DataType::Varchar(None),
         1114 => DataType::Timestamp,
+        1184 => DataType::TimestampTz,
+        1082 => DataType::Date,
         16 => DataType::Boolean,
         17 => DataType::Bytea,
         _ => return None,
@@ -122,12 +128,6 @@ fn binary_array_literal(b: &[u8], param: usize) -> PgWireResult<String> {
     Ok(permafrost_sql::array::literal(items.iter().map(|i| i.as_deref())))
 }
 
-fn micros_to_datetime(us: i64) -> PgWireResult<NaiveDateTime> {
-    DateTime::from_timestamp_micros(us)
-        .map(|d| d.naive_utc())
-        .ok_or_else(|| client_error("22008", format!("timestamp out of range: {us} µs")))
-}
-
 fn is_text(ty: &Type) -> bool {
     *ty == Type::TEXT || *ty == Type::VARCHAR
 }
@@ -136,7 +136,7 @@ fn is_text(ty: &Type) -> bool {
 /// not match the column's type is converted when that is exact, sent as text in a text
 /// column, and otherwise refused (never sent as bytes of the wrong layout).
 /// `text`: the column is sent in text format, where timestamps and doubles are written
-/// as PostgreSQL writes them (`permafrost_types::{timestamp_text, double_text}`).
+/// as PostgreSQL writes them (`permafrost_types::double_text`, `pg_datetime`).
 pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> PgWireResult<()> {
     let mismatch = |what: &str| client_error("XX000", format!("internal error: a {what} value in a {ty} column"));
     let as_text = |enc: &mut RowWriter, s: String| {
@@ -144,7 +144,6 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
     };
     match v {
         ValueRef::Double(f) if text && *ty == Type::FLOAT8 => as_text(enc, double_text(f)),
-        ValueRef::Timestamp(us) if text && *ty == Type::TIMESTAMP => as_text(enc, timestamp_text(us)),
         ValueRef::Null => enc.encode_field(&None::<i64>),
         ValueRef::Int(i) => match *ty {
             Type::INT8 => enc.encode_field(&i),
@@ -170,11 +169,21 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             _ if is_text(ty) => enc.encode_field(&(if b { "true" } else { "false" })),
             _ => Err(mismatch("boolean")),
         },
-        ValueRef::Timestamp(us) => match *ty {
-            Type::TIMESTAMP => enc.encode_field(&micros_to_datetime(us)?),
-            _ if is_text(ty) => enc.encode_field(&timestamp_text(us)),
-            _ => Err(mismatch("timestamp")),
-        },
+        // Exact conversions between them as PostgreSQL's casts (the session's zone is UTC).
+        ValueRef::Timestamp(_) | ValueRef::TimestampTz(_) | ValueRef::Date(_) => {
+            let target = match engine_type(ty) {
+                Some(t) => t,
+                None if is_text(ty) => return enc.encode_field(&v.to_string()),
+                None => return Err(mismatch(v.kind_name())),
+            };
+            let x = match v.to_owned().coerce_to(&target) {
+                Ok(Value::Timestamp(us)) => PgDateTime::Timestamp(us),
+                Ok(Value::TimestampTz(us)) => PgDateTime::TimestampTz(us),
+                Ok(Value::Date(d)) => PgDateTime::Date(d),
+                _ => return Err(mismatch(v.kind_name())),
+            };
+            enc.encode_field(&x)
+        }
         ValueRef::Text(s) => match *ty {
             _ if is_text(ty) => enc.encode_field(&s),
             _ => Err(mismatch("text")),
@@ -312,28 +321,24 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
             }
         },
         Type::BOOL => portal.parameter::<bool>(i, &ty)?.map(Value::Bool),
-        // In text format as PostgreSQL reads it (years past 9999, BC); in binary the
-        // library's decoder.
-        Type::TIMESTAMP if portal.parameter_format.is_text(i) => match portal.parameters.get(i) {
+        // In text format as PostgreSQL reads it (years past 9999, BC), in binary its
+        // binary form.
+        ref t if engine_type(t).is_some() => match portal.parameters.get(i) {
             Some(Some(bytes)) => {
-                let s = std::str::from_utf8(bytes)
-                    .map_err(|_| client_error("22021", format!("parameter ${} is not valid UTF-8", i + 1)))?;
-                Some(Value::Timestamp(permafrost_types::parse_timestamp(s).map_err(|e| {
-                    let (code, what) = match e {
-                        permafrost_types::TimestampError::Syntax => {
-                            ("22007", "invalid input syntax for type timestamp")
-                        }
-                        permafrost_types::TimestampError::OutOfRange => ("22008", "date/time field value out of range"),
-                    };
-                    client_error(code, format!("{what}: \"{s}\" (parameter ${})", i + 1))
-                })?))
+                let ty = engine_type(t).expect("a date or timestamp type");
+                Some(if portal.parameter_format.is_text(i) {
+                    let s = std::str::from_utf8(bytes)
+                        .map_err(|_| client_error("22021", format!("parameter ${} is not valid UTF-8", i + 1)))?;
+                    Value::parse(&ty, s)
+                        .map_err(|e| client_error(e.sqlstate(), format!("{e} (parameter ${})", i + 1)))?
+                } else {
+                    pg_datetime::from_binary(bytes, &ty)
+                        .map_err(|(code, e)| client_error(code, format!("{e} (parameter ${})", i + 1)))?
+                })
             }
             Some(None) => None,
             None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
         },
-        Type::TIMESTAMP => portal
-            .parameter::<NaiveDateTime>(i, &ty)?
-            .map(|t| Value::Timestamp(t.and_utc().timestamp_micros())),
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
         // An array (`x = ANY($1)`): the text of its literal, read where it is compared.
         ref t if array_element(t).is_some() && !portal.parameter_format.is_text(i) => match portal.parameters.get(i) {

@@ -459,7 +459,8 @@ impl<'c> Binder<'c> {
                 }
                 self.cast(expr, data_type)?
             }
-            A::TypedString(ts) => typed_string(ts)?,
+            A::TypedString(ts) => typed_string(ts).map_err(|e| e.at(ts.value.span, Point::Start))?,
+            A::Extract { field, expr, .. } => self.extract(field, expr)?,
             A::Substring {
                 expr,
                 substring_from,
@@ -721,6 +722,15 @@ impl<'c> Binder<'c> {
     /// Binds `CAST(expr AS data_type)` (and `expr::data_type`); a parameter takes the type.
     fn cast(&mut self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Typed> {
         let ty = map_type(data_type)?;
+        // A quoted literal is read as the type now, as PostgreSQL reads an unknown-type
+        // literal: bad text is an error at the literal, whatever rows there are.
+        if let ast::Expr::Value(v) = expr
+            && let ast::Value::SingleQuotedString(s) = &v.value
+            && !ty.is_text()
+        {
+            let parsed = Value::parse(&ty, s).map_err(|e| SqlError::from(e).at(v.span, Point::Start))?;
+            return Ok((Expr::Const(parsed), Some(ty)));
+        }
         let (x, _) = self.expr(expr)?;
         self.infer(&x, Some(ty));
         Ok((Expr::Cast(x.boxed(), ty), Some(ty)))
@@ -850,13 +860,19 @@ fn arith_of(op: &BinaryOperator) -> Option<(ArithOp, &'static str)> {
 
 /// The type of `a op b`, `None` where a type is not known (an untyped literal or
 /// parameter) or no operator takes the two: numbers of any kind together (the wider kind;
-/// integers keep the wider width), and a timestamp with an integer (microseconds) or
-/// another timestamp (their difference a `bigint`).
+/// integers keep the wider width), a timestamp with an integer (microseconds) or
+/// another timestamp (their difference a `bigint`), a date with an integer (days) or
+/// another date (their difference an `integer`).
 fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<DataType> {
     use DataType as T;
+    let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
+    let stamp = |t: T| matches!(t, T::Timestamp | T::TimestampTz);
     match (a?, b?) {
-        (T::Timestamp, T::Timestamp) if op == ArithOp::Sub => Some(T::BigInt),
-        (T::Timestamp, y) if y == T::Timestamp || y.is_integer() => Some(T::Timestamp),
+        (x, y) if stamp(x) && stamp(y) && op == ArithOp::Sub => Some(T::BigInt),
+        (x, y) if stamp(x) && y.is_integer() && add_sub => Some(x),
+        (T::Date, T::Date) if op == ArithOp::Sub => Some(T::Integer),
+        (T::Date, y) if y.is_integer() && add_sub => Some(T::Date),
+        (x, T::Date) if x.is_integer() && op == ArithOp::Add => Some(T::Date),
         (x, y) if !(x.is_numeric() && y.is_numeric()) => None,
         (T::Double, _) | (_, T::Double) => Some(T::Double),
         (T::Decimal { .. }, _) | (_, T::Decimal { .. }) => Some(T::Decimal { precision: 0, scale: 0 }),

@@ -382,7 +382,7 @@ fn serial_type(t: &ast::DataType) -> Option<DataType> {
 
 fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {
     let (x, _) = bind_constant(catalog, e)?;
-    if x == Expr::Now {
+    if x == Expr::Now || matches!(&x, Expr::Cast(n, _) if **n == Expr::Now) {
         return Ok(ColumnDefault::CurrentTimestamp);
     }
     let v: Value = eval_constant(&x)?;

@@ -150,6 +150,9 @@ pub enum SqlError {
     ParamCount { expected: usize, got: usize },
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// A feature PostgreSQL itself lacks for these arguments (0A000), in its words.
+    #[error("{0}")]
+    FeatureNotSupported(String),
     /// A definition PostgreSQL refuses as invalid (42P16), in its words.
     #[error("{0}")]
     Definition(String),
@@ -357,7 +360,7 @@ impl SqlError {
             SqlError::Grouping(_) | SqlError::Ungrouped(_) => "42803",
             SqlError::UnknownParamType(_) => "42P18",
             SqlError::ParamCount { .. } => "08P01",
-            SqlError::Unsupported(_) => "0A000",
+            SqlError::Unsupported(_) | SqlError::FeatureNotSupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::SchemaChanged(_) => "0A000",
@@ -423,6 +426,10 @@ impl SqlError {
                 Some("Omit the parentheses in this OVER clause.".to_string())
             }
             SqlError::At { error, .. } => error.hint(),
+            SqlError::Storage(StorageError::Value(permafrost_types::ValueError::DatetimeOutOfRange {
+                datestyle: true,
+                ..
+            })) => Some("Perhaps you need a different \"datestyle\" setting.".to_string()),
             _ => None,
         }
     }
@@ -668,7 +675,9 @@ fn find_name(text: &str, name: &str) -> Option<usize> {
             && rest[..name.len()].eq_ignore_ascii_case(name)
             && !rest[name.len()..].chars().next().is_some_and(is_word)
         {
-            return Some(i);
+            // A quoted name is pointed at from its opening quote, as PostgreSQL does.
+            let quoted = text[..i].ends_with('"') && rest[name.len()..].starts_with('"');
+            return Some(if quoted { i - 1 } else { i });
         }
         i += rest.chars().next().map_or(1, char::len_utf8);
     }
@@ -727,6 +736,7 @@ mod tests {
         );
         let col = SqlError::UnknownColumn("nope".into());
         assert_eq!(col.offset_in("select 'nope', nopes, -- nope\n t.NOPE from t"), Some(33));
+        assert_eq!(col.offset_in("select \"nope\" from t"), Some(7), "at the opening quote");
         assert_eq!(
             SqlError::UnknownColumn("t.b".into()).offset_in("select a, t.b from t"),
             Some(12)

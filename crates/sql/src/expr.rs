@@ -15,6 +15,7 @@ use permafrost_types::{DataType, Value, ValueRef, total_compare};
 use crate::error::{Result, SqlError};
 
 mod cx;
+mod datefunc;
 mod datum;
 mod func;
 mod math;
@@ -374,7 +375,7 @@ impl Expr {
             Expr::Const(v) => Datum::Ref(v.as_ref()),
             Expr::Group(i) => Datum::Ref(cx.groups.get(*i).map_or(ValueRef::Null, Value::as_ref)),
             Expr::Agg(i) => Datum::Ref(cx.aggs.get(*i).map_or(ValueRef::Null, Value::as_ref)),
-            Expr::Now => Datum::Ref(ValueRef::Timestamp(cx.now)),
+            Expr::Now => Datum::Ref(ValueRef::TimestampTz(cx.now)),
             Expr::Not(e) => bool_datum(truth(e.eval(src, cx)?.as_ref())?.map(|b| !b)),
             Expr::And(a, b) => {
                 let x = truth(a.eval(src, cx)?.as_ref())?;
@@ -688,7 +689,9 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::OctetLength
         | Func::Math(_)
         | Func::Sign
-        | Func::Trunc => {
+        | Func::Trunc
+        | Func::DatePart { .. }
+        | Func::DateTrunc => {
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             if values.iter().any(|v| v.is_null()) {
                 return Ok(Value::Null);

@@ -6,7 +6,7 @@
 //! The buffer is an in-process representation only (it never goes to disk or the wire).
 //!
 //! Each value is a tag byte followed by its payload: nothing for NULL, 1 byte for a
-//! boolean, 8 bytes for integers, doubles and timestamps, 16 for a numeric of the small
+//! boolean, 4 for a date, 8 bytes for integers, doubles and timestamps, 16 for a numeric of the small
 //! form, and a u32 length plus the bytes for text, bytea and a numeric of the big form
 //! (its encoding, `permafrost_types::numeric`).
 
@@ -35,6 +35,8 @@ const T_TIMESTAMP: u8 = 5;
 const T_TEXT: u8 = 6;
 const T_BYTES: u8 = 7;
 const T_NUMERIC: u8 = 8;
+const T_TIMESTAMPTZ: u8 = 9;
+const T_DATE: u8 = 10;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
 /// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
@@ -358,6 +360,14 @@ fn encode_value(d: &mut Vec<u8>, v: ValueRef<'_>) {
             d.push(T_TIMESTAMP);
             d.extend_from_slice(&t.to_le_bytes());
         }
+        ValueRef::TimestampTz(t) => {
+            d.push(T_TIMESTAMPTZ);
+            d.extend_from_slice(&t.to_le_bytes());
+        }
+        ValueRef::Date(days) => {
+            d.push(T_DATE);
+            d.extend_from_slice(&days.to_le_bytes());
+        }
         ValueRef::Text(s) => {
             d.push(T_TEXT);
             d.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -404,7 +414,8 @@ fn well_formed(mut d: &[u8], ncols: usize) -> bool {
         let len = match tag {
             T_NULL => 0,
             T_BOOL => 1,
-            T_INT | T_DOUBLE | T_TIMESTAMP => 8,
+            T_DATE => 4,
+            T_INT | T_DOUBLE | T_TIMESTAMP | T_TIMESTAMPTZ => 8,
             T_DECIMAL => match p.get(..16) {
                 Some(b) if NumericRef::from_small_bytes(b.try_into().expect("16 bytes")).is_some() => 16,
                 _ => return false,
@@ -451,6 +462,8 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
             )
         }
         T_TIMESTAMP => (ValueRef::Timestamp(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_TIMESTAMPTZ => (ValueRef::TimestampTz(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_DATE => (ValueRef::Date(i32::from_le_bytes(p[..4].try_into().unwrap())), 5),
         T_TEXT | T_BYTES => {
             let len = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
             let body = &p[4..4 + len];
@@ -509,7 +522,7 @@ mod tests {
 
     #[test]
     fn values_round_trip() {
-        let cols: Arc<[ColumnInfo]> = (0..9)
+        let cols: Arc<[ColumnInfo]> = (0..11)
             .map(|i| ColumnInfo {
                 name: format!("c{i}"),
                 ty: None,
@@ -524,6 +537,8 @@ mod tests {
             Value::Decimal(permafrost_types::Numeric::new(314, 2)),
             Value::Decimal(format!("{}.5", "7".repeat(60)).parse().unwrap()),
             Value::Timestamp(99),
+            Value::TimestampTz(-7),
+            Value::Date(-2),
             Value::text("héllo"),
             Value::bytes(vec![0u8, 1, 2]),
         ];
@@ -531,6 +546,11 @@ mod tests {
         r.push_row(vals.iter().rev().map(Value::as_ref));
         assert_eq!(r.len(), 2);
         assert_eq!(r.to_values()[0], vals);
+        // Equality groups a date with its midnight's timestamp: check the kinds too.
+        assert_eq!(
+            format!("{:?}", r.to_values()[1]),
+            format!("{:?}", vals.iter().rev().collect::<Vec<_>>())
+        );
         assert_eq!(r.row(1).get_str(1), Some("héllo"));
         r.pop_row();
         assert_eq!(r.len(), 1);

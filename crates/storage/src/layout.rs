@@ -49,6 +49,8 @@ pub enum Repr {
     F64,
     Decimal,
     Timestamp,
+    TimestampTz,
+    Date,
     Bool,
     Text {
         cap: u16,
@@ -79,6 +81,8 @@ impl Repr {
             DataType::Decimal { precision: 0, .. } => Repr::AnyNumeric,
             DataType::Decimal { .. } => Repr::Decimal,
             DataType::Timestamp => Repr::Timestamp,
+            DataType::TimestampTz => Repr::TimestampTz,
+            DataType::Date => Repr::Date,
             DataType::Boolean => Repr::Bool,
             DataType::Varchar(n) => Repr::Text { cap: inline_cap(*n) },
             DataType::Bytea => Repr::Bytes { cap: MIN_INLINE as u16 },
@@ -88,8 +92,8 @@ impl Repr {
     fn width(self) -> usize {
         match self {
             Repr::I16 => 2,
-            Repr::I32 => 4,
-            Repr::I64 | Repr::F64 | Repr::Timestamp => 8,
+            Repr::I32 | Repr::Date => 4,
+            Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz => 8,
             Repr::Decimal | Repr::AnyNumeric => 16,
             Repr::Bool => 1,
             Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
@@ -197,6 +201,8 @@ impl TupleLayout {
             Repr::I64 => ValueRef::Int(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::F64 => ValueRef::Double(f64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Timestamp => ValueRef::Timestamp(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
+            Repr::TimestampTz => ValueRef::TimestampTz(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
+            Repr::Date => ValueRef::Date(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap())),
             Repr::Decimal => ValueRef::Decimal(NumericRef::small_value(rust_decimal::Decimal::deserialize(
                 slot[o..o + 16].try_into().unwrap(),
             ))),
@@ -317,7 +323,10 @@ impl TupleLayout {
             }
             (Repr::I64, ValueRef::Int(i)) => slot[o..o + 8].copy_from_slice(&i.to_le_bytes()),
             (Repr::F64, ValueRef::Double(d)) => slot[o..o + 8].copy_from_slice(&d.to_le_bytes()),
-            (Repr::Timestamp, ValueRef::Timestamp(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
+            (Repr::Timestamp, ValueRef::Timestamp(t)) | (Repr::TimestampTz, ValueRef::TimestampTz(t)) => {
+                slot[o..o + 8].copy_from_slice(&t.to_le_bytes())
+            }
+            (Repr::Date, ValueRef::Date(d)) => slot[o..o + 4].copy_from_slice(&d.to_le_bytes()),
             (Repr::AnyNumeric, ValueRef::Decimal(d)) => match d.small_bytes() {
                 Some(b) => slot[o..o + 16].copy_from_slice(&b),
                 None => {
@@ -549,6 +558,8 @@ mod tests {
                     },
                 ),
                 Column::new("l", DataType::Decimal { precision: 0, scale: 0 }),
+                Column::new("m", DataType::TimestampTz),
+                Column::new("n", DataType::Date),
             ],
             indexes: vec![],
             partition_column: None,
@@ -577,6 +588,8 @@ mod tests {
             Value::Decimal(format!("-{}.0123456789", "9".repeat(900)).parse().unwrap()),
             Value::Decimal("12345678901234567890123456789012.25".parse().unwrap()),
             Value::Decimal("-0.1".parse().unwrap()),
+            Value::TimestampTz(-1_700_000_000_000_001),
+            Value::Date(-719_528),
         ];
         for (i, v) in vals.iter().enumerate() {
             l.write(&mut slot, i, v.as_ref(), &mut var).unwrap();

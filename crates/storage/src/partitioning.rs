@@ -36,7 +36,8 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 pub fn partition_hash(v: ValueRef<'_>, ty: &DataType) -> u64 {
     match v {
         ValueRef::Null => 0,
-        ValueRef::Int(i) | ValueRef::Timestamp(i) => fmix64(i as u64),
+        ValueRef::Int(i) | ValueRef::Timestamp(i) | ValueRef::TimestampTz(i) => fmix64(i as u64),
+        ValueRef::Date(d) => fmix64(d as i64 as u64),
         other => {
             let mut buf = Vec::with_capacity(32);
             if encode_value(&mut buf, other, ty) {

@@ -39,6 +39,8 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                 ValueRef::Text(_) => DataType::Varchar(None),
                 ValueRef::Double(_) => DataType::Double,
                 ValueRef::Timestamp(_) => DataType::Timestamp,
+                ValueRef::TimestampTz(_) => DataType::TimestampTz,
+                ValueRef::Date(_) => DataType::Date,
                 ValueRef::Bool(_) => DataType::Boolean,
                 ValueRef::Bytes(_) => DataType::Bytea,
                 ValueRef::Decimal(_) => {

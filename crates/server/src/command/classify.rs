@@ -493,6 +493,10 @@ pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResu
             _ => None,
         },
         (ConstantKind::String, &Type::TIMESTAMP) => permafrost_types::parse_timestamp(text).ok().map(Value::Timestamp),
+        (ConstantKind::String, &Type::TIMESTAMPTZ) => {
+            permafrost_types::parse_timestamptz(text).ok().map(Value::TimestampTz)
+        }
+        (ConstantKind::String, &Type::DATE) => permafrost_types::parse_date(text).ok().map(Value::Date),
         (k, t) => convert(*k, text, t),
     };
     v.ok_or_else(bad)

@@ -200,7 +200,7 @@ fn access_methods_and_schemata(db: &str, session: &SessionInfo) -> [Relation; 5]
     }
     let mut opclass = rel("pg_opclass");
     for kind in [IndexKind::Ordered, IndexKind::Hash] {
-        for t in [16, 17, 20, 21, 23, 25, 701, 1043, 1114, 1700] {
+        for t in [16, 17, 20, 21, 23, 25, 701, 1043, 1082, 1114, 1184, 1700] {
             let name = types().iter().find(|x| x.oid == t).map_or("", |x| x.name);
             opclass.push(vec![
                 ("oid", i(opclass_oid(kind, t))),

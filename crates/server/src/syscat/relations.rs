@@ -115,7 +115,9 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(705, "unknown", -2, "X", 0),
     ty(1042, "bpchar", -1, "S", 1014),
     ty(1043, "varchar", -1, "S", 1015),
+    ty(1082, "date", 4, "D", 1182),
     ty(1114, "timestamp", 8, "D", 1115),
+    ty(1184, "timestamptz", 8, "D", 1185),
     ty(1700, "numeric", -1, "N", 1231),
     ty(2205, "regclass", 4, "N", 2210),
     ty(2206, "regtype", 4, "N", 2211),
@@ -155,6 +157,8 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Varchar(Some(_)) => 1043,
         DataType::Varchar(None) => 25,
         DataType::Timestamp => 1114,
+        DataType::TimestampTz => 1184,
+        DataType::Date => 1082,
         DataType::Boolean => 16,
         DataType::Bytea => 17,
     }
@@ -175,8 +179,8 @@ pub fn typmod(ty: &DataType) -> i64 {
 pub(super) fn attlen(ty: &DataType) -> i64 {
     match ty {
         DataType::SmallInt => 2,
-        DataType::Integer => 4,
-        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Integer | DataType::Date => 4,
+        DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz => 8,
         DataType::Boolean => 1,
         DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea => -1,
     }
@@ -211,7 +215,9 @@ pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
         1042 => named("character"),
         1043 if typmod > 4 => Some(format!("character varying({})", typmod - 4)),
         1043 => named("character varying"),
+        1082 => named("date"),
         1114 => named("timestamp without time zone"),
+        1184 => named("timestamp with time zone"),
         1700 if typmod >= 4 => {
             let m = typmod - 4;
             Some(format!("numeric({},{})", m >> 16, m & 0xffff))

@@ -155,7 +155,11 @@ impl TableRelations {
                 ("numeric_scale", scale),
                 (
                     "datetime_precision",
-                    if c.ty == DataType::Timestamp { i(6) } else { NULL },
+                    match c.ty {
+                        DataType::Timestamp | DataType::TimestampTz => i(6),
+                        DataType::Date => i(0),
+                        _ => NULL,
+                    },
                 ),
                 ("udt_catalog", s(db)),
                 ("udt_schema", s("pg_catalog")),

@@ -78,9 +78,33 @@ impl Binder<'_> {
         };
         let first = types.first().copied().flatten();
         let (func, ty) = match name.as_str() {
-            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" => {
+            // The transaction's timestamp (logged with it, so replay sees the same one).
+            "now" | "current_timestamp" | "transaction_timestamp" => {
                 arity(0, 0)?;
-                return Ok((Expr::Now, Some(DataType::Timestamp)));
+                return Ok((Expr::Now, Some(DataType::TimestampTz)));
+            }
+            "pg_typeof" => {
+                arity(1, 1)?;
+                let name = first.map_or_else(|| "unknown".to_string(), |t| t.sql_name());
+                return Ok((Expr::Const(Value::from(name)), Some(DataType::Varchar(None))));
+            }
+            "date_part" | "date_trunc" => {
+                arity(2, 2)?;
+                let f = if name == "date_part" {
+                    Func::DatePart { numeric: false }
+                } else {
+                    Func::DateTrunc
+                };
+                return self.date_function(f, bound, &types, &args, &signature);
+            }
+            "localtimestamp" | "current_date" => {
+                arity(0, 0)?;
+                let ty = if name == "current_date" {
+                    DataType::Date
+                } else {
+                    DataType::Timestamp
+                };
+                return Ok((Expr::Cast(Expr::Now.boxed(), ty), Some(ty)));
             }
             // No advisory lock is ever held here: releasing them all releases nothing
             // (poolers call it to clean a connection).
@@ -229,6 +253,59 @@ impl Binder<'_> {
 }
 
 impl Binder<'_> {
+    /// `extract(field from x)`: `date_part`'s value as a numeric.
+    pub(super) fn extract(&mut self, field: &ast::DateTimeField, x: &ast::Expr) -> Result<Typed> {
+        let unit = Expr::Const(Value::from(field.to_string()));
+        let (b, t) = self.expr(x)?;
+        let signature = || format!("extract(unknown, {})", t.map_or("unknown".into(), |t| t.sql_name()));
+        let types = [Some(DataType::Varchar(None)), t];
+        self.date_function(
+            Func::DatePart { numeric: true },
+            vec![unit, b],
+            &types,
+            &[x, x],
+            &signature,
+        )
+    }
+
+    /// `date_part(unit, x)`, `date_trunc(unit, x)` and `extract`: the unit text, `x` a date
+    /// or timestamp (a quoted literal or parameter read as `timestamp with time zone`,
+    /// PostgreSQL's preferred type of the kind).
+    fn date_function(
+        &mut self,
+        f: Func,
+        mut bound: Vec<Expr>,
+        types: &[Option<DataType>],
+        args: &[&ast::Expr],
+        signature: &dyn Fn() -> String,
+    ) -> Result<Typed> {
+        use DataType as T;
+        if types[0].is_some_and(|t| !t.is_text()) && !is_quoted_literal(args[0]) {
+            return Err(SqlError::UnknownFunction(signature()));
+        }
+        self.infer(&bound[0], Some(T::Varchar(None)));
+        let arg = match types[1] {
+            Some(t @ (T::Timestamp | T::TimestampTz | T::Date)) => t,
+            None => {
+                self.infer(&bound[1], Some(T::TimestampTz));
+                T::TimestampTz
+            }
+            Some(t) if t.is_text() && is_quoted_literal(args[1]) => {
+                let x = std::mem::replace(&mut bound[1], Expr::Const(Value::Null));
+                bound[1] = Expr::Cast(x.boxed(), T::TimestampTz);
+                T::TimestampTz
+            }
+            Some(_) => return Err(SqlError::UnknownFunction(signature())),
+        };
+        let ty = match f {
+            Func::DatePart { numeric: true } => T::Decimal { precision: 0, scale: 0 },
+            Func::DatePart { numeric: false } => T::Double,
+            _ if arg == T::Timestamp => T::Timestamp,
+            _ => T::TimestampTz,
+        };
+        Ok((Expr::Func(f, bound), Some(ty)))
+    }
+
     /// Checks the arguments of a numeric function: numbers, or quoted literals and
     /// parameters (a parameter at position `i` typed `want[i]`). With `doubles_only`, a
     /// `numeric` one is refused: PostgreSQL computes the function in `numeric`, to digits
@@ -271,6 +348,10 @@ pub fn has_function(name: &str) -> bool {
 /// [`text_function`] and [`MathFunc::named`] (a test checks that each of them binds).
 const OTHER_FUNCTIONS: &[&str] = &[
     "now",
+    "current_date",
+    "pg_typeof",
+    "date_part",
+    "date_trunc",
     "current_timestamp",
     "localtimestamp",
     "transaction_timestamp",

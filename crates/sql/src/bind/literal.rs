@@ -84,12 +84,18 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         // CHAR(n) is stored like VARCHAR(n): values are not blank-padded.
         A::Char(l) | A::Character(l) => DataType::Varchar(Some(len(l)?.unwrap_or(1))),
         A::Text | A::String(_) => DataType::Varchar(None),
-        A::Timestamp(_, tz) => {
-            if !matches!(tz, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) {
-                return unsupported("TIMESTAMP WITH TIME ZONE (use TIMESTAMP)");
+        A::Timestamp(p, tz) => {
+            if p.is_some_and(|p| p != 6) {
+                return unsupported(format!(
+                    "type {t} (timestamps keep microseconds: leave out the precision)"
+                ));
             }
-            DataType::Timestamp
+            match tz {
+                ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Timestamp,
+                ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
+            }
         }
+        A::Date => DataType::Date,
         A::Bool | A::Boolean => DataType::Boolean,
         A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
         A::Custom(name, _) => match object_name(name)?.as_str() {
@@ -97,6 +103,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             "int4" => DataType::Integer,
             "int8" => DataType::BigInt,
             "float8" => DataType::Double,
+            "timestamptz" => DataType::TimestampTz,
             other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),
             other => return Err(SqlError::UnknownType(other.to_string())),
         },
@@ -162,7 +169,6 @@ const POSTGRES_TYPES: &[&str] = &[
     "regproc",
     "regtype",
     "tid",
-    "timestamptz",
     "timetz",
     "tsquery",
     "tsrange",

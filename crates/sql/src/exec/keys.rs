@@ -36,6 +36,8 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         (ValueRef::Text(s), t) => Value::parse(t, s).ok().map(Cow::Owned),
         (ValueRef::Bool(_), DataType::Boolean)
         | (ValueRef::Timestamp(_), DataType::Timestamp)
+        | (ValueRef::TimestampTz(_), DataType::TimestampTz)
+        | (ValueRef::Date(_), DataType::Date)
         | (ValueRef::Bytes(_), DataType::Bytea) => owned(v.to_owned()),
         _ => None,
     }

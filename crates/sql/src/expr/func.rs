@@ -67,6 +67,11 @@ pub enum Func {
     Sign,
     Trunc,
     Mod,
+    /// `extract(unit from x)` (`numeric`) or `date_part(unit, x)` (double precision).
+    DatePart {
+        numeric: bool,
+    },
+    DateTrunc,
 }
 
 /// A text argument as text: itself, or another value written as text.
@@ -140,6 +145,8 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
             ValueRef::Bytes(bytes) => Value::Int(bytes.len() as i64),
             other => Value::Int(text_arg(other).len() as i64),
         },
+        Func::DatePart { numeric } => super::datefunc::date_part(&s(0), v[1].as_ref(), numeric)?,
+        Func::DateTrunc => super::datefunc::date_trunc(&s(0), v[1].as_ref())?,
         Func::Math(m) => {
             let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };
             math::eval(m, float_arg(v[0].as_ref())?, y)?

@@ -94,6 +94,8 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Double(_) => DataType::Double,
         ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
         ValueRef::Timestamp(_) => DataType::Timestamp,
+        ValueRef::TimestampTz(_) => DataType::TimestampTz,
+        ValueRef::Date(_) => DataType::Date,
         ValueRef::Bytes(_) => DataType::Bytea,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
@@ -159,20 +161,49 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
             };
             Value::Decimal(r.map_err(numeric_err)?)
         }
-        (V::Timestamp(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+        (V::Timestamp(t) | V::TimestampTz(t), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
             // timestamp +/- microseconds
             let r = if op == ArithOp::Add {
                 t.checked_add(i)
             } else {
                 t.checked_sub(i)
             };
-            Value::Timestamp(r.ok_or_else(|| overflow("timestamp"))?)
+            let r = r.ok_or_else(|| overflow("timestamp"))?;
+            if matches!(a, V::Timestamp(_)) {
+                Value::Timestamp(r)
+            } else {
+                Value::TimestampTz(r)
+            }
         }
-        (V::Timestamp(x), V::Timestamp(y)) if op == ArithOp::Sub => {
+        (V::Timestamp(x) | V::TimestampTz(x), V::Timestamp(y) | V::TimestampTz(y)) if op == ArithOp::Sub => {
             Value::Int(x.checked_sub(y).ok_or_else(|| overflow("timestamp"))?)
         }
+        // date +/- days, days + date, date - date (days)
+        (V::Date(d), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+            let r = if op == ArithOp::Add {
+                (d as i64).checked_add(i)
+            } else {
+                (d as i64).checked_sub(i)
+            };
+            date_in_range(r)?
+        }
+        (V::Int(i), V::Date(d)) if op == ArithOp::Add => date_in_range((d as i64).checked_add(i))?,
+        (V::Date(x), V::Date(y)) if op == ArithOp::Sub => Value::Int(x as i64 - y as i64),
         _ => return Err(type_err(op, a, b)),
     })
+}
+
+/// A date computed by arithmetic, if within the dates PostgreSQL has (22008 "date out of
+/// range" otherwise).
+fn date_in_range(days: Option<i64>) -> Result<Value> {
+    use permafrost_types::datetime::{DATE_MAX, DATE_MIN};
+    match days.and_then(|d| i32::try_from(d).ok()) {
+        Some(d) if (DATE_MIN..=DATE_MAX).contains(&d) => Ok(Value::Date(d)),
+        _ => Err(SqlError::Math {
+            sqlstate: "22008",
+            message: "date out of range",
+        }),
+    }
 }
 
 /// An integer or numeric operand as a numeric (the caller matched those two kinds).

@@ -847,6 +847,9 @@ pub(super) fn common_type(x: DataType, y: DataType) -> Result<DataType> {
         _ if x == y => x,
         (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
         (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
+        // date, then timestamp, then timestamp with time zone (PostgreSQL's preferred).
+        (T::TimestampTz, T::Date | T::Timestamp) | (T::Date | T::Timestamp, T::TimestampTz) => T::TimestampTz,
+        (T::Timestamp, T::Date) | (T::Date, T::Timestamp) => T::Timestamp,
         _ => match (rank(&x), rank(&y)) {
             (Some(a), Some(b)) => {
                 if a >= b {

@@ -761,7 +761,14 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         ast::Expr::Identifier(i) => ident(i),
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
         ast::Expr::Function(f) => crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
-        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => column_name(expr),
+        // A cast of something unnamed is named by its type, as PostgreSQL spells it.
+        ast::Expr::Cast { expr, data_type, .. } => match column_name(expr) {
+            unnamed if unnamed == "?column?" => type_column_name(data_type).unwrap_or(unnamed),
+            named => named,
+        },
+        ast::Expr::TypedString(ts) => type_column_name(&ts.data_type).unwrap_or_else(|| "?column?".into()),
+        ast::Expr::Nested(expr) => column_name(expr),
+        ast::Expr::Extract { .. } => "extract".into(),
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
@@ -779,6 +786,31 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         },
         _ => "?column?".into(),
     }
+}
+
+/// PostgreSQL's internal name of a type as written in a cast (`int4` for `integer`,
+/// `timestamptz` for `timestamp with time zone`), which names a cast's column.
+fn type_column_name(t: &ast::DataType) -> Option<String> {
+    use ast::DataType as A;
+    Some(match t {
+        A::Varchar(_) | A::CharacterVarying(_) | A::CharVarying(_) => "varchar".into(),
+        A::Char(_) | A::Character(_) => "bpchar".into(),
+        A::Custom(name, _) => crate::bind::object_name(name).ok()?,
+        _ => match crate::bind::map_type(t).ok()? {
+            DataType::SmallInt => "int2",
+            DataType::Integer => "int4",
+            DataType::BigInt => "int8",
+            DataType::Double => "float8",
+            DataType::Decimal { .. } => "numeric",
+            DataType::Varchar(_) => "text",
+            DataType::Timestamp => "timestamp",
+            DataType::TimestampTz => "timestamptz",
+            DataType::Date => "date",
+            DataType::Boolean => "bool",
+            DataType::Bytea => "bytea",
+        }
+        .into(),
+    })
 }
 
 /// Rewrites an expression of an aggregate query to read group keys and aggregate results.

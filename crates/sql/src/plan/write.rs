@@ -1,6 +1,7 @@
 //! INSERT, UPDATE and DELETE (and their RETURNING) into plans.
 
 use permafrost_storage::TableSchema;
+use permafrost_types::Value;
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
 
 use super::access::*;
@@ -290,7 +291,11 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         None => None,
     };
     let source = match inlined.as_ref().or(ins.source.as_deref()) {
-        None => return unsupported("INSERT ... DEFAULT VALUES"),
+        // DEFAULT VALUES: one row, every column its default.
+        None => {
+            named.clear();
+            None
+        }
         Some(q) => match q.body.as_ref() {
             SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {
                 let width = values.rows.first().map_or(0, |r| r.len());
@@ -304,6 +309,11 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                 if ins.columns.is_empty() {
                     named.truncate(width);
                 }
+                // A column that is DEFAULT in every row is left out (it takes its default
+                // as an unnamed column does, a serial column's next value included).
+                let all_default: Vec<bool> = (0..width)
+                    .map(|pos| values.rows.iter().all(|r| r.get(pos).is_some_and(is_default)))
+                    .collect();
                 let mut rows = Vec::with_capacity(values.rows.len());
                 for row in &values.rows {
                     if let Some(extra) = row.get(named.len()) {
@@ -318,13 +328,35 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                     }
                     let mut out = Vec::with_capacity(row.len());
                     for (pos, e) in row.iter().enumerate() {
+                        if all_default[pos] {
+                            continue;
+                        }
+                        if is_default(e) {
+                            out.push(default_expr(&schema.columns[named[pos]])?);
+                            continue;
+                        }
                         let (x, _) = b.expr_in("VALUES", e)?;
-                        b.infer(&x, Some(schema.columns[named[pos]].ty));
+                        let ty = schema.columns[named[pos]].ty;
+                        // A quoted literal that is not text of the column's type is an
+                        // error at the literal (the value is coerced where it is stored).
+                        if let ast::Expr::Value(v) = e
+                            && let ast::Value::SingleQuotedString(text) = &v.value
+                            && !ty.is_text()
+                            && let Err(err) = Value::parse(&ty, text)
+                        {
+                            return Err(SqlError::from(err).at(v.span, Point::Start));
+                        }
+                        b.infer(&x, Some(ty));
                         out.push(x);
                     }
                     rows.push(out);
                 }
-                InsertSource::Values(rows)
+                let mut pos = 0;
+                named.retain(|_| {
+                    pos += 1;
+                    !all_default[pos - 1]
+                });
+                Some(InsertSource::Values(rows))
             }
             _ => {
                 let (plan, cols) = select(&mut b, q)?;
@@ -345,10 +377,11 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                     return Err(more_targets());
                 }
                 b.rels.clear();
-                InsertSource::Select(Box::new(plan))
+                Some(InsertSource::Select(Box::new(plan)))
             }
         },
-    };
+    }
+    .unwrap_or_else(|| InsertSource::Values(vec![vec![]]));
     let mut targets = vec![None; schema.columns.len()];
     for (pos, &c) in named.iter().enumerate() {
         targets[c] = Some(pos);
@@ -368,6 +401,26 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         params: b.params,
         array_params: b.array_params,
         columns,
+    })
+}
+
+/// Whether a VALUES item is the keyword DEFAULT.
+fn is_default(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
+}
+
+/// What DEFAULT in a VALUES row gives column `c` where other rows give it values.
+fn default_expr(c: &permafrost_storage::Column) -> Result<Expr> {
+    Ok(match &c.default {
+        None => Expr::Const(Value::Null),
+        Some(permafrost_storage::ColumnDefault::Value(v)) => Expr::Const(v.clone()),
+        Some(permafrost_storage::ColumnDefault::CurrentTimestamp) => Expr::Now,
+        Some(permafrost_storage::ColumnDefault::Sequence) => {
+            return unsupported(format!(
+                "DEFAULT for serial column \"{}\" in some VALUES rows but not all (write DEFAULT in every row, or leave the column out)",
+                c.name
+            ));
+        }
     })
 }
 

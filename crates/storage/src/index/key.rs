@@ -110,7 +110,9 @@ pub enum KeyKind {
 impl KeyKind {
     pub fn for_columns(types: &[DataType]) -> KeyKind {
         match types {
-            [t] if t.is_integer() || *t == DataType::Timestamp => KeyKind::Int,
+            [t] if t.is_integer() || matches!(t, DataType::Timestamp | DataType::TimestampTz | DataType::Date) => {
+                KeyKind::Int
+            }
             _ => KeyKind::Bytes,
         }
     }
@@ -143,7 +145,8 @@ impl KeyEncoder {
         let mut it = values.into_iter();
         if self.kind == KeyKind::Int {
             return match it.next()? {
-                ValueRef::Int(i) | ValueRef::Timestamp(i) => Some(IndexKey::Int(i)),
+                ValueRef::Int(i) | ValueRef::Timestamp(i) | ValueRef::TimestampTz(i) => Some(IndexKey::Int(i)),
+                ValueRef::Date(d) => Some(IndexKey::Int(d as i64)),
                 _ => None,
             };
         }
@@ -176,7 +179,10 @@ impl KeyEncoder {
 pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
     match (v, ty) {
         (ValueRef::Int(i), _) if ty.is_integer() => out.extend_from_slice(&flip_i64(i)),
-        (ValueRef::Timestamp(t), DataType::Timestamp) => out.extend_from_slice(&flip_i64(t)),
+        (ValueRef::Timestamp(t), DataType::Timestamp) | (ValueRef::TimestampTz(t), DataType::TimestampTz) => {
+            out.extend_from_slice(&flip_i64(t))
+        }
+        (ValueRef::Date(d), DataType::Date) => out.extend_from_slice(&flip_i64(d as i64)),
         (ValueRef::Double(d), DataType::Double) => {
             let d = if d == 0.0 { 0.0 } else { d };
             let bits = d.to_bits();

@@ -1,0 +1,359 @@
+//! The date/time functions: `extract` / `date_part` (a field of a date or timestamp) and
+//! `date_trunc` (a timestamp cut down to a unit), with PostgreSQL's units, their
+//! spellings, and its answers for years BC. The calendar itself is
+//! `permafrost_types::datetime`'s.
+
+use permafrost_types::datetime::{MICROS_PER_DAY, civil_from_days, days_from_civil};
+use permafrost_types::{DataType, Numeric, TIMESTAMP_MAX, TIMESTAMP_MIN, Value, ValueRef};
+
+use crate::error::{Result, SqlError};
+
+const MICROS_PER_SEC: i64 = 1_000_000;
+
+/// A unit of `extract` and `date_trunc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Microseconds,
+    Milliseconds,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+    Decade,
+    Century,
+    Millennium,
+    Dow,
+    Isodow,
+    Doy,
+    Isoyear,
+    Epoch,
+    Timezone,
+    TimezoneHour,
+    TimezoneMinute,
+}
+
+/// The unit a name spells (PostgreSQL's names, plurals and abbreviations, any case).
+fn unit(name: &str) -> Option<Unit> {
+    use Unit::*;
+    Some(match name.trim().to_ascii_lowercase().as_str() {
+        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => Microseconds,
+        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => Milliseconds,
+        "second" | "seconds" | "s" | "sec" | "secs" => Second,
+        "minute" | "minutes" | "m" | "min" | "mins" => Minute,
+        "hour" | "hours" | "h" | "hr" | "hrs" => Hour,
+        "day" | "days" | "d" => Day,
+        "week" | "weeks" | "w" => Week,
+        "month" | "months" | "mon" | "mons" => Month,
+        "quarter" | "qtr" => Quarter,
+        "year" | "years" | "y" | "yr" | "yrs" => Year,
+        "decade" | "decades" | "dec" | "decs" => Decade,
+        "century" | "centuries" | "c" | "cent" => Century,
+        "millennium" | "millennia" | "mil" | "mils" | "millenniums" => Millennium,
+        "dow" => Dow,
+        "isodow" => Isodow,
+        "doy" => Doy,
+        "isoyear" => Isoyear,
+        "epoch" => Epoch,
+        "timezone" => Timezone,
+        "timezone_h" | "timezone_hour" => TimezoneHour,
+        "timezone_m" | "timezone_minute" => TimezoneMinute,
+        _ => return None,
+    })
+}
+
+fn not_recognized(name: &str, ty: &DataType) -> SqlError {
+    SqlError::InvalidArgument(format!(
+        "unit \"{}\" not recognized for type {}",
+        name.trim().to_ascii_lowercase(),
+        ty.sql_name()
+    ))
+}
+
+fn not_supported(name: &str, ty: &DataType) -> SqlError {
+    SqlError::FeatureNotSupported(format!(
+        "unit \"{}\" not supported for type {}",
+        name.trim().to_ascii_lowercase(),
+        ty.sql_name()
+    ))
+}
+
+/// The calendar fields of a moment: astronomical year (0 is 1 BC), month, day, the day
+/// count since 1970, and the microseconds of the day.
+struct Fields {
+    year: i64,
+    month: u32,
+    day: u32,
+    days: i64,
+    micros_of_day: i64,
+}
+
+fn fields(micros: i64) -> Fields {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    Fields {
+        year,
+        month,
+        day,
+        days,
+        micros_of_day: micros.rem_euclid(MICROS_PER_DAY),
+    }
+}
+
+/// ISO 8601 day of the week, 1 (Monday) to 7 (Sunday), of a day count since 1970 (a
+/// Thursday).
+fn isodow(days: i64) -> i64 {
+    (days + 3).rem_euclid(7) + 1
+}
+
+/// The ISO 8601 year and week of a day.
+fn iso_week(days: i64) -> (i64, i64) {
+    let thursday = days - isodow(days) + 4;
+    let (year, _, _) = civil_from_days(thursday);
+    (year, (thursday - days_from_civil(year, 1, 1)) / 7 + 1)
+}
+
+/// The year as PostgreSQL shows it: 1 BC is -1.
+fn shown_year(astro: i64) -> i64 {
+    if astro > 0 { astro } else { astro - 1 }
+}
+
+/// The value of `extract(unit from v)` (`numeric`: numeric, as `extract` answers) or of
+/// `date_part(unit, v)` (double precision).
+pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Value> {
+    let (micros, ty, is_date) = match v {
+        ValueRef::Timestamp(t) => (t, DataType::Timestamp, false),
+        ValueRef::TimestampTz(t) => (t, DataType::TimestampTz, false),
+        // date_part(text, date) is PostgreSQL's date_part of the date's midnight.
+        ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::Date, numeric),
+        ValueRef::Null => return Ok(Value::Null),
+        other => {
+            return Err(SqlError::Type(format!(
+                "extract and date_part take a date or timestamp, not {}",
+                other.kind_name()
+            )));
+        }
+    };
+    let u = unit(name).ok_or_else(|| not_recognized(name, &ty))?;
+    let f = fields(micros);
+    let sec_us = f.micros_of_day % (60 * MICROS_PER_SEC);
+    use Unit::*;
+    if is_date && matches!(u, Microseconds | Milliseconds | Second | Minute | Hour) {
+        return Err(not_supported(name, &ty));
+    }
+    if matches!(u, Timezone | TimezoneHour | TimezoneMinute) && ty != DataType::TimestampTz {
+        return Err(not_supported(name, &ty));
+    }
+    // (value as a count of 10^-scale)
+    let (count, scale): (i64, u32) = match u {
+        Microseconds => (sec_us, 0),
+        Milliseconds => (sec_us, 3),
+        Second => (sec_us, 6),
+        Minute => (f.micros_of_day / (60 * MICROS_PER_SEC) % 60, 0),
+        Hour => (f.micros_of_day / (3600 * MICROS_PER_SEC), 0),
+        Day => (f.day as i64, 0),
+        Week => (iso_week(f.days).1, 0),
+        Month => (f.month as i64, 0),
+        Quarter => ((f.month as i64 - 1) / 3 + 1, 0),
+        Year => (shown_year(f.year), 0),
+        Decade => (
+            if f.year >= 0 {
+                f.year / 10
+            } else {
+                -((8 - (f.year - 1)) / 10)
+            },
+            0,
+        ),
+        Century => (
+            if f.year > 0 {
+                (f.year + 99) / 100
+            } else {
+                -((99 - (f.year - 1)) / 100)
+            },
+            0,
+        ),
+        Millennium => (
+            if f.year > 0 {
+                (f.year + 999) / 1000
+            } else {
+                -((999 - (f.year - 1)) / 1000)
+            },
+            0,
+        ),
+        Dow => (isodow(f.days) % 7, 0),
+        Isodow => (isodow(f.days), 0),
+        Doy => (f.days - days_from_civil(f.year, 1, 1) + 1, 0),
+        Isoyear => {
+            let y = iso_week(f.days).0;
+            (shown_year(y), 0)
+        }
+        Epoch if is_date => (f.days * 86_400, 0),
+        Epoch => (micros, 6),
+        // The session's zone is UTC.
+        Timezone | TimezoneHour | TimezoneMinute => (0, 0),
+    };
+    Ok(if numeric {
+        Value::Decimal(Numeric::new(count, scale))
+    } else {
+        Value::Double(count as f64 / 10f64.powi(scale as i32))
+    })
+}
+
+/// `date_trunc(unit, v)`: `v` (a timestamp, with or without zone) cut down to the start
+/// of its `unit`.
+pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
+    let (micros, ty) = match v {
+        ValueRef::Timestamp(t) => (t, DataType::Timestamp),
+        ValueRef::TimestampTz(t) => (t, DataType::TimestampTz),
+        ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::TimestampTz),
+        ValueRef::Null => return Ok(Value::Null),
+        other => {
+            return Err(SqlError::Type(format!(
+                "date_trunc takes a timestamp, not {}",
+                other.kind_name()
+            )));
+        }
+    };
+    let u = unit(name).ok_or_else(|| not_recognized(name, &ty))?;
+    let f = fields(micros);
+    let at = |us_of_day: i64| f.days * MICROS_PER_DAY + us_of_day;
+    let first = |year: i64, month: u32| days_from_civil(year, month, 1) * MICROS_PER_DAY;
+    use Unit::*;
+    let r = match u {
+        Microseconds => micros,
+        Milliseconds => at(f.micros_of_day - f.micros_of_day % 1000),
+        Second => at(f.micros_of_day - f.micros_of_day % MICROS_PER_SEC),
+        Minute => at(f.micros_of_day - f.micros_of_day % (60 * MICROS_PER_SEC)),
+        Hour => at(f.micros_of_day - f.micros_of_day % (3600 * MICROS_PER_SEC)),
+        Day => at(0),
+        Week => (f.days - isodow(f.days) + 1) * MICROS_PER_DAY,
+        Month => first(f.year, f.month),
+        Quarter => first(f.year, (f.month - 1) / 3 * 3 + 1),
+        Year => first(f.year, 1),
+        Decade => first(
+            if f.year > 0 {
+                f.year / 10 * 10
+            } else {
+                -((8 - (f.year - 1)) / 10) * 10
+            },
+            1,
+        ),
+        Century => first(
+            if f.year > 0 {
+                (f.year + 99) / 100 * 100 - 99
+            } else {
+                -((99 - (f.year - 1)) / 100) * 100 + 1
+            },
+            1,
+        ),
+        Millennium => first(
+            if f.year > 0 {
+                (f.year + 999) / 1000 * 1000 - 999
+            } else {
+                -((999 - (f.year - 1)) / 1000) * 1000 + 1
+            },
+            1,
+        ),
+        Dow | Isodow | Doy | Isoyear | Epoch | Timezone | TimezoneHour | TimezoneMinute => {
+            return Err(not_supported(name, &ty));
+        }
+    };
+    if !(TIMESTAMP_MIN..=TIMESTAMP_MAX).contains(&r) {
+        return Err(SqlError::Math {
+            sqlstate: "22008",
+            message: "timestamp out of range",
+        });
+    }
+    Ok(if ty == DataType::Timestamp {
+        Value::Timestamp(r)
+    } else {
+        Value::TimestampTz(r)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Value {
+        Value::Timestamp(permafrost_types::parse_timestamp(s).unwrap())
+    }
+
+    /// PostgreSQL 15's answers for `extract(u from timestamp '...')`.
+    #[test]
+    fn extract_answers_as_postgresql() {
+        let t = ts("2024-12-30 13:45:05.25");
+        for (u, pg) in [
+            ("year", "2024"),
+            ("month", "12"),
+            ("day", "30"),
+            ("hour", "13"),
+            ("minute", "45"),
+            ("second", "5.250000"),
+            ("milliseconds", "5250.000"),
+            ("microseconds", "5250000"),
+            ("dow", "1"),
+            ("isodow", "1"),
+            ("doy", "365"),
+            ("week", "1"),
+            ("isoyear", "2025"),
+            ("quarter", "4"),
+            ("decade", "202"),
+            ("century", "21"),
+            ("millennium", "3"),
+            ("epoch", "1735566305.250000"),
+            ("YEARS", "2024"),
+        ] {
+            assert_eq!(date_part(u, t.as_ref(), true).unwrap().to_string(), pg, "{u}");
+        }
+        let bc = ts("0044-03-15 00:00:00 BC");
+        assert_eq!(date_part("year", bc.as_ref(), true).unwrap().to_string(), "-44");
+        assert_eq!(date_part("century", bc.as_ref(), true).unwrap().to_string(), "-1");
+        let sunday = ts("2023-01-01");
+        assert_eq!(date_part("dow", sunday.as_ref(), true).unwrap().to_string(), "0");
+        assert_eq!(date_part("week", sunday.as_ref(), true).unwrap().to_string(), "52");
+        assert_eq!(date_part("isoyear", sunday.as_ref(), true).unwrap().to_string(), "2022");
+        assert_eq!(date_part("second", t.as_ref(), false).unwrap(), Value::Double(5.25));
+        let d = Value::Date(permafrost_types::parse_date("2000-01-02").unwrap());
+        assert_eq!(date_part("epoch", d.as_ref(), true).unwrap().to_string(), "946771200");
+        assert_eq!(date_part("hour", d.as_ref(), true).unwrap_err().sqlstate(), "0A000");
+        assert_eq!(date_part("hour", d.as_ref(), false).unwrap(), Value::Double(0.0));
+        assert_eq!(
+            date_part("fortnight", t.as_ref(), true).unwrap_err().sqlstate(),
+            "22023"
+        );
+    }
+
+    /// PostgreSQL 15's answers for `date_trunc(u, timestamp '...')`.
+    #[test]
+    fn date_trunc_answers_as_postgresql() {
+        let t = ts("2024-08-14 13:45:05.123456");
+        for (u, pg) in [
+            ("microseconds", "2024-08-14 13:45:05.123456"),
+            ("milliseconds", "2024-08-14 13:45:05.123"),
+            ("second", "2024-08-14 13:45:05"),
+            ("minute", "2024-08-14 13:45:00"),
+            ("hour", "2024-08-14 13:00:00"),
+            ("day", "2024-08-14 00:00:00"),
+            ("week", "2024-08-12 00:00:00"),
+            ("month", "2024-08-01 00:00:00"),
+            ("quarter", "2024-07-01 00:00:00"),
+            ("year", "2024-01-01 00:00:00"),
+            ("decade", "2020-01-01 00:00:00"),
+            ("century", "2001-01-01 00:00:00"),
+            ("millennium", "2001-01-01 00:00:00"),
+        ] {
+            assert_eq!(date_trunc(u, t.as_ref()).unwrap().to_string(), pg, "{u}");
+        }
+        let d = Value::Date(permafrost_types::parse_date("2024-02-15").unwrap());
+        assert_eq!(
+            date_trunc("month", d.as_ref()).unwrap().to_string(),
+            "2024-02-01 00:00:00+00"
+        );
+        assert_eq!(date_trunc("dow", t.as_ref()).unwrap_err().sqlstate(), "0A000");
+        assert_eq!(date_trunc("nope", t.as_ref()).unwrap_err().sqlstate(), "22023");
+    }
+}
