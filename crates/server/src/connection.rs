@@ -102,6 +102,8 @@ pub async fn process_socket(
     let pipeline = Pipeline::of(&socket);
     // (Neither is ever replaced in the connection's extensions.)
     let (txn, settings) = (crate::txn::of(&socket), crate::session_settings::of(&socket));
+    // Whether the last message was one of an extended-query group (see below).
+    let mut in_group = false;
     loop {
         let starting = matches!(
             socket.state(),
@@ -123,6 +125,7 @@ pub async fn process_socket(
                 pipeline: &pipeline,
                 txn: &txn,
                 settings: &settings,
+                hold_output: in_group,
             };
             match read_checked(&mut socket, &mut input).await? {
                 Next::Decode => {}
@@ -152,6 +155,19 @@ pub async fn process_socket(
             _ => msg.is_extended_query(),
         };
         let is_cancel = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
+        // Inside an extended-query group (before its Sync or a Flush) the answers stay in
+        // the output buffer, as PostgreSQL keeps them: a client that pipelines (psycopg's
+        // pipeline mode, libpq's) reads them when it asks, and psycopg, handed a group's
+        // answers before it has sent the whole group, paired a SELECT with an INSERT's.
+        let is_flush = matches!(msg, PgWireFrontendMessage::Flush(_));
+        in_group = matches!(
+            msg,
+            PgWireFrontendMessage::Parse(_)
+                | PgWireFrontendMessage::Bind(_)
+                | PgWireFrontendMessage::Describe(_)
+                | PgWireFrontendMessage::Execute(_)
+                | PgWireFrontendMessage::Close(_)
+        );
         // What the message runs, for the log if it fails (only when errors are logged).
         let about = if backend.logs_errors() {
             About::of(&msg)
@@ -202,7 +218,11 @@ pub async fn process_socket(
         if is_cancel {
             break;
         }
-        if !whole_message(socket.read_buffer()) || pipeline.len() >= MAX_QUEUED {
+        if in_group {
+            if pipeline.len() >= MAX_QUEUED {
+                io_result(pipeline.drain(&mut socket).await)?;
+            }
+        } else if is_flush || !whole_message(socket.read_buffer()) || pipeline.len() >= MAX_QUEUED {
             if !pipeline.is_empty() {
                 io_result(pipeline.drain(&mut socket).await)?;
             }
@@ -406,6 +426,8 @@ struct Input<'a> {
     pipeline: &'a Pipeline,
     txn: &'a crate::txn::Cell,
     settings: &'a crate::session_settings::SessionSettings,
+    /// Inside an extended-query group: what is answered waits for its Sync or a Flush.
+    hold_output: bool,
 }
 
 /// What the loop does after [`read_checked`].
@@ -424,20 +446,22 @@ enum Next {
 /// answered here, as PostgreSQL would.
 async fn read_checked(socket: &mut Socket, input: &mut Input<'_>) -> io::Result<Next> {
     let filled = match idle_in_transaction_limit(input.txn, input.settings) {
-        Some(limit) => match tokio::time::timeout(limit, fill_message(socket, input.memory, input.db)).await {
-            Ok(r) => r?,
-            Err(_) => {
-                // As PostgreSQL: the session ends, and its open block with it.
-                let info = ErrorInfo::new(
-                    "FATAL".to_owned(),
-                    "25P03".to_owned(),
-                    "terminating connection due to idle-in-transaction timeout".to_owned(),
-                );
-                let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
-                return Ok(Next::End);
+        Some(limit) => {
+            match tokio::time::timeout(limit, fill_message(socket, input.memory, input.db, input.hold_output)).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    // As PostgreSQL: the session ends, and its open block with it.
+                    let info = ErrorInfo::new(
+                        "FATAL".to_owned(),
+                        "25P03".to_owned(),
+                        "terminating connection due to idle-in-transaction timeout".to_owned(),
+                    );
+                    let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                    return Ok(Next::End);
+                }
             }
-        },
-        None => fill_message(socket, input.memory, input.db).await?,
+        }
+        None => fill_message(socket, input.memory, input.db, input.hold_output).await?,
     };
     match filled {
         Fill::Whole => {}
@@ -517,7 +541,7 @@ enum Fill {
 /// The framed reader decodes what its buffer holds before reading again as long as its
 /// last poll returned a message, which every poll after the start-up does: the loop polls
 /// it only when a whole message is buffered (tokio-util's `FramedImpl::poll_next`).
-async fn fill_message(socket: &mut Socket, memory: &mut MessageMemory, db: &Database) -> io::Result<Fill> {
+async fn fill_message(socket: &mut Socket, memory: &mut MessageMemory, db: &Database, hold: bool) -> io::Result<Fill> {
     memory.release();
     message_memory::shrink(socket.read_buffer_mut());
     let mut admitted = false;
@@ -542,8 +566,12 @@ async fn fill_message(socket: &mut Socket, memory: &mut MessageMemory, db: &Data
                 });
             }
         }
-        // Nothing answered may wait while the connection waits for the client.
-        flush_out(socket).await?;
+        // Nothing answered may wait while the connection waits for the client, except
+        // inside an extended-query group, where the client asks for it with Sync or
+        // Flush (PostgreSQL flushes at those too).
+        if !hold {
+            flush_out(socket).await?;
+        }
         // The buffer is taken out while the stream reads into it (both belong to the
         // framed reader) and always put back.
         let mut buf = std::mem::take(socket.read_buffer_mut());
