@@ -7,9 +7,11 @@
 //! answer. [`Corked`] sits between the framed writer and the socket and keeps what is
 //! written until the connection's loop *opens* it ([`Corked::open`]): the loop does so
 //! when the client has sent nothing more that it could answer, that is, before the
-//! connection would wait to read. The invariant that keeps this safe: the connection never
-//! waits for the client while output is held back (`pipeline::process_socket` flushes
-//! with the cork open before every read that can block, and when the connection ends).
+//! connection would wait to read. The invariant that keeps this safe: outside an
+//! extended-query group the connection never waits for the client while output is held
+//! back (`connection::process_socket` flushes with the cork open before every read that
+//! can block, and when the connection ends); inside a group (after Parse, Bind, Describe,
+//! Execute or Close) output waits for the client's Sync or Flush, as PostgreSQL's does.
 //!
 //! Output is not held without bound: past [`WRITE_THROUGH`] bytes the held bytes are
 //! written out, so a long result streams as it did.

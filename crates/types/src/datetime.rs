@@ -10,7 +10,8 @@
 
 use std::fmt;
 
-pub(crate) const MICROS_PER_SEC: i64 = 1_000_000;
+/// Microseconds in a second.
+pub const MICROS_PER_SEC: i64 = 1_000_000;
 /// Microseconds in a day.
 pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SEC;
 

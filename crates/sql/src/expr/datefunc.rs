@@ -3,12 +3,10 @@
 //! spellings, and its answers for years BC. The calendar itself is
 //! `permafrost_types::datetime`'s.
 
-use permafrost_types::datetime::{MICROS_PER_DAY, civil_from_days, days_from_civil};
+use permafrost_types::datetime::{MICROS_PER_DAY, MICROS_PER_SEC, civil_from_days, days_from_civil};
 use permafrost_types::{DataType, Numeric, TIMESTAMP_MAX, TIMESTAMP_MIN, Value, ValueRef};
 
 use crate::error::{Result, SqlError};
-
-const MICROS_PER_SEC: i64 = 1_000_000;
 
 /// A unit of `extract` and `date_trunc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
