@@ -8,7 +8,9 @@ SQLAlchemy is run over both of its PostgreSQL drivers, psycopg 3 and psycopg2: c
 exists, then creates them inside one transaction), ORM sessions with a relationship, commit
 and rollback, the inspector (tables, columns, primary keys, indexes, foreign keys), queries
 with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, joinedload (LEFT
-OUTER JOIN, of a many-to-many relation too), relationship .any() (a correlated EXISTS), a correlated scalar subquery, and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
+OUTER JOIN, of a many-to-many relation too), relationship .any() (a correlated EXISTS), a correlated scalar subquery, upserts
+(the PostgreSQL dialect's on_conflict_do_update / on_conflict_do_nothing, on the primary key and on a unique column
+that is not the partition column), and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
 declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
 status is the number of failures.
 """
@@ -18,6 +20,8 @@ import traceback
 
 import psycopg2
 from sqlalchemy import Column, Index, Integer, String, Table, create_engine, exists, func, inspect, select, text, union
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, joinedload, mapped_column, relationship
 
 PORT = int(sys.argv[1])
@@ -63,7 +67,7 @@ book_tags = Table(
 class Tag(Base):
     __tablename__ = "sa_tags"
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(20))
+    name: Mapped[str] = mapped_column(String(20), unique=True)
 
 
 class Book(Base):
@@ -171,6 +175,30 @@ def orm_round_trip(url):
         n_books = select(func.count(Book.id)).where(Book.author_id == Author.id).correlate(Author).scalar_subquery()
         counts = s.execute(select(Author.name, n_books).order_by(Author.name)).all()
         assert [tuple(r) for r in counts] == [("Butler", 0), ("Jemisin", 0), ("Le Guin", 2)], counts
+
+    with Session(engine) as s:
+        # Upserts as the PostgreSQL dialect writes them: on a unique column that is not the
+        # partition column (sa_tags.name, one key in the whole table), and on the key.
+        ins = pg_insert(Tag).values([{"name": "sf"}, {"name": "fantasy"}])
+        s.execute(ins.on_conflict_do_nothing(index_elements=[Tag.name]))
+        ins = pg_insert(Author).values([{"id": author_id, "name": "Ursula K. Le Guin"}, {"id": 9000, "name": "Tiptree"}])
+        done = s.execute(
+            ins.on_conflict_do_update(index_elements=[Author.id], set_={"name": ins.excluded.name}).returning(
+                Author.id, Author.name
+            )
+        ).all()
+        assert sorted(tuple(r) for r in done) == [(author_id, "Ursula K. Le Guin"), (9000, "Tiptree")], done
+        s.commit()
+        assert sorted(s.scalars(select(Tag.name))) == ["classic", "fantasy", "sf"]
+        assert s.get(Author, author_id).name == "Ursula K. Le Guin"
+        s.add(Tag(name="sf"))
+        try:
+            s.commit()
+            raise AssertionError("a repeated unique name was stored")
+        except IntegrityError as e:
+            assert "sa_tags_name_key" in str(e), e
+            s.rollback()
+        assert s.scalar(select(func.count()).select_from(Tag)) == 3
 
     Base.metadata.drop_all(engine)
     assert not inspect(engine).has_table("sa_authors")

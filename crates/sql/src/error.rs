@@ -204,6 +204,13 @@ pub enum SqlError {
     /// A subquery with more columns than where it stands takes (42601).
     #[error("{0}")]
     SubqueryColumns(&'static str),
+    /// `INSERT ... ON CONFLICT DO UPDATE` proposed two rows with the same arbiter key
+    /// (21000).
+    #[error("ON CONFLICT DO UPDATE command cannot affect row a second time")]
+    ConflictRowTwice,
+    /// `ON CONFLICT DO UPDATE` without a conflict target (42601).
+    #[error("ON CONFLICT DO UPDATE requires inference specification or constraint name")]
+    ConflictTargetMissing,
     /// A scalar subquery gave more than one row (21000).
     #[error("more than one row returned by a subquery used as an expression")]
     SubqueryRows,
@@ -311,11 +318,11 @@ pub enum Point {
 /// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
-    "08P01", "0A000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X", "22021",
-    "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23505", "2BP01", "40001", "42601", "42701",
-    "42702", "42703", "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07", "42P10",
-    "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001", "XX000",
-    "XX001",
+    "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X",
+    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23505", "2BP01", "40001", "42601",
+    "42701", "42702", "42703", "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07",
+    "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001",
+    "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -369,7 +376,8 @@ impl SqlError {
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",
             SqlError::OutOfWorkMem(_) => "54000",
-            SqlError::SubqueryRows => "21000",
+            SqlError::SubqueryRows | SqlError::ConflictRowTwice => "21000",
+            SqlError::ConflictTargetMissing => "42601",
             SqlError::SubqueryColumns(_) => "42601",
             SqlError::ColumnAliases(_) => "42P10",
             SqlError::TooLong(_) | SqlError::ProgramLimit(_) => "54000",
@@ -416,6 +424,11 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::ConflictRowTwice => Some(
+                "Ensure that no rows proposed for insertion within the same command have duplicate constrained values."
+                    .to_string(),
+            ),
+            SqlError::ConflictTargetMissing => Some("For example, ON CONFLICT (column_name).".to_string()),
             SqlError::FromEntryHidden(name) => Some(format!(
                 "There is an entry for table \"{name}\", but it cannot be referenced from this part of the query."
             )),
@@ -475,6 +488,11 @@ impl SqlError {
             SqlError::UnknownQualifiedColumn(name) => find_name(text, name.split('.').next()?),
             SqlError::UnknownTargetColumn { column, .. } => find_name(text, column),
             SqlError::UnknownType(name) => find_name(text, name),
+            // At the ON of ON CONFLICT.
+            SqlError::ConflictTargetMissing => {
+                let at = find_name(text, "conflict")?;
+                text[..at].trim_end().len().checked_sub(2)
+            }
             SqlError::UnknownFunction(call) => find_name(text, call.split('(').next()?),
             _ => None,
         }

@@ -14,17 +14,16 @@
 //! **Atomicity.** A statement that fails part-way is rolled back to a savepoint taken
 //! before it, so a failed statement changes nothing.
 
-use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
 use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{ColumnDefault, PartitionStore, Savepoint, StorageError, Table, TableId, TableSchema};
-use permafrost_types::{DataType, Value, ValueError, ValueRef};
+use permafrost_types::{DataType, Value, ValueRef};
 
 use crate::error::{Result, SqlError};
-use crate::expr::{Cx, Expr, compare};
+use crate::expr::{Cx, Expr};
 use crate::plan::{
     Access, CompoundPlan, DeletePlan, InitPlan, InsertPlan, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan,
     SetTree, UpdatePlan,
@@ -107,6 +106,7 @@ mod setop;
 mod sorter;
 mod spill;
 mod subquery;
+mod upsert;
 mod walk;
 mod window;
 mod window_disk;
@@ -118,6 +118,7 @@ use correlated::{PlanRunner, Reader};
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
 use deferred::{deferred_part, each_batch};
 use gather::{Gather, start_select};
+use upsert::column_context;
 use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
 pub use walk::{EvictedRef, INTERRUPT_EVERY};
 
@@ -691,7 +692,26 @@ fn require_all(env: &Env<'_, '_>, schema: &TableSchema) -> Result<()> {
     }
 }
 
+/// A write of columns `written` selects, into a table with a unique index without its
+/// partition column on one of them, needs every partition, where such a key is checked.
+fn require_all_for_unique(env: &Env<'_, '_>, schema: &TableSchema, written: impl Fn(usize) -> bool) -> Result<()> {
+    if env.holds_all() || env.undone {
+        return Ok(());
+    }
+    match schema
+        .global_unique_indexes()
+        .find(|&i| schema.indexes[i].columns.iter().any(|&c| written(c)))
+    {
+        Some(i) => Err(SqlError::Unsupported(format!(
+            "writing table \"{}\" needs a multi-partition transaction over all partitions: its unique index \"{}\" does not hold the partition column",
+            schema.name, schema.indexes[i].name
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
+    require_all_for_unique(env, &p.schema, |_| true)?;
     let source_rows: Vec<Vec<Value>> = match &p.source {
         InsertSource::Values(rows) => rows
             .iter()
@@ -707,6 +727,15 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let schema = &p.schema;
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
+    // The slots this statement wrote, per held partition (ON CONFLICT DO UPDATE's).
+    let mut mine = vec![
+        std::collections::HashSet::new();
+        if p.update_conflicts.is_some() {
+            env.stores.len()
+        } else {
+            0
+        }
+    ];
     for (i, src) in source_rows.into_iter().enumerate() {
         look(env, i)?;
         let mut row = Vec::with_capacity(schema.columns.len());
@@ -740,9 +769,54 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 (0..env.stores.len()).collect()
             }
         };
+        if let Some(spec) = &p.update_conflicts {
+            // ON CONFLICT DO UPDATE: each copy of the row (a replicated table's) finds the
+            // same row in conflict; the first copy's outcome is returned.
+            let mut counted = false;
+            for (i, li) in targets.into_iter().enumerate() {
+                checked_table(env.stores[li], schema)?;
+                let total = env.total_partitions;
+                let (at, done) = upsert::upsert(env.stores, li, schema, spec, &row, &mut mine, total, cx)?;
+                let slot = match done {
+                    upsert::Upserted::Inserted(slot) | upsert::Upserted::Updated(slot) => slot,
+                    upsert::Upserted::Kept => continue,
+                    upsert::Upserted::Evicted(tombstone) => {
+                        let partition = env.stores[at].partition();
+                        env.evicted.push(EvictedRef {
+                            partition,
+                            table: schema.id,
+                            tombstone,
+                        });
+                        continue;
+                    }
+                };
+                if i == 0 {
+                    counted = true;
+                    let table = env.stores[at].table(schema.id).expect("just written");
+                    returning_row(&p.returning, &mut out, table, slot, cx)?;
+                }
+            }
+            n += u64::from(counted);
+            continue;
+        }
         let mut skipped = false;
         for (i, li) in targets.into_iter().enumerate() {
             checked_table(env.stores[li], schema)?;
+            // A key of a unique index without the partition column, held at another
+            // partition (replicated tables have none), evicted or not, as the partition's
+            // own index answers for its keys.
+            if let Some((ix, _, _)) = upsert::held_elsewhere(env.stores, li, schema, &row, |_| true) {
+                if !p
+                    .skip_conflicts
+                    .as_ref()
+                    .is_some_and(|s| s.skips(&schema.indexes[ix].name))
+                {
+                    let table = checked_table(env.stores[li], schema)?;
+                    return Err(table.unique_violation_at(ix, &row).into());
+                }
+                skipped = true;
+                break;
+            }
             let slot = match env.stores[li].insert(schema.id, &row) {
                 Ok(slot) => slot,
                 // ON CONFLICT DO NOTHING: the row is left out. (A replicated table's copies
@@ -806,13 +880,6 @@ fn look(env: &Env<'_, '_>, i: usize) -> Result<()> {
     stop_now(env.interrupted, env.deadline)
 }
 
-fn column_context(e: ValueError, column: &str) -> SqlError {
-    match e {
-        ValueError::TypeMismatch(m) => SqlError::Type(format!("column \"{column}\": {m}")),
-        other => other.into(),
-    }
-}
-
 fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     let schema = p.target.schema.clone();
     let replicated = schema.partition_column.is_none();
@@ -820,6 +887,8 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         require_all(env, &schema)?;
     }
     let copies = if replicated { Copies::All } else { Copies::One };
+    let assigned: Vec<usize> = p.assignments.iter().map(|(c, _)| *c).collect();
+    require_all_for_unique(env, &schema, |c| assigned.contains(&c))?;
     // With correlated subqueries, every target's new values are computed before the first
     // write (the subqueries read the partitions while they are being evaluated).
     let (targets, mut planned) = if correlated(&p.init) {
@@ -857,6 +926,7 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 new_values(p, table, slot, store.partition(), env.total_partitions, cx)?
             }
         };
+        upsert::check_elsewhere(env.stores, li, &schema, slot, &changes)?;
         env.stores[li].update(schema.id, slot, &changes)?;
         let first_copy = !replicated || li == 0;
         if first_copy {
@@ -880,31 +950,9 @@ fn new_values(
     total: u32,
     cx: &Cx<'_>,
 ) -> Result<Vec<(usize, Value)>> {
-    let schema = &p.target.schema;
     let mut b = Bindings::new();
     b.bind(0, table, slot, 0);
-    let mut changes = Vec::with_capacity(p.assignments.len());
-    for (c, e) in &p.assignments {
-        let col = &schema.columns[*c];
-        let v = e
-            .eval(&b, cx)?
-            .into_value()
-            .coerce_to(&col.ty)
-            .map_err(|err| column_context(err, &col.name))?;
-        if Some(*c) == schema.partition_column {
-            let old = table.value(slot, *c);
-            if compare(old, v.as_ref())? != Some(Ordering::Equal)
-                && partition_of(v.as_ref(), &col.ty, total) != partition
-            {
-                return Err(SqlError::Unsupported(format!(
-                    "changing partition column \"{}\" moves the row to another partition; delete and insert it instead",
-                    col.name
-                )));
-            }
-        }
-        changes.push((*c, v));
-    }
-    Ok(changes)
+    upsert::assigned(&p.assignments, &p.target.schema, table, slot, &b, partition, total, cx)
 }
 
 fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {

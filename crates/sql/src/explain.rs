@@ -58,6 +58,10 @@ fn explain_with(p: &Prepared, params: &[Value], partitions: u32, levels: Option<
             if i.skip_conflicts.is_some() {
                 w.line(1, "On conflict: do nothing");
             }
+            if let Some(u) = &i.update_conflicts {
+                let arbiters: Vec<&str> = u.arbiters.iter().map(|&x| i.schema.indexes[x].name.as_str()).collect();
+                w.line(1, &format!("On conflict: do update, arbiters: {}", arbiters.join(", ")));
+            }
             w.subqueries(&i.init, 1);
         }
         Plan::Update(u) => {

@@ -473,6 +473,25 @@ impl Prepared {
             }
             single.map_or(Route::Any, Route::Single)
         };
+        // A write of a key of a unique index without the partition column checks it at
+        // every partition.
+        let writes_global = match &self.plan {
+            Plan::Insert(i) => i.schema.global_unique_indexes().next().is_some(),
+            Plan::Update(u) => {
+                let schema = &u.target.schema;
+                schema.global_unique_indexes().any(|x| {
+                    schema.indexes[x]
+                        .columns
+                        .iter()
+                        .any(|c| u.assignments.iter().any(|(a, _)| a == c))
+                })
+            }
+            _ => false,
+        };
+        // (An interactive block's probe too: it must see the keys the block wrote.)
+        if writes_global {
+            return Route::All;
+        }
         // The relations its subqueries read are read where they are, as the statement's.
         let subqueries = self.subquery_rels();
         if !subqueries.is_empty() {

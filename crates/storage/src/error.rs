@@ -16,6 +16,11 @@ pub enum StorageError {
     #[error("duplicate key value violates unique constraint \"{index}\"")]
     UniqueViolation { table: String, index: String, key: String },
 
+    /// A unique index built over rows already there found a key twice; `key` as in
+    /// `UniqueViolation`.
+    #[error("could not create unique index \"{index}\"")]
+    DuplicateInNewIndex { table: String, index: String, key: String },
+
     /// `row`: the row as it would have been, as PostgreSQL's DETAIL shows it
     /// ([`row_text`]); empty when not known.
     #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
@@ -80,7 +85,7 @@ impl StorageError {
     /// The SQLSTATE code a client sees for this error.
     pub fn sqlstate(&self) -> &'static str {
         match self {
-            StorageError::UniqueViolation { .. } => "23505",
+            StorageError::UniqueViolation { .. } | StorageError::DuplicateInNewIndex { .. } => "23505",
             StorageError::NotNullViolation { .. } => "23502",
             StorageError::Value(e) => e.sqlstate(),
             StorageError::SequenceExhausted { .. } => "2200H",
@@ -100,6 +105,9 @@ impl StorageError {
     pub fn detail(&self) -> Option<String> {
         match self {
             StorageError::UniqueViolation { key, .. } if !key.is_empty() => Some(format!("Key {key} already exists.")),
+            StorageError::DuplicateInNewIndex { key, .. } if !key.is_empty() => {
+                Some(format!("Key {key} is duplicated."))
+            }
             StorageError::NotNullViolation { row, .. } if !row.is_empty() => {
                 Some(format!("Failing row contains {row}."))
             }

@@ -140,6 +140,20 @@ impl TableSchema {
         self.partition_column.is_none()
     }
 
+    /// Whether index `i` is unique across partitions without holding the partition column:
+    /// each partition's index holds its own rows' keys, and a key is checked at every
+    /// partition before it is written (a write of such a key runs over all partitions).
+    pub fn is_global_unique(&self, i: usize) -> bool {
+        self.indexes
+            .get(i)
+            .is_some_and(|ix| ix.unique && self.partition_column.is_some_and(|p| !ix.columns.contains(&p)))
+    }
+
+    /// The indexes [`TableSchema::is_global_unique`] holds for, by position.
+    pub fn global_unique_indexes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.indexes.len()).filter(|&i| self.is_global_unique(i))
+    }
+
     /// Checks the definition for mistakes a user can make in DDL.
     pub fn validate(&self) -> Result<()> {
         if self.columns.is_empty() {
@@ -190,22 +204,13 @@ impl TableSchema {
                 }
             }
         }
-        if let Some(p) = self.partition_column {
-            let col = self
-                .columns
-                .get(p)
-                .ok_or_else(|| StorageError::Schema(format!("partition column of \"{}\" is missing", self.name)))?;
-            // Every unique index must contain the partition column, or uniqueness could not be
-            // checked inside one partition.
-            for idx in self.indexes.iter().filter(|i| i.unique) {
-                if !idx.columns.contains(&p) {
-                    return Err(StorageError::Schema(format!(
-                        "unique index \"{}\" on partitioned table \"{}\" must include the \
-                         partition column \"{}\"",
-                        idx.name, self.name, col.name
-                    )));
-                }
-            }
+        // (A unique index without the partition column is checked at every partition:
+        // `is_global_unique`.)
+        if self.partition_column.is_some_and(|p| p >= self.columns.len()) {
+            return Err(StorageError::Schema(format!(
+                "partition column of \"{}\" is missing",
+                self.name
+            )));
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use permafrost_sql::{DdlChange, Rows};
-use permafrost_storage::{AccessTracker, PartitionStore, TableId};
+use permafrost_storage::{AccessTracker, PartitionStore, TableId, TableSchema};
 
 use super::cell::{Held, INLINE_SLICE};
 use super::msg::{Answer, EvictedKeys, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
@@ -96,6 +96,14 @@ fn apply_ddl(
             _ => Vec::new(),
         }
         .into_iter();
+        // The schemas an index's undo puts back: the very ones plans were made for.
+        let before: Vec<Option<Arc<TableSchema>>> = match change {
+            DdlChange::CreateIndex(schema) => stores
+                .iter()
+                .map(|s| s.table(schema.id).map(|t| t.schema().clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut done = 0;
         let mut failure = None;
         for s in stores.iter_mut() {
@@ -122,19 +130,26 @@ fn apply_ddl(
             }
             done += 1;
         }
+        if failure.is_none()
+            && let DdlChange::CreateIndex(schema) = change
+        {
+            failure = unique_apart(stores, schema).err();
+        }
         if let Some(e) = failure {
             // Undo this change where it was applied. Drops cannot fail half-way, so only
             // creations need undoing.
-            for s in stores.iter_mut().take(done) {
+            for (k, s) in stores.iter_mut().take(done).enumerate() {
                 match change {
                     DdlChange::CreateTable(schema) => {
                         let _ = s.drop_table(schema.id);
                     }
                     DdlChange::CreateIndex(schema) => {
-                        let mut prev = (**schema).clone();
-                        let i = prev.indexes.len() - 1;
-                        prev.indexes.pop();
-                        let _ = s.drop_index(Arc::new(prev), i);
+                        let prev = before.get(k).cloned().flatten().unwrap_or_else(|| {
+                            let mut prev = (**schema).clone();
+                            prev.indexes.pop();
+                            Arc::new(prev)
+                        });
+                        let _ = s.drop_index(prev, schema.indexes.len() - 1);
                     }
                     _ => {}
                 }
@@ -146,6 +161,22 @@ fn apply_ddl(
     // no COMMIT takes a place before this change.
     for s in stores.iter_mut() {
         s.forget_writes();
+    }
+    Ok(())
+}
+
+/// For a new unique index without the partition column (its last index), built at every
+/// partition over the rows there: fails if two partitions hold the same key.
+fn unique_apart(stores: &[&mut PartitionStore], schema: &TableSchema) -> permafrost_storage::Result<()> {
+    let i = schema.indexes.len() - 1;
+    if !schema.is_global_unique(i) {
+        return Ok(());
+    }
+    let tables: Vec<_> = stores.iter().filter_map(|s| s.table(schema.id)).collect();
+    for (a, mine) in tables.iter().enumerate() {
+        for theirs in &tables[a + 1..] {
+            mine.check_unique_apart(theirs, i)?;
+        }
     }
     Ok(())
 }

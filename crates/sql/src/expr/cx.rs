@@ -152,6 +152,12 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// This context with `outer` as the values `Expr::Outer` reads (an upsert's proposed
+    /// row, its `EXCLUDED`).
+    pub fn with_outer<'s>(&'s self, outer: &'s [Value]) -> Cx<'s> {
+        Cx { outer, ..self.copy() }
+    }
+
     /// This context with `rows` as the rows the recursive step of slot `slot` reads.
     pub fn with_working(&self, slot: usize, rows: Vec<Vec<Value>>) -> Cx<'a> {
         Cx {

@@ -262,6 +262,8 @@ pub struct InsertPlan {
     pub returning: Vec<Expr>,
     /// `ON CONFLICT [target] DO NOTHING`: the rows it skips.
     pub skip_conflicts: Option<SkipConflicts>,
+    /// `ON CONFLICT target DO UPDATE SET ... [WHERE ...]`: what a conflicting row becomes.
+    pub update_conflicts: Option<ConflictUpdate>,
     /// The subqueries its VALUES and RETURNING read, run first ([`InitPlan`]).
     pub init: Vec<Arc<InitPlan>>,
 }
@@ -280,6 +282,18 @@ impl SkipConflicts {
     pub fn skips(&self, name: &str) -> bool {
         self.indexes.as_ref().is_none_or(|v| v.iter().any(|n| n == name))
     }
+}
+
+/// `INSERT ... ON CONFLICT target DO UPDATE SET ... [WHERE ...]`: a proposed row whose key
+/// one of the `arbiters` (unique indexes, by position in the table's schema) already holds
+/// is not inserted; the row holding it is updated instead, when `filter` holds. The
+/// expressions read the existing row as relation 0 and the proposed row (`EXCLUDED`) as
+/// `Expr::Outer(column)`.
+#[derive(Debug, Clone)]
+pub struct ConflictUpdate {
+    pub arbiters: Vec<usize>,
+    pub assignments: Vec<(usize, Expr)>,
+    pub filter: Option<Expr>,
 }
 
 #[derive(Debug, Clone)]

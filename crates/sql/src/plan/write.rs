@@ -1,5 +1,7 @@
 //! INSERT, UPDATE and DELETE (and their RETURNING) into plans.
 
+use std::sync::Arc;
+
 use permafrost_storage::TableSchema;
 use permafrost_types::Value;
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
@@ -199,16 +201,22 @@ fn inline_values_select(q: &ast::Query) -> Option<ast::Query> {
     Some(out)
 }
 
-/// What `ON CONFLICT [target] DO NOTHING` skips on `schema` (see [`SkipConflicts`]): the
-/// target is the columns of a unique index (in any order: 42P10 when none has exactly
-/// those) or a unique index by name (`ON CONSTRAINT`: 42704 when there is none).
-fn on_conflict(schema: &TableSchema, on: &ast::OnInsert) -> Result<SkipConflicts> {
+/// What an INSERT's `ON CONFLICT` clause does.
+enum Conflict<'a> {
+    /// `DO NOTHING`: the rows it skips.
+    Skip(SkipConflicts),
+    /// `DO UPDATE`: the arbiter indexes (positions in the table's schema) and the clause.
+    Update(Vec<usize>, &'a ast::DoUpdate),
+}
+
+/// What `ON CONFLICT [target] DO NOTHING | DO UPDATE ...` does on `schema`: the target is
+/// the columns of a unique index (in any order: 42P10 when none has exactly those) or a
+/// unique index by name (`ON CONSTRAINT`: 42704 when there is none); DO UPDATE requires
+/// one (42601).
+fn on_conflict<'a>(schema: &TableSchema, on: &'a ast::OnInsert) -> Result<Conflict<'a>> {
     let ast::OnInsert::OnConflict(c) = on else {
-        return unsupported("INSERT ... ON DUPLICATE KEY UPDATE (use ON CONFLICT)");
+        return unsupported("INSERT ... ON DUPLICATE KEY UPDATE (use ON CONFLICT ... DO UPDATE)");
     };
-    if let ast::OnConflictAction::DoUpdate(_) = &c.action {
-        return unsupported("INSERT ... ON CONFLICT DO UPDATE (ON CONFLICT DO NOTHING is supported)");
-    }
     let indexes = match &c.conflict_target {
         None => None,
         Some(ast::ConflictTarget::Columns(cols)) => {
@@ -245,7 +253,88 @@ fn on_conflict(schema: &TableSchema, on: &ast::OnInsert) -> Result<SkipConflicts
             Some(vec![n])
         }
     };
-    Ok(SkipConflicts { indexes })
+    match &c.action {
+        ast::OnConflictAction::DoNothing => Ok(Conflict::Skip(SkipConflicts { indexes })),
+        ast::OnConflictAction::DoUpdate(set) => {
+            let names = indexes.ok_or(SqlError::ConflictTargetMissing)?;
+            let arbiters = schema
+                .indexes
+                .iter()
+                .enumerate()
+                .filter(|(_, ix)| names.contains(&ix.name))
+                .map(|(i, _)| i)
+                .collect();
+            Ok(Conflict::Update(arbiters, set))
+        }
+    }
+}
+
+/// Binds `DO UPDATE SET ... [WHERE ...]` of an upsert into the table bound as relation 0
+/// of `b`: the proposed row is the relation `excluded`, read as `Expr::Outer` (a column
+/// name both have is ambiguous unqualified, as in PostgreSQL).
+fn conflict_update(
+    b: &mut Binder<'_>,
+    schema: &Arc<TableSchema>,
+    arbiters: Vec<usize>,
+    set: &ast::DoUpdate,
+) -> Result<ConflictUpdate> {
+    let excluded = b.add_rel(schema.clone(), Some(&ast::Ident::new("excluded")))?;
+    let mut assignments = Vec::with_capacity(set.assignments.len());
+    for a in &set.assignments {
+        let c = assignment_column(schema, a, &assignments)?;
+        let (x, _) = b.expr_in("UPDATE", &a.value).map_err(|e| at_ambiguous(e, &a.value))?;
+        literal_fits(&a.value, &schema.columns[c].ty)?;
+        b.infer(&x, Some(schema.columns[c].ty));
+        assignments.push((c, x));
+    }
+    let mut filter = match &set.selection {
+        Some(w) => Some(b.expr_in("WHERE", w).map_err(|e| at_ambiguous(e, w))?.0),
+        None => None,
+    };
+    b.rels.truncate(excluded);
+    let mut refused = false;
+    let mut proposed = |e: &mut Expr| match e {
+        Expr::Column { rel, col } if *rel == excluded => *e = Expr::Outer(*col),
+        Expr::SubPlan { .. } => refused = true,
+        _ => {}
+    };
+    for (_, x) in assignments.iter_mut() {
+        x.walk_mut(&mut proposed);
+    }
+    if let Some(f) = filter.as_mut() {
+        f.walk_mut(&mut proposed);
+    }
+    if refused {
+        return unsupported(
+            "a correlated subquery in ON CONFLICT DO UPDATE (compute the value in the VALUES list, or use a subquery that reads no column of the row)",
+        );
+    }
+    Ok(ConflictUpdate {
+        arbiters,
+        assignments,
+        filter,
+    })
+}
+
+/// The column of `schema` assignment `a` sets (42703 when there is none, 42601 when an
+/// earlier assignment of `done` set it too).
+fn assignment_column(schema: &TableSchema, a: &ast::Assignment, done: &[(usize, Expr)]) -> Result<usize> {
+    let n = match &a.target {
+        ast::AssignmentTarget::ColumnName(n) => crate::bind::object_name(n)?,
+        ast::AssignmentTarget::Tuple(_) => {
+            return unsupported("UPDATE with a column tuple (write one assignment per column)");
+        }
+    };
+    let c = schema
+        .column_index_exact(&n)
+        .ok_or_else(|| SqlError::UnknownTargetColumn {
+            column: n.clone(),
+            table: schema.name.clone(),
+        })?;
+    if done.iter().any(|(x, _)| *x == c) {
+        return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
+    }
+    Ok(c)
 }
 
 pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
@@ -262,7 +351,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         _ => return unsupported("INSERT into a table function"),
     };
     let schema = b.table(&name)?;
-    let skip_conflicts = ins.on.as_ref().map(|on| on_conflict(&schema, on)).transpose()?;
+    let conflict = ins.on.as_ref().map(|on| on_conflict(&schema, on)).transpose()?;
     // Column list: all columns in order by default (as many as the rows give; the others
     // take their defaults).
     let mut named: Vec<usize> = if ins.columns.is_empty() {
@@ -337,15 +426,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
                         }
                         let (x, _) = b.expr_in("VALUES", e)?;
                         let ty = schema.columns[named[pos]].ty;
-                        // A quoted literal that is not text of the column's type is an
-                        // error at the literal (the value is coerced where it is stored).
-                        if let ast::Expr::Value(v) = e
-                            && let ast::Value::SingleQuotedString(text) = &v.value
-                            && !ty.is_text()
-                            && let Err(err) = Value::parse(&ty, text)
-                        {
-                            return Err(SqlError::from(err).at(v.span, Point::Start));
-                        }
+                        literal_fits(e, &ty)?;
                         b.infer(&x, Some(ty));
                         out.push(x);
                     }
@@ -387,8 +468,13 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         targets[c] = Some(pos);
     }
     b.rels.clear();
-    b.add_rel(schema.clone(), None)?;
+    b.add_rel(schema.clone(), ins.table_alias.as_ref().map(|a| &a.alias))?;
     let (ret, columns) = returning(&mut b, &ins.returning)?;
+    let (skip_conflicts, update_conflicts) = match conflict {
+        None => (None, None),
+        Some(Conflict::Skip(s)) => (Some(s), None),
+        Some(Conflict::Update(arbiters, set)) => (None, Some(conflict_update(&mut b, &schema, arbiters, set)?)),
+    };
     Ok(Planned {
         plan: Plan::Insert(InsertPlan {
             schema,
@@ -396,12 +482,69 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
             source,
             returning: ret,
             skip_conflicts,
+            update_conflicts,
             init: std::mem::take(&mut b.init),
         }),
         params: b.params,
         array_params: b.array_params,
         columns,
     })
+}
+
+/// A quoted literal given for a column of type `ty` that is not text of that type is an
+/// error at the literal (the value is converted where it is stored).
+fn literal_fits(e: &ast::Expr, ty: &permafrost_types::DataType) -> Result<()> {
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::SingleQuotedString(text) = &v.value
+        && !ty.is_text()
+        && let Err(err) = Value::parse(ty, text)
+    {
+        return Err(SqlError::from(err).at(v.span, Point::Start));
+    }
+    Ok(())
+}
+
+/// An ambiguous column name placed at its first mention inside `e` (the expression whose
+/// binding failed), not at an earlier one of the statement (an assignment's target).
+fn at_ambiguous(err: SqlError, e: &ast::Expr) -> SqlError {
+    use sqlparser::ast::Visit;
+    let SqlError::AmbiguousColumn(name) = &err else {
+        return err;
+    };
+    let mut find = FindIdent {
+        name: name.as_str(),
+        span: None,
+    };
+    let _ = e.visit(&mut find);
+    // (Placed here though a name's error is otherwise found by its name in the text.)
+    match find.span {
+        Some(s) if s.start.line > 0 => SqlError::At {
+            error: Box::new(err),
+            line: s.start.line,
+            column: s.start.column,
+            point: Point::Start,
+        },
+        _ => err,
+    }
+}
+
+/// Finds the first unqualified mention of a column name in an expression.
+struct FindIdent<'a> {
+    name: &'a str,
+    span: Option<sqlparser::tokenizer::Span>,
+}
+
+impl ast::Visitor for FindIdent<'_> {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> std::ops::ControlFlow<()> {
+        if let ast::Expr::Identifier(i) = e
+            && ident(i) == self.name
+        {
+            self.span = Some(i.span);
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// Whether a VALUES item is the keyword DEFAULT.
@@ -481,21 +624,9 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
     let mut assignments: Vec<(usize, Expr)> = Vec::new();
     for (i, a) in u.assignments.iter().enumerate() {
         let value = joined.as_ref().map_or(&a.value, |j| &j.values[i]);
-        let cols = match &a.target {
-            ast::AssignmentTarget::ColumnName(n) => vec![n.clone()],
-            ast::AssignmentTarget::Tuple(_) => return unsupported("UPDATE with a column tuple"),
-        };
-        let n = crate::bind::object_name(&cols[0])?;
-        let c = schema
-            .column_index_exact(&n)
-            .ok_or_else(|| SqlError::UnknownTargetColumn {
-                column: n.clone(),
-                table: schema.name.clone(),
-            })?;
-        if assignments.iter().any(|(x, _)| *x == c) {
-            return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
-        }
+        let c = assignment_column(&schema, a, &assignments)?;
         let (x, _) = b.expr_in("UPDATE", value)?;
+        literal_fits(value, &schema.columns[c].ty)?;
         b.infer(&x, Some(schema.columns[c].ty));
         assignments.push((c, x));
     }

@@ -45,7 +45,7 @@ impl EvictedEntries {
         };
         if self.unique && self.index.has_other(&k, None) {
             // (Only the encoded key is known here.)
-            return Err(StorageError::UniqueViolation {
+            return Err(StorageError::DuplicateInNewIndex {
                 table: self.table.clone(),
                 index: self.name.clone(),
                 key: String::new(),

@@ -32,6 +32,7 @@ use crate::varheap::{VarHandle, VarHeap};
 use permafrost_types::{Value, ValueRef};
 
 mod evicted_index;
+mod unique;
 mod upkeep;
 
 pub use evicted_index::EvictedEntries;
@@ -726,7 +727,7 @@ impl Table {
                 if def.unique && index.has_other(&k, None) {
                     let columns = def.columns.iter().map(|&c| schema.columns[c].name.as_str());
                     let values = def.columns.iter().map(|&c| self.layout.read(bytes, c, &self.var));
-                    return Err(StorageError::UniqueViolation {
+                    return Err(StorageError::DuplicateInNewIndex {
                         table: schema.name.clone(),
                         index: def.name.clone(),
                         key: crate::error::key_text(columns, values),
