@@ -408,6 +408,43 @@ fn a_blocks_schema_changes_are_one_record_and_replay_together() {
     assert!(db.execute_sql("SELECT * FROM c", vec![]).is_err());
 }
 
+#[test]
+fn renames_and_defaults_replay_with_the_rows_written_under_them() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path(), false, 256 << 20)).unwrap();
+        db.execute_ddl("CREATE TABLE items (id BIGINT PRIMARY KEY, qty INT DEFAULT 1, note TEXT)")
+            .unwrap();
+        db.execute_sql("INSERT INTO items (id) VALUES (1)", vec![]).unwrap();
+        db.execute_ddl("ALTER TABLE items RENAME TO stock").unwrap();
+        db.execute_ddl("ALTER TABLE stock RENAME COLUMN qty TO quantity, ALTER COLUMN quantity SET DEFAULT 5")
+            .unwrap();
+        db.execute_sql("INSERT INTO stock (id) VALUES (2)", vec![]).unwrap();
+        db.execute_ddl("ALTER TABLE stock ALTER COLUMN quantity DROP DEFAULT, ALTER note SET DEFAULT 'n/a'")
+            .unwrap();
+        db.execute_sql("INSERT INTO stock (id) VALUES (3)", vec![]).unwrap();
+        let e = db.execute_ddl("ALTER TABLE stock RENAME COLUMN nope TO x").unwrap_err();
+        assert_eq!(e.sqlstate(), "42703", "{e}");
+    }
+    let db = Database::open(config(dir.path(), false, 256 << 20)).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert!(db.execute_sql("SELECT * FROM items", vec![]).is_err());
+    assert_eq!(
+        dump(&db, "SELECT id, quantity, note FROM stock ORDER BY id"),
+        vec![
+            vec![Value::Int(1), Value::Int(1), Value::Null],
+            vec![Value::Int(2), Value::Int(5), Value::Null],
+            vec![Value::Int(3), Value::Null, Value::Text("n/a".into())],
+        ]
+    );
+    // And the definition goes on as it was left.
+    db.execute_sql("INSERT INTO stock (id) VALUES (4)", vec![]).unwrap();
+    assert_eq!(
+        dump(&db, "SELECT quantity, note FROM stock WHERE id = 4"),
+        vec![vec![Value::Null, Value::Text("n/a".into())]]
+    );
+}
+
 /// A logged database of `memory` bytes whose statements move off their partitions after
 /// a millisecond.
 fn sliced(dir: &Path, memory: u64) -> Config {

@@ -23,6 +23,10 @@ pub enum DdlChange {
     /// rows of its keys).
     AddPrimaryKey(Arc<TableSchema>),
     DropTable(TableId),
+    /// The table's schema with other names (of the table, of columns) or column defaults,
+    /// and nothing else changed (`ALTER TABLE ... RENAME`, `ALTER COLUMN ... SET / DROP
+    /// DEFAULT`): its rows and indexes stay as they are.
+    AlterSchema(Arc<TableSchema>),
     /// The table's schema with index `dropped` removed.
     DropIndex {
         schema: Arc<TableSchema>,
@@ -109,6 +113,17 @@ impl Catalog {
                     .get_mut(&s.name)
                     .ok_or_else(|| SqlError::UnknownTable(s.name.clone()))?;
                 *slot = s.clone();
+            }
+            DdlChange::AlterSchema(s) => {
+                let old = self
+                    .table_by_id(s.id)
+                    .map(|t| t.name.clone())
+                    .ok_or_else(|| SqlError::UnknownTable(s.name.clone()))?;
+                if old != s.name && (next.tables.contains_key(&s.name) || next.views.contains_key(&s.name)) {
+                    return Err(SqlError::DuplicateTable(s.name.clone()));
+                }
+                next.tables.remove(&old);
+                next.tables.insert(s.name.clone(), s.clone());
             }
             DdlChange::DropTable(id) => {
                 let name = self

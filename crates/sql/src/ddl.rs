@@ -109,6 +109,13 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 }
             }
         }
+        Statement::AlterTable(at) if at.if_exists => {
+            if let Ok(name) = object_name(&at.name)
+                && catalog.table(&name).is_none()
+            {
+                out.push(("00000", format!("relation \"{name}\" does not exist, skipping")));
+            }
+        }
         _ => {}
     }
     out
@@ -386,10 +393,8 @@ fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnD
         return Ok(ColumnDefault::CurrentTimestamp);
     }
     let v: Value = eval_constant(&x)?;
-    let v = v
-        .coerce_to(&col.ty)
-        .map_err(|err| SqlError::Definition(format!("DEFAULT for column \"{}\": {err}", col.name)))?;
-    Ok(ColumnDefault::Value(v))
+    // (A value that does not convert is its conversion's error, as PostgreSQL gives it.)
+    Ok(ColumnDefault::Value(v.coerce_to(&col.ty)?))
 }
 
 /// `ALTER TABLE [IF EXISTS] [ONLY] name ADD [CONSTRAINT c] PRIMARY KEY (columns)` or
@@ -408,13 +413,18 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
     };
     let mut changes = Vec::new();
     for op in &at.operations {
+        if let Some(next) = renamed_or_defaulted(catalog, &schema, op)? {
+            changes.push(DdlChange::AlterSchema(next.clone()));
+            schema = (*next).clone();
+            continue;
+        }
         let ast::AlterTableOperation::AddConstraint {
             constraint,
             not_valid: false,
         } = op
         else {
             return unsupported(format!(
-                "ALTER TABLE ... {op} (only ADD PRIMARY KEY and ADD UNIQUE are)"
+                "ALTER TABLE ... {op} (ADD PRIMARY KEY, ADD UNIQUE, RENAME TO, RENAME COLUMN and ALTER COLUMN ... SET / DROP DEFAULT are supported)"
             ));
         };
         let next = match constraint {
@@ -460,6 +470,86 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
         schema = (*next).clone();
     }
     Ok(changes)
+}
+
+/// What `op` makes of `schema` when it changes a name or a default only (`RENAME TO`,
+/// `RENAME COLUMN`, `ALTER COLUMN ... SET / DROP DEFAULT`); `None` for any other operation.
+/// A table or column a view reads keeps its name (0A000: the view names it).
+fn renamed_or_defaulted(
+    catalog: &Catalog,
+    schema: &TableSchema,
+    op: &ast::AlterTableOperation,
+) -> Result<Option<Arc<TableSchema>>> {
+    let mut next = schema.clone();
+    let column = |name: &ast::Ident| {
+        let n = ident(name);
+        schema
+            .columns
+            .iter()
+            .position(|c| c.name == n)
+            .ok_or_else(|| SqlError::UnknownTargetColumn {
+                column: n,
+                table: schema.name.clone(),
+            })
+    };
+    match op {
+        ast::AlterTableOperation::RenameTable {
+            table_name: ast::RenameTableNameKind::To(name),
+        } => {
+            let to = object_name(name)?;
+            if to != schema.name && (catalog.table(&to).is_some() || catalog.view(&to).is_some()) {
+                return Err(SqlError::DuplicateTable(to));
+            }
+            refuse_rename_if_viewed(catalog, &schema.name)?;
+            next.name = to;
+        }
+        ast::AlterTableOperation::RenameColumn {
+            old_column_name,
+            new_column_name,
+        } => {
+            let from = ident(old_column_name);
+            let c = schema
+                .columns
+                .iter()
+                .position(|x| x.name == from)
+                .ok_or(SqlError::UnknownColumn(from))?;
+            let to = ident(new_column_name);
+            if schema.columns.iter().any(|x| x.name == to) {
+                return Err(SqlError::DuplicateColumn(format!(
+                    "column \"{to}\" of relation \"{}\" already exists",
+                    schema.name
+                )));
+            }
+            refuse_rename_if_viewed(catalog, &schema.name)?;
+            next.columns[c].name = to;
+        }
+        ast::AlterTableOperation::AlterColumn {
+            column_name,
+            op: ast::AlterColumnOperation::SetDefault { value },
+        } => {
+            let c = column(column_name)?;
+            next.columns[c].default = Some(default_for(catalog, value, &schema.columns[c])?);
+        }
+        ast::AlterTableOperation::AlterColumn {
+            column_name,
+            op: ast::AlterColumnOperation::DropDefault,
+        } => {
+            let c = column(column_name)?;
+            next.columns[c].default = None;
+        }
+        _ => return Ok(None),
+    }
+    Ok(Some(Arc::new(next)))
+}
+
+/// Refuses to rename table `name` or one of its columns while a view reads it (0A000: the
+/// view keeps its query as written, naming them; PostgreSQL follows the rename).
+fn refuse_rename_if_viewed(catalog: &Catalog, name: &str) -> Result<()> {
+    refuse_if_viewed(catalog, "table", name).map_err(|_| {
+        SqlError::Unsupported(format!(
+            "renaming table \"{name}\" or its columns while a view reads it (drop the view, rename, and create it again)"
+        ))
+    })
 }
 
 /// `schema` with index `def` appended as its last, checked: its name must be free in the

@@ -275,6 +275,12 @@ impl PartitionStore {
         self.get_mut(schema.id)?.drop_index(schema, dropped)
     }
 
+    /// Gives the table of `schema` that definition, which changes only names and defaults
+    /// (`ALTER TABLE ... RENAME`, `ALTER COLUMN ... SET / DROP DEFAULT`).
+    pub fn replace_schema(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        self.get_mut(schema.id)?.replace_schema(schema)
+    }
+
     #[inline]
     pub fn table(&self, id: TableId) -> Option<&Table> {
         self.tables.get(id as usize).and_then(Option::as_ref)

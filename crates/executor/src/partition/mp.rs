@@ -114,6 +114,7 @@ fn apply_ddl(
                     s.add_index(schema.clone(), entries)
                 }
                 DdlChange::DropTable(id) => s.drop_table(*id),
+                DdlChange::AlterSchema(schema) => s.replace_schema(schema.clone()),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
                 DdlChange::AddPrimaryKey(schema) => match keys.next() {
                     Some(key) => s.add_primary_key(schema.clone(), key),

@@ -1,10 +1,37 @@
-//! A table's upkeep between transactions: giving memory back after eviction
-//! ([`Table::compact`]), what it holds ([`Table::memory_usage`]), and the check of the
+//! A table's upkeep between transactions: a definition renamed or given other defaults
+//! ([`Table::replace_schema`]), giving memory back after eviction ([`Table::compact`]), what it holds ([`Table::memory_usage`]), and the check of the
 //! invariants listed in the module documentation of `table` ([`Table::check_consistency`]).
 
 use super::*;
 
 impl Table {
+    /// Switches to `schema`, which differs from the table's only in names (of the table
+    /// and its columns) and column defaults: the tuples, their layout and the indexes stay
+    /// as they are. Anything else is refused, the table unchanged.
+    pub fn replace_schema(&mut self, schema: Arc<TableSchema>) -> Result<()> {
+        let old = &self.schema;
+        let same_shape = schema.id == old.id
+            && schema.columns.len() == old.columns.len()
+            && schema
+                .columns
+                .iter()
+                .zip(&old.columns)
+                .all(|(a, b)| a.ty == b.ty && a.nullable == b.nullable)
+            && schema.indexes == old.indexes
+            && schema.partition_column == old.partition_column
+            && schema.evictable == old.evictable;
+        if !same_shape {
+            return Err(StorageError::Internal(format!(
+                "replace_schema: the new definition of \"{}\" changes more than names and defaults",
+                old.name
+            )));
+        }
+        self.generation += 1;
+        self.schema_bytes = schema.memory_bytes();
+        self.schema = schema;
+        Ok(())
+    }
+
     /// Gives memory back after eviction has emptied many slots: moves the tuples of the
     /// heap's last chunks into free slots below (re-pointing their index entries and
     /// tracker links) and unmaps the chunks that become empty (unless fewer than two whole
