@@ -173,7 +173,13 @@ impl<'c> Binder<'c> {
         let saved = self.clause.replace(clause);
         let r = self.expr(e);
         self.clause = saved;
-        r
+        match r {
+            Ok((mut x, t)) if clause == "WHERE" => {
+                x.walk_mut(&mut fold_strict_null);
+                Ok((x, t))
+            }
+            r => r,
+        }
     }
 
     /// What refusing an aggregate (`kind` "aggregate") or window call where the binder is
@@ -883,5 +889,41 @@ fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<D
         } else {
             T::SmallInt
         }),
+    }
+}
+
+/// PostgreSQL's planner folds a strict operator one of whose arguments is the NULL
+/// constant to NULL, so the other argument is never evaluated: `WHERE NULL <> x / 0` holds
+/// for no row rather than failing with 22012. Done here for a WHERE clause's comparisons,
+/// arithmetic and concatenations whose other side reads the row (a constant other side is
+/// evaluated as PostgreSQL's folding evaluates it, errors included); not where the other
+/// side holds a parameter, a subquery or an aggregate, which keep their own meaning.
+fn fold_strict_null(e: &mut Expr) {
+    let null = |x: &Expr| match x {
+        Expr::Const(Value::Null) => true,
+        Expr::Cast(inner, _) => matches!(**inner, Expr::Const(Value::Null)),
+        _ => false,
+    };
+    let reads_row_only = |x: &Expr| {
+        let (mut column, mut other) = (false, false);
+        x.walk(&mut |y| match y {
+            Expr::Column { .. } => column = true,
+            Expr::Param(_)
+            | Expr::Subquery(_)
+            | Expr::Exists(_)
+            | Expr::InSubquery { .. }
+            | Expr::SubPlan { .. }
+            | Expr::Outer(_)
+            | Expr::Agg(_)
+            | Expr::Group(_)
+            | Expr::Window(_) => other = true,
+            _ => {}
+        });
+        column && !other
+    };
+    if let Expr::Arith(_, a, b) | Expr::Cmp(_, a, b) | Expr::Concat(a, b) = e
+        && ((null(a) && reads_row_only(b)) || (null(b) && reads_row_only(a)))
+    {
+        *e = Expr::Const(Value::Null);
     }
 }

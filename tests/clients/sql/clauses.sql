@@ -58,3 +58,13 @@ SELECT 'x' AS x FROM cl_sale HAVING true;
 SELECT id FROM cl_sale HAVING true;
 DROP TABLE cl_region;
 DROP TABLE cl_sale;
+-- A strict operator over the NULL constant is NULL whatever the row would give: PostgreSQL
+-- folds it when it plans, so the other side is never evaluated.
+CREATE TABLE nf (a int, b int);
+INSERT INTO nf VALUES (1, 0), (2, 5);
+SELECT a FROM nf WHERE NULL <> a / b;
+SELECT a FROM nf WHERE CAST(NULL AS int) + a * 2000000000 * 2000000000 IS NOT NULL;
+SELECT a FROM nf WHERE NOT (NULL > a / b) OR a = 2;
+SELECT a FROM nf WHERE a / b > 0;
+SELECT a FROM nf WHERE 1 / 0 > a;
+DROP TABLE nf;
