@@ -217,6 +217,20 @@ impl<'c> Binder<'c> {
     }
 
     fn column(&mut self, parts: &[Ident]) -> Result<Typed> {
+        // An ambiguous name is placed at this reference (the statement may name the column
+        // earlier elsewhere: `SET n = n + 1`).
+        self.column_named(parts).map_err(|e| match (e, parts.first()) {
+            (e @ SqlError::AmbiguousColumn(_), Some(first)) if first.span.start.line > 0 => SqlError::At {
+                error: Box::new(e),
+                line: first.span.start.line,
+                column: first.span.start.column,
+                point: crate::error::Point::Start,
+            },
+            (e, _) => e,
+        })
+    }
+
+    fn column_named(&mut self, parts: &[Ident]) -> Result<Typed> {
         let names: Vec<String> = parts.iter().map(ident).collect();
         let unknown = |names: &[String]| match names {
             [one] => SqlError::UnknownColumn(one.clone()),

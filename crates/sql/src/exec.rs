@@ -698,10 +698,7 @@ fn require_all_for_unique(env: &Env<'_, '_>, schema: &TableSchema, written: impl
     if env.holds_all() || env.undone {
         return Ok(());
     }
-    match schema
-        .global_unique_indexes()
-        .find(|&i| schema.indexes[i].columns.iter().any(|&c| written(c)))
-    {
+    match schema.global_unique_over(written) {
         Some(i) => Err(SqlError::Unsupported(format!(
             "writing table \"{}\" needs a multi-partition transaction over all partitions: its unique index \"{}\" does not hold the partition column",
             schema.name, schema.indexes[i].name

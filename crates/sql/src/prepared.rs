@@ -476,16 +476,12 @@ impl Prepared {
         // A write of a key of a unique index without the partition column checks it at
         // every partition.
         let writes_global = match &self.plan {
-            Plan::Insert(i) => i.schema.global_unique_indexes().next().is_some(),
-            Plan::Update(u) => {
-                let schema = &u.target.schema;
-                schema.global_unique_indexes().any(|x| {
-                    schema.indexes[x]
-                        .columns
-                        .iter()
-                        .any(|c| u.assignments.iter().any(|(a, _)| a == c))
-                })
-            }
+            Plan::Insert(i) => i.schema.global_unique_over(|_| true).is_some(),
+            Plan::Update(u) => u
+                .target
+                .schema
+                .global_unique_over(|c| u.assignments.iter().any(|(a, _)| *a == c))
+                .is_some(),
             _ => false,
         };
         // (An interactive block's probe too: it must see the keys the block wrote.)

@@ -154,6 +154,13 @@ impl TableSchema {
         (0..self.indexes.len()).filter(|&i| self.is_global_unique(i))
     }
 
+    /// The first global unique index (by position) holding a column `written` selects: a
+    /// write of those columns must run over every partition, where its key is checked.
+    pub fn global_unique_over(&self, written: impl Fn(usize) -> bool) -> Option<usize> {
+        self.global_unique_indexes()
+            .find(|&i| self.indexes[i].columns.iter().any(|&c| written(c)))
+    }
+
     /// Checks the definition for mistakes a user can make in DDL.
     pub fn validate(&self) -> Result<()> {
         if self.columns.is_empty() {

@@ -61,9 +61,9 @@ pub(super) fn upsert(
         None => held_elsewhere(stores, at, schema, row, |i| spec.arbiters.contains(&i)).map(|(_, lj, r)| (lj, r)),
     };
     let Some((lj, holder)) = holder else {
-        // No row holds the key: the other global unique keys are checked as any insert's
-        // (an evicted row's key is in memory).
-        if let Some((i, _, _)) = held_elsewhere(stores, at, schema, row, |_| true) {
+        // No row holds the key: the other global unique keys (the arbiters were just
+        // looked up) are checked as any insert's (an evicted row's key is in memory).
+        if let Some((i, _, _)) = held_elsewhere(stores, at, schema, row, |i| !spec.arbiters.contains(&i)) {
             return Err(table_of(stores, at, schema)?.unique_violation_at(i, row).into());
         }
         let slot = stores[at].insert(schema.id, row)?;
@@ -133,15 +133,11 @@ pub(super) fn check_elsewhere(
     slot: u32,
     changes: &[(usize, Value)],
 ) -> Result<()> {
-    let touched = |i: usize| {
-        schema.indexes[i]
-            .columns
-            .iter()
-            .any(|c| changes.iter().any(|(x, _)| x == c))
-    };
-    if schema.global_unique_indexes().all(|i| !touched(i)) {
+    let written = |c: usize| changes.iter().any(|(x, _)| *x == c);
+    if schema.global_unique_over(written).is_none() {
         return Ok(());
     }
+    let touched = |i: usize| schema.indexes[i].columns.iter().any(|&c| written(c));
     let table = table_of(stores, at, schema)?;
     let mut row = table.row(slot).to_values();
     for (c, v) in changes {

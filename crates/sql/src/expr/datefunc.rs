@@ -119,6 +119,27 @@ fn shown_year(astro: i64) -> i64 {
     if astro > 0 { astro } else { astro - 1 }
 }
 
+/// The decade of an astronomical year as PostgreSQL numbers it (year / 10; before year 1
+/// counted down from -1, so that decade -1 holds 1 to 10 BC).
+fn decade(year: i64) -> i64 {
+    if year >= 0 { year / 10 } else { -((8 - (year - 1)) / 10) }
+}
+
+/// The century (`len` 100) or millennium (`len` 1000) of an astronomical year: the first
+/// is 1 (years 1 to `len`), the one before it -1.
+fn ordinal(year: i64, len: i64) -> i64 {
+    if year > 0 {
+        (year + len - 1) / len
+    } else {
+        -((len - 1 - (year - 1)) / len)
+    }
+}
+
+/// The astronomical year a century or millennium `n` of `len` years starts at.
+fn first_year(n: i64, len: i64) -> i64 {
+    if n > 0 { (n - 1) * len + 1 } else { n * len + 1 }
+}
+
 /// The value of `extract(unit from v)` (`numeric`: numeric, as `extract` answers) or of
 /// `date_part(unit, v)` (double precision).
 pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Value> {
@@ -157,30 +178,9 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
         Month => (f.month as i64, 0),
         Quarter => ((f.month as i64 - 1) / 3 + 1, 0),
         Year => (shown_year(f.year), 0),
-        Decade => (
-            if f.year >= 0 {
-                f.year / 10
-            } else {
-                -((8 - (f.year - 1)) / 10)
-            },
-            0,
-        ),
-        Century => (
-            if f.year > 0 {
-                (f.year + 99) / 100
-            } else {
-                -((99 - (f.year - 1)) / 100)
-            },
-            0,
-        ),
-        Millennium => (
-            if f.year > 0 {
-                (f.year + 999) / 1000
-            } else {
-                -((999 - (f.year - 1)) / 1000)
-            },
-            0,
-        ),
+        Decade => (decade(f.year), 0),
+        Century => (ordinal(f.year, 100), 0),
+        Millennium => (ordinal(f.year, 1000), 0),
         Dow => (isodow(f.days) % 7, 0),
         Isodow => (isodow(f.days), 0),
         Doy => (f.days - days_from_civil(f.year, 1, 1) + 1, 0),
@@ -231,30 +231,9 @@ pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
         Month => first(f.year, f.month),
         Quarter => first(f.year, (f.month - 1) / 3 * 3 + 1),
         Year => first(f.year, 1),
-        Decade => first(
-            if f.year > 0 {
-                f.year / 10 * 10
-            } else {
-                -((8 - (f.year - 1)) / 10) * 10
-            },
-            1,
-        ),
-        Century => first(
-            if f.year > 0 {
-                (f.year + 99) / 100 * 100 - 99
-            } else {
-                -((99 - (f.year - 1)) / 100) * 100 + 1
-            },
-            1,
-        ),
-        Millennium => first(
-            if f.year > 0 {
-                (f.year + 999) / 1000 * 1000 - 999
-            } else {
-                -((999 - (f.year - 1)) / 1000) * 1000 + 1
-            },
-            1,
-        ),
+        Decade => first(decade(f.year) * 10, 1),
+        Century => first(first_year(ordinal(f.year, 100), 100), 1),
+        Millennium => first(first_year(ordinal(f.year, 1000), 1000), 1),
         Dow | Isodow | Doy | Isoyear | Epoch | Timezone | TimezoneHour | TimezoneMinute => {
             return Err(not_supported(name, &ty));
         }

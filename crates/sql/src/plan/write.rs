@@ -282,13 +282,13 @@ fn conflict_update(
     let mut assignments = Vec::with_capacity(set.assignments.len());
     for a in &set.assignments {
         let c = assignment_column(schema, a, &assignments)?;
-        let (x, _) = b.expr_in("UPDATE", &a.value).map_err(|e| at_ambiguous(e, &a.value))?;
+        let (x, _) = b.expr_in("UPDATE", &a.value)?;
         literal_fits(&a.value, &schema.columns[c].ty)?;
         b.infer(&x, Some(schema.columns[c].ty));
         assignments.push((c, x));
     }
     let mut filter = match &set.selection {
-        Some(w) => Some(b.expr_in("WHERE", w).map_err(|e| at_ambiguous(e, w))?.0),
+        Some(w) => Some(b.expr_in("WHERE", w)?.0),
         None => None,
     };
     b.rels.truncate(excluded);
@@ -502,49 +502,6 @@ fn literal_fits(e: &ast::Expr, ty: &permafrost_types::DataType) -> Result<()> {
         return Err(SqlError::from(err).at(v.span, Point::Start));
     }
     Ok(())
-}
-
-/// An ambiguous column name placed at its first mention inside `e` (the expression whose
-/// binding failed), not at an earlier one of the statement (an assignment's target).
-fn at_ambiguous(err: SqlError, e: &ast::Expr) -> SqlError {
-    use sqlparser::ast::Visit;
-    let SqlError::AmbiguousColumn(name) = &err else {
-        return err;
-    };
-    let mut find = FindIdent {
-        name: name.as_str(),
-        span: None,
-    };
-    let _ = e.visit(&mut find);
-    // (Placed here though a name's error is otherwise found by its name in the text.)
-    match find.span {
-        Some(s) if s.start.line > 0 => SqlError::At {
-            error: Box::new(err),
-            line: s.start.line,
-            column: s.start.column,
-            point: Point::Start,
-        },
-        _ => err,
-    }
-}
-
-/// Finds the first unqualified mention of a column name in an expression.
-struct FindIdent<'a> {
-    name: &'a str,
-    span: Option<sqlparser::tokenizer::Span>,
-}
-
-impl ast::Visitor for FindIdent<'_> {
-    type Break = ();
-    fn pre_visit_expr(&mut self, e: &ast::Expr) -> std::ops::ControlFlow<()> {
-        if let ast::Expr::Identifier(i) = e
-            && ident(i) == self.name
-        {
-            self.span = Some(i.span);
-            return std::ops::ControlFlow::Break(());
-        }
-        std::ops::ControlFlow::Continue(())
-    }
 }
 
 /// Whether a VALUES item is the keyword DEFAULT.
