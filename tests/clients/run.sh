@@ -102,6 +102,10 @@ echo "== sqlalchemy: sqlalchemy_test.py (SQLAlchemy 2 over psycopg 3 and psycopg
 timeout 300 python3 sqlalchemy_test.py "$PORT"
 result sqlalchemy $?
 
+echo "== alembic: alembic_test.py (migrations in one transaction block: upgrade, downgrade, upgrade)"
+timeout 300 python3 alembic_test.py "$PORT"
+result alembic $?
+
 echo "== jdbc: jdbc/Main.java with $(basename "$PGJDBC_JAR")"
 if [ ! -f "$PGJDBC_JAR" ]; then
     echo "missing $PGJDBC_JAR: mvn dependency:copy -Dartifact=org.postgresql:postgresql:42.7.4" \

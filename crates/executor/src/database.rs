@@ -95,6 +95,11 @@ pub struct AdHoc {
 }
 
 impl AdHoc {
+    /// The catalog it was planned against.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
     /// The planned statement.
     pub fn prepared(&self) -> &permafrost_sql::Prepared {
         &self.proc.statements[0]
@@ -373,8 +378,14 @@ impl Database {
 
     /// Wraps a planned statement for running many times ([`Request::statement`](crate::Request::statement)).
     pub fn ad_hoc(&self, prepared: permafrost_sql::Prepared) -> AdHoc {
+        self.ad_hoc_in(self.catalog(), prepared)
+    }
+
+    /// Wraps a statement planned against `catalog` (a transaction block's draft,
+    /// `SchemaDraft::catalog`).
+    pub fn ad_hoc_in(&self, catalog: Arc<Catalog>, prepared: permafrost_sql::Prepared) -> AdHoc {
         AdHoc {
-            catalog: self.catalog(),
+            catalog,
             proc: Arc::new(Procedure::ad_hoc(prepared)),
         }
     }

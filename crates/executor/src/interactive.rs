@@ -99,6 +99,23 @@ pub(crate) const INTERACTIVE_MARK: &str = "/* permafrost: interactive transactio
 /// rather than splitting the parameters wrongly.
 pub(crate) const COUNTED_MARK: &str = "/* permafrost: interactive transaction, counted */ ";
 
+/// The start of the text of a committed block that changed the schema: a comment, then
+/// the JSON of [`Logged`] with its `schema` and `schema_at` (docs/format.md, "Interactive
+/// transactions"). A reader that does not know it stops at it with an error rather than
+/// replaying the writes without the changes.
+pub(crate) const SCHEMA_MARK: &str = "/* permafrost: interactive transaction with schema changes */ ";
+
+/// A transaction block's schema changes, for the probe or commit that runs its statements
+/// (crate::schema_block builds it).
+pub(crate) struct BlockSchema {
+    pub steps: Arc<dyn crate::procedure::SchemaSteps>,
+    /// The schema statements, in order (what the command log records).
+    pub texts: Vec<String>,
+    /// For each of `texts`, how many of the statements the record lists (the writes) come
+    /// before it.
+    pub logged_at: Vec<usize>,
+}
+
 /// Whether a logged statement text is a committed interactive transaction.
 pub(crate) fn is_logged(sql: &str) -> bool {
     sql.starts_with(INTERACTIVE_MARK) || sql.starts_with(COUNTED_MARK)
@@ -110,21 +127,28 @@ pub const MAX_STATEMENTS: usize = 10_000;
 /// What the command log records of a committed interactive transaction, besides the
 /// parameters of its statements one after the other.
 #[derive(Serialize, Deserialize)]
-struct Logged {
+pub(crate) struct Logged {
     /// `now()` inside the transaction (its start), in microseconds since the epoch.
-    now: i64,
+    pub(crate) now: i64,
     /// The statements' texts, in order.
-    statements: Vec<String>,
+    pub(crate) statements: Vec<String>,
     /// The partition whose sequences gave its new keys (`Interactive::sequence_home`);
     /// absent in records written before it was kept (their keys came from the first
     /// partition held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    home: Option<u32>,
+    pub(crate) home: Option<u32>,
     /// How many of the record's parameters each statement takes, when a statement is a
     /// bulk insert (a COPY inside the block: its parameters are its rows); absent
     /// otherwise, and then each statement takes as many as its text uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    counts: Option<Vec<usize>>,
+    pub(crate) counts: Option<Vec<usize>>,
+    /// The schema statements of a block that changed the schema, applied before its
+    /// statements (only under [`SCHEMA_MARK`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) schema: Vec<String>,
+    /// For each of `schema`, how many of `statements` come before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) schema_at: Vec<usize>,
 }
 
 /// One statement of an interactive transaction.
@@ -148,6 +172,16 @@ impl TxnStatement {
     /// Whether it may change data (what a probe runs before its own statement).
     pub fn writes(&self) -> bool {
         !self.stmt.prepared().is_read_only()
+    }
+
+    /// What a COMMIT runs of it: the statement, its parameters, and what it must give.
+    pub(crate) fn to_commit(&self) -> (&AdHoc, Vec<Value>, Expected) {
+        let expect = Expected {
+            digest: Some(self.digest),
+            seen: self.seen,
+            done: self.done,
+        };
+        (&self.stmt, self.params.clone(), expect)
     }
 
     /// The partitions it runs at in a probe.
@@ -190,6 +224,7 @@ impl Interactive {
         let any_bulk = bulk.iter().any(Option::is_some);
         let n = statements.len();
         let probe = spec.probe;
+        let schema = spec.schema.clone();
         // The definition holds only the body: its statements come planned, and an
         // interactive procedure is never planned again (`Procedure::replan` refuses).
         let def = ProcedureDef::new(crate::procedure::AD_HOC)
@@ -212,6 +247,9 @@ impl Interactive {
                     lock(c).clear();
                 }
                 for (i, &k) in counts.iter().enumerate() {
+                    if let Some(s) = &schema {
+                        s.apply_through(i, ctx.env.stores)?;
+                    }
                     let p = params.get(at..at + k).ok_or_else(|| {
                         ProcError::Sql(SqlError::ParamCount {
                             expected: at + k,
@@ -227,6 +265,7 @@ impl Interactive {
                             reads: Some(ranges), ..
                         }),
                     ) = (expect.digest, expect.seen, runs.get(i))
+                        && schema.is_none()
                         && ctx.statements[i].is_read_only()
                         && !ranges.is_empty()
                         && ranges.iter().all(|range| ctx.unchanged_since(range, seen))
@@ -265,7 +304,11 @@ impl Interactive {
                         && rows.digest() != d
                         && !ctx.is_prepass()
                     {
-                        if !probe && collect.is_none() && expect.window().is_some() && ctx.statements[i].is_read_only()
+                        if !probe
+                            && collect.is_none()
+                            && schema.is_none()
+                            && expect.window().is_some()
+                            && ctx.statements[i].is_read_only()
                         {
                             later.push(i);
                             continue;
@@ -276,6 +319,10 @@ impl Interactive {
                         Some(c) => lock(c).push(rows),
                         None => last = rows,
                     }
+                }
+                if let Some(s) = &schema {
+                    // The changes after the last statement.
+                    s.apply_through(usize::MAX, ctx.env.stores)?;
                 }
                 if !probe && !ctx.is_prepass() {
                     if let Some(&first) = later.first() {
@@ -300,10 +347,10 @@ impl Interactive {
 /// client was shown, if it was ([`TxnStatement::digest`]), and the write clock before it
 /// ran, if known ([`TxnStatement::seen`]).
 #[derive(Clone, Copy, Default)]
-struct Expected {
-    digest: Option<u64>,
-    seen: Option<u64>,
-    done: Option<u64>,
+pub(crate) struct Expected {
+    pub(crate) digest: Option<u64>,
+    pub(crate) seen: Option<u64>,
+    pub(crate) done: Option<u64>,
 }
 
 impl Expected {
@@ -542,7 +589,7 @@ impl Database {
         all.push((stmt, params, Expected::default()));
         // Answered without waiting for the log: the COMMIT does.
         stop.mark_in_block();
-        let submitted = self.submit_interactive(all, now, true, stop, place, None);
+        let submitted = self.submit_interactive(all, now, true, stop, place, None, None);
         async move {
             match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)),
@@ -661,18 +708,8 @@ impl Database {
     ) -> impl Future<Output = Result<()>> + Send + 'static + use<> {
         // A block that ran nothing commits nothing.
         let submitted = (!statements.is_empty()).then(|| {
-            let all = statements
-                .iter()
-                .map(|s| {
-                    let expect = Expected {
-                        digest: Some(s.digest),
-                        seen: s.seen,
-                        done: s.done,
-                    };
-                    (&s.stmt, s.params.clone(), expect)
-                })
-                .collect();
-            self.submit_interactive(all, now, false, stop, place, None)
+            let all = statements.iter().map(TxnStatement::to_commit).collect();
+            self.submit_interactive(all, now, false, stop, place, None, None)
         });
         async move {
             match submitted {
@@ -710,7 +747,7 @@ impl Database {
             .iter()
             .map(|(s, p)| (s, p.clone(), Expected::default()))
             .collect();
-        let submitted = self.submit_interactive(all, now, false, stop, Place::Partition, Some(collect.clone()));
+        let submitted = self.submit_interactive(all, now, false, stop, Place::Partition, Some(collect.clone()), None);
         async move {
             let r = match submitted {
                 Ok(rx) => rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ()),
@@ -721,7 +758,11 @@ impl Database {
         }
     }
 
-    fn submit_interactive(
+    /// Submits the procedure of an interactive transaction's probe or commit. With
+    /// `schema` (a block that changed the schema, `draft`), its statements were planned
+    /// against the draft and it runs at every partition.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn submit_interactive(
         &self,
         statements: Vec<(&AdHoc, Vec<Value>, Expected)>,
         now: i64,
@@ -729,6 +770,7 @@ impl Database {
         stop: StopFlag,
         place: Place,
         collect: Option<Collected>,
+        schema: Option<BlockSchema>,
     ) -> Result<tokio::sync::oneshot::Receiver<Result<Rows>>> {
         if statements.len() > MAX_STATEMENTS {
             return Err(Error::Sql(SqlError::Unsupported(format!(
@@ -743,14 +785,17 @@ impl Database {
         let mut params = Vec::new();
         // Where it runs: the one partition every statement's key pins, else all of them.
         let mut single: Option<Option<u32>> = Some(None);
+        let changes_schema = schema.is_some();
         for (stmt, p, digest) in statements {
-            if !Arc::ptr_eq(&catalog, &stmt.catalog) {
+            // (A block that changed the schema was checked against its draft.)
+            if !changes_schema && !Arc::ptr_eq(&catalog, &stmt.catalog) {
                 return Err(Error::Sql(SqlError::SerializationFailure(
                     "the schema changed during the transaction; retry the transaction".into(),
                 )));
             }
             let s = &stmt.proc.statements[0];
             single = match (single, route(s, &p, partitions, probe)) {
+                _ if changes_schema => None,
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
                 (Some(x), Route::Any) => Some(x),
@@ -792,13 +837,17 @@ impl Database {
                 now,
                 statements,
                 home: Some(home),
-                counts: prepared
-                    .iter()
-                    .any(|p| crate::procedure::bulk_width(p).is_some())
+                // (Always for a block that changed the schema: replay splits its
+                // parameters between the runs of writes around its changes.)
+                counts: (changes_schema || prepared.iter().any(|p| crate::procedure::bulk_width(p).is_some()))
                     .then_some(logged_counts),
+                schema: schema.as_ref().map(|b| b.texts.clone()).unwrap_or_default(),
+                schema_at: schema.as_ref().map(|b| b.logged_at.clone()).unwrap_or_default(),
             };
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
-            let mark = if logged.counts.is_some() {
+            let mark = if changes_schema {
+                SCHEMA_MARK
+            } else if logged.counts.is_some() {
                 COUNTED_MARK
             } else {
                 INTERACTIVE_MARK
@@ -815,6 +864,7 @@ impl Database {
                 log_text,
                 log_params,
                 sequence_home: Some(home),
+                schema: schema.map(|b| b.steps),
             },
             collect,
         ));
@@ -885,6 +935,7 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             log_text: sql.into(),
             log_params: None,
             sequence_home: logged.home,
+            schema: None,
         },
         None,
     ))

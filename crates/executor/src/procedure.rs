@@ -38,6 +38,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use permafrost_sql::{Catalog, Env, Prepared, Rows, SqlError};
+use permafrost_storage::PartitionStore;
 use permafrost_types::{DataType, Value};
 
 use crate::error::{Error, Result};
@@ -180,6 +181,24 @@ pub(crate) struct Interactive {
     /// partitions a probe or the commit holds (picked by its start time), so that the keys
     /// its client was shown are the keys its commit inserts.
     pub sequence_home: Option<u32>,
+    /// The schema changes of its block, applied among its statements (crate::schema_block).
+    pub schema: Option<Arc<dyn SchemaSteps>>,
+}
+
+/// A transaction block's schema changes as the transaction that runs its statements
+/// applies them to the stores it holds (crate::schema_block implements it).
+pub(crate) trait SchemaSteps: Send + Sync {
+    /// Whether it publishes a schema when it commits (else it is a probe's).
+    fn commits(&self) -> bool;
+    /// Why the transaction must not run now, if it must not.
+    fn refused(&self, parts: &[u32], stores: &[&mut PartitionStore]) -> Option<Error>;
+    /// Applies the changes that come before statement `i` (all for `usize::MAX`) not
+    /// applied yet.
+    fn apply_through(&self, i: usize, stores: &mut [&mut PartitionStore]) -> std::result::Result<(), ProcError>;
+    /// Undoes every change applied, newest first (the rows are rolled back already).
+    fn undo(&self, stores: &mut [&mut PartitionStore]);
+    /// Publishes the schema the committed transaction reached (every partition held).
+    fn publish(&self);
 }
 
 /// The transaction context a replayed record first ran with.

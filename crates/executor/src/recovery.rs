@@ -260,8 +260,12 @@ impl Database {
                 if lsn <= cut {
                     continue;
                 }
-                if matches!(rec.request, Request::Schema { .. }) {
-                    report.schema_changes += 1;
+                match &rec.request {
+                    Request::Schema { .. } => report.schema_changes += 1,
+                    Request::AdHoc { sql, .. } if sql.starts_with(crate::interactive::SCHEMA_MARK) => {
+                        report.schema_changes += 1;
+                    }
+                    _ => {}
                 }
                 r.replay(lsn, rec)?;
                 report.records += 1;
@@ -350,10 +354,59 @@ impl<'a> Replayer<'a> {
         let (proc, params) = match rec.request {
             Request::Schema { sql } => return self.schema(lsn, &sql),
             Request::Call { procedure, params } => (self.procedure(lsn, &procedure)?, params),
-            Request::AdHoc { sql, params } => (self.plan(lsn, &sql)?, params),
+            Request::AdHoc { sql, params } => {
+                match split_schema_block(&sql).map_err(|e| Error::Recovery(format!("record {lsn}: {e}")))? {
+                    // A block that changed the schema: its changes and the writes between
+                    // them, in the order they ran.
+                    Some(parts) => return self.schema_block(lsn, parts, params, rec.partitions, replay),
+                    None => (self.plan(lsn, &sql)?, params),
+                }
+            }
         };
+        self.run(lsn, proc, params, rec.partitions, replay)
+    }
+
+    /// Replays a block that changed the schema, part by part.
+    fn schema_block(
+        &mut self,
+        lsn: u64,
+        parts: Vec<BlockPart>,
+        params: Vec<permafrost_types::Value>,
+        partitions: Vec<u32>,
+        replay: Option<Replayed>,
+    ) -> Result<()> {
+        let mut params = params.into_iter();
+        for part in parts {
+            match part {
+                BlockPart::Schema(sql) => self.schema(lsn, &sql)?,
+                BlockPart::Writes(sql, n) => {
+                    let mine: Vec<_> = params.by_ref().take(n).collect();
+                    if mine.len() != n {
+                        return Err(Error::Recovery(format!(
+                            "record {lsn}: fewer parameters than its statements take"
+                        )));
+                    }
+                    let proc = self.plan(lsn, &sql)?;
+                    self.run(lsn, proc, mine, partitions.clone(), replay)?;
+                    // Nothing after it (a schema change) runs before it is done.
+                    self.flush()?;
+                    self.collect(0)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays one call or statement at the partitions it ran at.
+    fn run(
+        &mut self,
+        lsn: u64,
+        proc: Arc<Procedure>,
+        params: Vec<permafrost_types::Value>,
+        parts: Vec<u32>,
+        replay: Option<Replayed>,
+    ) -> Result<()> {
         let params = proc.coerce(params)?;
-        let parts = rec.partitions;
         let n = self.db.partitions();
         if let Some(&p) = parts.iter().find(|&&p| p >= n) {
             return Err(Error::Recovery(format!(
@@ -554,6 +607,68 @@ impl<'a> Replayer<'a> {
         self.collect(0)?;
         Ok(self.pending)
     }
+}
+
+/// One part of a logged block that changed the schema, as replay runs it.
+pub(crate) enum BlockPart {
+    /// Schema statements (one text).
+    Schema(String),
+    /// The record of an interactive transaction of some of its writes, with how many of
+    /// the record's parameters are theirs.
+    Writes(String, usize),
+}
+
+/// A logged block that changed the schema ([`SCHEMA_MARK`]), split
+/// for replay into its schema changes and the runs of writes between them, in the order
+/// they ran. `None` for any other text.
+pub(crate) fn split_schema_block(sql: &str) -> Result<Option<Vec<BlockPart>>> {
+    let Some(json) = sql.strip_prefix(crate::interactive::SCHEMA_MARK) else {
+        return Ok(None);
+    };
+    let bad = |m: String| Error::Recovery(format!("interactive transaction record with schema changes: {m}"));
+    let mut logged: crate::interactive::Logged = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+    let schema = std::mem::take(&mut logged.schema);
+    let mut at = std::mem::take(&mut logged.schema_at);
+    if at.is_empty() {
+        at = vec![0; schema.len()];
+    }
+    let n = logged.statements.len();
+    if at.len() != schema.len() || at.windows(2).any(|w| w[0] > w[1]) || at.iter().any(|&a| a > n) {
+        return Err(bad("the schema changes' places do not fit its statements".into()));
+    }
+    let counts = match &logged.counts {
+        Some(c) if c.len() == n => c.clone(),
+        _ => return Err(bad("parameter counts do not fit its statements".into())),
+    };
+    let mut parts = Vec::new();
+    let mut done = 0;
+    let mut writes = |upto: usize, parts: &mut Vec<BlockPart>| -> Result<()> {
+        if upto <= done {
+            return Ok(());
+        }
+        let part = crate::interactive::Logged {
+            now: logged.now,
+            statements: logged.statements[done..upto].to_vec(),
+            home: logged.home,
+            counts: Some(counts[done..upto].to_vec()),
+            schema: Vec::new(),
+            schema_at: Vec::new(),
+        };
+        let params = counts[done..upto].iter().sum();
+        let json = serde_json::to_string(&part).map_err(|e| Error::Internal(e.to_string()))?;
+        parts.push(BlockPart::Writes(
+            format!("{}{json}", crate::interactive::COUNTED_MARK),
+            params,
+        ));
+        done = upto;
+        Ok(())
+    };
+    for (text, &a) in schema.iter().zip(&at) {
+        writes(a, &mut parts)?;
+        parts.push(BlockPart::Schema(text.clone()));
+    }
+    writes(n, &mut parts)?;
+    Ok(Some(parts))
 }
 
 fn describe(p: &Procedure) -> String {

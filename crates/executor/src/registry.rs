@@ -106,7 +106,7 @@ impl Database {
     }
 
     /// The statements of schema-change texts, each with its own text.
-    fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
+    pub(crate) fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
         let mut stmts = Vec::new();
         for t in texts {
             for text in permafrost_sql::scan::scan(t)?.texts() {
@@ -116,6 +116,22 @@ impl Database {
             }
         }
         Ok(stmts)
+    }
+
+    /// The state after a schema change to `catalog`: `state`'s procedures planned
+    /// against it. Procedures whose statements no longer plan (a table they use was
+    /// dropped) are unregistered with the change.
+    pub(crate) fn next_state(&self, state: &SchemaState, catalog: Arc<permafrost_sql::Catalog>) -> Arc<SchemaState> {
+        let procs = state
+            .procs
+            .iter()
+            .filter_map(|(name, p)| {
+                Procedure::prepare(p.def.clone(), &catalog)
+                    .ok()
+                    .map(|p| (name.clone(), Arc::new(p)))
+            })
+            .collect();
+        Arc::new(SchemaState { catalog, procs })
     }
 
     /// Installs a schema (`catalog`, reached by `changes`) at every partition, with the
@@ -128,18 +144,7 @@ impl Database {
         sql: String,
         record: Record,
     ) -> Result<()> {
-        // Procedures whose statements no longer plan (a table they use was dropped) are
-        // unregistered with the schema change.
-        let procs = state
-            .procs
-            .iter()
-            .filter_map(|(name, p)| {
-                Procedure::prepare(p.def.clone(), &catalog)
-                    .ok()
-                    .map(|p| (name.clone(), Arc::new(p)))
-            })
-            .collect();
-        let next = Arc::new(SchemaState { catalog, procs });
+        let next = self.next_state(state, catalog);
         // An index over a table part of which is on disk is built with the keys of the
         // evicted tuples, read first at each partition while it goes on serving; tuples
         // evicted between that read and the change make it fail, and it is read again.

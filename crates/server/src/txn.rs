@@ -20,18 +20,19 @@
 //! implicit block ([`Open::implicit`]): its statements run as a block's, and it commits at
 //! the Sync (an error there is reported before ReadyForQuery).
 //!
-//! Schema changes inside a block are checked when they run (against the schema as the
-//! block's earlier changes leave it) and applied together at COMMIT, all or none
-//! (`Database::execute_ddl_atomic`); until then the block may not read or write user
-//! tables (0A000: the rows would be those of the schema before the change), and a block
-//! that has written may not change the schema. COPY FROM STDIN inside a block is one of its
+//! Schema changes inside a block are planned when they run, against the schema as the
+//! block's earlier changes leave it ([`Open::drafts`]), and the block's later statements
+//! are planned against that: their probes and the COMMIT apply the changes first, at every
+//! partition (`permafrost_executor`'s schema_block.rs). A block of schema changes only is
+//! applied at COMMIT, all or none (`Database::execute_ddl_atomic`). A block that has
+//! written may not change the schema (0A000). COPY FROM STDIN inside a block is one of its
 //! statements, a bulk insert of its rows (`Backend::copy_in_block`). Not yet: CALL inside a
 //! transaction (0A000, the transaction aborts).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use permafrost_executor::TxnStatement;
+use permafrost_executor::{SchemaDraft, TxnStatement};
 use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::TransactionStatus;
@@ -61,6 +62,9 @@ pub(crate) struct Open {
     /// Schema changes (CREATE, DROP, ALTER), checked when they ran and applied together
     /// at COMMIT (`Database::execute_ddl_atomic`).
     pub ddl: Vec<String>,
+    /// The schema each of `ddl` leads to, planned when it ran: the block's later
+    /// statements are planned against the last (`permafrost_executor::SchemaDraft`).
+    pub drafts: Vec<Arc<SchemaDraft>>,
     /// Savepoints, oldest first: name, and the lengths of `statements` and `ddl` then.
     pub savepoints: Vec<(String, usize, usize)>,
     /// Opened by an extended-protocol group of several statements outside BEGIN: it
@@ -69,6 +73,11 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// The schema the block's changes lead to, if it changed the schema.
+    pub(crate) fn draft(&self) -> Option<&Arc<SchemaDraft>> {
+        self.drafts.last()
+    }
+
     /// Whether a statement of the block has written.
     pub(crate) fn wrote(&self) -> bool {
         self.statements.iter().any(TxnStatement::writes)
@@ -82,6 +91,7 @@ impl Open {
             read_only,
             statements: Vec::new(),
             ddl: Vec::new(),
+            drafts: Vec::new(),
             savepoints: Vec::new(),
             implicit: false,
         }
@@ -117,20 +127,12 @@ pub(crate) fn group_goes_on<C: ClientInfo>(client: &C) -> Arc<GroupGoesOn> {
     client.session_extensions().get_or_insert_with(GroupGoesOn::default)
 }
 
-/// An error planning a statement inside a block whose schema changes wait for COMMIT:
-/// a relation that does not exist yet is named as such (it may be one the block creates).
-pub(crate) fn explain_pending_ddl(cell: &Cell, e: PgWireError) -> PgWireError {
-    let pending = matches!(&*lock(cell), State::Open(o) if !o.ddl.is_empty());
-    match &e {
-        PgWireError::UserError(info) if pending && info.code == "42P01" => client_error(
-            "0A000",
-            format!(
-                "{}: this transaction block's schema changes apply at its COMMIT, and until then \
-                 its statements see the schema before them (COMMIT the schema change first)",
-                info.message
-            ),
-        ),
-        _ => e,
+/// The catalog a statement of the connection's open block is planned against when the
+/// block changed the schema (`permafrost_executor::SchemaDraft`).
+pub(crate) fn draft_catalog(cell: &Cell) -> Option<Arc<permafrost_sql::Catalog>> {
+    match &*lock(cell) {
+        State::Open(o) => o.draft().map(|d| d.catalog().clone()),
+        _ => None,
     }
 }
 
@@ -229,6 +231,7 @@ pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static
                     o.savepoints.truncate(i + 1);
                     o.statements.truncate(len);
                     o.ddl.truncate(ddl);
+                    o.drafts.truncate(ddl);
                     *st = State::Open(o);
                     Ok("ROLLBACK")
                 }

@@ -256,7 +256,7 @@ async fn session_functions_answer_for_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn schema_changes_in_a_block_apply_at_commit_all_or_none() {
+async fn schema_changes_in_a_block_are_seen_by_it_and_apply_at_commit_all_or_none() {
     let (c, _s) = start().await;
     // Rolled back: nothing of it exists.
     c.batch_execute("BEGIN; CREATE TABLE a (id BIGINT PRIMARY KEY); CREATE INDEX a_id ON a (id); ROLLBACK")
@@ -284,29 +284,56 @@ async fn schema_changes_in_a_block_apply_at_commit_all_or_none() {
     let e = c.batch_execute("SELECT 1").await.unwrap_err();
     assert_eq!(code(&e), "25P02", "{e}");
     c.batch_execute("ROLLBACK").await.unwrap();
-    // Until COMMIT, the block's tables may not be read or written: their rows would be
-    // those before the change.
+    // The block's statements see its changes: a dropped table is gone for them.
     c.batch_execute("BEGIN; DROP TABLE b").await.unwrap();
     let e = c.batch_execute("SELECT * FROM b").await.unwrap_err();
-    assert_eq!(code(&e), "0A000", "{e}");
+    assert_eq!(code(&e), "42P01", "{e}");
     c.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(rows(&c, "SELECT id FROM b").await.len(), 1);
-    // A table the block creates cannot be used before COMMIT, and the error says why.
-    c.batch_execute("BEGIN; CREATE TABLE e (id BIGINT PRIMARY KEY)")
+    // A table the block creates is read and written in it, and rolled back with it.
+    c.batch_execute("BEGIN; CREATE TABLE e (id BIGINT PRIMARY KEY); INSERT INTO e VALUES (1)")
         .await
         .unwrap();
-    let e = c.batch_execute("INSERT INTO e VALUES (1)").await.unwrap_err();
-    assert_eq!(code(&e), "0A000", "{e}");
-    assert!(e.as_db_error().unwrap().message().contains("COMMIT"), "{e}");
+    assert_eq!(texts(&rows(&c, "SELECT id FROM e").await), vec![vec!["1"]]);
     c.batch_execute("ROLLBACK").await.unwrap();
-    // A block that has written may not change the schema.
-    c.batch_execute("BEGIN; INSERT INTO a VALUES (2)").await.unwrap();
-    let e = c
-        .batch_execute("CREATE TABLE c (id BIGINT PRIMARY KEY)")
+    let e = c.batch_execute("SELECT * FROM e").await.unwrap_err();
+    assert_eq!(code(&e), "42P01", "{e}");
+    // Committed, with a write to an old table (what a migration tool records).
+    c.batch_execute(
+        "BEGIN; CREATE TABLE e (id BIGINT PRIMARY KEY); INSERT INTO e VALUES (1); INSERT INTO a VALUES (5); COMMIT",
+    )
+    .await
+    .unwrap();
+    assert_eq!(texts(&rows(&c, "SELECT id FROM e").await), vec![vec!["1"]]);
+    assert_eq!(rows(&c, "SELECT id FROM a WHERE id = 5").await.len(), 1);
+    // A dropped index cannot share a block with statements: 0A000, the block aborts.
+    c.batch_execute("CREATE INDEX e_id ON e (id); BEGIN; DROP INDEX e_id")
         .await
-        .unwrap_err();
+        .unwrap();
+    let e = c.batch_execute("INSERT INTO a VALUES (6)").await.unwrap_err();
     assert_eq!(code(&e), "0A000", "{e}");
     c.batch_execute("ROLLBACK").await.unwrap();
+    // A dropped table can (what a migration tool's downgrade sends).
+    c.batch_execute("BEGIN; DROP TABLE e; DELETE FROM a WHERE id = 5; COMMIT")
+        .await
+        .unwrap();
+    assert!(rows(&c, "SELECT id FROM a WHERE id = 5").await.is_empty());
+    // A schema change after writes: the writes come first, in the probes and at COMMIT;
+    // an index over rows the block wrote is refused (0A000).
+    c.batch_execute("BEGIN; INSERT INTO a VALUES (2)").await.unwrap();
+    let e = c.batch_execute("CREATE INDEX a_x ON a (id)").await;
+    assert!(
+        e.is_ok(),
+        "planned when it runs, applied with the statements after it: {e:?}"
+    );
+    let e = c.batch_execute("SELECT count(*) FROM a").await.unwrap_err();
+    assert_eq!(code(&e), "0A000", "{e}");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    c.batch_execute("BEGIN; INSERT INTO a VALUES (2); CREATE TABLE x (id BIGINT PRIMARY KEY); INSERT INTO x SELECT id FROM a; COMMIT")
+        .await
+        .unwrap();
+    assert_eq!(rows(&c, "SELECT id FROM x").await.len(), 2);
+    c.batch_execute("DROP TABLE x").await.unwrap();
     // A savepoint rolled back to takes the changes after it.
     c.batch_execute(
         "BEGIN; CREATE TABLE c (id BIGINT PRIMARY KEY); SAVEPOINT s; CREATE TABLE d (id BIGINT PRIMARY KEY); \

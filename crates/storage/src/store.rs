@@ -208,6 +208,40 @@ impl PartitionStore {
         }
     }
 
+    /// Whether the open transaction changed table `id`.
+    pub fn changed_table(&self, id: TableId) -> bool {
+        self.records.iter().any(|r| record_table(r) == id)
+    }
+
+    /// Takes a table out of the store, as [`PartitionStore::drop_table`] drops it, for
+    /// [`PartitionStore::restore_table`] to put back (a schema change undone).
+    pub fn take_table(&mut self, id: TableId) -> Result<Table> {
+        if self.records.iter().any(|r| record_table(r) == id) {
+            return Err(StorageError::Internal(
+                "table dropped inside a transaction that wrote it".into(),
+            ));
+        }
+        self.tables
+            .get_mut(id as usize)
+            .and_then(Option::take)
+            .ok_or_else(|| StorageError::Schema(format!("table id {id} does not exist")))
+    }
+
+    /// Puts back a table [`PartitionStore::take_table`] took out.
+    pub fn restore_table(&mut self, table: Table) -> Result<()> {
+        let id = table.schema().id as usize;
+        if self.tables.len() <= id {
+            self.tables.resize_with(id + 1, || None);
+        }
+        match &mut self.tables[id] {
+            Some(_) => Err(StorageError::Schema(format!("table id {id} already exists"))),
+            slot => {
+                *slot = Some(table);
+                Ok(())
+            }
+        }
+    }
+
     /// Adds the last index of `schema` to its table (see [`Table::add_index`]), with the
     /// keys of its evicted tuples when they were read.
     pub fn add_index(&mut self, schema: Arc<TableSchema>, evicted: Option<EvictedEntries>) -> Result<()> {

@@ -39,3 +39,5 @@ pub(crate) mod router;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod txn;
+
+pub(crate) use mp::apply_ddl;

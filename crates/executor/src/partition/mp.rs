@@ -74,7 +74,7 @@ impl MpFetch {
 /// An index or primary key is built with each partition's keys of the evicted tuples,
 /// `evicted` (by partition), when they were read. New evictable tables get a tracker from `tracker`.
 /// Each store then forgets its recent commits (`permafrost_storage::Recent::forget`).
-fn apply_ddl(
+pub(crate) fn apply_ddl(
     stores: &mut [&mut PartitionStore],
     changes: &[DdlChange],
     evicted: Option<&EvictedKeys>,
@@ -474,9 +474,32 @@ impl Partition {
         let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
         match &t.work {
             MpWork::Call { proc, params, .. } => {
+                // A transaction block that changed the schema (crate::schema_block).
+                let schema = proc.interactive.as_ref().and_then(|i| i.schema.clone());
+                if let Some(s) = &schema {
+                    let refused = s
+                        .refused(&t.parts, &refs)
+                        .or_else(|| s.commits().then(|| info.writes_refused.clone()).flatten());
+                    if let Some(e) = refused {
+                        return Outcome::Done(Err(e), false);
+                    }
+                }
                 let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
                 let pool = &self.shared.statement_pool;
-                run_txn(proc, params, &mut refs, &mut self.evicted, info, &interrupted, pool)
+                let outcome = run_txn(proc, params, &mut refs, &mut self.evicted, info, &interrupted, pool);
+                match (schema, outcome) {
+                    (Some(s), Outcome::Done(Ok(rows), _)) if s.commits() => {
+                        // Published while every partition is still held; logged as a
+                        // write even when no row changed.
+                        s.publish();
+                        Outcome::Done(Ok(rows), true)
+                    }
+                    (Some(s), outcome) => {
+                        s.undo(&mut refs);
+                        outcome
+                    }
+                    (None, outcome) => outcome,
+                }
             }
             MpWork::Ddl { .. } if info.writes_refused.is_some() => {
                 Outcome::Done(Err(info.writes_refused.clone().expect("checked")), false)

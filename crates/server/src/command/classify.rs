@@ -147,12 +147,27 @@ pub fn classify_text(db: &Database, sql: &str) -> PgWireResult<Command> {
 
 /// Classifies one statement of a scanned query string.
 pub fn classify_statement(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
+    classify_statement_in(db, None, st)
+}
+
+/// Classifies one statement of a scanned query string, its query or write planned against
+/// `draft` when given (the catalog of a transaction block that changed the schema,
+/// `permafrost_executor::SchemaDraft`), else against the database's.
+pub fn classify_statement_in(
+    db: &Database,
+    draft: Option<&Arc<permafrost_sql::Catalog>>,
+    st: &StatementText<'_>,
+) -> PgWireResult<Command> {
     // A long statement may nest deeply: its whole front end runs on a stack sized for it.
-    permafrost_sql::limits::with_stack_for(st.text, || classify_on_stack(db, st))
+    permafrost_sql::limits::with_stack_for(st.text, || classify_on_stack(db, draft, st))
         .map_err(|e| crate::error::at_statement(e, st.chars_before()))
 }
 
-fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Command> {
+fn classify_on_stack(
+    db: &Database,
+    draft: Option<&Arc<permafrost_sql::Catalog>>,
+    st: &StatementText<'_>,
+) -> PgWireResult<Command> {
     let sql = st.text;
     if st.is_create_procedure() {
         // Checked now so that a bad definition fails at Parse, not later.
@@ -309,7 +324,10 @@ fn classify_on_stack(db: &Database, st: &StatementText<'_>) -> PgWireResult<Comm
         }
         _ => {}
     }
-    classify(db, &stmt, sql)
+    match draft {
+        Some(catalog) => classify_in(db, catalog, &stmt, sql),
+        None => classify(db, &stmt, sql),
+    }
 }
 
 /// The letters a first word starts with (`VACUUM(ANALYZE)` starts with VACUUM).
@@ -563,6 +581,17 @@ fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_setti
 
 /// Classifies one parsed statement (`sql` is its text).
 pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResult<Command> {
+    classify_in(db, &db.catalog(), stmt, sql)
+}
+
+/// Classifies one parsed statement (`sql` is its text), a query or write planned against
+/// `catalog`.
+pub(crate) fn classify_in(
+    db: &Database,
+    catalog: &Arc<permafrost_sql::Catalog>,
+    stmt: &Statement,
+    sql: &str,
+) -> PgWireResult<Command> {
     if permafrost_sql::ddl::is_ddl(stmt) {
         return Ok(Command::Ddl {
             sql: sql.to_string(),
@@ -579,14 +608,14 @@ pub(crate) fn classify(db: &Database, stmt: &Statement, sql: &str) -> PgWireResu
         }
         _ => {}
     }
-    let prepared = permafrost_sql::prepare_statement(&db.catalog(), stmt, sql).map_err(|e| sql_error_in(e, sql))?;
+    let prepared = permafrost_sql::prepare_statement(catalog, stmt, sql).map_err(|e| sql_error_in(e, sql))?;
     let d = DmlCommand {
         params: param_types(&prepared),
         columns: columns_of(prepared.columns()),
         kind: prepared.result_kind(),
         read_only: prepared.is_read_only(),
         reads_clock: mentions_clock(&prepared.sql),
-        stmt: db.ad_hoc(prepared),
+        stmt: db.ad_hoc_in(catalog.clone(), prepared),
     };
     Ok(Command::Dml(Arc::new(d)))
 }
@@ -727,9 +756,10 @@ impl QueryParser for Parser {
         let scan = permafrost_sql::scan::scan(sql).map_err(sql_error)?;
         match scan.statements.as_slice() {
             [] => Ok(None),
-            [one] => classify_statement(&self.db, one)
-                .map(Some)
-                .map_err(|e| crate::txn::explain_pending_ddl(&crate::txn::of(client), e)),
+            [one] => {
+                let draft = crate::txn::draft_catalog(&crate::txn::of(client));
+                classify_statement_in(&self.db, draft.as_ref(), one).map(Some)
+            }
             _ => Err(client_error(
                 "42601",
                 "cannot insert multiple commands into a prepared statement",

@@ -16,20 +16,25 @@ impl Backend {
         let stop = crate::session::stop_flag(cancel, false);
         // Nothing else of this connection is in flight (a pipeline is drained before a
         // COMMIT or a Sync that ends a block): the commit may run on this thread.
-        let fut = self
-            .db
-            .commit_interactive(&open.statements, open.now, stop.clone(), Place::Here);
-        let mut r = match cancel {
-            Some(c) => c.run_stoppable(&stop, fut).await,
-            None => Ok(fut.await),
-        }
-        .and_then(|r| r.map_err(db_error));
-        // The block's schema changes, once what it read still holds (it wrote nothing:
-        // writes and schema changes do not share a block).
-        if r.is_ok() && !open.ddl.is_empty() {
-            let texts = open.ddl.clone();
-            r = self.schema_change("", move |db, _| db.execute_ddl_atomic(&texts)).await;
-        }
+        let r = match open.draft() {
+            // Schema changes (and the statements after them): one transaction, applied
+            // off the connection's thread (it takes the schema lock).
+            Some(draft) => {
+                let (draft, statements, now) = (draft.clone(), open.statements.clone(), open.now);
+                self.schema_change("", move |db, _| db.commit_draft(&draft, &statements, now, stop))
+                    .await
+            }
+            None => {
+                let fut = self
+                    .db
+                    .commit_interactive(&open.statements, open.now, stop.clone(), Place::Here);
+                match cancel {
+                    Some(c) => c.run_stoppable(&stop, fut).await,
+                    None => Ok(fut.await),
+                }
+                .and_then(|r| r.map_err(db_error))
+            }
+        };
         let class = if !open.wrote() {
             StatementClass::Query
         } else {
@@ -67,10 +72,10 @@ impl Backend {
         Ok(Response::Execution(Tag::new("TRUNCATE TABLE")))
     }
 
-    /// A schema change inside a transaction block: checked now against the schema as the
-    /// block's earlier changes leave it, applied at COMMIT with them (crate::txn).
+    /// A schema change inside a transaction block: planned now against the schema as the
+    /// block's earlier changes leave it, applied with the block's statements (crate::txn).
     pub(super) async fn block_ddl(&self, sql: &str, tag: &str, cell: &txn::Cell) -> PgWireResult<Response> {
-        let texts = {
+        let (after, at) = {
             let st = txn::lock(cell);
             let txn::State::Open(o) = &*st else {
                 return Err(txn::aborted());
@@ -81,19 +86,21 @@ impl Backend {
                     "cannot change the schema in a read-only transaction",
                 ));
             }
-            if o.wrote() {
-                return Err(client_error(
-                    "0A000",
-                    "a schema change cannot follow writes in the same transaction block: COMMIT the writes first",
-                ));
-            }
-            let mut texts = o.ddl.clone();
-            texts.push(sql.to_string());
-            texts
+            (o.draft().cloned(), o.statements.len())
         };
-        self.schema_change("", move |db, _| db.check_ddl(&texts)).await?;
+        let draft = self
+            .schema_change(sql, move |db, sql| {
+                let draft = db.draft_ddl(after.as_deref(), at, sql)?;
+                if at > 0 {
+                    // The block's statements run with its changes, in one transaction.
+                    draft.check_runnable()?;
+                }
+                Ok(draft)
+            })
+            .await?;
         if let txn::State::Open(o) = &mut *txn::lock(cell) {
             o.ddl.push(sql.to_string());
+            o.drafts.push(Arc::new(draft));
         }
         Ok(Response::Execution(Tag::new(tag)))
     }
@@ -167,8 +174,8 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
-        let (block, wrote, read_only, n) = match &*txn::lock(cell) {
-            txn::State::Open(o) => (o.id, o.wrote(), o.read_only, o.statements.len()),
+        let (block, wrote, read_only, n, draft) = match &*txn::lock(cell) {
+            txn::State::Open(o) => (o.id, o.wrote(), o.read_only, o.statements.len(), o.draft().cloned()),
             _ => return Err(txn::aborted()),
         };
         if read_only && !d.read_only {
@@ -197,7 +204,7 @@ impl Backend {
         // checks is completed as they pass ([`Fingerprinted`]).
         let mut rows = None;
         let mut stop = None;
-        if !wrote && d.read_only && !d.reads_clock {
+        if !wrote && d.read_only && !d.reads_clock && draft.is_none() {
             let flag = crate::session::stop_flag(cancel, true);
             stop = Some(flag.clone());
             let stop = flag;
@@ -251,6 +258,27 @@ impl Backend {
         r
     }
 
+    /// Statement `d` planned against `draft` (the schema the open block's changes lead
+    /// to): as it is when it was, else planned again from its text.
+    pub(super) fn in_draft(
+        &self,
+        draft: &permafrost_executor::SchemaDraft,
+        d: &Arc<crate::command::DmlCommand>,
+    ) -> PgWireResult<Arc<crate::command::DmlCommand>> {
+        if Arc::ptr_eq(d.stmt.catalog(), draft.catalog()) {
+            return Ok(d.clone());
+        }
+        let sql = &d.stmt.prepared().sql;
+        let stmt = permafrost_sql::parse::parse_statement(sql).map_err(crate::error::sql_error)?;
+        match crate::command::classify::classify_in(&self.db, draft.catalog(), &stmt, sql)? {
+            Command::Dml(d) => Ok(d),
+            _ => Err(client_error(
+                "XX000",
+                "internal error: a statement changed kind when planned again",
+            )),
+        }
+    }
+
     /// Runs `stmt` with `params` as a probe of the connection's open block: over the
     /// committed state and the block's earlier writes, undone (crate::txn); what it gives
     /// inside the block.
@@ -265,14 +293,17 @@ impl Backend {
         // Submitted while the block is locked (its statements are read in place); nothing
         // else of this connection is in flight: a short probe may run here.
         let fut = match &*txn::lock(cell) {
-            txn::State::Open(o) => self.db.probe(
-                &o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>(),
-                stmt,
-                params,
-                o.now,
-                stop.clone(),
-                Place::Here,
-            ),
+            txn::State::Open(o) => {
+                match o.draft() {
+                    // After the block's schema changes: over all partitions, with them.
+                    Some(d) => Box::pin(self.db.probe_draft(d, &o.statements, stmt, params, o.now, stop.clone()))
+                        as std::pin::Pin<Box<dyn Future<Output = _> + Send>>,
+                    None => {
+                        let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
+                        Box::pin(self.db.probe(&before, stmt, params, o.now, stop.clone(), Place::Here))
+                    }
+                }
+            }
             _ => return Err(txn::aborted()),
         };
         run_with(cancel, &stop, fut).await
@@ -341,9 +372,12 @@ pub(super) fn keep_in_block(
     }
 }
 
-/// Whether the connection's open block has a schema change waiting for COMMIT.
-pub(super) fn block_changed_schema(cell: &txn::Cell) -> bool {
-    matches!(&*txn::lock(cell), txn::State::Open(o) if !o.ddl.is_empty())
+/// The schema the connection's open block's changes lead to, if it changed the schema.
+pub(super) fn block_draft(cell: &txn::Cell) -> Option<Arc<permafrost_executor::SchemaDraft>> {
+    match &*txn::lock(cell) {
+        txn::State::Open(o) => o.draft().cloned(),
+        _ => None,
+    }
 }
 
 /// A statement of an extended-protocol group that goes on past it, outside a block: the

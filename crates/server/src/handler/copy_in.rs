@@ -19,8 +19,8 @@ pub(super) fn copy_may_start<C: ClientInfo>(client: &C) -> PgWireResult<()> {
         }
         txn::State::Open(o) if !o.ddl.is_empty() => client_error(
             "0A000",
-            "tables cannot be read or written after a schema change in the same transaction block \
-             (the change applies at COMMIT): COMMIT first",
+            "COPY FROM STDIN after a schema change in the same transaction block is not supported: COMMIT \
+             the schema change first",
         ),
         txn::State::Open(o) if o.statements.len() >= permafrost_executor::MAX_TXN_STATEMENTS => client_error(
             "54000",

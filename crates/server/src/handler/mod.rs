@@ -46,7 +46,7 @@ use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 
-use crate::command::classify::{Parser, classify_statement};
+use crate::command::classify::{Parser, classify_statement, classify_statement_in};
 use crate::command::{Builtin, CallTarget, Command, stats_columns};
 use crate::copy::{self};
 use crate::error::{ClientTag, client_error, db_error, sql_error};

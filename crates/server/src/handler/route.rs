@@ -1,7 +1,7 @@
 //! Where a statement runs: the one place a [`Command`] is routed to the session, the
 //! transaction block or the engine, for both query protocols.
 
-use super::block::block_changed_schema;
+use super::block::block_draft;
 use super::cursor::fetch;
 use super::*;
 use crate::command::Route;
@@ -49,12 +49,15 @@ impl Backend {
             Route::Block => Err(client_error("XX000", "internal error: a block statement routed twice")),
             Route::Engine => match cmd {
                 Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
-                Command::Dml(_) if block_changed_schema(&cell) => Err(client_error(
-                    "0A000",
-                    "tables cannot be read or written after a schema change in the same transaction block \
-                     (the change applies at COMMIT): COMMIT first",
-                )),
-                Command::Dml(d) => self.probe(d, params, format, cancel, &cell).await,
+                Command::Dml(d) => match block_draft(&cell) {
+                    // After the block's schema changes: planned against them (a plan made
+                    // before them, or cached, is made again).
+                    Some(draft) => match self.in_draft(&draft, d) {
+                        Ok(d) => self.probe(&d, params, format, cancel, &cell).await,
+                        Err(e) => Err(e),
+                    },
+                    None => self.probe(d, params, format, cancel, &cell).await,
+                },
                 Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
                 _ => Err(client_error(
                     "0A000",

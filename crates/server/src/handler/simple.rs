@@ -96,7 +96,8 @@ impl SimpleQueryHandler for Backend {
         }
         let mut out = Vec::with_capacity(texts.len());
         for (i, st) in texts.iter().enumerate() {
-            let classified = classify_statement(&self.db, st);
+            let draft = txn::draft_catalog(&txn::of(client));
+            let classified = classify_statement_in(&self.db, draft.as_ref(), st);
             if let (Some(shape), Ok(cmd), 1) = (learn.take(), &classified, texts.len()) {
                 self.plans.learn(&self.db, &shape, cmd);
             }
@@ -137,7 +138,6 @@ impl SimpleQueryHandler for Backend {
 /// it aborts the block, and in an aborted block every statement is refused as such.
 fn refused<C: ClientInfo>(client: &C, e: PgWireError) -> PgWireError {
     let cell = txn::of(client);
-    let e = txn::explain_pending_ddl(&cell, e);
     let mut st = txn::lock(&cell);
     match *st {
         txn::State::Open(_) => {
