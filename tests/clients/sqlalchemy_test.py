@@ -10,16 +10,30 @@ and rollback, the inspector (tables, columns, primary keys, indexes, foreign key
 with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, joinedload (LEFT
 OUTER JOIN, of a many-to-many relation too), relationship .any() (a correlated EXISTS), a correlated scalar subquery, upserts
 (the PostgreSQL dialect's on_conflict_do_update / on_conflict_do_nothing, on the primary key and on a unique column
-that is not the partition column), and drop_all. Foreign key constraints are not supported by Permafrost, so the relationship is
-declared on the ORM side (primaryjoin with foreign()). Each check prints ok/FAIL; the exit
-status is the number of failures.
+that is not the partition column), foreign keys (ForeignKey columns, enforced: a missing key
+is an IntegrityError; reflected by the inspector), and drop_all. Each check prints ok/FAIL;
+the exit status is the number of failures.
 """
 
 import sys
 import traceback
 
 import psycopg2
-from sqlalchemy import Column, Index, Integer, String, Table, create_engine, exists, func, inspect, select, text, union
+from sqlalchemy import (
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    create_engine,
+    exists,
+    func,
+    inspect,
+    select,
+    text,
+    union,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, joinedload, mapped_column, relationship
@@ -51,16 +65,14 @@ class Author(Base):
     __tablename__ = "sa_authors"
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(40))
-    books: Mapped[list["Book"]] = relationship(
-        back_populates="author", primaryjoin="Author.id == foreign(Book.author_id)", order_by="Book.id"
-    )
+    books: Mapped[list["Book"]] = relationship(back_populates="author", order_by="Book.id")
 
 
 book_tags = Table(
     "sa_book_tags",
     Base.metadata,
-    Column("book_id", Integer, primary_key=True),
-    Column("tag_id", Integer, primary_key=True),
+    Column("book_id", Integer, ForeignKey("sa_books.id"), primary_key=True),
+    Column("tag_id", Integer, ForeignKey("sa_tags.id"), primary_key=True),
 )
 
 
@@ -74,16 +86,10 @@ class Book(Base):
     __tablename__ = "sa_books"
     id: Mapped[int] = mapped_column(primary_key=True)
     title: Mapped[str]
-    author_id: Mapped[int]
-    author: Mapped[Author] = relationship(
-        back_populates="books", primaryjoin="Author.id == foreign(Book.author_id)"
-    )
+    author_id: Mapped[int] = mapped_column(ForeignKey("sa_authors.id"))
+    author: Mapped[Author] = relationship(back_populates="books")
     # Many-to-many through an association table.
-    tags: Mapped[list[Tag]] = relationship(
-        secondary=book_tags,
-        primaryjoin="Book.id == foreign(sa_book_tags.c.book_id)",
-        secondaryjoin="Tag.id == foreign(sa_book_tags.c.tag_id)",
-    )
+    tags: Mapped[list[Tag]] = relationship(secondary=book_tags)
     __table_args__ = (Index("sa_books_title", "title"),)
 
 
@@ -130,7 +136,10 @@ def orm_round_trip(url):
     assert i.get_pk_constraint("sa_books")["constrained_columns"] == ["id"]
     idx = i.get_indexes("sa_books")
     assert [(x["name"], x["column_names"], x["unique"]) for x in idx] == [("sa_books_title", ["title"], False)], idx
-    assert i.get_foreign_keys("sa_books") == []
+    fks = i.get_foreign_keys("sa_books")
+    assert [(f["constrained_columns"], f["referred_table"], f["referred_columns"]) for f in fks] == [
+        (["author_id"], "sa_authors", ["id"])
+    ], fks
     assert i.has_table("sa_authors") and not i.has_table("sa_nope")
 
     with Session(engine) as s:
@@ -199,6 +208,25 @@ def orm_round_trip(url):
             assert "sa_tags_name_key" in str(e), e
             s.rollback()
         assert s.scalar(select(func.count()).select_from(Tag)) == 3
+
+    with Session(engine) as s:
+        # The foreign keys are enforced: a book of a missing author, and removing an
+        # author whose books remain, are IntegrityErrors; nothing of either is applied.
+        s.add(Book(title="Orphan", author_id=424242))
+        try:
+            s.commit()
+            raise AssertionError("a book of a missing author was stored")
+        except IntegrityError as e:
+            assert "sa_books_author_id_fkey" in str(e), e
+            s.rollback()
+        try:
+            s.execute(text("DELETE FROM sa_authors WHERE id = :id"), {"id": author_id})
+            s.commit()
+            raise AssertionError("an author with books was deleted")
+        except IntegrityError as e:
+            assert "still referenced" in str(e), e
+            s.rollback()
+        assert s.get(Author, author_id) is not None
 
     Base.metadata.drop_all(engine)
     assert not inspect(engine).has_table("sa_authors")

@@ -37,6 +37,7 @@ fn layout() -> TupleLayout {
         partition_column: None,
         partition_declared: false,
         evictable: true,
+        foreign_keys: Vec::new(),
     })
 }
 

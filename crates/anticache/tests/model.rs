@@ -42,6 +42,7 @@ fn schema() -> TableSchema {
         partition_column: Some(0),
         partition_declared: false,
         evictable: true,
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -116,6 +116,28 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 out.push(("00000", format!("relation \"{name}\" does not exist, skipping")));
             }
         }
+        Statement::AlterTable(at) => {
+            let Some(t) = object_name(&at.name).ok().and_then(|n| catalog.table(&n)) else {
+                return out;
+            };
+            for op in &at.operations {
+                if let ast::AlterTableOperation::DropConstraint {
+                    if_exists: true, name, ..
+                } = op
+                {
+                    let name = ident(name);
+                    if !t.foreign_keys.iter().any(|fk| fk.name == name) && !t.indexes.iter().any(|ix| ix.name == name) {
+                        out.push((
+                            "00000",
+                            format!(
+                                "constraint \"{name}\" of relation \"{}\" does not exist, skipping",
+                                t.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         _ => {}
     }
     out
@@ -210,19 +232,36 @@ fn table_options(opts: &ast::CreateTableOptions) -> Result<TableOptions> {
 fn index_columns(schema_cols: &[Column], cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
     cols.iter()
         .map(|ic| {
-            if ic.operator_class.is_some() {
-                return unsupported("operator classes");
-            }
             let name = match &ic.column.expr {
                 ast::Expr::Identifier(i) => ident(i),
                 other => return unsupported(format!("index on expression {other}")),
             };
-            schema_cols
+            let c = schema_cols
                 .iter()
                 .position(|c| c.name == name)
-                .ok_or(SqlError::UnknownColumn(name))
+                .ok_or(SqlError::UnknownColumn(name))?;
+            if let Some(class) = &ic.operator_class {
+                operator_class(&object_name(class)?, &schema_cols[c])?;
+            }
+            Ok(c)
         })
         .collect()
+}
+
+/// An index column's operator class: the pattern classes of text (what Django declares
+/// for LIKE lookups) order as every text index here does, byte by byte; others are
+/// refused.
+fn operator_class(class: &str, col: &Column) -> Result<()> {
+    match class {
+        "text_pattern_ops" | "varchar_pattern_ops" | "bpchar_pattern_ops" if col.ty.is_text() => Ok(()),
+        "text_pattern_ops" | "varchar_pattern_ops" | "bpchar_pattern_ops" => Err(SqlError::Type(format!(
+            "operator class \"{class}\" does not accept data type {}",
+            col.ty.sql_name()
+        ))),
+        other => unsupported(format!(
+            "operator class {other} (text_pattern_ops, varchar_pattern_ops and bpchar_pattern_ops are supported)"
+        )),
+    }
 }
 
 fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlChange>> {
@@ -248,6 +287,8 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     let mut pk: Option<Vec<usize>> = None;
     let mut uniques: Vec<Vec<usize>> = Vec::new();
     let mut sequence_column: Option<String> = None;
+    // Foreign keys, planned once the table's schema is known (a key may reference it).
+    let mut foreign: Vec<(Option<usize>, ast::ForeignKeyConstraint)> = Vec::new();
     for (i, cd) in ct.columns.iter().enumerate() {
         let serial = serial_type(&cd.data_type);
         let ty = match serial {
@@ -291,7 +332,16 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                     pk = Some(vec![i]);
                 }
                 ColumnOption::Unique(_) => uniques.push(vec![i]),
-                ColumnOption::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+                ColumnOption::ForeignKey(fk) => {
+                    if !fk.columns.is_empty() || fk.referred_columns.len() > 1 {
+                        return Err(SqlError::InvalidForeignKey(
+                            "number of referencing and referenced columns for foreign key disagree".into(),
+                        ));
+                    }
+                    let mut fk = fk.clone();
+                    fk.name = opt.name.clone();
+                    foreign.push((Some(i), fk));
+                }
                 ColumnOption::Check(_) => return unsupported("CHECK constraints"),
                 other => return unsupported(format!("column option {other}")),
             }
@@ -318,7 +368,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                 pk = Some(index_columns(&columns, &p.columns)?);
             }
             TableConstraint::Unique(u) => uniques.push(index_columns(&columns, &u.columns)?),
-            TableConstraint::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+            TableConstraint::ForeignKey(fk) => foreign.push((None, fk.clone())),
             TableConstraint::Check(_) => return unsupported("CHECK constraints"),
             other => return unsupported(format!("constraint {other}")),
         }
@@ -358,7 +408,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         }
         None => pk.as_ref().map(|cols| cols[0]),
     };
-    let schema = TableSchema {
+    let mut schema = TableSchema {
         id: catalog.next_table_id(),
         name,
         columns,
@@ -366,8 +416,14 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         partition_column,
         partition_declared: opts.partition_by.is_some(),
         evictable: opts.evictable,
+        foreign_keys: Vec::new(),
     };
     schema.validate()?;
+    for (column, fk) in &foreign {
+        let planned = crate::foreign::plan(catalog, &schema, *column, fk)?;
+        refuse_duplicate_constraint(&schema, &planned.name)?;
+        schema.foreign_keys.push(planned);
+    }
     Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
 }
 
@@ -418,6 +474,42 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
             schema = (*next).clone();
             continue;
         }
+        if let ast::AlterTableOperation::DropConstraint {
+            if_exists,
+            name,
+            drop_behavior,
+        } = op
+        {
+            if matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {
+                return unsupported("DROP CONSTRAINT ... CASCADE");
+            }
+            let name = ident(name);
+            if let Some(next) = crate::foreign::without(&schema, &name) {
+                let next = Arc::new(next);
+                changes.push(DdlChange::AlterSchema(next.clone()));
+                schema = (*next).clone();
+            } else if let Some(i) = schema.indexes.iter().position(|ix| ix.name == name && ix.unique) {
+                // A UNIQUE or PRIMARY KEY constraint is its index.
+                if schema.indexes[i].primary {
+                    return unsupported("dropping a primary key");
+                }
+                crate::foreign::refuse_drop_index_referenced(catalog, &schema, i)?;
+                let mut next = schema.clone();
+                next.indexes.remove(i);
+                let next = Arc::new(next);
+                changes.push(DdlChange::DropIndex {
+                    schema: next.clone(),
+                    dropped: i,
+                });
+                schema = (*next).clone();
+            } else if !*if_exists {
+                return Err(SqlError::UnknownObject(format!(
+                    "constraint \"{name}\" of relation \"{}\" does not exist",
+                    schema.name
+                )));
+            }
+            continue;
+        }
         let ast::AlterTableOperation::AddConstraint {
             constraint,
             not_valid: false,
@@ -463,13 +555,33 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 changes.push(DdlChange::CreateIndex(next.clone()));
                 next
             }
-            TableConstraint::ForeignKey(_) => return unsupported("FOREIGN KEY constraints"),
+            TableConstraint::ForeignKey(fk) => {
+                let planned = crate::foreign::plan(catalog, &schema, None, fk)?;
+                refuse_duplicate_constraint(&schema, &planned.name)?;
+                let mut next = schema.clone();
+                next.foreign_keys.push(planned);
+                let next = Arc::new(next);
+                changes.push(DdlChange::AlterSchema(next.clone()));
+                next
+            }
             TableConstraint::Check(_) => return unsupported("CHECK constraints"),
             other => return unsupported(format!("constraint {other}")),
         };
         schema = (*next).clone();
     }
     Ok(changes)
+}
+
+/// Refuses a constraint named as one `schema` has (42710).
+fn refuse_duplicate_constraint(schema: &TableSchema, name: &str) -> Result<()> {
+    let taken = schema.indexes.iter().any(|ix| ix.name == name) || schema.foreign_keys.iter().any(|fk| fk.name == name);
+    if taken {
+        return Err(SqlError::DuplicateObject(format!(
+            "constraint \"{name}\" for relation \"{}\" already exists",
+            schema.name
+        )));
+    }
+    Ok(())
 }
 
 /// What `op` makes of `schema` when it changes a name or a default only (`RENAME TO`,
@@ -481,17 +593,7 @@ fn renamed_or_defaulted(
     op: &ast::AlterTableOperation,
 ) -> Result<Option<Arc<TableSchema>>> {
     let mut next = schema.clone();
-    let column = |name: &ast::Ident| {
-        let n = ident(name);
-        schema
-            .columns
-            .iter()
-            .position(|c| c.name == n)
-            .ok_or_else(|| SqlError::UnknownTargetColumn {
-                column: n,
-                table: schema.name.clone(),
-            })
-    };
+    let column = |name: &ast::Ident| crate::foreign::columns_of(schema, std::slice::from_ref(name)).map(|c| c[0]);
     match op {
         ast::AlterTableOperation::RenameTable {
             table_name: ast::RenameTableNameKind::To(name),
@@ -646,12 +748,14 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
 
 fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::ObjectName]) -> Result<Vec<DdlChange>> {
     let mut changes = Vec::new();
+    let mut dropped = Vec::new();
     for n in names {
         let name = object_name(n)?;
         match ty {
             ObjectType::Table => match catalog.table(&name) {
                 Some(t) => {
                     refuse_if_viewed(catalog, "table", &name)?;
+                    dropped.push(t.id);
                     changes.push(DdlChange::DropTable(t.id))
                 }
                 None if if_exists => {}
@@ -665,6 +769,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                             t.name
                         )));
                     }
+                    crate::foreign::refuse_drop_index_referenced(catalog, t, i)?;
                     let mut next = (**t).clone();
                     next.indexes.remove(i);
                     changes.push(DdlChange::DropIndex {
@@ -686,6 +791,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
             other => return unsupported(format!("DROP {other}")),
         }
     }
+    crate::foreign::refuse_drop_referenced(catalog, &dropped)?;
     Ok(changes)
 }
 

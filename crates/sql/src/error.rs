@@ -104,6 +104,24 @@ pub enum SqlError {
     ValueOverWorkMem { len: usize, limit: usize },
     #[error("{0}")]
     DependentObjects(String),
+    /// An object others depend on (2BP01), with PostgreSQL's DETAIL naming them.
+    #[error("cannot drop {what} because other objects depend on it")]
+    DependedOn { what: String, detail: String },
+    /// An object (a constraint) that does not exist (42704), in PostgreSQL's words.
+    #[error("{0}")]
+    UnknownObject(String),
+    /// An object (a constraint) whose name is taken (42710), in PostgreSQL's words.
+    #[error("{0}")]
+    DuplicateObject(String),
+    /// A foreign key whose referenced columns are not a key (42830), in PostgreSQL's words.
+    #[error("{0}")]
+    InvalidForeignKey(String),
+    /// A foreign key between columns of types without an equality operator (42804).
+    #[error("foreign key constraint \"{name}\" cannot be implemented")]
+    ForeignKeyTypes { name: String, detail: String },
+    /// A row a foreign key refuses (23503): `detail` names the key.
+    #[error("{message}")]
+    ForeignKeyViolation { message: String, detail: String },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("index \"{0}\" does not exist")]
@@ -319,10 +337,10 @@ pub enum Point {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X",
-    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23505", "2BP01", "40001", "42601",
-    "42701", "42702", "42703", "42704", "42712", "42723", "42803", "42804", "42809", "42883", "42P01", "42P07",
-    "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001", "57014", "57P01", "P0001",
-    "XX000", "XX001",
+    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "2BP01", "40001",
+    "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804", "42809", "42883",
+    "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001",
+    "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -352,6 +370,12 @@ impl SqlError {
             SqlError::NotPositive(_) => "22016",
             SqlError::ValueTooLarge | SqlError::ValueOverWorkMem { .. } => "54000",
             SqlError::DependentObjects(_) => "2BP01",
+            SqlError::InvalidForeignKey(_) => "42830",
+            SqlError::DependedOn { .. } => "2BP01",
+            SqlError::DuplicateObject(_) => "42710",
+            SqlError::UnknownObject(_) => "42704",
+            SqlError::ForeignKeyTypes { .. } => "42804",
+            SqlError::ForeignKeyViolation { .. } => "23503",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::UnknownIndex(_) | SqlError::UnknownConstraint { .. } => "42704",
             SqlError::NoConflictConstraint => "42P10",
@@ -405,6 +429,9 @@ impl SqlError {
         match self {
             SqlError::Storage(e) => e.detail(),
             SqlError::At { error, .. } => error.detail(),
+            SqlError::ForeignKeyTypes { detail, .. }
+            | SqlError::ForeignKeyViolation { detail, .. }
+            | SqlError::DependedOn { detail, .. } => Some(detail.clone()),
             SqlError::LateralJoinType(_) => {
                 Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())
             }
@@ -415,6 +442,11 @@ impl SqlError {
     /// PostgreSQL's HINT for the error: what to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
+            SqlError::DependedOn { .. } => Some(
+                "Drop the dependent constraint first (ALTER TABLE ... DROP CONSTRAINT), or drop the tables together \
+                 in one DROP TABLE."
+                    .to_string(),
+            ),
             SqlError::UnknownFunction(_) => Some(
                 "No function matches the given name and argument types. You might need to add explicit type casts."
                     .to_string(),

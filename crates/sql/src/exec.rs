@@ -82,6 +82,9 @@ pub struct Env<'a, 'b> {
     pub undone: bool,
     /// For EXPLAIN ANALYZE: the query whose walk counts its rows, and the counts.
     pub analyze: Option<Analyze>,
+    /// Foreign-key checks waiting for the transaction's end (keys declared `DEFERRABLE
+    /// INITIALLY DEFERRED`): [`foreign::check_deferred`] runs them.
+    pub deferred_fk: Vec<foreign::FkCheck>,
 }
 
 /// What EXPLAIN ANALYZE learns of the query it runs ([`Env::analyze`]).
@@ -99,6 +102,7 @@ pub struct Analyze {
 mod aggregate;
 mod correlated;
 mod deferred;
+pub mod foreign;
 mod gather;
 mod hashjoin;
 mod keys;
@@ -115,8 +119,8 @@ use crate::value_budget::ValueBudget;
 use crate::workmem::MemoryPool;
 pub use crate::workmem::value_size;
 use correlated::{PlanRunner, Reader};
+use deferred::each_batch;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
-use deferred::{deferred_part, each_batch};
 use gather::{Gather, start_select};
 use upsert::column_context;
 use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
@@ -367,11 +371,13 @@ fn write_with_init(
 
 fn atomically(env: &mut Env<'_, '_>, f: impl FnOnce(&mut Env<'_, '_>) -> Result<Rows>) -> Result<Rows> {
     let sps: Vec<Savepoint> = env.stores.iter().map(|s| s.savepoint()).collect();
+    let deferred = env.deferred_fk.len();
     let r = f(env);
     if r.is_err() {
         for (s, sp) in env.stores.iter_mut().zip(sps) {
             s.rollback_to(sp);
         }
+        env.deferred_fk.truncate(deferred);
     }
     r
 }
@@ -384,43 +390,6 @@ fn apply_touches(env: &mut Env<'_, '_>, touched: &[(usize, TableId, u32)]) {
             t.touch(slot);
         }
     }
-}
-
-/// The evicted tuples of the table `rp` scans at the held partitions `locals` visited:
-/// per partition, the blocks they are in and which entries of each block.
-fn deferred_parts(rp: &RelPlan, env: &Env<'_, '_>, locals: u64) -> Result<Vec<DeferredPart>> {
-    let mut parts = Vec::new();
-    for (li, store) in env.stores.iter().enumerate() {
-        if li >= 64 || locals & (1 << li) == 0 {
-            continue;
-        }
-        let table = checked_table(store, &rp.schema)?;
-        if let Some(part) = deferred_part(store, table, table.tombstones().iter().map(|(_, t)| t)) {
-            parts.push(part);
-        }
-    }
-    Ok(parts)
-}
-
-/// The evicted tuples a single-table read reached through an index (`env.evicted`), as
-/// [`deferred_parts`] gives them; empties `env.evicted`.
-fn deferred_parts_of_refs(rp: &RelPlan, env: &mut Env<'_, '_>) -> Result<Vec<DeferredPart>> {
-    let mut refs = std::mem::take(env.evicted);
-    refs.sort_unstable();
-    refs.dedup();
-    let mut parts = Vec::new();
-    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
-        let Some(li) = env.local_of(group[0].partition) else {
-            continue;
-        };
-        let store = &*env.stores[li];
-        let table = checked_table(store, &rp.schema)?;
-        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
-        if let Some(part) = deferred_part(store, table, tombs) {
-            parts.push(part);
-        }
-    }
-    Ok(parts)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -577,9 +546,9 @@ fn select_rows(
     }
     if (defer || many) && !gather.is_full() {
         let parts = if defer {
-            deferred_parts(&p.rels[0], env, visited)?
+            deferred::deferred_parts(&p.rels[0].schema, env.stores, visited)?
         } else {
-            deferred_parts_of_refs(&p.rels[0], env)?
+            deferred::deferred_parts_of_refs(&p.rels[0].schema, env.stores, env.evicted)?
         };
         if !parts.is_empty() {
             let (first, gather) = gather.split(p, columns);
@@ -724,6 +693,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let schema = &p.schema;
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
+    let mut checks = foreign::Checks::default();
     // The slots this statement wrote, per held partition (ON CONFLICT DO UPDATE's).
     let mut mine = vec![
         std::collections::HashSet::new();
@@ -791,6 +761,10 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                     counted = true;
                     let table = env.stores[at].table(schema.id).expect("just written");
                     returning_row(&p.returning, &mut out, table, slot, cx)?;
+                    if let Some(f) = &p.fk {
+                        let now = table.row(slot).to_values();
+                        foreign::written(&mut checks, &mut env.deferred_fk, f, schema, &now);
+                    }
                 }
             }
             n += u64::from(counted);
@@ -831,8 +805,12 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 returning_row(&p.returning, &mut out, table, slot, cx)?;
             }
         }
+        if !skipped && let Some(f) = &p.fk {
+            foreign::written(&mut checks, &mut env.deferred_fk, f, schema, &row);
+        }
         n += u64::from(!skipped);
     }
+    checks.finish(env.stores)?;
     out.affected = n;
     Ok(out)
 }
@@ -913,6 +891,7 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     };
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
+    let mut checks = foreign::Checks::default();
     for (i, (li, slot)) in targets.into_iter().enumerate() {
         look(env, i)?;
         let changes = match planned.as_mut() {
@@ -924,14 +903,25 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
             }
         };
         upsert::check_elsewhere(env.stores, li, &schema, slot, &changes)?;
-        env.stores[li].update(schema.id, slot, &changes)?;
         let first_copy = !replicated || li == 0;
+        let table = env.stores[li].table(schema.id).expect("target table");
+        let before =
+            p.fk.as_ref()
+                .filter(|_| first_copy)
+                .map(|_| table.row(slot).to_values());
+        env.stores[li].update(schema.id, slot, &changes)?;
         if first_copy {
             let table = env.stores[li].table(schema.id).expect("target table");
             returning_row(&p.returning, &mut out, table, slot, cx)?;
             n += 1;
+            if let (Some(f), Some(before)) = (&p.fk, before) {
+                let after = table.row(slot).to_values();
+                foreign::updated(&mut checks, &mut env.deferred_fk, f, &schema, &before, &after);
+                foreign::written(&mut checks, &mut env.deferred_fk, f, &schema, &after);
+            }
         }
     }
+    checks.finish(env.stores)?;
     out.affected = n;
     Ok(out)
 }
@@ -972,6 +962,7 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     };
     let mut out = Rows::empty(columns.clone());
     let mut n = 0u64;
+    let mut gone = Vec::new();
     for (i, (li, slot)) in targets.into_iter().enumerate() {
         look(env, i)?;
         let first_copy = !replicated || li == 0;
@@ -979,8 +970,20 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
             let table = env.stores[li].table(schema.id).expect("target table");
             returning_row(&p.returning, &mut out, table, slot, cx)?;
             n += 1;
+            gone.extend(p.fk.as_ref().map(|_| table.row(slot).to_values()));
         }
         env.stores[li].delete(schema.id, slot)?;
+    }
+    if let Some(f) = &p.fk {
+        let mut checks = foreign::Checks::default();
+        let reach = foreign::Reach {
+            stores: env.stores,
+            evicted: env.evicted,
+            interrupted: env.interrupted,
+            deadline: env.deadline,
+        };
+        foreign::deleted(&mut checks, &mut env.deferred_fk, reach, f, &schema, gone)?;
+        checks.finish(env.stores)?;
     }
     out.affected = n;
     Ok(out)

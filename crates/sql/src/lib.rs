@@ -21,6 +21,7 @@ pub mod error;
 pub mod exec;
 mod explain;
 pub mod expr;
+pub mod foreign;
 pub mod fuzzing;
 pub mod limits;
 pub mod parse;

@@ -360,9 +360,10 @@ impl Prepared {
         if !self.plan.init().is_empty() {
             return None;
         }
+        // (A write with foreign-key work reads other tables' keys.)
         match &self.plan {
-            Plan::Update(u) => self.range_of(&u.target, params),
-            Plan::Delete(d) => self.range_of(&d.target, params),
+            Plan::Update(u) if u.fk.is_none() => self.range_of(&u.target, params),
+            Plan::Delete(d) if d.fk.is_none() => self.range_of(&d.target, params),
             _ => None,
         }
     }
@@ -372,7 +373,9 @@ impl Prepared {
     /// the partition column).
     pub fn inserts_keyed_rows(&self) -> bool {
         matches!(&self.plan, Plan::Insert(i) if matches!(i.source, InsertSource::Values(_))
-            && i.schema.partition_column.is_some())
+            && i.schema.partition_column.is_some()
+            && i.fk.is_none()
+            && i.schema.global_unique_indexes().next().is_none())
     }
 
     fn range_of(&self, rel: &RelPlan, params: &[Value]) -> Option<ReadRange> {
@@ -484,8 +487,15 @@ impl Prepared {
                 .is_some(),
             _ => false,
         };
-        // (An interactive block's probe too: it must see the keys the block wrote.)
-        if writes_global {
+        // (An interactive block's probe too: it must see the keys the block wrote.) A
+        // write with foreign-key work looks up keys at every partition too.
+        let fk = match &self.plan {
+            Plan::Insert(i) => i.fk.is_some(),
+            Plan::Update(u) => u.fk.is_some(),
+            Plan::Delete(d) => d.fk.is_some(),
+            _ => false,
+        };
+        if writes_global || fk {
             return Route::All;
         }
         // The relations its subqueries read are read where they are, as the statement's.

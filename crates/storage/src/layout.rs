@@ -565,6 +565,7 @@ mod tests {
             partition_column: None,
             partition_declared: false,
             evictable: false,
+            foreign_keys: Vec::new(),
         }
     }
 

@@ -72,6 +72,49 @@ pub struct IndexDef {
     pub primary: bool,
 }
 
+/// What a foreign key does to the rows that reference a key being deleted or changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FkAction {
+    /// Refused if a referencing row remains (checked when the key's transaction ends, if
+    /// the key is deferred, else when the statement ends).
+    NoAction,
+    /// Refused if a referencing row remains, at once.
+    Restrict,
+    /// The referencing rows are deleted (ON DELETE) or take the new key (ON UPDATE).
+    Cascade,
+    /// The referencing rows' key columns become NULL.
+    SetNull,
+}
+
+impl FkAction {
+    /// As SQL writes it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+        }
+    }
+}
+
+/// A FOREIGN KEY of a table (the referencing one): wherever none of its columns is NULL,
+/// their values are a key of the referenced table's unique index over `parent_columns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub name: String,
+    /// The referencing columns, in key order.
+    pub columns: Vec<usize>,
+    /// The referenced table, and its columns in key order (those of a unique index).
+    pub parent: TableId,
+    pub parent_columns: Vec<usize>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+    /// DEFERRABLE, and INITIALLY DEFERRED: checked when the transaction ends.
+    pub deferrable: bool,
+    pub deferred: bool,
+}
+
 /// A table definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableSchema {
@@ -89,6 +132,9 @@ pub struct TableSchema {
     /// Whether cold tuples of this table may be evicted to the anti-cache. Tables that are not
     /// evictable keep no LRU chain.
     pub evictable: bool,
+    /// Its FOREIGN KEYs (the keys it references; the rows of the tables it references
+    /// are checked and acted on by the statements that write them, `permafrost_sql`).
+    pub foreign_keys: Vec<ForeignKey>,
 }
 
 /// Memory a table takes at each partition however few rows it holds: the table's own

@@ -52,6 +52,7 @@ fn schema() -> TableSchema {
         partition_column: None,
         partition_declared: false,
         evictable: true,
+        foreign_keys: Vec::new(),
     }
 }
 

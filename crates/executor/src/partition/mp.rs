@@ -104,6 +104,16 @@ pub(crate) fn apply_ddl(
                 .collect(),
             _ => Vec::new(),
         };
+        // Foreign keys added: the rows there must hold them.
+        if let DdlChange::AlterSchema(next) = change
+            && let Some(before) = stores
+                .first()
+                .and_then(|s| s.table(next.id))
+                .map(|t| t.schema().clone())
+        {
+            let held: &[&mut PartitionStore] = stores;
+            permafrost_sql::exec::foreign::validate_added(held, &before, next)?;
+        }
         let mut done = 0;
         let mut failure = None;
         for s in stores.iter_mut() {

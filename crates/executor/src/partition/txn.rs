@@ -172,6 +172,7 @@ pub(crate) fn run_body(
         sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
         undone: proc.is_probe(),
         analyze: None,
+        deferred_fk: Vec::new(),
     };
     let mut ctx = ProcContext {
         env: &mut env,
@@ -180,7 +181,19 @@ pub(crate) fn run_body(
         rng: info.seed,
         placement: Placement::default(),
     };
-    let r = catch_unwind(AssertUnwindSafe(|| (proc.body())(&mut ctx, params)));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let r = (proc.body())(&mut ctx, params);
+        // The foreign keys checked when the transaction ends (a probe's never ends).
+        match r {
+            Ok(rows) if !proc.is_probe() => {
+                let pending = std::mem::take(&mut ctx.env.deferred_fk);
+                permafrost_sql::exec::foreign::check_deferred(ctx.env.stores, pending)
+                    .map(|()| rows)
+                    .map_err(ProcError::Sql)
+            }
+            other => other,
+        }
+    }));
     let placement = std::mem::take(&mut ctx.placement);
     (r, env.deferred.take(), placement)
 }

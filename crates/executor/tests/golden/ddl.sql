@@ -13,7 +13,7 @@ SELECT * FROM log;
 CREATE TABLE warehouse (x INT);
 CREATE TABLE IF NOT EXISTS warehouse (x INT);
 CREATE TABLE bad1 (x MONEY);
-CREATE TABLE bad2 (x INT REFERENCES warehouse (w_id));
+CREATE TABLE bad2 (x INT REFERENCES nowhere (w_id));
 CREATE TABLE bad3 (a INT PRIMARY KEY, b INT UNIQUE);
 CREATE TABLE bad4 (a INT, a INT);
 CREATE TABLE bad5 (a INT) WITH (partition_by = 'zzz');

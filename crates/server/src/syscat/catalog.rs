@@ -254,6 +254,7 @@ mod tests {
             partition_column: Some(0),
             partition_declared: false,
             evictable: true,
+            foreign_keys: Vec::new(),
         };
         t.columns[0].default = Some(ColumnDefault::Sequence);
         t.columns[0].nullable = false;

@@ -138,17 +138,28 @@ pub fn define(
 /// The casts to and from object names: regclass, regtype, regproc, regnamespace, regrole.
 fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    let o = objects.clone();
-    conn.create_scalar_function("pf_regclass", 1, det, move |ctx| {
+    // A relation's OID from its name, or from its OID written as text ('16385'::regclass,
+    // as in PostgreSQL).
+    let relation = |o: &Objects, ctx: &rusqlite::functions::Context<'_>| -> rusqlite::Result<Option<i64>> {
         if let ValueRef::Integer(n) = ctx.get_raw(0) {
             return Ok(Some(n));
         }
         let Some(name) = text(ctx, 0) else { return Ok(None) };
+        if let Ok(n) = name.trim().parse::<i64>() {
+            return Ok(Some(n));
+        }
         match o.relation_oids.get(&object_name(&name)) {
             Some(&oid) => Ok(Some(oid)),
             None => raise("42P01", format!("relation \"{name}\" does not exist")),
         }
-    })?;
+    };
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regclass", 1, det, move |ctx| relation(&o, ctx))?;
+    // pg_partition_ancestors(rel): a table that is no partition is its only ancestor (a
+    // set of one row, read as a value; in FROM, `Translator::from_functions` makes it a
+    // row). psql passes the table's OID as text.
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_partition_ancestors", 1, det, move |ctx| relation(&o, ctx))?;
     let o = objects.clone();
     conn.create_scalar_function("pf_regclass_name", 1, det, move |ctx| {
         Ok(match ctx.get_raw(0) {

@@ -38,6 +38,7 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
     ("pg_get_function_result", "text"),
     ("pg_get_function_arguments", "text"),
     ("pg_get_function_identity_arguments", "text"),
+    ("pg_partition_ancestors", "regclass"),
     ("to_regclass", "regclass"),
     ("to_regtype", "regtype"),
     ("to_regproc", "regproc"),

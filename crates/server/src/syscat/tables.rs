@@ -13,8 +13,64 @@ pub(super) fn table_relations(tables: &[&TableSchema], db: &str, objects: &mut O
     let mut out = TableRelations::new();
     for t in tables {
         out.add_table(t, db, objects);
+        out.add_foreign_keys(t, tables, db, objects);
+    }
+    // PostgreSQL keeps foreign keys with triggers on both tables, and psql's \d lists a
+    // table's foreign keys and those referencing it only when it says it has triggers.
+    let keyed: Vec<i64> = tables
+        .iter()
+        .filter(|t| {
+            !t.foreign_keys.is_empty() || tables.iter().any(|o| o.foreign_keys.iter().any(|fk| fk.parent == t.id))
+        })
+        .map(|t| table_oid(t))
+        .collect();
+    let column = |name: &str| out.class.columns.iter().position(|(c, _)| *c == name);
+    if let (Some(oid), Some(triggers)) = (column("oid"), column("relhastriggers")) {
+        for row in &mut out.class.rows {
+            if matches!(row[oid], V::Integer(o) if keyed.contains(&o)) {
+                row[triggers] = b(true);
+            }
+        }
     }
     out.into_array()
+}
+
+/// A constraint as the catalogs describe it ([`TableRelations::add_constraint`]).
+struct Constraint<'a> {
+    oid: i64,
+    name: &'a str,
+    table: &'a TableSchema,
+    /// `pg_constraint.contype`, and information_schema's `constraint_type`.
+    kind: &'static str,
+    info: &'static str,
+    /// The OID of the index it is, or (a foreign key) the one it references.
+    index: i64,
+    /// Its columns, numbered from 1.
+    keys: Vec<i64>,
+    references: Option<References>,
+    deferrable: bool,
+    deferred: bool,
+}
+
+/// What a foreign key references, as `pg_constraint` says it.
+struct References {
+    table: i64,
+    keys: Vec<i64>,
+    on_update: &'static str,
+    on_delete: &'static str,
+}
+
+/// Where a foreign key's constraint OIDs start among its table's (after its indexes').
+const FOREIGN_KEY_OIDS: i64 = 500;
+
+/// `pg_constraint.confupdtype` / `confdeltype` of an action.
+fn action_code(a: permafrost_storage::FkAction) -> &'static str {
+    match a {
+        permafrost_storage::FkAction::NoAction => "a",
+        permafrost_storage::FkAction::Restrict => "r",
+        permafrost_storage::FkAction::Cascade => "c",
+        permafrost_storage::FkAction::SetNull => "n",
+    }
 }
 
 /// The relations that describe the tables: `pg_class`, `pg_attribute`, `pg_index`,
@@ -235,56 +291,129 @@ impl TableRelations {
                 objects
                     .constraints
                     .insert(coid, format!("{word} ({})", cols.join(", ")));
-                self.constraint.push(vec![
-                    ("oid", i(coid)),
-                    ("conname", s(ix.name.clone())),
-                    ("connamespace", i(NS_PUBLIC)),
-                    ("contype", s(kind)),
-                    ("condeferrable", b(false)),
-                    ("condeferred", b(false)),
-                    ("convalidated", b(true)),
-                    ("conrelid", i(oid)),
-                    ("contypid", i(0)),
-                    ("conindid", i(ioid)),
-                    ("conparentid", i(0)),
-                    ("confrelid", i(0)),
-                    ("confupdtype", s(" ")),
-                    ("confdeltype", s(" ")),
-                    ("confmatchtype", s(" ")),
-                    ("conislocal", b(true)),
-                    ("coninhcount", i(0)),
-                    ("connoinherit", b(true)),
-                    ("conkey", nums(&keys)),
-                    ("confkey", NULL),
-                    ("conbin", NULL),
-                ]);
-                self.info_constraints.push(vec![
-                    ("constraint_catalog", s(db)),
-                    ("constraint_schema", s("public")),
-                    ("constraint_name", s(ix.name.clone())),
-                    ("table_catalog", s(db)),
-                    ("table_schema", s("public")),
-                    ("table_name", s(t.name.clone())),
-                    ("constraint_type", s(info)),
-                    ("is_deferrable", s("NO")),
-                    ("initially_deferred", s("NO")),
-                    ("enforced", s("YES")),
-                    ("nulls_distinct", s("YES")),
-                ]);
-                for (k, c) in cols.iter().enumerate() {
-                    self.info_keys.push(vec![
-                        ("constraint_catalog", s(db)),
-                        ("constraint_schema", s("public")),
-                        ("constraint_name", s(ix.name.clone())),
-                        ("table_catalog", s(db)),
-                        ("table_schema", s("public")),
-                        ("table_name", s(t.name.clone())),
-                        ("column_name", s(c.clone())),
-                        ("ordinal_position", i(k as i64 + 1)),
-                        ("position_in_unique_constraint", NULL),
-                    ]);
-                }
+                self.add_constraint(
+                    Constraint {
+                        oid: coid,
+                        name: &ix.name,
+                        table: t,
+                        kind,
+                        info,
+                        index: ioid,
+                        keys,
+                        references: None,
+                        deferrable: false,
+                        deferred: false,
+                    },
+                    db,
+                );
             }
+        }
+    }
+
+    /// One constraint's rows: `pg_constraint`'s, information_schema's `table_constraints`
+    /// and `key_column_usage`.
+    fn add_constraint(&mut self, c: Constraint<'_>, db: &str) {
+        let t = c.table;
+        let (confrelid, confkey, upd, del, matching) = match &c.references {
+            Some(r) => (i(r.table), nums(&r.keys), s(r.on_update), s(r.on_delete), s("s")),
+            None => (i(0), NULL, s(" "), s(" "), s(" ")),
+        };
+        self.constraint.push(vec![
+            ("oid", i(c.oid)),
+            ("conname", s(c.name)),
+            ("connamespace", i(NS_PUBLIC)),
+            ("contype", s(c.kind)),
+            ("condeferrable", b(c.deferrable)),
+            ("condeferred", b(c.deferred)),
+            ("convalidated", b(true)),
+            ("conrelid", i(table_oid(t))),
+            ("contypid", i(0)),
+            ("conindid", i(c.index)),
+            ("conparentid", i(0)),
+            ("confrelid", confrelid),
+            ("confupdtype", upd),
+            ("confdeltype", del),
+            ("confmatchtype", matching),
+            ("conislocal", b(true)),
+            ("coninhcount", i(0)),
+            ("connoinherit", b(true)),
+            ("conkey", nums(&c.keys)),
+            ("confkey", confkey),
+            ("conbin", NULL),
+        ]);
+        let yes_no = |x: bool| s(if x { "YES" } else { "NO" });
+        self.info_constraints.push(vec![
+            ("constraint_catalog", s(db)),
+            ("constraint_schema", s("public")),
+            ("constraint_name", s(c.name)),
+            ("table_catalog", s(db)),
+            ("table_schema", s("public")),
+            ("table_name", s(t.name.clone())),
+            ("constraint_type", s(c.info)),
+            ("is_deferrable", yes_no(c.deferrable)),
+            ("initially_deferred", yes_no(c.deferred)),
+            ("enforced", s("YES")),
+            ("nulls_distinct", if c.references.is_some() { NULL } else { s("YES") }),
+        ]);
+        for (k, &col) in c.keys.iter().enumerate() {
+            let name = t
+                .columns
+                .get(col as usize - 1)
+                .map_or(String::new(), |c| c.name.clone());
+            self.info_keys.push(vec![
+                ("constraint_catalog", s(db)),
+                ("constraint_schema", s("public")),
+                ("constraint_name", s(c.name)),
+                ("table_catalog", s(db)),
+                ("table_schema", s("public")),
+                ("table_name", s(t.name.clone())),
+                ("column_name", s(name)),
+                ("ordinal_position", i(k as i64 + 1)),
+                (
+                    "position_in_unique_constraint",
+                    if c.references.is_some() { i(k as i64 + 1) } else { NULL },
+                ),
+            ]);
+        }
+    }
+
+    /// Table `t`'s foreign keys (`tables`: every table, where the referenced ones are).
+    fn add_foreign_keys(&mut self, t: &TableSchema, tables: &[&TableSchema], db: &str, objects: &mut Objects) {
+        for (k, fk) in t.foreign_keys.iter().enumerate() {
+            let Some(parent) = tables.iter().find(|p| p.id == fk.parent) else {
+                continue;
+            };
+            let coid = CONSTRAINT_OID_BASE + i64::from(t.id) * PER_TABLE + FOREIGN_KEY_OIDS + k as i64;
+            objects
+                .constraints
+                .insert(coid, permafrost_sql::foreign::definition(t, fk, parent));
+            let mut want = fk.parent_columns.clone();
+            want.sort_unstable();
+            let index = parent.indexes.iter().position(|ix| {
+                let mut cols = ix.columns.clone();
+                cols.sort_unstable();
+                ix.unique && cols == want
+            });
+            self.add_constraint(
+                Constraint {
+                    oid: coid,
+                    name: &fk.name,
+                    table: t,
+                    kind: "f",
+                    info: "FOREIGN KEY",
+                    index: index.map_or(0, |ix| index_oid(parent, ix)),
+                    keys: fk.columns.iter().map(|&c| c as i64 + 1).collect(),
+                    references: Some(References {
+                        table: table_oid(parent),
+                        keys: fk.parent_columns.iter().map(|&c| c as i64 + 1).collect(),
+                        on_update: action_code(fk.on_update),
+                        on_delete: action_code(fk.on_delete),
+                    }),
+                    deferrable: fk.deferrable,
+                    deferred: fk.deferred,
+                },
+                db,
+            );
         }
     }
 

@@ -556,6 +556,10 @@ impl Rewriter {
         for twj in &mut s.from {
             let factors = std::iter::once(&mut twj.relation).chain(twj.joins.iter_mut().map(|j| &mut j.relation));
             for f in factors {
+                if let Some(row) = ancestors_row(f) {
+                    *f = row;
+                    continue;
+                }
                 let ast::TableFactor::Table {
                     name,
                     args: Some(_),
@@ -778,6 +782,52 @@ fn any(left: &Expr, op: &BinaryOperator, right: &Expr, all: bool) -> Result<Expr
         }
     };
     parse_expr(&sql)
+}
+
+/// `pg_partition_ancestors(rel) [WITH ORDINALITY] [AS a (relid [, depth])]` in FROM, as the
+/// one row it gives here (no table is a partition: its only ancestor is itself, at depth
+/// 1); `None` for another factor.
+fn ancestors_row(f: &ast::TableFactor) -> Option<ast::TableFactor> {
+    let ast::TableFactor::Table {
+        name,
+        args: Some(args),
+        alias,
+        with_ordinality,
+        ..
+    } = f
+    else {
+        return None;
+    };
+    if last_name(name) != "pg_partition_ancestors" {
+        return None;
+    }
+    let args: Vec<String> = args.args.iter().map(|a| a.to_string()).collect();
+    let named = |k: usize, default: &str| {
+        alias
+            .as_ref()
+            .and_then(|a| a.columns.get(k))
+            .map_or(default.to_string(), |c| c.name.value.clone())
+    };
+    let mut select = format!(
+        "pf_pg_partition_ancestors({}) AS \"{}\"",
+        args.join(", "),
+        named(0, "relid")
+    );
+    if *with_ordinality {
+        select.push_str(&format!(", 1 AS \"{}\"", named(1, "ordinality")));
+    }
+    let table = alias
+        .as_ref()
+        .map_or("pg_partition_ancestors".to_string(), |a| a.name.value.clone());
+    let sql = format!("SELECT 1 FROM (SELECT {select}) AS \"{table}\"");
+    let mut parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql).ok()?;
+    let ast::Statement::Query(q) = parsed.pop()? else {
+        return None;
+    };
+    let ast::SetExpr::Select(sel) = *q.body else {
+        return None;
+    };
+    sel.from.into_iter().next().map(|t| t.relation)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use permafrost_storage::{PartitionStore, Row, Table, TableId};
+use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema};
 use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
@@ -15,7 +15,7 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::Gather;
-use super::walk::{Bindings, Copies, Reach, Walker};
+use super::walk::{Bindings, Copies, EvictedRef, Reach, Walker, checked_table};
 
 pub(super) fn deferred_part(
     store: &PartitionStore,
@@ -225,4 +225,48 @@ fn walk_detached(
         let mut b = Bindings::new();
         walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))
     })
+}
+
+/// The evicted tuples of the table `schema` a scan read at the held partitions (`stores`)
+/// `locals` marks: per partition, the blocks they are in and which entries of each block.
+pub(super) fn deferred_parts(
+    schema: &Arc<TableSchema>,
+    stores: &[&mut PartitionStore],
+    locals: u64,
+) -> Result<Vec<DeferredPart>> {
+    let mut parts = Vec::new();
+    for (li, store) in stores.iter().enumerate() {
+        if li >= 64 || locals & (1 << li) == 0 {
+            continue;
+        }
+        let table = checked_table(store, schema)?;
+        if let Some(part) = deferred_part(store, table, table.tombstones().iter().map(|(_, t)| t)) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
+}
+
+/// The evicted tuples a single-table read reached through an index (`evicted`, emptied),
+/// as [`deferred_parts`] gives them.
+pub(super) fn deferred_parts_of_refs(
+    schema: &Arc<TableSchema>,
+    stores: &[&mut PartitionStore],
+    evicted: &mut Vec<EvictedRef>,
+) -> Result<Vec<DeferredPart>> {
+    let mut refs = std::mem::take(evicted);
+    refs.sort_unstable();
+    refs.dedup();
+    let mut parts = Vec::new();
+    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
+        let Some(store) = stores.iter().find(|s| s.partition() == group[0].partition) else {
+            continue;
+        };
+        let table = checked_table(store, schema)?;
+        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
+        if let Some(part) = deferred_part(store, table, tombs) {
+            parts.push(part);
+        }
+    }
+    Ok(parts)
 }

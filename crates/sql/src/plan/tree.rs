@@ -208,6 +208,7 @@ pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
         partition_column: None,
         partition_declared: false,
         evictable: false,
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -255,6 +256,8 @@ pub enum InsertSource {
 
 #[derive(Debug)]
 pub struct InsertPlan {
+    /// Its foreign-key work (crate::foreign), if any.
+    pub fk: Option<Arc<crate::foreign::FkPlan>>,
     pub schema: Arc<TableSchema>,
     /// For each table column, the position in the source rows, or `None` for the default.
     pub targets: Vec<Option<usize>>,
@@ -298,6 +301,8 @@ pub struct ConflictUpdate {
 
 #[derive(Debug, Clone)]
 pub struct UpdatePlan {
+    /// Its foreign-key work (crate::foreign), if any.
+    pub fk: Option<Arc<crate::foreign::FkPlan>>,
     pub target: RelPlan,
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Vec<Expr>,
@@ -307,6 +312,8 @@ pub struct UpdatePlan {
 
 #[derive(Debug, Clone)]
 pub struct DeletePlan {
+    /// Its foreign-key work (crate::foreign), if any.
+    pub fk: Option<Arc<crate::foreign::FkPlan>>,
     pub target: RelPlan,
     pub returning: Vec<Expr>,
     /// The subqueries its expressions read, run first ([`InitPlan`]).

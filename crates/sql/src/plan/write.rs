@@ -14,6 +14,7 @@ use crate::bind::{Binder, ident};
 use crate::catalog::Catalog;
 use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::Expr;
+use crate::foreign::Writes;
 use crate::rows::ColumnInfo;
 
 /// RETURNING is evaluated after the row is written, where no correlated subquery runs.
@@ -475,8 +476,23 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         Some(Conflict::Skip(s)) => (Some(s), None),
         Some(Conflict::Update(arbiters, set)) => (None, Some(conflict_update(&mut b, &schema, arbiters, set)?)),
     };
+    if let Some(c) = &update_conflicts
+        && crate::foreign::fk_plan(
+            catalog,
+            &schema,
+            |k| c.assignments.iter().any(|(a, _)| *a == k),
+            Writes::Updates,
+        )?
+        .is_some_and(|f| !f.referencing.is_empty())
+    {
+        return unsupported(
+            "ON CONFLICT DO UPDATE of columns a foreign key references (use UPDATE for the rows in conflict)",
+        );
+    }
+    let fk = crate::foreign::fk_plan(catalog, &schema, |_| true, Writes::Inserts)?;
     Ok(Planned {
         plan: Plan::Insert(InsertPlan {
+            fk,
             schema,
             targets,
             source,
@@ -589,8 +605,15 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
     }
     let target = target_plan(&mut b, selection)?;
     let (ret, columns) = returning(&mut b, &u.returning)?;
+    let fk = crate::foreign::fk_plan(
+        catalog,
+        &schema,
+        |k| assignments.iter().any(|(a, _)| *a == k),
+        Writes::Updates,
+    )?;
     Ok(Planned {
         plan: Plan::Update(UpdatePlan {
+            fk,
             target,
             assignments,
             returning: ret,
@@ -629,8 +652,10 @@ pub fn plan_delete(catalog: &Catalog, d: &ast::Delete) -> Result<Planned> {
     let selection = joined.as_ref().map_or(&d.selection, |j| &j.selection);
     let target = target_plan(&mut b, selection)?;
     let (ret, columns) = returning(&mut b, &d.returning)?;
+    let fk = crate::foreign::fk_plan(catalog, &target.schema, |_| false, Writes::Deletes)?;
     Ok(Planned {
         plan: Plan::Delete(DeletePlan {
+            fk,
             target,
             returning: ret,
             init: std::mem::take(&mut b.init),

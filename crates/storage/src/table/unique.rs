@@ -22,6 +22,21 @@ impl Table {
         found
     }
 
+    /// Calls `f` with every tuple — in memory and visible, or evicted — whose key in
+    /// index `i` is the one `values` (one per column, of the column types) would give it;
+    /// none for a key with a NULL (a foreign key's referencing rows, found by an index
+    /// over its columns).
+    pub fn index_holders(&self, i: usize, values: &[Value], mut f: impl FnMut(TupleRef) -> ControlFlow<()>) {
+        let Some(ix) = self.schema.indexes.get(i) else { return };
+        let Some(key) = self.encoders[i].encode(ix.columns.iter().map(|&c| values[c].as_ref())) else {
+            return;
+        };
+        let _ = self.indexes[i].lookup(&key, |r| match r.as_slot() {
+            Some(slot) if !self.heap.is_visible(slot) => ControlFlow::Continue(()),
+            _ => f(r),
+        });
+    }
+
     /// The error a repeat of index `i`'s key is, the key being the one `values` (one per
     /// column) give it.
     pub fn unique_violation_at(&self, i: usize, values: &[Value]) -> StorageError {

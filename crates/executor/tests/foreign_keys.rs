@@ -1,0 +1,163 @@
+//! FOREIGN KEYs over data larger than memory and across a restart (exec/foreign.rs): a
+//! referenced key found among evicted rows is found without bringing them back; ON DELETE
+//! CASCADE reaches evicted referencing rows (fetched, the statement run again) and deletes
+//! them; a key still referenced by an evicted row is refused; the keys and their
+//! enforcement come back after a restart from the command log, a block whose deferred key
+//! was satisfied before its COMMIT replays, and one that was not changed nothing.
+
+mod common;
+
+use common::retry as insert;
+use permafrost_executor::{Config, Database, LogConfig, LogMode, SnapshotConfig};
+use permafrost_types::Value;
+
+const ROWS: i64 = 4_000;
+
+/// 16 MiB with the anti-cache, a command log and snapshots (on demand).
+fn config(dir: &std::path::Path) -> Config {
+    let mut log = LogConfig::new(dir.join("log"));
+    log.mode = LogMode::Async;
+    let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
+    snaps.interval = None;
+    snaps.log_bytes = 0;
+    common::evicting(&dir.join("blocks"))
+        .command_log(log)
+        .snapshots(snaps)
+        .build()
+        .unwrap()
+}
+
+fn count(db: &Database, sql: &str) -> i64 {
+    db.execute_sql(sql, vec![]).unwrap().row(0).get_i64(0).unwrap()
+}
+
+fn evicted(db: &Database) -> u64 {
+    db.stats_now().unwrap().evicted_now
+}
+
+#[test]
+fn keys_are_checked_and_acted_on_over_evicted_rows_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.execute_ddl("CREATE TABLE parent (id BIGINT PRIMARY KEY, pad VARCHAR(2000) NOT NULL)")
+            .unwrap();
+        db.execute_ddl(
+            "CREATE TABLE child (id BIGINT PRIMARY KEY, parent_id BIGINT REFERENCES parent ON DELETE CASCADE, \
+             pad VARCHAR(2000) NOT NULL)",
+        )
+        .unwrap();
+        db.execute_ddl("CREATE INDEX child_parent ON child (parent_id)")
+            .unwrap();
+        let pad = "p".repeat(1_500);
+        for id in 0..ROWS {
+            insert(
+                &db,
+                "INSERT INTO parent VALUES ($1, $2)",
+                vec![Value::Int(id), Value::from(pad.as_str())],
+            );
+        }
+        for id in 0..ROWS {
+            let params = vec![Value::Int(id), Value::Int(id % 100), Value::from(pad.as_str())];
+            insert(&db, "INSERT INTO child VALUES ($1, $2, $3)", params);
+        }
+        db.evict_now(64 << 20).unwrap();
+        assert!(evicted(&db) > ROWS as u64, "only {} rows evicted", evicted(&db));
+
+        // A key of an evicted parent row is found through the index, nothing fetched.
+        let merged = db.stats_now().unwrap().unevicted_tuples;
+        insert(
+            &db,
+            "INSERT INTO child VALUES ($1, $2, $3)",
+            vec![Value::Int(ROWS), Value::Int(3_000), Value::from("x")],
+        );
+        let e = db
+            .execute_sql("INSERT INTO child VALUES (-1, $1, 'x')", vec![Value::Int(ROWS * 10)])
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "23503", "{e}");
+        assert_eq!(
+            db.stats_now().unwrap().unevicted_tuples,
+            merged,
+            "the checks fetched nothing"
+        );
+
+        // ON DELETE CASCADE reaches the evicted rows that reference the key.
+        assert_eq!(count(&db, "SELECT count(*) FROM child WHERE parent_id = 7"), 40);
+        db.execute_sql("DELETE FROM parent WHERE id = 7", vec![]).unwrap();
+        assert_eq!(count(&db, "SELECT count(*) FROM child WHERE parent_id = 7"), 0);
+        assert_eq!(count(&db, "SELECT count(*) FROM child"), ROWS + 1 - 40);
+
+        // A key still referenced by an evicted row is refused (RESTRICT keeps its rows).
+        db.execute_ddl(
+            "CREATE TABLE pin (id BIGINT PRIMARY KEY, parent_id BIGINT REFERENCES parent ON DELETE RESTRICT)",
+        )
+        .unwrap();
+        db.execute_sql("INSERT INTO pin VALUES (1, 8)", vec![]).unwrap();
+        let e = db.execute_sql("DELETE FROM parent WHERE id = 8", vec![]).unwrap_err();
+        assert_eq!(e.sqlstate(), "23503", "{e}");
+        assert_eq!(count(&db, "SELECT count(*) FROM child WHERE parent_id = 8"), 40);
+    }
+    // After a restart: the rows and the keys' enforcement.
+    let db = Database::open(config(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(count(&db, "SELECT count(*) FROM child"), ROWS + 1 - 40);
+    assert_eq!(count(&db, "SELECT count(*) FROM parent WHERE id = 7"), 0);
+    let e = db
+        .execute_sql("INSERT INTO child VALUES (-2, 7, 'x')", vec![])
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "23503", "{e}");
+    let e = db.execute_sql("DELETE FROM parent WHERE id = 8", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23503", "{e}");
+    let e = db.execute_ddl("DROP TABLE parent").unwrap_err();
+    assert_eq!(e.sqlstate(), "2BP01", "{e}");
+}
+
+#[test]
+fn a_deferred_key_is_checked_when_its_transaction_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    db.execute_ddl("CREATE TABLE a (id BIGINT PRIMARY KEY)").unwrap();
+    db.execute_ddl("CREATE TABLE b (id BIGINT PRIMARY KEY, a_id BIGINT REFERENCES a DEFERRABLE INITIALLY DEFERRED)")
+        .unwrap();
+    // A statement alone is its own transaction: checked at its end.
+    let e = db.execute_sql("INSERT INTO b VALUES (1, 1)", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23503", "{e}");
+    assert_eq!(count(&db, "SELECT count(*) FROM b"), 0);
+    // One transaction of two statements, the referencing row first: fine.
+    let (_, r) = common::block_on(db.run_block(
+        vec![
+            (
+                db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO b VALUES (1, 1)").unwrap()),
+                vec![],
+            ),
+            (
+                db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO a VALUES (1)").unwrap()),
+                vec![],
+            ),
+        ],
+        0,
+        permafrost_executor::StopFlag::new(),
+    ));
+    r.unwrap();
+    assert_eq!(count(&db, "SELECT count(*) FROM b"), 1);
+    // The referenced row removed and given back in one transaction: fine; removed only:
+    // refused at the end, nothing applied.
+    let (_, r) = common::block_on(db.run_block(
+        vec![
+            (
+                db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "DELETE FROM a WHERE id = 1").unwrap()),
+                vec![],
+            ),
+            (
+                db.ad_hoc(permafrost_sql::prepare(&db.catalog(), "INSERT INTO a VALUES (1)").unwrap()),
+                vec![],
+            ),
+        ],
+        0,
+        permafrost_executor::StopFlag::new(),
+    ));
+    r.unwrap();
+    let e = db.execute_sql("DELETE FROM a WHERE id = 1", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23503", "{e}");
+    assert_eq!(count(&db, "SELECT count(*) FROM a"), 1);
+}
