@@ -38,6 +38,7 @@ fn layout() -> TupleLayout {
         partition_declared: false,
         evictable: true,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     })
 }
 

@@ -43,6 +43,7 @@ fn schema() -> TableSchema {
         partition_declared: false,
         evictable: true,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

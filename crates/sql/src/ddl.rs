@@ -126,7 +126,10 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 } = op
                 {
                     let name = ident(name);
-                    if !t.foreign_keys.iter().any(|fk| fk.name == name) && !t.indexes.iter().any(|ix| ix.name == name) {
+                    if !t.foreign_keys.iter().any(|fk| fk.name == name)
+                        && !t.indexes.iter().any(|ix| ix.name == name)
+                        && !t.checks.iter().any(|c| c.name == name)
+                    {
                         out.push((
                             "00000",
                             format!(
@@ -289,6 +292,8 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     let mut sequence_column: Option<String> = None;
     // Foreign keys, planned once the table's schema is known (a key may reference it).
     let mut foreign: Vec<(Option<usize>, ast::ForeignKeyConstraint)> = Vec::new();
+    // Checks likewise: the column they are declared on, the constraint.
+    let mut checks: Vec<(Option<usize>, ast::CheckConstraint)> = Vec::new();
     for (i, cd) in ct.columns.iter().enumerate() {
         let serial = serial_type(&cd.data_type);
         let ty = match serial {
@@ -342,7 +347,11 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                     fk.name = opt.name.clone();
                     foreign.push((Some(i), fk));
                 }
-                ColumnOption::Check(_) => return unsupported("CHECK constraints"),
+                ColumnOption::Check(c) => {
+                    let mut c = c.clone();
+                    c.name = c.name.or_else(|| opt.name.clone());
+                    checks.push((Some(i), c));
+                }
                 other => return unsupported(format!("column option {other}")),
             }
         }
@@ -369,7 +378,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
             }
             TableConstraint::Unique(u) => uniques.push(index_columns(&columns, &u.columns)?),
             TableConstraint::ForeignKey(fk) => foreign.push((None, fk.clone())),
-            TableConstraint::Check(_) => return unsupported("CHECK constraints"),
+            TableConstraint::Check(c) => checks.push((None, c.clone())),
             other => return unsupported(format!("constraint {other}")),
         }
     }
@@ -417,12 +426,18 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         partition_declared: opts.partition_by.is_some(),
         evictable: opts.evictable,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     };
     schema.validate()?;
     for (column, fk) in &foreign {
         let planned = crate::foreign::plan(catalog, &schema, *column, fk)?;
         refuse_duplicate_constraint(&schema, &planned.name)?;
         schema.foreign_keys.push(planned);
+    }
+    for (column, c) in &checks {
+        let planned = crate::check::plan(&schema, *column, c.name.as_ref(), &c.expr)?;
+        refuse_duplicate_constraint(&schema, &planned.name)?;
+        schema.checks.push(planned);
     }
     Ok(Some(DdlChange::CreateTable(Arc::new(schema))))
 }
@@ -484,7 +499,9 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 return unsupported("DROP CONSTRAINT ... CASCADE");
             }
             let name = ident(name);
-            if let Some(next) = crate::foreign::without(&schema, &name) {
+            if let Some(next) =
+                crate::foreign::without(&schema, &name).or_else(|| crate::check::without(&schema, &name))
+            {
                 let next = Arc::new(next);
                 changes.push(DdlChange::AlterSchema(next.clone()));
                 schema = (*next).clone();
@@ -564,7 +581,15 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 changes.push(DdlChange::AlterSchema(next.clone()));
                 next
             }
-            TableConstraint::Check(_) => return unsupported("CHECK constraints"),
+            TableConstraint::Check(c) => {
+                let planned = crate::check::plan(&schema, None, c.name.as_ref(), &c.expr)?;
+                refuse_duplicate_constraint(&schema, &planned.name)?;
+                let mut next = schema.clone();
+                next.checks.push(planned);
+                let next = Arc::new(next);
+                changes.push(DdlChange::AlterSchema(next.clone()));
+                next
+            }
             other => return unsupported(format!("constraint {other}")),
         };
         schema = (*next).clone();
@@ -574,7 +599,9 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
 
 /// Refuses a constraint named as one `schema` has (42710).
 fn refuse_duplicate_constraint(schema: &TableSchema, name: &str) -> Result<()> {
-    let taken = schema.indexes.iter().any(|ix| ix.name == name) || schema.foreign_keys.iter().any(|fk| fk.name == name);
+    let taken = schema.indexes.iter().any(|ix| ix.name == name)
+        || schema.foreign_keys.iter().any(|fk| fk.name == name)
+        || schema.checks.iter().any(|c| c.name == name);
     if taken {
         return Err(SqlError::DuplicateObject(format!(
             "constraint \"{name}\" for relation \"{}\" already exists",
@@ -614,7 +641,7 @@ fn renamed_or_defaulted(
                 .columns
                 .iter()
                 .position(|x| x.name == from)
-                .ok_or(SqlError::UnknownColumn(from))?;
+                .ok_or_else(|| SqlError::UnknownColumn(from.clone()))?;
             let to = ident(new_column_name);
             if schema.columns.iter().any(|x| x.name == to) {
                 return Err(SqlError::DuplicateColumn(format!(
@@ -623,6 +650,10 @@ fn renamed_or_defaulted(
                 )));
             }
             refuse_rename_if_viewed(catalog, &schema.name)?;
+            // The checks that read the column read it by its new name.
+            for check in &mut next.checks {
+                check.expr = crate::check::renamed(&check.expr, &from, &to)?;
+            }
             next.columns[c].name = to;
         }
         ast::AlterTableOperation::AlterColumn {

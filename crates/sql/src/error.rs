@@ -119,6 +119,12 @@ pub enum SqlError {
     /// A foreign key between columns of types without an equality operator (42804).
     #[error("foreign key constraint \"{name}\" cannot be implemented")]
     ForeignKeyTypes { name: String, detail: String },
+    /// A row a CHECK constraint refuses (23514): `detail` shows the row.
+    #[error("{message}")]
+    CheckViolation { message: String, detail: String },
+    /// A CHECK constraint added over rows one of which fails it (23514).
+    #[error("check constraint \"{name}\" of relation \"{table}\" is violated by some row")]
+    CheckViolatedByRow { name: String, table: String },
     /// A row a foreign key refuses (23503): `detail` names the key.
     #[error("{message}")]
     ForeignKeyViolation { message: String, detail: String },
@@ -337,10 +343,10 @@ pub enum Point {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X",
-    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "2BP01", "40001",
-    "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804", "42809", "42883",
-    "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030", "54001",
-    "57014", "57P01", "P0001", "XX000", "XX001",
+    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "23514", "2BP01",
+    "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804", "42809",
+    "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030",
+    "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -376,6 +382,7 @@ impl SqlError {
             SqlError::UnknownObject(_) => "42704",
             SqlError::ForeignKeyTypes { .. } => "42804",
             SqlError::ForeignKeyViolation { .. } => "23503",
+            SqlError::CheckViolation { .. } | SqlError::CheckViolatedByRow { .. } => "23514",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::UnknownIndex(_) | SqlError::UnknownConstraint { .. } => "42704",
             SqlError::NoConflictConstraint => "42P10",
@@ -431,6 +438,7 @@ impl SqlError {
             SqlError::At { error, .. } => error.detail(),
             SqlError::ForeignKeyTypes { detail, .. }
             | SqlError::ForeignKeyViolation { detail, .. }
+            | SqlError::CheckViolation { detail, .. }
             | SqlError::DependedOn { detail, .. } => Some(detail.clone()),
             SqlError::LateralJoinType(_) => {
                 Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())

@@ -100,6 +100,7 @@ pub struct Analyze {
 }
 
 mod aggregate;
+pub mod check;
 mod correlated;
 mod deferred;
 pub mod foreign;
@@ -718,6 +719,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
             };
             row.push(v.coerce_to(&col.ty).map_err(|e| column_context(e, &col.name))?);
         }
+        check::check_values(&p.checks, schema, &row, cx)?;
         let targets: Vec<usize> = match schema.partition_column {
             Some(pc) => {
                 let part = partition_of(row[pc].as_ref(), &schema.columns[pc].ty, env.total_partitions);
@@ -760,6 +762,9 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 if i == 0 {
                     counted = true;
                     let table = env.stores[at].table(schema.id).expect("just written");
+                    if matches!(done, upsert::Upserted::Updated(_)) {
+                        check::check_row(&p.checks, table, slot, cx)?;
+                    }
                     returning_row(&p.returning, &mut out, table, slot, cx)?;
                     if let Some(f) = &p.fk {
                         let now = table.row(slot).to_values();
@@ -912,6 +917,7 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         env.stores[li].update(schema.id, slot, &changes)?;
         if first_copy {
             let table = env.stores[li].table(schema.id).expect("target table");
+            check::check_row(&p.checks, table, slot, cx)?;
             returning_row(&p.returning, &mut out, table, slot, cx)?;
             n += 1;
             if let (Some(f), Some(before)) = (&p.fk, before) {

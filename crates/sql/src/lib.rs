@@ -16,6 +16,7 @@ pub mod array;
 pub mod bind;
 mod caps;
 pub mod catalog;
+pub mod check;
 pub mod ddl;
 pub mod error;
 pub mod exec;

@@ -566,6 +566,7 @@ mod tests {
             partition_declared: false,
             evictable: false,
             foreign_keys: Vec::new(),
+            checks: Vec::new(),
         }
     }
 

@@ -115,6 +115,15 @@ pub struct ForeignKey {
     pub deferred: bool,
 }
 
+/// A CHECK constraint: every row's value of `expr` (SQL over the table's columns) is true
+/// or NULL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckDef {
+    pub name: String,
+    /// The expression as SQL text, bound again by the statements that write the table.
+    pub expr: String,
+}
+
 /// A table definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableSchema {
@@ -135,6 +144,8 @@ pub struct TableSchema {
     /// Its FOREIGN KEYs (the keys it references; the rows of the tables it references
     /// are checked and acted on by the statements that write them, `permafrost_sql`).
     pub foreign_keys: Vec<ForeignKey>,
+    /// Its CHECK constraints (checked by the statements that write it, `permafrost_sql`).
+    pub checks: Vec<CheckDef>,
 }
 
 /// Memory a table takes at each partition however few rows it holds: the table's own

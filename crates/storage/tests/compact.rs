@@ -38,6 +38,7 @@ fn schema() -> TableSchema {
         partition_declared: false,
         evictable: true,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

@@ -53,6 +53,7 @@ fn schema() -> TableSchema {
         partition_declared: false,
         evictable: true,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

@@ -113,6 +113,7 @@ pub(crate) fn apply_ddl(
         {
             let held: &[&mut PartitionStore] = stores;
             permafrost_sql::exec::foreign::validate_added(held, &before, next)?;
+            permafrost_sql::exec::check::validate_added(held, &before, next)?;
         }
         let mut done = 0;
         let mut failure = None;

@@ -20,7 +20,11 @@ CREATE TABLE bad5 (a INT) WITH (partition_by = 'zzz');
 CREATE TABLE bad6 (a INT) WITH (colour = 'blue');
 CREATE TABLE bad7 (a NUMERIC(1001, 2));
 CREATE TABLE bad8 (a INT PRIMARY KEY) WITH (evictable = 'maybe');
-CREATE TABLE bad9 (a INT CHECK (a > 0));
+CREATE TABLE bad9 (a INT CHECK (a + 1));
+CREATE TABLE bad9 (a INT CHECK (b > 0));
+CREATE TABLE bad9 (a INT CHECK (count(*) > 0));
+CREATE TABLE bad9 (a INT CHECK (a > (SELECT 1)));
+CREATE TABLE bad9 (a INT CHECK (a > $1));
 CREATE TABLE bad10 (a INT PRIMARY KEY, b VARCHAR(3) DEFAULT 'toolong');
 -- Indexes.
 CREATE INDEX item_name ON item (i_name);

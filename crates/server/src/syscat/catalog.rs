@@ -255,6 +255,7 @@ mod tests {
             partition_declared: false,
             evictable: true,
             foreign_keys: Vec::new(),
+            checks: Vec::new(),
         };
         t.columns[0].default = Some(ColumnDefault::Sequence);
         t.columns[0].nullable = false;

@@ -14,6 +14,7 @@ pub(super) fn table_relations(tables: &[&TableSchema], db: &str, objects: &mut O
     for t in tables {
         out.add_table(t, db, objects);
         out.add_foreign_keys(t, tables, db, objects);
+        out.add_checks(t, db, objects);
     }
     // PostgreSQL keeps foreign keys with triggers on both tables, and psql's \d lists a
     // table's foreign keys and those referencing it only when it says it has triggers.
@@ -25,10 +26,15 @@ pub(super) fn table_relations(tables: &[&TableSchema], db: &str, objects: &mut O
         .map(|t| table_oid(t))
         .collect();
     let column = |name: &str| out.class.columns.iter().position(|(c, _)| *c == name);
-    if let (Some(oid), Some(triggers)) = (column("oid"), column("relhastriggers")) {
+    if let (Some(oid), Some(triggers), Some(checks)) = (column("oid"), column("relhastriggers"), column("relchecks")) {
         for row in &mut out.class.rows {
-            if matches!(row[oid], V::Integer(o) if keyed.contains(&o)) {
+            let V::Integer(o) = row[oid] else { continue };
+            if keyed.contains(&o) {
                 row[triggers] = b(true);
+            }
+            // psql's \d lists a table's checks when pg_class says it has some.
+            if let Some(t) = tables.iter().find(|t| table_oid(t) == o && !t.checks.is_empty()) {
+                row[checks] = i(t.checks.len() as i64);
             }
         }
     }
@@ -60,8 +66,10 @@ struct References {
     on_delete: &'static str,
 }
 
-/// Where a foreign key's constraint OIDs start among its table's (after its indexes').
+/// Where a foreign key's constraint OIDs start among its table's (after its indexes'), and
+/// a check's (after its foreign keys').
 const FOREIGN_KEY_OIDS: i64 = 500;
+const CHECK_OIDS: i64 = 750;
 
 /// `pg_constraint.confupdtype` / `confdeltype` of an action.
 fn action_code(a: permafrost_storage::FkAction) -> &'static str {
@@ -355,7 +363,9 @@ impl TableRelations {
             ("enforced", s("YES")),
             ("nulls_distinct", if c.references.is_some() { NULL } else { s("YES") }),
         ]);
-        for (k, &col) in c.keys.iter().enumerate() {
+        // (A check's columns are not keys: key_column_usage leaves them out.)
+        let keys = if c.kind == "c" { &[][..] } else { &c.keys[..] };
+        for (k, &col) in keys.iter().enumerate() {
             let name = t
                 .columns
                 .get(col as usize - 1)
@@ -411,6 +421,37 @@ impl TableRelations {
                     }),
                     deferrable: fk.deferrable,
                     deferred: fk.deferred,
+                },
+                db,
+            );
+        }
+    }
+
+    /// Table `t`'s CHECK constraints.
+    fn add_checks(&mut self, t: &TableSchema, db: &str, objects: &mut Objects) {
+        for (k, c) in t.checks.iter().enumerate() {
+            let coid = CONSTRAINT_OID_BASE + i64::from(t.id) * PER_TABLE + CHECK_OIDS + k as i64;
+            objects.constraints.insert(coid, permafrost_sql::check::definition(c));
+            // The columns it reads, as pg_constraint.conkey lists them.
+            let keys: Vec<i64> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, col)| c.expr.contains(col.name.as_str()))
+                .map(|(n, _)| n as i64 + 1)
+                .collect();
+            self.add_constraint(
+                Constraint {
+                    oid: coid,
+                    name: &c.name,
+                    table: t,
+                    kind: "c",
+                    info: "CHECK",
+                    index: 0,
+                    keys,
+                    references: None,
+                    deferrable: false,
+                    deferred: false,
                 },
                 db,
             );

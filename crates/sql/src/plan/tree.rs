@@ -209,6 +209,7 @@ pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
         partition_declared: false,
         evictable: false,
         foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 
@@ -256,6 +257,8 @@ pub enum InsertSource {
 
 #[derive(Debug)]
 pub struct InsertPlan {
+    /// The target table's CHECK constraints, bound over its row (relation 0), with their names.
+    pub checks: Vec<(String, Expr)>,
     /// Its foreign-key work (crate::foreign), if any.
     pub fk: Option<Arc<crate::foreign::FkPlan>>,
     pub schema: Arc<TableSchema>,
@@ -301,6 +304,8 @@ pub struct ConflictUpdate {
 
 #[derive(Debug, Clone)]
 pub struct UpdatePlan {
+    /// The target table's CHECK constraints, bound over its row (relation 0), with their names.
+    pub checks: Vec<(String, Expr)>,
     /// Its foreign-key work (crate::foreign), if any.
     pub fk: Option<Arc<crate::foreign::FkPlan>>,
     pub target: RelPlan,

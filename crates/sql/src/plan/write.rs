@@ -492,6 +492,7 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
     let fk = crate::foreign::fk_plan(catalog, &schema, |_| true, Writes::Inserts)?;
     Ok(Planned {
         plan: Plan::Insert(InsertPlan {
+            checks: crate::check::bound(&schema)?,
             fk,
             schema,
             targets,
@@ -613,6 +614,7 @@ pub fn plan_update(catalog: &Catalog, u: &ast::Update) -> Result<Planned> {
     )?;
     Ok(Planned {
         plan: Plan::Update(UpdatePlan {
+            checks: crate::check::bound(&schema)?,
             fk,
             target,
             assignments,

@@ -1,4 +1,6 @@
-//! FOREIGN KEYs over data larger than memory and across a restart (exec/foreign.rs): a
+//! Constraints over data larger than memory and across a restart. CHECK (exec/check.rs):
+//! an UPDATE of evicted rows checks them once they are back, and a check added over a table
+//! with evicted rows is refused rather than left unchecked. FOREIGN KEYs (exec/foreign.rs): a
 //! referenced key found among evicted rows is found without bringing them back; ON DELETE
 //! CASCADE reaches evicted referencing rows (fetched, the statement run again) and deletes
 //! them; a key still referenced by an evicted row is refused; the keys and their
@@ -160,4 +162,42 @@ fn a_deferred_key_is_checked_when_its_transaction_ends() {
     let e = db.execute_sql("DELETE FROM a WHERE id = 1", vec![]).unwrap_err();
     assert_eq!(e.sqlstate(), "23503", "{e}");
     assert_eq!(count(&db, "SELECT count(*) FROM a"), 1);
+}
+
+#[test]
+fn checks_hold_over_evicted_rows_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT CHECK (n >= 0), pad VARCHAR(2000) NOT NULL)")
+            .unwrap();
+        let pad = "p".repeat(1_500);
+        for id in 0..ROWS {
+            insert(
+                &db,
+                "INSERT INTO t VALUES ($1, $2, $3)",
+                vec![Value::Int(id), Value::Int(id % 10), Value::from(pad.as_str())],
+            );
+        }
+        db.evict_now(64 << 20).unwrap();
+        assert!(evicted(&db) > ROWS as u64 / 2, "only {} rows evicted", evicted(&db));
+        // Rows brought back by the pre-pass are checked as they are changed.
+        let e = db.execute_sql("UPDATE t SET n = n - 5", vec![]).unwrap_err();
+        assert_eq!(e.sqlstate(), "23514", "{e}");
+        assert_eq!(count(&db, "SELECT count(*) FROM t WHERE n < 0"), 0);
+        db.execute_sql("UPDATE t SET n = n + 1 WHERE id < 100", vec![]).unwrap();
+        // A check over rows partly on disk is refused, not left unchecked.
+        db.evict_now(64 << 20).unwrap();
+        let e = db
+            .execute_ddl("ALTER TABLE t ADD CONSTRAINT small CHECK (n < 100)")
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+    }
+    let db = Database::open(config(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(count(&db, "SELECT count(*) FROM t WHERE n = 10"), 10);
+    let e = db
+        .execute_sql("INSERT INTO t VALUES (-1, -1, 'x')", vec![])
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "23514", "{e}");
 }
