@@ -226,6 +226,7 @@ enum Undo {
     Index(Vec<Arc<TableSchema>>, usize),
     Altered(Vec<Arc<TableSchema>>),
     Dropped(Vec<Table>),
+    Rewritten(TableId, Vec<Table>),
 }
 
 impl SchemaRun {
@@ -269,6 +270,9 @@ impl SchemaSteps for SchemaRun {
                 let wrote = stores.iter().any(|s| s.has_changes());
                 match change {
                     DdlChange::CreateIndex(s) if wrote => return Err(after_writes("CREATE INDEX", &s.name)),
+                    DdlChange::RewriteTable { schema, .. } if stores.iter().any(|s| s.changed_table(schema.id)) => {
+                        return Err(after_writes("ALTER TABLE", &schema.name));
+                    }
                     DdlChange::DropTable(id) if wrote && stores.iter().any(|s| s.changed_table(*id)) => {
                         let name = stores
                             .first()
@@ -283,6 +287,37 @@ impl SchemaSteps for SchemaRun {
                     DdlChange::CreateIndex(s) => Undo::Index(schemas(stores, s.id)?, s.indexes.len() - 1),
                     DdlChange::AlterSchema(s) => Undo::Altered(schemas(stores, s.id)?),
                     DdlChange::CreateView { .. } | DdlChange::DropView(_) => {
+                        continue;
+                    }
+                    DdlChange::RewriteTable { schema, from } => {
+                        // Rewritten at each store, the tables as they were kept until the
+                        // transaction ends.
+                        let mut olds = Vec::with_capacity(stores.len());
+                        for s in stores.iter_mut() {
+                            match s.rewrite_table(schema.clone(), from, schema.evictable.then(|| self.shared.tracker()))
+                            {
+                                Ok(old) => olds.push(old),
+                                Err(e) => {
+                                    for (s, old) in stores.iter_mut().zip(olds) {
+                                        let _ = s.take_table(schema.id);
+                                        let _ = s.restore_table(old);
+                                    }
+                                    return Err(ProcError::Sql(SqlError::Storage(e)));
+                                }
+                            }
+                        }
+                        // The foreign keys and checks it adds hold over the rewritten rows.
+                        let before = olds.first().map(|t| t.schema().clone());
+                        let held: &[&mut PartitionStore] = stores;
+                        let valid = before.map_or(Ok(()), |before| {
+                            permafrost_sql::exec::foreign::validate_added(held, &before, schema)
+                                .and_then(|()| permafrost_sql::exec::check::validate_added(held, &before, schema))
+                        });
+                        for s in stores.iter_mut() {
+                            s.forget_writes();
+                        }
+                        applied.undo.push(Undo::Rewritten(schema.id, olds));
+                        valid.map_err(ProcError::Sql)?;
                         continue;
                     }
                     DdlChange::DropTable(id) => {
@@ -345,12 +380,19 @@ impl SchemaSteps for SchemaRun {
                 }
                 continue;
             }
+            if let Undo::Rewritten(id, tables) = u {
+                for (s, t) in stores.iter_mut().zip(tables) {
+                    let _ = s.take_table(id);
+                    let _ = s.restore_table(t);
+                }
+                continue;
+            }
             for (k, s) in stores.iter_mut().enumerate() {
                 let _ = match &u {
                     Undo::Created(id) => s.drop_table(*id),
                     Undo::Index(before, i) => s.drop_index(before[k].clone(), *i),
                     Undo::Altered(before) => s.replace_schema(before[k].clone()),
-                    Undo::Dropped(_) => Ok(()),
+                    Undo::Dropped(_) | Undo::Rewritten(..) => Ok(()),
                 };
             }
         }

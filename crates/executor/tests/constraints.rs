@@ -1,6 +1,7 @@
 //! Constraints over data larger than memory and across a restart. CHECK (exec/check.rs):
 //! an UPDATE of evicted rows checks them once they are back, and a check added over a table
-//! with evicted rows is refused rather than left unchecked. FOREIGN KEYs (exec/foreign.rs): a
+//! with evicted rows is refused rather than left unchecked, and so is an ALTER TABLE that
+//! rewrites rows. FOREIGN KEYs (exec/foreign.rs): a
 //! referenced key found among evicted rows is found without bringing them back; ON DELETE
 //! CASCADE reaches evicted referencing rows (fetched, the statement run again) and deletes
 //! them; a key still referenced by an evicted row is refused; the keys and their
@@ -192,6 +193,10 @@ fn checks_hold_over_evicted_rows_and_after_a_restart() {
             .execute_ddl("ALTER TABLE t ADD CONSTRAINT small CHECK (n < 100)")
             .unwrap_err();
         assert_eq!(e.sqlstate(), "0A000", "{e}");
+        // So is a change that rewrites its rows; one of the definition alone is not.
+        let e = db.execute_ddl("ALTER TABLE t ADD COLUMN x INT").unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+        db.execute_ddl("ALTER TABLE t ALTER COLUMN pad DROP NOT NULL").unwrap();
     }
     let db = Database::open(config(dir.path())).unwrap();
     db.recover(vec![], &mut |_, _| {}).unwrap();

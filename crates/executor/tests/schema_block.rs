@@ -250,3 +250,47 @@ fn changes_after_writes_run_and_replay_where_they_came() {
     assert_eq!(values(&db, "SELECT id FROM copy ORDER BY id"), ints(&[1, 2]));
     assert_eq!(values(&db, "SELECT id FROM after"), ints(&[2]));
 }
+
+#[test]
+fn column_changes_in_a_block_are_undone_or_committed_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.execute_ddl("CREATE TABLE p (id BIGINT PRIMARY KEY, name VARCHAR(10) NOT NULL, old TEXT)")
+            .unwrap();
+        db.execute_sql("INSERT INTO p VALUES (1, 'a', 'x'), (2, 'b', NULL)", vec![])
+            .unwrap();
+        // Abandoned: the table is as it was, its rows too.
+        let mut b = Block::begin(&db);
+        b.ddl("ALTER TABLE p ADD COLUMN n INT NOT NULL DEFAULT 7").unwrap();
+        b.ddl("ALTER TABLE p DROP COLUMN old").unwrap();
+        assert_eq!(b.run("SELECT sum(n) FROM p").unwrap().to_values(), ints(&[14]));
+        drop(b);
+        assert_eq!(values(&db, "SELECT count(old) FROM p"), ints(&[1]));
+        assert!(db.execute_sql("SELECT n FROM p", vec![]).is_err());
+        // Committed, as Django's migrations run them: a column added with a default for the
+        // rows there, the default dropped, a type widened, a column dropped, a row written.
+        let mut b = Block::begin(&db);
+        b.ddl("ALTER TABLE p ADD COLUMN n INT NOT NULL DEFAULT 7").unwrap();
+        b.ddl("ALTER TABLE p ALTER COLUMN n DROP DEFAULT").unwrap();
+        b.ddl("ALTER TABLE p ALTER COLUMN name TYPE VARCHAR(50)").unwrap();
+        b.ddl("ALTER TABLE p DROP COLUMN old CASCADE").unwrap();
+        b.run("INSERT INTO p (id, name, n) VALUES (3, 'a longer name here', 1)")
+            .unwrap();
+        b.commit().unwrap();
+        assert_eq!(values(&db, "SELECT sum(n) FROM p"), ints(&[15]));
+        let e = db
+            .execute_sql("INSERT INTO p (id, name) VALUES (4, 'd')", vec![])
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "23502", "{e}");
+        db.execute_ddl("ALTER TABLE p ALTER COLUMN n SET NOT NULL").unwrap();
+    }
+    let db = Database::open(config(dir.path())).unwrap();
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(values(&db, "SELECT sum(n) FROM p"), ints(&[15]));
+    assert_eq!(
+        values(&db, "SELECT name FROM p WHERE id = 3"),
+        vec![vec![Value::Text("a longer name here".into())]]
+    );
+    assert!(db.execute_sql("SELECT old FROM p", vec![]).is_err());
+}

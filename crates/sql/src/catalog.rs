@@ -27,6 +27,13 @@ pub enum DdlChange {
     /// and nothing else changed (`ALTER TABLE ... RENAME`, `ALTER COLUMN ... SET / DROP
     /// DEFAULT`): its rows and indexes stay as they are.
     AlterSchema(Arc<TableSchema>),
+    /// The table's schema with columns added, dropped, of another type or made NOT NULL
+    /// (ALTER TABLE): its rows are rewritten, each new column's values taken as `from`
+    /// says, and its indexes built again.
+    RewriteTable {
+        schema: Arc<TableSchema>,
+        from: Arc<[permafrost_storage::ColumnFrom]>,
+    },
     /// The table's schema with index `dropped` removed.
     DropIndex {
         schema: Arc<TableSchema>,
@@ -114,7 +121,7 @@ impl Catalog {
                     .ok_or_else(|| SqlError::UnknownTable(s.name.clone()))?;
                 *slot = s.clone();
             }
-            DdlChange::AlterSchema(s) => {
+            DdlChange::AlterSchema(s) | DdlChange::RewriteTable { schema: s, .. } => {
                 let old = self
                     .table_by_id(s.id)
                     .map(|t| t.name.clone())

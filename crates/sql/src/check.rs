@@ -127,6 +127,11 @@ pub fn bound(schema: &TableSchema) -> Result<Vec<(String, Expr)>> {
     Ok(out)
 }
 
+/// Check `check` bound over a row of `schema`: fails when it reads a column `schema` lacks.
+pub(crate) fn bound_over(schema: &TableSchema, check: &CheckDef) -> Result<Expr> {
+    bind_one(schema, &check.expr)
+}
+
 /// The SQL of a check's definition, as `pg_get_constraintdef` gives it.
 pub fn definition(c: &CheckDef) -> String {
     format!("CHECK ({})", c.expr)

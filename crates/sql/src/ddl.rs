@@ -25,14 +25,12 @@
 use std::sync::Arc;
 
 use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema};
-use permafrost_types::{DataType, Value};
+use permafrost_types::DataType;
 use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, SqlOption, Statement, TableConstraint};
 
 use crate::bind::{ident, map_type, object_name};
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
-use crate::expr::Expr;
-use crate::plan::{bind_constant, eval_constant};
 
 /// Whether a statement is DDL this module handles.
 pub fn is_ddl(stmt: &Statement) -> bool {
@@ -121,6 +119,34 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 return out;
             };
             for op in &at.operations {
+                match op {
+                    ast::AlterTableOperation::AddColumn {
+                        if_not_exists: true,
+                        column_def,
+                        ..
+                    } if t.columns.iter().any(|c| c.name == ident(&column_def.name)) => {
+                        let name = ident(&column_def.name);
+                        out.push((
+                            "42701",
+                            format!("column \"{name}\" of relation \"{}\" already exists, skipping", t.name),
+                        ));
+                    }
+                    ast::AlterTableOperation::DropColumn {
+                        if_exists: true,
+                        column_names,
+                        ..
+                    } => {
+                        for n in column_names.iter().map(ident) {
+                            if !t.columns.iter().any(|c| c.name == n) {
+                                out.push((
+                                    "00000",
+                                    format!("column \"{n}\" of relation \"{}\" does not exist, skipping", t.name),
+                                ));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
                 if let ast::AlterTableOperation::DropConstraint {
                     if_exists: true, name, ..
                 } = op
@@ -327,7 +353,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                 }
                 ColumnOption::Null => col.nullable = true,
                 ColumnOption::NotNull => col.nullable = false,
-                ColumnOption::Default(e) => col.default = Some(default_for(catalog, e, &col)?),
+                ColumnOption::Default(e) => col.default = Some(crate::alter_column::default_for(catalog, e, &col)?),
                 ColumnOption::PrimaryKey(_) => {
                     if pk.is_some() {
                         return Err(SqlError::Definition(format!(
@@ -458,16 +484,6 @@ fn serial_type(t: &ast::DataType) -> Option<DataType> {
     }
 }
 
-fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {
-    let (x, _) = bind_constant(catalog, e)?;
-    if x == Expr::Now || matches!(&x, Expr::Cast(n, _) if **n == Expr::Now) {
-        return Ok(ColumnDefault::CurrentTimestamp);
-    }
-    let v: Value = eval_constant(&x)?;
-    // (A value that does not convert is its conversion's error, as PostgreSQL gives it.)
-    Ok(ColumnDefault::Value(v.coerce_to(&col.ty)?))
-}
-
 /// `ALTER TABLE [IF EXISTS] [ONLY] name ADD [CONSTRAINT c] PRIMARY KEY (columns)` or
 /// `... UNIQUE (columns)`, one or more; anything else is refused.
 fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>> {
@@ -527,13 +543,24 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
             }
             continue;
         }
+        if let Some(column_changes) = crate::alter_column::column_change(catalog, &schema, op)? {
+            for c in column_changes {
+                if let DdlChange::RewriteTable { schema: s, .. } | DdlChange::AlterSchema(s) = &c
+                    && s.id == schema.id
+                {
+                    schema = (**s).clone();
+                }
+                changes.push(c);
+            }
+            continue;
+        }
         let ast::AlterTableOperation::AddConstraint {
             constraint,
             not_valid: false,
         } = op
         else {
             return unsupported(format!(
-                "ALTER TABLE ... {op} (ADD PRIMARY KEY, ADD UNIQUE, RENAME TO, RENAME COLUMN and ALTER COLUMN ... SET / DROP DEFAULT are supported)"
+                "ALTER TABLE ... {op} (ADD / DROP COLUMN, ADD / DROP CONSTRAINT, RENAME TO, RENAME COLUMN and ALTER COLUMN ... TYPE, SET / DROP DEFAULT, SET / DROP NOT NULL are supported)"
             ));
         };
         let next = match constraint {
@@ -661,7 +688,7 @@ fn renamed_or_defaulted(
             op: ast::AlterColumnOperation::SetDefault { value },
         } => {
             let c = column(column_name)?;
-            next.columns[c].default = Some(default_for(catalog, value, &schema.columns[c])?);
+            next.columns[c].default = Some(crate::alter_column::default_for(catalog, value, &schema.columns[c])?);
         }
         ast::AlterTableOperation::AlterColumn {
             column_name,

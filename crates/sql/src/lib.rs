@@ -12,6 +12,7 @@
 //! MIN, MAX, AVG, with DISTINCT), ORDER BY, LIMIT/OFFSET, DISTINCT; INSERT (VALUES or
 //! SELECT), UPDATE and DELETE, all with RETURNING; parameters as `$n` or `?`.
 
+pub mod alter_column;
 pub mod array;
 pub mod bind;
 mod caps;

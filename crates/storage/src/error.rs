@@ -79,6 +79,15 @@ pub enum StorageError {
     RowTooBig { size: usize, max: usize },
     #[error("internal storage error: {0}")]
     Internal(String),
+    /// A rewrite of a table (ALTER TABLE) that would make a NOT NULL column hold NULLs.
+    #[error("column \"{column}\" of relation \"{table}\" contains null values")]
+    ColumnHasNulls { table: String, column: String },
+    /// A rewrite of a table part of which is evicted: its evicted rows are not in memory.
+    #[error(
+        "table \"{table}\" has {evicted} evicted tuples; ALTER TABLE that rewrites its rows (ADD / DROP \
+         COLUMN, ALTER COLUMN TYPE, SET NOT NULL) works over tuples in memory only"
+    )]
+    EvictedRewrite { table: String, evicted: usize },
 }
 
 impl StorageError {
@@ -98,6 +107,8 @@ impl StorageError {
             StorageError::EvictedRowsWouldMove { .. } => "0A000",
             StorageError::Corrupt(_) => "XX001",
             StorageError::Internal(_) => "XX000",
+            StorageError::ColumnHasNulls { .. } => "23502",
+            StorageError::EvictedRewrite { .. } => "0A000",
         }
     }
 

@@ -32,7 +32,9 @@ pub use error::{Result, StorageError};
 pub use index::{IndexKey, KeyBound, TupleRef};
 pub use memory::MemoryUsage;
 pub use recent::{KeyRange, Recent, Span, Unknown};
-pub use schema::{CheckDef, Column, ColumnDefault, FkAction, ForeignKey, IndexDef, IndexKind, TableId, TableSchema};
+pub use schema::{
+    CheckDef, Column, ColumnDefault, ColumnFrom, FkAction, ForeignKey, IndexDef, IndexKind, TableId, TableSchema,
+};
 pub use store::{Change, PartitionStore, Placement, Savepoint, Target};
 pub use table::{DetachedRow, EvictedEntries, Row, Table};
 pub use tombstone::Tombstone;

@@ -124,6 +124,15 @@ pub struct CheckDef {
     pub expr: String,
 }
 
+/// Where a column of a table rewritten by ALTER TABLE (ADD / DROP COLUMN, ALTER COLUMN
+/// TYPE, SET NOT NULL) takes each row's value from: a column of the table as it was
+/// (converted to the column's type), or one value for every row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnFrom {
+    Column(usize),
+    Value(permafrost_types::Value),
+}
+
 /// A table definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableSchema {

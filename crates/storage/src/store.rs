@@ -213,6 +213,26 @@ impl PartitionStore {
         self.records.iter().any(|r| record_table(r) == id)
     }
 
+    /// Rewrites a table as `schema` defines it (see [`Table::rewritten`]) and returns the
+    /// table as it was, for the caller to keep until the change is final (or to put back
+    /// with [`PartitionStore::take_table`] and [`PartitionStore::restore_table`]).
+    pub fn rewrite_table(
+        &mut self,
+        schema: Arc<TableSchema>,
+        from: &[crate::ColumnFrom],
+        tracker: Option<Box<dyn AccessTracker>>,
+    ) -> Result<Table> {
+        if self.changed_table(schema.id) {
+            return Err(StorageError::Internal(
+                "table rewritten inside a transaction that wrote it".into(),
+            ));
+        }
+        let next = self.get_mut(schema.id)?.rewritten(schema.clone(), from, tracker)?;
+        let old = self.take_table(schema.id)?;
+        self.restore_table(next)?;
+        Ok(old)
+    }
+
     /// Takes a table out of the store, as [`PartitionStore::drop_table`] drops it, for
     /// [`PartitionStore::restore_table`] to put back (a schema change undone).
     pub fn take_table(&mut self, id: TableId) -> Result<Table> {

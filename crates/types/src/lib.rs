@@ -29,7 +29,7 @@ pub use numeric::{Numeric, NumericError, NumericRef};
 /// PostgreSQL's SQLSTATE ([`ValueError::sqlstate`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ValueError {
-    #[error("value too long for type {ty} (got {len} characters)")]
+    #[error("value too long for type {ty}")]
     StringTooLong { ty: String, len: usize },
 
     /// A number past its type's range: for the integer types in PostgreSQL's words

@@ -117,6 +117,8 @@ pub(crate) fn apply_ddl(
         }
         let mut done = 0;
         let mut failure = None;
+        // The tables as they were before a rewrite, kept until it holds everywhere.
+        let mut rewritten = Vec::new();
         for s in stores.iter_mut() {
             let r = match change {
                 DdlChange::CreateTable(schema) => s.create_table(schema.clone(), schema.evictable.then(tracker)),
@@ -126,6 +128,9 @@ pub(crate) fn apply_ddl(
                 }
                 DdlChange::DropTable(id) => s.drop_table(*id),
                 DdlChange::AlterSchema(schema) => s.replace_schema(schema.clone()),
+                DdlChange::RewriteTable { schema, from } => s
+                    .rewrite_table(schema.clone(), from, schema.evictable.then(tracker))
+                    .map(|old| rewritten.push(old)),
                 DdlChange::DropIndex { schema, dropped } => s.drop_index(schema.clone(), *dropped),
                 DdlChange::AddPrimaryKey(schema) => match keys.next() {
                     Some(key) => s.add_primary_key(schema.clone(), key),
@@ -137,7 +142,7 @@ pub(crate) fn apply_ddl(
                 DdlChange::CreateView { .. } | DdlChange::DropView(_) => Ok(()),
             };
             if let Err(e) = r {
-                failure = Some(e);
+                failure = Some(Error::from(e));
                 break;
             }
             done += 1;
@@ -145,11 +150,23 @@ pub(crate) fn apply_ddl(
         if failure.is_none()
             && let DdlChange::CreateIndex(schema) = change
         {
-            failure = unique_apart(stores, schema).err();
+            failure = unique_apart(stores, schema).err().map(Error::from);
+        }
+        // The foreign keys and checks a rewrite adds hold over the rewritten rows.
+        if failure.is_none()
+            && let DdlChange::RewriteTable { schema, .. } = change
+            && let Some(before) = rewritten.first().map(|t| t.schema().clone())
+        {
+            let held: &[&mut PartitionStore] = stores;
+            failure = permafrost_sql::exec::foreign::validate_added(held, &before, schema)
+                .and_then(|()| permafrost_sql::exec::check::validate_added(held, &before, schema))
+                .err()
+                .map(Error::from);
         }
         if let Some(e) = failure {
             // Undo this change where it was applied. Drops cannot fail half-way, so only
-            // creations need undoing.
+            // creations (and rewrites) need undoing.
+            let mut olds = std::mem::take(&mut rewritten).into_iter();
             for (k, s) in stores.iter_mut().take(done).enumerate() {
                 match change {
                     DdlChange::CreateTable(schema) => {
@@ -163,10 +180,16 @@ pub(crate) fn apply_ddl(
                         });
                         let _ = s.drop_index(prev, schema.indexes.len() - 1);
                     }
+                    DdlChange::RewriteTable { schema, .. } => {
+                        if let Some(old) = olds.next() {
+                            let _ = s.take_table(schema.id);
+                            let _ = s.restore_table(old);
+                        }
+                    }
                     _ => {}
                 }
             }
-            return Err(e.into());
+            return Err(e);
         }
     }
     // What committed transactions read and changed was noted against the old schema:
@@ -629,7 +652,10 @@ impl Partition {
 fn takes_memory(c: &DdlChange) -> bool {
     matches!(
         c,
-        DdlChange::CreateTable(_) | DdlChange::CreateIndex(_) | DdlChange::AddPrimaryKey(_)
+        DdlChange::CreateTable(_)
+            | DdlChange::CreateIndex(_)
+            | DdlChange::AddPrimaryKey(_)
+            | DdlChange::RewriteTable { .. }
     )
 }
 

@@ -1,13 +1,16 @@
 //! A table's upkeep between transactions: a definition renamed or given other defaults
-//! ([`Table::replace_schema`]), giving memory back after eviction ([`Table::compact`]), what it holds ([`Table::memory_usage`]), and the check of the
+//! ([`Table::replace_schema`]) or its rows rewritten under another ([`Table::rewritten`]),
+//! giving memory back after eviction ([`Table::compact`]), what it holds ([`Table::memory_usage`]), and the check of the
 //! invariants listed in the module documentation of `table` ([`Table::check_consistency`]).
 
 use super::*;
+use crate::schema::ColumnFrom;
 
 impl Table {
     /// Switches to `schema`, which differs from the table's only in names (of the table
-    /// and its columns) and column defaults: the tuples, their layout and the indexes stay
-    /// as they are. Anything else is refused, the table unchanged.
+    /// and its columns), column defaults, constraints checked by statements, and columns
+    /// that may now be NULL: the tuples, their layout (every column has its NULL bit) and
+    /// the indexes stay as they are. Anything else is refused, the table unchanged.
     pub fn replace_schema(&mut self, schema: Arc<TableSchema>) -> Result<()> {
         let old = &self.schema;
         let same_shape = schema.id == old.id
@@ -16,7 +19,7 @@ impl Table {
                 .columns
                 .iter()
                 .zip(&old.columns)
-                .all(|(a, b)| a.ty == b.ty && a.nullable == b.nullable)
+                .all(|(a, b)| a.ty == b.ty && (a.nullable == b.nullable || a.nullable))
             && schema.indexes == old.indexes
             && schema.partition_column == old.partition_column
             && schema.evictable == old.evictable;
@@ -131,5 +134,62 @@ impl Table {
             return Err(format!("tracker holds {} tuples, {} are visible", t.len(), visible));
         }
         Ok(())
+    }
+
+    /// The table as `schema` defines it, its rows' values taken as `from` says (one entry
+    /// per column of `schema`) and converted to the new columns' types, its indexes built
+    /// over them and its sequence kept (ALTER TABLE ADD / DROP COLUMN, ALTER COLUMN TYPE,
+    /// SET NOT NULL). Refused while tuples are evicted (their values are on disk); a row
+    /// that fails the new definition (a NULL in a NOT NULL column, a value that does not
+    /// convert) fails it, this table unchanged.
+    pub fn rewritten(
+        &self,
+        schema: Arc<TableSchema>,
+        from: &[ColumnFrom],
+        tracker: Option<Box<dyn AccessTracker>>,
+    ) -> Result<Table> {
+        if self.evicted_tuples() > 0 {
+            return Err(StorageError::EvictedRewrite {
+                table: self.schema.name.clone(),
+                evicted: self.evicted_tuples(),
+            });
+        }
+        if from.len() != schema.columns.len() {
+            return Err(StorageError::Internal("rewritten: one source per column".into()));
+        }
+        let mut next = Table::new(schema.clone(), tracker);
+        next.sequence = self.sequence;
+        let mut failure = None;
+        let _ = self.scan(|slot| {
+            let row = self.row(slot);
+            let values: std::result::Result<Vec<Value>, StorageError> = from
+                .iter()
+                .zip(&schema.columns)
+                .map(|(f, col)| {
+                    let v = match f {
+                        ColumnFrom::Column(c) => row.get(*c).to_owned(),
+                        ColumnFrom::Value(v) => v.clone(),
+                    };
+                    if v.is_null() && !col.nullable {
+                        return Err(StorageError::ColumnHasNulls {
+                            table: schema.name.clone(),
+                            column: col.name.clone(),
+                        });
+                    }
+                    Ok(v.coerce_to(&col.ty)?)
+                })
+                .collect();
+            match values.and_then(|v| next.insert(&v)) {
+                Ok(_) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(next),
+        }
     }
 }
