@@ -206,3 +206,34 @@ fn checks_hold_over_evicted_rows_and_after_a_restart() {
         .unwrap_err();
     assert_eq!(e.sqlstate(), "23514", "{e}");
 }
+
+#[test]
+fn a_single_partition_procedure_may_not_write_a_table_with_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    db.execute_ddl("CREATE TABLE a (id BIGINT PRIMARY KEY)").unwrap();
+    db.execute_ddl("CREATE TABLE b (id BIGINT PRIMARY KEY, a_id BIGINT REFERENCES a)")
+        .unwrap();
+    db.execute_sql("INSERT INTO a VALUES (1), (2), (3)", vec![]).unwrap();
+    for (name, sql) in [
+        ("PutB", "INSERT INTO b VALUES (?, 1)"),
+        ("DropA", "DELETE FROM a WHERE id = ?"),
+    ] {
+        db.register(
+            permafrost_executor::ProcedureDef::new(name)
+                .partition_param(0)
+                .statement(sql)
+                .body(|c, p| c.execute(0, p)),
+        )
+        .unwrap();
+    }
+    // Its keys' rows may be at any partition: refused rather than left unchecked.
+    let e = db.call("PutB", vec![Value::Int(5)]).unwrap_err();
+    assert_eq!(e.sqlstate(), "0A000", "{e}");
+    let e = db.call("DropA", vec![Value::Int(1)]).unwrap_err();
+    assert_eq!(e.sqlstate(), "0A000", "{e}");
+    // An ad hoc statement runs over every partition and is checked.
+    db.execute_sql("INSERT INTO b VALUES (5, 1)", vec![]).unwrap();
+    let e = db.execute_sql("DELETE FROM a WHERE id = 1", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23503", "{e}");
+}

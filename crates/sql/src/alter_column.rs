@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use permafrost_storage::{Column, ColumnDefault, ColumnFrom, TableSchema};
-use permafrost_types::{DataType, Value};
+use permafrost_types::Value;
 use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, ColumnOption};
 
 use crate::bind::{ident, map_type};
@@ -353,7 +353,7 @@ fn is_plain_cast(u: &ast::Expr, name: &str) -> bool {
 
 /// Refuses a column type that no longer matches a foreign key through it (42804).
 fn refuse_key_types(catalog: &Catalog, next: &TableSchema) -> Result<()> {
-    let ok = |a: &DataType, b: &DataType| (a.is_numeric() && b.is_numeric()) || (a.is_text() && b.is_text()) || a == b;
+    let ok = crate::foreign::comparable;
     for fk in &next.foreign_keys {
         let parent = if fk.parent == next.id {
             next
@@ -365,16 +365,11 @@ fn refuse_key_types(catalog: &Catalog, next: &TableSchema) -> Result<()> {
         };
         for (&c, &p) in fk.columns.iter().zip(&fk.parent_columns) {
             if !ok(&next.columns[c].ty, &parent.columns[p].ty) {
-                return Err(SqlError::ForeignKeyTypes {
-                    name: fk.name.clone(),
-                    detail: format!(
-                        "Key columns \"{}\" and \"{}\" are of incompatible types: {} and {}.",
-                        next.columns[c].name,
-                        parent.columns[p].name,
-                        next.columns[c].ty.sql_name(),
-                        parent.columns[p].ty.sql_name()
-                    ),
-                });
+                return Err(crate::foreign::incompatible(
+                    &fk.name,
+                    &next.columns[c],
+                    &parent.columns[p],
+                ));
             }
         }
     }
@@ -382,16 +377,11 @@ fn refuse_key_types(catalog: &Catalog, next: &TableSchema) -> Result<()> {
         let fk = &child.foreign_keys[k];
         for (&c, &p) in fk.columns.iter().zip(&fk.parent_columns) {
             if child.id != next.id && !ok(&child.columns[c].ty, &next.columns[p].ty) {
-                return Err(SqlError::ForeignKeyTypes {
-                    name: fk.name.clone(),
-                    detail: format!(
-                        "Key columns \"{}\" and \"{}\" are of incompatible types: {} and {}.",
-                        child.columns[c].name,
-                        next.columns[p].name,
-                        child.columns[c].ty.sql_name(),
-                        next.columns[p].ty.sql_name()
-                    ),
-                });
+                return Err(crate::foreign::incompatible(
+                    &fk.name,
+                    &child.columns[c],
+                    &next.columns[p],
+                ));
             }
         }
     }

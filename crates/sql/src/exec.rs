@@ -679,6 +679,7 @@ fn require_all_for_unique(env: &Env<'_, '_>, schema: &TableSchema, written: impl
 
 fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx: &Cx<'_>) -> Result<Rows> {
     require_all_for_unique(env, &p.schema, |_| true)?;
+    foreign::require_all(env.holds_all(), p.fk.as_ref(), &p.schema)?;
     let source_rows: Vec<Vec<Value>> = match &p.source {
         InsertSource::Values(rows) => rows
             .iter()
@@ -869,6 +870,7 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     let copies = if replicated { Copies::All } else { Copies::One };
     let assigned: Vec<usize> = p.assignments.iter().map(|(c, _)| *c).collect();
     require_all_for_unique(env, &schema, |c| assigned.contains(&c))?;
+    foreign::require_all(env.holds_all(), p.fk.as_ref(), &schema)?;
     // With correlated subqueries, every target's new values are computed before the first
     // write (the subqueries read the partitions while they are being evaluated).
     let (targets, mut planned) = if correlated(&p.init) {
@@ -954,6 +956,7 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     if replicated {
         require_all(env, &schema)?;
     }
+    foreign::require_all(env.holds_all(), p.fk.as_ref(), &schema)?;
     let copies = if replicated { Copies::All } else { Copies::One };
     let targets = if correlated(&p.init) {
         let mut touched = Vec::new();

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use permafrost_storage::{FkAction, ForeignKey, TableId, TableSchema};
+use permafrost_storage::{Column, FkAction, ForeignKey, TableId, TableSchema};
 use permafrost_types::DataType;
 use sqlparser::ast;
 
@@ -87,16 +87,7 @@ pub(crate) fn plan(
     for (&c, &p) in columns.iter().zip(&parent_columns) {
         let (a, b) = (&schema.columns[c], &parent.columns[p]);
         if !comparable(&a.ty, &b.ty) {
-            return Err(SqlError::ForeignKeyTypes {
-                name,
-                detail: format!(
-                    "Key columns \"{}\" and \"{}\" are of incompatible types: {} and {}.",
-                    a.name,
-                    b.name,
-                    a.ty.sql_name(),
-                    b.ty.sql_name()
-                ),
-            });
+            return Err(incompatible(&name, a, b));
         }
     }
     let characteristics = fk.characteristics.unwrap_or_default();
@@ -154,9 +145,24 @@ fn default_name(schema: &TableSchema, columns: &[usize]) -> String {
     name
 }
 
+/// The error of foreign key `name` whose referencing column `a` and referenced column `b`
+/// are of types without an equality between them (42804, PostgreSQL's DETAIL).
+pub(crate) fn incompatible(name: &str, a: &Column, b: &Column) -> SqlError {
+    SqlError::ForeignKeyTypes {
+        name: name.to_string(),
+        detail: format!(
+            "Key columns \"{}\" and \"{}\" are of incompatible types: {} and {}.",
+            a.name,
+            b.name,
+            a.ty.sql_name(),
+            b.ty.sql_name()
+        ),
+    }
+}
+
 /// Whether a key column of type `a` may reference one of type `b` (an equality operator
 /// between them exists).
-fn comparable(a: &DataType, b: &DataType) -> bool {
+pub(crate) fn comparable(a: &DataType, b: &DataType) -> bool {
     (a.is_numeric() && b.is_numeric()) || (a.is_text() && b.is_text()) || a == b
 }
 

@@ -98,6 +98,20 @@ pub(super) struct Reach<'x, 'b> {
     pub deadline: Option<std::time::Instant>,
 }
 
+/// A write with foreign-key work needs every partition, where the keys' rows may be: a
+/// transaction that holds fewer (a single-partition stored procedure) is refused rather
+/// than left unchecked.
+pub(super) fn require_all(holds_all: bool, plan: Option<&Arc<FkPlan>>, schema: &TableSchema) -> Result<()> {
+    if plan.is_none() || holds_all {
+        return Ok(());
+    }
+    Err(SqlError::Unsupported(format!(
+        "writing table \"{}\" needs a multi-partition transaction over all partitions: its foreign keys, or \
+         those referencing it, are checked there",
+        schema.name
+    )))
+}
+
 /// The values of `columns` in `row` (a whole row of the table).
 fn key_of(row: &[Value], columns: &[usize]) -> Vec<Value> {
     columns.iter().map(|&c| row[c].clone()).collect()
