@@ -19,7 +19,7 @@
 //! A draft whose base is no longer the published schema (another connection changed the
 //! schema meanwhile) fails with 40001. A dropped table is taken out of each store and put
 //! back if the transaction does not commit. A change that cannot be undone cheaply in the
-//! middle of a transaction (DROP INDEX or a dropped constraint, a primary key added to an
+//! middle of a transaction (DROP INDEX or a dropped UNIQUE constraint, a primary key added to an
 //! existing table) or an index built over evicted rows is refused in such a block with
 //! 0A000: it runs in a block of its own. A block whose only statements are schema changes is applied by
 //! `Database::execute_ddl_atomic` as before.
@@ -89,7 +89,7 @@ impl SchemaDraft {
         for step in &self.steps {
             for c in &step.changes {
                 let what = match c {
-                    DdlChange::DropIndex { .. } => "DROP INDEX or a dropped constraint",
+                    DdlChange::DropIndex { .. } => "DROP INDEX or a dropped UNIQUE constraint",
                     DdlChange::AddPrimaryKey(_) => "a primary key added to an existing table",
                     _ => continue,
                 };

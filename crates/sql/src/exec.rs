@@ -911,11 +911,17 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         };
         upsert::check_elsewhere(env.stores, li, &schema, slot, &changes)?;
         let first_copy = !replicated || li == 0;
-        let table = env.stores[li].table(schema.id).expect("target table");
-        let before =
-            p.fk.as_ref()
-                .filter(|_| first_copy)
-                .map(|_| table.row(slot).to_values());
+        // (Read only for foreign-key work: the common write reads nothing more.)
+        let before = match &p.fk {
+            Some(_) if first_copy => Some(
+                env.stores[li]
+                    .table(schema.id)
+                    .expect("target table")
+                    .row(slot)
+                    .to_values(),
+            ),
+            _ => None,
+        };
         env.stores[li].update(schema.id, slot, &changes)?;
         if first_copy {
             let table = env.stores[li].table(schema.id).expect("target table");

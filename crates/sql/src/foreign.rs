@@ -67,14 +67,11 @@ pub(crate) fn plan(
             "number of referencing and referenced columns for foreign key disagree".into(),
         ));
     }
-    let mut sorted = parent_columns.clone();
-    sorted.sort_unstable();
-    let unique = parent.indexes.iter().any(|ix| {
-        let mut cols = ix.columns.clone();
-        cols.sort_unstable();
-        ix.unique && cols == sorted
-    });
-    if !unique || sorted.windows(2).any(|w| w[0] == w[1]) {
+    let repeated = parent_columns
+        .iter()
+        .enumerate()
+        .any(|(i, c)| parent_columns[..i].contains(c));
+    if repeated || parent.index_over(&parent_columns, true).is_none() {
         return Err(SqlError::InvalidForeignKey(format!(
             "there is no unique constraint matching given keys for referenced table \"{}\"",
             parent.name
@@ -219,22 +216,14 @@ pub(crate) fn refuse_drop_referenced(catalog: &Catalog, dropped: &[TableId]) -> 
 /// Refuses to drop index `i` of `schema` while a foreign key references its columns and no
 /// other unique index of the table holds them (2BP01).
 pub(crate) fn refuse_drop_index_referenced(catalog: &Catalog, schema: &TableSchema, i: usize) -> Result<()> {
-    let mut cols = schema.indexes[i].columns.clone();
-    cols.sort_unstable();
-    let other = |fk: &ForeignKey| {
-        let mut want = fk.parent_columns.clone();
-        want.sort_unstable();
-        schema.indexes.iter().enumerate().any(|(j, ix)| {
-            let mut have = ix.columns.clone();
-            have.sort_unstable();
-            j != i && ix.unique && have == want
-        })
-    };
+    // The schema without the index: does another unique index still hold each key?
+    let mut without = schema.clone();
+    without.indexes.remove(i);
     for (child, k) in referencing(catalog, schema.id) {
         let fk = &child.foreign_keys[k];
-        let mut want = fk.parent_columns.clone();
-        want.sort_unstable();
-        if want == cols && schema.indexes[i].unique && !other(fk) {
+        if schema.index_over(&fk.parent_columns, true) == Some(i)
+            && without.index_over(&fk.parent_columns, true).is_none()
+        {
             return Err(SqlError::DependentObjects(format!(
                 "cannot drop index {} because constraint {} on table {} requires it",
                 schema.indexes[i].name, fk.name, child.name

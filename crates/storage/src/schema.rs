@@ -215,6 +215,16 @@ impl TableSchema {
             .is_some_and(|ix| ix.unique && self.partition_column.is_some_and(|p| !ix.columns.contains(&p)))
     }
 
+    /// The first index (a unique one, with `unique`) whose columns are exactly `columns`, in
+    /// any order: the one a foreign key's referenced or referencing columns are looked up in.
+    pub fn index_over(&self, columns: &[usize], unique: bool) -> Option<usize> {
+        self.indexes.iter().position(|ix| {
+            (ix.unique || !unique)
+                && ix.columns.len() == columns.len()
+                && columns.iter().all(|c| ix.columns.contains(c))
+        })
+    }
+
     /// The indexes [`TableSchema::is_global_unique`] holds for, by position.
     pub fn global_unique_indexes(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.indexes.len()).filter(|&i| self.is_global_unique(i))

@@ -296,11 +296,24 @@ impl Backend {
             txn::State::Open(o) => {
                 match o.draft() {
                     // After the block's schema changes: over all partitions, with them.
-                    Some(d) => Box::pin(self.db.probe_draft(d, &o.statements, stmt, params, o.now, stop.clone()))
-                        as std::pin::Pin<Box<dyn Future<Output = _> + Send>>,
+                    Some(d) => futures::future::Either::Left(self.db.probe_draft(
+                        d,
+                        &o.statements,
+                        stmt,
+                        params,
+                        o.now,
+                        stop.clone(),
+                    )),
                     None => {
                         let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
-                        Box::pin(self.db.probe(&before, stmt, params, o.now, stop.clone(), Place::Here))
+                        futures::future::Either::Right(self.db.probe(
+                            &before,
+                            stmt,
+                            params,
+                            o.now,
+                            stop.clone(),
+                            Place::Here,
+                        ))
                     }
                 }
             }

@@ -397,13 +397,7 @@ impl TableRelations {
             objects
                 .constraints
                 .insert(coid, permafrost_sql::foreign::definition(t, fk, parent));
-            let mut want = fk.parent_columns.clone();
-            want.sort_unstable();
-            let index = parent.indexes.iter().position(|ix| {
-                let mut cols = ix.columns.clone();
-                cols.sort_unstable();
-                ix.unique && cols == want
-            });
+            let index = parent.index_over(&fk.parent_columns, true);
             self.add_constraint(
                 Constraint {
                     oid: coid,

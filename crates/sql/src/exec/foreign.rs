@@ -294,16 +294,8 @@ fn parent_has(stores: &[&mut PartitionStore], c: &FkCheck) -> Result<bool> {
 fn parent_has_in(stores: &[&mut PartitionStore], c: &FkCheck, loose: bool) -> Result<bool> {
     let fk = c.def();
     let parent = &c.parent;
-    let mut want = fk.parent_columns.clone();
-    want.sort_unstable();
     let ix = parent
-        .indexes
-        .iter()
-        .position(|ix| {
-            let mut cols = ix.columns.clone();
-            cols.sort_unstable();
-            ix.unique && cols == want
-        })
+        .index_over(&fk.parent_columns, true)
         .ok_or_else(|| SqlError::SchemaChanged(parent.name.clone()))?;
     let mut values = vec![Value::Null; parent.columns.len()];
     for (&p, v) in fk.parent_columns.iter().zip(&c.key) {
@@ -332,13 +324,7 @@ fn holders_of(
     first: bool,
     out: &mut Vec<(usize, TupleRef)>,
 ) -> Result<()> {
-    let mut want = fk.columns.clone();
-    want.sort_unstable();
-    let index = child.indexes.iter().position(|ix| {
-        let mut cols = ix.columns.clone();
-        cols.sort_unstable();
-        cols == want
-    });
+    let index = child.index_over(&fk.columns, false);
     let mut values = vec![Value::Null; child.columns.len()];
     for (&c, v) in fk.columns.iter().zip(key) {
         values[c] = v.clone().coerce_to(&child.columns[c].ty).unwrap_or_else(|_| v.clone());
