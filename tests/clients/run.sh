@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, pgjdbc, pgbench, sysbench) against ONE
-# `permafrost serve`.
-# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, psycopg2 and SQLAlchemy,
+# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, Alembic, Django, pgjdbc, pgbench, sysbench)
+# against ONE `permafrost serve`.
+# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, psycopg2, SQLAlchemy, Alembic
+# and Django,
 # pgbench, sysbench, javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
 # which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
 set -uo pipefail
@@ -105,6 +106,10 @@ result sqlalchemy $?
 echo "== alembic: alembic_test.py (migrations in one transaction block: upgrade, downgrade, upgrade)"
 timeout 300 python3 alembic_test.py "$PORT"
 result alembic $?
+
+echo "== django: django_test.py (a new project of two apps: makemigrations, migrate, the ORM, the admin)"
+timeout 300 python3 django_test.py "$PORT"
+result django $?
 
 echo "== jdbc: jdbc/Main.java with $(basename "$PGJDBC_JAR")"
 if [ ! -f "$PGJDBC_JAR" ]; then

@@ -103,6 +103,19 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
         },
         DataType::Timestamp | DataType::TimestampTz | DataType::Date => crate::pg_datetime::from_binary(b, ty)?,
         DataType::Bytea => Value::bytes(b.to_vec()),
+        DataType::Uuid => Value::Uuid(u128::from_be_bytes(b.try_into().map_err(|_| size("uuid"))?)),
+        // jsonb's binary form is a version byte (1) and the document's text; json's is
+        // the text. Either is read as the column's type reads text.
+        DataType::Json | DataType::Jsonb => {
+            let text = match (ty, b.split_first()) {
+                (DataType::Jsonb, Some((1, rest))) => rest,
+                (DataType::Jsonb, _) => return Err(("22P03", "unsupported jsonb version number".into())),
+                _ => b,
+            };
+            crate::wire_check::text(text).map_err(|v| ("22021", v.message))?;
+            let s = std::str::from_utf8(text).map_err(|_| ("22021", "text that is not UTF-8".to_string()))?;
+            Value::parse(ty, s).map_err(|e| (e.sqlstate(), e.to_string()))?
+        }
         DataType::Varchar(_) => {
             // Text never holds a NUL byte or invalid UTF-8.
             crate::wire_check::text(b).map_err(|v| ("22021", v.message))?;
@@ -132,6 +145,8 @@ pub(crate) fn fuzz(data: &[u8]) {
         DataType::Date,
         DataType::Bytea,
         DataType::Varchar(Some(3)),
+        DataType::Uuid,
+        DataType::Jsonb,
     ];
     for columns in 1..=3 {
         let mut at = 0;

@@ -29,6 +29,9 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Date) => (Type::DATE, Type::DATE_ARRAY),
         Some(DataType::Boolean) => (Type::BOOL, Type::BOOL_ARRAY),
         Some(DataType::Bytea) => (Type::BYTEA, Type::BYTEA_ARRAY),
+        Some(DataType::Uuid) => (Type::UUID, Type::UUID_ARRAY),
+        Some(DataType::Json) => (Type::JSON, Type::JSON_ARRAY),
+        Some(DataType::Jsonb) => (Type::JSONB, Type::JSONB_ARRAY),
     }
 }
 
@@ -58,6 +61,9 @@ pub fn array_element(ty: &Type) -> Option<DataType> {
         Type::DATE_ARRAY => DataType::Date,
         Type::BOOL_ARRAY => DataType::Boolean,
         Type::BYTEA_ARRAY => DataType::Bytea,
+        Type::UUID_ARRAY => DataType::Uuid,
+        Type::JSON_ARRAY => DataType::Json,
+        Type::JSONB_ARRAY => DataType::Jsonb,
         _ => return None,
     })
 }
@@ -76,6 +82,9 @@ fn element_of_oid(oid: u32) -> Option<DataType> {
         1082 => DataType::Date,
         16 => DataType::Boolean,
         17 => DataType::Bytea,
+        2950 => DataType::Uuid,
+        114 => DataType::Json,
+        3802 => DataType::Jsonb,
         _ => return None,
     })
 }
@@ -150,7 +159,7 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             Type::INT4 => enc.encode_field(&(i32::try_from(i).map_err(|_| mismatch("large integer"))?)),
             Type::INT2 => enc.encode_field(&(i16::try_from(i).map_err(|_| mismatch("large integer"))?)),
             Type::FLOAT8 => enc.encode_field(&(i as f64)),
-            Type::NUMERIC => enc.encode_field(&PgNumeric(Numeric::from(i).as_ref())),
+            Type::NUMERIC => enc.encode_field(&PgForms::Numeric(Numeric::from(i).as_ref())),
             _ if is_text(ty) => enc.encode_field(&i.to_string()),
             _ => Err(mismatch("integer")),
         },
@@ -160,7 +169,7 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             _ => Err(mismatch("double precision")),
         },
         ValueRef::Decimal(d) => match *ty {
-            Type::NUMERIC => enc.encode_field(&PgNumeric(d)),
+            Type::NUMERIC => enc.encode_field(&PgForms::Numeric(d)),
             _ if is_text(ty) => enc.encode_field(&d.to_string()),
             _ => Err(mismatch("numeric")),
         },
@@ -186,7 +195,16 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
         }
         ValueRef::Text(s) => match *ty {
             _ if is_text(ty) => enc.encode_field(&s),
+            Type::JSON | Type::JSONB => enc.encode_field(&PgForms::Json {
+                text: s,
+                jsonb: *ty == Type::JSONB,
+            }),
             _ => Err(mismatch("text")),
+        },
+        ValueRef::Uuid(u) => match *ty {
+            Type::UUID => enc.encode_field(&PgForms::Uuid(u)),
+            _ if is_text(ty) => enc.encode_field(&v.to_string()),
+            _ => Err(mismatch("uuid")),
         },
         ValueRef::Bytes(b) => match *ty {
             Type::BYTEA => enc.encode_field(&b),
@@ -340,6 +358,20 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
             None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
         },
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
+        // Binary forms: a uuid's 16 bytes, jsonb's version byte and text, json's text.
+        Type::UUID | Type::JSON | Type::JSONB if !portal.parameter_format.is_text(i) => {
+            match portal.parameters.get(i) {
+                None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
+                Some(None) => None,
+                Some(Some(bytes)) => {
+                    let elem = array_element(&array_of(&ty)).expect("uuid and json types have arrays");
+                    Some(
+                        crate::copy_binary::value(bytes, &elem)
+                            .map_err(|(code, m)| client_error(code, format!("{m} (parameter ${})", i + 1)))?,
+                    )
+                }
+            }
+        }
         // An array (`x = ANY($1)`): the text of its literal, read where it is compared.
         ref t if array_element(t).is_some() && !portal.parameter_format.is_text(i) => match portal.parameters.get(i) {
             None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
@@ -374,29 +406,53 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
     Ok(v.unwrap_or(Value::Null))
 }
 
-/// A numeric as PostgreSQL sends it: its text, or its base-10000 binary form
-/// ([`NumericRef::to_pg_binary`]); any precision.
-#[derive(Debug)]
-struct PgNumeric<'a>(NumericRef<'a>);
+/// The array type of a uuid or json type.
+fn array_of(ty: &Type) -> Type {
+    match *ty {
+        Type::UUID => Type::UUID_ARRAY,
+        Type::JSON => Type::JSON_ARRAY,
+        _ => Type::JSONB_ARRAY,
+    }
+}
 
-impl postgres_types::ToSql for PgNumeric<'_> {
+/// A value whose text and binary forms are PostgreSQL's and not the wire library's: a
+/// numeric (its text, or its base-10000 binary form, [`NumericRef::to_pg_binary`]; any
+/// precision), a uuid (its text, its 16 bytes big-endian), json (its text both ways),
+/// jsonb (its text; in binary, version byte 1 then the text).
+#[derive(Debug)]
+enum PgForms<'a> {
+    Numeric(NumericRef<'a>),
+    Uuid(u128),
+    Json { text: &'a str, jsonb: bool },
+}
+
+impl postgres_types::ToSql for PgForms<'_> {
     fn to_sql(
         &self,
         _ty: &Type,
         out: &mut bytes::BytesMut,
     ) -> Result<postgres_types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        out.extend_from_slice(&self.0.to_pg_binary());
+        match self {
+            PgForms::Numeric(d) => out.extend_from_slice(&d.to_pg_binary()),
+            PgForms::Uuid(u) => out.extend_from_slice(&u.to_be_bytes()),
+            PgForms::Json { text, jsonb } => {
+                if *jsonb {
+                    out.extend_from_slice(&[1]);
+                }
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
         Ok(postgres_types::IsNull::No)
     }
 
     fn accepts(ty: &Type) -> bool {
-        *ty == Type::NUMERIC
+        matches!(*ty, Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB)
     }
 
     postgres_types::to_sql_checked!();
 }
 
-impl pgwire::types::ToSqlText for PgNumeric<'_> {
+impl pgwire::types::ToSqlText for PgForms<'_> {
     fn to_sql_text(
         &self,
         _ty: &Type,
@@ -404,7 +460,11 @@ impl pgwire::types::ToSqlText for PgNumeric<'_> {
         _format_options: &FormatOptions,
     ) -> Result<postgres_types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
         use std::fmt::Write;
-        write!(out, "{}", self.0)?;
+        match self {
+            PgForms::Numeric(d) => write!(out, "{d}")?,
+            PgForms::Uuid(u) => out.extend_from_slice(permafrost_types::uuid_text(*u).as_bytes()),
+            PgForms::Json { text, .. } => out.extend_from_slice(text.as_bytes()),
+        }
         Ok(postgres_types::IsNull::No)
     }
 }

@@ -20,11 +20,13 @@ use crate::plan::tree::{DerivedRel, InitPlan, Lateral, SetTree, SubqueryKind};
 use crate::rows::ColumnInfo;
 
 mod aggregate;
+mod array;
 pub mod call;
+mod json;
 mod literal;
 mod subquery;
 mod window;
-pub use literal::{Typed, ident, map_type, object_name};
+pub use literal::{Typed, common_type, ident, map_type, object_name};
 use literal::{integer_literal, literal_as, number_literal, typed_string};
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses
@@ -127,7 +129,10 @@ pub struct Binder<'c> {
 /// Whether `name` (lowercase) is a set-returning function: called in FROM, or once in a
 /// select list (`plan/srf.rs`), never where one value is needed.
 pub(crate) fn is_set_returning(name: &str) -> bool {
-    matches!(name, "generate_series" | "pg_catalog.generate_series")
+    matches!(
+        name,
+        "generate_series" | "pg_catalog.generate_series" | "unnest" | "pg_catalog.unnest"
+    )
 }
 
 /// Plans a subquery (a SELECT or a set operation of them) with `sub`, a binder whose
@@ -295,6 +300,9 @@ impl<'c> Binder<'c> {
             BinaryOperator::And | BinaryOperator::Or | BinaryOperator::StringConcat
         ) {
             return self.chain(l, op, r);
+        }
+        if Self::is_json_op(op) {
+            return self.json_op(l, op, r);
         }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
@@ -481,6 +489,7 @@ impl<'c> Binder<'c> {
             }
             A::TypedString(ts) => typed_string(ts).map_err(|e| e.at(ts.value.span, Point::Start))?,
             A::Extract { field, expr, .. } => self.extract(field, expr)?,
+            A::AtTimeZone { timestamp, time_zone } => self.at_time_zone(timestamp, time_zone)?,
             A::Substring {
                 expr,
                 substring_from,
@@ -601,28 +610,7 @@ impl<'c> Binder<'c> {
     /// any other array is a literal's text (a parameter, a string constant, either cast to
     /// an array type), its elements read as the type of `x`.
     fn any_op(&mut self, left: &ast::Expr, right: &ast::Expr, negated: bool) -> Result<Typed> {
-        let mut right = right;
-        while let ast::Expr::Nested(inner) = right {
-            right = inner;
-        }
-        let (inner, cast_elem) = match right {
-            ast::Expr::Cast {
-                expr,
-                data_type: ast::DataType::Array(def),
-                format: None,
-                ..
-            } => {
-                let elem = match def {
-                    ast::ArrayElemTypeDef::SquareBracket(t, _)
-                    | ast::ArrayElemTypeDef::AngleBracket(t)
-                    | ast::ArrayElemTypeDef::Parenthesis(t)
-                    | ast::ArrayElemTypeDef::Qualified(t, _) => Some(map_type(t)?),
-                    ast::ArrayElemTypeDef::None => None,
-                };
-                (&**expr, elem)
-            }
-            other => (other, None),
-        };
+        let (inner, cast_elem) = Self::array_without_casts(right)?;
         if let ast::Expr::Array(arr) = inner {
             return self.in_list(left, &arr.elem, negated);
         }
@@ -632,24 +620,7 @@ impl<'c> Binder<'c> {
             self.infer(&x, cast_elem);
         }
         let elem = xt.or(self.param_type(&x)).or(cast_elem);
-        match &a {
-            Expr::Param(i) => {
-                if self.params[*i].is_some() {
-                    return Err(SqlError::Type(format!(
-                        "parameter ${} is used both as an array and as a value",
-                        i + 1
-                    )));
-                }
-                self.array_params.retain(|(p, _)| p != i);
-                self.array_params.push((*i, elem));
-            }
-            _ if matches!(at, None | Some(DataType::Varchar(_))) => {}
-            _ => {
-                return Err(SqlError::Type(
-                    "op ANY/ALL (array) requires an array on its right side".into(),
-                ));
-            }
-        }
+        self.array_use(&a, at, elem, "op ANY/ALL (array) requires an array on its right side")?;
         Ok((
             Expr::Func(Func::AnyEq { elem, negated }, vec![x, a]),
             Some(DataType::Boolean),

@@ -53,6 +53,9 @@ pub enum SqlError {
     /// A function argument out of its domain (generate_series with a step of zero).
     #[error("{0}")]
     InvalidArgument(String),
+    /// A NULL where a function takes none (a key of `json_build_object`).
+    #[error("{0}")]
+    NullArgument(String),
     /// An object used as what it is not (FILTER on a function that is no aggregate).
     #[error("{0}")]
     WrongObjectType(String),
@@ -343,10 +346,10 @@ pub enum Point {
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
     "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X",
-    "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "23514", "2BP01",
-    "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804", "42809",
-    "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000", "58030",
-    "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "23514",
+    "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804",
+    "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000",
+    "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -401,6 +404,7 @@ impl SqlError {
             SqlError::Unsupported(_) | SqlError::FeatureNotSupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
+            SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
             SqlError::TooDeep => "54001",

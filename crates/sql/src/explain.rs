@@ -385,6 +385,7 @@ impl Writer<'_> {
             }
             SetTree::Values { rows, .. } => self.line(depth, &format!("{title}: Values  ({} rows)", rows.len())),
             SetTree::Series { .. } => self.line(depth, &format!("{title}: Function Scan on generate_series")),
+            SetTree::Unnest { .. } => self.line(depth, &format!("{title}: Function Scan on unnest")),
             SetTree::Working { .. } => self.line(
                 depth,
                 &format!("{title}: WorkTable Scan  (the rows the last step added)"),

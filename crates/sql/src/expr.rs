@@ -18,6 +18,7 @@ mod cx;
 mod datefunc;
 mod datum;
 mod func;
+pub(crate) mod json;
 mod math;
 mod ops;
 mod text;
@@ -588,6 +589,30 @@ fn eval_case<'a>(
     })
 }
 
+/// A json operator or function of arguments `v`, none NULL.
+fn json_strict(f: Func, v: &[Datum<'_>]) -> Result<Value> {
+    let doc = |i: usize| -> Result<String> {
+        match v[i].as_ref() {
+            ValueRef::Text(t) => Ok(t.to_string()),
+            other => Err(SqlError::Type(format!("{} is not json", other.kind_name()))),
+        }
+    };
+    let keys =
+        |i: usize| -> Result<Vec<Option<String>>> { Ok(crate::array::elements_of(v[i].as_ref())?.unwrap_or_default()) };
+    Ok(match f {
+        Func::JsonGet { text } => json::get(&doc(0)?, v[1].as_ref(), text)?,
+        Func::JsonPath { text } => json::path(&doc(0)?, &keys(1)?, text)?,
+        Func::JsonContains => Value::Bool(json::contains(&doc(0)?, &doc(1)?)?),
+        Func::JsonExists(json::Exists::One) => {
+            Value::Bool(json::exists(&doc(0)?, &[Some(doc(1)?)], json::Exists::One)?)
+        }
+        Func::JsonExists(mode) => Value::Bool(json::exists(&doc(0)?, &keys(1)?, mode)?),
+        Func::JsonTypeof => json::type_of(&doc(0)?)?,
+        Func::JsonArrayLength => json::array_length(&doc(0)?)?,
+        _ => unreachable!("json_strict is called for json functions only"),
+    })
+}
+
 fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
     let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
     Ok(match f {
@@ -607,6 +632,52 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             }
             let items = values.iter().map(|v| Ok(Datum::Ref(v.as_ref())));
             among(x.as_ref(), items, negated)?.map_or(Value::Null, Value::Bool)
+        }
+        Func::JsonGet { .. }
+        | Func::JsonPath { .. }
+        | Func::JsonContains
+        | Func::JsonExists(_)
+        | Func::JsonTypeof
+        | Func::JsonArrayLength => {
+            let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
+            if values.iter().any(|v| v.is_null()) {
+                return Ok(Value::Null);
+            }
+            json_strict(f, &values)?
+        }
+        Func::ToJson { from, jsonb } => {
+            let v = arg(0)?;
+            let text = json::to_json(v.as_ref(), from);
+            Value::text(if jsonb { json::normalized(&text)? } else { text })
+        }
+        Func::JsonBuildObject { jsonb } => {
+            let mut pairs = Vec::with_capacity(args.len() / 2);
+            for (i, kv) in args.chunks(2).enumerate() {
+                let key = match kv[0].eval(src, cx)?.into_value() {
+                    Value::Null => {
+                        return Err(SqlError::NullArgument(format!("argument {} cannot be null", 2 * i + 1)));
+                    }
+                    k => cast(k, &DataType::Varchar(None))?.to_string(),
+                };
+                pairs.push((key, kv[1].eval(src, cx)?.into_value().to_string()));
+            }
+            json::build_object(&pairs, jsonb)?
+        }
+        Func::ArrayOf => {
+            let texts = args
+                .iter()
+                .map(|a| {
+                    let v = a.eval(src, cx)?.into_value();
+                    Ok(match v {
+                        Value::Null => None,
+                        v => match cast(v, &DataType::Varchar(None))? {
+                            Value::Text(t) => Some(t),
+                            _ => None,
+                        },
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Value::text(crate::array::literal(texts.iter().map(|t| t.as_deref())))
         }
         Func::Coalesce => {
             for a in args {
@@ -691,7 +762,8 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Sign
         | Func::Trunc
         | Func::DatePart { .. }
-        | Func::DateTrunc => {
+        | Func::DateTrunc
+        | Func::AtTimeZone { .. } => {
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             if values.iter().any(|v| v.is_null()) {
                 return Ok(Value::Null);

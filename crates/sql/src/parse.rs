@@ -2,7 +2,9 @@
 //!
 //! Parameters may be written `$1, $2, ...` (PostgreSQL) or `?` (JDBC and H-Store style);
 //! `?` placeholders are numbered left to right and rewritten to `$n` before parsing, since
-//! the PostgreSQL dialect reads `?` as a JSON operator.
+//! the PostgreSQL dialect reads `?` as a JSON operator; a `?` after an operand, or before
+//! `|`, `&`, a string or a `$n` parameter, is that operator and stays
+//! ([`is_json_operator`]).
 
 pub use sqlparser::ast::Statement;
 use sqlparser::dialect::{GenericDialect, PostgreSqlDialect};
@@ -82,11 +84,19 @@ fn rewrite_question_marks(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     if !tokens.iter().any(|t| matches!(t, Token::Placeholder(p) if p == "?")) {
         return Ok(sql.into());
     }
+    let significant = |i: usize, forward: bool| -> Option<&Token> {
+        let mut it: Box<dyn Iterator<Item = &Token>> = if forward {
+            Box::new(tokens[i + 1..].iter())
+        } else {
+            Box::new(tokens[..i].iter().rev())
+        };
+        it.find(|t| !matches!(t, Token::Whitespace(_)))
+    };
     let mut out = String::with_capacity(sql.len() + 16);
     let mut n = 0;
-    for t in tokens {
+    for (i, t) in tokens.iter().enumerate() {
         match t {
-            Token::Placeholder(p) if p == "?" => {
+            Token::Placeholder(p) if p == "?" && !is_json_operator(significant(i, false), significant(i, true)) => {
                 n += 1;
                 out.push_str(&format!("${n}"));
             }
@@ -94,6 +104,25 @@ fn rewrite_question_marks(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
         }
     }
     Ok(out.into())
+}
+
+/// Whether a `?` between tokens `before` and `after` is jsonb's operator (`doc ? 'k'`,
+/// `doc ?| keys`, `doc ?& keys`, `"doc" ? $1`) rather than a placeholder: it follows an
+/// operand (a column name, a closing parenthesis or bracket), or is followed by what no
+/// placeholder is followed by (`|`, `&`, a string, a `$n` parameter).
+fn is_json_operator(before: Option<&Token>, after: Option<&Token>) -> bool {
+    use sqlparser::keywords::Keyword;
+    let after_operand = match before {
+        Some(Token::Word(w)) => w.quote_style.is_some() || w.keyword == Keyword::NoKeyword,
+        Some(Token::RParen | Token::RBracket) => true,
+        _ => false,
+    };
+    let before_operand = match after {
+        Some(Token::Pipe | Token::Ampersand | Token::SingleQuotedString(_)) => true,
+        Some(Token::Placeholder(p)) => p.starts_with('$'),
+        _ => false,
+    };
+    after_operand || before_operand
 }
 
 /// PostgreSQL writes a COPY option's boolean as TRUE or FALSE, ON or OFF, 1 or 0

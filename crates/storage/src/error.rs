@@ -122,6 +122,7 @@ impl StorageError {
             StorageError::NotNullViolation { row, .. } if !row.is_empty() => {
                 Some(format!("Failing row contains {row}."))
             }
+            StorageError::Value(v) => v.detail(),
             _ => None,
         }
     }

@@ -52,6 +52,8 @@ pub enum Repr {
     TimestampTz,
     Date,
     Bool,
+    /// `uuid`: 16 bytes, the value's 128 bits little-endian.
+    Uuid,
     Text {
         cap: u16,
     },
@@ -86,6 +88,9 @@ impl Repr {
             DataType::Boolean => Repr::Bool,
             DataType::Varchar(n) => Repr::Text { cap: inline_cap(*n) },
             DataType::Bytea => Repr::Bytes { cap: MIN_INLINE as u16 },
+            DataType::Uuid => Repr::Uuid,
+            // A document's text (crate `permafrost_types::json`).
+            DataType::Json | DataType::Jsonb => Repr::Text { cap: MIN_INLINE as u16 },
         }
     }
 
@@ -94,7 +99,7 @@ impl Repr {
             Repr::I16 => 2,
             Repr::I32 | Repr::Date => 4,
             Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz => 8,
-            Repr::Decimal | Repr::AnyNumeric => 16,
+            Repr::Decimal | Repr::AnyNumeric | Repr::Uuid => 16,
             Repr::Bool => 1,
             Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
         }
@@ -220,6 +225,7 @@ impl TupleLayout {
                 NumericRef::from_encoded(self.var_bytes(slot, o, var)).map_or(ValueRef::Null, ValueRef::Decimal)
             }
             Repr::Bool => ValueRef::Bool(slot[o] != 0),
+            Repr::Uuid => ValueRef::Uuid(u128::from_le_bytes(slot[o..o + 16].try_into().unwrap())),
             Repr::Text { .. } => {
                 let bytes = self.var_bytes(slot, o, var);
                 // SAFETY: text columns are only ever written by `write` from a `&str`, and
@@ -350,6 +356,7 @@ impl TupleLayout {
                 self.write_var(slot, o, cap as usize, &enc, var)?
             }
             (Repr::Bool, ValueRef::Bool(b)) => slot[o] = b as u8,
+            (Repr::Uuid, ValueRef::Uuid(u)) => slot[o..o + 16].copy_from_slice(&u.to_le_bytes()),
             (Repr::Text { cap }, ValueRef::Text(s)) => self.write_var(slot, o, cap as usize, s.as_bytes(), var)?,
             (Repr::Bytes { cap }, ValueRef::Bytes(b)) => self.write_var(slot, o, cap as usize, b, var)?,
             (repr, v) => {

@@ -17,13 +17,17 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 pub mod datetime;
+pub mod json;
 pub mod numeric;
+pub mod uuid;
+pub mod zone;
 
 pub use datetime::{
     TIMESTAMP_MAX, TIMESTAMP_MIN, TimestampError, date_text, parse_date, parse_timestamp, parse_timestamptz,
     timestamp_text, timestamptz_text,
 };
 pub use numeric::{Numeric, NumericError, NumericRef};
+pub use uuid::{parse_uuid, uuid_text, uuid_v4};
 
 /// A value that does not fit a type, or text that does not read as one. Each maps to
 /// PostgreSQL's SQLSTATE ([`ValueError::sqlstate`]).
@@ -51,7 +55,7 @@ pub enum ValueError {
         datestyle: bool,
     },
 
-    #[error("time zone \"{name}\" not recognized (the server's TimeZone is UTC; give an offset such as +02:00)")]
+    #[error("time zone \"{name}\" not recognized")]
     TimeZone { name: String },
 
     #[error("type mismatch: {0}")]
@@ -59,6 +63,10 @@ pub enum ValueError {
 
     #[error("division by zero")]
     DivisionByZero,
+
+    /// Text that is not a JSON document (`detail` says where reading stopped).
+    #[error("invalid input syntax for type json")]
+    InvalidJson { detail: String },
 }
 
 impl ValueError {
@@ -73,6 +81,17 @@ impl ValueError {
             ValueError::TimeZone { .. } => "22023",
             ValueError::TypeMismatch(_) => "42804",
             ValueError::DivisionByZero => "22012",
+            ValueError::InvalidJson { .. } => "22P02",
+        }
+    }
+}
+
+impl ValueError {
+    /// PostgreSQL's DETAIL for it, where it gives one.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            ValueError::InvalidJson { detail } => Some(detail.clone()),
+            _ => None,
         }
     }
 }
@@ -102,6 +121,11 @@ pub enum DataType {
     Date,
     Boolean,
     Bytea,
+    Uuid,
+    /// `json`: the document's text as given (`Value::Text`).
+    Json,
+    /// `jsonb`: the document's text in PostgreSQL's normal form (`Value::Text`, crate::json).
+    Jsonb,
 }
 
 impl DataType {
@@ -136,6 +160,9 @@ impl DataType {
             DataType::Date => "date".into(),
             DataType::Boolean => "boolean".into(),
             DataType::Bytea => "bytea".into(),
+            DataType::Uuid => "uuid".into(),
+            DataType::Json => "json".into(),
+            DataType::Jsonb => "jsonb".into(),
         }
     }
 }
@@ -163,6 +190,7 @@ pub enum Value {
     Date(i32),
     Text(Box<str>),
     Bytes(Box<[u8]>),
+    Uuid(u128),
 }
 
 /// A borrowed SQL value.
@@ -179,6 +207,7 @@ pub enum ValueRef<'a> {
     Date(i32),
     Text(&'a str),
     Bytes(&'a [u8]),
+    Uuid(u128),
 }
 
 impl Value {
@@ -206,6 +235,7 @@ impl Value {
             Value::Date(d) => ValueRef::Date(*d),
             Value::Text(s) => ValueRef::Text(s),
             Value::Bytes(b) => ValueRef::Bytes(b),
+            Value::Uuid(u) => ValueRef::Uuid(*u),
         }
     }
 
@@ -260,6 +290,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Date(d) => Value::Date(d),
             ValueRef::Text(s) => Value::Text(s.into()),
             ValueRef::Bytes(b) => Value::Bytes(b.into()),
+            ValueRef::Uuid(u) => Value::Uuid(u),
         }
     }
 
@@ -299,6 +330,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Date(_) => "date",
             ValueRef::Text(_) => "text",
             ValueRef::Bytes(_) => "bytea",
+            ValueRef::Uuid(_) => "uuid",
         }
     }
 }
@@ -381,6 +413,7 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
         (Timestamp(x) | TimestampTz(x), Date(y)) => Some(x.cmp(&datetime::start_of_day(y))),
         (Text(x), Text(y)) => Some(x.cmp(y)),
         (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
+        (Uuid(x), Uuid(y)) => Some(x.cmp(&y)),
         _ => None,
     }
 }
@@ -415,6 +448,7 @@ fn kind_rank(v: &ValueRef<'_>) -> u8 {
         ValueRef::Timestamp(_) | ValueRef::TimestampTz(_) | ValueRef::Date(_) => 3,
         ValueRef::Text(_) => 4,
         ValueRef::Bytes(_) => 5,
+        ValueRef::Uuid(_) => 6,
     }
 }
 
@@ -462,6 +496,7 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
         ValueRef::Date(d) => (3u8, datetime::start_of_day(d)).hash(state),
         ValueRef::Text(s) => (4u8, s).hash(state),
         ValueRef::Bytes(b) => (5u8, b).hash(state),
+        ValueRef::Uuid(u) => (6u8, u).hash(state),
     }
 }
 
@@ -497,6 +532,7 @@ impl fmt::Display for ValueRef<'_> {
             ValueRef::TimestampTz(t) => f.write_str(&timestamptz_text(t)),
             ValueRef::Date(d) => f.write_str(&date_text(d)),
             ValueRef::Text(s) => f.write_str(s),
+            ValueRef::Uuid(u) => f.write_str(&uuid_text(u)),
             ValueRef::Bytes(b) => {
                 f.write_str("\\x")?;
                 for byte in b {
@@ -674,6 +710,7 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
         (Value::Date(d), T::Timestamp) => Value::Timestamp(datetime::start_of_day(d)),
         (Value::Date(d), T::TimestampTz) => Value::TimestampTz(datetime::start_of_day(d)),
         (v @ Value::Bytes(_), T::Bytea) => v,
+        (v @ Value::Uuid(_), T::Uuid) => v,
         (Value::Text(s), _) => parse_text(ty, &s)?,
         (v, T::Varchar(_)) => {
             let s = v.to_string();
@@ -750,6 +787,16 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
         T::Timestamp => Value::Timestamp(parse_timestamp(t).map_err(|e| datetime_error(ty, e, input))?),
         T::TimestampTz => Value::TimestampTz(parse_timestamptz(t).map_err(|e| datetime_error(ty, e, input))?),
         T::Date => Value::Date(parse_date(t).map_err(|e| datetime_error(ty, e, input))?),
+        T::Uuid => Value::Uuid(parse_uuid(input).ok_or_else(|| invalid_text(ty, input))?),
+        T::Json => match json::parse_json(input) {
+            Ok(_) => Value::Text(input.into()),
+            Err(detail) => return Err(ValueError::InvalidJson { detail }),
+        },
+        T::Jsonb => Value::Text(
+            json::normalize_jsonb(input)
+                .map_err(|detail| ValueError::InvalidJson { detail })?
+                .into(),
+        ),
         T::Bytea => {
             if let Some(hex) = t.strip_prefix("\\x") {
                 if hex.len() % 2 != 0 {

@@ -67,6 +67,7 @@ const TAG_BYTES: u8 = 7;
 const TAG_NUMERIC: u8 = 8;
 const TAG_TIMESTAMPTZ: u8 = 9;
 const TAG_DATE: u8 = 10;
+const TAG_UUID: u8 = 11;
 
 /// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
@@ -222,6 +223,7 @@ fn value_len(v: &Value) -> usize {
         Value::Decimal(_) => 21,
         Value::Text(s) => 5 + s.len(),
         Value::Bytes(b) => 5 + b.len(),
+        Value::Uuid(_) => 17,
     }
 }
 
@@ -286,6 +288,10 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
             out.push(TAG_BYTES);
             put_bytes(b, out);
         }
+        Value::Uuid(u) => {
+            out.push(TAG_UUID);
+            out.extend_from_slice(&u.to_le_bytes());
+        }
     }
 }
 
@@ -331,6 +337,7 @@ fn value(c: &mut Decoder<'_>) -> Result<Value, DecodeError> {
         TAG_DATE => Value::Date(c.u32("date")? as i32),
         TAG_TEXT => Value::Text(c.string("text")?.into_boxed_str()),
         TAG_BYTES => Value::Bytes(c.bytes("bytea")?.into()),
+        TAG_UUID => Value::Uuid(u128::from_le_bytes(c.bytes16("uuid")?)),
         t => {
             return Err(DecodeError::UnknownTag {
                 what: "value tag",

@@ -43,6 +43,7 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                 ValueRef::Date(_) => DataType::Date,
                 ValueRef::Bool(_) => DataType::Boolean,
                 ValueRef::Bytes(_) => DataType::Bytea,
+                ValueRef::Uuid(_) => DataType::Uuid,
                 ValueRef::Decimal(_) => {
                     return Err(Error::BadCall {
                         name: proc.name.clone(),

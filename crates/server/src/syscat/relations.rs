@@ -109,6 +109,7 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(25, "text", -1, "S", 1009),
     ty(26, "oid", 4, "N", 1028),
     ty(30, "oidvector", -1, "A", 1013),
+    ty(114, "json", -1, "U", 199),
     ty(194, "pg_node_tree", -1, "Z", 0),
     ty(700, "float4", 4, "N", 1021),
     ty(701, "float8", 8, "N", 1022),
@@ -123,6 +124,8 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(2206, "regtype", 4, "N", 2211),
     ty(2249, "record", -1, "P", 2287),
     ty(2278, "void", 4, "P", 0),
+    ty(2950, "uuid", 16, "U", 2951),
+    ty(3802, "jsonb", -1, "U", 3807),
 ];
 
 /// Every type in pg_type: the scalar types and their arrays (`_name`).
@@ -161,6 +164,9 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Date => 1082,
         DataType::Boolean => 16,
         DataType::Bytea => 17,
+        DataType::Uuid => 2950,
+        DataType::Json => 114,
+        DataType::Jsonb => 3802,
     }
 }
 
@@ -182,7 +188,8 @@ pub(super) fn attlen(ty: &DataType) -> i64 {
         DataType::Integer | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz => 8,
         DataType::Boolean => 1,
-        DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea => -1,
+        DataType::Uuid => 16,
+        DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea | DataType::Json | DataType::Jsonb => -1,
     }
 }
 

@@ -77,6 +77,10 @@ impl Binder<'_> {
             }
         };
         let first = types.first().copied().flatten();
+        if super::json::JSON_FUNCTIONS.contains(&name.as_str()) {
+            let typed = self.json_function(&name, bound, &types, &signature)?;
+            return Ok(typed.expect("a json function"));
+        }
         let (func, ty) = match name.as_str() {
             // The transaction's timestamp (logged with it, so replay sees the same one).
             "now" | "current_timestamp" | "transaction_timestamp" => {
@@ -253,6 +257,43 @@ impl Binder<'_> {
 }
 
 impl Binder<'_> {
+    /// `x AT TIME ZONE zone`: a timestamp with time zone becomes the wall-clock time in
+    /// `zone` (a timestamp), a timestamp is read as a wall-clock time there (a timestamp
+    /// with time zone); a date is its midnight's timestamp with time zone. A quoted literal or parameter is read as `timestamp with
+    /// time zone`, as PostgreSQL does.
+    pub(super) fn at_time_zone(&mut self, x: &ast::Expr, zone: &ast::Expr) -> Result<Typed> {
+        use DataType as T;
+        let (b, t) = self.expr(x)?;
+        let (z, zt) = self.expr(zone)?;
+        if zt.is_some_and(|t| !t.is_text()) {
+            return Err(SqlError::UnknownFunction(format!(
+                "timezone({}, {})",
+                super::type_name(zt),
+                super::type_name(t)
+            )));
+        }
+        self.infer(&z, Some(T::Varchar(None)));
+        let (b, to_local) = match t {
+            Some(T::TimestampTz) => (b, true),
+            Some(T::Timestamp) => (b, false),
+            // A date is taken as the timestamp with time zone of its midnight.
+            Some(T::Date) => (Expr::Cast(b.boxed(), T::TimestampTz), true),
+            None => {
+                self.infer(&b, Some(T::TimestampTz));
+                (b, true)
+            }
+            Some(t) if t.is_text() && is_quoted_literal(x) => (Expr::Cast(b.boxed(), T::TimestampTz), true),
+            Some(_) => {
+                return Err(SqlError::UnknownFunction(format!(
+                    "timezone(unknown, {})",
+                    super::type_name(t)
+                )));
+            }
+        };
+        let ty = if to_local { T::Timestamp } else { T::TimestampTz };
+        Ok((Expr::Func(Func::AtTimeZone { to_local }, vec![b, z]), Some(ty)))
+    }
+
     /// `extract(field from x)`: `date_part`'s value as a numeric.
     pub(super) fn extract(&mut self, field: &ast::DateTimeField, x: &ast::Expr) -> Result<Typed> {
         let unit = Expr::Const(Value::from(field.to_string()));
@@ -341,7 +382,10 @@ impl Binder<'_> {
 /// of no relation that calls a function it lacks to the catalogs' engine instead).
 pub fn has_function(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    MathFunc::named(&name).is_some() || text_function(&name).is_some() || OTHER_FUNCTIONS.contains(&name.as_str())
+    MathFunc::named(&name).is_some()
+        || text_function(&name).is_some()
+        || OTHER_FUNCTIONS.contains(&name.as_str())
+        || super::json::JSON_FUNCTIONS.contains(&name.as_str())
 }
 
 /// The scalar functions `Binder::function` binds by name other than those of

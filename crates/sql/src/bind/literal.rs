@@ -98,12 +98,18 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         A::Date => DataType::Date,
         A::Bool | A::Boolean => DataType::Boolean,
         A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
+        A::Uuid => DataType::Uuid,
+        A::JSON => DataType::Json,
+        A::JSONB => DataType::Jsonb,
         A::Custom(name, _) => match object_name(name)?.as_str() {
             "int2" => DataType::SmallInt,
             "int4" => DataType::Integer,
             "int8" => DataType::BigInt,
             "float8" => DataType::Double,
             "timestamptz" => DataType::TimestampTz,
+            "uuid" => DataType::Uuid,
+            "json" => DataType::Json,
+            "jsonb" => DataType::Jsonb,
             other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),
             other => return Err(SqlError::UnknownType(other.to_string())),
         },
@@ -203,4 +209,43 @@ pub(super) fn number_literal(s: &str) -> Result<Typed> {
         Err(permafrost_types::NumericError::Syntax) => Err(SqlError::Syntax(format!("syntax error: bad number {s}"))),
         Err(e) => Err(permafrost_types::numeric_error(&ty, e, s).into()),
     }
+}
+
+/// The type values of types `x` and `y` are read as together (UNION's columns, VALUES'
+/// rows, an ARRAY's elements): PostgreSQL's resolution among the numeric types and the
+/// date and time types; 42804 for types that do not meet.
+pub fn common_type(x: DataType, y: DataType) -> Result<DataType> {
+    use DataType as T;
+    let rank = |t: &DataType| match t {
+        T::SmallInt => Some(0),
+        T::Integer => Some(1),
+        T::BigInt => Some(2),
+        T::Decimal { .. } => Some(3),
+        T::Double => Some(4),
+        _ => None,
+    };
+    Ok(match (x, y) {
+        _ if x == y => x,
+        (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
+        (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
+        // date, then timestamp, then timestamp with time zone (PostgreSQL's preferred).
+        (T::TimestampTz, T::Date | T::Timestamp) | (T::Date | T::Timestamp, T::TimestampTz) => T::TimestampTz,
+        (T::Timestamp, T::Date) | (T::Date, T::Timestamp) => T::Timestamp,
+        _ => match (rank(&x), rank(&y)) {
+            (Some(a), Some(b)) => {
+                if a >= b {
+                    x
+                } else {
+                    y
+                }
+            }
+            _ => {
+                return Err(SqlError::Type(format!(
+                    "UNION types {} and {} cannot be matched",
+                    x.sql_name(),
+                    y.sql_name()
+                )));
+            }
+        },
+    })
 }

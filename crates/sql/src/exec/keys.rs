@@ -38,7 +38,8 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         | (ValueRef::Timestamp(_), DataType::Timestamp)
         | (ValueRef::TimestampTz(_), DataType::TimestampTz)
         | (ValueRef::Date(_), DataType::Date)
-        | (ValueRef::Bytes(_), DataType::Bytea) => owned(v.to_owned()),
+        | (ValueRef::Bytes(_), DataType::Bytea)
+        | (ValueRef::Uuid(_), DataType::Uuid) => owned(v.to_owned()),
         _ => None,
     }
 }

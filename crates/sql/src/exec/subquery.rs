@@ -66,6 +66,7 @@ pub(super) fn run_query<E>(
         SetTree::Compound(c) => compound(c, env, cx, work_mem, run),
         SetTree::Values { columns, .. }
         | SetTree::Series { columns, .. }
+        | SetTree::Unnest { columns, .. }
         | SetTree::Recursive { columns, .. }
         | SetTree::Working { columns, .. } => {
             let mut out = Rows::empty(columns.clone());
@@ -142,6 +143,7 @@ pub(super) fn side<E>(
             }
             rows
         }
+        SetTree::Unnest { arrays, ordinality, .. } => unnest(arrays, *ordinality, cx)?,
         SetTree::Working { slot, .. } => match cx.working.as_ref().and_then(|w| w.of(*slot)) {
             Some(rows) => rows.as_ref().clone(),
             None => return Err(SqlError::Unsupported("a recursive query's rows outside its run".into())),
@@ -179,6 +181,29 @@ pub(super) fn side<E>(
             Ok(r)
         })
         .collect()
+}
+
+/// The rows of `unnest(arrays...)`: row i holds each array's i-th element as text (cast
+/// to its column's type by the caller), NULL past an array's end; a NULL array has none.
+fn unnest(arrays: &[Expr], ordinality: bool, cx: &Cx<'_>) -> Result<Vec<Vec<Value>>> {
+    let mut lists = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        lists.push(crate::array::elements_of(a.eval_const(cx)?.as_ref())?.unwrap_or_default());
+    }
+    let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+    let mut iters: Vec<_> = lists.into_iter().map(|l| l.into_iter()).collect();
+    Ok((0..n)
+        .map(|i| {
+            let mut row: Vec<Value> = iters
+                .iter_mut()
+                .map(|it| it.next().flatten().map_or(Value::Null, Value::text))
+                .collect();
+            if ordinality {
+                row.push(Value::Int(i as i64 + 1));
+            }
+            row
+        })
+        .collect())
 }
 
 /// A recursive WITH query's rows: `base`'s, then `step`'s run over the rows the last run

@@ -251,6 +251,23 @@ pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
     })
 }
 
+/// `x AT TIME ZONE zone` (`to_local`: x a moment, the result its wall-clock time in zone;
+/// else x a wall-clock time there, the result the moment).
+pub(super) fn at_time_zone(x: ValueRef<'_>, zone: &str, to_local: bool) -> Result<Value> {
+    let z = permafrost_types::zone::Zone::named(zone)
+        .map_err(|e| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, e, zone)))?;
+    let (ValueRef::Timestamp(t) | ValueRef::TimestampTz(t)) = x else {
+        return Err(SqlError::Type(format!("AT TIME ZONE of {}", x.kind_name())));
+    };
+    let moved = if to_local { z.to_local(t) } else { z.to_utc(t) };
+    let moved = moved.map_err(|e| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, e, zone)))?;
+    Ok(if to_local {
+        Value::Timestamp(moved)
+    } else {
+        Value::TimestampTz(moved)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

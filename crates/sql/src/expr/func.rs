@@ -38,6 +38,37 @@ pub enum Func {
         elem: Option<DataType>,
         negated: bool,
     },
+    /// `doc -> k` (`text`: `->>`), k an object's key or an array's index.
+    JsonGet {
+        text: bool,
+    },
+    /// `doc #> path` (`text`: `#>>`), the path a text array literal.
+    JsonPath {
+        text: bool,
+    },
+    /// `a @> b` over jsonb.
+    JsonContains,
+    /// `doc ? key`, `?|`, `?&` (the keys a text array literal).
+    JsonExists(super::json::Exists),
+    /// `to_json(v)` / `to_jsonb(v)`, and a value of `json_build_object`.
+    ToJson {
+        from: super::json::JsonFrom,
+        jsonb: bool,
+    },
+    /// `json_build_object(k, v, ...)` (`jsonb_build_object`), its values made JSON.
+    JsonBuildObject {
+        jsonb: bool,
+    },
+    JsonTypeof,
+    JsonArrayLength,
+    /// `x AT TIME ZONE zone` (`to_local`: x is a timestamp with time zone, the result the
+    /// wall-clock time in zone; else the reverse).
+    AtTimeZone {
+        to_local: bool,
+    },
+    /// `ARRAY[a, b, ...]` where an array is taken (`unnest`): the literal of its elements'
+    /// text (crate::array::literal), NULL elements kept.
+    ArrayOf,
     ConcatWs,
     Ltrim,
     Rtrim,
@@ -147,6 +178,7 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
         },
         Func::DatePart { numeric } => super::datefunc::date_part(&s(0), v[1].as_ref(), numeric)?,
         Func::DateTrunc => super::datefunc::date_trunc(&s(0), v[1].as_ref())?,
+        Func::AtTimeZone { to_local } => super::datefunc::at_time_zone(v[0].as_ref(), &s(1), to_local)?,
         Func::Math(m) => {
             let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };
             math::eval(m, float_arg(v[0].as_ref())?, y)?

@@ -97,6 +97,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::TimestampTz(_) => DataType::TimestampTz,
         ValueRef::Date(_) => DataType::Date,
         ValueRef::Bytes(_) => DataType::Bytea,
+        ValueRef::Uuid(_) => DataType::Uuid,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
 }

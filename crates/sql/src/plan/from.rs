@@ -10,7 +10,7 @@ use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 use super::access::OuterJoin;
 use super::full_join::{FullJoin, SideColumn, plain_table, quoted, two_tables};
 use super::tree::*;
-use crate::bind::{Binder, Cte, ident};
+use crate::bind::{Binder, Cte, common_type, ident};
 use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::Expr;
 use crate::rows::ColumnInfo;
@@ -465,6 +465,20 @@ pub(super) fn add_factor(b: &mut Binder<'_>, f: &TableFactor) -> Result<usize> {
             alias,
             ..
         } => function(b, name, args, *with_ordinality, alias),
+        TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_offset: false,
+            with_offset_alias: None,
+            with_ordinality,
+        } => {
+            let args: Vec<ast::FunctionArg> = array_exprs
+                .iter()
+                .map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e.clone())))
+                .collect();
+            let name = ast::ObjectName::from(vec![ast::Ident::new("unnest")]);
+            function(b, &name, &args, *with_ordinality, alias)
+        }
         other => unsupported(format!("this FROM item: {}", shown(other))),
     }
 }
@@ -553,19 +567,29 @@ fn function(
     alias: &Option<ast::TableAlias>,
 ) -> Result<usize> {
     let n = crate::bind::object_name(name)?;
-    if !crate::bind::is_set_returning(&n) {
-        return unsupported(format!("function {n} in FROM (generate_series is the one taken)"));
-    }
-    let ((tree, columns), args) = b.in_lateral_scope(|sub| series(sub, args, ordinality))?;
+    let name = n.strip_prefix("pg_catalog.").unwrap_or(&n);
+    let ((tree, columns), args) = match name {
+        "generate_series" => b.in_lateral_scope(|sub| series(sub, args, ordinality))?,
+        "unnest" => b.in_lateral_scope(|sub| unnest(sub, args, ordinality))?,
+        _ => {
+            return unsupported(format!(
+                "function {n} in FROM (generate_series and unnest are the ones taken)"
+            ));
+        }
+    };
     let (alias, names) = match alias {
         Some(a) => (
             ident(&a.name),
             a.columns.iter().map(|c| ident(&c.name)).collect::<Vec<_>>(),
         ),
-        None => ("generate_series".to_string(), Vec::new()),
+        None => (name.to_string(), Vec::new()),
     };
-    // A one-column function's column is named after its alias, as in PostgreSQL.
-    let names = if names.is_empty() { vec![alias.clone()] } else { names };
+    // A function of one column (with ordinality, two) names it after its alias, as in
+    // PostgreSQL; unnest of several arrays keeps its columns' names (unnest, unnest, ...).
+    let names = match names.is_empty() {
+        true if columns.len() - usize::from(ordinality) == 1 => vec![alias.clone()],
+        _ => names,
+    };
     lateral_tree(b, Lateral { query: tree, args }, columns, alias, &names)
 }
 
@@ -696,7 +720,7 @@ fn reads_working(t: &SetTree, slot: usize, found: &mut bool) {
                 reads_working(&l.query, slot, found);
             }
         }
-        SetTree::Values { .. } | SetTree::Series { .. } => {}
+        SetTree::Values { .. } | SetTree::Series { .. } | SetTree::Unnest { .. } => {}
     }
 }
 
@@ -773,6 +797,43 @@ fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg], ordinality: bool) -> Re
     Ok((tree, columns))
 }
 
+/// `unnest(array [, array ...])` planned by `b` (a scope of its own, that may read the
+/// FROM items before it): its rows, and its columns, each of its array's element type
+/// (text when nothing names it); with `ordinality`, a bigint numbering the rows.
+fn unnest(b: &mut Binder<'_>, args: &[ast::FunctionArg], ordinality: bool) -> Result<(SetTree, Vec<ColumnInfo>)> {
+    if args.is_empty() {
+        return Err(SqlError::UnknownFunction("unnest()".into()));
+    }
+    let mut arrays = Vec::with_capacity(args.len());
+    let mut columns = Vec::with_capacity(args.len() + 1);
+    for a in args {
+        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+            return unsupported("this argument form of unnest");
+        };
+        let (array, elem) = b.array_operand(e, "unnest")?;
+        arrays.push(array);
+        columns.push(ColumnInfo {
+            name: "unnest".into(),
+            ty: Some(elem.unwrap_or(DataType::Varchar(None))),
+        });
+    }
+    if !b.init.is_empty() {
+        return unsupported("a subquery in unnest");
+    }
+    if ordinality {
+        columns.push(ColumnInfo {
+            name: "ordinality".into(),
+            ty: Some(DataType::BigInt),
+        });
+    }
+    let tree = SetTree::Unnest {
+        arrays,
+        ordinality,
+        columns: columns.clone().into(),
+    };
+    Ok((tree, columns))
+}
+
 /// `VALUES (...), ...` as a query: each row's expressions bound with no relation (and no
 /// subquery), the columns' types resolved over the rows as UNION's are.
 pub(super) fn values(b: &mut Binder<'_>, v: &ast::Values) -> Result<SetTree> {
@@ -830,42 +891,6 @@ pub(super) fn values(b: &mut Binder<'_>, v: &ast::Values) -> Result<SetTree> {
     Ok(SetTree::Values {
         rows,
         columns: columns.into(),
-    })
-}
-
-pub(super) fn common_type(x: DataType, y: DataType) -> Result<DataType> {
-    use DataType as T;
-    let rank = |t: &DataType| match t {
-        T::SmallInt => Some(0),
-        T::Integer => Some(1),
-        T::BigInt => Some(2),
-        T::Decimal { .. } => Some(3),
-        T::Double => Some(4),
-        _ => None,
-    };
-    Ok(match (x, y) {
-        _ if x == y => x,
-        (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
-        (T::Decimal { .. }, T::Decimal { .. }) => T::Decimal { precision: 0, scale: 0 },
-        // date, then timestamp, then timestamp with time zone (PostgreSQL's preferred).
-        (T::TimestampTz, T::Date | T::Timestamp) | (T::Date | T::Timestamp, T::TimestampTz) => T::TimestampTz,
-        (T::Timestamp, T::Date) | (T::Date, T::Timestamp) => T::Timestamp,
-        _ => match (rank(&x), rank(&y)) {
-            (Some(a), Some(b)) => {
-                if a >= b {
-                    x
-                } else {
-                    y
-                }
-            }
-            _ => {
-                return Err(SqlError::Type(format!(
-                    "UNION types {} and {} cannot be matched",
-                    x.sql_name(),
-                    y.sql_name()
-                )));
-            }
-        },
     })
 }
 

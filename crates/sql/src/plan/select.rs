@@ -9,7 +9,7 @@ use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr};
 use super::access::*;
 use super::from::*;
 use super::tree::*;
-use crate::bind::{Binder, Rel, ident};
+use crate::bind::{Binder, Rel, common_type, ident};
 use crate::catalog::Catalog;
 use crate::error::{Point, Result, SqlError, shown, unsupported};
 use crate::expr::AggCall;
@@ -383,6 +383,7 @@ fn width(t: &SetTree) -> usize {
     match t {
         SetTree::Values { columns, .. }
         | SetTree::Series { columns, .. }
+        | SetTree::Unnest { columns, .. }
         | SetTree::Recursive { columns, .. }
         | SetTree::Working { columns, .. } => columns.len(),
         SetTree::Select { columns, .. } => columns.len(),
@@ -398,6 +399,7 @@ fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
     Ok(match t {
         SetTree::Values { columns, .. }
         | SetTree::Series { columns, .. }
+        | SetTree::Unnest { columns, .. }
         | SetTree::Recursive { columns, .. }
         | SetTree::Working { columns, .. } => columns.to_vec(),
         SetTree::Select { columns, .. } => columns.to_vec(),
@@ -762,13 +764,16 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
         ast::Expr::Function(f) => crate::bind::object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
         // A cast of something unnamed is named by its type, as PostgreSQL spells it.
+        // A cast of a cast is named by the outer one (PostgreSQL's names of casts are
+        // weaker than a column's or a function's).
         ast::Expr::Cast { expr, data_type, .. } => match column_name(expr) {
-            unnamed if unnamed == "?column?" => type_column_name(data_type).unwrap_or(unnamed),
+            unnamed if unnamed == "?column?" || is_cast(expr) => type_column_name(data_type).unwrap_or(unnamed),
             named => named,
         },
         ast::Expr::TypedString(ts) => type_column_name(&ts.data_type).unwrap_or_else(|| "?column?".into()),
         ast::Expr::Nested(expr) => column_name(expr),
         ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::AtTimeZone { .. } => "timezone".into(),
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
@@ -785,6 +790,15 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
             _ => "?column?".into(),
         },
         _ => "?column?".into(),
+    }
+}
+
+/// Whether `e` is a cast (inside parentheses too), whose name a cast around it replaces.
+fn is_cast(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Cast { .. } | ast::Expr::TypedString(_) => true,
+        ast::Expr::Nested(inner) => is_cast(inner),
+        _ => false,
     }
 }
 
@@ -808,6 +822,9 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
             DataType::Date => "date",
             DataType::Boolean => "bool",
             DataType::Bytea => "bytea",
+            DataType::Uuid => "uuid",
+            DataType::Json => "json",
+            DataType::Jsonb => "jsonb",
         }
         .into(),
     })

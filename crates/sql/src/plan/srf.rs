@@ -54,8 +54,9 @@ pub(super) fn lift(s: &ast::Select) -> Result<Option<ast::Select>> {
     let ast::FunctionArguments::List(list) = &call.args else {
         return unsupported("this argument form of a set-returning function");
     };
+    // (UNNEST is a keyword of FROM that must have its arguments: a NULL stands for them.)
     let ast::Statement::Query(q) =
-        crate::parse::parse_statement(&format!("SELECT 1 FROM {} AS {ALIAS} (\"{column}\")", call.name))?
+        crate::parse::parse_statement(&format!("SELECT 1 FROM {}(NULL) AS {ALIAS} (\"{column}\")", call.name))?
     else {
         return unsupported("this set-returning function");
     };
@@ -67,11 +68,24 @@ pub(super) fn lift(s: &ast::Select) -> Result<Option<ast::Select>> {
         .into_iter()
         .next()
         .ok_or_else(|| SqlError::Syntax(column.clone()))?;
-    if let ast::TableFactor::Table { args, .. } = &mut item.relation {
-        *args = Some(ast::TableFunctionArgs {
-            args: list.args.clone(),
-            settings: None,
-        });
+    match &mut item.relation {
+        ast::TableFactor::Table { args, .. } => {
+            *args = Some(ast::TableFunctionArgs {
+                args: list.args.clone(),
+                settings: None,
+            });
+        }
+        ast::TableFactor::UNNEST { array_exprs, .. } => {
+            *array_exprs = list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                    _ => unsupported("this argument form of unnest"),
+                })
+                .collect::<Result<_>>()?;
+        }
+        _ => {}
     }
     s.from.push(item);
     Ok(Some(s))

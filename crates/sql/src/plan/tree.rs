@@ -377,6 +377,16 @@ pub enum SetTree {
         ordinality: bool,
         columns: Arc<[ColumnInfo]>,
     },
+    /// `unnest(a [, b, ...])` in FROM: one column per array, row i holding each array's
+    /// i-th element (NULL past an array's end), as many rows as the longest array has
+    /// elements. Each array is the text of its literal (crate::array); its elements are
+    /// read as their column's type.
+    Unnest {
+        arrays: Vec<Expr>,
+        /// `WITH ORDINALITY`: a last column numbering the rows from 1.
+        ordinality: bool,
+        columns: Arc<[ColumnInfo]>,
+    },
 }
 
 /// A query combining queries with UNION, INTERSECT and EXCEPT (`[ALL]`): its rows are the
@@ -406,7 +416,7 @@ impl SetTree {
                 base.for_each_select(f);
                 step.for_each_select(f);
             }
-            SetTree::Values { .. } | SetTree::Series { .. } | SetTree::Working { .. } => {}
+            SetTree::Values { .. } | SetTree::Series { .. } | SetTree::Unnest { .. } | SetTree::Working { .. } => {}
         }
     }
 }

@@ -1,0 +1,198 @@
+//! Binding the json and jsonb operators (`->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`, `?|`,
+//! `?&`) and functions (`to_json[b]`, `json[b]_build_object`, `json[b]_typeof`,
+//! `json[b]_array_length`); crate::expr::json evaluates them.
+
+use permafrost_types::{DataType, Value};
+use sqlparser::ast::{self, BinaryOperator, Spanned};
+
+use super::{Binder, Typed, type_name};
+use crate::error::{Point, Result, SqlError};
+use crate::expr::json::{Exists, JsonFrom};
+use crate::expr::{Expr, Func};
+
+/// Whether `op` is one of the json operators.
+fn is_json_op(op: &BinaryOperator) -> bool {
+    use BinaryOperator as B;
+    matches!(
+        op,
+        B::Arrow
+            | B::LongArrow
+            | B::HashArrow
+            | B::HashLongArrow
+            | B::AtArrow
+            | B::ArrowAt
+            | B::Question
+            | B::QuestionAnd
+            | B::QuestionPipe
+    )
+}
+
+fn is_json(t: Option<DataType>) -> bool {
+    matches!(t, Some(DataType::Json | DataType::Jsonb))
+}
+
+/// `e` (typed `t`) as a jsonb operand: a quoted literal is read as jsonb now (22P02 at
+/// its place if it is not JSON), a parameter is typed jsonb.
+fn as_jsonb(b: &mut Binder<'_>, e: Expr, t: Option<DataType>, at: &ast::Expr) -> Result<Typed> {
+    match (&e, t) {
+        (Expr::Const(Value::Text(s)), Some(DataType::Varchar(_)) | None) => {
+            let v = Value::parse(&DataType::Jsonb, s)
+                .map_err(|err| SqlError::from(err).at(crate::error::start_of(at), Point::Start))?;
+            Ok((Expr::Const(v), Some(DataType::Jsonb)))
+        }
+        _ => {
+            b.infer(&e, Some(DataType::Jsonb));
+            Ok((e, t.or(Some(DataType::Jsonb))))
+        }
+    }
+}
+
+impl<'c> Binder<'c> {
+    /// Whether `op` is one of the json operators ([`Binder::json_op`] binds them).
+    pub(super) fn is_json_op(op: &BinaryOperator) -> bool {
+        is_json_op(op)
+    }
+
+    /// Binds `l op r` for a json operator `op`.
+    pub(super) fn json_op(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
+        use BinaryOperator as B;
+        let (a, at) = self.expr(l)?;
+        let (a, at) = match at {
+            // A quoted literal or a parameter on the left is read as jsonb.
+            None | Some(DataType::Varchar(_)) if matches!(a, Expr::Const(Value::Text(_)) | Expr::Param(_)) => {
+                as_jsonb(self, a, at, l)?
+            }
+            _ => (a, at),
+        };
+        let no_operator = |rt: Option<DataType>| {
+            SqlError::NoOperator(format!("{} {op} {}", type_name(at), type_name(rt))).at(l.span(), Point::After)
+        };
+        let keys_operand = |b: &mut Binder<'_>| -> Result<Expr> { Ok(b.array_operand(r, &op.to_string())?.0) };
+        let (func, ty, b) = match op {
+            B::Arrow | B::LongArrow => {
+                let (k, kt) = self.expr(r)?;
+                if !is_json(at) {
+                    return Err(no_operator(kt));
+                }
+                match kt {
+                    Some(t) if t.is_integer() || t.is_text() => {}
+                    None => self.infer(&k, Some(DataType::Varchar(None))),
+                    Some(t) => return Err(no_operator(Some(t))),
+                }
+                let text = *op == B::LongArrow;
+                let ty = if text { Some(DataType::Varchar(None)) } else { at };
+                (Func::JsonGet { text }, ty, k)
+            }
+            B::HashArrow | B::HashLongArrow => {
+                if !is_json(at) {
+                    return Err(no_operator(None));
+                }
+                let text = *op == B::HashLongArrow;
+                let ty = if text { Some(DataType::Varchar(None)) } else { at };
+                (Func::JsonPath { text }, ty, keys_operand(self)?)
+            }
+            B::AtArrow | B::ArrowAt => {
+                let (c, ct) = self.expr(r)?;
+                let (c, ct) = as_jsonb(self, c, ct, r)?;
+                if at != Some(DataType::Jsonb) || ct != Some(DataType::Jsonb) {
+                    return Err(no_operator(ct));
+                }
+                let (x, y) = if *op == B::AtArrow { (a, c) } else { (c, a) };
+                return Ok((Expr::Func(Func::JsonContains, vec![x, y]), Some(DataType::Boolean)));
+            }
+            B::Question => {
+                let (k, kt) = self.expr(r)?;
+                if at != Some(DataType::Jsonb) || !kt.is_none_or(|t| t.is_text()) {
+                    return Err(no_operator(kt));
+                }
+                self.infer(&k, Some(DataType::Varchar(None)));
+                (Func::JsonExists(Exists::One), Some(DataType::Boolean), k)
+            }
+            _ => {
+                if at != Some(DataType::Jsonb) {
+                    return Err(no_operator(None));
+                }
+                let mode = if *op == B::QuestionPipe {
+                    Exists::Any
+                } else {
+                    Exists::All
+                };
+                (Func::JsonExists(mode), Some(DataType::Boolean), keys_operand(self)?)
+            }
+        };
+        Ok((Expr::Func(func, vec![a, b]), ty))
+    }
+
+    /// Binds a json function call `name(args)`, the arguments bound (`bound`, typed
+    /// `types`); `None` when `name` is none of them.
+    pub(super) fn json_function(
+        &mut self,
+        name: &str,
+        bound: Vec<Expr>,
+        types: &[Option<DataType>],
+        signature: &dyn Fn() -> String,
+    ) -> Result<Option<Typed>> {
+        let jsonb = name.starts_with("jsonb");
+        let doc_type = Some(if jsonb { DataType::Jsonb } else { DataType::Json });
+        let to_json = |e: Expr, t: Option<DataType>| {
+            let from = if is_json(t) {
+                JsonFrom::Document
+            } else {
+                JsonFrom::Value
+            };
+            Expr::Func(Func::ToJson { from, jsonb }, vec![e])
+        };
+        Ok(Some(match name {
+            "to_json" | "to_jsonb" => {
+                let [e] = <[Expr; 1]>::try_from(bound).map_err(|_| SqlError::UnknownFunction(signature()))?;
+                (to_json(e, types[0]), doc_type)
+            }
+            "json_build_object" | "jsonb_build_object" => {
+                if !bound.len().is_multiple_of(2) {
+                    return Err(SqlError::InvalidArgument(
+                        "argument list must have even number of elements".into(),
+                    ));
+                }
+                let args = bound
+                    .into_iter()
+                    .zip(types)
+                    .enumerate()
+                    .map(|(i, (e, t))| if i % 2 == 0 { e } else { to_json(e, *t) })
+                    .collect();
+                (Expr::Func(Func::JsonBuildObject { jsonb }, args), doc_type)
+            }
+            "json_typeof" | "jsonb_typeof" | "json_array_length" | "jsonb_array_length" => {
+                let [e] = <[Expr; 1]>::try_from(bound).map_err(|_| SqlError::UnknownFunction(signature()))?;
+                let (e, t) = match types[0] {
+                    t if is_json(t) => (e, t),
+                    None | Some(DataType::Varchar(_)) if matches!(e, Expr::Const(_) | Expr::Param(_)) => {
+                        let ast = ast::Expr::value(ast::Value::Null);
+                        let (e, t) = as_jsonb(self, e, types[0], &ast)?;
+                        (e, t)
+                    }
+                    _ => return Err(SqlError::UnknownFunction(signature())),
+                };
+                let _ = t;
+                let (func, ty) = if name.ends_with("typeof") {
+                    (Func::JsonTypeof, DataType::Varchar(None))
+                } else {
+                    (Func::JsonArrayLength, DataType::Integer)
+                };
+                (Expr::Func(func, vec![e]), Some(ty))
+            }
+            _ => return Ok(None),
+        }))
+    }
+}
+
+/// The json functions [`Binder::json_function`] binds.
+pub(super) const JSON_FUNCTIONS: &[&str] = &[
+    "to_json",
+    "to_jsonb",
+    "json_build_object",
+    "jsonb_build_object",
+    "json_typeof",
+    "jsonb_typeof",
+    "json_array_length",
+    "jsonb_array_length",
+];
