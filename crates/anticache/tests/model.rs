@@ -30,6 +30,7 @@ fn schema() -> TableSchema {
                 unique: true,
                 kind: IndexKind::Hash,
                 primary: true,
+                constraint: true,
             },
             IndexDef {
                 name: "by_grp".into(),
@@ -37,6 +38,7 @@ fn schema() -> TableSchema {
                 unique: false,
                 kind: IndexKind::Ordered,
                 primary: false,
+                constraint: false,
             },
         ],
         partition_column: Some(0),

@@ -219,7 +219,8 @@ impl<'a> CycleRun<'a> {
         let c = self.connect().await?;
         c.batch_execute(
             "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, pad TEXT);
-             CREATE TABLE events (id BIGINT PRIMARY KEY, payload TEXT);
+             CREATE TABLE events (id BIGINT PRIMARY KEY, payload TEXT, u UUID DEFAULT gen_random_uuid(),
+               r DOUBLE PRECISION DEFAULT random(), at TIMESTAMPTZ DEFAULT now());
              CREATE PROCEDURE transfer(src BIGINT, dst BIGINT, amount BIGINT) AS $$
                UPDATE accounts SET balance = balance - $3 WHERE id = $1;
                UPDATE accounts SET balance = balance + $3 WHERE id = $2
@@ -571,7 +572,7 @@ impl<'a> CycleRun<'a> {
             .step_by(EVENT_RANGE as usize)
             .map(|lo| (lo as i64, (lo + EVENT_RANGE).min(issued) as i64))
             .collect();
-        let sql = "SELECT id, payload FROM events WHERE id >= $1 AND id < $2";
+        let sql = "SELECT id, payload, u::text, r::text, at::text FROM events WHERE id >= $1 AND id < $2";
         let found: Vec<Result<EventRows, String>> = stream::iter(ranges)
             .map(|(lo, hi)| async move {
                 let params: [&(dyn ToSql + Sync); 2] = [&lo, &hi];
@@ -608,6 +609,15 @@ impl<'a> CycleRun<'a> {
                 }
                 if payload.as_deref() != Some(event_payload(id).as_str()) {
                     note(format!("event {id} has the wrong payload {payload:?}"));
+                }
+                // The values drawn when it was inserted, as its client was answered.
+                let drawn = crate::workload::drawn_of(&row, 2);
+                if let Some(acked) = events.drawn.get(&(id as u64))
+                    && *acked != drawn
+                {
+                    note(format!(
+                        "event {id} drew {acked:?} (uuid, random(), now()) when acknowledged and has {drawn:?} now"
+                    ));
                 }
             }
             for (i, &present) in here.iter().enumerate() {

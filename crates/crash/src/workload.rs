@@ -57,6 +57,20 @@ pub(super) fn event_payload(id: i64) -> String {
 pub(super) struct Events {
     /// Flags by id (the ids are handed out in order from 0).
     pub(super) flags: Vec<u8>,
+    /// What the server drew for each acknowledged event and answered (its
+    /// `gen_random_uuid()`, `random()` and `now()` defaults, as text): what it must give
+    /// back after every restart.
+    pub(super) drawn: std::collections::HashMap<u64, Drawn>,
+}
+
+/// An event's values the server drew when it inserted it: uuid, random double, timestamp,
+/// as text.
+pub(super) type Drawn = (String, String, String);
+
+/// An event's drawn values from a row of `id, payload, u::text, r::text, at::text`.
+pub(super) fn drawn_of(row: &tokio_postgres::Row, first: usize) -> Drawn {
+    let text = |i: usize| row.get::<_, Option<String>>(i).unwrap_or_default();
+    (text(first), text(first + 1), text(first + 2))
 }
 
 pub(super) const ACKED: u8 = 1;
@@ -146,7 +160,9 @@ where
 pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> {
     Ok(Stmts {
         transfer: c.prepare("CALL transfer($1, $2, $3)").await?,
-        insert: c.prepare("INSERT INTO events (id, payload) VALUES ($1, $2)").await?,
+        insert: c
+            .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text")
+            .await?,
         read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
     })
 }
@@ -270,14 +286,16 @@ impl Worker {
                 let payload = event_payload(id);
                 let params: [&(dyn ToSql + Sync); 2] = [&id, &payload];
                 ctr.in_flight[1].fetch_add(1, Ordering::SeqCst);
-                let r = retrying(ctr, || c.execute(&st.insert, &params)).await;
+                let r = retrying(ctr, || c.query(&st.insert, &params)).await;
                 ctr.in_flight[1].fetch_sub(1, Ordering::SeqCst);
-                r.map(|n| {
-                    if n == 1 {
-                        self.events.lock().unwrap().set(id as u64, ACKED);
+                r.map(|rows| {
+                    if rows.len() == 1 {
+                        let mut events = self.events.lock().unwrap();
+                        events.set(id as u64, ACKED);
+                        events.drawn.insert(id as u64, drawn_of(&rows[0], 0));
                         ctr.inserts.fetch_add(1, Ordering::Relaxed);
                     } else {
-                        ctr.problem(format!("inserting event {id} answered {n} rows"));
+                        ctr.problem(format!("inserting event {id} answered {} rows", rows.len()));
                     }
                 })
             } else {

@@ -149,6 +149,30 @@ pub(crate) struct Logged {
     /// For each of `schema`, how many of `statements` come before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) schema_at: Vec<usize>,
+    /// Each statement's random seed ([`TxnStatement::seed`]) as 16 hex digits (so that a
+    /// record's length does not depend on them); absent in records written before they
+    /// were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) seeds: Vec<String>,
+}
+
+/// The statement a probe runs after the block's earlier ones: its plan, its parameters,
+/// and its random seed ([`TxnStatement::seed`]).
+pub struct NewStatement<'a> {
+    pub stmt: &'a AdHoc,
+    pub params: Vec<Value>,
+    pub seed: u64,
+}
+
+impl<'a> NewStatement<'a> {
+    /// What a probe runs of it: the statement, its parameters, no result to check.
+    pub(crate) fn into_run(self) -> (&'a AdHoc, Vec<Value>, Expected) {
+        let expect = Expected {
+            seed: self.seed,
+            ..Expected::default()
+        };
+        (self.stmt, self.params, expect)
+    }
 }
 
 /// One statement of an interactive transaction.
@@ -166,9 +190,19 @@ pub struct TxnStatement {
     /// COMMIT that takes an earlier place knows of when it read ("Committing at an
     /// earlier place" above).
     pub done: Option<u64>,
+    /// What `random()` and `gen_random_uuid()` draw from in it: the same in each probe
+    /// that runs it and at COMMIT, so that they draw the values the client was shown, and
+    /// logged with the commit for replay ([`TxnStatement::seed_for`]).
+    pub seed: u64,
 }
 
 impl TxnStatement {
+    /// The seed of statement number `ordinal` (from 0) of the block whose seed is
+    /// `block_seed`.
+    pub fn seed_for(block_seed: u64, ordinal: usize) -> u64 {
+        permafrost_sql::splitmix64(block_seed ^ (ordinal as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
     /// Whether it may change data (what a probe runs before its own statement).
     pub fn writes(&self) -> bool {
         !self.stmt.prepared().is_read_only()
@@ -180,6 +214,7 @@ impl TxnStatement {
             digest: Some(self.digest),
             seen: self.seen,
             done: self.done,
+            seed: self.seed,
         };
         (&self.stmt, self.params.clone(), expect)
     }
@@ -274,6 +309,9 @@ impl Interactive {
                         // it showed: not run again.
                         continue;
                     }
+                    if expect.seed != 0 {
+                        ctx.seed_statement(expect.seed);
+                    }
                     let own = (probe && i + 1 == n) || collect.is_some();
                     let run = match bulk[i] {
                         Some(width) => crate::procedure::run_bulk(ctx, i, width, p),
@@ -351,6 +389,8 @@ pub(crate) struct Expected {
     pub(crate) digest: Option<u64>,
     pub(crate) seen: Option<u64>,
     pub(crate) done: Option<u64>,
+    /// The statement's random seed ([`TxnStatement::seed`]; 0: none of its own).
+    pub(crate) seed: u64,
 }
 
 impl Expected {
@@ -548,8 +588,7 @@ impl Database {
     pub fn probe(
         &self,
         before: &[&TxnStatement],
-        stmt: &AdHoc,
-        params: Vec<Value>,
+        next: NewStatement<'_>,
         now: i64,
         stop: StopFlag,
         place: Place,
@@ -562,7 +601,7 @@ impl Database {
         // is there), and so does a statement that reads and writes replicated tables only:
         // writes pinned elsewhere cannot change what it gives either.
         let home = home_partition(now, partitions);
-        let pinned = match route(stmt.prepared(), &params, partitions, true) {
+        let pinned = match route(next.stmt.prepared(), &next.params, partitions, true) {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
             Route::All => None,
@@ -582,11 +621,12 @@ impl Database {
                     digest: Some(s.digest),
                     seen: None,
                     done: None,
+                    seed: s.seed,
                 };
                 (&s.stmt, s.params.clone(), expect)
             })
             .collect();
-        all.push((stmt, params, Expected::default()));
+        all.push(next.into_run());
         // Answered without waiting for the log: the COMMIT does.
         stop.mark_in_block();
         let submitted = self.submit_interactive(all, now, true, stop, place, None, None);
@@ -817,13 +857,15 @@ impl Database {
             // hold many rows).
             let mut statements = Vec::new();
             let mut logged_counts = Vec::new();
+            let mut seeds = Vec::new();
             let queries = prepared.iter().any(|p| p.is_read_only());
             let mut logged_params = Vec::new();
             let mut at = 0;
-            for (p, &k) in prepared.iter().zip(&counts) {
+            for ((p, &k), e) in prepared.iter().zip(&counts).zip(&expected) {
                 if !p.is_read_only() {
                     statements.push(p.sql.clone());
                     logged_counts.push(k);
+                    seeds.push(e.seed);
                     if queries {
                         logged_params.extend_from_slice(&params[at..at + k]);
                     }
@@ -843,6 +885,11 @@ impl Database {
                     .then_some(logged_counts),
                 schema: schema.as_ref().map(|b| b.texts.clone()).unwrap_or_default(),
                 schema_at: schema.as_ref().map(|b| b.logged_at.clone()).unwrap_or_default(),
+                seeds: if seeds.iter().all(|&s| s == 0) {
+                    Vec::new()
+                } else {
+                    seeds.iter().map(|s| format!("{s:016x}")).collect()
+                },
             };
             let json = serde_json::to_string(&logged).map_err(|e| Error::Internal(e.to_string()))?;
             let mark = if changes_schema {
@@ -924,7 +971,19 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
         }
         None => prepared.iter().map(|p| p.param_types().len()).collect(),
     };
-    let expected = vec![Expected::default(); prepared.len()];
+    let mut expected = vec![Expected::default(); prepared.len()];
+    if logged.seeds.len() == prepared.len() {
+        for (e, seed) in expected.iter_mut().zip(&logged.seeds) {
+            e.seed = u64::from_str_radix(seed, 16)
+                .map_err(|_| Error::Recovery(format!("interactive transaction record: bad random seed {seed:?}")))?;
+        }
+    } else if !logged.seeds.is_empty() {
+        return Err(Error::Recovery(format!(
+            "interactive transaction record: {} random seeds for {} statements",
+            logged.seeds.len(),
+            prepared.len()
+        )));
+    }
     Ok(Interactive::procedure(
         prepared,
         counts,

@@ -45,7 +45,7 @@ pub use config::{
 pub use counters::{COUNTERS, CounterInfo, CounterKind, DatabaseStats, PartitionStats};
 pub use database::{AdHoc, Database, ProcHandle};
 pub use error::{Error, Result};
-pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, TxnStatement};
+pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, NewStatement, TxnStatement};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::MemoryUsage;
 pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};

@@ -466,6 +466,10 @@ pub struct ProcContext<'e, 'a, 'b> {
     pub(crate) statements: &'e [Arc<Prepared>],
     pub(crate) txn_id: u64,
     pub(crate) rng: u64,
+    /// What the random state of each statement it runs derives from
+    /// ([`ProcContext::seed_statement`]), with how many it ran since.
+    pub(crate) random_seed: u64,
+    pub(crate) executed: u64,
     /// How its commit is noted among recent ones: an interactive transaction describes
     /// what it read, and may take an earlier place (interactive.rs).
     pub(crate) placement: permafrost_storage::Placement,
@@ -480,7 +484,18 @@ impl ProcContext<'_, '_, '_> {
                 self.statements.len()
             )))
         })?;
+        self.executed += 1;
+        let state = permafrost_sql::splitmix64(self.random_seed ^ self.executed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        self.env.random.store(state, std::sync::atomic::Ordering::Relaxed);
         Ok(p.execute(self.env, params)?)
+    }
+
+    /// Makes the statements run next draw their random values from `seed` (an interactive
+    /// transaction's statement keeps its own, so that its probe and its commit draw the
+    /// same values whatever else they run).
+    pub(crate) fn seed_statement(&mut self, seed: u64) {
+        self.random_seed = seed;
+        self.executed = 0;
     }
 
     /// Whether no transaction that committed after the write clock said `seen` changed,

@@ -653,6 +653,7 @@ pub(crate) fn split_schema_block(sql: &str) -> Result<Option<Vec<BlockPart>>> {
             counts: Some(counts[done..upto].to_vec()),
             schema: Vec::new(),
             schema_at: Vec::new(),
+            seeds: logged.seeds.get(done..upto).map(<[String]>::to_vec).unwrap_or_default(),
         };
         let params = counts[done..upto].iter().sum();
         let json = serde_json::to_string(&part).map_err(|e| Error::Internal(e.to_string()))?;

@@ -440,8 +440,7 @@ impl Database {
         &self,
         draft: &SchemaDraft,
         block: &[TxnStatement],
-        stmt: &AdHoc,
-        params: Vec<Value>,
+        next: crate::interactive::NewStatement<'_>,
         now: i64,
         stop: StopFlag,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
@@ -452,11 +451,12 @@ impl Database {
                 digest: Some(s.digest),
                 seen: None,
                 done: None,
+                seed: s.seed,
             };
             all.push((&s.stmt, s.params.clone(), expect));
             at.push(i);
         }
-        all.push((stmt, params, Expected::default()));
+        all.push(next.into_run());
         at.push(block.len());
         stop.mark_in_block();
         let submitted = self

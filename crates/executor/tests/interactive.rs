@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use permafrost_executor::{AdHoc, Config, Database, LogConfig, Place, Rows, StopFlag, TxnStatement};
+use permafrost_executor::{AdHoc, Config, Database, LogConfig, NewStatement, Place, Rows, StopFlag, TxnStatement};
 use permafrost_types::Value;
 
 fn config(dir: &Path) -> Config {
@@ -32,6 +32,11 @@ struct Txn<'a> {
 }
 
 impl<'a> Txn<'a> {
+    /// The seed of the block's next statement, as the server gives it.
+    fn seed(&self) -> u64 {
+        TxnStatement::seed_for(self.now as u64, self.all.len())
+    }
+
     fn begin(db: &'a Database) -> Txn<'a> {
         Txn {
             db,
@@ -45,17 +50,24 @@ impl<'a> Txn<'a> {
         // As the server does: the block's earlier writes, then the new statement.
         let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
         let seen = self.db.write_clock();
-        let rows =
-            common::block_on(
-                self.db
-                    .probe(&before, &s, params.clone(), self.now, StopFlag::new(), Place::Here),
-            )?;
+        let rows = common::block_on(self.db.probe(
+            &before,
+            NewStatement {
+                stmt: &s,
+                params: params.clone(),
+                seed: self.seed(),
+            },
+            self.now,
+            StopFlag::new(),
+            Place::Here,
+        ))?;
         let step = TxnStatement {
             stmt: s.clone(),
             params,
             digest: rows.digest(),
             seen: Some(seen),
             done: Some(self.db.write_clock()),
+            seed: self.seed(),
         };
         self.all.push(step);
         Ok(rows)
@@ -66,17 +78,24 @@ impl<'a> Txn<'a> {
         let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         let s = self.db.bulk_insert(table, &columns)?;
         let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
-        let rows_back =
-            common::block_on(
-                self.db
-                    .probe(&before, &s, rows.clone(), self.now, StopFlag::new(), Place::Here),
-            )?;
+        let rows_back = common::block_on(self.db.probe(
+            &before,
+            NewStatement {
+                stmt: &s,
+                params: rows.clone(),
+                seed: self.seed(),
+            },
+            self.now,
+            StopFlag::new(),
+            Place::Here,
+        ))?;
         self.all.push(TxnStatement {
             stmt: s,
             params: rows,
             digest: rows_back.digest(),
             seen: None,
             done: None,
+            seed: self.seed(),
         });
         Ok(rows_back)
     }
@@ -917,4 +936,58 @@ fn a_commit_logs_its_writes_and_not_its_queries() {
     let after = recovered_rows(dir.path(), "SELECT * FROM acct ORDER BY id");
     assert_eq!(before, after);
     assert_eq!(after[4][1], Value::Int(106));
+}
+
+/// `random()` and `gen_random_uuid()` draw from a state the log record keeps: a probe and
+/// the COMMIT of a block draw the values its client was shown (the COMMIT does not fail
+/// on them), and replay rebuilds exactly the values every client was acknowledged, in
+/// blocks, in plain statements and in column defaults.
+#[test]
+fn random_values_are_the_ones_shown_at_commit_and_after_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let sql = "SELECT id, u, r, n FROM rnd ORDER BY id";
+    let before = {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.execute_ddl("CREATE TABLE rnd (id BIGINT PRIMARY KEY, u UUID DEFAULT gen_random_uuid(), r DOUBLE PRECISION DEFAULT random(), n DOUBLE PRECISION)")
+            .unwrap();
+        db.execute_sql("INSERT INTO rnd (id, n) VALUES (1, random()), (2, random())", vec![])
+            .unwrap();
+        db.execute_sql(
+            "INSERT INTO rnd (id, u, n) SELECT g, gen_random_uuid(), random() FROM generate_series(3, 20) g",
+            vec![],
+        )
+        .unwrap();
+        db.execute_sql("UPDATE rnd SET n = random() WHERE id > 15", vec![])
+            .unwrap();
+        let mut t = Txn::begin(&db);
+        let shown = t
+            .run("INSERT INTO rnd (id) VALUES (100), (101) RETURNING u, r", vec![])
+            .unwrap()
+            .to_values();
+        t.run("UPDATE rnd SET n = random() WHERE id = 100", vec![]).unwrap();
+        let read = t
+            .run("SELECT n, gen_random_uuid() FROM rnd WHERE id = 100", vec![])
+            .unwrap()
+            .to_values();
+        t.commit().unwrap();
+        let stored = db
+            .execute_sql("SELECT u, r FROM rnd WHERE id >= 100 ORDER BY id", vec![])
+            .unwrap()
+            .to_values();
+        assert_eq!(shown, stored, "the commit stored what its probe showed");
+        let n = db
+            .execute_sql("SELECT n FROM rnd WHERE id = 100", vec![])
+            .unwrap()
+            .to_values();
+        assert_eq!(n[0][0], read[0][0]);
+        let all = db.execute_sql(sql, vec![]).unwrap().to_values();
+        let distinct: std::collections::HashSet<String> = all.iter().map(|r| r[1].to_string()).collect();
+        assert_eq!(distinct.len(), all.len(), "every uuid differs: {all:?}");
+        assert!(
+            all.iter()
+                .all(|r| matches!(r[2], Value::Double(x) if (0.0..1.0).contains(&x)))
+        );
+        all
+    };
+    assert_eq!(before, recovered_rows(dir.path(), sql));
 }

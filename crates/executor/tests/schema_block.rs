@@ -9,7 +9,8 @@ mod common;
 use std::path::Path;
 
 use permafrost_executor::{
-    Config, Database, LogConfig, LogMode, Place, Rows, SchemaDraft, SnapshotConfig, StopFlag, TxnStatement,
+    Config, Database, LogConfig, LogMode, NewStatement, Place, Rows, SchemaDraft, SnapshotConfig, StopFlag,
+    TxnStatement,
 };
 use permafrost_types::Value;
 
@@ -37,6 +38,11 @@ struct Block<'a> {
 }
 
 impl<'a> Block<'a> {
+    /// The seed of the block's next statement, as the server gives it.
+    fn seed(&self) -> u64 {
+        TxnStatement::seed_for(self.now as u64, self.all.len())
+    }
+
     fn begin(db: &'a Database) -> Block<'a> {
         Block {
             db,
@@ -60,14 +66,16 @@ impl<'a> Block<'a> {
         let s = self
             .db
             .ad_hoc_in(catalog.clone(), permafrost_sql::prepare(&catalog, sql).unwrap());
+        let next = NewStatement {
+            stmt: &s,
+            params: vec![],
+            seed: self.seed(),
+        };
         let rows = match &self.draft {
-            Some(d) => common::block_on(self.db.probe_draft(d, &self.all, &s, vec![], self.now, StopFlag::new()))?,
+            Some(d) => common::block_on(self.db.probe_draft(d, &self.all, next, self.now, StopFlag::new()))?,
             None => {
                 let before: Vec<&TxnStatement> = self.all.iter().filter(|s| s.writes()).collect();
-                common::block_on(
-                    self.db
-                        .probe(&before, &s, vec![], self.now, StopFlag::new(), Place::Here),
-                )?
+                common::block_on(self.db.probe(&before, next, self.now, StopFlag::new(), Place::Here))?
             }
         };
         self.all.push(TxnStatement {
@@ -76,6 +84,7 @@ impl<'a> Block<'a> {
             digest: rows.digest(),
             seen: None,
             done: None,
+            seed: self.seed(),
         });
         Ok(rows)
     }

@@ -103,7 +103,15 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
         },
         DataType::Timestamp | DataType::TimestampTz | DataType::Date => crate::pg_datetime::from_binary(b, ty)?,
         DataType::Bytea => Value::bytes(b.to_vec()),
-        DataType::Uuid => Value::Uuid(u128::from_be_bytes(b.try_into().map_err(|_| size("uuid"))?)),
+        DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| size("uuid"))?),
+        DataType::Interval => {
+            let b: &[u8; 16] = b.try_into().map_err(|_| size("interval"))?;
+            Value::Interval(permafrost_types::Interval {
+                micros: i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+                days: i32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+                months: i32::from_be_bytes([b[12], b[13], b[14], b[15]]),
+            })
+        }
         // jsonb's binary form is a version byte (1) and the document's text; json's is
         // the text. Either is read as the column's type reads text.
         DataType::Json | DataType::Jsonb => {

@@ -30,6 +30,7 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Boolean) => (Type::BOOL, Type::BOOL_ARRAY),
         Some(DataType::Bytea) => (Type::BYTEA, Type::BYTEA_ARRAY),
         Some(DataType::Uuid) => (Type::UUID, Type::UUID_ARRAY),
+        Some(DataType::Interval) => (Type::INTERVAL, Type::INTERVAL_ARRAY),
         Some(DataType::Json) => (Type::JSON, Type::JSON_ARRAY),
         Some(DataType::Jsonb) => (Type::JSONB, Type::JSONB_ARRAY),
     }
@@ -62,6 +63,7 @@ pub fn array_element(ty: &Type) -> Option<DataType> {
         Type::BOOL_ARRAY => DataType::Boolean,
         Type::BYTEA_ARRAY => DataType::Bytea,
         Type::UUID_ARRAY => DataType::Uuid,
+        Type::INTERVAL_ARRAY => DataType::Interval,
         Type::JSON_ARRAY => DataType::Json,
         Type::JSONB_ARRAY => DataType::Jsonb,
         _ => return None,
@@ -83,6 +85,7 @@ fn element_of_oid(oid: u32) -> Option<DataType> {
         16 => DataType::Boolean,
         17 => DataType::Bytea,
         2950 => DataType::Uuid,
+        1186 => DataType::Interval,
         114 => DataType::Json,
         3802 => DataType::Jsonb,
         _ => return None,
@@ -200,6 +203,11 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
                 jsonb: *ty == Type::JSONB,
             }),
             _ => Err(mismatch("text")),
+        },
+        ValueRef::Interval(x) => match *ty {
+            Type::INTERVAL => enc.encode_field(&PgForms::Interval(x)),
+            _ if is_text(ty) => enc.encode_field(&v.to_string()),
+            _ => Err(mismatch("interval")),
         },
         ValueRef::Uuid(u) => match *ty {
             Type::UUID => enc.encode_field(&PgForms::Uuid(u)),
@@ -359,7 +367,7 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         },
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
         // Binary forms: a uuid's 16 bytes, jsonb's version byte and text, json's text.
-        Type::UUID | Type::JSON | Type::JSONB if !portal.parameter_format.is_text(i) => {
+        Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL if !portal.parameter_format.is_text(i) => {
             match portal.parameters.get(i) {
                 None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
                 Some(None) => None,
@@ -410,6 +418,7 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
 fn array_of(ty: &Type) -> Type {
     match *ty {
         Type::UUID => Type::UUID_ARRAY,
+        Type::INTERVAL => Type::INTERVAL_ARRAY,
         Type::JSON => Type::JSON_ARRAY,
         _ => Type::JSONB_ARRAY,
     }
@@ -422,8 +431,9 @@ fn array_of(ty: &Type) -> Type {
 #[derive(Debug)]
 enum PgForms<'a> {
     Numeric(NumericRef<'a>),
-    Uuid(u128),
+    Uuid([u8; 16]),
     Json { text: &'a str, jsonb: bool },
+    Interval(permafrost_types::Interval),
 }
 
 impl postgres_types::ToSql for PgForms<'_> {
@@ -434,7 +444,13 @@ impl postgres_types::ToSql for PgForms<'_> {
     ) -> Result<postgres_types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
             PgForms::Numeric(d) => out.extend_from_slice(&d.to_pg_binary()),
-            PgForms::Uuid(u) => out.extend_from_slice(&u.to_be_bytes()),
+            PgForms::Uuid(u) => out.extend_from_slice(u),
+            // Microseconds (i64), days (i32), months (i32), all big-endian.
+            PgForms::Interval(x) => {
+                out.extend_from_slice(&x.micros.to_be_bytes());
+                out.extend_from_slice(&x.days.to_be_bytes());
+                out.extend_from_slice(&x.months.to_be_bytes());
+            }
             PgForms::Json { text, jsonb } => {
                 if *jsonb {
                     out.extend_from_slice(&[1]);
@@ -446,7 +462,10 @@ impl postgres_types::ToSql for PgForms<'_> {
     }
 
     fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB)
+        matches!(
+            *ty,
+            Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL
+        )
     }
 
     postgres_types::to_sql_checked!();
@@ -462,8 +481,9 @@ impl pgwire::types::ToSqlText for PgForms<'_> {
         use std::fmt::Write;
         match self {
             PgForms::Numeric(d) => write!(out, "{d}")?,
-            PgForms::Uuid(u) => out.extend_from_slice(permafrost_types::uuid_text(*u).as_bytes()),
+            PgForms::Uuid(u) => out.extend_from_slice(permafrost_types::uuid_text(u128::from_be_bytes(*u)).as_bytes()),
             PgForms::Json { text, .. } => out.extend_from_slice(text.as_bytes()),
+            PgForms::Interval(x) => out.extend_from_slice(permafrost_types::interval_text(x).as_bytes()),
         }
         Ok(postgres_types::IsNull::No)
     }

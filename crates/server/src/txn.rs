@@ -73,6 +73,14 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// The random seed of the block's next statement
+    /// ([`permafrost_executor::TxnStatement::seed_for`]): from the block's number and start,
+    /// so that no two blocks of this server's life, or of another run's, draw alike.
+    pub(crate) fn next_seed(&self) -> u64 {
+        let block = permafrost_sql::splitmix64((self.now as u64) ^ self.id.rotate_left(32));
+        TxnStatement::seed_for(block, self.statements.len())
+    }
+
     /// The schema the block's changes lead to, if it changed the schema.
     pub(crate) fn draft(&self) -> Option<&Arc<SchemaDraft>> {
         self.drafts.last()

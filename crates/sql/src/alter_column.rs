@@ -10,13 +10,13 @@
 use std::sync::Arc;
 
 use permafrost_storage::{Column, ColumnDefault, ColumnFrom, TableSchema};
-use permafrost_types::Value;
+use permafrost_types::{DataType, Value};
 use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, ColumnOption};
 
 use crate::bind::{ident, map_type};
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
-use crate::expr::Expr;
+use crate::expr::{Expr, Func};
 use crate::plan::{bind_constant, eval_constant};
 
 /// The changes `op` makes to `schema`'s columns, or `None` for an operation of another
@@ -197,6 +197,12 @@ fn added_column<'a>(
             ColumnOption::NotNull => col.nullable = false,
             ColumnOption::Default(e) => {
                 let d = default_for(catalog, e, &col)?;
+                if matches!(d, ColumnDefault::Random | ColumnDefault::RandomUuid) {
+                    return unsupported(
+                        "ADD COLUMN with a DEFAULT of random() or gen_random_uuid() (add the column without it, \
+                         fill it with UPDATE, then SET DEFAULT)",
+                    );
+                }
                 if d == ColumnDefault::CurrentTimestamp {
                     return unsupported(
                         "ADD COLUMN with DEFAULT now() (the rows there would take the time of the change: add the \
@@ -394,6 +400,19 @@ pub(crate) fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Res
     let (x, _) = bind_constant(catalog, e)?;
     if x == Expr::Now || matches!(&x, Expr::Cast(n, _) if **n == Expr::Now) {
         return Ok(ColumnDefault::CurrentTimestamp);
+    }
+    // Drawn for each row, as PostgreSQL evaluates a volatile default.
+    match (&x, col.ty) {
+        (Expr::Func(Func::Random, _), DataType::Double) => return Ok(ColumnDefault::Random),
+        (Expr::Func(Func::GenRandomUuid, _), DataType::Uuid) => return Ok(ColumnDefault::RandomUuid),
+        (Expr::Func(Func::Random | Func::GenRandomUuid, _), _) => {
+            return unsupported(format!(
+                "a DEFAULT of random() or gen_random_uuid() on a column of type {} (random() on double \
+                 precision, gen_random_uuid() on uuid are taken)",
+                col.ty.sql_name()
+            ));
+        }
+        _ => {}
     }
     let v: Value = eval_constant(&x)?;
     // (A value that does not convert is its conversion's error, as PostgreSQL gives it.)

@@ -488,6 +488,9 @@ impl<'c> Binder<'c> {
                 self.cast(expr, data_type)?
             }
             A::TypedString(ts) => typed_string(ts).map_err(|e| e.at(ts.value.span, Point::Start))?,
+            A::Interval(iv) => {
+                literal::interval_literal(iv).map_err(|e| e.at(crate::error::start_of(&iv.value), Point::Start))?
+            }
             A::Extract { field, expr, .. } => self.extract(field, expr)?,
             A::AtTimeZone { timestamp, time_zone } => self.at_time_zone(timestamp, time_zone)?,
             A::Substring {
@@ -858,8 +861,16 @@ fn arith_type(op: ArithOp, a: Option<DataType>, b: Option<DataType>) -> Option<D
     use DataType as T;
     let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
     let stamp = |t: T| matches!(t, T::Timestamp | T::TimestampTz);
+    let number = |t: T| t.is_numeric();
     match (a?, b?) {
-        (x, y) if stamp(x) && stamp(y) && op == ArithOp::Sub => Some(T::BigInt),
+        (x, y) if stamp(x) && stamp(y) && op == ArithOp::Sub => Some(T::Interval),
+        (x, T::Interval) if stamp(x) && add_sub => Some(x),
+        (T::Interval, y) if stamp(y) && op == ArithOp::Add => Some(y),
+        (T::Date, T::Interval) if add_sub => Some(T::Timestamp),
+        (T::Interval, T::Date) if op == ArithOp::Add => Some(T::Timestamp),
+        (T::Interval, T::Interval) if add_sub => Some(T::Interval),
+        (T::Interval, y) if number(y) && matches!(op, ArithOp::Mul | ArithOp::Div) => Some(T::Interval),
+        (x, T::Interval) if number(x) && op == ArithOp::Mul => Some(T::Interval),
         (x, y) if stamp(x) && y.is_integer() && add_sub => Some(x),
         (T::Date, T::Date) if op == ArithOp::Sub => Some(T::Integer),
         (T::Date, y) if y.is_integer() && add_sub => Some(T::Date),

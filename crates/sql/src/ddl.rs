@@ -314,7 +314,8 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     let opts = table_options(&ct.table_options)?;
     let mut columns = Vec::new();
     let mut pk: Option<Vec<usize>> = None;
-    let mut uniques: Vec<Vec<usize>> = Vec::new();
+    // Each UNIQUE constraint's name, if given, and columns.
+    let mut uniques: Vec<(Option<String>, Vec<usize>)> = Vec::new();
     let mut sequence_column: Option<String> = None;
     // Foreign keys, planned once the table's schema is known (a key may reference it).
     let mut foreign: Vec<(Option<usize>, ast::ForeignKeyConstraint)> = Vec::new();
@@ -362,7 +363,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                     }
                     pk = Some(vec![i]);
                 }
-                ColumnOption::Unique(_) => uniques.push(vec![i]),
+                ColumnOption::Unique(_) => uniques.push((opt.name.as_ref().map(ident), vec![i])),
                 ColumnOption::ForeignKey(fk) => {
                     if !fk.columns.is_empty() || fk.referred_columns.len() > 1 {
                         return Err(SqlError::InvalidForeignKey(
@@ -402,7 +403,9 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                 }
                 pk = Some(index_columns(&columns, &p.columns)?);
             }
-            TableConstraint::Unique(u) => uniques.push(index_columns(&columns, &u.columns)?),
+            TableConstraint::Unique(u) => {
+                uniques.push((u.name.as_ref().map(ident), index_columns(&columns, &u.columns)?))
+            }
             TableConstraint::ForeignKey(fk) => foreign.push((None, fk.clone())),
             TableConstraint::Check(c) => checks.push((None, c.clone())),
             other => return unsupported(format!("constraint {other}")),
@@ -419,16 +422,18 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
             unique: true,
             kind: opts.pk_kind,
             primary: true,
+            constraint: true,
         });
     }
-    for cols in uniques {
+    for (given, cols) in uniques {
         let names: Vec<&str> = cols.iter().map(|&c| columns[c].name.as_str()).collect();
         indexes.push(IndexDef {
-            name: format!("{name}_{}_key", names.join("_")),
+            name: given.unwrap_or_else(|| format!("{name}_{}_key", names.join("_"))),
             columns: cols,
             unique: true,
             kind: IndexKind::Ordered,
             primary: false,
+            constraint: true,
         });
     }
     let partition_column = match opts.partition_by.as_deref() {
@@ -521,7 +526,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                 let next = Arc::new(next);
                 changes.push(DdlChange::AlterSchema(next.clone()));
                 schema = (*next).clone();
-            } else if let Some(i) = schema.indexes.iter().position(|ix| ix.name == name && ix.unique) {
+            } else if let Some(i) = schema.indexes.iter().position(|ix| ix.name == name && ix.constraint) {
                 // A UNIQUE or PRIMARY KEY constraint is its index.
                 if schema.indexes[i].primary {
                     return unsupported("dropping a primary key");
@@ -594,6 +599,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                         unique: true,
                         kind: IndexKind::Ordered,
                         primary: false,
+                        constraint: true,
                     },
                 )?;
                 changes.push(DdlChange::CreateIndex(next.clone()));
@@ -758,6 +764,7 @@ fn with_primary_key(
             unique: true,
             kind: IndexKind::Ordered,
             primary: true,
+            constraint: true,
         },
     )
 }
@@ -796,6 +803,7 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
         unique: ci.unique,
         kind,
         primary: false,
+        constraint: false,
     };
     Ok(Some(DdlChange::CreateIndex(with_index(
         catalog,
@@ -821,11 +829,11 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
             },
             ObjectType::Index => match catalog.index_owner(&name) {
                 Some((t, i)) => {
-                    if t.indexes[i].primary {
-                        return Err(SqlError::DependentObjects(format!(
-                            "cannot drop index {name} because it implements the primary key of table {}",
-                            t.name
-                        )));
+                    if t.indexes[i].constraint {
+                        return Err(SqlError::IndexOfConstraint {
+                            index: name,
+                            table: t.name.clone(),
+                        });
                     }
                     crate::foreign::refuse_drop_index_referenced(catalog, t, i)?;
                     let mut next = (**t).clone();

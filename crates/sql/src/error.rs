@@ -107,6 +107,9 @@ pub enum SqlError {
     ValueOverWorkMem { len: usize, limit: usize },
     #[error("{0}")]
     DependentObjects(String),
+    /// DROP INDEX of the index of a PRIMARY KEY or UNIQUE constraint.
+    #[error("cannot drop index {index} because constraint {index} on table {table} requires it")]
+    IndexOfConstraint { index: String, table: String },
     /// An object others depend on (2BP01), with PostgreSQL's DETAIL naming them.
     #[error("cannot drop {what} because other objects depend on it")]
     DependedOn { what: String, detail: String },
@@ -378,7 +381,7 @@ impl SqlError {
             SqlError::NotPositive("ntile") => "22014",
             SqlError::NotPositive(_) => "22016",
             SqlError::ValueTooLarge | SqlError::ValueOverWorkMem { .. } => "54000",
-            SqlError::DependentObjects(_) => "2BP01",
+            SqlError::DependentObjects(_) | SqlError::IndexOfConstraint { .. } => "2BP01",
             SqlError::InvalidForeignKey(_) => "42830",
             SqlError::DependedOn { .. } => "2BP01",
             SqlError::DuplicateObject(_) => "42710",
@@ -468,6 +471,9 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::IndexOfConstraint { index, table } => {
+                Some(format!("You can drop constraint {index} on table {table} instead."))
+            }
             SqlError::ConflictRowTwice => Some(
                 "Ensure that no rows proposed for insertion within the same command have duplicate constrained values."
                     .to_string(),

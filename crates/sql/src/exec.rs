@@ -85,6 +85,11 @@ pub struct Env<'a, 'b> {
     /// Foreign-key checks waiting for the transaction's end (keys declared `DEFERRABLE
     /// INITIALLY DEFERRED`): [`foreign::check_deferred`] runs them.
     pub deferred_fk: Vec<foreign::FkCheck>,
+    /// The running statement's random state, which `random()` and `gen_random_uuid()`
+    /// draw from ([`Cx::draw`]): set by the executor before each statement from what its
+    /// transaction's log record keeps (its seed and timestamp, or an interactive
+    /// statement's own seed), so that replay and a COMMIT's second run draw the same values.
+    pub random: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// What EXPLAIN ANALYZE learns of the query it runs ([`Env::analyze`]).
@@ -254,7 +259,9 @@ impl Prepared {
         if !part.reads || gather.is_full() {
             return Ok(());
         }
-        let cx = Cx::new(&part.params, env.now).with_budget(gather.budget(env.pool.map(|p| &**p)));
+        let cx = Cx::new(&part.params, env.now)
+            .with_random(env.random.clone())
+            .with_budget(gather.budget(env.pool.map(|p| &**p)));
         let mut touched = Vec::new();
         let sampled = env.sampled;
         let pool = env.pool;
@@ -281,7 +288,12 @@ impl Prepared {
                 "a partial run of a statement that is not a query".into(),
             ));
         };
-        let cx = Cx::new(&part.params, now).with_budget(part.gather.budget(None));
+        // (What is left to compute draws from a state of its own: a query run in parts is
+        // read-only, and runs again alike at an interactive COMMIT.)
+        let random = Arc::new(std::sync::atomic::AtomicU64::new(now as u64));
+        let cx = Cx::new(&part.params, now)
+            .with_random(random)
+            .with_budget(part.gather.budget(None));
         part.gather.finish(p, self.columns(), &cx)
     }
 }
@@ -289,7 +301,9 @@ impl Prepared {
 /// Executes a plan. `params` must already be coerced ([`coerce_params`]).
 pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, params: &[Value]) -> Result<Rows> {
     let budget = ValueBudget::new(env.work_mem, env.pool.map(|p| &**p));
-    let cx = Cx::new(params, env.now).with_budget(budget);
+    let cx = Cx::new(params, env.now)
+        .with_random(env.random.clone())
+        .with_budget(budget);
     match plan {
         Plan::Select(p) => {
             let mut touched = Vec::new();
@@ -560,6 +574,7 @@ fn select_rows(
                 parts,
                 params: cx.params.to_vec(),
                 now: cx.now,
+                random: env.random.clone(),
                 pool: env.pool.cloned(),
             }));
             return Ok(first);
@@ -715,6 +730,9 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                     Some(ColumnDefault::Value(v)) => v.clone(),
                     Some(ColumnDefault::CurrentTimestamp) => Value::TimestampTz(cx.now),
                     Some(ColumnDefault::Sequence) => Value::Int(next_sequence(env, schema)?),
+                    Some(d @ (ColumnDefault::Random | ColumnDefault::RandomUuid)) => {
+                        crate::expr::volatile_default(d).eval_const(cx)?
+                    }
                     None => Value::Null,
                 },
             };

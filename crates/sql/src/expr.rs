@@ -23,7 +23,7 @@ mod math;
 mod ops;
 mod text;
 pub mod window;
-pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner};
+pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner, splitmix64};
 pub use datum::Datum;
 pub use func::Func;
 pub use math::MathFunc;
@@ -482,6 +482,15 @@ impl Expr {
     }
 }
 
+/// The call a column default that draws random values stands for (`Random`,
+/// `RandomUuid`; `random()` for any other).
+pub fn volatile_default(d: &permafrost_storage::ColumnDefault) -> Expr {
+    match d {
+        permafrost_storage::ColumnDefault::RandomUuid => Expr::Func(Func::GenRandomUuid, vec![]),
+        _ => Expr::Func(Func::Random, vec![]),
+    }
+}
+
 /// Evaluates `expr [NOT] IN (list)`: NULL when `expr` is NULL, or when no item equals it
 /// and some item compares as NULL (as PostgreSQL does).
 fn eval_in_list<'a>(
@@ -554,6 +563,10 @@ fn negate(x: ValueRef<'_>) -> Result<Value> {
         ValueRef::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("bigint"))?),
         ValueRef::Double(d) => Value::Double(-d),
         ValueRef::Decimal(d) => Value::Decimal(d.negate()),
+        ValueRef::Interval(x) => Value::Interval(x.negate().ok_or(SqlError::Math {
+            sqlstate: "22008",
+            message: "interval out of range",
+        })?),
         other => {
             return Err(SqlError::NoOperator(format!("- {}", other.kind_name())));
         }
@@ -662,6 +675,12 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 pairs.push((key, kv[1].eval(src, cx)?.into_value().to_string()));
             }
             json::build_object(&pairs, jsonb)?
+        }
+        // 53 random bits as a double in [0, 1), as PostgreSQL's random() has them.
+        Func::Random => Value::Double((cx.draw()? >> 11) as f64 * (1.0 / (1u64 << 53) as f64)),
+        Func::GenRandomUuid => {
+            let bits = (u128::from(cx.draw()?) << 64) | u128::from(cx.draw()?);
+            Value::Uuid(permafrost_types::uuid_v4(bits).to_be_bytes())
         }
         Func::ArrayOf => {
             let texts = args

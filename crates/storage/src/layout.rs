@@ -52,8 +52,10 @@ pub enum Repr {
     TimestampTz,
     Date,
     Bool,
-    /// `uuid`: 16 bytes, the value's 128 bits little-endian.
+    /// `uuid`: its 16 bytes in RFC 4122 order.
     Uuid,
+    /// `interval`: 16 bytes, months (i32 LE), days (i32 LE), microseconds (i64 LE).
+    Interval,
     Text {
         cap: u16,
     },
@@ -89,6 +91,7 @@ impl Repr {
             DataType::Varchar(n) => Repr::Text { cap: inline_cap(*n) },
             DataType::Bytea => Repr::Bytes { cap: MIN_INLINE as u16 },
             DataType::Uuid => Repr::Uuid,
+            DataType::Interval => Repr::Interval,
             // A document's text (crate `permafrost_types::json`).
             DataType::Json | DataType::Jsonb => Repr::Text { cap: MIN_INLINE as u16 },
         }
@@ -99,7 +102,7 @@ impl Repr {
             Repr::I16 => 2,
             Repr::I32 | Repr::Date => 4,
             Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz => 8,
-            Repr::Decimal | Repr::AnyNumeric | Repr::Uuid => 16,
+            Repr::Decimal | Repr::AnyNumeric | Repr::Uuid | Repr::Interval => 16,
             Repr::Bool => 1,
             Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
         }
@@ -225,7 +228,12 @@ impl TupleLayout {
                 NumericRef::from_encoded(self.var_bytes(slot, o, var)).map_or(ValueRef::Null, ValueRef::Decimal)
             }
             Repr::Bool => ValueRef::Bool(slot[o] != 0),
-            Repr::Uuid => ValueRef::Uuid(u128::from_le_bytes(slot[o..o + 16].try_into().unwrap())),
+            Repr::Uuid => ValueRef::Uuid(slot[o..o + 16].try_into().unwrap()),
+            Repr::Interval => ValueRef::Interval(permafrost_types::Interval {
+                months: i32::from_le_bytes(slot[o..o + 4].try_into().unwrap()),
+                days: i32::from_le_bytes(slot[o + 4..o + 8].try_into().unwrap()),
+                micros: i64::from_le_bytes(slot[o + 8..o + 16].try_into().unwrap()),
+            }),
             Repr::Text { .. } => {
                 let bytes = self.var_bytes(slot, o, var);
                 // SAFETY: text columns are only ever written by `write` from a `&str`, and
@@ -356,7 +364,12 @@ impl TupleLayout {
                 self.write_var(slot, o, cap as usize, &enc, var)?
             }
             (Repr::Bool, ValueRef::Bool(b)) => slot[o] = b as u8,
-            (Repr::Uuid, ValueRef::Uuid(u)) => slot[o..o + 16].copy_from_slice(&u.to_le_bytes()),
+            (Repr::Uuid, ValueRef::Uuid(u)) => slot[o..o + 16].copy_from_slice(&u),
+            (Repr::Interval, ValueRef::Interval(x)) => {
+                slot[o..o + 4].copy_from_slice(&x.months.to_le_bytes());
+                slot[o + 4..o + 8].copy_from_slice(&x.days.to_le_bytes());
+                slot[o + 8..o + 16].copy_from_slice(&x.micros.to_le_bytes());
+            }
             (Repr::Text { cap }, ValueRef::Text(s)) => self.write_var(slot, o, cap as usize, s.as_bytes(), var)?,
             (Repr::Bytes { cap }, ValueRef::Bytes(b)) => self.write_var(slot, o, cap as usize, b, var)?,
             (repr, v) => {

@@ -19,6 +19,10 @@ pub enum ColumnDefault {
     CurrentTimestamp,
     /// The next value of the table's sequence (SERIAL, BIGSERIAL, identity columns).
     Sequence,
+    /// `random()`: drawn from the statement's random state, which its log record keeps.
+    Random,
+    /// `gen_random_uuid()`: drawn likewise.
+    RandomUuid,
 }
 
 /// A column definition.
@@ -70,6 +74,9 @@ pub struct IndexDef {
     pub kind: IndexKind,
     /// Whether this is the table's primary key.
     pub primary: bool,
+    /// Whether it is a PRIMARY KEY or UNIQUE constraint's index (shown in pg_constraint,
+    /// dropped with the constraint), not one of CREATE INDEX.
+    pub constraint: bool,
 }
 
 /// What a foreign key does to the rows that reference a key being deleted or changed.

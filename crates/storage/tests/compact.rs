@@ -25,6 +25,7 @@ fn schema() -> TableSchema {
                 unique: true,
                 kind: IndexKind::Hash,
                 primary: true,
+                constraint: true,
             },
             IndexDef {
                 name: "g".into(),
@@ -32,6 +33,7 @@ fn schema() -> TableSchema {
                 unique: false,
                 kind: IndexKind::Ordered,
                 primary: false,
+                constraint: false,
             },
         ],
         partition_column: Some(0),

@@ -32,6 +32,7 @@ fn schema() -> TableSchema {
                 unique: true,
                 kind: IndexKind::Hash,
                 primary: true,
+                constraint: true,
             },
             IndexDef {
                 name: "by_grp".into(),
@@ -39,6 +40,7 @@ fn schema() -> TableSchema {
                 unique: false,
                 kind: IndexKind::Ordered,
                 primary: false,
+                constraint: false,
             },
             IndexDef {
                 name: "by_name".into(),
@@ -46,6 +48,7 @@ fn schema() -> TableSchema {
                 unique: true,
                 kind: IndexKind::Ordered,
                 primary: false,
+                constraint: false,
             },
         ],
         // Replicated: a unique index on a partitioned table must contain the partition column.

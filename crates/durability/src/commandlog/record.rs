@@ -68,6 +68,7 @@ const TAG_NUMERIC: u8 = 8;
 const TAG_TIMESTAMPTZ: u8 = 9;
 const TAG_DATE: u8 = 10;
 const TAG_UUID: u8 = 11;
+const TAG_INTERVAL: u8 = 12;
 
 /// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
@@ -224,6 +225,7 @@ fn value_len(v: &Value) -> usize {
         Value::Text(s) => 5 + s.len(),
         Value::Bytes(b) => 5 + b.len(),
         Value::Uuid(_) => 17,
+        Value::Interval(_) => 17,
     }
 }
 
@@ -290,7 +292,13 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
         }
         Value::Uuid(u) => {
             out.push(TAG_UUID);
-            out.extend_from_slice(&u.to_le_bytes());
+            out.extend_from_slice(u);
+        }
+        Value::Interval(x) => {
+            out.push(TAG_INTERVAL);
+            out.extend_from_slice(&x.months.to_le_bytes());
+            out.extend_from_slice(&x.days.to_le_bytes());
+            out.extend_from_slice(&x.micros.to_le_bytes());
         }
     }
 }
@@ -337,7 +345,15 @@ fn value(c: &mut Decoder<'_>) -> Result<Value, DecodeError> {
         TAG_DATE => Value::Date(c.u32("date")? as i32),
         TAG_TEXT => Value::Text(c.string("text")?.into_boxed_str()),
         TAG_BYTES => Value::Bytes(c.bytes("bytea")?.into()),
-        TAG_UUID => Value::Uuid(u128::from_le_bytes(c.bytes16("uuid")?)),
+        TAG_UUID => Value::Uuid(c.bytes16("uuid")?),
+        TAG_INTERVAL => {
+            let b = c.bytes16("interval")?;
+            Value::Interval(permafrost_types::Interval {
+                months: i32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                days: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                micros: i64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+            })
+        }
         t => {
             return Err(DecodeError::UnknownTag {
                 what: "value tag",

@@ -44,6 +44,7 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                 ValueRef::Bool(_) => DataType::Boolean,
                 ValueRef::Bytes(_) => DataType::Bytea,
                 ValueRef::Uuid(_) => DataType::Uuid,
+                ValueRef::Interval(_) => DataType::Interval,
                 ValueRef::Decimal(_) => {
                     return Err(Error::BadCall {
                         name: proc.name.clone(),

@@ -173,10 +173,18 @@ pub(crate) fn run_body(
         undone: proc.is_probe(),
         analyze: None,
         deferred_fk: Vec::new(),
+        random: Default::default(),
     };
+    // What the statements' random states derive from: the seed and timestamp the
+    // transaction's log record keeps (a moved statement's fixed ones), so that replay
+    // draws the same values; the timestamp keeps runs after a restart apart.
+    let seed = proc.fixed.map_or(info.seed, |f| f.seed);
+    let random_seed = permafrost_sql::splitmix64(seed ^ (env.now as u64).rotate_left(32));
     let mut ctx = ProcContext {
         env: &mut env,
         statements: &proc.statements,
+        random_seed,
+        executed: 0,
         txn_id: info.txn_id,
         rng: info.seed,
         placement: Placement::default(),

@@ -3,6 +3,7 @@
 //! COMMIT (crate::txn); an extended-protocol group that goes on past a statement is an
 //! implicit block; DDL in a block waits for COMMIT.
 
+use permafrost_executor::NewStatement;
 use permafrost_sql::MoreRows;
 
 use super::engine::run_with;
@@ -299,8 +300,11 @@ impl Backend {
                     Some(d) => futures::future::Either::Left(self.db.probe_draft(
                         d,
                         &o.statements,
-                        stmt,
-                        params,
+                        NewStatement {
+                            stmt,
+                            params,
+                            seed: o.next_seed(),
+                        },
                         o.now,
                         stop.clone(),
                     )),
@@ -308,8 +312,11 @@ impl Backend {
                         let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
                         futures::future::Either::Right(self.db.probe(
                             &before,
-                            stmt,
-                            params,
+                            NewStatement {
+                                stmt,
+                                params,
+                                seed: o.next_seed(),
+                            },
                             o.now,
                             stop.clone(),
                             Place::Here,
@@ -381,6 +388,7 @@ pub(super) fn keep_in_block(
             digest: rows.digest(),
             seen: window.map(|w| w.0),
             done: window.map(|w| w.1),
+            seed: o.next_seed(),
         });
     }
 }

@@ -265,6 +265,7 @@ mod tests {
             unique: true,
             kind: IndexKind::Ordered,
             primary: true,
+            constraint: true,
         });
         let session = SessionInfo {
             user: "u".into(),

@@ -119,6 +119,7 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(1082, "date", 4, "D", 1182),
     ty(1114, "timestamp", 8, "D", 1115),
     ty(1184, "timestamptz", 8, "D", 1185),
+    ty(1186, "interval", 16, "T", 1187),
     ty(1700, "numeric", -1, "N", 1231),
     ty(2205, "regclass", 4, "N", 2210),
     ty(2206, "regtype", 4, "N", 2211),
@@ -165,6 +166,7 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Boolean => 16,
         DataType::Bytea => 17,
         DataType::Uuid => 2950,
+        DataType::Interval => 1186,
         DataType::Json => 114,
         DataType::Jsonb => 3802,
     }
@@ -188,7 +190,7 @@ pub(super) fn attlen(ty: &DataType) -> i64 {
         DataType::Integer | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz => 8,
         DataType::Boolean => 1,
-        DataType::Uuid => 16,
+        DataType::Uuid | DataType::Interval => 16,
         DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea | DataType::Json | DataType::Jsonb => -1,
     }
 }
@@ -225,6 +227,7 @@ pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
         1082 => named("date"),
         1114 => named("timestamp without time zone"),
         1184 => named("timestamp with time zone"),
+        1186 => named("interval"),
         1700 if typmod >= 4 => {
             let m = typmod - 4;
             Some(format!("numeric({},{})", m >> 16, m & 0xffff))
@@ -352,6 +355,8 @@ pub(super) fn default_expr(t: &TableSchema, col: usize) -> Option<String> {
     let v = match c.default.as_ref()? {
         ColumnDefault::Sequence => return Some(format!("nextval('{}'::regclass)", sequence_name(t, col))),
         ColumnDefault::CurrentTimestamp => return Some("CURRENT_TIMESTAMP".into()),
+        ColumnDefault::Random => return Some("random()".into()),
+        ColumnDefault::RandomUuid => return Some("gen_random_uuid()".into()),
         ColumnDefault::Value(v) => v.as_ref(),
     };
     let cast = match c.ty {

@@ -289,7 +289,7 @@ impl TableRelations {
                 ("indexprs", NULL),
                 ("indpred", NULL),
             ]);
-            if ix.primary || ix.unique {
+            if ix.constraint {
                 let coid = CONSTRAINT_OID_BASE + i64::from(t.id) * PER_TABLE + n as i64;
                 let (kind, word, info) = if ix.primary {
                     ("p", "PRIMARY KEY", "PRIMARY KEY")

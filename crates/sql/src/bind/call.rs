@@ -125,6 +125,15 @@ impl Binder<'_> {
                 arity(0, 0)?;
                 return Ok((Expr::Func(Func::Pi, vec![]), Some(DataType::Double)));
             }
+            // Drawn from the statement's random state, which its log record keeps.
+            "random" => {
+                arity(0, 0)?;
+                return Ok((Expr::Func(Func::Random, vec![]), Some(DataType::Double)));
+            }
+            "gen_random_uuid" => {
+                arity(0, 0)?;
+                return Ok((Expr::Func(Func::GenRandomUuid, vec![]), Some(DataType::Uuid)));
+            }
             name if MathFunc::named(name).is_some() => {
                 let m = MathFunc::named(name).expect("checked");
                 arity(m.arity(), m.arity())?;
@@ -327,6 +336,7 @@ impl Binder<'_> {
         self.infer(&bound[0], Some(T::Varchar(None)));
         let arg = match types[1] {
             Some(t @ (T::Timestamp | T::TimestampTz | T::Date)) => t,
+            Some(T::Interval) if matches!(f, Func::DatePart { .. }) => T::Interval,
             None => {
                 self.infer(&bound[1], Some(T::TimestampTz));
                 T::TimestampTz
@@ -402,6 +412,8 @@ const OTHER_FUNCTIONS: &[&str] = &[
     "pg_advisory_unlock_all",
     "current_schema",
     "pi",
+    "random",
+    "gen_random_uuid",
     "sign",
     "trunc",
     "mod",

@@ -99,6 +99,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         A::Bool | A::Boolean => DataType::Boolean,
         A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
         A::Uuid => DataType::Uuid,
+        A::Interval { .. } => DataType::Interval,
         A::JSON => DataType::Json,
         A::JSONB => DataType::Jsonb,
         A::Custom(name, _) => match object_name(name)?.as_str() {
@@ -108,6 +109,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             "float8" => DataType::Double,
             "timestamptz" => DataType::TimestampTz,
             "uuid" => DataType::Uuid,
+            "interval" => DataType::Interval,
             "json" => DataType::Json,
             "jsonb" => DataType::Jsonb,
             other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),
@@ -142,6 +144,28 @@ pub(super) fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
         other => return unsupported(format!("typed literal {other}")),
     };
     Ok((Expr::Const(Value::parse(&ty, &text)?), Some(ty)))
+}
+
+/// Binds `INTERVAL 'text'` (and `INTERVAL 'n' unit`, the unit read after the number).
+pub(super) fn interval_literal(iv: &ast::Interval) -> Result<Typed> {
+    let text = match iv.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => return unsupported(format!("INTERVAL {other}")),
+        },
+        other => return unsupported(format!("INTERVAL {other}")),
+    };
+    if iv.last_field.is_some() || iv.fractional_seconds_precision.is_some() {
+        return unsupported("INTERVAL ... TO ... field ranges");
+    }
+    let text = match &iv.leading_field {
+        Some(field) => format!("{text} {field}"),
+        None => text,
+    };
+    Ok((
+        Expr::Const(Value::parse(&DataType::Interval, &text)?),
+        Some(DataType::Interval),
+    ))
 }
 
 /// Names of PostgreSQL's own types that sqlparser reads as custom names: not supported

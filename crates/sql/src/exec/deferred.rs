@@ -65,6 +65,8 @@ pub struct Deferred {
     pub parts: Vec<DeferredPart>,
     pub(super) params: Vec<Value>,
     pub(super) now: i64,
+    /// The statement's random state (`Env::random`).
+    pub(super) random: Arc<std::sync::atomic::AtomicU64>,
     pub(super) pool: Option<Arc<MemoryPool>>,
 }
 
@@ -109,7 +111,9 @@ impl Deferred {
     /// result is complete (a LIMIT reached): the remaining tuples need not be read.
     pub fn feed(&mut self, stmt: &Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
         let (p, _) = scanned(stmt, self.outer.is_some())?;
-        let cx = Cx::new(&self.params, self.now).with_budget(self.gather.budget(self.pool.as_deref()));
+        let cx = Cx::new(&self.params, self.now)
+            .with_random(self.random.clone())
+            .with_budget(self.gather.budget(self.pool.as_deref()));
         let src = DetachedSource {
             rel: p.rels[0].rel,
             row,
@@ -131,7 +135,9 @@ impl Deferred {
         };
         if let Some(rows) = self.gather.take_rows()? {
             let (p, _) = scanned(stmt, false)?;
-            let cx = Cx::new(&self.params, self.now).with_budget(outer.budget(self.pool.as_deref()));
+            let cx = Cx::new(&self.params, self.now)
+                .with_random(self.random.clone())
+                .with_budget(outer.budget(self.pool.as_deref()));
             walk_detached(p, &cx, rows, outer, self.pool.as_ref(), self.work_mem)?;
         }
         outer.take_rows()
@@ -149,18 +155,23 @@ impl Deferred {
             outer,
             params,
             now,
+            random,
             pool,
             work_mem,
             ..
         } = self;
         let (p, columns) = scanned(stmt, outer.is_some())?;
-        let cx = Cx::new(&params, now).with_budget(gather.budget(pool.as_deref()));
+        let cx = Cx::new(&params, now)
+            .with_random(random.clone())
+            .with_budget(gather.budget(pool.as_deref()));
         let rows = gather.finish(p, columns, &cx)?;
         let Some(mut outer) = outer else {
             return Ok(rows);
         };
         let (p, columns) = scanned(stmt, false)?;
-        let cx = Cx::new(&params, now).with_budget(outer.budget(pool.as_deref()));
+        let cx = Cx::new(&params, now)
+            .with_random(random.clone())
+            .with_budget(outer.budget(pool.as_deref()));
         walk_detached(p, &cx, rows, &mut outer, pool.as_ref(), work_mem)?;
         outer.finish(p, columns, &cx)
     }

@@ -39,7 +39,8 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         | (ValueRef::TimestampTz(_), DataType::TimestampTz)
         | (ValueRef::Date(_), DataType::Date)
         | (ValueRef::Bytes(_), DataType::Bytea)
-        | (ValueRef::Uuid(_), DataType::Uuid) => owned(v.to_owned()),
+        | (ValueRef::Uuid(_), DataType::Uuid)
+        | (ValueRef::Interval(_), DataType::Interval) => owned(v.to_owned()),
         _ => None,
     }
 }

@@ -3,6 +3,9 @@
 //! aggregate results, subqueries' values and the runner of correlated ones, the arrays read
 //! so far, the budget for built values.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use permafrost_types::{DataType, Value, ValueRef};
 
 use crate::error::Result;
@@ -53,6 +56,10 @@ pub struct Cx<'a> {
     pub working: Option<std::rc::Rc<WorkingRows>>,
     /// The values of the query's window function calls for the row being produced.
     pub windows: &'a [Value],
+    /// Where `random()` and `gen_random_uuid()` draw from: the statement's random state
+    /// (`Env::random`), shared by every copy of the context; `None` where nothing may
+    /// draw (a constant evaluated when a statement is planned).
+    pub random: Option<Arc<AtomicU64>>,
 }
 
 /// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one
@@ -94,6 +101,7 @@ impl<'a> Cx<'a> {
             outer: &[],
             working: None,
             windows: &[],
+            random: None,
         }
     }
 
@@ -111,6 +119,7 @@ impl<'a> Cx<'a> {
             outer: self.outer,
             working: self.working.clone(),
             windows: self.windows,
+            random: self.random.clone(),
         }
     }
 
@@ -184,6 +193,41 @@ impl<'a> Cx<'a> {
     pub fn with_budget(self, budget: ValueBudget<'a>) -> Cx<'a> {
         Cx { budget, ..self }
     }
+
+    /// This context drawing random values from `random` ([`Cx::random`]).
+    pub fn with_random(self, random: Arc<AtomicU64>) -> Cx<'a> {
+        Cx {
+            random: Some(random),
+            ..self
+        }
+    }
+
+    /// The next random 64 bits of the statement's random state (SplitMix64 over it): the
+    /// same sequence whenever the statement runs again with the same state (its replay,
+    /// an interactive transaction's commit).
+    pub fn draw(&self) -> Result<u64> {
+        let state = self.random.as_ref().ok_or_else(|| {
+            crate::error::SqlError::Unsupported(
+                "random() or gen_random_uuid() in a value computed once when the statement is planned".into(),
+            )
+        })?;
+        Ok(splitmix64(
+            state
+                .fetch_add(GOLDEN_GAMMA, Ordering::Relaxed)
+                .wrapping_add(GOLDEN_GAMMA),
+        ))
+    }
+}
+
+/// SplitMix64's increment.
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// SplitMix64's output function of a state.
+pub fn splitmix64(state: u64) -> u64 {
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The arrays `= ANY(array)` read during one execution, with their elements converted to

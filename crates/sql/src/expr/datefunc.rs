@@ -143,6 +143,9 @@ fn first_year(n: i64, len: i64) -> i64 {
 /// The value of `extract(unit from v)` (`numeric`: numeric, as `extract` answers) or of
 /// `date_part(unit, v)` (double precision).
 pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Value> {
+    if let ValueRef::Interval(x) = v {
+        return interval_part(name, &x, numeric);
+    }
     let (micros, ty, is_date) = match v {
         ValueRef::Timestamp(t) => (t, DataType::Timestamp, false),
         ValueRef::TimestampTz(t) => (t, DataType::TimestampTz, false),
@@ -192,6 +195,44 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
         Epoch => (micros, 6),
         // The session's zone is UTC.
         Timezone | TimezoneHour | TimezoneMinute => (0, 0),
+    };
+    Ok(if numeric {
+        Value::Decimal(Numeric::new(count, scale))
+    } else {
+        Value::Double(count as f64 / 10f64.powi(scale as i32))
+    })
+}
+
+/// `extract(unit from x)` / `date_part(unit, x)` of an interval: its fields as PostgreSQL
+/// reads them (years and months from the months, the day field, the time's hours, minutes
+/// and seconds), or `epoch`, its length in seconds (a month as 30 days, a year as 365.25).
+fn interval_part(name: &str, x: &permafrost_types::Interval, numeric: bool) -> Result<Value> {
+    let u = unit(name).ok_or_else(|| not_recognized(name, &DataType::Interval))?;
+    let sec_us = x.micros % (60 * MICROS_PER_SEC);
+    use Unit::*;
+    let (count, scale): (i64, u32) = match u {
+        Microseconds => (sec_us, 0),
+        Milliseconds => (sec_us, 3),
+        Second => (sec_us, 6),
+        Minute => (x.micros / (60 * MICROS_PER_SEC) % 60, 0),
+        Hour => (x.micros / (3600 * MICROS_PER_SEC), 0),
+        Day => (x.days.into(), 0),
+        Month => ((x.months % 12).into(), 0),
+        Quarter => (((x.months % 12) / 3 + 1).into(), 0),
+        Year => ((x.months / 12).into(), 0),
+        Decade => ((x.months / 120).into(), 0),
+        Century => ((x.months / 1200).into(), 0),
+        Millennium => ((x.months / 12000).into(), 0),
+        Epoch => {
+            let seconds = x.epoch_seconds();
+            return Ok(if numeric {
+                let micros = (seconds * 1e6).round() as i64;
+                Value::Decimal(Numeric::new(micros, 6))
+            } else {
+                Value::Double(seconds)
+            });
+        }
+        _ => return Err(not_supported(name, &DataType::Interval)),
     };
     Ok(if numeric {
         Value::Decimal(Numeric::new(count, scale))

@@ -61,6 +61,11 @@ pub enum Func {
     },
     JsonTypeof,
     JsonArrayLength,
+    /// `random()`: a double in [0, 1) drawn from the statement's random state
+    /// ([`Cx::draw`]).
+    Random,
+    /// `gen_random_uuid()`: a version 4 uuid drawn from the statement's random state.
+    GenRandomUuid,
     /// `x AT TIME ZONE zone` (`to_local`: x is a timestamp with time zone, the result the
     /// wall-clock time in zone; else the reverse).
     AtTimeZone {

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use permafrost_types::{DataType, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare};
+use permafrost_types::{DataType, Interval, Numeric, NumericError, Value, ValueError, ValueRef, sql_compare};
 
 use crate::error::{Result, SqlError};
 
@@ -98,6 +98,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Date(_) => DataType::Date,
         ValueRef::Bytes(_) => DataType::Bytea,
         ValueRef::Uuid(_) => DataType::Uuid,
+        ValueRef::Interval(_) => DataType::Interval,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
 }
@@ -115,6 +116,7 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
     use ValueRef as V;
     Ok(match (a, b) {
         (V::Null, _) | (_, V::Null) => Value::Null,
+        (V::Interval(_), _) | (_, V::Interval(_)) => interval_arith(op, a, b)?,
         (V::Int(x), V::Int(y)) => Value::Int(
             match op {
                 ArithOp::Add => x.checked_add(y),
@@ -177,7 +179,7 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
             }
         }
         (V::Timestamp(x) | V::TimestampTz(x), V::Timestamp(y) | V::TimestampTz(y)) if op == ArithOp::Sub => {
-            Value::Int(x.checked_sub(y).ok_or_else(|| overflow("timestamp"))?)
+            Value::Interval(Interval::between(x, y).ok_or_else(interval_out_of_range)?)
         }
         // date +/- days, days + date, date - date (days)
         (V::Date(d), V::Int(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
@@ -190,6 +192,82 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
         }
         (V::Int(i), V::Date(d)) if op == ArithOp::Add => date_in_range((d as i64).checked_add(i))?,
         (V::Date(x), V::Date(y)) if op == ArithOp::Sub => Value::Int(x as i64 - y as i64),
+        _ => return Err(type_err(op, a, b)),
+    })
+}
+
+fn interval_out_of_range() -> SqlError {
+    SqlError::Math {
+        sqlstate: "22008",
+        message: "interval out of range",
+    }
+}
+
+fn timestamp_out_of_range() -> SqlError {
+    SqlError::Math {
+        sqlstate: "22008",
+        message: "timestamp out of range",
+    }
+}
+
+/// Arithmetic with an interval: a timestamp (or a date's midnight) moved by one, intervals
+/// added and subtracted, an interval scaled by a number.
+fn interval_arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
+    use ValueRef as V;
+    let moved = |t: i64, x: &Interval, sub: bool| -> Result<i64> {
+        let x = if sub {
+            x.negate().ok_or_else(interval_out_of_range)?
+        } else {
+            *x
+        };
+        let r = permafrost_types::interval::add_to_timestamp(t, &x).ok_or_else(timestamp_out_of_range)?;
+        if !(permafrost_types::TIMESTAMP_MIN..=permafrost_types::TIMESTAMP_MAX).contains(&r) {
+            return Err(timestamp_out_of_range());
+        }
+        Ok(r)
+    };
+    let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
+    let sub = op == ArithOp::Sub;
+    let factor = |v: ValueRef<'_>| -> Option<f64> {
+        match v {
+            V::Int(i) => Some(i as f64),
+            V::Double(d) => Some(d),
+            V::Decimal(d) => Some(d.to_f64()),
+            _ => None,
+        }
+    };
+    Ok(match (a, b) {
+        (V::Timestamp(t), V::Interval(x)) if add_sub => Value::Timestamp(moved(t, &x, sub)?),
+        (V::TimestampTz(t), V::Interval(x)) if add_sub => Value::TimestampTz(moved(t, &x, sub)?),
+        (V::Interval(x), V::Timestamp(t)) if op == ArithOp::Add => Value::Timestamp(moved(t, &x, false)?),
+        (V::Interval(x), V::TimestampTz(t)) if op == ArithOp::Add => Value::TimestampTz(moved(t, &x, false)?),
+        (V::Date(d), V::Interval(x)) if add_sub => {
+            Value::Timestamp(moved(permafrost_types::datetime::start_of_day(d), &x, sub)?)
+        }
+        (V::Interval(x), V::Date(d)) if op == ArithOp::Add => {
+            Value::Timestamp(moved(permafrost_types::datetime::start_of_day(d), &x, false)?)
+        }
+        (V::Interval(x), V::Interval(y)) if add_sub => {
+            let y = if sub {
+                y.negate().ok_or_else(interval_out_of_range)?
+            } else {
+                y
+            };
+            Value::Interval(x.add(&y).ok_or_else(interval_out_of_range)?)
+        }
+        (V::Interval(x), n) if op == ArithOp::Mul && factor(n).is_some() => {
+            Value::Interval(x.scale(factor(n).unwrap_or(1.0)).ok_or_else(interval_out_of_range)?)
+        }
+        (n, V::Interval(x)) if op == ArithOp::Mul && factor(n).is_some() => {
+            Value::Interval(x.scale(factor(n).unwrap_or(1.0)).ok_or_else(interval_out_of_range)?)
+        }
+        (V::Interval(x), n) if op == ArithOp::Div && factor(n).is_some() => {
+            let f = factor(n).unwrap_or(1.0);
+            if f == 0.0 {
+                return Err(ValueError::DivisionByZero.into());
+            }
+            Value::Interval(x.scale(1.0 / f).ok_or_else(interval_out_of_range)?)
+        }
         _ => return Err(type_err(op, a, b)),
     })
 }

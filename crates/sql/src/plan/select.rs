@@ -774,6 +774,7 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         ast::Expr::Nested(expr) => column_name(expr),
         ast::Expr::Extract { .. } => "extract".into(),
         ast::Expr::AtTimeZone { .. } => "timezone".into(),
+        ast::Expr::Interval(_) => "interval".into(),
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
@@ -823,6 +824,7 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
             DataType::Boolean => "bool",
             DataType::Bytea => "bytea",
             DataType::Uuid => "uuid",
+            DataType::Interval => "interval",
             DataType::Json => "json",
             DataType::Jsonb => "jsonb",
         }

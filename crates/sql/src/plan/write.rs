@@ -532,6 +532,9 @@ fn default_expr(c: &permafrost_storage::Column) -> Result<Expr> {
         None => Expr::Const(Value::Null),
         Some(permafrost_storage::ColumnDefault::Value(v)) => Expr::Const(v.clone()),
         Some(permafrost_storage::ColumnDefault::CurrentTimestamp) => Expr::Now,
+        Some(d @ (permafrost_storage::ColumnDefault::Random | permafrost_storage::ColumnDefault::RandomUuid)) => {
+            crate::expr::volatile_default(d)
+        }
         Some(permafrost_storage::ColumnDefault::Sequence) => {
             return unsupported(format!(
                 "DEFAULT for serial column \"{}\" in some VALUES rows but not all (write DEFAULT in every row, or leave the column out)",

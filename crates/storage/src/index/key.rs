@@ -225,7 +225,11 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
         (ValueRef::Bool(b), DataType::Boolean) => out.push(b as u8),
         (ValueRef::Text(s), DataType::Varchar(_)) => escape_bytes(out, s.as_bytes()),
         (ValueRef::Bytes(b), DataType::Bytea) => escape_bytes(out, b),
-        (ValueRef::Uuid(u), DataType::Uuid) => out.extend_from_slice(&u.to_be_bytes()),
+        (ValueRef::Uuid(u), DataType::Uuid) => out.extend_from_slice(&u),
+        // By its span (a month as 30 days): equal intervals have one key, as they compare.
+        (ValueRef::Interval(x), DataType::Interval) => {
+            out.extend_from_slice(&((x.span() as u128) ^ (1u128 << 127)).to_be_bytes())
+        }
         (ValueRef::Text(s), DataType::Json | DataType::Jsonb) => escape_bytes(out, s.as_bytes()),
         _ => return false,
     }
