@@ -281,6 +281,7 @@ impl Interactive {
                     // A run after a pre-pass starts again.
                     lock(c).clear();
                 }
+                let mut writes_before: u64 = 0;
                 for (i, &k) in counts.iter().enumerate() {
                     if let Some(s) = &schema {
                         s.apply_through(i, ctx.env.stores)?;
@@ -309,8 +310,19 @@ impl Interactive {
                         // it showed: not run again.
                         continue;
                     }
-                    if expect.seed != 0 {
-                        ctx.seed_statement(expect.seed);
+                    // A statement that drew random values in its probe draws from its own
+                    // seed (the record keeps it); any other from the transaction's, by how
+                    // many writes came before it: replay runs the writes only, and gives
+                    // each the same state.
+                    let seed = match expect.seed {
+                        0 => permafrost_sql::splitmix64(
+                            ctx.base_seed() ^ writes_before.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        ),
+                        s => s,
+                    };
+                    ctx.seed_statement(seed);
+                    if !ctx.statements[i].is_read_only() {
+                        writes_before += 1;
                     }
                     let own = (probe && i + 1 == n) || collect.is_some();
                     let run = match bulk[i] {

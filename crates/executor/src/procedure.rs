@@ -466,10 +466,13 @@ pub struct ProcContext<'e, 'a, 'b> {
     pub(crate) statements: &'e [Arc<Prepared>],
     pub(crate) txn_id: u64,
     pub(crate) rng: u64,
-    /// What the random state of each statement it runs derives from
-    /// ([`ProcContext::seed_statement`]), with how many it ran since.
+    /// What the random state of each statement it runs derives from: the transaction's
+    /// (from its log record's seed and timestamp), or the one
+    /// [`ProcContext::seed_statement`] set; with how many it ran since.
     pub(crate) random_seed: u64,
     pub(crate) executed: u64,
+    /// The transaction's own ([`ProcContext::random_seed`] before any was set).
+    pub(crate) base_seed: u64,
     /// How its commit is noted among recent ones: an interactive transaction describes
     /// what it read, and may take an earlier place (interactive.rs).
     pub(crate) placement: permafrost_storage::Placement,
@@ -487,7 +490,15 @@ impl ProcContext<'_, '_, '_> {
         self.executed += 1;
         let state = permafrost_sql::splitmix64(self.random_seed ^ self.executed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         self.env.random.store(state, std::sync::atomic::Ordering::Relaxed);
-        Ok(p.execute(self.env, params)?)
+        let mut rows = p.execute(self.env, params)?;
+        // (Each draw moves the state on.)
+        rows.drew_random = self.env.random.load(std::sync::atomic::Ordering::Relaxed) != state;
+        Ok(rows)
+    }
+
+    /// The transaction's own random seed, whatever statement seeds were set since.
+    pub(crate) fn base_seed(&self) -> u64 {
+        self.base_seed
     }
 
     /// Makes the statements run next draw their random values from `seed` (an interactive

@@ -67,7 +67,8 @@ impl<'a> Txn<'a> {
             digest: rows.digest(),
             seen: Some(seen),
             done: Some(self.db.write_clock()),
-            seed: self.seed(),
+            // As the server keeps it: only for a statement that drew random values.
+            seed: if rows.drew_random { self.seed() } else { 0 },
         };
         self.all.push(step);
         Ok(rows)
@@ -95,7 +96,7 @@ impl<'a> Txn<'a> {
             digest: rows_back.digest(),
             seen: None,
             done: None,
-            seed: self.seed(),
+            seed: if rows_back.drew_random { self.seed() } else { 0 },
         });
         Ok(rows_back)
     }

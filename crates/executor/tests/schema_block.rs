@@ -84,7 +84,7 @@ impl<'a> Block<'a> {
             digest: rows.digest(),
             seen: None,
             done: None,
-            seed: self.seed(),
+            seed: if rows.drew_random { self.seed() } else { 0 },
         });
         Ok(rows)
     }

@@ -107,6 +107,9 @@ pub struct Rows {
     /// How many of the last rows differ from one run to the next whatever the data
     /// (EXPLAIN ANALYZE's execution time): [`Digest`] leaves them out.
     pub varying: usize,
+    /// Whether the statement drew random values (`random()`, `gen_random_uuid()`): a
+    /// transaction block keeps its seed then (the executor's `TxnStatement::seed`).
+    pub drew_random: bool,
 }
 
 impl Default for Rows {
@@ -124,6 +127,7 @@ impl Rows {
             affected: 0,
             rest: None,
             varying: 0,
+            drew_random: false,
         }
     }
 
@@ -136,6 +140,7 @@ impl Rows {
             affected: 0,
             rest: None,
             varying: 0,
+            drew_random: false,
         }
     }
 

@@ -185,6 +185,7 @@ pub(crate) fn run_body(
         statements: &proc.statements,
         random_seed,
         executed: 0,
+        base_seed: random_seed,
         txn_id: info.txn_id,
         rng: info.seed,
         placement: Placement::default(),

@@ -388,7 +388,9 @@ pub(super) fn keep_in_block(
             digest: rows.digest(),
             seen: window.map(|w| w.0),
             done: window.map(|w| w.1),
-            seed: o.next_seed(),
+            // (Kept only for a statement that drew random values: the others draw
+            // from the COMMIT's own seed, which its record keeps anyway.)
+            seed: if rows.drew_random { o.next_seed() } else { 0 },
         });
     }
 }
