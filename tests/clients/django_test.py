@@ -1,5 +1,6 @@
 """Django against a running Permafrost server, as a new user starts a project: two apps
-(ForeignKey, ManyToManyField, DateTimeField with USE_TZ, JSONField, UUIDField), their
+(ForeignKey, ManyToManyField, DateTimeField with USE_TZ, TimeField, DurationField, JSONField,
+UUIDField), their
 migrations made by `makemigrations` and applied by `migrate` with Django's own apps (admin,
 auth, contenttypes, sessions), then the ORM calls applications make (bulk_create, annotate,
 update_or_create, select_for_update, prefetch_related, JSON and UUID lookups) and the
@@ -68,6 +69,8 @@ class Note(models.Model):
     product = models.ForeignKey("shop.Product", null=True, on_delete=models.SET_NULL)
     body = models.TextField()
     due = models.DateTimeField(null=True)
+    at = models.TimeField(null=True)
+    lead = models.DurationField(null=True)
     watchers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="watched")
 '''
 
@@ -136,7 +139,7 @@ django.setup()
 
 from django.core.management import call_command
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.test import Client
 from django.test.utils import setup_test_environment
 
@@ -189,9 +192,14 @@ check("JSON contains", list(Product.objects.filter(attrs__contains={"i": 1}).val
 check("JSON nested key", list(Product.objects.filter(attrs__n__1=2).values_list("title", flat=True)), ["A"])
 check("aware datetimes", got.updated.tzinfo is not None and books.created <= got.updated, True)
 due = datetime.datetime(2030, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
-note = Note.objects.create(author=admin, product=p, body="restock", due=due)
+note = Note.objects.create(author=admin, product=p, body="restock", due=due, at=datetime.time(9, 30),
+                           lead=datetime.timedelta(days=2, hours=3))
 note.watchers.add(admin, bob)
-check("DateTimeField round trip", Note.objects.get(id=note.id).due, due)
+stored = Note.objects.get(id=note.id)
+check("DateTimeField round trip", stored.due, due)
+check("TimeField and DurationField round trip", (stored.at, stored.lead),
+      (datetime.time(9, 30), datetime.timedelta(days=2, hours=3)))
+check("duration arithmetic", Note.objects.filter(due__gt=F("due") - F("lead")).count(), 1)
 check("date lookup", Note.objects.filter(due__year=2030, due__month=5).count(), 1)
 check("M2M reverse", sorted(bob.watched.values_list("body", flat=True)), ["restock"])
 check("M2M filter", list(Tag.objects.filter(product__title="A").order_by("label").values_list("label", flat=True)),

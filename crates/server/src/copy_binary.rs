@@ -104,6 +104,13 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
         DataType::Timestamp | DataType::TimestampTz | DataType::Date => crate::pg_datetime::from_binary(b, ty)?,
         DataType::Bytea => Value::bytes(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| size("uuid"))?),
+        DataType::Time => {
+            let t = i64::from_be_bytes(b.try_into().map_err(|_| size("time"))?);
+            if !(0..=permafrost_types::datetime::MICROS_PER_DAY).contains(&t) {
+                return Err(("22008", "time out of range".into()));
+            }
+            Value::Time(t)
+        }
         DataType::Interval => {
             let b: &[u8; 16] = b.try_into().map_err(|_| size("interval"))?;
             Value::Interval(permafrost_types::Interval {

@@ -31,6 +31,7 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Bytea) => (Type::BYTEA, Type::BYTEA_ARRAY),
         Some(DataType::Uuid) => (Type::UUID, Type::UUID_ARRAY),
         Some(DataType::Interval) => (Type::INTERVAL, Type::INTERVAL_ARRAY),
+        Some(DataType::Time) => (Type::TIME, Type::TIME_ARRAY),
         Some(DataType::Json) => (Type::JSON, Type::JSON_ARRAY),
         Some(DataType::Jsonb) => (Type::JSONB, Type::JSONB_ARRAY),
     }
@@ -64,6 +65,7 @@ pub fn array_element(ty: &Type) -> Option<DataType> {
         Type::BYTEA_ARRAY => DataType::Bytea,
         Type::UUID_ARRAY => DataType::Uuid,
         Type::INTERVAL_ARRAY => DataType::Interval,
+        Type::TIME_ARRAY => DataType::Time,
         Type::JSON_ARRAY => DataType::Json,
         Type::JSONB_ARRAY => DataType::Jsonb,
         _ => return None,
@@ -86,6 +88,7 @@ fn element_of_oid(oid: u32) -> Option<DataType> {
         17 => DataType::Bytea,
         2950 => DataType::Uuid,
         1186 => DataType::Interval,
+        1083 => DataType::Time,
         114 => DataType::Json,
         3802 => DataType::Jsonb,
         _ => return None,
@@ -203,6 +206,11 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
                 jsonb: *ty == Type::JSONB,
             }),
             _ => Err(mismatch("text")),
+        },
+        ValueRef::Time(t) => match *ty {
+            Type::TIME => enc.encode_field(&PgForms::Time(t)),
+            _ if is_text(ty) => enc.encode_field(&v.to_string()),
+            _ => Err(mismatch("time")),
         },
         ValueRef::Interval(x) => match *ty {
             Type::INTERVAL => enc.encode_field(&PgForms::Interval(x)),
@@ -367,7 +375,7 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         },
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
         // Binary forms: a uuid's 16 bytes, jsonb's version byte and text, json's text.
-        Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL if !portal.parameter_format.is_text(i) => {
+        Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL | Type::TIME if !portal.parameter_format.is_text(i) => {
             match portal.parameters.get(i) {
                 None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
                 Some(None) => None,
@@ -419,6 +427,7 @@ fn array_of(ty: &Type) -> Type {
     match *ty {
         Type::UUID => Type::UUID_ARRAY,
         Type::INTERVAL => Type::INTERVAL_ARRAY,
+        Type::TIME => Type::TIME_ARRAY,
         Type::JSON => Type::JSON_ARRAY,
         _ => Type::JSONB_ARRAY,
     }
@@ -434,6 +443,7 @@ enum PgForms<'a> {
     Uuid([u8; 16]),
     Json { text: &'a str, jsonb: bool },
     Interval(permafrost_types::Interval),
+    Time(i64),
 }
 
 impl postgres_types::ToSql for PgForms<'_> {
@@ -445,6 +455,7 @@ impl postgres_types::ToSql for PgForms<'_> {
         match self {
             PgForms::Numeric(d) => out.extend_from_slice(&d.to_pg_binary()),
             PgForms::Uuid(u) => out.extend_from_slice(u),
+            PgForms::Time(t) => out.extend_from_slice(&t.to_be_bytes()),
             // Microseconds (i64), days (i32), months (i32), all big-endian.
             PgForms::Interval(x) => {
                 out.extend_from_slice(&x.micros.to_be_bytes());
@@ -464,7 +475,7 @@ impl postgres_types::ToSql for PgForms<'_> {
     fn accepts(ty: &Type) -> bool {
         matches!(
             *ty,
-            Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL
+            Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL | Type::TIME
         )
     }
 
@@ -484,6 +495,7 @@ impl pgwire::types::ToSqlText for PgForms<'_> {
             PgForms::Uuid(u) => out.extend_from_slice(permafrost_types::uuid_text(u128::from_be_bytes(*u)).as_bytes()),
             PgForms::Json { text, .. } => out.extend_from_slice(text.as_bytes()),
             PgForms::Interval(x) => out.extend_from_slice(permafrost_types::interval_text(x).as_bytes()),
+            PgForms::Time(t) => out.extend_from_slice(permafrost_types::datetime::time_of_day_text(*t).as_bytes()),
         }
         Ok(postgres_types::IsNull::No)
     }

@@ -6,7 +6,7 @@
 //! The buffer is an in-process representation only (it never goes to disk or the wire).
 //!
 //! Each value is a tag byte followed by its payload: nothing for NULL, 1 byte for a
-//! boolean, 4 for a date, 8 bytes for integers, doubles and timestamps, 16 for a uuid, an interval or a numeric of the small
+//! boolean, 4 for a date, 8 bytes for integers, doubles, timestamps and times, 16 for a uuid, an interval or a numeric of the small
 //! form, and a u32 length plus the bytes for text, bytea and a numeric of the big form
 //! (its encoding, `permafrost_types::numeric`).
 
@@ -39,6 +39,7 @@ const T_TIMESTAMPTZ: u8 = 9;
 const T_DATE: u8 = 10;
 const T_UUID: u8 = 11;
 const T_INTERVAL: u8 = 12;
+const T_TIME: u8 = 13;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
 /// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
@@ -389,6 +390,10 @@ fn encode_value(d: &mut Vec<u8>, v: ValueRef<'_>) {
             d.push(T_UUID);
             d.extend_from_slice(&u);
         }
+        ValueRef::Time(t) => {
+            d.push(T_TIME);
+            d.extend_from_slice(&t.to_le_bytes());
+        }
         ValueRef::Interval(x) => {
             d.push(T_INTERVAL);
             d.extend_from_slice(&x.months.to_le_bytes());
@@ -433,7 +438,7 @@ fn well_formed(mut d: &[u8], ncols: usize) -> bool {
             T_BOOL => 1,
             T_DATE => 4,
             T_UUID | T_INTERVAL => 16,
-            T_INT | T_DOUBLE | T_TIMESTAMP | T_TIMESTAMPTZ => 8,
+            T_INT | T_DOUBLE | T_TIMESTAMP | T_TIMESTAMPTZ | T_TIME => 8,
             T_DECIMAL => match p.get(..16) {
                 Some(b) if NumericRef::from_small_bytes(b.try_into().expect("16 bytes")).is_some() => 16,
                 _ => return false,
@@ -483,6 +488,7 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
         T_TIMESTAMPTZ => (ValueRef::TimestampTz(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
         T_DATE => (ValueRef::Date(i32::from_le_bytes(p[..4].try_into().unwrap())), 5),
         T_UUID => (ValueRef::Uuid(p[..16].try_into().unwrap()), 17),
+        T_TIME => (ValueRef::Time(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
         T_INTERVAL => (
             ValueRef::Interval(permafrost_types::Interval {
                 months: i32::from_le_bytes(p[..4].try_into().unwrap()),

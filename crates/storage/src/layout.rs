@@ -56,6 +56,8 @@ pub enum Repr {
     Uuid,
     /// `interval`: 16 bytes, months (i32 LE), days (i32 LE), microseconds (i64 LE).
     Interval,
+    /// `time`: 8 bytes, microseconds since midnight (i64 LE).
+    Time,
     Text {
         cap: u16,
     },
@@ -92,6 +94,7 @@ impl Repr {
             DataType::Bytea => Repr::Bytes { cap: MIN_INLINE as u16 },
             DataType::Uuid => Repr::Uuid,
             DataType::Interval => Repr::Interval,
+            DataType::Time => Repr::Time,
             // A document's text (crate `permafrost_types::json`).
             DataType::Json | DataType::Jsonb => Repr::Text { cap: MIN_INLINE as u16 },
         }
@@ -101,7 +104,7 @@ impl Repr {
         match self {
             Repr::I16 => 2,
             Repr::I32 | Repr::Date => 4,
-            Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz => 8,
+            Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz | Repr::Time => 8,
             Repr::Decimal | Repr::AnyNumeric | Repr::Uuid | Repr::Interval => 16,
             Repr::Bool => 1,
             Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
@@ -211,6 +214,7 @@ impl TupleLayout {
             Repr::Timestamp => ValueRef::Timestamp(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::TimestampTz => ValueRef::TimestampTz(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Date => ValueRef::Date(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap())),
+            Repr::Time => ValueRef::Time(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Decimal => ValueRef::Decimal(NumericRef::small_value(rust_decimal::Decimal::deserialize(
                 slot[o..o + 16].try_into().unwrap(),
             ))),
@@ -341,6 +345,7 @@ impl TupleLayout {
                 slot[o..o + 8].copy_from_slice(&t.to_le_bytes())
             }
             (Repr::Date, ValueRef::Date(d)) => slot[o..o + 4].copy_from_slice(&d.to_le_bytes()),
+            (Repr::Time, ValueRef::Time(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
             (Repr::AnyNumeric, ValueRef::Decimal(d)) => match d.small_bytes() {
                 Some(b) => slot[o..o + 16].copy_from_slice(&b),
                 None => {

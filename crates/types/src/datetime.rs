@@ -90,6 +90,24 @@ fn time_text(micros_of_day: i64) -> String {
     s
 }
 
+/// A `time` as PostgreSQL writes it: `HH:MM:SS`, the fraction without its trailing zeros.
+pub fn time_of_day_text(micros_of_day: i64) -> String {
+    time_text(micros_of_day)
+}
+
+/// Reads a `time` (without time zone): `HH:MM[:SS[.ffffff]]` (up to `24:00:00`), or a
+/// timestamp whose time is taken (`'2024-01-02 10:30'::time`); the microseconds of the
+/// day. A zone after it is dropped, as PostgreSQL drops it for this type.
+pub fn parse_time_of_day(input: &str) -> Result<i64, TimestampError> {
+    let t = input.trim();
+    let looks_dated = t.len() > 4 && t.as_bytes()[..4].iter().all(u8::is_ascii_digit) && t.as_bytes()[4] == b'-';
+    if looks_dated {
+        let f = parse_fields(t)?;
+        return Ok(f.micros_of_day);
+    }
+    Ok(parse_time(t)?.0)
+}
+
 /// A timestamp as PostgreSQL writes it (ISO style): `YYYY-MM-DD HH:MM:SS`, the fraction
 /// without its trailing zeros (none when whole), ` BC` before year 1.
 pub fn timestamp_text(micros: i64) -> String {

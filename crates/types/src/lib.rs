@@ -126,6 +126,8 @@ pub enum DataType {
     Uuid,
     /// `interval`: months, days and microseconds ([`Interval`]).
     Interval,
+    /// `time` (without time zone): microseconds since midnight.
+    Time,
     /// `json`: the document's text as given (`Value::Text`).
     Json,
     /// `jsonb`: the document's text in PostgreSQL's normal form (`Value::Text`, crate::json).
@@ -166,6 +168,7 @@ impl DataType {
             DataType::Bytea => "bytea".into(),
             DataType::Uuid => "uuid".into(),
             DataType::Interval => "interval".into(),
+            DataType::Time => "time without time zone".into(),
             DataType::Json => "json".into(),
             DataType::Jsonb => "jsonb".into(),
         }
@@ -199,6 +202,8 @@ pub enum Value {
     /// bytes and make it larger).
     Uuid([u8; 16]),
     Interval(Interval),
+    /// Microseconds since midnight, 0 to 86,400,000,000 (`24:00:00`).
+    Time(i64),
 }
 
 /// A borrowed SQL value.
@@ -217,6 +222,7 @@ pub enum ValueRef<'a> {
     Bytes(&'a [u8]),
     Uuid([u8; 16]),
     Interval(Interval),
+    Time(i64),
 }
 
 impl Value {
@@ -246,6 +252,7 @@ impl Value {
             Value::Bytes(b) => ValueRef::Bytes(b),
             Value::Uuid(u) => ValueRef::Uuid(*u),
             Value::Interval(x) => ValueRef::Interval(*x),
+            Value::Time(t) => ValueRef::Time(*t),
         }
     }
 
@@ -302,6 +309,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Bytes(b) => Value::Bytes(b.into()),
             ValueRef::Uuid(u) => Value::Uuid(u),
             ValueRef::Interval(x) => Value::Interval(x),
+            ValueRef::Time(t) => Value::Time(t),
         }
     }
 
@@ -343,6 +351,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Bytes(_) => "bytea",
             ValueRef::Uuid(_) => "uuid",
             ValueRef::Interval(_) => "interval",
+            ValueRef::Time(_) => "time without time zone",
         }
     }
 }
@@ -427,6 +436,7 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
         (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
         (Uuid(x), Uuid(y)) => Some(x.cmp(&y)),
         (Interval(x), Interval(y)) => Some(x.compare(&y)),
+        (Time(x), Time(y)) => Some(x.cmp(&y)),
         _ => None,
     }
 }
@@ -463,6 +473,7 @@ fn kind_rank(v: &ValueRef<'_>) -> u8 {
         ValueRef::Bytes(_) => 5,
         ValueRef::Uuid(_) => 6,
         ValueRef::Interval(_) => 7,
+        ValueRef::Time(_) => 8,
     }
 }
 
@@ -513,6 +524,7 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
         ValueRef::Uuid(u) => (6u8, u).hash(state),
         // Equal spans are equal intervals ('1 mon' = '30 days').
         ValueRef::Interval(x) => (7u8, x.span()).hash(state),
+        ValueRef::Time(t) => (8u8, t).hash(state),
     }
 }
 
@@ -550,6 +562,7 @@ impl fmt::Display for ValueRef<'_> {
             ValueRef::Text(s) => f.write_str(s),
             ValueRef::Uuid(u) => f.write_str(&uuid_text(u128::from_be_bytes(u))),
             ValueRef::Interval(x) => f.write_str(&interval_text(&x)),
+            ValueRef::Time(t) => f.write_str(&datetime::time_of_day_text(t)),
             ValueRef::Bytes(b) => {
                 f.write_str("\\x")?;
                 for byte in b {
@@ -591,7 +604,7 @@ pub fn double_text(d: f64) -> String {
 
 /// What a date/time range error adds: the range of the type, where it is not the calendar's.
 fn range_note(ty: &str) -> &'static str {
-    if ty == "date" {
+    if ty == "date" || ty == "time without time zone" {
         ""
     } else {
         " (timestamps run from 4714-11-24 BC to 294246-12-31)"
@@ -729,6 +742,8 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
         (v @ Value::Bytes(_), T::Bytea) => v,
         (v @ Value::Uuid(_), T::Uuid) => v,
         (v @ Value::Interval(_), T::Interval) => v,
+        (v @ Value::Time(_), T::Time) => v,
+        (Value::Timestamp(t) | Value::TimestampTz(t), T::Time) => Value::Time(t.rem_euclid(datetime::MICROS_PER_DAY)),
         (Value::Text(s), _) => parse_text(ty, &s)?,
         (v, T::Varchar(_)) => {
             let s = v.to_string();
@@ -807,6 +822,7 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
         T::Date => Value::Date(parse_date(t).map_err(|e| datetime_error(ty, e, input))?),
         T::Uuid => Value::Uuid(parse_uuid(input).ok_or_else(|| invalid_text(ty, input))?.to_be_bytes()),
         T::Interval => Value::Interval(parse_interval(input).ok_or_else(|| invalid_text(ty, input))?),
+        T::Time => Value::Time(datetime::parse_time_of_day(t).map_err(|e| datetime_error(ty, e, input))?),
         T::Json => match json::parse_json(input) {
             Ok(_) => Value::Text(input.into()),
             Err(detail) => return Err(ValueError::InvalidJson { detail }),

@@ -69,6 +69,7 @@ const TAG_TIMESTAMPTZ: u8 = 9;
 const TAG_DATE: u8 = 10;
 const TAG_UUID: u8 = 11;
 const TAG_INTERVAL: u8 = 12;
+const TAG_TIME: u8 = 13;
 
 /// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
@@ -226,6 +227,7 @@ fn value_len(v: &Value) -> usize {
         Value::Bytes(b) => 5 + b.len(),
         Value::Uuid(_) => 17,
         Value::Interval(_) => 17,
+        Value::Time(_) => 9,
     }
 }
 
@@ -294,6 +296,10 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
             out.push(TAG_UUID);
             out.extend_from_slice(u);
         }
+        Value::Time(t) => {
+            out.push(TAG_TIME);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
         Value::Interval(x) => {
             out.push(TAG_INTERVAL);
             out.extend_from_slice(&x.months.to_le_bytes());
@@ -346,6 +352,7 @@ fn value(c: &mut Decoder<'_>) -> Result<Value, DecodeError> {
         TAG_TEXT => Value::Text(c.string("text")?.into_boxed_str()),
         TAG_BYTES => Value::Bytes(c.bytes("bytea")?.into()),
         TAG_UUID => Value::Uuid(c.bytes16("uuid")?),
+        TAG_TIME => Value::Time(c.i64("time")?),
         TAG_INTERVAL => {
             let b = c.bytes16("interval")?;
             Value::Interval(permafrost_types::Interval {

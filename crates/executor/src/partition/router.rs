@@ -45,6 +45,7 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                 ValueRef::Bytes(_) => DataType::Bytea,
                 ValueRef::Uuid(_) => DataType::Uuid,
                 ValueRef::Interval(_) => DataType::Interval,
+                ValueRef::Time(_) => DataType::Time,
                 ValueRef::Decimal(_) => {
                     return Err(Error::BadCall {
                         name: proc.name.clone(),

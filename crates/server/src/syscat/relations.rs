@@ -117,6 +117,7 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(1042, "bpchar", -1, "S", 1014),
     ty(1043, "varchar", -1, "S", 1015),
     ty(1082, "date", 4, "D", 1182),
+    ty(1083, "time", 8, "D", 1183),
     ty(1114, "timestamp", 8, "D", 1115),
     ty(1184, "timestamptz", 8, "D", 1185),
     ty(1186, "interval", 16, "T", 1187),
@@ -167,6 +168,7 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Bytea => 17,
         DataType::Uuid => 2950,
         DataType::Interval => 1186,
+        DataType::Time => 1083,
         DataType::Json => 114,
         DataType::Jsonb => 3802,
     }
@@ -188,7 +190,7 @@ pub(super) fn attlen(ty: &DataType) -> i64 {
     match ty {
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date => 4,
-        DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz => 8,
+        DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz | DataType::Time => 8,
         DataType::Boolean => 1,
         DataType::Uuid | DataType::Interval => 16,
         DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea | DataType::Json | DataType::Jsonb => -1,
@@ -225,6 +227,7 @@ pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
         1043 if typmod > 4 => Some(format!("character varying({})", typmod - 4)),
         1043 => named("character varying"),
         1082 => named("date"),
+        1083 => named("time without time zone"),
         1114 => named("timestamp without time zone"),
         1184 => named("timestamp with time zone"),
         1186 => named("interval"),

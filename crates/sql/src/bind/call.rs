@@ -336,7 +336,7 @@ impl Binder<'_> {
         self.infer(&bound[0], Some(T::Varchar(None)));
         let arg = match types[1] {
             Some(t @ (T::Timestamp | T::TimestampTz | T::Date)) => t,
-            Some(T::Interval) if matches!(f, Func::DatePart { .. }) => T::Interval,
+            Some(t @ (T::Interval | T::Time)) if matches!(f, Func::DatePart { .. }) => t,
             None => {
                 self.infer(&bound[1], Some(T::TimestampTz));
                 T::TimestampTz

@@ -100,6 +100,15 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         A::Bytea | A::Blob(_) | A::Varbinary(_) | A::Binary(_) => DataType::Bytea,
         A::Uuid => DataType::Uuid,
         A::Interval { .. } => DataType::Interval,
+        A::Time(p, tz) => {
+            if p.is_some_and(|p| p != 6) {
+                return unsupported(format!("type {t} (times keep microseconds: leave out the precision)"));
+            }
+            match tz {
+                ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Time,
+                _ => return unsupported("type time with time zone (use time, or timestamp with time zone)"),
+            }
+        }
         A::JSON => DataType::Json,
         A::JSONB => DataType::Jsonb,
         A::Custom(name, _) => match object_name(name)?.as_str() {
@@ -110,6 +119,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
             "timestamptz" => DataType::TimestampTz,
             "uuid" => DataType::Uuid,
             "interval" => DataType::Interval,
+            "time" => DataType::Time,
             "json" => DataType::Json,
             "jsonb" => DataType::Jsonb,
             other if POSTGRES_TYPES.contains(&other) => return unsupported(format!("type {other}")),

@@ -40,7 +40,8 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         | (ValueRef::Date(_), DataType::Date)
         | (ValueRef::Bytes(_), DataType::Bytea)
         | (ValueRef::Uuid(_), DataType::Uuid)
-        | (ValueRef::Interval(_), DataType::Interval) => owned(v.to_owned()),
+        | (ValueRef::Interval(_), DataType::Interval)
+        | (ValueRef::Time(_), DataType::Time) => owned(v.to_owned()),
         _ => None,
     }
 }

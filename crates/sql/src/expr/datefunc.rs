@@ -151,6 +151,7 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
         ValueRef::TimestampTz(t) => (t, DataType::TimestampTz, false),
         // date_part(text, date) is PostgreSQL's date_part of the date's midnight.
         ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::Date, numeric),
+        ValueRef::Time(t) => (t, DataType::Time, false),
         ValueRef::Null => return Ok(Value::Null),
         other => {
             return Err(SqlError::Type(format!(
@@ -164,6 +165,9 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
     let sec_us = f.micros_of_day % (60 * MICROS_PER_SEC);
     use Unit::*;
     if is_date && matches!(u, Microseconds | Milliseconds | Second | Minute | Hour) {
+        return Err(not_supported(name, &ty));
+    }
+    if ty == DataType::Time && !matches!(u, Microseconds | Milliseconds | Second | Minute | Hour | Epoch) {
         return Err(not_supported(name, &ty));
     }
     if matches!(u, Timezone | TimezoneHour | TimezoneMinute) && ty != DataType::TimestampTz {

@@ -99,6 +99,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Bytes(_) => DataType::Bytea,
         ValueRef::Uuid(_) => DataType::Uuid,
         ValueRef::Interval(_) => DataType::Interval,
+        ValueRef::Time(_) => DataType::Time,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
 }
@@ -192,6 +193,15 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
         }
         (V::Int(i), V::Date(d)) if op == ArithOp::Add => date_in_range((d as i64).checked_add(i))?,
         (V::Date(x), V::Date(y)) if op == ArithOp::Sub => Value::Int(x as i64 - y as i64),
+        // date + time, time + date: the timestamp of that time on that day.
+        (V::Date(d), V::Time(t)) | (V::Time(t), V::Date(d)) if op == ArithOp::Add => {
+            Value::Timestamp(permafrost_types::datetime::start_of_day(d) + t)
+        }
+        (V::Time(x), V::Time(y)) if op == ArithOp::Sub => Value::Interval(Interval {
+            months: 0,
+            days: 0,
+            micros: x - y,
+        }),
         _ => return Err(type_err(op, a, b)),
     })
 }
@@ -214,6 +224,7 @@ fn timestamp_out_of_range() -> SqlError {
 /// added and subtracted, an interval scaled by a number.
 fn interval_arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
     use ValueRef as V;
+    use permafrost_types::datetime::MICROS_PER_DAY;
     let moved = |t: i64, x: &Interval, sub: bool| -> Result<i64> {
         let x = if sub {
             x.negate().ok_or_else(interval_out_of_range)?
@@ -246,6 +257,14 @@ fn interval_arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value
         }
         (V::Interval(x), V::Date(d)) if op == ArithOp::Add => {
             Value::Timestamp(moved(permafrost_types::datetime::start_of_day(d), &x, false)?)
+        }
+        // time ± interval: the interval's time part, wrapping around midnight.
+        (V::Time(t), V::Interval(x)) if add_sub => {
+            let d = if sub { -x.micros } else { x.micros };
+            Value::Time((t + d % MICROS_PER_DAY).rem_euclid(MICROS_PER_DAY))
+        }
+        (V::Interval(x), V::Time(t)) if op == ArithOp::Add => {
+            Value::Time((t + x.micros % MICROS_PER_DAY).rem_euclid(MICROS_PER_DAY))
         }
         (V::Interval(x), V::Interval(y)) if add_sub => {
             let y = if sub {

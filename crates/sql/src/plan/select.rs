@@ -825,6 +825,7 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
             DataType::Bytea => "bytea",
             DataType::Uuid => "uuid",
             DataType::Interval => "interval",
+            DataType::Time => "time",
             DataType::Json => "json",
             DataType::Jsonb => "jsonb",
         }

@@ -183,6 +183,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
             out.extend_from_slice(&flip_i64(t))
         }
         (ValueRef::Date(d), DataType::Date) => out.extend_from_slice(&flip_i64(d as i64)),
+        (ValueRef::Time(t), DataType::Time) => out.extend_from_slice(&flip_i64(t)),
         (ValueRef::Double(d), DataType::Double) => {
             let d = if d == 0.0 { 0.0 } else { d };
             let bits = d.to_bits();
