@@ -80,30 +80,14 @@ use permafrost_anticache::AntiCacheError;
 use permafrost_sql::{Prepared, Route, Rows, SqlError};
 use permafrost_storage::KeyRange;
 use permafrost_types::Value;
-use serde::{Deserialize, Serialize};
 
+use crate::block_record::{COUNTED_MARK, INTERACTIVE_MARK, Logged, SCHEMA_MARK};
 use crate::database::{AdHoc, Database};
 use crate::error::{Error, Result};
 use crate::partition::msg::MpWork;
 use crate::partition::router::{Place, submit_invocation};
 use crate::procedure::{Interactive, ProcContext, ProcError, Procedure, ProcedureDef};
 use crate::reply::{Reply, StopFlag};
-
-/// The start of a committed interactive transaction's text in the command log: a comment,
-/// then the JSON of [`Logged`] (docs/format.md, "Interactive transactions").
-pub(crate) const INTERACTIVE_MARK: &str = "/* permafrost: interactive transaction */ ";
-
-/// The start of a committed interactive transaction's text whose JSON says how many
-/// parameters each statement takes ([`Logged::counts`]: it holds a COPY's rows). Another
-/// mark, so that a reader that knows only [`INTERACTIVE_MARK`] stops at it with an error
-/// rather than splitting the parameters wrongly.
-pub(crate) const COUNTED_MARK: &str = "/* permafrost: interactive transaction, counted */ ";
-
-/// The start of the text of a committed block that changed the schema: a comment, then
-/// the JSON of [`Logged`] with its `schema` and `schema_at` (docs/format.md, "Interactive
-/// transactions"). A reader that does not know it stops at it with an error rather than
-/// replaying the writes without the changes.
-pub(crate) const SCHEMA_MARK: &str = "/* permafrost: interactive transaction with schema changes */ ";
 
 /// A transaction block's schema changes, for the probe or commit that runs its statements
 /// (crate::schema_block builds it).
@@ -116,45 +100,8 @@ pub(crate) struct BlockSchema {
     pub logged_at: Vec<usize>,
 }
 
-/// Whether a logged statement text is a committed interactive transaction.
-pub(crate) fn is_logged(sql: &str) -> bool {
-    sql.starts_with(INTERACTIVE_MARK) || sql.starts_with(COUNTED_MARK)
-}
-
 /// Most statements one interactive transaction may run.
 pub const MAX_STATEMENTS: usize = 10_000;
-
-/// What the command log records of a committed interactive transaction, besides the
-/// parameters of its statements one after the other.
-#[derive(Serialize, Deserialize)]
-pub(crate) struct Logged {
-    /// `now()` inside the transaction (its start), in microseconds since the epoch.
-    pub(crate) now: i64,
-    /// The statements' texts, in order.
-    pub(crate) statements: Vec<String>,
-    /// The partition whose sequences gave its new keys (`Interactive::sequence_home`);
-    /// absent in records written before it was kept (their keys came from the first
-    /// partition held).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) home: Option<u32>,
-    /// How many of the record's parameters each statement takes, when a statement is a
-    /// bulk insert (a COPY inside the block: its parameters are its rows); absent
-    /// otherwise, and then each statement takes as many as its text uses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) counts: Option<Vec<usize>>,
-    /// The schema statements of a block that changed the schema, applied before its
-    /// statements (only under [`SCHEMA_MARK`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) schema: Vec<String>,
-    /// For each of `schema`, how many of `statements` come before it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) schema_at: Vec<usize>,
-    /// Each statement's random seed ([`TxnStatement::seed`]) as 16 hex digits (so that a
-    /// record's length does not depend on them); absent in records written before they
-    /// were kept.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) seeds: Vec<String>,
-}
 
 /// The statement a probe runs after the block's earlier ones: its plan, its parameters,
 /// and its random seed ([`TxnStatement::seed`]).

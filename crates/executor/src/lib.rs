@@ -12,6 +12,7 @@
 //! See [`partition`] for the executor and how multi-partition transactions are ordered,
 //! [`procedure`] for writing procedures.
 
+mod block_record;
 mod child;
 pub mod config;
 mod counters;

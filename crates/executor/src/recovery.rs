@@ -262,7 +262,7 @@ impl Database {
                 }
                 match &rec.request {
                     Request::Schema { .. } => report.schema_changes += 1,
-                    Request::AdHoc { sql, .. } if sql.starts_with(crate::interactive::SCHEMA_MARK) => {
+                    Request::AdHoc { sql, .. } if sql.starts_with(crate::block_record::SCHEMA_MARK) => {
                         report.schema_changes += 1;
                     }
                     _ => {}
@@ -534,7 +534,7 @@ impl<'a> Replayer<'a> {
         if let Some(p) = self.plans.get(sql) {
             return Ok(p.clone());
         }
-        if crate::interactive::is_logged(sql) {
+        if crate::block_record::is_logged(sql) {
             let p = Arc::new(
                 crate::interactive::replayed(sql, &self.db.catalog())
                     .map_err(|e| Error::Recovery(format!("record {lsn}: {e}")))?,
@@ -622,11 +622,11 @@ pub(crate) enum BlockPart {
 /// for replay into its schema changes and the runs of writes between them, in the order
 /// they ran. `None` for any other text.
 pub(crate) fn split_schema_block(sql: &str) -> Result<Option<Vec<BlockPart>>> {
-    let Some(json) = sql.strip_prefix(crate::interactive::SCHEMA_MARK) else {
+    let Some(json) = sql.strip_prefix(crate::block_record::SCHEMA_MARK) else {
         return Ok(None);
     };
     let bad = |m: String| Error::Recovery(format!("interactive transaction record with schema changes: {m}"));
-    let mut logged: crate::interactive::Logged = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+    let mut logged: crate::block_record::Logged = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
     let schema = std::mem::take(&mut logged.schema);
     let mut at = std::mem::take(&mut logged.schema_at);
     if at.is_empty() {
@@ -646,7 +646,7 @@ pub(crate) fn split_schema_block(sql: &str) -> Result<Option<Vec<BlockPart>>> {
         if upto <= done {
             return Ok(());
         }
-        let part = crate::interactive::Logged {
+        let part = crate::block_record::Logged {
             now: logged.now,
             statements: logged.statements[done..upto].to_vec(),
             home: logged.home,
@@ -658,7 +658,7 @@ pub(crate) fn split_schema_block(sql: &str) -> Result<Option<Vec<BlockPart>>> {
         let params = counts[done..upto].iter().sum();
         let json = serde_json::to_string(&part).map_err(|e| Error::Internal(e.to_string()))?;
         parts.push(BlockPart::Writes(
-            format!("{}{json}", crate::interactive::COUNTED_MARK),
+            format!("{}{json}", crate::block_record::COUNTED_MARK),
             params,
         ));
         done = upto;

@@ -13,7 +13,7 @@
 //! - the COMMIT holds every partition, runs the block as it ran, each change before the
 //!   statements that followed it, checks every statement's result as any COMMIT does, and
 //!   publishes the new schema before the stores go back. One command-log record holds the
-//!   changes and the writes (`interactive::SCHEMA_MARK`, docs/format.md): replay applies the changes,
+//!   changes and the writes (`block_record::SCHEMA_MARK`, docs/format.md): replay applies the changes,
 //!   then runs the writes.
 //!
 //! A draft whose base is no longer the published schema (another connection changed the

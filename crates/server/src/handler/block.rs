@@ -295,32 +295,19 @@ impl Backend {
         // else of this connection is in flight: a short probe may run here.
         let fut = match &*txn::lock(cell) {
             txn::State::Open(o) => {
+                let next = NewStatement {
+                    stmt,
+                    params,
+                    seed: o.next_seed(),
+                };
                 match o.draft() {
                     // After the block's schema changes: over all partitions, with them.
-                    Some(d) => futures::future::Either::Left(self.db.probe_draft(
-                        d,
-                        &o.statements,
-                        NewStatement {
-                            stmt,
-                            params,
-                            seed: o.next_seed(),
-                        },
-                        o.now,
-                        stop.clone(),
-                    )),
+                    Some(d) => {
+                        futures::future::Either::Left(self.db.probe_draft(d, &o.statements, next, o.now, stop.clone()))
+                    }
                     None => {
                         let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
-                        futures::future::Either::Right(self.db.probe(
-                            &before,
-                            NewStatement {
-                                stmt,
-                                params,
-                                seed: o.next_seed(),
-                            },
-                            o.now,
-                            stop.clone(),
-                            Place::Here,
-                        ))
+                        futures::future::Either::Right(self.db.probe(&before, next, o.now, stop.clone(), Place::Here))
                     }
                 }
             }
