@@ -58,19 +58,19 @@ pub(super) struct Events {
     /// Flags by id (the ids are handed out in order from 0).
     pub(super) flags: Vec<u8>,
     /// What the server drew for each acknowledged event and answered (its
-    /// `gen_random_uuid()`, `random()` and `now()` defaults, as text): what it must give
-    /// back after every restart.
+    /// `gen_random_uuid()`, `random()` and `now()` defaults and the value of its serial
+    /// column, as text): what it must give back after every restart.
     pub(super) drawn: std::collections::HashMap<u64, Drawn>,
 }
 
 /// An event's values the server drew when it inserted it: uuid, random double, timestamp,
-/// as text.
-pub(super) type Drawn = (String, String, String);
+/// serial, as text.
+pub(super) type Drawn = (String, String, String, String);
 
-/// An event's drawn values from a row of `id, payload, u::text, r::text, at::text`.
+/// An event's drawn values from a row of `id, payload, u::text, r::text, at::text, n::text`.
 pub(super) fn drawn_of(row: &tokio_postgres::Row, first: usize) -> Drawn {
     let text = |i: usize| row.get::<_, Option<String>>(i).unwrap_or_default();
-    (text(first), text(first + 1), text(first + 2))
+    (text(first), text(first + 1), text(first + 2), text(first + 3))
 }
 
 pub(super) const ACKED: u8 = 1;
@@ -161,7 +161,7 @@ pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> 
     Ok(Stmts {
         transfer: c.prepare("CALL transfer($1, $2, $3)").await?,
         insert: c
-            .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text")
+            .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text, n::text")
             .await?,
         read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
     })

@@ -26,6 +26,7 @@ use common::append_chunk_wait;
 
 fn call(thread: i64, seq: i64) -> TxnRecord {
     TxnRecord {
+        draws: None,
         partitions: vec![thread as u32 % 4],
         now: 1_700_000_000_000_000 + seq,
         seed: (thread as u64) << 32 | seq as u64,
@@ -38,6 +39,7 @@ fn call(thread: i64, seq: i64) -> TxnRecord {
 
 fn big(seq: i64, bytes: usize) -> TxnRecord {
     TxnRecord {
+        draws: None,
         partitions: vec![0, 1],
         now: seq,
         seed: 7,
@@ -998,6 +1000,7 @@ fn txn_record() -> impl Strategy<Value = TxnRecord> {
         request,
     )
         .prop_map(|(p, now, seed, request)| TxnRecord {
+            draws: None,
             partitions: p.into_iter().collect(),
             now,
             seed,

@@ -16,6 +16,7 @@ use common::append_chunk_wait;
 
 fn record(seq: i64, bytes: usize) -> TxnRecord {
     TxnRecord {
+        draws: None,
         partitions: vec![0, 1],
         now: seq,
         seed: 11,
@@ -184,10 +185,13 @@ fn streamed(params: &Arc<[Value]>) -> permafrost_durability::StreamedCall {
         "INSERT INTO t VALUES ($1, $2, $3, $4)",
         params.clone(),
         &[0, 1, 2],
-        42,
-        7,
+        (42, 7),
+        DRAWS,
     )
 }
+
+/// The sequence values the streamed call took (they follow its parameters).
+const DRAWS: &[(u32, i64)] = &[(3, 1001), (3, 1002), (4, 7)];
 
 /// A large call pushed as a [`StreamedCall`] (encoded by the writer as it writes it) is
 /// the same bytes as the one encoded whole, and ends its chunk: the chunk takes no more.
@@ -213,6 +217,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         &[0, 1, 2],
         42,
         7,
+        DRAWS,
         &mut whole,
     );
     assert_eq!(call.len(), whole.len());
@@ -247,6 +252,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         assert_eq!(back.len() as u64, n + 3);
         assert!(same(&back[n as usize].1, &record(5, 10)));
         let want = TxnRecord {
+            draws: Some(DRAWS.to_vec()),
             partitions: vec![0, 1, 2],
             now: 42,
             seed: 7,

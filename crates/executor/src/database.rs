@@ -257,6 +257,7 @@ impl Database {
             any_turn: std::sync::atomic::AtomicU32::new(0),
             write_clock: Arc::default(),
             gates,
+            sequences: Default::default(),
         });
         let _ = landing.set(Arc::downgrade(&shared));
         let parts: Vec<Unstarted> = receivers

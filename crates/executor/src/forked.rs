@@ -129,6 +129,7 @@ pub(crate) fn move_read(
         stores,
         evicted,
         &info,
+        &shared.sequences,
         interrupted,
         &shared.statement_pool,
     ) {
@@ -223,6 +224,7 @@ pub(crate) fn move_write(
     let fixed = Replayed {
         now: proc.fixed_now().unwrap_or(info.now),
         seed: info.seed,
+        draws: crate::procedure::Given::Nothing,
     };
     if !take_turn(shared) {
         resubmit(shared, Arc::new(in_place(proc, fixed)), params, parts, reply);
@@ -490,6 +492,8 @@ fn run_child(
         stores,
         &mut evicted,
         &info,
+        // Never drawn from: a statement that may draw is not moved (partition/txn.rs).
+        &permafrost_sql::exec::sequences::Sequences::default(),
         &permafrost_sql::exec::never_interrupted,
         None,
     );

@@ -141,6 +141,10 @@ pub struct TxnStatement {
     /// that runs it and at COMMIT, so that they draw the values the client was shown, and
     /// logged with the commit for replay ([`TxnStatement::seed_for`]).
     pub seed: u64,
+    /// The sequence values it took when it first ran ([`Rows::draws`] of its probe):
+    /// each later probe and the COMMIT give it the same ones, so that the keys its client
+    /// was shown are the keys the transaction inserts.
+    pub draws: Vec<(u32, i64)>,
 }
 
 impl TxnStatement {
@@ -162,13 +166,21 @@ impl TxnStatement {
             seen: self.seen,
             done: self.done,
             seed: self.seed,
+            draws: self.draws.clone(),
         };
         (&self.stmt, self.params.clone(), expect)
     }
 
     /// The partitions it runs at in a probe.
-    fn probe_route(&self, partitions: u32) -> Route {
-        route(self.stmt.prepared(), &self.params, partitions, true)
+    fn probe_route(&self, shared: &crate::shared::Shared, partitions: u32) -> Route {
+        statement_route(
+            shared,
+            self.stmt.prepared(),
+            &self.params,
+            partitions,
+            true,
+            &self.draws,
+        )
     }
 }
 
@@ -176,6 +188,27 @@ impl TxnStatement {
 /// every partition, any other as its plan routes it. In a probe (`undone`: its changes are
 /// undone), a write to a replicated table needs one partition only
 /// (`Prepared::route_undone`).
+/// [`route`], and for an INSERT whose rows' keys its table's sequence draws, the
+/// partitions of the values it drew before (`draws`), or else of the sequence's next
+/// values ([`crate::shared::Shared::sequence_route`]).
+fn statement_route(
+    shared: &crate::shared::Shared,
+    p: &Prepared,
+    params: &[Value],
+    partitions: u32,
+    undone: bool,
+    draws: &[(u32, i64)],
+) -> Route {
+    let r = route(p, params, partitions, undone);
+    match (r, p.sequence_key()) {
+        (Route::Any, Some((schema, _))) if !draws.is_empty() => {
+            let mine = draws.iter().filter(|d| d.0 == schema.id).map(|d| d.1);
+            permafrost_sql::exec::sequences::route_values(schema, mine.clone(), mine.count(), partitions)
+        }
+        (r, _) => shared.sequence_route(p, r),
+    }
+}
+
 fn route(p: &Prepared, params: &[Value], partitions: u32, undone: bool) -> Route {
     match crate::procedure::bulk_width(p) {
         Some(_) if partitions <= 1 => Route::Single(0),
@@ -206,6 +239,7 @@ impl Interactive {
         let any_bulk = bulk.iter().any(Option::is_some);
         let n = statements.len();
         let probe = spec.probe;
+        let own_draws = spec.own_draws;
         let schema = spec.schema.clone();
         // The definition holds only the body: its statements come planned, and an
         // interactive procedure is never planned again (`Procedure::replan` refuses).
@@ -240,7 +274,7 @@ impl Interactive {
                         })
                     })?;
                     at += k;
-                    let expect = expected.get(i).copied().unwrap_or_default();
+                    let expect = expected.get(i).cloned().unwrap_or_default();
                     if let (
                         Some(_),
                         Some(seen),
@@ -268,6 +302,11 @@ impl Interactive {
                         s => s,
                     };
                     ctx.seed_statement(seed);
+                    // A live probe's or COMMIT's statement takes the sequence values it
+                    // took when it first ran (a replayed record gives the transaction's).
+                    if own_draws {
+                        ctx.env.draws.give_statement(&expect.draws);
+                    }
                     if !ctx.statements[i].is_read_only() {
                         writes_before += 1;
                     }
@@ -343,13 +382,15 @@ impl Interactive {
 /// What a statement of an interactive procedure must give: the fingerprint of what its
 /// client was shown, if it was ([`TxnStatement::digest`]), and the write clock before it
 /// ran, if known ([`TxnStatement::seen`]).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Expected {
     pub(crate) digest: Option<u64>,
     pub(crate) seen: Option<u64>,
     pub(crate) done: Option<u64>,
     /// The statement's random seed ([`TxnStatement::seed`]; 0: none of its own).
     pub(crate) seed: u64,
+    /// The sequence values it took when it first ran ([`TxnStatement::draws`]).
+    pub(crate) draws: Vec<(u32, i64)>,
 }
 
 impl Expected {
@@ -387,7 +428,7 @@ fn runs(statements: &[Arc<Prepared>], counts: &[usize], params: &[Value], expect
             let p = params.get(at..at + k).unwrap_or_default();
             at += k;
             Run {
-                expect: expected.get(i).copied().unwrap_or_default(),
+                expect: expected.get(i).cloned().unwrap_or_default(),
                 reads: reads_of(s, p),
             }
         })
@@ -560,13 +601,14 @@ impl Database {
         // is there), and so does a statement that reads and writes replicated tables only:
         // writes pinned elsewhere cannot change what it gives either.
         let home = home_partition(now, partitions);
-        let pinned = match route(next.stmt.prepared(), &next.params, partitions, true) {
+        let shared = self.shared();
+        let pinned = match statement_route(shared, next.stmt.prepared(), &next.params, partitions, true, &[]) {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
             Route::All => None,
         };
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| match s.probe_route(partitions) {
+            pinned.is_some_and(|p| match s.probe_route(shared, partitions) {
                 Route::Single(q) => q != p,
                 Route::Any => home != p,
                 Route::All => false,
@@ -581,6 +623,7 @@ impl Database {
                     seen: None,
                     done: None,
                     seed: s.seed,
+                    draws: s.draws.clone(),
                 };
                 (&s.stmt, s.params.clone(), expect)
             })
@@ -793,7 +836,10 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            single = match (single, route(s, &p, partitions, probe)) {
+            single = match (
+                single,
+                statement_route(self.shared(), s, &p, partitions, probe, &digest.draws),
+            ) {
                 _ if changes_schema => None,
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
@@ -870,6 +916,7 @@ impl Database {
                 log_text,
                 log_params,
                 sequence_home: Some(home),
+                own_draws: true,
                 schema: schema.map(|b| b.steps),
             },
             collect,
@@ -953,6 +1000,7 @@ pub(crate) fn replayed(sql: &str, catalog: &permafrost_sql::Catalog) -> Result<P
             log_text: sql.into(),
             log_params: None,
             sequence_home: logged.home,
+            own_draws: false,
             schema: None,
         },
         None,

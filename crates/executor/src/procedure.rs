@@ -177,10 +177,13 @@ pub(crate) struct Interactive {
     /// procedure runs (a commit logs its writes only: its queries change nothing, so
     /// replay need not run them).
     pub log_params: Option<Vec<Value>>,
-    /// The partition whose sequences give the transaction's new keys, whichever
-    /// partitions a probe or the commit holds (picked by its start time), so that the keys
-    /// its client was shown are the keys its commit inserts.
+    /// For a replayed record of an earlier build: the partition whose sequences gave the
+    /// transaction's new keys, whichever partitions it held.
     pub sequence_home: Option<u32>,
+    /// Whether each statement takes the sequence values it took when it first ran
+    /// (`Expected::draws`: a live probe's or commit's, so that the keys its client was
+    /// shown are the keys it inserts); a replayed one takes its record's.
+    pub own_draws: bool,
     /// The schema changes of its block, applied among its statements (crate::schema_block).
     pub schema: Option<Arc<dyn SchemaSteps>>,
 }
@@ -202,10 +205,25 @@ pub(crate) trait SchemaSteps: Send + Sync {
 }
 
 /// The transaction context a replayed record first ran with.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Replayed {
     pub now: i64,
     pub seed: u64,
+    /// The sequence values it took (permafrost_sql::exec::sequences).
+    pub draws: Given,
+}
+
+/// The sequence values a transaction takes before it draws any (`permafrost_sql`'s
+/// sequences.rs).
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Given {
+    /// None: it draws.
+    #[default]
+    Nothing,
+    /// These, by table in order (a replayed record's).
+    Values(Arc<[(u32, i64)]>),
+    /// A replayed record of an earlier build, which kept no values: it draws as it did.
+    Legacy,
 }
 
 /// A registered procedure with its statements planned.
@@ -405,7 +423,10 @@ impl Procedure {
 
     /// `now()` for its statements, when fixed (an interactive transaction's start).
     pub(crate) fn fixed_now(&self) -> Option<i64> {
-        self.interactive.as_ref().map(|i| i.now).or(self.fixed.map(|f| f.now))
+        self.interactive
+            .as_ref()
+            .map(|i| i.now)
+            .or(self.fixed.as_ref().map(|f| f.now))
     }
 
     /// Plans this procedure again against `catalog` (after a schema change).
@@ -420,7 +441,7 @@ impl Procedure {
         p.adhoc = self.adhoc;
         p.short &= self.short;
         p.movable = self.movable;
-        p.fixed = self.fixed;
+        p.fixed = self.fixed.clone();
         Ok(p)
     }
 

@@ -29,7 +29,7 @@ use permafrost_durability::{LogReader, Request, TxnRecord};
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::partition::msg::{Invocation, MpWork, Msg};
-use crate::procedure::{Procedure, ProcedureDef, Replayed};
+use crate::procedure::{Given, Procedure, ProcedureDef, Replayed};
 use crate::registry::Record;
 use crate::reply::{Completion, Reply, Sink};
 
@@ -327,6 +327,9 @@ struct Replayer<'a> {
     /// The procedure the last call record named (records come in runs of one procedure);
     /// forgotten at every schema change.
     last_proc: Option<(String, Arc<Procedure>)>,
+    /// How many sequence values the last replayed transaction took (a block's parts take
+    /// the record's values one after the other).
+    last_taken: usize,
 }
 
 impl<'a> Replayer<'a> {
@@ -343,6 +346,7 @@ impl<'a> Replayer<'a> {
             what: HashMap::new(),
             pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
             last_proc: None,
+            last_taken: 0,
         }
     }
 
@@ -350,6 +354,10 @@ impl<'a> Replayer<'a> {
         let replay = Some(Replayed {
             now: rec.now,
             seed: rec.seed,
+            draws: match rec.draws {
+                Some(d) => Given::Values(d.into()),
+                None => Given::Legacy,
+            },
         });
         let (proc, params) = match rec.request {
             Request::Schema { sql } => return self.schema(lsn, &sql),
@@ -376,6 +384,9 @@ impl<'a> Replayer<'a> {
         replay: Option<Replayed>,
     ) -> Result<()> {
         let mut params = params.into_iter();
+        // The record's sequence values, taken part after part: each takes those it took
+        // when it ran, the first of those left.
+        let mut replay = replay;
         for part in parts {
             match part {
                 BlockPart::Schema(sql) => self.schema(lsn, &sql)?,
@@ -387,10 +398,18 @@ impl<'a> Replayer<'a> {
                         )));
                     }
                     let proc = self.plan(lsn, &sql)?;
-                    self.run(lsn, proc, mine, partitions.clone(), replay)?;
+                    self.last_taken = 0;
+                    self.run(lsn, proc, mine, partitions.clone(), replay.clone())?;
                     // Nothing after it (a schema change) runs before it is done.
                     self.flush()?;
                     self.collect(0)?;
+                    if let Some(Replayed {
+                        draws: Given::Values(v),
+                        ..
+                    }) = &mut replay
+                    {
+                        *v = v.get(self.last_taken..).unwrap_or_default().into();
+                    }
                 }
             }
         }
@@ -467,11 +486,14 @@ impl<'a> Replayer<'a> {
                 proc: proc.clone(),
                 params: params.clone(),
                 restarts: 0,
-                replay,
+                replay: replay.clone(),
             };
             self.db.shared().submit_mp(work, parts.clone(), Reply::Oneshot(tx))?;
             match rx.blocking_recv().unwrap_or(Err(Error::Shutdown)) {
-                Ok(_) => return Ok(()),
+                Ok(rows) => {
+                    self.last_taken = rows.draws.len();
+                    return Ok(());
+                }
                 Err(e) if e.is_retryable() && started.elapsed() < MEMORY_STALL => {
                     std::thread::sleep(Duration::from_millis(1));
                 }
@@ -590,6 +612,9 @@ impl<'a> Replayer<'a> {
             for c in batch {
                 self.in_flight -= 1;
                 let what = self.what.remove(&c.token).map(|p| describe(&p)).unwrap_or_default();
+                if let Ok(rows) = &c.result {
+                    self.last_taken = rows.draws.len();
+                }
                 if let Err(e) = c.result {
                     return Err(Error::Recovery(format!(
                         "record {} ({what}) committed when it ran but fails on replay: {e}",

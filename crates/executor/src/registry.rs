@@ -337,6 +337,7 @@ impl Database {
         let mut body = Vec::new();
         permafrost_durability::encode_record(
             &permafrost_durability::TxnRecord {
+                draws: None,
                 partitions: self.shared().all_partitions(),
                 now: 0,
                 seed: 0,

@@ -452,6 +452,7 @@ impl Database {
                 seen: None,
                 done: None,
                 seed: s.seed,
+                draws: s.draws.clone(),
             };
             all.push((&s.stmt, s.params.clone(), expect));
             at.push(i);

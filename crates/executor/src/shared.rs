@@ -55,6 +55,9 @@ pub(crate) struct Shared {
     pub write_clock: Arc<std::sync::atomic::AtomicU64>,
     /// Each partition's write gate, for pacing writes to eviction (partition/pacing.rs).
     pub gates: Gates,
+    /// The counters of the tables' sequences, shared by the partitions and read by the
+    /// server's routing ([`permafrost_sql::exec::sequences`]).
+    pub sequences: permafrost_sql::exec::sequences::Sequences,
 }
 
 impl Shared {

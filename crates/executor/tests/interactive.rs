@@ -69,6 +69,7 @@ impl<'a> Txn<'a> {
             done: Some(self.db.write_clock()),
             // As the server keeps it: only for a statement that drew random values.
             seed: if rows.drew_random { self.seed() } else { 0 },
+            draws: rows.draws.clone(),
         };
         self.all.push(step);
         Ok(rows)
@@ -97,6 +98,7 @@ impl<'a> Txn<'a> {
             seen: None,
             done: None,
             seed: if rows_back.drew_random { self.seed() } else { 0 },
+            draws: rows_back.draws.clone(),
         });
         Ok(rows_back)
     }

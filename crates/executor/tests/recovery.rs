@@ -464,8 +464,9 @@ fn with_src(db: &Database, dst: &str) {
 
 /// Writes that run past their read slice finish off their partitions and are applied
 /// afterwards (forked.rs); the log records them as the statements they are, with the
-/// timestamp they ran with, so a replay makes the same rows (sequence values and `now()`
-/// included).
+/// timestamp they ran with, so a replay makes the same rows (`now()` included). An insert
+/// that draws sequence values stays on its partitions (a forked image cannot draw from
+/// the database's counters), and its record keeps the values.
 #[test]
 fn moved_writes_replay_to_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
@@ -487,7 +488,7 @@ fn moved_writes_replay_to_the_same_state() {
         db.execute_sql("UPDATE dst SET a = a + 1 WHERE a % 2 = 0", vec![])
             .unwrap();
         db.execute_sql("DELETE FROM dst WHERE a % 3 = 0", vec![]).unwrap();
-        assert!(db.stats().writes_moved >= 3, "{:?}", db.stats());
+        assert!(db.stats().writes_moved >= 2, "{:?}", db.stats());
         dump(&db, summary)
     };
     let db = Database::open(sliced(dir.path(), 256 << 20)).unwrap();

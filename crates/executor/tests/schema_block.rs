@@ -85,6 +85,7 @@ impl<'a> Block<'a> {
             seen: None,
             done: None,
             seed: if rows.drew_random { self.seed() } else { 0 },
+            draws: rows.draws.clone(),
         });
         Ok(rows)
     }

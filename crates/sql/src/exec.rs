@@ -40,6 +40,7 @@ pub mod foreign;
 mod gather;
 mod hashjoin;
 mod keys;
+pub mod sequences;
 mod setop;
 mod sorter;
 mod spill;
@@ -734,12 +735,56 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     Ok(out)
 }
 
-/// The next value of a table's sequence. A partitioned table's values come from the
-/// transaction's sequence home if it holds it, else from the first partition it holds,
-/// among the values that hash to that partition (so each value belongs to one partition,
-/// and partitions never hand out the same one); a replicated table's copies advance
-/// together.
+/// The next value of a table's sequence ([`sequences`]): a value the transaction was
+/// given (replay, a COMMIT re-running its block), else one drawn from the table's counter,
+/// skipping, when the sequence fills the partition key, values of partitions the
+/// transaction does not hold. A replayed record from before records kept their values
+/// draws as it did then ([`legacy_sequence`]).
 fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
+    let table = schema.id;
+    let v = match env.draws.take_given(table) {
+        Some(v) => v,
+        None if env.draws.legacy => legacy_sequence(env, schema)?,
+        None => {
+            let counter = env
+                .draws
+                .counters
+                .as_ref()
+                .ok_or_else(|| SqlError::Unsupported("a sequence drawn where no value may be drawn".into()))?
+                .counter(table);
+            let keyed = schema
+                .partition_column
+                .filter(|&pc| schema.columns[pc].default == Some(ColumnDefault::Sequence));
+            let total = env.total_partitions;
+            let held = env.held();
+            loop {
+                let v = counter
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    .checked_add(1)
+                    .ok_or_else(|| {
+                        SqlError::Storage(permafrost_storage::StorageError::SequenceExhausted {
+                            table: schema.name.clone(),
+                        })
+                    })?;
+                let Some(pc) = keyed else { break v };
+                if held.contains(&partition_of(ValueRef::Int(v), &schema.columns[pc].ty, total)) {
+                    break v;
+                }
+            }
+        }
+    };
+    if let Some(c) = &env.draws.counters {
+        c.raise(table, v);
+    }
+    env.draws.taken.push((table, v));
+    Ok(v)
+}
+
+/// How a table's sequence drew before records kept the values drawn (a replayed record
+/// of an earlier build): a partitioned table's values came from the transaction's
+/// sequence home if it held it, else from the first partition it held, among the values
+/// that hash to that partition; a replicated table's copies advanced together.
+fn legacy_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     if schema.partition_column.is_some() {
         let at = env
             .sequence_home

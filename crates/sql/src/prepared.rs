@@ -445,6 +445,20 @@ impl Prepared {
         }
     }
 
+    /// For an `INSERT ... VALUES` whose rows' partition key their table's sequence draws
+    /// ([`Route::Any`] as far as the plan tells): the table, and how many rows it inserts.
+    /// The caller routes it to the partitions of the sequence's next values
+    /// ([`crate::exec::sequences::Sequences::route_next`]).
+    pub fn sequence_key(&self) -> Option<(&permafrost_storage::TableSchema, usize)> {
+        let Plan::Insert(i) = &self.plan else { return None };
+        let InsertSource::Values(rows) = &i.source else {
+            return None;
+        };
+        let pc = i.schema.partition_column?;
+        (i.targets[pc].is_none() && i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence))
+            .then_some((&*i.schema, rows.len()))
+    }
+
     fn route_among(&self, params: &[Value], partitions: u32, undone: bool) -> Route {
         let params = match coerce_params(params, &self.param_types) {
             Ok(p) => p,
@@ -539,8 +553,9 @@ impl Prepared {
                     return if undone { Route::Any } else { Route::All };
                 };
                 let Some(pos) = i.targets[pc] else {
-                    // A partition key from the table's sequence is drawn at whichever
-                    // partition runs the insert; otherwise the key is missing (NULL).
+                    // A partition key from the table's sequence: anywhere, as far as the
+                    // plan tells (callers route it by the sequence's next values,
+                    // [`Prepared::sequence_key`]); otherwise the key is missing (NULL).
                     return if i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence) {
                         Route::Any
                     } else {

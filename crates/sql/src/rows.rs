@@ -111,6 +111,10 @@ pub struct Rows {
     /// Whether the statement drew random values (`random()`, `gen_random_uuid()`): a
     /// transaction block keeps its seed then (the executor's `TxnStatement::seed`).
     pub drew_random: bool,
+    /// The sequence values the transaction took, by table, in order (the executor sets
+    /// them when its body ends: its command-log record keeps them, and a transaction
+    /// block keeps a probe's for its COMMIT).
+    pub draws: Vec<(u32, i64)>,
 }
 
 impl Default for Rows {
@@ -129,6 +133,7 @@ impl Rows {
             rest: None,
             varying: 0,
             drew_random: false,
+            draws: Vec::new(),
         }
     }
 
@@ -142,6 +147,7 @@ impl Rows {
             rest: None,
             varying: 0,
             drew_random: false,
+            draws: Vec::new(),
         }
     }
 

@@ -572,13 +572,8 @@ impl PartitionStore {
     /// it is undone if the transaction rolls back, so that a replay of the committed
     /// transactions hands out the same values.
     pub fn next_sequence(&mut self, table: TableId, accept: impl Fn(i64) -> bool) -> Result<i64> {
-        let t = self
-            .tables
-            .get_mut(table as usize)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| StorageError::Internal(format!("no table {table} at partition {}", self.partition)))?;
-        let previous = t.sequence();
-        let mut v = previous;
+        let t = self.sequence_table(table)?;
+        let mut v = t.sequence();
         loop {
             v = v.checked_add(1).ok_or_else(|| StorageError::SequenceExhausted {
                 table: t.schema().name.clone(),
@@ -587,9 +582,29 @@ impl PartitionStore {
                 break;
             }
         }
-        t.set_sequence(v);
-        self.records.push(UndoRecord::Sequence { table, previous });
+        self.note_sequence(table, v)?;
         Ok(v)
+    }
+
+    /// Notes that the running transaction took value `v` of `table`'s sequence from the
+    /// database's counter (the executor's sequences.rs): the table's sequence becomes at
+    /// least `v`, so that snapshots keep the highest value handed out. Undone with the
+    /// transaction, as [`PartitionStore::next_sequence`] is.
+    pub fn note_sequence(&mut self, table: TableId, v: i64) -> Result<()> {
+        let t = self.sequence_table(table)?;
+        let previous = t.sequence();
+        if v > previous {
+            t.set_sequence(v);
+            self.records.push(UndoRecord::Sequence { table, previous });
+        }
+        Ok(())
+    }
+
+    fn sequence_table(&mut self, table: TableId) -> Result<&mut Table> {
+        self.tables
+            .get_mut(table as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| StorageError::Internal(format!("no table {table} at partition {}", self.partition)))
     }
 
     /// The running transaction's changes, in the order it made them, each with the values

@@ -9,6 +9,8 @@
 //! kind 1: string procedure name, u32 parameter count, the parameters (values)
 //! kind 2: string SQL text,       u32 parameter count, the parameters (values)
 //! kind 3: string SQL text
+//! kind 4, 5: as kinds 1 and 2, then u32 count n and n × (u32 table id, i64 value): the
+//!         sequence values the transaction took, in order
 //! string: u32 byte length, UTF-8 bytes
 //! value:  u8 tag, then 0 null | 1 bool: u8 0/1 | 2 int: i64 | 3 double: u64 IEEE bits |
 //!         4 numeric: 16 bytes (rust_decimal serialize) | 5 timestamp: i64 µs |
@@ -49,11 +51,19 @@ pub struct TxnRecord {
     pub now: i64,
     pub seed: u64,
     pub request: Request,
+    /// The sequence values the transaction took (table id, value), in order: `Some` for a
+    /// record of kind 4 or 5, which replay gives them back from; `None` for kinds 1 and 2
+    /// (the transaction took none, or the record is from before records kept them).
+    pub draws: Option<Vec<(u32, i64)>>,
 }
 
 const KIND_CALL: u8 = 1;
 const KIND_AD_HOC: u8 = 2;
 const KIND_SCHEMA: u8 = 3;
+/// A procedure call that took sequence values: kind 1, then the values.
+const KIND_CALL_DRAWN: u8 = 4;
+/// An ad hoc statement that took sequence values: kind 2, then the values.
+const KIND_AD_HOC_DRAWN: u8 = 5;
 
 const TAG_NULL: u8 = 0;
 const TAG_BOOL: u8 = 1;
@@ -75,9 +85,10 @@ const TAG_TIME: u8 = 13;
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
 /// `rec`.
 pub fn encode_record(rec: &TxnRecord, out: &mut Vec<u8>) {
+    let drawn = rec.draws.as_deref().unwrap_or_default();
     let kind = match rec.request {
-        Request::Call { .. } => KIND_CALL,
-        Request::AdHoc { .. } => KIND_AD_HOC,
+        Request::Call { .. } => call_kind(false, drawn),
+        Request::AdHoc { .. } => call_kind(true, drawn),
         Request::Schema { .. } => KIND_SCHEMA,
     };
     out.push(kind);
@@ -96,8 +107,33 @@ pub fn encode_record(rec: &TxnRecord, out: &mut Vec<u8>) {
             procedure: text,
             params,
         }
-        | Request::AdHoc { sql: text, params } => put_call(text, params, out),
+        | Request::AdHoc { sql: text, params } => {
+            put_call(text, params, out);
+            put_draws(drawn, out);
+        }
         Request::Schema { sql } => put_bytes(sql.as_bytes(), out),
+    }
+}
+
+/// The kind of a call record (an ad hoc statement's if `ad_hoc`) that took `draws`.
+fn call_kind(ad_hoc: bool, draws: &[(u32, i64)]) -> u8 {
+    match (ad_hoc, draws.is_empty()) {
+        (false, true) => KIND_CALL,
+        (true, true) => KIND_AD_HOC,
+        (false, false) => KIND_CALL_DRAWN,
+        (true, false) => KIND_AD_HOC_DRAWN,
+    }
+}
+
+/// The sequence values of a kind 4 or 5 record (nothing for none).
+fn put_draws(draws: &[(u32, i64)], out: &mut Vec<u8>) {
+    if draws.is_empty() {
+        return;
+    }
+    out.extend_from_slice(&len32(draws.len()).to_le_bytes());
+    for (t, v) in draws {
+        out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -113,6 +149,7 @@ fn put_call(text: &str, params: &[Value], out: &mut Vec<u8>) {
 /// from borrowed parts: the same bytes [`encode_record`] writes for the [`TxnRecord`] of
 /// [`Request::Call`] or [`Request::AdHoc`], without building one (the commit path).
 /// `partitions` must be ascending without duplicates.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_call(
     ad_hoc: bool,
     text: &str,
@@ -120,6 +157,7 @@ pub fn encode_call(
     partitions: &[u32],
     now: i64,
     seed: u64,
+    draws: &[(u32, i64)],
     out: &mut Vec<u8>,
 ) {
     debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
@@ -129,11 +167,12 @@ pub fn encode_call(
         // into it by doubling would take up to twice its size, and copy it as often.
         out.reserve_exact(len);
     }
-    out.push(if ad_hoc { KIND_AD_HOC } else { KIND_CALL });
+    out.push(call_kind(ad_hoc, draws));
     out.extend_from_slice(&now.to_le_bytes());
     out.extend_from_slice(&seed.to_le_bytes());
     put_partitions(partitions, out);
     put_call(text, params, out);
+    put_draws(draws, out);
 }
 
 /// A call record that is never held encoded: the log writer encodes it piece by piece as
@@ -146,6 +185,8 @@ pub struct StreamedCall {
     /// and parameter count.
     head: Vec<u8>,
     params: Arc<[Value]>,
+    /// The body after the parameters' values: the sequence values (kinds 4 and 5).
+    tail: Vec<u8>,
     /// The body's length.
     len: usize,
 }
@@ -153,17 +194,31 @@ pub struct StreamedCall {
 impl StreamedCall {
     /// The record of a call (a procedure, or an ad hoc statement if `ad_hoc`); as
     /// [`encode_call`]: `partitions` ascending without duplicates.
-    pub fn new(ad_hoc: bool, text: &str, params: Arc<[Value]>, partitions: &[u32], now: i64, seed: u64) -> Self {
+    pub fn new(
+        ad_hoc: bool,
+        text: &str,
+        params: Arc<[Value]>,
+        partitions: &[u32],
+        (now, seed): (i64, u64),
+        draws: &[(u32, i64)],
+    ) -> Self {
         debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
         let mut head = Vec::with_capacity(29 + 4 * partitions.len() + text.len());
-        head.push(if ad_hoc { KIND_AD_HOC } else { KIND_CALL });
+        head.push(call_kind(ad_hoc, draws));
         head.extend_from_slice(&now.to_le_bytes());
         head.extend_from_slice(&seed.to_le_bytes());
         put_partitions(partitions, &mut head);
         put_bytes(text.as_bytes(), &mut head);
         head.extend_from_slice(&len32(params.len()).to_le_bytes());
-        let len = head.len() + params.iter().map(exact_value_len).sum::<usize>();
-        StreamedCall { head, params, len }
+        let mut tail = Vec::new();
+        put_draws(draws, &mut tail);
+        let len = head.len() + params.iter().map(exact_value_len).sum::<usize>() + tail.len();
+        StreamedCall {
+            head,
+            params,
+            tail,
+            len,
+        }
     }
 
     /// The body's length in bytes.
@@ -187,6 +242,7 @@ impl StreamedCall {
                 buf.clear();
             }
         }
+        buf.extend_from_slice(&self.tail);
         if buf.is_empty() { Ok(()) } else { f(&buf) }
     }
 
@@ -197,6 +253,7 @@ impl StreamedCall {
         for v in self.params.iter() {
             put_value(v, out);
         }
+        out.extend_from_slice(&self.tail);
     }
 }
 
@@ -404,11 +461,11 @@ pub fn decode_record(body: &[u8]) -> Result<TxnRecord, DecodeError> {
         partitions.push(p);
     }
     let request = match kind {
-        KIND_CALL => Request::Call {
+        KIND_CALL | KIND_CALL_DRAWN => Request::Call {
             procedure: c.string("procedure name")?,
             params: values(&mut c)?,
         },
-        KIND_AD_HOC => Request::AdHoc {
+        KIND_AD_HOC | KIND_AD_HOC_DRAWN => Request::AdHoc {
             sql: c.string("SQL text")?,
             params: values(&mut c)?,
         },
@@ -423,12 +480,23 @@ pub fn decode_record(body: &[u8]) -> Result<TxnRecord, DecodeError> {
             });
         }
     };
+    let draws = if matches!(kind, KIND_CALL_DRAWN | KIND_AD_HOC_DRAWN) {
+        let n = c.count(12, "sequence value count")?;
+        let mut d = Vec::with_capacity(n);
+        for _ in 0..n {
+            d.push((c.u32("sequence table")?, c.i64("sequence value")?));
+        }
+        Some(d)
+    } else {
+        None
+    };
     c.finish()?;
     Ok(TxnRecord {
         partitions,
         now,
         seed,
         request,
+        draws,
     })
 }
 
@@ -438,6 +506,7 @@ mod tests {
 
     fn sample() -> TxnRecord {
         TxnRecord {
+            draws: None,
             partitions: vec![0, 3],
             now: 1_700_000_000_000_000,
             seed: 42,
@@ -486,9 +555,19 @@ mod tests {
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         encode_record(&rec, &mut a);
-        encode_call(false, procedure, params, &rec.partitions, rec.now, rec.seed, &mut b);
+        encode_call(
+            false,
+            procedure,
+            params,
+            &rec.partitions,
+            rec.now,
+            rec.seed,
+            &[],
+            &mut b,
+        );
         assert_eq!(a, b);
         let adhoc = TxnRecord {
+            draws: Some(vec![(2, 40), (2, 41)]),
             request: Request::AdHoc {
                 sql: "UPDATE t SET v = $1".into(),
                 params: params.clone(),
@@ -504,10 +583,38 @@ mod tests {
             &rec.partitions,
             rec.now,
             rec.seed,
+            &[(2, 40), (2, 41)],
             &mut b,
         );
         assert_eq!(a, b);
         assert_eq!(decode_record(&b).unwrap(), adhoc);
+    }
+
+    #[test]
+    fn sequence_values_follow_the_parameters_in_kinds_4_and_5() {
+        let mut rec = sample();
+        let mut plain = Vec::new();
+        encode_record(&rec, &mut plain);
+        rec.draws = Some(vec![(7, -1), (9, i64::MAX)]);
+        let mut out = Vec::new();
+        encode_record(&rec, &mut out);
+        assert_eq!(out[0], KIND_CALL_DRAWN);
+        assert_eq!(&out[1..plain.len()], &plain[1..]);
+        let tail = &out[plain.len()..];
+        assert_eq!(&tail[..8], &[2, 0, 0, 0, 7, 0, 0, 0]);
+        assert_eq!(&tail[8..16], &(-1i64).to_le_bytes());
+        assert_eq!(tail.len(), 4 + 2 * 12);
+        assert_eq!(decode_record(&out).unwrap(), rec);
+        // Kind 1 with values after it has trailing bytes; kind 4 without them is short.
+        let mut wrong = out.clone();
+        wrong[0] = KIND_CALL;
+        assert!(decode_record(&wrong).is_err());
+        let mut short = plain.clone();
+        short[0] = KIND_CALL_DRAWN;
+        assert!(decode_record(&short).is_err());
+        for n in plain.len()..out.len() {
+            assert!(decode_record(&out[..n]).is_err(), "prefix {n}");
+        }
     }
 
     #[test]

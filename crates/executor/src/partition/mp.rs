@@ -348,7 +348,7 @@ impl Partition {
         inline_slice: Option<std::time::Duration>,
     ) -> Option<Outcome> {
         let (replay, fixed) = match &t.work {
-            MpWork::Call { replay, proc, .. } => (*replay, proc.fixed),
+            MpWork::Call { replay, proc, .. } => (replay.as_ref(), proc.fixed.as_ref()),
             MpWork::Ddl { .. } | MpWork::Snapshot(_) => (None, None),
         };
         let mut info = {
@@ -458,7 +458,7 @@ impl Partition {
                             proc: p,
                             params: params.clone(),
                             restarts: restarts + 1,
-                            replay: *replay,
+                            replay: replay.clone(),
                         };
                         if let Err(e) = self.shared.submit_mp(work, t.parts.clone(), reply) {
                             self.record(&Err(e));
@@ -476,7 +476,7 @@ impl Partition {
                     proc: proc.clone(),
                     params: params.clone(),
                     restarts: *restarts,
-                    replay: *replay,
+                    replay: replay.clone(),
                     parts: t.parts.clone(),
                     reply: t.take_reply(),
                 };
@@ -520,7 +520,16 @@ impl Partition {
                 }
                 let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
                 let pool = &self.shared.statement_pool;
-                let outcome = run_txn(proc, params, &mut refs, &mut self.evicted, info, &interrupted, pool);
+                let outcome = run_txn(
+                    proc,
+                    params,
+                    &mut refs,
+                    &mut self.evicted,
+                    info,
+                    &self.shared.sequences,
+                    &interrupted,
+                    pool,
+                );
                 match (schema, outcome) {
                     (Some(s), Outcome::Done(Ok(rows), _)) if s.commits() => {
                         // Published while every partition is still held; logged as a

@@ -108,7 +108,7 @@ impl Partition {
         let mut refs = Vec::new();
         let mut evicted = Vec::new();
         for inv in self.replay_stall.iter().take(LOOKAHEAD) {
-            let Some(r) = inv.replay else { continue };
+            let Some(r) = &inv.replay else { continue };
             let info = TxnInfo {
                 total_partitions: self.shared.config.partitions,
                 sampled: false,
@@ -122,8 +122,16 @@ impl Partition {
                 read_slice: None,
                 inline_slice: None,
                 block_read: false,
+                given: r.draws.clone(),
             };
-            dry_run(&inv.proc, &inv.params, &mut [&mut *store], &mut evicted, &info);
+            dry_run(
+                &inv.proc,
+                &inv.params,
+                &mut [&mut *store],
+                &mut evicted,
+                &info,
+                &self.shared.sequences,
+            );
             refs.extend(evicted.iter().map(|e| (e.table, e.tombstone)));
         }
         if refs.is_empty() {

@@ -147,7 +147,10 @@ pub(crate) fn submit_statement(
     reply: Reply,
     place: Place,
 ) -> Result<()> {
-    let single = match proc.statements[0].route(&params, shared.config.partitions) {
+    let single = match shared.sequence_route(
+        &proc.statements[0],
+        proc.statements[0].route(&params, shared.config.partitions),
+    ) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),
         Route::All => None,
@@ -251,6 +254,16 @@ impl Shared {
     }
 
     /// A partition for a statement that any partition can run (round robin).
+    /// `route`, the plan's route of `p`, or for an INSERT whose rows' partition key
+    /// their table's sequence draws, the partitions of the sequence's next values
+    /// ([`permafrost_sql::Prepared::sequence_key`]).
+    pub(crate) fn sequence_route(&self, p: &permafrost_sql::Prepared, route: Route) -> Route {
+        match (route, p.sequence_key()) {
+            (Route::Any, Some((schema, rows))) => self.sequences.route_next(schema, rows, self.config.partitions),
+            (r, _) => r,
+        }
+    }
+
     pub(crate) fn any_partition(&self) -> u32 {
         self.any_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.config.partitions.max(1)
     }

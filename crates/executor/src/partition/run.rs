@@ -364,11 +364,12 @@ impl Partition {
     /// procedure whose are `fixed`: a statement moved off its partitions, forked.rs).
     pub(crate) fn txn_info(
         &mut self,
-        replay: Option<Replayed>,
-        fixed: Option<Replayed>,
+        replay: Option<&Replayed>,
+        fixed: Option<&Replayed>,
         reply: Option<&Reply>,
     ) -> TxnInfo {
         let txn_id = self.next_txn_id();
+        let given = replay.map(|r| r.draws.clone()).unwrap_or_default();
         let (now, seed) = match replay.or(fixed) {
             Some(r) => (r.now, r.seed),
             None => (self.clock(), txn_id),
@@ -399,6 +400,7 @@ impl Partition {
                 .filter(|_| replay.is_none() && reply.is_some_and(Reply::takes_rest)),
             inline_slice: None,
             block_read: reply.is_some_and(Reply::is_in_block),
+            given,
         }
     }
 
@@ -417,21 +419,30 @@ impl Partition {
                 let own = [self.id];
                 let parts: &[u32] = done.partitions.as_deref().unwrap_or(&own);
                 let (now, seed) = (done.info_now, done.info_seed);
+                // The sequence values it took (kept in its result, partition/txn.rs).
+                let draws: &[(u32, i64)] = r.as_ref().map_or(&[], |rows| &rows.draws);
                 let pushed = match &what {
                     // A multi-partition call's parameters (a COPY batch's rows) are shared
                     // with the record, which the writer encodes as it writes it if it is
                     // large: a COPY batch is not held twice.
                     LogWhat::SharedCall(proc, params) if proc.log_params().is_none() => {
                         let (ad_hoc, text) = proc.log_text();
-                        let call =
-                            permafrost_durability::StreamedCall::new(ad_hoc, text, params.clone(), parts, now, seed);
+                        let call = permafrost_durability::StreamedCall::new(
+                            ad_hoc,
+                            text,
+                            params.clone(),
+                            parts,
+                            (now, seed),
+                            draws,
+                        );
                         self.log_chunk.push_call(call)
                     }
                     what => self.log_chunk.push_with(|out| match what {
-                        LogWhat::Call(proc, params) => encode_call(proc, params, parts, (now, seed), out),
-                        LogWhat::SharedCall(proc, params) => encode_call(proc, params, parts, (now, seed), out),
+                        LogWhat::Call(proc, params) => encode_call(proc, params, parts, (now, seed, draws), out),
+                        LogWhat::SharedCall(proc, params) => encode_call(proc, params, parts, (now, seed, draws), out),
                         LogWhat::Schema(sql) => permafrost_durability::encode_record(
                             &permafrost_durability::TxnRecord {
+                                draws: None,
                                 partitions: parts.to_vec(),
                                 now,
                                 seed,
@@ -581,7 +592,7 @@ impl Partition {
     /// leave evicted tuples for later does not start that scan here: either way it is
     /// rolled back (nothing took effect) and given back, to be queued.
     pub(super) fn run_one(&mut self, mut inv: Invocation, slice: Option<std::time::Duration>) -> Option<Invocation> {
-        let mut info = self.txn_info(inv.replay, inv.proc.fixed, Some(&inv.reply));
+        let mut info = self.txn_info(inv.replay.as_ref(), inv.proc.fixed.as_ref(), Some(&inv.reply));
         if slice.is_some() {
             info.read_slice = None;
             info.inline_slice = slice;
@@ -598,6 +609,7 @@ impl Partition {
                 &mut stores,
                 &mut self.evicted,
                 &info,
+                &self.shared.sequences,
                 &interrupted,
                 pool,
             )
@@ -767,12 +779,12 @@ fn encode_call(
     proc: &Procedure,
     params: &[permafrost_types::Value],
     parts: &[u32],
-    (now, seed): (i64, u64),
+    (now, seed, draws): (i64, u64, &[(u32, i64)]),
     out: &mut Vec<u8>,
 ) {
     let (ad_hoc, text) = proc.log_text();
     let params = proc.log_params().unwrap_or(params);
-    permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, out)
+    permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, draws, out)
 }
 
 /// How many entries an index build adds between two looks at the statement pool.

@@ -5,13 +5,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use std::sync::Arc;
 
+use permafrost_sql::exec::sequences::{Draws, Sequences};
 use permafrost_sql::workmem::MemoryPool;
 use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Placement};
 use permafrost_types::Value;
 
 use crate::error::{Error, Result};
-use crate::procedure::{ProcContext, ProcError, Procedure};
+use crate::procedure::{Given, ProcContext, ProcError, Procedure};
 
 /// How a transaction ended.
 pub(crate) enum Outcome {
@@ -65,6 +66,8 @@ pub(crate) struct TxnInfo {
     /// what it read, and notes it, so its own commit notes no read
     /// (`permafrost_storage::Placement::reads`).
     pub block_read: bool,
+    /// The sequence values it takes before drawing (a replayed record's).
+    pub given: crate::procedure::Given,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -98,6 +101,7 @@ pub(crate) fn dry_run(
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
+    sequences: &Sequences,
 ) {
     let _ = run_body(
         proc,
@@ -105,6 +109,7 @@ pub(crate) fn dry_run(
         stores,
         evicted,
         info,
+        sequences,
         &permafrost_sql::exec::never_interrupted,
         None,
     );
@@ -123,10 +128,20 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
         return false;
     }
     let tables = proc.statements[0].tables();
+    // An insert that may take sequence values stays: a forked image cannot draw from the
+    // database's counters.
+    let inserts = proc.statements[0].kind() == permafrost_sql::StatementKind::Insert;
+    let draws = |t: &permafrost_storage::Table| {
+        inserts
+            && t.schema()
+                .columns
+                .iter()
+                .any(|c| c.default == Some(permafrost_storage::ColumnDefault::Sequence))
+    };
     stores.iter().all(|s| {
         tables
             .iter()
-            .all(|t| s.table(*t).is_none_or(|t| t.tombstones().is_empty()))
+            .all(|t| s.table(*t).is_none_or(|t| t.tombstones().is_empty() && !draws(t)))
     })
 }
 
@@ -134,12 +149,14 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
 /// `evicted`; commits nothing. Its statements' memory past their first step comes from
 /// `pool`. A statement that may move off its partitions ([`may_move`]) gets
 /// its read slice. Also returns how its commit is to be noted ([`ProcContext::placement`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_body(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
+    sequences: &Sequences,
     interrupted: &dyn Fn() -> bool,
     pool: Option<&Arc<MemoryPool>>,
 ) -> (
@@ -169,6 +186,11 @@ pub(crate) fn run_body(
         deferred: None,
         pool,
         deadline,
+        draws: match &info.given {
+            Given::Values(v) => Draws::replaying(sequences, v),
+            Given::Legacy => Draws::legacy(sequences),
+            Given::Nothing => Draws::live(sequences),
+        },
         sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
         undone: proc.is_probe(),
         analyze: None,
@@ -178,7 +200,7 @@ pub(crate) fn run_body(
     // What the statements' random states derive from: the seed and timestamp the
     // transaction's log record keeps (a moved statement's fixed ones), so that replay
     // draws the same values; the timestamp keeps runs after a restart apart.
-    let seed = proc.fixed.map_or(info.seed, |f| f.seed);
+    let seed = proc.fixed.as_ref().map_or(info.seed, |f| f.seed);
     let random_seed = permafrost_sql::splitmix64(seed ^ (env.now as u64).rotate_left(32));
     let mut ctx = ProcContext {
         env: &mut env,
@@ -204,7 +226,28 @@ pub(crate) fn run_body(
         }
     }));
     let placement = std::mem::take(&mut ctx.placement);
+    let r = r.map(|r| r.and_then(|rows| took_sequences(&mut env, rows, proc.is_probe())));
     (r, env.deferred.take(), placement)
+}
+
+/// After a body that ran to its end: the sequence values it took go with its rows (its
+/// command-log record keeps them; a transaction block keeps a probe's), and the first
+/// partition it holds notes the highest per table, so that a snapshot keeps them.
+fn took_sequences(env: &mut Env<'_, '_>, mut rows: Rows, probe: bool) -> std::result::Result<Rows, ProcError> {
+    if env.draws.taken.is_empty() {
+        return Ok(rows);
+    }
+    if let Some(store) = env.stores.first_mut() {
+        for (table, v) in env.draws.highest() {
+            store.note_sequence(table, v).map_err(|e| ProcError::Sql(e.into()))?;
+        }
+    }
+    rows.draws = std::mem::take(&mut env.draws.taken);
+    if probe {
+        // What its last statement, the one probed, took (the block keeps them).
+        rows.draws.drain(..env.draws.statement_start.min(rows.draws.len()));
+    }
+    Ok(rows)
 }
 
 /// Runs a procedure as one transaction over `stores`, then commits or rolls back every
@@ -213,16 +256,19 @@ pub(crate) fn run_body(
 /// ran without them: that run was the pre-pass. `interrupted` tells its statements that
 /// nobody waits for the result any more (they stop with 57014 and it rolls back). Its
 /// statements draw their memory from `pool` ([`permafrost_sql::workmem`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_txn(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
     evicted: &mut Vec<EvictedRef>,
     info: &TxnInfo,
+    sequences: &Sequences,
     interrupted: &dyn Fn() -> bool,
     pool: &Arc<MemoryPool>,
 ) -> Outcome {
-    let (result, deferred, mut placement) = run_body(proc, params, stores, evicted, info, interrupted, Some(pool));
+    let (result, deferred, mut placement) =
+        run_body(proc, params, stores, evicted, info, sequences, interrupted, Some(pool));
     let mut finish = |stores: &mut [&mut PartitionStore], commit: bool| {
         if commit && stores.iter().any(|s| s.has_changes()) {
             // One stamp for every partition it holds: stamp order is a serial order

@@ -326,13 +326,16 @@ impl Loader<'_> {
         }
     }
 
-    /// A TABLE section: checks it against the schema, sets its sequence, and starts
+    /// A TABLE section: checks it against the schema, sets its sequence (and raises the
+    /// database's counter to it), and starts
     /// gathering its tombstones.
     #[allow(clippy::too_many_arguments)]
     fn table(&mut self, at: u64, p: u32, t: u32, name: String, seq: i64, bound: u32, indexes: usize) -> Result<()> {
         self.flush_tombs()?;
         self.flush_dir()?;
         self.check_partition(at, p)?;
+        // The database's counter hands out values above every partition's highest.
+        self.db.shared().sequences.raise(t, seq);
         self.send(
             p,
             Box::new(move |store, _| {

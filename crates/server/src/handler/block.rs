@@ -378,6 +378,7 @@ pub(super) fn keep_in_block(
             // (Kept only for a statement that drew random values: the others draw
             // from the COMMIT's own seed, which its record keeps anyway.)
             seed: if rows.drew_random { o.next_seed() } else { 0 },
+            draws: rows.draws.clone(),
         });
     }
 }

@@ -52,9 +52,12 @@ pub struct Env<'a, 'b> {
     /// [`SqlError::SliceOver`] (the executor then runs it elsewhere, off its partitions).
     /// `None`: it runs to its end.
     pub deadline: Option<Instant>,
-    /// The partition whose sequences give a partitioned table's new keys when the
-    /// transaction holds several (an interactive transaction's, so that its probes and its
-    /// commit draw the same keys); `None`: the first partition held.
+    /// Where the transaction's sequence values come from, and those it took
+    /// ([`super::sequences`]).
+    pub draws: super::sequences::Draws<'a>,
+    /// For a replayed record of an earlier build ([`super::sequences::Draws::legacy`]):
+    /// the partition whose sequences gave a partitioned table's new keys when the
+    /// transaction held several; `None`: the first partition held.
     pub sequence_home: Option<u32>,
     /// Whether the transaction's changes are all undone whatever happens (an interactive
     /// transaction's probe): it may write a replicated table at fewer than all partitions,

@@ -1,0 +1,201 @@
+//! Table sequences (SERIAL, BIGSERIAL, identity columns): one counter per table for the
+//! whole database, so that values increase per table whatever the partition count, and
+//! what each transaction drew ([`Draws`]), which its command-log record keeps.
+//!
+//! A value is drawn from the table's counter ([`Sequences`], an atomic shared by the
+//! partitions: taking a value is one `fetch_add`, no partition waits on another). When the
+//! drawn column is the table's partition key, the row must live at the partition the value
+//! hashes to, so a transaction skips values that belong to partitions it does not hold
+//! (the server routes a one-row INSERT to the partition of the counter's next value, so a
+//! lone inserter skips none). As in PostgreSQL, values are never given back: a transaction
+//! that rolls back leaves a gap.
+//!
+//! Replay must rebuild the rows clients were answered, but counters are drawn in the order
+//! transactions ran, not the order they committed, so a record keeps the values its
+//! transaction drew and replay takes them instead of drawing ([`Draws::replaying`]); an
+//! interactive transaction's COMMIT likewise takes the values its statements drew when
+//! they first ran. Every value drawn raises the counter, and the partition that commits
+//! it notes the highest per table (`Table::sequence`, in snapshots), so that after a
+//! restart no counter hands out a value a client has seen.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use arc_swap::ArcSwap;
+
+use permafrost_storage::partitioning::partition_of;
+use permafrost_storage::{TableId, TableSchema};
+use permafrost_types::ValueRef;
+
+use crate::prepared::Route;
+
+/// The counters of the database's table sequences: the last value each handed out. The
+/// map is read without a lock (a new table's counter replaces it whole, once).
+#[derive(Debug, Default)]
+pub struct Sequences {
+    counters: ArcSwap<HashMap<TableId, Arc<AtomicI64>>>,
+}
+
+impl Sequences {
+    /// The counter of `table`'s sequence (0 until it hands out a value).
+    pub fn counter(&self, table: TableId) -> Arc<AtomicI64> {
+        if let Some(c) = self.counters.load().get(&table) {
+            return c.clone();
+        }
+        self.counters.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.entry(table).or_default();
+            m
+        });
+        self.counters.load()[&table].clone()
+    }
+
+    /// The last value `table`'s sequence handed out (0: none).
+    pub fn last(&self, table: TableId) -> i64 {
+        self.counters
+            .load()
+            .get(&table)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Makes `table`'s sequence hand out values above `v` only (a value a snapshot or a
+    /// replayed record says was handed out).
+    pub fn raise(&self, table: TableId, v: i64) {
+        self.counter(table).fetch_max(v, Ordering::Relaxed);
+    }
+
+    /// Where an INSERT of `rows` rows whose partition key `schema`'s sequence draws runs:
+    /// at the partitions of the counter's next values (a lone inserter's rows then get
+    /// those values; one that meets others skips the values they took), all partitions for
+    /// more rows than there are partitions.
+    pub fn route_next(&self, schema: &TableSchema, rows: usize, partitions: u32) -> Route {
+        let last = self.last(schema.id);
+        let next = (1..=rows as i64).map(|i| last.saturating_add(i));
+        route_values(schema, next, rows, partitions)
+    }
+}
+
+/// The partitions of `values` of `schema`'s partition key (`n` of them): one, or all.
+pub fn route_values(schema: &TableSchema, values: impl Iterator<Item = i64>, n: usize, partitions: u32) -> Route {
+    let Some(pc) = schema.partition_column else {
+        return Route::All;
+    };
+    if n == 0 || n as u64 > u64::from(partitions) {
+        return Route::All;
+    }
+    let ty = &schema.columns[pc].ty;
+    let mut single = None;
+    for v in values {
+        let p = partition_of(ValueRef::Int(v), ty, partitions);
+        match single {
+            None => single = Some(p),
+            Some(q) if q != p => return Route::All,
+            Some(_) => {}
+        }
+    }
+    single.map_or(Route::All, Route::Single)
+}
+
+/// Where a transaction's sequence values come from, and the values it took.
+#[derive(Debug, Default)]
+pub struct Draws<'a> {
+    /// The database's counters; `None` where nothing may draw (a statement checked but not
+    /// run, tests of the plan alone).
+    pub counters: Option<&'a Sequences>,
+    /// Values to take before drawing, by table in order: what a replayed record or a
+    /// COMMIT's statements drew when they first ran.
+    given: VecDeque<(TableId, i64)>,
+    /// Whether the transaction is a replayed record written before records kept their
+    /// values: it draws as it did then, from the partition's own sequence.
+    pub legacy: bool,
+    /// The values the transaction took, in order: what its record keeps.
+    pub taken: Vec<(TableId, i64)>,
+    /// Where in `taken` the running statement's values start (a transaction block's
+    /// statement: [`Draws::give_statement`]).
+    pub statement_start: usize,
+}
+
+impl<'a> Draws<'a> {
+    /// Draws of a live transaction from `counters`.
+    pub fn live(counters: &'a Sequences) -> Draws<'a> {
+        Draws {
+            counters: Some(counters),
+            ..Draws::default()
+        }
+    }
+
+    /// Draws of a replayed record of an earlier build, which kept no values
+    /// ([`Draws::legacy`]).
+    pub fn legacy(counters: &'a Sequences) -> Draws<'a> {
+        Draws {
+            counters: Some(counters),
+            legacy: true,
+            ..Draws::default()
+        }
+    }
+
+    /// Draws that take `given` first (a replayed record's values, or those a transaction
+    /// block's statements drew before its COMMIT), then draw from `counters`.
+    pub fn replaying(counters: &'a Sequences, given: &[(TableId, i64)]) -> Draws<'a> {
+        Draws {
+            counters: Some(counters),
+            given: given.iter().copied().collect(),
+            ..Draws::default()
+        }
+    }
+
+    /// Starts a statement of a transaction block that takes `values` before drawing (what
+    /// it took when it first ran; none for a new statement).
+    pub fn give_statement(&mut self, values: &[(TableId, i64)]) {
+        self.given.clear();
+        self.given.extend(values.iter().copied());
+        self.statement_start = self.taken.len();
+    }
+
+    /// The next given value for `table`, if any is left.
+    pub(crate) fn take_given(&mut self, table: TableId) -> Option<i64> {
+        let at = self.given.iter().position(|(t, _)| *t == table)?;
+        self.given.remove(at).map(|(_, v)| v)
+    }
+
+    /// The highest value taken per table (what the committing partition notes).
+    pub fn highest(&self) -> Vec<(TableId, i64)> {
+        let mut out: Vec<(TableId, i64)> = Vec::new();
+        for &(t, v) in &self.taken {
+            match out.iter_mut().find(|(x, _)| *x == t) {
+                Some(e) => e.1 = e.1.max(v),
+                None => out.push((t, v)),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_raise_and_never_go_back() {
+        let s = Sequences::default();
+        assert_eq!(s.last(3), 0);
+        s.raise(3, 10);
+        s.raise(3, 4);
+        assert_eq!(s.last(3), 10);
+        assert_eq!(s.counter(3).fetch_add(1, Ordering::Relaxed) + 1, 11);
+        assert_eq!(s.last(3), 11);
+    }
+
+    #[test]
+    fn given_values_are_taken_per_table_in_order() {
+        let s = Sequences::default();
+        let mut d = Draws::replaying(&s, &[(1, 5), (2, 7), (1, 6)]);
+        assert_eq!(d.take_given(2), Some(7));
+        assert_eq!(d.take_given(2), None);
+        assert_eq!(d.take_given(1), Some(5));
+        assert_eq!(d.take_given(1), Some(6));
+        d.taken = vec![(1, 5), (2, 7), (1, 6)];
+        assert_eq!(d.highest(), vec![(1, 6), (2, 7)]);
+    }
+}
