@@ -125,6 +125,8 @@ pub(super) type EventRows = (i64, i64, Vec<tokio_postgres::Row>);
 pub(super) struct Stmts {
     pub(super) transfer: Statement,
     pub(super) insert: Statement,
+    /// The insert, its serial drawn by an explicit `nextval()` (every other event).
+    pub(super) insert_nextval: Statement,
     pub(super) read: Statement,
 }
 
@@ -162,6 +164,12 @@ pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> 
         transfer: c.prepare("CALL transfer($1, $2, $3)").await?,
         insert: c
             .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text, n::text")
+            .await?,
+        insert_nextval: c
+            .prepare(
+                "INSERT INTO events (id, payload, n) VALUES ($1, $2, nextval('events_n_seq')) \
+                 RETURNING u::text, r::text, at::text, n::text",
+            )
             .await?,
         read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
     })
@@ -286,7 +294,8 @@ impl Worker {
                 let payload = event_payload(id);
                 let params: [&(dyn ToSql + Sync); 2] = [&id, &payload];
                 ctr.in_flight[1].fetch_add(1, Ordering::SeqCst);
-                let r = retrying(ctr, || c.query(&st.insert, &params)).await;
+                let insert = if id % 2 == 0 { &st.insert } else { &st.insert_nextval };
+                let r = retrying(ctr, || c.query(insert, &params)).await;
                 ctr.in_flight[1].fetch_sub(1, Ordering::SeqCst);
                 r.map(|rows| {
                     if rows.len() == 1 {

@@ -305,7 +305,7 @@ impl Interactive {
                     // A live probe's or COMMIT's statement takes the sequence values it
                     // took when it first ran (a replayed record gives the transaction's).
                     if own_draws {
-                        ctx.env.draws.give_statement(&expect.draws);
+                        ctx.env.draws.borrow_mut().give_statement(&expect.draws);
                     }
                     if !ctx.statements[i].is_read_only() {
                         writes_before += 1;

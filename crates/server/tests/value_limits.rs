@@ -281,8 +281,10 @@ impl Drop for ChildServer {
 
 /// With `memory_limit` 16 MiB, statements that ask for values past any budget are refused
 /// before the server allocates them: its peak resident memory stays under the budget
-/// plus 48 MiB (the server itself, its threads' stacks, the test harness) and a tenth of
-/// the budget, and it serves on.
+/// plus 52 MiB (the server itself, its threads' stacks, the test harness: 48 MiB until
+/// the debug binary grew, when the peak reached 65.8 MiB of a 65.6 MiB bound in full test
+/// runs; a value past the budget would add at least 20 MiB) and a tenth of the budget,
+/// and it serves on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_limited_to_16_mib_refuses_huge_values_and_stays_within_its_budget() {
     let server = ChildServer::start();
@@ -309,7 +311,7 @@ async fn a_server_limited_to_16_mib_refuses_huge_values_and_stays_within_its_bud
     let r = c.query_one("SELECT length($1::text || $1)", &[&two]).await.unwrap();
     assert_eq!(r.get::<_, i32>(0), 4 << 20);
     let peak = server.status("VmHWM");
-    let bound = BUDGET + (48 << 20) + BUDGET / 10;
+    let bound = BUDGET + (52 << 20) + BUDGET / 10;
     eprintln!(
         "server VmHWM {} KiB before, {} KiB after (bound {} KiB)",
         before >> 10,

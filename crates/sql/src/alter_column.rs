@@ -405,6 +405,12 @@ pub(crate) fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Res
     match (&x, col.ty) {
         (Expr::Func(Func::Random, _), DataType::Double) => return Ok(ColumnDefault::Random),
         (Expr::Func(Func::GenRandomUuid, _), DataType::Uuid) => return Ok(ColumnDefault::RandomUuid),
+        (Expr::Func(Func::NextVal { .. }, _), _) => {
+            return unsupported(
+                "a DEFAULT of nextval() (declare the column SERIAL, BIGSERIAL or GENERATED ... AS IDENTITY: its \
+                 default is its sequence's nextval)",
+            );
+        }
         (Expr::Func(Func::Random | Func::GenRandomUuid, _), _) => {
             return unsupported(format!(
                 "a DEFAULT of random() or gen_random_uuid() on a column of type {} (random() on double \

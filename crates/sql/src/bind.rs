@@ -24,6 +24,7 @@ mod array;
 pub mod call;
 mod json;
 mod literal;
+mod sequence;
 mod subquery;
 mod window;
 pub use literal::{Typed, common_type, ident, map_type, object_name};

@@ -193,6 +193,9 @@ pub enum SqlError {
     WrongPartition { row: u32, held: Vec<u32> },
     #[error("table \"{0}\" changed since the statement was planned")]
     SchemaChanged(String),
+    /// `setval()` of a value below 1.
+    #[error("setval: value {value} is out of bounds for sequence \"{name}\" (1..9223372036854775807)")]
+    SequenceBounds { value: i64, name: String },
     /// An interactive transaction's statement no longer gives what its client was shown.
     #[error("could not serialize access: {0}")]
     SerializationFailure(String),
@@ -410,6 +413,7 @@ impl SqlError {
             SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
+            SqlError::SequenceBounds { .. } => "22003",
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",

@@ -199,6 +199,7 @@ pub fn execute(plan: &Plan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, 
     let budget = ValueBudget::new(env.work_mem, env.pool.map(|p| &**p));
     let cx = Cx::new(params, env.now)
         .with_random(env.random.clone())
+        .with_draws(env.draws)
         .with_budget(budget);
     match plan {
         Plan::Select(p) => {
@@ -742,14 +743,15 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
 /// draws as it did then ([`legacy_sequence`]).
 fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
     let table = schema.id;
-    let v = match env.draws.take_given(table) {
+    let (given, legacy, counters) = {
+        let mut d = env.draws.borrow_mut();
+        (d.take_given(table), d.legacy, d.counters)
+    };
+    let v = match given {
         Some(v) => v,
-        None if env.draws.legacy => legacy_sequence(env, schema)?,
+        None if legacy => legacy_sequence(env, schema)?,
         None => {
-            let counter = env
-                .draws
-                .counters
-                .as_ref()
+            let counter = counters
                 .ok_or_else(|| SqlError::Unsupported("a sequence drawn where no value may be drawn".into()))?
                 .counter(table);
             let keyed = schema
@@ -773,10 +775,7 @@ fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
             }
         }
     };
-    if let Some(c) = &env.draws.counters {
-        c.raise(table, v);
-    }
-    env.draws.taken.push((table, v));
+    env.draws.borrow_mut().took(table, v);
     Ok(v)
 }
 

@@ -23,7 +23,7 @@ mod math;
 mod ops;
 mod text;
 pub mod window;
-pub use cx::{ArrayCache, ColumnSource, Cx, NoColumns, SubRunner, splitmix64};
+pub use cx::{ArrayCache, ColumnSource, Cx, DrawSource, NoColumns, SubRunner, splitmix64};
 pub use datum::Datum;
 pub use func::Func;
 pub use math::MathFunc;
@@ -678,6 +678,33 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         }
         // 53 random bits as a double in [0, 1), as PostgreSQL's random() has them.
         Func::Random => Value::Double((cx.draw()? >> 11) as f64 * (1.0 / (1u64 << 53) as f64)),
+        Func::NextVal { table } | Func::SetVal { table } => {
+            let name = arg(0)?.to_string();
+            let draws = cx.draws.ok_or_else(|| {
+                SqlError::Unsupported(format!(
+                    "{name}: a sequence function in a value computed once when the statement is planned"
+                ))
+            })?;
+            if f == (Func::NextVal { table }) {
+                return Ok(Value::Int(draws.nextval(table, &name)?));
+            }
+            let v = match arg(1)? {
+                Value::Int(v) => v,
+                _ => return Ok(Value::Null),
+            };
+            let called = match args.get(2) {
+                Some(b) => match b.eval(src, cx)?.into_value() {
+                    Value::Bool(b) => b,
+                    _ => return Ok(Value::Null),
+                },
+                None => true,
+            };
+            if v < 1 {
+                return Err(SqlError::SequenceBounds { value: v, name });
+            }
+            draws.setval(table, if called { v } else { v - 1 })?;
+            Value::Int(v)
+        }
         Func::GenRandomUuid => {
             let bits = (u128::from(cx.draw()?) << 64) | u128::from(cx.draw()?);
             Value::Uuid(permafrost_types::uuid_v4(bits).to_be_bytes())

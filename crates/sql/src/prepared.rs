@@ -56,6 +56,10 @@ pub struct Prepared {
     /// that it runs where the query runs and reads what it reads; running it runs the
     /// query and gives the plan with the rows each step gave and the time taken.
     analyze: Option<ExplainAnalyze>,
+    /// Whether it calls `nextval()` or `setval()`: a query that does is a write (it takes
+    /// sequence values, which its transaction's record keeps), as in PostgreSQL, where
+    /// nextval() fails in a read-only transaction.
+    draws: bool,
 }
 
 /// What EXPLAIN ANALYZE keeps besides the query's plan.
@@ -114,6 +118,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     kind: StatementKind::Select,
                     explain: Some(Box::new(inner)),
                     analyze: None,
+                    draws: false,
                 });
             };
             if inner.explain.is_some() || inner.analyze.is_some() {
@@ -133,6 +138,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     summary,
                     columns: inner.columns,
                 }),
+                draws: inner.draws,
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
@@ -160,7 +166,24 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         kind,
         explain: None,
         analyze: None,
+        draws: calls_sequence_functions(stmt),
     })
+}
+
+/// Whether `stmt` calls `nextval()` or `setval()` anywhere.
+fn calls_sequence_functions(stmt: &Statement) -> bool {
+    let mut found = false;
+    let _ = sqlparser::ast::visit_expressions(stmt, |e| {
+        if let sqlparser::ast::Expr::Function(f) = e
+            && let Some(last) = f.name.0.last().and_then(|p| p.as_ident())
+            && ["nextval", "setval"].contains(&last.value.to_lowercase().as_str())
+        {
+            found = true;
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
 }
 
 /// The options of EXPLAIN that are taken: `VERBOSE` and `COSTS` (there are no costs to
@@ -209,7 +232,12 @@ impl Prepared {
     }
 
     pub fn is_read_only(&self) -> bool {
-        self.kind == StatementKind::Select
+        self.kind == StatementKind::Select && !self.draws
+    }
+
+    /// Whether it calls `nextval()` or `setval()` (see [`Prepared::is_read_only`]).
+    pub fn draws_sequences(&self) -> bool {
+        self.draws
     }
 
     /// What its result is answered as: its kind, but a query's for EXPLAIN ANALYZE of a

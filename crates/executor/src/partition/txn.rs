@@ -128,8 +128,11 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
         return false;
     }
     let tables = proc.statements[0].tables();
-    // An insert that may take sequence values stays: a forked image cannot draw from the
-    // database's counters.
+    // A statement that may take sequence values (nextval(), an insert into a table with a
+    // sequence) stays: a forked image cannot draw from the database's counters.
+    if proc.statements[0].draws_sequences() {
+        return false;
+    }
     let inserts = proc.statements[0].kind() == permafrost_sql::StatementKind::Insert;
     let draws = |t: &permafrost_storage::Table| {
         inserts
@@ -169,6 +172,11 @@ pub(crate) fn run_body(
         Some(slice) if may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
         _ => info.inline_slice.map(|slice| std::time::Instant::now() + slice),
     };
+    let draws = std::cell::RefCell::new(match &info.given {
+        Given::Values(v) => Draws::replaying(sequences, v),
+        Given::Legacy => Draws::legacy(sequences),
+        Given::Nothing => Draws::live(sequences),
+    });
     let mut env = Env {
         stores,
         total_partitions: info.total_partitions,
@@ -186,11 +194,7 @@ pub(crate) fn run_body(
         deferred: None,
         pool,
         deadline,
-        draws: match &info.given {
-            Given::Values(v) => Draws::replaying(sequences, v),
-            Given::Legacy => Draws::legacy(sequences),
-            Given::Nothing => Draws::live(sequences),
-        },
+        draws: &draws,
         sequence_home: proc.interactive.as_ref().and_then(|i| i.sequence_home),
         undone: proc.is_probe(),
         analyze: None,
@@ -234,18 +238,19 @@ pub(crate) fn run_body(
 /// command-log record keeps them; a transaction block keeps a probe's), and the first
 /// partition it holds notes the highest per table, so that a snapshot keeps them.
 fn took_sequences(env: &mut Env<'_, '_>, mut rows: Rows, probe: bool) -> std::result::Result<Rows, ProcError> {
-    if env.draws.taken.is_empty() {
+    let mut draws = env.draws.borrow_mut();
+    if draws.taken.is_empty() {
         return Ok(rows);
     }
     if let Some(store) = env.stores.first_mut() {
-        for (table, v) in env.draws.highest() {
+        for (table, v) in draws.highest() {
             store.note_sequence(table, v).map_err(|e| ProcError::Sql(e.into()))?;
         }
     }
-    rows.draws = std::mem::take(&mut env.draws.taken);
+    rows.draws = std::mem::take(&mut draws.taken);
     if probe {
         // What its last statement, the one probed, took (the block keeps them).
-        rows.draws.drain(..env.draws.statement_start.min(rows.draws.len()));
+        rows.draws.drain(..draws.statement_start.min(rows.draws.len()));
     }
     Ok(rows)
 }

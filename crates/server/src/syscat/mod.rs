@@ -155,19 +155,32 @@ pub fn fuzz_translate(sql: &str) {
 /// defines and the engine's SQL lacks (`current_database()`, `pg_backend_pid()` ...) or
 /// casts to a reg type.
 fn calls_catalog_functions(stmt: &Statement) -> bool {
-    struct Calls(bool);
+    /// Whether one was found; the `name::regclass` or `pg_get_serial_sequence(...)`
+    /// arguments of `nextval()` and `setval()` (by address), which name a sequence the
+    /// engine resolves itself (permafrost_sql's bind/sequence.rs).
+    struct Calls(bool, Vec<*const sqlparser::ast::Expr>);
     impl Visitor for Calls {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &sqlparser::ast::Expr) -> ControlFlow<()> {
-            use sqlparser::ast::Expr;
+            use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
             let found = match e {
                 Expr::Function(f) => match f.name.0.last() {
                     Some(ObjectNamePart::Identifier(i)) => {
-                        names::is_catalog_function(&i.value) && !permafrost_sql::bind::call::has_function(&i.value)
+                        if ["nextval", "setval"].contains(&i.value.to_ascii_lowercase().as_str())
+                            && let FunctionArguments::List(l) = &f.args
+                            && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(a))) = l.args.first()
+                        {
+                            self.1.push(a as *const Expr);
+                        }
+                        !self.1.contains(&(e as *const Expr))
+                            && names::is_catalog_function(&i.value)
+                            && !permafrost_sql::bind::call::has_function(&i.value)
                     }
                     _ => false,
                 },
-                Expr::Cast { data_type, .. } => data_type.to_string().to_ascii_lowercase().contains("reg"),
+                Expr::Cast { data_type, .. } => {
+                    !self.1.contains(&(e as *const Expr)) && data_type.to_string().to_ascii_lowercase().contains("reg")
+                }
                 _ => false,
             };
             if found {
@@ -177,7 +190,7 @@ fn calls_catalog_functions(stmt: &Statement) -> bool {
             ControlFlow::Continue(())
         }
     }
-    let mut c = Calls(false);
+    let mut c = Calls(false, Vec::new());
     let _ = stmt.visit(&mut c);
     c.0
 }

@@ -348,9 +348,8 @@ pub(super) fn table_oid(t: &TableSchema) -> i64 {
     TABLE_OID_BASE + i64::from(t.id)
 }
 
-pub(super) fn sequence_name(t: &TableSchema, col: usize) -> String {
-    format!("{}_{}_seq", t.name, t.columns[col].name)
-}
+/// The name of a SERIAL column's sequence (what `nextval()` takes: one owner).
+pub(super) use permafrost_sql::exec::sequences::sequence_name;
 
 /// A column default as `pg_get_expr` prints it.
 pub(super) fn default_expr(t: &TableSchema, col: usize) -> Option<String> {

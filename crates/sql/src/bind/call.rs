@@ -39,6 +39,9 @@ impl Binder<'_> {
             }
             return self.window(&name, over, &args, distinct, star, f.name.span());
         }
+        if super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str()) && f.filter.is_none() && !distinct && !star {
+            return self.sequence_function(&name, &args);
+        }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),
             "sum" => Some(AggFunc::Sum),
@@ -396,6 +399,7 @@ pub fn has_function(name: &str) -> bool {
         || text_function(&name).is_some()
         || OTHER_FUNCTIONS.contains(&name.as_str())
         || super::json::JSON_FUNCTIONS.contains(&name.as_str())
+        || super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str())
 }
 
 /// The scalar functions `Binder::function` binds by name other than those of

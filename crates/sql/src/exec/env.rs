@@ -53,8 +53,8 @@ pub struct Env<'a, 'b> {
     /// `None`: it runs to its end.
     pub deadline: Option<Instant>,
     /// Where the transaction's sequence values come from, and those it took
-    /// ([`super::sequences`]).
-    pub draws: super::sequences::Draws<'a>,
+    /// ([`super::sequences`]); shared with its statements' expressions (`nextval()`).
+    pub draws: &'a std::cell::RefCell<super::sequences::Draws<'a>>,
     /// For a replayed record of an earlier build ([`super::sequences::Draws::legacy`]):
     /// the partition whose sequences gave a partitioned table's new keys when the
     /// transaction held several; `None`: the first partition held.

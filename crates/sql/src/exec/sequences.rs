@@ -25,9 +25,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use arc_swap::ArcSwap;
 
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{TableId, TableSchema};
+use permafrost_storage::{StorageError, TableId, TableSchema};
 use permafrost_types::ValueRef;
 
+use crate::error::{Result, SqlError};
+use crate::expr::DrawSource;
 use crate::prepared::Route;
 
 /// The counters of the database's table sequences: the last value each handed out. The
@@ -73,6 +75,41 @@ impl Sequences {
         let last = self.last(schema.id);
         let next = (1..=rows as i64).map(|i| last.saturating_add(i));
         route_values(schema, next, rows, partitions)
+    }
+}
+
+/// The name PostgreSQL gives the sequence of `schema`'s column `col` (SERIAL): what
+/// `nextval('...')` takes, `pg_get_serial_sequence` gives, and the catalogs list.
+pub fn sequence_name(schema: &TableSchema, col: usize) -> String {
+    format!("{}_{}_seq", schema.name, schema.columns[col].name)
+}
+
+/// What a statement's `nextval()` and `setval()` draw from: its transaction's [`Draws`],
+/// behind the `RefCell` its `Env` shares with the expressions.
+impl DrawSource for std::cell::RefCell<Draws<'_>> {
+    fn nextval(&self, table: TableId, name: &str) -> Result<i64> {
+        let mut d = self.borrow_mut();
+        let v = match d.take_given(table) {
+            Some(v) => v,
+            None => d
+                .counters
+                .ok_or_else(|| SqlError::Unsupported("nextval() where no value may be drawn".into()))?
+                .counter(table)
+                .fetch_add(1, Ordering::Relaxed)
+                .checked_add(1)
+                .ok_or_else(|| SqlError::Storage(StorageError::SequenceExhausted { table: name.into() }))?,
+        };
+        d.took(table, v);
+        Ok(v)
+    }
+
+    fn setval(&self, table: TableId, last: i64) -> Result<()> {
+        let d = self.borrow();
+        let counters = d
+            .counters
+            .ok_or_else(|| SqlError::Unsupported("setval() where no value may be set".into()))?;
+        counters.counter(table).store(last, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -157,6 +194,15 @@ impl<'a> Draws<'a> {
     pub(crate) fn take_given(&mut self, table: TableId) -> Option<i64> {
         let at = self.given.iter().position(|(t, _)| *t == table)?;
         self.given.remove(at).map(|(_, v)| v)
+    }
+
+    /// Records that the transaction took `v` of `table`'s sequence: the counter is at least
+    /// `v` (a value given at replay), and the record keeps it.
+    pub(crate) fn took(&mut self, table: TableId, v: i64) {
+        if let Some(c) = self.counters {
+            c.raise(table, v);
+        }
+        self.taken.push((table, v));
     }
 
     /// The highest value taken per table (what the committing partition notes).

@@ -60,6 +60,18 @@ pub struct Cx<'a> {
     /// (`Env::random`), shared by every copy of the context; `None` where nothing may
     /// draw (a constant evaluated when a statement is planned).
     pub random: Option<Arc<AtomicU64>>,
+    /// Where `nextval()` and `setval()` go: the transaction's sequence draws
+    /// (`Env::draws`); `None` where no statement runs.
+    pub draws: Option<&'a dyn DrawSource>,
+}
+
+/// `nextval()` and `setval()` of a statement's expressions: the sequences of the running
+/// transaction (crate::exec::sequences implements it over the transaction's draws).
+pub trait DrawSource {
+    /// The next value of `table`'s sequence (named `name`, for messages).
+    fn nextval(&self, table: permafrost_storage::TableId, name: &str) -> crate::error::Result<i64>;
+    /// Makes `last` the sequence's last value handed out.
+    fn setval(&self, table: permafrost_storage::TableId, last: i64) -> crate::error::Result<()>;
 }
 
 /// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one
@@ -102,6 +114,7 @@ impl<'a> Cx<'a> {
             working: None,
             windows: &[],
             random: None,
+            draws: None,
         }
     }
 
@@ -120,6 +133,7 @@ impl<'a> Cx<'a> {
             working: self.working.clone(),
             windows: self.windows,
             random: self.random.clone(),
+            draws: self.draws,
         }
     }
 
@@ -198,6 +212,14 @@ impl<'a> Cx<'a> {
     pub fn with_random(self, random: Arc<AtomicU64>) -> Cx<'a> {
         Cx {
             random: Some(random),
+            ..self
+        }
+    }
+
+    /// This context taking `nextval()` and `setval()` to `draws` ([`Cx::draws`]).
+    pub fn with_draws(self, draws: &'a dyn DrawSource) -> Cx<'a> {
+        Cx {
+            draws: Some(draws),
             ..self
         }
     }

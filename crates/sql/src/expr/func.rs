@@ -66,6 +66,16 @@ pub enum Func {
     Random,
     /// `gen_random_uuid()`: a version 4 uuid drawn from the statement's random state.
     GenRandomUuid,
+    /// `nextval('t_c_seq')`: the next value of `table`'s sequence, taken by the running
+    /// transaction ([`Cx::draws`]); its argument is the sequence's name (for messages).
+    NextVal {
+        table: permafrost_storage::TableId,
+    },
+    /// `setval('t_c_seq', v [, is_called])`: makes `v` the sequence's last value (or, with
+    /// `is_called` false, its next one); gives `v`.
+    SetVal {
+        table: permafrost_storage::TableId,
+    },
     /// `x AT TIME ZONE zone` (`to_local`: x is a timestamp with time zone, the result the
     /// wall-clock time in zone; else the reverse).
     AtTimeZone {

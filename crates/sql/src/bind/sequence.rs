@@ -1,0 +1,182 @@
+//! Calls of the sequence functions: `nextval('items_id_seq')` and `setval(...)` on the
+//! sequence of a SERIAL, BIGSERIAL or identity column (crate::exec::sequences), named in a
+//! string literal as PostgreSQL names it (`{table}_{column}_seq`, optionally
+//! `::regclass`). `currval()` and `lastval()` are refused: a session keeps no last value.
+
+use permafrost_storage::ColumnDefault;
+use permafrost_types::{DataType, Value};
+use sqlparser::ast;
+
+use super::{Binder, Typed};
+use crate::error::{Point, Result, SqlError, unsupported};
+use crate::exec::sequences::sequence_name;
+use crate::expr::{Expr, Func};
+
+/// The names of the functions [`Binder::sequence_function`] binds.
+pub(super) const SEQUENCE_FUNCTIONS: &[&str] = &["nextval", "setval", "currval", "lastval"];
+
+impl Binder<'_> {
+    /// `nextval(name)`, `setval(name, value [, is_called])`; `args` unbound.
+    pub(super) fn sequence_function(&mut self, name: &str, args: &[&ast::Expr]) -> Result<Typed> {
+        let wrong = |n: usize| {
+            Err(SqlError::UnknownFunction(format!(
+                "{name}({})",
+                vec!["unknown"; n].join(", ")
+            )))
+        };
+        match name {
+            "currval" | "lastval" => unsupported(format!(
+                "{name}(): a session keeps no last value of its sequences (take the value an INSERT \
+                 drew with RETURNING, or call nextval() and use its result)"
+            )),
+            "nextval" => {
+                if args.len() != 1 {
+                    return wrong(args.len());
+                }
+                let (table, seq) = self.sequence_named(args[0])?;
+                let call = Expr::Func(Func::NextVal { table }, vec![Expr::Const(Value::from(seq))]);
+                Ok((call, Some(DataType::BigInt)))
+            }
+            _ => {
+                if !(2..=3).contains(&args.len()) {
+                    return wrong(args.len());
+                }
+                let (table, seq) = self.sequence_named(args[0])?;
+                let (value, ty) = self.expr(args[1])?;
+                let value = self.coerce_arg(value, ty, DataType::BigInt, "setval")?;
+                let mut call = vec![Expr::Const(Value::from(seq)), value];
+                if let Some(&is_called) = args.get(2) {
+                    let (b, ty) = self.expr(is_called)?;
+                    call.push(self.coerce_arg(b, ty, DataType::Boolean, "setval")?);
+                }
+                Ok((Expr::Func(Func::SetVal { table }, call), Some(DataType::BigInt)))
+            }
+        }
+    }
+
+    /// `e` as an argument of type `want`: unknown literals and parameters take it; other
+    /// types must be it (integers of any width for a bigint).
+    fn coerce_arg(&self, e: Expr, ty: Option<DataType>, want: DataType, f: &str) -> Result<Expr> {
+        match ty {
+            None => Ok(Expr::Cast(e.boxed(), want)),
+            Some(t) if t == want => Ok(e),
+            Some(DataType::SmallInt | DataType::Integer) if want == DataType::BigInt => Ok(Expr::Cast(e.boxed(), want)),
+            Some(t) => Err(SqlError::UnknownFunction(format!(
+                "{f}(regclass, {}{})",
+                t.sql_name(),
+                if want == DataType::Boolean { ", boolean" } else { "" }
+            ))),
+        }
+    }
+
+    /// The table whose sequence `e` names, and the sequence's name.
+    fn sequence_named(&self, e: &ast::Expr) -> Result<(permafrost_storage::TableId, String)> {
+        let literal = match e {
+            ast::Expr::Cast {
+                expr,
+                data_type: ast::DataType::Regclass | ast::DataType::Text,
+                ..
+            } => &**expr,
+            e => e,
+        };
+        if let Some(named) = serial_sequence_call(literal) {
+            let (table, column) = named?;
+            let t = self
+                .catalog
+                .table(&table)
+                .ok_or_else(|| SqlError::UnknownTable(table.clone()))?;
+            let c = t
+                .columns
+                .iter()
+                .position(|c| c.name == column)
+                .ok_or_else(|| SqlError::UnknownColumn(column.clone()))?;
+            if t.columns[c].default != Some(ColumnDefault::Sequence) {
+                return Err(SqlError::InvalidArgument(format!(
+                    "column \"{column}\" of relation \"{table}\" has no sequence"
+                )));
+            }
+            return Ok((t.id, sequence_name(t, c)));
+        }
+        let ast::Expr::Value(v) = literal else {
+            return unsupported(
+                "a sequence named by an expression or a parameter (name it in a string literal: \
+                 nextval('items_id_seq'))",
+            );
+        };
+        let ast::Value::SingleQuotedString(text) = &v.value else {
+            return unsupported("a sequence named by something other than a string literal");
+        };
+        let name = relation_name(text);
+        for t in self.catalog.tables() {
+            for (c, col) in t.columns.iter().enumerate() {
+                if col.default == Some(ColumnDefault::Sequence) && sequence_name(t, c) == name {
+                    return Ok((t.id, name));
+                }
+            }
+        }
+        // (The sequences are those of SERIAL, BIGSERIAL and identity columns, named
+        // table_column_seq; CREATE SEQUENCE is not supported.) Placed at the literal, as
+        // PostgreSQL places it.
+        let place = v.span.start;
+        Err(SqlError::At {
+            error: Box::new(SqlError::UnknownTable(name)),
+            line: place.line,
+            column: place.column,
+            point: Point::Start,
+        })
+    }
+}
+
+/// `pg_get_serial_sequence('table', 'column')` (as Django's sequence reset names a
+/// sequence): the table and column it names, if `e` is that call.
+fn serial_sequence_call(e: &ast::Expr) -> Option<Result<(String, String)>> {
+    let ast::Expr::Function(f) = e else { return None };
+    let last = f.name.0.last()?.as_ident()?;
+    if !last.value.eq_ignore_ascii_case("pg_get_serial_sequence") {
+        return None;
+    }
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return None;
+    };
+    let texts: Vec<Option<&str>> = l
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))) => match &v.value {
+                ast::Value::SingleQuotedString(s) => Some(s.as_str()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    Some(match texts[..] {
+        [Some(t), Some(c)] => Ok((relation_name(t), c.to_string())),
+        _ => unsupported("pg_get_serial_sequence() of other than two string literals, inside nextval() or setval()"),
+    })
+}
+
+/// A relation name as text names it: `public.` dropped, an unquoted name lowered, a
+/// double-quoted one as written.
+fn relation_name(text: &str) -> String {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("public.")
+        .or_else(|| t.strip_prefix("\"public\"."))
+        .unwrap_or(t);
+    match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None => t.to_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relation_name;
+
+    #[test]
+    fn names_are_read_as_postgresql_reads_them() {
+        assert_eq!(relation_name("Items_Id_Seq"), "items_id_seq");
+        assert_eq!(relation_name("public.items_id_seq"), "items_id_seq");
+        assert_eq!(relation_name("\"Odd\"\"Name\""), "Odd\"Name");
+    }
+}
