@@ -14,6 +14,7 @@ use permafrost_types::{DataType, Value, ValueRef, total_compare};
 
 use crate::error::{Result, SqlError};
 
+pub mod age;
 mod cx;
 mod datefunc;
 mod datum;
@@ -809,6 +810,8 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Trunc
         | Func::DatePart { .. }
         | Func::DateTrunc
+        | Func::Age
+        | Func::Justify(_)
         | Func::AtTimeZone { .. } => {
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             if values.iter().any(|v| v.is_null()) {

@@ -104,6 +104,55 @@ impl Binder<'_> {
                 };
                 return self.date_function(f, bound, &types, &args, &signature);
             }
+            "justify_days" | "justify_hours" | "justify_interval" => {
+                arity(1, 1)?;
+                let kind = match name.as_str() {
+                    "justify_days" => crate::expr::age::Justify::Days,
+                    "justify_hours" => crate::expr::age::Justify::Hours,
+                    _ => crate::expr::age::Justify::Interval,
+                };
+                let x = match types[0] {
+                    Some(DataType::Interval) => bound.remove(0),
+                    None => Expr::Cast(bound.remove(0).boxed(), DataType::Interval),
+                    Some(t) if t.is_text() && is_quoted_literal(args[0]) => {
+                        Expr::Cast(bound.remove(0).boxed(), DataType::Interval)
+                    }
+                    Some(_) => return Err(SqlError::UnknownFunction(signature())),
+                };
+                return Ok((Expr::Func(Func::Justify(kind), vec![x]), Some(DataType::Interval)));
+            }
+            // As PostgreSQL resolves it: timestamp with time zone unless every argument
+            // is a timestamp (or date).
+            "age" => {
+                arity(1, 2)?;
+                // Quoted literals and parameters take either type.
+                let known: Vec<Option<DataType>> = types
+                    .iter()
+                    .zip(&args)
+                    .map(|(t, a)| t.filter(|t| !(t.is_text() && is_quoted_literal(a))))
+                    .collect();
+                let plain = known.iter().any(Option::is_some)
+                    && known
+                        .iter()
+                        .flatten()
+                        .all(|t| matches!(t, DataType::Timestamp | DataType::Date));
+                let ty = if plain {
+                    DataType::Timestamp
+                } else {
+                    DataType::TimestampTz
+                };
+                let mut call = Vec::with_capacity(n);
+                for (x, t) in bound.into_iter().zip(&known) {
+                    call.push(match t {
+                        Some(t) if *t == ty => x,
+                        None | Some(DataType::Timestamp | DataType::TimestampTz | DataType::Date) => {
+                            Expr::Cast(x.boxed(), ty)
+                        }
+                        Some(_) => return Err(SqlError::UnknownFunction(signature())),
+                    });
+                }
+                return Ok((Expr::Func(Func::Age, call), Some(DataType::Interval)));
+            }
             "localtimestamp" | "current_date" => {
                 arity(0, 0)?;
                 let ty = if name == "current_date" {
@@ -410,6 +459,10 @@ const OTHER_FUNCTIONS: &[&str] = &[
     "pg_typeof",
     "date_part",
     "date_trunc",
+    "age",
+    "justify_days",
+    "justify_hours",
+    "justify_interval",
     "current_timestamp",
     "localtimestamp",
     "transaction_timestamp",

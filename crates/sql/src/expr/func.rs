@@ -66,6 +66,10 @@ pub enum Func {
     Random,
     /// `gen_random_uuid()`: a version 4 uuid drawn from the statement's random state.
     GenRandomUuid,
+    /// `age(a, b)` of two timestamps (or of midnight today and `a`): years, months, days.
+    Age,
+    /// `justify_days`, `justify_hours`, `justify_interval`.
+    Justify(super::age::Justify),
     /// `nextval('t_c_seq')`: the next value of `table`'s sequence, taken by the running
     /// transaction ([`Cx::draws`]); its argument is the sequence's name (for messages).
     NextVal {
@@ -193,6 +197,18 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
         },
         Func::DatePart { numeric } => super::datefunc::date_part(&s(0), v[1].as_ref(), numeric)?,
         Func::DateTrunc => super::datefunc::date_trunc(&s(0), v[1].as_ref())?,
+        Func::Age => {
+            let ts = |i: usize| match v[i].as_ref() {
+                ValueRef::Timestamp(t) | ValueRef::TimestampTz(t) => Ok(t),
+                other => Err(SqlError::Type(format!("age of {}", other.kind_name()))),
+            };
+            let day = permafrost_types::datetime::MICROS_PER_DAY;
+            match v.len() {
+                1 => super::age::age(cx.now.div_euclid(day) * day, ts(0)?)?,
+                _ => super::age::age(ts(0)?, ts(1)?)?,
+            }
+        }
+        Func::Justify(kind) => super::age::justify(kind, v[0].as_ref())?,
         Func::AtTimeZone { to_local } => super::datefunc::at_time_zone(v[0].as_ref(), &s(1), to_local)?,
         Func::Math(m) => {
             let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };

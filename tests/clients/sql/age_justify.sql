@@ -1,0 +1,20 @@
+-- age() of two timestamps, and the justify functions, as PostgreSQL computes them.
+SELECT age(timestamp '2024-03-01', timestamp '2023-01-15');
+SELECT age(timestamp '2023-01-15', timestamp '2024-03-01');
+SELECT age(timestamp '2024-03-31 10:00', timestamp '2024-02-29 12:30');
+SELECT age(timestamp '2024-02-29 12:30', timestamp '2024-03-31 10:00');
+SELECT age(timestamp '2001-04-10', timestamp '1957-06-13');
+SELECT age(date '2020-03-01', date '2020-01-31');
+SELECT age(timestamptz '2024-05-01 00:00:00+00', timestamptz '2023-12-31 23:59:59.5+00');
+SELECT age('2024-01-01', '2023-06-15 06:00');
+SELECT age(timestamp '2020-01-01', timestamp '2020-01-01');
+SELECT age(NULL::timestamp, timestamp '2020-01-01');
+SELECT age(timestamp '1999-12-31 23:00', timestamp '2000-03-01 01:00');
+SELECT pg_typeof(age(timestamp '2020-01-01', timestamp '2019-01-01'));
+SELECT justify_days(interval '35 days'), justify_days(interval '-35 days'), justify_days(interval '1 mon -5 days');
+SELECT justify_hours(interval '27 hours'), justify_hours(interval '-27 hours'), justify_hours(interval '1 day -3 hours');
+SELECT justify_interval(interval '1 mon -1 hour'), justify_interval(interval '-1 mon 1 hour');
+SELECT justify_interval(interval '400 hours 40 days'), justify_interval(interval '-400 hours');
+SELECT justify_days('65 days'), justify_hours('49:30:00');
+SELECT justify_hours(NULL);
+SELECT age(1, 2);
