@@ -13,6 +13,9 @@ use crate::expr::{AggFunc, Expr, Func, MathFunc};
 impl Binder<'_> {
     pub(super) fn function(&mut self, f: &ast::Function) -> Result<Typed> {
         let name = object_name(&f.name)?;
+        if name == "make_interval" && f.over.is_none() && f.filter.is_none() {
+            return self.make_interval(f);
+        }
         if !f.within_group.is_empty() {
             return unsupported(format!("WITHIN GROUP ({name})"));
         }
@@ -451,6 +454,93 @@ pub fn has_function(name: &str) -> bool {
         || super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str())
 }
 
+/// The parameters of `make_interval`, in order (each 0 when not given).
+const MAKE_INTERVAL: [&str; 7] = ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+
+impl Binder<'_> {
+    /// `make_interval(years, months, weeks, days, hours, mins, secs)`, by position or by
+    /// name (`make_interval(days => 3)`), each 0 when not given; `secs` a double, the rest
+    /// integers.
+    fn make_interval(&mut self, f: &ast::Function) -> Result<Typed> {
+        let mut given: [Option<&ast::Expr>; 7] = [None; 7];
+        let list = match &f.args {
+            FunctionArguments::List(l) if l.duplicate_treatment.is_none() => &l.args[..],
+            FunctionArguments::None => &[],
+            _ => return unsupported("this argument form in make_interval"),
+        };
+        let mut named = false;
+        for (i, a) in list.iter().enumerate() {
+            let (slot, e) = match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) if !named && i < 7 => (i, e),
+                FunctionArg::Named {
+                    name,
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
+                }
+                | FunctionArg::ExprNamed {
+                    name: ast::Expr::Identifier(name),
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
+                } => {
+                    named = true;
+                    let n = name.value.to_lowercase();
+                    let Some(slot) = MAKE_INTERVAL.iter().position(|p| *p == n) else {
+                        let (_, t) = self.expr(e)?;
+                        return Err(SqlError::UnknownFunction(format!(
+                            "make_interval({n} => {})",
+                            super::type_name(t)
+                        )));
+                    };
+                    (slot, e)
+                }
+                FunctionArg::Unnamed(_) if named => {
+                    return Err(SqlError::Syntax(
+                        "positional argument cannot follow named argument".into(),
+                    ));
+                }
+                _ => return Err(SqlError::UnknownFunction("make_interval(...)".into())),
+            };
+            if given[slot].replace(e).is_some() {
+                return Err(
+                    SqlError::Syntax(format!("argument name \"{}\" used more than once", MAKE_INTERVAL[slot]))
+                        .at(crate::error::start_of(e), crate::error::Point::Start),
+                );
+            }
+        }
+        let mut args = Vec::with_capacity(7);
+        for (slot, e) in given.iter().enumerate() {
+            let want = if slot == 6 { DataType::Double } else { DataType::Integer };
+            let x = match e {
+                None => Expr::Const(if slot == 6 { Value::Double(0.0) } else { Value::Int(0) }),
+                Some(e) => {
+                    let (x, t) = self.expr(e)?;
+                    match t {
+                        None => Expr::Cast(x.boxed(), want),
+                        Some(t) if t.is_text() && is_quoted_literal(e) => Expr::Cast(x.boxed(), want),
+                        Some(DataType::SmallInt | DataType::Integer) if slot < 6 => Expr::Cast(x.boxed(), want),
+                        Some(
+                            DataType::SmallInt
+                            | DataType::Integer
+                            | DataType::BigInt
+                            | DataType::Double
+                            | DataType::Decimal { .. },
+                        ) if slot == 6 => Expr::Cast(x.boxed(), want),
+                        Some(t) => {
+                            return Err(SqlError::UnknownFunction(format!(
+                                "make_interval({} => {})",
+                                MAKE_INTERVAL[slot],
+                                t.sql_name()
+                            )));
+                        }
+                    }
+                }
+            };
+            args.push(x);
+        }
+        Ok((Expr::Func(Func::MakeInterval, args), Some(DataType::Interval)))
+    }
+}
+
 /// The scalar functions `Binder::function` binds by name other than those of
 /// [`text_function`] and [`MathFunc::named`] (a test checks that each of them binds).
 const OTHER_FUNCTIONS: &[&str] = &[
@@ -463,6 +553,7 @@ const OTHER_FUNCTIONS: &[&str] = &[
     "justify_days",
     "justify_hours",
     "justify_interval",
+    "make_interval",
     "current_timestamp",
     "localtimestamp",
     "transaction_timestamp",

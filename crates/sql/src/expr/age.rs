@@ -1,4 +1,4 @@
-//! `age(a, b)` (the symbolic difference of two timestamps in years, months and days, as
+//! `make_interval(...)`, `age(a, b)` (the symbolic difference of two timestamps in years, months and days, as
 //! PostgreSQL's `timestamp_age` computes it) and `justify_days`, `justify_hours`,
 //! `justify_interval` (an interval's days as 30-day months, its hours as 24-hour days).
 
@@ -18,12 +18,10 @@ pub enum Justify {
 const DAYS_PER_MONTH: i32 = 30;
 
 fn out_of_range() -> SqlError {
-    SqlError::Storage(permafrost_storage::StorageError::Value(
-        permafrost_types::ValueError::NumericOutOfRange {
-            ty: "interval".into(),
-            detail: "interval out of range".into(),
-        },
-    ))
+    SqlError::Math {
+        sqlstate: "22008",
+        message: "interval out of range",
+    }
 }
 
 /// `justify_*(x)`, as PostgreSQL 15 computes them (signs made to agree).
@@ -80,6 +78,34 @@ fn agree(lo: &mut i64, hi: &mut i64, radix: i64) {
     } else if *hi < 0 && *lo > 0 {
         *lo -= radix;
         *hi += 1;
+    }
+}
+
+/// `make_interval(years, months, weeks, days, hours, mins, secs)`: `[years, months,
+/// weeks, days, hours, mins]` and the seconds (rounded to microseconds); past an
+/// interval's fields, 22008 "interval out of range" as PostgreSQL answers.
+pub fn make_interval(p: [i64; 6], secs: f64) -> Result<Value> {
+    let [years, months, weeks, days, hours, mins] = p;
+    let months = years.checked_mul(12).and_then(|y| y.checked_add(months));
+    let days = weeks.checked_mul(7).and_then(|w| w.checked_add(days));
+    let micros = (secs * 1e6).round_ties_even();
+    let time = hours
+        .checked_mul(3_600_000_000)
+        .and_then(|h| h.checked_add(mins.checked_mul(60_000_000)?))
+        .and_then(|t| {
+            if micros.is_finite() && micros.abs() < 9.2e18 {
+                t.checked_add(micros as i64)
+            } else {
+                None
+            }
+        });
+    match (
+        months.and_then(|m| i32::try_from(m).ok()),
+        days.and_then(|d| i32::try_from(d).ok()),
+        time,
+    ) {
+        (Some(months), Some(days), Some(micros)) => Ok(Value::Interval(Interval { months, days, micros })),
+        _ => Err(out_of_range()),
     }
 }
 

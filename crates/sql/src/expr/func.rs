@@ -68,6 +68,8 @@ pub enum Func {
     GenRandomUuid,
     /// `age(a, b)` of two timestamps (or of midnight today and `a`): years, months, days.
     Age,
+    /// `make_interval(years, months, weeks, days, hours, mins, secs)`.
+    MakeInterval,
     /// `justify_days`, `justify_hours`, `justify_interval`.
     Justify(super::age::Justify),
     /// `nextval('t_c_seq')`: the next value of `table`'s sequence, taken by the running
@@ -209,6 +211,13 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
             }
         }
         Func::Justify(kind) => super::age::justify(kind, v[0].as_ref())?,
+        Func::MakeInterval => {
+            let mut parts = [0i64; 6];
+            for (p, x) in parts.iter_mut().zip(v) {
+                *p = int_arg(x.as_ref())?;
+            }
+            super::age::make_interval(parts, float_arg(v[6].as_ref())?)?
+        }
         Func::AtTimeZone { to_local } => super::datefunc::at_time_zone(v[0].as_ref(), &s(1), to_local)?,
         Func::Math(m) => {
             let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };
