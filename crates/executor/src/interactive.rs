@@ -172,50 +172,26 @@ impl TxnStatement {
     }
 
     /// The partitions it runs at in a probe.
-    fn probe_route(&self, shared: &crate::shared::Shared, partitions: u32) -> Route {
-        statement_route(
-            shared,
-            self.stmt.prepared(),
-            &self.params,
-            partitions,
-            true,
-            &self.draws,
-        )
+    fn probe_route(&self, shared: &crate::shared::Shared) -> Route {
+        route(shared, self.stmt.prepared(), &self.params, true, &self.draws)
     }
 }
 
 /// The partitions statement `p` with `params` runs at: a bulk insert (a COPY's rows) at
 /// every partition, any other as its plan routes it. In a probe (`undone`: its changes are
 /// undone), a write to a replicated table needs one partition only
-/// (`Prepared::route_undone`).
-/// [`route`], and for an INSERT whose rows' keys its table's sequence draws, the
-/// partitions of the values it drew before (`draws`), or else of the sequence's next
-/// values ([`crate::shared::Shared::sequence_route`]).
-fn statement_route(
-    shared: &crate::shared::Shared,
-    p: &Prepared,
-    params: &[Value],
-    partitions: u32,
-    undone: bool,
-    draws: &[(u32, i64)],
-) -> Route {
-    let r = route(p, params, partitions, undone);
-    match (r, p.sequence_key()) {
-        (Route::Any, Some((schema, _))) if !draws.is_empty() => {
-            let mine = draws.iter().filter(|d| d.0 == schema.id).map(|d| d.1);
-            permafrost_sql::exec::sequences::route_values(schema, mine.clone(), mine.count(), partitions)
-        }
-        (r, _) => shared.sequence_route(p, r),
-    }
-}
-
-fn route(p: &Prepared, params: &[Value], partitions: u32, undone: bool) -> Route {
-    match crate::procedure::bulk_width(p) {
+/// (`Prepared::route_undone`). An INSERT of new keys from its table's sequence runs where
+/// the values it drew before (`draws`) live, or the sequence's next ones
+/// ([`crate::shared::Shared::sequence_route`]).
+fn route(shared: &crate::shared::Shared, p: &Prepared, params: &[Value], undone: bool, draws: &[(u32, i64)]) -> Route {
+    let partitions = shared.config.partitions;
+    let r = match crate::procedure::bulk_width(p) {
         Some(_) if partitions <= 1 => Route::Single(0),
         Some(_) => Route::All,
         None if undone => p.route_undone(params, partitions),
         None => p.route(params, partitions),
-    }
+    };
+    shared.sequence_route(p, r, draws)
 }
 
 impl Interactive {
@@ -602,13 +578,13 @@ impl Database {
         // writes pinned elsewhere cannot change what it gives either.
         let home = home_partition(now, partitions);
         let shared = self.shared();
-        let pinned = match statement_route(shared, next.stmt.prepared(), &next.params, partitions, true, &[]) {
+        let pinned = match route(shared, next.stmt.prepared(), &next.params, true, &[]) {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
             Route::All => None,
         };
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| match s.probe_route(shared, partitions) {
+            pinned.is_some_and(|p| match s.probe_route(shared) {
                 Route::Single(q) => q != p,
                 Route::Any => home != p,
                 Route::All => false,
@@ -836,10 +812,7 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            single = match (
-                single,
-                statement_route(self.shared(), s, &p, partitions, probe, &digest.draws),
-            ) {
+            single = match (single, route(self.shared(), s, &p, probe, &digest.draws)) {
                 _ if changes_schema => None,
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
@@ -915,7 +888,7 @@ impl Database {
                 now,
                 log_text,
                 log_params,
-                sequence_home: Some(home),
+                sequence_home: None,
                 own_draws: true,
                 schema: schema.map(|b| b.steps),
             },

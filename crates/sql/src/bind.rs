@@ -27,7 +27,7 @@ mod literal;
 mod sequence;
 mod subquery;
 mod window;
-pub use literal::{Typed, common_type, ident, map_type, object_name};
+pub use literal::{Typed, common_type, ident, map_type, name_in_text, object_name};
 use literal::{integer_literal, literal_as, number_literal, typed_string};
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses

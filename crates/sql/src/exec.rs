@@ -742,41 +742,23 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
 /// transaction does not hold. A replayed record from before records kept their values
 /// draws as it did then ([`legacy_sequence`]).
 fn next_sequence(env: &mut Env<'_, '_>, schema: &TableSchema) -> Result<i64> {
-    let table = schema.id;
-    let (given, legacy, counters) = {
-        let mut d = env.draws.borrow_mut();
-        (d.take_given(table), d.legacy, d.counters)
+    let draws = env.draws;
+    if draws.borrow().legacy {
+        let v = legacy_sequence(env, schema)?;
+        draws.borrow_mut().took(schema.id, v);
+        return Ok(v);
+    }
+    let keyed = schema
+        .partition_column
+        .filter(|&pc| schema.columns[pc].default == Some(ColumnDefault::Sequence));
+    let (stores, total) = (&*env.stores, env.total_partitions);
+    let held = |v: i64| {
+        keyed.is_none_or(|pc| {
+            let p = partition_of(ValueRef::Int(v), &schema.columns[pc].ty, total);
+            stores.iter().any(|s| s.partition() == p)
+        })
     };
-    let v = match given {
-        Some(v) => v,
-        None if legacy => legacy_sequence(env, schema)?,
-        None => {
-            let counter = counters
-                .ok_or_else(|| SqlError::Unsupported("a sequence drawn where no value may be drawn".into()))?
-                .counter(table);
-            let keyed = schema
-                .partition_column
-                .filter(|&pc| schema.columns[pc].default == Some(ColumnDefault::Sequence));
-            let total = env.total_partitions;
-            let held = env.held();
-            loop {
-                let v = counter
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                    .checked_add(1)
-                    .ok_or_else(|| {
-                        SqlError::Storage(permafrost_storage::StorageError::SequenceExhausted {
-                            table: schema.name.clone(),
-                        })
-                    })?;
-                let Some(pc) = keyed else { break v };
-                if held.contains(&partition_of(ValueRef::Int(v), &schema.columns[pc].ty, total)) {
-                    break v;
-                }
-            }
-        }
-    };
-    env.draws.borrow_mut().took(table, v);
-    Ok(v)
+    draws.borrow_mut().draw(schema.id, &schema.name, held)
 }
 
 /// How a table's sequence drew before records kept the values drawn (a replayed record

@@ -147,10 +147,8 @@ pub(crate) fn submit_statement(
     reply: Reply,
     place: Place,
 ) -> Result<()> {
-    let single = match shared.sequence_route(
-        &proc.statements[0],
-        proc.statements[0].route(&params, shared.config.partitions),
-    ) {
+    let route = proc.statements[0].route(&params, shared.config.partitions);
+    let single = match shared.sequence_route(&proc.statements[0], route, &[]) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),
         Route::All => None,
@@ -255,13 +253,19 @@ impl Shared {
 
     /// A partition for a statement that any partition can run (round robin).
     /// `route`, the plan's route of `p`, or for an INSERT whose rows' partition key
-    /// their table's sequence draws, the partitions of the sequence's next values
-    /// ([`permafrost_sql::Prepared::sequence_key`]).
-    pub(crate) fn sequence_route(&self, p: &permafrost_sql::Prepared, route: Route) -> Route {
-        match (route, p.sequence_key()) {
-            (Route::Any, Some((schema, rows))) => self.sequences.route_next(schema, rows, self.config.partitions),
-            (r, _) => r,
+    /// their table's sequence draws ([`permafrost_sql::Prepared::sequence_key`]), the
+    /// partitions of the values it `drawn` when it first ran (a transaction block's
+    /// statement run again), else of the sequence's next values.
+    pub(crate) fn sequence_route(&self, p: &permafrost_sql::Prepared, route: Route, drawn: &[(u32, i64)]) -> Route {
+        let (Route::Any, Some((schema, rows))) = (route, p.sequence_key()) else {
+            return route;
+        };
+        let n = self.config.partitions;
+        if drawn.is_empty() {
+            return self.sequences.route_next(schema, rows, n);
         }
+        let mine = drawn.iter().filter(|d| d.0 == schema.id).map(|d| d.1);
+        permafrost_sql::exec::sequences::route_values(schema, mine.clone(), mine.count(), n)
     }
 
     pub(crate) fn any_partition(&self) -> u32 {

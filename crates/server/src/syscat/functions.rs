@@ -41,20 +41,9 @@ fn int(ctx: &Context<'_>, i: usize) -> Option<i64> {
     }
 }
 
-/// An object name as written in a reg-type literal: quotes dropped, a `public.` or
-/// `pg_catalog.` schema dropped, unquoted names folded to lower case.
-fn object_name(s: &str) -> String {
-    let s = s.trim();
-    let s = s
-        .strip_prefix("public.")
-        .or_else(|| s.strip_prefix("pg_catalog."))
-        .unwrap_or(s);
-    if let Some(q) = s.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        q.replace("\"\"", "\"")
-    } else {
-        s.to_ascii_lowercase()
-    }
-}
+/// An object name as written in a reg-type literal (one reader for the engine's
+/// `nextval('...')` and the catalogs').
+use permafrost_sql::bind::name_in_text as object_name;
 
 /// The oid of a type named as PostgreSQL reads type names.
 fn type_by_name(name: &str) -> Option<i64> {

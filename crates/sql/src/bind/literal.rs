@@ -20,6 +20,22 @@ pub fn ident(i: &Ident) -> String {
     }
 }
 
+/// An object name as written in text (a reg-type literal, `nextval('...')`): quotes
+/// dropped (a doubled quote is one), a `public.` or `pg_catalog.` schema dropped, an
+/// unquoted name folded to lower case.
+pub fn name_in_text(s: &str) -> String {
+    let s = s.trim();
+    let s = s
+        .strip_prefix("public.")
+        .or_else(|| s.strip_prefix("\"public\"."))
+        .or_else(|| s.strip_prefix("pg_catalog."))
+        .unwrap_or(s);
+    match s.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None => s.to_ascii_lowercase(),
+    }
+}
+
 /// The last part of a (possibly schema-qualified) object name. `public.t` and `t` are the
 /// same table; other schemas do not exist.
 pub fn object_name(n: &ObjectName) -> Result<String> {
@@ -282,4 +298,17 @@ pub fn common_type(x: DataType, y: DataType) -> Result<DataType> {
             }
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_in_text;
+
+    #[test]
+    fn names_are_read_as_postgresql_reads_them() {
+        assert_eq!(name_in_text("Items_Id_Seq"), "items_id_seq");
+        assert_eq!(name_in_text("public.items_id_seq"), "items_id_seq");
+        assert_eq!(name_in_text("\"Odd\"\"Name\""), "Odd\"Name");
+        assert_eq!(name_in_text("\"public\".\"Items\""), "Items");
+    }
 }

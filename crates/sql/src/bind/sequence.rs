@@ -106,7 +106,7 @@ impl Binder<'_> {
         let ast::Value::SingleQuotedString(text) = &v.value else {
             return unsupported("a sequence named by something other than a string literal");
         };
-        let name = relation_name(text);
+        let name = super::name_in_text(text);
         for t in self.catalog.tables() {
             for (c, col) in t.columns.iter().enumerate() {
                 if col.default == Some(ColumnDefault::Sequence) && sequence_name(t, c) == name {
@@ -150,33 +150,7 @@ fn serial_sequence_call(e: &ast::Expr) -> Option<Result<(String, String)>> {
         })
         .collect();
     Some(match texts[..] {
-        [Some(t), Some(c)] => Ok((relation_name(t), c.to_string())),
+        [Some(t), Some(c)] => Ok((super::name_in_text(t), c.to_string())),
         _ => unsupported("pg_get_serial_sequence() of other than two string literals, inside nextval() or setval()"),
     })
-}
-
-/// A relation name as text names it: `public.` dropped, an unquoted name lowered, a
-/// double-quoted one as written.
-fn relation_name(text: &str) -> String {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("public.")
-        .or_else(|| t.strip_prefix("\"public\"."))
-        .unwrap_or(t);
-    match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        Some(q) => q.replace("\"\"", "\""),
-        None => t.to_lowercase(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::relation_name;
-
-    #[test]
-    fn names_are_read_as_postgresql_reads_them() {
-        assert_eq!(relation_name("Items_Id_Seq"), "items_id_seq");
-        assert_eq!(relation_name("public.items_id_seq"), "items_id_seq");
-        assert_eq!(relation_name("\"Odd\"\"Name\""), "Odd\"Name");
-    }
 }

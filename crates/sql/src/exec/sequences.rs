@@ -88,19 +88,7 @@ pub fn sequence_name(schema: &TableSchema, col: usize) -> String {
 /// behind the `RefCell` its `Env` shares with the expressions.
 impl DrawSource for std::cell::RefCell<Draws<'_>> {
     fn nextval(&self, table: TableId, name: &str) -> Result<i64> {
-        let mut d = self.borrow_mut();
-        let v = match d.take_given(table) {
-            Some(v) => v,
-            None => d
-                .counters
-                .ok_or_else(|| SqlError::Unsupported("nextval() where no value may be drawn".into()))?
-                .counter(table)
-                .fetch_add(1, Ordering::Relaxed)
-                .checked_add(1)
-                .ok_or_else(|| SqlError::Storage(StorageError::SequenceExhausted { table: name.into() }))?,
-        };
-        d.took(table, v);
-        Ok(v)
+        self.borrow_mut().draw(table, name, |_| true)
     }
 
     fn setval(&self, table: TableId, last: i64) -> Result<()> {
@@ -194,6 +182,32 @@ impl<'a> Draws<'a> {
     pub(crate) fn take_given(&mut self, table: TableId) -> Option<i64> {
         let at = self.given.iter().position(|(t, _)| *t == table)?;
         self.given.remove(at).map(|(_, v)| v)
+    }
+
+    /// The next value of `table`'s sequence (named `name`, for messages): the next one
+    /// given for it, else the counter's next value that `accept` admits (the others are
+    /// skipped: a gap). The record keeps it.
+    pub(crate) fn draw(&mut self, table: TableId, name: &str, accept: impl Fn(i64) -> bool) -> Result<i64> {
+        let v = match self.take_given(table) {
+            Some(v) => v,
+            None => {
+                let counter = self
+                    .counters
+                    .ok_or_else(|| SqlError::Unsupported(format!("{name}: a sequence drawn where no value may be")))?
+                    .counter(table);
+                loop {
+                    let v = counter
+                        .fetch_add(1, Ordering::Relaxed)
+                        .checked_add(1)
+                        .ok_or_else(|| SqlError::Storage(StorageError::SequenceExhausted { table: name.into() }))?;
+                    if accept(v) {
+                        break v;
+                    }
+                }
+            }
+        };
+        self.took(table, v);
+        Ok(v)
     }
 
     /// Records that the transaction took `v` of `table`'s sequence: the counter is at least
