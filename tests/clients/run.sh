@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the real-client tests (psql, psycopg 3, SQLAlchemy 2, psycopg2, Alembic, Django, pgjdbc, pgbench, sysbench)
+# Runs the real-client tests (psql, psycopg 3, asyncpg, SQLAlchemy 2, psycopg2, Alembic, Django, pgjdbc, pgbench, sysbench)
 # against ONE `permafrost serve`.
-# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, psycopg2, SQLAlchemy, Alembic
+# Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, asyncpg, psycopg2, SQLAlchemy, Alembic
 # and Django,
 # pgbench, sysbench, javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
 # which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
@@ -98,6 +98,10 @@ done
 echo "== psycopg: psycopg_test.py"
 timeout 300 python3 psycopg_test.py "$PORT"
 result psycopg $?
+
+echo "== asyncpg: asyncpg_test.py (binary arrays, jsonb, uuid, timestamptz)"
+timeout 300 python3 asyncpg_test.py "$PORT"
+result asyncpg $?
 
 echo "== sqlalchemy: sqlalchemy_test.py (SQLAlchemy 2 over psycopg 3 and psycopg2; psycopg2)"
 timeout 300 python3 sqlalchemy_test.py "$PORT"

@@ -136,7 +136,86 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
             crate::wire_check::text(b).map_err(|v| ("22021", v.message))?;
             Value::text(std::str::from_utf8(b).map_err(|_| ("22021", "text that is not UTF-8".to_string()))?)
         }
+        // Elements of any type that converts exactly (an int4 array into a bigint[] column).
+        DataType::Array(e) => {
+            let (_, items) = array_values(b)?;
+            let to = e.data_type();
+            let mut values = Vec::with_capacity(items.len());
+            for v in items {
+                values.push(v.coerce_to(&to).map_err(|e| (e.sqlstate(), e.to_string()))?);
+            }
+            Value::text(permafrost_types::array_value::literal_of_values(&values))
+        }
     })
+}
+
+/// The engine type of elements of a binary array whose header names `oid`.
+fn element_of_oid(oid: u32) -> Option<DataType> {
+    Some(match oid {
+        21 => DataType::SmallInt,
+        23 => DataType::Integer,
+        20 | 26 => DataType::BigInt,
+        700 | 701 => DataType::Double,
+        1700 => DataType::Decimal { precision: 0, scale: 0 },
+        25 | 1043 | 1042 | 19 => DataType::Varchar(None),
+        1114 => DataType::Timestamp,
+        1184 => DataType::TimestampTz,
+        1082 => DataType::Date,
+        16 => DataType::Boolean,
+        17 => DataType::Bytea,
+        2950 => DataType::Uuid,
+        1186 => DataType::Interval,
+        1083 => DataType::Time,
+        114 => DataType::Json,
+        3802 => DataType::Jsonb,
+        _ => return None,
+    })
+}
+
+/// A binary array (PostgreSQL's form: dimensions, flags, element type oid, each
+/// dimension's size and lower bound, then each element as a length, -1 for NULL, and its
+/// binary form): the element type its header names and the elements, flat. Bad bytes are
+/// an error, never a panic.
+pub fn array_values(b: &[u8]) -> Result<(DataType, Vec<Value>), (&'static str, String)> {
+    let bad = |m: &str| ("22P03", format!("bad binary array: {m}"));
+    let int = |at: usize| -> Result<i32, (&'static str, String)> {
+        b.get(at..at + 4)
+            .and_then(|s| s.try_into().ok())
+            .map(i32::from_be_bytes)
+            .ok_or_else(|| bad("cut short"))
+    };
+    let ndim = usize::try_from(int(0)?).map_err(|_| bad("negative dimensions"))?;
+    if ndim > 6 {
+        return Err(bad("more than 6 dimensions"));
+    }
+    let oid = int(8)? as u32;
+    let elem = element_of_oid(oid).ok_or_else(|| ("0A000", format!("arrays of type oid {oid}")))?;
+    let mut count: usize = if ndim == 0 { 0 } else { 1 };
+    for d in 0..ndim {
+        let size = usize::try_from(int(12 + 8 * d)?).map_err(|_| bad("a negative dimension"))?;
+        count = count
+            .checked_mul(size)
+            .filter(|&c| c <= 1 << 24)
+            .ok_or_else(|| bad("too many elements"))?;
+    }
+    let mut at = 12 + 8 * ndim;
+    let mut items = Vec::with_capacity(count.min(1 << 16));
+    for _ in 0..count {
+        let len = int(at)?;
+        at += 4;
+        if len == -1 {
+            items.push(Value::Null);
+            continue;
+        }
+        let len = usize::try_from(len).map_err(|_| bad("a negative length"))?;
+        let bytes = b.get(at..at.saturating_add(len)).ok_or_else(|| bad("cut short"))?;
+        at += len;
+        items.push(value(bytes, &elem)?);
+    }
+    if at != b.len() {
+        return Err(bad("bytes after the last element"));
+    }
+    Ok((elem, items))
 }
 
 /// Reads `data` as binary COPY data (after a signature, and as it is) with one to three
@@ -162,6 +241,7 @@ pub(crate) fn fuzz(data: &[u8]) {
         DataType::Varchar(Some(3)),
         DataType::Uuid,
         DataType::Jsonb,
+        DataType::Array(permafrost_types::ElemType::Integer),
     ];
     for columns in 1..=3 {
         let mut at = 0;

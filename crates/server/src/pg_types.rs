@@ -3,7 +3,7 @@
 
 use permafrost_executor::ColumnInfo;
 use permafrost_types::double_text;
-use permafrost_types::{DataType, Numeric, NumericRef, Value, ValueRef};
+use permafrost_types::{DataType, ElemType, Numeric, NumericRef, Value, ValueRef};
 use pgwire::api::Type;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -34,6 +34,9 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Time) => (Type::TIME, Type::TIME_ARRAY),
         Some(DataType::Json) => (Type::JSON, Type::JSON_ARRAY),
         Some(DataType::Jsonb) => (Type::JSONB, Type::JSONB_ARRAY),
+        // (No arrays of arrays: the second is never asked for.)
+        Some(DataType::Array(ElemType::Varchar)) => (Type::VARCHAR_ARRAY, Type::TEXT_ARRAY),
+        Some(DataType::Array(e)) => (pg_types(Some(&e.data_type())).1, Type::TEXT_ARRAY),
     }
 }
 
@@ -72,75 +75,12 @@ pub fn array_element(ty: &Type) -> Option<DataType> {
     })
 }
 
-/// The engine type of elements of a binary array whose header names `oid`.
-fn element_of_oid(oid: u32) -> Option<DataType> {
-    Some(match oid {
-        21 => DataType::SmallInt,
-        23 => DataType::Integer,
-        20 | 26 => DataType::BigInt,
-        700 | 701 => DataType::Double,
-        1700 => DataType::Decimal { precision: 0, scale: 0 },
-        25 | 1043 | 1042 | 19 => DataType::Varchar(None),
-        1114 => DataType::Timestamp,
-        1184 => DataType::TimestampTz,
-        1082 => DataType::Date,
-        16 => DataType::Boolean,
-        17 => DataType::Bytea,
-        2950 => DataType::Uuid,
-        1186 => DataType::Interval,
-        1083 => DataType::Time,
-        114 => DataType::Json,
-        3802 => DataType::Jsonb,
-        _ => return None,
-    })
-}
-
-/// A binary array parameter (PostgreSQL's form: dimensions, flags, element type, each
-/// dimension's size and lower bound, then each element as a length and its binary form)
-/// as the text of its array literal, which is how the engine takes arrays.
+/// A binary array parameter as the text of its array literal, which is how the engine
+/// takes arrays (`crate::copy_binary::array_values`).
 fn binary_array_literal(b: &[u8], param: usize) -> PgWireResult<String> {
-    let bad = |m: &str| client_error("22P03", format!("parameter ${}: bad binary array: {m}", param + 1));
-    let int = |at: usize| -> PgWireResult<i32> {
-        b.get(at..at + 4)
-            .and_then(|s| s.try_into().ok())
-            .map(i32::from_be_bytes)
-            .ok_or_else(|| bad("cut short"))
-    };
-    let ndim = usize::try_from(int(0)?).map_err(|_| bad("negative dimensions"))?;
-    if ndim > 6 {
-        return Err(bad("more than 6 dimensions"));
-    }
-    let oid = int(8)? as u32;
-    let elem = element_of_oid(oid)
-        .ok_or_else(|| client_error("0A000", format!("parameter ${}: arrays of type oid {oid}", param + 1)))?;
-    let mut count: usize = if ndim == 0 { 0 } else { 1 };
-    for d in 0..ndim {
-        let size = usize::try_from(int(12 + 8 * d)?).map_err(|_| bad("a negative dimension"))?;
-        count = count
-            .checked_mul(size)
-            .filter(|&c| c <= 1 << 24)
-            .ok_or_else(|| bad("too many elements"))?;
-    }
-    let mut at = 12 + 8 * ndim;
-    let mut items: Vec<Option<String>> = Vec::with_capacity(count.min(1 << 16));
-    for _ in 0..count {
-        let len = int(at)?;
-        at += 4;
-        if len == -1 {
-            items.push(None);
-            continue;
-        }
-        let len = usize::try_from(len).map_err(|_| bad("a negative length"))?;
-        let bytes = b.get(at..at.saturating_add(len)).ok_or_else(|| bad("cut short"))?;
-        at += len;
-        let v = crate::copy_binary::value(bytes, &elem)
-            .map_err(|(code, m)| client_error(code, format!("parameter ${}: {m}", param + 1)))?;
-        items.push(Some(v.as_ref().to_string()));
-    }
-    if at != b.len() {
-        return Err(bad("bytes after the last element"));
-    }
-    Ok(permafrost_sql::array::literal(items.iter().map(|i| i.as_deref())))
+    let (_, values) = crate::copy_binary::array_values(b)
+        .map_err(|(code, m)| client_error(code, format!("parameter ${}: {m}", param + 1)))?;
+    Ok(permafrost_types::array_value::literal_of_values(&values))
 }
 
 fn is_text(ty: &Type) -> bool {
@@ -205,6 +145,13 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
                 text: s,
                 jsonb: *ty == Type::JSONB,
             }),
+            // An array's value is its literal in PostgreSQL's output form: its text form.
+            _ if text && matches!(ty.kind(), postgres_types::Kind::Array(_)) => {
+                enc.encode_field(&PgForms::Raw(s.as_bytes()))
+            }
+            _ if matches!(ty.kind(), postgres_types::Kind::Array(_)) => {
+                enc.encode_field(&PgForms::Raw(&binary_array(s, ty)?))
+            }
             _ => Err(mismatch("text")),
         },
         ValueRef::Time(t) => match *ty {
@@ -227,6 +174,41 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             _ => Err(mismatch("bytea")),
         },
     }
+}
+
+/// The binary form of array value `literal` in a column of array type `ty`: one dimension
+/// (none when empty), whether any element is NULL, the element type's oid, the size and
+/// lower bound 1, then each element as a length (-1 for NULL) and its binary form.
+fn binary_array(literal: &str, ty: &Type) -> PgWireResult<Vec<u8>> {
+    let (postgres_types::Kind::Array(elem_ty), Some(elem)) = (ty.kind(), array_element(ty)) else {
+        return Err(client_error(
+            "XX000",
+            format!("internal error: {ty} is not an array type"),
+        ));
+    };
+    let bad = |e: permafrost_types::ValueError| client_error(e.sqlstate(), e.to_string());
+    let items = permafrost_types::array::elements(literal).map_err(|e| bad(e.into()))?;
+    let mut out = Vec::with_capacity(20 + literal.len() * 2);
+    let dims: i32 = if items.is_empty() { 0 } else { 1 };
+    let nulls = i32::from(items.iter().any(Option::is_none));
+    for v in [dims, nulls, elem_ty.oid() as i32] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    if dims == 1 {
+        out.extend_from_slice(&(items.len() as i32).to_be_bytes());
+        out.extend_from_slice(&1i32.to_be_bytes());
+    }
+    let field = FieldInfo::new(String::new(), None, None, elem_ty.clone(), FieldFormat::Binary);
+    let mut w = RowWriter::new(std::sync::Arc::new(vec![field]));
+    for item in items {
+        let v = match item {
+            None => Value::Null,
+            Some(t) => Value::parse(&elem, &t).map_err(bad)?,
+        };
+        encode(&mut w, v.as_ref(), elem_ty, false)?;
+        out.extend_from_slice(&w.take_bytes());
+    }
+    Ok(out)
 }
 
 /// Encodes data rows, as pgwire's `DataRowEncoder` does, into one buffer that can be given
@@ -284,6 +266,12 @@ impl RowWriter {
         put_field(&mut self.buf, value, ty, format, options)?;
         self.col += 1;
         Ok(())
+    }
+
+    /// The fields encoded so far, each its length and bytes; the next field starts anew.
+    fn take_bytes(&mut self) -> bytes::BytesMut {
+        self.col = 0;
+        self.buf.split()
     }
 
     /// The row encoded so far; the next field starts a new row.
@@ -436,14 +424,20 @@ fn array_of(ty: &Type) -> Type {
 /// A value whose text and binary forms are PostgreSQL's and not the wire library's: a
 /// numeric (its text, or its base-10000 binary form, [`NumericRef::to_pg_binary`]; any
 /// precision), a uuid (its text, its 16 bytes big-endian), json (its text both ways),
-/// jsonb (its text; in binary, version byte 1 then the text).
+/// jsonb (its text; in binary, version byte 1 then the text), and bytes already in their
+/// column's form (an array's text or binary form).
 #[derive(Debug)]
 enum PgForms<'a> {
     Numeric(NumericRef<'a>),
     Uuid([u8; 16]),
-    Json { text: &'a str, jsonb: bool },
+    Json {
+        text: &'a str,
+        jsonb: bool,
+    },
     Interval(permafrost_types::Interval),
     Time(i64),
+    /// Bytes already in the column's form (an array's text or binary form).
+    Raw(&'a [u8]),
 }
 
 impl postgres_types::ToSql for PgForms<'_> {
@@ -468,6 +462,7 @@ impl postgres_types::ToSql for PgForms<'_> {
                 }
                 out.extend_from_slice(text.as_bytes());
             }
+            PgForms::Raw(b) => out.extend_from_slice(b),
         }
         Ok(postgres_types::IsNull::No)
     }
@@ -476,7 +471,7 @@ impl postgres_types::ToSql for PgForms<'_> {
         matches!(
             *ty,
             Type::NUMERIC | Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL | Type::TIME
-        )
+        ) || matches!(ty.kind(), postgres_types::Kind::Array(_))
     }
 
     postgres_types::to_sql_checked!();
@@ -496,6 +491,7 @@ impl pgwire::types::ToSqlText for PgForms<'_> {
             PgForms::Json { text, .. } => out.extend_from_slice(text.as_bytes()),
             PgForms::Interval(x) => out.extend_from_slice(permafrost_types::interval_text(x).as_bytes()),
             PgForms::Time(t) => out.extend_from_slice(permafrost_types::datetime::time_of_day_text(*t).as_bytes()),
+            PgForms::Raw(b) => out.extend_from_slice(b),
         }
         Ok(postgres_types::IsNull::No)
     }
@@ -538,7 +534,7 @@ mod tests {
     #[test]
     fn binary_arrays_become_literals_and_bad_bytes_errors() {
         let b = int8_array(&[Some(1), None, Some(-3)]);
-        assert_eq!(binary_array_literal(&b, 0).unwrap(), r#"{"1",NULL,"-3"}"#);
+        assert_eq!(binary_array_literal(&b, 0).unwrap(), "{1,NULL,-3}");
         // No dimensions: empty.
         let mut empty = Vec::new();
         for v in [0i32, 0, 20] {

@@ -312,6 +312,9 @@ impl<'c> Binder<'c> {
         self.infer(&a, bt);
         self.infer(&b, at);
         let (at, bt) = (at.or(self.param_type(&a)), bt.or(self.param_type(&b)));
+        if matches!(at, Some(DataType::Array(_))) || matches!(bt, Some(DataType::Array(_))) {
+            return self.array_binary(op, (a, at), (b, bt), l);
+        }
         if let Some((aop, sym)) = arith_of(op)
             && let (Some(x), Some(y)) = (at, bt)
             && arith_type(aop, at, bt).is_none()
@@ -355,9 +358,15 @@ impl<'c> Binder<'c> {
         } else {
             DataType::Boolean
         };
-        let mut terms = Vec::with_capacity(rights.len() + 1);
+        let mut typed = Vec::with_capacity(rights.len() + 1);
         for t in std::iter::once(first).chain(rights.into_iter().rev()) {
-            let (x, _) = self.expr(t)?;
+            typed.push(self.expr(t)?);
+        }
+        if typed.iter().any(|(_, t)| matches!(t, Some(DataType::Array(_)))) {
+            return self.array_concat(typed);
+        }
+        let mut terms = Vec::with_capacity(typed.len());
+        for (x, _) in typed {
             self.infer(&x, Some(term_type));
             terms.push(x);
         }
@@ -519,6 +528,8 @@ impl<'c> Binder<'c> {
                 (Expr::Func(Func::Trim, vec![x]), Some(DataType::Varchar(None)))
             }
             A::Function(f) => self.function(f)?,
+            A::Array(arr) => self.array_value(arr, None)?,
+            A::CompoundFieldAccess { root, access_chain } => self.subscript(root, access_chain)?,
             other => return unsupported(format!("expression {other}")),
         })
     }
@@ -620,6 +631,10 @@ impl<'c> Binder<'c> {
         }
         let (x, xt) = self.expr(left)?;
         let (a, at) = self.expr(inner)?;
+        let cast_elem = match at {
+            Some(DataType::Array(e)) => cast_elem.or(Some(e.data_type())),
+            _ => cast_elem,
+        };
         if cast_elem.is_some() {
             self.infer(&x, cast_elem);
         }
@@ -725,6 +740,9 @@ impl<'c> Binder<'c> {
         {
             let parsed = Value::parse(&ty, s).map_err(|e| SqlError::from(e).at(v.span, Point::Start))?;
             return Ok((Expr::Const(parsed), Some(ty)));
+        }
+        if let (DataType::Array(elem), ast::Expr::Array(arr)) = (ty, expr) {
+            return self.array_value(arr, Some(elem.data_type()));
         }
         let (x, _) = self.expr(expr)?;
         self.infer(&x, Some(ty));

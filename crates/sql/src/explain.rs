@@ -160,6 +160,8 @@ impl Writer<'_> {
                         AggFunc::Min => "min",
                         AggFunc::Max => "max",
                         AggFunc::Avg => "avg",
+                        AggFunc::ArrayAgg => "array_agg",
+                        AggFunc::StringAgg => "string_agg",
                     };
                     let arg = c.arg.as_ref().map_or("*".to_string(), &show);
                     let distinct = if c.distinct { "DISTINCT " } else { "" };
@@ -358,6 +360,7 @@ impl Writer<'_> {
                 SubqueryKind::Scalar => "scalar",
                 SubqueryKind::Exists => "EXISTS",
                 SubqueryKind::In => "IN",
+                SubqueryKind::Array => "ARRAY",
             };
             let title = if ip.correlated {
                 format!("SubPlan {}  ({kind}, run per row)", i + 1)

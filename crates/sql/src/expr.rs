@@ -15,6 +15,7 @@ use permafrost_types::{DataType, Value, ValueRef, total_compare};
 use crate::error::{Result, SqlError};
 
 pub mod age;
+pub mod array;
 mod cx;
 mod datefunc;
 mod datum;
@@ -39,6 +40,26 @@ pub enum AggFunc {
     Min,
     Max,
     Avg,
+    /// `array_agg(x [ORDER BY ...])`: the values, NULLs kept, as an array.
+    ArrayAgg,
+    /// `string_agg(x, delimiter [ORDER BY ...])`: the non-NULL values, each after the
+    /// first preceded by its row's delimiter.
+    StringAgg,
+}
+
+impl AggFunc {
+    /// Whether it keeps every value it is given (in the order of its ORDER BY).
+    pub fn collects(self) -> bool {
+        matches!(self, AggFunc::ArrayAgg | AggFunc::StringAgg)
+    }
+}
+
+/// One key of an aggregate's own ORDER BY.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggOrder {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
 }
 
 /// One aggregate call of a query.
@@ -51,6 +72,18 @@ pub struct AggCall {
     /// `FILTER (WHERE ...)`: only the rows it accepts are aggregated.
     pub filter: Option<Expr>,
     pub ty: Option<DataType>,
+    /// `string_agg`'s delimiter.
+    pub delimiter: Option<Expr>,
+    /// The call's own ORDER BY (`array_agg(x ORDER BY y)`): the order values are collected in.
+    pub order: Vec<AggOrder>,
+}
+
+impl AggCall {
+    /// The values besides its argument a row gives it: the delimiter, then the keys of
+    /// its ORDER BY.
+    pub fn extras(&self) -> usize {
+        usize::from(self.delimiter.is_some()) + self.order.len()
+    }
 }
 
 /// A bound expression.
@@ -143,6 +176,8 @@ pub enum SubqueryKind {
     Exists,
     /// `x IN (SELECT y ...)`: the values of its one column.
     In,
+    /// `ARRAY(SELECT x ...)`: the array of its one column's values.
+    Array,
 }
 
 impl Expr {
@@ -329,7 +364,7 @@ fn eval_subplan<'a>(
         .collect::<Result<Vec<Value>>>()?;
     let values = runner.run(sub, args, cx)?;
     Ok(match (kind, test) {
-        (SubqueryKind::Scalar, _) => Datum::Owned(values.first().cloned().unwrap_or(Value::Null)),
+        (SubqueryKind::Scalar | SubqueryKind::Array, _) => Datum::Owned(values.first().cloned().unwrap_or(Value::Null)),
         (SubqueryKind::Exists, _) => bool_datum(Some(!values.is_empty())),
         (SubqueryKind::In, None) => bool_datum(None),
         (SubqueryKind::In, Some((x, negated))) => {
@@ -710,21 +745,20 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             let bits = (u128::from(cx.draw()?) << 64) | u128::from(cx.draw()?);
             Value::Uuid(permafrost_types::uuid_v4(bits).to_be_bytes())
         }
-        Func::ArrayOf => {
-            let texts = args
+        Func::ArrayOf { elem } => {
+            let ty = elem.map_or(DataType::Varchar(None), |e| e.data_type());
+            let values = args
                 .iter()
-                .map(|a| {
-                    let v = a.eval(src, cx)?.into_value();
-                    Ok(match v {
-                        Value::Null => None,
-                        v => match cast(v, &DataType::Varchar(None))? {
-                            Value::Text(t) => Some(t),
-                            _ => None,
-                        },
-                    })
-                })
+                .map(|a| cast(a.eval(src, cx)?.into_value(), &ty))
                 .collect::<Result<Vec<_>>>()?;
-            Value::text(crate::array::literal(texts.iter().map(|t| t.as_deref())))
+            Value::text(permafrost_types::array_value::literal_of_values(&values))
+        }
+        Func::Array { f, elem } => {
+            let values = args
+                .iter()
+                .map(|a| Ok(a.eval(src, cx)?.into_value()))
+                .collect::<Result<Vec<_>>>()?;
+            array::eval(f, elem, &values)?
         }
         Func::Coalesce => {
             for a in args {

@@ -96,7 +96,7 @@ impl Repr {
             DataType::Interval => Repr::Interval,
             DataType::Time => Repr::Time,
             // A document's text (crate `permafrost_types::json`).
-            DataType::Json | DataType::Jsonb => Repr::Text { cap: MIN_INLINE as u16 },
+            DataType::Json | DataType::Jsonb | DataType::Array(_) => Repr::Text { cap: MIN_INLINE as u16 },
         }
     }
 

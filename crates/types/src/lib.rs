@@ -16,6 +16,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
+pub mod array;
+pub mod array_value;
 pub mod datetime;
 pub mod interval;
 pub mod json;
@@ -23,6 +25,7 @@ pub mod numeric;
 pub mod uuid;
 pub mod zone;
 
+pub use array::ElemType;
 pub use datetime::{
     TIMESTAMP_MAX, TIMESTAMP_MIN, TimestampError, date_text, parse_date, parse_timestamp, parse_timestamptz,
     timestamp_text, timestamptz_text,
@@ -69,6 +72,23 @@ pub enum ValueError {
     /// Text that is not a JSON document (`detail` says where reading stopped).
     #[error("invalid input syntax for type json")]
     InvalidJson { detail: String },
+
+    /// Text that is not an array literal (`detail`: PostgreSQL's DETAIL).
+    #[error("malformed array literal: \"{input}\"")]
+    MalformedArray { input: String, detail: String },
+
+    /// A value of a form this engine does not keep (a multidimensional array).
+    #[error("{0} is not supported")]
+    Unsupported(String),
+}
+
+impl From<array::ArrayError> for ValueError {
+    fn from(e: array::ArrayError) -> ValueError {
+        match e {
+            array::ArrayError::Malformed { input, detail } => ValueError::MalformedArray { input, detail },
+            array::ArrayError::Unsupported(what) => ValueError::Unsupported(what),
+        }
+    }
 }
 
 impl ValueError {
@@ -84,6 +104,8 @@ impl ValueError {
             ValueError::TypeMismatch(_) => "42804",
             ValueError::DivisionByZero => "22012",
             ValueError::InvalidJson { .. } => "22P02",
+            ValueError::MalformedArray { .. } => "22P02",
+            ValueError::Unsupported(_) => "0A000",
         }
     }
 }
@@ -92,7 +114,7 @@ impl ValueError {
     /// PostgreSQL's DETAIL for it, where it gives one.
     pub fn detail(&self) -> Option<String> {
         match self {
-            ValueError::InvalidJson { detail } => Some(detail.clone()),
+            ValueError::InvalidJson { detail } | ValueError::MalformedArray { detail, .. } => Some(detail.clone()),
             _ => None,
         }
     }
@@ -132,6 +154,9 @@ pub enum DataType {
     Json,
     /// `jsonb`: the document's text in PostgreSQL's normal form (`Value::Text`, crate::json).
     Jsonb,
+    /// A one-dimensional array: its literal's text in PostgreSQL's output form
+    /// (`Value::Text`, crate::array).
+    Array(ElemType),
 }
 
 impl DataType {
@@ -171,6 +196,7 @@ impl DataType {
             DataType::Time => "time without time zone".into(),
             DataType::Json => "json".into(),
             DataType::Jsonb => "jsonb".into(),
+            DataType::Array(e) => e.array_name(),
         }
     }
 }
@@ -827,6 +853,10 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
             Ok(_) => Value::Text(input.into()),
             Err(detail) => return Err(ValueError::InvalidJson { detail }),
         },
+        T::Array(e) => {
+            let ty = e.data_type();
+            Value::Text(array::reformat(input, |item| Ok::<_, ValueError>(parse_text(&ty, item)?.to_string()))?.into())
+        }
         T::Jsonb => Value::Text(
             json::normalize_jsonb(input)
                 .map_err(|detail| ValueError::InvalidJson { detail })?

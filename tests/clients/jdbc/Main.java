@@ -284,6 +284,50 @@ public class Main {
         // statement (from the 5th execution on: prepareThreshold) is described with
         // Describe(statement); an UPDATE must be described as NoData, or executeUpdate()
         // fails with "A result was returned when none was expected."
+        CHECKS.put("arrays in and out, text and binary", c -> {
+            try (Statement st = c.createStatement()) {
+                st.execute("DROP TABLE IF EXISTS j_arrays");
+                st.execute("CREATE TABLE j_arrays (id INTEGER PRIMARY KEY, tags TEXT[], n BIGINT[])");
+            }
+            try (PreparedStatement ps = c.prepareStatement("INSERT INTO j_arrays VALUES (?, ?, ?)")) {
+                for (int i = 1; i <= 7; i++) {
+                    ps.setInt(1, i);
+                    ps.setArray(2, c.createArrayOf("text", new String[] {"a" + i, "b c", null, "q\"x"}));
+                    ps.setArray(3, c.createArrayOf("int8", new Long[] {(long) i, null, -1L}));
+                    expectEq(1, ps.executeUpdate());
+                }
+            }
+            // Past prepareThreshold the results come back in binary.
+            try (PreparedStatement ps = c.prepareStatement("SELECT tags, n, tags[1], cardinality(n) FROM j_arrays WHERE id = ?")) {
+                for (int i = 1; i <= 7; i++) {
+                    ps.setInt(1, i);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        expect(rs.next(), "row " + i);
+                        expectEq(Arrays.asList("a" + i, "b c", null, "q\"x"),
+                                Arrays.asList((Object[]) rs.getArray(1).getArray()));
+                        expectEq(Arrays.asList((long) i, null, -1L), Arrays.asList((Object[]) rs.getArray(2).getArray()));
+                        expectEq("a" + i, rs.getString(3));
+                        expectEq(3, rs.getInt(4));
+                    }
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM j_arrays WHERE id = ANY(?)")) {
+                ps.setArray(1, c.createArrayOf("int4", new Integer[] {1, 3, 99}));
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    expectEq(2L, rs.getLong(1));
+                }
+            }
+            try (Statement st = c.createStatement()) {
+                st.execute("CREATE INDEX j_arrays_tags ON j_arrays (tags)");
+            }
+            List<List<String>> idx = rows(c.getMetaData().getIndexInfo(null, null, "j_arrays", false, false),
+                    "INDEX_NAME", "COLUMN_NAME", "NON_UNIQUE");
+            expect(idx.contains(Arrays.asList("j_arrays_tags", "tags", "t")), idx);
+            try (Statement st = c.createStatement()) {
+                st.execute("DROP TABLE j_arrays");
+            }
+        });
         CHECKS.put("setTimestamp in a prepared UPDATE run 7 times", c -> {
             try (PreparedStatement ps = c.prepareStatement("UPDATE j_items SET seen = ? WHERE id = ?")) {
                 for (int i = 0; i < 7; i++) {

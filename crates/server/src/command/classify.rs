@@ -261,11 +261,12 @@ fn classify_on_stack(
         };
         sql_error_in(e, sql)
     })?;
-    if crate::syscat::answers(&stmt, &db.catalog())? {
-        return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
-    }
+    // (A lone set_config() call is SET; one among other expressions is the catalogs'.)
     if let Some(set) = set_config_call(&stmt)? {
         return Ok(Command::SetConfig(set));
+    }
+    if crate::syscat::answers(&stmt, &db.catalog())? {
+        return crate::syscat::prepare(db, &stmt).map(|q| Command::System(Arc::new(q)));
     }
     match &stmt {
         Statement::Truncate(t) => return truncate(db, t),

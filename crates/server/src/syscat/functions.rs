@@ -460,6 +460,29 @@ pub fn define_session(conn: &Connection, session: &SessionInfo) -> rusqlite::Res
         }
         raise("42704", format!("unrecognized configuration parameter \"{name}\""))
     })?;
+    // `set_config(name, value, is_local)` with other expressions (alone it is SET,
+    // crate::command::classify) changes nothing from a catalog query: a setting this server
+    // has is refused; one it lacks (asyncpg asks for `jit`) is unknown, as
+    // `current_setting` says.
+    let settings = session.settings.clone();
+    conn.create_scalar_function("pf_set_config", 3, det, move |ctx| {
+        let Some(name) = text(ctx, 0) else {
+            return raise::<Option<String>>("22023", "SET requires parameter name".to_string());
+        };
+        let lower = name.to_ascii_lowercase();
+        let known = settings.iter().any(|(n, _, _)| n.to_ascii_lowercase() == lower)
+            || crate::session_settings::read_only_parameter(&lower).is_some();
+        if known {
+            return raise(
+                "0A000",
+                format!(
+                    "set_config('{name}', ...) among other expressions is not supported (call it alone, \
+                     or use SET {name} = value)"
+                ),
+            );
+        }
+        raise("42704", format!("unrecognized configuration parameter \"{name}\""))
+    })?;
     Ok(())
 }
 

@@ -62,6 +62,7 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
     ("version", "text"),
     ("pg_backend_pid", "int4"),
     ("current_setting", "text"),
+    ("set_config", "text"),
     ("has_table_privilege", "bool"),
     ("has_schema_privilege", "bool"),
     ("has_database_privilege", "bool"),

@@ -171,6 +171,11 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Time => 1083,
         DataType::Json => 114,
         DataType::Jsonb => 3802,
+        DataType::Array(permafrost_types::ElemType::Varchar) => 1015,
+        DataType::Array(e) => {
+            let elem = type_oid(&e.data_type());
+            SCALAR_TYPES.iter().find(|t| t.oid == elem).map_or(0, |t| t.array)
+        }
     }
 }
 
@@ -193,7 +198,12 @@ pub(super) fn attlen(ty: &DataType) -> i64 {
         DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz | DataType::Time => 8,
         DataType::Boolean => 1,
         DataType::Uuid | DataType::Interval => 16,
-        DataType::Decimal { .. } | DataType::Varchar(_) | DataType::Bytea | DataType::Json | DataType::Jsonb => -1,
+        DataType::Decimal { .. }
+        | DataType::Varchar(_)
+        | DataType::Bytea
+        | DataType::Json
+        | DataType::Jsonb
+        | DataType::Array(_) => -1,
     }
 }
 

@@ -493,6 +493,23 @@ impl Rewriter {
                     None => None,
                 }
             }
+            // TRIM([BOTH | LEADING | TRAILING] [chars] FROM x): SQLite's trim, ltrim, rtrim.
+            Expr::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
+                let f = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                    _ => "trim",
+                };
+                Some(parse_expr(&match trim_what {
+                    Some(what) => format!("{f}({expr}, {what})"),
+                    None => format!("{f}({expr})"),
+                })?)
+            }
             Expr::IsDistinctFrom(a, b) => Some(parse_expr(&format!("({a}) IS NOT ({b})"))?),
             Expr::IsNotDistinctFrom(a, b) => Some(parse_expr(&format!("({a}) IS ({b})"))?),
             Expr::Array(a) => {
@@ -500,9 +517,23 @@ impl Rewriter {
                 Some(parse_expr(&format!("json_array({})", items.join(", ")))?)
             }
             Expr::CompoundFieldAccess { root, access_chain } => match access_chain.as_slice() {
-                [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => Some(parse_expr(&format!(
-                    "json_extract({root}, '$[' || (({index}) - 1) || ']')"
-                ))?),
+                // `arr[i]` and `rel.arr[i]` (the column named by the dots): arrays are JSON
+                // here, counted from 1 (an index below 1 is NULL, as past either end).
+                [dots @ .., ast::AccessExpr::Subscript(ast::Subscript::Index { index })]
+                    if dots
+                        .iter()
+                        .all(|d| matches!(d, ast::AccessExpr::Dot(Expr::Identifier(_)))) =>
+                {
+                    let mut array = root.to_string();
+                    for d in dots {
+                        if let ast::AccessExpr::Dot(Expr::Identifier(i)) = d {
+                            array.push_str(&format!(".{i}"));
+                        }
+                    }
+                    Some(parse_expr(&format!(
+                        "CASE WHEN ({index}) >= 1 THEN json_extract({array}, '$[' || (({index}) - 1) || ']') END"
+                    ))?)
+                }
                 // A record's field: records are JSON objects here.
                 [ast::AccessExpr::Dot(Expr::Identifier(field))] => Some(parse_expr(&format!(
                     "json_extract({root}, '$.{}')",

@@ -1,12 +1,14 @@
-//! Aggregate calls met while binding (`count`, `sum`, `avg`, `min`, `max`): their argument,
-//! their result type as PostgreSQL gives it, and their place among the query's aggregates.
+//! Aggregate calls met while binding (`count`, `sum`, `avg`, `min`, `max`, `array_agg`,
+//! `string_agg`): their argument (and `string_agg`'s delimiter, and the call's own ORDER
+//! BY), their result type as PostgreSQL gives it, and their place among the query's
+//! aggregates.
 
 use permafrost_types::DataType;
 use sqlparser::ast;
 
 use super::{Binder, Typed};
 use crate::error::{Result, SqlError};
-use crate::expr::{AggCall, AggFunc, Expr};
+use crate::expr::{AggCall, AggFunc, AggOrder, Expr};
 
 impl Binder<'_> {
     /// Binds an aggregate call of the select list, HAVING or ORDER BY: its argument and
@@ -16,8 +18,8 @@ impl Binder<'_> {
         func: AggFunc,
         name: &str,
         args: &[&ast::Expr],
-        distinct: bool,
-        star: bool,
+        (distinct, star): (bool, bool),
+        order: &[ast::OrderByExpr],
         filter: Option<&ast::Expr>,
     ) -> Result<Typed> {
         let Some(mut aggs) = self.aggs.take() else {
@@ -40,10 +42,22 @@ impl Binder<'_> {
                 }
                 None => None,
             };
+            let mut delimiter = None;
             let (arg, at) = match (star, args) {
                 (true, []) if func == AggFunc::Count => (None, None),
-                (false, [a]) => {
+                (false, [a]) if func != AggFunc::StringAgg => {
                     let (x, t) = self.expr(a)?;
+                    (Some(x), t)
+                }
+                (false, [a, d]) if func == AggFunc::StringAgg => {
+                    let (x, t) = self.expr(a)?;
+                    let (y, yt) = self.expr(d)?;
+                    if t.is_some_and(|t| !t.is_text()) || yt.is_some_and(|t| !t.is_text()) {
+                        return Err(SqlError::UnknownFunction(super::call::signature(name, args, &[t, yt])));
+                    }
+                    self.infer(&x, Some(DataType::Varchar(None)));
+                    self.infer(&y, Some(DataType::Varchar(None)));
+                    delimiter = Some(y);
                     (Some(x), t)
                 }
                 _ => {
@@ -55,12 +69,34 @@ impl Binder<'_> {
                 }
             };
             let ty = aggregate_type(func, at)?;
+            let mut keys = Vec::with_capacity(order.len());
+            for k in order {
+                let desc = match &k.options.sort {
+                    None | Some(ast::OrderBySort::Asc) => false,
+                    Some(ast::OrderBySort::Desc) => true,
+                    Some(ast::OrderBySort::Using(op)) => {
+                        return Err(SqlError::Unsupported(format!("ORDER BY ... USING {op}")));
+                    }
+                };
+                keys.push(AggOrder {
+                    expr: self.expr(&k.expr)?.0,
+                    desc,
+                    nulls_first: k.options.nulls_first.unwrap_or(desc),
+                });
+            }
+            if distinct && !keys.is_empty() && keys.iter().any(|k| Some(&k.expr) != arg.as_ref()) {
+                return Err(SqlError::Type(
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
+                ));
+            }
             Ok(AggCall {
                 filter,
                 func,
                 arg,
                 distinct,
                 ty,
+                delimiter,
+                order: keys,
             })
         })();
         self.clause = clause;
@@ -90,6 +126,15 @@ impl Binder<'_> {
 pub(super) fn aggregate_type(func: AggFunc, at: Option<DataType>) -> Result<Option<DataType>> {
     Ok(match func {
         AggFunc::Count => Some(DataType::BigInt),
+        AggFunc::ArrayAgg => match permafrost_types::ElemType::of(at.unwrap_or(DataType::Varchar(None))) {
+            Some(e) => Some(DataType::Array(e)),
+            None => {
+                return Err(SqlError::Unsupported(
+                    "array_agg of arrays (arrays here have one dimension)".into(),
+                ));
+            }
+        },
+        AggFunc::StringAgg => Some(DataType::Varchar(None)),
         AggFunc::Min | AggFunc::Max => at,
         AggFunc::Sum => match at {
             Some(DataType::BigInt) | Some(DataType::Decimal { .. }) => {

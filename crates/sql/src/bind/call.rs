@@ -19,13 +19,23 @@ impl Binder<'_> {
         if !f.within_group.is_empty() {
             return unsupported(format!("WITHIN GROUP ({name})"));
         }
+        let mut order: &[ast::OrderByExpr] = &[];
         let (args, distinct, star) = match &f.args {
             FunctionArguments::None => (vec![], false, false),
+            FunctionArguments::Subquery(q) if name == "array" => {
+                return self.subquery(q, crate::plan::tree::SubqueryKind::Array, None);
+            }
             FunctionArguments::Subquery(_) => return unsupported("subqueries"),
             FunctionArguments::List(list) => {
                 let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
                 let mut args = vec![];
                 let mut star = false;
+                for c in &list.clauses {
+                    match c {
+                        ast::FunctionArgumentClause::OrderBy(keys) => order = keys,
+                        other => return unsupported(format!("{other} in a call of {name}")),
+                    }
+                }
                 for a in &list.args {
                     match a {
                         FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
@@ -51,10 +61,17 @@ impl Binder<'_> {
             "min" => Some(AggFunc::Min),
             "max" => Some(AggFunc::Max),
             "avg" => Some(AggFunc::Avg),
+            "array_agg" => Some(AggFunc::ArrayAgg),
+            "string_agg" => Some(AggFunc::StringAgg),
             _ => None,
         };
         if let Some(func) = agg {
-            return self.aggregate(func, &name, &args, distinct, star, f.filter.as_deref());
+            return self.aggregate(func, &name, &args, (distinct, star), order, f.filter.as_deref());
+        }
+        if !order.is_empty() {
+            return Err(SqlError::WrongObjectType(format!(
+                "ORDER BY specified, but {name} is not an aggregate function"
+            )));
         }
         if f.filter.is_some() {
             return Err(SqlError::WrongObjectType(format!(
@@ -83,6 +100,9 @@ impl Binder<'_> {
             }
         };
         let first = types.first().copied().flatten();
+        if super::array::ARRAY_FUNCTIONS.contains(&name.as_str()) {
+            return self.array_function(&name, bound, &types, &signature);
+        }
         if super::json::JSON_FUNCTIONS.contains(&name.as_str()) {
             let typed = self.json_function(&name, bound, &types, &signature)?;
             return Ok(typed.expect("a json function"));
@@ -452,6 +472,7 @@ pub fn has_function(name: &str) -> bool {
         || OTHER_FUNCTIONS.contains(&name.as_str())
         || super::json::JSON_FUNCTIONS.contains(&name.as_str())
         || super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str())
+        || super::array::ARRAY_FUNCTIONS.contains(&name.as_str())
 }
 
 /// The parameters of `make_interval`, in order (each 0 when not given).

@@ -57,6 +57,12 @@ impl<'c> Binder<'c> {
     pub(super) fn json_op(&mut self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr) -> Result<Typed> {
         use BinaryOperator as B;
         let (a, at) = self.expr(l)?;
+        if let (Some(DataType::Array(_)), B::AtArrow | B::ArrowAt) = (at, op) {
+            let (b, bt) = self.expr(r)?;
+            let right =
+                super::literal::literal_as(b, bt, at).map_err(|e| e.at(crate::error::start_of(r), Point::Start))?;
+            return self.array_binary(op, (a, at), right, l);
+        }
         let (a, at) = match at {
             // A quoted literal or a parameter on the left is read as jsonb.
             None | Some(DataType::Varchar(_)) if matches!(a, Expr::Const(Value::Text(_)) | Expr::Param(_)) => {

@@ -127,6 +127,7 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         }
         A::JSON => DataType::Json,
         A::JSONB => DataType::Jsonb,
+        A::Array(def) => array_type(t, def)?,
         A::Custom(name, _) => match object_name(name)?.as_str() {
             "int2" => DataType::SmallInt,
             "int4" => DataType::Integer,
@@ -143,6 +144,21 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
         },
         other => return unsupported(format!("type {other}")),
     })
+}
+
+/// The type `elem[]` (`integer[]`, `text ARRAY`): arrays of one dimension of a scalar type.
+fn array_type(t: &ast::DataType, def: &ast::ArrayElemTypeDef) -> Result<DataType> {
+    let inner = match def {
+        ast::ArrayElemTypeDef::SquareBracket(inner, _) | ast::ArrayElemTypeDef::AngleBracket(inner) => inner,
+        _ => return unsupported(format!("type {t}")),
+    };
+    if matches!(**inner, ast::DataType::Array(_)) {
+        return unsupported(format!("type {t} (arrays here have one dimension: declare elem[])"));
+    }
+    match permafrost_types::ElemType::of(map_type(inner)?) {
+        Some(e) => Ok(DataType::Array(e)),
+        None => unsupported(format!("type {t}")),
+    }
 }
 
 /// A string literal next to a value of another known type is read as that type, when the

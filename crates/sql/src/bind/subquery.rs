@@ -62,6 +62,10 @@ impl<'c> Binder<'c> {
         }
         let ty = match kind {
             SubqueryKind::Scalar => ty,
+            SubqueryKind::Array => match permafrost_types::ElemType::of(ty.unwrap_or(DataType::Varchar(None))) {
+                Some(e) => Some(DataType::Array(e)),
+                None => return unsupported("ARRAY(subquery) of arrays (arrays here have one dimension)"),
+            },
             SubqueryKind::Exists | SubqueryKind::In => Some(DataType::Boolean),
         };
         if correlated {
@@ -80,7 +84,7 @@ impl<'c> Binder<'c> {
             ));
         }
         Ok(match (kind, tested) {
-            (SubqueryKind::Scalar, _) => (Expr::Subquery(n), ty),
+            (SubqueryKind::Scalar | SubqueryKind::Array, _) => (Expr::Subquery(n), ty),
             (SubqueryKind::Exists, _) => (Expr::Exists(n), ty),
             (SubqueryKind::In, Some(((x, _), negated))) => (
                 Expr::InSubquery {

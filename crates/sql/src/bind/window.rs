@@ -78,6 +78,11 @@ impl Binder<'_> {
             "avg" => WinFunc::Agg(AggFunc::Avg),
             "min" => WinFunc::Agg(AggFunc::Min),
             "max" => WinFunc::Agg(AggFunc::Max),
+            "array_agg" | "string_agg" => {
+                return Err(SqlError::Unsupported(format!(
+                    "{name} as a window function (use it with GROUP BY, or ARRAY(SELECT ...) per row)"
+                )));
+            }
             other => {
                 return Err(SqlError::UnknownFunction(format!("{other} as a window function")));
             }

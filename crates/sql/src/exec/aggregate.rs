@@ -45,6 +45,9 @@ pub(super) struct Acc {
     /// Integers a numeric-typed SUM has added and not yet put into `value`
     /// ([`Acc::settle`]).
     int_sum: i64,
+    /// What a collecting aggregate (`array_agg`, `string_agg`) was given: per row its
+    /// value, then its extras ([`AggCall::extras`]).
+    items: Vec<Vec<Value>>,
 }
 
 impl Acc {
@@ -61,19 +64,34 @@ impl Acc {
         Ok(())
     }
 
-    /// Adds one input of `call` (`None`: `count(*)`, which has none).
-    fn add(&mut self, call: &AggCall, v: Option<Value>) -> Result<()> {
+    /// Adds one input of `call` (`None`: `count(*)`, which has none) and its extras;
+    /// gives the bytes it came to hold.
+    fn add(&mut self, call: &AggCall, v: Option<Value>, extras: Vec<Value>) -> Result<usize> {
         let Some(v) = v else {
             self.count += 1;
-            return Ok(());
+            return Ok(0);
         };
-        if v.is_null() {
-            return Ok(());
+        // (array_agg keeps NULLs.)
+        if v.is_null() && call.func != AggFunc::ArrayAgg {
+            return Ok(0);
+        }
+        if call.func.collects() {
+            if let Some(set) = &mut self.distinct
+                && !set.insert(v.clone())
+            {
+                return Ok(0);
+            }
+            let mut item = Vec::with_capacity(1 + extras.len());
+            item.push(v);
+            item.extend(extras);
+            let bytes = values_size(&item) + std::mem::size_of::<Vec<Value>>();
+            self.items.push(item);
+            return Ok(bytes);
         }
         if let Some(set) = &mut self.distinct
             && !set.insert(v.clone())
         {
-            return Ok(());
+            return Ok(0);
         }
         self.count += 1;
         // A sum typed numeric over integers adds integers while they fit (numeric
@@ -82,22 +100,78 @@ impl Acc {
             (Value::Int(i), AggFunc::Sum, Some(DataType::Decimal { .. })) => match self.int_sum.checked_add(*i) {
                 Some(sum) => {
                     self.int_sum = sum;
-                    return Ok(());
+                    return Ok(0);
                 }
                 None => Value::Decimal(permafrost_types::Numeric::from(*i)),
             },
             _ => v,
         };
         self.value = Some(window::fold(call.func, self.value.take(), v)?);
-        Ok(())
+        Ok(0)
+    }
+
+    /// A collecting aggregate's result: its items in the order of the call's ORDER BY
+    /// (as given when it has none), as an array or a string; NULL without any.
+    fn collected(&mut self, call: &AggCall) -> Result<Value> {
+        if self.items.is_empty() {
+            return Ok(Value::Null);
+        }
+        let keys_at = 1 + usize::from(call.delimiter.is_some());
+        if !call.order.is_empty() {
+            self.items.sort_by(|a, b| {
+                for (i, k) in call.order.iter().enumerate() {
+                    let (x, y) = (&a[keys_at + i], &b[keys_at + i]);
+                    let o = match (x.is_null(), y.is_null()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) if k.nulls_first => std::cmp::Ordering::Less,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) if k.nulls_first => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ if k.desc => permafrost_types::total_compare(y.as_ref(), x.as_ref()),
+                        _ => permafrost_types::total_compare(x.as_ref(), y.as_ref()),
+                    };
+                    if o != std::cmp::Ordering::Equal {
+                        return o;
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+        }
+        Ok(match call.func {
+            AggFunc::StringAgg => {
+                let mut out = String::new();
+                for (i, item) in self.items.iter().enumerate() {
+                    if i > 0
+                        && let Some(d) = item[1].as_str()
+                    {
+                        out.push_str(d);
+                    }
+                    out.push_str(&item[0].to_string());
+                }
+                Value::text(out)
+            }
+            _ => {
+                let elem = match call.ty {
+                    Some(DataType::Array(e)) => e.data_type(),
+                    _ => DataType::Varchar(None),
+                };
+                let values = self
+                    .items
+                    .iter()
+                    .map(|item| crate::expr::cast(item[0].clone(), &elem))
+                    .collect::<Result<Vec<_>>>()?;
+                Value::text(permafrost_types::array_value::literal_of_values(&values))
+            }
+        })
     }
 }
 
 /// What [`AggTable::add_unless_full`] did with a row.
 pub(super) enum Added {
-    /// Its group was there.
-    Existing,
-    /// It started a group, which took about this many bytes.
+    /// Its group was there, and came to hold about this many bytes more (what
+    /// `array_agg` and `string_agg` collect).
+    Existing(usize),
+    /// It started a group, which took about this many bytes (with what it collected).
     New(usize),
     /// The table is full and holds no group with this key: the row is left to the caller.
     Refused(Vec<Value>),
@@ -114,7 +188,7 @@ impl AggTable {
     ) -> Result<Added> {
         let (gi, added) = if agg.groups.is_empty() && !self.keys.is_empty() {
             // One group, no key to look up.
-            (0, Added::Existing)
+            (0, Added::Existing(0))
         } else {
             let key = agg
                 .groups
@@ -126,18 +200,19 @@ impl AggTable {
                 Err(key) => return Ok(Added::Refused(key)),
             }
         };
+        let mut grown = 0;
         for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
             if let Some(v) = input(call, b, cx)? {
-                acc.add(call, v)?;
+                grown += acc.add(call, v, extras(call, b, cx)?)?;
             }
         }
-        Ok(added)
+        Ok(added.grown(grown))
     }
 
     /// The group of `key`: found, or started unless `full` (then the key is given back).
     fn group(&mut self, agg: &AggPlan, key: Vec<Value>, full: bool) -> std::result::Result<(usize, Added), Vec<Value>> {
         if let Some(&i) = self.index.get(&key) {
-            return Ok((i, Added::Existing));
+            return Ok((i, Added::Existing(0)));
         }
         if full {
             return Err(key);
@@ -151,8 +226,8 @@ impl AggTable {
         Ok((i, Added::New(bytes)))
     }
 
-    /// Adds a spilled row: its group's key, then per aggregate whether its FILTER passed
-    /// and its input ([`AggSpill::push`]).
+    /// Adds a spilled row: its group's key, then per aggregate whether its FILTER passed,
+    /// its input and its extras ([`AggSpill::push`]).
     fn add_spilled(&mut self, agg: &AggPlan, mut rec: Vec<Value>, full: bool) -> Result<Added> {
         let inputs = rec.split_off(agg.groups.len());
         let (gi, added) = match self.group(agg, rec, full) {
@@ -162,13 +237,47 @@ impl AggTable {
                 return Ok(Added::Refused(key));
             }
         };
-        for ((call, acc), pair) in agg.aggs.iter().zip(self.accs[gi].iter_mut()).zip(inputs.chunks(2)) {
-            if pair[0] == Value::Bool(true) {
-                acc.add(call, call.arg.as_ref().map(|_| pair[1].clone()))?;
+        let mut grown = 0;
+        let mut at = 0;
+        for (call, acc) in agg.aggs.iter().zip(self.accs[gi].iter_mut()) {
+            let width = 2 + call.extras();
+            let rec = &inputs[at..at + width];
+            at += width;
+            if rec[0] == Value::Bool(true) {
+                grown += acc.add(call, call.arg.as_ref().map(|_| rec[1].clone()), rec[2..].to_vec())?;
             }
         }
-        Ok(added)
+        Ok(added.grown(grown))
     }
+}
+
+impl Added {
+    /// This, its group having come to hold `bytes` more.
+    fn grown(self, bytes: usize) -> Added {
+        match self {
+            Added::Existing(b) => Added::Existing(b + bytes),
+            Added::New(b) => Added::New(b + bytes),
+            refused => refused,
+        }
+    }
+}
+
+/// The width of a spilled record of `agg`: its group key, then per aggregate whether its
+/// FILTER passed, its input and its extras.
+fn record_width(agg: &AggPlan) -> usize {
+    agg.groups.len() + agg.aggs.iter().map(|c| 2 + c.extras()).sum::<usize>()
+}
+
+/// The extras of `call` for a row ([`AggCall::extras`]): its delimiter, its ORDER BY keys.
+fn extras(call: &AggCall, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Vec<Value>> {
+    let mut out = Vec::with_capacity(call.extras());
+    if let Some(d) = &call.delimiter {
+        out.push(d.eval(b, cx)?.into_value());
+    }
+    for k in &call.order {
+        out.push(k.expr.eval(b, cx)?.into_value());
+    }
+    Ok(out)
 }
 
 /// The input of `call` for a row: `None` when its FILTER leaves the row out, else its
@@ -193,6 +302,7 @@ pub(super) fn new_accs(agg: &AggPlan) -> Vec<Acc> {
             count: 0,
             distinct: c.distinct.then(HashSet::new),
             int_sum: 0,
+            items: Vec::new(),
         })
         .collect()
 }
@@ -220,16 +330,21 @@ impl AggSpill {
     }
 
     /// Writes a row of group `key` that the table refused: the key, then per aggregate
-    /// whether its FILTER passed and its input (NULL for none).
+    /// whether its FILTER passed, its input (NULL for none) and its extras.
     pub(super) fn push_row(&mut self, agg: &AggPlan, key: Vec<Value>, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<()> {
         let mut rec = key;
         for call in &agg.aggs {
-            let (pass, v) = match input(call, b, cx)? {
-                None => (false, Value::Null),
-                Some(v) => (true, v.unwrap_or(Value::Null)),
-            };
-            rec.push(Value::Bool(pass));
-            rec.push(v);
+            match input(call, b, cx)? {
+                None => {
+                    rec.push(Value::Bool(false));
+                    rec.extend(std::iter::repeat_n(Value::Null, 1 + call.extras()));
+                }
+                Some(v) => {
+                    rec.push(Value::Bool(true));
+                    rec.push(v.unwrap_or(Value::Null));
+                    rec.extend(extras(call, b, cx)?);
+                }
+            }
         }
         self.push(agg, rec)
     }
@@ -277,11 +392,12 @@ pub(super) fn finish_agg(f: &AggFinish<'_>, mut table: AggTable, spilled: Option
             let mut table = AggTable::default();
             let mut mem = WorkMem::new(f.work_mem);
             let mut deeper: Option<AggSpill> = None;
-            while let Some(rec) = reader.next(agg.groups.len() + 2 * agg.aggs.len())? {
+            while let Some(rec) = reader.next(record_width(agg))? {
                 match table.add_spilled(agg, rec, deeper.is_some())? {
-                    Added::Existing => {}
-                    Added::New(bytes) => {
-                        if mem.add(bytes, None).is_err() {
+                    Added::Existing(0) => {}
+                    Added::Existing(bytes) if deeper.is_some() => mem.add(bytes, None)?,
+                    Added::Existing(bytes) | Added::New(bytes) => {
+                        if mem.add(bytes, None).is_err() && deeper.is_none() {
                             deeper = Some(AggSpill::create(dir, spill.depth + 1)?);
                         }
                     }
@@ -312,13 +428,14 @@ fn emit_groups(f: &AggFinish<'_>, mut table: AggTable, out: &mut GroupSink<'_>) 
             acc.settle()?;
         }
     }
-    for (key, accs) in table.keys.iter().zip(&table.accs) {
+    for (key, accs) in table.keys.iter().zip(table.accs.iter_mut()) {
         let finals: Vec<Value> = agg
             .aggs
             .iter()
-            .zip(accs)
+            .zip(accs.iter_mut())
             .map(|(call, acc)| -> Result<Value> {
                 Ok(match call.func {
+                    AggFunc::ArrayAgg | AggFunc::StringAgg => acc.collected(call)?,
                     AggFunc::Count => Value::Int(acc.count),
                     AggFunc::Avg => match &acc.value {
                         None => Value::Null,

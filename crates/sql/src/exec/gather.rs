@@ -180,8 +180,15 @@ impl Gather {
             } => {
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 match table.add_unless_full(agg, b, cx, spilled.is_some())? {
-                    Added::Existing => {}
-                    Added::New(bytes) => {
+                    Added::Existing(0) => {}
+                    // A group already there grew (array_agg): counted; past the limit once
+                    // spilling, an error (a group is whole in memory).
+                    Added::Existing(bytes) if spilled.is_some() => {
+                        let total = mem.used() + bytes;
+                        past_limit(mem, total, pool, false)?;
+                        cx.budget.set_held(mem.used());
+                    }
+                    Added::Existing(bytes) | Added::New(bytes) => {
                         if past_limit(mem, mem.used() + bytes, pool, spill.is_some())? {
                             // Full: the table takes no new group from now on.
                             let dir = spill.as_deref().expect("checked");

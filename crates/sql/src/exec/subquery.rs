@@ -50,6 +50,10 @@ pub(super) fn values(kind: SubqueryKind, rows: &Rows) -> Result<Vec<Value>> {
         SubqueryKind::Scalar if rows.len() > 1 => return Err(SqlError::SubqueryRows),
         SubqueryKind::Exists => rows.iter().take(1).map(|_| Value::Bool(true)).collect(),
         SubqueryKind::Scalar | SubqueryKind::In => rows.iter().map(|r| r.get(0).to_owned()).collect(),
+        SubqueryKind::Array => {
+            let items: Vec<Value> = rows.iter().map(|r| r.get(0).to_owned()).collect();
+            vec![Value::text(permafrost_types::array_value::literal_of_values(&items))]
+        }
     })
 }
 

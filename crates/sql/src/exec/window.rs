@@ -445,6 +445,12 @@ pub(super) fn fold(func: AggFunc, acc: Option<Value>, v: Value) -> Result<Value>
                 x
             }
         }
+        // (They collect their values: `exec::aggregate::Acc`; not over windows.)
+        (AggFunc::ArrayAgg | AggFunc::StringAgg, Some(_)) => {
+            return Err(crate::error::SqlError::Unsupported(
+                "array_agg and string_agg over a window".into(),
+            ));
+        }
     })
 }
 
@@ -461,7 +467,7 @@ impl FrameAcc {
         match func {
             AggFunc::Count => true,
             AggFunc::Sum | AggFunc::Avg => !matches!(self.value, Some(Value::Double(_))),
-            AggFunc::Min | AggFunc::Max => false,
+            AggFunc::Min | AggFunc::Max | AggFunc::ArrayAgg | AggFunc::StringAgg => false,
         }
     }
 

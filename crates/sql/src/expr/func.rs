@@ -87,9 +87,16 @@ pub enum Func {
     AtTimeZone {
         to_local: bool,
     },
-    /// `ARRAY[a, b, ...]` where an array is taken (`unnest`): the literal of its elements'
-    /// text (crate::array::literal), NULL elements kept.
-    ArrayOf,
+    /// `ARRAY[a, b, ...]`: the literal of its elements (permafrost_types::array::literal), each made
+    /// a value of `elem` first (text when no type is known), NULL elements kept.
+    ArrayOf {
+        elem: Option<permafrost_types::ElemType>,
+    },
+    /// A function or operator over arrays of `elem` (expr/array.rs).
+    Array {
+        f: super::array::ArrayFn,
+        elem: permafrost_types::ElemType,
+    },
     ConcatWs,
     Ltrim,
     Rtrim,

@@ -157,7 +157,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             });
         }
     }
-    if distinct && let Some(i) = order.iter().position(|k| !output.contains(&k.expr)) {
+    if distinct && let Some(i) = order.iter().position(|k| !output.contains(sorted_value(&k.expr))) {
         let err = SqlError::InvalidColumnReference(
             "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
         );
@@ -737,9 +737,10 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
         let pos: usize = n
             .parse()
             .map_err(|_| SqlError::Syntax(format!("bad ORDER BY position {n}")))?;
+        let i = pos.wrapping_sub(1);
         return output
-            .get(pos.wrapping_sub(1))
-            .cloned()
+            .get(i)
+            .map(|e| sort_form(e.clone(), columns[i].ty))
             .ok_or_else(|| SqlError::InvalidColumnReference(format!("ORDER BY position {pos} is not in select list")));
     }
     if let ast::Expr::Identifier(i) = e {
@@ -751,10 +752,40 @@ fn order_expr(b: &mut Binder<'_>, e: &ast::Expr, output: &[Expr], columns: &[Col
             .map(|(i, _)| i)
             .collect();
         if let [one] = hits.as_slice() {
-            return Ok(output[*one].clone());
+            return Ok(sort_form(output[*one].clone(), columns[*one].ty));
         }
     }
-    Ok(b.expr(e)?.0)
+    let (x, t) = b.expr(e)?;
+    Ok(sort_form(x, t))
+}
+
+/// The value a sort key sorts ([`sort_form`] undone).
+fn sorted_value(e: &Expr) -> &Expr {
+    match e {
+        Expr::Func(
+            crate::expr::Func::Array {
+                f: crate::expr::array::ArrayFn::SortKey,
+                ..
+            },
+            args,
+        ) => &args[0],
+        e => e,
+    }
+}
+
+/// What a sort key of type `ty` sorts by: itself, or for an array the bytes that order as
+/// PostgreSQL orders arrays (its text would put `{10}` before `{9}`).
+fn sort_form(e: Expr, ty: Option<DataType>) -> Expr {
+    match ty {
+        Some(DataType::Array(elem)) => {
+            let f = crate::expr::Func::Array {
+                f: crate::expr::array::ArrayFn::SortKey,
+                elem,
+            };
+            Expr::Func(f, vec![e])
+        }
+        _ => e,
+    }
 }
 
 /// The name PostgreSQL gives an unaliased output column.
@@ -767,6 +798,8 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         // A cast of a cast is named by the outer one (PostgreSQL's names of casts are
         // weaker than a column's or a function's).
         ast::Expr::Cast { expr, data_type, .. } => match column_name(expr) {
+            // (`ARRAY[]::int[]` is an array constructor of that type: named "array".)
+            array if matches!(**expr, ast::Expr::Array(_)) => array,
             unnamed if unnamed == "?column?" || is_cast(expr) => type_column_name(data_type).unwrap_or(unnamed),
             named => named,
         },
@@ -780,6 +813,9 @@ pub(super) fn column_name(e: &ast::Expr) -> String {
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Trim { .. } => "btrim".into(),
         ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Array(_) => "array".into(),
+        // A subscript is named as the array is.
+        ast::Expr::CompoundFieldAccess { root, .. } => column_name(root),
         ast::Expr::Exists { negated: false, .. } => "exists".into(),
         // A scalar subquery is named as its one column is.
         ast::Expr::Subquery(q) => match q.body.as_ref() {
@@ -811,6 +847,12 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
         A::Varchar(_) | A::CharacterVarying(_) | A::CharVarying(_) => "varchar".into(),
         A::Char(_) | A::Character(_) => "bpchar".into(),
         A::Custom(name, _) => crate::bind::object_name(name).ok()?,
+        // An array cast names its column after the element type, as PostgreSQL does.
+        A::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::AngleBracket(inner)
+            | ast::ArrayElemTypeDef::Parenthesis(inner),
+        ) => type_column_name(inner)?,
         _ => match crate::bind::map_type(t).ok()? {
             DataType::SmallInt => "int2",
             DataType::Integer => "int4",
@@ -828,6 +870,7 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
             DataType::Time => "time",
             DataType::Json => "json",
             DataType::Jsonb => "jsonb",
+            DataType::Array(_) => "array",
         }
         .into(),
     })

@@ -231,7 +231,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
         (ValueRef::Interval(x), DataType::Interval) => {
             out.extend_from_slice(&((x.span() as u128) ^ (1u128 << 127)).to_be_bytes())
         }
-        (ValueRef::Text(s), DataType::Json | DataType::Jsonb) => escape_bytes(out, s.as_bytes()),
+        (ValueRef::Text(s), DataType::Json | DataType::Jsonb | DataType::Array(_)) => escape_bytes(out, s.as_bytes()),
         _ => return false,
     }
     true
