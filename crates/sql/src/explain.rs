@@ -162,6 +162,12 @@ impl Writer<'_> {
                         AggFunc::Avg => "avg",
                         AggFunc::ArrayAgg => "array_agg",
                         AggFunc::StringAgg => "string_agg",
+                        AggFunc::JsonAgg { jsonb: false, .. } => "json_agg",
+                        AggFunc::JsonAgg { jsonb: true, .. } => "jsonb_agg",
+                        AggFunc::JsonObjectAgg { jsonb: false, .. } => "json_object_agg",
+                        AggFunc::JsonObjectAgg { jsonb: true, .. } => "jsonb_object_agg",
+                        AggFunc::BoolAnd => "bool_and",
+                        AggFunc::BoolOr => "bool_or",
                     };
                     let arg = c.arg.as_ref().map_or("*".to_string(), &show);
                     let distinct = if c.distinct { "DISTINCT " } else { "" };

@@ -45,12 +45,36 @@ pub enum AggFunc {
     /// `string_agg(x, delimiter [ORDER BY ...])`: the non-NULL values, each after the
     /// first preceded by its row's delimiter.
     StringAgg,
+    /// `json_agg(x [ORDER BY ...])` (`jsonb`: `jsonb_agg`): the values made JSON as their
+    /// type says (`from`), NULLs as null, in a JSON array.
+    JsonAgg {
+        jsonb: bool,
+        from: json::JsonFrom,
+    },
+    /// `json_object_agg(k, v [ORDER BY ...])` (`jsonb`: `jsonb_object_agg`): an object of
+    /// the keys (as text) and the values made JSON as their type says (`from`).
+    JsonObjectAgg {
+        jsonb: bool,
+        from: json::JsonFrom,
+    },
+    /// `bool_and(x)` (`every(x)`).
+    BoolAnd,
+    /// `bool_or(x)`.
+    BoolOr,
 }
 
 impl AggFunc {
     /// Whether it keeps every value it is given (in the order of its ORDER BY).
     pub fn collects(self) -> bool {
-        matches!(self, AggFunc::ArrayAgg | AggFunc::StringAgg)
+        matches!(
+            self,
+            AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonAgg { .. } | AggFunc::JsonObjectAgg { .. }
+        )
+    }
+
+    /// Whether it keeps NULL values (as elements, as JSON nulls, or as a key's error).
+    pub fn keeps_nulls(self) -> bool {
+        self.collects() && self != AggFunc::StringAgg
     }
 }
 
@@ -72,17 +96,17 @@ pub struct AggCall {
     /// `FILTER (WHERE ...)`: only the rows it accepts are aggregated.
     pub filter: Option<Expr>,
     pub ty: Option<DataType>,
-    /// `string_agg`'s delimiter.
-    pub delimiter: Option<Expr>,
+    /// Its second argument: `string_agg`'s delimiter, `json_object_agg`'s value.
+    pub second: Option<Expr>,
     /// The call's own ORDER BY (`array_agg(x ORDER BY y)`): the order values are collected in.
     pub order: Vec<AggOrder>,
 }
 
 impl AggCall {
-    /// The values besides its argument a row gives it: the delimiter, then the keys of
+    /// The values besides its argument a row gives it: the second argument, then the keys of
     /// its ORDER BY.
     pub fn extras(&self) -> usize {
-        usize::from(self.delimiter.is_some()) + self.order.len()
+        usize::from(self.second.is_some()) + self.order.len()
     }
 }
 

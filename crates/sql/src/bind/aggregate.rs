@@ -1,6 +1,7 @@
-//! Aggregate calls met while binding (`count`, `sum`, `avg`, `min`, `max`, `array_agg`,
-//! `string_agg`): their argument (and `string_agg`'s delimiter, and the call's own ORDER
-//! BY), their result type as PostgreSQL gives it, and their place among the query's
+//! Aggregate calls met while binding (`count`, `sum`, `avg`, `min`, `max`, `bool_and`,
+//! `bool_or`, `array_agg`, `string_agg`, `json[b]_agg`, `json[b]_object_agg`): their
+//! argument (and `string_agg`'s delimiter or `json_object_agg`'s value, and the call's own
+//! ORDER BY), their result type as PostgreSQL gives it, and their place among the query's
 //! aggregates.
 
 use permafrost_types::DataType;
@@ -42,11 +43,34 @@ impl Binder<'_> {
                 }
                 None => None,
             };
-            let mut delimiter = None;
+            let mut second = None;
+            let mut func = func;
             let (arg, at) = match (star, args) {
                 (true, []) if func == AggFunc::Count => (None, None),
-                (false, [a]) if func != AggFunc::StringAgg => {
+                (false, [a]) if !matches!(func, AggFunc::StringAgg | AggFunc::JsonObjectAgg { .. }) => {
                     let (x, t) = self.expr(a)?;
+                    if let AggFunc::JsonAgg { jsonb, .. } = func {
+                        func = AggFunc::JsonAgg {
+                            jsonb,
+                            from: crate::expr::json::json_from(t),
+                        };
+                    }
+                    if matches!(func, AggFunc::BoolAnd | AggFunc::BoolOr) {
+                        self.infer(&x, Some(DataType::Boolean));
+                    }
+                    (Some(x), t)
+                }
+                (false, [k, v]) if matches!(func, AggFunc::JsonObjectAgg { .. }) => {
+                    let (x, t) = self.expr(k)?;
+                    let (y, yt) = self.expr(v)?;
+                    self.infer(&x, Some(DataType::Varchar(None)));
+                    if let AggFunc::JsonObjectAgg { jsonb, .. } = func {
+                        func = AggFunc::JsonObjectAgg {
+                            jsonb,
+                            from: crate::expr::json::json_from(yt),
+                        };
+                    }
+                    second = Some(y);
                     (Some(x), t)
                 }
                 (false, [a, d]) if func == AggFunc::StringAgg => {
@@ -57,7 +81,7 @@ impl Binder<'_> {
                     }
                     self.infer(&x, Some(DataType::Varchar(None)));
                     self.infer(&y, Some(DataType::Varchar(None)));
-                    delimiter = Some(y);
+                    second = Some(y);
                     (Some(x), t)
                 }
                 _ => {
@@ -95,7 +119,7 @@ impl Binder<'_> {
                 arg,
                 distinct,
                 ty,
-                delimiter,
+                second,
                 order: keys,
             })
         })();
@@ -135,6 +159,20 @@ pub(super) fn aggregate_type(func: AggFunc, at: Option<DataType>) -> Result<Opti
             }
         },
         AggFunc::StringAgg => Some(DataType::Varchar(None)),
+        AggFunc::JsonAgg { jsonb, .. } | AggFunc::JsonObjectAgg { jsonb, .. } => {
+            Some(if jsonb { DataType::Jsonb } else { DataType::Json })
+        }
+        AggFunc::BoolAnd | AggFunc::BoolOr => match at {
+            None | Some(DataType::Boolean) => Some(DataType::Boolean),
+            Some(t) => {
+                let name = if func == AggFunc::BoolAnd {
+                    "bool_and"
+                } else {
+                    "bool_or"
+                };
+                return Err(SqlError::UnknownFunction(format!("{name}({t})")));
+            }
+        },
         AggFunc::Min | AggFunc::Max => at,
         AggFunc::Sum => match at {
             Some(DataType::BigInt) | Some(DataType::Decimal { .. }) => {

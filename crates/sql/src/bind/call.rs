@@ -8,6 +8,7 @@ use sqlparser::ast::{self, DuplicateTreatment, FunctionArg, FunctionArgExpr, Fun
 
 use super::{Binder, Typed, object_name};
 use crate::error::{Result, SqlError, unsupported};
+use crate::expr::json::JsonFrom;
 use crate::expr::{AggFunc, Expr, Func, MathFunc};
 
 impl Binder<'_> {
@@ -63,6 +64,17 @@ impl Binder<'_> {
             "avg" => Some(AggFunc::Avg),
             "array_agg" => Some(AggFunc::ArrayAgg),
             "string_agg" => Some(AggFunc::StringAgg),
+            // (`from` is set when the argument is bound: bind/aggregate.rs.)
+            "json_agg" | "jsonb_agg" => Some(AggFunc::JsonAgg {
+                jsonb: name == "jsonb_agg",
+                from: JsonFrom::Value,
+            }),
+            "json_object_agg" | "jsonb_object_agg" => Some(AggFunc::JsonObjectAgg {
+                jsonb: name == "jsonb_object_agg",
+                from: JsonFrom::Value,
+            }),
+            "bool_and" | "every" => Some(AggFunc::BoolAnd),
+            "bool_or" => Some(AggFunc::BoolOr),
             _ => None,
         };
         if let Some(func) = agg {

@@ -7,7 +7,7 @@ use sqlparser::ast::{self, BinaryOperator, Spanned};
 
 use super::{Binder, Typed, type_name};
 use crate::error::{Point, Result, SqlError};
-use crate::expr::json::{Exists, JsonFrom};
+use crate::expr::json::{Exists, json_from};
 use crate::expr::{Expr, Func};
 
 /// Whether `op` is one of the json operators.
@@ -138,15 +138,16 @@ impl<'c> Binder<'c> {
         types: &[Option<DataType>],
         signature: &dyn Fn() -> String,
     ) -> Result<Option<Typed>> {
-        let jsonb = name.starts_with("jsonb");
+        let jsonb = name.starts_with("jsonb") || name == "to_jsonb";
         let doc_type = Some(if jsonb { DataType::Jsonb } else { DataType::Json });
         let to_json = |e: Expr, t: Option<DataType>| {
-            let from = if is_json(t) {
-                JsonFrom::Document
-            } else {
-                JsonFrom::Value
-            };
-            Expr::Func(Func::ToJson { from, jsonb }, vec![e])
+            Expr::Func(
+                Func::ToJson {
+                    from: json_from(t),
+                    jsonb,
+                },
+                vec![e],
+            )
         };
         Ok(Some(match name {
             "to_json" | "to_jsonb" => {

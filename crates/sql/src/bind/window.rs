@@ -78,7 +78,9 @@ impl Binder<'_> {
             "avg" => WinFunc::Agg(AggFunc::Avg),
             "min" => WinFunc::Agg(AggFunc::Min),
             "max" => WinFunc::Agg(AggFunc::Max),
-            "array_agg" | "string_agg" => {
+            "bool_and" | "every" => WinFunc::Agg(AggFunc::BoolAnd),
+            "bool_or" => WinFunc::Agg(AggFunc::BoolOr),
+            "array_agg" | "string_agg" | "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg" => {
                 return Err(SqlError::Unsupported(format!(
                     "{name} as a window function (use it with GROUP BY, or ARRAY(SELECT ...) per row)"
                 )));

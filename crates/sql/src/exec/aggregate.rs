@@ -71,9 +71,11 @@ impl Acc {
             self.count += 1;
             return Ok(0);
         };
-        // (array_agg keeps NULLs.)
-        if v.is_null() && call.func != AggFunc::ArrayAgg {
+        if v.is_null() && !call.func.keeps_nulls() {
             return Ok(0);
+        }
+        if v.is_null() && matches!(call.func, AggFunc::JsonObjectAgg { .. }) {
+            return Err(SqlError::InvalidArgument("field name must not be null".into()));
         }
         if call.func.collects() {
             if let Some(set) = &mut self.distinct
@@ -116,7 +118,13 @@ impl Acc {
         if self.items.is_empty() {
             return Ok(Value::Null);
         }
-        let keys_at = 1 + usize::from(call.delimiter.is_some());
+        let keys_at = 1 + usize::from(call.second.is_some());
+        // DISTINCT without ORDER BY: in the values' order, as PostgreSQL sorts them to
+        // find the distinct ones.
+        if call.distinct && call.order.is_empty() {
+            self.items
+                .sort_by(|a, b| permafrost_types::total_compare(a[0].as_ref(), b[0].as_ref()));
+        }
         if !call.order.is_empty() {
             self.items.sort_by(|a, b| {
                 for (i, k) in call.order.iter().enumerate() {
@@ -137,7 +145,25 @@ impl Acc {
                 std::cmp::Ordering::Equal
             });
         }
+        let second_json = |item: &[Value], from| crate::expr::json::to_json(item[1].as_ref(), from);
         Ok(match call.func {
+            AggFunc::JsonAgg { jsonb, from } => {
+                let items: Vec<String> = self
+                    .items
+                    .iter()
+                    .map(|item| crate::expr::json::to_json(item[0].as_ref(), from))
+                    .collect();
+                let structured = matches!(from, crate::expr::json::JsonFrom::Array(_));
+                crate::expr::json::agg_array(&items, jsonb, structured)?
+            }
+            AggFunc::JsonObjectAgg { jsonb, from } => {
+                let pairs: Vec<(String, String)> = self
+                    .items
+                    .iter()
+                    .map(|item| (item[0].to_string(), second_json(item, from)))
+                    .collect();
+                crate::expr::json::agg_object(&pairs, jsonb)?
+            }
             AggFunc::StringAgg => {
                 let mut out = String::new();
                 for (i, item) in self.items.iter().enumerate() {
@@ -271,7 +297,7 @@ fn record_width(agg: &AggPlan) -> usize {
 /// The extras of `call` for a row ([`AggCall::extras`]): its delimiter, its ORDER BY keys.
 fn extras(call: &AggCall, b: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(call.extras());
-    if let Some(d) = &call.delimiter {
+    if let Some(d) = &call.second {
         out.push(d.eval(b, cx)?.into_value());
     }
     for k in &call.order {
@@ -435,7 +461,7 @@ fn emit_groups(f: &AggFinish<'_>, mut table: AggTable, out: &mut GroupSink<'_>) 
             .zip(accs.iter_mut())
             .map(|(call, acc)| -> Result<Value> {
                 Ok(match call.func {
-                    AggFunc::ArrayAgg | AggFunc::StringAgg => acc.collected(call)?,
+                    f if f.collects() => acc.collected(call)?,
                     AggFunc::Count => Value::Int(acc.count),
                     AggFunc::Avg => match &acc.value {
                         None => Value::Null,

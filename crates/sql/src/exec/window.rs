@@ -445,10 +445,15 @@ pub(super) fn fold(func: AggFunc, acc: Option<Value>, v: Value) -> Result<Value>
                 x
             }
         }
+        (AggFunc::BoolAnd | AggFunc::BoolOr, Some(x)) => match (x, v) {
+            (Value::Bool(x), Value::Bool(v)) => Value::Bool(if func == AggFunc::BoolAnd { x && v } else { x || v }),
+            (x, _) => x,
+        },
         // (They collect their values: `exec::aggregate::Acc`; not over windows.)
-        (AggFunc::ArrayAgg | AggFunc::StringAgg, Some(_)) => {
+        (f, Some(_)) => {
+            debug_assert!(f.collects());
             return Err(crate::error::SqlError::Unsupported(
-                "array_agg and string_agg over a window".into(),
+                "array_agg, string_agg and the json aggregates over a window".into(),
             ));
         }
     })
@@ -467,7 +472,7 @@ impl FrameAcc {
         match func {
             AggFunc::Count => true,
             AggFunc::Sum | AggFunc::Avg => !matches!(self.value, Some(Value::Double(_))),
-            AggFunc::Min | AggFunc::Max | AggFunc::ArrayAgg | AggFunc::StringAgg => false,
+            _ => false,
         }
     }
 

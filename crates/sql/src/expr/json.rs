@@ -21,6 +21,18 @@ pub enum JsonFrom {
     Document,
     /// Any other value, by its kind.
     Value,
+    /// An array (its literal's text) of elements of this type: a JSON array of them.
+    Array(permafrost_types::ElemType),
+}
+
+/// How a value of type `t` is made JSON.
+pub fn json_from(t: Option<permafrost_types::DataType>) -> JsonFrom {
+    use permafrost_types::DataType;
+    match t {
+        Some(DataType::Json | DataType::Jsonb) => JsonFrom::Document,
+        Some(DataType::Array(e)) => JsonFrom::Array(e),
+        _ => JsonFrom::Value,
+    }
 }
 
 /// `?`, `?|`, `?&`.
@@ -189,6 +201,17 @@ pub fn to_json(v: ValueRef<'_>, from: JsonFrom) -> String {
     match v {
         ValueRef::Null => out.push_str("null"),
         ValueRef::Text(t) if from == JsonFrom::Document => out.push_str(t),
+        // An array's elements, as PostgreSQL writes them: `[1,2,null]`.
+        ValueRef::Text(t) if let JsonFrom::Array(elem) = from => match permafrost_types::array_value::values(elem, t) {
+            Ok(items) => {
+                let from = json_from(Some(elem.data_type()));
+                let items: Vec<String> = items.iter().map(|x| to_json(x.as_ref(), from)).collect();
+                out.push('[');
+                out.push_str(&items.join(","));
+                out.push(']');
+            }
+            Err(_) => write_string(t, &mut out),
+        },
         ValueRef::Bool(b) => out.push_str(if b { "true" } else { "false" }),
         ValueRef::Int(i) => out.push_str(&i.to_string()),
         ValueRef::Decimal(d) => out.push_str(&d.to_string()),
@@ -220,15 +243,50 @@ pub fn build_object(pairs: &[(String, String)], jsonb: bool) -> Result<Value> {
         return Ok(Value::text(out));
     }
     let mut out = String::from("{");
+    write_pairs(pairs, &mut out);
+    out.push('}');
+    Ok(Value::text(out))
+}
+
+/// `"k" : v, ...`, as json's builders write an object's members.
+fn write_pairs(pairs: &[(String, String)], out: &mut String) {
     for (i, (k, v)) in pairs.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        write_string(k, &mut out);
+        write_string(k, out);
         out.push_str(" : ");
         out.push_str(v);
     }
-    out.push('}');
+}
+
+/// `json_agg` (`jsonb`: `jsonb_agg`) of values already made JSON; `structured`: of
+/// arrays, which json's form puts each on a line of its own after the first (as
+/// PostgreSQL writes it: `[[1], +\n [2]]`).
+pub fn agg_array(items: &[String], jsonb: bool, structured: bool) -> Result<Value> {
+    let mut text = String::from("[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+            if structured && item != "null" {
+                text.push_str("\n ");
+            }
+        }
+        text.push_str(item);
+    }
+    text.push(']');
+    Ok(Value::text(if jsonb { normalized(&text)? } else { text }))
+}
+
+/// `json_object_agg` (`jsonb`: `jsonb_object_agg`) of keys and values already made JSON:
+/// `{ "k" : v, ... }` as PostgreSQL writes json's, jsonb's normal form for jsonb.
+pub fn agg_object(pairs: &[(String, String)], jsonb: bool) -> Result<Value> {
+    if jsonb {
+        return build_object(pairs, true);
+    }
+    let mut out = String::from("{ ");
+    write_pairs(pairs, &mut out);
+    out.push_str(" }");
     Ok(Value::text(out))
 }
 

@@ -45,7 +45,7 @@ impl Reads<'_> {
             for c in &mut a.aggs {
                 c.arg.iter_mut().for_each(&mut *f);
                 c.filter.iter_mut().for_each(&mut *f);
-                c.delimiter.iter_mut().for_each(&mut *f);
+                c.second.iter_mut().for_each(&mut *f);
                 c.order.iter_mut().for_each(|k| f(&mut k.expr));
             }
             a.having.iter_mut().for_each(&mut *f);
