@@ -307,6 +307,21 @@ impl<'c> Binder<'c> {
         }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
+        if let Some((icase, negated)) = regex_op(op) {
+            // (A quoted literal is `unknown` in the message, as PostgreSQL names it.)
+            let shown = |e: &ast::Expr, t: Option<DataType>| {
+                let quoted = matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
+                if quoted { None } else { t }
+            };
+            if at.is_some_and(|t| !t.is_text()) || bt.is_some_and(|t| !t.is_text()) {
+                let names = format!("{} {op} {}", type_name(shown(l, at)), type_name(shown(r, bt)));
+                return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
+            }
+            self.infer(&a, Some(DataType::Varchar(None)));
+            self.infer(&b, Some(DataType::Varchar(None)));
+            let f = Func::Regex(crate::expr::regex::RegexFn::Match { icase, negated });
+            return Ok((Expr::Func(f, vec![a, b]), Some(DataType::Boolean)));
+        }
         let (a, at) = literal_as(a, at, bt).map_err(|e| e.at(crate::error::start_of(l), Point::Start))?;
         let (b, bt) = literal_as(b, bt, at).map_err(|e| e.at(crate::error::start_of(r), Point::Start))?;
         self.infer(&a, bt);
@@ -791,6 +806,17 @@ impl<'c> Binder<'c> {
             other => return unsupported(format!("literal {other}")),
         })
     }
+}
+
+/// `~`, `~*`, `!~`, `!~*`: whether it ignores case, whether it is negated.
+fn regex_op(op: &BinaryOperator) -> Option<(bool, bool)> {
+    Some(match op {
+        BinaryOperator::PGRegexMatch => (false, false),
+        BinaryOperator::PGRegexIMatch => (true, false),
+        BinaryOperator::PGRegexNotMatch => (false, true),
+        BinaryOperator::PGRegexNotIMatch => (true, true),
+        _ => return None,
+    })
 }
 
 /// The relation and column of `rels` that column `col` (qualified by `qual`) names, if one

@@ -53,6 +53,12 @@ pub enum SqlError {
     /// A function argument out of its domain (generate_series with a step of zero).
     #[error("{0}")]
     InvalidArgument(String),
+    /// A regular expression that does not compile (or uses what is not kept here).
+    #[error("{0}")]
+    InvalidRegex(String),
+    /// The `g` flag given to a function that finds one match or splits (`regexp_match`).
+    #[error("{0}() does not support the \"global\" option")]
+    RegexGlobal(&'static str),
     /// A NULL where a function takes none (a key of `json_build_object`).
     #[error("{0}")]
     NullArgument(String),
@@ -410,6 +416,8 @@ impl SqlError {
             SqlError::Unsupported(_) | SqlError::FeatureNotSupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
+            SqlError::InvalidRegex(_) => "2201B",
+            SqlError::RegexGlobal(_) => "22023",
             SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
@@ -475,6 +483,7 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::RegexGlobal("regexp_match") => Some("Use the regexp_matches function instead.".to_string()),
             SqlError::IndexOfConstraint { index, table } => {
                 Some(format!("You can drop constraint {index} on table {table} instead."))
             }

@@ -23,6 +23,7 @@ mod func;
 pub(crate) mod json;
 mod math;
 mod ops;
+pub mod regex;
 mod text;
 pub mod window;
 pub use cx::{ArrayCache, ColumnSource, Cx, DrawSource, NoColumns, SubRunner, splitmix64};
@@ -775,14 +776,21 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 .iter()
                 .map(|a| cast(a.eval(src, cx)?.into_value(), &ty))
                 .collect::<Result<Vec<_>>>()?;
-            Value::text(permafrost_types::array_value::literal_of_values(&values))
+            array::literal_checked(&values, &cx.budget)?
+        }
+        Func::Regex(f) => {
+            let values = args
+                .iter()
+                .map(|a| Ok(a.eval(src, cx)?.into_value()))
+                .collect::<Result<Vec<_>>>()?;
+            regex::eval(f, &values, &cx.budget)?
         }
         Func::Array { f, elem } => {
             let values = args
                 .iter()
                 .map(|a| Ok(a.eval(src, cx)?.into_value()))
                 .collect::<Result<Vec<_>>>()?;
-            array::eval(f, elem, &values)?
+            array::eval(f, elem, &values, &cx.budget)?
         }
         Func::Coalesce => {
             for a in args {

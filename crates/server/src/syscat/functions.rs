@@ -92,11 +92,9 @@ fn element_text(v: &serde_json::Value) -> Option<String> {
 }
 
 /// Compiles a PostgreSQL regular expression (the subset Rust's regex shares with it).
-fn regex(pattern: &str, icase: bool) -> rusqlite::Result<regex::Regex> {
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(icase)
-        .build()
-        .or_else(|e| raise("2201B", format!("invalid regular expression: {e}")))
+/// `pattern` compiled as the engine compiles PostgreSQL's (permafrost_sql's expr/regex.rs).
+fn regex(pattern: &str, flags: &str) -> rusqlite::Result<regex::Regex> {
+    permafrost_sql::expr::regex::compile(pattern, flags).or_else(|e| raise(e.sqlstate(), e.to_string()))
 }
 
 fn quote_ident(s: &str) -> String {
@@ -283,7 +281,9 @@ fn define_conditions(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::
         let (Some(s), Some(p)) = (text(ctx, 0), text(ctx, 1)) else {
             return Ok(None);
         };
-        Ok(Some(regex(&p, int(ctx, 2) == Some(1))?.is_match(&s)))
+        Ok(Some(
+            regex(&p, if int(ctx, 2) == Some(1) { "i" } else { "" })?.is_match(&s),
+        ))
     })?;
     let b = budget.clone();
     conn.create_scalar_function("pf_regexp_replace", -1, det, move |ctx| {
@@ -295,28 +295,8 @@ fn define_conditions(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::
         } else {
             String::new()
         };
-        let re = regex(&p, flags.contains('i'))?;
-        let pieces = replacement(&r);
-        b.build(|b| {
-            let mut out = b.text(s.len())?;
-            let mut last = 0;
-            for caps in re.captures_iter(&s) {
-                let Some(m) = caps.get(0) else { continue };
-                out.push_str(&s[last..m.start()])?;
-                for piece in &pieces {
-                    match piece {
-                        Piece::Text(t) => out.push_str(t)?,
-                        Piece::Group(g) => out.push_str(caps.get(*g).map_or("", |c| c.as_str()))?,
-                    }
-                }
-                last = m.end();
-                if !flags.contains('g') {
-                    break;
-                }
-            }
-            out.push_str(&s[last..])?;
-            Ok(Some(out.finish()))
-        })
+        let re = regex(&p, &flags)?;
+        b.build(|b| permafrost_sql::expr::regex::replace(&s, &re, &r, flags.contains('g'), b).map(Some))
     })?;
     Ok(())
 }
@@ -599,45 +579,6 @@ fn define_strings(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::Res
         b.build(|b| b.repeat(&s, n)).map(Some)
     })?;
     Ok(())
-}
-
-/// A piece of a `regexp_replace` replacement: text, or a group of the match (`\1` to
-/// `\9`; `\&` is the whole match; `\\` a backslash), as PostgreSQL reads it.
-enum Piece {
-    Text(String),
-    Group(usize),
-}
-
-fn replacement(r: &str) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    let mut lit = String::new();
-    let mut chars = r.chars().peekable();
-    while let Some(c) = chars.next() {
-        let group = match (c, chars.peek()) {
-            ('\\', Some(d)) if d.is_ascii_digit() => d.to_digit(10).map(|d| d as usize),
-            ('\\', Some('&')) => Some(0),
-            ('\\', Some('\\')) => {
-                chars.next();
-                lit.push('\\');
-                continue;
-            }
-            _ => None,
-        };
-        match group {
-            Some(g) => {
-                chars.next();
-                if !lit.is_empty() {
-                    pieces.push(Piece::Text(std::mem::take(&mut lit)));
-                }
-                pieces.push(Piece::Group(g));
-            }
-            None => lit.push(c),
-        }
-    }
-    if !lit.is_empty() {
-        pieces.push(Piece::Text(lit));
-    }
-    pieces
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use sqlparser::ast::{self, DuplicateTreatment, FunctionArg, FunctionArgExpr, Fun
 use super::{Binder, Typed, object_name};
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::json::JsonFrom;
+use crate::expr::regex::RegexFn;
 use crate::expr::{AggFunc, Expr, Func, MathFunc};
 
 impl Binder<'_> {
@@ -623,6 +624,7 @@ const OTHER_FUNCTIONS: &[&str] = &[
 /// where optional) and its result type.
 fn text_function(name: &str) -> Option<(Func, &'static str, DataType)> {
     let text = DataType::Varchar(None);
+    let text_array = DataType::Array(permafrost_types::ElemType::Text);
     Some(match name {
         "btrim" | "trim" => (Func::Trim, "Tt", text),
         "ltrim" => (Func::Ltrim, "Tt", text),
@@ -644,6 +646,11 @@ fn text_function(name: &str) -> Option<(Func, &'static str, DataType)> {
         "to_hex" => (Func::ToHex { bits32: true }, "I", text),
         "md5" => (Func::Md5, "B", text),
         "octet_length" => (Func::OctetLength, "B", DataType::Integer),
+        "regexp_replace" => (Func::Regex(RegexFn::Replace), "TTTt", text),
+        "regexp_like" => (Func::Regex(RegexFn::Like), "TTt", DataType::Boolean),
+        "regexp_match" => (Func::Regex(RegexFn::FirstMatch), "TTt", text_array),
+        "regexp_split_to_array" => (Func::Regex(RegexFn::Split), "TTt", text_array),
+        "regexp_count" => (Func::Regex(RegexFn::Count), "TTit", DataType::Integer),
         _ => return None,
     })
 }

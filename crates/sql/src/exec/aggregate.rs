@@ -18,6 +18,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::{AggCall, AggFunc, ColumnSource, Cx, NoColumns, arith};
 use crate::plan::{AggPlan, SelectPlan};
 use crate::rows::{ColumnInfo, Rows};
+use crate::value_budget::ValueBudget;
 use crate::workmem::{WorkMem, values_size};
 
 use super::sorter::Sorter;
@@ -114,7 +115,7 @@ impl Acc {
 
     /// A collecting aggregate's result: its items in the order of the call's ORDER BY
     /// (as given when it has none), as an array or a string; NULL without any.
-    fn collected(&mut self, call: &AggCall) -> Result<Value> {
+    fn collected(&mut self, call: &AggCall, budget: &ValueBudget<'_>) -> Result<Value> {
         if self.items.is_empty() {
             return Ok(Value::Null);
         }
@@ -153,6 +154,7 @@ impl Acc {
                     .iter()
                     .map(|item| crate::expr::json::to_json(item[0].as_ref(), from))
                     .collect();
+                budget.check(items.iter().map(|i| i.len() + 4).sum::<usize>() + 2)?;
                 let structured = matches!(from, crate::expr::json::JsonFrom::Array(_));
                 crate::expr::json::agg_array(&items, jsonb, structured)?
             }
@@ -162,19 +164,20 @@ impl Acc {
                     .iter()
                     .map(|item| (item[0].to_string(), second_json(item, from)))
                     .collect();
+                budget.check(pairs.iter().map(|(k, v)| 2 * k.len() + v.len() + 8).sum::<usize>() + 4)?;
                 crate::expr::json::agg_object(&pairs, jsonb)?
             }
             AggFunc::StringAgg => {
-                let mut out = String::new();
+                let mut out = budget.text(0)?;
                 for (i, item) in self.items.iter().enumerate() {
                     if i > 0
                         && let Some(d) = item[1].as_str()
                     {
-                        out.push_str(d);
+                        out.push_str(d)?;
                     }
-                    out.push_str(&item[0].to_string());
+                    out.push_value(item[0].as_ref())?;
                 }
-                Value::text(out)
+                Value::text(out.finish())
             }
             _ => {
                 let elem = match call.ty {
@@ -186,7 +189,7 @@ impl Acc {
                     .iter()
                     .map(|item| crate::expr::cast(item[0].clone(), &elem))
                     .collect::<Result<Vec<_>>>()?;
-                Value::text(permafrost_types::array_value::literal_of_values(&values))
+                crate::expr::array::literal_checked(&values, budget)?
             }
         })
     }
@@ -461,7 +464,7 @@ fn emit_groups(f: &AggFinish<'_>, mut table: AggTable, out: &mut GroupSink<'_>) 
             .zip(accs.iter_mut())
             .map(|(call, acc)| -> Result<Value> {
                 Ok(match call.func {
-                    f if f.collects() => acc.collected(call)?,
+                    func if func.collects() => acc.collected(call, &f.cx.budget)?,
                     AggFunc::Count => Value::Int(acc.count),
                     AggFunc::Avg => match &acc.value {
                         None => Value::Null,

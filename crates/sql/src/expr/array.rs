@@ -13,6 +13,7 @@ use permafrost_types::{ElemType, Value, sql_compare};
 
 use super::ops::CmpOp;
 use crate::error::Result;
+use crate::value_budget::ValueBudget;
 
 /// An array function or operator (`Func::Array`, with the type of the elements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,8 +74,19 @@ fn items(elem: ElemType, v: &Value) -> Result<Option<Vec<Value>>> {
     }
 }
 
-fn array(values: &[Value]) -> Value {
-    Value::text(literal_of_values(values))
+/// The array of `values`, its literal checked against `budget` before it is built
+/// ([`crate::value_budget`]: quoting may double a text).
+pub(crate) fn literal_checked(values: &[Value], budget: &ValueBudget<'_>) -> Result<Value> {
+    let len = values
+        .iter()
+        .map(|v| match v {
+            Value::Text(t) => 2 * t.len() + 3,
+            Value::Bytes(b) => 4 * b.len() + 6,
+            _ => 48,
+        })
+        .fold(2usize, usize::saturating_add);
+    budget.check(len)?;
+    Ok(Value::text(literal_of_values(values)))
 }
 
 /// Whether two elements are the same, NULL being the same as NULL (`IS NOT DISTINCT
@@ -139,8 +151,9 @@ fn int_arg(v: &Value) -> Option<i64> {
 
 /// Evaluates `f` over arrays of `elem` with arguments `v` (NULLs handled per function, as
 /// PostgreSQL's are).
-pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
+pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value], budget: &ValueBudget<'_>) -> Result<Value> {
     let ty = elem.data_type();
+    let array = |values: &[Value]| literal_checked(values, budget);
     let elem_arg = |i: usize| -> Result<Value> { Ok(v[i].clone().coerce_to(&ty)?) };
     Ok(match f {
         ArrayFn::Subscript => {
@@ -168,9 +181,9 @@ pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
             };
             let (lo, hi) = (lo.max(1), hi.min(n));
             if lo > hi {
-                return Ok(array(&[]));
+                return array(&[]);
             }
-            array(&a[(lo - 1) as usize..hi as usize])
+            array(&a[(lo - 1) as usize..hi as usize])?
         }
         ArrayFn::Length | ArrayFn::UpperBound | ArrayFn::LowerBound => {
             let (Some(a), Some(dim)) = (items(elem, &v[0])?, int_arg(&v[1])) else {
@@ -234,7 +247,7 @@ pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
                     }
                 })
                 .collect();
-            array(&values)
+            array(&values)?
         }
         ArrayFn::Append | ArrayFn::Prepend => {
             let (ai, xi) = if f == ArrayFn::Append { (0, 1) } else { (1, 0) };
@@ -245,14 +258,14 @@ pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
             } else {
                 a.insert(0, x);
             }
-            array(&a)
+            array(&a)?
         }
         ArrayFn::Cat => match (items(elem, &v[0])?, items(elem, &v[1])?) {
             (None, None) => Value::Null,
             (a, b) => {
                 let mut a = a.unwrap_or_default();
                 a.extend(b.unwrap_or_default());
-                array(&a)
+                array(&a)?
             }
         },
         ArrayFn::Position | ArrayFn::Positions => {
@@ -273,7 +286,7 @@ pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
             if f == ArrayFn::Position {
                 found.next().unwrap_or(Value::Null)
             } else {
-                array(&found.collect::<Vec<_>>())
+                array(&found.collect::<Vec<_>>())?
             }
         }
         ArrayFn::Remove | ArrayFn::Replace => {
@@ -289,7 +302,7 @@ pub(super) fn eval(f: ArrayFn, elem: ElemType, v: &[Value]) -> Result<Value> {
                     .map(|y| if same(&y, &x) { to.clone() } else { y })
                     .collect()
             };
-            array(&out)
+            array(&out)?
         }
         ArrayFn::Contains | ArrayFn::ContainedBy | ArrayFn::Overlaps => {
             let (Some(a), Some(b)) = (items(elem, &v[0])?, items(elem, &v[1])?) else {

@@ -92,6 +92,8 @@ pub enum Func {
     ArrayOf {
         elem: Option<permafrost_types::ElemType>,
     },
+    /// A regular-expression operator or function (expr/regex.rs).
+    Regex(super::regex::RegexFn),
     /// A function or operator over arrays of `elem` (expr/array.rs).
     Array {
         f: super::array::ArrayFn,

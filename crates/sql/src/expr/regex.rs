@@ -1,0 +1,284 @@
+//! Regular expressions as PostgreSQL's operators and functions use them: `~`, `~*`, `!~`,
+//! `!~*`, `regexp_replace`, `regexp_match`, `regexp_like`, `regexp_count`,
+//! `regexp_split_to_array` ([`RegexFn`]), with PostgreSQL's flags (`i`, `c`, `n`, `s`, `x`,
+//! `q`, `g`) and its replacement syntax (`\1`, `\&`). The patterns are Rust's `regex`
+//! syntax, which agrees with PostgreSQL's for what applications write (classes,
+//! quantifiers, groups, anchors, `\d` `\w` `\s`); back-references and look-around are
+//! refused (2201B), never matched differently. As in PostgreSQL, `.` matches a newline
+//! unless `n` is given. Compiled patterns are kept per thread (a statement compares one
+//! pattern over many rows).
+
+use std::cell::RefCell;
+
+use permafrost_types::Value;
+use regex::{Regex, RegexBuilder};
+
+use crate::error::{Result, SqlError};
+use crate::value_budget::ValueBudget;
+
+/// A regular-expression operator or function (`Func::Regex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegexFn {
+    /// `s ~ p` (`icase`: `~*`; `negated`: `!~`, `!~*`).
+    Match { icase: bool, negated: bool },
+    /// `regexp_like(s, p [, flags])`.
+    Like,
+    /// `regexp_replace(s, p, r [, flags])`.
+    Replace,
+    /// `regexp_match(s, p [, flags])`: the captures of the first match (the whole match
+    /// without groups) as a text array.
+    FirstMatch,
+    /// `regexp_count(s, p [, start [, flags]])`.
+    Count,
+    /// `regexp_split_to_array(s, p [, flags])`.
+    Split,
+}
+
+/// Most compiled patterns kept per thread.
+const CACHED: usize = 16;
+
+thread_local! {
+    static COMPILED: RefCell<Vec<(String, String, Regex)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn invalid(what: impl std::fmt::Display) -> SqlError {
+    SqlError::InvalidRegex(format!("invalid regular expression: {what}"))
+}
+
+/// `pattern` compiled with PostgreSQL's `flags` (`g` is the caller's: it changes nothing
+/// here).
+pub fn compile(pattern: &str, flags: &str) -> Result<Regex> {
+    let cached = COMPILED.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(p, f, _)| p == pattern && f == flags)
+            .map(|(_, _, r)| r.clone())
+    });
+    if let Some(r) = cached {
+        return Ok(r);
+    }
+    let mut icase = false;
+    let mut newline = false;
+    let mut expanded = false;
+    let mut literal = false;
+    for f in flags.chars() {
+        match f {
+            'i' => icase = true,
+            'c' => icase = false,
+            'n' | 'm' => newline = true,
+            's' | 'p' | 'w' => newline = false,
+            'x' => expanded = true,
+            't' => expanded = false,
+            'q' => literal = true,
+            'g' => {}
+            other => {
+                return Err(SqlError::InvalidArgument(format!(
+                    "invalid regular expression option: \"{other}\""
+                )));
+            }
+        }
+    }
+    let source = if literal {
+        regex::escape(pattern)
+    } else {
+        pattern.to_string()
+    };
+    let re = RegexBuilder::new(&source)
+        .case_insensitive(icase)
+        .dot_matches_new_line(!newline)
+        .multi_line(newline)
+        .ignore_whitespace(expanded)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| match e {
+            regex::Error::Syntax(s) => invalid(postgres_words(&s)),
+            other => invalid(other),
+        })?;
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() == CACHED {
+            c.remove(0);
+        }
+        c.push((pattern.to_string(), flags.to_string(), re.clone()));
+    });
+    Ok(re)
+}
+
+/// The reason a pattern does not compile, in PostgreSQL's words where it has them.
+fn postgres_words(rust: &str) -> String {
+    let why = rust
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("error:"))
+        .unwrap_or(rust);
+    let why = why.trim().trim_start_matches("error: ");
+    match why {
+        "unclosed group" | "unopened group" => "parentheses () not balanced".into(),
+        "unclosed character class" => "brackets [] not balanced".into(),
+        "repetition operator missing expression" => "quantifier operand invalid".into(),
+        w if w.contains("backreferences") => "back-references are not supported here".into(),
+        w if w.contains("look-around") => "look-around assertions are not supported here".into(),
+        w => w.to_string(),
+    }
+}
+
+/// `s` with the first match of `re` (every match with `global`) replaced by `replacement`,
+/// in which `\1`..`\9` are groups, `\&` the whole match and `\\` a backslash; built
+/// under `budget` (a global replacement can multiply the text's length).
+pub fn replace(s: &str, re: &Regex, replacement: &str, global: bool, budget: &ValueBudget<'_>) -> Result<String> {
+    let mut out = budget.text(s.len())?;
+    let mut last = 0;
+    for caps in re.captures_iter(s) {
+        let Some(m) = caps.get(0) else { continue };
+        out.push_str(&s[last..m.start()])?;
+        let mut chars = replacement.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek().copied()) {
+                ('\\', Some(d)) if d.is_ascii_digit() => {
+                    chars.next();
+                    let g = d.to_digit(10).unwrap_or(0) as usize;
+                    out.push_str(caps.get(g).map_or("", |c| c.as_str()))?;
+                }
+                ('\\', Some('&')) => {
+                    chars.next();
+                    out.push_str(m.as_str())?;
+                }
+                ('\\', Some('\\')) => {
+                    chars.next();
+                    out.push('\\')?;
+                }
+                (c, _) => out.push(c)?,
+            }
+        }
+        last = m.end();
+        if !global {
+            break;
+        }
+    }
+    out.push_str(&s[last..])?;
+    Ok(out.finish())
+}
+
+/// The text array of `items`, checked against `budget` first (quoting may double a text).
+fn text_array(items: &[Option<&str>], budget: &ValueBudget<'_>) -> Result<Value> {
+    let len = items.iter().map(|t| 2 * t.map_or(4, str::len) + 3).sum::<usize>() + 2;
+    budget.check(len)?;
+    Ok(Value::text(permafrost_types::array::literal(items.iter().copied())))
+}
+
+/// Evaluates `f` over its arguments `v` (NULL for any NULL argument, as every one of them
+/// is strict).
+pub(super) fn eval(f: RegexFn, v: &[Value], budget: &ValueBudget<'_>) -> Result<Value> {
+    if v.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let text = |i: usize| v[i].as_str().unwrap_or_default();
+    let flags_at = |i: usize| v.get(i).and_then(Value::as_str).unwrap_or_default();
+    Ok(match f {
+        RegexFn::Match { icase, negated } => {
+            let re = compile(text(1), if icase { "i" } else { "" })?;
+            Value::Bool(re.is_match(text(0)) != negated)
+        }
+        RegexFn::Like => Value::Bool(compile(text(1), flags_at(2))?.is_match(text(0))),
+        RegexFn::Replace => {
+            let flags = flags_at(3);
+            let re = compile(text(1), flags)?;
+            Value::text(replace(text(0), &re, text(2), flags.contains('g'), budget)?)
+        }
+        RegexFn::FirstMatch => {
+            let flags = flags_at(2);
+            if flags.contains('g') {
+                return Err(SqlError::RegexGlobal("regexp_match"));
+            }
+            let re = compile(text(1), flags)?;
+            match re.captures(text(0)) {
+                None => Value::Null,
+                Some(caps) if caps.len() == 1 => text_array(&[caps.get(0).map(|m| m.as_str())], budget)?,
+                Some(caps) => {
+                    let groups: Vec<Option<&str>> = caps.iter().skip(1).map(|g| g.map(|m| m.as_str())).collect();
+                    text_array(&groups, budget)?
+                }
+            }
+        }
+        RegexFn::Count => {
+            let (start, flags) = match v.len() {
+                2 => (1, ""),
+                3 => (v[2].as_i64().unwrap_or(1), ""),
+                _ => (v[2].as_i64().unwrap_or(1), flags_at(3)),
+            };
+            if start < 1 {
+                return Err(SqlError::InvalidArgument(format!(
+                    "invalid value for parameter \"start\": {start}"
+                )));
+            }
+            let s = text(0);
+            let from = s.char_indices().nth((start - 1) as usize).map_or(s.len(), |(i, _)| i);
+            Value::Int(compile(text(1), flags)?.find_iter(&s[from..]).count() as i64)
+        }
+        RegexFn::Split => {
+            let flags = flags_at(2);
+            if flags.contains('g') {
+                return Err(SqlError::RegexGlobal("regexp_split_to_array"));
+            }
+            let re = compile(text(1), flags)?;
+            let s = text(0);
+            // As PostgreSQL splits: an empty match splits between characters, never at
+            // either end.
+            let mut parts = Vec::new();
+            let mut last = 0;
+            for m in re.find_iter(s) {
+                if m.start() == m.end() && (m.start() == 0 || m.start() == s.len()) {
+                    continue;
+                }
+                if m.start() == m.end() && m.start() == last && last != 0 {
+                    continue;
+                }
+                parts.push(Some(&s[last..m.start()]));
+                last = m.end();
+            }
+            parts.push(Some(&s[last..]));
+            text_array(&parts, budget)?
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Value {
+        Value::text(s)
+    }
+
+    #[test]
+    fn functions_answer_as_postgresql_does() {
+        let budget = ValueBudget::default();
+        let e = |f, v: &[Value]| eval(f, v, &budget).unwrap().to_string();
+        let m = RegexFn::Match {
+            icase: false,
+            negated: false,
+        };
+        assert_eq!(e(m, &[t("foobar"), t("^fo+b")]), "t");
+        assert_eq!(e(m, &[t("a\nb"), t("a.b")]), "t");
+        assert_eq!(e(RegexFn::Replace, &[t("aXbXc"), t("x"), t("-"), t("gi")]), "a-b-c");
+        assert_eq!(e(RegexFn::Replace, &[t("abc"), t("(b)"), t("[\\1\\&]")]), "a[bb]c");
+        assert_eq!(
+            e(RegexFn::FirstMatch, &[t("foobarbequebaz"), t("(bar)(beque)")]),
+            "{bar,beque}"
+        );
+        assert_eq!(e(RegexFn::FirstMatch, &[t("abc"), t("b")]), "{b}");
+        assert_eq!(e(RegexFn::Count, &[t("ABCABC"), t("b"), Value::Int(1), t("i")]), "2");
+        assert_eq!(e(RegexFn::Split, &[t("hello world  x"), t("\\s+")]), "{hello,world,x}");
+        assert_eq!(e(RegexFn::Split, &[t("abc"), t("")]), "{a,b,c}");
+        assert!(eval(RegexFn::Like, &[t("a"), t("(")], &budget).is_err());
+        assert!(eval(RegexFn::Like, &[t("a"), t("a"), t("z")], &budget).is_err());
+        assert!(eval(RegexFn::Like, &[t("a"), t("(a)\\1")], &budget).is_err());
+        // A replacement past the statement's memory is refused as it grows.
+        let huge = eval(
+            RegexFn::Replace,
+            &[t(&"a".repeat(100_000)), t("a"), t(&"b".repeat(1000)), t("g")],
+            &budget,
+        );
+        assert_eq!(huge.unwrap_err().sqlstate(), "54000");
+    }
+}
