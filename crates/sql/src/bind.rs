@@ -132,7 +132,12 @@ pub struct Binder<'c> {
 pub(crate) fn is_set_returning(name: &str) -> bool {
     matches!(
         name,
-        "generate_series" | "pg_catalog.generate_series" | "unnest" | "pg_catalog.unnest"
+        "generate_series"
+            | "pg_catalog.generate_series"
+            | "unnest"
+            | "pg_catalog.unnest"
+            | "generate_subscripts"
+            | "regexp_split_to_table"
     )
 }
 

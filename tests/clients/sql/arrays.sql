@@ -70,3 +70,13 @@ SELECT max(id) FROM arr_order GROUP BY n ORDER BY n;
 -- Not arrays.
 SELECT n[1] FROM (SELECT 1 AS n) s;
 DROP TABLE arr;
+-- generate_subscripts and regexp_split_to_table, in FROM and in the select list.
+CREATE TABLE sr (id int PRIMARY KEY, n int[], s text);
+INSERT INTO sr VALUES (1, '{10,20,30}', 'a,b,,c'), (2, '{}', 'x'), (3, NULL, NULL);
+SELECT id, generate_subscripts(n, 1) FROM sr ORDER BY 1, 2;
+SELECT id, n[i] FROM sr, generate_subscripts(sr.n, 1) AS i ORDER BY 1, 2;
+SELECT * FROM generate_subscripts(ARRAY[5,6], 1) WITH ORDINALITY;
+SELECT generate_subscripts(ARRAY[5,6], 2);
+SELECT id, regexp_split_to_table(s, ',') FROM sr ORDER BY 1, 2;
+SELECT x FROM regexp_split_to_table('the quick  brown', '\s+') AS x;
+SELECT * FROM regexp_split_to_table('AxBXc', 'x', 'i') WITH ORDINALITY AS t(part, n);

@@ -571,9 +571,28 @@ fn function(
     let ((tree, columns), args) = match name {
         "generate_series" => b.in_lateral_scope(|sub| series(sub, args, ordinality))?,
         "unnest" => b.in_lateral_scope(|sub| unnest(sub, args, ordinality))?,
+        // generate_subscripts(a, d): the series 1 .. array_length(a, d) (none for an empty
+        // array, another dimension or NULL, as PostgreSQL gives none).
+        "generate_subscripts" => {
+            let args = match args {
+                [a, d] => rewritten_args("1, array_length({0}, {1})", &[a, d])?,
+                _ => return unsupported("generate_subscripts with these arguments (array, dimension)"),
+            };
+            b.in_lateral_scope(|sub| series(sub, &args, ordinality))?
+        }
+        // regexp_split_to_table(s, p [, flags]): the elements of regexp_split_to_array.
+        "regexp_split_to_table" => {
+            let args = match args {
+                [s, p] => rewritten_args("regexp_split_to_array({0}, {1})", &[s, p])?,
+                [s, p, f] => rewritten_args("regexp_split_to_array({0}, {1}, {2})", &[s, p, f])?,
+                _ => return Err(SqlError::UnknownFunction(format!("{name} with these arguments"))),
+            };
+            b.in_lateral_scope(|sub| unnest(sub, &args, ordinality))?
+        }
         _ => {
             return unsupported(format!(
-                "function {n} in FROM (generate_series and unnest are the ones taken)"
+                "function {n} in FROM (generate_series, unnest, generate_subscripts and regexp_split_to_table are \
+                 the ones taken)"
             ));
         }
     };
@@ -591,6 +610,28 @@ fn function(
         _ => names,
     };
     lateral_tree(b, Lateral { query: tree, args }, columns, alias, &names)
+}
+
+/// The arguments `template` writes of `args` (`{0}`, `{1}`, ... each argument's text):
+/// how a set-returning function that is another over a computed argument is planned.
+fn rewritten_args(template: &str, args: &[&ast::FunctionArg]) -> Result<Vec<ast::FunctionArg>> {
+    let mut text = template.to_string();
+    for (i, a) in args.iter().enumerate() {
+        text = text.replace(&format!("{{{i}}}"), &a.to_string());
+    }
+    let ast::Statement::Query(q) = crate::parse::parse_statement(&format!("SELECT f({text})"))? else {
+        return unsupported("these arguments");
+    };
+    let ast::SetExpr::Select(s) = *q.body else {
+        return unsupported("these arguments");
+    };
+    match s.projection.into_iter().next() {
+        Some(ast::SelectItem::UnnamedExpr(ast::Expr::Function(f))) => match f.args {
+            ast::FunctionArguments::List(l) => Ok(l.args),
+            _ => unsupported("these arguments"),
+        },
+        _ => unsupported("these arguments"),
+    }
 }
 
 /// Adds the rows of a LATERAL item of FROM as a relation of the query named `alias`, its
