@@ -39,6 +39,7 @@ fn layout() -> TupleLayout {
         evictable: true,
         foreign_keys: Vec::new(),
         checks: Vec::new(),
+        comment: None,
     })
 }
 

@@ -46,6 +46,7 @@ fn schema() -> TableSchema {
         evictable: true,
         foreign_keys: Vec::new(),
         checks: Vec::new(),
+        comment: None,
     }
 }
 

@@ -41,6 +41,7 @@ pub fn is_ddl(stmt: &Statement) -> bool {
             | Statement::CreateView(_)
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
+            | Statement::Comment { .. }
     )
 }
 
@@ -52,6 +53,12 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
         Statement::AlterTable(at) => alter_table(catalog, at),
         Statement::CreateView(cv) => create_view(catalog, cv),
+        Statement::Comment {
+            object_type,
+            object_name,
+            comment,
+            if_exists: false,
+        } => crate::comment::comment_on(catalog, object_type, object_name, comment.as_deref()),
         Statement::Drop {
             object_type,
             if_exists,
@@ -458,6 +465,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         evictable: opts.evictable,
         foreign_keys: Vec::new(),
         checks: Vec::new(),
+        comment: None,
     };
     schema.validate()?;
     for (column, fk) in &foreign {

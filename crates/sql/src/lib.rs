@@ -18,6 +18,7 @@ pub mod bind;
 mod caps;
 pub mod catalog;
 pub mod check;
+mod comment;
 pub mod ddl;
 pub mod error;
 pub mod exec;

@@ -592,6 +592,7 @@ mod tests {
             evictable: false,
             foreign_keys: Vec::new(),
             checks: Vec::new(),
+            comment: None,
         }
     }
 

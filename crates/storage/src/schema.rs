@@ -32,6 +32,8 @@ pub struct Column {
     pub ty: DataType,
     pub nullable: bool,
     pub default: Option<ColumnDefault>,
+    /// `COMMENT ON COLUMN`.
+    pub comment: Option<String>,
 }
 
 impl Column {
@@ -41,6 +43,7 @@ impl Column {
             ty,
             nullable: true,
             default: None,
+            comment: None,
         }
     }
 
@@ -162,6 +165,8 @@ pub struct TableSchema {
     pub foreign_keys: Vec<ForeignKey>,
     /// Its CHECK constraints (checked by the statements that write it, `permafrost_sql`).
     pub checks: Vec<CheckDef>,
+    /// `COMMENT ON TABLE`.
+    pub comment: Option<String>,
 }
 
 /// Memory a table takes at each partition however few rows it holds: the table's own
@@ -187,14 +192,15 @@ impl TableSchema {
         let columns: u64 = self
             .columns
             .iter()
-            .map(|c| COLUMN_BYTES + 2 * c.name.len() as u64)
+            .map(|c| COLUMN_BYTES + 2 * c.name.len() as u64 + 2 * c.comment.as_ref().map_or(0, |t| t.len() as u64))
             .sum();
         let indexes: u64 = self
             .indexes
             .iter()
             .map(|i| INDEX_BYTES + 2 * i.name.len() as u64 + 8 * i.columns.len() as u64)
             .sum();
-        TABLE_BYTES_ONCE + 2 * self.name.len() as u64 + columns + indexes
+        let comment = 2 * self.comment.as_ref().map_or(0, |t| t.len() as u64);
+        TABLE_BYTES_ONCE + 2 * self.name.len() as u64 + columns + indexes + comment
     }
 
     pub fn column_index(&self, name: &str) -> Option<usize> {

@@ -126,6 +126,7 @@ fn ddl_tag(stmt: &Statement) -> String {
         Statement::CreateView(_) => "CREATE VIEW".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         Statement::AlterTable(_) => "ALTER TABLE".into(),
+        Statement::Comment { .. } => "COMMENT".into(),
         _ => "OK".into(),
     }
 }

@@ -33,7 +33,9 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         objects.relation_oids.insert(name.to_string(), oid);
         objects.relation_names.insert(oid, name.to_string());
     }
+    let description = description_relation(&objects);
     let mut out = vec![
+        description,
         namespace,
         class,
         attribute,
@@ -63,6 +65,22 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         }
     }
     (out, objects)
+}
+
+/// `pg_description`: the comments of tables and columns (`COMMENT ON`).
+fn description_relation(objects: &Objects) -> Relation {
+    let mut description = rel("pg_description");
+    let mut comments: Vec<_> = objects.comments.iter().collect();
+    comments.sort();
+    for ((oid, sub), text) in comments {
+        description.push(vec![
+            ("objoid", i(*oid)),
+            ("classoid", i(PG_CLASS_OID)),
+            ("objsubid", i(*sub)),
+            ("description", s(text.as_str())),
+        ]);
+    }
+    description
 }
 
 /// `pg_namespace`: the three schemas.
@@ -256,6 +274,7 @@ mod tests {
             evictable: true,
             foreign_keys: Vec::new(),
             checks: Vec::new(),
+            comment: None,
         };
         t.columns[0].default = Some(ColumnDefault::Sequence);
         t.columns[0].nullable = false;

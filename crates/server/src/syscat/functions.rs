@@ -356,13 +356,33 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
         "pf_pg_get_statisticsobjdef",
         "pf_pg_get_statisticsobjdef_columns",
         "pf_pg_get_policy_expr",
-        "pf_obj_description",
-        "pf_col_description",
         "pf_shobj_description",
     ] {
-        // Nothing here has a view definition, trigger, rule, partition key or comment.
+        // Nothing here has a view definition, trigger, rule, partition key or comment on
+        // a shared object.
         conn.create_scalar_function(name, -1, det, |_| Ok(None::<String>))?;
     }
+    // The comments of tables (`obj_description(oid [, 'pg_class'])`) and of columns
+    // (`col_description(oid, attnum)`).
+    let o = objects.clone();
+    conn.create_scalar_function("pf_obj_description", -1, det, move |ctx| {
+        let class = if ctx.len() > 1 { text(ctx, 1) } else { None };
+        if class.as_deref().is_some_and(|c| c != "pg_class") {
+            return Ok(None);
+        }
+        Ok(int(ctx, 0).and_then(|oid| o.comments.get(&(oid, 0)).cloned()))
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_col_description", 2, det, move |ctx| {
+        let (Some(oid), Some(n)) = (int(ctx, 0), int(ctx, 1)) else {
+            return Ok(None);
+        };
+        Ok(if n > 0 {
+            o.comments.get(&(oid, n)).cloned()
+        } else {
+            None
+        })
+    })?;
     conn.create_scalar_function("pf_pg_get_function_result", 1, det, |_| Ok(None::<String>))?;
     for name in ["pf_pg_get_function_arguments", "pf_pg_get_function_identity_arguments"] {
         let o = objects.clone();

@@ -325,6 +325,8 @@ pub struct Objects {
     pub procedures: HashMap<i64, String>,
     /// `pg_get_function_arguments(oid)`: a procedure's arguments (`IN a integer, IN b text`).
     pub procedure_args: HashMap<i64, String>,
+    /// `COMMENT ON`: by relation oid and column number (0 for the table itself).
+    pub comments: HashMap<(i64, i64), String>,
 }
 
 pub(super) fn i(v: i64) -> V {

@@ -118,6 +118,14 @@ impl TableRelations {
         let oid = table_oid(t);
         objects.relation_oids.insert(t.name.clone(), oid);
         objects.relation_names.insert(oid, t.name.clone());
+        if let Some(c) = &t.comment {
+            objects.comments.insert((oid, 0), c.clone());
+        }
+        for (n, col) in t.columns.iter().enumerate() {
+            if let Some(c) = &col.comment {
+                objects.comments.insert((oid, n as i64 + 1), c.clone());
+            }
+        }
         // The partition column and evictability are the table's storage options.
         let options = strs(&[
             format!(

@@ -210,6 +210,7 @@ pub fn derived_schema(alias: String, columns: &[ColumnInfo]) -> TableSchema {
         evictable: false,
         foreign_keys: Vec::new(),
         checks: Vec::new(),
+        comment: None,
     }
 }
 
