@@ -25,6 +25,7 @@ mod math;
 mod ops;
 pub mod regex;
 mod text;
+mod to_char;
 pub mod window;
 pub use cx::{ArrayCache, ColumnSource, Cx, DrawSource, NoColumns, SubRunner, splitmix64};
 pub use datum::Datum;
@@ -876,6 +877,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Trunc
         | Func::DatePart { .. }
         | Func::DateTrunc
+        | Func::ToChar
         | Func::Age
         | Func::Justify(_)
         | Func::MakeInterval

@@ -81,15 +81,15 @@ fn not_supported(name: &str, ty: &DataType) -> SqlError {
 
 /// The calendar fields of a moment: astronomical year (0 is 1 BC), month, day, the day
 /// count since 1970, and the microseconds of the day.
-struct Fields {
-    year: i64,
-    month: u32,
-    day: u32,
-    days: i64,
-    micros_of_day: i64,
+pub(super) struct Fields {
+    pub(super) year: i64,
+    pub(super) month: u32,
+    pub(super) day: u32,
+    pub(super) days: i64,
+    pub(super) micros_of_day: i64,
 }
 
-fn fields(micros: i64) -> Fields {
+pub(super) fn fields(micros: i64) -> Fields {
     let days = micros.div_euclid(MICROS_PER_DAY);
     let (year, month, day) = civil_from_days(days);
     Fields {
@@ -103,12 +103,12 @@ fn fields(micros: i64) -> Fields {
 
 /// ISO 8601 day of the week, 1 (Monday) to 7 (Sunday), of a day count since 1970 (a
 /// Thursday).
-fn isodow(days: i64) -> i64 {
+pub(super) fn isodow(days: i64) -> i64 {
     (days + 3).rem_euclid(7) + 1
 }
 
 /// The ISO 8601 year and week of a day.
-fn iso_week(days: i64) -> (i64, i64) {
+pub(super) fn iso_week(days: i64) -> (i64, i64) {
     let thursday = days - isodow(days) + 4;
     let (year, _, _) = civil_from_days(thursday);
     (year, (thursday - days_from_civil(year, 1, 1)) / 7 + 1)
@@ -127,7 +127,7 @@ fn decade(year: i64) -> i64 {
 
 /// The century (`len` 100) or millennium (`len` 1000) of an astronomical year: the first
 /// is 1 (years 1 to `len`), the one before it -1.
-fn ordinal(year: i64, len: i64) -> i64 {
+pub(super) fn ordinal(year: i64, len: i64) -> i64 {
     if year > 0 {
         (year + len - 1) / len
     } else {

@@ -92,6 +92,8 @@ pub enum Func {
     ArrayOf {
         elem: Option<permafrost_types::ElemType>,
     },
+    /// `to_char(x, format)` of a timestamp, timestamptz or date (expr/to_char.rs).
+    ToChar,
     /// A regular-expression operator or function (expr/regex.rs).
     Regex(super::regex::RegexFn),
     /// A function or operator over arrays of `elem` (expr/array.rs).
@@ -208,6 +210,19 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
         },
         Func::DatePart { numeric } => super::datefunc::date_part(&s(0), v[1].as_ref(), numeric)?,
         Func::DateTrunc => super::datefunc::date_trunc(&s(0), v[1].as_ref())?,
+        Func::ToChar => {
+            let format = s(1);
+            // (A pattern writes at most nine characters: `Month` padded.)
+            b.check(format.len().saturating_mul(9))?;
+            match v[0].as_ref() {
+                ValueRef::Timestamp(t) => super::to_char::datetime(t, false, &format)?,
+                ValueRef::TimestampTz(t) => super::to_char::datetime(t, true, &format)?,
+                ValueRef::Date(d) => {
+                    super::to_char::datetime(permafrost_types::datetime::start_of_day(d), true, &format)?
+                }
+                other => return Err(SqlError::Type(format!("to_char of {}", other.kind_name()))),
+            }
+        }
         Func::Age => {
             let ts = |i: usize| match v[i].as_ref() {
                 ValueRef::Timestamp(t) | ValueRef::TimestampTz(t) => Ok(t),

@@ -1,0 +1,248 @@
+//! `to_char(timestamp | timestamptz | date, format)` as PostgreSQL 15 writes it: the
+//! template patterns of PostgreSQL's table 9.26 (`YYYY`, `MM`, `Mon`, `Month`, `DD`, `Day`,
+//! `HH24`, `MI`, `SS`, `MS`, `US`, `AM`, ISO weeks, `J`, `Q`, `RM`, `TZ`, ...), the `FM`
+//! prefix (no padding) and `TH`/`th` suffixes (ordinals of a number; after anything else
+//! they are dropped, as PostgreSQL drops them), text in double quotes copied as it is. The
+//! session's zone is UTC, so `TZ` is `UTC` and `OF` `+00` (for a timestamp or date too, as
+//! PostgreSQL writes them). `to_char` of a number is not here yet (bind/call.rs refuses it).
+
+use permafrost_types::Value;
+
+use super::datefunc::{fields, iso_week, isodow, ordinal};
+use crate::error::Result;
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+const ROMAN: [&str; 12] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
+
+/// The date and time patterns, longer before shorter where one begins another (matched in
+/// this order, case as written).
+const PATTERNS: &[&str] = &[
+    "Y,YYY", "y,yyy", "YYYY", "yyyy", "YYY", "yyy", "YY", "yy", "IYYY", "iyyy", "IYY", "iyy", "IY", "iy", "IDDD",
+    "iddd", "ID", "id", "IW", "iw", "HH24", "hh24", "HH12", "hh12", "HH", "hh", "MI", "mi", "MS", "ms", "MM", "mm",
+    "MONTH", "Month", "month", "MON", "Mon", "mon", "SSSSS", "sssss", "SSSS", "ssss", "SS", "ss", "US", "us", "A.M.",
+    "a.m.", "P.M.", "p.m.", "AM", "am", "PM", "pm", "A.D.", "a.d.", "B.C.", "b.c.", "AD", "ad", "BC", "bc", "DAY",
+    "Day", "day", "DDD", "ddd", "DD", "dd", "DY", "Dy", "dy", "D", "d", "WW", "ww", "W", "w", "CC", "cc", "J", "j",
+    "Q", "q", "RM", "rm", "TZH", "tzh", "TZM", "tzm", "TZ", "tz", "OF", "of", "Y", "y", "I", "i",
+];
+
+/// A name in the case the pattern asks: all upper, capitalized, or all lower.
+fn cased(name: &str, pattern: &str) -> String {
+    let mut chars = pattern.chars();
+    let first_upper = chars.next().is_some_and(char::is_uppercase);
+    let second_upper = chars.next().is_some_and(char::is_uppercase);
+    match (first_upper, second_upper) {
+        (true, true) => name.to_uppercase(),
+        (true, false) => name.to_string(),
+        _ => name.to_lowercase(),
+    }
+}
+
+/// The English ordinal suffix of `n` (`st`, `nd`, `rd`, `th`).
+fn suffix(n: i64) -> &'static str {
+    let n = n.abs();
+    match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
+}
+
+/// `to_char` of a moment (microseconds since 1970, wall clock, the zone UTC) with `format`;
+/// `zoned`: a timestamptz (or a date, which PostgreSQL reads as one), whose `TZ` is `UTC`
+/// (a timestamp's is empty).
+pub(super) fn datetime(micros: i64, zoned: bool, format: &str) -> Result<Value> {
+    let f = fields(micros);
+    let year = if f.year > 0 { f.year } else { 1 - f.year };
+    let (iso_year, iso_week_no) = iso_week(f.days);
+    let iso_year = if iso_year > 0 { iso_year } else { 1 - iso_year };
+    let doy = f.days - permafrost_types::datetime::days_from_civil(f.year, 1, 1) + 1;
+    let iso_doy = (iso_week_no - 1) * 7 + isodow(f.days);
+    let secs = f.micros_of_day / 1_000_000;
+    let (hour, minute, second) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let frac = f.micros_of_day % 1_000_000;
+    let dow = (isodow(f.days) % 7) as usize;
+    let mut out = String::new();
+    let b = format.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &format[i..];
+        if let Some(q) = rest.strip_prefix('"') {
+            // Quoted text, a backslash escaping the next character.
+            let mut chars = q.char_indices();
+            let mut end = q.len();
+            while let Some((k, c)) = chars.next() {
+                match c {
+                    '"' => {
+                        end = k;
+                        break;
+                    }
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            out.push(n);
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            i += 1 + (end + 1).min(q.len());
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('\\') {
+            match r.chars().next() {
+                Some('"') => {
+                    out.push('"');
+                    i += 2;
+                }
+                _ => {
+                    out.push('\\');
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // A prefix: FM (no padding), TM (names: English here), FX; what follows one that is
+        // no pattern is copied as it is.
+        let mut fill = false;
+        let mut at = i;
+        let r = &format[at..];
+        if r.starts_with("FM") || r.starts_with("fm") {
+            fill = true;
+            at += 2;
+        } else if r.starts_with("TM") || r.starts_with("tm") || r.starts_with("FX") || r.starts_with("fx") {
+            at += 2;
+        }
+        let rest = &format[at..];
+        let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) else {
+            if at > i && (rest.starts_with('"') || rest.starts_with('\\')) {
+                i = at;
+                continue;
+            }
+            let c = rest.chars().next().unwrap_or_default();
+            if !rest.is_empty() {
+                out.push(c);
+            }
+            i = at + c.len_utf8().max(1).min(rest.len());
+            continue;
+        };
+        i = at + p.len();
+        let num = |n: i64, width: usize| {
+            if fill {
+                n.to_string()
+            } else if n < 0 {
+                format!("-{:0width$}", -n, width = width.saturating_sub(1))
+            } else {
+                format!("{n:0width$}")
+            }
+        };
+        let upper = p.to_ascii_uppercase();
+        let (text, number): (String, Option<i64>) = match upper.as_str() {
+            "Y,YYY" => (format!("{},{:03}", year / 1000, year % 1000), Some(year)),
+            "YYYY" => (num(year, 4), Some(year)),
+            "YYY" => (num(year % 1000, 3), Some(year % 1000)),
+            "YY" => (num(year % 100, 2), Some(year % 100)),
+            "Y" => (num(year % 10, 1), Some(year % 10)),
+            "IYYY" => (num(iso_year, 4), Some(iso_year)),
+            "IYY" => (num(iso_year % 1000, 3), Some(iso_year % 1000)),
+            "IY" => (num(iso_year % 100, 2), Some(iso_year % 100)),
+            "I" => (num(iso_year % 10, 1), Some(iso_year % 10)),
+            "IDDD" => (num(iso_doy, 3), Some(iso_doy)),
+            "ID" => (num(isodow(f.days), 1), Some(isodow(f.days))),
+            "IW" => (num(iso_week_no, 2), Some(iso_week_no)),
+            "HH" | "HH12" => {
+                let h = if hour % 12 == 0 { 12 } else { hour % 12 };
+                (num(h, 2), Some(h))
+            }
+            "HH24" => (num(hour, 2), Some(hour)),
+            "MI" => (num(minute, 2), Some(minute)),
+            "SS" => (num(second, 2), Some(second)),
+            // (FM does not shorten MS or US.)
+            "MS" => (format!("{:03}", frac / 1000), Some(frac / 1000)),
+            "US" => (format!("{frac:06}"), Some(frac)),
+            "SSSS" | "SSSSS" => (secs.to_string(), Some(secs)),
+            "AM" | "PM" => (cased(if hour >= 12 { "PM" } else { "AM" }, p), None),
+            "A.M." | "P.M." => (cased(if hour >= 12 { "P.M." } else { "A.M." }, p), None),
+            "AD" | "BC" => (cased(if f.year > 0 { "AD" } else { "BC" }, p), None),
+            "A.D." | "B.C." => (cased(if f.year > 0 { "A.D." } else { "B.C." }, p), None),
+            "MONTH" => {
+                let name = cased(MONTHS[f.month as usize - 1], p);
+                (if fill { name } else { format!("{name:<9}") }, None)
+            }
+            "MON" => (cased(&MONTHS[f.month as usize - 1][..3], p), None),
+            "MM" => (num(f.month.into(), 2), Some(f.month.into())),
+            "DAY" => {
+                let name = cased(DAYS[dow], p);
+                (if fill { name } else { format!("{name:<9}") }, None)
+            }
+            "DY" => (cased(&DAYS[dow][..3], p), None),
+            "DDD" => (num(doy, 3), Some(doy)),
+            "DD" => (num(f.day.into(), 2), Some(f.day.into())),
+            "D" => (num(dow as i64 + 1, 1), Some(dow as i64 + 1)),
+            "WW" => (num((doy - 1) / 7 + 1, 2), Some((doy - 1) / 7 + 1)),
+            "W" => {
+                let w = (i64::from(f.day) - 1) / 7 + 1;
+                (num(w, 1), Some(w))
+            }
+            "CC" => {
+                let c = ordinal(f.year, 100);
+                (num(c, 2), Some(c))
+            }
+            "J" => (num(f.days + 2_440_588, 1), Some(f.days + 2_440_588)),
+            "Q" => {
+                let q = (i64::from(f.month) - 1) / 3 + 1;
+                (num(q, 1), Some(q))
+            }
+            "RM" => {
+                let r = cased(
+                    ROMAN[f.month as usize - 1],
+                    if p.starts_with('r') { "rm" } else { "RM" },
+                );
+                (if fill { r } else { format!("{r:<4}") }, None)
+            }
+            "TZ" => (if zoned { cased("UTC", p) } else { String::new() }, None),
+            // (FM shortens OF, not TZH or TZM.)
+            "OF" => ((if fill { "+0" } else { "+00" }).into(), None),
+            "TZH" => ("+00".into(), None),
+            "TZM" => ("00".into(), None),
+            _ => (String::new(), None),
+        };
+        out.push_str(&text);
+        // An ordinal suffix after a number (dropped after anything else).
+        let after = &format[i..];
+        let upper_th = after.starts_with("TH");
+        if upper_th || after.starts_with("th") {
+            i += 2;
+            if let Some(n) = number {
+                out.push_str(&if upper_th {
+                    suffix(n).to_uppercase()
+                } else {
+                    suffix(n).to_string()
+                });
+            }
+        }
+    }
+    Ok(Value::text(out))
+}
