@@ -53,6 +53,9 @@ pub enum SqlError {
     /// A function argument out of its domain (generate_series with a step of zero).
     #[error("{0}")]
     InvalidArgument(String),
+    /// `date_trunc('week', interval)` (0A000), as PostgreSQL refuses it.
+    #[error("unit \"week\" not supported for type interval")]
+    WeekOfInterval,
     /// A regular expression that does not compile (or uses what is not kept here).
     #[error("{0}")]
     InvalidRegex(String),
@@ -417,6 +420,7 @@ impl SqlError {
             SqlError::Definition(_) => "42P16",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::InvalidRegex(_) => "2201B",
+            SqlError::WeekOfInterval => "0A000",
             SqlError::RegexGlobal(_) => "22023",
             SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
@@ -459,6 +463,7 @@ impl SqlError {
             | SqlError::ForeignKeyViolation { detail, .. }
             | SqlError::CheckViolation { detail, .. }
             | SqlError::DependedOn { detail, .. } => Some(detail.clone()),
+            SqlError::WeekOfInterval => Some("Months usually have fractional weeks.".to_string()),
             SqlError::LateralJoinType(_) => {
                 Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())
             }

@@ -183,9 +183,14 @@ struct Acc {
 
 impl Acc {
     fn add(&mut self, n: f64, unit: &str) -> Option<()> {
-        let unit = unit.trim_end_matches('s');
+        // (A plural's `s` is dropped; `ms` and `us` are units of their own.)
+        let unit = if unit == "ms" || unit == "us" {
+            unit
+        } else {
+            unit.trim_end_matches('s')
+        };
         match unit {
-            "microsecond" | "u" | "usec" | "microsecon" => self.micros += n,
+            "microsecond" | "u" | "us" | "usec" | "microsecon" => self.micros += n,
             "millisecond" | "m" if unit == "millisecond" => self.micros += n * 1e3,
             "ms" | "msec" | "millisecon" => self.micros += n * 1e3,
             "second" | "sec" | "secs" | "" => self.micros += n * 1e6,
@@ -207,7 +212,14 @@ impl Acc {
         let months = self.months.trunc();
         let days = self.days + (self.months - months) * DAYS_PER_MONTH as f64;
         let whole_days = days.trunc();
-        let micros = (self.micros + (days - whole_days) * MICROS_PER_DAY as f64).round();
+        // A fraction of a microsecond is rounded as PostgreSQL rounds it: past a half away
+        // from zero, else toward it.
+        let exact = self.micros + (days - whole_days) * MICROS_PER_DAY as f64;
+        let micros = match exact - exact.trunc() {
+            f if f > 0.5 => exact.trunc() + 1.0,
+            f if f < -0.5 => exact.trunc() - 1.0,
+            _ => exact.trunc(),
+        };
         let fits32 = |x: f64| (i32::MIN as f64..=i32::MAX as f64).contains(&x);
         if !fits32(months) || !fits32(whole_days) || !(i64::MIN as f64..=i64::MAX as f64).contains(&micros) {
             return None;

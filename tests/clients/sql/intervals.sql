@@ -26,3 +26,12 @@ SELECT sum(extract(epoch FROM d)) FROM iv;
 SELECT pg_typeof(d), pg_typeof(at - at) FROM iv WHERE id = 1;
 \d iv
 DROP TABLE iv;
+-- date_trunc of intervals, and fractions of a microsecond and ms/us units in interval text.
+SELECT date_trunc('hour', interval '1 day 25:59:59.5'), date_trunc('year', interval '3 years 14 months 5 days'), date_trunc('decade', interval '-15 years 2 months');
+SELECT date_trunc('century', interval '250 years'), date_trunc('millennium', interval '2500 years'), date_trunc('quarter', interval '1 year 5 months 3 days');
+SELECT date_trunc('milliseconds', interval '1.234567 seconds'), date_trunc('minute', interval '-1 hour -30 minutes -15 seconds'), date_trunc('second', interval '-1.5 seconds');
+SELECT date_trunc('day', interval '3 days 04:05:06'), date_trunc('month', interval '1 year 2 months 3 days'), date_trunc('microseconds', interval '1.5 us');
+SELECT date_trunc('week', interval '40 days');
+SELECT date_trunc('dow', interval '1 day');
+SELECT date_trunc('hour', i), pg_typeof(date_trunc('hour', i)) FROM (VALUES (interval '2 hours 30 minutes'), (NULL)) v(i);
+SELECT interval '1.5 us', interval '2.5 us', interval '1.5 ms', interval '0.0000015 s', interval '3 msecs', interval '1.6 us', interval '-1.5 us', interval '-1.6 us', interval '0.5 days 0.7 us';

@@ -440,6 +440,7 @@ impl Binder<'_> {
         let arg = match types[1] {
             Some(t @ (T::Timestamp | T::TimestampTz | T::Date)) => t,
             Some(t @ (T::Interval | T::Time)) if matches!(f, Func::DatePart { .. }) => t,
+            Some(T::Interval) => T::Interval,
             None => {
                 self.infer(&bound[1], Some(T::TimestampTz));
                 T::TimestampTz
@@ -455,6 +456,7 @@ impl Binder<'_> {
             Func::DatePart { numeric: true } => T::Decimal { precision: 0, scale: 0 },
             Func::DatePart { numeric: false } => T::Double,
             _ if arg == T::Timestamp => T::Timestamp,
+            _ if arg == T::Interval => T::Interval,
             _ => T::TimestampTz,
         };
         Ok((Expr::Func(f, bound), Some(ty)))

@@ -247,11 +247,54 @@ fn interval_part(name: &str, x: &permafrost_types::Interval, numeric: bool) -> R
 
 /// `date_trunc(unit, v)`: `v` (a timestamp, with or without zone) cut down to the start
 /// of its `unit`.
+/// `date_trunc(unit, interval)`: the interval with the fields below `unit` zeroed, as
+/// PostgreSQL splits it (years and months of its months, its days, and hours, minutes,
+/// seconds of its time, each truncated toward zero).
+fn interval_trunc(name: &str, x: permafrost_types::Interval) -> Result<Value> {
+    let ty = DataType::Interval;
+    let u = unit(name).ok_or_else(|| not_recognized(name, &ty))?;
+    let (mut years, mut months, mut days, mut micros) = (x.months / 12, x.months % 12, x.days, x.micros);
+    let to = |micros: i64, step: i64| micros / step * step;
+    use Unit::*;
+    match u {
+        Millennium | Century | Decade | Year | Quarter | Month => {
+            let keep = match u {
+                Millennium => 1000,
+                Century => 100,
+                Decade => 10,
+                _ => 1,
+            };
+            years = years / keep * keep;
+            months = match u {
+                Quarter => months / 3 * 3,
+                Month => months,
+                _ => 0,
+            };
+            days = 0;
+            micros = 0;
+        }
+        Day => micros = 0,
+        Hour => micros = to(micros, 3600 * MICROS_PER_SEC),
+        Minute => micros = to(micros, 60 * MICROS_PER_SEC),
+        Second => micros = to(micros, MICROS_PER_SEC),
+        Milliseconds => micros = to(micros, 1000),
+        Microseconds => {}
+        Week => return Err(SqlError::WeekOfInterval),
+        _ => return Err(not_recognized(name, &ty)),
+    }
+    Ok(Value::Interval(permafrost_types::Interval {
+        months: years * 12 + months,
+        days,
+        micros,
+    }))
+}
+
 pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
     let (micros, ty) = match v {
         ValueRef::Timestamp(t) => (t, DataType::Timestamp),
         ValueRef::TimestampTz(t) => (t, DataType::TimestampTz),
         ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::TimestampTz),
+        ValueRef::Interval(x) => return interval_trunc(name, x),
         ValueRef::Null => return Ok(Value::Null),
         other => {
             return Err(SqlError::Type(format!(
