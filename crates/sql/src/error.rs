@@ -53,6 +53,12 @@ pub enum SqlError {
     /// A function argument out of its domain (generate_series with a step of zero).
     #[error("{0}")]
     InvalidArgument(String),
+    /// A `format()` conversion other than `s`, `I`, `L` (22023).
+    #[error("unrecognized format() type specifier \"{0}\"")]
+    FormatType(char),
+    /// A `format()` string ending inside a conversion (22023).
+    #[error("unterminated format() type specifier")]
+    FormatUnterminated,
     /// `date_trunc('week', interval)` (0A000), as PostgreSQL refuses it.
     #[error("unit \"week\" not supported for type interval")]
     WeekOfInterval,
@@ -421,6 +427,7 @@ impl SqlError {
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::InvalidRegex(_) => "2201B",
             SqlError::WeekOfInterval => "0A000",
+            SqlError::FormatType(_) | SqlError::FormatUnterminated => "22023",
             SqlError::RegexGlobal(_) => "22023",
             SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
@@ -488,6 +495,9 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::FormatType(_) | SqlError::FormatUnterminated => {
+                Some("For a single \"%\" use \"%%\".".to_string())
+            }
             SqlError::RegexGlobal("regexp_match") => Some("Use the regexp_matches function instead.".to_string()),
             SqlError::IndexOfConstraint { index, table } => {
                 Some(format!("You can drop constraint {index} on table {table} instead."))

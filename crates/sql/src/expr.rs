@@ -19,6 +19,7 @@ pub mod array;
 mod cx;
 mod datefunc;
 mod datum;
+pub mod format;
 mod func;
 pub(crate) mod json;
 mod math;
@@ -778,6 +779,27 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 .map(|a| cast(a.eval(src, cx)?.into_value(), &ty))
                 .collect::<Result<Vec<_>>>()?;
             array::literal_checked(&values, &cx.budget)?
+        }
+        Func::Format => {
+            let values = args
+                .iter()
+                .map(|a| Ok(a.eval(src, cx)?.into_value()))
+                .collect::<Result<Vec<_>>>()?;
+            match &values[0] {
+                Value::Null => Value::Null,
+                f => format::format(&f.to_string(), &values[1..], &cx.budget)?,
+            }
+        }
+        Func::QuoteIdent | Func::QuoteLiteral { .. } => {
+            let v = arg(0)?;
+            let quoted = match (f, &v) {
+                (Func::QuoteLiteral { nullable: true }, Value::Null) => "NULL".to_string(),
+                (_, Value::Null) => return Ok(Value::Null),
+                (Func::QuoteIdent, v) => format::quote_ident(&v.to_string()),
+                (_, v) => format::quote_literal(&v.to_string()),
+            };
+            cx.budget.check(quoted.len())?;
+            Value::text(quoted)
         }
         Func::Regex(f) => {
             let values = args

@@ -97,17 +97,6 @@ fn regex(pattern: &str, flags: &str) -> rusqlite::Result<regex::Regex> {
     permafrost_sql::expr::regex::compile(pattern, flags).or_else(|e| raise(e.sqlstate(), e.to_string()))
 }
 
-fn quote_ident(s: &str) -> String {
-    let plain = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        s.to_string()
-    } else {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    }
-}
-
 /// Defines every function on `conn`, those that build values under `budget`.
 pub fn define(
     conn: &Connection,
@@ -493,13 +482,13 @@ fn define_strings(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::Res
     conn.create_scalar_function("pf_quote_ident", 1, det, move |ctx| {
         let Some(s) = text(ctx, 0) else { return Ok(None) };
         b.build(|b| b.check(s.len().saturating_mul(2).saturating_add(2)))?;
-        Ok(Some(quote_ident(&s)))
+        Ok(Some(permafrost_sql::expr::format::quote_ident(&s)))
     })?;
     let b = budget.clone();
     conn.create_scalar_function("pf_quote_literal", 1, det, move |ctx| {
         let Some(s) = text(ctx, 0) else { return Ok(None) };
         b.build(|b| b.check(s.len().saturating_mul(2).saturating_add(2)))?;
-        Ok(Some(format!("'{}'", s.replace('\'', "''"))))
+        Ok(Some(permafrost_sql::expr::format::quote_literal(&s)))
     })?;
     let b = budget.clone();
     conn.create_scalar_function("pf_array_to_string", -1, det, move |ctx| {
@@ -613,7 +602,5 @@ mod tests {
         assert_eq!(type_by_name("character varying(20)"), Some(1043));
         assert_eq!(type_by_name("text[]"), Some(1009));
         assert_eq!(type_by_name("hstore"), None);
-        assert_eq!(quote_ident("users"), "users");
-        assert_eq!(quote_ident("Users"), "\"Users\"");
     }
 }

@@ -140,6 +140,31 @@ impl Binder<'_> {
                 };
                 return self.date_function(f, bound, &types, &args, &signature);
             }
+            "format" => {
+                arity(1, usize::MAX)?;
+                if first.is_some_and(|t| !t.is_text()) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                self.infer(&bound[0], Some(DataType::Varchar(None)));
+                for b in &bound[1..] {
+                    self.infer(b, Some(DataType::Varchar(None)));
+                }
+                (Func::Format, Some(DataType::Varchar(None)))
+            }
+            "quote_ident" => {
+                arity(1, 1)?;
+                if first.is_some_and(|t| !t.is_text()) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                self.infer(&bound[0], Some(DataType::Varchar(None)));
+                (Func::QuoteIdent, Some(DataType::Varchar(None)))
+            }
+            "quote_literal" | "quote_nullable" => {
+                arity(1, 1)?;
+                self.infer(&bound[0], Some(DataType::Varchar(None)));
+                let nullable = name == "quote_nullable";
+                (Func::QuoteLiteral { nullable }, Some(DataType::Varchar(None)))
+            }
             "to_char" => {
                 arity(2, 2)?;
                 match types[0] {
@@ -597,6 +622,10 @@ impl Binder<'_> {
 const OTHER_FUNCTIONS: &[&str] = &[
     "now",
     "to_char",
+    "format",
+    "quote_ident",
+    "quote_literal",
+    "quote_nullable",
     "current_date",
     "pg_typeof",
     "date_part",

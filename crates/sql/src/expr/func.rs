@@ -92,6 +92,14 @@ pub enum Func {
     ArrayOf {
         elem: Option<permafrost_types::ElemType>,
     },
+    /// `format(fmt, args...)` (expr/format.rs).
+    Format,
+    /// `quote_ident(s)`.
+    QuoteIdent,
+    /// `quote_literal(x)` (`nullable`: `quote_nullable`, NULL as `NULL`).
+    QuoteLiteral {
+        nullable: bool,
+    },
     /// `to_char(x, format)` of a timestamp, timestamptz or date (expr/to_char.rs).
     ToChar,
     /// A regular-expression operator or function (expr/regex.rs).
