@@ -138,6 +138,13 @@ pub(crate) fn is_set_returning(name: &str) -> bool {
             | "pg_catalog.unnest"
             | "generate_subscripts"
             | "regexp_split_to_table"
+            | "jsonb_array_elements"
+            | "jsonb_array_elements_text"
+            | "json_array_elements"
+            | "json_array_elements_text"
+            | "jsonb_object_keys"
+            | "jsonb_each"
+            | "jsonb_each_text"
     )
 }
 
@@ -327,6 +334,9 @@ impl<'c> Binder<'c> {
             let f = Func::Regex(crate::expr::regex::RegexFn::Match { icase, negated });
             return Ok((Expr::Func(f, vec![a, b]), Some(DataType::Boolean)));
         }
+        if at == Some(DataType::Jsonb) && *op == BinaryOperator::Minus {
+            return self.jsonb_minus(a, b, bt);
+        }
         let (a, at) = literal_as(a, at, bt).map_err(|e| e.at(crate::error::start_of(l), Point::Start))?;
         let (b, bt) = literal_as(b, bt, at).map_err(|e| e.at(crate::error::start_of(r), Point::Start))?;
         self.infer(&a, bt);
@@ -379,11 +389,15 @@ impl<'c> Binder<'c> {
             DataType::Boolean
         };
         let mut typed = Vec::with_capacity(rights.len() + 1);
-        for t in std::iter::once(first).chain(rights.into_iter().rev()) {
+        let asts: Vec<&ast::Expr> = std::iter::once(first).chain(rights.into_iter().rev()).collect();
+        for t in &asts {
             typed.push(self.expr(t)?);
         }
         if typed.iter().any(|(_, t)| matches!(t, Some(DataType::Array(_)))) {
             return self.array_concat(typed);
+        }
+        if *op == BinaryOperator::StringConcat && typed.iter().any(|(_, t)| *t == Some(DataType::Jsonb)) {
+            return self.jsonb_concat(typed, &asts);
         }
         let mut terms = Vec::with_capacity(typed.len());
         for (x, _) in typed {

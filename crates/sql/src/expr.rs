@@ -22,6 +22,7 @@ mod datum;
 pub mod format;
 mod func;
 pub(crate) mod json;
+pub mod jsonb_edit;
 mod math;
 mod ops;
 pub mod regex;
@@ -691,6 +692,7 @@ fn json_strict(f: Func, v: &[Datum<'_>]) -> Result<Value> {
 
 fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<Value> {
     let arg = |i: usize| -> Result<Value> { Ok(args[i].eval(src, cx)?.into_value()) };
+    let all = || -> Result<Vec<Value>> { args.iter().map(|a| Ok(a.eval(src, cx)?.into_value())).collect() };
     Ok(match f {
         Func::AnyEq { elem, negated } => {
             let x = args[0].eval(src, cx)?;
@@ -780,11 +782,12 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 .collect::<Result<Vec<_>>>()?;
             array::literal_checked(&values, &cx.budget)?
         }
+        Func::JsonEdit(op) => {
+            let values = all()?;
+            jsonb_edit::eval(op, &values, &cx.budget)?
+        }
         Func::Format => {
-            let values = args
-                .iter()
-                .map(|a| Ok(a.eval(src, cx)?.into_value()))
-                .collect::<Result<Vec<_>>>()?;
+            let values = all()?;
             match &values[0] {
                 Value::Null => Value::Null,
                 f => format::format(&f.to_string(), &values[1..], &cx.budget)?,
@@ -802,17 +805,11 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             Value::text(quoted)
         }
         Func::Regex(f) => {
-            let values = args
-                .iter()
-                .map(|a| Ok(a.eval(src, cx)?.into_value()))
-                .collect::<Result<Vec<_>>>()?;
+            let values = all()?;
             regex::eval(f, &values, &cx.budget)?
         }
         Func::Array { f, elem } => {
-            let values = args
-                .iter()
-                .map(|a| Ok(a.eval(src, cx)?.into_value()))
-                .collect::<Result<Vec<_>>>()?;
+            let values = all()?;
             array::eval(f, elem, &values, &cx.budget)?
         }
         Func::Coalesce => {

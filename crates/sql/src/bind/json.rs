@@ -8,6 +8,7 @@ use sqlparser::ast::{self, BinaryOperator, Spanned};
 use super::{Binder, Typed, type_name};
 use crate::error::{Point, Result, SqlError};
 use crate::expr::json::{Exists, json_from};
+use crate::expr::jsonb_edit::JsonEdit;
 use crate::expr::{Expr, Func};
 
 /// Whether `op` is one of the json operators.
@@ -48,6 +49,54 @@ fn as_jsonb(b: &mut Binder<'_>, e: Expr, t: Option<DataType>, at: &ast::Expr) ->
 }
 
 impl<'c> Binder<'c> {
+    /// `e` (typed `t`) as a `text[]` operand (a path, a list of keys): a text literal read
+    /// as one, a parameter typed so.
+    fn text_array_operand(&mut self, e: Expr, t: Option<DataType>, signature: &dyn Fn() -> String) -> Result<Expr> {
+        let text_array = DataType::Array(permafrost_types::ElemType::Text);
+        match (&e, t) {
+            (_, Some(DataType::Array(_))) => Ok(e),
+            (Expr::Const(Value::Text(s)), _) => Ok(Expr::Const(Value::parse(&text_array, s)?)),
+            (Expr::Param(_), None) => {
+                self.infer(&e, Some(text_array));
+                Ok(e)
+            }
+            _ => Err(SqlError::UnknownFunction(signature())),
+        }
+    }
+
+    /// `a - b` where `a` is jsonb: a key (text), an index (integer) or keys (text[])
+    /// removed.
+    pub(super) fn jsonb_minus(&mut self, a: Expr, b: Expr, bt: Option<DataType>) -> Result<Typed> {
+        let op = match bt {
+            Some(DataType::Array(_)) => JsonEdit::DeleteKeys { many: true },
+            Some(t) if t.is_integer() => JsonEdit::DeleteIndex,
+            Some(t) if t.is_text() => JsonEdit::DeleteKeys { many: false },
+            None => {
+                self.infer(&b, Some(DataType::Varchar(None)));
+                JsonEdit::DeleteKeys { many: false }
+            }
+            Some(t) => return Err(SqlError::NoOperator(format!("jsonb - {t}"))),
+        };
+        Ok((Expr::Func(Func::JsonEdit(op), vec![a, b]), Some(DataType::Jsonb)))
+    }
+
+    /// A chain `a || b || ...` of which some term is jsonb: each pair concatenated
+    /// (quoted literals read as jsonb).
+    pub(super) fn jsonb_concat(&mut self, terms: Vec<Typed>, at: &[&ast::Expr]) -> Result<Typed> {
+        let mut out: Option<Expr> = None;
+        for ((e, t), ast) in terms.into_iter().zip(at) {
+            let (e, t) = as_jsonb(self, e, t, ast)?;
+            if t != Some(DataType::Jsonb) {
+                return Err(SqlError::NoOperator(format!("jsonb || {}", super::type_name(t))));
+            }
+            out = Some(match out {
+                None => e,
+                Some(acc) => Expr::Func(Func::JsonEdit(JsonEdit::Concat), vec![acc, e]),
+            });
+        }
+        Ok((out.expect("a chain has terms"), Some(DataType::Jsonb)))
+    }
+
     /// Whether `op` is one of the json operators ([`Binder::json_op`] binds them).
     pub(super) fn is_json_op(op: &BinaryOperator) -> bool {
         is_json_op(op)
@@ -168,6 +217,35 @@ impl<'c> Binder<'c> {
                     .collect();
                 (Expr::Func(Func::JsonBuildObject { jsonb }, args), doc_type)
             }
+            "json_build_array" | "jsonb_build_array" => {
+                let args = bound.into_iter().zip(types).map(|(e, t)| to_json(e, *t)).collect();
+                let f = Func::JsonEdit(JsonEdit::BuildArray { jsonb });
+                (Expr::Func(f, args), doc_type)
+            }
+            "jsonb_set" => {
+                if !(3..=4).contains(&bound.len()) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                let mut args = Vec::with_capacity(bound.len());
+                let null = ast::Expr::value(ast::Value::Null);
+                for (i, (e, t)) in bound.into_iter().zip(types).enumerate() {
+                    args.push(match i {
+                        0 | 2 => {
+                            let (e, t) = as_jsonb(self, e, *t, &null)?;
+                            if t != Some(DataType::Jsonb) {
+                                return Err(SqlError::UnknownFunction(signature()));
+                            }
+                            e
+                        }
+                        1 => self.text_array_operand(e, *t, &signature)?,
+                        _ => {
+                            self.infer(&e, Some(DataType::Boolean));
+                            e
+                        }
+                    });
+                }
+                (Expr::Func(Func::JsonEdit(JsonEdit::Set), args), Some(DataType::Jsonb))
+            }
             "json_typeof" | "jsonb_typeof" | "json_array_length" | "jsonb_array_length" => {
                 let [e] = <[Expr; 1]>::try_from(bound).map_err(|_| SqlError::UnknownFunction(signature()))?;
                 let (e, t) = match types[0] {
@@ -196,6 +274,9 @@ impl<'c> Binder<'c> {
 pub(super) const JSON_FUNCTIONS: &[&str] = &[
     "to_json",
     "to_jsonb",
+    "json_build_array",
+    "jsonb_build_array",
+    "jsonb_set",
     "json_build_object",
     "jsonb_build_object",
     "json_typeof",

@@ -92,6 +92,8 @@ pub enum Func {
     ArrayOf {
         elem: Option<permafrost_types::ElemType>,
     },
+    /// A jsonb builder, edit or list (expr/jsonb_edit.rs).
+    JsonEdit(super::jsonb_edit::JsonEdit),
     /// `format(fmt, args...)` (expr/format.rs).
     Format,
     /// `quote_ident(s)`.

@@ -9,6 +9,7 @@ use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
 use super::access::OuterJoin;
 use super::full_join::{FullJoin, SideColumn, plain_table, quoted, two_tables};
+use super::set_functions::{json_rows, rewritten_args, series, unnest};
 use super::tree::*;
 use crate::bind::{Binder, Cte, common_type, ident};
 use crate::error::{Point, Result, SqlError, shown, unsupported};
@@ -589,13 +590,21 @@ fn function(
             };
             b.in_lateral_scope(|sub| unnest(sub, &args, ordinality))?
         }
+        "jsonb_array_elements"
+        | "jsonb_array_elements_text"
+        | "json_array_elements"
+        | "json_array_elements_text"
+        | "jsonb_object_keys"
+        | "jsonb_each"
+        | "jsonb_each_text" => b.in_lateral_scope(|sub| json_rows(sub, name, args, ordinality))?,
         _ => {
             return unsupported(format!(
-                "function {n} in FROM (generate_series, unnest, generate_subscripts and regexp_split_to_table are \
-                 the ones taken)"
+                "function {n} in FROM (generate_series, unnest, generate_subscripts, regexp_split_to_table and the \
+                 json functions that give rows are the ones taken)"
             ));
         }
     };
+    let aliased = alias.is_some();
     let (alias, names) = match alias {
         Some(a) => (
             ident(&a.name),
@@ -605,33 +614,15 @@ fn function(
     };
     // A function of one column (with ordinality, two) names it after its alias, as in
     // PostgreSQL; unnest of several arrays keeps its columns' names (unnest, unnest, ...).
+    // (The json functions name their columns `value`, `key`: without an alias those
+    // names stay.)
     let names = match names.is_empty() {
-        true if columns.len() - usize::from(ordinality) == 1 => vec![alias.clone()],
+        true if columns.len() - usize::from(ordinality) == 1 && (aliased || !name.starts_with("json")) => {
+            vec![alias.clone()]
+        }
         _ => names,
     };
     lateral_tree(b, Lateral { query: tree, args }, columns, alias, &names)
-}
-
-/// The arguments `template` writes of `args` (`{0}`, `{1}`, ... each argument's text):
-/// how a set-returning function that is another over a computed argument is planned.
-fn rewritten_args(template: &str, args: &[&ast::FunctionArg]) -> Result<Vec<ast::FunctionArg>> {
-    let mut text = template.to_string();
-    for (i, a) in args.iter().enumerate() {
-        text = text.replace(&format!("{{{i}}}"), &a.to_string());
-    }
-    let ast::Statement::Query(q) = crate::parse::parse_statement(&format!("SELECT f({text})"))? else {
-        return unsupported("these arguments");
-    };
-    let ast::SetExpr::Select(s) = *q.body else {
-        return unsupported("these arguments");
-    };
-    match s.projection.into_iter().next() {
-        Some(ast::SelectItem::UnnamedExpr(ast::Expr::Function(f))) => match f.args {
-            ast::FunctionArguments::List(l) => Ok(l.args),
-            _ => unsupported("these arguments"),
-        },
-        _ => unsupported("these arguments"),
-    }
 }
 
 /// Adds the rows of a LATERAL item of FROM as a relation of the query named `alias`, its
@@ -779,100 +770,6 @@ fn named(mut columns: Vec<ColumnInfo>, names: &[String], alias: &str) -> Result<
         c.name = n.clone();
     }
     Ok(columns)
-}
-
-/// `generate_series(start, stop [, step])` planned by `b` (a scope of its own, that may
-/// read the FROM items before it): its rows, and its columns (bigint over integers,
-/// numeric if an argument is; with `ordinality`, a bigint numbering the rows).
-fn series(b: &mut Binder<'_>, args: &[ast::FunctionArg], ordinality: bool) -> Result<(SetTree, Vec<ColumnInfo>)> {
-    let exprs: Vec<&ast::Expr> = args
-        .iter()
-        .map(|a| match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
-            _ => unsupported("this argument form of generate_series"),
-        })
-        .collect::<Result<_>>()?;
-    if !(2..=3).contains(&exprs.len()) {
-        return Err(SqlError::UnknownFunction(format!(
-            "generate_series with {} arguments",
-            exprs.len()
-        )));
-    }
-    let bound = exprs.iter().map(|e| b.expr(e)).collect::<Result<Vec<_>>>()?;
-    if !b.init.is_empty() {
-        return unsupported("a subquery in generate_series");
-    }
-    let mut ty = DataType::Integer;
-    for (e, t) in &bound {
-        match t {
-            None => b.infer(e, Some(DataType::BigInt)),
-            Some(t) if t.is_integer() => ty = common_type(ty, *t)?,
-            Some(t @ DataType::Decimal { .. }) => ty = common_type(ty, *t)?,
-            Some(t) => {
-                return unsupported(format!(
-                    "generate_series over {} (integers and numerics are taken)",
-                    t.sql_name()
-                ));
-            }
-        }
-    }
-    let mut it = bound.into_iter().map(|(e, _)| e);
-    let (start, stop) = (it.next().expect("two"), it.next().expect("two"));
-    let mut columns = vec![ColumnInfo {
-        name: "generate_series".into(),
-        ty: Some(ty),
-    }];
-    if ordinality {
-        columns.push(ColumnInfo {
-            name: "ordinality".into(),
-            ty: Some(DataType::BigInt),
-        });
-    }
-    let tree = SetTree::Series {
-        start,
-        stop,
-        step: it.next(),
-        ordinality,
-        columns: columns.clone().into(),
-    };
-    Ok((tree, columns))
-}
-
-/// `unnest(array [, array ...])` planned by `b` (a scope of its own, that may read the
-/// FROM items before it): its rows, and its columns, each of its array's element type
-/// (text when nothing names it); with `ordinality`, a bigint numbering the rows.
-fn unnest(b: &mut Binder<'_>, args: &[ast::FunctionArg], ordinality: bool) -> Result<(SetTree, Vec<ColumnInfo>)> {
-    if args.is_empty() {
-        return Err(SqlError::UnknownFunction("unnest()".into()));
-    }
-    let mut arrays = Vec::with_capacity(args.len());
-    let mut columns = Vec::with_capacity(args.len() + 1);
-    for a in args {
-        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
-            return unsupported("this argument form of unnest");
-        };
-        let (array, elem) = b.array_operand(e, "unnest")?;
-        arrays.push(array);
-        columns.push(ColumnInfo {
-            name: "unnest".into(),
-            ty: Some(elem.unwrap_or(DataType::Varchar(None))),
-        });
-    }
-    if !b.init.is_empty() {
-        return unsupported("a subquery in unnest");
-    }
-    if ordinality {
-        columns.push(ColumnInfo {
-            name: "ordinality".into(),
-            ty: Some(DataType::BigInt),
-        });
-    }
-    let tree = SetTree::Unnest {
-        arrays,
-        ordinality,
-        columns: columns.clone().into(),
-    };
-    Ok((tree, columns))
 }
 
 /// `VALUES (...), ...` as a query: each row's expressions bound with no relation (and no

@@ -28,6 +28,7 @@ mod full_join;
 mod joined_write;
 mod pullup;
 mod select;
+mod set_functions;
 mod srf;
 pub(crate) mod tree;
 mod write;
