@@ -80,3 +80,4 @@ SELECT generate_subscripts(ARRAY[5,6], 2);
 SELECT id, regexp_split_to_table(s, ',') FROM sr ORDER BY 1, 2;
 SELECT x FROM regexp_split_to_table('the quick  brown', '\s+') AS x;
 SELECT * FROM regexp_split_to_table('AxBXc', 'x', 'i') WITH ORDINALITY AS t(part, n);
+DROP TABLE arr_order, sr;

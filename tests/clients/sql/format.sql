@@ -11,3 +11,4 @@ SELECT format('%x', 1);
 SELECT format('%I', NULL);
 SELECT format('%0$s', 1);
 SELECT format('abc %');
+DROP TABLE fm;

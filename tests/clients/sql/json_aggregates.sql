@@ -14,3 +14,4 @@ SELECT id, bool_or(ok) OVER (ORDER BY id) FROM ja ORDER BY id;
 SELECT bool_and(id) FROM ja;
 SELECT bool_and(NULL::boolean), bool_or(x) FROM (VALUES (NULL::boolean)) v(x);
 SELECT json_agg(DISTINCT ok) FROM ja;
+DROP TABLE ja;

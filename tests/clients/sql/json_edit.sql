@@ -25,3 +25,4 @@ SELECT * FROM jsonb_object_keys('[1]');
 SELECT jsonb_set('1', '{a}', '2');
 SELECT '{"a":1}'::jsonb - 1;
 SELECT jsonb_set('[1]', '{x}', '2');
+DROP TABLE jd;

@@ -20,3 +20,4 @@ SELECT regexp_replace('a', 'a', 'b', 'z');
 SELECT 1 ~ '1';
 SELECT regexp_match('abc', 'b', 'g');
 SELECT count(*) FILTER (WHERE s ~ '[0-9]') FROM rx;
+DROP TABLE rx;

@@ -13,3 +13,4 @@ CREATE TABLE tc (id int PRIMARY KEY, at timestamptz);
 INSERT INTO tc VALUES (1, '2024-05-06 07:08:09+00'), (2, NULL);
 SELECT id, to_char(at, 'YYYY-MM-DD HH24:MI') FROM tc ORDER BY id;
 SELECT to_char(now(), 'YYYY') = extract(year FROM now())::text;
+DROP TABLE tc;
