@@ -146,11 +146,12 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
                 jsonb: *ty == Type::JSONB,
             }),
             // An array's value is its literal in PostgreSQL's output form: its text form.
-            _ if text && matches!(ty.kind(), postgres_types::Kind::Array(_)) => {
-                enc.encode_field(&PgForms::Raw(s.as_bytes()))
-            }
             _ if matches!(ty.kind(), postgres_types::Kind::Array(_)) => {
-                enc.encode_field(&PgForms::Raw(&binary_array(s, ty)?))
+                if text {
+                    enc.encode_field(&PgForms::Raw(s.as_bytes()))
+                } else {
+                    enc.encode_field(&PgForms::Raw(&binary_array(s, ty)?))
+                }
             }
             _ => Err(mismatch("text")),
         },

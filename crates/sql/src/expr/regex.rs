@@ -159,11 +159,10 @@ pub fn replace(s: &str, re: &Regex, replacement: &str, global: bool, budget: &Va
     Ok(out.finish())
 }
 
-/// The text array of `items`, checked against `budget` first (quoting may double a text).
+/// The text array of `items`, checked against `budget` first (the arrays' one rule).
 fn text_array(items: &[Option<&str>], budget: &ValueBudget<'_>) -> Result<Value> {
-    let len = items.iter().map(|t| 2 * t.map_or(4, str::len) + 3).sum::<usize>() + 2;
-    budget.check(len)?;
-    Ok(Value::text(permafrost_types::array::literal(items.iter().copied())))
+    let values: Vec<Value> = items.iter().map(|t| t.map_or(Value::Null, Value::text)).collect();
+    super::array::literal_checked(&values, budget)
 }
 
 /// Evaluates `f` over its arguments `v` (NULL for any NULL argument, as every one of them

@@ -23,6 +23,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::Expr;
 
 mod access;
+mod column_names;
 mod from;
 mod full_join;
 mod joined_write;

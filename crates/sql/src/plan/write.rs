@@ -7,6 +7,7 @@ use permafrost_types::Value;
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
 
 use super::access::*;
+use super::column_names::column_name;
 use super::from::add_factor;
 use super::select::*;
 use super::tree::*;
