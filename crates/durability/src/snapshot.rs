@@ -51,6 +51,7 @@ pub mod kind {
     pub const ROWS: u32 = 8;
     pub const END: u32 = 9;
     pub const BLOCKS_REMOVED: u32 = 10;
+    pub const SEQUENCES: u32 = 11;
 }
 
 /// What the header says.
@@ -545,6 +546,9 @@ pub enum Section {
     },
     /// Rows of a table, each in the tuple layout, coldest first.
     Rows { p: u32, t: u32, rows: Vec<Vec<u8>> },
+    /// The sequences of their own (`CREATE SEQUENCE`): each one's id and the last value
+    /// it handed out.
+    Sequences(Vec<(u32, i64)>),
 }
 
 /// Decodes the body of a section of kind `k` (`version`: the file's, 1 or 2). Never
@@ -645,6 +649,14 @@ pub fn decode_section(k: u32, body: &[u8], version: u32) -> std::result::Result<
                 rows.push(d.bytes("row")?.to_vec());
             }
             Section::Rows { p, t, rows }
+        }
+        kind::SEQUENCES if !v1 => {
+            let count = d.count(12, "count")?;
+            let mut seqs = Vec::with_capacity(count);
+            for _ in 0..count {
+                seqs.push((d.u32("sequence")?, d.i64("last value")?));
+            }
+            Section::Sequences(seqs)
         }
         other => {
             return Err(crate::codec::DecodeError::UnknownTag {

@@ -351,6 +351,10 @@ impl<'a> Replayer<'a> {
     }
 
     fn replay(&mut self, lsn: u64, rec: TxnRecord) -> Result<()> {
+        // The counters, in log order here: the replays below take the values given.
+        if let Some(d) = &rec.draws {
+            self.db.shared().sequences.replayed(d);
+        }
         let replay = Some(Replayed {
             now: rec.now,
             seed: rec.seed,

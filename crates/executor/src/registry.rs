@@ -145,6 +145,12 @@ impl Database {
         record: Record,
     ) -> Result<()> {
         let next = self.next_state(state, catalog);
+        // A new sequence's counter, set before anyone can draw from it.
+        for c in &changes {
+            if let permafrost_sql::DdlChange::CreateSequence(seq) = c {
+                self.shared().sequences.set(seq.id, seq.before_start());
+            }
+        }
         // An index over a table part of which is on disk is built with the keys of the
         // evicted tuples, read first at each partition while it goes on serving; tuples
         // evicted between that read and the change make it fail, and it is read again.

@@ -286,7 +286,14 @@ impl SchemaSteps for SchemaRun {
                     DdlChange::CreateTable(s) => Undo::Created(s.id),
                     DdlChange::CreateIndex(s) => Undo::Index(schemas(stores, s.id)?, s.indexes.len() - 1),
                     DdlChange::AlterSchema(s) => Undo::Altered(schemas(stores, s.id)?),
-                    DdlChange::CreateView { .. } | DdlChange::DropView(_) => {
+                    DdlChange::CreateView { .. } | DdlChange::DropView(_) | DdlChange::DropSequence(_) => {
+                        continue;
+                    }
+                    DdlChange::CreateSequence(seq) => {
+                        // Its counter below its START (nobody else draws from it before the
+                        // block publishes it); a counter left by a block rolled back is
+                        // set again by the next sequence given its id.
+                        self.shared.sequences.set(seq.id, seq.before_start());
                         continue;
                     }
                     DdlChange::RewriteTable { schema, from } => {

@@ -197,10 +197,13 @@ fn added_column<'a>(
             ColumnOption::NotNull => col.nullable = false,
             ColumnOption::Default(e) => {
                 let d = default_for(catalog, e, &col)?;
-                if matches!(d, ColumnDefault::Random | ColumnDefault::RandomUuid) {
+                if matches!(
+                    d,
+                    ColumnDefault::Random | ColumnDefault::RandomUuid | ColumnDefault::NextVal { .. }
+                ) {
                     return unsupported(
-                        "ADD COLUMN with a DEFAULT of random() or gen_random_uuid() (add the column without it, \
-                         fill it with UPDATE, then SET DEFAULT)",
+                        "ADD COLUMN with a DEFAULT of random(), gen_random_uuid() or nextval() (add the column \
+                         without it, fill it with UPDATE, then SET DEFAULT)",
                     );
                 }
                 if d == ColumnDefault::CurrentTimestamp {
@@ -405,6 +408,17 @@ pub(crate) fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Res
     match (&x, col.ty) {
         (Expr::Func(Func::Random, _), DataType::Double) => return Ok(ColumnDefault::Random),
         (Expr::Func(Func::GenRandomUuid, _), DataType::Uuid) => return Ok(ColumnDefault::RandomUuid),
+        (Expr::Func(Func::NextVal { table, step }, _), _)
+            if let Some(seq) = catalog.sequences().find(|s| s.id == *table) =>
+        {
+            return Ok(ColumnDefault::NextVal {
+                sequence: seq.id,
+                name: seq.name.clone(),
+                increment: step.increment,
+                min: step.min,
+                max: step.max,
+            });
+        }
         (Expr::Func(Func::NextVal { .. }, _), _) => {
             return unsupported(
                 "a DEFAULT of nextval() (declare the column SERIAL, BIGSERIAL or GENERATED ... AS IDENTITY: its \

@@ -1,4 +1,4 @@
-//! The catalog: the tables the database knows, by name.
+//! The catalog: the tables, views and sequences the database knows, by name.
 //!
 //! A catalog value is immutable once built; DDL produces a new catalog
 //! ([`Catalog::apply`]), so statements planned against an old catalog keep a consistent
@@ -46,6 +46,10 @@ pub enum DdlChange {
         replace: bool,
     },
     DropView(String),
+    /// A sequence (`CREATE SEQUENCE`, crate::sequence): in the catalog only, like a view;
+    /// the database sets its counter below its START.
+    CreateSequence(Arc<crate::sequence::SequenceDef>),
+    DropSequence(TableId),
 }
 
 /// A view: a named query, read as a subquery in FROM wherever it is named.
@@ -63,6 +67,7 @@ pub struct View {
 pub struct Catalog {
     tables: BTreeMap<String, Arc<TableSchema>>,
     views: BTreeMap<String, Arc<View>>,
+    sequences: BTreeMap<String, Arc<crate::sequence::SequenceDef>>,
     next_id: TableId,
 }
 
@@ -83,6 +88,30 @@ impl Catalog {
     /// Looks a view up by its (already case-folded) name.
     pub fn view(&self, name: &str) -> Option<&Arc<View>> {
         self.views.get(name)
+    }
+
+    /// Looks a sequence of its own (`CREATE SEQUENCE`) up by its (already case-folded) name.
+    pub fn sequence(&self, name: &str) -> Option<&Arc<crate::sequence::SequenceDef>> {
+        self.sequences.get(name)
+    }
+
+    pub fn sequences(&self) -> impl Iterator<Item = &Arc<crate::sequence::SequenceDef>> {
+        self.sequences.values()
+    }
+
+    /// Whether `name` is taken by a relation: a table, a view, a sequence, an index, or a
+    /// SERIAL column's sequence (all one namespace in PostgreSQL).
+    pub fn has_relation(&self, name: &str) -> bool {
+        self.table(name).is_some()
+            || self.view(name).is_some()
+            || self.sequence(name).is_some()
+            || self.index_owner(name).is_some()
+            || self.tables().any(|t| {
+                t.columns.iter().enumerate().any(|(c, col)| {
+                    col.default == Some(permafrost_storage::ColumnDefault::Sequence)
+                        && crate::sequence::sequence_name(t, c) == name
+                })
+            })
     }
 
     pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableSchema>> {
@@ -108,7 +137,10 @@ impl Catalog {
         let mut next = self.clone();
         match change {
             DdlChange::CreateTable(s) => {
-                if next.tables.contains_key(&s.name) || next.views.contains_key(&s.name) {
+                if next.tables.contains_key(&s.name)
+                    || next.views.contains_key(&s.name)
+                    || next.sequences.contains_key(&s.name)
+                {
                     return Err(SqlError::DuplicateTable(s.name.clone()));
                 }
                 next.next_id = next.next_id.max(s.id + 1);
@@ -149,6 +181,22 @@ impl Catalog {
                 if next.views.remove(name).is_none() {
                     return Err(SqlError::UnknownTable(name.clone()));
                 }
+            }
+            DdlChange::CreateSequence(seq) => {
+                if self.has_relation(&seq.name) {
+                    return Err(SqlError::DuplicateTable(seq.name.clone()));
+                }
+                next.next_id = next.next_id.max(seq.id + 1);
+                next.sequences.insert(seq.name.clone(), seq.clone());
+            }
+            DdlChange::DropSequence(id) => {
+                let name = self
+                    .sequences
+                    .values()
+                    .find(|s| s.id == *id)
+                    .map(|s| s.name.clone())
+                    .ok_or_else(|| SqlError::UnknownSequence(id.to_string()))?;
+                next.sequences.remove(&name);
             }
         }
         Ok(next)

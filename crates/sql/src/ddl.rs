@@ -39,6 +39,7 @@ pub fn is_ddl(stmt: &Statement) -> bool {
         Statement::CreateTable(_)
             | Statement::CreateIndex(_)
             | Statement::CreateView(_)
+            | Statement::CreateSequence { .. }
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
             | Statement::Comment { .. }
@@ -53,6 +54,7 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
         Statement::AlterTable(at) => alter_table(catalog, at),
         Statement::CreateView(cv) => create_view(catalog, cv),
+        Statement::CreateSequence { .. } => crate::sequence_ddl::create_sequence(catalog, stmt),
         Statement::Comment {
             object_type,
             object_name,
@@ -89,6 +91,17 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 out.push(("42P07", exists(&name)));
             }
         }
+        Statement::CreateSequence {
+            if_not_exists: true,
+            name,
+            ..
+        } => {
+            if let Ok(name) = object_name(name)
+                && catalog.has_relation(&name)
+            {
+                out.push(("42P07", exists(&name)));
+            }
+        }
         Statement::CreateIndex(ci) if ci.if_not_exists => {
             if let Some(Ok(name)) = ci.name.as_ref().map(object_name)
                 && catalog.index_owner(&name).is_some()
@@ -107,6 +120,7 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                     ObjectType::Table => ("table", catalog.table(&name).is_none()),
                     ObjectType::Index => ("index", catalog.index_owner(&name).is_none()),
                     ObjectType::View => ("view", catalog.view(&name).is_none()),
+                    ObjectType::Sequence => ("sequence", catalog.sequence(&name).is_none()),
                     _ => continue,
                 };
                 if missing {
@@ -862,6 +876,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                 None if if_exists => {}
                 None => return Err(SqlError::UnknownView(name)),
             },
+            ObjectType::Sequence => changes.extend(crate::sequence_ddl::drop_sequence(catalog, &name, if_exists)?),
             other => return unsupported(format!("DROP {other}")),
         }
     }

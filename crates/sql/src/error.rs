@@ -84,6 +84,8 @@ pub enum SqlError {
     UnknownTable(String),
     #[error("view \"{0}\" does not exist")]
     UnknownView(String),
+    #[error("sequence \"{0}\" does not exist")]
+    UnknownSequence(String),
     /// DROP TABLE of a table that does not exist (PostgreSQL says "table" there).
     #[error("table \"{0}\" does not exist")]
     UnknownDropTable(String),
@@ -208,9 +210,17 @@ pub enum SqlError {
     WrongPartition { row: u32, held: Vec<u32> },
     #[error("table \"{0}\" changed since the statement was planned")]
     SchemaChanged(String),
-    /// `setval()` of a value below 1.
-    #[error("setval: value {value} is out of bounds for sequence \"{name}\" (1..9223372036854775807)")]
-    SequenceBounds { value: i64, name: String },
+    /// `setval()` of a value outside the sequence's bounds.
+    #[error("setval: value {value} is out of bounds for sequence \"{name}\" ({min}..{max})")]
+    SequenceBounds {
+        value: i64,
+        name: String,
+        min: i64,
+        max: i64,
+    },
+    /// `nextval()` of a sequence at its MAXVALUE.
+    #[error("nextval: reached maximum value of sequence \"{name}\" ({max})")]
+    SequenceLimit { name: String, max: i64 },
     /// An interactive transaction's statement no longer gives what its client was shown.
     #[error("could not serialize access: {0}")]
     SerializationFailure(String),
@@ -390,6 +400,7 @@ impl SqlError {
             SqlError::FrameOffset { null: false, .. } => "22013",
             SqlError::UnknownTable(_)
             | SqlError::UnknownView(_)
+            | SqlError::UnknownSequence(_)
             | SqlError::UnknownDropTable(_)
             | SqlError::MissingFromEntry(_)
             | SqlError::FromEntryHidden(_) => "42P01",
@@ -433,6 +444,7 @@ impl SqlError {
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
             SqlError::SequenceBounds { .. } => "22003",
+            SqlError::SequenceLimit { .. } => "2200H",
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",
@@ -481,6 +493,9 @@ impl SqlError {
     /// PostgreSQL's HINT for the error: what to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
+            SqlError::DependedOn { what, .. } if what.starts_with("sequence ") => {
+                Some("Drop the column's default first (ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT).".to_string())
+            }
             SqlError::DependedOn { .. } => Some(
                 "Drop the dependent constraint first (ALTER TABLE ... DROP CONSTRAINT), or drop the tables together \
                  in one DROP TABLE."

@@ -627,6 +627,20 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                     Some(ColumnDefault::Value(v)) => v.clone(),
                     Some(ColumnDefault::CurrentTimestamp) => Value::TimestampTz(cx.now),
                     Some(ColumnDefault::Sequence) => Value::Int(next_sequence(env, schema)?),
+                    Some(ColumnDefault::NextVal {
+                        sequence,
+                        name,
+                        increment,
+                        min,
+                        max,
+                    }) => {
+                        let step = crate::sequence::SeqStep {
+                            increment: *increment,
+                            min: *min,
+                            max: *max,
+                        };
+                        Value::Int(env.draws.borrow_mut().draw_stepping(*sequence, name, step)?)
+                    }
                     Some(d @ (ColumnDefault::Random | ColumnDefault::RandomUuid)) => {
                         crate::expr::volatile_default(d).eval_const(cx)?
                     }

@@ -743,15 +743,15 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         }
         // 53 random bits as a double in [0, 1), as PostgreSQL's random() has them.
         Func::Random => Value::Double((cx.draw()? >> 11) as f64 * (1.0 / (1u64 << 53) as f64)),
-        Func::NextVal { table } | Func::SetVal { table } => {
+        Func::NextVal { table, step } | Func::SetVal { table, step } => {
             let name = arg(0)?.to_string();
             let draws = cx.draws.ok_or_else(|| {
                 SqlError::Unsupported(format!(
                     "{name}: a sequence function in a value computed once when the statement is planned"
                 ))
             })?;
-            if f == (Func::NextVal { table }) {
-                return Ok(Value::Int(draws.nextval(table, &name)?));
+            if matches!(f, Func::NextVal { .. }) {
+                return Ok(Value::Int(draws.nextval(table, &name, step)?));
             }
             let v = match arg(1)? {
                 Value::Int(v) => v,
@@ -764,10 +764,15 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 },
                 None => true,
             };
-            if v < 1 {
-                return Err(SqlError::SequenceBounds { value: v, name });
+            if v < step.min || v > step.max {
+                return Err(SqlError::SequenceBounds {
+                    value: v,
+                    name,
+                    min: step.min,
+                    max: step.max,
+                });
             }
-            draws.setval(table, if called { v } else { v - 1 })?;
+            draws.setval(table, if called { v } else { v.saturating_sub(step.increment) })?;
             Value::Int(v)
         }
         Func::GenRandomUuid => {

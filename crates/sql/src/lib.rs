@@ -33,6 +33,8 @@ mod prepared;
 pub mod rows;
 pub mod scan;
 pub mod script;
+pub mod sequence;
+mod sequence_ddl;
 pub mod shape;
 pub mod value_budget;
 pub mod workmem;

@@ -21,6 +21,7 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     crate::limits::check_length(sql)?;
     let text = rewrite_question_marks(sql)?;
     let text = rewrite_copy_booleans(text)?;
+    let text = reorder_sequence_options(text)?;
     let rewritten = text != sql;
     Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(MAX_NESTING)
@@ -28,8 +29,21 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
         .and_then(|mut p| p.parse_statements())
         .map_err(|e| match e {
             ParserError::RecursionLimitExceeded => SqlError::TooDeep,
+            _ if starts_with_words(&text, &["alter", "sequence"]) => SqlError::FeatureNotSupported(
+                "ALTER SEQUENCE is not supported (move a sequence with setval('s', n); drop and create it to \
+                 change its options)"
+                    .into(),
+            ),
             e => syntax_error(e, rewritten),
         })
+}
+
+/// Whether the text's first words are `words` (lowercase), whatever the case and spacing.
+fn starts_with_words(text: &str, words: &[&str]) -> bool {
+    let mut it = text.split_whitespace();
+    words
+        .iter()
+        .all(|w| it.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
 }
 
 /// A parser error as PostgreSQL words it, where sqlparser says what it found and where
@@ -168,6 +182,121 @@ fn rewrite_copy_booleans(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::
     Ok(out.into())
 }
 
+/// PostgreSQL takes CREATE SEQUENCE's options in any order (`START WITH 1 INCREMENT BY 50`,
+/// as Hibernate writes them); sqlparser only in the order of PostgreSQL's synopsis, so each
+/// such statement's options are put in that order first.
+fn reorder_sequence_options(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::Cow<'_, str>> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("sequence") || !lower.contains("create") {
+        return Ok(sql);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, &sql)
+        .tokenize()
+        .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?;
+    let word = |t: &Token| match t {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let mut out = String::with_capacity(sql.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < tokens.len() {
+        // One statement: tokens i..end.
+        let end = tokens[i..]
+            .iter()
+            .position(|t| *t == Token::SemiColon)
+            .map_or(tokens.len(), |k| i + k);
+        let words: Vec<(usize, String)> = (i..end).filter_map(|k| word(&tokens[k]).map(|w| (k, w))).collect();
+        let is_sequence = matches!(
+            words.iter().map(|(_, w)| w.as_str()).take(3).collect::<Vec<_>>()[..],
+            ["CREATE", "SEQUENCE", ..] | ["CREATE", "TEMP" | "TEMPORARY", "SEQUENCE"]
+        );
+        // Where each option clause starts, and its place in the synopsis.
+        let rank = |k: usize| -> Option<u8> {
+            let next = || {
+                tokens[k + 1..end]
+                    .iter()
+                    .find(|t| !matches!(t, Token::Whitespace(_)))
+                    .and_then(word)
+            };
+            Some(match word(&tokens[k])?.as_str() {
+                "AS" => 0,
+                "INCREMENT" => 1,
+                "MINVALUE" => 2,
+                "MAXVALUE" => 3,
+                "START" => 4,
+                "CACHE" => 5,
+                "CYCLE" => 6,
+                "OWNED" => 7,
+                "NO" => match next()?.as_str() {
+                    "MINVALUE" => 2,
+                    "MAXVALUE" => 3,
+                    "CYCLE" => 6,
+                    _ => return None,
+                },
+                _ => return None,
+            })
+        };
+        let first = if is_sequence {
+            // Past CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name (a part of a qualified
+            // name is never an option).
+            words.iter().position(|(_, w)| w == "SEQUENCE").and_then(|at| {
+                let mut k = words[at].0 + 1;
+                while k < end && (rank(k).is_none() || tokens[k - 1] == Token::Period) {
+                    k += 1;
+                }
+                (k < end).then_some(k)
+            })
+        } else {
+            None
+        };
+        let Some(first) = first else {
+            out.extend(tokens[i..end].iter().map(ToString::to_string));
+            if end < tokens.len() {
+                out.push(';');
+            }
+            i = end + 1;
+            continue;
+        };
+        out.extend(tokens[i..first].iter().map(ToString::to_string));
+        let mut clauses: Vec<(u8, String)> = Vec::new();
+        let mut k = first;
+        while k < end {
+            let r = rank(k).unwrap_or(u8::MAX);
+            let mut text = tokens[k].to_string();
+            k += 1;
+            // NO's keyword belongs to its clause.
+            if r != u8::MAX && word(&tokens[k - 1]).as_deref() == Some("NO") {
+                while k < end && word(&tokens[k]).is_none() {
+                    text.push_str(&tokens[k].to_string());
+                    k += 1;
+                }
+                if k < end {
+                    text.push_str(&tokens[k].to_string());
+                    k += 1;
+                }
+            }
+            while k < end && rank(k).is_none() {
+                text.push_str(&tokens[k].to_string());
+                k += 1;
+            }
+            clauses.push((r, text));
+        }
+        let before: Vec<u8> = clauses.iter().map(|c| c.0).collect();
+        clauses.sort_by_key(|c| c.0);
+        changed |= clauses.iter().map(|c| c.0).ne(before);
+        for (_, c) in &clauses {
+            out.push_str(c.trim_end());
+            out.push(' ');
+        }
+        if end < tokens.len() {
+            out.push(';');
+        }
+        i = end + 1;
+    }
+    Ok(if changed { out.into() } else { sql })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +351,26 @@ mod tests {
         assert!(text.contains("a = $1"), "{text}");
         assert!(text.contains("b = '?'"), "{text}");
         assert!(text.contains("c < $2"), "{text}");
+    }
+
+    #[test]
+    fn sequence_options_are_taken_in_any_order() {
+        let p = |sql: &str| parse_statement(sql).map(|s| s.to_string());
+        assert_eq!(
+            p("create sequence hibernate_seq start with 1 increment by 50").unwrap(),
+            "CREATE SEQUENCE hibernate_seq INCREMENT BY 50 START WITH 1"
+        );
+        assert_eq!(
+            p("CREATE SEQUENCE IF NOT EXISTS s NO CYCLE CACHE 1 NO MAXVALUE START 5 AS integer").unwrap(),
+            "CREATE SEQUENCE IF NOT EXISTS s AS INTEGER NO MAXVALUE START 5 CACHE 1 NO CYCLE"
+        );
+        assert_eq!(
+            p("CREATE SEQUENCE \"start\" MINVALUE 3").unwrap(),
+            "CREATE SEQUENCE \"start\" MINVALUE 3"
+        );
+        let two = parse_statements("CREATE SEQUENCE a START 2 INCREMENT 2; SELECT 'start increment'").unwrap();
+        assert_eq!(two[0].to_string(), "CREATE SEQUENCE a INCREMENT 2 START 2");
+        assert_eq!(two[1].to_string(), "SELECT 'start increment'");
     }
 
     #[test]

@@ -23,6 +23,15 @@ pub enum ColumnDefault {
     Random,
     /// `gen_random_uuid()`: drawn likewise.
     RandomUuid,
+    /// `nextval('s')` of a sequence of its own (`CREATE SEQUENCE`): its id, name and how it
+    /// steps (a sequence does not change once created).
+    NextVal {
+        sequence: TableId,
+        name: String,
+        increment: i64,
+        min: i64,
+        max: i64,
+    },
 }
 
 /// A column definition.

@@ -138,8 +138,11 @@ pub(crate) fn apply_ddl(
                         "a primary key prepared for fewer partitions".into(),
                     )),
                 },
-                // Views live in the catalog only.
-                DdlChange::CreateView { .. } | DdlChange::DropView(_) => Ok(()),
+                // Views and sequences live in the catalog only.
+                DdlChange::CreateView { .. }
+                | DdlChange::DropView(_)
+                | DdlChange::CreateSequence(_)
+                | DdlChange::DropSequence(_) => Ok(()),
             };
             if let Err(e) = r {
                 failure = Some(Error::from(e));
@@ -592,9 +595,17 @@ impl Partition {
         // Every partition has appended its commits before handing its store.
         let cut = self.shared.log.as_ref().map_or(0, |l| l.last_lsn());
         let stores: Vec<(u32, &PartitionStore)> = held.iter().map(|(p, s)| (*p, &**s)).collect();
+        // Every partition is stopped: each counter is at least the last value a
+        // transaction up to the cut took.
+        let sequences: Vec<(u32, i64)> = job
+            .sequences
+            .iter()
+            .map(|&id| (id, self.shared.sequences.last(id)))
+            .collect();
         let r = fork_writer(
             &*self.shared.fs,
             job,
+            &sequences,
             cut,
             self.shared.config.partitions,
             &stores,

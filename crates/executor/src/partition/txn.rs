@@ -136,10 +136,14 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
     let inserts = proc.statements[0].kind() == permafrost_sql::StatementKind::Insert;
     let draws = |t: &permafrost_storage::Table| {
         inserts
-            && t.schema()
-                .columns
-                .iter()
-                .any(|c| c.default == Some(permafrost_storage::ColumnDefault::Sequence))
+            && t.schema().columns.iter().any(|c| {
+                matches!(
+                    c.default,
+                    Some(
+                        permafrost_storage::ColumnDefault::Sequence | permafrost_storage::ColumnDefault::NextVal { .. }
+                    )
+                )
+            })
     };
     stores.iter().all(|s| {
         tables
@@ -243,8 +247,12 @@ fn took_sequences(env: &mut Env<'_, '_>, mut rows: Rows, probe: bool) -> std::re
         return Ok(rows);
     }
     if let Some(store) = env.stores.first_mut() {
+        // (A sequence of its own, CREATE SEQUENCE's, has no table: the snapshot reads its
+        // counter.)
         for (table, v) in draws.highest() {
-            store.note_sequence(table, v).map_err(|e| ProcError::Sql(e.into()))?;
+            if store.table(table).is_some() {
+                store.note_sequence(table, v).map_err(|e| ProcError::Sql(e.into()))?;
+            }
         }
     }
     rows.draws = std::mem::take(&mut draws.taken);
@@ -313,7 +321,9 @@ pub(crate) fn run_txn(
             Outcome::Done(Ok(rows), false)
         }
         Ok(Ok(rows)) => {
-            let wrote = stores.iter().any(|s| s.has_changes());
+            // Sequence values taken are a change too (a sequence of its own leaves nothing
+            // in the stores): the log keeps them.
+            let wrote = stores.iter().any(|s| s.has_changes()) || !rows.draws.is_empty();
             if wrote && let Some(e) = &info.writes_refused {
                 finish(stores, false);
                 return Outcome::Done(Err(e.clone()), false);

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 pub(crate) fn fork_writer(
     fs: &dyn Fs,
     job: &SnapJob,
+    sequences: &[(u32, i64)],
     cut_lsn: u64,
     partitions: u32,
     stores: &[(u32, &PartitionStore)],
@@ -56,7 +57,7 @@ pub(crate) fn fork_writer(
             // come first.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                write_snapshot(fs, &job.dir, &header, &job.history, stores, &images)
+                write_snapshot(fs, &job.dir, &header, (&job.history, sequences), stores, &images)
             }));
             let (code, msg) = match r {
                 Ok(Ok(())) => (0, String::new()),

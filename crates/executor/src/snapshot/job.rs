@@ -68,6 +68,9 @@ pub(crate) struct SnapJob {
     pub base: Option<u64>,
     pub dir: PathBuf,
     pub history: Vec<String>,
+    /// The sequences of their own (`CREATE SEQUENCE`) the history makes: their counters
+    /// are read at the barrier.
+    pub sequences: Vec<permafrost_storage::TableId>,
     /// Each partition's block directory at the barrier.
     pub images: Mutex<Vec<(u32, DirectoryImage)>>,
     pub forked: Mutex<Option<Result<Forked>>>,

@@ -216,6 +216,17 @@ impl Loader<'_> {
     fn section(&mut self, at: u64, s: Section) -> Result<()> {
         match s {
             Section::Schema(_) => return Err(self.bad(at, "a second schema section".into())),
+            Section::Sequences(seqs) => {
+                let catalog = self.db.shared().schema.load_full().catalog.clone();
+                for (id, last) in seqs {
+                    if !catalog.sequences().any(|s| s.id == id) {
+                        return Err(self.bad(at, format!("sequence {id} is not in the snapshot's schema")));
+                    }
+                    // The last value at the cut (a setval() may have lowered it below
+                    // where the schema's CREATE left it).
+                    self.db.shared().sequences.set(id, last);
+                }
+            }
             Section::Partition {
                 p,
                 slot_size,

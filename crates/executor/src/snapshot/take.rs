@@ -49,11 +49,13 @@ impl Database {
             // No schema change between the history saved and the cut.
             let _ddl = self.lock_ddl()?;
             let history = self.history();
+            let sequences = self.shared().schema.load().catalog.sequences().map(|s| s.id).collect();
             let job = Arc::new(SnapJob {
                 epoch,
                 base,
                 dir: cfg.dir.clone(),
                 history,
+                sequences,
                 images: Mutex::new(Vec::new()),
                 forked: Mutex::new(None),
             });

@@ -71,12 +71,13 @@ pub(super) fn part_table_prefix(p: u32, t: u32) -> Enc {
     e
 }
 
-/// The child's work: everything into one file, through `fs`.
+/// The child's work: everything into one file, through `fs`. `schema`: the statements that
+/// made the schema, and the last value of each of its sequences of their own.
 pub(super) fn write_snapshot(
     fs: &dyn Fs,
     dir: &Path,
     header: &SnapshotHeader,
-    history: &[String],
+    (history, sequences): (&[String], &[(u32, i64)]),
     stores: &[(u32, &PartitionStore)],
     images: &[(u32, DirectoryImage)],
 ) -> LogResult<()> {
@@ -99,6 +100,15 @@ pub(super) fn write_snapshot(
         e.bytes(h.as_bytes());
     }
     w.section(kind::SCHEMA, &e.0)?;
+    if !sequences.is_empty() {
+        let mut e = Enc::default();
+        e.u32(sequences.len() as u32);
+        for &(id, last) in sequences {
+            e.u32(id);
+            e.i64(last);
+        }
+        w.section(kind::SEQUENCES, &e.0)?;
+    }
     for &(p, store) in stores {
         let img = images.iter().find(|(q, _)| *q == p).map(|(_, i)| i);
         let mut e = Enc::default();

@@ -124,6 +124,7 @@ fn ddl_tag(stmt: &Statement) -> String {
         Statement::CreateIndex(_) => "CREATE INDEX".into(),
         Statement::CreateTable(_) => "CREATE TABLE".into(),
         Statement::CreateView(_) => "CREATE VIEW".into(),
+        Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         Statement::AlterTable(_) => "ALTER TABLE".into(),
         Statement::Comment { .. } => "COMMENT".into(),

@@ -1,14 +1,18 @@
 //! The system catalog as relations with their rows: what [`build`] assembles from the
 //! tables (`tables.rs`), the procedures, the session and the fixed rows of `relations.rs`.
 
-use permafrost_storage::{IndexKind, TableSchema};
+use permafrost_storage::IndexKind;
 
 use super::pg_columns::PG_COLUMNS;
 use super::relations::*;
 use super::tables::table_relations;
 
 /// Every relation of the system catalog with its rows, and the objects by id.
-pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &SessionInfo) -> (Vec<Relation>, Objects) {
+pub fn build(
+    (tables, sequences): Relations<'_>,
+    procedures: &Procedures,
+    session: &SessionInfo,
+) -> (Vec<Relation>, Objects) {
     let mut objects = Objects::default();
     let db = session.database.as_str();
     let namespace = namespace_relation();
@@ -23,7 +27,7 @@ pub fn build(tables: &[&TableSchema], procedures: &Procedures, session: &Session
         info_columns,
         info_constraints,
         info_keys,
-    ] = table_relations(tables, db, &mut objects);
+    ] = table_relations((tables, sequences), db, &mut objects);
     let proc = procedure_relation(procedures, &mut objects);
     let [ty_rel, database, roles] = type_database_and_roles(db, session);
     let settings = settings(session);
@@ -256,7 +260,7 @@ fn access_methods_and_schemata(db: &str, session: &SessionInfo) -> [Relation; 5]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use permafrost_storage::ColumnDefault;
+    use permafrost_storage::{ColumnDefault, TableSchema};
     use permafrost_types::DataType;
 
     #[test]
@@ -293,7 +297,7 @@ mod tests {
             settings: vec![("TimeZone".into(), "UTC".into(), "zone".into())],
         };
         let procs = vec![("p".to_string(), vec![("a".to_string(), DataType::Integer)])];
-        let (rels, objects) = build(&[&t], &procs, &session);
+        let (rels, objects) = build((&[&t], &[]), &procs, &session);
         for r in &rels {
             for row in &r.rows {
                 assert_eq!(row.len(), r.columns.len(), "{}.{}", r.schema, r.name);

@@ -281,8 +281,9 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
         return Ok(b);
     }
     let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
+    let sequences: Vec<_> = catalog.sequences().map(|s| &**s).collect();
     let budget = Arc::new(limits::QueryBudget::default());
-    let conn = build_db(&tables, &procedures, session, &budget)?;
+    let conn = build_db((&tables, &sequences), &procedures, session, &budget)?;
     Ok(Built {
         catalog: catalog.clone(),
         procedures,
@@ -314,9 +315,10 @@ fn insert_rows(conn: &Connection, r: &relations::Relation) -> rusqlite::Result<(
     Ok(())
 }
 
-/// A new catalog database of `tables` and `procedures` for `session`.
+/// A new catalog database of `tables` (with the sequences of their own) and `procedures`
+/// for `session`.
 fn build_db(
-    tables: &[&permafrost_storage::TableSchema],
+    tables: relations::Relations<'_>,
     procedures: &relations::Procedures,
     session: &SessionInfo,
     budget: &Arc<limits::QueryBudget>,

@@ -360,6 +360,9 @@ pub(super) fn table_oid(t: &TableSchema) -> i64 {
     TABLE_OID_BASE + i64::from(t.id)
 }
 
+/// The database's tables and its sequences of their own (`CREATE SEQUENCE`).
+pub type Relations<'a> = (&'a [&'a TableSchema], &'a [&'a permafrost_sql::sequence::SequenceDef]);
+
 /// The name of a SERIAL column's sequence (what `nextval()` takes: one owner).
 pub(super) use permafrost_sql::exec::sequences::sequence_name;
 
@@ -368,6 +371,7 @@ pub(super) fn default_expr(t: &TableSchema, col: usize) -> Option<String> {
     let c = &t.columns[col];
     let v = match c.default.as_ref()? {
         ColumnDefault::Sequence => return Some(format!("nextval('{}'::regclass)", sequence_name(t, col))),
+        ColumnDefault::NextVal { name, .. } => return Some(format!("nextval('{name}'::regclass)")),
         ColumnDefault::CurrentTimestamp => return Some("CURRENT_TIMESTAMP".into()),
         ColumnDefault::Random => return Some("random()".into()),
         ColumnDefault::RandomUuid => return Some("gen_random_uuid()".into()),

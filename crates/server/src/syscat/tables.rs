@@ -9,8 +9,11 @@ use super::relations::*;
 
 /// The relations that describe the tables (see [`TableRelations`]); the tables' objects go
 /// into `objects`.
-pub(super) fn table_relations(tables: &[&TableSchema], db: &str, objects: &mut Objects) -> [Relation; 10] {
+pub(super) fn table_relations((tables, sequences): Relations<'_>, db: &str, objects: &mut Objects) -> [Relation; 10] {
     let mut out = TableRelations::new();
+    for seq in sequences {
+        out.add_sequence(seq, objects);
+    }
     for t in tables {
         out.add_table(t, db, objects);
         out.add_foreign_keys(t, tables, db, objects);
@@ -159,6 +162,24 @@ impl TableRelations {
         ]);
         self.add_columns(t, oid, db, objects);
         self.add_indexes(t, oid, db, objects);
+    }
+
+    /// The rows of a sequence of its own (`pg_class`, `pg_sequence`).
+    fn add_sequence(&mut self, seq: &permafrost_sql::sequence::SequenceDef, objects: &mut Objects) {
+        let oid = SEQUENCE_OID_BASE + i64::from(seq.id) * PER_TABLE;
+        objects.relation_oids.insert(seq.name.clone(), oid);
+        objects.relation_names.insert(oid, seq.name.clone());
+        self.class.push(class_row(oid, &seq.name, "S", 0, 3, false, NULL));
+        self.sequence.push(vec![
+            ("seqrelid", i(oid)),
+            ("seqtypid", i(type_oid(&seq.ty))),
+            ("seqstart", i(seq.start)),
+            ("seqincrement", i(seq.step.increment)),
+            ("seqmax", i(seq.step.max)),
+            ("seqmin", i(seq.step.min)),
+            ("seqcache", i(seq.cache)),
+            ("seqcycle", b(false)),
+        ]);
     }
 
     /// The rows of table `t`'s columns (`pg_attribute`, `pg_attrdef`, `pg_sequence`,

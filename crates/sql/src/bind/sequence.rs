@@ -1,7 +1,8 @@
-//! Calls of the sequence functions: `nextval('items_id_seq')` and `setval(...)` on the
-//! sequence of a SERIAL, BIGSERIAL or identity column (crate::exec::sequences), named in a
-//! string literal as PostgreSQL names it (`{table}_{column}_seq`, optionally
-//! `::regclass`). `currval()` and `lastval()` are refused: a session keeps no last value.
+//! Calls of the sequence functions: `nextval('items_id_seq')` and `setval(...)` on a
+//! sequence of its own (`CREATE SEQUENCE`, crate::sequence) or of a SERIAL, BIGSERIAL or
+//! identity column (crate::exec::sequences), named in a string literal as PostgreSQL names
+//! it (`{table}_{column}_seq` for a column's, optionally `::regclass`). `currval()` and
+//! `lastval()` are refused: a session keeps no last value.
 
 use permafrost_storage::ColumnDefault;
 use permafrost_types::{DataType, Value};
@@ -11,6 +12,7 @@ use super::{Binder, Typed};
 use crate::error::{Point, Result, SqlError, unsupported};
 use crate::exec::sequences::sequence_name;
 use crate::expr::{Expr, Func};
+use crate::sequence::SeqStep;
 
 /// The names of the functions [`Binder::sequence_function`] binds.
 pub(super) const SEQUENCE_FUNCTIONS: &[&str] = &["nextval", "setval", "currval", "lastval"];
@@ -33,15 +35,15 @@ impl Binder<'_> {
                 if args.len() != 1 {
                     return wrong(args.len());
                 }
-                let (table, seq) = self.sequence_named(args[0])?;
-                let call = Expr::Func(Func::NextVal { table }, vec![Expr::Const(Value::from(seq))]);
+                let (table, seq, step) = self.sequence_named(args[0])?;
+                let call = Expr::Func(Func::NextVal { table, step }, vec![Expr::Const(Value::from(seq))]);
                 Ok((call, Some(DataType::BigInt)))
             }
             _ => {
                 if !(2..=3).contains(&args.len()) {
                     return wrong(args.len());
                 }
-                let (table, seq) = self.sequence_named(args[0])?;
+                let (table, seq, step) = self.sequence_named(args[0])?;
                 let (value, ty) = self.expr(args[1])?;
                 let value = self.coerce_arg(value, ty, DataType::BigInt, "setval")?;
                 let mut call = vec![Expr::Const(Value::from(seq)), value];
@@ -49,7 +51,7 @@ impl Binder<'_> {
                     let (b, ty) = self.expr(is_called)?;
                     call.push(self.coerce_arg(b, ty, DataType::Boolean, "setval")?);
                 }
-                Ok((Expr::Func(Func::SetVal { table }, call), Some(DataType::BigInt)))
+                Ok((Expr::Func(Func::SetVal { table, step }, call), Some(DataType::BigInt)))
             }
         }
     }
@@ -69,8 +71,9 @@ impl Binder<'_> {
         }
     }
 
-    /// The table whose sequence `e` names, and the sequence's name.
-    fn sequence_named(&self, e: &ast::Expr) -> Result<(permafrost_storage::TableId, String)> {
+    /// The id of the sequence `e` names (a sequence's own, or its table's), its name, and
+    /// how it steps.
+    fn sequence_named(&self, e: &ast::Expr) -> Result<(permafrost_storage::TableId, String, SeqStep)> {
         let literal = match e {
             ast::Expr::Cast {
                 expr,
@@ -95,7 +98,7 @@ impl Binder<'_> {
                     "column \"{column}\" of relation \"{table}\" has no sequence"
                 )));
             }
-            return Ok((t.id, sequence_name(t, c)));
+            return Ok((t.id, sequence_name(t, c), SeqStep::SERIAL));
         }
         let ast::Expr::Value(v) = literal else {
             return unsupported(
@@ -107,16 +110,17 @@ impl Binder<'_> {
             return unsupported("a sequence named by something other than a string literal");
         };
         let name = super::name_in_text(text);
+        if let Some(s) = self.catalog.sequence(&name) {
+            return Ok((s.id, name, s.step));
+        }
         for t in self.catalog.tables() {
             for (c, col) in t.columns.iter().enumerate() {
                 if col.default == Some(ColumnDefault::Sequence) && sequence_name(t, c) == name {
-                    return Ok((t.id, name));
+                    return Ok((t.id, name, SeqStep::SERIAL));
                 }
             }
         }
-        // (The sequences are those of SERIAL, BIGSERIAL and identity columns, named
-        // table_column_seq; CREATE SEQUENCE is not supported.) Placed at the literal, as
-        // PostgreSQL places it.
+        // Placed at the literal, as PostgreSQL places it.
         let place = v.span.start;
         Err(SqlError::At {
             error: Box::new(SqlError::UnknownTable(name)),

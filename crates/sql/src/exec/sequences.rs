@@ -14,9 +14,12 @@
 //! transactions ran, not the order they committed, so a record keeps the values its
 //! transaction drew and replay takes them instead of drawing ([`Draws::replaying`]); an
 //! interactive transaction's COMMIT likewise takes the values its statements drew when
-//! they first ran. Every value drawn raises the counter, and the partition that commits
-//! it notes the highest per table (`Table::sequence`, in snapshots), so that after a
-//! restart no counter hands out a value a client has seen.
+//! they first ran. A value given touches no counter: recovery moves the counters itself,
+//! in log order ([`Sequences::replayed`]: each value raises its counter, each `setval()`,
+//! kept among the values with [`SET_MARK`], sets it). The partition that commits a table's
+//! values notes the highest (`Table::sequence`, in snapshots), and a snapshot keeps the
+//! counters of the sequences of their own, so that after a restart no counter hands out
+//! a value a client has seen.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -31,6 +34,7 @@ use permafrost_types::ValueRef;
 use crate::error::{Result, SqlError};
 use crate::expr::DrawSource;
 use crate::prepared::Route;
+use crate::sequence::SeqStep;
 
 /// The counters of the database's table sequences: the last value each handed out. The
 /// map is read without a lock (a new table's counter replaces it whole, once).
@@ -61,10 +65,30 @@ impl Sequences {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Makes `v` the last value `table`'s sequence handed out, whatever it was (a sequence
+    /// created, its counter one step below its START).
+    pub fn set(&self, table: TableId, v: i64) {
+        self.counter(table).store(v, Ordering::Relaxed);
+    }
+
     /// Makes `table`'s sequence hand out values above `v` only (a value a snapshot or a
     /// replayed record says was handed out).
     pub fn raise(&self, table: TableId, v: i64) {
         self.counter(table).fetch_max(v, Ordering::Relaxed);
+    }
+
+    /// Recovery's account of a logged transaction's `values` (what it took, in order), in
+    /// log order: each value drawn raises its counter, each `setval()` ([`SET_MARK`]) sets
+    /// it. (The transactions run again at their partitions concurrently, taking the values
+    /// given, and touch no counter.)
+    pub fn replayed(&self, values: &[(TableId, i64)]) {
+        for &(id, v) in values {
+            if id & SET_MARK != 0 {
+                self.set(id & !SET_MARK, v);
+            } else {
+                self.raise(id, v);
+            }
+        }
     }
 
     /// Where an INSERT of `rows` rows whose partition key `schema`'s sequence draws runs:
@@ -78,28 +102,35 @@ impl Sequences {
     }
 }
 
-/// The name PostgreSQL gives the sequence of `schema`'s column `col` (SERIAL): what
-/// `nextval('...')` takes, `pg_get_serial_sequence` gives, and the catalogs list.
-pub fn sequence_name(schema: &TableSchema, col: usize) -> String {
-    format!("{}_{}_seq", schema.name, schema.columns[col].name)
-}
+pub use crate::sequence::sequence_name;
 
 /// What a statement's `nextval()` and `setval()` draw from: its transaction's [`Draws`],
 /// behind the `RefCell` its `Env` shares with the expressions.
 impl DrawSource for std::cell::RefCell<Draws<'_>> {
-    fn nextval(&self, table: TableId, name: &str) -> Result<i64> {
-        self.borrow_mut().draw(table, name, |_| true)
+    fn nextval(&self, table: TableId, name: &str, step: SeqStep) -> Result<i64> {
+        self.borrow_mut().draw_stepping(table, name, step)
     }
 
+    /// Sets the counter (not undone by a rollback, as in PostgreSQL) and notes it among
+    /// the values taken, marked ([`SET_MARK`]); a statement that runs again with its
+    /// values given (replay, a block's COMMIT) leaves the counter to whoever set it first.
     fn setval(&self, table: TableId, last: i64) -> Result<()> {
-        let d = self.borrow();
+        let mut d = self.borrow_mut();
         let counters = d
             .counters
             .ok_or_else(|| SqlError::Unsupported("setval() where no value may be set".into()))?;
-        counters.counter(table).store(last, Ordering::Relaxed);
+        if d.take_given(table | SET_MARK).is_none() {
+            counters.set(table, last);
+        }
+        d.taken.push((table | SET_MARK, last));
         Ok(())
     }
 }
+
+/// Marks a `setval()` among a transaction's values taken (the id of its sequence with this
+/// bit set, and the last value it set): the command log keeps it in order with the values
+/// drawn, and recovery sets the counter to it in log order ([`Sequences::replayed`]).
+pub const SET_MARK: TableId = 1 << 31;
 
 /// The partitions of `values` of `schema`'s partition key (`n` of them): one, or all.
 pub fn route_values(schema: &TableSchema, values: impl Iterator<Item = i64>, n: usize, partitions: u32) -> Route {
@@ -188,30 +219,61 @@ impl<'a> Draws<'a> {
     /// given for it, else the counter's next value that `accept` admits (the others are
     /// skipped: a gap). The record keeps it.
     pub(crate) fn draw(&mut self, table: TableId, name: &str, accept: impl Fn(i64) -> bool) -> Result<i64> {
-        let v = match self.take_given(table) {
-            Some(v) => v,
-            None => {
-                let counter = self
-                    .counters
-                    .ok_or_else(|| SqlError::Unsupported(format!("{name}: a sequence drawn where no value may be")))?
-                    .counter(table);
-                loop {
-                    let v = counter
-                        .fetch_add(1, Ordering::Relaxed)
-                        .checked_add(1)
-                        .ok_or_else(|| SqlError::Storage(StorageError::SequenceExhausted { table: name.into() }))?;
-                    if accept(v) {
-                        break v;
-                    }
-                }
+        if let Some(v) = self.take_given(table) {
+            // Its counter moved when it was drawn (or by recovery, in log order).
+            self.taken.push((table, v));
+            return Ok(v);
+        }
+        let counter = self.counter_of(table, name)?;
+        let v = loop {
+            let v = counter
+                .fetch_add(1, Ordering::Relaxed)
+                .checked_add(1)
+                .ok_or_else(|| SqlError::Storage(StorageError::SequenceExhausted { table: name.into() }))?;
+            if accept(v) {
+                break v;
             }
         };
-        self.took(table, v);
+        self.taken.push((table, v));
         Ok(v)
     }
 
-    /// Records that the transaction took `v` of `table`'s sequence: the counter is at least
-    /// `v` (a value given at replay), and the record keeps it.
+    /// The counter of sequence `table` (named `name`, for the message where there is none).
+    fn counter_of(&self, table: TableId, name: &str) -> Result<Arc<AtomicI64>> {
+        Ok(self
+            .counters
+            .ok_or_else(|| SqlError::Unsupported(format!("{name}: a sequence drawn where no value may be")))?
+            .counter(table))
+    }
+
+    /// The next value of sequence `table` (named `name`) stepping as `step` says: the next
+    /// one given for it, else the counter's next value (2200H past MAXVALUE, the counter
+    /// left where it was). The record keeps it.
+    pub(crate) fn draw_stepping(&mut self, table: TableId, name: &str, step: SeqStep) -> Result<i64> {
+        if step == SeqStep::SERIAL {
+            return self.draw(table, name, |_| true);
+        }
+        if let Some(v) = self.take_given(table) {
+            self.taken.push((table, v));
+            return Ok(v);
+        }
+        let last = self
+            .counter_of(table, name)?
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                c.checked_add(step.increment).filter(|v| *v <= step.max)
+            })
+            .map_err(|_| SqlError::SequenceLimit {
+                name: name.to_string(),
+                max: step.max,
+            })?;
+        let v = last + step.increment;
+        self.taken.push((table, v));
+        Ok(v)
+    }
+
+    /// Records that the transaction took `v` of `table`'s sequence from its partition's own
+    /// (a replayed record of an earlier build): the counter is at least `v`, and the
+    /// record keeps it.
     pub(crate) fn took(&mut self, table: TableId, v: i64) {
         if let Some(c) = self.counters {
             c.raise(table, v);
@@ -219,10 +281,10 @@ impl<'a> Draws<'a> {
         self.taken.push((table, v));
     }
 
-    /// The highest value taken per table (what the committing partition notes).
+    /// The highest value drawn per table (what the committing partition notes).
     pub fn highest(&self) -> Vec<(TableId, i64)> {
         let mut out: Vec<(TableId, i64)> = Vec::new();
-        for &(t, v) in &self.taken {
+        for &(t, v) in self.taken.iter().filter(|(t, _)| t & SET_MARK == 0) {
             match out.iter_mut().find(|(x, _)| *x == t) {
                 Some(e) => e.1 = e.1.max(v),
                 None => out.push((t, v)),

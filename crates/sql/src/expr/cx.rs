@@ -68,8 +68,14 @@ pub struct Cx<'a> {
 /// `nextval()` and `setval()` of a statement's expressions: the sequences of the running
 /// transaction (crate::exec::sequences implements it over the transaction's draws).
 pub trait DrawSource {
-    /// The next value of `table`'s sequence (named `name`, for messages).
-    fn nextval(&self, table: permafrost_storage::TableId, name: &str) -> crate::error::Result<i64>;
+    /// The next value of `table`'s sequence (named `name`, for messages), stepping as
+    /// `step` says.
+    fn nextval(
+        &self,
+        table: permafrost_storage::TableId,
+        name: &str,
+        step: crate::sequence::SeqStep,
+    ) -> crate::error::Result<i64>;
     /// Makes `last` the sequence's last value handed out.
     fn setval(&self, table: permafrost_storage::TableId, last: i64) -> crate::error::Result<()>;
 }

@@ -76,11 +76,13 @@ pub enum Func {
     /// transaction ([`Cx::draws`]); its argument is the sequence's name (for messages).
     NextVal {
         table: permafrost_storage::TableId,
+        step: crate::sequence::SeqStep,
     },
     /// `setval('t_c_seq', v [, is_called])`: makes `v` the sequence's last value (or, with
     /// `is_called` false, its next one); gives `v`.
     SetVal {
         table: permafrost_storage::TableId,
+        step: crate::sequence::SeqStep,
     },
     /// `x AT TIME ZONE zone` (`to_local`: x is a timestamp with time zone, the result the
     /// wall-clock time in zone; else the reverse).

@@ -536,6 +536,23 @@ fn default_expr(c: &permafrost_storage::Column) -> Result<Expr> {
         Some(d @ (permafrost_storage::ColumnDefault::Random | permafrost_storage::ColumnDefault::RandomUuid)) => {
             crate::expr::volatile_default(d)
         }
+        Some(permafrost_storage::ColumnDefault::NextVal {
+            sequence,
+            name,
+            increment,
+            min,
+            max,
+        }) => Expr::Func(
+            crate::expr::Func::NextVal {
+                table: *sequence,
+                step: crate::sequence::SeqStep {
+                    increment: *increment,
+                    min: *min,
+                    max: *max,
+                },
+            },
+            vec![Expr::Const(Value::from(name.clone()))],
+        ),
         Some(permafrost_storage::ColumnDefault::Sequence) => {
             return unsupported(format!(
                 "DEFAULT for serial column \"{}\" in some VALUES rows but not all (write DEFAULT in every row, or leave the column out)",

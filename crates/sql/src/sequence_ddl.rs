@@ -1,0 +1,166 @@
+//! `CREATE SEQUENCE` and `DROP SEQUENCE` planned against the catalog (what a sequence is:
+//! crate::sequence).
+
+use std::sync::Arc;
+
+use permafrost_storage::ColumnDefault;
+use permafrost_types::DataType;
+use sqlparser::ast::{self, SequenceOptions};
+
+use crate::bind::object_name;
+use crate::catalog::{Catalog, DdlChange};
+use crate::error::{Result, SqlError, unsupported};
+use crate::sequence::{SeqStep, SequenceDef};
+
+/// `CREATE SEQUENCE [IF NOT EXISTS] name [AS type] [options]`.
+pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Result<Vec<DdlChange>> {
+    let ast::Statement::CreateSequence {
+        temporary,
+        if_not_exists,
+        name,
+        data_type,
+        sequence_options,
+        owned_by,
+    } = stmt
+    else {
+        return unsupported(format!("statement {stmt}"));
+    };
+    if *temporary {
+        return unsupported("CREATE TEMPORARY SEQUENCE (create it without TEMPORARY)");
+    }
+    if owned_by
+        .as_ref()
+        .is_some_and(|o| !o.to_string().eq_ignore_ascii_case("none"))
+    {
+        return unsupported(
+            "CREATE SEQUENCE ... OWNED BY a column (declare the column SERIAL or GENERATED ... AS IDENTITY)",
+        );
+    }
+    let name = object_name(name)?;
+    if catalog.has_relation(&name) {
+        return if *if_not_exists {
+            Ok(Vec::new())
+        } else {
+            Err(SqlError::DuplicateTable(name))
+        };
+    }
+    let ty = match data_type {
+        None | Some(ast::DataType::BigInt(_) | ast::DataType::Int8(_)) => DataType::BigInt,
+        Some(ast::DataType::Int(_) | ast::DataType::Integer(_) | ast::DataType::Int4(_)) => DataType::Integer,
+        Some(ast::DataType::SmallInt(_) | ast::DataType::Int2(_)) => DataType::SmallInt,
+        Some(_) => return invalid("sequence type must be smallint, integer, or bigint"),
+    };
+    let (lo, hi) = match ty {
+        DataType::SmallInt => (i64::from(i16::MIN), i64::from(i16::MAX)),
+        DataType::Integer => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        _ => (i64::MIN, i64::MAX),
+    };
+    let mut increment = 1;
+    let (mut min, mut max, mut start, mut cache) = (None, None, None, 1);
+    for o in sequence_options {
+        match o {
+            SequenceOptions::IncrementBy(e, _) => increment = integer(e, "INCREMENT")?,
+            SequenceOptions::MinValue(e) => min = e.as_ref().map(|e| integer(e, "MINVALUE")).transpose()?,
+            SequenceOptions::MaxValue(e) => max = e.as_ref().map(|e| integer(e, "MAXVALUE")).transpose()?,
+            SequenceOptions::StartWith(e, _) => start = Some(integer(e, "START")?),
+            SequenceOptions::Cache(e) => cache = integer(e, "CACHE")?,
+            SequenceOptions::Cycle(no) => {
+                if !*no {
+                    return unsupported("CYCLE (a sequence here stops at its MAXVALUE: declare NO CYCLE)");
+                }
+            }
+        }
+    }
+    if increment == 0 {
+        return invalid("INCREMENT must not be zero");
+    }
+    if increment < 0 {
+        return unsupported("a sequence that counts down (INCREMENT BY a negative number)");
+    }
+    let min = min.unwrap_or(1);
+    let max = max.unwrap_or(hi);
+    for (what, v) in [("MINVALUE", min), ("MAXVALUE", max)] {
+        if v < lo || v > hi {
+            return invalid(format!(
+                "{what} ({v}) is out of range for sequence data type {}",
+                ty.sql_name()
+            ));
+        }
+    }
+    if min >= max {
+        return invalid(format!("MINVALUE ({min}) must be less than MAXVALUE ({max})"));
+    }
+    let start = start.unwrap_or(min);
+    if start < min {
+        return invalid(format!("START value ({start}) cannot be less than MINVALUE ({min})"));
+    }
+    if start > max {
+        return invalid(format!("START value ({start}) cannot be greater than MAXVALUE ({max})"));
+    }
+    if cache <= 0 {
+        return invalid(format!("CACHE ({cache}) must be greater than zero"));
+    }
+    Ok(vec![DdlChange::CreateSequence(Arc::new(SequenceDef {
+        id: catalog.next_table_id(),
+        name,
+        ty,
+        start,
+        step: SeqStep { increment, min, max },
+        cache,
+    }))])
+}
+
+/// `DROP SEQUENCE` of `name` (at most one change).
+pub(crate) fn drop_sequence(catalog: &Catalog, name: &str, if_exists: bool) -> Result<Option<DdlChange>> {
+    match catalog.sequence(name) {
+        Some(s) => {
+            for t in catalog.tables() {
+                if let Some(c) = t
+                    .columns
+                    .iter()
+                    .find(|c| matches!(&c.default, Some(ColumnDefault::NextVal { sequence, .. }) if *sequence == s.id))
+                {
+                    return Err(SqlError::DependedOn {
+                        what: format!("sequence {name}"),
+                        detail: format!(
+                            "default value for column {} of table {} depends on sequence {name}",
+                            c.name, t.name
+                        ),
+                    });
+                }
+            }
+            Ok(Some(DdlChange::DropSequence(s.id)))
+        }
+        None if if_exists => Ok(None),
+        None => Err(SqlError::UnknownSequence(name.to_string())),
+    }
+}
+
+/// An option's value: an integer literal, signed or not.
+fn integer(e: &ast::Expr, what: &str) -> Result<i64> {
+    let (negative, e) = match e {
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => (true, &**expr),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Plus,
+            expr,
+        } => (false, &**expr),
+        e => (false, e),
+    };
+    let text = match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            _ => return Err(SqlError::Syntax(format!("{what} takes an integer, not {e}"))),
+        },
+        _ => return Err(SqlError::Syntax(format!("{what} takes an integer, not {e}"))),
+    };
+    let text = if negative { format!("-{text}") } else { text };
+    text.parse::<i64>()
+        .map_err(|_| SqlError::InvalidArgument(format!("{what} ({text}) is out of range for a bigint")))
+}
+
+fn invalid<T>(msg: impl Into<String>) -> Result<T> {
+    Err(SqlError::InvalidArgument(msg.into()))
+}
