@@ -351,10 +351,17 @@ impl<'a> Replayer<'a> {
     }
 
     fn replay(&mut self, lsn: u64, rec: TxnRecord) -> Result<()> {
-        // The counters, in log order here: the replays below take the values given.
-        if let Some(d) = &rec.draws {
+        // The counters, in log order here (the replays take the values given and move no
+        // counter), after the record's schema changes (a CREATE SEQUENCE sets its counter).
+        let draws = rec.draws.clone();
+        let r = self.replay_record(lsn, rec);
+        if let Some(d) = &draws {
             self.db.shared().sequences.replayed(d);
         }
+        r
+    }
+
+    fn replay_record(&mut self, lsn: u64, rec: TxnRecord) -> Result<()> {
         let replay = Some(Replayed {
             now: rec.now,
             seed: rec.seed,

@@ -145,12 +145,20 @@ impl Database {
         record: Record,
     ) -> Result<()> {
         let next = self.next_state(state, catalog);
-        // A new sequence's counter, set before anyone can draw from it.
+        // A new sequence's counter, set before anyone can draw from it (a dropped one's is
+        // forgotten once the drop took effect).
         for c in &changes {
             if let permafrost_sql::DdlChange::CreateSequence(seq) = c {
                 self.shared().sequences.set(seq.id, seq.before_start());
             }
         }
+        let dropped: Vec<_> = changes
+            .iter()
+            .filter_map(|c| match c {
+                permafrost_sql::DdlChange::DropSequence(id) => Some(*id),
+                _ => None,
+            })
+            .collect();
         // An index over a table part of which is on disk is built with the keys of the
         // evicted tuples, read first at each partition while it goes on serving; tuples
         // evicted between that read and the change make it fail, and it is read again.
@@ -169,7 +177,14 @@ impl Database {
                 {
                     attempt += 1;
                 }
-                r => return r.map(|_| ()),
+                r => {
+                    if r.is_ok() {
+                        for id in dropped {
+                            self.shared().sequences.forget(id);
+                        }
+                    }
+                    return r.map(|_| ());
+                }
             }
         }
     }

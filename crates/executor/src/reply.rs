@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 use permafrost_sql::Rows;
+use permafrost_sql::exec::sequences::SessionSequences;
 
 use crate::error::Result;
 
@@ -68,6 +69,15 @@ impl Reply {
         }
     }
 
+    /// The session whose sequence values the statement reads and notes
+    /// ([`StopFlag::with_sequences`]).
+    pub(crate) fn session_sequences(&self) -> Option<Arc<SessionSequences>> {
+        match self {
+            Reply::Stoppable(_, stop) => stop.sequences.clone(),
+            _ => None,
+        }
+    }
+
     /// The caller's stop flag, if it may ask the statement to stop.
     pub(crate) fn stop_flag(&self) -> Option<StopFlag> {
         match self {
@@ -89,6 +99,9 @@ pub struct StopFlag {
     /// The memory the statement may hold for its intermediate rows, if the caller set it
     /// (a session's `SET work_mem`); else the server's (`partition::txn::work_mem`).
     work_mem: Option<usize>,
+    /// The caller's session's sequence values (`currval()`, `lastval()`), if it has a
+    /// session.
+    sequences: Option<Arc<SessionSequences>>,
 }
 
 /// [`StopFlag`]'s bits: the caller asked the statement to stop; the statement ended and
@@ -114,6 +127,7 @@ impl StopFlag {
         StopFlag {
             bits: Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)),
             work_mem: None,
+            sequences: None,
         }
     }
 
@@ -122,6 +136,14 @@ impl StopFlag {
     /// `None`: the server's `work_mem`. Set before the flag is shared.
     pub fn with_work_mem(mut self, bytes: Option<usize>) -> StopFlag {
         self.work_mem = bytes;
+        self
+    }
+
+    /// The flag of a statement of a session whose sequence values are `sequences`: its
+    /// `currval()` and `lastval()` read them, and what it draws is noted there. Set before
+    /// the flag is shared.
+    pub fn with_sequences(mut self, sequences: Option<Arc<SessionSequences>>) -> StopFlag {
+        self.sequences = sequences;
         self
     }
 

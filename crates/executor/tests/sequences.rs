@@ -247,8 +247,9 @@ fn nextval_and_setval_survive_a_restart() {
         assert_eq!(ints(&db, "SELECT setval('t_id_seq', 50)"), vec![50]);
         assert_eq!(ints(&db, "INSERT INTO t (name) VALUES ('b') RETURNING id"), vec![51]);
         assert_eq!(ints(&db, "SELECT nextval('t_id_seq')"), vec![52]);
+        // (No session here: currval() has nothing to read.)
         let e = db.execute_sql("SELECT currval('t_id_seq')", vec![]).unwrap_err();
-        assert_eq!(e.sqlstate(), "0A000");
+        assert_eq!(e.sqlstate(), "55000");
         let e = db.execute_sql("SELECT nextval('t_name_seq')", vec![]).unwrap_err();
         assert_eq!(e.sqlstate(), "42P01");
     }
@@ -323,4 +324,46 @@ fn a_created_sequence_survives_restarts_from_the_log_and_from_a_snapshot() {
     assert_eq!(e.sqlstate(), "2200H", "{e}");
     let e = db.execute_ddl("DROP SEQUENCE s").unwrap_err();
     assert_eq!(e.sqlstate(), "2BP01", "{e}");
+}
+
+/// `currval()` and `lastval()` read what the session drew (a statement's [`StopFlag`]
+/// carries the session); a write that uses them is logged with the value it read, so that
+/// replay, which has no session, gives back the same rows.
+#[test]
+fn currval_in_a_write_replays_without_the_session() {
+    use permafrost_executor::{Request, StopFlag};
+    use permafrost_sql::exec::sequences::SessionSequences;
+    let dir = tempfile::tempdir().unwrap();
+    let config = || logged(dir.path(), 2);
+    let session = std::sync::Arc::new(SessionSequences::default());
+    let run = |db: &Database, sql: &str| {
+        let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+        let flag = StopFlag::new().with_sequences(Some(session.clone()));
+        db.submit(Request::statement(&stmt, vec![]).stop(flag)).wait()
+    };
+    {
+        let db = db_with(config());
+        db.execute_ddl("CREATE SEQUENCE s START 40").unwrap();
+        db.execute_ddl("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT)").unwrap();
+        let e = run(&db, "SELECT currval('s')").unwrap_err();
+        assert_eq!(e.sqlstate(), "55000", "{e}");
+        let rows = run(&db, "SELECT nextval('s')").unwrap();
+        assert_eq!(rows.iter().map(|r| r.get_i64(0).unwrap()).collect::<Vec<_>>(), vec![40]);
+        run(&db, "INSERT INTO t VALUES (1, currval('s')), (2, lastval() + 1)").unwrap();
+        // Another session's draw does not move this one's currval.
+        assert_eq!(ints(&db, "SELECT nextval('s')"), vec![41]);
+        run(&db, "INSERT INTO t VALUES (3, currval('s'))").unwrap();
+        // Without a session (the embedded API), there is nothing to read.
+        let e = db.execute_sql("SELECT lastval()", vec![]).unwrap_err();
+        assert_eq!(e.sqlstate(), "55000", "{e}");
+    }
+    let db = db_with(config());
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    let rows = db.execute_sql("SELECT id, v FROM t ORDER BY id", vec![]).unwrap();
+    let got: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get_i64(0).unwrap(), r.get_i64(1).unwrap()))
+        .collect();
+    assert_eq!(got, vec![(1, 40), (2, 41), (3, 40)]);
+    assert_eq!(ints(&db, "SELECT nextval('s')"), vec![42]);
 }

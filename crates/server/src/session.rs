@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::Sink;
 use permafrost_executor::StopFlag;
+use permafrost_sql::exec::sequences::SessionSequences;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::sasl::scram::{ScramAuth, gen_salted_password};
 use pgwire::api::auth::{
@@ -224,6 +225,8 @@ struct CancelEntry {
     timeout_ms: Arc<AtomicU64>,
     /// The connection's `work_mem`, in bytes (0: the server's).
     work_mem: Arc<AtomicU64>,
+    /// What the connection's sequences last gave it (`currval()`, `lastval()`).
+    sequences: Arc<SessionSequences>,
 }
 
 impl Drop for CancelEntry {
@@ -269,6 +272,7 @@ impl Cancels {
             notify,
             timeout_ms: Arc::new(AtomicU64::new(0)),
             work_mem: Arc::new(AtomicU64::new(0)),
+            sequences: Arc::default(),
         });
     }
 
@@ -279,6 +283,7 @@ impl Cancels {
             notify: e.notify.clone(),
             timeout_ms: e.timeout_ms.clone(),
             work_mem: e.work_mem.clone(),
+            sequences: e.sequences.clone(),
             peer,
         })
     }
@@ -340,11 +345,12 @@ pub struct CancelToken {
     notify: Arc<Notify>,
     timeout_ms: Arc<AtomicU64>,
     work_mem: Arc<AtomicU64>,
+    sequences: Arc<SessionSequences>,
     peer: Option<std::os::fd::RawFd>,
 }
 
 /// The flag a statement of the connection `cancel` belongs to (if any) is stopped with,
-/// carrying the connection's `work_mem`; `in_block` for a statement of an open
+/// carrying the connection's `work_mem` and sequence values; `in_block` for a statement of an open
 /// transaction block ([`StopFlag::in_block`]).
 pub fn stop_flag(cancel: Option<&CancelToken>, in_block: bool) -> StopFlag {
     let flag = if in_block {
@@ -353,6 +359,7 @@ pub fn stop_flag(cancel: Option<&CancelToken>, in_block: bool) -> StopFlag {
         StopFlag::new()
     };
     flag.with_work_mem(cancel.and_then(CancelToken::work_mem))
+        .with_sequences(cancel.map(|c| c.sequences.clone()))
 }
 
 impl CancelToken {

@@ -218,6 +218,9 @@ pub enum SqlError {
         min: i64,
         max: i64,
     },
+    /// `currval()` or `lastval()` before the session drew a value (55000).
+    #[error("{0}")]
+    SequenceNotYetDefined(String),
     /// `nextval()` of a sequence at its MAXVALUE.
     #[error("nextval: reached maximum value of sequence \"{name}\" ({max})")]
     SequenceLimit { name: String, max: i64 },
@@ -376,11 +379,11 @@ pub enum Point {
 /// Every SQLSTATE this crate's errors (and the storage and value errors inside them) carry:
 /// what [`SqlError::relayed`] maps a relayed code back to.
 const SQLSTATES: &[&str] = &[
-    "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201W", "2201X",
-    "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505", "23514",
-    "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803", "42804",
-    "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200", "54000",
-    "58030", "54001", "57014", "57P01", "P0001", "XX000", "XX001",
+    "08P01", "0A000", "21000", "22001", "22003", "22007", "22008", "2200H", "22011", "22012", "2201B", "2201W",
+    "2201X", "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505",
+    "23514", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803",
+    "42804", "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200",
+    "54000", "58030", "54001", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -445,6 +448,7 @@ impl SqlError {
             SqlError::SerializationFailure(_) => "40001",
             SqlError::SequenceBounds { .. } => "22003",
             SqlError::SequenceLimit { .. } => "2200H",
+            SqlError::SequenceNotYetDefined(_) => "55000",
             SqlError::TooDeep => "54001",
             SqlError::NulInText => "22021",
             SqlError::Cancelled => "57014",

@@ -743,6 +743,18 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         }
         // 53 random bits as a double in [0, 1), as PostgreSQL's random() has them.
         Func::Random => Value::Double((cx.draw()? >> 11) as f64 * (1.0 / (1u64 << 53) as f64)),
+        Func::CurrVal { table } => {
+            let name = match args.first() {
+                Some(a) => a.eval(src, cx)?.into_value().to_string(),
+                None => String::new(),
+            };
+            let draws = cx.draws.ok_or_else(|| {
+                SqlError::Unsupported(format!(
+                    "{name}: a sequence function in a value computed once when the statement is planned"
+                ))
+            })?;
+            Value::Int(draws.currval(table, &name)?)
+        }
         Func::NextVal { table, step } | Func::SetVal { table, step } => {
             let name = arg(0)?.to_string();
             let draws = cx.draws.ok_or_else(|| {

@@ -60,6 +60,9 @@ pub struct Prepared {
     /// sequence values, which its transaction's record keeps), as in PostgreSQL, where
     /// nextval() fails in a read-only transaction.
     draws: bool,
+    /// Whether it calls `currval()` or `lastval()`: it reads its session's sequence
+    /// values, which only its partitions' run is given.
+    reads_session: bool,
 }
 
 /// What EXPLAIN ANALYZE keeps besides the query's plan.
@@ -119,6 +122,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     explain: Some(Box::new(inner)),
                     analyze: None,
                     draws: false,
+                    reads_session: false,
                 });
             };
             if inner.explain.is_some() || inner.analyze.is_some() {
@@ -139,6 +143,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     columns: inner.columns,
                 }),
                 draws: inner.draws,
+                reads_session: inner.reads_session,
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
@@ -166,17 +171,18 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         kind,
         explain: None,
         analyze: None,
-        draws: calls_sequence_functions(stmt),
+        draws: calls_sequence_functions(stmt, &["nextval", "setval"]),
+        reads_session: calls_sequence_functions(stmt, &["currval", "lastval"]),
     })
 }
 
-/// Whether `stmt` calls `nextval()` or `setval()` anywhere.
-fn calls_sequence_functions(stmt: &Statement) -> bool {
+/// Whether `stmt` calls one of the functions `names` anywhere.
+fn calls_sequence_functions(stmt: &Statement, names: &[&str]) -> bool {
     let mut found = false;
     let _ = sqlparser::ast::visit_expressions(stmt, |e| {
         if let sqlparser::ast::Expr::Function(f) = e
             && let Some(last) = f.name.0.last().and_then(|p| p.as_ident())
-            && ["nextval", "setval"].contains(&last.value.to_lowercase().as_str())
+            && names.contains(&last.value.to_lowercase().as_str())
         {
             found = true;
             return std::ops::ControlFlow::Break(());
@@ -238,6 +244,11 @@ impl Prepared {
     /// Whether it calls `nextval()` or `setval()` (see [`Prepared::is_read_only`]).
     pub fn draws_sequences(&self) -> bool {
         self.draws
+    }
+
+    /// Whether it calls `currval()` or `lastval()`.
+    pub fn reads_session_sequences(&self) -> bool {
+        self.reads_session
     }
 
     /// What its result is answered as: its kind, but a query's for EXPLAIN ANALYZE of a

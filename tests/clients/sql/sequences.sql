@@ -42,6 +42,44 @@ SELECT c.relname, c.relkind, s.seqstart, s.seqincrement, s.seqmax, s.seqmin, s.s
   FROM pg_class c JOIN pg_sequence s ON s.seqrelid = c.oid ORDER BY c.relname;
 SELECT sequencename, start_value, min_value, max_value, increment_by, cycle, cache_size
   FROM pg_sequences ORDER BY 1;
+-- currval() and lastval(): what the session drew last (55000 before it drew any),
+-- inside a statement, in writes, and after a block that rolled back.
+CREATE SEQUENCE c1;
+CREATE SEQUENCE c2 START 100;
+SELECT currval('c1');
+SELECT lastval();
+SELECT nextval('c1');
+SELECT currval('c1'), lastval();
+SELECT nextval('c2');
+SELECT currval('c1'), currval('c2'), lastval();
+SELECT nextval('c1'), currval('c1'), lastval();
+CREATE TABLE items (id serial PRIMARY KEY, v text);
+INSERT INTO items (v) VALUES ('a');
+SELECT currval('items_id_seq'), lastval();
+SELECT currval(pg_get_serial_sequence('items', 'id'));
+CREATE TABLE refs (id int PRIMARY KEY, item int);
+INSERT INTO refs VALUES (1, currval('items_id_seq'));
+INSERT INTO items (v) VALUES ('b');
+INSERT INTO refs VALUES (2, lastval());
+SELECT * FROM refs ORDER BY id;
+BEGIN;
+SELECT nextval('c2');
+SELECT currval('c2');
+INSERT INTO refs VALUES (3, currval('c2'));
+ROLLBACK;
+SELECT currval('c2');
+BEGIN;
+SELECT nextval('c2');
+INSERT INTO refs VALUES (4, currval('c2')), (5, lastval());
+COMMIT;
+SELECT * FROM refs ORDER BY id;
+BEGIN READ ONLY;
+SELECT currval('c2'), lastval();
+COMMIT;
+SELECT currval('nosuch');
+DROP TABLE refs;
+DROP TABLE items;
+DROP SEQUENCE c1, c2;
 BEGIN;
 CREATE SEQUENCE sb START 10;
 SELECT nextval('sb');

@@ -123,6 +123,7 @@ impl Partition {
                 inline_slice: None,
                 block_read: false,
                 given: r.draws.clone(),
+                session: None,
             };
             dry_run(
                 &inv.proc,

@@ -401,6 +401,7 @@ impl Partition {
             inline_slice: None,
             block_read: reply.is_some_and(Reply::is_in_block),
             given,
+            session: reply.and_then(Reply::session_sequences),
         }
     }
 

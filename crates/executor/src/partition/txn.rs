@@ -68,6 +68,9 @@ pub(crate) struct TxnInfo {
     pub block_read: bool,
     /// The sequence values it takes before drawing (a replayed record's).
     pub given: crate::procedure::Given,
+    /// The session whose sequence values its `currval()` and `lastval()` read, and where
+    /// what it draws is noted (a client's statement).
+    pub session: Option<Arc<permafrost_sql::exec::sequences::SessionSequences>>,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -129,8 +132,9 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
     }
     let tables = proc.statements[0].tables();
     // A statement that may take sequence values (nextval(), an insert into a table with a
-    // sequence) stays: a forked image cannot draw from the database's counters.
-    if proc.statements[0].draws_sequences() {
+    // sequence) or read its session's (currval()) stays: a forked image cannot draw from
+    // the database's counters, nor read the session.
+    if proc.statements[0].draws_sequences() || proc.statements[0].reads_session_sequences() {
         return false;
     }
     let inserts = proc.statements[0].kind() == permafrost_sql::StatementKind::Insert;
@@ -176,11 +180,13 @@ pub(crate) fn run_body(
         Some(slice) if may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
         _ => info.inline_slice.map(|slice| std::time::Instant::now() + slice),
     };
-    let draws = std::cell::RefCell::new(match &info.given {
+    let mut draws = match &info.given {
         Given::Values(v) => Draws::replaying(sequences, v),
         Given::Legacy => Draws::legacy(sequences),
         Given::Nothing => Draws::live(sequences),
-    });
+    };
+    draws.session = info.session.clone();
+    let draws = std::cell::RefCell::new(draws);
     let mut env = Env {
         stores,
         total_partitions: info.total_partitions,
@@ -246,6 +252,8 @@ fn took_sequences(env: &mut Env<'_, '_>, mut rows: Rows, probe: bool) -> std::re
     if draws.taken.is_empty() {
         return Ok(rows);
     }
+    // What the client saw, as PostgreSQL's currval() has it, whether or not it commits.
+    draws.note_session();
     if let Some(store) = env.stores.first_mut() {
         // (A sequence of its own, CREATE SEQUENCE's, has no table: the snapshot reads its
         // counter.)
@@ -323,7 +331,7 @@ pub(crate) fn run_txn(
         Ok(Ok(rows)) => {
             // Sequence values taken are a change too (a sequence of its own leaves nothing
             // in the stores): the log keeps them.
-            let wrote = stores.iter().any(|s| s.has_changes()) || !rows.draws.is_empty();
+            let wrote = stores.iter().any(|s| s.has_changes()) || Draws::changed(&rows.draws);
             if wrote && let Some(e) = &info.writes_refused {
                 finish(stores, false);
                 return Outcome::Done(Err(e.clone()), false);

@@ -250,7 +250,12 @@ impl Command {
     /// it is executed and answered when the connection's pipeline gets to it.
     pub(crate) fn pipelines(&self) -> bool {
         match self {
-            Command::Dml(_) => true,
+            // (Not one that calls a sequence function: what it reads or notes of the
+            // session's sequences follows the statements before it.)
+            Command::Dml(d) => {
+                let p = d.stmt.prepared();
+                !p.draws_sequences() && !p.reads_session_sequences()
+            }
             Command::Call(c) => matches!(c.target, CallTarget::Procedure(_)),
             _ => false,
         }

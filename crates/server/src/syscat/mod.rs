@@ -156,7 +156,7 @@ pub fn fuzz_translate(sql: &str) {
 /// casts to a reg type.
 fn calls_catalog_functions(stmt: &Statement) -> bool {
     /// Whether one was found; the `name::regclass` or `pg_get_serial_sequence(...)`
-    /// arguments of `nextval()` and `setval()` (by address), which name a sequence the
+    /// arguments of `nextval()`, `setval()` and `currval()` (by address), which name a sequence the
     /// engine resolves itself (permafrost_sql's bind/sequence.rs).
     struct Calls(bool, Vec<*const sqlparser::ast::Expr>);
     impl Visitor for Calls {
@@ -166,7 +166,7 @@ fn calls_catalog_functions(stmt: &Statement) -> bool {
             let found = match e {
                 Expr::Function(f) => match f.name.0.last() {
                     Some(ObjectNamePart::Identifier(i)) => {
-                        if ["nextval", "setval"].contains(&i.value.to_ascii_lowercase().as_str())
+                        if ["nextval", "setval", "currval"].contains(&i.value.to_ascii_lowercase().as_str())
                             && let FunctionArguments::List(l) = &f.args
                             && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(a))) = l.args.first()
                         {

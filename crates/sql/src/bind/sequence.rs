@@ -1,8 +1,8 @@
 //! Calls of the sequence functions: `nextval('items_id_seq')` and `setval(...)` on a
 //! sequence of its own (`CREATE SEQUENCE`, crate::sequence) or of a SERIAL, BIGSERIAL or
 //! identity column (crate::exec::sequences), named in a string literal as PostgreSQL names
-//! it (`{table}_{column}_seq` for a column's, optionally `::regclass`). `currval()` and
-//! `lastval()` are refused: a session keeps no last value.
+//! it (`{table}_{column}_seq` for a column's, optionally `::regclass`); `currval(...)` and
+//! `lastval()` read what the transaction or its session drew last.
 
 use permafrost_storage::ColumnDefault;
 use permafrost_types::{DataType, Value};
@@ -27,10 +27,26 @@ impl Binder<'_> {
             )))
         };
         match name {
-            "currval" | "lastval" => unsupported(format!(
-                "{name}(): a session keeps no last value of its sequences (take the value an INSERT \
-                 drew with RETURNING, or call nextval() and use its result)"
-            )),
+            "lastval" => {
+                if !args.is_empty() {
+                    return wrong(args.len());
+                }
+                Ok((
+                    Expr::Func(Func::CurrVal { table: None }, vec![]),
+                    Some(DataType::BigInt),
+                ))
+            }
+            "currval" => {
+                if args.len() != 1 {
+                    return wrong(args.len());
+                }
+                let (table, seq, _) = self.sequence_named(args[0])?;
+                let call = Expr::Func(
+                    Func::CurrVal { table: Some(table) },
+                    vec![Expr::Const(Value::from(seq))],
+                );
+                Ok((call, Some(DataType::BigInt)))
+            }
             "nextval" => {
                 if args.len() != 1 {
                     return wrong(args.len());

@@ -14,7 +14,7 @@
 //! transactions ran, not the order they committed, so a record keeps the values its
 //! transaction drew and replay takes them instead of drawing ([`Draws::replaying`]); an
 //! interactive transaction's COMMIT likewise takes the values its statements drew when
-//! they first ran. A value given touches no counter: recovery moves the counters itself,
+//! they first ran. A value given at recovery touches no counter: recovery moves them itself,
 //! in log order ([`Sequences::replayed`]: each value raises its counter, each `setval()`,
 //! kept among the values with [`SET_MARK`], sets it). The partition that commits a table's
 //! values notes the highest (`Table::sequence`, in snapshots), and a snapshot keeps the
@@ -65,6 +65,20 @@ impl Sequences {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Forgets the counter of a dropped sequence (`lastval()` of it is then not defined).
+    pub fn forget(&self, table: TableId) {
+        self.counters.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.remove(&table);
+            m
+        });
+    }
+
+    /// Whether `table`'s sequence has a counter (it was created and not dropped).
+    pub fn exists(&self, table: TableId) -> bool {
+        self.counters.load().contains_key(&table)
+    }
+
     /// Makes `v` the last value `table`'s sequence handed out, whatever it was (a sequence
     /// created, its counter one step below its START).
     pub fn set(&self, table: TableId, v: i64) {
@@ -83,7 +97,9 @@ impl Sequences {
     /// given, and touch no counter.)
     pub fn replayed(&self, values: &[(TableId, i64)]) {
         for &(id, v) in values {
-            if id & SET_MARK != 0 {
+            if id & READ_MARK != 0 {
+                // (A read of the session's value: nothing moved.)
+            } else if id & SET_MARK != 0 {
                 self.set(id & !SET_MARK, v);
             } else {
                 self.raise(id, v);
@@ -111,6 +127,40 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
         self.borrow_mut().draw_stepping(table, name, step)
     }
 
+    fn currval(&self, table: Option<TableId>, name: &str) -> Result<i64> {
+        let mut d = self.borrow_mut();
+        // Drawn earlier in the transaction.
+        let drawn = d
+            .taken
+            .iter()
+            .rev()
+            .find(|(t, _)| t & (SET_MARK | READ_MARK) == 0 && table.is_none_or(|x| x == *t));
+        if let Some(&(_, v)) = drawn {
+            return Ok(v);
+        }
+        let entry = table.map_or(LASTVAL, |t| t | READ_MARK);
+        // Given (replay, a block's COMMIT): read where it first ran; else the session's.
+        let v = match d.given.iter().find(|(t, _)| *t == entry) {
+            Some(&(_, v)) => Some(v),
+            None => d.session.as_ref().and_then(|s| match table {
+                Some(t) => s.current(t),
+                // (Not of a sequence dropped since.)
+                None => s
+                    .last()
+                    .filter(|(t, _)| d.counters.is_none_or(|c| c.exists(*t)))
+                    .map(|l| l.1),
+            }),
+        };
+        let v = v.ok_or_else(|| {
+            SqlError::SequenceNotYetDefined(match table {
+                Some(_) => format!("currval of sequence \"{name}\" is not yet defined in this session"),
+                None => "lastval is not yet defined in this session".to_string(),
+            })
+        })?;
+        d.taken.push((entry, v));
+        Ok(v)
+    }
+
     /// Sets the counter (not undone by a rollback, as in PostgreSQL) and notes it among
     /// the values taken, marked ([`SET_MARK`]); a statement that runs again with its
     /// values given (replay, a block's COMMIT) leaves the counter to whoever set it first.
@@ -126,6 +176,57 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
         Ok(())
     }
 }
+
+/// The values a session's sequences last gave it (`nextval()` in any of its statements):
+/// what `currval()` and `lastval()` read. Shared by the connection's statements, each of
+/// which notes what it drew when its body ran to its end ([`Draws::note_session`]).
+#[derive(Debug, Default)]
+pub struct SessionSequences {
+    values: std::sync::Mutex<SessionValues>,
+}
+
+#[derive(Debug, Default)]
+struct SessionValues {
+    by_sequence: HashMap<TableId, i64>,
+    last: Option<(TableId, i64)>,
+}
+
+impl SessionSequences {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionValues> {
+        self.values.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The value sequence `table` last gave the session.
+    pub fn current(&self, table: TableId) -> Option<i64> {
+        self.lock().by_sequence.get(&table).copied()
+    }
+
+    /// The sequence the session drew from last, and the value it gave.
+    pub fn last(&self) -> Option<(TableId, i64)> {
+        self.lock().last
+    }
+
+    /// Notes the values a statement drew (marked entries are not draws), in order.
+    pub fn note(&self, taken: &[(TableId, i64)]) {
+        let mut drawn = taken.iter().filter(|(t, _)| t & (SET_MARK | READ_MARK) == 0).peekable();
+        if drawn.peek().is_none() {
+            return;
+        }
+        let mut v = self.lock();
+        for &(t, x) in drawn {
+            v.by_sequence.insert(t, x);
+            v.last = Some((t, x));
+        }
+    }
+}
+
+/// Marks a `currval()` or `lastval()` that read the session's value among a transaction's
+/// values taken (the sequence's id with this bit set, [`LASTVAL`] for `lastval()`), so
+/// that replay and a block's COMMIT read the same value without the session.
+pub const READ_MARK: TableId = 1 << 30;
+
+/// The entry of a `lastval()` read ([`READ_MARK`]).
+pub const LASTVAL: TableId = READ_MARK | (READ_MARK - 1);
 
 /// Marks a `setval()` among a transaction's values taken (the id of its sequence with this
 /// bit set, and the last value it set): the command log keeps it in order with the values
@@ -167,9 +268,17 @@ pub struct Draws<'a> {
     pub legacy: bool,
     /// The values the transaction took, in order: what its record keeps.
     pub taken: Vec<(TableId, i64)>,
+    /// Whether the values given are a replayed record's: recovery moves the counters in
+    /// log order ([`Sequences::replayed`]), so taking them moves none. Otherwise (a block's
+    /// statements run again by a probe or the COMMIT, after its CREATE SEQUENCE set the
+    /// counter anew) a value given raises its counter.
+    recovering: bool,
     /// Where in `taken` the running statement's values start (a transaction block's
     /// statement: [`Draws::give_statement`]).
     pub statement_start: usize,
+    /// What `currval()` and `lastval()` read, and where the values drawn are noted: the
+    /// session's, for a statement a client sent.
+    pub session: Option<Arc<SessionSequences>>,
 }
 
 impl<'a> Draws<'a> {
@@ -197,6 +306,7 @@ impl<'a> Draws<'a> {
         Draws {
             counters: Some(counters),
             given: given.iter().copied().collect(),
+            recovering: true,
             ..Draws::default()
         }
     }
@@ -220,8 +330,7 @@ impl<'a> Draws<'a> {
     /// skipped: a gap). The record keeps it.
     pub(crate) fn draw(&mut self, table: TableId, name: &str, accept: impl Fn(i64) -> bool) -> Result<i64> {
         if let Some(v) = self.take_given(table) {
-            // Its counter moved when it was drawn (or by recovery, in log order).
-            self.taken.push((table, v));
+            self.take_given_value(table, v);
             return Ok(v);
         }
         let counter = self.counter_of(table, name)?;
@@ -236,6 +345,16 @@ impl<'a> Draws<'a> {
         };
         self.taken.push((table, v));
         Ok(v)
+    }
+
+    /// Takes value `v` given for `table` ([`Draws::recovering`]).
+    fn take_given_value(&mut self, table: TableId, v: i64) {
+        if !self.recovering
+            && let Some(c) = self.counters
+        {
+            c.raise(table, v);
+        }
+        self.taken.push((table, v));
     }
 
     /// The counter of sequence `table` (named `name`, for the message where there is none).
@@ -254,7 +373,7 @@ impl<'a> Draws<'a> {
             return self.draw(table, name, |_| true);
         }
         if let Some(v) = self.take_given(table) {
-            self.taken.push((table, v));
+            self.take_given_value(table, v);
             return Ok(v);
         }
         let last = self
@@ -281,10 +400,23 @@ impl<'a> Draws<'a> {
         self.taken.push((table, v));
     }
 
+    /// Notes the values the transaction drew in its session ([`SessionSequences`]).
+    pub fn note_session(&self) {
+        if let Some(s) = &self.session {
+            s.note(&self.taken);
+        }
+    }
+
+    /// Whether it drew or set sequence values (not only read its session's): a change
+    /// the command log keeps.
+    pub fn changed(taken: &[(TableId, i64)]) -> bool {
+        taken.iter().any(|(t, _)| t & READ_MARK == 0)
+    }
+
     /// The highest value drawn per table (what the committing partition notes).
     pub fn highest(&self) -> Vec<(TableId, i64)> {
         let mut out: Vec<(TableId, i64)> = Vec::new();
-        for &(t, v) in self.taken.iter().filter(|(t, _)| t & SET_MARK == 0) {
+        for &(t, v) in self.taken.iter().filter(|(t, _)| t & (SET_MARK | READ_MARK) == 0) {
             match out.iter_mut().find(|(x, _)| *x == t) {
                 Some(e) => e.1 = e.1.max(v),
                 None => out.push((t, v)),

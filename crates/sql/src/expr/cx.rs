@@ -76,6 +76,9 @@ pub trait DrawSource {
         name: &str,
         step: crate::sequence::SeqStep,
     ) -> crate::error::Result<i64>;
+    /// `currval(table)` (`name` for messages), or `lastval()` for `None`: the value drawn
+    /// last in the transaction, else in the session (55000 if none).
+    fn currval(&self, table: Option<permafrost_storage::TableId>, name: &str) -> crate::error::Result<i64>;
     /// Makes `last` the sequence's last value handed out.
     fn setval(&self, table: permafrost_storage::TableId, last: i64) -> crate::error::Result<()>;
 }

@@ -78,6 +78,12 @@ pub enum Func {
         table: permafrost_storage::TableId,
         step: crate::sequence::SeqStep,
     },
+    /// `currval('s')` (`table`: the sequence's id) or `lastval()` (`None`): the value the
+    /// sequence last gave the transaction or its session ([`Cx::draws`]); its argument is
+    /// the sequence's name (for messages).
+    CurrVal {
+        table: Option<permafrost_storage::TableId>,
+    },
     /// `setval('t_c_seq', v [, is_called])`: makes `v` the sequence's last value (or, with
     /// `is_called` false, its next one); gives `v`.
     SetVal {
