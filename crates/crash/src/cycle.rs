@@ -219,8 +219,10 @@ impl<'a> CycleRun<'a> {
         let c = self.connect().await?;
         c.batch_execute(
             "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, pad TEXT);
+             CREATE SEQUENCE events_m_seq START WITH 1000 INCREMENT BY 7;
              CREATE TABLE events (id BIGINT PRIMARY KEY, payload TEXT, u UUID DEFAULT gen_random_uuid(),
-               r DOUBLE PRECISION DEFAULT random(), at TIMESTAMPTZ DEFAULT now(), n BIGSERIAL);
+               r DOUBLE PRECISION DEFAULT random(), at TIMESTAMPTZ DEFAULT now(), n BIGSERIAL,
+               m BIGINT DEFAULT nextval('events_m_seq'));
              CREATE PROCEDURE transfer(src BIGINT, dst BIGINT, amount BIGINT) AS $$
                UPDATE accounts SET balance = balance - $3 WHERE id = $1;
                UPDATE accounts SET balance = balance + $3 WHERE id = $2
@@ -572,7 +574,8 @@ impl<'a> CycleRun<'a> {
             .step_by(EVENT_RANGE as usize)
             .map(|lo| (lo as i64, (lo + EVENT_RANGE).min(issued) as i64))
             .collect();
-        let sql = "SELECT id, payload, u::text, r::text, at::text, n::text FROM events WHERE id >= $1 AND id < $2";
+        let sql =
+            "SELECT id, payload, u::text, r::text, at::text, n::text, m::text FROM events WHERE id >= $1 AND id < $2";
         let found: Vec<Result<EventRows, String>> = stream::iter(ranges)
             .map(|(lo, hi)| async move {
                 let params: [&(dyn ToSql + Sync); 2] = [&lo, &hi];
@@ -616,7 +619,7 @@ impl<'a> CycleRun<'a> {
                     && *acked != drawn
                 {
                     note(format!(
-                        "event {id} drew {acked:?} (uuid, random(), now(), its serial) when acknowledged and has {drawn:?} now"
+                        "event {id} drew {acked:?} (uuid, random(), now(), its serial, its own sequence) when acknowledged and has {drawn:?} now"
                     ));
                 }
             }

@@ -8,7 +8,8 @@
 //!
 //! - every event insert the server acknowledged is there with its payload and with the
 //!   values its column defaults drew (`gen_random_uuid()`, `random()`, `now()`, its
-//!   BIGSERIAL column's sequence, or for every other event an explicit `nextval()` of it)
+//!   BIGSERIAL column's sequence, or for every other event an explicit `nextval()` of it,
+//!   and `nextval()` of a sequence of its own, CREATE SEQUENCE's, stepping by 7)
 //!   as the insert's RETURNING answered them, and so is
 //!   every event found after an earlier restart; an event never acknowledged may or may
 //!   not be there (counted), but one found missing after a restart never comes back;

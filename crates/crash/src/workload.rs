@@ -64,13 +64,13 @@ pub(super) struct Events {
 }
 
 /// An event's values the server drew when it inserted it: uuid, random double, timestamp,
-/// serial, as text.
-pub(super) type Drawn = (String, String, String, String);
+/// serial, and the value of its own sequence (`events_m_seq`, CREATE SEQUENCE), as text.
+pub(super) type Drawn = [String; 5];
 
-/// An event's drawn values from a row of `id, payload, u::text, r::text, at::text, n::text`.
+/// An event's drawn values from a row of `id, payload, u::text, r::text, at::text, n::text,
+/// m::text`.
 pub(super) fn drawn_of(row: &tokio_postgres::Row, first: usize) -> Drawn {
-    let text = |i: usize| row.get::<_, Option<String>>(i).unwrap_or_default();
-    (text(first), text(first + 1), text(first + 2), text(first + 3))
+    std::array::from_fn(|k| row.get::<_, Option<String>>(first + k).unwrap_or_default())
 }
 
 pub(super) const ACKED: u8 = 1;
@@ -163,12 +163,12 @@ pub(super) async fn prepare(c: &Client) -> Result<Stmts, tokio_postgres::Error> 
     Ok(Stmts {
         transfer: c.prepare("CALL transfer($1, $2, $3)").await?,
         insert: c
-            .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text, n::text")
+            .prepare("INSERT INTO events (id, payload) VALUES ($1, $2) RETURNING u::text, r::text, at::text, n::text, m::text")
             .await?,
         insert_nextval: c
             .prepare(
                 "INSERT INTO events (id, payload, n) VALUES ($1, $2, nextval('events_n_seq')) \
-                 RETURNING u::text, r::text, at::text, n::text",
+                 RETURNING u::text, r::text, at::text, n::text, m::text",
             )
             .await?,
         read: c.prepare("SELECT balance, pad FROM accounts WHERE id = $1").await?,
