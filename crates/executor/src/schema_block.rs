@@ -44,7 +44,13 @@ pub struct SchemaDraft {
     /// The published schema the first change was planned against.
     base: Arc<SchemaState>,
     steps: Vec<DraftStep>,
+    /// The sequences the block created whose counters its runs have set (below their
+    /// START): set once, so that a later probe or the COMMIT, which apply the changes
+    /// again, keep what the block's statements drew or set since.
+    counters_set: CountersSet,
 }
+
+type CountersSet = Arc<Mutex<std::collections::HashSet<TableId>>>;
 
 /// One schema statement of a block.
 #[derive(Clone)]
@@ -110,9 +116,9 @@ impl Database {
     pub fn draft_ddl(&self, after: Option<&SchemaDraft>, at: usize, sql: &str) -> Result<SchemaDraft> {
         permafrost_sql::limits::with_stack_for(sql, || {
             let stmts = Self::parse_ddl(&[sql.to_string()])?;
-            let (base, mut steps) = match after {
-                Some(d) => (d.base.clone(), d.steps.clone()),
-                None => (self.shared().schema.load_full(), Vec::new()),
+            let (base, mut steps, counters_set) = match after {
+                Some(d) => (d.base.clone(), d.steps.clone(), d.counters_set.clone()),
+                None => (self.shared().schema.load_full(), Vec::new(), CountersSet::default()),
             };
             let mut catalog = match steps.last() {
                 Some(s) => (*s.catalog).clone(),
@@ -131,7 +137,11 @@ impl Database {
                 changes,
                 catalog: Arc::new(catalog),
             });
-            Ok(SchemaDraft { base, steps })
+            Ok(SchemaDraft {
+                base,
+                steps,
+                counters_set,
+            })
         })
     }
 
@@ -156,6 +166,7 @@ impl Database {
             shared: self.shared_arc(),
             partitions: self.partitions(),
             applied: Mutex::new(Applied::default()),
+            counters_set: draft.counters_set.clone(),
         }))
     }
 
@@ -211,6 +222,8 @@ pub(crate) struct SchemaRun {
     shared: Arc<Shared>,
     partitions: u32,
     applied: Mutex<Applied>,
+    /// [`SchemaDraft::counters_set`].
+    counters_set: CountersSet,
 }
 
 /// What a run has applied so far, and how to undo it.
@@ -290,10 +303,14 @@ impl SchemaSteps for SchemaRun {
                         continue;
                     }
                     DdlChange::CreateSequence(seq) => {
-                        // Its counter below its START (nobody else draws from it before the
-                        // block publishes it); a counter left by a block rolled back is
-                        // set again by the next sequence given its id.
-                        self.shared.sequences.set(seq.id, seq.before_start());
+                        // Its counter below its START, at the block's first run (nobody
+                        // else draws from it before the block publishes it); a counter left
+                        // by a block rolled back is set again by the next sequence given
+                        // its id.
+                        let first = self.counters_set.lock().map(|mut s| s.insert(seq.id)).unwrap_or(true);
+                        if first {
+                            self.shared.sequences.set(seq.id, seq.before_start());
+                        }
                         continue;
                     }
                     DdlChange::RewriteTable { schema, from } => {
