@@ -186,8 +186,9 @@ fn rewrite_copy_booleans(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::
 /// as Hibernate writes them); sqlparser only in the order of PostgreSQL's synopsis, so each
 /// such statement's options are put in that order first.
 fn reorder_sequence_options(sql: std::borrow::Cow<'_, str>) -> Result<std::borrow::Cow<'_, str>> {
-    let lower = sql.to_ascii_lowercase();
-    if !lower.contains("sequence") || !lower.contains("create") {
+    // (Most texts are not: told apart without copying them.)
+    let has = |word: &[u8]| sql.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    if !has(b"sequence") || !has(b"create") {
         return Ok(sql);
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, &sql)

@@ -78,12 +78,7 @@ pub(super) fn series(
         name: "generate_series".into(),
         ty: Some(ty),
     }];
-    if ordinality {
-        columns.push(ColumnInfo {
-            name: "ordinality".into(),
-            ty: Some(DataType::BigInt),
-        });
-    }
+    with_ordinality(&mut columns, ordinality);
     let tree = SetTree::Series {
         start,
         stop,
@@ -121,12 +116,7 @@ pub(super) fn unnest(
     if !b.init.is_empty() {
         return unsupported("a subquery in unnest");
     }
-    if ordinality {
-        columns.push(ColumnInfo {
-            name: "ordinality".into(),
-            ty: Some(DataType::BigInt),
-        });
-    }
+    with_ordinality(&mut columns, ordinality);
     let tree = SetTree::Unnest {
         arrays,
         ordinality,
@@ -198,4 +188,14 @@ pub(super) fn json_rows(
         columns: columns.clone().into(),
     };
     Ok((tree, columns))
+}
+
+/// `WITH ORDINALITY`'s column after a set function's own.
+fn with_ordinality(columns: &mut Vec<ColumnInfo>, ordinality: bool) {
+    if ordinality {
+        columns.push(ColumnInfo {
+            name: "ordinality".into(),
+            ty: Some(DataType::BigInt),
+        });
+    }
 }
