@@ -15,7 +15,7 @@ use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 use permafrost_anticache::{AntiCache, BlockIo, ReadDone, WriteDone};
 use permafrost_sql::{Catalog, Rows};
-use permafrost_types::DataType;
+use permafrost_types::{DataType, Value};
 
 use crate::config::Config;
 use crate::counters::PartitionStats;
@@ -125,6 +125,21 @@ impl ProcHandle {
     /// The `CREATE PROCEDURE` text of a SQL-defined procedure.
     pub fn source(&self) -> Option<&str> {
         self.proc.def.source.as_deref()
+    }
+
+    /// The statements of a SQL-defined procedure, in order (its arguments are `$1, $2,
+    /// ...` in them); `None` for one written in Rust, whose body only it can run.
+    pub fn sql_body(&self) -> Option<&[String]> {
+        self.proc
+            .def
+            .source
+            .as_ref()
+            .map(|_| self.proc.def.statements.as_slice())
+    }
+
+    /// A call's arguments converted to the declared types, as a call converts them.
+    pub fn coerce_args(&self, args: Vec<Value>) -> Result<Vec<Value>> {
+        self.proc.coerce(args)
     }
 
     /// Where its transactions run.

@@ -21,6 +21,14 @@ pub enum Error {
     DuplicateProcedure(String),
     #[error("procedure \"{name}\": {message}")]
     BadCall { name: String, message: String },
+    /// A call's argument is not a value of its declared type (its own SQLSTATE: 22P02,
+    /// 22003, ...).
+    #[error("procedure \"{name}\": argument \"{arg}\": {source}")]
+    BadArgument {
+        name: String,
+        arg: String,
+        source: permafrost_types::ValueError,
+    },
     #[error("invalid setting {setting}: {message}")]
     Config { setting: &'static str, message: String },
     #[error("procedure \"{name}\" panicked: {message}")]
@@ -65,6 +73,7 @@ impl Error {
             Error::UnknownProcedure(_) => "42883",
             Error::DuplicateProcedure(_) => "42723",
             Error::BadCall { .. } => "22023",
+            Error::BadArgument { source, .. } => source.sqlstate(),
             Error::Config { .. } => "22023",
             Error::ProcedurePanicked { .. } => "XX000",
             Error::TooManyRestarts { .. } => "40001",

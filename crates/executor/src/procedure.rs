@@ -464,9 +464,10 @@ impl Procedure {
             .into_iter()
             .zip(sig.iter())
             .map(|(v, (arg, ty))| {
-                v.coerce_to(ty).map_err(|e| Error::BadCall {
+                v.coerce_to(ty).map_err(|source| Error::BadArgument {
                     name: self.name.clone(),
-                    message: format!("argument \"{arg}\": {e}"),
+                    arg: arg.clone(),
+                    source,
                 })
             })
             .collect()

@@ -26,8 +26,9 @@
 //! partition (`permafrost_executor`'s schema_block.rs). A block of schema changes only is
 //! applied at COMMIT, all or none (`Database::execute_ddl_atomic`). A block that has
 //! written may not change the schema (0A000). COPY FROM STDIN inside a block is one of its
-//! statements, a bulk insert of its rows (`Backend::copy_in_block`). Not yet: CALL inside a
-//! transaction (0A000, the transaction aborts).
+//! statements, a bulk insert of its rows (`Backend::copy_in_block`); COPY TO is one of its
+//! queries (`Backend::copy_out_in_block`); a CALL of a SQL-defined procedure runs its
+//! statements as the block's (`Backend::call_in_block`).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -344,3 +344,61 @@ async fn schema_changes_in_a_block_are_seen_by_it_and_apply_at_commit_all_or_non
     let names = rows(&c, "SELECT relname FROM pg_class WHERE relkind = 'r' ORDER BY 1").await;
     assert_eq!(texts(&names), vec![vec!["a"], vec!["b"], vec!["c"]]);
 }
+
+/// The size functions psql's `\dt+`, `\di+` and `\l+` call: a table's rows and its
+/// indexes' share grow with its rows, the total is their sum, the database's the total of
+/// its tables', other forks are empty, and a missing name is 42P01.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn size_functions_count_the_engines_bytes() {
+    let (c, _s) = start().await;
+    c.batch_execute(SCHEMA).await.unwrap();
+    let empty = sizes(&c).await;
+    assert_eq!(empty, vec![0; 6]);
+    c.batch_execute("INSERT INTO users (name) SELECT 'user ' || g FROM generate_series(1, 2000) g")
+        .await
+        .unwrap();
+    let [table, indexes, total, one_index, database, vm] = sizes(&c).await[..] else {
+        panic!("six sizes")
+    };
+    assert!(table > 2000 * 8, "{table}");
+    assert!(
+        indexes > 0 && one_index * 2 == indexes - indexes % 2,
+        "{indexes} {one_index}"
+    );
+    assert_eq!(total, table + indexes);
+    assert_eq!(database, total);
+    assert_eq!(vm, 0);
+    let r = rows(
+        &c,
+        "SELECT pg_size_pretty(10485247), pg_size_pretty(pg_database_size('postgres') * 0 + 10240)",
+    )
+    .await;
+    assert_eq!(texts(&r), [["10239 kB", "10 kB"]]);
+    let e = c.simple_query("SELECT pg_table_size('nope')").await.unwrap_err();
+    assert_eq!(code(&e), "42P01", "{e}");
+    // psql's \dt+ and \l+ queries run.
+    let r = rows(
+        &c,
+        "SELECT d.datname, pg_catalog.pg_size_pretty(pg_catalog.pg_database_size(d.datname)), t.spcname \
+                      FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t ON d.dattablespace = t.oid",
+    )
+    .await;
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0][2].as_deref(), Some("pg_default"));
+}
+
+/// `\dt+`'s figures for `users`: its rows, its indexes, its total, one index's, the
+/// database's, and its `vm` fork.
+async fn sizes(c: &Client) -> Vec<i64> {
+    let r = rows(
+        c,
+        "SELECT pg_table_size('users'), pg_indexes_size('users'::regclass), \
+         pg_total_relation_size(c.oid), pg_relation_size('users_name'), \
+         pg_database_size(current_database()), pg_relation_size('users', 'vm') \
+         FROM pg_class c WHERE c.relname = 'users'",
+    )
+    .await;
+    r[0].iter()
+        .map(|v| v.as_deref().unwrap().parse::<i64>().unwrap())
+        .collect()
+}

@@ -434,3 +434,94 @@ async fn a_join_past_work_mem_in_a_block_commits_with_a_coarse_read_set() {
     check(&t.query(sql, &[]).await.unwrap());
     t.commit().await.unwrap();
 }
+
+/// A CALL inside a block runs the procedure's statements as the block's: a later query
+/// sees its writes, ROLLBACK undoes them, an error in it aborts the block, and the COMMIT
+/// checks what it read (a concurrent change to it fails the COMMIT with 40001). COPY TO
+/// inside a block reads the block's own writes, and the COMMIT checks what it wrote out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_and_copy_to_run_inside_a_block() {
+    let s = common::server().await;
+    let (mut a, _) = connect(s.port).await;
+    let (b, _) = connect(s.port).await;
+    setup(&a).await;
+    a.batch_execute(
+        "CREATE PROCEDURE move(src bigint, dst bigint, amount bigint) AS $$ \
+         UPDATE acct SET bal = bal - $3 WHERE id = $1; \
+         UPDATE acct SET bal = bal + $3 WHERE id = $2; \
+         SELECT bal FROM acct WHERE id = $2 $$",
+    )
+    .await
+    .unwrap();
+
+    // Seen by the block, undone by its ROLLBACK.
+    let t = a.transaction().await.unwrap();
+    let row = t
+        .query_one("CALL move($1, $2, $3)", &[&0i64, &1i64, &30i64])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 130);
+    assert_eq!(
+        t.query_one("SELECT bal FROM acct WHERE id = 0", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0),
+        70
+    );
+    t.rollback().await.unwrap();
+    assert_eq!(balance(&a, 0).await, 100);
+
+    // Committed with the block's other statements.
+    let t = a.transaction().await.unwrap();
+    t.execute("CALL move(2, 3, 5)", &[]).await.unwrap();
+    t.execute("UPDATE acct SET bal = bal + 1 WHERE id = 4", &[])
+        .await
+        .unwrap();
+    t.commit().await.unwrap();
+    assert_eq!(
+        (balance(&a, 2).await, balance(&a, 3).await, balance(&a, 4).await),
+        (95, 105, 101)
+    );
+
+    // An error inside the procedure aborts the block.
+    a.batch_execute("BEGIN").await.unwrap();
+    let e = a.simple_query("CALL move(5, 6, 'x')").await.unwrap_err();
+    assert_eq!(common::code(&e), "22P02", "{e}");
+    let e = a.simple_query("SELECT 1").await.unwrap_err();
+    assert_eq!(common::code(&e), "25P02", "{e}");
+    a.batch_execute("ROLLBACK").await.unwrap();
+
+    // What the CALL read, changed before the COMMIT: 40001.
+    let t = a.transaction().await.unwrap();
+    t.execute("CALL move(6, 7, 10)", &[]).await.unwrap();
+    b.execute("UPDATE acct SET bal = 0 WHERE id = 7", &[]).await.unwrap();
+    let e = t.commit().await.unwrap_err();
+    assert_eq!(common::code(&e), "40001", "{e}");
+    assert_eq!((balance(&a, 6).await, balance(&a, 7).await), (100, 0));
+
+    // COPY TO sees the block's write; what it wrote out, changed before the COMMIT: 40001.
+    let t = a.transaction().await.unwrap();
+    t.execute("UPDATE acct SET bal = 1 WHERE id = 0", &[]).await.unwrap();
+    assert_eq!(
+        copied(&t, "COPY (SELECT id, bal FROM acct WHERE id < 2 ORDER BY id) TO STDOUT").await,
+        "0\t1\n1\t100\n"
+    );
+    b.execute("UPDATE acct SET bal = 2 WHERE id = 1", &[]).await.unwrap();
+    let e = t.commit().await.unwrap_err();
+    assert_eq!(common::code(&e), "40001", "{e}");
+    let t = a.transaction().await.unwrap();
+    assert_eq!(
+        copied(&t, "COPY (SELECT id, bal FROM acct WHERE id < 2 ORDER BY id) TO STDOUT").await,
+        "0\t100\n1\t2\n"
+    );
+    t.execute("UPDATE acct SET bal = 3 WHERE id = 0", &[]).await.unwrap();
+    t.commit().await.unwrap();
+    assert_eq!(balance(&a, 0).await, 3);
+}
+
+/// What a COPY TO writes, as text.
+async fn copied(t: &tokio_postgres::Transaction<'_>, sql: &str) -> String {
+    let out = t.copy_out(sql).await.unwrap();
+    let chunks: Vec<bytes::Bytes> = futures::TryStreamExt::try_collect(out).await.unwrap();
+    String::from_utf8(chunks.concat()).unwrap()
+}

@@ -612,15 +612,22 @@ pub(crate) fn classify_in(
         _ => {}
     }
     let prepared = permafrost_sql::prepare_statement(catalog, stmt, sql).map_err(|e| sql_error_in(e, sql))?;
-    let d = DmlCommand {
-        params: param_types(&prepared),
+    Ok(Command::Dml(Arc::new(dml_command(
+        db.ad_hoc_in(catalog.clone(), prepared),
+    ))))
+}
+
+/// A planned query or write as the connection runs it.
+pub(crate) fn dml_command(stmt: AdHoc) -> DmlCommand {
+    let prepared = stmt.prepared();
+    DmlCommand {
+        params: param_types(prepared),
         columns: columns_of(prepared.columns()),
         kind: prepared.result_kind(),
         read_only: prepared.is_read_only(),
         reads_clock: mentions_clock(&prepared.sql),
-        stmt: db.ad_hoc_in(catalog.clone(), prepared),
-    };
-    Ok(Command::Dml(Arc::new(d)))
+        stmt,
+    }
 }
 
 /// Whether a statement's text may read the clock (`now()` and its kin), whose value inside

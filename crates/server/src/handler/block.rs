@@ -175,6 +175,33 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
+        let started = Instant::now();
+        let r = self
+            .probe_rows(d, params, cancel, cell)
+            .await
+            .and_then(|(rows, watch)| respond(rows, &d.columns, Some(d.kind), format, watch, self.db.statement_pool()));
+        self.metrics.record(
+            if d.read_only {
+                StatementClass::Query
+            } else {
+                StatementClass::Write
+            },
+            started.elapsed(),
+            outcome_of(&r),
+        );
+        r
+    }
+
+    /// [`Backend::probe`]'s statement run and kept in the block: its rows (a rest
+    /// streamed after them completes the fingerprint the COMMIT checks) and what stops
+    /// that rest.
+    async fn probe_rows(
+        &self,
+        d: &Arc<crate::command::DmlCommand>,
+        params: Vec<Value>,
+        cancel: Option<&CancelToken>,
+        cell: &Arc<txn::Cell>,
+    ) -> PgWireResult<(Rows, Option<(StopFlag, Option<(CancelToken, Instant)>)>)> {
         let (block, wrote, read_only, n, draft) = match &*txn::lock(cell) {
             txn::State::Open(o) => (o.id, o.wrote(), o.read_only, o.statements.len(), o.draft().cloned()),
             _ => return Err(txn::aborted()),
@@ -227,7 +254,7 @@ impl Backend {
             Some(r) => r,
             None => self.probe_block(&d.stmt, params.clone(), cancel, cell).await,
         };
-        let r = rows.and_then(|mut rows| {
+        rows.map(|mut rows| {
             // And after it: what a COMMIT placed earlier knows of when it read.
             let done = self.db.write_clock();
             let rest = rows.take_rest();
@@ -245,18 +272,126 @@ impl Backend {
                 }));
             }
             let watch = stop.map(|s| (s, cancel.map(|c| (c.clone(), started))));
-            respond(rows, &d.columns, Some(d.kind), format, watch, self.db.statement_pool())
-        });
-        self.metrics.record(
-            if d.read_only {
-                StatementClass::Query
-            } else {
-                StatementClass::Write
-            },
-            started.elapsed(),
-            outcome_of(&r),
-        );
+            (rows, watch)
+        })
+    }
+
+    /// `COPY ... TO STDOUT` inside the connection's open block: its query as a statement
+    /// of the block (what it wrote is what the COMMIT checks), written as COPY writes it.
+    pub(super) async fn copy_out_in_block(
+        &self,
+        c: &Arc<crate::copy::CopyOut>,
+        params: Vec<Value>,
+        cancel: Option<&CancelToken>,
+        cell: &Arc<txn::Cell>,
+    ) -> PgWireResult<Response> {
+        if block_draft(cell).is_some() {
+            // (Planned against the schema before the block's changes.)
+            return Err(client_error(
+                "0A000",
+                "COPY TO after a schema change in the same transaction block is not supported: COPY in a block of its own",
+            ));
+        }
+        let started = Instant::now();
+        let d = Arc::new(crate::command::classify::dml_command(c.stmt.clone()));
+        let r = match self.probe_rows(&d, params, cancel, cell).await {
+            Ok((rows, watch)) => {
+                let stop = watch.unwrap_or_else(|| (crate::session::stop_flag(cancel, true), None));
+                respond_copy_out(rows, c, stop, self.db.statement_pool())
+            }
+            Err(e) => Err(e),
+        };
+        self.metrics
+            .record(StatementClass::Query, started.elapsed(), outcome_of(&r));
         r
+    }
+
+    /// `CALL` of a SQL-defined procedure inside the connection's open block: its
+    /// statements, with the call's arguments, as statements of the block (each a probe
+    /// now, all run again at COMMIT), answered with the last one's rows as a CALL. One
+    /// written in Rust runs only as a transaction of its own (0A000).
+    pub(super) async fn call_in_block(
+        &self,
+        c: &crate::command::CallCommand,
+        h: &permafrost_executor::ProcHandle,
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &Arc<txn::Cell>,
+    ) -> PgWireResult<Response> {
+        let Some(body) = h.sql_body() else {
+            return Err(crate::error::client_error_explained(
+                "0A000",
+                format!(
+                    "procedure \"{}\" is written in Rust: it cannot run inside a transaction block",
+                    h.name()
+                ),
+                None,
+                Some("CALL it outside BEGIN ... COMMIT, where it is a transaction of its own.".into()),
+            ));
+        };
+        let started = Instant::now();
+        let r = self.call_body(c, h, body, params, format, cancel, cell).await;
+        self.metrics
+            .record(StatementClass::Call, started.elapsed(), outcome_of(&r));
+        r
+    }
+
+    /// [`Backend::call_in_block`]'s statements, `body`.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_body(
+        &self,
+        c: &crate::command::CallCommand,
+        h: &permafrost_executor::ProcHandle,
+        body: &[String],
+        params: Vec<Value>,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+        cell: &Arc<txn::Cell>,
+    ) -> PgWireResult<Response> {
+        let args = h.coerce_args(c.bind_args(&params)?).map_err(db_error)?;
+        let catalog = block_draft(cell).map_or_else(|| self.db.catalog(), |d| d.catalog().clone());
+        let mut last = Rows::default();
+        for (i, sql) in body.iter().enumerate() {
+            let stmt = permafrost_sql::parse::parse_statement(sql).map_err(crate::error::sql_error)?;
+            let Command::Dml(d) = crate::command::classify::classify_in(&self.db, &catalog, &stmt, sql)? else {
+                return Err(client_error(
+                    "XX000",
+                    format!(
+                        "internal error: statement {} of procedure \"{}\" is not a query or write",
+                        i + 1,
+                        h.name()
+                    ),
+                ));
+            };
+            // Each statement takes the arguments up to the highest `$n` it uses, as its
+            // own planning typed them.
+            let types = d.stmt.prepared().param_types();
+            let mut bound = Vec::with_capacity(types.len());
+            for (v, ty) in args.iter().zip(types.iter()) {
+                bound.push(match ty {
+                    Some(ty) => v.clone().coerce_to(ty).map_err(|e| crate::error::sql_error(e.into()))?,
+                    None => v.clone(),
+                });
+            }
+            let (mut rows, _) = self.probe_rows(&d, bound, cancel, cell).await?;
+            if i + 1 < body.len() {
+                // What an earlier statement returns is not shown: read to its end, so
+                // that the fingerprint the COMMIT checks is complete.
+                if let Some(mut rest) = rows.take_rest() {
+                    tokio::task::spawn_blocking(move || {
+                        while rest.next_rows()?.is_some() {}
+                        Ok::<_, permafrost_sql::SqlError>(())
+                    })
+                    .await
+                    .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
+                    .map_err(crate::error::sql_error)?;
+                }
+            } else {
+                last = rows;
+            }
+        }
+        respond(last, &c.columns, None, format, None, self.db.statement_pool())
     }
 
     /// Statement `d` planned against `draft` (the schema the open block's changes lead

@@ -59,11 +59,16 @@ impl Backend {
                     None => self.probe(d, params, format, cancel, &cell).await,
                 },
                 Command::Version | Command::Stats => self.run(cmd, params, format, cancel).await,
+                Command::CopyOut(c) => self.copy_out_in_block(c, params, cancel, &cell).await,
+                Command::Call(c) => match &c.target {
+                    CallTarget::Procedure(h) => self.call_in_block(c, h, params, format, cancel, &cell).await,
+                    // The built-ins read or move no rows of the block's.
+                    CallTarget::Builtin(_) => self.run(cmd, params, format, cancel).await,
+                },
                 _ => Err(client_error(
                     "0A000",
-                    "only queries, INSERT, UPDATE, DELETE, COPY FROM STDIN, schema changes, SET and SHOW may run \
-                     inside a transaction block (CALL, COPY TO, CREATE PROCEDURE and CHECKPOINT run outside \
-                     BEGIN ... COMMIT)",
+                    "only queries, INSERT, UPDATE, DELETE, CALL, COPY, schema changes, SET and SHOW may run \
+                     inside a transaction block (CREATE PROCEDURE and CHECKPOINT run outside BEGIN ... COMMIT)",
                 )),
             },
         };

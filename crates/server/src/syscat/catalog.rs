@@ -180,6 +180,7 @@ fn type_database_and_roles(db: &str, session: &SessionInfo) -> [Relation; 3] {
         ("datconnlimit", i(-1)),
         ("datcollate", s("C")),
         ("datctype", s("C")),
+        ("dattablespace", i(1663)),
         ("datacl", NULL),
     ]);
     let mut roles = rel("pg_roles");

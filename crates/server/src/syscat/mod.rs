@@ -23,6 +23,7 @@ mod limits;
 mod names;
 mod pg_columns;
 pub mod relations;
+mod sizes;
 
 pub use relations::SessionInfo;
 mod tables;
@@ -238,6 +239,8 @@ struct Built {
     conn: Connection,
     /// The budget of the query it runs ([`limits`]), which its functions build under.
     budget: Arc<limits::QueryBudget>,
+    /// The engine's sizes its size functions read, taken for a query that calls them.
+    sizes: Arc<sizes::Sizes>,
 }
 
 /// The most a catalog query's rows may take (they are held whole before they are sent).
@@ -283,7 +286,8 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
     let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
     let sequences: Vec<_> = catalog.sequences().map(|s| &**s).collect();
     let budget = Arc::new(limits::QueryBudget::default());
-    let conn = build_db((&tables, &sequences), &procedures, session, &budget)?;
+    let sizes = Arc::new(sizes::Sizes::default());
+    let conn = build_db((&tables, &sequences), &procedures, session, &budget, &sizes)?;
     Ok(Built {
         catalog: catalog.clone(),
         procedures,
@@ -291,6 +295,7 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
         database: session.database.clone(),
         conn,
         budget,
+        sizes,
     })
 }
 
@@ -322,6 +327,7 @@ fn build_db(
     procedures: &relations::Procedures,
     session: &SessionInfo,
     budget: &Arc<limits::QueryBudget>,
+    sizes: &Arc<sizes::Sizes>,
 ) -> PgWireResult<Connection> {
     let (rels, objects) = catalog::build(tables, procedures, session);
     let conn = Connection::open_in_memory().map_err(error_of)?;
@@ -350,6 +356,7 @@ fn build_db(
     let objects = Arc::new(objects);
     functions::define(&conn, &objects, session, budget).map_err(error_of)?;
     limits::define_array_agg(&conn, budget).map_err(error_of)?;
+    sizes::define(&conn, sizes).map_err(error_of)?;
     rusqlite::vtab::series::load_module(&conn).map_err(error_of)?;
     Ok(conn)
 }
@@ -432,6 +439,12 @@ pub fn run(
         .budget
         .set(&built.conn, db.statement_memory(), db.statement_pool().clone())
         .map_err(error_of)?;
+    if sizes::Sizes::wanted(&q.sql)
+        && let Err(e) = built.sizes.fill(db, &built.conn)
+    {
+        checkin(built);
+        return Err(client_error(e.0, e.1));
+    }
     let r = query(&mut built.conn, &built.budget, q, params, stopped);
     // (A query stopped half-way leaves the database as it was: it only reads.)
     let _ = built.conn.progress_handler(0, None::<fn() -> bool>);
