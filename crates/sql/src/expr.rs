@@ -784,7 +784,11 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     max: step.max,
                 });
             }
-            draws.setval(table, if called { v } else { v.saturating_sub(step.increment) })?;
+            if called {
+                draws.setval(table, v, Some(v))?;
+            } else {
+                draws.setval(table, v.saturating_sub(step.increment), None)?;
+            }
             Value::Int(v)
         }
         Func::GenRandomUuid => {

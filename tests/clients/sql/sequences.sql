@@ -77,6 +77,18 @@ BEGIN READ ONLY;
 SELECT currval('c2'), lastval();
 COMMIT;
 SELECT currval('nosuch');
+-- setval(s, v) makes v the session's currval (not its lastval); setval(s, v, false) not.
+SELECT setval('c1', 50), currval('c1'), lastval();
+SELECT currval('c1');
+SELECT setval('c1', 60, false), currval('c1');
+SELECT nextval('c1'), setval('c1', 70), currval('c1');
+SELECT currval('c1'), lastval();
+BEGIN;
+SELECT setval('c2', 500);
+SELECT currval('c2');
+INSERT INTO refs VALUES (6, currval('c2'));
+COMMIT;
+SELECT item FROM refs WHERE id = 6;
 DROP TABLE refs;
 DROP TABLE items;
 DROP SEQUENCE c1, c2;

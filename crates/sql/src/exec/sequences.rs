@@ -129,13 +129,27 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
 
     fn currval(&self, table: Option<TableId>, name: &str) -> Result<i64> {
         let mut d = self.borrow_mut();
-        // Drawn earlier in the transaction.
-        let drawn = d
-            .taken
-            .iter()
-            .rev()
-            .find(|(t, _)| t & (SET_MARK | READ_MARK) == 0 && table.is_none_or(|x| x == *t));
-        if let Some(&(_, v)) = drawn {
+        // Drawn (or, for currval, set by `setval(s, v)`) earlier in the transaction.
+        // (lastval(): the sequence drawn from last, and its value now.)
+        let of = table.or_else(|| {
+            d.taken
+                .iter()
+                .rev()
+                .find(|(t, _)| t & (SET_MARK | READ_MARK) == 0)
+                .map(|e| e.0)
+        });
+        let drawn = of.and_then(|x| {
+            d.taken.iter().enumerate().rev().find_map(|(i, &(t, v))| {
+                if t == x {
+                    Some(v)
+                } else if t == x | SET_MARK {
+                    d.currents.iter().find(|c| c.0 == i).map(|c| c.1)
+                } else {
+                    None
+                }
+            })
+        });
+        if let Some(v) = drawn {
             return Ok(v);
         }
         let entry = table.map_or(LASTVAL, |t| t | READ_MARK);
@@ -164,13 +178,17 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
     /// Sets the counter (not undone by a rollback, as in PostgreSQL) and notes it among
     /// the values taken, marked ([`SET_MARK`]); a statement that runs again with its
     /// values given (replay, a block's COMMIT) leaves the counter to whoever set it first.
-    fn setval(&self, table: TableId, last: i64) -> Result<()> {
+    fn setval(&self, table: TableId, last: i64, current: Option<i64>) -> Result<()> {
         let mut d = self.borrow_mut();
         let counters = d
             .counters
             .ok_or_else(|| SqlError::Unsupported("setval() where no value may be set".into()))?;
         if d.take_given(table | SET_MARK).is_none() {
             counters.set(table, last);
+        }
+        if let Some(v) = current {
+            let at = d.taken.len();
+            d.currents.push((at, v));
         }
         d.taken.push((table | SET_MARK, last));
         Ok(())
@@ -188,7 +206,7 @@ pub struct SessionSequences {
 #[derive(Debug, Default)]
 struct SessionValues {
     by_sequence: HashMap<TableId, i64>,
-    last: Option<(TableId, i64)>,
+    last: Option<TableId>,
 }
 
 impl SessionSequences {
@@ -201,21 +219,35 @@ impl SessionSequences {
         self.lock().by_sequence.get(&table).copied()
     }
 
-    /// The sequence the session drew from last, and the value it gave.
+    /// The sequence the session drew from last, and its value for the session now (what
+    /// it drew, or a later `setval()` set).
     pub fn last(&self) -> Option<(TableId, i64)> {
-        self.lock().last
+        let v = self.lock();
+        let t = v.last?;
+        v.by_sequence.get(&t).map(|&x| (t, x))
     }
 
-    /// Notes the values a statement drew (marked entries are not draws), in order.
-    pub fn note(&self, taken: &[(TableId, i64)]) {
-        let mut drawn = taken.iter().filter(|(t, _)| t & (SET_MARK | READ_MARK) == 0).peekable();
+    /// Notes the values a statement drew (marked entries are not draws), in order, and
+    /// those `setval(s, v)` made the session's current ones (`currents`: where in `taken`,
+    /// and the value).
+    pub fn note(&self, taken: &[(TableId, i64)], currents: &[(usize, i64)]) {
+        // (Draws, and setval() entries: not the reads of currval() and lastval().)
+        let mut drawn = taken
+            .iter()
+            .enumerate()
+            .filter(|(_, (t, _))| t & READ_MARK == 0)
+            .peekable();
         if drawn.peek().is_none() {
             return;
         }
         let mut v = self.lock();
-        for &(t, x) in drawn {
-            v.by_sequence.insert(t, x);
-            v.last = Some((t, x));
+        for (i, &(t, x)) in drawn {
+            if t & SET_MARK == 0 {
+                v.by_sequence.insert(t, x);
+                v.last = Some(t);
+            } else if let Some(&(_, cur)) = currents.iter().find(|c| c.0 == i) {
+                v.by_sequence.insert(t & !SET_MARK, cur);
+            }
         }
     }
 }
@@ -279,6 +311,10 @@ pub struct Draws<'a> {
     /// What `currval()` and `lastval()` read, and where the values drawn are noted: the
     /// session's, for a statement a client sent.
     pub session: Option<Arc<SessionSequences>>,
+    /// The `setval(s, v)` calls (not `setval(s, v, false)`) among `taken`: where, and the
+    /// `v` that becomes the session's `currval(s)`. Not logged: no later transaction's
+    /// values depend on a session's.
+    pub currents: Vec<(usize, i64)>,
 }
 
 impl<'a> Draws<'a> {
@@ -403,7 +439,7 @@ impl<'a> Draws<'a> {
     /// Notes the values the transaction drew in its session ([`SessionSequences`]).
     pub fn note_session(&self) {
         if let Some(s) = &self.session {
-            s.note(&self.taken);
+            s.note(&self.taken, &self.currents);
         }
     }
 
