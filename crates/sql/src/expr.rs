@@ -784,11 +784,8 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                     max: step.max,
                 });
             }
-            if called {
-                draws.setval(table, v, Some(v))?;
-            } else {
-                draws.setval(table, v.saturating_sub(step.increment), None)?;
-            }
+            let last = if called { v } else { v.saturating_sub(step.increment) };
+            draws.setval(table, last, called)?;
             Value::Int(v)
         }
         Func::GenRandomUuid => {

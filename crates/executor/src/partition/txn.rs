@@ -264,7 +264,7 @@ fn took_sequences(env: &mut Env<'_, '_>, mut rows: Rows, probe: bool) -> std::re
         }
     }
     rows.draws = std::mem::take(&mut draws.taken);
-    draws.currents.clear();
+    draws.called.clear();
     if probe {
         // What its last statement, the one probed, took (the block keeps them).
         rows.draws.drain(..draws.statement_start.min(rows.draws.len()));

@@ -18,7 +18,7 @@
 //! relation that is not a table or index (a sequence, a catalog) has none, and an oid
 //! that names nothing is NULL, as in PostgreSQL.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use permafrost_executor::Database;
@@ -39,7 +39,7 @@ struct Figures {
     /// Indexes: their share of their table's index bytes.
     indexes: HashMap<i64, i64>,
     /// Every other relation the catalog knows (sizes 0).
-    others: Vec<i64>,
+    others: HashSet<i64>,
     /// Every relation's oid by name (a relation given by name, `pg_table_size('t')`).
     names: HashMap<String, i64>,
     database: i64,
@@ -56,7 +56,7 @@ impl Sizes {
         let stats = db.table_stats().map_err(|e| PgError(e.sqlstate(), e.to_string()))?;
         let sql_error = |e: rusqlite::Error| PgError("XX000", format!("internal error: {e}"));
         let mut oids: HashMap<String, i64> = HashMap::new();
-        let mut others = Vec::new();
+        let mut others = HashSet::new();
         let mut names = HashMap::new();
         {
             let mut st = conn
@@ -73,7 +73,7 @@ impl Sizes {
                 if kind == "r" {
                     oids.insert(name, oid);
                 } else if kind != "i" {
-                    others.push(oid);
+                    others.insert(oid);
                 }
             }
         }

@@ -139,15 +139,12 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
                 .map(|e| e.0)
         });
         let drawn = of.and_then(|x| {
-            d.taken.iter().enumerate().rev().find_map(|(i, &(t, v))| {
-                if t == x {
-                    Some(v)
-                } else if t == x | SET_MARK {
-                    d.currents.iter().find(|c| c.0 == i).map(|c| c.1)
-                } else {
-                    None
-                }
-            })
+            d.taken
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|&(i, &(t, _))| t == x || (t == x | SET_MARK && d.called.contains(&i)))
+                .map(|(_, &(_, v))| v)
         });
         if let Some(v) = drawn {
             return Ok(v);
@@ -178,7 +175,7 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
     /// Sets the counter (not undone by a rollback, as in PostgreSQL) and notes it among
     /// the values taken, marked ([`SET_MARK`]); a statement that runs again with its
     /// values given (replay, a block's COMMIT) leaves the counter to whoever set it first.
-    fn setval(&self, table: TableId, last: i64, current: Option<i64>) -> Result<()> {
+    fn setval(&self, table: TableId, last: i64, called: bool) -> Result<()> {
         let mut d = self.borrow_mut();
         let counters = d
             .counters
@@ -186,9 +183,9 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
         if d.take_given(table | SET_MARK).is_none() {
             counters.set(table, last);
         }
-        if let Some(v) = current {
+        if called {
             let at = d.taken.len();
-            d.currents.push((at, v));
+            d.called.push(at);
         }
         d.taken.push((table | SET_MARK, last));
         Ok(())
@@ -228,9 +225,8 @@ impl SessionSequences {
     }
 
     /// Notes the values a statement drew (marked entries are not draws), in order, and
-    /// those `setval(s, v)` made the session's current ones (`currents`: where in `taken`,
-    /// and the value).
-    pub fn note(&self, taken: &[(TableId, i64)], currents: &[(usize, i64)]) {
+    /// those `setval(s, v)` made the session's current ones (`called`: where in `taken`).
+    pub fn note(&self, taken: &[(TableId, i64)], called: &[usize]) {
         // (Draws, and setval() entries: not the reads of currval() and lastval().)
         let mut drawn = taken
             .iter()
@@ -245,8 +241,8 @@ impl SessionSequences {
             if t & SET_MARK == 0 {
                 v.by_sequence.insert(t, x);
                 v.last = Some(t);
-            } else if let Some(&(_, cur)) = currents.iter().find(|c| c.0 == i) {
-                v.by_sequence.insert(t & !SET_MARK, cur);
+            } else if called.contains(&i) {
+                v.by_sequence.insert(t & !SET_MARK, x);
             }
         }
     }
@@ -311,10 +307,10 @@ pub struct Draws<'a> {
     /// What `currval()` and `lastval()` read, and where the values drawn are noted: the
     /// session's, for a statement a client sent.
     pub session: Option<Arc<SessionSequences>>,
-    /// The `setval(s, v)` calls (not `setval(s, v, false)`) among `taken`: where, and the
-    /// `v` that becomes the session's `currval(s)`. Not logged: no later transaction's
-    /// values depend on a session's.
-    pub currents: Vec<(usize, i64)>,
+    /// Where in `taken` the `setval(s, v)` calls are (not `setval(s, v, false)`): their
+    /// `v`, the value set, becomes the session's `currval(s)`. Not logged: no later
+    /// transaction's values depend on a session's.
+    pub called: Vec<usize>,
 }
 
 impl<'a> Draws<'a> {
@@ -439,7 +435,7 @@ impl<'a> Draws<'a> {
     /// Notes the values the transaction drew in its session ([`SessionSequences`]).
     pub fn note_session(&self) {
         if let Some(s) = &self.session {
-            s.note(&self.taken, &self.currents);
+            s.note(&self.taken, &self.called);
         }
     }
 

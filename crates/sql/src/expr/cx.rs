@@ -79,10 +79,10 @@ pub trait DrawSource {
     /// `currval(table)` (`name` for messages), or `lastval()` for `None`: the value drawn
     /// last in the transaction, else in the session (55000 if none).
     fn currval(&self, table: Option<permafrost_storage::TableId>, name: &str) -> crate::error::Result<i64>;
-    /// Makes `last` the sequence's last value handed out; `current`, when given
-    /// (`setval(s, v)`, `setval(s, v, true)`), becomes the session's `currval(s)` (not its
-    /// `lastval()`), as in PostgreSQL.
-    fn setval(&self, table: permafrost_storage::TableId, last: i64, current: Option<i64>) -> crate::error::Result<()>;
+    /// Makes `last` the sequence's last value handed out; when `called` (`setval(s, v)`,
+    /// `setval(s, v, true)`: `last` is `v`), it becomes the session's `currval(s)` too, as
+    /// in PostgreSQL.
+    fn setval(&self, table: permafrost_storage::TableId, last: i64, called: bool) -> crate::error::Result<()>;
 }
 
 /// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one
