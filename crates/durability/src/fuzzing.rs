@@ -77,6 +77,7 @@ mod tests {
 
     fn valid_record() -> Vec<u8> {
         let rec = TxnRecord {
+            zone: None,
             draws: None,
             partitions: vec![0, 3],
             now: 1_700_000_000_000_000,

@@ -26,6 +26,7 @@ use common::append_chunk_wait;
 
 fn call(thread: i64, seq: i64) -> TxnRecord {
     TxnRecord {
+        zone: None,
         draws: None,
         partitions: vec![thread as u32 % 4],
         now: 1_700_000_000_000_000 + seq,
@@ -39,6 +40,7 @@ fn call(thread: i64, seq: i64) -> TxnRecord {
 
 fn big(seq: i64, bytes: usize) -> TxnRecord {
     TxnRecord {
+        zone: None,
         draws: None,
         partitions: vec![0, 1],
         now: seq,
@@ -1000,6 +1002,7 @@ fn txn_record() -> impl Strategy<Value = TxnRecord> {
         request,
     )
         .prop_map(|(p, now, seed, request)| TxnRecord {
+            zone: None,
             draws: None,
             partitions: p.into_iter().collect(),
             now,

@@ -22,6 +22,7 @@ use permafrost_types::Value;
 
 fn rec(i: i64) -> TxnRecord {
     TxnRecord {
+        zone: None,
         draws: None,
         partitions: vec![i as u32 % 3],
         now: 1_700_000_000_000_000 + i,
@@ -35,6 +36,7 @@ fn rec(i: i64) -> TxnRecord {
 
 fn big(i: i64) -> TxnRecord {
     TxnRecord {
+        zone: None,
         draws: None,
         partitions: vec![0],
         now: i,

@@ -16,6 +16,7 @@ use common::append_chunk_wait;
 
 fn record(seq: i64, bytes: usize) -> TxnRecord {
     TxnRecord {
+        zone: None,
         draws: None,
         partitions: vec![0, 1],
         now: seq,
@@ -185,7 +186,7 @@ fn streamed(params: &Arc<[Value]>) -> permafrost_durability::StreamedCall {
         "INSERT INTO t VALUES ($1, $2, $3, $4)",
         params.clone(),
         &[0, 1, 2],
-        (42, 7),
+        (42, 7, Some("Europe/Paris")),
         DRAWS,
     )
 }
@@ -215,8 +216,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         "INSERT INTO t VALUES ($1, $2, $3, $4)",
         &params,
         &[0, 1, 2],
-        42,
-        7,
+        (42, 7, Some("Europe/Paris")),
         DRAWS,
         &mut whole,
     );
@@ -252,6 +252,7 @@ fn a_streamed_call_reads_back_as_the_call_it_records() {
         assert_eq!(back.len() as u64, n + 3);
         assert!(same(&back[n as usize].1, &record(5, 10)));
         let want = TxnRecord {
+            zone: Some("Europe/Paris".into()),
             draws: Some(DRAWS.to_vec()),
             partitions: vec![0, 1, 2],
             now: 42,

@@ -224,6 +224,7 @@ pub(crate) fn move_write(
     let fixed = Replayed {
         now: proc.fixed_now().unwrap_or(info.now),
         seed: info.seed,
+        zone: info.zone.clone(),
         draws: crate::procedure::Given::Nothing,
     };
     if !take_turn(shared) {

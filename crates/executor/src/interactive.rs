@@ -578,6 +578,8 @@ impl Database {
         // writes pinned elsewhere cannot change what it gives either.
         let home = home_partition(now, partitions);
         let shared = self.shared();
+        // (A key read from text as a timestamptz is read in the statement's zone.)
+        let _zone = permafrost_types::zone::SessionZone::set(stop.zone());
         let pinned = match route(shared, next.stmt.prepared(), &next.params, true, &[]) {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
@@ -797,6 +799,8 @@ impl Database {
         }
         let catalog = self.catalog();
         let partitions = self.shared().config.partitions;
+        // (Keys read from text as timestamptz values are read in the statements' zone.)
+        let _zone = permafrost_types::zone::SessionZone::set(stop.zone());
         let mut prepared = Vec::with_capacity(statements.len());
         let mut expected = Vec::with_capacity(statements.len());
         let mut counts = Vec::with_capacity(statements.len());

@@ -209,6 +209,8 @@ pub(crate) trait SchemaSteps: Send + Sync {
 pub(crate) struct Replayed {
     pub now: i64,
     pub seed: u64,
+    /// The session TimeZone it ran in (its record's); `None`: UTC.
+    pub zone: Option<permafrost_types::zone::Zone>,
     /// The sequence values it took (permafrost_sql::exec::sequences).
     pub draws: Given,
 }

@@ -330,6 +330,8 @@ struct Replayer<'a> {
     /// How many sequence values the last replayed transaction took (a block's parts take
     /// the record's values one after the other).
     last_taken: usize,
+    /// The time zone of the last record that named one.
+    zone: Option<permafrost_types::zone::Zone>,
 }
 
 impl<'a> Replayer<'a> {
@@ -347,6 +349,7 @@ impl<'a> Replayer<'a> {
             pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
             last_proc: None,
             last_taken: 0,
+            zone: None,
         }
     }
 
@@ -362,9 +365,26 @@ impl<'a> Replayer<'a> {
     }
 
     fn replay_record(&mut self, lsn: u64, rec: TxnRecord) -> Result<()> {
+        // The session TimeZone its statements ran in (a zone this build does not know
+        // stops recovery: run in another, they could give other values than they gave).
+        let zone = match &rec.zone {
+            Some(name) if self.zone.as_ref().is_some_and(|z| z.name() == name) => self.zone.clone(),
+            Some(name) => {
+                let zone = permafrost_types::zone::Zone::named(name).ok_or_else(|| {
+                    Error::Recovery(format!(
+                        "record {lsn}: its statements ran in the time zone \"{name}\", which this build does not know"
+                    ))
+                })?;
+                // (Kept for the records after it, which a session's usually share.)
+                self.zone = Some(zone.clone());
+                Some(zone)
+            }
+            None => None,
+        };
         let replay = Some(Replayed {
             now: rec.now,
             seed: rec.seed,
+            zone,
             draws: match rec.draws {
                 Some(d) => Given::Values(d.into()),
                 None => Given::Legacy,

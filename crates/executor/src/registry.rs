@@ -358,6 +358,7 @@ impl Database {
         let mut body = Vec::new();
         permafrost_durability::encode_record(
             &permafrost_durability::TxnRecord {
+                zone: None,
                 draws: None,
                 partitions: self.shared().all_partitions(),
                 now: 0,

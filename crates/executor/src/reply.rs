@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 use permafrost_sql::Rows;
 use permafrost_sql::exec::sequences::SessionSequences;
+use permafrost_types::zone::Zone;
 
 use crate::error::Result;
 
@@ -78,6 +79,14 @@ impl Reply {
         }
     }
 
+    /// The session TimeZone the statement runs in ([`StopFlag::with_zone`]); `None`: UTC.
+    pub(crate) fn zone(&self) -> Option<Zone> {
+        match self {
+            Reply::Stoppable(_, stop) => stop.zone.clone(),
+            _ => None,
+        }
+    }
+
     /// The caller's stop flag, if it may ask the statement to stop.
     pub(crate) fn stop_flag(&self) -> Option<StopFlag> {
         match self {
@@ -102,6 +111,8 @@ pub struct StopFlag {
     /// The caller's session's sequence values (`currval()`, `lastval()`), if it has a
     /// session.
     sequences: Option<Arc<SessionSequences>>,
+    /// The caller's session TimeZone, when it is not UTC (permafrost_types::zone).
+    zone: Option<Zone>,
 }
 
 /// [`StopFlag`]'s bits: the caller asked the statement to stop; the statement ended and
@@ -128,6 +139,7 @@ impl StopFlag {
             bits: Arc::new(std::sync::atomic::AtomicU8::new(IN_BLOCK)),
             work_mem: None,
             sequences: None,
+            zone: None,
         }
     }
 
@@ -145,6 +157,19 @@ impl StopFlag {
     pub fn with_sequences(mut self, sequences: Option<Arc<SessionSequences>>) -> StopFlag {
         self.sequences = sequences;
         self
+    }
+
+    /// The flag of a statement of a session whose TimeZone is `zone` (`None`, or UTC:
+    /// UTC): the statement runs in it, and its command-log record keeps it. Set before the
+    /// flag is shared.
+    pub fn with_zone(mut self, zone: Option<Zone>) -> StopFlag {
+        self.zone = zone.filter(|z| !z.is_utc());
+        self
+    }
+
+    /// The statement's session TimeZone ([`StopFlag::with_zone`]); `None`: UTC.
+    pub fn zone(&self) -> Option<&Zone> {
+        self.zone.as_ref()
     }
 
     /// The statement's `work_mem`, if its caller set one ([`StopFlag::with_work_mem`]).

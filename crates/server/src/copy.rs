@@ -571,6 +571,9 @@ const CHECK_STEP: usize = 1 << 20;
 /// Takes rows from a CopyData message.
 pub async fn data<C: ClientInfo>(db: &Database, client: &C, bytes: &[u8]) -> PgWireResult<()> {
     let mut st = take(client)?;
+    // (Text read as a timestamp with time zone is in the session's zone.)
+    let zone = crate::session_settings::of(client).zone();
+    let _zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
     if st.error.is_none() && !st.done && st.cmd.format.binary {
         st.partial.extend_from_slice(bytes);
         if let Err(e) = st.read_binary(db) {
@@ -619,6 +622,8 @@ pub struct Loaded {
 /// Ends the COPY: reads what is left; the rows read, or the error of the first bad one.
 pub fn finish<C: ClientInfo>(db: &Database, client: &C) -> PgWireResult<Loaded> {
     let mut st = take(client)?;
+    let zone = crate::session_settings::of(client).zone();
+    let _zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
     if st.error.is_none() && st.cmd.format.binary && (!st.partial.is_empty() || !st.binary_started()) {
         // What is left is not a whole row (or not even the signature).
         st.error = Some(client_error(

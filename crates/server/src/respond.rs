@@ -8,6 +8,7 @@ use std::time::Instant;
 use futures::{StreamExt, stream};
 use permafrost_executor::{Rows, StatementKind, StopFlag};
 use permafrost_sql::workmem::{MemoryPool, Reservation};
+use permafrost_types::zone::{SessionZone, Zone};
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{DataRowEncoder, FieldFormat, QueryResponse, Response, Tag};
@@ -79,6 +80,7 @@ pub(crate) fn respond(
     format: &Format,
     stop: Option<(StopFlag, Option<(CancelToken, Instant)>)>,
     pool: &Arc<MemoryPool>,
+    zone: Option<Zone>,
 ) -> PgWireResult<Response> {
     if described.is_empty() && rows.columns().is_empty() {
         let n = rows.affected as usize;
@@ -104,6 +106,7 @@ pub(crate) fn respond(
         .zip(schema.iter())
         .map(|(c, f)| (c.1.clone(), f.format() == FieldFormat::Text))
         .collect();
+    let types = Columns { types, zone };
     let mut enc = RowWriter::new(schema.clone());
     let rest = rows.take_rest();
     let first = if rows.data_len() <= EAGER_BYTES {
@@ -133,13 +136,21 @@ pub(crate) fn respond(
     Ok(Response::Query(resp))
 }
 
-/// The data rows of `rows`; `types`: each column's type and whether it is sent as text.
+/// How a result's columns are written: each one's type and whether it is sent as text,
+/// and the session TimeZone its `timestamptz` text is written in (`None`: UTC).
+#[derive(Clone)]
+pub(crate) struct Columns {
+    pub types: Vec<(Type, bool)>,
+    pub zone: Option<Zone>,
+}
+
+/// The data rows of `rows`.
 pub(crate) fn encode_rows(
     rows: &Rows,
     enc: &mut RowWriter,
-    types: &[(Type, bool)],
+    columns: &Columns,
 ) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
-    encode_range(rows, 0..rows.len(), enc, types)
+    encode_range(rows, 0..rows.len(), enc, columns)
 }
 
 /// The data rows of `rows` in `range`.
@@ -147,8 +158,10 @@ fn encode_range(
     rows: &Rows,
     range: std::ops::Range<usize>,
     enc: &mut RowWriter,
-    types: &[(Type, bool)],
+    columns: &Columns,
 ) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
+    let _zone = SessionZone::set(columns.zone.as_ref());
+    let types = &columns.types;
     let mut out = Vec::with_capacity(range.len());
     // Room for the rows at once (integers as text grow; more is added if needed).
     let data = match (range.start < rows.len(), range.end < rows.len()) {
@@ -266,14 +279,18 @@ pub(crate) fn respond_copy_out(
     let ncols = c.columns.len();
     let rest = rows.take_rest();
     let header = stream::iter(header.into_iter().map(Ok));
+    // (Its timestamps with time zone are written in the session's zone.)
+    let zone = stop.0.zone().cloned();
     let first = if rows.data_len() <= EAGER_BYTES {
+        let _zone = SessionZone::set(zone.as_ref());
         header
             .chain(stream::iter(copy::copy_lines(&rows, &c.format).into_iter().map(Ok)))
             .boxed()
     } else {
-        let format = c.format.clone();
+        let (format, zone) = (c.format.clone(), zone.clone());
         header
             .chain(lazily(rows, pool, move |rows, range| {
+                let _zone = SessionZone::set(zone.as_ref());
                 Ok(copy::copy_lines_of(rows, range, &format))
             }))
             .boxed()
@@ -282,7 +299,15 @@ pub(crate) fn respond_copy_out(
         None => first,
         Some(rest) => {
             let format = c.format.clone();
-            let more = stream_rest(rest, move |rows| Ok(copy::copy_lines(rows, &format)), stop.0, stop.1);
+            let more = stream_rest(
+                rest,
+                move |rows| {
+                    let _zone = SessionZone::set(zone.as_ref());
+                    Ok(copy::copy_lines(rows, &format))
+                },
+                stop.0,
+                stop.1,
+            );
             first.chain(more).boxed()
         }
     };

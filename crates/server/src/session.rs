@@ -90,7 +90,6 @@ impl ServerParameterProvider for ServerParams {
             ("client_encoding", "UTF8"),
             ("DateStyle", "ISO, MDY"),
             ("IntervalStyle", "postgres"),
-            ("TimeZone", "UTC"),
             ("integer_datetimes", "on"),
             ("standard_conforming_strings", "on"),
             ("in_hot_standby", "off"),
@@ -100,6 +99,15 @@ impl ServerParameterProvider for ServerParams {
         ] {
             p.insert(k.to_string(), v.to_string());
         }
+        // A TimeZone in the startup packet (pgjdbc sends the JVM's) is the session's, as
+        // in PostgreSQL; one that names no zone leaves it UTC, which the client is told.
+        let settings = crate::session_settings::of(client);
+        let tz = crate::session_settings::setting(crate::session_settings::TIME_ZONE).expect("TimeZone is a setting");
+        let asked = meta.iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone"));
+        if let Some(zone) = asked.and_then(|(_, v)| crate::session_settings::zone_of(v)) {
+            settings.set(tz, Some(zone.name().to_string()));
+        }
+        p.insert("TimeZone".into(), settings.get(tz));
         p.insert(
             "application_name".into(),
             meta.get("application_name").cloned().unwrap_or_default(),
@@ -227,6 +235,8 @@ struct CancelEntry {
     work_mem: Arc<AtomicU64>,
     /// What the connection's sequences last gave it (`currval()`, `lastval()`).
     sequences: Arc<SessionSequences>,
+    /// The connection's settings (its TimeZone, which each statement runs in).
+    settings: Arc<crate::session_settings::SessionSettings>,
 }
 
 impl Drop for CancelEntry {
@@ -266,6 +276,7 @@ impl Cancels {
         if let Ok(mut m) = self.map.lock() {
             m.insert(pid, (key, notify.clone()));
         }
+        let settings = crate::session_settings::of(client);
         client.session_extensions().insert(CancelEntry {
             cancels: self.clone(),
             pid,
@@ -273,6 +284,7 @@ impl Cancels {
             timeout_ms: Arc::new(AtomicU64::new(0)),
             work_mem: Arc::new(AtomicU64::new(0)),
             sequences: Arc::default(),
+            settings,
         });
     }
 
@@ -284,6 +296,7 @@ impl Cancels {
             timeout_ms: e.timeout_ms.clone(),
             work_mem: e.work_mem.clone(),
             sequences: e.sequences.clone(),
+            settings: e.settings.clone(),
             peer,
         })
     }
@@ -346,6 +359,7 @@ pub struct CancelToken {
     timeout_ms: Arc<AtomicU64>,
     work_mem: Arc<AtomicU64>,
     sequences: Arc<SessionSequences>,
+    settings: Arc<crate::session_settings::SessionSettings>,
     peer: Option<std::os::fd::RawFd>,
 }
 
@@ -360,6 +374,7 @@ pub fn stop_flag(cancel: Option<&CancelToken>, in_block: bool) -> StopFlag {
     };
     flag.with_work_mem(cancel.and_then(CancelToken::work_mem))
         .with_sequences(cancel.map(|c| c.sequences.clone()))
+        .with_zone(cancel.and_then(CancelToken::zone))
 }
 
 impl CancelToken {
@@ -482,5 +497,11 @@ impl CancelToken {
     /// Sets the connection's `work_mem` (0: back to the server's).
     pub fn set_work_mem(&self, bytes: u64) {
         self.work_mem.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The connection's TimeZone (`None`: UTC), which its statements run in and its rows
+    /// are written in.
+    pub fn zone(&self) -> Option<permafrost_types::zone::Zone> {
+        self.settings.zone()
     }
 }

@@ -4,11 +4,14 @@
 //! - `statement_timeout` stops statements (crate::session);
 //! - `application_name` is kept and reported (ParameterStatus), as PostgreSQL does;
 //! - settings whose only values the server can honour are accepted with those values and
-//!   refused (0A000) with others: `client_encoding` UTF8, `DateStyle` ISO, `TimeZone` UTC
-//!   (timestamps are stored and shown in UTC), `extra_float_digits` 1 to 3 (floats are
-//!   printed shortest-exact), `standard_conforming_strings` on, `IntervalStyle` postgres,
+//!   refused (0A000) with others: `client_encoding` UTF8, `DateStyle` ISO,
+//!   `extra_float_digits` 1 to 3 (floats are printed shortest-exact),
+//!   `standard_conforming_strings` on, `IntervalStyle` postgres,
 //!   `bytea_output` hex, `search_path` when it includes `public` (the only schema),
 //!   `default_transaction_read_only` off;
+//! - `TimeZone` is the zone each statement's timestamps with time zone are read and shown
+//!   in (permafrost_types::zone; crate::session gives it to each statement, whose
+//!   command-log record keeps it);
 //! - `idle_in_transaction_session_timeout` ends a session left idle inside a block (25P03);
 //! - `default_transaction_isolation` and `transaction_isolation` take every level: every
 //!   transaction runs serializable, which every level allows;
@@ -24,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use permafrost_types::zone::Zone;
 use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
 
@@ -128,22 +132,13 @@ pub const SETTINGS: &[Setting] = &[
         description: "Only ISO output (ISO, MDY).",
     },
     Setting {
-        name: "timezone",
+        name: TIME_ZONE,
         spelled: "TimeZone",
         default: "UTC",
-        check: |v| {
-            only(
-                v,
-                "TimeZone",
-                &[
-                    "utc", "gmt", "etc/utc", "etc/gmt", "z", "zulu", "0", "+0", "+00", "+00:00", "utc0", "local",
-                    "default",
-                ],
-                "UTC",
-            )
-        },
+        check: time_zone,
         reported: true,
-        description: "Only UTC: timestamps are stored and shown in UTC.",
+        description: "The zone timestamps with time zone are shown and read in (any IANA name, a POSIX TZ \
+                      string, or hours east of UTC).",
     },
     Setting {
         name: "extra_float_digits",
@@ -214,6 +209,9 @@ pub const SETTINGS: &[Setting] = &[
 /// The setting [`SessionSettings::idle_in_transaction_timeout`] reads.
 const IDLE_IN_TRANSACTION: &str = "idle_in_transaction_session_timeout";
 
+/// The session TimeZone's name (crate::session: each statement runs in its zone).
+pub(crate) const TIME_ZONE: &str = "timezone";
+
 /// Parameters a client may read but not set (55P02), with their values.
 pub fn read_only_parameter(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -241,6 +239,8 @@ pub struct SessionSettings {
     /// `idle_in_transaction_session_timeout` in milliseconds (0: none), kept beside its
     /// text: the connection reads it before each message it waits for inside a block.
     idle_in_transaction_ms: AtomicU64,
+    /// The TimeZone's zone, beside its text (`None`: UTC): each statement takes it.
+    zone: Mutex<Option<Zone>>,
 }
 
 impl SessionSettings {
@@ -274,13 +274,23 @@ impl SessionSettings {
             self.idle_in_transaction_ms
                 .store(now.parse().unwrap_or(0), Ordering::Relaxed);
         }
+        if s.name == TIME_ZONE {
+            // (Stored as checked: a name its zone is found by again.)
+            *self.zone.lock().unwrap_or_else(|p| p.into_inner()) = zone_of(&now).filter(|z| !z.is_utc());
+        }
         now
+    }
+
+    /// The session's TimeZone (`None`: UTC).
+    pub fn zone(&self) -> Option<Zone> {
+        self.zone.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Every setting back to its default; returns those that changed.
     pub fn reset_all(&self) -> Vec<&'static str> {
         let mut m = self.lock();
         self.idle_in_transaction_ms.store(0, Ordering::Relaxed);
+        *self.zone.lock().unwrap_or_else(|p| p.into_inner()) = None;
         m.drain().map(|(k, _)| k).collect()
     }
 
@@ -324,6 +334,59 @@ fn only(v: &str, name: &str, allowed: &[&str], shown: &str) -> PgWireResult<Stri
     } else {
         Err(unsupported(name, v, shown))
     }
+}
+
+/// A TimeZone: `LOCAL` (the default, UTC), a number of hours EAST of UTC (`-3`, `5.5`, as
+/// PostgreSQL reads a number here), an IANA name (any case; shown as the database spells
+/// it), or a POSIX TZ string (`UTC+3`: hours WEST). Anything else is 22023, as PostgreSQL.
+fn time_zone(v: &str) -> PgWireResult<String> {
+    zone_of(v)
+        .map(|z| z.name().to_string())
+        .ok_or_else(|| invalid("TimeZone", v))
+}
+
+/// `SET TIME ZONE INTERVAL '+02:00' [HOUR [TO MINUTE]]`: a zone that many hours east of
+/// UTC, as PostgreSQL takes it (days or months are 22023 with its DETAIL).
+fn interval_zone(text: &str) -> PgWireResult<String> {
+    let rest = text[8..].trim();
+    let (quoted, fields) = match rest.strip_prefix('\'').and_then(|r| r.split_once('\'')) {
+        Some((q, f)) => (q, f.trim().to_ascii_lowercase()),
+        None => return Err(syntax(text)),
+    };
+    let fields: Vec<&str> = fields.split_whitespace().collect();
+    if !matches!(fields.as_slice(), [] | ["hour"] | ["hour", "to", "minute"]) {
+        return Err(client_error(
+            "42601",
+            "time zone interval must be HOUR or HOUR TO MINUTE",
+        ));
+    }
+    let bad = || invalid("TimeZone", text);
+    let iv = permafrost_types::parse_interval(quoted).ok_or_else(bad)?;
+    if iv.months != 0 || iv.days != 0 {
+        return Err(crate::error::client_error_explained(
+            "22023",
+            format!("invalid value for parameter \"TimeZone\": \"{text}\""),
+            Some("Cannot specify days in time zone interval.".into()),
+            None,
+        ));
+    }
+    let seconds = i32::try_from(iv.micros / 1_000_000).map_err(|_| bad())?;
+    Zone::east(seconds).map(|z| z.name().to_string()).ok_or_else(bad)
+}
+
+/// The zone a TimeZone value names (see [`time_zone`]).
+pub fn zone_of(v: &str) -> Option<Zone> {
+    let t = v.trim();
+    if t.eq_ignore_ascii_case("local") {
+        return Some(Zone::utc());
+    }
+    if let Ok(hours) = t.parse::<f64>() {
+        return hours
+            .is_finite()
+            .then(|| Zone::east((hours * 3600.0).round() as i32))
+            .flatten();
+    }
+    Zone::named(t)
 }
 
 fn application_name(v: &str) -> PgWireResult<String> {
@@ -554,6 +617,12 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
     if value.eq_ignore_ascii_case("default") {
         return assign(&name, None);
     }
+    if name == TIME_ZONE && value.to_ascii_lowercase().starts_with("interval") {
+        return interval_zone(value).map(|v| SetStatement::Assign {
+            name: TIME_ZONE,
+            value: Some(v),
+        });
+    }
     let v = value_text(value).ok_or_else(|| syntax(sql))?;
     assign(&name, Some(v))
 }
@@ -648,7 +717,19 @@ mod tests {
         );
         assert_eq!(set("SET TIME ZONE 'UTC'"), Ok(("timezone", Some("UTC".into()))));
         assert_eq!(set("SET TimeZone TO 'Etc/UTC'"), Ok(("timezone", Some("UTC".into()))));
-        assert_eq!(set("SET TIME ZONE 'Europe/Berlin'"), Err("0A000".into()));
+        assert_eq!(
+            set("SET TIME ZONE 'europe/berlin'"),
+            Ok(("timezone", Some("Europe/Berlin".into())))
+        );
+        assert_eq!(set("SET TIME ZONE -3"), Ok(("timezone", Some("<-03>+03".into()))));
+        assert_eq!(
+            set("SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE"),
+            Ok(("timezone", Some("<+05:30>-05:30".into())))
+        );
+        assert_eq!(set("SET TIME ZONE LOCAL"), Ok(("timezone", Some("UTC".into()))));
+        assert_eq!(set("SET TimeZone = 'Mars/Olympus'"), Err("22023".into()));
+        assert_eq!(set("SET TIME ZONE INTERVAL '1 day'"), Err("22023".into()));
+        assert_eq!(set("SET TIME ZONE INTERVAL '1' HOUR TO SECOND"), Err("42601".into()));
         assert_eq!(
             set("SET datestyle = ISO, MDY"),
             Ok(("datestyle", Some("ISO, MDY".into())))

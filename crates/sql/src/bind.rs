@@ -772,8 +772,8 @@ impl<'c> Binder<'c> {
             && let ast::Value::SingleQuotedString(s) = &v.value
             && !ty.is_text()
         {
-            let parsed = Value::parse(&ty, s).map_err(|e| SqlError::from(e).at(v.span, Point::Start))?;
-            return Ok((Expr::Const(parsed), Some(ty)));
+            let parsed = literal::read_as(&ty, s).map_err(|e| e.at(v.span, Point::Start))?;
+            return Ok((parsed, Some(ty)));
         }
         if let (DataType::Array(elem), ast::Expr::Array(arr)) = (ty, expr) {
             return self.array_value(arr, Some(elem.data_type()));

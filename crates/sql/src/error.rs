@@ -252,6 +252,10 @@ pub enum SqlError {
         sqlstate: &'static str,
         message: &'static str,
     },
+    /// A date or time field that makes no date or time (`make_date(2023, 2, 30)`): 22008,
+    /// in PostgreSQL's words ("date field value out of range: 2023-02-30").
+    #[error("{0}")]
+    FieldOutOfRange(String),
     #[error("statement too long: {len} bytes, at most {max} are accepted", len = .0, max = crate::caps::MAX_STATEMENT_BYTES)]
     TooLong(usize),
     #[error(
@@ -459,6 +463,7 @@ impl SqlError {
             SqlError::ColumnAliases(_) => "42P10",
             SqlError::TooLong(_) | SqlError::ProgramLimit(_) => "54000",
             SqlError::Math { sqlstate, .. } => sqlstate,
+            SqlError::FieldOutOfRange(_) => "22008",
             SqlError::StatementMemory { .. } => "53200",
             SqlError::Storage(e) => e.sqlstate(),
             SqlError::At { error, .. } => error.sqlstate(),

@@ -471,6 +471,7 @@ fn select_rows(
                 parts,
                 params: cx.params.to_vec(),
                 now: cx.now,
+                zone: permafrost_types::zone::with_session(|z| z.cloned()),
                 random: env.random.clone(),
                 pool: env.pool.cloned(),
             }));

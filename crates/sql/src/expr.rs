@@ -918,6 +918,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Age
         | Func::Justify(_)
         | Func::MakeInterval
+        | Func::MakeDatetime(_)
         | Func::AtTimeZone { .. } => {
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             if values.iter().any(|v| v.is_null()) {

@@ -3,10 +3,10 @@
 //!
 //! A `timestamp` is microseconds since 1970-01-01 00:00:00 without a zone; a `timestamp
 //! with time zone` is microseconds since 1970-01-01 00:00:00 UTC (PostgreSQL stores both
-//! the same way, counting from 2000); a `date` is days since 1970-01-01. The session
-//! TimeZone is UTC (the only zone the server accepts), so a `timestamptz` prints with
-//! `+00` and converts to and from `timestamp` unchanged; an input with an offset
-//! (`+05:30`, `Z`) is moved to UTC.
+//! the same way, counting from 2000); a `date` is days since 1970-01-01. A `timestamptz`
+//! is written in the session zone (crate::zone) with its offset there (`+00` in UTC,
+//! `-04`, `+05:30`), and read in it when its text has no offset; an input with an offset
+//! (`+05:30`, `Z`) is moved to UTC by it.
 
 use std::fmt;
 
@@ -114,10 +114,15 @@ pub fn timestamp_text(micros: i64) -> String {
     zoned_text(micros, "")
 }
 
-/// A timestamp with time zone as PostgreSQL writes it with TimeZone UTC:
-/// `YYYY-MM-DD HH:MM:SS+00`.
+/// A timestamp with time zone as PostgreSQL writes it: its wall-clock time in the
+/// session zone and the zone's offset then, `YYYY-MM-DD HH:MM:SS+00` in UTC.
 pub fn timestamptz_text(micros: i64) -> String {
-    zoned_text(micros, "+00")
+    let offset = crate::zone::session_offset(micros);
+    if offset == 0 {
+        return zoned_text(micros, "+00");
+    }
+    let local = micros.saturating_add(i64::from(offset) * MICROS_PER_SEC);
+    zoned_text(local, &crate::zone::offset_text(offset, false))
 }
 
 fn zoned_text(micros: i64, zone: &str) -> String {
@@ -145,8 +150,7 @@ pub enum TimestampError {
     OutOfRange,
     /// A month past 12 (22008; PostgreSQL hints at the DateStyle).
     Month,
-    /// A time zone named that is not UTC (22023): the server knows UTC and numeric
-    /// offsets only.
+    /// A time zone name it does not know (22023).
     Zone(String),
 }
 
@@ -156,11 +160,13 @@ struct Fields {
     days: i64,
     micros_of_day: i64,
     offset_secs: Option<i64>,
+    /// A zone named after the time (`Europe/Paris`), whose offset then applies.
+    zone: Option<crate::zone::Zone>,
 }
 
 /// Reads `YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]][zone]` with a year of one or more digits
-/// and an optional ` BC` / ` AD` era. The zone is `Z`, `UTC`, `GMT`, or a numeric offset
-/// (`+05`, `-05:30`, `+0530`). Fractions past microseconds are rounded.
+/// and an optional ` BC` / ` AD` era. The zone is `Z`, `UTC`, `GMT`, a numeric offset
+/// (`+05`, `-05:30`, `+0530`) or a zone's name (`Europe/Paris`). Fractions past microseconds are rounded.
 fn parse_fields(input: &str) -> Result<Fields, TimestampError> {
     use TimestampError::{OutOfRange, Syntax};
     let mut s = input.trim();
@@ -192,14 +198,20 @@ fn parse_fields(input: &str) -> Result<Fields, TimestampError> {
     if day < 1 || day > days_in_month(astro, month) as i64 {
         return Err(OutOfRange);
     }
-    let (micros_of_day, offset_secs) = match time {
+    let (micros_of_day, offset) = match time {
         Some(t) => parse_time(t)?,
         None => (0, None),
+    };
+    let (offset_secs, zone) = match offset {
+        Some(Offset::Fixed(s)) => (Some(s), None),
+        Some(Offset::Named(z)) => (None, Some(z)),
+        None => (None, None),
     };
     Ok(Fields {
         days: days_from_civil(astro, month, day as u32),
         micros_of_day,
         offset_secs,
+        zone,
     })
 }
 
@@ -211,7 +223,13 @@ fn digits(t: &str, max_len: usize) -> Result<i64, TimestampError> {
 }
 
 /// `HH:MM[:SS[.ffffff]][zone]`: the microseconds of the day and the zone's offset.
-fn parse_time(t: &str) -> Result<(i64, Option<i64>), TimestampError> {
+/// A zone after a time: an offset east of UTC in seconds, or a named zone.
+enum Offset {
+    Fixed(i64),
+    Named(crate::zone::Zone),
+}
+
+fn parse_time(t: &str) -> Result<(i64, Option<Offset>), TimestampError> {
     use TimestampError::{OutOfRange, Syntax};
     let (t, zone) = match t.find(|c: char| c == '+' || c == '-' || c.is_ascii_alphabetic()) {
         Some(i) => (t[..i].trim_end(), Some(t[i..].trim())),
@@ -246,7 +264,21 @@ fn parse_time(t: &str) -> Result<(i64, Option<i64>), TimestampError> {
         }
     }
     // The time is read first: a malformed one is a syntax error, whatever follows it.
-    let offset = zone.map(parse_zone).transpose()?;
+    let offset = match zone {
+        // (A zone's name starts with a letter; `UTC`, `Z` and their kin are offsets.)
+        Some(z) if z.starts_with(|c: char| c.is_ascii_alphabetic()) && !crate::zone::is_utc_name(z) => {
+            let named = crate::zone::Zone::named(z).ok_or_else(|| {
+                if z.bytes().all(|b| b.is_ascii_alphanumeric() || b"/_+-".contains(&b)) {
+                    TimestampError::Zone(z.to_ascii_lowercase())
+                } else {
+                    TimestampError::Syntax
+                }
+            })?;
+            Some(Offset::Named(named))
+        }
+        Some(z) => Some(Offset::Fixed(parse_zone(z)?)),
+        None => None,
+    };
     Ok((((h * 60 + mi) * 60 + sec) * MICROS_PER_SEC + us, offset))
 }
 
@@ -258,7 +290,7 @@ fn parse_zone(z: &str) -> Result<i64, TimestampError> {
         Some(b'+') => (1, &z[1..]),
         Some(b'-') => (-1, &z[1..]),
         _ => {
-            return if is_utc_name(z) {
+            return if crate::zone::is_utc_name(z) {
                 Ok(0)
             } else if z.bytes().all(|b| b.is_ascii_alphanumeric() || b"/_+-".contains(&b)) {
                 Err(TimestampError::Zone(z.to_string()))
@@ -279,14 +311,6 @@ fn parse_zone(z: &str) -> Result<i64, TimestampError> {
         return Err(OutOfRange);
     }
     Ok(sign * ((h * 60 + m) * 60 + s))
-}
-
-/// Whether a zone name is UTC under another spelling.
-pub fn is_utc_name(z: &str) -> bool {
-    matches!(
-        z.to_ascii_lowercase().as_str(),
-        "z" | "utc" | "gmt" | "zulu" | "etc/utc" | "etc/gmt" | "etc/zulu" | "universal" | "etc/universal" | "uct"
-    )
 }
 
 fn check_timestamp(micros: Option<i64>) -> Result<i64, TimestampError> {
@@ -310,10 +334,14 @@ pub fn parse_timestamp(input: &str) -> Result<i64, TimestampError> {
 }
 
 /// Parses a timestamp with time zone: the form of [`parse_timestamp`], the moment moved to
-/// UTC by its zone's offset; without a zone it is in the session's zone (UTC).
+/// UTC by its zone's offset; without a zone it is in the session zone (crate::zone).
 pub fn parse_timestamptz(input: &str) -> Result<i64, TimestampError> {
     let f = parse_fields(input)?;
-    let utc = local_micros(&f).and_then(|m| m.checked_sub(f.offset_secs.unwrap_or(0) * MICROS_PER_SEC));
+    let utc = local_micros(&f).and_then(|local| match (f.offset_secs, &f.zone) {
+        (Some(offset), _) => local.checked_sub(offset * MICROS_PER_SEC),
+        (None, Some(zone)) => zone.to_utc(local),
+        (None, None) => crate::zone::session_utc(local),
+    });
     check_timestamp(utc)
 }
 
@@ -404,9 +432,14 @@ mod tests {
             assert_eq!(timestamptz_text(t), pg, "{input}");
             assert_eq!(parse_timestamptz(pg), Ok(t), "{pg} reads back");
         }
+        // A zone named after the time gives its offset then (EST in March, -05).
         assert_eq!(
-            parse_timestamptz("2024-03-01 10:00 America/New_York"),
-            Err(TimestampError::Zone("America/New_York".into()))
+            parse_timestamptz("2024-03-01 10:00 America/New_York").map(timestamptz_text),
+            Ok("2024-03-01 15:00:00+00".into())
+        );
+        assert_eq!(
+            parse_timestamptz("2024-03-01 10:00 Mars/Olympus"),
+            Err(TimestampError::Zone("mars/olympus".into()))
         );
         assert_eq!(
             parse_timestamptz("2024-03-01 10:00+16"),

@@ -117,6 +117,19 @@ pub fn add_to_timestamp(t: i64, x: &Interval) -> Option<i64> {
     t.checked_add(x.micros)
 }
 
+/// `t + x` for a timestamp with time zone, as PostgreSQL adds them: the months and days
+/// move the wall-clock time in the session zone (crate::zone), so a day across a change of
+/// offset is 23 or 25 hours; the time part moves the moment.
+pub fn add_to_timestamptz(t: i64, x: &Interval) -> Option<i64> {
+    let mut t = t;
+    if x.months != 0 || x.days != 0 {
+        let local = crate::zone::session_local(t)?;
+        let moved = add_to_timestamp(local, &Interval { micros: 0, ..*x })?;
+        t = crate::zone::session_utc(moved)?;
+    }
+    t.checked_add(x.micros)
+}
+
 fn month_days(y: i64, m: u32) -> u32 {
     match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,

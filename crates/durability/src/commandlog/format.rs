@@ -394,6 +394,7 @@ mod tests {
         assert_eq!(preallocated_segment_header(1, 1 << 20).to_vec(), v4);
 
         let rec = crate::TxnRecord {
+            zone: None,
             draws: None,
             partitions: vec![0],
             now: 0,

@@ -11,6 +11,8 @@
 //! kind 3: string SQL text
 //! kind 4, 5: as kinds 1 and 2, then u32 count n and n × (u32 table id, i64 value): the
 //!         sequence values the transaction took, in order
+//! kinds 1, 2, 4, 5 may end with: u8 1, string: the session TimeZone the statements ran
+//!         in, when it was not UTC
 //! string: u32 byte length, UTF-8 bytes
 //! value:  u8 tag, then 0 null | 1 bool: u8 0/1 | 2 int: i64 | 3 double: u64 IEEE bits |
 //!         4 numeric: 16 bytes (rust_decimal serialize) | 5 timestamp: i64 µs |
@@ -55,6 +57,10 @@ pub struct TxnRecord {
     /// record of kind 4 or 5, which replay gives them back from; `None` for kinds 1 and 2
     /// (the transaction took none, or the record is from before records kept them).
     pub draws: Option<Vec<(u32, i64)>>,
+    /// The session TimeZone the transaction's statements ran in (its name, as SHOW
+    /// TimeZone prints it), when it was not UTC: replay runs them in it, so that text read
+    /// as a `timestamptz`, and a moment's day, gives what it gave then.
+    pub zone: Option<String>,
 }
 
 const KIND_CALL: u8 = 1;
@@ -80,6 +86,9 @@ const TAG_DATE: u8 = 10;
 const TAG_UUID: u8 = 11;
 const TAG_INTERVAL: u8 = 12;
 const TAG_TIME: u8 = 13;
+
+/// The tag of a call record's optional last part: the session TimeZone.
+const PART_ZONE: u8 = 1;
 
 /// Appends the body of `rec` to `out` (no framing: the writer adds length, checksum and
 /// LSN). Partitions are written sorted and without duplicates whatever their order in
@@ -110,8 +119,17 @@ pub fn encode_record(rec: &TxnRecord, out: &mut Vec<u8>) {
         | Request::AdHoc { sql: text, params } => {
             put_call(text, params, out);
             put_draws(drawn, out);
+            put_zone(rec.zone.as_deref(), out);
         }
         Request::Schema { sql } => put_bytes(sql.as_bytes(), out),
+    }
+}
+
+/// A call record's last part: the session TimeZone, when it was not UTC (nothing then).
+fn put_zone(zone: Option<&str>, out: &mut Vec<u8>) {
+    if let Some(z) = zone {
+        out.push(PART_ZONE);
+        put_bytes(z.as_bytes(), out);
     }
 }
 
@@ -155,8 +173,7 @@ pub fn encode_call(
     text: &str,
     params: &[Value],
     partitions: &[u32],
-    now: i64,
-    seed: u64,
+    (now, seed, zone): (i64, u64, Option<&str>),
     draws: &[(u32, i64)],
     out: &mut Vec<u8>,
 ) {
@@ -173,6 +190,7 @@ pub fn encode_call(
     put_partitions(partitions, out);
     put_call(text, params, out);
     put_draws(draws, out);
+    put_zone(zone, out);
 }
 
 /// A call record that is never held encoded: the log writer encodes it piece by piece as
@@ -185,7 +203,8 @@ pub struct StreamedCall {
     /// and parameter count.
     head: Vec<u8>,
     params: Arc<[Value]>,
-    /// The body after the parameters' values: the sequence values (kinds 4 and 5).
+    /// The body after the parameters' values: the sequence values (kinds 4 and 5) and
+    /// the session TimeZone.
     tail: Vec<u8>,
     /// The body's length.
     len: usize,
@@ -199,7 +218,7 @@ impl StreamedCall {
         text: &str,
         params: Arc<[Value]>,
         partitions: &[u32],
-        (now, seed): (i64, u64),
+        (now, seed, zone): (i64, u64, Option<&str>),
         draws: &[(u32, i64)],
     ) -> Self {
         debug_assert!(partitions.windows(2).all(|w| w[0] < w[1]));
@@ -212,6 +231,7 @@ impl StreamedCall {
         head.extend_from_slice(&len32(params.len()).to_le_bytes());
         let mut tail = Vec::new();
         put_draws(draws, &mut tail);
+        put_zone(zone, &mut tail);
         let len = head.len() + params.iter().map(exact_value_len).sum::<usize>() + tail.len();
         StreamedCall {
             head,
@@ -490,6 +510,21 @@ pub fn decode_record(body: &[u8]) -> Result<TxnRecord, DecodeError> {
     } else {
         None
     };
+    let zone = if kind != KIND_SCHEMA && !c.is_done() {
+        let at = c.pos();
+        match c.u8("record part")? {
+            PART_ZONE => Some(c.string("time zone")?),
+            p => {
+                return Err(DecodeError::UnknownTag {
+                    what: "record part",
+                    value: p as u64,
+                    at,
+                });
+            }
+        }
+    } else {
+        None
+    };
     c.finish()?;
     Ok(TxnRecord {
         partitions,
@@ -497,6 +532,7 @@ pub fn decode_record(body: &[u8]) -> Result<TxnRecord, DecodeError> {
         seed,
         request,
         draws,
+        zone,
     })
 }
 
@@ -506,6 +542,7 @@ mod tests {
 
     fn sample() -> TxnRecord {
         TxnRecord {
+            zone: None,
             draws: None,
             partitions: vec![0, 3],
             now: 1_700_000_000_000_000,
@@ -560,13 +597,13 @@ mod tests {
             procedure,
             params,
             &rec.partitions,
-            rec.now,
-            rec.seed,
+            (rec.now, rec.seed, None),
             &[],
             &mut b,
         );
         assert_eq!(a, b);
         let adhoc = TxnRecord {
+            zone: Some("America/New_York".into()),
             draws: Some(vec![(2, 40), (2, 41)]),
             request: Request::AdHoc {
                 sql: "UPDATE t SET v = $1".into(),
@@ -581,8 +618,7 @@ mod tests {
             "UPDATE t SET v = $1",
             params,
             &rec.partitions,
-            rec.now,
-            rec.seed,
+            (rec.now, rec.seed, Some("America/New_York")),
             &[(2, 40), (2, 41)],
             &mut b,
         );
@@ -634,10 +670,24 @@ mod tests {
         for n in 0..good.len() {
             assert!(decode_record(&good[..n]).is_err(), "prefix {n}");
         }
+        // After the last field only a known part may follow (the time zone), and nothing
+        // after it.
         let mut trailing = good.clone();
         trailing.push(0);
         assert!(matches!(
             decode_record(&trailing),
+            Err(DecodeError::UnknownTag {
+                what: "record part",
+                value: 0,
+                ..
+            })
+        ));
+        let mut zoned = good.clone();
+        put_zone(Some("Asia/Kolkata"), &mut zoned);
+        assert_eq!(decode_record(&zoned).unwrap().zone.as_deref(), Some("Asia/Kolkata"));
+        zoned.push(0);
+        assert!(matches!(
+            decode_record(&zoned),
             Err(DecodeError::Trailing { left: 1, .. })
         ));
         let mut kind = good.clone();

@@ -211,6 +211,8 @@ impl PartitionCell {
     /// Runs a call inside the partition on the caller's thread when the partition is free;
     /// gives the call back when it is not, or when a call that is not short ran past
     /// [`INLINE_SLICE`] (then nothing of it took effect).
+    // (The call given back, to be queued instead, is moved once: its size does not matter.)
+    #[allow(clippy::result_large_err)]
     pub(crate) fn try_run(&self, inv: Invocation) -> Result<(), Invocation> {
         let Some(mut p) = self.try_inline() else {
             return Err(inv);
@@ -277,6 +279,8 @@ impl Shared {
     /// queue holds: other callers' work, partition/cell.rs); else gives it back, to be
     /// queued. Not with the synchronous retrieval policy, whose block reads would block the
     /// caller's thread.
+    // (The call given back, to be queued instead, is moved once: its size does not matter.)
+    #[allow(clippy::result_large_err)]
     pub(crate) fn try_inline(&self, p: u32, inv: Invocation) -> std::result::Result<(), Invocation> {
         match self.cells().and_then(|c| c.get(p as usize)) {
             Some(c) => c.try_run(inv),

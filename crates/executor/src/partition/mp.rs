@@ -640,6 +640,7 @@ impl Partition {
             partitions: Some(t.parts.clone()),
             info_now: info.now,
             info_seed: info.seed,
+            info_zone: info.zone.clone(),
             log: request,
         };
         self.answer(done, t.take_reply(), r);

@@ -113,6 +113,8 @@ pub(crate) struct Answer {
     pub partitions: Option<Vec<u32>>,
     pub info_now: i64,
     pub info_seed: u64,
+    /// The session TimeZone it ran in, which its record keeps; `None`: UTC.
+    pub info_zone: Option<permafrost_types::zone::Zone>,
     /// Its request, for the log; `None` when it is not to be logged (a replayed record).
     pub log: Option<LogWhat>,
 }

@@ -124,6 +124,7 @@ impl Partition {
                 block_read: false,
                 given: r.draws.clone(),
                 session: None,
+                zone: r.zone.clone(),
             };
             dry_run(
                 &inv.proc,

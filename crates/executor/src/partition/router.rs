@@ -147,7 +147,11 @@ pub(crate) fn submit_statement(
     reply: Reply,
     place: Place,
 ) -> Result<()> {
-    let route = proc.statements[0].route(&params, shared.config.partitions);
+    let route = {
+        // (A key read from text as a timestamptz is read in the statement's zone.)
+        let _zone = permafrost_types::zone::SessionZone::set(reply.zone().as_ref());
+        proc.statements[0].route(&params, shared.config.partitions)
+    };
     let single = match shared.sequence_route(&proc.statements[0], route, &[]) {
         Route::Single(p) => Some(p),
         Route::Any => Some(shared.any_partition()),

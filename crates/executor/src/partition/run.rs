@@ -141,6 +141,8 @@ impl Partition {
     /// reply (at once, or in sync mode from the log writer once durable). A call that is
     /// not short runs for at most `INLINE_SLICE`: past it (or when its read leaves evicted
     /// tuples for later) it is rolled back and given back, to be queued.
+    // (The call given back, to be queued instead, is moved once: its size does not matter.)
+    #[allow(clippy::result_large_err)]
     pub(crate) fn run_inline(&mut self, inv: Invocation) -> Result<(), Invocation> {
         self.tick();
         let slice = (!inv.proc.short).then_some(super::cell::INLINE_SLICE);
@@ -402,6 +404,10 @@ impl Partition {
             block_read: reply.is_some_and(Reply::is_in_block),
             given,
             session: reply.and_then(Reply::session_sequences),
+            zone: match replay.or(fixed) {
+                Some(r) => r.zone.clone(),
+                None => reply.and_then(Reply::zone),
+            },
         }
     }
 
@@ -420,6 +426,7 @@ impl Partition {
                 let own = [self.id];
                 let parts: &[u32] = done.partitions.as_deref().unwrap_or(&own);
                 let (now, seed) = (done.info_now, done.info_seed);
+                let zone = done.info_zone.as_ref().map(|z| z.name());
                 // The sequence values it took (kept in its result, partition/txn.rs).
                 let draws: &[(u32, i64)] = r.as_ref().map_or(&[], |rows| &rows.draws);
                 let pushed = match &what {
@@ -433,16 +440,19 @@ impl Partition {
                             text,
                             params.clone(),
                             parts,
-                            (now, seed),
+                            (now, seed, zone),
                             draws,
                         );
                         self.log_chunk.push_call(call)
                     }
                     what => self.log_chunk.push_with(|out| match what {
-                        LogWhat::Call(proc, params) => encode_call(proc, params, parts, (now, seed, draws), out),
-                        LogWhat::SharedCall(proc, params) => encode_call(proc, params, parts, (now, seed, draws), out),
+                        LogWhat::Call(proc, params) => encode_call(proc, params, parts, (now, seed, zone, draws), out),
+                        LogWhat::SharedCall(proc, params) => {
+                            encode_call(proc, params, parts, (now, seed, zone, draws), out)
+                        }
                         LogWhat::Schema(sql) => permafrost_durability::encode_record(
                             &permafrost_durability::TxnRecord {
+                                zone: None,
                                 draws: None,
                                 partitions: parts.to_vec(),
                                 now,
@@ -636,6 +646,7 @@ impl Partition {
                     partitions: None,
                     info_now: info.now,
                     info_seed: info.seed,
+                    info_zone: info.zone.clone(),
                     log: (wrote && inv.replay.is_none() && self.shared.log.is_some())
                         .then(|| LogWhat::Call(inv.proc, inv.params)),
                 };
@@ -695,6 +706,7 @@ impl Partition {
                     partitions: None,
                     info_now: info.now,
                     info_seed: info.seed,
+                    info_zone: info.zone.clone(),
                     log: None,
                 };
                 self.answer(done, inv.reply, r);
@@ -780,12 +792,12 @@ fn encode_call(
     proc: &Procedure,
     params: &[permafrost_types::Value],
     parts: &[u32],
-    (now, seed, draws): (i64, u64, &[(u32, i64)]),
+    (now, seed, zone, draws): (i64, u64, Option<&str>, &[(u32, i64)]),
     out: &mut Vec<u8>,
 ) {
     let (ad_hoc, text) = proc.log_text();
     let params = proc.log_params().unwrap_or(params);
-    permafrost_durability::encode_call(ad_hoc, text, params, parts, now, seed, draws, out)
+    permafrost_durability::encode_call(ad_hoc, text, params, parts, (now, seed, zone), draws, out)
 }
 
 /// How many entries an index build adds between two looks at the statement pool.

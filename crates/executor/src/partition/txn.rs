@@ -71,6 +71,9 @@ pub(crate) struct TxnInfo {
     /// The session whose sequence values its `currval()` and `lastval()` read, and where
     /// what it draws is noted (a client's statement).
     pub session: Option<Arc<permafrost_sql::exec::sequences::SessionSequences>>,
+    /// The session TimeZone its statements run in (permafrost_types::zone), and its
+    /// command-log record keeps; `None`: UTC.
+    pub zone: Option<permafrost_types::zone::Zone>,
 }
 
 /// The error a write gets once the command log has failed (53100 for a full disk): the
@@ -176,6 +179,7 @@ pub(crate) fn run_body(
     Placement,
 ) {
     evicted.clear();
+    let _zone = permafrost_types::zone::SessionZone::set(info.zone.as_ref());
     let deadline = match info.read_slice {
         Some(slice) if may_move(proc, stores, info) => Some(std::time::Instant::now() + slice),
         _ => info.inline_slice.map(|slice| std::time::Instant::now() + slice),

@@ -227,6 +227,10 @@ fn classify_on_stack(
             if st.starts_with(&["SHOW", "TRANSACTION", "ISOLATION"]) {
                 return Ok(Command::Show("transaction_isolation".into()));
             }
+            // `SHOW TIME ZONE` is `SHOW TimeZone`.
+            if st.starts_with(&["SHOW", "TIME", "ZONE"]) {
+                return Ok(Command::Show("TimeZone".into()));
+            }
             return Ok(Command::Show(name.to_string()));
         }
         "BEGIN" | "START" => return crate::txn::parse_begin(sql).map(|read_only| Command::Begin { read_only }),

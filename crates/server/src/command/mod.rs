@@ -320,7 +320,12 @@ impl Command {
             Command::Call(c) => c.columns.clone(),
             Command::Version => vec![("version".into(), Type::TEXT)],
             Command::SetConfig(_) => vec![("set_config".into(), Type::TEXT)],
-            Command::Show(name) => vec![(name.to_ascii_lowercase(), Type::TEXT)],
+            // (Named as the setting is spelled, as PostgreSQL names it: `TimeZone`.)
+            Command::Show(name) => {
+                let n = name.to_ascii_lowercase();
+                let spelled = crate::session_settings::setting(&n).map_or(n, |s| s.spelled.to_string());
+                vec![(spelled, Type::TEXT)]
+            }
             Command::ShowAll => vec![
                 ("name".into(), Type::TEXT),
                 ("setting".into(), Type::TEXT),

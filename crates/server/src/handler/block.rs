@@ -143,6 +143,7 @@ impl Backend {
                 &Format::UnifiedText,
                 None,
                 self.db.statement_pool(),
+                cancel.and_then(CancelToken::zone),
             ) {
                 Ok(resp) => out.push(resp),
                 Err(e) => {
@@ -179,7 +180,17 @@ impl Backend {
         let r = self
             .probe_rows(d, params, cancel, cell)
             .await
-            .and_then(|(rows, watch)| respond(rows, &d.columns, Some(d.kind), format, watch, self.db.statement_pool()));
+            .and_then(|(rows, watch)| {
+                respond(
+                    rows,
+                    &d.columns,
+                    Some(d.kind),
+                    format,
+                    watch,
+                    self.db.statement_pool(),
+                    cancel.and_then(CancelToken::zone),
+                )
+            });
         self.metrics.record(
             if d.read_only {
                 StatementClass::Query
@@ -349,7 +360,12 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
-        let args = h.coerce_args(c.bind_args(&params)?).map_err(db_error)?;
+        let args = {
+            // (An argument's text read as a timestamptz is read in the session's zone.)
+            let zone = cancel.and_then(CancelToken::zone);
+            let _zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
+            h.coerce_args(c.bind_args(&params)?).map_err(db_error)?
+        };
         let catalog = block_draft(cell).map_or_else(|| self.db.catalog(), |d| d.catalog().clone());
         let mut last = Rows::default();
         for (i, sql) in body.iter().enumerate() {
@@ -368,12 +384,15 @@ impl Backend {
             // own planning typed them.
             let types = d.stmt.prepared().param_types();
             let mut bound = Vec::with_capacity(types.len());
+            let zone = cancel.and_then(CancelToken::zone);
+            let in_zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
             for (v, ty) in args.iter().zip(types.iter()) {
                 bound.push(match ty {
                     Some(ty) => v.clone().coerce_to(ty).map_err(|e| crate::error::sql_error(e.into()))?,
                     None => v.clone(),
                 });
             }
+            drop(in_zone);
             let (mut rows, _) = self.probe_rows(&d, bound, cancel, cell).await?;
             if i + 1 < body.len() {
                 // What an earlier statement returns is not shown: read to its end, so
@@ -391,7 +410,15 @@ impl Backend {
                 last = rows;
             }
         }
-        respond(last, &c.columns, None, format, None, self.db.statement_pool())
+        respond(
+            last,
+            &c.columns,
+            None,
+            format,
+            None,
+            self.db.statement_pool(),
+            cancel.and_then(CancelToken::zone),
+        )
     }
 
     /// Statement `d` planned against `draft` (the schema the open block's changes lead

@@ -67,9 +67,18 @@ impl Backend {
                         None => fut.await,
                     };
                     let watch = cancel.map(|c| (c, started));
-                    let r = rows
-                        .map_err(db_error)
-                        .and_then(|rows| respond(rows, &d.columns, Some(d.kind), &format, Some((stop, watch)), &pool));
+                    let zone = stop.zone().cloned();
+                    let r = rows.map_err(db_error).and_then(|rows| {
+                        respond(
+                            rows,
+                            &d.columns,
+                            Some(d.kind),
+                            &format,
+                            Some((stop, watch)),
+                            &pool,
+                            zone,
+                        )
+                    });
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     if let (Err(e), Some(who)) = (&r, who) {
                         crate::error::log_client_error(who, Some(&d.stmt.prepared().sql), e);
@@ -95,7 +104,7 @@ impl Backend {
                     };
                     let r = rows
                         .map_err(db_error)
-                        .and_then(|rows| respond(rows, &c.columns, None, &format, None, &pool));
+                        .and_then(|rows| respond(rows, &c.columns, None, &format, None, &pool, stop.zone().cloned()));
                     metrics.record(class, started.elapsed(), outcome_of(&r));
                     r
                 })
@@ -155,6 +164,7 @@ impl Backend {
                     format,
                     Some(stop),
                     self.db.statement_pool(),
+                    cancel.and_then(CancelToken::zone),
                 )
             }
             Command::Call(c) => {
@@ -164,7 +174,15 @@ impl Backend {
                         // Nothing else of this connection is in flight.
                         let (rows, _) =
                             stoppable(|stop| self.db.submit(here(Request::call(h, args), stop)), cancel).await?;
-                        respond(rows, &c.columns, None, format, None, self.db.statement_pool())
+                        respond(
+                            rows,
+                            &c.columns,
+                            None,
+                            format,
+                            None,
+                            self.db.statement_pool(),
+                            cancel.and_then(CancelToken::zone),
+                        )
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }

@@ -49,6 +49,14 @@ impl Backend {
 }
 
 /// A portal's parameters as values of the types the statement expects.
+/// [`decode_params`] in the session's TimeZone (text read as a timestamp with time zone
+/// without an offset is in it).
+fn zoned_params<C: ClientInfo>(client: &C, portal: &Portal<Command>, cmd: &Command) -> PgWireResult<Vec<Value>> {
+    let zone = crate::session_settings::of(client).zone();
+    let _zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
+    decode_params(portal, cmd)
+}
+
 pub(super) fn decode_params(portal: &Portal<Command>, cmd: &Command) -> PgWireResult<Vec<Value>> {
     let inferred = cmd.param_types();
     (0..portal.parameter_len())
@@ -289,7 +297,7 @@ impl ExtendedQueryHandler for Backend {
             return Ok(());
         }
         let cmd = &portal.statement.statement;
-        let params = decode_params(&portal, cmd)?;
+        let params = zoned_params(client, &portal, cmd)?;
         let cancel = self.cancel_token(client);
         open_implicit_block(client, cmd);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
@@ -328,7 +336,7 @@ impl ExtendedQueryHandler for Backend {
             copy::begin(client, c.clone());
             return Ok(Response::CopyIn(c.response()));
         }
-        let params = decode_params(portal, cmd)?;
+        let params = zoned_params(client, portal, cmd)?;
         let cancel = self.cancel_token(client);
         open_implicit_block(client, cmd);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,

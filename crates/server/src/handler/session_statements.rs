@@ -84,6 +84,17 @@ impl Backend {
             Command::Set(SetStatement::Assign { name, value })
             | Command::SetConfig(SetStatement::Assign { name, value }) => {
                 let s = settings::setting(name).expect("checked when parsed");
+                if s.name == settings::TIME_ZONE
+                    && matches!(&*txn::lock(cell), txn::State::Open(o) if !o.statements.is_empty())
+                {
+                    // Its COMMIT runs the block's statements again, all in one zone.
+                    return Err(crate::error::client_error_explained(
+                        "0A000",
+                        "SET TimeZone inside a transaction block that has run statements",
+                        None,
+                        Some("Set it before BEGIN, or as the block's first statement.".into()),
+                    ));
+                }
                 let server_work_mem = self.db.statement_memory();
                 if s.name == "work_mem" {
                     work_mem_within(value.as_deref(), server_work_mem)?;

@@ -57,6 +57,10 @@ impl Binder<'_> {
         if super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str()) && f.filter.is_none() && !distinct && !star {
             return self.sequence_function(&name, &args);
         }
+        // `timezone(zone, x)` is `x AT TIME ZONE zone`.
+        if name == "timezone" && args.len() == 2 && f.filter.is_none() && !distinct && !star {
+            return self.at_time_zone(args[1], args[0]);
+        }
         let agg = match name.as_str() {
             "count" => Some(AggFunc::Count),
             "sum" => Some(AggFunc::Sum),
@@ -130,6 +134,24 @@ impl Binder<'_> {
                 arity(1, 1)?;
                 let name = first.map_or_else(|| "unknown".to_string(), |t| t.sql_name());
                 return Ok((Expr::Const(Value::from(name)), Some(DataType::Varchar(None))));
+            }
+            // date_trunc(unit, x, zone): x's wall-clock time in zone, cut down, read there.
+            "date_trunc" if n == 3 => {
+                let (zone, zt) = (bound.pop().expect("three"), types[2]);
+                if zt.is_some_and(|t| !t.is_text()) || !matches!(types[1], None | Some(DataType::TimestampTz)) {
+                    return Err(SqlError::UnknownFunction(signature()));
+                }
+                self.infer(&zone, Some(DataType::Varchar(None)));
+                self.infer(&bound[1], Some(DataType::TimestampTz));
+                self.infer(&bound[0], Some(DataType::Varchar(None)));
+                let t = bound.pop().expect("two");
+                let local = Expr::Func(Func::AtTimeZone { to_local: true }, vec![t, zone.clone()]);
+                let cut = Expr::Func(Func::DateTrunc, vec![bound.pop().expect("one"), local]);
+                let back = Expr::Func(Func::AtTimeZone { to_local: false }, vec![cut, zone]);
+                return Ok((back, Some(DataType::TimestampTz)));
+            }
+            "make_date" | "make_time" | "make_timestamp" | "make_timestamptz" => {
+                return self.make_datetime(&name, bound, &types, &signature);
             }
             "date_part" | "date_trunc" => {
                 arity(2, 2)?;
@@ -402,7 +424,8 @@ impl Binder<'_> {
         use DataType as T;
         let (b, t) = self.expr(x)?;
         let (z, zt) = self.expr(zone)?;
-        if zt.is_some_and(|t| !t.is_text()) {
+        // (A zone is named, or an interval east of UTC: `AT TIME ZONE INTERVAL '+05:00'`.)
+        if zt.is_some_and(|t| !t.is_text() && t != T::Interval) {
             return Err(SqlError::UnknownFunction(format!(
                 "timezone({}, {})",
                 super::type_name(zt),
@@ -449,6 +472,65 @@ impl Binder<'_> {
     /// `date_part(unit, x)`, `date_trunc(unit, x)` and `extract`: the unit text, `x` a date
     /// or timestamp (a quoted literal or parameter read as `timestamp with time zone`,
     /// PostgreSQL's preferred type of the kind).
+    /// `make_date(y, m, d)`, `make_time(h, mi, s)`, `make_timestamp(y, m, d, h, mi, s)` and
+    /// `make_timestamptz(y, m, d, h, mi, s [, zone])` (the wall-clock time read in the
+    /// session zone, or in `zone`): integers, the seconds a double.
+    fn make_datetime(
+        &mut self,
+        name: &str,
+        mut bound: Vec<Expr>,
+        types: &[Option<DataType>],
+        signature: &dyn Fn() -> String,
+    ) -> Result<Typed> {
+        use DataType as T;
+        let (fields, ty) = match name {
+            "make_date" => (3, T::Date),
+            "make_time" => (3, T::Time),
+            "make_timestamp" => (6, T::Timestamp),
+            _ => (6, T::TimestampTz),
+        };
+        let zoned = ty == T::TimestampTz && bound.len() == fields + 1;
+        if bound.len() != fields && !zoned {
+            return Err(SqlError::UnknownFunction(signature()));
+        }
+        for (i, (b, t)) in bound.iter().zip(types).enumerate().take(fields) {
+            // (The seconds: a double; the rest integers.)
+            let seconds = i == fields - 1 && ty != T::Date;
+            match t {
+                None => self.infer(b, Some(if seconds { T::Double } else { T::Integer })),
+                Some(t) if t.is_integer() || (seconds && t.is_numeric()) => {}
+                Some(_) => return Err(SqlError::UnknownFunction(signature())),
+            }
+        }
+        let zone = if zoned {
+            if types[fields].is_some_and(|t| !t.is_text()) {
+                return Err(SqlError::UnknownFunction(signature()));
+            }
+            let z = bound.pop().expect("a zone");
+            self.infer(&z, Some(T::Varchar(None)));
+            Some(z)
+        } else {
+            None
+        };
+        let made = Expr::Func(Func::MakeDatetime(ty), bound);
+        Ok(match zone {
+            Some(z) => {
+                let local = Expr::Func(
+                    Func::MakeDatetime(T::Timestamp),
+                    match made {
+                        Expr::Func(_, args) => args,
+                        _ => unreachable!("built above"),
+                    },
+                );
+                (
+                    Expr::Func(Func::AtTimeZone { to_local: false }, vec![local, z]),
+                    Some(ty),
+                )
+            }
+            None => (made, Some(ty)),
+        })
+    }
+
     fn date_function(
         &mut self,
         f: Func,
@@ -635,6 +717,11 @@ const OTHER_FUNCTIONS: &[&str] = &[
     "justify_hours",
     "justify_interval",
     "make_interval",
+    "make_date",
+    "make_time",
+    "make_timestamp",
+    "make_timestamptz",
+    "timezone",
     "current_timestamp",
     "localtimestamp",
     "transaction_timestamp",
@@ -746,7 +833,7 @@ mod tests {
                 .chain(["md5", "lpad", "split_part", "sqrt", "atan2", "regexp_replace"]);
         for name in names {
             assert!(has_function(name) && has_function(&name.to_ascii_uppercase()), "{name}");
-            let binds = (0..4).any(|n| {
+            let binds = (0..7).any(|n| {
                 ["2", "'2'", "now()"].iter().any(|first| {
                     ["2", "'2'"].iter().any(|rest| {
                         let args: Vec<&str> = (0..n).map(|i| if i == 0 { *first } else { *rest }).collect();
@@ -754,7 +841,7 @@ mod tests {
                     })
                 })
             });
-            assert!(binds, "{name} does not bind with 0 to 3 arguments");
+            assert!(binds, "{name} does not bind with 0 to 6 arguments");
         }
         assert!(!has_function("current_database") && !has_function("pg_get_indexdef"));
     }

@@ -171,10 +171,22 @@ pub(super) fn literal_as(e: Expr, ty: Option<DataType>, other: Option<DataType>)
                 DataType::Decimal { .. } => DataType::Decimal { precision: 0, scale: 0 },
                 other => other,
             };
-            Ok((Expr::Const(Value::parse(&target, s)?), Some(target)))
+            Ok((read_as(&target, s)?, Some(target)))
         }
         _ => Ok((e, ty)),
     }
+}
+
+/// A quoted literal read as `ty` when the statement is planned (bad text is an error
+/// there), except where its value depends on the session TimeZone (a `timestamptz`
+/// without an offset): that one is read again each time the statement runs, in the zone
+/// it runs in (permafrost_types::zone), as a plan may outlive a `SET TimeZone`.
+pub(super) fn read_as(ty: &DataType, text: &str) -> Result<Expr> {
+    let v = Value::parse(ty, text)?;
+    if *ty == DataType::TimestampTz {
+        return Ok(Expr::Cast(Expr::Const(Value::text(text)).boxed(), *ty));
+    }
+    Ok(Expr::Const(v))
 }
 
 /// Binds a typed literal (`TIMESTAMP '2024-01-01 00:00:00'`, `BIGINT '7'`): the text parsed as
@@ -185,7 +197,7 @@ pub(super) fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
         ast::Value::SingleQuotedString(s) => s.clone(),
         other => return unsupported(format!("typed literal {other}")),
     };
-    Ok((Expr::Const(Value::parse(&ty, &text)?), Some(ty)))
+    Ok((read_as(&ty, &text)?, Some(ty)))
 }
 
 /// Binds `INTERVAL 'text'` (and `INTERVAL 'n' unit`, the unit read after the number).

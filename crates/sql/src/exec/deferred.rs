@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema};
+use permafrost_types::zone::SessionZone;
 use permafrost_types::{Value, ValueRef};
 
 use crate::error::{Result, SqlError};
@@ -65,6 +66,9 @@ pub struct Deferred {
     pub parts: Vec<DeferredPart>,
     pub(super) params: Vec<Value>,
     pub(super) now: i64,
+    /// The session TimeZone the statement runs in (permafrost_types::zone): its evicted
+    /// part is read later, on another thread, in the same zone.
+    pub(super) zone: Option<permafrost_types::zone::Zone>,
     /// The statement's random state (`Env::random`).
     pub(super) random: Arc<std::sync::atomic::AtomicU64>,
     pub(super) pool: Option<Arc<MemoryPool>>,
@@ -110,6 +114,7 @@ impl Deferred {
     /// Feeds one evicted tuple of the scan (`plan` is the statement's). `Break` when the
     /// result is complete (a LIMIT reached): the remaining tuples need not be read.
     pub fn feed(&mut self, stmt: &Prepared, row: Row<'_>) -> Result<ControlFlow<()>> {
+        let _zone = SessionZone::set(self.zone.as_ref());
         let (p, _) = scanned(stmt, self.outer.is_some())?;
         let cx = Cx::new(&self.params, self.now)
             .with_random(self.random.clone())
@@ -130,6 +135,7 @@ impl Deferred {
     /// (no ORDER BY, DISTINCT or aggregate, in the subquery and in the query reading it);
     /// `None` otherwise.
     pub fn take_rows(&mut self, stmt: &Prepared) -> Result<Option<Rows>> {
+        let _zone = SessionZone::set(self.zone.as_ref());
         let Some(outer) = &mut self.outer else {
             return self.gather.take_rows();
         };
@@ -158,8 +164,10 @@ impl Deferred {
             random,
             pool,
             work_mem,
+            zone,
             ..
         } = self;
+        let _zone = SessionZone::set(zone.as_ref());
         let (p, columns) = scanned(stmt, outer.is_some())?;
         let cx = Cx::new(&params, now)
             .with_random(random.clone())

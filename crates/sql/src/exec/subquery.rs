@@ -258,7 +258,8 @@ fn recursive<E>(
 
 /// The rows of `generate_series(start, stop, step)`: none if an argument is NULL, the
 /// values from `start` while not past `stop` (below it for a negative step); a step of
-/// zero is 22023. What they hold counts against `work_mem`.
+/// zero is 22023. Timestamps step by an interval (a timestamptz's days and months in the
+/// session zone, crate::expr::ops). What they hold counts against `work_mem`.
 fn series(start: &Expr, stop: &Expr, step: Option<&Expr>, cx: &Cx<'_>, work_mem: usize) -> Result<Vec<Vec<Value>>> {
     let (from, to) = (start.eval_const(cx)?, stop.eval_const(cx)?);
     let by = match step {
@@ -268,7 +269,11 @@ fn series(start: &Expr, stop: &Expr, step: Option<&Expr>, cx: &Cx<'_>, work_mem:
     if from.is_null() || to.is_null() || by.is_null() {
         return Ok(Vec::new());
     }
-    let zero = Value::Int(0);
+    // (An interval step, of a series of timestamps, is compared with the empty interval.)
+    let zero = match by {
+        Value::Interval(_) => Value::Interval(permafrost_types::Interval::default()),
+        _ => Value::Int(0),
+    };
     let up = match compare(by.as_ref(), zero.as_ref())? {
         Some(Ordering::Equal) => return Err(SqlError::InvalidArgument("step size cannot equal zero".into())),
         o => o == Some(Ordering::Greater),

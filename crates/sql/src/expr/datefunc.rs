@@ -148,7 +148,8 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
     }
     let (micros, ty, is_date) = match v {
         ValueRef::Timestamp(t) => (t, DataType::Timestamp, false),
-        ValueRef::TimestampTz(t) => (t, DataType::TimestampTz, false),
+        // A moment's fields are those of its wall-clock time in the session zone.
+        ValueRef::TimestampTz(t) => (local(t)?, DataType::TimestampTz, false),
         // date_part(text, date) is PostgreSQL's date_part of the date's midnight.
         ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::Date, numeric),
         ValueRef::Time(t) => (t, DataType::Time, false),
@@ -196,9 +197,21 @@ pub(super) fn date_part(name: &str, v: ValueRef<'_>, numeric: bool) -> Result<Va
             (shown_year(y), 0)
         }
         Epoch if is_date => (f.days * 86_400, 0),
-        Epoch => (micros, 6),
-        // The session's zone is UTC.
-        Timezone | TimezoneHour | TimezoneMinute => (0, 0),
+        Epoch => match v {
+            ValueRef::TimestampTz(t) => (t, 6),
+            _ => (micros, 6),
+        },
+        Timezone | TimezoneHour | TimezoneMinute => {
+            let ValueRef::TimestampTz(t) = v else {
+                return Err(not_supported(name, &ty));
+            };
+            let offset = i64::from(permafrost_types::zone::session_offset(t));
+            match u {
+                Timezone => (offset, 0),
+                TimezoneHour => (offset / 3600, 0),
+                _ => (offset / 60 % 60, 0),
+            }
+        }
     };
     Ok(if numeric {
         Value::Decimal(Numeric::new(count, scale))
@@ -289,10 +302,13 @@ fn interval_trunc(name: &str, x: permafrost_types::Interval) -> Result<Value> {
     }))
 }
 
+/// A moment of a timestamptz is cut down in its wall-clock time in the session zone, and
+/// the result is the moment that zone's clocks show the cut time; a date is its midnight
+/// there.
 pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
     let (micros, ty) = match v {
         ValueRef::Timestamp(t) => (t, DataType::Timestamp),
-        ValueRef::TimestampTz(t) => (t, DataType::TimestampTz),
+        ValueRef::TimestampTz(t) => (local(t)?, DataType::TimestampTz),
         ValueRef::Date(d) => (d as i64 * MICROS_PER_DAY, DataType::TimestampTz),
         ValueRef::Interval(x) => return interval_trunc(name, x),
         ValueRef::Null => return Ok(Value::Null),
@@ -327,28 +343,119 @@ pub(super) fn date_trunc(name: &str, v: ValueRef<'_>) -> Result<Value> {
         }
     };
     if !(TIMESTAMP_MIN..=TIMESTAMP_MAX).contains(&r) {
-        return Err(SqlError::Math {
-            sqlstate: "22008",
-            message: "timestamp out of range",
-        });
+        return Err(out_of_range());
     }
-    Ok(if ty == DataType::Timestamp {
-        Value::Timestamp(r)
-    } else {
-        Value::TimestampTz(r)
+    if ty == DataType::Timestamp {
+        return Ok(Value::Timestamp(r));
+    }
+    let moment = permafrost_types::zone::session_utc(r).ok_or_else(out_of_range)?;
+    if !(TIMESTAMP_MIN..=TIMESTAMP_MAX).contains(&moment) {
+        return Err(out_of_range());
+    }
+    Ok(Value::TimestampTz(moment))
+}
+
+/// `make_date`, `make_time`, `make_timestamp` and `make_timestamptz` (`ty`) of their
+/// integer fields (`ints`: year, month, day, then hour and minute; a time's hour and minute)
+/// and `secs`, the seconds (a date's day). A negative year is BC, as in PostgreSQL.
+pub(super) fn make_datetime(ty: DataType, ints: &[i64], secs: f64) -> Result<Value> {
+    let date = |y: i64, m: i64, d: i64| -> Result<i64> {
+        let bad = || SqlError::FieldOutOfRange(format!("date field value out of range: {y}-{m:02}-{d:02}"));
+        let astro = if y < 0 { y + 1 } else { y };
+        if y == 0 || !(1..=12).contains(&m) || d < 1 || y.abs() > 5_874_897 {
+            return Err(bad());
+        }
+        let days = days_from_civil(astro, m as u32, d as u32);
+        if civil_from_days(days) != (astro, m as u32, d as u32) {
+            return Err(bad());
+        }
+        Ok(days)
+    };
+    let time = |h: i64, mi: i64, s: f64| -> Result<i64> {
+        let micros = (s * 1e6).round();
+        let ok = (0..=24).contains(&h) && (0..60).contains(&mi) && (0.0..=60.0).contains(&s) && s.is_finite();
+        let total = ((h * 60 + mi) * 60) as f64 * 1e6 + micros;
+        if !ok || total > 86_400e6 {
+            return Err(SqlError::FieldOutOfRange(format!(
+                "time field value out of range: {h:02}:{mi:02}:{}",
+                permafrost_types::double_text(s)
+            )));
+        }
+        Ok(total as i64)
+    };
+    Ok(match ty {
+        DataType::Date => {
+            let days = date(ints[0], ints[1], secs as i64)?;
+            Value::Date(i32::try_from(days).map_err(|_| out_of_range())?)
+        }
+        DataType::Time => Value::Time(time(ints[0], ints[1], secs)?),
+        _ => {
+            let local = date(ints[0], ints[1], ints[2])?
+                .checked_mul(MICROS_PER_DAY)
+                .and_then(|d| d.checked_add(time(ints[3], ints[4], secs).ok()?))
+                .filter(|t| (TIMESTAMP_MIN..=TIMESTAMP_MAX).contains(t));
+            let local = match local {
+                Some(t) => t,
+                None => {
+                    time(ints[3], ints[4], secs)?;
+                    return Err(out_of_range());
+                }
+            };
+            if ty == DataType::Timestamp {
+                Value::Timestamp(local)
+            } else {
+                let moment = permafrost_types::zone::session_utc(local).ok_or_else(out_of_range)?;
+                Value::TimestampTz(moment)
+            }
+        }
     })
+}
+
+/// The wall-clock time of the moment `t` in the session zone.
+fn local(t: i64) -> Result<i64> {
+    permafrost_types::zone::session_local(t).ok_or_else(out_of_range)
+}
+
+fn out_of_range() -> SqlError {
+    SqlError::Math {
+        sqlstate: "22008",
+        message: "timestamp out of range",
+    }
 }
 
 /// `x AT TIME ZONE zone` (`to_local`: x a moment, the result its wall-clock time in zone;
 /// else x a wall-clock time there, the result the moment).
 pub(super) fn at_time_zone(x: ValueRef<'_>, zone: &str, to_local: bool) -> Result<Value> {
+    let unknown = permafrost_types::TimestampError::Zone(zone.trim().to_string());
     let z = permafrost_types::zone::Zone::named(zone)
-        .map_err(|e| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, e, zone)))?;
+        .ok_or_else(|| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, unknown, zone)))?;
+    in_zone(x, &z, zone, to_local)
+}
+
+/// `x AT TIME ZONE INTERVAL '...'`: in the fixed zone that far EAST of UTC (days or months
+/// are 22023, as PostgreSQL has them).
+pub(super) fn at_interval_zone(x: ValueRef<'_>, east: &permafrost_types::Interval, to_local: bool) -> Result<Value> {
+    let shown = permafrost_types::interval_text(east);
+    let z = (east.months == 0 && east.days == 0)
+        .then(|| i32::try_from(east.micros / 1_000_000).ok())
+        .flatten()
+        .and_then(permafrost_types::zone::Zone::east)
+        .ok_or_else(|| {
+            SqlError::InvalidArgument(format!(
+                "interval time zone \"{shown}\" must not include months or days"
+            ))
+        })?;
+    in_zone(x, &z, &shown, to_local)
+}
+
+fn in_zone(x: ValueRef<'_>, z: &permafrost_types::zone::Zone, zone: &str, to_local: bool) -> Result<Value> {
     let (ValueRef::Timestamp(t) | ValueRef::TimestampTz(t)) = x else {
         return Err(SqlError::Type(format!("AT TIME ZONE of {}", x.kind_name())));
     };
     let moved = if to_local { z.to_local(t) } else { z.to_utc(t) };
-    let moved = moved.map_err(|e| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, e, zone)))?;
+    let out = permafrost_types::TimestampError::OutOfRange;
+    let moved =
+        moved.ok_or_else(|| SqlError::from(permafrost_types::datetime_error(&DataType::TimestampTz, out, zone)))?;
     Ok(if to_local {
         Value::Timestamp(moved)
     } else {

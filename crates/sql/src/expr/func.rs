@@ -70,6 +70,9 @@ pub enum Func {
     Age,
     /// `make_interval(years, months, weeks, days, hours, mins, secs)`.
     MakeInterval,
+    /// `make_date(y, m, d)`, `make_time(h, mi, s)`, `make_timestamp(y, m, d, h, mi, s)`,
+    /// `make_timestamptz(...)` (the wall-clock time read in the session zone): the type made.
+    MakeDatetime(DataType),
     /// `justify_days`, `justify_hours`, `justify_interval`.
     Justify(super::age::Justify),
     /// `nextval('t_c_seq')`: the next value of `table`'s sequence, taken by the running
@@ -156,6 +159,20 @@ pub enum Func {
 }
 
 /// A text argument as text: itself, or another value written as text.
+/// `to_char` of the moment `t`: its wall-clock time and zone in the session zone.
+fn zoned_to_char(t: i64, format: &str) -> Result<Value> {
+    let zone = permafrost_types::zone::session();
+    let shown = super::to_char::Shown {
+        offset: zone.offset_at(t),
+        abbreviation: zone.abbreviation_at(t),
+    };
+    let local = zone.to_local(t).ok_or(SqlError::Math {
+        sqlstate: "22008",
+        message: "timestamp out of range",
+    })?;
+    super::to_char::datetime(local, Some(&shown), format)
+}
+
 fn text_arg<'a>(v: ValueRef<'a>) -> Cow<'a, str> {
     match v {
         ValueRef::Text(t) => Cow::Borrowed(t),
@@ -233,22 +250,29 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
             // (A pattern writes at most nine characters: `Month` padded.)
             b.check(format.len().saturating_mul(9))?;
             match v[0].as_ref() {
-                ValueRef::Timestamp(t) => super::to_char::datetime(t, false, &format)?,
-                ValueRef::TimestampTz(t) => super::to_char::datetime(t, true, &format)?,
+                ValueRef::Timestamp(t) => super::to_char::datetime(t, None, &format)?,
+                ValueRef::TimestampTz(t) => zoned_to_char(t, &format)?,
                 ValueRef::Date(d) => {
-                    super::to_char::datetime(permafrost_types::datetime::start_of_day(d), true, &format)?
+                    let midnight = permafrost_types::datetime::start_of_day(d);
+                    zoned_to_char(
+                        permafrost_types::zone::session_utc(midnight).unwrap_or(midnight),
+                        &format,
+                    )?
                 }
                 other => return Err(SqlError::Type(format!("to_char of {}", other.kind_name()))),
             }
         }
         Func::Age => {
+            // (A moment's fields are those of its wall-clock time in the session zone.)
+            let local = |t: i64| permafrost_types::zone::session_local(t).unwrap_or(t);
             let ts = |i: usize| match v[i].as_ref() {
-                ValueRef::Timestamp(t) | ValueRef::TimestampTz(t) => Ok(t),
+                ValueRef::Timestamp(t) => Ok(t),
+                ValueRef::TimestampTz(t) => Ok(local(t)),
                 other => Err(SqlError::Type(format!("age of {}", other.kind_name()))),
             };
             let day = permafrost_types::datetime::MICROS_PER_DAY;
             match v.len() {
-                1 => super::age::age(cx.now.div_euclid(day) * day, ts(0)?)?,
+                1 => super::age::age(local(cx.now).div_euclid(day) * day, ts(0)?)?,
                 _ => super::age::age(ts(0)?, ts(1)?)?,
             }
         }
@@ -260,7 +284,24 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
             }
             super::age::make_interval(parts, float_arg(v[6].as_ref())?)?
         }
-        Func::AtTimeZone { to_local } => super::datefunc::at_time_zone(v[0].as_ref(), &s(1), to_local)?,
+        Func::MakeDatetime(ty) => {
+            let n = v.len();
+            let ints = v[..n - 1]
+                .iter()
+                .map(|x| int_arg(x.as_ref()))
+                .collect::<Result<Vec<_>>>()?;
+            let last = v[n - 1].as_ref();
+            let secs = if ty == DataType::Date {
+                int_arg(last)? as f64
+            } else {
+                float_arg(last)?
+            };
+            super::datefunc::make_datetime(ty, &ints, secs)?
+        }
+        Func::AtTimeZone { to_local } => match v[1].as_ref() {
+            ValueRef::Interval(east) => super::datefunc::at_interval_zone(v[0].as_ref(), &east, to_local)?,
+            _ => super::datefunc::at_time_zone(v[0].as_ref(), &s(1), to_local)?,
+        },
         Func::Math(m) => {
             let y = if m.arity() == 2 { float_arg(v[1].as_ref())? } else { 0.0 };
             math::eval(m, float_arg(v[0].as_ref())?, y)?

@@ -217,12 +217,18 @@ pub fn to_json(v: ValueRef<'_>, from: JsonFrom) -> String {
         ValueRef::Decimal(d) => out.push_str(&d.to_string()),
         ValueRef::Double(d) if d.is_finite() => out.push_str(&double_text(d)),
         ValueRef::Timestamp(_) | ValueRef::TimestampTz(_) => {
-            let text = v.to_string().replacen(' ', "T", 1);
-            // PostgreSQL writes the zone of a timestamptz in JSON as +00:00.
+            // PostgreSQL writes the zone of a timestamptz in JSON with its minutes (+00:00,
+            // -04:00, +05:53:28).
             let text = match v {
-                ValueRef::TimestampTz(_) if text.ends_with("+00") => format!("{text}:00"),
-                _ => text,
+                ValueRef::TimestampTz(t) => {
+                    let offset = permafrost_types::zone::session_offset(t);
+                    let local = permafrost_types::zone::session_local(t).unwrap_or(t);
+                    let plain = permafrost_types::datetime::timestamp_text(local);
+                    format!("{plain}{}", permafrost_types::zone::offset_text(offset, true))
+                }
+                _ => v.to_string(),
             };
+            let text = text.replacen(' ', "T", 1);
             write_string(&text, &mut out)
         }
         other => write_string(&other.to_string(), &mut out),

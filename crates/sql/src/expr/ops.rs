@@ -225,18 +225,25 @@ fn timestamp_out_of_range() -> SqlError {
 fn interval_arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value> {
     use ValueRef as V;
     use permafrost_types::datetime::MICROS_PER_DAY;
-    let moved = |t: i64, x: &Interval, sub: bool| -> Result<i64> {
+    // (`zoned`: a timestamptz, whose days and months move its wall-clock time.)
+    let shift = |t: i64, x: &Interval, sub: bool, zoned: bool| -> Result<i64> {
         let x = if sub {
             x.negate().ok_or_else(interval_out_of_range)?
         } else {
             *x
         };
-        let r = permafrost_types::interval::add_to_timestamp(t, &x).ok_or_else(timestamp_out_of_range)?;
+        let r = if zoned {
+            permafrost_types::interval::add_to_timestamptz(t, &x)
+        } else {
+            permafrost_types::interval::add_to_timestamp(t, &x)
+        };
+        let r = r.ok_or_else(timestamp_out_of_range)?;
         if !(permafrost_types::TIMESTAMP_MIN..=permafrost_types::TIMESTAMP_MAX).contains(&r) {
             return Err(timestamp_out_of_range());
         }
         Ok(r)
     };
+    let moved = |t: i64, x: &Interval, sub: bool| shift(t, x, sub, false);
     let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
     let sub = op == ArithOp::Sub;
     let factor = |v: ValueRef<'_>| -> Option<f64> {
@@ -249,9 +256,9 @@ fn interval_arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Value
     };
     Ok(match (a, b) {
         (V::Timestamp(t), V::Interval(x)) if add_sub => Value::Timestamp(moved(t, &x, sub)?),
-        (V::TimestampTz(t), V::Interval(x)) if add_sub => Value::TimestampTz(moved(t, &x, sub)?),
+        (V::TimestampTz(t), V::Interval(x)) if add_sub => Value::TimestampTz(shift(t, &x, sub, true)?),
         (V::Interval(x), V::Timestamp(t)) if op == ArithOp::Add => Value::Timestamp(moved(t, &x, false)?),
-        (V::Interval(x), V::TimestampTz(t)) if op == ArithOp::Add => Value::TimestampTz(moved(t, &x, false)?),
+        (V::Interval(x), V::TimestampTz(t)) if op == ArithOp::Add => Value::TimestampTz(shift(t, &x, false, true)?),
         (V::Date(d), V::Interval(x)) if add_sub => {
             Value::Timestamp(moved(permafrost_types::datetime::start_of_day(d), &x, sub)?)
         }

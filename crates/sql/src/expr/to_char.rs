@@ -2,9 +2,11 @@
 //! template patterns of PostgreSQL's table 9.26 (`YYYY`, `MM`, `Mon`, `Month`, `DD`, `Day`,
 //! `HH24`, `MI`, `SS`, `MS`, `US`, `AM`, ISO weeks, `J`, `Q`, `RM`, `TZ`, ...), the `FM`
 //! prefix (no padding) and `TH`/`th` suffixes (ordinals of a number; after anything else
-//! they are dropped, as PostgreSQL drops them), text in double quotes copied as it is. The
-//! session's zone is UTC, so `TZ` is `UTC` and `OF` `+00` (for a timestamp or date too, as
-//! PostgreSQL writes them). `to_char` of a number is not here yet (bind/call.rs refuses it).
+//! they are dropped, as PostgreSQL drops them), text in double quotes copied as it is. A
+//! timestamptz is written as its wall-clock time in the session zone, `TZ` its abbreviation
+//! there (`EDT`, `+0545`) and `OF`, `TZH`, `TZM` its offset; a timestamp has no `TZ` and
+//! the offset `+00`, as PostgreSQL writes them. `to_char` of a number is not here yet
+//! (bind/call.rs refuses it).
 
 use permafrost_types::Value;
 
@@ -71,10 +73,22 @@ fn suffix(n: i64) -> &'static str {
     }
 }
 
-/// `to_char` of a moment (microseconds since 1970, wall clock, the zone UTC) with `format`;
-/// `zoned`: a timestamptz (or a date, which PostgreSQL reads as one), whose `TZ` is `UTC`
-/// (a timestamp's is empty).
-pub(super) fn datetime(micros: i64, zoned: bool, format: &str) -> Result<Value> {
+/// A timestamptz's zone where `to_char` writes it: its offset east of UTC in seconds and
+/// the zone's abbreviation.
+pub(super) struct Shown {
+    pub offset: i32,
+    pub abbreviation: String,
+}
+
+/// `to_char` of a wall-clock time (microseconds since 1970) with `format`; `zone`: that of
+/// a timestamptz (or a date, which PostgreSQL reads as one); a timestamp has none.
+pub(super) fn datetime(micros: i64, zone: Option<&Shown>, format: &str) -> Result<Value> {
+    let offset = zone.map_or(0, |z| z.offset);
+    let (sign, off_h, off_m) = (
+        if offset < 0 { '-' } else { '+' },
+        offset.unsigned_abs() / 3600,
+        offset.unsigned_abs() % 3600 / 60,
+    );
     let f = fields(micros);
     let year = if f.year > 0 { f.year } else { 1 - f.year };
     let (iso_year, iso_week_no) = iso_week(f.days);
@@ -222,11 +236,18 @@ pub(super) fn datetime(micros: i64, zoned: bool, format: &str) -> Result<Value> 
                 );
                 (if fill { r } else { format!("{r:<4}") }, None)
             }
-            "TZ" => (if zoned { cased("UTC", p) } else { String::new() }, None),
-            // (FM shortens OF, not TZH or TZM.)
-            "OF" => ((if fill { "+0" } else { "+00" }).into(), None),
-            "TZH" => ("+00".into(), None),
-            "TZM" => ("00".into(), None),
+            "TZ" => (zone.map_or(String::new(), |z| cased(&z.abbreviation, p)), None),
+            // (FM shortens OF, not TZH or TZM; OF writes minutes only when there are some.)
+            "OF" => {
+                let h = if fill {
+                    format!("{sign}{off_h}")
+                } else {
+                    format!("{sign}{off_h:02}")
+                };
+                (if off_m == 0 { h } else { format!("{h}:{off_m:02}") }, None)
+            }
+            "TZH" => (format!("{sign}{off_h:02}"), None),
+            "TZM" => (format!("{off_m:02}"), None),
             _ => (String::new(), None),
         };
         out.push_str(&text);

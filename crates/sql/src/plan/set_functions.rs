@@ -58,6 +58,9 @@ pub(super) fn series(
     if !b.init.is_empty() {
         return unsupported("a subquery in generate_series");
     }
+    if let Some(tree) = time_series(b, &bound, ordinality)? {
+        return Ok(tree);
+    }
     let mut ty = DataType::Integer;
     for (e, t) in &bound {
         match t {
@@ -87,6 +90,68 @@ pub(super) fn series(
         columns: columns.clone().into(),
     };
     Ok((tree, columns))
+}
+
+/// `generate_series(start, stop, step)` over timestamps (`timestamp` or `timestamptz`,
+/// the type of the first known one; dates are read as `timestamp`, as PostgreSQL reads
+/// them here) stepping by an interval; `None` when no argument is a timestamp or date.
+fn time_series(
+    b: &mut Binder<'_>,
+    bound: &[(Expr, Option<DataType>)],
+    ordinality: bool,
+) -> Result<Option<(SetTree, Vec<ColumnInfo>)>> {
+    let stamp = |t: &Option<DataType>| matches!(t, Some(DataType::Timestamp | DataType::TimestampTz | DataType::Date));
+    if !bound.iter().take(2).any(|(_, t)| stamp(t)) {
+        return Ok(None);
+    }
+    let ty = match bound
+        .iter()
+        .take(2)
+        .find_map(|(_, t)| t.filter(|t| *t != DataType::Date))
+    {
+        Some(DataType::TimestampTz) => DataType::TimestampTz,
+        _ => DataType::Timestamp,
+    };
+    let signature = || {
+        let names: Vec<String> = bound
+            .iter()
+            .map(|(_, t)| t.map_or("unknown".into(), |t| t.sql_name()))
+            .collect();
+        SqlError::UnknownFunction(format!("generate_series({})", names.join(", ")))
+    };
+    if bound.len() != 3 {
+        return Err(signature());
+    }
+    let mut args = Vec::with_capacity(3);
+    for (i, (e, t)) in bound.iter().enumerate() {
+        let want = if i == 2 { DataType::Interval } else { ty };
+        args.push(match t {
+            Some(t) if *t == want => e.clone(),
+            None => {
+                b.infer(e, Some(want));
+                Expr::Cast(e.clone().boxed(), want)
+            }
+            Some(DataType::Timestamp | DataType::TimestampTz | DataType::Date) if i < 2 => {
+                Expr::Cast(e.clone().boxed(), want)
+            }
+            Some(_) => return Err(signature()),
+        });
+    }
+    let mut it = args.into_iter();
+    let (start, stop, step) = (it.next(), it.next(), it.next());
+    let mut columns = vec![ColumnInfo {
+        name: "generate_series".into(),
+        ty: Some(ty),
+    }];
+    with_ordinality(&mut columns, ordinality);
+    let tree = SetTree::Series {
+        start: start.expect("three"),
+        stop: stop.expect("three"),
+        step,
+        ordinality,
+        columns: columns.clone().into(),
+    };
+    Ok(Some((tree, columns)))
 }
 
 /// `unnest(array [, array ...])` planned by `b` (a scope of its own, that may read the

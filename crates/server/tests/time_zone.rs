@@ -1,0 +1,138 @@
+//! The session TimeZone: statements read and write timestamps with time zone in it, and
+//! the command log keeps it, so that replay rebuilds exactly what clients were answered.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use permafrost_executor::{Config, Database, LogConfig};
+use permafrost_server::ServerOptions;
+use permafrost_types::Value;
+
+use common::{code, connect, server_over};
+
+fn config(dir: &std::path::Path) -> Config {
+    Config::builder()
+        .partitions(2)
+        .command_log(LogConfig::new(dir.join("log")))
+        .build()
+        .unwrap()
+}
+
+/// The rows a UTC session sees, as text.
+const ROWS: &str = "SELECT id, t::text, d::text, day::text FROM ev ORDER BY id";
+
+/// What America/New_York makes of the statements below, written in UTC (as PostgreSQL 15
+/// answers them).
+const EXPECTED: [[&str; 4]; 3] = [
+    // '2024-07-01 12:00' there is 16:00 UTC, then a day later; 02:00 UTC on the 2nd is
+    // still the 1st there, whose midnight is 04:00 UTC.
+    ["1", "2024-07-02 16:00:00+00", "2024-07-01", "2024-07-01 04:00:00+00"],
+    // A day after noon on 2024-03-09 is noon on the 10th there, 23 hours later (DST).
+    ["2", "2024-03-10 16:00:00+00", "2024-03-10", "2024-03-10 05:00:00+00"],
+    // A parameter's text without an offset is read there too.
+    ["3", "2024-01-15 17:00:00+00", "2024-01-15", "2024-01-15 05:00:00+00"],
+];
+
+fn texts(rows: Vec<Vec<Value>>) -> Vec<Vec<String>> {
+    rows.into_iter()
+        .map(|r| r.into_iter().map(|v| v.to_string()).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_run_in_the_session_zone_and_replay_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::open(config(dir.path())).unwrap());
+    let server = server_over(db.clone(), ServerOptions::default()).await;
+    let c = connect(server.port).await;
+    c.batch_execute(
+        "CREATE TABLE ev (id BIGINT PRIMARY KEY, t TIMESTAMPTZ, d DATE, day TIMESTAMPTZ);
+         SET TimeZone = 'america/new_york'",
+    )
+    .await
+    .unwrap();
+    let shown: String = c.query_one("SHOW TimeZone", &[]).await.unwrap().get(0);
+    assert_eq!(shown, "America/New_York");
+    c.batch_execute(
+        "INSERT INTO ev VALUES (1, '2024-07-01 12:00', ('2024-07-02 02:00+00'::timestamptz)::date,
+                                date_trunc('day', '2024-07-02 02:00+00'::timestamptz))",
+    )
+    .await
+    .unwrap();
+    // A block: its statements ran in the zone, and its COMMIT runs them again in it.
+    c.batch_execute(
+        "BEGIN;
+         INSERT INTO ev VALUES (2, timestamptz '2024-03-09 12:00' + interval '1 day', NULL, NULL);
+         UPDATE ev SET d = t::date, day = date_trunc('day', t) WHERE id = 2;
+         UPDATE ev SET t = t + interval '1 day' WHERE id = 1;
+         COMMIT",
+    )
+    .await
+    .unwrap();
+    // A parameter sent as text, read as a timestamptz in the zone.
+    c.execute(
+        "INSERT INTO ev VALUES (3, $1::text::timestamptz, ($1::text::timestamptz)::date, date_trunc('day', $1::text::timestamptz))",
+        &[&"2024-01-15 12:00"],
+    )
+    .await
+    .unwrap();
+    // A timestamptz key read from text in the zone finds its partition in the zone too,
+    // outside a block and inside one.
+    c.batch_execute(
+        "CREATE TABLE k (t TIMESTAMPTZ PRIMARY KEY, v INT);
+         INSERT INTO k VALUES ('2024-07-01 12:00', 1), ('2024-07-01 13:00', 2), ('2024-07-01 14:00', 3)",
+    )
+    .await
+    .unwrap();
+    for hour in ["12", "13", "14"] {
+        let sql = format!("SELECT v FROM k WHERE t = '2024-07-01 {hour}:00'");
+        assert_eq!(c.query(&sql, &[]).await.unwrap().len(), 1, "{sql}");
+    }
+    c.batch_execute("BEGIN; UPDATE k SET v = v + 10 WHERE t = '2024-07-01 13:00'; COMMIT")
+        .await
+        .unwrap();
+    let v: i32 = c
+        .query_one("SELECT v FROM k WHERE t = '2024-07-01 17:00+00'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 12, "13:00 in New York is 17:00 UTC");
+    // The zone cannot change under a block's statements (its COMMIT runs them again).
+    c.batch_execute("BEGIN; SELECT 1").await.unwrap();
+    let e = c.batch_execute("SET TimeZone = 'UTC'").await.unwrap_err();
+    assert_eq!(code(&e), "0A000");
+    c.batch_execute("ROLLBACK; SET TimeZone = 'UTC'").await.unwrap();
+    let mut seen = Vec::new();
+    for r in c.simple_query(ROWS).await.unwrap() {
+        if let tokio_postgres::SimpleQueryMessage::Row(r) = r {
+            seen.push(
+                (0..4)
+                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    assert_eq!(seen, EXPECTED.map(|r| r.map(String::from)).to_vec(), "what clients saw");
+    drop(c);
+    drop(server);
+    // The server lets go of the database when it has stopped.
+    let started = Instant::now();
+    while Arc::strong_count(&db) > 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the server still holds the database"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(db);
+    let replayed = tokio::task::spawn_blocking(move || {
+        let db = Database::open(config(dir.path())).unwrap();
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        db.execute_sql(ROWS, vec![]).unwrap().to_values()
+    })
+    .await
+    .unwrap();
+    assert_eq!(texts(replayed), seen, "replayed in the zone the log kept");
+}
