@@ -20,8 +20,10 @@
 //!   groups before they spill (crate::session carries it to each statement); at most the
 //!   server's, a quarter of `memory_limit` (22023 above it), which is its default.
 //!
-//! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704; `SET
-//! LOCAL` is not supported (0A000).
+//! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704. Inside
+//! a transaction block a SET lasts if the block commits and is undone if it rolls back;
+//! `SET LOCAL` (and `set_config(..., true)`) lasts until the block ends, either way
+//! (crate::txn::SettingUndo); outside one it warns and does nothing, as in PostgreSQL.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,8 +51,13 @@ pub(crate) fn version_text() -> String {
 /// A parsed SET or RESET.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetStatement {
-    /// `SET name TO value`, `RESET name` (`value` None: back to the default).
-    Assign { name: &'static str, value: Option<String> },
+    /// `SET name TO value`, `RESET name` (`value` None: back to the default); `local`:
+    /// `SET LOCAL`, which lasts until the end of the transaction block.
+    Assign {
+        name: &'static str,
+        value: Option<String>,
+        local: bool,
+    },
     /// `RESET ALL`.
     ResetAll,
     /// `SET TRANSACTION ...` (`session`: `SET SESSION CHARACTERISTICS AS TRANSACTION`):
@@ -525,30 +532,35 @@ pub fn shown(s: &Setting, value: &str, server_work_mem: usize) -> String {
 /// The words of a SET value: quoted strings unquoted (`''` read as `'`), identifiers and
 /// numbers as they are, joined with `, ` when a list.
 fn value_text(rest: &str) -> Option<String> {
+    // (Each item with whether it was quoted: `''` is an empty value, a bare nothing is not.)
     let mut items = Vec::new();
     let mut cur = String::new();
+    let mut quoted = false;
     let mut chars = rest.trim().chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\'' => loop {
-                match chars.next()? {
-                    '\'' if chars.peek() == Some(&'\'') => {
-                        chars.next();
-                        cur.push('\'');
+            '\'' => {
+                quoted = true;
+                loop {
+                    match chars.next()? {
+                        '\'' if chars.peek() == Some(&'\'') => {
+                            chars.next();
+                            cur.push('\'');
+                        }
+                        '\'' => break,
+                        x => cur.push(x),
                     }
-                    '\'' => break,
-                    x => cur.push(x),
                 }
-            },
-            ',' => items.push(std::mem::take(&mut cur).trim().to_string()),
+            }
+            ',' => items.push((std::mem::take(&mut cur).trim().to_string(), std::mem::take(&mut quoted))),
             x => cur.push(x),
         }
     }
-    items.push(cur.trim().to_string());
-    if items.iter().any(String::is_empty) {
+    items.push((cur.trim().to_string(), quoted));
+    if items.iter().any(|(v, quoted)| v.is_empty() && !quoted) {
         return None;
     }
-    Some(items.join(", "))
+    Some(items.into_iter().map(|(v, _)| v).collect::<Vec<_>>().join(", "))
 }
 
 fn syntax(sql: &str) -> PgWireError {
@@ -569,13 +581,15 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
         if name == "all" {
             return Ok(SetStatement::ResetAll);
         }
-        return assign(name, None);
+        return assign(name, None, false);
     }
     // SET [SESSION | LOCAL] ...
     let mut rest = text[3..].trim_start();
     let mut rest_lower = lower[3..].trim_start().to_string();
-    if rest_lower.starts_with("local ") {
-        return Err(client_error("0A000", "SET LOCAL is not supported"));
+    let local = rest_lower.starts_with("local ");
+    if local {
+        rest = rest[6..].trim_start();
+        rest_lower = rest_lower[6..].trim_start().to_string();
     }
     let session = rest_lower.starts_with("session ");
     if session {
@@ -615,19 +629,21 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
     };
     let value = value.trim();
     if value.eq_ignore_ascii_case("default") {
-        return assign(&name, None);
+        return assign(&name, None, local);
     }
     if name == TIME_ZONE && value.to_ascii_lowercase().starts_with("interval") {
         return interval_zone(value).map(|v| SetStatement::Assign {
             name: TIME_ZONE,
             value: Some(v),
+            local,
         });
     }
     let v = value_text(value).ok_or_else(|| syntax(sql))?;
-    assign(&name, Some(v))
+    assign(&name, Some(v), local)
 }
 
-pub(crate) fn assign(name: &str, value: Option<String>) -> PgWireResult<SetStatement> {
+/// `SET [LOCAL] name` to `value` (`None`: RESET), checked.
+pub(crate) fn assign(name: &str, value: Option<String>, local: bool) -> PgWireResult<SetStatement> {
     let name = name.trim_matches('"').to_ascii_lowercase();
     if read_only_parameter(&name).is_some() {
         return Err(client_error("55P02", format!("parameter \"{name}\" cannot be changed")));
@@ -635,7 +651,11 @@ pub(crate) fn assign(name: &str, value: Option<String>) -> PgWireResult<SetState
     let s = setting(&name)
         .ok_or_else(|| client_error("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
     let value = value.map(|v| (s.check)(&v)).transpose()?;
-    Ok(SetStatement::Assign { name: s.name, value })
+    Ok(SetStatement::Assign {
+        name: s.name,
+        value,
+        local,
+    })
 }
 
 /// `SET TRANSACTION` modes: isolation levels (all run serializable), READ WRITE, READ
@@ -674,7 +694,7 @@ mod tests {
 
     fn set(sql: &str) -> Result<(&'static str, Option<String>), String> {
         match parse(sql) {
-            Ok(SetStatement::Assign { name, value }) => Ok((name, value)),
+            Ok(SetStatement::Assign { name, value, .. }) => Ok((name, value)),
             Ok(other) => Err(format!("{other:?}")),
             Err(e) => Err(match e {
                 PgWireError::UserError(i) => i.code,
@@ -752,7 +772,14 @@ mod tests {
         assert_eq!(set("SET search_path = myapp"), Err("0A000".into()));
         assert_eq!(set("SET server_version = '9'"), Err("55P02".into()));
         assert_eq!(set("SET no_such_thing = 1"), Err("42704".into()));
-        assert_eq!(set("SET LOCAL statement_timeout = 1"), Err("0A000".into()));
+        assert_eq!(
+            parse("SET LOCAL statement_timeout = 1").ok(),
+            Some(SetStatement::Assign {
+                name: "statement_timeout",
+                value: Some("1".into()),
+                local: true
+            })
+        );
         assert_eq!(set("SET statement_timeout 5"), Err("42601".into()));
         assert_eq!(parse("RESET ALL").ok(), Some(SetStatement::ResetAll));
         assert_eq!(

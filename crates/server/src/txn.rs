@@ -71,6 +71,18 @@ pub(crate) struct Open {
     /// Opened by an extended-protocol group of several statements outside BEGIN: it
     /// commits at the group's Sync (PostgreSQL's implicit transaction).
     pub implicit: bool,
+    /// The settings the block changed (SET, SET LOCAL, RESET), one entry each: put back
+    /// when it ends (`Backend::end_block_settings`).
+    pub settings: Vec<SettingUndo>,
+}
+
+/// A setting a transaction block changed: its value before the block, and the value a
+/// COMMIT keeps (the last plain SET's; SET LOCAL's ends with the block). A ROLLBACK puts
+/// `before` back, as PostgreSQL does.
+pub(crate) struct SettingUndo {
+    pub setting: &'static crate::session_settings::Setting,
+    pub before: String,
+    pub kept: String,
 }
 
 impl Open {
@@ -103,6 +115,7 @@ impl Open {
             drafts: Vec::new(),
             savepoints: Vec::new(),
             implicit: false,
+            settings: Vec::new(),
         }
     }
 

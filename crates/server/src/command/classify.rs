@@ -528,8 +528,7 @@ pub(crate) fn execute_value(arg: &ExecuteArg, ty: &Type, i: usize) -> PgWireResu
 }
 
 /// `SELECT [pg_catalog.]set_config('name', 'value', is_local)` alone, with constant
-/// arguments: the assignment it makes. Local assignments (to the transaction) are refused,
-/// as `SET LOCAL` is.
+/// arguments: the assignment it makes (`is_local`: as `SET LOCAL`).
 fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_settings::SetStatement>> {
     use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Value};
     let Statement::Query(q) = stmt else { return Ok(None) };
@@ -571,13 +570,7 @@ fn set_config_call(stmt: &Statement) -> PgWireResult<Option<crate::session_setti
             let (Some(name), Some(value)) = (text(*n), text(*v)) else {
                 return Err(client_error("0A000", "set_config() takes constant arguments here"));
             };
-            if *local {
-                return Err(client_error(
-                    "0A000",
-                    "set_config(..., true) (local to the transaction) is not supported",
-                ));
-            }
-            crate::session_settings::assign(&name, Some(value)).map(Some)
+            crate::session_settings::assign(&name, Some(value), *local).map(Some)
         }
         _ => Err(client_error(
             "0A000",

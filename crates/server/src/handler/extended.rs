@@ -241,13 +241,21 @@ impl ExtendedQueryHandler for Backend {
         };
         // The group's implicit block ends here: committed, or (after an error, already
         // reported) rolled back.
-        if let Some(txn::State::Open(open)) = implicit {
+        if let Some(txn::State::Failed(open)) = implicit {
+            let cancel = self.cancel_token(client);
+            self.end_block_settings(client, open.settings, false, cancel.as_ref())
+                .await?;
+        } else if let Some(txn::State::Open(mut open)) = implicit {
             let pipeline = Pipeline::of(client);
             if !pipeline.is_empty() {
                 pipeline.drain(client).await?;
             }
             let cancel = self.cancel_token(client);
-            if let Err(e) = self.commit_block(open, cancel.as_ref()).await {
+            let settings = std::mem::take(&mut open.settings);
+            let r = self.commit_block(open, cancel.as_ref()).await;
+            self.end_block_settings(client, settings, r.is_ok(), cancel.as_ref())
+                .await?;
+            if let Err(e) = r {
                 if self.log_errors {
                     crate::error::log_client_error(
                         ClientTag::of(client),

@@ -142,11 +142,16 @@ impl Backend {
                         warn(client, "25P01", "there is no transaction in progress").await?;
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
-                    txn::State::Failed(_) => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
-                    txn::State::Open(open) => self
-                        .commit_block(open, cancel)
-                        .await
-                        .map(|()| Response::TransactionEnd(Tag::new("COMMIT"))),
+                    txn::State::Failed(open) => {
+                        self.end_block_settings(client, open.settings, false, cancel).await?;
+                        Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+                    }
+                    txn::State::Open(mut open) => {
+                        let settings = std::mem::take(&mut open.settings);
+                        let r = self.commit_block(open, cancel).await;
+                        self.end_block_settings(client, settings, r.is_ok(), cancel).await?;
+                        r.map(|()| Response::TransactionEnd(Tag::new("COMMIT")))
+                    }
                 }
             }
             Command::Savepoint(sp) => {
@@ -155,8 +160,11 @@ impl Backend {
             }
             Command::Rollback => {
                 let taken = std::mem::replace(&mut *txn::lock(cell), txn::State::Idle);
-                if matches!(taken, txn::State::Idle) {
-                    warn(client, "25P01", "there is no transaction in progress").await?;
+                match taken {
+                    txn::State::Idle => warn(client, "25P01", "there is no transaction in progress").await?,
+                    txn::State::Open(open) | txn::State::Failed(open) => {
+                        self.end_block_settings(client, open.settings, false, cancel).await?
+                    }
                 }
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }

@@ -81,9 +81,20 @@ impl Backend {
     {
         let session = settings::of(client);
         match cmd {
-            Command::Set(SetStatement::Assign { name, value })
-            | Command::SetConfig(SetStatement::Assign { name, value }) => {
+            Command::Set(SetStatement::Assign { name, value, local })
+            | Command::SetConfig(SetStatement::Assign { name, value, local }) => {
                 let s = settings::setting(name).expect("checked when parsed");
+                let in_block = matches!(&*txn::lock(cell), txn::State::Open(_));
+                if *local && !in_block {
+                    // As PostgreSQL: nothing changes past the statement; SET LOCAL warns,
+                    // set_config(..., true) answers the value it had during it.
+                    if let Some(v) = value.as_ref().filter(|_| matches!(cmd, Command::SetConfig(_))) {
+                        let shown = settings::shown(s, v, self.db.statement_memory());
+                        return text_rows(&cmd.columns(), vec![vec![Some(shown)]], format);
+                    }
+                    warn(client, "25P01", "SET LOCAL can only be used in transaction blocks").await?;
+                    return Ok(Response::Execution(Tag::new("SET")));
+                }
                 if s.name == settings::TIME_ZONE
                     && matches!(&*txn::lock(cell), txn::State::Open(o) if !o.statements.is_empty())
                 {
@@ -100,21 +111,24 @@ impl Backend {
                     work_mem_within(value.as_deref(), server_work_mem)?;
                 }
                 let before = session.get(s);
-                let now = session.set(s, value.clone());
-                if s.name == "statement_timeout" {
-                    statement_timeout(cancel, &now);
+                if let txn::State::Open(o) = &mut *txn::lock(cell) {
+                    // What the block's end puts back (crate::txn::SettingUndo).
+                    let at = match o.settings.iter().position(|u| u.setting.name == s.name) {
+                        Some(at) => at,
+                        None => {
+                            o.settings.push(txn::SettingUndo {
+                                setting: s,
+                                before: before.clone(),
+                                kept: before.clone(),
+                            });
+                            o.settings.len() - 1
+                        }
+                    };
+                    if !*local {
+                        o.settings[at].kept = value.as_ref().map_or_else(|| s.default.to_string(), Clone::clone);
+                    }
                 }
-                if let (Some(c), "work_mem") = (cancel, s.name) {
-                    c.set_work_mem(now.parse::<u64>().unwrap_or(0) * 1024);
-                }
-                if s.reported && now != before {
-                    client
-                        .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                            s.spelled.to_string(),
-                            now.clone(),
-                        )))
-                        .await?;
-                }
+                let now = self.apply_setting(client, s, value.clone(), cancel).await?;
                 if matches!(cmd, Command::SetConfig(_)) {
                     // set_config() answers the value now in effect, as SHOW prints it.
                     return text_rows(
@@ -195,6 +209,64 @@ impl Backend {
             }
             _ => Err(client_error("XX000", "internal error: not a setting statement")),
         }
+    }
+
+    /// Sets `s` to `value` (`None`: its default) with what follows from it: the
+    /// connection's statement timeout and work_mem, and a ParameterStatus to the client
+    /// when a reported setting changes. Returns the value now in effect.
+    async fn apply_setting<C>(
+        &self,
+        client: &mut C,
+        s: &'static settings::Setting,
+        value: Option<String>,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<String>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        let before = session.get(s);
+        let now = session.set(s, value);
+        if s.name == "statement_timeout" {
+            statement_timeout(cancel, &now);
+        }
+        if let (Some(c), "work_mem") = (cancel, s.name) {
+            c.set_work_mem(now.parse::<u64>().unwrap_or(0) * 1024);
+        }
+        if s.reported && now != before {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    s.spelled.to_string(),
+                    now.clone(),
+                )))
+                .await?;
+        }
+        Ok(now)
+    }
+
+    /// When a transaction block ends: the settings it changed (`undo`) become what its
+    /// COMMIT keeps (`committed`), or what they were before it (a ROLLBACK, a failed
+    /// COMMIT), as in PostgreSQL.
+    pub(super) async fn end_block_settings<C>(
+        &self,
+        client: &mut C,
+        undo: Vec<txn::SettingUndo>,
+        committed: bool,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = settings::of(client);
+        for u in undo {
+            let want = if committed { u.kept } else { u.before };
+            if session.get(u.setting) != want {
+                self.apply_setting(client, u.setting, Some(want), cancel).await?;
+            }
+        }
+        Ok(())
     }
 
     /// RESET ALL: every setting back to its default, reported to the client as it changes.
