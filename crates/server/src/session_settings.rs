@@ -293,12 +293,9 @@ impl SessionSettings {
         self.zone.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Every setting back to its default; returns those that changed.
-    pub fn reset_all(&self) -> Vec<&'static str> {
-        let mut m = self.lock();
-        self.idle_in_transaction_ms.store(0, Ordering::Relaxed);
-        *self.zone.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        m.drain().map(|(k, _)| k).collect()
+    /// The settings whose values differ from their defaults (what RESET ALL resets).
+    pub fn changed(&self) -> Vec<&'static str> {
+        self.lock().keys().copied().collect()
     }
 
     /// How long a session may stay idle inside a transaction block

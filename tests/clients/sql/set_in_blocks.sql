@@ -56,6 +56,14 @@ SHOW statement_timeout;
 ROLLBACK;
 SHOW statement_timeout;
 SET statement_timeout = 0;
+-- RESET ALL inside a block is undone by ROLLBACK.
+SET statement_timeout = '14s';
+BEGIN;
+RESET ALL;
+SHOW statement_timeout;
+ROLLBACK;
+SHOW statement_timeout;
+SET statement_timeout = 0;
 -- A block that failed: its COMMIT rolls back, settings included.
 BEGIN;
 SET application_name = 'failed';

@@ -37,7 +37,7 @@ impl Backend {
                 prepared_names(client).drop_all();
                 sql_prepared(client).lock().clear();
                 cursors(client).lock().clear();
-                self.reset_all(client, cancel).await?;
+                self.reset_all(client, cancel, cell).await?;
                 Ok(Response::Execution(Tag::new("DISCARD ALL")))
             }
             Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
@@ -110,24 +110,7 @@ impl Backend {
                 if s.name == "work_mem" {
                     work_mem_within(value.as_deref(), server_work_mem)?;
                 }
-                let before = session.get(s);
-                if let txn::State::Open(o) = &mut *txn::lock(cell) {
-                    // What the block's end puts back (crate::txn::SettingUndo).
-                    let at = match o.settings.iter().position(|u| u.setting.name == s.name) {
-                        Some(at) => at,
-                        None => {
-                            o.settings.push(txn::SettingUndo {
-                                setting: s,
-                                before: before.clone(),
-                                kept: before.clone(),
-                            });
-                            o.settings.len() - 1
-                        }
-                    };
-                    if !*local {
-                        o.settings[at].kept = value.as_ref().map_or_else(|| s.default.to_string(), Clone::clone);
-                    }
-                }
+                note_in_block(cell, s, &session.get(s), value.as_deref(), *local);
                 let now = self.apply_setting(client, s, value.clone(), cancel).await?;
                 if matches!(cmd, Command::SetConfig(_)) {
                     // set_config() answers the value now in effect, as SHOW prints it.
@@ -144,7 +127,7 @@ impl Backend {
                 })))
             }
             Command::Set(SetStatement::ResetAll) => {
-                self.reset_all(client, cancel).await?;
+                self.reset_all(client, cancel, cell).await?;
                 Ok(Response::Execution(Tag::new("RESET")))
             }
             Command::Set(SetStatement::Transaction { session: true, .. }) => Ok(Response::Execution(Tag::new("SET"))),
@@ -269,29 +252,18 @@ impl Backend {
         Ok(())
     }
 
-    /// RESET ALL: every setting back to its default, reported to the client as it changes.
-    async fn reset_all<C>(&self, client: &mut C, cancel: Option<&CancelToken>) -> PgWireResult<()>
+    /// RESET ALL: every setting back to its default, reported to the client as it changes
+    /// (inside a block, undone by its ROLLBACK).
+    async fn reset_all<C>(&self, client: &mut C, cancel: Option<&CancelToken>, cell: &txn::Cell) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let session = settings::of(client);
-        for name in session.reset_all() {
+        for name in session.changed() {
             let s = settings::setting(name).expect("a setting");
-            if s.name == "statement_timeout" {
-                statement_timeout(cancel, "0");
-            }
-            if let (Some(c), "work_mem") = (cancel, s.name) {
-                c.set_work_mem(0);
-            }
-            if s.reported {
-                client
-                    .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                        s.spelled.to_string(),
-                        s.default.to_string(),
-                    )))
-                    .await?;
-            }
+            note_in_block(cell, s, &session.get(s), None, false);
+            self.apply_setting(client, s, None, cancel).await?;
         }
         Ok(())
     }
@@ -468,6 +440,28 @@ fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
 
 /// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):
 /// its cancel token enforces it.
+/// Inside an open block, notes that `s` (now `before`) is being set to `value` (`None`:
+/// its default; `local`: SET LOCAL), for the block's end to put back
+/// (crate::txn::SettingUndo: the first value before the block, the one a COMMIT keeps).
+fn note_in_block(cell: &txn::Cell, s: &'static settings::Setting, before: &str, value: Option<&str>, local: bool) {
+    let mut st = txn::lock(cell);
+    let txn::State::Open(o) = &mut *st else { return };
+    let at = match o.settings.iter().position(|u| u.setting.name == s.name) {
+        Some(at) => at,
+        None => {
+            o.settings.push(txn::SettingUndo {
+                setting: s,
+                before: before.to_string(),
+                kept: before.to_string(),
+            });
+            o.settings.len() - 1
+        }
+    };
+    if !local {
+        o.settings[at].kept = value.unwrap_or(s.default).to_string();
+    }
+}
+
 fn statement_timeout(cancel: Option<&CancelToken>, value: &str) {
     if let Some(c) = cancel {
         c.set_statement_timeout(value.parse().unwrap_or(0));
