@@ -21,7 +21,8 @@
 //!   server's, a quarter of `memory_limit` (22023 above it), which is its default.
 //!
 //! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704. Inside
-//! a transaction block a SET lasts if the block commits and is undone if it rolls back;
+//! a transaction block a SET lasts if the block commits and is undone if it rolls back
+//! (or rolls back to a savepoint taken before it);
 //! `SET LOCAL` (and `set_config(..., true)`) lasts until the block ends, either way
 //! (crate::txn::SettingUndo); outside one it warns and does nothing, as in PostgreSQL.
 

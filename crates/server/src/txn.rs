@@ -66,8 +66,9 @@ pub(crate) struct Open {
     /// The schema each of `ddl` leads to, planned when it ran: the block's later
     /// statements are planned against the last (`permafrost_executor::SchemaDraft`).
     pub drafts: Vec<Arc<SchemaDraft>>,
-    /// Savepoints, oldest first: name, and the lengths of `statements` and `ddl` then.
-    pub savepoints: Vec<(String, usize, usize)>,
+    /// Savepoints, oldest first: name, the lengths of `statements` and `ddl` then, and
+    /// the block's `settings` then.
+    pub savepoints: Vec<(String, usize, usize, Vec<SettingUndo>)>,
     /// Opened by an extended-protocol group of several statements outside BEGIN: it
     /// commits at the group's Sync (PostgreSQL's implicit transaction).
     pub implicit: bool,
@@ -76,13 +77,16 @@ pub(crate) struct Open {
     pub settings: Vec<SettingUndo>,
 }
 
-/// A setting a transaction block changed: its value before the block, and the value a
-/// COMMIT keeps (the last plain SET's; SET LOCAL's ends with the block). A ROLLBACK puts
-/// `before` back, as PostgreSQL does.
+/// A setting a transaction block changed: its value before the block, the value a COMMIT
+/// keeps (the last plain SET's; SET LOCAL's ends with the block), and its value now (what
+/// a ROLLBACK TO a savepoint taken now puts back). A ROLLBACK puts `before` back, as
+/// PostgreSQL does.
+#[derive(Clone)]
 pub(crate) struct SettingUndo {
     pub setting: &'static crate::session_settings::Setting,
     pub before: String,
     pub kept: String,
+    pub now: String,
 }
 
 impl Open {
@@ -224,9 +228,10 @@ pub enum Savepoint {
     Release(String),
 }
 
-/// Applies a savepoint statement; the command tag, or the error (which aborts the block,
+/// Applies a savepoint statement; the command tag and, for a ROLLBACK TO, the settings to
+/// put back (each with its value at the savepoint), or the error (which aborts the block,
 /// as in PostgreSQL).
-pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static str> {
+pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<(&'static str, Vec<SettingUndo>)> {
     let missing = |name: &str| client_error("3B001", format!("savepoint \"{name}\" does not exist"));
     match (std::mem::replace(st, State::Idle), sp) {
         (State::Idle, _) => {
@@ -241,21 +246,41 @@ pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static
             ))
         }
         (State::Open(mut o), Savepoint::Set(name)) => {
-            o.savepoints.push((name.clone(), o.statements.len(), o.ddl.len()));
+            let settings = o.settings.clone();
+            o.savepoints
+                .push((name.clone(), o.statements.len(), o.ddl.len(), settings));
             *st = State::Open(o);
-            Ok("SAVEPOINT")
+            Ok(("SAVEPOINT", Vec::new()))
         }
         (State::Open(mut o) | State::Failed(mut o), Savepoint::RollbackTo(name)) => {
             match o.savepoints.iter().rposition(|(n, ..)| n == name) {
                 Some(i) => {
-                    let (_, len, ddl) = o.savepoints[i];
+                    let (_, len, ddl, ref settings) = o.savepoints[i];
+                    let settings = settings.clone();
                     // The savepoint stays; later ones go.
                     o.savepoints.truncate(i + 1);
                     o.statements.truncate(len);
                     o.ddl.truncate(ddl);
                     o.drafts.truncate(ddl);
+                    // Settings back to their values then: those changed since, to the
+                    // savepoint's, or to the block's start when it had not changed them.
+                    let back = o
+                        .settings
+                        .iter()
+                        .map(|u| match settings.iter().find(|s| s.setting.name == u.setting.name) {
+                            Some(then) => SettingUndo {
+                                now: then.now.clone(),
+                                ..u.clone()
+                            },
+                            None => SettingUndo {
+                                now: u.before.clone(),
+                                ..u.clone()
+                            },
+                        })
+                        .collect();
+                    o.settings = settings;
                     *st = State::Open(o);
-                    Ok("ROLLBACK")
+                    Ok(("ROLLBACK", back))
                 }
                 None => {
                     *st = State::Failed(o);
@@ -267,7 +292,7 @@ pub(crate) fn savepoint(st: &mut State, sp: &Savepoint) -> PgWireResult<&'static
             Some(i) => {
                 o.savepoints.truncate(i);
                 *st = State::Open(o);
-                Ok("RELEASE")
+                Ok(("RELEASE", Vec::new()))
             }
             None => {
                 *st = State::Failed(o);

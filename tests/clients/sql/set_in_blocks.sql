@@ -64,6 +64,27 @@ SHOW statement_timeout;
 ROLLBACK;
 SHOW statement_timeout;
 SET statement_timeout = 0;
+-- ROLLBACK TO SAVEPOINT puts back the settings changed since the savepoint.
+BEGIN;
+SET statement_timeout = '15s';
+SAVEPOINT a;
+SET statement_timeout = '16s';
+SET application_name = 'after savepoint';
+SHOW application_name;
+ROLLBACK TO SAVEPOINT a;
+SHOW statement_timeout;
+SHOW application_name;
+SET LOCAL statement_timeout = '17s';
+SAVEPOINT b;
+SET application_name = 'then failed';
+SELECT 1 / 0;
+ROLLBACK TO SAVEPOINT b;
+SHOW statement_timeout;
+SHOW application_name;
+RELEASE SAVEPOINT a;
+COMMIT;
+SHOW statement_timeout;
+SET statement_timeout = 0;
 -- A block that failed: its COMMIT rolls back, settings included.
 BEGIN;
 SET application_name = 'failed';

@@ -156,7 +156,11 @@ impl Backend {
             }
             Command::Savepoint(sp) => {
                 let r = txn::savepoint(&mut txn::lock(cell), sp);
-                r.map(|tag| Response::Execution(Tag::new(tag)))
+                let (tag, back) = r?;
+                // (A ROLLBACK TO puts back the settings changed since the savepoint.)
+                self.put_settings(client, back.into_iter().map(|u| (u.setting, u.now)), cancel)
+                    .await?;
+                Ok(Response::Execution(Tag::new(tag)))
             }
             Command::Rollback => {
                 let taken = std::mem::replace(&mut *txn::lock(cell), txn::State::Idle);

@@ -242,11 +242,27 @@ impl Backend {
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let back = undo
+            .into_iter()
+            .map(|u| (u.setting, if committed { u.kept } else { u.before }));
+        self.put_settings(client, back, cancel).await
+    }
+
+    /// Gives each setting its value (those that have it already are left alone).
+    pub(super) async fn put_settings<C>(
+        &self,
+        client: &mut C,
+        values: impl IntoIterator<Item = (&'static settings::Setting, String)>,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let session = settings::of(client);
-        for u in undo {
-            let want = if committed { u.kept } else { u.before };
-            if session.get(u.setting) != want {
-                self.apply_setting(client, u.setting, Some(want), cancel).await?;
+        for (s, want) in values {
+            if session.get(s) != want {
+                self.apply_setting(client, s, Some(want), cancel).await?;
             }
         }
         Ok(())
@@ -453,13 +469,16 @@ fn note_in_block(cell: &txn::Cell, s: &'static settings::Setting, before: &str, 
                 setting: s,
                 before: before.to_string(),
                 kept: before.to_string(),
+                now: before.to_string(),
             });
             o.settings.len() - 1
         }
     };
+    let value = value.unwrap_or(s.default).to_string();
     if !local {
-        o.settings[at].kept = value.unwrap_or(s.default).to_string();
+        o.settings[at].kept = value.clone();
     }
+    o.settings[at].now = value;
 }
 
 fn statement_timeout(cancel: Option<&CancelToken>, value: &str) {
