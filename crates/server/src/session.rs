@@ -101,17 +101,18 @@ impl ServerParameterProvider for ServerParams {
         }
         // A TimeZone in the startup packet (pgjdbc sends the JVM's) is the session's, as
         // in PostgreSQL; one that names no zone leaves it UTC, which the client is told.
+        // The start-up packet's TimeZone (pgjdbc sends the JVM's) and application_name
+        // are the session's defaults, as in PostgreSQL (RESET goes back to them); a value
+        // that does not check leaves the default, which the client is told.
         let settings = crate::session_settings::of(client);
-        let tz = crate::session_settings::setting(crate::session_settings::TIME_ZONE).expect("TimeZone is a setting");
-        let asked = meta.iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone"));
-        if let Some(zone) = asked.and_then(|(_, v)| crate::session_settings::zone_of(v)) {
-            settings.set(tz, Some(zone.name().to_string()));
+        for name in [crate::session_settings::TIME_ZONE, "application_name"] {
+            let s = crate::session_settings::setting(name).expect("a setting");
+            let asked = meta.iter().find(|(k, _)| k.eq_ignore_ascii_case(name));
+            if let Some(v) = asked.and_then(|(_, v)| crate::session_settings::checked(s, v)) {
+                settings.set_startup(s, v);
+            }
+            p.insert(s.spelled.to_string(), settings.get(s));
         }
-        p.insert("TimeZone".into(), settings.get(tz));
-        p.insert(
-            "application_name".into(),
-            meta.get("application_name").cloned().unwrap_or_default(),
-        );
         p.insert(
             "session_authorization".into(),
             meta.get("user").cloned().unwrap_or_default(),

@@ -244,6 +244,9 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
 #[derive(Default)]
 pub struct SessionSettings {
     values: Mutex<HashMap<&'static str, String>>,
+    /// Values the start-up packet gave (`application_name`, `TimeZone`): the session's
+    /// defaults, which RESET goes back to, as in PostgreSQL.
+    startup: Mutex<HashMap<&'static str, String>>,
     /// `idle_in_transaction_session_timeout` in milliseconds (0: none), kept beside its
     /// text: the connection reads it before each message it waits for inside a block.
     idle_in_transaction_ms: AtomicU64,
@@ -258,23 +261,38 @@ impl SessionSettings {
 
     /// The value of a setting as SHOW prints it.
     pub fn get(&self, s: &Setting) -> String {
-        self.lock()
-            .get(s.name)
-            .cloned()
-            .unwrap_or_else(|| s.default.to_string())
+        let set = self.lock().get(s.name).cloned();
+        set.unwrap_or_else(|| self.reset_value(s))
     }
 
-    /// Sets a setting (None: back to its default); returns the value now in effect.
+    /// What RESET gives a setting: the start-up packet's value, else the default.
+    fn reset_value(&self, s: &Setting) -> String {
+        let startup = self.startup.lock().unwrap_or_else(|p| p.into_inner());
+        startup.get(s.name).cloned().unwrap_or_else(|| s.default.to_string())
+    }
+
+    /// Makes `value` (checked) the session's default of `s`, as the start-up packet gives it.
+    pub fn set_startup(&self, s: &'static Setting, value: String) {
+        self.startup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(s.name, value);
+        self.set(s, None);
+    }
+
+    /// Sets a setting (None: back to the session's default); returns the value now in
+    /// effect.
     pub fn set(&self, s: &'static Setting, value: Option<String>) -> String {
+        let reset = self.reset_value(s);
         let mut m = self.lock();
         let now = match value {
-            Some(v) if v != s.default => {
+            Some(v) if v != reset => {
                 m.insert(s.name, v.clone());
                 v
             }
             _ => {
                 m.remove(s.name);
-                s.default.to_string()
+                reset
             }
         };
         if s.name == IDLE_IN_TRANSACTION {
@@ -294,7 +312,7 @@ impl SessionSettings {
         self.zone.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The settings whose values differ from their defaults (what RESET ALL resets).
+    /// The settings whose values differ from the session's defaults (what RESET ALL resets).
     pub fn changed(&self) -> Vec<&'static str> {
         self.lock().keys().copied().collect()
     }
@@ -638,6 +656,11 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
     }
     let v = value_text(value).ok_or_else(|| syntax(sql))?;
     assign(&name, Some(v), local)
+}
+
+/// `value` for setting `s` as it is kept and shown, if it is one `s` takes.
+pub fn checked(s: &Setting, value: &str) -> Option<String> {
+    (s.check)(value).ok()
 }
 
 /// `SET [LOCAL] name` to `value` (`None`: RESET), checked.

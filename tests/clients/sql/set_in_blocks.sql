@@ -103,4 +103,6 @@ SET LOCAL statement_timeout = '12s';
 SHOW statement_timeout;
 SELECT set_config('statement_timeout', '1s', true);
 SHOW statement_timeout;
-SET application_name = '';
+-- RESET goes back to the start-up packet's value (psql's application_name).
+RESET application_name;
+SHOW application_name;

@@ -110,8 +110,9 @@ impl Backend {
                 if s.name == "work_mem" {
                     work_mem_within(value.as_deref(), server_work_mem)?;
                 }
-                note_in_block(cell, s, &session.get(s), value.as_deref(), *local);
+                let before = session.get(s);
                 let now = self.apply_setting(client, s, value.clone(), cancel).await?;
+                note_in_block(cell, s, &before, &now, *local);
                 if matches!(cmd, Command::SetConfig(_)) {
                     // set_config() answers the value now in effect, as SHOW prints it.
                     return text_rows(
@@ -278,8 +279,9 @@ impl Backend {
         let session = settings::of(client);
         for name in session.changed() {
             let s = settings::setting(name).expect("a setting");
-            note_in_block(cell, s, &session.get(s), None, false);
-            self.apply_setting(client, s, None, cancel).await?;
+            let before = session.get(s);
+            let now = self.apply_setting(client, s, None, cancel).await?;
+            note_in_block(cell, s, &before, &now, false);
         }
         Ok(())
     }
@@ -456,10 +458,10 @@ fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
 
 /// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):
 /// its cancel token enforces it.
-/// Inside an open block, notes that `s` (now `before`) is being set to `value` (`None`:
-/// its default; `local`: SET LOCAL), for the block's end to put back
-/// (crate::txn::SettingUndo: the first value before the block, the one a COMMIT keeps).
-fn note_in_block(cell: &txn::Cell, s: &'static settings::Setting, before: &str, value: Option<&str>, local: bool) {
+/// Inside an open block, notes that `s` went from `before` to `now` (`local`: by SET
+/// LOCAL), for the block's end to put back (crate::txn::SettingUndo: the first value
+/// before the block, the one a COMMIT keeps).
+fn note_in_block(cell: &txn::Cell, s: &'static settings::Setting, before: &str, now: &str, local: bool) {
     let mut st = txn::lock(cell);
     let txn::State::Open(o) = &mut *st else { return };
     let at = match o.settings.iter().position(|u| u.setting.name == s.name) {
@@ -474,11 +476,10 @@ fn note_in_block(cell: &txn::Cell, s: &'static settings::Setting, before: &str, 
             o.settings.len() - 1
         }
     };
-    let value = value.unwrap_or(s.default).to_string();
     if !local {
-        o.settings[at].kept = value.clone();
+        o.settings[at].kept = now.to_string();
     }
-    o.settings[at].now = value;
+    o.settings[at].now = now.to_string();
 }
 
 fn statement_timeout(cancel: Option<&CancelToken>, value: &str) {
