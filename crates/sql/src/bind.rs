@@ -473,6 +473,26 @@ impl<'c> Binder<'c> {
                 subquery,
                 negated,
             } => self.subquery(subquery, SubqueryKind::In, Some((expr, *negated)))?,
+            // `x = ANY (SELECT ...)` is `x IN (SELECT ...)`, `x <> ALL (...)` NOT IN.
+            A::AnyOp {
+                left,
+                compare_op: BinaryOperator::Eq,
+                right,
+                ..
+            }
+            | A::AllOp {
+                left,
+                compare_op: BinaryOperator::NotEq,
+                right,
+            } if matches!(**right, A::Subquery(_)) => {
+                let A::Subquery(q) = &**right else {
+                    unreachable!("matched")
+                };
+                self.subquery(q, SubqueryKind::In, Some((left, matches!(e, A::AllOp { .. }))))?
+            }
+            A::AnyOp { right, .. } | A::AllOp { right, .. } if matches!(**right, A::Subquery(_)) => {
+                return unsupported("comparisons with ANY or ALL of a subquery other than = ANY and <> ALL");
+            }
             A::AnyOp {
                 left,
                 compare_op: BinaryOperator::Eq,
@@ -484,9 +504,17 @@ impl<'c> Binder<'c> {
                 compare_op: BinaryOperator::NotEq,
                 right,
             } => self.any_op(left, right, true)?,
-            A::AnyOp { compare_op, .. } | A::AllOp { compare_op, .. } => {
-                return unsupported(format!("{compare_op} with ANY or ALL (= ANY and <> ALL are supported)"));
-            }
+            A::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => self.cmp_array(left, compare_op, right, false)?,
+            A::AllOp {
+                left,
+                compare_op,
+                right,
+            } => self.cmp_array(left, compare_op, right, true)?,
             A::Between {
                 expr,
                 negated,
@@ -651,31 +679,6 @@ impl<'c> Binder<'c> {
                 list: items,
                 negated,
             },
-            Some(DataType::Boolean),
-        ))
-    }
-
-    /// Binds `x = ANY(array)` (`negated`: `x <> ALL(array)`). `ARRAY[a, b]` is an IN list;
-    /// any other array is a literal's text (a parameter, a string constant, either cast to
-    /// an array type), its elements read as the type of `x`.
-    fn any_op(&mut self, left: &ast::Expr, right: &ast::Expr, negated: bool) -> Result<Typed> {
-        let (inner, cast_elem) = Self::array_without_casts(right)?;
-        if let ast::Expr::Array(arr) = inner {
-            return self.in_list(left, &arr.elem, negated);
-        }
-        let (x, xt) = self.expr(left)?;
-        let (a, at) = self.expr(inner)?;
-        let cast_elem = match at {
-            Some(DataType::Array(e)) => cast_elem.or(Some(e.data_type())),
-            _ => cast_elem,
-        };
-        if cast_elem.is_some() {
-            self.infer(&x, cast_elem);
-        }
-        let elem = xt.or(self.param_type(&x)).or(cast_elem);
-        self.array_use(&a, at, elem, "op ANY/ALL (array) requires an array on its right side")?;
-        Ok((
-            Expr::Func(Func::AnyEq { elem, negated }, vec![x, a]),
             Some(DataType::Boolean),
         ))
     }

@@ -448,17 +448,7 @@ fn show(e: &Expr, rels: &[RelPlan]) -> String {
         Expr::Neg(x) => format!("-{}", show(x)),
         Expr::And(a, b) => bin(a, "AND", b),
         Expr::Or(a, b) => bin(a, "OR", b),
-        Expr::Cmp(op, a, b) => {
-            let op = match op {
-                CmpOp::Eq => "=",
-                CmpOp::NotEq => "<>",
-                CmpOp::Lt => "<",
-                CmpOp::LtEq => "<=",
-                CmpOp::Gt => ">",
-                CmpOp::GtEq => ">=",
-            };
-            bin(a, op, b)
-        }
+        Expr::Cmp(op, a, b) => bin(a, cmp_symbol(*op), b),
         Expr::Arith(op, a, b) => {
             let op = match op {
                 ArithOp::Add => "+",
@@ -477,6 +467,10 @@ fn show(e: &Expr, rels: &[RelPlan]) -> String {
         Expr::Func(Func::AnyEq { negated, .. }, args) if args.len() == 2 => {
             let op = if *negated { "<> ALL" } else { "= ANY" };
             format!("({} {op} ({}))", show(&args[0]), show(&args[1]))
+        }
+        Expr::Func(Func::AnyCmp { op, all, .. }, args) if args.len() == 2 => {
+            let which = if *all { "ALL" } else { "ANY" };
+            format!("({} {} {which} ({}))", show(&args[0]), cmp_symbol(*op), show(&args[1]))
         }
         Expr::Func(f, args) => {
             let args: Vec<String> = args.iter().map(show).collect();
@@ -618,5 +612,17 @@ impl MoreRows for Analyzed {
         }
         self.rest = None;
         Ok(Some(self.finish()))
+    }
+}
+
+/// A comparison operator as SQL writes it.
+fn cmp_symbol(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "=",
+        CmpOp::NotEq => "<>",
+        CmpOp::Lt => "<",
+        CmpOp::LtEq => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::GtEq => ">=",
     }
 }

@@ -711,6 +711,15 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             let items = values.iter().map(|v| Ok(Datum::Ref(v.as_ref())));
             among(x.as_ref(), items, negated)?.map_or(Value::Null, Value::Bool)
         }
+        Func::AnyCmp { elem, op, all } => {
+            let x = args[0].eval(src, cx)?;
+            let values = match args[1].eval(src, cx)?.as_ref() {
+                ValueRef::Null => return Ok(Value::Null),
+                ValueRef::Text(t) => cx.arrays.values(t, elem)?,
+                other => return Err(crate::array::not_an_array(other)),
+            };
+            array::compare_all(x.as_ref(), &values, op, all)?
+        }
         Func::JsonGet { .. }
         | Func::JsonPath { .. }
         | Func::JsonContains

@@ -28,5 +28,5 @@ SELECT id FROM a WHERE name = ANY('{1,2}') OR id + 0 = ANY('{1,2}') OR id + 0 = 
 SELECT id FROM a WHERE id = ANY('{1,x}');
 SELECT id FROM a WHERE id = ANY('1,2');
 SELECT id FROM a WHERE id = ANY('{1,');
-SELECT id FROM a WHERE id < ANY('{1}');
+SELECT id FROM a WHERE id < ANY('{2}') ORDER BY id;
 SELECT id FROM a WHERE id = ANY(5);

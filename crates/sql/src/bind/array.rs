@@ -1,6 +1,6 @@
 //! Arrays in expressions: `ARRAY[...]`, subscripts and slices, the array functions and
 //! operators (evaluated by expr/array.rs), and array operands (the right side of
-//! `x = ANY(...)`, the arguments of `unnest(...)`). An array value is its literal's text
+//! `x op ANY(...)` and `x op ALL(...)`, the arguments of `unnest(...)`). An array value is its literal's text
 //! (`permafrost_types::array`) typed `DataType::Array`; an operand may also be a parameter
 //! or a string constant cast to an array type (casts nested as client-side binding writes
 //! them, `('{1,2}'::int2[])::integer[]`, are read by their outermost).
@@ -47,6 +47,69 @@ fn strip_array_casts(e: &ast::Expr) -> Result<(&ast::Expr, Option<DataType>)> {
 }
 
 impl<'c> Binder<'c> {
+    /// Binds `x = ANY(array)` (`negated`: `x <> ALL(array)`). `ARRAY[a, b]` is an IN list;
+    /// any other array is a literal's text (a parameter, a string constant, either cast to
+    /// an array type), its elements read as the type of `x`.
+    pub(super) fn any_op(&mut self, left: &ast::Expr, right: &ast::Expr, negated: bool) -> Result<Typed> {
+        let (inner, cast_elem) = Self::array_without_casts(right)?;
+        if let ast::Expr::Array(arr) = inner {
+            return self.in_list(left, &arr.elem, negated);
+        }
+        let (x, xt) = self.expr(left)?;
+        let (a, at) = self.expr(inner)?;
+        let cast_elem = match at {
+            Some(DataType::Array(e)) => cast_elem.or(Some(e.data_type())),
+            _ => cast_elem,
+        };
+        if cast_elem.is_some() {
+            self.infer(&x, cast_elem);
+        }
+        let elem = xt.or(self.param_type(&x)).or(cast_elem);
+        self.array_use(&a, at, elem, "op ANY/ALL (array) requires array on right side")?;
+        Ok((
+            Expr::Func(Func::AnyEq { elem, negated }, vec![x, a]),
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// Binds `x op ANY(array)` (`all`: `x op ALL(array)`) for the comparison operators
+    /// other than `= ANY` and `<> ALL` (`any_op`): the array a literal's text, its elements
+    /// read as the type of `x`, as there.
+    pub(super) fn cmp_array(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        all: bool,
+    ) -> Result<Typed> {
+        use ast::BinaryOperator as B;
+        let op = match op {
+            B::Eq => CmpOp::Eq,
+            B::NotEq => CmpOp::NotEq,
+            B::Lt => CmpOp::Lt,
+            B::LtEq => CmpOp::LtEq,
+            B::Gt => CmpOp::Gt,
+            B::GtEq => CmpOp::GtEq,
+            other => return unsupported(format!("{other} with ANY or ALL (comparison operators are)")),
+        };
+        let (inner, cast_elem) = Self::array_without_casts(right)?;
+        let (x, xt) = self.expr(left)?;
+        let (a, at) = self.expr(inner)?;
+        let cast_elem = match at {
+            Some(DataType::Array(e)) => cast_elem.or(Some(e.data_type())),
+            _ => cast_elem,
+        };
+        if cast_elem.is_some() {
+            self.infer(&x, cast_elem);
+        }
+        let elem = xt.or(self.param_type(&x)).or(cast_elem);
+        self.array_use(&a, at, elem, "op ANY/ALL (array) requires array on right side")?;
+        Ok((
+            Expr::Func(Func::AnyCmp { elem, op, all }, vec![x, a]),
+            Some(DataType::Boolean),
+        ))
+    }
+
     /// An array operand without its casts ([`strip_array_casts`]).
     pub(super) fn array_without_casts(e: &ast::Expr) -> Result<(&ast::Expr, Option<DataType>)> {
         strip_array_casts(e)

@@ -74,6 +74,21 @@ fn items(elem: ElemType, v: &Value) -> Result<Option<Vec<Value>>> {
     }
 }
 
+/// `x op ANY(values)` (`all`: `x op ALL(values)`): ANY is true at the first true
+/// comparison, ALL false at the first false one; else unknown if a comparison was, else
+/// (an empty array too) ALL's true or ANY's false.
+pub(super) fn compare_all(x: permafrost_types::ValueRef<'_>, values: &[Value], op: CmpOp, all: bool) -> Result<Value> {
+    let mut unknown = false;
+    for v in values {
+        match super::ops::compare(x, v.as_ref())?.map(|o| op.test(o)) {
+            Some(t) if t != all => return Ok(Value::Bool(t)),
+            Some(_) => {}
+            None => unknown = true,
+        }
+    }
+    Ok(if unknown { Value::Null } else { Value::Bool(all) })
+}
+
 /// The array of `values`, its literal checked against `budget` before it is built
 /// ([`crate::value_budget`]: quoting may double a text).
 pub(crate) fn literal_checked(values: &[Value], budget: &ValueBudget<'_>) -> Result<Value> {

@@ -38,6 +38,13 @@ pub enum Func {
         elem: Option<DataType>,
         negated: bool,
     },
+    /// `x op ANY(array)` (`all`: `x op ALL(array)`) for any comparison `op`, the array as
+    /// for [`Func::AnyEq`].
+    AnyCmp {
+        elem: Option<DataType>,
+        op: super::CmpOp,
+        all: bool,
+    },
     /// `doc -> k` (`text`: `->>`), k an object's key or an array's index.
     JsonGet {
         text: bool,
