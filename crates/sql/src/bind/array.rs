@@ -51,21 +51,10 @@ impl<'c> Binder<'c> {
     /// any other array is a literal's text (a parameter, a string constant, either cast to
     /// an array type), its elements read as the type of `x`.
     pub(super) fn any_op(&mut self, left: &ast::Expr, right: &ast::Expr, negated: bool) -> Result<Typed> {
-        let (inner, cast_elem) = Self::array_without_casts(right)?;
-        if let ast::Expr::Array(arr) = inner {
+        if let (ast::Expr::Array(arr), _) = Self::array_without_casts(right)? {
             return self.in_list(left, &arr.elem, negated);
         }
-        let (x, xt) = self.expr(left)?;
-        let (a, at) = self.expr(inner)?;
-        let cast_elem = match at {
-            Some(DataType::Array(e)) => cast_elem.or(Some(e.data_type())),
-            _ => cast_elem,
-        };
-        if cast_elem.is_some() {
-            self.infer(&x, cast_elem);
-        }
-        let elem = xt.or(self.param_type(&x)).or(cast_elem);
-        self.array_use(&a, at, elem, "op ANY/ALL (array) requires array on right side")?;
+        let (x, a, elem) = self.compared_with_array(left, right)?;
         Ok((
             Expr::Func(Func::AnyEq { elem, negated }, vec![x, a]),
             Some(DataType::Boolean),
@@ -73,8 +62,7 @@ impl<'c> Binder<'c> {
     }
 
     /// Binds `x op ANY(array)` (`all`: `x op ALL(array)`) for the comparison operators
-    /// other than `= ANY` and `<> ALL` (`any_op`): the array a literal's text, its elements
-    /// read as the type of `x`, as there.
+    /// other than `= ANY` and `<> ALL` (`any_op`), the array as there.
     pub(super) fn cmp_array(
         &mut self,
         left: &ast::Expr,
@@ -92,6 +80,17 @@ impl<'c> Binder<'c> {
             B::GtEq => CmpOp::GtEq,
             other => return unsupported(format!("{other} with ANY or ALL (comparison operators are)")),
         };
+        let (x, a, elem) = self.compared_with_array(left, right)?;
+        Ok((
+            Expr::Func(Func::AnyCmp { elem, op, all }, vec![x, a]),
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// The operands of `x op ANY/ALL (array)`: `x`, the array (a literal's text, a
+    /// parameter, a string constant, either cast to an array type), and the type its
+    /// elements are read as (the type of `x`, else the array's).
+    fn compared_with_array(&mut self, left: &ast::Expr, right: &ast::Expr) -> Result<(Expr, Expr, Option<DataType>)> {
         let (inner, cast_elem) = Self::array_without_casts(right)?;
         let (x, xt) = self.expr(left)?;
         let (a, at) = self.expr(inner)?;
@@ -104,10 +103,7 @@ impl<'c> Binder<'c> {
         }
         let elem = xt.or(self.param_type(&x)).or(cast_elem);
         self.array_use(&a, at, elem, "op ANY/ALL (array) requires array on right side")?;
-        Ok((
-            Expr::Func(Func::AnyCmp { elem, op, all }, vec![x, a]),
-            Some(DataType::Boolean),
-        ))
+        Ok((x, a, elem))
     }
 
     /// An array operand without its casts ([`strip_array_casts`]).
