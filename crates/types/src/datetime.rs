@@ -51,7 +51,8 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
+/// The days in month `m` (1 to 12) of year `y` (astronomical: 0 is 1 BC).
+pub fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         4 | 6 | 9 | 11 => 30,
         2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,

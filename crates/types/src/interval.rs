@@ -108,7 +108,7 @@ pub fn add_to_timestamp(t: i64, x: &Interval) -> Option<i64> {
         let (y, m, d) = civil_from_days(day);
         let total = y.checked_mul(12)? + i64::from(m) - 1 + i64::from(x.months);
         let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
-        let last = month_days(ny, nm);
+        let last = crate::datetime::days_in_month(ny, nm);
         t = days_from_civil(ny, nm, d.min(last))
             .checked_mul(MICROS_PER_DAY)?
             .checked_add(time)?;
@@ -128,15 +128,6 @@ pub fn add_to_timestamptz(t: i64, x: &Interval) -> Option<i64> {
         t = crate::zone::session_utc(moved)?;
     }
     t.checked_add(x.micros)
-}
-
-fn month_days(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
 }
 
 /// Reads PostgreSQL's interval input: `number unit` pairs (`1 year 2 mons`, `3 days`,

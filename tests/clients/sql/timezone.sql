@@ -151,6 +151,9 @@ SELECT timezone('Europe/Paris', timestamptz '2024-07-01 12:00:00+00'), timestamp
 SELECT timestamptz '2024-07-01 12:00:00+00' AT TIME ZONE 'Mars/Olympus';
 -- make_timestamptz without and with a zone argument.
 SELECT make_timestamptz(2024, 7, 1, 12, 0, 0), make_timestamptz(2024, 1, 1, 12, 0, 0), make_timestamptz(2024, 7, 1, 12, 0, 0, 'Asia/Tokyo');
+SELECT make_date(2024, 2, 29), make_date(-44, 3, 15), make_time(12, 30, 15.5), make_timestamp(2024, 7, 1, 23, 59, 59.25);
+SELECT make_date(2023, 2, 30);
+SELECT make_time(24, 0, 1);
 -- JSON renders timestamptz in the session zone.
 SELECT to_json(t), json_build_object('id', id, 't', t), to_jsonb(t) FROM tzt WHERE id IN (1, 2) ORDER BY id;
 SET TimeZone = 'Asia/Kolkata';

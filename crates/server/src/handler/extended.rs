@@ -51,8 +51,9 @@ impl Backend {
 /// A portal's parameters as values of the types the statement expects.
 /// [`decode_params`] in the session's TimeZone (text read as a timestamp with time zone
 /// without an offset is in it).
-fn zoned_params<C: ClientInfo>(client: &C, portal: &Portal<Command>, cmd: &Command) -> PgWireResult<Vec<Value>> {
-    let zone = crate::session_settings::of(client).zone();
+/// (The zone is the connection's, which its cancel token reads.)
+fn zoned_params(cancel: Option<&CancelToken>, portal: &Portal<Command>, cmd: &Command) -> PgWireResult<Vec<Value>> {
+    let zone = cancel.and_then(CancelToken::zone);
     let _zone = permafrost_types::zone::SessionZone::set(zone.as_ref());
     decode_params(portal, cmd)
 }
@@ -305,8 +306,8 @@ impl ExtendedQueryHandler for Backend {
             return Ok(());
         }
         let cmd = &portal.statement.statement;
-        let params = zoned_params(client, &portal, cmd)?;
         let cancel = self.cancel_token(client);
+        let params = zoned_params(cancel.as_ref(), &portal, cmd)?;
         open_implicit_block(client, cmd);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
             // Alone in flight, a short statement may run on this thread.
@@ -344,8 +345,8 @@ impl ExtendedQueryHandler for Backend {
             copy::begin(client, c.clone());
             return Ok(Response::CopyIn(c.response()));
         }
-        let params = zoned_params(client, portal, cmd)?;
         let cancel = self.cancel_token(client);
+        let params = zoned_params(cancel.as_ref(), portal, cmd)?;
         open_implicit_block(client, cmd);
         // Text-only results (SHOW, version()) ignore a binary request: their type is text,
         // whose binary form is the same bytes.

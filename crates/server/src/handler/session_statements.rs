@@ -243,6 +243,10 @@ impl Backend {
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if undo.is_empty() {
+            // (Most blocks: every COMMIT comes here.)
+            return Ok(());
+        }
         let back = undo
             .into_iter()
             .map(|u| (u.setting, if committed { u.kept } else { u.before }));

@@ -365,20 +365,21 @@ pub(super) fn make_datetime(ty: DataType, ints: &[i64], secs: f64) -> Result<Val
         if y == 0 || !(1..=12).contains(&m) || d < 1 || y.abs() > 5_874_897 {
             return Err(bad());
         }
-        let days = days_from_civil(astro, m as u32, d as u32);
-        if civil_from_days(days) != (astro, m as u32, d as u32) {
+        if d > i64::from(permafrost_types::datetime::days_in_month(astro, m as u32)) {
             return Err(bad());
         }
-        Ok(days)
+        Ok(days_from_civil(astro, m as u32, d as u32))
     };
     let time = |h: i64, mi: i64, s: f64| -> Result<i64> {
         let micros = (s * 1e6).round();
         let ok = (0..=24).contains(&h) && (0..60).contains(&mi) && (0.0..=60.0).contains(&s) && s.is_finite();
         let total = ((h * 60 + mi) * 60) as f64 * 1e6 + micros;
         if !ok || total > 86_400e6 {
+            // (The seconds as C's `%02g` writes them, as PostgreSQL's message does.)
+            let secs = permafrost_types::double_text(s);
+            let secs = if secs.len() < 2 { format!("0{secs}") } else { secs };
             return Err(SqlError::FieldOutOfRange(format!(
-                "time field value out of range: {h:02}:{mi:02}:{}",
-                permafrost_types::double_text(s)
+                "time field value out of range: {h:02}:{mi:02}:{secs}"
             )));
         }
         Ok(total as i64)

@@ -222,7 +222,7 @@ pub fn to_json(v: ValueRef<'_>, from: JsonFrom) -> String {
             let text = match v {
                 ValueRef::TimestampTz(t) => {
                     let offset = permafrost_types::zone::session_offset(t);
-                    let local = permafrost_types::zone::session_local(t).unwrap_or(t);
+                    let local = t.saturating_add(i64::from(offset) * 1_000_000);
                     let plain = permafrost_types::datetime::timestamp_text(local);
                     format!("{plain}{}", permafrost_types::zone::offset_text(offset, true))
                 }
