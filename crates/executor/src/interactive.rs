@@ -282,6 +282,8 @@ impl Interactive {
                     // took when it first ran (a replayed record gives the transaction's).
                     if own_draws {
                         ctx.env.draws.borrow_mut().give_statement(&expect.draws);
+                    } else {
+                        ctx.env.draws.borrow_mut().start_statement();
                     }
                     if !ctx.statements[i].is_read_only() {
                         writes_before += 1;
@@ -312,6 +314,11 @@ impl Interactive {
                             ))));
                         }
                     };
+                    if !probe && ctx.statements[i].is_read_only() {
+                        // (Replay runs the writes only: what a query read of the clock
+                        // is not the record's.)
+                        ctx.env.draws.borrow_mut().forget_clock_reads();
+                    }
                     if let Some(d) = expect.digest
                         && rows.digest() != d
                         && !ctx.is_prepass()

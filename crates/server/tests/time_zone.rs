@@ -4,21 +4,12 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use permafrost_executor::{Config, Database, LogConfig};
+use permafrost_executor::Database;
 use permafrost_server::ServerOptions;
 use permafrost_types::Value;
 
-use common::{code, connect, server_over};
-
-fn config(dir: &std::path::Path) -> Config {
-    Config::builder()
-        .partitions(2)
-        .command_log(LogConfig::new(dir.join("log")))
-        .build()
-        .unwrap()
-}
+use common::{code, connect, logged_config, recovered_rows, server_over, stop_serving};
 
 /// The rows a UTC session sees, as text.
 const ROWS: &str = "SELECT id, t::text, d::text, day::text FROM ev ORDER BY id";
@@ -44,7 +35,7 @@ fn texts(rows: Vec<Vec<Value>>) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_run_in_the_session_zone_and_replay_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(config(dir.path())).unwrap());
+    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
     let server = server_over(db.clone(), ServerOptions::default()).await;
     let c = connect(server.port).await;
     c.batch_execute(
@@ -116,23 +107,8 @@ async fn statements_run_in_the_session_zone_and_replay_in_it() {
     }
     assert_eq!(seen, EXPECTED.map(|r| r.map(String::from)).to_vec(), "what clients saw");
     drop(c);
-    drop(server);
-    // The server lets go of the database when it has stopped.
-    let started = Instant::now();
-    while Arc::strong_count(&db) > 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the server still holds the database"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    stop_serving(server, &db).await;
     drop(db);
-    let replayed = tokio::task::spawn_blocking(move || {
-        let db = Database::open(config(dir.path())).unwrap();
-        db.recover(vec![], &mut |_, _| {}).unwrap();
-        db.execute_sql(ROWS, vec![]).unwrap().to_values()
-    })
-    .await
-    .unwrap();
+    let replayed = recovered_rows(logged_config(dir.path()), ROWS).await;
     assert_eq!(texts(replayed), seen, "replayed in the zone the log kept");
 }

@@ -425,6 +425,12 @@ pub(crate) fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Res
                  default is its sequence's nextval)",
             );
         }
+        (Expr::Func(Func::Clock { .. }, _), _) => {
+            return unsupported(
+                "a DEFAULT of clock_timestamp() or statement_timestamp() (DEFAULT now() is taken: the \
+                 transaction's timestamp)",
+            );
+        }
         (Expr::Func(Func::Random | Func::GenRandomUuid, _), _) => {
             return unsupported(format!(
                 "a DEFAULT of random() or gen_random_uuid() on a column of type {} (random() on double \

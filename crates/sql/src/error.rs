@@ -203,6 +203,9 @@ pub enum SqlError {
     /// A definition PostgreSQL refuses as invalid (42P16), in its words.
     #[error("{0}")]
     Definition(String),
+    /// A procedure's definition PostgreSQL refuses as invalid (42P13), in its words.
+    #[error("{0}")]
+    FunctionDefinition(String),
     #[error(
         "row belongs to partition {row} but the transaction runs at partition(s) {held:?}; \
          route the call by this row's partition key"
@@ -442,6 +445,7 @@ impl SqlError {
             SqlError::ParamCount { .. } => "08P01",
             SqlError::Unsupported(_) | SqlError::FeatureNotSupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
+            SqlError::FunctionDefinition(_) => "42P13",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::InvalidRegex(_) => "2201B",
             SqlError::WeekOfInterval => "0A000",

@@ -928,6 +928,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Justify(_)
         | Func::MakeInterval
         | Func::MakeDatetime(_)
+        | Func::Clock { .. }
         | Func::AtTimeZone { .. } => {
             let values = args.iter().map(|a| a.eval(src, cx)).collect::<Result<Vec<_>>>()?;
             if values.iter().any(|v| v.is_null()) {

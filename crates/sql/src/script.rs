@@ -161,43 +161,51 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
                 ));
             }
             c.keyword("IN");
-            let arg = c.ident()?;
-            if args.iter().any(|(a, _)| *a == arg) {
-                return Err(SqlError::Definition(format!(
-                    "argument name \"{arg}\" used more than once"
-                )));
-            }
-            // The type runs to the next `,` or `)` outside parentheses: NUMERIC(10, 2).
+            // `[name] type`, the type running to the next `,` or `)` outside parentheses
+            // (NUMERIC(10, 2)); a name-less argument is only `$n` in the body.
+            let start = c.pos;
             let mut depth = 0usize;
-            let mut text = String::new();
+            let mut pieces: Vec<String> = Vec::new();
             loop {
                 match c.next() {
                     None => return Err(c.unexpected("\")\" closing the argument list")),
                     Some(Token::LParen) => {
                         depth += 1;
-                        text.push('(');
+                        pieces.push("(".into());
                     }
                     Some(Token::RParen) if depth > 0 => {
                         depth -= 1;
-                        text.push(')');
+                        pieces.push(")".into());
                     }
                     Some(Token::Comma | Token::RParen) if depth == 0 => {
                         c.pos -= 1;
                         break;
                     }
-                    Some(t) => {
-                        text.push(' ');
-                        text.push_str(&t.to_string());
-                    }
+                    Some(t) => pieces.push(format!(" {t}")),
                 }
             }
-            let ty = parse_type(&text).map_err(|e| match e {
-                SqlError::Syntax(m) => SqlError::Syntax(format!(
-                    "syntax error: type of argument \"{arg}\": {}",
-                    m.trim_start_matches("syntax error: ")
-                )),
-                other => other,
-            })?;
+            let (arg, ty) = match parse_type(&pieces.concat()) {
+                Ok(ty) => (String::new(), ty),
+                Err(_) => {
+                    let end = c.pos;
+                    c.pos = start;
+                    let arg = c.ident()?;
+                    c.pos = end;
+                    let ty = parse_type(&pieces[1..].concat()).map_err(|e| match e {
+                        SqlError::Syntax(m) => SqlError::Syntax(format!(
+                            "syntax error: type of argument \"{arg}\": {}",
+                            m.trim_start_matches("syntax error: ")
+                        )),
+                        other => other,
+                    })?;
+                    (arg, ty)
+                }
+            };
+            if !arg.is_empty() && args.iter().any(|(a, _)| *a == arg) {
+                return Err(SqlError::FunctionDefinition(format!(
+                    "argument name \"{arg}\" used more than once"
+                )));
+            }
             args.push((arg, ty));
             match c.next() {
                 Some(Token::Comma) => continue,
@@ -208,8 +216,11 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
     }
     let mut partition_arg = None;
     let mut body = None;
-    while body.is_none() {
-        if c.keyword("LANGUAGE") {
+    let mut language = false;
+    // The clauses in any order, each once (PostgreSQL's `AS $$ ... $$ LANGUAGE sql` too).
+    while c.peek().is_some() {
+        if !language && c.keyword("LANGUAGE") {
+            language = true;
             if !c.keyword("SQL") {
                 return Err(SqlError::Unsupported(
                     "procedures in languages other than SQL over the wire (register Rust procedures through the \
@@ -217,16 +228,19 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
                         .into(),
                 ));
             }
-        } else if c.keyword("PARTITION") {
+        } else if partition_arg.is_none() && c.keyword("PARTITION") {
             c.expect_keyword("ON")?;
             let arg = c.ident()?;
-            let i = args.iter().position(|(a, _)| *a == arg).ok_or_else(|| {
-                SqlError::Definition(format!(
-                    "PARTITION ON names \"{arg}\", which is not an argument of {name}"
-                ))
-            })?;
+            let i = args
+                .iter()
+                .position(|(a, _)| !a.is_empty() && *a == arg)
+                .ok_or_else(|| {
+                    SqlError::FunctionDefinition(format!(
+                        "PARTITION ON names \"{arg}\", which is not an argument of {name}"
+                    ))
+                })?;
             partition_arg = Some(i);
-        } else if c.keyword("AS") {
+        } else if body.is_none() && c.keyword("AS") {
             body = Some(match c.next() {
                 Some(Token::DollarQuotedString(s)) => s.value,
                 Some(Token::SingleQuotedString(s)) => s,
@@ -239,14 +253,14 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
             return Err(c.unexpected("LANGUAGE SQL, PARTITION ON argname or AS $$ ... $$"));
         }
     }
-    if let Some(t) = c.peek() {
-        return Err(SqlError::Syntax(format!(
-            "syntax error: unexpected \"{t}\" after the procedure body"
-        )));
-    }
-    let body = crate::scan::scan(body.as_deref().unwrap_or(""))?.texts();
+    let Some(body) = body else {
+        return Err(SqlError::FunctionDefinition("no function body specified".into()));
+    };
+    let body = crate::scan::scan(&body)?.texts();
     if body.is_empty() {
-        return Err(SqlError::Definition(format!("procedure {name} has no statements")));
+        return Err(SqlError::FunctionDefinition(format!(
+            "procedure {name} has no statements"
+        )));
     }
     Ok(ProcedureSource {
         name,
@@ -366,6 +380,26 @@ mod tests {
         let q = parse_create_procedure("create procedure \"Q\"() as 'select 1'").unwrap();
         assert_eq!(q.name, "Q");
         assert_eq!(q.partition_arg, None);
+        // Arguments without names, and LANGUAGE after the body, as PostgreSQL takes them.
+        let u = parse_create_procedure(
+            "create procedure u(int, x double precision, numeric(10, 2)) as $$ select $1 $$ language sql",
+        )
+        .unwrap();
+        assert_eq!(
+            u.args,
+            vec![
+                (String::new(), DataType::Integer),
+                ("x".to_string(), DataType::Double),
+                (
+                    String::new(),
+                    DataType::Decimal {
+                        precision: 10,
+                        scale: 2
+                    }
+                )
+            ]
+        );
+        assert_eq!(u.body, vec!["select $1"]);
     }
 
     #[test]
@@ -386,7 +420,16 @@ mod tests {
             ("CREATE PROCEDURE p(a INT AS $$ SELECT 1 $$", ""),
             (
                 "CREATE PROCEDURE p(a INT) AS $$ SELECT 1 $$ garbage",
-                "after the procedure body",
+                "found \"garbage\"",
+            ),
+            (
+                "CREATE PROCEDURE p(a INT) AS $$ SELECT 1 $$ AS $$ SELECT 2 $$",
+                "found \"AS\"",
+            ),
+            ("CREATE PROCEDURE p(a INT) LANGUAGE SQL", "no function body"),
+            (
+                "CREATE PROCEDURE p(INT) PARTITION ON a AS $$ SELECT 1 $$",
+                "not an argument",
             ),
             ("CREATE PROCEDURE p", "argument list"),
         ] {

@@ -423,7 +423,7 @@ impl Backend {
                     let Ok(h) = self.db.procedure(&name) else { continue };
                     let args = h.signature().map(|s| {
                         s.iter()
-                            .map(|(n, t)| format!("{n} {}", t.sql_name()))
+                            .map(|(n, t)| format!("{n} {}", t.sql_name()).trim_start().to_string())
                             .collect::<Vec<_>>()
                             .join(", ")
                     });

@@ -111,7 +111,10 @@ fn procedure_relation(procedures: &Procedures, objects: &mut Objects) -> Relatio
     for (k, (name, args)) in procedures.iter().enumerate() {
         let oid = PROC_OID_BASE + k as i64;
         objects.procedures.insert(oid, name.clone());
-        let shown: Vec<String> = args.iter().map(|(n, t)| format!("IN {n} {}", t.sql_name())).collect();
+        let shown: Vec<String> = args
+            .iter()
+            .map(|(n, t)| format!("IN {n}{}{}", if n.is_empty() { "" } else { " " }, t.sql_name()))
+            .collect();
         objects.procedure_args.insert(oid, shown.join(", "));
         let types: Vec<i64> = args.iter().map(|(_, t)| type_oid(t)).collect();
         let names: Vec<String> = args.iter().map(|(n, _)| n.clone()).collect();
@@ -125,7 +128,15 @@ fn procedure_relation(procedures: &Procedures, objects: &mut Objects) -> Relatio
             ("pronargdefaults", i(0)),
             ("prorettype", i(2278)),
             ("proargtypes", nums(&types)),
-            ("proargnames", strs(&names)),
+            // (NULL when no argument has a name, as in PostgreSQL.)
+            (
+                "proargnames",
+                if names.iter().all(String::is_empty) {
+                    NULL
+                } else {
+                    strs(&names)
+                },
+            ),
             ("proretset", b(false)),
         ]);
     }

@@ -19,6 +19,40 @@ pub fn database() -> Arc<Database> {
     Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap())
 }
 
+/// A database of two partitions with a command log in `dir` (what a test replays).
+pub fn logged_config(dir: &std::path::Path) -> Config {
+    Config::builder()
+        .partitions(2)
+        .command_log(permafrost_executor::LogConfig::new(dir.join("log")))
+        .build()
+        .unwrap()
+}
+
+/// Stops `server` and waits until it has let go of `db` (its last other handle).
+pub async fn stop_serving(server: Server, db: &Arc<Database>) {
+    drop(server);
+    let started = std::time::Instant::now();
+    while Arc::strong_count(db) > 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the server still holds the database"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// What `sql` reads from the database in `config`'s directory, reopened and recovered
+/// from its log.
+pub async fn recovered_rows(config: Config, sql: &'static str) -> Vec<Vec<permafrost_types::Value>> {
+    tokio::task::spawn_blocking(move || {
+        let db = Database::open(config).unwrap();
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        db.execute_sql(sql, vec![]).unwrap().to_values()
+    })
+    .await
+    .unwrap()
+}
+
 /// A server over `db` with `options`.
 pub async fn server_over(db: Arc<Database>, options: ServerOptions) -> Server {
     let listener = permafrost_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();

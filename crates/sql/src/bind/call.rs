@@ -130,6 +130,15 @@ impl Binder<'_> {
                 arity(0, 0)?;
                 return Ok((Expr::Now, Some(DataType::TimestampTz)));
             }
+            // The wall clock, read as the statement runs (and logged with what it read).
+            "clock_timestamp" | "statement_timestamp" => {
+                arity(0, 0)?;
+                let statement = name == "statement_timestamp";
+                return Ok((
+                    Expr::Func(Func::Clock { statement }, vec![]),
+                    Some(DataType::TimestampTz),
+                ));
+            }
             "pg_typeof" => {
                 arity(1, 1)?;
                 let name = first.map_or_else(|| "unknown".to_string(), |t| t.sql_name());
@@ -725,6 +734,8 @@ const OTHER_FUNCTIONS: &[&str] = &[
     "current_timestamp",
     "localtimestamp",
     "transaction_timestamp",
+    "clock_timestamp",
+    "statement_timestamp",
     "pg_advisory_unlock_all",
     "current_schema",
     "pi",

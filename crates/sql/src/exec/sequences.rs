@@ -190,6 +190,31 @@ impl DrawSource for std::cell::RefCell<Draws<'_>> {
         d.taken.push((table | SET_MARK, last));
         Ok(())
     }
+
+    fn clock(&self, statement: bool) -> Result<i64> {
+        let mut d = self.borrow_mut();
+        let entry = if statement { STATEMENT_CLOCK } else { CLOCK };
+        if statement {
+            // (Its statement's, or the statement's first clock_timestamp(): no clock read
+            // in the statement comes before its statement_timestamp().)
+            let start = d.statement_start.min(d.taken.len());
+            if let Some(&(_, v)) = d.taken[start..]
+                .iter()
+                .find(|(t, _)| *t == STATEMENT_CLOCK || *t == CLOCK)
+            {
+                return Ok(v);
+            }
+        }
+        // Given (replay, a block's COMMIT): what the statement read when it first ran.
+        let v = match d.take_given(entry) {
+            Some(v) => v,
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| i64::try_from(t.as_micros()).unwrap_or(i64::MAX)),
+        };
+        d.taken.push((entry, v));
+        Ok(v)
+    }
 }
 
 /// The values a session's sequences last gave it (`nextval()` in any of its statements):
@@ -255,6 +280,14 @@ pub const READ_MARK: TableId = 1 << 30;
 
 /// The entry of a `lastval()` read ([`READ_MARK`]).
 pub const LASTVAL: TableId = READ_MARK | (READ_MARK - 1);
+
+/// The entry of a `clock_timestamp()` read ([`READ_MARK`]; no sequence has this id), with
+/// the microseconds since the epoch it read.
+pub const CLOCK: TableId = READ_MARK | (READ_MARK - 2);
+
+/// The entry of a statement's `statement_timestamp()` ([`READ_MARK`]), read once per
+/// statement.
+pub const STATEMENT_CLOCK: TableId = READ_MARK | (READ_MARK - 3);
 
 /// Marks a `setval()` among a transaction's values taken (the id of its sequence with this
 /// bit set, and the last value it set): the command log keeps it in order with the values
@@ -349,6 +382,23 @@ impl<'a> Draws<'a> {
         self.given.clear();
         self.given.extend(values.iter().copied());
         self.statement_start = self.taken.len();
+    }
+
+    /// Starts the next statement of a replayed transaction block, whose values were all
+    /// given at its start (`statement_timestamp()` is read once per statement).
+    pub fn start_statement(&mut self) {
+        self.statement_start = self.taken.len();
+    }
+
+    /// Forgets the clock reads of the running statement (a query of a transaction block,
+    /// which replay does not run).
+    pub fn forget_clock_reads(&mut self) {
+        let start = self.statement_start.min(self.taken.len());
+        let mut i = 0;
+        self.taken.retain(|(t, _)| {
+            i += 1;
+            i <= start || (*t != CLOCK && *t != STATEMENT_CLOCK)
+        });
     }
 
     /// The next given value for `table`, if any is left.

@@ -83,6 +83,10 @@ pub trait DrawSource {
     /// `setval(s, v, true)`: `last` is `v`), it becomes the session's `currval(s)` too, as
     /// in PostgreSQL.
     fn setval(&self, table: permafrost_storage::TableId, last: i64, called: bool) -> crate::error::Result<()>;
+    /// The wall clock, microseconds since the epoch: `clock_timestamp()` (each call reads
+    /// it again) or, with `statement`, `statement_timestamp()` (read once per statement).
+    /// Noted among the values taken, so that replay and a block's COMMIT read the same.
+    fn clock(&self, statement: bool) -> crate::error::Result<i64>;
 }
 
 /// The rows a recursive WITH query's step reads as its own name (`SetTree::Working`): one

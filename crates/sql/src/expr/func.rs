@@ -73,6 +73,11 @@ pub enum Func {
     Random,
     /// `gen_random_uuid()`: a version 4 uuid drawn from the statement's random state.
     GenRandomUuid,
+    /// `clock_timestamp()`, or `statement_timestamp()` with `statement`: the wall clock as
+    /// the statement first read it ([`super::cx::DrawSource::clock`]).
+    Clock {
+        statement: bool,
+    },
     /// `age(a, b)` of two timestamps (or of midnight today and `a`): years, months, days.
     Age,
     /// `make_interval(years, months, weeks, days, hours, mins, secs)`.
@@ -222,6 +227,12 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
     let n = |i: usize| int_arg(v[i].as_ref());
     let opt = |i: usize| v.get(i).map(|d| text_arg(d.as_ref()));
     Ok(match f {
+        Func::Clock { statement } => {
+            let draws = cx.draws.ok_or_else(|| {
+                SqlError::Unsupported("the clock read in a value computed once when the statement is planned".into())
+            })?;
+            Value::TimestampTz(draws.clock(statement)?)
+        }
         Func::Trim => text::trim_chars(&s(0), opt(1).as_deref(), true, true, b)?,
         Func::Ltrim => text::trim_chars(&s(0), opt(1).as_deref(), true, false, b)?,
         Func::Rtrim => text::trim_chars(&s(0), opt(1).as_deref(), false, true, b)?,
