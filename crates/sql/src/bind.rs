@@ -24,6 +24,7 @@ mod array;
 pub mod call;
 mod json;
 mod literal;
+mod pattern;
 mod sequence;
 mod subquery;
 mod window;
@@ -138,6 +139,7 @@ pub(crate) fn is_set_returning(name: &str) -> bool {
             | "pg_catalog.unnest"
             | "generate_subscripts"
             | "regexp_split_to_table"
+            | "regexp_matches"
             | "jsonb_array_elements"
             | "jsonb_array_elements_text"
             | "json_array_elements"
@@ -537,11 +539,18 @@ impl<'c> Binder<'c> {
                 any,
                 ..
             } => {
-                if escape_char.is_some() || *any {
-                    return unsupported("LIKE ... ESCAPE / LIKE ANY");
+                if *any {
+                    return unsupported("LIKE ANY");
                 }
-                self.like(expr, pattern, *negated, matches!(e, A::ILike { .. }))?
+                let ilike = matches!(e, A::ILike { .. });
+                self.like(expr, pattern, escape_char.as_deref(), *negated, ilike)?
             }
+            A::SimilarTo {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+            } => self.similar_to(expr, pattern, escape_char.as_deref(), *negated)?,
             A::Case {
                 operand,
                 conditions,
@@ -704,23 +713,6 @@ impl<'c> Binder<'c> {
             )
         };
         Ok((e, Some(DataType::Boolean)))
-    }
-
-    /// Binds `expr [NOT] LIKE pattern` (`case_insensitive`: ILIKE); both sides are text.
-    fn like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, negated: bool, case_insensitive: bool) -> Result<Typed> {
-        let (x, _) = self.expr(expr)?;
-        let (p, _) = self.expr(pattern)?;
-        self.infer(&x, Some(DataType::Varchar(None)));
-        self.infer(&p, Some(DataType::Varchar(None)));
-        Ok((
-            Expr::Like {
-                expr: x.boxed(),
-                pattern: p.boxed(),
-                negated,
-                case_insensitive,
-            },
-            Some(DataType::Boolean),
-        ))
     }
 
     /// Binds `CASE [operand] WHEN ... THEN ... [ELSE ...] END`, typed by the first result

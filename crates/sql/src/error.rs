@@ -65,6 +65,10 @@ pub enum SqlError {
     /// A regular expression that does not compile (or uses what is not kept here).
     #[error("{0}")]
     InvalidRegex(String),
+    /// An ESCAPE of LIKE or SIMILAR TO that is not one character or empty, or a pattern
+    /// that ends in its escape character (22025).
+    #[error("{0}")]
+    InvalidEscape(&'static str),
     /// The `g` flag given to a function that finds one match or splits (`regexp_match`).
     #[error("{0}() does not support the \"global\" option")]
     RegexGlobal(&'static str),
@@ -451,6 +455,7 @@ impl SqlError {
             SqlError::WeekOfInterval => "0A000",
             SqlError::FormatType(_) | SqlError::FormatUnterminated => "22023",
             SqlError::RegexGlobal(_) => "22023",
+            SqlError::InvalidEscape(_) => "22025",
             SqlError::NullArgument(_) => "22004",
             SqlError::SchemaChanged(_) => "0A000",
             SqlError::SerializationFailure(_) => "40001",
@@ -525,6 +530,9 @@ impl SqlError {
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
             SqlError::FormatType(_) | SqlError::FormatUnterminated => {
                 Some("For a single \"%\" use \"%%\".".to_string())
+            }
+            SqlError::InvalidEscape("invalid escape string") => {
+                Some("Escape string must be empty or one character.".to_string())
             }
             SqlError::RegexGlobal("regexp_match") => Some("Use the regexp_matches function instead.".to_string()),
             SqlError::IndexOfConstraint { index, table } => {

@@ -604,9 +604,9 @@ fn eval_like<'a>(
         (ValueRef::Null, _) | (_, ValueRef::Null) => bool_datum(None),
         (ValueRef::Text(s), ValueRef::Text(p)) => {
             let m = if case_insensitive {
-                like(&s.to_lowercase(), &p.to_lowercase())
+                like(&s.to_lowercase(), &p.to_lowercase())?
             } else {
-                like(s, p)
+                like(s, p)?
             };
             bool_datum(Some(m != negated))
         }

@@ -21,3 +21,18 @@ SELECT 1 ~ '1';
 SELECT regexp_match('abc', 'b', 'g');
 SELECT count(*) FILTER (WHERE s ~ '[0-9]') FROM rx;
 DROP TABLE rx;
+-- regexp_matches: a row per match (with g), its captures as text[].
+select regexp_matches('foobarbequebaz', '(bar)(beque)');
+select regexp_matches('foobarbequebazilbarfbonk', '(b[^b]+)(b[^b]+)', 'g');
+select regexp_matches('abc', '', 'g');
+select * from regexp_matches('a1b22c333', '\d+', 'g') with ordinality;
+select regexp_matches('abc', 'x');
+select (regexp_matches('k=v, a=b', '(\w)=(\w)', 'g'))[2];
+select x, m from (values ('a1'), ('b2c3')) t(x), regexp_matches(x, '[a-z](\d)', 'g') m;
+select regexp_matches('a', 'a', 'z');
+select regexp_matches(1, 'a');
+select 1 where regexp_matches('a','a') is not null;
+select pg_typeof(regexp_matches('a', 'a'));
+select regexp_matches('aXbX', 'x', 'gi'), 1 as k;
+select regexp_matches('ab', '(a)(x)?');
+select regexp_matches(NULL, 'a');

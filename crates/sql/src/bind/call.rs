@@ -796,6 +796,8 @@ fn text_function(name: &str) -> Option<(Func, &'static str, DataType)> {
         "regexp_match" => (Func::Regex(RegexFn::FirstMatch), "TTt", text_array),
         "regexp_split_to_array" => (Func::Regex(RegexFn::Split), "TTt", text_array),
         "regexp_count" => (Func::Regex(RegexFn::Count), "TTit", DataType::Integer),
+        "like_escape" => (Func::Regex(RegexFn::LikeEscape), "TT", text),
+        "similar_to_escape" => (Func::Regex(RegexFn::SimilarEscape), "Tt", text),
         _ => return None,
     })
 }

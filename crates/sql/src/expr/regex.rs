@@ -28,6 +28,16 @@ pub enum RegexFn {
     /// `regexp_match(s, p [, flags])`: the captures of the first match (the whole match
     /// without groups) as a text array.
     FirstMatch,
+    /// The rows of `regexp_matches(s, p [, flags])` as one array: each match's captures
+    /// (the whole match without groups) as an array literal, every match with the `g`
+    /// flag, else the first (`plan/set_functions.rs` makes them rows).
+    AllMatches,
+    /// `like_escape(p, e)`: a LIKE pattern whose escape character is `e` (none if empty)
+    /// as one with the backslash for it (`x LIKE p ESCAPE e`).
+    LikeEscape,
+    /// `similar_to_escape(p [, e])`: a SIMILAR TO pattern as the regular expression it
+    /// stands for (`x SIMILAR TO p [ESCAPE e]`), as PostgreSQL writes it.
+    SimilarEscape,
     /// `regexp_count(s, p [, start [, flags]])`.
     Count,
     /// `regexp_split_to_array(s, p [, flags])`.
@@ -165,6 +175,15 @@ fn text_array(items: &[Option<&str>], budget: &ValueBudget<'_>) -> Result<Value>
     super::array::literal_checked(&values, budget)
 }
 
+/// A match's captures as a text array: its groups', or the whole match's without groups.
+fn captured(caps: &regex::Captures<'_>, budget: &ValueBudget<'_>) -> Result<Value> {
+    if caps.len() == 1 {
+        return text_array(&[caps.get(0).map(|m| m.as_str())], budget);
+    }
+    let groups: Vec<Option<&str>> = caps.iter().skip(1).map(|g| g.map(|m| m.as_str())).collect();
+    text_array(&groups, budget)
+}
+
 /// Evaluates `f` over its arguments `v` (NULL for any NULL argument, as every one of them
 /// is strict).
 pub(super) fn eval(f: RegexFn, v: &[Value], budget: &ValueBudget<'_>) -> Result<Value> {
@@ -192,12 +211,23 @@ pub(super) fn eval(f: RegexFn, v: &[Value], budget: &ValueBudget<'_>) -> Result<
             let re = compile(text(1), flags)?;
             match re.captures(text(0)) {
                 None => Value::Null,
-                Some(caps) if caps.len() == 1 => text_array(&[caps.get(0).map(|m| m.as_str())], budget)?,
-                Some(caps) => {
-                    let groups: Vec<Option<&str>> = caps.iter().skip(1).map(|g| g.map(|m| m.as_str())).collect();
-                    text_array(&groups, budget)?
+                Some(caps) => captured(&caps, budget)?,
+            }
+        }
+        RegexFn::LikeEscape => Value::text(like_escape(text(0), text(1))?),
+        RegexFn::SimilarEscape => Value::text(similar_escape(text(0), v.get(1).map_or(Some("\\"), Value::as_str))?),
+        RegexFn::AllMatches => {
+            let flags = flags_at(2);
+            let re = compile(text(1), flags)?;
+            let mut rows: Vec<String> = Vec::new();
+            for caps in re.captures_iter(text(0)) {
+                rows.push(captured(&caps, budget)?.as_str().unwrap_or_default().to_string());
+                if !flags.contains('g') {
+                    break;
                 }
             }
+            let rows: Vec<Option<&str>> = rows.iter().map(|r| Some(r.as_str())).collect();
+            text_array(&rows, budget)?
         }
         RegexFn::Count => {
             let (start, flags) = match v.len() {
@@ -241,6 +271,105 @@ pub(super) fn eval(f: RegexFn, v: &[Value], budget: &ValueBudget<'_>) -> Result<
     })
 }
 
+/// The one escape character of `escape` (`None`: empty, no escape), else 22025.
+fn escape_char(escape: &str) -> Result<Option<char>> {
+    let mut chars = escape.chars();
+    match (chars.next(), chars.next()) {
+        (e, None) => Ok(e),
+        _ => Err(SqlError::InvalidEscape("invalid escape string")),
+    }
+}
+
+/// LIKE pattern `pattern` whose escape character is `escape` written with the backslash
+/// escape LIKE matches with (`expr/text.rs`): PostgreSQL's `like_escape`.
+pub fn like_escape(pattern: &str, escape: &str) -> Result<String> {
+    let e = escape_char(escape)?;
+    if e == Some('\\') {
+        return Ok(pattern.to_string());
+    }
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == e {
+            // (One last stays a backslash last: the match fails on it where it gets there.)
+            out.push('\\');
+            out.extend(chars.next());
+        } else {
+            if c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The regular expression SIMILAR TO pattern `pattern` stands for, with `escape` its
+/// escape character (`None`: SQL's NULL, which makes the result NULL upstream; empty: no
+/// escape), as PostgreSQL's `similar_to_escape` writes it: anchored at both ends, `%` any
+/// text, `_` any character, `.` `^` `$` and the backslash literal, parentheses not
+/// capturing, the rest (`|` `*` `+` `?` `{m,n}` `[...]`) as in regular expressions.
+pub fn similar_escape(pattern: &str, escape: Option<&str>) -> Result<String> {
+    let e = escape_char(escape.unwrap_or(""))?;
+    let mut out = String::with_capacity(pattern.len() + 10);
+    out.push_str("^(?:");
+    let (mut after_escape, mut in_class, mut class_pos, mut quotes) = (false, false, 0, 0);
+    for c in pattern.chars() {
+        if after_escape {
+            if c == '"' && !in_class {
+                // The separators of SUBSTRING ... SIMILAR's three parts.
+                out.push_str(match quotes {
+                    0 => "){1,1}?(",
+                    1 => "){1,1}(?:",
+                    _ => {
+                        return Err(SqlError::InvalidEscape(
+                            "SQL regular expression may not contain more than two escape-double-quote separators",
+                        ));
+                    }
+                });
+                quotes += 1;
+            } else {
+                out.push('\\');
+                out.push(c);
+            }
+            after_escape = false;
+        } else if Some(c) == e {
+            after_escape = true;
+        } else if in_class {
+            if c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+            // (A `]` first in the class, or after its `^`, is one of its characters.)
+            if c == ']' && class_pos > 2 {
+                in_class = false;
+            } else if c == '^' && class_pos == 1 {
+                class_pos = 2;
+            } else {
+                class_pos = 3;
+            }
+        } else {
+            match c {
+                '[' => {
+                    out.push('[');
+                    in_class = true;
+                    class_pos = 1;
+                }
+                '%' => out.push_str(".*"),
+                '_' => out.push('.'),
+                '(' => out.push_str("(?:"),
+                '\\' | '.' | '^' | '$' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push_str(")$");
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +408,14 @@ mod tests {
             &budget,
         );
         assert_eq!(huge.unwrap_err().sqlstate(), "54000");
+        // regexp_matches' rows, SIMILAR TO's and LIKE ... ESCAPE's rewritten patterns.
+        assert_eq!(e(RegexFn::AllMatches, &[t("a1b22"), t("\\d+"), t("g")]), r#"{"{1}","{22}"}"#);
+        assert_eq!(e(RegexFn::AllMatches, &[t("a1b22"), t("[a-z](\\d)")]), r#"{"{1}"}"#);
+        assert_eq!(e(RegexFn::AllMatches, &[t("abc"), t("x")]), "{}");
+        assert_eq!(similar_escape("a%(b|c)_.", Some("\\")).unwrap(), "^(?:a.*(?:b|c).\\.)$");
+        assert_eq!(similar_escape("[]%]#%", Some("#")).unwrap(), "^(?:[]%]\\%)$");
+        assert_eq!(like_escape("a!%b\\", "!").unwrap(), "a\\%b\\\\");
+        assert_eq!(like_escape("a\\%", "").unwrap(), "a\\\\%");
+        assert_eq!(like_escape("x", "ab").unwrap_err().sqlstate(), "22025");
     }
 }

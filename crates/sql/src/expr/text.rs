@@ -295,8 +295,9 @@ pub(super) fn md5(bytes: &[u8]) -> Value {
     Value::from(out)
 }
 
-/// SQL LIKE with `%` and `_`; a backslash escapes the next pattern character.
-pub fn like(s: &str, p: &str) -> bool {
+/// SQL LIKE with `%` and `_`; a backslash escapes the next pattern character (one last in
+/// the pattern is an error where the match reaches it, as in PostgreSQL).
+pub fn like(s: &str, p: &str) -> crate::error::Result<bool> {
     let s: Vec<char> = s.chars().collect();
     let p: Vec<char> = p.chars().collect();
     // Iterative matcher with backtracking to the last `%`.
@@ -322,6 +323,11 @@ pub fn like(s: &str, p: &str) -> bool {
                 }
                 // An escaped character that does not match.
                 '\\' if pi + 1 < p.len() => {}
+                '\\' => {
+                    return Err(crate::error::SqlError::InvalidEscape(
+                        "LIKE pattern must not end with escape character",
+                    ));
+                }
                 c if c == s[si] => {
                     si += 1;
                     pi += 1;
@@ -336,10 +342,10 @@ pub fn like(s: &str, p: &str) -> bool {
                 si = ss + 1;
                 star = Some((sp, ss + 1));
             }
-            None => return false,
+            None => return Ok(false),
         }
     }
-    p[pi..].iter().all(|&c| c == '%')
+    Ok(p[pi..].iter().all(|&c| c == '%'))
 }
 
 #[cfg(test)]
@@ -348,6 +354,7 @@ mod tests {
 
     #[test]
     fn like_patterns() {
+        let like = |s: &str, p: &str| like(s, p).unwrap();
         assert!(like("hello", "h%o"));
         assert!(like("hello", "_ello"));
         assert!(!like("hello", "h%x"));
@@ -355,6 +362,9 @@ mod tests {
         assert!(!like("505", "50\\%"));
         assert!(like("", "%"));
         assert!(like("abcabc", "%bc%c"));
+        // A last backslash fails the match where it gets there, not before.
+        assert!(!like("x", "x\\"));
+        assert!(super::like("x\\", "x\\").is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
 use super::access::OuterJoin;
 use super::full_join::{FullJoin, SideColumn, plain_table, quoted, two_tables};
-use super::set_functions::{json_rows, rewritten_args, series, unnest};
+use super::set_functions::{json_rows, regexp_matches, rewritten_args, series, unnest};
 use super::tree::*;
 use crate::bind::{Binder, Cte, common_type, ident};
 use crate::error::{Point, Result, SqlError, shown, unsupported};
@@ -567,7 +567,7 @@ fn function(
     ordinality: bool,
     alias: &Option<ast::TableAlias>,
 ) -> Result<usize> {
-    let n = crate::bind::object_name(name)?;
+    let (called, n) = (name, crate::bind::object_name(name)?);
     let name = n.strip_prefix("pg_catalog.").unwrap_or(&n);
     let ((tree, columns), args) = match name {
         "generate_series" => b.in_lateral_scope(|sub| series(sub, args, ordinality))?,
@@ -590,6 +590,7 @@ fn function(
             };
             b.in_lateral_scope(|sub| unnest(sub, &args, ordinality))?
         }
+        "regexp_matches" => b.in_lateral_scope(|sub| regexp_matches(sub, called, args, ordinality))?,
         "jsonb_array_elements"
         | "jsonb_array_elements_text"
         | "json_array_elements"
@@ -599,8 +600,8 @@ fn function(
         | "jsonb_each_text" => b.in_lateral_scope(|sub| json_rows(sub, name, args, ordinality))?,
         _ => {
             return unsupported(format!(
-                "function {n} in FROM (generate_series, unnest, generate_subscripts, regexp_split_to_table and the \
-                 json functions that give rows are the ones taken)"
+                "function {n} in FROM (generate_series, unnest, generate_subscripts, regexp_split_to_table, regexp_matches \
+                 and the json functions that give rows are the ones taken)"
             ));
         }
     };

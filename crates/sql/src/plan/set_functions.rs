@@ -33,6 +33,57 @@ pub(super) fn rewritten_args(template: &str, args: &[&ast::FunctionArg]) -> Resu
     }
 }
 
+/// `regexp_matches(s, p [, flags])` planned by `b`: a row of each match's captures (a
+/// text array), every match with the `g` flag, else the first; none without a match.
+pub(super) fn regexp_matches(
+    b: &mut Binder<'_>,
+    name: &ast::ObjectName,
+    args: &[ast::FunctionArg],
+    ordinality: bool,
+) -> Result<(SetTree, Vec<ColumnInfo>)> {
+    use crate::expr::{Func, regex::RegexFn};
+    // Bound as regexp_match (the same arguments), its matches made rows.
+    let mut named = name.clone();
+    if let Some(ast::ObjectNamePart::Identifier(last)) = named.0.last_mut() {
+        last.value = "regexp_match".into();
+    }
+    let call = ast::Expr::Function(ast::Function {
+        name: named,
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.to_vec(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    });
+    let bound = b.expr(&call).map_err(|e| match e {
+        SqlError::UnknownFunction(m) => SqlError::UnknownFunction(m.replacen("regexp_match", "regexp_matches", 1)),
+        e => e,
+    })?;
+    let Expr::Func(Func::Regex(RegexFn::FirstMatch), bound) = bound.0 else {
+        return unsupported("regexp_matches with these arguments");
+    };
+    if !b.init.is_empty() {
+        return unsupported("a subquery in regexp_matches");
+    }
+    let mut columns = vec![ColumnInfo {
+        name: "regexp_matches".into(),
+        ty: Some(DataType::Array(permafrost_types::ElemType::Text)),
+    }];
+    with_ordinality(&mut columns, ordinality);
+    let tree = SetTree::Unnest {
+        arrays: vec![Expr::Func(Func::Regex(RegexFn::AllMatches), bound)],
+        ordinality,
+        columns: columns.clone().into(),
+    };
+    Ok((tree, columns))
+}
+
 /// `generate_series(start, stop [, step])` planned by `b` (a scope of its own, that may
 /// read the FROM items before it): its rows, and its columns (bigint over integers,
 /// numeric if an argument is; with `ordinality`, a bigint numbering the rows).

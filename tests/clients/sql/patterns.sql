@@ -1,0 +1,24 @@
+-- LIKE / ILIKE with ESCAPE, SIMILAR TO, like_escape and similar_to_escape.
+SELECT 'a%b' LIKE 'a!%b' ESCAPE '!' AS escaped, 'axb' LIKE 'a!%b' ESCAPE '!' AS not_wild;
+SELECT 'a\b' LIKE 'a\b' ESCAPE '' AS no_escape, 'a_b' LIKE 'a#_b' ESCAPE '#' AS underscore;
+SELECT 'A%B' ILIKE 'a/%b' ESCAPE '/' AS ilike, 'ab' NOT LIKE 'a/%' ESCAPE '/' AS not_like;
+SELECT 'a//b' LIKE 'a///b' ESCAPE '/' AS twice, '50%' LIKE '%\%' AS default_escape;
+SELECT 'x' LIKE 'x' ESCAPE 'ab';
+SELECT 'x' LIKE 'x!' ESCAPE '!';
+SELECT like_escape('a!%b', '!'), like_escape('a\b', ''), similar_to_escape('a%(b|c)_'), similar_to_escape('a.b', '#');
+SELECT 'abc' SIMILAR TO 'abc' AS exact, 'abc' SIMILAR TO 'a' AS part, 'abc' SIMILAR TO '%(b|d)%' AS alt;
+SELECT 'abc' SIMILAR TO '(a|b)%' AS grp, 'abd' NOT SIMILAR TO 'ab[ce]' AS cls, 'a.c' SIMILAR TO 'a.c' AS dot, 'abc' SIMILAR TO 'a.c' AS dot_literal;
+SELECT 'aaa' SIMILAR TO 'a{2,3}' AS rep, 'ab+' SIMILAR TO 'ab\+' AS esc, 'ab+' SIMILAR TO 'ab#+' ESCAPE '#' AS esc2, 'a_' SIMILAR TO 'a\_' AS esc3;
+SELECT 'a]' SIMILAR TO 'a[]]' AS cls_bracket, '$x^' SIMILAR TO '$x^' AS anchors_literal, E'ab\ncd' SIMILAR TO 'ab%' AS newline;
+SELECT NULL SIMILAR TO 'a' AS n1, 'a' SIMILAR TO NULL AS n2, 'a' SIMILAR TO 'a' ESCAPE NULL AS n3;
+SELECT 'x' SIMILAR TO 'x' ESCAPE 'ab';
+CREATE TABLE pt (id int PRIMARY KEY, s text);
+INSERT INTO pt VALUES (1, 'ab_c'), (2, 'abxc'), (3, 'zzz'), (4, NULL);
+SELECT id FROM pt WHERE s LIKE 'ab$_c' ESCAPE '$' ORDER BY id;
+SELECT id FROM pt WHERE s SIMILAR TO '(ab|z)%' ORDER BY id;
+SELECT id, s NOT SIMILAR TO '%[xy]%' AS no_xy FROM pt ORDER BY id;
+PREPARE q(text, text) AS SELECT id FROM pt WHERE s LIKE $1 ESCAPE $2 ORDER BY id;
+EXECUTE q('ab!_c', '!');
+PREPARE r(text) AS SELECT id FROM pt WHERE s SIMILAR TO $1 ORDER BY id;
+EXECUTE r('%c');
+DROP TABLE pt;
