@@ -66,8 +66,8 @@ impl Database {
             let stmts = Self::parse_ddl(texts)?;
             let state = self.shared().schema.load_full();
             let mut catalog = (*state.catalog).clone();
-            for (_, stmt) in &stmts {
-                for c in &permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+            for s in &stmts {
+                for c in &s.plan(&catalog)? {
                     catalog = catalog.apply(c)?;
                 }
             }
@@ -90,8 +90,8 @@ impl Database {
             let state = self.shared().schema.load_full();
             let mut catalog = (*state.catalog).clone();
             let mut changes = Vec::new();
-            for (_, stmt) in &stmts {
-                for c in permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+            for s in &stmts {
+                for c in s.plan(&catalog)? {
                     catalog = catalog.apply(&c)?;
                     changes.push(c);
                 }
@@ -105,13 +105,22 @@ impl Database {
         })
     }
 
-    /// The statements of schema-change texts, each with its own text.
-    pub(crate) fn parse_ddl(texts: &[String]) -> Result<Vec<(String, permafrost_sql::parse::Statement)>> {
+    /// The statements of schema-change texts, each with its own text and the session zone
+    /// it was made in (`permafrost_sql::ddl::in_zone`).
+    pub(crate) fn parse_ddl(texts: &[String]) -> Result<Vec<DdlStatement>> {
         let mut stmts = Vec::new();
         for t in texts {
-            for text in permafrost_sql::scan::scan(t)?.texts() {
-                for stmt in permafrost_sql::parse::parse_statements(&text)? {
-                    stmts.push((text.clone(), stmt));
+            let (zone, body) = permafrost_sql::ddl::zone_of(t)?;
+            for text in permafrost_sql::scan::scan(body)?.texts() {
+                // (A block's changes, joined, each keep their mark.)
+                let (own, text) = permafrost_sql::ddl::zone_of(&text)?;
+                let zone = own.or_else(|| zone.clone());
+                for stmt in permafrost_sql::parse::parse_statements(text)? {
+                    stmts.push(DdlStatement {
+                        text: permafrost_sql::ddl::in_zone(text, zone.as_ref()),
+                        stmt,
+                        zone: zone.clone(),
+                    });
                 }
             }
         }
@@ -256,9 +265,9 @@ impl Database {
             .ddl
             .lock()
             .map_err(|_| Error::Internal("ddl lock poisoned".into()))?;
-        for (text, stmt) in &stmts {
+        for s in &stmts {
             let state = self.shared().schema.load_full();
-            let changes = permafrost_sql::ddl::plan_ddl(&state.catalog, stmt)?;
+            let changes = s.plan(&state.catalog)?;
             if changes.is_empty() {
                 continue;
             }
@@ -266,8 +275,8 @@ impl Database {
             for c in &changes {
                 catalog = catalog.apply(c)?;
             }
-            self.install_schema(&state, changes, Arc::new(catalog), text.clone(), record)?;
-            self.push_history(text)?;
+            self.install_schema(&state, changes, Arc::new(catalog), s.text.clone(), record)?;
+            self.push_history(&s.text)?;
         }
         Ok(())
     }
@@ -433,5 +442,23 @@ impl Database {
         let mut v: Vec<String> = self.shared().schema.load().procs.keys().cloned().collect();
         v.sort();
         v
+    }
+}
+
+/// A schema statement of a text ([`Database::parse_ddl`]).
+pub(crate) struct DdlStatement {
+    /// Its own text, marked with its zone: what the logs keep.
+    pub text: String,
+    pub stmt: permafrost_sql::parse::Statement,
+    /// The session TimeZone it was made in (`None`: UTC).
+    zone: Option<permafrost_types::zone::Zone>,
+}
+
+impl DdlStatement {
+    /// Its changes to `catalog`, planned in its zone (a DEFAULT's `timestamptz` literal is
+    /// read there).
+    pub(crate) fn plan(&self, catalog: &permafrost_sql::Catalog) -> Result<Vec<permafrost_sql::catalog::DdlChange>> {
+        let _zone = permafrost_types::zone::SessionZone::set(self.zone.as_ref());
+        Ok(permafrost_sql::ddl::plan_ddl(catalog, &self.stmt)?)
     }
 }

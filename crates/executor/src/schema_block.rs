@@ -125,8 +125,8 @@ impl Database {
                 None => (*base.catalog).clone(),
             };
             let mut changes = Vec::new();
-            for (_, stmt) in &stmts {
-                for c in permafrost_sql::ddl::plan_ddl(&catalog, stmt)? {
+            for s in &stmts {
+                for c in s.plan(&catalog)? {
                     catalog = catalog.apply(&c)?;
                     changes.push(c);
                 }

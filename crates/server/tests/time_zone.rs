@@ -112,3 +112,54 @@ async fn statements_run_in_the_session_zone_and_replay_in_it() {
     let replayed = recovered_rows(logged_config(dir.path()), ROWS).await;
     assert_eq!(texts(replayed), seen, "replayed in the zone the log kept");
 }
+
+/// A schema change reads its `timestamptz` literals (a DEFAULT's) in the session zone, and
+/// the logs keep the zone with its text, so that recovery reads them there again; so does
+/// a CALL's argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_changes_and_calls_read_literals_in_the_session_zone() {
+    const DEFAULTS: &str = "SELECT id, t::text, u::text FROM dz ORDER BY id";
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
+    let server = server_over(db.clone(), ServerOptions::default()).await;
+    let c = connect(server.port).await;
+    c.batch_execute(
+        "SET TimeZone = 'America/New_York';
+         CREATE TABLE dz (id INT PRIMARY KEY, t TIMESTAMPTZ DEFAULT '2024-01-01 12:00');
+         INSERT INTO dz (id) VALUES (1);
+         BEGIN;
+         ALTER TABLE dz ADD COLUMN u TIMESTAMPTZ DEFAULT '2024-06-01 00:00';
+         INSERT INTO dz (id) VALUES (2);
+         COMMIT;
+         CREATE PROCEDURE put(int, timestamptz) AS $$ INSERT INTO dz VALUES ($1, $2, $2) $$;
+         CALL put(3, '2024-01-01 12:00');
+         SET TimeZone = 'UTC';
+         INSERT INTO dz (id) VALUES (4)",
+    )
+    .await
+    .unwrap();
+    let noon = "2024-01-01 17:00:00+00";
+    let june = "2024-06-01 04:00:00+00";
+    let expected = vec![
+        vec!["1", noon, june],
+        vec!["2", noon, june],
+        vec!["3", noon, noon],
+        vec!["4", noon, june],
+    ];
+    let mut seen = Vec::new();
+    for r in c.simple_query(DEFAULTS).await.unwrap() {
+        if let tokio_postgres::SimpleQueryMessage::Row(r) = r {
+            seen.push((0..3).map(|i| r.get(i).unwrap().to_string()).collect::<Vec<_>>());
+        }
+    }
+    assert_eq!(seen, expected, "what clients saw");
+    drop(c);
+    stop_serving(server, &db).await;
+    drop(db);
+    let replayed = recovered_rows(logged_config(dir.path()), DEFAULTS).await;
+    assert_eq!(
+        texts(replayed),
+        seen,
+        "replayed with the zone its schema changes were made in"
+    );
+}

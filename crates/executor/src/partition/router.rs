@@ -78,7 +78,11 @@ pub(crate) fn submit(
     reply: Reply,
     dispatch: Dispatch<'_>,
 ) -> Result<Option<u32>> {
-    let params = proc.coerce(params)?;
+    let params = {
+        // (An argument's text read as a timestamptz is read in the call's zone.)
+        let _zone = permafrost_types::zone::SessionZone::set(reply.zone().as_ref());
+        proc.coerce(params)?
+    };
     match route(proc, &params, shared.config.partitions)? {
         Some(p) => {
             let inv = Invocation {

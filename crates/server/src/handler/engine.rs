@@ -142,7 +142,10 @@ impl Backend {
             ),
             Command::Stats => self.stats_response(format).await,
             Command::Ddl { sql, tag } => {
-                self.schema_change(sql, |db, s| db.execute_ddl(s)).await?;
+                // (Marked with the session's zone, in which its literals are read, when it
+                // is not UTC: the logs keep it.)
+                let sql = permafrost_sql::ddl::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
+                self.schema_change(&sql, |db, s| db.execute_ddl(s)).await?;
                 Ok(Response::Execution(Tag::new(tag)))
             }
             Command::CreateProcedure(sql) => {

@@ -48,7 +48,10 @@ impl Backend {
             }
             Route::Block => Err(client_error("XX000", "internal error: a block statement routed twice")),
             Route::Engine => match cmd {
-                Command::Ddl { sql, tag } => self.block_ddl(sql, tag, &cell).await,
+                Command::Ddl { sql, tag } => {
+                    let sql = permafrost_sql::ddl::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
+                    self.block_ddl(&sql, tag, &cell).await
+                }
                 Command::Dml(d) => match block_draft(&cell) {
                     // After the block's schema changes: planned against them (a plan made
                     // before them, or cached, is made again).

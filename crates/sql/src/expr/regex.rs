@@ -409,7 +409,10 @@ mod tests {
         );
         assert_eq!(huge.unwrap_err().sqlstate(), "54000");
         // regexp_matches' rows, SIMILAR TO's and LIKE ... ESCAPE's rewritten patterns.
-        assert_eq!(e(RegexFn::AllMatches, &[t("a1b22"), t("\\d+"), t("g")]), r#"{"{1}","{22}"}"#);
+        assert_eq!(
+            e(RegexFn::AllMatches, &[t("a1b22"), t("\\d+"), t("g")]),
+            r#"{"{1}","{22}"}"#
+        );
         assert_eq!(e(RegexFn::AllMatches, &[t("a1b22"), t("[a-z](\\d)")]), r#"{"{1}"}"#);
         assert_eq!(e(RegexFn::AllMatches, &[t("abc"), t("x")]), "{}");
         assert_eq!(similar_escape("a%(b|c)_.", Some("\\")).unwrap(), "^(?:a.*(?:b|c).\\.)$");
