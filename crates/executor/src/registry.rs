@@ -106,18 +106,18 @@ impl Database {
     }
 
     /// The statements of schema-change texts, each with its own text and the session zone
-    /// it was made in (`permafrost_sql::ddl::in_zone`).
+    /// it was made in (`permafrost_sql::ddl_text::in_zone`).
     pub(crate) fn parse_ddl(texts: &[String]) -> Result<Vec<DdlStatement>> {
         let mut stmts = Vec::new();
         for t in texts {
-            let (zone, body) = permafrost_sql::ddl::zone_of(t)?;
+            let (zone, body) = permafrost_sql::ddl_text::zone_of(t)?;
             for text in permafrost_sql::scan::scan(body)?.texts() {
                 // (A block's changes, joined, each keep their mark.)
-                let (own, text) = permafrost_sql::ddl::zone_of(&text)?;
+                let (own, text) = permafrost_sql::ddl_text::zone_of(&text)?;
                 let zone = own.or_else(|| zone.clone());
-                for stmt in permafrost_sql::parse::parse_statements(text)? {
+                for stmt in permafrost_sql::ddl_text::parse(text)? {
                     stmts.push(DdlStatement {
-                        text: permafrost_sql::ddl::in_zone(text, zone.as_ref()),
+                        text: permafrost_sql::ddl_text::in_zone(text, zone.as_ref()),
                         stmt,
                         zone: zone.clone(),
                     });
@@ -157,8 +157,18 @@ impl Database {
         // A new sequence's counter, set before anyone can draw from it (a dropped one's is
         // forgotten once the drop took effect).
         for c in &changes {
-            if let permafrost_sql::DdlChange::CreateSequence(seq) = c {
-                self.shared().sequences.set(seq.id, seq.before_start());
+            match c {
+                permafrost_sql::DdlChange::CreateSequence(seq) => {
+                    self.shared().sequences.set(seq.id, seq.before_start());
+                }
+                // (RESTART: set as the change takes effect, here and when recovery applies
+                // it again in log order.)
+                permafrost_sql::DdlChange::AlterSequence {
+                    id,
+                    restart: Some(last),
+                    ..
+                } => self.shared().sequences.set(*id, *last),
+                _ => {}
             }
         }
         let dropped: Vec<_> = changes
@@ -449,7 +459,7 @@ impl Database {
 pub(crate) struct DdlStatement {
     /// Its own text, marked with its zone: what the logs keep.
     pub text: String,
-    pub stmt: permafrost_sql::parse::Statement,
+    pub stmt: permafrost_sql::ddl_text::DdlStatement,
     /// The session TimeZone it was made in (`None`: UTC).
     zone: Option<permafrost_types::zone::Zone>,
 }
@@ -459,6 +469,6 @@ impl DdlStatement {
     /// read there).
     pub(crate) fn plan(&self, catalog: &permafrost_sql::Catalog) -> Result<Vec<permafrost_sql::catalog::DdlChange>> {
         let _zone = permafrost_types::zone::SessionZone::set(self.zone.as_ref());
-        Ok(permafrost_sql::ddl::plan_ddl(catalog, &self.stmt)?)
+        Ok(permafrost_sql::ddl_text::plan(catalog, &self.stmt)?)
     }
 }

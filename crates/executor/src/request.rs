@@ -210,6 +210,10 @@ impl Database {
     /// applied as by [`Database::execute_ddl`]; other statements are planned
     /// ([`Database::ad_hoc`]) and run as [`Request::statement`].
     pub fn execute_sql(&self, sql: &str, params: Vec<Value>) -> Result<Rows> {
+        if permafrost_sql::ddl_text::is_alter_sequence(sql) {
+            self.execute_ddl(sql)?;
+            return Ok(Rows::default());
+        }
         let prepared = permafrost_sql::limits::with_stack_for(sql, || -> Result<_> {
             let stmts = permafrost_sql::parse::parse_statements(sql)?;
             let stmt = match stmts.as_slice() {

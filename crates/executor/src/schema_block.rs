@@ -127,6 +127,13 @@ impl Database {
             let mut changes = Vec::new();
             for s in &stmts {
                 for c in s.plan(&catalog)? {
+                    if matches!(c, DdlChange::AlterSequence { restart: Some(_), .. }) {
+                        return Err(Error::Sql(SqlError::Unsupported(
+                            "ALTER SEQUENCE ... RESTART inside a transaction block (a ROLLBACK would not undo its \
+                             counter): run it outside the block"
+                                .into(),
+                        )));
+                    }
                     catalog = catalog.apply(&c)?;
                     changes.push(c);
                 }
@@ -299,7 +306,10 @@ impl SchemaSteps for SchemaRun {
                     DdlChange::CreateTable(s) => Undo::Created(s.id),
                     DdlChange::CreateIndex(s) => Undo::Index(schemas(stores, s.id)?, s.indexes.len() - 1),
                     DdlChange::AlterSchema(s) => Undo::Altered(schemas(stores, s.id)?),
-                    DdlChange::CreateView { .. } | DdlChange::DropView(_) | DdlChange::DropSequence(_) => {
+                    DdlChange::CreateView { .. }
+                    | DdlChange::DropView(_)
+                    | DdlChange::DropSequence(_)
+                    | DdlChange::AlterSequence { .. } => {
                         continue;
                     }
                     DdlChange::CreateSequence(seq) => {

@@ -206,6 +206,19 @@ fn logged(dir: &std::path::Path, partitions: u32) -> Config {
         .unwrap()
 }
 
+/// A database of `partitions` partitions logging to `dir`, snapshots taken only when asked.
+fn snapshotted(dir: &std::path::Path, partitions: u32) -> Config {
+    let mut snaps = permafrost_executor::SnapshotConfig::new(dir.join("snapshots"));
+    snaps.interval = None;
+    snaps.log_bytes = 0;
+    Config::builder()
+        .partitions(partitions)
+        .command_log(permafrost_durability::LogConfig::new(dir.join("log")))
+        .snapshots(snaps)
+        .build()
+        .unwrap()
+}
+
 fn db_with(config: Config) -> Database {
     Database::open(config).unwrap()
 }
@@ -266,17 +279,7 @@ fn nextval_and_setval_survive_a_restart() {
 #[test]
 fn a_created_sequence_survives_restarts_from_the_log_and_from_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let config = || {
-        let mut snaps = permafrost_executor::SnapshotConfig::new(dir.path().join("snapshots"));
-        snaps.interval = None;
-        snaps.log_bytes = 0;
-        Config::builder()
-            .partitions(3)
-            .command_log(permafrost_durability::LogConfig::new(dir.path().join("log")))
-            .snapshots(snaps)
-            .build()
-            .unwrap()
-    };
+    let config = || snapshotted(dir.path(), 3);
     let mut answered: Vec<i64> = Vec::new();
     {
         let db = db_with(config());
@@ -366,4 +369,57 @@ fn currval_in_a_write_replays_without_the_session() {
         .collect();
     assert_eq!(got, vec![(1, 40), (2, 41), (3, 40)]);
     assert_eq!(ints(&db, "SELECT nextval('s')"), vec![42]);
+}
+
+/// `ALTER SEQUENCE` of a sequence of its own: a new step, a RESTART and a new name, which
+/// the column that draws from it follows, come back after a restart from the log and from
+/// a snapshot; a column's sequence takes only `AS` its type; a RESTART inside a block is
+/// refused.
+#[test]
+fn altered_sequences_survive_restarts_from_the_log_and_from_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || snapshotted(dir.path(), 2);
+    {
+        let db = db_with(config());
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        db.execute_ddl("CREATE SEQUENCE s START WITH 10").unwrap();
+        db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY DEFAULT nextval('s'), v TEXT)")
+            .unwrap();
+        assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('a') RETURNING id"), vec![10]);
+        db.execute_ddl("ALTER SEQUENCE s INCREMENT BY 100 RESTART WITH 500")
+            .unwrap();
+        assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('b') RETURNING id"), vec![500]);
+        db.execute_sql("ALTER SEQUENCE s RENAME TO r", vec![]).unwrap();
+        assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('c') RETURNING id"), vec![600]);
+        let e = db.execute_sql("SELECT nextval('s')", vec![]).unwrap_err();
+        assert_eq!(e.sqlstate(), "42P01", "{e}");
+        // A column's sequence: AS its type, nothing else.
+        db.execute_ddl("CREATE TABLE c (id SERIAL PRIMARY KEY, v TEXT)")
+            .unwrap();
+        db.execute_ddl("ALTER TABLE c ALTER COLUMN id TYPE bigint").unwrap();
+        db.execute_ddl("ALTER SEQUENCE IF EXISTS c_id_seq AS bigint").unwrap();
+        let e = db.execute_ddl("ALTER SEQUENCE c_id_seq INCREMENT BY 2").unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+        let e = db.execute_ddl("ALTER SEQUENCE c_id_seq RESTART").unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+        // A RESTART among a block's changes.
+        let Err(e) = db.draft_ddl(None, 0, "ALTER SEQUENCE r RESTART") else {
+            panic!("a RESTART drafted in a block");
+        };
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+    }
+    let ids = |db: &Database| ints(db, "SELECT id FROM t ORDER BY id");
+    {
+        let db = db_with(config());
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        assert_eq!(ids(&db), vec![10, 500, 600]);
+        assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('d') RETURNING id"), vec![700]);
+        db.snapshot().unwrap();
+        db.execute_ddl("ALTER SEQUENCE r INCREMENT BY 1").unwrap();
+    }
+    let db = db_with(config());
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    assert_eq!(ids(&db), vec![10, 500, 600, 700]);
+    assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('e') RETURNING id"), vec![701]);
+    assert_eq!(ints(&db, "INSERT INTO c (v) VALUES ('x') RETURNING id"), vec![1]);
 }

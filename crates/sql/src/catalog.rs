@@ -50,6 +50,14 @@ pub enum DdlChange {
     /// the database sets its counter below its START.
     CreateSequence(Arc<crate::sequence::SequenceDef>),
     DropSequence(TableId),
+    /// `ALTER SEQUENCE` of sequence (or table, for a column's sequence) `id`: its new
+    /// definition (`None`: a column's, which has none), and the counter's new value (the
+    /// last one handed out) for `RESTART`, which the database sets.
+    AlterSequence {
+        id: TableId,
+        def: Option<Arc<crate::sequence::SequenceDef>>,
+        restart: Option<i64>,
+    },
 }
 
 /// A view: a named query, read as a subquery in FROM wherever it is named.
@@ -189,6 +197,20 @@ impl Catalog {
                 next.next_id = next.next_id.max(seq.id + 1);
                 next.sequences.insert(seq.name.clone(), seq.clone());
             }
+            DdlChange::AlterSequence { def: Some(seq), .. } => {
+                let old = self
+                    .sequences
+                    .values()
+                    .find(|s| s.id == seq.id)
+                    .map(|s| s.name.clone())
+                    .ok_or_else(|| SqlError::UnknownSequence(seq.id.to_string()))?;
+                if old != seq.name && self.has_relation(&seq.name) {
+                    return Err(SqlError::DuplicateTable(seq.name.clone()));
+                }
+                next.sequences.remove(&old);
+                next.sequences.insert(seq.name.clone(), seq.clone());
+            }
+            DdlChange::AlterSequence { def: None, .. } => {}
             DdlChange::DropSequence(id) => {
                 let name = self
                     .sequences

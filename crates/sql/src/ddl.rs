@@ -32,35 +32,6 @@ use crate::bind::{ident, map_type, object_name};
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
 
-/// The comment a schema change's text starts with when it was made in a session whose
-/// TimeZone is not UTC ([`in_zone`]), up to the zone's name and [`ZONE_MARK_END`].
-const ZONE_MARK: &str = "/* permafrost: TimeZone ";
-const ZONE_MARK_END: &str = " */ ";
-
-/// Schema-change text `text` marked with the session zone it was made in (unmarked in UTC):
-/// what it reads as a `timestamptz` (a DEFAULT's literal) is read in that zone, when it is
-/// applied and when recovery applies it again (docs/format.md, "Schema log").
-pub fn in_zone(text: &str, zone: Option<&permafrost_types::zone::Zone>) -> String {
-    match zone.filter(|z| !z.is_utc()) {
-        Some(z) => format!("{ZONE_MARK}{}{ZONE_MARK_END}{text}", z.name()),
-        None => text.to_string(),
-    }
-}
-
-/// The zone a schema-change text was marked with ([`in_zone`]), and the text after the mark;
-/// a zone this build does not know is an error naming it.
-pub fn zone_of(text: &str) -> Result<(Option<permafrost_types::zone::Zone>, &str)> {
-    let Some(rest) = text.trim_start().strip_prefix(ZONE_MARK) else {
-        return Ok((None, text));
-    };
-    let Some((name, body)) = rest.split_once(ZONE_MARK_END) else {
-        return Ok((None, text));
-    };
-    let zone = permafrost_types::zone::Zone::named(name)
-        .ok_or_else(|| SqlError::from(permafrost_types::ValueError::TimeZone { name: name.to_string() }))?;
-    Ok((Some(zone), body))
-}
-
 /// Whether a statement is DDL this module handles.
 pub fn is_ddl(stmt: &Statement) -> bool {
     matches!(

@@ -30,9 +30,7 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
         .map_err(|e| match e {
             ParserError::RecursionLimitExceeded => SqlError::TooDeep,
             _ if starts_with_words(&text, &["alter", "sequence"]) => SqlError::FeatureNotSupported(
-                "ALTER SEQUENCE is not supported (move a sequence with setval('s', n); drop and create it to \
-                 change its options)"
-                    .into(),
+                "ALTER SEQUENCE here (it is taken as a statement of its own, not in a procedure's body)".into(),
             ),
             e => syntax_error(e, rewritten),
         })

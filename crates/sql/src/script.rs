@@ -46,14 +46,14 @@ pub struct ProcedureSource {
     pub body: Vec<String>,
 }
 
-/// A cursor over the non-blank tokens of one statement.
-struct Cursor {
+/// A cursor over the non-blank tokens of one statement (also sequence_alter.rs's).
+pub(crate) struct Cursor {
     toks: Vec<Token>,
-    pos: usize,
+    pub(crate) pos: usize,
 }
 
 impl Cursor {
-    fn new(sql: &str) -> Result<Cursor> {
+    pub(crate) fn new(sql: &str) -> Result<Cursor> {
         let toks = tokens(sql)?
             .into_iter()
             .filter(|t| !is_blank(t) && *t != Token::EOF)
@@ -61,18 +61,18 @@ impl Cursor {
         Ok(Cursor { toks, pos: 0 })
     }
 
-    fn peek(&self) -> Option<&Token> {
+    pub(crate) fn peek(&self) -> Option<&Token> {
         self.toks.get(self.pos)
     }
 
-    fn next(&mut self) -> Option<Token> {
+    pub(crate) fn next(&mut self) -> Option<Token> {
         let t = self.toks.get(self.pos).cloned();
         self.pos += 1;
         t
     }
 
     /// Consumes the keyword `kw` if it comes next.
-    fn keyword(&mut self, kw: &str) -> bool {
+    pub(crate) fn keyword(&mut self, kw: &str) -> bool {
         match self.peek() {
             Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(kw) => {
                 self.pos += 1;
@@ -82,7 +82,7 @@ impl Cursor {
         }
     }
 
-    fn expect_keyword(&mut self, kw: &str) -> Result<()> {
+    pub(crate) fn expect_keyword(&mut self, kw: &str) -> Result<()> {
         if self.keyword(kw) {
             Ok(())
         } else {
@@ -90,7 +90,7 @@ impl Cursor {
         }
     }
 
-    fn unexpected(&self, wanted: &str) -> SqlError {
+    pub(crate) fn unexpected(&self, wanted: &str) -> SqlError {
         match self.peek() {
             Some(t) => SqlError::Syntax(format!("syntax error: expected {wanted}, found \"{t}\"")),
             None => SqlError::Syntax(format!(
@@ -100,7 +100,7 @@ impl Cursor {
     }
 
     /// An identifier (folded to lower case unless quoted), or `schema.name` joined by a dot.
-    fn name(&mut self) -> Result<String> {
+    pub(crate) fn name(&mut self) -> Result<String> {
         let mut parts = vec![self.ident()?];
         while self.peek() == Some(&Token::Period) {
             self.pos += 1;
@@ -109,7 +109,7 @@ impl Cursor {
         Ok(parts.join("."))
     }
 
-    fn ident(&mut self) -> Result<String> {
+    pub(crate) fn ident(&mut self) -> Result<String> {
         match self.next() {
             Some(Token::Word(w)) if w.quote_style.is_some() => Ok(w.value),
             Some(Token::Word(w)) => Ok(w.value.to_lowercase()),

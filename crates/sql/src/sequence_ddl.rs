@@ -50,11 +50,7 @@ pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Resul
         Some(ast::DataType::SmallInt(_) | ast::DataType::Int2(_)) => DataType::SmallInt,
         Some(_) => return invalid("sequence type must be smallint, integer, or bigint"),
     };
-    let (lo, hi) = match ty {
-        DataType::SmallInt => (i64::from(i16::MIN), i64::from(i16::MAX)),
-        DataType::Integer => (i64::from(i32::MIN), i64::from(i32::MAX)),
-        _ => (i64::MIN, i64::MAX),
-    };
+    let (_, hi) = type_range(ty);
     let mut increment = 1;
     let (mut min, mut max, mut start, mut cache) = (None, None, None, 1);
     for o in sequence_options {
@@ -79,17 +75,7 @@ pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Resul
     }
     let min = min.unwrap_or(1);
     let max = max.unwrap_or(hi);
-    for (what, v) in [("MINVALUE", min), ("MAXVALUE", max)] {
-        if v < lo || v > hi {
-            return invalid(format!(
-                "{what} ({v}) is out of range for sequence data type {}",
-                ty.sql_name()
-            ));
-        }
-    }
-    if min >= max {
-        return invalid(format!("MINVALUE ({min}) must be less than MAXVALUE ({max})"));
-    }
+    check_bounds(ty, min, max)?;
     let start = start.unwrap_or(min);
     if start < min {
         return invalid(format!("START value ({start}) cannot be less than MINVALUE ({min})"));
@@ -134,6 +120,32 @@ pub(crate) fn drop_sequence(catalog: &Catalog, name: &str, if_exists: bool) -> R
         None if if_exists => Ok(None),
         None => Err(SqlError::UnknownSequence(name.to_string())),
     }
+}
+
+/// The range of a sequence type's values.
+pub(crate) fn type_range(ty: DataType) -> (i64, i64) {
+    match ty {
+        DataType::SmallInt => (i64::from(i16::MIN), i64::from(i16::MAX)),
+        DataType::Integer => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+/// MINVALUE and MAXVALUE within the type's range and in order, as PostgreSQL checks them.
+pub(crate) fn check_bounds(ty: DataType, min: i64, max: i64) -> Result<()> {
+    let (lo, hi) = type_range(ty);
+    for (what, v) in [("MINVALUE", min), ("MAXVALUE", max)] {
+        if v < lo || v > hi {
+            return invalid(format!(
+                "{what} ({v}) is out of range for sequence data type {}",
+                ty.sql_name()
+            ));
+        }
+    }
+    if min >= max {
+        return invalid(format!("MINVALUE ({min}) must be less than MAXVALUE ({max})"));
+    }
+    Ok(())
 }
 
 /// An option's value: an integer literal, signed or not.

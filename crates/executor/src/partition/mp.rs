@@ -142,7 +142,8 @@ pub(crate) fn apply_ddl(
                 DdlChange::CreateView { .. }
                 | DdlChange::DropView(_)
                 | DdlChange::CreateSequence(_)
-                | DdlChange::DropSequence(_) => Ok(()),
+                | DdlChange::DropSequence(_)
+                | DdlChange::AlterSequence { .. } => Ok(()),
             };
             if let Err(e) = r {
                 failure = Some(Error::from(e));

@@ -180,6 +180,14 @@ fn classify_on_stack(
         permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
         return Ok(Command::DropProcedure(sql.to_string()));
     }
+    if st.starts_with(&["ALTER", "SEQUENCE"]) {
+        // (Not read by sqlparser: planned from its text, sequence_alter.rs.)
+        permafrost_sql::ddl_text::parse(sql).map_err(sql_error)?;
+        return Ok(Command::Ddl {
+            sql: sql.to_string(),
+            tag: "ALTER SEQUENCE".into(),
+        });
+    }
     match st.compact().as_deref() {
         Some("selectversion()" | "selectpg_catalog.version()") => return Ok(Command::Version),
         Some("select*frompermafrost_stats") => return Ok(Command::Stats),

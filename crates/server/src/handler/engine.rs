@@ -144,7 +144,7 @@ impl Backend {
             Command::Ddl { sql, tag } => {
                 // (Marked with the session's zone, in which its literals are read, when it
                 // is not UTC: the logs keep it.)
-                let sql = permafrost_sql::ddl::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
+                let sql = permafrost_sql::ddl_text::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
                 self.schema_change(&sql, |db, s| db.execute_ddl(s)).await?;
                 Ok(Response::Execution(Tag::new(tag)))
             }

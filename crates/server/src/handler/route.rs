@@ -49,7 +49,7 @@ impl Backend {
             Route::Block => Err(client_error("XX000", "internal error: a block statement routed twice")),
             Route::Engine => match cmd {
                 Command::Ddl { sql, tag } => {
-                    let sql = permafrost_sql::ddl::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
+                    let sql = permafrost_sql::ddl_text::in_zone(sql, cancel.and_then(CancelToken::zone).as_ref());
                     self.block_ddl(&sql, tag, &cell).await
                 }
                 Command::Dml(d) => match block_draft(&cell) {
@@ -90,6 +90,9 @@ impl Backend {
             return Vec::new();
         };
         let catalog = self.db.catalog();
+        if permafrost_sql::ddl_text::is_alter_sequence(sql) {
+            return permafrost_sql::ddl_text::skipped_alter_sequence(&catalog, sql);
+        }
         permafrost_sql::parse::parse_statements(sql)
             .map(|stmts| {
                 stmts
