@@ -154,7 +154,12 @@ pub async fn serve_with(
     } else {
         session::Auth::scram(options.users)
     };
-    let startup = Arc::new(session::Startup::new(auth, cancels.clone(), metrics.clone()));
+    let startup = Arc::new(session::Startup::new(
+        auth,
+        cancels.clone(),
+        metrics.clone(),
+        db.statement_memory(),
+    ));
     let pool = db.statement_pool().clone();
     let backend =
         Arc::new(handler::Backend::new(db, cancels.clone(), metrics).with_error_log(options.log_client_errors));

@@ -99,18 +99,17 @@ impl ServerParameterProvider for ServerParams {
         ] {
             p.insert(k.to_string(), v.to_string());
         }
-        // A TimeZone in the startup packet (pgjdbc sends the JVM's) is the session's, as
-        // in PostgreSQL; one that names no zone leaves it UTC, which the client is told.
-        // The start-up packet's TimeZone (pgjdbc sends the JVM's) and application_name
-        // are the session's defaults, as in PostgreSQL (RESET goes back to them); a value
-        // that does not check leaves the default, which the client is told.
+        // The start-up packet's settings (checked when it came: `Startup::on_startup`) are
+        // the session's defaults, as in PostgreSQL (RESET goes back to them): pgjdbc's
+        // TimeZone, `options=-c statement_timeout=5s`, ...; the reported settings' values
+        // are the client's to know.
         let settings = crate::session_settings::of(client);
-        for name in [crate::session_settings::TIME_ZONE, "application_name"] {
-            let s = crate::session_settings::setting(name).expect("a setting");
-            let asked = meta.iter().find(|(k, _)| k.eq_ignore_ascii_case(name));
-            if let Some(v) = asked.and_then(|(_, v)| crate::session_settings::checked(s, v)) {
-                settings.set_startup(s, v);
+        if let Some(StartupValues(values)) = client.session_extensions().get::<StartupValues>().as_deref() {
+            for (s, v) in values {
+                settings.set_startup(s, v.clone());
             }
+        }
+        for s in crate::session_settings::SETTINGS.iter().filter(|s| s.reported) {
             p.insert(s.spelled.to_string(), settings.get(s));
         }
         p.insert(
@@ -119,6 +118,30 @@ impl ServerParameterProvider for ServerParams {
         );
         p.insert("scram_iterations".into(), SCRAM_ITERATIONS.to_string());
         Some(p)
+    }
+}
+
+/// The settings a start-up packet gave, checked ([`crate::session_settings::startup_values`]),
+/// kept with the connection until it has logged in.
+struct StartupValues(Vec<(&'static crate::session_settings::Setting, String)>);
+
+/// Checks the settings of a start-up packet and keeps them with the connection; what
+/// PostgreSQL would refuse ends the start-up with its error, FATAL.
+fn check_startup<C: ClientInfo>(
+    client: &C,
+    params: &std::collections::BTreeMap<String, String>,
+    server_work_mem: usize,
+) -> PgWireResult<()> {
+    match crate::session_settings::startup_values(params, server_work_mem) {
+        Ok(values) => {
+            client.session_extensions().insert(StartupValues(values));
+            Ok(())
+        }
+        Err(PgWireError::UserError(mut info)) => {
+            info.severity = "FATAL".into();
+            Err(PgWireError::UserError(info))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -148,14 +171,17 @@ impl Auth {
 pub struct Startup {
     auth: Arc<Auth>,
     cancels: Arc<Cancels>,
+    /// The most `work_mem` a session may set (bytes: the server's statement memory).
+    server_work_mem: usize,
     metrics: Arc<ServerMetrics>,
 }
 
 impl Startup {
-    pub fn new(auth: Auth, cancels: Arc<Cancels>, metrics: Arc<ServerMetrics>) -> Startup {
+    pub fn new(auth: Auth, cancels: Arc<Cancels>, metrics: Arc<ServerMetrics>, server_work_mem: usize) -> Startup {
         Startup {
             auth: Arc::new(auth),
             cancels,
+            server_work_mem,
             metrics,
         }
     }
@@ -191,6 +217,7 @@ impl StartupHandler for Startup {
                         ))));
                     }
                     protocol_negotiation(client, startup).await?;
+                    check_startup(client, &startup.parameters, self.server_work_mem)?;
                     save_startup_parameters_to_metadata(client, startup);
                     let (pid, key) = self.cancels.next_key();
                     client.set_pid_and_secret_key(pid, key);
@@ -200,6 +227,9 @@ impl StartupHandler for Startup {
                 Ok(())
             }
             Auth::Scram(h) => {
+                if let PgWireFrontendMessage::Startup(startup) = &message {
+                    check_startup(client, &startup.parameters, self.server_work_mem)?;
+                }
                 if let Err(e) = h.on_startup(client, message).await {
                     // pgwire names the user of the SCRAM message, which libpq leaves empty
                     // (the user is in the startup packet): name that one, as PostgreSQL.
@@ -278,12 +308,16 @@ impl Cancels {
             m.insert(pid, (key, notify.clone()));
         }
         let settings = crate::session_settings::of(client);
+        // (What the start-up packet set: statement_timeout in ms, work_mem in kB.)
+        let value = |name: &str| {
+            crate::session_settings::setting(name).map_or(0, |s| settings.get(s).parse::<u64>().unwrap_or(0))
+        };
         client.session_extensions().insert(CancelEntry {
             cancels: self.clone(),
             pid,
             notify,
-            timeout_ms: Arc::new(AtomicU64::new(0)),
-            work_mem: Arc::new(AtomicU64::new(0)),
+            timeout_ms: Arc::new(AtomicU64::new(value("statement_timeout"))),
+            work_mem: Arc::new(AtomicU64::new(value("work_mem") * 1024)),
             sequences: Arc::default(),
             settings,
         });

@@ -127,7 +127,7 @@ pub const SETTINGS: &[Setting] = &[
         name: "client_encoding",
         spelled: "client_encoding",
         default: "UTF8",
-        check: |v| only(v, "client_encoding", &["utf8", "utf-8", "unicode"], "UTF8"),
+        check: client_encoding,
         reported: true,
         description: "Only UTF8.",
     },
@@ -357,6 +357,13 @@ fn only(v: &str, name: &str, allowed: &[&str], shown: &str) -> PgWireResult<Stri
     } else {
         Err(unsupported(name, v, shown))
     }
+}
+
+/// A client encoding: UTF8 only, its name read as PostgreSQL reads one (case and
+/// punctuation aside: asyncpg sends `'utf-8'`, quotes and all).
+fn client_encoding(v: &str) -> PgWireResult<String> {
+    let name: String = v.chars().filter(char::is_ascii_alphanumeric).collect();
+    only(&name, "client_encoding", &["utf8", "unicode"], "UTF8").map_err(|_| unsupported("client_encoding", v, "UTF8"))
 }
 
 /// A TimeZone: `LOCAL` (the default, UTC), a number of hours EAST of UTC (`-3`, `5.5`, as
@@ -661,6 +668,113 @@ pub fn parse(sql: &str) -> PgWireResult<SetStatement> {
 /// `value` for setting `s` as it is kept and shown, if it is one `s` takes.
 pub fn checked(s: &Setting, value: &str) -> Option<String> {
     (s.check)(value).ok()
+}
+
+/// Refuses a `work_mem` (kilobytes, as SET checked it) above the server's (bytes): a
+/// statement may not hold more than a quarter of the memory budget.
+pub(crate) fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
+    let kb: u64 = kb.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let max = server as u64 / 1024;
+    if kb <= max {
+        return Ok(());
+    }
+    Err(crate::error::client_error_explained(
+        "22023",
+        format!("{kb} kB is outside the valid range for parameter \"work_mem\" here (64 .. {max})"),
+        Some(format!(
+            "A statement may hold at most a quarter of the server's memory budget (memory_limit): {}.",
+            show_memory(max)
+        )),
+        Some("Start the server with a larger memory_limit to allow more.".into()),
+    ))
+}
+
+/// The settings a start-up packet gives, checked, in the order they apply: the `-c
+/// name=value` (or `--name=value`) switches of its `options`, then its other parameters,
+/// which win, as in PostgreSQL. `server_work_mem` bounds `work_mem` (bytes). What
+/// PostgreSQL would refuse is its error, which ends the start-up (FATAL): an unknown
+/// parameter (42704), one that cannot be set (55P02), a value that does not check.
+pub(crate) fn startup_values(
+    params: &std::collections::BTreeMap<String, String>,
+    server_work_mem: usize,
+) -> PgWireResult<Vec<(&'static Setting, String)>> {
+    let mut given: Vec<(String, String)> = Vec::new();
+    if let Some(options) = params.get("options") {
+        let words = split_options(options);
+        let mut w = words.iter();
+        while let Some(word) = w.next() {
+            let pair = match word.as_str() {
+                "-c" => w.next().map(String::as_str),
+                _ => word.strip_prefix("-c").or_else(|| word.strip_prefix("--")),
+            };
+            let Some((name, value)) = pair.and_then(|p| p.split_once('=')) else {
+                return Err(client_error(
+                    "42601",
+                    format!("invalid command-line argument for server process: {word}"),
+                ));
+            };
+            given.push((name.replace('-', "_"), value.to_string()));
+        }
+    }
+    let rest = params.iter().filter(|(k, _)| {
+        !matches!(k.as_str(), "user" | "database" | "replication" | "options") && !k.starts_with("_pq_.")
+    });
+    given.extend(rest.map(|(k, v)| (k.clone(), v.clone())));
+    let mut out: Vec<(&'static Setting, String)> = Vec::new();
+    for (name, value) in given {
+        let name = name.to_ascii_lowercase();
+        if read_only_parameter(&name).is_some() {
+            return Err(client_error(
+                "55P02",
+                format!("parameter \"{name}\" cannot be changed now"),
+            ));
+        }
+        let s = setting(&name)
+            .ok_or_else(|| client_error("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
+        // (SQL_ASCII asks for no conversion: what a UTF8-only server does, as PostgreSQL
+        // does for it; psql in a C locale asks for it.)
+        let v = match s.name {
+            "client_encoding"
+                if value
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .collect::<String>()
+                    .eq_ignore_ascii_case("sqlascii") =>
+            {
+                "UTF8".to_string()
+            }
+            _ => (s.check)(&value)?,
+        };
+        if s.name == "work_mem" {
+            work_mem_within(Some(&v), server_work_mem)?;
+        }
+        out.retain(|(x, _)| x.name != s.name);
+        out.push((s, v));
+    }
+    Ok(out)
+}
+
+/// The words of a start-up packet's `options`: split at spaces, a backslash taking the
+/// next character as it is (PostgreSQL's `pg_split_opts`).
+fn split_options(options: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 /// `SET [LOCAL] name` to `value` (`None`: RESET), checked.

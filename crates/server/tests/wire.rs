@@ -297,3 +297,50 @@ async fn session_settings_take_effect_or_are_refused() {
     let rows = c.simple_query("SHOW ALL").await.unwrap();
     assert!(rows.iter().filter(|m| matches!(m, SimpleQueryMessage::Row(_))).count() >= 10);
 }
+
+/// The settings of a start-up packet, its own parameters and its `options` (`-c name=value`,
+/// libpq's PGOPTIONS, Django's OPTIONS), are the session's defaults, as in PostgreSQL; one
+/// PostgreSQL would refuse ends the start-up with its FATAL error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_settings_are_the_sessions_defaults() {
+    let server = common::server().await;
+    let config = |options: &str| {
+        let mut c = tokio_postgres::Config::new();
+        c.host("127.0.0.1")
+            .port(server.port)
+            .user("test")
+            .application_name("startup-test")
+            .options(options);
+        c
+    };
+    let (c, conn) = config("-c statement_timeout=5s --TimeZone=Asia/Tokyo -c work_mem=1MB")
+        .connect(NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let show = |name: &'static str| {
+        let c = &c;
+        async move {
+            let row = c.query_one(&format!("SHOW {name}"), &[]).await.unwrap();
+            row.get::<_, String>(0)
+        }
+    };
+    assert_eq!(show("statement_timeout").await, "5s");
+    assert_eq!(show("TimeZone").await, "Asia/Tokyo");
+    assert_eq!(show("work_mem").await, "1MB");
+    assert_eq!(show("application_name").await, "startup-test");
+    // RESET goes back to them.
+    c.batch_execute("SET statement_timeout = 0; RESET statement_timeout")
+        .await
+        .unwrap();
+    assert_eq!(show("statement_timeout").await, "5s");
+    for (options, state) in [
+        ("-c nope=1", "42704"),
+        ("-c statement_timeout=abc", "22023"),
+        ("-c server_version=1", "55P02"),
+        ("-x", "42601"),
+    ] {
+        let e = config(options).connect(NoTls).await.err().expect(options);
+        assert_eq!(code(&e), state, "{options}: {e}");
+    }
+}

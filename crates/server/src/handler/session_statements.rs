@@ -108,7 +108,7 @@ impl Backend {
                 }
                 let server_work_mem = self.db.statement_memory();
                 if s.name == "work_mem" {
-                    work_mem_within(value.as_deref(), server_work_mem)?;
+                    settings::work_mem_within(value.as_deref(), server_work_mem)?;
                 }
                 let before = session.get(s);
                 let now = self.apply_setting(client, s, value.clone(), cancel).await?;
@@ -439,25 +439,6 @@ impl Backend {
             }
         }
     }
-}
-
-/// Refuses a `work_mem` (kilobytes, as SET checked it) above the server's (bytes): a
-/// statement may not hold more than a quarter of the memory budget.
-fn work_mem_within(kb: Option<&str>, server: usize) -> PgWireResult<()> {
-    let kb: u64 = kb.and_then(|v| v.parse().ok()).unwrap_or(0);
-    let max = server as u64 / 1024;
-    if kb <= max {
-        return Ok(());
-    }
-    Err(crate::error::client_error_explained(
-        "22023",
-        format!("{kb} kB is outside the valid range for parameter \"work_mem\" here (64 .. {max})"),
-        Some(format!(
-            "A statement may hold at most a quarter of the server's memory budget (memory_limit): {}.",
-            settings::show_memory(max)
-        )),
-        Some("Start the server with a larger memory_limit to allow more.".into()),
-    ))
 }
 
 /// The connection's `statement_timeout` is now `value` (milliseconds as SET gives them):
