@@ -207,6 +207,9 @@ pub enum SqlError {
     /// A definition PostgreSQL refuses as invalid (42P16), in its words.
     #[error("{0}")]
     Definition(String),
+    /// A template or text that does not read (42601), with PostgreSQL's DETAIL.
+    #[error("{message}")]
+    SyntaxExplained { message: String, detail: String },
     /// A procedure's definition PostgreSQL refuses as invalid (42P13), in its words.
     #[error("{0}")]
     FunctionDefinition(String),
@@ -450,6 +453,7 @@ impl SqlError {
             SqlError::Unsupported(_) | SqlError::FeatureNotSupported(_) => "0A000",
             SqlError::Definition(_) => "42P16",
             SqlError::FunctionDefinition(_) => "42P13",
+            SqlError::SyntaxExplained { .. } => "42601",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::InvalidRegex(_) => "2201B",
             SqlError::WeekOfInterval => "0A000",
@@ -499,7 +503,8 @@ impl SqlError {
             SqlError::ForeignKeyTypes { detail, .. }
             | SqlError::ForeignKeyViolation { detail, .. }
             | SqlError::CheckViolation { detail, .. }
-            | SqlError::DependedOn { detail, .. } => Some(detail.clone()),
+            | SqlError::DependedOn { detail, .. }
+            | SqlError::SyntaxExplained { detail, .. } => Some(detail.clone()),
             SqlError::WeekOfInterval => Some("Months usually have fractional weeks.".to_string()),
             SqlError::LateralJoinType(_) => {
                 Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())

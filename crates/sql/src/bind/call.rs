@@ -200,8 +200,9 @@ impl Binder<'_> {
                 arity(2, 2)?;
                 match types[0] {
                     Some(DataType::Timestamp | DataType::TimestampTz | DataType::Date) => {}
-                    Some(t) if t.is_numeric() || t == DataType::Interval => {
-                        return unsupported(format!("to_char of {t} (to_char takes dates and timestamps here)"));
+                    Some(t) if t.is_numeric() => {}
+                    Some(DataType::Interval) => {
+                        return unsupported("to_char of interval (to_char takes numbers, dates and timestamps here)");
                     }
                     _ => return Err(SqlError::UnknownFunction(signature())),
                 }

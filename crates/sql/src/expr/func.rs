@@ -277,6 +277,9 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
                         &format,
                     )?
                 }
+                n @ (ValueRef::Int(_) | ValueRef::Double(_) | ValueRef::Decimal(_)) => {
+                    super::to_char::number::number(n, &format)?
+                }
                 other => return Err(SqlError::Type(format!("to_char of {}", other.kind_name()))),
             }
         }

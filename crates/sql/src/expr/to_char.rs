@@ -8,6 +8,7 @@
 //! the offset `+00`, as PostgreSQL writes them. `to_char` of a number is not here yet
 //! (bind/call.rs refuses it).
 
+pub(super) mod number;
 use permafrost_types::Value;
 
 use super::datefunc::{fields, iso_week, isodow, ordinal};
