@@ -207,6 +207,9 @@ pub enum SqlError {
     /// A definition PostgreSQL refuses as invalid (42P16), in its words.
     #[error("{0}")]
     Definition(String),
+    /// A date/time template PostgreSQL refuses (22007), with its HINT.
+    #[error("{message}")]
+    InvalidDatetimeFormat { message: String, hint: String },
     /// A template or text that does not read (42601), with PostgreSQL's DETAIL.
     #[error("{message}")]
     SyntaxExplained { message: String, detail: String },
@@ -454,6 +457,7 @@ impl SqlError {
             SqlError::Definition(_) => "42P16",
             SqlError::FunctionDefinition(_) => "42P13",
             SqlError::SyntaxExplained { .. } => "42601",
+            SqlError::InvalidDatetimeFormat { .. } => "22007",
             SqlError::WrongPartition { .. } | SqlError::InvalidArgument(_) => "22023",
             SqlError::InvalidRegex(_) => "2201B",
             SqlError::WeekOfInterval => "0A000",
@@ -536,6 +540,7 @@ impl SqlError {
             SqlError::FormatType(_) | SqlError::FormatUnterminated => {
                 Some("For a single \"%\" use \"%%\".".to_string())
             }
+            SqlError::InvalidDatetimeFormat { hint, .. } => Some(hint.clone()),
             SqlError::InvalidEscape("invalid escape string") => {
                 Some("Escape string must be empty or one character.".to_string())
             }

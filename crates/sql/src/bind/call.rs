@@ -200,10 +200,7 @@ impl Binder<'_> {
                 arity(2, 2)?;
                 match types[0] {
                     Some(DataType::Timestamp | DataType::TimestampTz | DataType::Date) => {}
-                    Some(t) if t.is_numeric() => {}
-                    Some(DataType::Interval) => {
-                        return unsupported("to_char of interval (to_char takes numbers, dates and timestamps here)");
-                    }
+                    Some(t) if t.is_numeric() || t == DataType::Interval => {}
                     _ => return Err(SqlError::UnknownFunction(signature())),
                 }
                 if types[1].is_some_and(|t| !t.is_text()) {

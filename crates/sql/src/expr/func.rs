@@ -277,6 +277,7 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
                         &format,
                     )?
                 }
+                ValueRef::Interval(iv) => super::to_char::interval(iv, &format)?,
                 n @ (ValueRef::Int(_) | ValueRef::Double(_) | ValueRef::Decimal(_)) => {
                     super::to_char::number::number(n, &format)?
                 }

@@ -5,14 +5,14 @@
 //! they are dropped, as PostgreSQL drops them), text in double quotes copied as it is. A
 //! timestamptz is written as its wall-clock time in the session zone, `TZ` its abbreviation
 //! there (`EDT`, `+0545`) and `OF`, `TZH`, `TZM` its offset; a timestamp has no `TZ` and
-//! the offset `+00`, as PostgreSQL writes them. `to_char` of a number is not here yet
-//! (bind/call.rs refuses it).
+//! the offset `+00`, as PostgreSQL writes them. `to_char` of an interval writes its fields
+//! ([`interval`]); of a number, number.rs.
 
 pub(super) mod number;
 use permafrost_types::Value;
 
 use super::datefunc::{fields, iso_week, isodow, ordinal};
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -100,70 +100,7 @@ pub(super) fn datetime(micros: i64, zone: Option<&Shown>, format: &str) -> Resul
     let (hour, minute, second) = (secs / 3600, secs / 60 % 60, secs % 60);
     let frac = f.micros_of_day % 1_000_000;
     let dow = (isodow(f.days) % 7) as usize;
-    let mut out = String::new();
-    let b = format.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let rest = &format[i..];
-        if let Some(q) = rest.strip_prefix('"') {
-            // Quoted text, a backslash escaping the next character.
-            let mut chars = q.char_indices();
-            let mut end = q.len();
-            while let Some((k, c)) = chars.next() {
-                match c {
-                    '"' => {
-                        end = k;
-                        break;
-                    }
-                    '\\' => {
-                        if let Some((_, n)) = chars.next() {
-                            out.push(n);
-                        }
-                    }
-                    c => out.push(c),
-                }
-            }
-            i += 1 + (end + 1).min(q.len());
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix('\\') {
-            match r.chars().next() {
-                Some('"') => {
-                    out.push('"');
-                    i += 2;
-                }
-                _ => {
-                    out.push('\\');
-                    i += 1;
-                }
-            }
-            continue;
-        }
-        // A prefix: FM (no padding), TM (names: English here), FX; what follows one that is
-        // no pattern is copied as it is.
-        let mut fill = false;
-        let mut at = i;
-        let r = &format[at..];
-        if r.starts_with("FM") || r.starts_with("fm") {
-            fill = true;
-            at += 2;
-        } else if r.starts_with("TM") || r.starts_with("tm") || r.starts_with("FX") || r.starts_with("fx") {
-            at += 2;
-        }
-        let rest = &format[at..];
-        let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) else {
-            if at > i && (rest.starts_with('"') || rest.starts_with('\\')) {
-                i = at;
-                continue;
-            }
-            let c = rest.chars().next().unwrap_or_default();
-            if !rest.is_empty() {
-                out.push(c);
-            }
-            i = at + c.len_utf8().max(1).min(rest.len());
-            continue;
-        };
-        i = at + p.len();
+    render(format, |p, fill| {
         let num = |n: i64, width: usize| {
             if fill {
                 n.to_string()
@@ -174,7 +111,7 @@ pub(super) fn datetime(micros: i64, zone: Option<&Shown>, format: &str) -> Resul
             }
         };
         let upper = p.to_ascii_uppercase();
-        let (text, number): (String, Option<i64>) = match upper.as_str() {
+        Ok(match upper.as_str() {
             "Y,YYY" => (format!("{},{:03}", year / 1000, year % 1000), Some(year)),
             "YYYY" => (num(year, 4), Some(year)),
             "YYY" => (num(year % 1000, 3), Some(year % 1000)),
@@ -250,7 +187,145 @@ pub(super) fn datetime(micros: i64, zone: Option<&Shown>, format: &str) -> Resul
             "TZH" => (format!("{sign}{off_h:02}"), None),
             "TZM" => (format!("{off_m:02}"), None),
             _ => (String::new(), None),
+        })
+    })
+}
+
+/// `to_char` of an interval: its fields as PostgreSQL 15 gives them (years, months of the
+/// year, days, hours past 23, negative fields signed), the day of its span `DDD` (a month
+/// counted as 30 days), `WW`, `Q`, `CC`. The names of months and days, eras and zones are
+/// PostgreSQL's error (an interval is not tied to calendar dates); the patterns whose value
+/// PostgreSQL computes as if the interval were a date (`IW`, `IYYY`, `IDDD`, `J`, `W`, `RM`,
+/// `Y,YYY`) are refused (0A000).
+pub(super) fn interval(iv: permafrost_types::Interval, format: &str) -> Result<Value> {
+    let (year, month) = (i64::from(iv.months / 12), i64::from(iv.months % 12));
+    let day = i64::from(iv.days);
+    let secs = iv.micros / 1_000_000;
+    let (hour, minute, second) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let frac = iv.micros % 1_000_000;
+    let yday = (year * 12 + month) * 30 + day;
+    render(format, |p, fill| {
+        // A field PostgreSQL writes with one more digit when it is negative ("-04").
+        let wide = |n: i64, width: usize| match (fill, n < 0) {
+            (true, _) => n.to_string(),
+            (false, true) => format!("{n:0w$}", w = width + 1),
+            (false, false) => format!("{n:0width$}"),
         };
+        let plain = |n: i64, width: usize| if fill { n.to_string() } else { format!("{n:0width$}") };
+        let upper = p.to_ascii_uppercase();
+        Ok(match upper.as_str() {
+            "YYYY" => (wide(year, 4), Some(year)),
+            "YYY" => (wide(year % 1000, 3), Some(year % 1000)),
+            "YY" => (wide(year % 100, 2), Some(year % 100)),
+            "Y" => (wide(year % 10, 1), Some(year % 10)),
+            "MM" => (wide(month, 2), Some(month)),
+            "DD" => (plain(day, 2), Some(day)),
+            "DDD" => (plain(yday, 3), Some(yday)),
+            "WW" => (plain((yday - 1) / 7 + 1, 2), Some((yday - 1) / 7 + 1)),
+            "Q" if month == 0 => (String::new(), None),
+            "Q" => (plain((month - 1) / 3 + 1, 1), Some((month - 1) / 3 + 1)),
+            "CC" => (plain(year / 100, 2), Some(year / 100)),
+            "HH" | "HH12" => {
+                let h = if hour % 12 == 0 { 12 } else { hour % 12 };
+                // (As wide as the hours are: "012" for -36 hours.)
+                (plain(h, if hour < 0 { 3 } else { 2 }), Some(h))
+            }
+            "HH24" => (wide(hour, 2), Some(hour)),
+            "MI" => (wide(minute, 2), Some(minute)),
+            "SS" => (wide(second, 2), Some(second)),
+            "MS" => (format!("{:03}", frac / 1000), Some(frac / 1000)),
+            "US" => (format!("{frac:06}"), Some(frac)),
+            "SSSS" | "SSSSS" => {
+                let s = hour * 3600 + minute * 60 + second;
+                (s.to_string(), Some(s))
+            }
+            "AM" | "PM" => (cased(if hour >= 12 { "PM" } else { "AM" }, p), None),
+            "A.M." | "P.M." => (cased(if hour >= 12 { "P.M." } else { "A.M." }, p), None),
+            "IW" | "IYYY" | "IYY" | "IY" | "I" | "IDDD" | "J" | "W" | "RM" | "Y,YYY" => {
+                return Err(SqlError::Unsupported(format!(
+                    "to_char of an interval with the pattern {p} (PostgreSQL computes it as if the interval \
+                     were a date)"
+                )));
+            }
+            _ => {
+                return Err(SqlError::InvalidDatetimeFormat {
+                    message: "invalid format specification for an interval value".into(),
+                    hint: "Intervals are not tied to specific calendar dates.".into(),
+                });
+            }
+        })
+    })
+}
+
+/// The text of `format` with each pattern replaced by what `field` writes for it (`fill`:
+/// under FM), and the number it wrote, for a `TH` suffix: quoted text, a backslash before a
+/// quote, the FM / TM / FX prefixes and the TH / th suffixes handled here.
+fn render(format: &str, field: impl Fn(&str, bool) -> Result<(String, Option<i64>)>) -> Result<Value> {
+    let mut out = String::new();
+    let b = format.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &format[i..];
+        if let Some(q) = rest.strip_prefix('"') {
+            // Quoted text, a backslash escaping the next character.
+            let mut chars = q.char_indices();
+            let mut end = q.len();
+            while let Some((k, c)) = chars.next() {
+                match c {
+                    '"' => {
+                        end = k;
+                        break;
+                    }
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            out.push(n);
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            i += 1 + (end + 1).min(q.len());
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('\\') {
+            match r.chars().next() {
+                Some('"') => {
+                    out.push('"');
+                    i += 2;
+                }
+                _ => {
+                    out.push('\\');
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // A prefix: FM (no padding), TM (names: English here), FX; what follows one that is
+        // no pattern is copied as it is.
+        let mut fill = false;
+        let mut at = i;
+        let r = &format[at..];
+        if r.starts_with("FM") || r.starts_with("fm") {
+            fill = true;
+            at += 2;
+        } else if r.starts_with("TM") || r.starts_with("tm") || r.starts_with("FX") || r.starts_with("fx") {
+            at += 2;
+        }
+        let rest = &format[at..];
+        let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) else {
+            if at > i && (rest.starts_with('"') || rest.starts_with('\\')) {
+                i = at;
+                continue;
+            }
+            let c = rest.chars().next().unwrap_or_default();
+            if !rest.is_empty() {
+                out.push(c);
+            }
+            i = at + c.len_utf8().max(1).min(rest.len());
+            continue;
+        };
+        i = at + p.len();
+        let (text, number) = field(p, fill)?;
         out.push_str(&text);
         // An ordinal suffix after a number (dropped after anything else).
         let after = &format[i..];
