@@ -85,8 +85,9 @@ pub enum CopyPlan {
     Out(CopyOut),
 }
 
-/// Plans a COPY statement: FROM STDIN, or TO STDOUT (of a table or a query).
-pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
+/// Plans a COPY statement: FROM STDIN, or TO STDOUT (of a table or a query, planned against
+/// `catalog`: a transaction block's after its schema changes).
+pub fn plan(db: &Database, catalog: &Arc<permafrost_sql::Catalog>, stmt: &Statement) -> PgWireResult<CopyPlan> {
     let Statement::Copy {
         source,
         to,
@@ -108,7 +109,7 @@ pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
         if format.binary {
             return Err(unsupported("COPY TO in binary format (text and csv are)"));
         }
-        return plan_out(db, source, format).map(CopyPlan::Out);
+        return plan_out(db, catalog, source, format).map(CopyPlan::Out);
     }
     if *target != CopyTarget::Stdin || !values.is_empty() {
         return Err(unsupported(
@@ -118,7 +119,6 @@ pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
     let CopySource::Table { table_name, columns } = source else {
         return Err(unsupported("COPY (query) FROM"));
     };
-    let catalog = db.catalog();
     let name = table_name.to_string().trim_matches('"').to_lowercase();
     let table = catalog
         .table(&name)
@@ -146,7 +146,12 @@ pub fn plan(db: &Database, stmt: &Statement) -> PgWireResult<CopyPlan> {
 
 /// The query a `COPY ... TO STDOUT` writes: the table's columns (or those named), or the
 /// query given; planned like any query (a scan of evicted data streams).
-fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireResult<CopyOut> {
+fn plan_out(
+    db: &Database,
+    catalog: &Arc<permafrost_sql::Catalog>,
+    source: &CopySource,
+    format: CopyFormat,
+) -> PgWireResult<CopyOut> {
     let sql = match source {
         CopySource::Table { table_name, columns } if columns.is_empty() => format!("SELECT * FROM {table_name}"),
         CopySource::Table { table_name, columns } => {
@@ -155,7 +160,7 @@ fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireRes
         }
         CopySource::Query(q) => q.to_string(),
     };
-    let prepared = permafrost_sql::prepare(&db.catalog(), &sql).map_err(sql_error)?;
+    let prepared = permafrost_sql::prepare(catalog, &sql).map_err(sql_error)?;
     if prepared.kind() != permafrost_sql::StatementKind::Select {
         return Err(unsupported("COPY (a statement that is not a query) TO"));
     }
@@ -168,7 +173,7 @@ fn plan_out(db: &Database, source: &CopySource, format: CopyFormat) -> PgWireRes
         .map(|c| (c.name.clone(), crate::pg_types::pg_type(c.ty.as_ref())))
         .collect();
     Ok(CopyOut {
-        stmt: db.ad_hoc(prepared),
+        stmt: db.ad_hoc_in(catalog.clone(), prepared),
         columns,
         format,
     })

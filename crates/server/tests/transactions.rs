@@ -517,6 +517,20 @@ async fn call_and_copy_to_run_inside_a_block() {
     t.execute("UPDATE acct SET bal = 3 WHERE id = 0", &[]).await.unwrap();
     t.commit().await.unwrap();
     assert_eq!(balance(&a, 0).await, 3);
+
+    // After the block's schema changes, COPY TO sees them (planned against them, over the
+    // extended protocol here); COPY FROM is refused with 0A000.
+    a.batch_execute("BEGIN; CREATE TABLE cp (id INT PRIMARY KEY, v TEXT); INSERT INTO cp VALUES (1, 'x')")
+        .await
+        .unwrap();
+    let out = a.copy_out("COPY cp TO STDOUT").await.unwrap();
+    let chunks: Vec<bytes::Bytes> = futures::TryStreamExt::try_collect(out).await.unwrap();
+    assert_eq!(String::from_utf8(chunks.concat()).unwrap(), "1\tx\n");
+    // (Through the simple protocol: tokio-postgres's copy_in leaves its connection waiting
+    // after a refusal, against PostgreSQL too.)
+    let e = a.simple_query("COPY acct FROM STDIN").await.expect_err("refused");
+    assert_eq!(common::code(&e), "0A000", "{e}");
+    a.batch_execute("ROLLBACK").await.unwrap();
 }
 
 /// What a COPY TO writes, as text.

@@ -609,7 +609,7 @@ pub(crate) fn classify_in(
     match stmt {
         Statement::Call(f) => return call(db, f).map(|c| Command::Call(Arc::new(c))),
         Statement::Copy { .. } => {
-            return copy::plan(db, stmt).map(|c| match c {
+            return copy::plan(db, catalog, stmt).map(|c| match c {
                 copy::CopyPlan::In(c) => Command::Copy(Arc::new(c)),
                 copy::CopyPlan::Out(c) => Command::CopyOut(Arc::new(c)),
             });

@@ -296,11 +296,13 @@ impl Backend {
         cancel: Option<&CancelToken>,
         cell: &Arc<txn::Cell>,
     ) -> PgWireResult<Response> {
-        if block_draft(cell).is_some() {
-            // (Planned against the schema before the block's changes.)
+        if let Some(draft) = block_draft(cell)
+            && !Arc::ptr_eq(c.stmt.catalog(), draft.catalog())
+        {
+            // (Planned against the schema before the block's changes: prepared before them.)
             return Err(client_error(
                 "0A000",
-                "COPY TO after a schema change in the same transaction block is not supported: COPY in a block of its own",
+                "COPY TO prepared before a schema change in the same transaction block is not supported: prepare it again",
             ));
         }
         let started = Instant::now();
