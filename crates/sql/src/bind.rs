@@ -433,7 +433,9 @@ impl<'c> Binder<'c> {
     pub fn expr(&mut self, e: &ast::Expr) -> Result<Typed> {
         self.depth.enter()?;
         // An error is placed at the innermost node it arose in (PostgreSQL's error cursor).
-        let r = self.expr_at(e).map_err(|err| {
+        // (A deep tree takes a new stack segment where this one runs short: how much one
+        // level takes is the compiler's, not the statement's.)
+        let r = crate::limits::deep(|| self.expr_at(e)).map_err(|err| {
             if err.placeable() {
                 err.at(crate::error::start_of(e), Point::Start)
             } else {

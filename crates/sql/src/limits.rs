@@ -74,6 +74,21 @@ fn stack_for(len: usize) -> usize {
     BIND_STACK + len * STACK_PER_BYTE
 }
 
+/// Runs `f`, one level of a recursion over a tree, on a new stack segment when the one it
+/// runs on has less than [`RED_ZONE`] left: how deep a statement may nest is bounded by
+/// [`MAX_EXPR_DEPTH`], how much stack each level takes by the compiler (an unoptimized
+/// build's frames are several times larger), so a fixed reservation alone can fall short.
+pub(crate) fn deep<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(RED_ZONE, DEEP_SEGMENT, f)
+}
+
+/// Stack left below which [`deep`] takes a new segment (a level of binding takes about
+/// 25 KiB unoptimized).
+const RED_ZONE: usize = 1 << 20;
+
+/// The size of each segment [`deep`] takes.
+const DEEP_SEGMENT: usize = 16 << 20;
+
 /// Counts nesting while binding: [`MAX_EXPR_DEPTH`] levels at most.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Depth(usize);
