@@ -66,6 +66,13 @@ impl SeqOptions {
 
 /// Whether `sql` is an `ALTER SEQUENCE` statement.
 pub fn is_alter_sequence(sql: &str) -> bool {
+    // (Most statements are told apart by their first word, before any tokenizing: the
+    // embedded API asks this of every statement.)
+    let start = sql.trim_start();
+    let head = start.get(..5);
+    if !head.is_some_and(|h| h.eq_ignore_ascii_case("alter")) && !start.starts_with("/*") && !start.starts_with("--") {
+        return false;
+    }
     let mut c = match Cursor::new(sql) {
         Ok(c) => c,
         Err(_) => return false,
@@ -393,6 +400,8 @@ mod tests {
         assert_eq!(d.action, SeqAction::Rename("r".into()));
         assert!(is_alter_sequence("  alter  sequence x restart"));
         assert!(!is_alter_sequence("alter table x"));
+        assert!(is_alter_sequence("/* c */ ALTER SEQUENCE s RESTART"));
+        assert!(!is_alter_sequence("SELECT 1"));
         for bad in [
             "ALTER SEQUENCE s",
             "ALTER SEQUENCE s CYCLE",
