@@ -164,10 +164,10 @@ impl Database {
                 // (RESTART: set as the change takes effect, here and when recovery applies
                 // it again in log order.)
                 permafrost_sql::DdlChange::AlterSequence {
-                    id,
+                    def,
                     restart: Some(last),
                     ..
-                } => self.shared().sequences.set(*id, *last),
+                } => self.shared().sequences.set(def.id, *last),
                 _ => {}
             }
         }

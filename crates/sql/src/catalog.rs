@@ -50,12 +50,10 @@ pub enum DdlChange {
     /// the database sets its counter below its START.
     CreateSequence(Arc<crate::sequence::SequenceDef>),
     DropSequence(TableId),
-    /// `ALTER SEQUENCE` of sequence (or table, for a column's sequence) `id`: its new
-    /// definition (`None`: a column's, which has none), and the counter's new value (the
-    /// last one handed out) for `RESTART`, which the database sets.
+    /// `ALTER SEQUENCE` of a sequence of its own: its new definition (the same id), and the
+    /// counter's new value (the last one handed out) for `RESTART`, which the database sets.
     AlterSequence {
-        id: TableId,
-        def: Option<Arc<crate::sequence::SequenceDef>>,
+        def: Arc<crate::sequence::SequenceDef>,
         restart: Option<i64>,
     },
 }
@@ -197,7 +195,7 @@ impl Catalog {
                 next.next_id = next.next_id.max(seq.id + 1);
                 next.sequences.insert(seq.name.clone(), seq.clone());
             }
-            DdlChange::AlterSequence { def: Some(seq), .. } => {
+            DdlChange::AlterSequence { def: seq, .. } => {
                 let old = self
                     .sequences
                     .values()
@@ -210,7 +208,6 @@ impl Catalog {
                 next.sequences.remove(&old);
                 next.sequences.insert(seq.name.clone(), seq.clone());
             }
-            DdlChange::AlterSequence { def: None, .. } => {}
             DdlChange::DropSequence(id) => {
                 let name = self
                     .sequences

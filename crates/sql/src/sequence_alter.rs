@@ -317,8 +317,7 @@ fn alter_own(catalog: &Catalog, seq: &SequenceDef, action: &SeqAction) -> Result
     }
     let next = Arc::new(next);
     let mut changes = vec![DdlChange::AlterSequence {
-        id: seq.id,
-        def: Some(next.clone()),
+        def: next.clone(),
         restart,
     }];
     // The columns that draw from it keep its name and step in their DEFAULT.
