@@ -412,15 +412,7 @@ impl Backend {
                 last = rows;
             }
         }
-        respond(
-            last,
-            &c.columns,
-            None,
-            format,
-            None,
-            self.db.statement_pool(),
-            cancel.and_then(CancelToken::zone),
-        )
+        self.call_rows(last, c, format, cancel)
     }
 
     /// Statement `d` planned against `draft` (the schema the open block's changes lead

@@ -19,6 +19,18 @@ impl Backend {
             .map_err(|e| client_error("XX000", format!("internal error: {e}")))?
     }
 
+    /// A CALL's answer: the rows of its procedure's last statement (in a block or out).
+    pub(super) fn call_rows(
+        &self,
+        rows: Rows,
+        c: &crate::command::CallCommand,
+        format: &Format,
+        cancel: Option<&CancelToken>,
+    ) -> PgWireResult<Response> {
+        let zone = cancel.and_then(CancelToken::zone);
+        respond(rows, &c.columns, None, format, None, self.db.statement_pool(), zone)
+    }
+
     pub(super) async fn run(
         &self,
         cmd: &Command,
@@ -177,15 +189,7 @@ impl Backend {
                         // Nothing else of this connection is in flight.
                         let (rows, _) =
                             stoppable(|stop| self.db.submit(here(Request::call(h, args), stop)), cancel).await?;
-                        respond(
-                            rows,
-                            &c.columns,
-                            None,
-                            format,
-                            None,
-                            self.db.statement_pool(),
-                            cancel.and_then(CancelToken::zone),
-                        )
+                        self.call_rows(rows, c, format, cancel)
                     }
                     CallTarget::Builtin(b) => self.builtin(*b, args, format).await,
                 }

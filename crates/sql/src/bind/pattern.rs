@@ -26,7 +26,10 @@ impl Binder<'_> {
         self.infer(&x, Some(DataType::Varchar(None)));
         self.infer(&p, Some(DataType::Varchar(None)));
         let p = match escape {
-            Some(e) => Expr::Func(Func::Regex(RegexFn::LikeEscape), vec![p, self.text_operand(e)?]),
+            Some(e) => once(Expr::Func(
+                Func::Regex(RegexFn::LikeEscape),
+                vec![p, self.text_operand(e)?],
+            )),
             None => p,
         };
         Ok((
@@ -54,7 +57,7 @@ impl Binder<'_> {
         if let Some(e) = escape {
             args.push(self.text_operand(e)?);
         }
-        let regex = Expr::Func(Func::Regex(RegexFn::SimilarEscape), args);
+        let regex = once(Expr::Func(Func::Regex(RegexFn::SimilarEscape), args));
         let f = Func::Regex(RegexFn::Match { icase: false, negated });
         Ok((Expr::Func(f, vec![x, regex]), Some(DataType::Boolean)))
     }
@@ -64,5 +67,15 @@ impl Binder<'_> {
         let (x, _) = self.expr(e)?;
         self.infer(&x, Some(DataType::Varchar(None)));
         Ok(x)
+    }
+}
+
+/// A pattern rewritten from constants, rewritten once now rather than for every row (an
+/// error, a bad ESCAPE, is left to the statement's run, where PostgreSQL gives it).
+fn once(rewrite: Expr) -> Expr {
+    let constant = matches!(&rewrite, Expr::Func(_, args) if args.iter().all(|a| matches!(a, Expr::Const(_))));
+    match constant.then(|| rewrite.eval_const(&crate::expr::Cx::new(&[], 0))) {
+        Some(Ok(v)) => Expr::Const(v),
+        _ => rewrite,
     }
 }
