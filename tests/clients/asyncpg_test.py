@@ -2,7 +2,7 @@
 
 asyncpg speaks the binary format for every value it knows, and looks up the types of
 array parameters in the catalogs (its introspection query) before it sends them: this is
-arrays, JSONB, UUID and timestamptz values through that path, in both directions.
+arrays, JSONB, UUID, timestamptz and enum values through that path, in both directions.
 
 Each check runs on its own; a failing one is reported and the others go on. Prints
 `asyncpg: N passed, M failed` and exits non-zero if any failed.
@@ -86,6 +86,26 @@ async def jsonb_uuid_timestamptz(c):
     assert json.loads(row["doc"]) == {"k": [1, 2], "s": "x"}, row
     assert json.loads(row["k"]) == [1, 2] and row["s"] == "x", row
     assert await c.fetchval("SELECT count(*) FROM apg_docs WHERE doc @> $1", '{"s": "x"}') == 1
+
+
+@check
+async def enum_values(c):
+    # asyncpg learns an enum type by its oid from pg_type, then sends and reads labels.
+    await c.execute("DROP TABLE IF EXISTS apg_moods")
+    await c.execute("DROP TYPE IF EXISTS apg_mood")
+    await c.execute("CREATE TYPE apg_mood AS ENUM ('sad', 'ok', 'happy')")
+    await c.execute("CREATE TABLE apg_moods (id int PRIMARY KEY, m apg_mood)")
+    await c.executemany("INSERT INTO apg_moods VALUES ($1, $2)", [(1, "happy"), (2, "sad"), (3, "ok")])
+    rows = await c.fetch("SELECT id, m FROM apg_moods WHERE m >= $1 ORDER BY m", "ok")
+    assert [(r["id"], r["m"]) for r in rows] == [(3, "ok"), (1, "happy")], rows
+    try:
+        await c.execute("INSERT INTO apg_moods VALUES ($1, $2)", 4, "angry")
+    except asyncpg.exceptions.InvalidTextRepresentationError:
+        pass
+    else:
+        raise AssertionError("a label the type does not have was accepted")
+    await c.execute("DROP TABLE apg_moods")
+    await c.execute("DROP TYPE apg_mood")
 
 
 @check

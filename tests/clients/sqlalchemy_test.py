@@ -11,17 +11,22 @@ with subqueries (Query.count(), IN, a scalar subquery, EXISTS) and UNION, joined
 OUTER JOIN, of a many-to-many relation too), relationship .any() (a correlated EXISTS), a correlated scalar subquery, upserts
 (the PostgreSQL dialect's on_conflict_do_update / on_conflict_do_nothing, on the primary key and on a unique column
 that is not the partition column), foreign keys (ForeignKey columns, enforced: a missing key
-is an IntegrityError; reflected by the inspector), and drop_all. Each check prints ok/FAIL;
-the exit status is the number of failures.
+is an IntegrityError; reflected by the inspector), and drop_all. Native enums (sa.Enum over
+a Python enum: create_all makes the type, values round trip and sort in the type's order,
+the inspector and Table(autoload_with=...) read it back, drop_all drops it) over both
+drivers. Each check prints ok/FAIL; the exit status is the number of failures.
 """
 
+import enum
 import sys
 import traceback
 
 import psycopg2
 from sqlalchemy import (
     Column,
+    Enum,
     ForeignKey,
+    MetaData,
     Index,
     Integer,
     String,
@@ -233,6 +238,56 @@ def orm_round_trip(url):
     engine.dispose()
 
 
+class Mood(enum.Enum):
+    sad = 1
+    ok = 2
+    happy = 3
+
+
+class EnumBase(DeclarativeBase):
+    pass
+
+
+class Person(EnumBase):
+    __tablename__ = "sa_people"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mood: Mapped[Mood] = mapped_column(Enum(Mood, name="sa_mood"))
+    status = mapped_column(Enum("new", "done", name="sa_status"), nullable=True)
+
+
+def native_enums(url):
+    engine = create_engine(url)
+    EnumBase.metadata.drop_all(engine)
+    EnumBase.metadata.create_all(engine)
+    with Session(engine) as s:
+        s.add_all([Person(id=1, mood=Mood.happy, status="new"), Person(id=2, mood=Mood.sad), Person(id=3, mood=Mood.ok)])
+        s.commit()
+        # Sorted in the type's order (sad, ok, happy), not the labels' alphabetical one.
+        people = s.scalars(select(Person).order_by(Person.mood)).all()
+        assert [(p.id, p.mood, p.status) for p in people] == [
+            (2, Mood.sad, None),
+            (3, Mood.ok, None),
+            (1, Mood.happy, "new"),
+        ], people
+        assert s.scalars(select(Person.id).where(Person.mood > Mood.sad).order_by(Person.id)).all() == [1, 3]
+    enums = {e["name"]: e["labels"] for e in inspect(engine).get_enums()}
+    assert enums.get("sa_mood") == ["sad", "ok", "happy"], enums
+    assert enums.get("sa_status") == ["new", "done"], enums
+    reflected = Table("sa_people", MetaData(), autoload_with=engine)
+    assert reflected.c.mood.type.name == "sa_mood", reflected.c.mood.type
+    assert list(reflected.c.mood.type.enums) == ["sad", "ok", "happy"]
+    EnumBase.metadata.drop_all(engine)
+    names = {e["name"] for e in inspect(engine).get_enums()}
+    assert not names & {"sa_mood", "sa_status"}, names
+    engine.dispose()
+
+
+@check("SQLAlchemy 2 native enums over psycopg 3 and psycopg2: create_all, order, inspector, autoload, drop_all")
+def _sqlalchemy_enums():
+    for driver in ("psycopg", "psycopg2"):
+        native_enums(f"postgresql+{driver}://permafrost@127.0.0.1:{PORT}/permafrost")
+
+
 @check("SQLAlchemy 2 over psycopg 3: create_all, session, relationship, rollback, inspector, drop_all")
 def _sqlalchemy_psycopg():
     orm_round_trip(f"postgresql+psycopg://permafrost@127.0.0.1:{PORT}/permafrost")
@@ -281,5 +336,5 @@ def _psycopg2():
     conn.close()
 
 
-print(f"sqlalchemy/psycopg2: {3 - FAILED} passed, {FAILED} failed")
+print(f"sqlalchemy/psycopg2: {4 - FAILED} passed, {FAILED} failed")
 sys.exit(FAILED)

@@ -309,7 +309,10 @@ impl SchemaSteps for SchemaRun {
                     DdlChange::CreateView { .. }
                     | DdlChange::DropView(_)
                     | DdlChange::DropSequence(_)
-                    | DdlChange::AlterSequence { .. } => {
+                    | DdlChange::AlterSequence { .. }
+                    | DdlChange::CreateType(_)
+                    | DdlChange::AlterType(_)
+                    | DdlChange::DropType(_) => {
                         continue;
                     }
                     DdlChange::CreateSequence(seq) => {

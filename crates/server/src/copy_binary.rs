@@ -121,7 +121,8 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
         }
         // jsonb's binary form is a version byte (1) and the document's text; json's is
         // the text. Either is read as the column's type reads text.
-        DataType::Json | DataType::Jsonb => {
+        // An enum's binary form is its label's text, as PostgreSQL's enum_send writes it.
+        DataType::Json | DataType::Jsonb | DataType::Enum(_) => {
             let text = match (ty, b.split_first()) {
                 (DataType::Jsonb, Some((1, rest))) => rest,
                 (DataType::Jsonb, _) => return Err(("22P03", "unsupported jsonb version number".into())),

@@ -37,7 +37,20 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         // (No arrays of arrays: the second is never asked for.)
         Some(DataType::Array(ElemType::Varchar)) => (Type::VARCHAR_ARRAY, Type::TEXT_ARRAY),
         Some(DataType::Array(e)) => (pg_types(Some(&e.data_type())).1, Type::TEXT_ARRAY),
+        // (No arrays of enums either: `x = ANY($1)` takes text.)
+        Some(DataType::Enum(e)) => (enum_type(*e), Type::TEXT_ARRAY),
     }
+}
+
+/// The PostgreSQL type of an enum type: its oid (crate::syscat) and its labels in order.
+fn enum_type(e: permafrost_types::EnumRef) -> Type {
+    let labels = e.labels_sorted().into_iter().map(String::from).collect();
+    Type::new(
+        e.name.clone(),
+        crate::syscat::relations::type_oid(&DataType::Enum(e)) as u32,
+        postgres_types::Kind::Enum(labels),
+        "public".into(),
+    )
 }
 
 /// The PostgreSQL type a column of this engine type is sent as (`None`: unknown, sent
@@ -174,6 +187,11 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             Type::BYTEA => enc.encode_field(&b),
             _ => Err(mismatch("bytea")),
         },
+        // Its label, in text and binary format alike (PostgreSQL's enum_send).
+        ValueRef::Enum(e) if is_text(ty) || matches!(ty.kind(), postgres_types::Kind::Enum(_)) => {
+            as_text(enc, e.label().to_string())
+        }
+        ValueRef::Enum(_) => Err(mismatch("enum")),
     }
 }
 
@@ -392,7 +410,12 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
                 .ok_or_else(|| client_error("08P01", format!("parameter ${} was not bound", i + 1)))?;
             match raw {
                 None => None,
-                Some(bytes) if portal.parameter_format.is_text(i) || is_text(&ty) => {
+                // An enum's binary form is its label's text (enum_recv).
+                Some(bytes)
+                    if portal.parameter_format.is_text(i)
+                        || is_text(&ty)
+                        || matches!(ty.kind(), postgres_types::Kind::Enum(_)) =>
+                {
                     // Text never holds a NUL byte or invalid UTF-8, whatever its format.
                     crate::wire_check::text(bytes).map_err(|v| v.into_error())?;
                     let s = std::str::from_utf8(bytes)

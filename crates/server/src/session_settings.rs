@@ -212,6 +212,14 @@ pub const SETTINGS: &[Setting] = &[
         reported: false,
         description: "Only off.",
     },
+    Setting {
+        name: "default_table_access_method",
+        spelled: "default_table_access_method",
+        default: "heap",
+        check: |v| only(v, "default_table_access_method", &["heap"], "heap"),
+        reported: false,
+        description: "Only heap: the name pg_am gives every table (SQLAlchemy's reflection compares with it).",
+    },
 ];
 
 /// The setting [`SessionSettings::idle_in_transaction_timeout`] reads.

@@ -13,7 +13,7 @@ use permafrost_storage::{Column, ColumnDefault, ColumnFrom, TableSchema};
 use permafrost_types::{DataType, Value};
 use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, ColumnOption};
 
-use crate::bind::{ident, map_type};
+use crate::bind::ident;
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
 use crate::expr::{Expr, Func};
@@ -138,7 +138,7 @@ pub(crate) fn column_change(
                 }
                 AlterColumnOperation::SetDataType { data_type, using, .. } => {
                     let c = c()?;
-                    let ty = map_type(data_type)?;
+                    let ty = crate::bind::map_type_in(catalog, data_type)?;
                     if let Some(u) = using
                         && !is_plain_cast(u, &name)
                     {
@@ -190,7 +190,7 @@ fn added_column<'a>(
     schema: &TableSchema,
     def: &'a ast::ColumnDef,
 ) -> Result<(Column, Value, Extra<'a>)> {
-    let ty = map_type(&def.data_type)?;
+    let ty = crate::bind::map_type_in(catalog, &def.data_type)?;
     let mut col = Column::new(ident(&def.name), ty);
     let mut fks = Vec::new();
     let mut checks = Vec::new();

@@ -28,7 +28,7 @@ mod pattern;
 mod sequence;
 mod subquery;
 mod window;
-pub use literal::{Typed, common_type, ident, map_type, name_in_text, object_name};
+pub use literal::{Typed, common_type, ident, map_type, map_type_in, name_in_text, object_name};
 use literal::{integer_literal, literal_as, number_literal, typed_string};
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses
@@ -356,6 +356,14 @@ impl<'c> Binder<'c> {
             let names = format!("{} {sym} {}", type_name(Some(x)), type_name(Some(y)));
             return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
         }
+        // An enum compares with its own type only (a quoted literal was read as it above).
+        if let (Some(x), Some(y)) = (at, bt)
+            && (matches!(x, DataType::Enum(_)) || matches!(y, DataType::Enum(_)))
+            && x != y
+        {
+            let names = format!("{} {op} {}", type_name(Some(x)), type_name(Some(y)));
+            return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
+        }
         let (a, b) = (a.boxed(), b.boxed());
         Ok(match op {
             BinaryOperator::Eq => (Expr::Cmp(CmpOp::Eq, a, b), Some(DataType::Boolean)),
@@ -570,7 +578,7 @@ impl<'c> Binder<'c> {
                 }
                 self.cast(expr, data_type)?
             }
-            A::TypedString(ts) => typed_string(ts).map_err(|e| e.at(ts.value.span, Point::Start))?,
+            A::TypedString(ts) => typed_string(self.catalog, ts).map_err(|e| e.at(ts.value.span, Point::Start))?,
             A::Interval(iv) => {
                 literal::interval_literal(iv).map_err(|e| e.at(crate::error::start_of(&iv.value), Point::Start))?
             }
@@ -740,14 +748,24 @@ impl<'c> Binder<'c> {
             }
             let (r, rt) = self.expr(&c.result)?;
             ty = ty.or(rt);
-            whens.push((w, r));
+            whens.push((w, (r, rt)));
         }
         let otherwise = match else_result {
             Some(e) => {
                 let (x, t) = self.expr(e)?;
                 ty = ty.or(t);
-                Some(x.boxed())
+                Some((x, t))
             }
+            None => None,
+        };
+        // A quoted literal among the results is read as the others' type (`ELSE 'sad'`
+        // next to an enum or a date).
+        let whens = whens
+            .into_iter()
+            .map(|(w, (r, rt))| Ok((w, literal_as(r, rt, ty)?.0)))
+            .collect::<Result<Vec<_>>>()?;
+        let otherwise = match otherwise {
+            Some((x, t)) => Some(literal_as(x, t, ty)?.0.boxed()),
             None => None,
         };
         Ok((
@@ -762,7 +780,7 @@ impl<'c> Binder<'c> {
 
     /// Binds `CAST(expr AS data_type)` (and `expr::data_type`); a parameter takes the type.
     fn cast(&mut self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Typed> {
-        let ty = map_type(data_type)?;
+        let ty = map_type_in(self.catalog, data_type)?;
         // A quoted literal is read as the type now, as PostgreSQL reads an unknown-type
         // literal: bad text is an error at the literal, whatever rows there are.
         if let ast::Expr::Value(v) = expr

@@ -1,4 +1,4 @@
-//! The catalog: the tables, views and sequences the database knows, by name.
+//! The catalog: the tables, views, sequences and enum types the database knows, by name.
 //!
 //! A catalog value is immutable once built; DDL produces a new catalog
 //! ([`Catalog::apply`]), so statements planned against an old catalog keep a consistent
@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use permafrost_storage::{TableId, TableSchema};
+use permafrost_types::EnumRef;
 
 use crate::error::{Result, SqlError};
 
@@ -56,6 +57,12 @@ pub enum DdlChange {
         def: Arc<crate::sequence::SequenceDef>,
         restart: Option<i64>,
     },
+    /// An enum type (`CREATE TYPE ... AS ENUM`, crate::enum_ddl): in the catalog only.
+    CreateType(EnumRef),
+    /// A new version of an enum type (`ALTER TYPE`): the same id. The tables with columns
+    /// of the type come as `AlterSchema` changes after it, their columns of the new version.
+    AlterType(EnumRef),
+    DropType(TableId),
 }
 
 /// A view: a named query, read as a subquery in FROM wherever it is named.
@@ -74,6 +81,7 @@ pub struct Catalog {
     tables: BTreeMap<String, Arc<TableSchema>>,
     views: BTreeMap<String, Arc<View>>,
     sequences: BTreeMap<String, Arc<crate::sequence::SequenceDef>>,
+    types: BTreeMap<String, EnumRef>,
     next_id: TableId,
 }
 
@@ -103,6 +111,15 @@ impl Catalog {
 
     pub fn sequences(&self) -> impl Iterator<Item = &Arc<crate::sequence::SequenceDef>> {
         self.sequences.values()
+    }
+
+    /// Looks an enum type up by its (already case-folded) name.
+    pub fn enum_type(&self, name: &str) -> Option<EnumRef> {
+        self.types.get(name).copied()
+    }
+
+    pub fn enum_types(&self) -> impl Iterator<Item = EnumRef> + '_ {
+        self.types.values().copied()
     }
 
     /// Whether `name` is taken by a relation: a table, a view, a sequence, an index, or a
@@ -148,6 +165,9 @@ impl Catalog {
                     || next.sequences.contains_key(&s.name)
                 {
                     return Err(SqlError::DuplicateTable(s.name.clone()));
+                }
+                if next.types.contains_key(&s.name) {
+                    return Err(SqlError::TypeOfRelationTaken(s.name.clone()));
                 }
                 next.next_id = next.next_id.max(s.id + 1);
                 next.tables.insert(s.name.clone(), s.clone());
@@ -207,6 +227,34 @@ impl Catalog {
                 }
                 next.sequences.remove(&old);
                 next.sequences.insert(seq.name.clone(), seq.clone());
+            }
+            DdlChange::CreateType(ty) => {
+                // A table's name is its row type's too, in PostgreSQL.
+                if self.types.contains_key(&ty.name) || self.has_relation(&ty.name) {
+                    return Err(SqlError::DuplicateObject(format!(
+                        "type \"{}\" already exists",
+                        ty.name
+                    )));
+                }
+                next.next_id = next.next_id.max(ty.id + 1);
+                next.types.insert(ty.name.clone(), *ty);
+            }
+            DdlChange::AlterType(ty) => {
+                let old = self.types.values().find(|t| t.id == ty.id).map(|t| t.name.clone());
+                let old = old.ok_or_else(|| SqlError::UnknownType(ty.name.clone()))?;
+                if old != ty.name && (self.types.contains_key(&ty.name) || self.has_relation(&ty.name)) {
+                    return Err(SqlError::DuplicateObject(format!(
+                        "type \"{}\" already exists",
+                        ty.name
+                    )));
+                }
+                next.types.remove(&old);
+                next.types.insert(ty.name.clone(), *ty);
+            }
+            DdlChange::DropType(id) => {
+                let name = self.types.values().find(|t| t.id == *id).map(|t| t.name.clone());
+                next.types
+                    .remove(&name.ok_or_else(|| SqlError::UnknownType(id.to_string()))?);
             }
             DdlChange::DropSequence(id) => {
                 let name = self

@@ -28,7 +28,7 @@ use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema
 use permafrost_types::DataType;
 use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, SqlOption, Statement, TableConstraint};
 
-use crate::bind::{ident, map_type, object_name};
+use crate::bind::{ident, object_name};
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
 
@@ -40,6 +40,8 @@ pub fn is_ddl(stmt: &Statement) -> bool {
             | Statement::CreateIndex(_)
             | Statement::CreateView(_)
             | Statement::CreateSequence { .. }
+            | Statement::CreateType { .. }
+            | Statement::AlterType(_)
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
             | Statement::Comment { .. }
@@ -55,6 +57,8 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::AlterTable(at) => alter_table(catalog, at),
         Statement::CreateView(cv) => create_view(catalog, cv),
         Statement::CreateSequence { .. } => crate::sequence_ddl::create_sequence(catalog, stmt),
+        Statement::CreateType { .. } => crate::enum_ddl::create_type(catalog, stmt),
+        Statement::AlterType(at) => crate::enum_ddl::alter_type(catalog, at),
         Statement::Comment {
             object_type,
             object_name,
@@ -121,6 +125,7 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                     ObjectType::Index => ("index", catalog.index_owner(&name).is_none()),
                     ObjectType::View => ("view", catalog.view(&name).is_none()),
                     ObjectType::Sequence => ("sequence", catalog.sequence(&name).is_none()),
+                    ObjectType::Type => ("type", catalog.enum_type(&name).is_none()),
                     _ => continue,
                 };
                 if missing {
@@ -128,6 +133,7 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                 }
             }
         }
+        Statement::AlterType(at) => out.extend(crate::enum_ddl::skipped(catalog, at)),
         Statement::AlterTable(at) if at.if_exists => {
             if let Ok(name) = object_name(&at.name)
                 && catalog.table(&name).is_none()
@@ -346,7 +352,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         let serial = serial_type(&cd.data_type);
         let ty = match serial {
             Some(t) => t,
-            None => map_type(&cd.data_type)?,
+            None => crate::bind::map_type_in(catalog, &cd.data_type)?,
         };
         let mut col = Column::new(ident(&cd.name), ty);
         if serial.is_some() {
@@ -877,6 +883,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                 None => return Err(SqlError::UnknownView(name)),
             },
             ObjectType::Sequence => changes.extend(crate::sequence_ddl::drop_sequence(catalog, &name, if_exists)?),
+            ObjectType::Type => changes.extend(crate::enum_ddl::drop_type(catalog, &name, if_exists)?),
             other => return unsupported(format!("DROP {other}")),
         }
     }

@@ -140,6 +140,12 @@ pub enum SqlError {
     /// An object (a constraint) whose name is taken (42710), in PostgreSQL's words.
     #[error("{0}")]
     DuplicateObject(String),
+    /// A table named as a type is (a table's name is its row type's, 42710).
+    #[error("type \"{0}\" already exists")]
+    TypeOfRelationTaken(String),
+    /// An enum type's labels as `CREATE TYPE` or `ALTER TYPE` would leave them.
+    #[error(transparent)]
+    EnumLabel(#[from] permafrost_types::enum_type::EnumError),
     /// A foreign key whose referenced columns are not a key (42830), in PostgreSQL's words.
     #[error("{0}")]
     InvalidForeignKey(String),
@@ -400,7 +406,7 @@ const SQLSTATES: &[&str] = &[
     "2201X", "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505",
     "23514", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803",
     "42804", "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200",
-    "54000", "58030", "54001", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
+    "54000", "58030", "54001", "42602", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -434,6 +440,8 @@ impl SqlError {
             SqlError::InvalidForeignKey(_) => "42830",
             SqlError::DependedOn { .. } => "2BP01",
             SqlError::DuplicateObject(_) => "42710",
+            SqlError::EnumLabel(e) => e.sqlstate(),
+            SqlError::TypeOfRelationTaken(_) => "42710",
             SqlError::UnknownObject(_) => "42704",
             SqlError::ForeignKeyTypes { .. } => "42804",
             SqlError::ForeignKeyViolation { .. } => "23503",
@@ -503,6 +511,7 @@ impl SqlError {
     pub fn detail(&self) -> Option<String> {
         match self {
             SqlError::Storage(e) => e.detail(),
+            SqlError::EnumLabel(e) => e.detail(),
             SqlError::At { error, .. } => error.detail(),
             SqlError::ForeignKeyTypes { detail, .. }
             | SqlError::ForeignKeyViolation { detail, .. }
@@ -520,12 +529,20 @@ impl SqlError {
     /// PostgreSQL's HINT for the error: what to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
+            SqlError::DependedOn { what, .. } if what.starts_with("type ") => {
+                Some("Drop the columns of the type first, or change their type (ALTER TABLE ... ALTER COLUMN ... TYPE text).".to_string())
+            }
             SqlError::DependedOn { what, .. } if what.starts_with("sequence ") => {
                 Some("Drop the column's default first (ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT).".to_string())
             }
             SqlError::DependedOn { .. } => Some(
                 "Drop the dependent constraint first (ALTER TABLE ... DROP CONSTRAINT), or drop the tables together \
                  in one DROP TABLE."
+                    .to_string(),
+            ),
+            SqlError::TypeOfRelationTaken(_) => Some(
+                "A relation has an associated type of the same name, so you must use a name that doesn't conflict with \
+                 any existing type."
                     .to_string(),
             ),
             SqlError::UnknownFunction(_) => Some(

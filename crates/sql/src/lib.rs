@@ -21,6 +21,7 @@ pub mod check;
 mod comment;
 pub mod ddl;
 pub mod ddl_text;
+pub mod enum_ddl;
 pub mod error;
 pub mod exec;
 mod explain;

@@ -8,13 +8,15 @@
 //! Each value is a tag byte followed by its payload: nothing for NULL, 1 byte for a
 //! boolean, 4 for a date, 8 bytes for integers, doubles, timestamps and times, 16 for a uuid, an interval or a numeric of the small
 //! form, and a u32 length plus the bytes for text, bytea and a numeric of the big form
-//! (its encoding, `permafrost_types::numeric`).
+//! (its encoding, `permafrost_types::numeric`). A value of an enum type is 8 bytes: its
+//! type's process-wide serial number and its label's index (u32 LE each,
+//! `permafrost_types::enum_type`); a serial this process never gave reads as damage.
 
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use permafrost_types::{DataType, NumericRef, Value, ValueRef};
+use permafrost_types::{DataType, EnumType, NumericRef, Value, ValueRef};
 
 use crate::error::Result;
 
@@ -40,6 +42,7 @@ const T_DATE: u8 = 10;
 const T_UUID: u8 = 11;
 const T_INTERVAL: u8 = 12;
 const T_TIME: u8 = 13;
+const T_ENUM: u8 = 14;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
 /// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
@@ -400,6 +403,11 @@ fn encode_value(d: &mut Vec<u8>, v: ValueRef<'_>) {
             d.push(T_TIME);
             d.extend_from_slice(&t.to_le_bytes());
         }
+        ValueRef::Enum(e) => {
+            d.push(T_ENUM);
+            d.extend_from_slice(&e.ty.serial().to_le_bytes());
+            d.extend_from_slice(&e.index.to_le_bytes());
+        }
         ValueRef::Interval(x) => {
             d.push(T_INTERVAL);
             d.extend_from_slice(&x.months.to_le_bytes());
@@ -445,6 +453,10 @@ fn well_formed(mut d: &[u8], ncols: usize) -> bool {
             T_DATE => 4,
             T_UUID | T_INTERVAL => 16,
             T_INT | T_DOUBLE | T_TIMESTAMP | T_TIMESTAMPTZ | T_TIME => 8,
+            T_ENUM => match p.get(..4) {
+                Some(b) if EnumType::by_serial(u32::from_le_bytes(b.try_into().expect("4 bytes"))).is_some() => 8,
+                _ => return false,
+            },
             T_DECIMAL => match p.get(..16) {
                 Some(b) if NumericRef::from_small_bytes(b.try_into().expect("16 bytes")).is_some() => 16,
                 _ => return false,
@@ -495,6 +507,15 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
         T_DATE => (ValueRef::Date(i32::from_le_bytes(p[..4].try_into().unwrap())), 5),
         T_UUID => (ValueRef::Uuid(p[..16].try_into().unwrap()), 17),
         T_TIME => (ValueRef::Time(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_ENUM => (
+            EnumType::by_serial(u32::from_le_bytes(p[..4].try_into().unwrap())).map_or(ValueRef::Null, |ty| {
+                ValueRef::Enum(permafrost_types::EnumValue {
+                    ty,
+                    index: u32::from_le_bytes(p[4..8].try_into().unwrap()),
+                })
+            }),
+            9,
+        ),
         T_INTERVAL => (
             ValueRef::Interval(permafrost_types::Interval {
                 months: i32::from_le_bytes(p[..4].try_into().unwrap()),

@@ -30,7 +30,7 @@ use crate::heap::HEADER_SIZE;
 use crate::schema::TableSchema;
 use crate::varheap::{VarHandle, VarHeap};
 use permafrost_types::numeric::MAX_SMALL_PRECISION;
-use permafrost_types::{DataType, NumericRef, ValueError, ValueRef};
+use permafrost_types::{DataType, EnumRef, NumericRef, ValueError, ValueRef};
 
 /// Declared VARCHAR lengths up to this many bytes are reserved inline.
 pub const INLINE_VARCHAR_MAX: u32 = 256;
@@ -58,6 +58,9 @@ pub enum Repr {
     Interval,
     /// `time`: 8 bytes, microseconds since midnight (i64 LE).
     Time,
+    /// A value of an enum type: 4 bytes, its label's index in the type (u32 LE,
+    /// permafrost_types::enum_type).
+    Enum(EnumRef),
     Text {
         cap: u16,
     },
@@ -95,6 +98,7 @@ impl Repr {
             DataType::Uuid => Repr::Uuid,
             DataType::Interval => Repr::Interval,
             DataType::Time => Repr::Time,
+            DataType::Enum(e) => Repr::Enum(*e),
             // A document's text (crate `permafrost_types::json`).
             DataType::Json | DataType::Jsonb | DataType::Array(_) => Repr::Text { cap: MIN_INLINE as u16 },
         }
@@ -103,7 +107,7 @@ impl Repr {
     fn width(self) -> usize {
         match self {
             Repr::I16 => 2,
-            Repr::I32 | Repr::Date => 4,
+            Repr::I32 | Repr::Date | Repr::Enum(_) => 4,
             Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz | Repr::Time => 8,
             Repr::Decimal | Repr::AnyNumeric | Repr::Uuid | Repr::Interval => 16,
             Repr::Bool => 1,
@@ -215,6 +219,10 @@ impl TupleLayout {
             Repr::TimestampTz => ValueRef::TimestampTz(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Date => ValueRef::Date(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap())),
             Repr::Time => ValueRef::Time(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
+            Repr::Enum(ty) => ValueRef::Enum(permafrost_types::EnumValue {
+                ty,
+                index: u32::from_le_bytes(slot[o..o + 4].try_into().unwrap()),
+            }),
             Repr::Decimal => ValueRef::Decimal(NumericRef::small_value(rust_decimal::Decimal::deserialize(
                 slot[o..o + 16].try_into().unwrap(),
             ))),
@@ -346,6 +354,7 @@ impl TupleLayout {
             }
             (Repr::Date, ValueRef::Date(d)) => slot[o..o + 4].copy_from_slice(&d.to_le_bytes()),
             (Repr::Time, ValueRef::Time(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
+            (Repr::Enum(ty), ValueRef::Enum(e)) if e.ty == ty => slot[o..o + 4].copy_from_slice(&e.index.to_le_bytes()),
             (Repr::AnyNumeric, ValueRef::Decimal(d)) => match d.small_bytes() {
                 Some(b) => slot[o..o + 16].copy_from_slice(&b),
                 None => {

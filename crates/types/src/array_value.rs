@@ -31,7 +31,7 @@ impl ElemType {
         }
     }
 
-    /// The element type of arrays of `t` (`None`: `t` is itself an array).
+    /// The element type of arrays of `t` (`None`: `t` is itself an array, or an enum).
     pub fn of(t: DataType) -> Option<ElemType> {
         use DataType as T;
         Some(match t {
@@ -52,7 +52,8 @@ impl ElemType {
             T::Time => ElemType::Time,
             T::Json => ElemType::Json,
             T::Jsonb => ElemType::Jsonb,
-            T::Array(_) => return None,
+            // Arrays of arrays are not kept, nor arrays of enum types (yet).
+            T::Array(_) | T::Enum(_) => return None,
         })
     }
 

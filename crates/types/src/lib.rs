@@ -19,6 +19,7 @@ use std::hash::{Hash, Hasher};
 pub mod array;
 pub mod array_value;
 pub mod datetime;
+pub mod enum_type;
 pub mod interval;
 pub mod json;
 pub mod numeric;
@@ -30,6 +31,7 @@ pub use datetime::{
     TIMESTAMP_MAX, TIMESTAMP_MIN, TimestampError, date_text, parse_date, parse_timestamp, parse_timestamptz,
     timestamp_text, timestamptz_text,
 };
+pub use enum_type::{EnumRef, EnumType, EnumValue};
 pub use interval::{Interval, interval_text, parse_interval};
 pub use numeric::{Numeric, NumericError, NumericRef};
 pub use uuid::{parse_uuid, uuid_text, uuid_v4};
@@ -48,6 +50,9 @@ pub enum ValueError {
 
     #[error("invalid input syntax for type {ty}: \"{input}\"")]
     InvalidText { ty: String, input: String },
+
+    #[error("invalid input value for enum {ty}: \"{input}\"")]
+    InvalidEnum { ty: String, input: String },
 
     #[error("invalid input syntax for type {ty}: \"{input}\"")]
     InvalidDatetime { ty: String, input: String },
@@ -101,7 +106,7 @@ impl ValueError {
         match self {
             ValueError::StringTooLong { .. } => "22001",
             ValueError::NumericOutOfRange { .. } => "22003",
-            ValueError::InvalidText { .. } => "22P02",
+            ValueError::InvalidText { .. } | ValueError::InvalidEnum { .. } => "22P02",
             ValueError::InvalidDatetime { .. } => "22007",
             ValueError::DatetimeOutOfRange { .. } => "22008",
             ValueError::TimeZone { .. } => "22023",
@@ -162,6 +167,9 @@ pub enum DataType {
     /// A one-dimensional array: its literal's text in PostgreSQL's output form
     /// (`Value::Text`, crate::array).
     Array(ElemType),
+    /// A user-defined enum type (crate::enum_type): the version of its definition the
+    /// catalog gave this column or expression.
+    Enum(EnumRef),
 }
 
 impl DataType {
@@ -202,6 +210,7 @@ impl DataType {
             DataType::Json => "json".into(),
             DataType::Jsonb => "jsonb".into(),
             DataType::Array(e) => e.array_name(),
+            DataType::Enum(e) => e.name.clone(),
         }
     }
 }
@@ -235,6 +244,7 @@ pub enum Value {
     Interval(Interval),
     /// Microseconds since midnight, 0 to 86,400,000,000 (`24:00:00`).
     Time(i64),
+    Enum(EnumValue),
 }
 
 /// A borrowed SQL value.
@@ -254,6 +264,7 @@ pub enum ValueRef<'a> {
     Uuid([u8; 16]),
     Interval(Interval),
     Time(i64),
+    Enum(EnumValue),
 }
 
 impl Value {
@@ -284,6 +295,7 @@ impl Value {
             Value::Uuid(u) => ValueRef::Uuid(*u),
             Value::Interval(x) => ValueRef::Interval(*x),
             Value::Time(t) => ValueRef::Time(*t),
+            Value::Enum(e) => ValueRef::Enum(*e),
         }
     }
 
@@ -341,6 +353,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Uuid(u) => Value::Uuid(u),
             ValueRef::Interval(x) => Value::Interval(x),
             ValueRef::Time(t) => Value::Time(t),
+            ValueRef::Enum(e) => Value::Enum(e),
         }
     }
 
@@ -383,6 +396,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Uuid(_) => "uuid",
             ValueRef::Interval(_) => "interval",
             ValueRef::Time(_) => "time without time zone",
+            ValueRef::Enum(_) => "enum",
         }
     }
 }
@@ -473,6 +487,7 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
         (Uuid(x), Uuid(y)) => Some(x.cmp(&y)),
         (Interval(x), Interval(y)) => Some(x.compare(&y)),
         (Time(x), Time(y)) => Some(x.cmp(&y)),
+        (Enum(x), Enum(y)) if x.ty == y.ty => Some(x.compare(&y)),
         _ => None,
     }
 }
@@ -515,6 +530,7 @@ fn kind_rank(v: &ValueRef<'_>) -> u8 {
         ValueRef::Uuid(_) => 6,
         ValueRef::Interval(_) => 7,
         ValueRef::Time(_) => 8,
+        ValueRef::Enum(_) => 9,
     }
 }
 
@@ -566,6 +582,8 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
         // Equal spans are equal intervals ('1 mon' = '30 days').
         ValueRef::Interval(x) => (7u8, x.span()).hash(state),
         ValueRef::Time(t) => (8u8, t).hash(state),
+        // Equal values are one label of one type (sort positions are unique).
+        ValueRef::Enum(e) => (9u8, e.ty.id, e.sort().to_bits()).hash(state),
     }
 }
 
@@ -604,6 +622,7 @@ impl fmt::Display for ValueRef<'_> {
             ValueRef::Uuid(u) => f.write_str(&uuid_text(u128::from_be_bytes(u))),
             ValueRef::Interval(x) => f.write_str(&interval_text(&x)),
             ValueRef::Time(t) => f.write_str(&datetime::time_of_day_text(t)),
+            ValueRef::Enum(e) => f.write_str(e.label()),
             ValueRef::Bytes(b) => {
                 f.write_str("\\x")?;
                 for byte in b {
@@ -785,6 +804,7 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
         (v @ Value::Uuid(_), T::Uuid) => v,
         (v @ Value::Interval(_), T::Interval) => v,
         (v @ Value::Time(_), T::Time) => v,
+        (Value::Enum(e), T::Enum(t)) if e.ty == *t => Value::Enum(e),
         (Value::Timestamp(t), T::Time) => Value::Time(t.rem_euclid(datetime::MICROS_PER_DAY)),
         (Value::TimestampTz(t), T::Time) => {
             Value::Time(zoned(zone::session_local(t))?.rem_euclid(datetime::MICROS_PER_DAY))
@@ -878,6 +898,11 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
         T::Uuid => Value::Uuid(parse_uuid(input).ok_or_else(|| invalid_text(ty, input))?.to_be_bytes()),
         T::Interval => Value::Interval(parse_interval(input).ok_or_else(|| invalid_text(ty, input))?),
         T::Time => Value::Time(datetime::parse_time_of_day(t).map_err(|e| datetime_error(ty, e, input))?),
+        // Labels are taken as given: spaces count, as in PostgreSQL.
+        T::Enum(e) => Value::Enum(e.parse(input).ok_or_else(|| ValueError::InvalidEnum {
+            ty: e.name.clone(),
+            input: input.chars().take(64).collect(),
+        })?),
         T::Json => match json::parse_json(input) {
             Ok(_) => Value::Text(input.into()),
             Err(detail) => return Err(ValueError::InvalidJson { detail }),

@@ -305,6 +305,7 @@ fn value_len(v: &Value) -> usize {
         Value::Uuid(_) => 17,
         Value::Interval(_) => 17,
         Value::Time(_) => 9,
+        Value::Enum(e) => 5 + e.label().len(),
     }
 }
 
@@ -376,6 +377,11 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
         Value::Time(t) => {
             out.push(TAG_TIME);
             out.extend_from_slice(&t.to_le_bytes());
+        }
+        // Its label, as text: the statement it is given to reads it as its type.
+        Value::Enum(e) => {
+            out.push(TAG_TEXT);
+            put_bytes(e.label().as_bytes(), out);
         }
         Value::Interval(x) => {
             out.push(TAG_INTERVAL);

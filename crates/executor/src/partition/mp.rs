@@ -138,12 +138,15 @@ pub(crate) fn apply_ddl(
                         "a primary key prepared for fewer partitions".into(),
                     )),
                 },
-                // Views and sequences live in the catalog only.
+                // Views, sequences and enum types live in the catalog only.
                 DdlChange::CreateView { .. }
                 | DdlChange::DropView(_)
                 | DdlChange::CreateSequence(_)
                 | DdlChange::DropSequence(_)
-                | DdlChange::AlterSequence { .. } => Ok(()),
+                | DdlChange::AlterSequence { .. }
+                | DdlChange::CreateType(_)
+                | DdlChange::AlterType(_)
+                | DdlChange::DropType(_) => Ok(()),
             };
             if let Err(e) = r {
                 failure = Some(Error::from(e));

@@ -52,6 +52,7 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                         message: "a NUMERIC partition parameter is not supported".into(),
                     });
                 }
+                ValueRef::Enum(e) => DataType::Enum(e.ty),
             };
             Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
         }

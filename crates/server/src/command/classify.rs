@@ -125,6 +125,8 @@ fn ddl_tag(stmt: &Statement) -> String {
         Statement::CreateTable(_) => "CREATE TABLE".into(),
         Statement::CreateView(_) => "CREATE VIEW".into(),
         Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
+        Statement::CreateType { .. } => "CREATE TYPE".into(),
+        Statement::AlterType(_) => "ALTER TYPE".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         Statement::AlterTable(_) => "ALTER TABLE".into(),
         Statement::Comment { .. } => "COMMENT".into(),

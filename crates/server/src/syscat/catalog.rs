@@ -9,7 +9,7 @@ use super::tables::table_relations;
 
 /// Every relation of the system catalog with its rows, and the objects by id.
 pub fn build(
-    (tables, sequences): Relations<'_>,
+    (tables, sequences, enums): Relations<'_>,
     procedures: &Procedures,
     session: &SessionInfo,
 ) -> (Vec<Relation>, Objects) {
@@ -27,9 +27,10 @@ pub fn build(
         info_columns,
         info_constraints,
         info_keys,
-    ] = table_relations((tables, sequences), db, &mut objects);
+    ] = table_relations((tables, sequences, enums), db, &mut objects);
     let proc = procedure_relation(procedures, &mut objects);
-    let [ty_rel, database, roles] = type_database_and_roles(db, session);
+    let [mut ty_rel, database, roles] = type_database_and_roles(db, session);
+    let enum_rel = enum_relation(enums, &mut ty_rel, &mut objects);
     let settings = settings(session);
     let [am, collation, opclass, tablespace, schemata] = access_methods_and_schemata(db, session);
     // The catalog's own relations, so that `'pg_class'::regclass` names them.
@@ -39,6 +40,7 @@ pub fn build(
     }
     let description = description_relation(&objects);
     let mut out = vec![
+        enum_rel,
         description,
         namespace,
         class,
@@ -143,6 +145,50 @@ fn procedure_relation(procedures: &Procedures, objects: &mut Objects) -> Relatio
     proc
 }
 
+/// `pg_enum`: the enum types' labels; their types go into `pg_type` (`ty_rel`) and their
+/// names into `objects`.
+fn enum_relation(enums: &[permafrost_types::EnumRef], ty_rel: &mut Relation, objects: &mut Objects) -> Relation {
+    let mut labels = rel("pg_enum");
+    for e in enums {
+        let oid = type_oid(&permafrost_types::DataType::Enum(*e));
+        objects.type_names.insert(oid, e.name.clone());
+        ty_rel.push(vec![
+            ("oid", i(oid)),
+            ("typname", s(e.name.clone())),
+            ("typnamespace", i(NS_PUBLIC)),
+            ("typowner", i(ROLE_OID)),
+            ("typlen", i(4)),
+            ("typbyval", b(true)),
+            ("typtype", s("e")),
+            ("typcategory", s("E")),
+            ("typispreferred", b(false)),
+            ("typisdefined", b(true)),
+            ("typdelim", s(",")),
+            ("typrelid", i(0)),
+            ("typelem", i(0)),
+            // (No array type: arrays of enums are not kept.)
+            ("typarray", i(0)),
+            ("typinput", i(3504)),
+            ("typoutput", i(0)),
+            ("typnotnull", b(false)),
+            ("typbasetype", i(0)),
+            ("typtypmod", i(-1)),
+            ("typndims", i(0)),
+            ("typcollation", i(0)),
+            ("typdefault", NULL),
+        ]);
+        for (k, (label, sort)) in e.labels().enumerate() {
+            labels.push(vec![
+                ("oid", i(ENUM_LABEL_OID_BASE + i64::from(e.id) * PER_TABLE + k as i64)),
+                ("enumtypid", i(oid)),
+                ("enumsortorder", rusqlite::types::Value::Real(sort)),
+                ("enumlabel", s(label)),
+            ]);
+        }
+    }
+    labels
+}
+
 /// `pg_type`, `pg_database` and `pg_roles`.
 fn type_database_and_roles(db: &str, session: &SessionInfo) -> [Relation; 3] {
     let mut ty_rel = rel("pg_type");
@@ -162,7 +208,7 @@ fn type_database_and_roles(db: &str, session: &SessionInfo) -> [Relation; 3] {
             ("typrelid", i(0)),
             ("typelem", i(t.elem)),
             ("typarray", i(t.array)),
-            ("typinput", i(0)),
+            ("typinput", i(if t.category == "A" { 750 } else { 0 })),
             ("typoutput", i(0)),
             ("typnotnull", b(false)),
             ("typbasetype", i(0)),
@@ -309,7 +355,7 @@ mod tests {
             settings: vec![("TimeZone".into(), "UTC".into(), "zone".into())],
         };
         let procs = vec![("p".to_string(), vec![("a".to_string(), DataType::Integer)])];
-        let (rels, objects) = build((&[&t], &[]), &procs, &session);
+        let (rels, objects) = build((&[&t], &[], &[]), &procs, &session);
         for r in &rels {
             for row in &r.rows {
                 assert_eq!(row.len(), r.columns.len(), "{}.{}", r.schema, r.name);

@@ -150,24 +150,36 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             }
         })
     })?;
-    conn.create_scalar_function("pf_regtype", 1, det, |ctx| {
+    // A name among the built-in types, else the enum types'.
+    let o = objects.clone();
+    let type_by_name = move |name: &str| {
+        type_by_name(name).or_else(|| {
+            let n = object_name(name);
+            o.type_names.iter().find(|(_, t)| **t == n).map(|(oid, _)| *oid)
+        })
+    };
+    let by_name = type_by_name.clone();
+    let to_regtype = type_by_name.clone();
+    conn.create_scalar_function("pf_regtype", 1, det, move |ctx| {
         if let ValueRef::Integer(n) = ctx.get_raw(0) {
             return Ok(Some(n));
         }
         let Some(name) = text(ctx, 0) else { return Ok(None) };
-        match type_by_name(&name) {
+        match by_name(&name) {
             Some(oid) => Ok(Some(oid)),
             None => raise("42704", format!("type \"{name}\" does not exist")),
         }
     })?;
-    conn.create_scalar_function("pf_regtype_name", 1, det, |ctx| {
+    let o = objects.clone();
+    let type_name = move |oid: i64| relations::format_type(oid, -1).or_else(|| o.type_names.get(&oid).cloned());
+    conn.create_scalar_function("pf_regtype_name", 1, det, move |ctx| {
         Ok(match ctx.get_raw(0) {
-            ValueRef::Integer(n) => Some(relations::format_type(n, -1).unwrap_or_else(|| n.to_string())),
+            ValueRef::Integer(n) => Some(type_name(n).unwrap_or_else(|| n.to_string())),
             ValueRef::Null => None,
             _ => {
                 let name = text(ctx, 0).unwrap_or_default();
                 match type_by_name(&name) {
-                    Some(oid) => relations::format_type(oid, -1),
+                    Some(oid) => type_name(oid),
                     None => return raise("42704", format!("type \"{name}\" does not exist")),
                 }
             }
@@ -180,15 +192,22 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
         }
         let Some(name) = text(ctx, 0) else { return Ok(None) };
         let wanted = object_name(name.split('(').next().unwrap_or(""));
+        let wanted = wanted.strip_prefix("pg_catalog.").unwrap_or(&wanted);
         match o.procedures.iter().find(|(_, n)| **n == wanted) {
             Some((&oid, _)) => Ok(Some(oid)),
-            None => raise("42883", format!("function \"{name}\" does not exist")),
+            None => match relations::INPUT_FUNCTIONS.iter().find(|(_, n)| *n == wanted) {
+                Some((oid, _)) => Ok(Some(*oid)),
+                None => raise("42883", format!("function \"{name}\" does not exist")),
+            },
         }
     })?;
     let o = objects.clone();
     conn.create_scalar_function("pf_regproc_name", 1, det, move |ctx| {
         Ok(match ctx.get_raw(0) {
-            ValueRef::Integer(n) => Some(o.procedures.get(&n).cloned().unwrap_or_else(|| n.to_string())),
+            ValueRef::Integer(n) => Some(o.procedures.get(&n).cloned().unwrap_or_else(|| {
+                let builtin = relations::INPUT_FUNCTIONS.iter().find(|(oid, _)| *oid == n);
+                builtin.map_or_else(|| n.to_string(), |(_, name)| name.to_string())
+            })),
             _ => text(ctx, 0),
         })
     })?;
@@ -230,8 +249,8 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
     conn.create_scalar_function("pf_to_regclass", 1, det, move |ctx| {
         Ok(text(ctx, 0).and_then(|n| o.relation_oids.get(&object_name(&n)).copied()))
     })?;
-    conn.create_scalar_function("pf_to_regtype", 1, det, |ctx| {
-        Ok(text(ctx, 0).and_then(|n| type_by_name(&n)))
+    conn.create_scalar_function("pf_to_regtype", 1, det, move |ctx| {
+        Ok(text(ctx, 0).and_then(|n| to_regtype(&n)))
     })?;
     let o = objects.clone();
     conn.create_scalar_function("pf_to_regproc", 1, det, move |ctx| {
@@ -294,10 +313,13 @@ fn define_conditions(conn: &Connection, budget: &Arc<QueryBudget>) -> rusqlite::
 /// version.
 fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    conn.create_scalar_function("pf_format_type", 2, det, |ctx| {
+    let o = objects.clone();
+    conn.create_scalar_function("pf_format_type", 2, det, move |ctx| {
         let Some(oid) = int(ctx, 0) else { return Ok(None) };
         Ok(Some(
-            relations::format_type(oid, int(ctx, 1).unwrap_or(-1)).unwrap_or_else(|| "???".into()),
+            relations::format_type(oid, int(ctx, 1).unwrap_or(-1))
+                .or_else(|| o.type_names.get(&oid).cloned())
+                .unwrap_or_else(|| "???".into()),
         ))
     })?;
     conn.create_scalar_function("pf_pg_get_expr", -1, det, |ctx| Ok(text(ctx, 0)))?;

@@ -48,6 +48,10 @@ pub(crate) fn column_type(name: &str) -> Option<&'static str> {
         .and_then(|(_, t)| static_type_name(t))
 }
 
+/// The input functions `pg_type.typinput` names (PostgreSQL's oids): drivers tell array
+/// and enum types apart by them (pgjdbc: `typinput = 'pg_catalog.array_in'::regproc`).
+pub const INPUT_FUNCTIONS: &[(i64, &str)] = &[(750, "array_in"), (3504, "enum_in")];
+
 /// Oid of the first table.
 pub const TABLE_OID_BASE: i64 = 16384;
 pub(super) const INDEX_OID_BASE: i64 = 2_000_000_000;
@@ -55,6 +59,9 @@ pub(super) const CONSTRAINT_OID_BASE: i64 = 2_400_000_000;
 pub(super) const ATTRDEF_OID_BASE: i64 = 2_800_000_000;
 pub(super) const SEQUENCE_OID_BASE: i64 = 3_200_000_000;
 pub(super) const PROC_OID_BASE: i64 = 3_600_000_000;
+/// An enum type's labels (`pg_enum`): a thousand per type, by the type's id. (The type
+/// itself is an oid like a table's: 16384 plus its id, which tables do not share.)
+pub(super) const ENUM_LABEL_OID_BASE: i64 = 3_800_000_000;
 /// Objects per table in each of the ranges above.
 pub(super) const PER_TABLE: i64 = 1000;
 
@@ -172,6 +179,7 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Json => 114,
         DataType::Jsonb => 3802,
         DataType::Array(permafrost_types::ElemType::Varchar) => 1015,
+        DataType::Enum(e) => TABLE_OID_BASE + i64::from(e.id),
         DataType::Array(e) => {
             let elem = type_oid(&e.data_type());
             SCALAR_TYPES.iter().find(|t| t.oid == elem).map_or(0, |t| t.array)
@@ -194,7 +202,7 @@ pub fn typmod(ty: &DataType) -> i64 {
 pub(super) fn attlen(ty: &DataType) -> i64 {
     match ty {
         DataType::SmallInt => 2,
-        DataType::Integer | DataType::Date => 4,
+        DataType::Integer | DataType::Date | DataType::Enum(_) => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz | DataType::Time => 8,
         DataType::Boolean => 1,
         DataType::Uuid | DataType::Interval => 16,
@@ -327,6 +335,8 @@ pub struct Objects {
     pub procedure_args: HashMap<i64, String>,
     /// `COMMENT ON`: by relation oid and column number (0 for the table itself).
     pub comments: HashMap<(i64, i64), String>,
+    /// The enum types' names by oid (`format_type`, `regtype`).
+    pub type_names: HashMap<i64, String>,
 }
 
 pub(super) fn i(v: i64) -> V {
@@ -360,8 +370,13 @@ pub(super) fn table_oid(t: &TableSchema) -> i64 {
     TABLE_OID_BASE + i64::from(t.id)
 }
 
-/// The database's tables and its sequences of their own (`CREATE SEQUENCE`).
-pub type Relations<'a> = (&'a [&'a TableSchema], &'a [&'a permafrost_sql::sequence::SequenceDef]);
+/// The database's tables, its sequences of their own (`CREATE SEQUENCE`) and its enum
+/// types.
+pub type Relations<'a> = (
+    &'a [&'a TableSchema],
+    &'a [&'a permafrost_sql::sequence::SequenceDef],
+    &'a [permafrost_types::EnumRef],
+);
 
 /// The name of a SERIAL column's sequence (what `nextval()` takes: one owner).
 pub(super) use permafrost_sql::exec::sequences::sequence_name;

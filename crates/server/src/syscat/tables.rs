@@ -9,7 +9,11 @@ use super::relations::*;
 
 /// The relations that describe the tables (see [`TableRelations`]); the tables' objects go
 /// into `objects`.
-pub(super) fn table_relations((tables, sequences): Relations<'_>, db: &str, objects: &mut Objects) -> [Relation; 10] {
+pub(super) fn table_relations(
+    (tables, sequences, _): Relations<'_>,
+    db: &str,
+    objects: &mut Objects,
+) -> [Relation; 10] {
     let mut out = TableRelations::new();
     for seq in sequences {
         out.add_sequence(seq, objects);

@@ -581,7 +581,8 @@ impl Rewriter {
     }
 
     /// Functions in FROM: `unnest(a) AS x` reads `json_each(a)`, `generate_series(a, b)
-    /// AS x` SQLite's series; as in PostgreSQL, the alias alone names the value.
+    /// AS x` SQLite's series; as in PostgreSQL, the alias alone names the value, and so
+    /// does its one column (`AS s(r)`: `r` and `s.r`, as pgjdbc's type lookup writes).
     fn from_functions(s: &mut Select) {
         let mut aliases = Vec::new();
         for twj in &mut s.from {
@@ -610,30 +611,69 @@ impl Rewriter {
                     "generate_series"
                 };
                 *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(to))]);
-                if let Some(a) = alias
-                    && a.columns.is_empty()
-                {
-                    aliases.push(a.name.value.clone());
+                if let Some(a) = alias {
+                    match a.columns.as_slice() {
+                        [] => aliases.push((a.name.value.clone(), None)),
+                        [c] => {
+                            aliases.push((a.name.value.clone(), Some(c.name.value.clone())));
+                            a.columns.clear();
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
         if aliases.is_empty() {
             return;
         }
-        struct Values(Vec<String>);
+        /// Each alias, and the name its column was given.
+        struct Values(Vec<(String, Option<String>)>);
         impl VisitorMut for Values {
             type Break = ();
             fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-                if let Expr::Identifier(i) = e
-                    && self.0.iter().any(|a| a.eq_ignore_ascii_case(&i.value))
-                {
-                    *e = Expr::CompoundIdentifier(vec![i.clone(), Ident::new("value")]);
+                let value = |alias: &str| Expr::CompoundIdentifier(vec![Ident::new(alias), Ident::new("value")]);
+                let named = |n: &str, a: &(String, Option<String>)| {
+                    a.0.eq_ignore_ascii_case(n) || a.1.as_ref().is_some_and(|c| c.eq_ignore_ascii_case(n))
+                };
+                match e {
+                    Expr::Identifier(i) => {
+                        if let Some(a) = self.0.iter().find(|a| named(&i.value, a)) {
+                            *e = value(&a.0);
+                        }
+                    }
+                    Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                        let column = |a: &(String, Option<String>)| {
+                            a.0.eq_ignore_ascii_case(&parts[0].value)
+                                && a.1.as_ref().is_some_and(|c| c.eq_ignore_ascii_case(&parts[1].value))
+                        };
+                        if let Some(a) = self.0.iter().find(|a| column(a)) {
+                            *e = value(&a.0);
+                        }
+                    }
+                    _ => {}
                 }
                 ControlFlow::Continue(())
             }
         }
         let mut v = Values(aliases);
         for item in &mut s.projection {
+            // A column named in the alias keeps its name in the result (`s.r` is `r`).
+            if let ast::SelectItem::UnnamedExpr(e) = item {
+                let last = match e {
+                    Expr::Identifier(i) => Some(i.clone()),
+                    Expr::CompoundIdentifier(parts) if parts.len() == 2 => parts.last().cloned(),
+                    _ => None,
+                };
+                if let Some(name) = last.filter(|n| {
+                    v.0.iter()
+                        .any(|a| a.1.as_ref().is_some_and(|c| c.eq_ignore_ascii_case(&n.value)))
+                }) {
+                    *item = ast::SelectItem::ExprWithAlias {
+                        expr: e.clone(),
+                        alias: name,
+                    };
+                }
+            }
             let _ = item.visit(&mut v);
         }
         if let Some(w) = &mut s.selection {

@@ -150,14 +150,10 @@ impl Binder<'_> {
 pub(super) fn aggregate_type(func: AggFunc, at: Option<DataType>) -> Result<Option<DataType>> {
     Ok(match func {
         AggFunc::Count => Some(DataType::BigInt),
-        AggFunc::ArrayAgg => match permafrost_types::ElemType::of(at.unwrap_or(DataType::Varchar(None))) {
-            Some(e) => Some(DataType::Array(e)),
-            None => {
-                return Err(SqlError::Unsupported(
-                    "array_agg of arrays (arrays here have one dimension)".into(),
-                ));
-            }
-        },
+        AggFunc::ArrayAgg => Some(super::array::array_of(
+            at.unwrap_or(DataType::Varchar(None)),
+            "array_agg of arrays (arrays here have one dimension)",
+        )?),
         AggFunc::StringAgg => Some(DataType::Varchar(None)),
         AggFunc::JsonAgg { jsonb, .. } | AggFunc::JsonObjectAgg { jsonb, .. } => {
             Some(if jsonb { DataType::Jsonb } else { DataType::Json })

@@ -203,9 +203,8 @@ impl<'c> Binder<'c> {
     /// nothing names one).
     pub(super) fn array_value(&mut self, arr: &ast::Array, cast_elem: Option<DataType>) -> Result<Typed> {
         let (x, elem) = self.array_constructor(arr, cast_elem)?;
-        let elem = ElemType::of(elem.unwrap_or(DataType::Varchar(None)))
-            .ok_or_else(|| SqlError::Unsupported("multidimensional arrays".into()))?;
-        Ok((x, Some(DataType::Array(elem))))
+        let ty = array_of(elem.unwrap_or(DataType::Varchar(None)), "multidimensional arrays")?;
+        Ok((x, Some(ty)))
     }
 
     /// Binds `a[i]` and `a[lo:hi]` (one subscript: arrays here have one dimension).
@@ -447,3 +446,16 @@ pub(super) const ARRAY_FUNCTIONS: &[&str] = &[
     "array_replace",
     "string_to_array",
 ];
+
+/// The type of arrays of `elem`; `what` names the refusal where `elem` is an array itself
+/// (arrays here have one dimension). Arrays of enum types are not kept either.
+pub(super) fn array_of(elem: DataType, what: &str) -> Result<DataType> {
+    match (ElemType::of(elem), elem) {
+        (Some(e), _) => Ok(DataType::Array(e)),
+        (None, DataType::Enum(e)) => Err(SqlError::Unsupported(format!(
+            "arrays of enum types ({}[]; cast the values to text)",
+            e.name
+        ))),
+        (None, _) => Err(SqlError::Unsupported(what.into())),
+    }
+}

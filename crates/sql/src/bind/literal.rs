@@ -146,6 +146,29 @@ pub fn map_type(t: &ast::DataType) -> Result<DataType> {
     })
 }
 
+/// Maps a SQL type name to an engine type, with the catalog's enum types among the names.
+pub fn map_type_in(catalog: &crate::catalog::Catalog, t: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as A;
+    match t {
+        A::Custom(name, modifiers) => match object_name(name).ok().and_then(|n| catalog.enum_type(&n)) {
+            Some(_) if !modifiers.is_empty() => Err(SqlError::Syntax(format!(
+                "type modifier is not allowed for type \"{}\"",
+                object_name(name)?
+            ))),
+            Some(e) => Ok(DataType::Enum(e)),
+            None => map_type(t),
+        },
+        A::Array(ast::ArrayElemTypeDef::SquareBracket(inner, _) | ast::ArrayElemTypeDef::AngleBracket(inner))
+            if matches!(map_type_in(catalog, inner), Ok(DataType::Enum(_))) =>
+        {
+            unsupported(format!(
+                "type {t} (arrays of enum types; use text[] and cast the elements)"
+            ))
+        }
+        _ => map_type(t),
+    }
+}
+
 /// The type `elem[]` (`integer[]`, `text ARRAY`): arrays of one dimension of a scalar type.
 fn array_type(t: &ast::DataType, def: &ast::ArrayElemTypeDef) -> Result<DataType> {
     let inner = match def {
@@ -191,8 +214,8 @@ pub(super) fn read_as(ty: &DataType, text: &str) -> Result<Expr> {
 
 /// Binds a typed literal (`TIMESTAMP '2024-01-01 00:00:00'`, `BIGINT '7'`): the text parsed as
 /// the type.
-pub(super) fn typed_string(ts: &ast::TypedString) -> Result<Typed> {
-    let ty = map_type(&ts.data_type)?;
+pub(super) fn typed_string(catalog: &crate::catalog::Catalog, ts: &ast::TypedString) -> Result<Typed> {
+    let ty = map_type_in(catalog, &ts.data_type)?;
     let text = match &ts.value.value {
         ast::Value::SingleQuotedString(s) => s.clone(),
         other => return unsupported(format!("typed literal {other}")),

@@ -62,10 +62,10 @@ impl<'c> Binder<'c> {
         }
         let ty = match kind {
             SubqueryKind::Scalar => ty,
-            SubqueryKind::Array => match permafrost_types::ElemType::of(ty.unwrap_or(DataType::Varchar(None))) {
-                Some(e) => Some(DataType::Array(e)),
-                None => return unsupported("ARRAY(subquery) of arrays (arrays here have one dimension)"),
-            },
+            SubqueryKind::Array => Some(super::array::array_of(
+                ty.unwrap_or(DataType::Varchar(None)),
+                "ARRAY(subquery) of arrays (arrays here have one dimension)",
+            )?),
             SubqueryKind::Exists | SubqueryKind::In => Some(DataType::Boolean),
         };
         if correlated {

@@ -100,6 +100,7 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Uuid(_) => DataType::Uuid,
         ValueRef::Interval(_) => DataType::Interval,
         ValueRef::Time(_) => DataType::Time,
+        ValueRef::Enum(e) => DataType::Enum(e.ty),
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
 }

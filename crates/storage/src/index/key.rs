@@ -174,6 +174,14 @@ impl KeyEncoder {
     }
 }
 
+/// A double's bytes in an order that sorts as the numbers do (-0 as 0).
+fn ordered_f64(d: f64) -> [u8; 8] {
+    let d = if d == 0.0 { 0.0 } else { d };
+    let bits = d.to_bits();
+    let enc = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    enc.to_be_bytes()
+}
+
 /// Appends the order-preserving encoding of `v`; returns false for NULL or a kind that does
 /// not match `ty`.
 pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
@@ -184,12 +192,9 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
         }
         (ValueRef::Date(d), DataType::Date) => out.extend_from_slice(&flip_i64(d as i64)),
         (ValueRef::Time(t), DataType::Time) => out.extend_from_slice(&flip_i64(t)),
-        (ValueRef::Double(d), DataType::Double) => {
-            let d = if d == 0.0 { 0.0 } else { d };
-            let bits = d.to_bits();
-            let enc = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
-            out.extend_from_slice(&enc.to_be_bytes());
-        }
+        // By sort position, which never changes for a label (crate permafrost_types::enum_type).
+        (ValueRef::Enum(e), DataType::Enum(t)) if e.ty == *t => out.extend_from_slice(&ordered_f64(e.sort())),
+        (ValueRef::Double(d), DataType::Double) => out.extend_from_slice(&ordered_f64(d)),
         (ValueRef::Decimal(d), DataType::Decimal { precision, scale }) if *precision <= MAX_SMALL_PRECISION => {
             // A value too large for the column matches nothing in it.
             let Some(mut d) = d.small() else { return false };

@@ -31,6 +31,12 @@ impl Table {
         }
         self.generation += 1;
         self.schema_bytes = schema.memory_bytes();
+        // The same widths and key encodings, but an enum column's type may be a newer
+        // version, with labels the rows now hold (ALTER TYPE ... ADD VALUE).
+        self.layout = TupleLayout::new(&schema);
+        for (enc, ix) in self.encoders.iter_mut().zip(&schema.indexes) {
+            *enc = KeyEncoder::new(ix.columns.iter().map(|&c| schema.columns[c].ty).collect());
+        }
         self.schema = schema;
         Ok(())
     }
