@@ -2,7 +2,8 @@
 
 asyncpg speaks the binary format for every value it knows, and looks up the types of
 array parameters in the catalogs (its introspection query) before it sends them: this is
-arrays, JSONB, UUID, timestamptz and enum values through that path, in both directions.
+arrays, JSONB, UUID, timestamptz, enum and inet/cidr values through that path, in both
+directions.
 
 Each check runs on its own; a failing one is reported and the others go on. Prints
 `asyncpg: N passed, M failed` and exits non-zero if any failed.
@@ -10,6 +11,7 @@ Each check runs on its own; a failing one is reported and the others go on. Prin
 
 import asyncio
 import datetime
+import ipaddress
 import json
 import sys
 import traceback
@@ -106,6 +108,25 @@ async def enum_values(c):
         raise AssertionError("a label the type does not have was accepted")
     await c.execute("DROP TABLE apg_moods")
     await c.execute("DROP TYPE apg_mood")
+
+
+@check
+async def inet_and_cidr(c):
+    # Binary both ways: asyncpg sends and reads ipaddress objects.
+    await c.execute("DROP TABLE IF EXISTS apg_hosts")
+    await c.execute("CREATE TABLE apg_hosts (id int PRIMARY KEY, addr inet, net cidr)")
+    await c.execute(
+        "INSERT INTO apg_hosts VALUES ($1, $2, $3), ($4, $5, $6)",
+        1, ipaddress.ip_interface("192.168.1.5/24"), ipaddress.ip_network("192.168.1.0/24"),
+        2, ipaddress.ip_address("2001:db8::1"), ipaddress.ip_network("2001:db8::/32"),
+    )
+    rows = await c.fetch("SELECT id, addr, net FROM apg_hosts WHERE addr << $1 ORDER BY id", ipaddress.ip_network("192.168.0.0/16"))
+    assert [(r["id"], r["addr"], r["net"]) for r in rows] == [
+        (1, ipaddress.ip_interface("192.168.1.5/24"), ipaddress.ip_network("192.168.1.0/24"))
+    ], rows
+    assert await c.fetchval("SELECT addr FROM apg_hosts WHERE id = 2") == ipaddress.ip_address("2001:db8::1")
+    assert await c.fetchval("SELECT host(addr) FROM apg_hosts WHERE id = 1") == "192.168.1.5"
+    await c.execute("DROP TABLE apg_hosts")
 
 
 @check

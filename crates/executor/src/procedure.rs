@@ -597,9 +597,8 @@ impl ProcContext<'_, '_, '_> {
     }
 }
 
-/// The start of a bulk insert's statement text ([`Procedure::bulk_insert`]): a comment,
-/// so the text is an ordinary one-row INSERT to the parser.
-pub(crate) const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";
+/// The start of a bulk insert's statement text ([`Procedure::bulk_insert`]).
+pub(crate) use permafrost_sql::BULK_MARK;
 
 /// The number of parameters of one row, when `p` is a bulk insert (its text starts with
 /// [`BULK_MARK`]): its parameters are then rows of that many values, one after the other.

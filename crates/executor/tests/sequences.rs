@@ -4,9 +4,11 @@
 //! PostgreSQL), and replay gives back the values clients were answered, concurrent
 //! inserters included.
 
+mod common;
+
 use std::collections::HashSet;
 
-use permafrost_executor::{Config, Database, ProcedureDef};
+use permafrost_executor::{Config, Database, ProcedureDef, Request};
 use permafrost_storage::partitioning::partition_of;
 use permafrost_types::Value;
 use permafrost_types::{DataType, ValueRef};
@@ -86,6 +88,32 @@ fn identity_columns_take_explicit_values_too_and_replicated_copies_agree() {
     for _ in 0..4 {
         assert_eq!(ints(&db, "SELECT id FROM r ORDER BY id"), vec![1, 2, 3]);
     }
+}
+
+#[test]
+fn generated_always_identity_columns_refuse_given_values_but_copy_writes_them() {
+    let db = db(2);
+    db.execute_ddl("CREATE TABLE g (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT)")
+        .unwrap();
+    assert_eq!(ints(&db, "INSERT INTO g (v) VALUES ('a') RETURNING id"), vec![1]);
+    assert_eq!(ints(&db, "INSERT INTO g VALUES (DEFAULT, 'b') RETURNING id"), vec![2]);
+    for refused in [
+        "INSERT INTO g VALUES (7, 'c')",
+        "INSERT INTO g (id, v) SELECT 8, 'd'",
+        "UPDATE g SET id = 9 WHERE v = 'a'",
+        "INSERT INTO g (v) VALUES ('e') ON CONFLICT (id) DO UPDATE SET id = 3",
+    ] {
+        let e = db.execute_sql(refused, vec![]).unwrap_err();
+        assert_eq!(e.sqlstate(), "428C9", "{refused}");
+    }
+    // COPY FROM (the bulk insert) writes the values given, as in PostgreSQL.
+    let copy = Request::rows(
+        "g",
+        &["id".into(), "v".into()],
+        vec![Value::Int(100), Value::text("copied")],
+    );
+    common::block_on(db.submit(copy)).unwrap();
+    assert_eq!(ints(&db, "SELECT id FROM g ORDER BY id"), vec![1, 2, 100]);
 }
 
 #[test]

@@ -104,6 +104,17 @@ pub fn value(b: &[u8], ty: &DataType) -> Result<Value, (&'static str, String)> {
         DataType::Timestamp | DataType::TimestampTz | DataType::Date => crate::pg_datetime::from_binary(b, ty)?,
         DataType::Bytea => Value::bytes(b.to_vec()),
         DataType::Uuid => Value::Uuid(b.try_into().map_err(|_| size("uuid"))?),
+        DataType::Inet | DataType::Cidr => {
+            let cidr = *ty == DataType::Cidr;
+            Value::Inet(permafrost_types::Inet::from_pg_binary(b, cidr).map_err(|e| match e {
+                permafrost_types::inet::InetError::HostBits => {
+                    ("22P02", "invalid cidr value: bits set to right of mask".into())
+                }
+                permafrost_types::inet::InetError::Syntax => {
+                    ("22P03", format!("{} bytes are not a binary {ty}", b.len()))
+                }
+            })?)
+        }
         DataType::Time => {
             let t = i64::from_be_bytes(b.try_into().map_err(|_| size("time"))?);
             if !(0..=permafrost_types::datetime::MICROS_PER_DAY).contains(&t) {

@@ -39,6 +39,8 @@ fn pg_types(ty: Option<&DataType>) -> (Type, Type) {
         Some(DataType::Array(e)) => (pg_types(Some(&e.data_type())).1, Type::TEXT_ARRAY),
         // (No arrays of enums either: `x = ANY($1)` takes text.)
         Some(DataType::Enum(e)) => (enum_type(*e), Type::TEXT_ARRAY),
+        Some(DataType::Inet) => (Type::INET, Type::INET_ARRAY),
+        Some(DataType::Cidr) => (Type::CIDR, Type::CIDR_ARRAY),
     }
 }
 
@@ -192,6 +194,12 @@ pub fn encode(enc: &mut RowWriter, v: ValueRef<'_>, ty: &Type, text: bool) -> Pg
             as_text(enc, e.label().to_string())
         }
         ValueRef::Enum(_) => Err(mismatch("enum")),
+        ValueRef::Inet(x) => match *ty {
+            Type::INET | Type::CIDR if text => as_text(enc, x.to_string()),
+            Type::INET | Type::CIDR => enc.encode_field(&PgForms::Raw(&x.to_pg_binary())),
+            _ if is_text(ty) => enc.encode_field(&v.to_string()),
+            _ => Err(mismatch(v.kind_name())),
+        },
     }
 }
 
@@ -382,12 +390,18 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, inferred: Option<&Ty
         },
         Type::BYTEA => portal.parameter::<Vec<u8>>(i, &ty)?.map(Value::bytes),
         // Binary forms: a uuid's 16 bytes, jsonb's version byte and text, json's text.
-        Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL | Type::TIME if !portal.parameter_format.is_text(i) => {
+        Type::UUID | Type::JSON | Type::JSONB | Type::INTERVAL | Type::TIME | Type::INET | Type::CIDR
+            if !portal.parameter_format.is_text(i) =>
+        {
             match portal.parameters.get(i) {
                 None => return Err(client_error("08P01", format!("parameter ${} was not bound", i + 1))),
                 Some(None) => None,
                 Some(Some(bytes)) => {
-                    let elem = array_element(&array_of(&ty)).expect("uuid and json types have arrays");
+                    let elem = match ty {
+                        Type::INET => DataType::Inet,
+                        Type::CIDR => DataType::Cidr,
+                        _ => array_element(&array_of(&ty)).expect("uuid and json types have arrays"),
+                    };
                     Some(
                         crate::copy_binary::value(bytes, &elem)
                             .map_err(|(code, m)| client_error(code, format!("{m} (parameter ${})", i + 1)))?,

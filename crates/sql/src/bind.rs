@@ -22,6 +22,8 @@ use crate::rows::ColumnInfo;
 mod aggregate;
 mod array;
 pub mod call;
+mod case;
+mod inet;
 mod json;
 mod literal;
 mod pattern;
@@ -356,13 +358,8 @@ impl<'c> Binder<'c> {
             let names = format!("{} {sym} {}", type_name(Some(x)), type_name(Some(y)));
             return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
         }
-        // An enum compares with its own type only (a quoted literal was read as it above).
-        if let (Some(x), Some(y)) = (at, bt)
-            && (matches!(x, DataType::Enum(_)) || matches!(y, DataType::Enum(_)))
-            && x != y
-        {
-            let names = format!("{} {op} {}", type_name(Some(x)), type_name(Some(y)));
-            return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
+        if let Some(typed) = self.typed_operator(op, &(a.clone(), at), &(b.clone(), bt), l)? {
+            return Ok(typed);
         }
         let (a, b) = (a.boxed(), b.boxed());
         Ok(match op {
@@ -723,59 +720,6 @@ impl<'c> Binder<'c> {
             )
         };
         Ok((e, Some(DataType::Boolean)))
-    }
-
-    /// Binds `CASE [operand] WHEN ... THEN ... [ELSE ...] END`, typed by the first result
-    /// whose type is known; with an operand, it and each WHEN value type each other's
-    /// parameters.
-    fn case(
-        &mut self,
-        operand: Option<&ast::Expr>,
-        conditions: &[ast::CaseWhen],
-        else_result: Option<&ast::Expr>,
-    ) -> Result<Typed> {
-        let op = match operand {
-            Some(o) => Some(self.expr(o)?),
-            None => None,
-        };
-        let mut whens = Vec::new();
-        let mut ty = None;
-        for c in conditions {
-            let (w, wt) = self.expr(&c.condition)?;
-            if let Some((o, ot)) = &op {
-                self.infer(&w, *ot);
-                self.infer(o, wt);
-            }
-            let (r, rt) = self.expr(&c.result)?;
-            ty = ty.or(rt);
-            whens.push((w, (r, rt)));
-        }
-        let otherwise = match else_result {
-            Some(e) => {
-                let (x, t) = self.expr(e)?;
-                ty = ty.or(t);
-                Some((x, t))
-            }
-            None => None,
-        };
-        // A quoted literal among the results is read as the others' type (`ELSE 'sad'`
-        // next to an enum or a date).
-        let whens = whens
-            .into_iter()
-            .map(|(w, (r, rt))| Ok((w, literal_as(r, rt, ty)?.0)))
-            .collect::<Result<Vec<_>>>()?;
-        let otherwise = match otherwise {
-            Some((x, t)) => Some(literal_as(x, t, ty)?.0.boxed()),
-            None => None,
-        };
-        Ok((
-            Expr::Case {
-                operand: op.map(|(o, _)| o.boxed()),
-                whens,
-                otherwise,
-            },
-            ty,
-        ))
     }
 
     /// Binds `CAST(expr AS data_type)` (and `expr::data_type`); a parameter takes the type.

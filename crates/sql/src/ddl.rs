@@ -362,11 +362,12 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         for opt in &cd.options {
             match &opt.option {
                 ColumnOption::Generated {
-                    generated_as: GeneratedAs::Always | GeneratedAs::ByDefault,
+                    generated_as: generated @ (GeneratedAs::Always | GeneratedAs::ByDefault),
                     sequence_options,
                     generation_expr: None,
                     ..
                 } => {
+                    col.generated_always = matches!(generated, GeneratedAs::Always);
                     if sequence_options.as_ref().is_some_and(|o| !o.is_empty()) {
                         return unsupported("identity sequence options (START WITH, INCREMENT BY, ...)");
                     }

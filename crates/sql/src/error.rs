@@ -140,6 +140,9 @@ pub enum SqlError {
     /// An object (a constraint) whose name is taken (42710), in PostgreSQL's words.
     #[error("{0}")]
     DuplicateObject(String),
+    /// A value given to an identity column GENERATED ALWAYS (`update`: by UPDATE).
+    #[error("{}", if *update { format!("column \"{column}\" can only be updated to DEFAULT") } else { format!("cannot insert a non-DEFAULT value into column \"{column}\"") })]
+    GeneratedAlways { column: String, update: bool },
     /// A table named as a type is (a table's name is its row type's, 42710).
     #[error("type \"{0}\" already exists")]
     TypeOfRelationTaken(String),
@@ -406,7 +409,7 @@ const SQLSTATES: &[&str] = &[
     "2201X", "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505",
     "23514", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803",
     "42804", "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200",
-    "54000", "58030", "54001", "42602", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
+    "54000", "58030", "54001", "42602", "428C9", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
 ];
 
 impl SqlError {
@@ -442,6 +445,7 @@ impl SqlError {
             SqlError::DuplicateObject(_) => "42710",
             SqlError::EnumLabel(e) => e.sqlstate(),
             SqlError::TypeOfRelationTaken(_) => "42710",
+            SqlError::GeneratedAlways { .. } => "428C9",
             SqlError::UnknownObject(_) => "42704",
             SqlError::ForeignKeyTypes { .. } => "42804",
             SqlError::ForeignKeyViolation { .. } => "23503",
@@ -512,6 +516,9 @@ impl SqlError {
         match self {
             SqlError::Storage(e) => e.detail(),
             SqlError::EnumLabel(e) => e.detail(),
+            SqlError::GeneratedAlways { column, .. } => Some(format!(
+                "Column \"{column}\" is an identity column defined as GENERATED ALWAYS."
+            )),
             SqlError::At { error, .. } => error.detail(),
             SqlError::ForeignKeyTypes { detail, .. }
             | SqlError::ForeignKeyViolation { detail, .. }
@@ -539,6 +546,9 @@ impl SqlError {
                 "Drop the dependent constraint first (ALTER TABLE ... DROP CONSTRAINT), or drop the tables together \
                  in one DROP TABLE."
                     .to_string(),
+            ),
+            SqlError::GeneratedAlways { update: false, .. } => Some(
+                "Leave the column out or write DEFAULT for it (OVERRIDING SYSTEM VALUE is not supported).".to_string(),
             ),
             SqlError::TypeOfRelationTaken(_) => Some(
                 "A relation has an associated type of the same name, so you must use a name that doesn't conflict with \

@@ -1,12 +1,10 @@
 //! Bound expressions and their evaluation.
 //!
-//! The binder turns syntax into [`Expr`]: columns are positions (relation, column),
-//! parameters are numbers, functions are resolved. Evaluation returns a [`Datum`], which
-//! borrows when it can (a column read from a stored tuple, a parameter, a constant) and owns
-//! only computed values, so that predicates over stored tuples do not allocate.
-//!
-//! NULL follows SQL's three-valued logic: comparisons with NULL are NULL, `AND`/`OR` use
-//! the truth tables, and a predicate accepts a row only when it is `true`.
+//! The binder turns syntax into [`Expr`]: columns are positions (relation, column), parameters are numbers,
+//! functions are resolved. Evaluation returns a [`Datum`], which borrows when it can (a column read from a
+//! stored tuple, a parameter, a constant) and owns only computed values, so that predicates over stored
+//! tuples do not allocate. NULL follows SQL's three-valued logic: comparisons with NULL are NULL, `AND`/`OR`
+//! use the truth tables, and a predicate accepts a row only when it is `true`.
 
 use std::cmp::Ordering;
 
@@ -21,6 +19,7 @@ mod datefunc;
 mod datum;
 pub mod format;
 mod func;
+pub mod inet;
 pub(crate) mod json;
 pub mod jsonb_edit;
 mod math;
@@ -917,6 +916,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
         | Func::Ascii
         | Func::ToHex { .. }
         | Func::Md5
+        | Func::Inet(_)
         | Func::OctetLength
         | Func::Math(_)
         | Func::Sign

@@ -46,5 +46,5 @@ pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
 pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
 pub use expr::splitmix64;
-pub use prepared::{Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
+pub use prepared::{BULK_MARK, Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
 pub use rows::{ColumnInfo, Digest, MoreRows, RowRef, Rows, decode_row, encode_row};

@@ -83,6 +83,12 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
+/// The start of a bulk insert's statement text (what COPY FROM runs, the executor's
+/// `Procedure::bulk_insert`): a comment, so the text is an ordinary one-row INSERT to the
+/// parser; its rows are the call's parameters, one group after another, and like COPY in
+/// PostgreSQL it writes the values it is given into identity columns GENERATED ALWAYS.
+pub const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";
+
 /// Plans one DML or query statement from text.
 pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
     limits::with_stack_for(sql, || {
@@ -147,7 +153,10 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
-        Statement::Insert(i) => (plan::plan_insert(catalog, i)?, StatementKind::Insert),
+        Statement::Insert(i) => (
+            plan::plan_insert(catalog, i, sql.starts_with(BULK_MARK))?,
+            StatementKind::Insert,
+        ),
         Statement::Update(u) => (plan::plan_update(catalog, u)?, StatementKind::Update),
         Statement::Delete(d) => (plan::plan_delete(catalog, d)?, StatementKind::Delete),
         other if ddl::is_ddl(other) => {

@@ -10,7 +10,9 @@
 //! form, and a u32 length plus the bytes for text, bytea and a numeric of the big form
 //! (its encoding, `permafrost_types::numeric`). A value of an enum type is 8 bytes: its
 //! type's process-wide serial number and its label's index (u32 LE each,
-//! `permafrost_types::enum_type`); a serial this process never gave reads as damage.
+//! `permafrost_types::enum_type`); a serial this process never gave reads as damage. An
+//! inet or cidr is 19 bytes: IPv6 (0 or 1), the netmask length, cidr (0 or 1), the 16
+//! address bytes.
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -43,6 +45,7 @@ const T_UUID: u8 = 11;
 const T_INTERVAL: u8 = 12;
 const T_TIME: u8 = 13;
 const T_ENUM: u8 = 14;
+const T_INET: u8 = 15;
 
 /// The part of a result that follows a [`Rows`] (a scan that reads evicted data after its
 /// statement ran, the executor's `Deferred`): read batch by batch, so that a result larger than
@@ -403,6 +406,11 @@ fn encode_value(d: &mut Vec<u8>, v: ValueRef<'_>) {
             d.push(T_TIME);
             d.extend_from_slice(&t.to_le_bytes());
         }
+        ValueRef::Inet(x) => {
+            d.push(T_INET);
+            d.extend_from_slice(&[x.v6 as u8, x.bits, x.cidr as u8]);
+            d.extend_from_slice(&x.addr);
+        }
         ValueRef::Enum(e) => {
             d.push(T_ENUM);
             d.extend_from_slice(&e.ty.serial().to_le_bytes());
@@ -453,6 +461,10 @@ fn well_formed(mut d: &[u8], ncols: usize) -> bool {
             T_DATE => 4,
             T_UUID | T_INTERVAL => 16,
             T_INT | T_DOUBLE | T_TIMESTAMP | T_TIMESTAMPTZ | T_TIME => 8,
+            T_INET => match p.get(..19) {
+                Some(b) if b[0] <= 1 && b[2] <= 1 && b[1] <= if b[0] == 1 { 128 } else { 32 } => 19,
+                _ => return false,
+            },
             T_ENUM => match p.get(..4) {
                 Some(b) if EnumType::by_serial(u32::from_le_bytes(b.try_into().expect("4 bytes"))).is_some() => 8,
                 _ => return false,
@@ -507,6 +519,15 @@ fn decode(d: &[u8]) -> (ValueRef<'_>, usize) {
         T_DATE => (ValueRef::Date(i32::from_le_bytes(p[..4].try_into().unwrap())), 5),
         T_UUID => (ValueRef::Uuid(p[..16].try_into().unwrap()), 17),
         T_TIME => (ValueRef::Time(i64::from_le_bytes(p[..8].try_into().unwrap())), 9),
+        T_INET => (
+            ValueRef::Inet(permafrost_types::Inet {
+                v6: p[0] != 0,
+                bits: p[1],
+                cidr: p[2] != 0,
+                addr: p[3..19].try_into().unwrap(),
+            }),
+            20,
+        ),
         T_ENUM => (
             EnumType::by_serial(u32::from_le_bytes(p[..4].try_into().unwrap())).map_or(ValueRef::Null, |ty| {
                 ValueRef::Enum(permafrost_types::EnumValue {

@@ -58,6 +58,9 @@ pub enum Repr {
     Interval,
     /// `time`: 8 bytes, microseconds since midnight (i64 LE).
     Time,
+    /// `inet` / `cidr`: 19 bytes, IPv6 (u8 0 or 1), the netmask length (u8), cidr (u8 0
+    /// or 1), the 16 address bytes (an IPv4 address in the first 4, the rest 0).
+    Inet,
     /// A value of an enum type: 4 bytes, its label's index in the type (u32 LE,
     /// permafrost_types::enum_type).
     Enum(EnumRef),
@@ -99,6 +102,7 @@ impl Repr {
             DataType::Interval => Repr::Interval,
             DataType::Time => Repr::Time,
             DataType::Enum(e) => Repr::Enum(*e),
+            DataType::Inet | DataType::Cidr => Repr::Inet,
             // A document's text (crate `permafrost_types::json`).
             DataType::Json | DataType::Jsonb | DataType::Array(_) => Repr::Text { cap: MIN_INLINE as u16 },
         }
@@ -111,6 +115,7 @@ impl Repr {
             Repr::I64 | Repr::F64 | Repr::Timestamp | Repr::TimestampTz | Repr::Time => 8,
             Repr::Decimal | Repr::AnyNumeric | Repr::Uuid | Repr::Interval => 16,
             Repr::Bool => 1,
+            Repr::Inet => 19,
             Repr::Text { cap } | Repr::Bytes { cap } | Repr::Numeric { cap } => 2 + cap as usize,
         }
     }
@@ -219,6 +224,12 @@ impl TupleLayout {
             Repr::TimestampTz => ValueRef::TimestampTz(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
             Repr::Date => ValueRef::Date(i32::from_le_bytes(slot[o..o + 4].try_into().unwrap())),
             Repr::Time => ValueRef::Time(i64::from_le_bytes(slot[o..o + 8].try_into().unwrap())),
+            Repr::Inet => ValueRef::Inet(permafrost_types::Inet {
+                v6: slot[o] != 0,
+                bits: slot[o + 1],
+                cidr: slot[o + 2] != 0,
+                addr: slot[o + 3..o + 19].try_into().unwrap(),
+            }),
             Repr::Enum(ty) => ValueRef::Enum(permafrost_types::EnumValue {
                 ty,
                 index: u32::from_le_bytes(slot[o..o + 4].try_into().unwrap()),
@@ -354,6 +365,12 @@ impl TupleLayout {
             }
             (Repr::Date, ValueRef::Date(d)) => slot[o..o + 4].copy_from_slice(&d.to_le_bytes()),
             (Repr::Time, ValueRef::Time(t)) => slot[o..o + 8].copy_from_slice(&t.to_le_bytes()),
+            (Repr::Inet, ValueRef::Inet(x)) => {
+                slot[o] = x.v6 as u8;
+                slot[o + 1] = x.bits;
+                slot[o + 2] = x.cidr as u8;
+                slot[o + 3..o + 19].copy_from_slice(&x.addr);
+            }
             (Repr::Enum(ty), ValueRef::Enum(e)) if e.ty == ty => slot[o..o + 4].copy_from_slice(&e.index.to_le_bytes()),
             (Repr::AnyNumeric, ValueRef::Decimal(d)) => match d.small_bytes() {
                 Some(b) => slot[o..o + 16].copy_from_slice(&b),

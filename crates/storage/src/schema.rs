@@ -43,6 +43,9 @@ pub struct Column {
     pub default: Option<ColumnDefault>,
     /// `COMMENT ON COLUMN`.
     pub comment: Option<String>,
+    /// An identity column `GENERATED ALWAYS`: its values come from its sequence only (a
+    /// write that gives one is refused, 428C9).
+    pub generated_always: bool,
 }
 
 impl Column {
@@ -53,6 +56,7 @@ impl Column {
             nullable: true,
             default: None,
             comment: None,
+            generated_always: false,
         }
     }
 

@@ -52,8 +52,8 @@ impl ElemType {
             T::Time => ElemType::Time,
             T::Json => ElemType::Json,
             T::Jsonb => ElemType::Jsonb,
-            // Arrays of arrays are not kept, nor arrays of enum types (yet).
-            T::Array(_) | T::Enum(_) => return None,
+            // Arrays of arrays are not kept, nor (yet) arrays of enum types and addresses.
+            T::Array(_) | T::Enum(_) | T::Inet | T::Cidr => return None,
         })
     }
 

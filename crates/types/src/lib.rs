@@ -20,6 +20,7 @@ pub mod array;
 pub mod array_value;
 pub mod datetime;
 pub mod enum_type;
+pub mod inet;
 pub mod interval;
 pub mod json;
 pub mod numeric;
@@ -32,6 +33,7 @@ pub use datetime::{
     timestamp_text, timestamptz_text,
 };
 pub use enum_type::{EnumRef, EnumType, EnumValue};
+pub use inet::Inet;
 pub use interval::{Interval, interval_text, parse_interval};
 pub use numeric::{Numeric, NumericError, NumericRef};
 pub use uuid::{parse_uuid, uuid_text, uuid_v4};
@@ -53,6 +55,10 @@ pub enum ValueError {
 
     #[error("invalid input value for enum {ty}: \"{input}\"")]
     InvalidEnum { ty: String, input: String },
+
+    /// A network (cidr) with bits set past its mask.
+    #[error("invalid cidr value: \"{input}\"")]
+    InvalidCidr { input: String },
 
     #[error("invalid input syntax for type {ty}: \"{input}\"")]
     InvalidDatetime { ty: String, input: String },
@@ -106,7 +112,7 @@ impl ValueError {
         match self {
             ValueError::StringTooLong { .. } => "22001",
             ValueError::NumericOutOfRange { .. } => "22003",
-            ValueError::InvalidText { .. } | ValueError::InvalidEnum { .. } => "22P02",
+            ValueError::InvalidText { .. } | ValueError::InvalidEnum { .. } | ValueError::InvalidCidr { .. } => "22P02",
             ValueError::InvalidDatetime { .. } => "22007",
             ValueError::DatetimeOutOfRange { .. } => "22008",
             ValueError::TimeZone { .. } => "22023",
@@ -125,6 +131,7 @@ impl ValueError {
     pub fn detail(&self) -> Option<String> {
         match self {
             ValueError::InvalidJson { detail } | ValueError::MalformedArray { detail, .. } => Some(detail.clone()),
+            ValueError::InvalidCidr { .. } => Some("Value has bits set to right of mask.".into()),
             _ => None,
         }
     }
@@ -167,6 +174,10 @@ pub enum DataType {
     /// A one-dimensional array: its literal's text in PostgreSQL's output form
     /// (`Value::Text`, crate::array).
     Array(ElemType),
+    /// `inet` and `cidr` (crate::inet): an address with a netmask length; a cidr has no
+    /// bits set past its mask.
+    Inet,
+    Cidr,
     /// A user-defined enum type (crate::enum_type): the version of its definition the
     /// catalog gave this column or expression.
     Enum(EnumRef),
@@ -211,6 +222,8 @@ impl DataType {
             DataType::Jsonb => "jsonb".into(),
             DataType::Array(e) => e.array_name(),
             DataType::Enum(e) => e.name.clone(),
+            DataType::Inet => "inet".into(),
+            DataType::Cidr => "cidr".into(),
         }
     }
 }
@@ -245,6 +258,7 @@ pub enum Value {
     /// Microseconds since midnight, 0 to 86,400,000,000 (`24:00:00`).
     Time(i64),
     Enum(EnumValue),
+    Inet(Inet),
 }
 
 /// A borrowed SQL value.
@@ -265,6 +279,7 @@ pub enum ValueRef<'a> {
     Interval(Interval),
     Time(i64),
     Enum(EnumValue),
+    Inet(Inet),
 }
 
 impl Value {
@@ -296,6 +311,7 @@ impl Value {
             Value::Interval(x) => ValueRef::Interval(*x),
             Value::Time(t) => ValueRef::Time(*t),
             Value::Enum(e) => ValueRef::Enum(*e),
+            Value::Inet(x) => ValueRef::Inet(*x),
         }
     }
 
@@ -354,6 +370,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Interval(x) => Value::Interval(x),
             ValueRef::Time(t) => Value::Time(t),
             ValueRef::Enum(e) => Value::Enum(e),
+            ValueRef::Inet(x) => Value::Inet(x),
         }
     }
 
@@ -397,6 +414,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Interval(_) => "interval",
             ValueRef::Time(_) => "time without time zone",
             ValueRef::Enum(_) => "enum",
+            ValueRef::Inet(x) if x.cidr => "cidr",
+            ValueRef::Inet(_) => "inet",
         }
     }
 }
@@ -488,6 +507,7 @@ pub fn sql_compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Ordering> {
         (Interval(x), Interval(y)) => Some(x.compare(&y)),
         (Time(x), Time(y)) => Some(x.cmp(&y)),
         (Enum(x), Enum(y)) if x.ty == y.ty => Some(x.compare(&y)),
+        (Inet(x), Inet(y)) => Some(x.compare(&y)),
         _ => None,
     }
 }
@@ -531,6 +551,7 @@ fn kind_rank(v: &ValueRef<'_>) -> u8 {
         ValueRef::Interval(_) => 7,
         ValueRef::Time(_) => 8,
         ValueRef::Enum(_) => 9,
+        ValueRef::Inet(_) => 10,
     }
 }
 
@@ -584,6 +605,8 @@ pub fn hash_value_ref<H: Hasher>(v: ValueRef<'_>, state: &mut H) {
         ValueRef::Time(t) => (8u8, t).hash(state),
         // Equal values are one label of one type (sort positions are unique).
         ValueRef::Enum(e) => (9u8, e.ty.id, e.sort().to_bits()).hash(state),
+        // (inet and cidr values of one address and length are equal.)
+        ValueRef::Inet(x) => (10u8, x.v6, x.bits, x.addr).hash(state),
     }
 }
 
@@ -623,6 +646,7 @@ impl fmt::Display for ValueRef<'_> {
             ValueRef::Interval(x) => f.write_str(&interval_text(&x)),
             ValueRef::Time(t) => f.write_str(&datetime::time_of_day_text(t)),
             ValueRef::Enum(e) => f.write_str(e.label()),
+            ValueRef::Inet(x) => write!(f, "{x}"),
             ValueRef::Bytes(b) => {
                 f.write_str("\\x")?;
                 for byte in b {
@@ -805,6 +829,10 @@ fn coerce(v: Value, ty: &DataType) -> Result<Value> {
         (v @ Value::Interval(_), T::Interval) => v,
         (v @ Value::Time(_), T::Time) => v,
         (Value::Enum(e), T::Enum(t)) if e.ty == *t => Value::Enum(e),
+        // inet to cidr clears the bits past the mask, as PostgreSQL's cast does.
+        (Value::Inet(x), T::Inet | T::Cidr) => Value::Inet(x.as_type(*ty == T::Cidr)),
+        // (As PostgreSQL's cast: the length always, `192.168.1.5/32`.)
+        (Value::Inet(x), T::Varchar(_)) => Value::Text(x.with_length().into()),
         (Value::Timestamp(t), T::Time) => Value::Time(t.rem_euclid(datetime::MICROS_PER_DAY)),
         (Value::TimestampTz(t), T::Time) => {
             Value::Time(zoned(zone::session_local(t))?.rem_euclid(datetime::MICROS_PER_DAY))
@@ -898,6 +926,12 @@ fn parse_text(ty: &DataType, input: &str) -> Result<Value> {
         T::Uuid => Value::Uuid(parse_uuid(input).ok_or_else(|| invalid_text(ty, input))?.to_be_bytes()),
         T::Interval => Value::Interval(parse_interval(input).ok_or_else(|| invalid_text(ty, input))?),
         T::Time => Value::Time(datetime::parse_time_of_day(t).map_err(|e| datetime_error(ty, e, input))?),
+        T::Inet | T::Cidr => Value::Inet(inet::Inet::parse(input, *ty == T::Cidr).map_err(|e| match e {
+            inet::InetError::HostBits => ValueError::InvalidCidr {
+                input: input.chars().take(64).collect(),
+            },
+            inet::InetError::Syntax => invalid_text(ty, input),
+        })?),
         // Labels are taken as given: spaces count, as in PostgreSQL.
         T::Enum(e) => Value::Enum(e.parse(input).ok_or_else(|| ValueError::InvalidEnum {
             ty: e.name.clone(),

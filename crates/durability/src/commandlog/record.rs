@@ -306,6 +306,7 @@ fn value_len(v: &Value) -> usize {
         Value::Interval(_) => 17,
         Value::Time(_) => 9,
         Value::Enum(e) => 5 + e.label().len(),
+        Value::Inet(_) => 5 + 43,
     }
 }
 
@@ -382,6 +383,11 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
         Value::Enum(e) => {
             out.push(TAG_TEXT);
             put_bytes(e.label().as_bytes(), out);
+        }
+        // Likewise an address: its text, which reads back as inet or cidr.
+        Value::Inet(x) => {
+            out.push(TAG_TEXT);
+            put_bytes(x.to_string().as_bytes(), out);
         }
         Value::Interval(x) => {
             out.push(TAG_INTERVAL);

@@ -53,6 +53,8 @@ pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Resu
                     });
                 }
                 ValueRef::Enum(e) => DataType::Enum(e.ty),
+                ValueRef::Inet(x) if x.cidr => DataType::Cidr,
+                ValueRef::Inet(_) => DataType::Inet,
             };
             Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
         }

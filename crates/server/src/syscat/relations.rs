@@ -118,9 +118,11 @@ pub(super) const SCALAR_TYPES: &[BuiltinType] = &[
     ty(30, "oidvector", -1, "A", 1013),
     ty(114, "json", -1, "U", 199),
     ty(194, "pg_node_tree", -1, "Z", 0),
+    ty(650, "cidr", -1, "I", 651),
     ty(700, "float4", 4, "N", 1021),
     ty(701, "float8", 8, "N", 1022),
     ty(705, "unknown", -2, "X", 0),
+    ty(869, "inet", -1, "I", 1041),
     ty(1042, "bpchar", -1, "S", 1014),
     ty(1043, "varchar", -1, "S", 1015),
     ty(1082, "date", 4, "D", 1182),
@@ -180,6 +182,8 @@ pub fn type_oid(ty: &DataType) -> i64 {
         DataType::Jsonb => 3802,
         DataType::Array(permafrost_types::ElemType::Varchar) => 1015,
         DataType::Enum(e) => TABLE_OID_BASE + i64::from(e.id),
+        DataType::Inet => 869,
+        DataType::Cidr => 650,
         DataType::Array(e) => {
             let elem = type_oid(&e.data_type());
             SCALAR_TYPES.iter().find(|t| t.oid == elem).map_or(0, |t| t.array)
@@ -207,6 +211,8 @@ pub(super) fn attlen(ty: &DataType) -> i64 {
         DataType::Boolean => 1,
         DataType::Uuid | DataType::Interval => 16,
         DataType::Decimal { .. }
+        | DataType::Inet
+        | DataType::Cidr
         | DataType::Varchar(_)
         | DataType::Bytea
         | DataType::Json
@@ -246,6 +252,8 @@ pub fn format_type(oid: i64, typmod: i64) -> Option<String> {
         1043 => named("character varying"),
         1082 => named("date"),
         1083 => named("time without time zone"),
+        650 => named("cidr"),
+        869 => named("inet"),
         1114 => named("timestamp without time zone"),
         1184 => named("timestamp with time zone"),
         1186 => named("interval"),

@@ -100,6 +100,9 @@ impl Binder<'_> {
                 "{name}(*) / {name}(DISTINCT ...) is only valid for aggregates"
             )));
         }
+        if let Some(g) = super::inet::inet_function(&name) {
+            return self.inet_call(&name, g, &args);
+        }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for &a in &args {
@@ -617,6 +620,7 @@ pub fn has_function(name: &str) -> bool {
         || super::json::JSON_FUNCTIONS.contains(&name.as_str())
         || super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str())
         || super::array::ARRAY_FUNCTIONS.contains(&name.as_str())
+        || super::inet::inet_function(&name).is_some()
 }
 
 /// The parameters of `make_interval`, in order (each 0 when not given).

@@ -43,6 +43,7 @@ pub(super) fn key_value<'v>(v: ValueRef<'v>, ty: &DataType) -> Option<Cow<'v, Va
         | (ValueRef::Interval(_), DataType::Interval)
         | (ValueRef::Time(_), DataType::Time) => owned(v.to_owned()),
         (ValueRef::Enum(e), DataType::Enum(t)) if e.ty == *t => owned(v.to_owned()),
+        (ValueRef::Inet(_), DataType::Inet | DataType::Cidr) => owned(v.to_owned()),
         _ => None,
     }
 }

@@ -129,6 +129,8 @@ pub enum Func {
     ToChar,
     /// A regular-expression operator or function (expr/regex.rs).
     Regex(super::regex::RegexFn),
+    /// A network-address function or operator (expr/inet.rs).
+    Inet(super::inet::InetFn),
     /// A function or operator over arrays of `elem` (expr/array.rs).
     Array {
         f: super::array::ArrayFn,
@@ -227,6 +229,7 @@ pub(super) fn strict(f: Func, v: &[Datum<'_>], cx: &Cx<'_>) -> Result<Value> {
     let n = |i: usize| int_arg(v[i].as_ref());
     let opt = |i: usize| v.get(i).map(|d| text_arg(d.as_ref()));
     Ok(match f {
+        Func::Inet(g) => super::inet::eval(g, v)?,
         Func::Clock { statement } => {
             let draws = cx.draws.ok_or_else(|| {
                 SqlError::Unsupported("the clock read in a value computed once when the statement is planned".into())

@@ -101,6 +101,8 @@ fn kind_type(v: ValueRef<'_>) -> DataType {
         ValueRef::Interval(_) => DataType::Interval,
         ValueRef::Time(_) => DataType::Time,
         ValueRef::Enum(e) => DataType::Enum(e.ty),
+        ValueRef::Inet(x) if x.cidr => DataType::Cidr,
+        ValueRef::Inet(_) => DataType::Inet,
         ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
     }
 }

@@ -89,6 +89,8 @@ fn type_column_name(t: &ast::DataType) -> Option<String> {
             DataType::Json => "json",
             DataType::Jsonb => "jsonb",
             DataType::Array(_) => "array",
+            DataType::Inet => "inet",
+            DataType::Cidr => "cidr",
             // Named above (`A::Custom`): map_type knows no user-defined types.
             DataType::Enum(_) => return None,
         }

@@ -336,10 +336,19 @@ fn assignment_column(schema: &TableSchema, a: &ast::Assignment, done: &[(usize, 
     if done.iter().any(|(x, _)| *x == c) {
         return Err(SqlError::Syntax(format!("multiple assignments to same column \"{n}\"")));
     }
+    if schema.columns[c].generated_always && !is_default(&a.value) {
+        return Err(SqlError::GeneratedAlways {
+            column: n,
+            update: true,
+        });
+    }
     Ok(c)
 }
 
-pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
+/// Plans an INSERT. `overriding`: values given to identity columns GENERATED ALWAYS are
+/// taken (as `OVERRIDING SYSTEM VALUE` would: COPY FROM's bulk insert does so, as in
+/// PostgreSQL); otherwise such a value is refused (428C9).
+pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert, overriding: bool) -> Result<Planned> {
     if ins.or.is_some() || ins.ignore || ins.replace_into || ins.partitioned.is_some() {
         return unsupported("INSERT OR REPLACE / INSERT IGNORE / INSERT ... PARTITION");
     }
@@ -465,6 +474,15 @@ pub fn plan_insert(catalog: &Catalog, ins: &ast::Insert) -> Result<Planned> {
         },
     }
     .unwrap_or_else(|| InsertSource::Values(vec![vec![]]));
+    if let Some(&c) = named
+        .iter()
+        .find(|&&c| schema.columns[c].generated_always && !overriding)
+    {
+        return Err(SqlError::GeneratedAlways {
+            column: schema.columns[c].name.clone(),
+            update: false,
+        });
+    }
     let mut targets = vec![None; schema.columns.len()];
     for (pos, &c) in named.iter().enumerate() {
         targets[c] = Some(pos);

@@ -192,6 +192,7 @@ pub fn encode_value(out: &mut Vec<u8>, v: ValueRef<'_>, ty: &DataType) -> bool {
         }
         (ValueRef::Date(d), DataType::Date) => out.extend_from_slice(&flip_i64(d as i64)),
         (ValueRef::Time(t), DataType::Time) => out.extend_from_slice(&flip_i64(t)),
+        (ValueRef::Inet(x), DataType::Inet | DataType::Cidr) => out.extend_from_slice(&x.key()),
         // By sort position, which never changes for a label (crate permafrost_types::enum_type).
         (ValueRef::Enum(e), DataType::Enum(t)) if e.ty == *t => out.extend_from_slice(&ordered_f64(e.sort())),
         (ValueRef::Double(d), DataType::Double) => out.extend_from_slice(&ordered_f64(d)),
