@@ -284,7 +284,14 @@ fn parse_type(text: &str) -> Result<DataType> {
             text.trim()
         )));
     }
-    map_type(&t)
+    // (Read without the catalog: a name of its own may be an enum type, not taken here.)
+    map_type(&t).map_err(|e| match e {
+        SqlError::UnknownType(name) => SqlError::Unsupported(format!(
+            "argument type {name}: procedure arguments take built-in types (an enum argument: declare it text and \
+             cast it in the body, $1::{name})"
+        )),
+        other => other,
+    })
 }
 
 /// Parses `DROP PROCEDURE [IF EXISTS] name [ (types) ]`: the name and whether IF EXISTS

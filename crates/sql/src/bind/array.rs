@@ -448,14 +448,14 @@ pub(super) const ARRAY_FUNCTIONS: &[&str] = &[
 ];
 
 /// The type of arrays of `elem`; `what` names the refusal where `elem` is an array itself
-/// (arrays here have one dimension). Arrays of enum types are not kept either.
+/// (arrays here have one dimension). Arrays of enums and of addresses are not kept either.
 pub(super) fn array_of(elem: DataType, what: &str) -> Result<DataType> {
     match (ElemType::of(elem), elem) {
         (Some(e), _) => Ok(DataType::Array(e)),
-        (None, DataType::Enum(e)) => Err(SqlError::Unsupported(format!(
-            "arrays of enum types ({}[]; cast the values to text)",
-            e.name
+        (None, DataType::Array(_)) => Err(SqlError::Unsupported(what.into())),
+        (None, other) => Err(SqlError::Unsupported(format!(
+            "arrays of type {} (cast the values to text)",
+            other.sql_name()
         ))),
-        (None, _) => Err(SqlError::Unsupported(what.into())),
     }
 }
