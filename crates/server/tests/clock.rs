@@ -4,13 +4,9 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use permafrost_executor::Database;
-use permafrost_server::ServerOptions;
 use permafrost_types::Value;
 
-use common::{code, connect, logged_config, recovered_rows, server_over, stop_serving};
+use common::{code, first_column, logged_config, logged_server, recovered_rows, stop_serving};
 
 /// Each row's clock, statement and transaction timestamps, as microseconds.
 const ROWS: &str = "SELECT id, extract(epoch from c) * 1000000, extract(epoch from s) * 1000000, \
@@ -23,9 +19,7 @@ fn micros(v: &Value) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_reads_are_the_ones_shown_at_commit_and_after_replay() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
-    let server = server_over(db.clone(), ServerOptions::default()).await;
-    let c = connect(server.port).await;
+    let (db, server, c) = logged_server(dir.path()).await;
     c.batch_execute(
         "CREATE TABLE ck (id BIGINT PRIMARY KEY, c TIMESTAMPTZ, s TIMESTAMPTZ, n TIMESTAMPTZ);
          INSERT INTO ck SELECT g, clock_timestamp(), statement_timestamp(), now() FROM generate_series(1, 10) g",
@@ -54,13 +48,7 @@ async fn clock_reads_are_the_ones_shown_at_commit_and_after_replay() {
         .await
         .unwrap();
     c.batch_execute("COMMIT").await.unwrap();
-    let stored: Vec<String> = c
-        .query("SELECT c::text FROM ck WHERE id >= 20 ORDER BY id", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let stored: Vec<String> = first_column(&c, "SELECT c::text FROM ck WHERE id >= 20 ORDER BY id", &[]).await;
     let shown: Vec<String> = first.iter().chain(&second).map(|r| r.get(0)).collect();
     assert_eq!(stored, shown, "the COMMIT stored what its statements showed");
     // A write over every partition, and a procedure.

@@ -6,14 +6,11 @@
 mod common;
 
 use std::error::Error;
-use std::sync::Arc;
 
 use bytes::BytesMut;
-use permafrost_executor::Database;
-use permafrost_server::ServerOptions;
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
 
-use common::{code, connect, logged_config, recovered_rows, server_over, stop_serving};
+use common::{code, first_column, logged_config, logged_server, recovered_rows, stop_serving};
 
 /// An enum's label, in binary format (PostgreSQL's enum_send and enum_recv: its text).
 #[derive(Debug, PartialEq)]
@@ -48,9 +45,7 @@ const ROWS: &str = "SELECT id, m::text AS label FROM person ORDER BY m, id";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enum_values_keep_their_type_order_and_labels_through_the_wire_and_recovery() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
-    let server = server_over(db.clone(), ServerOptions::default()).await;
-    let c = connect(server.port).await;
+    let (db, server, c) = logged_server(dir.path()).await;
     c.batch_execute(
         "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
          CREATE TABLE person (id BIGINT PRIMARY KEY, m mood NOT NULL);
@@ -85,13 +80,7 @@ async fn enum_values_keep_their_type_order_and_labels_through_the_wire_and_recov
         ]
     );
     // The index answers by the type's order.
-    let above: Vec<i64> = c
-        .query("SELECT id FROM person WHERE m > $1 ORDER BY id", &[&label("sad")])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let above: Vec<i64> = first_column(&c, "SELECT id FROM person WHERE m > $1 ORDER BY id", &[&label("sad")]).await;
     assert_eq!(above, [1, 3, 4]);
     let e = c.execute(&insert, &[&5i64, &label("angry")]).await.unwrap_err();
     assert_eq!(code(&e), "22P02");
@@ -110,13 +99,7 @@ async fn enum_values_keep_their_type_order_and_labels_through_the_wire_and_recov
     c.batch_execute("ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'; INSERT INTO person VALUES (5, 'meh')")
         .await
         .unwrap();
-    let meh: Vec<i64> = c
-        .query("SELECT id FROM person WHERE m = 'meh'", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let meh: Vec<i64> = first_column(&c, "SELECT id FROM person WHERE m = 'meh'", &[]).await;
     assert_eq!(meh, [5], "the index finds a label added after it was built");
     let e = c.batch_execute("DROP TYPE mood").await.unwrap_err();
     assert_eq!(code(&e), "2BP01");

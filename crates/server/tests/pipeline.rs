@@ -205,12 +205,6 @@ async fn an_error_skips_the_rest_of_its_sync_group_only() {
     assert_eq!(types, "12EZ2CZ2C2CZ", "message types");
     assert_eq!(codes, vec!["23505".to_string()]);
 
-    let keys: Vec<i64> = c
-        .query("SELECT a FROM t ORDER BY a", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let keys: Vec<i64> = common::first_column(&c, "SELECT a FROM t ORDER BY a", &[]).await;
     assert_eq!(keys, vec![1, 2, 3, 4], "99 was skipped with the rest of its group");
 }

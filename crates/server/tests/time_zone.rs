@@ -3,13 +3,9 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use permafrost_executor::Database;
-use permafrost_server::ServerOptions;
 use permafrost_types::Value;
 
-use common::{code, connect, logged_config, recovered_rows, server_over, stop_serving};
+use common::{code, logged_config, logged_server, recovered_rows, stop_serving};
 
 /// The rows a UTC session sees, as text.
 const ROWS: &str = "SELECT id, t::text, d::text, day::text FROM ev ORDER BY id";
@@ -35,9 +31,7 @@ fn texts(rows: Vec<Vec<Value>>) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_run_in_the_session_zone_and_replay_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
-    let server = server_over(db.clone(), ServerOptions::default()).await;
-    let c = connect(server.port).await;
+    let (db, server, c) = logged_server(dir.path()).await;
     c.batch_execute(
         "CREATE TABLE ev (id BIGINT PRIMARY KEY, t TIMESTAMPTZ, d DATE, day TIMESTAMPTZ);
          SET TimeZone = 'america/new_york'",
@@ -120,9 +114,7 @@ async fn statements_run_in_the_session_zone_and_replay_in_it() {
 async fn schema_changes_and_calls_read_literals_in_the_session_zone() {
     const DEFAULTS: &str = "SELECT id, t::text, u::text FROM dz ORDER BY id";
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Database::open(logged_config(dir.path())).unwrap());
-    let server = server_over(db.clone(), ServerOptions::default()).await;
-    let c = connect(server.port).await;
+    let (db, server, c) = logged_server(dir.path()).await;
     c.batch_execute(
         "SET TimeZone = 'America/New_York';
          CREATE TABLE dz (id INT PRIMARY KEY, t TIMESTAMPTZ DEFAULT '2024-01-01 12:00');

@@ -358,8 +358,8 @@ impl<'c> Binder<'c> {
             let names = format!("{} {sym} {}", type_name(Some(x)), type_name(Some(y)));
             return Err(SqlError::NoOperator(names).at(l.span(), Point::After));
         }
-        if let Some(typed) = self.typed_operator(op, &(a.clone(), at), &(b.clone(), bt), l)? {
-            return Ok(typed);
+        if let Some(f) = self.typed_operator(op, at, bt, l)? {
+            return Ok((Expr::Func(Func::Inet(f), vec![a, b]), Some(DataType::Boolean)));
         }
         let (a, b) = (a.boxed(), b.boxed());
         Ok(match op {

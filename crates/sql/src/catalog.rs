@@ -122,6 +122,12 @@ impl Catalog {
         self.types.values().copied()
     }
 
+    /// Whether `name` is taken as a type's: an enum type's, or a relation's (whose row
+    /// type has its name, in PostgreSQL).
+    pub fn has_type_name(&self, name: &str) -> bool {
+        self.types.contains_key(name) || self.has_relation(name)
+    }
+
     /// Whether `name` is taken by a relation: a table, a view, a sequence, an index, or a
     /// SERIAL column's sequence (all one namespace in PostgreSQL).
     pub fn has_relation(&self, name: &str) -> bool {
@@ -230,7 +236,7 @@ impl Catalog {
             }
             DdlChange::CreateType(ty) => {
                 // A table's name is its row type's too, in PostgreSQL.
-                if self.types.contains_key(&ty.name) || self.has_relation(&ty.name) {
+                if self.has_type_name(&ty.name) {
                     return Err(SqlError::DuplicateObject(format!(
                         "type \"{}\" already exists",
                         ty.name
@@ -242,7 +248,7 @@ impl Catalog {
             DdlChange::AlterType(ty) => {
                 let old = self.types.values().find(|t| t.id == ty.id).map(|t| t.name.clone());
                 let old = old.ok_or_else(|| SqlError::UnknownType(ty.name.clone()))?;
-                if old != ty.name && (self.types.contains_key(&ty.name) || self.has_relation(&ty.name)) {
+                if old != ty.name && self.has_type_name(&ty.name) {
                     return Err(SqlError::DuplicateObject(format!(
                         "type \"{}\" already exists",
                         ty.name

@@ -28,7 +28,7 @@ pub(crate) fn create_type(catalog: &Catalog, stmt: &ast::Statement) -> Result<Ve
         );
     };
     let name = object_name(name)?;
-    if catalog.enum_type(&name).is_some() || catalog.has_relation(&name) {
+    if catalog.has_type_name(&name) {
         return Err(SqlError::DuplicateObject(format!("type \"{name}\" already exists")));
     }
     let labels: Vec<String> = labels.iter().map(|l| l.value.clone()).collect();
@@ -58,7 +58,7 @@ pub(crate) fn alter_type(catalog: &Catalog, at: &ast::AlterType) -> Result<Vec<D
         ast::AlterTypeOperation::RenameValue(r) => ty.rename_label(&r.from.value, &r.to.value)?,
         ast::AlterTypeOperation::Rename(r) => {
             let new = ident(&r.new_name);
-            if catalog.enum_type(&new).is_some() || catalog.has_relation(&new) {
+            if catalog.has_type_name(&new) {
                 return Err(SqlError::DuplicateObject(format!("type \"{new}\" already exists")));
             }
             ty.renamed(&new)

@@ -90,6 +90,15 @@ impl Cursor {
         }
     }
 
+    /// Reads `IF EXISTS`, if it comes next.
+    pub(crate) fn if_exists(&mut self) -> Result<bool> {
+        let given = self.keyword("IF");
+        if given {
+            self.expect_keyword("EXISTS")?;
+        }
+        Ok(given)
+    }
+
     pub(crate) fn unexpected(&self, wanted: &str) -> SqlError {
         match self.peek() {
             Some(t) => SqlError::Syntax(format!("syntax error: expected {wanted}, found \"{t}\"")),
@@ -300,10 +309,7 @@ pub fn parse_drop_procedure(sql: &str) -> Result<(String, bool)> {
     let mut c = Cursor::new(sql)?;
     c.expect_keyword("DROP")?;
     c.expect_keyword("PROCEDURE")?;
-    let if_exists = c.keyword("IF");
-    if if_exists {
-        c.expect_keyword("EXISTS")?;
-    }
+    let if_exists = c.if_exists()?;
     let name = c.name()?;
     // An argument list identifies an overload in PostgreSQL; names are unique here.
     if c.peek() == Some(&Token::LParen) {

@@ -85,10 +85,7 @@ pub fn parse_alter_sequence(sql: &str) -> Result<AlterSequence> {
     let mut c = Cursor::new(sql)?;
     c.expect_keyword("ALTER")?;
     c.expect_keyword("SEQUENCE")?;
-    let if_exists = c.keyword("IF");
-    if if_exists {
-        c.expect_keyword("EXISTS")?;
-    }
+    let if_exists = c.if_exists()?;
     let name = c.name()?;
     if c.keyword("RENAME") {
         c.expect_keyword("TO")?;

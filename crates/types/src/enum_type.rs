@@ -134,8 +134,8 @@ impl EnumType {
 }
 
 impl EnumRef {
-    /// The next version of the type with `label` added at `place`; `None` when `label`
-    /// exists already (for `IF NOT EXISTS`, the caller's to judge).
+    /// The next version of the type with `label` added at `place` (`Duplicate` when the
+    /// type has it: IF NOT EXISTS is the caller's to judge).
     pub fn add_label(self, label: &str, place: Place<'_>) -> Result<EnumRef, EnumError> {
         check_label(label)?;
         if self.index_of(label).is_some() {

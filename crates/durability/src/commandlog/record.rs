@@ -306,6 +306,7 @@ fn value_len(v: &Value) -> usize {
         Value::Interval(_) => 17,
         Value::Time(_) => 9,
         Value::Enum(e) => 5 + e.label().len(),
+        // (Its text: at most an IPv6 address's 39 characters and `/128`.)
         Value::Inet(_) => 5 + 43,
     }
 }

@@ -152,31 +152,8 @@ fn enum_relation(enums: &[permafrost_types::EnumRef], ty_rel: &mut Relation, obj
     for e in enums {
         let oid = type_oid(&permafrost_types::DataType::Enum(*e));
         objects.type_names.insert(oid, e.name.clone());
-        ty_rel.push(vec![
-            ("oid", i(oid)),
-            ("typname", s(e.name.clone())),
-            ("typnamespace", i(NS_PUBLIC)),
-            ("typowner", i(ROLE_OID)),
-            ("typlen", i(4)),
-            ("typbyval", b(true)),
-            ("typtype", s("e")),
-            ("typcategory", s("E")),
-            ("typispreferred", b(false)),
-            ("typisdefined", b(true)),
-            ("typdelim", s(",")),
-            ("typrelid", i(0)),
-            ("typelem", i(0)),
-            // (No array type: arrays of enums are not kept.)
-            ("typarray", i(0)),
-            ("typinput", i(3504)),
-            ("typoutput", i(0)),
-            ("typnotnull", b(false)),
-            ("typbasetype", i(0)),
-            ("typtypmod", i(-1)),
-            ("typndims", i(0)),
-            ("typcollation", i(0)),
-            ("typdefault", NULL),
-        ]);
+        // (No array type: arrays of enums are not kept.)
+        ty_rel.push(type_row(oid, e.name.clone(), NS_PUBLIC, 4, "E", (0, 0), ENUM_IN));
         for (k, (label, sort)) in e.labels().enumerate() {
             labels.push(vec![
                 ("oid", i(ENUM_LABEL_OID_BASE + i64::from(e.id) * PER_TABLE + k as i64)),
@@ -189,41 +166,67 @@ fn enum_relation(enums: &[permafrost_types::EnumRef], ty_rel: &mut Relation, obj
     labels
 }
 
+/// A `pg_type` row: a type of length `len` (-1 variable) in `category` (`P` pseudo, `E`
+/// enum, else a base type), with its element and array types (0 for none).
+fn type_row(
+    oid: i64,
+    name: String,
+    namespace: i64,
+    len: i64,
+    category: &'static str,
+    (elem, array): (i64, i64),
+    input: i64,
+) -> Vec<(&'static str, rusqlite::types::Value)> {
+    let typtype = match category {
+        "P" => "p",
+        "E" => "e",
+        _ => "b",
+    };
+    let collation = if matches!(name.as_str(), "text" | "varchar" | "bpchar" | "name") {
+        100
+    } else {
+        0
+    };
+    vec![
+        ("oid", i(oid)),
+        ("typname", s(name)),
+        ("typnamespace", i(namespace)),
+        ("typowner", i(ROLE_OID)),
+        ("typlen", i(len)),
+        ("typbyval", b(len > 0 && len <= 8)),
+        ("typtype", s(typtype)),
+        ("typcategory", s(category)),
+        ("typispreferred", b(false)),
+        ("typisdefined", b(true)),
+        ("typdelim", s(",")),
+        ("typrelid", i(0)),
+        ("typelem", i(elem)),
+        ("typarray", i(array)),
+        ("typinput", i(input)),
+        ("typoutput", i(0)),
+        ("typnotnull", b(false)),
+        ("typbasetype", i(0)),
+        ("typtypmod", i(-1)),
+        ("typndims", i(0)),
+        ("typcollation", i(collation)),
+        ("typdefault", NULL),
+    ]
+}
+
 /// `pg_type`, `pg_database` and `pg_roles`.
 fn type_database_and_roles(db: &str, session: &SessionInfo) -> [Relation; 3] {
     let mut ty_rel = rel("pg_type");
     for t in types() {
-        ty_rel.push(vec![
-            ("oid", i(t.oid)),
-            ("typname", s(t.name)),
-            ("typnamespace", i(NS_PG_CATALOG)),
-            ("typowner", i(ROLE_OID)),
-            ("typlen", i(t.len)),
-            ("typbyval", b(t.len > 0 && t.len <= 8)),
-            ("typtype", s(if t.category == "P" { "p" } else { "b" })),
-            ("typcategory", s(t.category)),
-            ("typispreferred", b(false)),
-            ("typisdefined", b(true)),
-            ("typdelim", s(",")),
-            ("typrelid", i(0)),
-            ("typelem", i(t.elem)),
-            ("typarray", i(t.array)),
-            ("typinput", i(if t.category == "A" { 750 } else { 0 })),
-            ("typoutput", i(0)),
-            ("typnotnull", b(false)),
-            ("typbasetype", i(0)),
-            ("typtypmod", i(-1)),
-            ("typndims", i(0)),
-            (
-                "typcollation",
-                i(if matches!(t.name, "text" | "varchar" | "bpchar" | "name") {
-                    100
-                } else {
-                    0
-                }),
-            ),
-            ("typdefault", NULL),
-        ]);
+        let input = if t.category == "A" { ARRAY_IN } else { 0 };
+        ty_rel.push(type_row(
+            t.oid,
+            t.name.to_string(),
+            NS_PG_CATALOG,
+            t.len,
+            t.category,
+            (t.elem, t.array),
+            input,
+        ));
     }
     let mut database = rel("pg_database");
     database.push(vec![

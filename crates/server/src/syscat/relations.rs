@@ -50,7 +50,9 @@ pub(crate) fn column_type(name: &str) -> Option<&'static str> {
 
 /// The input functions `pg_type.typinput` names (PostgreSQL's oids): drivers tell array
 /// and enum types apart by them (pgjdbc: `typinput = 'pg_catalog.array_in'::regproc`).
-pub const INPUT_FUNCTIONS: &[(i64, &str)] = &[(750, "array_in"), (3504, "enum_in")];
+pub const INPUT_FUNCTIONS: &[(i64, &str)] = &[(ARRAY_IN, "array_in"), (ENUM_IN, "enum_in")];
+pub(super) const ARRAY_IN: i64 = 750;
+pub(super) const ENUM_IN: i64 = 3504;
 
 /// Oid of the first table.
 pub const TABLE_OID_BASE: i64 = 16384;

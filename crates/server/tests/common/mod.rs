@@ -90,3 +90,20 @@ pub fn code(e: &tokio_postgres::Error) -> String {
         .map(|c| c.code().to_string())
         .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
+
+/// A server over a new database of two partitions logged in `dir` (what a test replays
+/// afterwards), and a client of it.
+pub async fn logged_server(dir: &std::path::Path) -> (Arc<Database>, Server, Client) {
+    let db = Arc::new(Database::open(logged_config(dir)).unwrap());
+    let server = server_over(db.clone(), ServerOptions::default()).await;
+    let c = connect(server.port).await;
+    (db, server, c)
+}
+
+/// The first column of the rows `sql` answers.
+pub async fn first_column<T>(c: &Client, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Vec<T>
+where
+    T: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    c.query(sql, params).await.unwrap().iter().map(|r| r.get(0)).collect()
+}

@@ -33,18 +33,19 @@ pub(super) fn inet_function(name: &str) -> Option<InetFn> {
 }
 
 impl Binder<'_> {
-    /// A binary operator whose operands' types choose it: an address operator, or a
-    /// comparison of an enum with another type (no operator, as in PostgreSQL). `None`:
-    /// the operator is bound as any other.
+    /// What the operands' types (`at`, `bt`) make of binary operator `op`: an address
+    /// operator (`Some`), no operator at all (an enum beside another type, an address operator
+    /// beside a non-address: 42883, as in PostgreSQL, at `l`), or the operator as any other
+    /// binds it (`None`).
     pub(super) fn typed_operator(
-        &mut self,
+        &self,
         op: &BinaryOperator,
-        (a, at): &Typed,
-        (b, bt): &Typed,
+        at: Option<DataType>,
+        bt: Option<DataType>,
         l: &ast::Expr,
-    ) -> Result<Option<Typed>> {
+    ) -> Result<Option<InetFn>> {
         let no_operator = || {
-            let names = format!("{} {op} {}", type_name(*at), type_name(*bt));
+            let names = format!("{} {op} {}", type_name(at), type_name(bt));
             Err(SqlError::NoOperator(names).at(l.span(), Point::After))
         };
         if let (Some(x), Some(y)) = (at, bt)
@@ -53,14 +54,13 @@ impl Binder<'_> {
         {
             return no_operator();
         }
-        let Some(f) = address_operator(op).filter(|_| is_address(*at) || is_address(*bt)) else {
+        let Some(f) = address_operator(op).filter(|_| is_address(at) || is_address(bt)) else {
             return Ok(None);
         };
-        if !(is_address(*at) && is_address(*bt)) {
+        if !(is_address(at) && is_address(bt)) {
             return no_operator();
         }
-        let call = Expr::Func(Func::Inet(f), vec![a.clone(), b.clone()]);
-        Ok(Some((call, Some(DataType::Boolean))))
+        Ok(Some(f))
     }
 
     /// `host(x)`, `masklen(x)`, `set_masklen(x, n)` ...: `x` an inet or cidr (a quoted
@@ -81,15 +81,16 @@ impl Binder<'_> {
         if bound.len() != want {
             return Err(signature());
         }
-        let (x, t) = literal_as(bound[0].clone(), types[0], Some(DataType::Inet))?;
+        let mut bound = bound.into_iter();
+        let (x, t) = literal_as(bound.next().expect("one argument"), types[0], Some(DataType::Inet))?;
         self.infer(&x, Some(DataType::Inet));
         let t = t.or(self.param_type(&x));
         if !is_address(t) {
             return Err(signature());
         }
         let mut call = vec![x];
-        if want == 2 {
-            let (n, nt) = literal_as(bound[1].clone(), types[1], Some(DataType::Integer))?;
+        if let Some(n) = bound.next() {
+            let (n, nt) = literal_as(n, types[1], Some(DataType::Integer))?;
             self.infer(&n, Some(DataType::Integer));
             if nt.is_some_and(|t| !t.is_integer()) {
                 return Err(signature());

@@ -260,28 +260,12 @@ pub(in crate::expr) fn number(v: ValueRef<'_>, format: &str) -> Result<Value> {
             // (A leading S went before the number.)
             Tok::Sign if leading_sign => {}
             Tok::Sign => out.push(if negative { '-' } else { '+' }),
-            Tok::Mi => out.push_str(if negative {
-                "-"
-            } else if fm {
-                ""
-            } else {
-                " "
-            }),
-            Tok::Pl => out.push_str(if !negative {
-                "+"
-            } else if fm {
-                ""
-            } else {
-                " "
-            }),
+            // A sign shown only when it applies: a blank in its place otherwise (nothing in
+            // FM mode).
+            Tok::Mi => out.push_str(shown_or_blank(negative, "-", fm)),
+            Tok::Pl => out.push_str(shown_or_blank(!negative, "+", fm)),
             Tok::Sg => out.push(if negative { '-' } else { '+' }),
-            Tok::Pr => out.push_str(if negative {
-                ">"
-            } else if fm {
-                ""
-            } else {
-                " "
-            }),
+            Tok::Pr => out.push_str(shown_or_blank(negative, ">", fm)),
             Tok::Eeee => {
                 let e = exponent.unwrap_or(0);
                 out.push_str(&format!("e{}{:02}", if e < 0 { '-' } else { '+' }, e.unsigned_abs()));
@@ -374,6 +358,15 @@ fn roman(v: ValueRef<'_>, lower: bool, fm: bool) -> Result<Value> {
         "#".repeat(15)
     };
     Ok(Value::text(if fm { text } else { format!("{text:>15}") }))
+}
+
+/// `sign` when `shown`, else a blank (nothing in FM mode).
+fn shown_or_blank(shown: bool, sign: &'static str, fm: bool) -> &'static str {
+    match (shown, fm) {
+        (true, _) => sign,
+        (false, true) => "",
+        (false, false) => " ",
+    }
 }
 
 #[cfg(test)]
