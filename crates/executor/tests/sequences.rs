@@ -451,3 +451,66 @@ fn altered_sequences_survive_restarts_from_the_log_and_from_a_snapshot() {
     assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('e') RETURNING id"), vec![701]);
     assert_eq!(ints(&db, "INSERT INTO c (v) VALUES ('x') RETURNING id"), vec![1]);
 }
+
+/// The names of the sequences the catalog holds, in order.
+fn sequence_names(db: &Database) -> Vec<String> {
+    db.catalog().sequences().map(|s| s.name.clone()).collect()
+}
+
+#[test]
+fn a_sequence_owned_by_a_column_goes_with_it_and_follows_its_renames_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || snapshotted(dir.path(), 2);
+    {
+        let db = db_with(config());
+        db.recover(vec![], &mut |_, _| {}).unwrap();
+        // What pg_dump writes for a SERIAL column.
+        db.execute_ddl("CREATE TABLE t (id integer NOT NULL, n integer, v text)")
+            .unwrap();
+        db.execute_ddl(
+            "CREATE SEQUENCE public.t_id_seq AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1",
+        )
+        .unwrap();
+        db.execute_ddl("ALTER SEQUENCE public.t_id_seq OWNED BY public.t.id")
+            .unwrap();
+        db.execute_ddl("ALTER TABLE ONLY public.t ALTER COLUMN id SET DEFAULT nextval('public.t_id_seq'::regclass)")
+            .unwrap();
+        db.execute_ddl("CREATE SEQUENCE n_seq OWNED BY t.n").unwrap();
+        db.execute_ddl("CREATE SEQUENCE free_seq").unwrap();
+        assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('a') RETURNING id"), vec![1]);
+        for (sql, state) in [
+            ("ALTER SEQUENCE free_seq OWNED BY nosuch.c", "42P01"),
+            ("ALTER SEQUENCE free_seq OWNED BY t.nosuch", "42703"),
+            ("ALTER SEQUENCE free_seq OWNED BY id", "42601"),
+            ("CREATE SEQUENCE x_seq OWNED BY other.t.id", "42P01"),
+            ("DROP SEQUENCE t_id_seq", "2BP01"),
+        ] {
+            let e = db.execute_ddl(sql).unwrap_err();
+            assert_eq!(e.sqlstate(), state, "{sql}: {e}");
+        }
+        db.execute_ddl("ALTER TABLE t RENAME COLUMN n TO m").unwrap();
+        db.snapshot().unwrap();
+        db.execute_ddl("ALTER SEQUENCE free_seq OWNED BY t.v").unwrap();
+        db.execute_ddl("ALTER SEQUENCE free_seq OWNED BY NONE").unwrap();
+    }
+    let db = db_with(config());
+    db.recover(vec![], &mut |_, _| {}).unwrap();
+    let owner = |name: &str| {
+        let catalog = db.catalog();
+        let s = catalog.sequence(name).unwrap();
+        s.owned_by.as_ref().map(|o| o.column.clone())
+    };
+    assert_eq!(
+        owner("n_seq").as_deref(),
+        Some("m"),
+        "the owner follows the column's new name"
+    );
+    assert_eq!(owner("t_id_seq").as_deref(), Some("id"));
+    assert_eq!(owner("free_seq"), None);
+    assert_eq!(ints(&db, "INSERT INTO t (v) VALUES ('b') RETURNING id"), vec![2]);
+    // Dropping the column drops its sequence; dropping the table drops the rest.
+    db.execute_ddl("ALTER TABLE t DROP COLUMN m").unwrap();
+    assert_eq!(sequence_names(&db), ["free_seq", "t_id_seq"]);
+    db.execute_ddl("DROP TABLE t").unwrap();
+    assert_eq!(sequence_names(&db), ["free_seq"]);
+}

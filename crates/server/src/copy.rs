@@ -119,7 +119,7 @@ pub fn plan(db: &Database, catalog: &Arc<permafrost_sql::Catalog>, stmt: &Statem
     let CopySource::Table { table_name, columns } = source else {
         return Err(unsupported("COPY (query) FROM"));
     };
-    let name = table_name.to_string().trim_matches('"').to_lowercase();
+    let name = permafrost_sql::bind::object_name(table_name).map_err(sql_error)?;
     let table = catalog
         .table(&name)
         .cloned()

@@ -26,6 +26,7 @@ mod prepared;
 mod respond;
 pub mod session;
 pub mod session_settings;
+mod setting_values;
 pub mod syscat;
 mod threads;
 mod txn;

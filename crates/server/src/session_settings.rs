@@ -8,7 +8,13 @@
 //!   `extra_float_digits` 1 to 3 (floats are printed shortest-exact),
 //!   `standard_conforming_strings` on, `IntervalStyle` postgres,
 //!   `bytea_output` hex, `search_path` when it includes `public` (the only schema),
-//!   `default_transaction_read_only` off;
+//!   `default_transaction_read_only` off, `default_table_access_method` heap,
+//!   `default_tablespace` '' or pg_default;
+//! - `client_min_messages` keeps less severe notices from the client (crate::handler);
+//! - `row_security`, `xmloption` and `check_function_bodies` take every value, each of
+//!   which holds here: no table has row-level security, there is no xml type, and a
+//!   procedure's body is checked when it is created whatever the setting (so off, which
+//!   pg_dump sets, does not let a body name a table created later);
 //! - `TimeZone` is the zone each statement's timestamps with time zone are read and shown
 //!   in (permafrost_types::zone; crate::session gives it to each statement, whose
 //!   command-log record keeps it);
@@ -35,6 +41,9 @@ use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
 
 use crate::error::client_error;
+pub(crate) use crate::setting_values::TIME_ZONE;
+use crate::setting_values::{IDLE_IN_TRANSACTION, MESSAGE_LEVELS, invalid};
+pub use crate::setting_values::{SETTINGS, Setting, timeout_ms, zone_of};
 
 /// The PostgreSQL version clients are told they talk to (the protocol and catalog
 /// behaviour they may rely on).
@@ -65,168 +74,6 @@ pub enum SetStatement {
     /// whether it asks for READ ONLY.
     Transaction { session: bool, read_only: bool },
 }
-
-/// A setting a client may change.
-pub struct Setting {
-    /// Its name, lower case.
-    pub name: &'static str,
-    /// How PostgreSQL spells it in ParameterStatus and SHOW ALL.
-    pub spelled: &'static str,
-    pub default: &'static str,
-    /// Checks a value; returns it as SHOW prints it.
-    check: fn(&str) -> PgWireResult<String>,
-    /// Reported to the client (ParameterStatus) when it changes.
-    pub reported: bool,
-    pub description: &'static str,
-}
-
-/// Every setting a client may SET.
-pub const SETTINGS: &[Setting] = &[
-    Setting {
-        name: "application_name",
-        spelled: "application_name",
-        default: "",
-        check: application_name,
-        reported: true,
-        description: "The client's name for itself.",
-    },
-    Setting {
-        name: "statement_timeout",
-        spelled: "statement_timeout",
-        default: "0",
-        check: timeout_value,
-        reported: false,
-        description: "Statements running longer are cancelled (57014); 0: no limit.",
-    },
-    Setting {
-        name: "work_mem",
-        spelled: "work_mem",
-        default: "0",
-        check: work_mem,
-        reported: false,
-        description: "The memory a statement's sorts, hash tables and groups may hold before they spill to temporary \
-                      files; at most the server's (a quarter of memory_limit), which is the default.",
-    },
-    Setting {
-        name: "lock_timeout",
-        spelled: "lock_timeout",
-        default: "0",
-        check: timeout_value,
-        reported: false,
-        description: "Kept; nothing ever waits for a lock here.",
-    },
-    Setting {
-        name: IDLE_IN_TRANSACTION,
-        spelled: "idle_in_transaction_session_timeout",
-        default: "0",
-        check: timeout_value,
-        reported: false,
-        description: "A session idle this long inside a transaction block is ended (25P03); 0: never.",
-    },
-    Setting {
-        name: "client_encoding",
-        spelled: "client_encoding",
-        default: "UTF8",
-        check: client_encoding,
-        reported: true,
-        description: "Only UTF8.",
-    },
-    Setting {
-        name: "datestyle",
-        spelled: "DateStyle",
-        default: "ISO, MDY",
-        check: |v| only(v, "DateStyle", &["iso", "iso, mdy", "mdy, iso"], "ISO, MDY"),
-        reported: true,
-        description: "Only ISO output (ISO, MDY).",
-    },
-    Setting {
-        name: TIME_ZONE,
-        spelled: "TimeZone",
-        default: "UTC",
-        check: time_zone,
-        reported: true,
-        description: "The zone timestamps with time zone are shown and read in (any IANA name, a POSIX TZ \
-                      string, or hours east of UTC).",
-    },
-    Setting {
-        name: "extra_float_digits",
-        spelled: "extra_float_digits",
-        default: "1",
-        check: extra_float_digits,
-        reported: false,
-        description: "1 to 3: floating-point values are printed shortest-exact.",
-    },
-    Setting {
-        name: "standard_conforming_strings",
-        spelled: "standard_conforming_strings",
-        default: "on",
-        check: |v| only(v, "standard_conforming_strings", &["on", "true", "yes", "1"], "on"),
-        reported: true,
-        description: "Only on: backslashes in '...' are ordinary characters.",
-    },
-    Setting {
-        name: "intervalstyle",
-        spelled: "IntervalStyle",
-        default: "postgres",
-        check: |v| only(v, "IntervalStyle", &["postgres"], "postgres"),
-        reported: true,
-        description: "Only postgres.",
-    },
-    Setting {
-        name: "bytea_output",
-        spelled: "bytea_output",
-        default: "hex",
-        check: |v| only(v, "bytea_output", &["hex"], "hex"),
-        reported: false,
-        description: "Only hex.",
-    },
-    Setting {
-        name: "search_path",
-        spelled: "search_path",
-        default: "\"$user\", public",
-        check: search_path,
-        reported: false,
-        description: "Must include public, the only schema.",
-    },
-    Setting {
-        name: "default_transaction_isolation",
-        spelled: "default_transaction_isolation",
-        default: "serializable",
-        check: isolation,
-        reported: false,
-        description: "Every level is accepted; transactions run serializable.",
-    },
-    Setting {
-        name: "transaction_isolation",
-        spelled: "transaction_isolation",
-        default: "serializable",
-        check: |v| isolation(v).map(|_| "serializable".into()),
-        reported: false,
-        description: "Transactions run serializable, which every level allows.",
-    },
-    Setting {
-        name: "default_transaction_read_only",
-        spelled: "default_transaction_read_only",
-        default: "off",
-        check: |v| only(v, "default_transaction_read_only", &["off", "false", "no", "0"], "off"),
-        reported: false,
-        description: "Only off.",
-    },
-    Setting {
-        name: "default_table_access_method",
-        spelled: "default_table_access_method",
-        default: "heap",
-        check: |v| only(v, "default_table_access_method", &["heap"], "heap"),
-        reported: false,
-        description: "Only heap: the name pg_am gives every table (SQLAlchemy's reflection compares with it).",
-    },
-];
-
-/// The setting [`SessionSettings::idle_in_transaction_timeout`] reads.
-const IDLE_IN_TRANSACTION: &str = "idle_in_transaction_session_timeout";
-
-/// The session TimeZone's name (crate::session: each statement runs in its zone).
-pub(crate) const TIME_ZONE: &str = "timezone";
 
 /// Parameters a client may read but not set (55P02), with their values.
 pub fn read_only_parameter(name: &str) -> Option<&'static str> {
@@ -265,6 +112,19 @@ pub struct SessionSettings {
 impl SessionSettings {
     fn lock(&self) -> MutexGuard<'_, HashMap<&'static str, String>> {
         self.values.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a notice of `severity` (NOTICE, WARNING) goes to the client, as
+    /// `client_min_messages` says.
+    pub fn sends(&self, severity: &str) -> bool {
+        let Some(s) = setting(crate::setting_values::CLIENT_MIN_MESSAGES) else {
+            return true;
+        };
+        let level = |l: &str| MESSAGE_LEVELS.iter().position(|m| m.eq_ignore_ascii_case(l));
+        match (level(severity), level(&self.get(s))) {
+            (Some(sent), Some(least)) => sent >= least,
+            _ => true,
+        }
     }
 
     /// The value of a setting as SHOW prints it.
@@ -340,49 +200,6 @@ pub fn of<C: ClientInfo>(client: &C) -> Arc<SessionSettings> {
     client.session_extensions().get_or_insert_with(SessionSettings::default)
 }
 
-fn invalid(name: &str, v: &str) -> PgWireError {
-    client_error("22023", format!("invalid value for parameter \"{name}\": \"{v}\""))
-}
-
-fn unsupported(name: &str, v: &str, accepted: &str) -> PgWireError {
-    client_error(
-        "0A000",
-        format!("value \"{v}\" of parameter \"{name}\" is not supported (accepted: {accepted})"),
-    )
-}
-
-/// Accepts one of `allowed` (case-insensitive, blanks ignored), shown as `shown`.
-fn only(v: &str, name: &str, allowed: &[&str], shown: &str) -> PgWireResult<String> {
-    // Case and blanks aside: `ISO,MDY` is `iso, mdy`.
-    let norm = v
-        .to_ascii_lowercase()
-        .split(',')
-        .map(|part| part.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if allowed.iter().any(|a| *a == norm) {
-        Ok(shown.to_string())
-    } else {
-        Err(unsupported(name, v, shown))
-    }
-}
-
-/// A client encoding: UTF8 only, its name read as PostgreSQL reads one (case and
-/// punctuation aside: asyncpg sends `'utf-8'`, quotes and all).
-fn client_encoding(v: &str) -> PgWireResult<String> {
-    let name: String = v.chars().filter(char::is_ascii_alphanumeric).collect();
-    only(&name, "client_encoding", &["utf8", "unicode"], "UTF8").map_err(|_| unsupported("client_encoding", v, "UTF8"))
-}
-
-/// A TimeZone: `LOCAL` (the default, UTC), a number of hours EAST of UTC (`-3`, `5.5`, as
-/// PostgreSQL reads a number here), an IANA name (any case; shown as the database spells
-/// it), or a POSIX TZ string (`UTC+3`: hours WEST). Anything else is 22023, as PostgreSQL.
-fn time_zone(v: &str) -> PgWireResult<String> {
-    zone_of(v)
-        .map(|z| z.name().to_string())
-        .ok_or_else(|| invalid("TimeZone", v))
-}
-
 /// `SET TIME ZONE INTERVAL '+02:00' [HOUR [TO MINUTE]]`: a zone that many hours east of
 /// UTC, as PostgreSQL takes it (days or months are 22023 with its DETAIL).
 fn interval_zone(text: &str) -> PgWireResult<String> {
@@ -412,69 +229,6 @@ fn interval_zone(text: &str) -> PgWireResult<String> {
     Zone::east(seconds).map(|z| z.name().to_string()).ok_or_else(bad)
 }
 
-/// The zone a TimeZone value names (see [`time_zone`]).
-pub fn zone_of(v: &str) -> Option<Zone> {
-    let t = v.trim();
-    if t.eq_ignore_ascii_case("local") {
-        return Some(Zone::utc());
-    }
-    if let Ok(hours) = t.parse::<f64>() {
-        return hours
-            .is_finite()
-            .then(|| Zone::east((hours * 3600.0).round() as i32))
-            .flatten();
-    }
-    Zone::named(t)
-}
-
-fn application_name(v: &str) -> PgWireResult<String> {
-    // As PostgreSQL: at most 63 bytes (NAMEDATALEN - 1), cut at a character boundary.
-    let mut end = v.len().min(63);
-    while !v.is_char_boundary(end) {
-        end -= 1;
-    }
-    Ok(v[..end].to_string())
-}
-
-fn timeout_value(v: &str) -> PgWireResult<String> {
-    timeout_ms(v)
-        .map(|ms| ms.to_string())
-        .ok_or_else(|| invalid("statement_timeout", v))
-}
-
-/// `work_mem` as kilobytes: a number (kB) or one with a unit (`B`, `kB`, `MB`, `GB`, `TB`),
-/// 64 kB to 2147483647 kB as in PostgreSQL; the server's own bound is checked where it is
-/// known (`handler/session_statements.rs`).
-fn work_mem(v: &str) -> PgWireResult<String> {
-    let t = v.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "" | "kB" => 1.0,
-        "B" => 1.0 / 1024.0,
-        "MB" => 1024.0,
-        "GB" => 1024.0 * 1024.0,
-        "TB" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(crate::error::client_error_explained(
-                "22023",
-                format!("invalid value for parameter \"work_mem\": \"{v}\""),
-                None,
-                Some("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".".into()),
-            ));
-        }
-    };
-    let kb = num.parse::<f64>().map_err(|_| invalid("work_mem", v))? * scale;
-    let kb = kb.round();
-    if !(64.0..=2_147_483_647.0).contains(&kb) {
-        return Err(client_error(
-            "22023",
-            format!("{kb} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"),
-        ));
-    }
-    Ok((kb as u64).to_string())
-}
-
 /// Kilobytes as PostgreSQL shows a memory setting: in the largest unit that divides them.
 pub fn show_memory(kb: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "TB"), (1 << 20, "GB"), (1 << 10, "MB")];
@@ -482,55 +236,6 @@ pub fn show_memory(kb: u64) -> String {
         Some((n, unit)) => format!("{}{unit}", kb / n),
         None => format!("{kb}kB"),
     }
-}
-
-fn extra_float_digits(v: &str) -> PgWireResult<String> {
-    match v.trim().parse::<i32>() {
-        Ok(n @ 1..=3) => Ok(n.to_string()),
-        Ok(n @ -15..=0) => Err(unsupported("extra_float_digits", &n.to_string(), "1 to 3")),
-        _ => Err(invalid("extra_float_digits", v)),
-    }
-}
-
-fn search_path(v: &str) -> PgWireResult<String> {
-    let has_public = v
-        .split(',')
-        .map(|s| s.trim().trim_matches('"').to_ascii_lowercase())
-        .any(|s| s == "public");
-    if has_public {
-        Ok(v.to_string())
-    } else {
-        Err(unsupported("search_path", v, "a list that includes public"))
-    }
-}
-
-fn isolation(v: &str) -> PgWireResult<String> {
-    let norm = v.to_ascii_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
-    match norm.as_str() {
-        "serializable" | "repeatable read" | "read committed" | "read uncommitted" => Ok(norm),
-        _ => Err(invalid("default_transaction_isolation", v)),
-    }
-}
-
-/// Milliseconds from a timeout value: milliseconds, or a number with a unit (`us`, `ms`,
-/// `s`, `min`, `h`, `d`).
-pub fn timeout_ms(value: &str) -> Option<u64> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(value.len());
-    let (num, unit) = value.split_at(split);
-    let n = num.parse::<f64>().ok()?;
-    let ms = match unit.trim() {
-        "" | "ms" => n,
-        "us" => n / 1000.0,
-        "s" => n * 1e3,
-        "min" => n * 60e3,
-        "h" => n * 3600e3,
-        "d" => n * 86400e3,
-        _ => return None,
-    };
-    (0.0..=i32::MAX as f64).contains(&ms).then(|| ms.round() as u64)
 }
 
 /// A timeout in milliseconds as SHOW prints it (PostgreSQL's units).

@@ -83,6 +83,7 @@ pub(crate) fn column_change(
                 let (without, children) = dropped(catalog, &next, c, cascade)?;
                 next = without;
                 changes.extend(children);
+                changes.extend(crate::sequence_ddl::drop_owned(catalog, schema, Some(&name))?);
             }
             if next.columns.len() == schema.columns.len() {
                 return Ok(Some(Vec::new()));
@@ -209,7 +210,7 @@ fn added_column<'a>(
                          without it, fill it with UPDATE, then SET DEFAULT)",
                     );
                 }
-                if d == ColumnDefault::CurrentTimestamp {
+                if matches!(d, ColumnDefault::CurrentTimestamp { .. }) {
                     return unsupported(
                         "ADD COLUMN with DEFAULT now() (the rows there would take the time of the change: add the \
                          column with a constant default, then SET DEFAULT now())",
@@ -405,7 +406,8 @@ fn refuse_key_types(catalog: &Catalog, next: &TableSchema) -> Result<()> {
 pub(crate) fn default_for(catalog: &Catalog, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {
     let (x, _) = bind_constant(catalog, e)?;
     if x == Expr::Now || matches!(&x, Expr::Cast(n, _) if **n == Expr::Now) {
-        return Ok(ColumnDefault::CurrentTimestamp);
+        let now = matches!(e, ast::Expr::Function(f) if f.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| i.value.eq_ignore_ascii_case("now")));
+        return Ok(ColumnDefault::CurrentTimestamp { now });
     }
     // Drawn for each row, as PostgreSQL evaluates a volatile default.
     match (&x, col.ty) {

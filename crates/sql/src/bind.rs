@@ -30,7 +30,9 @@ mod pattern;
 mod sequence;
 mod subquery;
 mod window;
-pub use literal::{Typed, common_type, ident, map_type, map_type_in, name_in_text, object_name};
+pub use literal::{
+    Typed, common_type, ident, map_type, map_type_in, name_in_text, name_parts, object_name, unqualified,
+};
 use literal::{integer_literal, literal_as, number_literal, typed_string};
 
 /// Most relations one query may join (PostgreSQL has no such limit): the binder refuses

@@ -536,6 +536,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
     for op in &at.operations {
         if let Some(next) = renamed_or_defaulted(catalog, &schema, op)? {
             changes.push(DdlChange::AlterSchema(next.clone()));
+            changes.extend(crate::sequence_ddl::follow_renamed_column(catalog, &schema, &next));
             schema = (*next).clone();
             continue;
         }
@@ -851,7 +852,8 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
                 Some(t) => {
                     refuse_if_viewed(catalog, "table", &name)?;
                     dropped.push(t.id);
-                    changes.push(DdlChange::DropTable(t.id))
+                    changes.push(DdlChange::DropTable(t.id));
+                    changes.extend(crate::sequence_ddl::drop_owned(catalog, t, None)?);
                 }
                 None if if_exists => {}
                 None => return Err(SqlError::UnknownDropTable(name)),

@@ -184,6 +184,11 @@ pub enum SqlError {
     UnknownTargetColumn { column: String, table: String },
     #[error("type \"{0}\" does not exist")]
     UnknownType(String),
+    #[error("schema \"{0}\" does not exist")]
+    UnknownSchema(String),
+    /// `OWNED BY` naming something other than `table.column` or NONE.
+    #[error("invalid OWNED BY option")]
+    OwnedByOption,
     #[error("column reference \"{0}\" is ambiguous")]
     AmbiguousColumn(String),
     #[error("function {0} does not exist")]
@@ -457,6 +462,8 @@ impl SqlError {
                 "42703"
             }
             SqlError::UnknownType(_) => "42704",
+            SqlError::UnknownSchema(_) => "3F000",
+            SqlError::OwnedByOption => "42601",
             SqlError::AmbiguousColumn(_) => "42702",
             SqlError::UnknownFunction(_) | SqlError::NoOperator(_) => "42883",
             SqlError::SubqueryAlias => "42601",
@@ -564,6 +571,7 @@ impl SqlError {
                     .to_string(),
             ),
             SqlError::SubqueryAlias => Some("For example, FROM (SELECT ...) [AS] foo.".to_string()),
+            SqlError::OwnedByOption => Some("Specify OWNED BY table.column or OWNED BY NONE.".to_string()),
             SqlError::FormatType(_) | SqlError::FormatUnterminated => {
                 Some("For a single \"%\" use \"%%\".".to_string())
             }

@@ -626,7 +626,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
                 Some(pos) => src[pos].clone(),
                 None => match &col.default {
                     Some(ColumnDefault::Value(v)) => v.clone(),
-                    Some(ColumnDefault::CurrentTimestamp) => Value::TimestampTz(cx.now),
+                    Some(ColumnDefault::CurrentTimestamp { .. }) => Value::TimestampTz(cx.now),
                     Some(ColumnDefault::Sequence) => Value::Int(next_sequence(env, schema)?),
                     Some(ColumnDefault::NextVal {
                         sequence,

@@ -32,6 +32,7 @@ pub mod limits;
 pub mod parse;
 pub mod plan;
 mod prepared;
+pub mod privileges;
 pub mod rows;
 pub mod scan;
 pub mod script;

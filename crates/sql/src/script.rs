@@ -108,14 +108,28 @@ impl Cursor {
         }
     }
 
-    /// An identifier (folded to lower case unless quoted), or `schema.name` joined by a dot.
+    /// An identifier (folded to lower case unless quoted), or `schema.name` joined by a dot
+    /// (a procedure's name).
     pub(crate) fn name(&mut self) -> Result<String> {
+        Ok(self.parts()?.join("."))
+    }
+
+    /// A relation's or type's name: an identifier, which a `public.` or `pg_catalog.`
+    /// schema may qualify ([`crate::bind::unqualified`]).
+    pub(crate) fn relation(&mut self) -> Result<String> {
+        let parts = self.parts()?;
+        let shown = parts.join(".");
+        crate::bind::unqualified(parts, &shown)
+    }
+
+    /// The parts of a dotted name (`table.column`), each folded.
+    pub(crate) fn parts(&mut self) -> Result<Vec<String>> {
         let mut parts = vec![self.ident()?];
         while self.peek() == Some(&Token::Period) {
             self.pos += 1;
             parts.push(self.ident()?);
         }
-        Ok(parts.join("."))
+        Ok(parts)
     }
 
     pub(crate) fn ident(&mut self) -> Result<String> {

@@ -6,7 +6,10 @@
 //! that the one counter map of crate::exec::sequences serves both kinds); its counter is
 //! the last value handed out, drawn by every partition without a lock, and a snapshot keeps
 //! it (docs/format.md, section SEQUENCES). Values go up: a sequence that counts down
-//! (a negative INCREMENT) and CYCLE are refused (0A000), as is `OWNED BY` a column. `CACHE n`
+//! (a negative INCREMENT) and CYCLE are refused (0A000). `OWNED BY t.c` ([`SeqOwner`]) makes
+//! it go with its column: dropped by `DROP TABLE t` or `DROP COLUMN c`, found by
+//! `pg_get_serial_sequence`, following a rename of the column (what pg_dump writes for a
+//! SERIAL column: a sequence of its own, owned by the column that draws from it). `CACHE n`
 //! is accepted and changes nothing: every session draws from the one counter, so values
 //! are handed out in order with no per-session blocks (PostgreSQL's CACHE only allows
 //! more gaps and disorder than this).
@@ -43,6 +46,15 @@ pub struct SequenceDef {
     pub step: SeqStep,
     /// `CACHE n` as declared (1 by default; see the module's docs).
     pub cache: i64,
+    /// The column it belongs to (`OWNED BY`), if any.
+    pub owned_by: Option<SeqOwner>,
+}
+
+/// The column a sequence belongs to (`OWNED BY table.column`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeqOwner {
+    pub table: TableId,
+    pub column: String,
 }
 
 impl SequenceDef {

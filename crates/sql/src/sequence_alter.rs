@@ -5,11 +5,11 @@
 //! ALTER SEQUENCE [IF EXISTS] name
 //!     { RENAME TO new_name
 //!     | [AS type] [INCREMENT [BY] n] [MINVALUE n | NO MINVALUE] [MAXVALUE n | NO MAXVALUE]
-//!       [START [WITH] n] [RESTART [[WITH] n]] [CACHE n] [NO CYCLE] [OWNED BY NONE] ... }
+//!       [START [WITH] n] [RESTART [[WITH] n]] [CACHE n] [NO CYCLE] [OWNED BY {t.c | NONE}] ... }
 //! ```
 //!
 //! A sequence of its own (`CREATE SEQUENCE`) takes every option as `CREATE SEQUENCE` does
-//! (CYCLE, a negative INCREMENT and OWNED BY a column are refused as there); the columns
+//! (CYCLE and a negative INCREMENT are refused as there); the columns
 //! whose DEFAULT is its `nextval()` follow a new name or step. A column's sequence (SERIAL,
 //! identity: `t_c_seq`) steps by one within its column's type: it takes `AS` that type
 //! (Django sends it after changing an id column's type) and CACHE, which change nothing;
@@ -55,12 +55,18 @@ pub struct SeqOptions {
     pub start: Option<i64>,
     pub restart: Option<Option<i64>>,
     pub cache: Option<i64>,
+    /// `OWNED BY`: the dotted name given (`["none"]` for NONE).
+    pub owned_by: Option<Vec<String>>,
 }
 
 impl SeqOptions {
     /// Whether it changes what a column's sequence has: more than `AS` and `RESTART`.
     fn beyond_type_and_restart(&self) -> bool {
-        self.increment.is_some() || self.min.is_some() || self.max.is_some() || self.start.is_some()
+        self.increment.is_some()
+            || self.min.is_some()
+            || self.max.is_some()
+            || self.start.is_some()
+            || self.owned_by.is_some()
     }
 }
 
@@ -86,7 +92,7 @@ pub fn parse_alter_sequence(sql: &str) -> Result<AlterSequence> {
     c.expect_keyword("ALTER")?;
     c.expect_keyword("SEQUENCE")?;
     let if_exists = c.if_exists()?;
-    let name = c.name()?;
+    let name = c.relation()?;
     if c.keyword("RENAME") {
         c.expect_keyword("TO")?;
         let to = c.ident()?;
@@ -138,15 +144,11 @@ pub fn parse_alter_sequence(sql: &str) -> Result<AlterSequence> {
             return unsupported("CYCLE (a sequence here stops at its MAXVALUE: declare NO CYCLE)");
         } else if c.keyword("OWNED") {
             c.expect_keyword("BY")?;
-            if !c.keyword("NONE") {
-                return unsupported(
-                    "ALTER SEQUENCE ... OWNED BY a column (declare the column SERIAL or GENERATED ... AS IDENTITY)",
-                );
-            }
+            o.owned_by = Some(c.parts()?);
         } else if c.peek().is_none() {
             break;
-        } else if c.keyword("OWNER") || c.keyword("SET") {
-            return unsupported("ALTER SEQUENCE ... OWNER TO / SET (one role, one schema)");
+        } else if c.keyword("SET") {
+            return unsupported("ALTER SEQUENCE ... SET (there is one schema, and every sequence is logged)");
         } else {
             return Err(c.unexpected("a sequence option"));
         }
@@ -306,6 +308,9 @@ fn alter_own(catalog: &Catalog, seq: &SequenceDef, action: &SeqAction) -> Result
                 check_within("RESTART", at, min, max)?;
                 restart = Some(at.saturating_sub(increment));
             }
+            if let Some(parts) = &o.owned_by {
+                next.owned_by = crate::sequence_ddl::owner(catalog, parts)?;
+            }
             next.ty = ty;
             next.start = start;
             next.step = SeqStep { increment, min, max };
@@ -382,7 +387,13 @@ mod tests {
                 start: Some(7),
                 restart: Some(None),
                 cache: Some(2),
+                owned_by: None,
             })
+        );
+        let o = parse_alter_sequence("ALTER SEQUENCE public.s OWNED BY public.t.c").unwrap();
+        assert_eq!(o.name, "s");
+        assert!(
+            matches!(o.action, SeqAction::Options(SeqOptions { owned_by: Some(p), .. }) if p == ["public", "t", "c"])
         );
         let c = parse_alter_sequence("ALTER SEQUENCE s RESTART 40").unwrap();
         assert!(matches!(
@@ -404,7 +415,8 @@ mod tests {
             "ALTER SEQUENCE s AS text",
             "ALTER SEQUENCE s RENAME TO r x",
             "ALTER SEQUENCE s INCREMENT BY x",
-            "ALTER SEQUENCE s OWNED BY t.c",
+            "ALTER SEQUENCE s OWNED BY",
+            "ALTER SEQUENCE other.s RESTART",
         ] {
             assert!(parse_alter_sequence(bad).is_err(), "{bad}");
         }

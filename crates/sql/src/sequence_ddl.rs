@@ -10,7 +10,7 @@ use sqlparser::ast::{self, SequenceOptions};
 use crate::bind::object_name;
 use crate::catalog::{Catalog, DdlChange};
 use crate::error::{Result, SqlError, unsupported};
-use crate::sequence::{SeqStep, SequenceDef};
+use crate::sequence::{SeqOwner, SeqStep, SequenceDef};
 
 /// `CREATE SEQUENCE [IF NOT EXISTS] name [AS type] [options]`.
 pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Result<Vec<DdlChange>> {
@@ -28,14 +28,10 @@ pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Resul
     if *temporary {
         return unsupported("CREATE TEMPORARY SEQUENCE (create it without TEMPORARY)");
     }
-    if owned_by
-        .as_ref()
-        .is_some_and(|o| !o.to_string().eq_ignore_ascii_case("none"))
-    {
-        return unsupported(
-            "CREATE SEQUENCE ... OWNED BY a column (declare the column SERIAL or GENERATED ... AS IDENTITY)",
-        );
-    }
+    let owned_by = match owned_by {
+        Some(o) => owner(catalog, &crate::bind::name_parts(o)?)?,
+        None => None,
+    };
     let name = object_name(name)?;
     if catalog.has_relation(&name) {
         return if *if_not_exists {
@@ -93,7 +89,67 @@ pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Resul
         start,
         step: SeqStep { increment, min, max },
         cache,
+        owned_by,
     }))])
+}
+
+/// The column `OWNED BY` names (`parts`: `table.column`, which `public.` may qualify), or
+/// `None` for `OWNED BY NONE`.
+pub(crate) fn owner(catalog: &Catalog, parts: &[String]) -> Result<Option<SeqOwner>> {
+    let (table, column) = match parts {
+        [none] if none == "none" => return Ok(None),
+        [t, c] => (t, c),
+        [s, t, c] if s == "public" => (t, c),
+        [_, _, _] => return Err(SqlError::UnknownTable(parts[..2].join("."))),
+        _ => return Err(SqlError::OwnedByOption),
+    };
+    let t = catalog
+        .table(table)
+        .ok_or_else(|| SqlError::UnknownTable(table.clone()))?;
+    if !t.columns.iter().any(|c| c.name == *column) {
+        return Err(SqlError::UnknownTargetColumn {
+            column: column.clone(),
+            table: table.clone(),
+        });
+    }
+    Ok(Some(SeqOwner {
+        table: t.id,
+        column: column.clone(),
+    }))
+}
+
+/// Drops the sequences that belong to table `table`'s column `column` (`None`: to any of
+/// its columns) with it, as `OWNED BY` made them; refused (2BP01) while a DEFAULT elsewhere
+/// draws from one of them.
+pub(crate) fn drop_owned(
+    catalog: &Catalog,
+    table: &permafrost_storage::TableSchema,
+    column: Option<&str>,
+) -> Result<Vec<DdlChange>> {
+    let mut changes = Vec::new();
+    for s in catalog.sequences().filter(|s| {
+        s.owned_by
+            .as_ref()
+            .is_some_and(|o| o.table == table.id && column.is_none_or(|c| c == o.column))
+    }) {
+        for t in catalog.tables() {
+            let user = t.columns.iter().find(|c| {
+                matches!(&c.default, Some(ColumnDefault::NextVal { sequence, .. }) if *sequence == s.id)
+                    && (t.id != table.id || column.is_some_and(|gone| gone != c.name))
+            });
+            if let Some(c) = user {
+                return Err(SqlError::DependedOn {
+                    what: format!("sequence {}", s.name),
+                    detail: format!(
+                        "default value for column {} of table {} depends on sequence {}",
+                        c.name, t.name, s.name
+                    ),
+                });
+            }
+        }
+        changes.push(DdlChange::DropSequence(s.id));
+    }
+    Ok(changes)
 }
 
 /// `DROP SEQUENCE` of `name` (at most one change).
@@ -175,4 +231,39 @@ fn integer(e: &ast::Expr, what: &str) -> Result<i64> {
 
 fn invalid<T>(msg: impl Into<String>) -> Result<T> {
     Err(SqlError::InvalidArgument(msg.into()))
+}
+
+/// The sequences owned by a column of `before` that `after` (the same table) names
+/// otherwise, owned by the new name.
+pub(crate) fn follow_renamed_column(
+    catalog: &Catalog,
+    before: &permafrost_storage::TableSchema,
+    after: &permafrost_storage::TableSchema,
+) -> Vec<DdlChange> {
+    let mut changes = Vec::new();
+    for (old, new) in before
+        .columns
+        .iter()
+        .zip(&after.columns)
+        .filter(|(o, n)| o.name != n.name)
+    {
+        for s in catalog.sequences() {
+            if let Some(o) = s
+                .owned_by
+                .as_ref()
+                .filter(|o| o.table == before.id && o.column == old.name)
+            {
+                let mut def = (**s).clone();
+                def.owned_by = Some(SeqOwner {
+                    table: o.table,
+                    column: new.name.clone(),
+                });
+                changes.push(DdlChange::AlterSequence {
+                    def: Arc::new(def),
+                    restart: None,
+                });
+            }
+        }
+    }
+    changes
 }

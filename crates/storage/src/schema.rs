@@ -14,9 +14,9 @@ pub type TableId = u32;
 pub enum ColumnDefault {
     /// A constant.
     Value(Value),
-    /// The transaction's timestamp (`DEFAULT CURRENT_TIMESTAMP` / `now()`), taken from the
-    /// transaction context so that replay reproduces it.
-    CurrentTimestamp,
+    /// The transaction's timestamp (`DEFAULT CURRENT_TIMESTAMP`, or `now()` when `now`),
+    /// taken from the transaction context so that replay reproduces it; shown as written.
+    CurrentTimestamp { now: bool },
     /// The next value of the table's sequence (SERIAL, BIGSERIAL, identity columns).
     Sequence,
     /// `random()`: drawn from the statement's random state, which its log record keeps.

@@ -182,6 +182,14 @@ fn classify_on_stack(
         permafrost_sql::script::parse_drop_procedure(sql).map_err(sql_error)?;
         return Ok(Command::DropProcedure(sql.to_string()));
     }
+    if st.starts_with(&["ALTER"]) {
+        let catalog = draft.cloned().unwrap_or_else(|| db.catalog());
+        if let Some(owner) = permafrost_sql::privileges::owner_to(&catalog, sql) {
+            return owner
+                .map(|(tag, notice)| Command::Release(tag, notice))
+                .map_err(sql_error);
+        }
+    }
     if st.starts_with(&["ALTER", "SEQUENCE"]) {
         // (Not read by sqlparser: planned from its text, sequence_alter.rs.)
         permafrost_sql::ddl_text::parse(sql).map_err(sql_error)?;
@@ -201,7 +209,7 @@ fn classify_on_stack(
         "CLOSE" if words.len() == 2 && words[1] == "ALL" => return Ok(Command::CloseCursor(None)),
         "CLOSE" if words.len() == 2 => return Ok(Command::CloseCursor(Some(cursor_name(&words[1])))),
         "MOVE" => return parse_move(sql),
-        "UNLISTEN" if words.len() == 2 => return Ok(Command::Release("UNLISTEN")),
+        "UNLISTEN" if words.len() == 2 => return Ok(Command::Release("UNLISTEN", None)),
         "LISTEN" | "NOTIFY" => {
             return Err(client_error("0A000", "LISTEN and NOTIFY are not supported"));
         }
@@ -610,6 +618,11 @@ pub(crate) fn classify_in(
     }
     match stmt {
         Statement::Call(f) => return call(db, f).map(|c| Command::Call(Arc::new(c))),
+        Statement::Grant(g) => {
+            permafrost_sql::privileges::grant(catalog, g).map_err(sql_error)?;
+            return Ok(Command::Release("GRANT", None));
+        }
+        Statement::Revoke(_) => return Err(sql_error(permafrost_sql::privileges::revoke())),
         Statement::Copy { .. } => {
             return copy::plan(db, catalog, stmt).map(|c| match c {
                 copy::CopyPlan::In(c) => Command::Copy(Arc::new(c)),

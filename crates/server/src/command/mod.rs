@@ -199,9 +199,11 @@ pub enum Command {
     /// `VACUUM` (true) or `ANALYZE` (false) of tables that exist: nothing else to do here
     /// ([`maintenance`]).
     Maintenance(bool),
-    /// A statement that releases what this server never holds, with its command tag:
-    /// `UNLISTEN` (nothing listens). Poolers and drivers send it to clean a connection.
-    Release(&'static str),
+    /// A statement with nothing to do here, with its command tag: `UNLISTEN` (nothing
+    /// listens; poolers and drivers send it to clean a connection), and `OWNER TO` and
+    /// `GRANT`, which give what every client holds (permafrost_sql::privileges).
+    /// With the NOTICE it sends (`IF EXISTS` of a missing object).
+    Release(&'static str, Option<String>),
     /// `DECLARE name [BINARY] [NO SCROLL] CURSOR [WITH[OUT] HOLD] FOR query`: the query runs
     /// now (inside the block, as its statements do) and its rows wait for FETCH.
     Declare {
@@ -279,7 +281,7 @@ impl Command {
             | Command::ShowAll
             | Command::Discard(_)
             | Command::Deallocate(_)
-            | Command::Release(_)
+            | Command::Release(..)
             | Command::Maintenance(_) => Route::Session,
             Command::Dml(_)
             | Command::Ddl { .. }

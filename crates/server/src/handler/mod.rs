@@ -72,18 +72,22 @@ mod simple;
 /// Sends a warning (a NoticeResponse of severity WARNING) to the client.
 pub(super) async fn warn<C>(client: &mut C, code: &str, message: &str) -> PgWireResult<()>
 where
-    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     send_notice(client, "WARNING", code, message).await
 }
 
-/// Sends a NoticeResponse of `severity` (WARNING, NOTICE) to the client.
+/// Sends a NoticeResponse of `severity` (WARNING, NOTICE) to the client, unless its
+/// `client_min_messages` asks only for more severe ones.
 pub(super) async fn send_notice<C>(client: &mut C, severity: &str, code: &str, message: &str) -> PgWireResult<()>
 where
-    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
+    if !settings::of(client).sends(severity) {
+        return Ok(());
+    }
     let info = ErrorInfo::new(severity.to_owned(), code.to_owned(), message.to_owned());
     client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     Ok(())

@@ -41,7 +41,12 @@ impl Backend {
                 Ok(Response::Execution(Tag::new("DISCARD ALL")))
             }
             Command::Discard(false) => Ok(Response::Execution(Tag::new("DISCARD"))),
-            Command::Release(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Release(tag, notice) => {
+                if let Some(n) = notice {
+                    super::send_notice(client, "NOTICE", "00000", n).await?;
+                }
+                Ok(Response::Execution(Tag::new(tag)))
+            }
             Command::Maintenance(true) if matches!(*txn::lock(cell), txn::State::Open(_)) => {
                 Err(client_error("25001", "VACUUM cannot run inside a transaction block"))
             }

@@ -397,7 +397,8 @@ pub(super) fn default_expr(t: &TableSchema, col: usize) -> Option<String> {
     let v = match c.default.as_ref()? {
         ColumnDefault::Sequence => return Some(format!("nextval('{}'::regclass)", sequence_name(t, col))),
         ColumnDefault::NextVal { name, .. } => return Some(format!("nextval('{name}'::regclass)")),
-        ColumnDefault::CurrentTimestamp => return Some("CURRENT_TIMESTAMP".into()),
+        ColumnDefault::CurrentTimestamp { now: true } => return Some("now()".into()),
+        ColumnDefault::CurrentTimestamp { now: false } => return Some("CURRENT_TIMESTAMP".into()),
         ColumnDefault::Random => return Some("random()".into()),
         ColumnDefault::RandomUuid => return Some("gen_random_uuid()".into()),
         ColumnDefault::Value(v) => v.as_ref(),
@@ -548,7 +549,7 @@ pub const VIEWS: &[(&str, &str)] = &[
     (
         "pg_sequences",
         "SELECT n.nspname AS schemaname, c.relname AS sequencename, pf_pg_get_userbyid(c.relowner) AS sequenceowner, \
-         s.seqtypid AS data_type, s.seqstart AS start_value, s.seqmin AS min_value, s.seqmax AS max_value, \
+         pf_regtype_name(s.seqtypid) AS data_type, s.seqstart AS start_value, s.seqmin AS min_value, s.seqmax AS max_value, \
          s.seqincrement AS increment_by, s.seqcycle AS cycle, s.seqcache AS cache_size, NULL AS last_value \
          FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid \
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",

@@ -13,10 +13,10 @@ pub(super) fn table_relations(
     (tables, sequences, _): Relations<'_>,
     db: &str,
     objects: &mut Objects,
-) -> [Relation; 10] {
+) -> [Relation; 11] {
     let mut out = TableRelations::new();
     for seq in sequences {
-        out.add_sequence(seq, objects);
+        out.add_sequence(seq, tables, objects);
     }
     for t in tables {
         out.add_table(t, db, objects);
@@ -98,6 +98,8 @@ struct TableRelations {
     constraint: Relation,
     attrdef: Relation,
     sequence: Relation,
+    /// `pg_depend`: a sequence's column (SERIAL, `OWNED BY`), as psql's `\d` reads it.
+    depend: Relation,
     info_tables: Relation,
     info_columns: Relation,
     info_constraints: Relation,
@@ -113,6 +115,7 @@ impl TableRelations {
             constraint: rel("pg_constraint"),
             attrdef: rel("pg_attrdef"),
             sequence: rel("pg_sequence"),
+            depend: rel("pg_depend"),
             info_tables: info("tables"),
             info_columns: info("columns"),
             info_constraints: info("table_constraints"),
@@ -169,10 +172,26 @@ impl TableRelations {
     }
 
     /// The rows of a sequence of its own (`pg_class`, `pg_sequence`).
-    fn add_sequence(&mut self, seq: &permafrost_sql::sequence::SequenceDef, objects: &mut Objects) {
+    fn add_sequence(
+        &mut self,
+        seq: &permafrost_sql::sequence::SequenceDef,
+        tables: &[&TableSchema],
+        objects: &mut Objects,
+    ) {
         let oid = SEQUENCE_OID_BASE + i64::from(seq.id) * PER_TABLE;
         objects.relation_oids.insert(seq.name.clone(), oid);
         objects.relation_names.insert(oid, seq.name.clone());
+        let owner = seq.owned_by.as_ref().and_then(|o| {
+            let t = tables.iter().find(|t| t.id == o.table)?;
+            Some((t, t.columns.iter().position(|c| c.name == o.column)?))
+        });
+        if let Some((t, n)) = owner {
+            self.add_owned(oid, t, n);
+            objects.serial.insert(
+                (t.name.clone(), t.columns[n].name.clone()),
+                format!("public.{}", seq.name),
+            );
+        }
         self.class.push(class_row(oid, &seq.name, "S", 0, 3, false, NULL));
         self.sequence.push(vec![
             ("seqrelid", i(oid)),
@@ -183,6 +202,20 @@ impl TableRelations {
             ("seqmin", i(seq.step.min)),
             ("seqcache", i(seq.cache)),
             ("seqcycle", b(false)),
+        ]);
+    }
+
+    /// The `pg_depend` row of sequence `oid` that belongs to table `t`'s column `n`
+    /// (deptype `a`, automatic: dropped with it).
+    fn add_owned(&mut self, oid: i64, t: &TableSchema, n: usize) {
+        self.depend.push(vec![
+            ("classid", i(PG_CLASS_OID)),
+            ("objid", i(oid)),
+            ("objsubid", i(0)),
+            ("refclassid", i(PG_CLASS_OID)),
+            ("refobjid", i(table_oid(t))),
+            ("refobjsubid", i(n as i64 + 1)),
+            ("deptype", s("a")),
         ]);
     }
 
@@ -210,6 +243,7 @@ impl TableRelations {
                 objects
                     .serial
                     .insert((t.name.clone(), c.name.clone()), format!("public.{name}"));
+                self.add_owned(seq_oid, t, n);
                 self.class.push(class_row(seq_oid, &name, "S", 0, 3, false, NULL));
                 self.sequence.push(vec![
                     ("seqrelid", i(seq_oid)),
@@ -485,7 +519,7 @@ impl TableRelations {
         }
     }
 
-    fn into_array(self) -> [Relation; 10] {
+    fn into_array(self) -> [Relation; 11] {
         [
             self.class,
             self.attribute,
@@ -493,6 +527,7 @@ impl TableRelations {
             self.constraint,
             self.attrdef,
             self.sequence,
+            self.depend,
             self.info_tables,
             self.info_columns,
             self.info_constraints,

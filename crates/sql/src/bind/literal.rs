@@ -39,18 +39,27 @@ pub fn name_in_text(s: &str) -> String {
 /// The last part of a (possibly schema-qualified) object name. `public.t` and `t` are the
 /// same table; other schemas do not exist.
 pub fn object_name(n: &ObjectName) -> Result<String> {
-    let parts: Vec<String> =
-        n.0.iter()
-            .map(|p| {
-                p.as_ident()
-                    .map(ident)
-                    .ok_or_else(|| SqlError::Syntax(format!("syntax error: bad name {n}")))
-            })
-            .collect::<Result<_>>()?;
+    unqualified(name_parts(n)?, &n.to_string())
+}
+
+/// The parts of a dotted name, each folded as [`ident`].
+pub fn name_parts(n: &ObjectName) -> Result<Vec<String>> {
+    n.0.iter()
+        .map(|p| {
+            p.as_ident()
+                .map(ident)
+                .ok_or_else(|| SqlError::Syntax(format!("syntax error: bad name {n}")))
+        })
+        .collect()
+}
+
+/// The object a dotted name (`parts`, written `shown`) names: its last part, when the
+/// schema before it (if any) is `public` or `pg_catalog`.
+pub fn unqualified(mut parts: Vec<String>, shown: &str) -> Result<String> {
     match parts.as_slice() {
-        [name] => Ok(name.clone()),
-        [schema, name] if schema == "public" || schema == "pg_catalog" => Ok(name.clone()),
-        _ => Err(SqlError::UnknownTable(n.to_string())),
+        [_] => Ok(parts.remove(0)),
+        [schema, _] if schema == "public" || schema == "pg_catalog" => Ok(parts.remove(1)),
+        _ => Err(SqlError::UnknownTable(shown.to_string())),
     }
 }
 

@@ -550,7 +550,7 @@ fn default_expr(c: &permafrost_storage::Column) -> Result<Expr> {
     Ok(match &c.default {
         None => Expr::Const(Value::Null),
         Some(permafrost_storage::ColumnDefault::Value(v)) => Expr::Const(v.clone()),
-        Some(permafrost_storage::ColumnDefault::CurrentTimestamp) => Expr::Now,
+        Some(permafrost_storage::ColumnDefault::CurrentTimestamp { .. }) => Expr::Now,
         Some(d @ (permafrost_storage::ColumnDefault::Random | permafrost_storage::ColumnDefault::RandomUuid)) => {
             crate::expr::volatile_default(d)
         }
