@@ -14,7 +14,9 @@ that is not the partition column), foreign keys (ForeignKey columns, enforced: a
 is an IntegrityError; reflected by the inspector), and drop_all. Native enums (sa.Enum over
 a Python enum: create_all makes the type, values round trip and sort in the type's order,
 the inspector and Table(autoload_with=...) read it back, drop_all drops it) over both
-drivers. Each check prints ok/FAIL; the exit status is the number of failures.
+drivers. Tables in a schema of their own (`__table_args__ = {"schema": ...}`): create_all,
+a relationship across them, the inspector by schema, autoload, drop_all. Each check prints
+ok/FAIL; the exit status is the number of failures.
 """
 
 import enum
@@ -45,11 +47,13 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, joinedload, mapped_
 
 PORT = int(sys.argv[1])
 FAILED = 0
+CHECKS = 0
 
 
 def check(name):
     def run(fn):
-        global FAILED
+        global FAILED, CHECKS
+        CHECKS += 1
         try:
             fn()
             print(f"ok   {name}")
@@ -282,6 +286,61 @@ def native_enums(url):
     engine.dispose()
 
 
+class SchemaBase(DeclarativeBase):
+    pass
+
+
+class Shelf(SchemaBase):
+    __tablename__ = "shelf"
+    __table_args__ = {"schema": "sa_lib"}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str]
+    volumes: Mapped[list["Volume"]] = relationship(back_populates="shelf", order_by="Volume.id")
+
+
+class Volume(SchemaBase):
+    __tablename__ = "volume"
+    __table_args__ = {"schema": "sa_lib"}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    shelf_id: Mapped[int] = mapped_column(ForeignKey("sa_lib.shelf.id"))
+    title: Mapped[str]
+    shelf: Mapped[Shelf] = relationship(back_populates="volumes")
+
+
+def tables_in_a_schema(url):
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(text("CREATE SCHEMA IF NOT EXISTS sa_lib"))
+    SchemaBase.metadata.drop_all(engine)
+    SchemaBase.metadata.create_all(engine)
+    with Session(engine) as s:
+        s.add(Shelf(id=1, name="top", volumes=[Volume(id=1, title="a"), Volume(id=2, title="b")]))
+        s.commit()
+        got = [(v.title, v.shelf.name) for v in s.scalars(select(Volume).order_by(Volume.id))]
+        assert got == [("a", "top"), ("b", "top")], got
+    inspector = inspect(engine)
+    assert "sa_lib" in inspector.get_schema_names()
+    assert sorted(inspector.get_table_names(schema="sa_lib")) == ["shelf", "volume"]
+    assert "volume" not in inspector.get_table_names(), "a schema's table is not public's"
+    fks = inspector.get_foreign_keys("volume", schema="sa_lib")
+    assert [(f["referred_schema"], f["referred_table"], f["referred_columns"]) for f in fks] == [
+        ("sa_lib", "shelf", ["id"])
+    ], fks
+    reflected = Table("volume", MetaData(), autoload_with=engine, schema="sa_lib")
+    assert list(reflected.c.keys()) == ["id", "shelf_id", "title"], reflected.c.keys()
+    SchemaBase.metadata.drop_all(engine)
+    with engine.begin() as c:
+        c.execute(text("DROP SCHEMA sa_lib"))
+    assert "sa_lib" not in inspect(engine).get_schema_names()
+    engine.dispose()
+
+
+@check("SQLAlchemy 2 tables in a schema over psycopg 3 and psycopg2: create_all, relationship, inspector, autoload")
+def _sqlalchemy_schemas():
+    for driver in ("psycopg", "psycopg2"):
+        tables_in_a_schema(f"postgresql+{driver}://permafrost@127.0.0.1:{PORT}/permafrost")
+
+
 @check("SQLAlchemy 2 native enums over psycopg 3 and psycopg2: create_all, order, inspector, autoload, drop_all")
 def _sqlalchemy_enums():
     for driver in ("psycopg", "psycopg2"):
@@ -336,5 +395,5 @@ def _psycopg2():
     conn.close()
 
 
-print(f"sqlalchemy/psycopg2: {4 - FAILED} passed, {FAILED} failed")
+print(f"sqlalchemy/psycopg2: {CHECKS - FAILED} passed, {FAILED} failed")
 sys.exit(FAILED)

@@ -307,6 +307,8 @@ impl SchemaSteps for SchemaRun {
                     DdlChange::CreateIndex(s) => Undo::Index(schemas(stores, s.id)?, s.indexes.len() - 1),
                     DdlChange::AlterSchema(s) => Undo::Altered(schemas(stores, s.id)?),
                     DdlChange::CreateView { .. }
+                    | DdlChange::CreateSchema { .. }
+                    | DdlChange::DropSchema(_)
                     | DdlChange::DropView(_)
                     | DdlChange::DropSequence(_)
                     | DdlChange::AlterSequence { .. }

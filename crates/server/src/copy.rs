@@ -343,6 +343,11 @@ fn write_field(line: &mut Vec<u8>, field: &[u8], f: &CopyFormat) {
 }
 
 impl CopyCommand {
+    /// The table's catalog key.
+    pub fn table_name(&self) -> &str {
+        &self.table.name
+    }
+
     /// The CopyInResponse: text or binary format, one column per copied column.
     pub fn response(&self) -> CopyResponse {
         CopyResponse::new(i8::from(self.format.binary), self.columns.len(), stream::empty())

@@ -7,7 +7,9 @@
 //!   refused (0A000) with others: `client_encoding` UTF8, `DateStyle` ISO,
 //!   `extra_float_digits` 1 to 3 (floats are printed shortest-exact),
 //!   `standard_conforming_strings` on, `IntervalStyle` postgres,
-//!   `bytea_output` hex, `search_path` when it includes `public` (the only schema),
+//!   `bytea_output` hex, `search_path` when it includes `public` (where unqualified
+//!   names are looked up: crate::handler refuses a statement that a schema before it
+//!   would change, permafrost_sql::search_path),
 //!   `default_transaction_read_only` off, `default_table_access_method` heap,
 //!   `default_tablespace` '' or pg_default;
 //! - `client_min_messages` keeps less severe notices from the client (crate::handler);
@@ -125,6 +127,31 @@ impl SessionSettings {
             (Some(sent), Some(least)) => sent >= least,
             _ => true,
         }
+    }
+
+    /// The schemas this session's search_path puts before public that `has_schema` says
+    /// exist (`$user` is a schema named `user`), in order: PostgreSQL would look unqualified
+    /// names up there first, and they are looked up in public only here.
+    pub fn schemas_before_public(&self, user: &str, has_schema: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut ahead = Vec::new();
+        let Some(path) = setting("search_path").map(|s| self.get(s)) else {
+            return ahead;
+        };
+        for entry in path.split(',') {
+            let entry = entry.trim();
+            let name = match entry.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                Some("$user") => user.to_string(),
+                Some(q) => q.to_string(),
+                None => entry.to_ascii_lowercase(),
+            };
+            if name == permafrost_sql::namespace::PUBLIC {
+                break;
+            }
+            if has_schema(&name) {
+                ahead.push(name);
+            }
+        }
+        ahead
     }
 
     /// The value of a setting as SHOW prints it.

@@ -127,7 +127,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "\"$user\", public",
         check: search_path,
         reported: false,
-        description: "Must include public, the only schema.",
+        description: "Must include public, where unqualified names are looked up (a statement PostgreSQL would \
+                      answer from a schema before public is refused).",
     },
     Setting {
         name: "default_transaction_isolation",

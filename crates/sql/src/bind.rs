@@ -227,7 +227,10 @@ impl<'c> Binder<'c> {
 
     /// Adds a relation to the scope and returns its number.
     pub fn add_rel(&mut self, schema: Arc<TableSchema>, alias: Option<&Ident>) -> Result<usize> {
-        let alias = alias.map(ident).unwrap_or_else(|| schema.name.clone());
+        // (Named by its bare name, as PostgreSQL names `s.t`: `t`.)
+        let alias = alias
+            .map(ident)
+            .unwrap_or_else(|| crate::namespace::bare(&schema.name).to_string());
         self.alias_unused(&alias)?;
         if self.rels.len() >= MAX_RELS {
             return unsupported(format!("more than {MAX_RELS} tables in one statement"));
@@ -263,7 +266,7 @@ impl<'c> Binder<'c> {
         let (qual, col) = match names.as_slice() {
             [c] => (None, c),
             [t, c] => (Some(t.as_str()), c),
-            [s, t, c] if s == "public" => (Some(t.as_str()), c),
+            [_schema, t, c] => (Some(t.as_str()), c),
             _ => return Err(unknown(&names)),
         };
         let known = |rels: &[Rel], q: &str| rels.iter().any(|r| r.answers_to(q));

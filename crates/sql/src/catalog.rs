@@ -1,4 +1,5 @@
-//! The catalog: the tables, views, sequences and enum types the database knows, by name.
+//! The catalog: the schemas, tables, views, sequences and enum types the database knows, by
+//! name (a key: `name` in public, `schema.name` in another, crate::namespace).
 //!
 //! A catalog value is immutable once built; DDL produces a new catalog
 //! ([`Catalog::apply`]), so statements planned against an old catalog keep a consistent
@@ -63,6 +64,12 @@ pub enum DdlChange {
     /// of the type come as `AlterSchema` changes after it, their columns of the new version.
     AlterType(EnumRef),
     DropType(TableId),
+    /// A schema (`CREATE SCHEMA`): in the catalog only.
+    CreateSchema {
+        name: String,
+        id: TableId,
+    },
+    DropSchema(String),
 }
 
 /// A view: a named query, read as a subquery in FROM wherever it is named.
@@ -82,6 +89,8 @@ pub struct Catalog {
     views: BTreeMap<String, Arc<View>>,
     sequences: BTreeMap<String, Arc<crate::sequence::SequenceDef>>,
     types: BTreeMap<String, EnumRef>,
+    /// The schemas besides public, with their ids (from the tables' id space).
+    schemas: BTreeMap<String, TableId>,
     next_id: TableId,
 }
 
@@ -122,6 +131,35 @@ impl Catalog {
         self.types.values().copied()
     }
 
+    /// The schemas besides public, by name, with their ids.
+    pub fn schemas(&self) -> impl Iterator<Item = (&str, TableId)> + '_ {
+        self.schemas.iter().map(|(n, id)| (n.as_str(), *id))
+    }
+
+    /// Whether schema `name` exists (public always does).
+    pub fn has_schema(&self, name: &str) -> bool {
+        name == crate::namespace::PUBLIC || self.schemas.contains_key(name)
+    }
+
+    /// Refuses (3F000) a new object's key whose schema does not exist.
+    pub fn check_schema_of(&self, key: &str) -> Result<()> {
+        let (schema, _) = crate::namespace::split(key);
+        match self.has_schema(schema) {
+            true => Ok(()),
+            false => Err(SqlError::UnknownSchema(schema.to_string())),
+        }
+    }
+
+    /// The keys of the objects in schema `name` (tables, views, sequences, types), each
+    /// with its kind.
+    pub fn objects_in_schema<'a>(&'a self, name: &'a str) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
+        let mine = move |k: &&String| crate::namespace::split(k).0 == name;
+        (self.tables.keys().filter(mine).map(|k| ("table", k.as_str())))
+            .chain(self.views.keys().filter(mine).map(|k| ("view", k.as_str())))
+            .chain(self.sequences.keys().filter(mine).map(|k| ("sequence", k.as_str())))
+            .chain(self.types.keys().filter(mine).map(|k| ("type", k.as_str())))
+    }
+
     /// Whether `name` is taken as a type's: an enum type's, or a relation's (whose row
     /// type has its name, in PostgreSQL).
     pub fn has_type_name(&self, name: &str) -> bool {
@@ -156,9 +194,13 @@ impl Catalog {
         self.next_id
     }
 
-    /// Finds the table that owns index `name`.
+    /// Finds the table that owns index `name` (a key: the index is in its table's schema).
     pub fn index_owner(&self, name: &str) -> Option<(&Arc<TableSchema>, usize)> {
-        self.tables.values().find_map(|t| t.index_by_name(name).map(|i| (t, i)))
+        let (schema, bare) = crate::namespace::split(name);
+        self.tables
+            .values()
+            .filter(|t| crate::namespace::split(&t.name).0 == schema)
+            .find_map(|t| t.index_by_name(bare).map(|i| (t, i)))
     }
 
     /// The catalog after `change`.
@@ -261,6 +303,18 @@ impl Catalog {
                 let name = self.types.values().find(|t| t.id == *id).map(|t| t.name.clone());
                 next.types
                     .remove(&name.ok_or_else(|| SqlError::UnknownType(id.to_string()))?);
+            }
+            DdlChange::CreateSchema { name, id } => {
+                if next.schemas.contains_key(name) || name == crate::namespace::PUBLIC {
+                    return Err(SqlError::DuplicateSchema(name.clone()));
+                }
+                next.next_id = next.next_id.max(id + 1);
+                next.schemas.insert(name.clone(), *id);
+            }
+            DdlChange::DropSchema(name) => {
+                next.schemas
+                    .remove(name)
+                    .ok_or_else(|| SqlError::UnknownSchema(name.clone()))?;
             }
             DdlChange::DropSequence(id) => {
                 let name = self

@@ -51,9 +51,13 @@ fn default_name(schema: &TableSchema, column: Option<usize>, expr: &ast::Expr) -
         std::ops::ControlFlow::<()>::Continue(())
     });
     let base = match (column, columns.as_slice()) {
-        (Some(c), _) => format!("{}_{}_check", schema.name, schema.columns[c].name),
-        (None, [one]) => format!("{}_{one}_check", schema.name),
-        _ => format!("{}_check", schema.name),
+        (Some(c), _) => format!(
+            "{}_{}_check",
+            crate::namespace::bare(&schema.name),
+            schema.columns[c].name
+        ),
+        (None, [one]) => format!("{}_{one}_check", crate::namespace::bare(&schema.name)),
+        _ => format!("{}_check", crate::namespace::bare(&schema.name)),
     };
     let taken = |n: &str| {
         schema.checks.iter().any(|c| c.name == n)

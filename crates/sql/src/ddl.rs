@@ -45,6 +45,7 @@ pub fn is_ddl(stmt: &Statement) -> bool {
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
             | Statement::Comment { .. }
+            | Statement::CreateSchema { .. }
     )
 }
 
@@ -58,6 +59,7 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::CreateView(cv) => create_view(catalog, cv),
         Statement::CreateSequence { .. } => crate::sequence_ddl::create_sequence(catalog, stmt),
         Statement::CreateType { .. } => crate::enum_ddl::create_type(catalog, stmt),
+        Statement::CreateSchema { .. } => crate::schema_ddl::create_schema(catalog, stmt),
         Statement::AlterType(at) => crate::enum_ddl::alter_type(catalog, at),
         Statement::Comment {
             object_type,
@@ -108,7 +110,8 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
         }
         Statement::CreateIndex(ci) if ci.if_not_exists => {
             if let Some(Ok(name)) = ci.name.as_ref().map(object_name)
-                && catalog.index_owner(&name).is_some()
+                && let Ok(table) = object_name(&ci.table_name)
+                && catalog.index_owner(&crate::namespace::sibling(&table, &name)).is_some()
             {
                 out.push(("42P07", exists(&name)));
             }
@@ -126,6 +129,7 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
                     ObjectType::View => ("view", catalog.view(&name).is_none()),
                     ObjectType::Sequence => ("sequence", catalog.sequence(&name).is_none()),
                     ObjectType::Type => ("type", catalog.enum_type(&name).is_none()),
+                    ObjectType::Schema => ("schema", !catalog.has_schema(&name)),
                     _ => continue,
                 };
                 if missing {
@@ -134,6 +138,7 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
             }
         }
         Statement::AlterType(at) => out.extend(crate::enum_ddl::skipped(catalog, at)),
+        Statement::CreateSchema { .. } => out.extend(crate::schema_ddl::create_skipped(catalog, stmt)),
         Statement::AlterTable(at) if at.if_exists => {
             if let Ok(name) = object_name(&at.name)
                 && catalog.table(&name).is_none()
@@ -331,6 +336,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         return unsupported("CREATE TEMPORARY / EXTERNAL / AS / LIKE / PARTITION OF");
     }
     let name = object_name(&ct.name)?;
+    catalog.check_schema_of(&name)?;
     if catalog.table(&name).is_some() {
         return if ct.if_not_exists {
             Ok(None)
@@ -445,7 +451,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
             columns[c].nullable = false;
         }
         indexes.push(IndexDef {
-            name: format!("{name}_pkey"),
+            name: format!("{}_pkey", crate::namespace::bare(&name)),
             columns: cols.clone(),
             unique: true,
             kind: opts.pk_kind,
@@ -456,7 +462,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
     for (given, cols) in uniques {
         let names: Vec<&str> = cols.iter().map(|&c| columns[c].name.as_str()).collect();
         indexes.push(IndexDef {
-            name: given.unwrap_or_else(|| format!("{name}_{}_key", names.join("_"))),
+            name: given.unwrap_or_else(|| format!("{}_{}_key", crate::namespace::bare(&name), names.join("_"))),
             columns: cols,
             unique: true,
             kind: IndexKind::Ordered,
@@ -617,7 +623,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
                     Some(n) => ident(n),
                     None => {
                         let names: Vec<&str> = columns.iter().map(|&c| schema.columns[c].name.as_str()).collect();
-                        format!("{table}_{}_key", names.join("_"))
+                        format!("{}_{}_key", crate::namespace::bare(&table), names.join("_"))
                     }
                 };
                 let next = with_index(
@@ -688,7 +694,8 @@ fn renamed_or_defaulted(
         ast::AlterTableOperation::RenameTable {
             table_name: ast::RenameTableNameKind::To(name),
         } => {
-            let to = object_name(name)?;
+            // (The new name is in the table's schema.)
+            let to = crate::namespace::sibling(&schema.name, crate::namespace::bare(&object_name(name)?));
             if to != schema.name && (catalog.table(&to).is_some() || catalog.view(&to).is_some()) {
                 return Err(SqlError::DuplicateTable(to));
             }
@@ -751,7 +758,11 @@ fn refuse_rename_if_viewed(catalog: &Catalog, name: &str) -> Result<()> {
 /// `schema` with index `def` appended as its last, checked: its name must be free in the
 /// catalog and in `schema` (42P07).
 fn with_index(catalog: &Catalog, mut schema: TableSchema, def: IndexDef) -> Result<Arc<TableSchema>> {
-    if catalog.index_owner(&def.name).is_some() || schema.index_by_name(&def.name).is_some() {
+    if catalog
+        .index_owner(&crate::namespace::sibling(&schema.name, &def.name))
+        .is_some()
+        || schema.index_by_name(&def.name).is_some()
+    {
         return Err(SqlError::DuplicateTable(def.name));
     }
     schema.indexes.push(def);
@@ -776,7 +787,7 @@ fn with_primary_key(
     let columns = index_columns(&schema.columns, &pk.columns)?;
     let name = match pk.name.as_ref().or(pk.index_name.as_ref()) {
         Some(n) => ident(n),
-        None => format!("{}_pkey", schema.name),
+        None => format!("{}_pkey", crate::namespace::bare(&schema.name)),
     };
     let mut next = schema.clone();
     for &c in &columns {
@@ -813,14 +824,22 @@ fn create_index(catalog: &Catalog, ci: &ast::CreateIndex) -> Result<Option<DdlCh
         Some(ast::IndexType::Hash) => IndexKind::Hash,
         Some(other) => return unsupported(format!("index method {other}")),
     };
+    // An index is in its table's schema, named without one (42P16 for a qualified name).
     let name = match &ci.name {
-        Some(n) => object_name(n)?,
+        Some(n) => match crate::bind::name_parts(n)?.as_slice() {
+            [name] => name.clone(),
+            _ => {
+                return Err(SqlError::Definition(format!(
+                    "index name {n} cannot be qualified: it goes in its table's schema"
+                )));
+            }
+        },
         None => {
             let names: Vec<&str> = columns.iter().map(|&c| schema.columns[c].name.as_str()).collect();
-            format!("{table}_{}_idx", names.join("_"))
+            format!("{}_{}_idx", crate::namespace::bare(&table), names.join("_"))
         }
     };
-    if catalog.index_owner(&name).is_some() {
+    if catalog.index_owner(&crate::namespace::sibling(&table, &name)).is_some() {
         return if ci.if_not_exists {
             Ok(None)
         } else {
@@ -887,6 +906,7 @@ fn drop(catalog: &Catalog, ty: ObjectType, if_exists: bool, names: &[ast::Object
             },
             ObjectType::Sequence => changes.extend(crate::sequence_ddl::drop_sequence(catalog, &name, if_exists)?),
             ObjectType::Type => changes.extend(crate::enum_ddl::drop_type(catalog, &name, if_exists)?),
+            ObjectType::Schema => changes.extend(crate::schema_ddl::drop_schema(catalog, &name, if_exists)?),
             other => return unsupported(format!("DROP {other}")),
         }
     }
@@ -930,6 +950,7 @@ fn create_view(catalog: &Catalog, cv: &ast::CreateView) -> Result<Vec<DdlChange>
         return unsupported("this form of CREATE VIEW (materialized, temporary or with options)");
     }
     let name = object_name(&cv.name)?;
+    catalog.check_schema_of(&name)?;
     if cv.if_not_exists && catalog.view(&name).is_some() {
         return Ok(Vec::new());
     }

@@ -28,6 +28,7 @@ pub(crate) fn create_type(catalog: &Catalog, stmt: &ast::Statement) -> Result<Ve
         );
     };
     let name = object_name(name)?;
+    catalog.check_schema_of(&name)?;
     if catalog.has_type_name(&name) {
         return Err(SqlError::DuplicateObject(format!("type \"{name}\" already exists")));
     }
@@ -57,7 +58,7 @@ pub(crate) fn alter_type(catalog: &Catalog, at: &ast::AlterType) -> Result<Vec<D
         }
         ast::AlterTypeOperation::RenameValue(r) => ty.rename_label(&r.from.value, &r.to.value)?,
         ast::AlterTypeOperation::Rename(r) => {
-            let new = ident(&r.new_name);
+            let new = crate::namespace::sibling(&name, &ident(&r.new_name));
             if catalog.has_type_name(&new) {
                 return Err(SqlError::DuplicateObject(format!("type \"{new}\" already exists")));
             }

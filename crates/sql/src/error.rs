@@ -164,7 +164,8 @@ pub enum SqlError {
     /// A row a foreign key refuses (23503): `detail` names the key.
     #[error("{message}")]
     ForeignKeyViolation { message: String, detail: String },
-    #[error("relation \"{0}\" already exists")]
+    /// (Named without its schema, as PostgreSQL names it here.)
+    #[error("relation \"{}\" already exists", crate::namespace::bare(.0))]
     DuplicateTable(String),
     #[error("index \"{0}\" does not exist")]
     UnknownIndex(String),
@@ -186,6 +187,11 @@ pub enum SqlError {
     UnknownType(String),
     #[error("schema \"{0}\" does not exist")]
     UnknownSchema(String),
+    #[error("schema \"{0}\" already exists")]
+    DuplicateSchema(String),
+    /// A name PostgreSQL keeps for itself (`pg_` schemas): 42939.
+    #[error("{0}")]
+    ReservedName(String),
     /// `OWNED BY` naming something other than `table.column` or NONE.
     #[error("invalid OWNED BY option")]
     OwnedByOption,
@@ -414,7 +420,8 @@ const SQLSTATES: &[&str] = &[
     "2201X", "22004", "22021", "22023", "22014", "22016", "2201E", "2201F", "22P02", "23502", "23503", "23505",
     "23514", "2BP01", "40001", "42601", "42701", "42702", "42703", "42704", "42710", "42712", "42723", "42803",
     "42804", "42809", "42883", "42P01", "42P07", "42830", "42P10", "42P16", "42P18", "42P20", "53100", "53200",
-    "54000", "58030", "54001", "42602", "428C9", "55000", "57014", "57P01", "P0001", "XX000", "XX001",
+    "54000", "58030", "54001", "42602", "428C9", "55000", "57014", "57P01", "P0001", "XX000", "XX001", "3F000",
+    "42P06", "42939",
 ];
 
 impl SqlError {
@@ -464,6 +471,8 @@ impl SqlError {
             SqlError::UnknownType(_) => "42704",
             SqlError::UnknownSchema(_) => "3F000",
             SqlError::OwnedByOption => "42601",
+            SqlError::DuplicateSchema(_) => "42P06",
+            SqlError::ReservedName(_) => "42939",
             SqlError::AmbiguousColumn(_) => "42702",
             SqlError::UnknownFunction(_) | SqlError::NoOperator(_) => "42883",
             SqlError::SubqueryAlias => "42601",
@@ -533,6 +542,7 @@ impl SqlError {
             | SqlError::DependedOn { detail, .. }
             | SqlError::SyntaxExplained { detail, .. } => Some(detail.clone()),
             SqlError::WeekOfInterval => Some("Months usually have fractional weeks.".to_string()),
+            SqlError::ReservedName(_) => Some("The prefix \"pg_\" is reserved for system schemas.".to_string()),
             SqlError::LateralJoinType(_) => {
                 Some("The combining JOIN type must be INNER or LEFT for a LATERAL reference.".to_string())
             }
@@ -545,6 +555,9 @@ impl SqlError {
         match self {
             SqlError::DependedOn { what, .. } if what.starts_with("type ") => {
                 Some("Drop the columns of the type first, or change their type (ALTER TABLE ... ALTER COLUMN ... TYPE text).".to_string())
+            }
+            SqlError::DependedOn { what, .. } if what.starts_with("schema ") => {
+                Some("Drop the objects in it first (DROP SCHEMA ... CASCADE is not supported).".to_string())
             }
             SqlError::DependedOn { what, .. } if what.starts_with("sequence ") => {
                 Some("Drop the column's default first (ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT).".to_string())
@@ -639,9 +652,17 @@ impl SqlError {
                     Point::Over | Point::FrameStart | Point::FrameEnd => over_place(text, at, *point),
                 }
             }
+            // A qualified name is pointed at from its schema, as PostgreSQL does.
+            SqlError::UnknownTable(name) => {
+                let mut at = find_name(text, name).or_else(|| find_name(text, name.rsplit('.').next()?))?;
+                while let Some(before) = text[..at].strip_suffix('.') {
+                    let word = before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '"');
+                    at = word.len();
+                }
+                Some(at)
+            }
             SqlError::UnknownColumn(name)
             | SqlError::AmbiguousColumn(name)
-            | SqlError::UnknownTable(name)
             | SqlError::MissingFromEntry(name)
             | SqlError::Ungrouped(name) => find_name(text, name.rsplit('.').next()?),
             SqlError::UnknownQualifiedColumn(name) => find_name(text, name.split('.').next()?),

@@ -131,7 +131,7 @@ pub(crate) fn columns_of(schema: &TableSchema, names: &[ast::Ident]) -> Result<V
 /// PostgreSQL's name for an unnamed foreign key: table, columns, `fkey`.
 fn default_name(schema: &TableSchema, columns: &[usize]) -> String {
     let names: Vec<&str> = columns.iter().map(|&c| schema.columns[c].name.as_str()).collect();
-    let mut name = format!("{}_{}_fkey", schema.name, names.join("_"));
+    let mut name = format!("{}_{}_fkey", crate::namespace::bare(&schema.name), names.join("_"));
     if name.len() > MAX_NAME {
         let mut cut = MAX_NAME;
         while !name.is_char_boundary(cut) {

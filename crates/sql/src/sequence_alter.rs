@@ -269,10 +269,11 @@ fn alter_own(catalog: &Catalog, seq: &SequenceDef, action: &SeqAction) -> Result
     let mut restart = None;
     match action {
         SeqAction::Rename(to) => {
-            if catalog.has_relation(to) {
-                return Err(SqlError::DuplicateTable(to.clone()));
+            let to = crate::namespace::sibling(&seq.name, to);
+            if catalog.has_relation(&to) {
+                return Err(SqlError::DuplicateTable(to));
             }
-            next.name = to.clone();
+            next.name = to;
         }
         SeqAction::Options(o) => {
             let (old_lo, old_hi) = type_range(seq.ty);
@@ -416,7 +417,7 @@ mod tests {
             "ALTER SEQUENCE s RENAME TO r x",
             "ALTER SEQUENCE s INCREMENT BY x",
             "ALTER SEQUENCE s OWNED BY",
-            "ALTER SEQUENCE other.s RESTART",
+            "ALTER SEQUENCE db.other.s RESTART",
         ] {
             assert!(parse_alter_sequence(bad).is_err(), "{bad}");
         }

@@ -33,6 +33,7 @@ pub(crate) fn create_sequence(catalog: &Catalog, stmt: &ast::Statement) -> Resul
         None => None,
     };
     let name = object_name(name)?;
+    catalog.check_schema_of(&name)?;
     if catalog.has_relation(&name) {
         return if *if_not_exists {
             Ok(Vec::new())

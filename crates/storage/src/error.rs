@@ -23,7 +23,10 @@ pub enum StorageError {
 
     /// `row`: the row as it would have been, as PostgreSQL's DETAIL shows it
     /// ([`row_text`]); empty when not known.
-    #[error("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint")]
+    #[error(
+        "null value in column \"{column}\" of relation \"{}\" violates not-null constraint",
+        crate::namespace::bare(table)
+    )]
     NotNullViolation { table: String, column: String, row: String },
 
     /// A value that does not fit its type, or text that does not read as one.

@@ -19,6 +19,7 @@ pub mod heap;
 pub mod index;
 pub mod layout;
 pub mod memory;
+pub mod namespace;
 pub mod partitioning;
 pub mod recent;
 pub mod schema;

@@ -138,8 +138,10 @@ pub(crate) fn apply_ddl(
                         "a primary key prepared for fewer partitions".into(),
                     )),
                 },
-                // Views, sequences and enum types live in the catalog only.
+                // Views, sequences, enum types and schemas live in the catalog only.
                 DdlChange::CreateView { .. }
+                | DdlChange::CreateSchema { .. }
+                | DdlChange::DropSchema(_)
                 | DdlChange::DropView(_)
                 | DdlChange::CreateSequence(_)
                 | DdlChange::DropSequence(_)

@@ -126,6 +126,7 @@ fn ddl_tag(stmt: &Statement) -> String {
         Statement::CreateView(_) => "CREATE VIEW".into(),
         Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
         Statement::CreateType { .. } => "CREATE TYPE".into(),
+        Statement::CreateSchema { .. } => "CREATE SCHEMA".into(),
         Statement::AlterType(_) => "ALTER TYPE".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         Statement::AlterTable(_) => "ALTER TABLE".into(),

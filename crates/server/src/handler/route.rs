@@ -24,6 +24,9 @@ impl Backend {
     {
         let cell = txn::of(client);
         let route = cmd.route();
+        if matches!(route, Route::Engine | Route::Either) && !matches!(cmd, Command::System(_)) {
+            refuse_hidden_schema(client, cmd, &self.db.catalog())?;
+        }
         if route == Route::Block {
             return self.block_statement(client, cmd, cancel, &cell).await;
         }
@@ -253,4 +256,52 @@ fn explained(db: &Database, explain: &sqlparser::ast::Statement, inner: &Command
     }
     let text = stmt.to_string();
     crate::command::classify::classify(db, &stmt, &text)
+}
+
+/// Refuses a statement (0A000) whose unqualified names would reach another object in
+/// PostgreSQL, under a search_path that puts existing schemas before public
+/// (permafrost_sql::search_path): no answer is taken from the wrong schema.
+fn refuse_hidden_schema<C: ClientInfo>(
+    client: &C,
+    cmd: &Command,
+    catalog: &permafrost_sql::Catalog,
+) -> PgWireResult<()> {
+    if catalog.schemas().next().is_none() {
+        return Ok(());
+    }
+    let user = client
+        .metadata()
+        .get(pgwire::api::METADATA_USER)
+        .cloned()
+        .unwrap_or_default();
+    let ahead = settings::of(client).schemas_before_public(&user, |s| catalog.has_schema(s));
+    if ahead.is_empty() {
+        return Ok(());
+    }
+    let hidden = |c: &Command| match c {
+        Command::Copy(copy) => permafrost_sql::search_path::found(catalog, &ahead, copy.table_name()),
+        Command::CopyOut(out) => permafrost_sql::search_path::hidden_object(catalog, &ahead, &out.stmt.prepared().sql),
+        c => c
+            .sql()
+            .and_then(|sql| permafrost_sql::search_path::hidden_object(catalog, &ahead, sql)),
+    };
+    let found = match cmd {
+        Command::Declare { query, .. } => hidden(query),
+        c => hidden(c),
+    };
+    match found {
+        None => Ok(()),
+        Some(key) => Err(crate::error::client_error_explained(
+            "0A000",
+            format!(
+                "search_path puts schema \"{}\" before public, and this server looks unqualified names up in public only",
+                permafrost_sql::namespace::split(&key).0
+            ),
+            Some(format!("PostgreSQL would use {key} here.")),
+            Some(format!(
+                "Qualify the name ({key} or public.{}), or SET search_path = public.",
+                permafrost_sql::namespace::bare(&key)
+            )),
+        )),
+    }
 }

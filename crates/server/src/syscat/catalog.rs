@@ -9,13 +9,13 @@ use super::tables::table_relations;
 
 /// Every relation of the system catalog with its rows, and the objects by id.
 pub fn build(
-    (tables, sequences, enums): Relations<'_>,
+    (tables, sequences, enums, schemas): Relations<'_>,
     procedures: &Procedures,
     session: &SessionInfo,
 ) -> (Vec<Relation>, Objects) {
     let mut objects = Objects::default();
     let db = session.database.as_str();
-    let namespace = namespace_relation();
+    let namespace = namespace_relation(schemas, &mut objects);
     let [
         class,
         attribute,
@@ -28,12 +28,12 @@ pub fn build(
         info_columns,
         info_constraints,
         info_keys,
-    ] = table_relations((tables, sequences, enums), db, &mut objects);
+    ] = table_relations((tables, sequences, enums, schemas), db, &mut objects);
     let proc = procedure_relation(procedures, &mut objects);
     let [mut ty_rel, database, roles] = type_database_and_roles(db, session);
     let enum_rel = enum_relation(enums, &mut ty_rel, &mut objects);
     let settings = settings(session);
-    let [am, collation, opclass, tablespace, schemata] = access_methods_and_schemata(db, session);
+    let [am, collation, opclass, tablespace, schemata] = access_methods_and_schemata(db, session, schemas);
     // The catalog's own relations, so that `'pg_class'::regclass` names them.
     for (oid, name) in [(PG_CLASS_OID, "pg_class"), (PG_CONSTRAINT_OID, "pg_constraint")] {
         objects.relation_oids.insert(name.to_string(), oid);
@@ -91,14 +91,18 @@ fn description_relation(objects: &Objects) -> Relation {
     description
 }
 
-/// `pg_namespace`: the three schemas.
-fn namespace_relation() -> Relation {
+/// `pg_namespace`: the catalogs' schemas, public and those made by CREATE SCHEMA, whose
+/// oids go into `objects`.
+fn namespace_relation(schemas: &[(&str, u32)], objects: &mut Objects) -> Relation {
     let mut namespace = rel("pg_namespace");
-    for (oid, name) in [
+    let fixed = [
         (NS_PG_CATALOG, "pg_catalog"),
         (NS_PUBLIC, "public"),
         (NS_INFORMATION_SCHEMA, "information_schema"),
-    ] {
+    ];
+    let made = schemas.iter().map(|&(name, id)| (namespace_oid(id), name));
+    for (oid, name) in fixed.into_iter().chain(made) {
+        objects.namespaces.insert(name.to_string(), oid);
         namespace.push(vec![
             ("oid", i(oid)),
             ("nspname", s(name)),
@@ -154,8 +158,9 @@ fn enum_relation(enums: &[permafrost_types::EnumRef], ty_rel: &mut Relation, obj
     for e in enums {
         let oid = type_oid(&permafrost_types::DataType::Enum(*e));
         objects.type_names.insert(oid, e.name.clone());
+        let (ns, bare) = objects.placed(&e.name);
         // (No array type: arrays of enums are not kept.)
-        ty_rel.push(type_row(oid, e.name.clone(), NS_PUBLIC, 4, "E", (0, 0), ENUM_IN));
+        ty_rel.push(type_row(oid, bare.to_string(), ns, 4, "E", (0, 0), ENUM_IN));
         for (k, (label, sort)) in e.labels().enumerate() {
             labels.push(vec![
                 ("oid", i(ENUM_LABEL_OID_BASE + i64::from(e.id) * PER_TABLE + k as i64)),
@@ -266,7 +271,7 @@ fn type_database_and_roles(db: &str, session: &SessionInfo) -> [Relation; 3] {
 
 /// `pg_am`, `pg_collation`, `pg_opclass`, `pg_tablespace` and information_schema's
 /// `schemata`.
-fn access_methods_and_schemata(db: &str, session: &SessionInfo) -> [Relation; 5] {
+fn access_methods_and_schemata(db: &str, session: &SessionInfo, schemas: &[(&str, u32)]) -> [Relation; 5] {
     let mut am = rel("pg_am");
     for (oid, name, kind) in [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HASH, "hash", "i")] {
         am.push(vec![("oid", i(oid)), ("amname", s(name)), ("amtype", s(kind))]);
@@ -306,7 +311,8 @@ fn access_methods_and_schemata(db: &str, session: &SessionInfo) -> [Relation; 5]
         ("spcowner", i(ROLE_OID)),
     ]);
     let mut schemata = info("schemata");
-    for ns in ["pg_catalog", "public", "information_schema"] {
+    let made = schemas.iter().map(|&(name, _)| name);
+    for ns in ["pg_catalog", "public", "information_schema"].into_iter().chain(made) {
         schemata.push(vec![
             ("catalog_name", s(db)),
             ("schema_name", s(ns)),
@@ -360,7 +366,7 @@ mod tests {
             settings: vec![("TimeZone".into(), "UTC".into(), "zone".into())],
         };
         let procs = vec![("p".to_string(), vec![("a".to_string(), DataType::Integer)])];
-        let (rels, objects) = build((&[&t], &[], &[]), &procs, &session);
+        let (rels, objects) = build((&[&t], &[], &[], &[]), &procs, &session);
         for r in &rels {
             for row in &r.rows {
                 assert_eq!(row.len(), r.columns.len(), "{}.{}", r.schema, r.name);

@@ -211,24 +211,34 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             _ => text(ctx, 0),
         })
     })?;
-    conn.create_scalar_function("pf_regnamespace", 1, det, |ctx| {
+    // A schema's name in text: one identifier, quoted or folded.
+    let schema_name = |t: &str| {
+        let t = t.trim();
+        match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            Some(q) => q.replace("\"\"", "\""),
+            None => t.to_ascii_lowercase(),
+        }
+    };
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regnamespace", 1, det, move |ctx| {
         if let ValueRef::Integer(n) = ctx.get_raw(0) {
             return Ok(Some(n));
         }
         let Some(name) = text(ctx, 0) else { return Ok(None) };
-        match object_name(&name).as_str() {
-            "pg_catalog" => Ok(Some(relations::NS_PG_CATALOG)),
-            "public" => Ok(Some(relations::NS_PUBLIC)),
-            "information_schema" => Ok(Some(relations::NS_INFORMATION_SCHEMA)),
-            _ => raise("3F000", format!("schema \"{name}\" does not exist")),
+        match o.namespaces.get(&schema_name(&name)) {
+            Some(&oid) => Ok(Some(oid)),
+            None => raise("3F000", format!("schema \"{name}\" does not exist")),
         }
     })?;
-    conn.create_scalar_function("pf_regnamespace_name", 1, det, |ctx| {
+    let o = objects.clone();
+    conn.create_scalar_function("pf_regnamespace_name", 1, det, move |ctx| {
         Ok(match ctx.get_raw(0) {
-            ValueRef::Integer(relations::NS_PG_CATALOG) => Some("pg_catalog".to_string()),
-            ValueRef::Integer(relations::NS_PUBLIC) => Some("public".to_string()),
-            ValueRef::Integer(relations::NS_INFORMATION_SCHEMA) => Some("information_schema".to_string()),
-            ValueRef::Integer(n) => Some(n.to_string()),
+            ValueRef::Integer(n) => Some(
+                o.namespaces
+                    .iter()
+                    .find(|(_, oid)| **oid == n)
+                    .map_or_else(|| n.to_string(), |(name, _)| name.clone()),
+            ),
             _ => text(ctx, 0),
         })
     })?;
@@ -257,13 +267,11 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
         let wanted = object_name(&text(ctx, 0).unwrap_or_default());
         Ok(o.procedures.iter().find(|(_, n)| **n == wanted).map(|(&oid, _)| oid))
     })?;
-    conn.create_scalar_function("pf_to_regnamespace", 1, det, |ctx| {
-        Ok(match object_name(&text(ctx, 0).unwrap_or_default()).as_str() {
-            "pg_catalog" => Some(relations::NS_PG_CATALOG),
-            "public" => Some(relations::NS_PUBLIC),
-            "information_schema" => Some(relations::NS_INFORMATION_SCHEMA),
-            _ => None,
-        })
+    let o = objects.clone();
+    conn.create_scalar_function("pf_to_regnamespace", 1, det, move |ctx| {
+        Ok(o.namespaces
+            .get(&schema_name(&text(ctx, 0).unwrap_or_default()))
+            .copied())
     })?;
     Ok(())
 }
@@ -401,13 +409,17 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             Ok(int(ctx, 0).and_then(|oid| o.procedure_args.get(&oid).cloned()))
         })?;
     }
-    for name in [
-        "pf_pg_table_is_visible",
-        "pf_pg_type_is_visible",
-        "pf_pg_function_is_visible",
-        "pf_pg_collation_is_visible",
-    ] {
-        // One schema besides the catalog's, and both are on every search path.
+    // What is in public or the catalogs' schemas is on the search path; another schema's
+    // objects are not (unqualified names are looked up in public only).
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_table_is_visible", 1, det, move |ctx| {
+        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| Objects::visible(k))))
+    })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_type_is_visible", 1, det, move |ctx| {
+        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| Objects::visible(k))))
+    })?;
+    for name in ["pf_pg_function_is_visible", "pf_pg_collation_is_visible"] {
         conn.create_scalar_function(name, 1, det, |ctx| Ok(int(ctx, 0).map(|_| true)))?;
     }
     for name in [

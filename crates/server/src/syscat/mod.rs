@@ -286,9 +286,16 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
     let tables: Vec<_> = catalog.tables().map(|t| &**t).collect();
     let sequences: Vec<_> = catalog.sequences().map(|s| &**s).collect();
     let enums: Vec<_> = catalog.enum_types().collect();
+    let schemas: Vec<_> = catalog.schemas().collect();
     let budget = Arc::new(limits::QueryBudget::default());
     let sizes = Arc::new(sizes::Sizes::default());
-    let conn = build_db((&tables, &sequences, &enums), &procedures, session, &budget, &sizes)?;
+    let conn = build_db(
+        (&tables, &sequences, &enums, &schemas),
+        &procedures,
+        session,
+        &budget,
+        &sizes,
+    )?;
     Ok(Built {
         catalog: catalog.clone(),
         procedures,

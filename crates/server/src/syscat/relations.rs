@@ -347,6 +347,27 @@ pub struct Objects {
     pub comments: HashMap<(i64, i64), String>,
     /// The enum types' names by oid (`format_type`, `regtype`).
     pub type_names: HashMap<i64, String>,
+    /// The schemas by name: their oids (`pg_namespace`).
+    pub namespaces: HashMap<String, i64>,
+}
+
+impl Objects {
+    /// The schema oid and the bare name of catalog key `key` (permafrost_sql::namespace).
+    pub fn placed<'k>(&self, key: &'k str) -> (i64, &'k str) {
+        let (schema, bare) = permafrost_sql::namespace::split(key);
+        (self.namespaces.get(schema).copied().unwrap_or(NS_PUBLIC), bare)
+    }
+
+    /// The schema of catalog key `key`, by name.
+    pub fn schema_of(key: &str) -> &str {
+        permafrost_sql::namespace::split(key).0
+    }
+
+    /// Whether the object of catalog key `key` is on the search path (in public: the path
+    /// may put no other schema first, crate::session).
+    pub fn visible(key: &str) -> bool {
+        Objects::schema_of(key) == permafrost_sql::namespace::PUBLIC
+    }
 }
 
 pub(super) fn i(v: i64) -> V {
@@ -380,13 +401,20 @@ pub(super) fn table_oid(t: &TableSchema) -> i64 {
     TABLE_OID_BASE + i64::from(t.id)
 }
 
-/// The database's tables, its sequences of their own (`CREATE SEQUENCE`) and its enum
-/// types.
+/// The database's tables, its sequences of their own (`CREATE SEQUENCE`), its enum types
+/// and its schemas besides public (with their ids).
 pub type Relations<'a> = (
     &'a [&'a TableSchema],
     &'a [&'a permafrost_sql::sequence::SequenceDef],
     &'a [permafrost_types::EnumRef],
+    &'a [(&'a str, u32)],
 );
+
+/// The oid of the schema of id `id`: like a table's, 16384 plus its id, which no table
+/// or type shares.
+pub fn namespace_oid(id: u32) -> i64 {
+    TABLE_OID_BASE + i64::from(id)
+}
 
 /// The name of a SERIAL column's sequence (what `nextval()` takes: one owner).
 pub(super) use permafrost_sql::exec::sequences::sequence_name;

@@ -10,11 +10,11 @@ use super::relations::*;
 /// The relations that describe the tables (see [`TableRelations`]); the tables' objects go
 /// into `objects`.
 pub(super) fn table_relations(
-    (tables, sequences, _): Relations<'_>,
+    (tables, sequences, _, _): Relations<'_>,
     db: &str,
     objects: &mut Objects,
 ) -> [Relation; 11] {
-    let mut out = TableRelations::new();
+    let mut out = TableRelations::new(objects.namespaces.clone());
     for seq in sequences {
         out.add_sequence(seq, tables, objects);
     }
@@ -92,6 +92,8 @@ fn action_code(a: permafrost_storage::FkAction) -> &'static str {
 /// `pg_constraint`, `pg_attrdef`, `pg_sequence` and information_schema's `tables`, `columns`,
 /// `table_constraints` and `key_column_usage`.
 struct TableRelations {
+    /// The schemas' oids, by name.
+    namespaces: std::collections::HashMap<String, i64>,
     class: Relation,
     attribute: Relation,
     index: Relation,
@@ -107,8 +109,9 @@ struct TableRelations {
 }
 
 impl TableRelations {
-    fn new() -> TableRelations {
+    fn new(namespaces: std::collections::HashMap<String, i64>) -> TableRelations {
         TableRelations {
+            namespaces,
             class: rel("pg_class"),
             attribute: rel("pg_attribute"),
             index: rel("pg_index"),
@@ -144,9 +147,10 @@ impl TableRelations {
             ),
             format!("evictable={}", t.evictable),
         ]);
+        let (ns, bare) = objects.placed(&t.name);
         self.class.push(class_row(
             oid,
-            &t.name,
+            (ns, bare),
             "r",
             AM_HEAP,
             t.columns.len(),
@@ -155,8 +159,8 @@ impl TableRelations {
         ));
         self.info_tables.push(vec![
             ("table_catalog", s(db)),
-            ("table_schema", s("public")),
-            ("table_name", s(t.name.clone())),
+            ("table_schema", s(Objects::schema_of(&t.name))),
+            ("table_name", s(bare)),
             ("table_type", s("BASE TABLE")),
             ("self_referencing_column_name", NULL),
             ("reference_generation", NULL),
@@ -187,12 +191,12 @@ impl TableRelations {
         });
         if let Some((t, n)) = owner {
             self.add_owned(oid, t, n);
-            objects.serial.insert(
-                (t.name.clone(), t.columns[n].name.clone()),
-                format!("public.{}", seq.name),
-            );
+            objects
+                .serial
+                .insert((t.name.clone(), t.columns[n].name.clone()), shown_qualified(&seq.name));
         }
-        self.class.push(class_row(oid, &seq.name, "S", 0, 3, false, NULL));
+        self.class
+            .push(class_row(oid, objects.placed(&seq.name), "S", 0, 3, false, NULL));
         self.sequence.push(vec![
             ("seqrelid", i(oid)),
             ("seqtypid", i(type_oid(&seq.ty))),
@@ -242,9 +246,10 @@ impl TableRelations {
                 objects.relation_names.insert(seq_oid, name.clone());
                 objects
                     .serial
-                    .insert((t.name.clone(), c.name.clone()), format!("public.{name}"));
+                    .insert((t.name.clone(), c.name.clone()), shown_qualified(&name));
                 self.add_owned(seq_oid, t, n);
-                self.class.push(class_row(seq_oid, &name, "S", 0, 3, false, NULL));
+                self.class
+                    .push(class_row(seq_oid, objects.placed(&name), "S", 0, 3, false, NULL));
                 self.sequence.push(vec![
                     ("seqrelid", i(seq_oid)),
                     ("seqtypid", i(20)),
@@ -273,8 +278,8 @@ impl TableRelations {
             };
             self.info_columns.push(vec![
                 ("table_catalog", s(db)),
-                ("table_schema", s("public")),
-                ("table_name", s(t.name.clone())),
+                ("table_schema", s(Objects::schema_of(&t.name))),
+                ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
                 ("column_name", s(c.name.clone())),
                 ("ordinal_position", i(num)),
                 ("column_default", default.clone().map_or(NULL, s)),
@@ -309,12 +314,14 @@ impl TableRelations {
         for (n, ix) in t.indexes.iter().enumerate() {
             let ioid = index_oid(t, n);
             let cols: Vec<String> = ix.columns.iter().map(|&c| t.columns[c].name.clone()).collect();
-            objects.relation_oids.insert(ix.name.clone(), ioid);
-            objects.relation_names.insert(ioid, ix.name.clone());
+            let key = permafrost_sql::namespace::sibling(&t.name, &ix.name);
+            objects.relation_oids.insert(key.clone(), ioid);
+            objects.relation_names.insert(ioid, key);
             objects.indexes.insert(ioid, (index_def(t, n), cols.clone()));
+            let (ns, _) = objects.placed(&t.name);
             self.class.push(class_row(
                 ioid,
-                &ix.name,
+                (ns, &ix.name),
                 "i",
                 am_oid(ix.kind),
                 ix.columns.len(),
@@ -396,7 +403,14 @@ impl TableRelations {
         self.constraint.push(vec![
             ("oid", i(c.oid)),
             ("conname", s(c.name)),
-            ("connamespace", i(NS_PUBLIC)),
+            (
+                "connamespace",
+                i(self
+                    .namespaces
+                    .get(Objects::schema_of(&t.name))
+                    .copied()
+                    .unwrap_or(NS_PUBLIC)),
+            ),
             ("contype", s(c.kind)),
             ("condeferrable", b(c.deferrable)),
             ("condeferred", b(c.deferred)),
@@ -419,11 +433,11 @@ impl TableRelations {
         let yes_no = |x: bool| s(if x { "YES" } else { "NO" });
         self.info_constraints.push(vec![
             ("constraint_catalog", s(db)),
-            ("constraint_schema", s("public")),
+            ("constraint_schema", s(Objects::schema_of(&t.name))),
             ("constraint_name", s(c.name)),
             ("table_catalog", s(db)),
-            ("table_schema", s("public")),
-            ("table_name", s(t.name.clone())),
+            ("table_schema", s(Objects::schema_of(&t.name))),
+            ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
             ("constraint_type", s(c.info)),
             ("is_deferrable", yes_no(c.deferrable)),
             ("initially_deferred", yes_no(c.deferred)),
@@ -439,11 +453,11 @@ impl TableRelations {
                 .map_or(String::new(), |c| c.name.clone());
             self.info_keys.push(vec![
                 ("constraint_catalog", s(db)),
-                ("constraint_schema", s("public")),
+                ("constraint_schema", s(Objects::schema_of(&t.name))),
                 ("constraint_name", s(c.name)),
                 ("table_catalog", s(db)),
-                ("table_schema", s("public")),
-                ("table_name", s(t.name.clone())),
+                ("table_schema", s(Objects::schema_of(&t.name))),
+                ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
                 ("column_name", s(name)),
                 ("ordinal_position", i(k as i64 + 1)),
                 (
@@ -537,9 +551,15 @@ impl TableRelations {
 }
 
 /// A row of `pg_class`: a table or an index.
+/// A catalog key as `pg_get_serial_sequence` writes it: always qualified.
+fn shown_qualified(key: &str) -> String {
+    let (schema, bare) = permafrost_sql::namespace::split(key);
+    format!("{schema}.{bare}")
+}
+
 fn class_row(
     oid: i64,
-    name: &str,
+    (ns, name): (i64, &str),
     kind: &str,
     am: i64,
     natts: usize,
@@ -549,7 +569,7 @@ fn class_row(
     vec![
         ("oid", i(oid)),
         ("relname", s(name)),
-        ("relnamespace", i(NS_PUBLIC)),
+        ("relnamespace", i(ns)),
         ("reltype", i(0)),
         ("reloftype", i(0)),
         ("relowner", i(ROLE_OID)),

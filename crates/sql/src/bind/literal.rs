@@ -36,8 +36,8 @@ pub fn name_in_text(s: &str) -> String {
     }
 }
 
-/// The last part of a (possibly schema-qualified) object name. `public.t` and `t` are the
-/// same table; other schemas do not exist.
+/// The catalog key of a (possibly schema-qualified) object name (crate::namespace):
+/// `public.t` and `t` are the same table, `s.t` is `s`'s.
 pub fn object_name(n: &ObjectName) -> Result<String> {
     unqualified(name_parts(n)?, &n.to_string())
 }
@@ -53,12 +53,13 @@ pub fn name_parts(n: &ObjectName) -> Result<Vec<String>> {
         .collect()
 }
 
-/// The object a dotted name (`parts`, written `shown`) names: its last part, when the
-/// schema before it (if any) is `public` or `pg_catalog`.
+/// The catalog key of a dotted name (`parts`, written `shown`): its last part when the
+/// schema before it (if any) is `public` or `pg_catalog`, `schema.name` for another.
 pub fn unqualified(mut parts: Vec<String>, shown: &str) -> Result<String> {
     match parts.as_slice() {
         [_] => Ok(parts.remove(0)),
         [schema, _] if schema == "public" || schema == "pg_catalog" => Ok(parts.remove(1)),
+        [schema, name] => Ok(crate::namespace::qualify(schema, name)),
         _ => Err(SqlError::UnknownTable(shown.to_string())),
     }
 }

@@ -46,7 +46,9 @@ pub(super) fn check_values(checks: &[(String, Expr)], schema: &TableSchema, row:
     let src = Proposed(row);
     for (name, e) in checks {
         if matches!(e.eval(&src, cx)?.as_ref(), ValueRef::Bool(false)) {
-            return Err(violation(&schema.name, row.iter().map(Value::as_ref), name));
+            // (Named without its schema, as PostgreSQL names it here.)
+            let table = crate::namespace::bare(&schema.name);
+            return Err(violation(table, row.iter().map(Value::as_ref), name));
         }
     }
     Ok(())

@@ -28,6 +28,7 @@ use permafrost_types::Value;
 use super::walk::{EvictedRef, checked_table};
 use crate::error::{Result, SqlError};
 use crate::foreign::FkPlan;
+use crate::namespace::bare;
 
 /// A key of a foreign key to check: it is violated when a row of `child` holds `key` in
 /// the key's columns while no row of the referenced table holds it.
@@ -268,17 +269,20 @@ fn violation(c: &FkCheck) -> SqlError {
         SqlError::ForeignKeyViolation {
             message: format!(
                 "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
-                c.parent.name, fk.name, c.child.name
+                bare(&c.parent.name),
+                fk.name,
+                bare(&c.child.name)
             ),
-            detail: format!("Key {key} is still referenced from table \"{}\".", c.child.name),
+            detail: format!("Key {key} is still referenced from table \"{}\".", bare(&c.child.name)),
         }
     } else {
         SqlError::ForeignKeyViolation {
             message: format!(
                 "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
-                c.child.name, fk.name
+                bare(&c.child.name),
+                fk.name
             ),
-            detail: format!("Key {key} is not present in table \"{}\".", c.parent.name),
+            detail: format!("Key {key} is not present in table \"{}\".", bare(&c.parent.name)),
         }
     }
 }

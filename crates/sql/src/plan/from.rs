@@ -523,8 +523,8 @@ fn table(b: &mut Binder<'_>, name: &ast::ObjectName, alias: Option<&ast::TableAl
         return r;
     }
     if let Some(view) = b.catalog.view(&n).cloned() {
-        // A view is its query, in FROM.
-        let alias = alias.map_or(n, |a| ident(&a.name));
+        // A view is its query, in FROM (named by its bare name, as a table).
+        let alias = alias.map_or_else(|| crate::namespace::bare(&n).to_string(), |a| ident(&a.name));
         return derived(b, &view.query, alias, &view.columns);
     }
     let schema = b.table(name)?;

@@ -561,7 +561,10 @@ fn projection(b: &mut Binder<'_>, items: &[SelectItem]) -> Result<(Vec<Expr>, Ve
             }
             SelectItem::QualifiedWildcard(kind, _) => {
                 let name = match kind {
-                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => crate::bind::object_name(n)?,
+                    // (`s.t.*` names the FROM item `t`.)
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                        crate::namespace::bare(&crate::bind::object_name(n)?).to_string()
+                    }
                     _ => return unsupported(format!("this wildcard form: {}", shown(item))),
                 };
                 let ri = b

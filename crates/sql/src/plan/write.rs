@@ -53,7 +53,7 @@ fn returning(b: &mut Binder<'_>, items: &Option<Vec<SelectItem>>) -> Result<(Vec
             }
             SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
                 // `t.*`: the target's columns, named by its name or alias.
-                let name = crate::bind::object_name(n)?;
+                let name = crate::namespace::bare(&crate::bind::object_name(n)?).to_string();
                 if b.rels[0].alias != name {
                     return Err(SqlError::MissingFromEntry(name));
                 }
