@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the real-client tests (psql, psycopg 3, asyncpg, SQLAlchemy 2, psycopg2, Alembic, Django, pgjdbc, pgbench, sysbench)
-# against ONE `permafrost serve`.
+# Runs the real-client tests (psql, psycopg 3, asyncpg, pgx, node-postgres, SQLAlchemy 2, psycopg2, Alembic, Django,
+# pgjdbc, pgbench, sysbench) against ONE `permafrost serve`.
 # Needs target/debug/permafrost (built here if missing), psql, python3 with psycopg, asyncpg, psycopg2, SQLAlchemy, Alembic
-# and Django,
+# and Django, Go (pgx comes from the module proxy as go.sum pins it), node with node/node_modules (`npm ci` there),
 # pgbench, sysbench, javac/java and the pgjdbc jar ($PGJDBC_JAR, default target/clients/postgresql-42.7.4.jar,
 # which .ci/run fetches). Installs nothing. Prints `clients: N passed, M failed`.
 set -uo pipefail
@@ -102,6 +102,24 @@ result psycopg $?
 echo "== asyncpg: asyncpg_test.py (binary arrays, jsonb, uuid, timestamptz)"
 timeout 300 python3 asyncpg_test.py "$PORT"
 result asyncpg $?
+
+echo "== pgx: pgx/main.go (Go, pgx v5: binary and text formats, = ANY, a batch, transactions, CopyFrom)"
+if command -v go >/dev/null 2>&1; then
+    (cd pgx && timeout 300 go build -o "$WORK/pgxcheck" .) && timeout 300 "$WORK/pgxcheck" "$PORT"
+    result pgx $?
+else
+    echo "go is missing (https://go.dev/dl; go.mod names the version)"
+    result pgx 1
+fi
+
+echo "== node-postgres: node/test.js (pg 8: values, = ANY, a named statement, transactions, a Pool)"
+if [ -d node/node_modules/pg ]; then
+    timeout 300 node node/test.js "$PORT"
+    result node-postgres $?
+else
+    echo "missing tests/clients/node/node_modules: npm ci --prefix tests/clients/node"
+    result node-postgres 1
+fi
 
 echo "== sqlalchemy: sqlalchemy_test.py (SQLAlchemy 2 over psycopg 3 and psycopg2; psycopg2)"
 timeout 300 python3 sqlalchemy_test.py "$PORT"

@@ -28,7 +28,9 @@
 //!   groups before they spill (crate::session carries it to each statement); at most the
 //!   server's, a quarter of `memory_limit` (22023 above it), which is its default.
 //!
-//! Read-only parameters (`server_version`, ...) answer 55P02; unknown names 42704. Inside
+//! A name with a dot is a custom setting (crate::setting_values::make_custom): any value, and
+//! it exists for a session once the session sets it. Read-only parameters
+//! (`server_version`, ...) answer 55P02; other unknown names 42704. Inside
 //! a transaction block a SET lasts if the block commits and is undone if it rolls back
 //! (or rolls back to a savepoint taken before it);
 //! `SET LOCAL` (and `set_config(..., true)`) lasts until the block ends, either way
@@ -93,8 +95,30 @@ pub fn read_only_parameter(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The setting named `name` (lower case): a declared one, or a custom one made before.
 pub fn setting(name: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.name == name)
+    SETTINGS
+        .iter()
+        .find(|s| s.name == name)
+        .or_else(|| crate::setting_values::custom(name))
+}
+
+/// The setting a SET (or a start-up packet) names: a declared one, or a custom one (a name
+/// with a dot), made if new; 42704 for another name.
+fn setting_to_set(name: &str) -> PgWireResult<&'static Setting> {
+    match setting(name) {
+        Some(s) => Ok(s),
+        None if name.contains('.') => crate::setting_values::make_custom(name),
+        None => Err(client_error(
+            "42704",
+            format!("unrecognized configuration parameter \"{name}\""),
+        )),
+    }
+}
+
+/// Whether `s` is a custom setting (a name with a dot).
+pub fn is_custom(s: &Setting) -> bool {
+    !SETTINGS.iter().any(|d| std::ptr::eq(d, s))
 }
 
 /// A connection's settings that differ from their defaults.
@@ -109,6 +133,9 @@ pub struct SessionSettings {
     idle_in_transaction_ms: AtomicU64,
     /// The TimeZone's zone, beside its text (`None`: UTC): each statement takes it.
     zone: Mutex<Option<Zone>>,
+    /// The custom settings this session has set (they exist for it from then on, '' once
+    /// reset, as PostgreSQL's placeholders do), in the order first set.
+    customs: Mutex<Vec<&'static Setting>>,
 }
 
 impl SessionSettings {
@@ -178,6 +205,12 @@ impl SessionSettings {
     /// Sets a setting (None: back to the session's default); returns the value now in
     /// effect.
     pub fn set(&self, s: &'static Setting, value: Option<String>) -> String {
+        if is_custom(s) {
+            let mut customs = self.customs.lock().unwrap_or_else(|p| p.into_inner());
+            if !customs.iter().any(|c| std::ptr::eq(*c, s)) {
+                customs.push(s);
+            }
+        }
         let reset = self.reset_value(s);
         let mut m = self.lock();
         let now = match value {
@@ -200,6 +233,16 @@ impl SessionSettings {
             *self.zone.lock().unwrap_or_else(|p| p.into_inner()) = zone_of(&now).filter(|z| !z.is_utc());
         }
         now
+    }
+
+    /// Whether `s` exists for this session: a declared setting, or a custom one it has set.
+    pub fn knows(&self, s: &Setting) -> bool {
+        !is_custom(s) || self.customs().iter().any(|c| std::ptr::eq(*c, s))
+    }
+
+    /// The custom settings this session has set, in the order first set.
+    pub fn customs(&self) -> Vec<&'static Setting> {
+        self.customs.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The session's TimeZone (`None`: UTC).
@@ -469,8 +512,7 @@ pub(crate) fn startup_values(
                 format!("parameter \"{name}\" cannot be changed now"),
             ));
         }
-        let s = setting(&name)
-            .ok_or_else(|| client_error("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
+        let s = setting_to_set(&name)?;
         // (SQL_ASCII asks for no conversion: what a UTF8-only server does, as PostgreSQL
         // does for it; psql in a C locale asks for it.)
         let v = match s.name {
@@ -523,8 +565,7 @@ pub(crate) fn assign(name: &str, value: Option<String>, local: bool) -> PgWireRe
     if read_only_parameter(&name).is_some() {
         return Err(client_error("55P02", format!("parameter \"{name}\" cannot be changed")));
     }
-    let s = setting(&name)
-        .ok_or_else(|| client_error("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
+    let s = setting_to_set(&name)?;
     let value = value.map(|v| (s.check)(&v)).transpose()?;
     Ok(SetStatement::Assign {
         name: s.name,
@@ -647,6 +688,13 @@ mod tests {
         assert_eq!(set("SET search_path = myapp"), Err("0A000".into()));
         assert_eq!(set("SET server_version = '9'"), Err("55P02".into()));
         assert_eq!(set("SET no_such_thing = 1"), Err("42704".into()));
+        assert_eq!(set("SET app.tenant = 7"), Ok(("app.tenant", Some("7".into()))));
+        assert_eq!(set("SET \"bad.\" = 1"), Err("42602".into()));
+        let session = SessionSettings::default();
+        let custom = setting("app.tenant").expect("made by the SET above");
+        assert!(!session.knows(custom), "a custom setting exists for a session once it sets it");
+        session.set(custom, None);
+        assert!(session.knows(custom));
         assert_eq!(
             parse("SET LOCAL statement_timeout = 1").ok(),
             Some(SetStatement::Assign {

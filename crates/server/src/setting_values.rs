@@ -227,6 +227,64 @@ pub const SETTINGS: &[Setting] = &[
     },
 ];
 
+/// Most custom settings (names with a dot) one server makes: each is a [`Setting`] kept for
+/// the process's life, so that every session's values and a block's undo name it alike.
+const MAX_CUSTOM: usize = 10_000;
+
+/// The custom settings made so far, by name.
+fn customs() -> std::sync::MutexGuard<'static, std::collections::HashMap<String, &'static Setting>> {
+    static CUSTOM: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, &'static Setting>>> =
+        std::sync::OnceLock::new();
+    CUSTOM
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The custom setting `name` (a name with a dot, `app.tenant`: PostgreSQL's placeholder
+/// variables, which extensions and applications use), if one was made.
+pub(crate) fn custom(name: &str) -> Option<&'static Setting> {
+    customs().get(name).copied()
+}
+
+/// The custom setting `name`, made if it is new: any value, '' by default, its name two or
+/// more identifiers joined by dots (42602 otherwise, as in PostgreSQL).
+pub(crate) fn make_custom(name: &str) -> PgWireResult<&'static Setting> {
+    let simple = |p: &str| {
+        p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    if !name.split('.').all(simple) {
+        return Err(crate::error::client_error_explained(
+            "42602",
+            format!("invalid configuration parameter name \"{name}\""),
+            Some("Custom parameter names must be two or more simple identifiers separated by dots.".into()),
+            None,
+        ));
+    }
+    let mut made = customs();
+    if let Some(s) = made.get(name) {
+        return Ok(s);
+    }
+    if made.len() >= MAX_CUSTOM {
+        return Err(client_error(
+            "53400",
+            format!("too many custom settings ({MAX_CUSTOM} names with a dot) on this server"),
+        ));
+    }
+    let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+    let s: &'static Setting = Box::leak(Box::new(Setting {
+        name,
+        spelled: name,
+        default: "",
+        check: |v| Ok(v.to_string()),
+        reported: false,
+        description: "A custom setting (a name with a dot): kept for the session, read by SHOW and current_setting.",
+    }));
+    made.insert(name.to_string(), s);
+    Ok(s)
+}
+
 /// The setting that filters the notices a session is sent (crate::handler).
 pub(crate) const CLIENT_MIN_MESSAGES: &str = "client_min_messages";
 

@@ -169,7 +169,10 @@ impl Backend {
                         txn::State::Open(o) if o.read_only => "on".into(),
                         _ => "off".into(),
                     },
-                    _ => match (settings::read_only_parameter(&n), settings::setting(&n)) {
+                    _ => match (
+                        settings::read_only_parameter(&n),
+                        settings::setting(&n).filter(|s| session.knows(s)),
+                    ) {
                         (Some(v), _) => v.to_string(),
                         (None, Some(s)) => settings::shown(s, &session.get(s), self.db.statement_memory()),
                         (None, None) => {
@@ -358,6 +361,7 @@ impl Backend {
             pid: client.pid_and_secret_key().0,
             settings: settings::SETTINGS
                 .iter()
+                .chain(session.customs())
                 .map(|s| {
                     (
                         s.spelled.to_string(),
