@@ -186,3 +186,8 @@ SHOW xmloption;
 SET default_tablespace = nosuch;
 SET default_tablespace = pg_default;
 SHOW default_tablespace;
+-- (Leaves nothing behind for the next file.)
+DROP TABLE customers;
+DROP SEQUENCE kept_seq;
+DROP TYPE status;
+SELECT relname FROM pg_class WHERE relname IN ('customers', 'customers_id_seq', 'kept_seq');

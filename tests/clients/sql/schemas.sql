@@ -33,7 +33,7 @@ SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' AND nspname <> 'i
 \d app.orders
 SELECT schemaname, tablename, indexname FROM pg_indexes WHERE schemaname = 'app' ORDER BY 3;
 SELECT table_schema, table_name FROM information_schema.tables
- WHERE table_schema IN ('public', 'app') ORDER BY 1, 2;
+ WHERE table_schema = 'app' OR table_name = 'customer' ORDER BY 1, 2;
 SELECT table_schema, table_name, column_name FROM information_schema.columns
  WHERE table_name = 'customer' ORDER BY 1, 2, 3;
 SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -81,3 +81,4 @@ DROP SEQUENCE app.tally;
 DROP SCHEMA app;
 SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' AND nspname <> 'information_schema' ORDER BY 1;
 SELECT * FROM customer;
+DROP TABLE customer;
