@@ -692,7 +692,10 @@ mod tests {
         assert_eq!(set("SET \"bad.\" = 1"), Err("42602".into()));
         let session = SessionSettings::default();
         let custom = setting("app.tenant").expect("made by the SET above");
-        assert!(!session.knows(custom), "a custom setting exists for a session once it sets it");
+        assert!(
+            !session.knows(custom),
+            "a custom setting exists for a session once it sets it"
+        );
         session.set(custom, None);
         assert!(session.knows(custom));
         assert_eq!(

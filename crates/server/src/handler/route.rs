@@ -25,7 +25,11 @@ impl Backend {
         let cell = txn::of(client);
         let route = cmd.route();
         if matches!(route, Route::Engine | Route::Either) && !matches!(cmd, Command::System(_)) {
-            refuse_hidden_schema(client, cmd, &self.db.catalog())?;
+            // (A query or write reads the catalog it was planned against, which it holds.)
+            match cmd {
+                Command::Dml(d) => refuse_hidden_schema(client, cmd, d.stmt.catalog())?,
+                _ => refuse_hidden_schema(client, cmd, &self.db.catalog())?,
+            }
         }
         if route == Route::Block {
             return self.block_statement(client, cmd, cancel, &cell).await;
