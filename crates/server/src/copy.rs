@@ -53,6 +53,8 @@ pub struct CopyFormat {
 #[derive(Debug)]
 pub struct CopyCommand {
     table: Arc<TableSchema>,
+    /// Whether the statement named the table with its schema.
+    qualified: bool,
     /// Positions of the copied columns in the table.
     columns: Vec<usize>,
     format: CopyFormat,
@@ -141,7 +143,12 @@ pub fn plan(db: &Database, catalog: &Arc<permafrost_sql::Catalog>, stmt: &Statem
             })
             .collect::<PgWireResult<Vec<_>>>()?
     };
-    Ok(CopyPlan::In(CopyCommand { table, columns, format }))
+    Ok(CopyPlan::In(CopyCommand {
+        table,
+        qualified: table_name.0.len() > 1,
+        columns,
+        format,
+    }))
 }
 
 /// The query a `COPY ... TO STDOUT` writes: the table's columns (or those named), or the
@@ -343,9 +350,9 @@ fn write_field(line: &mut Vec<u8>, field: &[u8], f: &CopyFormat) {
 }
 
 impl CopyCommand {
-    /// The table's catalog key.
-    pub fn table_name(&self) -> &str {
-        &self.table.name
+    /// The table's catalog key, when the statement named it without a schema.
+    pub fn unqualified_table(&self) -> Option<&str> {
+        (!self.qualified).then_some(self.table.name.as_str())
     }
 
     /// The CopyInResponse: text or binary format, one column per copied column.

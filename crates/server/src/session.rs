@@ -534,6 +534,11 @@ impl CancelToken {
         self.work_mem.store(bytes, Ordering::Relaxed);
     }
 
+    /// The connection's settings.
+    pub fn settings(&self) -> &crate::session_settings::SessionSettings {
+        &self.settings
+    }
+
     /// The connection's TimeZone (`None`: UTC), which its statements run in and its rows
     /// are written in.
     pub fn zone(&self) -> Option<permafrost_types::zone::Zone> {

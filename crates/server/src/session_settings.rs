@@ -7,12 +7,13 @@
 //!   refused (0A000) with others: `client_encoding` UTF8, `DateStyle` ISO,
 //!   `extra_float_digits` 1 to 3 (floats are printed shortest-exact),
 //!   `standard_conforming_strings` on, `IntervalStyle` postgres,
-//!   `bytea_output` hex, `search_path` when it includes `public` (where unqualified
-//!   names are looked up: crate::handler refuses a statement that a schema before it
-//!   would change, permafrost_sql::search_path),
+//!   `bytea_output` hex,
 //!   `default_transaction_read_only` off, `default_table_access_method` heap,
 //!   `default_tablespace` '' or pg_default;
 //! - `client_min_messages` keeps less severe notices from the client (crate::handler);
+//! - `search_path` takes any list: unqualified names are looked up in public, and a
+//!   statement the path would make PostgreSQL read otherwise is refused or fails as there
+//!   (permafrost_sql::search_path, checked in crate::handler);
 //! - `row_security`, `xmloption` and `check_function_bodies` take every value, each of
 //!   which holds here: no table has row-level security, there is no xml type, and a
 //!   procedure's body is checked when it is created whatever the setting (so off, which
@@ -37,7 +38,7 @@
 //! (crate::txn::SettingUndo); outside one it warns and does nothing, as in PostgreSQL.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use permafrost_types::zone::Zone;
@@ -116,6 +117,17 @@ fn setting_to_set(name: &str) -> PgWireResult<&'static Setting> {
     }
 }
 
+/// The schema names of a search_path value, in order (quoted ones as written, others
+/// folded; `"$user"` as `$user`).
+fn path_entries(path: &str) -> impl Iterator<Item = String> + '_ {
+    path.split(',').map(str::trim).filter(|e| !e.is_empty()).map(|e| {
+        match e.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            Some(q) => q.to_string(),
+            None => e.to_ascii_lowercase(),
+        }
+    })
+}
+
 /// Whether `s` is a custom setting (a name with a dot).
 pub fn is_custom(s: &Setting) -> bool {
     !SETTINGS.iter().any(|d| std::ptr::eq(d, s))
@@ -136,6 +148,8 @@ pub struct SessionSettings {
     /// The custom settings this session has set (they exist for it from then on, '' once
     /// reset, as PostgreSQL's placeholders do), in the order first set.
     customs: Mutex<Vec<&'static Setting>>,
+    /// Whether the search_path leaves public out (beside its text: each statement asks).
+    public_unsearched: AtomicBool,
 }
 
 impl SessionSettings {
@@ -156,29 +170,30 @@ impl SessionSettings {
         }
     }
 
-    /// The schemas this session's search_path puts before public that `has_schema` says
-    /// exist (`$user` is a schema named `user`), in order: PostgreSQL would look unqualified
-    /// names up there first, and they are looked up in public only here.
-    pub fn schemas_before_public(&self, user: &str, has_schema: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Whether the search_path leaves public out (unqualified names are then not found
+    /// there in PostgreSQL).
+    pub fn public_unsearched(&self) -> bool {
+        self.public_unsearched.load(Ordering::Relaxed)
+    }
+
+    /// The schemas this session's search_path puts before public (all of them when it
+    /// leaves public out) that `has_schema` says exist (`$user` is a schema named `user`),
+    /// in order, and whether public is on the path.
+    pub fn path_schemas(&self, user: &str, has_schema: impl Fn(&str) -> bool) -> (Vec<String>, bool) {
         let mut ahead = Vec::new();
         let Some(path) = setting("search_path").map(|s| self.get(s)) else {
-            return ahead;
+            return (ahead, true);
         };
-        for entry in path.split(',') {
-            let entry = entry.trim();
-            let name = match entry.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-                Some("$user") => user.to_string(),
-                Some(q) => q.to_string(),
-                None => entry.to_ascii_lowercase(),
-            };
+        for name in path_entries(&path) {
+            let name = if name == "$user" { user.to_string() } else { name };
             if name == permafrost_sql::namespace::PUBLIC {
-                break;
+                return (ahead, true);
             }
             if has_schema(&name) {
                 ahead.push(name);
             }
         }
-        ahead
+        (ahead, false)
     }
 
     /// The value of a setting as SHOW prints it.
@@ -227,6 +242,10 @@ impl SessionSettings {
             // Stored as checked: whole milliseconds.
             self.idle_in_transaction_ms
                 .store(now.parse().unwrap_or(0), Ordering::Relaxed);
+        }
+        if s.name == "search_path" {
+            let public = path_entries(&now).any(|e| e == permafrost_sql::namespace::PUBLIC);
+            self.public_unsearched.store(!public, Ordering::Relaxed);
         }
         if s.name == TIME_ZONE {
             // (Stored as checked: a name its zone is found by again.)
@@ -685,7 +704,12 @@ mod tests {
             set("SET search_path TO myapp, public"),
             Ok(("search_path", Some("myapp, public".into())))
         );
-        assert_eq!(set("SET search_path = myapp"), Err("0A000".into()));
+        assert_eq!(
+            set("SET search_path = myapp"),
+            Ok(("search_path", Some("myapp".into())))
+        );
+        assert_eq!(set("SET search_path = ''"), Ok(("search_path", Some("".into()))));
+        assert_eq!(set("SET search_path = 'a,,b'"), Err("22023".into()));
         assert_eq!(set("SET server_version = '9'"), Err("55P02".into()));
         assert_eq!(set("SET no_such_thing = 1"), Err("42704".into()));
         assert_eq!(set("SET app.tenant = 7"), Ok(("app.tenant", Some("7".into()))));

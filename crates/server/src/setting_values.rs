@@ -127,8 +127,9 @@ pub const SETTINGS: &[Setting] = &[
         default: "\"$user\", public",
         check: search_path,
         reported: false,
-        description: "Must include public, where unqualified names are looked up (a statement PostgreSQL would \
-                      answer from a schema before public is refused).",
+        description: "The schemas unqualified names are looked up in. This server looks them up in public: a \
+                      statement this path would make PostgreSQL answer otherwise is refused, or answered as \
+                      PostgreSQL does when its names are not found.",
     },
     Setting {
         name: "default_transaction_isolation",
@@ -432,15 +433,12 @@ fn extra_float_digits(v: &str) -> PgWireResult<String> {
     }
 }
 
+/// A search path: schema names (quoted or not) separated by commas, as PostgreSQL takes
+/// one (schemas that do not exist are skipped when names are looked up).
 fn search_path(v: &str) -> PgWireResult<String> {
-    let has_public = v
-        .split(',')
-        .map(|s| s.trim().trim_matches('"').to_ascii_lowercase())
-        .any(|s| s == "public");
-    if has_public {
-        Ok(v.to_string())
-    } else {
-        Err(unsupported("search_path", v, "a list that includes public"))
+    match v.trim().is_empty() || v.split(',').all(|s| !s.trim().is_empty()) {
+        true => Ok(v.trim().to_string()),
+        false => Err(invalid("search_path", v)),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Schemas through the wire: objects of the same name in two schemas, a schema that is not
 //! empty refused by DROP SCHEMA, a search_path that puts a schema before public refusing
-//! exactly the statements PostgreSQL would answer from that schema, and the schemas and
-//! their rows after recovery.
+//! exactly the statements PostgreSQL would answer from that schema, one without public
+//! failing as PostgreSQL fails, and the schemas and their rows after recovery.
 
 mod common;
 
@@ -33,7 +33,6 @@ async fn schemas_keep_their_objects_apart_through_the_wire_and_recovery() {
         ("DROP SCHEMA public", "0A000"),
         ("CREATE TABLE nosuch.t (a int)", "3F000"),
         ("CREATE SCHEMA pg_mine", "42939"),
-        ("SET search_path = app", "0A000"),
     ] {
         let e = c.batch_execute(sql).await.unwrap_err();
         assert_eq!(code(&e), state, "{sql}");
@@ -54,6 +53,17 @@ async fn schemas_keep_their_objects_apart_through_the_wire_and_recovery() {
     assert_eq!(n, [0]);
     let qualified: Vec<String> = first_column(&c, "SELECT v FROM public.t WHERE id = 2", &[]).await;
     assert_eq!(qualified, ["also public"]);
+    // Without public on the path, PostgreSQL finds none of public's names: its errors.
+    c.batch_execute("SET search_path = app").await.unwrap();
+    let e = c.batch_execute("SELECT * FROM only_public").await.unwrap_err();
+    assert_eq!(code(&e), "42P01");
+    let e = c.batch_execute("CREATE TABLE fresh (a int)").await.unwrap_err();
+    assert_eq!(code(&e), "0A000", "PostgreSQL would make it in app");
+    c.batch_execute("SET search_path = ''").await.unwrap();
+    let e = c.batch_execute("CREATE TABLE fresh (a int)").await.unwrap_err();
+    assert_eq!(code(&e), "3F000");
+    let n: Vec<i64> = first_column(&c, "SELECT count(*) FROM public.only_public", &[]).await;
+    assert_eq!(n, [0]);
     c.batch_execute("RESET search_path; UPDATE app.t SET v = 'changed' WHERE id = 2")
         .await
         .unwrap();

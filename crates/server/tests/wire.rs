@@ -268,7 +268,7 @@ async fn session_settings_take_effect_or_are_refused() {
         ("SET TIME ZONE 'Mars/Olympus'", "22023"),
         ("SET extra_float_digits = 0", "0A000"),
         ("SET client_encoding = 'LATIN1'", "0A000"),
-        ("SET search_path = app", "0A000"),
+        ("SET search_path = 'a,,b'", "22023"),
         ("SET no_such_parameter = 1", "42704"),
         ("SET server_version = '1'", "55P02"),
         ("SHOW no_such_parameter", "42704"),

@@ -1,10 +1,12 @@
-//! Unqualified names under a search_path that puts other schemas before public. This
-//! server looks unqualified names up in public only (crate::namespace); PostgreSQL looks
-//! them up in the search path's schemas in order, and creates an unqualified object in its
-//! first schema. So a statement is refused (the server says so, 0A000) when one of its
-//! unqualified names would reach another object in PostgreSQL: an existing relation of a
-//! schema ahead of public, or a new object made there. Any other statement means the same
-//! in both, and runs.
+//! Unqualified names under a search_path other than public's. This server looks
+//! unqualified names up in public only (crate::namespace); PostgreSQL looks them up in the
+//! search path's schemas in order (public only if listed), and creates an unqualified
+//! object in its first schema. So a statement whose unqualified name would mean something
+//! else in PostgreSQL is not run: when PostgreSQL would reach another object (a relation of
+//! a schema listed before public, or a new object made there) it is refused (0A000, the
+//! server says so), and when PostgreSQL would find nothing (public left out of the path) it
+//! fails as there (42P01, or 3F000 for a CREATE). Any other statement means the same in both,
+//! and runs.
 
 use std::ops::ControlFlow;
 
@@ -13,47 +15,97 @@ use sqlparser::ast::{self, ObjectName, Statement};
 use crate::catalog::Catalog;
 use crate::namespace::qualify;
 
-/// What statement text `sql` would reach in PostgreSQL, with the schemas `ahead` before
-/// public (those that exist, in order), where this server reaches public's object: that
-/// object's key. A text that does not parse is answered with the first of `ahead` (it
-/// cannot be told safe).
-pub fn hidden_object(catalog: &Catalog, ahead: &[String], sql: &str) -> Option<String> {
-    let first = ahead.first()?;
-    if crate::sequence_alter::is_alter_sequence(sql) {
-        let parsed = crate::sequence_alter::parse_alter_sequence(sql).ok()?;
-        return found(catalog, ahead, &parsed.name);
+/// A session's search path as it bears on unqualified names: the existing schemas it puts
+/// before public (all of them when it leaves public out), and whether public is on it.
+pub struct SearchPath<'a> {
+    pub ahead: &'a [String],
+    pub public: bool,
+}
+
+/// What an unqualified name of a statement would do in PostgreSQL that it does not here.
+#[derive(Debug, PartialEq)]
+pub enum Hidden {
+    /// It names this object (a key) of a schema before public.
+    Shadowed(String),
+    /// An unqualified CREATE would make its object here (a key).
+    CreatedIn(String),
+    /// It names public's relation (this name), which the path leaves out.
+    Unsearched(String),
+    /// An unqualified CREATE with no schema on the path to make it in.
+    NoSchema,
+}
+
+impl SearchPath<'_> {
+    /// Whether unqualified names mean here what they mean in PostgreSQL for any statement.
+    pub fn is_plain(&self) -> bool {
+        self.ahead.is_empty() && self.public
     }
-    let Ok(statements) = crate::parse::parse_statements(sql) else {
-        return Some(first.clone());
-    };
-    for stmt in &statements {
-        if let Some(name) = created(stmt)
-            && name.0.len() == 1
-        {
-            return Some(qualify(first, &name.to_string()));
+
+    /// What statement text `sql` would do otherwise in PostgreSQL (see the module's
+    /// documentation). A text that does not parse cannot be told safe: it is answered as if
+    /// its first name were shadowed or unsearched.
+    pub fn hidden_in(&self, catalog: &Catalog, sql: &str) -> Option<Hidden> {
+        if self.is_plain() {
+            return None;
         }
-        let mut hidden = None;
-        let mut check = |n: &ObjectName| {
-            if let [one] = n.0.as_slice()
-                && let Some(i) = one.as_ident()
-            {
-                hidden = hidden.take().or_else(|| found(catalog, ahead, &crate::bind::ident(i)));
-            }
+        if crate::sequence_alter::is_alter_sequence(sql) {
+            return match crate::sequence_alter::written_name(sql)?.as_slice() {
+                [one] => self.found(catalog, one),
+                _ => None,
+            };
+        }
+        let Ok(statements) = crate::parse::parse_statements(sql) else {
+            return Some(match self.ahead.first() {
+                Some(first) => Hidden::Shadowed(first.clone()),
+                None => Hidden::NoSchema,
+            });
         };
-        let _ = ast::visit_relations(stmt, |n| {
-            check(n);
-            ControlFlow::<()>::Continue(())
-        });
-        match stmt {
-            Statement::Drop { names, .. } => names.iter().for_each(&mut check),
-            Statement::Comment { object_name, .. } => check(object_name),
-            _ => {}
+        for stmt in &statements {
+            if let Some(name) = created(stmt)
+                && name.0.len() == 1
+            {
+                return Some(match self.ahead.first() {
+                    Some(first) => Hidden::CreatedIn(qualify(first, &name.to_string())),
+                    None if self.public => continue,
+                    None => Hidden::NoSchema,
+                });
+            }
+            let mut hidden = None;
+            let mut check = |n: &ObjectName| {
+                if let [one] = n.0.as_slice()
+                    && let Some(i) = one.as_ident()
+                {
+                    hidden = hidden.take().or_else(|| self.found(catalog, &crate::bind::ident(i)));
+                }
+            };
+            let _ = ast::visit_relations(stmt, |n| {
+                check(n);
+                ControlFlow::<()>::Continue(())
+            });
+            match stmt {
+                Statement::Drop { names, .. } => names.iter().for_each(&mut check),
+                Statement::Comment { object_name, .. } => check(object_name),
+                _ => {}
+            }
+            if hidden.is_some() {
+                return hidden;
+            }
         }
-        if hidden.is_some() {
-            return hidden;
-        }
+        None
     }
-    None
+
+    /// What PostgreSQL would make of the unqualified relation or type `name` (a key: in
+    /// public when it has no dot) that this server does not.
+    pub fn found(&self, catalog: &Catalog, name: &str) -> Option<Hidden> {
+        if name.contains('.') {
+            return None;
+        }
+        let exists = |key: &str| catalog.has_relation(key) || catalog.enum_type(key).is_some();
+        if let Some(key) = self.ahead.iter().map(|s| qualify(s, name)).find(|k| exists(k)) {
+            return Some(Hidden::Shadowed(key));
+        }
+        (!self.public && exists(name)).then(|| Hidden::Unsearched(name.to_string()))
+    }
 }
 
 /// The name of the object a CREATE statement makes (its schema's, where written).
@@ -64,16 +116,4 @@ fn created(stmt: &Statement) -> Option<&ObjectName> {
         Statement::CreateSequence { name, .. } | Statement::CreateType { name, .. } => Some(name),
         _ => None,
     }
-}
-
-/// The key of the first relation or type named `name` (a key: in public when unqualified)
-/// in a schema of `ahead`.
-pub fn found(catalog: &Catalog, ahead: &[String], name: &str) -> Option<String> {
-    if name.contains('.') {
-        return None;
-    }
-    ahead
-        .iter()
-        .map(|s| qualify(s, name))
-        .find(|key| catalog.has_relation(key) || catalog.enum_type(key).is_some())
 }

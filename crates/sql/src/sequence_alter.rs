@@ -86,6 +86,14 @@ pub fn is_alter_sequence(sql: &str) -> bool {
     c.keyword("ALTER") && c.keyword("SEQUENCE")
 }
 
+/// The sequence an `ALTER SEQUENCE` text names, as written: its dotted parts.
+pub fn written_name(sql: &str) -> Option<Vec<String>> {
+    let mut c = Cursor::new(sql).ok()?;
+    (c.keyword("ALTER") && c.keyword("SEQUENCE")).then_some(())?;
+    c.if_exists().ok()?;
+    c.parts().ok()
+}
+
 /// Parses `ALTER SEQUENCE` (see the module's documentation).
 pub fn parse_alter_sequence(sql: &str) -> Result<AlterSequence> {
     let mut c = Cursor::new(sql)?;

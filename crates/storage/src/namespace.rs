@@ -8,9 +8,9 @@
 //! A name written with a dot inside quotes (`"a.b"`) would read as qualified, so a new
 //! object's name must not hold one (checked where objects are created: the part before the
 //! dot must be a schema, 3F000). Unqualified names are looked up in `public` only: under a
-//! search_path that puts another schema first, a statement whose unqualified name would
-//! reach another object in PostgreSQL is refused (permafrost_sql::search_path) rather than
-//! answered from the wrong schema. (Here, beside the table schema, so that every crate
+//! search_path that puts another schema first or leaves public out, a statement whose
+//! unqualified name would mean something else in PostgreSQL is refused, or fails as there
+//! (permafrost_sql::search_path), rather than answered from the wrong schema. (Here, beside the table schema, so that every crate
 //! reads a key the one way; permafrost_sql re-exports it.)
 
 /// The schema unqualified names live in.

@@ -1,13 +1,13 @@
 -- Restoring a plain pg_dump of PostgreSQL 15 (psql -f): its settings, objects qualified
 -- with public., OWNER TO, sequences OWNED BY their columns, COPY ... FROM stdin, setval,
 -- constraints added after the data, then the restored database used and changed.
--- (pg_dump's `SELECT pg_catalog.set_config('search_path', '', false);` is left out:
--- a search path without public is refused, see the README.)
+-- (Only pg_dump's \restrict / \unrestrict lines, which psql 15.18 acts on, are left out.)
 SET statement_timeout = 0;
 SET lock_timeout = 0;
 SET idle_in_transaction_session_timeout = 0;
 SET client_encoding = 'UTF8';
 SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
 SET check_function_bodies = false;
 SET xmloption = content;
 SET client_min_messages = warning;
@@ -122,6 +122,7 @@ ALTER TABLE ONLY public.orders
     ADD CONSTRAINT orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES public.customers(id) ON DELETE CASCADE;
 
 
+SELECT * FROM customers;
 RESET ALL;
 SELECT * FROM public.customers ORDER BY id;
 SELECT id, customer_id, st, total, meta, tags, ip, placed FROM orders ORDER BY id;

@@ -1,6 +1,8 @@
 //! Where a statement runs: the one place a [`Command`] is routed to the session, the
 //! transaction block or the engine, for both query protocols.
 
+use permafrost_sql::search_path::Hidden;
+
 use super::block::block_draft;
 use super::cursor::fetch;
 use super::*;
@@ -27,8 +29,8 @@ impl Backend {
         if matches!(route, Route::Engine | Route::Either) && !matches!(cmd, Command::System(_)) {
             // (A query or write reads the catalog it was planned against, which it holds.)
             match cmd {
-                Command::Dml(d) => refuse_hidden_schema(client, cmd, d.stmt.catalog())?,
-                _ => refuse_hidden_schema(client, cmd, &self.db.catalog())?,
+                Command::Dml(d) => refuse_hidden_schema(client, cmd, d.stmt.catalog(), cancel)?,
+                _ => refuse_hidden_schema(client, cmd, &self.db.catalog(), cancel)?,
             }
         }
         if route == Route::Block {
@@ -262,15 +264,25 @@ fn explained(db: &Database, explain: &sqlparser::ast::Statement, inner: &Command
     crate::command::classify::classify(db, &stmt, &text)
 }
 
-/// Refuses a statement (0A000) whose unqualified names would reach another object in
-/// PostgreSQL, under a search_path that puts existing schemas before public
-/// (permafrost_sql::search_path): no answer is taken from the wrong schema.
+/// Refuses a statement whose unqualified names would mean something else in PostgreSQL
+/// under the session's search_path (permafrost_sql::search_path): 0A000 where PostgreSQL
+/// would reach another object, PostgreSQL's own error where it would find nothing. No
+/// answer is taken from the wrong schema.
 fn refuse_hidden_schema<C: ClientInfo>(
     client: &C,
     cmd: &Command,
     catalog: &permafrost_sql::Catalog,
+    cancel: Option<&CancelToken>,
 ) -> PgWireResult<()> {
-    if catalog.schemas().next().is_none() {
+    let owned;
+    let session = match cancel {
+        Some(c) => c.settings(),
+        None => {
+            owned = settings::of(client);
+            &owned
+        }
+    };
+    if catalog.schemas().next().is_none() && !session.public_unsearched() {
         return Ok(());
     }
     let user = client
@@ -278,34 +290,44 @@ fn refuse_hidden_schema<C: ClientInfo>(
         .get(pgwire::api::METADATA_USER)
         .cloned()
         .unwrap_or_default();
-    let ahead = settings::of(client).schemas_before_public(&user, |s| catalog.has_schema(s));
-    if ahead.is_empty() {
+    let (ahead, public) = session.path_schemas(&user, |s| catalog.has_schema(s));
+    let path = permafrost_sql::search_path::SearchPath { ahead: &ahead, public };
+    if path.is_plain() {
         return Ok(());
     }
     let hidden = |c: &Command| match c {
-        Command::Copy(copy) => permafrost_sql::search_path::found(catalog, &ahead, copy.table_name()),
-        Command::CopyOut(out) => permafrost_sql::search_path::hidden_object(catalog, &ahead, &out.stmt.prepared().sql),
-        c => c
-            .sql()
-            .and_then(|sql| permafrost_sql::search_path::hidden_object(catalog, &ahead, sql)),
+        Command::Copy(copy) => copy.unqualified_table().and_then(|t| path.found(catalog, t)),
+        Command::CopyOut(out) => path.hidden_in(catalog, &out.stmt.prepared().sql),
+        c => c.sql().and_then(|sql| path.hidden_in(catalog, sql)),
     };
     let found = match cmd {
         Command::Declare { query, .. } => hidden(query),
         c => hidden(c),
     };
-    match found {
-        None => Ok(()),
-        Some(key) => Err(crate::error::client_error_explained(
+    let shadowed = |key: &str| {
+        let (schema, bare) = permafrost_sql::namespace::split(key);
+        crate::error::client_error_explained(
             "0A000",
             format!(
-                "search_path puts schema \"{}\" before public, and this server looks unqualified names up in public only",
-                permafrost_sql::namespace::split(&key).0
+                "search_path puts schema \"{schema}\" before public, and this server looks unqualified names up in public only"
             ),
             Some(format!("PostgreSQL would use {key} here.")),
             Some(format!(
-                "Qualify the name ({key} or public.{}), or SET search_path = public.",
-                permafrost_sql::namespace::bare(&key)
+                "Qualify the name ({key} or public.{bare}), or SET search_path = public."
             )),
-        )),
+        )
+    };
+    match found {
+        None => Ok(()),
+        Some(Hidden::Shadowed(key) | Hidden::CreatedIn(key)) => Err(shadowed(&key)),
+        // (PostgreSQL's error, pointing where it points.)
+        Some(Hidden::Unsearched(name)) => {
+            let e = permafrost_sql::SqlError::UnknownTable(name);
+            Err(match cmd.sql() {
+                Some(text) => crate::error::sql_error_in(e, text),
+                None => crate::error::sql_error(e),
+            })
+        }
+        Some(Hidden::NoSchema) => Err(client_error("3F000", "no schema has been selected to create in")),
     }
 }
