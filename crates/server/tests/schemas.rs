@@ -40,6 +40,9 @@ async fn schemas_keep_their_objects_apart_through_the_wire_and_recovery() {
     // With app before public, a name app has is refused (PostgreSQL would read app's), as is
     // an unqualified CREATE (PostgreSQL would make it in app); other names run as in public.
     c.batch_execute("SET search_path = app, public").await.unwrap();
+    // (A prepared statement, run in the extended protocol's pipelined way, too.)
+    let e = c.query("SELECT v FROM t WHERE id = $1", &[&1i64]).await.unwrap_err();
+    assert_eq!(code(&e), "0A000");
     for sql in [
         "SELECT * FROM t",
         "INSERT INTO t VALUES (3, 'x')",

@@ -310,6 +310,9 @@ impl ExtendedQueryHandler for Backend {
         let params = zoned_params(cancel.as_ref(), &portal, cmd)?;
         open_implicit_block(client, cmd);
         if cmd.pipelines() && matches!(*txn::lock(&txn::of(client)), txn::State::Idle) {
+            if let Command::Dml(d) = cmd {
+                super::route::refuse_hidden_schema(client, cmd, d.stmt.catalog(), cancel.as_ref())?;
+            }
             // Alone in flight, a short statement may run on this thread.
             let place = if pipeline.is_empty() {
                 Place::Here

@@ -268,7 +268,7 @@ fn explained(db: &Database, explain: &sqlparser::ast::Statement, inner: &Command
 /// under the session's search_path (permafrost_sql::search_path): 0A000 where PostgreSQL
 /// would reach another object, PostgreSQL's own error where it would find nothing. No
 /// answer is taken from the wrong schema.
-fn refuse_hidden_schema<C: ClientInfo>(
+pub(super) fn refuse_hidden_schema<C: ClientInfo>(
     client: &C,
     cmd: &Command,
     catalog: &permafrost_sql::Catalog,
