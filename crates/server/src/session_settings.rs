@@ -117,15 +117,13 @@ fn setting_to_set(name: &str) -> PgWireResult<&'static Setting> {
     }
 }
 
-/// The schema names of a search_path value, in order (quoted ones as written, others
-/// folded; `"$user"` as `$user`).
+/// The schema names of a search_path value, in order, each read as a name in text is
+/// (quoted ones as written, others folded; `"$user"` as `$user`).
 fn path_entries(path: &str) -> impl Iterator<Item = String> + '_ {
-    path.split(',').map(str::trim).filter(|e| !e.is_empty()).map(|e| {
-        match e.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-            Some(q) => q.to_string(),
-            None => e.to_ascii_lowercase(),
-        }
-    })
+    path.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(permafrost_sql::bind::name_in_text)
 }
 
 /// Whether `s` is a custom setting (a name with a dot).

@@ -211,21 +211,13 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             _ => text(ctx, 0),
         })
     })?;
-    // A schema's name in text: one identifier, quoted or folded.
-    let schema_name = |t: &str| {
-        let t = t.trim();
-        match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-            Some(q) => q.replace("\"\"", "\""),
-            None => t.to_ascii_lowercase(),
-        }
-    };
     let o = objects.clone();
     conn.create_scalar_function("pf_regnamespace", 1, det, move |ctx| {
         if let ValueRef::Integer(n) = ctx.get_raw(0) {
             return Ok(Some(n));
         }
         let Some(name) = text(ctx, 0) else { return Ok(None) };
-        match o.namespaces.get(&schema_name(&name)) {
+        match o.namespaces.get(&object_name(&name)) {
             Some(&oid) => Ok(Some(oid)),
             None => raise("3F000", format!("schema \"{name}\" does not exist")),
         }
@@ -270,7 +262,7 @@ fn define_object_names(conn: &Connection, objects: &Arc<Objects>, session: &Sess
     let o = objects.clone();
     conn.create_scalar_function("pf_to_regnamespace", 1, det, move |ctx| {
         Ok(o.namespaces
-            .get(&schema_name(&text(ctx, 0).unwrap_or_default()))
+            .get(&object_name(&text(ctx, 0).unwrap_or_default()))
             .copied())
     })?;
     Ok(())

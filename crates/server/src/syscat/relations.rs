@@ -358,15 +358,10 @@ impl Objects {
         (self.namespaces.get(schema).copied().unwrap_or(NS_PUBLIC), bare)
     }
 
-    /// The schema of catalog key `key`, by name.
-    pub fn schema_of(key: &str) -> &str {
-        permafrost_sql::namespace::split(key).0
-    }
-
     /// Whether the object of catalog key `key` is on the search path (in public: the path
     /// may put no other schema first, crate::session).
     pub fn visible(key: &str) -> bool {
-        Objects::schema_of(key) == permafrost_sql::namespace::PUBLIC
+        permafrost_sql::namespace::split(key).0 == permafrost_sql::namespace::PUBLIC
     }
 }
 

@@ -14,7 +14,7 @@ pub(super) fn table_relations(
     db: &str,
     objects: &mut Objects,
 ) -> [Relation; 11] {
-    let mut out = TableRelations::new(objects.namespaces.clone());
+    let mut out = TableRelations::new();
     for seq in sequences {
         out.add_sequence(seq, tables, objects);
     }
@@ -92,8 +92,6 @@ fn action_code(a: permafrost_storage::FkAction) -> &'static str {
 /// `pg_constraint`, `pg_attrdef`, `pg_sequence` and information_schema's `tables`, `columns`,
 /// `table_constraints` and `key_column_usage`.
 struct TableRelations {
-    /// The schemas' oids, by name.
-    namespaces: std::collections::HashMap<String, i64>,
     class: Relation,
     attribute: Relation,
     index: Relation,
@@ -109,9 +107,8 @@ struct TableRelations {
 }
 
 impl TableRelations {
-    fn new(namespaces: std::collections::HashMap<String, i64>) -> TableRelations {
+    fn new() -> TableRelations {
         TableRelations {
-            namespaces,
             class: rel("pg_class"),
             attribute: rel("pg_attribute"),
             index: rel("pg_index"),
@@ -159,7 +156,7 @@ impl TableRelations {
         ));
         self.info_tables.push(vec![
             ("table_catalog", s(db)),
-            ("table_schema", s(Objects::schema_of(&t.name))),
+            ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
             ("table_name", s(bare)),
             ("table_type", s("BASE TABLE")),
             ("self_referencing_column_name", NULL),
@@ -278,7 +275,7 @@ impl TableRelations {
             };
             self.info_columns.push(vec![
                 ("table_catalog", s(db)),
-                ("table_schema", s(Objects::schema_of(&t.name))),
+                ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
                 ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
                 ("column_name", s(c.name.clone())),
                 ("ordinal_position", i(num)),
@@ -387,6 +384,7 @@ impl TableRelations {
                         deferred: false,
                     },
                     db,
+                    objects,
                 );
             }
         }
@@ -394,7 +392,7 @@ impl TableRelations {
 
     /// One constraint's rows: `pg_constraint`'s, information_schema's `table_constraints`
     /// and `key_column_usage`.
-    fn add_constraint(&mut self, c: Constraint<'_>, db: &str) {
+    fn add_constraint(&mut self, c: Constraint<'_>, db: &str, objects: &Objects) {
         let t = c.table;
         let (confrelid, confkey, upd, del, matching) = match &c.references {
             Some(r) => (i(r.table), nums(&r.keys), s(r.on_update), s(r.on_delete), s("s")),
@@ -403,14 +401,7 @@ impl TableRelations {
         self.constraint.push(vec![
             ("oid", i(c.oid)),
             ("conname", s(c.name)),
-            (
-                "connamespace",
-                i(self
-                    .namespaces
-                    .get(Objects::schema_of(&t.name))
-                    .copied()
-                    .unwrap_or(NS_PUBLIC)),
-            ),
+            ("connamespace", i(objects.placed(&t.name).0)),
             ("contype", s(c.kind)),
             ("condeferrable", b(c.deferrable)),
             ("condeferred", b(c.deferred)),
@@ -433,10 +424,10 @@ impl TableRelations {
         let yes_no = |x: bool| s(if x { "YES" } else { "NO" });
         self.info_constraints.push(vec![
             ("constraint_catalog", s(db)),
-            ("constraint_schema", s(Objects::schema_of(&t.name))),
+            ("constraint_schema", s(permafrost_sql::namespace::split(&t.name).0)),
             ("constraint_name", s(c.name)),
             ("table_catalog", s(db)),
-            ("table_schema", s(Objects::schema_of(&t.name))),
+            ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
             ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
             ("constraint_type", s(c.info)),
             ("is_deferrable", yes_no(c.deferrable)),
@@ -453,10 +444,10 @@ impl TableRelations {
                 .map_or(String::new(), |c| c.name.clone());
             self.info_keys.push(vec![
                 ("constraint_catalog", s(db)),
-                ("constraint_schema", s(Objects::schema_of(&t.name))),
+                ("constraint_schema", s(permafrost_sql::namespace::split(&t.name).0)),
                 ("constraint_name", s(c.name)),
                 ("table_catalog", s(db)),
-                ("table_schema", s(Objects::schema_of(&t.name))),
+                ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
                 ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
                 ("column_name", s(name)),
                 ("ordinal_position", i(k as i64 + 1)),
@@ -498,6 +489,7 @@ impl TableRelations {
                     deferred: fk.deferred,
                 },
                 db,
+                objects,
             );
         }
     }
@@ -529,6 +521,7 @@ impl TableRelations {
                     deferred: false,
                 },
                 db,
+                objects,
             );
         }
     }
