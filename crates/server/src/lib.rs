@@ -28,6 +28,7 @@ pub mod session;
 pub mod session_settings;
 mod setting_values;
 pub mod syscat;
+mod temp_tables;
 mod threads;
 mod txn;
 mod wire_check;
@@ -146,6 +147,7 @@ pub async fn serve_with(
     options: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
+    temp_tables::drop_leftovers(&db).await?;
     let metrics = options.metrics.unwrap_or_else(|| Arc::new(ServerMetrics::new()));
     let cancels = Arc::new(session::Cancels::default());
     let auth = if options.users.is_empty() {

@@ -52,7 +52,11 @@ pub fn is_ddl(stmt: &Statement) -> bool {
 /// Plans a DDL statement against `catalog`. An empty result means nothing to do
 /// (`IF NOT EXISTS` on an existing object, `IF EXISTS` on a missing one).
 pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
+    crate::temp::refuse_reaching(stmt)?;
     match stmt {
+        Statement::CreateTable(ct) if crate::temp::makes_temporary(ct) => {
+            crate::temp::create_table(catalog, ct, create_table)
+        }
         Statement::CreateTable(ct) => Ok(create_table(catalog, ct)?.into_iter().collect()),
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
         Statement::AlterTable(at) => alter_table(catalog, at),
@@ -75,7 +79,12 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
             ..
         } => {
             if *cascade {
-                return unsupported("DROP ... CASCADE");
+                return match object_type {
+                    ObjectType::Schema => crate::temp::drop_schemas(catalog, names, *if_exists, |c, tables| {
+                        drop(c, ObjectType::Table, false, tables)
+                    }),
+                    _ => unsupported("DROP ... CASCADE"),
+                };
             }
             drop(catalog, *object_type, *if_exists, names)
         }
@@ -87,7 +96,10 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
 /// EXISTS` on an existing one, `IF EXISTS` on a missing one), against `catalog` before the
 /// statement runs: each one's SQLSTATE and message.
 pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String)> {
-    let exists = |name: &str| format!("relation \"{name}\" already exists, skipping");
+    let exists = |name: &str| {
+        let name = crate::namespace::bare(name);
+        format!("relation \"{name}\" already exists, skipping")
+    };
     let mut out = Vec::new();
     match stmt {
         Statement::CreateTable(ct) if ct.if_not_exists => {
@@ -326,6 +338,11 @@ fn operator_class(class: &str, col: &Column) -> Result<()> {
 }
 
 fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlChange>> {
+    if ct.on_commit.is_some() {
+        return Err(SqlError::Definition(
+            "ON COMMIT can only be used on temporary tables".into(),
+        ));
+    }
     if ct.temporary
         || ct.external
         || ct.query.is_some()

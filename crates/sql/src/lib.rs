@@ -42,6 +42,7 @@ pub mod sequence;
 mod sequence_alter;
 mod sequence_ddl;
 pub mod shape;
+pub mod temp;
 pub mod value_budget;
 pub mod workmem;
 

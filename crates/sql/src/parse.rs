@@ -18,12 +18,19 @@ use crate::error::{Result, SqlError};
 /// The tree of a long statement can be deep: parse, use and drop it inside
 /// [`crate::limits::with_stack_for`].
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
+    parse_statements_in_text(sql).map(|(_, statements)| statements)
+}
+
+/// The statements of `sql`, and the text sqlparser read them from: the client's, or as
+/// rewritten for it (`?` parameters, COPY's booleans, sequence options), which their spans
+/// point into.
+pub fn parse_statements_in_text(sql: &str) -> Result<(std::borrow::Cow<'_, str>, Vec<Statement>)> {
     crate::limits::check_length(sql)?;
     let text = rewrite_question_marks(sql)?;
     let text = rewrite_copy_booleans(text)?;
     let text = reorder_sequence_options(text)?;
     let rewritten = text != sql;
-    Parser::new(&PostgreSqlDialect {})
+    let statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(MAX_NESTING)
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_statements())
@@ -33,7 +40,8 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
                 "ALTER SEQUENCE here (it is taken as a statement of its own, not in a procedure's body)".into(),
             ),
             e => syntax_error(e, rewritten),
-        })
+        })?;
+    Ok((text, statements))
 }
 
 /// Whether the text's first words are `words` (lowercase), whatever the case and spacing.

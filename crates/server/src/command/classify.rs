@@ -784,7 +784,8 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let scan = permafrost_sql::scan::scan(sql).map_err(sql_error)?;
+        let sql = crate::temp_tables::qualify(&self.db, client, sql)?;
+        let scan = permafrost_sql::scan::scan(&sql).map_err(sql_error)?;
         match scan.statements.as_slice() {
             [] => Ok(None),
             [one] => {

@@ -66,6 +66,11 @@ impl SimpleQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let cancel = self.cancel_token(client);
+        let query = match crate::temp_tables::qualify(&self.db, client, query) {
+            Ok(q) => q,
+            Err(e) => return Ok(vec![Response::Error(Box::new(refused(client, e).into()))]),
+        };
+        let query = query.as_ref();
         // The text is read once, here: its statements, what they start with and name, and
         // its shape (permafrost_sql::scan).
         let scan = match permafrost_sql::scan::scan(query) {
@@ -97,7 +102,10 @@ impl SimpleQueryHandler for Backend {
         let mut out = Vec::with_capacity(texts.len());
         for (i, st) in texts.iter().enumerate() {
             let draft = txn::draft_catalog(&txn::of(client));
-            let classified = classify_statement_in(&self.db, draft.as_ref(), st);
+            let classified = match i {
+                0 => classify_statement_in(&self.db, draft.as_ref(), st),
+                _ => classify_requalified(&self.db, client, draft.as_ref(), st),
+            };
             if let (Some(shape), Ok(cmd), 1) = (learn.take(), &classified, texts.len()) {
                 self.plans.learn(&self.db, &shape, cmd);
             }
@@ -146,5 +154,23 @@ fn refused<C: ClientInfo>(client: &C, e: PgWireError) -> PgWireError {
         }
         txn::State::Failed(_) => txn::aborted(),
         txn::State::Idle => e,
+    }
+}
+
+/// A statement after the first of a query string, classified with its names qualified
+/// anew (crate::temp_tables): it may name a temporary table made by one before it, and the
+/// string as a whole was qualified before any of it ran.
+fn classify_requalified<C: ClientInfo>(
+    db: &Arc<Database>,
+    client: &C,
+    draft: Option<&Arc<permafrost_sql::Catalog>>,
+    st: &permafrost_sql::scan::StatementText<'_>,
+) -> PgWireResult<Command> {
+    match crate::temp_tables::qualify(db, client, st.text)? {
+        std::borrow::Cow::Borrowed(_) => classify_statement_in(db, draft, st),
+        std::borrow::Cow::Owned(text) => {
+            let scan = permafrost_sql::scan::scan(&text).map_err(sql_error)?;
+            classify_statement_in(db, draft, scan.statements.first().unwrap_or(st))
+        }
     }
 }

@@ -404,12 +404,14 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
     // What is in public or the catalogs' schemas is on the search path; another schema's
     // objects are not (unqualified names are looked up in public only).
     let o = objects.clone();
+    let temp = permafrost_sql::temp::schema_of(session.pid);
     conn.create_scalar_function("pf_pg_table_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| Objects::visible(k))))
+        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
     })?;
     let o = objects.clone();
+    let temp = permafrost_sql::temp::schema_of(session.pid);
     conn.create_scalar_function("pf_pg_type_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| Objects::visible(k))))
+        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
     })?;
     for name in ["pf_pg_function_is_visible", "pf_pg_collation_is_visible"] {
         conn.create_scalar_function(name, 1, det, |ctx| Ok(int(ctx, 0).map(|_| true)))?;

@@ -358,10 +358,18 @@ impl Objects {
         (self.namespaces.get(schema).copied().unwrap_or(NS_PUBLIC), bare)
     }
 
-    /// Whether the object of catalog key `key` is on the search path (in public: the path
-    /// may put no other schema first, crate::session).
-    pub fn visible(key: &str) -> bool {
-        permafrost_sql::namespace::split(key).0 == permafrost_sql::namespace::PUBLIC
+    /// Whether the object of catalog key `key` is on the search path of the session whose
+    /// temporary schema is `temp` (permafrost_sql::temp): in it, or in public and not
+    /// shadowed by one of its tables (the path may put no other schema first,
+    /// crate::session).
+    pub fn visible(&self, key: &str, temp: &str) -> bool {
+        match permafrost_sql::namespace::split(key) {
+            (schema, _) if schema == temp => true,
+            (permafrost_sql::namespace::PUBLIC, bare) => !self
+                .relation_oids
+                .contains_key(&permafrost_sql::namespace::qualify(temp, bare)),
+            _ => false,
+        }
     }
 }
 

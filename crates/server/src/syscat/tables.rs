@@ -543,13 +543,13 @@ impl TableRelations {
     }
 }
 
-/// A row of `pg_class`: a table or an index.
 /// A catalog key as `pg_get_serial_sequence` writes it: always qualified.
 fn shown_qualified(key: &str) -> String {
     let (schema, bare) = permafrost_sql::namespace::split(key);
     format!("{schema}.{bare}")
 }
 
+/// A row of `pg_class`: a table or an index.
 fn class_row(
     oid: i64,
     (ns, name): (i64, &str),
