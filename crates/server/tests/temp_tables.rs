@@ -91,6 +91,16 @@ async fn a_temporary_table_is_its_sessions_alone_and_goes_with_it() {
     let in_b: Vec<String> = first_column(&b, "SELECT x FROM only_a", &[]).await;
     assert_eq!(in_b, ["b"]);
     assert_eq!(temp_schemas(&db).len(), 2);
+    // psql's \d finds each session's own table (the catalog's answers are kept between
+    // sessions; what is visible is the session's).
+    let visible = "SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                   WHERE c.relname = 'only_a' AND pg_table_is_visible(c.oid)";
+    let seen_by_a: Vec<String> = first_column(&a, visible, &[]).await;
+    let seen_by_b: Vec<String> = first_column(&b, visible, &[]).await;
+    assert_eq!(seen_by_a.len(), 1);
+    assert_eq!(seen_by_b.len(), 1);
+    assert_ne!(seen_by_a, seen_by_b);
+    assert!(seen_by_a[0].starts_with("pg_temp_") && seen_by_b[0].starts_with("pg_temp_"));
     drop(a);
     drop(b);
     until_no_temp_schema(&db).await;

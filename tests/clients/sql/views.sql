@@ -35,6 +35,19 @@ CREATE TABLE IF NOT EXISTS vw_t (x int);
 CREATE INDEX IF NOT EXISTS vw_t_grp ON vw_t (grp);
 CREATE INDEX IF NOT EXISTS vw_t_grp ON vw_t (grp);
 DROP INDEX IF EXISTS vw_t_grp, nope_index;
+-- The catalogs show views: psql's \d (and \dv, whose owner column differs), pg_views,
+-- information_schema.
+CREATE VIEW vw_cat (ident, shout) AS SELECT id, upper(name) FROM vw_t;
+SELECT relname FROM pg_class WHERE relkind = 'v' AND relname LIKE 'vw%' AND pg_table_is_visible(oid) ORDER BY 1;
+\d vw_cat
+SELECT schemaname, viewname FROM pg_views WHERE viewname LIKE 'vw%' ORDER BY 2;
+SELECT table_name, table_type FROM information_schema.tables WHERE table_name LIKE 'vw%' ORDER BY 1;
+SELECT table_name, check_option FROM information_schema.views WHERE table_name LIKE 'vw%' ORDER BY 1;
+SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'vw_cat' ORDER BY ordinal_position;
+SELECT c.relname, c.relkind, a.attname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+ WHERE c.relname = 'vw_cat' AND a.attnum > 0 ORDER BY a.attnum;
+SELECT relname FROM pg_class WHERE oid = 'vw_cat'::regclass;
+DROP VIEW vw_cat;
 \set VERBOSITY sqlstate
 DROP VIEW vw_named;
 DROP TABLE vw_t;

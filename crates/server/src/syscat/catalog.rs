@@ -9,7 +9,7 @@ use super::tables::table_relations;
 
 /// Every relation of the system catalog with its rows, and the objects by id.
 pub fn build(
-    (tables, sequences, enums, schemas): Relations<'_>,
+    (tables, sequences, enums, schemas, views): Relations<'_>,
     procedures: &Procedures,
     session: &SessionInfo,
 ) -> (Vec<Relation>, Objects) {
@@ -28,7 +28,8 @@ pub fn build(
         info_columns,
         info_constraints,
         info_keys,
-    ] = table_relations((tables, sequences, enums, schemas), db, &mut objects);
+        info_views,
+    ] = table_relations((tables, sequences, enums, schemas, views), db, &mut objects);
     let proc = procedure_relation(procedures, &mut objects);
     let [mut ty_rel, database, roles] = type_database_and_roles(db, session);
     let enum_rel = enum_relation(enums, &mut ty_rel, &mut objects);
@@ -64,6 +65,7 @@ pub fn build(
         info_columns,
         info_constraints,
         info_keys,
+        info_views,
         schemata,
     ];
     // The relations of what does not exist here: empty.
@@ -366,7 +368,7 @@ mod tests {
             settings: vec![("TimeZone".into(), "UTC".into(), "zone".into())],
         };
         let procs = vec![("p".to_string(), vec![("a".to_string(), DataType::Integer)])];
-        let (rels, objects) = build((&[&t], &[], &[], &[]), &procs, &session);
+        let (rels, objects) = build((&[&t], &[], &[], &[], &[]), &procs, &session);
         for r in &rels {
             for row in &r.rows {
                 assert_eq!(row.len(), r.columns.len(), "{}.{}", r.schema, r.name);

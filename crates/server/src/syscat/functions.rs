@@ -107,7 +107,7 @@ pub fn define(
     define_object_names(conn, objects, session)?;
     define_conditions(conn, budget)?;
     define_catalog_text(conn, objects, session)?;
-    define_session(conn, session)?;
+    define_session(conn, objects, session)?;
     define_strings(conn, budget)
 }
 
@@ -359,8 +359,11 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             }
         }))
     })?;
+    let o = objects.clone();
+    conn.create_scalar_function("pf_pg_get_viewdef", -1, det, move |ctx| {
+        Ok(int(ctx, 0).and_then(|oid| o.view_definitions.get(&oid).cloned()))
+    })?;
     for name in [
-        "pf_pg_get_viewdef",
         "pf_pg_get_triggerdef",
         "pf_pg_get_ruledef",
         "pf_pg_get_partkeydef",
@@ -369,7 +372,7 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
         "pf_pg_get_policy_expr",
         "pf_shobj_description",
     ] {
-        // Nothing here has a view definition, trigger, rule, partition key or comment on
+        // Nothing here has a trigger, rule, partition key or comment on
         // a shared object.
         conn.create_scalar_function(name, -1, det, |_| Ok(None::<String>))?;
     }
@@ -401,18 +404,6 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
             Ok(int(ctx, 0).and_then(|oid| o.procedure_args.get(&oid).cloned()))
         })?;
     }
-    // What is in public or the catalogs' schemas is on the search path; another schema's
-    // objects are not (unqualified names are looked up in public only).
-    let o = objects.clone();
-    let temp = permafrost_sql::temp::schema_of(session.pid);
-    conn.create_scalar_function("pf_pg_table_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
-    })?;
-    let o = objects.clone();
-    let temp = permafrost_sql::temp::schema_of(session.pid);
-    conn.create_scalar_function("pf_pg_type_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
-    })?;
     for name in ["pf_pg_function_is_visible", "pf_pg_collation_is_visible"] {
         conn.create_scalar_function(name, 1, det, |ctx| Ok(int(ctx, 0).map(|_| true)))?;
     }
@@ -457,8 +448,21 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
 
 /// Defines the functions that answer for one session's connection: its backend pid and
 /// settings (defined again for each query of a cached catalog database).
-pub fn define_session(conn: &Connection, session: &SessionInfo) -> rusqlite::Result<()> {
+pub fn define_session(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    // What is in public or the catalogs' schemas is on the search path, after the
+    // session's temporary tables; another schema's objects are not (unqualified names are
+    // looked up in public only).
+    let o = objects.clone();
+    let temp = permafrost_sql::temp::schema_of(session.pid);
+    conn.create_scalar_function("pf_pg_table_is_visible", 1, det, move |ctx| {
+        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
+    })?;
+    let o = objects.clone();
+    let temp = permafrost_sql::temp::schema_of(session.pid);
+    conn.create_scalar_function("pf_pg_type_is_visible", 1, det, move |ctx| {
+        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
+    })?;
     let pid = session.pid;
     conn.create_scalar_function("pf_pg_backend_pid", 0, det, move |_| Ok(pid))?;
     let settings = session.settings.clone();

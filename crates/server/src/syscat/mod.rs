@@ -237,6 +237,8 @@ struct Built {
     user: String,
     database: String,
     conn: Connection,
+    /// Its objects by id (what the functions that are defined again per session read).
+    objects: Arc<relations::Objects>,
     /// The budget of the query it runs ([`limits`]), which its functions build under.
     budget: Arc<limits::QueryBudget>,
     /// The engine's sizes its size functions read, taken for a query that calls them.
@@ -278,7 +280,7 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
         let refresh = || -> rusqlite::Result<()> {
             b.conn.execute_batch("DELETE FROM pg_catalog.pg_settings")?;
             insert_rows(&b.conn, &relations::settings(session))?;
-            functions::define_session(&b.conn, session)
+            functions::define_session(&b.conn, &b.objects, session)
         };
         refresh().map_err(error_of)?;
         return Ok(b);
@@ -287,10 +289,11 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
     let sequences: Vec<_> = catalog.sequences().map(|s| &**s).collect();
     let enums: Vec<_> = catalog.enum_types().collect();
     let schemas: Vec<_> = catalog.schemas().collect();
+    let views = views_shown(&catalog);
     let budget = Arc::new(limits::QueryBudget::default());
     let sizes = Arc::new(sizes::Sizes::default());
-    let conn = build_db(
-        (&tables, &sequences, &enums, &schemas),
+    let (conn, objects) = build_db(
+        (&tables, &sequences, &enums, &schemas, &views),
         &procedures,
         session,
         &budget,
@@ -302,9 +305,31 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
         user: session.user.clone(),
         database: session.database.clone(),
         conn,
+        objects,
         budget,
         sizes,
     })
+}
+
+/// The catalog's views as the catalogs show them: their columns as a query of each would
+/// answer (none for one that no longer plans).
+fn views_shown(catalog: &Catalog) -> Vec<relations::ViewShown> {
+    let quoted = |part: &str| format!("\"{}\"", part.replace('"', "\"\""));
+    catalog
+        .views()
+        .map(|v| {
+            let (schema, bare) = permafrost_sql::namespace::split(&v.name);
+            let sql = format!("SELECT * FROM {}.{}", quoted(schema), quoted(bare));
+            let columns = permafrost_sql::prepare(catalog, &sql)
+                .map(|p| p.columns().iter().map(|c| (c.name.clone(), c.ty)).collect())
+                .unwrap_or_default();
+            relations::ViewShown {
+                name: v.name.clone(),
+                columns,
+                definition: format!(" {};", v.query),
+            }
+        })
+        .collect()
 }
 
 /// Keeps a catalog database for the next query (the oldest goes past [`KEPT`]).
@@ -336,7 +361,7 @@ fn build_db(
     session: &SessionInfo,
     budget: &Arc<limits::QueryBudget>,
     sizes: &Arc<sizes::Sizes>,
-) -> PgWireResult<Connection> {
+) -> PgWireResult<(Connection, Arc<relations::Objects>)> {
     let (rels, objects) = catalog::build(tables, procedures, session);
     let conn = Connection::open_in_memory().map_err(error_of)?;
     let setup = || -> rusqlite::Result<()> {
@@ -366,7 +391,7 @@ fn build_db(
     limits::define_array_agg(&conn, budget).map_err(error_of)?;
     sizes::define(&conn, sizes).map_err(error_of)?;
     rusqlite::vtab::series::load_module(&conn).map_err(error_of)?;
-    Ok(conn)
+    Ok((conn, objects))
 }
 
 fn affinity(pg: &str) -> &'static str {

@@ -349,6 +349,8 @@ pub struct Objects {
     pub type_names: HashMap<i64, String>,
     /// The schemas by name: their oids (`pg_namespace`).
     pub namespaces: HashMap<String, i64>,
+    /// `pg_get_viewdef(oid)`: a view's query.
+    pub view_definitions: HashMap<i64, String>,
 }
 
 impl Objects {
@@ -404,14 +406,39 @@ pub(super) fn table_oid(t: &TableSchema) -> i64 {
     TABLE_OID_BASE + i64::from(t.id)
 }
 
-/// The database's tables, its sequences of their own (`CREATE SEQUENCE`), its enum types
-/// and its schemas besides public (with their ids).
+/// The oid a view of catalog key `key` is given unless another view has it (FNV-1a of the
+/// key, in [`VIEW_OID_BASE`]'s range): the same from one catalog to the next.
+pub(super) fn view_oid(key: &str) -> i64 {
+    let hash = key
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    VIEW_OID_BASE + i64::from(hash % VIEW_OID_SPAN)
+}
+
+/// The database's tables, its sequences of their own (`CREATE SEQUENCE`), its enum types,
+/// its schemas besides public (with their ids) and its views.
 pub type Relations<'a> = (
     &'a [&'a TableSchema],
     &'a [&'a permafrost_sql::sequence::SequenceDef],
     &'a [permafrost_types::EnumRef],
     &'a [(&'a str, u32)],
+    &'a [ViewShown],
 );
+
+/// A view as the catalogs show it.
+pub struct ViewShown {
+    /// Its catalog key.
+    pub name: String,
+    /// Its columns: names and types (`None`: unknown, shown as text).
+    pub columns: Vec<(String, Option<DataType>)>,
+    /// Its query, as `pg_get_viewdef` gives it.
+    pub definition: String,
+}
+
+/// Where views' oids are: a view has no id, so its oid is its name's hash in this range
+/// (the next free one on a collision).
+pub(super) const VIEW_OID_BASE: i64 = 4_000_000_000;
+pub(super) const VIEW_OID_SPAN: u32 = 250_000_000;
 
 /// The oid of the schema of id `id`: like a table's, 16384 plus its id, which no table
 /// or type shares.
@@ -570,6 +597,12 @@ pub const VIEWS: &[(&str, &str)] = &[
          pf_pg_get_indexdef(i.oid) AS indexdef \
          FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid = x.indrelid \
          JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+    ),
+    (
+        "pg_views",
+        "SELECT n.nspname AS schemaname, c.relname AS viewname, pf_pg_get_userbyid(c.relowner) AS viewowner, \
+         pf_pg_get_viewdef(c.oid) AS definition \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'v'",
     ),
     (
         "pg_user",

@@ -10,11 +10,19 @@ use super::relations::*;
 /// The relations that describe the tables (see [`TableRelations`]); the tables' objects go
 /// into `objects`.
 pub(super) fn table_relations(
-    (tables, sequences, _, _): Relations<'_>,
+    (tables, sequences, _, _, views): Relations<'_>,
     db: &str,
     objects: &mut Objects,
-) -> [Relation; 11] {
+) -> [Relation; 12] {
     let mut out = TableRelations::new();
+    let mut view_oids = std::collections::HashSet::new();
+    for v in views {
+        let mut oid = view_oid(&v.name);
+        while !view_oids.insert(oid) {
+            oid += 1;
+        }
+        out.add_view(v, oid, db, objects);
+    }
     for seq in sequences {
         out.add_sequence(seq, tables, objects);
     }
@@ -104,6 +112,7 @@ struct TableRelations {
     info_columns: Relation,
     info_constraints: Relation,
     info_keys: Relation,
+    info_views: Relation,
 }
 
 impl TableRelations {
@@ -120,6 +129,7 @@ impl TableRelations {
             info_columns: info("columns"),
             info_constraints: info("table_constraints"),
             info_keys: info("key_column_usage"),
+            info_views: info("views"),
         }
     }
 
@@ -154,22 +164,64 @@ impl TableRelations {
             !t.indexes.is_empty(),
             options,
         ));
-        self.info_tables.push(vec![
-            ("table_catalog", s(db)),
-            ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
-            ("table_name", s(bare)),
-            ("table_type", s("BASE TABLE")),
-            ("self_referencing_column_name", NULL),
-            ("reference_generation", NULL),
-            ("user_defined_type_catalog", NULL),
-            ("user_defined_type_schema", NULL),
-            ("user_defined_type_name", NULL),
-            ("is_insertable_into", s("YES")),
-            ("is_typed", s("NO")),
-            ("commit_action", NULL),
-        ]);
+        let schema = permafrost_sql::namespace::split(&t.name).0;
+        self.info_tables
+            .push(info_table_row(db, (schema, bare), "BASE TABLE", "YES"));
         self.add_columns(t, oid, db, objects);
         self.add_indexes(t, oid, db, objects);
+    }
+
+    /// View `v`'s rows (`pg_class`, `pg_attribute`, information_schema's `tables`, `columns`
+    /// and `views`); its objects go into `objects`.
+    fn add_view(&mut self, v: &ViewShown, oid: i64, db: &str, objects: &mut Objects) {
+        objects.relation_oids.insert(v.name.clone(), oid);
+        objects.relation_names.insert(oid, v.name.clone());
+        objects.view_definitions.insert(oid, v.definition.clone());
+        let (ns, bare) = objects.placed(&v.name);
+        let schema = permafrost_sql::namespace::split(&v.name).0;
+        self.class
+            .push(class_row(oid, (ns, bare), "v", 0, v.columns.len(), false, NULL));
+        self.info_tables.push(info_table_row(db, (schema, bare), "VIEW", "NO"));
+        self.info_views.push(vec![
+            ("table_catalog", s(db)),
+            ("table_schema", s(schema)),
+            ("table_name", s(bare)),
+            ("view_definition", s(v.definition.clone())),
+            ("check_option", s("NONE")),
+            ("is_updatable", s("NO")),
+            ("is_insertable_into", s("NO")),
+            ("is_trigger_updatable", s("NO")),
+            ("is_trigger_deletable", s("NO")),
+            ("is_trigger_insertable_into", s("NO")),
+        ]);
+        for (n, (name, ty)) in v.columns.iter().enumerate() {
+            let num = n as i64 + 1;
+            let column = permafrost_storage::Column::new(name.clone(), ty.unwrap_or(DataType::Varchar(None)));
+            self.attribute.push(attribute_row(oid, &column, num, false, false));
+            self.info_columns.push(vec![
+                ("table_catalog", s(db)),
+                ("table_schema", s(schema)),
+                ("table_name", s(bare)),
+                ("column_name", s(name.clone())),
+                ("ordinal_position", i(num)),
+                ("column_default", NULL),
+                ("is_nullable", s("YES")),
+                ("data_type", s(info_data_type(&column.ty))),
+                ("character_maximum_length", NULL),
+                ("numeric_precision", NULL),
+                ("numeric_precision_radix", NULL),
+                ("numeric_scale", NULL),
+                ("datetime_precision", NULL),
+                ("udt_catalog", s(db)),
+                ("udt_schema", s("pg_catalog")),
+                ("udt_name", s(udt_name(&column.ty))),
+                ("is_identity", s("NO")),
+                ("identity_generation", NULL),
+                ("is_generated", s("NEVER")),
+                ("generation_expression", NULL),
+                ("is_updatable", s("NO")),
+            ]);
+        }
     }
 
     /// The rows of a sequence of its own (`pg_class`, `pg_sequence`).
@@ -526,7 +578,7 @@ impl TableRelations {
         }
     }
 
-    fn into_array(self) -> [Relation; 11] {
+    fn into_array(self) -> [Relation; 12] {
         [
             self.class,
             self.attribute,
@@ -539,8 +591,27 @@ impl TableRelations {
             self.info_columns,
             self.info_constraints,
             self.info_keys,
+            self.info_views,
         ]
     }
+}
+
+/// A row of information_schema's `tables`.
+fn info_table_row(db: &str, (schema, bare): (&str, &str), kind: &str, insertable: &str) -> Vec<(&'static str, V)> {
+    vec![
+        ("table_catalog", s(db)),
+        ("table_schema", s(schema)),
+        ("table_name", s(bare)),
+        ("table_type", s(kind)),
+        ("self_referencing_column_name", NULL),
+        ("reference_generation", NULL),
+        ("user_defined_type_catalog", NULL),
+        ("user_defined_type_schema", NULL),
+        ("user_defined_type_name", NULL),
+        ("is_insertable_into", s(insertable)),
+        ("is_typed", s("NO")),
+        ("commit_action", NULL),
+    ]
 }
 
 /// A catalog key as `pg_get_serial_sequence` writes it: always qualified.
