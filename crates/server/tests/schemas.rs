@@ -1,5 +1,6 @@
 //! Schemas through the wire: objects of the same name in two schemas, a schema that is not
-//! empty refused by DROP SCHEMA, a search_path that puts a schema before public refusing
+//! empty refused by DROP SCHEMA (and dropped with its objects by CASCADE, unless one outside
+//! depends on them), a search_path that puts a schema before public refusing
 //! exactly the statements PostgreSQL would answer from that schema, one without public
 //! failing as PostgreSQL fails, and the schemas and their rows after recovery.
 
@@ -29,7 +30,7 @@ async fn schemas_keep_their_objects_apart_through_the_wire_and_recovery() {
     assert_eq!(public, ["in public"]);
     for (sql, state) in [
         ("DROP SCHEMA app", "2BP01"),
-        ("DROP SCHEMA app CASCADE", "0A000"),
+        ("DROP SCHEMA public CASCADE", "0A000"),
         ("DROP SCHEMA public", "0A000"),
         ("CREATE TABLE nosuch.t (a int)", "3F000"),
         ("CREATE SCHEMA pg_mine", "42939"),
@@ -70,6 +71,19 @@ async fn schemas_keep_their_objects_apart_through_the_wire_and_recovery() {
     c.batch_execute("RESET search_path; UPDATE app.t SET v = 'changed' WHERE id = 2")
         .await
         .unwrap();
+    // CASCADE drops a schema's own objects, not those outside that depend on them.
+    c.batch_execute(
+        "CREATE SCHEMA gone; CREATE TABLE gone.t (id INT PRIMARY KEY); CREATE VIEW outside AS SELECT id FROM gone.t",
+    )
+    .await
+    .unwrap();
+    let e = c.batch_execute("DROP SCHEMA gone CASCADE").await.unwrap_err();
+    assert_eq!(code(&e), "2BP01");
+    c.batch_execute("DROP VIEW outside; DROP SCHEMA gone CASCADE")
+        .await
+        .unwrap();
+    let e = c.batch_execute("SELECT * FROM gone.t").await.unwrap_err();
+    assert_eq!(code(&e), "42P01");
     drop(c);
     stop_serving(server, &db).await;
     let seen = tokio::task::spawn_blocking(move || db.execute_sql(ROWS, vec![]).unwrap().to_values())

@@ -80,7 +80,7 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         } => {
             if *cascade {
                 return match object_type {
-                    ObjectType::Schema => crate::temp::drop_schemas(catalog, names, *if_exists, |c, tables| {
+                    ObjectType::Schema => crate::schema_ddl::drop_cascade(catalog, names, *if_exists, |c, tables| {
                         drop(c, ObjectType::Table, false, tables)
                     }),
                     _ => unsupported("DROP ... CASCADE"),
@@ -212,6 +212,15 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
             }
         }
         _ => {}
+    }
+    if let Statement::Drop {
+        object_type: ObjectType::Schema,
+        cascade: true,
+        names,
+        ..
+    } = stmt
+    {
+        out.extend(crate::schema_ddl::cascade_notices(catalog, names));
     }
     out
 }

@@ -28,8 +28,8 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    self, ColumnOption, CommentObject, CopySource, Ident, ObjectName, OnCommit, Statement, TableConstraint, Visit,
-    Visitor,
+    self, ColumnOption, CommentObject, CopySource, Ident, ObjectName, ObjectType, OnCommit, Statement, TableConstraint,
+    Visit, Visitor,
 };
 
 use crate::bind::{ident, object_name};
@@ -143,6 +143,19 @@ impl Edits<'_> {
         // Names the visitor does not take as relations.
         let mut more: Vec<ObjectName> = Vec::new();
         match stmt {
+            Statement::Drop {
+                object_type: ObjectType::Schema,
+                names,
+                ..
+            } => {
+                for n in names.iter().filter_map(|n| object_name(n).ok()) {
+                    if is_temp_schema(&n) && n != self.own {
+                        return Err(SqlError::FeatureNotSupported(
+                            "cannot drop the temporary schema of another session".into(),
+                        ));
+                    }
+                }
+            }
             Statement::Drop { names, .. } => more.extend(names.iter().cloned()),
             Statement::Comment {
                 object_type: CommentObject::Column,
@@ -368,70 +381,6 @@ pub(crate) fn create_table(
     Ok(changes)
 }
 
-/// `DROP SCHEMA pg_temp_<pid> [, ...] CASCADE`: each temporary schema with its tables
-/// (and what they own: `drop_tables` is crate::ddl's DROP TABLE); nothing but a temporary
-/// schema is dropped with CASCADE.
-pub(crate) fn drop_schemas(
-    catalog: &Catalog,
-    names: &[ObjectName],
-    if_exists: bool,
-    drop_tables: impl Fn(&Catalog, &[ObjectName]) -> Result<Vec<DdlChange>>,
-) -> Result<Vec<DdlChange>> {
-    let mut at = catalog.clone();
-    let mut out = Vec::new();
-    let mut take = |changes: Vec<DdlChange>, at: &mut Catalog| -> Result<()> {
-        for c in changes {
-            *at = at.apply(&c)?;
-            out.push(c);
-        }
-        Ok(())
-    };
-    for n in names {
-        let name = object_name(n)?;
-        if !is_temp_schema(&name) {
-            return unsupported(
-                "DROP SCHEMA ... CASCADE (drop the schema's objects first): only a session's temporary schema is \
-                 dropped with its objects",
-            );
-        }
-        if !at.has_schema(&name) {
-            match if_exists {
-                true => continue,
-                false => return Err(SqlError::UnknownSchema(name)),
-            }
-        }
-        let tables: Vec<ObjectName> = at
-            .objects_in_schema(&name)
-            .filter(|(kind, _)| *kind == "table")
-            .map(|(_, key)| key_name(key))
-            .collect();
-        let dropped = drop_tables(&at, &tables)?;
-        take(dropped, &mut at)?;
-        let rest: Vec<(&str, String)> = at
-            .objects_in_schema(&name)
-            .map(|(k, key)| (k, key.to_string()))
-            .collect();
-        for (kind, key) in rest {
-            let changes = match kind {
-                "view" => vec![DdlChange::DropView(key)],
-                "sequence" => crate::sequence_ddl::drop_sequence(&at, &key, false)?
-                    .into_iter()
-                    .collect(),
-                _ => crate::enum_ddl::drop_type(&at, &key, false)?,
-            };
-            take(changes, &mut at)?;
-        }
-        take(vec![DdlChange::DropSchema(name)], &mut at)?;
-    }
-    Ok(out)
-}
-
-/// A catalog key as a name that reads back as it (each part quoted).
-fn key_name(key: &str) -> ObjectName {
-    let (schema, bare) = split(key);
-    ObjectName::from(vec![Ident::with_quote('"', schema), Ident::with_quote('"', bare)])
-}
-
 /// Refuses what would make a permanent object depend on a temporary one, or an object
 /// other than a table in a temporary schema (see the module's documentation).
 pub(crate) fn refuse_reaching(stmt: &Statement) -> Result<()> {
@@ -542,8 +491,10 @@ mod tests {
 
     #[test]
     fn another_sessions_schema_and_a_permanent_schema_for_a_temporary_table_are_refused() {
-        let e = q("SELECT * FROM pg_temp_8.t").unwrap_err();
-        assert_eq!(e.sqlstate(), "0A000");
+        for sql in ["SELECT * FROM pg_temp_8.t", "DROP SCHEMA pg_temp_8 CASCADE"] {
+            assert_eq!(q(sql).unwrap_err().sqlstate(), "0A000", "{sql}");
+        }
+        assert_eq!(q("DROP SCHEMA pg_temp_7 CASCADE").unwrap(), None);
         let e = q("CREATE TEMP TABLE public.x (a INT)").unwrap_err();
         assert_eq!(e.sqlstate(), "42P16");
         assert_eq!(e.offset_in("CREATE TEMP TABLE public.x (a INT)"), Some(18));

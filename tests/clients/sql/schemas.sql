@@ -82,3 +82,25 @@ DROP SCHEMA app;
 SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg_%' AND nspname <> 'information_schema' ORDER BY 1;
 SELECT * FROM customer;
 DROP TABLE customer;
+-- DROP SCHEMA ... CASCADE drops the schema's objects with it; one that an object outside
+-- the schema depends on is refused here (PostgreSQL would drop that one too).
+CREATE SCHEMA casc;
+CREATE TYPE casc.level AS ENUM ('low', 'high');
+CREATE TABLE casc.item (id serial PRIMARY KEY, lvl casc.level, n int UNIQUE);
+CREATE INDEX item_lvl ON casc.item (lvl);
+CREATE TABLE casc.part (id int PRIMARY KEY, item_id int REFERENCES casc.item (id));
+CREATE SEQUENCE casc.counter;
+CREATE VIEW casc.high AS SELECT id FROM casc.item WHERE lvl = 'high';
+INSERT INTO casc.item (lvl, n) VALUES ('high', 1), ('low', 2);
+CREATE SCHEMA single;
+CREATE TABLE single.only_one (a int);
+\set VERBOSITY terse
+DROP SCHEMA casc CASCADE;
+DROP SCHEMA single, casc CASCADE;
+DROP SCHEMA IF EXISTS casc CASCADE;
+\set VERBOSITY default
+SELECT nspname FROM pg_namespace WHERE nspname IN ('casc', 'single');
+SELECT count(*) FROM pg_class WHERE relname IN ('item', 'part', 'counter', 'high', 'item_lvl', 'only_one');
+SELECT count(*) FROM pg_type WHERE typname = 'level';
+DROP SCHEMA single CASCADE;
+SELECT nspname FROM pg_namespace WHERE nspname IN ('casc', 'single');

@@ -57,6 +57,10 @@ CREATE TABLE items (id serial PRIMARY KEY, v text);
 INSERT INTO items (v) VALUES ('a');
 SELECT currval('items_id_seq'), lastval();
 SELECT currval(pg_get_serial_sequence('items', 'id'));
+-- A SERIAL column's sequence is of the column's type.
+CREATE TABLE small_items (id smallserial PRIMARY KEY);
+SELECT sequencename, data_type, max_value FROM pg_sequences WHERE sequencename LIKE '%items_id_seq' ORDER BY 1;
+DROP TABLE small_items;
 CREATE TABLE refs (id int PRIMARY KEY, item int);
 INSERT INTO refs VALUES (1, currval('items_id_seq'));
 INSERT INTO items (v) VALUES ('b');

@@ -299,12 +299,18 @@ impl TableRelations {
                 self.add_owned(seq_oid, t, n);
                 self.class
                     .push(class_row(seq_oid, objects.placed(&name), "S", 0, 3, false, NULL));
+                // (As PostgreSQL's SERIAL and SMALLSERIAL: a sequence of the column's type.)
+                let max = match c.ty {
+                    DataType::SmallInt => i64::from(i16::MAX),
+                    DataType::Integer => i64::from(i32::MAX),
+                    _ => i64::MAX,
+                };
                 self.sequence.push(vec![
                     ("seqrelid", i(seq_oid)),
-                    ("seqtypid", i(20)),
+                    ("seqtypid", i(type_oid(&c.ty))),
                     ("seqstart", i(1)),
                     ("seqincrement", i(1)),
-                    ("seqmax", i(i64::MAX)),
+                    ("seqmax", i(max)),
                     ("seqmin", i(1)),
                     ("seqcache", i(1)),
                     ("seqcycle", b(false)),
