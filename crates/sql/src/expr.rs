@@ -736,7 +736,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
             let text = json::to_json(v.as_ref(), from);
             Value::text(if jsonb { json::normalized(&text)? } else { text })
         }
-        Func::JsonBuildObject { jsonb } => {
+        Func::JsonBuildObject { jsonb, compact } => {
             let mut pairs = Vec::with_capacity(args.len() / 2);
             for (i, kv) in args.chunks(2).enumerate() {
                 let key = match kv[0].eval(src, cx)?.into_value() {
@@ -747,7 +747,7 @@ fn call(f: Func, args: &[Expr], src: &dyn ColumnSource, cx: &Cx<'_>) -> Result<V
                 };
                 pairs.push((key, kv[1].eval(src, cx)?.into_value().to_string()));
             }
-            json::build_object(&pairs, jsonb)?
+            json::build_object(&pairs, jsonb, compact)?
         }
         // 53 random bits as a double in [0, 1), as PostgreSQL's random() has them.
         Func::Random => Value::Double((cx.draw()? >> 11) as f64 * (1.0 / (1u64 << 53) as f64)),

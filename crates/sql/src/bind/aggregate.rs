@@ -48,11 +48,23 @@ impl Binder<'_> {
             let (arg, at) = match (star, args) {
                 (true, []) if func == AggFunc::Count => (None, None),
                 (false, [a]) if !matches!(func, AggFunc::StringAgg | AggFunc::JsonObjectAgg { .. }) => {
-                    let (x, t) = self.expr(a)?;
+                    // (`json_agg(t)` of a relation's rows: each row an object.)
+                    let row = match func {
+                        AggFunc::JsonAgg { .. } => self.whole_row(a)?,
+                        _ => None,
+                    };
+                    let is_row = row.is_some();
+                    let (x, t) = match row {
+                        Some(r) => (r, Some(DataType::Json)),
+                        None => self.expr(a)?,
+                    };
                     if let AggFunc::JsonAgg { jsonb, .. } = func {
                         func = AggFunc::JsonAgg {
                             jsonb,
-                            from: crate::expr::json::json_from(t),
+                            from: match is_row {
+                                true => crate::expr::json::JsonFrom::Row,
+                                false => crate::expr::json::json_from(t),
+                            },
                         };
                     }
                     if matches!(func, AggFunc::BoolAnd | AggFunc::BoolOr) {

@@ -22,6 +22,33 @@ impl Binder<'_> {
             return unsupported(format!("WITHIN GROUP ({name})"));
         }
         let mut order: &[ast::OrderByExpr] = &[];
+        // `t.*` as an argument is the whole row of `t` (bind/json.rs, `whole_row`), read
+        // as `t`.
+        let rows: Vec<ast::Expr> = match &f.args {
+            FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(n)) => {
+                        n.0.last()
+                            .and_then(|p| p.as_ident())
+                            .cloned()
+                            .map(ast::Expr::Identifier)
+                    }
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !rows.is_empty()
+            && !matches!(
+                name.as_str(),
+                "row_to_json" | "to_json" | "to_jsonb" | "json_agg" | "jsonb_agg"
+            )
+        {
+            return unsupported(format!("a whole row (t.*) as an argument of {name}"));
+        }
+        let mut rows = rows.iter();
         let (args, distinct, star) = match &f.args {
             FunctionArguments::None => (vec![], false, false),
             FunctionArguments::Subquery(q) if name == "array" => {
@@ -42,6 +69,10 @@ impl Binder<'_> {
                     match a {
                         FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
                         FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                        FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(_)) => match rows.next() {
+                            Some(row) => args.push(row),
+                            None => return unsupported(format!("argument form in {name}")),
+                        },
                         _ => return unsupported(format!("argument form in {name}")),
                     }
                 }
@@ -53,6 +84,23 @@ impl Binder<'_> {
                 return unsupported("FILTER in window functions");
             }
             return self.window(&name, over, &args, distinct, star, f.name.span());
+        }
+        if matches!(name.as_str(), "row_to_json" | "to_json" | "to_jsonb")
+            && f.filter.is_none()
+            && !distinct
+            && let [a] = args.as_slice()
+            && let Some(row) = self.whole_row(a)?
+        {
+            return Ok(match name.as_str() {
+                "to_jsonb" => {
+                    let f = Func::ToJson {
+                        from: JsonFrom::Document,
+                        jsonb: true,
+                    };
+                    (Expr::Func(f, vec![row]), Some(DataType::Jsonb))
+                }
+                _ => (row, Some(DataType::Json)),
+            });
         }
         if super::sequence::SEQUENCE_FUNCTIONS.contains(&name.as_str()) && f.filter.is_none() && !distinct && !star {
             return self.sequence_function(&name, &args);

@@ -178,6 +178,39 @@ impl<'c> Binder<'c> {
         Ok((Expr::Func(func, vec![a, b]), ty))
     }
 
+    /// A whole-row reference made a JSON object, as `row_to_json(t)` and `json_agg(t)`
+    /// write one (`{"id":1,"v":"x"}`): `e` names a relation of the query and no column;
+    /// `None` for any other expression.
+    pub(super) fn whole_row(&mut self, e: &ast::Expr) -> Result<Option<Expr>> {
+        let ast::Expr::Identifier(id) = e else {
+            return Ok(None);
+        };
+        let name = super::ident(id);
+        if super::find_column(&self.rels, None, &name, &[]).is_ok_and(|c| c.is_some()) {
+            return Ok(None);
+        }
+        let Some(rel) = self.rels.iter().find(|r| r.alias == name) else {
+            return Ok(None);
+        };
+        let columns: Vec<String> = rel.schema.columns.iter().map(|c| c.name.clone()).collect();
+        let mut args = Vec::with_capacity(2 * columns.len());
+        for column in columns {
+            let reference = ast::Expr::CompoundIdentifier(vec![
+                ast::Ident::with_quote('"', name.clone()),
+                ast::Ident::with_quote('"', column.clone()),
+            ]);
+            let (x, t) = self.expr(&reference)?;
+            args.push(Expr::Const(Value::text(column)));
+            let from = json_from(t);
+            args.push(Expr::Func(Func::ToJson { from, jsonb: false }, vec![x]));
+        }
+        let f = Func::JsonBuildObject {
+            jsonb: false,
+            compact: true,
+        };
+        Ok(Some(Expr::Func(f, args)))
+    }
+
     /// Binds a json function call `name(args)`, the arguments bound (`bound`, typed
     /// `types`); `None` when `name` is none of them.
     pub(super) fn json_function(
@@ -215,7 +248,8 @@ impl<'c> Binder<'c> {
                     .enumerate()
                     .map(|(i, (e, t))| if i % 2 == 0 { e } else { to_json(e, *t) })
                     .collect();
-                (Expr::Func(Func::JsonBuildObject { jsonb }, args), doc_type)
+                let f = Func::JsonBuildObject { jsonb, compact: false };
+                (Expr::Func(f, args), doc_type)
             }
             "json_build_array" | "jsonb_build_array" => {
                 let args = bound.into_iter().zip(types).map(|(e, t)| to_json(e, *t)).collect();

@@ -155,7 +155,10 @@ impl Acc {
                     .map(|item| crate::expr::json::to_json(item[0].as_ref(), from))
                     .collect();
                 budget.check(items.iter().map(|i| i.len() + 4).sum::<usize>() + 2)?;
-                let structured = matches!(from, crate::expr::json::JsonFrom::Array(_));
+                let structured = matches!(
+                    from,
+                    crate::expr::json::JsonFrom::Array(_) | crate::expr::json::JsonFrom::Row
+                );
                 crate::expr::json::agg_array(&items, jsonb, structured)?
             }
             AggFunc::JsonObjectAgg { jsonb, from } => {

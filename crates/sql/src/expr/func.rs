@@ -62,9 +62,11 @@ pub enum Func {
         from: super::json::JsonFrom,
         jsonb: bool,
     },
-    /// `json_build_object(k, v, ...)` (`jsonb_build_object`), its values made JSON.
+    /// `json_build_object(k, v, ...)` (`jsonb_build_object`), its values made JSON;
+    /// `compact`: written as a row is (`row_to_json(t)`: `{"k":v}`, not `{"k" : v}`).
     JsonBuildObject {
         jsonb: bool,
+        compact: bool,
     },
     JsonTypeof,
     JsonArrayLength,

@@ -23,6 +23,9 @@ pub enum JsonFrom {
     Value,
     /// An array (its literal's text) of elements of this type: a JSON array of them.
     Array(permafrost_types::ElemType),
+    /// A row made a JSON object (`row_to_json(t)`): a document, which `json_agg` puts on
+    /// a line of its own as it does arrays.
+    Row,
 }
 
 /// How a value of type `t` is made JSON.
@@ -200,7 +203,7 @@ pub fn to_json(v: ValueRef<'_>, from: JsonFrom) -> String {
     let mut out = String::new();
     match v {
         ValueRef::Null => out.push_str("null"),
-        ValueRef::Text(t) if from == JsonFrom::Document => out.push_str(t),
+        ValueRef::Text(t) if matches!(from, JsonFrom::Document | JsonFrom::Row) => out.push_str(t),
         // An array's elements, as PostgreSQL writes them: `[1,2,null]`.
         ValueRef::Text(t) if let JsonFrom::Array(elem) = from => match permafrost_types::array_value::values(elem, t) {
             Ok(items) => {
@@ -237,8 +240,8 @@ pub fn to_json(v: ValueRef<'_>, from: JsonFrom) -> String {
 }
 
 /// `json_build_object(k, v, ...)` (`jsonb`: `jsonb_build_object`) of keys and values
-/// already made JSON (`to_json`).
-pub fn build_object(pairs: &[(String, String)], jsonb: bool) -> Result<Value> {
+/// already made JSON (`to_json`); `compact`: as `row_to_json` writes a row (`{"k":v,...}`).
+pub fn build_object(pairs: &[(String, String)], jsonb: bool, compact: bool) -> Result<Value> {
     if jsonb {
         let mut map = serde_json::Map::new();
         for (k, v) in pairs {
@@ -249,7 +252,18 @@ pub fn build_object(pairs: &[(String, String)], jsonb: bool) -> Result<Value> {
         return Ok(Value::text(out));
     }
     let mut out = String::from("{");
-    write_pairs(pairs, &mut out);
+    if compact {
+        for (i, (k, v)) in pairs.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(k, &mut out);
+            out.push(':');
+            out.push_str(v);
+        }
+    } else {
+        write_pairs(pairs, &mut out);
+    }
     out.push('}');
     Ok(Value::text(out))
 }
@@ -288,7 +302,7 @@ pub fn agg_array(items: &[String], jsonb: bool, structured: bool) -> Result<Valu
 /// `{ "k" : v, ... }` as PostgreSQL writes json's, jsonb's normal form for jsonb.
 pub fn agg_object(pairs: &[(String, String)], jsonb: bool) -> Result<Value> {
     if jsonb {
-        return build_object(pairs, true);
+        return build_object(pairs, true, false);
     }
     let mut out = String::from("{ ");
     write_pairs(pairs, &mut out);
