@@ -386,6 +386,12 @@ impl Database {
         self.shared().schema.load().catalog.clone()
     }
 
+    /// What `f` reads of the current catalog, without taking a reference to it (for a
+    /// look on every statement's path).
+    pub fn with_catalog<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
+        f(&self.shared().schema.load().catalog)
+    }
+
     pub(crate) fn run_mp_work(&self, work: MpWork, parts: Vec<u32>) -> Result<Rows> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.shared().submit_mp(work, parts, Reply::Oneshot(tx))?;

@@ -119,7 +119,7 @@ fn setting_to_set(name: &str) -> PgWireResult<&'static Setting> {
 
 /// The schema names of a search_path value, in order, each read as a name in text is
 /// (quoted ones as written, others folded; `"$user"` as `$user`).
-fn path_entries(path: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn path_entries(path: &str) -> impl Iterator<Item = String> + '_ {
     path.split(',')
         .map(str::trim)
         .filter(|e| !e.is_empty())

@@ -1,8 +1,9 @@
-//! A session's temporary tables (permafrost_sql::temp): the text of each statement of a
-//! session that has them, or that may make one, is rewritten to name them before it is
-//! scanned, cached or planned ([`qualify`], for the simple and the extended protocol
-//! alike), and the session's temporary schema is dropped with its tables when the session
-//! ends ([`TempSchema`]) or, when it never ended, as the server starts ([`drop_leftovers`]).
+//! A session's own names (permafrost_sql::temp): the text of each statement of a session
+//! that has temporary tables, may make one, or has a search_path that puts schemas before
+//! public is rewritten to name what PostgreSQL would read before it is scanned, cached or
+//! planned ([`qualify`], for the simple and the extended protocol alike); and the
+//! session's temporary schema is dropped with its tables when the session ends
+//! ([`TempSchema`]) or, when it never ended, as the server starts ([`drop_leftovers`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -46,18 +47,37 @@ impl Drop for TempSchema {
 /// and a text that makes none, without parsing it).
 pub(crate) fn qualify<'a, C: ClientInfo>(db: &Arc<Database>, client: &C, sql: &'a str) -> PgWireResult<Cow<'a, str>> {
     let known = client.session_extensions().get::<TempSchema>();
-    if known.is_none() && !temp::may_name(sql) {
+    // (Most sessions have no temporary table, and most databases no schema but public:
+    // their texts go on without a look at anything else.)
+    if known.is_none() && !temp::may_name(sql) && !db.with_catalog(|c| c.schemas().next().is_some()) {
+        return Ok(Cow::Borrowed(sql));
+    }
+    let catalog = crate::txn::draft_catalog(&crate::txn::of(client)).unwrap_or_else(|| db.catalog());
+    // The schemas the session's search_path puts before public (none while there are none).
+    let ahead = match catalog.schemas().next() {
+        None => Vec::new(),
+        Some(_) => {
+            let user = client
+                .metadata()
+                .get(pgwire::api::METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            let settings = crate::session_settings::of(client);
+            let has = |s: &str| catalog.has_schema(s) && !temp::is_temp_schema(s);
+            settings.path_schemas(&user, has).0
+        }
+    };
+    if known.is_none() && ahead.is_empty() && !temp::may_name(sql) {
         return Ok(Cow::Borrowed(sql));
     }
     let own = match &known {
         Some(t) => t.schema.clone(),
         None => temp::schema_of(client.pid_and_secret_key().0),
     };
-    let catalog = crate::txn::draft_catalog(&crate::txn::of(client)).unwrap_or_else(|| db.catalog());
-    match temp::qualify(&catalog, &own, sql) {
+    match temp::qualify(&catalog, &own, &ahead, sql) {
         Ok(None) => Ok(Cow::Borrowed(sql)),
         Ok(Some(text)) => {
-            if known.is_none() {
+            if known.is_none() && text.contains(own.as_str()) {
                 client.session_extensions().insert(TempSchema {
                     db: db.clone(),
                     schema: own,

@@ -1,12 +1,13 @@
-//! Unqualified names under a search_path other than public's. This server looks
-//! unqualified names up in public only (crate::namespace); PostgreSQL looks them up in the
-//! search path's schemas in order (public only if listed), and creates an unqualified
-//! object in its first schema. So a statement whose unqualified name would mean something
-//! else in PostgreSQL is not run: when PostgreSQL would reach another object (a relation of
-//! a schema listed before public, or a new object made there) it is refused (0A000, the
-//! server says so), and when PostgreSQL would find nothing (public left out of the path) it
-//! fails as there (42P01, or 3F000 for a CREATE). Any other statement means the same in both,
-//! and runs.
+//! Unqualified names under a search_path other than public's: what is left of them once a
+//! session's text was qualified (crate::temp::qualify). The planner looks unqualified names
+//! up in public only (crate::namespace); PostgreSQL looks them up in the search path's
+//! schemas in order (public only if listed), and creates an unqualified object in its first
+//! schema. The text was rewritten so that the names it reaches (relations, enum types in
+//! definitions and casts, CREATE's names) say their schema; a statement whose remaining
+//! unqualified name would still mean something else in PostgreSQL is not run: when
+//! PostgreSQL would reach another object it is refused (0A000, the server says so), and
+//! when PostgreSQL would find nothing (public left out of the path) it fails as there
+//! (42P01, or 3F000 for a CREATE). Any other statement means the same in both, and runs.
 
 use std::ops::ControlFlow;
 

@@ -4,7 +4,8 @@
 //! for a session that never ended (a crash), when the server starts
 //! ([`drop_statement`], [`leftovers`]).
 //!
-//! Names. PostgreSQL searches a session's temporary schema before any other, so an
+//! Names (the search path's schemas before public are reached the same way: [`qualify`]).
+//! PostgreSQL searches a session's temporary schema before any other, so an
 //! unqualified name means the session's temporary table where it has one. Here plans are
 //! shared by the sessions (the plan cache keys a statement by its text) and unqualified
 //! names are looked up in public (crate::namespace), so a session's statement text is made
@@ -80,16 +81,22 @@ pub fn leftovers(catalog: &Catalog) -> Vec<String> {
         .collect()
 }
 
-/// Statement text `sql` of the session whose temporary schema is `own`, with its names
-/// made to mean what they mean in PostgreSQL (see the module's documentation); `None` when
-/// nothing changes, or when the text does not parse (the statement's own path answers it).
-pub fn qualify(catalog: &Catalog, own: &str, sql: &str) -> Result<Option<String>> {
+/// Statement text `sql` of the session whose temporary schema is `own` and whose
+/// search_path puts the existing schemas `ahead` before public (all of them when it leaves
+/// public out), with its names made to mean what they mean in PostgreSQL: an unqualified
+/// relation name that `own` or one of `ahead` has is qualified with the first that has it,
+/// and an object an unqualified CREATE makes is made in `ahead`'s first (see the module's
+/// documentation for the temporary schema). `None` when nothing changes, or when the text
+/// does not parse (the statement's own path answers it). What is left to public is
+/// checked by crate::search_path.
+pub fn qualify(catalog: &Catalog, own: &str, ahead: &[String], sql: &str) -> Result<Option<String>> {
     let Ok((text, statements)) = crate::parse::parse_statements_in_text(sql) else {
         return Ok(None);
     };
     let mut edits = Edits {
         catalog,
         own,
+        ahead,
         text: &text,
         out: Vec::new(),
     };
@@ -111,6 +118,7 @@ pub fn qualify(catalog: &Catalog, own: &str, sql: &str) -> Result<Option<String>
 struct Edits<'a> {
     catalog: &'a Catalog,
     own: &'a str,
+    ahead: &'a [String],
     text: &'a str,
     out: Vec<(usize, usize, String)>,
 }
@@ -118,12 +126,24 @@ struct Edits<'a> {
 impl Edits<'_> {
     fn statement(&mut self, stmt: &Statement) -> Result<()> {
         let created = match stmt {
-            Statement::CreateTable(ct) if ct.temporary => Some(&ct.name),
+            Statement::CreateTable(ct) if ct.temporary => Some((&ct.name, true)),
+            Statement::CreateTable(ct) => Some((&ct.name, false)),
+            Statement::CreateView(cv) => Some((&cv.name, false)),
+            Statement::CreateSequence { name, .. } | Statement::CreateType { name, .. } => Some((name, false)),
             _ => None,
         };
-        if let Some(name) = created {
-            self.created(name)?;
+        match created {
+            Some((name, true)) => self.created(name)?,
+            // (Made in the path's first schema, as PostgreSQL makes it.)
+            Some((name, false)) => match (idents(name).as_slice(), self.ahead.first()) {
+                ([one], Some(first)) => self.insert_before(one, first)?,
+                ([_], None) => {}
+                // (`pg_temp.t`: the session's temporary schema.)
+                _ => self.name(name, &[])?,
+            },
+            None => {}
         }
+        let created = created.map(|(name, _)| name);
         let ctes = cte_names(stmt);
         let mut failed = None;
         let mut each = |n: &ObjectName| match self.name(n, &ctes) {
@@ -156,6 +176,16 @@ impl Edits<'_> {
                     }
                 }
             }
+            Statement::Drop {
+                object_type: ObjectType::Type,
+                names,
+                ..
+            } => {
+                for n in names {
+                    self.type_name(n)?;
+                }
+            }
+            Statement::AlterType(at) => self.type_name(&at.name)?,
             Statement::Drop { names, .. } => more.extend(names.iter().cloned()),
             Statement::Comment {
                 object_type: CommentObject::Column,
@@ -176,13 +206,34 @@ impl Edits<'_> {
         for n in &more {
             self.name(n, &ctes)?;
         }
+        for n in custom_types(stmt) {
+            self.type_name(&n)?;
+        }
         Ok(())
+    }
+
+    /// A type's name: qualified when a schema the path puts before public has an enum
+    /// type of that name.
+    fn type_name(&mut self, n: &ObjectName) -> Result<()> {
+        let parts = idents(n);
+        let [one] = parts.as_slice() else {
+            return Ok(());
+        };
+        let bare = ident(one);
+        let ahead = self.ahead;
+        match ahead
+            .iter()
+            .find(|schema| self.catalog.enum_type(&qualify_key(schema, &bare)).is_some())
+        {
+            Some(schema) => self.insert_before(one, schema),
+            None => Ok(()),
+        }
     }
 
     /// The name of a table `CREATE TEMP TABLE` makes.
     fn created(&mut self, n: &ObjectName) -> Result<()> {
         match idents(n).as_slice() {
-            [one] => self.insert_before(one),
+            [one] => self.insert_before(one, self.own),
             [schema, _] => match ident(schema) {
                 s if s == ALIAS => self.replace(schema),
                 s if s == self.own => Ok(()),
@@ -199,18 +250,26 @@ impl Edits<'_> {
         }
     }
 
-    /// A relation's name: qualified when it is one of the session's temporary tables.
+    /// A relation's name: qualified when it is one of the session's temporary tables, or
+    /// a relation of a schema its path puts before public.
     fn name(&mut self, n: &ObjectName, ctes: &[String]) -> Result<()> {
         match idents(n).as_slice() {
             [one] => {
                 let bare = ident(one);
-                let key = qualify_key(self.own, &bare);
-                if !ctes.contains(&bare)
-                    && (self.catalog.has_relation(&key) || self.catalog.index_owner(&key).is_some())
-                {
-                    self.insert_before(one)?;
+                if ctes.contains(&bare) {
+                    return Ok(());
                 }
-                Ok(())
+                let (own, ahead) = (self.own, self.ahead);
+                let found = std::iter::once(own)
+                    .chain(ahead.iter().map(String::as_str))
+                    .find(|schema| {
+                        let key = qualify_key(schema, &bare);
+                        self.catalog.has_relation(&key) || self.catalog.index_owner(&key).is_some()
+                    });
+                match found {
+                    Some(schema) => self.insert_before(one, schema),
+                    None => Ok(()),
+                }
             }
             [.., schema, _] => match ident(schema) {
                 s if s == ALIAS => self.replace(schema),
@@ -223,10 +282,18 @@ impl Edits<'_> {
         }
     }
 
-    /// `own.` before the name part `i`.
-    fn insert_before(&mut self, i: &Ident) -> Result<()> {
+    /// `schema.` before the name part `i`.
+    fn insert_before(&mut self, i: &Ident, schema: &str) -> Result<()> {
         let at = self.offset(i.span.start)?;
-        self.out.push((at, at, format!("{}.", self.own)));
+        let plain = schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && schema
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        let written = match plain {
+            true => schema.to_string(),
+            false => format!("\"{}\"", schema.replace('"', "\"\"")),
+        };
+        self.out.push((at, at, format!("{written}.")));
         Ok(())
     }
 
@@ -283,6 +350,46 @@ fn cte_names(stmt: &Statement) -> Vec<String> {
     let mut v = Ctes(Vec::new());
     let _ = stmt.visit(&mut v);
     v.0
+}
+
+/// The names of the types a statement names that are not built in (column definitions,
+/// casts): an enum type's, perhaps.
+fn custom_types(stmt: &Statement) -> Vec<ObjectName> {
+    fn custom(t: &ast::DataType, out: &mut Vec<ObjectName>) {
+        if let ast::DataType::Custom(n, _) = t {
+            out.push(n.clone());
+        }
+    }
+    struct Casts(Vec<ObjectName>);
+    impl Visitor for Casts {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+            if let ast::Expr::Cast { data_type, .. } = e {
+                custom(data_type, &mut self.0);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Casts(Vec::new());
+    let _ = stmt.visit(&mut v);
+    let mut out = v.0;
+    match stmt {
+        Statement::CreateTable(ct) => ct.columns.iter().for_each(|c| custom(&c.data_type, &mut out)),
+        Statement::AlterTable(at) => {
+            for op in &at.operations {
+                match op {
+                    ast::AlterTableOperation::AddColumn { column_def, .. } => custom(&column_def.data_type, &mut out),
+                    ast::AlterTableOperation::AlterColumn {
+                        op: ast::AlterColumnOperation::SetDataType { data_type, .. },
+                        ..
+                    } => custom(data_type, &mut out),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// The tables a statement's foreign keys reference (CREATE TABLE, ALTER TABLE ADD).
@@ -424,6 +531,15 @@ pub(crate) fn refuse_reaching(stmt: &Statement) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// `c` with DDL statement `sql` applied.
+    fn run(c: &mut Catalog, sql: &str) {
+        for stmt in crate::parse::parse_statements(sql).unwrap() {
+            for change in crate::ddl::plan_ddl(c, &stmt).unwrap() {
+                *c = c.apply(&change).unwrap();
+            }
+        }
+    }
+
     /// A catalog with public's `t` and `u`, and the session `pg_temp_7`'s `t` and `"Mixed"`.
     fn catalog() -> Catalog {
         let mut c = Catalog::new();
@@ -434,17 +550,13 @@ mod tests {
             "CREATE TEMP TABLE pg_temp_7.\"Mixed\" (id INT PRIMARY KEY)",
             "CREATE INDEX t_v ON pg_temp_7.t (v)",
         ] {
-            for stmt in crate::parse::parse_statements(sql).unwrap() {
-                for change in crate::ddl::plan_ddl(&c, &stmt).unwrap() {
-                    c = c.apply(&change).unwrap();
-                }
-            }
+            run(&mut c, sql);
         }
         c
     }
 
     fn q(sql: &str) -> Result<Option<String>> {
-        qualify(&catalog(), "pg_temp_7", sql)
+        qualify(&catalog(), "pg_temp_7", &[], sql)
     }
 
     #[test]
@@ -490,6 +602,35 @@ mod tests {
     }
 
     #[test]
+    fn a_search_path_before_public_reaches_its_schemas_first() {
+        let mut c = catalog();
+        for sql in [
+            "CREATE SCHEMA app",
+            "CREATE TABLE app.u (id INT PRIMARY KEY)",
+            "CREATE TYPE app.mood AS ENUM ('ok')",
+        ] {
+            run(&mut c, sql);
+        }
+        let ahead = ["app".to_string()];
+        let q = |sql: &str| qualify(&c, "pg_temp_7", &ahead, sql).unwrap();
+        let cases = [
+            // The session's temporary table first, then app's, then public's.
+            ("SELECT * FROM t, u", "SELECT * FROM pg_temp_7.t, app.u"),
+            ("CREATE TABLE n (m mood)", "CREATE TABLE app.n (m app.mood)"),
+            ("SELECT 'ok'::mood", "SELECT 'ok'::app.mood"),
+            ("DROP TYPE mood", "DROP TYPE app.mood"),
+            (
+                "CREATE VIEW v AS SELECT id FROM u",
+                "CREATE VIEW app.v AS SELECT id FROM app.u",
+            ),
+        ];
+        for (sql, expected) in cases {
+            assert_eq!(q(sql).as_deref(), Some(expected), "{sql}");
+        }
+        assert_eq!(q("SELECT * FROM public.u"), None);
+    }
+
+    #[test]
     fn another_sessions_schema_and_a_permanent_schema_for_a_temporary_table_are_refused() {
         for sql in ["SELECT * FROM pg_temp_8.t", "DROP SCHEMA pg_temp_8 CASCADE"] {
             assert_eq!(q(sql).unwrap_err().sqlstate(), "0A000", "{sql}");
@@ -503,11 +644,7 @@ mod tests {
     #[test]
     fn a_temporary_schema_is_dropped_with_its_tables_and_their_sequences() {
         let mut c = catalog();
-        for stmt in crate::parse::parse_statements("CREATE TEMP TABLE pg_temp_7.s (id SERIAL PRIMARY KEY)").unwrap() {
-            for change in crate::ddl::plan_ddl(&c, &stmt).unwrap() {
-                c = c.apply(&change).unwrap();
-            }
-        }
+        run(&mut c, "CREATE TEMP TABLE pg_temp_7.s (id SERIAL PRIMARY KEY)");
         assert_eq!(leftovers(&c), ["pg_temp_7"]);
         let stmt = crate::parse::parse_statements(&drop_statement("pg_temp_7"))
             .unwrap()

@@ -52,3 +52,4 @@ SELECT repeat(s) FROM ft;
 SELECT lpad(s, 'x') FROM ft;
 SELECT mod(x, 2) FROM ft;
 SELECT 1;
+DROP TABLE ft;

@@ -77,3 +77,4 @@ SELECT * FROM la_t RIGHT JOIN LATERAL (SELECT la_t.id AS k) z ON true;
 SELECT * FROM la_t, LATERAL (SELECT 1) AS z (a, b);
 SELECT * FROM la_t, LATERAL (SELECT la_t.id);
 SELECT * FROM la_t, generate_series(1, la_t.nothing) g;
+DROP TABLE la_t, la_u, la_w;

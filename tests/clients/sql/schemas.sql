@@ -104,3 +104,25 @@ SELECT count(*) FROM pg_class WHERE relname IN ('item', 'part', 'counter', 'high
 SELECT count(*) FROM pg_type WHERE typname = 'level';
 DROP SCHEMA single CASCADE;
 SELECT nspname FROM pg_namespace WHERE nspname IN ('casc', 'single');
+-- search_path: unqualified names read and made in the first schema that has them.
+CREATE SCHEMA sp;
+CREATE TABLE shared_name (v text);
+INSERT INTO shared_name VALUES ('public''s');
+SET search_path = sp, public;
+SELECT current_schema(), current_schemas(true);
+CREATE TABLE shared_name (v text);
+INSERT INTO shared_name VALUES ('sp''s');
+CREATE TYPE sp_kind AS ENUM ('one', 'two');
+CREATE TABLE sp_typed (k sp_kind, n serial PRIMARY KEY);
+INSERT INTO sp_typed (k) VALUES ('two'::sp_kind);
+SELECT v FROM shared_name;
+SELECT v FROM public.shared_name;
+SELECT k FROM sp_typed;
+SELECT table_schema, table_name FROM information_schema.tables WHERE table_name IN ('shared_name', 'sp_typed') ORDER BY 1, 2;
+SET search_path = public;
+SELECT v FROM shared_name;
+SELECT v FROM sp.shared_name;
+\set VERBOSITY terse
+DROP SCHEMA sp CASCADE;
+\set VERBOSITY default
+DROP TABLE shared_name;

@@ -425,14 +425,6 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
         Ok(int(ctx, 0).map(|e| if e == 6 { "UTF8" } else { "" }))
     })?;
     conn.create_scalar_function("pf_pg_tablespace_location", 1, det, |_| Ok(""))?;
-    conn.create_scalar_function("pf_current_schema", 0, det, |_| Ok("public"))?;
-    conn.create_scalar_function("pf_current_schemas", 1, det, |ctx| {
-        Ok(if int(ctx, 0).unwrap_or(0) != 0 {
-            "[\"pg_catalog\",\"public\"]"
-        } else {
-            "[\"public\"]"
-        })
-    })?;
     for name in ["pf_current_database", "pf_current_catalog"] {
         let db = session.database.clone();
         conn.create_scalar_function(name, 0, det, move |_| Ok(db.clone()))?;
@@ -450,18 +442,33 @@ fn define_catalog_text(conn: &Connection, objects: &Arc<Objects>, session: &Sess
 /// settings (defined again for each query of a cached catalog database).
 pub fn define_session(conn: &Connection, objects: &Arc<Objects>, session: &SessionInfo) -> rusqlite::Result<()> {
     let det = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    // What is in public or the catalogs' schemas is on the search path, after the
-    // session's temporary tables; another schema's objects are not (unqualified names are
-    // looked up in public only).
+    // The schemas of the session's search path that exist (`current_schema()`: the first).
+    let schemas: Vec<String> = session.path()[1..]
+        .iter()
+        .filter(|s| *s == permafrost_sql::namespace::PUBLIC || objects.namespaces.contains_key(*s))
+        .cloned()
+        .collect();
+    let first = schemas.first().cloned();
+    conn.create_scalar_function("pf_current_schema", 0, det, move |_| Ok(first.clone()))?;
+    conn.create_scalar_function("pf_current_schemas", 1, det, move |ctx| {
+        let implicit = int(ctx, 0).unwrap_or(0) != 0;
+        let names = implicit
+            .then(|| "pg_catalog".to_string())
+            .into_iter()
+            .chain(schemas.iter().cloned());
+        Ok(serde_json::Value::from(names.collect::<Vec<_>>()).to_string())
+    })?;
+    // What the session's temporary schema and search path reach, each name in the first
+    // schema that has it (crate::temp_tables qualifies unqualified names likewise).
     let o = objects.clone();
-    let temp = permafrost_sql::temp::schema_of(session.pid);
+    let path = session.path();
     conn.create_scalar_function("pf_pg_table_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
+        Ok(int(ctx, 0).map(|oid| o.relation_names.get(&oid).is_none_or(|k| o.visible(k, &path))))
     })?;
     let o = objects.clone();
-    let temp = permafrost_sql::temp::schema_of(session.pid);
+    let path = session.path();
     conn.create_scalar_function("pf_pg_type_is_visible", 1, det, move |ctx| {
-        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| o.visible(k, &temp))))
+        Ok(int(ctx, 0).map(|oid| o.type_names.get(&oid).is_none_or(|k| o.visible(k, &path))))
     })?;
     let pid = session.pid;
     conn.create_scalar_function("pf_pg_backend_pid", 0, det, move |_| Ok(pid))?;

@@ -32,6 +32,20 @@ pub struct SessionInfo {
     pub settings: Vec<(String, String, String)>,
 }
 
+impl SessionInfo {
+    /// The schemas the session looks names up in, in order: its temporary schema, then
+    /// its search_path's (`$user` being the user's).
+    pub fn path(&self) -> Vec<String> {
+        let mut path = vec![permafrost_sql::temp::schema_of(self.pid)];
+        if let Some((_, value, _)) = self.settings.iter().find(|(n, _, _)| n == "search_path") {
+            for entry in crate::session_settings::path_entries(value) {
+                path.push(if entry == "$user" { self.user.clone() } else { entry });
+            }
+        }
+        path
+    }
+}
+
 /// The `&'static` spelling of a PostgreSQL type name this module knows.
 pub(crate) fn static_type_name(name: &str) -> Option<&'static str> {
     types().iter().map(|t| t.name).find(|n| *n == name)
@@ -360,18 +374,18 @@ impl Objects {
         (self.namespaces.get(schema).copied().unwrap_or(NS_PUBLIC), bare)
     }
 
-    /// Whether the object of catalog key `key` is on the search path of the session whose
-    /// temporary schema is `temp` (permafrost_sql::temp): in it, or in public and not
-    /// shadowed by one of its tables (the path may put no other schema first,
-    /// crate::session).
-    pub fn visible(&self, key: &str, temp: &str) -> bool {
-        match permafrost_sql::namespace::split(key) {
-            (schema, _) if schema == temp => true,
-            (permafrost_sql::namespace::PUBLIC, bare) => !self
-                .relation_oids
-                .contains_key(&permafrost_sql::namespace::qualify(temp, bare)),
-            _ => false,
-        }
+    /// Whether the object of catalog key `key` is visible on a session's `path` (its
+    /// temporary schema, then its search_path's schemas: [`SessionInfo::path`]): its
+    /// schema is on the path and no schema before it there has a relation of its name.
+    pub fn visible(&self, key: &str, path: &[String]) -> bool {
+        let (schema, bare) = permafrost_sql::namespace::split(key);
+        let Some(at) = path.iter().position(|s| s == schema) else {
+            return false;
+        };
+        !path[..at].iter().any(|s| {
+            self.relation_oids
+                .contains_key(&permafrost_sql::namespace::qualify(s, bare))
+        })
     }
 }
 
