@@ -108,6 +108,8 @@ pub fn qualify(catalog: &Catalog, own: &str, ahead: &[String], sql: &str) -> Res
     }
     let mut out = text.to_string();
     edits.out.sort_by_key(|e| std::cmp::Reverse(e.0));
+    // (A name reached twice, by the visitor and by a statement's own list, is edited once.)
+    edits.out.dedup_by_key(|e| e.0);
     for (start, end, with) in edits.out {
         out.replace_range(start..end, &with);
     }
