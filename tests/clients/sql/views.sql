@@ -43,7 +43,7 @@ SELECT relname FROM pg_class WHERE relkind = 'v' AND relname LIKE 'vw%' AND pg_t
 SELECT schemaname, viewname FROM pg_views WHERE viewname LIKE 'vw%' ORDER BY 2;
 SELECT table_name, table_type FROM information_schema.tables WHERE table_name LIKE 'vw%' ORDER BY 1;
 SELECT table_name, check_option FROM information_schema.views WHERE table_name LIKE 'vw%' ORDER BY 1;
-SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'vw_cat' ORDER BY ordinal_position;
+SELECT column_name, data_type, numeric_precision, is_nullable FROM information_schema.columns WHERE table_name = 'vw_cat' ORDER BY ordinal_position;
 SELECT c.relname, c.relkind, a.attname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
  WHERE c.relname = 'vw_cat' AND a.attnum > 0 ORDER BY a.attnum;
 SELECT relname FROM pg_class WHERE oid = 'vw_cat'::regclass;

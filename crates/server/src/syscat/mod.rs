@@ -314,7 +314,7 @@ fn checkout(db: &Database, session: &SessionInfo) -> PgWireResult<Built> {
 /// The catalog's views as the catalogs show them: their columns as a query of each would
 /// answer (none for one that no longer plans).
 fn views_shown(catalog: &Catalog) -> Vec<relations::ViewShown> {
-    let quoted = |part: &str| format!("\"{}\"", part.replace('"', "\"\""));
+    let quoted = permafrost_sql::expr::format::quote_ident;
     catalog
         .views()
         .map(|v| {

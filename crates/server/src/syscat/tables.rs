@@ -196,31 +196,11 @@ impl TableRelations {
         ]);
         for (n, (name, ty)) in v.columns.iter().enumerate() {
             let num = n as i64 + 1;
-            let column = permafrost_storage::Column::new(name.clone(), ty.unwrap_or(DataType::Varchar(None)));
+            let mut column = permafrost_storage::Column::new(name.clone(), ty.unwrap_or(DataType::Varchar(None)));
+            column.nullable = true;
             self.attribute.push(attribute_row(oid, &column, num, false, false));
-            self.info_columns.push(vec![
-                ("table_catalog", s(db)),
-                ("table_schema", s(schema)),
-                ("table_name", s(bare)),
-                ("column_name", s(name.clone())),
-                ("ordinal_position", i(num)),
-                ("column_default", NULL),
-                ("is_nullable", s("YES")),
-                ("data_type", s(info_data_type(&column.ty))),
-                ("character_maximum_length", NULL),
-                ("numeric_precision", NULL),
-                ("numeric_precision_radix", NULL),
-                ("numeric_scale", NULL),
-                ("datetime_precision", NULL),
-                ("udt_catalog", s(db)),
-                ("udt_schema", s("pg_catalog")),
-                ("udt_name", s(udt_name(&column.ty))),
-                ("is_identity", s("NO")),
-                ("identity_generation", NULL),
-                ("is_generated", s("NEVER")),
-                ("generation_expression", NULL),
-                ("is_updatable", s("NO")),
-            ]);
+            self.info_columns
+                .push(info_column_row(db, (schema, bare), &column, num, None, "NO"));
         }
     }
 
@@ -316,51 +296,12 @@ impl TableRelations {
                     ("seqcycle", b(false)),
                 ]);
             }
-            let (precision, radix, scale) = match c.ty {
-                DataType::SmallInt => (i(16), i(2), i(0)),
-                DataType::Integer => (i(32), i(2), i(0)),
-                DataType::BigInt => (i(64), i(2), i(0)),
-                DataType::Double => (i(53), i(2), NULL),
-                DataType::Decimal { precision, scale } if precision > 0 => {
-                    (i(precision.into()), i(10), i(scale.into()))
-                }
-                DataType::Decimal { .. } => (NULL, i(10), NULL),
-                _ => (NULL, NULL, NULL),
-            };
-            let length = match c.ty {
-                DataType::Varchar(Some(n)) => i(n.into()),
-                _ => NULL,
-            };
-            self.info_columns.push(vec![
-                ("table_catalog", s(db)),
-                ("table_schema", s(permafrost_sql::namespace::split(&t.name).0)),
-                ("table_name", s(permafrost_sql::namespace::bare(&t.name))),
-                ("column_name", s(c.name.clone())),
-                ("ordinal_position", i(num)),
-                ("column_default", default.clone().map_or(NULL, s)),
-                ("is_nullable", s(if c.nullable { "YES" } else { "NO" })),
-                ("data_type", s(info_data_type(&c.ty))),
-                ("character_maximum_length", length),
-                ("numeric_precision", precision),
-                ("numeric_precision_radix", radix),
-                ("numeric_scale", scale),
-                (
-                    "datetime_precision",
-                    match c.ty {
-                        DataType::Timestamp | DataType::TimestampTz => i(6),
-                        DataType::Date => i(0),
-                        _ => NULL,
-                    },
-                ),
-                ("udt_catalog", s(db)),
-                ("udt_schema", s("pg_catalog")),
-                ("udt_name", s(udt_name(&c.ty))),
-                ("is_identity", s("NO")),
-                ("identity_generation", NULL),
-                ("is_generated", s("NEVER")),
-                ("generation_expression", NULL),
-                ("is_updatable", s("YES")),
-            ]);
+            let place = (
+                permafrost_sql::namespace::split(&t.name).0,
+                permafrost_sql::namespace::bare(&t.name),
+            );
+            self.info_columns
+                .push(info_column_row(db, place, c, num, default.clone(), "YES"));
         }
     }
 
@@ -600,6 +541,59 @@ impl TableRelations {
             self.info_views,
         ]
     }
+}
+
+/// A row of information_schema's `columns`: column `c`, number `num`, of relation `bare` in
+/// `schema` (a table's, or a view's: not `updatable`).
+fn info_column_row(
+    db: &str,
+    (schema, bare): (&str, &str),
+    c: &permafrost_storage::Column,
+    num: i64,
+    default: Option<String>,
+    updatable: &str,
+) -> Vec<(&'static str, V)> {
+    let (precision, radix, scale) = match c.ty {
+        DataType::SmallInt => (i(16), i(2), i(0)),
+        DataType::Integer => (i(32), i(2), i(0)),
+        DataType::BigInt => (i(64), i(2), i(0)),
+        DataType::Double => (i(53), i(2), NULL),
+        DataType::Decimal { precision, scale } if precision > 0 => (i(precision.into()), i(10), i(scale.into())),
+        DataType::Decimal { .. } => (NULL, i(10), NULL),
+        _ => (NULL, NULL, NULL),
+    };
+    let length = match c.ty {
+        DataType::Varchar(Some(n)) => i(n.into()),
+        _ => NULL,
+    };
+    let datetime_precision = match c.ty {
+        DataType::Timestamp | DataType::TimestampTz => i(6),
+        DataType::Date => i(0),
+        _ => NULL,
+    };
+    vec![
+        ("table_catalog", s(db)),
+        ("table_schema", s(schema)),
+        ("table_name", s(bare)),
+        ("column_name", s(c.name.clone())),
+        ("ordinal_position", i(num)),
+        ("column_default", default.map_or(NULL, s)),
+        ("is_nullable", s(if c.nullable { "YES" } else { "NO" })),
+        ("data_type", s(info_data_type(&c.ty))),
+        ("character_maximum_length", length),
+        ("numeric_precision", precision),
+        ("numeric_precision_radix", radix),
+        ("numeric_scale", scale),
+        ("datetime_precision", datetime_precision),
+        ("udt_catalog", s(db)),
+        ("udt_schema", s("pg_catalog")),
+        ("udt_name", s(udt_name(&c.ty))),
+        ("is_identity", s("NO")),
+        ("identity_generation", NULL),
+        ("is_generated", s("NEVER")),
+        ("generation_expression", NULL),
+        ("is_updatable", s(updatable)),
+    ]
 }
 
 /// A row of information_schema's `tables`.
