@@ -34,7 +34,7 @@ fn load(db: &Database) {
 /// Every row of `sql`'s result, read as a client does: its first part, then its rest.
 fn streamed(db: &Database, sql: &str) -> Vec<Vec<Value>> {
     let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
-    let mut first: Rows = common::block_on(
+    let first: Rows = common::block_on(
         db.submit(
             Request::statement(&stmt, vec![])
                 .stop(StopFlag::new())
@@ -43,13 +43,7 @@ fn streamed(db: &Database, sql: &str) -> Vec<Vec<Value>> {
         ),
     )
     .unwrap();
-    let mut out = first.to_values();
-    if let Some(mut rest) = first.take_rest() {
-        while let Some(more) = rest.next_rows().unwrap() {
-            out.extend(more.to_values());
-        }
-    }
-    out
+    common::all_values(first)
 }
 
 fn ids(rows: &[Vec<Value>]) -> Vec<i64> {

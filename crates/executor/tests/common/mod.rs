@@ -74,3 +74,16 @@ pub fn evicted_t_and_small(dir: &std::path::Path) -> permafrost_executor::Databa
     assert!(db.stats_now().unwrap().evicted_now > 2_000);
     db
 }
+
+/// Every row of a result given in parts: its first rows, then its rest (the evicted
+/// tuples a scan read from their blocks, or what it spilled) read to the end.
+#[allow(dead_code)]
+pub fn all_values(mut rows: permafrost_executor::Rows) -> Vec<Vec<permafrost_types::Value>> {
+    let mut out = rows.to_values();
+    if let Some(mut rest) = rows.take_rest() {
+        while let Some(more) = rest.next_rows().unwrap() {
+            out.extend(more.to_values());
+        }
+    }
+    out
+}

@@ -46,7 +46,15 @@ pub(super) fn deferred_part(
 /// Evicted tuples a single-table read through an index may reach and still bring back
 /// into memory (they are hot now); past this many it reads them from their blocks
 /// afterwards ([`Deferred`]) and leaves them evicted. A full scan always does.
-pub const DEFER_INDEX_READS: usize = 1024;
+///
+/// Only what is hot is merged back: a read that meets many cold tuples at once is a range
+/// over cold data, and merging it made each such read evict as many other tuples as it
+/// brought in. Measured (sysbench `oltp_read_only`, 2 M rows in 128 MiB, 16 threads,
+/// docs/results/miss-path.md, 2026-12-06): with 1,024 each transaction merged back and
+/// evicted again 240-290 tuples and ran at 390 transactions/s (uniform) and 630
+/// (pareto); with 16, about 6 tuples and 850-950 and 1,000. 4 and 64 gave the same as
+/// 16; point selects did not move.
+pub const DEFER_INDEX_READS: usize = 16;
 
 /// A single-table SELECT whose scan reached evicted tuples and left them for later: the
 /// rows of the tuples in memory were gathered (the first part of the result); the evicted
