@@ -123,6 +123,7 @@ pub(crate) fn move_read(
         inline_slice: None,
         ..info.clone()
     };
+    // (A statement that draws sequence values never moves: `may_move`.)
     match run_txn(
         proc,
         params,
@@ -132,6 +133,7 @@ pub(crate) fn move_read(
         &shared.sequences,
         interrupted,
         &shared.statement_pool,
+        &mut Default::default(),
     ) {
         Outcome::Done(r, _) => r,
         // Not without a slice; and the statement's tables had no evicted tuples.
@@ -487,7 +489,7 @@ fn run_child(
         defer_scans: false,
         ..info.clone()
     };
-    let (result, _, _) = run_body(
+    let (result, _, _, _) = run_body(
         proc,
         params,
         stores,

@@ -479,6 +479,7 @@ impl<'a> Replayer<'a> {
                     reply,
                     restarts: 0,
                     replay,
+                    drawn: Vec::new(),
                 });
                 if b.len() >= BATCH {
                     self.send(*p)?;

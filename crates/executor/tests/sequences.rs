@@ -514,3 +514,24 @@ fn a_sequence_owned_by_a_column_goes_with_it_and_follows_its_renames_across_rest
     db.execute_ddl("DROP TABLE t").unwrap();
     assert_eq!(sequence_names(&db), ["free_seq"]);
 }
+
+/// A client's INSERT that its caller's thread stops past its slice and gives back to the
+/// partitions' threads runs again with the values its first run drew: no gap. (sysbench's
+/// prepare sends thousands of rows per INSERT; before, every such statement skipped the
+/// values its first run drew, and 41 % of the ids sysbench later reads were absent.)
+#[test]
+fn an_insert_run_again_after_its_slice_takes_the_values_it_drew_first() {
+    let db = db(2);
+    db.execute_ddl("CREATE TABLE big (id SERIAL PRIMARY KEY, k INT NOT NULL)")
+        .unwrap();
+    let rows: Vec<String> = (0..5000).map(|i| format!("({i})")).collect();
+    let sql = format!("INSERT INTO big (k) VALUES {}", rows.join(","));
+    let stmt = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), &sql).unwrap());
+    for round in 0..2i64 {
+        common::block_on(db.submit(Request::statement(&stmt, vec![]).place(permafrost_executor::Place::Here))).unwrap();
+        let n = 5000 * (round + 1);
+        assert_eq!(ints(&db, "SELECT count(*) FROM big"), vec![n]);
+        assert_eq!(ints(&db, "SELECT min(id) FROM big"), vec![1], "round {round}");
+        assert_eq!(ints(&db, "SELECT max(id) FROM big"), vec![n], "round {round}: a gap");
+    }
+}

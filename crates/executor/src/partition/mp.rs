@@ -29,7 +29,7 @@ use permafrost_storage::{AccessTracker, PartitionStore, TableId, TableSchema};
 use super::cell::{Held, INLINE_SLICE};
 use super::msg::{Answer, EvictedKeys, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
 use super::state::Partition;
-use super::txn::{Outcome, TxnInfo, run_txn};
+use super::txn::{Attempt, Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
 use crate::reply::{Outbox, Reply};
 use crate::shared::Shared;
@@ -369,6 +369,11 @@ impl Partition {
             info.read_slice = None;
             info.inline_slice = inline_slice;
         }
+        if replay.is_none()
+            && let Some(given) = t.drawn.lock().ok().and_then(|d| Attempt::given(&d))
+        {
+            info.given = given;
+        }
         let outcome = self.run_work(t, held, &info, barrier_started);
         if inline_slice.is_some() && matches!(outcome, Outcome::SliceOver) {
             return Some(Outcome::SliceOver);
@@ -529,6 +534,7 @@ impl Partition {
                 }
                 let interrupted = || t.reply.lock().is_ok_and(|r| r.as_ref().is_some_and(Reply::is_closed));
                 let pool = &self.shared.statement_pool;
+                let mut attempt = Attempt::default();
                 let outcome = run_txn(
                     proc,
                     params,
@@ -538,7 +544,13 @@ impl Partition {
                     &self.shared.sequences,
                     &interrupted,
                     pool,
+                    &mut attempt,
                 );
+                if let MpWork::Call { replay: None, .. } = &t.work
+                    && let Ok(mut d) = t.drawn.lock()
+                {
+                    *d = attempt.drawn;
+                }
                 match (schema, outcome) {
                     (Some(s), Outcome::Done(Ok(rows), _)) if s.commits() => {
                         // Published while every partition is still held; logged as a

@@ -103,6 +103,11 @@ pub(crate) struct Invocation {
     /// Set when the call is a command-log record being replayed: it runs with the
     /// timestamp and seed it first ran with, and is not logged again.
     pub replay: Option<Replayed>,
+    /// The sequence values an earlier attempt of this call drew before it was rolled back
+    /// to run again (past its slice on a caller's thread, for evicted data, a schema
+    /// change, room in memory): the next attempt takes them first, so that a client's
+    /// INSERT leaves no gap for runs it never saw ([`crate::partition::txn::Attempt`]).
+    pub drawn: Vec<(u32, i64)>,
 }
 
 /// What [`Partition::answer`] needs to log a finished transaction.
@@ -201,6 +206,8 @@ pub(crate) struct MpTxn {
     pub(super) fences: Mutex<Vec<Arc<QueueState>>>,
     pub(super) handoff: Channel<(u32, Box<PartitionStore>)>,
     pub(super) returns: Vec<Channel<Box<PartitionStore>>>,
+    /// The sequence values an earlier attempt drew (as [`Invocation::drawn`]).
+    pub(super) drawn: Mutex<Vec<(u32, i64)>>,
 }
 
 impl MpTxn {
@@ -215,6 +222,7 @@ impl MpTxn {
             parts,
             reply: Mutex::new(Some(reply)),
             handoff: crossbeam_channel::bounded(n),
+            drawn: Mutex::new(Vec::new()),
         }
     }
 

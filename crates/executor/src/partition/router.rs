@@ -94,6 +94,7 @@ pub(crate) fn submit(
                 reply,
                 restarts: 0,
                 replay: None,
+                drawn: Vec::new(),
             };
             let inv = match dispatch {
                 Dispatch::Buffer(b) => {
@@ -197,6 +198,7 @@ pub(crate) fn submit_invocation(
         reply,
         restarts: 0,
         replay: None,
+        drawn: Vec::new(),
     };
     let inv = match here {
         true => match shared.try_inline(p, inv) {

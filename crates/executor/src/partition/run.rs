@@ -18,7 +18,7 @@ use super::fence::QueueState;
 use super::msg::{Answer, Invocation, LogWhat, Msg};
 use super::parking::Waiter;
 use super::state::Partition;
-use super::txn::{Outcome, TxnInfo, run_txn};
+use super::txn::{Attempt, Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
 use crate::procedure::{Procedure, Replayed};
 use crate::reply::Reply;
@@ -608,6 +608,12 @@ impl Partition {
             info.read_slice = None;
             info.inline_slice = slice;
         }
+        if inv.replay.is_none()
+            && let Some(given) = Attempt::given(&inv.drawn)
+        {
+            info.given = given;
+        }
+        let mut attempt = Attempt::default();
         let store: &mut PartitionStore = self.store.as_deref_mut().expect("store is home between transactions");
         let mut stores = [store];
         let outcome = {
@@ -623,8 +629,12 @@ impl Partition {
                 &self.shared.sequences,
                 &interrupted,
                 pool,
+                &mut attempt,
             )
         };
+        if inv.replay.is_none() {
+            inv.drawn = attempt.drawn;
+        }
         match outcome {
             Outcome::Done(Err(e), _) if inv.replay.is_some() && e.is_retryable() => {
                 // Replay keeps the log's order: hold it (and the replayed calls after it)
