@@ -75,6 +75,7 @@ CALL add_two(8, 1);
 \df
 \du
 \di
+COMMENT ON COLUMN items.name IS 'what it is called';
 \d+ items
 SELECT count(*) AS eights FROM items WHERE id = 8;
 -- a transaction block: rolled back, then committed

@@ -599,9 +599,14 @@ impl Database {
                 Route::All => false,
             })
         };
+        // Nor can earlier writes of tables that neither the statement nor a write kept after
+        // it reads or writes (`permafrost_sql::needed_before`).
+        let prepared: Vec<&Prepared> = before.iter().map(|s| s.stmt.prepared()).collect();
+        let kept = permafrost_sql::needed_before(&prepared, next.stmt.prepared());
+        let mut kept = kept.into_iter();
         let mut all: Vec<(&AdHoc, Vec<Value>, Expected)> = before
             .iter()
-            .filter(|s| !elsewhere(s))
+            .filter(|s| kept.next().unwrap_or(true) && !elsewhere(s))
             .map(|s| {
                 let expect = Expected {
                     digest: Some(s.digest),

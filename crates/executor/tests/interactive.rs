@@ -201,12 +201,15 @@ fn write_skew_is_refused_with_40001() {
         100,
         "only the first applied"
     );
-    // A transaction whose earlier write no longer holds fails early, at its next statement.
+    // A transaction whose earlier write no longer holds fails early, at its next statement
+    // that runs the write again (one touching its table: a statement of other tables does
+    // not, `permafrost_sql::needed_before`), and at its COMMIT in any case.
     let mut c = Txn::begin(&db);
     c.run("UPDATE acct SET bal = bal + 1 WHERE id = 4 AND bal = 100", vec![])
         .unwrap();
     db.execute_sql("UPDATE acct SET bal = 5 WHERE id = 4", vec![]).unwrap();
-    let e = c.run("SELECT 1", vec![]).unwrap_err();
+    c.run("SELECT 1", vec![]).unwrap();
+    let e = c.run("SELECT bal FROM acct WHERE id = 4", vec![]).unwrap_err();
     assert_eq!(e.sqlstate(), "40001", "{e}");
 }
 

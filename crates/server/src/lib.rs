@@ -24,6 +24,7 @@ mod pipeline;
 pub mod plancache;
 mod prepared;
 mod respond;
+mod row_locks;
 pub mod session;
 pub mod session_settings;
 mod setting_values;

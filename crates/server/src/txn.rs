@@ -75,6 +75,9 @@ pub(crate) struct Open {
     /// The settings the block changed (SET, SET LOCAL, RESET), one entry each: put back
     /// when it ends (`Backend::end_block_settings`).
     pub settings: Vec<SettingUndo>,
+    /// The row locks its FOR UPDATE / FOR SHARE reads took (crate::row_locks), released
+    /// when the block is dropped: after its COMMIT ran, at ROLLBACK, or with its connection.
+    pub locks: Option<crate::row_locks::Owner>,
 }
 
 /// A setting a transaction block changed: its value before the block, the value a COMMIT
@@ -120,6 +123,7 @@ impl Open {
             savepoints: Vec::new(),
             implicit: false,
             settings: Vec::new(),
+            locks: None,
         }
     }
 

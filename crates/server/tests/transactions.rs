@@ -329,10 +329,11 @@ async fn the_clock_inside_a_block_is_its_start() {
     );
 }
 
-/// `SELECT ... FOR UPDATE` in a block locks nothing and makes no one wait; what it is for,
-/// that no change to the rows it read is lost between the read and the COMMIT, holds
-/// because the COMMIT runs it again: a concurrent change fails the COMMIT with 40001, and
-/// without one the block commits. SKIP LOCKED is refused.
+/// What `SELECT ... FOR UPDATE` in a block is for, that no change to the rows it read is
+/// lost between the read and the COMMIT, holds because the COMMIT runs it again: a
+/// concurrent change by a statement outside a block (which takes no row locks) fails the
+/// COMMIT with 40001, and without one the block commits. (Blocks' locking reads wait for
+/// each other instead: tests/row_locks.rs.) SKIP LOCKED is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn for_update_keeps_a_concurrent_change_from_being_lost() {
     let s = common::server().await;

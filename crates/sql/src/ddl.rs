@@ -10,17 +10,17 @@
 //!
 //! | parameter | values | default |
 //! |---|---|---|
-//! | `partition_by` | a column name, or `'none'` for a replicated table | the first primary-key column; replicated if there is no primary key |
+//! | `partition_by` | a column name, or `'none'` for a replicated table | chosen by crate::placement: the first primary-key column as a rule |
 //! | `evictable` | `true` / `false` | `true` |
 //! | `primary_key_index` | `'ordered'` (B-tree) / `'hash'` | `'ordered'` |
 //!
 //! So plain PostgreSQL DDL works unchanged: tables are partitioned by their primary key and
-//! may be evicted. A table created without a primary key and without `partition_by` is
-//! replicated until `ALTER TABLE ... ADD PRIMARY KEY` gives it one: it is then partitioned
-//! by the key's first column, as if it had been created with the key (each partition keeps
-//! the rows of its own keys; pgbench's `-i` creates its tables this way). Indexes from
-//! `CREATE INDEX` are ordered unless `USING hash` is given.
-//! Foreign keys and CHECK constraints are refused rather than silently ignored.
+//! may be evicted. A table created without a primary key, `partition_by` or a column named
+//! after a root's key (crate::placement) is replicated until `ALTER TABLE ... ADD PRIMARY
+//! KEY` gives it one: it is then partitioned by the key's first column, as if it had been
+//! created with the key (each partition keeps the rows of its own keys; pgbench's `-i`
+//! creates its tables this way). Indexes from `CREATE INDEX` are ordered unless `USING
+//! hash` is given.
 
 use std::sync::Arc;
 
@@ -506,7 +506,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
                 ))
             })?)
         }
-        None => pk.as_ref().map(|cols| cols[0]),
+        None => crate::placement::choose(catalog, &columns, pk.as_deref()),
     };
     let mut schema = TableSchema {
         id: catalog.next_table_id(),

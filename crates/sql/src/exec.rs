@@ -746,7 +746,7 @@ fn insert(p: &InsertPlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
         }
         n += u64::from(!skipped);
     }
-    checks.finish(env.stores)?;
+    checks.finish(env.stores, env.total_partitions)?;
     out.affected = n;
     Ok(out)
 }
@@ -889,7 +889,7 @@ fn update(p: &UpdatePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
             }
         }
     }
-    checks.finish(env.stores)?;
+    checks.finish(env.stores, env.total_partitions)?;
     out.affected = n;
     Ok(out)
 }
@@ -946,13 +946,14 @@ fn delete(p: &DeletePlan, columns: &Arc<[ColumnInfo]>, env: &mut Env<'_, '_>, cx
     if let Some(f) = &p.fk {
         let mut checks = foreign::Checks::default();
         let reach = foreign::Reach {
+            total: env.total_partitions,
             stores: env.stores,
             evicted: env.evicted,
             interrupted: env.interrupted,
             deadline: env.deadline,
         };
         foreign::deleted(&mut checks, &mut env.deferred_fk, reach, f, &schema, gone)?;
-        checks.finish(env.stores)?;
+        checks.finish(env.stores, env.total_partitions)?;
     }
     out.affected = n;
     Ok(out)

@@ -361,3 +361,74 @@ pub(crate) fn fk_plan(
     }
     Ok(Some(Arc::new(plan)))
 }
+
+/// Where the referenced row of a key lies, seen from a row of the referencing table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParentAt {
+    /// The referenced table is replicated: at every partition.
+    Everywhere,
+    /// At the partition of the key's value at this position (the referenced table's
+    /// partition column).
+    KeyValue(usize),
+    /// At any partition (the referenced table's partition column is not in the key).
+    Anywhere,
+}
+
+/// Where the rows `fk` references lie ([`ParentAt`]).
+pub fn parent_at(fk: &ForeignKey, parent: &TableSchema) -> ParentAt {
+    match parent.partition_column {
+        None => ParentAt::Everywhere,
+        Some(pc) => fk
+            .parent_columns
+            .iter()
+            .position(|&c| c == pc)
+            .map_or(ParentAt::Anywhere, ParentAt::KeyValue),
+    }
+}
+
+/// Whether the rows of `child` holding a key of `fk` lie at the partition of the `parent`
+/// row they reference: the key pairs the two tables' partition columns, whose values hash
+/// alike (docs/architecture/multi-partition.md, "Foreign keys").
+pub fn children_with_parent(child: &TableSchema, fk: &ForeignKey, parent: &TableSchema) -> bool {
+    let (Some(cc), Some(pc)) = (child.partition_column, parent.partition_column) else {
+        return false;
+    };
+    let (a, b) = (&child.columns[cc].ty, &parent.columns[pc].ty);
+    (a == b || (a.is_integer() && b.is_integer()))
+        && fk
+            .columns
+            .iter()
+            .zip(&fk.parent_columns)
+            .any(|(&c, &p)| c == cc && p == pc)
+}
+
+impl FkPlan {
+    /// Whether the write's foreign-key work can be done at the partitions its rows and
+    /// their keys name, rather than at every partition: each referenced table is
+    /// replicated or partitioned by a column of the key, and the rows referencing a table
+    /// whose keys it removes (through cascades too) lie with the rows they reference.
+    /// `schema`: the written table.
+    pub fn local(&self, schema: &TableSchema) -> bool {
+        let parents = self
+            .parents
+            .iter()
+            .all(|(k, parent)| parent_at(&schema.foreign_keys[*k], parent) != ParentAt::Anywhere);
+        let table = |id: TableId| -> Option<&TableSchema> {
+            if id == schema.id {
+                return Some(schema);
+            }
+            self.referencing
+                .iter()
+                .flat_map(|(_, refs)| refs.iter())
+                .find(|(t, _)| t.id == id)
+                .map(|(t, _)| &**t)
+        };
+        parents
+            && self.referencing.iter().all(|(id, refs)| {
+                table(*id).is_some_and(|parent| {
+                    refs.iter()
+                        .all(|(child, k)| children_with_parent(child, &child.foreign_keys[*k], parent))
+                })
+            })
+    }
+}

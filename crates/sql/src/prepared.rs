@@ -14,6 +14,7 @@ use sqlparser::ast::Statement;
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
 use crate::expr::{Cx, Expr};
+use crate::foreign::{ParentAt, parent_at};
 use crate::plan::{Access, DERIVED_TABLE, InsertSource, PartitionPick, Plan, RelPlan, SelectPlan, SetTree};
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
@@ -344,6 +345,29 @@ impl Prepared {
         v
     }
 
+    /// The tables whose rows may change what the statement gives or does: those it reads
+    /// or writes ([`Prepared::tables`]), the tables its writes' foreign keys look up, and
+    /// those their removed keys reach (through cascades too).
+    pub fn footprint(&self) -> Vec<TableId> {
+        let mut v = self.tables();
+        let fk = match &self.plan {
+            Plan::Insert(i) => i.fk.as_ref(),
+            Plan::Update(u) => u.fk.as_ref(),
+            Plan::Delete(d) => d.fk.as_ref(),
+            _ => None,
+        };
+        if let Some(f) = fk {
+            v.extend(f.parents.iter().map(|(_, t)| t.id));
+            for (id, refs) in &f.referencing {
+                v.push(*id);
+                v.extend(refs.iter().map(|(t, _)| t.id));
+            }
+            v.sort_unstable();
+            v.dedup();
+        }
+        v
+    }
+
     /// What a query reads, when it reads one table's rows and nothing else: its result is
     /// then a function of those rows alone, and stays the same while none of them changes
     /// (`permafrost_storage::Recent`). The rows whose partition-column value lies in a
@@ -549,15 +573,24 @@ impl Prepared {
                 .is_some(),
             _ => false,
         };
-        // (An interactive block's probe too: it must see the keys the block wrote.) A
-        // write with foreign-key work looks up keys at every partition too.
+        // (An interactive block's probe too: it must see the keys the block wrote.)
+        if writes_global {
+            return Route::All;
+        }
+        // A write with foreign-key work looks up keys at every partition, unless each
+        // key's rows lie at a partition its value names (`FkPlan::local`): then an INSERT
+        // of listed rows also goes to the partitions of the rows its keys reference, and
+        // an UPDATE or DELETE (which does not write a key's columns) finds the rows
+        // referencing those it changes with them.
         let fk = match &self.plan {
-            Plan::Insert(i) => i.fk.is_some(),
-            Plan::Update(u) => u.fk.is_some(),
-            Plan::Delete(d) => d.fk.is_some(),
-            _ => false,
+            Plan::Insert(i) => i.fk.as_ref().map(|f| (f, &*i.schema)),
+            Plan::Update(u) => u.fk.as_ref().map(|f| (f, &*u.target.schema)),
+            Plan::Delete(d) => d.fk.as_ref().map(|f| (f, &*d.target.schema)),
+            _ => None,
         };
-        if writes_global || fk {
+        if let Some((f, schema)) = fk
+            && (!f.local(schema) || (!matches!(self.plan, Plan::Insert(_)) && !f.parents.is_empty()))
+        {
             return Route::All;
         }
         // The relations its subqueries read are read where they are, as the statement's.
@@ -596,26 +629,48 @@ impl Prepared {
                 let InsertSource::Values(rows) = &i.source else {
                     return Route::All;
                 };
+                // The partitions of the rows the new rows' keys reference.
+                let mut parents = Vec::new();
+                for (k, parent) in i.fk.iter().flat_map(|f| f.parents.iter()) {
+                    let def = &i.schema.foreign_keys[*k];
+                    let ParentAt::KeyValue(at) = parent_at(def, parent) else {
+                        continue;
+                    };
+                    let Some(pos) = i.targets[def.columns[at]] else {
+                        return Route::All;
+                    };
+                    parents.extend(
+                        rows.iter()
+                            .map(|r| key_partition(parent, &r[pos]).map_or(Route::All, Route::Single)),
+                    );
+                }
                 let Some(pc) = i.schema.partition_column else {
                     // Into a replicated table: its VALUES read no table.
-                    return if undone { Route::Any } else { Route::All };
+                    return if !undone {
+                        Route::All
+                    } else if parents.is_empty() {
+                        Route::Any
+                    } else {
+                        combine(parents, false)
+                    };
                 };
                 let Some(pos) = i.targets[pc] else {
                     // A partition key from the table's sequence: anywhere, as far as the
                     // plan tells (callers route it by the sequence's next values,
                     // [`Prepared::sequence_key`]); otherwise the key is missing (NULL).
-                    return if i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence) {
+                    return if i.schema.columns[pc].default == Some(permafrost_storage::ColumnDefault::Sequence)
+                        && parents.is_empty()
+                    {
                         Route::Any
                     } else {
                         Route::All
                     };
                 };
-                combine(
+                parents.extend(
                     rows.iter()
-                        .map(|r| key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single))
-                        .collect(),
-                    false,
-                )
+                        .map(|r| key_partition(&i.schema, &r[pos]).map_or(Route::All, Route::Single)),
+                );
+                combine(parents, false)
             }
         }
     }
@@ -779,4 +834,92 @@ mod deep_statements {
         let sql = format!("SELECT 1{}", "::int".repeat(n));
         assert_eq!(plan(&sql), Err("54001"));
     }
+}
+
+/// Rows a locking read of a block locks ([`Prepared::lock_targets`]): those of `table`
+/// whose index `index` key starts with `key` (every row of the table when `index` is
+/// `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockTarget {
+    pub table: TableId,
+    pub index: Option<usize>,
+    pub key: Vec<Value>,
+    /// FOR UPDATE (else FOR SHARE).
+    pub exclusive: bool,
+    /// NOWAIT.
+    pub nowait: bool,
+}
+
+impl Prepared {
+    /// What the statement's `FOR UPDATE` / `FOR SHARE` lock, as far as its parameters tell
+    /// before it runs: for each locked relation read through an index with equalities on
+    /// its leading columns, those columns' values. A relation read otherwise (a scan, a
+    /// join's inner side) locks nothing: the locks only spare blocks from failing at
+    /// COMMIT, which still checks every read (docs/architecture/interactive.md, "Row
+    /// locks").
+    pub fn lock_targets(&self, params: &[Value]) -> Vec<LockTarget> {
+        let Plan::Select(s) = &self.plan else {
+            return Vec::new();
+        };
+        if s.locks.is_empty() {
+            return Vec::new();
+        }
+        let Ok(params) = coerce_params(params, &self.param_types) else {
+            return Vec::new();
+        };
+        let cx = Cx::new(&params, 0);
+        let mut out = Vec::new();
+        for l in &s.locks {
+            let Some(r) = s.rels.iter().find(|r| r.rel == l.rel && r.schema.id != DERIVED_TABLE) else {
+                continue;
+            };
+            let (index, keys) = match &r.access {
+                Access::IndexEq { index, keys } => (*index, keys.as_slice()),
+                Access::IndexRange { index, prefix, .. } => (*index, prefix.as_slice()),
+                _ => continue,
+            };
+            let columns = &r.schema.indexes[index].columns;
+            let key: Option<Vec<Value>> = keys
+                .iter()
+                .zip(columns)
+                .map(|(e, &c)| key_constant(e, &cx, &r.schema.columns[c].ty))
+                .collect();
+            match key {
+                Some(key) if !key.is_empty() => out.push(LockTarget {
+                    table: r.schema.id,
+                    index: Some(index),
+                    key,
+                    exclusive: l.exclusive,
+                    nowait: l.nowait,
+                }),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// Which of a transaction's earlier statements `before` (those a probe would run again
+/// first: its writes) can change what `next` gives or does, at the level of tables: walking
+/// back from `next`, a statement is needed when it touches a table in the footprint
+/// ([`Prepared::footprint`]) of `next` or of a statement needed after it, whose footprint
+/// then joins. One that touches no table (a sequence's `setval`) is needed, and all are
+/// when `next` reads the session's sequence values (which earlier statements set).
+pub fn needed_before(before: &[&Prepared], next: &Prepared) -> Vec<bool> {
+    if next.reads_session_sequences() {
+        return vec![true; before.len()];
+    }
+    let mut footprint = next.footprint();
+    let mut needed = vec![false; before.len()];
+    for (i, p) in before.iter().enumerate().rev() {
+        let touches = p.footprint();
+        // (One that touches no table, `SELECT setval(...)`, is kept.)
+        if touches.is_empty() || touches.iter().any(|t| footprint.binary_search(t).is_ok()) {
+            needed[i] = true;
+            footprint.extend(touches);
+            footprint.sort_unstable();
+            footprint.dedup();
+        }
+    }
+    needed
 }

@@ -263,7 +263,7 @@ pub(crate) fn run_body(
         match r {
             Ok(rows) if !proc.is_probe() => {
                 let pending = std::mem::take(&mut ctx.env.deferred_fk);
-                permafrost_sql::exec::foreign::check_deferred(ctx.env.stores, pending)
+                permafrost_sql::exec::foreign::check_deferred(ctx.env.stores, ctx.env.total_partitions, pending)
                     .map(|()| rows)
                     .map_err(ProcError::Sql)
             }

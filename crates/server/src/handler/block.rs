@@ -233,6 +233,12 @@ impl Backend {
             ));
         }
         let started = Instant::now();
+        // A locking read first takes its row locks, waiting for the blocks that hold them
+        // (docs/architecture/interactive.md, "Row locks").
+        let targets = d.stmt.prepared().lock_targets(&params);
+        if !targets.is_empty() {
+            self.take_locks(block, &targets, cancel, cell).await?;
+        }
         // Read before the statement is submitted: COMMIT need not run a query again whose
         // rows no later commit changed (`TxnStatement::seen`).
         let seen = self.db.write_clock();
@@ -285,6 +291,34 @@ impl Backend {
             let watch = stop.map(|s| (s, cancel.map(|c| (c.clone(), started))));
             (rows, watch)
         })
+    }
+
+    /// Takes row locks for block `block` (crate::row_locks), the wait stoppable like a
+    /// statement; the block holds them from then on ([`txn::Open::locks`]).
+    async fn take_locks(
+        &self,
+        block: u64,
+        targets: &[permafrost_sql::LockTarget],
+        cancel: Option<&CancelToken>,
+        cell: &Arc<txn::Cell>,
+    ) -> PgWireResult<()> {
+        let wait = async { Ok::<_, permafrost_executor::Error>(self.locks.acquire(block, targets).await) };
+        match cancel {
+            Some(c) => c
+                .run_stoppable(&crate::session::stop_flag(cancel, true), wait)
+                .await?
+                .map_err(db_error)??,
+            None => wait.await.map_err(db_error)??,
+        }
+        match &mut *txn::lock(cell) {
+            txn::State::Open(o) if o.id == block => {
+                o.locks
+                    .get_or_insert_with(|| crate::row_locks::Owner::new(self.locks.clone(), block));
+            }
+            // (The block is gone: nothing holds them.)
+            _ => self.locks.release(block),
+        }
+        Ok(())
     }
 
     /// `COPY ... TO STDOUT` inside the connection's open block: its query as a statement

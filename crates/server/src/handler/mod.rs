@@ -115,6 +115,8 @@ pub struct Backend {
     plans: Arc<PlanCache>,
     /// Log the errors clients are answered with (`ServerOptions::log_client_errors`).
     log_errors: bool,
+    /// The row locks of the connections' transaction blocks (FOR UPDATE / FOR SHARE).
+    locks: Arc<crate::row_locks::RowLocks>,
 }
 
 impl Backend {
@@ -126,6 +128,7 @@ impl Backend {
             metrics,
             plans: Arc::new(PlanCache::new()),
             log_errors: false,
+            locks: Arc::default(),
         }
     }
 

@@ -462,6 +462,16 @@ impl Rewriter {
                     .map_or(" ESCAPE '\\'".to_string(), |c| format!(" ESCAPE {c}"));
                 Some(parse_expr(&format!("lower({expr}) {not}LIKE lower({pattern}){esc}"))?)
             }
+            // An array || ARRAY(SELECT ...) (psql's `\d+`: a table's options and its TOAST
+            // table's): the two JSON arrays' elements in order.
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::StringConcat,
+                right,
+            } if is_array_subquery(right) => Some(parse_expr(&format!(
+                "(SELECT json_group_array(v) FROM (SELECT 0 AS s, key AS k, value AS v FROM json_each({left}) \
+                 UNION ALL SELECT 1, key, value FROM json_each({right}) ORDER BY s, k))"
+            ))?),
             Expr::BinaryOp { left, op, right } => {
                 let regex = match op {
                     BinaryOperator::PGRegexMatch => Some(("", false)),
@@ -768,6 +778,15 @@ impl VisitorMut for Srf {
             }
         }
     }
+}
+
+/// Whether `e` is an `ARRAY(SELECT ...)` as [`Rewriter::expr`] rewrote it.
+fn is_array_subquery(e: &Expr) -> bool {
+    let Expr::Subquery(q) = e else { return false };
+    matches!(&*q.body, SetExpr::Select(sel) if matches!(
+        sel.projection.first(),
+        Some(SelectItem::UnnamedExpr(Expr::Function(f))) if last_name(&f.name) == "pf_array_agg"
+    ))
 }
 
 impl VisitorMut for Rewriter {

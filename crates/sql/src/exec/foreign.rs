@@ -1,6 +1,7 @@
 //! FOREIGN KEYs at run time (their definitions: crate::foreign). A write whose plan has
-//! foreign-key work ([`FkPlan`]) holds every partition (`Prepared::route`), so a key is
-//! looked up wherever its rows are:
+//! foreign-key work ([`FkPlan`]) holds the partitions where its keys' rows are
+//! (`Prepared::route`: every partition, unless the work is local, [`FkPlan::local`], when
+//! those its rows' keys name), so a key is looked up wherever its rows are:
 //!
 //! - a row written into a referencing table makes a check of its key;
 //! - a referenced key removed (DELETE, or UPDATE of the referenced columns) makes a check of
@@ -22,12 +23,13 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{FkAction, ForeignKey, PartitionStore, TableSchema, TupleRef};
 use permafrost_types::Value;
 
 use super::walk::{EvictedRef, checked_table};
 use crate::error::{Result, SqlError};
-use crate::foreign::FkPlan;
+use crate::foreign::{FkPlan, ParentAt};
 use crate::namespace::bare;
 
 /// A key of a foreign key to check: it is violated when a row of `child` holds `key` in
@@ -71,21 +73,22 @@ impl Checks {
         }
     }
 
-    /// Runs the checks that do not wait for the transaction's end.
-    pub(super) fn finish(self, stores: &[&mut PartitionStore]) -> Result<()> {
+    /// Runs the checks that do not wait for the transaction's end (`total`: the number
+    /// of partitions, of which `stores` are held).
+    pub(super) fn finish(self, stores: &[&mut PartitionStore], total: u32) -> Result<()> {
         for c in &self.now {
-            check(stores, c)?;
+            check(stores, total, c)?;
         }
         Ok(())
     }
 }
 
 /// Runs the checks deferred to the end of the transaction (`pending`, taken from
-/// `Env::deferred_fk`) over the partitions it holds; the first violation is the
-/// transaction's error.
-pub fn check_deferred(stores: &[&mut PartitionStore], pending: Vec<FkCheck>) -> Result<()> {
+/// `Env::deferred_fk`) over the partitions it holds (`stores`, of `total`); the first
+/// violation is the transaction's error.
+pub fn check_deferred(stores: &[&mut PartitionStore], total: u32, pending: Vec<FkCheck>) -> Result<()> {
     for c in &pending {
-        check(stores, c)?;
+        check(stores, total, c)?;
     }
     Ok(())
 }
@@ -94,23 +97,53 @@ pub fn check_deferred(stores: &[&mut PartitionStore], pending: Vec<FkCheck>) -> 
 /// (fetched before the statement runs again), and when to stop.
 pub(super) struct Reach<'x, 'b> {
     pub stores: &'x mut [&'b mut PartitionStore],
+    /// The number of partitions, of which `stores` are held.
+    pub total: u32,
     pub evicted: &'x mut Vec<EvictedRef>,
     pub interrupted: &'x dyn Fn() -> bool,
     pub deadline: Option<std::time::Instant>,
 }
 
-/// A write with foreign-key work needs every partition, where the keys' rows may be: a
-/// transaction that holds fewer (a single-partition stored procedure) is refused rather
-/// than left unchecked.
+/// A write with foreign-key work needs every partition where the keys' rows may be: all
+/// of them unless its work is local ([`FkPlan::local`], each key's rows at a partition its
+/// value names, which each check makes sure is held: [`covered`]). A transaction that
+/// holds fewer (a single-partition stored procedure) is refused rather than left
+/// unchecked.
 pub(super) fn require_all(holds_all: bool, plan: Option<&Arc<FkPlan>>, schema: &TableSchema) -> Result<()> {
-    if plan.is_none() || holds_all {
-        return Ok(());
+    match plan {
+        Some(p) if !holds_all && !p.local(schema) => Err(needs_all(schema)),
+        _ => Ok(()),
     }
-    Err(SqlError::Unsupported(format!(
+}
+
+/// The error of a write whose keys' rows lie at partitions its transaction does not hold.
+fn needs_all(schema: &TableSchema) -> SqlError {
+    SqlError::Unsupported(format!(
         "writing table \"{}\" needs a multi-partition transaction over all partitions: its foreign keys, or \
          those referencing it, are checked there",
         schema.name
-    )))
+    ))
+}
+
+/// Whether check `c` can be decided at the partitions held (`stores`, of `total`): the
+/// referenced row's partition is held (or the referenced table is replicated), and for a
+/// referenced key removed, its referencing rows lie with it.
+fn covered(stores: &[&mut PartitionStore], total: u32, c: &FkCheck) -> bool {
+    if stores.len() as u32 == total {
+        return true;
+    }
+    let fk = c.def();
+    let parent = match crate::foreign::parent_at(fk, &c.parent) {
+        ParentAt::Everywhere => true,
+        ParentAt::KeyValue(i) => c.parent.partition_column.is_some_and(|pc| {
+            let ty = &c.parent.columns[pc].ty;
+            let v = c.key[i].clone().coerce_to(ty).unwrap_or_else(|_| c.key[i].clone());
+            let p = partition_of(v.as_ref(), ty, total);
+            stores.iter().any(|s| s.partition() == p)
+        }),
+        ParentAt::Anywhere => false,
+    };
+    parent && (!c.removed || crate::foreign::children_with_parent(&c.child, fk, &c.parent))
 }
 
 /// The values of `columns` in `row` (a whole row of the table).
@@ -193,6 +226,10 @@ pub(super) fn deleted(
             }
             match fk.on_delete {
                 FkAction::Cascade | FkAction::SetNull => {
+                    if env.stores.len() as u32 != env.total && !crate::foreign::children_with_parent(child, fk, &table)
+                    {
+                        return Err(needs_all(child));
+                    }
                     let mut holders = Vec::new();
                     holders_of(env.stores, child, fk, &key, false, &mut holders)?;
                     for (li, r) in holders {
@@ -239,9 +276,12 @@ pub(super) fn deleted(
 
 /// Runs one check: fails when a row of the referencing table holds the key and no row of
 /// the referenced table does.
-fn check(stores: &[&mut PartitionStore], c: &FkCheck) -> Result<()> {
+fn check(stores: &[&mut PartitionStore], total: u32, c: &FkCheck) -> Result<()> {
     if c.key.iter().any(|v| matches!(v, Value::Null)) || parent_has(stores, c)? {
         return Ok(());
+    }
+    if !covered(stores, total, c) {
+        return Err(needs_all(&c.child));
     }
     let mut holders = Vec::new();
     holders_of(stores, &c.child, c.def(), &c.key, true, &mut holders)?;

@@ -168,7 +168,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
         });
     }
     let (limit, offset) = limit_offset(b, q)?;
-    row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
+    let locks = row_locks(b, q, agg.is_some(), distinct || distinct_on > 0)?;
     let (mut conjuncts, mut outer, mut agg) = (conjuncts, outer, agg);
     let reads = super::pullup::Reads {
         conjuncts: &mut conjuncts,
@@ -196,6 +196,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             image,
             init: std::mem::take(&mut b.init),
             derived: std::mem::take(&mut b.derived),
+            locks,
         },
         columns,
     ))
@@ -420,13 +421,16 @@ fn result_columns(t: &SetTree) -> Result<Vec<ColumnInfo>> {
 
 /// The SELECT of a query, when the query is one plain SELECT (no WITH, set operation,
 /// FETCH, locking clause or dialect-specific SELECT form).
-/// `FOR UPDATE` / `FOR SHARE [OF table] [NOWAIT]`: checked, and taken as what they are here.
-/// No row is locked and nothing waits; inside a transaction block the COMMIT runs the
-/// query again at the block's place in the serial order and fails with 40001 if another
-/// transaction changed what it returned (docs/architecture/interactive.md), so no change
-/// to those rows is lost between the read and the commit, which is what the clause is for.
-/// `SKIP LOCKED` (which hands different rows to concurrent readers) is refused.
-fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> Result<()> {
+/// `FOR UPDATE` / `FOR SHARE [OF table] [NOWAIT]`: checked, and the relations whose rows
+/// they lock. Inside a transaction block the COMMIT runs the query again at the block's
+/// place in the serial order and fails with 40001 if another transaction changed what it
+/// returned, so no change to those rows is lost between the read and the commit, which is
+/// what the clause is for; the locks (taken by the server before the statement runs, held
+/// until the block ends) make other blocks' locking reads of those rows wait instead of
+/// failing at COMMIT (docs/architecture/interactive.md, "Row locks"). `SKIP LOCKED` is
+/// refused.
+fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> Result<Vec<RowLock>> {
+    let mut locks: Vec<RowLock> = Vec::new();
     for l in &q.locks {
         let what = format!("FOR {}", l.lock_type);
         if matches!(l.nonblock, Some(ast::NonBlock::SkipLocked)) {
@@ -442,14 +446,30 @@ fn row_locks(b: &Binder<'_>, q: &ast::Query, grouped: bool, distinct: bool) -> R
         if distinct {
             return unsupported(format!("{what} is not allowed with DISTINCT clause"));
         }
-        if let Some(of) = &l.of {
-            let n = crate::bind::object_name(of)?;
-            if !b.rels.iter().any(|r| r.answers_to(&n)) {
-                return Err(SqlError::MissingFromEntry(n));
+        let of = l.of.as_ref().map(crate::bind::object_name).transpose()?;
+        if let Some(n) = &of
+            && !b.rels.iter().any(|r| r.answers_to(n))
+        {
+            return Err(SqlError::MissingFromEntry(n.clone()));
+        }
+        let exclusive = matches!(l.lock_type, ast::LockType::Update);
+        let nowait = matches!(l.nonblock, Some(ast::NonBlock::Nowait));
+        for (rel, _) in b
+            .rels
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| of.as_ref().is_none_or(|n| r.answers_to(n)))
+        {
+            match locks.iter_mut().find(|k| k.rel == rel) {
+                Some(k) => {
+                    k.exclusive |= exclusive;
+                    k.nowait |= nowait;
+                }
+                None => locks.push(RowLock { rel, exclusive, nowait }),
             }
         }
     }
-    Ok(())
+    Ok(locks)
 }
 
 fn plain_select(q: &ast::Query) -> Result<&ast::Select> {

@@ -180,6 +180,20 @@ pub struct SelectPlan {
     /// The subqueries in FROM (views and CTEs included) among its relations: their rows,
     /// computed before the walk, are read in place of a table's.
     pub derived: Vec<DerivedRel>,
+    /// `FOR UPDATE` / `FOR SHARE`: the relations whose rows a block's statement locks
+    /// (docs/architecture/interactive.md, "Row locks").
+    pub locks: Vec<RowLock>,
+}
+
+/// A locking clause on one relation of a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLock {
+    /// The relation (`RelPlan::rel`).
+    pub rel: usize,
+    /// FOR UPDATE (else FOR SHARE).
+    pub exclusive: bool,
+    /// NOWAIT: fail rather than wait.
+    pub nowait: bool,
 }
 
 /// A subquery in FROM (or a view, or a CTE): relation `rel` of its query, whose schema
@@ -233,6 +247,7 @@ impl SelectPlan {
             image: Vec::new(),
             init: Vec::new(),
             derived: Vec::new(),
+            locks: Vec::new(),
         }
     }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# TPC-C from a client nobody here wrote: Percona's sysbench-tpcc (https://github.com/Percona-Lab/sysbench-tpcc,
+# its own schema DDL with foreign keys, loader, the five transactions and its consistency checks), run unchanged
+# against Permafrost (pgsql driver), PostgreSQL 15 (pgsql) and MariaDB (mysql), each in its own memory cgroup of
+# the same size, durable commits. Per system: prepare, run, check; prints transactions/s, the share of
+# transactions retried (sysbench's "ignored errors": 40001 / 40P01 / deadlocks, and New-Order's 1 % rollback),
+# the consistency checks passed, and the peak memory.
+# usage: tpcc-compare.sh BIN SYSBENCH_TPCC_DIR BUDGET_MIB THREADS SECS [SYSTEMS] [WAREHOUSES]
+#   SYSBENCH_TPCC_DIR: a checkout of sysbench-tpcc (tpcc.lua and its three companions).
+#   SYSTEMS: any of "permafrost postgres mariadb" (default all, in that order); WAREHOUSES: default 2.
+#   Each server's cgroup is its budget + 128 MiB; Permafrost runs with its defaults (command log sync) and
+#   --memory-limit BUDGET; PostgreSQL shared_buffers=BUDGET, synchronous_commit=on; MariaDB
+#   innodb_buffer_pool_size=BUDGET, O_DIRECT, flush_log_at_trx_commit=1.
+set -u
+need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
+if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
+BIN=$1; TPCC=$(cd "$2" && pwd); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
+[ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; }
+W=$(mktemp -d /tmp/tpcccmp.XXXX); chmod 777 "$W"
+LIMIT=$(( (B + 128) * 1024 * 1024 ))
+cg() { local d=/sys/fs/cgroup/memory/tpcccmp-$1; rmdir $d 2>/dev/null; mkdir -p $d; echo $LIMIT > $d/memory.limit_in_bytes; echo 0 > $d/memory.swappiness 2>/dev/null; echo $d; }
+peak() { cat /sys/fs/cgroup/memory/tpcccmp-$1/memory.max_usage_in_bytes; }
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; sleep 2; su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1; rm -rf "$W"; for s in $SYSTEMS; do rmdir /sys/fs/cgroup/memory/tpcccmp-$s 2>/dev/null; done; }
+trap cleanup EXIT
+run_tpcc() {  # system driver-args
+  local sys=$1; shift
+  local o="--tables=1 --scale=$WH"
+  (cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$WH prepare) >"$W/$sys.prep" 2>&1 || { echo "$sys: prepare failed: $(grep -iE 'fatal|error' $W/$sys.prep | head -2 | tr '\n' ' ')"; return; }
+  out=$(cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$T --time=$SECS --report-interval=0 run 2>&1)
+  tps=$(echo "$out" | sed -n 's/.*transactions: *\([0-9]*\) *(\([0-9.]*\) per sec.*/\2/p'); n=$(echo "$out" | sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p')
+  e=$(echo "$out" | sed -n 's/.*ignored errors: *\([0-9]*\) .*/\1/p')
+  [ -n "$tps" ] || tps="FAILED:$(echo "$out" | grep -iE 'fatal|error' | head -1)"
+  retried=$(awk -v e="${e:-0}" -v n="${n:-0}" 'BEGIN { if (n + e > 0) printf "%.2f", 100 * e / (n + e); else print "-" }')
+  chk=$(cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$WH check 2>&1)
+  printf '%-10s warehouses=%s threads=%-3s tps=%-9s retried=%s%% checks_passed=%s/%s peak_mem=%sMiB\n' "$sys" "$WH" "$T" "$tps" "$retried" \
+    "$(echo "$chk" | grep -c PASSED)" "$(echo "$chk" | grep -cE 'PASSED|FAILED')" $(( $(peak $sys) / 1048576 ))
+}
+for sys in $SYSTEMS; do
+  d=$(cg $sys); echo 0 > $d/memory.max_usage_in_bytes 2>/dev/null
+  case $sys in
+  permafrost)
+    rm -rf "$W/pf"
+    sh -c "echo \$\$ > $d/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55621 --metrics-listen off --memory-limit ${B}MiB" >"$W/pf.log" 2>&1 & PIDS+=($!)
+    for i in $(seq 60); do psql -h 127.0.0.1 -p 55621 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
+    run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres
+    kill ${PIDS[-1]}; sleep 2;;
+  postgres)
+    rm -rf "$W/pg"; su postgres -c "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null 2>&1
+    sh -c "echo \$\$ > $d/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55622 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=${B}MB -c synchronous_commit=on -c max_connections=300\"" >"$W/pg.log" 2>&1 & PIDS+=($!)
+    for i in $(seq 60); do psql -h 127.0.0.1 -p 55622 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
+    run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres
+    su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1;;
+  mariadb)
+    rm -rf "$W/my"; mkdir -p $W/my; mariadb-install-db --user=root --datadir=$W/my/data --auth-root-authentication-method=normal >/dev/null 2>&1
+    sh -c "echo \$\$ > $d/tasks; exec mariadbd --user=root --datadir=$W/my/data --socket=$W/my/sock --pid-file=$W/my/pid --skip-networking --innodb-buffer-pool-size=${B}M --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 --innodb-log-file-size=256M --max-connections=500 --performance-schema=OFF --log-error=$W/my/err.log" & PIDS+=($!)
+    for i in $(seq 60); do mariadb -uroot -S $W/my/sock -e 'select 1' >/dev/null 2>&1 && break; sleep 1; done
+    mariadb -uroot -S $W/my/sock -e 'create database if not exists sbtest'
+    run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest
+    kill ${PIDS[-1]}; sleep 3;;
+  esac
+done
