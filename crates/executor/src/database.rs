@@ -273,6 +273,7 @@ impl Database {
             write_clock: Arc::default(),
             gates,
             sequences: Default::default(),
+            crossings: Default::default(),
         });
         let _ = landing.set(Arc::downgrade(&shared));
         let parts: Vec<Unstarted> = receivers

@@ -173,25 +173,8 @@ impl TxnStatement {
 
     /// The partitions it runs at in a probe.
     fn probe_route(&self, shared: &crate::shared::Shared) -> Route {
-        route(shared, self.stmt.prepared(), &self.params, true, &self.draws)
+        shared.block_route(self.stmt.prepared(), &self.params, true, &self.draws)
     }
-}
-
-/// The partitions statement `p` with `params` runs at: a bulk insert (a COPY's rows) at
-/// every partition, any other as its plan routes it. In a probe (`undone`: its changes are
-/// undone), a write to a replicated table needs one partition only
-/// (`Prepared::route_undone`). An INSERT of new keys from its table's sequence runs where
-/// the values it drew before (`draws`) live, or the sequence's next ones
-/// ([`crate::shared::Shared::sequence_route`]).
-fn route(shared: &crate::shared::Shared, p: &Prepared, params: &[Value], undone: bool, draws: &[(u32, i64)]) -> Route {
-    let partitions = shared.config.partitions;
-    let r = match crate::procedure::bulk_width(p) {
-        Some(_) if partitions <= 1 => Route::Single(0),
-        Some(_) => Route::All,
-        None if undone => p.route_undone(params, partitions),
-        None => p.route(params, partitions),
-    };
-    shared.sequence_route(p, r, draws)
 }
 
 impl Interactive {
@@ -587,10 +570,13 @@ impl Database {
         let shared = self.shared();
         // (A key read from text as a timestamptz is read in the statement's zone.)
         let _zone = permafrost_types::zone::SessionZone::set(stop.zone());
-        let pinned = match route(shared, next.stmt.prepared(), &next.params, true, &[]) {
+        let pinned = match shared.block_route(next.stmt.prepared(), &next.params, true, &[]) {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
-            Route::All => None,
+            Route::All => {
+                shared.note_crossing(next.stmt.prepared(), &next.params);
+                None
+            }
         };
         let elsewhere = |s: &TxnStatement| {
             pinned.is_some_and(|p| match s.probe_route(shared) {
@@ -820,6 +806,8 @@ impl Database {
         // Where it runs: the one partition every statement's key pins, else all of them.
         let mut single: Option<Option<u32>> = Some(None);
         let changes_schema = schema.is_some();
+        // A COMMIT's statements pinned to partitions by their keys: tables and partition.
+        let mut pins: Vec<(usize, u32)> = Vec::new();
         for (stmt, p, digest) in statements {
             // (A block that changed the schema was checked against its draft.)
             if !changes_schema && !Arc::ptr_eq(&catalog, &stmt.catalog) {
@@ -828,7 +816,13 @@ impl Database {
                 )));
             }
             let s = &stmt.proc.statements[0];
-            single = match (single, route(self.shared(), s, &p, probe, &digest.draws)) {
+            let r = self.shared().block_route(s, &p, probe, &digest.draws);
+            if let Route::Single(q) = r
+                && !probe
+            {
+                pins.push((prepared.len(), q));
+            }
+            single = match (single, r) {
                 _ if changes_schema => None,
                 (Some(None), Route::Single(q)) => Some(Some(q)),
                 (Some(Some(a)), Route::Single(q)) if a == q => Some(Some(a)),
@@ -839,6 +833,11 @@ impl Database {
             expected.push(digest);
             counts.push(p.len());
             params.extend(p);
+        }
+        // Pinned to several partitions: a crossing for each table of those statements.
+        if pins.iter().any(|&(_, q)| q != pins[0].1) && !changes_schema {
+            let tables = pins.iter().flat_map(|&(i, _)| prepared[i].tables()).collect();
+            self.shared().note_crossed(tables);
         }
         let home = home_partition(now, partitions);
         let mut log_params = None;

@@ -58,9 +58,56 @@ pub(crate) struct Shared {
     /// The counters of the tables' sequences, shared by the partitions and read by the
     /// server's routing ([`permafrost_sql::exec::sequences`]).
     pub sequences: permafrost_sql::exec::sequences::Sequences,
+    /// Per table, the statements that ran over several partitions because of the tables'
+    /// partitioning ([`permafrost_sql::Prepared::crossing`]), and the committed blocks whose
+    /// statements' keys pinned them to different partitions (`TableStats::crossing_statements`).
+    pub crossings: Mutex<std::collections::BTreeMap<permafrost_storage::TableId, u64>>,
 }
 
 impl Shared {
+    /// The partitions statement `p` of a transaction block with `params` runs at: a bulk
+    /// insert (a COPY's rows) at every partition, any other as its plan routes it. In a probe
+    /// (`undone`: its changes are undone), a write to a replicated table needs one partition
+    /// only (`Prepared::route_undone`). An INSERT of new keys from its table's sequence runs
+    /// where the values it drew before (`draws`) live, or the sequence's next ones
+    /// ([`Shared::sequence_route`]).
+    pub fn block_route(
+        &self,
+        p: &permafrost_sql::Prepared,
+        params: &[permafrost_types::Value],
+        undone: bool,
+        draws: &[(u32, i64)],
+    ) -> permafrost_sql::Route {
+        use permafrost_sql::Route;
+        let partitions = self.config.partitions;
+        let r = match crate::procedure::bulk_width(p) {
+            Some(_) if partitions <= 1 => Route::Single(0),
+            Some(_) => Route::All,
+            None if undone => p.route_undone(params, partitions),
+            None => p.route(params, partitions),
+        };
+        self.sequence_route(p, r, draws)
+    }
+
+    /// Counts statement `p` (with `params`), which runs over several partitions, against
+    /// the tables whose partitioning made it so.
+    pub fn note_crossing(&self, p: &permafrost_sql::Prepared, params: &[permafrost_types::Value]) {
+        self.note_crossed(p.crossing(params, self.config.partitions));
+    }
+
+    /// Counts one crossing against each of `tables` (once each).
+    pub fn note_crossed(&self, mut tables: Vec<permafrost_storage::TableId>) {
+        if tables.is_empty() {
+            return;
+        }
+        tables.sort_unstable();
+        tables.dedup();
+        let mut c = self.crossings.lock().unwrap_or_else(|e| e.into_inner());
+        for t in tables {
+            *c.entry(t).or_default() += 1;
+        }
+    }
+
     /// What running statements may hold together: half the memory budget, at least what
     /// one statement may hold.
     pub(crate) fn statement_pool_limit(memory_limit: u64) -> usize {

@@ -55,6 +55,10 @@ pub struct TableStats {
     pub cold_bytes: u64,
     /// Tuples merged back into memory whose stale copies still sit in live blocks.
     pub stale_tuples: u64,
+    /// Statements that ran over several partitions because of the table's partitioning
+    /// (`permafrost_sql::Prepared::crossing`), since the server started: a user sees here
+    /// when the partitioning chosen for it is wrong.
+    pub crossing_statements: u64,
 }
 
 impl TableStats {
@@ -110,6 +114,7 @@ fn partition_tables(store: &PartitionStore, ac: Option<&AntiCache>) -> Vec<Table
                 cold_blocks: blocks.blocks,
                 cold_bytes: blocks.slots * slot,
                 stale_tuples: blocks.holes,
+                crossing_statements: 0,
             }
         })
         .collect()
@@ -142,6 +147,17 @@ impl Database {
                         by_id.insert(t.id, t);
                     }
                 }
+            }
+        }
+        let crossings = self
+            .shared()
+            .crossings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (id, n) in crossings {
+            if let Some(t) = by_id.get_mut(&id) {
+                t.crossing_statements = n;
             }
         }
         let mut out: Vec<TableStats> = by_id.into_values().collect();

@@ -3,7 +3,9 @@
 //! shapes of TPC-C's schema as sysbench-tpcc declares it: composite keys led by the
 //! warehouse id, ITEM keyed by its own id, HISTORY without a key.
 
-use permafrost_executor::{Config, Database, ProcedureDef};
+mod common;
+
+use permafrost_executor::{Config, Database, NewStatement, Place, ProcedureDef, StopFlag, TxnStatement};
 use permafrost_types::Value;
 
 fn db() -> Database {
@@ -62,6 +64,13 @@ fn plain_ddl_gets_a_partitioning_from_the_shapes_of_its_keys() {
     ] {
         assert_eq!(partitioned_by(&db, table), by, "{table}");
     }
+    // A relation whose partition column equals another's key runs where that key is: a
+    // New-Order's first read of its customer and warehouse is at one partition.
+    let route = |sql: &str| permafrost_sql::prepare(&db.catalog(), sql).unwrap().route(&[], 2);
+    let joined = "SELECT d_next_o_id, w_ytd FROM district, warehouse WHERE w_id = 2 AND d_w_id = w_id AND d_id = 3";
+    assert_eq!(route(joined), permafrost_sql::Route::Single(1));
+    let unpinned = "SELECT d_next_o_id, w_ytd FROM district, warehouse WHERE d_w_id = w_id AND d_id = 3";
+    assert_eq!(route(unpinned), permafrost_sql::Route::All);
 }
 
 #[test]
@@ -131,4 +140,82 @@ fn keys_whose_rows_lie_at_the_partition_they_name_are_checked_there() {
         .get_i64(0)
         .unwrap();
     assert_eq!(n, 2);
+    // Each table counts the statements its partitioning sent over several partitions: the
+    // two ad hoc INSERTs into SUPPLY whose STOCK rows were elsewhere (the failed one too),
+    // and the write of replicated ITEM; not rows of one table at several partitions
+    // (warehouses 1 and 2 in one INSERT) nor a statement that names no key.
+    let crossing = |table: &str| {
+        db.table_stats()
+            .unwrap()
+            .into_iter()
+            .find(|t| t.name.ends_with(table))
+            .unwrap()
+            .crossing_statements
+    };
+    for (table, n) in [
+        ("supply", 2),
+        ("stock", 2),
+        ("item", 1),
+        ("warehouse", 0),
+        ("district", 0),
+    ] {
+        assert_eq!(crossing(table), n, "{table}");
+    }
+}
+
+/// A committed block whose statements' keys pinned them to different partitions counts
+/// against their tables: each probe ran at one partition, the COMMIT at both.
+#[test]
+fn a_block_over_two_warehouses_counts_against_its_tables() {
+    let db = db();
+    db.execute_ddl("CREATE TABLE warehouse (w_id INT PRIMARY KEY, w_ytd INT)")
+        .unwrap();
+    db.execute_ddl("CREATE TABLE district (d_w_id INT, d_id INT, PRIMARY KEY (d_w_id, d_id))")
+        .unwrap();
+    db.execute_sql("INSERT INTO warehouse VALUES (1, 0)", vec![]).unwrap();
+    db.execute_sql("INSERT INTO warehouse VALUES (2, 0)", vec![]).unwrap();
+    let now = 1_700_000_000_000_000;
+    let mut block: Vec<TxnStatement> = Vec::new();
+    // Warehouse 1 is at partition 0, warehouse 2 at partition 1.
+    for sql in [
+        "INSERT INTO district VALUES (1, 7)",
+        "UPDATE warehouse SET w_ytd = w_ytd + 5 WHERE w_id = 2",
+    ] {
+        let s = db.ad_hoc(permafrost_sql::prepare(&db.catalog(), sql).unwrap());
+        let before: Vec<&TxnStatement> = block.iter().collect();
+        let next = NewStatement {
+            stmt: &s,
+            params: Vec::new(),
+            seed: 0,
+        };
+        let rows = common::block_on(db.probe(&before, next, now, StopFlag::new(), Place::Here)).unwrap();
+        block.push(TxnStatement {
+            stmt: s,
+            params: Vec::new(),
+            digest: rows.digest(),
+            seen: None,
+            done: None,
+            seed: 0,
+            draws: rows.draws.clone(),
+        });
+    }
+    let crossing = |table: &str| {
+        let stats = db.table_stats().unwrap();
+        stats
+            .iter()
+            .find(|t| t.name.ends_with(table))
+            .unwrap()
+            .crossing_statements
+    };
+    assert_eq!(
+        (crossing("warehouse"), crossing("district")),
+        (0, 0),
+        "the probes did not cross"
+    );
+    common::block_on(db.commit_interactive(&block, now, StopFlag::new(), Place::Here)).unwrap();
+    assert_eq!((crossing("warehouse"), crossing("district")), (1, 1));
+    let ytd = db
+        .execute_sql("SELECT w_ytd FROM warehouse WHERE w_id = 2", vec![])
+        .unwrap();
+    assert_eq!(ytd.to_values()[0][0], Value::Int(5));
 }

@@ -52,7 +52,6 @@ pub use error::{Result, SqlError};
 pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
 pub use expr::splitmix64;
 pub use permafrost_storage::namespace;
-pub use prepared::{
-    BULK_MARK, LockTarget, Prepared, ReadRange, Route, StatementKind, needed_before, prepare, prepare_statement,
-};
+pub use prepared::blocks::{LockTarget, needed_before};
+pub use prepared::{BULK_MARK, Prepared, ReadRange, Route, StatementKind, prepare, prepare_statement};
 pub use rows::{ColumnInfo, Digest, MoreRows, RowRef, Rows, decode_row, encode_row};

@@ -19,6 +19,8 @@ use crate::plan::{Access, DERIVED_TABLE, InsertSource, PartitionPick, Plan, RelP
 use crate::rows::ColumnInfo;
 use crate::{ddl, limits, parse, plan};
 
+pub(crate) mod blocks;
+
 /// What kind of statement a prepared statement is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatementKind {
@@ -345,29 +347,6 @@ impl Prepared {
         v
     }
 
-    /// The tables whose rows may change what the statement gives or does: those it reads
-    /// or writes ([`Prepared::tables`]), the tables its writes' foreign keys look up, and
-    /// those their removed keys reach (through cascades too).
-    pub fn footprint(&self) -> Vec<TableId> {
-        let mut v = self.tables();
-        let fk = match &self.plan {
-            Plan::Insert(i) => i.fk.as_ref(),
-            Plan::Update(u) => u.fk.as_ref(),
-            Plan::Delete(d) => d.fk.as_ref(),
-            _ => None,
-        };
-        if let Some(f) = fk {
-            v.extend(f.parents.iter().map(|(_, t)| t.id));
-            for (id, refs) in &f.referencing {
-                v.push(*id);
-                v.extend(refs.iter().map(|(t, _)| t.id));
-            }
-            v.sort_unstable();
-            v.dedup();
-        }
-        v
-    }
-
     /// What a query reads, when it reads one table's rows and nothing else: its result is
     /// then a function of those rows alone, and stays the same while none of them changes
     /// (`permafrost_storage::Recent`). The rows whose partition-column value lies in a
@@ -612,7 +591,10 @@ impl Prepared {
         }
         match &self.plan {
             Plan::Select(s) => combine(
-                s.rels.iter().filter_map(|r| pick_route(&r.schema, &r.pick)).collect(),
+                s.rels
+                    .iter()
+                    .filter_map(|r| pick_route(&r.schema, &through_join(r, &s.rels)))
+                    .collect(),
                 false,
             ),
             // (Sides that read no relation.)
@@ -725,6 +707,23 @@ impl Prepared {
     }
 }
 
+/// The partition pick of relation `r` among `rels`, with a key equal to another relation's
+/// partition column (TPC-C's `c_w_id = w_id`) taken as that relation's key when it has one
+/// before any row is read (`w_id = 1`): equal values, so `r`'s rows that can match are at
+/// that value's partition, whatever the join.
+fn through_join<'p>(r: &'p RelPlan, rels: &'p [RelPlan]) -> Cow<'p, PartitionPick> {
+    if let PartitionPick::Key(Expr::Column { rel, col }) = &r.pick
+        && let Some(other) = rels
+            .iter()
+            .find(|o| o.rel == *rel && o.schema.partition_column == Some(*col))
+        && let PartitionPick::Key(e) = &other.pick
+        && e.is_row_independent()
+    {
+        return Cow::Owned(PartitionPick::Key(e.clone()));
+    }
+    Cow::Borrowed(&r.pick)
+}
+
 /// The value of a key expression computed before any row is read (from constants and
 /// parameters), as type `ty`; `None` if it reads a row or does not convert.
 fn key_constant(e: &Expr, cx: &Cx<'_>, ty: &DataType) -> Option<Value> {
@@ -834,92 +833,4 @@ mod deep_statements {
         let sql = format!("SELECT 1{}", "::int".repeat(n));
         assert_eq!(plan(&sql), Err("54001"));
     }
-}
-
-/// Rows a locking read of a block locks ([`Prepared::lock_targets`]): those of `table`
-/// whose index `index` key starts with `key` (every row of the table when `index` is
-/// `None`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LockTarget {
-    pub table: TableId,
-    pub index: Option<usize>,
-    pub key: Vec<Value>,
-    /// FOR UPDATE (else FOR SHARE).
-    pub exclusive: bool,
-    /// NOWAIT.
-    pub nowait: bool,
-}
-
-impl Prepared {
-    /// What the statement's `FOR UPDATE` / `FOR SHARE` lock, as far as its parameters tell
-    /// before it runs: for each locked relation read through an index with equalities on
-    /// its leading columns, those columns' values. A relation read otherwise (a scan, a
-    /// join's inner side) locks nothing: the locks only spare blocks from failing at
-    /// COMMIT, which still checks every read (docs/architecture/interactive.md, "Row
-    /// locks").
-    pub fn lock_targets(&self, params: &[Value]) -> Vec<LockTarget> {
-        let Plan::Select(s) = &self.plan else {
-            return Vec::new();
-        };
-        if s.locks.is_empty() {
-            return Vec::new();
-        }
-        let Ok(params) = coerce_params(params, &self.param_types) else {
-            return Vec::new();
-        };
-        let cx = Cx::new(&params, 0);
-        let mut out = Vec::new();
-        for l in &s.locks {
-            let Some(r) = s.rels.iter().find(|r| r.rel == l.rel && r.schema.id != DERIVED_TABLE) else {
-                continue;
-            };
-            let (index, keys) = match &r.access {
-                Access::IndexEq { index, keys } => (*index, keys.as_slice()),
-                Access::IndexRange { index, prefix, .. } => (*index, prefix.as_slice()),
-                _ => continue,
-            };
-            let columns = &r.schema.indexes[index].columns;
-            let key: Option<Vec<Value>> = keys
-                .iter()
-                .zip(columns)
-                .map(|(e, &c)| key_constant(e, &cx, &r.schema.columns[c].ty))
-                .collect();
-            match key {
-                Some(key) if !key.is_empty() => out.push(LockTarget {
-                    table: r.schema.id,
-                    index: Some(index),
-                    key,
-                    exclusive: l.exclusive,
-                    nowait: l.nowait,
-                }),
-                _ => {}
-            }
-        }
-        out
-    }
-}
-
-/// Which of a transaction's earlier statements `before` (those a probe would run again
-/// first: its writes) can change what `next` gives or does, at the level of tables: walking
-/// back from `next`, a statement is needed when it touches a table in the footprint
-/// ([`Prepared::footprint`]) of `next` or of a statement needed after it, whose footprint
-/// then joins. One that touches no table (a sequence's `setval`) is needed, and all are
-/// when `next` reads the session's sequence values (which earlier statements set).
-pub fn needed_before(before: &[&Prepared], next: &Prepared) -> Vec<bool> {
-    if next.reads_session_sequences() {
-        return vec![true; before.len()];
-    }
-    let mut footprint = next.footprint();
-    let mut needed = vec![false; before.len()];
-    for (i, p) in before.iter().enumerate().rev() {
-        let touches = p.footprint();
-        // (One that touches no table, `SELECT setval(...)`, is kept.)
-        if touches.is_empty() || touches.iter().any(|t| footprint.binary_search(t).is_ok()) {
-            needed[i] = true;
-            footprint.extend(touches);
-            footprint.sort_unstable();
-            footprint.dedup();
-        }
-    }
-    needed
 }

@@ -165,6 +165,9 @@ pub(crate) fn submit_statement(
         Route::Any => Some(shared.any_partition()),
         Route::All => None,
     };
+    if single.is_none() {
+        shared.note_crossing(&proc.statements[0], &params);
+    }
     match single {
         Some(p) => submit_invocation(shared, proc, params, reply, p, place),
         None => {

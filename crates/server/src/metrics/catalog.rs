@@ -290,6 +290,12 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "table",
         "Tuples merged back whose stale copies still occupy live blocks (tuple-merge).",
     ),
+    m(
+        "permafrost_table_crossing_statements_total",
+        Counter,
+        "table",
+        "Statements that ran over several partitions because of the table's partitioning: its key at another partition than another relation's, a referenced row elsewhere, or a write of a replicated table.",
+    ),
     m("permafrost_connections_open", Gauge, "", "Client connections open."),
     m(
         "permafrost_connections_total",

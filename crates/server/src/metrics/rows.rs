@@ -161,7 +161,7 @@ pub(crate) fn engine_rows(
     r.add(switches, &[("kind", "involuntary")], u.involuntary_switches as f64);
     r.one("permafrost_process_id", u64::from(std::process::id()));
     type Figure = fn(&TableStats) -> u64;
-    let per_table: [(&str, Figure); 9] = [
+    let per_table: [(&str, Figure); 10] = [
         ("permafrost_table_hot_tuples", |t| t.hot_tuples),
         ("permafrost_table_hot_bytes", |t| t.hot_bytes()),
         ("permafrost_table_index_bytes", |t| t.index_bytes),
@@ -171,6 +171,7 @@ pub(crate) fn engine_rows(
         ("permafrost_table_cold_bytes", |t| t.cold_bytes),
         ("permafrost_table_cold_blocks", |t| t.cold_blocks),
         ("permafrost_table_stale_tuples", |t| t.stale_tuples),
+        ("permafrost_table_crossing_statements_total", |t| t.crossing_statements),
     ];
     for (name, figure) in per_table {
         for t in tables {
