@@ -66,6 +66,9 @@ pub struct Prepared {
     /// Whether it calls `currval()` or `lastval()`: it reads its session's sequence
     /// values, which only its partitions' run is given.
     reads_session: bool,
+    /// [`Prepared::footprint`], computed at its first use (every probe of a block asks it
+    /// of each earlier write).
+    footprint: std::sync::OnceLock<Vec<TableId>>,
 }
 
 /// What EXPLAIN ANALYZE keeps besides the query's plan.
@@ -132,6 +135,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                     analyze: None,
                     draws: false,
                     reads_session: false,
+                    footprint: Default::default(),
                 });
             };
             if inner.explain.is_some() || inner.analyze.is_some() {
@@ -153,6 +157,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
                 }),
                 draws: inner.draws,
                 reads_session: inner.reads_session,
+                footprint: Default::default(),
             });
         }
         Statement::Query(q) => (plan::plan_query(catalog, q)?, StatementKind::Select),
@@ -185,6 +190,7 @@ pub fn prepare_statement(catalog: &Catalog, stmt: &Statement, sql: &str) -> Resu
         analyze: None,
         draws: calls_sequence_functions(stmt, &["nextval", "setval"]),
         reads_session: calls_sequence_functions(stmt, &["currval", "lastval"]),
+        footprint: Default::default(),
     })
 }
 
@@ -516,11 +522,7 @@ impl Prepared {
             Err(_) => return Route::All,
         };
         let cx = Cx::new(&params, 0);
-        let key_partition = |schema: &permafrost_storage::TableSchema, e: &Expr| -> Option<u32> {
-            let ty = schema.columns[schema.partition_column?].ty;
-            let v = key_constant(e, &cx, &ty)?;
-            Some(partition_of(v.as_ref(), &ty, partitions))
-        };
+        let key_partition = |schema: &TableSchema, e: &Expr| key_partition(schema, e, &cx, partitions);
         let pick_route = |schema: &permafrost_storage::TableSchema, pick: &PartitionPick| match pick {
             PartitionPick::Replicated => None,
             PartitionPick::Key(e) => Some(key_partition(schema, e).map_or(Route::All, Route::Single)),
@@ -612,15 +614,11 @@ impl Prepared {
                     return Route::All;
                 };
                 // The partitions of the rows the new rows' keys reference.
+                let Some(keys) = parent_keys(i) else {
+                    return Route::All;
+                };
                 let mut parents = Vec::new();
-                for (k, parent) in i.fk.iter().flat_map(|f| f.parents.iter()) {
-                    let def = &i.schema.foreign_keys[*k];
-                    let ParentAt::KeyValue(at) = parent_at(def, parent) else {
-                        continue;
-                    };
-                    let Some(pos) = i.targets[def.columns[at]] else {
-                        return Route::All;
-                    };
+                for (parent, pos) in keys {
                     parents.extend(
                         rows.iter()
                             .map(|r| key_partition(parent, &r[pos]).map_or(Route::All, Route::Single)),
@@ -705,6 +703,29 @@ impl Prepared {
         }
         out
     }
+}
+
+/// The partition of the row whose partition column (of table `schema`) key expression `e`
+/// gives before any row is read; `None` when it reads a row, or the table is replicated.
+fn key_partition(schema: &TableSchema, e: &Expr, cx: &Cx<'_>, partitions: u32) -> Option<u32> {
+    let ty = schema.columns[schema.partition_column?].ty;
+    let v = key_constant(e, cx, &ty)?;
+    Some(partition_of(v.as_ref(), &ty, partitions))
+}
+
+/// For an INSERT's rows: each table their foreign keys reference whose partition column is
+/// a column of the key, with the position among the inserted columns of the value that
+/// names the referenced row's partition; `None` when an inserted row does not give that
+/// column (its default decides it).
+fn parent_keys(i: &crate::plan::InsertPlan) -> Option<Vec<(&TableSchema, usize)>> {
+    let mut out = Vec::new();
+    for (k, parent) in i.fk.iter().flat_map(|f| f.parents.iter()) {
+        let def = &i.schema.foreign_keys[*k];
+        if let ParentAt::KeyValue(at) = parent_at(def, parent) {
+            out.push((&**parent, i.targets[def.columns[at]]?));
+        }
+    }
+    Some(out)
 }
 
 /// The partition pick of relation `r` among `rels`, with a key equal to another relation's

@@ -2,20 +2,22 @@
 //! locks (crates/server's row_locks.rs), the earlier writes a probe must run first, and the
 //! tables whose partitioning made a statement cross partitions.
 
-use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{TableId, TableSchema};
 use permafrost_types::Value;
 
-use super::{Prepared, coerce_params, key_constant, through_join};
+use super::{Prepared, coerce_params, key_constant, key_partition, parent_keys, through_join};
 use crate::expr::{Cx, Expr};
-use crate::foreign::{ParentAt, parent_at};
 use crate::plan::{Access, DERIVED_TABLE, InsertSource, PartitionPick, Plan, RelPlan};
 
 impl Prepared {
     /// The tables whose rows may change what the statement gives or does: those it reads
     /// or writes ([`Prepared::tables`]), the tables its writes' foreign keys look up, and
     /// those their removed keys reach (through cascades too).
-    pub fn footprint(&self) -> Vec<TableId> {
+    pub fn footprint(&self) -> &[TableId] {
+        self.footprint.get_or_init(|| self.footprint_now())
+    }
+
+    fn footprint_now(&self) -> Vec<TableId> {
         let mut v = self.tables();
         let fk = match &self.plan {
             Plan::Insert(i) => i.fk.as_ref(),
@@ -109,14 +111,14 @@ pub fn needed_before(before: &[&Prepared], next: &Prepared) -> Vec<bool> {
     if next.reads_session_sequences() {
         return vec![true; before.len()];
     }
-    let mut footprint = next.footprint();
+    let mut footprint = next.footprint().to_vec();
     let mut needed = vec![false; before.len()];
     for (i, p) in before.iter().enumerate().rev() {
         let touches = p.footprint();
         // (One that touches no table, `SELECT setval(...)`, is kept.)
         if touches.is_empty() || touches.iter().any(|t| footprint.binary_search(t).is_ok()) {
             needed[i] = true;
-            footprint.extend(touches);
+            footprint.extend_from_slice(touches);
             footprint.sort_unstable();
             footprint.dedup();
         }
@@ -140,11 +142,7 @@ impl Prepared {
             return Vec::new();
         };
         let cx = Cx::new(&params, 0);
-        let pinned = |schema: &TableSchema, e: &Expr| -> Option<u32> {
-            let ty = schema.columns[schema.partition_column?].ty;
-            let v = key_constant(e, &cx, &ty)?;
-            Some(partition_of(v.as_ref(), &ty, partitions))
-        };
+        let pinned = |schema: &TableSchema, e: &Expr| key_partition(schema, e, &cx, partitions);
         // (table, partition) of each relation pinned to one partition.
         let mut at: Vec<(TableId, u32)> = Vec::new();
         let mut rels: Vec<&RelPlan> = self.subquery_rels();
@@ -159,15 +157,11 @@ impl Prepared {
                 if let (InsertSource::Values(rows), Some(pc)) = (&i.source, i.schema.partition_column)
                     && let Some(pos) = i.targets[pc]
                 {
+                    let keys = parent_keys(i).unwrap_or_default();
                     for r in rows {
                         at.extend(pinned(&i.schema, &r[pos]).map(|p| (i.schema.id, p)));
-                        for (k, parent) in i.fk.iter().flat_map(|f| f.parents.iter()) {
-                            let def = &i.schema.foreign_keys[*k];
-                            if let ParentAt::KeyValue(j) = parent_at(def, parent)
-                                && let Some(ppos) = i.targets[def.columns[j]]
-                            {
-                                at.extend(pinned(parent, &r[ppos]).map(|p| (parent.id, p)));
-                            }
+                        for &(parent, ppos) in &keys {
+                            at.extend(pinned(parent, &r[ppos]).map(|p| (parent.id, p)));
                         }
                     }
                 }
