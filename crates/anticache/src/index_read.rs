@@ -1,8 +1,9 @@
-//! The keys of a table's evicted tuples, for an index built over the table
-//! (`CREATE INDEX` on a table part of which is on disk): its live tombstones are grouped by
-//! block, each block is read once, in file order, on this thread, and each tuple is decoded
-//! only to read its key, handed to the caller at once (nothing is collected here). Nothing is merged back: the index points at the tombstones, as
-//! the table's other indexes do.
+//! A table's evicted tuples read in place, for a schema change over a table part of which is
+//! on disk: their keys for an index built over the table (`CREATE INDEX`; the index points
+//! at the tombstones, as the table's other indexes do), their bytes for rows that move to
+//! other partitions (`ALTER TABLE ... SET (partition_by = ...)`). The live tombstones are
+//! grouped by block, each block is read once, in file order, on this thread, and each tuple
+//! is handed to the caller at once (nothing is collected here, nothing merged back).
 
 use std::collections::BTreeSet;
 
@@ -26,12 +27,33 @@ impl AntiCache {
         enc: &KeyEncoder,
         mut f: impl FnMut(u32, std::result::Result<IndexKey, usize>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        let blocks: BTreeSet<u32> = table.tombstones().iter().map(|(_, t)| t.block).collect();
         let mut row = DetachedRow::new(table.layout().clone());
-        let id = table.schema().id;
+        self.evicted_tuples(table, |tombstone, bytes| -> std::result::Result<(), E> {
+            let r = row.load(bytes).map_err(AntiCacheError::Storage)?;
+            let key = enc.encode(columns.iter().map(|&c| r.get(c))).ok_or_else(|| {
+                columns
+                    .iter()
+                    .copied()
+                    .find(|&c| r.get(c).is_null())
+                    .unwrap_or(usize::MAX)
+            });
+            f(tombstone, key)
+        })
+    }
+
+    /// Calls `f` with the tombstone and the serialized bytes (as `Table::serialize_tuple`
+    /// writes them) of every evicted tuple of `table`, block by block in file order (the
+    /// blocks are read here: call between transactions); stops at the first error `f`
+    /// returns. Nothing is merged back.
+    pub fn evicted_tuples<E: From<AntiCacheError>>(
+        &mut self,
+        table: &Table,
+        mut f: impl FnMut(u32, &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let blocks: BTreeSet<u32> = table.tombstones().iter().map(|(_, t)| t.block).collect();
         for block in blocks {
             let buf = self.read_block(block)?;
-            let r = keys_of_block(&buf, block, id, table, columns, enc, &mut row, &mut f);
+            let r = tuples_of_block(&buf, block, table, &mut f);
             self.pool.give(buf);
             r?;
         }
@@ -68,19 +90,15 @@ impl AntiCache {
     }
 }
 
-/// Calls `f` with the tombstone and key of each tuple of `block` (its bytes `buf`) that is
-/// still evicted there.
-#[allow(clippy::too_many_arguments)]
-fn keys_of_block<E: From<AntiCacheError>>(
+/// Calls `f` with the tombstone and bytes of each tuple of `block` (its bytes `buf`, of the
+/// table `table`) that is still evicted there.
+fn tuples_of_block<E: From<AntiCacheError>>(
     buf: &[u8],
     block: u32,
-    table_id: u32,
     table: &Table,
-    columns: &[usize],
-    enc: &KeyEncoder,
-    row: &mut DetachedRow,
-    f: &mut impl FnMut(u32, std::result::Result<IndexKey, usize>) -> std::result::Result<(), E>,
+    f: &mut impl FnMut(u32, &[u8]) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
+    let table_id = table.schema().id;
     let reader = BlockReader::open(buf, block)?;
     if reader.header.table != table_id {
         return Err(AntiCacheError::Corrupt {
@@ -95,18 +113,9 @@ fn keys_of_block<E: From<AntiCacheError>>(
     for e in reader.entries() {
         let (offset, tombstone, bytes) = e?;
         let at = Tombstone { block, offset };
-        if !table.tombstone_is(tombstone, at) {
-            continue;
+        if table.tombstone_is(tombstone, at) {
+            f(tombstone, bytes)?;
         }
-        let r = row.load(bytes).map_err(AntiCacheError::Storage)?;
-        let key = enc.encode(columns.iter().map(|&c| r.get(c))).ok_or_else(|| {
-            columns
-                .iter()
-                .copied()
-                .find(|&c| r.get(c).is_null())
-                .unwrap_or(usize::MAX)
-        });
-        f(tombstone, key)?;
     }
     Ok(())
 }

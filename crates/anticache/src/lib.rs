@@ -910,7 +910,9 @@ impl AntiCache {
         Ok(e.stats)
     }
 
-    /// Frees the blocks of every table not in `tables` (they were dropped).
+    /// Frees the blocks of every table not in `tables`: a table dropped, or one that holds
+    /// no evicted tuple any more (its tuples moved to other partitions by a schema change,
+    /// or all merged back), whose blocks hold nothing live.
     pub fn drop_missing_tables(&mut self, tables: &[TableId]) {
         for t in self.store.tables() {
             if !tables.contains(&t) {

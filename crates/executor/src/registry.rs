@@ -12,17 +12,24 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use permafrost_sql::SqlError;
+use permafrost_sql::workmem::Reservation;
 use permafrost_storage::StorageError;
 
 use crate::database::{Database, ProcHandle};
 use crate::error::{Error, Result};
 use crate::partition::msg::{EvictedKeys, MpWork, Msg};
+use crate::partition::repartition::MovingTuples;
 use crate::procedure::{Procedure, ProcedureDef, SchemaState};
 use crate::schema_log::SchemaLog;
 
-/// How many times an index over evicted tuples is read and built before its failure
-/// (tuples evicted while it was built, each time) reaches the caller.
+/// How many times an index over evicted tuples is read and built (or a table's evicted
+/// tuples read and moved) before its failure (tuples evicted meanwhile, each time) reaches
+/// the caller.
 const INDEX_BUILD_ATTEMPTS: u32 = 5;
+
+/// What each partition read for a schema change (by partition), and the reservations
+/// counting it in the statement pool.
+type ReadAtPartitions<T> = (Vec<Mutex<Option<T>>>, Vec<Reservation>);
 
 /// Whether the command log records a schema change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,11 +196,12 @@ impl Database {
                 sql: sql.clone(),
                 log: record == Record::Logged,
                 evicted: self.evicted_keys(&changes, attempt > 1)?,
+                moving: self.evicted_moving(&changes)?,
             };
             match self.run_mp_work(work, self.shared().all_partitions()) {
-                Err(Error::Sql(SqlError::Storage(StorageError::EvictedDuringBuild { .. })))
-                    if attempt < INDEX_BUILD_ATTEMPTS =>
-                {
+                Err(Error::Sql(SqlError::Storage(
+                    StorageError::EvictedDuringBuild { .. } | StorageError::EvictedDuringMove { .. },
+                ))) if attempt < INDEX_BUILD_ATTEMPTS => {
                     attempt += 1;
                 }
                 r => {
@@ -241,27 +249,55 @@ impl Database {
                 _held: Vec::new(),
             })));
         }
-        let mut answers = Vec::with_capacity(self.partitions() as usize);
-        for sender in &shared.senders {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            sender
-                .send(Msg::EvictedKeys(schema.clone(), tx))
-                .map_err(|_| Error::Shutdown)?;
-            answers.push(rx);
-        }
-        let mut by_partition = Vec::with_capacity(answers.len());
-        let mut held = Vec::with_capacity(answers.len());
-        for rx in answers {
-            let (entries, reservation) = rx.recv().map_err(|_| Error::Shutdown)??.unzip();
-            by_partition.push(Mutex::new(entries));
-            held.extend(reservation);
-        }
+        let (by_partition, held) = self.read_at_every_partition(|tx| Msg::EvictedKeys(schema.clone(), tx))?;
         Ok(Some(Arc::new(EvictedKeys {
             table: schema.id,
             index: def.name.clone(),
             by_partition,
             _held: held,
         })))
+    }
+
+    /// The evicted tuples of the table the first `Repartition` of `changes` moves, read at
+    /// every partition (at once), each with its destination (partition/repartition.rs);
+    /// `None` without the anti-cache or such a change.
+    fn evicted_moving(&self, changes: &[permafrost_sql::DdlChange]) -> Result<Option<Arc<MovingTuples>>> {
+        let schema = changes.iter().find_map(|c| match c {
+            permafrost_sql::DdlChange::Repartition(schema) => Some(schema),
+            _ => None,
+        });
+        let (Some(schema), Some(_)) = (schema, &self.config().anticache) else {
+            return Ok(None);
+        };
+        let (by_partition, held) = self.read_at_every_partition(|tx| Msg::EvictedTuples(schema.clone(), tx))?;
+        Ok(Some(Arc::new(MovingTuples {
+            table: schema.id,
+            by_partition,
+            _held: held,
+        })))
+    }
+
+    /// Sends every partition the message `ask` makes (at once) and collects what each read
+    /// for a schema change and the reservations counting it in the statement pool.
+    fn read_at_every_partition<T>(
+        &self,
+        ask: impl Fn(crossbeam_channel::Sender<Result<Option<(T, Reservation)>>>) -> Msg,
+    ) -> Result<ReadAtPartitions<T>> {
+        let senders = &self.shared().senders;
+        let mut answers = Vec::with_capacity(senders.len());
+        for sender in senders {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            sender.send(ask(tx)).map_err(|_| Error::Shutdown)?;
+            answers.push(rx);
+        }
+        let mut by_partition = Vec::with_capacity(answers.len());
+        let mut held = Vec::with_capacity(answers.len());
+        for rx in answers {
+            let (read, reservation) = rx.recv().map_err(|_| Error::Shutdown)??.unzip();
+            by_partition.push(Mutex::new(read));
+            held.extend(reservation);
+        }
+        Ok((by_partition, held))
     }
 
     fn apply_ddl(&self, sql: &str, record: Record) -> Result<()> {

@@ -270,7 +270,10 @@ impl SchemaSteps for SchemaRun {
         let grows = self.steps.iter().flat_map(|(_, c)| c).any(|c| {
             matches!(
                 c,
-                DdlChange::CreateTable(_) | DdlChange::CreateIndex(_) | DdlChange::AddPrimaryKey(_)
+                DdlChange::CreateTable(_)
+                    | DdlChange::CreateIndex(_)
+                    | DdlChange::AddPrimaryKey(_)
+                    | DdlChange::Repartition(_)
             )
         });
         if grows {
@@ -290,7 +293,9 @@ impl SchemaSteps for SchemaRun {
                 let wrote = stores.iter().any(|s| s.has_changes());
                 match change {
                     DdlChange::CreateIndex(s) if wrote => return Err(after_writes("CREATE INDEX", &s.name)),
-                    DdlChange::RewriteTable { schema, .. } if stores.iter().any(|s| s.changed_table(schema.id)) => {
+                    DdlChange::RewriteTable { schema, .. } | DdlChange::Repartition(schema)
+                        if stores.iter().any(|s| s.changed_table(schema.id)) =>
+                    {
                         return Err(after_writes("ALTER TABLE", &schema.name));
                     }
                     DdlChange::DropTable(id) if wrote && stores.iter().any(|s| s.changed_table(*id)) => {
@@ -359,6 +364,26 @@ impl SchemaSteps for SchemaRun {
                         valid.map_err(ProcError::Sql)?;
                         continue;
                     }
+                    DdlChange::Repartition(schema) => {
+                        // Moved at every store, the tables as they were kept until the
+                        // transaction ends (over rows in memory only: nothing was read).
+                        let olds = crate::partition::repartition::repartition(
+                            stores,
+                            schema,
+                            None,
+                            &|| self.shared.tracker(),
+                            self.partitions,
+                        )
+                        .map_err(|e| match e {
+                            Error::Sql(e) => ProcError::Sql(e),
+                            e => ProcError::Sql(SqlError::Storage(StorageError::Internal(e.to_string()))),
+                        })?;
+                        for s in stores.iter_mut() {
+                            s.forget_writes();
+                        }
+                        applied.undo.push(Undo::Rewritten(schema.id, olds));
+                        continue;
+                    }
                     DdlChange::DropTable(id) => {
                         // Taken out at each store, kept until the transaction ends.
                         let mut taken = Vec::with_capacity(stores.len());
@@ -388,7 +413,7 @@ impl SchemaSteps for SchemaRun {
                 let r = crate::partition::apply_ddl(
                     stores,
                     std::slice::from_ref(change),
-                    None,
+                    crate::partition::DdlReads::default(),
                     &|| self.shared.tracker(),
                     self.partitions,
                 );

@@ -95,6 +95,7 @@ fn describe(p: usize, m: &Msg) -> String {
         Msg::MpFetch { refs, .. } => format!("fetch {} evicted tuples for a multi-partition call", refs.len()),
         Msg::Inspect(_) => "inspect".into(),
         Msg::EvictedKeys(..) => "read evicted keys".into(),
+        Msg::EvictedTuples(..) => "read evicted tuples to move".into(),
         Msg::Observe(_) => "observe".into(),
         Msg::Evict(bytes, _) => format!("evict {bytes} bytes"),
         Msg::Publish(_) => "publish".into(),

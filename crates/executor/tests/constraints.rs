@@ -11,23 +11,14 @@
 mod common;
 
 use common::retry as insert;
-use permafrost_executor::{Config, Database, LogConfig, LogMode, SnapshotConfig};
+use permafrost_executor::{Config, Database};
 use permafrost_types::Value;
 
 const ROWS: i64 = 4_000;
 
 /// 16 MiB with the anti-cache, a command log and snapshots (on demand).
 fn config(dir: &std::path::Path) -> Config {
-    let mut log = LogConfig::new(dir.join("log"));
-    log.mode = LogMode::Async;
-    let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
-    snaps.interval = None;
-    snaps.log_bytes = 0;
-    common::evicting(&dir.join("blocks"))
-        .command_log(log)
-        .snapshots(snaps)
-        .build()
-        .unwrap()
+    common::durable_evicting(dir)
 }
 
 fn count(db: &Database, sql: &str) -> i64 {

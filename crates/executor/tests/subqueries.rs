@@ -8,7 +8,7 @@
 mod common;
 
 use common::retry as insert;
-use permafrost_executor::{Database, LogConfig, LogMode, SnapshotConfig};
+use permafrost_executor::Database;
 use permafrost_types::Value;
 
 const ROWS: i64 = 4_000;
@@ -178,18 +178,7 @@ fn outer_joins_over_evicted_tuples_answer_over_every_row() {
 #[test]
 fn views_come_back_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let config = |dir: &std::path::Path| {
-        let mut log = LogConfig::new(dir.join("log"));
-        log.mode = LogMode::Async;
-        let mut snaps = SnapshotConfig::new(dir.join("snapshots"));
-        snaps.interval = None;
-        snaps.log_bytes = 0;
-        common::evicting(&dir.join("blocks"))
-            .command_log(log)
-            .snapshots(snaps)
-            .build()
-            .unwrap()
-    };
+    let config = common::durable_evicting;
     {
         let db = Database::open(config(dir.path())).unwrap();
         db.execute_ddl("CREATE TABLE v_t (id BIGINT PRIMARY KEY, grp BIGINT)")

@@ -36,6 +36,11 @@ pub enum DdlChange {
         schema: Arc<TableSchema>,
         from: Arc<[permafrost_storage::ColumnFrom]>,
     },
+    /// The table's schema with another partitioning and nothing else changed (`ALTER TABLE
+    /// ... SET (partition_by = ..., replicated = ...)`, or a choice refined by a CREATE TABLE:
+    /// crate::placement): its rows move to the partitions of their new key, or are copied to
+    /// every partition for a replicated table; the evicted ones are read from their blocks.
+    Repartition(Arc<TableSchema>),
     /// The table's schema with index `dropped` removed.
     DropIndex {
         schema: Arc<TableSchema>,
@@ -227,7 +232,7 @@ impl Catalog {
                     .ok_or_else(|| SqlError::UnknownTable(s.name.clone()))?;
                 *slot = s.clone();
             }
-            DdlChange::AlterSchema(s) | DdlChange::RewriteTable { schema: s, .. } => {
+            DdlChange::AlterSchema(s) | DdlChange::RewriteTable { schema: s, .. } | DdlChange::Repartition(s) => {
                 let old = self
                     .table_by_id(s.id)
                     .map(|t| t.name.clone())

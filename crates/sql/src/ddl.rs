@@ -20,13 +20,14 @@
 //! KEY` gives it one: it is then partitioned by the key's first column, as if it had been
 //! created with the key (each partition keeps the rows of its own keys; pgbench's `-i`
 //! creates its tables this way). Indexes from `CREATE INDEX` are ordered unless `USING
-//! hash` is given.
+//! hash` is given. `ALTER TABLE ... SET (partition_by = ..., replicated = ...)` changes the
+//! partitioning later, moving the rows (crate::storage_options).
 
 use std::sync::Arc;
 
 use permafrost_storage::{Column, ColumnDefault, IndexDef, IndexKind, TableSchema};
 use permafrost_types::DataType;
-use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, SqlOption, Statement, TableConstraint};
+use sqlparser::ast::{self, ColumnOption, GeneratedAs, ObjectType, Statement, TableConstraint};
 
 use crate::bind::{ident, object_name};
 use crate::catalog::{Catalog, DdlChange};
@@ -57,7 +58,19 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
         Statement::CreateTable(ct) if crate::temp::makes_temporary(ct) => {
             crate::temp::create_table(catalog, ct, create_table)
         }
-        Statement::CreateTable(ct) => Ok(create_table(catalog, ct)?.into_iter().collect()),
+        Statement::CreateTable(ct) => {
+            let Some(created) = create_table(catalog, ct)? else {
+                return Ok(Vec::new());
+            };
+            // The tables it refines move first: a move that must be tried again (tuples
+            // evicted meanwhile) then leaves nothing applied.
+            let mut changes = match &created {
+                DdlChange::CreateTable(s) => crate::placement::refined(catalog, s),
+                _ => Vec::new(),
+            };
+            changes.push(created);
+            Ok(changes)
+        }
         Statement::CreateIndex(ci) => Ok(create_index(catalog, ci)?.into_iter().collect()),
         Statement::AlterTable(at) => alter_table(catalog, at),
         Statement::CreateView(cv) => create_view(catalog, cv),
@@ -93,14 +106,20 @@ pub fn plan_ddl(catalog: &Catalog, stmt: &Statement) -> Result<Vec<DdlChange>> {
 }
 
 /// The NOTICEs PostgreSQL gives for a DDL statement that leaves an object alone (`IF NOT
-/// EXISTS` on an existing one, `IF EXISTS` on a missing one), against `catalog` before the
-/// statement runs: each one's SQLSTATE and message.
+/// EXISTS` on an existing one, `IF EXISTS` on a missing one), and ours for a CREATE TABLE
+/// that changes another table's partitioning (crate::placement::refined), against
+/// `catalog` before the statement runs: each one's SQLSTATE and message.
 pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String)> {
     let exists = |name: &str| {
         let name = crate::namespace::bare(name);
         format!("relation \"{name}\" already exists, skipping")
     };
     let mut out = Vec::new();
+    if let Statement::CreateTable(ct) = stmt
+        && let Ok(Some(DdlChange::CreateTable(created))) = create_table(catalog, ct)
+    {
+        out.extend(crate::placement::refined_notices(catalog, &created));
+    }
     match stmt {
         Statement::CreateTable(ct) if ct.if_not_exists => {
             if let Ok(name) = object_name(&ct.name)
@@ -225,92 +244,6 @@ pub fn skipped(catalog: &Catalog, stmt: &Statement) -> Vec<(&'static str, String
     out
 }
 
-fn option_text(v: &ast::Expr) -> Result<String> {
-    match v {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => Ok(s.clone()),
-            ast::Value::Boolean(b) => Ok(b.to_string()),
-            ast::Value::Number(n, _) => Ok(n.clone()),
-            other => Ok(other.to_string()),
-        },
-        ast::Expr::Identifier(i) => Ok(ident(i)),
-        other => Err(SqlError::Definition(format!("bad storage parameter value {other}"))),
-    }
-}
-
-fn parse_bool(name: &str, s: &str) -> Result<bool> {
-    match s.to_ascii_lowercase().as_str() {
-        "true" | "on" | "yes" | "1" => Ok(true),
-        "false" | "off" | "no" | "0" => Ok(false),
-        _ => Err(SqlError::Definition(format!(
-            "storage parameter {name} must be true or false, got \"{s}\""
-        ))),
-    }
-}
-
-struct TableOptions {
-    partition_by: Option<String>,
-    evictable: bool,
-    pk_kind: IndexKind,
-}
-
-fn table_options(opts: &ast::CreateTableOptions) -> Result<TableOptions> {
-    let mut t = TableOptions {
-        partition_by: None,
-        evictable: true,
-        pk_kind: IndexKind::Ordered,
-    };
-    let list = match opts {
-        ast::CreateTableOptions::None => return Ok(t),
-        ast::CreateTableOptions::With(l) => l,
-        _ => return unsupported("table options other than WITH (...)"),
-    };
-    for o in list {
-        let SqlOption::KeyValue { key, value } = o else {
-            return Err(SqlError::Definition(format!("bad storage parameter {o}")));
-        };
-        let k = ident(key);
-        let v = option_text(value)?;
-        match k.as_str() {
-            "partition_by" => t.partition_by = Some(v),
-            "evictable" => t.evictable = parse_bool(&k, &v)?,
-            "primary_key_index" => {
-                t.pk_kind = match v.to_ascii_lowercase().as_str() {
-                    "hash" => IndexKind::Hash,
-                    "ordered" | "btree" => IndexKind::Ordered,
-                    _ => {
-                        return Err(SqlError::Definition(format!(
-                            "primary_key_index must be 'hash' or 'ordered', got \"{v}\""
-                        )));
-                    }
-                }
-            }
-            // PostgreSQL's page fill factor. Tuples live in memory and are updated in
-            // place, with no page space held back for updates: that is fillfactor 100
-            // (what pgbench -i asks for), and only that is accepted.
-            "fillfactor" => match v.parse::<u32>() {
-                Ok(100) => {}
-                Ok(n) if (10..100).contains(&n) => {
-                    return unsupported(
-                        "fillfactor below 100 (tuples are updated in place in memory; no page space is held back)",
-                    );
-                }
-                _ => {
-                    return Err(SqlError::Definition(format!(
-                        "value {v} out of bounds for option \"fillfactor\" (10 to 100)"
-                    )));
-                }
-            },
-            other => {
-                return Err(SqlError::Definition(format!(
-                    "unknown storage parameter \"{other}\" (known: partition_by, evictable, primary_key_index, fillfactor)"
-                )));
-            }
-        }
-    }
-    Ok(t)
-}
-
 fn index_columns(schema_cols: &[Column], cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
     cols.iter()
         .map(|ic| {
@@ -370,7 +303,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
             Err(SqlError::DuplicateTable(name))
         };
     }
-    let opts = table_options(&ct.table_options)?;
+    let opts = crate::storage_options::table_options(&ct.table_options)?;
     let mut columns = Vec::new();
     let mut pk: Option<Vec<usize>> = None;
     // Each UNIQUE constraint's name, if given, and columns.
@@ -497,15 +430,7 @@ fn create_table(catalog: &Catalog, ct: &ast::CreateTable) -> Result<Option<DdlCh
         });
     }
     let partition_column = match opts.partition_by.as_deref() {
-        Some(p) if p.eq_ignore_ascii_case("none") => None,
-        Some(p) => {
-            let p = p.to_lowercase();
-            Some(columns.iter().position(|c| c.name == p).ok_or_else(|| {
-                SqlError::Definition(format!(
-                    "partition_by names column \"{p}\", which table \"{name}\" does not have"
-                ))
-            })?)
-        }
+        Some(p) => crate::storage_options::partition_column(&columns, &name, p)?,
         None => crate::placement::choose(catalog, &columns, pk.as_deref()),
     };
     let mut schema = TableSchema {
@@ -610,6 +535,15 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
             }
             continue;
         }
+        if let ast::AlterTableOperation::SetOptionsParens { options } = op {
+            for c in crate::storage_options::set_options(catalog, &schema, options)? {
+                if let DdlChange::Repartition(s) | DdlChange::AlterSchema(s) = &c {
+                    schema = (**s).clone();
+                }
+                changes.push(c);
+            }
+            continue;
+        }
         if let Some(column_changes) = crate::alter_column::column_change(catalog, &schema, op)? {
             for c in column_changes {
                 if let DdlChange::RewriteTable { schema: s, .. } | DdlChange::AlterSchema(s) = &c
@@ -627,7 +561,7 @@ fn alter_table(catalog: &Catalog, at: &ast::AlterTable) -> Result<Vec<DdlChange>
         } = op
         else {
             return unsupported(format!(
-                "ALTER TABLE ... {op} (ADD / DROP COLUMN, ADD / DROP CONSTRAINT, RENAME TO, RENAME COLUMN and ALTER COLUMN ... TYPE, SET / DROP DEFAULT, SET / DROP NOT NULL are supported)"
+                "ALTER TABLE ... {op} (ADD / DROP COLUMN, ADD / DROP CONSTRAINT, RENAME TO, RENAME COLUMN, ALTER COLUMN ... TYPE, SET / DROP DEFAULT, SET / DROP NOT NULL and SET (partition_by, replicated) are supported)"
             ));
         };
         let next = match constraint {

@@ -43,6 +43,7 @@ pub mod sequence;
 mod sequence_alter;
 mod sequence_ddl;
 pub mod shape;
+mod storage_options;
 pub mod temp;
 pub mod value_budget;
 pub mod workmem;

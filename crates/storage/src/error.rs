@@ -91,6 +91,17 @@ pub enum StorageError {
          COLUMN, ALTER COLUMN TYPE, SET NOT NULL) works over tuples in memory only"
     )]
     EvictedRewrite { table: String, evicted: usize },
+    /// A table's partitioning changed where its evicted rows were not read first (in a
+    /// transaction block that also runs statements).
+    #[error(
+        "table \"{table}\" has {evicted} evicted tuples; its partitioning changes over evicted rows only in a \
+         statement of its own or a transaction block of schema changes only"
+    )]
+    EvictedRepartition { table: String, evicted: usize },
+    /// A table being repartitioned evicted tuples after its evicted rows were read (the
+    /// executor reads them again and retries).
+    #[error("table \"{table}\" evicted tuples while its rows were being moved; try again")]
+    EvictedDuringMove { table: String },
 }
 
 impl StorageError {
@@ -112,6 +123,8 @@ impl StorageError {
             StorageError::Internal(_) => "XX000",
             StorageError::ColumnHasNulls { .. } => "23502",
             StorageError::EvictedRewrite { .. } => "0A000",
+            StorageError::EvictedRepartition { .. } => "0A000",
+            StorageError::EvictedDuringMove { .. } => "40001",
         }
     }
 

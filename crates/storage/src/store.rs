@@ -233,6 +233,53 @@ impl PartitionStore {
         Ok(old)
     }
 
+    /// Builds the table of `schema` (the same columns, another partitioning) again from the
+    /// serialized tuples `tuples`, its rows at this partition under the new partitioning,
+    /// and returns the table as it was (for [`PartitionStore::restore_table`] if the change
+    /// fails elsewhere). Its evicted tuples are dropped with it: their blocks are the
+    /// anti-cache's to free.
+    pub fn repartition_table<'a>(
+        &mut self,
+        schema: Arc<TableSchema>,
+        tuples: impl Iterator<Item = &'a [u8]>,
+        tracker: Option<Box<dyn AccessTracker>>,
+    ) -> Result<Table> {
+        if self.changed_table(schema.id) {
+            return Err(StorageError::Internal(
+                "table repartitioned inside a transaction that wrote it".into(),
+            ));
+        }
+        let next = self.get_mut(schema.id)?.rebuilt_from(schema.clone(), tracker, tuples)?;
+        let old = self.take_table(schema.id)?;
+        self.restore_table(next)?;
+        Ok(old)
+    }
+
+    /// Appends to `out` each tuple of table `id` in memory here, serialized, with the
+    /// partition (of `partitions`) its value of `column` (of type `ty`) hashes to, or `None`
+    /// for every partition (`column` `None`: the table becomes replicated).
+    pub fn tuples_by_partition(
+        &self,
+        id: TableId,
+        column: Option<(usize, &permafrost_types::DataType)>,
+        partitions: u32,
+        out: &mut Vec<(Option<u32>, Vec<u8>)>,
+    ) -> Result<()> {
+        let t = self
+            .table(id)
+            .ok_or_else(|| StorageError::Schema(format!("table id {id} does not exist")))?;
+        for slot in 0..t.heap().high_water() {
+            if !t.is_visible(slot) {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            t.serialize_tuple(slot, &mut bytes);
+            let to = column.map(|(c, ty)| partition_of(t.value(slot, c), ty, partitions));
+            out.push((to, bytes));
+        }
+        Ok(())
+    }
+
     /// Takes a table out of the store, as [`PartitionStore::drop_table`] drops it, for
     /// [`PartitionStore::restore_table`] to put back (a schema change undone).
     pub fn take_table(&mut self, id: TableId) -> Result<Table> {

@@ -34,10 +34,11 @@ mod mp;
 pub(crate) mod msg;
 pub(crate) mod pacing;
 mod parking;
+pub(crate) mod repartition;
 mod retrieval;
 pub(crate) mod router;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod txn;
 
-pub(crate) use mp::apply_ddl;
+pub(crate) use mp::{DdlReads, apply_ddl};

@@ -28,6 +28,7 @@ use permafrost_storage::{AccessTracker, PartitionStore, TableId, TableSchema};
 
 use super::cell::{Held, INLINE_SLICE};
 use super::msg::{Answer, EvictedKeys, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
+use super::repartition::MovingTuples;
 use super::state::Partition;
 use super::txn::{Attempt, Outcome, TxnInfo, run_txn};
 use crate::error::{Error, Result};
@@ -70,18 +71,33 @@ impl MpFetch {
     }
 }
 
-/// Applies schema changes to every store (the database's `partitions`), all or nothing.
-/// An index or primary key is built with each partition's keys of the evicted tuples,
-/// `evicted` (by partition), when they were read. New evictable tables get a tracker from `tracker`.
-/// Each store then forgets its recent commits (`permafrost_storage::Recent::forget`).
+/// What a schema change read at the partitions before it ran: the keys of the evicted
+/// tuples of a table an index is built over, the evicted tuples of a table that moves.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct DdlReads<'a> {
+    pub(crate) keys: Option<&'a EvictedKeys>,
+    pub(crate) tuples: Option<&'a MovingTuples>,
+}
+
+/// Applies schema changes to every store (the database's `partitions`), each all or
+/// nothing. An index or primary key is built with each partition's keys of the evicted
+/// tuples, and a table's rows move with its evicted tuples, when `read` has them. New
+/// evictable tables get a tracker from `tracker`. Each store then forgets its recent
+/// commits (`permafrost_storage::Recent::forget`).
 pub(crate) fn apply_ddl(
     stores: &mut [&mut PartitionStore],
     changes: &[DdlChange],
-    evicted: Option<&EvictedKeys>,
+    read: DdlReads<'_>,
     tracker: &dyn Fn() -> Box<dyn AccessTracker>,
     partitions: u32,
 ) -> Result<()> {
+    let evicted = read.keys;
     for change in changes {
+        if let DdlChange::Repartition(schema) = change {
+            // Moved at every store at once; the old tables are not needed past it.
+            super::repartition::repartition(stores, schema, read.tuples, tracker, partitions)?;
+            continue;
+        }
         // A primary key is prepared everywhere first: adding it may remove rows (a
         // replicated table becoming partitioned), which could not be undone; then it does
         // not fail.
@@ -149,6 +165,8 @@ pub(crate) fn apply_ddl(
                 | DdlChange::CreateType(_)
                 | DdlChange::AlterType(_)
                 | DdlChange::DropType(_) => Ok(()),
+                // (Moved above, at every store at once.)
+                DdlChange::Repartition(_) => Ok(()),
             };
             if let Err(e) = r {
                 failure = Some(Error::from(e));
@@ -575,13 +593,20 @@ impl Partition {
                 Outcome::Done(Err(e), false)
             }
             MpWork::Ddl {
-                changes, next, evicted, ..
+                changes,
+                next,
+                evicted,
+                moving,
+                ..
             } => {
                 let shared = self.shared.clone();
                 let r = apply_ddl(
                     &mut refs,
                     changes,
-                    evicted.as_deref(),
+                    DdlReads {
+                        keys: evicted.as_deref(),
+                        tuples: moving.as_deref(),
+                    },
                     &|| shared.tracker(),
                     shared.config.partitions,
                 );
@@ -695,6 +720,7 @@ fn takes_memory(c: &DdlChange) -> bool {
             | DdlChange::CreateIndex(_)
             | DdlChange::AddPrimaryKey(_)
             | DdlChange::RewriteTable { .. }
+            | DdlChange::Repartition(_)
     )
 }
 

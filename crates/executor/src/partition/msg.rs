@@ -47,6 +47,14 @@ pub(crate) enum Msg {
         Arc<TableSchema>,
         crossbeam_channel::Sender<Result<Option<(EvictedEntries, Reservation)>>>,
     ),
+    /// Read the evicted tuples of the schema's table from their blocks, between
+    /// transactions, each with the partition it goes to under the schema (a table whose
+    /// partitioning changes: repartition.rs); `None` when the partition has no such table.
+    /// They are counted in the statement pool until the change is done.
+    EvictedTuples(
+        Arc<TableSchema>,
+        crossbeam_channel::Sender<Result<Option<(super::repartition::Moving, Reservation)>>>,
+    ),
     /// Read the store and the anti-cache between transactions (statistics, stats.rs).
     Observe(Observer),
     /// Evict about this many bytes now (an administrative command), then acknowledge.
@@ -155,6 +163,9 @@ pub(crate) enum MpWork {
         /// For a `CreateIndex`: each partition's entries for the table's evicted tuples,
         /// read before ([`Msg::EvictedKeys`]); `None` without the anti-cache.
         evicted: Option<Arc<EvictedKeys>>,
+        /// For a `Repartition`: each partition's evicted tuples of the table, read before
+        /// ([`Msg::EvictedTuples`]); `None` without the anti-cache.
+        moving: Option<Arc<super::repartition::MovingTuples>>,
     },
     /// A snapshot: taken when the coordinator holds every store (see `crate::snapshot`).
     Snapshot(Arc<SnapJob>),

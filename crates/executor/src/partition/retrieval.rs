@@ -320,7 +320,11 @@ impl Partition {
         let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref()) else {
             return;
         };
-        let tables: Vec<TableId> = store.tables().map(|t| t.schema().id).collect();
+        let tables: Vec<TableId> = store
+            .tables()
+            .filter(|t| t.evicted_tuples() > 0)
+            .map(|t| t.schema().id)
+            .collect();
         ac.drop_missing_tables(&tables);
     }
 }

@@ -238,6 +238,20 @@ impl Partition {
                 };
                 let _ = reply.send(r);
             }
+            Msg::EvictedTuples(schema, reply) => {
+                let r = match (self.ac.as_mut(), self.store.as_deref()) {
+                    (Some(ac), Some(store)) => super::repartition::evicted_moving(
+                        ac,
+                        store,
+                        self.id,
+                        &schema,
+                        self.shared.config.partitions,
+                        &self.shared.statement_pool,
+                    ),
+                    _ => Ok(None),
+                };
+                let _ = reply.send(r);
+            }
             Msg::Observe(f) => {
                 if let Some(s) = self.store.as_deref() {
                     f(s, self.ac.as_ref());

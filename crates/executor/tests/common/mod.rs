@@ -36,6 +36,22 @@ pub fn evicting(dir: &std::path::Path) -> permafrost_executor::ConfigBuilder {
         .anticache(ac)
 }
 
+/// [`evicting`] with a command log and snapshots (on demand) in `dir`, the blocks in
+/// `dir/blocks`.
+#[allow(dead_code)]
+pub fn durable_evicting(dir: &std::path::Path) -> permafrost_executor::Config {
+    let mut log = permafrost_executor::LogConfig::new(dir.join("log"));
+    log.mode = permafrost_executor::LogMode::Async;
+    let mut snaps = permafrost_executor::SnapshotConfig::new(dir.join("snapshots"));
+    snaps.interval = None;
+    snaps.log_bytes = 0;
+    evicting(&dir.join("blocks"))
+        .command_log(log)
+        .snapshots(snaps)
+        .build()
+        .unwrap()
+}
+
 /// Runs `sql`, waiting while the memory budget refuses it (eviction catches up).
 #[allow(dead_code)]
 pub fn retry(db: &permafrost_executor::Database, sql: &str, params: Vec<permafrost_types::Value>) {

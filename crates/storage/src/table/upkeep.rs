@@ -198,4 +198,25 @@ impl Table {
             None => Ok(next),
         }
     }
+
+    /// A new table under `schema` (the same columns, another partitioning) holding the
+    /// serialized tuples `tuples` (in [`Table::serialize_tuple`]'s form; a table's
+    /// evicted tuples are in that form in their blocks), keeping the table's sequence.
+    /// Nothing of this table is in it: its tuples that stay here come in `tuples` too.
+    pub fn rebuilt_from<'a>(
+        &self,
+        schema: Arc<TableSchema>,
+        tracker: Option<Box<dyn AccessTracker>>,
+        tuples: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<Table> {
+        if schema.columns != self.schema.columns {
+            return Err(StorageError::Internal("rebuilt_from: the columns changed".into()));
+        }
+        let mut next = Table::new(schema, tracker);
+        next.sequence = self.sequence;
+        for t in tuples {
+            next.load_tuple(t)?;
+        }
+        Ok(next)
+    }
 }
