@@ -15,14 +15,15 @@ pub(crate) enum Side {
 
 /// Forks a child with a pipe from it to the parent. In the child it sets the death signal
 /// (`SIGKILL` when the forking thread ends), leaves at once with status 3 if the parent is
-/// already gone, and closes every inherited descriptor but stdio and the pipe's write end.
-/// `what` names the child in errors.
+/// already gone, and closes every inherited descriptor but stdio, the pipe's write end and
+/// `keep` (a reader's block file, which it reads through the same descriptor). `what`
+/// names the child in errors.
 ///
 /// # Safety
 /// The child shares the parent's memory image but none of its other threads: it must read
 /// only memory no other thread was changing at the fork, take no lock another thread may
 /// have held, and leave with `_exit`, running no destructor.
-pub(crate) unsafe fn fork_with_pipe(what: &str) -> Result<Side> {
+pub(crate) unsafe fn fork_with_pipe(what: &str, keep: &[libc::c_int]) -> Result<Side> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 fills the two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -43,7 +44,9 @@ pub(crate) unsafe fn fork_with_pipe(what: &str) -> Result<Side> {
                 libc::_exit(3);
             }
             libc::close(fds[0]);
-            close_inherited(fds[1]);
+            let mut kept = keep.to_vec();
+            kept.push(fds[1]);
+            close_inherited(&mut kept);
         }
         return Ok(Side::Child(fds[1]));
     }
@@ -60,7 +63,7 @@ pub(crate) unsafe fn fork_with_pipe(what: &str) -> Result<Side> {
 }
 
 /// In a child: closes every descriptor inherited from the server except stdio and `keep`
-/// (its pipe). A child opens what it writes by path; what it must not do is keep the
+/// (its pipe, a block file it reads). A child opens what it writes by path; what it must not do is keep the
 /// server's descriptors alive while it runs: a command-log lock file (its
 /// `flock` belongs to the open file, which the copy shares, so a database closed and
 /// reopened meanwhile would find its log still locked), client sockets the server has
@@ -69,9 +72,20 @@ pub(crate) unsafe fn fork_with_pipe(what: &str) -> Result<Side> {
 /// # Safety
 /// Only in the child right after `fork`: it closes descriptors that other threads of a
 /// live process could be using.
-unsafe fn close_inherited(keep: libc::c_int) {
-    let keep = keep.max(2) as libc::c_uint;
-    for (lo, hi) in [(3, keep - 1), (keep + 1, libc::c_uint::MAX)] {
+unsafe fn close_inherited(keep: &mut [libc::c_int]) {
+    keep.sort_unstable();
+    // The ranges between the descriptors kept, from 3 up.
+    let mut lo: libc::c_uint = 3;
+    let mut ranges = Vec::with_capacity(keep.len() + 1);
+    for &k in keep.iter() {
+        let k = k.max(2) as libc::c_uint;
+        if k >= lo {
+            ranges.push((lo, k - 1));
+            lo = k + 1;
+        }
+    }
+    ranges.push((lo, libc::c_uint::MAX));
+    for (lo, hi) in ranges {
         if lo > hi {
             continue;
         }

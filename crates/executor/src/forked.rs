@@ -34,7 +34,17 @@
 //!   interactive transaction's statement (they must change, or be checked against, the
 //!   live partitions as they go);
 //! - only when none of the tables the statement uses has evicted tuples at its partitions
-//!   (the image cannot fetch blocks; a scan over evicted data streams anyway, scan.rs);
+//!   (a scan over evicted data streams anyway, scan.rs), with one exception:
+//! - a read-only statement at one partition that reached more evicted tuples than the
+//!   partition may bring back at once (more than half its share of the budget:
+//!   `AntiCacheError::TooLarge`, 54000 before) moves off when its pre-pass ends
+//!   ([`move_off_fetching`], from partition/retrieval.rs): its child keeps the block file's
+//!   descriptor, reads the blocks of the tuples the statement reached and merges them into
+//!   its own image (`AntiCache::fetch_sync` on the image's copy of the anti-cache: reads
+//!   only, the file is never written), and runs the statement again, up to
+//!   [`FETCH_ROUNDS`] times (a join finds its inner tuples once its outer ones are in). The
+//!   partition's memory stays as it was: what comes back is the child's, within its limit
+//!   below. A multi-partition statement still fails with 54000;
 //! - not a write once the command log has failed;
 //! - only calls that run on a partition thread (never short calls run inline by a
 //!   connection thread), so the thread that forked outlives the child, which dies with it
@@ -61,6 +71,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use permafrost_anticache::AntiCache;
 use permafrost_sql::{MoreRows, Rows, SqlError};
 use permafrost_storage::PartitionStore;
 use permafrost_types::Value;
@@ -75,6 +86,10 @@ use permafrost_storage::TableId;
 
 /// Statements that may run moved off their partitions at once.
 pub(crate) const MAX_MOVED: usize = 4;
+
+/// Times a moved read may reach evicted tuples, bring them back into its image and run
+/// again (each round finds the tuples the ones before let it reach).
+const FETCH_ROUNDS: u32 = 64;
 
 /// Bytes of rows a frame holds at most (the last row may take it past this).
 const FRAME_BYTES: usize = 256 << 10;
@@ -156,9 +171,21 @@ pub(crate) fn move_off(
     info: &TxnInfo,
     stop: Option<StopFlag>,
 ) -> crate::error::Result<Rows> {
-    let turn = Turn(shared);
+    forked_rows(Turn(shared), (proc, params), stores, None, info, stop)
+}
+
+/// The statement's result, empty, with its forked reader as its rest (the reader forked
+/// here over `stores`, with `ac` as [`fork_child`] says), holding `turn` until it ends.
+fn forked_rows(
+    turn: Turn,
+    (proc, params): (&Procedure, &[Value]),
+    stores: &mut [&mut PartitionStore],
+    ac: Option<&mut AntiCache>,
+    info: &TxnInfo,
+    stop: Option<StopFlag>,
+) -> crate::error::Result<Rows> {
     let columns = proc.statements[0].columns().clone();
-    let (pid, pipe) = fork_child(proc, params, stores, info)?;
+    let (pid, pipe) = fork_child(proc, params, stores, ac, info)?;
     let mut rows = Rows::empty(columns.clone());
     rows.set_rest(Box::new(ForkedRead {
         pid: Some(pid),
@@ -174,12 +201,35 @@ pub(crate) fn move_off(
     Ok(rows)
 }
 
+/// Moves a read-only statement that reached more evicted tuples than its partition may
+/// bring back at once (`AntiCacheError::TooLarge`) off its partition, whose `store` and
+/// anti-cache `ac` the caller holds between transactions: the forked reader brings the
+/// evicted tuples it reaches back into its own image, from their blocks (its memory, within
+/// its limit: [`limit_memory`]), runs it there and streams its rows, while the partition's
+/// own memory stays as it is. `None` when every turn is taken ([`take_turn`]).
+pub(crate) fn move_off_fetching(
+    shared: &Arc<Shared>,
+    (proc, params): (&Procedure, &[Value]),
+    store: &mut PartitionStore,
+    ac: &mut AntiCache,
+    info: &TxnInfo,
+    stop: Option<StopFlag>,
+) -> Option<crate::error::Result<Rows>> {
+    if !take_turn(shared) {
+        return None;
+    }
+    let turn = Turn(shared.clone());
+    Some(forked_rows(turn, (proc, params), &mut [store], Some(ac), info, stop))
+}
+
 /// Forks the child that runs the statement over its image of `stores` and writes what it
-/// did to the pipe whose read end is returned.
+/// did to the pipe whose read end is returned. With `ac` (one store's anti-cache), the
+/// child brings the evicted tuples the statement reaches back into its image.
 fn fork_child(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
+    ac: Option<&mut AntiCache>,
     info: &TxnInfo,
 ) -> crate::error::Result<(libc::pid_t, std::fs::File)> {
     // The child reads these partitions as they are now: a reader whose reads are not
@@ -191,9 +241,16 @@ fn fork_child(
     // change them until it releases them) and the statement's own plan and parameters; it
     // takes no lock another thread may hold, writes only its pipe and leaves with _exit,
     // running no destructor.
-    let (pid, read) = match unsafe { fork_with_pipe("a reader")? } {
+    // A reader that brings evicted tuples back reads the block file through the
+    // descriptor its anti-cache holds.
+    let keep: Vec<libc::c_int> = ac
+        .as_ref()
+        .and_then(|a| a.block_store().file().raw_fd())
+        .into_iter()
+        .collect();
+    let (pid, read) = match unsafe { fork_with_pipe("a reader", &keep)? } {
         Side::Child(fd) => {
-            let code = run_child(proc, params, stores, info, fd);
+            let code = run_child(proc, params, stores, ac, info, fd);
             // SAFETY: leaving without running destructors (see above).
             unsafe { libc::_exit(code) };
         }
@@ -244,7 +301,7 @@ pub(crate) fn move_write(
                 .filter_map(move |&t| s.table(t).map(|tb| (p, t, tb.generation())))
         })
         .collect();
-    let (pid, pipe) = match fork_child(proc, &params, stores, info) {
+    let (pid, pipe) = match fork_child(proc, &params, stores, None, info) {
         Ok(x) => x,
         Err(e) => {
             crate::reply::Outbox::send_now(reply, Err(e));
@@ -477,6 +534,7 @@ fn run_child(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
+    mut ac: Option<&mut AntiCache>,
     info: &TxnInfo,
     fd: libc::c_int,
 ) -> libc::c_int {
@@ -489,18 +547,41 @@ fn run_child(
         defer_scans: false,
         ..info.clone()
     };
-    let (result, _, _, _) = run_body(
-        proc,
-        params,
-        stores,
-        &mut evicted,
-        &info,
-        // Never drawn from: a statement that may draw is not moved (partition/txn.rs).
-        &permafrost_sql::exec::sequences::Sequences::default(),
-        &permafrost_sql::exec::never_interrupted,
-        None,
-    );
+    let mut rounds = 0;
+    let (result, fetch_error) = loop {
+        evicted.clear();
+        let (result, _, _, _) = run_body(
+            proc,
+            params,
+            stores,
+            &mut evicted,
+            &info,
+            // Never drawn from: a statement that may draw is not moved (partition/txn.rs).
+            &permafrost_sql::exec::sequences::Sequences::default(),
+            &permafrost_sql::exec::never_interrupted,
+            None,
+        );
+        // Evicted tuples reached: brought back into this image (never the partition's),
+        // and the statement runs again, as the partition would after merging them.
+        let (Some(ac), [store], false) = (ac.as_deref_mut(), &mut *stores, evicted.is_empty()) else {
+            break (result, None);
+        };
+        rounds += 1;
+        if rounds > FETCH_ROUNDS {
+            let e = crate::error::Error::Internal("a moved read kept reaching evicted data".into());
+            break (result, Some(e));
+        }
+        store.rollback();
+        let refs = evicted.iter().map(|r| (r.table, r.tombstone));
+        if let Err(e) = ac
+            .resolve(store, refs, u64::MAX)
+            .and_then(|needs| ac.fetch_sync(store, &needs))
+        {
+            break (result, Some(e.into()));
+        }
+    };
     let result = match result {
+        _ if let Some(e) = &fetch_error => Err((e.sqlstate(), e.to_string())),
         _ if !evicted.is_empty() => Err(("XX000", "a moved read reached evicted data".to_string())),
         Ok(Ok(rows)) => Ok(rows),
         Ok(Err(ProcError::Sql(e))) => Err((e.sqlstate(), e.to_string())),

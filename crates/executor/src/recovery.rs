@@ -596,11 +596,8 @@ impl<'a> Replayer<'a> {
             self.plans.insert(sql.to_string(), p.clone());
             return Ok(p);
         }
-        let prepared = permafrost_sql::limits::with_stack_for(sql, || {
-            let stmt = permafrost_sql::parse::parse_statement(sql)?;
-            permafrost_sql::prepare_statement(&self.db.catalog(), &stmt, sql)
-        })
-        .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
+        let prepared = permafrost_sql::prepare(&self.db.catalog(), sql)
+            .map_err(|e| Error::Recovery(format!("record {lsn} ({sql}): {e}")))?;
         let p = Arc::new(if sql.starts_with(crate::procedure::BULK_MARK) {
             Procedure::bulk_insert(prepared)
         } else {

@@ -29,6 +29,7 @@ pub mod expr;
 pub mod foreign;
 pub mod fuzzing;
 pub mod limits;
+pub mod long_insert;
 pub mod parse;
 mod placement;
 pub mod plan;

@@ -97,10 +97,27 @@ pub const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of pa
 
 /// Plans one DML or query statement from text.
 pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
+    if let Some(p) = crate::long_insert::prepare_long_insert(catalog, sql) {
+        return Ok(p);
+    }
     limits::with_stack_for(sql, || {
         let stmt = parse::parse_statement(sql)?;
         prepare_statement(catalog, &stmt, sql)
     })
+}
+
+impl Prepared {
+    /// This INSERT's rows followed by `other`'s, `other` being the same INSERT of other
+    /// listed rows, without parameters (crate::long_insert); `None` otherwise.
+    pub(crate) fn append_rows(&mut self, other: Prepared) -> Option<()> {
+        if !self.param_types.is_empty() || !other.param_types.is_empty() || self.kind != other.kind {
+            return None;
+        }
+        self.plan.append_rows(other.plan)?;
+        self.draws |= other.draws;
+        self.reads_session |= other.reads_session;
+        Some(())
+    }
 }
 
 /// Plans one already-parsed DML or query statement.

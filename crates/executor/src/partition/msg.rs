@@ -132,6 +132,20 @@ pub(crate) struct Answer {
     pub log: Option<LogWhat>,
 }
 
+impl Answer {
+    /// A read's: nothing written, nothing logged, at its partition.
+    pub(crate) fn read(info: &super::txn::TxnInfo) -> Answer {
+        Answer {
+            wrote: false,
+            partitions: None,
+            info_now: info.now,
+            info_seed: info.seed,
+            info_zone: info.zone.clone(),
+            log: None,
+        }
+    }
+}
+
 /// What the command log records of a transaction (encoded straight into the partition's
 /// chunk, without building a `TxnRecord`).
 pub(crate) enum LogWhat {

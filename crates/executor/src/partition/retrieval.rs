@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use permafrost_anticache::{AntiCache, Need, Retrieval};
+use permafrost_anticache::{AntiCache, AntiCacheError, Need, Retrieval};
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
 use super::msg::Msg;
@@ -58,6 +58,7 @@ impl Partition {
         let store = self.store.as_deref_mut().expect("store is home between transactions");
         let needs = match ac.resolve(store, refs, share) {
             Ok(n) => n,
+            Err(e @ AntiCacheError::TooLarge { .. }) => return self.too_large(waiter, e),
             Err(e) => return self.resume(waiter, Some(e.into())),
         };
         if needs.is_empty() {
@@ -96,6 +97,37 @@ impl Partition {
                 }
             }
         }
+    }
+
+    /// The transaction of `waiter` needs more evicted data than may come back into this
+    /// partition at once (`e`): a read-only ad hoc statement moves to a forked reader that
+    /// brings it back into its own image (crate::forked::move_off_fetching); anything else,
+    /// or with every reader's turn taken, fails with `e` (54000).
+    fn too_large(&mut self, waiter: Waiter, e: AntiCacheError) {
+        let Waiter::Single(inv) = waiter else {
+            return self.resume(waiter, Some(e.into()));
+        };
+        if inv.replay.is_some() || !super::txn::may_move_over_evicted(&inv.proc) {
+            return self.resume(Waiter::Single(inv), Some(e.into()));
+        }
+        let info = self.txn_info(None, inv.proc.fixed.as_ref(), Some(&inv.reply));
+        let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) else {
+            return self.resume(Waiter::Single(inv), Some(e.into()));
+        };
+        let moved = crate::forked::move_off_fetching(
+            &self.shared,
+            (&inv.proc, &inv.params),
+            store,
+            ac,
+            &info,
+            inv.reply.stop_flag(),
+        );
+        let Some(r) = moved else {
+            return self.resume(Waiter::Single(inv), Some(e.into()));
+        };
+        self.stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+        self.record(&r);
+        self.answer(super::msg::Answer::read(&info), inv.reply, r);
     }
 
     /// `needs` plus what the next replayed calls in the queue need (found by running each

@@ -725,15 +725,7 @@ impl Partition {
                     }
                 };
                 self.record(&r);
-                let done = Answer {
-                    wrote: false,
-                    partitions: None,
-                    info_now: info.now,
-                    info_seed: info.seed,
-                    info_zone: info.zone.clone(),
-                    log: None,
-                };
-                self.answer(done, inv.reply, r);
+                self.answer(Answer::read(&info), inv.reply, r);
             }
         }
         None

@@ -148,19 +148,13 @@ pub(crate) fn dry_run(
 /// Whether a statement about to run may be moved off its partitions when it runs past its
 /// slice: see forked.rs's module docs. `stores` are the partitions the transaction holds.
 fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) -> bool {
-    if !proc.movable || proc.short {
+    if !movable(proc) {
         return false;
     }
     if !proc.statements[0].is_read_only() && info.writes_refused.is_some() {
         return false;
     }
     let tables = proc.statements[0].tables();
-    // A statement that may take sequence values (nextval(), an insert into a table with a
-    // sequence) or read its session's (currval()) stays: a forked image cannot draw from
-    // the database's counters, nor read the session.
-    if proc.statements[0].draws_sequences() || proc.statements[0].reads_session_sequences() {
-        return false;
-    }
     let inserts = proc.statements[0].kind() == permafrost_sql::StatementKind::Insert;
     let draws = |t: &permafrost_storage::Table| {
         inserts
@@ -178,6 +172,24 @@ fn may_move(proc: &Procedure, stores: &[&mut PartitionStore], info: &TxnInfo) ->
             .iter()
             .all(|t| s.table(*t).is_none_or(|t| t.tombstones().is_empty() && !draws(t)))
     })
+}
+
+/// Whether a statement may run in a forked image at all: a plain ad hoc statement that is
+/// not short, and takes no sequence value (nextval(), an insert into a table with a
+/// sequence) nor reads its session's (currval()): a forked image cannot draw from the
+/// database's counters, nor read the session.
+fn movable(proc: &Procedure) -> bool {
+    proc.movable
+        && !proc.short
+        && !proc.statements[0].draws_sequences()
+        && !proc.statements[0].reads_session_sequences()
+}
+
+/// Whether a read that reached more evicted data than the partition may bring back at once
+/// may run in a forked image that brings it back there instead (forked.rs,
+/// [`crate::forked::move_off_fetching`]).
+pub(crate) fn may_move_over_evicted(proc: &Procedure) -> bool {
+    movable(proc) && proc.statements[0].is_read_only()
 }
 
 /// What [`run_body`] gives: the body's result (a panic caught), a scan left for later, how

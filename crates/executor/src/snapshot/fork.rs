@@ -51,7 +51,7 @@ pub(crate) fn fork_writer(
     // exits with _exit, running no destructor and touching no lock another thread may
     // have held. It dies with the server: a snapshot finished by an orphan after a new
     // server started on the same directory would name blocks that server may have reused.
-    let (pid, err_fd) = match unsafe { fork_with_pipe("the snapshot writer")? } {
+    let (pid, err_fd) = match unsafe { fork_with_pipe("the snapshot writer", &[])? } {
         Side::Child(fd) => {
             // SAFETY: a process-wide call of the child. Lower priority: the partitions
             // come first.

@@ -278,6 +278,14 @@ fn classify_on_stack(
              permafrost_stats or SHOW permafrost_stats (filter the rows in the client)",
         ));
     }
+    // A loader's long INSERT of listed rows: planned a chunk of rows at a time, never
+    // parsed whole (permafrost_sql::long_insert).
+    if st.starts_with(&["INSERT"]) && sql.len() >= permafrost_sql::long_insert::LONG_INSERT_BYTES {
+        let catalog = draft.cloned().unwrap_or_else(|| db.catalog());
+        if let Some(p) = permafrost_sql::long_insert::prepare_long_insert(&catalog, sql) {
+            return Ok(Command::Dml(Arc::new(dml_command(db.ad_hoc_in(catalog, p)))));
+        }
+    }
     let stmt = permafrost_sql::parse::parse_statement(sql).map_err(|e| {
         let e = if st.ends_with_semicolon() {
             e.before_semicolon()
