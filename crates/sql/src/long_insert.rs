@@ -87,20 +87,17 @@ fn split_rows(sql: &str) -> Option<(&str, Vec<&str>)> {
     let mut i = start;
     let mut depth = 0usize;
     let values_end = loop {
-        match *b.get(i)? {
-            b'\'' | b'"' => i = skip_quoted(b, i)?,
-            b'$' => return None,
-            b'-' if b.get(i + 1) == Some(&b'-') => return None,
-            b'/' if b.get(i + 1) == Some(&b'*') => return None,
-            b'(' => {
+        match significant(b, i)? {
+            (next, None) => i = next,
+            (next, Some(b'(')) => {
                 depth += 1;
-                i += 1;
+                i = next;
             }
-            b')' => {
+            (next, Some(b')')) => {
                 depth = depth.checked_sub(1)?;
-                i += 1;
+                i = next;
             }
-            c if depth == 0 && c.is_ascii_alphabetic() => {
+            (_, Some(c)) if depth == 0 && c.is_ascii_alphabetic() => {
                 let w = i;
                 while b.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
                     i += 1;
@@ -109,7 +106,7 @@ fn split_rows(sql: &str) -> Option<(&str, Vec<&str>)> {
                     break i;
                 }
             }
-            _ => i += 1,
+            (next, Some(_)) => i = next,
         }
     };
     let mut rows = Vec::new();
@@ -124,23 +121,17 @@ fn split_rows(sql: &str) -> Option<(&str, Vec<&str>)> {
         let row_start = i;
         let mut depth = 0usize;
         loop {
-            match *b.get(i)? {
-                b'\'' | b'"' => i = skip_quoted(b, i)?,
-                b'$' => return None,
-                b'-' if b.get(i + 1) == Some(&b'-') => return None,
-                b'/' if b.get(i + 1) == Some(&b'*') => return None,
-                b'(' => {
-                    depth += 1;
-                    i += 1;
-                }
-                b')' => {
+            let (next, c) = significant(b, i)?;
+            i = next;
+            match c {
+                Some(b'(') => depth += 1,
+                Some(b')') => {
                     depth -= 1;
-                    i += 1;
                     if depth == 0 {
                         break;
                     }
                 }
-                _ => i += 1,
+                _ => {}
             }
         }
         rows.push(&sql[row_start..i]);
@@ -155,6 +146,19 @@ fn split_rows(sql: &str) -> Option<(&str, Vec<&str>)> {
         }
     }
     Some((&sql[..values_end], rows))
+}
+
+/// What is at `i`: the position after it, and its byte (`None` for a quoted string or
+/// identifier, skipped whole); `None` at the end or at what the scan does not follow (a
+/// parameter or dollar quote, a comment).
+fn significant(b: &[u8], i: usize) -> Option<(usize, Option<u8>)> {
+    match *b.get(i)? {
+        b'\'' | b'"' => Some((skip_quoted(b, i)?, None)),
+        b'$' => None,
+        b'-' if b.get(i + 1) == Some(&b'-') => None,
+        b'/' if b.get(i + 1) == Some(&b'*') => None,
+        c => Some((i + 1, Some(c))),
+    }
 }
 
 /// The position after the quoted string or identifier that starts at `i` (`'...'` with
