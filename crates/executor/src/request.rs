@@ -214,6 +214,10 @@ impl Database {
             self.execute_ddl(sql)?;
             return Ok(Rows::default());
         }
+        // A loader's long INSERT of listed rows, planned a chunk of rows at a time.
+        if let Some(prepared) = permafrost_sql::long_insert::prepare_long_insert(&self.catalog(), sql) {
+            return self.submit(Request::statement(&self.ad_hoc(prepared), params)).wait();
+        }
         let prepared = permafrost_sql::limits::with_stack_for(sql, || -> Result<_> {
             let stmts = permafrost_sql::parse::parse_statements(sql)?;
             let stmt = match stmts.as_slice() {

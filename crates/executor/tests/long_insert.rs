@@ -81,3 +81,17 @@ fn a_long_insert_fails_whole_with_a_short_ones_errors() {
     assert_eq!(long.sqlstate(), short.sqlstate(), "{long} / {short}");
     assert_eq!(one(&db, "SELECT count(*) FROM n")[0], Value::Int(0));
 }
+
+/// Rows so wide that a chunk of them is itself longer than a long INSERT: each chunk is
+/// planned whole.
+#[test]
+fn a_long_insert_of_wide_rows_is_planned_in_chunks_once() {
+    let db = db();
+    let wide = "w".repeat(400);
+    let sql = long_insert(2_000, |i| format!("({i}, {i}, '{wide}', 1)"));
+    assert!(
+        sql.len() / 2_000 * permafrost_sql::long_insert::CHUNK_ROWS > permafrost_sql::long_insert::LONG_INSERT_BYTES
+    );
+    assert_eq!(db.execute_sql(&sql, vec![]).unwrap().affected, 2_000);
+    assert_eq!(one(&db, "SELECT count(*) FROM n")[0], Value::Int(2_000));
+}

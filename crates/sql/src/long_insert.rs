@@ -38,7 +38,7 @@ pub fn prepare_long_insert(catalog: &Catalog, sql: &str) -> Option<Prepared> {
         text.push_str(head);
         text.push(' ');
         text.push_str(&rows.join(","));
-        crate::prepare(catalog, &text).ok()
+        crate::prepared::prepare_whole(catalog, &text).ok()
     };
     let mut first = plan_chunk(chunks.next()?)?;
     for chunk in chunks {

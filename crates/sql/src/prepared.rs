@@ -100,6 +100,12 @@ pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
     if let Some(p) = crate::long_insert::prepare_long_insert(catalog, sql) {
         return Ok(p);
     }
+    prepare_whole(catalog, sql)
+}
+
+/// Plans one DML or query statement from text, parsed whole (never in chunks: a chunk of
+/// a long INSERT is planned so).
+pub(crate) fn prepare_whole(catalog: &Catalog, sql: &str) -> Result<Prepared> {
     limits::with_stack_for(sql, || {
         let stmt = parse::parse_statement(sql)?;
         prepare_statement(catalog, &stmt, sql)
