@@ -24,6 +24,15 @@ pub const LONG_INSERT_BYTES: usize = 64 << 10;
 /// Rows planned at once.
 pub const CHUNK_ROWS: usize = 256;
 
+/// Plans one DML or query statement from text: a long INSERT of listed rows a chunk of rows
+/// at a time ([`prepare_long_insert`]), anything else parsed whole.
+pub fn prepare(catalog: &Catalog, sql: &str) -> crate::Result<Prepared> {
+    match prepare_long_insert(catalog, sql) {
+        Some(p) => Ok(p),
+        None => crate::prepared::prepare(catalog, sql),
+    }
+}
+
 /// `sql` planned as one INSERT, its rows a chunk at a time, when it is a long `INSERT ...
 /// VALUES` list with nothing after its rows; `None` otherwise (plan it whole).
 pub fn prepare_long_insert(catalog: &Catalog, sql: &str) -> Option<Prepared> {
@@ -38,7 +47,7 @@ pub fn prepare_long_insert(catalog: &Catalog, sql: &str) -> Option<Prepared> {
         text.push_str(head);
         text.push(' ');
         text.push_str(&rows.join(","));
-        crate::prepared::prepare_whole(catalog, &text).ok()
+        crate::prepared::prepare(catalog, &text).ok()
     };
     let mut first = plan_chunk(chunks.next()?)?;
     for chunk in chunks {

@@ -95,17 +95,9 @@ impl std::fmt::Debug for Prepared {
 /// PostgreSQL it writes the values it is given into identity columns GENERATED ALWAYS.
 pub const BULK_MARK: &str = "/* permafrost: bulk insert, one row per group of parameters */ ";
 
-/// Plans one DML or query statement from text.
+/// Plans one DML or query statement from text, parsed whole: `crate::prepare`
+/// (crate::long_insert) plans a long INSERT's rows in chunks, each with this.
 pub fn prepare(catalog: &Catalog, sql: &str) -> Result<Prepared> {
-    if let Some(p) = crate::long_insert::prepare_long_insert(catalog, sql) {
-        return Ok(p);
-    }
-    prepare_whole(catalog, sql)
-}
-
-/// Plans one DML or query statement from text, parsed whole (never in chunks: a chunk of
-/// a long INSERT is planned so).
-pub(crate) fn prepare_whole(catalog: &Catalog, sql: &str) -> Result<Prepared> {
     limits::with_stack_for(sql, || {
         let stmt = parse::parse_statement(sql)?;
         prepare_statement(catalog, &stmt, sql)
