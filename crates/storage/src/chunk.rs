@@ -100,6 +100,26 @@ impl Chunk {
         self.huge = true;
     }
 
+    /// Gives back to the operating system the pages past the first `used` bytes (they
+    /// read as zeros when touched again, as a new mapping's do), and takes the chunk off
+    /// huge pages (else the kernel may fill them in again to make one): a chunk whose slots
+    /// past `used` are free and will be handed out afresh.
+    pub(crate) fn release_after(&mut self, used: usize) {
+        let from = round_to_page(used);
+        if from >= self.len {
+            return;
+        }
+        // SAFETY: the range lies inside our mapping, and nothing points into it (the slots
+        // there are free and handed out afresh, zeroed, when needed).
+        unsafe {
+            if self.huge {
+                libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_NOHUGEPAGE);
+            }
+            libc::madvise(self.ptr.as_ptr().add(from).cast(), self.len - from, libc::MADV_DONTNEED);
+        }
+        self.huge = false;
+    }
+
     pub(crate) fn is_huge(&self) -> bool {
         self.huge
     }

@@ -261,14 +261,30 @@ impl Heap {
         self.bytes_mut(to).copy_from_slice(scratch);
     }
 
-    /// Keeps the first `keep` chunks, unmapping the rest; `free` (the free slots below the
-    /// new end) becomes the free list. Every live tuple must be below the new end.
+    /// Keeps the first `keep` chunks, unmapping the rest, and of the slots there only
+    /// those up to the last live one, giving back the pages past it; `free` (the free
+    /// slots below the new end) less those past the last live slot becomes the free list.
+    /// Every live tuple must be below the new end.
     pub(crate) fn truncate(&mut self, keep: usize, free: Vec<u32>) {
         self.chunks.truncate(keep);
         self.chunks.shrink_to_fit();
-        self.fresh = self.fresh.min(keep as u32 * self.per_chunk);
+        let end = self.fresh.min(keep as u32 * self.per_chunk);
+        // One past the last live slot: the slots after it have never been handed out, as
+        // far as anyone can tell.
+        self.fresh = (0..end)
+            .rev()
+            .find(|&s| self.flags(s) & FLAG_LIVE != 0)
+            .map_or(0, |s| s + 1);
+        let keep = self.fresh.div_ceil(self.per_chunk) as usize;
+        self.chunks.truncate(keep);
+        self.chunks.shrink_to_fit();
+        if let Some(last) = self.chunks.last_mut() {
+            let used = self.fresh as usize - (keep - 1) * self.per_chunk as usize;
+            last.release_after(used * self.slot_size);
+        }
         self.free_head = NIL;
-        for s in free {
+        let fresh = self.fresh;
+        for s in free.into_iter().filter(|&s| s < fresh) {
             let head = self.free_head;
             let b = self.bytes_mut(s);
             b[0] = 0;

@@ -101,6 +101,31 @@ fn compaction_releases_chunks_and_keeps_contents() {
     store.commit();
     assert_eq!(store.memory_usage().tuple_bytes, after);
     store.table(0).unwrap().check_consistency().unwrap();
+
+    // A table left without tuples (all evicted, all deleted) keeps no chunk, and grows
+    // again from nothing.
+    let ids: Vec<i64> = model.keys().copied().chain(n..n + 1000).collect();
+    for id in ids {
+        let slot = lookup(&store, id).unwrap();
+        store.delete(0, slot).unwrap();
+    }
+    store.commit();
+    assert!(store.compact() >= 2 << 20);
+    assert_eq!(store.memory_usage().tuple_bytes, 0);
+    store
+        .insert(0, &[Value::Int(7), Value::Int(1), Value::from("again")])
+        .unwrap();
+    store.commit();
+    assert_eq!(
+        lookup(&store, 7).map(|s| store.table(0).unwrap().row(s).get(2).as_str().unwrap().to_string()),
+        Some("again".into())
+    );
+    assert!(
+        store.memory_usage().tuple_bytes <= 8192,
+        "{}",
+        store.memory_usage().tuple_bytes
+    );
+    store.table(0).unwrap().check_consistency().unwrap();
 }
 
 fn lookup(store: &PartitionStore, id: i64) -> Option<u32> {

@@ -42,20 +42,20 @@ impl Table {
     }
 
     /// Gives memory back after eviction has emptied many slots: moves the tuples of the
-    /// heap's last chunks into free slots below (re-pointing their index entries and
-    /// tracker links) and unmaps the chunks that become empty (unless fewer than two whole
-    /// chunks can go); unmaps the string heap's chunks that hold nothing
-    /// ([`VarHeap::trim`]). Must run between transactions. Returns the bytes released.
+    /// heap's last chunks into the lowest free slots below (re-pointing their index entries
+    /// and tracker links), unmaps the chunks that become empty and gives back the pages of
+    /// the last one past its last tuple (a table whose tuples are all evicted keeps no
+    /// chunk: before, each kept one chunk of 2 MiB at each partition, touched whole);
+    /// unmaps the string heap's chunks that hold nothing ([`VarHeap::trim`]). Must run
+    /// between transactions. Returns the bytes released.
     pub fn compact(&mut self) -> usize {
         self.generation += 1;
         let strings = self.var.trim();
         let per = self.heap.per_chunk() as usize;
-        let keep = (self.heap.live() as usize).div_ceil(per).max(1);
-        if self.heap.chunk_count() < keep + 2 {
-            return strings;
-        }
+        let keep = (self.heap.live() as usize).div_ceil(per);
         let new_end = (keep * per) as u32;
-        let mut free = self.heap.free_below(new_end);
+        // Lowest first (popped from the end).
+        let mut free: Vec<u32> = self.heap.free_below(new_end).into_iter().rev().collect();
         let movers: Vec<u32> = (new_end..self.heap.high_water())
             .filter(|&s| self.heap.is_live(s))
             .collect();
