@@ -62,6 +62,14 @@ pub(crate) unsafe fn fork_with_pipe(what: &str, keep: &[libc::c_int]) -> Result<
     Ok(Side::Parent { pid, read: fds[0] })
 }
 
+/// In a child that the server can do without (a forked reader): tells the kernel to kill
+/// it first when memory runs out (`oom_score_adj` 1000), so that a reader which brought
+/// evicted data back into its image dies alone rather than the server beside it in a
+/// memory cgroup. Best effort.
+pub(crate) fn expendable() {
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+}
+
 /// In a child: closes every descriptor inherited from the server except stdio and `keep`
 /// (its pipe, a block file it reads). A child opens what it writes by path; what it must not do is keep the
 /// server's descriptors alive while it runs: a command-log lock file (its

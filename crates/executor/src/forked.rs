@@ -721,9 +721,10 @@ fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
 
 /// In the child: lets it map at most `work_mem` (and 64 MiB for its frames) beyond what
 /// the image has mapped, so that a statement that needs more dies alone (its allocation
-/// fails: it aborts) instead of growing until the kernel kills some process, perhaps the
-/// server. The parent then runs a write again in place, and answers a read with 54000.
+/// fails: it aborts), and makes it the first the kernel kills when memory runs out (never
+/// the server: `child::expendable`). A write then runs again in place; a read gets 54000.
 fn limit_memory(work_mem: usize) {
+    crate::child::expendable();
     let mapped = std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
