@@ -111,3 +111,26 @@ unsafe fn close_inherited(keep: &mut [libc::c_int]) {
         }
     }
 }
+
+/// In the child: lets it map at most `work_mem` (and 64 MiB for its frames) beyond what
+/// the image has mapped, so that a statement that needs more dies alone (its allocation
+/// fails: it aborts), and makes it the first the kernel kills when memory runs out (never
+/// the server: [`expendable`]). A write then runs again in place; a read gets 54000.
+pub(crate) fn limit_memory(work_mem: usize) {
+    expendable();
+    let mapped = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
+    // SAFETY: a read-only query of the page size.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let (Some(pages), true) = (mapped, page > 0) else {
+        return;
+    };
+    let cap = pages * page as u64 + work_mem as u64 + (64 << 20);
+    let lim = libc::rlimit {
+        rlim_cur: cap,
+        rlim_max: cap,
+    };
+    // SAFETY: sets this (child) process's own limit from a valid struct.
+    unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) };
+}

@@ -205,7 +205,7 @@ fn forked_rows(
 /// bring back at once (`AntiCacheError::TooLarge`) off its partition, whose `store` and
 /// anti-cache `ac` the caller holds between transactions: the forked reader brings the
 /// evicted tuples it reaches back into its own image, from their blocks (its memory, within
-/// its limit: [`limit_memory`]), runs it there and streams its rows, while the partition's
+/// its limit: `child::limit_memory`), runs it there and streams its rows, while the partition's
 /// own memory stays as it is. `None` when every turn is taken ([`take_turn`]).
 pub(crate) fn move_off_fetching(
     shared: &Arc<Shared>,
@@ -538,7 +538,7 @@ fn run_child(
     info: &TxnInfo,
     fd: libc::c_int,
 ) -> libc::c_int {
-    limit_memory(info.work_mem);
+    crate::child::limit_memory(info.work_mem);
     let mut evicted = Vec::new();
     let info = TxnInfo {
         read_slice: None,
@@ -719,29 +719,6 @@ fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
     Some((partition, out))
 }
 
-/// In the child: lets it map at most `work_mem` (and 64 MiB for its frames) beyond what
-/// the image has mapped, so that a statement that needs more dies alone (its allocation
-/// fails: it aborts), and makes it the first the kernel kills when memory runs out (never
-/// the server: `child::expendable`). A write then runs again in place; a read gets 54000.
-fn limit_memory(work_mem: usize) {
-    crate::child::expendable();
-    let mapped = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
-    // SAFETY: a read-only query of the page size.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    let (Some(pages), true) = (mapped, page > 0) else {
-        return;
-    };
-    let cap = pages * page as u64 + work_mem as u64 + (64 << 20);
-    let lim = libc::rlimit {
-        rlim_cur: cap,
-        rlim_max: cap,
-    };
-    // SAFETY: sets this (child) process's own limit from a valid struct.
-    unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) };
-}
-
 /// Writes `rows` as Rows frames, then End.
 fn write_rows(fd: libc::c_int, rows: &Rows) -> bool {
     let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
@@ -823,7 +800,8 @@ pub(crate) struct ForkedRead {
     /// The statement's row count, from End.
     affected: u64,
     /// The child ended without its result, not killed by us; `Some(signal)` if a signal
-    /// ended it (SIGABRT: it ran out of the memory it may map, `limit_memory`).
+    /// ended it (SIGABRT: it ran out of the memory it may map, `child::limit_memory`;
+    /// SIGKILL: the kernel killed it, short of memory).
     died: Option<Option<i32>>,
     /// The memory one statement may hold (`work_mem`), for the error of a child that
     /// ran out of it.
@@ -909,8 +887,16 @@ impl ForkedRead {
         if !self.read_exact(&mut head, stopped)? {
             let status = self.reap(false);
             self.died.get_or_insert(None);
-            if self.died == Some(Some(libc::SIGABRT)) {
-                return Err(SqlError::OutOfWorkMem(self.limit));
+            match self.died {
+                Some(Some(libc::SIGABRT)) => return Err(SqlError::OutOfWorkMem(self.limit)),
+                // Killed, not by us: by the kernel, short of memory (readers go first).
+                Some(Some(libc::SIGKILL)) => {
+                    return Err(SqlError::relayed(
+                        "53200",
+                        "out of memory: the kernel killed the forked reader of a long query, which needed more memory than the system had left".into(),
+                    ));
+                }
+                _ => {}
             }
             return Err(SqlError::relayed(
                 "XX000",
