@@ -114,18 +114,13 @@ fn rows_in_memory_move_to_their_new_partitions() {
     assert_eq!(partitioned_by(&db, "item"), "i_id");
 }
 
-/// 16 MiB with the anti-cache, a command log and snapshots on demand.
-fn durable(dir: &std::path::Path) -> Config {
-    common::durable_evicting(dir)
-}
-
 const ROWS: i64 = 4_000;
 
 #[test]
 fn evicted_rows_move_from_their_blocks_and_the_move_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open(durable(dir.path())).unwrap();
+        let db = Database::open(common::durable_evicting(dir.path())).unwrap();
         db.execute_ddl("CREATE TABLE t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, pad VARCHAR(2000) NOT NULL)")
             .unwrap();
         let pad = "m".repeat(1_500);
@@ -164,7 +159,7 @@ fn evicted_rows_move_from_their_blocks_and_the_move_survives_a_restart() {
             .unwrap();
     }
     // Replayed from the snapshot (taken before the move) and the log.
-    let db = Database::open(durable(dir.path())).unwrap();
+    let db = Database::open(common::durable_evicting(dir.path())).unwrap();
     db.recover(vec![], &mut |_, _| {}).unwrap();
     assert_eq!(partitioned_by(&db, "t"), "grp");
     assert_eq!(count(&db, "SELECT count(*) FROM t"), ROWS);

@@ -222,15 +222,7 @@ impl PartitionStore {
         from: &[crate::ColumnFrom],
         tracker: Option<Box<dyn AccessTracker>>,
     ) -> Result<Table> {
-        if self.changed_table(schema.id) {
-            return Err(StorageError::Internal(
-                "table rewritten inside a transaction that wrote it".into(),
-            ));
-        }
-        let next = self.get_mut(schema.id)?.rewritten(schema.clone(), from, tracker)?;
-        let old = self.take_table(schema.id)?;
-        self.restore_table(next)?;
-        Ok(old)
+        self.replace_table(schema.id, "rewritten", |t| t.rewritten(schema.clone(), from, tracker))
     }
 
     /// Builds the table of `schema` (the same columns, another partitioning) again from the
@@ -244,13 +236,21 @@ impl PartitionStore {
         tuples: impl Iterator<Item = &'a [u8]>,
         tracker: Option<Box<dyn AccessTracker>>,
     ) -> Result<Table> {
-        if self.changed_table(schema.id) {
-            return Err(StorageError::Internal(
-                "table repartitioned inside a transaction that wrote it".into(),
-            ));
+        self.replace_table(schema.id, "repartitioned", |t| {
+            t.rebuilt_from(schema.clone(), tracker, tuples)
+        })
+    }
+
+    /// Puts the table `build` makes of table `id` in its place and returns the old one;
+    /// refused inside a transaction that wrote the table (`what` names the change).
+    fn replace_table(&mut self, id: TableId, what: &str, build: impl FnOnce(&Table) -> Result<Table>) -> Result<Table> {
+        if self.changed_table(id) {
+            return Err(StorageError::Internal(format!(
+                "table {what} inside a transaction that wrote it"
+            )));
         }
-        let next = self.get_mut(schema.id)?.rebuilt_from(schema.clone(), tracker, tuples)?;
-        let old = self.take_table(schema.id)?;
+        let next = build(self.get_mut(id)?)?;
+        let old = self.take_table(id)?;
         self.restore_table(next)?;
         Ok(old)
     }

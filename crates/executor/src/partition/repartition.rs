@@ -36,12 +36,6 @@ pub(crate) struct Moving {
     pub(crate) tuples: Vec<(Option<u32>, Vec<u8>)>,
 }
 
-impl Moving {
-    fn bytes(&self) -> usize {
-        self.tuples.iter().map(|(_, t)| t.len() + 32).sum()
-    }
-}
-
 /// The evicted tuples of a table being moved, by partition ([`MpWork::Ddl`]).
 ///
 /// [`MpWork::Ddl`]: super::msg::MpWork::Ddl
@@ -96,7 +90,7 @@ pub(crate) fn evicted_moving(
         }
         Ok(())
     })?;
-    held.set_exact(moving.bytes(), pool)?;
+    held.set_exact(bytes, pool)?;
     Ok(Some((moving, held)))
 }
 
