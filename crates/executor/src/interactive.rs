@@ -89,6 +89,11 @@ use crate::partition::router::{Place, submit_invocation};
 use crate::procedure::{Interactive, ProcContext, ProcError, Procedure, ProcedureDef};
 use crate::reply::{Reply, StopFlag};
 
+mod statement;
+
+pub(crate) use statement::Expected;
+pub use statement::{NewStatement, TxnStatement};
+
 /// A transaction block's schema changes, for the probe or commit that runs its statements
 /// (crate::schema_block builds it).
 pub(crate) struct BlockSchema {
@@ -102,80 +107,6 @@ pub(crate) struct BlockSchema {
 
 /// Most statements one interactive transaction may run.
 pub const MAX_STATEMENTS: usize = 10_000;
-
-/// The statement a probe runs after the block's earlier ones: its plan, its parameters,
-/// and its random seed ([`TxnStatement::seed`]).
-pub struct NewStatement<'a> {
-    pub stmt: &'a AdHoc,
-    pub params: Vec<Value>,
-    pub seed: u64,
-}
-
-impl<'a> NewStatement<'a> {
-    /// What a probe runs of it: the statement, its parameters, no result to check.
-    pub(crate) fn into_run(self) -> (&'a AdHoc, Vec<Value>, Expected) {
-        let expect = Expected {
-            seed: self.seed,
-            ..Expected::default()
-        };
-        (self.stmt, self.params, expect)
-    }
-}
-
-/// One statement of an interactive transaction.
-#[derive(Clone)]
-pub struct TxnStatement {
-    pub stmt: AdHoc,
-    pub params: Vec<Value>,
-    /// The fingerprint of the result the client was shown ([`Rows::digest`]).
-    pub digest: u64,
-    /// The write clock ([`Database::write_clock`]) read before the statement was
-    /// submitted, if it was: the COMMIT does not run again a query whose rows no commit
-    /// stamped later changed ([`Prepared::read_ranges`], `ProcContext::unchanged_since`).
-    pub seen: Option<u64>,
-    /// The write clock read after its result came back, if it was: with `seen`, what a
-    /// COMMIT that takes an earlier place knows of when it read ("Committing at an
-    /// earlier place" above).
-    pub done: Option<u64>,
-    /// What `random()` and `gen_random_uuid()` draw from in it: the same in each probe
-    /// that runs it and at COMMIT, so that they draw the values the client was shown, and
-    /// logged with the commit for replay ([`TxnStatement::seed_for`]).
-    pub seed: u64,
-    /// The sequence values it took when it first ran ([`Rows::draws`] of its probe):
-    /// each later probe and the COMMIT give it the same ones, so that the keys its client
-    /// was shown are the keys the transaction inserts.
-    pub draws: Vec<(u32, i64)>,
-}
-
-impl TxnStatement {
-    /// The seed of statement number `ordinal` (from 0) of the block whose seed is
-    /// `block_seed`.
-    pub fn seed_for(block_seed: u64, ordinal: usize) -> u64 {
-        permafrost_sql::splitmix64(block_seed ^ (ordinal as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    /// Whether it may change data (what a probe runs before its own statement).
-    pub fn writes(&self) -> bool {
-        !self.stmt.prepared().is_read_only()
-    }
-
-    /// What a COMMIT runs of it: the statement, its parameters, and what it must give.
-    pub(crate) fn to_commit(&self) -> (&AdHoc, Vec<Value>, Expected) {
-        let expect = Expected {
-            digest: Some(self.digest),
-            seen: self.seen,
-            done: self.done,
-            seed: self.seed,
-            draws: self.draws.clone(),
-        };
-        (&self.stmt, self.params.clone(), expect)
-    }
-
-    /// The partitions it runs at in a probe.
-    fn probe_route(&self, shared: &crate::shared::Shared) -> Route {
-        shared.block_route(self.stmt.prepared(), &self.params, true, &self.draws)
-    }
-}
 
 impl Interactive {
     /// The procedure that runs `statements` (with their parameters one after the other in
@@ -342,28 +273,6 @@ impl Interactive {
         // A bulk insert runs its one-row statement once per row given: never short.
         p.short &= !any_bulk;
         p
-    }
-}
-
-/// What a statement of an interactive procedure must give: the fingerprint of what its
-/// client was shown, if it was ([`TxnStatement::digest`]), and the write clock before it
-/// ran, if known ([`TxnStatement::seen`]).
-#[derive(Clone, Default)]
-pub(crate) struct Expected {
-    pub(crate) digest: Option<u64>,
-    pub(crate) seen: Option<u64>,
-    pub(crate) done: Option<u64>,
-    /// The statement's random seed ([`TxnStatement::seed`]; 0: none of its own).
-    pub(crate) seed: u64,
-    /// The sequence values it took when it first ran ([`TxnStatement::draws`]).
-    pub(crate) draws: Vec<(u32, i64)>,
-}
-
-impl Expected {
-    /// The write clock before the statement ran and after its result came back, when
-    /// both are known.
-    fn window(&self) -> Option<(u64, u64)> {
-        Some((self.seen?, self.done?))
     }
 }
 
@@ -585,10 +494,11 @@ impl Database {
                 Route::All => false,
             })
         };
-        // Nor can earlier writes of tables that neither the statement nor a write kept after
-        // it reads or writes (`permafrost_sql::needed_before`).
-        let prepared: Vec<&Prepared> = before.iter().map(|s| s.stmt.prepared()).collect();
-        let kept = permafrost_sql::needed_before(&prepared, next.stmt.prepared());
+        // Nor can earlier writes of rows that neither the statement nor a write kept after
+        // it reads or writes: of other tables, or of other primary keys
+        // (`permafrost_sql::needed_before`).
+        let reaches: Vec<&permafrost_sql::Reach> = before.iter().map(|s| s.reach()).collect();
+        let kept = permafrost_sql::needed_before(&reaches, &next.stmt.prepared().reach(&next.params));
         let mut kept = kept.into_iter();
         let mut all: Vec<(&AdHoc, Vec<Value>, Expected)> = before
             .iter()

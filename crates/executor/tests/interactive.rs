@@ -70,6 +70,7 @@ impl<'a> Txn<'a> {
             // As the server keeps it: only for a statement that drew random values.
             seed: if rows.drew_random { self.seed() } else { 0 },
             draws: rows.draws.clone(),
+            reach: Default::default(),
         };
         self.all.push(step);
         Ok(rows)
@@ -99,6 +100,7 @@ impl<'a> Txn<'a> {
             done: None,
             seed: if rows_back.drew_random { self.seed() } else { 0 },
             draws: rows_back.draws.clone(),
+            reach: Default::default(),
         });
         Ok(rows_back)
     }
@@ -211,6 +213,74 @@ fn write_skew_is_refused_with_40001() {
     c.run("SELECT 1", vec![]).unwrap();
     let e = c.run("SELECT bal FROM acct WHERE id = 4", vec![]).unwrap_err();
     assert_eq!(e.sqlstate(), "40001", "{e}");
+}
+
+#[test]
+fn a_probe_runs_again_only_the_earlier_writes_of_the_rows_it_reaches() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(config(dir.path())).unwrap();
+    setup(&db);
+    db.execute_ddl("CREATE TABLE line (id BIGINT, n BIGINT, acct BIGINT REFERENCES acct (id), PRIMARY KEY (id, n))")
+        .unwrap();
+    let mut t = Txn::begin(&db);
+    // Writes of primary keys 4 and 5, each shown to the client.
+    t.run("UPDATE acct SET bal = bal + 1 WHERE id = 4 AND bal = 100", vec![])
+        .unwrap();
+    t.run("UPDATE acct SET bal = bal + 2 WHERE id = $1", vec![Value::Int(5)])
+        .unwrap();
+    // The committed row 4 changes under the block: the write's condition no longer holds.
+    db.execute_sql("UPDATE acct SET bal = 7 WHERE id = 4", vec![]).unwrap();
+    // A point read of row 5 runs again only the write of row 5: it sees it, and does not
+    // meet the changed row 4.
+    assert_eq!(int(&t.run("SELECT bal FROM acct WHERE id = 5", vec![]).unwrap()), 102);
+    // An insert whose foreign key references row 5 checks it after the block's writes of
+    // it alone; one referencing a row the block deleted fails.
+    t.run("INSERT INTO line VALUES (1, 1, 5)", vec![]).unwrap();
+    t.run("DELETE FROM line WHERE id = 1 AND n = 1", vec![]).unwrap();
+    t.run("INSERT INTO line VALUES (1, 1, 6)", vec![]).unwrap();
+    assert_eq!(
+        t.run("SELECT acct FROM line WHERE id = 1 AND n = 1", vec![])
+            .unwrap()
+            .to_values(),
+        vec![vec![Value::Int(6)]]
+    );
+    // A read of row 4 runs its write again, which no longer gives what the client saw.
+    let e = t.run("SELECT bal FROM acct WHERE id = 4", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "40001", "{e}");
+
+    // Nothing of a block that keeps to its own rows is lost: the same writes, then a read
+    // of the whole table (which runs them all), and the COMMIT.
+    let mut u = Txn::begin(&db);
+    for id in 0..4i64 {
+        u.run("UPDATE acct SET bal = bal - 1 WHERE id = $1", vec![Value::Int(id)])
+            .unwrap();
+        assert_eq!(
+            int(&u
+                .run("SELECT bal FROM acct WHERE id = $1", vec![Value::Int(id)])
+                .unwrap()),
+            99
+        );
+    }
+    u.run("INSERT INTO line VALUES (2, 1, 0), (2, 2, 1)", vec![]).unwrap();
+    let e = u.run("INSERT INTO line VALUES (2, 2, 3)", vec![]).unwrap_err();
+    assert_eq!(e.sqlstate(), "23505", "the block's own earlier row: {e}");
+    let mut u = Txn::begin(&db);
+    for id in 0..4i64 {
+        u.run("UPDATE acct SET bal = bal - 1 WHERE id = $1", vec![Value::Int(id)])
+            .unwrap();
+    }
+    u.run("INSERT INTO line VALUES (2, 1, 0), (2, 2, 1)", vec![]).unwrap();
+    assert_eq!(
+        int(&u.run("SELECT sum(bal) FROM acct WHERE id < 4", vec![]).unwrap()),
+        396
+    );
+    u.commit().unwrap();
+    assert_eq!(
+        int(&db
+            .execute_sql("SELECT count(*) FROM line WHERE id = 2", vec![])
+            .unwrap()),
+        2
+    );
 }
 
 #[test]

@@ -197,6 +197,7 @@ fn a_block_over_two_warehouses_counts_against_its_tables() {
             done: None,
             seed: 0,
             draws: rows.draws.clone(),
+            reach: Default::default(),
         });
     }
     let crossing = |table: &str| {

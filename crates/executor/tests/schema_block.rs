@@ -86,6 +86,7 @@ impl<'a> Block<'a> {
             done: None,
             seed: if rows.drew_random { self.seed() } else { 0 },
             draws: rows.draws.clone(),
+            reach: Default::default(),
         });
         Ok(rows)
     }

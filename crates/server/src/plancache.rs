@@ -17,6 +17,13 @@
 //!   the uncached path);
 //! - the shape's result columns (names and types) and statement kind are the statement's.
 //!
+//! A number whose marker is inferred otherwise (`balance + 42` on a `numeric` column
+//! infers `numeric`; `-4.5` has no type to infer from) gets the literal's own type in the
+//! shape, `$n::integer` or `$n::numeric`, and the shape is planned again under the same
+//! conditions: PostgreSQL types an integer literal `integer` (`bigint` past its range,
+//! which then takes the uncached path) and any other number `numeric`, so the cast shape
+//! means what the literal does, integer division included.
+//!
 //! A constant that does not convert (`100000` for a `smallint`) sends the statement down
 //! the uncached path, which answers as PostgreSQL would. The cache holds the entries of one
 //! catalog, the one they were planned against, and starts over when the schema changes
@@ -152,8 +159,44 @@ fn key(shape: &Shape) -> String {
 }
 
 /// The shape's plan and parameter types, if it stands for `planned`.
+///
+/// A number whose marker the planner typed otherwise than the literal (`d_ytd + 4211` on
+/// a `numeric` column: `$1` is inferred `numeric`; `-43.00` after a unary minus) is given
+/// the literal's own type, `$1::integer` or `$1::numeric`, and the shape planned again:
+/// the literal means exactly that (an integer literal is an `integer` when it fits, which
+/// is all the cached plan then takes; a larger one takes the uncached path).
 fn fits(db: &Database, shape: &Shape, planned: &Command) -> Option<(Command, Vec<Type>)> {
-    let command = classify_text(db, &shape.text).ok()?;
+    let (command, types) = plan_shape(db, &shape.text, shape, planned)?;
+    let typed: Vec<Option<&str>> = shape
+        .kinds()
+        .zip(&types)
+        .map(|(k, t)| match k {
+            _ if takes(k, t) => None,
+            ConstantKind::Integer => Some("integer"),
+            ConstantKind::Decimal => Some("numeric"),
+            ConstantKind::String => Some(""),
+        })
+        .collect();
+    if typed.iter().all(Option::is_none) {
+        return Some((command, types));
+    }
+    // (A string's marker has no type of its own to take: such a shape stays uncached.)
+    if typed.contains(&Some("")) {
+        return None;
+    }
+    let text = with_casts(&shape.text, &typed);
+    let (command, types) = plan_shape(db, &text, shape, planned)?;
+    shape
+        .kinds()
+        .zip(&types)
+        .all(|(k, t)| takes(k, t))
+        .then_some((command, types))
+}
+
+/// `text` planned, if it is a statement of `planned`'s kind and result columns with a
+/// parameter for each of `shape`'s constants; and its parameters' types.
+fn plan_shape(db: &Database, text: &str, shape: &Shape, planned: &Command) -> Option<(Command, Vec<Type>)> {
+    let command = classify_text(db, text).ok()?;
     match (planned, &command) {
         (Command::Dml(a), Command::Dml(b)) if a.kind == b.kind && a.read_only == b.read_only => {}
         (Command::Call(_), Command::Call(_)) => {}
@@ -163,13 +206,29 @@ fn fits(db: &Database, shape: &Shape, planned: &Command) -> Option<(Command, Vec
         return None;
     }
     let types = command.param_types();
-    if types.len() != shape.constants.len() {
-        return None;
+    (types.len() == shape.constants.len()).then_some((command, types))
+}
+
+/// A shape's text with marker `$n` followed by `::type` where `types[n - 1]` names one.
+/// (The shape's text holds no string constant: each `$` followed by digits is a marker.)
+fn with_casts(text: &str, types: &[Option<&str>]) -> String {
+    let mut out = String::with_capacity(text.len() + 10 * types.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..digits]);
+        if let Ok(n) = rest[..digits].parse::<usize>()
+            && let Some(Some(ty)) = n.checked_sub(1).and_then(|i| types.get(i))
+        {
+            out.push_str("::");
+            out.push_str(ty);
+        }
+        rest = &rest[digits..];
     }
-    if !shape.kinds().zip(&types).all(|(k, t)| takes(k, t)) {
-        return None;
-    }
-    Some((command, types))
+    out.push_str(rest);
+    out
 }
 
 /// Whether a parameter of type `t` takes a constant of kind `k` as the literal would be
@@ -212,6 +271,20 @@ mod tests {
         assert!(matches!(convert(K::Decimal, ".5", &Type::FLOAT8), Some(Value::Double(f)) if f == 0.5));
         assert!(convert(K::Decimal, "1e999", &Type::FLOAT8).is_none());
         assert!(matches!(convert(K::String, "it's", &Type::TEXT), Some(v) if v.as_str() == Some("it's")));
+    }
+
+    #[test]
+    fn markers_take_the_casts_given() {
+        assert_eq!(
+            with_casts("UPDATE t SET a = a + $1, b = -$2 WHERE id = $10", &{
+                let mut v = vec![None; 10];
+                v[0] = Some("integer");
+                v[1] = Some("numeric");
+                v
+            }),
+            "UPDATE t SET a = a + $1::integer, b = -$2::numeric WHERE id = $10"
+        );
+        assert_eq!(with_casts("SELECT $1, $", &[None]), "SELECT $1, $");
     }
 
     #[test]

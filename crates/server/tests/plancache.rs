@@ -117,6 +117,31 @@ async fn literal_statements_share_plans_and_answer_as_uncached() {
             .unwrap();
     }
     assert_eq!(one(&c, "SELECT price, s FROM t WHERE id = 5").await, vec!["10.50|5"]);
+    // Integers added to and stored in a numeric column, negative decimals: from a plan
+    // whose markers take the literals' own types.
+    let before = hits(&c).await;
+    for i in 1..=5 {
+        c.simple_query(&format!("UPDATE t SET price = price + {i}, f = -{i}.5 WHERE id = {i}"))
+            .await
+            .unwrap();
+        c.simple_query(&format!("INSERT INTO t (id, price) VALUES ({}, {i})", 100 + i))
+            .await
+            .unwrap();
+    }
+    assert!(
+        hits(&c).await - before >= 8.0,
+        "updates and inserts of one shape run from its plan"
+    );
+    assert_eq!(one(&c, "SELECT price, f FROM t WHERE id = 5").await, vec!["15.50|-5.5"]);
+    assert_eq!(one(&c, "SELECT sum(price) FROM t WHERE id > 100").await, vec!["15.00"]);
+    for (sql, want) in [
+        ("SELECT 7 / 2 + 0.5", "3.5"),
+        ("SELECT 9 / 2 + 0.5", "4.5"),
+        ("SELECT -7 / 2", "-3"),
+    ] {
+        assert_eq!(one(&c, sql).await, vec![want.to_string()], "{sql}");
+    }
+    c.simple_query("DELETE FROM t WHERE id > 100").await.unwrap();
     c.simple_query("DELETE FROM t WHERE id = 20").await.unwrap();
     c.simple_query("DELETE FROM t WHERE id = 19").await.unwrap();
     assert_eq!(one(&c, "SELECT count(*) FROM t").await, vec!["18"]);

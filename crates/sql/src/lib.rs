@@ -55,6 +55,6 @@ pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
 pub use expr::splitmix64;
 pub use long_insert::prepare;
 pub use permafrost_storage::namespace;
-pub use prepared::blocks::{LockTarget, needed_before};
+pub use prepared::blocks::{LockTarget, Reach, needed_before};
 pub use prepared::{BULK_MARK, Prepared, ReadRange, Route, StatementKind, prepare_statement};
 pub use rows::{ColumnInfo, Digest, MoreRows, RowRef, Rows, decode_row, encode_row};

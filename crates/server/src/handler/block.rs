@@ -569,6 +569,7 @@ pub(super) fn keep_in_block(
             // from the COMMIT's own seed, which its record keeps anyway.)
             seed: if rows.drew_random { o.next_seed() } else { 0 },
             draws: rows.draws.clone(),
+            reach: Default::default(),
         });
     }
 }
