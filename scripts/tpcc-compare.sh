@@ -8,9 +8,12 @@
 # usage: tpcc-compare.sh BIN SYSBENCH_TPCC_DIR BUDGET_MIB THREADS SECS [SYSTEMS] [WAREHOUSES]
 #   SYSBENCH_TPCC_DIR: a checkout of sysbench-tpcc (tpcc.lua and its three companions).
 #   SYSTEMS: any of "permafrost postgres mariadb" (default all, in that order); WAREHOUSES: default 2.
-#   Each server's cgroup is its budget + 128 MiB; Permafrost runs with its defaults (command log sync) and
+#   Each server's cgroup is its budget + 128 MiB for the run and the checks (budget + 512 MiB while the client's
+#   loader runs: its INSERTs of thousands of rows got PostgreSQL's backend and MariaDB killed by a 192 MiB cgroup;
+#   each server is then stopped and started again in the run's limit, and peak_mem is the run's); Permafrost runs with its defaults (command log sync) and
 #   --memory-limit BUDGET; PostgreSQL shared_buffers=BUDGET, synchronous_commit=on; MariaDB
-#   innodb_buffer_pool_size=BUDGET, O_DIRECT, flush_log_at_trx_commit=1.
+#   innodb_buffer_pool_size=BUDGET, O_DIRECT, flush_log_at_trx_commit=1 (its Aria and MyISAM caches, which hold none of
+#   these InnoDB tables, at 8 MiB instead of their 128 MiB defaults).
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
@@ -19,16 +22,29 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBI
 BIN=$1; TPCC=$(cd "$2" && pwd); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
 [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; }
 W=$(mktemp -d /tmp/tpcccmp.XXXX); chmod 777 "$W"
-LIMIT=$(( (B + 128) * 1024 * 1024 ))
-cg() { local d=/sys/fs/cgroup/memory/tpcccmp-$1; rmdir $d 2>/dev/null; mkdir -p $d; echo $LIMIT > $d/memory.limit_in_bytes; echo 0 > $d/memory.swappiness 2>/dev/null; echo $d; }
+LIMIT=$(( (B + 128) * 1024 * 1024 )); LOAD_LIMIT=$(( (B + 512) * 1024 * 1024 ))
+cg() { local d=/sys/fs/cgroup/memory/tpcccmp-$1; rmdir $d 2>/dev/null; mkdir -p $d; echo $LOAD_LIMIT > $d/memory.limit_in_bytes; echo 0 > $d/memory.swappiness 2>/dev/null; echo $d; }
+# Lowers system $1's cgroup to the run's limit (the kernel reclaims its page cache first) and starts its peak anew.
+to_run_limit() { local d=/sys/fs/cgroup/memory/tpcccmp-$1 i
+  sync  # (dirty pages are not reclaimed until written)
+  for i in $(seq 10); do echo $LIMIT > $d/memory.limit_in_bytes 2>/dev/null && { echo 0 > $d/memory.max_usage_in_bytes; return 0; }; sleep 1; done
+  echo "$1: its memory in use after the load ($(( $(cat $d/memory.usage_in_bytes) / 1048576 )) MiB:" \
+    "$(awk '$1 ~ /^(rss|cache|shmem|mapped_file|dirty)$/ { printf "%s %d MiB ", $1, $2 / 1048576 }' $d/memory.stat)) does not fit the run's limit"; return 1; }
 peak() { cat /sys/fs/cgroup/memory/tpcccmp-$1/memory.max_usage_in_bytes; }
+oom_kills() { awk '/^oom_kill /{print $2}' /sys/fs/cgroup/memory/tpcccmp-$1/memory.oom_control 2>/dev/null || echo "?"; }
+# The tail of a system's server log, when it failed (its log is in $W, removed at exit).
+server_log() { local f; case $1 in permafrost) f=$W/pf.log;; postgres) f=$W/pg.log;; mariadb) f=$W/my/err.log;; esac
+  [ -f "$f" ] && tail -n 5 "$f" | sed "s/^/$1 log: /"; }
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; sleep 2; su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1; rm -rf "$W"; for s in $SYSTEMS; do rmdir /sys/fs/cgroup/memory/tpcccmp-$s 2>/dev/null; done; }
 trap cleanup EXIT
 run_tpcc() {  # system driver-args
   local sys=$1; shift
   local o="--tables=1 --scale=$WH"
-  (cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$WH prepare) >"$W/$sys.prep" 2>&1 || { echo "$sys: prepare failed: $(grep -iE 'fatal|error' $W/$sys.prep | head -2 | tr '\n' ' ')"; return; }
+  (cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$WH prepare) >"$W/$sys.prep" 2>&1 || { echo "$sys: prepare failed: $(grep -iE 'fatal|error' $W/$sys.prep | head -2 | tr '\n' ' ') (processes the cgroup's OOM killer killed: $(oom_kills $sys), peak_mem=$(( $(peak $sys) / 1048576 ))MiB)"; server_log $sys; return; }
+  # The run starts from a server started anew in the run's limit (what the loader's
+  # connections left in its memory goes with the old one).
+  stop $sys; to_run_limit $sys || return; start $sys
   out=$(cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$T --time=$SECS --report-interval=0 run 2>&1)
   tps=$(echo "$out" | sed -n 's/.*transactions: *\([0-9]*\) *(\([0-9.]*\) per sec.*/\2/p'); n=$(echo "$out" | sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p')
   e=$(echo "$out" | sed -n 's/.*ignored errors: *\([0-9]*\) .*/\1/p')
@@ -36,31 +52,45 @@ run_tpcc() {  # system driver-args
   retried=$(awk -v e="${e:-0}" -v n="${n:-0}" 'BEGIN { if (n + e > 0) printf "%.2f", 100 * e / (n + e); else print "-" }')
   chk=$(cd "$TPCC" && sysbench ./tpcc.lua "$@" $o --threads=$WH check 2>&1)
   # sysbench-tpcc checks 10 conditions per warehouse; a check that errors stops the rest.
-  printf '%-10s warehouses=%s threads=%-3s tps=%-9s retried=%s%% checks_passed=%s/%s peak_mem=%sMiB\n' "$sys" "$WH" "$T" "$tps" "$retried" \
-    "$(echo "$chk" | grep -c PASSED)" $(( 10 * WH )) $(( $(peak $sys) / 1048576 ))
-  echo "$chk" | grep -m1 -E 'FATAL|SQL error' | sed "s/^/$sys: check stopped: /" || true
+  printf '%-10s warehouses=%s threads=%-3s tps=%-9s retried=%s%% checks_passed=%s/%s peak_mem=%sMiB oom_kills=%s\n' "$sys" "$WH" "$T" "$tps" "$retried" \
+    "$(echo "$chk" | grep -c PASSED)" $(( 10 * WH )) $(( $(peak $sys) / 1048576 )) "$(oom_kills $sys)"
+  case $tps in FAILED*) server_log $sys;; esac
+  echo "$chk" | grep -m1 -iE 'fatal|error|lost|closed' | sed "s/^/$sys: check stopped: /" || true
+  case $(echo "$chk" | grep -c PASSED) in $(( 10 * WH ))) ;; *) server_log $sys;; esac
+}
+# Starts system $1's server in its cgroup (its data directory created the first time).
+start() {
+  local d=/sys/fs/cgroup/memory/tpcccmp-$1
+  case $1 in
+  permafrost)
+    sh -c "echo \$\$ > $d/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55621 --metrics-listen off --memory-limit ${B}MiB" >>"$W/pf.log" 2>&1 & PIDS+=($!)
+    for i in $(seq 600); do psql -h 127.0.0.1 -p 55621 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done;;
+  postgres)
+    [ -d "$W/pg" ] || su postgres -c "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null 2>&1
+    sh -c "echo \$\$ > $d/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55622 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=${B}MB -c synchronous_commit=on -c max_connections=300\"" >>"$W/pg.log" 2>&1 & PIDS+=($!)
+    for i in $(seq 600); do psql -h 127.0.0.1 -p 55622 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done;;
+  mariadb)
+    [ -d "$W/my" ] || { mkdir -p $W/my; mariadb-install-db --user=root --datadir=$W/my/data --auth-root-authentication-method=normal >/dev/null 2>&1; }
+    sh -c "echo \$\$ > $d/tasks; exec mariadbd --user=root --datadir=$W/my/data --socket=$W/my/sock --pid-file=$W/my/pid --skip-networking --innodb-buffer-pool-size=${B}M --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 --innodb-log-file-size=256M --aria-pagecache-buffer-size=8M --key-buffer-size=8M --max-connections=500 --performance-schema=OFF --log-error=$W/my/err.log" & PIDS+=($!)
+    for i in $(seq 300); do mariadb -uroot -S $W/my/sock -e 'select 1' >/dev/null 2>&1 && break; sleep 1; done
+    mariadb -uroot -S $W/my/sock -e 'create database if not exists sbtest';;
+  esac
+}
+# Stops it (PostgreSQL by pg_ctl, the others by their process id) and waits for it to end.
+stop() {
+  case $1 in
+  postgres) su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast -w" >/dev/null 2>&1;;
+  *) kill ${PIDS[-1]} 2>/dev/null; for i in $(seq 120); do kill -0 ${PIDS[-1]} 2>/dev/null || break; sleep 0.5; done;;
+  esac
 }
 for sys in $SYSTEMS; do
-  d=$(cg $sys); echo 0 > $d/memory.max_usage_in_bytes 2>/dev/null
+  cg $sys >/dev/null
+  rm -rf "$W/pf" "$W/pg" "$W/my"
+  start $sys
   case $sys in
-  permafrost)
-    rm -rf "$W/pf"
-    sh -c "echo \$\$ > $d/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55621 --metrics-listen off --memory-limit ${B}MiB" >"$W/pf.log" 2>&1 & PIDS+=($!)
-    for i in $(seq 60); do psql -h 127.0.0.1 -p 55621 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
-    run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres
-    kill ${PIDS[-1]}; sleep 2;;
-  postgres)
-    rm -rf "$W/pg"; su postgres -c "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null 2>&1
-    sh -c "echo \$\$ > $d/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55622 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=${B}MB -c synchronous_commit=on -c max_connections=300\"" >"$W/pg.log" 2>&1 & PIDS+=($!)
-    for i in $(seq 60); do psql -h 127.0.0.1 -p 55622 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
-    run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres
-    su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1;;
-  mariadb)
-    rm -rf "$W/my"; mkdir -p $W/my; mariadb-install-db --user=root --datadir=$W/my/data --auth-root-authentication-method=normal >/dev/null 2>&1
-    sh -c "echo \$\$ > $d/tasks; exec mariadbd --user=root --datadir=$W/my/data --socket=$W/my/sock --pid-file=$W/my/pid --skip-networking --innodb-buffer-pool-size=${B}M --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 --innodb-log-file-size=256M --max-connections=500 --performance-schema=OFF --log-error=$W/my/err.log" & PIDS+=($!)
-    for i in $(seq 60); do mariadb -uroot -S $W/my/sock -e 'select 1' >/dev/null 2>&1 && break; sleep 1; done
-    mariadb -uroot -S $W/my/sock -e 'create database if not exists sbtest'
-    run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest
-    kill ${PIDS[-1]}; sleep 3;;
+  permafrost) run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres;;
+  postgres) run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres;;
+  mariadb) run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest;;
   esac
+  stop $sys
 done

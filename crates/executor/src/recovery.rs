@@ -37,6 +37,16 @@ use crate::reply::{Completion, Reply, Sink};
 const BATCH: usize = 256;
 /// Replayed calls in flight at most (over all partitions).
 const WINDOW: usize = 16 * 1024;
+/// Ad hoc statements at least this long are planned for their record alone, not kept by
+/// text for later records (a loader's `INSERT` of thousands of rows is never sent twice,
+/// and its plan takes many times its text).
+const UNCACHED_TEXT: usize = 8 << 10;
+/// Most statements kept planned by text; past it the kept plans start over.
+const CACHED_PLANS: usize = 4096;
+/// Bytes of text of such statements in flight at most: their plans are held until they
+/// have run, and 52 loader INSERTs of about 500 KB in flight at once took 530 MB, replaying
+/// a database whose memory budget was 64 MiB.
+const UNCACHED_IN_FLIGHT: usize = 1 << 20;
 /// How long a multi-partition record may keep being refused for the memory budget (or
 /// give up restarting for evicted data) before recovery gives up.
 const MEMORY_STALL: Duration = Duration::from_secs(60);
@@ -322,6 +332,10 @@ struct Replayer<'a> {
     dropped: HashMap<String, Arc<Procedure>>,
     /// What each LSN in flight was, for error messages.
     what: HashMap<u64, Arc<Procedure>>,
+    /// The LSNs in flight of statements planned for their record alone, with their text's
+    /// length, and the sum of those ([`UNCACHED_IN_FLIGHT`]).
+    uncached: HashMap<u64, usize>,
+    uncached_bytes: usize,
     /// The application's procedures not registered yet (their tables do not exist yet).
     pending: HashMap<String, ProcedureDef>,
     /// The procedure the last call record named (records come in runs of one procedure);
@@ -346,6 +360,8 @@ impl<'a> Replayer<'a> {
             plans: HashMap::new(),
             dropped: HashMap::new(),
             what: HashMap::new(),
+            uncached: HashMap::new(),
+            uncached_bytes: 0,
             pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
             last_proc: None,
             last_taken: 0,
@@ -398,11 +414,22 @@ impl<'a> Replayer<'a> {
                     // A block that changed the schema: its changes and the writes between
                     // them, in the order they ran.
                     Some(parts) => return self.schema_block(lsn, parts, params, rec.partitions, replay),
-                    None => (self.plan(lsn, &sql)?, params),
+                    None => {
+                        if sql.len() >= UNCACHED_TEXT {
+                            self.uncached.insert(lsn, sql.len());
+                            self.uncached_bytes += sql.len();
+                        }
+                        (self.plan(lsn, &sql)?, params)
+                    }
                 }
             }
         };
-        self.run(lsn, proc, params, rec.partitions, replay)
+        self.run(lsn, proc, params, rec.partitions, replay)?;
+        // (At least the one just submitted stays in flight.)
+        while self.uncached_bytes > UNCACHED_IN_FLIGHT && self.in_flight > 1 {
+            self.collect(self.in_flight - 1)?;
+        }
+        Ok(())
     }
 
     /// Replays a block that changed the schema, part by part.
@@ -494,6 +521,7 @@ impl<'a> Replayer<'a> {
                 self.flush()?;
                 self.collect(0)?;
                 self.multi(lsn, &what, proc, params, parts, replay)?;
+                self.uncached_bytes -= self.uncached.remove(&lsn).unwrap_or(0);
             }
         }
         Ok(())
@@ -593,7 +621,7 @@ impl<'a> Replayer<'a> {
                 crate::interactive::replayed(sql, &self.db.catalog())
                     .map_err(|e| Error::Recovery(format!("record {lsn}: {e}")))?,
             );
-            self.plans.insert(sql.to_string(), p.clone());
+            self.keep_plan(sql, &p);
             return Ok(p);
         }
         let prepared = permafrost_sql::prepare(&self.db.catalog(), sql)
@@ -603,8 +631,19 @@ impl<'a> Replayer<'a> {
         } else {
             Procedure::ad_hoc(prepared)
         });
-        self.plans.insert(sql.to_string(), p.clone());
+        self.keep_plan(sql, &p);
         Ok(p)
+    }
+
+    /// Keeps the plan of `sql` for the records after it, unless it is long
+    /// ([`UNCACHED_TEXT`]); the kept plans start over past [`CACHED_PLANS`].
+    fn keep_plan(&mut self, sql: &str, p: &Arc<Procedure>) {
+        if sql.len() < UNCACHED_TEXT {
+            if self.plans.len() >= CACHED_PLANS {
+                self.plans.clear();
+            }
+            self.plans.insert(sql.to_string(), p.clone());
+        }
     }
 
     fn send(&mut self, p: u32) -> Result<()> {
@@ -640,6 +679,7 @@ impl<'a> Replayer<'a> {
             };
             for c in batch {
                 self.in_flight -= 1;
+                self.uncached_bytes -= self.uncached.remove(&c.token).unwrap_or(0);
                 let what = self.what.remove(&c.token).map(|p| describe(&p)).unwrap_or_default();
                 if let Ok(rows) = &c.result {
                     self.last_taken = rows.draws.len();
