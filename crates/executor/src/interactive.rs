@@ -497,8 +497,13 @@ impl Database {
         // Nor can earlier writes of rows that neither the statement nor a write kept after
         // it reads or writes: of other tables, or of other primary keys
         // (`permafrost_sql::needed_before`).
-        let reaches: Vec<&permafrost_sql::Reach> = before.iter().map(|s| s.reach()).collect();
-        let kept = permafrost_sql::needed_before(&reaches, &next.stmt.prepared().reach(&next.params));
+        // (A block's first write has nothing before it to weigh.)
+        let kept = if before.is_empty() {
+            Vec::new()
+        } else {
+            let reaches: Vec<&permafrost_sql::Reach> = before.iter().map(|s| s.reach()).collect();
+            permafrost_sql::needed_before(&reaches, &next.stmt.prepared().reach(&next.params))
+        };
         let mut kept = kept.into_iter();
         let mut all: Vec<(&AdHoc, Vec<Value>, Expected)> = before
             .iter()

@@ -330,11 +330,10 @@ struct Replayer<'a> {
     /// Procedures dropped while calls to them were still running: such a call may be
     /// logged after the drop.
     dropped: HashMap<String, Arc<Procedure>>,
-    /// What each LSN in flight was, for error messages.
-    what: HashMap<u64, Arc<Procedure>>,
-    /// The LSNs in flight of statements planned for their record alone, with their text's
-    /// length, and the sum of those ([`UNCACHED_IN_FLIGHT`]).
-    uncached: HashMap<u64, usize>,
+    /// What each LSN in flight was, for error messages, and the length of its text if it
+    /// was planned for its record alone ([`UNCACHED_TEXT`]; else 0).
+    what: HashMap<u64, (Arc<Procedure>, usize)>,
+    /// The sum of those lengths ([`UNCACHED_IN_FLIGHT`]).
     uncached_bytes: usize,
     /// The application's procedures not registered yet (their tables do not exist yet).
     pending: HashMap<String, ProcedureDef>,
@@ -360,7 +359,6 @@ impl<'a> Replayer<'a> {
             plans: HashMap::new(),
             dropped: HashMap::new(),
             what: HashMap::new(),
-            uncached: HashMap::new(),
             uncached_bytes: 0,
             pending: procedures.into_iter().map(|d| (d.name.clone(), d)).collect(),
             last_proc: None,
@@ -406,6 +404,7 @@ impl<'a> Replayer<'a> {
                 None => Given::Legacy,
             },
         });
+        let mut weight = 0;
         let (proc, params) = match rec.request {
             Request::Schema { sql } => return self.schema(lsn, &sql),
             Request::Call { procedure, params } => (self.procedure(lsn, &procedure)?, params),
@@ -415,16 +414,13 @@ impl<'a> Replayer<'a> {
                     // them, in the order they ran.
                     Some(parts) => return self.schema_block(lsn, parts, params, rec.partitions, replay),
                     None => {
-                        if sql.len() >= UNCACHED_TEXT {
-                            self.uncached.insert(lsn, sql.len());
-                            self.uncached_bytes += sql.len();
-                        }
+                        weight = if sql.len() >= UNCACHED_TEXT { sql.len() } else { 0 };
                         (self.plan(lsn, &sql)?, params)
                     }
                 }
             }
         };
-        self.run(lsn, proc, params, rec.partitions, replay)?;
+        self.run(lsn, proc, params, rec.partitions, replay, weight)?;
         // (At least the one just submitted stays in flight.)
         while self.uncached_bytes > UNCACHED_IN_FLIGHT && self.in_flight > 1 {
             self.collect(self.in_flight - 1)?;
@@ -457,7 +453,7 @@ impl<'a> Replayer<'a> {
                     }
                     let proc = self.plan(lsn, &sql)?;
                     self.last_taken = 0;
-                    self.run(lsn, proc, mine, partitions.clone(), replay.clone())?;
+                    self.run(lsn, proc, mine, partitions.clone(), replay.clone(), 0)?;
                     // Nothing after it (a schema change) runs before it is done.
                     self.flush()?;
                     self.collect(0)?;
@@ -474,7 +470,17 @@ impl<'a> Replayer<'a> {
         Ok(())
     }
 
-    /// Replays one call or statement at the partitions it ran at.
+    /// Record `lsn` is no longer in flight: what it was, for messages.
+    fn done(&mut self, lsn: u64) -> String {
+        let Some((p, weight)) = self.what.remove(&lsn) else {
+            return String::new();
+        };
+        self.uncached_bytes -= weight;
+        describe(&p)
+    }
+
+    /// Replays one call or statement at the partitions it ran at (`weight`: its text's
+    /// length when it was planned for this record alone, [`UNCACHED_TEXT`]).
     fn run(
         &mut self,
         lsn: u64,
@@ -482,6 +488,7 @@ impl<'a> Replayer<'a> {
         params: Vec<permafrost_types::Value>,
         parts: Vec<u32>,
         replay: Option<Replayed>,
+        weight: usize,
     ) -> Result<()> {
         let params = proc.coerce(params)?;
         let n = self.db.partitions();
@@ -491,7 +498,10 @@ impl<'a> Replayer<'a> {
                  partitions it was created with"
             )));
         }
-        self.what.insert(lsn, proc.clone());
+        // (Weighed while it is in flight: a multi-partition record runs before the next.)
+        let weight = if parts.len() == 1 { weight } else { 0 };
+        self.what.insert(lsn, (proc.clone(), weight));
+        self.uncached_bytes += weight;
         let reply = Reply::Batch {
             sink: self.sink.clone(),
             token: lsn,
@@ -517,11 +527,10 @@ impl<'a> Replayer<'a> {
                 // After everything before it; nothing after it until it is done.
                 drop(reply);
                 self.in_flight -= 1;
-                let what = self.what.remove(&lsn).map(|p| describe(&p)).unwrap_or_default();
+                let what = self.done(lsn);
                 self.flush()?;
                 self.collect(0)?;
                 self.multi(lsn, &what, proc, params, parts, replay)?;
-                self.uncached_bytes -= self.uncached.remove(&lsn).unwrap_or(0);
             }
         }
         Ok(())
@@ -679,8 +688,7 @@ impl<'a> Replayer<'a> {
             };
             for c in batch {
                 self.in_flight -= 1;
-                self.uncached_bytes -= self.uncached.remove(&c.token).unwrap_or(0);
-                let what = self.what.remove(&c.token).map(|p| describe(&p)).unwrap_or_default();
+                let what = self.done(c.token);
                 if let Ok(rows) = &c.result {
                     self.last_taken = rows.draws.len();
                 }

@@ -266,8 +266,6 @@ impl Heap {
     /// slots below the new end) less those past the last live slot becomes the free list.
     /// Every live tuple must be below the new end.
     pub(crate) fn truncate(&mut self, keep: usize, free: Vec<u32>) {
-        self.chunks.truncate(keep);
-        self.chunks.shrink_to_fit();
         let end = self.fresh.min(keep as u32 * self.per_chunk);
         // One past the last live slot: the slots after it have never been handed out, as
         // far as anyone can tell.
