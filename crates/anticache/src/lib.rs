@@ -31,6 +31,7 @@ pub mod merge;
 mod scan;
 mod scan_read;
 pub mod store;
+pub mod view;
 
 use permafrost_io::Fs;
 use std::collections::HashMap;

@@ -152,6 +152,9 @@ engine_counters! {
     reads_moved: Counter "permafrost_statements_moved_total" ["kind=\"read\""] * 1.0,
         "Statements that ran past read_slice and finished off their partitions in a forked copy-on-write image: kind=\"read\" (its rows stream from there), \"write\" (its changes are applied afterwards).";
     writes_moved: Counter "permafrost_statements_moved_total" ["kind=\"write\""] * 1.0, "";
+    /// Evicted tuples read where they lie by forked readers (forked.rs, block_rows.rs).
+    moved_reads_in_place: Counter "permafrost_moved_read_evicted_tuples_total" [""] * 1.0,
+        "Evicted tuples decoded from their blocks where they lie, nothing merged back, by the forked readers of statements that reached more evicted data than their partitions may bring back at once or kept reaching evicted data (each time one was met; counted when the reader ends, at the first of its partitions).";
     /// Moved writes run again in place (forked.rs).
     moved_writes_run_again: Counter "permafrost_moved_writes_run_again_total" ["reason=\"changed\""] * 1.0,
         "Moved writes run again in place instead of applying their changes: reason=\"changed\" (a table they use changed at their partitions meanwhile), \"resources\" (their image ran out of the memory it may use, or their changes of what they may hold).";

@@ -35,16 +35,15 @@
 //!   live partitions as they go);
 //! - only when none of the tables the statement uses has evicted tuples at its partitions
 //!   (a scan over evicted data streams anyway, scan.rs), with one exception:
-//! - a read-only statement at one partition that reached more evicted tuples than the
-//!   partition may bring back at once (more than half its share of the budget:
-//!   `AntiCacheError::TooLarge`, 54000 before) moves off when its pre-pass ends
-//!   ([`move_off_fetching`], from partition/retrieval.rs): its child keeps the block file's
-//!   descriptor, reads the blocks of the tuples the statement reached and merges them into
-//!   its own image (`AntiCache::fetch_sync` on the image's copy of the anti-cache: reads
-//!   only, the file is never written), and runs the statement again, up to
-//!   [`FETCH_ROUNDS`] times (a join finds its inner tuples once its outer ones are in). The
-//!   partition's memory stays as it was: what comes back is the child's, within its limit
-//!   below. A multi-partition statement still fails with 54000;
+//! - a read-only statement that reached more evicted tuples than its partitions may bring
+//!   back at once (more than half a partition's share of the budget:
+//!   `AntiCacheError::TooLarge`, 54000 before), or that kept reaching evicted data
+//!   (`MOVE_AFTER_RESTARTS` in partition/txn.rs), moves off when its pre-pass ends
+//!   ([`move_off_reading`], from partition/retrieval.rs at one partition, partition/mp.rs
+//!   at several): its child keeps the block files' descriptors and reads each evicted
+//!   tuple the statement meets from its block where it lies (block_rows.rs: nothing is
+//!   merged, into the partition or the image). The partitions' memory stays as it was;
+//!   what the child reads is its own, within its limit below;
 //! - not a write once the command log has failed;
 //! - only calls that run on a partition thread (never short calls run inline by a
 //!   connection thread), so the thread that forked outlives the child, which dies with it
@@ -69,13 +68,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use permafrost_anticache::AntiCache;
-use permafrost_sql::{MoreRows, Rows, SqlError};
+use permafrost_anticache::view::BlockView;
+use permafrost_sql::exec::EvictedRows;
+use permafrost_sql::{Rows, SqlError};
 use permafrost_storage::PartitionStore;
 use permafrost_types::Value;
 
+use self::reader::{FRAME_BYTES, FRAME_CHANGES, FRAME_END, FRAME_ERROR, FRAME_ROWS, ForkedRead, Holds, Turn};
+use crate::block_rows::BlockRows;
 use crate::child::{Side, fork_with_pipe};
 use crate::partition::router::Place;
 use crate::partition::txn::{Outcome, TxnInfo, run_body, run_txn};
@@ -84,28 +85,10 @@ use crate::reply::StopFlag;
 use crate::shared::Shared;
 use permafrost_storage::TableId;
 
+mod reader;
+
 /// Statements that may run moved off their partitions at once.
 pub(crate) const MAX_MOVED: usize = 4;
-
-/// Times a moved read may reach evicted tuples, bring them back into its image and run
-/// again (each round finds the tuples the ones before let it reach).
-const FETCH_ROUNDS: u32 = 64;
-
-/// Bytes of rows a frame holds at most (the last row may take it past this).
-const FRAME_BYTES: usize = 256 << 10;
-
-/// The largest frame the parent accepts: a full frame plus one row of up to 1 GiB (a row
-/// holds at most `permafrost_storage::table::MAX_ROW_BYTES` of stored values, 60 MiB; a
-/// computed one is bounded by the statement's memory).
-const MAX_FRAME: usize = FRAME_BYTES + (1 << 30);
-
-const FRAME_ROWS: u8 = 1;
-const FRAME_END: u8 = 2;
-const FRAME_ERROR: u8 = 3;
-const FRAME_CHANGES: u8 = 4;
-
-/// How often a reader waiting for its child looks whether it was asked to stop.
-const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Takes one of the [`MAX_MOVED`] turns; false if all are taken.
 pub(crate) fn take_turn(shared: &Shared) -> bool {
@@ -171,21 +154,28 @@ pub(crate) fn move_off(
     info: &TxnInfo,
     stop: Option<StopFlag>,
 ) -> crate::error::Result<Rows> {
-    forked_rows(Turn(shared), (proc, params), stores, None, info, stop)
+    forked_rows(Turn(shared), (proc, params), stores, Vec::new(), info, stop)
 }
 
 /// The statement's result, empty, with its forked reader as its rest (the reader forked
-/// here over `stores`, with `ac` as [`fork_child`] says), holding `turn` until it ends.
+/// here over `stores`, reading the evicted tuples it meets from the blocks `views`),
+/// holding `turn` until it ends, and the scan holds of the partitions `views` are of
+/// (their blocks keep their bytes while it reads them: scan.rs).
 fn forked_rows(
     turn: Turn,
     (proc, params): (&Procedure, &[Value]),
     stores: &mut [&mut PartitionStore],
-    ac: Option<&mut AntiCache>,
+    views: Vec<(u32, BlockView)>,
     info: &TxnInfo,
     stop: Option<StopFlag>,
 ) -> crate::error::Result<Rows> {
     let columns = proc.statements[0].columns().clone();
-    let (pid, pipe) = fork_child(proc, params, stores, ac, info)?;
+    let counted_at = match (views.first(), stores.first()) {
+        (Some(_), Some(store)) => turn.0.stats.get(store.partition() as usize).cloned(),
+        _ => None,
+    };
+    let holds = Holds::enter(&turn.0, views.iter().map(|(p, _)| *p));
+    let (pid, pipe) = fork_child(proc, params, stores, views, info)?;
     let mut rows = Rows::empty(columns.clone());
     rows.set_rest(Box::new(ForkedRead {
         pid: Some(pid),
@@ -196,22 +186,25 @@ fn forked_rows(
         affected: 0,
         died: None,
         limit: info.work_mem,
+        counted_at,
+        _holds: holds,
         _turn: turn,
     }));
     Ok(rows)
 }
 
-/// Moves a read-only statement that reached more evicted tuples than its partition may
-/// bring back at once (`AntiCacheError::TooLarge`) off its partition, whose `store` and
-/// anti-cache `ac` the caller holds between transactions: the forked reader brings the
-/// evicted tuples it reaches back into its own image, from their blocks (its memory, within
-/// its limit: `child::limit_memory`), runs it there and streams its rows, while the partition's
-/// own memory stays as it is. `None` when every turn is taken ([`take_turn`]).
-pub(crate) fn move_off_fetching(
+/// Moves a read-only statement that reached more evicted tuples than its partitions may
+/// bring back at once (`AntiCacheError::TooLarge`), or kept reaching evicted data, off
+/// `stores` (held by the caller, between transactions): its forked reader runs it over
+/// its image of them, reading the evicted tuples it meets from the blocks `views` (each
+/// partition's, [`AntiCache::block_view`], taken while it is held) where they lie
+/// (block_rows.rs), and streams its rows; nothing is merged, and the partitions' memory
+/// stays as it is. `None` when every turn is taken ([`take_turn`]).
+pub(crate) fn move_off_reading(
     shared: &Arc<Shared>,
     (proc, params): (&Procedure, &[Value]),
-    store: &mut PartitionStore,
-    ac: &mut AntiCache,
+    stores: &mut [&mut PartitionStore],
+    views: Vec<(u32, BlockView)>,
     info: &TxnInfo,
     stop: Option<StopFlag>,
 ) -> Option<crate::error::Result<Rows>> {
@@ -219,17 +212,17 @@ pub(crate) fn move_off_fetching(
         return None;
     }
     let turn = Turn(shared.clone());
-    Some(forked_rows(turn, (proc, params), &mut [store], Some(ac), info, stop))
+    Some(forked_rows(turn, (proc, params), stores, views, info, stop))
 }
 
 /// Forks the child that runs the statement over its image of `stores` and writes what it
-/// did to the pipe whose read end is returned. With `ac` (one store's anti-cache), the
-/// child brings the evicted tuples the statement reaches back into its image.
+/// did to the pipe whose read end is returned. With `views` (of the stores' blocks), the
+/// child reads the evicted tuples the statement meets where they lie.
 fn fork_child(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
-    ac: Option<&mut AntiCache>,
+    views: Vec<(u32, BlockView)>,
     info: &TxnInfo,
 ) -> crate::error::Result<(libc::pid_t, std::fs::File)> {
     // The child reads these partitions as they are now: a reader whose reads are not
@@ -243,14 +236,10 @@ fn fork_child(
     // running no destructor.
     // A reader that brings evicted tuples back reads the block file through the
     // descriptor its anti-cache holds.
-    let keep: Vec<libc::c_int> = ac
-        .as_ref()
-        .and_then(|a| a.block_store().file().raw_fd())
-        .into_iter()
-        .collect();
+    let keep: Vec<libc::c_int> = views.iter().filter_map(|(_, v)| v.file().raw_fd()).collect();
     let (pid, read) = match unsafe { fork_with_pipe("a reader", &keep)? } {
         Side::Child(fd) => {
-            let code = run_child(proc, params, stores, ac, info, fd);
+            let code = run_child(proc, params, stores, views, info, fd);
             // SAFETY: leaving without running destructors (see above).
             unsafe { libc::_exit(code) };
         }
@@ -301,7 +290,7 @@ pub(crate) fn move_write(
                 .filter_map(move |&t| s.table(t).map(|tb| (p, t, tb.generation())))
         })
         .collect();
-    let (pid, pipe) = match fork_child(proc, &params, stores, None, info) {
+    let (pid, pipe) = match fork_child(proc, &params, stores, Vec::new(), info) {
         Ok(x) => x,
         Err(e) => {
             crate::reply::Outbox::send_now(reply, Err(e));
@@ -318,6 +307,8 @@ pub(crate) fn move_write(
         affected: 0,
         died: None,
         limit: info.work_mem,
+        counted_at: None,
+        _holds: Holds::default(),
         _turn: turn,
     };
     let job = MovedWrite {
@@ -534,7 +525,7 @@ fn run_child(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
-    mut ac: Option<&mut AntiCache>,
+    views: Vec<(u32, BlockView)>,
     info: &TxnInfo,
     fd: libc::c_int,
 ) -> libc::c_int {
@@ -547,41 +538,25 @@ fn run_child(
         defer_scans: false,
         ..info.clone()
     };
-    let mut rounds = 0;
-    let (result, fetch_error) = loop {
-        evicted.clear();
-        let (result, _, _, _) = run_body(
-            proc,
-            params,
-            stores,
-            &mut evicted,
-            &info,
-            // Never drawn from: a statement that may draw is not moved (partition/txn.rs).
-            &permafrost_sql::exec::sequences::Sequences::default(),
-            &permafrost_sql::exec::never_interrupted,
-            None,
-        );
-        // Evicted tuples reached: brought back into this image (never the partition's),
-        // and the statement runs again, as the partition would after merging them.
-        let (Some(ac), [store], false) = (ac.as_deref_mut(), &mut *stores, evicted.is_empty()) else {
-            break (result, None);
-        };
-        rounds += 1;
-        if rounds > FETCH_ROUNDS {
-            let e = crate::error::Error::Internal("a moved read kept reaching evicted data".into());
-            break (result, Some(e));
-        }
-        store.rollback();
-        let refs = evicted.iter().map(|r| (r.table, r.tombstone));
-        if let Err(e) = ac
-            .resolve(store, refs, u64::MAX)
-            .and_then(|needs| ac.fetch_sync(store, &needs))
-        {
-            break (result, Some(e.into()));
-        }
-    };
+    // The evicted tuples it meets are read from their blocks where they lie
+    // (block_rows.rs), never brought back.
+    let in_place = (!views.is_empty()).then(|| BlockRows::new(views));
+    let (result, _, _, _) = run_body(
+        proc,
+        params,
+        stores,
+        &mut evicted,
+        &info,
+        // Never drawn from: a statement that may draw is not moved (partition/txn.rs).
+        &permafrost_sql::exec::sequences::Sequences::default(),
+        &permafrost_sql::exec::never_interrupted,
+        None,
+        in_place.as_ref().map(|r| r as &dyn EvictedRows),
+    );
+    let read = in_place.as_ref().map_or(0, BlockRows::tuples_read);
     let result = match result {
-        _ if let Some(e) = &fetch_error => Err((e.sqlstate(), e.to_string())),
+        // (A statement over evicted data moves with its blocks; one that did not, found
+        // some since: the image cannot bring it back.)
         _ if !evicted.is_empty() => Err(("XX000", "a moved read reached evicted data".to_string())),
         Ok(Ok(rows)) => Ok(rows),
         Ok(Err(ProcError::Sql(e))) => Err((e.sqlstate(), e.to_string())),
@@ -595,11 +570,11 @@ fn run_child(
     };
     let ok = match result {
         Ok(rows) if !proc.statements[0].is_read_only() => match write_changes(fd, stores) {
-            Ok(true) => write_rows(fd, &rows),
+            Ok(true) => write_rows(fd, &rows, read),
             Ok(false) => false,
             Err(e) => error(e.sqlstate(), &e.to_string()),
         },
-        Ok(rows) => write_rows(fd, &rows),
+        Ok(rows) => write_rows(fd, &rows, read),
         Err((code, message)) => error(code, &message),
     };
     if ok { 0 } else { 1 }
@@ -719,8 +694,9 @@ fn read_changes(p: &[u8]) -> Option<(u32, Vec<permafrost_storage::Change>)> {
     Some((partition, out))
 }
 
-/// Writes `rows` as Rows frames, then End.
-fn write_rows(fd: libc::c_int, rows: &Rows) -> bool {
+/// Writes `rows` as Rows frames, then End (with `read`, the evicted tuples read from their
+/// blocks).
+fn write_rows(fd: libc::c_int, rows: &Rows, read: u64) -> bool {
     let mut frame = Vec::with_capacity(FRAME_BYTES + 1024);
     let mut part = rows.clone();
     // A result that spilled past its working memory follows its first rows (read from
@@ -751,7 +727,9 @@ fn write_rows(fd: libc::c_int, rows: &Rows) -> bool {
     if !frame.is_empty() && !write_frame(fd, FRAME_ROWS, &frame) {
         return false;
     }
-    write_frame(fd, FRAME_END, &rows.affected.to_le_bytes())
+    let mut end = rows.affected.to_le_bytes().to_vec();
+    end.extend_from_slice(&read.to_le_bytes());
+    write_frame(fd, FRAME_END, &end)
 }
 
 fn write_frame(fd: libc::c_int, tag: u8, payload: &[u8]) -> bool {
@@ -778,209 +756,4 @@ fn write_all(fd: libc::c_int, mut b: &[u8]) -> bool {
         }
     }
     true
-}
-
-/// Gives a forked reader's turn back when dropped.
-struct Turn(Arc<Shared>);
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        self.0.moved_running.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// The rest of a moved read's result: the rows its forked reader writes.
-pub(crate) struct ForkedRead {
-    /// The child, until it is reaped.
-    pid: Option<libc::pid_t>,
-    pipe: std::fs::File,
-    columns: Arc<[permafrost_sql::ColumnInfo]>,
-    stop: Option<StopFlag>,
-    done: bool,
-    /// The statement's row count, from End.
-    affected: u64,
-    /// The child ended without its result, not killed by us; `Some(signal)` if a signal
-    /// ended it (SIGABRT: it ran out of the memory it may map, `child::limit_memory`;
-    /// SIGKILL: the kernel killed it, short of memory).
-    died: Option<Option<i32>>,
-    /// The memory one statement may hold (`work_mem`), for the error of a child that
-    /// ran out of it.
-    limit: usize,
-    _turn: Turn,
-}
-
-impl ForkedRead {
-    /// Reads exactly `buf.len()` bytes; `Ok(false)` at the end of the pipe before any.
-    fn read_exact(&mut self, buf: &mut [u8], stopped: &dyn Fn() -> bool) -> Result<bool, SqlError> {
-        use std::io::Read;
-        use std::os::fd::AsRawFd;
-        let mut got = 0;
-        while got < buf.len() {
-            if stopped() {
-                return Err(SqlError::Cancelled);
-            }
-            let mut pfd = libc::pollfd {
-                fd: self.pipe.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: polling one descriptor we own.
-            let r = unsafe { libc::poll(&mut pfd, 1, STOP_POLL.as_millis() as libc::c_int) };
-            if r == 0 || (r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted) {
-                continue;
-            }
-            match self.pipe.read(&mut buf[got..]) {
-                Ok(0) if got == 0 => return Ok(false),
-                Ok(0) => return Err(self.broken("its output ends in the middle of a frame")),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.broken(&format!("cannot read its output: {e}"))),
-            }
-        }
-        Ok(true)
-    }
-
-    /// The error for a reader whose output cannot be used; the child is killed and reaped.
-    fn broken(&mut self, what: &str) -> SqlError {
-        let status = self.reap(true);
-        SqlError::relayed(
-            "XX000",
-            format!("the forked reader of a long query failed: {what}{status}"),
-        )
-    }
-
-    /// Reaps the child (killing it first if `kill`); a description of how it ended when
-    /// that was not a clean exit.
-    fn reap(&mut self, kill: bool) -> String {
-        let Some(pid) = self.pid.take() else {
-            return String::new();
-        };
-        if kill {
-            // SAFETY: signalling our own child, not yet reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let mut status = 0;
-        loop {
-            // SAFETY: waiting for our own child.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if r == pid || (r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted) {
-                break;
-            }
-        }
-        let failed = libc::WIFSIGNALED(status) || (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0);
-        if !kill && failed {
-            self.died = Some(libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)));
-        }
-        if libc::WIFSIGNALED(status) && !kill {
-            format!(" (killed by signal {})", libc::WTERMSIG(status))
-        } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-            format!(" (exit status {})", libc::WEXITSTATUS(status))
-        } else {
-            String::new()
-        }
-    }
-
-    /// The next frame's tag and payload; the child's end (after End or Error) is reaped.
-    /// `stopped` is asked while it waits: then 57014.
-    fn read_frame(&mut self, stopped: &dyn Fn() -> bool) -> Result<(u8, Vec<u8>), SqlError> {
-        let mut head = [0u8; 5];
-        if !self.read_exact(&mut head, stopped)? {
-            let status = self.reap(false);
-            self.died.get_or_insert(None);
-            match self.died {
-                Some(Some(libc::SIGABRT)) => return Err(SqlError::OutOfWorkMem(self.limit)),
-                // Killed, not by us: by the kernel, short of memory (readers go first).
-                Some(Some(libc::SIGKILL)) => {
-                    return Err(SqlError::relayed(
-                        "53200",
-                        "out of memory: the kernel killed the forked reader of a long query, which needed more memory than the system had left".into(),
-                    ));
-                }
-                _ => {}
-            }
-            return Err(SqlError::relayed(
-                "XX000",
-                format!("the forked reader of a long query ended without its result{status}"),
-            ));
-        }
-        let len = u32::from_le_bytes(head[1..].try_into().expect("4 bytes")) as usize;
-        if len > MAX_FRAME {
-            return Err(self.broken("a frame is too long"));
-        }
-        let mut payload = vec![0u8; len];
-        if !self.read_exact(&mut payload, stopped)? {
-            return Err(self.broken("its output ends in the middle of a frame"));
-        }
-        Ok((head[0], payload))
-    }
-
-    /// What a Rows, End or Error frame says: rows, the end (with the row count), or the
-    /// child's error; anything else is an error.
-    fn result_frame(&mut self, tag: u8, payload: &[u8]) -> Result<Option<Rows>, SqlError> {
-        match tag {
-            FRAME_ROWS => {
-                let mut rows = Rows::with_capacity(self.columns.clone(), payload.len());
-                let mut p = payload;
-                while !p.is_empty() {
-                    let row = p
-                        .get(..4)
-                        .map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize)
-                        .and_then(|n| p.get(4..4 + n));
-                    match row {
-                        Some(row) if rows.push_encoded_row(row) => p = &p[4 + row.len()..],
-                        _ => return Err(self.broken("a row is malformed")),
-                    }
-                }
-                Ok(Some(rows))
-            }
-            FRAME_END if payload.len() == 8 => {
-                self.done = true;
-                self.affected = u64::from_le_bytes(payload.try_into().expect("8 bytes"));
-                let status = self.reap(false);
-                if !status.is_empty() {
-                    return Err(SqlError::relayed(
-                        "XX000",
-                        format!("the forked reader of a long query failed{status}"),
-                    ));
-                }
-                Ok(None)
-            }
-            FRAME_ERROR if payload.len() >= 5 => {
-                self.done = true;
-                self.reap(false);
-                let code = String::from_utf8_lossy(&payload[..5]).into_owned();
-                let message = String::from_utf8_lossy(&payload[5..]).into_owned();
-                Err(SqlError::relayed(&code, message))
-            }
-            _ => Err(self.broken("a frame has an unknown tag")),
-        }
-    }
-
-    fn next_frame(&mut self) -> Result<Option<Rows>, SqlError> {
-        let stop = self.stop.clone();
-        let stopped = move || stop.as_ref().is_some_and(StopFlag::is_set);
-        let (tag, payload) = self.read_frame(&stopped)?;
-        self.result_frame(tag, &payload)
-    }
-}
-
-impl MoreRows for ForkedRead {
-    fn next_rows(&mut self) -> Result<Option<Rows>, SqlError> {
-        if self.done {
-            return Ok(None);
-        }
-        let r = self.next_frame();
-        if r.is_err() {
-            self.done = true;
-            self.reap(true);
-        }
-        r
-    }
-}
-
-impl Drop for ForkedRead {
-    fn drop(&mut self) {
-        // A reader dropped before its end (a cancel, a client that went away) is killed.
-        self.reap(true);
-    }
 }

@@ -13,6 +13,7 @@
 //! [`procedure`] for writing procedures.
 
 mod block_record;
+mod block_rows;
 mod child;
 pub mod config;
 mod counters;

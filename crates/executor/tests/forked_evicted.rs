@@ -1,7 +1,9 @@
 //! A read-only statement that reaches more evicted tuples than its partition may bring
-//! back at once (more than half its share of the budget) runs in a forked reader that
-//! brings them back into its own image (forked.rs, `move_off_fetching`), instead of failing
-//! with 54000: the partition's memory stays as it was, nothing is merged there.
+//! back at once (more than half its share of the budget) runs in a forked reader
+//! (forked.rs, `move_off_reading`) instead of failing with 54000: the partition's memory
+//! stays as it was, nothing is merged there. The reader reads the evicted tuples it meets
+//! from their blocks where they lie (block_rows.rs) and merges none into its own image
+//! either; a multi-partition read does the same over all of its partitions.
 
 mod common;
 
@@ -39,4 +41,94 @@ fn a_join_over_more_evicted_rows_than_may_come_back_runs_in_a_forked_reader() {
         "merged at the partition"
     );
     assert!(after.reads_moved > before.reads_moved, "{after:?}");
+    // Each evicted tuple met was decoded where it lies (the subquery's once, the outer
+    // scan's once).
+    let read = after.moved_reads_in_place - before.moved_reads_in_place;
+    assert!(
+        read >= before.evicted_now / 2,
+        "read in place {read} of {}",
+        before.evicted_now
+    );
+}
+
+#[test]
+fn moved_reads_join_and_correlate_over_evicted_rows_read_where_they_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(common::evicting(&dir.path().join("blocks")).build().unwrap()).unwrap();
+    db.execute_ddl("CREATE TABLE o (w BIGINT, id BIGINT, c BIGINT, pad VARCHAR(2000) NOT NULL, PRIMARY KEY (w, id))")
+        .unwrap();
+    db.execute_ddl("CREATE TABLE l (w BIGINT, o BIGINT, n BIGINT, amount BIGINT, pad VARCHAR(2000) NOT NULL, PRIMARY KEY (w, o, n))")
+        .unwrap();
+    let pad = "g".repeat(1_500);
+    const ORDERS: i64 = 6_000;
+    for id in 0..ORDERS {
+        let params = vec![
+            Value::Int(0),
+            Value::Int(id),
+            Value::Int(id % 7),
+            Value::from(pad.as_str()),
+        ];
+        common::retry(&db, "INSERT INTO o VALUES ($1, $2, $3, $4)", params);
+        for n in 0..(id % 3) {
+            let params = vec![
+                Value::Int(0),
+                Value::Int(id),
+                Value::Int(n),
+                Value::Int(id + n),
+                Value::from(pad.as_str()),
+            ];
+            common::retry(&db, "INSERT INTO l VALUES ($1, $2, $3, $4, $5)", params);
+        }
+    }
+    db.evict_now(64 << 20).unwrap();
+    let before = db.stats_now().unwrap();
+    assert!(before.evicted_now > ORDERS as u64 / 2, "{before:?}");
+    // What the rows are, computed here.
+    let lines: Vec<(i64, i64)> = (0..ORDERS)
+        .flat_map(|id| (0..id % 3).map(move |n| (id, id + n)))
+        .collect();
+    let total: i64 = lines.iter().map(|l| l.1).sum();
+    let orders_without_lines = (0..ORDERS).filter(|id| id % 3 == 0).count() as i64;
+    let matched_n1 = lines.iter().filter(|l| l.1 == l.0 + 1).count() as i64;
+    let by_c3: i64 = lines.iter().filter(|l| l.0 % 7 == 3).map(|l| l.1).sum();
+    let cases = [
+        // An inner join through the inner table's key.
+        (
+            "SELECT count(*), CAST(sum(l.amount) AS BIGINT) FROM o, l WHERE o.w = 0 AND l.w = o.w AND l.o = o.id",
+            vec![Value::Int(lines.len() as i64), Value::Int(total)],
+        ),
+        // A left join: the orders without lines, null-extended.
+        (
+            "SELECT count(*) FROM o LEFT JOIN l ON l.w = o.w AND l.o = o.id AND l.n = 0 WHERE o.w = 0 AND l.o IS NULL",
+            vec![Value::Int(orders_without_lines)],
+        ),
+        // A hash join (no index on the amount).
+        (
+            "SELECT count(*) FROM o JOIN l ON l.amount = o.id WHERE o.w = 0 AND l.w = 0",
+            vec![Value::Int(lines.iter().filter(|l| l.1 < ORDERS).count() as i64)],
+        ),
+        // A FULL JOIN at every partition: the unmatched tuples of both sides.
+        (
+            "SELECT count(*) FROM o FULL JOIN l ON l.w = o.w AND l.o = o.id AND l.n = 1",
+            vec![Value::Int(ORDERS + lines.len() as i64 - matched_n1)],
+        ),
+        // A correlated subquery per order, keyed by the order: it runs at every partition
+        // (the reader reads the evicted tuples of all of them).
+        (
+            "SELECT CAST(sum((SELECT sum(l.amount) FROM l WHERE l.w = o.w AND l.o = o.id)) AS BIGINT) \
+             FROM o WHERE o.w = 0 AND o.c = 3",
+            vec![Value::Int(by_c3)],
+        ),
+    ];
+    for (sql, want) in cases {
+        let values = common::all_values(db.execute_sql(sql, vec![]).unwrap_or_else(|e| panic!("{sql}: {e}")));
+        assert_eq!(values, vec![want], "{sql}");
+    }
+    let after = db.stats_now().unwrap();
+    assert_eq!(
+        after.unevicted_tuples, before.unevicted_tuples,
+        "merged at the partition"
+    );
+    assert!(after.reads_moved >= before.reads_moved + 5, "{after:?}");
+    assert!(after.moved_reads_in_place > before.moved_reads_in_place, "{after:?}");
 }

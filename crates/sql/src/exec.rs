@@ -36,6 +36,7 @@ pub mod check;
 mod correlated;
 mod deferred;
 mod env;
+mod evicted_rows;
 pub mod foreign;
 mod gather;
 mod hashjoin;
@@ -56,6 +57,7 @@ use correlated::{PlanRunner, Reader};
 use deferred::each_batch;
 pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
 pub use env::{Analyze, Env, never_interrupted};
+pub use evicted_rows::EvictedRows;
 use gather::{Gather, start_select};
 use upsert::column_context;
 use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
@@ -354,6 +356,7 @@ fn with_reader<T>(
             interrupted: env.interrupted,
             deadline: env.deadline,
             work_mem: env.work_mem,
+            evicted_rows: env.evicted_rows,
         },
         sampled: env.sampled,
         work_mem: env.work_mem,

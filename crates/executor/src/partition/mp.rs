@@ -17,7 +17,11 @@
 //!
 //! If the transaction reached evicted tuples, the coordinator rolls it back, returns the
 //! stores and asks every partition whose tuples it needs to fetch them ([`MpFetch`]); the
-//! last partition to finish resubmits the transaction (DeBrabant et al. 2013 §3.5).
+//! last partition to finish resubmits the transaction (DeBrabant et al. 2013 §3.5). A
+//! read-only ad hoc statement that reached more than its partitions may bring back
+//! (54000), or that keeps reaching evicted data ([`super::txn::MOVE_AFTER_RESTARTS`]), is
+//! resubmitted to run at once in a forked reader over every partition's image, which reads
+//! the evicted tuples where they lie (`MpTxn::reads_in_place`, forked.rs, block_rows.rs).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,8 +58,30 @@ impl MpFetch {
             return;
         };
         let err = self.error.lock().ok().and_then(|mut e| e.take());
-        if let Some(e) = err {
-            outbox.send(r.reply, Err(e));
+        // A read-only statement that needs more evicted data than may come back, or that
+        // keeps reaching more (what it brought back was evicted again before it ran), runs
+        // in a forked reader that reads it where it lies instead.
+        let in_place = r.replay.is_none() && super::txn::may_move_over_evicted(&r.proc);
+        let fallback = match err {
+            Some(e @ Error::AntiCache(permafrost_anticache::AntiCacheError::TooLarge { .. })) if in_place => Some(e),
+            None if in_place && r.restarts + 1 >= super::txn::MOVE_AFTER_RESTARTS => {
+                Some(Error::TooManyRestarts { restarts: r.restarts })
+            }
+            Some(e) => {
+                outbox.send(r.reply, Err(e));
+                return;
+            }
+            None => None,
+        };
+        if let Some(fallback) = fallback {
+            let work = MpWork::Call {
+                proc: r.proc,
+                params: r.params,
+                restarts: r.restarts + 1,
+                replay: None,
+            };
+            // Fails only when shutting down, and the reply goes with the queue then.
+            let _ = shared.submit_mp_reading_in_place(work, r.parts, r.reply, fallback);
         } else if r.restarts >= shared.config.max_restarts {
             outbox.send(r.reply, Err(Error::TooManyRestarts { restarts: r.restarts }));
         } else {
@@ -253,6 +279,11 @@ impl Partition {
         {
             images.push((self.id, ac.directory_image(job.base)));
         }
+        if let (Ok(true), Some(ac)) = (t.reads_in_place.lock().map(|f| f.is_some()), &self.ac)
+            && let Ok(mut views) = t.views.lock()
+        {
+            views.push((self.id, ac.block_view()));
+        }
         let store = self.store.take().expect("store is home between transactions");
         let idx = t
             .parts
@@ -297,6 +328,17 @@ impl Partition {
         self.stats
             .mp_idle_participants
             .fetch_add(fenced.len() as u64, Ordering::Relaxed);
+        if t.reads_in_place.lock().is_ok_and(|f| f.is_some())
+            && let Ok(mut views) = t.views.lock()
+        {
+            let own = self.ac.as_ref().map(|ac| (self.id, ac.block_view()));
+            views.extend(own);
+            views.extend(
+                fenced
+                    .iter()
+                    .filter_map(|o| o.ac.as_ref().map(|ac| (o.id, ac.block_view()))),
+            );
+        }
         let mut held = self.take_stores(&mut fenced);
         self.gather_stores(t, &mut held);
         let outcome = self.run_held(t, &mut held, barrier_started, None);
@@ -391,6 +433,20 @@ impl Partition {
             && let Some(given) = t.drawn.lock().ok().and_then(|d| Attempt::given(&d))
         {
             info.given = given;
+        }
+        if let Some(fallback) = t.reads_in_place.lock().ok().and_then(|mut f| f.take())
+            && let MpWork::Call { proc, params, .. } = &t.work
+        {
+            // Run at once in a forked reader that reads the evicted tuples where they lie.
+            let views = t.views.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+            let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
+            let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
+            let r = crate::forked::move_off_reading(&self.shared, (proc, params), &mut refs, views, &info, stop);
+            if r.is_some() {
+                self.stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+            }
+            self.answer_mp(t, r.unwrap_or(Err(fallback)), false, &info);
+            return None;
         }
         let outcome = self.run_work(t, held, &info, barrier_started);
         if inline_slice.is_some() && matches!(outcome, Outcome::SliceOver) {

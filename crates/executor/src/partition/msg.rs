@@ -233,6 +233,14 @@ pub(crate) struct MpTxn {
     pub(super) returns: Vec<Channel<Box<PartitionStore>>>,
     /// The sequence values an earlier attempt drew (as [`Invocation::drawn`]).
     pub(super) drawn: Mutex<Vec<(u32, i64)>>,
+    /// A read-only statement that reached more evicted data than its partitions may bring
+    /// back (or kept reaching more): it runs in a forked reader that reads the evicted
+    /// tuples where they lie (`forked::move_off_reading`), and fails with this error when
+    /// every reader's turn is taken. `None`: it runs as usual.
+    pub(super) reads_in_place: Mutex<Option<crate::error::Error>>,
+    /// With `reads_in_place`: each partition's blocks, taken while the coordinator
+    /// holds it (participants add theirs before they hand their store over).
+    pub(super) views: Mutex<Vec<(u32, permafrost_anticache::view::BlockView)>>,
 }
 
 impl MpTxn {
@@ -248,6 +256,8 @@ impl MpTxn {
             reply: Mutex::new(Some(reply)),
             handoff: crossbeam_channel::bounded(n),
             drawn: Mutex::new(Vec::new()),
+            reads_in_place: Mutex::new(None),
+            views: Mutex::new(Vec::new()),
         }
     }
 

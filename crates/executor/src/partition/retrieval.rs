@@ -23,7 +23,7 @@ use std::time::Instant;
 use permafrost_anticache::{AntiCache, AntiCacheError, Need, Retrieval};
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
-use super::msg::Msg;
+use super::msg::{Invocation, Msg};
 use super::parking::Waiter;
 use super::state::Partition;
 use super::txn::{TxnInfo, dry_run};
@@ -51,6 +51,15 @@ impl Partition {
     /// this partition: get them into memory and run it again.
     pub(crate) fn need_data(&mut self, waiter: Waiter, refs: Vec<(TableId, u32)>) {
         let share = self.shared.memory_share();
+        // A read that keeps reaching evicted data (what it brought back was evicted again
+        // before it ran) reads it where it lies instead.
+        let waiter = match waiter {
+            Waiter::Single(inv) if inv.restarts >= super::txn::MOVE_AFTER_RESTARTS => match self.move_to_reader(inv) {
+                None => return,
+                Some(inv) => Waiter::Single(inv),
+            },
+            w => w,
+        };
         let Some(ac) = self.ac.as_mut() else {
             let e = Error::Internal("transaction reached evicted data but the anti-cache is off".into());
             return self.resume(waiter, Some(e));
@@ -101,33 +110,45 @@ impl Partition {
 
     /// The transaction of `waiter` needs more evicted data than may come back into this
     /// partition at once (`e`): a read-only ad hoc statement moves to a forked reader that
-    /// brings it back into its own image (crate::forked::move_off_fetching); anything else,
-    /// or with every reader's turn taken, fails with `e` (54000).
+    /// reads it from its blocks ([`Partition::move_to_reader`]); anything else, or with
+    /// every reader's turn taken, fails with `e` (54000).
     fn too_large(&mut self, waiter: Waiter, e: AntiCacheError) {
         let Waiter::Single(inv) = waiter else {
             return self.resume(waiter, Some(e.into()));
         };
+        if let Some(inv) = self.move_to_reader(inv) {
+            self.resume(Waiter::Single(inv), Some(e.into()));
+        }
+    }
+
+    /// Moves the read-only ad hoc statement of `inv`, which reached evicted data, to a
+    /// forked reader that reads that data from its blocks where it lies
+    /// (crate::forked::move_off_reading) and answers it. `Some(inv)`: it may not move
+    /// (not such a statement, a replayed call, every reader's turn taken).
+    fn move_to_reader(&mut self, inv: Invocation) -> Option<Invocation> {
         if inv.replay.is_some() || !super::txn::may_move_over_evicted(&inv.proc) {
-            return self.resume(Waiter::Single(inv), Some(e.into()));
+            return Some(inv);
         }
         let info = self.txn_info(None, inv.proc.fixed.as_ref(), Some(&inv.reply));
         let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) else {
-            return self.resume(Waiter::Single(inv), Some(e.into()));
+            return Some(inv);
         };
-        let moved = crate::forked::move_off_fetching(
+        let views = vec![(self.id, ac.block_view())];
+        let moved = crate::forked::move_off_reading(
             &self.shared,
             (&inv.proc, &inv.params),
-            store,
-            ac,
+            &mut [store],
+            views,
             &info,
             inv.reply.stop_flag(),
         );
         let Some(r) = moved else {
-            return self.resume(Waiter::Single(inv), Some(e.into()));
+            return Some(inv);
         };
         self.stats.reads_moved.fetch_add(1, Ordering::Relaxed);
         self.record(&r);
         self.answer(super::msg::Answer::read(&info), inv.reply, r);
+        None
     }
 
     /// `needs` plus what the next replayed calls in the queue need (found by running each

@@ -220,6 +220,23 @@ impl Shared {
         self.enqueue_mp(MpTxn::new(work, parts, reply))
     }
 
+    /// [`Shared::submit_mp`] of a read-only statement that runs in a forked reader reading
+    /// the evicted tuples where they lie ([`MpTxn::reads_in_place`]), failing with
+    /// `fallback` when no reader may start.
+    pub(crate) fn submit_mp_reading_in_place(
+        &self,
+        work: MpWork,
+        parts: Vec<u32>,
+        reply: Reply,
+        fallback: Error,
+    ) -> Result<()> {
+        let t = MpTxn::new(work, parts, reply);
+        if let Ok(mut f) = t.reads_in_place.lock() {
+            *f = Some(fallback);
+        }
+        self.enqueue_mp(t)
+    }
+
     /// [`Shared::submit_mp`], but at [`Place::Here`] (the caller has nothing of its own in
     /// flight) an ad hoc statement or interactive transaction runs on this thread when
     /// every partition it involves is free (`cell::run_mp`).

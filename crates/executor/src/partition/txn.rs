@@ -139,6 +139,7 @@ pub(crate) fn dry_run(
         sequences,
         &permafrost_sql::exec::never_interrupted,
         None,
+        None,
     );
     for s in stores.iter_mut() {
         s.rollback();
@@ -185,9 +186,16 @@ fn movable(proc: &Procedure) -> bool {
         && !proc.statements[0].reads_session_sequences()
 }
 
+/// Restarts for evicted data after which a read that may move off its partitions
+/// ([`may_move_over_evicted`]) moves to a forked reader that reads the evicted tuples
+/// where they lie, instead of going round again: what it brought back was evicted again
+/// before it could run (a scan of a cold table larger than what eviction leaves it),
+/// which `max_restarts` rounds would not change.
+pub(crate) const MOVE_AFTER_RESTARTS: u32 = 4;
+
 /// Whether a read that reached more evicted data than the partition may bring back at once
 /// may run in a forked image that brings it back there instead (forked.rs,
-/// [`crate::forked::move_off_fetching`]).
+/// [`crate::forked::move_off_reading`]).
 pub(crate) fn may_move_over_evicted(proc: &Procedure) -> bool {
     movable(proc) && proc.statements[0].is_read_only()
 }
@@ -205,7 +213,8 @@ pub(crate) type BodyRun = (
 /// Runs the procedure's body (panics caught), leaving the evicted tuples it reached in
 /// `evicted`; commits nothing. Its statements' memory past their first step comes from
 /// `pool`. A statement that may move off its partitions ([`may_move`]) gets
-/// its read slice. Also returns how its commit is to be noted ([`ProcContext::placement`]).
+/// its read slice. With `evicted_rows` (a forked reader's), the evicted tuples its
+/// statements meet are read from their blocks instead (`Env::evicted_rows`). Also returns how its commit is to be noted ([`ProcContext::placement`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_body(
     proc: &Procedure,
@@ -216,6 +225,7 @@ pub(crate) fn run_body(
     sequences: &Sequences,
     interrupted: &dyn Fn() -> bool,
     pool: Option<&Arc<MemoryPool>>,
+    evicted_rows: Option<&dyn permafrost_sql::exec::EvictedRows>,
 ) -> BodyRun {
     evicted.clear();
     let _zone = permafrost_types::zone::SessionZone::set(info.zone.as_ref());
@@ -253,6 +263,7 @@ pub(crate) fn run_body(
         analyze: None,
         deferred_fk: Vec::new(),
         random: Default::default(),
+        evicted_rows,
     };
     // What the statements' random states derive from: the seed and timestamp the
     // transaction's log record keeps (a moved statement's fixed ones), so that replay
@@ -335,8 +346,17 @@ pub(crate) fn run_txn(
     pool: &Arc<MemoryPool>,
     attempt: &mut Attempt,
 ) -> Outcome {
-    let (result, deferred, mut placement, left) =
-        run_body(proc, params, stores, evicted, info, sequences, interrupted, Some(pool));
+    let (result, deferred, mut placement, left) = run_body(
+        proc,
+        params,
+        stores,
+        evicted,
+        info,
+        sequences,
+        interrupted,
+        Some(pool),
+        None,
+    );
     // The values this run drew, kept for the next if it does not commit.
     attempt.drawn = match &result {
         Ok(Ok(rows)) => rows.draws.clone(),

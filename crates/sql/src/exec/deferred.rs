@@ -246,6 +246,7 @@ fn walk_detached(
             interrupted: &|| false,
             deadline: None,
             work_mem,
+            evicted_rows: None,
         };
         let mut evicted = Vec::new();
         let mut walker = Walker::over(&p.rels, reach, &mut evicted, cx, None, Copies::One, false).reading(batch);

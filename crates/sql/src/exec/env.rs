@@ -8,6 +8,7 @@ use std::time::Instant;
 use permafrost_storage::PartitionStore;
 
 use super::deferred::Deferred;
+use super::evicted_rows::EvictedRows;
 use super::foreign;
 use super::walk::{EvictedRef, Reach};
 use crate::workmem::MemoryPool;
@@ -73,6 +74,10 @@ pub struct Env<'a, 'b> {
     /// transaction's log record keeps (its seed and timestamp, or an interactive
     /// statement's own seed), so that replay and a COMMIT's second run draw the same values.
     pub random: Arc<std::sync::atomic::AtomicU64>,
+    /// Where the evicted tuples the statement meets are read from their blocks, in place,
+    /// instead of being recorded in `evicted` to be brought back: only in a forked
+    /// reader's image (the executor's forked.rs), whose memory merged tuples would fill.
+    pub evicted_rows: Option<&'a dyn EvictedRows>,
 }
 
 /// What EXPLAIN ANALYZE learns of the query it runs ([`Env::analyze`]).
@@ -114,6 +119,7 @@ impl Env<'_, '_> {
                 interrupted: self.interrupted,
                 deadline: self.deadline,
                 work_mem: self.work_mem,
+                evicted_rows: self.evicted_rows,
             },
             &mut *self.evicted,
         )

@@ -15,15 +15,17 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
-use permafrost_storage::Table;
 use permafrost_storage::index::{IndexKey, KeyEncoder};
+use permafrost_storage::{Table, TupleRef};
 use permafrost_types::{Value, ValueRef};
 
 use crate::error::Result;
 use crate::expr::{ColumnSource, Cx, Expr};
 use crate::rows::{RowRef, Rows};
 
+use super::evicted_rows::EvictedRows;
 use super::keys::key_value;
 
 /// A level's hash table, by the level.
@@ -105,6 +107,10 @@ impl HashTable {
     }
 }
 
+/// Whether a tuple goes into a hash table being built: its held partition, table, slot (or
+/// evicted tuple's reference) and, for an evicted tuple read where it lies, its values.
+pub(super) type Keep<'f, 't> = dyn FnMut(usize, &'t Table, u32, Option<&Rc<[Value]>>) -> Result<bool> + 'f;
+
 /// What one tuple of the table takes besides its key's bytes on the heap, at most roughly:
 /// its key, the vector it lies in and its share of the map's spare room.
 const ENTRY_BYTES: usize = 80;
@@ -112,7 +118,9 @@ const ENTRY_BYTES: usize = 80;
 /// Builds the hash table by columns `cols` (encoded by `enc`) of the visible tuples of
 /// `tables` (each with its held partition) that `keep` keeps and whose key falls in pass
 /// `pass` (`(pass, of)`; all of them when `None`), calling `tick` for every tuple visited
-/// (to be stopped). [`Hashed::Scanned`] past `work_mem`.
+/// (to be stopped). With `read` (where evicted tuples are read, and each table's
+/// partition), the tables' evicted tuples too, by their references (evicted bit set):
+/// `keep` gets their values. [`Hashed::Scanned`] past `work_mem`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build<'t>(
     enc: KeyEncoder,
@@ -120,14 +128,19 @@ pub(super) fn build<'t>(
     tables: &[(usize, &'t Table)],
     work_mem: usize,
     pass: Option<(u64, u64)>,
-    keep: &mut dyn FnMut(usize, &'t Table, u32) -> Result<bool>,
+    read: Option<(&dyn EvictedRows, &[u32])>,
+    keep: &mut Keep<'_, 't>,
     tick: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Hashed> {
-    let mut tuples: HashMap<IndexKey, Vec<(u32, u32)>> = HashMap::new();
-    let mut bytes = 0usize;
+    let mut table_of = Entries {
+        tuples: HashMap::new(),
+        bytes: 0,
+        work_mem,
+        pass,
+    };
     let mut visited = 0u64;
     let mut vals: Vec<ValueRef<'_>> = Vec::with_capacity(cols.len());
-    for &(li, table) in tables {
+    for (i, &(li, table)) in tables.iter().enumerate() {
         let mut err = None;
         let _ = table.scan(|slot| {
             let r = (|| -> Result<bool> {
@@ -136,7 +149,7 @@ pub(super) fn build<'t>(
                     return Ok(false);
                 }
                 visited += 1;
-                keep(li, table, slot)
+                keep(li, table, slot, None)
             })();
             match r {
                 Ok(true) => {}
@@ -149,35 +162,79 @@ pub(super) fn build<'t>(
             let row = table.row(slot);
             vals.clear();
             vals.extend(cols.iter().map(|&c| row.get(c)));
-            // A NULL in the key equals nothing.
-            let Some(key) = enc.encode(vals.iter().copied()) else {
-                return ControlFlow::Continue(());
-            };
-            if pass.is_some_and(|(pass, of)| pass_of(&key, of) != pass) {
-                return ControlFlow::Continue(());
+            match table_of.add(enc.encode(vals.iter().copied()), li, slot) {
+                true => ControlFlow::Continue(()),
+                false => ControlFlow::Break(()),
             }
-            bytes += ENTRY_BYTES
-                + match &key {
-                    IndexKey::Int(_) => 0,
-                    IndexKey::Bytes(k) => k.heap_bytes(),
-                };
-            if bytes > work_mem {
-                return ControlFlow::Break(());
-            }
-            tuples.entry(key).or_default().push((li as u32, slot));
-            ControlFlow::Continue(())
         });
         if let Some(e) = err {
             return Err(e);
         }
-        if bytes > work_mem {
-            // What every visible tuple would take, at the rate of those visited.
-            let all: u64 = tables.iter().map(|(_, t)| u64::from(t.live_tuples())).sum();
-            let needed = (bytes as u64).saturating_mul(all.max(1)) / visited.max(1);
+        if let Some((rows, partitions)) = read
+            && table_of.bytes <= work_mem
+        {
+            for (tomb, _) in table.tombstones().iter() {
+                tick()?;
+                visited += 1;
+                let values = rows.row(partitions[i], table, tomb)?;
+                let r = TupleRef::tombstone(tomb).0;
+                if !keep(li, table, r, Some(&values))? {
+                    continue;
+                }
+                let key = enc.encode(
+                    cols.iter()
+                        .map(|&c| values.get(c).map_or(ValueRef::Null, Value::as_ref)),
+                );
+                if !table_of.add(key, li, r) {
+                    break;
+                }
+            }
+        }
+        if table_of.bytes > work_mem {
+            // What every tuple would take, at the rate of those visited.
+            let all: u64 = tables
+                .iter()
+                .map(|(_, t)| u64::from(t.live_tuples()) + read.map_or(0, |_| t.tombstones().len() as u64))
+                .sum();
+            let needed = (table_of.bytes as u64).saturating_mul(all.max(1)) / visited.max(1);
             return Ok(Hashed::Scanned { needed });
         }
     }
-    Ok(Hashed::Built(HashTable { enc, tuples }))
+    Ok(Hashed::Built(HashTable {
+        enc,
+        tuples: table_of.tuples,
+    }))
+}
+
+/// The entries of a hash table being built, and the bytes they take.
+struct Entries {
+    tuples: HashMap<IndexKey, Vec<(u32, u32)>>,
+    bytes: usize,
+    work_mem: usize,
+    pass: Option<(u64, u64)>,
+}
+
+impl Entries {
+    /// Adds tuple `r` (at held partition `li`) by `key` (none: a NULL in it, which equals
+    /// nothing), if it falls in the pass; false once past `work_mem`.
+    fn add(&mut self, key: Option<IndexKey>, li: usize, r: u32) -> bool {
+        let Some(key) = key else {
+            return true;
+        };
+        if self.pass.is_some_and(|(pass, of)| pass_of(&key, of) != pass) {
+            return true;
+        }
+        self.bytes += ENTRY_BYTES
+            + match &key {
+                IndexKey::Int(_) => 0,
+                IndexKey::Bytes(k) => k.heap_bytes(),
+            };
+        if self.bytes > self.work_mem {
+            return false;
+        }
+        self.tuples.entry(key).or_default().push((li as u32, r));
+        true
+    }
 }
 
 /// The rows of a subquery in FROM by the values of some of their columns, for a level

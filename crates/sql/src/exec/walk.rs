@@ -1,26 +1,32 @@
 //! Walking the relations of a plan: nested loops, innermost last, each level reaching
 //! its tuples through the access path the planner chose at the partitions its partition
 //! pick names, binding them ([`Bindings`]) for the filters and for what the walk emits.
-//! An evicted tuple met on the way is recorded (the pre-pass) and passed over.
+//! An evicted tuple met on the way is recorded (the pre-pass) and passed over, or, where
+//! the statement reads evicted data where it lies ([`EvictedRows`]), read and bound.
 
 use std::ops::ControlFlow;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use permafrost_storage::index::KeyEncoder;
 use permafrost_storage::partitioning::partition_of;
-use permafrost_storage::{PartitionStore, Row, Table, TableId, TableSchema, TupleRef};
-use permafrost_types::{Value, ValueRef};
+use permafrost_storage::{PartitionStore, Table, TableId, TableSchema, TupleRef};
+use permafrost_types::Value;
 
 use crate::error::{Result, SqlError};
-use crate::expr::{ColumnSource, Cx, Expr};
+use crate::expr::{Cx, Expr};
 use crate::plan::{Access, DERIVED_TABLE, PartitionPick, RelPlan};
 use crate::rows::{RowRef, Rows};
 
+use super::evicted_rows::EvictedRows;
 use super::hashjoin::{self, Hashed, Passes, pass_of, probe_key};
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
 
+mod bindings;
 mod lateral;
+
+pub(super) use bindings::Bindings;
 
 /// Computes the rows of a LATERAL item of FROM: its query run with `args` as the values
 /// it reads around it (`Expr::Outer`). The correlated subqueries' `Reader` does, through
@@ -38,122 +44,6 @@ pub struct EvictedRef {
     pub partition: u32,
     pub table: TableId,
     pub tombstone: u32,
-}
-
-/// Relations whose bindings [`Bindings`] holds inline; those past them (joins of more
-/// relations) are kept in a vector.
-const INLINE_RELS: usize = 8;
-
-/// The tuples bound at the current point of the nested loops: for each relation, its row,
-/// slot and held partition (position in the stores).
-pub(super) struct Bindings<'s> {
-    rows: [Option<Row<'s>>; INLINE_RELS],
-    slots: [u32; INLINE_RELS],
-    locals: [usize; INLINE_RELS],
-    more: Vec<(Option<Row<'s>>, u32, usize)>,
-    /// By relation, the bound row of a subquery in FROM.
-    derived: Vec<Option<RowRef<'s>>>,
-    /// By relation, the bound row of a LATERAL item of FROM: its rows of the current
-    /// entry of its level, and which one.
-    lateral: Vec<Option<(std::rc::Rc<Rows>, usize)>>,
-}
-
-impl<'s> Bindings<'s> {
-    pub(super) fn new() -> Self {
-        Bindings {
-            rows: [None; INLINE_RELS],
-            slots: [0; INLINE_RELS],
-            locals: [0; INLINE_RELS],
-            more: Vec::new(),
-            derived: Vec::new(),
-            lateral: Vec::new(),
-        }
-    }
-
-    /// Binds row `row` of the subquery in FROM that relation `rel` reads.
-    fn bind_derived(&mut self, rel: usize, row: RowRef<'s>) {
-        if self.derived.len() <= rel {
-            self.derived.resize(rel + 1, None);
-        }
-        self.derived[rel] = Some(row);
-    }
-
-    /// Binds row `i` of `rows`, the rows of the LATERAL item of FROM that relation `rel`
-    /// reads.
-    fn bind_lateral(&mut self, rel: usize, rows: &std::rc::Rc<Rows>, i: usize) {
-        if self.lateral.len() <= rel {
-            self.lateral.resize(rel + 1, None);
-        }
-        self.lateral[rel] = Some((rows.clone(), i));
-    }
-
-    /// A column of relation `rel`, a subquery in FROM (NULL when it has no row bound).
-    #[cold]
-    fn derived_column(&self, rel: usize, col: usize) -> ValueRef<'_> {
-        match (self.derived.get(rel), self.lateral.get(rel)) {
-            (Some(Some(r)), _) => r.get(col),
-            (_, Some(Some((rows, i)))) => rows.row(*i).get(col),
-            _ => ValueRef::Null,
-        }
-    }
-
-    #[inline]
-    pub(super) fn bind(&mut self, rel: usize, table: &'s Table, slot: u32, local: usize) {
-        if rel < INLINE_RELS {
-            self.rows[rel] = Some(table.row(slot));
-            self.slots[rel] = slot;
-            self.locals[rel] = local;
-        } else {
-            let i = rel - INLINE_RELS;
-            if self.more.len() <= i {
-                self.more.resize(i + 1, (None, 0, 0));
-            }
-            self.more[i] = (Some(table.row(slot)), slot, local);
-        }
-    }
-
-    /// Binds no tuple of relation `rel` (a null-extended relation: its columns read NULL).
-    pub(super) fn unbind(&mut self, rel: usize) {
-        if let Some(d) = self.derived.get_mut(rel) {
-            *d = None;
-        }
-        if let Some(l) = self.lateral.get_mut(rel) {
-            *l = None;
-        }
-        if rel < INLINE_RELS {
-            self.rows[rel] = None;
-        } else if let Some(m) = self.more.get_mut(rel - INLINE_RELS) {
-            m.0 = None;
-        }
-    }
-
-    /// Relation `rel`'s bound tuple: the position of its partition among the held ones,
-    /// and its slot.
-    pub(super) fn tuple(&self, rel: usize) -> (usize, u32) {
-        if rel < INLINE_RELS {
-            (self.locals[rel], self.slots[rel])
-        } else {
-            self.more.get(rel - INLINE_RELS).map_or((0, 0), |m| (m.2, m.1))
-        }
-    }
-}
-
-impl ColumnSource for Bindings<'_> {
-    #[inline]
-    fn column(&self, rel: usize, col: usize) -> ValueRef<'_> {
-        let row = if rel < INLINE_RELS {
-            &self.rows[rel]
-        } else {
-            match self.more.get(rel - INLINE_RELS) {
-                Some(m) => &m.0,
-                None => return self.derived_column(rel, col),
-            }
-        };
-        match row {
-            Some(r) => r.get(col),
-            None => self.derived_column(rel, col),
-        }
-    }
 }
 
 /// Whether a level reads one copy of a replicated table or every copy (writes).
@@ -211,6 +101,8 @@ pub(super) struct Walker<'w, 's> {
     pub(super) hash_notes: Option<Vec<Option<String>>>,
     /// What computes the rows of the LATERAL items of FROM ([`Walker::lateral`]).
     lateral: Option<&'w dyn LateralRows>,
+    /// `Reach::evicted_rows`: where the evicted tuples met are read instead of recorded.
+    evicted_rows: Option<&'w dyn EvictedRows>,
 }
 
 /// What a walk reads and how it is stopped: the partitions a transaction holds (shared:
@@ -224,6 +116,8 @@ pub(super) struct Reach<'s> {
     pub(super) deadline: Option<Instant>,
     /// `Env::work_mem`.
     pub(super) work_mem: usize,
+    /// `Env::evicted_rows`.
+    pub(super) evicted_rows: Option<&'s dyn EvictedRows>,
 }
 
 impl<'w> Walker<'w, 'w> {
@@ -265,6 +159,7 @@ impl<'w> Walker<'w, 'w> {
             passes: None,
             hash_notes: None,
             lateral: None,
+            evicted_rows: reach.evicted_rows,
         }
     }
 
@@ -533,8 +428,11 @@ impl<'w, 's> Walker<'w, 's> {
             let own = &rp.filters[..rp.bounds.min(rp.filters.len())];
             let mut b = Bindings::new();
             let cx = self.cx;
-            let mut keep = |li: usize, table: &'s Table, slot: u32| -> Result<bool> {
-                b.bind(rp.rel, table, slot, li);
+            let mut keep = |li: usize, table: &'s Table, slot: u32, read: Option<&Rc<[Value]>>| -> Result<bool> {
+                match read {
+                    Some(row) => b.bind_read(rp.rel, row.clone(), TupleRef(slot), li),
+                    None => b.bind(rp.rel, table, slot, li),
+                }
                 for f in own {
                     if !f.test(&b, cx)? {
                         return Ok(false);
@@ -558,7 +456,14 @@ impl<'w, 's> Walker<'w, 's> {
                 .as_ref()
                 .filter(|(p, _)| p.level == level)
                 .map(|(p, _)| (p.pass, p.of));
-            self.hashed[level] = hashjoin::build(enc, cols, &tables, self.work_mem, pass, &mut keep, &mut tick)?;
+            let evicted_rows = self.evicted_rows.map(|rows| {
+                (
+                    rows,
+                    tables.iter().map(|(li, _)| stores[*li].partition()).collect::<Vec<_>>(),
+                )
+            });
+            let read = evicted_rows.as_ref().map(|(rows, parts)| (*rows, parts.as_slice()));
+            self.hashed[level] = hashjoin::build(enc, cols, &tables, self.work_mem, pass, read, &mut keep, &mut tick)?;
             // (Not a level inside a null-extended group: whether the group matched
             // cannot wait for other passes.)
             if let Hashed::Scanned { needed } = self.hashed[level]
@@ -571,7 +476,10 @@ impl<'w, 's> Walker<'w, 's> {
             }
             // Its evicted tuples (once): the pre-pass brings them back, and the statement
             // runs again.
-            if !self.skip_evicted && pass.is_none_or(|(p, _)| p == 0) && matches!(self.hashed[level], Hashed::Built(_))
+            if !self.skip_evicted
+                && self.evicted_rows.is_none()
+                && pass.is_none_or(|(p, _)| p == 0)
+                && matches!(self.hashed[level], Hashed::Built(_))
             {
                 for (li, table) in tables {
                     for (tomb, _) in table.tombstones().iter() {
@@ -629,15 +537,30 @@ impl<'w, 's> Walker<'w, 's> {
                 self.visits = 0;
                 stop_now(self.interrupted, self.deadline)?;
             }
-            if !table.is_visible(slot) {
+            if TupleRef(slot).as_slot().is_some_and(|s| !table.is_visible(s)) {
                 continue;
             }
-            b.bind(rp.rel, table, slot, li);
+            self.bind_tuple(b, rp, (li, table), slot)?;
             if self.bound(level, (li, slot), rp.bounds, b, emit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
         self.left(level, b, emit)
+    }
+
+    /// Binds tuple `r` (a slot, or an evicted tuple's reference, which a hash table or a
+    /// FULL JOIN's unmatched side holds only when read in place) of `table`, at held
+    /// partition `li`, as relation `rp`.
+    fn bind_tuple(&self, b: &mut Bindings<'s>, rp: &RelPlan, (li, table): (usize, &'s Table), r: u32) -> Result<()> {
+        match (TupleRef(r).as_tombstone(), self.evicted_rows) {
+            (None, _) => b.bind(rp.rel, table, r, li),
+            (Some(tomb), Some(rows)) => {
+                let row = rows.row(self.stores[li].partition(), table, tomb)?;
+                b.bind_read(rp.rel, row, TupleRef(r), li);
+            }
+            (Some(_), None) => return Err(SqlError::Unsupported("an evicted tuple bound without its block".into())),
+        }
+        Ok(())
     }
 
     /// The held partitions (as positions in `stores`) a level visits.
@@ -784,22 +707,29 @@ impl<'w, 's> Walker<'w, 's> {
                             return ControlFlow::Break(());
                         }
                     }
-                    let slot = match r.as_slot() {
-                        Some(s) => s,
+                    let res = match r.as_slot() {
+                        Some(slot) if table.is_visible(slot) => {
+                            b.bind(rp.rel, table, slot, li);
+                            this.bound(level, (li, slot), first_filter.get(), b, emit)
+                        }
+                        Some(_) => return ControlFlow::Continue(()),
                         None => {
-                            this.evicted.push(EvictedRef {
-                                partition: store.partition(),
-                                table: rp.schema.id,
-                                tombstone: r.as_tombstone().expect("not a slot"),
-                            });
-                            return ControlFlow::Continue(());
+                            let tombstone = r.as_tombstone().expect("not a slot");
+                            let Some(rows) = this.evicted_rows else {
+                                this.evicted.push(EvictedRef {
+                                    partition: store.partition(),
+                                    table: rp.schema.id,
+                                    tombstone,
+                                });
+                                return ControlFlow::Continue(());
+                            };
+                            // Read where it lies (a forked reader's image), not brought back.
+                            rows.row(store.partition(), table, tombstone).and_then(|row| {
+                                b.bind_read(rp.rel, row, r, li);
+                                this.bound(level, (li, r.0), first_filter.get(), b, emit)
+                            })
                         }
                     };
-                    if !table.is_visible(slot) {
-                        return ControlFlow::Continue(());
-                    }
-                    b.bind(rp.rel, table, slot, li);
-                    let res = this.bound(level, (li, slot), first_filter.get(), b, emit);
                     match res {
                         Ok(c) => {
                             st.flow = c;
@@ -890,23 +820,33 @@ impl<'w, 's> Walker<'w, 's> {
         for li in copies {
             let store: &'s PartitionStore = self.stores[li];
             let table = checked_table(store, &rp.schema)?;
-            for (tomb, _) in table.tombstones().iter() {
-                self.evicted.push(EvictedRef {
-                    partition: store.partition(),
-                    table: rp.schema.id,
-                    tombstone: tomb,
-                });
-            }
+            let matched = |t: u32| self.full_matched.as_ref().is_some_and(|m| m.contains(&(li, t)));
+            // Its evicted tuples: read where they lie (and bound as read, below), or
+            // recorded to be brought back.
             let mut slots = Vec::new();
+            for (tomb, _) in table.tombstones().iter() {
+                if self.evicted_rows.is_some() {
+                    let r = TupleRef::tombstone(tomb).0;
+                    if !matched(r) {
+                        slots.push(r);
+                    }
+                } else {
+                    self.evicted.push(EvictedRef {
+                        partition: store.partition(),
+                        table: rp.schema.id,
+                        tombstone: tomb,
+                    });
+                }
+            }
             let _ = table.scan(|slot| {
-                if table.is_visible(slot) && !self.full_matched.as_ref().is_some_and(|m| m.contains(&(li, slot))) {
+                if table.is_visible(slot) && !matched(slot) {
                     slots.push(slot);
                 }
                 ControlFlow::<()>::Continue(())
             });
             'slots: for slot in slots {
                 stop_now(self.interrupted, self.deadline)?;
-                b.bind(rp.rel, table, slot, li);
+                self.bind_tuple(b, rp, (li, table), slot)?;
                 for f in rp.ends.iter().flat_map(|g| &g.after) {
                     if !f.test(b, self.cx)? {
                         continue 'slots;
