@@ -37,8 +37,9 @@
 //!   (a scan over evicted data streams anyway, scan.rs), with one exception:
 //! - a read-only statement that reached more evicted tuples than its partitions may bring
 //!   back at once (more than half a partition's share of the budget:
-//!   `AntiCacheError::TooLarge`, 54000 before), or that kept reaching evicted data
-//!   (`MOVE_AFTER_RESTARTS` in partition/txn.rs), moves off when its pre-pass ends
+//!   `AntiCacheError::TooLarge`, 54000 before), or many of them
+//!   (`MOVE_OVER_EVICTED_TUPLES`), or that kept reaching evicted data
+//!   (`MOVE_AFTER_RESTARTS`, both in partition/txn.rs), moves off when its pre-pass ends
 //!   ([`move_off_reading`], from partition/retrieval.rs at one partition, partition/mp.rs
 //!   at several): its child keeps the block files' descriptors and reads each evicted
 //!   tuple the statement meets from its block where it lies (block_rows.rs: nothing is

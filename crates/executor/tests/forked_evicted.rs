@@ -132,3 +132,48 @@ fn moved_reads_join_and_correlate_over_evicted_rows_read_where_they_lie() {
     assert!(after.reads_moved >= before.reads_moved + 5, "{after:?}");
     assert!(after.moved_reads_in_place > before.moved_reads_in_place, "{after:?}");
 }
+
+#[test]
+fn a_read_of_many_evicted_rows_that_could_come_back_reads_them_where_they_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(common::evicting(&dir.path().join("blocks")).build().unwrap()).unwrap();
+    db.execute_ddl("CREATE TABLE t (id BIGINT, grp BIGINT, pad VARCHAR(20) NOT NULL, PRIMARY KEY (grp, id))")
+        .unwrap();
+    const SMALL: i64 = 3_000;
+    for id in 0..SMALL {
+        let params = vec![Value::Int(id), Value::Int(id % 2), Value::from("small")];
+        common::retry(&db, "INSERT INTO t VALUES ($1, $2, $3)", params);
+    }
+    db.evict_now(64 << 20).unwrap();
+    let before = db.stats_now().unwrap();
+    assert!(before.evicted_now > SMALL as u64 / 2, "{before:?}");
+    // A join reaching ten evicted rows (a few hundred bytes, far within what may come
+    // back): they come back into memory, the read runs at its partition.
+    let few = "SELECT count(*) FROM t a, (SELECT grp, count(*) AS c FROM t WHERE grp = 0 AND id < 20 GROUP BY grp) q \
+               WHERE a.grp = 0 AND a.id < 20 AND q.grp = a.grp";
+    let values = common::all_values(db.execute_sql(few, vec![]).unwrap());
+    assert_eq!(values, vec![vec![Value::Int(10)]], "{few}");
+    let mid = db.stats_now().unwrap();
+    assert!(mid.unevicted_tuples >= before.unevicted_tuples + 10, "{mid:?}");
+    assert_eq!(mid.reads_moved, before.reads_moved, "{mid:?}");
+    // The same join over all 1,500 rows of the group (more than MOVE_OVER_EVICTED_TUPLES,
+    // though they would fit): read where they lie at once, nothing merged.
+    let many = "SELECT count(*) FROM t a, (SELECT grp, count(*) AS c FROM t WHERE grp = 0 GROUP BY grp) q \
+                WHERE a.grp = 0 AND q.grp = a.grp";
+    let values = common::all_values(db.execute_sql(many, vec![]).unwrap());
+    assert_eq!(values, vec![vec![Value::Int(SMALL / 2)]], "{many}");
+    let after = db.stats_now().unwrap();
+    assert_eq!(after.unevicted_tuples, mid.unevicted_tuples, "merged at the partition");
+    assert!(after.reads_moved > mid.reads_moved, "{after:?}");
+    assert!(
+        after.moved_reads_in_place >= mid.moved_reads_in_place + 1_000,
+        "{after:?}"
+    );
+    // And over both partitions: a multi-partition join moves the same way.
+    let all = "SELECT count(*) FROM t a, (SELECT grp, count(*) AS c FROM t GROUP BY grp) q WHERE q.grp = a.grp";
+    let values = common::all_values(db.execute_sql(all, vec![]).unwrap());
+    assert_eq!(values, vec![vec![Value::Int(SMALL)]], "{all}");
+    let last = db.stats_now().unwrap();
+    assert_eq!(last.unevicted_tuples, after.unevicted_tuples, "merged at a partition");
+    assert!(last.reads_moved > after.reads_moved, "{last:?}");
+}

@@ -31,7 +31,7 @@ use permafrost_sql::{DdlChange, Rows};
 use permafrost_storage::{AccessTracker, PartitionStore, TableId, TableSchema};
 
 use super::cell::{Held, INLINE_SLICE};
-use super::msg::{Answer, EvictedKeys, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
+use super::msg::{Answer, EvictedKeys, InPlace, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
 use super::repartition::MovingTuples;
 use super::state::Partition;
 use super::txn::{Attempt, Outcome, TxnInfo, run_txn};
@@ -64,7 +64,7 @@ impl MpFetch {
         let in_place = r.replay.is_none() && super::txn::may_move_over_evicted(&r.proc);
         let fallback = match err {
             Some(e @ Error::AntiCache(permafrost_anticache::AntiCacheError::TooLarge { .. })) if in_place => Some(e),
-            None if in_place && r.restarts + 1 >= super::txn::MOVE_AFTER_RESTARTS => {
+            None if in_place && r.restarts >= super::txn::MOVE_AFTER_RESTARTS => {
                 Some(Error::TooManyRestarts { restarts: r.restarts })
             }
             Some(e) => {
@@ -81,7 +81,7 @@ impl MpFetch {
                 replay: None,
             };
             // Fails only when shutting down, and the reply goes with the queue then.
-            let _ = shared.submit_mp_reading_in_place(work, r.parts, r.reply, fallback);
+            let _ = shared.submit_mp_reading_in_place(work, r.parts, r.reply, InPlace::OrFail(fallback));
         } else if r.restarts >= shared.config.max_restarts {
             outbox.send(r.reply, Err(Error::TooManyRestarts { restarts: r.restarts }));
         } else {
@@ -442,11 +442,18 @@ impl Partition {
             let stop = t.reply.lock().ok().and_then(|r| r.as_ref().and_then(Reply::stop_flag));
             let mut refs: Vec<&mut PartitionStore> = held.iter_mut().map(|(_, s)| &mut **s).collect();
             let r = crate::forked::move_off_reading(&self.shared, (proc, params), &mut refs, views, &info, stop);
-            if r.is_some() {
-                self.stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+            match (r, fallback) {
+                (Some(r), _) => {
+                    self.stats.reads_moved.fetch_add(1, Ordering::Relaxed);
+                    self.answer_mp(t, r, false, &info);
+                    return None;
+                }
+                (None, InPlace::OrFail(e)) => {
+                    self.answer_mp(t, Err(e), false, &info);
+                    return None;
+                }
+                (None, InPlace::OrRun) => {}
             }
-            self.answer_mp(t, r.unwrap_or(Err(fallback)), false, &info);
-            return None;
         }
         let outcome = self.run_work(t, held, &info, barrier_started);
         if inline_slice.is_some() && matches!(outcome, Outcome::SliceOver) {
@@ -749,6 +756,23 @@ impl Partition {
     /// The transaction reached evicted tuples (in `self.evicted`): each partition holding
     /// some fetches them, and the last to finish resubmits `retry` ([`MpFetch`]).
     fn fetch_for_mp(&mut self, retry: MpRetry) {
+        if self.evicted.len() > super::txn::MOVE_OVER_EVICTED_TUPLES
+            && retry.replay.is_none()
+            && super::txn::may_move_over_evicted(&retry.proc)
+        {
+            // Many evicted tuples: read where they lie at once (as need_data does).
+            let work = MpWork::Call {
+                proc: retry.proc,
+                params: retry.params,
+                restarts: retry.restarts + 1,
+                replay: None,
+            };
+            // Fails only when shutting down, and the reply goes with the queue then.
+            let _ = self
+                .shared
+                .submit_mp_reading_in_place(work, retry.parts, retry.reply, InPlace::OrRun);
+            return;
+        }
         let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
         for r in &self.evicted {
             by_part.entry(r.partition).or_default().push((r.table, r.tombstone));

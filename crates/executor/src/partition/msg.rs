@@ -234,13 +234,22 @@ pub(crate) struct MpTxn {
     /// The sequence values an earlier attempt drew (as [`Invocation::drawn`]).
     pub(super) drawn: Mutex<Vec<(u32, i64)>>,
     /// A read-only statement that reached more evicted data than its partitions may bring
-    /// back (or kept reaching more): it runs in a forked reader that reads the evicted
-    /// tuples where they lie (`forked::move_off_reading`), and fails with this error when
-    /// every reader's turn is taken. `None`: it runs as usual.
-    pub(super) reads_in_place: Mutex<Option<crate::error::Error>>,
+    /// back (or many evicted tuples, or kept reaching more): it runs in a forked reader
+    /// that reads the evicted tuples where they lie (`forked::move_off_reading`), and as
+    /// [`InPlace`] says when every reader's turn is taken. `None`: it runs as usual.
+    pub(super) reads_in_place: Mutex<Option<InPlace>>,
     /// With `reads_in_place`: each partition's blocks, taken while the coordinator
     /// holds it (participants add theirs before they hand their store over).
     pub(super) views: Mutex<Vec<(u32, permafrost_anticache::view::BlockView)>>,
+}
+
+/// What a multi-partition read moved to a forked reader that reads the evicted tuples
+/// where they lie ([`MpTxn::reads_in_place`]) does when every reader's turn is taken.
+pub(crate) enum InPlace {
+    /// Fails with this error (it needs more than may come back, or kept reaching more).
+    OrFail(crate::error::Error),
+    /// Runs as usual, bringing back what it reaches (it only reached many tuples).
+    OrRun,
 }
 
 impl MpTxn {

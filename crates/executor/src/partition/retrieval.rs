@@ -51,13 +51,16 @@ impl Partition {
     /// this partition: get them into memory and run it again.
     pub(crate) fn need_data(&mut self, waiter: Waiter, refs: Vec<(TableId, u32)>) {
         let share = self.shared.memory_share();
-        // A read that keeps reaching evicted data (what it brought back was evicted again
-        // before it ran) reads it where it lies instead.
+        // A read that reaches many evicted tuples, or keeps reaching evicted data (what it
+        // brought back was evicted again before it ran), reads them where they lie instead.
+        let many = refs.len() > super::txn::MOVE_OVER_EVICTED_TUPLES;
         let waiter = match waiter {
-            Waiter::Single(inv) if inv.restarts >= super::txn::MOVE_AFTER_RESTARTS => match self.move_to_reader(inv) {
-                None => return,
-                Some(inv) => Waiter::Single(inv),
-            },
+            Waiter::Single(inv) if many || inv.restarts >= super::txn::MOVE_AFTER_RESTARTS => {
+                match self.move_to_reader(inv) {
+                    None => return,
+                    Some(inv) => Waiter::Single(inv),
+                }
+            }
             w => w,
         };
         let Some(ac) = self.ac.as_mut() else {
@@ -123,12 +126,24 @@ impl Partition {
 
     /// Moves the read-only ad hoc statement of `inv`, which reached evicted data, to a
     /// forked reader that reads that data from its blocks where it lies
-    /// (crate::forked::move_off_reading) and answers it. `Some(inv)`: it may not move
-    /// (not such a statement, a replayed call, every reader's turn taken).
+    /// (crate::forked::move_off_reading) and answers it (on the block I/O thread, it is
+    /// queued to run again on the partition's thread, which may move it). `Some(inv)`: it
+    /// may not move (not such a statement, a replayed call, every reader's turn taken).
     fn move_to_reader(&mut self, inv: Invocation) -> Option<Invocation> {
         if inv.replay.is_some() || !super::txn::may_move_over_evicted(&inv.proc) {
             return Some(inv);
         }
+        if self.on_io_thread {
+            // Forks happen on partition threads (forked.rs): it runs again there.
+            // (Fails only when shutting down, and the reply goes with the queue.)
+            let _ = self.shared.send(self.id, Msg::Batch(vec![inv]));
+            return None;
+        }
+        // Evicted (and compacted) down to the budget first: the rounds before may have
+        // brought back more than stays, and every page the partition writes while the
+        // reader runs is copied once for it (copy-on-write), so an eviction right after
+        // the fork took the reader past what the machine had left.
+        self.check_memory(true);
         let info = self.txn_info(None, inv.proc.fixed.as_ref(), Some(&inv.reply));
         let (Some(ac), Some(store)) = (self.ac.as_mut(), self.store.as_deref_mut()) else {
             return Some(inv);

@@ -10,7 +10,7 @@ use permafrost_storage::partitioning::partition_of;
 use permafrost_types::{DataType, Value, ValueRef};
 
 use super::cell::run_mp;
-use super::msg::{Invocation, MpTxn, MpWork, Msg};
+use super::msg::{InPlace, Invocation, MpTxn, MpWork, Msg};
 use crate::error::{Error, Result};
 use crate::procedure::{Partitioning, Procedure};
 use crate::reply::Reply;
@@ -221,14 +221,14 @@ impl Shared {
     }
 
     /// [`Shared::submit_mp`] of a read-only statement that runs in a forked reader reading
-    /// the evicted tuples where they lie ([`MpTxn::reads_in_place`]), failing with
-    /// `fallback` when no reader may start.
+    /// the evicted tuples where they lie ([`MpTxn::reads_in_place`]), doing as `fallback`
+    /// says when no reader may start.
     pub(crate) fn submit_mp_reading_in_place(
         &self,
         work: MpWork,
         parts: Vec<u32>,
         reply: Reply,
-        fallback: Error,
+        fallback: InPlace,
     ) -> Result<()> {
         let t = MpTxn::new(work, parts, reply);
         if let Ok(mut f) = t.reads_in_place.lock() {

@@ -187,11 +187,21 @@ fn movable(proc: &Procedure) -> bool {
 }
 
 /// Restarts for evicted data after which a read that may move off its partitions
-/// ([`may_move_over_evicted`]) moves to a forked reader that reads the evicted tuples
-/// where they lie, instead of going round again: what it brought back was evicted again
-/// before it could run (a scan of a cold table larger than what eviction leaves it),
-/// which `max_restarts` rounds would not change.
-pub(crate) const MOVE_AFTER_RESTARTS: u32 = 4;
+/// ([`may_move_over_evicted`]) and still reaches evicted tuples moves to a forked reader
+/// that reads them where they lie, instead of going round again. Two rounds bring in a
+/// join's outer tuples, then its inner ones; a read that needs a third brought back more
+/// than stayed (what it brought back was evicted again before it ran: sysbench-tpcc's
+/// consistency checks at a quarter of the data merged and evicted again 435,000 tuples in
+/// four rounds of one query), which `max_restarts` rounds would not change.
+pub(crate) const MOVE_AFTER_RESTARTS: u32 = 2;
+
+/// Evicted tuples reached in one round beyond which a read that may move off its
+/// partitions ([`may_move_over_evicted`]) reads them where they lie at once instead of
+/// bringing them back: a read of that many cold tuples is a report, not the hot set, and
+/// bringing them in evicts what the transactions use (sysbench-tpcc's consistency checks
+/// at a quarter of the data: the rounds before the move grew the server by 50 MB in a
+/// cgroup with 70 MB to spare, and two readers forked beside it were killed).
+pub(crate) const MOVE_OVER_EVICTED_TUPLES: usize = 1024;
 
 /// Whether a read that reached more evicted data than the partition may bring back at once
 /// may run in a forked image that brings it back there instead (forked.rs,
