@@ -452,7 +452,7 @@ impl Partition {
                     self.answer_mp(t, Err(e), false, &info);
                     return None;
                 }
-                (None, InPlace::OrRun) => {}
+                (None, InPlace::OrRun) => t.no_reader.store(true, Ordering::Relaxed),
             }
         }
         let outcome = self.run_work(t, held, &info, barrier_started);
@@ -575,7 +575,7 @@ impl Partition {
                     parts: t.parts.clone(),
                     reply: t.take_reply(),
                 };
-                self.fetch_for_mp(retry);
+                self.fetch_for_mp(retry, !t.no_reader.load(Ordering::Relaxed));
             }
         }
     }
@@ -754,9 +754,11 @@ impl Partition {
     }
 
     /// The transaction reached evicted tuples (in `self.evicted`): each partition holding
-    /// some fetches them, and the last to finish resubmits `retry` ([`MpFetch`]).
-    fn fetch_for_mp(&mut self, retry: MpRetry) {
-        if self.evicted.len() > super::txn::MOVE_OVER_EVICTED_TUPLES
+    /// some fetches them, and the last to finish resubmits `retry` ([`MpFetch`]); or, with
+    /// many of them and `may_move`, it is resubmitted to read them where they lie.
+    fn fetch_for_mp(&mut self, retry: MpRetry, may_move: bool) {
+        if may_move
+            && self.evicted.len() > super::txn::MOVE_OVER_EVICTED_TUPLES
             && retry.replay.is_none()
             && super::txn::may_move_over_evicted(&retry.proc)
         {

@@ -238,6 +238,10 @@ pub(crate) struct MpTxn {
     /// that reads the evicted tuples where they lie (`forked::move_off_reading`), and as
     /// [`InPlace`] says when every reader's turn is taken. `None`: it runs as usual.
     pub(super) reads_in_place: Mutex<Option<InPlace>>,
+    /// Set when its move to a reader was declined ([`InPlace::OrRun`]): should it reach
+    /// evicted data, it brings it back (resubmitted to move again, it would go round
+    /// without a fetch until a reader's turn came).
+    pub(super) no_reader: std::sync::atomic::AtomicBool,
     /// With `reads_in_place`: each partition's blocks, taken while the coordinator
     /// holds it (participants add theirs before they hand their store over).
     pub(super) views: Mutex<Vec<(u32, permafrost_anticache::view::BlockView)>>,
@@ -266,6 +270,7 @@ impl MpTxn {
             handoff: crossbeam_channel::bounded(n),
             drawn: Mutex::new(Vec::new()),
             reads_in_place: Mutex::new(None),
+            no_reader: std::sync::atomic::AtomicBool::new(false),
             views: Mutex::new(Vec::new()),
         }
     }
