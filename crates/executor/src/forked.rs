@@ -76,7 +76,7 @@ use permafrost_sql::{Rows, SqlError};
 use permafrost_storage::PartitionStore;
 use permafrost_types::Value;
 
-use self::reader::{FRAME_BYTES, FRAME_CHANGES, FRAME_END, FRAME_ERROR, FRAME_ROWS, ForkedRead, Holds, Turn};
+use self::reader::{FRAME_BYTES, FRAME_CHANGES, FRAME_END, FRAME_ERROR, FRAME_ROWS, ForkedRead, Turn};
 use crate::block_rows::BlockRows;
 use crate::child::{Side, fork_with_pipe};
 use crate::partition::router::Place;
@@ -175,7 +175,7 @@ fn forked_rows(
         (Some(_), Some(store)) => turn.0.stats.get(store.partition() as usize).cloned(),
         _ => None,
     };
-    let holds = Holds::enter(&turn.0, views.iter().map(|(p, _)| *p));
+    let holds = crate::scan::ScanHolds::enter(&turn.0, views.iter().map(|(p, _)| *p))?;
     let (pid, pipe) = fork_child(proc, params, stores, views, info)?;
     let mut rows = Rows::empty(columns.clone());
     rows.set_rest(Box::new(ForkedRead {
@@ -309,7 +309,7 @@ pub(crate) fn move_write(
         died: None,
         limit: info.work_mem,
         counted_at: None,
-        _holds: Holds::default(),
+        _holds: crate::scan::ScanHolds::default(),
         _turn: turn,
     };
     let job = MovedWrite {

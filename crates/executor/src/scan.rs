@@ -56,7 +56,7 @@ pub(crate) struct BlockScan {
     deferred: Option<Box<Deferred>>,
     shared: Arc<Shared>,
     /// The partitions whose holds the scan entered.
-    held: Vec<(u32, ScanHold)>,
+    held: ScanHolds,
     stop: Option<StopFlag>,
     /// Next block to ask for: (part, block index).
     next: (usize, usize),
@@ -78,6 +78,47 @@ pub(crate) struct BlockScan {
     tail: Option<Box<dyn MoreRows>>,
 }
 
+/// The scan holds ([`ScanHold`]) something reading a partition's blocks outside it entered
+/// (a scan's evicted part, a forked reader that reads evicted tuples where they lie): while
+/// they are held, the partitions reuse no block's slots, so every block their tombstones
+/// name keeps its bytes. Left, and the partitions told, once: by [`ScanHolds::leave`] or
+/// when dropped.
+#[derive(Default)]
+pub(crate) struct ScanHolds(Option<Arc<Shared>>, Vec<(u32, ScanHold)>);
+
+impl ScanHolds {
+    /// Enters the holds of `partitions` (call while holding them); fails for a partition
+    /// without an anti-cache.
+    pub(crate) fn enter(shared: &Arc<Shared>, partitions: impl Iterator<Item = u32>) -> Result<ScanHolds> {
+        let mut holds = ScanHolds(Some(shared.clone()), Vec::new());
+        for p in partitions {
+            let Some(hold) = shared.scan_holds.get(p as usize).cloned().flatten() else {
+                return Err(Error::Internal(format!(
+                    "partition {p} has evicted tuples but no anti-cache"
+                )));
+            };
+            hold.enter();
+            holds.1.push((p, hold));
+        }
+        Ok(holds)
+    }
+
+    /// Leaves the holds and tells the partitions (once).
+    pub(crate) fn leave(&mut self) {
+        let Some(shared) = &self.0 else { return };
+        for (p, hold) in self.1.drain(..) {
+            hold.leave();
+            let _ = shared.senders[p as usize].send(Msg::ScansEnded);
+        }
+    }
+}
+
+impl Drop for ScanHolds {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
 impl BlockScan {
     /// Starts the evicted part of a scan. Call while the statement still holds its
     /// partitions (before anything else runs at them): it enters their holds.
@@ -87,17 +128,7 @@ impl BlockScan {
         deferred: Box<Deferred>,
         stop: Option<StopFlag>,
     ) -> Result<BlockScan> {
-        let mut held = Vec::new();
-        for part in &deferred.parts {
-            let Some(hold) = shared.scan_holds.get(part.partition as usize).cloned().flatten() else {
-                return Err(Error::Internal(format!(
-                    "partition {} has evicted tuples but no anti-cache",
-                    part.partition
-                )));
-            };
-            hold.enter();
-            held.push((part.partition, hold));
-        }
+        let held = ScanHolds::enter(&shared, deferred.parts.iter().map(|p| p.partition))?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let block_size = shared
             .config
@@ -242,16 +273,8 @@ impl BlockScan {
     /// Ends the scan on error `e`, which is returned: nothing more is read.
     fn end(&mut self, e: SqlError) -> SqlError {
         self.done = true;
-        self.leave();
+        self.held.leave();
         e
-    }
-
-    /// Leaves the holds and tells the partitions (once).
-    fn leave(&mut self) {
-        for (partition, hold) in self.held.drain(..) {
-            hold.leave();
-            let _ = self.shared.senders[partition as usize].send(Msg::ScansEnded);
-        }
     }
 }
 
@@ -267,7 +290,7 @@ impl MoreRows for BlockScan {
             };
             if !more {
                 self.done = true;
-                self.leave();
+                self.held.leave();
                 let d = self.deferred.take().expect("present until the scan ends");
                 let mut rows = d.finish(&self.proc.statements[0])?;
                 self.tail = rows.take_rest();
@@ -290,7 +313,7 @@ impl MoreRows for BlockScan {
 
 impl Drop for BlockScan {
     fn drop(&mut self) {
-        self.leave();
+        self.held.leave();
     }
 }
 

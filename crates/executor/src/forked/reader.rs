@@ -1,11 +1,10 @@
-//! The server's side of a forked reader: the turn it holds, the scan holds it entered, and
-//! the frames it reads from the child's pipe ([`ForkedRead`]).
+//! The server's side of a forked reader: the turn it holds and the frames it reads from the
+//! child's pipe ([`ForkedRead`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use permafrost_anticache::ScanHold;
 use permafrost_sql::{MoreRows, Rows, SqlError};
 
 use crate::reply::StopFlag;
@@ -27,36 +26,6 @@ pub(super) const FRAME_CHANGES: u8 = 4;
 
 /// How often a reader waiting for its child looks whether it was asked to stop.
 pub(super) const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// The scan holds ([`ScanHold`]) a forked reader that reads blocks entered: while it runs,
-/// its partitions reuse no block's slots, so every block its image's tombstones name keeps
-/// its bytes (scan.rs). Left, and the partitions told, when dropped.
-#[derive(Default)]
-pub(super) struct Holds(Option<Arc<Shared>>, Vec<(u32, ScanHold)>);
-
-impl Holds {
-    /// Enters the holds of `partitions` (call while holding them).
-    pub(super) fn enter(shared: &Arc<Shared>, partitions: impl Iterator<Item = u32>) -> Holds {
-        let held: Vec<(u32, ScanHold)> = partitions
-            .filter_map(|p| {
-                let hold = shared.scan_holds.get(p as usize).cloned().flatten()?;
-                hold.enter();
-                Some((p, hold))
-            })
-            .collect();
-        Holds(Some(shared.clone()), held)
-    }
-}
-
-impl Drop for Holds {
-    fn drop(&mut self) {
-        let Some(shared) = &self.0 else { return };
-        for (p, hold) in self.1.drain(..) {
-            hold.leave();
-            let _ = shared.senders[p as usize].send(crate::partition::msg::Msg::ScansEnded);
-        }
-    }
-}
 
 /// Gives a forked reader's turn back when dropped.
 pub(super) struct Turn(pub(super) Arc<Shared>);
@@ -88,7 +57,7 @@ pub(crate) struct ForkedRead {
     /// tuples End says it read).
     pub(super) counted_at: Option<Arc<crate::counters::PartitionStats>>,
     /// The scan holds of the partitions whose blocks it reads.
-    pub(super) _holds: Holds,
+    pub(super) _holds: crate::scan::ScanHolds,
     pub(super) _turn: Turn,
 }
 

@@ -74,14 +74,7 @@ impl MpFetch {
             None => None,
         };
         if let Some(fallback) = fallback {
-            let work = MpWork::Call {
-                proc: r.proc,
-                params: r.params,
-                restarts: r.restarts + 1,
-                replay: None,
-            };
-            // Fails only when shutting down, and the reply goes with the queue then.
-            let _ = shared.submit_mp_reading_in_place(work, r.parts, r.reply, InPlace::OrFail(fallback));
+            r.read_in_place(shared, InPlace::OrFail(fallback));
         } else if r.restarts >= shared.config.max_restarts {
             outbox.send(r.reply, Err(Error::TooManyRestarts { restarts: r.restarts }));
         } else {
@@ -94,6 +87,21 @@ impl MpFetch {
             // Fails only when shutting down, and the reply goes with the queue then.
             let _ = shared.submit_mp(work, r.parts, r.reply);
         }
+    }
+}
+
+impl MpRetry {
+    /// Resubmits the (read-only, not replayed) call to run in a forked reader that reads
+    /// the evicted tuples where they lie, doing as `fallback` says when no reader may start.
+    fn read_in_place(self, shared: &Shared, fallback: InPlace) {
+        let work = MpWork::Call {
+            proc: self.proc,
+            params: self.params,
+            restarts: self.restarts + 1,
+            replay: None,
+        };
+        // Fails only when shutting down, and the reply goes with the queue then.
+        let _ = shared.submit_mp_reading_in_place(work, self.parts, self.reply, fallback);
     }
 }
 
@@ -763,17 +771,7 @@ impl Partition {
             && super::txn::may_move_over_evicted(&retry.proc)
         {
             // Many evicted tuples: read where they lie at once (as need_data does).
-            let work = MpWork::Call {
-                proc: retry.proc,
-                params: retry.params,
-                restarts: retry.restarts + 1,
-                replay: None,
-            };
-            // Fails only when shutting down, and the reply goes with the queue then.
-            let _ = self
-                .shared
-                .submit_mp_reading_in_place(work, retry.parts, retry.reply, InPlace::OrRun);
-            return;
+            return retry.read_in_place(&self.shared, InPlace::OrRun);
         }
         let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
         for r in &self.evicted {
