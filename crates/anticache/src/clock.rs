@@ -69,7 +69,11 @@ impl AccessTracker for Clock {
             return;
         }
         let mut taken = 0;
-        // Two full sweeps are enough to clear every bit and find victims.
+        // Two full sweeps are enough to clear every bit and find victims. The second passes
+        // the first's victims again (still unreferenced: they are not removed here), so each
+        // slot taken is noted and never taken twice: a tuple evicted twice would free its
+        // values twice.
+        let mut chosen = vec![0u64; (end as usize).div_ceil(64)];
         let mut steps = 2 * end as u64;
         while taken < n && steps > 0 {
             if self.hand >= end {
@@ -85,9 +89,11 @@ impl AccessTracker for Clock {
             if f & FLAG_IN_CHAIN == 0 || f & FLAG_PINNED != 0 {
                 continue;
             }
+            let (word, bit) = ((s / 64) as usize, 1u64 << (s % 64));
             if f & FLAG_REFERENCED != 0 {
                 heap.set_flags(s, f & !FLAG_REFERENCED);
-            } else {
+            } else if chosen[word] & bit == 0 {
+                chosen[word] |= bit;
                 out.push(s);
                 taken += 1;
             }
@@ -102,6 +108,22 @@ impl AccessTracker for Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_takes_each_tuple_once() {
+        let mut heap = Heap::new(32);
+        let mut c = Clock::new();
+        let s: Vec<u32> = (0..4).map(|_| heap.alloc().unwrap()).collect();
+        for &x in &s {
+            c.on_insert_cold(&mut heap, x);
+        }
+        c.on_insert(&mut heap, s[2]);
+        // More asked for than there are: the unreferenced ones, then the one whose bit the
+        // first sweep cleared, each once.
+        let mut out = vec![];
+        c.victims(&mut heap, 10, &mut out);
+        assert_eq!(out, vec![s[0], s[1], s[3], s[2]]);
+    }
 
     #[test]
     fn referenced_tuples_get_a_second_chance() {
