@@ -415,6 +415,14 @@ mod tests {
             // Variable lengths: the key's decimal digits, so byte order differs from numeric.
             check(|k| KeyBuf::new(k.to_string().repeat(1 + k.rem_euclid(5) as usize).as_bytes()), ops)?;
         }
+        #[test]
+        fn composite_integer_keys_match_a_sorted_set(ops in ops()) {
+            // Keys of one length, as integer columns give them: (k / 7, k % 7), big-endian.
+            check(|k| {
+                let (a, b) = ((k.div_euclid(7) as u64) ^ (1 << 63), (k.rem_euclid(7) as u64) ^ (1 << 63));
+                KeyBuf::new(&[a.to_be_bytes(), b.to_be_bytes()].concat())
+            }, ops)?;
+        }
     }
 
     /// The point of the stage: an integer entry takes a few bytes, fewer the denser the keys.
