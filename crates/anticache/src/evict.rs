@@ -3,9 +3,9 @@
 //! An eviction round runs on the partition thread between transactions, so it is a
 //! transaction of its own that blocks only its partition. It
 //!
-//! 1. splits the bytes to evict among the evictable tables in inverse proportion to how
-//!    often sampled transactions touched each since the last round (hot tables give up
-//!    less);
+//! 1. splits the bytes to evict among the evictable tables in proportion to what each has
+//!    in memory, divided by how often sampled transactions touched it since the last round
+//!    (a global LRU's take if every table were as cold; hot tables give up less);
 //! 2. takes each table's coldest tuples from its access tracker and packs them, serialized
 //!    as in memory, into blocks of the configured size, reserving a tombstone id for each;
 //! 3. places the group in the block file (one run of consecutive slots when free space
@@ -48,14 +48,20 @@ struct Built {
     tuples: Vec<Packed>,
 }
 
-/// Splits `target` bytes among tables by the inverse of their recent accesses, capped by
-/// what each has in memory.
+/// Splits `target` bytes among tables in proportion to what each has in memory, divided
+/// by its recent accesses plus one, capped by what it has. A table gives up what a global
+/// LRU would take from it if its tuples were as cold as the others': an even split drained
+/// small tables (TPC-C's ITEM kept 199 of its 200,000 tuples at a quarter of the data,
+/// against 17,755 in proportion) while large ones kept theirs.
 fn shares(tables: &[(TableId, u64, u64)], target: u64) -> Vec<(TableId, u64)> {
     let mut out: Vec<(TableId, u64)> = tables.iter().map(|t| (t.0, 0)).collect();
     let mut left = target;
     let mut open: Vec<usize> = (0..tables.len()).filter(|&i| tables[i].1 > 0).collect();
     while left > 0 && !open.is_empty() {
-        let weights: Vec<f64> = open.iter().map(|&i| 1.0 / (1.0 + tables[i].2 as f64)).collect();
+        let weights: Vec<f64> = open
+            .iter()
+            .map(|&i| tables[i].1 as f64 / (1.0 + tables[i].2 as f64))
+            .collect();
         let total: f64 = weights.iter().sum();
         let mut given = 0;
         let mut still = Vec::new();
@@ -234,9 +240,12 @@ mod tests {
         let s = shares(&[(0, 1000, 0), (1, 1000, 99)], 202);
         assert_eq!(s.iter().map(|x| x.1).sum::<u64>(), 202);
         assert!(s[0].1 > 50 * s[1].1 / 2, "{s:?}");
+        // Tables alike but for their size give up in proportion to it.
+        let s = shares(&[(0, 1000, 0), (1, 9000, 0)], 500);
+        assert_eq!(s, vec![(0, 50), (1, 450)]);
         // A table that runs out of tuples leaves the rest to the others.
-        let s = shares(&[(0, 10, 0), (1, 1000, 0)], 500);
-        assert_eq!(s, vec![(0, 10), (1, 490)]);
+        let s = shares(&[(0, 10, 0), (1, 20, 0), (2, 1000, 0)], 1000);
+        assert_eq!(s, vec![(0, 10), (1, 20), (2, 970)]);
         assert_eq!(shares(&[(0, 10, 0)], 500), vec![(0, 10)]);
     }
 }
