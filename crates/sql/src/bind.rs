@@ -27,6 +27,7 @@ mod inet;
 mod json;
 mod literal;
 mod pattern;
+mod row_compare;
 mod sequence;
 mod subquery;
 mod window;
@@ -325,6 +326,9 @@ impl<'c> Binder<'c> {
         }
         if Self::is_json_op(op) {
             return self.json_op(l, op, r);
+        }
+        if let Some(bound) = self.row_comparison(l, op, r) {
+            return bound;
         }
         let (a, at) = self.expr(l)?;
         let (b, bt) = self.expr(r)?;
