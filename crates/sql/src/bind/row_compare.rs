@@ -5,9 +5,10 @@
 //! over all pairs, and `<`, `<=`, `>`, `>=` decided by the first pair that is not equal (a
 //! NULL in a pair that decides makes the result NULL). That is, in three-valued logic,
 //! `a < x OR (a = x AND (b < y))` for `(a, b) < (x, y)` (`<=` in the last pair for `<=`),
-//! and the row comparison is bound as that expression. An element therefore may be
-//! evaluated more than once, which matters only for volatile functions (`random()`), which
-//! no row comparison of an application puts there.
+//! and the row comparison is bound as that expression. An element other than the last is
+//! therefore evaluated up to twice per row, where PostgreSQL evaluates it once: the same
+//! result for columns, parameters and constants (what keyset pagination compares), two
+//! draws for a volatile call such as `random()` (said in the README).
 
 use sqlparser::ast::{self, BinaryOperator as Op, Spanned};
 
