@@ -468,6 +468,36 @@ impl Database {
         stop: StopFlag,
         place: Place,
     ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        self.probe_scoped(before, next, now, stop, place, false)
+    }
+
+    /// [`Database::probe`] with every earlier write run first, wherever it is pinned and
+    /// whatever rows it reaches, each checked against what it showed. For a statement
+    /// that failed in its probe: the earlier writes its probe left out may no longer give
+    /// what they showed (a concurrent block committed since), and then the block cannot
+    /// commit and must hear 40001, not the error, which a serial order would not have
+    /// given it (two New-Orders that both took the same `d_next_o_id` and insert the same
+    /// order: the second's INSERT fails on the first's row). Runs over every partition
+    /// when the writes are pinned to several.
+    pub fn probe_whole(
+        &self,
+        before: &[&TxnStatement],
+        next: NewStatement<'_>,
+        now: i64,
+        stop: StopFlag,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
+        self.probe_scoped(before, next, now, stop, Place::Here, true)
+    }
+
+    fn probe_scoped(
+        &self,
+        before: &[&TxnStatement],
+        next: NewStatement<'_>,
+        now: i64,
+        stop: StopFlag,
+        place: Place,
+        whole: bool,
+    ) -> impl Future<Output = Result<Rows>> + Send + 'static + use<> {
         // A statement whose key pins one partition sees only that partition: earlier
         // writes pinned to another one cannot change what it gives, and are left out (they
         // are checked at COMMIT), so the probe stays at one partition.
@@ -483,22 +513,25 @@ impl Database {
             Route::Single(p) => Some(p),
             Route::Any => Some(home),
             Route::All => {
-                shared.note_crossing(next.stmt.prepared(), &next.params);
+                if !whole {
+                    shared.note_crossing(next.stmt.prepared(), &next.params);
+                }
                 None
             }
         };
         let elsewhere = |s: &TxnStatement| {
-            pinned.is_some_and(|p| match s.probe_route(shared) {
-                Route::Single(q) => q != p,
-                Route::Any => home != p,
-                Route::All => false,
-            })
+            !whole
+                && pinned.is_some_and(|p| match s.probe_route(shared) {
+                    Route::Single(q) => q != p,
+                    Route::Any => home != p,
+                    Route::All => false,
+                })
         };
         // Nor can earlier writes of rows that neither the statement nor a write kept after
         // it reads or writes: of other tables, or of other primary keys
         // (`permafrost_sql::needed_before`).
         // (A block's first write has nothing before it to weigh.)
-        let kept = if before.is_empty() {
+        let kept = if before.is_empty() || whole {
             Vec::new()
         } else {
             let reaches: Vec<&permafrost_sql::Reach> = before.iter().map(|s| s.reach()).collect();

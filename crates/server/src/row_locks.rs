@@ -163,7 +163,10 @@ impl RowLocks {
                 }
                 inner.waits.insert(owner, blockers);
             }
-            waiting.get_or_insert(Waiting { locks: self, owner });
+            // (`get_or_insert_with`: a guard made and dropped on a later turn would take the
+            // block out of the graph while it still waits, and a cycle through it would go
+            // unseen: both blocks waiting for ever.)
+            waiting.get_or_insert_with(|| Waiting { locks: self, owner });
             notified.await;
         }
     }
@@ -200,5 +203,57 @@ impl Owner {
 impl Drop for Owner {
     fn drop(&mut self) {
         self.locks.release(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn row(key: i64) -> Vec<LockTarget> {
+        vec![LockTarget {
+            table: 1,
+            index: Some(0),
+            key: vec![Value::Int(key)],
+            exclusive: true,
+            nowait: false,
+        }]
+    }
+
+    /// A block woken by a release that does not free what it waits for waits on, and is
+    /// still in the wait-for graph: a cycle closed through it afterwards is found.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_block_woken_in_vain_still_closes_a_cycle() {
+        let locks = Arc::new(RowLocks::default());
+        for (block, key) in [(1, 1), (3, 3), (4, 4)] {
+            locks.acquire(block, &row(key)).await.unwrap();
+        }
+        // Block 1 waits for row 3 (block 3's).
+        let waiter = {
+            let locks = locks.clone();
+            tokio::spawn(async move { locks.acquire(1, &row(3)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Block 4 ends: block 1 wakes, finds row 3 still held, and waits again.
+        locks.release(4);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiter.is_finished());
+        // Block 3 waiting for row 1 would close the cycle: 40P01 at once.
+        let e = tokio::time::timeout(Duration::from_secs(5), locks.acquire(3, &row(1)))
+            .await
+            .expect("block 3 waits for a block that waits for it")
+            .unwrap_err();
+        match e {
+            PgWireError::UserError(info) => assert_eq!(info.code, "40P01"),
+            other => panic!("{other:?}"),
+        }
+        locks.release(3);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("block 1 still waits after block 3 ended")
+            .unwrap()
+            .unwrap();
     }
 }

@@ -483,27 +483,61 @@ impl Backend {
         let stop = crate::session::stop_flag(cancel, true);
         // Submitted while the block is locked (its statements are read in place); nothing
         // else of this connection is in flight: a short probe may run here.
-        let fut = match &*txn::lock(cell) {
+        let (fut, wrote) = match &*txn::lock(cell) {
             txn::State::Open(o) => {
                 let next = NewStatement {
                     stmt,
-                    params,
+                    params: params.clone(),
                     seed: o.next_seed(),
                 };
                 match o.draft() {
                     // After the block's schema changes: over all partitions, with them.
-                    Some(d) => {
-                        futures::future::Either::Left(self.db.probe_draft(d, &o.statements, next, o.now, stop.clone()))
-                    }
+                    Some(d) => (
+                        futures::future::Either::Left(self.db.probe_draft(d, &o.statements, next, o.now, stop.clone())),
+                        false,
+                    ),
                     None => {
                         let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
-                        futures::future::Either::Right(self.db.probe(&before, next, o.now, stop.clone(), Place::Here))
+                        let wrote = !before.is_empty();
+                        let fut = self.db.probe(&before, next, o.now, stop.clone(), Place::Here);
+                        (futures::future::Either::Right(fut), wrote)
                     }
                 }
             }
             _ => return Err(txn::aborted()),
         };
-        run_with(cancel, &stop, fut).await
+        let got = run_with(cancel, &stop, fut).await;
+        match got {
+            // The probe ran only the earlier writes of the rows the statement reaches; an
+            // error that depends on the data is answered only if the block's other writes
+            // still give what they showed (`Database::probe_whole`: 40001 otherwise).
+            Err(e) if wrote && depends_on_data(&e) => {
+                let stop = crate::session::stop_flag(cancel, true);
+                let fut = match &*txn::lock(cell) {
+                    txn::State::Open(o) if o.draft().is_none() => {
+                        let next = NewStatement {
+                            stmt,
+                            params,
+                            seed: o.next_seed(),
+                        };
+                        let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
+                        self.db.probe_whole(&before, next, o.now, stop.clone())
+                    }
+                    _ => return Err(e),
+                };
+                run_with(cancel, &stop, fut).await
+            }
+            got => got,
+        }
+    }
+}
+
+/// Whether an error is one the rows could cause: a cardinality violation (class 21), a data
+/// exception (22) or an integrity constraint's (23).
+fn depends_on_data(e: &PgWireError) -> bool {
+    match e {
+        PgWireError::UserError(info) => ["21", "22", "23"].iter().any(|c| info.code.starts_with(c)),
+        _ => false,
     }
 }
 

@@ -53,17 +53,30 @@ pub struct LockTarget {
 }
 
 impl Prepared {
-    /// What the statement's `FOR UPDATE` / `FOR SHARE` lock, as far as its parameters tell
-    /// before it runs: for each locked relation read through an index with equalities on
-    /// its leading columns, those columns' values. A relation read otherwise (a scan, a
-    /// join's inner side) locks nothing: the locks only spare blocks from failing at
-    /// COMMIT, which still checks every read (docs/architecture/interactive.md, "Row
-    /// locks").
+    /// What the statement locks, as far as its parameters tell before it runs: for each
+    /// relation a `FOR UPDATE` / `FOR SHARE` locks, and for the target of an UPDATE or a
+    /// DELETE (which lock the rows they change FOR UPDATE, as in PostgreSQL), read through
+    /// an index with equalities on its leading columns, those columns' values. A relation
+    /// read otherwise (a scan, a join's inner side) locks nothing: the locks only spare
+    /// blocks from failing at COMMIT, which still checks every read
+    /// (docs/architecture/interactive.md, "Row locks").
     pub fn lock_targets(&self, params: &[Value]) -> Vec<LockTarget> {
-        let Plan::Select(s) = &self.plan else {
-            return Vec::new();
+        let locked: Vec<(&RelPlan, bool, bool)> = match &self.plan {
+            Plan::Select(s) => s
+                .locks
+                .iter()
+                .filter_map(|l| {
+                    s.rels
+                        .iter()
+                        .find(|r| r.rel == l.rel && r.schema.id != DERIVED_TABLE)
+                        .map(|r| (r, l.exclusive, l.nowait))
+                })
+                .collect(),
+            Plan::Update(u) => vec![(&u.target, true, false)],
+            Plan::Delete(d) => vec![(&d.target, true, false)],
+            _ => Vec::new(),
         };
-        if s.locks.is_empty() {
+        if locked.is_empty() {
             return Vec::new();
         }
         let Ok(params) = coerce_params(params, &self.param_types) else {
@@ -71,10 +84,7 @@ impl Prepared {
         };
         let cx = Cx::new(&params, 0);
         let mut out = Vec::new();
-        for l in &s.locks {
-            let Some(r) = s.rels.iter().find(|r| r.rel == l.rel && r.schema.id != DERIVED_TABLE) else {
-                continue;
-            };
+        for (r, exclusive, nowait) in locked {
             let (index, keys) = match &r.access {
                 Access::IndexEq { index, keys } => (*index, keys.as_slice()),
                 Access::IndexRange { index, prefix, .. } => (*index, prefix.as_slice()),
@@ -91,8 +101,8 @@ impl Prepared {
                     table: r.schema.id,
                     index: Some(index),
                     key,
-                    exclusive: l.exclusive,
-                    nowait: l.nowait,
+                    exclusive,
+                    nowait,
                 }),
                 _ => {}
             }
