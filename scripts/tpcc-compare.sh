@@ -14,13 +14,22 @@
 #   --memory-limit BUDGET; PostgreSQL shared_buffers=BUDGET, synchronous_commit=on; MariaDB
 #   innodb_buffer_pool_size=BUDGET, O_DIRECT, flush_log_at_trx_commit=1 (its Aria and MyISAM caches, which hold none of
 #   these InnoDB tables, at 8 MiB instead of their 128 MiB defaults).
+# CLIENT=bench: the client is `BIN bench tpcc` instead (Permafrost's own TPC-C: the specification's schema without
+#   foreign keys, its full mix with last-name lookups and the 1 % rollback, 11 consistency conditions; pass "-" as
+#   SYSBENCH_TPCC_DIR). It speaks the PostgreSQL protocol only: Permafrost and PostgreSQL, not MariaDB yet. Each
+#   system's JSON report is left in BENCH_OUT (default /tmp/tpcc-bench).
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
-BIN=$1; TPCC=$(cd "$2" && pwd); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
-[ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; }
+CLIENT=${CLIENT:-sysbench}; BENCH_OUT=${BENCH_OUT:-/tmp/tpcc-bench}
+BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
+case $CLIENT in
+sysbench) TPCC=$(cd "$2" && pwd); [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; };;
+bench) SYSTEMS=${SYSTEMS/mariadb/}; mkdir -p "$BENCH_OUT";;
+*) echo "CLIENT must be sysbench or bench"; exit 2;;
+esac
 W=$(mktemp -d /tmp/tpcccmp.XXXX); chmod 777 "$W"
 LIMIT=$(( (B + 128) * 1024 * 1024 )); LOAD_LIMIT=$(( (B + 512) * 1024 * 1024 ))
 cg() { local d=/sys/fs/cgroup/memory/tpcccmp-$1; rmdir $d 2>/dev/null; mkdir -p $d; echo $LOAD_LIMIT > $d/memory.limit_in_bytes; echo 0 > $d/memory.swappiness 2>/dev/null; echo $d; }
@@ -64,6 +73,21 @@ run_tpcc() {  # system driver-args
   case $passed in $(( 10 * WH ))) ;; *) server_log $sys;; esac
 }
 # Starts system $1's server in its cgroup (its data directory created the first time).
+run_bench() {  # system port: BIN bench tpcc loads (and checks), then runs in the run's limit and checks again
+  local sys=$1 port=$2 o
+  o="--target server=127.0.0.1:$2 --user postgres --dbname postgres --warehouses $WH --clients $T --quiet"
+  "$BIN" bench tpcc $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
+  stop $sys; to_run_limit $sys || return; start $sys
+  "$BIN" bench tpcc $o --no-load --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys.json" >"$W/$sys.run" 2>&1
+  python3 - "$BENCH_OUT/$sys.json" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" <<'PY' || { echo "$sys: run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]:<10} warehouses={sys.argv[3]} threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
+      f"tpmC-equivalent={r['tpmc_equivalent']:.0f} retried={r['retried_percent']:.2f}% failed={r['failed']} "
+      f"checks_passed={r['checks_passed']}/{len(r['checks'])} peak_mem={sys.argv[5]}MiB oom_kills={sys.argv[6]}")
+for e in r['errors']: print(f"{sys.argv[2]}: {e}")
+PY
+}
 start() {
   local d=/sys/fs/cgroup/memory/tpcccmp-$1
   case $1 in
@@ -92,10 +116,12 @@ for sys in $SYSTEMS; do
   cg $sys >/dev/null
   rm -rf "$W/pf" "$W/pg" "$W/my"
   start $sys
-  case $sys in
-  permafrost) run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres;;
-  postgres) run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres;;
-  mariadb) run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest;;
+  case $CLIENT/$sys in
+  bench/permafrost) run_bench permafrost 55621;;
+  bench/postgres) run_bench postgres 55622;;
+  */permafrost) run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres;;
+  */postgres) run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres;;
+  */mariadb) run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest;;
   esac
   stop $sys
 done

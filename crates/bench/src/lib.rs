@@ -11,6 +11,7 @@ pub mod plot;
 pub mod recovery;
 pub mod report;
 pub mod setup;
+pub mod tpcc;
 pub mod wire_floor;
 pub mod ycsb;
 

@@ -45,6 +45,9 @@ fn main() -> ExitCode {
             workload: Workload::Ycsb(a),
         } => run_ycsb(*a),
         Command::Bench {
+            workload: Workload::Tpcc(a),
+        } => run_tpcc(a),
+        Command::Bench {
             workload: Workload::Device(a),
         } => run_device(a),
         Command::Bench {

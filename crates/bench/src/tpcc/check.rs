@@ -1,0 +1,148 @@
+//! TPC-C's consistency conditions (clause 3.3.2), checked after every run: each is a query
+//! that counts the warehouses, districts, orders or customers violating it, so 0 is a pass.
+//! Conditions 1 to 10 and 12; 11 holds only right after the load and is not checked.
+
+use serde::Serialize;
+use tokio_postgres::Client;
+
+use crate::ycsb::server::describe;
+
+/// The delivered order lines' amounts summed per customer (`o_w_id, o_d_id, o_c_id, s`).
+const DELIVERED: &str = "SELECT o_w_id, o_d_id, o_c_id, sum(ol_amount) AS s FROM orders JOIN order_line \
+     ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id WHERE ol_delivery_d IS NOT NULL \
+     GROUP BY o_w_id, o_d_id, o_c_id";
+
+/// (clause, what it states, the query counting its violations).
+pub fn conditions() -> Vec<(&'static str, &'static str, String)> {
+    let mut v: Vec<(&str, &str, String)> = CONDITIONS
+        .iter()
+        .map(|&(c, what, sql)| (c, what, sql.to_string()))
+        .collect();
+    let by_customer = "ON o.o_w_id = c_w_id AND o.o_d_id = c_d_id AND o.o_c_id = c_id";
+    v.push((
+        "3.3.2.10",
+        "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) per customer",
+        format!(
+            "SELECT count(*) FROM customer LEFT JOIN ({DELIVERED}) o {by_customer} \
+             LEFT JOIN (SELECT h_c_w_id, h_c_d_id, h_c_id, sum(h_amount) AS s FROM history \
+             GROUP BY h_c_w_id, h_c_d_id, h_c_id) h ON h.h_c_w_id = c_w_id AND h.h_c_d_id = c_d_id \
+             AND h.h_c_id = c_id WHERE c_balance <> coalesce(o.s, 0) - coalesce(h.s, 0)"
+        ),
+    ));
+    v.push((
+        "3.3.2.12",
+        "C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT) per customer",
+        format!(
+            "SELECT count(*) FROM customer LEFT JOIN ({DELIVERED}) o {by_customer} \
+             WHERE c_balance + c_ytd_payment <> coalesce(o.s, 0)"
+        ),
+    ));
+    v
+}
+
+/// Conditions 1 to 9: (clause, what it states, the query counting its violations).
+const CONDITIONS: &[(&str, &str, &str)] = &[
+    (
+        "3.3.2.1",
+        "W_YTD = sum(D_YTD) of its districts",
+        "SELECT count(*) FROM warehouse JOIN (SELECT d_w_id, sum(d_ytd) AS s FROM district GROUP BY d_w_id) d \
+         ON d.d_w_id = w_id WHERE w_ytd <> d.s",
+    ),
+    (
+        "3.3.2.2",
+        "D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) per district",
+        "SELECT count(*) FROM district \
+         JOIN (SELECT o_w_id, o_d_id, max(o_id) AS m FROM orders GROUP BY o_w_id, o_d_id) o \
+         ON o.o_w_id = d_w_id AND o.o_d_id = d_id \
+         LEFT JOIN (SELECT no_w_id, no_d_id, max(no_o_id) AS m FROM new_order GROUP BY no_w_id, no_d_id) n \
+         ON n.no_w_id = d_w_id AND n.no_d_id = d_id \
+         WHERE d_next_o_id - 1 <> o.m OR (n.m IS NOT NULL AND n.m <> o.m)",
+    ),
+    (
+        "3.3.2.3",
+        "max(NO_O_ID) - min(NO_O_ID) + 1 = rows of NEW_ORDER per district",
+        "SELECT count(*) FROM (SELECT max(no_o_id) - min(no_o_id) + 1 - count(*) AS gap FROM new_order \
+         GROUP BY no_w_id, no_d_id) n WHERE gap <> 0",
+    ),
+    (
+        "3.3.2.4",
+        "sum(O_OL_CNT) = rows of ORDER_LINE per district",
+        "SELECT count(*) FROM (SELECT o_w_id, o_d_id, sum(o_ol_cnt) AS s FROM orders GROUP BY o_w_id, o_d_id) o \
+         JOIN (SELECT ol_w_id, ol_d_id, count(*) AS c FROM order_line GROUP BY ol_w_id, ol_d_id) l \
+         ON l.ol_w_id = o.o_w_id AND l.ol_d_id = o.o_d_id WHERE o.s <> l.c",
+    ),
+    (
+        "3.3.2.5",
+        "O_CARRIER_ID is null exactly for the orders in NEW_ORDER",
+        "SELECT count(*) FROM orders LEFT JOIN new_order \
+         ON no_w_id = o_w_id AND no_d_id = o_d_id AND no_o_id = o_id \
+         WHERE (o_carrier_id IS NULL AND no_o_id IS NULL) OR (o_carrier_id IS NOT NULL AND no_o_id IS NOT NULL)",
+    ),
+    (
+        "3.3.2.6",
+        "O_OL_CNT = the order's rows of ORDER_LINE",
+        "SELECT count(*) FROM orders LEFT JOIN \
+         (SELECT ol_w_id, ol_d_id, ol_o_id, count(*) AS c FROM order_line GROUP BY ol_w_id, ol_d_id, ol_o_id) l \
+         ON l.ol_w_id = o_w_id AND l.ol_d_id = o_d_id AND l.ol_o_id = o_id \
+         WHERE l.c IS NULL OR l.c <> o_ol_cnt",
+    ),
+    (
+        "3.3.2.7",
+        "OL_DELIVERY_D is null exactly when its order's O_CARRIER_ID is",
+        "SELECT count(*) FROM orders JOIN order_line \
+         ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id \
+         WHERE (o_carrier_id IS NULL AND ol_delivery_d IS NOT NULL) \
+         OR (o_carrier_id IS NOT NULL AND ol_delivery_d IS NULL)",
+    ),
+    (
+        "3.3.2.8",
+        "W_YTD = sum(H_AMOUNT) of its history",
+        "SELECT count(*) FROM warehouse JOIN (SELECT h_w_id, sum(h_amount) AS s FROM history GROUP BY h_w_id) h \
+         ON h.h_w_id = w_id WHERE w_ytd <> h.s",
+    ),
+    (
+        "3.3.2.9",
+        "D_YTD = sum(H_AMOUNT) of its history",
+        "SELECT count(*) FROM district \
+         JOIN (SELECT h_w_id, h_d_id, sum(h_amount) AS s FROM history GROUP BY h_w_id, h_d_id) h \
+         ON h.h_w_id = d_w_id AND h.h_d_id = d_id WHERE d_ytd <> h.s",
+    ),
+];
+
+/// One condition's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub clause: String,
+    pub condition: String,
+    /// Rows violating it (0: it holds); None when the query failed.
+    pub violations: Option<i64>,
+    /// The query's error, when it failed.
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+impl CheckResult {
+    pub fn passed(&self) -> bool {
+        self.violations == Some(0)
+    }
+}
+
+/// Checks every condition.
+pub async fn check(client: &Client) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    for (clause, condition, sql) in conditions() {
+        let start = std::time::Instant::now();
+        let (violations, error) = match client.query_one(sql.as_str(), &[]).await {
+            Ok(row) => (Some(row.get::<_, i64>(0)), None),
+            Err(e) => (None, Some(describe(&e))),
+        };
+        out.push(CheckResult {
+            clause: clause.to_string(),
+            condition: condition.to_string(),
+            violations,
+            error,
+            seconds: start.elapsed().as_secs_f64(),
+        });
+    }
+    out
+}

@@ -1,0 +1,490 @@
+//! TPC-C over the PostgreSQL wire protocol: the specification's nine tables and initial
+//! population, its five transactions in the full mix (New-Order 45 %, Payment 43 %,
+//! Order-Status, Delivery and Stock-Level 4 % each, dealt from a deck), each an interactive
+//! transaction of one statement per round trip, and its consistency conditions checked after
+//! every run. The same client code drives any server that speaks the protocol (Permafrost,
+//! PostgreSQL), through tokio-postgres.
+//!
+//! Faithful where the H-Store implementations were not: 60 % of the customers of Payment and
+//! Order-Status are chosen by last name; 1 % of New-Orders name an unused item and are rolled
+//! back; with more than one warehouse, 1 % of order lines are supplied by another warehouse
+//! and 15 % of payments are for a customer of another one. There are no keying or think
+//! times: the throughput is reported as New-Orders per minute, "tpmC-equivalent", which is
+//! not a TPC-C result. README, "TPC-C with `permafrost bench tpcc`", says what else differs.
+
+pub mod check;
+pub mod options;
+pub mod random;
+pub mod schema;
+pub mod txns;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use serde::Serialize;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls};
+
+use crate::BenchError;
+use crate::report::Latency;
+use crate::ycsb::server::describe;
+use check::CheckResult;
+pub use options::{DISTRICTS, Scale, TpccOptions};
+use random::{Deck, NuConstants, TxnType};
+use txns::{Ended, Failure, Inputs, Statements};
+
+/// Attempts of one transaction refused for a serialization failure or a deadlock before it
+/// counts as failed.
+const MAX_ATTEMPTS: u32 = 100;
+/// Distinct error messages kept for the report.
+const ERRORS_KEPT: usize = 10;
+
+/// A server to run against: `HOST:PORT`, a user and a database.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub addr: String,
+    config: tokio_postgres::Config,
+}
+
+impl Target {
+    pub fn new(addr: &str, user: &str, dbname: &str) -> Result<Target, BenchError> {
+        let (host, port) = crate::ycsb::parse_addr(addr)?;
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(&host)
+            .port(port)
+            .user(user)
+            .dbname(dbname)
+            .application_name("permafrost-bench-tpcc")
+            .connect_timeout(Duration::from_secs(10));
+        Ok(Target {
+            addr: addr.to_string(),
+            config,
+        })
+    }
+
+    async fn connect(&self) -> Result<Client, BenchError> {
+        let (client, conn) = self
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(|e| BenchError::Client(format!("cannot connect to {}: {}", self.addr, describe(&e))))?;
+        tokio::spawn(async move {
+            // Errors of the connection reach the statements waiting on it.
+            let _ = conn.await;
+        });
+        Ok(client)
+    }
+}
+
+/// One transaction type's figures over the measured seconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeReport {
+    pub name: &'static str,
+    /// Committed, or rolled back as the specification asks (New-Order's unused item).
+    pub completed: u64,
+    pub rolled_back: u64,
+    /// Attempts refused with a serialization failure or a deadlock and run again.
+    pub retries: u64,
+    pub failed: u64,
+    /// From the first attempt to the end of the last, microseconds.
+    pub latency: Latency,
+}
+
+/// A run's report (the JSON `--json` writes).
+#[derive(Debug, Clone, Serialize)]
+pub struct TpccReport {
+    pub benchmark: &'static str,
+    pub mode: &'static str,
+    pub target: String,
+    pub server_version: String,
+    pub warehouses: u32,
+    pub clients: usize,
+    pub seed: u64,
+    pub scale: Scale,
+    pub specification_scale: bool,
+    pub load_seconds: Option<f64>,
+    pub warmup_seconds: f64,
+    pub measured_seconds: f64,
+    /// Completed transactions of every type per second.
+    pub transactions_per_sec: f64,
+    /// Committed New-Orders per minute, without keying and think times: not a TPC-C tpmC.
+    pub tpmc_equivalent: f64,
+    /// Retries per completed transaction, in percent.
+    pub retried_percent: f64,
+    pub by_type: Vec<TypeReport>,
+    pub skipped_deliveries: u64,
+    pub failed: u64,
+    pub errors: Vec<String>,
+    pub checks: Vec<CheckResult>,
+    pub checks_passed: usize,
+}
+
+impl TpccReport {
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "TPC-C ({} over the wire) against {} ({}): {} warehouses, {} clients\n",
+            self.mode, self.target, self.server_version, self.warehouses, self.clients,
+        );
+        if self.measured_seconds > 0.0 {
+            s.push_str(&format!(
+                "{:.0} s measured: {:.1} transactions/s, {:.0} New-Orders/min (tpmC-equivalent: no think \
+                 times), {:.2} % retried, {} failed\n",
+                self.measured_seconds,
+                self.transactions_per_sec,
+                self.tpmc_equivalent,
+                self.retried_percent,
+                self.failed,
+            ));
+        }
+        if !self.specification_scale {
+            s.push_str("population smaller than the specification's: not TPC-C\n");
+        }
+        if let Some(l) = self.load_seconds {
+            s.push_str(&format!("load: {l:.1} s\n"));
+        }
+        for t in self.by_type.iter().filter(|_| self.measured_seconds > 0.0) {
+            s.push_str(&format!(
+                "  {:<12} {:>8} done {:>6} rolled back {:>6} retries {:>4} failed   p50 {:>7.1} ms  p95 {:>7.1} ms  p99 {:>7.1} ms\n",
+                t.name,
+                t.completed,
+                t.rolled_back,
+                t.retries,
+                t.failed,
+                t.latency.p50 as f64 / 1000.0,
+                t.latency.p95 as f64 / 1000.0,
+                t.latency.p99 as f64 / 1000.0,
+            ));
+        }
+        if self.skipped_deliveries > 0 {
+            s.push_str(&format!(
+                "  deliveries skipped for want of an undelivered order: {}\n",
+                self.skipped_deliveries
+            ));
+        }
+        for e in &self.errors {
+            s.push_str(&format!("  error: {e}\n"));
+        }
+        s.push_str(&format!(
+            "consistency: {} of {} conditions hold\n",
+            self.checks_passed,
+            self.checks.len()
+        ));
+        for c in self.checks.iter().filter(|c| !c.passed()) {
+            match (&c.violations, &c.error) {
+                (_, Some(e)) => s.push_str(&format!("  {} {}: could not check: {e}\n", c.clause, c.condition)),
+                (Some(v), None) => s.push_str(&format!("  {} {}: {v} violations\n", c.clause, c.condition)),
+                (None, None) => {}
+            }
+        }
+        s
+    }
+
+    /// Whether every condition held and no transaction failed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.checks_passed == self.checks.len()
+    }
+}
+
+/// A terminal's figures.
+struct Tally {
+    completed: [u64; 5],
+    rolled_back: [u64; 5],
+    retries: [u64; 5],
+    failed: [u64; 5],
+    latency: Vec<Histogram<u64>>,
+    skipped_deliveries: u64,
+    errors: Vec<String>,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            completed: [0; 5],
+            rolled_back: [0; 5],
+            retries: [0; 5],
+            failed: [0; 5],
+            latency: (0..5)
+                .map(|_| Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds"))
+                .collect(),
+            skipped_deliveries: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, other: Tally) {
+        for i in 0..5 {
+            self.completed[i] += other.completed[i];
+            self.rolled_back[i] += other.rolled_back[i];
+            self.retries[i] += other.retries[i];
+            self.failed[i] += other.failed[i];
+            self.latency[i].add(&other.latency[i]).expect("same bounds");
+        }
+        self.skipped_deliveries += other.skipped_deliveries;
+        for e in other.errors {
+            note_error(&mut self.errors, e);
+        }
+    }
+}
+
+fn note_error(errors: &mut Vec<String>, e: String) {
+    if errors.len() < ERRORS_KEPT && !errors.contains(&e) {
+        errors.push(e);
+    }
+}
+
+/// Whether a refused attempt is run again: a serialization failure or a deadlock.
+fn retryable(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) || e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+}
+
+/// Loads (when asked), runs the terminals through the warm-up and the measured seconds, and
+/// checks the consistency conditions.
+pub fn run(target: &Target, opts: &TpccOptions, progress_bar: bool) -> Result<TpccReport, BenchError> {
+    opts.validate()?;
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(opts.clients);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(target, opts, progress_bar))
+}
+
+async fn run_async(target: &Target, opts: &TpccOptions, progress_bar: bool) -> Result<TpccReport, BenchError> {
+    let admin = target.connect().await?;
+    let server_version: String = admin
+        .query_one("SELECT version()", &[])
+        .await
+        .map_err(|e| BenchError::Client(format!("SELECT version(): {}", describe(&e))))?
+        .get(0);
+    let nu = NuConstants::draw(&mut SmallRng::seed_from_u64(opts.seed));
+    let load_seconds = if opts.load {
+        Some(load(target, &admin, opts, nu.c_last, progress_bar).await?)
+    } else {
+        None
+    };
+
+    let (tally, measured_seconds) = if opts.run {
+        (run_terminals(target, opts, nu, progress_bar).await?, opts.duration)
+    } else {
+        (Tally::new(), 0.0)
+    };
+    let checks = check::check(&admin).await;
+    Ok(report(
+        opts,
+        target,
+        server_version,
+        load_seconds,
+        measured_seconds,
+        tally,
+        checks,
+    ))
+}
+
+/// Runs the terminals through the warm-up and the measured seconds; their figures summed.
+async fn run_terminals(
+    target: &Target,
+    opts: &TpccOptions,
+    nu: NuConstants,
+    progress_bar: bool,
+) -> Result<Tally, BenchError> {
+    if progress_bar {
+        eprintln!(
+            "running {} terminals: {:.0} s warm-up, {:.0} s measured",
+            opts.clients, opts.warmup, opts.duration
+        );
+    }
+    let start = Instant::now();
+    let measure_from = start + Duration::from_secs_f64(opts.warmup);
+    let end = measure_from + Duration::from_secs_f64(opts.duration);
+    let mut handles = Vec::new();
+    for n in 0..opts.clients {
+        let inputs = Inputs {
+            rng: SmallRng::seed_from_u64(opts.seed ^ (0x7e57 << 32) ^ n as u64),
+            deck: Deck::new(),
+            nu,
+            scale: opts.scale,
+            warehouses: opts.warehouses,
+            w: (n as u32 % opts.warehouses) + 1,
+            d: (n as u32 / opts.warehouses % DISTRICTS) + 1,
+        };
+        let target = target.clone();
+        handles.push(tokio::spawn(async move {
+            terminal(&target, inputs, measure_from, end).await
+        }));
+    }
+    let mut tally = Tally::new();
+    for h in handles {
+        let t = h
+            .await
+            .map_err(|e| BenchError::Client(format!("a terminal stopped: {e}")))??;
+        tally.add(t);
+    }
+    Ok(tally)
+}
+
+/// Creates the tables and loads the population over several connections; the seconds taken.
+async fn load(
+    target: &Target,
+    admin: &Client,
+    opts: &TpccOptions,
+    c_last_c: u32,
+    progress_bar: bool,
+) -> Result<f64, BenchError> {
+    let started = Instant::now();
+    schema::create(admin).await?;
+    let mut jobs = schema::jobs(opts);
+    let total: u64 = jobs.iter().map(|&j| schema::job_rows(j, &opts.scale)).sum();
+    jobs.reverse();
+    let bar = if progress_bar {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
+                .expect("valid template"),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let jobs = Arc::new(Mutex::new(jobs));
+    let loaded = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for _ in 0..schema::LOAD_CONNECTIONS {
+        let (target, opts, jobs, loaded, bar) =
+            (target.clone(), opts.clone(), jobs.clone(), loaded.clone(), bar.clone());
+        handles.push(tokio::spawn(async move {
+            let client = target.connect().await?;
+            schema::loader(&client, &opts, c_last_c, &jobs, &loaded, &|n| bar.set_position(n)).await
+        }));
+    }
+    for h in handles {
+        h.await
+            .map_err(|e| BenchError::Client(format!("a loader stopped: {e}")))??;
+    }
+    bar.finish_and_clear();
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// One terminal: its connection runs transactions until `end`, those begun after
+/// `measure_from` counted.
+async fn terminal(
+    target: &Target,
+    mut inputs: Inputs,
+    measure_from: Instant,
+    end: Instant,
+) -> Result<Tally, BenchError> {
+    let mut client = target.connect().await?;
+    let st = Statements::prepare(&client)
+        .await
+        .map_err(|e| BenchError::Client(format!("preparing the transactions' statements: {}", describe(&e))))?;
+    let mut tally = Tally::new();
+    loop {
+        let began = Instant::now();
+        if began >= end {
+            return Ok(tally);
+        }
+        let input = inputs.draw();
+        let kind = input.kind().index();
+        let mut retries = 0;
+        let outcome = loop {
+            match txns::run(&mut client, &st, &input).await {
+                Err(Failure::Db(e)) if retryable(&e) && retries + 1 < MAX_ATTEMPTS => retries += 1,
+                other => break other,
+            }
+        };
+        if began < measure_from {
+            continue;
+        }
+        tally.retries[kind] += retries as u64;
+        match outcome {
+            Ok(done) => {
+                tally.completed[kind] += 1;
+                if done.ended == Some(Ended::RolledBack) {
+                    tally.rolled_back[kind] += 1;
+                }
+                tally.skipped_deliveries += done.skipped_deliveries as u64;
+                let micros = began.elapsed().as_micros() as u64;
+                tally.latency[kind].saturating_record(micros.max(1));
+            }
+            Err(f) => {
+                tally.failed[kind] += 1;
+                let (message, closed) = match f {
+                    Failure::Db(e) => (describe(&e), e.is_closed()),
+                    Failure::Missing(m) => (m, false),
+                };
+                let name = input.kind().name();
+                note_error(&mut tally.errors, format!("{name}: {message}"));
+                if closed {
+                    return Err(BenchError::Client(format!("{name}: the connection closed: {message}")));
+                }
+            }
+        }
+    }
+}
+
+fn per_sec(n: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 { n / seconds } else { 0.0 }
+}
+
+fn report(
+    opts: &TpccOptions,
+    target: &Target,
+    server_version: String,
+    load_seconds: Option<f64>,
+    measured_seconds: f64,
+    tally: Tally,
+    checks: Vec<CheckResult>,
+) -> TpccReport {
+    let completed: u64 = tally.completed.iter().sum();
+    let retries: u64 = tally.retries.iter().sum();
+    let failed: u64 = tally.failed.iter().sum();
+    let new_orders = tally.completed[TxnType::NewOrder.index()] - tally.rolled_back[TxnType::NewOrder.index()];
+    let by_type = TxnType::ALL
+        .iter()
+        .map(|t| {
+            let i = t.index();
+            TypeReport {
+                name: t.name(),
+                completed: tally.completed[i],
+                rolled_back: tally.rolled_back[i],
+                retries: tally.retries[i],
+                failed: tally.failed[i],
+                latency: Latency::from_histogram(&tally.latency[i]),
+            }
+        })
+        .collect();
+    let checks_passed = checks.iter().filter(|c| c.passed()).count();
+    TpccReport {
+        benchmark: "tpcc",
+        mode: "interactive",
+        target: target.addr.clone(),
+        server_version,
+        warehouses: opts.warehouses,
+        clients: opts.clients,
+        seed: opts.seed,
+        scale: opts.scale,
+        specification_scale: opts.scale == Scale::SPEC,
+        load_seconds,
+        warmup_seconds: opts.warmup,
+        measured_seconds,
+        transactions_per_sec: per_sec(completed as f64, measured_seconds),
+        tpmc_equivalent: per_sec(new_orders as f64 * 60.0, measured_seconds),
+        retried_percent: if completed == 0 {
+            0.0
+        } else {
+            100.0 * retries as f64 / completed as f64
+        },
+        by_type,
+        skipped_deliveries: tally.skipped_deliveries,
+        failed,
+        errors: tally.errors,
+        checks,
+        checks_passed,
+    }
+}

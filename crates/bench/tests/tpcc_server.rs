@@ -1,0 +1,72 @@
+//! TPC-C over the PostgreSQL wire protocol against a server started in this process, with
+//! a population smaller than the specification's: the load, the five transactions without
+//! a failure, and consistency conditions that hold after the run and fail when the data is
+//! made inconsistent.
+
+use std::sync::Arc;
+
+use permafrost_bench::tpcc::{self, Scale, TpccOptions};
+use permafrost_executor::{Config, Database};
+
+#[test]
+fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let listener = rt
+        .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    rt.spawn(permafrost_server::serve(db, listener, async {
+        let _ = stopped.await;
+    }));
+
+    let target = tpcc::Target::new(&addr, "test", "test").unwrap();
+    let opts = TpccOptions {
+        warehouses: 2,
+        clients: 4,
+        warmup: 0.2,
+        duration: 2.0,
+        seed: 11,
+        scale: Scale::small(),
+        load: true,
+        run: true,
+    };
+    let report = tpcc::run(&target, &opts, false).unwrap();
+    let summary = report.summary();
+    assert_eq!(report.failed, 0, "{summary}");
+    assert_eq!(report.checks.len(), 11, "{summary}");
+    assert!(report.ok(), "{summary}");
+    let done = |name: &str| report.by_type.iter().find(|t| t.name == name).unwrap().completed;
+    assert!(done("new_order") > 0 && done("payment") > 0, "{summary}");
+    assert!(!report.specification_scale);
+
+    // The conditions see what is wrong: a warehouse's year-to-date no longer the sum of its
+    // districts' and of its history (3.3.2.1 and 3.3.2.8), an order line lost (3.3.2.4, 6).
+    rt.block_on(async {
+        let port = addr.rsplit(':').next().unwrap();
+        let (c, conn) =
+            tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        c.batch_execute(
+            "UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 2; \
+             DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 3 AND ol_o_id = 5 AND ol_number = 1",
+        )
+        .await
+        .unwrap();
+        let checks = tpcc::check::check(&c).await;
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.clause.as_str())
+            .collect();
+        assert_eq!(failed, ["3.3.2.1", "3.3.2.4", "3.3.2.6", "3.3.2.8"], "{checks:?}");
+        assert!(checks.iter().all(|c| c.error.is_none()), "{checks:?}");
+    });
+}
