@@ -7,41 +7,14 @@ use tokio_postgres::Client;
 
 use crate::ycsb::server::describe;
 
-/// The delivered order lines' amounts summed per customer (`o_w_id, o_d_id, o_c_id, s`).
-const DELIVERED: &str = "SELECT o_w_id, o_d_id, o_c_id, sum(ol_amount) AS s FROM orders JOIN order_line \
-     ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id WHERE ol_delivery_d IS NOT NULL \
-     GROUP BY o_w_id, o_d_id, o_c_id";
-
 /// (clause, what it states, the query counting its violations).
-pub fn conditions() -> Vec<(&'static str, &'static str, String)> {
-    let mut v: Vec<(&str, &str, String)> = CONDITIONS
-        .iter()
-        .map(|&(c, what, sql)| (c, what, sql.to_string()))
-        .collect();
-    let by_customer = "ON o.o_w_id = c_w_id AND o.o_d_id = c_d_id AND o.o_c_id = c_id";
-    v.push((
-        "3.3.2.10",
-        "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) per customer",
-        format!(
-            "SELECT count(*) FROM customer LEFT JOIN ({DELIVERED}) o {by_customer} \
-             LEFT JOIN (SELECT h_c_w_id, h_c_d_id, h_c_id, sum(h_amount) AS s FROM history \
-             GROUP BY h_c_w_id, h_c_d_id, h_c_id) h ON h.h_c_w_id = c_w_id AND h.h_c_d_id = c_d_id \
-             AND h.h_c_id = c_id WHERE c_balance <> coalesce(o.s, 0) - coalesce(h.s, 0)"
-        ),
-    ));
-    v.push((
-        "3.3.2.12",
-        "C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT) per customer",
-        format!(
-            "SELECT count(*) FROM customer LEFT JOIN ({DELIVERED}) o {by_customer} \
-             WHERE c_balance + c_ytd_payment <> coalesce(o.s, 0)"
-        ),
-    ));
-    v
-}
-
-/// Conditions 1 to 9: (clause, what it states, the query counting its violations).
-const CONDITIONS: &[(&str, &str, &str)] = &[
+///
+/// The per-order and per-customer conditions (6, 10, 12) add up, per order or customer, the
+/// terms that must cancel out (a UNION ALL grouped once) rather than joining groupings to
+/// the tables: one grouping of a derived table alone in FROM, which Permafrost spills to
+/// temporary files past its working memory (a join over a grouped subquery may not yet
+/// hold more than one statement's working memory: 54000 at a quarter of the data).
+pub const CONDITIONS: &[(&str, &str, &str)] = &[
     (
         "3.3.2.1",
         "W_YTD = sum(D_YTD) of its districts",
@@ -81,10 +54,10 @@ const CONDITIONS: &[(&str, &str, &str)] = &[
     (
         "3.3.2.6",
         "O_OL_CNT = the order's rows of ORDER_LINE",
-        "SELECT count(*) FROM orders LEFT JOIN \
-         (SELECT ol_w_id, ol_d_id, ol_o_id, count(*) AS c FROM order_line GROUP BY ol_w_id, ol_d_id, ol_o_id) l \
-         ON l.ol_w_id = o_w_id AND l.ol_d_id = o_d_id AND l.ol_o_id = o_id \
-         WHERE l.c IS NULL OR l.c <> o_ol_cnt",
+        "SELECT count(*) FROM (SELECT w, d, o, sum(n) AS left_over FROM \
+         (SELECT o_w_id AS w, o_d_id AS d, o_id AS o, o_ol_cnt AS n FROM orders \
+          UNION ALL SELECT ol_w_id, ol_d_id, ol_o_id, -1 FROM order_line) t \
+         GROUP BY w, d, o) g WHERE left_over <> 0",
     ),
     (
         "3.3.2.7",
@@ -106,6 +79,25 @@ const CONDITIONS: &[(&str, &str, &str)] = &[
         "SELECT count(*) FROM district \
          JOIN (SELECT h_w_id, h_d_id, sum(h_amount) AS s FROM history GROUP BY h_w_id, h_d_id) h \
          ON h.h_w_id = d_w_id AND h.h_d_id = d_id WHERE d_ytd <> h.s",
+    ),
+    (
+        "3.3.2.10",
+        "C_BALANCE = sum(delivered OL_AMOUNT) - sum(H_AMOUNT) per customer",
+        "SELECT count(*) FROM (SELECT w, d, c, sum(x) AS left_over FROM \
+         (SELECT c_w_id AS w, c_d_id AS d, c_id AS c, c_balance AS x FROM customer \
+          UNION ALL SELECT o_w_id, o_d_id, o_c_id, -ol_amount FROM orders JOIN order_line \
+            ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id WHERE ol_delivery_d IS NOT NULL \
+          UNION ALL SELECT h_c_w_id, h_c_d_id, h_c_id, h_amount FROM history) t \
+         GROUP BY w, d, c) g WHERE left_over <> 0",
+    ),
+    (
+        "3.3.2.12",
+        "C_BALANCE + C_YTD_PAYMENT = sum(delivered OL_AMOUNT) per customer",
+        "SELECT count(*) FROM (SELECT w, d, c, sum(x) AS left_over FROM \
+         (SELECT c_w_id AS w, c_d_id AS d, c_id AS c, c_balance + c_ytd_payment AS x FROM customer \
+          UNION ALL SELECT o_w_id, o_d_id, o_c_id, -ol_amount FROM orders JOIN order_line \
+            ON ol_w_id = o_w_id AND ol_d_id = o_d_id AND ol_o_id = o_id WHERE ol_delivery_d IS NOT NULL) t \
+         GROUP BY w, d, c) g WHERE left_over <> 0",
     ),
 ];
 
@@ -130,9 +122,9 @@ impl CheckResult {
 /// Checks every condition.
 pub async fn check(client: &Client) -> Vec<CheckResult> {
     let mut out = Vec::new();
-    for (clause, condition, sql) in conditions() {
+    for (clause, condition, sql) in CONDITIONS {
         let start = std::time::Instant::now();
-        let (violations, error) = match client.query_one(sql.as_str(), &[]).await {
+        let (violations, error) = match client.query_one(*sql, &[]).await {
             Ok(row) => (Some(row.get::<_, i64>(0)), None),
             Err(e) => (None, Some(describe(&e))),
         };
