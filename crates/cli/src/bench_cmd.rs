@@ -55,6 +55,7 @@ pub(crate) struct TpccArgs {
     /// The database to connect to.
     #[arg(long, default_value = "permafrost")]
     pub(crate) dbname: String,
+    /// Warehouses loaded and run (TPC-C's unit of scale).
     #[arg(long, default_value_t = 2)]
     pub(crate) warehouses: u32,
     /// Terminals, one connection each, spread over the warehouses.
@@ -66,6 +67,7 @@ pub(crate) struct TpccArgs {
     /// Seconds measured.
     #[arg(long, default_value_t = 60.0)]
     pub(crate) duration: f64,
+    /// Seed of the population's and the terminals' random numbers.
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
     /// Run on the tables an earlier run loaded (same --warehouses) instead of creating and
