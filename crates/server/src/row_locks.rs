@@ -1,7 +1,9 @@
-//! Row locks of transaction blocks: what `SELECT ... FOR UPDATE` / `FOR SHARE` take
+//! Row locks of transaction blocks: what `SELECT ... FOR UPDATE` / `FOR SHARE` take, and
+//! a block's DELETE and an UPDATE that shows what it sets, which lock as FOR UPDATE of
+//! their target would
 //! (docs/architecture/interactive.md, "Row locks").
 //!
-//! A block's locking read names the rows it locks before it runs
+//! A block's locking statement names the rows it locks before it runs
 //! (`Prepared::lock_targets`: a table, an index and the values of the index's leading
 //! columns the read fixes); the connection takes them here, waiting while another block
 //! holds a conflicting lock, and holds them until the block ends ([`Owner`] releases them

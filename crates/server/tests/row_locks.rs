@@ -135,38 +135,37 @@ async fn a_cycle_of_waits_fails_one_block_and_nowait_does_not_wait() {
     }
 }
 
-/// An UPDATE or DELETE in a block locks the rows its key names until the block ends, as
-/// in PostgreSQL: a second block's UPDATE of the row waits, then updates what the first
-/// committed, and both commit (without the lock the second would fail at COMMIT: 40001).
+/// An UPDATE in a block whose result shows what it sets (`RETURNING bal` of `SET bal =
+/// ...`) locks the rows its key names until the block ends, as in PostgreSQL: a second
+/// block's such UPDATE of the row waits, then updates what the first committed, and both
+/// commit (without the lock the second would fail at COMMIT: 40001). An UPDATE that shows
+/// none of what it sets takes no lock and does not wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_update_in_a_block_holds_its_row_until_the_block_ends() {
     let s = common::server().await;
     setup(s.port).await;
     let a = connect(s.port).await;
     let b = connect(s.port).await;
+    let bump = "UPDATE acct SET bal = bal + $1 WHERE id = 1 RETURNING bal";
     a.batch_execute("BEGIN").await.unwrap();
-    a.execute("UPDATE acct SET bal = bal + 1 WHERE id = 1", &[])
-        .await
-        .unwrap();
+    let seen: i64 = a.query_one(bump, &[&1i64]).await.unwrap().get(0);
+    assert_eq!(seen, 101);
     let waiting = tokio::spawn(async move {
         b.batch_execute("BEGIN").await.unwrap();
-        let got: i64 = b
-            .query_one("UPDATE acct SET bal = bal + 10 WHERE id = 1 RETURNING bal", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let got: i64 = b.query_one(bump, &[&10i64]).await.unwrap().get(0);
         b.batch_execute("COMMIT").await.map(|()| got)
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "B updated a row A's block holds");
-    // Its own rows again, and a DELETE of another key, do not wait.
-    a.execute("UPDATE acct SET bal = bal + 1 WHERE id = 1", &[])
-        .await
-        .unwrap();
+    // Its own rows again do not wait, nor an UPDATE of another block that shows nothing it
+    // sets, nor a DELETE of another key.
+    let seen: i64 = a.query_one(bump, &[&1i64]).await.unwrap().get(0);
+    assert_eq!(seen, 102);
     let c = connect(s.port).await;
     c.batch_execute("BEGIN").await.unwrap();
+    c.execute("UPDATE acct SET bal = bal WHERE id = 1", &[]).await.unwrap();
     c.execute("DELETE FROM acct WHERE id = 3", &[]).await.unwrap();
-    c.batch_execute("COMMIT").await.unwrap();
+    c.batch_execute("ROLLBACK").await.unwrap();
     a.batch_execute("COMMIT").await.unwrap();
     let got = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await

@@ -38,6 +38,21 @@ impl Prepared {
     }
 }
 
+/// Whether an UPDATE's result (its RETURNING, which rows its WHERE takes) reads a column it
+/// sets: then a concurrent block's UPDATE of the same rows changes what it shows.
+fn shows_what_it_sets(u: &crate::plan::UpdatePlan) -> bool {
+    let rel = u.target.rel;
+    let mut reads = false;
+    for e in u.returning.iter().chain(&u.target.filters) {
+        e.walk(&mut |x| {
+            if let Expr::Column { rel: r, col } = x {
+                reads |= *r == rel && u.assignments.iter().any(|(c, _)| c == col);
+            }
+        });
+    }
+    reads
+}
+
 /// Rows a locking read of a block locks ([`Prepared::lock_targets`]): those of `table`
 /// whose index `index` key starts with `key` (every row of the table when `index` is
 /// `None`).
@@ -54,12 +69,16 @@ pub struct LockTarget {
 
 impl Prepared {
     /// What the statement locks, as far as its parameters tell before it runs: for each
-    /// relation a `FOR UPDATE` / `FOR SHARE` locks, and for the target of an UPDATE or a
-    /// DELETE (which lock the rows they change FOR UPDATE, as in PostgreSQL), read through
-    /// an index with equalities on its leading columns, those columns' values. A relation
-    /// read otherwise (a scan, a join's inner side) locks nothing: the locks only spare
-    /// blocks from failing at COMMIT, which still checks every read
-    /// (docs/architecture/interactive.md, "Row locks").
+    /// relation a `FOR UPDATE` / `FOR SHARE` locks, for the target of a DELETE, and for the
+    /// target of an UPDATE whose result shows what it sets (which lock the rows they change
+    /// FOR UPDATE, as in PostgreSQL), read through an index with equalities on its leading
+    /// columns, those columns' values. A relation read otherwise (a scan, a join's inner
+    /// side) locks nothing: the locks only spare blocks from failing at COMMIT, which still
+    /// checks every read (docs/architecture/interactive.md, "Row locks"). An UPDATE whose
+    /// RETURNING and WHERE read none of the columns it sets (`SET ytd = ytd + $1 WHERE id =
+    /// $2`) locks nothing: its client sees only the rows its key names, which a concurrent
+    /// block's change of those columns leaves as they were, so it could not fail at COMMIT
+    /// for it, and blocks bumping one counter need not take turns.
     pub fn lock_targets(&self, params: &[Value]) -> Vec<LockTarget> {
         let locked: Vec<(&RelPlan, bool, bool)> = match &self.plan {
             Plan::Select(s) => s
@@ -72,7 +91,7 @@ impl Prepared {
                         .map(|r| (r, l.exclusive, l.nowait))
                 })
                 .collect(),
-            Plan::Update(u) => vec![(&u.target, true, false)],
+            Plan::Update(u) if shows_what_it_sets(u) => vec![(&u.target, true, false)],
             Plan::Delete(d) => vec![(&d.target, true, false)],
             _ => Vec::new(),
         };
