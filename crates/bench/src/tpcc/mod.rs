@@ -26,8 +26,8 @@ use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde::Serialize;
+use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
 
 use crate::BenchError;
 use crate::report::Latency;
@@ -68,16 +68,7 @@ impl Target {
     }
 
     async fn connect(&self) -> Result<Client, BenchError> {
-        let (client, conn) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| BenchError::Client(format!("cannot connect to {}: {}", self.addr, describe(&e))))?;
-        tokio::spawn(async move {
-            // Errors of the connection reach the statements waiting on it.
-            let _ = conn.await;
-        });
-        Ok(client)
+        crate::ycsb::server::connect(&self.config, &self.addr).await
     }
 }
 

@@ -154,7 +154,7 @@ fn runtime() -> Result<Runtime, BenchError> {
 }
 
 /// Opens a connection; its protocol task runs on the current runtime.
-async fn connect(config: &tokio_postgres::Config, addr: &str) -> Result<Client, BenchError> {
+pub(crate) async fn connect(config: &tokio_postgres::Config, addr: &str) -> Result<Client, BenchError> {
     let (client, conn) = config
         .connect(NoTls)
         .await

@@ -483,35 +483,40 @@ impl Backend {
         let stop = crate::session::stop_flag(cancel, true);
         // Submitted while the block is locked (its statements are read in place); nothing
         // else of this connection is in flight: a short probe may run here.
-        let (fut, wrote) = match &*txn::lock(cell) {
-            txn::State::Open(o) => {
-                let next = NewStatement {
-                    stmt,
-                    params: params.clone(),
-                    seed: o.next_seed(),
-                };
-                match o.draft() {
-                    // After the block's schema changes: over all partitions, with them.
-                    Some(d) => (
-                        futures::future::Either::Left(self.db.probe_draft(d, &o.statements, next, o.now, stop.clone())),
-                        false,
-                    ),
-                    None => {
-                        let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
-                        let wrote = !before.is_empty();
-                        let fut = self.db.probe(&before, next, o.now, stop.clone(), Place::Here);
-                        (futures::future::Either::Right(fut), wrote)
-                    }
+        // The parameters kept for a second probe (below): only a block that has written
+        // may need one.
+        let (fut, again) = match &*txn::lock(cell) {
+            txn::State::Open(o) => match o.draft() {
+                // After the block's schema changes: over all partitions, with them.
+                Some(d) => {
+                    let next = NewStatement {
+                        stmt,
+                        params,
+                        seed: o.next_seed(),
+                    };
+                    let fut = self.db.probe_draft(d, &o.statements, next, o.now, stop.clone());
+                    (futures::future::Either::Left(fut), None)
                 }
-            }
+                None => {
+                    let before = o.statements.iter().filter(|s| s.writes()).collect::<Vec<_>>();
+                    let again = (!before.is_empty()).then(|| params.clone());
+                    let next = NewStatement {
+                        stmt,
+                        params,
+                        seed: o.next_seed(),
+                    };
+                    let fut = self.db.probe(&before, next, o.now, stop.clone(), Place::Here);
+                    (futures::future::Either::Right(fut), again)
+                }
+            },
             _ => return Err(txn::aborted()),
         };
         let got = run_with(cancel, &stop, fut).await;
-        match got {
+        match (got, again) {
             // The probe ran only the earlier writes of the rows the statement reaches; an
             // error that depends on the data is answered only if the block's other writes
             // still give what they showed (`Database::probe_whole`: 40001 otherwise).
-            Err(e) if wrote && depends_on_data(&e) => {
+            (Err(e), Some(params)) if depends_on_data(&e) => {
                 let stop = crate::session::stop_flag(cancel, true);
                 let fut = match &*txn::lock(cell) {
                     txn::State::Open(o) if o.draft().is_none() => {
@@ -527,7 +532,7 @@ impl Backend {
                 };
                 run_with(cancel, &stop, fut).await
             }
-            got => got,
+            (got, _) => got,
         }
     }
 }
