@@ -17,13 +17,16 @@
 # CLIENT=bench: the client is `BIN bench tpcc` instead (Permafrost's own TPC-C: the specification's schema without
 #   foreign keys, its full mix with last-name lookups and the 1 % rollback, 11 consistency conditions; pass "-" as
 #   SYSBENCH_TPCC_DIR). It speaks the PostgreSQL protocol only: Permafrost and PostgreSQL, not MariaDB yet. Each
-#   system's JSON report is left in BENCH_OUT (default /tmp/tpcc-bench).
+#   system's JSON report is left in BENCH_OUT (default /tmp/tpcc-bench). MODES (default "interactive"): the ways
+#   it runs the transactions, one run each after one load, in that order: interactive (BEGIN, a statement per round
+#   trip, COMMIT) and procedures (one call per transaction: Permafrost's built-in procedures by CALL, PostgreSQL's
+#   PL/pgSQL functions by SELECT); reports BENCH_OUT/SYSTEM-MODE.json.
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
-CLIENT=${CLIENT:-sysbench}; BENCH_OUT=${BENCH_OUT:-/tmp/tpcc-bench}
+CLIENT=${CLIENT:-sysbench}; BENCH_OUT=${BENCH_OUT:-/tmp/tpcc-bench}; MODES=${MODES:-interactive}
 BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
 case $CLIENT in
 sysbench) TPCC=$(cd "$2" && pwd); [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; };;
@@ -78,15 +81,18 @@ run_bench() {  # system port: BIN bench tpcc loads (and checks), then runs in th
   o="--target server=127.0.0.1:$2 --user postgres --dbname postgres --warehouses $WH --clients $T --quiet"
   "$BIN" bench tpcc $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
   stop $sys; to_run_limit $sys || return; start $sys
-  "$BIN" bench tpcc $o --no-load --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys.json" >"$W/$sys.run" 2>&1
-  python3 - "$BENCH_OUT/$sys.json" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" <<'PY' || { echo "$sys: run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
+  local m
+  for m in $MODES; do
+  "$BIN" bench tpcc $o --no-load --mode $m --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys-$m.json" >"$W/$sys.run" 2>&1
+  python3 - "$BENCH_OUT/$sys-$m.json" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" "$m" <<'PY' || { echo "$sys: $m run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]:<10} warehouses={sys.argv[3]} threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
+print(f"{sys.argv[2]:<10} {sys.argv[7]:<11} warehouses={sys.argv[3]} threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
       f"tpmC-equivalent={r['tpmc_equivalent']:.0f} retried={r['retried_percent']:.2f}% failed={r['failed']} "
       f"checks_passed={r['checks_passed']}/{len(r['checks'])} peak_mem={sys.argv[5]}MiB oom_kills={sys.argv[6]}")
 for e in r['errors']: print(f"{sys.argv[2]}: {e}")
 PY
+  done
 }
 start() {
   local d=/sys/fs/cgroup/memory/tpcccmp-$1

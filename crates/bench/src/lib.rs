@@ -5,6 +5,7 @@
 //! later the server and the peer systems — through one trait, so every system runs the
 //! same client code, data and distribution.
 
+pub mod builtin;
 pub mod device;
 pub mod experiment;
 pub mod plot;

@@ -1,7 +1,8 @@
-//! TPC-C over the PostgreSQL wire protocol against a server started in this process, with
-//! a population smaller than the specification's: the load, the five transactions without
-//! a failure, and consistency conditions that hold after the run and fail when the data is
-//! made inconsistent.
+//! TPC-C against a server started in this process and embedded, with a population smaller
+//! than the specification's: the load, the five transactions without a failure (as
+//! interactive blocks, as one CALL each of the built-in procedures, and embedded), and
+//! consistency conditions that hold after each run and fail when the data is made
+//! inconsistent.
 
 use std::sync::Arc;
 
@@ -15,7 +16,9 @@ fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
         .enable_all()
         .build()
         .unwrap();
-    let db = Arc::new(Database::open(Config::builder().partitions(2).build().unwrap()).unwrap());
+    let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
+    db.provide_internal(permafrost_bench::builtin::library());
+    let db = Arc::new(db);
     let listener = rt
         .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
         .unwrap();
@@ -33,10 +36,11 @@ fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
         duration: 2.0,
         seed: 11,
         scale: Scale::small(),
+        mix: tpcc::Mix::Full,
         load: true,
         run: true,
     };
-    let report = tpcc::run(&target, &opts, false).unwrap();
+    let report = tpcc::run(&target, &opts, tpcc::Mode::Interactive, false).unwrap();
     let summary = report.summary();
     assert_eq!(report.failed, 0, "{summary}");
     assert_eq!(report.checks.len(), 11, "{summary}");
@@ -44,6 +48,18 @@ fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
     let done = |name: &str| report.by_type.iter().find(|t| t.name == name).unwrap().completed;
     assert!(done("new_order") > 0 && done("payment") > 0, "{summary}");
     assert!(!report.specification_scale);
+
+    // The same transactions as one CALL each, on the tables the first run left.
+    let calls = TpccOptions {
+        load: false,
+        ..opts.clone()
+    };
+    let report = tpcc::run(&target, &calls, tpcc::Mode::Procedures, false).unwrap();
+    let summary = report.summary();
+    assert!(report.ok(), "{summary}");
+    assert!(summary.contains("stored procedures over the wire"), "{summary}");
+    let done = |name: &str| report.by_type.iter().find(|t| t.name == name).unwrap().completed;
+    assert!(done("new_order") > 0 && done("delivery") > 0, "{summary}");
 
     // The conditions see what is wrong: a warehouse's year-to-date no longer the sum of its
     // districts' and of its history (3.3.2.1 and 3.3.2.8), an order line lost (3.3.2.4, 6).
@@ -69,4 +85,31 @@ fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
         assert_eq!(failed, ["3.3.2.1", "3.3.2.4", "3.3.2.6", "3.3.2.8"], "{checks:?}");
         assert!(checks.iter().all(|c| c.error.is_none()), "{checks:?}");
     });
+}
+
+/// Embedded: the built-in procedures called in this process, in both mixes; the
+/// Looking Glass paper's runs New-Order and Payment only.
+#[test]
+fn tpcc_runs_embedded_in_both_mixes() {
+    for mix in [tpcc::Mix::Full, tpcc::Mix::LookingGlass] {
+        let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
+        let opts = TpccOptions {
+            warehouses: 2,
+            clients: 16,
+            warmup: 0.2,
+            duration: 1.5,
+            seed: 5,
+            scale: Scale::small(),
+            mix,
+            load: true,
+            run: true,
+        };
+        let report = tpcc::embedded::run(&db, &opts, 2, false).unwrap();
+        let summary = report.summary();
+        assert!(report.ok(), "{mix:?}: {summary}");
+        let done = |name: &str| report.by_type.iter().find(|t| t.name == name).unwrap().completed;
+        assert!(done("new_order") > 0 && done("payment") > 0, "{summary}");
+        let others = done("order_status") + done("delivery") + done("stock_level");
+        assert_eq!(others == 0, mix == tpcc::Mix::LookingGlass, "{summary}");
+    }
 }

@@ -21,7 +21,7 @@ pub(crate) enum Workload {
     /// it: the specification's tables and population, its five transactions in the full mix
     /// as interactive transactions (one statement per round trip), no think times, and its
     /// consistency conditions checked after the run.
-    Tpcc(TpccArgs),
+    Tpcc(Box<TpccArgs>),
     /// The disk under the data directory: sequential writes and random reads per block
     /// size, through the anti-cache's I/O path.
     Device(DeviceArgs),
@@ -46,9 +46,16 @@ pub(crate) enum Workload {
 
 #[derive(Args, Debug)]
 pub(crate) struct TpccArgs {
-    /// The server: `server=HOST:PORT` (Permafrost's `permafrost serve`, or PostgreSQL).
-    #[arg(long)]
+    /// What to run against: embedded (the stored procedures called in this process, with
+    /// the engine flags below) or server=HOST:PORT (Permafrost's `permafrost serve`, or
+    /// PostgreSQL, over the PostgreSQL protocol).
+    #[arg(long, default_value = "embedded")]
     pub(crate) target: String,
+    /// Over the wire: interactive (BEGIN, one statement per round trip, COMMIT) or
+    /// procedures (one CALL of a built-in stored procedure per transaction; Permafrost
+    /// only).
+    #[arg(long, default_value = "interactive", value_parser = ["interactive", "procedures"])]
+    pub(crate) mode: String,
     /// The user to connect as.
     #[arg(long, default_value = "permafrost")]
     pub(crate) user: String,
@@ -58,9 +65,19 @@ pub(crate) struct TpccArgs {
     /// Warehouses loaded and run (TPC-C's unit of scale).
     #[arg(long, default_value_t = 2)]
     pub(crate) warehouses: u32,
-    /// Terminals, one connection each, spread over the warehouses.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) clients: usize,
+    /// full (the specification's five transactions, 45/43/4/4/4, and inputs) or
+    /// looking-glass (the OLTP-through-the-looking-glass paper's: New-Order and Payment
+    /// half and half, 10 local items per order, home customers by id).
+    #[arg(long, default_value = "full", value_parser = tpcc::Mix::parse)]
+    pub(crate) mix: tpcc::Mix,
+    /// Terminals, each with one transaction in flight, spread over the warehouses: one
+    /// connection each over the wire (default 8); embedded, spread over the client threads
+    /// (default 128 per partition: enough to fill group commits).
+    #[arg(long)]
+    pub(crate) clients: Option<usize>,
+    /// Embedded: client threads calling the procedures. Default: one per partition.
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
     /// Seconds run before the measured ones.
     #[arg(long, default_value_t = 10.0)]
     pub(crate) warmup: f64,
@@ -71,13 +88,20 @@ pub(crate) struct TpccArgs {
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
     /// Run on the tables an earlier run loaded (same --warehouses) instead of creating and
-    /// loading them again.
+    /// loading them again (over the wire only).
     #[arg(long, conflicts_with = "load_only")]
     pub(crate) no_load: bool,
     /// Create and load the tables, check the consistency conditions, and stop (a later
     /// run with --no-load runs on them).
     #[arg(long)]
     pub(crate) load_only: bool,
+    /// Embedded: the engine's settings.
+    #[command(flatten)]
+    pub(crate) engine: Flags<BenchEngine>,
+    /// Embedded: directory for the anti-cache's block files and the command log
+    /// (DIR/anticache, which must be empty or absent). Default: a temporary directory.
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
     /// Write the report as JSON to this file.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
@@ -88,25 +112,44 @@ pub(crate) struct TpccArgs {
 
 /// Runs TPC-C; an error when a transaction failed or a consistency condition does not hold.
 pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
-    let Some(addr) = a.target.strip_prefix("server=") else {
-        return Err(format!(
-            "--target {}: TPC-C runs over the wire only (server=HOST:PORT); the embedded and \
-             stored-procedure ways are not built yet",
-            a.target
-        ));
-    };
-    let target = tpcc::Target::new(addr, &a.user, &a.dbname).map_err(|e| e.to_string())?;
-    let opts = tpcc::TpccOptions {
+    let mut opts = tpcc::TpccOptions {
         warehouses: a.warehouses,
-        clients: a.clients,
+        clients: a.clients.unwrap_or(8),
         warmup: a.warmup,
         duration: a.duration,
         seed: a.seed,
         scale: tpcc::Scale::SPEC,
+        mix: a.mix,
         load: !a.no_load,
         run: !a.load_only,
     };
-    let report = tpcc::run(&target, &opts, !a.quiet).map_err(|e| e.to_string())?;
+    let report = if a.target == "embedded" {
+        if a.mode != "interactive" {
+            return Err("--mode applies to --target server=HOST:PORT (embedded runs the stored procedures)".into());
+        }
+        if a.no_load {
+            return Err("--no-load applies to --target server=HOST:PORT (an embedded database starts empty)".into());
+        }
+        let (db, _data_dir) = engine_settings(&a.engine, a.data_dir.as_deref())?
+            .open()
+            .map_err(|e| e.to_string())?;
+        let partitions = db.partitions() as usize;
+        opts.clients = a.clients.unwrap_or(128 * partitions);
+        tpcc::embedded::run(&db, &opts, a.threads.unwrap_or(partitions), !a.quiet).map_err(|e| e.to_string())?
+    } else {
+        let Some(addr) = a.target.strip_prefix("server=") else {
+            return Err(format!("--target {}: give embedded or server=HOST:PORT", a.target));
+        };
+        if a.threads.is_some() || a.data_dir.is_some() || a.engine.any_given() {
+            return Err("--threads, --data-dir and the engine flags apply to --target embedded only".into());
+        }
+        let mode = match a.mode.as_str() {
+            "procedures" => tpcc::Mode::Procedures,
+            _ => tpcc::Mode::Interactive,
+        };
+        let target = tpcc::Target::new(addr, &a.user, &a.dbname).map_err(|e| e.to_string())?;
+        tpcc::run(&target, &opts, mode, !a.quiet).map_err(|e| e.to_string())?
+    };
     print!("{}", report.summary());
     write_json(a.json.as_deref(), &report)?;
     if report.ok() {
@@ -398,21 +441,27 @@ impl CommonArgs {
     /// The engine settings; refuses a data directory that holds an earlier run's files
     /// (its command log would be appended to, its block files found at start).
     pub(crate) fn settings(&self) -> Result<DbSettings, String> {
-        if let Some(d) = &self.data_dir {
-            let files = d.join("anticache");
-            let used = std::fs::read_dir(&files).map(|mut e| e.next().is_some());
-            if used.unwrap_or(false) {
-                return Err(format!(
-                    "--data-dir {}: {} holds the files of an earlier run; give an empty or new directory (or remove that one)",
-                    d.display(),
-                    files.display()
-                ));
-            }
-        }
-        let mut settings = self.engine.resolve(&ConfigFile::default())?;
-        settings.data_dir = self.data_dir.clone();
-        Ok(settings)
+        engine_settings(&self.engine, self.data_dir.as_deref())
     }
+}
+
+/// The engine settings the flags give; refuses a data directory that holds an earlier
+/// run's files (its command log would be appended to, its block files found at start).
+fn engine_settings(engine: &Flags<BenchEngine>, data_dir: Option<&Path>) -> Result<DbSettings, String> {
+    if let Some(d) = data_dir {
+        let files = d.join("anticache");
+        let used = std::fs::read_dir(&files).map(|mut e| e.next().is_some());
+        if used.unwrap_or(false) {
+            return Err(format!(
+                "--data-dir {}: {} holds the files of an earlier run; give an empty or new directory (or remove that one)",
+                d.display(),
+                files.display()
+            ));
+        }
+    }
+    let mut settings = engine.resolve(&ConfigFile::default())?;
+    settings.data_dir = data_dir.map(Path::to_path_buf);
+    Ok(settings)
 }
 
 pub(crate) fn run_ycsb(args: YcsbArgs) -> Result<(), String> {

@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         } => run_ycsb(*a),
         Command::Bench {
             workload: Workload::Tpcc(a),
-        } => run_tpcc(a),
+        } => run_tpcc(*a),
         Command::Bench {
             workload: Workload::Device(a),
         } => run_device(a),

@@ -145,6 +145,9 @@ fn open_data_dir(server: &ServerSettings, engine: &DbSettings) -> Result<(Arc<Da
     let started = std::time::Instant::now();
     let options = datadir::OpenOptions {
         trim_damaged_log: server.recovery_trim_damaged_log,
+        // The benchmarks' stored procedures (README, "Stored procedures built into the
+        // server").
+        library: permafrost_bench::builtin::library(),
     };
     let (db, report) = datadir::open_with(engine, data_dir, options, &mut |done, of| {
         eprintln!("recovery: log replayed through LSN {done} of {of}")

@@ -82,6 +82,11 @@ impl<P: Profile> Flags<P> {
         }
     }
 
+    /// Whether any setting was given, as a flag or an environment variable.
+    pub(crate) fn any_given(&self) -> bool {
+        self.given.iter().any(Option::is_some)
+    }
+
     /// The settings: each from its flag or environment variable, else from `file`, else
     /// the profile's default.
     pub(crate) fn resolve(&self, file: &ConfigFile) -> Result<P::Settings, String> {

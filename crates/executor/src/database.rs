@@ -44,6 +44,9 @@ pub(crate) struct Inner {
     /// (datadir.rs): held until the database is dropped; every schema change from then on
     /// is appended to the schema log.
     pub(crate) data_dir: std::sync::OnceLock<(permafrost_io::DirLock, SchemaLog)>,
+    /// The Rust procedures built into the program, which `CREATE PROCEDURE ... LANGUAGE
+    /// internal` makes callable ([`Database::provide_internal`]).
+    pub(crate) library: Mutex<crate::procedure::Library>,
 }
 
 impl Drop for Inner {
@@ -147,9 +150,14 @@ impl ProcHandle {
         self.proc.partitioning
     }
 
-    /// Columns of the rows it returns, when known from its last statement.
+    /// Columns of the rows it returns: those it declares ([`crate::ProcedureDef::returns`]),
+    /// else its last statement's.
     pub fn columns(&self) -> Option<&Arc<[permafrost_sql::ColumnInfo]>> {
-        self.proc.statements.last().map(|p| p.columns())
+        self.proc
+            .def
+            .returns
+            .as_ref()
+            .or_else(|| self.proc.statements.last().map(|p| p.columns()))
     }
 }
 
@@ -294,6 +302,7 @@ impl Database {
                 history: Mutex::new(Vec::new()),
                 snapshots: Snapshots::default(),
                 data_dir: std::sync::OnceLock::new(),
+                library: Mutex::new(crate::procedure::Library::default()),
             }),
         };
         // Nothing to recover: snapshots may start at once (else `recover` allows them).

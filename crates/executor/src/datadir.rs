@@ -113,7 +113,7 @@ impl Layout {
 }
 
 /// What the operator allows recovery to do beyond the safe default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OpenOptions {
     /// Damage to durable command-log records refuses the start (SQLSTATE XX001, naming the
     /// file and offset): starting would lose acknowledged transactions. With this set, the
@@ -122,6 +122,9 @@ pub struct OpenOptions {
     /// ([`RecoveryReport::trimmed`]). Off by default; the server's
     /// `--recovery-trim-damaged-log`.
     pub trim_damaged_log: bool,
+    /// The Rust procedures built into the program ([`crate::Library`]), available to
+    /// recovery and then to `CREATE PROCEDURE ... LANGUAGE internal`.
+    pub library: crate::Library,
 }
 
 /// Opens the database in data directory `root` (created if missing) with `settings`: locks
@@ -184,6 +187,7 @@ pub fn open_with_fs(
     let mut config = settings.config(Some(&layout.blocks()))?;
     config.temp_dir = Some(layout.temp());
     let db = Database::open_with_fs(config, fs.clone())?;
+    db.provide_internal(options.library.clone());
     let (schema_log, statements) = SchemaLog::open(&*fs, root)?;
     let report = if logged {
         let mut report = db.recover(Vec::new(), progress)?;
@@ -280,7 +284,10 @@ mod tests {
             "{msg}"
         );
 
-        let trim = OpenOptions { trim_damaged_log: true };
+        let trim = OpenOptions {
+            trim_damaged_log: true,
+            ..OpenOptions::default()
+        };
         let (db, report) = open_with(&settings(LogMode::Sync), dir.path(), trim, &mut |_, _| {}).unwrap();
         let t = report.trimmed.clone().expect("the trim is reported");
         assert_eq!(t.file, seg.display().to_string());

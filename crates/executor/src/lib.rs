@@ -50,7 +50,7 @@ pub use error::{Error, Result};
 pub use interactive::{MAX_STATEMENTS as MAX_TXN_STATEMENTS, NewStatement, TxnStatement};
 pub use permafrost_sql::{ColumnInfo, MoreRows, Prepared, RowRef, Rows, SqlError, StatementKind, limits};
 pub use permafrost_storage::MemoryUsage;
-pub use procedure::{Partitioning, ProcContext, ProcError, ProcedureDef};
+pub use procedure::{Library, Partitioning, ProcContext, ProcError, ProcedureDef};
 pub use recovery::RecoveryReport;
 pub use reply::{Completion, StopFlag};
 pub use request::{Pending, Place, Request};

@@ -70,6 +70,10 @@ impl fmt::Display for ProcError {
     }
 }
 
+/// The partition-column values a call reaches, from its arguments
+/// ([`ProcedureDef::partition_values`]).
+pub type Touches = dyn Fn(&[Value]) -> Vec<Value> + Send + Sync;
+
 /// The body of a procedure.
 pub type ProcBody = dyn Fn(&mut ProcContext<'_, '_, '_>, &[Value]) -> Result<Rows, ProcError> + Send + Sync;
 
@@ -91,6 +95,12 @@ pub struct ProcedureDef {
     pub(crate) body: Option<Arc<ProcBody>>,
     pub(crate) signature: Option<Arc<[(String, DataType)]>>,
     pub(crate) source: Option<Arc<str>>,
+    pub(crate) touches: Option<Arc<Touches>>,
+    /// Whether its body runs its statements with the call's arguments as `$1, $2, ...`
+    /// (CREATE PROCEDURE ... LANGUAGE SQL), so that no statement may use more of them.
+    pub(crate) sql_body: bool,
+    /// The columns of the rows its body returns, when declared ([`ProcedureDef::returns`]).
+    pub(crate) returns: Option<Arc<[permafrost_sql::ColumnInfo]>>,
 }
 
 impl ProcedureDef {
@@ -102,6 +112,9 @@ impl ProcedureDef {
             body: None,
             signature: None,
             source: None,
+            touches: None,
+            sql_body: false,
+            returns: None,
         }
     }
 
@@ -120,6 +133,7 @@ impl ProcedureDef {
         let n = src.body.len();
         let mut def = ProcedureDef::new(src.name).signature(src.args);
         def.source = Some(text.into());
+        def.sql_body = true;
         def = match src.partition_arg {
             Some(i) => def.partition_param(i),
             None => def.multi_partition(),
@@ -138,9 +152,32 @@ impl ProcedureDef {
         })
     }
 
+    /// Declares the columns of the rows the body returns (what a client is told a CALL
+    /// returns before it runs). Without it, they are the last statement's: declare them
+    /// for a body that returns rows of its own making or of another statement.
+    pub fn returns(mut self, columns: Vec<permafrost_sql::ColumnInfo>) -> Self {
+        self.returns = Some(columns.into());
+        self
+    }
+
     /// Runs each call at the partition of parameter `param` (0-based).
     pub fn partition_param(mut self, param: usize) -> Self {
         self.partitioning = Some(Partitioning::Single { param });
+        self
+    }
+
+    /// For a procedure partitioned on a parameter ([`ProcedureDef::partition_param`]) whose
+    /// calls may also reach rows of other partitions (TPC-C's New-Order with a remote
+    /// supplying warehouse): `values` gives, from a call's arguments, the values of the
+    /// partition column that the call reaches besides its partition parameter's. A call
+    /// whose values all lie at its parameter's partition runs there alone; any other runs
+    /// as a multi-partition transaction at the partitions they lie at. (A value whose
+    /// partition it cannot compute makes the call run at every partition.)
+    pub fn partition_values<F>(mut self, values: F) -> Self
+    where
+        F: Fn(&[Value]) -> Vec<Value> + Send + Sync + 'static,
+    {
+        self.touches = Some(Arc::new(values));
         self
     }
 
@@ -162,6 +199,86 @@ impl ProcedureDef {
     {
         self.body = Some(Arc::new(f));
         self
+    }
+}
+
+/// Rust procedures built into the program (PostgreSQL's `LANGUAGE internal`: functions
+/// linked into the server). None is callable until `CREATE PROCEDURE name(args) LANGUAGE
+/// internal AS 'symbol'` names it: the statement gives it its SQL name and declares its
+/// arguments, which must be the library procedure's; its statements, body and routing
+/// are the library's. The command log and snapshots hold the CREATE statement, so a
+/// database whose log names one opens only in a program that has it.
+#[derive(Clone, Default)]
+pub struct Library(Arc<Vec<ProcedureDef>>);
+
+impl Library {
+    pub fn new(defs: Vec<ProcedureDef>) -> Library {
+        Library(Arc::new(defs))
+    }
+
+    /// The library's procedure named `symbol`.
+    pub fn get(&self, symbol: &str) -> Option<&ProcedureDef> {
+        self.0.iter().find(|d| d.name == symbol)
+    }
+
+    /// This library with `more`'s procedures added (replacing those of the same names).
+    pub fn with(&self, more: &Library) -> Library {
+        let mut all: Vec<ProcedureDef> = self.0.iter().filter(|d| more.get(&d.name).is_none()).cloned().collect();
+        all.extend(more.0.iter().cloned());
+        Library::new(all)
+    }
+
+    /// The names of its procedures.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// The definition `CREATE PROCEDURE ... LANGUAGE internal` (`src`, whose text is
+    /// `text`) makes: the library's procedure `symbol` under the statement's name.
+    pub(crate) fn define(
+        &self,
+        src: &permafrost_sql::script::ProcedureSource,
+        symbol: &str,
+        text: &str,
+    ) -> std::result::Result<ProcedureDef, SqlError> {
+        let Some(def) = self.get(symbol) else {
+            let names = self.names();
+            let has = if names.is_empty() {
+                "this server has none".to_string()
+            } else {
+                format!("this server has {}", names.join(", "))
+            };
+            return Err(SqlError::UnknownFunction(format!(
+                "there is no built-in procedure named \"{symbol}\" ({has})"
+            )));
+        };
+        let theirs: Vec<&DataType> = def.signature.iter().flat_map(|s| s.iter().map(|(_, t)| t)).collect();
+        let ours: Vec<&DataType> = src.args.iter().map(|(_, t)| t).collect();
+        if theirs != ours {
+            let list = |ts: &[&DataType]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(SqlError::FunctionDefinition(format!(
+                "built-in procedure \"{symbol}\" takes ({}), not ({})",
+                list(&theirs),
+                list(&ours)
+            )));
+        }
+        let mut def = def.clone();
+        def.name = src.name.clone();
+        def.signature = Some(src.args.clone().into());
+        def.source = Some(text.into());
+        Ok(def)
+    }
+}
+
+impl fmt::Debug for Library {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl PartialEq for Library {
+    fn eq(&self, other: &Library) -> bool {
+        self.names() == other.names()
     }
 }
 
@@ -309,6 +426,7 @@ impl Procedure {
                 message: format!("statement {i} ({sql}): {e}"),
             })?;
             if let Some(sig) = &def.signature
+                && def.sql_body
                 && p.param_types().len() > sig.len()
             {
                 return Err(Error::BadCall {

@@ -344,12 +344,30 @@ impl Database {
         // Under the schema lock from registration to the log record, so that a snapshot
         // holds the procedure exactly when its record is before the snapshot's cut.
         let _guard = self.lock_ddl()?;
-        let h = self.register_locked(ProcedureDef::from_sql(src, sql), replace)?;
+        let def = match &src.internal {
+            Some(symbol) => self.library().define(&src, symbol, sql)?,
+            None => ProcedureDef::from_sql(src, sql),
+        };
+        let h = self.register_locked(def, replace)?;
         if record == Record::Logged {
             self.log_schema(sql)?;
         }
         self.push_history(sql)?;
         Ok(h)
+    }
+
+    /// Makes the Rust procedures `defs` available to `CREATE PROCEDURE ... LANGUAGE
+    /// internal AS 'name'` ([`crate::procedure::Library`]), adding to those given before
+    /// (a later one of the same name wins). Give them before recovery, which runs the
+    /// CREATE statements of the log again.
+    pub fn provide_internal(&self, defs: crate::procedure::Library) {
+        if let Ok(mut lib) = self.inner().library.lock() {
+            *lib = lib.with(&defs);
+        }
+    }
+
+    fn library(&self) -> crate::procedure::Library {
+        self.inner().library.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     pub(crate) fn lock_ddl(&self) -> Result<std::sync::MutexGuard<'_, ()>> {

@@ -777,7 +777,17 @@ impl DbSettings {
 
     /// Opens an empty database with these settings in `dir` ([`DbSettings::config`]).
     pub fn open_in(&self, dir: Option<&Path>) -> Result<Database> {
-        Database::open(self.config(dir)?)
+        let mut config = self.config(dir)?;
+        if let Some(dir) = dir {
+            // Where queries past their working memory spill (as a data directory's `tmp`).
+            let tmp = dir.join("tmp");
+            std::fs::create_dir_all(&tmp).map_err(|e| Error::Config {
+                setting: "data_dir",
+                message: format!("cannot create {}: {e}", tmp.display()),
+            })?;
+            config.temp_dir = Some(tmp);
+        }
+        Database::open(config)
     }
 }
 

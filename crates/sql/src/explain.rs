@@ -267,9 +267,10 @@ impl Writer<'_> {
                         r.schema.indexes[*index].name
                     )
                 }
-                Access::IndexRange { index, .. } => {
+                Access::IndexRange { index, backward, .. } => {
                     format!(
-                        "Index Range Scan using {} on {name}  (at {where_}){join}",
+                        "Index Range Scan{} using {} on {name}  (at {where_}){join}",
+                        if *backward { " Backward" } else { "" },
                         r.schema.indexes[*index].name
                     )
                 }
@@ -313,6 +314,7 @@ impl Writer<'_> {
                 prefix,
                 lower,
                 upper,
+                ..
             } => {
                 let cols = &r.schema.indexes[*index].columns;
                 let mut conds: Vec<String> = cols

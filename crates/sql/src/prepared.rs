@@ -476,6 +476,7 @@ impl Prepared {
                 prefix,
                 lower,
                 upper,
+                ..
             } if leads(*index) => match prefix.first() {
                 Some(e) => {
                     let v = value(e)?;

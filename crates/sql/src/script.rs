@@ -42,8 +42,10 @@ pub struct ProcedureSource {
     pub args: Vec<(String, DataType)>,
     /// The argument whose value picks the partition, if any.
     pub partition_arg: Option<usize>,
-    /// The statements of the body, in order.
+    /// The statements of the body, in order (none for an internal procedure).
     pub body: Vec<String>,
+    /// `LANGUAGE internal AS 'symbol'`: the built-in procedure it names.
+    pub internal: Option<String>,
 }
 
 /// A cursor over the non-blank tokens of one statement (also sequence_alter.rs's).
@@ -240,14 +242,17 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
     let mut partition_arg = None;
     let mut body = None;
     let mut language = false;
+    let mut internal = false;
     // The clauses in any order, each once (PostgreSQL's `AS $$ ... $$ LANGUAGE sql` too).
     while c.peek().is_some() {
         if !language && c.keyword("LANGUAGE") {
             language = true;
-            if !c.keyword("SQL") {
+            if c.keyword("INTERNAL") {
+                internal = true;
+            } else if !c.keyword("SQL") {
                 return Err(SqlError::Unsupported(
-                    "procedures in languages other than SQL over the wire (register Rust procedures through the \
-                     embedded API)"
+                    "procedures in languages other than SQL and internal (register Rust procedures through the \
+                     embedded API, or build them into the server and name them with LANGUAGE internal)"
                         .into(),
                 ));
             }
@@ -279,6 +284,22 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
     let Some(body) = body else {
         return Err(SqlError::FunctionDefinition("no function body specified".into()));
     };
+    if internal {
+        if partition_arg.is_some() {
+            return Err(SqlError::FunctionDefinition(
+                "an internal procedure runs where its built-in definition says: PARTITION ON does not apply".into(),
+            ));
+        }
+        let symbol = body.trim().to_string();
+        return Ok(ProcedureSource {
+            name,
+            or_replace,
+            args,
+            partition_arg,
+            body: Vec::new(),
+            internal: Some(symbol),
+        });
+    }
     let body = crate::scan::scan(&body)?.texts();
     if body.is_empty() {
         return Err(SqlError::FunctionDefinition(format!(
@@ -291,6 +312,7 @@ pub fn parse_create_procedure(sql: &str) -> Result<ProcedureSource> {
         args,
         partition_arg,
         body,
+        internal: None,
     })
 }
 

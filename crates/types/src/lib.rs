@@ -350,6 +350,28 @@ impl Value {
 }
 
 impl<'a> ValueRef<'a> {
+    /// The type a value of this kind has by itself: integers are bigint, text (and NULL)
+    /// varchar, a numeric is unconstrained.
+    pub fn kind_type(self) -> DataType {
+        match self {
+            ValueRef::Bool(_) => DataType::Boolean,
+            ValueRef::Int(_) => DataType::BigInt,
+            ValueRef::Double(_) => DataType::Double,
+            ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
+            ValueRef::Timestamp(_) => DataType::Timestamp,
+            ValueRef::TimestampTz(_) => DataType::TimestampTz,
+            ValueRef::Date(_) => DataType::Date,
+            ValueRef::Bytes(_) => DataType::Bytea,
+            ValueRef::Uuid(_) => DataType::Uuid,
+            ValueRef::Interval(_) => DataType::Interval,
+            ValueRef::Time(_) => DataType::Time,
+            ValueRef::Enum(e) => DataType::Enum(e.ty),
+            ValueRef::Inet(x) if x.cidr => DataType::Cidr,
+            ValueRef::Inet(_) => DataType::Inet,
+            ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
+        }
+    }
+
     pub fn is_null(&self) -> bool {
         matches!(self, ValueRef::Null)
     }

@@ -12,10 +12,15 @@
 //! times: the throughput is reported as New-Orders per minute, "tpmC-equivalent", which is
 //! not a TPC-C result. README, "TPC-C with `permafrost bench tpcc`", says what else differs.
 
+pub mod calls;
 pub mod check;
+pub mod embedded;
 pub mod options;
+pub mod plpgsql;
+pub mod procs;
 pub mod random;
 pub mod schema;
+pub mod sql;
 pub mod txns;
 
 use std::sync::atomic::AtomicU64;
@@ -33,8 +38,8 @@ use crate::BenchError;
 use crate::report::Latency;
 use crate::ycsb::server::describe;
 use check::CheckResult;
-pub use options::{DISTRICTS, Scale, TpccOptions};
-use random::{Deck, NuConstants, TxnType};
+pub use options::{DISTRICTS, Mix, Scale, TpccOptions};
+use random::{NuConstants, TxnType};
 use txns::{Ended, Failure, Inputs, Statements};
 
 /// Attempts of one transaction refused for a serialization failure or a deadlock before it
@@ -118,7 +123,7 @@ pub struct TpccReport {
 impl TpccReport {
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "TPC-C ({} over the wire) against {} ({}): {} warehouses, {} clients\n",
+            "TPC-C ({}) against {} ({}): {} warehouses, {} clients\n",
             self.mode, self.target, self.server_version, self.warehouses, self.clients,
         );
         if self.measured_seconds > 0.0 {
@@ -182,7 +187,7 @@ impl TpccReport {
 }
 
 /// A terminal's figures.
-struct Tally {
+pub(crate) struct Tally {
     completed: [u64; 5],
     rolled_back: [u64; 5],
     retries: [u64; 5],
@@ -235,7 +240,7 @@ fn retryable(e: &tokio_postgres::Error) -> bool {
 
 /// Loads (when asked), runs the terminals through the warm-up and the measured seconds, and
 /// checks the consistency conditions.
-pub fn run(target: &Target, opts: &TpccOptions, progress_bar: bool) -> Result<TpccReport, BenchError> {
+pub fn run(target: &Target, opts: &TpccOptions, mode: Mode, progress_bar: bool) -> Result<TpccReport, BenchError> {
     opts.validate()?;
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
@@ -244,10 +249,15 @@ pub fn run(target: &Target, opts: &TpccOptions, progress_bar: bool) -> Result<Tp
         .worker_threads(threads)
         .enable_all()
         .build()?;
-    rt.block_on(run_async(target, opts, progress_bar))
+    rt.block_on(run_async(target, opts, mode, progress_bar))
 }
 
-async fn run_async(target: &Target, opts: &TpccOptions, progress_bar: bool) -> Result<TpccReport, BenchError> {
+async fn run_async(
+    target: &Target,
+    opts: &TpccOptions,
+    mode: Mode,
+    progress_bar: bool,
+) -> Result<TpccReport, BenchError> {
     let admin = target.connect().await?;
     let server_version: String = admin
         .query_one("SELECT version()", &[])
@@ -261,16 +271,23 @@ async fn run_async(target: &Target, opts: &TpccOptions, progress_bar: bool) -> R
         None
     };
 
+    let flavor = calls::Flavor::of(&server_version);
+    if mode == Mode::Procedures && opts.run {
+        calls::create(&admin, flavor).await?;
+    }
     let (tally, measured_seconds) = if opts.run {
-        (run_terminals(target, opts, nu, progress_bar).await?, opts.duration)
+        (
+            run_terminals(target, opts, (mode, flavor), nu, progress_bar).await?,
+            opts.duration,
+        )
     } else {
         (Tally::new(), 0.0)
     };
     let checks = check::check(&admin).await;
     Ok(report(
         opts,
-        target,
-        server_version,
+        mode,
+        (target.addr.clone(), server_version),
         load_seconds,
         measured_seconds,
         tally,
@@ -282,6 +299,7 @@ async fn run_async(target: &Target, opts: &TpccOptions, progress_bar: bool) -> R
 async fn run_terminals(
     target: &Target,
     opts: &TpccOptions,
+    mode: (Mode, calls::Flavor),
     nu: NuConstants,
     progress_bar: bool,
 ) -> Result<Tally, BenchError> {
@@ -296,18 +314,10 @@ async fn run_terminals(
     let end = measure_from + Duration::from_secs_f64(opts.duration);
     let mut handles = Vec::new();
     for n in 0..opts.clients {
-        let inputs = Inputs {
-            rng: SmallRng::seed_from_u64(opts.seed ^ (0x7e57 << 32) ^ n as u64),
-            deck: Deck::new(),
-            nu,
-            scale: opts.scale,
-            warehouses: opts.warehouses,
-            w: (n as u32 % opts.warehouses) + 1,
-            d: (n as u32 / opts.warehouses % DISTRICTS) + 1,
-        };
+        let inputs = Inputs::for_terminal(opts, nu, n);
         let target = target.clone();
         handles.push(tokio::spawn(async move {
-            terminal(&target, inputs, measure_from, end).await
+            terminal(&target, mode, inputs, measure_from, end).await
         }));
     }
     let mut tally = Tally::new();
@@ -330,19 +340,7 @@ async fn load(
 ) -> Result<f64, BenchError> {
     let started = Instant::now();
     schema::create(admin).await?;
-    let mut jobs = schema::jobs(opts);
-    let total: u64 = jobs.iter().map(|&j| schema::job_rows(j, &opts.scale)).sum();
-    jobs.reverse();
-    let bar = if progress_bar {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
-                .expect("valid template"),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let (jobs, bar) = schema::planned_jobs(opts, progress_bar);
     let jobs = Arc::new(Mutex::new(jobs));
     let loaded = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
@@ -362,17 +360,27 @@ async fn load(
     Ok(started.elapsed().as_secs_f64())
 }
 
+/// What a terminal's connection runs a transaction with.
+enum Way {
+    Blocks(Box<Statements>),
+    Calls(calls::Calls),
+}
+
 /// One terminal: its connection runs transactions until `end`, those begun after
 /// `measure_from` counted.
 async fn terminal(
     target: &Target,
+    (mode, flavor): (Mode, calls::Flavor),
     mut inputs: Inputs,
     measure_from: Instant,
     end: Instant,
 ) -> Result<Tally, BenchError> {
     let mut client = target.connect().await?;
-    let st = Statements::prepare(&client)
-        .await
+    let prepared = match mode {
+        Mode::Procedures => calls::Calls::prepare(&client, flavor).await.map(Way::Calls),
+        _ => Statements::prepare(&client).await.map(|s| Way::Blocks(Box::new(s))),
+    };
+    let way = prepared
         .map_err(|e| BenchError::Client(format!("preparing the transactions' statements: {}", describe(&e))))?;
     let mut tally = Tally::new();
     loop {
@@ -384,7 +392,11 @@ async fn terminal(
         let kind = input.kind().index();
         let mut retries = 0;
         let outcome = loop {
-            match txns::run(&mut client, &st, &input).await {
+            let attempt = match &way {
+                Way::Blocks(st) => txns::run(&mut client, st, &input).await,
+                Way::Calls(calls) => calls::run(&client, calls, &input).await,
+            };
+            match attempt {
                 Err(Failure::Db(e)) if retryable(&e) && retries + 1 < MAX_ATTEMPTS => retries += 1,
                 other => break other,
             }
@@ -423,10 +435,32 @@ fn per_sec(n: f64, seconds: f64) -> f64 {
     if seconds > 0.0 { n / seconds } else { 0.0 }
 }
 
+/// How the transactions were run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Interactive blocks over the wire, one statement per round trip.
+    Interactive,
+    /// One CALL of a stored procedure per transaction, over the wire.
+    Procedures,
+    /// The stored procedures called in this process.
+    Embedded,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Interactive => "interactive transactions over the wire",
+            Mode::Procedures => "stored procedures over the wire",
+            Mode::Embedded => "stored procedures, embedded",
+        }
+    }
+}
+
+/// The report of a run in `mode` against `(target, server_version)`.
 fn report(
     opts: &TpccOptions,
-    target: &Target,
-    server_version: String,
+    mode: Mode,
+    (target, server_version): (String, String),
     load_seconds: Option<f64>,
     measured_seconds: f64,
     tally: Tally,
@@ -453,8 +487,8 @@ fn report(
     let checks_passed = checks.iter().filter(|c| c.passed()).count();
     TpccReport {
         benchmark: "tpcc",
-        mode: "interactive",
-        target: target.addr.clone(),
+        mode: mode.name(),
+        target,
         server_version,
         warehouses: opts.warehouses,
         clients: opts.clients,

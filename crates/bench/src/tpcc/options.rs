@@ -46,6 +46,28 @@ impl Scale {
     }
 }
 
+/// Which transactions are run, with which inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// The specification's: all five transactions (45/43/4/4/4) and their inputs.
+    Full,
+    /// The OLTP-through-the-looking-glass paper's (section 4.2): New-Order and Payment half
+    /// and half, every order of 10 items from the home warehouse (1 % still naming an
+    /// unused item), every payment to a home customer chosen by id.
+    LookingGlass,
+}
+
+impl Mix {
+    pub fn parse(s: &str) -> Result<Mix, String> {
+        match s {
+            "full" => Ok(Mix::Full),
+            "looking-glass" => Ok(Mix::LookingGlass),
+            _ => Err(format!("{s}: give full or looking-glass")),
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct TpccOptions {
@@ -58,6 +80,7 @@ pub struct TpccOptions {
     pub duration: f64,
     pub seed: u64,
     pub scale: Scale,
+    pub mix: Mix,
     /// Create and load the tables first (otherwise they must hold an earlier load of the
     /// same warehouses and scale).
     pub load: bool,
@@ -74,6 +97,7 @@ impl Default for TpccOptions {
             duration: 60.0,
             seed: 42,
             scale: Scale::SPEC,
+            mix: Mix::Full,
             load: true,
             run: true,
         }

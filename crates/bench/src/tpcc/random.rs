@@ -116,22 +116,37 @@ impl TxnType {
 /// again when empty.
 pub struct Deck {
     cards: Vec<TxnType>,
+    /// New-Order and Payment only, 50 of each (the Looking Glass paper's mix).
+    pairs: bool,
 }
 
 impl Deck {
     pub fn new() -> Deck {
-        Deck { cards: Vec::new() }
+        Deck {
+            cards: Vec::new(),
+            pairs: false,
+        }
+    }
+
+    /// A deck of 50 New-Orders and 50 Payments.
+    pub fn new_order_payment() -> Deck {
+        Deck {
+            cards: Vec::new(),
+            pairs: true,
+        }
     }
 
     pub fn deal(&mut self, rng: &mut SmallRng) -> TxnType {
         if self.cards.is_empty() {
-            for (t, n) in [
+            let full = [
                 (TxnType::NewOrder, 45),
                 (TxnType::Payment, 43),
                 (TxnType::OrderStatus, 4),
                 (TxnType::Delivery, 4),
                 (TxnType::StockLevel, 4),
-            ] {
+            ];
+            let pairs = [(TxnType::NewOrder, 50), (TxnType::Payment, 50)];
+            for &(t, n) in if self.pairs { &pairs[..] } else { &full[..] } {
                 self.cards.extend(std::iter::repeat_n(t, n));
             }
             self.cards.shuffle(rng);

@@ -82,6 +82,25 @@ const LOAD_STALL: Duration = Duration::from_secs(60);
 /// Items per stock-loading job.
 const STOCK_CHUNK: u32 = 10_000;
 
+/// The load's jobs, largest last (taken from the end), and a progress bar over their rows
+/// (hidden unless `shown`).
+pub fn planned_jobs(opts: &TpccOptions, shown: bool) -> (Vec<Job>, indicatif::ProgressBar) {
+    let mut jobs = jobs(opts);
+    let total: u64 = jobs.iter().map(|&j| job_rows(j, &opts.scale)).sum();
+    jobs.reverse();
+    let bar = if shown {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
+                .expect("valid template"),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    (jobs, bar)
+}
+
 /// Drops the tables left by an earlier run and creates them again.
 pub async fn create(client: &Client) -> Result<(), BenchError> {
     for t in TABLES.iter().rev() {

@@ -6,11 +6,13 @@
 //! consistency conditions hold there too.
 
 use rand::Rng;
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use tokio_postgres::{Client, Statement, Transaction};
 
-use super::options::{DISTRICTS, Scale};
+use super::options::{DISTRICTS, Mix, Scale, TpccOptions};
 use super::random::{Deck, NuConstants, TxnType, last_name, nurand};
+use super::sql;
 
 /// How a transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,158 +64,36 @@ impl Statements {
     pub async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::Error> {
         let mut no_stock = Vec::new();
         for d in 1..=DISTRICTS {
-            no_stock.push(
-                c.prepare(&format!(
-                    "SELECT s_quantity, s_data, s_dist_{d:02} FROM stock WHERE s_i_id = $1 AND s_w_id = $2 FOR UPDATE"
-                ))
-                .await?,
-            );
+            no_stock.push(c.prepare(&format!("{} FOR UPDATE", sql::no_stock(d))).await?);
         }
         Ok(Statements {
-            no_customer: c
-                .prepare(
-                    "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
-                     WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3",
-                )
-                .await?,
-            no_district: c
-                .prepare(
-                    "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2 \
-                     RETURNING d_next_o_id - 1, d_tax",
-                )
-                .await?,
-            no_order: c
-                .prepare(
-                    "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, \
-                     o_all_local) VALUES ($1, $2, $3, $4, LOCALTIMESTAMP, NULL, $5, $6)",
-                )
-                .await?,
-            no_new_order: c
-                .prepare("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)")
-                .await?,
-            no_item: c
-                .prepare("SELECT CAST(i_price * 100 AS bigint), i_name, i_data FROM item WHERE i_id = $1")
-                .await?,
+            no_customer: c.prepare(sql::NO_CUSTOMER).await?,
+            no_district: c.prepare(sql::NO_DISTRICT).await?,
+            no_order: c.prepare(sql::NO_ORDER).await?,
+            no_new_order: c.prepare(sql::NO_NEW_ORDER).await?,
+            no_item: c.prepare(sql::NO_ITEM).await?,
             no_stock,
-            no_stock_update: c
-                .prepare(
-                    "UPDATE stock SET s_quantity = $1, s_ytd = s_ytd + $2, s_order_cnt = s_order_cnt + 1, \
-                     s_remote_cnt = s_remote_cnt + $3 WHERE s_i_id = $4 AND s_w_id = $5",
-                )
-                .await?,
-            no_line: c
-                .prepare(
-                    "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, \
-                     ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) \
-                     VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8::integer * 0.01, $9)",
-                )
-                .await?,
-            p_warehouse: c
-                .prepare(
-                    "UPDATE warehouse SET w_ytd = w_ytd + $1::integer * 0.01 WHERE w_id = $2 \
-                     RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip",
-                )
-                .await?,
-            p_district: c
-                .prepare(
-                    "UPDATE district SET d_ytd = d_ytd + $1::integer * 0.01 WHERE d_w_id = $2 AND d_id = $3 \
-                     RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip",
-                )
-                .await?,
-            by_name: c
-                .prepare("SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_last = $3 ORDER BY c_first")
-                .await?,
-            p_customer: c
-                .prepare(
-                    "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, \
-                     c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance FROM customer \
-                     WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3 FOR UPDATE",
-                )
-                .await?,
-            p_customer_data: c
-                .prepare("SELECT c_data FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")
-                .await?,
-            p_update_bc: c
-                .prepare(
-                    "UPDATE customer SET c_balance = c_balance - $1::integer * 0.01, \
-                     c_ytd_payment = c_ytd_payment + $1::integer * 0.01, c_payment_cnt = c_payment_cnt + 1, \
-                     c_data = $2 WHERE c_w_id = $3 AND c_d_id = $4 AND c_id = $5",
-                )
-                .await?,
-            p_update: c
-                .prepare(
-                    "UPDATE customer SET c_balance = c_balance - $1::integer * 0.01, \
-                     c_ytd_payment = c_ytd_payment + $1::integer * 0.01, c_payment_cnt = c_payment_cnt + 1 \
-                     WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4",
-                )
-                .await?,
-            p_history: c
-                .prepare(
-                    "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data) \
-                     VALUES ($1, $2, $3, $4, $5, LOCALTIMESTAMP, $6::integer * 0.01, $7)",
-                )
-                .await?,
-            os_customer: c
-                .prepare(
-                    "SELECT c_balance, c_first, c_middle, c_last FROM customer \
-                     WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-                )
-                .await?,
-            os_order: c
-                .prepare(
-                    "SELECT o_id, o_carrier_id, o_entry_d FROM orders WHERE o_w_id = $1 AND o_d_id = $2 \
-                     AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1",
-                )
-                .await?,
-            os_lines: c
-                .prepare(
-                    "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line \
-                     WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
-                )
-                .await?,
-            d_oldest: c
-                .prepare(
-                    "SELECT no_o_id FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 \
-                     ORDER BY no_o_id LIMIT 1 FOR UPDATE",
-                )
-                .await?,
-            d_delete: c
-                .prepare("DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3")
-                .await?,
-            d_order: c
-                .prepare(
-                    "UPDATE orders SET o_carrier_id = $1 WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4 \
-                     RETURNING o_c_id",
-                )
-                .await?,
-            d_lines: c
-                .prepare(
-                    "UPDATE order_line SET ol_delivery_d = LOCALTIMESTAMP \
-                     WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
-                )
-                .await?,
-            d_sum: c
-                .prepare(
-                    "SELECT CAST(SUM(ol_amount) * 100 AS bigint) FROM order_line \
-                     WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
-                )
-                .await?,
-            d_customer: c
-                .prepare(
-                    "UPDATE customer SET c_balance = c_balance + $1::bigint * 0.01, \
-                     c_delivery_cnt = c_delivery_cnt + 1 WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4",
-                )
-                .await?,
-            sl_next: c
-                .prepare("SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2")
-                .await?,
-            sl_count: c
-                .prepare(
-                    "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock WHERE ol_w_id = $1 AND ol_d_id = $2 \
-                     AND ol_o_id < $3 AND ol_o_id >= $3 - 20 AND s_w_id = $1 AND s_i_id = ol_i_id \
-                     AND s_quantity < $4",
-                )
-                .await?,
+            no_stock_update: c.prepare(sql::NO_STOCK_UPDATE).await?,
+            no_line: c.prepare(sql::NO_LINE).await?,
+            p_warehouse: c.prepare(sql::P_WAREHOUSE).await?,
+            p_district: c.prepare(sql::P_DISTRICT).await?,
+            by_name: c.prepare(sql::BY_NAME).await?,
+            p_customer: c.prepare(&format!("{} FOR UPDATE", sql::P_CUSTOMER)).await?,
+            p_customer_data: c.prepare(sql::P_CUSTOMER_DATA).await?,
+            p_update_bc: c.prepare(sql::P_UPDATE_BC).await?,
+            p_update: c.prepare(sql::P_UPDATE).await?,
+            p_history: c.prepare(sql::P_HISTORY).await?,
+            os_customer: c.prepare(sql::OS_CUSTOMER).await?,
+            os_order: c.prepare(sql::OS_ORDER).await?,
+            os_lines: c.prepare(sql::OS_LINES).await?,
+            d_oldest: c.prepare(&format!("{} FOR UPDATE", sql::D_OLDEST)).await?,
+            d_delete: c.prepare(sql::D_DELETE).await?,
+            d_order: c.prepare(sql::D_ORDER).await?,
+            d_lines: c.prepare(sql::D_LINES).await?,
+            d_sum: c.prepare(sql::D_SUM).await?,
+            d_customer: c.prepare(sql::D_CUSTOMER).await?,
+            sl_next: c.prepare(sql::SL_NEXT).await?,
+            sl_count: c.prepare(sql::SL_COUNT).await?,
         })
     }
 }
@@ -284,15 +164,37 @@ pub struct Inputs {
     /// Stock-Level (clause 2.8.1.1).
     pub w: u32,
     pub d: u32,
+    /// The Looking Glass paper's inputs: 10 local items per order, home customers by id.
+    pub looking_glass: bool,
 }
 
 impl Inputs {
+    /// A terminal's inputs: seeded by its number `n`, bound to warehouse (n mod
+    /// warehouses) + 1 and, for Stock-Level, to a district (clause 2.8.1.1).
+    pub fn for_terminal(opts: &TpccOptions, nu: NuConstants, n: usize) -> Inputs {
+        let looking_glass = opts.mix == Mix::LookingGlass;
+        Inputs {
+            rng: SmallRng::seed_from_u64(opts.seed ^ (0x7e57 << 32) ^ n as u64),
+            deck: if looking_glass {
+                Deck::new_order_payment()
+            } else {
+                Deck::new()
+            },
+            nu,
+            scale: opts.scale,
+            warehouses: opts.warehouses,
+            w: (n as u32 % opts.warehouses) + 1,
+            d: (n as u32 / opts.warehouses % DISTRICTS) + 1,
+            looking_glass,
+        }
+    }
+
     fn customer_id(&mut self) -> i32 {
         nurand(&mut self.rng, 1023, self.nu.c_id, 1, self.scale.customers) as i32
     }
 
     fn customer(&mut self) -> Customer {
-        if self.rng.random_range(1..=100) <= 60 {
+        if !self.looking_glass && self.rng.random_range(1..=100) <= 60 {
             let n = nurand(&mut self.rng, 255, self.nu.c_last, 0, 999) % self.scale.last_names();
             Customer::ByName(last_name(n))
         } else {
@@ -312,12 +214,16 @@ impl Inputs {
             TxnType::NewOrder => {
                 let d = self.rng.random_range(1..=DISTRICTS) as i32;
                 let c = self.customer_id();
-                let count = self.rng.random_range(5..=15);
+                let count = if self.looking_glass {
+                    10
+                } else {
+                    self.rng.random_range(5..=15)
+                };
                 let rollback = self.rng.random_range(1..=100) == 1;
                 let mut lines = Vec::with_capacity(count);
                 for _ in 0..count {
                     let item = nurand(&mut self.rng, 8191, self.nu.ol_i_id, 1, self.scale.items) as i32;
-                    let supply = if self.warehouses > 1 && self.rng.random_range(1..=100) == 1 {
+                    let supply = if !self.looking_glass && self.warehouses > 1 && self.rng.random_range(1..=100) == 1 {
                         self.other_warehouse()
                     } else {
                         self.w
@@ -334,7 +240,7 @@ impl Inputs {
             }
             TxnType::Payment => {
                 let d = self.rng.random_range(1..=DISTRICTS) as i32;
-                let (c_w, c_d) = if self.warehouses > 1 && self.rng.random_range(1..=100) <= 15 {
+                let (c_w, c_d) = if !self.looking_glass && self.warehouses > 1 && self.rng.random_range(1..=100) <= 15 {
                     (
                         self.other_warehouse() as i32,
                         self.rng.random_range(1..=DISTRICTS) as i32,
@@ -441,11 +347,7 @@ async fn new_order(
         let stock = tx.query_one(&st.no_stock[d as usize - 1], &[&item, &supply]).await?;
         let quantity: i32 = stock.get(0);
         let dist_info: String = stock.get(2);
-        let left = if quantity >= qty + 10 {
-            quantity - qty
-        } else {
-            quantity - qty + 91
-        };
+        let left = sql::stock_left(quantity as i64, qty as i64) as i32;
         let remote = (supply != w) as i32;
         tx.execute(&st.no_stock_update, &[&left, &qty, &remote, &item, &supply])
             .await?;
@@ -496,8 +398,13 @@ async fn payment(
     let credit: String = row.get(10);
     if credit == "BC" {
         let data: String = tx.query_one(&st.p_customer_data, &[&c_w, &c_d, &c]).await?.get(0);
-        let mut new = format!("{c} {c_d} {c_w} {d} {w} {}.{:02} | {data}", cents / 100, cents % 100);
-        new.truncate(500);
+        let new = sql::bad_credit_data(
+            c as i64,
+            (c_w as i64, c_d as i64),
+            (w as i64, d as i64),
+            cents as i64,
+            &data,
+        );
         tx.execute(&st.p_update_bc, &[&cents, &new, &c_w, &c_d, &c]).await?;
     } else {
         tx.execute(&st.p_update, &[&cents, &c_w, &c_d, &c]).await?;
@@ -558,6 +465,7 @@ mod tests {
             warehouses: 4,
             w: 2,
             d: 3,
+            looking_glass: false,
         };
         let (mut orders, mut rollbacks, mut lines, mut remote_lines) = (0, 0, 0, 0);
         let (mut payments, mut remote_payments, mut named, mut customers) = (0, 0, 0, 0);

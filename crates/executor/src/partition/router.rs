@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use permafrost_sql::Route;
 use permafrost_storage::partitioning::partition_of;
-use permafrost_types::{DataType, Value, ValueRef};
+use permafrost_types::{Value, ValueRef};
 
 use super::cell::run_mp;
 use super::msg::{InPlace, Invocation, MpTxn, MpWork, Msg};
@@ -16,48 +16,67 @@ use crate::procedure::{Partitioning, Procedure};
 use crate::reply::Reply;
 use crate::shared::Shared;
 
-/// The partition a single-partition call runs at.
-pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Result<Option<u32>> {
-    match proc.partitioning {
-        Partitioning::Multi => Ok(None),
-        Partitioning::Single { param } => {
-            let v = params.get(param).ok_or_else(|| Error::BadCall {
-                name: proc.name.clone(),
-                message: format!(
-                    "partition parameter {param} is missing ({} parameters given)",
-                    params.len()
-                ),
-            })?;
-            let ty = match v.as_ref() {
-                ValueRef::Null => {
-                    return Err(Error::BadCall {
-                        name: proc.name.clone(),
-                        message: format!("partition parameter {param} is NULL"),
-                    });
-                }
-                ValueRef::Int(_) => DataType::BigInt,
-                ValueRef::Text(_) => DataType::Varchar(None),
-                ValueRef::Double(_) => DataType::Double,
-                ValueRef::Timestamp(_) => DataType::Timestamp,
-                ValueRef::TimestampTz(_) => DataType::TimestampTz,
-                ValueRef::Date(_) => DataType::Date,
-                ValueRef::Bool(_) => DataType::Boolean,
-                ValueRef::Bytes(_) => DataType::Bytea,
-                ValueRef::Uuid(_) => DataType::Uuid,
-                ValueRef::Interval(_) => DataType::Interval,
-                ValueRef::Time(_) => DataType::Time,
-                ValueRef::Decimal(_) => {
-                    return Err(Error::BadCall {
-                        name: proc.name.clone(),
-                        message: "a NUMERIC partition parameter is not supported".into(),
-                    });
-                }
-                ValueRef::Enum(e) => DataType::Enum(e.ty),
-                ValueRef::Inet(x) if x.cidr => DataType::Cidr,
-                ValueRef::Inet(_) => DataType::Inet,
-            };
-            Ok(Some(partition_of(v.as_ref(), &ty, partitions)))
+/// Where a call runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Routed {
+    /// At one partition (a single-partition transaction).
+    One(u32),
+    /// At these partitions (a multi-partition transaction).
+    Many(Vec<u32>),
+}
+
+/// Where a call runs: at the partition of its partition parameter, unless the values it
+/// reaches ([`crate::ProcedureDef::partition_values`]) lie elsewhere too.
+pub(crate) fn route(proc: &Procedure, params: &[Value], partitions: u32) -> Result<Routed> {
+    let param = match proc.partitioning {
+        Partitioning::Multi => return Ok(Routed::Many((0..partitions).collect())),
+        Partitioning::Single { param } => param,
+    };
+    let v = params.get(param).ok_or_else(|| Error::BadCall {
+        name: proc.name.clone(),
+        message: format!(
+            "partition parameter {param} is missing ({} parameters given)",
+            params.len()
+        ),
+    })?;
+    if v.is_null() {
+        return Err(Error::BadCall {
+            name: proc.name.clone(),
+            message: format!("partition parameter {param} is NULL"),
+        });
+    }
+    let home = partition_of_value(v, partitions).ok_or_else(|| Error::BadCall {
+        name: proc.name.clone(),
+        message: "a NUMERIC partition parameter is not supported".into(),
+    })?;
+    let Some(touches) = &proc.def.touches else {
+        return Ok(Routed::One(home));
+    };
+    let mut parts = vec![home];
+    for v in touches(params) {
+        let Some(p) = partition_of_value(&v, partitions) else {
+            return Ok(Routed::Many((0..partitions).collect()));
+        };
+        if !parts.contains(&p) {
+            parts.push(p);
         }
+    }
+    Ok(match parts.len() {
+        1 => Routed::One(home),
+        _ => {
+            parts.sort_unstable();
+            Routed::Many(parts)
+        }
+    })
+}
+
+/// The partition a value of a partition column lies at, read with its own type (integers
+/// of every width hash alike); `None` for NULL and NUMERIC, which do not route.
+fn partition_of_value(v: &Value, partitions: u32) -> Option<u32> {
+    let v = v.as_ref();
+    match v {
+        ValueRef::Null | ValueRef::Decimal(_) => None,
+        _ => Some(partition_of(v, &v.kind_type(), partitions)),
     }
 }
 
@@ -87,7 +106,7 @@ pub(crate) fn submit(
         proc.coerce(params)?
     };
     match route(proc, &params, shared.config.partitions)? {
-        Some(p) => {
+        Routed::One(p) => {
             let inv = Invocation {
                 proc: proc.clone(),
                 params,
@@ -110,7 +129,7 @@ pub(crate) fn submit(
             shared.send(p, Msg::Batch(vec![inv])).map_err(|_| Error::Shutdown)?;
             Ok(Some(p))
         }
-        None => {
+        Routed::Many(parts) => {
             shared.submit_mp(
                 MpWork::Call {
                     proc: proc.clone(),
@@ -118,7 +137,7 @@ pub(crate) fn submit(
                     restarts: 0,
                     replay: None,
                 },
-                shared.all_partitions(),
+                parts,
                 reply,
             )?;
             Ok(None)

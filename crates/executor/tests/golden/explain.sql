@@ -37,6 +37,15 @@ INSERT INTO stock VALUES (1, 1, 5), (1, 2, 50), (2, 3, 7), (1, 7, 1);
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_name FROM item WHERE i_id = 2;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i.i_name, s.s_quantity FROM item i JOIN stock s ON s.s_i_id = i.i_id AND s.s_w_id = 1 WHERE i.i_name = 'a' ORDER BY 2;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT count(*) FROM stock WHERE s_quantity < 10;
+-- An ORDER BY that an index range gives (the index's columns after those it fixes, in one
+-- direction) is not sorted: the range is walked that way, and a LIMIT stops it at its last
+-- row (one entry read, not the warehouse's). Other orders are sorted.
+EXPLAIN (ANALYZE, SUMMARY OFF) SELECT s_i_id FROM stock WHERE s_w_id = 1 ORDER BY s_i_id DESC LIMIT 1;
+SELECT s_i_id FROM stock WHERE s_w_id = 1 ORDER BY s_i_id DESC LIMIT 2;
+SELECT s_i_id, s_quantity FROM stock WHERE s_w_id = 1 AND s_i_id > 1 ORDER BY s_w_id, s_i_id;
+EXPLAIN SELECT s_i_id FROM stock WHERE s_w_id = 1 AND s_i_id > 1 ORDER BY s_w_id, s_i_id;
+EXPLAIN SELECT s_i_id FROM stock WHERE s_w_id = 1 ORDER BY s_quantity LIMIT 1;
+EXPLAIN SELECT s_i_id FROM stock WHERE s_w_id = 1 ORDER BY s_i_id, s_quantity;
 EXPLAIN (ANALYZE, SUMMARY OFF) SELECT i_id FROM item WHERE i_id IN (SELECT s_i_id FROM stock WHERE s_w_id = 1) ORDER BY 1;
 -- A write's EXPLAIN ANALYZE runs it (as PostgreSQL), counting the rows it wrote.
 EXPLAIN (ANALYZE, SUMMARY OFF) UPDATE stock SET s_quantity = s_quantity + 1 WHERE s_w_id = 1 AND s_quantity < 10;

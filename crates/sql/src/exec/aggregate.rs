@@ -250,8 +250,15 @@ impl AggTable {
             return Err(key);
         }
         let i = self.keys.len();
-        // The key twice (index and list), the accumulators.
-        let bytes = 2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>();
+        // The key twice (index and list), the accumulators, and the group's slots in the
+        // index and the two lists, counted twice: a table or list that grows holds its old
+        // allocation and one twice as large until it has moved (uncounted, a grouping of
+        // millions of small groups held three times what it counted).
+        let slots = std::mem::size_of::<(Vec<Value>, usize)>()
+            + 1
+            + std::mem::size_of::<Vec<Value>>()
+            + std::mem::size_of::<Vec<Acc>>();
+        let bytes = 2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>() + 2 * slots;
         self.index.insert(key.clone(), i);
         self.keys.push(key);
         self.accs.push(new_accs(agg));

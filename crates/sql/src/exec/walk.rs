@@ -775,6 +775,7 @@ impl<'w, 's> Walker<'w, 's> {
                     prefix,
                     lower,
                     upper,
+                    backward,
                 } => {
                     if let Some((lo, hi, exact)) = build_range(table, *index, prefix, lower, upper, b, self.cx)? {
                         if exact {
@@ -783,7 +784,7 @@ impl<'w, 's> Walker<'w, 's> {
                         let _ = table.index_store(*index).range_ahead(
                             &lo,
                             &hi,
-                            false,
+                            *backward,
                             |r| table.prefetch(r),
                             |r| visit(r, self, b, &mut st),
                         );

@@ -88,23 +88,7 @@ pub fn compare(a: ValueRef<'_>, b: ValueRef<'_>) -> Result<Option<Ordering>> {
 }
 
 fn kind_type(v: ValueRef<'_>) -> DataType {
-    match v {
-        ValueRef::Bool(_) => DataType::Boolean,
-        ValueRef::Int(_) => DataType::BigInt,
-        ValueRef::Double(_) => DataType::Double,
-        ValueRef::Decimal(_) => DataType::Decimal { precision: 0, scale: 0 },
-        ValueRef::Timestamp(_) => DataType::Timestamp,
-        ValueRef::TimestampTz(_) => DataType::TimestampTz,
-        ValueRef::Date(_) => DataType::Date,
-        ValueRef::Bytes(_) => DataType::Bytea,
-        ValueRef::Uuid(_) => DataType::Uuid,
-        ValueRef::Interval(_) => DataType::Interval,
-        ValueRef::Time(_) => DataType::Time,
-        ValueRef::Enum(e) => DataType::Enum(e.ty),
-        ValueRef::Inet(x) if x.cidr => DataType::Cidr,
-        ValueRef::Inet(_) => DataType::Inet,
-        ValueRef::Text(_) | ValueRef::Null => DataType::Varchar(None),
-    }
+    v.kind_type()
 }
 
 pub(super) fn overflow(ty: &str) -> SqlError {

@@ -105,6 +105,7 @@ fn choose_access(schema: &TableSchema, sargs: &[Sarg], anys: &[(usize, Expr)]) -
                     prefix,
                     lower,
                     upper,
+                    backward: false,
                 },
             )
         } else {
@@ -398,6 +399,7 @@ fn range_bound_of(access: &Access, schema: &TableSchema, rel: usize, known: u64,
         prefix,
         lower,
         upper,
+        ..
     } = access
     else {
         return false;

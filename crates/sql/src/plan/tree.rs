@@ -31,6 +31,9 @@ pub enum Access {
         prefix: Vec<Expr>,
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,
+        /// Visited from the upper end down: the query's ORDER BY is this index's order
+        /// reversed (`select::index_order`), so it is not sorted.
+        backward: bool,
     },
     /// Equalities `cols[i] = keys[i]` that no index answers, on a relation the walk enters
     /// once per row of those before it: a hash join. At its first entry the walk builds a
