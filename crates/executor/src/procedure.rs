@@ -248,7 +248,7 @@ impl Library {
             } else {
                 format!("this server has {}", names.join(", "))
             };
-            return Err(SqlError::UnknownFunction(format!(
+            return Err(SqlError::UndefinedFunction(format!(
                 "there is no built-in procedure named \"{symbol}\" ({has})"
             )));
         };

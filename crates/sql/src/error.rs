@@ -199,6 +199,10 @@ pub enum SqlError {
     AmbiguousColumn(String),
     #[error("function {0} does not exist")]
     UnknownFunction(String),
+    /// A function or procedure named by what PostgreSQL words itself (42883): `LANGUAGE
+    /// internal AS 'x'` naming no built-in one.
+    #[error("{0}")]
+    UndefinedFunction(String),
     #[error("{0}")]
     Type(String),
     /// An operator no signature of matches its operands' types (42883): `text + integer`.
@@ -474,7 +478,7 @@ impl SqlError {
             SqlError::DuplicateSchema(_) => "42P06",
             SqlError::ReservedName(_) => "42939",
             SqlError::AmbiguousColumn(_) => "42702",
-            SqlError::UnknownFunction(_) | SqlError::NoOperator(_) => "42883",
+            SqlError::UnknownFunction(_) | SqlError::UndefinedFunction(_) | SqlError::NoOperator(_) => "42883",
             SqlError::SubqueryAlias => "42601",
             SqlError::Type(_) => "42804",
             SqlError::InvalidText(_) => "22P02",
