@@ -125,19 +125,17 @@ impl ProcHandle {
         self.proc.def.signature.as_deref()
     }
 
-    /// The `CREATE PROCEDURE` text of a SQL-defined procedure.
+    /// The `CREATE PROCEDURE` text of a procedure made by one (SQL-defined, or `LANGUAGE
+    /// internal`).
     pub fn source(&self) -> Option<&str> {
         self.proc.def.source.as_deref()
     }
 
     /// The statements of a SQL-defined procedure, in order (its arguments are `$1, $2,
-    /// ...` in them); `None` for one written in Rust, whose body only it can run.
+    /// ...` in them); `None` for one written in Rust (the embedded API's, or one built in
+    /// and named by `LANGUAGE internal`), whose body only it can run.
     pub fn sql_body(&self) -> Option<&[String]> {
-        self.proc
-            .def
-            .source
-            .as_ref()
-            .map(|_| self.proc.def.statements.as_slice())
+        self.proc.def.sql_body.then_some(self.proc.def.statements.as_slice())
     }
 
     /// A call's arguments converted to the declared types, as a call converts them.

@@ -81,6 +81,8 @@ fn an_internal_procedure_is_the_librarys_under_the_statements_name() {
     setup(&db);
     let h = db.create_procedure(CREATE).unwrap();
     assert_eq!(h.columns().unwrap()[0].name, "partitions");
+    // Its body is Rust: a transaction block cannot run its statements as its own.
+    assert!(h.sql_body().is_none() && h.source() == Some(CREATE));
     let ((a, same), (_, other)) = pairs();
     // A call whose accounts lie at one partition runs there alone; one that reaches the
     // other partition runs at both.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use permafrost_storage::{IndexKind, TableSchema};
+use permafrost_types::DataType;
 
 use super::tree::*;
 use crate::bind::Binder;
@@ -586,3 +587,60 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 
 // ---------------------------------------------------------------------------------------
 // INSERT, UPDATE, DELETE
+
+/// Whether the one relation of `rels` is read in `order` already, and then reads it that
+/// way: its access is a range of an ordered index over one partition's rows, and the sort
+/// keys are, after columns the range fixes by equality, the index's next columns in order,
+/// all ascending or all descending (visited backward), none of them nullable and each of a
+/// type whose index key orders as its values do (integers, dates, timestamps). Then the
+/// rows need no sort, and a LIMIT stops the walk at its last row (`ORDER BY o_id DESC
+/// LIMIT 1` over `(w_id, d_id, o_id)` reads one entry, not the district's).
+pub(super) fn index_order(rels: &mut [RelPlan], order: &[SortKey]) -> bool {
+    let [r] = rels else { return false };
+    if order.is_empty() || r.lateral.is_some() || r.full || matches!(r.pick, PartitionPick::All) {
+        return false;
+    }
+    let Access::IndexRange {
+        index,
+        prefix,
+        backward,
+        ..
+    } = &mut r.access
+    else {
+        return false;
+    };
+    let ix = &r.schema.indexes[*index];
+    if ix.kind != IndexKind::Ordered {
+        return false;
+    }
+    let fixed = &ix.columns[..prefix.len()];
+    let mut next = prefix.len();
+    let mut desc = None;
+    for k in order {
+        let Expr::Column { rel, col } = &k.expr else {
+            return false;
+        };
+        if *rel != r.rel {
+            return false;
+        }
+        if fixed.contains(col) {
+            continue;
+        }
+        let c = &r.schema.columns[*col];
+        let keyed = matches!(
+            c.ty,
+            DataType::SmallInt
+                | DataType::Integer
+                | DataType::BigInt
+                | DataType::Date
+                | DataType::Timestamp
+                | DataType::TimestampTz
+        );
+        if ix.columns.get(next) != Some(col) || c.nullable || !keyed || *desc.get_or_insert(k.desc) != k.desc {
+            return false;
+        }
+        next += 1;
+    }
+    *backward = desc.unwrap_or(false);
+    true
+}

@@ -32,7 +32,7 @@ pub enum Access {
         lower: Option<(Expr, bool)>,
         upper: Option<(Expr, bool)>,
         /// Visited from the upper end down: the query's ORDER BY is this index's order
-        /// reversed (`select::index_order`), so it is not sorted.
+        /// reversed (`access::index_order`), so it is not sorted.
         backward: bool,
     },
     /// Equalities `cols[i] = keys[i]` that no index answers, on a relation the walk enters
