@@ -20,13 +20,16 @@
 #   system's JSON report is left in BENCH_OUT (default /tmp/tpcc-bench). MODES (default "interactive"): the ways
 #   it runs the transactions, one run each after one load, in that order: interactive (BEGIN, a statement per round
 #   trip, COMMIT) and procedures (one call per transaction: Permafrost's built-in procedures by CALL, PostgreSQL's
-#   PL/pgSQL functions by SELECT); reports BENCH_OUT/SYSTEM-MODE.json.
+#   PL/pgSQL functions by SELECT); reports BENCH_OUT/SYSTEM-MODE.json. WORKLOAD=voter (with CLIENT=bench): Voter
+#   instead of TPC-C (`BIN bench voter`, H-Store's settings, its invariants checked; WAREHOUSES ignored; BENCH_OUT
+#   default /tmp/voter-bench).
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
-CLIENT=${CLIENT:-sysbench}; BENCH_OUT=${BENCH_OUT:-/tmp/tpcc-bench}; MODES=${MODES:-interactive}
+CLIENT=${CLIENT:-sysbench}; WORKLOAD=${WORKLOAD:-tpcc}; BENCH_OUT=${BENCH_OUT:-/tmp/$WORKLOAD-bench}; MODES=${MODES:-interactive}
+case $WORKLOAD in tpcc) SCALE_OPT="--warehouses ${7:-2}";; voter) SCALE_OPT="";; *) echo "WORKLOAD must be tpcc or voter"; exit 2;; esac
 BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
 case $CLIENT in
 sysbench) TPCC=$(cd "$2" && pwd); [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; };;
@@ -76,19 +79,21 @@ run_tpcc() {  # system driver-args
   case $passed in $(( 10 * WH ))) ;; *) server_log $sys;; esac
 }
 # Starts system $1's server in its cgroup (its data directory created the first time).
-run_bench() {  # system port: BIN bench tpcc loads (and checks), then runs in the run's limit and checks again
+run_bench() {  # system port: BIN bench WORKLOAD loads (and checks), then runs in the run's limit and checks again
   local sys=$1 port=$2 o
-  o="--target server=127.0.0.1:$2 --user postgres --dbname postgres --warehouses $WH --clients $T --quiet"
-  "$BIN" bench tpcc $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
+  o="--target server=127.0.0.1:$2 --user postgres --dbname postgres $SCALE_OPT --clients $T --quiet"
+  "$BIN" bench $WORKLOAD $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
   stop $sys; to_run_limit $sys || return; start $sys
   local m
   for m in $MODES; do
-  "$BIN" bench tpcc $o --no-load --mode $m --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys-$m.json" >"$W/$sys.run" 2>&1
+  "$BIN" bench $WORKLOAD $o --no-load --mode $m --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys-$m.json" >"$W/$sys.run" 2>&1
   python3 - "$BENCH_OUT/$sys-$m.json" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" "$m" <<'PY' || { echo "$sys: $m run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]:<10} {sys.argv[7]:<11} warehouses={sys.argv[3]} threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
-      f"tpmC-equivalent={r['tpmc_equivalent']:.0f} retried={r['retried_percent']:.2f}% failed={r['failed']} "
+scale = f"warehouses={sys.argv[3]} " if 'warehouses' in r else ""
+tpmc = f"tpmC-equivalent={r['tpmc_equivalent']:.0f} retried={r['retried_percent']:.2f}% " if 'tpmc_equivalent' in r else f"retries={r['retries']} "
+print(f"{sys.argv[2]:<10} {sys.argv[7]:<11} {scale}threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
+      f"{tpmc}failed={r['failed']} "
       f"checks_passed={r['checks_passed']}/{len(r['checks'])} peak_mem={sys.argv[5]}MiB oom_kills={sys.argv[6]}")
 for e in r['errors']: print(f"{sys.argv[2]}: {e}")
 PY

@@ -13,6 +13,8 @@ pub mod recovery;
 pub mod report;
 pub mod setup;
 pub mod tpcc;
+pub mod voter;
+pub mod way;
 pub mod wire_floor;
 pub mod ycsb;
 

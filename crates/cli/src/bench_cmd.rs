@@ -3,11 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use permafrost_bench::setup::Open;
-use permafrost_bench::tpcc;
+use permafrost_bench::setup::{DataDir, Open};
+use permafrost_bench::way::Mode;
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
-use permafrost_executor::parse_size;
+use permafrost_bench::{tpcc, voter};
 use permafrost_executor::settings::DbSettings;
+use permafrost_executor::{Database, parse_size};
 
 use crate::config_file::ConfigFile;
 use crate::serve::parse_duration_arg;
@@ -22,6 +23,11 @@ pub(crate) enum Workload {
     /// as interactive transactions (one statement per round trip), no think times, and its
     /// consistency conditions checked after the run.
     Tpcc(Box<TpccArgs>),
+    /// Voter, H-Store's phone-in election: one short transaction per call that checks the
+    /// contestant and the caller's vote limit and records the vote, embedded (default) or
+    /// over the wire (one CALL, or an interactive transaction, per vote), its invariants
+    /// checked after the run.
+    Voter(Box<VoterArgs>),
     /// The disk under the data directory: sequential writes and random reads per block
     /// size, through the anti-cache's I/O path.
     Device(DeviceArgs),
@@ -44,16 +50,17 @@ pub(crate) enum Workload {
     WireFloor(WireFloorArgs),
 }
 
+/// The flags the seeds' benchmarks (TPC-C, Voter) share: where and how they run.
 #[derive(Args, Debug)]
-pub(crate) struct TpccArgs {
+pub(crate) struct SeedArgs {
     /// What to run against: embedded (the stored procedures called in this process, with
     /// the engine flags below) or server=HOST:PORT (Permafrost's `permafrost serve`, or
     /// PostgreSQL, over the PostgreSQL protocol).
     #[arg(long, default_value = "embedded")]
     pub(crate) target: String,
     /// Over the wire: interactive (BEGIN, one statement per round trip, COMMIT) or
-    /// procedures (one CALL of a built-in stored procedure per transaction; Permafrost
-    /// only).
+    /// procedures (one call of a stored procedure per transaction: Permafrost's built-in
+    /// ones by CALL, PostgreSQL's PL/pgSQL functions by SELECT).
     #[arg(long, default_value = "interactive", value_parser = ["interactive", "procedures"])]
     pub(crate) mode: String,
     /// The user to connect as.
@@ -62,17 +69,9 @@ pub(crate) struct TpccArgs {
     /// The database to connect to.
     #[arg(long, default_value = "permafrost")]
     pub(crate) dbname: String,
-    /// Warehouses loaded and run (TPC-C's unit of scale).
-    #[arg(long, default_value_t = 2)]
-    pub(crate) warehouses: u32,
-    /// full (the specification's five transactions, 45/43/4/4/4, and inputs) or
-    /// looking-glass (the OLTP-through-the-looking-glass paper's: New-Order and Payment
-    /// half and half, 10 local items per order, home customers by id).
-    #[arg(long, default_value = "full", value_parser = tpcc::Mix::parse)]
-    pub(crate) mix: tpcc::Mix,
-    /// Terminals, each with one transaction in flight, spread over the warehouses: one
-    /// connection each over the wire (default 8); embedded, spread over the client threads
-    /// (default 128 per partition: enough to fill group commits).
+    /// Terminals, each with one transaction in flight: one connection each over the wire
+    /// (default 8); embedded, spread over the client threads (default 128 per partition:
+    /// enough to fill group commits).
     #[arg(long)]
     pub(crate) clients: Option<usize>,
     /// Embedded: client threads calling the procedures. Default: one per partition.
@@ -87,7 +86,7 @@ pub(crate) struct TpccArgs {
     /// Seed of the population's and the terminals' random numbers.
     #[arg(long, default_value_t = 42)]
     pub(crate) seed: u64,
-    /// Run on the tables an earlier run loaded (same --warehouses) instead of creating and
+    /// Run on the tables an earlier run loaded (same scale) instead of creating and
     /// loading them again (over the wire only).
     #[arg(long, conflicts_with = "load_only")]
     pub(crate) no_load: bool,
@@ -110,52 +109,144 @@ pub(crate) struct TpccArgs {
     pub(crate) quiet: bool,
 }
 
-/// Runs TPC-C; an error when a transaction failed or a consistency condition does not hold.
-pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
-    let mut opts = tpcc::TpccOptions {
-        warehouses: a.warehouses,
-        clients: a.clients.unwrap_or(8),
-        warmup: a.warmup,
-        duration: a.duration,
-        seed: a.seed,
-        scale: tpcc::Scale::SPEC,
-        mix: a.mix,
-        load: !a.no_load,
-        run: !a.load_only,
-    };
-    let report = if a.target == "embedded" {
-        if a.mode != "interactive" {
-            return Err("--mode applies to --target server=HOST:PORT (embedded runs the stored procedures)".into());
+/// Where a seeds' benchmark runs: embedded, or over the wire in a mode.
+pub(crate) enum Way {
+    /// The database opened from the engine flags, its partitions, and its data directory
+    /// (a temporary one is removed when this is dropped, after the run).
+    Embedded(Database, usize, Option<DataDir>),
+    Wire(Box<tpcc::Target>, Mode),
+}
+
+impl SeedArgs {
+    /// Where to run, from `--target` and `--mode`, refusing the flags that do not apply.
+    fn way(&self) -> Result<Way, String> {
+        if self.target == "embedded" {
+            if self.mode != "interactive" {
+                return Err("--mode applies to --target server=HOST:PORT (embedded runs the stored procedures)".into());
+            }
+            if self.no_load {
+                return Err(
+                    "--no-load applies to --target server=HOST:PORT (an embedded database starts empty)".into(),
+                );
+            }
+            let (db, dir) = engine_settings(&self.engine, self.data_dir.as_deref())?
+                .open()
+                .map_err(|e| e.to_string())?;
+            let partitions = db.partitions() as usize;
+            return Ok(Way::Embedded(db, partitions, dir));
         }
-        if a.no_load {
-            return Err("--no-load applies to --target server=HOST:PORT (an embedded database starts empty)".into());
-        }
-        let (db, _data_dir) = engine_settings(&a.engine, a.data_dir.as_deref())?
-            .open()
-            .map_err(|e| e.to_string())?;
-        let partitions = db.partitions() as usize;
-        opts.clients = a.clients.unwrap_or(128 * partitions);
-        tpcc::embedded::run(&db, &opts, a.threads.unwrap_or(partitions), !a.quiet).map_err(|e| e.to_string())?
-    } else {
-        let Some(addr) = a.target.strip_prefix("server=") else {
-            return Err(format!("--target {}: give embedded or server=HOST:PORT", a.target));
+        let Some(addr) = self.target.strip_prefix("server=") else {
+            return Err(format!("--target {}: give embedded or server=HOST:PORT", self.target));
         };
-        if a.threads.is_some() || a.data_dir.is_some() || a.engine.any_given() {
+        if self.threads.is_some() || self.data_dir.is_some() || self.engine.any_given() {
             return Err("--threads, --data-dir and the engine flags apply to --target embedded only".into());
         }
-        let mode = match a.mode.as_str() {
-            "procedures" => tpcc::Mode::Procedures,
-            _ => tpcc::Mode::Interactive,
+        let mode = match self.mode.as_str() {
+            "procedures" => Mode::Procedures,
+            _ => Mode::Interactive,
         };
-        let target = tpcc::Target::new(addr, &a.user, &a.dbname).map_err(|e| e.to_string())?;
-        tpcc::run(&target, &opts, mode, !a.quiet).map_err(|e| e.to_string())?
+        let target = tpcc::Target::new(addr, &self.user, &self.dbname).map_err(|e| e.to_string())?;
+        Ok(Way::Wire(Box::new(target), mode))
+    }
+
+    /// Terminals: `--clients`, else 8 over the wire and 128 per partition embedded.
+    fn clients(&self, way: &Way) -> usize {
+        match way {
+            Way::Embedded(_, partitions, _) => self.clients.unwrap_or(128 * partitions),
+            Way::Wire(..) => self.clients.unwrap_or(8),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TpccArgs {
+    #[command(flatten)]
+    pub(crate) run: SeedArgs,
+    /// Warehouses loaded and run (TPC-C's unit of scale).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) warehouses: u32,
+    /// full (the specification's five transactions, 45/43/4/4/4, and inputs) or
+    /// looking-glass (the OLTP-through-the-looking-glass paper's: New-Order and Payment
+    /// half and half, 10 local items per order, home customers by id).
+    #[arg(long, default_value = "full", value_parser = tpcc::Mix::parse)]
+    pub(crate) mix: tpcc::Mix,
+}
+
+/// Runs TPC-C; an error when a transaction failed or a consistency condition does not hold.
+pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
+    let way = a.run.way()?;
+    let opts = tpcc::TpccOptions {
+        warehouses: a.warehouses,
+        clients: a.run.clients(&way),
+        warmup: a.run.warmup,
+        duration: a.run.duration,
+        seed: a.run.seed,
+        scale: tpcc::Scale::SPEC,
+        mix: a.mix,
+        load: !a.run.no_load,
+        run: !a.run.load_only,
     };
+    let progress = !a.run.quiet;
+    let report = match way {
+        Way::Embedded(db, partitions, _dir) => {
+            tpcc::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
+        }
+        Way::Wire(target, mode) => tpcc::run(&target, &opts, mode, progress),
+    }
+    .map_err(|e| e.to_string())?;
     print!("{}", report.summary());
-    write_json(a.json.as_deref(), &report)?;
+    write_json(a.run.json.as_deref(), &report)?;
     if report.ok() {
         Ok(())
     } else {
         Err("TPC-C: a transaction failed or a consistency condition does not hold (above)".into())
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct VoterArgs {
+    #[command(flatten)]
+    pub(crate) run: SeedArgs,
+    /// Contestants voted for (H-Store's 6).
+    #[arg(long, default_value_t = 6)]
+    pub(crate) contestants: i32,
+    /// Votes a caller may cast (H-Store's 1,000).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) max_votes: i32,
+    /// Phone numbers per area code (H-Store's ten million); fewer make callers call again
+    /// and the vote limit fire.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) numbers_per_area: i64,
+}
+
+/// Runs Voter; an error when a call failed or an invariant does not hold.
+pub(crate) fn run_voter(a: VoterArgs) -> Result<(), String> {
+    let way = a.run.way()?;
+    let opts = voter::VoterOptions {
+        clients: a.run.clients(&way),
+        warmup: a.run.warmup,
+        duration: a.run.duration,
+        seed: a.run.seed,
+        contestants: a.contestants,
+        max_votes: a.max_votes,
+        numbers: a.numbers_per_area,
+        load: !a.run.no_load,
+        run: !a.run.load_only,
+    };
+    let progress = !a.run.quiet;
+    let report = match way {
+        Way::Embedded(db, partitions, _dir) => {
+            voter::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
+        }
+        Way::Wire(target, mode) => voter::run(&target, &opts, mode, progress),
+    }
+    .map_err(|e| e.to_string())?;
+    print!("{}", report.summary());
+    write_json(a.run.json.as_deref(), &report)?;
+    if report.ok() {
+        Ok(())
+    } else {
+        Err("Voter: a call failed or an invariant does not hold (above)".into())
     }
 }
 

@@ -48,6 +48,9 @@ fn main() -> ExitCode {
             workload: Workload::Tpcc(a),
         } => run_tpcc(*a),
         Command::Bench {
+            workload: Workload::Voter(a),
+        } => run_voter(*a),
+        Command::Bench {
             workload: Workload::Device(a),
         } => run_device(a),
         Command::Bench {

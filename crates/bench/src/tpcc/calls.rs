@@ -10,27 +10,8 @@ use super::plpgsql::FUNCTIONS;
 use super::procs::{CREATE, INVALID_ITEM, NAMES};
 use super::txns::{Customer, Done, Ended, Failure, Input};
 use crate::BenchError;
+use crate::way::Flavor;
 use crate::ycsb::server::describe;
-
-/// Whose procedures are called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// Permafrost's built-in procedures, by CALL.
-    Permafrost,
-    /// PostgreSQL's PL/pgSQL functions, by SELECT.
-    Postgres,
-}
-
-impl Flavor {
-    /// The flavor of the server whose `SELECT version()` is `version`.
-    pub fn of(version: &str) -> Flavor {
-        if version.contains("Permafrost") {
-            Flavor::Permafrost
-        } else {
-            Flavor::Postgres
-        }
-    }
-}
 
 /// Makes the procedures callable (again: an earlier run's are dropped first).
 pub async fn create(client: &Client, flavor: Flavor) -> Result<(), BenchError> {

@@ -130,6 +130,21 @@ impl CheckResult {
     pub fn passed(&self) -> bool {
         self.violations == Some(0)
     }
+
+    /// The lines a report prints of `checks`: how many of them hold (`what`: "conditions",
+    /// "invariants"), then each that does not, with its violations or its error.
+    pub fn summary(checks: &[CheckResult], what: &str) -> String {
+        let passed = checks.iter().filter(|c| c.passed()).count();
+        let mut s = format!("{what}: {passed} of {} hold\n", checks.len());
+        for c in checks.iter().filter(|c| !c.passed()) {
+            match (&c.violations, &c.error) {
+                (_, Some(e)) => s.push_str(&format!("  {} {}: could not check: {e}\n", c.clause, c.condition)),
+                (Some(v), None) => s.push_str(&format!("  {} {}: {v} violations\n", c.clause, c.condition)),
+                (None, None) => {}
+            }
+        }
+        s
+    }
 }
 
 /// Checks every condition.

@@ -36,6 +36,8 @@ use tokio_postgres::error::SqlState;
 
 use crate::BenchError;
 use crate::report::Latency;
+use crate::way::Flavor;
+pub use crate::way::Mode;
 use crate::ycsb::server::describe;
 use check::CheckResult;
 pub use options::{DISTRICTS, Mix, Scale, TpccOptions};
@@ -44,7 +46,7 @@ use txns::{Ended, Failure, Inputs, Statements};
 
 /// Attempts of one transaction refused for a serialization failure or a deadlock before it
 /// counts as failed.
-const MAX_ATTEMPTS: u32 = 100;
+pub(crate) const MAX_ATTEMPTS: u32 = 100;
 /// Distinct error messages kept for the report.
 const ERRORS_KEPT: usize = 10;
 
@@ -64,7 +66,7 @@ impl Target {
             .port(port)
             .user(user)
             .dbname(dbname)
-            .application_name("permafrost-bench-tpcc")
+            .application_name("permafrost-bench")
             .connect_timeout(Duration::from_secs(10));
         Ok(Target {
             addr: addr.to_string(),
@@ -72,8 +74,29 @@ impl Target {
         })
     }
 
-    async fn connect(&self) -> Result<Client, BenchError> {
+    pub(crate) async fn connect(&self) -> Result<Client, BenchError> {
         crate::ycsb::server::connect(&self.config, &self.addr).await
+    }
+
+    /// A connection for the load and the checks, and the server's `SELECT version()`.
+    pub(crate) async fn connect_admin(&self) -> Result<(Client, String), BenchError> {
+        let admin = self.connect().await?;
+        let version: String = admin
+            .query_one("SELECT version()", &[])
+            .await
+            .map_err(|e| BenchError::Client(format!("SELECT version(): {}", describe(&e))))?
+            .get(0);
+        Ok((admin, version))
+    }
+
+    /// The runtime a run's `clients` connections are driven from: a worker thread per
+    /// core, no more than the connections.
+    pub(crate) fn runtime(clients: usize) -> Result<tokio::runtime::Runtime, BenchError> {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(clients);
+        Ok(tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?)
     }
 }
 
@@ -165,18 +188,7 @@ impl TpccReport {
         for e in &self.errors {
             s.push_str(&format!("  error: {e}\n"));
         }
-        s.push_str(&format!(
-            "consistency: {} of {} conditions hold\n",
-            self.checks_passed,
-            self.checks.len()
-        ));
-        for c in self.checks.iter().filter(|c| !c.passed()) {
-            match (&c.violations, &c.error) {
-                (_, Some(e)) => s.push_str(&format!("  {} {}: could not check: {e}\n", c.clause, c.condition)),
-                (Some(v), None) => s.push_str(&format!("  {} {}: {v} violations\n", c.clause, c.condition)),
-                (None, None) => {}
-            }
-        }
+        s.push_str(&CheckResult::summary(&self.checks, "consistency conditions"));
         s
     }
 
@@ -227,14 +239,14 @@ impl Tally {
     }
 }
 
-fn note_error(errors: &mut Vec<String>, e: String) {
+pub(crate) fn note_error(errors: &mut Vec<String>, e: String) {
     if errors.len() < ERRORS_KEPT && !errors.contains(&e) {
         errors.push(e);
     }
 }
 
 /// Whether a refused attempt is run again: a serialization failure or a deadlock.
-fn retryable(e: &tokio_postgres::Error) -> bool {
+pub(crate) fn retryable(e: &tokio_postgres::Error) -> bool {
     e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) || e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
 }
 
@@ -242,14 +254,7 @@ fn retryable(e: &tokio_postgres::Error) -> bool {
 /// checks the consistency conditions.
 pub fn run(target: &Target, opts: &TpccOptions, mode: Mode, progress_bar: bool) -> Result<TpccReport, BenchError> {
     opts.validate()?;
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(opts.clients);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()?;
-    rt.block_on(run_async(target, opts, mode, progress_bar))
+    Target::runtime(opts.clients)?.block_on(run_async(target, opts, mode, progress_bar))
 }
 
 async fn run_async(
@@ -258,12 +263,7 @@ async fn run_async(
     mode: Mode,
     progress_bar: bool,
 ) -> Result<TpccReport, BenchError> {
-    let admin = target.connect().await?;
-    let server_version: String = admin
-        .query_one("SELECT version()", &[])
-        .await
-        .map_err(|e| BenchError::Client(format!("SELECT version(): {}", describe(&e))))?
-        .get(0);
+    let (admin, server_version) = target.connect_admin().await?;
     let nu = NuConstants::draw(&mut SmallRng::seed_from_u64(opts.seed));
     let load_seconds = if opts.load {
         Some(load(target, &admin, opts, nu.c_last, progress_bar).await?)
@@ -271,7 +271,7 @@ async fn run_async(
         None
     };
 
-    let flavor = calls::Flavor::of(&server_version);
+    let flavor = Flavor::of(&server_version);
     if mode == Mode::Procedures && opts.run {
         calls::create(&admin, flavor).await?;
     }
@@ -299,7 +299,7 @@ async fn run_async(
 async fn run_terminals(
     target: &Target,
     opts: &TpccOptions,
-    mode: (Mode, calls::Flavor),
+    mode: (Mode, Flavor),
     nu: NuConstants,
     progress_bar: bool,
 ) -> Result<Tally, BenchError> {
@@ -370,7 +370,7 @@ enum Way {
 /// `measure_from` counted.
 async fn terminal(
     target: &Target,
-    (mode, flavor): (Mode, calls::Flavor),
+    (mode, flavor): (Mode, Flavor),
     mut inputs: Inputs,
     measure_from: Instant,
     end: Instant,
@@ -433,27 +433,6 @@ async fn terminal(
 
 fn per_sec(n: f64, seconds: f64) -> f64 {
     if seconds > 0.0 { n / seconds } else { 0.0 }
-}
-
-/// How the transactions were run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Interactive blocks over the wire, one statement per round trip.
-    Interactive,
-    /// One CALL of a stored procedure per transaction, over the wire.
-    Procedures,
-    /// The stored procedures called in this process.
-    Embedded,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Interactive => "interactive transactions over the wire",
-            Mode::Procedures => "stored procedures over the wire",
-            Mode::Embedded => "stored procedures, embedded",
-        }
-    }
 }
 
 /// The report of a run in `mode` against `(target, server_version)`.
