@@ -22,14 +22,15 @@
 #   trip, COMMIT) and procedures (one call per transaction: Permafrost's built-in procedures by CALL, PostgreSQL's
 #   PL/pgSQL functions by SELECT); reports BENCH_OUT/SYSTEM-MODE.json. WORKLOAD=voter (with CLIENT=bench): Voter
 #   instead of TPC-C (`BIN bench voter`, H-Store's settings, its invariants checked; WAREHOUSES ignored; BENCH_OUT
-#   default /tmp/voter-bench).
+#   default /tmp/voter-bench); WORKLOAD=tatp: TATP (`BIN bench tatp`, SUBSCRIBERS default 100000).
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
 CLIENT=${CLIENT:-sysbench}; WORKLOAD=${WORKLOAD:-tpcc}; BENCH_OUT=${BENCH_OUT:-/tmp/$WORKLOAD-bench}; MODES=${MODES:-interactive}
-case $WORKLOAD in tpcc) SCALE_OPT="--warehouses ${7:-2}";; voter) SCALE_OPT="";; *) echo "WORKLOAD must be tpcc or voter"; exit 2;; esac
+case $WORKLOAD in tpcc) SCALE_OPT="--warehouses ${7:-2}";; voter) SCALE_OPT="";; tatp) SCALE_OPT="--subscribers ${SUBSCRIBERS:-100000}";;
+  *) echo "WORKLOAD must be tpcc, voter or tatp"; exit 2;; esac
 BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
 case $CLIENT in
 sysbench) TPCC=$(cd "$2" && pwd); [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; };;

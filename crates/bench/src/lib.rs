@@ -12,6 +12,7 @@ pub mod plot;
 pub mod recovery;
 pub mod report;
 pub mod setup;
+pub mod tatp;
 pub mod tpcc;
 pub mod voter;
 pub mod way;

@@ -89,6 +89,17 @@ impl AnticacheReport {
         }
     }
 
+    /// One line for a seeds' benchmark's summary.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "anti-cache: {} tuples evicted ({:.1} MB), {} blocks read back, {} evicted at the end\n",
+            self.evicted_tuples,
+            self.evicted_bytes as f64 / 1e6,
+            self.blocks_read,
+            self.evicted_now
+        )
+    }
+
     /// The counters accumulated since `earlier` (gauges are kept as they are now).
     pub fn since(&self, earlier: &AnticacheReport) -> AnticacheReport {
         AnticacheReport {

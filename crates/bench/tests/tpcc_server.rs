@@ -4,30 +4,15 @@
 //! consistency conditions that hold after each run and fail when the data is made
 //! inconsistent.
 
-use std::sync::Arc;
+mod common;
 
 use permafrost_bench::tpcc::{self, Scale, TpccOptions};
 use permafrost_executor::{Config, Database};
 
 #[test]
 fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
-    db.provide_internal(permafrost_bench::builtin::library());
-    let db = Arc::new(db);
-    let listener = rt
-        .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    rt.spawn(permafrost_server::serve(db, listener, async {
-        let _ = stopped.await;
-    }));
-
+    let server = common::Server::start();
+    let addr = server.addr.clone();
     let target = tpcc::Target::new(&addr, "test", "test").unwrap();
     let opts = TpccOptions {
         warehouses: 2,
@@ -63,13 +48,8 @@ fn tpcc_loads_runs_and_keeps_its_consistency_conditions() {
 
     // The conditions see what is wrong: a warehouse's year-to-date no longer the sum of its
     // districts' and of its history (3.3.2.1 and 3.3.2.8), an order line lost (3.3.2.4, 6).
-    rt.block_on(async {
-        let port = addr.rsplit(':').next().unwrap();
-        let (c, conn) =
-            tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), tokio_postgres::NoTls)
-                .await
-                .unwrap();
-        tokio::spawn(conn);
+    let c = server.client();
+    server.rt.block_on(async {
         c.batch_execute(
             "UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 2; \
              DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 3 AND ol_o_id = 5 AND ol_number = 1",

@@ -3,7 +3,7 @@
 //! phone numbers that callers reach the vote limit; the invariants hold after each run and
 //! fail when the data is made wrong.
 
-use std::sync::Arc;
+mod common;
 
 use permafrost_bench::tpcc::Target;
 use permafrost_bench::voter::{self, Mode, VoterOptions};
@@ -26,21 +26,8 @@ fn options() -> VoterOptions {
 
 #[test]
 fn voter_over_the_wire_keeps_its_invariants() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let db = Database::open(Config::builder().partitions(2).build().unwrap()).unwrap();
-    db.provide_internal(permafrost_bench::builtin::library());
-    let listener = rt
-        .block_on(permafrost_server::bind("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    rt.spawn(permafrost_server::serve(Arc::new(db), listener, async {
-        let _ = stopped.await;
-    }));
+    let server = common::Server::start();
+    let addr = server.addr.clone();
     let target = Target::new(&addr, "test", "test").unwrap();
 
     let report = voter::run(&target, &options(), Mode::Interactive, false).unwrap();
@@ -66,13 +53,8 @@ fn voter_over_the_wire_keeps_its_invariants() {
     // The invariants see what is wrong: a vote for nobody, one from the wrong state, a
     // caller over the limit (numbers the run did not call), and rows VOTES holds that no
     // call was told were recorded.
-    rt.block_on(async {
-        let port = addr.rsplit(':').next().unwrap();
-        let (c, conn) =
-            tokio_postgres::connect(&format!("host=127.0.0.1 port={port} user=test"), tokio_postgres::NoTls)
-                .await
-                .unwrap();
-        tokio::spawn(conn);
+    let c = server.client();
+    server.rt.block_on(async {
         let rows = voter::check::rows_over_wire(&c).await.unwrap();
         c.batch_execute(
             "INSERT INTO votes VALUES (1, 2120000101, 'NY', 999, now()); \

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use permafrost_bench::setup::{DataDir, Open};
 use permafrost_bench::way::Mode;
 use permafrost_bench::ycsb::{self, Mix, YcsbOptions};
-use permafrost_bench::{tpcc, voter};
+use permafrost_bench::{tatp, tpcc, voter};
 use permafrost_executor::settings::DbSettings;
 use permafrost_executor::{Database, parse_size};
 
@@ -28,6 +28,11 @@ pub(crate) enum Workload {
     /// over the wire (one CALL, or an interactive transaction, per vote), its invariants
     /// checked after the run.
     Voter(Box<VoterArgs>),
+    /// TATP, the telecom benchmark as H-Store runs it: subscribers, their access data,
+    /// special facilities and call forwardings, seven short transactions routed by the
+    /// subscriber (35/10/35/2/14/2/2), embedded (default) or over the wire (one CALL, or an
+    /// interactive transaction, each), its invariants checked after the run.
+    Tatp(Box<TatpArgs>),
     /// The disk under the data directory: sequential writes and random reads per block
     /// size, through the anti-cache's I/O path.
     Device(DeviceArgs),
@@ -158,6 +163,20 @@ impl SeedArgs {
     }
 }
 
+/// Prints a seeds' benchmark's summary and writes its JSON report; `failed` is the error
+/// when the run is not `ok`.
+fn finish(
+    summary: String,
+    ok: bool,
+    json: Option<&Path>,
+    report: &impl serde::Serialize,
+    failed: &str,
+) -> Result<(), String> {
+    print!("{summary}");
+    write_json(json, report)?;
+    if ok { Ok(()) } else { Err(failed.into()) }
+}
+
 #[derive(Args, Debug)]
 pub(crate) struct TpccArgs {
     #[command(flatten)]
@@ -194,13 +213,13 @@ pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
         Way::Wire(target, mode) => tpcc::run(&target, &opts, mode, progress),
     }
     .map_err(|e| e.to_string())?;
-    print!("{}", report.summary());
-    write_json(a.run.json.as_deref(), &report)?;
-    if report.ok() {
-        Ok(())
-    } else {
-        Err("TPC-C: a transaction failed or a consistency condition does not hold (above)".into())
-    }
+    finish(
+        report.summary(),
+        report.ok(),
+        a.run.json.as_deref(),
+        &report,
+        "TPC-C: a transaction failed or a consistency condition does not hold (above)",
+    )
 }
 
 #[derive(Args, Debug)]
@@ -241,13 +260,51 @@ pub(crate) fn run_voter(a: VoterArgs) -> Result<(), String> {
         Way::Wire(target, mode) => voter::run(&target, &opts, mode, progress),
     }
     .map_err(|e| e.to_string())?;
-    print!("{}", report.summary());
-    write_json(a.run.json.as_deref(), &report)?;
-    if report.ok() {
-        Ok(())
-    } else {
-        Err("Voter: a call failed or an invariant does not hold (above)".into())
+    finish(
+        report.summary(),
+        report.ok(),
+        a.run.json.as_deref(),
+        &report,
+        "Voter: a call failed or an invariant does not hold (above)",
+    )
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TatpArgs {
+    #[command(flatten)]
+    pub(crate) run: SeedArgs,
+    /// Subscribers loaded (100,000 is the description's unit of scale).
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) subscribers: u32,
+}
+
+/// Runs TATP; an error when a transaction failed or an invariant does not hold.
+pub(crate) fn run_tatp(a: TatpArgs) -> Result<(), String> {
+    let way = a.run.way()?;
+    let opts = tatp::TatpOptions {
+        subscribers: a.subscribers,
+        clients: a.run.clients(&way),
+        warmup: a.run.warmup,
+        duration: a.run.duration,
+        seed: a.run.seed,
+        load: !a.run.no_load,
+        run: !a.run.load_only,
+    };
+    let progress = !a.run.quiet;
+    let report = match way {
+        Way::Embedded(db, partitions, _dir) => {
+            tatp::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
+        }
+        Way::Wire(target, mode) => tatp::run(&target, &opts, mode, progress),
     }
+    .map_err(|e| e.to_string())?;
+    finish(
+        report.summary(),
+        report.ok(),
+        a.run.json.as_deref(),
+        &report,
+        "TATP: a transaction failed or an invariant does not hold (above)",
+    )
 }
 
 #[derive(Args, Debug)]

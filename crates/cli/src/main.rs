@@ -51,6 +51,9 @@ fn main() -> ExitCode {
             workload: Workload::Voter(a),
         } => run_voter(*a),
         Command::Bench {
+            workload: Workload::Tatp(a),
+        } => run_tatp(*a),
+        Command::Bench {
             workload: Workload::Device(a),
         } => run_device(a),
         Command::Bench {

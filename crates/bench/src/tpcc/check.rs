@@ -131,6 +131,30 @@ impl CheckResult {
         self.violations == Some(0)
     }
 
+    /// A condition's result so far: it holds (nothing counted yet).
+    pub fn holding(clause: &str, condition: &str) -> CheckResult {
+        CheckResult {
+            clause: clause.to_string(),
+            condition: condition.to_string(),
+            violations: Some(0),
+            error: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// Adds one of its queries' count (or error) and time, for a condition checked by
+    /// several queries whose violations add up.
+    pub fn add(&mut self, count: Result<i64, String>, seconds: f64) {
+        self.seconds += seconds;
+        match count {
+            Ok(n) => self.violations = self.violations.map(|v| v + n),
+            Err(e) => {
+                self.violations = None;
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
     /// The lines a report prints of `checks`: how many of them hold (`what`: "conditions",
     /// "invariants"), then each that does not, with its violations or its error.
     pub fn summary(checks: &[CheckResult], what: &str) -> String {

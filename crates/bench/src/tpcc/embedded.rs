@@ -17,14 +17,10 @@ use super::check::{CONDITIONS, CheckResult, DISTRICTS_QUERY, PER_DISTRICT};
 use super::options::TpccOptions;
 use super::procs::{self, INVALID_ITEM};
 use super::random::{NuConstants, TxnType};
-use super::schema::{self, Job};
+use super::schema;
 use super::txns::{Customer, Input, Inputs};
 use super::{MAX_ATTEMPTS, Mode, Tally, TpccReport, note_error, report};
 use crate::BenchError;
-
-/// How long a load statement refused for a retryable reason (the memory budget while
-/// eviction catches up) is tried again before the load gives up.
-const LOAD_STALL: Duration = Duration::from_secs(60);
 
 /// Loads (when asked), runs `opts.clients` terminals from `threads` client threads, and
 /// checks the consistency conditions.
@@ -83,7 +79,7 @@ fn load(db: &Database, opts: &TpccOptions, c_last_c: u32, progress_bar: bool) ->
                             return Ok(());
                         };
                         for sql in schema::statements(job, opts, c_last_c) {
-                            insert(db, &sql, job)?;
+                            crate::setup::load_statement(db, &sql, &job)?;
                         }
                         let n = loaded.fetch_add(schema::job_rows(job, &opts.scale), Ordering::Relaxed);
                         bar.set_position(n + schema::job_rows(job, &opts.scale));
@@ -100,28 +96,10 @@ fn load(db: &Database, opts: &TpccOptions, c_last_c: u32, progress_bar: bool) ->
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// Runs one loading statement, again while the database refuses it for a retryable reason.
-fn insert(db: &Database, sql: &str, job: Job) -> Result<(), BenchError> {
-    let first = Instant::now();
-    loop {
-        match db.execute_sql(sql, Vec::new()) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.is_retryable() && first.elapsed() < LOAD_STALL => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(BenchError::Client(format!("loading {job:?}: {e}"))),
-        }
-    }
-}
-
 /// Counts each condition's violations with the same queries as over the wire (those of
 /// [`PER_DISTRICT`] once per district, added up).
 fn check(db: &Database) -> Vec<CheckResult> {
-    let count = |sql: &str, params: Vec<Value>| -> Result<i64, String> {
-        let rows = db.execute_sql(sql, params).map_err(|e| e.to_string())?;
-        (!rows.is_empty())
-            .then(|| rows.row(0).get_i64(0))
-            .flatten()
-            .ok_or_else(|| "the query returned no count".to_string())
-    };
+    let count = |sql: &str, params: Vec<Value>| crate::setup::count(db, sql, params);
     let districts: Result<Vec<Vec<Value>>, String> = db
         .execute_sql(DISTRICTS_QUERY, Vec::new())
         .map(|rows| rows.to_values())

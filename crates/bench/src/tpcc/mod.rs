@@ -198,25 +198,30 @@ impl TpccReport {
     }
 }
 
-/// A terminal's figures.
+/// A terminal's figures, by transaction type (TPC-C's and TATP's).
 pub(crate) struct Tally {
-    completed: [u64; 5],
-    rolled_back: [u64; 5],
-    retries: [u64; 5],
-    failed: [u64; 5],
-    latency: Vec<Histogram<u64>>,
-    skipped_deliveries: u64,
-    errors: Vec<String>,
+    pub(crate) completed: Vec<u64>,
+    pub(crate) rolled_back: Vec<u64>,
+    pub(crate) retries: Vec<u64>,
+    pub(crate) failed: Vec<u64>,
+    pub(crate) latency: Vec<Histogram<u64>>,
+    pub(crate) skipped_deliveries: u64,
+    pub(crate) errors: Vec<String>,
 }
 
 impl Tally {
     fn new() -> Tally {
+        Tally::with_kinds(TxnType::ALL.len())
+    }
+
+    /// Figures of `kinds` transaction types, all zero.
+    pub(crate) fn with_kinds(kinds: usize) -> Tally {
         Tally {
-            completed: [0; 5],
-            rolled_back: [0; 5],
-            retries: [0; 5],
-            failed: [0; 5],
-            latency: (0..5)
+            completed: vec![0; kinds],
+            rolled_back: vec![0; kinds],
+            retries: vec![0; kinds],
+            failed: vec![0; kinds],
+            latency: (0..kinds)
                 .map(|_| Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds"))
                 .collect(),
             skipped_deliveries: 0,
@@ -224,8 +229,8 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, other: Tally) {
-        for i in 0..5 {
+    pub(crate) fn add(&mut self, other: Tally) {
+        for i in 0..self.completed.len() {
             self.completed[i] += other.completed[i];
             self.rolled_back[i] += other.rolled_back[i];
             self.retries[i] += other.retries[i];
@@ -236,6 +241,31 @@ impl Tally {
         for e in other.errors {
             note_error(&mut self.errors, e);
         }
+    }
+
+    /// Each type's figures, its name from `names` (in the tally's order).
+    pub(crate) fn by_type(&self, names: &[&'static str]) -> Vec<TypeReport> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| TypeReport {
+                name,
+                completed: self.completed[i],
+                rolled_back: self.rolled_back[i],
+                retries: self.retries[i],
+                failed: self.failed[i],
+                latency: Latency::from_histogram(&self.latency[i]),
+            })
+            .collect()
+    }
+
+    /// Completed, retried and failed transactions of every type.
+    pub(crate) fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.completed.iter().sum(),
+            self.retries.iter().sum(),
+            self.failed.iter().sum(),
+        )
     }
 }
 
@@ -445,24 +475,10 @@ fn report(
     tally: Tally,
     checks: Vec<CheckResult>,
 ) -> TpccReport {
-    let completed: u64 = tally.completed.iter().sum();
-    let retries: u64 = tally.retries.iter().sum();
-    let failed: u64 = tally.failed.iter().sum();
+    let (completed, retries, failed) = tally.totals();
     let new_orders = tally.completed[TxnType::NewOrder.index()] - tally.rolled_back[TxnType::NewOrder.index()];
-    let by_type = TxnType::ALL
-        .iter()
-        .map(|t| {
-            let i = t.index();
-            TypeReport {
-                name: t.name(),
-                completed: tally.completed[i],
-                rolled_back: tally.rolled_back[i],
-                retries: tally.retries[i],
-                failed: tally.failed[i],
-                latency: Latency::from_histogram(&tally.latency[i]),
-            }
-        })
-        .collect();
+    let names: Vec<&'static str> = TxnType::ALL.iter().map(|t| t.name()).collect();
+    let by_type = tally.by_type(&names);
     let checks_passed = checks.iter().filter(|c| c.passed()).count();
     TpccReport {
         benchmark: "tpcc",

@@ -67,25 +67,10 @@ fn results(
 ) -> Vec<CheckResult> {
     let mut out: Vec<CheckResult> = PER_AREA
         .iter()
-        .map(|(name, condition, _, _)| CheckResult {
-            clause: name.to_string(),
-            condition: condition.to_string(),
-            violations: Some(0),
-            error: None,
-            seconds: 0.0,
-        })
+        .map(|(name, condition, _, _)| CheckResult::holding(name, condition))
         .collect();
     for (i, count, seconds) in per_area {
-        let c = &mut out[i];
-        c.seconds += seconds;
-        match count {
-            Ok(n) => c.violations = c.violations.map(|v| v + n),
-            Err(e) if c.error.is_none() => {
-                c.violations = None;
-                c.error = Some(e);
-            }
-            Err(_) => {}
-        }
+        out[i].add(count, seconds);
     }
     let (rows, expected, seconds) = total;
     let (violations, error) = match rows {

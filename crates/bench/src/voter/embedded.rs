@@ -39,15 +39,8 @@ pub fn run(
         None
     };
     db.register(procs::vote())?;
-    let count = |sql: &str, params: Vec<i64>| -> Result<i64, String> {
-        let rows = db
-            .execute_sql(sql, params.into_iter().map(Value::Int).collect())
-            .map_err(|e| e.to_string())?;
-        (!rows.is_empty())
-            .then(|| rows.row(0).get_i64(0))
-            .flatten()
-            .ok_or_else(|| "the query returned no count".to_string())
-    };
+    let count =
+        |sql: &str, params: Vec<i64>| crate::setup::count(db, sql, params.into_iter().map(Value::Int).collect());
     let before = count(check::COUNT, Vec::new()).map_err(BenchError::Client)?;
     let tally = if opts.run {
         if progress_bar {

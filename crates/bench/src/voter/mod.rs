@@ -165,13 +165,7 @@ impl VoterReport {
             s.push_str(&format!("votes: {} before the run, {after} after\n", self.votes_before));
         }
         if let Some(a) = &self.anticache {
-            s.push_str(&format!(
-                "anti-cache: {} tuples evicted ({:.1} MB), {} blocks read back, {} evicted at the end\n",
-                a.evicted_tuples,
-                a.evicted_bytes as f64 / 1e6,
-                a.blocks_read,
-                a.evicted_now
-            ));
+            s.push_str(&a.summary_line());
         }
         for e in &self.errors {
             s.push_str(&format!("  error: {e}\n"));
