@@ -16,7 +16,8 @@
 #   these InnoDB tables, at 8 MiB instead of their 128 MiB defaults).
 # CLIENT=bench: the client is `BIN bench tpcc` instead (Permafrost's own TPC-C: the specification's schema without
 #   foreign keys, its full mix with last-name lookups and the 1 % rollback, 11 consistency conditions; pass "-" as
-#   SYSBENCH_TPCC_DIR). It speaks the PostgreSQL protocol only: Permafrost and PostgreSQL, not MariaDB yet. Each
+#   SYSBENCH_TPCC_DIR). It speaks the PostgreSQL protocol only: Permafrost and PostgreSQL, not MariaDB yet (Voter
+#   also drives MariaDB, through its own driver). Each
 #   system's JSON report is left in BENCH_OUT (default /tmp/tpcc-bench). MODES (default "interactive"): the ways
 #   it runs the transactions, one run each after one load, in that order: interactive (BEGIN, a statement per round
 #   trip, COMMIT) and procedures (one call per transaction: Permafrost's built-in procedures by CALL, PostgreSQL's
@@ -34,7 +35,7 @@ case $WORKLOAD in tpcc) SCALE_OPT="--warehouses ${7:-2}";; voter) SCALE_OPT="";;
 BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
 case $CLIENT in
 sysbench) TPCC=$(cd "$2" && pwd); [ -f "$TPCC/tpcc.lua" ] || { echo "no tpcc.lua in $TPCC"; exit 2; };;
-bench) SYSTEMS=${SYSTEMS/mariadb/}; mkdir -p "$BENCH_OUT";;
+bench) [ "$WORKLOAD" = voter ] || SYSTEMS=${SYSTEMS/mariadb/}; mkdir -p "$BENCH_OUT";;
 *) echo "CLIENT must be sysbench or bench"; exit 2;;
 esac
 W=$(mktemp -d /tmp/tpcccmp.XXXX); chmod 777 "$W"
@@ -80,9 +81,9 @@ run_tpcc() {  # system driver-args
   case $passed in $(( 10 * WH ))) ;; *) server_log $sys;; esac
 }
 # Starts system $1's server in its cgroup (its data directory created the first time).
-run_bench() {  # system port: BIN bench WORKLOAD loads (and checks), then runs in the run's limit and checks again
-  local sys=$1 port=$2 o
-  o="--target server=127.0.0.1:$2 --user postgres --dbname postgres $SCALE_OPT --clients $T --quiet"
+run_bench() {  # system target: BIN bench WORKLOAD loads (and checks), then runs in the run's limit and checks again
+  local sys=$1 o
+  o="--target $2 --user postgres --dbname postgres $SCALE_OPT --clients $T --quiet"
   "$BIN" bench $WORKLOAD $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
   stop $sys; to_run_limit $sys || return; start $sys
   local m
@@ -129,8 +130,9 @@ for sys in $SYSTEMS; do
   rm -rf "$W/pf" "$W/pg" "$W/my"
   start $sys
   case $CLIENT/$sys in
-  bench/permafrost) run_bench permafrost 55621;;
-  bench/postgres) run_bench postgres 55622;;
+  bench/permafrost) run_bench permafrost server=127.0.0.1:55621;;
+  bench/postgres) run_bench postgres server=127.0.0.1:55622;;
+  bench/mariadb) run_bench mariadb "mariadb=mysql://root@localhost/sbtest?socket=$W/my/sock";;
   */permafrost) run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres;;
   */postgres) run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres;;
   */mariadb) run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest;;

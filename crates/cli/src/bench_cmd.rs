@@ -59,8 +59,9 @@ pub(crate) enum Workload {
 #[derive(Args, Debug)]
 pub(crate) struct SeedArgs {
     /// What to run against: embedded (the stored procedures called in this process, with
-    /// the engine flags below) or server=HOST:PORT (Permafrost's `permafrost serve`, or
-    /// PostgreSQL, over the PostgreSQL protocol).
+    /// the engine flags below), server=HOST:PORT (Permafrost's `permafrost serve`, or
+    /// PostgreSQL, over the PostgreSQL protocol) or mariadb=URL (MariaDB through its own
+    /// driver, e.g. mysql://root@localhost/db?socket=/path; `bench voter` only so far).
     #[arg(long, default_value = "embedded")]
     pub(crate) target: String,
     /// Over the wire: interactive (BEGIN, one statement per round trip, COMMIT) or
@@ -120,6 +121,8 @@ pub(crate) enum Way {
     /// (a temporary one is removed when this is dropped, after the run).
     Embedded(Database, usize, Option<DataDir>),
     Wire(Box<tpcc::Target>, Mode),
+    /// MariaDB through its own driver (mysql_async's URL; `bench voter` only so far).
+    MariaDb(String, Mode),
 }
 
 impl SeedArgs {
@@ -140,15 +143,21 @@ impl SeedArgs {
             let partitions = db.partitions() as usize;
             return Ok(Way::Embedded(db, partitions, dir));
         }
-        let Some(addr) = self.target.strip_prefix("server=") else {
-            return Err(format!("--target {}: give embedded or server=HOST:PORT", self.target));
-        };
         if self.threads.is_some() || self.data_dir.is_some() || self.engine.any_given() {
             return Err("--threads, --data-dir and the engine flags apply to --target embedded only".into());
         }
         let mode = match self.mode.as_str() {
             "procedures" => Mode::Procedures,
             _ => Mode::Interactive,
+        };
+        if let Some(url) = self.target.strip_prefix("mariadb=") {
+            return Ok(Way::MariaDb(url.to_string(), mode));
+        }
+        let Some(addr) = self.target.strip_prefix("server=") else {
+            return Err(format!(
+                "--target {}: give embedded, server=HOST:PORT or mariadb=mysql://USER@HOST/DB[?socket=PATH]",
+                self.target
+            ));
         };
         let target = tpcc::Target::new(addr, &self.user, &self.dbname).map_err(|e| e.to_string())?;
         Ok(Way::Wire(Box::new(target), mode))
@@ -158,10 +167,14 @@ impl SeedArgs {
     fn clients(&self, way: &Way) -> usize {
         match way {
             Way::Embedded(_, partitions, _) => self.clients.unwrap_or(128 * partitions),
-            Way::Wire(..) => self.clients.unwrap_or(8),
+            Way::Wire(..) | Way::MariaDb(..) => self.clients.unwrap_or(8),
         }
     }
 }
+
+/// What TPC-C and TATP answer `--target mariadb=...` with.
+const NO_MARIADB: &str =
+    "--target mariadb=... runs `bench voter` only so far (TPC-C and TATP speak the PostgreSQL protocol)";
 
 /// Prints a seeds' benchmark's summary and writes its JSON report; `failed` is the error
 /// when the run is not `ok`.
@@ -211,6 +224,7 @@ pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
             tpcc::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
         }
         Way::Wire(target, mode) => tpcc::run(&target, &opts, mode, progress),
+        Way::MariaDb(..) => return Err(NO_MARIADB.into()),
     }
     .map_err(|e| e.to_string())?;
     finish(
@@ -258,6 +272,7 @@ pub(crate) fn run_voter(a: VoterArgs) -> Result<(), String> {
             voter::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
         }
         Way::Wire(target, mode) => voter::run(&target, &opts, mode, progress),
+        Way::MariaDb(url, mode) => voter::mariadb::run(&url, &opts, mode, progress),
     }
     .map_err(|e| e.to_string())?;
     finish(
@@ -296,6 +311,7 @@ pub(crate) fn run_tatp(a: TatpArgs) -> Result<(), String> {
             tatp::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
         }
         Way::Wire(target, mode) => tatp::run(&target, &opts, mode, progress),
+        Way::MariaDb(..) => return Err(NO_MARIADB.into()),
     }
     .map_err(|e| e.to_string())?;
     finish(

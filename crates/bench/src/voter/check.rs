@@ -60,8 +60,13 @@ fn ranges(max_votes: i64) -> impl Iterator<Item = (usize, Vec<i64>)> {
     })
 }
 
+/// Each per-area query: its condition's index, its text and its parameters.
+pub(crate) fn queries(max_votes: i64) -> impl Iterator<Item = (usize, &'static str, Vec<i64>)> {
+    ranges(max_votes).map(|(i, params)| (i, PER_AREA[i].2, params))
+}
+
 /// The results, given each query's count and the rows VOTES holds against those expected.
-fn results(
+pub(crate) fn results(
     per_area: Vec<(usize, Result<i64, String>, f64)>,
     total: (Result<i64, String>, i64, f64),
 ) -> Vec<CheckResult> {

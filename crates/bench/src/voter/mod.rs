@@ -13,6 +13,7 @@
 pub mod check;
 pub mod data;
 pub mod embedded;
+pub mod mariadb;
 pub mod procs;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
