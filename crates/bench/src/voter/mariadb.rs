@@ -5,7 +5,7 @@
 //! ordered, as PostgreSQL's advisory lock does) or as one `CALL` of a MariaDB stored
 //! procedure that does the same inside START TRANSACTION ... COMMIT.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Statement, TxOpts};
@@ -139,31 +139,12 @@ async fn run_async(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: boo
         .await
         .map_err(BenchError::Client)?;
     let tally = if opts.run {
-        if progress_bar {
-            eprintln!(
-                "running {} terminals: {:.0} s warm-up, {:.0} s measured",
-                opts.clients, opts.warmup, opts.duration
-            );
-        }
-        let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
-        let end = measure_from + Duration::from_secs_f64(opts.duration);
-        let first_id = VoterOptions::first_vote_id();
-        let mut handles = Vec::new();
-        for n in 0..opts.clients {
-            let caller = Caller::new(opts.seed, n, opts.clients, opts.contestants, opts.numbers, first_id);
-            let (url, max) = (url.to_string(), opts.max_votes);
-            handles.push(tokio::spawn(async move {
-                terminal(&url, mode, caller, max, (measure_from, end)).await
-            }));
-        }
-        let mut tally = Tally::new();
-        for h in handles {
-            tally.add(
-                h.await
-                    .map_err(|e| BenchError::Client(format!("a terminal stopped: {e}")))??,
-            );
-        }
-        tally
+        let max = opts.max_votes;
+        super::spawn_terminals(opts, progress_bar, |caller, times| {
+            let url = url.to_string();
+            async move { terminal(&url, mode, caller, max, times).await }
+        })
+        .await?
     } else {
         Tally::new()
     };

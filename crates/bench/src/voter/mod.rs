@@ -375,24 +375,40 @@ async fn run_terminals(
     way: (Mode, Flavor),
     progress_bar: bool,
 ) -> Result<Tally, BenchError> {
+    let max = opts.max_votes;
+    spawn_terminals(opts, progress_bar, |caller, times| {
+        let target = target.clone();
+        async move { terminal(&target, way, caller, max, times).await }
+    })
+    .await
+}
+
+/// Runs `opts.clients` terminals, each `terminal(its caller, (measure_from, end))` on a task
+/// of its own, through the warm-up and the measured seconds; their figures summed.
+pub(crate) async fn spawn_terminals<F, T>(
+    opts: &VoterOptions,
+    progress_bar: bool,
+    terminal: F,
+) -> Result<Tally, BenchError>
+where
+    F: Fn(Caller, (Instant, Instant)) -> T,
+    T: std::future::Future<Output = Result<Tally, BenchError>> + Send + 'static,
+{
     if progress_bar {
         eprintln!(
             "running {} terminals: {:.0} s warm-up, {:.0} s measured",
             opts.clients, opts.warmup, opts.duration
         );
     }
-    let start = Instant::now();
-    let measure_from = start + Duration::from_secs_f64(opts.warmup);
+    let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
     let end = measure_from + Duration::from_secs_f64(opts.duration);
     let first_id = VoterOptions::first_vote_id();
-    let mut handles = Vec::new();
-    for n in 0..opts.clients {
-        let caller = Caller::new(opts.seed, n, opts.clients, opts.contestants, opts.numbers, first_id);
-        let (target, max) = (target.clone(), opts.max_votes);
-        handles.push(tokio::spawn(async move {
-            terminal(&target, way, caller, max, (measure_from, end)).await
-        }));
-    }
+    let handles: Vec<_> = (0..opts.clients)
+        .map(|n| {
+            let caller = Caller::new(opts.seed, n, opts.clients, opts.contestants, opts.numbers, first_id);
+            tokio::spawn(terminal(caller, (measure_from, end)))
+        })
+        .collect();
     let mut tally = Tally::new();
     for h in handles {
         tally.add(
