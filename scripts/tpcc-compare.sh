@@ -23,13 +23,16 @@
 #   trip, COMMIT) and procedures (one call per transaction: Permafrost's built-in procedures by CALL, PostgreSQL's
 #   PL/pgSQL functions by SELECT); reports BENCH_OUT/SYSTEM-MODE.json. WORKLOAD=voter (with CLIENT=bench): Voter
 #   instead of TPC-C (`BIN bench voter`, H-Store's settings, its invariants checked; WAREHOUSES ignored; BENCH_OUT
-#   default /tmp/voter-bench); WORKLOAD=tatp: TATP (`BIN bench tatp`, SUBSCRIBERS default 100000).
+#   default /tmp/voter-bench); WORKLOAD=tatp: TATP (`BIN bench tatp`, SUBSCRIBERS default 100000). TRIALS=N (with
+#   CLIENT=bench, N > 1): every system is loaded and left running in its cgroup, then N rounds run each system's
+#   MODES in turn (BENCH_OUT/SYSTEM-MODE-rROUND.json), and Permafrost's figure is divided by the better peer's in
+#   each round (each mode against each mode), with the spread.
 set -u
 need=""; command -v sysbench >/dev/null || need="$need sysbench"; command -v mariadbd >/dev/null || need="$need mariadb-server"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"; command -v psql >/dev/null || need="$need postgresql-client"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); export PATH="$PGBIN:$PATH"
-CLIENT=${CLIENT:-sysbench}; WORKLOAD=${WORKLOAD:-tpcc}; BENCH_OUT=${BENCH_OUT:-/tmp/$WORKLOAD-bench}; MODES=${MODES:-interactive}
+CLIENT=${CLIENT:-sysbench}; WORKLOAD=${WORKLOAD:-tpcc}; TRIALS=${TRIALS:-1}; BENCH_OUT=${BENCH_OUT:-/tmp/$WORKLOAD-bench}; MODES=${MODES:-interactive}
 case $WORKLOAD in tpcc) SCALE_OPT="--warehouses ${7:-2}";; voter) SCALE_OPT="";; tatp) SCALE_OPT="--subscribers ${SUBSCRIBERS:-100000}";;
   *) echo "WORKLOAD must be tpcc, voter or tatp"; exit 2;; esac
 BIN=$(realpath "$1"); B=$3; T=$4; SECS=$5; SYSTEMS=${6:-"permafrost postgres mariadb"}; WH=${7:-2}
@@ -52,7 +55,7 @@ oom_kills() { awk '/^oom_kill /{print $2}' /sys/fs/cgroup/memory/tpcccmp-$1/memo
 # The tail of a system's server log, when it failed (its log is in $W, removed at exit).
 server_log() { local f; case $1 in permafrost) f=$W/pf.log;; postgres) f=$W/pg.log;; mariadb) f=$W/my/err.log;; esac
   [ -f "$f" ] && tail -n 5 "$f" | sed "s/^/$1 log: /"; }
-PIDS=()
+PIDS=(); declare -A PID_OF
 cleanup() { for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; sleep 2; su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast" >/dev/null 2>&1; rm -rf "$W"; for s in $SYSTEMS; do rmdir /sys/fs/cgroup/memory/tpcccmp-$s 2>/dev/null; done; }
 trap cleanup EXIT
 run_tpcc() {  # system driver-args
@@ -81,39 +84,70 @@ run_tpcc() {  # system driver-args
   case $passed in $(( 10 * WH ))) ;; *) server_log $sys;; esac
 }
 # Starts system $1's server in its cgroup (its data directory created the first time).
-run_bench() {  # system target: BIN bench WORKLOAD loads (and checks), then runs in the run's limit and checks again
-  local sys=$1 o
-  o="--target $2 --user postgres --dbname postgres $SCALE_OPT --clients $T --quiet"
-  "$BIN" bench $WORKLOAD $o --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return; }
-  stop $sys; to_run_limit $sys || return; start $sys
-  local m
+# BIN bench WORKLOAD's target for system $1.
+bench_target() { case $1 in permafrost) echo server=127.0.0.1:55621;; postgres) echo server=127.0.0.1:55622;;
+  mariadb) echo "mariadb=mysql://root@localhost/sbtest?socket=$W/my/sock";; esac; }
+bench_opts() { echo "--target $(bench_target $1) --user postgres --dbname postgres $SCALE_OPT --clients $T --quiet"; }
+# BIN bench WORKLOAD loads system $1 (and checks); its server is then started again in the run's limit.
+bench_load() {
+  local sys=$1
+  "$BIN" bench $WORKLOAD $(bench_opts $sys) --load-only >"$W/$sys.load" 2>&1 || { echo "$sys: load failed: $(tail -3 $W/$sys.load | tr '\n' ' ') (OOM kills: $(oom_kills $sys))"; server_log $sys; return 1; }
+  stop $sys; to_run_limit $sys || return 1; start $sys
+}
+# Runs each of MODES on system $1 (round $2 of TRIALS: BENCH_OUT/SYSTEM-MODE[-rROUND].json) and prints a line each.
+bench_run() {
+  local sys=$1 round=$2 m f
   for m in $MODES; do
-  "$BIN" bench $WORKLOAD $o --no-load --mode $m --warmup 10 --duration "$SECS" --json "$BENCH_OUT/$sys-$m.json" >"$W/$sys.run" 2>&1
-  python3 - "$BENCH_OUT/$sys-$m.json" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" "$m" <<'PY' || { echo "$sys: $m run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
+  f="$BENCH_OUT/$sys-$m.json"; [ "$TRIALS" = 1 ] || f="$BENCH_OUT/$sys-$m-r$round.json"
+  "$BIN" bench $WORKLOAD $(bench_opts $sys) --no-load --mode $m --warmup 10 --duration "$SECS" --json "$f" >"$W/$sys.run" 2>&1
+  python3 - "$f" "$sys" "$WH" "$T" "$(( $(peak $sys) / 1048576 ))" "$(oom_kills $sys)" "$m" "$round" <<'PY' || { echo "$sys: $m run failed: $(tail -3 $W/$sys.run | tr '\n' ' ')"; server_log $sys; }
 import json, sys
 r = json.load(open(sys.argv[1]))
 scale = f"warehouses={sys.argv[3]} " if 'warehouses' in r else ""
 tpmc = f"tpmC-equivalent={r['tpmc_equivalent']:.0f} retried={r['retried_percent']:.2f}% " if 'tpmc_equivalent' in r else f"retries={r['retries']} "
-print(f"{sys.argv[2]:<10} {sys.argv[7]:<11} {scale}threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
+print(f"round={sys.argv[8]} {sys.argv[2]:<10} {sys.argv[7]:<11} {scale}threads={sys.argv[4]:<3} tps={r['transactions_per_sec']:<9.1f} "
       f"{tpmc}failed={r['failed']} "
       f"checks_passed={r['checks_passed']}/{len(r['checks'])} peak_mem={sys.argv[5]}MiB oom_kills={sys.argv[6]}")
 for e in r['errors']: print(f"{sys.argv[2]}: {e}")
 PY
   done
 }
+# After interleaved rounds: per mode, Permafrost's figure against the better peer's in each round, and their spread.
+bench_ratios() {
+  python3 - "$BENCH_OUT" "$TRIALS" "$SYSTEMS" "$MODES" <<'PY'
+import json, os, sys
+out, trials, systems, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+def tps(s, m, r):
+    f = os.path.join(out, f"{s}-{m}-r{r}.json")
+    return json.load(open(f))["transactions_per_sec"] if os.path.exists(f) else None
+peers = [s for s in systems if s != "permafrost"]
+for m in modes:
+    for against in modes:
+        ratios = []
+        for r in range(1, trials + 1):
+            mine, best = tps("permafrost", m, r), max((t for t in (tps(p, against, r) for p in peers) if t), default=None)
+            if mine and best: ratios.append(mine / best)
+        if ratios:
+            print(f"permafrost {m} / better peer {against}: " + " ".join(f"{x:.2f}" for x in ratios)
+                  + f"  (min {min(ratios):.2f}, max {max(ratios):.2f})")
+PY
+}
+run_bench() {  # system: load, then one round
+  bench_load $1 && bench_run $1 1
+}
 start() {
   local d=/sys/fs/cgroup/memory/tpcccmp-$1
   case $1 in
   permafrost)
-    sh -c "echo \$\$ > $d/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55621 --metrics-listen off --memory-limit ${B}MiB" >>"$W/pf.log" 2>&1 & PIDS+=($!)
+    sh -c "echo \$\$ > $d/tasks; exec $BIN serve --data-dir $W/pf --listen 127.0.0.1:55621 --metrics-listen off --memory-limit ${B}MiB" >>"$W/pf.log" 2>&1 & PIDS+=($!); PID_OF[$1]=$!
     for i in $(seq 600); do psql -h 127.0.0.1 -p 55621 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done;;
   postgres)
     [ -d "$W/pg" ] || su postgres -c "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null 2>&1
-    sh -c "echo \$\$ > $d/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55622 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=${B}MB -c synchronous_commit=on -c max_connections=300\"" >>"$W/pg.log" 2>&1 & PIDS+=($!)
+    sh -c "echo \$\$ > $d/tasks; exec su postgres -c \"$PGBIN/postgres -D $W/pg -p 55622 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=${B}MB -c synchronous_commit=on -c max_connections=300\"" >>"$W/pg.log" 2>&1 & PIDS+=($!); PID_OF[$1]=$!
     for i in $(seq 600); do psql -h 127.0.0.1 -p 55622 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done;;
   mariadb)
     [ -d "$W/my" ] || { mkdir -p $W/my; mariadb-install-db --user=root --datadir=$W/my/data --auth-root-authentication-method=normal >/dev/null 2>&1; }
-    sh -c "echo \$\$ > $d/tasks; exec mariadbd --user=root --datadir=$W/my/data --socket=$W/my/sock --pid-file=$W/my/pid --skip-networking --innodb-buffer-pool-size=${B}M --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 --innodb-log-file-size=256M --aria-pagecache-buffer-size=8M --key-buffer-size=8M --max-connections=500 --performance-schema=OFF --log-error=$W/my/err.log" & PIDS+=($!)
+    sh -c "echo \$\$ > $d/tasks; exec mariadbd --user=root --datadir=$W/my/data --socket=$W/my/sock --pid-file=$W/my/pid --skip-networking --innodb-buffer-pool-size=${B}M --innodb-flush-method=O_DIRECT --innodb-flush-log-at-trx-commit=1 --innodb-log-file-size=256M --aria-pagecache-buffer-size=8M --key-buffer-size=8M --max-connections=500 --performance-schema=OFF --log-error=$W/my/err.log" & PIDS+=($!); PID_OF[$1]=$!
     for i in $(seq 300); do mariadb -uroot -S $W/my/sock -e 'select 1' >/dev/null 2>&1 && break; sleep 1; done
     mariadb -uroot -S $W/my/sock -e 'create database if not exists sbtest';;
   esac
@@ -122,17 +156,24 @@ start() {
 stop() {
   case $1 in
   postgres) su postgres -c "$PGBIN/pg_ctl -D $W/pg stop -m fast -w" >/dev/null 2>&1;;
-  *) kill ${PIDS[-1]} 2>/dev/null; for i in $(seq 120); do kill -0 ${PIDS[-1]} 2>/dev/null || break; sleep 0.5; done;;
+  *) local p=${PID_OF[$1]}; kill $p 2>/dev/null; for i in $(seq 120); do kill -0 $p 2>/dev/null || break; sleep 0.5; done;;
   esac
 }
+if [ "$CLIENT" = bench ] && [ "$TRIALS" != 1 ]; then
+  # Interleaved: every system loaded and left running in its cgroup, then TRIALS rounds of each system in turn.
+  loaded=""
+  for sys in $SYSTEMS; do cg $sys >/dev/null; start $sys; bench_load $sys && loaded="$loaded $sys"; done
+  for round in $(seq "$TRIALS"); do for sys in $loaded; do bench_run $sys $round; done; done
+  bench_ratios
+  for sys in $SYSTEMS; do stop $sys; done
+  exit 0
+fi
 for sys in $SYSTEMS; do
   cg $sys >/dev/null
-  rm -rf "$W/pf" "$W/pg" "$W/my"
+  case $sys in permafrost) rm -rf "$W/pf";; postgres) rm -rf "$W/pg";; mariadb) rm -rf "$W/my";; esac
   start $sys
   case $CLIENT/$sys in
-  bench/permafrost) run_bench permafrost server=127.0.0.1:55621;;
-  bench/postgres) run_bench postgres server=127.0.0.1:55622;;
-  bench/mariadb) run_bench mariadb "mariadb=mysql://root@localhost/sbtest?socket=$W/my/sock";;
+  bench/*) run_bench $sys;;
   */permafrost) run_tpcc permafrost --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55621 --pgsql-user=postgres --pgsql-db=postgres;;
   */postgres) run_tpcc postgres --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=55622 --pgsql-user=postgres --pgsql-db=postgres;;
   */mariadb) run_tpcc mariadb --db-driver=mysql --mysql-socket=$W/my/sock --mysql-user=root --mysql-db=sbtest;;
