@@ -89,6 +89,12 @@ impl AnticacheReport {
         }
     }
 
+    /// The figures of an embedded database's counters as they are now.
+    pub fn now(db: &permafrost_executor::Database) -> AnticacheReport {
+        let tombstones = db.memory_usage().unwrap_or_default().tombstone_bytes;
+        AnticacheReport::from_stats(&db.stats_now().unwrap_or_default(), tombstones)
+    }
+
     /// One line for a seeds' benchmark's summary.
     pub fn summary_line(&self) -> String {
         format!(

@@ -43,8 +43,7 @@ pub fn run(db: &Database, opts: &TatpOptions, threads: usize, progress_bar: bool
     } else {
         Done::new()
     };
-    let stats = db.stats_now().unwrap_or_default();
-    let tombstones = db.memory_usage().unwrap_or_default().tombstone_bytes;
+    let anticache = AnticacheReport::now(db);
     let expected = check::Expected {
         subscribers: opts.subscribers,
         forwardings: before + done.forwardings,
@@ -63,7 +62,7 @@ pub fn run(db: &Database, opts: &TatpOptions, threads: usize, progress_bar: bool
         (before, after),
         checks,
     );
-    report.anticache = Some(AnticacheReport::from_stats(&stats, tombstones));
+    report.anticache = Some(anticache);
     Ok(report)
 }
 

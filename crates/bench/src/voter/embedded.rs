@@ -53,8 +53,7 @@ pub fn run(
     } else {
         Tally::new()
     };
-    let stats = db.stats_now().unwrap_or_default();
-    let tombstones = db.memory_usage().unwrap_or_default().tombstone_bytes;
+    let anticache = AnticacheReport::now(db);
     let checks = check::with(&count, opts.max_votes as i64, before + tally.recorded as i64);
     let after = count(check::COUNT, Vec::new()).ok();
     let mut report = report(
@@ -69,7 +68,7 @@ pub fn run(
         (before, after),
         checks,
     );
-    report.anticache = Some(AnticacheReport::from_stats(&stats, tombstones));
+    report.anticache = Some(anticache);
     Ok(report)
 }
 
