@@ -8,6 +8,7 @@
 pub mod builtin;
 pub mod device;
 pub mod experiment;
+pub mod mariadb;
 pub mod plot;
 pub mod recovery;
 pub mod report;

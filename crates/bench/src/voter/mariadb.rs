@@ -8,11 +8,12 @@
 use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, Statement, TxOpts};
+use mysql_async::{Conn, Statement, TxOpts};
 
 use super::data::{Call, Caller};
 use super::{Mode, Tally, VoterOptions, VoterReport, check, load_statements, procs, report};
 use crate::BenchError;
+use crate::mariadb::{connect, connection_failed, err, placeholders, retryable};
 use crate::tpcc::MAX_ATTEMPTS;
 
 /// The tables in MariaDB's dialect (InnoDB; VOTES' rows keyed by InnoDB's hidden row id).
@@ -48,45 +49,11 @@ BEGIN
     END IF;
 END";
 
-/// One of the PostgreSQL texts in MariaDB's dialect: its placeholders ([`placeholders`]),
-/// and the integer division of a phone number by its digits after the area code, which
-/// MariaDB writes `DIV` (its `/` divides exactly).
+/// One of the PostgreSQL texts in MariaDB's dialect: its placeholders, and the integer
+/// division of a phone number by its digits after the area code, which MariaDB writes
+/// `DIV` (its `/` divides exactly).
 pub fn dialect(sql: &str) -> String {
     placeholders(sql).replace("phone_number / 10000000", "phone_number DIV 10000000")
-}
-
-/// A statement of the PostgreSQL texts with MariaDB's placeholders: `$1, $2, ...` (each
-/// once, in order) become `?`.
-pub fn placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
-            while chars.peek().is_some_and(char::is_ascii_digit) {
-                chars.next();
-            }
-            out.push('?');
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn err(what: &str, e: mysql_async::Error) -> BenchError {
-    BenchError::Client(format!("{what}: {e}"))
-}
-
-/// Whether a refused attempt is run again: a deadlock or a lock wait timeout.
-fn retryable(e: &mysql_async::Error) -> bool {
-    matches!(e, mysql_async::Error::Server(s) if s.code == 1213 || s.code == 1205)
-}
-
-async fn connect(url: &str) -> Result<Conn, BenchError> {
-    let opts = Opts::from_url(url).map_err(|e| BenchError::Options(format!("--target mariadb={url}: {e}")))?;
-    Conn::new(opts)
-        .await
-        .map_err(|e| err(&format!("cannot connect to {url}"), e))
 }
 
 async fn count(conn: &mut Conn, sql: &str, params: Vec<i64>) -> Result<i64, String> {
@@ -106,34 +73,19 @@ pub fn run(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: bool) -> Re
 
 async fn run_async(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: bool) -> Result<VoterReport, BenchError> {
     let mut admin = connect(url).await?;
-    let version: String = admin
-        .query_first("SELECT version()")
-        .await
-        .map_err(|e| err("SELECT version()", e))?
-        .unwrap_or_default();
+    let version = crate::mariadb::version(&mut admin).await?;
     let load_seconds = if opts.load {
         let started = Instant::now();
-        for t in procs::TABLES.iter().rev() {
-            admin
-                .query_drop(format!("DROP TABLE IF EXISTS {t}"))
-                .await
-                .map_err(|e| err("DROP TABLE", e))?;
-        }
-        for sql in DDL
-            .iter()
-            .map(|s| s.to_string())
-            .chain(load_statements(opts.contestants))
-        {
-            admin.query_drop(&sql).await.map_err(|e| err(&sql, e))?;
-        }
+        let drops = procs::TABLES.iter().rev().map(|t| format!("DROP TABLE IF EXISTS {t}"));
+        crate::mariadb::exec_all(&mut admin, drops).await?;
+        let ddl = DDL.iter().map(|s| s.to_string());
+        crate::mariadb::exec_all(&mut admin, ddl.chain(load_statements(opts.contestants))).await?;
         Some(started.elapsed().as_secs_f64())
     } else {
         None
     };
     if mode == Mode::Procedures && opts.run {
-        for sql in ["DROP PROCEDURE IF EXISTS voter_vote", PROCEDURE] {
-            admin.query_drop(sql).await.map_err(|e| err(sql, e))?;
-        }
+        crate::mariadb::exec_all(&mut admin, ["DROP PROCEDURE IF EXISTS voter_vote", PROCEDURE]).await?;
     }
     let before = count(&mut admin, check::COUNT, Vec::new())
         .await
@@ -248,7 +200,9 @@ async fn terminal(
                 other => break other,
             }
         };
-        if let Err(e @ (mysql_async::Error::Io(_) | mysql_async::Error::Driver(_))) = &outcome {
+        if let Err(e) = &outcome
+            && connection_failed(e)
+        {
             return Err(BenchError::Client(format!("Vote: the connection failed: {e}")));
         }
         tally.note(
@@ -264,15 +218,10 @@ async fn terminal(
 
 #[cfg(test)]
 mod tests {
-    use super::{dialect, placeholders};
+    use super::dialect;
 
     #[test]
-    fn placeholders_become_question_marks() {
-        assert_eq!(
-            placeholders("SELECT a FROM t WHERE x >= $1 AND y < $2 HAVING count(*) > $3"),
-            "SELECT a FROM t WHERE x >= ? AND y < ? HAVING count(*) > ?"
-        );
-        assert_eq!(placeholders("SELECT '$' || 1"), "SELECT '$' || 1");
+    fn phone_numbers_divide_as_integers() {
         assert_eq!(
             dialect("SELECT 1 FROM votes WHERE a = votes.phone_number / 10000000 AND b = $1"),
             "SELECT 1 FROM votes WHERE a = votes.phone_number DIV 10000000 AND b = ?"
