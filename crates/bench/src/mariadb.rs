@@ -2,10 +2,16 @@
 //! connection from a URL, the PostgreSQL texts in MariaDB's placeholders, which refusals
 //! are run again, and which errors end a terminal.
 
+use std::future::Future;
+
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts};
+use mysql_async::{Conn, Opts, OptsBuilder};
 
 use crate::BenchError;
+use crate::way::MAX_ATTEMPTS;
+
+/// Statements a connection keeps prepared.
+const STATEMENTS: usize = 256;
 
 /// A driver error with what was being done.
 pub fn err(what: &str, e: mysql_async::Error) -> BenchError {
@@ -22,9 +28,53 @@ pub fn connection_failed(e: &mysql_async::Error) -> bool {
     matches!(e, mysql_async::Error::Io(_) | mysql_async::Error::Driver(_))
 }
 
+/// A benchmark's transactions, prepared on a connection, as [`attempts`] runs them.
+pub trait Transactions {
+    /// What a transaction is given.
+    type Input: Sync;
+    /// What it answers.
+    type Outcome: Send;
+    /// One attempt at `input` on `conn` (the connection the statements were prepared on).
+    fn attempt(
+        &self,
+        conn: &mut Conn,
+        input: &Self::Input,
+    ) -> impl Future<Output = Result<Self::Outcome, mysql_async::Error>> + Send;
+}
+
+/// Runs `input` until an attempt is not refused as [`retryable`], at most `MAX_ATTEMPTS`
+/// times: its outcome (an error as its text) and the retries; or, when the connection
+/// failed, the error that ends the terminal (`what`: the transaction's name, to say which).
+pub async fn attempts<T: Transactions + Sync>(
+    what: &str,
+    transactions: &T,
+    conn: &mut Conn,
+    input: &T::Input,
+) -> Result<(Result<T::Outcome, String>, u32), BenchError> {
+    let mut retries = 0;
+    let outcome = loop {
+        match transactions.attempt(conn, input).await {
+            Err(e) if retryable(&e) && retries + 1 < MAX_ATTEMPTS => retries += 1,
+            other => break other,
+        }
+    };
+    match outcome {
+        Err(e) if connection_failed(&e) => Err(BenchError::Client(format!("{what}: the connection failed: {e}"))),
+        outcome => Ok((outcome.map_err(|e| e.to_string()), retries)),
+    }
+}
+
 /// A connection to the server of `url` (mysql_async's form: `mysql://user@host/db?socket=/path`).
+/// An UPDATE's affected rows are the rows it found, as PostgreSQL counts them, not only
+/// those whose values it changed: a benchmark asks whether the row was there, and an
+/// update writing the values a row already holds must not read as a missing row. The
+/// driver keeps every statement a benchmark prepares (TPC-C's are more than its default
+/// 32, past which it closes the oldest on the server while a terminal still holds them).
 pub async fn connect(url: &str) -> Result<Conn, BenchError> {
     let opts = Opts::from_url(url).map_err(|e| BenchError::Options(format!("--target mariadb={url}: {e}")))?;
+    let opts = OptsBuilder::from_opts(opts)
+        .client_found_rows(true)
+        .stmt_cache_size(STATEMENTS);
     Conn::new(opts)
         .await
         .map_err(|e| err(&format!("cannot connect to {url}"), e))
@@ -49,6 +99,16 @@ pub async fn exec_all(conn: &mut Conn, sql: impl IntoIterator<Item = impl AsRef<
         })?;
     }
     Ok(())
+}
+
+/// The count a PostgreSQL counting query answers with `params` (its `$n`, each bound as
+/// often as it appears), or the error's text.
+pub async fn count(conn: &mut Conn, sql: &str, params: &[i64]) -> Result<i64, String> {
+    let (sql, order) = numbered(sql);
+    conn.exec_first::<i64, _, _>(sql, bind(&order, params))
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "the query returned no count".to_string())
 }
 
 /// A PostgreSQL text in MariaDB's placeholders: each `$n` becomes `?`, and the parameter

@@ -2,6 +2,18 @@
 //! ways of running a transaction ([`Mode`]) and whose stored procedures a call over the
 //! wire runs ([`Flavor`]).
 
+use tokio_postgres::error::SqlState;
+
+/// Attempts of one transaction refused for a serialization failure or a deadlock before it
+/// counts as failed.
+pub(crate) const MAX_ATTEMPTS: u32 = 100;
+
+/// Whether an attempt refused over the PostgreSQL protocol is run again: a serialization
+/// failure or a deadlock.
+pub(crate) fn retryable(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) || e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+}
+
 /// How the transactions are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

@@ -61,12 +61,14 @@ pub(crate) struct SeedArgs {
     /// What to run against: embedded (the stored procedures called in this process, with
     /// the engine flags below), server=HOST:PORT (Permafrost's `permafrost serve`, or
     /// PostgreSQL, over the PostgreSQL protocol) or mariadb=URL (MariaDB through its own
-    /// driver, e.g. mysql://root@localhost/db?socket=/path; `bench voter` only so far).
+    /// driver, e.g. mysql://root@localhost/db?socket=/path). A server's socket directory
+    /// serves as HOST (server=/run/postgresql:5432).
     #[arg(long, default_value = "embedded")]
     pub(crate) target: String,
     /// Over the wire: interactive (BEGIN, one statement per round trip, COMMIT) or
     /// procedures (one call of a stored procedure per transaction: Permafrost's built-in
-    /// ones by CALL, PostgreSQL's PL/pgSQL functions by SELECT).
+    /// ones by CALL, PostgreSQL's PL/pgSQL functions by SELECT, MariaDB's procedures by
+    /// CALL).
     #[arg(long, default_value = "interactive", value_parser = ["interactive", "procedures"])]
     pub(crate) mode: String,
     /// The user to connect as.
@@ -121,7 +123,7 @@ pub(crate) enum Way {
     /// (a temporary one is removed when this is dropped, after the run).
     Embedded(Database, usize, Option<DataDir>),
     Wire(Box<tpcc::Target>, Mode),
-    /// MariaDB through its own driver (mysql_async's URL; `bench voter` only so far).
+    /// MariaDB through its own driver (mysql_async's URL).
     MariaDb(String, Mode),
 }
 
@@ -172,10 +174,6 @@ impl SeedArgs {
     }
 }
 
-/// What TPC-C and TATP answer `--target mariadb=...` with.
-const NO_MARIADB: &str =
-    "--target mariadb=... runs `bench voter` only so far (TPC-C and TATP speak the PostgreSQL protocol)";
-
 /// Prints a seeds' benchmark's summary and writes its JSON report; `failed` is the error
 /// when the run is not `ok`.
 fn finish(
@@ -224,7 +222,7 @@ pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
             tpcc::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
         }
         Way::Wire(target, mode) => tpcc::run(&target, &opts, mode, progress),
-        Way::MariaDb(..) => return Err(NO_MARIADB.into()),
+        Way::MariaDb(url, mode) => tpcc::mariadb::run(&url, &opts, mode, progress),
     }
     .map_err(|e| e.to_string())?;
     finish(
@@ -311,7 +309,7 @@ pub(crate) fn run_tatp(a: TatpArgs) -> Result<(), String> {
             tatp::embedded::run(&db, &opts, a.run.threads.unwrap_or(partitions), progress)
         }
         Way::Wire(target, mode) => tatp::run(&target, &opts, mode, progress),
-        Way::MariaDb(..) => return Err(NO_MARIADB.into()),
+        Way::MariaDb(url, mode) => tatp::mariadb::run(&url, &opts, mode, progress),
     }
     .map_err(|e| e.to_string())?;
     finish(

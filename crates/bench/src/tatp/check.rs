@@ -52,20 +52,23 @@ const PER_RANGE: &[(&str, &str, &str)] = &[
 pub const SUBSCRIBERS: &str = "SELECT count(*) FROM subscriber";
 pub const FORWARDINGS: &str = "SELECT count(*) FROM call_forwarding";
 
-/// Each per-range query's parameters.
-fn ranges(subscribers: u32) -> impl Iterator<Item = (usize, [i32; 2])> {
+/// Each per-range query: its condition's index, its text and its parameters (`$1`, `$2`).
+pub(crate) fn queries(subscribers: u32) -> impl Iterator<Item = (usize, &'static str, [i32; 2])> {
     let top = subscribers as i32 + 1;
-    (0..PER_RANGE.len()).flat_map(move |i| {
+    PER_RANGE.iter().enumerate().flat_map(move |(i, (_, _, sql))| {
         (1..top)
             .step_by(RANGE as usize)
-            .map(move |low| (i, [low, (low + RANGE).min(top)]))
+            .map(move |low| (i, *sql, [low, (low + RANGE).min(top)]))
     })
 }
 
-/// The results, given each query's count and the totals against those expected.
-fn results(
+/// The results, given each per-range query's count and the rows SUBSCRIBER and
+/// CALL_FORWARDING hold (or the errors counting them).
+pub(crate) fn results(
     per_range: Vec<(usize, Result<i64, String>, f64)>,
-    totals: [(&str, Result<i64, String>, i64); 2],
+    expected: &Expected,
+    subscribers: Result<i64, String>,
+    forwardings: Result<i64, String>,
 ) -> Vec<CheckResult> {
     let mut out: Vec<CheckResult> = PER_RANGE
         .iter()
@@ -74,6 +77,14 @@ fn results(
     for (i, count, seconds) in per_range {
         out[i].add(count, seconds);
     }
+    let totals = [
+        (
+            "SUBSCRIBER holds the population's",
+            subscribers,
+            expected.subscribers as i64,
+        ),
+        ("CALL_FORWARDING holds the", forwardings, expected.forwardings),
+    ];
     for (n, (condition, rows, expected)) in totals.into_iter().enumerate() {
         let (violations, error) = match rows {
             Ok(r) => (Some((r - expected).abs()), None),
@@ -103,7 +114,7 @@ pub async fn over_wire(client: &Client, expected: &Expected) -> Vec<CheckResult>
         prepared.push(client.prepare(sql).await.map_err(|e| describe(&e)));
     }
     let mut per_range = Vec::new();
-    for (i, [low, high]) in ranges(expected.subscribers) {
+    for (i, _, [low, high]) in queries(expected.subscribers) {
         let start = Instant::now();
         let count = match &prepared[i] {
             Ok(st) => client
@@ -117,17 +128,7 @@ pub async fn over_wire(client: &Client, expected: &Expected) -> Vec<CheckResult>
     }
     let subscribers = count_over_wire(client, SUBSCRIBERS).await;
     let forwardings = count_over_wire(client, FORWARDINGS).await;
-    results(
-        per_range,
-        [
-            (
-                "SUBSCRIBER holds the population's",
-                subscribers,
-                expected.subscribers as i64,
-            ),
-            ("CALL_FORWARDING holds the", forwardings, expected.forwardings),
-        ],
-    )
+    results(per_range, expected, subscribers, forwardings)
 }
 
 /// A count over the wire.
@@ -141,26 +142,14 @@ pub async fn count_over_wire(client: &Client, sql: &str) -> Result<i64, String> 
 
 /// Checks the invariants with `count` (voter's [`Count`](crate::voter::check::Count)).
 pub fn with(count: crate::voter::check::Count<'_>, expected: &Expected) -> Vec<CheckResult> {
-    let per_range = ranges(expected.subscribers)
-        .map(|(i, [low, high])| {
+    let per_range = queries(expected.subscribers)
+        .map(|(i, sql, [low, high])| {
             let start = Instant::now();
-            let n = count(PER_RANGE[i].2, vec![low as i64, high as i64]);
+            let n = count(sql, vec![low as i64, high as i64]);
             (i, n, start.elapsed().as_secs_f64())
         })
         .collect();
-    results(
-        per_range,
-        [
-            (
-                "SUBSCRIBER holds the population's",
-                count(SUBSCRIBERS, Vec::new()),
-                expected.subscribers as i64,
-            ),
-            (
-                "CALL_FORWARDING holds the",
-                count(FORWARDINGS, Vec::new()),
-                expected.forwardings,
-            ),
-        ],
-    )
+    let subscribers = count(SUBSCRIBERS, Vec::new());
+    let forwardings = count(FORWARDINGS, Vec::new());
+    results(per_range, expected, subscribers, forwardings)
 }

@@ -4,17 +4,16 @@
 //! same DDL and loaded by the same statements as over the wire, from two threads; the
 //! invariants are the same queries.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use permafrost_executor::{Completion, Database, ProcHandle, Session};
 use permafrost_types::Value;
 
-use super::data::{Input, Inputs, sub_nbr};
-use super::{Done, Mode, TatpOptions, TatpReport, check, data, procs, report};
+use super::data::{Input, Inputs};
+use super::{Done, Jobs, Mode, TatpOptions, TatpReport, arguments, check, procs, report};
 use crate::BenchError;
 use crate::report::AnticacheReport;
-use crate::tpcc::MAX_ATTEMPTS;
+use crate::way::MAX_ATTEMPTS;
 
 /// Loads (when asked), runs `opts.clients` terminals from `threads` client threads, and
 /// checks the invariants.
@@ -75,14 +74,13 @@ fn load(db: &Database, opts: &TatpOptions, progress_bar: bool) -> Result<f64, Be
     if progress_bar {
         eprintln!("loading {} subscribers", opts.subscribers);
     }
-    let jobs = opts.jobs();
-    let next = AtomicU32::new(0);
+    let jobs = Jobs::new(opts);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| -> Result<(), BenchError> {
-                    while let Some(&first) = jobs.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
-                        for sql in data::job_statements(opts.seed, first, opts.subscribers) {
+                    while let Some(statements) = jobs.take() {
+                        for sql in statements {
                             crate::setup::load_statement(db, &sql, &"TATP")?;
                         }
                     }
@@ -96,45 +94,6 @@ fn load(db: &Database, opts: &TatpOptions, progress_bar: bool) -> Result<f64, Be
         Ok::<(), BenchError>(())
     })?;
     Ok(started.elapsed().as_secs_f64())
-}
-
-/// A call's arguments for `input` (the procedures' signatures: procs.rs).
-fn arguments(input: &Input) -> Vec<Value> {
-    let i = |x: i32| Value::Int(x as i64);
-    let h = |x: i16| Value::Int(x as i64);
-    let nbr = || Value::from(sub_nbr(input.subscriber()).as_str());
-    match input {
-        Input::GetSubscriberData { s } => vec![i(*s)],
-        Input::GetNewDestination {
-            s,
-            sf_type,
-            start_time,
-            end_time,
-        } => vec![i(*s), h(*sf_type), h(*start_time), h(*end_time)],
-        Input::GetAccessData { s, ai_type } => vec![i(*s), h(*ai_type)],
-        Input::UpdateSubscriberData {
-            s,
-            bit_1,
-            sf_type,
-            data_a,
-        } => vec![i(*s), h(*bit_1), h(*sf_type), h(*data_a)],
-        Input::UpdateLocation { s, vlr_location } => vec![i(*s), nbr(), i(*vlr_location)],
-        Input::InsertCallForwarding {
-            s,
-            sf_type,
-            start_time,
-            end_time,
-            numberx,
-        } => vec![
-            i(*s),
-            nbr(),
-            h(*sf_type),
-            h(*start_time),
-            h(*end_time),
-            Value::from(numberx.as_str()),
-        ],
-        Input::DeleteCallForwarding { s, sf_type, start_time } => vec![i(*s), nbr(), h(*sf_type), h(*start_time)],
-    }
 }
 
 /// A terminal: its inputs, and its transaction in flight.
@@ -191,7 +150,13 @@ fn drive(
     let mut done = Done::new();
     session.set_batch(16);
     let submit = |session: &mut Session, t: &Terminal, n: usize| -> Result<(), BenchError> {
-        session.submit(&handles[t.input.kind()], arguments(&t.input), n as u64)?;
+        let args = arguments(
+            &t.input,
+            |x| Value::Int(x as i64),
+            |x| Value::Int(x as i64),
+            |x| Value::from(x),
+        );
+        session.submit(&handles[t.input.kind()], args, n as u64)?;
         Ok(())
     };
     for (n, t) in terminals.iter_mut().enumerate() {

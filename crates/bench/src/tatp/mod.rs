@@ -14,8 +14,10 @@
 pub mod check;
 pub mod data;
 pub mod embedded;
+pub mod mariadb;
 pub mod procs;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -27,9 +29,10 @@ use tokio_postgres::{Client, Statement};
 use crate::BenchError;
 use crate::report::AnticacheReport;
 use crate::tpcc::check::CheckResult;
-use crate::tpcc::{MAX_ATTEMPTS, Tally, Target, TypeReport, note_error, retryable};
+use crate::tpcc::{Tally, Target, TypeReport, note_error};
 use crate::way::Flavor;
 pub use crate::way::Mode;
+use crate::way::{MAX_ATTEMPTS, retryable};
 use crate::ycsb::server::describe;
 use data::{Input, Inputs, KINDS, SUBSCRIBERS_PER_JOB, sub_nbr};
 
@@ -65,11 +68,6 @@ impl TatpOptions {
             return bad("--duration must be positive and --warmup not negative");
         }
         Ok(())
-    }
-
-    /// The loading jobs: the first subscriber of each.
-    fn jobs(&self) -> Vec<u32> {
-        (1..=self.subscribers).step_by(SUBSCRIBERS_PER_JOB as usize).collect()
     }
 }
 
@@ -304,6 +302,52 @@ async fn run_async(
     ))
 }
 
+/// The loading jobs, taken in turn by the connections (or threads) loading in parallel.
+struct Jobs {
+    firsts: Vec<u32>,
+    next: AtomicU32,
+    seed: u64,
+    subscribers: u32,
+}
+
+impl Jobs {
+    fn new(opts: &TatpOptions) -> Jobs {
+        Jobs {
+            firsts: (1..=opts.subscribers).step_by(SUBSCRIBERS_PER_JOB as usize).collect(),
+            next: AtomicU32::new(0),
+            seed: opts.seed,
+            subscribers: opts.subscribers,
+        }
+    }
+
+    /// The INSERT statements of the next job not yet taken, if any is left.
+    fn take(&self) -> Option<Vec<String>> {
+        let &first = self.firsts.get(self.next.fetch_add(1, Ordering::Relaxed) as usize)?;
+        Some(data::job_statements(self.seed, first, self.subscribers))
+    }
+}
+
+/// Loads the population over [`LOAD_CONNECTIONS`] tasks, each `loader(the jobs)`, which
+/// connects and runs the statements of the jobs it takes until none is left.
+async fn spawn_loaders<F, T>(opts: &TatpOptions, progress_bar: bool, loader: F) -> Result<(), BenchError>
+where
+    F: Fn(Arc<Jobs>) -> T,
+    T: Future<Output = Result<(), BenchError>> + Send + 'static,
+{
+    if progress_bar {
+        eprintln!("loading {} subscribers", opts.subscribers);
+    }
+    let jobs = Arc::new(Jobs::new(opts));
+    let handles: Vec<_> = (0..LOAD_CONNECTIONS)
+        .map(|_| tokio::spawn(loader(jobs.clone())))
+        .collect();
+    for h in handles {
+        h.await
+            .map_err(|e| BenchError::Client(format!("a loader stopped: {e}")))??;
+    }
+    Ok(())
+}
+
 /// Creates the tables and loads the population over several connections; the seconds taken.
 async fn load(target: &Target, admin: &Client, opts: &TatpOptions, progress_bar: bool) -> Result<f64, BenchError> {
     let started = Instant::now();
@@ -313,28 +357,19 @@ async fn load(target: &Target, admin: &Client, opts: &TatpOptions, progress_bar:
     for sql in procs::DDL {
         exec(admin, sql).await?;
     }
-    if progress_bar {
-        eprintln!("loading {} subscribers", opts.subscribers);
-    }
-    let jobs = Arc::new(opts.jobs());
-    let next = Arc::new(AtomicU32::new(0));
-    let mut handles = Vec::new();
-    for _ in 0..LOAD_CONNECTIONS {
-        let (target, jobs, next, seed, n) = (target.clone(), jobs.clone(), next.clone(), opts.seed, opts.subscribers);
-        handles.push(tokio::spawn(async move {
+    spawn_loaders(opts, progress_bar, |jobs| {
+        let target = target.clone();
+        async move {
             let client = target.connect().await?;
-            while let Some(&first) = jobs.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
-                for sql in data::job_statements(seed, first, n) {
+            while let Some(statements) = jobs.take() {
+                for sql in statements {
                     exec(&client, &sql).await?;
                 }
             }
-            Ok::<(), BenchError>(())
-        }));
-    }
-    for h in handles {
-        h.await
-            .map_err(|e| BenchError::Client(format!("a loader stopped: {e}")))??;
-    }
+            Ok(())
+        }
+    })
+    .await?;
     Ok(started.elapsed().as_secs_f64())
 }
 
@@ -344,6 +379,20 @@ async fn run_terminals(
     way: (Mode, Flavor),
     progress_bar: bool,
 ) -> Result<Done, BenchError> {
+    spawn_terminals(opts, progress_bar, |inputs, times| {
+        let target = target.clone();
+        async move { terminal(&target, way, inputs, times).await }
+    })
+    .await
+}
+
+/// Runs `opts.clients` terminals, each `terminal(its inputs, (measure_from, end))` on a task
+/// of its own, through the warm-up and the measured seconds; their figures summed.
+async fn spawn_terminals<F, T>(opts: &TatpOptions, progress_bar: bool, terminal: F) -> Result<Done, BenchError>
+where
+    F: Fn(Inputs, (Instant, Instant)) -> T,
+    T: Future<Output = Result<Done, BenchError>> + Send + 'static,
+{
     if progress_bar {
         eprintln!(
             "running {} terminals: {:.0} s warm-up, {:.0} s measured",
@@ -352,14 +401,12 @@ async fn run_terminals(
     }
     let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
     let end = measure_from + Duration::from_secs_f64(opts.duration);
-    let mut handles = Vec::new();
-    for n in 0..opts.clients {
-        let inputs = Inputs::for_terminal(opts.seed, n, opts.subscribers);
-        let target = target.clone();
-        handles.push(tokio::spawn(async move {
-            terminal(&target, way, inputs, (measure_from, end)).await
-        }));
-    }
+    let handles: Vec<_> = (0..opts.clients)
+        .map(|n| {
+            let inputs = Inputs::for_terminal(opts.seed, n, opts.subscribers);
+            tokio::spawn(terminal(inputs, (measure_from, end)))
+        })
+        .collect();
     let mut done = Done::new();
     for h in handles {
         done.add(
@@ -372,49 +419,123 @@ async fn run_terminals(
 
 /// A connection's statements: the interactive transactions', or the calls.
 enum Prepared {
-    Interactive(Box<Statements>),
+    Interactive(Box<Statements<Statement>>),
     Calls(Vec<Statement>),
 }
 
-struct Statements {
-    get_subscriber: Statement,
-    get_new_destination: Statement,
-    get_access: Statement,
-    update_facility: Statement,
-    update_subscriber: Statement,
-    update_location: Statement,
-    subscriber_of: Statement,
-    facility_types: Statement,
-    insert_forwarding: Statement,
-    delete_forwarding: Statement,
+/// The interactive transactions' statements (procs.rs), each prepared as an `S`.
+struct Statements<S> {
+    get_subscriber: S,
+    get_new_destination: S,
+    get_access: S,
+    update_facility: S,
+    update_subscriber: S,
+    update_location: S,
+    subscriber_of: S,
+    facility_types: S,
+    insert_forwarding: S,
+    delete_forwarding: S,
+}
+
+impl<S> Statements<S> {
+    /// The statements' PostgreSQL texts, in the order [`Statements::new`] takes them.
+    const TEXTS: [&'static str; 10] = [
+        procs::GET_SUBSCRIBER,
+        procs::GET_NEW_DESTINATION,
+        procs::GET_ACCESS,
+        procs::UPDATE_FACILITY,
+        procs::UPDATE_SUBSCRIBER,
+        procs::UPDATE_LOCATION,
+        procs::SUBSCRIBER_OF,
+        procs::FACILITY_TYPES,
+        procs::INSERT_FORWARDING,
+        procs::DELETE_FORWARDING,
+    ];
+
+    /// The statements, given each of [`Self::TEXTS`] prepared, in that order.
+    fn new(prepared: Vec<S>) -> Statements<S> {
+        let mut each = prepared.into_iter();
+        let mut next = || each.next().expect("a statement prepared for each text");
+        Statements {
+            get_subscriber: next(),
+            get_new_destination: next(),
+            get_access: next(),
+            update_facility: next(),
+            update_subscriber: next(),
+            update_location: next(),
+            subscriber_of: next(),
+            facility_types: next(),
+            insert_forwarding: next(),
+            delete_forwarding: next(),
+        }
+    }
+}
+
+/// The call of procedure `i` (`verb`: CALL, or SELECT for PostgreSQL's functions), its
+/// arguments `$1, $2, ...`.
+fn call_text(verb: &str, i: usize) -> String {
+    let params: Vec<String> = (1..=[1, 4, 2, 4, 3, 6, 4][i]).map(|n| format!("${n}")).collect();
+    format!("{verb} {}({})", procs::NAMES[i], params.join(", "))
+}
+
+/// A call's arguments for `input` (the procedures' signatures: procs.rs), each made by
+/// `int`, `small` or `text` as the client's driver takes it.
+fn arguments<V>(input: &Input, int: impl Fn(i32) -> V, small: impl Fn(i16) -> V, text: impl Fn(&str) -> V) -> Vec<V> {
+    let nbr = || text(&sub_nbr(input.subscriber()));
+    match input {
+        Input::GetSubscriberData { s } => vec![int(*s)],
+        Input::GetNewDestination {
+            s,
+            sf_type,
+            start_time,
+            end_time,
+        } => vec![int(*s), small(*sf_type), small(*start_time), small(*end_time)],
+        Input::GetAccessData { s, ai_type } => vec![int(*s), small(*ai_type)],
+        Input::UpdateSubscriberData {
+            s,
+            bit_1,
+            sf_type,
+            data_a,
+        } => vec![int(*s), small(*bit_1), small(*sf_type), small(*data_a)],
+        Input::UpdateLocation { s, vlr_location } => vec![int(*s), nbr(), int(*vlr_location)],
+        Input::InsertCallForwarding {
+            s,
+            sf_type,
+            start_time,
+            end_time,
+            numberx,
+        } => vec![
+            int(*s),
+            nbr(),
+            small(*sf_type),
+            small(*start_time),
+            small(*end_time),
+            text(numberx),
+        ],
+        Input::DeleteCallForwarding { s, sf_type, start_time } => {
+            vec![int(*s), nbr(), small(*sf_type), small(*start_time)]
+        }
+    }
 }
 
 impl Prepared {
     async fn new(c: &Client, (mode, flavor): (Mode, Flavor)) -> Result<Prepared, tokio_postgres::Error> {
         if mode == Mode::Procedures {
+            let verb = match flavor {
+                Flavor::Permafrost => "CALL",
+                Flavor::Postgres => "SELECT",
+            };
             let mut calls = Vec::new();
-            for (name, arity) in procs::NAMES.iter().zip([1, 4, 2, 4, 3, 6, 4]) {
-                let params: Vec<String> = (1..=arity).map(|i| format!("${i}")).collect();
-                let call = match flavor {
-                    Flavor::Permafrost => format!("CALL {name}({})", params.join(", ")),
-                    Flavor::Postgres => format!("SELECT {name}({})", params.join(", ")),
-                };
-                calls.push(c.prepare(&call).await?);
+            for i in 0..procs::NAMES.len() {
+                calls.push(c.prepare(&call_text(verb, i)).await?);
             }
             return Ok(Prepared::Calls(calls));
         }
-        Ok(Prepared::Interactive(Box::new(Statements {
-            get_subscriber: c.prepare(procs::GET_SUBSCRIBER).await?,
-            get_new_destination: c.prepare(procs::GET_NEW_DESTINATION).await?,
-            get_access: c.prepare(procs::GET_ACCESS).await?,
-            update_facility: c.prepare(procs::UPDATE_FACILITY).await?,
-            update_subscriber: c.prepare(procs::UPDATE_SUBSCRIBER).await?,
-            update_location: c.prepare(procs::UPDATE_LOCATION).await?,
-            subscriber_of: c.prepare(procs::SUBSCRIBER_OF).await?,
-            facility_types: c.prepare(procs::FACILITY_TYPES).await?,
-            insert_forwarding: c.prepare(procs::INSERT_FORWARDING).await?,
-            delete_forwarding: c.prepare(procs::DELETE_FORWARDING).await?,
-        })))
+        let mut prepared = Vec::new();
+        for sql in Statements::<Statement>::TEXTS {
+            prepared.push(c.prepare(sql).await?);
+        }
+        Ok(Prepared::Interactive(Box::new(Statements::new(prepared))))
     }
 
     /// One attempt at `input`: whether it succeeded.
@@ -457,7 +578,11 @@ impl Prepared {
 
 /// The description's transactions, one statement per round trip: a single statement on its
 /// own, several inside BEGIN ... COMMIT.
-async fn interactive(client: &mut Client, st: &Statements, input: &Input) -> Result<bool, tokio_postgres::Error> {
+async fn interactive(
+    client: &mut Client,
+    st: &Statements<Statement>,
+    input: &Input,
+) -> Result<bool, tokio_postgres::Error> {
     match input {
         Input::GetSubscriberData { s } => Ok(client.query_opt(&st.get_subscriber, &[s]).await?.is_some()),
         Input::GetNewDestination {

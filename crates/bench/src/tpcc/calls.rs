@@ -6,9 +6,10 @@
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
+use super::inputs::Input;
 use super::plpgsql::FUNCTIONS;
 use super::procs::{CREATE, INVALID_ITEM, NAMES};
-use super::txns::{Customer, Done, Ended, Failure, Input};
+use super::txns::{Done, Ended, Failure};
 use crate::BenchError;
 use crate::way::Flavor;
 use crate::ycsb::server::describe;
@@ -52,10 +53,6 @@ impl Calls {
 /// Runs `input` as one CALL (no transaction block: the call is the transaction).
 pub async fn run(client: &Client, calls: &Calls, input: &Input) -> Result<Done, Failure> {
     let st = &calls.0[input.kind().index()];
-    let who = |c: &Customer| match c {
-        Customer::ById(id) => (Some(*id), None),
-        Customer::ByName(name) => (None, Some(name.clone())),
-    };
     let result = match input {
         Input::NewOrder { w, d, c, lines } => {
             let items: Vec<i32> = lines.iter().map(|l| l.0).collect();
@@ -71,11 +68,11 @@ pub async fn run(client: &Client, calls: &Calls, input: &Input) -> Result<Done, 
             customer,
             cents,
         } => {
-            let (id, last) = who(customer);
+            let (id, last) = customer.arguments();
             client.query(st, &[w, d, c_w, c_d, &id, &last, cents]).await
         }
         Input::OrderStatus { w, d, customer } => {
-            let (id, last) = who(customer);
+            let (id, last) = customer.arguments();
             client.query(st, &[w, d, &id, &last]).await
         }
         Input::Delivery { w, carrier } => client.query(st, &[w, carrier]).await,
@@ -98,7 +95,7 @@ pub async fn run(client: &Client, calls: &Calls, input: &Input) -> Result<Done, 
         {
             done.ended = Some(Ended::RolledBack)
         }
-        Err(e) => return Err(Failure::Db(e)),
+        Err(e) => return Err(Failure::Postgres(e)),
     }
     Ok(done)
 }

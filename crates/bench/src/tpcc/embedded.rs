@@ -14,13 +14,14 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
 use super::check::{CONDITIONS, CheckResult, DISTRICTS_QUERY, PER_DISTRICT};
+use super::inputs::{Customer, Input, Inputs};
 use super::options::TpccOptions;
 use super::procs::{self, INVALID_ITEM};
 use super::random::{NuConstants, TxnType};
 use super::schema;
-use super::txns::{Customer, Input, Inputs};
-use super::{MAX_ATTEMPTS, Mode, Tally, TpccReport, note_error, report};
+use super::{Mode, Tally, TpccReport, note_error, report};
 use crate::BenchError;
+use crate::way::MAX_ATTEMPTS;
 
 /// Loads (when asked), runs `opts.clients` terminals from `threads` client threads, and
 /// checks the consistency conditions.

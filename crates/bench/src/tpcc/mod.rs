@@ -15,14 +15,19 @@
 pub mod calls;
 pub mod check;
 pub mod embedded;
+pub mod inputs;
+pub mod mariadb;
+pub mod mariadb_procs;
 pub mod options;
 pub mod plpgsql;
 pub mod procs;
 pub mod random;
 pub mod schema;
+pub mod session;
 pub mod sql;
 pub mod txns;
 
+use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,21 +37,20 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde::Serialize;
 use tokio_postgres::Client;
-use tokio_postgres::error::SqlState;
 
 use crate::BenchError;
 use crate::report::Latency;
-use crate::way::Flavor;
 pub use crate::way::Mode;
+use crate::way::{Flavor, MAX_ATTEMPTS};
 use crate::ycsb::server::describe;
 use check::CheckResult;
+use inputs::Input;
+use inputs::Inputs;
 pub use options::{DISTRICTS, Mix, Scale, TpccOptions};
 use random::{NuConstants, TxnType};
-use txns::{Ended, Failure, Inputs, Statements};
+use session::Postgres;
+use txns::{Done, Ended, Failure};
 
-/// Attempts of one transaction refused for a serialization failure or a deadlock before it
-/// counts as failed.
-pub(crate) const MAX_ATTEMPTS: u32 = 100;
 /// Distinct error messages kept for the report.
 const ERRORS_KEPT: usize = 10;
 
@@ -275,11 +279,6 @@ pub(crate) fn note_error(errors: &mut Vec<String>, e: String) {
     }
 }
 
-/// Whether a refused attempt is run again: a serialization failure or a deadlock.
-pub(crate) fn retryable(e: &tokio_postgres::Error) -> bool {
-    e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) || e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
-}
-
 /// Loads (when asked), runs the terminals through the warm-up and the measured seconds, and
 /// checks the consistency conditions.
 pub fn run(target: &Target, opts: &TpccOptions, mode: Mode, progress_bar: bool) -> Result<TpccReport, BenchError> {
@@ -307,7 +306,11 @@ async fn run_async(
     }
     let (tally, measured_seconds) = if opts.run {
         (
-            run_terminals(target, opts, (mode, flavor), nu, progress_bar).await?,
+            run_terminals(opts, nu, progress_bar, |inputs, measure_from, end| {
+                let target = target.clone();
+                async move { terminal(&target, (mode, flavor), inputs, measure_from, end).await }
+            })
+            .await?,
             opts.duration,
         )
     } else {
@@ -325,31 +328,29 @@ async fn run_async(
     ))
 }
 
-/// Runs the terminals through the warm-up and the measured seconds; their figures summed.
-async fn run_terminals(
-    target: &Target,
+/// Runs the terminals through the warm-up and the measured seconds, each the future
+/// `terminal` makes of its inputs and window; their figures summed.
+pub(crate) async fn run_terminals<F, T>(
     opts: &TpccOptions,
-    mode: (Mode, Flavor),
     nu: NuConstants,
     progress_bar: bool,
-) -> Result<Tally, BenchError> {
+    terminal: F,
+) -> Result<Tally, BenchError>
+where
+    F: Fn(Inputs, Instant, Instant) -> T,
+    T: Future<Output = Result<Tally, BenchError>> + Send + 'static,
+{
     if progress_bar {
         eprintln!(
             "running {} terminals: {:.0} s warm-up, {:.0} s measured",
             opts.clients, opts.warmup, opts.duration
         );
     }
-    let start = Instant::now();
-    let measure_from = start + Duration::from_secs_f64(opts.warmup);
+    let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
     let end = measure_from + Duration::from_secs_f64(opts.duration);
-    let mut handles = Vec::new();
-    for n in 0..opts.clients {
-        let inputs = Inputs::for_terminal(opts, nu, n);
-        let target = target.clone();
-        handles.push(tokio::spawn(async move {
-            terminal(&target, mode, inputs, measure_from, end).await
-        }));
-    }
+    let handles: Vec<_> = (0..opts.clients)
+        .map(|n| tokio::spawn(terminal(Inputs::for_terminal(opts, nu, n), measure_from, end)))
+        .collect();
     let mut tally = Tally::new();
     for h in handles {
         let t = h
@@ -390,10 +391,24 @@ async fn load(
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// What a terminal's connection runs a transaction with.
+/// A terminal's connection, running one attempt of a transaction at a time.
+pub(crate) trait Attempt: Send {
+    fn attempt(&mut self, input: &Input) -> impl Future<Output = Result<Done, Failure>> + Send;
+}
+
+/// What a terminal's PostgreSQL-protocol connection runs a transaction with.
 enum Way {
-    Blocks(Box<Statements>),
-    Calls(calls::Calls),
+    Blocks(Box<Postgres>),
+    Calls(Client, calls::Calls),
+}
+
+impl Attempt for Way {
+    async fn attempt(&mut self, input: &Input) -> Result<Done, Failure> {
+        match self {
+            Way::Blocks(session) => txns::run(session.as_mut(), input).await,
+            Way::Calls(client, calls) => calls::run(client, calls, input).await,
+        }
+    }
 }
 
 /// One terminal: its connection runs transactions until `end`, those begun after
@@ -401,17 +416,31 @@ enum Way {
 async fn terminal(
     target: &Target,
     (mode, flavor): (Mode, Flavor),
+    inputs: Inputs,
+    measure_from: Instant,
+    end: Instant,
+) -> Result<Tally, BenchError> {
+    let client = target.connect().await?;
+    let prepared = match mode {
+        Mode::Procedures => match calls::Calls::prepare(&client, flavor).await {
+            Ok(calls) => Ok(Way::Calls(client, calls)),
+            Err(e) => Err(e),
+        },
+        _ => Postgres::prepare(client).await.map(|s| Way::Blocks(Box::new(s))),
+    };
+    let way = prepared
+        .map_err(|e| BenchError::Client(format!("preparing the transactions' statements: {}", describe(&e))))?;
+    drive(way, inputs, measure_from, end).await
+}
+
+/// Runs transactions through `way` until `end`, those begun after `measure_from` counted;
+/// a refused attempt is retried when the refusal says so.
+pub(crate) async fn drive(
+    mut way: impl Attempt,
     mut inputs: Inputs,
     measure_from: Instant,
     end: Instant,
 ) -> Result<Tally, BenchError> {
-    let mut client = target.connect().await?;
-    let prepared = match mode {
-        Mode::Procedures => calls::Calls::prepare(&client, flavor).await.map(Way::Calls),
-        _ => Statements::prepare(&client).await.map(|s| Way::Blocks(Box::new(s))),
-    };
-    let way = prepared
-        .map_err(|e| BenchError::Client(format!("preparing the transactions' statements: {}", describe(&e))))?;
     let mut tally = Tally::new();
     loop {
         let began = Instant::now();
@@ -422,12 +451,8 @@ async fn terminal(
         let kind = input.kind().index();
         let mut retries = 0;
         let outcome = loop {
-            let attempt = match &way {
-                Way::Blocks(st) => txns::run(&mut client, st, &input).await,
-                Way::Calls(calls) => calls::run(&client, calls, &input).await,
-            };
-            match attempt {
-                Err(Failure::Db(e)) if retryable(&e) && retries + 1 < MAX_ATTEMPTS => retries += 1,
+            match way.attempt(&input).await {
+                Err(f) if f.retryable() && retries + 1 < MAX_ATTEMPTS => retries += 1,
                 other => break other,
             }
         };
@@ -447,13 +472,10 @@ async fn terminal(
             }
             Err(f) => {
                 tally.failed[kind] += 1;
-                let (message, closed) = match f {
-                    Failure::Db(e) => (describe(&e), e.is_closed()),
-                    Failure::Missing(m) => (m, false),
-                };
+                let message = f.message();
                 let name = input.kind().name();
                 note_error(&mut tally.errors, format!("{name}: {message}"));
-                if closed {
+                if f.closed() {
                     return Err(BenchError::Client(format!("{name}: the connection closed: {message}")));
                 }
             }

@@ -1,17 +1,15 @@
 //! The five transactions (clauses 2.4 to 2.8) as interactive transactions over the wire:
-//! one statement per round trip inside BEGIN ... COMMIT, through tokio-postgres's extended
-//! protocol with statements prepared once per connection. The same text runs on Permafrost
-//! and PostgreSQL 15; under PostgreSQL's default READ COMMITTED the reads that a write
-//! depends on take their rows FOR UPDATE and the counters are incremented in place, so the
-//! consistency conditions hold there too.
+//! one statement per round trip inside BEGIN ... COMMIT, with statements prepared once per
+//! connection ([`Session`]: PostgreSQL's driver for Permafrost and PostgreSQL 15, MariaDB's
+//! for MariaDB). The logic is written once; each system gets its dialect's text of each
+//! statement. Under PostgreSQL's READ COMMITTED and InnoDB's REPEATABLE READ the reads
+//! that a write depends on take their rows FOR UPDATE and the counters are incremented in
+//! place, so the consistency conditions hold there too.
 
-use rand::Rng;
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
-use tokio_postgres::{Client, Statement, Transaction};
-
-use super::options::{DISTRICTS, Mix, Scale, TpccOptions};
-use super::random::{Deck, NuConstants, TxnType, last_name, nurand};
+use super::inputs::{Customer, Input};
+use super::options::DISTRICTS;
+pub use super::session::Failure;
+use super::session::{Cells, Param, Result, Session, St};
 use super::sql;
 
 /// How a transaction ended.
@@ -29,274 +27,30 @@ pub struct Done {
     pub skipped_deliveries: u32,
 }
 
-/// The statements of one connection.
-pub struct Statements {
-    no_customer: Statement,
-    no_district: Statement,
-    no_order: Statement,
-    no_new_order: Statement,
-    no_item: Statement,
-    no_stock: Vec<Statement>,
-    no_stock_update: Statement,
-    no_line: Statement,
-    p_warehouse: Statement,
-    p_district: Statement,
-    by_name: Statement,
-    p_customer: Statement,
-    p_customer_data: Statement,
-    p_update_bc: Statement,
-    p_update: Statement,
-    p_history: Statement,
-    os_customer: Statement,
-    os_order: Statement,
-    os_lines: Statement,
-    d_oldest: Statement,
-    d_delete: Statement,
-    d_order: Statement,
-    d_lines: Statement,
-    d_sum: Statement,
-    d_customer: Statement,
-    sl_next: Statement,
-    sl_count: Statement,
+use Param::{Int, Text};
+
+/// The one row a statement must return (the population guarantees it).
+async fn one<S: Session>(s: &mut S, st: St, params: &[Param<'_>]) -> Result<S::Row> {
+    s.query(st, params)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::Missing(format!("statement {} of the transaction returned no row", st.0)))
 }
 
-impl Statements {
-    pub async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::Error> {
-        let mut no_stock = Vec::new();
-        for d in 1..=DISTRICTS {
-            no_stock.push(c.prepare(&format!("{} FOR UPDATE", sql::no_stock(d))).await?);
-        }
-        Ok(Statements {
-            no_customer: c.prepare(sql::NO_CUSTOMER).await?,
-            no_district: c.prepare(sql::NO_DISTRICT).await?,
-            no_order: c.prepare(sql::NO_ORDER).await?,
-            no_new_order: c.prepare(sql::NO_NEW_ORDER).await?,
-            no_item: c.prepare(sql::NO_ITEM).await?,
-            no_stock,
-            no_stock_update: c.prepare(sql::NO_STOCK_UPDATE).await?,
-            no_line: c.prepare(sql::NO_LINE).await?,
-            p_warehouse: c.prepare(sql::P_WAREHOUSE).await?,
-            p_district: c.prepare(sql::P_DISTRICT).await?,
-            by_name: c.prepare(sql::BY_NAME).await?,
-            p_customer: c.prepare(&format!("{} FOR UPDATE", sql::P_CUSTOMER)).await?,
-            p_customer_data: c.prepare(sql::P_CUSTOMER_DATA).await?,
-            p_update_bc: c.prepare(sql::P_UPDATE_BC).await?,
-            p_update: c.prepare(sql::P_UPDATE).await?,
-            p_history: c.prepare(sql::P_HISTORY).await?,
-            os_customer: c.prepare(sql::OS_CUSTOMER).await?,
-            os_order: c.prepare(sql::OS_ORDER).await?,
-            os_lines: c.prepare(sql::OS_LINES).await?,
-            d_oldest: c.prepare(&format!("{} FOR UPDATE", sql::D_OLDEST)).await?,
-            d_delete: c.prepare(sql::D_DELETE).await?,
-            d_order: c.prepare(sql::D_ORDER).await?,
-            d_lines: c.prepare(sql::D_LINES).await?,
-            d_sum: c.prepare(sql::D_SUM).await?,
-            d_customer: c.prepare(sql::D_CUSTOMER).await?,
-            sl_next: c.prepare(sql::SL_NEXT).await?,
-            sl_count: c.prepare(sql::SL_COUNT).await?,
-        })
-    }
+/// An integer column that must not be NULL.
+fn int<R: Cells>(row: &R, i: usize) -> Result<i64> {
+    row.int(i)?
+        .ok_or_else(|| Failure::Missing(format!("column {i} is NULL")))
 }
 
-/// A customer chosen by last name (60 %) or by id (clause 2.5.1.2, 2.6.1.2).
-#[derive(Debug, Clone)]
-pub enum Customer {
-    ById(i32),
-    ByName(String),
-}
-
-/// One transaction's inputs, drawn before its first attempt so that a retry runs the same
-/// transaction.
-#[derive(Debug, Clone)]
-pub enum Input {
-    NewOrder {
-        w: i32,
-        d: i32,
-        c: i32,
-        /// (item, supplying warehouse, quantity), sorted by warehouse and item (so that two
-        /// New-Orders take their stock rows in one order); the unused item of a rollback last.
-        lines: Vec<(i32, i32, i32)>,
-    },
-    Payment {
-        w: i32,
-        d: i32,
-        c_w: i32,
-        c_d: i32,
-        customer: Customer,
-        cents: i32,
-    },
-    OrderStatus {
-        w: i32,
-        d: i32,
-        customer: Customer,
-    },
-    Delivery {
-        w: i32,
-        carrier: i32,
-    },
-    StockLevel {
-        w: i32,
-        d: i32,
-        threshold: i32,
-    },
-}
-
-impl Input {
-    pub fn kind(&self) -> TxnType {
-        match self {
-            Input::NewOrder { .. } => TxnType::NewOrder,
-            Input::Payment { .. } => TxnType::Payment,
-            Input::OrderStatus { .. } => TxnType::OrderStatus,
-            Input::Delivery { .. } => TxnType::Delivery,
-            Input::StockLevel { .. } => TxnType::StockLevel,
-        }
-    }
-}
-
-/// What draws a terminal's inputs.
-pub struct Inputs {
-    pub rng: SmallRng,
-    pub deck: Deck,
-    pub nu: NuConstants,
-    pub scale: Scale,
-    pub warehouses: u32,
-    /// The terminal's warehouse (clause 2.4.1.1: fixed per terminal) and its district for
-    /// Stock-Level (clause 2.8.1.1).
-    pub w: u32,
-    pub d: u32,
-    /// The Looking Glass paper's inputs: 10 local items per order, home customers by id.
-    pub looking_glass: bool,
-}
-
-impl Inputs {
-    /// A terminal's inputs: seeded by its number `n`, bound to warehouse (n mod
-    /// warehouses) + 1 and, for Stock-Level, to a district (clause 2.8.1.1).
-    pub fn for_terminal(opts: &TpccOptions, nu: NuConstants, n: usize) -> Inputs {
-        let looking_glass = opts.mix == Mix::LookingGlass;
-        Inputs {
-            rng: SmallRng::seed_from_u64(opts.seed ^ (0x7e57 << 32) ^ n as u64),
-            deck: if looking_glass {
-                Deck::new_order_payment()
-            } else {
-                Deck::new()
-            },
-            nu,
-            scale: opts.scale,
-            warehouses: opts.warehouses,
-            w: (n as u32 % opts.warehouses) + 1,
-            d: (n as u32 / opts.warehouses % DISTRICTS) + 1,
-            looking_glass,
-        }
-    }
-
-    fn customer_id(&mut self) -> i32 {
-        nurand(&mut self.rng, 1023, self.nu.c_id, 1, self.scale.customers) as i32
-    }
-
-    fn customer(&mut self) -> Customer {
-        if !self.looking_glass && self.rng.random_range(1..=100) <= 60 {
-            let n = nurand(&mut self.rng, 255, self.nu.c_last, 0, 999) % self.scale.last_names();
-            Customer::ByName(last_name(n))
-        } else {
-            Customer::ById(self.customer_id())
-        }
-    }
-
-    /// Another warehouse than the terminal's (there must be one).
-    fn other_warehouse(&mut self) -> u32 {
-        let o = self.rng.random_range(1..self.warehouses);
-        if o >= self.w { o + 1 } else { o }
-    }
-
-    pub fn draw(&mut self) -> Input {
-        let w = self.w as i32;
-        match self.deck.deal(&mut self.rng) {
-            TxnType::NewOrder => {
-                let d = self.rng.random_range(1..=DISTRICTS) as i32;
-                let c = self.customer_id();
-                let count = if self.looking_glass {
-                    10
-                } else {
-                    self.rng.random_range(5..=15)
-                };
-                let rollback = self.rng.random_range(1..=100) == 1;
-                let mut lines = Vec::with_capacity(count);
-                for _ in 0..count {
-                    let item = nurand(&mut self.rng, 8191, self.nu.ol_i_id, 1, self.scale.items) as i32;
-                    let supply = if !self.looking_glass && self.warehouses > 1 && self.rng.random_range(1..=100) == 1 {
-                        self.other_warehouse()
-                    } else {
-                        self.w
-                    };
-                    lines.push((item, supply as i32, self.rng.random_range(1..=10)));
-                }
-                lines.sort_by_key(|&(i, s, _)| (s, i));
-                if rollback {
-                    let last = lines.len() - 1;
-                    let (_, s, q) = lines.remove(last);
-                    lines.push((self.scale.items as i32 + 1, s, q));
-                }
-                Input::NewOrder { w, d, c, lines }
-            }
-            TxnType::Payment => {
-                let d = self.rng.random_range(1..=DISTRICTS) as i32;
-                let (c_w, c_d) = if !self.looking_glass && self.warehouses > 1 && self.rng.random_range(1..=100) <= 15 {
-                    (
-                        self.other_warehouse() as i32,
-                        self.rng.random_range(1..=DISTRICTS) as i32,
-                    )
-                } else {
-                    (w, d)
-                };
-                Input::Payment {
-                    w,
-                    d,
-                    c_w,
-                    c_d,
-                    customer: self.customer(),
-                    cents: self.rng.random_range(100..=500_000),
-                }
-            }
-            TxnType::OrderStatus => Input::OrderStatus {
-                w,
-                d: self.rng.random_range(1..=DISTRICTS) as i32,
-                customer: self.customer(),
-            },
-            TxnType::Delivery => Input::Delivery {
-                w,
-                carrier: self.rng.random_range(1..=10),
-            },
-            TxnType::StockLevel => Input::StockLevel {
-                w,
-                d: self.d as i32,
-                threshold: self.rng.random_range(10..=20),
-            },
-        }
-    }
-}
-
-/// Why an attempt failed: the database refused a statement, or a row the population
-/// guarantees was not there.
-#[derive(Debug)]
-pub enum Failure {
-    Db(tokio_postgres::Error),
-    Missing(String),
-}
-
-impl From<tokio_postgres::Error> for Failure {
-    fn from(e: tokio_postgres::Error) -> Failure {
-        Failure::Db(e)
-    }
-}
-
-type Result<T> = std::result::Result<T, Failure>;
-
-/// Runs one attempt of `input` in a transaction block of its own.
-pub async fn run(client: &mut Client, st: &Statements, input: &Input) -> Result<Done> {
-    let tx = client.transaction().await?;
+/// Runs one attempt of `input` in a transaction block of its own (rolled back when a
+/// statement fails).
+pub async fn run<S: Session>(s: &mut S, input: &Input) -> Result<Done> {
+    s.begin().await?;
     let mut done = Done::default();
-    let ended = match input {
-        Input::NewOrder { w, d, c, lines } => new_order(&tx, st, *w, *d, *c, lines).await?,
+    let body = match input {
+        Input::NewOrder { w, d, c, lines } => new_order(s, *w, *d, *c, lines).await,
         Input::Payment {
             w,
             d,
@@ -304,60 +58,62 @@ pub async fn run(client: &mut Client, st: &Statements, input: &Input) -> Result<
             c_d,
             customer,
             cents,
-        } => payment(&tx, st, (*w, *d), (*c_w, *c_d), customer, *cents).await?,
-        Input::OrderStatus { w, d, customer } => order_status(&tx, st, *w, *d, customer).await?,
-        Input::Delivery { w, carrier } => {
-            done.skipped_deliveries = delivery(&tx, st, *w, *carrier).await?;
+        } => payment(s, (*w, *d), (*c_w, *c_d), customer, *cents).await,
+        Input::OrderStatus { w, d, customer } => order_status(s, *w, *d, customer).await,
+        Input::Delivery { w, carrier } => delivery(s, *w, *carrier).await.map(|skipped| {
+            done.skipped_deliveries = skipped;
             Ended::Committed
-        }
-        Input::StockLevel { w, d, threshold } => {
-            let next: i32 = tx.query_one(&st.sl_next, &[w, d]).await?.get(0);
-            tx.query_one(&st.sl_count, &[w, d, &next, threshold]).await?;
-            Ended::Committed
+        }),
+        Input::StockLevel { w, d, threshold } => stock_level(s, *w, *d, *threshold).await,
+    };
+    let ended = match body {
+        Ok(ended) => ended,
+        Err(e) => {
+            // The block is over whatever the rollback answers; the statement's error is
+            // the one to report.
+            let _ = s.end(false).await;
+            return Err(e);
         }
     };
-    match ended {
-        Ended::Committed => tx.commit().await?,
-        Ended::RolledBack => tx.rollback().await?,
-    }
+    s.end(ended == Ended::Committed).await?;
     done.ended = Some(ended);
     Ok(done)
 }
 
-async fn new_order(
-    tx: &Transaction<'_>,
-    st: &Statements,
-    w: i32,
-    d: i32,
-    c: i32,
-    lines: &[(i32, i32, i32)],
-) -> Result<Ended> {
-    tx.query_one(&st.no_customer, &[&w, &d, &c]).await?;
-    let o_id: i32 = tx.query_one(&st.no_district, &[&w, &d]).await?.get(0);
+async fn new_order<S: Session>(s: &mut S, w: i32, d: i32, c: i32, lines: &[(i32, i32, i32)]) -> Result<Ended> {
+    one(s, St::NO_CUSTOMER, &[Int(w), Int(d), Int(c)]).await?;
+    let o_id = int(&one(s, St::NO_DISTRICT, &[Int(w), Int(d)]).await?, 0)? as i32;
     let all_local = lines.iter().all(|&(_, s, _)| s == w) as i32;
     let count = lines.len() as i32;
-    tx.execute(&st.no_order, &[&o_id, &d, &w, &c, &count, &all_local])
-        .await?;
-    tx.execute(&st.no_new_order, &[&o_id, &d, &w]).await?;
+    let order = [Int(o_id), Int(d), Int(w), Int(c), Int(count), Int(all_local)];
+    s.execute(St::NO_ORDER, &order).await?;
+    s.execute(St::NO_NEW_ORDER, &[Int(o_id), Int(d), Int(w)]).await?;
     for (n, &(item, supply, qty)) in lines.iter().enumerate() {
-        let Some(item_row) = tx.query_opt(&st.no_item, &[&item]).await? else {
+        let Some(item_row) = s.query(St::NO_ITEM, &[Int(item)]).await?.into_iter().next() else {
             return Ok(Ended::RolledBack);
         };
-        let price: i64 = item_row.get(0);
-        let stock = tx.query_one(&st.no_stock[d as usize - 1], &[&item, &supply]).await?;
-        let quantity: i32 = stock.get(0);
-        let dist_info: String = stock.get(2);
-        let left = sql::stock_left(quantity as i64, qty as i64) as i32;
+        let price = int(&item_row, 0)?;
+        let stock = one(s, St::no_stock(d), &[Int(item), Int(supply)]).await?;
+        let quantity = int(&stock, 0)?;
+        let dist_info = stock.text(2)?;
+        let left = sql::stock_left(quantity, qty as i64) as i32;
         let remote = (supply != w) as i32;
-        tx.execute(&st.no_stock_update, &[&left, &qty, &remote, &item, &supply])
-            .await?;
+        let update = [Int(left), Int(qty), Int(remote), Int(item), Int(supply)];
+        s.execute(St::NO_STOCK_UPDATE, &update).await?;
         let amount = (qty as i64 * price) as i32;
         let number = n as i32 + 1;
-        tx.execute(
-            &st.no_line,
-            &[&o_id, &d, &w, &number, &item, &supply, &qty, &amount, &dist_info],
-        )
-        .await?;
+        let line = [
+            Int(o_id),
+            Int(d),
+            Int(w),
+            Int(number),
+            Int(item),
+            Int(supply),
+            Int(qty),
+            Int(amount),
+            Text(&dist_info),
+        ];
+        s.execute(St::NO_LINE, &line).await?;
     }
     Ok(Ended::Committed)
 }
@@ -366,38 +122,36 @@ async fn new_order(
 /// first name (clause 2.5.2.2). Every last name exists in every district at load (its
 /// first thousand customers have them all), so a name nobody has is a database that lost
 /// rows.
-async fn customer_id(tx: &Transaction<'_>, st: &Statements, w: i32, d: i32, customer: &Customer) -> Result<i32> {
+async fn customer_id<S: Session>(s: &mut S, w: i32, d: i32, customer: &Customer) -> Result<i32> {
     match customer {
         Customer::ById(c) => Ok(*c),
         Customer::ByName(name) => {
-            let rows = tx.query(&st.by_name, &[&w, &d, name]).await?;
+            let rows = s.query(St::BY_NAME, &[Int(w), Int(d), Text(name)]).await?;
             if rows.is_empty() {
                 return Err(Failure::Missing(format!(
                     "no customer of district {d} of warehouse {w} is named {name}"
                 )));
             }
-            Ok(rows[(rows.len() - 1) / 2].get(0))
+            Ok(int(&rows[(rows.len() - 1) / 2], 0)? as i32)
         }
     }
 }
 
-async fn payment(
-    tx: &Transaction<'_>,
-    st: &Statements,
+async fn payment<S: Session>(
+    s: &mut S,
     (w, d): (i32, i32),
     (c_w, c_d): (i32, i32),
     customer: &Customer,
     cents: i32,
 ) -> Result<Ended> {
-    let wh = tx.query_one(&st.p_warehouse, &[&cents, &w]).await?;
-    let w_name: String = wh.get(0);
-    let di = tx.query_one(&st.p_district, &[&cents, &w, &d]).await?;
-    let d_name: String = di.get(0);
-    let c = customer_id(tx, st, c_w, c_d, customer).await?;
-    let row = tx.query_one(&st.p_customer, &[&c_w, &c_d, &c]).await?;
-    let credit: String = row.get(10);
+    let w_name = one(s, St::P_WAREHOUSE, &[Int(cents), Int(w)]).await?.text(0)?;
+    let d_name = one(s, St::P_DISTRICT, &[Int(cents), Int(w), Int(d)]).await?.text(0)?;
+    let c = customer_id(s, c_w, c_d, customer).await?;
+    let credit = one(s, St::P_CUSTOMER, &[Int(c_w), Int(c_d), Int(c)]).await?.text(10)?;
     if credit == "BC" {
-        let data: String = tx.query_one(&st.p_customer_data, &[&c_w, &c_d, &c]).await?.get(0);
+        let data = one(s, St::P_CUSTOMER_DATA, &[Int(c_w), Int(c_d), Int(c)])
+            .await?
+            .text(0)?;
         let new = sql::bad_credit_data(
             c as i64,
             (c_w as i64, c_d as i64),
@@ -405,105 +159,55 @@ async fn payment(
             cents as i64,
             &data,
         );
-        tx.execute(&st.p_update_bc, &[&cents, &new, &c_w, &c_d, &c]).await?;
+        let update = [Int(cents), Text(&new), Int(c_w), Int(c_d), Int(c)];
+        s.execute(St::P_UPDATE_BC, &update).await?;
     } else {
-        tx.execute(&st.p_update, &[&cents, &c_w, &c_d, &c]).await?;
+        s.execute(St::P_UPDATE, &[Int(cents), Int(c_w), Int(c_d), Int(c)])
+            .await?;
     }
     let h_data = format!("{w_name}    {d_name}");
-    tx.execute(&st.p_history, &[&c, &c_d, &c_w, &d, &w, &cents, &h_data])
-        .await?;
+    let history = [Int(c), Int(c_d), Int(c_w), Int(d), Int(w), Int(cents), Text(&h_data)];
+    s.execute(St::P_HISTORY, &history).await?;
     Ok(Ended::Committed)
 }
 
-async fn order_status(tx: &Transaction<'_>, st: &Statements, w: i32, d: i32, customer: &Customer) -> Result<Ended> {
-    let c = customer_id(tx, st, w, d, customer).await?;
-    tx.query_one(&st.os_customer, &[&w, &d, &c]).await?;
-    if let Some(order) = tx.query_opt(&st.os_order, &[&w, &d, &c]).await? {
-        let o_id: i32 = order.get(0);
-        tx.query(&st.os_lines, &[&w, &d, &o_id]).await?;
+async fn order_status<S: Session>(s: &mut S, w: i32, d: i32, customer: &Customer) -> Result<Ended> {
+    let c = customer_id(s, w, d, customer).await?;
+    one(s, St::OS_CUSTOMER, &[Int(w), Int(d), Int(c)]).await?;
+    if let Some(order) = s.query(St::OS_ORDER, &[Int(w), Int(d), Int(c)]).await?.first() {
+        let o_id = int(order, 0)? as i32;
+        s.query(St::OS_LINES, &[Int(w), Int(d), Int(o_id)]).await?;
     }
     Ok(Ended::Committed)
 }
 
 /// Delivers the oldest undelivered order of each district; the districts that had none.
-async fn delivery(tx: &Transaction<'_>, st: &Statements, w: i32, carrier: i32) -> Result<u32> {
+async fn delivery<S: Session>(s: &mut S, w: i32, carrier: i32) -> Result<u32> {
     let mut skipped = 0;
     for d in 1..=DISTRICTS as i32 {
-        let Some(oldest) = tx.query_opt(&st.d_oldest, &[&w, &d]).await? else {
+        let Some(oldest) = s.query(St::D_OLDEST, &[Int(w), Int(d)]).await?.into_iter().next() else {
             skipped += 1;
             continue;
         };
-        let o_id: i32 = oldest.get(0);
-        if tx.execute(&st.d_delete, &[&w, &d, &o_id]).await? == 0 {
+        let o_id = int(&oldest, 0)? as i32;
+        if s.execute(St::D_DELETE, &[Int(w), Int(d), Int(o_id)]).await? == 0 {
             skipped += 1;
             continue;
         }
-        let c: i32 = tx.query_one(&st.d_order, &[&carrier, &w, &d, &o_id]).await?.get(0);
-        tx.execute(&st.d_lines, &[&w, &d, &o_id]).await?;
-        let sum: Option<i64> = tx.query_one(&st.d_sum, &[&w, &d, &o_id]).await?.get(0);
-        tx.execute(&st.d_customer, &[&sum.unwrap_or(0), &w, &d, &c]).await?;
+        let c = int(
+            &one(s, St::D_ORDER, &[Int(carrier), Int(w), Int(d), Int(o_id)]).await?,
+            0,
+        )? as i32;
+        s.execute(St::D_LINES, &[Int(w), Int(d), Int(o_id)]).await?;
+        let sum = one(s, St::D_SUM, &[Int(w), Int(d), Int(o_id)]).await?.int(0)?;
+        let credit = [Param::Big(sum.unwrap_or(0)), Int(w), Int(d), Int(c)];
+        s.execute(St::D_CUSTOMER, &credit).await?;
     }
     Ok(skipped)
 }
 
-#[cfg(test)]
-mod tests {
-    use rand::SeedableRng;
-
-    use super::*;
-
-    /// The inputs have the specification's proportions: 1 % of New-Orders roll back, 1 % of
-    /// order lines and 15 % of payments go to another warehouse, 60 % of customers are
-    /// named by last name.
-    #[test]
-    fn inputs_have_the_specifications_proportions() {
-        let mut inputs = Inputs {
-            rng: SmallRng::seed_from_u64(5),
-            deck: Deck::new(),
-            nu: NuConstants::draw(&mut SmallRng::seed_from_u64(6)),
-            scale: Scale::SPEC,
-            warehouses: 4,
-            w: 2,
-            d: 3,
-            looking_glass: false,
-        };
-        let (mut orders, mut rollbacks, mut lines, mut remote_lines) = (0, 0, 0, 0);
-        let (mut payments, mut remote_payments, mut named, mut customers) = (0, 0, 0, 0);
-        for _ in 0..200_000 {
-            match inputs.draw() {
-                Input::NewOrder { w, lines: l, .. } => {
-                    assert_eq!(w, 2);
-                    assert!((5..=15).contains(&l.len()));
-                    orders += 1;
-                    rollbacks += (l.last().unwrap().0 == Scale::SPEC.items as i32 + 1) as u32;
-                    lines += l.len();
-                    remote_lines += l.iter().filter(|&&(_, s, _)| s != 2).count();
-                    assert!(
-                        l.iter().all(|&(i, s, q)| (1..=100_001).contains(&i)
-                            && (1..=4).contains(&s)
-                            && (1..=10).contains(&q))
-                    );
-                }
-                Input::Payment { c_w, customer, .. } => {
-                    payments += 1;
-                    remote_payments += (c_w != 2) as u32;
-                    customers += 1;
-                    named += matches!(customer, Customer::ByName(_)) as u32;
-                }
-                Input::StockLevel { w, d, .. } => assert_eq!((w, d), (2, 3)),
-                _ => {}
-            }
-        }
-        let pct = |a: usize, b: usize| 100.0 * a as f64 / b as f64;
-        assert!(
-            (0.8..1.2).contains(&pct(rollbacks as usize, orders)),
-            "{rollbacks} of {orders}"
-        );
-        assert!(
-            (0.9..1.1).contains(&pct(remote_lines, lines)),
-            "{remote_lines} of {lines}"
-        );
-        assert!((14.0..16.0).contains(&pct(remote_payments as usize, payments)));
-        assert!((58.0..62.0).contains(&pct(named as usize, customers)));
-    }
+async fn stock_level<S: Session>(s: &mut S, w: i32, d: i32, threshold: i32) -> Result<Ended> {
+    let next = int(&one(s, St::SL_NEXT, &[Int(w), Int(d)]).await?, 0)? as i32;
+    one(s, St::SL_COUNT, &[Int(w), Int(d), Int(next), Int(threshold)]).await?;
+    Ok(Ended::Committed)
 }

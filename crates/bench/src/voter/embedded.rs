@@ -13,8 +13,8 @@ use super::data::Caller;
 use super::{Mode, Tally, VoterOptions, check, load_statements, procs, report};
 use crate::BenchError;
 use crate::report::AnticacheReport;
-use crate::tpcc::MAX_ATTEMPTS;
 use crate::way::Flavor;
+use crate::way::MAX_ATTEMPTS;
 
 /// Loads (when asked), runs `opts.clients` terminals from `threads` client threads, and
 /// checks the invariants.

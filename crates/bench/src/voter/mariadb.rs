@@ -5,6 +5,7 @@
 //! ordered, as PostgreSQL's advisory lock does) or as one `CALL` of a MariaDB stored
 //! procedure that does the same inside START TRANSACTION ... COMMIT.
 
+use std::future::Future;
 use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
@@ -13,8 +14,7 @@ use mysql_async::{Conn, Statement, TxOpts};
 use super::data::{Call, Caller};
 use super::{Mode, Tally, VoterOptions, VoterReport, check, load_statements, procs, report};
 use crate::BenchError;
-use crate::mariadb::{connect, connection_failed, err, placeholders, retryable};
-use crate::tpcc::MAX_ATTEMPTS;
+use crate::mariadb::{Transactions, attempts, connect, err, placeholders};
 
 /// The tables in MariaDB's dialect (InnoDB; VOTES' rows keyed by InnoDB's hidden row id).
 const DDL: &[&str] = &[
@@ -49,19 +49,15 @@ BEGIN
     END IF;
 END";
 
-/// One of the PostgreSQL texts in MariaDB's dialect: its placeholders, and the integer
-/// division of a phone number by its digits after the area code, which MariaDB writes
-/// `DIV` (its `/` divides exactly).
+/// One of the PostgreSQL texts in MariaDB's dialect but for its placeholders (which
+/// [`crate::mariadb::count`] writes): the integer division of a phone number by its digits
+/// after the area code, which MariaDB writes `DIV` (its `/` divides exactly).
 pub fn dialect(sql: &str) -> String {
-    placeholders(sql).replace("phone_number / 10000000", "phone_number DIV 10000000")
+    sql.replace("phone_number / 10000000", "phone_number DIV 10000000")
 }
 
 async fn count(conn: &mut Conn, sql: &str, params: Vec<i64>) -> Result<i64, String> {
-    let params: Vec<mysql_async::Value> = params.into_iter().map(mysql_async::Value::from).collect();
-    conn.exec_first::<i64, _, _>(dialect(sql), params)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "the query returned no count".to_string())
+    crate::mariadb::count(conn, &dialect(sql), &params).await
 }
 
 /// Loads (when asked), runs the terminals, and checks the invariants, against the MariaDB
@@ -176,6 +172,21 @@ impl Prepared {
     }
 }
 
+impl Transactions for Prepared {
+    /// A call, and the vote limit.
+    type Input = (Call, i32);
+    /// The code Vote answers.
+    type Outcome = i64;
+
+    fn attempt(
+        &self,
+        conn: &mut Conn,
+        (call, max): &(Call, i32),
+    ) -> impl Future<Output = Result<i64, mysql_async::Error>> + Send {
+        self.vote(conn, call, *max)
+    }
+}
+
 /// One terminal: its connection votes until `end`, the calls begun after `measure_from`
 /// counted.
 async fn terminal(
@@ -193,24 +204,8 @@ async fn terminal(
     while Instant::now() < end {
         let began = Instant::now();
         let call = caller.call();
-        let mut retries = 0;
-        let outcome = loop {
-            match prepared.vote(&mut conn, &call, max).await {
-                Err(e) if retryable(&e) && retries + 1 < MAX_ATTEMPTS => retries += 1,
-                other => break other,
-            }
-        };
-        if let Err(e) = &outcome
-            && connection_failed(e)
-        {
-            return Err(BenchError::Client(format!("Vote: the connection failed: {e}")));
-        }
-        tally.note(
-            outcome.map_err(|e| e.to_string()),
-            retries,
-            began,
-            began >= measure_from,
-        );
+        let (outcome, retries) = attempts("Vote", &prepared, &mut conn, &(call, max)).await?;
+        tally.note(outcome, retries, began, began >= measure_from);
     }
     let _ = conn.disconnect().await;
     Ok(tally)
@@ -224,7 +219,7 @@ mod tests {
     fn phone_numbers_divide_as_integers() {
         assert_eq!(
             dialect("SELECT 1 FROM votes WHERE a = votes.phone_number / 10000000 AND b = $1"),
-            "SELECT 1 FROM votes WHERE a = votes.phone_number DIV 10000000 AND b = ?"
+            "SELECT 1 FROM votes WHERE a = votes.phone_number DIV 10000000 AND b = $1"
         );
     }
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The peers' side of the seeds' benchmarks, checked end to end: `permafrost bench tpcc`, `voter` and `tatp` run
+# against PostgreSQL 15 (tokio-postgres; interactive, and its PL/pgSQL functions) and MariaDB (its own driver;
+# interactive, and its stored procedures), small and short, each run's consistency conditions or invariants
+# checked by the benchmark itself (it exits non-zero when one fails or a transaction failed). The servers come
+# from Debian packages (.ci/run installs them), listen on unix sockets in a temporary directory only, and are
+# stopped by their process id.
+# usage: tests/peers/run.sh BIN   (BIN: the permafrost binary, e.g. target/debug/permafrost)
+set -euo pipefail
+BIN=$(realpath "$1")
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+W=$(mktemp -d /tmp/peers.XXXX); chmod 777 "$W"
+PG_PID=""; MY_PID=""
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -c "$*"; else bash -c "$*"; fi; }
+cleanup() {
+  [ -n "$PG_PID" ] && kill "$PG_PID" 2>/dev/null
+  [ -n "$MY_PID" ] && kill "$MY_PID" 2>/dev/null
+  for _ in $(seq 30); do kill -0 "${PG_PID:-0}" 2>/dev/null || kill -0 "${MY_PID:-0}" 2>/dev/null || break; sleep 0.5; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+# PostgreSQL: trust authentication, its socket in $W, no TCP.
+as_pg "$PGBIN/initdb -D $W/pg -A trust -U postgres" >/dev/null
+as_pg "exec $PGBIN/postgres -D $W/pg -k $W -c listen_addresses= -c fsync=on" >"$W/pg.log" 2>&1 &
+PG_PID=$!
+# MariaDB: root by its unix socket, no networking.
+mariadb-install-db --user="$(id -un)" --datadir="$W/my" --auth-root-authentication-method=normal >/dev/null 2>&1
+mariadbd --user="$(id -un)" --datadir="$W/my" --socket="$W/my.sock" --pid-file="$W/my.pid" --skip-networking \
+  --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=1 --log-error="$W/my.log" >>"$W/my.log" 2>&1 &
+MY_PID=$!
+for _ in $(seq 120); do
+  psql -h "$W" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && mariadb -uroot -S "$W/my.sock" -e 'select 1' >/dev/null 2>&1 && break
+  sleep 0.5
+done
+mariadb -uroot -S "$W/my.sock" -e 'create database bench'
+
+PG="--target server=$W:5432 --user postgres --dbname postgres"
+MY="--target mariadb=mysql://root@localhost/bench?socket=$W/my.sock"
+failed=0
+run() {  # name, args...: one benchmark run; its summary's last lines on failure
+  local name=$1; shift
+  if "$BIN" bench "$@" --quiet >"$W/out" 2>&1; then
+    echo "ok    $name: $(grep -E 'transactions/s|calls/s|^load:' "$W/out" | head -1)"
+  else
+    echo "FAIL  $name"; sed 's/^/      /' "$W/out" | tail -15; failed=1
+  fi
+}
+for peer in postgres mariadb; do
+  if [ $peer = postgres ]; then T=$PG; else T=$MY; fi
+  run "tpcc $peer load" tpcc $T --warehouses 1 --load-only
+  run "voter $peer load" voter $T --load-only
+  run "tatp $peer load" tatp $T --subscribers 5000 --load-only
+  for mode in interactive procedures; do
+    run "tpcc $peer $mode" tpcc $T --warehouses 1 --no-load --mode $mode --clients 4 --warmup 0.5 --duration 2
+    run "voter $peer $mode" voter $T --no-load --mode $mode --clients 4 --warmup 0.5 --duration 2
+    run "tatp $peer $mode" tatp $T --subscribers 5000 --no-load --mode $mode --clients 4 --warmup 0.5 --duration 2
+  done
+done
+[ $failed = 0 ] && echo "peers: every run passed its checks" || { echo "peers: a run failed (above)"; exit 1; }
