@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The peers' side of the seeds' benchmarks, checked end to end: `permafrost bench tpcc`, `voter` and `tatp` run
 # against PostgreSQL 15 (tokio-postgres; interactive, and its PL/pgSQL functions) and MariaDB (its own driver;
-# interactive, and its stored procedures), small and short, each run's consistency conditions or invariants
-# checked by the benchmark itself (it exits non-zero when one fails or a transaction failed). The servers come
-# from Debian packages (.ci/run installs them), listen on unix sockets in a temporary directory only, and are
-# stopped by their process id.
+# interactive, and its stored procedures), and `bench ycsb` against MariaDB alone and with memcached in front,
+# small and short, each run's consistency conditions, invariants or read verification checked by the benchmark
+# itself (it exits non-zero when one fails or a transaction failed). The servers come from Debian packages
+# (.ci/run installs them), listen on unix sockets in a temporary directory only, and are stopped by their
+# process id.
 # usage: tests/peers/run.sh BIN   (BIN: the permafrost binary, e.g. target/debug/permafrost)
 set -euo pipefail
 BIN=$(realpath "$1")
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 W=$(mktemp -d /tmp/peers.XXXX); chmod 777 "$W"
-PG_PID=""; MY_PID=""
+PG_PID=""; MY_PID=""; MC_PID=""
 as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -c "$*"; else bash -c "$*"; fi; }
 cleanup() {
   [ -n "$PG_PID" ] && kill "$PG_PID" 2>/dev/null
   [ -n "$MY_PID" ] && kill "$MY_PID" 2>/dev/null
+  [ -n "$MC_PID" ] && kill "$MC_PID" 2>/dev/null
   for _ in $(seq 30); do kill -0 "${PG_PID:-0}" 2>/dev/null || kill -0 "${MY_PID:-0}" 2>/dev/null || break; sleep 0.5; done
   rm -rf "$W"
 }
@@ -29,8 +31,11 @@ mariadb-install-db --user="$(id -un)" --datadir="$W/my" --auth-root-authenticati
 mariadbd --user="$(id -un)" --datadir="$W/my" --socket="$W/my.sock" --pid-file="$W/my.pid" --skip-networking \
   --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=1 --log-error="$W/my.log" >>"$W/my.log" 2>&1 &
 MY_PID=$!
+# memcached, in front of MariaDB for YCSB.
+memcached -u "$(id -un)" -s "$W/mc.sock" -a 0700 -m 64 >"$W/mc.log" 2>&1 &
+MC_PID=$!
 for _ in $(seq 120); do
-  psql -h "$W" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && mariadb -uroot -S "$W/my.sock" -e 'select 1' >/dev/null 2>&1 && break
+  psql -h "$W" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && mariadb -uroot -S "$W/my.sock" -e 'select 1' >/dev/null 2>&1 && [ -S "$W/mc.sock" ] && break
   sleep 0.5
 done
 mariadb -uroot -S "$W/my.sock" -e 'create database bench'
@@ -41,7 +46,7 @@ failed=0
 run() {  # name, args...: one benchmark run; its summary's last lines on failure
   local name=$1; shift
   if "$BIN" bench "$@" --quiet >"$W/out" 2>&1; then
-    echo "ok    $name: $(grep -E 'transactions/s|calls/s|^load:' "$W/out" | head -1)"
+    echo "ok    $name: $(grep -E 'transactions/s|calls/s|txn/s|^load:' "$W/out" | head -1)"
   else
     echo "FAIL  $name"; sed 's/^/      /' "$W/out" | tail -15; failed=1
   fi
@@ -57,4 +62,6 @@ for peer in postgres mariadb; do
     run "tatp $peer $mode" tatp $T --subscribers 5000 --no-load --mode $mode --clients 4 --warmup 0.5 --duration 2
   done
 done
+run "ycsb mariadb" ycsb $MY --records 2000 --mix write-heavy --warmup 0.5 --duration 2
+run "ycsb mariadb+memcached" ycsb $MY --memcached "$W/mc.sock" --records 2000 --mix write-heavy --warmup 0.5 --duration 2
 [ $failed = 0 ] && echo "peers: every run passed its checks" || { echo "peers: a run failed (above)"; exit 1; }

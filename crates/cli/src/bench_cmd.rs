@@ -517,11 +517,14 @@ pub(crate) fn parse_size_arg(s: &str) -> Result<u64, String> {
 pub(crate) struct CommonArgs {
     #[command(flatten)]
     pub(crate) engine: Flags<BenchEngine>,
-    /// What to run against: embedded (in this process) or server=HOST:PORT (a running
-    /// `permafrost serve`, over the PostgreSQL protocol; the engine flags then do not apply).
+    /// What to run against: embedded (in this process), server=HOST:PORT (a running
+    /// `permafrost serve`, over the PostgreSQL protocol) or mariadb=URL (MariaDB through its
+    /// own driver, e.g. mysql://root@localhost/db?socket=/path; with --memcached, memcached
+    /// in front of it). The engine flags apply to embedded only.
     #[arg(long, default_value = "embedded")]
     pub(crate) target: String,
-    /// Client threads driving the load. Default: one per partition (embedded), 2 (server).
+    /// Client threads driving the load. Default: one per partition (embedded), 2 (server,
+    /// mariadb).
     #[arg(long)]
     pub(crate) clients: Option<usize>,
     /// Server targets: connections in all, spread evenly over the client threads; each
@@ -530,9 +533,10 @@ pub(crate) struct CommonArgs {
     /// do), and with more they pipeline. Default: 8 per client.
     #[arg(long)]
     pub(crate) connections: Option<usize>,
-    /// Operations each client keeps in flight.
-    #[arg(long, default_value_t = 512)]
-    pub(crate) in_flight: usize,
+    /// Operations each client keeps in flight. Default: 512; mariadb: as many as a client's
+    /// connections (each runs one statement at a time).
+    #[arg(long)]
+    pub(crate) in_flight: Option<usize>,
     /// Seconds of warm-up before measuring.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) warmup: f64,
@@ -568,6 +572,11 @@ pub(crate) struct YcsbArgs {
     /// Zipfian constant s of the key distribution (0 = uniform).
     #[arg(long, default_value_t = 0.99)]
     pub(crate) skew: f64,
+    /// With --target mariadb=URL: memcached at HOST:PORT (or a unix socket's path) in
+    /// front of MariaDB, as the anti-caching paper's MySQL + memcached: reads look in
+    /// memcached first and store what they read from MariaDB there; writes delete the key.
+    #[arg(long)]
+    pub(crate) memcached: Option<String>,
     /// A report an earlier run wrote with --json (e.g. docs/results/embedded-ycsb.json):
     /// its throughput is printed next to this run's, with the ratio, and a warning when
     /// this run is less than 80 % of it (the machine is noisy: compare interleaved runs).
@@ -634,12 +643,16 @@ pub(crate) fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
         mix: args.mix,
         skew: args.skew,
         clients: 1,
-        in_flight: c.in_flight,
+        in_flight: c.in_flight.unwrap_or(512),
         warmup: c.warmup,
         duration: c.duration,
         seed: c.seed,
     };
-    let report = match ycsb::TargetSpec::parse(&c.target).map_err(|e| e.to_string())? {
+    let target = ycsb::TargetSpec::parse(&c.target).map_err(|e| e.to_string())?;
+    if args.memcached.is_some() && !matches!(target, ycsb::TargetSpec::MariaDb(_)) {
+        return Err("--memcached applies to --target mariadb=URL only".into());
+    }
+    let report = match target {
         ycsb::TargetSpec::Embedded => {
             if c.connections.is_some() {
                 return Err("--connections applies to --target server=HOST:PORT only".into());
@@ -661,6 +674,22 @@ pub(crate) fn run_ycsb(args: YcsbArgs) -> Result<(), String> {
             opts.validate().map_err(|e| e.to_string())?;
             let connections = c.connections.unwrap_or(8 * opts.clients);
             let target = ycsb::server::Server::new(&addr, connections).map_err(|e| e.to_string())?;
+            ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
+        }
+        ycsb::TargetSpec::MariaDb(url) => {
+            let clients = c.clients.unwrap_or(2);
+            let connections = c.connections.unwrap_or(8 * clients);
+            // A MariaDB connection runs one statement at a time: by default every
+            // connection busy, none waiting.
+            let in_flight = c.in_flight.unwrap_or((connections / clients).max(1));
+            let opts = YcsbOptions {
+                clients,
+                in_flight,
+                ..opts
+            };
+            opts.validate().map_err(|e| e.to_string())?;
+            let target =
+                ycsb::mariadb::MariaDb::new(&url, args.memcached.as_deref(), connections).map_err(|e| e.to_string())?;
             ycsb::run(&target, &opts, !c.quiet).map_err(|e| e.to_string())?
         }
     };

@@ -8,6 +8,7 @@
 
 pub mod embedded;
 pub mod keys;
+pub mod mariadb;
 pub mod server;
 pub mod values;
 
@@ -66,6 +67,8 @@ pub enum TargetSpec {
     Embedded,
     /// A running `permafrost serve` at `HOST:PORT`, over the PostgreSQL protocol.
     Server(String),
+    /// MariaDB through its own driver, at mysql_async's URL.
+    MariaDb(String),
 }
 
 impl TargetSpec {
@@ -77,8 +80,13 @@ impl TargetSpec {
             parse_addr(addr)?;
             return Ok(TargetSpec::Server(addr.to_string()));
         }
+        if let Some(url) = s.strip_prefix("mariadb=")
+            && url.starts_with("mysql://")
+        {
+            return Ok(TargetSpec::MariaDb(url.to_string()));
+        }
         Err(BenchError::Options(format!(
-            "invalid --target \"{s}\": expected embedded or server=HOST:PORT"
+            "invalid --target \"{s}\": expected embedded, server=HOST:PORT or mariadb=mysql://USER@HOST/DB[?socket=PATH]"
         )))
     }
 }

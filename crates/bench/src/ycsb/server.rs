@@ -555,41 +555,53 @@ impl<F: Future<Output = Done> + Send> YcsbClient for ServerClient<F> {
         if self.last_batch < self.batch {
             std::thread::sleep(BATCH_SLEEP);
         }
-        let pending = &mut self.pending;
         let (busy, conn_of) = (&mut self.busy, &self.conn_of);
-        let mut fatal = None;
         let before = out.len();
-        // Until at least one completes, then everything that has completed, in one go.
-        self.rt.block_on(std::future::poll_fn(|cx| {
-            loop {
-                match pending.poll_next_unpin(cx) {
-                    Poll::Ready(Some((token, r))) => {
-                        if let Some(b) = conn_of.get(token as usize).and_then(|&c| busy.get_mut(c)) {
-                            *b = b.saturating_sub(1);
-                        }
-                        match r {
-                            Ok(o) => out.push((token, o)),
-                            Err(e) => {
-                                fatal.get_or_insert(e);
-                            }
-                        }
+        let r = drain(&self.rt, &mut self.pending, out, |(token, r): Done| {
+            if let Some(b) = conn_of.get(token as usize).and_then(|&c| busy.get_mut(c)) {
+                *b = b.saturating_sub(1);
+            }
+            r.map(|o| (token, o))
+        });
+        self.last_batch = out.len() - before;
+        r
+    }
+}
+
+/// Drives `pending` on `rt` until at least one operation completes, then takes every one
+/// that has completed, in one go: `take` turns each into its token and outcome, or the
+/// error that ends the run (the first such error is returned, after the rest are taken).
+pub(super) fn drain<F: Future>(
+    rt: &Runtime,
+    pending: &mut FuturesUnordered<F>,
+    out: &mut Vec<(u64, Outcome)>,
+    mut take: impl FnMut(F::Output) -> Result<(u64, Outcome), String>,
+) -> Result<(), BenchError> {
+    let mut fatal = None;
+    let before = out.len();
+    rt.block_on(std::future::poll_fn(|cx| {
+        loop {
+            match pending.poll_next_unpin(cx) {
+                Poll::Ready(Some(done)) => match take(done) {
+                    Ok(o) => out.push(o),
+                    Err(e) => {
+                        fatal.get_or_insert(e);
                     }
-                    Poll::Ready(None) => return Poll::Ready(()),
-                    Poll::Pending => {
-                        return if out.len() > before || fatal.is_some() {
-                            Poll::Ready(())
-                        } else {
-                            Poll::Pending
-                        };
-                    }
+                },
+                Poll::Ready(None) => return Poll::Ready(()),
+                Poll::Pending => {
+                    return if out.len() > before || fatal.is_some() {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    };
                 }
             }
-        }));
-        self.last_batch = out.len() - before;
-        match fatal {
-            Some(e) => Err(BenchError::Client(e)),
-            None => Ok(()),
         }
+    }));
+    match fatal {
+        Some(e) => Err(BenchError::Client(e)),
+        None => Ok(()),
     }
 }
 
