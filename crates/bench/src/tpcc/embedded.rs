@@ -21,7 +21,7 @@ use super::random::{NuConstants, TxnType};
 use super::schema;
 use super::{Mode, Tally, TpccReport, note_error, report};
 use crate::BenchError;
-use crate::way::MAX_ATTEMPTS;
+use crate::way::{Flavor, MAX_ATTEMPTS};
 
 /// Loads (when asked), runs `opts.clients` terminals from `threads` client threads, and
 /// checks the consistency conditions.
@@ -60,8 +60,8 @@ pub fn run(db: &Database, opts: &TpccOptions, threads: usize, progress_bar: bool
 /// Creates the tables and runs the loading statements from two threads; the seconds taken.
 fn load(db: &Database, opts: &TpccOptions, c_last_c: u32, progress_bar: bool) -> Result<f64, BenchError> {
     let started = Instant::now();
-    for ddl in schema::DDL {
-        db.execute_sql(ddl, Vec::new())?;
+    for ddl in schema::ddl(Flavor::Permafrost) {
+        db.execute_sql(&ddl, Vec::new())?;
     }
     let (jobs, bar) = schema::planned_jobs(opts, progress_bar);
     let jobs = Mutex::new(jobs);

@@ -28,6 +28,7 @@ use super::txns::{Done, Ended};
 use super::{Attempt, Mode, Tally, TpccOptions, TpccReport, check, drive, report, run_terminals, schema, txns};
 use crate::BenchError;
 use crate::mariadb::{bind, connect, err, exec_all, numbered};
+use crate::way::Flavor;
 
 /// A PostgreSQL text of the transactions or the schema in MariaDB's dialect.
 fn dialect(sql: &str) -> String {
@@ -319,7 +320,7 @@ async fn load(
     let started = Instant::now();
     let drops = schema::TABLES.iter().rev().map(|t| format!("DROP TABLE IF EXISTS {t}"));
     exec_all(admin, drops).await?;
-    exec_all(admin, schema::DDL.iter().map(|d| dialect(d))).await?;
+    exec_all(admin, schema::ddl(Flavor::Postgres).iter().map(|d| dialect(d))).await?;
     let (jobs, bar) = schema::planned_jobs(opts, progress_bar);
     let jobs = Arc::new(Mutex::new(jobs));
     let loaded = Arc::new(AtomicU64::new(0));

@@ -294,13 +294,12 @@ async fn run_async(
 ) -> Result<TpccReport, BenchError> {
     let (admin, server_version) = target.connect_admin().await?;
     let nu = NuConstants::draw(&mut SmallRng::seed_from_u64(opts.seed));
+    let flavor = Flavor::of(&server_version);
     let load_seconds = if opts.load {
-        Some(load(target, &admin, opts, nu.c_last, progress_bar).await?)
+        Some(load(target, (&admin, flavor), opts, nu.c_last, progress_bar).await?)
     } else {
         None
     };
-
-    let flavor = Flavor::of(&server_version);
     if mode == Mode::Procedures && opts.run {
         calls::create(&admin, flavor).await?;
     }
@@ -364,13 +363,13 @@ where
 /// Creates the tables and loads the population over several connections; the seconds taken.
 async fn load(
     target: &Target,
-    admin: &Client,
+    (admin, flavor): (&Client, Flavor),
     opts: &TpccOptions,
     c_last_c: u32,
     progress_bar: bool,
 ) -> Result<f64, BenchError> {
     let started = Instant::now();
-    schema::create(admin).await?;
+    schema::create(admin, flavor).await?;
     let (jobs, bar) = schema::planned_jobs(opts, progress_bar);
     let jobs = Arc::new(Mutex::new(jobs));
     let loaded = Arc::new(AtomicU64::new(0));

@@ -20,6 +20,7 @@ use tokio_postgres::error::SqlState;
 use super::options::{DISTRICTS, Scale, TpccOptions};
 use super::random::{astring, data_with_original, last_name, nstring, nurand, zip};
 use crate::BenchError;
+use crate::way::Flavor;
 use crate::ycsb::server::describe;
 
 /// The tables, in the order they are created (and dropped in reverse).
@@ -101,13 +102,34 @@ pub fn planned_jobs(opts: &TpccOptions, shown: bool) -> (Vec<Job>, indicatif::Pr
     (jobs, bar)
 }
 
+/// The tables the papers keep in memory (DeBrabant et al. §4.1: every table but these is
+/// evictable): read by every transaction, small, never growing.
+pub const KEPT_IN_MEMORY: [&str; 3] = ["warehouse", "district", "item"];
+
+/// The CREATE statements for a server of `flavor`: [`DDL`], with Permafrost told which
+/// tables to keep in memory (`evictable = false`; the partitioning it still chooses).
+pub fn ddl(flavor: Flavor) -> Vec<String> {
+    DDL.iter()
+        .map(|d| {
+            let kept = KEPT_IN_MEMORY
+                .iter()
+                .any(|t| d.starts_with(&format!("CREATE TABLE {t} (")));
+            if kept && flavor == Flavor::Permafrost {
+                format!("{d} WITH (evictable = false)")
+            } else {
+                d.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Drops the tables left by an earlier run and creates them again.
-pub async fn create(client: &Client) -> Result<(), BenchError> {
+pub async fn create(client: &Client, flavor: Flavor) -> Result<(), BenchError> {
     for t in TABLES.iter().rev() {
         exec(client, &format!("DROP TABLE IF EXISTS {t}")).await?;
     }
-    for d in DDL {
-        exec(client, d).await?;
+    for d in ddl(flavor) {
+        exec(client, &d).await?;
     }
     Ok(())
 }
