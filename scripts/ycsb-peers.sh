@@ -2,7 +2,8 @@
 # The anti-caching paper's YCSB comparison with one client for every system: `BIN bench ycsb` against Permafrost
 # (`permafrost serve`, over the PostgreSQL protocol), MariaDB (InnoDB, through its own driver) and MariaDB +
 # memcached (cache-aside reads, invalidate on write, as the paper's MySQL + memcached), each in a memory cgroup of
-# BUDGET + 128 MiB: Permafrost --memory-limit BUDGET (command log sync); MariaDB innodb_buffer_pool_size=BUDGET,
+# BUDGET + EXTRA MiB (EXTRA default 128; Permafrost's load at a 64 MiB budget peaks at 256 MiB resident, see
+# docs/results/ycsb-peers.md, so a run at that budget needs EXTRA=256): Permafrost --memory-limit BUDGET (command log sync); MariaDB innodb_buffer_pool_size=BUDGET,
 # O_DIRECT, flush at commit; MariaDB + memcached share the budget, half each (MEMCACHED_SHARE percent to memcached,
 # default 50), both in one cgroup. Every run loads RECORDS rows of 1 KB (10 fields of 100 bytes) afresh, then runs
 # the mix for SECS seconds after a warm-up of WARMUP (default 10), 2 client threads with 8 connections each, one
@@ -17,12 +18,12 @@
 set -u
 BIN=$(realpath "$1"); B=$2; N=$3; SECS=$4
 SYSTEMS=${5:-"permafrost mariadb mariadb+memcached"}; MIXES=${6:-"read-only read-heavy write-heavy"}; SKEWS=${7:-1.0}
-ROUNDS=${ROUNDS:-1}; WARMUP=${WARMUP:-10}; OUT=${OUT:-/tmp/ycsb-peers}; SHARE=${MEMCACHED_SHARE:-50}
+ROUNDS=${ROUNDS:-1}; EXTRA=${EXTRA:-128}; WARMUP=${WARMUP:-10}; OUT=${OUT:-/tmp/ycsb-peers}; SHARE=${MEMCACHED_SHARE:-50}
 need=""; command -v mariadbd >/dev/null || need="$need mariadb-server"; command -v memcached >/dev/null || need="$need memcached"
 if [ -n "$need" ]; then apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null 2>&1; fi
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/ycsbpeers.XXXX); chmod 777 "$W"
-LIMIT=$(( (B + 128) * 1024 * 1024 ))
+LIMIT=$(( (B + EXTRA) * 1024 * 1024 ))
 MC_MB=$(( B * SHARE / 100 )); POOL_MC=$(( B - MC_MB ))
 cg() { local d=/sys/fs/cgroup/memory/ycsbpeers-$1; rmdir $d 2>/dev/null; mkdir -p $d; echo $LIMIT > $d/memory.limit_in_bytes; echo 0 > $d/memory.swappiness 2>/dev/null; echo $d; }
 PIDS=()
