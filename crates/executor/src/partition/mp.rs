@@ -805,9 +805,13 @@ fn takes_memory(c: &DdlChange) -> bool {
 }
 
 /// After a transaction ran over partitions whose tokens the coordinator held: their
-/// memory checks and counters, as after a message of their own.
+/// memory checks and counters, as after a message of their own. Each partition's clock is
+/// read first: an idle partition's thread does not tick it, and a check measured against
+/// a clock that has not moved since the last one is skipped as too soon, so a stream of
+/// multi-partition writes would never evict there nor close its write gate.
 fn done_with(others: &mut [Held<'_>]) {
     for o in others.iter_mut() {
+        o.tick();
         o.after_message();
         o.publish(false);
     }
