@@ -2,8 +2,7 @@
 # The anti-caching paper's YCSB comparison with one client for every system: `BIN bench ycsb` against Permafrost
 # (`permafrost serve`, over the PostgreSQL protocol), MariaDB (InnoDB, through its own driver) and MariaDB +
 # memcached (cache-aside reads, invalidate on write, as the paper's MySQL + memcached), each in a memory cgroup of
-# BUDGET + EXTRA MiB (EXTRA default 128; Permafrost's load at a 64 MiB budget peaks at 256 MiB resident, see
-# docs/results/ycsb-peers.md, so a run at that budget needs EXTRA=256): Permafrost --memory-limit BUDGET (command log sync); MariaDB innodb_buffer_pool_size=BUDGET,
+# BUDGET + EXTRA MiB (EXTRA default 128): Permafrost --memory-limit BUDGET (command log sync); MariaDB innodb_buffer_pool_size=BUDGET,
 # O_DIRECT, flush at commit; MariaDB + memcached share the budget, half each (MEMCACHED_SHARE percent to memcached,
 # default 50), both in one cgroup. Every run loads RECORDS rows of 1 KB (10 fields of 100 bytes) afresh, then runs
 # the mix for SECS seconds after a warm-up of WARMUP (default 10), 2 client threads with 8 connections each, one
