@@ -3,7 +3,7 @@
 # against PostgreSQL 15 (tokio-postgres; interactive, and its PL/pgSQL functions) and MariaDB (its own driver;
 # interactive, and its stored procedures), and `bench ycsb` against MariaDB alone and with memcached in front,
 # small and short, each run's consistency conditions, invariants or read verification checked by the benchmark
-# itself (it exits non-zero when one fails or a transaction failed). The servers come from Debian packages
+# itself (it exits non-zero when one fails or a transaction failed); and `bench experiment paper` at a tiny size. The servers come from Debian packages
 # (.ci/run installs them), listen on unix sockets in a temporary directory only, and are stopped by their
 # process id.
 # usage: tests/peers/run.sh BIN   (BIN: the permafrost binary, e.g. target/debug/permafrost)
@@ -64,4 +64,31 @@ for peer in postgres mariadb; do
 done
 run "ycsb mariadb" ycsb $MY --records 2000 --mix write-heavy --warmup 0.5 --duration 2
 run "ycsb mariadb+memcached" ycsb $MY --memcached "$W/mc.sock" --records 2000 --mix write-heavy --warmup 0.5 --duration 2
+# bench experiment paper, tiny: it starts its own Permafrost, MariaDB and memcached, each in a memory cgroup
+# (root), grows the data once, and must leave no cgroup or server behind.
+if "$BIN" bench experiment paper --memory-limit 16MiB --ratios 1,2 --mixes write-heavy --skews 1.0 --warmup 0.5 \
+    --duration 2 --data-dir "$W/paper-work" --out "$W/paper" >"$W/out" 2>&1 && python3 - "$W/paper" <<'PY'
+import json, sys
+d = sys.argv[1]
+r = json.load(open(f"{d}/paper.json"))
+points = r["points"]
+assert len(points) == 6, f"{len(points)} points, not 2 sizes x 3 systems"
+for p in points:
+    assert p["median_tps"] > 0, p["system"]
+    for run in p["runs"]:
+        assert run["verify_errors"] == 0 and run["failed"] == 0, (p["system"], run["verify_errors"], run["failed"])
+assert [s["oom_kills"] for s in r["systems"]] == [0, 0, 0], r["systems"]
+assert len(r["table"]) == 2 and all(len(row["permafrost_over"]) == 2 for row in r["table"])
+assert open(f"{d}/paper.png", "rb").read(4) == b"\x89PNG"
+assert "| write-heavy | 1.0 | 2x" in open(f"{d}/paper.md").read()
+PY
+then
+  if ls -d /sys/fs/cgroup/memory/permafrost-paper-* /sys/fs/cgroup/permafrost-paper-* 2>/dev/null || pgrep -f "$W/paper-work" >/dev/null; then
+    echo "FAIL  experiment paper: a cgroup or server was left behind"; failed=1
+  else
+    echo "ok    experiment paper: $(grep -c 'ops/s' "$W/out") runs, $(tail -1 "$W/out")"
+  fi
+else
+  echo "FAIL  experiment paper"; sed 's/^/      /' "$W/out" | tail -15; failed=1
+fi
 [ $failed = 0 ] && echo "peers: every run passed its checks" || { echo "peers: a run failed (above)"; exit 1; }

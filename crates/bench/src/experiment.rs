@@ -353,7 +353,8 @@ pub struct ExperimentReport {
     pub findings: Vec<Finding>,
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The median of `v` (0 for none).
+pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {
@@ -363,7 +364,7 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-fn machine() -> Machine {
+pub fn machine() -> Machine {
     let memory_bytes = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {

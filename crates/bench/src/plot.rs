@@ -76,6 +76,55 @@ pub fn line_chart(
     x_fmt: &dyn Fn(f64) -> String,
 ) -> Result<(), BenchError> {
     font()?;
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    draw_lines(&root, title, x_label, y_label, series, x_fmt, 22)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// One chart of a grid: its title and lines.
+pub struct Panel {
+    pub title: String,
+    pub series: Vec<Series>,
+}
+
+/// Line charts in a grid of `cols` columns under one title, each drawn as [`line_chart`]
+/// draws one (panels without points are left blank).
+pub fn grid_chart(
+    path: &Path,
+    title: &str,
+    cols: usize,
+    panels: &[Panel],
+    x_label: &str,
+    y_label: &str,
+    x_fmt: &dyn Fn(f64) -> String,
+) -> Result<(), BenchError> {
+    font()?;
+    let cols = cols.max(1);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let root = BitMapBackend::new(path, (520 * cols as u32, 380 * rows as u32 + 50)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let body = root.titled(title, (FONT, 26)).map_err(plot_err)?;
+    for (area, panel) in body.split_evenly((rows, cols)).iter().zip(panels) {
+        if panel.series.iter().any(|s| s.points.iter().any(|p| p.1 > 0.0)) {
+            draw_lines(area, &panel.title, x_label, y_label, &panel.series, x_fmt, 18)?;
+        }
+    }
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Draws the lines of `series` on `area` (see [`line_chart`]).
+fn draw_lines(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    x_fmt: &dyn Fn(f64) -> String,
+    title_size: u32,
+) -> Result<(), BenchError> {
     let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     let ys: Vec<f64> = series
         .iter()
@@ -99,11 +148,9 @@ pub fn line_chart(
             String::new()
         }
     };
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let mut builder = ChartBuilder::on(&root);
+    let mut builder = ChartBuilder::on(area);
     builder
-        .caption(title, (FONT, 22))
+        .caption(title, (FONT, title_size))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80);
@@ -163,7 +210,6 @@ pub fn line_chart(
             .map_err(plot_err)?;
         draw!(chart);
     }
-    root.present().map_err(plot_err)?;
     Ok(())
 }
 
@@ -271,6 +317,23 @@ mod tests {
             points: vec![(1.0, 10.0), (2.0, 100_000.0)],
         }];
         line_chart(&p, "t", "x", "y", &wide, &|x| format!("{x}")).unwrap();
+        let panels = vec![
+            Panel {
+                title: "one".into(),
+                series,
+            },
+            Panel {
+                title: "empty".into(),
+                series: Vec::new(),
+            },
+            Panel {
+                title: "wide".into(),
+                series: wide,
+            },
+        ];
+        let g = dir.path().join("g.png");
+        grid_chart(&g, "t", 2, &panels, "x", "y", &|x| format!("{x}")).unwrap();
+        assert_eq!(&std::fs::read(&g).unwrap()[1..4], b"PNG");
         let png = std::fs::read(&p).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let p = dir.path().join("b.png");

@@ -219,7 +219,7 @@ fn before_restart(
     let target = embedded::Embedded::new(db.clone(), true);
     progress("loading");
     let t = Instant::now();
-    target.load(ycsb, &|_| {})?;
+    target.load(ycsb, 0, &|_| {})?;
     report.load_seconds = t.elapsed().as_secs_f64();
     report.evicted_after_load = db.stats_now()?.evicted_now;
     progress("snapshot");

@@ -183,6 +183,8 @@ pub struct Sample {
 /// The load phase.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LoadReport {
+    /// The rows this run loaded (fewer than the table holds when it grew from an earlier
+    /// run's rows, as `bench experiment paper` does).
     pub records: u64,
     pub seconds: f64,
     pub records_per_sec: f64,

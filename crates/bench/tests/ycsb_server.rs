@@ -113,7 +113,7 @@ fn reads_are_verified_and_updates_are_read_back() {
         clients: 1,
         ..options(Mix::ReadHeavy)
     };
-    target.load(&opts, &|_| {}).unwrap();
+    target.load(&opts, 0, &|_| {}).unwrap();
     let mut client = target.client(&opts).unwrap();
     let update = Op::Update {
         key: 7,

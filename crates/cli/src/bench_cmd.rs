@@ -39,7 +39,7 @@ pub(crate) enum Workload {
     /// A series of YCSB runs in one process, written as JSON and a PNG chart: fig8 (merge
     /// policies), fig9a (block sizes), fig10 (access tracking), compare (anti-cache
     /// against in-memory, the judged ratios).
-    Experiment(ExperimentArgs),
+    Experiment(Box<ExperimentArgs>),
     /// Kill-and-restart: runs `permafrost serve` (command log sync) under a concurrent
     /// workload, kills it with SIGKILL at random moments, restarts it on its data directory
     /// and checks that every acknowledged change came back and that no transfer was
@@ -438,7 +438,9 @@ pub(crate) struct CrashArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ExperimentArgs {
-    /// fig8, fig9a, fig10, compare or durability.
+    /// fig8, fig9a, fig10, compare, durability (embedded, in this process) or paper (the
+    /// anti-caching paper's YCSB comparison: Permafrost, MariaDB and MariaDB + memcached
+    /// started here, each in a memory cgroup; needs root, mariadb-server and memcached).
     pub(crate) name: String,
     /// Directory for <name>.json and <name>.png.
     #[arg(long, default_value = "docs/results")]
@@ -449,32 +451,58 @@ pub(crate) struct ExperimentArgs {
     /// Bytes per tuple.
     #[arg(long, default_value_t = 1008)]
     pub(crate) tuple_size: usize,
-    /// Seconds of warm-up before each measured run.
-    #[arg(long, default_value_t = 3.0)]
-    pub(crate) warmup: f64,
-    /// Seconds measured per run.
-    #[arg(long, default_value_t = 10.0)]
-    pub(crate) duration: f64,
+    /// Seconds of warm-up before each measured run (default: 3; 10 for paper).
+    #[arg(long)]
+    pub(crate) warmup: Option<f64>,
+    /// Seconds measured per run (default: 10; 20 for paper).
+    #[arg(long)]
+    pub(crate) duration: Option<f64>,
     /// Times every configuration runs (interleaved); the median is plotted.
     #[arg(long, default_value_t = 1)]
     pub(crate) rounds: usize,
     /// Partitions (default: number of CPU cores).
     #[arg(long)]
     pub(crate) partitions: Option<u32>,
-    /// Client threads (default: one per partition).
+    /// Client threads (default: one per partition; 2 for paper).
     #[arg(long)]
     pub(crate) clients: Option<usize>,
+    /// paper: connections in all, shared by the client threads (one statement in flight
+    /// on each).
+    #[arg(long, default_value_t = 16)]
+    pub(crate) connections: usize,
+    /// paper: the data sizes, as multiples of --memory-limit, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    pub(crate) ratios: Vec<u32>,
+    /// paper: the Zipfian skews, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1.5,1.0,0.5")]
+    pub(crate) skews: Vec<f64>,
+    /// paper: the mixes, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = Mix::parse, default_value = "read-only,read-heavy,write-heavy")]
+    pub(crate) mixes: Vec<Mix>,
+    /// paper: the systems, comma-separated (permafrost, mariadb, mariadb+memcached).
+    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::System::parse,
+          default_value = "permafrost,mariadb,mariadb+memcached")]
+    pub(crate) systems: Vec<permafrost_bench::paper::System>,
+    /// paper: what each system's cgroup holds beyond --memory-limit (the servers' own
+    /// memory and the page cache of their files).
+    #[arg(long, default_value = "128MiB", value_parser = parse_size_arg)]
+    pub(crate) cgroup_extra: u64,
+    /// paper: memcached's share of the budget in MariaDB + memcached, in percent.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) memcached_percent: u64,
     /// Operations each client keeps in flight.
     #[arg(long, default_value_t = 512)]
     pub(crate) in_flight: usize,
-    /// compare: memory limit of the larger-than-memory runs.
+    /// compare: memory limit of the larger-than-memory runs; paper: every system's memory
+    /// budget (default 256MiB: the largest data set, 8x, is 2 GiB).
     #[arg(long, value_parser = parse_size_arg)]
     pub(crate) memory_limit: Option<u64>,
     /// durability: the command log's group commit window (default: the setting's default).
     #[arg(long, value_parser = parse_duration_arg)]
     pub(crate) group_commit_window: Option<std::time::Duration>,
     /// Directory for the runs' block files and command logs: each run gets a fresh
-    /// run-<k> in it, removed after the run (default: temporary directories).
+    /// run-<k> in it, removed after the run (default: temporary directories); paper: the
+    /// servers' data directories.
     #[arg(long)]
     pub(crate) data_dir: Option<PathBuf>,
     /// Seed of the workload's random choices.
@@ -720,11 +748,14 @@ pub(crate) fn run_device(a: DeviceArgs) -> Result<(), String> {
 
 pub(crate) fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
     use permafrost_bench::experiment;
+    if a.name == "paper" {
+        return run_paper(a);
+    }
     let params = experiment::Params {
         records: a.records,
         tuple_size: a.tuple_size,
-        warmup: a.warmup,
-        duration: a.duration,
+        warmup: a.warmup.unwrap_or(3.0),
+        duration: a.duration.unwrap_or(10.0),
         rounds: a.rounds,
         partitions: a.partitions,
         clients: a.clients,
@@ -759,6 +790,53 @@ pub(crate) fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
     }
     let (json, png) = experiment::write(&report, &spec, &a.out).map_err(|e| e.to_string())?;
     println!("wrote {} and {}", json.display(), png.display());
+    Ok(())
+}
+
+/// `bench experiment paper`.
+fn run_paper(a: ExperimentArgs) -> Result<(), String> {
+    use permafrost_bench::paper;
+    if a.replot {
+        return Err("paper cannot be drawn again from its JSON yet (--replot is for the embedded experiments)".into());
+    }
+    if a.records.is_some() || a.partitions.is_some() || a.group_commit_window.is_some() {
+        return Err("paper takes no --records (the data is --ratios times --memory-limit), --partitions or --group-commit-window (the server runs with its defaults)".into());
+    }
+    let d = paper::PaperOptions::default();
+    let o = paper::PaperOptions {
+        memory_limit: a.memory_limit.unwrap_or(d.memory_limit),
+        cgroup_extra: a.cgroup_extra,
+        memcached_percent: a.memcached_percent,
+        ratios: a.ratios,
+        mixes: a.mixes,
+        skews: a.skews,
+        systems: a.systems,
+        tuple_size: a.tuple_size,
+        warmup: a.warmup.unwrap_or(d.warmup),
+        duration: a.duration.unwrap_or(d.duration),
+        rounds: a.rounds,
+        clients: a.clients.unwrap_or(d.clients),
+        connections: a.connections,
+        in_flight: a.connections.div_ceil(a.clients.unwrap_or(d.clients).max(1)),
+        seed: a.seed,
+        work_dir: a.data_dir,
+        binary: None,
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report =
+        paper::run(&o, &command, std::io::IsTerminal::is_terminal(&std::io::stderr())).map_err(|e| e.to_string())?;
+    for f in &report.findings {
+        println!("{}: {} of {} cells", f.claim, f.agree, f.cells);
+    }
+    let files = paper::write(&report, &a.out).map_err(|e| e.to_string())?;
+    println!(
+        "wrote {}",
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
 

@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         } => run_device(a),
         Command::Bench {
             workload: Workload::Experiment(a),
-        } => run_experiment(a),
+        } => run_experiment(*a),
         Command::Bench {
             workload: Workload::Crash(a),
         } => run_crash(*a),

@@ -87,21 +87,23 @@ impl YcsbTarget for Embedded {
         format!("permafrost-embedded ({} partitions)", self.db.partitions())
     }
 
-    fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
-        self.db.execute_ddl(&ddl(opts.field_len(), self.evictable))?;
-        register_procedures(&self.db)?;
+    fn load(&self, opts: &YcsbOptions, from: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
+        if from == 0 {
+            self.db.execute_ddl(&ddl(opts.field_len(), self.evictable))?;
+            register_procedures(&self.db)?;
+        }
         let insert = self.db.procedure("YcsbInsert")?;
         let len = opts.field_len();
-        let chunk = opts.records.div_ceil(2).max(1);
-        let loaded = std::sync::atomic::AtomicU64::new(0);
+        let chunk = (opts.records - from).div_ceil(2).max(1);
+        let loaded = std::sync::atomic::AtomicU64::new(from);
         // Two loader threads, each pipelining its half of the keys.
         std::thread::scope(|s| -> Result<(), BenchError> {
             let mut hs = Vec::new();
             for part in 0..2u64 {
                 let (db, insert, loaded) = (&self.db, &insert, &loaded);
                 hs.push(s.spawn(move || -> Result<(), BenchError> {
-                    let lo = part * chunk;
-                    let hi = ((part + 1) * chunk).min(opts.records);
+                    let lo = (from + part * chunk).min(opts.records);
+                    let hi = (from + (part + 1) * chunk).min(opts.records);
                     let mut session = db.session();
                     let mut done = Vec::new();
                     let window = 1024;

@@ -85,7 +85,25 @@ impl MariaDb {
         })
     }
 
-    async fn load_async(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
+    async fn load_async(
+        &self,
+        opts: &YcsbOptions,
+        from: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(), BenchError> {
+        if from == 0 {
+            self.create_table(opts).await?;
+        }
+        let next = AtomicU64::new(from);
+        let loaded = AtomicU64::new(from);
+        let loaders = (0..LOAD_CONNECTIONS).map(|_| self.loader(opts, &next, &loaded, progress));
+        futures_util::future::try_join_all(loaders).await?;
+        progress(opts.records);
+        Ok(())
+    }
+
+    /// Drops the usertable a former load left, creates it afresh and empties the cache.
+    async fn create_table(&self, opts: &YcsbOptions) -> Result<(), BenchError> {
         let mut admin = connect(&self.url).await?;
         let fields: Vec<String> = (0..FIELDS)
             .map(|i| format!("field{i} VARCHAR({}) NOT NULL", opts.field_len()))
@@ -103,11 +121,6 @@ impl MariaDb {
                 .await
                 .map_err(|e| BenchError::Client(format!("memcached flush_all: {e}")))?;
         }
-        let next = AtomicU64::new(0);
-        let loaded = AtomicU64::new(0);
-        let loaders = (0..LOAD_CONNECTIONS).map(|_| self.loader(opts, &next, &loaded, progress));
-        futures_util::future::try_join_all(loaders).await?;
-        progress(opts.records);
         Ok(())
     }
 
@@ -157,7 +170,7 @@ impl YcsbTarget for MariaDb {
         }
     }
 
-    fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
+    fn load(&self, opts: &YcsbOptions, from: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
         if self.connections < opts.clients {
             return Err(BenchError::Options(format!(
                 "--connections ({}) must be at least --clients ({}): every client thread needs a connection",
@@ -165,7 +178,7 @@ impl YcsbTarget for MariaDb {
             )));
         }
         self.clients.store(opts.clients, Ordering::Relaxed);
-        self.rt.block_on(self.load_async(opts, progress))
+        self.rt.block_on(self.load_async(opts, from, progress))
     }
 
     fn client(&self, opts: &YcsbOptions) -> Result<Box<dyn YcsbClient>, BenchError> {

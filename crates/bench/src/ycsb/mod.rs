@@ -50,6 +50,15 @@ impl Mix {
         }
     }
 
+    /// The name `parse` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mix::ReadOnly => "read-only",
+            Mix::ReadHeavy => "read-heavy",
+            Mix::WriteHeavy => "write-heavy",
+        }
+    }
+
     /// Fraction of operations that are reads.
     pub fn read_fraction(self) -> f64 {
         match self {
@@ -211,9 +220,11 @@ pub struct TargetStats {
 /// A system YCSB runs against.
 pub trait YcsbTarget: Send + Sync {
     fn name(&self) -> String;
-    /// Creates the table (and procedures) and loads `records` rows at version 0, calling
-    /// `progress` with the number loaded so far.
-    fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError>;
+    /// Loads the rows `from..records` at version 0, calling `progress` with the number of
+    /// rows the table holds so far. With `from` 0 it creates the table (and procedures)
+    /// first, dropping one a former load left; with more, the table holds `0..from` already
+    /// and grows.
+    fn load(&self, opts: &YcsbOptions, from: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError>;
     fn client(&self, opts: &YcsbOptions) -> Result<Box<dyn YcsbClient>, BenchError>;
     fn stats(&self) -> TargetStats;
     /// Settings of the target worth recording in the report.
@@ -253,9 +264,26 @@ impl ClientResult {
 /// Loads the target and runs the workload: the load (`load`), the warm-up and measured run
 /// (`measure`), then the report of both (`report`).
 pub fn run(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Report, BenchError> {
+    grow_and_run(target, opts, 0, progress_bar)
+}
+
+/// Like [`run`] on a table that already holds the rows `0..from` (loaded by a former run
+/// with fewer records): it loads `from..records`, then runs on all of them.
+pub fn grow_and_run(
+    target: &dyn YcsbTarget,
+    opts: &YcsbOptions,
+    from: u64,
+    progress_bar: bool,
+) -> Result<Report, BenchError> {
     opts.validate()?;
+    if from > opts.records {
+        return Err(BenchError::Options(format!(
+            "the table holds {from} records already, more than the {} asked for",
+            opts.records
+        )));
+    }
     crate::report::reset_peak_rss();
-    let loaded = load(target, opts, progress_bar)?;
+    let loaded = load(target, opts, from, progress_bar)?;
     let (results, measured) = measure(target, opts)?;
     Ok(report(target, opts, &loaded, results, measured))
 }
@@ -276,12 +304,14 @@ struct Loaded {
     rss_after: u64,
     /// The bytes the database accounts for after the load.
     accounted: u64,
+    /// The rows this load added (`records` less those the table held before).
+    rows: u64,
     seconds: f64,
 }
 
 /// Loads the target's records (with a progress bar when asked), measuring memory before
 /// and after.
-fn load(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Result<Loaded, BenchError> {
+fn load(target: &dyn YcsbTarget, opts: &YcsbOptions, from: u64, progress_bar: bool) -> Result<Loaded, BenchError> {
     let rss_before = resident(target);
     let bar = if progress_bar {
         let b = indicatif::ProgressBar::new(opts.records);
@@ -294,7 +324,7 @@ fn load(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Resu
         indicatif::ProgressBar::hidden()
     };
     let load_start = Instant::now();
-    target.load(opts, &|n| bar.set_position(n))?;
+    target.load(opts, from, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
     let seconds = load_start.elapsed().as_secs_f64();
     let rss_after = resident(target);
@@ -303,6 +333,7 @@ fn load(target: &dyn YcsbTarget, opts: &YcsbOptions, progress_bar: bool) -> Resu
         rss_before,
         rss_after,
         accounted,
+        rows: opts.records - from,
         seconds,
     })
 }
@@ -480,9 +511,9 @@ fn report(
         ..stats.memory
     };
     report.load = LoadReport {
-        records: opts.records,
+        records: loaded.rows,
         seconds: loaded.seconds,
-        records_per_sec: opts.records as f64 / loaded.seconds.max(1e-9),
+        records_per_sec: loaded.rows as f64 / loaded.seconds.max(1e-9),
     };
     report.timeseries = m.timeseries;
     let (user, system) = (m.cpu_end.0 - m.cpu_start.0, m.cpu_end.1 - m.cpu_start.1);

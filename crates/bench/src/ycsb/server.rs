@@ -193,7 +193,7 @@ impl YcsbTarget for Server {
         format!("permafrost-server ({})", self.addr)
     }
 
-    fn load(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
+    fn load(&self, opts: &YcsbOptions, from: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
         if self.connections < opts.clients {
             return Err(BenchError::Options(format!(
                 "--connections ({}) must be at least --clients ({}): every client thread needs a connection",
@@ -201,7 +201,7 @@ impl YcsbTarget for Server {
             )));
         }
         self.clients.store(opts.clients, Ordering::Relaxed);
-        self.rt.block_on(self.load_async(opts, progress))
+        self.rt.block_on(self.load_async(opts, from, progress))
     }
 
     fn client(&self, opts: &YcsbOptions) -> Result<Box<dyn YcsbClient>, BenchError> {
@@ -270,7 +270,25 @@ impl YcsbTarget for Server {
 }
 
 impl Server {
-    async fn load_async(&self, opts: &YcsbOptions, progress: &(dyn Fn(u64) + Sync)) -> Result<(), BenchError> {
+    async fn load_async(
+        &self,
+        opts: &YcsbOptions,
+        from: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(), BenchError> {
+        if from == 0 {
+            self.create_table(opts).await?;
+        }
+        let next = AtomicU64::new(from);
+        let loaded = AtomicU64::new(from);
+        let loaders = (0..LOAD_CONNECTIONS).map(|_| self.loader(opts, &next, &loaded, progress));
+        futures_util::future::try_join_all(loaders).await?;
+        progress(opts.records);
+        Ok(())
+    }
+
+    /// Drops the usertable a former load left and creates it afresh.
+    async fn create_table(&self, opts: &YcsbOptions) -> Result<(), BenchError> {
         let admin = connect(&self.config, &self.addr).await?;
         if let Err(e) = admin.batch_execute("DROP TABLE IF EXISTS usertable").await {
             // A server without IF EXISTS: drop it plainly, a missing table is fine.
@@ -288,13 +306,6 @@ impl Server {
             .batch_execute(&embedded::ddl(opts.field_len(), true))
             .await
             .map_err(|e| setup_error("CREATE TABLE usertable", &e))?;
-        drop(admin);
-
-        let next = AtomicU64::new(0);
-        let loaded = AtomicU64::new(0);
-        let loaders = (0..LOAD_CONNECTIONS).map(|_| self.loader(opts, &next, &loaded, progress));
-        futures_util::future::try_join_all(loaders).await?;
-        progress(opts.records);
         Ok(())
     }
 

@@ -1,0 +1,219 @@
+//! What `bench experiment paper` runs and what it reports: the systems, the options (the
+//! default size), each measured point, and the report written as JSON.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::BenchError;
+use crate::report::Report;
+use crate::ycsb::{Mix, YcsbOptions};
+
+/// A system the paper compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum System {
+    #[serde(rename = "permafrost")]
+    Permafrost,
+    #[serde(rename = "mariadb")]
+    MariaDb,
+    #[serde(rename = "mariadb+memcached")]
+    MariaDbMemcached,
+}
+
+impl System {
+    pub const ALL: [System; 3] = [System::Permafrost, System::MariaDb, System::MariaDbMemcached];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Permafrost => "permafrost",
+            System::MariaDb => "mariadb",
+            System::MariaDbMemcached => "mariadb+memcached",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<System, String> {
+        System::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| format!("unknown system \"{s}\" (one of: permafrost, mariadb, mariadb+memcached)"))
+    }
+}
+
+/// What to run. [`PaperOptions::default`] is the default size: a 256 MiB budget, so the
+/// largest data set (8×) is 2 GiB.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaperOptions {
+    /// Every system's memory budget: Permafrost's `--memory-limit`, MariaDB's buffer pool,
+    /// MariaDB + memcached's buffer pool and cache together.
+    pub memory_limit: u64,
+    /// What each cgroup holds beyond the budget: the servers' own code, connections and
+    /// the page cache their files pass through.
+    pub cgroup_extra: u64,
+    /// memcached's share of the budget, in percent, in MariaDB + memcached.
+    pub memcached_percent: u64,
+    /// Data sizes as multiples of the budget, smallest first.
+    pub ratios: Vec<u32>,
+    pub mixes: Vec<Mix>,
+    pub skews: Vec<f64>,
+    pub systems: Vec<System>,
+    pub tuple_size: usize,
+    pub warmup: f64,
+    pub duration: f64,
+    pub rounds: usize,
+    /// Client threads.
+    pub clients: usize,
+    /// Connections in all (each client thread has its share).
+    pub connections: usize,
+    /// Statements each client thread keeps in flight (one per connection: a client that
+    /// waits for each answer, as the paper's did).
+    pub in_flight: usize,
+    pub seed: u64,
+    /// The servers' data directories go under it (default: a temporary directory).
+    #[serde(skip)]
+    pub work_dir: Option<PathBuf>,
+    /// The `permafrost` binary that serves (default: this one).
+    #[serde(skip)]
+    pub binary: Option<PathBuf>,
+}
+
+impl Default for PaperOptions {
+    fn default() -> Self {
+        PaperOptions {
+            memory_limit: 256 << 20,
+            cgroup_extra: 128 << 20,
+            memcached_percent: 50,
+            ratios: vec![1, 2, 4, 8],
+            mixes: vec![Mix::ReadOnly, Mix::ReadHeavy, Mix::WriteHeavy],
+            skews: vec![1.5, 1.0, 0.5],
+            systems: System::ALL.to_vec(),
+            tuple_size: 1008,
+            warmup: 10.0,
+            duration: 20.0,
+            rounds: 1,
+            clients: 2,
+            connections: 16,
+            in_flight: 8,
+            seed: 42,
+            work_dir: None,
+            binary: None,
+        }
+    }
+}
+
+impl PaperOptions {
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: &str| Err(BenchError::Options(m.to_string()));
+        if self.memory_limit < 16 << 20 {
+            return bad("--memory-limit must be at least 16MiB");
+        }
+        if self.ratios.is_empty() || self.ratios.contains(&0) || !self.ratios.windows(2).all(|w| w[0] < w[1]) {
+            return bad("--ratios must be increasing multiples of the memory, at least 1 (as 1,2,4,8)");
+        }
+        if self.mixes.is_empty() || self.skews.is_empty() || self.systems.is_empty() {
+            return bad("--mixes, --skews and --systems must name at least one each");
+        }
+        if self.memcached_percent == 0 || self.memcached_percent >= 100 {
+            return bad("--memcached-percent must be between 1 and 99");
+        }
+        if self.rounds == 0 {
+            return bad("--rounds must be at least 1");
+        }
+        self.ycsb(1, Mix::ReadOnly, self.skews[0]).validate()
+    }
+
+    /// Records at `ratio` times the memory budget.
+    pub fn records(&self, ratio: u32) -> u64 {
+        u64::from(ratio) * self.memory_limit / self.tuple_size as u64
+    }
+
+    /// The YCSB options of one run.
+    pub fn ycsb(&self, records: u64, mix: Mix, skew: f64) -> YcsbOptions {
+        YcsbOptions {
+            records,
+            tuple_size: self.tuple_size,
+            mix,
+            skew,
+            clients: self.clients,
+            in_flight: self.in_flight,
+            warmup: self.warmup,
+            duration: self.duration,
+            seed: self.seed,
+        }
+    }
+
+    /// Measured runs in all.
+    pub fn runs(&self) -> usize {
+        self.ratios.len() * self.rounds * self.mixes.len() * self.skews.len() * self.systems.len()
+    }
+
+    /// A lower bound of the time the runs take (loads and starts come on top).
+    pub fn seconds(&self) -> f64 {
+        self.runs() as f64 * (self.warmup + self.duration)
+    }
+}
+
+/// The runs of one system at one mix, skew and data size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub system: System,
+    pub mix: Mix,
+    pub skew: f64,
+    /// Data size over the memory budget.
+    pub ratio: u32,
+    pub records: u64,
+    pub throughput_tps: Vec<f64>,
+    pub median_tps: f64,
+    pub runs: Vec<Report>,
+}
+
+/// How a system was started and what its cgroup saw.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemReport {
+    pub system: System,
+    pub settings: String,
+    pub cgroup_limit_bytes: u64,
+    pub cgroup_peak_bytes: Option<u64>,
+    pub oom_kills: u64,
+    /// Seconds each load (one per data size) took.
+    pub load_seconds: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PaperReport {
+    pub experiment: &'static str,
+    pub title: String,
+    pub command: String,
+    pub machine: crate::experiment::Machine,
+    pub options: PaperOptions,
+    pub seconds: f64,
+    pub systems: Vec<SystemReport>,
+    pub points: Vec<Point>,
+    /// Permafrost's median throughput over each peer's, per mix, skew and size.
+    pub table: Vec<Row>,
+    /// The paper's shape: whether Permafrost's lead grows with the data and with skew.
+    pub findings: Vec<Finding>,
+}
+
+/// One mix, skew and data size: every system's median throughput, and Permafrost's over
+/// each peer's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub mix: Mix,
+    pub skew: f64,
+    pub ratio: u32,
+    pub records: u64,
+    pub median_tps: BTreeMap<&'static str, f64>,
+    pub permafrost_over: BTreeMap<&'static str, f64>,
+}
+
+/// One claim of the paper, checked against this run's rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub claim: String,
+    /// Cells (mix and skew, or mix and size) that agree, out of `cells`.
+    pub agree: usize,
+    pub cells: usize,
+    /// The cells that do not agree, with their ratios.
+    pub exceptions: Vec<String>,
+}

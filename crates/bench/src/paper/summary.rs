@@ -1,0 +1,350 @@
+//! What `bench experiment paper` makes of its runs: the table of medians and ratios, the
+//! paper's shape checked against them, the chart and the Markdown the README shows.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use super::model::{Finding, PaperOptions, PaperReport, Point, Row, System};
+use crate::BenchError;
+use crate::plot::{self, Panel, Series};
+use crate::ycsb::Mix;
+
+/// A skew as the paper writes it: 1.0, 0.5, 1.25.
+pub fn skew_text(skew: f64) -> String {
+    format!("{skew:?}")
+}
+
+fn tps(points: &[Point], system: System, mix: Mix, skew: f64, ratio: u32) -> Option<f64> {
+    points
+        .iter()
+        .find(|p| p.system == system && p.mix == mix && p.skew == skew && p.ratio == ratio)
+        .map(|p| p.median_tps)
+        .filter(|t| *t > 0.0)
+}
+
+/// The rows, in the order the points were measured (size, mix, skew).
+pub fn rows(points: &[Point]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for p in points {
+        if rows
+            .iter()
+            .any(|r| r.mix == p.mix && r.skew == p.skew && r.ratio == p.ratio)
+        {
+            continue;
+        }
+        let mut row = Row {
+            mix: p.mix,
+            skew: p.skew,
+            ratio: p.ratio,
+            records: p.records,
+            median_tps: BTreeMap::new(),
+            permafrost_over: BTreeMap::new(),
+        };
+        for s in System::ALL {
+            if let Some(t) = tps(points, s, p.mix, p.skew, p.ratio) {
+                row.median_tps.insert(s.name(), t);
+            }
+        }
+        if let Some(mine) = row.median_tps.get("permafrost").copied() {
+            for peer in [System::MariaDb, System::MariaDbMemcached] {
+                if let Some(t) = row.median_tps.get(peer.name()) {
+                    row.permafrost_over.insert(peer.name(), mine / t);
+                }
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+fn ratio_of(rows: &[Row], peer: System, mix: Mix, skew: f64, ratio: u32) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.mix == mix && r.skew == skew && r.ratio == ratio)
+        .and_then(|r| r.permafrost_over.get(peer.name()).copied())
+}
+
+/// The paper's shape (§4.3): against each peer, Permafrost's lead is larger at the
+/// largest data size than at the smallest (each mix and skew), and larger at the highest
+/// skew than at the lowest (each mix and size).
+pub fn findings(points: &[Point], o: &PaperOptions) -> Vec<Finding> {
+    let rows = rows(points);
+    let mut out = Vec::new();
+    let (small, large) = (o.ratios[0], o.ratios[o.ratios.len() - 1]);
+    let (lo_skew, hi_skew) = o
+        .skews
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &s| (a.min(s), b.max(s)));
+    for peer in [System::MariaDb, System::MariaDbMemcached] {
+        if !o.systems.contains(&peer) || !o.systems.contains(&System::Permafrost) {
+            continue;
+        }
+        let at = |mix, skew, ratio| ratio_of(&rows, peer, mix, skew, ratio);
+        if small < large {
+            // Each mix and skew: the lead at the smallest size, then at the largest.
+            let cells = o.mixes.iter().flat_map(|&mix| {
+                o.skews.iter().map(move |&skew| {
+                    let what = format!("{} skew {}", mix.name(), skew_text(skew));
+                    (what, at(mix, skew, small), at(mix, skew, large))
+                })
+            });
+            out.push(finding(
+                format!(
+                    "Permafrost's lead over {} grows with the data ({small}x to {large}x memory)",
+                    peer.name()
+                ),
+                cells,
+                &format!("at {small}x"),
+                &format!("at {large}x"),
+            ));
+        }
+        if lo_skew < hi_skew {
+            // Each mix and size: the lead at the lowest skew, then at the highest.
+            let cells = o.mixes.iter().flat_map(|&mix| {
+                o.ratios.iter().map(move |&ratio| {
+                    (
+                        format!("{} {ratio}x", mix.name()),
+                        at(mix, lo_skew, ratio),
+                        at(mix, hi_skew, ratio),
+                    )
+                })
+            });
+            out.push(finding(
+                format!(
+                    "Permafrost's lead over {} grows with skew ({lo_skew} to {hi_skew})",
+                    peer.name()
+                ),
+                cells,
+                &format!("at skew {}", skew_text(lo_skew)),
+                &format!("at skew {}", skew_text(hi_skew)),
+            ));
+        }
+    }
+    out
+}
+
+/// A claim that the lead (`from`, then `to`) grows, checked in each cell measured both ways.
+fn finding(
+    claim: String,
+    cells: impl Iterator<Item = (String, Option<f64>, Option<f64>)>,
+    from: &str,
+    to: &str,
+) -> Finding {
+    let mut f = Finding {
+        claim,
+        agree: 0,
+        cells: 0,
+        exceptions: Vec::new(),
+    };
+    for (what, a, b) in cells {
+        let (Some(a), Some(b)) = (a, b) else { continue };
+        f.cells += 1;
+        if b > a {
+            f.agree += 1;
+        } else {
+            f.exceptions.push(format!("{what}: {a:.2}x {from}, {b:.2}x {to}"));
+        }
+    }
+    f
+}
+
+/// One chart per mix and skew (a row per mix, a column per skew): each system's median
+/// throughput against the data-to-memory ratio.
+pub fn chart(report: &PaperReport, png: &Path) -> Result<(), BenchError> {
+    let o = &report.options;
+    let mut panels = Vec::new();
+    for &mix in &o.mixes {
+        for &skew in &o.skews {
+            let series = o
+                .systems
+                .iter()
+                .map(|&s| Series {
+                    label: s.name().to_string(),
+                    points: report
+                        .points
+                        .iter()
+                        .filter(|p| p.system == s && p.mix == mix && p.skew == skew)
+                        .map(|p| (f64::from(p.ratio), p.median_tps))
+                        .collect(),
+                })
+                .collect();
+            panels.push(Panel {
+                title: format!("{}, skew {}", mix.name(), skew_text(skew)),
+                series,
+            });
+        }
+    }
+    plot::grid_chart(
+        png,
+        &report.title,
+        o.skews.len(),
+        &panels,
+        "data / memory",
+        "ops/s",
+        &|x| format!("{x}x"),
+    )
+}
+
+/// The table of the run as Markdown, with the command that made it and the findings.
+pub fn markdown(report: &PaperReport) -> String {
+    let o = &report.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{}\n", report.title);
+    let _ = writeln!(s, "`{}`\n", report.command);
+    let _ = writeln!(
+        s,
+        "{} CPUs, {:.0} GiB; {} round(s) of {} s measured after {} s of warm-up; {} client threads, {} connections, one statement in flight per connection; {:.1} minutes in all.\n",
+        report.machine.cpus,
+        report.machine.memory_bytes as f64 / f64::from(1u32 << 30),
+        o.rounds,
+        o.duration,
+        o.warmup,
+        o.clients,
+        o.connections,
+        report.seconds / 60.0
+    );
+    for sys in &report.systems {
+        let _ = writeln!(
+            s,
+            "- {}: {}; cgroup {} MiB, peak {} MiB, OOM kills {}",
+            sys.system.name(),
+            sys.settings,
+            sys.cgroup_limit_bytes >> 20,
+            sys.cgroup_peak_bytes.map_or("?".to_string(), |b| (b >> 20).to_string()),
+            sys.oom_kills
+        );
+    }
+    let names: Vec<&str> = o.systems.iter().map(|s| s.name()).collect();
+    let peers: Vec<&str> = names.iter().copied().filter(|n| *n != "permafrost").collect();
+    let _ = write!(s, "\n| mix | skew | data | {} |", names.join(" | "));
+    for p in &peers {
+        let _ = write!(s, " permafrost / {p} |");
+    }
+    let _ = write!(s, "\n|---|---|---|{}", "---|".repeat(names.len() + peers.len()));
+    for r in &report.table {
+        let _ = write!(
+            s,
+            "\n| {} | {} | {}x ({} records) |",
+            r.mix.name(),
+            skew_text(r.skew),
+            r.ratio,
+            r.records
+        );
+        for n in &names {
+            let _ = write!(
+                s,
+                " {} |",
+                r.median_tps.get(n).map_or("-".into(), |t| format!("{t:.0}"))
+            );
+        }
+        for p in &peers {
+            let _ = write!(
+                s,
+                " {} |",
+                r.permafrost_over.get(p).map_or("-".into(), |x| format!("{x:.2}x"))
+            );
+        }
+    }
+    s.push_str("\n\n");
+    for f in &report.findings {
+        let _ = writeln!(s, "- {}: {} of {} cells", f.claim, f.agree, f.cells);
+        for e in &f.exceptions {
+            let _ = writeln!(s, "  - not in {e}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(system: System, skew: f64, ratio: u32, tps: f64) -> Point {
+        Point {
+            system,
+            mix: Mix::ReadHeavy,
+            skew,
+            ratio,
+            records: u64::from(ratio) * 1000,
+            throughput_tps: vec![tps],
+            median_tps: tps,
+            runs: Vec::new(),
+        }
+    }
+
+    fn options() -> PaperOptions {
+        PaperOptions {
+            ratios: vec![1, 8],
+            mixes: vec![Mix::ReadHeavy],
+            skews: vec![1.5, 0.5],
+            ..PaperOptions::default()
+        }
+    }
+
+    #[test]
+    fn rows_divide_permafrost_by_each_peer() {
+        let points = vec![
+            point(System::Permafrost, 1.5, 1, 300.0),
+            point(System::MariaDb, 1.5, 1, 100.0),
+            point(System::MariaDbMemcached, 1.5, 1, 150.0),
+            point(System::Permafrost, 1.5, 8, 90.0),
+        ];
+        let rows = rows(&points);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].permafrost_over["mariadb"], 3.0);
+        assert_eq!(rows[0].permafrost_over["mariadb+memcached"], 2.0);
+        // A size the peers did not reach has throughputs but no ratios.
+        assert_eq!(rows[1].median_tps["permafrost"], 90.0);
+        assert!(rows[1].permafrost_over.is_empty());
+    }
+
+    #[test]
+    fn findings_name_the_cells_against_the_shape() {
+        let o = PaperOptions {
+            systems: vec![System::Permafrost, System::MariaDb],
+            ..options()
+        };
+        // Lead over MariaDB: skew 1.5: 2x at 1x, 4x at 8x (grows); skew 0.5: 1.5x at 1x,
+        // 1.2x at 8x (shrinks).
+        let points = vec![
+            point(System::Permafrost, 1.5, 1, 200.0),
+            point(System::MariaDb, 1.5, 1, 100.0),
+            point(System::Permafrost, 1.5, 8, 400.0),
+            point(System::MariaDb, 1.5, 8, 100.0),
+            point(System::Permafrost, 0.5, 1, 150.0),
+            point(System::MariaDb, 0.5, 1, 100.0),
+            point(System::Permafrost, 0.5, 8, 120.0),
+            point(System::MariaDb, 0.5, 8, 100.0),
+        ];
+        let f = findings(&points, &o);
+        assert_eq!(f.len(), 2, "{f:?}");
+        let data = &f[0];
+        assert!(data.claim.contains("grows with the data"));
+        assert_eq!((data.agree, data.cells), (1, 2));
+        assert_eq!(
+            data.exceptions,
+            vec!["read-heavy skew 0.5: 1.50x at 1x, 1.20x at 8x".to_string()]
+        );
+        // Higher skew, larger lead at both sizes.
+        let skew = &f[1];
+        assert!(skew.claim.contains("grows with skew"));
+        assert_eq!((skew.agree, skew.cells), (2, 2));
+        let md = markdown(&PaperReport {
+            experiment: "paper",
+            title: "t".into(),
+            command: "permafrost bench experiment paper".into(),
+            machine: crate::experiment::machine(),
+            options: o,
+            seconds: 60.0,
+            systems: Vec::new(),
+            table: rows(&points),
+            points,
+            findings: f,
+        });
+        assert!(
+            md.contains("| read-heavy | 1.5 | 8x (8000 records) | 400 | 100 | 4.00x |"),
+            "{md}"
+        );
+        assert!(md.contains("1 of 2 cells"), "{md}");
+    }
+}
