@@ -66,8 +66,9 @@ run "ycsb mariadb" ycsb $MY --records 2000 --mix write-heavy --warmup 0.5 --dura
 run "ycsb mariadb+memcached" ycsb $MY --memcached "$W/mc.sock" --records 2000 --mix write-heavy --warmup 0.5 --duration 2
 # bench experiment paper, tiny: it starts its own Permafrost, MariaDB and memcached, each in a memory cgroup
 # (root), grows the data once, and must leave no cgroup or server behind.
-if "$BIN" bench experiment paper --memory-limit 16MiB --ratios 1,2 --mixes write-heavy --skews 1.0 --warmup 0.5 \
-    --duration 2 --data-dir "$W/paper-work" --out "$W/paper" >"$W/out" 2>&1 && python3 - "$W/paper" <<'PY'
+if "$BIN" bench experiment paper --memory-limit 16MiB --ratios 1,2 --mixes write-heavy --skews 1.0 --oltp-ratios 1 \
+    --oltp-clients 2 --warmup 0.5 --duration 2 --data-dir "$W/paper-work" --out "$W/paper" >"$W/out" 2>&1 \
+    && python3 - "$W/paper" <<'PY'
 import json, sys
 d = sys.argv[1]
 r = json.load(open(f"{d}/paper.json"))
@@ -77,10 +78,18 @@ for p in points:
     assert p["median_tps"] > 0, p["system"]
     for run in p["runs"]:
         assert run["verify_errors"] == 0 and run["failed"] == 0, (p["system"], run["verify_errors"], run["failed"])
-assert [s["oom_kills"] for s in r["systems"]] == [0, 0, 0], r["systems"]
+oltp = r["oltp"]
+assert sorted((p["system"], p["mode"].split()[0]) for p in oltp) == [("mariadb", "interactive"), ("mariadb", "stored"),
+    ("permafrost", "interactive"), ("permafrost", "stored")], oltp
+for p in oltp:
+    assert p["median_tps"] > 0, p["system"]
+    for run in p["runs"]:
+        assert run["failed"] == 0 and run["checks_passed"] == len(run["checks"]), (p["system"], run["checks"])
+assert [s["oom_kills"] for s in r["systems"]] == [0] * 5, r["systems"]
 assert len(r["table"]) == 2 and all(len(row["permafrost_over"]) == 2 for row in r["table"])
 assert open(f"{d}/paper.png", "rb").read(4) == b"\x89PNG"
-assert "| write-heavy | 1.0 | 2x" in open(f"{d}/paper.md").read()
+md = open(f"{d}/paper.md").read()
+assert "| write-heavy | 1.0 | 2x" in md and "| permafrost | stored procedures over the wire |" in md, md
 PY
 then
   if ls -d /sys/fs/cgroup/memory/permafrost-paper-* /sys/fs/cgroup/permafrost-paper-* 2>/dev/null || pgrep -f "$W/paper-work" >/dev/null; then

@@ -10,6 +10,7 @@
 
 use std::io::Read;
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -158,7 +159,23 @@ impl Process {
             .open(log)
             .map_err(io_err(format!("cannot open {}", log.display())))?;
         let err = out.try_clone()?;
-        let child = Command::new("/bin/sh")
+        let mut cmd = Command::new("/bin/sh");
+        // SAFETY: between fork and exec the child makes only async-signal-safe calls
+        // (`prctl`, `getppid`) about itself, and touches no memory of the parent's.
+        let parent = unsafe { libc::getpid() };
+        unsafe {
+            cmd.pre_exec(move || {
+                // The server ends (SIGTERM: its orderly shutdown) when this process does,
+                // even killed: no server outlives an interrupted experiment. The signal
+                // follows the spawning thread, which is the experiment's own.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("the experiment ended while its server started"));
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
             .arg("-c")
             .arg("echo $$ > \"$0\" && exec \"$@\"")
             .arg(cgroup.procs_file())

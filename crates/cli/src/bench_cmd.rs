@@ -483,6 +483,15 @@ pub(crate) struct ExperimentArgs {
     #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::System::parse,
           default_value = "permafrost,mariadb,mariadb+memcached")]
     pub(crate) systems: Vec<permafrost_bench::paper::System>,
+    /// paper: the parts to run, comma-separated (ycsb, tatp).
+    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::Part::parse, default_value = "ycsb,tatp")]
+    pub(crate) parts: Vec<permafrost_bench::paper::Part>,
+    /// paper: TATP's data sizes, as multiples of --memory-limit, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    pub(crate) oltp_ratios: Vec<u32>,
+    /// paper: TATP's terminals.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) oltp_clients: usize,
     /// paper: what each system's cgroup holds beyond --memory-limit (the servers' own
     /// memory and the page cache of their files).
     #[arg(long, default_value = "128MiB", value_parser = parse_size_arg)]
@@ -811,6 +820,9 @@ fn run_paper(a: ExperimentArgs) -> Result<(), String> {
         mixes: a.mixes,
         skews: a.skews,
         systems: a.systems,
+        parts: a.parts,
+        oltp_ratios: a.oltp_ratios,
+        oltp_clients: a.oltp_clients,
         tuple_size: a.tuple_size,
         warmup: a.warmup.unwrap_or(d.warmup),
         duration: a.duration.unwrap_or(d.duration),

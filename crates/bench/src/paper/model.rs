@@ -10,6 +10,44 @@ use crate::BenchError;
 use crate::report::Report;
 use crate::ycsb::{Mix, YcsbOptions};
 
+/// A part of the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    Ycsb,
+    Tatp,
+}
+
+impl Part {
+    pub const ALL: [Part; 2] = [Part::Ycsb, Part::Tatp];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Ycsb => "ycsb",
+            Part::Tatp => "tatp",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Part, String> {
+        Part::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| format!("unknown part \"{s}\" (one of: ycsb, tatp)"))
+    }
+}
+
+/// Bytes of data per TATP subscriber (its SUBSCRIBER row, its 1-4 ACCESS_INFO and
+/// SPECIAL_FACILITY rows, their CALL_FORWARDING rows, and the index entries of them all),
+/// as Permafrost accounts them in memory: sizes the TATP part's populations. Measured
+/// (2026-12-07): 100,000 subscribers loaded by `bench tatp` into `permafrost serve` hold
+/// 45.2 MB of tuples and 72.7 MB of indexes (`permafrost_memory_bytes`).
+pub const TATP_BYTES_PER_SUBSCRIBER: u64 = 1180;
+
+/// A skew as the paper writes it: 1.0, 0.5, 1.25.
+pub fn skew_text(skew: f64) -> String {
+    format!("{skew:?}")
+}
+
 /// A system the paper compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum System {
@@ -57,6 +95,12 @@ pub struct PaperOptions {
     pub mixes: Vec<Mix>,
     pub skews: Vec<f64>,
     pub systems: Vec<System>,
+    /// The parts to run, in this order.
+    pub parts: Vec<Part>,
+    /// TATP's data sizes, as multiples of the budget.
+    pub oltp_ratios: Vec<u32>,
+    /// TATP's terminals (each a connection with one transaction at a time).
+    pub oltp_clients: usize,
     pub tuple_size: usize,
     pub warmup: f64,
     pub duration: f64,
@@ -87,6 +131,9 @@ impl Default for PaperOptions {
             mixes: vec![Mix::ReadOnly, Mix::ReadHeavy, Mix::WriteHeavy],
             skews: vec![1.5, 1.0, 0.5],
             systems: System::ALL.to_vec(),
+            parts: Part::ALL.to_vec(),
+            oltp_ratios: vec![1, 4],
+            oltp_clients: 8,
             tuple_size: 1008,
             warmup: 10.0,
             duration: 20.0,
@@ -107,8 +154,22 @@ impl PaperOptions {
         if self.memory_limit < 16 << 20 {
             return bad("--memory-limit must be at least 16MiB");
         }
-        if self.ratios.is_empty() || self.ratios.contains(&0) || !self.ratios.windows(2).all(|w| w[0] < w[1]) {
-            return bad("--ratios must be increasing multiples of the memory, at least 1 (as 1,2,4,8)");
+        for (flag, ratios) in [("--ratios", &self.ratios), ("--oltp-ratios", &self.oltp_ratios)] {
+            if ratios.is_empty() || ratios.contains(&0) || !ratios.windows(2).all(|w| w[0] < w[1]) {
+                return Err(BenchError::Options(format!(
+                    "{flag} must be increasing multiples of the memory, at least 1 (as 1,2,4,8)"
+                )));
+            }
+        }
+        if self.parts.is_empty() {
+            return bad("--parts must name at least one of ycsb, tatp");
+        }
+        if !(1..=4096).contains(&self.oltp_clients) {
+            return bad("--oltp-clients must be between 1 and 4096");
+        }
+        let largest = self.oltp_ratios[self.oltp_ratios.len() - 1];
+        if self.parts.contains(&Part::Tatp) && self.tatp_subscribers(largest) > 100_000_000 {
+            return bad("TATP at the largest --oltp-ratios would exceed 100,000,000 subscribers");
         }
         if self.mixes.is_empty() || self.skews.is_empty() || self.systems.is_empty() {
             return bad("--mixes, --skews and --systems must name at least one each");
@@ -142,14 +203,32 @@ impl PaperOptions {
         }
     }
 
-    /// Measured runs in all.
-    pub fn runs(&self) -> usize {
+    /// TATP subscribers at `ratio` times the memory budget.
+    pub fn tatp_subscribers(&self, ratio: u32) -> u32 {
+        let n = u64::from(ratio) * self.memory_limit / TATP_BYTES_PER_SUBSCRIBER;
+        u32::try_from(n.max(1)).unwrap_or(u32::MAX)
+    }
+
+    /// Measured YCSB runs.
+    pub fn ycsb_runs(&self) -> usize {
+        if !self.parts.contains(&Part::Ycsb) {
+            return 0;
+        }
         self.ratios.len() * self.rounds * self.mixes.len() * self.skews.len() * self.systems.len()
+    }
+
+    /// Measured TATP runs (two ways on each system but MariaDB + memcached).
+    pub fn tatp_runs(&self) -> usize {
+        if !self.parts.contains(&Part::Tatp) {
+            return 0;
+        }
+        let systems = self.systems.iter().filter(|s| **s != System::MariaDbMemcached).count();
+        self.oltp_ratios.len() * self.rounds * 2 * systems
     }
 
     /// A lower bound of the time the runs take (loads and starts come on top).
     pub fn seconds(&self) -> f64 {
-        self.runs() as f64 * (self.warmup + self.duration)
+        (self.ycsb_runs() + self.tatp_runs()) as f64 * (self.warmup + self.duration)
     }
 }
 
@@ -167,10 +246,53 @@ pub struct Point {
     pub runs: Vec<Report>,
 }
 
+/// The runs of one system one way at one size, of TATP.
+#[derive(Debug, Clone, Serialize)]
+pub struct OltpPoint {
+    pub workload: &'static str,
+    pub system: System,
+    /// How the transactions ran (`Mode::name`).
+    pub mode: &'static str,
+    /// Data size over the memory budget.
+    pub ratio: u32,
+    /// The population (TATP's subscribers).
+    pub scale: u64,
+    pub throughput_tps: Vec<f64>,
+    pub median_tps: f64,
+    /// Each run's full report.
+    pub runs: Vec<serde_json::Value>,
+}
+
+impl OltpPoint {
+    pub fn new(workload: &'static str, system: System, mode: crate::way::Mode, ratio: u32, scale: u64) -> OltpPoint {
+        OltpPoint {
+            workload,
+            system,
+            mode: mode.name(),
+            ratio,
+            scale,
+            throughput_tps: Vec::new(),
+            median_tps: 0.0,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Adds a run: its throughput, and its report.
+    pub fn add(&mut self, tps: f64, report: &impl Serialize) -> Result<(), BenchError> {
+        self.runs
+            .push(serde_json::to_value(report).map_err(|e| BenchError::Client(e.to_string()))?);
+        self.throughput_tps.push(tps);
+        self.median_tps = crate::experiment::median(&self.throughput_tps);
+        Ok(())
+    }
+}
+
 /// How a system was started and what its cgroup saw.
 #[derive(Debug, Clone, Serialize)]
 pub struct SystemReport {
     pub system: System,
+    /// The part and size it served.
+    pub part: String,
     pub settings: String,
     pub cgroup_limit_bytes: u64,
     pub cgroup_peak_bytes: Option<u64>,
@@ -188,7 +310,10 @@ pub struct PaperReport {
     pub options: PaperOptions,
     pub seconds: f64,
     pub systems: Vec<SystemReport>,
+    /// YCSB's points.
     pub points: Vec<Point>,
+    /// TATP's points.
+    pub oltp: Vec<OltpPoint>,
     /// Permafrost's median throughput over each peer's, per mix, skew and size.
     pub table: Vec<Row>,
     /// The paper's shape: whether Permafrost's lead grows with the data and with skew.

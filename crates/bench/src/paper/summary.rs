@@ -5,15 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use super::model::{Finding, PaperOptions, PaperReport, Point, Row, System};
+use super::model::{Finding, PaperOptions, PaperReport, Point, Row, System, skew_text};
 use crate::BenchError;
 use crate::plot::{self, Panel, Series};
 use crate::ycsb::Mix;
-
-/// A skew as the paper writes it: 1.0, 0.5, 1.25.
-pub fn skew_text(skew: f64) -> String {
-    format!("{skew:?}")
-}
 
 fn tps(points: &[Point], system: System, mix: Mix, skew: f64, ratio: u32) -> Option<f64> {
     points
@@ -88,7 +83,7 @@ pub fn findings(points: &[Point], o: &PaperOptions) -> Vec<Finding> {
                     (what, at(mix, skew, small), at(mix, skew, large))
                 })
             });
-            out.push(finding(
+            out.extend(finding(
                 format!(
                     "Permafrost's lead over {} grows with the data ({small}x to {large}x memory)",
                     peer.name()
@@ -109,7 +104,7 @@ pub fn findings(points: &[Point], o: &PaperOptions) -> Vec<Finding> {
                     )
                 })
             });
-            out.push(finding(
+            out.extend(finding(
                 format!(
                     "Permafrost's lead over {} grows with skew ({lo_skew} to {hi_skew})",
                     peer.name()
@@ -123,13 +118,14 @@ pub fn findings(points: &[Point], o: &PaperOptions) -> Vec<Finding> {
     out
 }
 
-/// A claim that the lead (`from`, then `to`) grows, checked in each cell measured both ways.
+/// A claim that the lead (`from`, then `to`) grows, checked in each cell measured both ways
+/// (none when no cell was).
 fn finding(
     claim: String,
     cells: impl Iterator<Item = (String, Option<f64>, Option<f64>)>,
     from: &str,
     to: &str,
-) -> Finding {
+) -> Option<Finding> {
     let mut f = Finding {
         claim,
         agree: 0,
@@ -145,7 +141,7 @@ fn finding(
             f.exceptions.push(format!("{what}: {a:.2}x {from}, {b:.2}x {to}"));
         }
     }
-    f
+    (f.cells > 0).then_some(f)
 }
 
 /// One chart per mix and skew (a row per mix, a column per skew): each system's median
@@ -154,6 +150,9 @@ pub fn chart(report: &PaperReport, png: &Path) -> Result<(), BenchError> {
     let o = &report.options;
     let mut panels = Vec::new();
     for &mix in &o.mixes {
+        if report.points.is_empty() {
+            break;
+        }
         for &skew in &o.skews {
             let series = o
                 .systems
@@ -174,46 +173,48 @@ pub fn chart(report: &PaperReport, png: &Path) -> Result<(), BenchError> {
             });
         }
     }
+    // TATP: a chart per way, each system's transactions/s against the data size.
+    let mut ways: Vec<&str> = Vec::new();
+    for p in &report.oltp {
+        if !ways.contains(&p.mode) {
+            ways.push(p.mode);
+        }
+    }
+    for way in ways {
+        let mut series: Vec<Series> = Vec::new();
+        for p in report.oltp.iter().filter(|p| p.mode == way) {
+            let label = p.system.name().to_string();
+            match series.iter_mut().find(|s| s.label == label) {
+                Some(s) => s.points.push((f64::from(p.ratio), p.median_tps)),
+                None => series.push(Series {
+                    label,
+                    points: vec![(f64::from(p.ratio), p.median_tps)],
+                }),
+            }
+        }
+        panels.push(Panel {
+            title: format!("TATP, {way}"),
+            series,
+        });
+    }
     plot::grid_chart(
         png,
         &report.title,
-        o.skews.len(),
+        o.skews.len().max(2),
         &panels,
         "data / memory",
-        "ops/s",
+        "operations or transactions/s",
         &|x| format!("{x}x"),
     )
 }
 
-/// The table of the run as Markdown, with the command that made it and the findings.
-pub fn markdown(report: &PaperReport) -> String {
-    let o = &report.options;
-    let mut s = String::new();
-    let _ = writeln!(s, "{}\n", report.title);
-    let _ = writeln!(s, "`{}`\n", report.command);
-    let _ = writeln!(
-        s,
-        "{} CPUs, {:.0} GiB; {} round(s) of {} s measured after {} s of warm-up; {} client threads, {} connections, one statement in flight per connection; {:.1} minutes in all.\n",
-        report.machine.cpus,
-        report.machine.memory_bytes as f64 / f64::from(1u32 << 30),
-        o.rounds,
-        o.duration,
-        o.warmup,
-        o.clients,
-        o.connections,
-        report.seconds / 60.0
-    );
-    for sys in &report.systems {
-        let _ = writeln!(
-            s,
-            "- {}: {}; cgroup {} MiB, peak {} MiB, OOM kills {}",
-            sys.system.name(),
-            sys.settings,
-            sys.cgroup_limit_bytes >> 20,
-            sys.cgroup_peak_bytes.map_or("?".to_string(), |b| (b >> 20).to_string()),
-            sys.oom_kills
-        );
+/// YCSB's table: each system's median throughput at each mix, skew and size, and
+/// Permafrost's over each peer's.
+fn ycsb_markdown(report: &PaperReport, s: &mut String) {
+    if report.table.is_empty() {
+        return;
     }
+    let o = &report.options;
     let names: Vec<&str> = o.systems.iter().map(|s| s.name()).collect();
     let peers: Vec<&str> = names.iter().copied().filter(|n| *n != "permafrost").collect();
     let _ = write!(s, "\n| mix | skew | data | {} |", names.join(" | "));
@@ -245,7 +246,77 @@ pub fn markdown(report: &PaperReport) -> String {
             );
         }
     }
-    s.push_str("\n\n");
+}
+
+/// TATP's table: each system's median transactions/s each way at each size, and
+/// Permafrost's over MariaDB's the same way.
+fn oltp_markdown(report: &PaperReport, s: &mut String) {
+    if report.oltp.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "\nTATP ({} terminals, each one transaction at a time):\n\n| data | subscribers | system | way | transactions/s | permafrost / mariadb |\n|---|---|---|---|---|---|",
+        report.options.oltp_clients
+    );
+    for p in &report.oltp {
+        let peer = report
+            .oltp
+            .iter()
+            .find(|q| q.system == System::MariaDb && q.mode == p.mode && q.ratio == p.ratio && q.workload == p.workload)
+            .map(|q| q.median_tps)
+            .filter(|t| *t > 0.0);
+        let over = match (p.system, peer) {
+            (System::Permafrost, Some(t)) => format!("{:.2}x", p.median_tps / t),
+            _ => String::new(),
+        };
+        let _ = write!(
+            s,
+            "\n| {}x | {} | {} | {} | {:.0} | {over} |",
+            p.ratio,
+            p.scale,
+            p.system.name(),
+            p.mode,
+            p.median_tps
+        );
+    }
+    s.push('\n');
+}
+
+/// The table of the run as Markdown, with the command that made it and the findings.
+pub fn markdown(report: &PaperReport) -> String {
+    let o = &report.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "{}\n", report.title);
+    let _ = writeln!(s, "`{}`\n", report.command);
+    let _ = writeln!(
+        s,
+        "{} CPUs, {:.0} GiB; {} round(s) of {} s measured after {} s of warm-up; {} client threads, {} connections, one statement in flight per connection; {:.1} minutes in all.\n",
+        report.machine.cpus,
+        report.machine.memory_bytes as f64 / f64::from(1u32 << 30),
+        o.rounds,
+        o.duration,
+        o.warmup,
+        o.clients,
+        o.connections,
+        report.seconds / 60.0
+    );
+    for sys in &report.systems {
+        let _ = writeln!(
+            s,
+            "- {} ({}): {}; cgroup {} MiB, peak {} MiB, OOM kills {}",
+            sys.system.name(),
+            sys.part,
+            sys.settings,
+            sys.cgroup_limit_bytes >> 20,
+            sys.cgroup_peak_bytes.map_or("?".to_string(), |b| (b >> 20).to_string()),
+            sys.oom_kills
+        );
+    }
+    ycsb_markdown(report, &mut s);
+    s.push('\n');
+    oltp_markdown(report, &mut s);
+    s.push('\n');
     for f in &report.findings {
         let _ = writeln!(s, "- {}: {} of {} cells", f.claim, f.agree, f.cells);
         for e in &f.exceptions {
@@ -339,6 +410,7 @@ mod tests {
             systems: Vec::new(),
             table: rows(&points),
             points,
+            oltp: Vec::new(),
             findings: f,
         });
         assert!(
