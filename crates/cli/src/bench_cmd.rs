@@ -467,38 +467,37 @@ pub(crate) struct ExperimentArgs {
     #[arg(long)]
     pub(crate) clients: Option<usize>,
     /// paper: connections in all, shared by the client threads (one statement in flight
-    /// on each).
-    #[arg(long, default_value_t = 16)]
-    pub(crate) connections: usize,
-    /// paper: the data sizes, as multiples of --memory-limit, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
-    pub(crate) ratios: Vec<u32>,
-    /// paper: the Zipfian skews, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1.5,1.0,0.5")]
-    pub(crate) skews: Vec<f64>,
-    /// paper: the mixes, comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = Mix::parse, default_value = "read-only,read-heavy,write-heavy")]
-    pub(crate) mixes: Vec<Mix>,
-    /// paper: the systems, comma-separated (permafrost, mariadb, mariadb+memcached).
-    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::System::parse,
-          default_value = "permafrost,mariadb,mariadb+memcached")]
-    pub(crate) systems: Vec<permafrost_bench::paper::System>,
-    /// paper: the parts to run, comma-separated (ycsb, tatp).
-    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::Part::parse, default_value = "ycsb,tatp")]
-    pub(crate) parts: Vec<permafrost_bench::paper::Part>,
-    /// paper: TATP's data sizes, as multiples of --memory-limit, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,4")]
-    pub(crate) oltp_ratios: Vec<u32>,
-    /// paper: TATP's terminals.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) oltp_clients: usize,
+    /// on each; default 16).
+    #[arg(long)]
+    pub(crate) connections: Option<usize>,
+    /// paper: the data sizes, as multiples of --memory-limit, comma-separated (default 1,2,4,8).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) ratios: Option<Vec<u32>>,
+    /// paper: the Zipfian skews, comma-separated (default 1.5,1.0,0.5).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) skews: Option<Vec<f64>>,
+    /// paper: the mixes, comma-separated (default read-only,read-heavy,write-heavy).
+    #[arg(long, value_delimiter = ',', value_parser = Mix::parse)]
+    pub(crate) mixes: Option<Vec<Mix>>,
+    /// paper: the systems, comma-separated (default permafrost,mariadb,mariadb+memcached).
+    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::System::parse)]
+    pub(crate) systems: Option<Vec<permafrost_bench::paper::System>>,
+    /// paper: the parts to run, comma-separated (default ycsb,tatp).
+    #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::Part::parse)]
+    pub(crate) parts: Option<Vec<permafrost_bench::paper::Part>>,
+    /// paper: TATP's data sizes, as multiples of --memory-limit, comma-separated (default 1,4).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) oltp_ratios: Option<Vec<u32>>,
+    /// paper: TATP's terminals (default 8).
+    #[arg(long)]
+    pub(crate) oltp_clients: Option<usize>,
     /// paper: what each system's cgroup holds beyond --memory-limit (the servers' own
-    /// memory and the page cache of their files).
-    #[arg(long, default_value = "128MiB", value_parser = parse_size_arg)]
-    pub(crate) cgroup_extra: u64,
-    /// paper: memcached's share of the budget in MariaDB + memcached, in percent.
-    #[arg(long, default_value_t = 50)]
-    pub(crate) memcached_percent: u64,
+    /// memory and the page cache of their files; default 128MiB).
+    #[arg(long, value_parser = parse_size_arg)]
+    pub(crate) cgroup_extra: Option<u64>,
+    /// paper: memcached's share of the budget in MariaDB + memcached, in percent (default 50).
+    #[arg(long)]
+    pub(crate) memcached_percent: Option<u64>,
     /// Operations each client keeps in flight.
     #[arg(long, default_value_t = 512)]
     pub(crate) in_flight: usize,
@@ -760,6 +759,21 @@ pub(crate) fn run_experiment(a: ExperimentArgs) -> Result<(), String> {
     if a.name == "paper" {
         return run_paper(a);
     }
+    let paper_only = [
+        ("--connections", a.connections.is_some()),
+        ("--ratios", a.ratios.is_some()),
+        ("--skews", a.skews.is_some()),
+        ("--mixes", a.mixes.is_some()),
+        ("--systems", a.systems.is_some()),
+        ("--parts", a.parts.is_some()),
+        ("--oltp-ratios", a.oltp_ratios.is_some()),
+        ("--oltp-clients", a.oltp_clients.is_some()),
+        ("--cgroup-extra", a.cgroup_extra.is_some()),
+        ("--memcached-percent", a.memcached_percent.is_some()),
+    ];
+    if let Some((flag, _)) = paper_only.iter().find(|(_, given)| *given) {
+        return Err(format!("{flag} is for the paper experiment only, not {}", a.name));
+    }
     let params = experiment::Params {
         records: a.records,
         tuple_size: a.tuple_size,
@@ -812,24 +826,27 @@ fn run_paper(a: ExperimentArgs) -> Result<(), String> {
         return Err("paper takes no --records (the data is --ratios times --memory-limit), --partitions or --group-commit-window (the server runs with its defaults)".into());
     }
     let d = paper::PaperOptions::default();
+    let clients = a.clients.unwrap_or(d.clients);
+    let connections = a.connections.unwrap_or(d.connections);
     let o = paper::PaperOptions {
         memory_limit: a.memory_limit.unwrap_or(d.memory_limit),
-        cgroup_extra: a.cgroup_extra,
-        memcached_percent: a.memcached_percent,
-        ratios: a.ratios,
-        mixes: a.mixes,
-        skews: a.skews,
-        systems: a.systems,
-        parts: a.parts,
-        oltp_ratios: a.oltp_ratios,
-        oltp_clients: a.oltp_clients,
+        cgroup_extra: a.cgroup_extra.unwrap_or(d.cgroup_extra),
+        memcached_percent: a.memcached_percent.unwrap_or(d.memcached_percent),
+        ratios: a.ratios.unwrap_or(d.ratios),
+        mixes: a.mixes.unwrap_or(d.mixes),
+        skews: a.skews.unwrap_or(d.skews),
+        systems: a.systems.unwrap_or(d.systems),
+        parts: a.parts.unwrap_or(d.parts),
+        oltp_ratios: a.oltp_ratios.unwrap_or(d.oltp_ratios),
+        oltp_clients: a.oltp_clients.unwrap_or(d.oltp_clients),
         tuple_size: a.tuple_size,
         warmup: a.warmup.unwrap_or(d.warmup),
         duration: a.duration.unwrap_or(d.duration),
         rounds: a.rounds,
-        clients: a.clients.unwrap_or(d.clients),
-        connections: a.connections,
-        in_flight: a.connections.div_ceil(a.clients.unwrap_or(d.clients).max(1)),
+        clients,
+        connections,
+        // One statement in flight on each of a client thread's connections.
+        in_flight: connections.div_ceil(clients.max(1)),
         seed: a.seed,
         work_dir: a.data_dir,
         binary: None,
