@@ -54,7 +54,7 @@ run() {  # name, args...: one benchmark run; its summary's last lines on failure
 for peer in postgres mariadb; do
   if [ $peer = postgres ]; then T=$PG; else T=$MY; fi
   run "tpcc $peer load" tpcc $T --warehouses 1 --load-only
-  run "voter $peer load" voter $T --load-only
+  run "voter $peer load" voter $T --votes 20000 --load-only
   run "tatp $peer load" tatp $T --subscribers 5000 --load-only
   for mode in interactive procedures; do
     run "tpcc $peer $mode" tpcc $T --warehouses 1 --no-load --mode $mode --clients 4 --warmup 0.5 --duration 2
@@ -65,39 +65,49 @@ done
 run "ycsb mariadb" ycsb $MY --records 2000 --mix write-heavy --warmup 0.5 --duration 2
 run "ycsb mariadb+memcached" ycsb $MY --memcached "$W/mc.sock" --records 2000 --mix write-heavy --warmup 0.5 --duration 2
 # bench experiment paper, tiny: it starts its own Permafrost, MariaDB and memcached, each in a memory cgroup
-# (root), grows the data once, and must leave no cgroup or server behind.
-if "$BIN" bench experiment paper --memory-limit 16MiB --ratios 1,2 --mixes write-heavy --skews 1.0 --oltp-ratios 1 \
-    --oltp-clients 2 --warmup 0.5 --duration 2 --data-dir "$W/paper-work" --out "$W/paper" >"$W/out" 2>&1 \
-    && python3 - "$W/paper" <<'PY'
+# (root), grows the data once, and must leave no cgroup or server behind. TPC-C's smallest population (two
+# warehouses, 303 MB) does not fit a 16 MiB budget's bookkeeping, so it runs apart, in 128 MiB.
+paper() {  # name, expected YCSB points, expected workloads, args...
+  local name=$1 ycsb=$2 workloads=$3; shift 3
+  if "$BIN" bench experiment paper "$@" --oltp-clients 2 --warmup 0.5 --duration 2 --data-dir "$W/paper-work" \
+      --out "$W/paper" >"$W/out" 2>&1 && python3 - "$W/paper" "$ycsb" "$workloads" <<'PY'
 import json, sys
-d = sys.argv[1]
+d, ycsb, workloads = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
 r = json.load(open(f"{d}/paper.json"))
 points = r["points"]
-assert len(points) == 6, f"{len(points)} points, not 2 sizes x 3 systems"
+assert len(points) == ycsb, f"{len(points)} YCSB points, not {ycsb}"
 for p in points:
     assert p["median_tps"] > 0, p["system"]
     for run in p["runs"]:
         assert run["verify_errors"] == 0 and run["failed"] == 0, (p["system"], run["verify_errors"], run["failed"])
-oltp = r["oltp"]
-assert sorted((p["system"], p["mode"].split()[0]) for p in oltp) == [("mariadb", "interactive"), ("mariadb", "stored"),
-    ("permafrost", "interactive"), ("permafrost", "stored")], oltp
-for p in oltp:
-    assert p["median_tps"] > 0, p["system"]
-    for run in p["runs"]:
-        assert run["failed"] == 0 and run["checks_passed"] == len(run["checks"]), (p["system"], run["checks"])
-assert [s["oom_kills"] for s in r["systems"]] == [0] * 5, r["systems"]
-assert len(r["table"]) == 2 and all(len(row["permafrost_over"]) == 2 for row in r["table"])
+assert r["refusals"] == [], r["refusals"]
+for w in workloads:
+    oltp = [p for p in r["oltp"] if p["workload"] == w]
+    assert sorted((p["system"], p["mode"].split()[0]) for p in oltp) == [("mariadb", "interactive"), ("mariadb", "stored"),
+        ("permafrost", "interactive"), ("permafrost", "stored")], (w, oltp)
+    for p in oltp:
+        assert p["median_tps"] > 0, (w, p["system"])
+        for run in p["runs"]:
+            assert run["failed"] == 0 and run["checks_passed"] == len(run["checks"]), (w, p["system"], run["checks"])
+assert all(s["oom_kills"] == 0 for s in r["systems"]), r["systems"]
+assert all(len(row["permafrost_over"]) == 2 for row in r["table"])
 assert open(f"{d}/paper.png", "rb").read(4) == b"\x89PNG"
 md = open(f"{d}/paper.md").read()
-assert "| write-heavy | 1.0 | 2x" in md and "| permafrost | stored procedures over the wire |" in md, md
+assert "| permafrost | stored procedures over the wire |" in md, md
+if ycsb:
+    assert "| write-heavy | 1.0 | 2x" in md, md
 PY
-then
-  if ls -d /sys/fs/cgroup/memory/permafrost-paper-* /sys/fs/cgroup/permafrost-paper-* 2>/dev/null || pgrep -f "$W/paper-work" >/dev/null; then
-    echo "FAIL  experiment paper: a cgroup or server was left behind"; failed=1
+  then
+    if ls -d /sys/fs/cgroup/memory/permafrost-paper-* /sys/fs/cgroup/permafrost-paper-* 2>/dev/null || pgrep -f "$W/paper-work" >/dev/null; then
+      echo "FAIL  experiment paper, $name: a cgroup or server was left behind"; failed=1
+    else
+      echo "ok    experiment paper, $name: $(grep -cE 'ops/s|transactions/s' "$W/out") runs, $(tail -1 "$W/out")"
+    fi
   else
-    echo "ok    experiment paper: $(grep -c 'ops/s' "$W/out") runs, $(tail -1 "$W/out")"
+    echo "FAIL  experiment paper, $name"; sed 's/^/      /' "$W/out" | tail -15; failed=1
   fi
-else
-  echo "FAIL  experiment paper"; sed 's/^/      /' "$W/out" | tail -15; failed=1
-fi
+}
+paper "ycsb, voter, tatp" 6 voter,tatp --memory-limit 16MiB --parts ycsb,voter,tatp --ratios 1,2 --mixes write-heavy \
+  --skews 1.0 --oltp-ratios 1
+paper "tpcc" 0 tpcc --memory-limit 128MiB --parts tpcc --ratios 2
 [ $failed = 0 ] && echo "peers: every run passed its checks" || { echo "peers: a run failed (above)"; exit 1; }

@@ -200,6 +200,10 @@ pub(crate) struct TpccArgs {
     /// half and half, 10 local items per order, home customers by id).
     #[arg(long, default_value = "full", value_parser = tpcc::Mix::parse)]
     pub(crate) mix: tpcc::Mix,
+    /// Orders per district at load (the specification's 3,000, or more: the orders past
+    /// them are delivered ones, a database that has taken orders for a long time).
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) orders: u32,
 }
 
 /// Runs TPC-C; an error when a transaction failed or a consistency condition does not hold.
@@ -211,7 +215,7 @@ pub(crate) fn run_tpcc(a: TpccArgs) -> Result<(), String> {
         warmup: a.run.warmup,
         duration: a.run.duration,
         seed: a.run.seed,
-        scale: tpcc::Scale::SPEC,
+        scale: tpcc::Scale::grown(a.orders),
         mix: a.mix,
         load: !a.run.no_load,
         run: !a.run.load_only,
@@ -248,6 +252,10 @@ pub(crate) struct VoterArgs {
     /// and the vote limit fire.
     #[arg(long, default_value_t = 10_000_000)]
     pub(crate) numbers_per_area: i64,
+    /// Votes loaded with the tables, before the run (a VOTES table that has taken calls
+    /// before; the callers take turns, within --max-votes each).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) votes: i64,
 }
 
 /// Runs Voter; an error when a call failed or an invariant does not hold.
@@ -261,6 +269,7 @@ pub(crate) fn run_voter(a: VoterArgs) -> Result<(), String> {
         contestants: a.contestants,
         max_votes: a.max_votes,
         numbers: a.numbers_per_area,
+        votes: a.votes,
         load: !a.run.no_load,
         run: !a.run.load_only,
     };
@@ -470,7 +479,8 @@ pub(crate) struct ExperimentArgs {
     /// on each; default 16).
     #[arg(long)]
     pub(crate) connections: Option<usize>,
-    /// paper: the data sizes, as multiples of --memory-limit, comma-separated (default 1,2,4,8).
+    /// paper: YCSB's and TPC-C's data sizes, as multiples of --memory-limit, comma-separated
+    /// (default 1,2,4,8).
     #[arg(long, value_delimiter = ',')]
     pub(crate) ratios: Option<Vec<u32>>,
     /// paper: the Zipfian skews, comma-separated (default 1.5,1.0,0.5).
@@ -482,13 +492,14 @@ pub(crate) struct ExperimentArgs {
     /// paper: the systems, comma-separated (default permafrost,mariadb,mariadb+memcached).
     #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::System::parse)]
     pub(crate) systems: Option<Vec<permafrost_bench::paper::System>>,
-    /// paper: the parts to run, comma-separated (default ycsb,tatp).
+    /// paper: the parts to run, comma-separated (default ycsb,tpcc,voter,tatp).
     #[arg(long, value_delimiter = ',', value_parser = permafrost_bench::paper::Part::parse)]
     pub(crate) parts: Option<Vec<permafrost_bench::paper::Part>>,
-    /// paper: TATP's data sizes, as multiples of --memory-limit, comma-separated (default 1,4).
+    /// paper: Voter's and TATP's data sizes, as multiples of --memory-limit, comma-separated
+    /// (default 1,4).
     #[arg(long, value_delimiter = ',')]
     pub(crate) oltp_ratios: Option<Vec<u32>>,
-    /// paper: TATP's terminals (default 8).
+    /// paper: TPC-C's, Voter's and TATP's terminals (default 8).
     #[arg(long)]
     pub(crate) oltp_clients: Option<usize>,
     /// paper: what each system's cgroup holds beyond --memory-limit (the servers' own
@@ -839,6 +850,7 @@ fn run_paper(a: ExperimentArgs) -> Result<(), String> {
         parts: a.parts.unwrap_or(d.parts),
         oltp_ratios: a.oltp_ratios.unwrap_or(d.oltp_ratios),
         oltp_clients: a.oltp_clients.unwrap_or(d.oltp_clients),
+        tpcc_warehouses: d.tpcc_warehouses,
         tuple_size: a.tuple_size,
         warmup: a.warmup.unwrap_or(d.warmup),
         duration: a.duration.unwrap_or(d.duration),

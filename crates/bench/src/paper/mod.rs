@@ -8,24 +8,24 @@
 //!   read-heavy and write-heavy mixes at each skew, with the data at 1, 2, 4 and 8 times
 //!   the memory budget. The data grows between sizes: each size loads only the records it
 //!   adds to the one before.
-//! - TATP ([`tatp`]) at 1 and 4 times the budget on Permafrost and MariaDB, both ways
-//!   (stored procedures, interactive), its invariants checked after every run.
+//! - TPC-C, Voter and TATP ([`oltp`]) on Permafrost and MariaDB, both ways (stored
+//!   procedures, interactive), their consistency conditions or invariants checked after
+//!   every run: TPC-C (the paper's Fig. 7) as its data grows from 1 to 8 times the budget
+//!   (one warehouse that has taken more and more orders: its population's older orders are
+//!   delivered ones, loaded), Voter with VOTES and TATP with its subscribers at 1 and 4
+//!   times the budget.
 //!
 //! Rounds are interleaved: within a size, each round runs every configuration on every
 //! system, the systems' order reversed every other round, so a drift of the shared machine
 //! reaches all of them alike; the median of the rounds is reported, with each run's full
 //! report. What is measured is written as `paper.json`, `paper.png` (one chart per mix and
-//! skew: throughput against the data-to-memory ratio; and TATP's) and `paper.md` (the
-//! tables the README shows, with the command that made them).
-//!
-//! TPC-C as its data grows and Voter are not part of this experiment yet: their
-//! comparisons with the peers run through `scripts/tpcc-compare.sh` (docs/results/tpcc.md,
-//! voter.md).
+//! skew: throughput against the data-to-memory ratio; and one per transactional workload
+//! and way) and `paper.md` (the tables the README shows, with the command that made them).
 
 mod model;
+mod oltp;
 mod summary;
 mod systems;
-mod tatp;
 mod ycsb;
 
 use std::path::{Path, PathBuf};
@@ -33,7 +33,9 @@ use std::time::Instant;
 
 use crate::BenchError;
 pub use model::{
-    Finding, OltpPoint, PaperOptions, PaperReport, Part, Point, Row, System, SystemReport, TATP_BYTES_PER_SUBSCRIBER,
+    Finding, OltpPoint, PaperOptions, PaperReport, Part, Point, Refusal, Row, System, SystemReport,
+    TATP_BYTES_PER_SUBSCRIBER, TPCC_BYTES_OF_ITEMS, TPCC_BYTES_PER_ORDER, TPCC_BYTES_PER_WAREHOUSE,
+    VOTER_BYTES_PER_VOTE,
 };
 use systems::Progress;
 
@@ -52,15 +54,21 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
         }
         None => tempfile::Builder::new().prefix("permafrost-paper-").tempdir()?,
     };
-    let progress = Progress::new((ycsb::steps(o) + tatp::steps(o)) as u64, progress_bar);
+    let oltp_steps: usize = Part::OLTP.iter().map(|&p| oltp::steps(o, p)).sum();
+    let progress = Progress::new((ycsb::steps(o) + oltp_steps) as u64, progress_bar);
     let sizes = |r: &[u32]| r.iter().map(u32::to_string).collect::<Vec<_>>().join("/");
+    let parts: Vec<String> = o
+        .parts
+        .iter()
+        .map(|&p| {
+            let runs = if p == Part::Ycsb { o.ycsb_runs() } else { o.part_runs(p) };
+            format!("{} at {}x: {runs} runs", p.name(), sizes(o.part_ratios(p)))
+        })
+        .collect();
     progress.say(format!(
-        "paper: {} MiB budget; YCSB at {}x: {} runs; TATP at {}x: {} runs; {}+{} s each (at least {:.0} min)",
+        "paper: {} MiB budget; {}; {}+{} s each (at least {:.0} min)",
         o.memory_limit >> 20,
-        sizes(&o.ratios),
-        o.ycsb_runs(),
-        sizes(&o.oltp_ratios),
-        o.tatp_runs(),
+        parts.join("; "),
         o.warmup,
         o.duration,
         o.seconds() / 60.0
@@ -71,6 +79,7 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
     ));
     let mut points = Vec::new();
     let mut oltp = Vec::new();
+    let mut refusals = Vec::new();
     let mut systems = Vec::new();
     for part in &o.parts {
         match part {
@@ -79,16 +88,18 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
                 points = p;
                 systems.extend(s);
             }
-            Part::Tatp => {
-                let (p, s) = tatp::run(o, &binary, dir.path(), &progress)?;
+            Part::Tpcc | Part::Voter | Part::Tatp => {
+                let (p, s, r) = oltp::run(o, *part, &binary, dir.path(), &progress)?;
                 oltp.extend(p);
                 systems.extend(s);
+                refusals.extend(r);
             }
         }
     }
     progress.finish();
     let table = summary::rows(&points);
-    let findings = summary::findings(&points, o);
+    let mut findings = summary::findings(&points, o);
+    findings.extend(summary::oltp_findings(&oltp, o));
     Ok(PaperReport {
         experiment: "paper",
         title: if o.ycsb_runs() > 0 {
@@ -98,9 +109,14 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
                 o.memory_limit >> 20
             )
         } else {
+            let parts: Vec<String> = o
+                .parts
+                .iter()
+                .map(|&p| format!("{} at {}x", summary::title(p), sizes(o.part_ratios(p))))
+                .collect();
             format!(
-                "TATP at {}x a {} MiB memory budget: Permafrost, MariaDB",
-                sizes(&o.oltp_ratios),
+                "{} a {} MiB memory budget: Permafrost, MariaDB",
+                parts.join(", "),
                 o.memory_limit >> 20
             )
         },
@@ -111,6 +127,7 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
         systems,
         points,
         oltp,
+        refusals,
         table,
         findings,
     })

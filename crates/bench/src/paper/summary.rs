@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use super::model::{Finding, PaperOptions, PaperReport, Point, Row, System, skew_text};
+use super::model::{Finding, OltpPoint, PaperOptions, PaperReport, Part, Point, Row, System, skew_text};
 use crate::BenchError;
 use crate::plot::{self, Panel, Series};
 use crate::ycsb::Mix;
@@ -118,6 +118,63 @@ pub fn findings(points: &[Point], o: &PaperOptions) -> Vec<Finding> {
     out
 }
 
+/// Permafrost's median over MariaDB's, the same workload, way and size.
+fn oltp_over(oltp: &[OltpPoint], p: &OltpPoint) -> Option<f64> {
+    let peer = oltp
+        .iter()
+        .find(|q| q.system == System::MariaDb && q.workload == p.workload && q.mode == p.mode && q.ratio == p.ratio)
+        .map(|q| q.median_tps)
+        .filter(|t| *t > 0.0)?;
+    (p.system == System::Permafrost).then(|| p.median_tps / peer)
+}
+
+/// The paper's shape for TPC-C, Voter and TATP: Permafrost's lead over MariaDB is larger at
+/// the largest data size than at the smallest, each workload and way.
+pub fn oltp_findings(oltp: &[OltpPoint], o: &PaperOptions) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for part in Part::OLTP {
+        let ratios = o.part_ratios(part);
+        let (small, large) = (ratios[0], ratios[ratios.len() - 1]);
+        if small == large {
+            continue;
+        }
+        let mut ways: Vec<&str> = Vec::new();
+        for p in oltp.iter().filter(|p| p.workload == part.name()) {
+            if !ways.contains(&p.mode) {
+                ways.push(p.mode);
+            }
+        }
+        let at = |way: &str, ratio: u32| {
+            oltp.iter()
+                .find(|p| {
+                    p.workload == part.name() && p.system == System::Permafrost && p.mode == way && p.ratio == ratio
+                })
+                .and_then(|p| oltp_over(oltp, p))
+        };
+        let cells = ways.iter().map(|w| (w.to_string(), at(w, small), at(w, large)));
+        out.extend(finding(
+            format!(
+                "{}: Permafrost's lead over mariadb grows with the data ({small}x to {large}x memory)",
+                title(part)
+            ),
+            cells,
+            &format!("at {small}x"),
+            &format!("at {large}x"),
+        ));
+    }
+    out
+}
+
+/// A part's name as the text writes it.
+pub fn title(part: Part) -> &'static str {
+    match part {
+        Part::Ycsb => "YCSB",
+        Part::Tpcc => "TPC-C",
+        Part::Voter => "Voter",
+        Part::Tatp => "TATP",
+    }
+}
+
 /// A claim that the lead (`from`, then `to`) grows, checked in each cell measured both ways
 /// (none when no cell was).
 fn finding(
@@ -173,29 +230,36 @@ pub fn chart(report: &PaperReport, png: &Path) -> Result<(), BenchError> {
             });
         }
     }
-    // TATP: a chart per way, each system's transactions/s against the data size.
-    let mut ways: Vec<&str> = Vec::new();
-    for p in &report.oltp {
-        if !ways.contains(&p.mode) {
-            ways.push(p.mode);
-        }
-    }
-    for way in ways {
-        let mut series: Vec<Series> = Vec::new();
-        for p in report.oltp.iter().filter(|p| p.mode == way) {
-            let label = p.system.name().to_string();
-            match series.iter_mut().find(|s| s.label == label) {
-                Some(s) => s.points.push((f64::from(p.ratio), p.median_tps)),
-                None => series.push(Series {
-                    label,
-                    points: vec![(f64::from(p.ratio), p.median_tps)],
-                }),
+    // TPC-C, Voter, TATP: a chart per workload and way, each system's transactions/s
+    // against the data size.
+    for part in Part::OLTP {
+        let mut ways: Vec<&str> = Vec::new();
+        for p in report.oltp.iter().filter(|p| p.workload == part.name()) {
+            if !ways.contains(&p.mode) {
+                ways.push(p.mode);
             }
         }
-        panels.push(Panel {
-            title: format!("TATP, {way}"),
-            series,
-        });
+        for way in ways {
+            let mut series: Vec<Series> = Vec::new();
+            for p in report
+                .oltp
+                .iter()
+                .filter(|p| p.workload == part.name() && p.mode == way)
+            {
+                let label = p.system.name().to_string();
+                match series.iter_mut().find(|s| s.label == label) {
+                    Some(s) => s.points.push((f64::from(p.ratio), p.median_tps)),
+                    None => series.push(Series {
+                        label,
+                        points: vec![(f64::from(p.ratio), p.median_tps)],
+                    }),
+                }
+            }
+            panels.push(Panel {
+                title: format!("{}, {way}", title(part)),
+                series,
+            });
+        }
     }
     plot::grid_chart(
         png,
@@ -248,39 +312,40 @@ fn ycsb_markdown(report: &PaperReport, s: &mut String) {
     }
 }
 
-/// TATP's table: each system's median transactions/s each way at each size, and
-/// Permafrost's over MariaDB's the same way.
+/// TPC-C's, Voter's and TATP's tables: each system's median transactions/s each way at
+/// each size, and Permafrost's over MariaDB's the same way.
 fn oltp_markdown(report: &PaperReport, s: &mut String) {
-    if report.oltp.is_empty() {
-        return;
-    }
-    let _ = write!(
-        s,
-        "\nTATP ({} terminals, each one transaction at a time):\n\n| data | subscribers | system | way | transactions/s | permafrost / mariadb |\n|---|---|---|---|---|---|",
-        report.options.oltp_clients
-    );
-    for p in &report.oltp {
-        let peer = report
-            .oltp
-            .iter()
-            .find(|q| q.system == System::MariaDb && q.mode == p.mode && q.ratio == p.ratio && q.workload == p.workload)
-            .map(|q| q.median_tps)
-            .filter(|t| *t > 0.0);
-        let over = match (p.system, peer) {
-            (System::Permafrost, Some(t)) => format!("{:.2}x", p.median_tps / t),
-            _ => String::new(),
-        };
+    for part in Part::OLTP {
+        let points: Vec<&OltpPoint> = report.oltp.iter().filter(|p| p.workload == part.name()).collect();
+        let Some(first) = points.first() else { continue };
         let _ = write!(
             s,
-            "\n| {}x | {} | {} | {} | {:.0} | {over} |",
-            p.ratio,
-            p.scale,
-            p.system.name(),
-            p.mode,
-            p.median_tps
+            "\n{} ({} terminals, each one transaction at a time):\n\n| data | {} | system | way | transactions/s | permafrost / mariadb |\n|---|---|---|---|---|---|",
+            title(part),
+            report.options.oltp_clients,
+            first.unit
         );
+        for p in points {
+            let over = oltp_over(&report.oltp, p).map_or(String::new(), |x| format!("{x:.2}x"));
+            // The data the population holds, over the budget, where it is not the ratio
+            // asked for (TPC-C's smallest population may be larger).
+            let held = report.options.data_bytes(part, p.scale) as f64 / report.options.memory_limit as f64;
+            let data = if (held / f64::from(p.ratio) - 1.0).abs() > 0.05 {
+                format!("{}x (holds {held:.2}x)", p.ratio)
+            } else {
+                format!("{}x", p.ratio)
+            };
+            let _ = write!(
+                s,
+                "\n| {data} | {} | {} | {} | {:.0} | {over} |",
+                p.scale,
+                p.system.name(),
+                p.mode,
+                p.median_tps
+            );
+        }
+        s.push('\n');
     }
-    s.push('\n');
 }
 
 /// The table of the run as Markdown, with the command that made it and the findings.
@@ -317,6 +382,22 @@ pub fn markdown(report: &PaperReport) -> String {
     s.push('\n');
     oltp_markdown(report, &mut s);
     s.push('\n');
+    for r in &report.refusals {
+        let _ = writeln!(
+            s,
+            "- {} could not load {} at {}x memory ({} {}), and sat out its larger sizes: {}",
+            r.system.name(),
+            title(r.part),
+            r.ratio,
+            r.scale,
+            report
+                .oltp
+                .iter()
+                .find(|p| p.workload == r.part.name())
+                .map_or("", |p| p.unit),
+            r.error.lines().next().unwrap_or("")
+        );
+    }
     for f in &report.findings {
         let _ = writeln!(s, "- {}: {} of {} cells", f.claim, f.agree, f.cells);
         for e in &f.exceptions {
@@ -411,6 +492,7 @@ mod tests {
             table: rows(&points),
             points,
             oltp: Vec::new(),
+            refusals: Vec::new(),
             findings: f,
         });
         assert!(
@@ -418,5 +500,75 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("1 of 2 cells"), "{md}");
+    }
+
+    fn oltp(workload: &'static str, system: System, mode: crate::way::Mode, ratio: u32, tps: f64) -> OltpPoint {
+        let orders = u64::from(PaperOptions::default().tpcc_orders(ratio));
+        let mut p = OltpPoint::new(workload, system, mode, ratio, (orders, "orders per district"));
+        p.add(tps, serde_json::Value::Null);
+        p
+    }
+
+    #[test]
+    fn oltp_findings_compare_the_lead_at_the_smallest_and_largest_size_each_way() {
+        use crate::way::Mode::{Interactive, Procedures};
+        let o = PaperOptions {
+            ratios: vec![1, 2, 8],
+            parts: vec![Part::Tpcc],
+            ..PaperOptions::default()
+        };
+        // Procedures: 2x at 1x, 3x at 8x (grows); interactive: 1.5x at 1x, 0.5x at 8x.
+        let points = vec![
+            oltp("tpcc", System::Permafrost, Procedures, 1, 200.0),
+            oltp("tpcc", System::MariaDb, Procedures, 1, 100.0),
+            oltp("tpcc", System::Permafrost, Interactive, 1, 150.0),
+            oltp("tpcc", System::MariaDb, Interactive, 1, 100.0),
+            oltp("tpcc", System::Permafrost, Procedures, 8, 150.0),
+            oltp("tpcc", System::MariaDb, Procedures, 8, 50.0),
+            oltp("tpcc", System::Permafrost, Interactive, 8, 25.0),
+            oltp("tpcc", System::MariaDb, Interactive, 8, 50.0),
+        ];
+        let f = oltp_findings(&points, &o);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].claim.starts_with("TPC-C: "), "{f:?}");
+        assert_eq!((f[0].agree, f[0].cells), (1, 2));
+        assert_eq!(
+            f[0].exceptions,
+            vec!["interactive transactions over the wire: 1.50x at 1x, 0.50x at 8x".to_string()]
+        );
+        let md = markdown(&PaperReport {
+            experiment: "paper",
+            title: "t".into(),
+            command: "permafrost bench experiment paper --parts tpcc".into(),
+            machine: crate::experiment::machine(),
+            options: o,
+            seconds: 60.0,
+            systems: Vec::new(),
+            table: Vec::new(),
+            points: Vec::new(),
+            oltp: points,
+            refusals: vec![super::super::model::Refusal {
+                part: Part::Tpcc,
+                system: System::Permafrost,
+                ratio: 16,
+                scale: 1600,
+                error: "loading stalled (53200)\nmore".into(),
+            }],
+            findings: f,
+        });
+        assert!(md.contains("TPC-C (8 terminals"), "{md}");
+        assert!(md.contains("| data | orders per district | system |"), "{md}");
+        let orders = PaperOptions::default().tpcc_orders(8);
+        assert!(
+            md.contains(&format!("| 8x | {orders} | permafrost | stored procedures")),
+            "{md}"
+        );
+        // The smallest population holds more than the budget: the table says how much.
+        assert!(md.contains("| 1x (holds 1.13x) | 3000 | permafrost |"), "{md}");
+        assert!(md.contains("| 150 | 3.00x |"), "{md}");
+        assert!(
+            md.contains("- permafrost could not load TPC-C at 16x memory (1600 orders per district), and sat out its larger sizes: loading stalled (53200)\n"),
+            "{md}"
+        );
     }
 }

@@ -182,6 +182,11 @@ impl Progress {
         self.bar.inc(1);
     }
 
+    /// `n` steps will not be done (a system sits out).
+    pub fn skip(&self, n: usize) {
+        self.bar.inc(n as u64);
+    }
+
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

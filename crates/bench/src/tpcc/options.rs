@@ -40,6 +40,15 @@ impl Scale {
         }
     }
 
+    /// The specification's population with `orders` orders per district (at least its
+    /// 3,000, as `TpccOptions::validate` requires): the orders past the 3,000th are delivered ones, dealt to the customers again,
+    /// whose lines' amounts are zero as the loaded delivered orders' are, so the
+    /// consistency conditions hold of them. It grows ORDERS, ORDER_LINE and (through the
+    /// runs) HISTORY as a database that has taken orders for a long time has.
+    pub fn grown(orders: u32) -> Scale {
+        Scale { orders, ..Scale::SPEC }
+    }
+
     /// How many distinct last names the population holds (1,000 by the specification).
     pub fn last_names(&self) -> u32 {
         self.customers.min(1000)
@@ -111,6 +120,12 @@ impl TpccOptions {
         }
         if !(1..=4096).contains(&self.clients) {
             return Err(BenchError::Options("--clients must be between 1 and 4096".into()));
+        }
+        if self.scale.orders < self.scale.new_orders.max(self.scale.customers) || self.scale.orders > 10_000_000 {
+            return Err(BenchError::Options(format!(
+                "--orders must be between {} and 10000000",
+                self.scale.new_orders.max(self.scale.customers)
+            )));
         }
         if !self.load && !self.run {
             return Err(BenchError::Options("nothing to do: neither load nor run".into()));

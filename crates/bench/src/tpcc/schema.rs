@@ -82,6 +82,8 @@ pub const LOAD_CONNECTIONS: usize = 4;
 const LOAD_STALL: Duration = Duration::from_secs(60);
 /// Items per stock-loading job.
 const STOCK_CHUNK: u32 = 10_000;
+/// Orders of a district per loading job (about 33,000 rows with their lines).
+const ORDERS_CHUNK: u32 = 3000;
 
 /// The load's jobs, largest last (taken from the end), and a progress bar over their rows
 /// (hidden unless `shown`).
@@ -156,8 +158,9 @@ pub enum Job {
     Stock { w: u32, from: u32, to: u32 },
     /// A district's customers and their history rows.
     Customers { w: u32, d: u32 },
-    /// A district's orders, their lines and the undelivered ones' new_order rows.
-    Orders { w: u32, d: u32 },
+    /// Orders `from..=to` of a district, their lines and the undelivered ones' new_order
+    /// rows.
+    Orders { w: u32, d: u32, from: u32, to: u32 },
 }
 
 /// Every job of the load, largest first.
@@ -166,7 +169,12 @@ pub fn jobs(opts: &TpccOptions) -> Vec<Job> {
     let mut jobs = Vec::new();
     for w in 1..=opts.warehouses {
         for d in 1..=DISTRICTS {
-            jobs.push(Job::Orders { w, d });
+            let mut from = 1;
+            while from <= s.orders {
+                let to = (from + ORDERS_CHUNK - 1).min(s.orders);
+                jobs.push(Job::Orders { w, d, from, to });
+                from = to + 1;
+            }
             jobs.push(Job::Customers { w, d });
         }
         let mut from = 1;
@@ -297,7 +305,7 @@ pub fn statements(job: Job, opts: &TpccOptions, c_last_c: u32) -> Vec<String> {
             Job::Warehouse { w } => 2 << 40 | (w as u64) << 20,
             Job::Stock { w, from, .. } => 3 << 40 | (w as u64) << 20 | from as u64,
             Job::Customers { w, d } => 4 << 40 | (w as u64) << 20 | d as u64,
-            Job::Orders { w, d } => 5 << 40 | (w as u64) << 20 | d as u64,
+            Job::Orders { w, d, from, .. } => 5 << 56 | (w as u64) << 40 | (d as u64) << 32 | from as u64,
         };
     let rng = &mut SmallRng::seed_from_u64(seed);
     let mut ins = Inserts::new();
@@ -385,12 +393,18 @@ pub fn statements(job: Job, opts: &TpccOptions, c_last_c: u32) -> Vec<String> {
                 row(&mut ins, "history", &v);
             }
         }
-        Job::Orders { w, d } => {
+        Job::Orders { w, d, from, to } => {
+            // Every chunk of a district deals its orders to the same shuffled customers, so
+            // that the first `customers` orders go to every customer once (clause 4.3.3.1)
+            // and the orders past them (a population grown beyond the specification's)
+            // to every customer again, in the same order.
             let mut customers: Vec<u32> = (1..=s.customers).collect();
-            customers.shuffle(rng);
+            customers.shuffle(&mut SmallRng::seed_from_u64(
+                opts.seed ^ (6 << 56 | (w as u64) << 40 | (d as u64) << 32),
+            ));
             let delivered = s.orders - s.new_orders;
-            let mut lines = Vec::with_capacity(s.orders as usize);
-            for o in 1..=s.orders {
+            let mut lines = Vec::with_capacity((to - from + 1) as usize);
+            for o in from..=to {
                 let ol_cnt: u32 = rng.random_range(5..=15);
                 lines.push(ol_cnt);
                 let carrier = if o <= delivered {
@@ -410,7 +424,7 @@ pub fn statements(job: Job, opts: &TpccOptions, c_last_c: u32) -> Vec<String> {
                 ];
                 row(&mut ins, "orders", &v);
             }
-            for (o, ol_cnt) in (1..=s.orders).zip(lines) {
+            for (o, ol_cnt) in (from..=to).zip(lines) {
                 for n in 1..=ol_cnt {
                     let (delivery, amount) = if o <= delivered {
                         ("LOCALTIMESTAMP".to_string(), money(0))
@@ -432,7 +446,7 @@ pub fn statements(job: Job, opts: &TpccOptions, c_last_c: u32) -> Vec<String> {
                     row(&mut ins, "order_line", &v);
                 }
             }
-            for o in delivered + 1..=s.orders {
+            for o in (delivered + 1).max(from)..=to {
                 row(&mut ins, "new_order", &[o.to_string(), d.to_string(), w.to_string()]);
             }
         }
@@ -447,7 +461,10 @@ pub fn job_rows(job: Job, scale: &Scale) -> u64 {
         Job::Warehouse { .. } => 1 + DISTRICTS as u64,
         Job::Customers { .. } => 2 * scale.customers as u64,
         // Ten order lines per order on average.
-        Job::Orders { .. } => scale.orders as u64 * 11 + scale.new_orders as u64,
+        Job::Orders { from, to, .. } => {
+            let undelivered = (to + 1).saturating_sub((scale.orders - scale.new_orders + 1).max(from));
+            (to - from + 1) as u64 * 11 + undelivered as u64
+        }
     }
 }
 
@@ -509,12 +526,80 @@ mod tests {
             scale: Scale::small(),
             ..TpccOptions::default()
         };
-        let sql = statements(Job::Orders { w: 1, d: 2 }, &opts, 7).join("\n");
+        let all = Job::Orders {
+            w: 1,
+            d: 2,
+            from: 1,
+            to: 90,
+        };
+        let sql = statements(all, &opts, 7).join("\n");
         let count = |t: &str| sql.matches(&format!("INSERT INTO {t} ")).count();
         assert!(count("orders") >= 1 && count("order_line") >= 1 && count("new_order") == 1);
         let new_orders = sql.lines().find(|l| l.starts_with("INSERT INTO new_order")).unwrap();
         assert_eq!(new_orders.matches('(').count() as u32, opts.scale.new_orders);
         // The same seed gives the same rows.
-        assert_eq!(sql, statements(Job::Orders { w: 1, d: 2 }, &opts, 7).join("\n"));
+        assert_eq!(sql, statements(all, &opts, 7).join("\n"));
+    }
+
+    #[test]
+    fn a_grown_population_loads_in_chunks_that_deal_every_customer_again() {
+        let opts = TpccOptions {
+            warehouses: 1,
+            scale: Scale {
+                orders: 7000,
+                ..Scale::small()
+            },
+            ..TpccOptions::default()
+        };
+        opts.validate().unwrap();
+        let chunks: Vec<Job> = jobs(&opts)
+            .into_iter()
+            .filter(|j| matches!(j, Job::Orders { d: 1, .. }))
+            .collect();
+        assert_eq!(chunks.len(), 3, "{chunks:?}");
+        let rows: u64 = chunks.iter().map(|j| job_rows(*j, &opts.scale)).sum();
+        assert_eq!(rows, 7000 * 11 + 27);
+        // Orders 1 and 91 (one customer round later) go to the same customer; only the
+        // last 27 orders are undelivered.
+        let sql = statements(
+            Job::Orders {
+                w: 1,
+                d: 1,
+                from: 1,
+                to: 3000,
+            },
+            &opts,
+            7,
+        )
+        .join("\n");
+        let customer = |o: u32| {
+            let at = sql.find(&format!("({o}, 1, 1, ")).unwrap() + format!("({o}, 1, 1, ").len();
+            sql[at..].split(',').next().unwrap().to_string()
+        };
+        assert_eq!(customer(1), customer(91));
+        assert!(!sql.contains("INSERT INTO new_order"));
+        let last = statements(
+            Job::Orders {
+                w: 1,
+                d: 1,
+                from: 6001,
+                to: 7000,
+            },
+            &opts,
+            7,
+        )
+        .join("\n");
+        let new_orders = last.lines().find(|l| l.starts_with("INSERT INTO new_order")).unwrap();
+        assert_eq!(new_orders.matches('(').count(), 27);
+        assert!(new_orders.contains("(6974, 1, 1)") && !new_orders.contains("(6973, 1, 1)"));
+        // Fewer orders than customers is refused, not raised in silence.
+        let few = TpccOptions {
+            scale: Scale {
+                orders: 89,
+                ..Scale::small()
+            },
+            ..TpccOptions::default()
+        };
+        assert!(few.validate().unwrap_err().to_string().contains("--orders"));
     }
 }

@@ -168,9 +168,56 @@ impl Caller {
     }
 }
 
+/// Votes per INSERT statement of the votes loaded before a run.
+pub const VOTES_PER_INSERT: i64 = 1000;
+
+/// The INSERT of the votes loaded before a run with ids `first..=last` (at most
+/// [`VOTES_PER_INSERT`] of them). Vote `i` comes from area code `i mod 305` and the number
+/// `(i div 305) mod numbers` in it, so the callers take turns and none has more than
+/// `votes / (305 * numbers)` votes, rounded up (`VoterOptions::validate` keeps that within
+/// the limit); half vote for their area's favourite, as the run's callers do, and every one
+/// names a contestant that exists. The ids are below any a run gives
+/// (`VoterOptions::first_vote_id`).
+pub fn loaded_votes(seed: u64, contestants: i32, numbers: i64, first: i64, last: i64) -> String {
+    let mut shared = SmallRng::seed_from_u64(seed);
+    let codes: Vec<(i16, &str)> = area_codes().collect();
+    let favourites: Vec<i32> = codes.iter().map(|_| shared.random_range(1..=contestants)).collect();
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5bd1_e995_u64.wrapping_mul(first as u64));
+    let mut sql = String::from("INSERT INTO votes (vote_id, phone_number, state, contestant_number, created) VALUES ");
+    for i in first..=last {
+        let area = (i as usize) % codes.len();
+        let (code, state) = codes[area];
+        let number = (i / codes.len() as i64) % numbers;
+        let contestant = if rng.random_bool(0.5) {
+            favourites[area]
+        } else {
+            rng.random_range(1..=contestants)
+        };
+        if i > first {
+            sql.push_str(", ");
+        }
+        let phone = code as i64 * NUMBERS_PER_AREA + number;
+        sql.push_str(&format!("({i}, {phone}, '{state}', {contestant}, now())"));
+    }
+    sql
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loaded_votes_are_valid_and_callers_take_turns() {
+        let sql = loaded_votes(7, 6, 2, 1, 1000);
+        assert_eq!(sql.matches("now())").count(), 1000);
+        let codes: Vec<(i16, &str)> = area_codes().collect();
+        // Vote 305 is the second number's first vote: area code 0's number 1.
+        let (code, state) = codes[0];
+        assert!(sql.contains(&format!("(305, {}, '{state}', ", code as i64 * NUMBERS_PER_AREA + 1)));
+        // Vote 610 comes back to number 0 (two numbers per area).
+        assert!(sql.contains(&format!("(610, {}, '{state}', ", code as i64 * NUMBERS_PER_AREA)));
+        assert!(!sql.contains(&format!(", {INVALID_CONTESTANT}, ")));
+    }
 
     #[test]
     fn every_area_code_once_with_a_state() {

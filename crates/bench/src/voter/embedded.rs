@@ -28,11 +28,8 @@ pub fn run(
     let threads = threads.clamp(1, opts.clients);
     let load_seconds = if opts.load {
         let started = Instant::now();
-        for sql in procs::ddl(Flavor::Permafrost)
-            .iter()
-            .chain(&load_statements(opts.contestants))
-        {
-            db.execute_sql(sql, Vec::new())?;
+        for sql in procs::ddl(Flavor::Permafrost).into_iter().chain(load_statements(opts)) {
+            crate::setup::load_statement(db, &sql, &"Voter")?;
         }
         Some(started.elapsed().as_secs_f64())
     } else {

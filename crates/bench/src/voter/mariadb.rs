@@ -12,7 +12,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Statement, TxOpts};
 
 use super::data::{Call, Caller};
-use super::{Mode, Tally, VoterOptions, VoterReport, check, load_statements, procs, report};
+use super::{LOAD_CONNECTIONS, Mode, Tally, VoteChunks, VoterOptions, VoterReport, check, procs, report, small_tables};
 use crate::BenchError;
 use crate::mariadb::{Transactions, attempts, connect, err, placeholders};
 
@@ -64,7 +64,7 @@ async fn count(conn: &mut Conn, sql: &str, params: Vec<i64>) -> Result<i64, Stri
 /// server of `url` (mysql_async's form: `mysql://user@host/db?socket=/path`).
 pub fn run(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: bool) -> Result<VoterReport, BenchError> {
     opts.validate()?;
-    crate::tpcc::Target::runtime(opts.clients)?.block_on(run_async(url, opts, mode, progress_bar))
+    crate::tpcc::Target::runtime(opts.clients.max(LOAD_CONNECTIONS))?.block_on(run_async(url, opts, mode, progress_bar))
 }
 
 async fn run_async(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: bool) -> Result<VoterReport, BenchError> {
@@ -75,7 +75,21 @@ async fn run_async(url: &str, opts: &VoterOptions, mode: Mode, progress_bar: boo
         let drops = procs::TABLES.iter().rev().map(|t| format!("DROP TABLE IF EXISTS {t}"));
         crate::mariadb::exec_all(&mut admin, drops).await?;
         let ddl = DDL.iter().map(|s| s.to_string());
-        crate::mariadb::exec_all(&mut admin, ddl.chain(load_statements(opts.contestants))).await?;
+        crate::mariadb::exec_all(&mut admin, ddl.chain(small_tables(opts.contestants))).await?;
+        let votes = std::sync::Arc::new(VoteChunks::new(opts));
+        let loaders: Vec<_> = (0..LOAD_CONNECTIONS)
+            .map(|_| {
+                let (url, votes) = (url.to_string(), votes.clone());
+                tokio::spawn(async move {
+                    let mut conn = connect(&url).await?;
+                    crate::mariadb::exec_all(&mut conn, std::iter::from_fn(|| votes.take())).await
+                })
+            })
+            .collect();
+        for l in loaders {
+            l.await
+                .map_err(|e| BenchError::Client(format!("a loader stopped: {e}")))??;
+        }
         Some(started.elapsed().as_secs_f64())
     } else {
         None

@@ -30,7 +30,7 @@ use crate::way::Flavor;
 pub use crate::way::Mode;
 use crate::way::{MAX_ATTEMPTS, retryable};
 use crate::ycsb::server::describe;
-use data::{Call, Caller, NUMBERS_PER_AREA, area_codes, contestant_name};
+use data::{Call, Caller, NUMBERS_PER_AREA, VOTES_PER_INSERT, area_codes, contestant_name};
 use procs::{ACCEPTED, INVALID_CONTESTANT, OVER_LIMIT};
 
 /// What to run.
@@ -47,7 +47,10 @@ pub struct VoterOptions {
     /// Phone numbers per area code (fewer than the ten million make callers vote again,
     /// and the limit fire).
     pub numbers: i64,
-    /// Create the tables and load the contestants and area codes first.
+    /// Votes loaded with the tables (a VOTES table that has taken calls before: what makes
+    /// it larger than memory).
+    pub votes: i64,
+    /// Create the tables and load the contestants, the area codes and `votes` first.
     pub load: bool,
     pub run: bool,
 }
@@ -62,6 +65,7 @@ impl Default for VoterOptions {
             contestants: 6,
             max_votes: 1000,
             numbers: NUMBERS_PER_AREA,
+            votes: 0,
             load: true,
             run: true,
         }
@@ -82,6 +86,15 @@ impl VoterOptions {
         }
         if !(1..=NUMBERS_PER_AREA).contains(&self.numbers) {
             return bad("--numbers-per-area must be between 1 and 10000000");
+        }
+        if !(0..=1_000_000_000).contains(&self.votes) {
+            return bad("--votes must be between 0 and 1000000000");
+        }
+        let callers = area_codes().count() as i64 * self.numbers;
+        if (self.votes + callers - 1) / callers > i64::from(self.max_votes) {
+            return bad(
+                "--votes would give a caller more votes than --max-votes: load fewer, or more --numbers-per-area",
+            );
         }
         if !self.load && !self.run {
             return bad("nothing to do: neither load nor run");
@@ -289,8 +302,54 @@ fn report(
     }
 }
 
+/// The statements that load the contestants, the area codes and the votes loaded before a
+/// run (made as they are taken: a billion votes are not held at once), on one connection.
+pub fn load_statements(opts: &VoterOptions) -> impl Iterator<Item = String> + use<> {
+    let votes = VoteChunks::new(opts);
+    small_tables(opts.contestants)
+        .into_iter()
+        .chain(std::iter::from_fn(move || votes.take()))
+}
+
+/// The INSERTs of the votes loaded before a run, taken in turn by the connections loading
+/// them in parallel.
+pub(crate) struct VoteChunks {
+    next: std::sync::atomic::AtomicI64,
+    chunks: i64,
+    votes: i64,
+    seed: u64,
+    contestants: i32,
+    numbers: i64,
+}
+
+impl VoteChunks {
+    pub(crate) fn new(opts: &VoterOptions) -> VoteChunks {
+        VoteChunks {
+            next: std::sync::atomic::AtomicI64::new(0),
+            chunks: (opts.votes + VOTES_PER_INSERT - 1) / VOTES_PER_INSERT,
+            votes: opts.votes,
+            seed: opts.seed,
+            contestants: opts.contestants,
+            numbers: opts.numbers,
+        }
+    }
+
+    /// The next INSERT not yet taken, if any is left.
+    pub(crate) fn take(&self) -> Option<String> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (n < self.chunks).then(|| {
+            let first = n * VOTES_PER_INSERT + 1;
+            let last = (first + VOTES_PER_INSERT - 1).min(self.votes);
+            data::loaded_votes(self.seed, self.contestants, self.numbers, first, last)
+        })
+    }
+}
+
+/// Connections (or threads) that load the votes.
+pub(crate) const LOAD_CONNECTIONS: usize = 2;
+
 /// The rows that load the contestants and the area codes, as two INSERTs.
-pub fn load_statements(contestants: i32) -> [String; 2] {
+pub(crate) fn small_tables(contestants: i32) -> [String; 2] {
     let people: Vec<String> = (1..=contestants)
         .map(|n| format!("({n}, '{}')", contestant_name(n)))
         .collect();
@@ -317,7 +376,7 @@ async fn exec(client: &Client, sql: &str) -> Result<(), BenchError> {
 /// Loads (when asked), runs the terminals, and checks the invariants, over the wire.
 pub fn run(target: &Target, opts: &VoterOptions, mode: Mode, progress_bar: bool) -> Result<VoterReport, BenchError> {
     opts.validate()?;
-    Target::runtime(opts.clients)?.block_on(run_async(target, opts, mode, progress_bar))
+    Target::runtime(opts.clients.max(LOAD_CONNECTIONS))?.block_on(run_async(target, opts, mode, progress_bar))
 }
 
 async fn run_async(
@@ -333,8 +392,25 @@ async fn run_async(
         for t in procs::TABLES.iter().rev() {
             exec(&admin, &format!("DROP TABLE IF EXISTS {t}")).await?;
         }
-        for sql in procs::ddl(flavor).iter().chain(&load_statements(opts.contestants)) {
-            exec(&admin, sql).await?;
+        for sql in procs::ddl(flavor).into_iter().chain(small_tables(opts.contestants)) {
+            exec(&admin, &sql).await?;
+        }
+        let votes = std::sync::Arc::new(VoteChunks::new(opts));
+        let loaders: Vec<_> = (0..LOAD_CONNECTIONS)
+            .map(|_| {
+                let (target, votes) = (target.clone(), votes.clone());
+                tokio::spawn(async move {
+                    let client = target.connect().await?;
+                    while let Some(sql) = votes.take() {
+                        exec(&client, &sql).await?;
+                    }
+                    Ok::<(), BenchError>(())
+                })
+            })
+            .collect();
+        for l in loaders {
+            l.await
+                .map_err(|e| BenchError::Client(format!("a loader stopped: {e}")))??;
         }
         Some(started.elapsed().as_secs_f64())
     } else {
@@ -530,4 +606,29 @@ async fn terminal(
         tally.note(outcome.map_err(|e| describe(&e)), retries, began, began >= measure_from);
     }
     Ok(tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaded_votes_stay_within_the_limit() {
+        let fits = VoterOptions {
+            votes: 305 * 4 * 2,
+            max_votes: 2,
+            numbers: 4,
+            ..VoterOptions::default()
+        };
+        fits.validate().unwrap();
+        let over = VoterOptions {
+            votes: fits.votes + 1,
+            ..fits.clone()
+        };
+        assert!(over.validate().unwrap_err().to_string().contains("--max-votes"));
+        let statements: Vec<String> = load_statements(&fits).collect();
+        // The contestants, the area codes, then 2,440 votes in three INSERTs.
+        assert_eq!(statements.len(), 5);
+        assert!(statements[4].starts_with("INSERT INTO votes") && statements[4].contains("(2440, "));
+    }
 }
