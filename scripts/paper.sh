@@ -5,7 +5,8 @@
 # by process id. Writes OUT/paper.json, paper.png and paper.md (OUT: --out, default docs/results).
 # usage: scripts/paper.sh [bench experiment options...]   e.g. scripts/paper.sh --rounds 3
 #   Default size: a 256 MiB budget, data at 1, 2, 4 and 8x it (2 GiB at 8x), three mixes, skews 1.5, 1.0 and 0.5:
-#   108 YCSB runs and 8 TATP runs of 10 s warm-up + 20 s measured, about 65 minutes on 2 cores.
+#   108 YCSB runs, then TPC-C at 1-8x, Voter and TATP at 1 and 4x both ways (40 runs), each 10 s warm-up + 20 s
+#   measured, with loads and checks about 100 minutes on 2 cores.
 set -eu
 cd "$(dirname "$0")/.."
 need=""

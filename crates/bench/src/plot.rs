@@ -205,9 +205,10 @@ fn draw_lines(
             .map_err(plot_err)?;
         draw!(chart);
     } else {
-        let chart = builder
-            .build_cartesian_2d(x_range, 0.0..(hi * 1.15))
-            .map_err(plot_err)?;
+        // Headroom for the legend in the upper left, a line per series, so that no point
+        // hides behind it.
+        let top = hi * (1.15 + 0.12 * series.len() as f64);
+        let chart = builder.build_cartesian_2d(x_range, 0.0..top).map_err(plot_err)?;
         draw!(chart);
     }
     Ok(())

@@ -400,7 +400,27 @@ pub struct Refusal {
     pub ratio: u32,
     /// The population asked for (`OltpPoint::unit`s).
     pub scale: u64,
+    /// Processes its cgroup's OOM killer ended (the budget + `cgroup_extra` was exceeded).
+    pub oom_kills: u64,
     pub error: String,
+}
+
+impl Refusal {
+    /// The error in a line: its first, and the first that names a check that failed.
+    pub fn reason(&self) -> String {
+        let mut lines = self.error.lines().map(str::trim).filter(|l| !l.is_empty());
+        let mut out = lines.next().unwrap_or("").to_string();
+        if let Some(check) = lines.find(|l| l.contains("could not check") || l.contains("violations")) {
+            out = format!("{out} {check}");
+        }
+        if self.oom_kills > 0 {
+            out = format!(
+                "its cgroup's OOM killer ended a process ({} kills); {out}",
+                self.oom_kills
+            );
+        }
+        out
+    }
 }
 
 /// How a system was started and what its cgroup saw.

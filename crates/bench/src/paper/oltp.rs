@@ -237,14 +237,16 @@ pub fn run(
                 .and_then(|_| r.check());
             if let Err(e) = loaded {
                 progress.say(format!("{name}: {} could not load {ratio}x memory: {e}", s.name()));
+                let report = r.report();
                 refusals.push(Refusal {
                     part,
                     system: s,
                     ratio,
                     scale,
+                    oom_kills: report.oom_kills,
                     error: e.to_string(),
                 });
-                reports.push(r.report());
+                reports.push(report);
                 progress.skip(1 + o.rounds * MODES.len());
                 continue;
             }

@@ -354,16 +354,35 @@ pub fn markdown(report: &PaperReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}\n", report.title);
     let _ = writeln!(s, "`{}`\n", report.command);
+    // Who drove each part: YCSB's client threads and connections, the others' terminals.
+    let mut clients = Vec::new();
+    if o.ycsb_runs() > 0 {
+        clients.push(format!(
+            "YCSB: {} client threads, {} connections, one statement in flight per connection",
+            o.clients, o.connections
+        ));
+    }
+    if o.oltp_runs() > 0 {
+        clients.push(format!(
+            "{}: {} terminals, one transaction at a time each",
+            o.parts
+                .iter()
+                .filter(|p| **p != Part::Ycsb)
+                .map(|p| title(*p))
+                .collect::<Vec<_>>()
+                .join(", "),
+            o.oltp_clients
+        ));
+    }
     let _ = writeln!(
         s,
-        "{} CPUs, {:.0} GiB; {} round(s) of {} s measured after {} s of warm-up; {} client threads, {} connections, one statement in flight per connection; {:.1} minutes in all.\n",
+        "{} CPUs, {:.0} GiB; {} round(s) of {} s measured after {} s of warm-up; {}; {:.1} minutes in all.\n",
         report.machine.cpus,
         report.machine.memory_bytes as f64 / f64::from(1u32 << 30),
         o.rounds,
         o.duration,
         o.warmup,
-        o.clients,
-        o.connections,
+        clients.join("; "),
         report.seconds / 60.0
     );
     for sys in &report.systems {
@@ -395,7 +414,7 @@ pub fn markdown(report: &PaperReport) -> String {
                 .iter()
                 .find(|p| p.workload == r.part.name())
                 .map_or("", |p| p.unit),
-            r.error.lines().next().unwrap_or("")
+            r.reason()
         );
     }
     for f in &report.findings {
@@ -552,11 +571,17 @@ mod tests {
                 system: System::Permafrost,
                 ratio: 16,
                 scale: 1600,
-                error: "loading stalled (53200)\nmore".into(),
+                oom_kills: 1,
+                error: "TPC-C load on permafrost: a check does not hold:\nTPC-C (stored procedures) ...\n  3.3.2.4 sum: could not check: connection closed\n".into(),
             }],
             findings: f,
         });
         assert!(md.contains("TPC-C (8 terminals"), "{md}");
+        assert!(
+            md.contains("; TPC-C: 8 terminals, one transaction at a time each;"),
+            "{md}"
+        );
+        assert!(!md.contains("YCSB:"), "{md}");
         assert!(md.contains("| data | orders per district | system |"), "{md}");
         let orders = PaperOptions::default().tpcc_orders(8);
         assert!(
@@ -567,7 +592,11 @@ mod tests {
         assert!(md.contains("| 1x (holds 1.13x) | 3000 | permafrost |"), "{md}");
         assert!(md.contains("| 150 | 3.00x |"), "{md}");
         assert!(
-            md.contains("- permafrost could not load TPC-C at 16x memory (1600 orders per district), and sat out its larger sizes: loading stalled (53200)\n"),
+            md.contains(
+                "- permafrost could not load TPC-C at 16x memory (1600 orders per district), and sat out its larger sizes: \
+                 its cgroup's OOM killer ended a process (1 kills); TPC-C load on permafrost: a check does not hold: \
+                 3.3.2.4 sum: could not check: connection closed\n"
+            ),
             "{md}"
         );
     }
