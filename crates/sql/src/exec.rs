@@ -445,8 +445,10 @@ fn select_rows(
         })
         .collect::<Result<Vec<_>>>()?;
     // A single-table scan may leave its evicted tuples for later ([`Deferred`]), unless
-    // it reads subqueries (the later part does not hold their values).
-    let later = env.defer_scans && p.init.is_empty() && p.derived.is_empty();
+    // it reads subqueries (the later part does not hold their values) or its rows must
+    // come in its index's order (an ORDER BY no sort gives: the rows left for later would
+    // come after those in memory, and a LIMIT met in memory would pass over them).
+    let later = env.defer_scans && p.init.is_empty() && p.derived.is_empty() && !p.index_ordered;
     let defer = later && p.rels.len() == 1 && matches!(p.rels[0].access, Access::Scan);
     let (visited, _) = walk_rows(p, env, cx, touched, &derived, defer, &mut gather)?;
     // A single-table read through an index that reached many evicted tuples leaves them

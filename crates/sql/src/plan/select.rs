@@ -180,7 +180,8 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
     super::pullup::pull_up(b, q, !windows.is_empty(), reads);
     let (mut rels, pre_filters) = plan_joins(b, conjuncts, outer)?;
     let sorted_alone = agg.is_none() && windows.is_empty() && !distinct && distinct_on == 0 && b.derived.is_empty();
-    if sorted_alone && index_order(&mut rels, &order) {
+    let index_ordered = sorted_alone && index_order(&mut rels, &order);
+    if index_ordered {
         order.clear();
     }
     let size_hint = std::sync::atomic::AtomicUsize::new(64);
@@ -192,6 +193,7 @@ pub(super) fn select(b: &mut Binder<'_>, q: &ast::Query) -> Result<(SelectPlan, 
             output,
             agg,
             order,
+            index_ordered,
             limit,
             offset,
             distinct,

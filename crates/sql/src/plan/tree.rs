@@ -166,6 +166,10 @@ pub struct SelectPlan {
     pub output: Vec<Expr>,
     pub agg: Option<AggPlan>,
     pub order: Vec<SortKey>,
+    /// The ORDER BY is its one relation's index order (`plan/access.rs::index_order`):
+    /// `order` is empty, and the rows must come in the walk's order, so no evicted tuple
+    /// the walk meets may be passed over or left for later.
+    pub index_ordered: bool,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub distinct: bool,
@@ -242,6 +246,7 @@ impl SelectPlan {
             output: Vec::new(),
             agg: None,
             order: Vec::new(),
+            index_ordered: false,
             limit: None,
             offset: None,
             distinct: false,
