@@ -107,6 +107,15 @@ const SYNC_READERS: usize = 16;
 const MAX_WRITE_BYTES: usize = 4 << 20;
 const MAX_WRITE_BLOCKS: usize = 1024;
 
+/// Most bytes one memory check evicts ([`AntiCache::maybe_evict`]). Evicted tuples go into
+/// block buffers before their slots are freed, and the heap gives its chunks back only when
+/// the partition compacts after the round: a round that evicted all a big statement's
+/// reservation asked for at once (110 MB of Voter's votes, for a grouping's 68 MB) held
+/// the tuples twice, the server 110 MB past its bound for a moment, killed in its cgroup.
+/// In steps, each compacted before the next and the next waiting for the writes (the
+/// pending-write bound), the overshoot is one step.
+pub const EVICTION_STEP: u64 = 16 << 20;
+
 /// Anti-cache settings (validated by [`AntiCacheConfig::validate`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AntiCacheConfig {
@@ -569,16 +578,30 @@ impl AntiCache {
     ) -> Result<Vec<Need>> {
         let mut needs: Vec<Need> = Vec::new();
         let mut bytes = 0u64;
+        let mut past = 0usize;
         for (table, tombstone) in refs {
             let Some(t) = store.table(table) else { continue };
             if let Some(at) = t.tombstones().get(tombstone) {
+                bytes += t.heap().slot_size() as u64;
+                if bytes > budget / 2 {
+                    // Refused whatever follows: counted, not listed (a read of millions of
+                    // evicted tuples would list them all only to be refused).
+                    past += 1;
+                    continue;
+                }
                 needs.push(Need {
                     block: at.block,
                     table,
                     tombstone,
                 });
-                bytes += t.heap().slot_size() as u64;
             }
+        }
+        if past > 0 {
+            return Err(AntiCacheError::TooLarge {
+                tuples: needs.len() + past,
+                bytes,
+                budget,
+            });
         }
         needs.sort_unstable();
         needs.dedup();
@@ -854,9 +877,10 @@ impl AntiCache {
     }
 
     /// Evicts if `used` bytes, not counting blocks already on their way to disk, exceed
-    /// the threshold of `share`: enough to get back under it plus `eviction_size`. No more
-    /// is evicted while two rounds' worth of blocks are still being written (the device
-    /// sets the pace), nor for a while after a failed write. Returns what was evicted.
+    /// the threshold of `share`: enough to get back under it plus `eviction_size`, at most
+    /// [`EVICTION_STEP`] at a time. No more is evicted while two rounds' worth of blocks
+    /// are still being written (the device sets the pace), nor for a while after a failed
+    /// write. Returns what was evicted.
     pub fn maybe_evict(
         &mut self,
         store: &mut PartitionStore,
@@ -870,7 +894,7 @@ impl AntiCache {
         if settled <= threshold || self.write_error().is_some() || pending > 2 * self.cfg.eviction_size {
             return Ok(None);
         }
-        let target = settled - threshold + self.cfg.eviction_size;
+        let target = (settled - threshold + self.cfg.eviction_size).min(EVICTION_STEP.max(self.cfg.eviction_size));
         self.evict(store, target, now_micros).map(Some)
     }
 

@@ -108,7 +108,7 @@ pub(crate) fn move_read(
     shared: &Arc<crate::shared::Shared>,
     (proc, params): (&Arc<Procedure>, &[permafrost_types::Value]),
     stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<permafrost_sql::EvictedRef>,
+    evicted: &mut permafrost_sql::EvictedRefs,
     info: &TxnInfo,
     (stop, interrupted): (Option<crate::reply::StopFlag>, &dyn Fn() -> bool),
     stats: &crate::counters::PartitionStats,
@@ -531,7 +531,7 @@ fn run_child(
     fd: libc::c_int,
 ) -> libc::c_int {
     crate::child::limit_memory(info.work_mem);
-    let mut evicted = Vec::new();
+    let mut evicted = permafrost_sql::EvictedRefs::new();
     let info = TxnInfo {
         read_slice: None,
         inline_slice: None,

@@ -41,6 +41,7 @@ pub mod foreign;
 mod gather;
 mod hashjoin;
 mod keys;
+mod reached;
 pub mod sequences;
 mod setop;
 mod sorter;
@@ -59,9 +60,10 @@ pub use deferred::{DEFER_INDEX_READS, Deferred, DeferredPart};
 pub use env::{Analyze, Env, never_interrupted};
 pub use evicted_rows::EvictedRows;
 use gather::{Gather, start_select};
+pub use reached::{EvictedRef, EvictedRefs};
 use upsert::column_context;
+pub use walk::INTERRUPT_EVERY;
 use walk::{Bindings, Copies, Reach, Walker, checked_table, stop_now};
-pub use walk::{EvictedRef, INTERRUPT_EVERY};
 
 impl Prepared {
     /// Runs the statement.

@@ -51,7 +51,7 @@ pub mod workmem;
 
 pub use catalog::{Catalog, DdlChange};
 pub use error::{Result, SqlError};
-pub use exec::{Deferred, DeferredPart, Env, EvictedRef, PartialSelect};
+pub use exec::{Deferred, DeferredPart, Env, EvictedRef, EvictedRefs, PartialSelect};
 pub use expr::splitmix64;
 pub use long_insert::prepare;
 pub use permafrost_storage::namespace;

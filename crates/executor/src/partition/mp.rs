@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use permafrost_sql::{DdlChange, Rows};
-use permafrost_storage::{AccessTracker, PartitionStore, TableId, TableSchema};
+use permafrost_sql::{DdlChange, EvictedRefs, Rows};
+use permafrost_storage::{AccessTracker, PartitionStore, TableSchema};
 
 use super::cell::{Held, INLINE_SLICE};
 use super::msg::{Answer, EvictedKeys, InPlace, LogWhat, MpFetch, MpRetry, MpTxn, MpWork, Msg};
@@ -773,9 +773,9 @@ impl Partition {
             // Many evicted tuples: read where they lie at once (as need_data does).
             return retry.read_in_place(&self.shared, InPlace::OrRun);
         }
-        let mut by_part: BTreeMap<u32, Vec<(TableId, u32)>> = BTreeMap::new();
-        for r in &self.evicted {
-            by_part.entry(r.partition).or_default().push((r.table, r.tombstone));
+        let mut by_part: BTreeMap<u32, EvictedRefs> = BTreeMap::new();
+        for r in self.evicted.iter() {
+            by_part.entry(r.partition).or_default().push(r);
         }
         let ticket = Arc::new(MpFetch {
             remaining: AtomicUsize::new(by_part.len()),

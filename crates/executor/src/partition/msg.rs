@@ -11,8 +11,8 @@ use permafrost_storage::{EvictedEntries, PartitionStore, TableId, TableSchema};
 use permafrost_types::Value;
 
 use crossbeam_channel::{Receiver, Sender};
-use permafrost_sql::DdlChange;
 use permafrost_sql::workmem::Reservation;
+use permafrost_sql::{DdlChange, EvictedRefs};
 
 use crate::error::{Error, Result};
 use crate::procedure::{Procedure, Replayed, SchemaState};
@@ -35,7 +35,7 @@ pub(crate) enum Msg {
         result: io::Result<()>,
     },
     MpFetch {
-        refs: Vec<(TableId, u32)>,
+        refs: EvictedRefs,
         ticket: Arc<MpFetch>,
     },
     Inspect(Box<dyn FnOnce(&mut PartitionStore) + Send>),

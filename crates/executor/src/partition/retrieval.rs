@@ -21,6 +21,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use permafrost_anticache::{AntiCache, AntiCacheError, Need, Retrieval};
+use permafrost_sql::EvictedRefs;
 use permafrost_storage::{PartitionStore, StorageError, TableId};
 
 use super::msg::{Invocation, Msg};
@@ -49,7 +50,7 @@ const REPLAY_RESTARTS: u32 = 32;
 impl Partition {
     /// The transaction of `waiter` reached the evicted tuples `refs` (table, tombstone) of
     /// this partition: get them into memory and run it again.
-    pub(crate) fn need_data(&mut self, waiter: Waiter, refs: Vec<(TableId, u32)>) {
+    pub(crate) fn need_data(&mut self, waiter: Waiter, refs: EvictedRefs) {
         let share = self.shared.memory_share();
         // A read that reaches many evicted tuples, or keeps reaching evicted data (what it
         // brought back was evicted again before it ran), reads them where they lie instead.
@@ -68,7 +69,7 @@ impl Partition {
             return self.resume(waiter, Some(e));
         };
         let store = self.store.as_deref_mut().expect("store is home between transactions");
-        let needs = match ac.resolve(store, refs, share) {
+        let needs = match ac.resolve(store, refs.iter().map(|r| (r.table, r.tombstone)), share) {
             Ok(n) => n,
             Err(e @ AntiCacheError::TooLarge { .. }) => return self.too_large(waiter, e),
             Err(e) => return self.resume(waiter, Some(e.into())),
@@ -174,7 +175,7 @@ impl Partition {
             return needs;
         };
         let mut refs = Vec::new();
-        let mut evicted = Vec::new();
+        let mut evicted = EvictedRefs::new();
         for inv in self.replay_stall.iter().take(LOOKAHEAD) {
             let Some(r) = &inv.replay else { continue };
             let info = TxnInfo {

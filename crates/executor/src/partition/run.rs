@@ -693,7 +693,7 @@ impl Partition {
                 }
             }
             Outcome::NeedsData => {
-                let refs = self.evicted.iter().map(|r| (r.table, r.tombstone)).collect();
+                let refs = std::mem::take(&mut self.evicted);
                 self.need_data(Waiter::Single(inv), refs);
             }
             Outcome::SliceOver | Outcome::Deferred(..) if slice.is_some() => return Some(inv),

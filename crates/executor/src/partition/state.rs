@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use permafrost_anticache::AntiCache;
-use permafrost_sql::{Catalog, EvictedRef, Rows};
+use permafrost_sql::{Catalog, EvictedRefs, Rows};
 use permafrost_storage::PartitionStore;
 
 use super::gates::Paced;
@@ -48,7 +48,7 @@ pub(crate) struct Partition {
     pub(crate) shared: Arc<Shared>,
     pub(crate) stats: Arc<PartitionStats>,
     pub(crate) outbox: Outbox,
-    pub(crate) evicted: Vec<EvictedRef>,
+    pub(crate) evicted: EvictedRefs,
     pub(crate) ac: Option<AntiCache>,
     pub(crate) parking: Parking,
     /// Free string-heap memory left after the last compaction (what trimming could not
@@ -123,7 +123,7 @@ impl Partition {
             shared,
             stats,
             outbox: Outbox::default(),
-            evicted: Vec::new(),
+            evicted: EvictedRefs::new(),
             ac,
             parking: Parking::default(),
             string_slack: 0,

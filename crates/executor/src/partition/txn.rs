@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use permafrost_sql::exec::sequences::{Draws, Sequences};
 use permafrost_sql::workmem::MemoryPool;
-use permafrost_sql::{Deferred, Env, EvictedRef, Rows, SqlError};
+use permafrost_sql::{Deferred, Env, EvictedRefs, Rows, SqlError};
 use permafrost_storage::{PartitionStore, Placement};
 use permafrost_types::Value;
 
@@ -126,7 +126,7 @@ pub(crate) fn dry_run(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<EvictedRef>,
+    evicted: &mut EvictedRefs,
     info: &TxnInfo,
     sequences: &Sequences,
 ) {
@@ -230,7 +230,7 @@ pub(crate) fn run_body(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<EvictedRef>,
+    evicted: &mut EvictedRefs,
     info: &TxnInfo,
     sequences: &Sequences,
     interrupted: &dyn Fn() -> bool,
@@ -349,7 +349,7 @@ pub(crate) fn run_txn(
     proc: &Procedure,
     params: &[Value],
     stores: &mut [&mut PartitionStore],
-    evicted: &mut Vec<EvictedRef>,
+    evicted: &mut EvictedRefs,
     info: &TxnInfo,
     sequences: &Sequences,
     interrupted: &dyn Fn() -> bool,

@@ -269,6 +269,10 @@ impl AggTable {
     /// its input and its extras ([`AggSpill::push`]).
     fn add_spilled(&mut self, agg: &AggPlan, mut rec: Vec<Value>, full: bool) -> Result<Added> {
         let inputs = rec.split_off(agg.groups.len());
+        // The key keeps the record's buffer: trimmed to what it holds, as a key built from
+        // a row is, and as `group` counts it (a spilled grouping of 180,000 groups held
+        // 11 MB more than it counted).
+        rec.shrink_to_fit();
         let (gi, added) = match self.group(agg, rec, full) {
             Ok(found) => found,
             Err(mut key) => {

@@ -21,8 +21,9 @@ use crate::workmem::MemoryPool;
 
 use super::gather::start_select;
 use super::hashjoin::Hashed;
+use super::reached::EvictedRefs;
 use super::subquery::{run_init, run_query, values};
-use super::walk::{Bindings, Copies, EvictedRef, LateralRows, Reach, Walker};
+use super::walk::{Bindings, Copies, LateralRows, Reach, Walker};
 
 /// Reads for the correlated subqueries of a statement: the partitions its walk reads, and
 /// what the subqueries' walks met (evicted tuples, tuples to touch), kept until the
@@ -33,7 +34,7 @@ pub(super) struct Reader<'s> {
     pub(super) sampled: bool,
     pub(super) work_mem: usize,
     pub(super) pool: Option<&'s Arc<MemoryPool>>,
-    pub(super) evicted: RefCell<Vec<EvictedRef>>,
+    pub(super) evicted: RefCell<EvictedRefs>,
     pub(super) touched: RefCell<Vec<(usize, TableId, u32)>>,
     /// The hash tables of the relations walked (by the address of their plans' relations):
     /// a correlated subquery builds its tables once, not once per row. Nothing is written
@@ -99,7 +100,7 @@ impl<'s> Reader<'s> {
         copies: Copies,
         emit: &mut dyn FnMut(&Bindings<'_>) -> Result<std::ops::ControlFlow<()>>,
     ) -> Result<()> {
-        let mut evicted = Vec::new();
+        let mut evicted = EvictedRefs::new();
         let mut touched = Vec::new();
         let key = rels.as_ptr() as usize;
         let hashed = self.hashes.borrow_mut().remove(&key).unwrap_or_default();

@@ -16,7 +16,8 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::workmem::MemoryPool;
 
 use super::gather::Gather;
-use super::walk::{Bindings, Copies, EvictedRef, Reach, Walker, checked_table};
+use super::reached::EvictedRefs;
+use super::walk::{Bindings, Copies, Reach, Walker, checked_table};
 
 pub(super) fn deferred_part(
     store: &PartitionStore,
@@ -31,8 +32,10 @@ pub(super) fn deferred_part(
         if bits.len() <= word {
             bits.resize(word + 1, 0);
         }
-        bits[word] |= 1 << bit;
-        tuples += 1;
+        if bits[word] & (1 << bit) == 0 {
+            bits[word] |= 1 << bit;
+            tuples += 1;
+        }
     }
     (tuples > 0).then(|| DeferredPart {
         partition: store.partition(),
@@ -248,7 +251,7 @@ fn walk_detached(
             work_mem,
             evicted_rows: None,
         };
-        let mut evicted = Vec::new();
+        let mut evicted = EvictedRefs::new();
         let mut walker = Walker::over(&p.rels, reach, &mut evicted, cx, None, Copies::One, false).reading(batch);
         let mut b = Bindings::new();
         walker.walk_all(&mut b, &mut |b| gather.add(p, b, cx, pool))
@@ -280,18 +283,16 @@ pub(super) fn deferred_parts(
 pub(super) fn deferred_parts_of_refs(
     schema: &Arc<TableSchema>,
     stores: &[&mut PartitionStore],
-    evicted: &mut Vec<EvictedRef>,
+    evicted: &mut EvictedRefs,
 ) -> Result<Vec<DeferredPart>> {
-    let mut refs = std::mem::take(evicted);
-    refs.sort_unstable();
-    refs.dedup();
+    let refs = std::mem::take(evicted);
     let mut parts = Vec::new();
-    for group in refs.chunk_by(|a, b| a.partition == b.partition) {
-        let Some(store) = stores.iter().find(|s| s.partition() == group[0].partition) else {
-            continue;
-        };
+    for store in stores {
         let table = checked_table(store, schema)?;
-        let tombs = group.iter().filter_map(|r| table.tombstones().get(r.tombstone));
+        let tombs = refs
+            .iter()
+            .filter(|r| r.partition == store.partition())
+            .filter_map(|r| table.tombstones().get(r.tombstone));
         if let Some(part) = deferred_part(store, table, tombs) {
             parts.push(part);
         }

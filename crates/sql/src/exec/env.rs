@@ -10,7 +10,8 @@ use permafrost_storage::PartitionStore;
 use super::deferred::Deferred;
 use super::evicted_rows::EvictedRows;
 use super::foreign;
-use super::walk::{EvictedRef, Reach};
+use super::reached::EvictedRefs;
+use super::walk::Reach;
 use crate::workmem::MemoryPool;
 
 /// What a statement runs against.
@@ -24,7 +25,7 @@ pub struct Env<'a, 'b> {
     /// Transaction timestamp (microseconds since the epoch).
     pub now: i64,
     /// Evicted tuples the transaction reached (the pre-pass record).
-    pub evicted: &'a mut Vec<EvictedRef>,
+    pub evicted: &'a mut EvictedRefs,
     /// Whether the statement is to stop: nobody waits for its result any more (a cancel
     /// request, a statement timeout, a client that went away). Asked every
     /// [`INTERRUPT_EVERY`] tuples a statement visits; the statement then fails with 57014
@@ -111,7 +112,7 @@ impl Env<'_, '_> {
     }
 
     /// What a walk reads ([`Reach`]), and the list of evicted tuples it records into.
-    pub(super) fn reach(&mut self) -> (Reach<'_>, &mut Vec<EvictedRef>) {
+    pub(super) fn reach(&mut self) -> (Reach<'_>, &mut EvictedRefs) {
         (
             Reach {
                 stores: &*self.stores,

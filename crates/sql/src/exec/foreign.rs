@@ -27,7 +27,8 @@ use permafrost_storage::partitioning::partition_of;
 use permafrost_storage::{FkAction, ForeignKey, PartitionStore, TableSchema, TupleRef};
 use permafrost_types::Value;
 
-use super::walk::{EvictedRef, checked_table};
+use super::reached::{EvictedRef, EvictedRefs};
+use super::walk::checked_table;
 use crate::error::{Result, SqlError};
 use crate::foreign::{FkPlan, ParentAt};
 use crate::namespace::bare;
@@ -99,7 +100,7 @@ pub(super) struct Reach<'x, 'b> {
     pub stores: &'x mut [&'b mut PartitionStore],
     /// The number of partitions, of which `stores` are held.
     pub total: u32,
-    pub evicted: &'x mut Vec<EvictedRef>,
+    pub evicted: &'x mut EvictedRefs,
     pub interrupted: &'x dyn Fn() -> bool,
     pub deadline: Option<std::time::Instant>,
 }

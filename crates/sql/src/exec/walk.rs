@@ -22,6 +22,7 @@ use crate::rows::{RowRef, Rows};
 use super::evicted_rows::EvictedRows;
 use super::hashjoin::{self, Hashed, Passes, pass_of, probe_key};
 use super::keys::{any_keys, build_key, build_range, first_if, key_value};
+use super::reached::{EvictedRef, EvictedRefs};
 
 mod bindings;
 mod lateral;
@@ -38,14 +39,6 @@ pub(super) trait LateralRows {
 /// Tuples a statement visits between two looks at [`Env::interrupted`].
 pub const INTERRUPT_EVERY: u32 = 1024;
 
-/// An evicted tuple a statement needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EvictedRef {
-    pub partition: u32,
-    pub table: TableId,
-    pub tombstone: u32,
-}
-
 /// Whether a level reads one copy of a replicated table or every copy (writes).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Copies {
@@ -57,7 +50,7 @@ pub(super) struct Walker<'w, 's> {
     rels: &'w [RelPlan],
     stores: &'s [&'s mut PartitionStore],
     cx: &'w Cx<'w>,
-    evicted: &'w mut Vec<EvictedRef>,
+    evicted: &'w mut EvictedRefs,
     touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
     total: u32,
     copies: Copies,
@@ -128,7 +121,7 @@ impl<'w> Walker<'w, 'w> {
     pub(super) fn over(
         rels: &'w [RelPlan],
         reach: Reach<'w>,
-        evicted: &'w mut Vec<EvictedRef>,
+        evicted: &'w mut EvictedRefs,
         cx: &'w Cx<'w>,
         touched: Option<&'w mut Vec<(usize, TableId, u32)>>,
         copies: Copies,
