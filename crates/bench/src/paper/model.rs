@@ -32,6 +32,16 @@ impl Part {
         }
     }
 
+    /// What a size of this part counts (a point's or a refusal's `scale`).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Part::Ycsb => "records",
+            Part::Tpcc => "orders per district",
+            Part::Voter => "votes",
+            Part::Tatp => "subscribers",
+        }
+    }
+
     /// The transactional parts (`oltp.rs`), in the order they run.
     pub const OLTP: [Part; 3] = [Part::Tpcc, Part::Voter, Part::Tatp];
 

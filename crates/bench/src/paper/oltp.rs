@@ -105,9 +105,9 @@ impl Workload {
     /// The population, and what it counts.
     fn scale(&self) -> (u64, &'static str) {
         match self {
-            Workload::Tpcc(o) => (u64::from(o.scale.orders), "orders per district"),
-            Workload::Voter(o) => (o.votes as u64, "votes"),
-            Workload::Tatp(o) => (u64::from(o.subscribers), "subscribers"),
+            Workload::Tpcc(o) => (u64::from(o.scale.orders), Part::Tpcc.unit()),
+            Workload::Voter(o) => (o.votes as u64, Part::Voter.unit()),
+            Workload::Tatp(o) => (u64::from(o.subscribers), Part::Tatp.unit()),
         }
     }
 

@@ -409,11 +409,7 @@ pub fn markdown(report: &PaperReport) -> String {
             title(r.part),
             r.ratio,
             r.scale,
-            report
-                .oltp
-                .iter()
-                .find(|p| p.workload == r.part.name())
-                .map_or("", |p| p.unit),
+            r.part.unit(),
             r.reason()
         );
     }
