@@ -242,7 +242,12 @@ impl AggTable {
     }
 
     /// The group of `key`: found, or started unless `full` (then the key is given back).
-    fn group(&mut self, agg: &AggPlan, key: Vec<Value>, full: bool) -> std::result::Result<(usize, Added), Vec<Value>> {
+    fn group(
+        &mut self,
+        agg: &AggPlan,
+        mut key: Vec<Value>,
+        full: bool,
+    ) -> std::result::Result<(usize, Added), Vec<Value>> {
         if let Some(&i) = self.index.get(&key) {
             return Ok((i, Added::Existing(0)));
         }
@@ -259,6 +264,9 @@ impl AggTable {
             + std::mem::size_of::<Vec<Value>>()
             + std::mem::size_of::<Vec<Acc>>();
         let bytes = 2 * values_size(&key) + agg.aggs.len() * std::mem::size_of::<Acc>() + 2 * slots;
+        // Kept at the length counted: a spilled record's key still has the record's buffer
+        // (a spilled grouping of 180,000 groups held 11 MB more than it counted).
+        key.shrink_to_fit();
         self.index.insert(key.clone(), i);
         self.keys.push(key);
         self.accs.push(new_accs(agg));
@@ -269,10 +277,6 @@ impl AggTable {
     /// its input and its extras ([`AggSpill::push`]).
     fn add_spilled(&mut self, agg: &AggPlan, mut rec: Vec<Value>, full: bool) -> Result<Added> {
         let inputs = rec.split_off(agg.groups.len());
-        // The key keeps the record's buffer: trimmed to what it holds, as a key built from
-        // a row is, and as `group` counts it (a spilled grouping of 180,000 groups held
-        // 11 MB more than it counted).
-        rec.shrink_to_fit();
         let (gi, added) = match self.group(agg, rec, full) {
             Ok(found) => found,
             Err(mut key) => {

@@ -42,12 +42,14 @@ impl EvictedRefs {
 
     /// Records one evicted tuple reached.
     pub fn push(&mut self, r: EvictedRef) {
-        if self.bits.is_empty() && self.list.len() < LIST_MAX {
-            self.list.push(r);
-            return;
-        }
-        for r in std::mem::take(&mut self.list) {
-            self.set(r);
+        if self.bits.is_empty() {
+            if self.list.len() < LIST_MAX {
+                self.list.push(r);
+                return;
+            }
+            for r in std::mem::take(&mut self.list) {
+                self.set(r);
+            }
         }
         self.set(r);
     }
@@ -104,7 +106,8 @@ impl EvictedRefs {
     }
 
     /// Memory held, in bytes (the list's capacity and the bitmaps).
-    pub fn held_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
         self.list.capacity() * std::mem::size_of::<EvictedRef>()
             + self.bits.values().map(|w| w.capacity() * 8).sum::<usize>()
     }
