@@ -256,8 +256,11 @@ impl Database {
         };
         let recover_through = log.as_ref().map_or(0, |l| l.last_lsn());
         let scan_holds = caches.iter().map(|c| c.as_ref().map(AntiCache::scan_hold)).collect();
-        let statement_pool =
-            permafrost_sql::workmem::MemoryPool::new(Shared::statement_pool_limit(config.memory_limit));
+        let statement_pool = permafrost_sql::workmem::MemoryPool::within_budget(
+            Shared::statement_pool_limit(config.memory_limit),
+            usize::try_from(config.memory_limit).unwrap_or(usize::MAX),
+            config.partitions as usize,
+        );
         let gates = crate::partition::gates::Gates::new(config.partitions);
         let shared = Arc::new(Shared {
             scan_holds,
@@ -282,6 +285,16 @@ impl Database {
             crossings: Default::default(),
         });
         let _ = landing.set(Arc::downgrade(&shared));
+        // A statement that took from the pool when little is free asks the partitions to
+        // count it now and evict for it (permafrost_sql::workmem::MemoryPool).
+        let weak = Arc::downgrade(&shared);
+        shared.statement_pool.on_pressure(Box::new(move || {
+            if let Some(s) = weak.upgrade() {
+                for p in 0..s.config.partitions {
+                    let _ = s.send(p, crate::partition::msg::Msg::CheckMemory);
+                }
+            }
+        }));
         let parts: Vec<Unstarted> = receivers
             .into_iter()
             .enumerate()

@@ -23,18 +23,125 @@ use crate::error::{Result, SqlError};
 pub const POOL_STEP: usize = 256 << 10;
 
 /// The memory all running statements of a database hold together, against one limit.
-#[derive(Debug)]
+///
+/// The partitions evict to make room for what the pool holds, but only between
+/// transactions: a statement whose rows are gathered at a partition (a grouping over the
+/// tuples in memory) holds the partition until it ends, and what it takes meanwhile is
+/// on top of the data. So the pool also knows the memory budget and what the partitions
+/// hold ([`MemoryPool::set_data`], published at each of their memory checks): what may
+/// spill takes no more than the budget has free ([`MemoryPool::free_now`]) and goes to
+/// disk past it, and the partitions are asked to check their memory (and evict) when
+/// the room left runs low ([`MemoryPool::on_pressure`]).
 pub struct MemoryPool {
     used: AtomicUsize,
+    /// The most `used` has been since the last [`MemoryPool::reset_peak`].
+    peak: AtomicUsize,
     limit: usize,
+    /// The memory budget the pool is part of (`usize::MAX`: none known).
+    budget: usize,
+    /// What each partition held at its last memory check, statements not counted.
+    data: Box<[AtomicUsize]>,
+    /// Asks the partitions to check their memory now ([`MemoryPool::on_pressure`]).
+    pressure: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// When the partitions were last asked, in microseconds since `epoch`.
+    asked_at: std::sync::atomic::AtomicU64,
+    epoch: std::time::Instant,
+}
+
+/// How often, at most, statements ask the partitions to count their memory (each asking
+/// is a message to every partition and a memory check there; a partition checks on its
+/// own at most every millisecond too).
+pub const ASK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
+impl std::fmt::Debug for MemoryPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryPool")
+            .field("used", &self.used())
+            .field("limit", &self.limit)
+            .field("budget", &self.budget)
+            .field("data", &self.data_held())
+            .finish()
+    }
 }
 
 impl MemoryPool {
+    /// A pool with no known budget (what it gives is bounded by `limit` alone).
     pub fn new(limit: usize) -> Arc<MemoryPool> {
+        MemoryPool::within_budget(limit, usize::MAX, 0)
+    }
+
+    /// A pool of at most `limit` bytes, part of a memory budget of `budget` bytes shared
+    /// with `partitions` partitions' data.
+    pub fn within_budget(limit: usize, budget: usize, partitions: usize) -> Arc<MemoryPool> {
         Arc::new(MemoryPool {
             used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             limit,
+            budget,
+            data: (0..partitions).map(|_| AtomicUsize::new(0)).collect(),
+            pressure: std::sync::OnceLock::new(),
+            asked_at: std::sync::atomic::AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
         })
+    }
+
+    /// Partition `p` holds `bytes` of data (its memory check's figure, statements not
+    /// counted).
+    pub fn set_data(&self, p: usize, bytes: usize) {
+        if let Some(d) = self.data.get(p) {
+            d.store(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// What the partitions held at their last memory checks.
+    pub fn data_held(&self) -> usize {
+        self.data.iter().map(|d| d.load(Ordering::Relaxed)).sum()
+    }
+
+    /// What the budget has free now: neither the partitions' data nor statements hold it.
+    pub fn free_now(&self) -> usize {
+        self.budget.saturating_sub(self.data_held()).saturating_sub(self.used())
+    }
+
+    /// Sets what asks the partitions to check their memory: called when a statement took
+    /// from the pool and less than an eighth of the budget is free, or spilled for want
+    /// of free room, so that they evict for it as soon as they can; at most every
+    /// [`ASK_INTERVAL`]. Set once; later calls are ignored.
+    pub fn on_pressure(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.pressure.set(f);
+    }
+
+    /// The most running statements have held at once since [`MemoryPool::reset_peak`].
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Starts [`MemoryPool::peak`] again from what is held now.
+    pub fn reset_peak(&self) {
+        self.peak.store(self.used(), Ordering::Relaxed);
+    }
+
+    fn after_take(&self) {
+        self.peak.fetch_max(self.used(), Ordering::Relaxed);
+        if self.free_now() < self.budget / 8 {
+            self.ask_partitions();
+        }
+    }
+
+    /// Asks the partitions to count their memory now ([`MemoryPool::on_pressure`]), unless
+    /// they were asked less than [`ASK_INTERVAL`] ago.
+    fn ask_partitions(&self) {
+        let Some(f) = self.pressure.get() else { return };
+        let now = self.epoch.elapsed().as_micros() as u64 + ASK_INTERVAL.as_micros() as u64;
+        let last = self.asked_at.load(Ordering::Relaxed);
+        if now >= last + ASK_INTERVAL.as_micros() as u64
+            && self
+                .asked_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            f();
+        }
     }
 
     /// Bytes held by running statements now.
@@ -54,11 +161,16 @@ impl MemoryPool {
 
     /// Takes `n` bytes; `false` (nothing taken) if that would pass the limit.
     fn try_take(&self, n: usize) -> bool {
-        self.used
+        let taken = self
+            .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
                 u.checked_add(n).filter(|&t| t <= self.limit)
             })
-            .is_ok()
+            .is_ok();
+        if taken {
+            self.after_take();
+        }
+        taken
     }
 
     fn give(&self, n: usize) {
@@ -73,12 +185,35 @@ pub struct Reservation {
     taken: usize,
 }
 
+/// What a statement may hold before it spills for want of free room in the memory budget
+/// ([`MemoryPool::free_now`]): a sort's runs are at least this large.
+pub const FREE_ROOM_FLOOR: usize = 4 << 20;
+
+/// What the pool counts of `bytes` held: beyond the first [`POOL_STEP`], in whole steps.
+fn steps(bytes: usize) -> usize {
+    bytes.saturating_sub(POOL_STEP).div_ceil(POOL_STEP) * POOL_STEP
+}
+
 impl Reservation {
+    /// Whether covering `bytes` would take more from `pool` than the memory budget has
+    /// free now ([`MemoryPool::free_now`]): what may spill goes to disk instead. Then the
+    /// partitions are asked to count again (what they counted last may be stale).
+    pub(crate) fn past_free_room(&self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> bool {
+        let Some(pool) = self.pool.as_ref().or(pool) else {
+            return false;
+        };
+        let past = bytes > FREE_ROOM_FLOOR && steps(bytes).saturating_sub(self.taken) > pool.free_now();
+        if past {
+            pool.ask_partitions();
+        }
+        past
+    }
+
     /// Makes the reservation cover `bytes` (beyond the first step, in whole steps); an
     /// error (53200) if the pool cannot give that much. Takes `pool` the first time it is
     /// needed.
     pub fn cover(&mut self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> Result<()> {
-        let want = bytes.saturating_sub(POOL_STEP).div_ceil(POOL_STEP) * POOL_STEP;
+        let want = steps(bytes);
         if want <= self.taken {
             return Ok(());
         }
@@ -110,11 +245,12 @@ impl Reservation {
     /// evict for it) and other statements find that much less room until it is dropped.
     /// Like [`Reservation::cover`], the first step is not counted.
     pub fn hold(pool: &Arc<MemoryPool>, bytes: usize) -> Reservation {
-        let taken = bytes.saturating_sub(POOL_STEP).div_ceil(POOL_STEP) * POOL_STEP;
+        let taken = steps(bytes);
         if taken == 0 {
             return Reservation::default();
         }
         pool.used.fetch_add(taken, Ordering::AcqRel);
+        pool.after_take();
         Reservation {
             pool: Some(pool.clone()),
             taken,
@@ -188,6 +324,18 @@ impl WorkMem {
         self.check(pool)
     }
 
+    /// Whether holding `bytes` would take more from `pool` than the memory budget has free
+    /// now (what may spill then goes to disk: [`MemoryPool`]).
+    pub(crate) fn past_free_room(&self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> bool {
+        self.reservation.past_free_room(bytes, pool)
+    }
+
+    /// The statement holds `bytes` now, which the caller is about to write to disk: counted
+    /// against its limit, nothing more taken from the pool.
+    pub(crate) fn holds_uncovered(&mut self, bytes: usize) {
+        self.used = bytes;
+    }
+
     /// The statement's limit (`work_mem`).
     pub(crate) fn limit(&self) -> usize {
         self.limit
@@ -250,6 +398,40 @@ mod tests {
         // Its own limit still comes first: 54000.
         let mut d = WorkMem::new(POOL_STEP);
         assert_eq!(d.add(POOL_STEP + 1, Some(&pool)).unwrap_err().sqlstate(), "54000");
+    }
+
+    #[test]
+    fn what_may_spill_takes_no_more_than_the_budget_has_free() {
+        const MIB: usize = 1 << 20;
+        let pool = MemoryPool::within_budget(64 * MIB, 100 * MIB, 2);
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        pool.on_pressure(Box::new(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }));
+        pool.set_data(0, 40 * MIB);
+        pool.set_data(1, 40 * MIB);
+        assert_eq!(pool.free_now(), 20 * MIB);
+        let mut a = WorkMem::new(32 * MIB);
+        a.holds(10 * MIB + POOL_STEP, Some(&pool)).unwrap();
+        assert_eq!(pool.free_now(), 10 * MIB);
+        // Within the free room, or under the floor: taken as before.
+        assert!(!a.past_free_room(20 * MIB + POOL_STEP, Some(&pool)));
+        let b = WorkMem::new(32 * MIB);
+        assert!(!b.past_free_room(FREE_ROOM_FLOOR, Some(&pool)));
+        // Past it: not taken (the caller spills), though work_mem and the pool have room.
+        assert!(a.past_free_room(20 * MIB + 2 * POOL_STEP, Some(&pool)));
+        a.holds(20 * MIB + 2 * POOL_STEP, Some(&pool)).unwrap();
+        assert_eq!(pool.peak(), 20 * MIB + POOL_STEP);
+        // Taking the room below an eighth of the budget asked the partitions to count.
+        assert!(asked.load(Ordering::Relaxed) > 0);
+        drop(a);
+        assert_eq!(pool.free_now(), 20 * MIB);
+        pool.reset_peak();
+        assert_eq!(pool.peak(), 0);
+        // A pool that knows no budget has room as far as its limit.
+        let unbounded = MemoryPool::new(4 * POOL_STEP);
+        assert!(!WorkMem::new(usize::MAX).past_free_room(usize::MAX / 2, Some(&unbounded)));
     }
 
     #[test]

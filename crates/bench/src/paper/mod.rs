@@ -104,9 +104,10 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
         experiment: "paper",
         title: if o.ycsb_runs() > 0 {
             format!(
-                "Data at {}x a {} MiB memory budget: Permafrost, MariaDB, MariaDB + memcached",
+                "Data at {}x a {} MiB memory budget: {}",
                 sizes(&o.ratios),
-                o.memory_limit >> 20
+                o.memory_limit >> 20,
+                labels(&o.systems)
             )
         } else {
             let parts: Vec<String> = o
@@ -115,9 +116,10 @@ pub fn run(o: &PaperOptions, command: &str, progress_bar: bool) -> Result<PaperR
                 .map(|&p| format!("{} at {}x", summary::title(p), sizes(o.part_ratios(p))))
                 .collect();
             format!(
-                "{} a {} MiB memory budget: Permafrost, MariaDB",
+                "{} a {} MiB memory budget: {}",
                 parts.join(", "),
-                o.memory_limit >> 20
+                o.memory_limit >> 20,
+                labels(&o.oltp_systems())
             )
         },
         command: command.to_string(),
@@ -144,4 +146,9 @@ pub fn write(report: &PaperReport, dir: &Path) -> Result<[PathBuf; 3], BenchErro
     let md = dir.join("paper.md");
     std::fs::write(&md, summary::markdown(report))?;
     Ok([json, png, md])
+}
+
+/// The systems a report's title names, in the order given.
+fn labels(systems: &[System]) -> String {
+    systems.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ")
 }

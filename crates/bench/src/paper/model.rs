@@ -105,6 +105,15 @@ impl System {
         }
     }
 
+    /// How a report's title names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            System::Permafrost => "Permafrost",
+            System::MariaDb => "MariaDB",
+            System::MariaDbMemcached => "MariaDB + memcached",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<System, String> {
         System::ALL
             .into_iter()

@@ -360,6 +360,9 @@ impl Partition {
             // expense.
             used = used.saturating_sub(ac.release_idle_buffers());
         }
+        self.shared
+            .statement_pool
+            .set_data(self.id as usize, used.saturating_sub(statements) as usize);
         let gate = (used > share).then(|| StorageError::MemoryLimit {
             what: match &failure {
                 Some(f) => format!("a write at partition {} (eviction failed: {f})", self.id),

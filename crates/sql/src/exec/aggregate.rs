@@ -19,9 +19,9 @@ use crate::expr::{AggCall, AggFunc, ColumnSource, Cx, NoColumns, arith};
 use crate::plan::{AggPlan, SelectPlan};
 use crate::rows::{ColumnInfo, Rows};
 use crate::value_budget::ValueBudget;
-use crate::workmem::{WorkMem, values_size};
+use crate::workmem::{MemoryPool, WorkMem, values_size};
 
-use super::sorter::Sorter;
+use super::sorter::{Sorter, past_limit};
 use super::spill::{SpillReader, SpillWriter};
 use super::window;
 
@@ -414,6 +414,8 @@ pub(super) struct AggFinish<'a> {
     pub(super) offset: u64,
     pub(super) work_mem: usize,
     pub(super) spill: Option<Arc<Path>>,
+    /// The statement pool the spilled groups draw from as they are added up.
+    pub(super) pool: Option<&'a Arc<MemoryPool>>,
 }
 
 /// The result of an aggregate: its groups in memory, then those of each spilled partition
@@ -442,9 +444,10 @@ pub(super) fn finish_agg(f: &AggFinish<'_>, mut table: AggTable, spilled: Option
             while let Some(rec) = reader.next(record_width(agg))? {
                 match table.add_spilled(agg, rec, deeper.is_some())? {
                     Added::Existing(0) => {}
-                    Added::Existing(bytes) if deeper.is_some() => mem.add(bytes, None)?,
+                    Added::Existing(bytes) if deeper.is_some() => mem.add(bytes, f.pool)?,
                     Added::Existing(bytes) | Added::New(bytes) => {
-                        if mem.add(bytes, None).is_err() && deeper.is_none() {
+                        let total = mem.used() + bytes;
+                        if past_limit(&mut mem, total, f.pool, true)? && deeper.is_none() {
                             deeper = Some(AggSpill::create(dir, spill.depth + 1)?);
                         }
                     }

@@ -55,6 +55,9 @@ pub(super) enum Gather {
         spill: Option<Arc<Path>>,
         /// Once the table is full: the rows of the groups it does not hold.
         spilled: Option<Box<AggSpill>>,
+        /// The statement pool the rows were gathered with (what the spilled groups, added
+        /// up at the end, draw from too).
+        pool: Option<Arc<MemoryPool>>,
     },
     /// Rows kept as the columns they read (`SelectPlan::image`) until the query's window
     /// calls are computed over all of them.
@@ -98,6 +101,7 @@ impl Gather {
                 // Window calls over the groups need every group at once.
                 spill: spill.filter(|_| p.windows.is_empty()),
                 spilled: None,
+                pool: None,
             }
         } else if p.order.is_empty() && !p.distinct {
             Gather::Stream {
@@ -176,8 +180,12 @@ impl Gather {
                 mem,
                 spill,
                 spilled,
+                pool: gathered_with,
                 ..
             } => {
+                if gathered_with.is_none() {
+                    *gathered_with = pool.cloned();
+                }
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 match table.add_unless_full(agg, b, cx, spilled.is_some())? {
                     Added::Existing(0) => {}
@@ -346,6 +354,7 @@ impl Gather {
                 mem,
                 spill,
                 spilled,
+                pool,
             } => {
                 let f = AggFinish {
                     p,
@@ -356,6 +365,7 @@ impl Gather {
                     offset,
                     work_mem: mem.limit(),
                     spill,
+                    pool: pool.as_ref(),
                 };
                 drop(mem);
                 finish_agg(&f, table, spilled.map(|s| *s))

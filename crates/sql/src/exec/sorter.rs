@@ -310,14 +310,18 @@ fn slot_value<'v>(
 }
 
 /// Counts `bytes` as what the statement holds; `Ok(true)` when that is past its
-/// `work_mem` (or the pool has no room) and `spills` says they may go to disk instead of
-/// failing.
+/// `work_mem` (or the pool has no room, or the memory budget has none free now: see
+/// [`MemoryPool`]) and `spills` says they may go to disk instead of failing.
 pub(super) fn past_limit(
     mem: &mut WorkMem,
     bytes: usize,
     pool: Option<&Arc<MemoryPool>>,
     spills: bool,
 ) -> Result<bool> {
+    if spills && mem.past_free_room(bytes, pool) {
+        mem.holds_uncovered(bytes);
+        return Ok(true);
+    }
     match mem.holds(bytes, pool) {
         Ok(()) => Ok(false),
         Err(SqlError::OutOfWorkMem(_) | SqlError::StatementMemory { .. }) if spills => Ok(true),
