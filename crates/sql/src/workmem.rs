@@ -202,7 +202,10 @@ impl Reservation {
         let Some(pool) = self.pool.as_ref().or(pool) else {
             return false;
         };
-        let past = bytes > FREE_ROOM_FLOOR && steps(bytes).saturating_sub(self.taken) > pool.free_now();
+        // (Per row of a sort or a result: the free room is read only when the bytes would
+        // take another step.)
+        let more = steps(bytes).saturating_sub(self.taken);
+        let past = bytes > FREE_ROOM_FLOOR && more > 0 && more > pool.free_now();
         if past {
             pool.ask_partitions();
         }
@@ -328,6 +331,11 @@ impl WorkMem {
     /// now (what may spill then goes to disk: [`MemoryPool`]).
     pub(crate) fn past_free_room(&self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> bool {
         self.reservation.past_free_room(bytes, pool)
+    }
+
+    /// The pool this statement has taken from, once it has.
+    pub(crate) fn pool(&self) -> Option<&Arc<MemoryPool>> {
+        self.reservation.pool.as_ref()
     }
 
     /// The statement holds `bytes` now, which the caller is about to write to disk: counted

@@ -55,9 +55,6 @@ pub(super) enum Gather {
         spill: Option<Arc<Path>>,
         /// Once the table is full: the rows of the groups it does not hold.
         spilled: Option<Box<AggSpill>>,
-        /// The statement pool the rows were gathered with (what the spilled groups, added
-        /// up at the end, draw from too).
-        pool: Option<Arc<MemoryPool>>,
     },
     /// Rows kept as the columns they read (`SelectPlan::image`) until the query's window
     /// calls are computed over all of them.
@@ -101,7 +98,6 @@ impl Gather {
                 // Window calls over the groups need every group at once.
                 spill: spill.filter(|_| p.windows.is_empty()),
                 spilled: None,
-                pool: None,
             }
         } else if p.order.is_empty() && !p.distinct {
             Gather::Stream {
@@ -180,12 +176,8 @@ impl Gather {
                 mem,
                 spill,
                 spilled,
-                pool: gathered_with,
                 ..
             } => {
-                if gathered_with.is_none() {
-                    *gathered_with = pool.cloned();
-                }
                 let agg = p.agg.as_ref().expect("an aggregate plan");
                 match table.add_unless_full(agg, b, cx, spilled.is_some())? {
                     Added::Existing(0) => {}
@@ -354,8 +346,11 @@ impl Gather {
                 mem,
                 spill,
                 spilled,
-                pool,
             } => {
+                // The pool its spilled groups draw from as they are added up: the one it
+                // took from (a grouping full past POOL_STEP has; one that never took from
+                // a pool spills within a work_mem of under a step, not counted in one).
+                let pool = mem.pool().cloned();
                 let f = AggFinish {
                     p,
                     agg: p.agg.as_ref().expect("an aggregate plan"),
