@@ -285,16 +285,6 @@ impl Database {
             crossings: Default::default(),
         });
         let _ = landing.set(Arc::downgrade(&shared));
-        // A statement that took from the pool when little is free asks the partitions to
-        // count it now and evict for it (permafrost_sql::workmem::MemoryPool).
-        let weak = Arc::downgrade(&shared);
-        shared.statement_pool.on_pressure(Box::new(move || {
-            if let Some(s) = weak.upgrade() {
-                for p in 0..s.config.partitions {
-                    let _ = s.send(p, crate::partition::msg::Msg::CheckMemory);
-                }
-            }
-        }));
         let parts: Vec<Unstarted> = receivers
             .into_iter()
             .enumerate()

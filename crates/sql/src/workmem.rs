@@ -30,8 +30,7 @@ pub const POOL_STEP: usize = 256 << 10;
 /// on top of the data. So the pool also knows the memory budget and what the partitions
 /// hold ([`MemoryPool::set_data`], published at each of their memory checks): what may
 /// spill takes no more than the budget has free ([`MemoryPool::free_now`]) and goes to
-/// disk past it, and the partitions are asked to check their memory (and evict) when
-/// the room left runs low ([`MemoryPool::on_pressure`]).
+/// disk past it.
 pub struct MemoryPool {
     used: AtomicUsize,
     /// The most `used` has been since the last [`MemoryPool::reset_peak`].
@@ -41,17 +40,7 @@ pub struct MemoryPool {
     budget: usize,
     /// What each partition held at its last memory check, statements not counted.
     data: Box<[AtomicUsize]>,
-    /// Asks the partitions to check their memory now ([`MemoryPool::on_pressure`]).
-    pressure: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
-    /// When the partitions were last asked, in microseconds since `epoch`.
-    asked_at: std::sync::atomic::AtomicU64,
-    epoch: std::time::Instant,
 }
-
-/// How often, at most, statements ask the partitions to count their memory (each asking
-/// is a message to every partition and a memory check there; a partition checks on its
-/// own at most every millisecond too).
-pub const ASK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl std::fmt::Debug for MemoryPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,9 +68,6 @@ impl MemoryPool {
             limit,
             budget,
             data: (0..partitions).map(|_| AtomicUsize::new(0)).collect(),
-            pressure: std::sync::OnceLock::new(),
-            asked_at: std::sync::atomic::AtomicU64::new(0),
-            epoch: std::time::Instant::now(),
         })
     }
 
@@ -103,14 +89,6 @@ impl MemoryPool {
         self.budget.saturating_sub(self.data_held()).saturating_sub(self.used())
     }
 
-    /// Sets what asks the partitions to check their memory: called when a statement took
-    /// from the pool and less than an eighth of the budget is free, or spilled for want
-    /// of free room, so that they evict for it as soon as they can; at most every
-    /// [`ASK_INTERVAL`]. Set once; later calls are ignored.
-    pub fn on_pressure(&self, f: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.pressure.set(f);
-    }
-
     /// The most running statements have held at once since [`MemoryPool::reset_peak`].
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::Relaxed)
@@ -123,25 +101,6 @@ impl MemoryPool {
 
     fn after_take(&self) {
         self.peak.fetch_max(self.used(), Ordering::Relaxed);
-        if self.free_now() < self.budget / 8 {
-            self.ask_partitions();
-        }
-    }
-
-    /// Asks the partitions to count their memory now ([`MemoryPool::on_pressure`]), unless
-    /// they were asked less than [`ASK_INTERVAL`] ago.
-    fn ask_partitions(&self) {
-        let Some(f) = self.pressure.get() else { return };
-        let now = self.epoch.elapsed().as_micros() as u64 + ASK_INTERVAL.as_micros() as u64;
-        let last = self.asked_at.load(Ordering::Relaxed);
-        if now >= last + ASK_INTERVAL.as_micros() as u64
-            && self
-                .asked_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            f();
-        }
     }
 
     /// Bytes held by running statements now.
@@ -196,8 +155,7 @@ fn steps(bytes: usize) -> usize {
 
 impl Reservation {
     /// Whether covering `bytes` would take more from `pool` than the memory budget has
-    /// free now ([`MemoryPool::free_now`]): what may spill goes to disk instead. Then the
-    /// partitions are asked to count again (what they counted last may be stale).
+    /// free now ([`MemoryPool::free_now`]): what may spill goes to disk instead.
     pub(crate) fn past_free_room(&self, bytes: usize, pool: Option<&Arc<MemoryPool>>) -> bool {
         let Some(pool) = self.pool.as_ref().or(pool) else {
             return false;
@@ -205,11 +163,7 @@ impl Reservation {
         // (Per row of a sort or a result: the free room is read only when the bytes would
         // take another step.)
         let more = steps(bytes).saturating_sub(self.taken);
-        let past = bytes > FREE_ROOM_FLOOR && more > 0 && more > pool.free_now();
-        if past {
-            pool.ask_partitions();
-        }
-        past
+        bytes > FREE_ROOM_FLOOR && more > 0 && more > pool.free_now()
     }
 
     /// Makes the reservation cover `bytes` (beyond the first step, in whole steps); an
@@ -412,11 +366,6 @@ mod tests {
     fn what_may_spill_takes_no_more_than_the_budget_has_free() {
         const MIB: usize = 1 << 20;
         let pool = MemoryPool::within_budget(64 * MIB, 100 * MIB, 2);
-        let asked = Arc::new(AtomicUsize::new(0));
-        let counter = asked.clone();
-        pool.on_pressure(Box::new(move || {
-            counter.fetch_add(1, Ordering::Relaxed);
-        }));
         pool.set_data(0, 40 * MIB);
         pool.set_data(1, 40 * MIB);
         assert_eq!(pool.free_now(), 20 * MIB);
@@ -431,8 +380,6 @@ mod tests {
         assert!(a.past_free_room(20 * MIB + 2 * POOL_STEP, Some(&pool)));
         a.holds(20 * MIB + 2 * POOL_STEP, Some(&pool)).unwrap();
         assert_eq!(pool.peak(), 20 * MIB + POOL_STEP);
-        // Taking the room below an eighth of the budget asked the partitions to count.
-        assert!(asked.load(Ordering::Relaxed) > 0);
         drop(a);
         assert_eq!(pool.free_now(), 20 * MIB);
         pool.reset_peak();

@@ -14,7 +14,7 @@ use crate::rows::{ColumnInfo, Rows};
 use crate::value_budget::ValueBudget;
 use crate::workmem::{MemoryPool, WorkMem, values_size};
 
-use super::sorter::past_limit;
+use super::sorter::{past_limit, past_pool_limit};
 
 use super::aggregate::{Added, AggFinish, AggSpill, AggTable, finish_agg};
 use super::sorter::{Sorter, sort_slots};
@@ -232,7 +232,7 @@ impl Gather {
                     }
                 }
                 *emitted += 1;
-                if past_limit(mem, rows.held_bytes(), pool, spill.is_some())? {
+                if past_pool_limit(mem, rows.held_bytes(), pool, spill.is_some())? {
                     // The rows so far go to disk, to be read back in order.
                     if queue.is_none() {
                         let dir = spill.as_deref().expect("checked");
