@@ -5,6 +5,8 @@
 
 use crate::error::{Error, Result};
 
+pub(crate) mod memory;
+
 /// Which side of [`fork_with_pipe`] a process is on.
 pub(crate) enum Side {
     /// The child, with the pipe's write end (every other inherited descriptor closed).
@@ -62,10 +64,11 @@ pub(crate) unsafe fn fork_with_pipe(what: &str, keep: &[libc::c_int]) -> Result<
     Ok(Side::Parent { pid, read: fds[0] })
 }
 
-/// In a child that the server can do without (a forked reader): tells the kernel to kill
-/// it first when memory runs out (`oom_score_adj` 1000), so that a reader which brought
-/// evicted data back into its image dies alone rather than the server beside it in a
-/// memory cgroup. Best effort.
+/// In a child that the server can do without (a forked reader, the snapshot writer):
+/// tells the kernel to kill it first when memory runs out (`oom_score_adj` 1000), so that
+/// a reader which brought evicted data back into its image, or a writer whose image the
+/// server kept changing, dies alone rather than the server beside it in a memory cgroup
+/// (the statement fails, the snapshot is taken again later). Best effort.
 pub(crate) fn expendable() {
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
 }

@@ -716,15 +716,7 @@ impl Partition {
             .iter()
             .map(|&id| (id, self.shared.sequences.last(id)))
             .collect();
-        let r = fork_writer(
-            &*self.shared.fs,
-            job,
-            &sequences,
-            cut,
-            self.shared.config.partitions,
-            &stores,
-            barrier_started,
-        );
+        let r = fork_writer(&self.shared, job, &sequences, cut, &stores, barrier_started);
         let out = match &r {
             Ok(_) => Ok(Rows::default()),
             Err(e) => Err(e.clone()),

@@ -54,6 +54,9 @@ pub(crate) struct Partition {
     /// Free string-heap memory left after the last compaction (what trimming could not
     /// give back): compaction runs again once the slack has grown past it.
     pub(crate) string_slack: u64,
+    /// The same for the tuple heaps: each table's last chunk, part empty, stays (up to a
+    /// huge page per table), so the slack never falls to zero.
+    pub(crate) tuple_slack: u64,
     /// When the memory was last checked ([`Partition::wall`] microseconds: no clock is
     /// read for it, the check following every call).
     pub(crate) last_check: i64,
@@ -127,6 +130,7 @@ impl Partition {
             ac,
             parking: Parking::default(),
             string_slack: 0,
+            tuple_slack: 0,
             last_check: 0,
             last_catalog,
             wall: 0,

@@ -5,25 +5,31 @@
 use std::time::Instant;
 
 use permafrost_durability::snapshot::SnapshotHeader;
-use permafrost_io::Fs;
 use permafrost_storage::PartitionStore;
 
 use super::job::{Forked, SnapJob};
 use super::write::write_snapshot;
 use crate::child::{Side, fork_with_pipe};
 use crate::error::{Error, Result};
+use crate::shared::Shared;
 
 /// Runs in the coordinator while it holds every store: forks the writer process, which
-/// writes through `fs`.
+/// writes through the database's file system.
+///
+/// Its memory is not counted in the budget, unlike a forked reader's (child/memory.rs):
+/// it is almost all pages the server changed since the fork, and evicting to make room
+/// for them would change more pages (freeing slots, compacting heaps), each copied once
+/// more, while the old copies stay with the writer until it ends. Short of memory it is
+/// the process the kernel kills first.
 pub(crate) fn fork_writer(
-    fs: &dyn Fs,
+    shared: &Shared,
     job: &SnapJob,
     sequences: &[(u32, i64)],
     cut_lsn: u64,
-    partitions: u32,
     stores: &[(u32, &PartitionStore)],
     barrier_started: Instant,
 ) -> Result<Forked> {
+    let (fs, partitions) = (&*shared.fs, shared.config.partitions);
     let header = SnapshotHeader {
         epoch: job.epoch,
         cut_lsn,
@@ -56,6 +62,9 @@ pub(crate) fn fork_writer(
             // SAFETY: a process-wide call of the child. Lower priority: the partitions
             // come first.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+            // Short of memory, a snapshot fails (and is taken again later) rather than
+            // the server be killed beside it.
+            crate::child::expendable();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 write_snapshot(fs, &job.dir, &header, (&job.history, sequences), stores, &images)
             }));

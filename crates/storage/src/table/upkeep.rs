@@ -49,10 +49,15 @@ impl Table {
     /// unmaps the string heap's chunks that hold nothing ([`VarHeap::trim`]). Must run
     /// between transactions. Returns the bytes released.
     pub fn compact(&mut self) -> usize {
-        self.generation += 1;
         let strings = self.var.trim();
         let per = self.heap.per_chunk() as usize;
         let keep = (self.heap.live() as usize).div_ceil(per);
+        if keep >= self.heap.chunk_count() && keep > 1 {
+            // No chunk would empty: nothing to move, and no scan of every slot for it (a
+            // table of one chunk is still trimmed past its last tuple, below).
+            return strings;
+        }
+        self.generation += 1;
         let new_end = (keep * per) as u32;
         // Lowest first (popped from the end).
         let mut free: Vec<u32> = self.heap.free_below(new_end).into_iter().rev().collect();
