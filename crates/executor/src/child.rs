@@ -5,8 +5,6 @@
 
 use crate::error::{Error, Result};
 
-pub(crate) mod memory;
-
 /// Which side of [`fork_with_pipe`] a process is on.
 pub(crate) enum Side {
     /// The child, with the pipe's write end (every other inherited descriptor closed).

@@ -264,7 +264,6 @@ impl Database {
         let gates = crate::partition::gates::Gates::new(config.partitions);
         let shared = Arc::new(Shared {
             scan_holds,
-            children: crate::child::memory::ChildMemory::new(statement_pool.clone()),
             statement_pool,
             moved_running: Default::default(),
             inline: std::sync::OnceLock::new(),

@@ -57,9 +57,7 @@
 //! frames and leaves with `_exit`. Its memory is the pages the parent changes while it
 //! runs (copy-on-write), as for the snapshot writer, and what it builds, which may map at
 //! most `work_mem` plus 64 MiB beyond the image (`limit_memory`): a child that runs out
-//! of that dies or fails alone, never the server, and a write then runs again in place.
-//! While it lives, that memory is counted in the budget (child/memory.rs), so the
-//! partitions evict to make room for it. A cancel, a statement timeout or a
+//! of that dies or fails alone, never the server, and a write then runs again in place. A cancel, a statement timeout or a
 //! client that goes away kills it (`SIGKILL`), and the parent reaps it. A write's changes
 //! are held until they apply, up to `work_mem` bytes; past that it runs again in place.
 //!
@@ -191,7 +189,6 @@ fn forked_rows(
         limit: info.work_mem,
         counted_at,
         _holds: holds,
-        counted: Some(turn.0.children.count(pid)),
         _turn: turn,
     }));
     Ok(rows)
@@ -313,7 +310,6 @@ pub(crate) fn move_write(
         limit: info.work_mem,
         counted_at: None,
         _holds: crate::scan::ScanHolds::default(),
-        counted: Some(shared.children.count(pid)),
         _turn: turn,
     };
     let job = MovedWrite {

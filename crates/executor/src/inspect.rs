@@ -25,12 +25,6 @@ impl Database {
         &self.shared().statement_pool
     }
 
-    /// The private memory of the forked children of moved statements at its last reading
-    /// (child/memory.rs), held in the statement pool.
-    pub fn forked_memory(&self) -> usize {
-        self.shared().children.held()
-    }
-
     /// Has every partition check the memory budget now, counting the statement pool as it
     /// is: to be called when memory held off the partitions changed by much (a COPY's
     /// rows taken from the pool as they arrive, and given back before they are inserted),

@@ -48,9 +48,6 @@ pub(crate) struct Shared {
     /// Statements running now moved off their partitions (forked.rs), at most
     /// [`crate::forked::MAX_MOVED`].
     pub moved_running: std::sync::atomic::AtomicUsize,
-    /// The memory of the forked children of moved statements, held in `statement_pool`
-    /// while they live (child/memory.rs).
-    pub children: crate::child::memory::ChildMemory,
     /// Stamps the commits that change rows, at every partition
     /// ([`permafrost_storage::Recent`]): an interactive transaction notes it before
     /// each read, and its COMMIT need not run again a read whose rows no later commit

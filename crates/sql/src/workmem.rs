@@ -236,22 +236,6 @@ impl Reservation {
         Ok(())
     }
 
-    /// Makes the reservation hold exactly `bytes` that are held already, outside any
-    /// statement (a forked child's memory), past the pool's limit if need be, as
-    /// [`Reservation::hold`] does.
-    pub fn set_held(&mut self, bytes: usize, pool: &Arc<MemoryPool>) {
-        if self.pool.is_none() {
-            self.pool = Some(pool.clone());
-        }
-        if bytes > self.taken {
-            pool.used.fetch_add(bytes - self.taken, Ordering::AcqRel);
-            pool.after_take();
-        } else {
-            pool.give(self.taken - bytes);
-        }
-        self.taken = bytes;
-    }
-
     /// The bytes taken from the pool.
     pub fn taken(&self) -> usize {
         self.taken

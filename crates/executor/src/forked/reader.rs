@@ -58,8 +58,6 @@ pub(crate) struct ForkedRead {
     pub(super) counted_at: Option<Arc<crate::counters::PartitionStats>>,
     /// The scan holds of the partitions whose blocks it reads.
     pub(super) _holds: crate::scan::ScanHolds,
-    /// The child's memory, counted in the budget until it is reaped.
-    pub(super) counted: Option<crate::child::memory::Counted>,
     pub(super) _turn: Turn,
 }
 
@@ -109,7 +107,6 @@ impl ForkedRead {
         let Some(pid) = self.pid.take() else {
             return String::new();
         };
-        self.counted = None;
         if kill {
             // SAFETY: signalling our own child, not yet reaped.
             unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -16,11 +16,10 @@ use crate::shared::Shared;
 /// Runs in the coordinator while it holds every store: forks the writer process, which
 /// writes through the database's file system.
 ///
-/// Its memory is not counted in the budget, unlike a forked reader's (child/memory.rs):
-/// it is almost all pages the server changed since the fork, and evicting to make room
-/// for them would change more pages (freeing slots, compacting heaps), each copied once
-/// more, while the old copies stay with the writer until it ends. Short of memory it is
-/// the process the kernel kills first.
+/// Its memory (the pages the server changes while it writes: the writer keeps the old
+/// copies) is not counted in the budget: evicting to make room for it would change more
+/// pages, each copied once more. Short of memory it is the process the kernel kills
+/// first.
 pub(crate) fn fork_writer(
     shared: &Shared,
     job: &SnapJob,

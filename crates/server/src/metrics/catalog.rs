@@ -183,12 +183,6 @@ const SERVER_METRICS: &[MetricInfo] = &[
         "Memory running statements hold together (results, sort buffers, groups, COPY rows being read), taken from their pool; the partitions count it in the budget and evict to make room for it.",
     ),
     m(
-        "permafrost_forked_memory_bytes",
-        Gauge,
-        "",
-        "Private memory of the forked processes running long statements moved off their partitions (the pages the server changed since the fork, and what they build), read every 100 ms; counted in permafrost_statement_memory_bytes, so the partitions evict to make room for it.",
-    ),
-    m(
         "permafrost_temp_bytes_total",
         Counter,
         "",

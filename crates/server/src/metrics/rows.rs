@@ -129,7 +129,6 @@ pub(crate) fn engine_rows(
     }
     r.one("permafrost_memory_limit_bytes", db.config().memory_limit);
     r.one("permafrost_statement_memory_bytes", db.statement_pool().used() as u64);
-    r.one("permafrost_forked_memory_bytes", db.forked_memory() as u64);
     r.one(
         "permafrost_statement_memory_limit_bytes",
         db.statement_pool().limit() as u64,
