@@ -45,12 +45,18 @@ fn schema() -> TableSchema {
     }
 }
 
-#[test]
-fn compaction_releases_chunks_and_keeps_contents() {
+/// A partition store holding table 0 ([`schema`]) with an LRU chain.
+fn store_with_table() -> PartitionStore {
     let mut store = PartitionStore::new(0);
     store
         .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
         .unwrap();
+    store
+}
+
+#[test]
+fn compaction_releases_chunks_and_keeps_contents() {
+    let mut store = store_with_table();
     let n = 40_000i64;
     let mut model = BTreeMap::new();
     for id in 0..n {
@@ -152,10 +158,7 @@ fn lru_ids(store: &mut PartitionStore) -> Vec<i64> {
 /// write whether the table changed since its fork, stays).
 #[test]
 fn compaction_with_no_chunk_to_empty_changes_nothing() {
-    let mut store = PartitionStore::new(0);
-    store
-        .create_table(Arc::new(schema()), Some(Box::new(LruChain::new())))
-        .unwrap();
+    let mut store = store_with_table();
     for id in 0..150_000i64 {
         store
             .insert(0, &[Value::Int(id), Value::Int(1), Value::from("x")])
