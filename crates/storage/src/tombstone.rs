@@ -1,9 +1,18 @@
 //! The Evicted Table (DeBrabant et al. 2013 §3.1): one small record per evicted tuple saying
 //! where the tuple is on disk. Index entries of an evicted tuple point at its tombstone.
 //!
-//! A tombstone is 6 bytes: the block id (4) and the tuple's position in that block (2: a
-//! block holds at most 65,535 tuples), kept in two arrays so nothing pads them. Freed
-//! tombstones are reused; the free list costs 4 bytes per free entry.
+//! A tombstone is a block id and the tuple's position in that block (a block holds at most
+//! 65,535 tuples). Eviction gives the tuples of one block consecutive ids, at consecutive
+//! positions, so the ids are kept in chunks of [`CHUNK`] as *runs*: ids `start..start+len`
+//! are at positions `offset..offset+len` of `block`, 12 bytes a run (one a block, where a
+//! block holds hundreds of small tuples). Tuples brought back and ids given to other tuples
+//! break runs; a chunk whose runs would take more than an array would becomes one: 6 bytes
+//! an id, the most a tombstone costs (a table evicted at load and read no more keeps well
+//! under a byte a tuple). Freed ids are reused lowest first, so that the next block's ids
+//! run on; the free list costs 4 bytes per free id.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Where an evicted tuple lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,21 +21,186 @@ pub struct Tombstone {
     pub offset: u32,
 }
 
-use crate::alloc::{BigVec, big_vec};
-
 const FREE: u32 = u32::MAX;
 /// A reserved id whose tuple is still being written to disk.
 const PENDING: u32 = u32::MAX - 1;
 
+/// Ids a chunk covers.
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+/// Bytes of a chunk kept as an array: a block id and a position per id.
+const DENSE_BYTES: usize = CHUNK * 6;
+/// Runs past which a chunk is kept as an array (they would take more).
+const MAX_RUNS: usize = DENSE_BYTES / std::mem::size_of::<Run>();
+
+/// Ids `start..start + len` of a chunk: at positions `offset..` of `block`, or all
+/// [`PENDING`] (their offset unused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    start: u16,
+    len: u16,
+    block: u32,
+    offset: u16,
+}
+
+impl Run {
+    fn end(&self) -> usize {
+        usize::from(self.start) + usize::from(self.len)
+    }
+
+    /// Its value at `local` (within the run).
+    fn at(&self, local: usize) -> (u32, u16) {
+        if self.block == PENDING {
+            (PENDING, 0)
+        } else {
+            (self.block, self.offset + (local - usize::from(self.start)) as u16)
+        }
+    }
+
+    /// Whether `next` continues it.
+    fn runs_on(&self, next: &Run) -> bool {
+        self.end() == usize::from(next.start)
+            && self.block == next.block
+            && (self.block == PENDING || u32::from(self.offset) + u32::from(self.len) == u32::from(next.offset))
+    }
+}
+
+#[derive(Debug)]
+struct Dense {
+    blocks: [u32; CHUNK],
+    offsets: [u16; CHUNK],
+}
+
+#[derive(Debug)]
+enum Chunk {
+    /// Sorted, disjoint runs; ids in none are free.
+    Runs(Vec<Run>),
+    Dense(Box<Dense>),
+}
+
+impl Chunk {
+    fn get(&self, local: usize) -> (u32, u16) {
+        match self {
+            Chunk::Runs(runs) => {
+                let i = runs.partition_point(|r| usize::from(r.start) <= local);
+                match i.checked_sub(1).map(|i| &runs[i]) {
+                    Some(r) if local < r.end() => r.at(local),
+                    _ => (FREE, 0),
+                }
+            }
+            Chunk::Dense(d) => (d.blocks[local], d.offsets[local]),
+        }
+    }
+
+    /// Sets the value at `local` (`block` may be [`FREE`] or [`PENDING`]).
+    fn set(&mut self, local: usize, block: u32, offset: u16) {
+        let runs = match self {
+            Chunk::Dense(d) => {
+                d.blocks[local] = block;
+                d.offsets[local] = offset;
+                return;
+            }
+            Chunk::Runs(runs) => runs,
+        };
+        // Take `local` out of the run holding it, if any.
+        let mut i = runs.partition_point(|r| usize::from(r.start) <= local);
+        if let Some(r) = i.checked_sub(1).map(|k| runs[k])
+            && local < r.end()
+        {
+            let k = i - 1;
+            let before = Run {
+                len: (local - usize::from(r.start)) as u16,
+                ..r
+            };
+            let after_start = local + 1;
+            let after = Run {
+                start: after_start as u16,
+                len: (r.end() - after_start) as u16,
+                block: r.block,
+                offset: if r.block == PENDING {
+                    0
+                } else {
+                    r.offset + (after_start - usize::from(r.start)) as u16
+                },
+            };
+            grow(runs);
+            let parts = [before, after];
+            let kept = parts.iter().filter(|p| p.len > 0).copied();
+            runs.splice(k..=k, kept);
+            i = k + usize::from(before.len > 0);
+        }
+        if block == FREE {
+            if runs.len() > MAX_RUNS {
+                self.make_dense();
+            }
+            return;
+        }
+        // `i` is where a run starting at `local` goes; join it to its neighbours.
+        let new = Run {
+            start: local as u16,
+            len: 1,
+            block,
+            offset: if block == PENDING { 0 } else { offset },
+        };
+        let joins_prev = i > 0 && runs[i - 1].runs_on(&new);
+        let joins_next = i < runs.len() && new.runs_on(&runs[i]);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                let next = runs.remove(i);
+                runs[i - 1].len += 1 + next.len;
+            }
+            (true, false) => runs[i - 1].len += 1,
+            (false, true) => {
+                let next = &mut runs[i];
+                next.start -= 1;
+                next.len += 1;
+                next.offset = new.offset;
+            }
+            (false, false) => {
+                if runs.len() >= MAX_RUNS {
+                    self.make_dense();
+                    return self.set(local, block, offset);
+                }
+                grow(runs);
+                runs.insert(i, new);
+            }
+        }
+    }
+
+    fn make_dense(&mut self) {
+        let mut d = Box::new(Dense {
+            blocks: [FREE; CHUNK],
+            offsets: [0; CHUNK],
+        });
+        if let Chunk::Runs(runs) = self {
+            for r in runs.iter() {
+                for local in usize::from(r.start)..r.end() {
+                    (d.blocks[local], d.offsets[local]) = r.at(local);
+                }
+            }
+        }
+        *self = Chunk::Dense(d);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Chunk::Runs(runs) => runs.capacity() * std::mem::size_of::<Run>(),
+            Chunk::Dense(_) => std::mem::size_of::<Dense>(),
+        }
+    }
+}
+
 /// The tombstones of one table at one partition.
 #[derive(Debug)]
 pub struct Tombstones {
-    /// Each id's block, or [`FREE`] or [`PENDING`].
-    blocks: BigVec<u32>,
-    /// Each id's position in its block.
-    offsets: BigVec<u16>,
-    free: BigVec<u32>,
+    chunks: Vec<Chunk>,
+    /// Ids handed out so far (live or free): ids are below it.
+    bound: u32,
+    /// Free ids below `bound`, lowest first.
+    free: BinaryHeap<Reverse<u32>>,
     live: usize,
+    /// What the chunks' runs and arrays take (kept as they change).
+    chunk_bytes: usize,
     /// Counts changes: equal counts mean the same tombstones ([`Tombstones::changes`]).
     changes: u64,
 }
@@ -40,46 +214,62 @@ impl Default for Tombstones {
 impl Tombstones {
     pub fn new() -> Tombstones {
         Tombstones {
-            blocks: big_vec(),
-            offsets: big_vec(),
-            free: big_vec(),
+            chunks: Vec::new(),
+            bound: 0,
+            free: BinaryHeap::new(),
             live: 0,
+            chunk_bytes: 0,
             changes: 0,
+        }
+    }
+
+    /// The value of `id` (block, or [`FREE`] or [`PENDING`]; position).
+    fn value(&self, id: u32) -> (u32, u16) {
+        if id >= self.bound {
+            return (FREE, 0);
+        }
+        let (c, local) = split(id);
+        self.chunks[c].get(local)
+    }
+
+    fn write(&mut self, id: u32, block: u32, offset: u16) {
+        let (c, local) = split(id);
+        if c == self.chunks.len() {
+            self.chunks.push(Chunk::Runs(Vec::new()));
+        }
+        let chunk = &mut self.chunks[c];
+        let before = chunk.memory_bytes();
+        chunk.set(local, block, offset);
+        self.chunk_bytes = self.chunk_bytes - before + chunk.memory_bytes();
+        self.changes += 1;
+    }
+
+    /// A new id: the lowest free one, else the next.
+    fn take_id(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(Reverse(id)) => id,
+            None => {
+                self.bound += 1;
+                self.bound - 1
+            }
         }
     }
 
     /// Records an evicted tuple and returns its tombstone id.
     pub fn add(&mut self, t: Tombstone) -> u32 {
-        debug_assert!(t.block != FREE);
+        debug_assert!(t.block < PENDING || t.block == PENDING && t.offset == 0);
         debug_assert!(t.offset <= u32::from(u16::MAX));
+        let id = self.take_id();
         self.live += 1;
-        self.changes += 1;
-        match self.free.pop() {
-            Some(id) => {
-                self.blocks[id as usize] = t.block;
-                self.offsets[id as usize] = t.offset as u16;
-                id
-            }
-            None => {
-                // Grow by an eighth at a time: doubling would leave up to half the
-                // vectors unused, and tombstones are the anti-cache's per-tuple cost.
-                if self.blocks.len() == self.blocks.capacity() {
-                    let more = (self.blocks.len() / 8).max(1024);
-                    self.blocks.reserve_exact(more);
-                    self.offsets.reserve_exact(more);
-                }
-                self.blocks.push(t.block);
-                self.offsets.push(t.offset as u16);
-                (self.blocks.len() - 1) as u32
-            }
-        }
+        self.write(id, t.block, t.offset as u16);
+        id
     }
 
     pub fn get(&self, id: u32) -> Option<Tombstone> {
-        let block = *self.blocks.get(id as usize)?;
-        (block < PENDING).then(|| Tombstone {
+        let (block, offset) = self.value(id);
+        (block < PENDING).then_some(Tombstone {
             block,
-            offset: u32::from(self.offsets[id as usize]),
+            offset: u32::from(offset),
         })
     }
 
@@ -95,46 +285,55 @@ impl Tombstones {
     /// Fills a reserved id.
     pub fn set(&mut self, id: u32, t: Tombstone) {
         debug_assert!(t.block < PENDING && t.offset <= u32::from(u16::MAX));
-        self.changes += 1;
-        if let Some(b) = self.blocks.get_mut(id as usize) {
-            *b = t.block;
-            self.offsets[id as usize] = t.offset as u16;
+        if self.value(id).0 == PENDING {
+            self.write(id, t.block, t.offset as u16);
         }
     }
 
-    /// Forgets a tombstone (its tuple is back in memory or deleted).
+    /// Forgets a tombstone (its tuple is back in memory or deleted; or, reserved, its
+    /// block's write failed).
     pub fn remove(&mut self, id: u32) -> Option<Tombstone> {
-        let b = self.blocks.get_mut(id as usize)?;
-        if *b == FREE {
+        let (block, offset) = self.value(id);
+        if block == FREE {
             return None;
         }
-        let t = Tombstone {
-            block: *b,
-            offset: u32::from(self.offsets[id as usize]),
-        };
-        *b = FREE;
-        self.changes += 1;
-        self.free.push(id);
+        self.write(id, FREE, 0);
+        self.free.push(Reverse(id));
         self.live -= 1;
-        Some(t)
+        Some(Tombstone {
+            block,
+            offset: u32::from(offset),
+        })
     }
 
-    /// Live tombstones as `(id, tombstone)`.
+    /// Live tombstones as `(id, tombstone)`, by id.
     pub fn iter(&self) -> impl Iterator<Item = (u32, Tombstone)> + '_ {
-        self.blocks
-            .iter()
-            .zip(self.offsets.iter())
-            .enumerate()
-            .filter(|(_, (b, _))| **b < PENDING)
-            .map(|(i, (b, o))| {
-                (
-                    i as u32,
-                    Tombstone {
-                        block: *b,
-                        offset: u32::from(*o),
-                    },
-                )
-            })
+        self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
+            let base = (c << CHUNK_BITS) as u32;
+            let (runs, dense) = match chunk {
+                Chunk::Runs(runs) => (runs.as_slice(), None),
+                Chunk::Dense(d) => (&[][..], Some(d)),
+            };
+            let from_runs = runs
+                .iter()
+                .filter(|r| r.block != PENDING)
+                .flat_map(move |r| (usize::from(r.start)..r.end()).map(move |local| (local, r.at(local))));
+            let from_dense = dense
+                .into_iter()
+                .flat_map(|d| (0..CHUNK).map(move |local| (local, (d.blocks[local], d.offsets[local]))));
+            from_runs
+                .chain(from_dense)
+                .filter(|(_, (block, _))| *block < PENDING)
+                .map(move |(local, (block, offset))| {
+                    (
+                        base + local as u32,
+                        Tombstone {
+                            block,
+                            offset: u32::from(offset),
+                        },
+                    )
+                })
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -146,7 +345,9 @@ impl Tombstones {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.blocks.capacity() * 4 + self.offsets.capacity() * 2 + self.free.capacity() * 4
+        self.chunks.capacity() * std::mem::size_of::<Chunk>()
+            + self.chunk_bytes
+            + self.free.capacity() * std::mem::size_of::<u32>()
     }
 
     /// How many times the tombstones changed: while it stays the same, so does every
@@ -157,71 +358,49 @@ impl Tombstones {
 
     /// Number of ids handed out so far (live or free): ids are below this.
     pub fn id_bound(&self) -> u32 {
-        self.blocks.len() as u32
+        self.bound
     }
 
     /// Replaces the contents with `entries`, indexed by id, where `None` is a free id
     /// (loading a snapshot: ids are kept, so index entries loaded with them stay valid).
     pub fn restore(&mut self, entries: impl ExactSizeIterator<Item = Option<Tombstone>>) {
-        let (mut blocks, mut offsets) = (big_vec(), big_vec());
-        blocks.reserve_exact(entries.len());
-        offsets.reserve_exact(entries.len());
-        let mut free = big_vec();
-        let mut live = 0;
+        let changes = self.changes;
+        *self = Tombstones::new();
+        let mut free = Vec::new();
         for (id, e) in entries.enumerate() {
+            let id = id as u32;
+            self.bound = id + 1;
             match e {
                 Some(t) if t.block < PENDING => {
                     debug_assert!(t.offset <= u32::from(u16::MAX), "the loader checks offsets");
-                    blocks.push(t.block);
-                    offsets.push(t.offset as u16);
-                    live += 1;
+                    self.write(id, t.block, t.offset as u16);
+                    self.live += 1;
                 }
                 _ => {
-                    blocks.push(FREE);
-                    offsets.push(0);
-                    free.push(id as u32);
+                    if split(id).0 == self.chunks.len() {
+                        self.chunks.push(Chunk::Runs(Vec::new()));
+                    }
+                    free.push(Reverse(id));
                 }
             }
         }
-        // Lowest free ids are reused first.
-        free.reverse();
-        self.blocks = blocks;
-        self.offsets = offsets;
-        self.free = free;
-        self.live = live;
-        self.changes += 1;
+        self.free = BinaryHeap::from(free);
+        self.changes = changes + 1;
     }
+}
+
+/// Makes room for one more run, a quarter more at a time (doubling would leave up to half
+/// of a chunk's runs unused).
+fn grow(runs: &mut Vec<Run>) {
+    if runs.len() == runs.capacity() {
+        runs.reserve_exact((runs.len() / 4).max(2));
+    }
+}
+
+/// An id's chunk and its place in it.
+fn split(id: u32) -> (usize, usize) {
+    ((id >> CHUNK_BITS) as usize, id as usize & (CHUNK - 1))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_reused_and_iteration_skips_free_entries() {
-        let mut t = Tombstones::new();
-        let a = t.add(Tombstone { block: 1, offset: 0 });
-        let b = t.add(Tombstone { block: 1, offset: 1 });
-        assert_eq!(t.remove(a), Some(Tombstone { block: 1, offset: 0 }));
-        assert_eq!(t.remove(a), None);
-        assert_eq!(t.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![b]);
-        let c = t.add(Tombstone { block: 2, offset: 5 });
-        assert_eq!(c, a);
-        assert_eq!(t.len(), 2);
-        assert_eq!(t.get(c).unwrap().block, 2);
-    }
-
-    #[test]
-    fn restore_keeps_ids_and_reuses_the_free_ones() {
-        let mut t = Tombstones::new();
-        let at = |b| Some(Tombstone { block: b, offset: 3 });
-        t.restore([at(7), None, at(9), None].into_iter());
-        assert_eq!(t.len(), 2);
-        assert_eq!(t.get(2), Some(Tombstone { block: 9, offset: 3 }));
-        assert_eq!(t.get(1), None);
-        assert_eq!(t.id_bound(), 4);
-        assert_eq!(t.add(Tombstone { block: 1, offset: 0 }), 1);
-        assert_eq!(t.add(Tombstone { block: 1, offset: 1 }), 3);
-        assert_eq!(t.add(Tombstone { block: 1, offset: 2 }), 4);
-    }
-}
+mod tests;
