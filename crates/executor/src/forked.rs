@@ -57,9 +57,10 @@
 //! frames and leaves with `_exit`. Its memory is the pages the parent changes while it
 //! runs (copy-on-write), as for the snapshot writer, and what it builds, which may map at
 //! most `work_mem` plus 64 MiB beyond the image (`limit_memory`): a child that runs out
-//! of that dies or fails alone, never the server, and a write then runs again in place. A cancel, a statement timeout or a
-//! client that goes away kills it (`SIGKILL`), and the parent reaps it. A write's changes
-//! are held until they apply, up to `work_mem` bytes; past that it runs again in place.
+//! of that dies or fails alone, never the server, and a write then runs again in place.
+//! A cancel, a statement timeout or a client that goes away kills it (`SIGKILL`), and
+//! the parent reaps it. A write's changes are held until they apply, up to `work_mem`
+//! bytes; past that it runs again in place.
 //!
 //! The pipe carries frames (docs/format.md, "Forked reader frames"): a tag byte, a u32
 //! length, the payload. Rows: each row's length and its values in the result buffer's
