@@ -154,6 +154,15 @@ impl<K: OrdKey> OrderedIndex<K> {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }
+
+    /// The entries of one key, in reference order. The range is open above: a bounded one
+    /// searches every node on the way down twice (for each end), and one key's entries sit
+    /// together, so they end at the first entry of another key.
+    fn equal<'a>(&'a self, key: &'a K) -> impl Iterator<Item = &'a (K, TupleRef)> + 'a {
+        self.set
+            .range((Bound::Included((key.clone(), MIN_REF)), Bound::Unbounded))
+            .take_while(move |e| e.0 == *key)
+    }
 }
 
 impl<K: OrdKey> HotStage<K> for OrderedIndex<K> {
@@ -184,13 +193,11 @@ impl<K: OrdKey> HotStage<K> for OrderedIndex<K> {
     }
 
     fn has_other(&self, key: &K, except: Option<TupleRef>) -> bool {
-        self.set
-            .range((lower(Bound::Included(key)), upper(Bound::Included(key))))
-            .any(|e| Some(e.1) != except)
+        self.equal(key).any(|e| Some(e.1) != except)
     }
 
-    fn lookup(&self, key: &K, f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
-        self.range(Bound::Included(key), Bound::Included(key), false, f)
+    fn lookup(&self, key: &K, mut f: impl FnMut(TupleRef) -> ControlFlow<()>) -> ControlFlow<()> {
+        self.equal(key).try_for_each(|e| f(e.1))
     }
 
     fn for_each(&self, mut f: impl FnMut(&K, TupleRef)) {
@@ -325,5 +332,46 @@ mod tests {
             },
         );
         assert_eq!(announced, 3 + LOOK_AHEAD, "no more than the look-ahead past the stop");
+    }
+
+    /// A key's lookup visits exactly its entries, in reference order, and stops where asked;
+    /// `has_other` sees them, with neighbours on both sides that must not count.
+    #[test]
+    fn a_key_sees_its_own_entries_and_none_of_its_neighbours() {
+        let mut ix = OrderedIndex::<i64>::new();
+        for r in 0..40u32 {
+            ix.insert(i64::from(r % 8), TupleRef(r));
+        }
+        ix.insert(100, TupleRef(7));
+        for k in [-1, 0, 3, 7, 8, 100] {
+            let mut seen = Vec::new();
+            let _ = ix.lookup(&k, |r| {
+                seen.push(r.0);
+                ControlFlow::Continue(())
+            });
+            let expect: Vec<u32> = match k {
+                0..8 => (0..40u32).filter(|r| i64::from(r % 8) == k).collect(),
+                100 => vec![7],
+                _ => vec![],
+            };
+            assert_eq!(seen, expect, "key {k}");
+            let mut first = Vec::new();
+            let _ = ix.lookup(&k, |r| {
+                first.push(r.0);
+                ControlFlow::Break(())
+            });
+            assert_eq!(
+                first,
+                expect.iter().copied().take(1).collect::<Vec<_>>(),
+                "key {k}, stopped"
+            );
+            assert_eq!(ix.has_other(&k, None), !expect.is_empty(), "key {k}");
+            let only = (expect.len() == 1).then(|| TupleRef(expect[0]));
+            assert_eq!(
+                ix.has_other(&k, only),
+                expect.len() > 1,
+                "key {k}, except its one entry"
+            );
+        }
     }
 }
