@@ -160,7 +160,7 @@ impl<K: OrdKey> OrderedIndex<K> {
     /// together, so they end at the first entry of another key.
     fn equal<'a>(&'a self, key: &'a K) -> impl Iterator<Item = &'a (K, TupleRef)> + 'a {
         self.set
-            .range((Bound::Included((key.clone(), MIN_REF)), Bound::Unbounded))
+            .range((lower(Bound::Included(key)), Bound::Unbounded))
             .take_while(move |e| e.0 == *key)
     }
 }
